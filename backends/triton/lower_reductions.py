@@ -1,0 +1,157 @@
+"""Lowerings of reductions: sum, amax/amin, max/min (values and indices), argmax/argmin, any/all,
+``prims.var`` (two passes: mean, then squared deviations), mean.
+
+Every reduction is realized as a ``ComputedBuffer`` holding a ``Reduction`` whose ``inner_fn(index,
+rindex)`` reads the (possibly lazy) input; the scheduler later fuses its producers and consumers.
+A reduction over one element becomes a pointwise copy; fp16/bf16 sums accumulate in fp32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sympy
+import torch
+
+from .indexing import Expr, contiguous_strides, product
+from .ir import Layout, LazyValue, Reduction, TensorValue
+from .lowering import NotLowerable, current_graph, current_node, lowering, meta_val, origins
+from .ops import ops, register_dtype
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def reduce(x: TensorValue, dims: Sequence[int] | None, keepdim: bool, rtype: str,
+           dtype: torch.dtype) -> TensorValue:
+    """Reduce ``x`` over ``dims`` (None or [] = all) with ``rtype``; the result has ``dtype``."""
+    rank = len(x.size)
+    dims = sorted({d % rank for d in dims} if dims else set(range(rank))) if rank else []
+    kept = [d for d in range(rank) if d not in dims]
+    rranges = [x.size[d] for d in dims]
+    size = [sympy.Integer(1) if d in dims else x.size[d] for d in range(rank)] if keepdim \
+        else [x.size[d] for d in kept]
+    numel = product(rranges)
+    if numel == 0 or product(size) == 0:
+        raise NotLowerable("empty reduction")
+    src_dtype = register_dtype(x.dtype)
+    acc = register_dtype(dtype) if rtype in ("sum", "prod") else src_dtype
+
+    def full_index(index: Sequence[Expr], rindex: Sequence[Expr]) -> list[Expr]:
+        full: list[Expr] = [sympy.Integer(0)] * rank
+        for k, d in enumerate(kept):
+            full[d] = index[d] if keepdim else index[k]
+        for k, d in enumerate(dims):
+            full[d] = rindex[k]
+        return full
+
+    if numel == 1:
+        return _single_element(x, size, full_index, rtype, dtype)
+
+    def inner_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
+        value = x.load(full_index(index, rindex))
+        return ops.to_dtype(value, torch.bool if rtype == "any" else acc)
+
+    layout = Layout(size, contiguous_strides(size), dtype, x.device)
+    data = Reduction(size, rranges, rtype, inner_fn, acc, dtype)
+    return current_graph().add_computed(data, layout, origins(x))
+
+
+def _single_element(x: TensorValue, size: list[Expr], full_index: Any, rtype: str,
+                    dtype: torch.dtype) -> LazyValue:
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        if rtype in ("argmax", "argmin"):
+            return ops.constant(0, dtype)
+        return ops.to_dtype(x.load(full_index(index, [sympy.Integer(0)] * 8)), dtype)
+
+    return LazyValue(size, dtype, x.device, inner_fn, origins(x))
+
+
+def _dims_arg(dim: Any) -> list[int] | None:
+    if dim is None:
+        return None
+    return [dim] if isinstance(dim, int) else list(dim)
+
+
+@lowering(aten.sum.dim_IntList, aten.sum.default, prims.sum.default)
+def sum_(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+         output_dtype: Any = None) -> TensorValue:
+    return reduce(x, _dims_arg(dim), keepdim, "sum", meta_val().dtype)
+
+
+@lowering(aten.mean.dim, aten.mean.default)
+def mean(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    out = meta_val().dtype
+    total = reduce(x, _dims_arg(dim), keepdim, "sum", out)
+    n = product(x.size) / product(total.size) if dim else product(x.size)
+    return _scale(total, n, out)
+
+
+def _scale(x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        v = ops.to_dtype(x.load(index), register_dtype(dtype))
+        d = ops.to_dtype(ops.index_expr(divisor, torch.int64), register_dtype(dtype)) \
+            if not divisor.is_number else ops.constant(float(divisor), register_dtype(dtype))
+        return ops.to_dtype(ops.truediv(v, d), dtype)
+
+    return LazyValue(x.size, dtype, x.device, inner_fn, origins(x))
+
+
+@lowering(aten.amax.default, aten.amin.default)
+def amax(x: TensorValue, dim: Any = (), keepdim: bool = False) -> TensorValue:
+    rtype = "max" if current_node().target is aten.amax.default else "min"
+    return reduce(x, _dims_arg(dim), keepdim, rtype, meta_val().dtype)
+
+
+@lowering(aten.max.default, aten.min.default)
+def max_all(x: TensorValue) -> TensorValue:
+    rtype = "max" if current_node().target is aten.max.default else "min"
+    return reduce(x, None, False, rtype, meta_val().dtype)
+
+
+@lowering(aten.max.dim, aten.min.dim)
+def max_dim(x: TensorValue, dim: int, keepdim: bool = False) -> tuple[TensorValue, TensorValue]:
+    is_max = current_node().target is aten.max.dim
+    values = reduce(x, [dim], keepdim, "max" if is_max else "min", x.dtype)
+    indices = reduce(x, [dim], keepdim, "argmax" if is_max else "argmin", torch.int64)
+    return values, indices
+
+
+@lowering(aten.argmax.default, aten.argmin.default)
+def argmax(x: TensorValue, dim: Any = None, keepdim: bool = False) -> TensorValue:
+    rtype = "argmax" if current_node().target is aten.argmax.default else "argmin"
+    if dim is None and keepdim:
+        raise NotLowerable("argmax over all dims with keepdim")
+    return reduce(x, _dims_arg(dim), keepdim, rtype, torch.int64)
+
+
+@lowering(aten.any.dim, aten.any.dims, aten.any.default)
+def any_(x: TensorValue, dim: Any = None, keepdim: bool = False) -> TensorValue:
+    return reduce(x, _dims_arg(dim), keepdim, "any", torch.bool)
+
+
+@lowering(prims.var.default)
+def var(x: TensorValue, dims: Sequence[int], correction: float = 1.0, *,
+        output_dtype: Any = None) -> TensorValue:
+    """Two passes: ``mean = sum(x)/n``, then ``sum((x - mean)**2) / (n - correction)``."""
+    out = meta_val().dtype
+    acc = register_dtype(out)
+    dims = _dims_arg(dims) or list(range(len(x.size)))
+    rank = len(x.size)
+    n = product([x.size[d % rank] for d in dims])
+    total = reduce(x, dims, True, "sum", acc)
+    avg = _scale(total, n, acc)
+
+    def deviation(index: Sequence[Expr]) -> Any:
+        m_index = [sympy.Integer(0) if d % rank in [e % rank for e in dims] else i
+                   for d, i in enumerate(index)]
+        diff = ops.sub(ops.to_dtype(x.load(index), acc), avg.load(m_index))
+        return ops.mul(diff, diff)
+
+    squares = LazyValue(x.size, acc, x.device, deviation, origins(x))
+    summed = reduce(squares, dims, False, "sum", acc)
+    corr = sympy.Integer(int(correction)) if float(correction).is_integer() \
+        else sympy.Float(correction)
+    return _scale(summed, n - corr, out)
+

@@ -1,0 +1,322 @@
+"""Lowerings of view and data-movement ops: permute, expand, view/reshape, slice, select, squeeze,
+unsqueeze, as_strided, broadcast_in_dim, cat, constant_pad_nd, slice_scatter, select_scatter.
+
+A view of a ``BufferView`` stays a ``BufferView`` whenever the result is strided (so extern calls such
+as ``mm`` receive ``as_strided`` views, never copies); a view of a ``LazyValue`` re-indexes its
+``inner_fn``. Ops that move data (cat, pad, scatters) become ``LazyValue``s whose loads are masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy
+import torch
+
+from .indexing import Expr, as_expr, contiguous_strides, product, same, unflatten
+from .ir import BufferView, Layout, LazyValue, TensorValue
+from .lowering import (
+    NotLowerable,
+    current_graph,
+    lowering,
+    meta_val,
+    origins,
+    out_size,
+)
+from .ops import ops, register_dtype
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def restride(x: BufferView, size: list[Expr], stride: list[Expr], offset: Expr) -> BufferView:
+    layout = Layout(list(size), list(stride), x.dtype, x.device, offset)
+    return BufferView(x.buffer, layout)
+
+
+def reindex(x: TensorValue, size: list[Expr], fn: Callable[[list[Expr]], list[Expr]]) -> LazyValue:
+    """A LazyValue of ``size`` whose element ``index`` is ``x[fn(index)]``."""
+    return LazyValue(size, x.dtype, x.device, lambda index: x.load(fn(list(index))), origins(x))
+
+
+def norm_dim(dim: int, rank: int) -> int:
+    return dim % rank if rank else 0
+
+
+@lowering(aten.permute.default)
+def permute(x: TensorValue, dims: Sequence[int]) -> TensorValue:
+    dims = [norm_dim(d, len(x.size)) for d in dims]
+    size = [x.size[d] for d in dims]
+    if isinstance(x, BufferView):
+        return restride(x, size, [x.layout.stride[d] for d in dims], x.layout.offset)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        old = [sympy.Integer(0)] * len(dims)
+        for k, d in enumerate(dims):
+            old[d] = index[k]
+        return old
+
+    return reindex(x, size, fn)
+
+
+@lowering(aten.transpose.int)
+def transpose(x: TensorValue, d0: int, d1: int) -> TensorValue:
+    dims = list(range(len(x.size)))
+    d0, d1 = norm_dim(d0, len(dims)), norm_dim(d1, len(dims))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return permute(x, dims)
+
+
+@lowering(aten.t.default)
+def t(x: TensorValue) -> TensorValue:
+    return permute(x, list(range(len(x.size)))[::-1])
+
+
+@lowering(aten.expand.default, aten.expand_copy.default)
+def expand(x: TensorValue, sizes: Any, implicit: bool = False) -> TensorValue:
+    size = out_size()
+    lead = len(size) - len(x.size)
+    if isinstance(x, BufferView):
+        stride = [sympy.Integer(0)] * lead
+        for d, (s, st) in enumerate(zip(x.size, x.layout.stride, strict=True)):
+            stride.append(sympy.Integer(0) if s == 1 and size[lead + d] != 1 else st)
+        return restride(x, size, stride, x.layout.offset)
+    from_size = list(x.size)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        return [sympy.Integer(0) if s == 1 else index[lead + d] for d, s in enumerate(from_size)]
+
+    return reindex(x, size, fn)
+
+
+@lowering(prims.broadcast_in_dim.default)
+def broadcast_in_dim(x: TensorValue, shape: Any, broadcast_dims: Sequence[int]) -> TensorValue:
+    size = out_size()
+    if isinstance(x, BufferView):
+        stride = [sympy.Integer(0)] * len(size)
+        for k, d in enumerate(broadcast_dims):
+            if not (x.size[k] == 1 and size[d] != 1):
+                stride[d] = x.layout.stride[k]
+        return restride(x, size, stride, x.layout.offset)
+    from_size = list(x.size)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        return [sympy.Integer(0) if from_size[k] == 1 else index[d]
+                for k, d in enumerate(broadcast_dims)]
+
+    return reindex(x, size, fn)
+
+
+@lowering(aten.unsqueeze.default)
+def unsqueeze(x: TensorValue, dim: int) -> TensorValue:
+    dim = norm_dim(dim, len(x.size) + 1)
+    size = list(x.size)
+    size.insert(dim, sympy.Integer(1))
+    if isinstance(x, BufferView):
+        stride = list(x.layout.stride)
+        stride.insert(dim, sympy.Integer(1))
+        return restride(x, size, stride, x.layout.offset)
+    return reindex(x, size, lambda index: index[:dim] + index[dim + 1:])
+
+
+@lowering(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, prims.squeeze.default)
+def squeeze(x: TensorValue, dims: Any = None) -> TensorValue:
+    rank = len(x.size)
+    if dims is None:
+        dims = list(range(rank))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    gone = {norm_dim(d, rank) for d in dims if x.size[norm_dim(d, rank)] == 1}
+    keep = [d for d in range(rank) if d not in gone]
+    size = [x.size[d] for d in keep]
+    if isinstance(x, BufferView):
+        return restride(x, size, [x.layout.stride[d] for d in keep], x.layout.offset)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        old = [sympy.Integer(0)] * rank
+        for k, d in enumerate(keep):
+            old[d] = index[k]
+        return old
+
+    return reindex(x, size, fn)
+
+
+@lowering(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+          aten.view_copy.default, prims.reshape.default)
+def view(x: TensorValue, sizes: Any) -> TensorValue:
+    if meta_val().dtype != x.dtype:
+        raise NotLowerable("dtype view")
+    size = out_size()
+    if isinstance(x, BufferView) and _is_contiguous(x.layout):
+        return restride(x, size, contiguous_strides(size), x.layout.offset)
+    old_size = list(x.size)
+    new_strides = contiguous_strides(size)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        flat = sum((i * st for i, st in zip(index, new_strides, strict=True)), sympy.Integer(0))
+        return unflatten(flat, old_size)
+
+    return reindex(x, size, fn)
+
+
+def _is_contiguous(layout: Layout) -> bool:
+    expected = contiguous_strides(layout.size)
+    return all(same(s, 1) or same(a, b)
+               for s, a, b in zip(layout.size, layout.stride, expected, strict=True))
+
+
+@lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
+def slice_(x: TensorValue, dim: int = 0, start: Any = None, end: Any = None,
+           step: int = 1) -> TensorValue:
+    dim = norm_dim(dim, len(x.size))
+    start_ = _norm_start(start, x.size[dim])
+    size = list(x.size)
+    size[dim] = out_size()[dim]
+    if isinstance(x, BufferView):
+        stride = list(x.layout.stride)
+        offset = x.layout.offset + start_ * stride[dim]
+        stride[dim] = stride[dim] * step
+        return restride(x, size, stride, offset)
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        index = list(index)
+        index[dim] = start_ + step * index[dim]
+        return index
+
+    return reindex(x, size, fn)
+
+
+def _norm_start(start: Any, dim_size: Expr) -> Expr:
+    if start is None:
+        return sympy.Integer(0)
+    start = as_expr(start)
+    if isinstance(start, sympy.Integer):
+        if start < 0:
+            start = start + dim_size
+        if isinstance(dim_size, sympy.Integer):
+            start = min(max(start, sympy.Integer(0)), dim_size)
+        elif start < 0:
+            raise NotLowerable("negative slice start on a symbolic dim")
+    return start
+
+
+@lowering(aten.select.int, aten.select_copy.int)
+def select(x: TensorValue, dim: int, index: Any) -> TensorValue:
+    dim = norm_dim(dim, len(x.size))
+    idx = as_expr(index)
+    if isinstance(idx, sympy.Integer) and idx < 0:
+        idx = idx + x.size[dim]
+    size = x.size[:dim] + x.size[dim + 1:]
+    if isinstance(x, BufferView):
+        stride = x.layout.stride[:dim] + x.layout.stride[dim + 1:]
+        return restride(x, size, stride, x.layout.offset + idx * x.layout.stride[dim])
+    return reindex(x, size, lambda index: index[:dim] + [idx] + index[dim:])
+
+
+@lowering(aten.as_strided.default, aten.as_strided_copy.default)
+def as_strided(x: TensorValue, size: Any, stride: Any, storage_offset: Any = None) -> BufferView:
+    if not isinstance(x, BufferView):
+        x = current_graph().realize(x)
+    offset = x.buffer.layout.offset if storage_offset is None else as_expr(storage_offset)
+    return restride(x, [as_expr(s) for s in size], [as_expr(s) for s in stride], offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# data movement
+
+
+def in_range(i: Expr, lo: Expr, hi: Expr) -> Any:
+    """A bool value: ``lo <= i < hi`` (as kernel code)."""
+    iv = ops.index_expr(i, torch.int64)
+    return ops.logical_and(ops.ge(iv, ops.index_expr(lo, torch.int64)),
+                           ops.lt(iv, ops.index_expr(hi, torch.int64)))
+
+
+@lowering(aten.cat.default)
+def cat(tensors: Sequence[TensorValue], dim: int = 0) -> LazyValue:
+    val = meta_val()
+    parts = [t for t in tensors if not (len(t.size) == 1 and t.size[0] == 0)]
+    if len(parts) > 8 or any(p.device != val.device for p in parts):
+        raise NotLowerable("cat of many inputs or across devices")
+    dim = norm_dim(dim, len(val.shape))
+    starts, total = [], sympy.Integer(0)
+    for p in parts:
+        starts.append(total)
+        total = total + p.size[dim]
+    dtype = register_dtype(val.dtype)
+
+    def inner_fn(index: list[Expr]) -> Any:
+        result = None
+        for p, lo in reversed(list(zip(parts, starts, strict=True))):
+            shifted = index[:dim] + [index[dim] - lo] + index[dim + 1:]
+            inside = in_range(index[dim], lo, lo + p.size[dim])
+            value = ops.masked(inside, lambda p=p, s=shifted: ops.to_dtype(p.load(s), dtype), 0)
+            result = value if result is None else ops.where(inside, value, result)
+        return ops.to_dtype(result, val.dtype)
+
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(*parts))
+
+
+@lowering(aten.constant_pad_nd.default)
+def constant_pad_nd(x: TensorValue, pad: Sequence[Any], value: float = 0.0) -> LazyValue:
+    pads = [as_expr(p) for p in pad]
+    if any(isinstance(p, sympy.Integer) and p < 0 for p in pads):
+        raise NotLowerable("negative padding")
+    rank = len(x.size)
+    lows = {rank - 1 - k: pads[2 * k] for k in range(len(pads) // 2)}
+    val = meta_val()
+    dtype = register_dtype(val.dtype)
+
+    def inner_fn(index: list[Expr]) -> Any:
+        mask, shifted = None, list(index)
+        for d, lo in lows.items():
+            shifted[d] = index[d] - lo
+            inside = in_range(index[d], lo, lo + x.size[d])
+            mask = inside if mask is None else ops.logical_and(mask, inside)
+        if mask is None:
+            return ops.to_dtype(x.load(shifted), val.dtype)
+        loaded = ops.masked(mask, lambda: ops.to_dtype(x.load(shifted), dtype), value)
+        return ops.to_dtype(loaded, val.dtype)
+
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(x))
+
+
+@lowering(aten.slice_scatter.default)
+def slice_scatter(base: TensorValue, src: TensorValue, dim: int = 0, start: Any = None,
+                  end: Any = None, step: int = 1) -> LazyValue:
+    if step != 1:
+        raise NotLowerable("slice_scatter with step")
+    dim = norm_dim(dim, len(base.size))
+    lo = _norm_start(start, base.size[dim])
+    hi = lo + src.size[dim]
+    return _scatter(base, src, dim, lambda i: in_range(i, lo, hi),
+                    lambda index: index[:dim] + [index[dim] - lo] + index[dim + 1:])
+
+
+@lowering(aten.select_scatter.default)
+def select_scatter(base: TensorValue, src: TensorValue, dim: int, index: Any) -> LazyValue:
+    dim = norm_dim(dim, len(base.size))
+    idx = as_expr(index)
+    if isinstance(idx, sympy.Integer) and idx < 0:
+        idx = idx + base.size[dim]
+    return _scatter(base, src, dim, lambda i: in_range(i, idx, idx + 1),
+                    lambda index: index[:dim] + index[dim + 1:])
+
+
+def _scatter(base: TensorValue, src: TensorValue, dim: int, inside_fn: Callable[[Expr], Any],
+             src_index: Callable[[list[Expr]], list[Expr]]) -> LazyValue:
+    val = meta_val()
+    dtype = register_dtype(val.dtype)
+    if product(src.size) == 0:
+        raise NotLowerable("empty scatter source")
+
+    def inner_fn(index: list[Expr]) -> Any:
+        inside = inside_fn(index[dim])
+        new = ops.masked(inside, lambda: ops.to_dtype(src.load(src_index(index)), dtype), 0)
+        old = ops.to_dtype(base.load(index), dtype)
+        return ops.to_dtype(ops.where(inside, new, old), val.dtype)
+
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(base, src))
+
+
+

@@ -1,0 +1,367 @@
+"""Lowerings: one function per ATen op, turning its (lowered) arguments into a ``TensorValue``.
+
+``@lowering(aten.add)`` registers a function for every overload of a packet (or one overload);
+``make_pointwise("add")`` builds the common elementwise lowering: broadcast, type promotion (computed
+with torch's own ``elementwise_dtypes`` on the node's meta values), fp16/bf16 math in fp32, result in
+the node's dtype. A lowering raises ``NotLowerable`` when it cannot express the call; the graph then
+runs that node with torch (``graph.GraphLowering.fallback``). Views live in ``lower_views.py``,
+reductions in ``lower_reductions.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import sympy
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as KIND
+from torch._prims_common import elementwise_dtypes
+
+from . import config
+from .indexing import Expr, as_expr
+from .ir import LazyValue, TensorValue
+from .ops import BOOL_RESULT, FLOAT_ONLY, has_template, ops, register_dtype
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+LOWERINGS: dict[Any, Callable[..., Any]] = {}
+
+
+class NotLowerable(Exception):
+    """This call cannot be lowered: run it with torch instead (the reason is logged)."""
+
+
+def lowering(*targets: Any) -> Callable[[Callable], Callable]:
+    """Register ``fn`` as the lowering of each target (an OpOverload, or every overload of a packet)."""
+
+    def register(fn: Callable) -> Callable:
+        for target in targets:
+            if isinstance(target, torch._ops.OpOverloadPacket):
+                for name in target.overloads():
+                    LOWERINGS.setdefault(getattr(target, name), fn)
+            else:
+                LOWERINGS[target] = fn
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------------------------------------
+# the node being lowered (set by graph.GraphLowering around each call)
+
+_CONTEXT: list[tuple[Any, torch.fx.Node]] = []
+
+
+@contextlib.contextmanager
+def lowering_node(graph: Any, node: torch.fx.Node) -> Iterator[None]:
+    _CONTEXT.append((graph, node))
+    try:
+        yield
+    finally:
+        _CONTEXT.pop()
+
+
+def current_graph() -> Any:
+    return _CONTEXT[-1][0]
+
+
+def current_node() -> torch.fx.Node:
+    return _CONTEXT[-1][1]
+
+
+def meta_val() -> Any:
+    return current_node().meta["val"]
+
+
+def out_size() -> list[Expr]:
+    return [as_expr(s) for s in meta_val().shape]
+
+
+def origins(*values: Any) -> list[str]:
+    """The fx node names an inlined value carries: its inputs' plus the current node's."""
+    names: list[str] = []
+    for v in values:
+        if isinstance(v, LazyValue):
+            names += [n for n in v.origins if n not in names]
+    node = current_node().name
+    return names + ([node] if node not in names else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise building blocks
+
+
+def broadcast_index(value: TensorValue, size: Sequence[Expr], index: Sequence[Expr]) -> list[Expr]:
+    """The index into ``value`` of element ``index`` of its broadcast to ``size``."""
+    lead = len(size) - len(value.size)
+    out: list[Expr] = []
+    for d, s in enumerate(value.size):
+        out.append(sympy.Integer(0) if s == 1 and size[lead + d] != 1 else index[lead + d])
+    return out
+
+
+def load_operand(arg: Any, size: Sequence[Expr], index: Sequence[Expr], dtype: torch.dtype) -> Any:
+    """Inside an inner_fn: ``arg`` (tensor, python scalar or SymInt expr) as a value of ``dtype``."""
+    if isinstance(arg, TensorValue):
+        return ops.to_dtype(arg.load(broadcast_index(arg, size, index)), dtype)
+    if isinstance(arg, sympy.Expr) and not arg.is_number:
+        return ops.to_dtype(ops.index_expr(arg, torch.int64), dtype)
+    if isinstance(arg, sympy.Expr):
+        arg = int(arg) if arg.is_integer else float(arg)
+    return ops.constant(arg, dtype)
+
+
+def meta_of(arg: Any) -> Any:
+    """A stand-in for torch's type promotion: fake tensors stay, SymInts become ints."""
+    if isinstance(arg, torch.fx.Node):
+        arg = arg.meta.get("val")
+    if isinstance(arg, torch.SymInt | sympy.Expr):
+        return 1
+    if isinstance(arg, torch.SymFloat):
+        return 1.0
+    return arg
+
+
+def compute_dtype(kind: KIND, n_args: int) -> torch.dtype:
+    """The dtype the op computes in, from the current node's first ``n_args`` arguments."""
+    args = [meta_of(a) for a in current_node().args[:n_args]]
+    args = [a for a in args if isinstance(a, torch.Tensor | bool | int | float)]
+    if not args:
+        return register_dtype(meta_val().dtype)
+    computation, _ = elementwise_dtypes(*args, type_promotion_kind=kind)
+    return register_dtype(computation)
+
+
+def check_devices(args: Sequence[Any]) -> None:
+    device = meta_val().device
+    for a in args:
+        if isinstance(a, TensorValue) and a.device != device:
+            raise NotLowerable(f"operand on {a.device}, result on {device}")
+
+
+def elementwise(args: Sequence[Any], dtype: torch.dtype, body: Callable[..., Any],
+                out_dtype: torch.dtype | None = None) -> LazyValue:
+    """A LazyValue of the current node's shape computing ``body(*operands as dtype)``."""
+    check_devices(args)
+    val = meta_val()
+    size = out_size()
+    out_dtype = out_dtype or val.dtype
+
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        operands = [load_operand(a, size, index, dtype) for a in args]
+        return ops.to_dtype(body(*operands), out_dtype)
+
+    return LazyValue(size, out_dtype, val.device, inner_fn, origins(*args))
+
+
+def check_op(name: str, dtype: torch.dtype) -> None:
+    if not has_template(name, config.interpret()):
+        raise NotLowerable(f"no Triton template for {name} in this mode")
+    if name in FLOAT_ONLY and not dtype.is_floating_point:
+        raise NotLowerable(f"{name} on {dtype} is not lowered")
+
+
+def make_pointwise(name: str, kind: KIND = KIND.DEFAULT, n_args: int = 2) -> Callable[..., Any]:
+    """The lowering of an elementwise op named ``name`` in ``ops.POINTWISE``."""
+
+    def lower(*args: Any, **kwargs: Any) -> LazyValue:
+        if kwargs:
+            raise NotLowerable(f"unexpected kwargs {sorted(kwargs)}")
+        dtype = compute_dtype(kind, n_args)
+        check_op(name, dtype)
+        out = torch.bool if name in BOOL_RESULT else None
+        return elementwise(args, dtype, getattr(ops, name), out)
+
+    return lower
+
+
+UNARY = {
+    "neg": KIND.DEFAULT, "abs": KIND.DEFAULT, "exp": KIND.INT_TO_FLOAT, "exp2": KIND.INT_TO_FLOAT,
+    "expm1": KIND.INT_TO_FLOAT, "log": KIND.INT_TO_FLOAT, "log2": KIND.INT_TO_FLOAT,
+    "log1p": KIND.INT_TO_FLOAT, "sqrt": KIND.INT_TO_FLOAT, "rsqrt": KIND.INT_TO_FLOAT,
+    "sin": KIND.INT_TO_FLOAT, "cos": KIND.INT_TO_FLOAT, "tan": KIND.INT_TO_FLOAT,
+    "erf": KIND.INT_TO_FLOAT, "floor": KIND.DEFAULT, "ceil": KIND.DEFAULT, "trunc": KIND.DEFAULT,
+    "sigmoid": KIND.INT_TO_FLOAT, "tanh": KIND.INT_TO_FLOAT, "reciprocal": KIND.INT_TO_FLOAT,
+    "relu": KIND.DEFAULT, "sign": KIND.DEFAULT, "atan": KIND.INT_TO_FLOAT,
+    "asin": KIND.INT_TO_FLOAT, "acos": KIND.INT_TO_FLOAT, "sinh": KIND.INT_TO_FLOAT,
+    "cosh": KIND.INT_TO_FLOAT, "isnan": KIND.ALWAYS_BOOL, "isinf": KIND.ALWAYS_BOOL,
+    "logical_not": KIND.ALWAYS_BOOL, "bitwise_not": KIND.DEFAULT,
+}
+BINARY = {
+    "mul": KIND.DEFAULT, "maximum": KIND.DEFAULT, "minimum": KIND.DEFAULT, "eq": KIND.ALWAYS_BOOL,
+    "ne": KIND.ALWAYS_BOOL, "lt": KIND.ALWAYS_BOOL, "le": KIND.ALWAYS_BOOL, "gt": KIND.ALWAYS_BOOL,
+    "ge": KIND.ALWAYS_BOOL, "logical_and": KIND.ALWAYS_BOOL, "logical_or": KIND.ALWAYS_BOOL,
+    "logical_xor": KIND.ALWAYS_BOOL, "bitwise_and": KIND.DEFAULT, "bitwise_or": KIND.DEFAULT,
+    "bitwise_xor": KIND.DEFAULT, "atan2": KIND.INT_TO_FLOAT,
+}
+for _name, _kind in UNARY.items():
+    if hasattr(aten, _name):
+        lowering(getattr(aten, _name))(make_pointwise(_name, _kind, 1))
+for _name, _kind in BINARY.items():
+    lowering(getattr(aten, _name))(make_pointwise(_name, _kind, 2))
+lowering(prims.bitwise_not, prims.sign)(make_pointwise("bitwise_not", KIND.DEFAULT, 1))
+
+
+@lowering(aten.add, aten.sub, aten.rsub)
+def add(a: Any, b: Any, alpha: Any = 1) -> LazyValue:
+    """``a + alpha*b``, ``a - alpha*b``; ``rsub(a, b) = b - alpha*a``."""
+    target = current_node().target
+    dtype = compute_dtype(KIND.DEFAULT, 2)
+    if target in (aten.rsub.Tensor, aten.rsub.Scalar):
+        a, b = b, a
+    op = ops.add if target in (aten.add.Tensor, aten.add.Scalar) else ops.sub
+    if alpha == 1:
+        return elementwise([a, b], dtype, op)
+    return elementwise([a, b, alpha], dtype, lambda x, y, k: op(x, ops.mul(y, k)))
+
+
+@lowering(aten.div, prims.div)
+def div(a: Any, b: Any, rounding_mode: str | None = None) -> LazyValue:
+    target = current_node().target
+    trunc = target is prims.div.default
+    dtype = compute_dtype(KIND.DEFAULT if trunc or rounding_mode else KIND.INT_TO_FLOAT, 2)
+    if not dtype.is_floating_point and (trunc or rounding_mode):
+        raise NotLowerable("integer division with rounding")
+    mode = rounding_mode
+    if mode is None:
+        return elementwise([a, b], dtype, ops.truediv)
+    return elementwise([a, b], dtype, lambda x, y: getattr(ops, mode)(ops.truediv(x, y)))
+
+
+@lowering(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
+          prims.where)
+def where(cond: Any, a: Any, b: Any) -> LazyValue:
+    dtype = register_dtype(meta_val().dtype)
+    check_devices([cond, a, b])
+    size = out_size()
+
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        c = load_operand(cond, size, index, torch.bool)
+        x, y = (load_operand(v, size, index, dtype) for v in (a, b))
+        return ops.to_dtype(ops.where(c, x, y), meta_dtype)
+
+    meta_dtype = meta_val().dtype
+    return LazyValue(size, meta_dtype, meta_val().device, inner_fn, origins(cond, a, b))
+
+
+@lowering(aten.clamp, aten.clamp_min, aten.clamp_max)
+def clamp(x: Any, lo: Any = None, hi: Any = None) -> LazyValue:
+    target = current_node().target
+    if target in (aten.clamp_max.default, aten.clamp_max.Tensor):
+        lo, hi = None, lo
+    dtype = register_dtype(meta_val().dtype)
+    bounds = [v for v in (lo, hi) if v is not None]
+
+    def body(v: Any, *limits: Any) -> Any:
+        it = iter(limits)
+        if lo is not None:
+            v = ops.maximum(v, next(it))
+        if hi is not None:
+            v = ops.minimum(v, next(it))
+        return v
+
+    return elementwise([x, *bounds], dtype, body)
+
+
+@lowering(aten.pow.Tensor_Scalar)
+def pow_scalar(x: Any, exponent: Any) -> LazyValue:
+    dtype = compute_dtype(KIND.BOOL_TO_LONG, 2)
+    e = float(exponent)
+    if e in (0.5, -0.5) and dtype.is_floating_point:
+        return elementwise([x], dtype, ops.sqrt if e == 0.5 else ops.rsqrt)
+    if e == int(e) and abs(e) <= 8 and (e >= 0 or dtype.is_floating_point):
+        return elementwise([x], dtype, lambda v: integer_power(v, int(e), dtype))
+    check_op("pow", dtype)
+    return elementwise([x, exponent], dtype, ops.pow)
+
+
+def integer_power(v: Any, n: int, dtype: torch.dtype) -> Any:
+    result = ops.constant(1, dtype)
+    for _ in range(abs(n)):
+        result = ops.mul(result, v)
+    return ops.reciprocal(result) if n < 0 else result
+
+
+@lowering(aten.pow.Tensor_Tensor, aten.pow.Scalar)
+def pow_tensor(a: Any, b: Any) -> LazyValue:
+    dtype = compute_dtype(KIND.BOOL_TO_LONG, 2)
+    check_op("pow", dtype)
+    return elementwise([a, b], dtype, ops.pow)
+
+
+@lowering(aten.remainder, aten.floor_divide)
+def remainder(a: Any, b: Any) -> LazyValue:
+    name = "remainder" if current_node().target in (aten.remainder.Tensor,
+                                                   aten.remainder.Scalar) else "floordiv"
+    dtype = compute_dtype(KIND.DEFAULT, 2)
+    check_op(name, dtype)
+    return elementwise([a, b], dtype, getattr(ops, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype conversion, copies and factories
+
+
+@lowering(prims.convert_element_type, aten._to_copy, aten.clone, aten.alias, aten.lift_fresh_copy,
+          aten.detach)
+def convert(x: Any, *args: Any, **kwargs: Any) -> TensorValue:
+    val = meta_val()
+    if not isinstance(x, TensorValue) or x.device != val.device:
+        raise NotLowerable("device change or non-tensor input")
+    if x.dtype == val.dtype and current_node().target in (aten.alias.default, aten.detach.default):
+        return x
+    return elementwise([x], register_dtype(val.dtype), lambda v: v)
+
+
+@lowering(aten.copy.default)
+def copy(dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
+    return elementwise([src], register_dtype(meta_val().dtype), lambda v: v)
+
+
+@lowering(aten.scalar_tensor, aten.full, aten.full_like, aten.zeros, aten.ones, aten.zeros_like,
+          aten.ones_like, aten.new_zeros, aten.new_ones, aten.new_full)
+def full(*args: Any, **kwargs: Any) -> LazyValue:
+    target = current_node().target
+    value = {aten.zeros: 0, aten.ones: 1, aten.zeros_like: 0, aten.ones_like: 1, aten.new_zeros: 0,
+             aten.new_ones: 1}.get(target.overloadpacket)
+    if value is None:
+        value = args[0] if target.overloadpacket is aten.scalar_tensor else args[1]
+    if isinstance(value, TensorValue):
+        raise NotLowerable("fill value is a tensor")
+    val = meta_val()
+    dtype = register_dtype(val.dtype)
+    return LazyValue(out_size(), val.dtype, val.device,
+                     lambda index: ops.to_dtype(load_operand(value, [], [], dtype), val.dtype),
+                     origins())
+
+
+@lowering(aten.iota.default, aten.arange.default, aten.arange.start, aten.arange.start_step,
+          prims.iota.default)
+def arange(*args: Any, **kwargs: Any) -> LazyValue:
+    target = current_node().target
+    if target in (aten.iota.default, prims.iota.default):
+        start, step = kwargs.get("start", 0), kwargs.get("step", 1)
+    else:
+        nums = [a for a in args if not isinstance(a, torch.dtype)]
+        start, step = (nums[0], nums[2] if len(nums) > 2 else 1) if len(nums) > 1 else (0, 1)
+    val = meta_val()
+    if not all(isinstance(v, int | sympy.Integer) for v in (start, step)):
+        raise NotLowerable("non-integer arange")
+    start_, step_ = int(start), int(step)
+
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        expr = start_ + step_ * index[0]
+        return ops.to_dtype(ops.index_expr(expr, torch.int64), val.dtype)
+
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins())
+
+
+# operator.* on SymInts and friends never reach here: graph.py evaluates them from meta values.
+SYMBOLIC_TARGETS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                    operator.neg, operator.truediv, math.floor, math.ceil, aten.sym_size.int,
+                    aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}

@@ -1,0 +1,121 @@
+"""Triton code for reductions inside a ``TritonKernel``: persistent and looped forms.
+
+Persistent: the row tile ``[XBLOCK, RBLOCK]`` is masked with the reduction's identity and reduced
+with ``tl.sum``/``tl.max``/... along axis 1. Looped: a ``[XBLOCK, RBLOCK]`` accumulator is updated
+per ``roffset`` chunk and reduced after the loop. max/min propagate NaN and argmax/argmin return the
+first index of the extreme value (a NaN counts as extreme), as torch does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .ir import Reduction
+from .ops import TL_DTYPES
+
+BIG_INDEX = 2147483647
+
+
+def identity(rtype: str, dtype: torch.dtype) -> str:
+    if rtype in ("sum", "any"):
+        return "0"
+    lowest = rtype in ("max", "argmax")
+    if dtype.is_floating_point:
+        return "float('-inf')" if lowest else "float('inf')"
+    if dtype == torch.bool:
+        return "0" if lowest else "1"
+    info = torch.iinfo(dtype)
+    return str(info.min if lowest else info.max)
+
+
+def reduce(k: Any, data: Reduction, value: Any) -> Any:
+    """Emit the reduction of ``value`` (the row elements) and return the per-row result var."""
+    rtype = data.reduction_type
+    if k.persistent:
+        tile = k.emit(f"tl.where(xmask & rmask, {value}, {identity(rtype, value.dtype)})",
+                      value.dtype)
+        if rtype in ("argmax", "argmin"):
+            return arg_final(k, tile, "rindex", "xmask & rmask", rtype)
+        return final(k, tile, rtype, value.dtype)
+    return looped(k, data, value)
+
+
+def final(k: Any, tile: Any, rtype: str, dtype: torch.dtype) -> Any:
+    """Reduce a masked ``[XBLOCK, RBLOCK]`` tile along the row."""
+    if rtype == "sum":
+        return k.emit(f"tl.sum({tile}, 1)[:, None]", dtype)
+    if rtype == "any" or dtype == torch.bool:
+        fn = "max" if rtype in ("any", "max") else "min"
+        return k.emit(f"tl.{fn}({tile}.to(tl.int8), 1)[:, None] > 0", torch.bool)
+    result = k.emit(f"tl.{rtype}({tile}, 1)[:, None]", dtype)
+    if not dtype.is_floating_point:
+        return result
+    has_nan = k.emit(f"tl.max(({tile} != {tile}).to(tl.int8), 1)[:, None] > 0", torch.bool)
+    return k.emit(f"tl.where({has_nan}, float('nan'), {result})", dtype)
+
+
+def arg_final(k: Any, vals: Any, idxs: str, valid: str, rtype: str) -> Any:
+    """First row index holding the max (argmax) or min (argmin) of ``vals`` where ``valid``."""
+    fn = "max" if rtype == "argmax" else "min"
+    ident = identity(rtype, vals.dtype)
+    if vals.dtype.is_floating_point:
+        isnan = k.emit(f"({vals} != {vals}) & ({valid})", torch.bool)
+        any_nan = k.emit(f"tl.max({isnan}.to(tl.int8), 1)[:, None] > 0", torch.bool)
+        clean = k.emit(f"tl.where({isnan} | (({valid}) == 0), {ident}, {vals})", vals.dtype)
+    else:
+        clean = k.emit(f"tl.where({valid}, {vals}, {ident})", vals.dtype)
+    best = k.emit(f"tl.{fn}({clean}, 1)[:, None]", vals.dtype)
+    hit = k.emit(f"({clean} == {best}) & ({valid})", torch.bool)
+    if vals.dtype.is_floating_point:
+        hit = k.emit(f"tl.where({any_nan}, {isnan}, {hit})", torch.bool)
+    return k.emit(f"tl.min(tl.where({hit}, {idxs}, {BIG_INDEX}), 1)[:, None].to(tl.int64)",
+                  torch.int64)
+
+
+def looped(k: Any, data: Reduction, value: Any) -> Any:
+    """Accumulate ``value`` chunk by chunk in the open loop; reduce after it."""
+    rtype = data.reduction_type
+    dtype = torch.int8 if value.dtype == torch.bool else value.dtype
+    acc = f"_acc{k.counter}"
+    k.counter += 1
+    full = f"tl.full([XBLOCK, RBLOCK], {identity(rtype, dtype)}, {TL_DTYPES[dtype]})"
+    k.loop.init.append(f"{acc} = {full}")
+    v = f"{value}.to(tl.int8)" if value.dtype == torch.bool else str(value)
+    mask = "xmask & rmask"
+    if rtype == "sum":
+        k.lines.append(f"{acc} = tl.where({mask}, {acc} + {v}, {acc})")
+    elif rtype in ("max", "min", "any"):
+        cmp = "<" if rtype == "min" else ">"
+        nan = f" | ({v} != {v})" if dtype.is_floating_point else ""
+        k.lines.append(f"{acc} = tl.where({mask} & (({v} {cmp} {acc}){nan}), {v}, {acc})")
+    else:
+        return _looped_arg(k, acc, v, dtype, rtype)
+    with_post(k)
+    tile = k.emit(acc, dtype)
+    result = final(k, tile, "any" if value.dtype == torch.bool and rtype == "max" else rtype,
+                   value.dtype if value.dtype != torch.bool else torch.bool)
+    k.lines = k.loop.body
+    return result
+
+
+def _looped_arg(k: Any, acc: str, v: str, dtype: torch.dtype, rtype: str) -> Any:
+    idx = f"{acc}_idx"
+    k.loop.init.append(f"{idx} = tl.full([XBLOCK, RBLOCK], {BIG_INDEX}, tl.int32)")
+    cmp = ">" if rtype == "argmax" else "<"
+    nan = f" | (({v} != {v}) & ({acc} == {acc}))" if dtype.is_floating_point else ""
+    take = f"xmask & rmask & (({idx} == {BIG_INDEX}) | ({v} {cmp} {acc}){nan})"
+    k.lines.append(f"{acc}_take = {take}")
+    k.lines.append(f"{acc} = tl.where({acc}_take, {v}, {acc})")
+    k.lines.append(f"{idx} = tl.where({acc}_take, rindex + 0 * xindex, {idx})")
+    with_post(k)
+    vals = k.emit(acc, dtype)
+    result = arg_final(k, vals, idx, f"{idx} != {BIG_INDEX}", rtype)
+    k.lines = k.loop.body
+    return result
+
+
+def with_post(k: Any) -> None:
+    """Send the following emits to the code after the loop (values valid there and later)."""
+    k.lines = k.loop.post

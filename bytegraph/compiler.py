@@ -1,0 +1,81 @@
+"""``bytegraph.compile`` and ``bytegraph.reset``: the decorator users put on their functions.
+
+Definition → example → what you see::
+
+    @bytegraph.compile
+    def fn(x, y):
+        return torch.relu(x) + y
+
+    fn(torch.randn(3), torch.randn(3))   # first call: traced into an FX graph, compiled, cached
+    fn.cache_entries                      # [<Variant 0 of fn: 14 guards>]
+    print(fn.guard_source)                # the generated guard function, as Python
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+import torch
+
+from .backends.registry import CompilerFn, lookup_backend
+from .tracer import convert, driver
+from . import config
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def compile(fn: F, *, backend: str | CompilerFn | None = None, fullgraph: bool = False,
+            dynamic: bool | None = None) -> F: ...
+@overload
+def compile(fn: None = None, *, backend: str | CompilerFn | None = None, fullgraph: bool = False,
+            dynamic: bool | None = None) -> Callable[[F], F]: ...
+
+
+def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
+    """Compile ``fn`` (a function, bound method or lambda) with ``backend`` ("eager", "inductor",
+    "triton" or any ``(gm, example_inputs) -> callable``). ``fullgraph=True`` raises instead of falling
+    back to Python; ``dynamic`` is accepted for torch.compile compatibility."""
+    if fn is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    settings = driver.Settings(lookup_backend(backend or config.default_backend), fullgraph, dynamic,
+                               config.recompile_limit)
+    if isinstance(fn, torch.nn.Module):
+        fn.forward = compile(fn.forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return fn
+    if isinstance(fn, types.MethodType):
+        compiled = compile(fn.__func__, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return types.MethodType(compiled, fn.__self__)
+    if hasattr(fn, "__bytegraph__"):
+        return fn  # already compiled
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"bytegraph.compile expects a Python function, bound method or nn.Module, "
+                        f"got {type(fn).__name__}: {fn!r}")
+    state = driver.CompiledCode(fn, settings)
+    entry = driver.make_entry(fn, state)
+    functools.update_wrapper(entry, fn)
+    entry.__bytegraph__ = state
+    entry.__signature__ = inspect.signature(fn)
+    return entry
+
+
+def reset() -> None:
+    """Forget every compiled variant of every function (they recompile on their next call)."""
+    for state in list(driver.ALL):
+        state.reset()
+    driver.COUNTERS.clear()
+    convert.reset_counters()
+
+
+def state_of(fn: Any) -> driver.CompiledCode:
+    """The compile state behind a compiled function (or bound method / module)."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    target = getattr(target, "__func__", target)
+    state = getattr(target, "__bytegraph__", None)
+    if state is None:
+        raise TypeError(f"{fn!r} is not a function compiled by bytegraph")
+    return state

@@ -1,0 +1,175 @@
+"""``Emitter``: a small, version-aware builder of ``bytecode`` instruction lists.
+
+Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``); the
+callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never branch
+on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bytecode import CellVar, Compare, FreeVar, Instr, Label
+
+from .pyversion import CALL_NEEDS_PRECALL, JUMPS_HAVE_DIRECTION, LOAD_ATTR_TAKES_METHOD_FLAG
+
+
+class Emitter:
+    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new instruction."""
+
+    def __init__(self, lineno: int | None = None) -> None:
+        self.instrs: list[Any] = []
+        self.lineno = lineno
+
+    def add(self, name: str, arg: Any = None) -> Emitter:
+        kwargs = {"lineno": self.lineno} if self.lineno is not None else {}
+        if arg is None and name not in _TAKES_NONE_ARG:
+            self.instrs.append(Instr(name, **kwargs))
+        else:
+            self.instrs.append(Instr(name, arg, **kwargs))
+        return self
+
+    def extend(self, instrs: list[Any]) -> Emitter:
+        self.instrs.extend(instrs)
+        return self
+
+    def label(self, label: Label) -> Emitter:
+        self.instrs.append(label)
+        return self
+
+    # -- loads and stores ------------------------------------------------------------------------
+    def load_const(self, value: Any) -> Emitter:
+        return self.add("LOAD_CONST", value)
+
+    def load_local(self, name: str) -> Emitter:
+        return self.add("LOAD_FAST", name)
+
+    def store_local(self, name: str) -> Emitter:
+        return self.add("STORE_FAST", name)
+
+    def load_deref(self, name: str, is_cellvar: bool = False) -> Emitter:
+        return self.add("LOAD_DEREF", CellVar(name) if is_cellvar else FreeVar(name))
+
+    def store_deref(self, name: str, is_cellvar: bool = False) -> Emitter:
+        return self.add("STORE_DEREF", CellVar(name) if is_cellvar else FreeVar(name))
+
+    def load_global(self, name: str, push_null: bool = False) -> Emitter:
+        return self.add("LOAD_GLOBAL", (push_null, name))
+
+    def store_global(self, name: str) -> Emitter:
+        return self.add("STORE_GLOBAL", name)
+
+    def load_attr(self, name: str) -> Emitter:
+        # NOTE(3.12): LOAD_ATTR's argument is (is_method, name).
+        return self.add("LOAD_ATTR", (False, name) if LOAD_ATTR_TAKES_METHOD_FLAG else name)
+
+    def store_attr(self, name: str) -> Emitter:
+        return self.add("STORE_ATTR", name)
+
+    def push_null(self) -> Emitter:
+        return self.add("PUSH_NULL")
+
+    # -- calls -----------------------------------------------------------------------------------
+    def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
+        """Call with stack ``[NULL, fn, *args]`` (or ``[fn, self, *args]``); the last ``kw_names`` args are
+        passed by keyword."""
+        if kw_names:
+            self.add("KW_NAMES", tuple(kw_names))
+        # NOTE(3.12): PRECALL is gone.
+        if CALL_NEEDS_PRECALL:
+            self.add("PRECALL", nargs)
+        return self.add("CALL", nargs)
+
+    def call_function(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
+        """Call with stack ``[fn, *args]``: inserts the NULL below ``fn`` first."""
+        self.add("PUSH_NULL")
+        self.swap_null_below(nargs + 1)
+        return self.call(nargs, kw_names)
+
+    def swap_null_below(self, depth: int) -> Emitter:
+        """Move a just-pushed NULL from the top of the stack to ``depth`` items below it."""
+        for i in range(depth, 0, -1):
+            self.add("SWAP", i + 1)
+        return self
+
+    def call_ex(self, has_kwargs: bool) -> Emitter:
+        """``fn(*args_tuple, **kwargs_dict)`` with stack ``[NULL, fn, args(, kwargs)]``."""
+        return self.add("CALL_FUNCTION_EX", int(has_kwargs))
+
+    # -- stack shuffling and containers ----------------------------------------------------------
+    def pop_top(self) -> Emitter:
+        return self.add("POP_TOP")
+
+    def swap(self, i: int) -> Emitter:
+        return self.add("SWAP", i)
+
+    def copy(self, i: int) -> Emitter:
+        return self.add("COPY", i)
+
+    def build_tuple(self, n: int) -> Emitter:
+        return self.add("BUILD_TUPLE", n)
+
+    def build_list(self, n: int) -> Emitter:
+        return self.add("BUILD_LIST", n)
+
+    def build_set(self, n: int) -> Emitter:
+        return self.add("BUILD_SET", n)
+
+    def build_map(self, n: int) -> Emitter:
+        return self.add("BUILD_MAP", n)
+
+    def build_slice(self, n: int) -> Emitter:
+        return self.add("BUILD_SLICE", n)
+
+    def unpack(self, n: int) -> Emitter:
+        return self.add("UNPACK_SEQUENCE", n)
+
+    def subscr(self) -> Emitter:
+        return self.add("BINARY_SUBSCR")
+
+    def store_subscr(self) -> Emitter:
+        return self.add("STORE_SUBSCR")
+
+    def compare_is(self, negate: bool = False) -> Emitter:
+        return self.add("IS_OP", int(negate))
+
+    def compare(self, op: Compare) -> Emitter:
+        return self.add("COMPARE_OP", op)
+
+    def return_value(self) -> Emitter:
+        return self.add("RETURN_VALUE")
+
+    def jump(self, label: Label) -> Emitter:
+        return self.add("JUMP_FORWARD", label)
+
+    def pop_jump_if_false(self, label: Label) -> Emitter:
+        return self.add(POP_JUMP_IF_FALSE, label)
+
+    def pop_jump_if_true(self, label: Label) -> Emitter:
+        return self.add(POP_JUMP_IF_TRUE, label)
+
+    def make_function(self, flags: int = 0) -> Emitter:
+        return self.add("MAKE_FUNCTION", flags)
+
+
+_TAKES_NONE_ARG = frozenset({"LOAD_CONST"})
+
+# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward form
+# (generated code only jumps forward).
+POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_FALSE"
+POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_TRUE"
+
+
+class Codegen(Emitter):
+    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can rebuild
+    themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in ``output_var``."""
+
+    def __init__(self, lineno: int | None = None, output_var: str = "__graph_out") -> None:
+        super().__init__(lineno)
+        self.graph_outputs: dict[Any, int] = {}
+        self.output_var = output_var
+
+    def load_graph_output(self, node: Any) -> Emitter:
+        self.load_local(self.output_var)
+        self.load_const(self.graph_outputs[node])
+        return self.subscr()

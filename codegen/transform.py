@@ -1,0 +1,74 @@
+"""Assemble instruction lists into real Python functions (``bytecode`` computes stack size and tables).
+
+``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure plus
+extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and constants without
+writing into the user's globals and without embedding any object's repr in code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from bytecode import Bytecode, Instr
+
+_SIGNATURE_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+_PLAIN_FLAGS = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
+
+
+def make_function(
+    template: types.FunctionType | types.CodeType,
+    instrs: list[Any],
+    *,
+    name: str,
+    cells: Mapping[str, Any] = {},
+    argnames: tuple[str, ...] | None = None,
+    first_lineno: int | None = None,
+) -> types.FunctionType:
+    """A function running ``instrs`` whose globals and closure come from ``template``.
+
+    With ``argnames=None`` the signature (positional/keyword-only/varargs, defaults) is the template's;
+    otherwise the function takes exactly ``argnames`` positionally. ``cells`` become extra free
+    variables, loaded with ``LOAD_DEREF name``.
+    """
+    func = template if isinstance(template, types.FunctionType) else None
+    code = func.__code__ if func else template
+    freevars = list(code.co_freevars) + list(cells)
+    bc = Bytecode(_prologue(len(freevars)) + list(instrs))
+    bc.name = name
+    bc.qualname = name
+    bc.filename = code.co_filename
+    bc.first_lineno = first_lineno if first_lineno is not None else code.co_firstlineno
+    bc.freevars = freevars
+    bc.cellvars = []
+    if argnames is None:
+        bc.argcount = code.co_argcount
+        bc.posonlyargcount = code.co_posonlyargcount
+        bc.kwonlyargcount = code.co_kwonlyargcount
+        nargs = code.co_argcount + code.co_kwonlyargcount
+        nargs += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        bc.argnames = list(code.co_varnames[:nargs])
+        bc.flags = _PLAIN_FLAGS | (code.co_flags & _SIGNATURE_FLAGS)
+    else:
+        bc.argcount = len(argnames)
+        bc.posonlyargcount = bc.kwonlyargcount = 0
+        bc.argnames = list(argnames)
+        bc.flags = _PLAIN_FLAGS
+    if freevars:
+        bc.flags |= inspect.CO_NESTED
+    new_code = bc.to_code()
+    closure = tuple(func.__closure__ or ()) if func else ()
+    closure += tuple(types.CellType(v) for v in cells.values())
+    globals_ = func.__globals__ if func else {}
+    fn = types.FunctionType(new_code, globals_, name, None, closure or None)
+    if func is not None and argnames is None:
+        fn.__defaults__ = func.__defaults__
+        fn.__kwdefaults__ = func.__kwdefaults__
+    return fn
+
+
+def _prologue(nfree: int) -> list[Instr]:
+    prologue = [Instr("COPY_FREE_VARS", nfree)] if nfree else []
+    return prologue + [Instr("RESUME", 0)]

@@ -1,0 +1,152 @@
+"""Sources: where a traced value came from, relative to the frame's inputs.
+
+A source renders as the Python expression that reads the value inside a generated guard function
+(``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``, ``L['xs'][0]``) and
+can ``reconstruct`` itself as bytecode that loads the value in rewritten code. Sources are frozen and
+hashable, so they key graph inputs and guards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..codegen.emit import Emitter
+
+
+@dataclass(frozen=True)
+class Source:
+    """Base class. ``depth`` orders guards: inputs before the attributes reached through them."""
+
+    @property
+    def expr(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def depth(self) -> int:
+        return 0
+
+    @property
+    def root(self) -> Source:
+        return self
+
+    def reconstruct(self, cg: Emitter) -> None:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.expr
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    name: str  #: the argument/local name in the user's frame
+
+    @property
+    def expr(self) -> str:
+        return f"L[{self.name!r}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_local(self.name)
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    name: str  #: the name in the function's ``__globals__`` (builtins go through ``BuiltinSource``)
+
+    @property
+    def expr(self) -> str:
+        return f"G[{self.name!r}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_global(self.name)
+
+
+@dataclass(frozen=True)
+class BuiltinSource(Source):
+    name: str  #: a name found in builtins (not shadowed by a global)
+
+    @property
+    def expr(self) -> str:
+        return f"B[{self.name!r}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_global(self.name)
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    name: str  #: a free variable of the compiled function; the guard reads its cell
+
+    @property
+    def expr(self) -> str:
+        return f"C[{self.name!r}].cell_contents"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_deref(self.name)
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    attr: str
+
+    @property
+    def expr(self) -> str:
+        return f"{self.base.expr}.{self.attr}"
+
+    @property
+    def depth(self) -> int:
+        return self.base.depth + 1
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.load_attr(self.attr)
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    base: Source
+    index: Any  #: an int, str or other constant key
+    is_dict_key: bool = False
+
+    @property
+    def expr(self) -> str:
+        return f"{self.base.expr}[{self.index!r}]"
+
+    @property
+    def depth(self) -> int:
+        return self.base.depth + 1
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
+class ConstSource(Source):
+    """A value the trace owns (e.g. a default argument object): reconstructed by ``LOAD_CONST``."""
+
+    value: Any = None
+    label: str = "const"
+
+    @property
+    def expr(self) -> str:
+        return f"<{self.label}>"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(self.value)
+
+    def __hash__(self) -> int:
+        return hash((ConstSource, id(self.value)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ConstSource) and other.value is self.value

@@ -1,0 +1,124 @@
+"""Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten function.
+
+``convert_call(fn, L, backend)`` runs the ``Translator`` over ``fn``'s code with the real arguments
+``L``, closes the graph over the tensors the return value and side effects need, compiles it with the
+backend and emits the rewritten code object (``codegen``) that calls it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..codegen.emit import Codegen
+from ..codegen.transform import make_function
+from ..guards.guard import Guard
+from ..guards.sources import LocalSource
+from .exc import Unsupported
+from .output_graph import OutputGraph
+from .translator import Translator, root_closure
+from .variables.base import VariableTracker
+from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.functions import UserFunctionVariable
+from .variables.objects import UserObjectVariable
+from .variables.tensor import TensorVariable
+
+_compiled_ids = itertools.count()
+
+
+def reset_counters() -> None:
+    global _compiled_ids
+    _compiled_ids = itertools.count()
+
+
+@dataclass
+class TraceResult:
+    fn: types.FunctionType  #: the rewritten function (same signature as the original)
+    guards: list[Guard]
+    graphs: list[torch.fx.GraphModule] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)  #: call nodes per graph
+
+
+def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any) -> TraceResult:
+    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does."""
+    output = OutputGraph()
+    grad_mode = torch.is_grad_enabled()
+    try:
+        tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn))
+        output.current_tx = tx
+        tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
+        try:
+            result = tx.run()
+        except Unsupported as e:
+            e.guards = sorted(output.guards)  # the trace reaches this point whenever these hold
+            raise
+        return _finish(fn, output, result, backend)
+    finally:
+        torch._C._set_grad_enabled(grad_mode)
+
+
+def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker, backend: Any) -> TraceResult:
+    cg = Codegen(lineno=fn.__code__.co_firstlineno)
+    cells: dict[str, Any] = {}
+    graphs, ops = [], []
+    outputs = _graph_outputs([result, *_side_effect_values(output)])
+    if output.count_calls() > 0:
+        name = f"__compiled_fn_{next(_compiled_ids)}"
+        gm = output.graph_module(outputs, name)
+        compiled = backend(gm, list(output.input_values))
+        cells[name] = compiled
+        graphs.append(gm)
+        ops.append(output.count_calls())
+        cg.push_null()
+        cg.load_deref(name)
+        for source in output.inputs:
+            source.reconstruct(cg)
+        cg.call(len(output.inputs))
+        cg.store_local(cg.output_var)
+        cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
+    output.side_effects.codegen(cg)
+    result.reconstruct(cg)
+    cg.return_value()
+    new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cells)
+    return TraceResult(new_fn, sorted(output.guards), graphs, ops)
+
+
+def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
+    effects = output.side_effects
+    values = [v for _, _, v in effects.attr_stores.values()]
+    values += list(effects.global_stores.values()) + list(effects.cell_stores.values())
+    values += list(effects.mutated.values())
+    return values
+
+
+def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
+    """The non-input tensor nodes reachable from ``values``, each once, in a stable order."""
+    nodes: dict[torch.fx.Node, None] = {}
+    seen: set[int] = set()
+
+    def visit(vt: Any) -> None:
+        if id(vt) in seen:
+            return
+        seen.add(id(vt))
+        if isinstance(vt, TensorVariable):
+            if vt.node.op != "placeholder":
+                nodes[vt.node] = None
+        elif isinstance(vt, (TupleVariable, ListVariable)):
+            for item in vt.items:
+                visit(item)
+        elif isinstance(vt, DictVariable):
+            for item in vt.items.values():
+                visit(item)
+        elif isinstance(vt, UserFunctionVariable) and vt.self_vt is not None:
+            visit(vt.self_vt)
+        elif isinstance(vt, UserObjectVariable):
+            return
+
+    for value in values:
+        visit(value)
+    return list(nodes)

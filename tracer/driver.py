@@ -1,0 +1,202 @@
+"""The compile driver: what ``bytegraph.compile`` builds around a user function.
+
+``CompiledCode`` holds one function's variant cache. ``make_entry`` generates the entry function (same
+signature as the user's) that every call goes through::
+
+    def fn(a, b):
+        ___L = {'a': a, 'b': b}
+        ___v = ___state.cache.guard_fn(___L)     # generated guards pick a variant
+        if ___v is None:
+            ___v = ___state.on_miss(___L)         # trace, compile, install (or fall back)
+        return ___v(a, b)
+
+On a miss the function is traced (``convert.convert_call``); failures to trace install a fallback
+variant (the original function) guarded by what the trace had assumed so far, so the same inputs never
+trace twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import types
+import warnings
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..guards.cache import FunctionCache, Variant
+from ..guards.guard import Guard
+from .convert import convert_call
+from .exc import BytegraphError, InternalError, Unsupported
+
+log = logging.getLogger("bytegraph")
+recompile_log = logging.getLogger("bytegraph.recompiles")
+guards_log = logging.getLogger("bytegraph.guards")
+graph_log = logging.getLogger("bytegraph.graph_code")
+breaks_log = logging.getLogger("bytegraph.graph_breaks")
+
+
+@dataclass
+class Settings:
+    backend: Any  #: the resolved compiler function
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    recompile_limit: int = 8
+
+
+@dataclass
+class CompileEvent:
+    """One trace of the function, for reports (``explain``, the pytest plugin)."""
+
+    reason: str
+    graphs: list[Any] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)
+    unsupported: Unsupported | None = None  #: why it fell back to Python, if it did
+    guards: str = ""
+
+
+#: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
+ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
+#: Process-wide counters: frames traced, fallbacks by reason kind.
+COUNTERS: Counter[str] = Counter()
+#: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
+LISTENERS: list[Any] = []
+
+
+class CompiledCode:
+    """The state behind one compiled function: settings, variant cache, compile history."""
+
+    def __init__(self, fn: types.FunctionType, settings: Settings) -> None:
+        self.fn = fn
+        self.settings = settings
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.cache = FunctionCache(fn.__code__.co_name.replace("<", "_").replace(">", "_"),
+                                   fn.__globals__, cells)
+        self.events: list[CompileEvent] = []
+        self.compile_lock = threading.Lock()
+        self.warned_limit = False
+        ALL.add(self)
+
+    @property
+    def recompiles(self) -> int:
+        return max(0, len(self.events) - 1)
+
+    def on_miss(self, L: dict[str, Any]) -> Any:
+        """No variant matched ``L``: compile one (serialised per function) and return what to run."""
+        with self.compile_lock:
+            selected = self.cache.guard_fn(L)  # another thread may have compiled it meanwhile
+            if selected is not None:
+                return selected
+            why = self.cache.why(L)
+            reason = "first call" if not why.failures else \
+                "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
+            if len(self.cache.variants) >= self.settings.recompile_limit:
+                self._warn_limit(why)
+                return self.fn
+            if why.failures:
+                recompile_log.info("Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
+                                   self.fn.__qualname__, self.fn.__code__.co_filename,
+                                   self.fn.__code__.co_firstlineno,
+                                   "\n".join(f"    - {p.code}" for _, p in why.failures))
+            return self._compile(L, reason)
+
+    def _compile(self, L: dict[str, Any], reason: str) -> Any:
+        COUNTERS["frames"] += 1
+        try:
+            result = convert_call(self.fn, L, self.settings.backend)
+        except Unsupported as e:
+            return self._fallback(e, reason)
+        except Exception as e:
+            if self.settings.fullgraph:
+                raise InternalError(f"bytegraph failed to compile {self.fn.__qualname__}: {e}") from e
+            log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
+            return self._fallback(Unsupported("internal_error", f"{type(e).__name__}: {e}"), reason,
+                                  internal=True)
+        variant = Variant(self.cache.new_guard_set(result.guards), result.fn, graphs=result.graphs,
+                          reason=reason)
+        self.cache.add(variant)
+        event = CompileEvent(reason, result.graphs, result.ops, guards=variant.guards.source)
+        self._record(event)
+        return result.fn
+
+    def _fallback(self, e: Unsupported, reason: str, internal: bool = False) -> Any:
+        COUNTERS[f"fallback:{e.kind}"] += 1
+        if self.settings.fullgraph:
+            raise BytegraphError(f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}") from e
+        warnings.warn(f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4)
+        breaks_log.info("graph break in %s: %s", self.fn.__qualname__, e.describe())
+        guards: list[Guard] = getattr(e, "guards", None) or []
+        if not internal and guards:
+            self.cache.add(Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}"))
+        self._record(CompileEvent(reason, unsupported=e))
+        return self.fn
+
+    def _warn_limit(self, why: Any) -> None:
+        if not self.warned_limit:
+            self.warned_limit = True
+            failing = why.failures[-1][1].code if why.failures else "?"
+            warnings.warn(f"bytegraph: {self.fn.__qualname__} hit recompile_limit "
+                          f"({self.settings.recompile_limit}); running it in Python from now on. "
+                          f"The guard that keeps failing: {failing}", stacklevel=4)
+            COUNTERS["recompile_limit"] += 1
+
+    def _record(self, event: CompileEvent) -> None:
+        self.events.append(event)
+        for graph in event.graphs:
+            graph_log.info("TRACED GRAPH %s\n%s", self.fn.__qualname__, graph.print_readable(print_output=False))
+        if event.guards:
+            guards_log.info("GUARDS %s\n%s", self.fn.__qualname__, event.guards)
+        for listener in list(LISTENERS):
+            listener(self, event)
+
+    def reset(self) -> None:
+        with self.compile_lock:
+            self.cache.clear()
+            self.events.clear()
+            self.warned_limit = False
+
+
+def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
+    """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
+    sig = inspect.signature(fn)
+    params, call_args, names = [], [], []
+    saw_kwonly = False
+    for p in sig.parameters.values():
+        names.append(p.name)
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call_args.append(f"*{p.name}")
+            saw_kwonly = True
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            call_args.append(f"**{p.name}")
+        elif p.kind is p.KEYWORD_ONLY:
+            if not saw_kwonly:
+                params.append("*")
+                saw_kwonly = True
+            params.append(p.name)
+            call_args.append(f"{p.name}={p.name}")
+        else:
+            params.append(p.name)
+            call_args.append(p.name)
+    posonly = [p for p in sig.parameters.values() if p.kind is p.POSITIONAL_ONLY]
+    if posonly:
+        params.insert(len(posonly), "/")
+    locals_dict = ", ".join(f"{n!r}: {n}" for n in names)
+    source = (
+        f"def ___entry({', '.join(params)}):\n"
+        f"    ___L = {{{locals_dict}}}\n"
+        f"    ___v = ___state.cache.guard_fn(___L)\n"
+        f"    if ___v is None:\n"
+        f"        ___v = ___state.on_miss(___L)\n"
+        f"    return ___v({', '.join(call_args)})\n"
+    )
+    namespace: dict[str, Any] = {"___state": state}
+    exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
+    entry = namespace["___entry"]
+    entry.__defaults__ = fn.__defaults__
+    entry.__kwdefaults__ = fn.__kwdefaults__
+    return entry

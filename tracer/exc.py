@@ -1,0 +1,64 @@
+"""Errors of the tracer.
+
+``Unsupported`` means "this cannot go in a graph": a graph break (or, where breaks are not possible, an
+eager fallback). ``kind`` is a short constant, so reasons can be counted; ``user_location`` is filled in
+by the translator with the user's file:line and source line. ``BytegraphError`` is what users see with
+``fullgraph=True``; ``InternalError`` marks a bug in bytegraph itself.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass
+class UserLocation:
+    filename: str
+    lineno: int
+    function: str
+
+    @property
+    def line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} in {self.function}"
+
+
+class Unsupported(Exception):
+    """Tracing cannot continue here. ``kind`` is a short constant (e.g. ``"print"``, ``"data_dependent"``)."""
+
+    def __init__(self, kind: str, detail: str = "", hint: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+        self.hint = hint
+        self.user_stack: list[UserLocation] = []
+
+    @property
+    def location(self) -> UserLocation | None:
+        return self.user_stack[-1] if self.user_stack else None
+
+    def describe(self) -> str:
+        text = str(self)
+        if self.location is not None:
+            text += f"\n  at {self.location}\n    {self.location.line}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class BytegraphError(RuntimeError):
+    """A clear, user-facing compile error (e.g. a graph break under ``fullgraph=True``)."""
+
+
+class InternalError(RuntimeError):
+    """A bug in bytegraph: never the user's fault."""
+
+
+class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
+    """Raised by RETURN_VALUE to stop a translator's step loop; carries the returned variable."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value

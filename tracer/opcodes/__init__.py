@@ -1,0 +1,44 @@
+"""The opcode handler registry: ``@handler("NAME", ...)`` registers a module-level function.
+
+Handlers are grouped by family in the modules of this package and registered at import. Registration
+checks each name against the opcodes of every supported Python (names absent on the running one are
+skipped), that ``fn.__name__`` is the first name lower-cased, and that nothing registers twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...codegen.pyversion import KNOWN_OPNAMES, OPNAMES, VERSION
+
+Handler = Callable[[Any, Any], None]
+HANDLERS: dict[str, Handler] = {}
+
+#: Opcodes bytegraph does not trace, with the reason (they raise ``Unsupported`` with that reason).
+UNSUPPORTED: dict[str, str] = {}
+
+
+def handler(*names: str, until: tuple[int, int] | None = None) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        assert fn.__name__ == names[0].lower(), f"handler for {names[0]} must be named {names[0].lower()}"
+        if until is not None and VERSION > until:
+            return fn
+        for name in names:
+            assert name in KNOWN_OPNAMES, f"unknown opcode {name}"
+            assert name not in HANDLERS, f"{name} registered twice"
+            if name in OPNAMES:
+                HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def unsupported(reason: str, *names: str) -> None:
+    for name in names:
+        assert name in KNOWN_OPNAMES, f"unknown opcode {name}"
+        UNSUPPORTED[name] = reason
+
+
+# Registration happens when the family modules are imported; they need ``handler`` defined above.
+from . import arith, blocks, build, calls, control, load_store, stack  # noqa: E402, F401

@@ -1,0 +1,160 @@
+"""Building and unpacking containers, slices and strings (f-strings on constants)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bytecode import Instr
+
+from ..exc import Unsupported
+from ..variables.constant import ConstantVariable
+from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from . import handler
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+@handler("BUILD_TUPLE")
+def build_tuple(tx: Translator, inst: Instr) -> None:
+    """(items*n -- tuple)"""
+    tx.push(TupleVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_LIST")
+def build_list(tx: Translator, inst: Instr) -> None:
+    """(items*n -- list)"""
+    tx.push(ListVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_SET")
+def build_set(tx: Translator, inst: Instr) -> None:
+    """(items*n -- set)  sets of Python constants only."""
+    tx.push(SetVariable({_const_key(v) for v in tx.popn(inst.arg)}))
+
+
+@handler("BUILD_MAP")
+def build_map(tx: Translator, inst: Instr) -> None:
+    """(k1 v1 ... kn vn -- dict)"""
+    items = tx.popn(2 * inst.arg)
+    tx.push(DictVariable({_const_key(k): v for k, v in zip(items[::2], items[1::2])}))
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def build_const_key_map(tx: Translator, inst: Instr) -> None:
+    """(v1 ... vn keys_tuple -- dict)"""
+    keys = tx.pop().as_python_constant()
+    values = tx.popn(inst.arg)
+    tx.push(DictVariable(dict(zip(keys, values))))
+
+
+@handler("BUILD_STRING")
+def build_string(tx: Translator, inst: Instr) -> None:
+    """(s1 ... sn -- joined)"""
+    tx.push(ConstantVariable("".join(v.as_python_constant() for v in tx.popn(inst.arg))))
+
+
+@handler("BUILD_SLICE")
+def build_slice(tx: Translator, inst: Instr) -> None:
+    """(start stop [step] -- slice)"""
+    parts = [_slice_part(v) for v in tx.popn(inst.arg)]
+    tx.push(ConstantVariable(slice(*parts)))
+
+
+def _slice_part(vt):
+    if not vt.is_python_constant():
+        raise Unsupported("slice", "slice bounds must be Python constants (got a tensor or symbol)")
+    return vt.as_python_constant()
+
+
+def _const_key(vt):
+    if not vt.is_python_constant():
+        raise Unsupported("dict_key", f"{vt} as a dict key or set item (only constants are traced)")
+    return vt.as_python_constant()
+
+
+@handler("LIST_APPEND")
+def list_append(tx: Translator, inst: Instr) -> None:
+    """(list ... item -- list ...)  comprehension append to the list inst.arg deep."""
+    item = tx.pop()
+    tx.peek(inst.arg).items.append(item)
+
+
+@handler("SET_ADD")
+def set_add(tx: Translator, inst: Instr) -> None:
+    """(set ... item -- set ...)"""
+    item = tx.pop()
+    tx.peek(inst.arg).items.add(_const_key(item))
+
+
+@handler("MAP_ADD")
+def map_add(tx: Translator, inst: Instr) -> None:
+    """(dict ... key value -- dict ...)"""
+    value, key = tx.pop(), tx.pop()
+    tx.peek(inst.arg).items[_const_key(key)] = value
+
+
+@handler("LIST_EXTEND")
+def list_extend(tx: Translator, inst: Instr) -> None:
+    """(list ... iterable -- list ...)"""
+    iterable = tx.pop()
+    tx.peek(inst.arg).items.extend(tx.dispatch.iterate(tx, iterable))
+
+
+@handler("SET_UPDATE")
+def set_update(tx: Translator, inst: Instr) -> None:
+    """(set ... iterable -- set ...)"""
+    iterable = tx.pop()
+    tx.peek(inst.arg).items.update(_const_key(v) for v in tx.dispatch.iterate(tx, iterable))
+
+
+@handler("DICT_UPDATE", "DICT_MERGE")
+def dict_update(tx: Translator, inst: Instr) -> None:
+    """(dict ... mapping -- dict ...)  ``{**a}`` and ``f(**a)``."""
+    mapping = tx.pop()
+    if not isinstance(mapping, DictVariable):
+        raise Unsupported("dict_merge", f"** of {mapping}")
+    tx.peek(inst.arg).items.update(mapping.items)
+
+
+@handler("LIST_TO_TUPLE", until=(3, 11))
+def list_to_tuple(tx: Translator, inst: Instr) -> None:
+    """(list -- tuple)"""
+    tx.push(TupleVariable(tx.pop().unpack(tx)))
+
+
+@handler("UNPACK_SEQUENCE")
+def unpack_sequence(tx: Translator, inst: Instr) -> None:
+    """(seq -- item_n ... item_1)"""
+    items = tx.dispatch.iterate(tx, tx.pop())
+    if len(items) != inst.arg:
+        raise Unsupported("unpack", f"cannot unpack {len(items)} values into {inst.arg}")
+    for item in reversed(items):
+        tx.push(item)
+
+
+@handler("UNPACK_EX")
+def unpack_ex(tx: Translator, inst: Instr) -> None:
+    """(seq -- after... list before...)  ``a, *b, c = seq``; arg = before | (after << 8)."""
+    before, after = inst.arg & 0xFF, inst.arg >> 8
+    items = tx.dispatch.iterate(tx, tx.pop())
+    if len(items) < before + after:
+        raise Unsupported("unpack", f"not enough values to unpack ({len(items)})")
+    middle = ListVariable(items[before:len(items) - after])
+    for item in reversed([*items[:before], middle, *items[len(items) - after:]]):
+        tx.push(item)
+
+
+@handler("FORMAT_VALUE")
+def format_value(tx: Translator, inst: Instr) -> None:
+    """(value [spec] -- str)  f-string formatting of constants."""
+    flags = inst.arg
+    spec = tx.pop().as_python_constant() if flags & 0x04 else ""
+    value = tx.pop()
+    if not value.is_python_constant():
+        raise Unsupported("format", f"f-string of {value} (only constants are formatted during tracing)")
+    raw = value.as_python_constant()
+    conversion = {0: None, 1: str, 2: repr, 3: ascii}[flags & 0x03]
+    if conversion is not None:
+        raw = conversion(raw)
+    tx.push(ConstantVariable(format(raw, spec)))

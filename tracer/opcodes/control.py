@@ -1,0 +1,104 @@
+"""Control flow: jumps on constants (specialised), loops over known iterators, returns and raises.
+
+A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it is
+``Unsupported("data_dependent")``, which becomes a graph break.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bytecode import Instr
+
+from ..exc import ReturnValue, Unsupported
+from ..variables.constant import ConstantVariable
+from ..variables.containers import IteratorVariable
+from . import handler
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def jump_forward(tx: Translator, inst: Instr) -> None:
+    """(--)  unconditional jump."""
+    tx.jump(inst.arg)
+
+
+def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
+    """Conditional jumps: ``jump_when`` is the truth value that jumps; ``none_test`` compares to None;
+    ``pop`` is "always" (POP_JUMP_*) or "if_no_jump" (JUMP_IF_*_OR_POP)."""
+
+    def conditional_jump(tx: Translator, inst: Instr) -> None:
+        value = tx.peek()
+        if none_test:
+            truth = tx.dispatch.is_none(tx, value)
+        else:
+            truth = tx.dispatch.truth(tx, value)
+        taken = truth == jump_when
+        if pop == "always" or not taken:
+            tx.pop()
+        if taken:
+            tx.jump(inst.arg)
+
+    conditional_jump.__name__ = name.lower()
+    return conditional_jump
+
+
+_CONDITIONAL = {
+    "POP_JUMP_IF_FALSE": (False, False, "always"), "POP_JUMP_IF_TRUE": (True, False, "always"),
+    "POP_JUMP_IF_NONE": (True, True, "always"), "POP_JUMP_IF_NOT_NONE": (False, True, "always"),
+    "JUMP_IF_FALSE_OR_POP": (False, False, "if_no_jump"), "JUMP_IF_TRUE_OR_POP": (True, False, "if_no_jump"),
+}
+for _name, (_when, _none, _pop) in _CONDITIONAL.items():
+    # NOTE(3.12): 3.11 spells the POP_JUMP_* forms with FORWARD/BACKWARD; one handler serves all three.
+    _names = [_name]
+    if _name.startswith("POP_JUMP_IF"):
+        _names += [_name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF") for d in ("FORWARD", "BACKWARD")]
+    handler(*_names)(_jump_handler(_name, _when, _none, _pop))
+
+
+@handler("GET_ITER")
+def get_iter(tx: Translator, inst: Instr) -> None:
+    """(iterable -- iterator)"""
+    value = tx.pop()
+    if isinstance(value, IteratorVariable):
+        tx.push(value)
+    else:
+        tx.push(IteratorVariable(tx.dispatch.iterate(tx, value)))
+
+
+@handler("FOR_ITER")
+def for_iter(tx: Translator, inst: Instr) -> None:
+    """(iterator -- iterator item) or, exhausted, (iterator --) and jump."""
+    iterator = tx.peek()
+    if not isinstance(iterator, IteratorVariable):
+        raise Unsupported("for_iter", f"iteration over {iterator}")
+    item = iterator.next_item()
+    if item is not None:
+        tx.push(item)
+        return
+    tx.pop()
+    tx.jump(inst.arg)
+    # NOTE(3.12): an exhausted FOR_ITER skips the END_FOR at its target.
+    if tx.ip < len(tx.instructions) and tx.instructions[tx.ip].name == "END_FOR":
+        tx.ip += 1
+
+
+@handler("RETURN_VALUE")
+def return_value(tx: Translator, inst: Instr) -> None:
+    """(value --)  ends this frame."""
+    raise ReturnValue(tx.pop())
+
+
+@handler("RETURN_CONST")
+def return_const(tx: Translator, inst: Instr) -> None:
+    """(--)  3.12: return a constant."""
+    raise ReturnValue(ConstantVariable(inst.arg))
+
+
+@handler("RAISE_VARARGS")
+def raise_varargs(tx: Translator, inst: Instr) -> None:
+    """(exc? cause? --)  raising is left to CPython."""
+    raise Unsupported("raise", "the function raises an exception here",
+                      hint="exceptions are not traced; the raising code runs in Python")

@@ -1,0 +1,173 @@
+"""Loads and stores: constants, fast locals, globals, cells, attributes.
+
+Each handler's docstring gives its stack effect and the ``dis`` documentation link.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bytecode import CellVar, FreeVar, Instr
+
+from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
+from ..exc import Unsupported
+from ..variables.base import NULL
+from ..variables.functions import ClosureCellVariable, LocalCellVariable
+from ..variables.objects import NNModuleVariable, UserObjectVariable
+from . import handler
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+@handler("LOAD_CONST")
+def load_const(tx: Translator, inst: Instr) -> None:
+    """(-- const)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CONST"""
+    tx.push(tx.fold(inst.arg))
+
+
+@handler("LOAD_FAST", "LOAD_FAST_CHECK")
+def load_fast(tx: Translator, inst: Instr) -> None:
+    """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_FAST"""
+    if inst.arg not in tx.symbolic_locals:
+        raise Unsupported("unbound_local", f"local variable {inst.arg!r} referenced before assignment")
+    tx.push(tx.symbolic_locals[inst.arg])
+
+
+@handler("LOAD_FAST_AND_CLEAR")
+def load_fast_and_clear(tx: Translator, inst: Instr) -> None:
+    """(-- value_or_NULL)  3.12 inlined comprehensions save the outer binding of their variable."""
+    tx.push(tx.symbolic_locals.pop(inst.arg, NULL))
+
+
+@handler("STORE_FAST")
+def store_fast(tx: Translator, inst: Instr) -> None:
+    """(value --)  https://docs.python.org/3.11/library/dis.html#opcode-STORE_FAST"""
+    value = tx.pop()
+    if value is NULL:  # restoring an unbound comprehension variable (3.12)
+        tx.symbolic_locals.pop(inst.arg, None)
+    else:
+        tx.symbolic_locals[inst.arg] = value
+
+
+@handler("DELETE_FAST")
+def delete_fast(tx: Translator, inst: Instr) -> None:
+    """(--)  https://docs.python.org/3.11/library/dis.html#opcode-DELETE_FAST"""
+    tx.symbolic_locals.pop(inst.arg, None)
+
+
+@handler("LOAD_GLOBAL")
+def load_global(tx: Translator, inst: Instr) -> None:
+    """(-- [NULL] value)  arg is (push_null, name)."""
+    push_null, name = inst.arg
+    if push_null:
+        tx.push(NULL)
+    tx.push(tx.load_global(name))
+
+
+@handler("STORE_GLOBAL")
+def store_global(tx: Translator, inst: Instr) -> None:
+    """(value --)  recorded as a side effect, replayed by the rewritten code."""
+    if tx.parent is not None:
+        raise Unsupported("global_store", f"store to global {inst.arg!r} inside an inlined function")
+    tx.output.side_effects.global_stores[inst.arg] = tx.pop()
+
+
+@handler("MAKE_CELL")
+def make_cell(tx: Translator, inst: Instr) -> None:
+    """(--)  cells of the traced frame live in its symbolic locals; nothing to do."""
+
+
+@handler("COPY_FREE_VARS")
+def copy_free_vars(tx: Translator, inst: Instr) -> None:
+    """(--)  closure cells are bound when the translator is created."""
+
+
+@handler("LOAD_CLOSURE")
+def load_closure(tx: Translator, inst: Instr) -> None:
+    """(-- cell)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CLOSURE"""
+    name = _cell_name(inst.arg)
+    if name in tx.closure:
+        tx.push(tx.closure[name])
+    else:
+        tx.push(LocalCellVariable(tx.symbolic_locals, name))
+
+
+@handler("LOAD_DEREF")
+def load_deref(tx: Translator, inst: Instr) -> None:
+    """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_DEREF"""
+    name = _cell_name(inst.arg)
+    if isinstance(inst.arg, CellVar) or name not in tx.closure:
+        if name not in tx.symbolic_locals:
+            raise Unsupported("unbound_local", f"free variable {name!r} referenced before assignment")
+        tx.push(tx.symbolic_locals[name])
+        return
+    cell = tx.closure[name]
+    if isinstance(cell, LocalCellVariable):
+        if cell.name not in cell.frame_locals:
+            raise Unsupported("unbound_local", f"free variable {name!r} referenced before assignment")
+        tx.push(cell.frame_locals[cell.name])
+    elif tx.parent is None and name in tx.output.side_effects.cell_stores:
+        tx.push(tx.output.side_effects.cell_stores[name])
+    else:
+        assert isinstance(cell, ClosureCellVariable)
+        try:
+            contents = cell.cell.cell_contents
+        except ValueError:
+            raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
+        tx.push(tx.wrap(contents, cell.source))
+
+
+@handler("STORE_DEREF")
+def store_deref(tx: Translator, inst: Instr) -> None:
+    """(value --)  cells of traced frames are locals; the root frame's own closure is a side effect."""
+    name = _cell_name(inst.arg)
+    value = tx.pop()
+    cell = tx.closure.get(name) if isinstance(inst.arg, FreeVar) else None
+    if cell is None:
+        tx.symbolic_locals[name] = value
+    elif isinstance(cell, LocalCellVariable):
+        cell.frame_locals[cell.name] = value
+    elif tx.parent is None:
+        tx.output.side_effects.cell_stores[name] = value
+    else:
+        raise Unsupported("closure_store", f"nonlocal store to {name!r} inside an inlined function")
+
+
+def _cell_name(arg: CellVar | FreeVar | str) -> str:
+    return arg if isinstance(arg, str) else arg.name
+
+
+@handler("LOAD_ATTR")
+def load_attr(tx: Translator, inst: Instr) -> None:
+    """(obj -- attr) or, 3.12 method form, (obj -- NULL|meth, attr|self)."""
+    # NOTE(3.12): the argument is (is_method, name); 3.11 uses LOAD_METHOD for the method form.
+    is_method, name = inst.arg if LOAD_ATTR_TAKES_METHOD_FLAG else (False, inst.arg)
+    obj = tx.pop()
+    if is_method:
+        tx.push(NULL)
+    tx.push(tx.dispatch.getattr_(tx, obj, name))
+
+
+@handler("LOAD_METHOD", until=(3, 11))
+def load_method(tx: Translator, inst: Instr) -> None:
+    """(obj -- NULL, attr)  we always resolve the bound attribute, so the NULL form is used."""
+    obj = tx.pop()
+    tx.push(NULL)
+    tx.push(tx.dispatch.getattr_(tx, obj, inst.arg))
+
+
+@handler("STORE_ATTR")
+def store_attr(tx: Translator, inst: Instr) -> None:
+    """(value obj --)  obj.name = value, on objects that existed before the call (side effect)."""
+    obj, value = tx.pop(), tx.pop()
+    if isinstance(obj, (UserObjectVariable, NNModuleVariable)) and obj.source is not None:
+        tx.output.side_effects.store_attr(obj, inst.arg, value)
+        return
+    raise Unsupported("store_attr", f"attribute store .{inst.arg} on {obj}")
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def load_assertion_error(tx: Translator, inst: Instr) -> None:
+    """(-- AssertionError)"""
+    tx.push(tx.wrap_static(AssertionError))

@@ -1,0 +1,48 @@
+"""Stack shuffling: POP_TOP, PUSH_NULL, COPY, SWAP, NOP-like instructions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bytecode import Instr
+
+from ..variables.base import NULL
+from . import handler
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+@handler("NOP", "RESUME", "EXTENDED_ARG", "CACHE")
+def nop(tx: Translator, inst: Instr) -> None:
+    """(--)  https://docs.python.org/3.11/library/dis.html#opcode-NOP"""
+
+
+@handler("POP_TOP")
+def pop_top(tx: Translator, inst: Instr) -> None:
+    """(value --)"""
+    tx.pop()
+
+
+@handler("PUSH_NULL")
+def push_null(tx: Translator, inst: Instr) -> None:
+    """(-- NULL)"""
+    tx.push(NULL)
+
+
+@handler("COPY")
+def copy(tx: Translator, inst: Instr) -> None:
+    """(... x -- ... x x_i)  copies the i-th item from the top."""
+    tx.push(tx.peek(inst.arg))
+
+
+@handler("SWAP")
+def swap(tx: Translator, inst: Instr) -> None:
+    """(... a ... b -- ... b ... a)  swaps TOS with the i-th item."""
+    tx.stack[-1], tx.stack[-inst.arg] = tx.stack[-inst.arg], tx.stack[-1]
+
+
+@handler("END_FOR")
+def end_for(tx: Translator, inst: Instr) -> None:
+    """(a b --)  3.12: pops the exhausted iterator and its sentinel."""
+    tx.popn(2)

@@ -1,0 +1,193 @@
+"""``OutputGraph``: owns the ``torch.fx.Graph`` being built, its inputs, guards and side effects.
+
+Every tensor operation the translator sees becomes a node here, executed at the same time on fake
+tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the graph
+over the tensors that must leave it and hands it to the backend.
+"""
+
+from __future__ import annotations
+
+import operator
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from ..guards.guard import Guard, TensorSpec
+from ..guards.sources import Source
+from .exc import Unsupported
+from .side_effects import SideEffects
+from .variables.base import VariableTracker
+from .variables.constant import ConstantVariable
+from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from .translator import Translator
+
+_DATA_DEPENDENT = tuple(
+    getattr(torch._subclasses.fake_tensor, name)
+    for name in ("DataDependentOutputException", "DynamicOutputShapeException")
+    if hasattr(torch._subclasses.fake_tensor, name)
+)
+
+
+class OutputGraph:
+    """The graph of one trace (shared by the root translator and every inlined call)."""
+
+    def __init__(self, root_tx: Translator | None = None) -> None:
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        self.inputs: dict[Source, TensorVariable] = {}  #: source -> placeholder variable
+        self.input_values: list[Any] = []  #: real values of the placeholders, in order
+        self.guards: set[Guard] = set()
+        self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
+        self.side_effects = SideEffects()
+        self.current_tx: Translator | None = root_tx
+        self.add_guard(Guard(None, "GRAD_MODE", torch.is_grad_enabled(), torch.is_grad_enabled()))
+        self.add_guard(Guard(None, "DEFAULT_DTYPE", torch.get_default_dtype(), str(torch.get_default_dtype())))
+
+    # -- inputs and guards -------------------------------------------------------------------------
+    def add_guard(self, guard: Guard) -> None:
+        self.guards.add(guard)
+
+    def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
+        if source in self.inputs:
+            return self.inputs[source]
+        name = _placeholder_name(source)
+        node = self._placeholder(name)
+        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source.expr
+        spec = TensorSpec(type(value), value.dtype, value.device, value.requires_grad,
+                          tuple(value.shape), tuple(value.stride()))
+        self.add_guard(Guard(source, "TENSOR_MATCH", spec, (spec.dtype, str(spec.device), spec.sizes,
+                                                            spec.strides, spec.requires_grad)))
+        vt = TensorVariable(node, fake, type(value), source)
+        self.inputs[source] = vt
+        self.input_values.append(value)
+        return vt
+
+    def _placeholder(self, name: str) -> torch.fx.Node:
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if placeholders:
+            with self.graph.inserting_after(placeholders[-1]):
+                return self.graph.placeholder(name)
+        with self.graph.inserting_before(next(iter(self.graph.nodes), None)):
+            return self.graph.placeholder(name)
+
+    # -- operations --------------------------------------------------------------------------------
+    def call_function(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        return self._create("call_function", target, args, kwargs)
+
+    def call_method(self, name: str, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        return self._create("call_method", name, args, kwargs)
+
+    def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        node_args = tuple(_as_node_arg(a) for a in args)
+        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
+        fake_args = tuple(_as_fake(a) for a in args)
+        fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        example = self._run_fake(op, target, fake_args, fake_kwargs)
+        node = self.graph.create_node(op, target, node_args, node_kwargs)
+        node.meta["stack_trace"] = self._stack_trace()
+        return self._wrap_result(node, example)
+
+    def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+        try:
+            with self.fake_mode:
+                if op == "call_method":
+                    return getattr(args[0], target)(*args[1:], **kwargs)
+                return target(*args, **kwargs)
+        except _DATA_DEPENDENT as e:
+            raise Unsupported("data_dependent", f"{name} has an output shape that depends on data",
+                              hint="this op cannot be traced into a graph") from e
+        except Unsupported:
+            raise
+        except Exception as e:
+            raise Unsupported("op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}") from e
+
+    def _wrap_result(self, node: torch.fx.Node, example: Any) -> VariableTracker:
+        if isinstance(example, torch.Tensor):
+            node.meta["example_value"] = example
+            return TensorVariable(node, example)
+        if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+            node.meta["example_value"] = example
+            items: list[VariableTracker] = []
+            for i, e in enumerate(example):
+                if isinstance(e, torch.Tensor):
+                    item = self.graph.create_node("call_function", operator.getitem, (node, i), {})
+                    item.meta["example_value"] = e
+                    item.meta["stack_trace"] = node.meta["stack_trace"]
+                    items.append(TensorVariable(item, e))
+                else:
+                    items.append(self._constant_result(e))
+            if isinstance(example, list):
+                return ListVariable(items)
+            return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
+        if example is None or type(example) in (int, float, bool, torch.Size, tuple, str):
+            self.graph.erase_node(node)
+            return self._constant_result(example)
+        raise Unsupported("op_result", f"an op returned {type(example).__name__}, which is not traced")
+
+    def _constant_result(self, value: Any) -> VariableTracker:
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise Unsupported("symbolic", "symbolic values are not traced yet")
+        if isinstance(value, (tuple, torch.Size)):
+            return TupleVariable([self._constant_result(v) for v in value], is_size=isinstance(value, torch.Size))
+        return ConstantVariable(value)
+
+    def _stack_trace(self) -> str:
+        tx = self.current_tx
+        frames = []
+        while tx is not None:
+            loc = tx.location()
+            if loc is not None:
+                frames.append(traceback.FrameSummary(loc.filename, loc.lineno, loc.function))
+            tx = tx.parent
+        return "".join(traceback.format_list(list(reversed(frames))))
+
+    # -- finishing ---------------------------------------------------------------------------------
+    def count_calls(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op.startswith("call_"))
+
+    def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
+        self.graph.output(tuple(outputs))
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
+        return gm
+
+
+def _placeholder_name(source: Source) -> str:
+    text = "".join(c if c.isalnum() else "_" for c in source.expr)
+    while "__" in text:
+        text = text.replace("__", "_")
+    return text.strip("_").lower() + "_"
+
+
+def _as_node_arg(vt: Any) -> Any:
+    if isinstance(vt, TensorVariable):
+        return vt.node
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        items = [_as_node_arg(i) for i in vt.items]
+        return items if isinstance(vt, ListVariable) else tuple(items)
+    if isinstance(vt, DictVariable):
+        return {k: _as_node_arg(v) for k, v in vt.items.items()}
+    if isinstance(vt, VariableTracker) and vt.is_python_constant():
+        return vt.as_python_constant()
+    raise Unsupported("graph_arg", f"{vt} cannot be passed to a graph op")
+
+
+def _as_fake(vt: Any) -> Any:
+    if isinstance(vt, TensorVariable):
+        return vt.example
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        items = [_as_fake(i) for i in vt.items]
+        return items if isinstance(vt, ListVariable) else tuple(items)
+    if isinstance(vt, DictVariable):
+        return {k: _as_fake(v) for k, v in vt.items.items()}
+    return vt.as_python_constant()

@@ -1,0 +1,86 @@
+"""Side effects recorded during a trace and replayed by the rewritten code.
+
+Mutations of objects that existed before the call (reached through a source) are kept here: attribute
+stores on user objects and modules, global stores, closure-cell stores, and in-place changes to input
+lists/dicts/sets. Reads during the trace see earlier pending writes (``load_attr``/``load_global``). The
+rewritten code applies the final state in program order of first write (``codegen``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from ..codegen.emit import Codegen
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        #: (object VT, attribute) -> new value, in order of first write
+        self.attr_stores: dict[tuple[int, str], tuple[VariableTracker, str, VariableTracker]] = {}
+        self.global_stores: dict[str, VariableTracker] = {}
+        self.cell_stores: dict[str, VariableTracker] = {}
+        self.mutated: dict[int, VariableTracker] = {}  #: input containers changed in place
+
+    def __bool__(self) -> bool:
+        return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self.attr_stores[(id(obj), name)] = (obj, name, value)
+
+    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
+        entry = self.attr_stores.get((id(obj), name))
+        return entry[2] if entry else None
+
+    def mark_mutated(self, container: VariableTracker) -> None:
+        if container.source is not None:
+            self.mutated[id(container)] = container
+
+    def codegen(self, cg: Codegen) -> None:
+        """Emit the replay: container contents, attributes, globals, cells."""
+        for container in self.mutated.values():
+            _replay_container(cg, container)
+        for obj, name, value in self.attr_stores.values():
+            value.reconstruct(cg)
+            obj.reconstruct(cg)
+            cg.store_attr(name)
+        for name, value in self.global_stores.items():
+            value.reconstruct(cg)
+            cg.store_global(name)
+        for name, value in self.cell_stores.items():
+            value.reconstruct(cg)
+            cg.store_deref(name)
+
+
+def _replay_container(cg: Codegen, container: VariableTracker) -> None:
+    """``src[:] = [items]`` for lists; ``src.clear(); src.update({...})`` for dicts and sets."""
+    source = container.source
+    kind = container.python_type()
+    if kind is list:
+        cg.extend(_items_list(cg, container))
+        source.reconstruct(cg)
+        cg.load_const(slice(None))
+        cg.store_subscr()
+        return
+    source.reconstruct(cg)
+    cg.load_attr("clear")
+    cg.call_function(0)
+    cg.pop_top()
+    source.reconstruct(cg)
+    cg.load_attr("update")
+    plain = type(container).__new__(type(container))
+    plain.__dict__.update(container.__dict__, source=None)
+    plain.reconstruct(cg)
+    cg.call_function(1)
+    cg.pop_top()
+
+
+def _items_list(cg: Codegen, container: VariableTracker) -> list:
+    sub = type(cg)(cg.lineno, cg.output_var)
+    sub.graph_outputs = cg.graph_outputs
+    for item in container.items:
+        item.reconstruct(sub)
+    sub.build_list(len(container.items))
+    return sub.instrs

@@ -1,0 +1,78 @@
+"""``VariableTracker``: the symbolic value the translator keeps on its stack and in its locals.
+
+One subclass per kind of value (constant, tensor, container, function, module, object). The base contract
+is small: ``python_type``, ``is_python_constant``/``as_python_constant``, ``var_getattr``,
+``call_function``, ``call_method``, ``unpack`` and ``reconstruct(cg)``. Operator and builtin semantics
+live in ``dispatch.py``, not here. ``source`` says how to load the real value again (None when the
+value was created during the trace).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from ...guards.sources import Source
+from ..exc import Unsupported
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+class VariableTracker:
+    """Base class. Subclasses are dataclasses; treat instances as immutable (use ``clone``), except the
+    explicitly mutable containers, whose mutations are tracked as side effects."""
+
+    source: Source | None = None
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        return dataclasses.replace(self, **changes)
+
+    def python_type(self) -> type:
+        if self.is_python_constant():
+            return type(self.as_python_constant())
+        raise Unsupported("python_type", f"type of {self} is unknown")
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported("not_constant", f"{self} is not a Python constant")
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        raise Unsupported("getattr", f"attribute {name!r} of {self}")
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("call", f"calling {self}")
+
+    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        method = self.var_getattr(tx, name)
+        return method.call_function(tx, args, kwargs)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        raise Unsupported("unpack", f"cannot iterate over {self}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        raise Unsupported("reconstruct", f"cannot rebuild {self} as a Python value")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that 3.11+ pushes below a callable for the CALL convention."""
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_null()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()

@@ -1,0 +1,176 @@
+"""``wrap(tx, value, source)``: the only code that turns a real object into a VariableTracker, and the
+only code that installs input guards.
+
+Values with a source (arguments, globals, closure cells, attributes reached from them) are guarded:
+tensors become graph inputs with ``TENSOR_MATCH``; literals get ``TYPE_MATCH`` + ``EQUALS_MATCH``;
+containers get type and length guards and their items are wrapped in turn; functions, modules and
+classes are guarded by identity. ``wrap_static`` (no guards) is for values from torch's own namespaces
+and ``fold`` for Python values computed during the trace.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...guards.guard import Guard
+from ...guards.sources import AttrSource, ItemSource, Source
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import CONSTANT_TYPES, ConstantVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .functions import BuiltinVariable, TorchVariable, UserFunctionVariable
+from .objects import ClassVariable, NNModuleVariable, PythonModuleVariable, UserObjectVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+_LITERALS = (int, float, bool, str, bytes, complex)
+_BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+
+
+def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
+    """Wrap an input-reachable ``value`` read through ``source``, guarding what the trace assumes."""
+    if source is None:
+        return wrap_static(tx, value)
+    output = tx.output
+    known = output.wrapped.get(id(value))
+    if known is not None and known[0] is value and not _is_interned(value):
+        vt = known[1]
+        if vt.source is not None and vt.source != source:
+            output.add_guard(Guard(source, "ID_MATCH", value, ("alias", id(value))))
+        return vt
+    vt = _wrap_new(tx, value, source)
+    if not _is_interned(value):
+        output.wrapped[id(value)] = (value, vt)
+    return vt
+
+
+def _is_interned(value: Any) -> bool:
+    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, torch.dtype))
+
+
+def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
+    add = tx.output.add_guard
+    cls = type(value)
+    if isinstance(value, torch.Tensor):
+        return tx.output.add_input(value, source)
+    if value is None:
+        add(Guard(source, "NONE_MATCH"))
+        return ConstantVariable(None, source)
+    if cls in _LITERALS or cls in (range, slice, frozenset):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
+        return ConstantVariable(value, source)
+    if cls in (torch.dtype, torch.device) or isinstance(value, enum.Enum):
+        add(Guard(source, "EQUALS_MATCH" if cls is torch.device else "ID_MATCH", value, ("c", str(value))))
+        return ConstantVariable(value, source)
+    if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        if cls is list:
+            return ListVariable(items, source)
+        return TupleVariable(items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple)
+    if cls is dict and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
+        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+    if cls in (set,) and all(type(v) in _LITERALS for v in value):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "EQUALS_MATCH", value, ("set", frozenset(value))))
+        return SetVariable(set(value), source)
+    return _wrap_object(tx, value, source)
+
+
+def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
+    add = tx.output.add_guard
+    identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+    if _is_torch_value(value):
+        add(identity)
+        return TorchVariable(value, source)
+    if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
+        add(identity)
+        return BuiltinVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        add(identity)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        add(identity)
+        self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        return UserFunctionVariable(value.__func__, None, self_vt=self_vt)
+    if isinstance(value, types.ModuleType):
+        add(identity)
+        return PythonModuleVariable(value, source)
+    if isinstance(value, torch.nn.Module):
+        add(identity)
+        return NNModuleVariable(value, source)
+    if isinstance(value, type):
+        add(identity)
+        return ClassVariable(value, source)
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        raise Unsupported("c_function", f"call to the C function {getattr(value, '__qualname__', value)}",
+                          hint="move the call out of the compiled function")
+    add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+    return UserObjectVariable(value, source)
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _is_torch_value(value: Any) -> bool:
+    """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not inlined."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__ == "torch" or value.__name__.startswith("torch.")
+    if isinstance(value, torch.nn.Module):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    if isinstance(value, type):
+        return module == "torch" or (module.startswith("torch.") and not issubclass(value, torch.nn.Module))
+    if callable(value):
+        return module == "torch" or module.startswith(("torch.", "torch._C")) or \
+            isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+    return False
+
+
+def wrap_static(tx: Translator, value: Any) -> VariableTracker:
+    """Wrap a value without guards: from torch's namespaces, or made during the trace."""
+    if type(value) in CONSTANT_TYPES or isinstance(value, (torch.dtype, torch.device, enum.Enum)):
+        return ConstantVariable(value)
+    if isinstance(value, (tuple, list, dict, torch.Size)):
+        return fold(tx, value)
+    if _is_torch_value(value):
+        return TorchVariable(value)
+    if id(value) in _BUILTIN_IDS:
+        return BuiltinVariable(value)
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value)
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value)
+    if isinstance(value, torch.nn.Module):
+        return NNModuleVariable(value)
+    if isinstance(value, type):
+        return ClassVariable(value)
+    if isinstance(value, torch.Tensor):
+        raise Unsupported("constant_tensor", "a tensor reached without a source (e.g. a torch attribute)")
+    return UserObjectVariable(value)
+
+
+def fold(tx: Translator, value: Any) -> VariableTracker:
+    """A Python value computed during the trace (constant folding) as a VariableTracker."""
+    if isinstance(value, torch.Size):
+        return TupleVariable([fold(tx, v) for v in value], is_size=True)
+    if type(value) is tuple or _is_namedtuple(type(value)):
+        return TupleVariable([fold(tx, v) for v in value], cls=type(value))
+    if type(value) is list:
+        return ListVariable([fold(tx, v) for v in value])
+    if type(value) is dict:
+        return DictVariable({k: fold(tx, v) for k, v in value.items()})
+    if type(value) is set:
+        return SetVariable(set(value))
+    return wrap_static(tx, value)

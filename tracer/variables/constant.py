@@ -1,0 +1,67 @@
+"""``ConstantVariable``: an immutable Python value known at trace time (int, float, str, None, dtype, ...).
+
+Operations on constants are folded: the translator computes them in Python and the graph never sees
+them. Constants that came from inputs were guarded when they were wrapped (``builder.wrap``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...guards.sources import Source
+from ..exc import Unsupported
+from .base import VariableTracker
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+#: Types whose values are immutable and cheap to copy, so we can fold operations on them.
+CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), type(Ellipsis),
+                  type(NotImplemented), range, slice, frozenset)
+
+
+@dataclass(eq=False)
+class ConstantVariable(VariableTracker):
+    value: Any
+    source: Source | None = None
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        try:
+            return ConstantVariable(getattr(self.value, name))
+        except AttributeError:
+            raise Unsupported("getattr", f"{type(self.value).__name__} has no attribute {name!r}") from None
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """Calling a constant: only bound methods of immutable builtins (``"a,b".split``), folded."""
+        owner = getattr(self.value, "__self__", None)
+        if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
+            raise Unsupported("call", f"calling {self.value!r}")
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
+        result = self.value(*[a.as_python_constant() for a in args],
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        return tx.fold(result)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        try:
+            return [ConstantVariable(v) for v in self.value]
+        except TypeError:
+            raise Unsupported("unpack", f"cannot iterate over {type(self.value).__name__}") from None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"

@@ -1,0 +1,234 @@
+"""Containers: ``TupleVariable``, ``ListVariable``, ``DictVariable``, ``SetVariable`` and iterators.
+
+Items are VariableTrackers. Tuples are immutable. Lists, dicts and sets are mutated in place during the
+trace (they are the value); when such a container came from an input (it has a ``source``) the
+mutation is also recorded in ``tx.output.side_effects`` so the rewritten code replays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...guards.sources import Source
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+class BaseSequenceVariable(VariableTracker):
+    items: list[VariableTracker]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return list(self.items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()(i.as_python_constant() for i in self.items)
+
+    def _reconstruct_items(self, cg: Codegen) -> None:
+        for item in self.items:
+            item.reconstruct(cg)
+
+
+@dataclass(eq=False)
+class TupleVariable(BaseSequenceVariable):
+    items: list[VariableTracker]
+    source: Source | None = None
+    is_size: bool = False  #: a ``torch.Size`` (from ``t.shape``/``t.size()``)
+    cls: type = tuple  #: the tuple type (a namedtuple class, ``torch.return_types.max``...)
+
+    def python_type(self) -> type:
+        return torch.Size if self.is_size else self.cls
+
+    def as_python_constant(self) -> Any:
+        values = [i.as_python_constant() for i in self.items]
+        if self.is_size:
+            return torch.Size(values)
+        return self.cls(values) if self.cls is tuple else self.cls(*values)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        fields = _field_names(self.cls)
+        if name in fields:
+            return self.items[list(fields).index(name)]
+        return _constant_method(self, name)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        if self.is_size:
+            cg.load_const(torch.Size)
+        elif self.cls is not tuple:
+            cg.load_const(self.cls)
+        self._reconstruct_items(cg)
+        cg.build_tuple(len(self.items))
+        if self.is_size or self.cls is not tuple:
+            cg.call_function(1)
+        return None
+
+    def __repr__(self) -> str:
+        return f"TupleVariable({self.items!r})"
+
+
+def _field_names(cls: type) -> list[str]:
+    """Field names of a namedtuple or of torch's structseq return types (``torch.return_types.max``)."""
+    if hasattr(cls, "_fields"):
+        return list(cls._fields)
+    if hasattr(cls, "n_sequence_fields"):  # structseq: fields are the member descriptors, in order
+        members = [(v.__doc__ or "", k) for k, v in vars(cls).items() if type(v).__name__ == "member_descriptor"]
+        return [k for _, k in members][: cls.n_sequence_fields]
+    return []
+
+
+def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
+    if name in ("count", "index"):
+        return BoundMethodVariable(vt, name)
+    raise Unsupported("getattr", f"{vt.python_type().__name__} has no attribute {name!r}")
+
+
+@dataclass(eq=False)
+class ListVariable(BaseSequenceVariable):
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return list
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if hasattr(list, name):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"list has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        self._reconstruct_items(cg)
+        cg.build_list(len(self.items))
+        return None
+
+    def __repr__(self) -> str:
+        return f"ListVariable({self.items!r})"
+
+
+@dataclass(eq=False)
+class DictVariable(VariableTracker):
+    items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
+    source: Source | None = None
+    cls: type = dict
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        return self.cls((k, v.as_python_constant()) for k, v in self.items.items())
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return [ConstantVariable(k) for k in self.items]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if hasattr(dict, name):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"dict has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        for key, value in self.items.items():
+            cg.load_const(key)
+            value.reconstruct(cg)
+        cg.build_map(len(self.items))
+        if self.cls is not dict:
+            cg.load_const(self.cls)
+            cg.swap(2)
+            cg.call_function(1)
+        return None
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items!r})"
+
+
+@dataclass(eq=False)
+class SetVariable(VariableTracker):
+    """A set of Python constants (sets of tensors hash by identity: not traced)."""
+
+    items: set[Any]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return set(self.items)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return [ConstantVariable(v) for v in self.items]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if hasattr(set, name):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"set has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        for value in self.items:
+            cg.load_const(value)
+        cg.build_set(len(self.items))
+        return None
+
+
+@dataclass(eq=False)
+class BoundMethodVariable(VariableTracker):
+    """``xs.append`` and friends before the call; the semantics live in ``dispatch.call_container_method``."""
+
+    obj: VariableTracker
+    name: str
+    source: Source | None = None
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
+
+
+@dataclass(eq=False)
+class IteratorVariable(VariableTracker):
+    """An iterator over already-known items (lists, tuples, dicts, ranges, zip, enumerate...)."""
+
+    items: list[VariableTracker]
+    index: int = 0
+    source: Source | None = None
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        for item in self.items[self.index:]:
+            item.reconstruct(cg)
+        cg.build_tuple(len(self.items) - self.index)
+        cg.add("GET_ITER")
+

@@ -1,0 +1,253 @@
+"""Operator and builtin semantics, keyed by the operation and the kinds of its operands.
+
+The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth test);
+this module decides what it means: fold it when every operand is a Python constant, record a graph
+node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+from . import builtin_calls, container_methods, torch_calls
+from .containers import (
+    BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable,
+)
+from .functions import NestedFunctionVariable, TorchVariable, UserFunctionVariable
+from .objects import ClassVariable, NNModuleVariable, UserObjectVariable
+from .tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+call_torch = torch_calls.call_torch
+call_builtin = builtin_calls.call_builtin
+construct = builtin_calls.construct
+
+
+def call(tx: Translator, fn: VariableTracker, args: list[VariableTracker],
+         kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """Any call the bytecode makes."""
+    return fn.call_function(tx, args, kwargs)
+
+
+# -- operators ---------------------------------------------------------------------------------------
+_REFLECTED = {
+    operator.add: "__radd__", operator.sub: "__rsub__", operator.mul: "__rmul__",
+    operator.truediv: "__rtruediv__", operator.floordiv: "__rfloordiv__", operator.mod: "__rmod__",
+    operator.pow: "__rpow__", operator.matmul: "__rmatmul__", operator.and_: "__rand__",
+    operator.or_: "__ror__", operator.xor: "__rxor__", operator.lshift: "__rlshift__",
+    operator.rshift: "__rrshift__",
+}
+_DUNDER = {
+    operator.add: "__add__", operator.sub: "__sub__", operator.mul: "__mul__",
+    operator.truediv: "__truediv__", operator.floordiv: "__floordiv__", operator.mod: "__mod__",
+    operator.pow: "__pow__", operator.matmul: "__matmul__", operator.and_: "__and__",
+    operator.or_: "__or__", operator.xor: "__xor__", operator.neg: "__neg__", operator.pos: "__pos__",
+    operator.lt: "__lt__", operator.le: "__le__", operator.gt: "__gt__", operator.ge: "__ge__",
+    operator.eq: "__eq__", operator.ne: "__ne__", operator.getitem: "__getitem__",
+}
+_INPLACE_TO_BINARY = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
+
+
+def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
+    if any(isinstance(a, TensorVariable) for a in args):
+        if op is operator.not_:
+            raise Unsupported("data_dependent", "`not` on a tensor needs its value",
+                              hint="use torch.logical_not or keep the condition a tensor")
+        if op is operator.getitem:
+            return getitem_tensor(tx, args[0], args[1])
+        return tx.output.call_function(op, tuple(args), {})
+    if all(a.is_python_constant() for a in args) and not _mutable(args):
+        return _fold(tx, op, [a.as_python_constant() for a in args])
+    if op is operator.getitem:
+        return getitem(tx, args[0], args[1])
+    if op in _INPLACE_TO_BINARY:
+        if isinstance(args[0], ListVariable) and op is operator.iadd:
+            return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
+        return call_operator(tx, _INPLACE_TO_BINARY[op], args)
+    if op is operator.not_:
+        return ConstantVariable(not truth(tx, args[0]))
+    if isinstance(args[0], (BaseSequenceVariable,)) and op in (operator.add, operator.mul):
+        return _sequence_op(tx, op, args)
+    if op in (operator.eq, operator.ne) and len(args) == 2:
+        same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
+        if same is not None and not isinstance(args[0], UserObjectVariable):
+            return ConstantVariable(same if op is operator.eq else not same)
+    user = _user_dunder(tx, op, args)
+    if user is not None:
+        return user
+    raise Unsupported("operator", f"{op.__name__} on {', '.join(map(repr, args))}")
+
+
+def _comparable(args: list[VariableTracker]) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+def _mutable(args: list[VariableTracker]) -> bool:
+    return any(isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args)
+
+
+def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
+    try:
+        result = op(*values)
+    except Exception as e:
+        raise Unsupported("python_error", f"{op.__name__} raised {type(e).__name__}: {e}") from e
+    return tx.fold(result)
+
+
+def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    lhs, rhs = args
+    if op is operator.add and type(lhs) is type(rhs):
+        return lhs.clone(items=[*lhs.items, *rhs.items], source=None)
+    if op is operator.mul and rhs.is_python_constant():
+        return lhs.clone(items=list(lhs.items) * rhs.as_python_constant(), source=None)
+    raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
+
+
+def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    name = _DUNDER.get(op)
+    if name and isinstance(args[0], UserObjectVariable) and hasattr(type(args[0].value), name):
+        return args[0].call_method(tx, name, args[1:], {})
+    reflected = _REFLECTED.get(op)
+    if reflected and len(args) == 2 and isinstance(args[1], UserObjectVariable) \
+            and hasattr(type(args[1].value), reflected):
+        return args[1].call_method(tx, reflected, [args[0]], {})
+    return None
+
+
+def getitem_tensor(tx: Translator, tensor: VariableTracker, key: VariableTracker) -> VariableTracker:
+    if not isinstance(tensor, TensorVariable):
+        if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
+            return getitem(tx, tensor, key)
+        raise Unsupported("index", f"indexing {tensor} with a tensor")
+    return tx.output.call_function(operator.getitem, (tensor, key), {})
+
+
+def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
+    if isinstance(obj, TensorVariable):
+        return getitem_tensor(tx, obj, key)
+    if not key.is_python_constant():
+        raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
+    index = key.as_python_constant()
+    if isinstance(obj, (TupleVariable, ListVariable)):
+        if isinstance(index, slice):
+            return obj.clone(items=obj.items[index], source=None) if isinstance(obj, ListVariable) \
+                else TupleVariable(obj.items[index], is_size=obj.is_size)
+        try:
+            return obj.items[index]
+        except (IndexError, TypeError) as e:
+            raise Unsupported("python_error", f"index {index!r}: {e}") from e
+    if isinstance(obj, DictVariable):
+        if index not in obj.items:
+            raise Unsupported("python_error", f"KeyError: {index!r}")
+        return obj.items[index]
+    if obj.is_python_constant():
+        return _fold(tx, operator.getitem, [obj.as_python_constant(), index])
+    user = _user_dunder(tx, operator.getitem, [obj, key])
+    if user is not None:
+        return user
+    raise Unsupported("index", f"indexing {obj}")
+
+
+def setitem(tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
+    if isinstance(obj, TensorVariable):
+        tx.output.call_function(operator.setitem, (obj, key, value), {})
+        return
+    call_container_method(tx, obj, "__setitem__", [key, value], {})
+
+
+# -- truth, identity, containment --------------------------------------------------------------------
+def truth(tx: Translator, value: VariableTracker) -> bool:
+    """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
+    if isinstance(value, TensorVariable):
+        raise Unsupported("data_dependent", "branching on the value of a tensor",
+                          hint="use torch.where, or move the condition out of the compiled function")
+    if value.is_python_constant():
+        return bool(value.as_python_constant())
+    if isinstance(value, (BaseSequenceVariable, DictVariable)):
+        return len(value.items) > 0
+    if isinstance(value, (UserFunctionVariable, NestedFunctionVariable, TorchVariable, ClassVariable,
+                          NNModuleVariable)):
+        return True
+    if isinstance(value, UserObjectVariable):
+        cls = type(value.value)
+        if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
+            return True
+        method = "__bool__" if hasattr(cls, "__bool__") else "__len__"
+        return bool(value.call_method(tx, method, [], {}).as_python_constant())
+    raise Unsupported("truth", f"truth value of {value}")
+
+
+def is_none(tx: Translator, value: VariableTracker) -> bool:
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap`` caches
+    by identity), the same graph node, or the same constant."""
+    if lhs is rhs:
+        return True
+    if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
+        return lhs.node is rhs.node
+    if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
+        return lhs.value is rhs.value
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return lhs.as_python_constant() is rhs.as_python_constant()
+    if lhs.is_python_constant() or rhs.is_python_constant():
+        return False  # a tensor, container or object is never a constant such as None
+    if type(lhs) is not type(rhs):
+        return False
+    raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    if isinstance(container, DictVariable):
+        return item.as_python_constant() in container.items
+    if isinstance(container, SetVariable):
+        return item.as_python_constant() in container.items
+    if isinstance(container, (BaseSequenceVariable,)):
+        for element in container.items:
+            if element is item:
+                return True
+            if element.is_python_constant() and item.is_python_constant():
+                if element.as_python_constant() == item.as_python_constant():
+                    return True
+            elif isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
+                raise Unsupported("data_dependent", "`in` on tensors compares their values")
+        return False
+    if container.is_python_constant() and item.is_python_constant():
+        return item.as_python_constant() in container.as_python_constant()
+    raise Unsupported("contains", f"`in` on {container}")
+
+
+def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
+    """The items of an iterable whose length is known at trace time."""
+    if isinstance(value, IteratorVariable):
+        return value.unpack(tx)
+    if isinstance(value, DictVariable):
+        return [ConstantVariable(k) for k in value.items]
+    return value.unpack(tx)
+
+
+def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    return obj.var_getattr(tx, name)
+
+
+# -- methods of lists, dicts, sets, tuples -----------------------------------------------------------
+call_container_method = container_methods.call_method
+
+
+def module_items(tx: Translator, module: NNModuleVariable, name: str, items: list[Any]) -> VariableTracker:
+    raise Unsupported("module_method", f"nn.Module.{name}() inside the compiled function")

@@ -1,0 +1,194 @@
+"""Callables: user Python functions (inlined), functions made during the trace, builtins, torch ops.
+
+``UserFunctionVariable`` wraps a real Python function (guarded by identity when it came from an input
+or global); ``NestedFunctionVariable`` is a closure created by ``MAKE_FUNCTION`` inside the trace. Both
+are inlined by ``inline.inline_call``. ``BuiltinVariable`` routes to ``dispatch``; ``TorchVariable`` is
+a callable from torch's tensor-op namespaces, which becomes a graph node.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...guards.sources import AttrSource, ItemSource, Source
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+@dataclass(eq=False)
+class UserFunctionVariable(VariableTracker):
+    fn: types.FunctionType
+    source: Source | None = None
+    self_vt: VariableTracker | None = None  #: the bound ``self`` for methods of user objects
+
+    def python_type(self) -> type:
+        return types.MethodType if self.self_vt is not None else types.FunctionType
+
+    def is_python_constant(self) -> bool:
+        return self.self_vt is None
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.self_vt is not None:
+            args = [self.self_vt, *args]
+        closure = {}
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+            closure[name] = ClosureCellVariable(cell, _cell_source(self.source, self.fn, name))
+        return tx.inline_call(self.fn.__code__, self.fn.__globals__, args, kwargs,
+                              defaults=_defaults_vt(self.fn), closure=closure, fn=self.fn)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None and self.self_vt is None:
+            return self.source.reconstruct(cg)
+        if self.self_vt is not None:
+            cg.load_const(types.MethodType)
+            cg.load_const(self.fn)
+            self.self_vt.reconstruct(cg)
+            cg.call_function(2)
+            return None
+        cg.load_const(self.fn)
+        return None
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) -> Source | None:
+    if fn_source is None:
+        return None
+    index = fn.__code__.co_freevars.index(name)
+
+    return AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), index), "cell_contents")
+
+
+def _defaults_vt(fn: types.FunctionType) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Positional and keyword-only defaults, as real values (wrapped lazily by the inliner)."""
+    code = fn.__code__
+    pos = fn.__defaults__ or ()
+    names = code.co_varnames[code.co_argcount - len(pos):code.co_argcount]
+    return dict(zip(names, pos)), dict(fn.__kwdefaults__ or {})
+
+
+@dataclass(eq=False)
+class ClosureCellVariable(VariableTracker):
+    """A real closure cell of a user function; its contents are wrapped (and guarded) when read."""
+
+    cell: types.CellType
+    source: Source | None = None  #: source of the cell *contents*
+
+
+@dataclass(eq=False)
+class LocalCellVariable(VariableTracker):
+    """A cell of a frame being traced: reads and writes go to that frame's symbolic locals by name."""
+
+    frame_locals: dict[str, VariableTracker]
+    name: str
+
+
+@dataclass(eq=False)
+class NestedFunctionVariable(VariableTracker):
+    """A function object created during the trace by MAKE_FUNCTION (a lambda, closure, comprehension)."""
+
+    code: types.CodeType
+    f_globals: dict[str, Any]
+    defaults: tuple[VariableTracker, ...] = ()
+    kwdefaults: dict[str, VariableTracker] = field(default_factory=dict)
+    closure: dict[str, VariableTracker] = field(default_factory=dict)  #: name -> cell variable
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(self.code.co_name)
+        raise Unsupported("getattr", f"attribute {name!r} of a function made in the trace")
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        code = self.code
+        names = code.co_varnames[code.co_argcount - len(self.defaults):code.co_argcount]
+        return tx.inline_call(code, self.f_globals, args, kwargs,
+                              defaults=(dict(zip(names, self.defaults)), dict(self.kwdefaults)),
+                              closure=dict(self.closure), fn=None)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("escaping_closure", f"function {self.code.co_name} made in the trace escapes it",
+                          hint="define the function outside the compiled region")
+
+    def __repr__(self) -> str:
+        return f"NestedFunctionVariable({self.code.co_name})"
+
+
+@dataclass(eq=False)
+class BuiltinVariable(VariableTracker):
+    fn: Any  #: a builtin such as ``len`` or ``isinstance``
+    source: Source | None = None
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return tx.dispatch.call_builtin(tx, self.fn, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+@dataclass(eq=False)
+class TorchVariable(VariableTracker):
+    """``torch``, ``torch.nn.functional``, a torch op or class: attribute reads stay torch values."""
+
+    value: Any
+    source: Source | None = None
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError:
+            raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
+        return tx.wrap_static(attr)
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return tx.dispatch.call_torch(tx, self.value, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"

@@ -1,0 +1,124 @@
+"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for shapes/dtypes/devices).
+
+Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants; method
+calls become ``call_method`` nodes; conversions to Python values (``item``, ``tolist``, ``bool(t)``) are
+graph breaks. ``TensorMethodVariable`` is ``t.relu`` before it is called.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+
+from ...guards.sources import Source
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+#: Attributes answered from the fake tensor as constants.
+CONSTANT_ATTRS = frozenset({
+    "dtype", "device", "ndim", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta", "layout",
+    "requires_grad", "is_leaf", "is_floating_point", "is_complex", "is_contiguous", "is_nested", "itemsize",
+})
+#: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+#: Methods that turn a tensor into Python data: the graph must break there.
+TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+#: Methods with effects outside the graph or unknown to fake tensors.
+UNSUPPORTED_METHODS = frozenset({
+    "backward", "register_hook", "retain_grad", "data_ptr", "storage", "untyped_storage", "share_memory_",
+    "pin_memory", "record_stream", "__repr__", "__str__", "__format__", "__setstate__", "__reduce_ex__",
+    "__array__", "__dlpack__", "set_", "resize_", "_version",
+})
+#: Methods whose result is a Python value derived from metadata only.
+METADATA_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
+    "is_complex", "element_size", "get_device", "storage_offset", "type", "is_signed",
+})
+
+
+@dataclass(eq=False)
+class TensorVariable(VariableTracker):
+    node: torch.fx.Node
+    example: Any  #: the fake tensor this node produces at trace time
+    cls: type = torch.Tensor  #: the real class (``torch.Tensor`` or ``nn.Parameter``...)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("shape",):
+            return tx.fold(tuple(self.example.shape)).clone(is_size=True)
+        if name in CONSTANT_ATTRS:
+            value = getattr(self.example, name)
+            return ConstantVariable(value) if not callable(value) else TensorMethodVariable(self, name)
+        if name in TENSOR_ATTRS:
+            return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
+        if name in ("grad", "data", "_base", "grad_fn"):
+            raise Unsupported("tensor_attr", f"Tensor.{name} is not traced",
+                              hint=f"read .{name} outside the compiled function")
+        if not hasattr(torch.Tensor, name):
+            raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
+        return TensorMethodVariable(self, name)
+
+    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return TensorMethodVariable(self, name).call_function(tx, args, kwargs)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise Unsupported("unpack", "iteration over a 0-d tensor")
+        return [tx.output.call_function(operator.getitem, (self, ConstantVariable(i)), {})
+                for i in range(int(self.example.shape[0]))]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.node in cg.graph_outputs:
+            cg.load_graph_output(self.node)
+        elif self.source is not None:
+            self.source.reconstruct(cg)
+        else:
+            raise Unsupported("reconstruct", f"tensor {self.node.name} is not a graph output")
+
+    def __repr__(self) -> str:
+        return f"TensorVariable({self.node.name})"
+
+
+@dataclass(eq=False)
+class TensorMethodVariable(VariableTracker):
+    tensor: TensorVariable
+    name: str
+    source: Source | None = None
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        name = self.name
+        if name in TO_PYTHON:
+            raise Unsupported("tensor_to_python", f"Tensor.{name}() converts a tensor to Python data",
+                              hint="keep the value a tensor (e.g. use torch.where instead of if/else)")
+        if name in UNSUPPORTED_METHODS:
+            raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
+        if name in METADATA_METHODS:
+            return self._metadata(tx, args, kwargs)
+        return tx.output.call_method(name, (self.tensor, *args), kwargs)
+
+    def _metadata(self, tx: Translator, args: list[VariableTracker],
+                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.name == "type" and (args or kwargs):
+            return tx.output.call_method("type", (self.tensor, *args), kwargs)
+        pargs = [a.as_python_constant() for a in args]
+        pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        result = getattr(self.tensor.example, self.name)(*pargs, **pkwargs)
+        folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
+        return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
+
+    def __repr__(self) -> str:
+        return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"

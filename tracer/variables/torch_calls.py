@@ -1,0 +1,66 @@
+"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood specially.
+
+Grad-mode context managers become ``ContextManagerVariable``; queries of global state are answered as
+constants (the state is guarded); calls with effects outside the tensors (seeding, saving, setting
+global flags) are ``Unsupported`` so they run in Python. Everything else is recorded as a node and run
+on fake tensors; results that are not tensors are folded to constants by the output graph.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import TupleVariable
+from .contexts import ContextManagerVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+#: Names in torch namespaces whose calls must run in Python (effects outside the graph).
+EFFECTFUL = frozenset({
+    "manual_seed", "seed", "initial_seed", "save", "load", "use_deterministic_algorithms", "compile",
+    "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
+    "set_num_threads", "set_rng_state", "get_rng_state", "synchronize", "set_grad_enabled",
+    "inference_mode", "set_anomaly_enabled", "is_inference_mode_enabled", "from_numpy", "as_tensor",
+    "set_float32_matmul_precision", "profiler", "record_function", "_assert",
+})
+
+
+def call_torch(tx: Translator, fn: Any, args: list[VariableTracker],
+               kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    name = getattr(fn, "__name__", "")
+    if fn is torch.no_grad:
+        return ContextManagerVariable(False)
+    if fn is torch.enable_grad:
+        return ContextManagerVariable(True)
+    if fn is torch.is_grad_enabled:
+        return ConstantVariable(torch.is_grad_enabled())
+    if fn is torch.get_default_dtype:
+        return ConstantVariable(torch.get_default_dtype())
+    if fn is torch.Size:
+        items = tx.dispatch.iterate(tx, args[0]) if args else []
+        return TupleVariable(items, is_size=True)
+    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo):
+        return _fold_call(tx, fn, args, kwargs)
+    if name in EFFECTFUL or name.startswith("set_"):
+        raise Unsupported("torch_effect", f"torch.{name}() has effects outside the graph",
+                          hint="call it outside the compiled function")
+    if isinstance(fn, type):
+        raise Unsupported("new_object", f"creating a {fn.__qualname__} object in the compiled function")
+    if not callable(fn):
+        raise Unsupported("call", f"calling {fn!r}")
+    return tx.output.call_function(fn, tuple(args), kwargs)
+
+
+def _fold_call(tx: Translator, fn: Any, args: list[VariableTracker],
+               kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        raise Unsupported("call", f"{fn.__name__}() on non-constant arguments")
+    result = fn(*[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()})
+    return ConstantVariable(result)
