@@ -168,6 +168,12 @@ class Codegen(Emitter):
         super().__init__(lineno)
         self.graph_outputs: dict[Any, int] = {}
         self.output_var = output_var
+        self.cells: dict[str, Any] = {}  #: extra closure cells the finished function needs
+
+    def load_cell_value(self, name: str, value: Any) -> Emitter:
+        """Load ``value`` through a new closure cell called ``name`` (``LOAD_DEREF name``)."""
+        self.cells[name] = value
+        return self.load_deref(name)
 
     def load_graph_output(self, node: Any) -> Emitter:
         self.load_local(self.output_var)

@@ -26,23 +26,27 @@ def make_function(
     cells: Mapping[str, Any] = {},
     argnames: tuple[str, ...] | None = None,
     first_lineno: int | None = None,
+    cellvars: list[str] | None = None,
+    prologue: bool = True,
+    globals_: dict[str, Any] | None = None,
 ) -> types.FunctionType:
     """A function running ``instrs`` whose globals and closure come from ``template``.
 
     With ``argnames=None`` the signature (positional/keyword-only/varargs, defaults) is the template's;
     otherwise the function takes exactly ``argnames`` positionally. ``cells`` become extra free
-    variables, loaded with ``LOAD_DEREF name``.
+    variables, loaded with ``LOAD_DEREF name``. With ``prologue=False`` ``instrs`` already start with
+    the code's own ``COPY_FREE_VARS``/``MAKE_CELL``/``RESUME`` (resume functions reuse the original's).
     """
     func = template if isinstance(template, types.FunctionType) else None
     code = func.__code__ if func else template
     freevars = list(code.co_freevars) + list(cells)
-    bc = Bytecode(_prologue(len(freevars)) + list(instrs))
+    bc = Bytecode((_prologue(len(freevars)) if prologue else []) + list(instrs))
     bc.name = name
     bc.qualname = name
     bc.filename = code.co_filename
     bc.first_lineno = first_lineno if first_lineno is not None else code.co_firstlineno
     bc.freevars = freevars
-    bc.cellvars = []
+    bc.cellvars = list(cellvars or [])
     if argnames is None:
         bc.argcount = code.co_argcount
         bc.posonlyargcount = code.co_posonlyargcount
@@ -61,7 +65,8 @@ def make_function(
     new_code = bc.to_code()
     closure = tuple(func.__closure__ or ()) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
-    globals_ = func.__globals__ if func else {}
+    if globals_ is None:
+        globals_ = func.__globals__ if func else {}
     fn = types.FunctionType(new_code, globals_, name, None, closure or None)
     if func is not None and argnames is None:
         fn.__defaults__ = func.__defaults__

@@ -12,29 +12,52 @@ from typing import Any
 
 from .guard import Guard
 from .kinds import KINDS, ConstTable
+from .sources import Source
 
 
 @dataclass
 class GuardPart:
-    code: str  #: one boolean Python expression over ``L``, ``G``, ``C`` and closure names
+    code: str  #: one boolean Python expression over ``L``, ``G``, ``C``, ``B`` and closure names
     guard: Guard  #: the guard it came from (for reports)
+    fast: str = ""  #: the same check as the dispatcher writes it, arguments read from locals
 
 
 class GuardSet:
-    """The rendered guards of one cache entry."""
+    """The rendered guards of one cache entry.
 
-    def __init__(self, guards: list[Guard], consts: ConstTable | None = None) -> None:
+    Invariants: ``parts`` are deduplicated and in ``Guard`` order; ``refs`` are the weak references the
+    parts read (when one dies, this entry can never match again)."""
+
+    def __init__(self, guards: list[Guard], consts: ConstTable | None = None,
+                 roots: dict[str, str] | None = None) -> None:
         self.guards = sorted(set(guards))
-        self.consts = consts or ConstTable()
+        self.consts = consts if consts is not None else ConstTable()
+        self.reads_L = False  #: a part reads ``L`` even in its fast form (a source without ``render``)
         self.parts: list[GuardPart] = []
+        self.refs = self.consts.collect()
         seen: set[str] = set()
         for guard in self.guards:
-            expr = guard.source.expr if guard.source is not None else ""
-            for code in KINDS[guard.kind](expr, guard.arg, self.consts):
+            shown = self._render(guard, {})
+            fast = self._render(guard, roots) if roots else shown
+            for code, fast_code in zip(shown, fast):
                 if code not in seen:
                     seen.add(code)
-                    self.parts.append(GuardPart(code, guard))
+                    self.parts.append(GuardPart(code, guard, fast_code))
+        self.consts.used = None
+        self.ref_ids = {id(ref) for ref in self.refs}
         self._checkers: list[Any] | None = None
+
+    def _render(self, guard: Guard, roots: dict[str, str]) -> list[str]:
+        expr = self._expr(guard.source, roots) if guard.source is not None else ""
+        arg = self._expr(guard.arg, roots) if isinstance(guard.arg, Source) else guard.arg
+        return KINDS[guard.kind](expr, arg, self.consts)
+
+    def _expr(self, source: Source, roots: dict[str, str]) -> str:
+        try:
+            return source.render(roots)
+        except NotImplementedError:  # a Source subclass that only defines ``expr``
+            self.reads_L = self.reads_L or bool(roots)
+            return source.expr
 
     @property
     def source(self) -> str:

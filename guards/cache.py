@@ -1,15 +1,18 @@
 """The variant cache of one compiled function and its single generated dispatcher.
 
 ``FunctionCache.variants`` lists the cache entries (``Variant``: guards + the rewritten function). After
-each change one guard function is generated over all of them: guard conditions shared by a prefix of
-several variants are tested once (a trie), and it returns the entry to run or None. ``why(L)`` answers,
-without running anything, which entry these inputs select and the first failing guard of every other.
+each change one guard function is generated over all of them, taking the function's arguments as its
+own parameters: conditions every variant has are tested first and once, then a trie shares common
+prefixes, and it returns the entry to run or None. ``why(L)`` answers, without running anything, which
+entry these inputs select and the first failing guard of every other. Entries guarding an object that
+died are dropped from a weakref callback.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,38 +51,59 @@ class Why:
 
 
 class FunctionCache:
-    """Variants of one function plus the guard function choosing among them (``guard_fn(L)``)."""
+    """Variants of one function plus the guard function choosing among them.
 
-    def __init__(self, name: str, f_globals: dict[str, Any], cells: dict[str, Any]) -> None:
+    ``guard_fn(*args)`` takes the function's arguments positionally (in ``arg_names`` order) and returns
+    the entry to run, or ``on_no_match`` (None until the recompile limit: compile). ``select(L)`` is the
+    same from a name -> value dict. Invariant: no entry in ``variants`` guards an object that has died
+    (a weakref callback marks such an entry ``dead`` and it is dropped at once)."""
+
+    def __init__(self, name: str, f_globals: dict[str, Any], cells: dict[str, Any],
+                 arg_names: tuple[str, ...] = ()) -> None:
         self.name = name
         self.scope = {"G": f_globals, "C": cells, "B": builtins.__dict__}
-        self.consts = ConstTable()
+        self.arg_names = tuple(arg_names)
+        self.roots = _local_names(self.arg_names)
+        self.consts = self._new_consts()
         self.variants: list[Variant] = []
         self.lock = threading.RLock()
         self.counter = 0
-        self.guard_fn: Callable[[dict], Any] = _always_miss
+        self.on_no_match: Callable[..., Any] | None = None  #: returned when no entry matches
+        self.guard_fn: Callable[..., Any] = _always_miss
+        self._busy = False  #: inside add/drop: a death seen now is handled when it finishes
+        self._dirty = False
 
     def new_guard_set(self, guards: list) -> GuardSet:
-        return GuardSet(guards, self.consts)
+        return GuardSet(guards, self.consts, self.roots)
+
+    def select(self, L: dict[str, Any]) -> Any:
+        """What the dispatcher returns for the arguments ``L`` (name -> value)."""
+        return self.guard_fn(*[L[name] for name in self.arg_names])
 
     def add(self, variant: Variant) -> None:
         with self.lock:
-            variant.index = len(self.variants)
-            self.variants.append(variant)
-            self._rebuild()
+            if any(ref() is None for ref in variant.guards.refs):
+                variant.dead = True  # a guarded object died during the trace: it can never match
+            self._update(self.variants + [variant])
+
+    def set_no_match(self, fn: Callable[..., Any] | None) -> None:
+        """Make the dispatcher return ``fn`` instead of None when no entry matches (the recompile
+        limit: run the original function without asking the driver)."""
+        with self.lock:
+            self.on_no_match = fn
+            self._update(self.variants)
 
     def drop_dead(self) -> None:
         """Forget entries whose identity-guarded objects died (called from weakref callbacks)."""
         with self.lock:
-            alive = [v for v in self.variants if not v.dead]
-            if len(alive) != len(self.variants):
-                self.variants = alive
-                self._rebuild()
+            if any(v.dead for v in self.variants):
+                self._update(self.variants)
 
     def clear(self) -> None:
         with self.lock:
             self.variants = []
-            self.consts = ConstTable()
+            self.consts = self._new_consts()
+            self.on_no_match = None
             self.guard_fn = _always_miss
 
     def why(self, L: dict[str, Any]) -> Why:
@@ -91,25 +115,89 @@ class FunctionCache:
             failures.append((variant, part))
         return Why(None, failures)
 
+    def _new_consts(self) -> ConstTable:
+        return ConstTable(on_death=_death_callback(weakref.ref(self)))
+
+    def _object_died(self, ref: weakref.ref) -> None:
+        with self.lock:
+            hit = [v for v in self.variants if id(ref) in v.guards.ref_ids]
+            for variant in hit:
+                variant.dead = True
+            if hit and self._busy:
+                self._dirty = True
+            elif hit:
+                self.drop_dead()
+
+    def _update(self, variants: list[Variant]) -> None:
+        """Install ``variants`` (less the dead ones) and regenerate the dispatcher."""
+        self._busy = True
+        try:
+            self.variants = [v for v in variants if not v.dead]
+            for i, variant in enumerate(self.variants):
+                variant.index = i
+            self._rebuild()
+        finally:
+            self._busy = False
+        if self._dirty:  # an object died while we were rebuilding
+            self._dirty = False
+            self._update(self.variants)
+
     def _rebuild(self) -> None:
         self.counter += 1
         name = f"__guard_{self.name}_{self.counter}"
-        body = _trie(_shared_first([[p.code for p in v.guards.parts] for v in self.variants]), 2)
-        source = f"def {name}(L):\n    try:\n{body}\n    except Exception:\n        return ___slow(L)\n    return None"
-        closure = {**self.scope, **self.consts.values, "___slow": self._slow_select}
+        params = ", ".join(self.roots[n] for n in self.arg_names)
+        as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
+        body = _trie(_shared_first([[p.fast for p in v.guards.parts] for v in self.variants]), 2)
+        miss = "None" if self.on_no_match is None else "___no_match"
+        lines = [f"def {name}({params}):"]
+        if any(v.guards.reads_L for v in self.variants):
+            lines.append(f"    L = {as_dict}")
+        lines += ["    try:", body, "    except Exception:", f"        return ___slow({as_dict})",
+                  f"    return {miss}"]
+        closure = {**self.scope, **self.consts.values, "___slow": self._slow_select,
+                   "___no_match": self.on_no_match}
         closure.update({f"___variant_{i}": v.fn for i, v in enumerate(self.variants)})
-        self.guard_fn = exec_function(source, name, closure, f"<bytegraph {name}>")
+        self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
 
     def _slow_select(self, L: dict[str, Any]) -> Any:
+        """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning "no"."""
         selected = self.why(L).selected
-        return selected.fn if selected is not None else None
+        return selected.fn if selected is not None else self.on_no_match
 
     @property
     def guard_source(self) -> str:
         return getattr(self.guard_fn, "__guard_source__", "")
 
 
-def _always_miss(L: dict[str, Any]) -> None:
+#: Names the generated dispatcher uses itself: an argument with one of these names is renamed.
+_RESERVED = {"G", "C", "B", "L", "type", "len", "tuple", "Exception", "None", "True", "False"}
+
+
+def _local_names(arg_names: tuple[str, ...]) -> dict[str, str]:
+    """Argument name -> the dispatcher's parameter name (the same unless it would clash)."""
+    taken = set(arg_names) | _RESERVED
+    roots: dict[str, str] = {}
+    for name in arg_names:
+        local = name
+        if local in _RESERVED or local.startswith("___"):
+            local = f"L_{name}"
+            while local in taken:
+                local = f"L_{local}"
+            taken.add(local)
+        roots[name] = local
+    return roots
+
+
+def _death_callback(cache_ref: weakref.ref) -> Callable[[weakref.ref], None]:
+    """The ConstTable's death hook, holding the cache weakly (the cache owns the table)."""
+    def on_death(ref: weakref.ref) -> None:
+        cache = cache_ref()
+        if cache is not None:
+            cache._object_died(ref)
+    return on_death
+
+
+def _always_miss(*args: Any) -> None:
     return None
 
 

@@ -2,7 +2,8 @@
 
 Guards are frozen and ordered: cheap identity/type checks on shallow sources first, so the generated
 function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value, a
-``TensorSpec``); ``key`` is the hashable form used to deduplicate.
+``TensorSpec``); ``key`` is the hashable form used to deduplicate. ``global_state_guards()`` snapshots
+the torch global state a graph depends on (autocast, deterministic algorithms) for the driver to add.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from .sources import Source
 
-#: Evaluation order of guard kinds (cheapest and most discriminating first).
+#: Evaluation order of guard kinds (cheapest and most discriminating first). Guards on global torch
+#: state have no source and come last: they are cheap but almost never fail.
 KIND_ORDER = {
     "TYPE_MATCH": 0, "ID_MATCH": 1, "NONE_MATCH": 1, "EQUALS_MATCH": 2, "LEN_MATCH": 2, "DICT_KEYS": 3,
-    "TENSOR_MATCH": 4, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5, "GLOBAL_STATE": 5, "SHAPE_EXPR": 6,
+    "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5, "GLOBAL_STATE": 5,
+    "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6,
 }
 
 
@@ -28,6 +33,8 @@ class Guard:
 
     def sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99
+        if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: after both are checked
+            depth = max(depth, self.arg.depth)
         expr = self.source.expr if self.source is not None else ""
         return (depth, KIND_ORDER[self.kind], expr, repr(self.key))
 
@@ -45,3 +52,17 @@ class TensorSpec:
     requires_grad: bool
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...]
+
+
+def autocast_state() -> tuple:
+    """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is on)."""
+    return tuple((torch.is_autocast_enabled(dev), torch.get_autocast_dtype(dev)) for dev in ("cpu", "cuda")) \
+        + (torch.is_autocast_cache_enabled(),)
+
+
+def global_state_guards() -> list[Guard]:
+    """Guards on torch global state beyond grad mode and the default dtype (which the output graph
+    installs): autocast and deterministic algorithms, as they are now (call it before tracing)."""
+    autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    return [Guard(None, "AUTOCAST", autocast, autocast), Guard(None, "DETERMINISTIC", deterministic, deterministic)]

@@ -1,75 +1,121 @@
 """One function per guard kind: ``KIND(expr, arg, consts) -> list of Python boolean expressions``.
 
-``expr`` is the source's expression (``L['x']``). Only exact builtin literals (ints, strings, finite
-floats, bools, None) are written into code; every other value goes through ``consts``, a table of
-closure names, so no user object's repr ever becomes code. Identity guards hold weak references where
-the object allows it, so guards never keep user objects alive.
+``expr`` is the source's expression (``L['x']`` in a variant's printed guards, ``x`` in the generated
+dispatcher). Only exact builtin literals (ints, strings, finite floats, bools, None) are written into
+code; every other value goes through ``consts``, a table of closure names, so no user object's repr
+ever becomes code. Identity guards hold weak references where the object allows it, so guards never
+keep user objects alive; the table reports each death so the cache can drop the entries concerned.
+Generated checks only use builtin operations (``type``, ``is``, ``len``, ``==`` on exact builtin
+literals, tensor attributes), never user-defined ``__eq__``/``__hash__``/``__getattr__``/properties.
 """
 
 from __future__ import annotations
 
 import math
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from .guard import TensorSpec
+from .guard import TensorSpec, autocast_state
 
 _LITERAL_TYPES = (int, str, bool, type(None))
+#: Read a class's name and module without running a metaclass ``__getattr__``.
+_TYPE_NAME, _TYPE_MODULE = type.__dict__["__name__"], type.__dict__["__module__"]
 
 
 class ConstTable:
-    """Closure values of a generated function, deduplicated (by value for types, dtypes and devices,
-    else by identity) and given readable names: ``___int``, ``___torch_float32``, ``___device_cpu``."""
+    """Closure values of a generated function, deduplicated (types, dtypes and devices by value, other
+    objects by identity) and given readable names: ``___int``, ``___torch_float32``, ``___device_cpu``.
 
-    def __init__(self) -> None:
+    ``ref(obj)`` guards identity through a weak reference: the expression evaluates to ``obj`` while it
+    lives. When it dies, ``on_death(ref)`` is called (the owning cache drops the entries using it).
+    ``collect()`` records which references a caller used, so each entry knows its own."""
+
+    def __init__(self, on_death: Callable[[weakref.ref], None] | None = None) -> None:
         self.values: dict[str, Any] = {}
         self._names: dict[Any, str] = {}
-        self.weakrefs: list[weakref.ref] = []
+        self._refs: dict[int, tuple[weakref.ref, str]] = {}  #: id(obj) -> (its weakref, name)
+        self.on_death = on_death
+        self.used: list[weakref.ref] | None = None  #: refs handed out since ``collect`` started
 
     def name(self, value: Any, prefix: str = "c") -> str:
         key = _dedup_key(value)
         if key in self._names:
             return self._names[key]
-        base = f"___{_readable(value, prefix)}"
-        name, n = base, 1
-        while name in self.values:
-            name, n = f"{base}_{n}", n + 1
+        name = self._fresh(_readable(value, prefix))
         self.values[name] = value
         self._names[key] = name
         return name
 
     def ref(self, obj: Any) -> str:
-        """An expression evaluating to ``obj`` while it lives and to None after (a weakref call)."""
-        try:
-            ref = weakref.ref(obj)
-        except TypeError:
-            return self.name(obj, "o")
-        self.weakrefs.append(ref)
-        return self.name(ref, "r") + "()"
+        """An expression evaluating to ``obj`` while it lives (a weakref call; never a strong reference
+        unless the object cannot be weakly referenced, like builtin functions and dtypes)."""
+        known = self._refs.get(id(obj))
+        if known is not None and known[0]() is obj:
+            ref, name = known
+        else:
+            try:
+                ref = weakref.ref(obj, self._died)
+            except TypeError:
+                return self.name(obj, "o")
+            name = self._fresh(_readable(obj, "o"))
+            self.values[name] = ref
+            self._refs[id(obj)] = (ref, name)
+        if self.used is not None:
+            self.used.append(ref)
+        return f"{name}()"
+
+    def collect(self) -> list[weakref.ref]:
+        """Start recording the weak references ``ref`` hands out; returns the list being filled."""
+        self.used = []
+        return self.used
+
+    def _died(self, ref: weakref.ref) -> None:
+        for key, (known, _) in list(self._refs.items()):
+            if known is ref:
+                del self._refs[key]  # a new object may reuse the id: it must get its own reference
+        if self.on_death is not None:
+            self.on_death(ref)
+
+    def _fresh(self, text: str) -> str:
+        base = f"___{text}"
+        name, n = base, 1
+        while name in self.values:
+            name, n = f"{base}_{n}", n + 1
+        return name
 
 
 def _dedup_key(value: Any) -> Any:
-    if isinstance(value, (type, torch.dtype, torch.device)):
-        return (type(value), str(value), id(value) if isinstance(value, type) else 0)
-    return ("id", id(value))
+    if type(value) in (torch.dtype, torch.device):
+        return (type(value), str(value))
+    return ("id", id(value))  # values are held strongly, so the id cannot be reused
 
 
 def _readable(value: Any, prefix: str) -> str:
-    """A short identifier describing ``value`` (never its repr: only names of types and torch enums)."""
-    if isinstance(value, type):
-        text = value.__name__
-    elif isinstance(value, torch.dtype):
+    """A short identifier describing ``value`` (never its repr: only names of types, functions, modules
+    and torch enums, read without running user code)."""
+    cls = type(value)
+    if issubclass(cls, type):
+        text = _TYPE_NAME.__get__(value)
+    elif cls is torch.dtype:
         text = str(value).replace(".", "_")
-    elif isinstance(value, torch.device):
+    elif cls is torch.device:
         text = f"device_{value.type}" + (f"{value.index}" if value.index is not None else "")
-    elif callable(value) and getattr(value, "__name__", "").isidentifier():
-        text = value.__name__
+    elif cls in (types.FunctionType, types.BuiltinFunctionType, types.ModuleType):
+        text = value.__name__.rpartition(".")[2]
     else:
         text = prefix
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in text).lstrip("_")
+    return text if text.isidentifier() else prefix
+
+
+def _is_builtin_type(cls: type) -> bool:
+    """Types that live as long as the process (builtins, torch's): fine to hold strongly."""
+    module = _TYPE_MODULE.__get__(cls)
+    return isinstance(module, str) and (module == "builtins" or module.split(".")[0] == "torch")
 
 
 def literal(value: Any, consts: ConstTable) -> str:
@@ -82,7 +128,8 @@ def literal(value: Any, consts: ConstTable) -> str:
 
 
 def TYPE_MATCH(expr: str, arg: type, consts: ConstTable) -> list[str]:
-    return [f"type({expr}) is {consts.name(arg)}"]
+    cls = consts.name(arg) if _is_builtin_type(arg) else consts.ref(arg)
+    return [f"type({expr}) is {cls}"]
 
 
 def ID_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
@@ -94,6 +141,7 @@ def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:
 
 
 def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
+    """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin one."""
     if type(arg) is float and math.isnan(arg):
         return [f"{expr} != {expr}"]
     return [f"{expr} == {literal(arg, consts)}"]
@@ -104,17 +152,41 @@ def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
 
 
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
-    return [f"tuple({expr}) == {consts.name(arg, 'k')}"]
+    return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
+
+
+def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``arg`` is the rendered expression of the other source holding the same object."""
+    return [f"{expr} is {arg}"]
 
 
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
-    parts = [f"type({expr}) is {consts.name(spec.type)}"]
-    parts.append(f"{expr}.dtype is {consts.name(spec.dtype)}")
-    parts.append(f"{expr}.device == {consts.name(spec.device)}")
+    """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a
+    ``torch.device``; ``is_contiguous()`` instead of building the stride tuple when the two agree)."""
+    parts = [f"type({expr}) is {consts.name(spec.type)}", f"{expr}.dtype is {consts.name(spec.dtype)}"]
+    if spec.device.type == "cpu":
+        parts.append(f"{expr}.is_cpu")
+    else:
+        parts.append(f"{expr}.device == {consts.name(spec.device)}")
     parts.append(f"{expr}.requires_grad is {spec.requires_grad}")
     parts += _dims_check(f"{expr}.shape", spec.sizes, expr)
-    parts += _dims_check(f"{expr}.stride()", spec.strides, expr)
+    if spec.sizes and _contiguous_only(spec.sizes, spec.strides):
+        parts.append(f"{expr}.is_contiguous()")
+    elif spec.sizes:
+        parts += _dims_check(f"{expr}.stride()", spec.strides, expr)
     return parts
+
+
+def _contiguous_only(sizes: tuple[int | None, ...], strides: tuple[int | None, ...]) -> bool:
+    """True when ``is_contiguous()`` pins the strides exactly: static sizes all > 1 (a size-1 or empty
+    dimension leaves its stride free) and row-major strides."""
+    if any(s is None or s < 2 for s in sizes) or any(s is None for s in strides):
+        return False
+    expected, step = [], 1
+    for size in reversed(sizes):
+        expected.append(step)
+        step *= size
+    return tuple(reversed(expected)) == tuple(strides)
 
 
 def _dims_check(what: str, dims: tuple[int | None, ...], expr: str) -> list[str]:
@@ -132,6 +204,17 @@ def DEFAULT_DTYPE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.get_default_dtype)}() is {consts.name(arg)}"]
 
 
+def AUTOCAST(expr: str, arg: tuple | None, consts: ConstTable) -> list[str]:
+    """``arg`` is None when autocast was off everywhere (one C call), else ``autocast_state()``."""
+    if arg is None:
+        return [f"{consts.name(torch._C._is_any_autocast_enabled)}() is False"]
+    return [f"{consts.name(autocast_state)}() == {consts.name(arg, 'autocast')}"]
+
+
+def DETERMINISTIC(expr: str, arg: bool, consts: ConstTable) -> list[str]:
+    return [f"{consts.name(torch._C._get_deterministic_algorithms)}() is {arg}"]
+
+
 def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTable) -> list[str]:
     getter, value = arg
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
@@ -143,6 +226,6 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
-    for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, TENSOR_MATCH,
-               GRAD_MODE, DEFAULT_DTYPE, GLOBAL_STATE, SHAPE_EXPR)
+    for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, DUPLICATE_INPUT,
+               TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, AUTOCAST, DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR)
 }

@@ -2,8 +2,9 @@
 
 A source renders as the Python expression that reads the value inside a generated guard function
 (``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``, ``L['xs'][0]``) and
-can ``reconstruct`` itself as bytecode that loads the value in rewritten code. Sources are frozen and
-hashable, so they key graph inputs and guards.
+can ``reconstruct`` itself as bytecode that loads the value in rewritten code. ``render(roots)`` is
+``expr`` with arguments replaced by local names (``roots``: arg name -> local), which is how the
+generated dispatcher reads them. Sources are frozen and hashable, so they key graph inputs and guards.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ class Source:
 
     @property
     def expr(self) -> str:
+        return self.render({})
+
+    def render(self, roots: dict[str, str]) -> str:
+        """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError
 
     @property
@@ -41,9 +46,8 @@ class Source:
 class LocalSource(Source):
     name: str  #: the argument/local name in the user's frame
 
-    @property
-    def expr(self) -> str:
-        return f"L[{self.name!r}]"
+    def render(self, roots: dict[str, str]) -> str:
+        return roots.get(self.name) or f"L[{self.name!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.load_local(self.name)
@@ -53,8 +57,7 @@ class LocalSource(Source):
 class GlobalSource(Source):
     name: str  #: the name in the function's ``__globals__`` (builtins go through ``BuiltinSource``)
 
-    @property
-    def expr(self) -> str:
+    def render(self, roots: dict[str, str]) -> str:
         return f"G[{self.name!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
@@ -65,8 +68,7 @@ class GlobalSource(Source):
 class BuiltinSource(Source):
     name: str  #: a name found in builtins (not shadowed by a global)
 
-    @property
-    def expr(self) -> str:
+    def render(self, roots: dict[str, str]) -> str:
         return f"B[{self.name!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
@@ -77,8 +79,7 @@ class BuiltinSource(Source):
 class ClosureSource(Source):
     name: str  #: a free variable of the compiled function; the guard reads its cell
 
-    @property
-    def expr(self) -> str:
+    def render(self, roots: dict[str, str]) -> str:
         return f"C[{self.name!r}].cell_contents"
 
     def reconstruct(self, cg: Emitter) -> None:
@@ -90,9 +91,8 @@ class AttrSource(Source):
     base: Source
     attr: str
 
-    @property
-    def expr(self) -> str:
-        return f"{self.base.expr}.{self.attr}"
+    def render(self, roots: dict[str, str]) -> str:
+        return f"{self.base.render(roots)}.{self.attr}"
 
     @property
     def depth(self) -> int:
@@ -113,9 +113,8 @@ class ItemSource(Source):
     index: Any  #: an int, str or other constant key
     is_dict_key: bool = False
 
-    @property
-    def expr(self) -> str:
-        return f"{self.base.expr}[{self.index!r}]"
+    def render(self, roots: dict[str, str]) -> str:
+        return f"{self.base.render(roots)}[{self.index!r}]"
 
     @property
     def depth(self) -> int:
@@ -138,8 +137,7 @@ class ConstSource(Source):
     value: Any = None
     label: str = "const"
 
-    @property
-    def expr(self) -> str:
+    def render(self, roots: dict[str, str]) -> str:
         return f"<{self.label}>"
 
     def reconstruct(self, cg: Emitter) -> None:

@@ -1,8 +1,8 @@
 """Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten function.
 
 ``convert_call(fn, L, backend)`` runs the ``Translator`` over ``fn``'s code with the real arguments
-``L``, closes the graph over the tensors the return value and side effects need, compiles it with the
-backend and emits the rewritten code object (``codegen``) that calls it.
+``L``, closes the graph over the tensors the return value (or, at a graph break, the live frames) and
+side effects need, compiles it with the backend and emits the rewritten function that calls it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from ..guards.guard import Guard
 from ..guards.sources import LocalSource
 from .exc import Unsupported
 from .output_graph import OutputGraph
-from .translator import Translator, root_closure
+from .breaks import ResumeFactory, emit_break
+from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker
 from .variables.containers import DictVariable, ListVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
@@ -42,50 +43,71 @@ class TraceResult:
     guards: list[Guard]
     graphs: list[torch.fx.GraphModule] = field(default_factory=list)
     ops: list[int] = field(default_factory=list)  #: call nodes per graph
+    breaks: list[Unsupported] = field(default_factory=list)  #: why the trace stopped early, if it did
 
 
-def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any) -> TraceResult:
-    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does."""
+def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, fullgraph: bool = False,
+                 resume: ResumeFactory | None = None) -> TraceResult:
+    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
+    break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
+    in which case the ``Unsupported`` reason is raised."""
     output = OutputGraph()
     grad_mode = torch.is_grad_enabled()
     try:
-        tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn))
+        tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
         output.current_tx = tx
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
         try:
-            result = tx.run()
+            result, frames, reason = tx.run(), None, None
+        except GraphBreak as gb:
+            if fullgraph or resume is None:
+                gb.reason.guards = sorted(output.guards)  # the trace reaches this point whenever these hold
+                raise gb.reason from None
+            result, frames, reason = None, gb.frames, gb.reason
+        try:
+            return _finish(fn, output, result, frames, backend, resume, reason)
         except Unsupported as e:
-            e.guards = sorted(output.guards)  # the trace reaches this point whenever these hold
+            e.guards = sorted(output.guards)
             raise
-        return _finish(fn, output, result, backend)
     finally:
         torch._C._set_grad_enabled(grad_mode)
 
 
-def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker, backend: Any) -> TraceResult:
+def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker | None,
+            frames: list[FrameState] | None, backend: Any, resume: ResumeFactory | None,
+            reason: Unsupported | None) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    cells: dict[str, Any] = {}
-    graphs, ops = [], []
-    outputs = _graph_outputs([result, *_side_effect_values(output)])
-    if output.count_calls() > 0:
-        name = f"__compiled_fn_{next(_compiled_ids)}"
-        gm = output.graph_module(outputs, name)
-        compiled = backend(gm, list(output.input_values))
-        cells[name] = compiled
-        graphs.append(gm)
-        ops.append(output.count_calls())
-        cg.push_null()
-        cg.load_deref(name)
-        for source in output.inputs:
-            source.reconstruct(cg)
-        cg.call(len(output.inputs))
-        cg.store_local(cg.output_var)
-        cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
+    live = [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
+    graphs, ops = _emit_graph_call(cg, output, [*live, *_side_effect_values(output)], backend)
     output.side_effects.codegen(cg)
-    result.reconstruct(cg)
-    cg.return_value()
-    new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cells)
-    return TraceResult(new_fn, sorted(output.guards), graphs, ops)
+    if frames is None:
+        result.reconstruct(cg)
+        cg.return_value()
+    else:
+        emit_break(cg, frames, resume)
+    new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
+    breaks = [reason] if reason is not None else []
+    return TraceResult(new_fn, sorted(output.guards), graphs, ops, breaks)
+
+
+def _emit_graph_call(cg: Codegen, output: OutputGraph, live: list[VariableTracker],
+                     backend: Any) -> tuple[list[torch.fx.GraphModule], list[int]]:
+    """Compile the graph (if it does anything) and emit ``__graph_out = __compiled_fn_N(*inputs)``."""
+    if output.count_calls() == 0:
+        return [], []
+    outputs = _graph_outputs(live)
+    name = f"__compiled_fn_{next(_compiled_ids)}"
+    ops = output.count_calls()
+    gm = output.graph_module(outputs, name)
+    compiled = backend(gm, list(output.input_values))
+    cg.push_null()
+    cg.load_cell_value(name, compiled)
+    for source in output.inputs:
+        source.reconstruct(cg)
+    cg.call(len(output.inputs))
+    cg.store_local(cg.output_var)
+    cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
+    return [gm], [ops]
 
 
 def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:

@@ -4,10 +4,9 @@
 signature as the user's) that every call goes through::
 
     def fn(a, b):
-        ___L = {'a': a, 'b': b}
-        ___v = ___state.cache.guard_fn(___L)     # generated guards pick a variant
+        ___v = ___cache.guard_fn(a, b)                  # generated guards pick a variant
         if ___v is None:
-            ___v = ___state.on_miss(___L)         # trace, compile, install (or fall back)
+            ___v = ___state.on_miss({'a': a, 'b': b})   # trace, compile, install (or fall back)
         return ___v(a, b)
 
 On a miss the function is traced (``convert.convert_call``); failures to trace install a fallback
@@ -17,6 +16,7 @@ trace twice. ``recompile_limit`` bounds the variants; past it the function runs 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import threading
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..guards.cache import FunctionCache, Variant
-from ..guards.guard import Guard
+from ..guards.guard import Guard, global_state_guards
+from ..codegen.resume import make_resume
 from .convert import convert_call
 from .exc import BytegraphError, InternalError, Unsupported
 
@@ -49,13 +50,39 @@ class Settings:
 
 @dataclass
 class CompileEvent:
-    """One trace of the function, for reports (``explain``, the pytest plugin)."""
+    """One trace of the function, for reports (``explain``, the pytest plugin, the ``bytecode`` log).
+
+    Listeners get ``(compiled_code, event)``. A trace that fell back to Python has ``unsupported`` set
+    and no ``fn``; a trace that graph-broke lists each break in ``breaks`` (it still has graphs and ``fn``).
+    """
 
     reason: str
     graphs: list[Any] = field(default_factory=list)
     ops: list[int] = field(default_factory=list)
     unsupported: Unsupported | None = None  #: why it fell back to Python, if it did
     guards: str = ""
+    breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (the trace went on in Python)
+    failures: list[str] = field(default_factory=list)  #: the failing guards that caused this recompile
+    fn: Any = None  #: the rewritten function installed for this trace (None on a fallback)
+
+    @property
+    def is_recompile(self) -> bool:
+        return bool(self.failures)
+
+    @property
+    def all_breaks(self) -> list[Unsupported]:
+        """Graph breaks plus the fallback to Python, if any: everything that kept code out of a graph."""
+        return self.breaks + ([self.unsupported] if self.unsupported is not None else [])
+
+
+def format_break(e: Unsupported) -> str:
+    """A break with its whole user stack (outermost frame first) and hint, for logs and reports."""
+    lines = [str(e)]
+    for loc in e.user_stack:
+        lines += [f"  at {loc}", f"    {loc.line}"]
+    if e.hint:
+        lines.append(f"  hint: {e.hint}")
+    return "\n".join(lines)
 
 
 #: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
@@ -74,10 +101,11 @@ class CompiledCode:
         self.settings = settings
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         self.cache = FunctionCache(fn.__code__.co_name.replace("<", "_").replace(">", "_"),
-                                   fn.__globals__, cells)
+                                   fn.__globals__, cells, tuple(inspect.signature(fn).parameters))
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
+        self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         ALL.add(self)
 
     @property
@@ -87,7 +115,7 @@ class CompiledCode:
     def on_miss(self, L: dict[str, Any]) -> Any:
         """No variant matched ``L``: compile one (serialised per function) and return what to run."""
         with self.compile_lock:
-            selected = self.cache.guard_fn(L)  # another thread may have compiled it meanwhile
+            selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
                 return selected
             why = self.cache.why(L)
@@ -95,44 +123,73 @@ class CompiledCode:
                 "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
             if len(self.cache.variants) >= self.settings.recompile_limit:
                 self._warn_limit(why)
+                self.cache.set_no_match(self.fn)  # later misses run eagerly without coming here
                 return self.fn
             if why.failures:
                 recompile_log.info("Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
                                    self.fn.__qualname__, self.fn.__code__.co_filename,
                                    self.fn.__code__.co_firstlineno,
                                    "\n".join(f"    - {p.code}" for _, p in why.failures))
-            return self._compile(L, reason)
+            return self._compile(L, reason, [p.code for _, p in why.failures])
 
-    def _compile(self, L: dict[str, Any], reason: str) -> Any:
+    def _compile(self, L: dict[str, Any], reason: str, failures: list[str] | None = None) -> Any:
+        failures = failures or []
         COUNTERS["frames"] += 1
+        state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         try:
-            result = convert_call(self.fn, L, self.settings.backend)
+            result = convert_call(self.fn, L, self.settings.backend, fullgraph=self.settings.fullgraph,
+                                  resume=self.resume_function)
         except Unsupported as e:
-            return self._fallback(e, reason)
+            return self._fallback(e, reason, failures=failures)
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(f"bytegraph failed to compile {self.fn.__qualname__}: {e}") from e
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
             return self._fallback(Unsupported("internal_error", f"{type(e).__name__}: {e}"), reason,
-                                  internal=True)
-        variant = Variant(self.cache.new_guard_set(result.guards), result.fn, graphs=result.graphs,
-                          reason=reason)
+                                  internal=True, failures=failures)
+        variant = Variant(self.cache.new_guard_set(result.guards + state_guards), result.fn,
+                          graphs=result.graphs, reason=reason)
         self.cache.add(variant)
-        event = CompileEvent(reason, result.graphs, result.ops, guards=variant.guards.source)
+        event = CompileEvent(reason, result.graphs, result.ops, guards=variant.guards.source,
+                             failures=failures, fn=result.fn, breaks=result.breaks)
+        for brk in result.breaks:
+            breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
 
-    def _fallback(self, e: Unsupported, reason: str, internal: bool = False) -> Any:
+    def _fallback(self, e: Unsupported, reason: str, internal: bool = False,
+                  failures: list[str] | None = None) -> Any:
         COUNTERS[f"fallback:{e.kind}"] += 1
         if self.settings.fullgraph:
             raise BytegraphError(f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}") from e
         warnings.warn(f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4)
-        breaks_log.info("graph break in %s: %s", self.fn.__qualname__, e.describe())
+        breaks_log.info("graph break in %s (running it in Python): %s", self.fn.__qualname__,
+                        format_break(e))
         guards: list[Guard] = getattr(e, "guards", None) or []
         if not internal and guards:
             self.cache.add(Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}"))
-        self._record(CompileEvent(reason, unsupported=e))
+        self._record(CompileEvent(reason, unsupported=e, failures=failures or []))
         return self.fn
+
+    def resume_function(self, template: types.FunctionType, index: int, nstack: int,
+                        names: tuple[str, ...], iter_slots: tuple[int, ...], null_slots: tuple[int, ...],
+                        compiled: bool) -> Any:
+        """The resume function continuing ``template`` at instruction ``index`` (cached per position,
+        stack shape and live names); compiled like any function unless ``compiled`` is False."""
+        key = (template.__code__, index, nstack, names, iter_slots, null_slots, compiled)
+        cached = self.resumes.get(key)
+        if cached is not None:
+            return cached
+        raw = make_resume(template, template.__globals__, index, nstack, names, iter_slots, null_slots)
+        if compiled:
+            state = CompiledCode(raw, self.settings)
+            entry = make_entry(raw, state)
+            functools.update_wrapper(entry, raw)
+            entry.__bytegraph__ = state
+        else:
+            entry = raw
+        self.resumes[key] = entry
+        return entry
 
     def _warn_limit(self, why: Any) -> None:
         if not self.warned_limit:
@@ -156,6 +213,7 @@ class CompiledCode:
         with self.compile_lock:
             self.cache.clear()
             self.events.clear()
+            self.resumes.clear()
             self.warned_limit = False
 
 
@@ -188,13 +246,12 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     locals_dict = ", ".join(f"{n!r}: {n}" for n in names)
     source = (
         f"def ___entry({', '.join(params)}):\n"
-        f"    ___L = {{{locals_dict}}}\n"
-        f"    ___v = ___state.cache.guard_fn(___L)\n"
+        f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
         f"    if ___v is None:\n"
-        f"        ___v = ___state.on_miss(___L)\n"
+        f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
         f"    return ___v({', '.join(call_args)})\n"
     )
-    namespace: dict[str, Any] = {"___state": state}
+    namespace: dict[str, Any] = {"___state": state, "___cache": state.cache}
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]
     entry.__defaults__ = fn.__defaults__

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import traceback
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -17,7 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..guards.guard import Guard, TensorSpec
-from ..guards.sources import Source
+from ..guards.sources import ConstSource, Source
 from .exc import Unsupported
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
@@ -46,12 +47,19 @@ class OutputGraph:
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
+        self.created: list[torch.fx.Node] = []  #: non-placeholder nodes in creation order (for restore)
         self.current_tx: Translator | None = root_tx
         self.add_guard(Guard(None, "GRAD_MODE", torch.is_grad_enabled(), torch.is_grad_enabled()))
         self.add_guard(Guard(None, "DEFAULT_DTYPE", torch.get_default_dtype(), str(torch.get_default_dtype())))
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
+        root = guard.source.root if guard.source is not None else None
+        if isinstance(root, ConstSource):
+            if guard.source is root:
+                return  # a constant of the trace (loaded with LOAD_CONST) is always itself
+            raise Unsupported("const_guard", f"cannot guard {guard.source.expr}, reached from a constant",
+                              hint="pass the value as an argument or read it from the function's globals")
         self.guards.add(guard)
 
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
@@ -59,7 +67,9 @@ class OutputGraph:
             return self.inputs[source]
         name = _placeholder_name(source)
         node = self._placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        with warnings.catch_warnings():  # e.g. reading .grad of a non-leaf while converting
+            warnings.simplefilter("ignore")
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr
         spec = TensorSpec(type(value), value.dtype, value.device, value.requires_grad,
@@ -94,6 +104,7 @@ class OutputGraph:
         example = self._run_fake(op, target, fake_args, fake_kwargs)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         node.meta["stack_trace"] = self._stack_trace()
+        self.created.append(node)
         return self._wrap_result(node, example)
 
     def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -121,6 +132,7 @@ class OutputGraph:
             for i, e in enumerate(example):
                 if isinstance(e, torch.Tensor):
                     item = self.graph.create_node("call_function", operator.getitem, (node, i), {})
+                    self.created.append(item)
                     item.meta["example_value"] = e
                     item.meta["stack_trace"] = node.meta["stack_trace"]
                     items.append(TensorVariable(item, e))
@@ -129,8 +141,11 @@ class OutputGraph:
             if isinstance(example, list):
                 return ListVariable(items)
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
+        if example is None and node.target is operator.setitem:
+            return ConstantVariable(None)  # an in-place store: the node stays in the graph
         if example is None or type(example) in (int, float, bool, torch.Size, tuple, str):
             self.graph.erase_node(node)
+            self.created.remove(node)
             return self._constant_result(example)
         raise Unsupported("op_result", f"an op returned {type(example).__name__}, which is not traced")
 
@@ -150,6 +165,19 @@ class OutputGraph:
                 frames.append(traceback.FrameSummary(loc.filename, loc.lineno, loc.function))
             tx = tx.parent
         return "".join(traceback.format_list(list(reversed(frames))))
+
+    # -- rolling back a partly traced instruction ---------------------------------------------------
+    def checkpoint(self) -> tuple:
+        return len(self.created), self.side_effects.snapshot()
+
+    def restore(self, checkpoint: tuple) -> None:
+        """Forget the nodes and side effects recorded since ``checkpoint`` (guards stay: more is safe)."""
+        count, effects = checkpoint
+        for node in reversed(self.created[count:]):
+            if not node.users:
+                self.graph.erase_node(node)
+        del self.created[count:]
+        self.side_effects.restore(effects)
 
     # -- finishing ---------------------------------------------------------------------------------
     def count_calls(self) -> int:

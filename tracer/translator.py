@@ -1,8 +1,12 @@
 """``Translator``: symbolic execution of one code object over VariableTrackers.
 
 It owns the value stack, the symbolic locals and the instruction pointer, and ``step()`` dispatches each
-instruction to its handler in ``opcodes/``; it knows no opcode semantics itself. ``InliningTranslator``
-runs a called user function inside the same ``OutputGraph`` and hands back its return value.
+instruction to its handler in ``opcodes/``; it knows no opcode semantics itself. ``inline_call`` runs a
+called user function in a child translator sharing the same ``OutputGraph``.
+
+When an instruction cannot be traced, ``step()`` rolls the frame back to just before it and raises
+``GraphBreak`` carrying each frame's state (innermost first): the leaf frame stopped *at* the
+instruction, its callers stopped at the call that is still running. ``breaks.py`` turns that into code.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label
+from dataclasses import dataclass
+
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 from ..guards.sources import ClosureSource, ConstSource, GlobalSource, Source
 from . import opcodes
 from .exc import ReturnValue, Unsupported, UserLocation
+from .liveness import live_locals
 from .output_graph import OutputGraph
 from .variables import builder, dispatch
 from .variables.base import VariableTracker
@@ -26,13 +33,33 @@ from .variables.functions import ClosureCellVariable
 MAX_INLINE_DEPTH = 32
 
 
+@dataclass
+class FrameState:
+    """Where one frame stopped: the instruction index and its stack and locals at that point."""
+
+    tx: Translator
+    index: int  #: the breaking instruction (leaf frame) or the running call (caller frames)
+    stack: list[VariableTracker]  #: leaf: before the instruction; callers: without the call's operands
+    locals: dict[str, VariableTracker]
+
+
+class GraphBreak(Exception):  # noqa: N818 (control flow)
+    """Tracing stopped at an instruction; ``frames`` lists the frame states, innermost first."""
+
+    def __init__(self, reason: Unsupported, frames: list[FrameState]) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+        self.frames = frames
+
+
 class Translator:
     dispatch = dispatch
 
     def __init__(self, code: types.CodeType, f_globals: dict[str, Any], output: OutputGraph,
                  symbolic_locals: dict[str, VariableTracker], closure: dict[str, VariableTracker],
-                 parent: Translator | None = None) -> None:
+                 parent: Translator | None = None, fn: types.FunctionType | None = None) -> None:
         self.code = code
+        self.fn = fn  #: the real function whose code this is (None for closures made in the trace)
         self.f_globals = f_globals
         self.f_builtins = f_globals.get("__builtins__", __builtins__)
         if isinstance(self.f_builtins, types.ModuleType):
@@ -42,11 +69,14 @@ class Translator:
         self.closure = closure
         self.parent = parent
         self.stack: list[VariableTracker] = []
-        self.instructions, self.labels = _linearize(code)
+        self.instructions, self.labels, self.handlers = _linearize(code)
+        self._live: list[frozenset[str]] | None = None
         self.ip = 0
         self.current: Instr | None = None
         self.kw_names: tuple[str, ...] = ()
         self.depth = parent.depth + 1 if parent is not None else 0
+        self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
+        self.inlined_direct = False  #: the running instruction inlined its direct callee
 
     # -- stack -------------------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -77,25 +107,60 @@ class Translator:
                 self.step()
         except ReturnValue as ret:
             return ret.value
-        except Unsupported as e:
-            loc = self.location()
-            if loc is not None:
-                e.user_stack.insert(0, loc)
-            raise
         finally:
             self.output.current_tx = previous
 
     def step(self) -> None:
-        if self.ip >= len(self.instructions):
+        index = self.ip
+        if index >= len(self.instructions):
             raise Unsupported("fell_off", "reached the end of the code without a return")
-        inst = self.instructions[self.ip]
+        inst = self.instructions[index]
         self.ip += 1
         self.current = inst
         fn = opcodes.HANDLERS.get(inst.name)
-        if fn is None:
-            reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
-            raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
-        fn(self, inst)
+        saved = (list(self.stack), dict(self.symbolic_locals), self.output.checkpoint(), self.kw_names)
+        self.direct_callee, self.inlined_direct = None, False
+        try:
+            if fn is None:
+                reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
+                raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
+            fn(self, inst)
+        except GraphBreak as gb:
+            if self.inlined_direct and gb.frames[-1].tx.fn is not None:
+                gb.frames.append(FrameState(self, index, list(self.stack), dict(self.symbolic_locals)))
+                raise
+            raise self._break_here(index, saved, gb.reason) from None
+        except Unsupported as e:
+            raise self._break_here(index, saved, e) from None
+
+    def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
+        """Undo the partly run instruction and describe a break *at* it."""
+        stack, local_vars, checkpoint, kw_names = saved
+        self.stack, self.symbolic_locals, self.kw_names = stack, local_vars, kw_names
+        self.ip = index
+        self.output.restore(checkpoint)
+        loc = self.location()
+        if loc is not None:
+            reason.user_stack.insert(0, loc)
+        return GraphBreak(reason, [FrameState(self, index, list(stack), dict(local_vars))])
+
+    def in_try(self, index: int) -> bool:
+        """Is instruction ``index`` covered by an exception handler (a try or with block)?"""
+        return index < len(self.handlers) and self.handlers[index] is not None
+
+    def live_at(self, index: int) -> frozenset[str]:
+        """Locals that may be read from instruction ``index`` on (see ``liveness.py``)."""
+        if self._live is None:
+            cells = frozenset(self.code.co_cellvars)
+            self._live = live_locals(self.instructions, self.labels, self.handlers, cells)
+        return self._live[index] if index < len(self._live) else frozenset()
+
+    def call_direct(self, fn: VariableTracker, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can resume
+        in this frame right after the call (nested resume) instead of re-running the whole call."""
+        self.direct_callee = fn
+        return self.dispatch.call(self, fn, args, kwargs)
 
     def location(self) -> UserLocation | None:
         inst = self.current
@@ -131,12 +196,25 @@ class Translator:
                     closure: dict[str, VariableTracker], fn: Any) -> VariableTracker:
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("recursion", f"inlining {code.co_name} is nested too deeply")
-        if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
-            raise Unsupported("generator", f"{code.co_name} is a generator or coroutine",
-                              hint="generators are not traced; call it outside the compiled function")
+        if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
+            raise Unsupported("generator", f"{code.co_name} is a coroutine",
+                              hint="coroutines are not traced; call it outside the compiled function")
         local_vars = bind_args(self, code, args, kwargs, defaults)
-        tx = Translator(code, f_globals, self.output, local_vars, closure, parent=self)
+        callee = self.direct_callee
+        self.direct_callee = None
+        self.inlined_direct = callee is not None and _is_callee(callee, code)
+        tx = Translator(code, f_globals, self.output, local_vars, closure, parent=self, fn=fn)
+        if code.co_flags & 0x20:  # a generator runs to exhaustion; what it yields becomes an iterator
+            return opcodes.control.run_generator(tx)
         return tx.run()
+
+
+def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
+    """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a builtin)?"""
+    target = getattr(callee, "fn", None) or getattr(callee, "value", None)
+    forward = getattr(type(target), "forward", None) if target is not None else None
+    return getattr(target, "__code__", None) is code or getattr(forward, "__code__", None) is code \
+        or getattr(callee, "code", None) is code
 
 
 def _global_source(tx: Translator, name: str) -> Source:
@@ -199,13 +277,23 @@ def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
 
 
-def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int]]:
-    """Instructions without pseudo-instructions, plus each label's index."""
+def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int], list[int | None]]:
+    """Instructions without pseudo-instructions, each label's index, and for each instruction the
+    index of the innermost exception handler covering it (None outside try/with blocks)."""
     instructions: list[Instr] = []
     labels: dict[Label, int] = {}
+    handler_labels: list[Label | None] = []
+    active: list[TryBegin] = []
     for item in Bytecode.from_code(code):
         if isinstance(item, Label):
             labels[item] = len(instructions)
+        elif isinstance(item, TryBegin):
+            active.append(item)
+        elif isinstance(item, TryEnd):
+            if item.entry in active:
+                active.remove(item.entry)
         elif isinstance(item, Instr):
             instructions.append(item)
-    return instructions, labels
+            handler_labels.append(active[-1].target if active else None)
+    handlers = [labels[label] if label is not None else None for label in handler_labels]
+    return instructions, labels, handlers

@@ -17,10 +17,11 @@ max_fused_nodes = 64
 
 #: Where generated kernel modules are written (keyed by source hash).
 cache_dir = os.environ.get(
-    "BYTEGRAPH_TRITON_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "bytegraph", "kernels")
+    "BYTEGRAPH_TRITON_CACHE",
+    os.path.join(os.path.expanduser("~"), ".cache", "bytegraph", "kernels"),
 )
 
 
 def interpret() -> bool:
-    """True under ``TRITON_INTERPRET=1``: kernels run on CPU tensors through Triton's interpreter."""
+    """True under ``TRITON_INTERPRET=1``: kernels run on CPU tensors in Triton's interpreter."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"

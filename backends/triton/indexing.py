@@ -1,9 +1,10 @@
 """Index expressions: the sympy vocabulary shared by the IR, the kernels and the wrapper.
 
 Loop indices are sympy symbols; an access is ``offset + sum(stride_i * index_i)``. Here live the two
-integer functions we emit (``FloorDiv``, ``ModIndex``), ``unflatten`` (flat index -> per-dim indices),
-the linear-coefficient test used to merge contiguous loop dims, and two printers: ``texpr`` (Triton
-kernel text) and ``pyexpr`` (Python wrapper text, which also understands torch's own size functions).
+integer functions we emit (``FloorDiv``, ``ModIndex``), ``unflatten`` (flat index -> per-dim
+indices), the linear-coefficient test used to merge contiguous loop dims, and two printers:
+``texpr`` (Triton kernel text) and ``pyexpr`` (Python wrapper text, which also understands torch's
+own size functions).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(0)
         if isinstance(a, sympy.Integer) and isinstance(b, sympy.Integer):
             return sympy.Integer(int(a) // int(b))
+        if isinstance(a, FloorDiv):
+            return FloorDiv(a.args[0], a.args[1] * b)
         return None
 
 
@@ -83,6 +86,50 @@ def unflatten(flat: Expr, sizes: Sequence[Expr]) -> list[Expr]:
     for size, stride in zip(sizes[1:], strides[1:], strict=True):
         out.append(ModIndex(FloorDiv(flat, stride), size))
     return out
+
+
+def simplify_index(expr: Expr) -> Expr:
+    """Undo ``unflatten`` where the dims are recombined contiguously.
+
+    ``k*s*FloorDiv(v, s) + k*ModIndex(v, s) -> k*v`` and
+    ``k*s*ModIndex(FloorDiv(v, s), t) + k*ModIndex(v, s) -> k*ModIndex(v, s*t)``.
+    """
+    expr = sympy.expand(expr)
+    while True:
+        terms = list(sympy.Add.make_args(expr))
+        parts = [_split_term(t) for t in terms]
+        merged = _merge_pair(terms, parts)
+        if merged is None:
+            return expr
+        expr = sympy.expand(merged)
+
+
+def _split_term(term: Expr) -> tuple[Expr, Expr | None]:
+    """``coeff * atom`` with ``atom`` a FloorDiv/ModIndex (None when the term has no such atom)."""
+    atoms = [f for f in sympy.Mul.make_args(term) if isinstance(f, FloorDiv | ModIndex)]
+    if len(atoms) != 1:
+        return term, None
+    return sympy.Mul(*[f for f in sympy.Mul.make_args(term) if f is not atoms[0]]), atoms[0]
+
+
+def _merge_pair(terms: list[Expr], parts: list[tuple[Expr, Expr | None]]) -> Expr | None:
+    for i, (c1, a1) in enumerate(parts):
+        if not isinstance(a1, ModIndex):
+            continue
+        base, size = a1.args
+        for j, (c2, a2) in enumerate(parts):
+            if j == i or a2 is None or not same(c2, c1 * size):
+                continue
+            if isinstance(a2, FloorDiv) and a2.args[0] == base and a2.args[1] == size:
+                new = c1 * base
+            elif (isinstance(a2, ModIndex) and isinstance(a2.args[0], FloorDiv)
+                  and a2.args[0].args == (base, size)):
+                new = c1 * ModIndex(base, size * a2.args[1])
+            else:
+                continue
+            rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+            return sympy.Add(*rest, new)
+    return None
 
 
 def same(a: Expr, b: Expr) -> bool:

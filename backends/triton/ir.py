@@ -1,10 +1,11 @@
-"""Loop-level IR: buffers, the ``Pointwise``/``Reduction`` computations that fill them, tensor values.
+"""Loop-level IR: buffers, the ``Pointwise``/``Reduction`` computations filling them, values.
 
 A lowering turns each ATen node into a ``TensorValue``: a ``BufferView`` (a strided window on a
-buffer: inputs, realized computations, extern results) or a ``LazyValue`` (an ``inner_fn(index)`` not
-yet stored anywhere, which consumers inline). ``ComputedBuffer`` holds a ``Pointwise`` or ``Reduction``
-whose ``inner_fn`` calls ``ops.*``; ``LoopBody`` runs it once on symbolic indices to learn its reads
-and which loop dims are contiguous enough to merge. Scheduling and codegen live elsewhere.
+buffer: inputs, realized computations, extern results) or a ``LazyValue`` (an ``inner_fn(index)``
+not yet stored anywhere, which consumers inline). ``ComputedBuffer`` holds a ``Pointwise`` or
+``Reduction`` whose ``inner_fn`` calls ``ops.*``; ``LoopBody`` runs it once on symbolic indices to
+learn its reads and which loop dims are contiguous enough to merge. Scheduling and codegen live
+elsewhere.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _is_dense(size: list[Expr], stride: list[Expr]) -> bool:
 
 
 class Buffer:
-    """A named allocation the wrapper owns (or receives); ``layout`` says where each element lives."""
+    """A named allocation the wrapper owns or receives; ``layout`` says where elements live."""
 
     def __init__(self, name: str, layout: Layout) -> None:
         self.name = name
@@ -143,7 +144,7 @@ class Reduction:
 
 
 class TensorValue:
-    """What a lowering returns for a tensor: something that can ``load(index)`` inside an inner_fn."""
+    """What a lowering returns for a tensor: it can ``load(index)`` inside an inner_fn."""
 
     size: list[Expr]
     dtype: torch.dtype

@@ -18,7 +18,7 @@ import sympy
 import torch
 
 from . import config, reduction_code
-from .indexing import Expr, texpr
+from .indexing import Expr, simplify_index, texpr
 from .ops import TL_DTYPES, register_dtype, template, use_handler
 from .scheduler import RINDEX, XINDEX, FusedGroup, SchedulerNode, place
 
@@ -63,8 +63,14 @@ class Loop:
 class TritonKernel:
     """Generates one kernel; also the ``ops`` handler its nodes' bodies call."""
 
-    def __init__(self, group: FusedGroup, index: int, buffer_dtypes: dict[str, torch.dtype]) -> None:
+    def __init__(self, group: FusedGroup, index: int, buffer_dtypes: dict[str, torch.dtype],
+                 buffer_numels: dict[str, Expr] | None = None) -> None:
         self.group = group
+        sizes = [group.numel * group.rnumel] + [
+            (buffer_numels or {}).get(name, sympy.Integer(0))
+            for node in group.nodes for name in node.reads | {node.name}]
+        #: 64-bit offsets when some extent may not fit in int32 (symbolic sizes included)
+        self.int64 = any(not isinstance(n, sympy.Integer) or n >= 2**31 - 1 for n in sizes)
         self.index = index
         self.dtypes = buffer_dtypes
         self.reduction = group.is_reduction
@@ -229,7 +235,7 @@ class TritonKernel:
             elif self.loop is None or node.reads & self.pending:
                 self.open_loop()
         self.level = level
-        self.rewrite = lambda e: sympy.expand(node.body.rewrite(e, xs, rs))
+        self.rewrite = lambda e: simplify_index(node.body.rewrite(e, xs, rs))
         with use_handler(self):
             value = node.body.run()
             if level == "red":
@@ -271,15 +277,17 @@ class TritonKernel:
         source = "\n".join(header + ["    " + line for line in self.prologue() + body]) + "\n"
         return GeneratedKernel(name, source, pointers, keep,
                                [(v, k) for k, v in self.size_args.items()], self.group.numel,
-                               self.group.rnumel, bool(self.persistent), list(dict.fromkeys(origins)))
+                               self.group.rnumel, bool(self.persistent),
+                               list(dict.fromkeys(origins)))
 
     def prologue(self) -> list[str]:
+        pid = "tl.program_id(0).to(tl.int64)" if self.int64 else "tl.program_id(0)"
         if not self.reduction:
-            return ["xoffset = tl.program_id(0) * XBLOCK",
+            return [f"xoffset = {pid} * XBLOCK",
                     "xindex = xoffset + tl.arange(0, XBLOCK)", "xmask = xindex < xnumel"]
-        lines = ["xoffset = tl.program_id(0) * XBLOCK",
+        lines = [f"xoffset = {pid} * XBLOCK",
                  "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
-                 "rbase = tl.arange(0, RBLOCK)[None, :]"]
+                 "rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if self.int64 else "")]
         if self.persistent:
             lines += ["rindex = rbase", "rmask = rindex < rnumel"]
         return lines

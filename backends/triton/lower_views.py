@@ -1,8 +1,8 @@
 """Lowerings of view and data-movement ops: permute, expand, view/reshape, slice, select, squeeze,
 unsqueeze, as_strided, broadcast_in_dim, cat, constant_pad_nd, slice_scatter, select_scatter.
 
-A view of a ``BufferView`` stays a ``BufferView`` whenever the result is strided (so extern calls such
-as ``mm`` receive ``as_strided`` views, never copies); a view of a ``LazyValue`` re-indexes its
+A view of a ``BufferView`` stays a ``BufferView`` whenever the result is strided (so extern calls
+such as ``mm`` receive ``as_strided`` views, never copies); a view of a ``LazyValue`` re-indexes its
 ``inner_fn``. Ops that move data (cat, pad, scatters) become ``LazyValue``s whose loads are masked.
 """
 
@@ -149,14 +149,63 @@ def view(x: TensorValue, sizes: Any) -> TensorValue:
     size = out_size()
     if isinstance(x, BufferView) and _is_contiguous(x.layout):
         return restride(x, size, contiguous_strides(size), x.layout.offset)
-    old_size = list(x.size)
-    new_strides = contiguous_strides(size)
+    return reindex(x, size, view_reindexer(list(x.size), size))
+
+
+def view_reindexer(old: list[Expr], new: list[Expr]) -> Callable[[list[Expr]], list[Expr]]:
+    """Map an index of the ``new`` shape to the ``old`` one, group by group of equal products.
+
+    ``[2, 5, 16] -> [10, 16]`` maps ``(n0, n1)`` to ``(n0 // 5, n0 % 5, n1)``; shapes that cannot
+    be grouped go through the flat index.
+    """
+    groups = _view_groups(old, new)
+    if groups is None:
+        strides = contiguous_strides(new)
+
+        def flat_fn(index: list[Expr]) -> list[Expr]:
+            flat = sum((i * st for i, st in zip(index, strides, strict=True)), sympy.Integer(0))
+            return unflatten(flat, old)
+
+        return flat_fn
 
     def fn(index: list[Expr]) -> list[Expr]:
-        flat = sum((i * st for i, st in zip(index, new_strides, strict=True)), sympy.Integer(0))
-        return unflatten(flat, old_size)
+        out: list[Expr] = []
+        for old_dims, new_dims in groups:
+            sizes = [new[d] for d in new_dims]
+            flat = sum((index[d] * st for d, st in zip(new_dims, contiguous_strides(sizes),
+                                                       strict=True)), sympy.Integer(0))
+            out += unflatten(flat, [old[d] for d in old_dims]) if len(old_dims) > 1 else [flat]
+        return out
 
-    return reindex(x, size, fn)
+    return fn
+
+
+def _view_groups(old: list[Expr], new: list[Expr]) -> list[tuple[list[int], list[int]]] | None:
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        a, b = ([i] if i < len(old) else []), ([j] if j < len(new) else [])
+        if not a or not b:
+            rest_old, rest_new = old[i:], new[j:]
+            if any(not same(s, 1) for s in rest_old + rest_new):
+                return None
+            groups.append((list(range(i, len(old))), list(range(j, len(new)))))
+            return groups
+        pa, pb = old[i], new[j]
+        i, j = i + 1, j + 1
+        for _ in range(2 * (len(old) + len(new))):
+            if same(pa, pb):
+                break
+            if not all(isinstance(e, sympy.Integer) for e in (pa, pb)):
+                return None
+            if pa < pb and i < len(old):
+                pa, a, i = pa * old[i], a + [i], i + 1
+            elif pb < pa and j < len(new):
+                pb, b, j = pb * new[j], b + [j], j + 1
+            else:
+                return None
+        groups.append((a, b))
+    return groups
 
 
 def _is_contiguous(layout: Layout) -> bool:
@@ -211,6 +260,38 @@ def select(x: TensorValue, dim: int, index: Any) -> TensorValue:
         stride = x.layout.stride[:dim] + x.layout.stride[dim + 1:]
         return restride(x, size, stride, x.layout.offset + idx * x.layout.stride[dim])
     return reindex(x, size, lambda index: index[:dim] + [idx] + index[dim:])
+
+
+@lowering(aten.split_with_sizes.default, aten.split.Tensor)
+def split(x: TensorValue, sizes: Any, dim: int = 0) -> list[TensorValue]:
+    dim = norm_dim(dim, len(x.size))
+    vals = meta_val()
+    out, start = [], sympy.Integer(0)
+    for val in vals:
+        length = as_expr(val.shape[dim])
+        out.append(_narrow(x, dim, start, length))
+        start = start + length
+    return out
+
+
+@lowering(aten.unbind.int)
+def unbind(x: TensorValue, dim: int = 0) -> list[TensorValue]:
+    dim = norm_dim(dim, len(x.size))
+    return [select(x, dim, k) for k in range(len(meta_val()))]
+
+
+def _narrow(x: TensorValue, dim: int, start: Expr, length: Expr) -> TensorValue:
+    size = list(x.size)
+    size[dim] = length
+    if isinstance(x, BufferView):
+        return restride(x, size, x.layout.stride, x.layout.offset + start * x.layout.stride[dim])
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        index = list(index)
+        index[dim] = index[dim] + start
+        return index
+
+    return reindex(x, size, fn)
 
 
 @lowering(aten.as_strided.default, aten.as_strided_copy.default)

@@ -1,11 +1,11 @@
 """Lowerings: one function per ATen op, turning its (lowered) arguments into a ``TensorValue``.
 
 ``@lowering(aten.add)`` registers a function for every overload of a packet (or one overload);
-``make_pointwise("add")`` builds the common elementwise lowering: broadcast, type promotion (computed
-with torch's own ``elementwise_dtypes`` on the node's meta values), fp16/bf16 math in fp32, result in
-the node's dtype. A lowering raises ``NotLowerable`` when it cannot express the call; the graph then
-runs that node with torch (``graph.GraphLowering.fallback``). Views live in ``lower_views.py``,
-reductions in ``lower_reductions.py``.
+``make_pointwise("add")`` builds the common elementwise lowering: broadcast, type promotion
+(computed with torch's own ``elementwise_dtypes`` on the node's meta values), fp16/bf16 math in
+fp32, result in the node's dtype. A lowering raises ``NotLowerable`` when it cannot express the
+call; the graph then runs that node with torch (``graph.GraphLowering.fallback``). Views live in
+``lower_views.py``, reductions in ``lower_reductions.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class NotLowerable(Exception):
 
 
 def lowering(*targets: Any) -> Callable[[Callable], Callable]:
-    """Register ``fn`` as the lowering of each target (an OpOverload, or every overload of a packet)."""
+    """Register ``fn`` as the lowering of each target (an OpOverload, or a whole packet)."""
 
     def register(fn: Callable) -> Callable:
         for target in targets:
@@ -106,7 +106,7 @@ def broadcast_index(value: TensorValue, size: Sequence[Expr], index: Sequence[Ex
 
 
 def load_operand(arg: Any, size: Sequence[Expr], index: Sequence[Expr], dtype: torch.dtype) -> Any:
-    """Inside an inner_fn: ``arg`` (tensor, python scalar or SymInt expr) as a value of ``dtype``."""
+    """Inside an inner_fn: ``arg`` (tensor, python scalar or SymInt expr) as a ``dtype`` value."""
     if isinstance(arg, TensorValue):
         return ops.to_dtype(arg.load(broadcast_index(arg, size, index)), dtype)
     if isinstance(arg, sympy.Expr) and not arg.is_number:
@@ -340,11 +340,11 @@ def full(*args: Any, **kwargs: Any) -> LazyValue:
                      origins())
 
 
-@lowering(aten.iota.default, aten.arange.default, aten.arange.start, aten.arange.start_step,
+@lowering(aten.arange.default, aten.arange.start, aten.arange.start_step,
           prims.iota.default)
 def arange(*args: Any, **kwargs: Any) -> LazyValue:
     target = current_node().target
-    if target in (aten.iota.default, prims.iota.default):
+    if target is prims.iota.default:
         start, step = kwargs.get("start", 0), kwargs.get("step", 1)
     else:
         nums = [a for a in args if not isinstance(a, torch.dtype)]

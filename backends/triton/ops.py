@@ -1,10 +1,10 @@
 """The ``ops`` namespace that IR ``inner_fn``s call, and the op -> Triton template table.
 
-An ``inner_fn(index)`` never builds text itself: it calls ``ops.load(name, expr)``, ``ops.add(a, b)``,
-``ops.to_dtype(x, dtype)`` ... on whatever handler is installed with ``use_handler``: the dependency
-recorder (``ir.ReadRecorder``) or the kernel code generator (``kernel.KernelOps``). ``POINTWISE`` maps
-each elementwise op to a template over its operands (``{0}``, ``{1}``) in core ``triton.language``;
-``LIBDEVICE`` gives the more precise CUDA-only form used when not interpreting.
+An ``inner_fn(index)`` never builds text itself: it calls ``ops.load(name, expr)``, ``ops.add(a,
+b)``, ``ops.to_dtype(x, dtype)`` ... on whatever handler is installed with ``use_handler``: the
+dependency recorder (``ir.ReadRecorder``) or the kernel code generator (``kernel.KernelOps``).
+``POINTWISE`` maps each elementwise op to a template over its operands (``{0}``, ``{1}``) in core
+``triton.language``; ``LIBDEVICE`` gives the more precise CUDA-only form used when not interpreting.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Each ``ComputedBuffer`` becomes a ``SchedulerNode`` (its ``LoopBody``: reads, store index, merged
 ranges); each extern call an ``ExternNode``. Nodes are fused greedily in graph order into a
-``FusedGroup`` sharing one iteration space ``(numel, rnumel)``: pointwise chains, pointwise producers
-into reductions, reduction epilogues and reductions over the same rows (softmax, layer norm). A node
-joins a group only if every in-kernel read sees exactly the element the same program just wrote;
-every rejection is logged on ``bytegraph.fusion`` with its reason.
+``FusedGroup`` sharing one iteration space ``(numel, rnumel)``: pointwise chains, pointwise
+producers into reductions, reduction epilogues and reductions over the same rows (softmax, layer
+norm). A node joins a group only if every in-kernel read sees exactly the element the same program
+just wrote; every rejection is logged on ``bytegraph.fusion`` with its reason.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from . import config
-from .indexing import Expr, product, same, unflatten
+from .indexing import Expr, product, same, simplify_index, unflatten
 from .ir import Buffer, BufferView, ComputedBuffer, ExternBuffer, LoopBody, MultiOutput
 
 log = logging.getLogger("bytegraph.fusion")
@@ -38,7 +38,8 @@ class SchedulerNode:
         self.rnumel = product(self.body.rsizes) if self.body.is_reduction else sympy.Integer(1)
 
     def __repr__(self) -> str:
-        return f"{self.name}({'red' if self.body.is_reduction else 'poi'} {self.numel}x{self.rnumel})"
+        kind = "red" if self.body.is_reduction else "poi"
+        return f"{self.name}({kind} {self.numel}x{self.rnumel})"
 
 
 class ExternNode:
@@ -104,7 +105,7 @@ def place(body: LoopBody, numel: Expr, rnumel: Expr) -> tuple[list[Expr], list[E
 
 def kernel_index(node: SchedulerNode, expr: Expr, numel: Expr, rnumel: Expr) -> Expr:
     xs, rs, _ = place(node.body, numel, rnumel)
-    return sympy.expand(node.body.rewrite(expr, xs, rs))
+    return simplify_index(node.body.rewrite(expr, xs, rs))
 
 
 def fused_shape(group: FusedGroup, node: SchedulerNode) -> tuple[Expr, Expr] | None:

@@ -33,9 +33,10 @@ def before_with(tx: Translator, inst: Instr) -> None:
 unsupported("exception handling is not traced (raising always leaves the graph)",
             "PUSH_EXC_INFO", "POP_EXCEPT", "WITH_EXCEPT_START", "RERAISE", "CHECK_EXC_MATCH",
             "CLEANUP_THROW")
-unsupported("generators and coroutines are not traced", "YIELD_VALUE", "GET_AWAITABLE", "SEND",
-            "END_SEND", "RETURN_GENERATOR", "GET_AITER", "GET_ANEXT", "END_ASYNC_FOR",
-            "BEFORE_ASYNC_WITH", "ASYNC_GEN_WRAP", "GET_YIELD_FROM_ITER")
+unsupported("coroutines are not traced", "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "END_ASYNC_FOR",
+            "BEFORE_ASYNC_WITH", "ASYNC_GEN_WRAP")
+unsupported("`yield from` is not traced (plain generators are)", "SEND", "END_SEND",
+            "GET_YIELD_FROM_ITER")
 unsupported("pattern matching is not traced", "MATCH_CLASS", "MATCH_MAPPING", "MATCH_SEQUENCE",
             "MATCH_KEYS", "GET_LEN")
 unsupported("imports run in Python", "IMPORT_NAME", "IMPORT_FROM")

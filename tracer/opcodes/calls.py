@@ -43,7 +43,7 @@ def call(tx: Translator, inst: Instr) -> None:
         args = args[:len(args) - len(kw_names)]
     else:
         kwargs = {}
-    tx.push(tx.dispatch.call(tx, fn, args, kwargs))
+    tx.push(tx.call_direct(fn, args, kwargs))
 
 
 @handler("CALL_FUNCTION_EX")
@@ -57,7 +57,7 @@ def call_function_ex(tx: Translator, inst: Instr) -> None:
     if not isinstance(kwargs, DictVariable):
         raise Unsupported("call_ex", f"**kwargs must be a dict, got {kwargs}")
     positional = tx.dispatch.iterate(tx, args)
-    tx.push(tx.dispatch.call(tx, fn, positional, dict(kwargs.items)))
+    tx.push(tx.call_direct(fn, positional, dict(kwargs.items)))
 
 
 @handler("MAKE_FUNCTION")

@@ -1,5 +1,8 @@
 """Control flow: jumps on constants (specialised), loops over known iterators, returns and raises.
 
+Generators are run to exhaustion when called (``run_generator``): every loop the tracer follows is
+unrolled anyway, so the yielded values become an ``IteratorVariable``.
+
 A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it is
 ``Unsupported("data_dependent")``, which becomes a graph break.
 """
@@ -102,3 +105,33 @@ def raise_varargs(tx: Translator, inst: Instr) -> None:
     """(exc? cause? --)  raising is left to CPython."""
     raise Unsupported("raise", "the function raises an exception here",
                       hint="exceptions are not traced; the raising code runs in Python")
+
+
+#: A generator yielding more than this many items during a trace is treated as unbounded.
+MAX_YIELDS = 10_000
+
+
+def run_generator(tx: Translator) -> IteratorVariable:
+    """Run an inlined generator frame until it returns; its yields are the items of the iterator."""
+    tx.yielded = []
+    tx.run()
+    return IteratorVariable(tx.yielded)
+
+
+@handler("RETURN_GENERATOR")
+def return_generator(tx: Translator, inst: Instr) -> None:
+    """(-- None)  starts a generator frame; ``run_generator`` already owns it, so just push a value."""
+    tx.push(ConstantVariable(None))
+
+
+@handler("YIELD_VALUE")
+def yield_value(tx: Translator, inst: Instr) -> None:
+    """(value -- sent)  records the item; iteration always sends None."""
+    yielded = getattr(tx, "yielded", None)
+    if yielded is None:
+        raise Unsupported("generator", "yield outside a generator run by the tracer")
+    if len(yielded) >= MAX_YIELDS:
+        raise Unsupported("generator", f"a generator yielded more than {MAX_YIELDS} items",
+                          hint="unbounded generators cannot be unrolled")
+    yielded.append(tx.pop())
+    tx.push(ConstantVariable(None))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +22,17 @@ from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
+from .builtin_calls import OPERATOR_FNS
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .functions import BuiltinVariable, TorchVariable, UserFunctionVariable
+from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .objects import ClassVariable, NNModuleVariable, PythonModuleVariable, UserObjectVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
 
 _LITERALS = (int, float, bool, str, bytes, complex)
-_BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+_BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS] if callable(v)}
 
 
 def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
@@ -41,8 +43,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     known = output.wrapped.get(id(value))
     if known is not None and known[0] is value and not _is_interned(value):
         vt = known[1]
-        if vt.source is not None and vt.source != source:
-            output.add_guard(Guard(source, "ID_MATCH", value, ("alias", id(value))))
+        if vt.source is not None and vt.source != source:  # the same object reached twice
+            output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
     vt = _wrap_new(tx, value, source)
     if not _is_interned(value):
@@ -62,12 +64,16 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
-    if cls in _LITERALS or cls in (range, slice, frozenset):
+    if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
-    if cls in (torch.dtype, torch.device) or isinstance(value, enum.Enum):
-        add(Guard(source, "EQUALS_MATCH" if cls is torch.device else "ID_MATCH", value, ("c", str(value))))
+    if cls is torch.device:
+        add(Guard(source, "TYPE_MATCH", cls, cls))  # so that == is torch.device's, never a user __eq__
+        add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
+        return ConstantVariable(value, source)
+    if cls is torch.dtype or isinstance(value, enum.Enum):
+        add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
     if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
@@ -99,6 +105,11 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, types.FunctionType):
         add(identity)
         return UserFunctionVariable(value, source)
+    if type(value) is functools.partial:
+        add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
+        return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
+                               wrap(tx, value.args, AttrSource(source, "args")).items,
+                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
@@ -117,6 +128,12 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
                           hint="move the call out of the compiled function")
     add(Guard(source, "TYPE_MATCH", type(value), type(value)))
     return UserObjectVariable(value, source)
+
+
+def _literal_items(value: slice | frozenset) -> bool:
+    """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user ``__eq__``)."""
+    items = (value.start, value.stop, value.step) if type(value) is slice else value
+    return all(type(v) in _LITERALS or v is None for v in items)
 
 
 def _is_namedtuple(cls: type) -> bool:
@@ -140,7 +157,8 @@ def _is_torch_value(value: Any) -> bool:
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
-    if type(value) in CONSTANT_TYPES or isinstance(value, (torch.dtype, torch.device, enum.Enum)):
+    if type(value) in CONSTANT_TYPES or isinstance(value, (torch.dtype, torch.device, enum.Enum,
+                                                            types.CodeType)):
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)

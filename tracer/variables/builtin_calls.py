@@ -8,6 +8,7 @@ friends raise ``Unsupported`` (graph breaks).
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from .functions import PartialVariable
 from .objects import UserObjectVariable
 from .tensor import TensorVariable
 
@@ -54,7 +56,7 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
     if fn in BREAKING:
         raise Unsupported(getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn])
     values = [*args, *kwargs.values()]
-    if fn in PURE and all(_immutable_constant(v) for v in values):
+    if fn in PURE and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
@@ -64,24 +66,72 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
         if fn in (reversed, enumerate, zip):
             return IteratorVariable([tx.fold(v) for v in result])
         return tx.fold(result)
+    if fn in OPERATOR_FNS:
+        return call_operator_fn(tx, fn, args, kwargs)
     impl = BUILTINS.get(fn)
     if impl is None:
         raise Unsupported("builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}")
     return impl(tx, *args, **kwargs)
 
 
-def _immutable_constant(vt: VariableTracker) -> bool:
-    return vt.is_python_constant() and not isinstance(vt, (ListVariable, DictVariable, SetVariable))
+#: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
+OPERATOR_FNS = frozenset(v for k, v in vars(operator).items()
+                         if not k.startswith("_") and type(v) is type(len))
+
+
+def call_operator_fn(tx: Translator, fn: Any, args: list[VariableTracker],
+                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
+    if kwargs:
+        raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
+    dispatch = tx.dispatch
+    if fn is operator.truth:
+        return ConstantVariable(dispatch.truth(tx, *args))
+    if fn is operator.contains:
+        return ConstantVariable(dispatch.contains(tx, *args))
+    if fn in (operator.is_, operator.is_not):
+        return ConstantVariable(dispatch.is_same(tx, *args) == (fn is operator.is_))
+    if fn is operator.setitem:
+        dispatch.setitem(tx, *args)
+        return ConstantVariable(None)
+    if fn in dispatch.OPERATORS:
+        return dispatch.call_operator(tx, fn, list(args))
+    raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
+
+
+def _foldable(fn: Any, vt: VariableTracker) -> bool:
+    """Constants can be folded; a mutable container is folded as a copy, which is right for every pure
+    builtin except the attribute lookups (a bound method of the copy would miss later mutations)."""
+    if not vt.is_python_constant():
+        return False
+    return fn not in (getattr, hasattr) or not isinstance(vt, (ListVariable, DictVariable, SetVariable))
 
 
 def construct(tx: Translator, cls: type, args: list[VariableTracker],
               kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
+    if cls is functools.partial and args:
+        return PartialVariable(args[0], list(args[1:]), dict(kwargs))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        values = list(args) + [kwargs[f] for f in cls._fields[len(args):] if f in kwargs]
-        return TupleVariable(values, cls=cls)
+        return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     raise Unsupported("new_object", f"creating a {cls.__name__} object",
                       hint="create the object outside the compiled function")
+
+
+def _namedtuple_fields(tx: Translator, cls: type, args: list[VariableTracker],
+                       kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
+    fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args):]):
+        raise Unsupported("python_error", f"bad arguments to {cls.__name__}()")
+    values = list(args)
+    for name in fields[len(args):]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in defaults:
+            values.append(tx.fold(defaults[name]))
+        else:
+            raise Unsupported("python_error", f"{cls.__name__}() missing argument {name!r}")
+    return values
 
 
 @builtin(len)
@@ -161,6 +211,18 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
     return DictVariable(items)
 
 
+@builtin(set)
+def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
+    return SetVariable({item.as_python_constant() for item in items})
+
+
+@builtin(frozenset)
+def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
+    return ConstantVariable(frozenset(item.as_python_constant() for item in items))
+
+
 @builtin(enumerate)
 def enumerate_(tx: Translator, iterable: VariableTracker,
                start: VariableTracker = ConstantVariable(0)) -> VariableTracker:
@@ -195,6 +257,18 @@ def next_(tx: Translator, it: VariableTracker, default: VariableTracker | None =
             raise Unsupported("python_error", "StopIteration")
         return default
     return item
+
+
+@builtin(sorted)
+def sorted_(tx: Translator, iterable: VariableTracker, *, key: VariableTracker | None = None,
+            reverse: VariableTracker = ConstantVariable(False)) -> VariableTracker:
+    items = tx.dispatch.iterate(tx, iterable)
+    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+        raise Unsupported("builtin", "sorted() with a key function")
+    if not all(i.is_python_constant() for i in items):
+        raise Unsupported("data_dependent", "sorted() of tensors compares their values")
+    return ListVariable(sorted(items, key=lambda v: v.as_python_constant(),
+                               reverse=reverse.as_python_constant()))
 
 
 @builtin(sum)

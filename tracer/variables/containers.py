@@ -66,6 +66,8 @@ class TupleVariable(BaseSequenceVariable):
             return self.source.reconstruct(cg)
         if self.is_size:
             cg.load_const(torch.Size)
+        elif hasattr(self.cls, "_make"):  # a namedtuple takes its fields as separate arguments
+            cg.load_const(self.cls._make)
         elif self.cls is not tuple:
             cg.load_const(self.cls)
         self._reconstruct_items(cg)
@@ -227,8 +229,12 @@ class IteratorVariable(VariableTracker):
         return type(iter([]))
 
     def reconstruct(self, cg: Codegen) -> None:
+        self.reconstruct_items(cg)
+        cg.add("GET_ITER")
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        """The remaining items as a tuple (a resume function turns it back into an iterator)."""
         for item in self.items[self.index:]:
             item.reconstruct(cg)
         cg.build_tuple(len(self.items) - self.index)
-        cg.add("GET_ITER")
 

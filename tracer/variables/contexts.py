@@ -16,6 +16,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 
 if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
     from ..translator import Translator
 
 
@@ -48,6 +49,8 @@ class ContextManagerVariable(VariableTracker):
 
 @dataclass(eq=False)
 class ContextExitVariable(VariableTracker):
+    """The ``__exit__`` that BEFORE_WITH leaves on the stack; rebuilt as a ``GradModeExit`` at a break."""
+
     ctx: ContextManagerVariable
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
@@ -55,6 +58,23 @@ class ContextExitVariable(VariableTracker):
         assert self.ctx.previous is not None
         set_grad_mode(tx, self.ctx.previous)
         return ConstantVariable(None)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        assert self.ctx.previous is not None
+        cg.load_const(GradModeExit(self.ctx.previous))
+
+
+class GradModeExit:
+    """What a resumed ``with torch.no_grad():`` block calls on exit: restores the grad mode it had."""
+
+    def __init__(self, previous: bool) -> None:
+        self.previous = previous
+
+    def __call__(self, *exc_info: object) -> None:
+        torch._C._set_grad_enabled(self.previous)
+
+    def __repr__(self) -> str:
+        return f"GradModeExit(restore={self.previous})"
 
 
 def set_grad_mode(tx: Translator, mode: bool) -> None:

@@ -59,6 +59,10 @@ _INPLACE_TO_BINARY = {
     operator.irshift: operator.rshift,
 }
 
+#: Every ``operator`` function ``call_operator`` understands.
+OPERATORS = frozenset({*_DUNDER, *_REFLECTED, *_INPLACE_TO_BINARY, operator.invert, operator.not_,
+                       operator.abs})
+
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""

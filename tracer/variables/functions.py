@@ -8,6 +8,7 @@ a callable from torch's tensor-op namespaces, which becomes a graph node.
 
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import DictVariable, TupleVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -192,3 +194,37 @@ class TorchVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"
+
+
+@dataclass(eq=False)
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)``: calling it calls ``fn`` with the stored arguments first."""
+
+    fn: VariableTracker
+    args: list[VariableTracker]
+    kwargs: dict[str, VariableTracker]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return DictVariable(dict(self.kwargs))
+        raise Unsupported("getattr", f"functools.partial has no attribute {name!r}")
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return tx.dispatch.call(tx, self.fn, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        raise Unsupported("reconstruct", "a functools.partial made in the trace escapes it")
+
+    def __repr__(self) -> str:
+        return f"PartialVariable({self.fn!r})"

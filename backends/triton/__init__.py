@@ -1,0 +1,47 @@
+"""``backend="triton"``: our Inductor-like compiler from FX graphs to fused Triton kernels.
+
+Pipeline (one module each): ``compile`` (aot_autograd, decompositions) -> ``graph`` + ``lowering``/
+``lower_views``/``lower_reductions`` (ATen -> ``ir``) -> ``scheduler`` (fusion) -> ``kernel`` +
+``reduction_code`` + ``ops`` (Triton source) -> ``launch`` (hash-keyed cache, grid, call) ->
+``wrapper`` (the Python that allocates and launches). Entry points: the registered backend and
+``is_available_for(example_inputs)``; on inputs it cannot run (CPU tensors without
+``TRITON_INTERPRET=1``, no GPU, no triton) the backend returns the graph's own eager ``forward``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..registry import register_backend
+from . import config
+from .compile import TritonCompiledFunction, compile_triton
+
+__all__ = ["TritonCompiledFunction", "compile_triton", "is_available_for", "triton_backend"]
+
+
+def is_available_for(example_inputs: list[Any]) -> bool:
+    """Whether generated kernels can run on these inputs.
+
+    True under ``TRITON_INTERPRET=1`` (any device; kernels run on the CPU), else when triton is
+    importable, a CUDA GPU is present and every tensor input lives on it.
+    """
+    if importlib.util.find_spec("triton") is None:
+        return False
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    if config.interpret():
+        return True
+    if not torch.cuda.is_available():
+        return False
+    return bool(tensors) and all(t.device.type == "cuda" for t in tensors)
+
+
+@register_backend("triton")
+def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]):
+    """Compile ``gm`` to Triton kernels, or return ``gm.forward`` where they cannot run."""
+    if not is_available_for(example_inputs):
+        return gm.forward
+    return compile_triton(gm, example_inputs)

@@ -1,0 +1,31 @@
+"""The decomposition table handed to ``aot_module_simplified``: torch's core-ATen decompositions
+plus the composite ops the lowerings expect to see split up (softmax, layer/batch norm, GELU, SiLU,
+var/std/mean and their backwards), so reductions reach the scheduler as plain sums and maxima.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+aten = torch.ops.aten
+
+EXTRA = [
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
+    "_native_batch_norm_legit_functional", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "gelu",
+    "gelu_backward", "silu", "silu_backward", "sigmoid_backward", "tanh_backward",
+    "threshold_backward", "var", "var_mean", "std", "std_mean", "mean", "rms_norm",
+    "_fused_rms_norm", "logsumexp", "hardtanh", "leaky_relu", "elu",
+]
+
+
+@functools.lru_cache(maxsize=1)
+def decomposition_table() -> dict[Any, Any]:
+    ops = [getattr(aten, name) for name in EXTRA if hasattr(aten, name)]  # names vary by version
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(ops))
+    return table

@@ -1,0 +1,138 @@
+"""Compiling and launching generated kernels.
+
+``load_kernel(source, name)`` writes the source to ``config.cache_dir/<sha256>.py`` (once; the file
+name is the source hash, so an identical kernel is never written or imported twice) and returns the
+``@triton.jit`` function. ``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
+``triton.autotune`` over a few configs keyed by the sizes) and computes the grid on each call.
+``ensure_strides`` is the wrapper's guard that tensors arrive with the strides the code assumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from typing import Any
+
+import torch
+
+from . import config
+from .kernel import GeneratedKernel
+
+try:
+    import triton
+except ImportError:  # the package must import without triton: is_available_for says False
+    triton = None
+
+_MODULES: dict[str, Any] = {}
+
+PRELUDE = """import triton
+import triton.language as tl
+{libdevice}
+
+"""
+
+
+def module_source(kernel: GeneratedKernel) -> str:
+    libdevice = "from triton.language.extra import libdevice" if "libdevice." in kernel.source \
+        else ""
+    return PRELUDE.format(libdevice=libdevice) + kernel.source
+
+
+def load_kernel(source: str, name: str) -> Any:
+    """The ``@triton.jit`` function ``name`` defined in ``source`` (cached on disk by hash)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    module = _MODULES.get(digest)
+    if module is None:
+        os.makedirs(config.cache_dir, exist_ok=True)
+        path = os.path.join(config.cache_dir, f"k{digest}.py")
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(dir=config.cache_dir, suffix=".py")
+            with os.fdopen(fd, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(f"bytegraph_kernel_{digest}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        _MODULES[digest] = module
+    return getattr(module, name)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def static(expr: Any, default: int) -> int:
+    try:
+        return int(expr)
+    except TypeError:
+        return default
+
+
+def block_sizes(kernel: GeneratedKernel) -> dict[str, int]:
+    """Heuristic XBLOCK/RBLOCK/num_warps for a kernel (sizes unknown at compile time: defaults)."""
+    numel = static(kernel.numel, 1 << 20)
+    if not kernel.is_reduction:
+        return {"XBLOCK": min(1024, next_power_of_2(numel)), "num_warps": 4}
+    if kernel.persistent:
+        rblock = next_power_of_2(static(kernel.rnumel, 1))
+    else:
+        rblock = min(config.looped_rblock, next_power_of_2(static(kernel.rnumel, 1 << 20)))
+    xblock = max(1, min(next_power_of_2(numel), 2048 // rblock, 64))
+    warps = 8 if xblock * rblock >= 4096 else 4
+    return {"XBLOCK": xblock, "RBLOCK": rblock, "num_warps": warps}
+
+
+def autotune_configs(kernel: GeneratedKernel) -> list[Any]:
+    if not kernel.is_reduction:
+        return [triton.Config({"XBLOCK": x}, num_warps=w) for x, w in ((256, 4), (512, 4),
+                                                                        (1024, 4), (1024, 8))]
+    if kernel.persistent:
+        rblock = next_power_of_2(int(kernel.rnumel))
+        return [triton.Config({"XBLOCK": x, "RBLOCK": rblock}, num_warps=w)
+                for x, w in ((1, 4), (2, 4), (4, 8), (8, 8)) if x * rblock <= 16384]
+    return [triton.Config({"XBLOCK": x, "RBLOCK": r}, num_warps=w)
+            for x, r, w in ((1, 2048, 8), (4, 512, 8), (8, 256, 4), (64, 64, 8))]
+
+
+class KernelLauncher:
+    """Calls one generated kernel: ``launcher(*pointers, *sizes, xnumel, rnumel)``."""
+
+    def __init__(self, kernel: GeneratedKernel) -> None:
+        self.kernel = kernel
+        self.name = kernel.name
+        self.source = module_source(kernel)
+        fn = load_kernel(self.source, kernel.name)
+        self.tuned = config.autotune and not config.interpret()
+        if self.tuned:
+            key = ["xnumel", "rnumel"] if kernel.is_reduction else ["xnumel"]
+            fn = triton.autotune(configs=autotune_configs(kernel), key=key)(fn)
+            self.meta: dict[str, int] = {}
+        else:
+            self.meta = block_sizes(kernel)
+        self.fn = fn
+        self.xblock = self.meta.get("XBLOCK", 1)
+
+    def __call__(self, *args: Any) -> None:
+        xnumel = args[-2] if self.kernel.is_reduction else args[-1]
+        if xnumel <= 0 or (self.kernel.is_reduction and args[-1] <= 0):
+            return
+        if self.tuned:
+            self.fn[lambda meta: (triton.cdiv(xnumel, meta["XBLOCK"]),)](*args)
+        else:
+            grid = ((xnumel + self.xblock - 1) // self.xblock,)
+            self.fn[grid](*args, **self.meta)
+
+
+def ensure_strides(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
+    """``t`` itself if it has ``stride`` (ignoring size-1 dims), else a copy that has it."""
+    actual = t.stride()
+    for n, a, e in zip(t.shape, actual, stride, strict=True):
+        if n != 1 and a != e:
+            out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+            return out.copy_(t)
+    return t

@@ -1,0 +1,66 @@
+"""Resume functions: the original code, entered in the middle, with the value stack passed in.
+
+``make_resume(fn_or_code, index, nstack, names)`` returns a function taking
+``(__stack0, ..., __stack{n-1}, *names)``: its prefix pushes the stack arguments back, then jumps to
+instruction ``index`` of the original code; from there the original instructions (and their exception
+table) run unchanged. Named ``__resume_at_{index}_{n}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+from typing import Any
+
+from bytecode import Bytecode, Instr, Label
+
+from .transform import make_function
+
+_counter = itertools.count()
+
+
+def reset_counter() -> None:
+    global _counter
+    _counter = itertools.count()
+
+
+def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, index: int, nstack: int,
+                names: tuple[str, ...], iter_slots: tuple[int, ...] = (),
+                null_slots: tuple[int, ...] = ()) -> types.FunctionType:
+    """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
+    not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
+    Stack slots in ``iter_slots`` are passed as tuples and turned into iterators by the prefix, so a
+    loop interrupted by a break continues over the remaining items (which the tracer can unroll).
+    Slots in ``null_slots`` hold the CALL convention's NULL, which cannot be an argument: the prefix
+    pushes it and no argument is taken for it."""
+    code = template.__code__
+    items = list(Bytecode.from_code(code))
+    target = Label()
+    body: list[Any] = []
+    seen = 0
+    prologue_end = None
+    for item in items:
+        if isinstance(item, Instr):
+            if seen == index:
+                body.append(target)
+            seen += 1
+        body.append(item)
+        if isinstance(item, Instr) and item.name == "RESUME" and prologue_end is None:
+            prologue_end = len(body)
+    if seen <= index:
+        raise ValueError(f"instruction {index} is outside {code.co_name}")
+    assert prologue_end is not None, "code without RESUME"
+    stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)
+    prefix: list[Instr] = []
+    for i in range(nstack):
+        if i in null_slots:
+            prefix.append(Instr("PUSH_NULL"))
+            continue
+        prefix.append(Instr("LOAD_FAST", f"__stack{i}"))
+        if i in iter_slots:
+            prefix.append(Instr("GET_ITER"))
+    prefix.append(Instr("JUMP_FORWARD", target))
+    body[prologue_end:prologue_end] = prefix
+    name = f"__resume_at_{index}_{next(_counter)}"
+    return make_function(template, body, name=name, argnames=stack_args + tuple(names),
+                         cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)

@@ -1,0 +1,100 @@
+"""Reductions vs eager: persistent and looped, any dim, fp32/fp16/bf16/int/bool, NaN, grads."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from bytegraph.backends.triton import config
+
+REDUCTIONS = {
+    "sum": lambda x, d: x.sum(d), "sum_keep": lambda x, d: x.sum(d, keepdim=True),
+    "mean": lambda x, d: x.mean(d), "amax": lambda x, d: x.amax(d),
+    "amin": lambda x, d: x.amin(d, keepdim=True),
+    "max_dim": lambda x, d: (x.max(d)[0], x.max(d)[1]),
+    "min_dim": lambda x, d: x.min(d)[0], "argmax": lambda x, d: x.argmax(d),
+    "argmin": lambda x, d: x.argmin(d, keepdim=True), "var": lambda x, d: x.var(d),
+    "std": lambda x, d: x.std(d, correction=0), "softmax": lambda x, d: torch.softmax(x, d),
+    "log_softmax": lambda x, d: torch.log_softmax(x, d),
+    "logsumexp": lambda x, d: torch.logsumexp(x, d),
+}
+
+
+@pytest.fixture(params=["persistent", "looped"])
+def reduction_mode(request, monkeypatch):
+    if request.param == "looped":
+        monkeypatch.setattr(config, "persistent_reduction_max", 4)
+        monkeypatch.setattr(config, "looped_rblock", 4)
+    return request.param
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("dim", [0, -1])
+def test_reduction_matches_eager(name, dim, reduction_mode, triton_check):
+    fn = REDUCTIONS[name]
+    runner = triton_check(lambda x: fn(x, dim), torch.randn(6, 11), fallbacks=0)
+    assert runner.kernels
+
+
+@pytest.mark.parametrize("dims", [(1,), (0, 2), None])
+def test_sum_over_several_dims_of_3d(dims, reduction_mode, triton_check):
+    triton_check(lambda x: (x.sum(dims) if dims else x.sum(),), torch.randn(3, 5, 7))
+
+
+def test_full_reductions(reduction_mode, triton_check):
+    triton_check(lambda x: (x.sum(), x.max(), x.min(), x.argmax(), x.mean(), x.std()),
+                 torch.randn(5, 9))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_reductions_accumulate_in_fp32(dtype, reduction_mode, triton_check):
+    x = (torch.randn(4, 37) * 3).to(dtype)
+    triton_check(lambda x: (x.sum(-1), torch.softmax(x, -1), x.amax(0), x.mean(-1)), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool])
+def test_integer_and_bool_reductions(dtype, triton_check):
+    x = torch.randint(-5, 5, (5, 6)).to(dtype)
+    if dtype == torch.bool:
+        triton_check(lambda x: (x.sum(-1), x.amax(0), x.any(-1), x.all(0)), x)
+    else:
+        triton_check(lambda x: (x.sum(-1), x.amax(0), x.argmax(-1), x.any(-1)), x)
+
+
+def test_nan_propagates_like_eager(reduction_mode, triton_check):
+    x = torch.randn(4, 9)
+    x[1, 3] = float("nan")
+    x[2, 0] = float("nan")
+    x[2, 5] = float("nan")
+    triton_check(lambda x: (x.amax(-1), x.amin(-1), x.argmax(-1), x.argmin(-1), x.sum(-1)), x)
+
+
+def test_argmax_picks_first_of_ties(reduction_mode, triton_check):
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, 2.0, 2.0]])
+    triton_check(lambda x: (x.argmax(-1), x.argmin(-1)), x)
+
+
+def test_reduction_of_transposed_and_sliced_inputs(reduction_mode, triton_check):
+    base = torch.randn(10, 7)
+    triton_check(lambda x: (x.sum(-1), torch.softmax(x, -1)), base.t())
+    triton_check(lambda x: (x.amax(0), x.var(-1)), base[::2, 1:6])
+
+
+def test_size_one_reduction_dim(triton_check):
+    triton_check(lambda x: (x.sum(1), x.argmax(1), torch.softmax(x, 1)), torch.randn(5, 1, 3))
+
+
+def test_norms_forward_and_backward(reduction_mode, triton_check):
+    def fn(x, w, b):
+        ln = F.layer_norm(x, (9,), w, b)
+        rms = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+        return ln, rms, torch.log_softmax(x, 0)
+
+    triton_check(fn, torch.randn(6, 9), torch.randn(9), torch.randn(9), grad=True)
+
+
+def test_batch_norm_training_forward_and_backward(triton_check):
+    def fn(x, w, b):
+        return (F.batch_norm(x, None, None, w, b, training=True) * 2,)
+
+    triton_check(fn, torch.randn(2, 3, 4, 5), torch.randn(3), torch.randn(3), grad=True)

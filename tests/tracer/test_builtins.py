@@ -1,0 +1,331 @@
+"""Differential tests: Python builtins on constants (folded), containers and tensors (where they mean
+something without reading tensor data), and generators run to exhaustion."""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from difftest import check
+
+
+class Box:
+    size = 3
+
+    def __init__(self):
+        self.value = 2.0
+
+
+def gen_squares(n):
+    for i in range(n):
+        yield i * i
+
+
+def gen_tensors(x):
+    yield x + 1
+    yield x * 2
+    yield x.neg()
+
+
+def test_len_of_tensor():
+    def fn(x):
+        return x * len(x)
+
+    check(fn, torch.randn(4, 2))
+
+
+def test_isinstance_with_tuple_of_types():
+    def fn(x, n):
+        if isinstance(n, (int, float)):
+            return x * n
+        return x
+
+    check(fn, torch.randn(2), 3)
+
+
+def test_isinstance_of_containers():
+    def fn(x, xs):
+        return x * isinstance(xs, list) + isinstance(xs, tuple) + isinstance(x, torch.Tensor)
+
+    check(fn, torch.randn(2), [1])
+
+
+def test_range_materialised_to_list():
+    def fn(x):
+        idx = list(range(1, 7, 2))
+        return x * idx[-1], idx
+
+    check(fn, torch.randn(2))
+
+
+def test_range_len_and_index():
+    def fn(x):
+        r = range(2, 20, 3)
+        return x * len(r) + r[2]
+
+    check(fn, torch.randn(2))
+
+
+def test_enumerate_list_of_pairs():
+    def fn(x):
+        return [(i, x * v) for i, v in enumerate([1.0, 2.0])]
+
+    check(fn, torch.randn(2))
+
+
+def test_zip_three_iterables():
+    def fn(xs):
+        return [a * b + c for a, b, c in zip(xs, (1, 2), [3, 4, 5])]
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_min_max_of_constants():
+    def fn(x):
+        return x * max(1, 5, 3) - min([4, 2, 6])
+
+    check(fn, torch.randn(2))
+
+
+def test_min_max_of_shape():
+    def fn(x):
+        return x.reshape(max(x.shape), min(x.shape))
+
+    check(fn, torch.randn(2, 3))
+
+
+def test_abs_of_constant():
+    def fn(x):
+        return x * abs(-3)
+
+    check(fn, torch.randn(2))
+
+
+def test_sum_of_tensors_list():
+    def fn(xs):
+        return sum(xs)
+
+    check(fn, [torch.randn(3) for _ in range(3)])
+
+
+def test_sum_of_constants_with_start():
+    def fn(x):
+        return x + sum([1, 2, 3], 10)
+
+    check(fn, torch.randn(3))
+
+
+def test_getattr_with_constant_name():
+    def fn(x):
+        return getattr(torch, "relu")(x) + getattr(x, "sum")()
+
+    check(fn, torch.randn(3))
+
+
+def test_getattr_default_on_object():
+    box = Box()
+
+    def fn(x):
+        return x * getattr(box, "value") + getattr(box, "missing", 4)
+
+    check(fn, torch.randn(3))
+
+
+def test_hasattr_on_object_and_tensor():
+    box = Box()
+
+    def fn(x):
+        return x * (hasattr(box, "size") + hasattr(box, "nope") + hasattr(x, "shape"))
+
+    check(fn, torch.randn(3))
+
+
+def test_type_of_values():
+    def fn(x, n):
+        return x * (type(n) is int) + (type(x) is torch.Tensor) + (type([]) is list)
+
+    check(fn, torch.randn(3), 2)
+
+
+def test_type_name_of_object():
+    def fn(x):
+        return {type(x).__name__: x + 1}
+
+    check(fn, torch.randn(3))
+
+
+def test_str_int_float_bool_conversions():
+    def fn(x):
+        s = str(12) + str(1.5)
+        n = int("7") + int(2.9) + float("0.5") + bool(0)
+        return x * n, s
+
+    check(fn, torch.randn(2))
+
+
+def test_round_and_divmod():
+    def fn(x):
+        return x * round(2.6) + round(3.14159, 2)
+
+    check(fn, torch.randn(2))
+
+
+def test_sorted_and_reversed_constants():
+    def fn(x):
+        keys = sorted(["b", "c", "a"])
+        back = list(reversed([1, 2, 3]))
+        return x * back[0], keys
+
+    check(fn, torch.randn(2))
+
+
+def test_sorted_list_from_dict():
+    def fn(d):
+        return [d[k] * 2 for k in sorted(d)]
+
+    check(fn, {"b": torch.randn(2), "a": torch.randn(2)})
+
+
+def test_any_all_on_constants():
+    def fn(x):
+        flags = [True, False, True]
+        return x * any(flags) + all(flags)
+
+    check(fn, torch.randn(2))
+
+
+def test_map_and_filter():
+    def fn(xs):
+        doubled = list(map(lambda t: t * 2, xs))
+        evens = list(filter(lambda n: n % 2 == 0, range(6)))
+        return doubled, evens
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_tuple_list_dict_constructors():
+    def fn(x):
+        t = tuple([x, x + 1])
+        lst = list((1, 2))
+        d = dict(a=1)
+        return t, lst, d
+
+    check(fn, torch.randn(2))
+
+
+def test_tuple_of_input_list():
+    def fn(xs):
+        return tuple(xs)[0] * 2
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_iter_and_next():
+    def fn(xs):
+        it = iter(xs)
+        first = next(it)
+        second = next(it)
+        return first - second, next(it, None)
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_callable_builtin():
+    def fn(x):
+        return x * (callable(len) + callable(3))
+
+    check(fn, torch.randn(2))
+
+
+def test_chr_ord_hex():
+    def fn(x):
+        return {chr(ord("a") + 1) + hex(255): x * 2}
+
+    check(fn, torch.randn(2))
+
+
+def test_string_methods_folded():
+    def fn(x, name):
+        parts = name.upper().split("_")
+        return {"-".join(parts): x * len(parts), name.startswith("ab"): 1}
+
+    check(fn, torch.randn(2), "ab_cd_ef")
+
+
+def test_str_format_method():
+    def fn(x):
+        return {"{}-{:03d}".format("w", 7): x + 1}
+
+    check(fn, torch.randn(2))
+
+
+def test_operator_module_functions():
+    def fn(x, y):
+        return operator.add(x, y), operator.mul(x, 2), operator.neg(y), operator.getitem(x, 0)
+
+    check(fn, torch.randn(3), torch.randn(3))
+
+
+def test_operator_module_on_constants():
+    def fn(x):
+        return x * operator.sub(10, 4) + operator.truth([1])
+
+    check(fn, torch.randn(3))
+
+
+def test_generator_function_iterated():
+    def fn(x):
+        total = x
+        for sq in gen_squares(4):
+            total = total + sq
+        return total
+
+    check(fn, torch.randn(3))
+
+
+def test_generator_yielding_tensors():
+    def fn(x):
+        return list(gen_tensors(x))
+
+    check(fn, torch.randn(3))
+
+
+def test_generator_expression_into_tuple():
+    def fn(xs):
+        return tuple(t.abs() for t in xs)
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_generator_expression_in_sum():
+    def fn(xs):
+        return sum(t * 2 for t in xs)
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_any_all_over_generator_of_constants():
+    def fn(x):
+        sizes = x.shape
+        if all(s > 1 for s in sizes) and not any(s > 100 for s in sizes):
+            return x.sum(0)
+        return x
+
+    check(fn, torch.randn(2, 3))
+
+
+def test_max_over_generator_of_shapes():
+    def fn(xs):
+        widest = max(t.shape[0] for t in xs)
+        return [torch.nn.functional.pad(t, (0, widest - t.shape[0])) for t in xs]
+
+    check(fn, [torch.randn(2), torch.randn(4)])
+
+
+def test_next_on_generator():
+    def fn(x):
+        g = gen_tensors(x)
+        return next(g) + next(g)
+
+    check(fn, torch.randn(3))

@@ -1,0 +1,199 @@
+"""Code for a graph break: after the graph, rebuild the interpreter state and continue in Python.
+
+Given the frames of a ``GraphBreak`` (innermost first), the rewritten function:
+
+1. calls the graph and replays side effects (done by ``convert`` before calling ``emit_break``);
+2. for a break in the function's own frame, outside any try/with block: rebuilds the live locals and
+   the value stack, runs the breaking instruction itself with CPython (a conditional jump picks one of
+   two resume functions), then calls the resume function after it with the new stack and locals;
+3. otherwise (a break inside an inlined callee, or inside a try/with block) calls a resume function
+   that starts *at* the breaking instruction in the callee's own code, then, for every caller frame, a
+   resume function that continues right after its call, with the callee's return value pushed.
+
+Resume functions are compiled like any function (own guards, cache entries and graph breaks), except
+those starting inside a try/with block, which run in plain Python so exception handling stays exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bytecode import Instr, Label
+
+from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
+from ..codegen.resume import make_resume
+from .exc import Unsupported
+from .translator import FrameState
+from .variables.base import NullVariable, VariableTracker
+from .variables.containers import IteratorVariable
+
+if TYPE_CHECKING:
+    from .translator import Translator
+
+#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled) -> callable``, from the
+#: driver (which caches them).
+ResumeFactory = Callable[[Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any]
+
+_CONDITIONAL_JUMPS = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE",
+                      "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE")
+
+
+@dataclass(eq=False)
+class LocalValue(VariableTracker):
+    """A value the rewritten code keeps in one of its own locals (e.g. a resume function's result)."""
+
+    name: str
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_local(self.name)
+
+
+def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> None:
+    leaf = frames[0]
+    if len(frames) == 1 and _runs_inline(leaf):
+        _emit_inline(cg, leaf, resume)
+        return
+    # A break at the function's own instruction that cannot run here continues in plain Python (a
+    # compiled resume would stop at the same instruction again); in a callee it may still compile.
+    _call_resume(cg, leaf, _call_start(leaf.tx, leaf.index), leaf.stack, resume, compiled=len(frames) > 1)
+    for caller in frames[1:]:
+        cg.store_local("__bg_ret")
+        _call_resume(cg, caller, caller.index + 1, [*caller.stack, LocalValue("__bg_ret")], resume)
+    cg.return_value()
+
+
+def _runs_inline(frame: FrameState) -> bool:
+    tx = frame.tx
+    inst = tx.instructions[frame.index]
+    if tx.in_try(frame.index) or inst.name in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_SUPER_ATTR"):
+        return False  # (LOAD_ATTR may push a NULL we could not track)
+    if _null_slots(frame.stack) and _operands(inst) > len(frame.stack):
+        return False  # NULLs under an instruction whose operands we do not know
+    return not isinstance(inst.arg, Label) or inst.name in _CONDITIONAL_JUMPS
+
+
+def _call_start(tx: Translator, index: int) -> int:
+    """Resuming *at* a CALL must also run the KW_NAMES/PRECALL before it (no-ops on the stack)."""
+    while index > 0 and tx.instructions[index].name in ("CALL", "PRECALL", "KW_NAMES") \
+            and tx.instructions[index - 1].name in ("PRECALL", "KW_NAMES"):
+        index -= 1
+    return index
+
+
+def _template(tx: Translator) -> Any:
+    if tx.fn is None:
+        raise Unsupported("resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)")
+    return tx.fn
+
+
+def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[VariableTracker],
+                 resume: ResumeFactory, compiled: bool = True) -> None:
+    tx = frame.tx
+    names = tuple(n for n in frame.locals if n in tx.live_at(index))
+    slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
+    fn = resume(_template(tx), index, len(stack), names, slots, nulls, compiled and not tx.in_try(index))
+    cg.push_null()
+    cg.load_cell_value(fn.__name__, fn)
+    _reconstruct_stack(cg, stack, slots, as_args=True)
+    for name in names:
+        frame.locals[name].reconstruct(cg)
+    cg.call(len(stack) - len(nulls) + len(names))
+
+
+def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
+    """Break in the function's own frame: restore locals and stack, run the instruction, resume."""
+    tx, index = frame.tx, frame.index
+    inst = tx.instructions[index]
+    names = tuple(n for n in frame.locals if n in tx.live_at(index))
+    # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
+    untouched = len(frame.stack) - _operands(inst)
+    slots = _iterator_slots(frame.stack, untouched)
+    _reconstruct_stack(cg, frame.stack, slots, as_args=False)
+    for name in names:
+        frame.locals[name].reconstruct(cg)
+    for name in reversed(names):
+        cg.store_local(name)
+    if inst.name in _CONDITIONAL_JUMPS:
+        taken = Label()
+        cg.add(_forward(inst.name), taken)
+        _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
+        cg.label(taken)
+        _resume_with_stack(cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume)
+        return
+    _run_instruction(cg, tx, inst)
+    # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
+    effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
+    after = len(frame.stack) + effect
+    _resume_with_stack(cg, frame, index + 1, after, names, slots, resume)
+
+
+def _operands(inst: Instr) -> int:
+    """How many stack items the breaking instruction consumes (all of them when unsure)."""
+    if inst.name == "CALL":
+        return inst.arg + 2
+    if inst.name in _CONDITIONAL_JUMPS:
+        return 1
+    return 1 << 30
+
+
+def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]:
+    return tuple(i for i, vt in enumerate(stack[:max(limit, 0)]) if isinstance(vt, IteratorVariable))
+
+
+def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
+    return tuple(i for i, vt in enumerate(stack) if isinstance(vt, NullVariable))
+
+
+def _reconstruct_stack(cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...],
+                       as_args: bool) -> None:
+    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes them)."""
+    for i, vt in enumerate(stack):
+        if as_args and isinstance(vt, NullVariable):
+            continue
+        if i in slots:
+            vt.reconstruct_items(cg)
+        else:
+            vt.reconstruct(cg)
+
+
+def _forward(name: str) -> str:
+    """Our own jump always goes forward (the Emitter's names carry the 3.11 FORWARD spelling)."""
+    return POP_JUMP_IF_TRUE if name.endswith("IF_TRUE") else POP_JUMP_IF_FALSE
+
+
+def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
+    if inst.name == "CALL":
+        cg.call(inst.arg, tx.kw_names)
+    else:
+        cg.add(inst.name, inst.arg)
+
+
+def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, names: tuple[str, ...],
+                       slots: tuple[int, ...], resume: ResumeFactory) -> None:
+    """The instruction left ``nstack`` values; pass them and the live locals to the resume function
+    at ``index`` and return its result. NULLs (the CALL convention's) cannot be arguments: they are
+    consumed by a dummy call here and pushed again by the resume prefix."""
+    tx = frame.tx
+    names = tuple(n for n in names if n in tx.live_at(index))
+    slots = tuple(s for s in slots if s < nstack)
+    untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
+    nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched)
+    fn = resume(_template(tx), index, nstack, names, slots, nulls, not tx.in_try(index))
+    for i in reversed(range(nstack)):
+        if i in nulls:
+            cg.load_const(tuple)
+            cg.call(0)
+            cg.pop_top()
+        else:
+            cg.store_local(f"__bg_s{i}")
+    cg.push_null()
+    cg.load_cell_value(fn.__name__, fn)
+    args = [f"__bg_s{i}" for i in range(nstack) if i not in nulls] + list(names)
+    for name in args:
+        cg.load_local(name)
+    cg.call(len(args))
+    cg.return_value()
+
+
