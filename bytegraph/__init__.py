@@ -18,8 +18,10 @@ from .compiler import compile, reset, state_of  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .introspect import cache_entries, guard_source, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
+from .tracer.variables.functions import graph_break  # noqa: E402
 
 __all__ = [
-    "ExplainOutput", "cache_entries", "compile", "config", "explain", "guard_source", "list_backends",
+    "ExplainOutput", "cache_entries", "compile", "config", "explain", "graph_break", "guard_source",
+    "list_backends",
     "lookup_backend", "register_backend", "reset", "set_logs", "state_of", "why",
 ]

@@ -1,9 +1,9 @@
 """``bytegraph.explain``: what compiling a function does on one call, as a readable report.
 
 ``Recorder`` subscribes to ``driver.LISTENERS`` and keeps every ``CompileEvent`` (graphs, breaks,
-fallbacks, recompiles) seen while it is active; ``Report`` reads a list of those records. ``explain``
-and the pytest plugin (``bytegraph.pytest_plugin``) are both built on these two. The events themselves
-are produced by ``tracer/driver.py``; nothing here traces or compiles anything.
+fallbacks, recompiles) seen while it is active; ``Report`` reads a list of those records.
+``explain`` and the pytest plugin (``bytegraph.pytest_plugin``) are both built on these two. The
+events themselves come from ``tracer/driver.py``; nothing here traces or compiles anything.
 
 Definition → example → printed output::
 
@@ -53,7 +53,7 @@ class CompileRecord:
 
 @dataclass
 class BreakReason:
-    """Why some code stayed out of a graph: a graph break, or the whole call falling back to Python."""
+    """Why code stayed out of a graph: a graph break, or the whole call falling back to Python."""
 
     function: str  #: the compiled function whose trace stopped
     kind: str  #: short constant (``"print"``, ``"tensor_to_python"``, ...), for counting
@@ -84,7 +84,8 @@ class BreakReason:
         return self.location.line if self.location else ""
 
     def __str__(self) -> str:
-        what = f"{self.function} ran in Python" if self.fell_back else f"graph break in {self.function}"
+        what = (f"{self.function} ran in Python" if self.fell_back
+                else f"graph break in {self.function}")
         lines = [f"{self.reason}  [{what}]"]
         for loc in self.user_stack:
             lines += [f"  at {loc}", f"    {loc.line}"]
@@ -111,7 +112,8 @@ class Recorder:
     """Collects the compile events of every bytegraph function while active (a context manager).
 
     ``thread_only=True`` keeps only events from the thread that entered it (what ``explain`` wants);
-    the pytest plugin records all threads. ``records`` only grows while active; it may be entered again.
+    the pytest plugin records all threads. ``records`` only grows while active; it may be entered
+    again.
     """
 
     def __init__(self, thread_only: bool = False) -> None:
@@ -142,9 +144,9 @@ class Recorder:
 
 
 class Report:
-    """Graphs, breaks, guards and recompiles of a list of ``CompileRecord`` (what ``explain`` returns).
+    """Graphs, breaks, guards and recompiles of a list of ``CompileRecord`` (what explain returns).
 
-    Everything is computed from ``records`` on access, so a report over a ``Recorder``'s list is live.
+    Everything is computed from ``records`` on access: a report over a ``Recorder``'s list is live.
     """
 
     def __init__(self, records: list[CompileRecord]) -> None:
@@ -236,14 +238,15 @@ ExplainOutput = Report
 
 
 def explain(fn: Any, *, backend: Any = "eager") -> Explainer:
-    """Return an ``Explainer``: calling it runs ``fn(*args, **kwargs)`` through a fresh compiled copy of
-    ``fn`` and returns a ``Report`` of every graph, graph break, fallback, guard and recompile so far.
+    """Return an ``Explainer``: calling it runs ``fn(*args, **kwargs)`` through a fresh compiled
+    copy of ``fn`` and returns a ``Report`` of every graph, graph break, fallback, guard and
+    recompile so far.
 
-    ``fn`` may be a plain function, a bound method, an ``nn.Module`` or a function already compiled by
-    bytegraph; an already-compiled function's own cache is left untouched (its original code is
+    ``fn`` may be a plain function, a bound method, an ``nn.Module`` or a function already compiled
+    by bytegraph; an already-compiled function's own cache is left untouched (its original code is
     compiled again, separately). ``backend`` compiles the graphs (default ``"eager"``). Calls of one
     explainer share its copy, so a second call with other inputs reports the recompile and the guard
-    that failed. Bytegraph's fallback warnings are silenced during the call: the report carries them.
+    that failed. Bytegraph's fallback warnings are silenced during the call: the report has them.
 
     >>> out = bytegraph.explain(fn)(torch.randn(3))
     >>> out.graph_break_count, out.break_reasons[0].kind, out.break_reasons[0].line

@@ -1,15 +1,15 @@
-"""Turning bytegraph's log artifacts on and off: ``BYTEGRAPH_LOGS`` (read at import) and ``set_logs``.
+"""Turning bytegraph's log artifacts on and off: ``BYTEGRAPH_LOGS`` (read at import), ``set_logs``.
 
-Each artifact is a ``logging`` logger named ``bytegraph.<artifact>``; the layers below log to them and
+Each artifact is a ``logging`` logger named ``bytegraph.<artifact>``; the layers below log to it and
 know nothing of this module (``tracer/driver.py``: graph_code, graph_breaks, guards, recompiles;
 ``backends/triton``: output_code, fusion). The one artifact produced here is ``bytecode``: a driver
 listener that logs the original and rewritten bytecode of every function it installs.
 
-    BYTEGRAPH_LOGS=graph_code,+guards python train.py     # +name: DEBUG level; "all": every artifact
-    >>> bytegraph.set_logs("graph_breaks,recompiles")     # the same from Python; set_logs("") turns off
+    BYTEGRAPH_LOGS=graph_code,+guards python train.py  # +name: DEBUG level; "all": every artifact
+    >>> bytegraph.set_logs("graph_breaks,recompiles")  # the same from Python; set_logs("") = off
 
-Enabled artifacts print to ``sys.stderr`` as ``[bytegraph.<artifact>] message``. With nothing enabled
-the loggers are left alone, so ordinary ``logging`` configuration (or pytest's ``caplog``) works too.
+Enabled artifacts print to ``sys.stderr`` as ``[bytegraph.<artifact>] message``. With nothing
+enabled the loggers are left alone, so ordinary ``logging`` configuration (or ``caplog``) works.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from typing import Any
 from .tracer import driver
 
 #: Every artifact name ``set_logs`` accepts (logger ``bytegraph.<name>``).
-ARTIFACTS = ("graph_code", "graph_breaks", "guards", "recompiles", "bytecode", "output_code", "fusion")
+ARTIFACTS = ("graph_code", "graph_breaks", "guards", "recompiles", "bytecode", "output_code",
+             "fusion")
 
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 _root = logging.getLogger("bytegraph")
@@ -50,7 +51,7 @@ _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
 
 
 def parse(spec: str) -> dict[str, int]:
-    """``"graph_code,+guards"`` -> ``{"graph_code": INFO, "guards": DEBUG}``; unknown names raise."""
+    """``"graph_code,+guards"`` -> ``{"graph_code": INFO, "guards": DEBUG}``; unknown ones raise."""
     levels: dict[str, int] = {}
     for token in (t.strip() for t in spec.split(",")):
         if not token:
@@ -62,13 +63,15 @@ def parse(spec: str) -> dict[str, int]:
         elif name in ARTIFACTS:
             levels[name] = level
         else:
-            raise ValueError(f"unknown bytegraph log artifact {name!r}; known: all, {', '.join(ARTIFACTS)}")
+            known = ", ".join(("all",) + ARTIFACTS)
+            raise ValueError(f"unknown bytegraph log artifact {name!r}; known: {known}")
     return levels
 
 
 def set_logs(spec: str = "") -> dict[str, int]:
     """Enable exactly the artifacts in ``spec`` (comma list, ``+name`` for DEBUG, ``all``), turning
-    every other artifact off; ``set_logs("")`` restores plain ``logging`` behaviour. Returns the levels.
+    every other artifact off; ``set_logs("")`` restores plain ``logging`` behaviour. Returns the
+    levels.
 
     >>> bytegraph.set_logs("graph_code,+recompiles")
     {'graph_code': 20, 'recompiles': 10}
@@ -94,7 +97,8 @@ def log_bytecode(state: driver.CompiledCode, event: driver.CompileEvent) -> None
     if event.fn is None or not bytecode_log.isEnabledFor(logging.INFO):
         return
     original, rewritten = state.fn.__code__, event.fn.__code__
-    text = [f"ORIGINAL BYTECODE {original.co_qualname} {original.co_filename}:{original.co_firstlineno}",
+    where = f"{original.co_filename}:{original.co_firstlineno}"
+    text = [f"ORIGINAL BYTECODE {original.co_qualname} {where}",
             dis.Bytecode(original).dis(),
             f"MODIFIED BYTECODE {rewritten.co_qualname} ({event.reason})",
             dis.Bytecode(rewritten).dis()]

@@ -9,8 +9,8 @@
   (``.graphs``, ``.break_reasons``, ``.recompiles``, ...).
 - a "bytegraph" terminal summary section lists the breaks and recompiles seen, per test.
 
-Recording uses ``bytegraph.explain.Recorder`` from setup to teardown of each test; the checks run after
-the test body passed. Disable the whole plugin with ``-p no:bytegraph``.
+Recording uses ``bytegraph.explain.Recorder`` from setup to teardown of each test; the checks run
+after the test body passed. Disable the whole plugin with ``-p no:bytegraph``.
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ _RECORDER = pytest.StashKey[Recorder]()
 MARKERS = [
     "no_graph_breaks: fail the test if a function compiled by bytegraph graph-breaks or falls back "
     "to Python while it runs",
-    "max_recompiles(n): fail the test if a function compiled by bytegraph recompiles more than n times "
-    "while it runs",
+    "max_recompiles(n): fail the test if a function compiled by bytegraph recompiles more than n "
+    "times while it runs",
 ]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("bytegraph")
     group.addoption("--bytegraph-no-graph-breaks", action="store_true", default=False,
-                    help="fail every test in which a bytegraph-compiled function graph-breaks or falls "
-                         "back to Python (as if marked no_graph_breaks)")
+                    help="fail every test in which a bytegraph-compiled function graph-breaks or "
+                         "falls back to Python (as if marked no_graph_breaks)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,10 +63,11 @@ class BytegraphSession:
     def __init__(self, config: pytest.Config) -> None:
         self.all_tests = bool(config.getoption("bytegraph_no_graph_breaks"))
         self.root = config.rootpath
-        self.summaries: dict[str, list[str]] = {}  #: nodeid -> lines, for tests with breaks/recompiles
+        self.summaries: dict[str, list[str]] = {}  #: nodeid -> lines (tests with breaks/recompiles)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None, Any, Any]:
+    def pytest_runtest_protocol(self, item: pytest.Item,
+                                nextitem: Any) -> Generator[None, Any, Any]:
         recorder = Recorder()
         item.stash[_RECORDER] = recorder
         try:
@@ -80,15 +81,17 @@ class BytegraphSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        result = yield  # a failing test body raises here: that failure is reported unchanged
         recorder = item.stash.get(_RECORDER, None)
+        try:
+            result = yield  # a failing test body raises here: that failure is reported unchanged...
+        except BaseException:
+            lines = summarise(recorder.report(), self.root) if recorder is not None else []
+            if lines:  # ...with what bytegraph saw shown beside it
+                item.add_report_section("call", "bytegraph", "\n".join(lines))
+            raise
         if recorder is None:
             return result
-        report = recorder.report()
-        lines = summarise(report, self.root)
-        if lines:
-            item.add_report_section("call", "bytegraph", "\n".join(lines))
-        problems = self.violations(item, report)
+        problems = self.violations(item, recorder.report())
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
         return result
@@ -99,15 +102,18 @@ class BytegraphSession:
             reasons = report.break_reasons
             if reasons:
                 why = "--bytegraph-no-graph-breaks" if self.all_tests else "no_graph_breaks"
-                problems.append(f"bytegraph: {len(reasons)} graph break(s) in a test run with {why}:")
+                problems.append(f"bytegraph: {len(reasons)} graph break(s) in a test run with "
+                                f"{why}:")
                 problems += [_indent(f"{i}. {br}") for i, br in enumerate(reasons, 1)]
         marker = item.get_closest_marker("max_recompiles")
         if marker is not None:
             limit = _recompile_limit(marker)
             for key, (name, count) in report.recompile_counts().items():
                 if count > limit:
-                    problems.append(f"bytegraph: {name} recompiled {count} times (max_recompiles({limit})):")
-                    problems += [f"  - {'; '.join(r.failures)}" for r in report.recompiles if r.key == key]
+                    problems.append(f"bytegraph: {name} recompiled {count} times "
+                                    f"(max_recompiles({limit})):")
+                    problems += [f"  - {'; '.join(r.failures)}"
+                                 for r in report.recompiles if r.key == key]
         return problems
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -121,7 +127,7 @@ class BytegraphSession:
 
 
 def summarise(report: Report, root: Path | None = None) -> list[str]:
-    """One line per break and per recompile (empty when there were none); paths relative to ``root``."""
+    """One line per break and per recompile (empty when none); paths relative to ``root``."""
     lines = []
     for br in report.break_reasons:
         what = "fallback to Python" if br.fell_back else "graph break"

@@ -104,6 +104,7 @@ class FunctionCache:
             self.variants = []
             self.consts = self._new_consts()
             self.on_no_match = None
+            self.counter = 0
             self.guard_fn = _always_miss
 
     def why(self, L: dict[str, Any]) -> Why:

@@ -8,6 +8,7 @@ the torch global state a graph depends on (autocast, deterministic algorithms) f
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +25,38 @@ KIND_ORDER = {
 }
 
 
+class WeakArg:
+    """A guard's expected object held weakly (strongly only if it cannot be weakly referenced, like
+    builtin functions): ``arg()`` is the object, or None once it died."""
+
+    __slots__ = ("_ref", "_strong")
+
+    def __init__(self, obj: Any) -> None:
+        try:
+            self._ref, self._strong = weakref.ref(obj), None
+        except TypeError:
+            self._ref, self._strong = None, obj
+
+    def __call__(self) -> Any:
+        return self._ref() if self._ref is not None else self._strong
+
+
+#: Kinds whose ``arg`` is an object compared by identity: held as a ``WeakArg``.
+IDENTITY_KINDS = ("ID_MATCH", "TYPE_MATCH")
+
+
 @dataclass(frozen=True)
 class Guard:
+    """Invariant: a guard never keeps the object it checks alive (identity kinds hold ``WeakArg``)."""
+
     source: Source | None  #: what is checked (None for global torch state)
     kind: str  #: one of ``KIND_ORDER``
     arg: Any = field(default=None, compare=False, hash=False)  #: the expected value / spec
     key: Any = None  #: hashable identity of ``arg``, for deduplication
+
+    def __post_init__(self) -> None:
+        if self.kind in IDENTITY_KINDS and not isinstance(self.arg, WeakArg):
+            object.__setattr__(self, "arg", WeakArg(self.arg))
 
     def sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99

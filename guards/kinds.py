@@ -19,9 +19,10 @@ from typing import Any
 
 import torch
 
-from .guard import TensorSpec, autocast_state
+from .guard import TensorSpec, WeakArg, autocast_state
 
 _LITERAL_TYPES = (int, str, bool, type(None))
+_DEAD = object()  #: stands for an object that died before its guard was rendered (matches nothing)
 #: Read a class's name and module without running a metaclass ``__getattr__``.
 _TYPE_NAME, _TYPE_MODULE = type.__dict__["__name__"], type.__dict__["__module__"]
 
@@ -127,13 +128,18 @@ def literal(value: Any, consts: ConstTable) -> str:
     return consts.name(value)
 
 
-def TYPE_MATCH(expr: str, arg: type, consts: ConstTable) -> list[str]:
-    cls = consts.name(arg) if _is_builtin_type(arg) else consts.ref(arg)
-    return [f"type({expr}) is {cls}"]
+def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
+    cls = arg()
+    if cls is None:
+        return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
+    return [f"type({expr}) is {consts.name(cls) if _is_builtin_type(cls) else consts.ref(cls)}"]
 
 
-def ID_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    return [f"{expr} is {consts.ref(arg)}"]
+def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
+    obj = arg()
+    if obj is None:  # died between the trace and now: this entry can never match
+        return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
+    return [f"{expr} is {consts.ref(obj)}"]
 
 
 def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:

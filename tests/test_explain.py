@@ -1,5 +1,5 @@
-"""``bytegraph.explain``: break reasons (kind, file:line, source line, hint), graphs and ops, guards,
-recompile reasons, and that explaining never touches a compiled function's own cache.
+"""``bytegraph.explain``: break reasons (kind, file:line, source line, hint), graphs and ops,
+guards, recompile reasons, and that explaining never touches a compiled function's own cache.
 
 Counts are checked against what a ``CompileCounter`` backend saw, not hard-coded, where graph breaks
 decide them.
@@ -71,7 +71,8 @@ def test_report_text_lists_sections():
     text = str(bytegraph.explain(prints_in_the_middle)(torch.randn(3)))
     lineno = line_of(prints_in_the_middle, "print(")
     assert "Graph break count: 1\n" in text
-    assert "Break reasons:\n  1. print: call to print()  [graph break in prints_in_the_middle]\n" in text
+    assert ("Break reasons:\n"
+            "  1. print: call to print()  [graph break in prints_in_the_middle]\n") in text
     assert f"     at {__file__}:{lineno} in prints_in_the_middle\n" in text
     assert '       print("explain me")\n' in text
     assert "     hint: " in text
@@ -149,9 +150,11 @@ def test_break_reason_text_with_inlined_stack():
                     UserLocation(__file__, line_of(prints_in_the_middle, "print("), "inner")]
     fallback = Unsupported("opcode", "no handler for X")
     records = [CompileRecord("outer", __file__, 1, CompileEvent("first call", breaks=[e]), 0),
-               CompileRecord("other", __file__, 1, CompileEvent("first call", unsupported=fallback), 1)]
+               CompileRecord("other", __file__, 1,
+                             CompileEvent("first call", unsupported=fallback), 1)]
     report = Report(records)
-    assert [(br.kind, br.fell_back) for br in report.break_reasons] == [("print", False), ("opcode", True)]
+    assert [(br.kind, br.fell_back) for br in report.break_reasons] == [("print", False),
+                                                                          ("opcode", True)]
     assert str(report.break_reasons[0]) == "\n".join([
         "print: call to print()  [graph break in outer]",
         f"  at {__file__}:{e.user_stack[0].lineno} in outer",

@@ -1,6 +1,6 @@
-"""``BYTEGRAPH_LOGS`` / ``bytegraph.set_logs``: artifact parsing, levels, and what each artifact prints
-(graph code with file:line comments, breaks with the user stack, guards, recompiles with the failing
-guard, original and rewritten bytecode)."""
+"""``BYTEGRAPH_LOGS`` / ``bytegraph.set_logs``: artifact parsing, levels, and what each artifact
+prints (graph code with file:line comments, breaks with the user stack, guards, recompiles with the
+failing guard, original and rewritten bytecode)."""
 
 from __future__ import annotations
 
@@ -81,8 +81,9 @@ def test_graph_code_has_file_line_comments(capsys):
     bytegraph.compile(add_relu)(torch.randn(3))
     err = capsys.readouterr().err
     assert "[bytegraph.graph_code] TRACED GRAPH add_relu\n" in err
-    assert f"# File: {__file__}:{line_of(add_relu, 'y = x + 1')} in add_relu, code: y = x + 1" in err
-    assert f"# File: {__file__}:{line_of(add_relu, 'relu()')} in add_relu, code: return y.relu()" in err
+    first, second = line_of(add_relu, "y = x + 1"), line_of(add_relu, "relu()")
+    assert f"# File: {__file__}:{first} in add_relu, code: y = x + 1" in err
+    assert f"# File: {__file__}:{second} in add_relu, code: return y.relu()" in err
 
 
 def test_graph_break_logged_with_user_stack(capsys):
@@ -126,7 +127,9 @@ def test_caplog_sees_artifacts_without_set_logs(caplog):
 
 def test_environment_variable_read_at_import():
     code = ("import logging, bytegraph; "
-            "print([logging.getLogger('bytegraph.' + n).level for n in ('guards', 'recompiles', 'fusion')])")
+            "print([logging.getLogger('bytegraph.' + n).level "
+            "for n in ('guards', 'recompiles', 'fusion')])")
     env = {**os.environ, "BYTEGRAPH_LOGS": "+guards,recompiles"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
     assert out.stdout.strip() == f"[{logging.DEBUG}, {logging.INFO}, {logging.NOTSET}]"

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode.instr import UNSET
 
 from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
 from ..codegen.resume import make_resume
@@ -28,6 +29,7 @@ from .exc import Unsupported
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import IteratorVariable
+from .variables.contexts import ContextExitVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
@@ -67,11 +69,21 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
 def _runs_inline(frame: FrameState) -> bool:
     tx = frame.tx
     inst = tx.instructions[frame.index]
-    if tx.in_try(frame.index) or inst.name in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_SUPER_ATTR"):
+    if tx.in_try(frame.index) and _with_exit(frame) is None:
+        return False  # exact exception handling needs the original code: resume there
+    if inst.name in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_SUPER_ATTR"):
         return False  # (LOAD_ATTR may push a NULL we could not track)
     if _null_slots(frame.stack) and _operands(inst) > len(frame.stack):
         return False  # NULLs under an instruction whose operands we do not know
     return not isinstance(inst.arg, Label) or inst.name in _CONDITIONAL_JUMPS
+
+
+def _with_exit(frame: FrameState) -> ContextExitVariable | None:
+    """The grad-mode ``__exit__`` of the one ``with`` block around the break, if that is all there is."""
+    if not frame.tx.grad_with_exit_at(frame.index):
+        return None
+    exits = [vt for vt in frame.stack if isinstance(vt, ContextExitVariable)]
+    return exits[0] if len(exits) == 1 else None
 
 
 def _call_start(tx: Translator, index: int) -> int:
@@ -93,7 +105,7 @@ def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[Variabl
     tx = frame.tx
     names = tuple(n for n in frame.locals if n in tx.live_at(index))
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
-    fn = resume(_template(tx), index, len(stack), names, slots, nulls, compiled and not tx.in_try(index))
+    fn = resume(_template(tx), index, len(stack), names, slots, nulls, compiled and tx.resumable_at(index))
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
     _reconstruct_stack(cg, stack, slots, as_args=True)
@@ -115,18 +127,46 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         frame.locals[name].reconstruct(cg)
     for name in reversed(names):
         cg.store_local(name)
+    exit_vt = _with_exit(frame)
+    protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
+    if protect is not None:
+        cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
         cg.add(_forward(inst.name), taken)
+        if protect is not None:
+            cg.instrs.append(TryEnd(protect))
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
         cg.label(taken)
         _resume_with_stack(cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume)
-        return
-    _run_instruction(cg, tx, inst)
-    # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
-    effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
-    after = len(frame.stack) + effect
-    _resume_with_stack(cg, frame, index + 1, after, names, slots, resume)
+    else:
+        _run_instruction(cg, tx, inst)
+        if protect is not None:
+            cg.instrs.append(TryEnd(protect))
+        # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
+        effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
+        _resume_with_stack(cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume)
+    if protect is not None:
+        _emit_exit_handler(cg, protect.target, exit_vt)
+
+
+def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> None:
+    """If the instruction raised: call the ``with`` block's ``__exit__`` (restoring grad mode), then
+    re-raise, as the original block's handler would (the handler's own cleanup included)."""
+    cleanup = TryBegin(Label(), push_lasti=True, stack_depth=UNSET)
+    cg.label(label)
+    cg.instrs.append(cleanup)
+    cg.add("PUSH_EXC_INFO")
+    cg.push_null()
+    exit_vt.reconstruct(cg)
+    cg.call(0)
+    cg.pop_top()
+    cg.add("RERAISE", 0)
+    cg.instrs.append(TryEnd(cleanup))
+    cg.label(cleanup.target)
+    cg.add("COPY", 3)
+    cg.add("POP_EXCEPT")
+    cg.add("RERAISE", 1)
 
 
 def _operands(inst: Instr) -> int:
@@ -180,7 +220,7 @@ def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, 
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched)
-    fn = resume(_template(tx), index, nstack, names, slots, nulls, not tx.in_try(index))
+    fn = resume(_template(tx), index, nstack, names, slots, nulls, tx.resumable_at(index))
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.load_const(tuple)

@@ -50,10 +50,10 @@ class Settings:
 
 @dataclass
 class CompileEvent:
-    """One trace of the function, for reports (``explain``, the pytest plugin, the ``bytecode`` log).
+    """One trace of the function, for reports (``explain``, the pytest plugin, the bytecode log).
 
-    Listeners get ``(compiled_code, event)``. A trace that fell back to Python has ``unsupported`` set
-    and no ``fn``; a trace that graph-broke lists each break in ``breaks`` (it still has graphs and ``fn``).
+    Listeners get ``(compiled_code, event)``. A trace that fell back to Python has ``unsupported``
+    set and no ``fn``; a trace that graph-broke lists each break in ``breaks`` (and has ``fn``).
     """
 
     reason: str
@@ -61,8 +61,8 @@ class CompileEvent:
     ops: list[int] = field(default_factory=list)
     unsupported: Unsupported | None = None  #: why it fell back to Python, if it did
     guards: str = ""
-    breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (the trace went on in Python)
-    failures: list[str] = field(default_factory=list)  #: the failing guards that caused this recompile
+    breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (went on in Python)
+    failures: list[str] = field(default_factory=list)  #: failing guards that caused this recompile
     fn: Any = None  #: the rewritten function installed for this trace (None on a fallback)
 
     @property
@@ -71,7 +71,7 @@ class CompileEvent:
 
     @property
     def all_breaks(self) -> list[Unsupported]:
-        """Graph breaks plus the fallback to Python, if any: everything that kept code out of a graph."""
+        """Graph breaks plus the fallback to Python, if any: all that kept code out of a graph."""
         return self.breaks + ([self.unsupported] if self.unsupported is not None else [])
 
 

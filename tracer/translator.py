@@ -69,7 +69,7 @@ class Translator:
         self.closure = closure
         self.parent = parent
         self.stack: list[VariableTracker] = []
-        self.instructions, self.labels, self.handlers = _linearize(code)
+        self.instructions, self.labels, self.handlers, self.try_depth = _linearize(code)
         self._live: list[frozenset[str]] | None = None
         self.ip = 0
         self.current: Instr | None = None
@@ -147,6 +147,16 @@ class Translator:
     def in_try(self, index: int) -> bool:
         """Is instruction ``index`` covered by an exception handler (a try or with block)?"""
         return index < len(self.handlers) and self.handlers[index] is not None
+
+    def resumable_at(self, index: int) -> bool:
+        """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly in
+        a grad-mode ``with`` block (a break there runs inline, protected: see ``breaks.py``)."""
+        return not self.in_try(index) or self.grad_with_exit_at(index)
+
+    def grad_with_exit_at(self, index: int) -> bool:
+        handler = self.handlers[index] if index < len(self.handlers) else None
+        return handler is not None and self.try_depth[index] == 1 and \
+            [i.name for i in self.instructions[handler:handler + 2]] == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]
 
     def live_at(self, index: int) -> frozenset[str]:
         """Locals that may be read from instruction ``index`` on (see ``liveness.py``)."""
@@ -277,12 +287,14 @@ def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
 
 
-def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int], list[int | None]]:
+def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
     """Instructions without pseudo-instructions, each label's index, and for each instruction the
-    index of the innermost exception handler covering it (None outside try/with blocks)."""
+    index of the innermost exception handler covering it (None outside try/with blocks) and how many
+    handler regions cover it."""
     instructions: list[Instr] = []
     labels: dict[Label, int] = {}
     handler_labels: list[Label | None] = []
+    depths: list[int] = []
     active: list[TryBegin] = []
     for item in Bytecode.from_code(code):
         if isinstance(item, Label):
@@ -295,5 +307,6 @@ def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int], lis
         elif isinstance(item, Instr):
             instructions.append(item)
             handler_labels.append(active[-1].target if active else None)
+            depths.append(len(active))
     handlers = [labels[label] if label is not None else None for label in handler_labels]
-    return instructions, labels, handlers
+    return instructions, labels, handlers, depths

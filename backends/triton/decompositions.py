@@ -16,8 +16,9 @@ aten = torch.ops.aten
 EXTRA = [
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
     "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
-    "_native_batch_norm_legit_functional", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "gelu",
-    "gelu_backward", "silu", "silu_backward", "sigmoid_backward", "tanh_backward",
+    "_native_batch_norm_legit_functional", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training", "gelu", "gelu_backward", "silu", "silu_backward",
+    "sigmoid_backward", "tanh_backward",
     "threshold_backward", "var", "var_mean", "std", "std_mean", "mean", "rms_norm",
     "_fused_rms_norm", "logsumexp", "hardtanh", "leaky_relu", "elu",
 ]

@@ -6,6 +6,8 @@ The inner runs are inline (same process), so the plugin is loaded the way users 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -35,7 +37,7 @@ def scaled(x, n):
 '''
 
 PRINT_LINE = MODEL.splitlines().index('    print("side effect")') + 1
-#: Where reports place ``scaled``: its first line, which for a decorated function is the decorator's.
+#: Where reports place ``scaled``: its first line, for a decorated function the decorator's.
 SCALED_LINE = MODEL.splitlines().index("def scaled(x, n):")
 
 
@@ -75,7 +77,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_markers_registered_by_the_entry_point(project):
     result = project.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.no_graph_breaks:*", "@pytest.mark.max_recompiles(n):*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.no_graph_breaks:*",
+                                 "@pytest.mark.max_recompiles(n):*"])
 
 
 def test_markers_pass_strict_markers(project):
@@ -210,7 +213,8 @@ def test_terminal_summary_lists_breaks_and_recompiles_per_test(project):
     assert_lines_in_order(result, [
         "= bytegraph: graph breaks and recompiles =",
         "test_summary.py::test_break",
-        f"  graph break at model.py:{PRINT_LINE} in breaks: print: call to print()  -> print(\"side effect\")",
+        f"  graph break at model.py:{PRINT_LINE} in breaks: print: call to print()"
+        '  -> print("side effect")',
         "test_summary.py::test_recompile",
         f"  recompile of scaled (model.py:{SCALED_LINE}): L['n'] == 1",
     ])
@@ -254,3 +258,15 @@ def test_plugin_can_be_disabled(project):
     result = project.runpytest("-p", "no:bytegraph", "--bytegraph-no-graph-breaks")
     assert result.ret != 0  # the option is unknown without the plugin
     result.stderr.fnmatch_lines(["*unrecognized arguments: --bytegraph-no-graph-breaks*"])
+
+
+def test_example_project_runs(pytester):
+    example = Path(__file__).parents[2] / "examples" / "pytest_plugin"
+    for name in ("shapes.py", "test_shapes.py"):
+        pytester.path.joinpath(name).write_text(example.joinpath(name).read_text())
+    pytester.syspathinsert()
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=2, xfailed=1)
+    result = pytester.runpytest("--runxfail")
+    result.assert_outcomes(passed=2, failed=1)
+    assert_lines_in_order(result, ["1. print: call to print()  [graph break in noisy_normalize]",
+                                   "shapes.py:", 'print("normalized", tuple(y.shape))'])

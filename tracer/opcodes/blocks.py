@@ -7,16 +7,23 @@ when an exception is raised, which never happens during a successful trace: reac
 
 from __future__ import annotations
 
+import dis
 from typing import TYPE_CHECKING
 
 from bytecode import Instr
 
+from ...codegen.pyversion import OPNAMES
 from ..exc import Unsupported
 from ..variables.contexts import ContextManagerVariable
 from . import handler, unsupported
 
 if TYPE_CHECKING:
     from ..translator import Translator
+
+
+def _present(*names: str) -> list[str]:
+    """Opcodes of a single supported version that ``KNOWN_OPNAMES`` does not list: only where they exist."""
+    return [n for n in names if n in OPNAMES]
 
 
 @handler("BEFORE_WITH")
@@ -46,3 +53,15 @@ unsupported("class bodies and name-based scopes are not traced", "LOAD_BUILD_CLA
 unsupported("deleting globals, attributes and cells is not traced", "DELETE_GLOBAL", "DELETE_ATTR",
             "DELETE_DEREF")
 unsupported("print expressions only exist in the REPL", "PRINT_EXPR")
+unsupported("exception groups (except*) are not traced", "CHECK_EG_MATCH",
+            *_present("PREP_RERAISE_STAR", "CALL_INTRINSIC_2"))
+unsupported("star imports run in Python", *_present("IMPORT_STAR"))
+unsupported("interpreter-internal opcodes never appear in a function's code",
+            *_present("INTERPRETER_EXIT", "RESERVED"))
+# NOTE(3.12): dis.opmap also lists instrumented opcodes (sys.monitoring rewrites code in place, but
+# co_code, which `bytecode` reads, always shows the plain ones) and compiler pseudo-instructions
+# (numbered from 256; they never reach a code object).
+unsupported("instrumented opcodes never appear in co_code",
+            *sorted(n for n in OPNAMES if n.startswith("INSTRUMENTED_")))
+unsupported("pseudo-instructions exist only inside the compiler",
+            *sorted(n for n in OPNAMES if dis.opmap[n] >= 256))

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import OPERATOR_FNS
 from .constant import CONSTANT_TYPES, ConstantVariable
+from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .objects import ClassVariable, NNModuleVariable, PythonModuleVariable, UserObjectVariable
@@ -41,7 +42,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         return wrap_static(tx, value)
     output = tx.output
     known = output.wrapped.get(id(value))
-    if known is not None and known[0] is value and not _is_interned(value):
+    if known is not None and known[0] is value and not _is_interned(value) \
+            and not isinstance(getattr(known[1].source, "root", None), ConstSource):
         vt = known[1]
         if vt.source is not None and vt.source != source:  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
@@ -61,6 +63,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     cls = type(value)
     if isinstance(value, torch.Tensor):
         return tx.output.add_input(value, source)
+    if isinstance(value, GradModeExit):  # a resumed ``with torch.no_grad():`` block's exit
+        add(Guard(source, "TYPE_MATCH", GradModeExit, GradModeExit))
+        wrap(tx, value.previous, AttrSource(source, "previous"))
+        return ContextExitVariable(ContextManagerVariable(not value.previous, value.previous), source)
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
@@ -126,7 +132,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         raise Unsupported("c_function", f"call to the C function {getattr(value, '__qualname__', value)}",
                           hint="move the call out of the compiled function")
-    add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+    add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
 
 

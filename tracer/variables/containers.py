@@ -205,6 +205,10 @@ class BoundMethodVariable(VariableTracker):
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
 
+    def reconstruct(self, cg: Codegen) -> None:
+        self.obj.reconstruct(cg)
+        cg.load_attr(self.name)
+
 
 @dataclass(eq=False)
 class IteratorVariable(VariableTracker):

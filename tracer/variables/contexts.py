@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ...guards.sources import Source
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -52,6 +53,7 @@ class ContextExitVariable(VariableTracker):
     """The ``__exit__`` that BEFORE_WITH leaves on the stack; rebuilt as a ``GradModeExit`` at a break."""
 
     ctx: ContextManagerVariable
+    source: Source | None = None
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -60,6 +62,9 @@ class ContextExitVariable(VariableTracker):
         return ConstantVariable(None)
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         assert self.ctx.previous is not None
         cg.load_const(GradModeExit(self.ctx.previous))
 

@@ -157,6 +157,8 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         if index not in obj.items:
             raise Unsupported("python_error", f"KeyError: {index!r}")
         return obj.items[index]
+    if isinstance(obj, NNModuleVariable):
+        return obj.getitem(tx, index)
     if obj.is_python_constant():
         return _fold(tx, operator.getitem, [obj.as_python_constant(), index])
     user = _user_dunder(tx, operator.getitem, [obj, key])
@@ -251,7 +253,3 @@ def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker
 
 # -- methods of lists, dicts, sets, tuples -----------------------------------------------------------
 call_container_method = container_methods.call_method
-
-
-def module_items(tx: Translator, module: NNModuleVariable, name: str, items: list[Any]) -> VariableTracker:
-    raise Unsupported("module_method", f"nn.Module.{name}() inside the compiled function")

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
+def graph_break() -> None:
+    """Force a graph break here (``bytegraph.graph_break()``); does nothing when run in Python."""
+
+
 @dataclass(eq=False)
 class UserFunctionVariable(VariableTracker):
     fn: types.FunctionType
@@ -46,6 +50,9 @@ class UserFunctionVariable(VariableTracker):
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.fn is graph_break:
+            raise Unsupported("graph_break", "explicit bytegraph.graph_break()",
+                              hint="remove the graph_break() call to get one graph")
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}

@@ -18,6 +18,7 @@ from ...guards.sources import AttrSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import ListVariable, TupleVariable
 from .functions import UserFunctionVariable
 
 if TYPE_CHECKING:
@@ -138,10 +139,68 @@ class NNModuleVariable(UserObjectVariable):
 
     def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("parameters", "named_parameters", "buffers", "children", "modules", "named_children"):
-            items = list(getattr(self.value, name)())
-            return tx.wrap_static(items) if not items else tx.dispatch.module_items(tx, self, name, items)
+        if name in ("parameters", "buffers", "children", "named_parameters", "named_buffers",
+                    "named_children") and not args and not kwargs:
+            return self._members(tx, name)
         return super().call_method(tx, name, args, kwargs)
+
+    def children_dict(self, tx: Translator) -> VariableTracker:
+        """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity)."""
+        return tx.wrap(self.value._modules, AttrSource(self.source, "_modules") if self.source else None)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        cls = type(self.value)
+        children = self.children_dict(tx)
+        if cls.__iter__ in (torch.nn.Sequential.__iter__, torch.nn.ModuleList.__iter__):
+            return list(children.items.values())
+        if cls.__iter__ is torch.nn.ModuleDict.__iter__:
+            return [ConstantVariable(k) for k in children.items]
+        raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def getitem(self, tx: Translator, key: Any) -> VariableTracker:
+        """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
+        cls = type(self.value)
+        getitem = cls.__getitem__
+        if getitem is torch.nn.ModuleDict.__getitem__ and isinstance(key, str):
+            return self.children_dict(tx).items[key]
+        if getitem in (torch.nn.Sequential.__getitem__, torch.nn.ModuleList.__getitem__) \
+                and type(key) is int:
+            children = list(self.children_dict(tx).items.values())
+            if not -len(children) <= key < len(children):
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return children[key]
+        raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
+
+    def _members(self, tx: Translator, name: str) -> VariableTracker:
+        """``parameters()``, ``named_children()``...: each member read through ``_parameters``,
+        ``_buffers`` or ``_modules`` of its owner, so it is guarded like an attribute read. Shared
+        members are listed once, as ``nn.Module`` does."""
+        kind = name.removeprefix("named_")
+        table = {"parameters": "_parameters", "buffers": "_buffers", "children": "_modules"}[kind]
+        owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
+        items: list[VariableTracker] = []
+        seen: set[int] = set()
+        for prefix, owner in owners:
+            entries = tx.wrap(getattr(owner.value, table),
+                              AttrSource(owner.source, table) if owner.source else None)
+            for key, vt in entries.items.items():
+                if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
+                    continue
+                seen.add(id(vt))
+                items.append(TupleVariable([ConstantVariable(prefix + key), vt])
+                             if name.startswith("named_") else vt)
+        return ListVariable(items)
+
+
+def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
+    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each once."""
+    if id(module.value) in seen:
+        return
+    seen.add(id(module.value))
+    yield prefix, module
+    for key, child in module.children_dict(tx).items.items():
+        if isinstance(child, NNModuleVariable):
+            yield from _submodules(tx, f"{prefix}{key}.", child, seen)
 
 
 def _has_hooks(module: torch.nn.Module) -> bool:

@@ -120,5 +120,9 @@ class TensorMethodVariable(VariableTracker):
         folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
         return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
 
+    def reconstruct(self, cg: Codegen) -> None:
+        self.tensor.reconstruct(cg)
+        cg.load_attr(self.name)
+
     def __repr__(self) -> str:
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"

@@ -1,0 +1,302 @@
+"""Guards end to end: what recompiles, with which recorded reason, and what does not.
+
+Every call's result is compared with eager; recompiles are counted with the counting backend and their
+reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.why``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import bytegraph
+from difftest import assert_same, compile_counted
+
+SCALE = 2.0
+
+
+def helper(x):
+    return x * 2
+
+
+def other_helper(x):
+    return x - 1
+
+
+def run_same(compiled, fn, *args):
+    """Call ``compiled`` and ``fn`` with ``args`` and check that they agree (no warning allowed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(compiled(*args), fn(*args))
+
+
+def assert_one_recompile(fn, first: tuple, second: tuple, reason: str):
+    """``first`` compiles, calling it again does not, ``second`` compiles exactly once more, because of
+    ``reason``; ``why`` agrees for each argument set."""
+    compiled, counter = compile_counted(fn)
+    run_same(compiled, fn, *first)
+    run_same(compiled, fn, *first)
+    assert counter.frame_count == 1
+    assert str(bytegraph.why(compiled, *second)).splitlines() == [
+        "selected: none (would compile)", f"entry 0 rejected by: {reason}"]
+    run_same(compiled, fn, *second)
+    run_same(compiled, fn, *second)
+    run_same(compiled, fn, *first)
+    assert counter.frame_count == 2
+    entries = bytegraph.cache_entries(compiled)
+    assert [e.reason for e in entries] == ["first call", f"entry 0: {reason}"]
+    assert bytegraph.why(compiled, *first).selected is entries[0]
+    assert bytegraph.why(compiled, *second).selected is entries[1]
+    return compiled
+
+
+def test_same_call_does_not_recompile():
+    def fn(x, y, n):
+        return torch.relu(x) + y * n
+
+    compiled, counter = compile_counted(fn)
+    x, y = torch.randn(3), torch.randn(3)
+    for _ in range(3):
+        run_same(compiled, fn, x, y, 2)
+        run_same(compiled, fn, torch.randn(3), torch.randn(3), 2)  # new tensors, same metadata
+    assert counter.frame_count == 1
+    assert len(bytegraph.cache_entries(compiled)) == 1
+
+
+def test_dtype_change_recompiles_once():
+    assert_one_recompile(lambda x: x + 1, (torch.randn(3),), (torch.randn(3, dtype=torch.float64),),
+                         "L['x'].dtype is ___torch_float32")
+
+
+def test_shape_change_recompiles_once():
+    assert_one_recompile(lambda x: x.sum(0), (torch.randn(3, 2),), (torch.randn(4, 2),),
+                         "L['x'].shape == (3, 2)")
+
+
+def test_stride_change_recompiles_once():
+    x = torch.randn(3, 2)
+    assert_one_recompile(lambda x: x * 2, (x,), (torch.randn(2, 3).t(),), "L['x'].is_contiguous()")
+
+
+def test_requires_grad_change_recompiles_once():
+    assert_one_recompile(lambda x: x * 3, (torch.randn(3),), (torch.randn(3, requires_grad=True),),
+                         "L['x'].requires_grad is False")
+
+
+def test_constant_change_recompiles_once():
+    def fn(x, n):
+        return x * n
+
+    assert_one_recompile(fn, (torch.randn(3), 2), (torch.randn(3), 3), "L['n'] == 2")
+
+
+def test_constant_type_change_recompiles_once():
+    def fn(x, n):
+        return x * n
+
+    assert_one_recompile(fn, (torch.randn(3), 2), (torch.randn(3), 2.0), "type(L['n']) is ___int")
+
+
+def test_global_value_rebinding_recompiles_once():
+    global SCALE
+
+    def fn(x):
+        return x * SCALE
+
+    compiled, counter = compile_counted(fn)
+    run_same(compiled, fn, torch.ones(2))
+    try:
+        SCALE = 3.0
+        run_same(compiled, fn, torch.ones(2))
+        run_same(compiled, fn, torch.ones(2))
+    finally:
+        SCALE = 2.0
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: G['SCALE'] == 2.0"
+
+
+def test_global_function_rebinding_recompiles_once():
+    global helper
+    original = helper
+
+    def fn(x):
+        return helper(x) + 1
+
+    compiled, counter = compile_counted(fn)
+    run_same(compiled, fn, torch.ones(2))
+    try:
+        helper = other_helper
+        run_same(compiled, fn, torch.ones(2))
+        run_same(compiled, fn, torch.ones(2))
+    finally:
+        helper = original
+    run_same(compiled, fn, torch.ones(2))
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: G['helper'] is ___helper()"
+
+
+def test_grad_mode_change_recompiles_once():
+    def fn(x):
+        return x * 2
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3, requires_grad=True)
+    run_same(compiled, fn, x)
+    with torch.no_grad():
+        run_same(compiled, fn, x)
+        run_same(compiled, fn, x)
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: ___is_grad_enabled() is True"
+
+
+def test_autocast_change_recompiles_once():
+    def fn(x, y):
+        return x @ y
+
+    compiled, counter = compile_counted(fn)
+    x, y = torch.randn(2, 2), torch.randn(2, 2)
+    run_same(compiled, fn, x, y)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert compiled(x, y).dtype == fn(x, y).dtype == torch.bfloat16
+        compiled(x, y)
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == \
+        "entry 0: ___is_any_autocast_enabled() is False"
+
+
+def test_deterministic_algorithms_change_recompiles_once():
+    def fn(x):
+        return x + 1
+
+    compiled, counter = compile_counted(fn)
+    run_same(compiled, fn, torch.ones(2))
+    torch.use_deterministic_algorithms(True)
+    try:
+        run_same(compiled, fn, torch.ones(2))
+        run_same(compiled, fn, torch.ones(2))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == \
+        "entry 0: ___get_deterministic_algorithms() is False"
+
+
+def test_int_argument_is_specialised():
+    """From the Dynamo deep-dive: ``fn(x, 2)`` bakes ``n`` into the graph and guards on it."""
+    def fn(x, n):
+        return x * n + n
+
+    compiled, counter = compile_counted(fn)
+    run_same(compiled, fn, torch.randn(4), 2)
+    guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    assert "type(L['n']) is ___int" in guards
+    assert "L['n'] == 2" in guards
+    assert [n.op for n in counter.graphs[0].graph.nodes].count("placeholder") == 1  # only x
+
+
+def test_string_argument_recompiles_with_reason():
+    """From the Dynamo deep-dive: ``fn(a, "Hello")`` then ``fn(a, "Hi")`` recompiles because of
+    ``L['b'] == 'Hello'``."""
+    def fn(a, b):
+        return a * len(b)
+
+    compiled = assert_one_recompile(fn, (torch.arange(10), "Hello"), (torch.arange(10), "Hi"),
+                                    "L['b'] == 'Hello'")
+    guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    assert "type(L['b']) is ___str" in guards
+
+
+def test_list_items_are_guarded():
+    """From the Dynamo deep-dive: items reached through ``L['l'][i]`` get their own guards."""
+    def fn(x, l):  # noqa: E741  (the deep-dive's name)
+        return x * len(l[0])
+
+    compiled = assert_one_recompile(fn, (torch.randn(8), ["Hi", "Hello"]), (torch.randn(8), ["Hi", "Hey"]),
+                                    "L['l'][1] == 'Hello'")
+    guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    for line in ["type(L['l']) is ___list", "len(L['l']) == 2", "type(L['l'][0]) is ___str",
+                 "L['l'][0] == 'Hi'", "L['l'][1] == 'Hello'"]:
+        assert line in guards
+
+
+def test_list_length_change_recompiles_once():
+    def fn(xs):
+        return sum(xs)
+
+    assert_one_recompile(fn, ([torch.ones(2), torch.ones(2)],), ([torch.ones(2)] * 3,),
+                         "len(L['xs']) == 2")
+
+
+def test_aliased_input_is_guarded_by_source_not_object():
+    """The same tensor reached twice is guarded as ``L['xs'][0] is L['x']`` (a relation between the
+    inputs), so new tensors in the same relation hit the cache."""
+    def fn(x, xs):
+        return x + xs[0]
+
+    compiled, counter = compile_counted(fn)
+    for _ in range(3):
+        x = torch.randn(3)
+        run_same(compiled, fn, x, [x])
+    assert counter.frame_count == 1
+    assert "L['xs'][0] is L['x']" in bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    run_same(compiled, fn, torch.randn(3), [torch.randn(3)])
+    assert counter.frame_count == 2
+    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: L['xs'][0] is L['x']"
+
+
+def test_why_names_the_selected_entry_and_rejections():
+    def fn(x, n):
+        return x + n
+
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(2)
+    run_same(compiled, fn, x, 1)
+    run_same(compiled, fn, x, 2)
+    assert str(bytegraph.why(compiled, x, 2)) == "selected: entry 1\nentry 0 rejected by: L['n'] == 1"
+    assert str(bytegraph.why(compiled, x, 1)) == "selected: entry 0"
+    assert str(bytegraph.why(compiled, x.double(), 1)) == "\n".join([
+        "selected: none (would compile)",
+        "entry 0 rejected by: L['x'].dtype is ___torch_float32",
+        "entry 1 rejected by: L['n'] == 2",  # each entry reports its first failing guard
+    ])
+
+
+def test_recompile_limit_warns_once_and_runs_eagerly(monkeypatch):
+    monkeypatch.setattr(bytegraph.config, "recompile_limit", 3)
+
+    def fn(x, n):
+        return x * n
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(8):
+            assert_same(compiled(x, n), fn(x, n))
+        for n in range(8):  # compiled entries still serve their inputs; the rest runs eagerly
+            assert_same(compiled(x, n), fn(x, n))
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert "recompile_limit (3)" in messages[0]
+    assert "The guard that keeps failing: L['n'] == 2" in messages[0]
+    assert counter.frame_count == 3
+    assert len(bytegraph.cache_entries(compiled)) == 3
+    assert str(bytegraph.why(compiled, x, 5)).startswith("selected: none")
+
+
+def test_recompile_limit_resets_with_reset(monkeypatch):
+    monkeypatch.setattr(bytegraph.config, "recompile_limit", 1)
+
+    def fn(x, n):
+        return x + n
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(2)
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        for n in range(3):
+            assert_same(compiled(x, n), fn(x, n))
+    bytegraph.reset()
+    run_same(compiled, fn, x, 2)  # a fresh cache: compiles again, no warning
+    assert counter.frame_count == 2
