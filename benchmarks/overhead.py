@@ -8,7 +8,7 @@ minimum per-call time of each (the least disturbed by other processes).
 
 Run::
 
-    python benchmarks/overhead.py               # the table, then the ratio bytegraph / torch.compile
+    python benchmarks/overhead.py           # the table, then the ratio bytegraph / torch.compile
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
 
 A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries to
@@ -92,7 +92,7 @@ def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=5000, help="calls per timing sample")
-    parser.add_argument("--repeat", type=int, default=15, help="timing samples per system (min kept)")
+    parser.add_argument("--repeat", type=int, default=15, help="samples per system (min kept)")
     parser.add_argument("--quick", action="store_true", help="--number 200 --repeat 3")
     opts = parser.parse_args()
     number, repeat = (200, 3) if opts.quick else (opts.number, opts.repeat)
@@ -108,8 +108,8 @@ def main() -> None:
         bg, tc = t["bytegraph"] - t["eager"], t["torch.compile"] - t["eager"]
         ratio = bg / tc if tc > 0 else float("nan")
         ratios.append(ratio)
-        print(f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} {t['torch.compile']:14.2f} "
-              f"{bg:12.2f} {tc:12.2f} {ratio:6.2f}")
+        print(f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} "
+              f"{t['torch.compile']:14.2f} {bg:12.2f} {tc:12.2f} {ratio:6.2f}")
     print(f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
           f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)")
 

@@ -15,6 +15,7 @@ check_supported()
 from . import config  # noqa: E402
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
 from .compiler import compile, reset, state_of  # noqa: E402
+from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .introspect import cache_entries, guard_source, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
@@ -22,6 +23,6 @@ from .tracer.variables.functions import graph_break  # noqa: E402
 
 __all__ = [
     "ExplainOutput", "cache_entries", "compile", "config", "explain", "graph_break", "guard_source",
-    "list_backends",
+    "list_backends", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
     "lookup_backend", "register_backend", "reset", "set_logs", "state_of", "why",
 ]

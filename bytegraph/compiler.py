@@ -59,7 +59,7 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
     entry = driver.make_entry(fn, state)
     functools.update_wrapper(entry, fn)
     entry.__bytegraph__ = state
-    entry.__signature__ = inspect.signature(fn)
+    entry.__signature__ = inspect.signature(fn, follow_wrapped=False)
     return entry
 
 

@@ -15,13 +15,21 @@ Definition → example → printed output::
     out = bytegraph.explain(fn)(torch.randn(3))
     out.graph_break_count        # 1
     print(out)
-    # Graph count: 0
+    # Graph count: 2
     # Graph break count: 1
+    # Op count: 2
     # Break reasons:
-    #   1. print: call to print()  [fn ran in Python]
-    #     at demo.py:3 in fn
-    #       print("hi")
-    #     hint: print() runs in Python; move it out of the compiled function ...
+    #   1. print: call to print()  [graph break in fn]
+    #      at demo.py:4 in fn
+    #        print("hi")
+    #      hint: print() runs in Python; move it out of the compiled function or accept the ...
+    # Ops per graph:
+    #   __compiled_fn_0: sin
+    #   __compiled_fn_1: mul
+    # Guards:
+    #   fn (first call):
+    #     type(L['x']) is ___Tensor
+    #     ...
 """
 
 from __future__ import annotations
@@ -29,8 +37,7 @@ from __future__ import annotations
 import threading
 import types
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -244,7 +251,7 @@ def explain(fn: Any, *, backend: Any = "eager") -> Explainer:
 
     ``fn`` may be a plain function, a bound method, an ``nn.Module`` or a function already compiled
     by bytegraph; an already-compiled function's own cache is left untouched (its original code is
-    compiled again, separately). ``backend`` compiles the graphs (default ``"eager"``). Calls of one
+    compiled again, separately, with its ``dynamic`` setting). ``backend`` compiles the graphs (default ``"eager"``). Calls of one
     explainer share its copy, so a second call with other inputs reports the recompile and the guard
     that failed. Bytegraph's fallback warnings are silenced during the call: the report has them.
 
@@ -280,9 +287,9 @@ def _fresh_copy(fn: Any, backend: Any) -> Any:
     if isinstance(fn, types.MethodType):
         return types.MethodType(_fresh_copy(fn.__func__, backend), fn.__self__)
     state = getattr(fn, "__bytegraph__", None)
-    if state is not None:
-        fn = state.fn
-    return compile(fn, backend=backend)
+    if state is None:
+        return compile(fn, backend=backend)
+    return compile(state.fn, backend=backend, dynamic=state.settings.dynamic)
 
 
 def _target_name(node: torch.fx.Node) -> str:

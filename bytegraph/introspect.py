@@ -30,6 +30,6 @@ def why(fn: Any, *args: Any, **kwargs: Any) -> Why:
     """Without running ``fn``: the entry these arguments select and, for each other entry, the first
     guard that rejects them."""
     state = state_of(fn)
-    bound = _inspect.signature(state.fn).bind(*args, **kwargs)
+    bound = _inspect.signature(state.fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     return state.cache.why(dict(bound.arguments))

@@ -1,9 +1,10 @@
 """Resume functions: the original code, entered in the middle, with the value stack passed in.
 
-``make_resume(fn_or_code, index, nstack, names)`` returns a function taking
+``make_resume(fn, globals, index, nstack, names)`` returns a function taking
 ``(__stack0, ..., __stack{n-1}, *names)``: its prefix pushes the stack arguments back, then jumps to
 instruction ``index`` of the original code; from there the original instructions (and their exception
-table) run unchanged. Named ``__resume_at_{index}_{n}``.
+table) run unchanged. Named ``__resume_at_{index}_{n}``. ``resume_origin`` maps an instruction of a
+resume function back to the original function.
 """
 
 from __future__ import annotations
@@ -62,5 +63,20 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     prefix.append(Instr("JUMP_FORWARD", target))
     body[prologue_end:prologue_end] = prefix
     name = f"__resume_at_{index}_{next(_counter)}"
-    return make_function(template, body, name=name, argnames=stack_args + tuple(names),
-                         cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)
+    fn = make_function(template, body, name=name, argnames=stack_args + tuple(names),
+                       cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)
+    # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
+    first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + len(prefix)
+    fn.__bytegraph_resume__ = (template, len(prefix), first)
+    return fn
+
+
+def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:
+    """Where instruction ``index`` of ``fn`` comes from: for a resume function, the original function
+    and the index there, so a break inside a resume function resumes in the original code (a loop
+    breaking at every iteration reuses one resume function instead of nesting new ones)."""
+    origin = getattr(fn, "__bytegraph_resume__", None)
+    if origin is None or index < origin[2]:
+        return fn, index
+    template, shift, _ = origin
+    return template, index - shift

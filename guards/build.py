@@ -32,7 +32,7 @@ class GuardSet:
                  roots: dict[str, str] | None = None) -> None:
         self.guards = sorted(set(guards))
         self.consts = consts if consts is not None else ConstTable()
-        self.reads_L = False  #: a part reads ``L`` even in its fast form (a source without ``render``)
+        self.reads_L = False  #: a fast part still reads ``L`` (a source without ``render``)
         self.parts: list[GuardPart] = []
         self.refs = self.consts.collect()
         seen: set[str] = set()

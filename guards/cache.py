@@ -235,11 +235,20 @@ def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
         while i + len(group) < len(items) and items[i + len(group)][0][:1] == [head]:
             group.append(items[i + len(group)])
         if len(group) == 1:
-            lines.append(f"{pad}if {' and '.join(conds)}:")
+            lines.append(_if(conds, pad))
             lines.append(f"{pad}    return ___variant_{index}")
         else:
             prefix = _common_prefix([c for c, _ in group])
-            lines.append(f"{pad}if {' and '.join(prefix)}:")
+            lines.append(_if(prefix, pad))
             lines.append(_trie([(c[len(prefix):], j) for c, j in group], depth + 1))
         i += len(group)
     return "\n".join(lines) if lines else f"{pad}pass"
+
+
+def _if(conds: list[str], pad: str) -> str:
+    """``if a and b:`` on one line when short, else one condition per line."""
+    line = f"{pad}if {' and '.join(conds)}:"
+    if len(line) <= 100:
+        return line
+    return f"{pad}if ({conds[0]}\n" + "".join(f"{pad}        and {c}\n" for c in conds[1:-1]) + \
+        f"{pad}        and {conds[-1]}):"

@@ -21,7 +21,7 @@ from .sources import Source
 KIND_ORDER = {
     "TYPE_MATCH": 0, "ID_MATCH": 1, "NONE_MATCH": 1, "EQUALS_MATCH": 2, "LEN_MATCH": 2, "DICT_KEYS": 3,
     "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5, "GLOBAL_STATE": 5,
-    "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6,
+    "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6, "MODULE_TREE": 1,
 }
 
 
@@ -60,7 +60,7 @@ class Guard:
 
     def sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99
-        if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: after both are checked
+        if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: check it first
             depth = max(depth, self.arg.depth)
         expr = self.source.expr if self.source is not None else ""
         return (depth, KIND_ORDER[self.kind], expr, repr(self.key))
@@ -83,8 +83,8 @@ class TensorSpec:
 
 def autocast_state() -> tuple:
     """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is on)."""
-    return tuple((torch.is_autocast_enabled(dev), torch.get_autocast_dtype(dev)) for dev in ("cpu", "cuda")) \
-        + (torch.is_autocast_cache_enabled(),)
+    devices = tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda"))
+    return devices + (torch.is_autocast_cache_enabled(),)
 
 
 def global_state_guards() -> list[Guard]:
@@ -92,4 +92,5 @@ def global_state_guards() -> list[Guard]:
     installs): autocast and deterministic algorithms, as they are now (call it before tracing)."""
     autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
     deterministic = torch.are_deterministic_algorithms_enabled()
-    return [Guard(None, "AUTOCAST", autocast, autocast), Guard(None, "DETERMINISTIC", deterministic, deterministic)]
+    return [Guard(None, "AUTOCAST", autocast, autocast),
+            Guard(None, "DETERMINISTIC", deterministic, deterministic)]

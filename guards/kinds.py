@@ -139,6 +139,8 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     obj = arg()
     if obj is None:  # died between the trace and now: this entry can never match
         return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
+    if type(obj) is types.ModuleType and obj.__name__.partition(".")[0] in ("torch", "builtins"):
+        return [f"{expr} is {consts.name(obj)}"]  # lives as long as the process: no weakref call
     return [f"{expr} is {consts.ref(obj)}"]
 
 
@@ -168,8 +170,9 @@ def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
 
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a
-    ``torch.device``; ``is_contiguous()`` instead of building the stride tuple when the two agree)."""
-    parts = [f"type({expr}) is {consts.name(spec.type)}", f"{expr}.dtype is {consts.name(spec.dtype)}"]
+    ``torch.device``; ``is_contiguous()`` instead of the stride tuple when the two agree)."""
+    parts = [f"type({expr}) is {consts.name(spec.type)}",
+             f"{expr}.dtype is {consts.name(spec.dtype)}"]
     if spec.device.type == "cpu":
         parts.append(f"{expr}.is_cpu")
     else:
@@ -226,6 +229,11 @@ def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTab
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
 
 
+def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
+    """``arg`` checks a module tree (``tracer/variables/modules.py``: O(1) unless a module changed)."""
+    return [f"{consts.name(arg, 'tree')}.check({expr})"]
+
+
 def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [arg]
 
@@ -233,5 +241,6 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
     for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, DUPLICATE_INPUT,
-               TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, AUTOCAST, DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR)
+               TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, AUTOCAST, DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR,
+               MODULE_TREE)
 }

@@ -148,3 +148,48 @@ class ConstSource(Source):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ConstSource) and other.value is self.value
+
+
+@dataclass(frozen=True)
+class TensorPropertySource(Source):
+    """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``, ``L['a'].stride()[1]``."""
+
+    base: Source
+    prop: str  #: "size", "stride" or "storage_offset"
+    index: int | None = None
+
+    def render(self, roots: dict[str, str]) -> str:
+        call = f"{self.base.render(roots)}.{self.prop}()"
+        return call if self.index is None else f"{call}[{self.index}]"
+
+    @property
+    def depth(self) -> int:
+        return self.base.depth + 1
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.load_attr(self.prop)
+        cg.call_function(0)
+        if self.index is not None:
+            cg.load_const(self.index)
+            cg.subscr()
+
+
+@dataclass(frozen=True)
+class ShapeExprSource(Source):
+    """A boolean expression over sizes, e.g. ``2 <= L['a'].size()[0]``: ``template`` has ``{0}``, ``{1}``
+    placeholders for ``sources`` (rendered like any source, so the fast guard form works too)."""
+
+    template: str
+    sources: tuple[Source, ...]
+
+    def render(self, roots: dict[str, str]) -> str:
+        return self.template.format(*(s.render(roots) for s in self.sources))
+
+    @property
+    def depth(self) -> int:
+        return max((s.depth for s in self.sources), default=0) + 1

@@ -48,3 +48,94 @@ def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
             assert_same(compiled(*args, **kwargs), fn(*args, **kwargs))
     assert counter.frame_count == graphs, f"expected {graphs} graphs, got {counter.frame_count}"
     return compiled, counter
+
+
+# -- graph breaks ------------------------------------------------------------------------------------
+# ``check_breaks(fn, make_args, graphs=2, breaks=1)`` runs ``fn`` eagerly and compiled on equal fresh
+# inputs, several times, and compares results, raised exceptions, printed output, the arguments after
+# the call (mutations) and whatever ``observe()`` returns (globals...); it asserts the exact number of
+# graphs compiled and graph breaks taken (resume functions included), and that nothing fell back.
+
+
+def assert_state_same(actual: Any, expected: Any) -> None:
+    """``assert_same`` that also compares plain objects attribute by attribute (``vars``)."""
+    if hasattr(expected, "__dict__") and not isinstance(expected, (torch.Tensor, type)) \
+            and not callable(expected):
+        assert type(actual) is type(expected)
+        assert_state_same(dict(vars(actual)), dict(vars(expected)))
+    elif isinstance(expected, (tuple, list)) and type(actual) is type(expected):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_state_same(a, e)
+    elif isinstance(expected, dict) and type(actual) is type(expected):
+        assert list(actual) == list(expected)
+        for key in expected:
+            assert_state_same(actual[key], expected[key])
+    else:
+        assert_same(actual, expected)
+
+
+def _run_captured(fn, args, kwargs, setup, observe):
+    import contextlib
+    import io
+
+    if setup is not None:
+        setup()
+    out = io.StringIO()
+    grad = torch.is_grad_enabled()
+    with contextlib.redirect_stdout(out):
+        try:
+            result, error = fn(*args, **kwargs), None
+        except Exception as e:  # noqa: BLE001 (compared with eager's)
+            result, error = None, e
+    state = observe() if observe is not None else None
+    return result, error, out.getvalue(), state, torch.is_grad_enabled() == grad
+
+
+def break_count(report) -> int:
+    """Graph breaks in a ``Recorder`` report; asserts none of them was a fallback to Python."""
+    fell_back = [str(r) for r in report.break_reasons if r.fell_back]
+    assert not fell_back, f"fell back to Python: {fell_back}"
+    return report.graph_break_count
+
+
+def check_breaks(fn, make_args, *, graphs: int, breaks: int, calls: int = 2, kwargs=None,
+                 setup=None, observe=None, compiled=None, counter=None):
+    """Differential test of a function with graph breaks; returns ``(compiled, counter, report)``.
+
+    ``make_args()`` makes fresh inputs for each call (the eager run gets a deep copy); ``setup()``
+    runs before each run (reset globals), ``observe()`` after it (what to compare besides the
+    result, printed output and arguments). ``calls`` may be a list of ``make_args`` callables to
+    call in turn (e.g. to take both branches)."""
+    import copy
+
+    from bytegraph.explain import Recorder
+
+    if compiled is None:
+        compiled, counter = compile_counted(fn)
+    makers = calls if isinstance(calls, list) else [make_args] * calls
+    recorder = Recorder()
+    for make in makers:
+        args = make()
+        eager_args = copy.deepcopy(args)
+        kw = dict(kwargs or {})
+        expected = _run_captured(fn, eager_args, copy.deepcopy(kw), setup, observe)
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")
+            actual = _run_captured(compiled, args, kw, setup, observe)
+        result, error, printed, state, grad_ok = actual
+        e_result, e_error, e_printed, e_state, _ = expected
+        if e_error is not None:
+            assert type(error) is type(e_error) and str(error) == str(e_error), (error, e_error)
+        else:
+            assert error is None, f"compiled raised {error!r}"
+            assert_same(result, e_result)
+        assert grad_ok, "grad mode not restored"
+        assert printed == e_printed, f"printed {printed!r}, eager printed {e_printed!r}"
+        assert_state_same(state, e_state)
+        assert_state_same(list(args), list(eager_args))
+    report = recorder.report()
+    got = (counter.frame_count, break_count(report))
+    assert got == (graphs, breaks), f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n" \
+        + "\n".join(map(str, report.break_reasons))
+    return compiled, counter, report

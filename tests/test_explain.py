@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import threading
 
+import pytest
 import torch
 
 import bytegraph
@@ -126,9 +127,16 @@ def test_explain_bound_method_and_module():
     assert bytegraph.explain(module.twice)(torch.randn(2)).ops_per_graph == [["cos", "mul"]]
 
 
-def test_explain_silences_fallback_warnings(recwarn):
-    bytegraph.explain(prints_in_the_middle)(torch.randn(3))
+def test_explain_silences_bytegraph_warnings(monkeypatch, recwarn):
+    monkeypatch.setattr(bytegraph.config, "recompile_limit", 1)
+    explainer = bytegraph.explain(scaled)
+    explainer(torch.randn(2), 1)
+    explainer(torch.randn(2), 2)  # past the limit: bytegraph warns and runs it in Python
     assert [str(w.message) for w in recwarn if "bytegraph" in str(w.message)] == []
+    compiled = bytegraph.compile(scaled)
+    compiled(torch.randn(2), 1)
+    with pytest.warns(UserWarning, match="bytegraph: scaled hit recompile_limit"):
+        compiled(torch.randn(2), 2)  # the same calls outside explain do warn
 
 
 def test_recorder_keeps_only_its_thread_when_asked():

@@ -24,7 +24,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
 from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
-from ..codegen.resume import make_resume
+from ..codegen.resume import resume_origin
 from .exc import Unsupported
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
@@ -71,8 +71,8 @@ def _runs_inline(frame: FrameState) -> bool:
     inst = tx.instructions[frame.index]
     if tx.in_try(frame.index) and _with_exit(frame) is None:
         return False  # exact exception handling needs the original code: resume there
-    if inst.name in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_SUPER_ATTR"):
-        return False  # (LOAD_ATTR may push a NULL we could not track)
+    if inst.name == "LOAD_SUPER_ATTR":
+        return False
     if _null_slots(frame.stack) and _operands(inst) > len(frame.stack):
         return False  # NULLs under an instruction whose operands we do not know
     return not isinstance(inst.arg, Label) or inst.name in _CONDITIONAL_JUMPS
@@ -94,10 +94,12 @@ def _call_start(tx: Translator, index: int) -> int:
     return index
 
 
-def _template(tx: Translator) -> Any:
+def _template(tx: Translator, index: int) -> tuple[Any, int]:
+    """The function and instruction index a resume function starts from (inside a resume function:
+    the original function's, see ``resume_origin``)."""
     if tx.fn is None:
         raise Unsupported("resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)")
-    return tx.fn
+    return resume_origin(tx.fn, index)
 
 
 def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[VariableTracker],
@@ -105,7 +107,8 @@ def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[Variabl
     tx = frame.tx
     names = tuple(n for n in frame.locals if n in tx.live_at(index))
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
-    fn = resume(_template(tx), index, len(stack), names, slots, nulls, compiled and tx.resumable_at(index))
+    fn = resume(*_template(tx, index), len(stack), names, slots, nulls,
+                compiled and tx.resumable_at(index))
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
     _reconstruct_stack(cg, stack, slots, as_args=True)
@@ -139,6 +142,16 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
         cg.label(taken)
         _resume_with_stack(cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume)
+    elif _is_method_load(inst):
+        # Run it as a plain attribute load and push NULL below: [NULL, bound method] is a valid
+        # CALL convention, and the NULL is a known slot (the method form's [meth, self] is not).
+        cg.load_attr(_attr_name(inst))
+        if protect is not None:
+            cg.instrs.append(TryEnd(protect))
+        cg.push_null()
+        cg.swap(2)
+        nstack = len(frame.stack) + 1
+        _resume_with_stack(cg, frame, index + 1, nstack, names, slots, resume, (nstack - 2,))
     else:
         _run_instruction(cg, tx, inst)
         if protect is not None:
@@ -169,13 +182,36 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
     cg.add("RERAISE", 1)
 
 
+#: Stack items consumed by instructions that may break, where that does not depend on the argument.
+_POPS = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "CONTAINS_OP": 2, "IS_OP": 2,
+         "UNARY_NEGATIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "GET_ITER": 1, "STORE_SUBSCR": 3,
+         "UNPACK_SEQUENCE": 1, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_FAST": 1,
+         "BINARY_SLICE": 3, "STORE_SLICE": 4, "DELETE_SUBSCR": 2}
+
+
 def _operands(inst: Instr) -> int:
     """How many stack items the breaking instruction consumes (all of them when unsure)."""
     if inst.name == "CALL":
         return inst.arg + 2
     if inst.name in _CONDITIONAL_JUMPS:
         return 1
-    return 1 << 30
+    if inst.name in ("LOAD_ATTR", "LOAD_METHOD"):
+        return 1
+    if inst.name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING"):
+        return inst.arg
+    if inst.name == "FORMAT_VALUE":
+        return 2 if inst.arg & 0x04 else 1
+    return _POPS.get(inst.name, 1 << 30)
+
+
+def _is_method_load(inst: Instr) -> bool:
+    # NOTE(3.12): the method form is LOAD_ATTR with (True, name); 3.11 has LOAD_METHOD.
+    return inst.name == "LOAD_METHOD" or (inst.name == "LOAD_ATTR" and isinstance(inst.arg, tuple)
+                                          and inst.arg[0])
+
+
+def _attr_name(inst: Instr) -> str:
+    return inst.arg[1] if isinstance(inst.arg, tuple) else inst.arg
 
 
 def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]:
@@ -211,16 +247,18 @@ def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
 
 
 def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, names: tuple[str, ...],
-                       slots: tuple[int, ...], resume: ResumeFactory) -> None:
+                       slots: tuple[int, ...], resume: ResumeFactory,
+                       new_nulls: tuple[int, ...] = ()) -> None:
     """The instruction left ``nstack`` values; pass them and the live locals to the resume function
     at ``index`` and return its result. NULLs (the CALL convention's) cannot be arguments: they are
-    consumed by a dummy call here and pushed again by the resume prefix."""
+    consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
+    instruction pushed)."""
     tx = frame.tx
     names = tuple(n for n in names if n in tx.live_at(index))
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
-    nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched)
-    fn = resume(_template(tx), index, nstack, names, slots, nulls, tx.resumable_at(index))
+    nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
+    fn = resume(*_template(tx, index), nstack, names, slots, nulls, tx.resumable_at(index))
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.load_const(tuple)

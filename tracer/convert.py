@@ -21,13 +21,16 @@ from ..guards.guard import Guard
 from ..guards.sources import LocalSource
 from .exc import Unsupported
 from .output_graph import OutputGraph
+from .shapes import DynamicPolicy
 from .breaks import ResumeFactory, emit_break
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker
-from .variables.containers import DictVariable, ListVariable, TupleVariable
-from .variables.functions import UserFunctionVariable
+from .variables.containers import (BoundMethodVariable, DictVariable, GeneratorVariable,
+                                   IteratorVariable, ListVariable, TupleVariable)
+from .variables.functions import PartialVariable, UserFunctionVariable
+from .variables.modules import tree_guards
 from .variables.objects import UserObjectVariable
-from .variables.tensor import TensorVariable
+from .variables.tensor import TensorMethodVariable, TensorVariable
 
 _compiled_ids = itertools.count()
 
@@ -47,11 +50,11 @@ class TraceResult:
 
 
 def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, fullgraph: bool = False,
-                 resume: ResumeFactory | None = None) -> TraceResult:
+                 resume: ResumeFactory | None = None, policy: DynamicPolicy | None = None) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
     break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
     in which case the ``Unsupported`` reason is raised."""
-    output = OutputGraph()
+    output = OutputGraph(policy=policy)
     grad_mode = torch.is_grad_enabled()
     try:
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
@@ -61,13 +64,13 @@ def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, ful
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
             if fullgraph or resume is None:
-                gb.reason.guards = sorted(output.guards)  # the trace reaches this point whenever these hold
+                gb.reason.guards = _all_guards(output)  # the trace reaches this point whenever these hold
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
         try:
             return _finish(fn, output, result, frames, backend, resume, reason)
         except Unsupported as e:
-            e.guards = sorted(output.guards)
+            e.guards = _all_guards(output)
             raise
     finally:
         torch._C._set_grad_enabled(grad_mode)
@@ -87,7 +90,12 @@ def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker
         emit_break(cg, frames, resume)
     new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
     breaks = [reason] if reason is not None else []
-    return TraceResult(new_fn, sorted(output.guards), graphs, ops, breaks)
+    return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks)
+
+
+def _all_guards(output: OutputGraph) -> list[Guard]:
+    """Input guards plus the shape facts the trace relied on (rendered last: they need every size)."""
+    return sorted(output.guards | set(output.shapes.guards()))
 
 
 def _emit_graph_call(cg: Codegen, output: OutputGraph, live: list[VariableTracker],
@@ -99,7 +107,7 @@ def _emit_graph_call(cg: Codegen, output: OutputGraph, live: list[VariableTracke
     name = f"__compiled_fn_{next(_compiled_ids)}"
     ops = output.count_calls()
     gm = output.graph_module(outputs, name)
-    compiled = backend(gm, list(output.input_values))
+    compiled = backend(gm, output.example_inputs())
     cg.push_null()
     cg.load_cell_value(name, compiled)
     for source in output.inputs:
@@ -138,6 +146,16 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
                 visit(item)
         elif isinstance(vt, UserFunctionVariable) and vt.self_vt is not None:
             visit(vt.self_vt)
+        elif isinstance(vt, TensorMethodVariable):  # ``t.item`` waiting for its call at a break
+            visit(vt.tensor)
+        elif isinstance(vt, BoundMethodVariable):
+            visit(vt.obj)
+        elif isinstance(vt, IteratorVariable) and not isinstance(vt, GeneratorVariable):
+            for item in vt.items[vt.index:]:
+                visit(item)
+        elif isinstance(vt, PartialVariable):
+            for item in [vt.fn, *vt.args, *vt.kwargs.values()]:
+                visit(item)
         elif isinstance(vt, UserObjectVariable):
             return
 

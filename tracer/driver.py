@@ -27,10 +27,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
+from ..codegen.resume import make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
-from ..codegen.resume import make_resume
 from .convert import convert_call
+from .shapes import DynamicPolicy
 from .exc import BytegraphError, InternalError, Unsupported
 
 log = logging.getLogger("bytegraph")
@@ -101,11 +104,12 @@ class CompiledCode:
         self.settings = settings
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         self.cache = FunctionCache(fn.__code__.co_name.replace("<", "_").replace(">", "_"),
-                                   fn.__globals__, cells, tuple(inspect.signature(fn).parameters))
+                                   fn.__globals__, cells, tuple(inspect.signature(fn, follow_wrapped=False).parameters))
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
+        self.policy = DynamicPolicy(settings.dynamic)  #: what is traced symbolically (grows on recompiles)
         ALL.add(self)
 
     @property
@@ -138,7 +142,7 @@ class CompiledCode:
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         try:
             result = convert_call(self.fn, L, self.settings.backend, fullgraph=self.settings.fullgraph,
-                                  resume=self.resume_function)
+                                  resume=self.resume_function, policy=self.policy)
         except Unsupported as e:
             return self._fallback(e, reason, failures=failures)
         except Exception as e:
@@ -183,6 +187,7 @@ class CompiledCode:
         raw = make_resume(template, template.__globals__, index, nstack, names, iter_slots, null_slots)
         if compiled:
             state = CompiledCode(raw, self.settings)
+            state.resumes = self.resumes  # shared: a break in a resume function reuses these
             entry = make_entry(raw, state)
             functools.update_wrapper(entry, raw)
             entry.__bytegraph__ = state
@@ -214,12 +219,13 @@ class CompiledCode:
             self.cache.clear()
             self.events.clear()
             self.resumes.clear()
+            self.policy = DynamicPolicy(self.settings.dynamic)
             self.warned_limit = False
 
 
 def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
     """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)  # a decorator's (*args, **kwargs), not __wrapped__'s
     params, call_args, names = [], [], []
     saw_kwonly = False
     for p in sig.parameters.values():

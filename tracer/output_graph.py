@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..guards.guard import Guard, TensorSpec
-from ..guards.sources import ConstSource, Source
+from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
+from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
 from .variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -39,10 +40,11 @@ _DATA_DEPENDENT = tuple(
 class OutputGraph:
     """The graph of one trace (shared by the root translator and every inlined call)."""
 
-    def __init__(self, root_tx: Translator | None = None) -> None:
+    def __init__(self, root_tx: Translator | None = None, policy: DynamicPolicy | None = None) -> None:
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-        self.inputs: dict[Source, TensorVariable] = {}  #: source -> placeholder variable
+        self.shapes = ShapeTracker(policy or DynamicPolicy())
+        self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
+        self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
@@ -54,10 +56,9 @@ class OutputGraph:
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
-        root = guard.source.root if guard.source is not None else None
-        if isinstance(root, ConstSource):
-            if guard.source is root:
-                return  # a constant of the trace (loaded with LOAD_CONST) is always itself
+        if guard.source is not None and isinstance(guard.source.root, ConstSource):
+            if _fixed_by_constant(guard):
+                return  # the rewritten code loads the value with LOAD_CONST: it cannot differ
             raise Unsupported("const_guard", f"cannot guard {guard.source.expr}, reached from a constant",
                               hint="pass the value as an argument or read it from the function's globals")
         self.guards.add(guard)
@@ -67,19 +68,41 @@ class OutputGraph:
             return self.inputs[source]
         name = _placeholder_name(source)
         node = self._placeholder(name)
+        dims = self.shapes.policy.tensor_dims(value, source)
         with warnings.catch_warnings():  # e.g. reading .grad of a non-leaf while converting
             warnings.simplefilter("ignore")
-            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+            fake = self.shapes.fake_tensor(self.fake_mode, value, source, dims)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr
-        spec = TensorSpec(type(value), value.dtype, value.device, value.requires_grad,
-                          tuple(value.shape), tuple(value.stride()))
+        sizes = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.shape)
+        strides = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.stride())
+        spec = TensorSpec(type(value), value.dtype, value.device, value.requires_grad, sizes, strides)
         self.add_guard(Guard(source, "TENSOR_MATCH", spec, (spec.dtype, str(spec.device), spec.sizes,
                                                             spec.strides, spec.requires_grad)))
         vt = TensorVariable(node, fake, type(value), source)
         self.inputs[source] = vt
         self.input_values.append(value)
         return vt
+
+    def add_symbolic_number(self, value: int | float, source: Source) -> VariableTracker:
+        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``) fed
+        with the real number."""
+        if source in self.inputs:
+            return self.inputs[source]
+        node = self._placeholder(_placeholder_name(source))
+        sym = self.shapes.symbolic_number(value, source)
+        node.meta["example_value"] = sym
+        vt = SymNodeVariable(node, sym, source)
+        self.inputs[source] = vt
+        self.input_values.append(value)
+        return vt
+
+    def example_inputs(self) -> list[Any]:
+        """What the backend gets: real values, or the fake ones when the graph has symbolic sizes (so
+        a backend sees which sizes are dynamic, sharing one ShapeEnv)."""
+        if not self.shapes.used:
+            return list(self.input_values)
+        return [vt.example if isinstance(vt, TensorVariable) else vt.value for vt in self.inputs.values()]
 
     def _placeholder(self, name: str) -> torch.fx.Node:
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
@@ -126,6 +149,12 @@ class OutputGraph:
         if isinstance(example, torch.Tensor):
             node.meta["example_value"] = example
             return TensorVariable(node, example)
+        if isinstance(example, SYMBOLIC_TYPES):
+            node.meta["example_value"] = example
+            return SymNodeVariable(node, example)
+        if isinstance(example, (tuple, list)) and any(isinstance(e, SYMBOLIC_TYPES) for e in example) \
+                and not any(isinstance(e, torch.Tensor) for e in example):
+            return self._symbolic_sequence(node, example)
         if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
             node.meta["example_value"] = example
             items: list[VariableTracker] = []
@@ -148,6 +177,20 @@ class OutputGraph:
             self.created.remove(node)
             return self._constant_result(example)
         raise Unsupported("op_result", f"an op returned {type(example).__name__}, which is not traced")
+
+    def _symbolic_sequence(self, node: torch.fx.Node, example: Any) -> VariableTracker:
+        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the rest."""
+        node.meta["example_value"] = example
+        items: list[VariableTracker] = []
+        for i, e in enumerate(example):
+            if isinstance(e, SYMBOLIC_TYPES):
+                item = self.graph.create_node("call_function", operator.getitem, (node, i), {})
+                self.created.append(item)
+                item.meta["example_value"] = e
+                items.append(SymNodeVariable(item, e))
+            else:
+                items.append(self._constant_result(e))
+        return TupleVariable(items, is_size=isinstance(example, torch.Size))
 
     def _constant_result(self, value: Any) -> VariableTracker:
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -185,9 +228,45 @@ class OutputGraph:
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
         self.graph.output(tuple(outputs))
+        for node in reversed(list(self.graph.nodes)):  # drop unused shape arithmetic (pure)
+            if not node.users and node.op != "placeholder" and node.op != "output" \
+                    and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES):
+                self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
+
+
+_IMMUTABLE = (tuple, frozenset, int, float, bool, str, bytes, complex, type(None), range, slice,
+              torch.dtype, torch.device)
+
+
+def _fixed_by_constant(guard: Guard) -> bool:
+    """Does ``guard`` hold by construction? Its source starts at a constant of the trace; when every
+    container on the way is immutable, the value's identity is fixed, and so is its content if it is
+    immutable too (tensors excepted: their metadata can change in place)."""
+    path = _path_values(guard.source)
+    if path is None:
+        return False
+    *parents, value = path
+    if not all(isinstance(p, _IMMUTABLE) for p in parents):
+        return False
+    return guard.kind in ("ID_MATCH", "TYPE_MATCH") or \
+        (isinstance(value, _IMMUTABLE) and guard.kind != "TENSOR_MATCH")
+
+
+def _path_values(source: Source) -> list[Any] | None:
+    """The objects read along ``source`` from its ``ConstSource`` root, or None if that fails."""
+    if isinstance(source, ConstSource):
+        return [source.value]
+    base = _path_values(source.base) if isinstance(source, (AttrSource, ItemSource)) else None
+    if base is None:
+        return None
+    try:
+        last = getattr(base[-1], source.attr) if isinstance(source, AttrSource) else base[-1][source.index]
+    except Exception:
+        return None
+    return [*base, last]
 
 
 def _placeholder_name(source: Source) -> str:
@@ -198,7 +277,7 @@ def _placeholder_name(source: Source) -> str:
 
 
 def _as_node_arg(vt: Any) -> Any:
-    if isinstance(vt, TensorVariable):
+    if isinstance(vt, (TensorVariable, SymNodeVariable)):
         return vt.node
     if isinstance(vt, (TupleVariable, ListVariable)):
         items = [_as_node_arg(i) for i in vt.items]
@@ -213,6 +292,8 @@ def _as_node_arg(vt: Any) -> Any:
 def _as_fake(vt: Any) -> Any:
     if isinstance(vt, TensorVariable):
         return vt.example
+    if isinstance(vt, SymNodeVariable):
+        return vt.value
     if isinstance(vt, (TupleVariable, ListVariable)):
         items = [_as_fake(i) for i in vt.items]
         return items if isinstance(vt, ListVariable) else tuple(items)

@@ -27,6 +27,8 @@ def identity(rtype: str, dtype: torch.dtype) -> str:
     if dtype == torch.bool:
         return "0" if lowest else "1"
     info = torch.iinfo(dtype)
+    if lowest and dtype == torch.int64:
+        return f"({info.min + 1} - 1)"  # the literal -2**63 would not parse as an int64
     return str(info.min if lowest else info.max)
 
 

@@ -14,9 +14,10 @@ def normalize(x: torch.Tensor) -> torch.Tensor:
     return (x - x.mean()) / (x.std() + 1e-5)
 
 
-@bytegraph.compile
+@bytegraph.compile(dynamic=False)
 def scale(x: torch.Tensor, factor: int) -> torch.Tensor:
-    """``factor`` is a Python int, so each new value is guarded on and compiles a new entry."""
+    """``factor`` is a Python int guarded by value; with ``dynamic=False`` each new value compiles a
+    new entry (by default the second value would make it symbolic instead)."""
     return x * factor
 
 

@@ -213,8 +213,8 @@ def test_list_items_are_guarded():
     def fn(x, l):  # noqa: E741  (the deep-dive's name)
         return x * len(l[0])
 
-    compiled = assert_one_recompile(fn, (torch.randn(8), ["Hi", "Hello"]), (torch.randn(8), ["Hi", "Hey"]),
-                                    "L['l'][1] == 'Hello'")
+    compiled = assert_one_recompile(fn, (torch.randn(8), ["Hi", "Hello"]),
+                                    (torch.randn(8), ["Hi", "Hey"]), "L['l'][1] == 'Hello'")
     guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
     for line in ["type(L['l']) is ___list", "len(L['l']) == 2", "type(L['l'][0]) is ___str",
                  "L['l'][0] == 'Hi'", "L['l'][1] == 'Hello'"]:
@@ -247,56 +247,59 @@ def test_aliased_input_is_guarded_by_source_not_object():
 
 
 def test_why_names_the_selected_entry_and_rejections():
-    def fn(x, n):
-        return x + n
+    def fn(x, mode):
+        return torch.relu(x) if mode == "relu" else torch.tanh(x)
 
     compiled, _ = compile_counted(fn)
     x = torch.randn(2)
-    run_same(compiled, fn, x, 1)
-    run_same(compiled, fn, x, 2)
-    assert str(bytegraph.why(compiled, x, 2)) == "selected: entry 1\nentry 0 rejected by: L['n'] == 1"
-    assert str(bytegraph.why(compiled, x, 1)) == "selected: entry 0"
-    assert str(bytegraph.why(compiled, x.double(), 1)) == "\n".join([
+    run_same(compiled, fn, x, "relu")
+    run_same(compiled, fn, x, "tanh")
+    assert str(bytegraph.why(compiled, x, "tanh")) == \
+        "selected: entry 1\nentry 0 rejected by: L['mode'] == 'relu'"
+    assert str(bytegraph.why(compiled, x, "relu")) == "selected: entry 0"
+    assert str(bytegraph.why(compiled, x.double(), "relu")) == "\n".join([
         "selected: none (would compile)",
         "entry 0 rejected by: L['x'].dtype is ___torch_float32",
-        "entry 1 rejected by: L['n'] == 2",  # each entry reports its first failing guard
+        "entry 1 rejected by: L['mode'] == 'tanh'",  # each entry reports its first failing guard
     ])
 
 
 def test_recompile_limit_warns_once_and_runs_eagerly(monkeypatch):
+    """Strings are always specialised (ints may become dynamic), so each new one is a new entry."""
     monkeypatch.setattr(bytegraph.config, "recompile_limit", 3)
 
-    def fn(x, n):
-        return x * n
+    def fn(x, s):
+        return x * len(s)
 
     compiled, counter = compile_counted(fn)
     x = torch.randn(3)
+    names = [f"s{'x' * n}" for n in range(8)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for n in range(8):
-            assert_same(compiled(x, n), fn(x, n))
-        for n in range(8):  # compiled entries still serve their inputs; the rest runs eagerly
-            assert_same(compiled(x, n), fn(x, n))
+        for s in names:
+            assert_same(compiled(x, s), fn(x, s))
+        for s in names:  # compiled entries still serve their inputs; the rest runs eagerly
+            assert_same(compiled(x, s), fn(x, s))
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
     assert "recompile_limit (3)" in messages[0]
-    assert "The guard that keeps failing: L['n'] == 2" in messages[0]
+    assert "The guard that keeps failing: L['s'] == 'sxx'" in messages[0]
     assert counter.frame_count == 3
     assert len(bytegraph.cache_entries(compiled)) == 3
-    assert str(bytegraph.why(compiled, x, 5)).startswith("selected: none")
+    assert str(bytegraph.why(compiled, x, "other")).startswith("selected: none")
 
 
 def test_recompile_limit_resets_with_reset(monkeypatch):
     monkeypatch.setattr(bytegraph.config, "recompile_limit", 1)
 
-    def fn(x, n):
-        return x + n
+    def fn(x, s):
+        return x + len(s)
 
     compiled, counter = compile_counted(fn)
     x = torch.randn(2)
     with pytest.warns(UserWarning, match="recompile_limit"):
-        for n in range(3):
-            assert_same(compiled(x, n), fn(x, n))
+        for s in ("a", "bb", "ccc"):
+            assert_same(compiled(x, s), fn(x, s))
     bytegraph.reset()
-    run_same(compiled, fn, x, 2)  # a fresh cache: compiles again, no warning
+    run_same(compiled, fn, x, "ccc")  # a fresh cache: compiles again, no warning
     assert counter.frame_count == 2

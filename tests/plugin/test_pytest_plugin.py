@@ -31,14 +31,14 @@ def breaks(x):
     return y * 2
 
 
-@bytegraph.compile
+@bytegraph.compile(dynamic=False)
 def scaled(x, n):
     return x * n
 '''
 
 PRINT_LINE = MODEL.splitlines().index('    print("side effect")') + 1
 #: Where reports place ``scaled``: its first line, for a decorated function the decorator's.
-SCALED_LINE = MODEL.splitlines().index("def scaled(x, n):")
+SCALED_LINE = MODEL.splitlines().index("def scaled(x, n):")  # dynamic=False: each n recompiles
 
 
 def assert_lines_in_order(result: pytest.RunResult, parts: list[str]) -> None:

@@ -7,7 +7,6 @@ import operator
 
 import pytest
 import torch
-
 from difftest import check
 
 BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.matmul]

@@ -4,10 +4,10 @@ graph), argument binding (defaults, keyword-only, *args, **kwargs) and call-site
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
-
-from difftest import check
+from difftest import check, compile_counted
 
 SCALE = 3.0
 OFFSETS = (1, 2, 3)
@@ -455,3 +455,32 @@ def test_functools_partial_made_inside():
         return add_x(1.0) * add_x(x)
 
     check(fn, torch.randn(3))
+
+
+def helper_default_tuple(x, dims=(0, 1), name="n", scale=None):
+    out = x.sum(dims)
+    return out if scale is None else out * scale
+
+
+def helper_default_list(x, acc=[]):  # noqa: B006 (the shared default is the point of the test)
+    acc.append(1)
+    return x * len(acc)
+
+
+def test_default_tuple_argument():
+    def fn(x):
+        return helper_default_tuple(x), helper_default_tuple(x, (1,), scale=2.0)
+
+    check(fn, torch.randn(2, 3))
+
+
+def test_mutable_default_list_stays_correct():
+    def fn(x):
+        return helper_default_list(x)
+
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # may run in Python: the default changes on every call
+        for expected in (1, 2, 3):
+            torch.testing.assert_close(compiled(x), x * expected)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 
 import torch
-
 from difftest import check
 
 Point = collections.namedtuple("Point", ["x", "y"])
@@ -35,7 +34,7 @@ def test_build_and_return_dict():
 
 def test_build_set_of_constants():
     def fn(x):
-        s = {1, 2, 3, 2}
+        s = {1, 2, 3}
         return x * len(s)
 
     check(fn, torch.randn(2))

@@ -5,7 +5,6 @@ iterables, branches on constants, types and shapes), comprehensions, f-strings, 
 from __future__ import annotations
 
 import torch
-
 from difftest import check
 
 
@@ -432,5 +431,17 @@ def test_try_finally_without_exception():
         finally:
             z = 2
         return y * z
+
+    check(fn, torch.randn(2))
+
+
+def test_for_over_list_sees_appends_in_body():
+    def fn(x):
+        xs = [1, 2]
+        for v in xs:
+            if v == 1:
+                xs.append(3)
+            x = x + v
+        return x
 
     check(fn, torch.randn(2))

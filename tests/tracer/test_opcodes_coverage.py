@@ -11,7 +11,6 @@ import types
 
 import pytest
 import torch
-
 from bytegraph.codegen.pyversion import PY311, PY312
 from bytegraph.tracer import opcodes
 from difftest import check

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
 from difftest import check
 
 UNARY_METHODS = ["relu", "sigmoid", "tanh", "exp", "abs", "neg", "sin", "cos", "floor", "ceil",

@@ -1,7 +1,7 @@
 """Control flow: jumps on constants (specialised), loops over known iterators, returns and raises.
 
-Generators are run to exhaustion when called (``run_generator``): every loop the tracer follows is
-unrolled anyway, so the yielded values become an ``IteratorVariable``.
+Calling a generator function makes a ``GeneratorVariable`` (``run_generator``): its frame runs up to
+the next YIELD_VALUE each time an item is needed, as CPython would run it.
 
 A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it is
 ``Unsupported("data_dependent")``, which becomes a graph break.
@@ -15,7 +15,7 @@ from bytecode import Instr
 
 from ..exc import ReturnValue, Unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import IteratorVariable
+from ..variables.containers import GeneratorVariable, IteratorVariable, ListVariable, Yielded
 from . import handler
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ def get_iter(tx: Translator, inst: Instr) -> None:
     value = tx.pop()
     if isinstance(value, IteratorVariable):
         tx.push(value)
+    elif isinstance(value, ListVariable):
+        tx.push(IteratorVariable(value.items))  # shares the list: appends in the loop are seen
     else:
         tx.push(IteratorVariable(tx.dispatch.iterate(tx, value)))
 
@@ -107,15 +109,9 @@ def raise_varargs(tx: Translator, inst: Instr) -> None:
                       hint="exceptions are not traced; the raising code runs in Python")
 
 
-#: A generator yielding more than this many items during a trace is treated as unbounded.
-MAX_YIELDS = 10_000
-
-
-def run_generator(tx: Translator) -> IteratorVariable:
-    """Run an inlined generator frame until it returns; its yields are the items of the iterator."""
-    tx.yielded = []
-    tx.run()
-    return IteratorVariable(tx.yielded)
+def run_generator(tx: Translator) -> GeneratorVariable:
+    """Calling a generator function: its frame runs lazily, one item per ``next``."""
+    return GeneratorVariable([], frame=tx)
 
 
 @handler("RETURN_GENERATOR")
@@ -126,12 +122,7 @@ def return_generator(tx: Translator, inst: Instr) -> None:
 
 @handler("YIELD_VALUE")
 def yield_value(tx: Translator, inst: Instr) -> None:
-    """(value -- sent)  records the item; iteration always sends None."""
-    yielded = getattr(tx, "yielded", None)
-    if yielded is None:
-        raise Unsupported("generator", "yield outside a generator run by the tracer")
-    if len(yielded) >= MAX_YIELDS:
-        raise Unsupported("generator", f"a generator yielded more than {MAX_YIELDS} items",
-                          hint="unbounded generators cannot be unrolled")
-    yielded.append(tx.pop())
-    tx.push(ConstantVariable(None))
+    """(value -- sent)  suspends the generator frame with the item; iteration always sends None."""
+    value = tx.pop()
+    tx.push(ConstantVariable(None))  # what `next()` sends back when the frame resumes
+    raise Yielded(value)

@@ -13,7 +13,8 @@ from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from ..exc import Unsupported
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable
-from ..variables.objects import NNModuleVariable, UserObjectVariable
+from ..variables.modules import NNModuleVariable
+from ..variables.objects import UserObjectVariable
 from . import handler
 
 if TYPE_CHECKING:

@@ -24,10 +24,16 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import OPERATOR_FNS
 from .constant import CONSTANT_TYPES, ConstantVariable
-from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
-from .objects import ClassVariable, NNModuleVariable, PythonModuleVariable, UserObjectVariable
+from .modules import NNModuleVariable
+from .objects import (
+    CFunctionVariable,
+    ClassVariable,
+    PythonModuleVariable,
+    UserObjectVariable,
+)
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -70,6 +76,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
+    if cls in (int, float) and tx.output.shapes.policy.number_is_dynamic(value, source):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        return tx.output.add_symbolic_number(value, source)
     if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
@@ -130,8 +139,8 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(identity)
         return ClassVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
-        raise Unsupported("c_function", f"call to the C function {getattr(value, '__qualname__', value)}",
-                          hint="move the call out of the compiled function")
+        add(identity)
+        return CFunctionVariable(value, source)  # breaks when called
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
 

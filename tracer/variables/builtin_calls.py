@@ -244,7 +244,11 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
 
 @builtin(iter)
 def iter_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(tx.dispatch.iterate(tx, obj))
+    if isinstance(obj, IteratorVariable):
+        return obj
+    if isinstance(obj, ListVariable):
+        return IteratorVariable(obj.items)  # shares the list, like CPython's list iterator
+    return IteratorVariable(tx.dispatch.iterate(tx, obj))
 
 
 @builtin(next)
@@ -259,16 +263,27 @@ def next_(tx: Translator, it: VariableTracker, default: VariableTracker | None =
     return item
 
 
+def _sort_keys(tx: Translator, items: list[VariableTracker], key: VariableTracker | None,
+               what: str) -> list[Any]:
+    """The Python values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
+    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+        items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
+    if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
+        raise Unsupported("data_dependent", f"{what}() compares values only known at run time",
+                          hint="use torch.sort/torch.min/torch.max on tensors")
+    return [i.as_python_constant() for i in items]
+
+
 @builtin(sorted)
 def sorted_(tx: Translator, iterable: VariableTracker, *, key: VariableTracker | None = None,
             reverse: VariableTracker = ConstantVariable(False)) -> VariableTracker:
     items = tx.dispatch.iterate(tx, iterable)
-    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
-        raise Unsupported("builtin", "sorted() with a key function")
-    if not all(i.is_python_constant() for i in items):
-        raise Unsupported("data_dependent", "sorted() of tensors compares their values")
-    return ListVariable(sorted(items, key=lambda v: v.as_python_constant(),
-                               reverse=reverse.as_python_constant()))
+    keys = _sort_keys(tx, items, key, "sorted")
+    try:
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(reverse.as_python_constant()))
+    except TypeError as e:
+        raise Unsupported("python_error", f"sorted() raised TypeError: {e}") from e
+    return ListVariable([items[i] for i in order])
 
 
 @builtin(sum)
@@ -280,12 +295,20 @@ def sum_(tx: Translator, iterable: VariableTracker, start: VariableTracker = Con
 
 
 def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
-    def min_max(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    def min_max(tx: Translator, *args: VariableTracker, key: VariableTracker | None = None,
+                default: VariableTracker | None = None) -> VariableTracker:
+        if not args:
+            raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
         items = list(args) if len(args) > 1 else tx.dispatch.iterate(tx, args[0])
-        if any(isinstance(i, TensorVariable) for i in items):
-            raise Unsupported("data_dependent", f"{pick.__name__}() of tensors compares their values",
-                              hint="use torch.minimum/torch.maximum or torch.min/torch.max")
-        return tx.fold(pick(i.as_python_constant() for i in items))
+        if not items:
+            if default is None:
+                raise Unsupported("python_error", f"{pick.__name__}() of an empty sequence")
+            return default
+        keys = _sort_keys(tx, items, key, pick.__name__)
+        try:
+            return items[pick(range(len(items)), key=keys.__getitem__)]
+        except TypeError as e:
+            raise Unsupported("python_error", f"{pick.__name__}() raised TypeError: {e}") from e
 
     return min_max
 

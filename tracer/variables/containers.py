@@ -7,6 +7,7 @@ mutation is also recorded in ``tx.output.side_effects`` so the rewritten code re
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,3 +243,52 @@ class IteratorVariable(VariableTracker):
             item.reconstruct(cg)
         cg.build_tuple(len(self.items) - self.index)
 
+
+
+#: A generator yielding more than this many items to ``unpack`` is treated as unbounded.
+MAX_YIELDS = 10_000
+
+
+class Yielded(Exception):  # noqa: N818 (control flow, not an error)
+    """Raised by YIELD_VALUE to suspend a generator frame; carries the yielded variable."""
+
+    def __init__(self, value: VariableTracker) -> None:
+        self.value = value
+
+
+@dataclass(eq=False)
+class GeneratorVariable(IteratorVariable):
+    """A generator object made by calling a user generator function: a suspended translator frame
+    (``frame``) run lazily, one yield per ``next_item``, as CPython would."""
+
+    frame: Any = None  #: the Translator of the generator's code, kept between items
+    done: bool = False
+
+    def next_item(self) -> VariableTracker | None:
+        if self.done:
+            return None
+        try:
+            self.frame.run()
+        except Yielded as y:
+            return y.value
+        self.done = True
+        return None
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        items: list[VariableTracker] = []
+        while (item := self.next_item()) is not None:
+            if len(items) >= MAX_YIELDS:
+                raise Unsupported("generator", f"a generator yielded more than {MAX_YIELDS} items",
+                                  hint="unbounded generators cannot be unrolled")
+            items.append(item)
+        return items
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("generator", "a generator made in the trace escapes it",
+                          hint="consume the generator inside the compiled function")
+
+    def __repr__(self) -> str:
+        return f"GeneratorVariable({self.frame.code.co_name})"

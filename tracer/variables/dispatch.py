@@ -10,15 +10,29 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..exc import Unsupported
+from . import builtin_calls, container_methods, torch_calls
 from .base import VariableTracker
 from .constant import ConstantVariable
-from . import builtin_calls, container_methods, torch_calls
 from .containers import (
-    BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable,
+    BaseSequenceVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
 )
-from .functions import NestedFunctionVariable, TorchVariable, UserFunctionVariable
-from .objects import ClassVariable, NNModuleVariable, UserObjectVariable
+from .functions import (
+    MethodCallVariable,
+    NestedFunctionVariable,
+    TorchVariable,
+    UserFunctionVariable,
+)
+from .modules import NNModuleVariable
+from .objects import ClassVariable, UserObjectVariable
+from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -66,6 +80,11 @@ OPERATORS = frozenset({*_DUNDER, *_REFLECTED, *_INPLACE_TO_BINARY, operator.inve
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
+    if any(isinstance(a, SymNodeVariable) for a in args) and \
+            all(isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args):
+        if op is operator.not_:
+            return ConstantVariable(not truth(tx, args[0]))
+        return tx.output.call_function(op, tuple(args), {})
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
             raise Unsupported("data_dependent", "`not` on a tensor needs its value",
@@ -73,7 +92,8 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         if op is operator.getitem:
             return getitem_tensor(tx, args[0], args[1])
         return tx.output.call_function(op, tuple(args), {})
-    if all(a.is_python_constant() for a in args) and not _mutable(args):
+    if all(a.is_python_constant() for a in args) and not _mutable(args) \
+            and not any(is_symbolic(a) for a in args):
         return _fold(tx, op, [a.as_python_constant() for a in args])
     if op is operator.getitem:
         return getitem(tx, args[0], args[1])
@@ -93,6 +113,13 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     if user is not None:
         return user
     raise Unsupported("operator", f"{op.__name__} on {', '.join(map(repr, args))}")
+
+
+def is_symbolic(vt: VariableTracker) -> bool:
+    """Does ``vt`` hold a symbolic value (folding it would specialise it)?"""
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(is_symbolic(i) for i in vt.items)
 
 
 def _comparable(args: list[VariableTracker]) -> bool:
@@ -177,6 +204,8 @@ def setitem(tx: Translator, obj: VariableTracker, key: VariableTracker, value: V
 # -- truth, identity, containment --------------------------------------------------------------------
 def truth(tx: Translator, value: VariableTracker) -> bool:
     """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
+    if isinstance(value, SymNodeVariable):
+        return bool(value.value)  # ShapeEnv records the guard (e.g. 2*s0 >= 16)
     if isinstance(value, TensorVariable):
         raise Unsupported("data_dependent", "branching on the value of a tensor",
                           hint="use torch.where, or move the condition out of the compiled function")
@@ -197,6 +226,8 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
 
 
 def is_none(tx: Translator, value: VariableTracker) -> bool:
+    if isinstance(value, SymNodeVariable):
+        return False
     return value.is_python_constant() and value.as_python_constant() is None
 
 
@@ -205,6 +236,9 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     by identity), the same graph node, or the same constant."""
     if lhs is rhs:
         return True
+    if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
+        if lhs.python_type() is not rhs.python_type():
+            return False  # e.g. `n is None`: no need to specialise n
     if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
         return lhs.node is rhs.node
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
@@ -247,7 +281,16 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     return value.unpack(tx)
 
 
+#: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
+#: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
+MODULE_MEMBER_METHODS = frozenset({"parameters", "buffers", "children", "modules", "named_parameters",
+                                   "named_buffers", "named_children", "named_modules"})
+
+
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, NNModuleVariable) and name in MODULE_MEMBER_METHODS \
+            and getattr(type(obj.value), name, None) is getattr(torch.nn.Module, name):
+        return MethodCallVariable(obj, name)
     return obj.var_getattr(tx, name)
 
 

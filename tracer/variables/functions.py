@@ -235,3 +235,19 @@ class PartialVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"PartialVariable({self.fn!r})"
+
+
+@dataclass(eq=False)
+class MethodCallVariable(VariableTracker):
+    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself (not inlined)."""
+
+    obj: VariableTracker
+    name: str
+    source: Source | None = None
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"MethodCallVariable({self.obj!r}.{self.name})"

@@ -57,6 +57,8 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in ("shape",):
+            if _has_symbols(self.example.shape):  # dynamic: read the sizes in the graph
+                return tx.output.call_method("size", (self,), {})
             return tx.fold(tuple(self.example.shape)).clone(is_size=True)
         if name in CONSTANT_ATTRS:
             value = getattr(self.example, name)
@@ -92,6 +94,12 @@ class TensorVariable(VariableTracker):
         return f"TensorVariable({self.node.name})"
 
 
+def _has_symbols(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_has_symbols(v) for v in value)
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
 @dataclass(eq=False)
 class TensorMethodVariable(VariableTracker):
     tensor: TensorVariable
@@ -117,6 +125,8 @@ class TensorMethodVariable(VariableTracker):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         result = getattr(self.tensor.example, self.name)(*pargs, **pkwargs)
+        if _has_symbols(result):  # a symbolic size/stride/numel: computed by the graph
+            return tx.output.call_method(self.name, (self.tensor, *args), kwargs)
         folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
         return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
 

@@ -1,0 +1,276 @@
+"""Graph breaks on the common breaking operations: print, torch.save, tensor-to-Python conversions,
+explicit ``bytegraph.graph_break()``, unsupported C functions; each compared with eager, with exact
+graph and break counts."""
+
+from __future__ import annotations
+
+import torch
+
+import bytegraph
+from difftest import check_breaks
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+def test_print_between_ops():
+    def fn(a):
+        b = a + 2
+        print("Hi")
+        return b + a
+
+    check_breaks(fn, randn(4), graphs=2, breaks=1)
+
+
+def test_print_tensor_value():
+    def fn(a):
+        b = a * 3
+        print("b is", b)
+        return b - 1
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_print_with_kwargs():
+    def fn(a):
+        b = a.sin()
+        print("x", "y", sep="-", end="!\n")
+        return b.cos()
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_print_first_statement():
+    def fn(a):
+        print("start")
+        return a.relu() + 1
+
+    check_breaks(fn, randn(5), graphs=1, breaks=1)
+
+
+def test_print_last_statement():
+    def fn(a):
+        b = a.exp()
+        print("end")
+        return b
+
+    check_breaks(fn, randn(5), graphs=1, breaks=1)
+
+
+def test_print_result_used():
+    def fn(a):
+        b = a + 1
+        r = print("value")
+        return b if r is None else a
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_torch_save(tmp_path):
+    path = tmp_path / "t.pt"
+
+    def fn(a):
+        b = a * 2
+        torch.save(b, path)
+        return b + a
+
+    def make():
+        return (torch.randn(3),)
+
+    check_breaks(fn, make, graphs=2, breaks=1, observe=lambda: torch.load(path))
+
+
+def test_item_in_arithmetic():
+    def fn(a):
+        b = a.sum()
+        s = b.item()
+        return a * s + 1
+
+    # the float is a constant of the resume function: each new value compiles it again
+    check_breaks(fn, randn(4), graphs=3, breaks=1)
+
+
+def test_item_python_math():
+    def fn(a):
+        v = (a * 2).max().item()
+        w = v * 3 + 1
+        return a + w, w
+
+    check_breaks(fn, randn(4), graphs=3, breaks=1)  # one resume graph per float value
+
+
+def test_tolist():
+    def fn(a):
+        b = a + 1
+        items = b.tolist()
+        return b * len(items), sum(items)
+
+    check_breaks(fn, randn(3), graphs=3, breaks=1)  # the floats specialise the resume graph
+
+
+def test_numpy():
+    def fn(a):
+        b = a.cos()
+        arr = b.numpy()
+        return torch.from_numpy(arr * 2) + b
+
+    # ndarray * 2 and torch.from_numpy break again; ``+ b`` is the second graph
+    _, _, report = check_breaks(fn, randn(3), graphs=2, breaks=3)
+    assert [r.kind for r in report.break_reasons] == ["tensor_to_python", "descriptor", "torch_effect"]
+    assert "numpy" in report.break_reasons[0].line
+
+
+def test_explicit_graph_break():
+    def fn(x):
+        y = x.sin()
+        bytegraph.graph_break()
+        return y.cos()
+
+    _, _, report = check_breaks(fn, randn(3), graphs=2, breaks=1)
+    assert report.break_reasons[0].kind == "graph_break"
+
+
+def test_two_explicit_graph_breaks():
+    def fn(x):
+        y = x.sin()
+        bytegraph.graph_break()
+        z = y.cos()
+        bytegraph.graph_break()
+        return z * y
+
+    check_breaks(fn, randn(3), graphs=3, breaks=2)
+
+
+def test_three_breaks_in_one_function():
+    def fn(x):
+        y = x + 1
+        print("one")
+        y = y * 2
+        print("two")
+        y = y - 3
+        print("three")
+        return y / 4
+
+    check_breaks(fn, randn(3), graphs=4, breaks=3)
+
+
+def _opaque(t):
+    return t.numel()
+
+
+def test_unsupported_builtin_in_expression():
+    import os
+
+    def fn(x):
+        y = x * 2
+        n = os.getpid()
+        return y + (n - n)
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_unsupported_c_function_with_args():
+    import zlib
+
+    def fn(x):
+        y = x + 1
+        n = zlib.crc32(b"bytegraph", 7)
+        return y * (n % 5)
+
+    _, _, report = check_breaks(fn, randn(3), graphs=2, breaks=1)
+    assert report.break_reasons[0].kind == "c_function"
+
+
+def test_kwargs_call_breaks():
+    def fn(x):
+        y = x.abs()
+        print("k", end="|\n", sep=",")
+        return y.sqrt()
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_kwargs_call_result_on_stack():
+    def fn(x):
+        y = x + 1
+        z = y * sum([1, 2], start=int(y.sum().item() > 100))
+        return z
+
+    check_breaks(fn, randn(3), graphs=3, breaks=1)  # .item()'s float specialises the resume
+
+
+def test_method_call_breaks():
+    class Logger:
+        def __init__(self):
+            self.lines = []
+
+        def log(self, msg, t):
+            self.lines.append(msg)
+            print(msg, t.shape)
+
+    logger = Logger()
+
+    def fn(x):
+        y = x.sin()
+        logger.log("m", y)
+        return y * 2
+
+    check_breaks(fn, randn(3), graphs=2, breaks=2, observe=lambda: list(logger.lines),
+                 setup=lambda: logger.lines.clear())
+
+
+def test_tensor_method_tolist_in_expression():
+    def fn(x):
+        y = x * 2
+        return y + torch.tensor(y.tolist()).sum()
+
+    check_breaks(fn, randn(3), graphs=3, breaks=1)  # the list's floats specialise the resume
+
+
+def test_break_operands_on_stack():
+    def fn(x):
+        y = x + 1
+        return (y * 2, print("mid"), y - 1)
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_break_argument_computed_in_graph():
+    def fn(x):
+        y = x.exp()
+        print(y.shape, y.dtype)
+        return y
+
+    check_breaks(fn, randn(2, 3), graphs=1, breaks=1)
+
+
+def test_fullgraph_raises_with_reason_and_location():
+    import pytest
+
+    def fn(x):
+        y = x + 1
+        print("no")
+        return y
+
+    compiled = bytegraph.compile(fn, fullgraph=True)
+    with pytest.raises(bytegraph.tracer.exc.BytegraphError) as info:
+        compiled(torch.randn(3))
+    text = str(info.value)
+    assert "print" in text
+    assert f"{__file__}:{fn.__code__.co_firstlineno + 2}" in text
+
+
+def test_fullgraph_raises_for_nested_break():
+    import pytest
+
+    def inner(t):
+        return t.item()
+
+    def fn(x):
+        return inner(x.sum()) + 1
+
+    compiled = bytegraph.compile(fn, fullgraph=True)
+    with pytest.raises(bytegraph.tracer.exc.BytegraphError) as info:
+        compiled(torch.randn(3))
+    assert f"{__file__}:{inner.__code__.co_firstlineno + 1}" in str(info.value)

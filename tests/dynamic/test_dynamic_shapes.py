@@ -1,0 +1,209 @@
+"""Dynamic shapes: static by default, automatic dynamic on change, mark_dynamic, 0/1 specialisation,
+duck shaping and guards from symbolic reasoning (the seeds' documented examples)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from difftest import assert_same, compile_counted
+
+import bytegraph
+
+
+def shape_guards(fn, entry: int) -> list[str]:
+    return [p.code for p in bytegraph.cache_entries(fn)[entry].guards.parts if p.guard.kind == "SHAPE_EXPR"]
+
+
+def test_int_becomes_symbolic_after_it_changes():
+    """Seed: fn(x, 2); fn(x, 3); fn(x, -2); fn(x, 4): static graph, then generic in n (two branches)."""
+
+    def fn(x, n):
+        y = x**2
+        if n >= 0:
+            return (n + 1) * y
+        else:
+            return y / n
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(200)
+    for n, graphs in ((2, 1), (3, 2), (-2, 3), (4, 3), (-7, 3)):
+        assert_same(compiled(x, n), fn(x, n))
+        assert counter.frame_count == graphs, (n, counter.frame_count)
+    first, generic, negative = counter.graphs
+    assert "3 * pow_1" in first.code
+    assert "l_n_ + 1" in generic.code and "pow_1 / l_n_" in negative.code
+    assert "L['n'] >= 0" in shape_guards(compiled, 1)
+    assert "L['n'] < 0" in shape_guards(compiled, 2)
+
+
+def test_size_becomes_symbolic_with_duck_shaping():
+    """Seed: fn(a, b) with (4, 3) then (8, 3): second graph generic in s0, guards 2 <= s0 and the
+    duck-shaped equality between a's and b's first dimension."""
+
+    def fn(a, b):
+        return a.shape[0] * a * b
+
+    compiled, counter = compile_counted(fn)
+    for n in (4, 8, 16, 5):
+        a, b = torch.randn(n, 3), torch.randn(n, 3)
+        assert_same(compiled(a, b), fn(a, b))
+    assert counter.frame_count == 2
+    assert "4 * l_a_" in counter.graphs[0].code
+    assert "size = l_a_.size()" in counter.graphs[1].code
+    guards = shape_guards(compiled, 1)
+    assert "2 <= L['a'].size()[0]" in guards
+    assert "L['b'].size()[0] == L['a'].size()[0]" in guards
+
+
+def test_duck_shaping_equality_is_guarded():
+    def fn(a, b):
+        return a.sum() + b.sum()
+
+    compiled, counter = compile_counted(fn)
+    for n in (4, 6):
+        a, b = torch.randn(n), torch.randn(n)
+        assert_same(compiled(a, b), fn(a, b))
+    assert counter.frame_count == 2
+    assert "L['b'].size()[0] == L['a'].size()[0]" in shape_guards(compiled, 1)
+    a, b = torch.randn(6), torch.randn(7)  # unequal sizes: the duck-shaped entry must not run
+    why = bytegraph.why(compiled, a, b)
+    assert why.selected is None
+    assert why.failures[1][1].code == "L['b'].size()[0] == L['a'].size()[0]"
+    assert_same(compiled(a, b), fn(a, b))
+    assert counter.frame_count == 3
+
+
+def test_guard_from_symbolic_branch():
+    """Seed: ``if a.shape[0] * 2 < 16`` under dynamic=True adds the guard 2*s0 >= 16."""
+
+    def fn(a):
+        if a.shape[0] * 2 < 16:
+            return a
+        else:
+            return a + 1
+
+    compiled, counter = compile_counted(fn, dynamic=True)
+    for n in (8, 9, 30):
+        a = torch.randn(n)
+        assert_same(compiled(a), fn(a))
+    assert counter.frame_count == 1
+    assert "2*L['a'].size()[0] >= 16" in shape_guards(compiled, 0)
+    a = torch.randn(3)
+    assert_same(compiled(a), fn(a))
+    assert counter.frame_count == 2
+
+
+def test_dynamic_false_recompiles_until_the_limit():
+    def fn(x):
+        return (x * 2).sum(0)
+
+    compiled, counter = compile_counted(fn, dynamic=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(2, 100):
+            x = torch.randn(n, 3)
+            assert_same(compiled(x), fn(x))
+    assert counter.frame_count == bytegraph.config.recompile_limit
+    limit_warnings = [w for w in caught if "recompile_limit" in str(w.message)]
+    assert len(limit_warnings) == 1
+    assert "L['x'].shape" in str(limit_warnings[0].message)
+
+
+def test_mark_dynamic_compiles_once():
+    def fn(x):
+        return (x * 2).sum(0)
+
+    compiled, counter = compile_counted(fn)
+    for n in range(2, 100):
+        x = torch.randn(n, 3)
+        bytegraph.mark_dynamic(x, 0)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 1
+    assert "2 <= L['x'].size()[0]" in shape_guards(compiled, 0)
+
+
+def test_mark_static_keeps_recompiling():
+    def fn(x):
+        return x + 1
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5):
+        x = torch.randn(n)
+        bytegraph.mark_static(x, 0)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 3
+
+
+@pytest.mark.parametrize("special", [0, 1])
+def test_zero_and_one_are_specialised(special):
+    def fn(x):
+        return x * 3
+
+    compiled, counter = compile_counted(fn, dynamic=True)
+    x = torch.randn(5, 2)
+    assert_same(compiled(x), fn(x))
+    x = torch.randn(special, 2)
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2  # the size-0/1 input gets its own static graph
+    parts = [p.code for p in bytegraph.cache_entries(compiled)[1].guards.parts]
+    assert f"L['x'].shape[0] == {special}" in parts
+
+
+def test_dynamic_true_traces_ints_and_sizes_from_the_start():
+    def fn(x, n):
+        return x.view(-1, n).sum(1) * n
+
+    compiled, counter = compile_counted(fn, dynamic=True)
+    for rows, n in ((4, 3), (5, 3), (6, 2), (2, 7)):
+        x = torch.randn(rows * n)
+        assert_same(compiled(x, n), fn(x, n))
+    assert counter.frame_count == 1
+
+
+def test_changing_float_becomes_symbolic():
+    def fn(x, scale):
+        return x * scale + scale
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(4)
+    for scale in (0.5, 1.5, 2.5, -3.25):
+        assert_same(compiled(x, scale), fn(x, scale))
+    assert counter.frame_count == 2
+
+
+def test_symbolic_size_returned_as_python_int():
+    def fn(x):
+        return x.shape[0] + 1, x.size(0) * 2, len(x)
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 9):
+        x = torch.randn(n)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count <= 2
+
+
+def test_range_over_symbolic_size_specialises_soundly():
+    def fn(x):
+        total = x[0] * 0
+        for i in range(x.shape[0]):
+            total = total + x[i]
+        return total
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5, 4, 3):
+        x = torch.randn(n)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 3  # one unrolled graph per length: range() needs the value
+
+
+def test_why_names_the_failing_shape_guard():
+    def fn(x):
+        return x.sum()
+
+    compiled, _ = compile_counted(fn)
+    compiled(torch.randn(3))
+    why = bytegraph.why(compiled, torch.randn(4))
+    assert why.selected is None
+    assert "L['x']" in why.failures[0][1].code

@@ -1,0 +1,124 @@
+"""Identity guards hold their objects weakly: they never keep them alive, an entry whose guarded object
+died is dropped, and a new object that reuses the dead one's id is not mistaken for it."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import torch
+
+import bytegraph
+from bytegraph.guards.build import GuardSet
+from bytegraph.guards.cache import FunctionCache, Variant
+from bytegraph.guards.guard import Guard
+from bytegraph.guards.sources import LocalSource
+from difftest import assert_same, compile_counted
+
+
+class Thing:
+    pass
+
+
+def object_with_id(target: int, make, keep: list):
+    """Allocate objects (kept in ``keep``) until one has id ``target``; None if none does."""
+    for _ in range(10_000):
+        obj = make()
+        if id(obj) == target:
+            return obj
+        keep.append(obj)
+    return None
+
+
+def test_guard_does_not_keep_function_argument_alive():
+    def fn(x, act):
+        return act(x)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    act = lambda t: t + 1  # noqa: E731
+    assert_same(compiled(x, act), fn(x, act))
+    guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    assert "L['act'] is ___lambda_()" in guards
+    dead = weakref.ref(act)
+    del act
+    gc.collect()
+    assert dead() is None
+    assert bytegraph.cache_entries(compiled) == []  # the entry was dropped with its object
+
+
+def test_new_function_with_reused_id_recompiles():
+    def fn(x, act):
+        return act(x)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    keep_alive = lambda t: t * 3  # noqa: E731  (a second entry that stays)
+    assert_same(compiled(x, keep_alive), fn(x, keep_alive))
+    act = lambda t: t + 1  # noqa: E731
+    assert_same(compiled(x, act), fn(x, act))
+    old_id = id(act)
+    del act
+    gc.collect()
+    assert len(bytegraph.cache_entries(compiled)) == 1
+    keep: list = []
+    k = 0
+
+    def make():
+        nonlocal k
+        k += 1
+        return lambda t, k=k: t - k
+
+    reused = object_with_id(old_id, make, keep)
+    assert reused is not None, "CPython did not reuse the freed id"
+    assert_same(compiled(x, reused), fn(x, reused))  # a different function: no false match
+    assert counter.frame_count == 3
+    assert_same(compiled(x, keep_alive), fn(x, keep_alive))
+    assert counter.frame_count == 3
+
+
+def test_guard_set_rejects_object_with_reused_id():
+    obj = Thing()
+    guards = GuardSet([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
+    scope = {"G": {}, "C": {}, "B": {}}
+    assert guards.first_failure({"L": {"o": obj}, **scope}) is None
+    old_id = id(obj)
+    del obj
+    gc.collect()
+    keep: list = []
+    reused = object_with_id(old_id, Thing, keep)
+    assert reused is not None, "CPython did not reuse the freed id"
+    failing = guards.first_failure({"L": {"o": reused}, **scope})
+    assert failing is not None and failing.code == "L['o'] is ___o()"
+
+
+def test_dead_entry_dropped_and_dispatcher_rebuilt():
+    cache = FunctionCache("f", {}, {}, ("o",))
+    a, b = Thing(), Thing()
+    for obj in (a, b):
+        guard_set = cache.new_guard_set([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
+        cache.add(Variant(guard_set, lambda obj=id(obj): obj))
+    assert cache.guard_fn(b)() == id(b)
+    del a
+    gc.collect()
+    assert [v.index for v in cache.variants] == [0]
+    assert cache.guard_fn(b)() == id(b)
+    assert cache.guard_source.count("___variant_") == 1
+
+
+def test_guard_on_class_does_not_keep_class_alive():
+    def fn(x, obj):
+        return x + 1
+
+    compiled, _ = compile_counted(fn)
+
+    class Local:
+        pass
+
+    x = torch.randn(2)
+    assert_same(compiled(x, Local()), fn(x, Local()))
+    dead = weakref.ref(Local)
+    del Local
+    gc.collect()
+    assert dead() is None
+    assert bytegraph.cache_entries(compiled) == []

@@ -1,0 +1,185 @@
+"""Symbolic shapes: which inputs are dynamic, where each symbol comes from, and the shape guards.
+
+``DynamicPolicy`` decides, per input, what is traced symbolically: everything (``dynamic=True``),
+nothing (``dynamic=False``), or (default) what changed since an earlier trace ("automatic dynamic")
+plus what the user marked with ``mark_dynamic``. ``ShapeTracker`` owns the trace's ``ShapeEnv``: it
+remembers the source that defines each symbol (``L['a'].size()[0]`` defines ``s0``) and, at the end,
+renders every fact the trace relied on as Python guards over the inputs::
+
+    2 <= L['a'].size()[0]
+    L['b'].size()[0] == L['a'].size()[0]
+    2*L['a'].size()[0] >= 16
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+from torch._dynamo.source import ConstantSource
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._sympy.printers import PythonPrinter
+
+from ..guards.guard import Guard
+from ..guards.sources import ShapeExprSource, Source, TensorPropertySource
+
+#: Attribute names user code sets on tensors (ours, and torch's own ``mark_dynamic`` markers).
+DYNAMIC_ATTRS = ("_bytegraph_dynamic", "_dynamo_dynamic_indices")
+MAYBE_DYNAMIC_ATTRS = ("_bytegraph_maybe_dynamic", "_dynamo_weak_dynamic_indices")
+STATIC_ATTRS = ("_bytegraph_static", "_dynamo_static_indices")
+
+
+@dataclass
+class DynamicPolicy:
+    """What to trace symbolically, per function. In automatic mode it remembers the sizes and ints each
+    trace saw (keyed by source expression, ``L['a']``); a later trace makes dynamic whatever differs,
+    and it stays dynamic."""
+
+    mode: bool | None = None  #: True: all sizes and ints; False: none; None: automatic
+    dims: dict[str, set[int]] = field(default_factory=dict)  #: dims seen changing
+    ints: set[str] = field(default_factory=set)  #: int inputs seen changing
+    seen_sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    seen_ints: dict[str, int] = field(default_factory=dict)
+    duck_shape: bool = True
+
+    def tensor_dims(self, value: torch.Tensor, source: Source) -> set[int]:
+        if self.mode is False or value.dim() == 0:
+            return set()
+        key, shape = source.expr, tuple(value.shape)
+        before = self.seen_sizes.setdefault(key, shape)
+        if self.mode is None and len(before) == len(shape) and before != shape:
+            self.dims.setdefault(key, set()).update(i for i, (a, b) in enumerate(zip(before, shape)) if a != b)
+        dims = set(range(value.dim())) if self.mode else set(self.dims.get(key, ()))
+        for attr in (*DYNAMIC_ATTRS, *MAYBE_DYNAMIC_ATTRS):
+            dims |= set(getattr(value, attr, ()) or ())
+        for attr in STATIC_ATTRS:
+            dims -= set(getattr(value, attr, ()) or ())
+        return dims
+
+    def number_is_dynamic(self, value: int | float, source: Source) -> bool:
+        """Ints, and floats (finite ones), are traced symbolically once they change between calls."""
+        if type(value) is float and not math.isfinite(value):
+            return False
+        if self.mode is not None:
+            return self.mode
+        if self.seen_ints.setdefault(source.expr, value) != value:
+            self.ints.add(source.expr)
+        return source.expr in self.ints
+
+
+def _SymbolSource(expr: str) -> ConstantSource:  # noqa: N802
+    """The name ShapeEnv keeps for a symbol's origin (only used in its own messages)."""
+    return ConstantSource(expr)
+
+
+def _finite(bound: Any) -> int | None:
+    """A range bound as an int, or None for (torch's) infinities."""
+    try:
+        return int(bound) if bool(bound.is_finite) and bound.is_number else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+class ShapeTracker:
+    def __init__(self, policy: DynamicPolicy) -> None:
+        self.policy = policy
+        self.shape_env = ShapeEnv(duck_shape=policy.duck_shape)
+        self.defined: dict[sympy.Symbol, Source] = {}  #: symbol -> the input source defining it
+        self.equalities: list[tuple[Source, Any]] = []  #: (source, symbolic value it must equal)
+
+    @property
+    def used(self) -> bool:
+        return bool(self.defined)
+
+    def fake_tensor(self, fake_mode: Any, value: torch.Tensor, source: Source, dims: set[int]) -> Any:
+        if not dims:
+            return fake_mode.from_tensor(value, static_shapes=True)
+        kind = DimDynamic.DUCK if self.policy.duck_shape else DimDynamic.DYNAMIC
+        sizes = [kind if i in dims else DimDynamic.STATIC for i in range(value.dim())]
+        context = StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=[None] * value.dim())
+        fake = fake_mode.from_tensor(value, symbolic_context=context, source=_SymbolSource(source.expr))
+        for i in range(value.dim()):
+            self._note(fake.size(i), TensorPropertySource(source, "size", i))
+            self._note(fake.stride(i), TensorPropertySource(source, "stride", i))
+        self._note(fake.storage_offset(), TensorPropertySource(source, "storage_offset"))
+        return fake
+
+    def symbolic_number(self, value: int | float, source: Source) -> torch.SymInt | torch.SymFloat:
+        origin = _SymbolSource(source.expr)
+        if type(value) is int:
+            sym = self.shape_env.create_unspecified_symint_and_symbol(value, origin, DimDynamic.DYNAMIC)
+        else:
+            expr = self.shape_env.create_unspecified_symbol(value, origin, DimDynamic.DYNAMIC)
+            sym = self.shape_env.create_symfloatnode(expr, hint=value, source=origin)
+        self._note(sym, source)
+        return sym
+
+    def _note(self, value: Any, source: Source) -> None:
+        if not isinstance(value, (torch.SymInt, torch.SymFloat)):
+            return
+        expr = value.node.expr
+        if isinstance(expr, sympy.Symbol) and expr not in self.defined:
+            self.defined[expr] = source
+        else:
+            self.equalities.append((source, expr))
+
+    # -- guards ---------------------------------------------------------------------------------------
+    def guards(self) -> list[Guard]:
+        """Everything the trace assumed about symbolic values, as SHAPE_EXPR guards."""
+        exprs: list[Any] = []
+        env = self.shape_env
+        for sym in self.defined:
+            replacement = env.replacements.get(sym)
+            if replacement is not None:
+                exprs.append(sympy.Eq(sym, replacement))
+            bounds = env.var_to_range.get(sym)
+            if bounds is not None:
+                lower, upper = _finite(bounds.lower), _finite(bounds.upper)
+                if lower is not None:
+                    exprs.append(sympy.Le(lower, sym, evaluate=False))
+                if upper is not None:
+                    exprs.append(sympy.Le(sym, upper, evaluate=False))
+        for source, expr in self.equalities:
+            exprs.append(("eq", source, expr))
+        exprs += [g.expr for g in env.guards]
+        rendered: list[Guard] = []
+        for expr in exprs:
+            guard = self._render(expr)
+            if guard is not None:
+                rendered.append(guard)
+        return rendered
+
+    def _render(self, expr: Any) -> Guard | None:
+        if isinstance(expr, tuple):  # (eq, source, value): the source must equal a symbolic expression
+            _, source, value = expr
+            template, sources = self._template(value)
+            n = len(sources)
+            return self._guard("{%d} == %s" % (n, template), (*sources, source))
+        if expr in (sympy.true, True):
+            return None
+        template, sources = self._template(expr)
+        return self._guard(template, sources)
+
+    def _template(self, expr: Any) -> tuple[str, tuple[Source, ...]]:
+        """``expr`` as Python text with ``{i}`` where the i-th source's expression goes."""
+        symbols = sorted(getattr(expr, "free_symbols", ()), key=str)
+        sources = []
+        mapping = {}
+        for i, sym in enumerate(symbols):
+            if sym not in self.defined:
+                raise KeyError(f"symbol {sym} has no source")
+            sources.append(self.defined[sym])
+            mapping[sym] = sympy.Symbol(f"BGSRC{i}BG", integer=True)
+        text = PythonPrinter().doprint(expr.xreplace(mapping)) if mapping else PythonPrinter().doprint(expr)
+        text = text.replace("{", "{{").replace("}", "}}")
+        for i in range(len(symbols)):
+            text = text.replace(f"BGSRC{i}BG", "{%d}" % i)
+        return text, tuple(sources)
+
+    @staticmethod
+    def _guard(template: str, sources: tuple[Source, ...]) -> Guard:
+        shape = ShapeExprSource(template, sources)
+        return Guard(None, "SHAPE_EXPR", shape, ("shape", template, sources))

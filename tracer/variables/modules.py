@@ -1,0 +1,425 @@
+"""``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with the
+number of parameters.
+
+Inside a trace a module's parameters, buffers and submodules are read through ``_parameters``,
+``_buffers`` and ``_modules`` (cheap dict loads in the rewritten code; parameters and buffers become
+graph inputs). Calling a module inlines its forward pre-hooks, ``forward`` and forward hooks.
+
+Guards: the trace installs one ``ID_MATCH`` per module and one ``TENSOR_MATCH`` per parameter.
+``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module tree
+by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
+
+* fast path: the root was validated before and no module changed since (``EPOCH`` unchanged) — O(1);
+* slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
+  modules, so every instance of the same structure passes), then the root is remembered.
+
+``EPOCH`` is bumped by every change that could invalidate an absorbed guard: ``Module.__setattr__`` /
+``__delattr__`` (assigning a parameter, submodule, buffer or attribute; ``train()``/``eval()``;
+``forward =``), ``register_*`` (the global registration hooks), ``_apply`` (``.to()``, ``.half()``,
+``.cuda()``), hook (un)registration (``RemovableHandle``), the container methods that write
+``_modules`` directly, and metadata changes of parameters (``p.data =``, ``p.requires_grad_()``,
+``p.requires_grad =``, in-place metadata ops such as ``p.resize_``). In-place *value* updates (an
+optimizer step) bump nothing. Buffers keep their per-tensor ``TENSOR_MATCH`` in the fast path (they are
+plain tensors that nothing here hooks). Not detected: writes straight into the private dicts
+(``m._parameters['w'] = p``) other than torch's own container methods, and aten calls
+(``torch.ops.aten.set_``) on parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ...guards.build import GuardSet
+from ...guards.guard import Guard, WeakArg
+from ...guards.kinds import ConstTable
+from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
+from ..exc import Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import ListVariable, TupleVariable
+from .functions import UserFunctionVariable
+from .objects import UserObjectVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+_TABLES = ("_parameters", "_buffers", "_modules")
+
+
+@dataclass(eq=False)
+class NNModuleVariable(UserObjectVariable):
+    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph inputs
+    and guards); calling it runs pre-hooks, ``forward`` and forward hooks as ``nn.Module.__call__``."""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        module = self.value
+        for table in _TABLES:
+            entries = module.__dict__.get(table, {})
+            if name in entries:
+                pending = tx.output.side_effects.load_attr(self, name)
+                if pending is not None:
+                    return pending
+                source = ItemSource(AttrSource(self.source, table), name) if self.source else None
+                return tx.wrap(entries[name], source)
+        return super().var_getattr(tx, name)
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        module = self.value
+        _check_hooks(module)
+        call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
+        for hook in module._forward_pre_hooks.values():
+            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args))], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                args = list(result.items) if isinstance(result, TupleVariable) else [result]
+        output = call.call_function(tx, args, kwargs)
+        for hook in module._forward_hooks.values():
+            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args)), output], {})
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                output = result
+        return output
+
+    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in ("parameters", "buffers", "children", "named_parameters", "named_buffers",
+                    "named_children", "modules", "named_modules") and not args and not kwargs:
+            return self._members(tx, name)
+        return super().call_method(tx, name, args, kwargs)
+
+    def children_dict(self, tx: Translator) -> VariableTracker:
+        """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity)."""
+        return tx.wrap(self.value._modules, AttrSource(self.source, "_modules") if self.source else None)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        cls = type(self.value)
+        children = self.children_dict(tx)
+        if cls.__iter__ in (nn.Sequential.__iter__, nn.ModuleList.__iter__):
+            return list(children.items.values())
+        if cls.__iter__ is nn.ModuleDict.__iter__:
+            return [ConstantVariable(k) for k in children.items]
+        raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def getitem(self, tx: Translator, key: Any) -> VariableTracker:
+        """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
+        cls = type(self.value)
+        getitem = cls.__getitem__
+        if getitem is nn.ModuleDict.__getitem__ and isinstance(key, str):
+            return self.children_dict(tx).items[key]
+        if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is int:
+            children = list(self.children_dict(tx).items.values())
+            if not -len(children) <= key < len(children):
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return children[key]
+        if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
+            return ListVariable(list(self.children_dict(tx).items.values())[key])
+        raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
+
+    def _members(self, tx: Translator, name: str) -> VariableTracker:
+        """``parameters()``, ``named_children()``, ``modules()``...: each member read through
+        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an attribute
+        read. Shared members are listed once, as ``nn.Module`` does."""
+        kind = name.removeprefix("named_")
+        owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
+        if kind == "modules":
+            return ListVariable([TupleVariable([ConstantVariable(p.rstrip(".")), m])
+                                 if name.startswith("named_") else m for p, m in owners])
+        table = {"parameters": "_parameters", "buffers": "_buffers", "children": "_modules"}[kind]
+        items: list[VariableTracker] = []
+        seen: set[int] = set()
+        for prefix, owner in owners:
+            entries = tx.wrap(getattr(owner.value, table),
+                              AttrSource(owner.source, table) if owner.source else None)
+            for key, vt in entries.items.items():
+                if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
+                    continue
+                seen.add(id(vt))
+                items.append(TupleVariable([ConstantVariable(prefix + key), vt])
+                             if name.startswith("named_") else vt)
+        return ListVariable(items)
+
+
+def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
+    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each once."""
+    if id(module.value) in seen:
+        return
+    seen.add(id(module.value))
+    yield prefix, module
+    for key, child in module.children_dict(tx).items.items():
+        if isinstance(child, NNModuleVariable):
+            yield from _submodules(tx, f"{prefix}{key}.", child, seen)
+
+
+def _forward_function(module: nn.Module) -> types.FunctionType:
+    """The Python function ``module.__call__`` would run as ``forward``; a forward compiled by
+    bytegraph (monkeypatched on the instance or the class) is inlined as its original function."""
+    forward = inspect.getattr_static(module, "forward")
+    if isinstance(forward, types.MethodType) and forward.__self__ is module:
+        forward = forward.__func__  # ``model.forward = bytegraph.compile(model.forward)``
+    elif "forward" in module.__dict__:
+        raise Unsupported("module_forward", f"{type(module).__name__}.forward is set on the instance")
+    state = getattr(forward, "__bytegraph__", None)
+    if state is not None:
+        forward = state.fn
+    if not isinstance(forward, types.FunctionType):
+        raise Unsupported("module_forward", f"{type(module).__name__}.forward is not a Python function")
+    return forward
+
+
+def _check_hooks(module: nn.Module) -> None:
+    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
+    glob = nn.modules.module
+    if glob._global_forward_hooks or glob._global_forward_pre_hooks or glob._global_backward_hooks \
+            or glob._global_backward_pre_hooks:
+        raise Unsupported("module_hooks", "global module hooks are registered")
+    if module._backward_hooks or module._backward_pre_hooks:
+        raise Unsupported("module_hooks", f"{type(module).__name__} has backward hooks",
+                          hint="compile the module itself (bytegraph.compile(model)) to keep hooks")
+    if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs \
+            or module._forward_hooks_always_called:
+        raise Unsupported("module_hooks", f"{type(module).__name__} has hooks with kwargs")
+
+
+# -- change detection ------------------------------------------------------------------------------
+#: Bumped by every change to any module that could invalidate a ``ModuleTree``'s absorbed guards.
+EPOCH = [0]
+
+
+def _bump(*_: Any) -> None:
+    EPOCH[0] += 1
+
+
+def _bumping(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        EPOCH[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
+    wrapper.__bytegraph_bumps__ = True
+    return wrapper
+
+
+#: In-place ops that change a tensor's metadata (not its values): hooked on ``nn.Parameter``.
+_METADATA_OPS = ("requires_grad_", "set_", "resize_", "resize_as_", "as_strided_", "t_", "transpose_",
+                 "squeeze_", "unsqueeze_", "swapdims_", "swapaxes_", "detach_")
+_METADATA_ATTRS = frozenset({"data", "requires_grad", "__class__"})
+
+
+def _parameter_setattr(self: nn.Parameter, name: str, value: Any) -> None:
+    if name in _METADATA_ATTRS:
+        EPOCH[0] += 1
+    object.__setattr__(self, name, value)
+
+
+def _install() -> None:
+    """Install the hooks that bump ``EPOCH`` (once per process)."""
+    if getattr(nn.Module.__setattr__, "__bytegraph_bumps__", False):
+        return
+    targets: list[tuple[type, str]] = [(nn.Module, "__setattr__"), (nn.Module, "__delattr__"),
+                                       (nn.Module, "_apply"), (nn.ModuleList, "insert"),
+                                       (nn.Sequential, "insert"), (nn.ModuleDict, "__delitem__"),
+                                       (nn.ModuleDict, "clear"),
+                                       (torch.utils.hooks.RemovableHandle, "__init__"),
+                                       (torch.utils.hooks.RemovableHandle, "remove")]
+    targets += [(nn.Parameter, op) for op in _METADATA_OPS]
+    for cls, name in targets:
+        setattr(cls, name, _bumping(getattr(cls, name)))
+    nn.Parameter.__setattr__ = _parameter_setattr
+    glob = nn.modules.module
+    glob.register_module_buffer_registration_hook(_bump)
+    glob.register_module_module_registration_hook(_bump)
+    glob.register_module_parameter_registration_hook(_bump)
+
+
+_install()
+
+
+# -- the MODULE_TREE guard -------------------------------------------------------------------------
+class ModuleTree:
+    """The check behind one ``MODULE_TREE`` guard.
+
+    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow`` reads
+    can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
+
+    __slots__ = ("slow", "epoch", "valid", "source", "__weakref__")
+
+    def __init__(self, slow: Callable[[Any], bool], source: str) -> None:
+        self.slow = slow  #: the absorbed guards, re-rooted at the argument
+        self.source = source  #: the text of the absorbed guards, for reports
+        self.epoch = -1
+        self.valid: dict[int, weakref.ref] = {}
+
+    def check(self, root: Any) -> bool:
+        if self.epoch == EPOCH[0]:
+            ref = self.valid.get(id(root))
+            if ref is not None and ref() is root:
+                return True
+        return self._recheck(root)
+
+    def _recheck(self, root: Any) -> bool:
+        epoch = EPOCH[0]
+        try:
+            ok = bool(self.slow(root))
+        except Exception:
+            return False
+        if ok:
+            if epoch != self.epoch or len(self.valid) > 64:
+                self.valid, self.epoch = {}, epoch
+            self.valid[id(root)] = weakref.ref(root)
+        return ok
+
+    def __repr__(self) -> str:
+        return f"<ModuleTree: {self.source.count(chr(10)) + 1} checks>"
+
+
+_ROOT = LocalSource("___R")
+
+
+def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
+    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per tree."""
+    guards = sorted(set(guards))
+    modules = {g.source: g.arg() for g in guards
+               if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)}
+    types_of = {g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None}
+    roots = {s for s in modules if _module_parent(s, modules) is None}
+    absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
+    kept: list[Guard] = []
+    for guard in guards:
+        root = _tree_root(guard.source, modules, types_of) if guard.source is not None else None
+        if root is None or not _absorbable(guard, root, modules, types_of):
+            kept.append(guard)
+        else:
+            absorbed[root].append(guard)
+    for root, inside in absorbed.items():
+        kept.append(Guard(root, "MODULE_TREE", _make_tree(root, inside, modules), key=root.expr))
+    return sorted(kept)
+
+
+def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
+    """The module whose attribute, parameter, buffer or child ``source`` is, if any."""
+    if isinstance(source, AttrSource) and source.base in modules:
+        return source.base
+    if isinstance(source, ItemSource) and isinstance(source.base, AttrSource) \
+            and source.base.attr in _TABLES and source.base.base in modules:
+        return source.base.base
+    return None
+
+
+def _tree_root(source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]) -> Source | None:
+    """The root module of the tree ``source`` belongs to: reached from it through module members
+    and items of tuples only (values nothing can change without bumping ``EPOCH``)."""
+    while True:
+        parent = _module_parent(source, modules)
+        if parent is None and isinstance(source, AttrSource) and source.attr in _TABLES \
+                and source.base in modules:
+            parent = source.base  # the member dict itself
+        if parent is None and isinstance(source, ItemSource) and _is_tuple(types_of.get(source.base)):
+            parent = source.base
+        if parent is None:
+            return source if source in modules else None
+        source = parent
+
+
+def _is_tuple(arg: Any) -> bool:
+    cls = arg() if isinstance(arg, WeakArg) else arg
+    return isinstance(cls, type) and issubclass(cls, tuple)
+
+
+def _absorbable(guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]) -> bool:
+    kind = guard.kind
+    if kind in ("TYPE_MATCH", "ID_MATCH", "NONE_MATCH"):
+        return True
+    if kind == "EQUALS_MATCH":
+        return not (isinstance(guard.key, tuple) and guard.key[:1] == ("set",))  # sets are mutable
+    if kind == "TENSOR_MATCH":
+        return issubclass(guard.arg.type, nn.Parameter)  # buffers: plain tensors, checked per call
+    if kind in ("LEN_MATCH", "DICT_KEYS"):
+        src = guard.source
+        return _is_tuple(types_of.get(src)) or (isinstance(src, AttrSource) and src.attr in _TABLES
+                                                and src.base in modules)
+    if kind == "DUPLICATE_INPUT":
+        other = guard.arg
+        return isinstance(other, Source) and _tree_root(other, modules, types_of) == root
+    return False
+
+
+def _rebase(source: Source, root: Source) -> Source:
+    if source == root:
+        return _ROOT
+    if isinstance(source, AttrSource):
+        return AttrSource(_rebase(source.base, root), source.attr)
+    if isinstance(source, ItemSource):
+        return ItemSource(_rebase(source.base, root), source.index, source.is_dict_key)
+    raise ValueError(f"{source.expr} is not under {root.expr}")
+
+
+def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
+    """Compile the absorbed guards into the slow check: module identities become type, instance-dict
+    and hook checks (so an equal-structured instance passes); everything else is checked as traced."""
+    rebased: list[Guard] = []
+    extra: list[str] = []
+    consts = ConstTable()
+    for guard in inside:
+        src = _rebase(guard.source, root)
+        if guard.kind == "ID_MATCH" and guard.source in modules:
+            module = modules[guard.source]
+            expr = src.render({"___R": "R"})
+            rebased.append(Guard(src, "TYPE_MATCH", type(module), ("type", id(type(module)))))
+            extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
+            extra.append(f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})")
+            continue
+        arg = _rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
+        rebased.append(Guard(src, guard.kind, arg, guard.key))
+    parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
+    text = "\n".join(parts)
+    body = " and\n            ".join(parts) or "True"
+    ns: dict[str, Any] = dict(consts.values)
+    exec(compile(f"def ___tree_check(R):\n    return ({body})\n", "<bytegraph module tree>", "exec"), ns)
+    fn = ns["___tree_check"]
+    fn.__guard_source__ = text
+    return ModuleTree(fn, text)
+
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
+
+
+def _hook_refs(module: nn.Module) -> tuple:
+    """Weak references to the forward hooks the trace inlined (in order)."""
+    refs = []
+    for name in _HOOK_DICTS:
+        for hook in getattr(module, name).values():
+            try:
+                refs.append(weakref.WeakMethod(hook) if isinstance(hook, types.MethodType) else weakref.ref(hook))
+            except TypeError:
+                refs.append(lambda hook=hook: hook)
+        refs.append(None)
+    return tuple(refs)
+
+
+def _hooks_match(module: nn.Module, refs: tuple) -> bool:
+    hooks = []
+    for name in _HOOK_DICTS:
+        hooks += list(getattr(module, name).values()) + [None]
+    if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
+        return False
+    return all(h is r if h is None or r is None else _same_hook(h, r()) for h, r in zip(hooks, refs))
+
+
+def _same_hook(hook: Any, expected: Any) -> bool:
+    if isinstance(hook, types.MethodType):  # a new bound-method object each time: same self and function
+        return type(expected) is types.MethodType and hook.__self__ is expected.__self__ \
+            and hook.__func__ is expected.__func__
+    return hook is expected
+
+
+__all__ = ["EPOCH", "ModuleTree", "NNModuleVariable", "tree_guards"]
