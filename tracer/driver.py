@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import keyword
 import logging
 import threading
 import types
@@ -223,33 +224,52 @@ class CompiledCode:
             self.warned_limit = False
 
 
+def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:
+    """The parameters of ``code`` in order, with their kinds (read from the code object itself, so
+    any decorator's ``__signature__``/``__wrapped__`` is ignored)."""
+    names = code.co_varnames
+    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
+    kinds = [(n, inspect.Parameter.POSITIONAL_ONLY if i < code.co_posonlyargcount
+              else inspect.Parameter.POSITIONAL_OR_KEYWORD) for i, n in enumerate(names[:n_pos])]
+    index = n_pos + n_kw
+    if code.co_flags & inspect.CO_VARARGS:
+        kinds.append((names[index], inspect.Parameter.VAR_POSITIONAL))
+        index += 1
+    kinds += [(n, inspect.Parameter.KEYWORD_ONLY) for n in names[n_pos:n_pos + n_kw]]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kinds.append((names[index], inspect.Parameter.VAR_KEYWORD))
+    return kinds
+
+
 def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
     """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
-    sig = inspect.signature(fn, follow_wrapped=False)  # a decorator's (*args, **kwargs), not __wrapped__'s
-    params, call_args, names = [], [], []
+    params, call_args, names, keys = [], [], [], []
     saw_kwonly = False
-    for p in sig.parameters.values():
-        names.append(p.name)
-        if p.kind is p.VAR_POSITIONAL:
-            params.append(f"*{p.name}")
-            call_args.append(f"*{p.name}")
+    for i, (name, kind) in enumerate(_parameters(fn.__code__)):
+        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions) get a
+        # safe parameter name; ``L`` keeps the real one. Such parameters are always positional.
+        param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
+        names.append(param)
+        keys.append(name)
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            params.append(f"*{param}")
+            call_args.append(f"*{param}")
             saw_kwonly = True
-        elif p.kind is p.VAR_KEYWORD:
-            params.append(f"**{p.name}")
-            call_args.append(f"**{p.name}")
-        elif p.kind is p.KEYWORD_ONLY:
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            params.append(f"**{param}")
+            call_args.append(f"**{param}")
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
             if not saw_kwonly:
                 params.append("*")
                 saw_kwonly = True
-            params.append(p.name)
-            call_args.append(f"{p.name}={p.name}")
+            params.append(param)
+            call_args.append(f"{param}={param}")
         else:
-            params.append(p.name)
-            call_args.append(p.name)
-    posonly = [p for p in sig.parameters.values() if p.kind is p.POSITIONAL_ONLY]
-    if posonly:
-        params.insert(len(posonly), "/")
-    locals_dict = ", ".join(f"{n!r}: {n}" for n in names)
+            params.append(param)
+            call_args.append(param)
+    if fn.__code__.co_posonlyargcount:
+        params.insert(fn.__code__.co_posonlyargcount, "/")
+    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names))
     source = (
         f"def ___entry({', '.join(params)}):\n"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"

@@ -61,7 +61,7 @@ class SideEffects:
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:
-    """``src[:] = [items]`` for lists; ``src.clear(); src.update({...})`` for dicts and sets."""
+    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and sets."""
     source = container.source
     kind = container.python_type()
     if kind is list:
@@ -70,15 +70,18 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
         cg.load_const(slice(None))
         cg.store_subscr()
         return
+    # The new contents may read the old ones (``src['a']``): build them before clearing.
+    plain = type(container).__new__(type(container))
+    plain.__dict__.update(container.__dict__, source=None)
+    plain.reconstruct(cg)
+    cg.store_local("__bg_contents")
     source.reconstruct(cg)
     cg.load_attr("clear")
     cg.call_function(0)
     cg.pop_top()
     source.reconstruct(cg)
     cg.load_attr("update")
-    plain = type(container).__new__(type(container))
-    plain.__dict__.update(container.__dict__, source=None)
-    plain.reconstruct(cg)
+    cg.load_local("__bg_contents")
     cg.call_function(1)
     cg.pop_top()
 

@@ -74,6 +74,7 @@ class Translator:
         self.ip = 0
         self.current: Instr | None = None
         self.kw_names: tuple[str, ...] = ()
+        self.local_cells: dict[str, VariableTracker] = {}  #: cell var -> its LocalCellVariable
         self.depth = parent.depth + 1 if parent is not None else 0
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee

@@ -3,6 +3,7 @@ something without reading tensor data), and generators run to exhaustion."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -354,3 +355,49 @@ def test_generator_partially_consumed():
         return x + first + second
 
     check(fn, torch.randn(2))
+
+
+def test_math_functions_on_constants():
+    def fn(x):
+        return x * math.sqrt(x.shape[0]) + math.pi + math.floor(2.5) + math.log(math.e)
+
+    check(fn, torch.randn(4))
+
+
+def test_max_min_with_key():
+    def fn(x, d):
+        best = max(d, key=d.get)
+        shortest = min(["abc", "z", "kk"], key=len)
+        return {best: x * d[best], shortest: 1}
+
+    check(fn, torch.randn(2), {"a": 1, "b": 3, "c": 2})
+
+
+def test_max_of_empty_with_default():
+    def fn(x):
+        return x * max([], default=2)
+
+    check(fn, torch.randn(2))
+
+
+def test_max_returns_the_item_itself():
+    def fn(xs):
+        longest = max(xs, key=len)
+        return longest[0] * 2
+
+    check(fn, [[torch.randn(2)], [torch.randn(2), torch.randn(2)]])
+
+
+def test_sorted_with_key_and_reverse():
+    def fn(x, names):
+        order = sorted(names, key=lambda n: len(n), reverse=True)
+        return [x * len(n) for n in order], order
+
+    check(fn, torch.randn(2), ["bb", "a", "ccc", "dd"])
+
+
+def test_sorted_tensors_by_shape():
+    def fn(xs):
+        return [t * 2 for t in sorted(xs, key=lambda t: t.shape[0])]
+
+    check(fn, [torch.randn(3), torch.randn(1), torch.randn(2)])

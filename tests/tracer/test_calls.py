@@ -484,3 +484,32 @@ def test_mutable_default_list_stays_correct():
         warnings.simplefilter("ignore")  # may run in Python: the default changes on every call
         for expected in (1, 2, 3):
             torch.testing.assert_close(compiled(x), x * expected)
+
+
+def test_lambdas_in_comprehension_bind_late():
+    def fn(x):
+        fs = [lambda t: t * i for i in range(3)]
+        return [f(x) for f in fs]
+
+    check(fn, torch.randn(3))
+
+
+def test_comprehension_cell_does_not_leak_outer_value():
+    def fn(x):
+        i = 10
+        fs = [lambda: i for i in range(3)]
+        g = lambda: i  # noqa: E731
+        return x * fs[0]() + g()
+
+    check(fn, torch.randn(3))
+
+
+def test_outer_closure_survives_comprehension_over_same_name():
+    def fn(x):
+        i = 5
+        before = lambda: i  # noqa: E731
+        ys = [x * i for i in range(2)]
+        i = 7
+        return ys, x * before()
+
+    check(fn, torch.randn(3))

@@ -445,3 +445,46 @@ def test_for_over_list_sees_appends_in_body():
         return x
 
     check(fn, torch.randn(2))
+
+
+def test_walrus_operator():
+    def fn(x):
+        if (n := x.shape[0]) > 2:
+            return (y := x * n) + y
+        return x
+
+    check(fn, torch.randn(3))
+
+
+def test_shape_equality_with_tuple_and_other_shape():
+    def fn(x, y):
+        if x.shape == y.shape and x.shape == (2, 3):
+            return x + y
+        return x - y
+
+    check(fn, torch.randn(2, 3), torch.randn(2, 3))
+
+
+def test_starred_unpack_of_shape():
+    def fn(x):
+        *batch, features = x.shape
+        return x.view(*batch, features, 1), batch
+
+    check(fn, torch.randn(2, 3, 4))
+
+
+def test_unpack_dict_gives_keys():
+    def fn(x):
+        a, b = {"p": 1, "q": 2}
+        return {a: x, b: x + 1}
+
+    check(fn, torch.randn(2))
+
+
+def test_reversed_range_loop():
+    def fn(x):
+        for i in reversed(range(3)):
+            x = x * 2 + i
+        return x
+
+    check(fn, torch.randn(3))

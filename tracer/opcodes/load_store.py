@@ -12,7 +12,7 @@ from bytecode import CellVar, FreeVar, Instr
 from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from ..exc import Unsupported
 from ..variables.base import NULL
-from ..variables.functions import ClosureCellVariable, LocalCellVariable
+from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
 from ..variables.modules import NNModuleVariable
 from ..variables.objects import UserObjectVariable
 from . import handler
@@ -37,18 +37,46 @@ def load_fast(tx: Translator, inst: Instr) -> None:
 
 @handler("LOAD_FAST_AND_CLEAR")
 def load_fast_and_clear(tx: Translator, inst: Instr) -> None:
-    """(-- value_or_NULL)  3.12 inlined comprehensions save the outer binding of their variable."""
-    tx.push(tx.symbolic_locals.pop(inst.arg, NULL))
+    """(-- value_or_NULL)  3.12 inlined comprehensions save the outer binding of their variable.
+
+    For a cell variable the comprehension gets a new cell (MAKE_CELL follows): closures holding the
+    outer cell keep it, detached, until STORE_FAST restores it."""
+    value = tx.symbolic_locals.pop(inst.arg, NULL)
+    if inst.arg not in tx.code.co_cellvars:
+        tx.push(value)
+        return
+    cell = tx.local_cells.pop(inst.arg, None)
+    if cell is not None:
+        cell.detach()
+    tx.push(SavedCellVariable(cell, None if value is NULL else value))
 
 
 @handler("STORE_FAST")
 def store_fast(tx: Translator, inst: Instr) -> None:
     """(value --)  https://docs.python.org/3.11/library/dis.html#opcode-STORE_FAST"""
     value = tx.pop()
-    if value is NULL:  # restoring an unbound comprehension variable (3.12)
+    if isinstance(value, SavedCellVariable):
+        _restore_cell(tx, inst.arg, value)
+    elif value is NULL:  # restoring an unbound comprehension variable (3.12)
         tx.symbolic_locals.pop(inst.arg, None)
     else:
         tx.symbolic_locals[inst.arg] = value
+
+
+def _restore_cell(tx: Translator, name: str, saved: SavedCellVariable) -> None:
+    """End of a 3.12 inlined comprehension: detach its cell, make the outer cell current again."""
+    inner = tx.local_cells.pop(name, None)
+    if inner is not None:
+        inner.detach()
+    outer = saved.cell
+    value = outer.frame_locals.get(name) if outer is not None else saved.value
+    if value is None:
+        tx.symbolic_locals.pop(name, None)
+    else:
+        tx.symbolic_locals[name] = value
+    if outer is not None:
+        outer.frame_locals = tx.symbolic_locals
+        tx.local_cells[name] = outer
 
 
 @handler("DELETE_FAST")
@@ -91,7 +119,9 @@ def load_closure(tx: Translator, inst: Instr) -> None:
     if name in tx.closure:
         tx.push(tx.closure[name])
     else:
-        tx.push(LocalCellVariable(tx.symbolic_locals, name))
+        if name not in tx.local_cells:
+            tx.local_cells[name] = LocalCellVariable(tx.symbolic_locals, name)
+        tx.push(tx.local_cells[name])
 
 
 @handler("LOAD_DEREF")

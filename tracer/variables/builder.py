@@ -22,7 +22,7 @@ from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
-from .builtin_calls import OPERATOR_FNS
+from .builtin_calls import MATH_FNS, OPERATOR_FNS
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 _LITERALS = (int, float, bool, str, bytes, complex)
-_BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS] if callable(v)}
+_BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_FNS] if callable(v)}
 
 
 def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
@@ -51,7 +51,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     if known is not None and known[0] is value and not _is_interned(value) \
             and not isinstance(getattr(known[1].source, "root", None), ConstSource):
         vt = known[1]
-        if vt.source is not None and vt.source != source:  # the same object reached twice
+        if vt.source is not None and vt.source != source \
+                and not isinstance(source.root, ConstSource):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
     vt = _wrap_new(tx, value, source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,7 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
     if fn in BREAKING:
         raise Unsupported(getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn])
     values = [*args, *kwargs.values()]
-    if fn in PURE and all(_foldable(fn, v) for v in values):
+    if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
@@ -73,6 +74,9 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
         raise Unsupported("builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}")
     return impl(tx, *args, **kwargs)
 
+
+#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read the data).
+MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
 
 #: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
 OPERATOR_FNS = frozenset(v for k, v in vars(operator).items()

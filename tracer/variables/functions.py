@@ -103,10 +103,26 @@ class ClosureCellVariable(VariableTracker):
 
 @dataclass(eq=False)
 class LocalCellVariable(VariableTracker):
-    """A cell of a frame being traced: reads and writes go to that frame's symbolic locals by name."""
+    """A cell of a frame being traced: reads and writes go to ``frame_locals[name]``, the frame's
+    symbolic locals while the cell is the frame's current one. A cell the frame replaced (3.12
+    comprehensions make a new cell for their variable) is detached: ``frame_locals`` becomes a private
+    dict holding its last value. Mutable on purpose, like the cell it stands for."""
 
     frame_locals: dict[str, VariableTracker]
     name: str
+
+    def detach(self) -> None:
+        value = self.frame_locals.get(self.name)
+        self.frame_locals = {} if value is None else {self.name: value}
+
+
+@dataclass(eq=False)
+class SavedCellVariable(VariableTracker):
+    """3.12: what LOAD_FAST_AND_CLEAR saves for a cell variable around an inlined comprehension: the
+    outer cell (if a closure holds it) and the outer value, restored by the matching STORE_FAST."""
+
+    cell: LocalCellVariable | None
+    value: VariableTracker | None
 
 
 @dataclass(eq=False)

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+import bytegraph
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch.manual_seed(0)
+    bytegraph.reset()
+    yield
