@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .build import GuardPart, GuardSet, exec_function
+from .sources import ModuleGlobals
 from .kinds import ConstTable
 
 
@@ -61,7 +62,7 @@ class FunctionCache:
     def __init__(self, name: str, f_globals: dict[str, Any], cells: dict[str, Any],
                  arg_names: tuple[str, ...] = ()) -> None:
         self.name = name
-        self.scope = {"G": f_globals, "C": cells, "B": builtins.__dict__}
+        self.scope = {"G": f_globals, "C": cells, "B": builtins.__dict__, "M": ModuleGlobals()}
         self.arg_names = tuple(arg_names)
         self.roots = _local_names(self.arg_names)
         self.consts = self._new_consts()

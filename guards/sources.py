@@ -9,6 +9,7 @@ generated dispatcher reads them. Sources are frozen and hashable, so they key gr
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,3 +194,50 @@ class ShapeExprSource(Source):
     @property
     def depth(self) -> int:
         return max((s.depth for s in self.sources), default=0) + 1
+
+
+@dataclass(frozen=True)
+class ModuleGlobalSource(Source):
+    """A global of another module, read by a function inlined from there: ``M['pkg.mod']['SCALE']``
+    (``M`` maps module names to their globals in the guard function's scope)."""
+
+    module: str
+    name: str
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"M[{self.module!r}][{self.name!r}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(sys.modules[self.module].__dict__)
+        cg.load_const(self.name)
+        cg.subscr()
+
+
+class ModuleGlobals:
+    """The ``M`` of guard functions: ``M['pkg.mod']`` is that module's globals dict."""
+
+    def __getitem__(self, module: str) -> dict[str, Any]:
+        return sys.modules[module].__dict__
+
+
+@dataclass(frozen=True)
+class TypeSource(Source):
+    """The class of a value: ``type(L['self'])`` (methods are guarded through it)."""
+
+    base: Source
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"type({self.base.render(roots)})"
+
+    @property
+    def depth(self) -> int:
+        return self.base.depth + 1
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(type)
+        self.base.reconstruct(cg)
+        cg.call_function(1)

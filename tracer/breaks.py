@@ -28,7 +28,7 @@ from ..codegen.resume import resume_origin
 from .exc import Unsupported
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
-from .variables.containers import IteratorVariable
+from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
 
 if TYPE_CHECKING:
@@ -215,6 +215,10 @@ def _attr_name(inst: Instr) -> str:
 
 
 def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]:
+    for vt in stack:
+        if isinstance(vt, GeneratorVariable):  # its remaining items are not known: cannot rebuild
+            raise Unsupported("generator", "a generator is suspended at the graph break",
+                              hint="consume the generator before the graph break")
     return tuple(i for i, vt in enumerate(stack[:max(limit, 0)]) if isinstance(vt, IteratorVariable))
 
 

@@ -11,6 +11,7 @@ instruction, its callers stopped at the call that is still running. ``breaks.py`
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
-from ..guards.sources import ClosureSource, ConstSource, GlobalSource, Source
+from ..guards.sources import ClosureSource, ConstSource, GlobalSource, ModuleGlobalSource, Source
 from . import opcodes
 from .exc import ReturnValue, Unsupported, UserLocation
 from .liveness import live_locals
@@ -229,14 +230,18 @@ def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
 
 
 def _global_source(tx: Translator, name: str) -> Source:
-    """Globals of the root frame are ``G[...]``; globals of inlined functions from other modules are
-    pinned by the function's identity guard, so they are read as constants of that trace."""
+    """Globals of the root frame are ``G[...]``; those of functions inlined from another module are
+    ``M['mod'][...]``, guarded the same way. Code exec'd outside any module has globals we cannot
+    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be guarded)."""
     root = tx
     while root.parent is not None:
         root = root.parent
     if tx.f_globals is root.f_globals:
         return GlobalSource(name)
-    return ConstSource(tx.f_globals[name], f"{tx.f_globals.get('__name__', '?')}.{name}")
+    module = tx.f_globals.get("__name__")
+    if isinstance(module, str) and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals:
+        return ModuleGlobalSource(module, name)
+    return ConstSource(tx.f_globals[name], f"{module}.{name}")
 
 
 def bind_args(tx: Translator, code: types.CodeType, args: list[VariableTracker],

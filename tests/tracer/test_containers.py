@@ -449,3 +449,15 @@ def test_list_returned_contains_input_tensor():
         return [x, x * 2]
 
     check(fn, torch.randn(2))
+
+
+PointZ = collections.namedtuple("PointZ", ["x", "y", "z"], defaults=(0.5,))
+
+
+def test_namedtuple_defaults_replace_asdict():
+    def fn(t):
+        p = PointZ(t, t + 1)
+        q = p._replace(z=t * 3)
+        return q, p.z, q._asdict(), p._fields
+
+    check(fn, torch.randn(2))

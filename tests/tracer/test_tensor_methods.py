@@ -319,3 +319,10 @@ def test_sequential_module_call():
         return model(x)
 
     check(fn, torch.randn(2, 3))
+
+
+def test_unbound_tensor_methods():
+    def fn(x, y):
+        return torch.Tensor.add(x, y, alpha=2), torch.Tensor.relu(x), torch.Tensor.sum(y, dim=0)
+
+    check(fn, torch.randn(3), torch.randn(3))

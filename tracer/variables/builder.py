@@ -34,6 +34,7 @@ from .objects import (
     PythonModuleVariable,
     UserObjectVariable,
 )
+from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -167,7 +168,8 @@ def _is_torch_value(value: Any) -> bool:
         return module == "torch" or (module.startswith("torch.") and not issubclass(value, torch.nn.Module))
     if callable(value):
         return module == "torch" or module.startswith(("torch.", "torch._C")) or \
-            isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+            isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
+            is_tensor_method(value)
     return False
 
 

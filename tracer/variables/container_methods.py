@@ -21,7 +21,7 @@ NONE = ConstantVariable(None)
 
 def call_method(tx: Translator, obj: VariableTracker, name: str, args: list[VariableTracker],
                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    if kwargs and not (isinstance(obj, ListVariable) and name == "sort"):
+    if kwargs and name not in ("sort", "_replace"):
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name} with keyword arguments")
     table = {ListVariable: _LIST, DictVariable: _DICT, SetVariable: _SET, TupleVariable: _TUPLE}
     methods = table.get(type(obj), {})
@@ -113,9 +113,19 @@ _LIST = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
 }
+def _namedtuple_replace(tx, obj, **changes):
+    fields = list(obj.cls._fields)
+    if set(changes) - set(fields):
+        raise Unsupported("python_error", f"{obj.cls.__name__}._replace() got unexpected fields")
+    items = [changes.get(f, item) for f, item in zip(fields, obj.items, strict=True)]
+    return TupleVariable(items, cls=obj.cls)
+
+
 _TUPLE = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
+    "_replace": (False, _namedtuple_replace),
+    "_asdict": (False, lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items, strict=True)))),
 }
 
 

@@ -92,8 +92,10 @@ def _field_names(cls: type) -> list[str]:
 
 
 def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
-    if name in ("count", "index"):
+    if name in ("count", "index") or (name in ("_replace", "_asdict") and hasattr(vt.python_type(), "_make")):
         return BoundMethodVariable(vt, name)
+    if name == "_fields" and hasattr(vt.python_type(), "_fields"):
+        return ConstantVariable(vt.python_type()._fields)
     raise Unsupported("getattr", f"{vt.python_type().__name__} has no attribute {name!r}")
 
 

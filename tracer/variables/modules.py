@@ -45,7 +45,7 @@ from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import ListVariable, TupleVariable
+from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import UserFunctionVariable
 from .objects import UserObjectVariable
 
@@ -70,6 +70,13 @@ class NNModuleVariable(UserObjectVariable):
                     return pending
                 source = ItemSource(AttrSource(self.source, table), name) if self.source else None
                 return tx.wrap(entries[name], source)
+        if name in _ALL_HOOK_DICTS and name in module.__dict__:
+            # hook tables: their contents are part of the MODULE_TREE check (``_hooks_match``)
+            return DictVariable({k: tx.wrap(v, None) for k, v in module.__dict__[name].items()})
+        if name == "_update_flat_weights" and isinstance(module, nn.RNNBase):
+            if module._weights_have_changed():
+                raise Unsupported("rnn_weights", "an RNN's parameters were replaced since its last call")
+            return UserFunctionVariable(_no_op)  # parameter swaps bump EPOCH: the tree check re-runs
         return super().var_getattr(tx, name)
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
@@ -145,6 +152,10 @@ class NNModuleVariable(UserObjectVariable):
                 items.append(TupleVariable([ConstantVariable(prefix + key), vt])
                              if name.startswith("named_") else vt)
         return ListVariable(items)
+
+
+def _no_op() -> None:
+    return None
 
 
 def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
@@ -391,6 +402,7 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
 
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
+_ALL_HOOK_DICTS = (*_HOOK_DICTS, "_backward_hooks", "_backward_pre_hooks")
 
 
 def _hook_refs(module: nn.Module) -> tuple:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards.sources import AttrSource, Source
+from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -65,7 +65,10 @@ class UserObjectVariable(VariableTracker):
         if static is _MISSING:
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
-            return UserFunctionVariable(static, None, self_vt=self)
+            # Guard the method itself (a class attribute can be monkeypatched after compiling).
+            method_source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
+            method = tx.wrap(static, method_source)
+            return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
         if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
             return UserFunctionVariable(static.fget, None).call_function(tx, [self], {})
         if isinstance(static, (staticmethod, classmethod)):

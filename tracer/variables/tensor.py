@@ -136,3 +136,9 @@ class TensorMethodVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
+
+
+def is_tensor_method(value: Any) -> bool:
+    """``torch.Tensor.add`` and other C methods of tensors read from the class (unbound)."""
+    owner = getattr(value, "__objclass__", None)
+    return isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object

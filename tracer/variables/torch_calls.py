@@ -17,6 +17,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .contexts import ContextManagerVariable
+from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -34,6 +35,8 @@ EFFECTFUL = frozenset({
 def call_torch(tx: Translator, fn: Any, args: list[VariableTracker],
                kwargs: dict[str, VariableTracker]) -> VariableTracker:
     name = getattr(fn, "__name__", "")
+    if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
+        return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
     if fn is torch.no_grad:
         return ContextManagerVariable(False)
     if fn is torch.enable_grad:
