@@ -53,7 +53,7 @@ def _load_builtin_backends() -> None:
     """Import the modules whose import registers the built-in backends (lazily: triton is heavy)."""
     import importlib
 
-    for module in ("eager", "aot", "inductor", "triton"):
+    for module in ("eager", "auto", "aot", "inductor", "triton"):
         try:
             importlib.import_module(f"{__package__}.{module}")
         except ImportError:  # e.g. triton not installed: that backend stays unregistered
