@@ -12,12 +12,12 @@ from typing import Any
 
 from .guard import Guard
 from .kinds import KINDS, ConstTable
-from .sources import Source
+from .sources import ModuleGlobals, Source
 
 
 @dataclass
 class GuardPart:
-    code: str  #: one boolean Python expression over ``L``, ``G``, ``C``, ``B`` and closure names
+    code: str  #: one boolean Python expression over ``L``, ``G``, ``C``, ``B``, ``M`` and closure names
     guard: Guard  #: the guard it came from (for reports)
     fast: str = ""  #: the same check as the dispatcher writes it, arguments read from locals
 
@@ -77,9 +77,9 @@ class GuardSet:
     def _compiled_checkers(self) -> list[Any]:
         if self._checkers is None:
             consts = dict(self.consts.values)  # names added later belong to other variants
-            src = "\n".join(f"def ___check_{i}(L, G, C, B):\n    return {p.code}"
+            src = "\n".join(f"def ___check_{i}(L, G, C, B, M=___M):\n    return {p.code}"
                             for i, p in enumerate(self.parts))
-            ns: dict[str, Any] = dict(consts)
+            ns: dict[str, Any] = {**consts, "___M": ModuleGlobals()}
             exec(compile(src, "<bytegraph guard check>", "exec"), ns)
             self._checkers = [ns[f"___check_{i}"] for i in range(len(self.parts))]
         return self._checkers

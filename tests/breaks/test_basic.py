@@ -253,7 +253,7 @@ def test_fullgraph_raises_with_reason_and_location():
         print("no")
         return y
 
-    compiled = bytegraph.compile(fn, fullgraph=True)
+    compiled = bytegraph.compile(fn, fullgraph=True, backend="eager")
     with pytest.raises(bytegraph.tracer.exc.BytegraphError) as info:
         compiled(torch.randn(3))
     text = str(info.value)
@@ -270,7 +270,7 @@ def test_fullgraph_raises_for_nested_break():
     def fn(x):
         return inner(x.sum()) + 1
 
-    compiled = bytegraph.compile(fn, fullgraph=True)
+    compiled = bytegraph.compile(fn, fullgraph=True, backend="eager")
     with pytest.raises(bytegraph.tracer.exc.BytegraphError) as info:
         compiled(torch.randn(3))
     assert f"{__file__}:{inner.__code__.co_firstlineno + 1}" in str(info.value)

@@ -37,7 +37,7 @@ def build_set(tx: Translator, inst: Instr) -> None:
 def build_map(tx: Translator, inst: Instr) -> None:
     """(k1 v1 ... kn vn -- dict)"""
     items = tx.popn(2 * inst.arg)
-    tx.push(DictVariable({_const_key(k): v for k, v in zip(items[::2], items[1::2])}))
+    tx.push(DictVariable({_const_key(k): v for k, v in zip(items[::2], items[1::2], strict=True)}))
 
 
 @handler("BUILD_CONST_KEY_MAP")
@@ -45,7 +45,7 @@ def build_const_key_map(tx: Translator, inst: Instr) -> None:
     """(v1 ... vn keys_tuple -- dict)"""
     keys = tx.pop().as_python_constant()
     values = tx.popn(inst.arg)
-    tx.push(DictVariable(dict(zip(keys, values))))
+    tx.push(DictVariable(dict(zip(keys, values, strict=True))))
 
 
 @handler("BUILD_STRING")
