@@ -1,7 +1,8 @@
 """Resume functions: the original code, entered in the middle, with the value stack passed in.
 
 ``make_resume(fn, globals, index, nstack, names)`` returns a function taking
-``(__stack0, ..., __stack{n-1}, *names)``: its prefix pushes the stack arguments back, then jumps to
+``(*names, __stack0, ..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first
+argument, which must stay ``self``): its prefix pushes the stack arguments back, then jumps to
 instruction ``index`` of the original code; from there the original instructions (and their exception
 table) run unchanged. Named ``__resume_at_{index}_{n}``. ``resume_origin`` maps an instruction of a
 resume function back to the original function.
@@ -63,7 +64,7 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     prefix.append(Instr("JUMP_FORWARD", target))
     body[prologue_end:prologue_end] = prefix
     name = f"__resume_at_{index}_{next(_counter)}"
-    fn = make_function(template, body, name=name, argnames=stack_args + tuple(names),
+    fn = make_function(template, body, name=name, argnames=tuple(names) + stack_args,
                        cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)
     # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + len(prefix)

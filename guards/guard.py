@@ -3,7 +3,8 @@
 Guards are frozen and ordered: cheap identity/type checks on shallow sources first, so the generated
 function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value, a
 ``TensorSpec``); ``key`` is the hashable form used to deduplicate. ``global_state_guards()`` snapshots
-the torch global state a graph depends on (autocast, deterministic algorithms) for the driver to add.
+the torch global state a graph depends on (autocast, deterministic algorithms, default device) for the
+driver to add.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from .sources import Source
 #: state have no source and come last: they are cheap but almost never fail.
 KIND_ORDER = {
     "TYPE_MATCH": 0, "ID_MATCH": 1, "NONE_MATCH": 1, "EQUALS_MATCH": 2, "LEN_MATCH": 2, "DICT_KEYS": 3,
-    "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5, "GLOBAL_STATE": 5,
-    "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6, "MODULE_TREE": 1,
+    "KEY_ABSENT": 3, "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5,
+    "DEFAULT_DEVICE": 5, "GLOBAL_STATE": 5, "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6,
+    "MODULE_TREE": 1,
 }
 
 
@@ -89,8 +91,11 @@ def autocast_state() -> tuple:
 
 def global_state_guards() -> list[Guard]:
     """Guards on torch global state beyond grad mode and the default dtype (which the output graph
-    installs): autocast and deterministic algorithms, as they are now (call it before tracing)."""
+    installs): autocast, deterministic algorithms and the default device (``set_default_device`` or
+    any torch function mode), as they are now (call it before tracing)."""
     autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
     deterministic = torch.are_deterministic_algorithms_enabled()
+    device = torch.get_default_device() if torch._C._len_torch_function_stack() else None
     return [Guard(None, "AUTOCAST", autocast, autocast),
-            Guard(None, "DETERMINISTIC", deterministic, deterministic)]
+            Guard(None, "DETERMINISTIC", deterministic, deterministic),
+            Guard(None, "DEFAULT_DEVICE", device, ("device", str(device)))]

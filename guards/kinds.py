@@ -163,6 +163,12 @@ def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
 
 
+def KEY_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``arg`` (a str) is not a key of the dict ``expr`` (a global that would shadow a builtin, an
+    instance attribute that would shadow a method of the class)."""
+    return [f"{arg!r} not in {expr}"]
+
+
 def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` is the rendered expression of the other source holding the same object."""
     return [f"{expr} is {arg}"]
@@ -224,6 +230,14 @@ def DETERMINISTIC(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch._C._get_deterministic_algorithms)}() is {arg}"]
 
 
+def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
+    """``arg`` is None when no torch function mode was active (one C call: no ``set_default_device``
+    and no user mode), else the default device then in force."""
+    if arg is None:
+        return [f"{consts.name(torch._C._len_torch_function_stack)}() == 0"]
+    return [f"{consts.name(torch.get_default_device)}() == {consts.name(arg)}"]
+
+
 def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTable) -> list[str]:
     getter, value = arg
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
@@ -240,7 +254,7 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
-    for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, DUPLICATE_INPUT,
-               TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, AUTOCAST, DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR,
-               MODULE_TREE)
+    for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, KEY_ABSENT,
+               DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
+               DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR, MODULE_TREE)
 }

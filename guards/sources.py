@@ -213,6 +213,20 @@ class ModuleGlobalSource(Source):
         cg.subscr()
 
 
+@dataclass(frozen=True)
+class GlobalsSource(Source):
+    """A globals dict itself: ``G`` (the compiled function's) or ``M['pkg.mod']`` (another module's).
+    Guarded with ``KEY_ABSENT`` when a name the trace resolved in builtins must stay unshadowed."""
+
+    module: str | None = None  #: None for the compiled function's own globals
+
+    def render(self, roots: dict[str, str]) -> str:
+        return "G" if self.module is None else f"M[{self.module!r}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        raise NotImplementedError("a globals dict is only guarded, never loaded")
+
+
 class ModuleGlobals:
     """The ``M`` of guard functions: ``M['pkg.mod']`` is that module's globals dict."""
 

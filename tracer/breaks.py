@@ -94,6 +94,17 @@ def _call_start(tx: Translator, index: int) -> int:
     return index
 
 
+def _live_names(tx: Translator, local_vars: dict[str, VariableTracker], index: int) -> tuple[str, ...]:
+    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads the
+    frame's first argument implicitly, so in code using it that argument is kept, and kept first."""
+    live = tx.live_at(index)
+    names = [n for n in local_vars if n in live]
+    first = tx.code.co_varnames[0] if tx.code.co_argcount and "__class__" in tx.code.co_freevars else None
+    if first is not None and first in local_vars:
+        names = [first] + [n for n in names if n != first]
+    return tuple(names)
+
+
 def _template(tx: Translator, index: int) -> tuple[Any, int]:
     """The function and instruction index a resume function starts from (inside a resume function:
     the original function's, see ``resume_origin``)."""
@@ -105,15 +116,15 @@ def _template(tx: Translator, index: int) -> tuple[Any, int]:
 def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[VariableTracker],
                  resume: ResumeFactory, compiled: bool = True) -> None:
     tx = frame.tx
-    names = tuple(n for n in frame.locals if n in tx.live_at(index))
+    names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
     fn = resume(*_template(tx, index), len(stack), names, slots, nulls,
                 compiled and tx.resumable_at(index))
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
-    _reconstruct_stack(cg, stack, slots, as_args=True)
-    for name in names:
+    for name in names:  # locals first: see ``make_resume``
         frame.locals[name].reconstruct(cg)
+    _reconstruct_stack(cg, stack, slots, as_args=True)
     cg.call(len(stack) - len(nulls) + len(names))
 
 
@@ -121,7 +132,7 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     """Break in the function's own frame: restore locals and stack, run the instruction, resume."""
     tx, index = frame.tx, frame.index
     inst = tx.instructions[index]
-    names = tuple(n for n in frame.locals if n in tx.live_at(index))
+    names = _live_names(tx, frame.locals, index)
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
     slots = _iterator_slots(frame.stack, untouched)
@@ -183,10 +194,11 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
 
 
 #: Stack items consumed by instructions that may break, where that does not depend on the argument.
+#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items and
+#: would no longer see the dict change size, so those keep the old conservative path.)
 _POPS = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "CONTAINS_OP": 2, "IS_OP": 2,
-         "UNARY_NEGATIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "GET_ITER": 1, "STORE_SUBSCR": 3,
-         "UNPACK_SEQUENCE": 1, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_FAST": 1,
-         "BINARY_SLICE": 3, "STORE_SLICE": 4, "DELETE_SUBSCR": 2}
+         "UNARY_NEGATIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "GET_ITER": 1,
+         "UNPACK_SEQUENCE": 1, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_FAST": 1, "BINARY_SLICE": 3}
 
 
 def _operands(inst: Instr) -> int:
@@ -258,7 +270,7 @@ def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, 
     consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
     instruction pushed)."""
     tx = frame.tx
-    names = tuple(n for n in names if n in tx.live_at(index))
+    names = tuple(n for n in _live_names(tx, frame.locals, index) if n in names)
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
@@ -272,7 +284,7 @@ def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, 
             cg.store_local(f"__bg_s{i}")
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
-    args = [f"__bg_s{i}" for i in range(nstack) if i not in nulls] + list(names)
+    args = list(names) + [f"__bg_s{i}" for i in range(nstack) if i not in nulls]
     for name in args:
         cg.load_local(name)
     cg.call(len(args))

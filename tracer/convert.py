@@ -16,6 +16,7 @@ import torch
 import torch.fx
 
 from ..codegen.emit import Codegen
+from ..codegen.resume import reset_counter as reset_resume_counter
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import LocalSource
@@ -36,8 +37,10 @@ _compiled_ids = itertools.count()
 
 
 def reset_counters() -> None:
+    """Restart the ``__compiled_fn_N`` and ``__resume_at_I_N`` numbering (``bytegraph.reset()``)."""
     global _compiled_ids
     _compiled_ids = itertools.count()
+    reset_resume_counter()
 
 
 @dataclass

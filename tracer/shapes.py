@@ -19,7 +19,6 @@ from typing import Any
 
 import sympy
 import torch
-from torch._dynamo.source import ConstantSource
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils._sympy.printers import PythonPrinter
 
@@ -70,8 +69,13 @@ class DynamicPolicy:
         return source.expr in self.ints
 
 
-def _SymbolSource(expr: str) -> ConstantSource:  # noqa: N802
-    """The name ShapeEnv keeps for a symbol's origin (only used in its own messages)."""
+def _SymbolSource(expr: str) -> Any:  # noqa: N802
+    """The name ShapeEnv keeps for a symbol's origin (only used in its own messages).
+
+    Imported here, not at the top: ``torch._dynamo`` is slow to import and imports triton, which must
+    not happen before ``TRITON_INTERPRET`` is set (the interpreter is chosen at triton's import)."""
+    from torch._dynamo.source import ConstantSource
+
     return ConstantSource(expr)
 
 

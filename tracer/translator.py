@@ -19,7 +19,14 @@ from dataclasses import dataclass
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
-from ..guards.sources import ClosureSource, ConstSource, GlobalSource, ModuleGlobalSource, Source
+from ..guards.sources import (
+    ClosureSource,
+    ConstSource,
+    GlobalSource,
+    GlobalsSource,
+    ModuleGlobalSource,
+    Source,
+)
 from . import opcodes
 from .exc import ReturnValue, Unsupported, UserLocation
 from .liveness import live_locals
@@ -199,7 +206,7 @@ class Translator:
             source = _global_source(self, name)
             return self.wrap(self.f_globals[name], source)
         if name in self.f_builtins:
-            return self.wrap_static(self.f_builtins[name])
+            return builder.wrap_builtin(self, self.f_builtins[name], _globals_source(self), name)
         raise Unsupported("name_error", f"name {name!r} is not defined")
 
     # -- calls -------------------------------------------------------------------------------------
@@ -233,15 +240,25 @@ def _global_source(tx: Translator, name: str) -> Source:
     """Globals of the root frame are ``G[...]``; those of functions inlined from another module are
     ``M['mod'][...]``, guarded the same way. Code exec'd outside any module has globals we cannot
     name: its globals are constants of the trace (a ``ConstSource``, which refuses to be guarded)."""
+    globals_source = _globals_source(tx)
+    if globals_source is None:
+        return ConstSource(tx.f_globals[name], f"{tx.f_globals.get('__name__')}.{name}")
+    if globals_source.module is None:
+        return GlobalSource(name)
+    return ModuleGlobalSource(globals_source.module, name)
+
+
+def _globals_source(tx: Translator) -> GlobalsSource | None:
+    """The globals dict of ``tx``'s code as a guard can read it (``G`` or ``M['mod']``), or None."""
     root = tx
     while root.parent is not None:
         root = root.parent
     if tx.f_globals is root.f_globals:
-        return GlobalSource(name)
+        return GlobalsSource()
     module = tx.f_globals.get("__name__")
     if isinstance(module, str) and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals:
-        return ModuleGlobalSource(module, name)
-    return ConstSource(tx.f_globals[name], f"{module}.{name}")
+        return GlobalsSource(module)
+    return None
 
 
 def bind_args(tx: Translator, code: types.CodeType, args: list[VariableTracker],

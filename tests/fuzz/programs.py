@@ -233,7 +233,7 @@ class Gen:
         return f"for k in range({bound}):\n    {self.t()} = {self.t()} + k\n{self.block(depth, 1)}"
 
     def for_list(self, depth: int) -> str:
-        return f"for item in lst:\n    {self.t()} = {self.t()} + item\n{self.block(depth, 1)}"
+        return f"for item in list(lst):\n    {self.t()} = {self.t()} + item\n{self.block(depth, 1)}"
 
     def try_(self, depth: int) -> str:
         exc = self.pick(["ValueError", "ZeroDivisionError", "IndexError", "Exception"])

@@ -41,12 +41,12 @@ def check_model(model: nn.Module, *inputs: Any, breaks: int = 0, loss: Loss | No
     for m in (model, eager):
         m.train()
     for _ in range(steps):
-        for m, opt in zip((model, eager), opts):
+        for m, opt in zip((model, eager), opts, strict=True):
             opt.zero_grad()
             loss(m(*inputs, **kwargs)).backward()
-        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
             torch.testing.assert_close(p.grad, q.grad, msg=name, atol=1e-5, rtol=1e-4)
         for opt in opts:
             opt.step()
-    for (name, b), (_, c) in zip(model.named_buffers(), eager.named_buffers()):
+    for (name, b), (_, c) in zip(model.named_buffers(), eager.named_buffers(), strict=True):
         torch.testing.assert_close(b, c, msg=name)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from models.modeltest import check_model
+from torch import nn
 
 
 class RMSNorm(nn.Module):

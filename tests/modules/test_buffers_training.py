@@ -10,12 +10,12 @@ import warnings
 
 import pytest
 import torch
-from torch import nn
-
-import bytegraph
 from bytegraph.backends.aot import compile_graphs
 from bytegraph.backends.debug import CompileCounter
 from difftest import assert_same
+from torch import nn
+
+import bytegraph
 
 BACKENDS = ["eager", "aot_eager"]
 
@@ -52,7 +52,7 @@ def _pair(model):
 
 
 def _buffers_equal(a: nn.Module, b: nn.Module) -> None:
-    for (name, x), (_, y) in zip(a.named_buffers(), b.named_buffers()):
+    for (name, x), (_, y) in zip(a.named_buffers(), b.named_buffers(), strict=True):
         torch.testing.assert_close(x, y, msg=name)
 
 
@@ -90,7 +90,7 @@ def test_gradients_match_eager(backend):
     x = torch.randn(2, 3, 5, 5)
     model(x).square().sum().backward()
     eager(x).square().sum().backward()
-    for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+    for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, msg=name)
 
 
@@ -108,11 +108,11 @@ def test_training_loop_matches_eager_without_recompiles(backend):
     opts = [torch.optim.Adam(m.parameters(), lr=0.01) for m in (model, eager)]
     for _ in range(4):
         x = torch.randn(2, 3, 5, 5)
-        for m, opt in zip((model, eager), opts):
+        for m, opt in zip((model, eager), opts, strict=True):
             opt.zero_grad()
             m(x).square().mean().backward()
             opt.step()
-        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
             torch.testing.assert_close(p, q, msg=name)
         _buffers_equal(model, eager)
     assert len(seen) == 1
@@ -135,5 +135,5 @@ def test_aot_eager_gets_separate_forward_and_backward_graphs():
     assert len(fn.forward_graphs) == 1 and len(fn.backward_graphs) == 1
     targets = {str(n.target) for n in fn.backward_graphs[0].graph.nodes if n.op == "call_function"}
     assert any("mm" in t for t in targets)  # the backward matmuls live in their own graph
-    for p, q in zip(model.parameters(), eager.parameters()):
+    for p, q in zip(model.parameters(), eager.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad)

@@ -6,11 +6,11 @@ updates (optimizer steps) do not."""
 from __future__ import annotations
 
 import torch
+from bytegraph.backends.debug import CompileCounter
+from difftest import assert_same
 from torch import nn
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
-from difftest import assert_same
 
 
 class Net(nn.Module):

@@ -9,11 +9,11 @@ import copy
 import warnings
 
 import torch
+from bytegraph.backends.debug import CompileCounter
+from difftest import assert_same
 from torch import nn
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
-from difftest import assert_same
 
 
 class MLP(nn.Module):

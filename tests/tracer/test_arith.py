@@ -1,5 +1,5 @@
-"""Differential tests: tensor arithmetic, comparisons, unary and in-place ops, reflected ops, and Python
-number arithmetic folded at trace time."""
+"""Differential tests: tensor arithmetic, comparisons, unary and in-place ops, reflected ops, and
+Python number arithmetic folded at trace time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Differential tests: Python builtins on constants (folded), containers and tensors (where they mean
-something without reading tensor data), and generators run to exhaustion."""
+"""Differential tests: Python builtins on constants (folded), containers and tensors (where they
+mean something without reading tensor data), and generators run to exhaustion."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_enumerate_list_of_pairs():
 
 def test_zip_three_iterables():
     def fn(xs):
-        return [a * b + c for a, b, c in zip(xs, (1, 2), [3, 4, 5])]
+        return [a * b + c for a, b, c in zip(xs, (1, 2), [3, 4, 5], strict=False)]
 
     check(fn, [torch.randn(2), torch.randn(2)])
 
@@ -232,10 +232,10 @@ def test_iter_and_next():
 
 
 def test_callable_builtin():
-    def fn(x):
-        return x * (callable(len) + callable(3))
+    def fn(x, f):
+        return x * (callable(len) + callable(3) + callable(x) + callable(f) + callable(lambda: 0))
 
-    check(fn, torch.randn(2))
+    check(fn, torch.randn(2), torch.relu)
 
 
 def test_chr_ord_hex():
@@ -333,7 +333,7 @@ def test_next_on_generator():
 
 def test_generator_runs_lazily_between_items():
     def walk(xs):
-        for v in xs:
+        for v in xs:  # noqa: UP028 (a plain generator, not `yield from`)
             yield v
 
     def fn(x):

@@ -1,5 +1,6 @@
-"""Differential tests: calls to user functions, closures, lambdas and methods (inlined into the caller's
-graph), argument binding (defaults, keyword-only, *args, **kwargs) and call-site unpacking."""
+"""Differential tests: calls to user functions, closures, lambdas and methods (inlined into the
+caller's graph), argument binding (defaults, keyword-only, *args, **kwargs) and call-site
+unpacking."""
 
 from __future__ import annotations
 
@@ -488,7 +489,7 @@ def test_mutable_default_list_stays_correct():
 
 def test_lambdas_in_comprehension_bind_late():
     def fn(x):
-        fs = [lambda t: t * i for i in range(3)]
+        fs = [lambda t: t * i for i in range(3)]  # noqa: B023 (late binding is the point)
         return [f(x) for f in fs]
 
     check(fn, torch.randn(3))
@@ -497,7 +498,7 @@ def test_lambdas_in_comprehension_bind_late():
 def test_comprehension_cell_does_not_leak_outer_value():
     def fn(x):
         i = 10
-        fs = [lambda: i for i in range(3)]
+        fs = [lambda: i for i in range(3)]  # noqa: B023
         g = lambda: i  # noqa: E731
         return x * fs[0]() + g()
 
@@ -513,3 +514,42 @@ def test_outer_closure_survives_comprehension_over_same_name():
         return ys, x * before()
 
     check(fn, torch.randn(3))
+
+
+class Bag:
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __iter__(self):
+        return iter(self.items)
+
+
+class Countdown:
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        for i in range(self.n, 0, -1):
+            yield i
+
+
+def test_user_container_protocols():
+    def fn(bag):
+        return len(bag), bag[0] + bag[-1], [t * 2 for t in bag]
+
+    check(fn, Bag([torch.randn(2), torch.randn(2)]))
+
+
+def test_user_generator_iter_method():
+    def fn(x, c):
+        for i in c:
+            x = x * i
+        return x, list(c)
+
+    check(fn, torch.randn(2), Countdown(3))

@@ -461,3 +461,20 @@ def test_namedtuple_defaults_replace_asdict():
         return q, p.z, q._asdict(), p._fields
 
     check(fn, torch.randn(2))
+
+
+def test_sequence_concat_result_types():
+    def fn(t):
+        p = Point(t, t + 1)
+        joined = p + (3,)
+        size = t.shape + (1,)
+        return joined, size, 2 * [t], (t,) * 2, t.view(size)
+
+    check(fn, torch.randn(2))
+
+
+def test_compare_constant_lists_and_dicts():
+    def fn(x, xs, d):
+        return x * (xs == [1, 2]) + (d != {"a": 1}) + ([1] < [2])
+
+    check(fn, torch.randn(2), [1, 2], {"a": 1})

@@ -111,7 +111,7 @@ def test_for_over_enumerate_with_start():
 
 def test_for_over_zip():
     def fn(xs, ys):
-        return [a * b for a, b in zip(xs, ys)]
+        return [a * b for a, b in zip(xs, ys, strict=True)]
 
     check(fn, [torch.randn(2), torch.randn(2)], [torch.randn(2), torch.randn(2)])
 

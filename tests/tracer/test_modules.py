@@ -1,6 +1,6 @@
 """Differential tests: ``nn.Module`` values inside compiled functions: calls inline ``forward``,
-containers (Sequential, ModuleList, ModuleDict) are iterated and indexed, ``parameters()`` and friends
-list guarded members."""
+containers (Sequential, ModuleList, ModuleDict) are iterated and indexed, ``parameters()`` and
+friends list guarded members."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Differential tests: tensor attributes and methods, ``torch.*`` and ``torch.nn.functional.*`` calls,
-indexing and slicing of tensors, and ops returning several tensors."""
+"""Differential tests: tensor attributes and methods, ``torch.*`` and ``torch.nn.functional.*``
+calls, indexing and slicing of tensors, and ops returning several tensors."""
 
 from __future__ import annotations
 
@@ -147,7 +147,8 @@ def test_setitem_on_clone():
 
 def test_torch_functions():
     def fn(x, y):
-        return torch.cat([x, y]), torch.stack((x, y), dim=1), torch.where(x > 0, x, y), torch.maximum(x, y)
+        stacked = torch.stack((x, y), dim=1)
+        return torch.cat([x, y]), stacked, torch.where(x > 0, x, y), torch.maximum(x, y)
 
     check(fn, torch.randn(3), torch.randn(3))
 

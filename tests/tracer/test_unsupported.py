@@ -1,5 +1,5 @@
-"""Things the tracer cannot put in a graph (printing, reading tensor data, branching on it, unknown C
-functions, raising) still give eager's results. How they run (fallback or graph break) is not
+"""Things the tracer cannot put in a graph (printing, reading tensor data, branching on it, unknown
+C functions, raising) still give eager's results. How they run (fallback or graph break) is not
 asserted here; only that nothing is wrong and nothing crashes."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_unbounded_generator_with_islice():
             n += 1
 
     def fn(x):
-        for i, c in zip(range(3), counter()):
+        for _, c in zip(range(3), counter(), strict=False):
             x = x + c
         return x
 
@@ -125,3 +125,17 @@ def test_mutating_input_list_is_replayed():
         out = compiled(a, x)
     assert_same(out, fn(b, x))
     assert a == b == [0, 1]
+
+
+def test_dict_changed_size_during_iteration_raises():
+    def fn(x):
+        d = {"a": 1}
+        for k in d:
+            d[k + "x"] = 2
+        return x
+
+    compiled, _ = compile_counted(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="changed size"):
+            compiled(torch.randn(2))

@@ -21,7 +21,8 @@ UNSUPPORTED: dict[str, str] = {}
 
 def handler(*names: str, until: tuple[int, int] | None = None) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
-        assert fn.__name__ == names[0].lower(), f"handler for {names[0]} must be named {names[0].lower()}"
+        expected = names[0].lower()
+        assert fn.__name__ == expected, f"handler for {names[0]} must be named {expected}"
         if until is not None and VERSION > until:
             return fn
         for name in names:

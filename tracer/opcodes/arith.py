@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 BINARY_OPERATORS = {
-    BinaryOp.ADD: operator.add, BinaryOp.AND: operator.and_, BinaryOp.FLOOR_DIVIDE: operator.floordiv,
+    BinaryOp.ADD: operator.add, BinaryOp.AND: operator.and_,
+    BinaryOp.FLOOR_DIVIDE: operator.floordiv,
     BinaryOp.LSHIFT: operator.lshift, BinaryOp.MATRIX_MULTIPLY: operator.matmul,
     BinaryOp.MULTIPLY: operator.mul, BinaryOp.REMAINDER: operator.mod, BinaryOp.OR: operator.or_,
     BinaryOp.POWER: operator.pow, BinaryOp.RSHIFT: operator.rshift, BinaryOp.SUBTRACT: operator.sub,

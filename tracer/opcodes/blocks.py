@@ -1,8 +1,9 @@
 """``with`` blocks and exception-handling opcodes.
 
 ``with`` on context managers the tracer understands (``torch.no_grad()``, ``torch.enable_grad()``,
-``torch.set_grad_enabled(b)``) changes grad mode inside the graph. The exception-path opcodes only run
-when an exception is raised, which never happens during a successful trace: reaching one is unsupported.
+``torch.set_grad_enabled(b)``) changes grad mode inside the graph. The exception-path opcodes only
+run when an exception is raised, which never happens during a successful trace: reaching one is
+unsupported.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def _present(*names: str) -> list[str]:
-    """Opcodes of a single supported version that ``KNOWN_OPNAMES`` does not list: only where they exist."""
+    """Opcodes of one supported version missing from ``KNOWN_OPNAMES``: only where they exist."""
     return [n for n in names if n in OPNAMES]
 
 

@@ -1,7 +1,7 @@
 """Calls: PRECALL/CALL/KW_NAMES, CALL_FUNCTION_EX and MAKE_FUNCTION.
 
-3.11 and 3.12 share the convention ``[NULL, callable, *args]`` or ``[callable, self, *args]`` under the
-arguments; ``KW_NAMES`` names the last arguments of the next ``CALL``.
+3.11 and 3.12 share the convention ``[NULL, callable, *args]`` or ``[callable, self, *args]`` under
+the arguments; ``KW_NAMES`` names the last arguments of the next ``CALL``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def call(tx: Translator, inst: Instr) -> None:
     fn, args = (second, args) if first is NULL else (first, [second, *args])
     kw_names, tx.kw_names = tx.kw_names, ()
     if kw_names:
-        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
+        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):], strict=True))
         args = args[:len(args) - len(kw_names)]
     else:
         kwargs = {}
@@ -69,6 +69,6 @@ def make_function(tx: Translator, inst: Instr) -> None:
         tx.pop()  # annotations: not needed to run the function
     kwdefaults = tx.pop() if inst.arg & 0x02 else DictVariable({})
     defaults = tx.pop() if inst.arg & 0x01 else TupleVariable([])
-    cells = dict(zip(code.co_freevars, closure.items))
-    tx.push(NestedFunctionVariable(code, tx.f_globals, tuple(defaults.items), dict(kwdefaults.items),
-                                   cells))
+    cells = dict(zip(code.co_freevars, closure.items, strict=True))
+    tx.push(NestedFunctionVariable(code, tx.f_globals, tuple(defaults.items),
+                                   dict(kwdefaults.items), cells))

@@ -3,8 +3,8 @@
 Calling a generator function makes a ``GeneratorVariable`` (``run_generator``): its frame runs up to
 the next YIELD_VALUE each time an item is needed, as CPython would run it.
 
-A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it is
-``Unsupported("data_dependent")``, which becomes a graph break.
+A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it
+is ``Unsupported("data_dependent")``, which becomes a graph break.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from bytecode import Instr
 
 from ..exc import ReturnValue, Unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import GeneratorVariable, IteratorVariable, ListVariable, Yielded
+from ..variables.containers import (
+    GeneratorVariable,
+    IteratorVariable,
+    Yielded,
+)
 from . import handler
 
 if TYPE_CHECKING:
@@ -29,8 +33,8 @@ def jump_forward(tx: Translator, inst: Instr) -> None:
 
 
 def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
-    """Conditional jumps: ``jump_when`` is the truth value that jumps; ``none_test`` compares to None;
-    ``pop`` is "always" (POP_JUMP_*) or "if_no_jump" (JUMP_IF_*_OR_POP)."""
+    """Conditional jumps: ``jump_when`` is the truth value that jumps; ``none_test`` compares to
+    None; ``pop`` is "always" (POP_JUMP_*) or "if_no_jump" (JUMP_IF_*_OR_POP)."""
 
     def conditional_jump(tx: Translator, inst: Instr) -> None:
         value = tx.peek()
@@ -51,26 +55,22 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
 _CONDITIONAL = {
     "POP_JUMP_IF_FALSE": (False, False, "always"), "POP_JUMP_IF_TRUE": (True, False, "always"),
     "POP_JUMP_IF_NONE": (True, True, "always"), "POP_JUMP_IF_NOT_NONE": (False, True, "always"),
-    "JUMP_IF_FALSE_OR_POP": (False, False, "if_no_jump"), "JUMP_IF_TRUE_OR_POP": (True, False, "if_no_jump"),
+    "JUMP_IF_FALSE_OR_POP": (False, False, "if_no_jump"),
+    "JUMP_IF_TRUE_OR_POP": (True, False, "if_no_jump"),
 }
 for _name, (_when, _none, _pop) in _CONDITIONAL.items():
-    # NOTE(3.12): 3.11 spells the POP_JUMP_* forms with FORWARD/BACKWARD; one handler serves all three.
+    # NOTE(3.12): 3.11 spells POP_JUMP_* with FORWARD/BACKWARD; one handler serves all three.
     _names = [_name]
     if _name.startswith("POP_JUMP_IF"):
-        _names += [_name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF") for d in ("FORWARD", "BACKWARD")]
+        _names += [_name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF")
+                   for d in ("FORWARD", "BACKWARD")]
     handler(*_names)(_jump_handler(_name, _when, _none, _pop))
 
 
 @handler("GET_ITER")
 def get_iter(tx: Translator, inst: Instr) -> None:
     """(iterable -- iterator)"""
-    value = tx.pop()
-    if isinstance(value, IteratorVariable):
-        tx.push(value)
-    elif isinstance(value, ListVariable):
-        tx.push(IteratorVariable(value.items))  # shares the list: appends in the loop are seen
-    else:
-        tx.push(IteratorVariable(tx.dispatch.iterate(tx, value)))
+    tx.push(tx.dispatch.get_iter(tx, tx.pop()))
 
 
 @handler("FOR_ITER")
@@ -116,7 +116,7 @@ def run_generator(tx: Translator) -> GeneratorVariable:
 
 @handler("RETURN_GENERATOR")
 def return_generator(tx: Translator, inst: Instr) -> None:
-    """(-- None)  starts a generator frame; ``run_generator`` already owns it, so just push a value."""
+    """(-- None)  starts a generator frame; ``run_generator`` already owns it: push a value."""
     tx.push(ConstantVariable(None))
 
 

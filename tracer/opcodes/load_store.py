@@ -31,7 +31,8 @@ def load_const(tx: Translator, inst: Instr) -> None:
 def load_fast(tx: Translator, inst: Instr) -> None:
     """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_FAST"""
     if inst.arg not in tx.symbolic_locals:
-        raise Unsupported("unbound_local", f"local variable {inst.arg!r} referenced before assignment")
+        raise Unsupported("unbound_local",
+                          f"local variable {inst.arg!r} referenced before assignment")
     tx.push(tx.symbolic_locals[inst.arg])
 
 
@@ -98,7 +99,8 @@ def load_global(tx: Translator, inst: Instr) -> None:
 def store_global(tx: Translator, inst: Instr) -> None:
     """(value --)  recorded as a side effect, replayed by the rewritten code."""
     if tx.parent is not None:
-        raise Unsupported("global_store", f"store to global {inst.arg!r} inside an inlined function")
+        raise Unsupported("global_store",
+                          f"store to global {inst.arg!r} inside an inlined function")
     tx.output.side_effects.global_stores[inst.arg] = tx.pop()
 
 
@@ -130,13 +132,13 @@ def load_deref(tx: Translator, inst: Instr) -> None:
     name = _cell_name(inst.arg)
     if isinstance(inst.arg, CellVar) or name not in tx.closure:
         if name not in tx.symbolic_locals:
-            raise Unsupported("unbound_local", f"free variable {name!r} referenced before assignment")
+            raise Unsupported("unbound_local", f"free variable {name!r} used before assignment")
         tx.push(tx.symbolic_locals[name])
         return
     cell = tx.closure[name]
     if isinstance(cell, LocalCellVariable):
         if cell.name not in cell.frame_locals:
-            raise Unsupported("unbound_local", f"free variable {name!r} referenced before assignment")
+            raise Unsupported("unbound_local", f"free variable {name!r} used before assignment")
         tx.push(cell.frame_locals[cell.name])
     elif tx.parent is None and name in tx.output.side_effects.cell_stores:
         tx.push(tx.output.side_effects.cell_stores[name])
@@ -151,7 +153,7 @@ def load_deref(tx: Translator, inst: Instr) -> None:
 
 @handler("STORE_DEREF")
 def store_deref(tx: Translator, inst: Instr) -> None:
-    """(value --)  cells of traced frames are locals; the root frame's own closure is a side effect."""
+    """(value --)  cells of traced frames are locals; the root frame's closure is a side effect."""
     name = _cell_name(inst.arg)
     value = tx.pop()
     cell = tx.closure.get(name) if isinstance(inst.arg, FreeVar) else None

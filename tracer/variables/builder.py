@@ -105,7 +105,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
     if cls in (set,) and all(type(v) in _LITERALS for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "EQUALS_MATCH", value, ("set", frozenset(value))))
+        frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
+        add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
         return SetVariable(set(value), source)
     return _wrap_object(tx, value, source)
 
@@ -121,16 +122,20 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
         add(identity)
+        # The function object stays, but its code can be swapped (``f.__code__ = ...``).
+        add(Guard(AttrSource(source, "__code__"), "ID_MATCH", value.__code__, ("id", id(value.__code__))))
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
         add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
         return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
                                wrap(tx, value.args, AttrSource(source, "args")).items,
-                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items, source)
+                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items,
+                               source)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
-        return UserFunctionVariable(value.__func__, None, self_vt=self_vt)
+        func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # guards its code and defaults
+        return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
     if isinstance(value, types.ModuleType):
         add(identity)
         return PythonModuleVariable(value, source)
@@ -171,6 +176,14 @@ def _is_torch_value(value: Any) -> bool:
             isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
             is_tensor_method(value)
     return False
+
+
+def wrap_builtin(tx: Translator, value: Any, globals_source: Source | None, name: str) -> VariableTracker:
+    """A builtin the trace found because no global shadows it: guarded by that absence (``'len' not
+    in G``), since a global bound later would win. Unnamed globals (``None``) are constants of the trace."""
+    if globals_source is not None:
+        tx.output.add_guard(Guard(globals_source, "KEY_ABSENT", name, name))
+    return wrap_static(tx, value)
 
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:

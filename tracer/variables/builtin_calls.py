@@ -1,8 +1,9 @@
 """Calls to Python builtins (``len``, ``isinstance``, ``range``, ``zip``, ``min``, ``print``...).
 
-When every argument is a Python constant a pure builtin is simply evaluated (constant folding). The
-entries of ``BUILTINS`` handle the cases that involve tensors, containers or objects; ``print`` and
-friends raise ``Unsupported`` (graph breaks).
+When every argument is a Python constant a pure builtin (or a ``math`` function) is simply evaluated
+(constant folding). The entries of ``BUILTINS`` handle the cases that involve tensors, containers or
+objects; ``operator.*`` functions go to ``dispatch.call_operator``; ``print`` and friends raise
+``Unsupported`` (graph breaks). ``construct`` builds namedtuples and ``functools.partial``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ BREAKING = {
 }
 
 BuiltinImpl = Callable[..., VariableTracker]
+ZERO, FALSE = ConstantVariable(0), ConstantVariable(False)
 BUILTINS: dict[Any, BuiltinImpl] = {}
 
 
@@ -75,7 +77,7 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
     return impl(tx, *args, **kwargs)
 
 
-#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read the data).
+#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read data).
 MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
 
 #: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
@@ -104,11 +106,12 @@ def call_operator_fn(tx: Translator, fn: Any, args: list[VariableTracker],
 
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
-    """Constants can be folded; a mutable container is folded as a copy, which is right for every pure
-    builtin except the attribute lookups (a bound method of the copy would miss later mutations)."""
+    """Constants can be folded; a mutable container is folded as a copy, which is right for every
+    pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
     if not vt.is_python_constant():
         return False
-    return fn not in (getattr, hasattr) or not isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    return fn not in (getattr, hasattr) or not mutable
 
 
 def construct(tx: Translator, cls: type, args: list[VariableTracker],
@@ -229,16 +232,21 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
 
 @builtin(enumerate)
 def enumerate_(tx: Translator, iterable: VariableTracker,
-               start: VariableTracker = ConstantVariable(0)) -> VariableTracker:
+               start: VariableTracker = ZERO) -> VariableTracker:
     first = start.as_python_constant()
     return IteratorVariable([TupleVariable([ConstantVariable(first + i), item])
                              for i, item in enumerate(tx.dispatch.iterate(tx, iterable))])
 
 
 @builtin(zip)
-def zip_(tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
+def zip_(tx: Translator, *iterables: VariableTracker,
+         strict: VariableTracker | None = None) -> VariableTracker:
     lists = [tx.dispatch.iterate(tx, it) for it in iterables]
-    return IteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+    try:
+        groups = list(zip(*lists, strict=bool(strict and strict.as_python_constant())))
+    except ValueError as e:
+        raise Unsupported("python_error", f"zip() raised ValueError: {e}") from e
+    return IteratorVariable([TupleVariable(list(group)) for group in groups])
 
 
 @builtin(reversed)
@@ -248,11 +256,7 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
 
 @builtin(iter)
 def iter_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    if isinstance(obj, IteratorVariable):
-        return obj
-    if isinstance(obj, ListVariable):
-        return IteratorVariable(obj.items)  # shares the list, like CPython's list iterator
-    return IteratorVariable(tx.dispatch.iterate(tx, obj))
+    return tx.dispatch.get_iter(tx, obj)
 
 
 @builtin(next)
@@ -269,7 +273,7 @@ def next_(tx: Translator, it: VariableTracker, default: VariableTracker | None =
 
 def _sort_keys(tx: Translator, items: list[VariableTracker], key: VariableTracker | None,
                what: str) -> list[Any]:
-    """The Python values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
+    """The values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
         items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
     if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
@@ -280,18 +284,19 @@ def _sort_keys(tx: Translator, items: list[VariableTracker], key: VariableTracke
 
 @builtin(sorted)
 def sorted_(tx: Translator, iterable: VariableTracker, *, key: VariableTracker | None = None,
-            reverse: VariableTracker = ConstantVariable(False)) -> VariableTracker:
+            reverse: VariableTracker = FALSE) -> VariableTracker:
     items = tx.dispatch.iterate(tx, iterable)
     keys = _sort_keys(tx, items, key, "sorted")
     try:
-        order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(reverse.as_python_constant()))
+        descending = bool(reverse.as_python_constant())
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=descending)
     except TypeError as e:
         raise Unsupported("python_error", f"sorted() raised TypeError: {e}") from e
     return ListVariable([items[i] for i in order])
 
 
 @builtin(sum)
-def sum_(tx: Translator, iterable: VariableTracker, start: VariableTracker = ConstantVariable(0)) -> VariableTracker:
+def sum_(tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO) -> VariableTracker:
     total = start
     for item in tx.dispatch.iterate(tx, iterable):
         total = tx.dispatch.call_operator(tx, operator.add, [total, item])
@@ -347,13 +352,14 @@ def to_number(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(callable)
 def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
-    return ConstantVariable(callable(value.python_type()) and hasattr(value.python_type(), "__call__"))
+    cls = value.python_type()
+    return ConstantVariable(any("__call__" in vars(c) for c in cls.__mro__))
 
 
 @builtin(map)
 def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
     lists = [tx.dispatch.iterate(tx, it) for it in iterables]
-    return IteratorVariable([tx.dispatch.call(tx, fn, list(group), {}) for group in zip(*lists)])
+    return IteratorVariable([tx.dispatch.call(tx, fn, list(group), {}) for group in zip(*lists, strict=False)])
 
 
 @builtin(filter)

@@ -16,7 +16,7 @@ from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 if TYPE_CHECKING:
     from ..translator import Translator
 
-NONE = ConstantVariable(None)
+NONE, LAST, FALSE = ConstantVariable(None), ConstantVariable(-1), ConstantVariable(False)
 
 
 def call_method(tx: Translator, obj: VariableTracker, name: str, args: list[VariableTracker],
@@ -62,7 +62,7 @@ def _list_delitem(tx, obj, key):
     return NONE
 
 
-def _list_pop(tx, obj, index=ConstantVariable(-1)):
+def _list_pop(tx, obj, index=LAST):
     if not obj.items:
         raise Unsupported("python_error", "IndexError: pop from empty list")
     return obj.items.pop(_index(tx, obj, index))
@@ -77,7 +77,7 @@ def _list_remove(tx, obj, value):
     raise Unsupported("python_error", "ValueError: list.remove(x): x not in list")
 
 
-def _list_sort(tx, obj, key=None, reverse=ConstantVariable(False)):
+def _list_sort(tx, obj, key=None, reverse=FALSE):
     if key is not None or not all(i.is_python_constant() for i in obj.items):
         raise Unsupported("call_method", "list.sort of non-constants or with a key function")
     obj.items.sort(key=lambda v: v.as_python_constant(), reverse=reverse.as_python_constant())
@@ -125,7 +125,8 @@ _TUPLE = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
     "_replace": (False, _namedtuple_replace),
-    "_asdict": (False, lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items, strict=True)))),
+    "_asdict": (False, lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items,
+                                                             strict=True)))),
 }
 
 

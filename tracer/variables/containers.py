@@ -92,7 +92,8 @@ def _field_names(cls: type) -> list[str]:
 
 
 def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
-    if name in ("count", "index") or (name in ("_replace", "_asdict") and hasattr(vt.python_type(), "_make")):
+    namedtuple = hasattr(vt.python_type(), "_make")
+    if name in ("count", "index") or (name in ("_replace", "_asdict") and namedtuple):
         return BoundMethodVariable(vt, name)
     if name == "_fields" and hasattr(vt.python_type(), "_fields"):
         return ConstantVariable(vt.python_type()._fields)
@@ -220,8 +221,14 @@ class IteratorVariable(VariableTracker):
     items: list[VariableTracker]
     index: int = 0
     source: Source | None = None
+    #: the dict or set iterated over: CPython raises if its size changes during the iteration
+    watched: VariableTracker | None = None
+    watched_len: int = 0
 
     def next_item(self) -> VariableTracker | None:
+        if self.watched is not None and len(self.watched.items) != self.watched_len:
+            kind = self.watched.python_type().__name__
+            raise Unsupported("python_error", f"RuntimeError: {kind} changed size during iteration")
         if self.index >= len(self.items):
             return None
         self.index += 1
@@ -241,6 +248,9 @@ class IteratorVariable(VariableTracker):
 
     def reconstruct_items(self, cg: Codegen) -> None:
         """The remaining items as a tuple (a resume function turns it back into an iterator)."""
+        if self.watched is not None:
+            raise Unsupported("reconstruct", "an iterator over a dict or set cannot be rebuilt",
+                              hint="a tuple of the remaining keys would not see dict changes")
         for item in self.items[self.index:]:
             item.reconstruct(cg)
         cg.build_tuple(len(self.items) - self.index)

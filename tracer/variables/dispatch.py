@@ -7,7 +7,9 @@ node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``
 
 from __future__ import annotations
 
+import inspect
 import operator
+import types
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -77,6 +79,10 @@ _INPLACE_TO_BINARY = {
 OPERATORS = frozenset({*_DUNDER, *_REFLECTED, *_INPLACE_TO_BINARY, operator.invert, operator.not_,
                        operator.abs})
 
+#: Comparisons never mutate their operands: folded on (copies of) constant containers too.
+_COMPARISONS = frozenset({operator.lt, operator.le, operator.eq, operator.ne, operator.gt,
+                          operator.ge})
+
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
@@ -92,7 +98,7 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         if op is operator.getitem:
             return getitem_tensor(tx, args[0], args[1])
         return tx.output.call_function(op, tuple(args), {})
-    if all(a.is_python_constant() for a in args) and not _mutable(args) \
+    if all(a.is_python_constant() for a in args) and (op in _COMPARISONS or not _mutable(args)) \
             and not any(is_symbolic(a) for a in args):
         return _fold(tx, op, [a.as_python_constant() for a in args])
     if op is operator.getitem:
@@ -103,7 +109,7 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         return call_operator(tx, _INPLACE_TO_BINARY[op], args)
     if op is operator.not_:
         return ConstantVariable(not truth(tx, args[0]))
-    if isinstance(args[0], (BaseSequenceVariable,)) and op in (operator.add, operator.mul):
+    if op in (operator.add, operator.mul) and any(isinstance(a, BaseSequenceVariable) for a in args):
         return _sequence_op(tx, op, args)
     if op in (operator.eq, operator.ne) and len(args) == 2:
         same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
@@ -139,12 +145,20 @@ def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
 
 
 def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``+`` and ``*`` of lists and tuples (a namedtuple gives a plain tuple, a Size a Size)."""
     lhs, rhs = args
+    if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
+        lhs, rhs = rhs, lhs  # 3 * [x]
     if op is operator.add and type(lhs) is type(rhs):
-        return lhs.clone(items=[*lhs.items, *rhs.items], source=None)
-    if op is operator.mul and rhs.is_python_constant():
-        return lhs.clone(items=list(lhs.items) * rhs.as_python_constant(), source=None)
-    raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
+        items = [*lhs.items, *rhs.items]
+    elif op is operator.mul and rhs.is_python_constant() \
+            and type(rhs.as_python_constant()) in (int, bool):
+        items = list(lhs.items) * rhs.as_python_constant()
+    else:
+        raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
+    if isinstance(lhs, ListVariable):
+        return ListVariable(items)
+    return TupleVariable(items, is_size=lhs.is_size)
 
 
 def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
@@ -278,13 +292,40 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
         return value.unpack(tx)
     if isinstance(value, DictVariable):
         return [ConstantVariable(k) for k in value.items]
+    if _user_iter(value):
+        return get_iter(tx, value).unpack(tx)
     return value.unpack(tx)
+
+
+def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
+    """``iter(value)``: lists are iterated live (appends are seen), dicts and sets are watched for
+    size changes, user ``__iter__`` methods are inlined (a generator one stays lazy)."""
+    if isinstance(value, IteratorVariable):
+        return value
+    if isinstance(value, ListVariable):
+        return IteratorVariable(value.items)
+    if isinstance(value, (DictVariable, SetVariable)):
+        return IteratorVariable(iterate(tx, value), watched=value, watched_len=len(value.items))
+    if _user_iter(value):
+        result = value.call_method(tx, "__iter__", [], {})
+        if not isinstance(result, IteratorVariable):
+            raise Unsupported("python_error", f"__iter__ of {value} returned {result}, not an iterator")
+        return result
+    return IteratorVariable(iterate(tx, value))
+
+
+def _user_iter(value: VariableTracker) -> bool:
+    """A user object whose class defines ``__iter__`` in Python (modules have their own iteration)."""
+    if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
+        return False
+    return isinstance(inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType)
 
 
 #: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
 #: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
-MODULE_MEMBER_METHODS = frozenset({"parameters", "buffers", "children", "modules", "named_parameters",
-                                   "named_buffers", "named_children", "named_modules"})
+MODULE_MEMBER_METHODS = frozenset({"parameters", "buffers", "children", "modules",
+                                   "named_parameters", "named_buffers", "named_children",
+                                   "named_modules"})
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:

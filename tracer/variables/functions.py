@@ -1,9 +1,12 @@
 """Callables: user Python functions (inlined), functions made during the trace, builtins, torch ops.
 
-``UserFunctionVariable`` wraps a real Python function (guarded by identity when it came from an input
-or global); ``NestedFunctionVariable`` is a closure created by ``MAKE_FUNCTION`` inside the trace. Both
-are inlined by ``inline.inline_call``. ``BuiltinVariable`` routes to ``dispatch``; ``TorchVariable`` is
-a callable from torch's tensor-op namespaces, which becomes a graph node.
+``UserFunctionVariable`` wraps a real Python function (guarded by identity when it came from an
+input or global); ``NestedFunctionVariable`` is a closure created by ``MAKE_FUNCTION`` inside the
+trace. Both are inlined by ``tx.inline_call`` (a generator function's call gives a lazily run
+``GeneratorVariable``). ``BuiltinVariable`` routes to ``dispatch``; ``TorchVariable`` is a callable
+from torch's tensor-op namespaces, which becomes a graph node. ``PartialVariable`` is a
+``functools.partial``; cells are ``ClosureCellVariable`` (real cells) and ``LocalCellVariable``
+(cells of traced frames).
 """
 
 from __future__ import annotations
@@ -56,10 +59,10 @@ class UserFunctionVariable(VariableTracker):
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}
-        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
             closure[name] = ClosureCellVariable(cell, _cell_source(self.source, self.fn, name))
         return tx.inline_call(self.fn.__code__, self.fn.__globals__, args, kwargs,
-                              defaults=_defaults_vt(self.fn), closure=closure, fn=self.fn)
+                              defaults=_defaults_vt(tx, self.fn, self.source), closure=closure, fn=self.fn)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and self.self_vt is None:
@@ -85,12 +88,21 @@ def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) ->
     return AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), index), "cell_contents")
 
 
-def _defaults_vt(fn: types.FunctionType) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Positional and keyword-only defaults, as real values (wrapped lazily by the inliner)."""
+def _defaults_vt(tx: Translator, fn: types.FunctionType,
+                 source: Source | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Positional and keyword-only defaults. Those of a function with a source are wrapped (so
+    guarded) through it, ``G['f'].__defaults__[0]``: ``__defaults__`` can be rebound and a mutable
+    default mutated. Otherwise real values (wrapped by the inliner as constants of the trace)."""
     code = fn.__code__
     pos = fn.__defaults__ or ()
     names = code.co_varnames[code.co_argcount - len(pos):code.co_argcount]
-    return dict(zip(names, pos)), dict(fn.__kwdefaults__ or {})
+    if source is None:
+        return dict(zip(names, pos, strict=True)), dict(fn.__kwdefaults__ or {})
+    pos_vt = tx.wrap(fn.__defaults__, AttrSource(source, "__defaults__"))
+    kw_vt = tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__"))
+    pos_items = pos_vt.items if isinstance(pos_vt, TupleVariable) else []
+    kw_items = kw_vt.items if isinstance(kw_vt, DictVariable) else {}
+    return dict(zip(names, pos_items, strict=True)), dict(kw_items)
 
 
 @dataclass(eq=False)
@@ -105,8 +117,8 @@ class ClosureCellVariable(VariableTracker):
 class LocalCellVariable(VariableTracker):
     """A cell of a frame being traced: reads and writes go to ``frame_locals[name]``, the frame's
     symbolic locals while the cell is the frame's current one. A cell the frame replaced (3.12
-    comprehensions make a new cell for their variable) is detached: ``frame_locals`` becomes a private
-    dict holding its last value. Mutable on purpose, like the cell it stands for."""
+    comprehensions make a new cell for their variable) is detached: ``frame_locals`` becomes a
+    private dict holding its last value. Mutable on purpose, like the cell it stands for."""
 
     frame_locals: dict[str, VariableTracker]
     name: str
@@ -149,7 +161,8 @@ class NestedFunctionVariable(VariableTracker):
         code = self.code
         names = code.co_varnames[code.co_argcount - len(self.defaults):code.co_argcount]
         return tx.inline_call(code, self.f_globals, args, kwargs,
-                              defaults=(dict(zip(names, self.defaults)), dict(self.kwdefaults)),
+                              defaults=(dict(zip(names, self.defaults, strict=True)),
+                                        dict(self.kwdefaults)),
                               closure=dict(self.closure), fn=None)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -221,7 +234,7 @@ class TorchVariable(VariableTracker):
 
 @dataclass(eq=False)
 class PartialVariable(VariableTracker):
-    """``functools.partial(fn, *args, **kwargs)``: calling it calls ``fn`` with the stored arguments first."""
+    """``functools.partial(fn, *args, **kwargs)``: calls ``fn`` with the stored arguments first."""
 
     fn: VariableTracker
     args: list[VariableTracker]
@@ -255,7 +268,7 @@ class PartialVariable(VariableTracker):
 
 @dataclass(eq=False)
 class MethodCallVariable(VariableTracker):
-    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself (not inlined)."""
+    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""
 
     obj: VariableTracker
     name: str

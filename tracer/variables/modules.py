@@ -424,7 +424,7 @@ def _hooks_match(module: nn.Module, refs: tuple) -> bool:
         hooks += list(getattr(module, name).values()) + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
-    return all(h is r if h is None or r is None else _same_hook(h, r()) for h, r in zip(hooks, refs))
+    return all(h is r if h is None or r is None else _same_hook(h, r()) for h, r in zip(hooks, refs, strict=True))
 
 
 def _same_hook(hook: Any, expected: Any) -> bool:

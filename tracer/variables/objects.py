@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import ListVariable, TupleVariable
 from .functions import UserFunctionVariable
 
 if TYPE_CHECKING:
@@ -64,23 +64,41 @@ class UserObjectVariable(VariableTracker):
         static = inspect.getattr_static(self.value, name, _MISSING)
         if static is _MISSING:
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        # Attributes found on the class are guarded where they live (``type(obj).name``): a class
+        # attribute can be monkeypatched after compiling, and an instance attribute set later would
+        # shadow a method (``'name' not in obj.__dict__``; properties are data descriptors: no shadowing).
+        class_source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
         if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
-            # Guard the method itself (a class attribute can be monkeypatched after compiling).
-            method_source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
-            method = tx.wrap(static, method_source)
+            self._guard_not_shadowed(tx, name)
+            method = tx.wrap(static, class_source)
             return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
         if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-            return UserFunctionVariable(static.fget, None).call_function(tx, [self], {})
-        if isinstance(static, (staticmethod, classmethod)):
+            fget_source = AttrSource(class_source, "fget") if class_source is not None else None
+            fget = tx.wrap(static.fget, fget_source) if fget_source is not None else None
+            return UserFunctionVariable(static.fget, getattr(fget, "source", None)).call_function(tx, [self], {})
+        if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(self.value):
+            self._guard_not_shadowed(tx, name)
             fn = static.__func__
-            bound = UserFunctionVariable(fn, None)
-            return bound if isinstance(static, staticmethod) else bound.clone(self_vt=tx.wrap_static(cls))
+            fn_source = None if class_source is None else \
+                class_source if isinstance(static, staticmethod) else AttrSource(class_source, "__func__")
+            if fn_source is not None:
+                tx.wrap(fn, fn_source)
+            bound = UserFunctionVariable(fn, fn_source)
+            if isinstance(static, staticmethod):
+                return bound
+            cls_vt = tx.wrap(cls, TypeSource(self.source)) if self.source is not None else tx.wrap_static(cls)
+            return bound.clone(self_vt=cls_vt)
         if hasattr(static, "__get__") and not isinstance(static, types.FunctionType) \
                 and name not in _instance_dict(self.value) and not _is_plain_data(static):
             raise Unsupported("descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace")
         if self.source is None:
             return tx.wrap_static(getattr(self.value, name))
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+
+    def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
+        """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
+        if self.source is not None and _has_instance_dict(self.value):
+            tx.output.add_guard(Guard(AttrSource(self.source, "__dict__"), "KEY_ABSENT", name, name))
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -114,6 +132,14 @@ def _instance_dict(obj: Any) -> dict[str, Any]:
         return {}
 
 
+def _has_instance_dict(obj: Any) -> bool:
+    try:
+        object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return False
+    return True
+
+
 def _has_custom_getattr(cls: type) -> bool:
     if issubclass(cls, torch.nn.Module):
         return False  # nn.Module.__getattr__ is understood by NNModuleVariable
@@ -140,7 +166,9 @@ class ClassVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         static = inspect.getattr_static(self.value, name, _MISSING)
         if isinstance(static, types.FunctionType):
-            return UserFunctionVariable(static, AttrSource(self.source, name) if self.source else None)
+            if self.source is None:
+                return UserFunctionVariable(static, None)
+            return tx.wrap(static, AttrSource(self.source, name))  # guarded: it can be monkeypatched
         if static is _MISSING:
             raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
         value = getattr(self.value, name)

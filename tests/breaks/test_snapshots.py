@@ -1,0 +1,174 @@
+"""Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the rewritten
+function (graph call, stack and locals rebuilt, print run in Python, resume call), the resume function
+(prefix pushing the stack argument and jumping into the original code) and the resume function's own
+rewritten code. One snapshot per Python version (3.11 has PRECALL)."""
+
+from __future__ import annotations
+
+import dis
+import re
+
+import torch
+
+import bytegraph
+from bytegraph.codegen.pyversion import PY311
+from difftest import check_breaks
+
+
+def normalise(fn) -> str:
+    """``dis`` of ``fn`` as ``OPNAME argrepr`` lines: no offsets, addresses or caches; jump targets
+    as instruction indices."""
+    instrs = [i for i in dis.get_instructions(fn) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    index = {i.offset: n for n, i in enumerate(instrs)}
+    lines = []
+    for i in instrs:
+        arg = re.sub(r" at 0x[0-9a-f]+", "", i.argrepr)
+        if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            arg = f"to #{index[i.argval]}"
+        lines.append(f"{i.opname} {arg}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def fn(a):
+    b = a + 2
+    print("Hi")
+    return b + a
+
+
+REWRITTEN_311 = """\
+COPY_FREE_VARS
+RESUME
+PUSH_NULL
+LOAD_DEREF __compiled_fn_0
+LOAD_FAST a
+PRECALL
+CALL
+STORE_FAST __graph_out
+PUSH_NULL
+LOAD_CONST <built-in function print>
+LOAD_CONST 'Hi'
+LOAD_FAST a
+LOAD_FAST __graph_out
+LOAD_CONST 0
+BINARY_SUBSCR
+STORE_FAST b
+STORE_FAST a
+PRECALL
+CALL
+STORE_FAST __bg_s0
+PUSH_NULL
+LOAD_DEREF __resume_at_9_0
+LOAD_FAST a
+LOAD_FAST b
+LOAD_FAST __bg_s0
+PRECALL
+CALL
+RETURN_VALUE
+"""
+
+REWRITTEN_312 = """\
+COPY_FREE_VARS
+RESUME
+PUSH_NULL
+LOAD_DEREF __compiled_fn_0
+LOAD_FAST a
+CALL
+STORE_FAST __graph_out
+PUSH_NULL
+LOAD_CONST <built-in function print>
+LOAD_CONST 'Hi'
+LOAD_FAST a
+LOAD_FAST __graph_out
+LOAD_CONST 0
+BINARY_SUBSCR
+STORE_FAST b
+STORE_FAST a
+CALL
+STORE_FAST __bg_s0
+PUSH_NULL
+LOAD_DEREF __resume_at_8_0
+LOAD_FAST a
+LOAD_FAST b
+LOAD_FAST __bg_s0
+CALL
+RETURN_VALUE
+"""
+
+RESUME_311 = """\
+RESUME
+LOAD_FAST __stack0
+JUMP_FORWARD to #11
+LOAD_FAST a
+LOAD_CONST 2
+BINARY_OP +
+STORE_FAST b
+LOAD_GLOBAL NULL + print
+LOAD_CONST 'Hi'
+PRECALL
+CALL
+POP_TOP
+LOAD_FAST b
+LOAD_FAST a
+BINARY_OP +
+RETURN_VALUE
+"""
+
+RESUME_312 = """\
+RESUME
+LOAD_FAST __stack0
+JUMP_FORWARD to #10
+LOAD_FAST a
+LOAD_CONST 2
+BINARY_OP +
+STORE_FAST b
+LOAD_GLOBAL NULL + print
+LOAD_CONST 'Hi'
+CALL
+POP_TOP
+LOAD_FAST b
+LOAD_FAST a
+BINARY_OP +
+RETURN_VALUE
+"""
+
+RESUME_REWRITTEN_311 = """\
+COPY_FREE_VARS
+RESUME
+PUSH_NULL
+LOAD_DEREF __compiled_fn_1
+LOAD_FAST a
+LOAD_FAST b
+PRECALL
+CALL
+STORE_FAST __graph_out
+LOAD_FAST __graph_out
+LOAD_CONST 0
+BINARY_SUBSCR
+RETURN_VALUE
+"""
+
+RESUME_REWRITTEN_312 = RESUME_REWRITTEN_311.replace("PRECALL\n", "")
+
+
+def _compiled():
+    compiled, _, _ = check_breaks(fn, lambda: (torch.randn(4),), graphs=2, breaks=1)
+    (resume,) = bytegraph.state_of(compiled).resumes.values()
+    return compiled, resume
+
+
+def test_rewritten_function_snapshot():
+    compiled, _ = _compiled()
+    expected = REWRITTEN_311 if PY311 else REWRITTEN_312
+    assert normalise(bytegraph.cache_entries(compiled)[0].fn) == expected
+
+
+def test_resume_function_snapshot():
+    _, resume = _compiled()
+    assert resume.__name__ == ("__resume_at_9_0" if PY311 else "__resume_at_8_0")
+    assert normalise(bytegraph.state_of(resume).fn) == (RESUME_311 if PY311 else RESUME_312)
+
+
+def test_resume_function_rewritten_snapshot():
+    _, resume = _compiled()
+    expected = RESUME_REWRITTEN_311 if PY311 else RESUME_REWRITTEN_312
+    assert normalise(bytegraph.cache_entries(resume)[0].fn) == expected
