@@ -169,6 +169,21 @@ def KEY_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [f"{arg!r} not in {expr}"]
 
 
+def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> list[str]:
+    """No class in the MRO of the class ``expr`` defines any of the names ``arg`` (an attribute the
+    trace found missing, plus ``__getattr__``, which would supply it)."""
+    return [f"{consts.name(no_class_attr)}({expr}, {arg!r})"]
+
+
+_MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+
+
+def no_class_attr(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether no class of ``cls.__mro__`` has any of ``names`` in its ``__dict__`` (read through
+    ``type``'s own descriptors: no metaclass code runs)."""
+    return not any(name in _CLASS_DICT.__get__(k) for k in _MRO.__get__(cls) for name in names)
+
+
 def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` is the rendered expression of the other source holding the same object."""
     return [f"{expr} is {arg}"]
@@ -255,6 +270,6 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
     for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, KEY_ABSENT,
-               DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
+               CLASS_ATTR_ABSENT, DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
                DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR, MODULE_TREE)
 }

@@ -305,7 +305,7 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         except Exception as e:  # noqa: BLE001 (compared with eager's)
             result, error = None, e
     x, y, n, lst, d, obj = args
-    return {"result": result, "error": None if error is None else (type(error), str(error)),
+    return {"error": None if error is None else (type(error), str(error)), "result": result,
             "printed": out.getvalue(), "lst": lst, "d": d, "obj": dict(vars(obj)),
             "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]), "cells": cells(),
             "grad": torch.is_grad_enabled()}

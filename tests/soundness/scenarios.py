@@ -19,6 +19,10 @@ def _one_entry(compiled) -> None:
     """The entry guarding the dead object was dropped: only the new one is left."""
     assert len(bytegraph.cache_entries(compiled)) == 1
 
+
+def _dead(ref) -> None:
+    assert ref() is None, "a guard kept the replaced object alive"
+
 GLOBALS = [
     S("global_float_rebound", """
         SCALE = 2.0
@@ -149,7 +153,9 @@ GLOBALS = [
             x = x + 1
             BREAK
             return x if W.grad is None else x + W.grad
-        """, "W.grad = torch.full((3,), 4.0)", "W.grad = None"),
+        """, "W.grad = torch.full((3,), 4.0)", "W.grad = None", recompiles=2,
+      note="Tensor.grad is not traced: each read breaks the graph, the value goes to the resume "
+           "function (guarded there); the recompiled resume function breaks at the second read"),
     S("global_function_freed_and_id_reused", """
         import gc
         ACT = lambda t: t + 1
@@ -176,6 +182,8 @@ GLOBALS = [
       note="the old entry is dropped when ACT dies; the new function must not match it by id",
       check=lambda ns, compiled: _one_entry(compiled)),
     S("global_module_freed", """
+        import gc
+        import weakref
         class Net(torch.nn.Module):
             def forward(self, x):
                 return x * 2
@@ -184,8 +192,10 @@ GLOBALS = [
             x = x + 1
             BREAK
             return NET(x)
-        """, "NET = Net()", None, timings=NO_BREAK, check=lambda ns, compiled: _one_entry(compiled),
-      note="modules are guarded by identity: the entry of the dead one is dropped"),
+        """, "OLD = weakref.ref(NET); NET = Net(); gc.collect()", None, recompiles=0,
+      timings=NO_BREAK, check=lambda ns, compiled: _dead(ns["OLD"]),
+      note="modules are guarded by structure (MODULE_TREE), not kept alive: an equal new module "
+           "reuses the entry"),
     S("global_function_rebound", """
         def double(x):
             return x * 2
@@ -605,8 +615,9 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.k
-        """, "OBJ.k = 3.0", "OBJ.k = 2.0", recompiles=0,
-      note="slot descriptors are refused: OBJ.k is read in Python between graphs, never guarded"),
+        """, "OBJ.k = 3.0", "OBJ.k = 2.0",
+      note="slot descriptors are refused: a graph break at OBJ.k, whose value reaches the resume "
+           "function as an argument (guarded there)"),
     S("object_replaced_by_equal_object", """
         class Config:
             def __init__(self):

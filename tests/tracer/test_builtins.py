@@ -401,3 +401,47 @@ def test_sorted_tensors_by_shape():
         return [t * 2 for t in sorted(xs, key=lambda t: t.shape[0])]
 
     check(fn, [torch.randn(3), torch.randn(1), torch.randn(2)])
+
+
+def test_enumerate_sees_appends_in_loop_body():
+    def fn(x):
+        xs = [1, 2]
+        total = x
+        for i, v in enumerate(xs):
+            if v == 1:
+                xs.append(5)
+            total = total + i * v
+        return total
+
+    check(fn, torch.randn(2))
+
+
+def test_zip_pulls_generators_lazily():
+    log = []
+
+    def numbers():
+        for i in range(5):
+            log.append(i)
+            yield i
+
+    def fn(x):
+        del log[:]
+        pairs = list(zip("ab", numbers()))
+        return x * len(pairs), pairs, len(log)
+
+    check(fn, torch.randn(2))
+
+
+def test_zip_strict_equal_lengths():
+    def fn(xs):
+        return [a * b for a, b in zip(xs, (1, 2), strict=True)]
+
+    check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def test_map_filter_lazy_over_generator():
+    def fn(x):
+        evens = filter(lambda n: n % 2 == 0, gen_squares(6))
+        return [x * v for v in map(lambda n: n + 1, evens)]
+
+    check(fn, torch.randn(2))

@@ -50,7 +50,7 @@ unsupported("pattern matching is not traced", "MATCH_CLASS", "MATCH_MAPPING", "M
 unsupported("imports run in Python", "IMPORT_NAME", "IMPORT_FROM")
 unsupported("class bodies and name-based scopes are not traced", "LOAD_BUILD_CLASS", "LOAD_NAME",
             "STORE_NAME", "DELETE_NAME", "LOAD_CLASSDEREF", "SETUP_ANNOTATIONS", "LOAD_LOCALS",
-            "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_SUPER_ATTR")
+            "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")
 unsupported("deleting globals, attributes and cells is not traced", "DELETE_GLOBAL", "DELETE_ATTR",
             "DELETE_DEREF")
 unsupported("print expressions only exist in the REPL", "PRINT_EXPR")

@@ -14,7 +14,7 @@ from ..exc import Unsupported
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
 from ..variables.modules import NNModuleVariable
-from ..variables.objects import UserObjectVariable
+from ..variables.objects import SuperVariable, UserObjectVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -204,3 +204,13 @@ def store_attr(tx: Translator, inst: Instr) -> None:
 def load_assertion_error(tx: Translator, inst: Instr) -> None:
     """(-- AssertionError)"""
     tx.push(tx.wrap_static(AssertionError))
+
+
+@handler("LOAD_SUPER_ATTR")
+def load_super_attr(tx: Translator, inst: Instr) -> None:
+    """(super cls self -- attr) or, method form, (-- NULL attr)  3.12: ``super().name``."""
+    is_method, _, name = inst.arg
+    obj, cls, _super = tx.pop(), tx.pop(), tx.pop()
+    if is_method:
+        tx.push(NULL)
+    tx.push(SuperVariable(cls.as_python_constant(), obj).var_getattr(tx, name))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -18,9 +19,16 @@ from typing import TYPE_CHECKING, Any
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from .containers import (
+    DerivedIteratorVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
 from .functions import PartialVariable
-from .objects import UserObjectVariable
+from .objects import SuperVariable, UserObjectVariable
 from .tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -37,7 +45,7 @@ BREAKING = {
     print: "print() runs in Python; move it out of the compiled function or accept the graph break",
     input: "input() needs the user", open: "file I/O runs in Python", id: "id() of a traced value",
     exec: "dynamic code", eval: "dynamic code", breakpoint: "debugger", globals: "frame introspection",
-    locals: "frame introspection", vars: "frame introspection", super: "super() is not traced yet",
+    locals: "frame introspection", vars: "frame introspection",
 }
 
 BuiltinImpl = Callable[..., VariableTracker]
@@ -105,13 +113,17 @@ def call_operator_fn(tx: Translator, fn: Any, args: list[VariableTracker],
     raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
 
 
+#: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
+_LIVE_VIEWS = frozenset({getattr, hasattr, enumerate, zip, reversed})
+
+
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
     pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
-    return fn not in (getattr, hasattr) or not mutable
+    return fn not in _LIVE_VIEWS or not mutable
 
 
 def construct(tx: Translator, cls: type, args: list[VariableTracker],
@@ -233,20 +245,39 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
 @builtin(enumerate)
 def enumerate_(tx: Translator, iterable: VariableTracker,
                start: VariableTracker = ZERO) -> VariableTracker:
-    first = start.as_python_constant()
-    return IteratorVariable([TupleVariable([ConstantVariable(first + i), item])
-                             for i, item in enumerate(tx.dispatch.iterate(tx, iterable))])
+    counter = itertools.count(start.as_python_constant())
+
+    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
+        item = sources[0].next_item()
+        return None if item is None else TupleVariable([ConstantVariable(next(counter)), item])
+
+    return _derived(tx, enumerate, step, [iterable])
 
 
 @builtin(zip)
 def zip_(tx: Translator, *iterables: VariableTracker,
          strict: VariableTracker | None = None) -> VariableTracker:
-    lists = [tx.dispatch.iterate(tx, it) for it in iterables]
-    try:
-        groups = list(zip(*lists, strict=bool(strict and strict.as_python_constant())))
-    except ValueError as e:
-        raise Unsupported("python_error", f"zip() raised ValueError: {e}") from e
-    return IteratorVariable([TupleVariable(list(group)) for group in groups])
+    checked = bool(strict and strict.as_python_constant())
+
+    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
+        group = []
+        for source in sources:  # pulls in order and stops at the first exhausted one, like zip
+            item = source.next_item()
+            if item is None:
+                if checked and (group or any(s.next_item() is not None for s in sources[1:])):
+                    raise Unsupported("python_error", "zip() raised ValueError: unequal lengths")
+                return None
+            group.append(item)
+        return TupleVariable(group) if sources else None
+
+    return _derived(tx, zip, step, list(iterables))
+
+
+def _derived(tx: Translator, kind: type, step: Callable[..., VariableTracker | None],
+             iterables: list[VariableTracker]) -> VariableTracker:
+    """A lazy iterator over ``iterables`` (each turned into an iterator now, as CPython does)."""
+    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
+    return DerivedIteratorVariable([], sources=sources, step=step, kind=kind)
 
 
 @builtin(reversed)
@@ -358,13 +389,40 @@ def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(map)
 def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    lists = [tx.dispatch.iterate(tx, it) for it in iterables]
-    return IteratorVariable([tx.dispatch.call(tx, fn, list(group), {}) for group in zip(*lists, strict=False)])
+    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
+        args = []
+        for source in sources:
+            item = source.next_item()
+            if item is None:
+                return None
+            args.append(item)
+        return tx.dispatch.call(tx, fn, args, {})
+
+    return _derived(tx, map, step, list(iterables))
 
 
 @builtin(filter)
 def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable)
-    if fn.is_python_constant() and fn.as_python_constant() is None:
-        return IteratorVariable([i for i in items if tx.dispatch.truth(tx, i)])
-    return IteratorVariable([i for i in items if tx.dispatch.truth(tx, tx.dispatch.call(tx, fn, [i], {}))])
+    keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
+
+    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
+        while (item := sources[0].next_item()) is not None:
+            test = item if keep_truthy else tx.dispatch.call(tx, fn, [item], {})
+            if tx.dispatch.truth(tx, test):
+                return item
+        return None
+
+    return _derived(tx, filter, step, [iterable])
+
+
+@builtin(super)
+def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
+    code = tx.code
+    cell = tx.closure.get("__class__")
+    if args or cell is None or not code.co_argcount or code.co_varnames[0] not in tx.symbolic_locals:
+        raise Unsupported("super", "super() with arguments or outside a method")
+    cls = getattr(cell, "cell", None)
+    if cls is None:
+        raise Unsupported("super", "super() in a class made during the trace")
+    return SuperVariable(cls.cell_contents, tx.symbolic_locals[code.co_varnames[0]])

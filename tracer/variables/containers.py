@@ -8,7 +8,7 @@ mutation is also recorded in ``tx.output.side_effects`` so the rewritten code re
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -269,38 +269,83 @@ class Yielded(Exception):  # noqa: N818 (control flow, not an error)
 
 
 @dataclass(eq=False)
-class GeneratorVariable(IteratorVariable):
-    """A generator object made by calling a user generator function: a suspended translator frame
-    (``frame``) run lazily, one yield per ``next_item``, as CPython would."""
+class LazyIteratorVariable(IteratorVariable):
+    """An iterator whose items are made on demand by ``pull()``, as CPython would make them (so a
+    loop body's effects are seen by later items). ``items`` holds items already forced."""
 
-    frame: Any = None  #: the Translator of the generator's code, kept between items
     done: bool = False
 
+    def pull(self) -> VariableTracker | None:
+        raise NotImplementedError
+
+    def rebuildable(self) -> bool:
+        """Can the remaining items be forced now and rebuilt as a tuple (at a graph break)?"""
+        return False
+
     def next_item(self) -> VariableTracker | None:
-        if self.done:
-            return None
+        if self.index < len(self.items) or self.done:
+            return super().next_item()
+        item = self.pull()
+        if item is None:
+            self.done = True
+        return item
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        items: list[VariableTracker] = []
+        while (item := self.next_item()) is not None:
+            if len(items) >= MAX_YIELDS:
+                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items",
+                                  hint="unbounded iterators cannot be unrolled")
+            items.append(item)
+        return items
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        if not self.rebuildable():
+            raise Unsupported("reconstruct", f"{self!r} cannot be rebuilt outside the trace",
+                              hint="consume the generator inside the compiled function")
+        self.items, self.index = self.unpack(None), 0
+        super().reconstruct_items(cg)
+
+
+@dataclass(eq=False)
+class GeneratorVariable(LazyIteratorVariable):
+    """A generator object made by calling a user generator function: a suspended translator frame
+    (``frame``) run lazily, one yield per item."""
+
+    frame: Any = None  #: the Translator of the generator's code, kept between items
+
+    def pull(self) -> VariableTracker | None:
         try:
             self.frame.run()
         except Yielded as y:
             return y.value
-        self.done = True
         return None
-
-    def unpack(self, tx: Translator) -> list[VariableTracker]:
-        items: list[VariableTracker] = []
-        while (item := self.next_item()) is not None:
-            if len(items) >= MAX_YIELDS:
-                raise Unsupported("generator", f"a generator yielded more than {MAX_YIELDS} items",
-                                  hint="unbounded generators cannot be unrolled")
-            items.append(item)
-        return items
 
     def python_type(self) -> type:
         return types.GeneratorType
 
-    def reconstruct(self, cg: Codegen) -> None:
-        raise Unsupported("generator", "a generator made in the trace escapes it",
-                          hint="consume the generator inside the compiled function")
-
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.frame.code.co_name})"
+
+
+@dataclass(eq=False)
+class DerivedIteratorVariable(LazyIteratorVariable):
+    """``zip``/``enumerate``/``map``/``filter`` over iterators: pulls from ``sources`` one item at a
+    time through ``step(sources) -> item | None``."""
+
+    sources: list[IteratorVariable] = field(default_factory=list)
+    step: Any = None
+    kind: type = zip
+
+    def pull(self) -> VariableTracker | None:
+        return self.step(self.sources)
+
+    def rebuildable(self) -> bool:
+        return all(s.rebuildable() if isinstance(s, LazyIteratorVariable) else s.watched is None
+                   for s in self.sources)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def __repr__(self) -> str:
+        return f"DerivedIteratorVariable({self.kind.__name__})"

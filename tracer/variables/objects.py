@@ -39,6 +39,9 @@ class PythonModuleVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if not hasattr(self.value, name):
+            if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on the absence
+                for key in (name, "__getattr__"):
+                    tx.output.add_guard(Guard(AttrSource(self.source, "__dict__"), "KEY_ABSENT", key, key))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
         return tx.wrap(getattr(self.value, name), attr_source)
@@ -63,6 +66,9 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__")
         static = inspect.getattr_static(self.value, name, _MISSING)
         if static is _MISSING:
+            if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on the absence
+                self._guard_not_shadowed(tx, name)
+                _guard_no_class_attr(tx, TypeSource(self.source), name)
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
@@ -132,6 +138,12 @@ def _instance_dict(obj: Any) -> dict[str, Any]:
         return {}
 
 
+def _guard_no_class_attr(tx: Translator, class_source: Source, name: str) -> None:
+    """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
+    names = (name, "__getattr__")
+    tx.output.add_guard(Guard(class_source, "CLASS_ATTR_ABSENT", names, names))
+
+
 def _has_instance_dict(obj: Any) -> bool:
     try:
         object.__getattribute__(obj, "__dict__")
@@ -170,6 +182,8 @@ class ClassVariable(VariableTracker):
                 return UserFunctionVariable(static, None)
             return tx.wrap(static, AttrSource(self.source, name))  # guarded: it can be monkeypatched
         if static is _MISSING:
+            if self.source is not None:
+                _guard_no_class_attr(tx, self.source, name)
             raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
         value = getattr(self.value, name)
         return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
@@ -186,3 +200,23 @@ class ClassVariable(VariableTracker):
 
 
 __all__ = ["ClassVariable", "ConstantVariable", "PythonModuleVariable", "UserObjectVariable"]
+
+
+@dataclass(eq=False)
+class SuperVariable(VariableTracker):
+    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after ``cls`` in
+    the MRO of ``self``'s class; functions found there are bound to ``self``."""
+
+    cls: type
+    obj: VariableTracker
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                if isinstance(attr, types.FunctionType):
+                    return UserFunctionVariable(attr, None, self_vt=self.obj)
+                break
+        raise Unsupported("super", f"super().{name} is not a plain method")
