@@ -44,6 +44,10 @@ def add6(a, b, c, d, e, f):
     return (a + b) * (c - d) + e * f
 
 
+def scale(a, n):
+    return a * n + a.shape[0]
+
+
 @dataclass
 class Case:
     name: str
@@ -61,6 +65,10 @@ CASES = [
     Case("2 tensors", add2, tensors(2)),
     Case("4 tensors", add4, tensors(4)),
     Case("6 tensors", add6, tensors(6)),
+    # dynamic shapes: sizes and ints traced symbolically (guards include shape expressions)
+    Case("2 dyn", add2, tensors(2), {"dynamic": True}),
+    Case("6 dyn", add6, tensors(6), {"dynamic": True}),
+    Case("int dyn", scale, lambda: (torch.randn(4), 3), {"dynamic": True}),
 ]
 
 

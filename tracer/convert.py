@@ -7,6 +7,7 @@ side effects need, compiles it with the backend and emits the rewritten function
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import types
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from ..codegen.emit import Codegen
 from ..codegen.resume import reset_counter as reset_resume_counter
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
-from ..guards.sources import LocalSource
+from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .exc import Unsupported
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
@@ -85,15 +86,88 @@ def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     live = [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
     graphs, ops = _emit_graph_call(cg, output, [*live, *_side_effect_values(output)], backend)
-    output.side_effects.codegen(cg)
-    if frames is None:
-        result.reconstruct(cg)
-        cg.return_value()
-    else:
-        emit_break(cg, frames, resume)
+    swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
+    try:
+        output.side_effects.codegen(cg)
+        if frames is None:
+            result.reconstruct(cg)
+            cg.return_value()
+        else:
+            emit_break(cg, frames, resume)
+    finally:
+        for vt, source in swapped:
+            vt.source = source
     new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
     breaks = [reason] if reason is not None else []
     return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks)
+
+
+@dataclass(frozen=True)
+class PreloadedSource(Source):
+    """A value loaded into the rewritten code's local ``name`` before the side effects were replayed."""
+
+    name: str
+
+    def render(self, roots: dict[str, str]) -> str:
+        return self.name
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_local(self.name)
+
+
+def _preload_stale(cg: Codegen, output: OutputGraph,
+                   values: list[VariableTracker]) -> list[tuple[VariableTracker, Source]]:
+    """Values read through something the replayed side effects change (``a = lst[0]; lst.pop(0)``,
+    ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each into
+    a local now and point its ``source`` there until the code is emitted. Returns what to restore."""
+    effects = output.side_effects
+    if not effects:
+        return []
+    containers = {vt.source for vt in effects.mutated.values()}  # only what lies below them changes
+    changed = {AttrSource(obj.source, name) for obj, name, _ in effects.attr_stores.values()
+               if obj.source is not None}
+    changed |= {GlobalSource(n) for n in effects.global_stores}
+    changed |= {ClosureSource(n) for n in effects.cell_stores}
+
+    def stale(source: Source) -> bool:
+        below = False
+        while source is not None:
+            if source in changed or (below and source in containers):
+                return True
+            source, below = getattr(source, "base", None), True
+        return False
+
+    swapped: list[tuple[VariableTracker, Source]] = []
+    seen: set[int] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, VariableTracker) and id(value) not in seen:
+            seen.add(id(value))
+            source = value.source
+            if source is not None and stale(source):
+                name = f"__bg_pre{len(swapped)}"
+                source.reconstruct(cg)
+                cg.store_local(name)
+                swapped.append((value, source))
+                value.source = PreloadedSource(name)
+            if dataclasses.is_dataclass(value):
+                for f in dataclasses.fields(value):
+                    if f.name != "source":
+                        visit(getattr(value, f.name))
+
+    try:
+        visit(values)
+    except BaseException:
+        for vt, source in swapped:
+            vt.source = source
+        raise
+    return swapped
 
 
 def _all_guards(output: OutputGraph) -> list[Guard]:

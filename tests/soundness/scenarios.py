@@ -605,6 +605,31 @@ OBJECTS = [
             BREAK
             return x * 2 if hasattr(CFG, "extra") else x
         """, "CFG.extra = 1", "vars(CFG).pop('extra', None)"),
+    S("hasattr_on_class", """
+        class Config:
+            pass
+        def fn(x):
+            x = x + 1
+            BREAK
+            return x * 2 if hasattr(Config, "extra") else x
+        """, "Config.extra = 1", "vars(Config).get('extra') and delattr(Config, 'extra')"),
+    S("getattr_with_default_on_module", """
+        import types
+        CFG = types.ModuleType("cfg")
+        CFG.scale = 2.0
+        def fn(x):
+            x = x + 1
+            BREAK
+            return x * getattr(CFG, "scale", 1.0)
+        """, "vars(CFG).pop('scale', None)", "CFG.scale = 2.0"),
+    S("getattr_on_class", """
+        class Config:
+            scale = 2.0
+        def fn(x):
+            x = x + 1
+            BREAK
+            return x * getattr(Config, "scale")
+        """, "Config.scale = 3.0", "Config.scale = 2.0"),
     S("slots_attribute_mutated", """
         class Point:
             __slots__ = ("k",)

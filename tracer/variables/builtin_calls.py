@@ -28,7 +28,7 @@ from .containers import (
     TupleVariable,
 )
 from .functions import PartialVariable
-from .objects import SuperVariable, UserObjectVariable
+from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
 from .tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -123,6 +123,9 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    if fn in (getattr, hasattr) and isinstance(vt, (ClassVariable, PythonModuleVariable)) \
+            and vt.source is not None:
+        return False  # a module's or class's attributes can change: var_getattr guards them
     return fn not in _LIVE_VIEWS or not mutable
 
 
