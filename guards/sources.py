@@ -44,6 +44,21 @@ class Source:
 
 
 @dataclass(frozen=True)
+class ChainedSource(Source):
+    """A source reached from another one (``base``): one level deeper, same root."""
+
+    base: Source
+
+    @property
+    def depth(self) -> int:
+        return self.base.depth + 1
+
+    @property
+    def root(self) -> Source:
+        return self.base.root
+
+
+@dataclass(frozen=True)
 class LocalSource(Source):
     name: str  #: the argument/local name in the user's frame
 
@@ -88,20 +103,11 @@ class ClosureSource(Source):
 
 
 @dataclass(frozen=True)
-class AttrSource(Source):
-    base: Source
+class AttrSource(ChainedSource):
     attr: str
 
     def render(self, roots: dict[str, str]) -> str:
         return f"{self.base.render(roots)}.{self.attr}"
-
-    @property
-    def depth(self) -> int:
-        return self.base.depth + 1
-
-    @property
-    def root(self) -> Source:
-        return self.base.root
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -109,21 +115,12 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
-class ItemSource(Source):
-    base: Source
+class ItemSource(ChainedSource):
     index: Any  #: an int, str or other constant key
     is_dict_key: bool = False
 
     def render(self, roots: dict[str, str]) -> str:
         return f"{self.base.render(roots)}[{self.index!r}]"
-
-    @property
-    def depth(self) -> int:
-        return self.base.depth + 1
-
-    @property
-    def root(self) -> Source:
-        return self.base.root
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -152,24 +149,15 @@ class ConstSource(Source):
 
 
 @dataclass(frozen=True)
-class TensorPropertySource(Source):
+class TensorPropertySource(ChainedSource):
     """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``, ``L['a'].stride()[1]``."""
 
-    base: Source
     prop: str  #: "size", "stride" or "storage_offset"
     index: int | None = None
 
     def render(self, roots: dict[str, str]) -> str:
         call = f"{self.base.render(roots)}.{self.prop}()"
         return call if self.index is None else f"{call}[{self.index}]"
-
-    @property
-    def depth(self) -> int:
-        return self.base.depth + 1
-
-    @property
-    def root(self) -> Source:
-        return self.base.root
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -235,21 +223,12 @@ class ModuleGlobals:
 
 
 @dataclass(frozen=True)
-class TypeSource(Source):
+class TypeSource(ChainedSource):
     """The class of a value: ``type(L['self'])`` (methods are guarded through it)."""
 
-    base: Source
 
     def render(self, roots: dict[str, str]) -> str:
         return f"type({self.base.render(roots)})"
-
-    @property
-    def depth(self) -> int:
-        return self.base.depth + 1
-
-    @property
-    def root(self) -> Source:
-        return self.base.root
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.load_const(type)
