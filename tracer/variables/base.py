@@ -1,10 +1,10 @@
 """``VariableTracker``: the symbolic value the translator keeps on its stack and in its locals.
 
-One subclass per kind of value (constant, tensor, container, function, module, object). The base contract
-is small: ``python_type``, ``is_python_constant``/``as_python_constant``, ``var_getattr``,
-``call_function``, ``call_method``, ``unpack`` and ``reconstruct(cg)``. Operator and builtin semantics
-live in ``dispatch.py``, not here. ``source`` says how to load the real value again (None when the
-value was created during the trace).
+One subclass per kind of value (constant, tensor, container, function, module, object). The base
+contract is small: ``python_type``, ``is_python_constant``/``as_python_constant``, ``var_getattr``,
+``call_function``, ``call_method``, ``unpack`` and ``reconstruct(cg)``. Operator and builtin
+semantics live in ``dispatch.py``, not here. ``source`` says how to load the real value again (None
+when the value was created during the trace).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 class VariableTracker:
-    """Base class. Subclasses are dataclasses; treat instances as immutable (use ``clone``), except the
-    explicitly mutable containers, whose mutations are tracked as side effects."""
+    """Base class. Subclasses are dataclasses; treat instances as immutable (use ``clone``), except
+    the explicitly mutable containers, whose mutations are tracked as side effects."""
 
     source: Source | None = None
 
@@ -63,6 +63,22 @@ class VariableTracker:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class ConstantLikeVariable(VariableTracker):
+    """Base of trackers wrapping a Python object fixed for the whole trace (``value``): a constant, a
+    module, a class, a torch op. Subclasses are dataclasses declaring ``value``."""
+
+    value: Any
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
 
 
 class NullVariable(VariableTracker):

@@ -1,4 +1,4 @@
-"""``ConstantVariable``: an immutable Python value known at trace time (int, float, str, None, dtype, ...).
+"""``ConstantVariable``: an immutable Python value known at trace time (int, str, None, dtype...).
 
 Operations on constants are folded: the translator computes them in Python and the graph never sees
 them. Constants that came from inputs were guarded when they were wrapped (``builder.wrap``).
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import Source
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import ConstantLikeVariable, VariableTracker
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -23,28 +23,23 @@ CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), type(Ellips
 
 
 @dataclass(eq=False)
-class ConstantVariable(VariableTracker):
+class ConstantVariable(ConstantLikeVariable):
     value: Any
     source: Source | None = None
 
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def python_type(self) -> type:
-        return type(self.value)
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         try:
-            return ConstantVariable(getattr(self.value, name))
+            value = getattr(self.value, name)
         except AttributeError:
             raise Unsupported("getattr", f"{type(self.value).__name__} has no attribute {name!r}") from None
+        if type(value) is tuple:  # ``code.co_varnames``: a tuple of constants, with its methods
+            return tx.fold(value)
+        return ConstantVariable(value)
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        """Calling a constant: only bound methods of immutable builtins (``"a,b".split``), folded."""
+        """Calling a constant: bound methods of immutable builtins (``"a,b".split``), folded."""
         owner = getattr(self.value, "__self__", None)
         if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
             raise Unsupported("call", f"calling {self.value!r}")
@@ -58,7 +53,8 @@ class ConstantVariable(VariableTracker):
         try:
             return [ConstantVariable(v) for v in self.value]
         except TypeError:
-            raise Unsupported("unpack", f"cannot iterate over {type(self.value).__name__}") from None
+            kind = type(self.value).__name__
+            raise Unsupported("unpack", f"cannot iterate over {kind}") from None
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(self.value)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
 
@@ -49,6 +49,8 @@ class UserFunctionVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
+        if name == "__code__":  # a sourced function's code is guarded by identity (``builder.wrap``)
+            return ConstantVariable(self.fn.__code__)
         raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
 
     def call_function(self, tx: Translator, args: list[VariableTracker],
@@ -139,7 +141,7 @@ class SavedCellVariable(VariableTracker):
 
 @dataclass(eq=False)
 class NestedFunctionVariable(VariableTracker):
-    """A function object created during the trace by MAKE_FUNCTION (a lambda, closure, comprehension)."""
+    """A function made during the trace by MAKE_FUNCTION (a lambda, closure, comprehension)."""
 
     code: types.CodeType
     f_globals: dict[str, Any]
@@ -166,7 +168,8 @@ class NestedFunctionVariable(VariableTracker):
                               closure=dict(self.closure), fn=None)
 
     def reconstruct(self, cg: Codegen) -> None:
-        raise Unsupported("escaping_closure", f"function {self.code.co_name} made in the trace escapes it",
+        raise Unsupported("escaping_closure",
+                          f"function {self.code.co_name} made in the trace escapes it",
                           hint="define the function outside the compiled region")
 
     def __repr__(self) -> str:
@@ -199,20 +202,11 @@ class BuiltinVariable(VariableTracker):
 
 
 @dataclass(eq=False)
-class TorchVariable(VariableTracker):
-    """``torch``, ``torch.nn.functional``, a torch op or class: attribute reads stay torch values."""
+class TorchVariable(ConstantLikeVariable):
+    """``torch``, ``torch.nn.functional``, a torch op or class: attributes stay torch values."""
 
     value: Any
     source: Source | None = None
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def python_type(self) -> type:
-        return type(self.value)
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         try:

@@ -2,7 +2,10 @@
 
 Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute the
 trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on objects that
-came from inputs are side effects (replayed by the rewritten code).
+came from inputs are side effects (replayed by the rewritten code). Classes with a custom
+``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the allowlist
+``PURE_GETATTR_CLASSES`` (``transformers`` configs), whose reads use the real ``getattr`` and whose
+guards therefore call that ``__getattribute__``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import UserFunctionVariable
 
@@ -27,15 +30,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(eq=False)
-class PythonModuleVariable(VariableTracker):
+class PythonModuleVariable(ConstantLikeVariable):
     value: types.ModuleType
     source: Source | None = None
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if not hasattr(self.value, name):
@@ -63,7 +60,9 @@ class UserObjectVariable(VariableTracker):
             return pending
         cls = type(self.value)
         if _has_custom_getattr(cls):
-            raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__")
+            if not _pure_getattr(cls):
+                raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__")
+            return self._pure_getattr(tx, name)
         static = inspect.getattr_static(self.value, name, _MISSING)
         if static is _MISSING:
             if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on the absence
@@ -100,6 +99,29 @@ class UserObjectVariable(VariableTracker):
         if self.source is None:
             return tx.wrap_static(getattr(self.value, name))
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+
+    def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """``obj.name`` on an allowlisted class (``PURE_GETATTR_CLASSES``): the real lookup at trace
+        time, guarded through ``AttrSource`` (present) or ``ATTR_ABSENT`` (missing); both guards run
+        the class's ``__getattribute__``. Functions found on the class are inlined as methods."""
+        try:
+            value = getattr(self.value, name)
+        except AttributeError:
+            if self.source is not None:
+                tx.output.add_guard(Guard(self.source, "ATTR_ABSENT", name, name))
+            raise Unsupported("getattr", f"{type(self.value).__name__} object has no attribute {name!r}") \
+                from None
+        if isinstance(value, types.MethodType) and value.__self__ is self.value:
+            static = inspect.getattr_static(self.value, name, _MISSING)
+            if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
+                self._guard_not_shadowed(tx, name)
+                source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
+                method = tx.wrap(static, source)
+                return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+            raise Unsupported("descriptor", f"{type(self.value).__name__}.{name} is not a plain method")
+        if self.source is None:
+            return tx.wrap_static(value)
+        return tx.wrap(value, AttrSource(self.source, name))
 
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
         """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
@@ -152,10 +174,38 @@ def _has_instance_dict(obj: Any) -> bool:
     return True
 
 
+#: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
+_GENERIC_GETATTR_BASES = frozenset({object, dict, list, tuple, set, frozenset, int, float, str, bytes})
+
+
 def _has_custom_getattr(cls: type) -> bool:
+    """A ``__getattr__`` anywhere in the MRO, or a ``__getattribute__`` other than the generic one
+    (an ``OrderedDict`` subclass inherits dict's slot wrapper, which is the generic lookup)."""
     if issubclass(cls, torch.nn.Module):
         return False  # nn.Module.__getattr__ is understood by NNModuleVariable
-    return cls.__getattribute__ is not object.__getattribute__ or hasattr(cls, "__getattr__")
+    return hasattr(cls, "__getattr__") or any(
+        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES for klass in cls.__mro__)
+
+
+#: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
+#: known to be free of side effects and deterministic for a given instance state, so the tracer may
+#: read attributes with the real ``getattr``. ``transformers``' ``PreTrainedConfig.__getattribute__``
+#: only maps aliases through the class's ``attribute_map`` before the generic lookup. Such reads are
+#: guarded through their ``AttrSource`` (``L['self'].config.use_cache``), so *these guards call that
+#: ``__getattribute__``*: the one exception to "guards never run user code".
+PURE_GETATTR_CLASSES = frozenset({
+    ("transformers.configuration_utils", "PreTrainedConfig"),
+    ("transformers.configuration_utils", "PretrainedConfig"),
+})
+
+
+def _pure_getattr(cls: type) -> bool:
+    """Whether every custom attribute hook of ``cls`` comes from an allowlisted class."""
+    if hasattr(cls, "__getattr__"):
+        return False
+    allowed = {k for k in cls.__mro__ if (k.__module__, k.__qualname__) in PURE_GETATTR_CLASSES}
+    return bool(allowed) and all(k in allowed or k in _GENERIC_GETATTR_BASES
+                                 for k in cls.__mro__ if "__getattribute__" in vars(k))
 
 
 def _is_plain_data(value: Any) -> bool:
@@ -163,17 +213,11 @@ def _is_plain_data(value: Any) -> bool:
 
 
 @dataclass(eq=False)
-class ClassVariable(VariableTracker):
+class ClassVariable(ConstantLikeVariable):
     """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple objects."""
 
     value: type
     source: Source | None = None
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         static = inspect.getattr_static(self.value, name, _MISSING)
