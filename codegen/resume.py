@@ -14,7 +14,7 @@ import itertools
 import types
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, ConcreteBytecode, Instr, Label
 
 from .transform import make_function
 
@@ -66,10 +66,34 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     name = f"__resume_at_{index}_{next(_counter)}"
     fn = make_function(template, body, name=name, argnames=tuple(names) + stack_args,
                        cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)
+    fn.__code__ = _fix_try_depths(fn.__code__, code)
     # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + len(prefix)
     fn.__bytegraph_resume__ = (template, len(prefix), first)
     return fn
+
+
+def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.CodeType:
+    """The prefix jumps past the ``TryBegin`` of a try block around the target, so ``bytecode`` never
+    reaches it and gives its handlers depth 32768: unwinding to that depth corrupts memory. The code
+    after the prefix is the original's, shifted: give each handler the original's depth for the same
+    handler (or refuse, if one cannot be matched)."""
+    fixed = ConcreteBytecode.from_code(new)
+    if all(e.stack_depth < _UNREACHED for e in fixed.exception_table):
+        return new
+    shift = (len(new.co_code) - len(original.co_code)) // 2  # in code units, like the table's offsets
+    depths = {e.target: e.stack_depth for e in ConcreteBytecode.from_code(original).exception_table}
+    for entry in fixed.exception_table:
+        if entry.stack_depth >= _UNREACHED:
+            if entry.target - shift not in depths:
+                raise ValueError(f"cannot place the try-block handlers of {original.co_name}")
+            entry.stack_depth = depths[entry.target - shift]
+    return fixed.to_code(stacksize=max(new.co_stacksize, original.co_stacksize),
+                         compute_exception_stack_depths=False)
+
+
+#: The depth ``bytecode`` gives the handlers of a try block it never entered.
+_UNREACHED = 32768
 
 
 def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:

@@ -18,10 +18,11 @@ import torch
 from .sources import Source
 
 #: Evaluation order of guard kinds (cheapest and most discriminating first). Guards on global torch
-#: state have no source and come last: they are cheap but almost never fail.
+#: state have no source and come last: they are cheap but almost never fail (so do the absence
+#: checks ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method overridden per instance).
 KIND_ORDER = {
     "TYPE_MATCH": 0, "ID_MATCH": 1, "NONE_MATCH": 1, "EQUALS_MATCH": 2, "LEN_MATCH": 2, "DICT_KEYS": 3,
-    "KEY_ABSENT": 3, "CLASS_ATTR_ABSENT": 3, "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5,
+    "KEY_ABSENT": 5, "CLASS_ATTR_ABSENT": 5, "ATTR_ABSENT": 4, "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5,
     "DEFAULT_DEVICE": 5, "GLOBAL_STATE": 5, "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6,
     "MODULE_TREE": 1,
 }

@@ -7,6 +7,9 @@ ever becomes code. Identity guards hold weak references where the object allows 
 keep user objects alive; the table reports each death so the cache can drop the entries concerned.
 Generated checks only use builtin operations (``type``, ``is``, ``len``, ``==`` on exact builtin
 literals, tensor attributes), never user-defined ``__eq__``/``__hash__``/``__getattr__``/properties.
+Exception: sources through objects of the allowlisted classes with a side-effect-free
+``__getattribute__`` (``PURE_GETATTR_CLASSES`` in ``tracer/variables/objects.py``, e.g. a
+``transformers`` config) read attributes through that ``__getattribute__``, and ``ATTR_ABSENT`` calls it.
 """
 
 from __future__ import annotations
@@ -175,6 +178,13 @@ def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> li
     return [f"{consts.name(no_class_attr)}({expr}, {arg!r})"]
 
 
+def ATTR_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``expr`` has no attribute ``arg``. Installed only for objects of the classes that
+    ``tracer/variables/objects.py`` allowlists as having a side-effect-free ``__getattribute__``
+    (``PURE_GETATTR_CLASSES``): the check runs that ``__getattribute__``."""
+    return [f"not {consts.name(hasattr)}({expr}, {arg!r})"]
+
+
 _MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
 
 
@@ -270,6 +280,6 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
     for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, KEY_ABSENT,
-               CLASS_ATTR_ABSENT, DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
+               CLASS_ATTR_ABSENT, ATTR_ABSENT, DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
                DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR, MODULE_TREE)
 }

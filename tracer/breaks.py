@@ -57,13 +57,25 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
     if len(frames) == 1 and _runs_inline(leaf):
         _emit_inline(cg, leaf, resume)
         return
+    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's own
+    # resume (whose code has the block's handler) runs, call the block's ``__exit__`` and re-raise.
+    exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
+    if len(exits) > 1 or None in exits:
+        raise Unsupported("resume", "a break in a callee called inside nested with blocks")
+    protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exits else None
+    if protect is not None:
+        cg.instrs.append(protect)
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
     _call_resume(cg, leaf, _call_start(leaf.tx, leaf.index), leaf.stack, resume, compiled=len(frames) > 1)
     for caller in frames[1:]:
         cg.store_local("__bg_ret")
         _call_resume(cg, caller, caller.index + 1, [*caller.stack, LocalValue("__bg_ret")], resume)
+    if protect is not None:
+        cg.instrs.append(TryEnd(protect))
     cg.return_value()
+    if protect is not None:
+        _emit_exit_handler(cg, protect.target, exits[0])
 
 
 def _runs_inline(frame: FrameState) -> bool:
@@ -169,7 +181,8 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
             cg.instrs.append(TryEnd(protect))
         # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
         effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
-        _resume_with_stack(cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume)
+        if inst.name not in ("RAISE_VARARGS", "RERAISE"):  # nothing runs after a raise
+            _resume_with_stack(cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume)
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exit_vt)
 

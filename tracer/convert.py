@@ -21,18 +21,18 @@ from ..codegen.resume import reset_counter as reset_resume_counter
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
+from .breaks import ResumeFactory, emit_break
 from .exc import Unsupported
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
-from .breaks import ResumeFactory, emit_break
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker
-from .variables.containers import (BoundMethodVariable, DictVariable, GeneratorVariable,
-                                   IteratorVariable, ListVariable, TupleVariable)
-from .variables.functions import PartialVariable, UserFunctionVariable
+from .variables.containers import (
+    GeneratorVariable,
+)
 from .variables.modules import tree_guards
-from .variables.objects import UserObjectVariable
-from .variables.tensor import TensorMethodVariable, TensorVariable
+from .variables.symbolic import SymNodeVariable
+from .variables.tensor import TensorVariable
 
 _compiled_ids = itertools.count()
 
@@ -204,37 +204,28 @@ def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
 
 
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
-    """The non-input tensor nodes reachable from ``values``, each once, in a stable order."""
+    """The graph-computed nodes (tensors and symbolic numbers, not inputs) reachable from ``values``
+    through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
+    a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
     seen: set[int] = set()
 
-    def visit(vt: Any) -> None:
-        if id(vt) in seen:
-            return
-        seen.add(id(vt))
-        if isinstance(vt, TensorVariable):
-            if vt.node.op != "placeholder":
-                nodes[vt.node] = None
-        elif isinstance(vt, (TupleVariable, ListVariable)):
-            for item in vt.items:
+    def visit(value: Any) -> None:
+        if isinstance(value, (list, tuple)):
+            for item in value:
                 visit(item)
-        elif isinstance(vt, DictVariable):
-            for item in vt.items.values():
+        elif isinstance(value, dict):
+            for item in value.values():
                 visit(item)
-        elif isinstance(vt, UserFunctionVariable) and vt.self_vt is not None:
-            visit(vt.self_vt)
-        elif isinstance(vt, TensorMethodVariable):  # ``t.item`` waiting for its call at a break
-            visit(vt.tensor)
-        elif isinstance(vt, BoundMethodVariable):
-            visit(vt.obj)
-        elif isinstance(vt, IteratorVariable) and not isinstance(vt, GeneratorVariable):
-            for item in vt.items[vt.index:]:
-                visit(item)
-        elif isinstance(vt, PartialVariable):
-            for item in [vt.fn, *vt.args, *vt.kwargs.values()]:
-                visit(item)
-        elif isinstance(vt, UserObjectVariable):
-            return
+        elif isinstance(value, VariableTracker) and id(value) not in seen:
+            seen.add(id(value))
+            if isinstance(value, (TensorVariable, SymNodeVariable)):
+                if value.node.op != "placeholder":
+                    nodes[value.node] = None
+            elif dataclasses.is_dataclass(value) and not isinstance(value, GeneratorVariable):
+                for f in dataclasses.fields(value):
+                    if f.name != "source":
+                        visit(getattr(value, f.name))
 
     for value in values:
         visit(value)

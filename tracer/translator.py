@@ -135,7 +135,10 @@ class Translator:
                 raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
             fn(self, inst)
         except GraphBreak as gb:
-            if self.inlined_direct and gb.frames[-1].tx.fn is not None:
+            # A call inside a try block breaks here instead: the callee's resume code runs outside
+            # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``
+            # is fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
+            if self.inlined_direct and gb.frames[-1].tx.fn is not None and self.resumable_at(index):
                 gb.frames.append(FrameState(self, index, list(self.stack), dict(self.symbolic_locals)))
                 raise
             raise self._break_here(index, saved, gb.reason) from None

@@ -13,6 +13,7 @@ from difftest import assert_same
 
 GLOBAL_STATE = """\
 ___get_default_dtype() is ___torch_float32
+___len_torch_function_stack() == 0
 ___get_deterministic_algorithms() is False
 ___is_any_autocast_enabled() is False
 ___is_grad_enabled() is True"""
@@ -58,6 +59,7 @@ def __guard_fn_2(x, mode):
                 and x.shape == (2, 3)
                 and x.is_contiguous()
                 and ___get_default_dtype() is ___torch_float32
+                and ___len_torch_function_stack() == 0
                 and ___get_deterministic_algorithms() is False
                 and ___is_any_autocast_enabled() is False
                 and ___is_grad_enabled() is True):

@@ -2,9 +2,10 @@
 ``fn``'s trace read, the number of recompiles it must cause) run at one of three ``TIMINGS``:
 
 * ``before_second_call``: call, mutate, call twice;
-* ``between_calls``: call twice, mutate, call twice, undo the mutation, call (the first entry serves it);
-* ``in_break``: ``fn`` has a graph break (a ``HOOK()`` call run in Python between two graphs) and the
-  hook mutates on every call but the first, so the later graph's guards must see the change.
+* ``between_calls``: call twice, mutate, call twice, undo the mutation, call (the first entry
+  serves it);
+* ``in_break``: ``fn`` has a graph break (a ``HOOK()`` call run in Python between two graphs) and
+  the hook mutates on every call but the first, so the later graph's guards must see the change.
 
 Every call is compared with eager (result or raised exception), and the number of traces (of ``fn``
 and of its resume functions) is asserted exactly: ``recompiles`` more than after the first call.
@@ -21,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-
-import bytegraph
 from bytegraph.backends.debug import CompileCounter
 from difftest import assert_same
+
+import bytegraph
 
 TIMINGS = ("before_second_call", "between_calls", "in_break")
 NO_BREAK = ("before_second_call", "between_calls")
@@ -34,10 +35,11 @@ NO_BREAK = ("before_second_call", "between_calls")
 class Scenario:
     """One mutation of something a trace read.
 
-    ``source`` is the text of a fresh module defining ``fn`` (and optionally ``make_args()``, else
-    ``fn`` gets ``(torch.arange(3.0),)``); a line ``BREAK`` marks where the graph break goes (``pass``
-    in the timings without one). ``mutate``/``restore`` are statements run in that module's namespace
-    (state A -> B and back; ``restore=None`` when the change cannot be undone, e.g. an object died).
+    ``source`` is the text of a fresh module defining ``fn`` (and optionally ``make_args()``,
+    else ``fn`` gets ``(torch.arange(3.0),)``); a line ``BREAK`` marks where the graph break goes
+    (``pass`` in the timings without one). ``mutate``/``restore`` are statements run in that
+    module's namespace (state A -> B and back; ``restore=None`` when the change cannot be undone,
+    e.g. an object died).
     ``helper`` is the text of a second module, imported in the first as ``helper``."""
 
     name: str
@@ -101,7 +103,7 @@ class Run:
         for name in self.modules:
             sys.modules.pop(name, None)
 
-    # -- state --------------------------------------------------------------------------------------
+    # -- state -------------------------------------------------------------------------------------
     def mutate(self) -> None:
         exec(self.scenario.mutate, self.ns)
 
@@ -112,10 +114,10 @@ class Run:
     def traces(self) -> int:
         """Traces of ``fn`` and of every resume function (fallbacks to Python included)."""
         state = bytegraph.state_of(self.compiled)
-        return len(state.events) + sum(len(bytegraph.state_of(r).events) for r in state.resumes.values()
-                                       if hasattr(r, "__bytegraph__"))
+        resumes = [r for r in state.resumes.values() if hasattr(r, "__bytegraph__")]
+        return len(state.events) + sum(len(bytegraph.state_of(r).events) for r in resumes)
 
-    # -- calls --------------------------------------------------------------------------------------
+    # -- calls -------------------------------------------------------------------------------------
     def call(self, armed: bool = False) -> None:
         """Run eager then compiled from the same state; with ``armed`` both start from state A and
         the hook switches to state B in the break."""

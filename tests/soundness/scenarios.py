@@ -1,16 +1,23 @@
 """The table of guard-soundness scenarios (see ``harness.py`` for how each one runs).
 
-Each entry mutates one thing a trace read: globals, closure cells, attributes of objects and modules,
-specialised list/dict contents, identities, types, torch global state. ``recompiles`` is what sound
-guards must cause: 1 when the trace specialised on the changed thing, 0 when it only read it as a graph
-input (tensor contents). Ints changed once become symbolic on the next trace (automatic dynamic);
-that is still exactly one recompile, and the next new value needs none (``test_followups.py``).
+Each entry mutates one thing a trace read: globals, closure cells, attributes of objects and
+modules, specialised list/dict contents, identities, types, torch global state. ``recompiles`` is
+what sound guards must cause: 1 when the trace specialised on the changed thing, 0 when it only read
+it as a graph input (tensor contents). Ints changed once become symbolic on the next trace
+(automatic dynamic): still exactly one recompile, and the next new value needs none
+(``test_followups.py``).
+
+Refused on purpose (a graph break or a fallback, never a guess; ``note`` says which): reading a
+deleted global, slot descriptors, ``Tensor.grad``, an instance-level ``forward``. Not guarded
+(documented policy): globals of code exec'd outside any module are constants of the trace, and a
+name rebound in the ``builtins`` module itself (a global shadowing a builtin is guarded).
 """
 
 from __future__ import annotations
 
-import bytegraph
 from soundness.harness import NO_BREAK, Scenario
+
+import bytegraph
 
 S = Scenario
 
@@ -228,7 +235,7 @@ GLOBALS = [
             BREAK
             return x * SCALE
         """, "del SCALE", "SCALE = 2.0", fallback=True,
-      note="eager raises NameError; the retrace refuses (name_error) and runs the function in Python"),
+      note="eager raises NameError; the retrace refuses (name_error), fn runs in Python"),
     S("builtin_shadowed_by_global", """
         def LEN(s):
             return 10
@@ -1026,7 +1033,8 @@ TORCH_STATE = [
             x = x + 1
             BREAK
             return x * 2
-        """, "torch.use_deterministic_algorithms(True)", "torch.use_deterministic_algorithms(False)"),
+        """, "torch.use_deterministic_algorithms(True)",
+      "torch.use_deterministic_algorithms(False)"),
     S("autocast_enabled", """
         def fn(x):
             x = x.reshape(3, 1)

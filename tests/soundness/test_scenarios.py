@@ -1,11 +1,10 @@
-"""Every scenario of ``scenarios.py`` at every timing of ``harness.py``: each call equals eager and the
-number of recompiles is exact."""
+"""Every scenario of ``scenarios.py`` at every timing of ``harness.py``: each call equals eager and
+the number of recompiles is exact."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-
 from soundness.harness import run_scenario
 from soundness.scenarios import SCENARIOS
 

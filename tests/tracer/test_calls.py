@@ -535,7 +535,7 @@ class Countdown:
         self.n = n
 
     def __iter__(self):
-        for i in range(self.n, 0, -1):
+        for i in range(self.n, 0, -1):  # noqa: UP028 (a plain generator)
             yield i
 
 

@@ -47,7 +47,6 @@ unsupported("`yield from` is not traced (plain generators are)", "SEND", "END_SE
             "GET_YIELD_FROM_ITER")
 unsupported("pattern matching is not traced", "MATCH_CLASS", "MATCH_MAPPING", "MATCH_SEQUENCE",
             "MATCH_KEYS", "GET_LEN")
-unsupported("imports run in Python", "IMPORT_NAME", "IMPORT_FROM")
 unsupported("class bodies and name-based scopes are not traced", "LOAD_BUILD_CLASS", "LOAD_NAME",
             "STORE_NAME", "DELETE_NAME", "LOAD_CLASSDEREF", "SETUP_ANNOTATIONS", "LOAD_LOCALS",
             "LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")

@@ -5,11 +5,16 @@ Each handler's docstring gives its stack effect and the ``dis`` documentation li
 
 from __future__ import annotations
 
+import builtins
+import importlib.util
+import sys
+import types
 from typing import TYPE_CHECKING
 
 from bytecode import CellVar, FreeVar, Instr
 
 from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
+from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
@@ -25,6 +30,39 @@ if TYPE_CHECKING:
 def load_const(tx: Translator, inst: Instr) -> None:
     """(-- const)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CONST"""
     tx.push(tx.fold(inst.arg))
+
+
+@handler("IMPORT_NAME")
+def import_name(tx: Translator, inst: Instr) -> None:
+    """(level fromlist -- module)  https://docs.python.org/3.11/library/dis.html#opcode-IMPORT_NAME
+
+    Only modules already imported (in ``sys.modules``) are traced, as the same module objects
+    ``__import__`` returns; anything else runs the import in Python (a graph break)."""
+    fromlist, level = tx.pop().as_python_constant(), tx.pop().as_python_constant()
+    name = inst.arg
+    if level:
+        package = tx.f_globals.get("__package__") or ""
+        try:
+            name = importlib.util.resolve_name("." * level + name, package)
+        except (ImportError, ValueError):
+            raise Unsupported("import", f"relative import of {inst.arg!r}") from None
+    if name not in sys.modules or not isinstance(tx.f_builtins, dict) \
+            or tx.f_builtins.get("__import__") is not builtins.__import__:
+        raise Unsupported("import", f"import of {name!r} (not imported yet)",
+                          hint="import the module at the top of its file")
+    module = sys.modules[name] if fromlist else sys.modules[name.partition(".")[0]]
+    tx.push(tx.wrap_static(module))
+
+
+@handler("IMPORT_FROM")
+def import_from(tx: Translator, inst: Instr) -> None:
+    """(module -- module value)  https://docs.python.org/3.11/library/dis.html#opcode-IMPORT_FROM
+
+    A name of a module's namespace is guarded like a global of that module (``M['mod']['name']``)."""
+    module = tx.stack[-1].as_python_constant()
+    if not isinstance(module, types.ModuleType) or inst.arg not in vars(module):
+        raise Unsupported("import", f"from {getattr(module, '__name__', module)} import {inst.arg}")
+    tx.push(tx.wrap(vars(module)[inst.arg], ModuleGlobalSource(module.__name__, inst.arg)))
 
 
 @handler("LOAD_FAST", "LOAD_FAST_CHECK")

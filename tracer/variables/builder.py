@@ -122,8 +122,11 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
         add(identity)
-        # The function object stays, but its code can be swapped (``f.__code__ = ...``).
-        add(Guard(AttrSource(source, "__code__"), "ID_MATCH", value.__code__, ("id", id(value.__code__))))
+        # The function object stays, but its code can be swapped (``f.__code__ = ...``); functions
+        # that are constants of the trace (exec'd globals, defaults) stay as they were traced.
+        if not isinstance(source.root, ConstSource):
+            code = value.__code__
+            add(Guard(AttrSource(source, "__code__"), "ID_MATCH", code, ("id", id(code))))
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
         add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
@@ -134,7 +137,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
-        func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # guards its code and defaults
+        func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
         return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
     if isinstance(value, types.ModuleType):
         add(identity)
@@ -178,9 +181,11 @@ def _is_torch_value(value: Any) -> bool:
     return False
 
 
-def wrap_builtin(tx: Translator, value: Any, globals_source: Source | None, name: str) -> VariableTracker:
-    """A builtin the trace found because no global shadows it: guarded by that absence (``'len' not
-    in G``), since a global bound later would win. Unnamed globals (``None``) are constants of the trace."""
+def wrap_builtin(tx: Translator, value: Any, globals_source: Source | None,
+                 name: str) -> VariableTracker:
+    """A builtin the trace found because no global shadows it: guarded by that absence (``'len'
+    not in G``), since a global bound later would win. Unnamed globals (``None``) are constants of
+    the trace."""
     if globals_source is not None:
         tx.output.add_guard(Guard(globals_source, "KEY_ABSENT", name, name))
     return wrap_static(tx, value)

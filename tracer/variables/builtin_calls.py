@@ -28,6 +28,7 @@ from .containers import (
     TupleVariable,
 )
 from .functions import PartialVariable
+from . import model_output
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
 from .tensor import TensorVariable
 
@@ -136,6 +137,8 @@ def construct(tx: Translator, cls: type, args: list[VariableTracker],
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+    if model_output.is_model_output(cls):
+        return model_output.construct(tx, cls, args, kwargs)
     raise Unsupported("new_object", f"creating a {cls.__name__} object",
                       hint="create the object outside the compiled function")
 

@@ -22,7 +22,8 @@ NONE, LAST, FALSE = ConstantVariable(None), ConstantVariable(-1), ConstantVariab
 def call_method(tx: Translator, obj: VariableTracker, name: str, args: list[VariableTracker],
                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
     if kwargs and name not in ("sort", "_replace"):
-        raise Unsupported("call_method", f"{obj.python_type().__name__}.{name} with keyword arguments")
+        kind = obj.python_type().__name__
+        raise Unsupported("call_method", f"{kind}.{name} with keyword arguments")
     table = {ListVariable: _LIST, DictVariable: _DICT, SetVariable: _SET, TupleVariable: _TUPLE}
     methods = table.get(type(obj), {})
     if name not in methods:
@@ -47,7 +48,7 @@ def _index(tx: Translator, obj: ListVariable, vt: VariableTracker):
     return index
 
 
-# -- list ---------------------------------------------------------------------------------------------
+# -- list ------------------------------------------------------------------------------------------
 def _list_setitem(tx, obj, key, value):
     index = _index(tx, obj, key)
     if isinstance(index, slice):
@@ -130,7 +131,7 @@ _TUPLE = {
 }
 
 
-# -- dict ---------------------------------------------------------------------------------------------
+# -- dict ------------------------------------------------------------------------------------------
 def _dict_pop(tx, obj, key, default=None):
     k = _key(key)
     if k in obj.items:
@@ -176,12 +177,12 @@ _DICT = {
 }
 
 
-# -- set ----------------------------------------------------------------------------------------------
+# -- set -------------------------------------------------------------------------------------------
 _SET = {
     "add": (True, lambda tx, obj, v: (obj.items.add(_key(v)), NONE)[1]),
     "discard": (True, lambda tx, obj, v: (obj.items.discard(_key(v)), NONE)[1]),
-    "update": (True, lambda tx, obj, v: (obj.items.update(_key(i) for i in tx.dispatch.iterate(tx, v)),
-                                         NONE)[1]),
+    "update": (True, lambda tx, obj, v: (
+        obj.items.update(_key(i) for i in tx.dispatch.iterate(tx, v)), NONE)[1]),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     "copy": (False, lambda tx, obj: SetVariable(set(obj.items))),
 }

@@ -1,8 +1,13 @@
 """Containers: ``TupleVariable``, ``ListVariable``, ``DictVariable``, ``SetVariable`` and iterators.
 
-Items are VariableTrackers. Tuples are immutable. Lists, dicts and sets are mutated in place during the
-trace (they are the value); when such a container came from an input (it has a ``source``) the
+Items are VariableTrackers. Tuples are immutable. Lists, dicts and sets are mutated in place during
+the trace (they are the value); when such a container came from an input (it has a ``source``) the
 mutation is also recorded in ``tx.output.side_effects`` so the rewritten code replays it.
+
+Iterators: ``IteratorVariable`` walks known items (a list's own item list, so appends in a loop body
+are seen; dicts and sets are watched for size changes); ``LazyIteratorVariable`` makes items on
+demand: ``GeneratorVariable`` (a suspended generator frame) and ``DerivedIteratorVariable``
+(``zip``/``enumerate``/``map``/``filter``).
 """
 
 from __future__ import annotations
@@ -82,11 +87,12 @@ class TupleVariable(BaseSequenceVariable):
 
 
 def _field_names(cls: type) -> list[str]:
-    """Field names of a namedtuple or of torch's structseq return types (``torch.return_types.max``)."""
+    """Field names of a namedtuple or of a torch structseq type (``torch.return_types.max``)."""
     if hasattr(cls, "_fields"):
         return list(cls._fields)
     if hasattr(cls, "n_sequence_fields"):  # structseq: fields are the member descriptors, in order
-        members = [(v.__doc__ or "", k) for k, v in vars(cls).items() if type(v).__name__ == "member_descriptor"]
+        members = [(v.__doc__ or "", k) for k, v in vars(cls).items()
+                   if type(v).__name__ == "member_descriptor"]
         return [k for _, k in members][: cls.n_sequence_fields]
     return []
 
@@ -199,7 +205,7 @@ class SetVariable(VariableTracker):
 
 @dataclass(eq=False)
 class BoundMethodVariable(VariableTracker):
-    """``xs.append`` and friends before the call; the semantics live in ``dispatch.call_container_method``."""
+    """``xs.append`` and friends before the call; ``dispatch.call_container_method`` runs them."""
 
     obj: VariableTracker
     name: str
@@ -341,6 +347,8 @@ class DerivedIteratorVariable(LazyIteratorVariable):
         return self.step(self.sources)
 
     def rebuildable(self) -> bool:
+        if self.kind not in (zip, enumerate):
+            return False  # map/filter would call user functions while the break is emitted
         return all(s.rebuildable() if isinstance(s, LazyIteratorVariable) else s.watched is None
                    for s in self.sources)
 

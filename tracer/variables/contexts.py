@@ -27,10 +27,12 @@ class ContextManagerVariable(VariableTracker):
 
     mode: bool
     previous: bool | None = None
+    applied: bool = False  #: ``set_grad_enabled(b)`` switches when called, not when entered
 
     def enter(self, tx: Translator) -> VariableTracker:
-        self.previous = torch.is_grad_enabled()
-        set_grad_mode(tx, self.mode)
+        if not self.applied:
+            self.previous = torch.is_grad_enabled()
+            set_grad_mode(tx, self.mode)
         return ConstantVariable(None)
 
     def exit_method(self) -> VariableTracker:

@@ -32,6 +32,7 @@ from .functions import (
     TorchVariable,
     UserFunctionVariable,
 )
+from .model_output import ModelOutputVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable
 from .symbolic import SymNodeVariable
@@ -194,6 +195,8 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
             return obj.items[index]
         except (IndexError, TypeError) as e:
             raise Unsupported("python_error", f"index {index!r}: {e}") from e
+    if isinstance(obj, ModelOutputVariable):
+        return obj.getitem(tx, index)
     if isinstance(obj, DictVariable):
         if index not in obj.items:
             raise Unsupported("python_error", f"KeyError: {index!r}")
@@ -211,6 +214,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
 def setitem(tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
     if isinstance(obj, TensorVariable):
         tx.output.call_function(operator.setitem, (obj, key, value), {})
+        return
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        obj.setitem(key.as_python_constant(), value)
         return
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
@@ -283,6 +289,10 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
         return False
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
+    if isinstance(container, UserObjectVariable) and not isinstance(container, NNModuleVariable) \
+            and isinstance(inspect.getattr_static(type(container.value), "__contains__", None),
+                           types.FunctionType):  # a Python ``__contains__`` (``Mapping``'s), inlined
+        return truth(tx, container.call_method(tx, "__contains__", [item], {}))
     raise Unsupported("contains", f"`in` on {container}")
 
 

@@ -12,6 +12,7 @@ from torch's tensor-op namespaces, which becomes a graph node. ``PartialVariable
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -58,13 +59,16 @@ class UserFunctionVariable(VariableTracker):
         if self.fn is graph_break:
             raise Unsupported("graph_break", "explicit bytegraph.graph_break()",
                               hint="remove the graph_break() call to get one graph")
+        if self.fn is inspect.signature and len(args) == 1 and not kwargs:
+            return _signature(tx, args[0])
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
             closure[name] = ClosureCellVariable(cell, _cell_source(self.source, self.fn, name))
         return tx.inline_call(self.fn.__code__, self.fn.__globals__, args, kwargs,
-                              defaults=_defaults_vt(tx, self.fn, self.source), closure=closure, fn=self.fn)
+                              defaults=_defaults_vt(tx, self.fn, self.source), closure=closure,
+                              fn=self.fn)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and self.self_vt is None:
@@ -80,6 +84,18 @@ class UserFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
+    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time (inlining
+    ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with the function:
+    its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``). Functions carrying a
+    ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
+    if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(vars(fn.fn)):
+        raise Unsupported("call", f"inspect.signature of {fn}")
+    _defaults_vt(tx, fn.fn, fn.source)
+    real = fn.fn if fn.self_vt is None else types.MethodType(fn.fn, object())
+    return ConstantVariable(inspect.signature(real))
 
 
 def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) -> Source | None:
@@ -100,8 +116,10 @@ def _defaults_vt(tx: Translator, fn: types.FunctionType,
     names = code.co_varnames[code.co_argcount - len(pos):code.co_argcount]
     if source is None:
         return dict(zip(names, pos, strict=True)), dict(fn.__kwdefaults__ or {})
-    pos_vt = tx.wrap(fn.__defaults__, AttrSource(source, "__defaults__"))
-    kw_vt = tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__"))
+    # No defaults now: the call binds every parameter, so defaults added later change nothing.
+    pos_vt = tx.wrap(fn.__defaults__, AttrSource(source, "__defaults__")) if pos else None
+    kw_vt = tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__")) \
+        if fn.__kwdefaults__ else None
     pos_items = pos_vt.items if isinstance(pos_vt, TupleVariable) else []
     kw_items = kw_vt.items if isinstance(kw_vt, DictVariable) else {}
     return dict(zip(names, pos_items, strict=True)), dict(kw_items)

@@ -77,6 +77,11 @@ class NNModuleVariable(UserObjectVariable):
             if module._weights_have_changed():
                 raise Unsupported("rnn_weights", "an RNN's parameters were replaced since its last call")
             return UserFunctionVariable(_no_op)  # parameter swaps bump EPOCH: the tree check re-runs
+        if self.source is not None and name not in module.__dict__ \
+                and inspect.getattr_static(module, name, None) is None:
+            for table in _TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
+                if table in module.__dict__:
+                    tx.output.add_guard(Guard(AttrSource(self.source, table), "KEY_ABSENT", name, name))
         return super().var_getattr(tx, name)
 
     def call_function(self, tx: Translator, args: list[VariableTracker],

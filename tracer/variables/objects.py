@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, Source, TypeSource
+from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ..exc import Unsupported
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
@@ -36,9 +36,10 @@ class PythonModuleVariable(ConstantLikeVariable):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if not hasattr(self.value, name):
-            if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on the absence
+            if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on it
+                namespace = AttrSource(self.source, "__dict__")
                 for key in (name, "__getattr__"):
-                    tx.output.add_guard(Guard(AttrSource(self.source, "__dict__"), "KEY_ABSENT", key, key))
+                    tx.output.add_guard(Guard(namespace, "KEY_ABSENT", key, key))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
         return tx.wrap(getattr(self.value, name), attr_source)
@@ -64,34 +65,44 @@ class UserObjectVariable(VariableTracker):
                 raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__")
             return self._pure_getattr(tx, name)
         static = inspect.getattr_static(self.value, name, _MISSING)
+        if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
+            return tx.wrap(cls, TypeSource(self.source)) if self.source is not None else tx.wrap_static(cls)
         if static is _MISSING:
-            if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on the absence
+            if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on it
                 self._guard_not_shadowed(tx, name)
-                _guard_no_class_attr(tx, TypeSource(self.source), name)
+                # ``nn.Module.__getattr__`` only reads the member tables (NNModuleVariable guards
+                # them): the class must not gain ``name``, and its ``__getattr__`` must stay torch's
+                module_getattr = isinstance(self.value, torch.nn.Module) \
+                    and cls.__getattr__ is torch.nn.Module.__getattr__
+                _guard_no_class_attr(tx, TypeSource(self.source), name,
+                                     "__getattr__" if not module_getattr else None)
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
-        # shadow a method (``'name' not in obj.__dict__``; properties are data descriptors: no shadowing).
-        class_source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
+        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it cannot
+        # be shadowed).
+        class_source = None if self.source is None else AttrSource(TypeSource(self.source), name)
         if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
             self._guard_not_shadowed(tx, name)
             method = tx.wrap(static, class_source)
             return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
         if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-            fget_source = AttrSource(class_source, "fget") if class_source is not None else None
-            fget = tx.wrap(static.fget, fget_source) if fget_source is not None else None
-            return UserFunctionVariable(static.fget, getattr(fget, "source", None)).call_function(tx, [self], {})
+            fget_source = None if class_source is None else AttrSource(class_source, "fget")
+            if fget_source is not None:
+                tx.wrap(static.fget, fget_source)
+            return UserFunctionVariable(static.fget, fget_source).call_function(tx, [self], {})
         if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(self.value):
             self._guard_not_shadowed(tx, name)
             fn = static.__func__
-            fn_source = None if class_source is None else \
-                class_source if isinstance(static, staticmethod) else AttrSource(class_source, "__func__")
+            fn_source = class_source
+            if class_source is not None and isinstance(static, classmethod):
+                fn_source = AttrSource(class_source, "__func__")
             if fn_source is not None:
                 tx.wrap(fn, fn_source)
             bound = UserFunctionVariable(fn, fn_source)
             if isinstance(static, staticmethod):
                 return bound
-            cls_vt = tx.wrap(cls, TypeSource(self.source)) if self.source is not None else tx.wrap_static(cls)
+            cls_vt = tx.wrap_static(cls) if self.source is None else tx.wrap(cls, TypeSource(self.source))
             return bound.clone(self_vt=cls_vt)
         if hasattr(static, "__get__") and not isinstance(static, types.FunctionType) \
                 and name not in _instance_dict(self.value) and not _is_plain_data(static):
@@ -111,6 +122,8 @@ class UserObjectVariable(VariableTracker):
                 tx.output.add_guard(Guard(self.source, "ATTR_ABSENT", name, name))
             raise Unsupported("getattr", f"{type(self.value).__name__} object has no attribute {name!r}") \
                 from None
+        except Exception as e:  # noqa: BLE001 (an error of the real lookup runs again in Python)
+            raise Unsupported("custom_getattr", f"{type(self.value).__name__}.{name} raised {e!r}") from None
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
             static = inspect.getattr_static(self.value, name, _MISSING)
             if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
@@ -151,6 +164,7 @@ class CFunctionVariable(UserObjectVariable):
 
 
 _MISSING = object()
+_OBJECT_CLASS = vars(object)["__class__"]
 
 
 def _instance_dict(obj: Any) -> dict[str, Any]:
@@ -160,9 +174,10 @@ def _instance_dict(obj: Any) -> dict[str, Any]:
         return {}
 
 
-def _guard_no_class_attr(tx: Translator, class_source: Source, name: str) -> None:
+def _guard_no_class_attr(tx: Translator, class_source: Source, name: str,
+                         getattr_name: str | None = "__getattr__") -> None:
     """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
-    names = (name, "__getattr__")
+    names = (name, getattr_name) if getattr_name else (name,)
     tx.output.add_guard(Guard(class_source, "CLASS_ATTR_ABSENT", names, names))
 
 
@@ -190,12 +205,15 @@ def _has_custom_getattr(cls: type) -> bool:
 #: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
 #: known to be free of side effects and deterministic for a given instance state, so the tracer may
 #: read attributes with the real ``getattr``. ``transformers``' ``PreTrainedConfig.__getattribute__``
-#: only maps aliases through the class's ``attribute_map`` before the generic lookup. Such reads are
+#: only maps aliases through the class's ``attribute_map`` before the generic lookup; its
+#: ``HeterogeneousConfigMixin`` only raises (or warns once) for per-layer attributes of heterogeneous
+#: configs (an error at trace time becomes a graph break, the read then runs in Python). Such reads are
 #: guarded through their ``AttrSource`` (``L['self'].config.use_cache``), so *these guards call that
 #: ``__getattribute__``*: the one exception to "guards never run user code".
 PURE_GETATTR_CLASSES = frozenset({
     ("transformers.configuration_utils", "PreTrainedConfig"),
     ("transformers.configuration_utils", "PretrainedConfig"),
+    ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
 })
 
 
@@ -262,5 +280,42 @@ class SuperVariable(VariableTracker):
                 attr = vars(klass)[name]
                 if isinstance(attr, types.FunctionType):
                     return UserFunctionVariable(attr, None, self_vt=self.obj)
+                if klass is dict and name in DictReadVariable.METHODS:
+                    return DictReadVariable(self.obj, name)
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
+
+
+@dataclass(eq=False)
+class DictReadVariable(VariableTracker):
+    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` called on an input-reachable instance of
+    a ``dict`` subclass (``super().get(key)`` in a registry class). Only constant keys; a present key
+    is read and guarded through ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``;
+    both checks run ``dict``'s own lookup, so the subclass must not override ``__getitem__`` or
+    ``__contains__`` in Python."""
+
+    METHODS = ("get", "__getitem__", "__contains__")
+
+    obj: VariableTracker
+    name: str
+    source: Source | None = None
+
+    def call_function(self, tx: Translator, args: list[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        obj, name = self.obj, self.name
+        cls = type(getattr(obj, "value", None))
+        if not isinstance(obj, UserObjectVariable) or obj.source is None or not issubclass(cls, dict) \
+                or kwargs or not args or not all(a.is_python_constant() for a in args) \
+                or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__")):
+            raise Unsupported("super", f"dict.{name} on {obj}")
+        key = args[0].as_python_constant()
+        if type(key) not in (str, int) or len(args) > (2 if name == "get" else 1):
+            raise Unsupported("super", f"dict.{name} with key {key!r}")
+        if not dict.__contains__(obj.value, key):
+            tx.output.add_guard(Guard(obj.source, "KEY_ABSENT", key, key))
+            if name == "__getitem__":
+                raise Unsupported("python_error", f"KeyError: {key!r}")
+            return ConstantVariable(False) if name == "__contains__" else \
+                (args[1] if len(args) > 1 else ConstantVariable(None))
+        value = tx.wrap(dict.__getitem__(obj.value, key), ItemSource(obj.source, key))
+        return ConstantVariable(True) if name == "__contains__" else value

@@ -16,7 +16,7 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
-from .contexts import ContextManagerVariable
+from .contexts import ContextManagerVariable, set_grad_mode
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 EFFECTFUL = frozenset({
     "manual_seed", "seed", "initial_seed", "save", "load", "use_deterministic_algorithms", "compile",
     "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
-    "set_num_threads", "set_rng_state", "get_rng_state", "synchronize", "set_grad_enabled",
+    "set_num_threads", "set_rng_state", "get_rng_state", "synchronize",
     "inference_mode", "set_anomaly_enabled", "is_inference_mode_enabled", "from_numpy", "as_tensor",
     "set_float32_matmul_precision", "profiler", "record_function", "_assert",
 })
@@ -37,12 +37,18 @@ def call_torch(tx: Translator, fn: Any, args: list[VariableTracker],
     name = getattr(fn, "__name__", "")
     if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
+    if fn is torch.set_grad_enabled and len(args) == 1 and not kwargs and args[0].is_python_constant():
+        previous, mode = torch.is_grad_enabled(), bool(args[0].as_python_constant())
+        set_grad_mode(tx, mode)  # effective at the call, like eager; a with-block restores on exit
+        return ContextManagerVariable(mode, previous, applied=True)
     if fn is torch.no_grad:
         return ContextManagerVariable(False)
     if fn is torch.enable_grad:
         return ContextManagerVariable(True)
     if fn is torch.is_grad_enabled:
         return ConstantVariable(torch.is_grad_enabled())
+    if fn in (torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling):
+        return ConstantVariable(True)  # as under torch.compile: libraries pick their traceable path
     if fn is torch.get_default_dtype:
         return ConstantVariable(torch.get_default_dtype())
     if fn is torch.Size:
