@@ -174,3 +174,32 @@ def test_break_reason_text_with_inlined_stack():
     assert str(report.break_reasons[1]) == "opcode: no handler for X  [other ran in Python]"
     assert report.break_reasons[1].line == "" and report.break_reasons[1].lineno == 0
     assert BreakReason.of("f", e, fell_back=False).location is e.user_stack[-1]
+
+
+def three_kinds_of_break(x):
+    y = x.sin()
+    print("a side effect")
+    s = y.sum().item()
+    if y.mean() > 0:
+        y = y + s
+    return y * 2
+
+
+def test_report_with_three_different_break_reasons(capsys):
+    counter = CompileCounter()
+    x = torch.ones(4)
+    report = bytegraph.explain(three_kinds_of_break, backend=counter)(x)
+    assert report.graph_break_count == 3
+    assert report.graph_count == counter.frame_count == 4
+    kinds = [r.kind for r in report.break_reasons]
+    assert kinds == ["print", "tensor_to_python", "data_dependent"]
+    expected_lines = ['print("a side effect")', "s = y.sum().item()", "if y.mean() > 0:"]
+    for reason, text in zip(report.break_reasons, expected_lines):
+        assert reason.filename == __file__
+        assert reason.lineno == line_of(three_kinds_of_break, text)
+        assert reason.line == text
+        assert reason.hint
+    text = str(report)
+    for line in expected_lines:
+        assert line in text
+    torch.testing.assert_close(three_kinds_of_break(x), (x.sin() + x.sin().sum()) * 2)

@@ -154,6 +154,8 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     for name in reversed(names):
         cg.store_local(name)
     exit_vt = _with_exit(frame)
+    if isinstance(inst.lineno, int):  # the instruction runs here: tracebacks show the user's line
+        cg.lineno = inst.lineno
     protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
     if protect is not None:
         cg.instrs.append(protect)

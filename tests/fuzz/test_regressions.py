@@ -1,0 +1,155 @@
+"""Minimised failures found by the random differential programs (``programs.py``), one test each, plus
+the bugs found while writing the reliability tests. Each names the bug it pins down."""
+
+from __future__ import annotations
+
+import torch
+from bytecode import ConcreteBytecode
+
+import bytegraph
+from difftest import check_breaks, compile_counted
+
+
+class Obj:
+    def __init__(self, w):
+        self.w = w
+
+
+G_VALUE = torch.ones(2)
+
+
+def test_item_read_before_list_mutation_keeps_old_value():
+    """Seed 23: ``a = lst[-1]; del lst[:1]`` returned ``lst[0]`` read *after* the replayed mutation
+    (IndexError on a one-element list)."""
+    def fn(x, lst):
+        a = lst[-1] if lst else x
+        del lst[:1]
+        return a
+
+    for n in (1, 2, 3):
+        check_breaks(fn, lambda n=n: (torch.zeros(2), [torch.ones(2) * i for i in range(n)]),
+                     graphs=0, breaks=0, calls=1)
+
+
+def test_item_read_before_list_store_keeps_old_value():
+    """Seed 275: ``c = lst[-1]; lst[0] = y`` returned the new ``lst[0]``."""
+    def fn(x, y, lst):
+        c = lst[-1] if lst else x
+        if lst:
+            lst[0] = y
+        return c
+
+    check_breaks(fn, lambda: (torch.zeros(2), torch.ones(2), [torch.full((2,), 5.0)]),
+                 graphs=0, breaks=0, calls=2)
+
+
+def test_attribute_read_before_attribute_store_keeps_old_value():
+    def fn(x, obj):
+        a = obj.w
+        obj.w = x * 2
+        return a + 0, a
+
+    compiled, _ = compile_counted(fn)
+    obj, eager_obj = Obj(torch.ones(2)), Obj(torch.ones(2))
+    old = obj.w
+    result = compiled(torch.zeros(2), obj)
+    expected = fn(torch.zeros(2), eager_obj)
+    torch.testing.assert_close(result, expected)
+    assert result[1] is old
+    torch.testing.assert_close(obj.w, eager_obj.w)
+
+
+def test_global_read_before_global_store_keeps_old_value():
+    def fn(x):
+        global G_VALUE
+        a = G_VALUE
+        G_VALUE = x * 3
+        return a
+
+    global G_VALUE
+    G_VALUE = before = torch.ones(2)
+    compiled, _ = compile_counted(fn)
+    assert compiled(torch.zeros(2)) is before
+    torch.testing.assert_close(G_VALUE, torch.zeros(2))
+
+
+def test_cell_read_before_cell_store_keeps_old_value():
+    def make():
+        t = torch.ones(2)
+
+        def fn(x):
+            nonlocal t
+            a = t
+            t = x * 2
+            return a
+        return fn
+
+    fn = make()
+    before = fn.__closure__[0].cell_contents
+    compiled, _ = compile_counted(fn)
+    assert compiled(torch.zeros(2)) is before
+
+
+def helper_raises(x):
+    print("helper")
+    raise KeyError("inner")
+
+
+def test_callee_break_inside_try_runs_the_handler():
+    """A break in a callee called inside ``try`` continued outside the try block: the handler was
+    skipped (KeyError escaped instead of the RuntimeError raised ``from`` it)."""
+    def fn(x):
+        try:
+            return helper_raises(x)
+        except KeyError as e:
+            raise RuntimeError("wrapped") from e
+
+    compiled, _ = compile_counted(fn)
+    for _ in range(2):
+        try:
+            compiled(torch.ones(2))
+        except RuntimeError as e:
+            assert isinstance(e.__cause__, KeyError) and e.__cause__.args == ("inner",)
+        else:
+            raise AssertionError("no exception")
+
+
+def test_exception_inside_try_of_resume_function_does_not_crash():
+    """Resume functions starting inside a try block had exception-table depth 32768 (``bytecode``
+    never reached the skipped ``TryBegin``): the first exception there crashed the interpreter."""
+    def fn(x, d):
+        try:
+            print("before")
+            y = d["missing"]
+        except KeyError as e:
+            raise RuntimeError("wrapped") from e
+        return y
+
+    def raises():
+        try:
+            compiled(torch.ones(2), {})
+        except RuntimeError as e:
+            return type(e.__cause__)
+
+    compiled, _ = compile_counted(fn)
+    assert raises() is KeyError
+    assert raises() is KeyError
+    for variant in bytegraph.state_of(compiled).resumes.values():
+        table = ConcreteBytecode.from_code(variant.__code__).exception_table
+        assert all(e.stack_depth < 1000 for e in table)
+
+
+def test_callee_break_raising_inside_no_grad_restores_grad_mode():
+    """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode off."""
+    def fn(x):
+        with torch.no_grad():
+            y = helper_raises(x)
+        return y
+
+    compiled, _ = compile_counted(fn)
+    for _ in range(2):
+        try:
+            compiled(torch.ones(2, requires_grad=True))
+        except KeyError:
+            pass
+        assert torch.is_grad_enabled()
