@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -52,6 +53,21 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
         return types.MethodType(compiled, fn.__self__)
     if hasattr(fn, "__bytegraph__"):
         return fn  # already compiled
+    if isinstance(fn, functools.partial):
+        return functools.partial(compile(fn.func, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
+                                 *fn.args, **fn.keywords)
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, (type, types.FunctionType)) and isinstance(call, types.FunctionType):
+        return compile(types.MethodType(call, fn), backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if isinstance(fn, types.FunctionType) and fn.__code__.co_flags & _SUSPENDING:
+        # Generators and coroutines suspend: a trace of one call cannot stand for them.
+        kind = "generator or coroutine"
+        if fullgraph:
+            raise driver.BytegraphError(f"{fn.__qualname__} is a {kind} function, which bytegraph "
+                                        "does not compile")
+        warnings.warn(f"bytegraph: running {fn.__qualname__} in Python: it is a {kind} function",
+                      stacklevel=2)
+        return fn
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"bytegraph.compile expects a Python function, bound method or nn.Module, "
                         f"got {type(fn).__name__}: {fn!r}")
@@ -61,6 +77,11 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
     entry.__bytegraph__ = state
     entry.__signature__ = inspect.signature(fn, follow_wrapped=False)
     return entry
+
+
+#: Code flags of functions whose calls suspend (generators, coroutines, async generators).
+_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
 
 
 def reset() -> None:

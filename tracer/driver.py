@@ -36,6 +36,7 @@ from ..guards.guard import Guard, global_state_guards
 from .convert import convert_call
 from .shapes import DynamicPolicy
 from .exc import BytegraphError, InternalError, Unsupported
+from .translator import TraceTooLong
 
 log = logging.getLogger("bytegraph")
 recompile_log = logging.getLogger("bytegraph.recompiles")
@@ -109,6 +110,7 @@ class CompiledCode:
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
+        self.warned_code = False
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.policy = DynamicPolicy(settings.dynamic)  #: what is traced symbolically (grows on recompiles)
         ALL.add(self)
@@ -146,6 +148,9 @@ class CompiledCode:
                                   resume=self.resume_function, policy=self.policy)
         except Unsupported as e:
             return self._fallback(e, reason, failures=failures)
+        except TraceTooLong as e:
+            self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
+            return self._fallback(Unsupported("too_large", str(e)), reason, failures=failures)
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(f"bytegraph failed to compile {self.fn.__qualname__}: {e}") from e
@@ -196,6 +201,17 @@ class CompiledCode:
             entry = raw
         self.resumes[key] = entry
         return entry
+
+    def code_replaced(self) -> Any:
+        """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run the
+        function (its new code) in Python from now on."""
+        with self.compile_lock:
+            if not self.warned_code:
+                self.warned_code = True
+                warnings.warn(f"bytegraph: the code of {self.fn.__qualname__} was replaced after "
+                              "compile; running it in Python", stacklevel=3)
+                self.cache.clear()
+        return self.fn
 
     def _warn_limit(self, why: Any) -> None:
         if not self.warned_limit:
@@ -272,12 +288,15 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names))
     source = (
         f"def ___entry({', '.join(params)}):\n"
+        f"    if ___fn.__code__ is not ___code:\n"
+        f"        return ___state.code_replaced()({', '.join(call_args)})\n"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
         f"    if ___v is None:\n"
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
         f"    return ___v({', '.join(call_args)})\n"
     )
-    namespace: dict[str, Any] = {"___state": state, "___cache": state.cache}
+    namespace: dict[str, Any] = {"___state": state, "___cache": state.cache, "___fn": fn,
+                                 "___code": fn.__code__}
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]
     entry.__defaults__ = fn.__defaults__

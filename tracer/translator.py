@@ -12,6 +12,7 @@ instruction, its callers stopped at the call that is still running. ``breaks.py`
 from __future__ import annotations
 
 import sys
+import time
 import types
 from typing import Any
 
@@ -39,6 +40,12 @@ from .variables.functions import ClosureCellVariable
 
 #: Inlining deeper than this is treated as unsupported recursion.
 MAX_INLINE_DEPTH = 32
+#: A trace running longer than this (huge functions) is abandoned: the function runs in Python.
+MAX_TRACE_SECONDS = 5.0
+
+
+class TraceTooLong(Exception):  # noqa: N818 (not an Unsupported: no frame may turn it into a break)
+    """The whole trace is abandoned (see ``MAX_TRACE_SECONDS``); the driver falls back to Python."""
 
 
 @dataclass
@@ -86,6 +93,8 @@ class Translator:
         self.depth = parent.depth + 1 if parent is not None else 0
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
+        self.deadline = parent.deadline if parent is not None else time.monotonic() + MAX_TRACE_SECONDS
+        self.steps = 0
 
     # -- stack -------------------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -125,6 +134,9 @@ class Translator:
             raise Unsupported("fell_off", "reached the end of the code without a return")
         inst = self.instructions[index]
         self.ip += 1
+        self.steps += 1
+        if not self.steps & 255 and time.monotonic() > self.deadline:
+            raise TraceTooLong(f"tracing {self.code.co_name} took over {MAX_TRACE_SECONDS}s")
         self.current = inst
         fn = opcodes.HANDLERS.get(inst.name)
         saved = (list(self.stack), dict(self.symbolic_locals), self.output.checkpoint(), self.kw_names)

@@ -23,10 +23,20 @@ EXTRA = [
     "_fused_rms_norm", "logsumexp", "hardtanh", "leaky_relu", "elu",
 ]
 
+#: Core decompositions we must not use (as Inductor excludes them). The CPU flash-attention one
+#: returns the attention weights where the op returns the logsumexp: fine for inference, but the
+#: backward (``_scaled_dot_product_flash_attention_for_cpu_backward``) then reads them as the
+#: logsumexp and computes wrong gradients. The op stays an extern call (``graph.EXTERN_OPS``).
+EXCLUDE = ["_scaled_dot_product_flash_attention_for_cpu.default"]
+
 
 @functools.lru_cache(maxsize=1)
 def decomposition_table() -> dict[Any, Any]:
     ops = [getattr(aten, name) for name in EXTRA if hasattr(aten, name)]  # names vary by version
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(ops))
+    for name in EXCLUDE:
+        packet, _, overload = name.partition(".")
+        if hasattr(aten, packet):
+            table.pop(getattr(getattr(aten, packet), overload), None)
     return table

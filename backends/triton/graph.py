@@ -77,6 +77,8 @@ class GraphLowering:
             elif node.op == "get_attr":
                 self.env[node] = self.get_attr(node)
             elif node.op == "call_function":
+                if is_dead(node):
+                    continue  # aot can leave a recomputed forward op unused: never run it
                 self.env[node] = self.call_function(node)
             elif node.op == "output":
                 self.output(node)
@@ -223,6 +225,18 @@ class GraphLowering:
 
     def output_buffers(self) -> set[str]:
         return {v.buffer.name for v in self.outputs if isinstance(v, BufferView)}
+
+
+def is_dead(node: torch.fx.Node) -> bool:
+    """No users and no effect. Attention ops are tagged nondeterministic (dropout) and so count as
+    impure for fx; without dropout (``dropout_p`` is their 4th argument) they are pure."""
+    if node.users:
+        return False
+    if not node.is_impure():
+        return True
+    target = node.target
+    return (target in EXTERN_OPS and not target._schema.is_mutable and "attention" in str(target)
+            and len(node.args) > 3 and node.args[3] == 0.0)
 
 
 def realize_all(graph: GraphLowering, obj: Any) -> Any:

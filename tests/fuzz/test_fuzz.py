@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-import programs
+from fuzz import programs
 
 CHUNKS, PER_CHUNK = 10, 100
 #: Totals over the chunks that ran, reported by the last test.

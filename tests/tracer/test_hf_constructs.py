@@ -74,7 +74,8 @@ def test_model_output_create_read_and_return():
     def fn(x):
         out = TinyOutput(logits=x * 2, hidden=None, extra=(x + 1,))
         assert out.hidden is None and "hidden" not in out
-        return TinyOutput(logits=out.logits + out[0], hidden=out["extra"][0]), out.to_tuple(), len(out)
+        made = TinyOutput(logits=out.logits + out[0], hidden=out["extra"][0])
+        return made, out.to_tuple(), len(out)
 
     check(fn, torch.randn(3))
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exc import Unsupported
+from . import model_output
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -28,7 +29,6 @@ from .containers import (
     TupleVariable,
 )
 from .functions import PartialVariable
-from . import model_output
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
 from .tensor import TensorVariable
 

@@ -1,13 +1,15 @@
-"""``ModelOutputVariable``: a ``transformers`` ``ModelOutput`` (an ``OrderedDict`` subclass and a
-dataclass whose fields are also readable as attributes) created during the trace.
+"""``ModelOutputVariable``: a ``transformers`` ``ModelOutput`` (an ``OrderedDict`` subclass and
+a dataclass whose fields are also readable as attributes) created during the trace.
 
 Its real ``__init__``/``__post_init__`` are not inlined (they call ``dataclasses.fields`` and write
-through ``super().__setitem__``); ``construct`` applies their effect for the usual call shape (fields
-given by keyword or position, the non-``None`` ones become keys in field order). Keys and attributes
-stay in step as in ``ModelOutput``: ``out.name`` is ``out["name"]``, or ``None`` for an unset field;
+through ``super().__setitem__``); ``construct`` applies their effect for the usual call shape
+(fields given by keyword or position, the non-``None`` ones become keys in field order). Keys and
+attributes stay in step as in ``ModelOutput``: ``out.name`` is ``out["name"]``, or ``None`` for an
+unset field;
 ``out[i]``/``out.to_tuple()`` index the values. At a graph break or return it is rebuilt as
 ``cls()`` followed by one ``out[key] = value`` per key, which gives the same keys in the same order.
-Objects of these classes that come from inputs stay ``UserObjectVariable`` (and are refused).
+Objects of these classes that come from inputs stay ``UserObjectVariable``: their attributes are
+read (and guarded) as instance attributes; item access and dict methods on them break the graph.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def construct(tx: Translator, cls: type, args: list[VariableTracker],
     values = dict(zip(fields, args, strict=False)) | kwargs
     present = {k: v for k, v in values.items() if not _is_none(v)}
     first = fields[0] if fields else None
-    if list(present) == [first] and not isinstance(present[first], TensorVariable):
+    lone_first = list(present) == [first]
+    if lone_first and not isinstance(present[first], TensorVariable):
         # __post_init__ would iterate a lone non-tensor first field as (key, value) pairs
         raise Unsupported("new_object", f"{cls.__name__}() from a single non-tensor value")
     return ModelOutputVariable({k: present[k] for k in fields if k in present}, cls=cls)
@@ -68,7 +71,7 @@ def rebuild(cls: type, items: dict[str, Any]) -> Any:
 
 @dataclass(eq=False)
 class ModelOutputVariable(DictVariable):
-    """``items`` are the keys present (non-``None`` fields, in insertion order); ``cls`` the class."""
+    """``items``: the keys present (non-``None`` fields, in insertion order); ``cls``: the class."""
 
     def is_python_constant(self) -> bool:
         return False
@@ -83,7 +86,8 @@ class ModelOutputVariable(DictVariable):
             return ConstantVariable(None)
         if name == "to_tuple" or name in _DICT_READS:
             return ModelOutputMethodVariable(self, name)
-        raise Unsupported("getattr", f"{self.cls.__name__}.{name} (only fields and dict reads are traced)")
+        raise Unsupported("getattr", f"{self.cls.__name__}.{name} (only fields and dict reads "
+                                     "are traced)")
 
     def getitem(self, tx: Translator, key: Any) -> VariableTracker:
         """``out["name"]`` reads a key; ``out[0]``/``out[1:]`` index ``to_tuple()``."""

@@ -1,0 +1,123 @@
+"""Compiled code does not leak: dropped compiled closures free every cache entry (their weakref
+finalisers fire) and memory returns to its baseline; a dead model's entries go without ``reset()``;
+warm calls allocate nothing that stays.
+
+CI sizes are below; ``python tests/reliability/test_memory.py`` runs 10,000 closures and 1,000,000
+warm calls.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import tracemalloc
+import weakref
+
+import torch
+
+import bytegraph
+from bytegraph.tracer import driver
+
+CLOSURES, WARM_CALLS = 1_000, 100_000
+FULL_CLOSURES, FULL_WARM_CALLS = 10_000, 1_000_000
+
+
+def _make(k: int):
+    scale = float(k % 5)
+
+    def fn(x):
+        return x * scale + 1
+    return fn
+
+
+def churn_closures(count: int) -> tuple[int, int]:
+    """Compile, call and drop ``count`` closures; returns (finalisers fired, bytes still held)."""
+    x = torch.ones(2)
+    for k in range(10):  # warm up whatever is cached once per process
+        bytegraph.compile(_make(k))(x)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    fired = [0]
+    for k in range(count):
+        compiled = bytegraph.compile(_make(k))
+        compiled(x)
+        state = bytegraph.state_of(compiled)
+        weakref.finalize(state, lambda: fired.__setitem__(0, fired[0] + 1))
+        for variant in state.cache.variants:
+            weakref.finalize(variant, lambda: fired.__setitem__(0, fired[0] + 1))
+        del compiled, state
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return fired[0], after - before
+
+
+def warm_call_growth(calls: int) -> int:
+    compiled = bytegraph.compile(lambda x, n: x * n + 1)
+    x = torch.ones(2)
+    for _ in range(1_000):
+        compiled(x, 3)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(calls):
+        compiled(x, 3)
+    gc.collect()
+    growth = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(bytegraph.cache_entries(compiled)) == 1
+    return growth
+
+
+def test_dropped_closures_free_their_cache_entries():
+    alive_before = len(driver.ALL)
+    fired, held = churn_closures(CLOSURES)
+    assert fired == 2 * CLOSURES  # each state and its one variant
+    assert len(driver.ALL) == alive_before
+    assert held < 1_000_000, f"{held} bytes still held after dropping {CLOSURES} compiled closures"
+
+
+def test_dead_model_entries_are_freed_without_reset():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    compiled = bytegraph.compile(model)
+    compiled(torch.ones(2, 3))
+    state = weakref.ref(bytegraph.state_of(compiled))
+    entries = bytegraph.cache_entries(compiled)
+    assert entries
+    variant = weakref.ref(entries[0])
+    module = weakref.ref(model)
+    del model, compiled, entries
+    gc.collect()
+    assert module() is None
+    assert state() is None and variant() is None
+
+
+def test_entry_guarding_a_dead_model_is_dropped():
+    def run(m, x):
+        return m(x)
+
+    compiled = bytegraph.compile(run)
+    model = torch.nn.Linear(2, 2)
+    compiled(model, torch.ones(2))
+    entries = bytegraph.cache_entries(compiled)
+    assert entries
+    variant = weakref.ref(entries[0])
+    module = weakref.ref(model)
+    del model, entries
+    gc.collect()
+    assert module() is None, "a guard keeps the model alive"
+    assert variant() is None and bytegraph.cache_entries(compiled) == []
+
+
+def test_warm_calls_do_not_leak():
+    growth = warm_call_growth(WARM_CALLS)
+    assert growth < 1_000_000, f"{growth} bytes grew over {WARM_CALLS} warm calls"
+
+
+if __name__ == "__main__":
+    start = time.time()
+    print("closures: finalisers fired, bytes held:", churn_closures(FULL_CLOSURES))
+    print("warm calls: bytes grown:", warm_call_growth(FULL_WARM_CALLS), f"{time.time() - start:.0f}s")
+    sys.exit(0)

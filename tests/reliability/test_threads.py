@@ -1,0 +1,162 @@
+"""Compiled functions shared by threads: 8 threads call them with thread-specific shapes (cache hits
+and recompiles) under ``sys.setswitchinterval(1e-6)``, while one thread calls ``bytegraph.reset()``
+and one drops objects guarded by identity. Every result is checked; a deadline catches deadlocks.
+
+CI runs ``CALLS`` calls per thread; ``python tests/reliability/test_threads.py`` runs the full
+8 x 10,000 calls.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import warnings
+
+import torch
+
+import bytegraph
+
+THREADS, CALLS, FULL_CALLS, DEADLINE_S = 8, 1_500, 10_000, 150.0
+
+
+def scale(x, k):
+    return x * k + 1
+
+
+def shared(x, n):
+    return scale(x, 2).sum() + n
+
+
+def with_callback(x, g):
+    return g(x) * 3
+
+
+def run_threads(threads: int = THREADS, calls: int = CALLS, deadline_s: float = DEADLINE_S) -> dict:
+    """Run the scenario; returns counters. Raises AssertionError on a wrong result, an exception or a
+    missed deadline."""
+    compiled_shared = bytegraph.compile(shared)
+    compiled_cb = bytegraph.compile(with_callback)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    done = {"calls": 0, "resets": 0, "dropped": 0}
+
+    def worker(tid: int) -> None:
+        try:
+            for i in range(calls):
+                x = torch.full((tid % 4 + 1, 2), float(i % 7))
+                n = tid if i % 3 else i % 5  # thread-specific ints, sometimes shared ones
+                got = compiled_shared(x, n)
+                expected = shared(x, n)
+                if not torch.equal(got, expected):
+                    raise AssertionError(f"thread {tid} call {i}: {got} != {expected}")
+            done["calls"] += calls
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    def resetter() -> None:
+        try:
+            while not stop.is_set():
+                bytegraph.reset()
+                done["resets"] += 1
+                time.sleep(0.005)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    def dropper() -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                k = float(i % 3)
+                g = (lambda k: lambda t: t + k)(k)  # a new function each time: guarded by identity
+                x = torch.ones(2)
+                got = compiled_cb(x, g)
+                if not torch.equal(got, with_callback(x, g)):
+                    raise AssertionError(f"dropper call {i}: wrong result")
+                del g
+                done["dropped"] += 1
+                i += 1
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the recompile limit may be hit: it warns, runs eagerly
+            workers = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(threads)]
+            extra = [threading.Thread(target=resetter, daemon=True),
+                     threading.Thread(target=dropper, daemon=True)]
+            for t in workers + extra:
+                t.start()
+            end = time.monotonic() + deadline_s
+            for t in workers:
+                t.join(max(0.0, end - time.monotonic()))
+            stop.set()
+            for t in extra:
+                t.join(max(1.0, end - time.monotonic()))
+    finally:
+        sys.setswitchinterval(old)
+    alive = [t.name for t in workers + extra if t.is_alive()]
+    assert not alive, f"deadlock: threads {alive} still running after {deadline_s}s"
+    assert not errors, f"{len(errors)} errors, first: {errors[0]!r}"
+    assert done["calls"] == threads * calls
+    return done
+
+
+def test_threads_share_compiled_functions():
+    done = run_threads()
+    assert done["resets"] > 0 and done["dropped"] > 0
+
+
+def test_compiles_of_one_function_are_serialised():
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def slow_backend(gm, example_inputs):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return gm.forward
+
+    compiled = bytegraph.compile(lambda x: x * 2, backend=slow_backend)
+    threads = [threading.Thread(target=compiled, args=(torch.ones(k + 1),)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert peak[0] == 1
+
+
+def test_lookup_does_not_wait_for_another_functions_compile():
+    started, release = threading.Event(), threading.Event()
+
+    def blocking_backend(gm, example_inputs):
+        started.set()
+        release.wait(30)
+        return gm.forward
+
+    slow = bytegraph.compile(lambda x: x + 1, backend=blocking_backend)
+    fast = bytegraph.compile(lambda x: x - 1)
+    fast(torch.ones(2))  # warm
+    t = threading.Thread(target=slow, args=(torch.ones(2),))
+    t.start()
+    try:
+        assert started.wait(30)
+        begin = time.monotonic()
+        for _ in range(100):
+            torch.testing.assert_close(fast(torch.ones(2)), torch.zeros(2))
+        fast(torch.ones(3))  # a compile of another function does not wait either
+        assert time.monotonic() - begin < 10
+        assert t.is_alive()  # the slow compile is still blocked
+    finally:
+        release.set()
+        t.join(30)
+
+
+if __name__ == "__main__":
+    start = time.time()
+    print(run_threads(THREADS, FULL_CALLS, deadline_s=1800.0), f"{time.time() - start:.1f}s")
