@@ -27,7 +27,6 @@ class ConstantVariable(ConstantLikeVariable):
     value: Any
     source: Source | None = None
 
-
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         try:
             value = getattr(self.value, name)
