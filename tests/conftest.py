@@ -1,4 +1,10 @@
-"""Every test starts from ``bytegraph.reset()`` and a fixed seed (helpers live in ``difftest.py``)."""
+"""Every test starts from ``bytegraph.reset()`` and a fixed seed (helpers live in ``difftest.py``).
+
+Tests use the ``eager`` backend unless they name another: the default ``auto`` sends CPU graphs to the
+Triton interpreter whenever ``TRITON_INTERPRET=1`` is set, which the triton tests' conftest sets for
+the whole session (triton picks interpreter mode when it is imported). ``tests/backends`` checks
+``auto`` itself.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ import pytest
 import torch
 
 import bytegraph
+
+bytegraph.config.default_backend = "eager"
 
 
 @pytest.fixture(autouse=True)

@@ -51,6 +51,10 @@ EXTERN_OPS = {
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
 
+#: Size arithmetic that can produce a float (``torch.sym_float(s0)``, ``1.0 / s0``).
+FLOAT_SIZE_TARGETS = {torch.sym_float, operator.truediv, operator.mul, operator.add, operator.sub,
+                      operator.neg, operator.pow}
+
 #: Most fx nodes one lazy value may inline before it is stored (bounds recomputation).
 MAX_INLINED = 48
 
@@ -101,7 +105,7 @@ class GraphLowering:
             for d, s in enumerate(val.stride()):
                 self.bind(as_expr(s), f"{node.name}.stride({d})")
             return BufferView(buf)
-        if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
+        if isinstance(val, torch.SymInt | int | torch.SymFloat) and not isinstance(val, bool):
             expr = as_expr(val)
             self.bind(expr, node.name)
             self.placeholders.append((node.name, expr))
@@ -129,6 +133,9 @@ class GraphLowering:
             return self.env[node.args[0]][node.args[1]]
         if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
             return as_expr(val)  # size arithmetic: its value is its symbolic expression
+        if isinstance(val, torch.SymFloat) or (isinstance(val, float)
+                                               and node.target in FLOAT_SIZE_TARGETS):
+            return self.float_scalar(node, val)
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.env.__getitem__)
         target = node.target
         if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
@@ -150,6 +157,19 @@ class GraphLowering:
         log.info("no kernel for %s (%s): running it with torch", target, reason)
         self.fallback_ops[str(target)] += 1
         return self.extern(node, args, kwargs, is_fallback=True)
+
+    def float_scalar(self, node: torch.fx.Node, val: torch.SymFloat | float) -> sympy.Expr:
+        """A float computed from sizes (``sym_float(s0)``, ``1.0 / s0``): its sympy expression.
+
+        Kernels take it as one scalar argument the wrapper computes (``kernel.index_expr``), so the
+        same kernel serves every size. A float of unbound symbols (``.item()``) runs with torch.
+        """
+        expr = as_expr(val)
+        unbound = expr.free_symbols - set(self.symbol_sources)
+        if unbound:
+            raise NotImplementedError(f"{node.target} returns a float of unbound symbols "
+                                      f"{sorted(map(str, unbound))}")
+        return expr
 
     def finish(self, node: torch.fx.Node, result: Any) -> Any:
         """Check a lowering's result against the node's meta value; realize shared lazy values."""

@@ -241,7 +241,31 @@ class _Printer:
             return f"(({x} // {div}) % {mod})"
         if name in ("Max", "Min") and not self.triton:
             return f"{name.lower()}({', '.join(self.print(a) for a in e.args)})"
+        if not self.triton:  # float size arithmetic (sym_float), only ever computed in Python
+            text = self._float(e, name)
+            if text is not None:
+                return text
         raise NotImplementedError(f"cannot print index expression {e} ({name})")
+
+    def _float(self, e: Expr, name: str) -> str | None:
+        if isinstance(e, sympy.Float):
+            return repr(float(e))
+        if isinstance(e, sympy.Rational):
+            return f"({e.p} / {e.q})"
+        if isinstance(e, sympy.Pow) and isinstance(e.exp, sympy.Integer) and e.exp < 0:
+            return f"(1.0 / {self.print(e.base ** -e.exp)})"
+        if isinstance(e, sympy.Pow):
+            return f"({self.print(e.base)} ** {self.print(e.exp)})"
+        args = [self.print(a) for a in e.args]
+        if name == "ToFloat":
+            return f"float({args[0]})"
+        if name in ("FloatTrueDiv", "IntTrueDiv"):
+            return f"({args[0]} / {args[1]})"
+        if name in ("FloatPow", "PowByNatural"):
+            return f"({args[0]} ** {args[1]})"
+        if name == "TruncToInt":
+            return f"int({args[0]})"
+        return None
 
     def _factor(self, e: Expr) -> str:
         if e == -1:

@@ -181,8 +181,15 @@ class TritonKernel:
         return self.emit(text, register_dtype(dtype))
 
     def index_expr(self, expr: Expr, dtype: torch.dtype) -> CSEVar:
-        expr = sympy.expand(self.rewrite(expr))
         tl_dtype = TL_DTYPES[register_dtype(dtype)]
+        expr = self.rewrite(expr)
+        if (dtype.is_floating_point and expr.is_integer is not True and not expr.is_number
+                and not expr.free_symbols & {XINDEX, RINDEX}):
+            # a float of sizes (``sym_float(s0)``, ``1.0 / s0``): the wrapper computes it in Python
+            # and passes it as one scalar argument (index arithmetic is integer-only)
+            return self.emit(f"tl.full([1], {self.size_arg(expr)}, {tl_dtype})",
+                             register_dtype(dtype))
+        expr = sympy.expand(expr)
         if not expr.free_symbols & {XINDEX, RINDEX}:
             return self.emit(f"tl.full([1], {self.index_str(expr)}, {tl_dtype})", dtype)
         return self.emit(f"({self.index_str(expr)}).to({tl_dtype})", register_dtype(dtype))

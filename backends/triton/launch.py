@@ -128,8 +128,13 @@ class KernelLauncher:
             self.fn[grid](*args, **self.meta)
 
 
-def ensure_strides(t: torch.Tensor, stride: tuple[int, ...]) -> torch.Tensor:
-    """``t`` itself if it has ``stride`` (ignoring size-1 dims), else a copy that has it."""
+def ensure_strides(t: torch.Tensor | None, stride: tuple[int, ...]) -> torch.Tensor | None:
+    """``t`` itself if it has ``stride`` (ignoring size-1 dims), else a copy that has it.
+
+    ``None`` passes through: a tuple-returning op may leave an output undefined at run time that
+    its meta function describes as a tensor (``mkldnn_rnn_layer``'s workspace in inference)."""
+    if t is None:
+        return t
     actual = t.stride()
     for n, a, e in zip(t.shape, actual, stride, strict=True):
         if n != 1 and a != e:

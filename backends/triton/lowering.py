@@ -110,6 +110,9 @@ def load_operand(arg: Any, size: Sequence[Expr], index: Sequence[Expr], dtype: t
     if isinstance(arg, TensorValue):
         return ops.to_dtype(arg.load(broadcast_index(arg, size, index)), dtype)
     if isinstance(arg, sympy.Expr) and not arg.is_number:
+        if arg.is_integer is not True:  # a float of sizes (sym_float): a scalar kernel argument
+            return ops.to_dtype(ops.index_expr(arg, dtype if dtype.is_floating_point
+                                               else torch.float32), dtype)
         return ops.to_dtype(ops.index_expr(arg, torch.int64), dtype)
     if isinstance(arg, sympy.Expr):
         arg = int(arg) if arg.is_integer else float(arg)

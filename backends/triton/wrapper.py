@@ -151,13 +151,15 @@ def _extern_call(state: _State, node: ExternNode) -> None:
     buf = node.buffer
     if isinstance(buf, MultiOutput):
         state.lines.append(f"{buf.name} = {buf.parent.name}[{buf.path[0]}]")
-        return
-    assert isinstance(buf, ExternBuffer)
-    fn = _global(state, buf.kernel, "extern")
-    args = [_arg(state, a) for a in buf.args]
-    args += [f"{k}={_arg(state, v)}" for k, v in buf.kwargs.items()]
-    state.lines.append(f"{buf.name} = {fn}({', '.join(args)})  # {buf.origin}")
+    else:
+        assert isinstance(buf, ExternBuffer)
+        fn = _global(state, buf.kernel, "extern")
+        args = [_arg(state, a) for a in buf.args]
+        args += [f"{k}={_arg(state, v)}" for k, v in buf.kwargs.items()]
+        state.lines.append(f"{buf.name} = {fn}({', '.join(args)})  # {buf.origin}")
     if buf.layout is not None:
+        # Inputs we realized may be laid out unlike the fake ones, and an op's output strides can
+        # follow its inputs' (attention does): the code after this assumes the meta strides.
         stride = ", ".join(pyexpr(s) for s in buf.layout.stride)
         state.lines.append(f"{buf.name} = ensure_strides({buf.name}, ({stride}"
                            f"{',' if len(buf.layout.stride) == 1 else ''}))")
