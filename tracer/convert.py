@@ -7,7 +7,6 @@ side effects need, compiles it with the backend and emits the rewritten function
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import types
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from .exc import Unsupported
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
-from .variables.base import VariableTracker
+from .variables.base import VariableTracker, walk
 from .variables.containers import (
     GeneratorVariable,
 )
@@ -138,31 +137,19 @@ def _preload_stale(cg: Codegen, output: OutputGraph,
         return False
 
     swapped: list[tuple[VariableTracker, Source]] = []
-    seen: set[int] = set()
 
-    def visit(value: Any) -> None:
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, VariableTracker) and id(value) not in seen:
-            seen.add(id(value))
-            source = value.source
+    def preload_stale() -> None:
+        for vt in walk(values):
+            source = vt.source
             if source is not None and stale(source):
                 name = f"__bg_pre{len(swapped)}"
                 source.reconstruct(cg)
                 cg.store_local(name)
-                swapped.append((value, source))
-                value.source = PreloadedSource(name)
-            if dataclasses.is_dataclass(value):
-                for f in dataclasses.fields(value):
-                    if f.name != "source":
-                        visit(getattr(value, f.name))
+                swapped.append((vt, source))
+                vt.source = PreloadedSource(name)
 
     try:
-        visit(values)
+        preload_stale()
     except BaseException:
         for vt, source in swapped:
             vt.source = source
@@ -208,25 +195,7 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    seen: set[int] = set()
-
-    def visit(value: Any) -> None:
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, VariableTracker) and id(value) not in seen:
-            seen.add(id(value))
-            if isinstance(value, (TensorVariable, SymNodeVariable)):
-                if value.node.op != "placeholder":
-                    nodes[value.node] = None
-            elif dataclasses.is_dataclass(value) and not isinstance(value, GeneratorVariable):
-                for f in dataclasses.fields(value):
-                    if f.name != "source":
-                        visit(getattr(value, f.name))
-
-    for value in values:
-        visit(value)
+    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable)):
+        if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
+            nodes[vt.node] = None
     return list(nodes)

@@ -10,6 +10,7 @@ when the value was created during the trace).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import Source
@@ -79,6 +80,27 @@ class ConstantLikeVariable(VariableTracker):
 
     def as_python_constant(self) -> Any:
         return self.value
+
+
+def walk(values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
+         ) -> Iterator[VariableTracker]:
+    """Every tracker reachable from ``values`` (trackers, or lists/tuples/dicts of them) through the
+    trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of a
+    tracker for which ``descend`` is false are not visited."""
+    seen: set[int] = set()
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, (list, tuple)):
+            pending.extend(reversed(value))
+        elif isinstance(value, dict):
+            pending.extend(reversed(list(value.values())))
+        elif isinstance(value, VariableTracker) and id(value) not in seen:
+            seen.add(id(value))
+            yield value
+            if dataclasses.is_dataclass(value) and descend(value):
+                pending.extend(reversed([getattr(value, f.name) for f in dataclasses.fields(value)
+                                         if f.name != "source"]))
 
 
 class NullVariable(VariableTracker):
