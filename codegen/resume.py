@@ -10,11 +10,13 @@ resume function back to the original function.
 
 from __future__ import annotations
 
+import dis
 import itertools
 import types
 from typing import Any
 
-from bytecode import Bytecode, ConcreteBytecode, Instr, Label
+from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
+from bytecode.instr import UNSET
 
 from .transform import make_function
 
@@ -37,15 +39,22 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     pushes it and no argument is taken for it."""
     code = template.__code__
     items = list(Bytecode.from_code(code))
+    depths_known = _set_try_depths(items, code)
     target = Label()
     body: list[Any] = []
     seen = 0
     prologue_end = None
+    active: list[TryBegin] = []  #: try blocks open where the target instruction is
     for item in items:
         if isinstance(item, Instr):
             if seen == index:
                 body.append(target)
+                enclosing = list(active)
             seen += 1
+        elif isinstance(item, TryBegin):
+            active.append(item)
+        elif isinstance(item, TryEnd) and item.entry in active:
+            active.remove(item.entry)
         body.append(item)
         if isinstance(item, Instr) and item.name == "RESUME" and prologue_end is None:
             prologue_end = len(body)
@@ -53,8 +62,18 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
         raise ValueError(f"instruction {index} is outside {code.co_name}")
     assert prologue_end is not None, "code without RESUME"
     stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)
-    prefix: list[Instr] = []
-    for i in range(nstack):
+    prefix: list[Any] = []
+    # Enter the try blocks around the target as the original did, each once the stack is as deep as
+    # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the jump).
+    opened = sorted((tb for tb in enclosing if isinstance(tb.stack_depth, int)),
+                    key=lambda tb: tb.stack_depth) if depths_known else []
+    copies = []
+    for i in range(nstack + 1):
+        for tb in [tb for tb in opened if tb.stack_depth == i]:
+            copies.append(TryBegin(tb.target, tb.push_lasti, stack_depth=tb.stack_depth))
+            prefix.append(copies[-1])
+        if i == nstack:
+            break
         if i in null_slots:
             prefix.append(Instr("PUSH_NULL"))
             continue
@@ -62,15 +81,44 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
         if i in iter_slots:
             prefix.append(Instr("GET_ITER"))
     prefix.append(Instr("JUMP_FORWARD", target))
+    prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
     name = f"__resume_at_{index}_{next(_counter)}"
     fn = make_function(template, body, name=name, argnames=tuple(names) + stack_args,
-                       cellvars=list(code.co_cellvars), prologue=False, globals_=globals_)
-    fn.__code__ = _fix_try_depths(fn.__code__, code)
+                       cellvars=list(code.co_cellvars), prologue=False, globals_=globals_,
+                       compute_exception_depths=not depths_known)
+    if not depths_known:
+        fn.__code__ = _fix_try_depths(fn.__code__, code)
     # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
-    first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + len(prefix)
-    fn.__bytegraph_resume__ = (template, len(prefix), first)
+    n_prefix = sum(isinstance(item, Instr) for item in prefix)
+    first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
+    fn.__bytegraph_resume__ = (template, n_prefix, first)
     return fn
+
+
+def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
+    """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from the
+    code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it. False
+    when the instructions cannot be matched with ``dis``'s offsets (the caller falls back)."""
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+    instrs = [item for item in items if isinstance(item, Instr)]
+    if len(offsets) != len(instrs):
+        return False
+    entries = dis.Bytecode(code).exception_entries
+    position = {id(instr): offsets[n] for n, instr in enumerate(instrs)}
+    pending: list[TryBegin] = []
+    for item in items:
+        if isinstance(item, TryBegin):
+            pending.append(item)
+        elif isinstance(item, Instr) and pending:
+            offset = position[id(item)]
+            covering = [e for e in entries if e.start <= offset < e.end]
+            if len(covering) != 1 or len(pending) != 1:
+                return False  # (two blocks opening at one instruction: depths not told apart)
+            for tb in pending:
+                tb.stack_depth = covering[0].depth
+            pending = []
+    return not pending
 
 
 def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.CodeType:

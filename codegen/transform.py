@@ -29,6 +29,7 @@ def make_function(
     cellvars: list[str] | None = None,
     prologue: bool = True,
     globals_: dict[str, Any] | None = None,
+    compute_exception_depths: bool = True,
 ) -> types.FunctionType:
     """A function running ``instrs`` whose globals and closure come from ``template``.
 
@@ -62,7 +63,7 @@ def make_function(
         bc.flags = _PLAIN_FLAGS
     if freevars:
         bc.flags |= inspect.CO_NESTED
-    new_code = bc.to_code()
+    new_code = bc.to_code(compute_exception_stack_depths=compute_exception_depths)
     closure = tuple(func.__closure__ or ()) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
     if globals_ is None:

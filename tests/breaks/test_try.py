@@ -4,6 +4,7 @@ plain Python (exact exception handling), and must stay correct."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import pytest
 import torch
@@ -90,3 +91,23 @@ def test_break_after_try_block_compiles():
         return y * 2
 
     check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
+    """A resume function that starts inside a ``with`` block enters the block's handler region with the
+    depth the original code had (read from its exception table), so it compiles and unwinds right."""
+    def fn(x, boom):
+        with torch.no_grad():
+            y = x * 2
+            if boom:
+                raise ValueError("boom")
+        return y
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to Python
+        torch.testing.assert_close(compiled(x, False), fn(x, False))
+        with pytest.raises(ValueError, match="boom"):
+            compiled(x, True)
+    assert torch.is_grad_enabled()
