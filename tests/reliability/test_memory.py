@@ -14,6 +14,7 @@ import time
 import tracemalloc
 import weakref
 
+import pytest
 import torch
 
 import bytegraph
@@ -69,9 +70,6 @@ def warm_call_growth(calls: int) -> int:
     tracemalloc.stop()
     assert len(bytegraph.cache_entries(compiled)) == 1
     return growth
-
-
-import pytest
 
 
 @pytest.fixture(autouse=True)
