@@ -22,9 +22,9 @@ from typing import Any, TypeVar, overload
 
 import torch
 
+from . import config
 from .backends.registry import CompilerFn, lookup_backend
 from .tracer import convert, driver
-from . import config
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,7 +16,6 @@ import types
 from typing import Any
 
 from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
-from bytecode.instr import UNSET
 
 from .transform import make_function
 

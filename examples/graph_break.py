@@ -12,9 +12,9 @@ You will see:
 import dis
 
 import torch
+from bytegraph.backends.debug import CompileCounter
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
 
 counter = CompileCounter()
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .build import GuardPart, GuardSet, exec_function
-from .sources import ModuleGlobals
 from .kinds import ConstTable
+from .sources import ModuleGlobals
 
 
 @dataclass(eq=False)

@@ -11,9 +11,9 @@ import warnings
 from typing import Any
 
 import torch
+from bytegraph.backends.debug import CompileCounter
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
 
 
 def compile_counted(fn, **kwargs):

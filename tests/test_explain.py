@@ -12,12 +12,12 @@ import threading
 
 import pytest
 import torch
-
-import bytegraph
 from bytegraph.backends.debug import CompileCounter
-from bytegraph.explain import BreakReason, CompileRecord, Recorder, Report
 from bytegraph.tracer.driver import CompileEvent
 from bytegraph.tracer.exc import Unsupported, UserLocation
+
+import bytegraph
+from bytegraph.explain import BreakReason, CompileRecord, Recorder, Report
 
 
 def prints_in_the_middle(x):

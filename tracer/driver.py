@@ -28,14 +28,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from ..codegen.resume import make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
 from .convert import convert_call
-from .shapes import DynamicPolicy
 from .exc import BytegraphError, InternalError, Unsupported
+from .shapes import DynamicPolicy
 from .translator import TraceTooLong
 
 log = logging.getLogger("bytegraph")

@@ -14,9 +14,8 @@ from __future__ import annotations
 import sys
 import time
 import types
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from shapes import noisy_normalize, normalize, scale
 
 

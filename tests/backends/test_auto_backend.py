@@ -4,7 +4,6 @@ eager for graphs on CPU tensors otherwise."""
 from __future__ import annotations
 
 import torch
-
 from bytegraph.backends import auto as auto_module
 from bytegraph.backends.registry import lookup_backend
 

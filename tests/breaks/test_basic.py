@@ -5,9 +5,9 @@ graph and break counts."""
 from __future__ import annotations
 
 import torch
+from difftest import check_breaks
 
 import bytegraph
-from difftest import check_breaks
 
 
 def randn(*shape):

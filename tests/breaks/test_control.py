@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from bytegraph.codegen.pyversion import PY312
+from difftest import check_breaks
 
 import bytegraph
-from bytegraph.codegen.pyversion import PY312
-
-from difftest import check_breaks
 
 
 def pos(*shape):

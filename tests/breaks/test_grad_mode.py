@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from difftest import check_breaks, compile_counted
 
 import bytegraph
-from difftest import check_breaks, compile_counted
 
 
 def leaf():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from difftest import check_breaks
 
 import bytegraph
-from difftest import check_breaks
 
 
 def randn(*shape):

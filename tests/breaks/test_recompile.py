@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from difftest import check_breaks, compile_counted
 
 import bytegraph
-from difftest import check_breaks, compile_counted
 
 
 def fn_print(x, n):

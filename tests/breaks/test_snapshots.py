@@ -9,10 +9,10 @@ import dis
 import re
 
 import torch
-
-import bytegraph
 from bytegraph.codegen.pyversion import PY311
 from difftest import check_breaks
+
+import bytegraph
 
 
 def normalise(fn) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from difftest import assert_same, check_breaks, compile_counted
 
 import bytegraph
-from difftest import assert_same, check_breaks, compile_counted
 
 COUNTER = {"n": 0}
 GLOBAL_T = None

@@ -8,9 +8,9 @@ import warnings
 
 import pytest
 import torch
+from difftest import check_breaks
 
 import bytegraph
-from difftest import check_breaks
 
 
 def randn(*shape):

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from bytegraph.tracer import driver
 
 import bytegraph
-from bytegraph.tracer import driver
 
 TENSORS = ("a", "b", "c")
 INTS = ("i", "j")

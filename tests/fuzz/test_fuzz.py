@@ -8,7 +8,6 @@ from __future__ import annotations
 import warnings
 
 import pytest
-
 from fuzz import programs
 
 CHUNKS, PER_CHUNK = 10, 100

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 from bytecode import ConcreteBytecode
+from difftest import check_breaks, compile_counted
 
 import bytegraph
-from difftest import check_breaks, compile_counted
 
 
 class Obj:

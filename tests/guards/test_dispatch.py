@@ -4,12 +4,12 @@ guard raises, and a trie that picks the right entry among many."""
 from __future__ import annotations
 
 import torch
-
-import bytegraph
 from bytegraph.guards.cache import FunctionCache, Variant
 from bytegraph.guards.guard import Guard
 from bytegraph.guards.sources import ItemSource, LocalSource
 from difftest import assert_same, compile_counted
+
+import bytegraph
 
 
 def test_varargs_kwonly_and_kwargs_are_guarded():

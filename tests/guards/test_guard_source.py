@@ -7,9 +7,9 @@ entry once, then branches on what differs.
 from __future__ import annotations
 
 import torch
+from difftest import assert_same
 
 import bytegraph
-from difftest import assert_same
 
 GLOBAL_STATE = """\
 ___get_default_dtype() is ___torch_float32

@@ -6,9 +6,9 @@ from __future__ import annotations
 import collections
 
 import torch
+from difftest import assert_same, compile_counted
 
 import bytegraph
-from difftest import assert_same, compile_counted
 
 CALLS: collections.Counter[str] = collections.Counter()
 

@@ -7,13 +7,13 @@ import gc
 import weakref
 
 import torch
-
-import bytegraph
 from bytegraph.guards.build import GuardSet
 from bytegraph.guards.cache import FunctionCache, Variant
 from bytegraph.guards.guard import Guard
 from bytegraph.guards.sources import LocalSource
 from difftest import assert_same, compile_counted
+
+import bytegraph
 
 
 class Thing:

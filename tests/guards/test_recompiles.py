@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 import torch
+from difftest import assert_same, compile_counted
 
 import bytegraph
-from difftest import assert_same, compile_counted
 
 SCALE = 2.0
 

@@ -11,9 +11,9 @@ import warnings
 
 import pytest
 import torch
+from bytegraph.tracer.exc import BytegraphError
 
 import bytegraph
-from bytegraph.tracer.exc import BytegraphError
 
 
 def _quiet(fn, *args):

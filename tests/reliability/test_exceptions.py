@@ -9,10 +9,10 @@ import warnings
 
 import pytest
 import torch
-
-import bytegraph
 from bytegraph.tracer import convert
 from bytegraph.tracer.exc import InternalError
+
+import bytegraph
 
 
 def raise_key(x):

@@ -16,9 +16,9 @@ import weakref
 
 import pytest
 import torch
+from bytegraph.tracer import driver
 
 import bytegraph
-from bytegraph.tracer import driver
 
 CLOSURES, WARM_CALLS = 1_000, 100_000
 FULL_CLOSURES, FULL_WARM_CALLS = 10_000, 1_000_000
