@@ -26,9 +26,12 @@ def _run_as_is(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[
     return gm.forward
 
 
-def compile_graphs(gm: torch.fx.GraphModule, example_inputs: list[Any],
-                   fw_compiler: GraphCompiler = _run_as_is,
-                   bw_compiler: GraphCompiler | None = None) -> Callable[..., Any]:
+def compile_graphs(
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+    fw_compiler: GraphCompiler = _run_as_is,
+    bw_compiler: GraphCompiler | None = None,
+) -> Callable[..., Any]:
     """AOTAutograd over ``gm`` with ``fw_compiler``/``bw_compiler`` (each ``(gm, inputs) -> callable``
     taking the inputs unpacked); the returned callable takes ``gm``'s inputs unpacked."""
     forward_graphs: list[torch.fx.GraphModule] = []
@@ -38,11 +41,15 @@ def compile_graphs(gm: torch.fx.GraphModule, example_inputs: list[Any],
         def compile_one(graph: torch.fx.GraphModule, inputs: list[Any]):
             seen.append(graph)
             return make_boxed_func(compiler(graph, inputs))
+
         return compile_one
 
-    compiled = aot_module_simplified(gm, example_inputs,
-                                     fw_compiler=boxed(fw_compiler, forward_graphs),
-                                     bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs))
+    compiled = aot_module_simplified(
+        gm,
+        example_inputs,
+        fw_compiler=boxed(fw_compiler, forward_graphs),
+        bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
+    )
 
     def run(*args: Any) -> Any:
         return compiled(*args)

@@ -22,7 +22,21 @@ from .logs import set_logs  # noqa: E402
 from .tracer.variables.functions import graph_break  # noqa: E402
 
 __all__ = [
-    "ExplainOutput", "cache_entries", "compile", "config", "explain", "graph_break", "guard_source",
-    "list_backends", "mark_dynamic", "mark_static", "maybe_mark_dynamic",
-    "lookup_backend", "register_backend", "reset", "set_logs", "state_of", "why",
+    "ExplainOutput",
+    "cache_entries",
+    "compile",
+    "config",
+    "explain",
+    "graph_break",
+    "guard_source",
+    "list_backends",
+    "mark_dynamic",
+    "mark_static",
+    "maybe_mark_dynamic",
+    "lookup_backend",
+    "register_backend",
+    "reset",
+    "set_logs",
+    "state_of",
+    "why",
 ]

@@ -30,11 +30,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @overload
-def compile(fn: F, *, backend: str | CompilerFn | None = None, fullgraph: bool = False,
-            dynamic: bool | None = None) -> F: ...
+def compile(
+    fn: F,
+    *,
+    backend: str | CompilerFn | None = None,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+) -> F: ...
 @overload
-def compile(fn: None = None, *, backend: str | CompilerFn | None = None, fullgraph: bool = False,
-            dynamic: bool | None = None) -> Callable[[F], F]: ...
+def compile(
+    fn: None = None,
+    *,
+    backend: str | CompilerFn | None = None,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+) -> Callable[[F], F]: ...
 
 
 def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
@@ -43,8 +53,12 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
     back to Python; ``dynamic`` is accepted for torch.compile compatibility."""
     if fn is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    settings = driver.Settings(lookup_backend(backend or config.default_backend), fullgraph, dynamic,
-                               config.recompile_limit)
+    settings = driver.Settings(
+        lookup_backend(backend or config.default_backend),
+        fullgraph,
+        dynamic,
+        config.recompile_limit,
+    )
     if isinstance(fn, torch.nn.Module):
         fn.forward = compile(fn.forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
         return fn
@@ -54,23 +68,32 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
     if hasattr(fn, "__bytegraph__"):
         return fn  # already compiled
     if isinstance(fn, functools.partial):
-        return functools.partial(compile(fn.func, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
-                                 *fn.args, **fn.keywords)
+        return functools.partial(
+            compile(fn.func, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
+            *fn.args,
+            **fn.keywords,
+        )
     call = getattr(type(fn), "__call__", None)
     if not isinstance(fn, (type, types.FunctionType)) and isinstance(call, types.FunctionType):
-        return compile(types.MethodType(call, fn), backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return compile(
+            types.MethodType(call, fn), backend=backend, fullgraph=fullgraph, dynamic=dynamic
+        )
     if isinstance(fn, types.FunctionType) and fn.__code__.co_flags & _SUSPENDING:
         # Generators and coroutines suspend: a trace of one call cannot stand for them.
         kind = "generator or coroutine"
         if fullgraph:
-            raise driver.BytegraphError(f"{fn.__qualname__} is a {kind} function, which bytegraph "
-                                        "does not compile")
-        warnings.warn(f"bytegraph: running {fn.__qualname__} in Python: it is a {kind} function",
-                      stacklevel=2)
+            raise driver.BytegraphError(
+                f"{fn.__qualname__} is a {kind} function, which bytegraph does not compile"
+            )
+        warnings.warn(
+            f"bytegraph: running {fn.__qualname__} in Python: it is a {kind} function", stacklevel=2
+        )
         return fn
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"bytegraph.compile expects a Python function, bound method or nn.Module, "
-                        f"got {type(fn).__name__}: {fn!r}")
+        raise TypeError(
+            f"bytegraph.compile expects a Python function, bound method or nn.Module, "
+            f"got {type(fn).__name__}: {fn!r}"
+        )
     state = driver.CompiledCode(fn, settings)
     entry = driver.make_entry(fn, state)
     functools.update_wrapper(entry, fn)
@@ -80,8 +103,12 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
 
 
 #: Code flags of functions whose calls suspend (generators, coroutines, async generators).
-_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
-    inspect.CO_ITERABLE_COROUTINE
+_SUSPENDING = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+    | inspect.CO_ITERABLE_COROUTINE
+)
 
 
 def reset() -> None:

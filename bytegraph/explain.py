@@ -91,8 +91,11 @@ class BreakReason:
         return self.location.line if self.location else ""
 
     def __str__(self) -> str:
-        what = (f"{self.function} ran in Python" if self.fell_back
-                else f"graph break in {self.function}")
+        what = (
+            f"{self.function} ran in Python"
+            if self.fell_back
+            else f"graph break in {self.function}"
+        )
         lines = [f"{self.reason}  [{what}]"]
         for loc in self.user_stack:
             lines += [f"  at {loc}", f"    {loc.line}"]
@@ -142,8 +145,9 @@ class Recorder:
             return
         key, _ = self._keys.setdefault(id(state), (len(self._keys), state))
         code = state.fn.__code__
-        self.records.append(CompileRecord(state.fn.__qualname__, code.co_filename,
-                                          code.co_firstlineno, event, key))
+        self.records.append(
+            CompileRecord(state.fn.__qualname__, code.co_filename, code.co_firstlineno, event, key)
+        )
 
     def report(self) -> Report:
         """A live view: it sees records added after this call too."""
@@ -184,8 +188,10 @@ class Report:
     @property
     def ops_per_graph(self) -> list[list[str]]:
         """For each graph, the targets of its call nodes (``"add"``, ``"sin"``, ``"linear"``...)."""
-        return [[_target_name(n) for n in gm.graph.nodes if n.op.startswith("call_")]
-                for gm in self.graphs]
+        return [
+            [_target_name(n) for n in gm.graph.nodes if n.op.startswith("call_")]
+            for gm in self.graphs
+        ]
 
     @property
     def op_count(self) -> int:
@@ -198,8 +204,11 @@ class Report:
 
     @property
     def recompiles(self) -> list[Recompile]:
-        return [Recompile(r.function, r.filename, r.lineno, list(r.event.failures), r.key)
-                for r in self.records if r.event.is_recompile]
+        return [
+            Recompile(r.function, r.filename, r.lineno, list(r.event.failures), r.key)
+            for r in self.records
+            if r.event.is_recompile
+        ]
 
     @property
     def recompile_reasons(self) -> list[str]:
@@ -214,8 +223,11 @@ class Report:
         return counts
 
     def __str__(self) -> str:
-        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
-                 f"Op count: {self.op_count}"]
+        lines = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.graph_break_count}",
+            f"Op count: {self.op_count}",
+        ]
         if self.break_reasons:
             lines.append("Break reasons:")
             for i, br in enumerate(self.break_reasons, 1):
@@ -236,8 +248,10 @@ class Report:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"<Report: {self.graph_count} graphs, {self.graph_break_count} breaks, "
-                f"{len(self.recompiles)} recompiles>")
+        return (
+            f"<Report: {self.graph_count} graphs, {self.graph_break_count} breaks, "
+            f"{len(self.recompiles)} recompiles>"
+        )
 
 
 #: What ``explain(fn)(...)`` returns (the name torch users know).
@@ -302,5 +316,13 @@ def _indent(text: str, first: str, rest: str) -> str:
     return "\n".join([first + head] + [rest + line for line in tail])
 
 
-__all__ = ["BreakReason", "CompileRecord", "ExplainOutput", "Explainer", "Recompile", "Recorder",
-           "Report", "explain"]
+__all__ = [
+    "BreakReason",
+    "CompileRecord",
+    "ExplainOutput",
+    "Explainer",
+    "Recompile",
+    "Recorder",
+    "Report",
+    "explain",
+]

@@ -24,8 +24,15 @@ from typing import Any
 from .tracer import driver
 
 #: Every artifact name ``set_logs`` accepts (logger ``bytegraph.<name>``).
-ARTIFACTS = ("graph_code", "graph_breaks", "guards", "recompiles", "bytecode", "output_code",
-             "fusion")
+ARTIFACTS = (
+    "graph_code",
+    "graph_breaks",
+    "guards",
+    "recompiles",
+    "bytecode",
+    "output_code",
+    "fusion",
+)
 
 bytecode_log = logging.getLogger("bytegraph.bytecode")
 _root = logging.getLogger("bytegraph")
@@ -98,10 +105,12 @@ def log_bytecode(state: driver.CompiledCode, event: driver.CompileEvent) -> None
         return
     original, rewritten = state.fn.__code__, event.fn.__code__
     where = f"{original.co_filename}:{original.co_firstlineno}"
-    text = [f"ORIGINAL BYTECODE {original.co_qualname} {where}",
-            dis.Bytecode(original).dis(),
-            f"MODIFIED BYTECODE {rewritten.co_qualname} ({event.reason})",
-            dis.Bytecode(rewritten).dis()]
+    text = [
+        f"ORIGINAL BYTECODE {original.co_qualname} {where}",
+        dis.Bytecode(original).dis(),
+        f"MODIFIED BYTECODE {rewritten.co_qualname} ({event.reason})",
+        dis.Bytecode(rewritten).dis(),
+    ]
     source = _decompile(rewritten)
     if source:
         text += ["DECOMPILED SOURCE", source]

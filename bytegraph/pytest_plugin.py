@@ -35,9 +35,13 @@ MARKERS = [
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("bytegraph")
-    group.addoption("--bytegraph-no-graph-breaks", action="store_true", default=False,
-                    help="fail every test in which a bytegraph-compiled function graph-breaks or "
-                         "falls back to Python (as if marked no_graph_breaks)")
+    group.addoption(
+        "--bytegraph-no-graph-breaks",
+        action="store_true",
+        default=False,
+        help="fail every test in which a bytegraph-compiled function graph-breaks or "
+        "falls back to Python (as if marked no_graph_breaks)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,8 +70,9 @@ class BytegraphSession:
         self.summaries: dict[str, list[str]] = {}  #: nodeid -> lines (tests with breaks/recompiles)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item,
-                                nextitem: Any) -> Generator[None, Any, Any]:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: Any
+    ) -> Generator[None, Any, Any]:
         recorder = Recorder()
         item.stash[_RECORDER] = recorder
         try:
@@ -102,18 +107,21 @@ class BytegraphSession:
             reasons = report.break_reasons
             if reasons:
                 why = "--bytegraph-no-graph-breaks" if self.all_tests else "no_graph_breaks"
-                problems.append(f"bytegraph: {len(reasons)} graph break(s) in a test run with "
-                                f"{why}:")
+                problems.append(
+                    f"bytegraph: {len(reasons)} graph break(s) in a test run with {why}:"
+                )
                 problems += [_indent(f"{i}. {br}") for i, br in enumerate(reasons, 1)]
         marker = item.get_closest_marker("max_recompiles")
         if marker is not None:
             limit = _recompile_limit(marker)
             for key, (name, count) in report.recompile_counts().items():
                 if count > limit:
-                    problems.append(f"bytegraph: {name} recompiled {count} times "
-                                    f"(max_recompiles({limit})):")
-                    problems += [f"  - {'; '.join(r.failures)}"
-                                 for r in report.recompiles if r.key == key]
+                    problems.append(
+                        f"bytegraph: {name} recompiled {count} times (max_recompiles({limit})):"
+                    )
+                    problems += [
+                        f"  - {'; '.join(r.failures)}" for r in report.recompiles if r.key == key
+                    ]
         return problems
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -135,8 +143,10 @@ def summarise(report: Report, root: Path | None = None) -> list[str]:
         source = f"  -> {br.line}" if br.line else ""
         lines.append(f"{what}{where} in {br.function}: {br.reason}{source}")
     for r in report.recompiles:
-        lines.append(f"recompile of {r.function} ({_short(r.filename, root)}:{r.lineno}): "
-                     + "; ".join(r.failures))
+        lines.append(
+            f"recompile of {r.function} ({_short(r.filename, root)}:{r.lineno}): "
+            + "; ".join(r.failures)
+        )
     return lines
 
 

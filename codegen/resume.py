@@ -27,9 +27,15 @@ def reset_counter() -> None:
     _counter = itertools.count()
 
 
-def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, index: int, nstack: int,
-                names: tuple[str, ...], iter_slots: tuple[int, ...] = (),
-                null_slots: tuple[int, ...] = ()) -> types.FunctionType:
+def make_resume(
+    template: types.FunctionType,
+    globals_: dict[str, Any] | None,
+    index: int,
+    nstack: int,
+    names: tuple[str, ...],
+    iter_slots: tuple[int, ...] = (),
+    null_slots: tuple[int, ...] = (),
+) -> types.FunctionType:
     """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
     not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
     Stack slots in ``iter_slots`` are passed as tuples and turned into iterators by the prefix, so a
@@ -64,8 +70,14 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     prefix: list[Any] = []
     # Enter the try blocks around the target as the original did, each once the stack is as deep as
     # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the jump).
-    opened = sorted((tb for tb in enclosing if isinstance(tb.stack_depth, int)),
-                    key=lambda tb: tb.stack_depth) if depths_known else []
+    opened = (
+        sorted(
+            (tb for tb in enclosing if isinstance(tb.stack_depth, int)),
+            key=lambda tb: tb.stack_depth,
+        )
+        if depths_known
+        else []
+    )
     copies = []
     for i in range(nstack + 1):
         for tb in [tb for tb in opened if tb.stack_depth == i]:
@@ -83,9 +95,16 @@ def make_resume(template: types.FunctionType, globals_: dict[str, Any] | None, i
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
     name = f"__resume_at_{index}_{next(_counter)}"
-    fn = make_function(template, body, name=name, argnames=tuple(names) + stack_args,
-                       cellvars=list(code.co_cellvars), prologue=False, globals_=globals_,
-                       compute_exception_depths=not depths_known)
+    fn = make_function(
+        template,
+        body,
+        name=name,
+        argnames=tuple(names) + stack_args,
+        cellvars=list(code.co_cellvars),
+        prologue=False,
+        globals_=globals_,
+        compute_exception_depths=not depths_known,
+    )
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code)
     # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
@@ -99,7 +118,9 @@ def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
     """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from the
     code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it. False
     when the instructions cannot be matched with ``dis``'s offsets (the caller falls back)."""
-    offsets = [i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+    offsets = [
+        i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")
+    ]
     instrs = [item for item in items if isinstance(item, Instr)]
     if len(offsets) != len(instrs):
         return False
@@ -128,15 +149,18 @@ def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.Code
     fixed = ConcreteBytecode.from_code(new)
     if all(e.stack_depth < _UNREACHED for e in fixed.exception_table):
         return new
-    shift = (len(new.co_code) - len(original.co_code)) // 2  # in code units, like the table's offsets
+    shift = (
+        len(new.co_code) - len(original.co_code)
+    ) // 2  # in code units, like the table's offsets
     depths = {e.target: e.stack_depth for e in ConcreteBytecode.from_code(original).exception_table}
     for entry in fixed.exception_table:
         if entry.stack_depth >= _UNREACHED:
             if entry.target - shift not in depths:
                 raise ValueError(f"cannot place the try-block handlers of {original.co_name}")
             entry.stack_depth = depths[entry.target - shift]
-    return fixed.to_code(stacksize=max(new.co_stacksize, original.co_stacksize),
-                         compute_exception_stack_depths=False)
+    return fixed.to_code(
+        stacksize=max(new.co_stacksize, original.co_stacksize), compute_exception_stack_depths=False
+    )
 
 
 #: The depth ``bytecode`` gives the handlers of a try block it never entered.

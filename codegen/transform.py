@@ -53,7 +53,9 @@ def make_function(
         bc.posonlyargcount = code.co_posonlyargcount
         bc.kwonlyargcount = code.co_kwonlyargcount
         nargs = code.co_argcount + code.co_kwonlyargcount
-        nargs += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        nargs += bool(code.co_flags & inspect.CO_VARARGS) + bool(
+            code.co_flags & inspect.CO_VARKEYWORDS
+        )
         bc.argnames = list(code.co_varnames[:nargs])
         bc.flags = _PLAIN_FLAGS | (code.co_flags & _SIGNATURE_FLAGS)
     else:

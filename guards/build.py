@@ -28,8 +28,12 @@ class GuardSet:
     Invariants: ``parts`` are deduplicated and in ``Guard`` order; ``refs`` are the weak references the
     parts read (when one dies, this entry can never match again)."""
 
-    def __init__(self, guards: list[Guard], consts: ConstTable | None = None,
-                 roots: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        guards: list[Guard],
+        consts: ConstTable | None = None,
+        roots: dict[str, str] | None = None,
+    ) -> None:
         self.guards = sorted(set(guards))
         self.consts = consts if consts is not None else ConstTable()
         self.reads_L = False  #: a fast part still reads ``L`` (a source without ``render``)
@@ -77,8 +81,10 @@ class GuardSet:
     def _compiled_checkers(self) -> list[Any]:
         if self._checkers is None:
             consts = dict(self.consts.values)  # names added later belong to other variants
-            src = "\n".join(f"def ___check_{i}(L, G, C, B, M=___M):\n    return {p.code}"
-                            for i, p in enumerate(self.parts))
+            src = "\n".join(
+                f"def ___check_{i}(L, G, C, B, M=___M):\n    return {p.code}"
+                for i, p in enumerate(self.parts)
+            )
             ns: dict[str, Any] = {**consts, "___M": ModuleGlobals()}
             exec(compile(src, "<bytegraph guard check>", "exec"), ns)
             self._checkers = [ns[f"___check_{i}"] for i in range(len(self.parts))]

@@ -45,7 +45,11 @@ class Why:
     failures: list[tuple[Variant, GuardPart]]
 
     def __str__(self) -> str:
-        lines = [f"selected: entry {self.selected.index}" if self.selected else "selected: none (would compile)"]
+        lines = [
+            f"selected: entry {self.selected.index}"
+            if self.selected
+            else "selected: none (would compile)"
+        ]
         for variant, part in self.failures:
             lines.append(f"entry {variant.index} rejected by: {part.code}")
         return "\n".join(lines)
@@ -59,8 +63,13 @@ class FunctionCache:
     same from a name -> value dict. Invariant: no entry in ``variants`` guards an object that has died
     (a weakref callback marks such an entry ``dead`` and it is dropped at once)."""
 
-    def __init__(self, name: str, f_globals: dict[str, Any], cells: dict[str, Any],
-                 arg_names: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        f_globals: dict[str, Any],
+        cells: dict[str, Any],
+        arg_names: tuple[str, ...] = (),
+    ) -> None:
         self.name = name
         self.scope = {"G": f_globals, "C": cells, "B": builtins.__dict__, "M": ModuleGlobals()}
         self.arg_names = tuple(arg_names)
@@ -154,10 +163,19 @@ class FunctionCache:
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
             lines.append(f"    L = {as_dict}")
-        lines += ["    try:", body, "    except Exception:", f"        return ___slow({as_dict})",
-                  f"    return {miss}"]
-        closure = {**self.scope, **self.consts.values, "___slow": self._slow_select,
-                   "___no_match": self.on_no_match}
+        lines += [
+            "    try:",
+            body,
+            "    except Exception:",
+            f"        return ___slow({as_dict})",
+            f"    return {miss}",
+        ]
+        closure = {
+            **self.scope,
+            **self.consts.values,
+            "___slow": self._slow_select,
+            "___no_match": self.on_no_match,
+        }
         closure.update({f"___variant_{i}": v.fn for i, v in enumerate(self.variants)})
         self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
 
@@ -192,10 +210,12 @@ def _local_names(arg_names: tuple[str, ...]) -> dict[str, str]:
 
 def _death_callback(cache_ref: weakref.ref) -> Callable[[weakref.ref], None]:
     """The ConstTable's death hook, holding the cache weakly (the cache owns the table)."""
+
     def on_death(ref: weakref.ref) -> None:
         cache = cache_ref()
         if cache is not None:
             cache._object_died(ref)
+
     return on_death
 
 
@@ -207,7 +227,9 @@ def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:
     """Move the conditions every variant has to the front (in their order), so the trie tests them once."""
     common = set(conditions[0]).intersection(*conditions[1:]) if conditions else set()
     shared = [c for c in conditions[0] if c in common] if conditions else []
-    return [(shared + [c for c in conds if c not in common], i) for i, conds in enumerate(conditions)]
+    return [
+        (shared + [c for c in conds if c not in common], i) for i, conds in enumerate(conditions)
+    ]
 
 
 def _common_prefix(lists: list[list[str]]) -> list[str]:
@@ -241,7 +263,7 @@ def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
         else:
             prefix = _common_prefix([c for c, _ in group])
             lines.append(_if(prefix, pad))
-            lines.append(_trie([(c[len(prefix):], j) for c, j in group], depth + 1))
+            lines.append(_trie([(c[len(prefix) :], j) for c, j in group], depth + 1))
         i += len(group)
     return "\n".join(lines) if lines else f"{pad}pass"
 
@@ -251,5 +273,8 @@ def _if(conds: list[str], pad: str) -> str:
     line = f"{pad}if {' and '.join(conds)}:"
     if len(line) <= 100:
         return line
-    return f"{pad}if ({conds[0]}\n" + "".join(f"{pad}        and {c}\n" for c in conds[1:-1]) + \
-        f"{pad}        and {conds[-1]}):"
+    return (
+        f"{pad}if ({conds[0]}\n"
+        + "".join(f"{pad}        and {c}\n" for c in conds[1:-1])
+        + f"{pad}        and {conds[-1]}):"
+    )

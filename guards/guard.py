@@ -21,9 +21,24 @@ from .sources import Source
 #: state have no source and come last: they are cheap but almost never fail (so do the absence
 #: checks ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method overridden per instance).
 KIND_ORDER = {
-    "TYPE_MATCH": 0, "ID_MATCH": 1, "NONE_MATCH": 1, "EQUALS_MATCH": 2, "LEN_MATCH": 2, "DICT_KEYS": 3,
-    "KEY_ABSENT": 5, "CLASS_ATTR_ABSENT": 5, "ATTR_ABSENT": 4, "TENSOR_MATCH": 4, "DUPLICATE_INPUT": 5, "GRAD_MODE": 5, "DEFAULT_DTYPE": 5,
-    "DEFAULT_DEVICE": 5, "GLOBAL_STATE": 5, "AUTOCAST": 5, "DETERMINISTIC": 5, "SHAPE_EXPR": 6,
+    "TYPE_MATCH": 0,
+    "ID_MATCH": 1,
+    "NONE_MATCH": 1,
+    "EQUALS_MATCH": 2,
+    "LEN_MATCH": 2,
+    "DICT_KEYS": 3,
+    "KEY_ABSENT": 5,
+    "CLASS_ATTR_ABSENT": 5,
+    "ATTR_ABSENT": 4,
+    "TENSOR_MATCH": 4,
+    "DUPLICATE_INPUT": 5,
+    "GRAD_MODE": 5,
+    "DEFAULT_DTYPE": 5,
+    "DEFAULT_DEVICE": 5,
+    "GLOBAL_STATE": 5,
+    "AUTOCAST": 5,
+    "DETERMINISTIC": 5,
+    "SHAPE_EXPR": 6,
     "MODULE_TREE": 1,
 }
 
@@ -86,7 +101,9 @@ class TensorSpec:
 
 def autocast_state() -> tuple:
     """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is on)."""
-    devices = tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda"))
+    devices = tuple(
+        (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
+    )
     return devices + (torch.is_autocast_cache_enabled(),)
 
 
@@ -97,6 +114,8 @@ def global_state_guards() -> list[Guard]:
     autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
     deterministic = torch.are_deterministic_algorithms_enabled()
     device = torch.get_default_device() if torch._C._len_torch_function_stack() else None
-    return [Guard(None, "AUTOCAST", autocast, autocast),
-            Guard(None, "DETERMINISTIC", deterministic, deterministic),
-            Guard(None, "DEFAULT_DEVICE", device, ("device", str(device)))]
+    return [
+        Guard(None, "AUTOCAST", autocast, autocast),
+        Guard(None, "DETERMINISTIC", deterministic, deterministic),
+        Guard(None, "DEFAULT_DEVICE", device, ("device", str(device))),
+    ]

@@ -202,8 +202,10 @@ def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a
     ``torch.device``; ``is_contiguous()`` instead of the stride tuple when the two agree)."""
-    parts = [f"type({expr}) is {consts.name(spec.type)}",
-             f"{expr}.dtype is {consts.name(spec.dtype)}"]
+    parts = [
+        f"type({expr}) is {consts.name(spec.type)}",
+        f"{expr}.dtype is {consts.name(spec.dtype)}",
+    ]
     if spec.device.type == "cpu":
         parts.append(f"{expr}.is_cpu")
     else:
@@ -279,7 +281,25 @@ def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
 
 KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
     fn.__name__: fn
-    for fn in (TYPE_MATCH, ID_MATCH, NONE_MATCH, EQUALS_MATCH, LEN_MATCH, DICT_KEYS, KEY_ABSENT,
-               CLASS_ATTR_ABSENT, ATTR_ABSENT, DUPLICATE_INPUT, TENSOR_MATCH, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST,
-               DETERMINISTIC, GLOBAL_STATE, SHAPE_EXPR, MODULE_TREE)
+    for fn in (
+        TYPE_MATCH,
+        ID_MATCH,
+        NONE_MATCH,
+        EQUALS_MATCH,
+        LEN_MATCH,
+        DICT_KEYS,
+        KEY_ABSENT,
+        CLASS_ATTR_ABSENT,
+        ATTR_ABSENT,
+        DUPLICATE_INPUT,
+        TENSOR_MATCH,
+        GRAD_MODE,
+        DEFAULT_DTYPE,
+        DEFAULT_DEVICE,
+        AUTOCAST,
+        DETERMINISTIC,
+        GLOBAL_STATE,
+        SHAPE_EXPR,
+        MODULE_TREE,
+    )
 }

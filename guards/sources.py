@@ -226,7 +226,6 @@ class ModuleGlobals:
 class TypeSource(ChainedSource):
     """The class of a value: ``type(L['self'])`` (methods are guarded through it)."""
 
-
     def render(self, roots: dict[str, str]) -> str:
         return f"type({self.base.render(roots)})"
 

@@ -36,10 +36,18 @@ if TYPE_CHECKING:
 
 #: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled) -> callable``, from the
 #: driver (which caches them).
-ResumeFactory = Callable[[Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any]
+ResumeFactory = Callable[
+    [Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any
+]
 
-_CONDITIONAL_JUMPS = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE",
-                      "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE")
+_CONDITIONAL_JUMPS = (
+    "POP_JUMP_IF_TRUE",
+    "POP_JUMP_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
+)
 
 
 @dataclass(eq=False)
@@ -67,7 +75,9 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
         cg.instrs.append(protect)
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
-    _call_resume(cg, leaf, _call_start(leaf.tx, leaf.index), leaf.stack, resume, compiled=len(frames) > 1)
+    _call_resume(
+        cg, leaf, _call_start(leaf.tx, leaf.index), leaf.stack, resume, compiled=len(frames) > 1
+    )
     for caller in frames[1:]:
         cg.store_local("__bg_ret")
         _call_resume(cg, caller, caller.index + 1, [*caller.stack, LocalValue("__bg_ret")], resume)
@@ -100,18 +110,27 @@ def _with_exit(frame: FrameState) -> ContextExitVariable | None:
 
 def _call_start(tx: Translator, index: int) -> int:
     """Resuming *at* a CALL must also run the KW_NAMES/PRECALL before it (no-ops on the stack)."""
-    while index > 0 and tx.instructions[index].name in ("CALL", "PRECALL", "KW_NAMES") \
-            and tx.instructions[index - 1].name in ("PRECALL", "KW_NAMES"):
+    while (
+        index > 0
+        and tx.instructions[index].name in ("CALL", "PRECALL", "KW_NAMES")
+        and tx.instructions[index - 1].name in ("PRECALL", "KW_NAMES")
+    ):
         index -= 1
     return index
 
 
-def _live_names(tx: Translator, local_vars: dict[str, VariableTracker], index: int) -> tuple[str, ...]:
+def _live_names(
+    tx: Translator, local_vars: dict[str, VariableTracker], index: int
+) -> tuple[str, ...]:
     """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads the
     frame's first argument implicitly, so in code using it that argument is kept, and kept first."""
     live = tx.live_at(index)
     names = [n for n in local_vars if n in live]
-    first = tx.code.co_varnames[0] if tx.code.co_argcount and "__class__" in tx.code.co_freevars else None
+    first = (
+        tx.code.co_varnames[0]
+        if tx.code.co_argcount and "__class__" in tx.code.co_freevars
+        else None
+    )
     if first is not None and first in local_vars:
         names = [first] + [n for n in names if n != first]
     return tuple(names)
@@ -121,17 +140,26 @@ def _template(tx: Translator, index: int) -> tuple[Any, int]:
     """The function and instruction index a resume function starts from (inside a resume function:
     the original function's, see ``resume_origin``)."""
     if tx.fn is None:
-        raise Unsupported("resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)")
+        raise Unsupported(
+            "resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)"
+        )
     return resume_origin(tx.fn, index)
 
 
-def _call_resume(cg: Codegen, frame: FrameState, index: int, stack: list[VariableTracker],
-                 resume: ResumeFactory, compiled: bool = True) -> None:
+def _call_resume(
+    cg: Codegen,
+    frame: FrameState,
+    index: int,
+    stack: list[VariableTracker],
+    resume: ResumeFactory,
+    compiled: bool = True,
+) -> None:
     tx = frame.tx
     names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
-    fn = resume(*_template(tx, index), len(stack), names, slots, nulls,
-                compiled and tx.resumable_at(index))
+    fn = resume(
+        *_template(tx, index), len(stack), names, slots, nulls, compiled and tx.resumable_at(index)
+    )
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
     for name in names:  # locals first: see ``make_resume``
@@ -156,7 +184,9 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     exit_vt = _with_exit(frame)
     if isinstance(inst.lineno, int):  # the instruction runs here: tracebacks show the user's line
         cg.lineno = inst.lineno
-    protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
+    protect = (
+        TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
+    )
     if protect is not None:
         cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
@@ -166,7 +196,9 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
             cg.instrs.append(TryEnd(protect))
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
         cg.label(taken)
-        _resume_with_stack(cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume)
+        _resume_with_stack(
+            cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume
+        )
     elif _is_method_load(inst):
         # Run it as a plain attribute load and push NULL below: [NULL, bound method] is a valid
         # CALL convention, and the NULL is a known slot (the method form's [meth, self] is not).
@@ -184,7 +216,9 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
         effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
         if inst.name not in ("RAISE_VARARGS", "RERAISE"):  # nothing runs after a raise
-            _resume_with_stack(cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume)
+            _resume_with_stack(
+                cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume
+            )
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exit_vt)
 
@@ -211,9 +245,22 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
 #: Stack items consumed by instructions that may break, where that does not depend on the argument.
 #: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items and
 #: would no longer see the dict change size, so those keep the old conservative path.)
-_POPS = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "CONTAINS_OP": 2, "IS_OP": 2,
-         "UNARY_NEGATIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "GET_ITER": 1,
-         "UNPACK_SEQUENCE": 1, "STORE_ATTR": 2, "STORE_GLOBAL": 1, "STORE_FAST": 1, "BINARY_SLICE": 3}
+_POPS = {
+    "BINARY_OP": 2,
+    "BINARY_SUBSCR": 2,
+    "COMPARE_OP": 2,
+    "CONTAINS_OP": 2,
+    "IS_OP": 2,
+    "UNARY_NEGATIVE": 1,
+    "UNARY_NOT": 1,
+    "UNARY_INVERT": 1,
+    "GET_ITER": 1,
+    "UNPACK_SEQUENCE": 1,
+    "STORE_ATTR": 2,
+    "STORE_GLOBAL": 1,
+    "STORE_FAST": 1,
+    "BINARY_SLICE": 3,
+}
 
 
 def _operands(inst: Instr) -> int:
@@ -233,8 +280,9 @@ def _operands(inst: Instr) -> int:
 
 def _is_method_load(inst: Instr) -> bool:
     # NOTE(3.12): the method form is LOAD_ATTR with (True, name); 3.11 has LOAD_METHOD.
-    return inst.name == "LOAD_METHOD" or (inst.name == "LOAD_ATTR" and isinstance(inst.arg, tuple)
-                                          and inst.arg[0])
+    return inst.name == "LOAD_METHOD" or (
+        inst.name == "LOAD_ATTR" and isinstance(inst.arg, tuple) and inst.arg[0]
+    )
 
 
 def _attr_name(inst: Instr) -> str:
@@ -244,17 +292,23 @@ def _attr_name(inst: Instr) -> str:
 def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]:
     for vt in stack:
         if isinstance(vt, GeneratorVariable):  # its remaining items are not known: cannot rebuild
-            raise Unsupported("generator", "a generator is suspended at the graph break",
-                              hint="consume the generator before the graph break")
-    return tuple(i for i, vt in enumerate(stack[:max(limit, 0)]) if isinstance(vt, IteratorVariable))
+            raise Unsupported(
+                "generator",
+                "a generator is suspended at the graph break",
+                hint="consume the generator before the graph break",
+            )
+    return tuple(
+        i for i, vt in enumerate(stack[: max(limit, 0)]) if isinstance(vt, IteratorVariable)
+    )
 
 
 def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
     return tuple(i for i, vt in enumerate(stack) if isinstance(vt, NullVariable))
 
 
-def _reconstruct_stack(cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...],
-                       as_args: bool) -> None:
+def _reconstruct_stack(
+    cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...], as_args: bool
+) -> None:
     """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes them)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
@@ -277,9 +331,16 @@ def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
         cg.add(inst.name, inst.arg)
 
 
-def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, names: tuple[str, ...],
-                       slots: tuple[int, ...], resume: ResumeFactory,
-                       new_nulls: tuple[int, ...] = ()) -> None:
+def _resume_with_stack(
+    cg: Codegen,
+    frame: FrameState,
+    index: int,
+    nstack: int,
+    names: tuple[str, ...],
+    slots: tuple[int, ...],
+    resume: ResumeFactory,
+    new_nulls: tuple[int, ...] = (),
+) -> None:
     """The instruction left ``nstack`` values; pass them and the live locals to the resume function
     at ``index`` and return its result. NULLs (the CALL convention's) cannot be arguments: they are
     consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
@@ -304,5 +365,3 @@ def _resume_with_stack(cg: Codegen, frame: FrameState, index: int, nstack: int, 
         cg.load_local(name)
     cg.call(len(args))
     cg.return_value()
-
-

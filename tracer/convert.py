@@ -49,11 +49,20 @@ class TraceResult:
     guards: list[Guard]
     graphs: list[torch.fx.GraphModule] = field(default_factory=list)
     ops: list[int] = field(default_factory=list)  #: call nodes per graph
-    breaks: list[Unsupported] = field(default_factory=list)  #: why the trace stopped early, if it did
+    breaks: list[Unsupported] = field(
+        default_factory=list
+    )  #: why the trace stopped early, if it did
 
 
-def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, fullgraph: bool = False,
-                 resume: ResumeFactory | None = None, policy: DynamicPolicy | None = None) -> TraceResult:
+def convert_call(
+    fn: types.FunctionType,
+    L: dict[str, Any],
+    backend: Any,
+    *,
+    fullgraph: bool = False,
+    resume: ResumeFactory | None = None,
+    policy: DynamicPolicy | None = None,
+) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
     break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
     in which case the ``Unsupported`` reason is raised."""
@@ -67,7 +76,9 @@ def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, ful
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
             if fullgraph or resume is None:
-                gb.reason.guards = _all_guards(output)  # the trace reaches this point whenever these hold
+                gb.reason.guards = _all_guards(
+                    output
+                )  # the trace reaches this point whenever these hold
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
         try:
@@ -79,11 +90,19 @@ def convert_call(fn: types.FunctionType, L: dict[str, Any], backend: Any, *, ful
         torch._C._set_grad_enabled(grad_mode)
 
 
-def _finish(fn: types.FunctionType, output: OutputGraph, result: VariableTracker | None,
-            frames: list[FrameState] | None, backend: Any, resume: ResumeFactory | None,
-            reason: Unsupported | None) -> TraceResult:
+def _finish(
+    fn: types.FunctionType,
+    output: OutputGraph,
+    result: VariableTracker | None,
+    frames: list[FrameState] | None,
+    backend: Any,
+    resume: ResumeFactory | None,
+    reason: Unsupported | None,
+) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    live = [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
+    live = (
+        [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
+    )
     graphs, ops = _emit_graph_call(cg, output, [*live, *_side_effect_values(output)], backend)
     swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
     try:
@@ -114,8 +133,9 @@ class PreloadedSource(Source):
         cg.load_local(self.name)
 
 
-def _preload_stale(cg: Codegen, output: OutputGraph,
-                   values: list[VariableTracker]) -> list[tuple[VariableTracker, Source]]:
+def _preload_stale(
+    cg: Codegen, output: OutputGraph, values: list[VariableTracker]
+) -> list[tuple[VariableTracker, Source]]:
     """Values read through something the replayed side effects change (``a = lst[0]; lst.pop(0)``,
     ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each into
     a local now and point its ``source`` there until the code is emitted. Returns what to restore."""
@@ -123,8 +143,11 @@ def _preload_stale(cg: Codegen, output: OutputGraph,
     if not effects:
         return []
     containers = {vt.source for vt in effects.mutated.values()}  # only what lies below them changes
-    changed = {AttrSource(obj.source, name) for obj, name, _ in effects.attr_stores.values()
-               if obj.source is not None}
+    changed = {
+        AttrSource(obj.source, name)
+        for obj, name, _ in effects.attr_stores.values()
+        if obj.source is not None
+    }
     changed |= {GlobalSource(n) for n in effects.global_stores}
     changed |= {ClosureSource(n) for n in effects.cell_stores}
 
@@ -162,8 +185,9 @@ def _all_guards(output: OutputGraph) -> list[Guard]:
     return sorted(output.guards | set(output.shapes.guards()))
 
 
-def _emit_graph_call(cg: Codegen, output: OutputGraph, live: list[VariableTracker],
-                     backend: Any) -> tuple[list[torch.fx.GraphModule], list[int]]:
+def _emit_graph_call(
+    cg: Codegen, output: OutputGraph, live: list[VariableTracker], backend: Any
+) -> tuple[list[torch.fx.GraphModule], list[int]]:
     """Compile the graph (if it does anything) and emit ``__graph_out = __compiled_fn_N(*inputs)``."""
     if output.count_calls() == 0:
         return [], []

@@ -103,14 +103,20 @@ class CompiledCode:
         self.fn = fn
         self.settings = settings
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-        self.cache = FunctionCache(fn.__code__.co_name.replace("<", "_").replace(">", "_"),
-                                   fn.__globals__, cells, tuple(inspect.signature(fn, follow_wrapped=False).parameters))
+        self.cache = FunctionCache(
+            fn.__code__.co_name.replace("<", "_").replace(">", "_"),
+            fn.__globals__,
+            cells,
+            tuple(inspect.signature(fn, follow_wrapped=False).parameters),
+        )
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
         self.warned_code = False
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
-        self.policy = DynamicPolicy(settings.dynamic)  #: what is traced symbolically (grows on recompiles)
+        self.policy = DynamicPolicy(
+            settings.dynamic
+        )  #: what is traced symbolically (grows on recompiles)
         ALL.add(self)
 
     @property
@@ -124,17 +130,23 @@ class CompiledCode:
             if selected is not None:
                 return selected
             why = self.cache.why(L)
-            reason = "first call" if not why.failures else \
-                "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
+            reason = (
+                "first call"
+                if not why.failures
+                else "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
+            )
             if len(self.cache.variants) >= self.settings.recompile_limit:
                 self._warn_limit(why)
                 self.cache.set_no_match(self.fn)  # later misses run eagerly without coming here
                 return self.fn
             if why.failures:
-                recompile_log.info("Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
-                                   self.fn.__qualname__, self.fn.__code__.co_filename,
-                                   self.fn.__code__.co_firstlineno,
-                                   "\n".join(f"    - {p.code}" for _, p in why.failures))
+                recompile_log.info(
+                    "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
+                    self.fn.__qualname__,
+                    self.fn.__code__.co_filename,
+                    self.fn.__code__.co_firstlineno,
+                    "\n".join(f"    - {p.code}" for _, p in why.failures),
+                )
             return self._compile(L, reason, [p.code for _, p in why.failures])
 
     def _compile(self, L: dict[str, Any], reason: str, failures: list[str] | None = None) -> Any:
@@ -142,8 +154,14 @@ class CompiledCode:
         COUNTERS["frames"] += 1
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         try:
-            result = convert_call(self.fn, L, self.settings.backend, fullgraph=self.settings.fullgraph,
-                                  resume=self.resume_function, policy=self.policy)
+            result = convert_call(
+                self.fn,
+                L,
+                self.settings.backend,
+                fullgraph=self.settings.fullgraph,
+                resume=self.resume_function,
+                policy=self.policy,
+            )
         except Unsupported as e:
             return self._fallback(e, reason, failures=failures)
         except TraceTooLong as e:
@@ -151,44 +169,78 @@ class CompiledCode:
             return self._fallback(Unsupported("too_large", str(e)), reason, failures=failures)
         except Exception as e:
             if self.settings.fullgraph:
-                raise InternalError(f"bytegraph failed to compile {self.fn.__qualname__}: {e}") from e
+                raise InternalError(
+                    f"bytegraph failed to compile {self.fn.__qualname__}: {e}"
+                ) from e
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
-            return self._fallback(Unsupported("internal_error", f"{type(e).__name__}: {e}"), reason,
-                                  internal=True, failures=failures)
-        variant = Variant(self.cache.new_guard_set(result.guards + state_guards), result.fn,
-                          graphs=result.graphs, reason=reason)
+            return self._fallback(
+                Unsupported("internal_error", f"{type(e).__name__}: {e}"),
+                reason,
+                internal=True,
+                failures=failures,
+            )
+        variant = Variant(
+            self.cache.new_guard_set(result.guards + state_guards),
+            result.fn,
+            graphs=result.graphs,
+            reason=reason,
+        )
         self.cache.add(variant)
-        event = CompileEvent(reason, result.graphs, result.ops, guards=variant.guards.source,
-                             failures=failures, fn=result.fn, breaks=result.breaks)
+        event = CompileEvent(
+            reason,
+            result.graphs,
+            result.ops,
+            guards=variant.guards.source,
+            failures=failures,
+            fn=result.fn,
+            breaks=result.breaks,
+        )
         for brk in result.breaks:
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
 
-    def _fallback(self, e: Unsupported, reason: str, internal: bool = False,
-                  failures: list[str] | None = None) -> Any:
+    def _fallback(
+        self, e: Unsupported, reason: str, internal: bool = False, failures: list[str] | None = None
+    ) -> Any:
         COUNTERS[f"fallback:{e.kind}"] += 1
         if self.settings.fullgraph:
-            raise BytegraphError(f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}") from e
-        warnings.warn(f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4)
-        breaks_log.info("graph break in %s (running it in Python): %s", self.fn.__qualname__,
-                        format_break(e))
+            raise BytegraphError(
+                f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}"
+            ) from e
+        warnings.warn(
+            f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4
+        )
+        breaks_log.info(
+            "graph break in %s (running it in Python): %s", self.fn.__qualname__, format_break(e)
+        )
         guards: list[Guard] = getattr(e, "guards", None) or []
         if not internal and guards:
-            self.cache.add(Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}"))
+            self.cache.add(
+                Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}")
+            )
         self._record(CompileEvent(reason, unsupported=e, failures=failures or []))
         return self.fn
 
-    def resume_function(self, template: types.FunctionType, index: int, nstack: int,
-                        names: tuple[str, ...], iter_slots: tuple[int, ...], null_slots: tuple[int, ...],
-                        compiled: bool) -> Any:
+    def resume_function(
+        self,
+        template: types.FunctionType,
+        index: int,
+        nstack: int,
+        names: tuple[str, ...],
+        iter_slots: tuple[int, ...],
+        null_slots: tuple[int, ...],
+        compiled: bool,
+    ) -> Any:
         """The resume function continuing ``template`` at instruction ``index`` (cached per position,
         stack shape and live names); compiled like any function unless ``compiled`` is False."""
         key = (template.__code__, index, nstack, names, iter_slots, null_slots, compiled)
         cached = self.resumes.get(key)
         if cached is not None:
             return cached
-        raw = make_resume(template, template.__globals__, index, nstack, names, iter_slots, null_slots)
+        raw = make_resume(
+            template, template.__globals__, index, nstack, names, iter_slots, null_slots
+        )
         if compiled:
             state = CompiledCode(raw, self.settings)
             state.resumes = self.resumes  # shared: a break in a resume function reuses these
@@ -206,8 +258,11 @@ class CompiledCode:
         with self.compile_lock:
             if not self.warned_code:
                 self.warned_code = True
-                warnings.warn(f"bytegraph: the code of {self.fn.__qualname__} was replaced after "
-                              "compile; running it in Python", stacklevel=3)
+                warnings.warn(
+                    f"bytegraph: the code of {self.fn.__qualname__} was replaced after "
+                    "compile; running it in Python",
+                    stacklevel=3,
+                )
                 self.cache.clear()
         return self.fn
 
@@ -215,15 +270,22 @@ class CompiledCode:
         if not self.warned_limit:
             self.warned_limit = True
             failing = why.failures[-1][1].code if why.failures else "?"
-            warnings.warn(f"bytegraph: {self.fn.__qualname__} hit recompile_limit "
-                          f"({self.settings.recompile_limit}); running it in Python from now on. "
-                          f"The guard that keeps failing: {failing}", stacklevel=4)
+            warnings.warn(
+                f"bytegraph: {self.fn.__qualname__} hit recompile_limit "
+                f"({self.settings.recompile_limit}); running it in Python from now on. "
+                f"The guard that keeps failing: {failing}",
+                stacklevel=4,
+            )
             COUNTERS["recompile_limit"] += 1
 
     def _record(self, event: CompileEvent) -> None:
         self.events.append(event)
         for graph in event.graphs:
-            graph_log.info("TRACED GRAPH %s\n%s", self.fn.__qualname__, graph.print_readable(print_output=False))
+            graph_log.info(
+                "TRACED GRAPH %s\n%s",
+                self.fn.__qualname__,
+                graph.print_readable(print_output=False),
+            )
         if event.guards:
             guards_log.info("GUARDS %s\n%s", self.fn.__qualname__, event.guards)
         for listener in list(LISTENERS):
@@ -243,13 +305,20 @@ def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:
     any decorator's ``__signature__``/``__wrapped__`` is ignored)."""
     names = code.co_varnames
     n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
-    kinds = [(n, inspect.Parameter.POSITIONAL_ONLY if i < code.co_posonlyargcount
-              else inspect.Parameter.POSITIONAL_OR_KEYWORD) for i, n in enumerate(names[:n_pos])]
+    kinds = [
+        (
+            n,
+            inspect.Parameter.POSITIONAL_ONLY
+            if i < code.co_posonlyargcount
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        for i, n in enumerate(names[:n_pos])
+    ]
     index = n_pos + n_kw
     if code.co_flags & inspect.CO_VARARGS:
         kinds.append((names[index], inspect.Parameter.VAR_POSITIONAL))
         index += 1
-    kinds += [(n, inspect.Parameter.KEYWORD_ONLY) for n in names[n_pos:n_pos + n_kw]]
+    kinds += [(n, inspect.Parameter.KEYWORD_ONLY) for n in names[n_pos : n_pos + n_kw]]
     if code.co_flags & inspect.CO_VARKEYWORDS:
         kinds.append((names[index], inspect.Parameter.VAR_KEYWORD))
     return kinds
@@ -293,8 +362,12 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
         f"    return ___v({', '.join(call_args)})\n"
     )
-    namespace: dict[str, Any] = {"___state": state, "___cache": state.cache, "___fn": fn,
-                                 "___code": fn.__code__}
+    namespace: dict[str, Any] = {
+        "___state": state,
+        "___cache": state.cache,
+        "___fn": fn,
+        "___code": fn.__code__,
+    }
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]
     entry.__defaults__ = fn.__defaults__

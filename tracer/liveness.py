@@ -11,14 +11,25 @@ from bytecode import Instr, Label
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"})
 _WRITES = frozenset({"STORE_FAST"})
-_NO_FALLTHROUGH = frozenset({
-    "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
-    "JUMP_BACKWARD_NO_INTERRUPT",
-})
+_NO_FALLTHROUGH = frozenset(
+    {
+        "RETURN_VALUE",
+        "RETURN_CONST",
+        "RAISE_VARARGS",
+        "RERAISE",
+        "JUMP_FORWARD",
+        "JUMP_BACKWARD",
+        "JUMP_BACKWARD_NO_INTERRUPT",
+    }
+)
 
 
-def live_locals(instructions: list[Instr], labels: dict[Label, int], handlers: list[int | None],
-                cellvars: frozenset[str] = frozenset()) -> list[frozenset[str]]:
+def live_locals(
+    instructions: list[Instr],
+    labels: dict[Label, int],
+    handlers: list[int | None],
+    cellvars: frozenset[str] = frozenset(),
+) -> list[frozenset[str]]:
     """``result[i]``: the locals that may be read at or after instruction ``i`` before a write.
     Cell variables are always treated as live (closures may read them at any time)."""
     n = len(instructions)

@@ -40,7 +40,9 @@ _DATA_DEPENDENT = tuple(
 class OutputGraph:
     """The graph of one trace (shared by the root translator and every inlined call)."""
 
-    def __init__(self, root_tx: Translator | None = None, policy: DynamicPolicy | None = None) -> None:
+    def __init__(
+        self, root_tx: Translator | None = None, policy: DynamicPolicy | None = None
+    ) -> None:
         self.graph = torch.fx.Graph()
         self.shapes = ShapeTracker(policy or DynamicPolicy())
         self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
@@ -49,18 +51,25 @@ class OutputGraph:
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
-        self.created: list[torch.fx.Node] = []  #: non-placeholder nodes in creation order (for restore)
+        self.created: list[
+            torch.fx.Node
+        ] = []  #: non-placeholder nodes in creation order (for restore)
         self.current_tx: Translator | None = root_tx
         self.add_guard(Guard(None, "GRAD_MODE", torch.is_grad_enabled(), torch.is_grad_enabled()))
-        self.add_guard(Guard(None, "DEFAULT_DTYPE", torch.get_default_dtype(), str(torch.get_default_dtype())))
+        self.add_guard(
+            Guard(None, "DEFAULT_DTYPE", torch.get_default_dtype(), str(torch.get_default_dtype()))
+        )
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
         if guard.source is not None and isinstance(guard.source.root, ConstSource):
             if _fixed_by_constant(guard):
                 return  # the rewritten code loads the value with LOAD_CONST: it cannot differ
-            raise Unsupported("const_guard", f"cannot guard {guard.source.expr}, reached from a constant",
-                              hint="pass the value as an argument or read it from the function's globals")
+            raise Unsupported(
+                "const_guard",
+                f"cannot guard {guard.source.expr}, reached from a constant",
+                hint="pass the value as an argument or read it from the function's globals",
+            )
         self.guards.add(guard)
 
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
@@ -76,9 +85,17 @@ class OutputGraph:
         node.meta["source"] = source.expr
         sizes = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.shape)
         strides = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.stride())
-        spec = TensorSpec(type(value), value.dtype, value.device, value.requires_grad, sizes, strides)
-        self.add_guard(Guard(source, "TENSOR_MATCH", spec, (spec.dtype, str(spec.device), spec.sizes,
-                                                            spec.strides, spec.requires_grad)))
+        spec = TensorSpec(
+            type(value), value.dtype, value.device, value.requires_grad, sizes, strides
+        )
+        self.add_guard(
+            Guard(
+                source,
+                "TENSOR_MATCH",
+                spec,
+                (spec.dtype, str(spec.device), spec.sizes, spec.strides, spec.requires_grad),
+            )
+        )
         vt = TensorVariable(node, fake, type(value), source)
         self.inputs[source] = vt
         self.input_values.append(value)
@@ -102,7 +119,10 @@ class OutputGraph:
         a backend sees which sizes are dynamic, sharing one ShapeEnv)."""
         if not self.shapes.used:
             return list(self.input_values)
-        return [vt.example if isinstance(vt, TensorVariable) else vt.value for vt in self.inputs.values()]
+        return [
+            vt.example if isinstance(vt, TensorVariable) else vt.value
+            for vt in self.inputs.values()
+        ]
 
     def _placeholder(self, name: str) -> torch.fx.Node:
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
@@ -138,12 +158,17 @@ class OutputGraph:
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
         except _DATA_DEPENDENT as e:
-            raise Unsupported("data_dependent", f"{name} has an output shape that depends on data",
-                              hint="this op cannot be traced into a graph") from e
+            raise Unsupported(
+                "data_dependent",
+                f"{name} has an output shape that depends on data",
+                hint="this op cannot be traced into a graph",
+            ) from e
         except Unsupported:
             raise
         except Exception as e:
-            raise Unsupported("op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}") from e
+            raise Unsupported(
+                "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
+            ) from e
 
     def _wrap_result(self, node: torch.fx.Node, example: Any) -> VariableTracker:
         if isinstance(example, torch.Tensor):
@@ -152,8 +177,11 @@ class OutputGraph:
         if isinstance(example, SYMBOLIC_TYPES):
             node.meta["example_value"] = example
             return SymNodeVariable(node, example)
-        if isinstance(example, (tuple, list)) and any(isinstance(e, SYMBOLIC_TYPES) for e in example) \
-                and not any(isinstance(e, torch.Tensor) for e in example):
+        if (
+            isinstance(example, (tuple, list))
+            and any(isinstance(e, SYMBOLIC_TYPES) for e in example)
+            and not any(isinstance(e, torch.Tensor) for e in example)
+        ):
             return self._symbolic_sequence(node, example)
         if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
             node.meta["example_value"] = example
@@ -176,7 +204,9 @@ class OutputGraph:
             self.graph.erase_node(node)
             self.created.remove(node)
             return self._constant_result(example)
-        raise Unsupported("op_result", f"an op returned {type(example).__name__}, which is not traced")
+        raise Unsupported(
+            "op_result", f"an op returned {type(example).__name__}, which is not traced"
+        )
 
     def _symbolic_sequence(self, node: torch.fx.Node, example: Any) -> VariableTracker:
         """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the rest."""
@@ -196,7 +226,9 @@ class OutputGraph:
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise Unsupported("symbolic", "symbolic values are not traced yet")
         if isinstance(value, (tuple, torch.Size)):
-            return TupleVariable([self._constant_result(v) for v in value], is_size=isinstance(value, torch.Size))
+            return TupleVariable(
+                [self._constant_result(v) for v in value], is_size=isinstance(value, torch.Size)
+            )
         return ConstantVariable(value)
 
     def _stack_trace(self) -> str:
@@ -229,16 +261,33 @@ class OutputGraph:
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
         self.graph.output(tuple(outputs))
         for node in reversed(list(self.graph.nodes)):  # drop unused shape arithmetic (pure)
-            if not node.users and node.op != "placeholder" and node.op != "output" \
-                    and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES):
+            if (
+                not node.users
+                and node.op != "placeholder"
+                and node.op != "output"
+                and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+            ):
                 self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
 
-_IMMUTABLE = (tuple, frozenset, int, float, bool, str, bytes, complex, type(None), range, slice,
-              torch.dtype, torch.device)
+_IMMUTABLE = (
+    tuple,
+    frozenset,
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    complex,
+    type(None),
+    range,
+    slice,
+    torch.dtype,
+    torch.device,
+)
 
 
 def _fixed_by_constant(guard: Guard) -> bool:
@@ -251,8 +300,9 @@ def _fixed_by_constant(guard: Guard) -> bool:
     *parents, value = path
     if not all(isinstance(p, _IMMUTABLE) for p in parents):
         return False
-    return guard.kind in ("ID_MATCH", "TYPE_MATCH") or \
-        (isinstance(value, _IMMUTABLE) and guard.kind != "TENSOR_MATCH")
+    return guard.kind in ("ID_MATCH", "TYPE_MATCH") or (
+        isinstance(value, _IMMUTABLE) and guard.kind != "TENSOR_MATCH"
+    )
 
 
 def _path_values(source: Source) -> list[Any] | None:
@@ -263,7 +313,11 @@ def _path_values(source: Source) -> list[Any] | None:
     if base is None:
         return None
     try:
-        last = getattr(base[-1], source.attr) if isinstance(source, AttrSource) else base[-1][source.index]
+        last = (
+            getattr(base[-1], source.attr)
+            if isinstance(source, AttrSource)
+            else base[-1][source.index]
+        )
     except Exception:
         return None
     return [*base, last]

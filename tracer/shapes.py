@@ -50,7 +50,9 @@ class DynamicPolicy:
         key, shape = source.expr, tuple(value.shape)
         before = self.seen_sizes.setdefault(key, shape)
         if self.mode is None and len(before) == len(shape) and before != shape:
-            self.dims.setdefault(key, set()).update(i for i, (a, b) in enumerate(zip(before, shape)) if a != b)
+            self.dims.setdefault(key, set()).update(
+                i for i, (a, b) in enumerate(zip(before, shape)) if a != b
+            )
         dims = set(range(value.dim())) if self.mode else set(self.dims.get(key, ()))
         for attr in (*DYNAMIC_ATTRS, *MAYBE_DYNAMIC_ATTRS):
             dims |= set(getattr(value, attr, ()) or ())
@@ -98,13 +100,19 @@ class ShapeTracker:
     def used(self) -> bool:
         return bool(self.defined)
 
-    def fake_tensor(self, fake_mode: Any, value: torch.Tensor, source: Source, dims: set[int]) -> Any:
+    def fake_tensor(
+        self, fake_mode: Any, value: torch.Tensor, source: Source, dims: set[int]
+    ) -> Any:
         if not dims:
             return fake_mode.from_tensor(value, static_shapes=True)
         kind = DimDynamic.DUCK if self.policy.duck_shape else DimDynamic.DYNAMIC
         sizes = [kind if i in dims else DimDynamic.STATIC for i in range(value.dim())]
-        context = StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=[None] * value.dim())
-        fake = fake_mode.from_tensor(value, symbolic_context=context, source=_SymbolSource(source.expr))
+        context = StatelessSymbolicContext(
+            dynamic_sizes=sizes, constraint_sizes=[None] * value.dim()
+        )
+        fake = fake_mode.from_tensor(
+            value, symbolic_context=context, source=_SymbolSource(source.expr)
+        )
         for i in range(value.dim()):
             self._note(fake.size(i), TensorPropertySource(source, "size", i))
             self._note(fake.stride(i), TensorPropertySource(source, "stride", i))
@@ -114,7 +122,9 @@ class ShapeTracker:
     def symbolic_number(self, value: int | float, source: Source) -> torch.SymInt | torch.SymFloat:
         origin = _SymbolSource(source.expr)
         if type(value) is int:
-            sym = self.shape_env.create_unspecified_symint_and_symbol(value, origin, DimDynamic.DYNAMIC)
+            sym = self.shape_env.create_unspecified_symint_and_symbol(
+                value, origin, DimDynamic.DYNAMIC
+            )
         else:
             expr = self.shape_env.create_unspecified_symbol(value, origin, DimDynamic.DYNAMIC)
             sym = self.shape_env.create_symfloatnode(expr, hint=value, source=origin)
@@ -157,7 +167,9 @@ class ShapeTracker:
         return rendered
 
     def _render(self, expr: Any) -> Guard | None:
-        if isinstance(expr, tuple):  # (eq, source, value): the source must equal a symbolic expression
+        if isinstance(
+            expr, tuple
+        ):  # (eq, source, value): the source must equal a symbolic expression
             _, source, value = expr
             template, sources = self._template(value)
             n = len(sources)
@@ -177,7 +189,11 @@ class ShapeTracker:
                 raise KeyError(f"symbol {sym} has no source")
             sources.append(self.defined[sym])
             mapping[sym] = sympy.Symbol(f"BGSRC{i}BG", integer=True)
-        text = PythonPrinter().doprint(expr.xreplace(mapping)) if mapping else PythonPrinter().doprint(expr)
+        text = (
+            PythonPrinter().doprint(expr.xreplace(mapping))
+            if mapping
+            else PythonPrinter().doprint(expr)
+        )
         text = text.replace("{", "{{").replace("}", "}}")
         for i in range(len(symbols)):
             text = text.replace(f"BGSRC{i}BG", "{%d}" % i)

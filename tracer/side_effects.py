@@ -28,10 +28,17 @@ class SideEffects:
         return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
 
     def snapshot(self) -> tuple:
-        return (dict(self.attr_stores), dict(self.global_stores), dict(self.cell_stores), dict(self.mutated))
+        return (
+            dict(self.attr_stores),
+            dict(self.global_stores),
+            dict(self.cell_stores),
+            dict(self.mutated),
+        )
 
     def restore(self, snapshot: tuple) -> None:
-        self.attr_stores, self.global_stores, self.cell_stores, self.mutated = (dict(s) for s in snapshot)
+        self.attr_stores, self.global_stores, self.cell_stores, self.mutated = (
+            dict(s) for s in snapshot
+        )
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         self.attr_stores[(id(obj), name)] = (obj, name, value)

@@ -53,7 +53,9 @@ class FrameState:
 
     tx: Translator
     index: int  #: the breaking instruction (leaf frame) or the running call (caller frames)
-    stack: list[VariableTracker]  #: leaf: before the instruction; callers: without the call's operands
+    stack: list[
+        VariableTracker
+    ]  #: leaf: before the instruction; callers: without the call's operands
     locals: dict[str, VariableTracker]
 
 
@@ -69,9 +71,16 @@ class GraphBreak(Exception):  # noqa: N818 (control flow)
 class Translator:
     dispatch = dispatch
 
-    def __init__(self, code: types.CodeType, f_globals: dict[str, Any], output: OutputGraph,
-                 symbolic_locals: dict[str, VariableTracker], closure: dict[str, VariableTracker],
-                 parent: Translator | None = None, fn: types.FunctionType | None = None) -> None:
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: dict[str, Any],
+        output: OutputGraph,
+        symbolic_locals: dict[str, VariableTracker],
+        closure: dict[str, VariableTracker],
+        parent: Translator | None = None,
+        fn: types.FunctionType | None = None,
+    ) -> None:
         self.code = code
         self.fn = fn  #: the real function whose code this is (None for closures made in the trace)
         self.f_globals = f_globals
@@ -92,7 +101,9 @@ class Translator:
         self.depth = parent.depth + 1 if parent is not None else 0
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
-        self.deadline = parent.deadline if parent is not None else time.monotonic() + MAX_TRACE_SECONDS
+        self.deadline = (
+            parent.deadline if parent is not None else time.monotonic() + MAX_TRACE_SECONDS
+        )
         self.steps = 0
 
     # -- stack -------------------------------------------------------------------------------------
@@ -138,7 +149,12 @@ class Translator:
             raise TraceTooLong(f"tracing {self.code.co_name} took over {MAX_TRACE_SECONDS}s")
         self.current = inst
         fn = opcodes.HANDLERS.get(inst.name)
-        saved = (list(self.stack), dict(self.symbolic_locals), self.output.checkpoint(), self.kw_names)
+        saved = (
+            list(self.stack),
+            dict(self.symbolic_locals),
+            self.output.checkpoint(),
+            self.kw_names,
+        )
         self.direct_callee, self.inlined_direct = None, False
         try:
             if fn is None:
@@ -150,7 +166,9 @@ class Translator:
             # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``
             # is fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
             if self.inlined_direct and gb.frames[-1].tx.fn is not None and self.resumable_at(index):
-                gb.frames.append(FrameState(self, index, list(self.stack), dict(self.symbolic_locals)))
+                gb.frames.append(
+                    FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
+                )
                 raise
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
@@ -178,8 +196,12 @@ class Translator:
 
     def grad_with_exit_at(self, index: int) -> bool:
         handler = self.handlers[index] if index < len(self.handlers) else None
-        return handler is not None and self.try_depth[index] == 1 and \
-            [i.name for i in self.instructions[handler:handler + 2]] == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]
+        return (
+            handler is not None
+            and self.try_depth[index] == 1
+            and [i.name for i in self.instructions[handler : handler + 2]]
+            == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]
+        )
 
     def live_at(self, index: int) -> frozenset[str]:
         """Locals that may be read from instruction ``index`` on (see ``liveness.py``)."""
@@ -188,8 +210,9 @@ class Translator:
             self._live = live_locals(self.instructions, self.labels, self.handlers, cells)
         return self._live[index] if index < len(self._live) else frozenset()
 
-    def call_direct(self, fn: VariableTracker, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_direct(
+        self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can resume
         in this frame right after the call (nested resume) instead of re-running the whole call."""
         self.direct_callee = fn
@@ -224,20 +247,32 @@ class Translator:
         raise Unsupported("name_error", f"name {name!r} is not defined")
 
     # -- calls -------------------------------------------------------------------------------------
-    def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker], defaults: tuple[dict, dict],
-                    closure: dict[str, VariableTracker], fn: Any) -> VariableTracker:
+    def inline_call(
+        self,
+        code: types.CodeType,
+        f_globals: dict[str, Any],
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        defaults: tuple[dict, dict],
+        closure: dict[str, VariableTracker],
+        fn: Any,
+    ) -> VariableTracker:
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("recursion", f"inlining {code.co_name} is nested too deeply")
         if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
-            raise Unsupported("generator", f"{code.co_name} is a coroutine",
-                              hint="coroutines are not traced; call it outside the compiled function")
+            raise Unsupported(
+                "generator",
+                f"{code.co_name} is a coroutine",
+                hint="coroutines are not traced; call it outside the compiled function",
+            )
         local_vars = bind_args(self, code, args, kwargs, defaults)
         callee = self.direct_callee
         self.direct_callee = None
         self.inlined_direct = callee is not None and _is_callee(callee, code)
         tx = Translator(code, f_globals, self.output, local_vars, closure, parent=self, fn=fn)
-        if code.co_flags & 0x20:  # a generator runs to exhaustion; what it yields becomes an iterator
+        if (
+            code.co_flags & 0x20
+        ):  # a generator runs to exhaustion; what it yields becomes an iterator
             return opcodes.control.run_generator(tx)
         return tx.run()
 
@@ -246,8 +281,11 @@ def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
     """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a builtin)?"""
     target = getattr(callee, "fn", None) or getattr(callee, "value", None)
     forward = getattr(type(target), "forward", None) if target is not None else None
-    return getattr(target, "__code__", None) is code or getattr(forward, "__code__", None) is code \
+    return (
+        getattr(target, "__code__", None) is code
+        or getattr(forward, "__code__", None) is code
         or getattr(callee, "code", None) is code
+    )
 
 
 def _global_source(tx: Translator, name: str) -> Source:
@@ -270,13 +308,21 @@ def _globals_source(tx: Translator) -> GlobalsSource | None:
     if tx.f_globals is root.f_globals:
         return GlobalsSource()
     module = tx.f_globals.get("__name__")
-    if isinstance(module, str) and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals:
+    if (
+        isinstance(module, str)
+        and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals
+    ):
         return GlobalsSource(module)
     return None
 
 
-def bind_args(tx: Translator, code: types.CodeType, args: list[VariableTracker],
-              kwargs: dict[str, VariableTracker], defaults: tuple[dict, dict]) -> dict[str, VariableTracker]:
+def bind_args(
+    tx: Translator,
+    code: types.CodeType,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    defaults: tuple[dict, dict],
+) -> dict[str, VariableTracker]:
     """Bind call arguments to ``code``'s parameters, as CPython does (TypeError cases are Unsupported)."""
     nargs, nkw = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames
@@ -286,17 +332,19 @@ def bind_args(tx: Translator, code: types.CodeType, args: list[VariableTracker],
         bound[name] = value
     extra = list(args[nargs:])
     kwargs = dict(kwargs)
-    for name in names[code.co_posonlyargcount:nargs + nkw]:
+    for name in names[code.co_posonlyargcount : nargs + nkw]:
         if name in kwargs:
             if name in bound:
                 raise Unsupported("bad_call", f"{code.co_name}() got multiple values for {name!r}")
             bound[name] = kwargs.pop(name)
-    for name in names[:nargs + nkw]:
+    for name in names[: nargs + nkw]:
         if name not in bound:
             default = pos_defaults.get(name, kw_defaults.get(name, _MISSING))
             if default is _MISSING:
                 raise Unsupported("bad_call", f"{code.co_name}() missing argument {name!r}")
-            bound[name] = default if isinstance(default, VariableTracker) else _wrap_default(tx, default)
+            bound[name] = (
+                default if isinstance(default, VariableTracker) else _wrap_default(tx, default)
+            )
     index = nargs + nkw
     if code.co_flags & 0x04:  # *args
         bound[names[index]] = TupleVariable(extra)
@@ -306,7 +354,9 @@ def bind_args(tx: Translator, code: types.CodeType, args: list[VariableTracker],
     if code.co_flags & 0x08:  # **kwargs
         bound[names[index]] = DictVariable(kwargs)
     elif kwargs:
-        raise Unsupported("bad_call", f"{code.co_name}() got unexpected keyword {next(iter(kwargs))!r}")
+        raise Unsupported(
+            "bad_call", f"{code.co_name}() got unexpected keyword {next(iter(kwargs))!r}"
+        )
     return bound
 
 
@@ -320,11 +370,15 @@ _MISSING = object()
 
 
 def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
-    return {name: ClosureCellVariable(cell, ClosureSource(name))
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
+    return {
+        name: ClosureCellVariable(cell, ClosureSource(name))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+    }
 
 
-def _linearize(code: types.CodeType) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
+def _linearize(
+    code: types.CodeType,
+) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
     """Instructions without pseudo-instructions, each label's index, and for each instruction the
     index of the innermost exception handler covering it (None outside try/with blocks) and how many
     handler regions cover it."""

@@ -34,8 +34,14 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, name: str, source: str, call: Callable[[list], Any],
-                 kernels: list[KernelLauncher], fallback_ops: Counter[str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        call: Callable[[list], Any],
+        kernels: list[KernelLauncher],
+        fallback_ops: Counter[str],
+    ) -> None:
         self.name = name
         self.source = source  #: the wrapper's Python source
         self.call = call
@@ -67,8 +73,9 @@ class EagerGraph:
 class TritonCompiledFunction:
     """What the backend returns: calls the aot-compiled function, shows the generated code."""
 
-    def __init__(self, fn: Callable[..., Any], graphs: list[CompiledGraph | EagerGraph],
-                 unwrap: bool) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], graphs: list[CompiledGraph | EagerGraph], unwrap: bool
+    ) -> None:
         self.fn = fn
         self.graphs = graphs  #: forward first, backward once it has been compiled
         self.unwrap = unwrap
@@ -110,9 +117,14 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> C
     namespace = dict(code.globals)
     exec(compile(code.source, f"<{name}>", "exec"), namespace)
     groups = [s for s in steps if isinstance(s, FusedGroup)]
-    fusion_log.info("%s: %d kernels for %d computed buffers, %d extern calls, fallbacks: %s",
-                    name, len(groups), sum(len(g.nodes) for g in groups),
-                    len(steps) - len(groups), dict(graph.fallback_ops) or "none")
+    fusion_log.info(
+        "%s: %d kernels for %d computed buffers, %d extern calls, fallbacks: %s",
+        name,
+        len(groups),
+        sum(len(g.nodes) for g in groups),
+        len(steps) - len(groups),
+        dict(graph.fallback_ops) or "none",
+    )
     if log.isEnabledFor(logging.INFO):
         log.info("%s wrapper:\n%s", name, code.source)
         for k in code.kernels:
@@ -125,8 +137,11 @@ def _compiler(graphs: list[CompiledGraph | EagerGraph]) -> Callable[..., Any]:
         try:
             compiled: CompiledGraph | EagerGraph = compile_aten_graph(gm, example_inputs)
         except Exception as e:  # never fail the program: this graph runs with torch instead
-            log.warning("triton backend could not compile a graph (%s: %s); running it eagerly",
-                        type(e).__name__, e)
+            log.warning(
+                "triton backend could not compile a graph (%s: %s); running it eagerly",
+                type(e).__name__,
+                e,
+            )
             fusion_log.debug("compile failure", exc_info=True)
             compiled = EagerGraph(gm, f"{type(e).__name__}: {e}")
         graphs.append(compiled)
@@ -155,6 +170,11 @@ def compile_triton(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Trito
     gm, unwrap = tuple_output(gm)
     graphs: list[CompiledGraph | EagerGraph] = []
     compiler = _compiler(graphs)
-    fn = aot_module_simplified(gm, list(example_inputs), fw_compiler=compiler,
-                               bw_compiler=compiler, decompositions=decomposition_table())
+    fn = aot_module_simplified(
+        gm,
+        list(example_inputs),
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        decompositions=decomposition_table(),
+    )
     return TritonCompiledFunction(fn, graphs, unwrap)

@@ -41,8 +41,14 @@ aten = torch.ops.aten
 
 #: Ops handed to torch on purpose (libraries beat a first generated kernel); not fallbacks.
 EXTERN_OPS = {
-    aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten.mv.default,
-    aten.dot.default, aten.convolution.default, aten.convolution_backward.default,
+    aten.mm.default,
+    aten.addmm.default,
+    aten.bmm.default,
+    aten.baddbmm.default,
+    aten.mv.default,
+    aten.dot.default,
+    aten.convolution.default,
+    aten.convolution_backward.default,
     aten._scaled_dot_product_flash_attention.default,
     aten._scaled_dot_product_efficient_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
@@ -52,8 +58,15 @@ EXTERN_OPS = {
 }
 
 #: Size arithmetic that can produce a float (``torch.sym_float(s0)``, ``1.0 / s0``).
-FLOAT_SIZE_TARGETS = {torch.sym_float, operator.truediv, operator.mul, operator.add, operator.sub,
-                      operator.neg, operator.pow}
+FLOAT_SIZE_TARGETS = {
+    torch.sym_float,
+    operator.truediv,
+    operator.mul,
+    operator.add,
+    operator.sub,
+    operator.neg,
+    operator.pow,
+}
 
 #: Most fx nodes one lazy value may inline before it is stored (bounds recomputation).
 MAX_INLINED = 48
@@ -133,8 +146,9 @@ class GraphLowering:
             return self.env[node.args[0]][node.args[1]]
         if isinstance(val, torch.SymInt | int) and not isinstance(val, bool):
             return as_expr(val)  # size arithmetic: its value is its symbolic expression
-        if isinstance(val, torch.SymFloat) or (isinstance(val, float)
-                                               and node.target in FLOAT_SIZE_TARGETS):
+        if isinstance(val, torch.SymFloat) or (
+            isinstance(val, float) and node.target in FLOAT_SIZE_TARGETS
+        ):
             return self.float_scalar(node, val)
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.env.__getitem__)
         target = node.target
@@ -167,28 +181,35 @@ class GraphLowering:
         expr = as_expr(val)
         unbound = expr.free_symbols - set(self.symbol_sources)
         if unbound:
-            raise NotImplementedError(f"{node.target} returns a float of unbound symbols "
-                                      f"{sorted(map(str, unbound))}")
+            raise NotImplementedError(
+                f"{node.target} returns a float of unbound symbols {sorted(map(str, unbound))}"
+            )
         return expr
 
     def finish(self, node: torch.fx.Node, result: Any) -> Any:
         """Check a lowering's result against the node's meta value; realize shared lazy values."""
         val = node.meta.get("val")
         if isinstance(result, tuple | list):
-            return type(result)(self.finish_one(node, r, v) for r, v in zip(result, val,
-                                                                            strict=True))
+            return type(result)(
+                self.finish_one(node, r, v) for r, v in zip(result, val, strict=True)
+            )
         return self.finish_one(node, result, val)
 
     def finish_one(self, node: torch.fx.Node, result: Any, val: Any) -> Any:
         if not isinstance(result, TensorValue):
             return result
         size = [as_expr(s) for s in val.shape]
-        if result.dtype != val.dtype or len(result.size) != len(size) or not all(
-                same(a, b) for a, b in zip(result.size, size, strict=True)):
-            raise NotLowerable(f"lowering produced {result.dtype}{result.size}, expected "
-                               f"{val.dtype}{size}")
-        if isinstance(result, LazyValue) and (len(node.users) > 1
-                                              or len(result.origins) > MAX_INLINED):
+        if (
+            result.dtype != val.dtype
+            or len(result.size) != len(size)
+            or not all(same(a, b) for a, b in zip(result.size, size, strict=True))
+        ):
+            raise NotLowerable(
+                f"lowering produced {result.dtype}{result.size}, expected {val.dtype}{size}"
+            )
+        if isinstance(result, LazyValue) and (
+            len(node.users) > 1 or len(result.origins) > MAX_INLINED
+        ):
             return self.realize(result, layout_from_meta(val))
         return result
 
@@ -202,8 +223,9 @@ class GraphLowering:
         data = Pointwise(value.size, value.load, value.dtype)
         return self.add_computed(data, layout, value.origins)
 
-    def add_computed(self, data: Pointwise | Reduction, layout: Layout,
-                     origins: list[str]) -> BufferView:
+    def add_computed(
+        self, data: Pointwise | Reduction, layout: Layout, origins: list[str]
+    ) -> BufferView:
         buf = ComputedBuffer(self.new_name(), layout, data, list(origins))
         self.buffers.append(buf)
         return BufferView(buf)
@@ -213,8 +235,9 @@ class GraphLowering:
         args, kwargs = realize_all(self, args), realize_all(self, kwargs)
         val = node.meta.get("val")
         layout = layout_from_meta(val, dense_only=False) if isinstance(val, torch.Tensor) else None
-        ext = ExternBuffer(self.new_name(), layout, node.target, args, kwargs, node.name,
-                           is_fallback)
+        ext = ExternBuffer(
+            self.new_name(), layout, node.target, args, kwargs, node.name, is_fallback
+        )
         self.buffers.append(ext)
         if isinstance(val, torch.Tensor):
             return BufferView(ext)
@@ -255,8 +278,13 @@ def is_dead(node: torch.fx.Node) -> bool:
     if not node.is_impure():
         return True
     target = node.target
-    return (target in EXTERN_OPS and not target._schema.is_mutable and "attention" in str(target)
-            and len(node.args) > 3 and node.args[3] == 0.0)
+    return (
+        target in EXTERN_OPS
+        and not target._schema.is_mutable
+        and "attention" in str(target)
+        and len(node.args) > 3
+        and node.args[3] == 0.0
+    )
 
 
 def realize_all(graph: GraphLowering, obj: Any) -> Any:

@@ -122,8 +122,11 @@ def _merge_pair(terms: list[Expr], parts: list[tuple[Expr, Expr | None]]) -> Exp
                 continue
             if isinstance(a2, FloorDiv) and a2.args[0] == base and a2.args[1] == size:
                 new = c1 * base
-            elif (isinstance(a2, ModIndex) and isinstance(a2.args[0], FloorDiv)
-                  and a2.args[0].args == (base, size)):
+            elif (
+                isinstance(a2, ModIndex)
+                and isinstance(a2.args[0], FloorDiv)
+                and a2.args[0].args == (base, size)
+            ):
                 new = c1 * ModIndex(base, size * a2.args[1])
             else:
                 continue
@@ -152,8 +155,9 @@ def coefficient(expr: Expr, var: sympy.Symbol, index_vars: set) -> Expr | None:
     return coeff
 
 
-def merge_groups(sizes: Sequence[Expr], vars_: Sequence[sympy.Symbol], exprs: Sequence[Expr],
-                 index_vars: set) -> list[list[int]]:
+def merge_groups(
+    sizes: Sequence[Expr], vars_: Sequence[sympy.Symbol], exprs: Sequence[Expr], index_vars: set
+) -> list[list[int]]:
     """Group adjacent dims that every expression walks as one contiguous run.
 
     Dims ``j`` and ``j+1`` merge when each expression is affine in both with
@@ -171,15 +175,17 @@ def merge_groups(sizes: Sequence[Expr], vars_: Sequence[sympy.Symbol], exprs: Se
     return groups
 
 
-def _mergeable(expr: Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_size: Expr,
-               index_vars: set) -> bool:
+def _mergeable(
+    expr: Expr, outer: sympy.Symbol, inner: sympy.Symbol, inner_size: Expr, index_vars: set
+) -> bool:
     c_outer = coefficient(expr, outer, index_vars)
     c_inner = coefficient(expr, inner, index_vars)
     return c_outer is not None and c_inner is not None and same(c_outer, c_inner * inner_size)
 
 
-def rewrite_merged(expr: Expr, groups: list[list[int]], vars_: Sequence[sympy.Symbol],
-                   merged: Sequence[Expr]) -> Expr:
+def rewrite_merged(
+    expr: Expr, groups: list[list[int]], vars_: Sequence[sympy.Symbol], merged: Sequence[Expr]
+) -> Expr:
     """Rewrite ``expr`` (in the original vars) in terms of the merged dims' index expressions."""
     zero: dict = {}
     add: Expr = sympy.Integer(0)
@@ -199,6 +205,7 @@ def rewrite_merged(expr: Expr, groups: list[list[int]], vars_: Sequence[sympy.Sy
 
 # ---------------------------------------------------------------------------------------------
 # printers
+
 
 def texpr(expr: Expr, names: Callable[[sympy.Symbol], str]) -> str:
     """Triton text for an index expression; ``names`` maps each symbol to a kernel name."""
@@ -253,7 +260,7 @@ class _Printer:
         if isinstance(e, sympy.Rational):
             return f"({e.p} / {e.q})"
         if isinstance(e, sympy.Pow) and isinstance(e.exp, sympy.Integer) and e.exp < 0:
-            return f"(1.0 / {self.print(e.base ** -e.exp)})"
+            return f"(1.0 / {self.print(e.base**-e.exp)})"
         if isinstance(e, sympy.Pow):
             return f"({self.print(e.base)} ** {self.print(e.exp)})"
         args = [self.print(a) for a in e.args]

@@ -92,8 +92,9 @@ class InputBuffer(Buffer):
 class ComputedBuffer(Buffer):
     """Filled by a generated kernel from ``data`` (a Pointwise or Reduction)."""
 
-    def __init__(self, name: str, layout: Layout, data: Pointwise | Reduction,
-                 origins: list[str]) -> None:
+    def __init__(
+        self, name: str, layout: Layout, data: Pointwise | Reduction, origins: list[str]
+    ) -> None:
         super().__init__(name, layout)
         self.data = data
         self.origins = origins  #: fx node names whose work this buffer does
@@ -102,8 +103,16 @@ class ComputedBuffer(Buffer):
 class ExternBuffer(Buffer):
     """Filled by calling a torch function (matmul, conv, or an op without a lowering)."""
 
-    def __init__(self, name: str, layout: Layout | None, kernel: Callable[..., Any],
-                 args: tuple, kwargs: dict, origin: str, is_fallback: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        layout: Layout | None,
+        kernel: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        origin: str,
+        is_fallback: bool,
+    ) -> None:
         super().__init__(name, layout)  # type: ignore[arg-type]
         self.kernel = kernel
         self.args = args  #: nested structure of TensorValue / sympy / constants
@@ -169,9 +178,11 @@ class BufferView(TensorValue):
 
     def is_whole_buffer(self) -> bool:
         a, b = self.layout, self.buffer.layout
-        return (len(a.size) == len(b.size) and same(a.offset, b.offset)
-                and all(same(x, y) for x, y in zip(a.size + a.stride, b.size + b.stride,
-                                                   strict=True)))
+        return (
+            len(a.size) == len(b.size)
+            and same(a.offset, b.offset)
+            and all(same(x, y) for x, y in zip(a.size + a.stride, b.size + b.stride, strict=True))
+        )
 
     def __repr__(self) -> str:
         return f"BufferView({self.buffer.name}, {self.size})"
@@ -180,8 +191,14 @@ class BufferView(TensorValue):
 class LazyValue(TensorValue):
     """An elementwise computation not stored yet; consumers inline ``fn`` into their own loops."""
 
-    def __init__(self, size: list[Expr], dtype: torch.dtype, device: torch.device,
-                 fn: Callable[[Sequence[Expr]], Any], origins: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        size: list[Expr],
+        dtype: torch.dtype,
+        device: torch.device,
+        fn: Callable[[Sequence[Expr]], Any],
+        origins: list[str] | None = None,
+    ) -> None:
         self.size = list(size)
         self.dtype = dtype
         self.device = device
@@ -251,10 +268,12 @@ class LoopBody:
         body = cls(buffer)
         xvars = index_symbols("i", len(data.ranges))
         rvars = index_symbols("r", len(rranges))
-        body.call_index = [sympy.Integer(0) if same(s, 1) else v
-                           for s, v in zip(data.ranges, xvars, strict=True)]
-        body.call_rindex = [sympy.Integer(0) if same(s, 1) else v
-                            for s, v in zip(rranges, rvars, strict=True)]
+        body.call_index = [
+            sympy.Integer(0) if same(s, 1) else v for s, v in zip(data.ranges, xvars, strict=True)
+        ]
+        body.call_rindex = [
+            sympy.Integer(0) if same(s, 1) else v for s, v in zip(rranges, rvars, strict=True)
+        ]
         recorder = ReadRecorder()
         with use_handler(recorder):
             body.run()
@@ -282,8 +301,9 @@ class LoopBody:
 
     def rewrite(self, expr: Expr, xexprs: Sequence[Expr], rexprs: Sequence[Expr]) -> Expr:
         """``expr`` (over i*/r* vars) in terms of kernel expressions for the merged dims."""
-        return rewrite_merged(sympy.sympify(expr), self._groups, self._vars,
-                              list(xexprs) + list(rexprs))
+        return rewrite_merged(
+            sympy.sympify(expr), self._groups, self._vars, list(xexprs) + list(rexprs)
+        )
 
     @property
     def is_reduction(self) -> bool:

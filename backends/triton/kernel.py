@@ -63,20 +63,30 @@ class Loop:
 class TritonKernel:
     """Generates one kernel; also the ``ops`` handler its nodes' bodies call."""
 
-    def __init__(self, group: FusedGroup, index: int, buffer_dtypes: dict[str, torch.dtype],
-                 buffer_numels: dict[str, Expr] | None = None) -> None:
+    def __init__(
+        self,
+        group: FusedGroup,
+        index: int,
+        buffer_dtypes: dict[str, torch.dtype],
+        buffer_numels: dict[str, Expr] | None = None,
+    ) -> None:
         self.group = group
         sizes = [group.numel * group.rnumel] + [
             (buffer_numels or {}).get(name, sympy.Integer(0))
-            for node in group.nodes for name in node.reads | {node.name}]
+            for node in group.nodes
+            for name in node.reads | {node.name}
+        ]
         #: 64-bit offsets when some extent may not fit in int32 (symbolic sizes included)
         self.int64 = any(not isinstance(n, sympy.Integer) or n >= 2**31 - 1 for n in sizes)
         self.index = index
         self.dtypes = buffer_dtypes
         self.reduction = group.is_reduction
         rn = group.rnumel
-        self.persistent = self.reduction and isinstance(rn, sympy.Integer) \
+        self.persistent = (
+            self.reduction
+            and isinstance(rn, sympy.Integer)
             and int(rn) <= config.persistent_reduction_max
+        )
         self.looped = self.reduction and not self.persistent
         self.code: list[str | Loop] = []
         self.lines: list[str] = self.code  # type: ignore[assignment]
@@ -148,8 +158,13 @@ class TritonKernel:
             return sympy.Symbol(self.size_arg(e), integer=True)
 
         expr = expr.replace(
-            lambda e: isinstance(e, sympy.Function) and not e.free_symbols & {XINDEX, RINDEX}
-            and bool(e.free_symbols), hoist)
+            lambda e: (
+                isinstance(e, sympy.Function)
+                and not e.free_symbols & {XINDEX, RINDEX}
+                and bool(e.free_symbols)
+            ),
+            hoist,
+        )
         hoisted = {v: k for k, v in self.size_args.items()}
         return texpr(expr, lambda s: s.name if s.name in hoisted else self.symbol(s))
 
@@ -183,12 +198,17 @@ class TritonKernel:
     def index_expr(self, expr: Expr, dtype: torch.dtype) -> CSEVar:
         tl_dtype = TL_DTYPES[register_dtype(dtype)]
         expr = self.rewrite(expr)
-        if (dtype.is_floating_point and expr.is_integer is not True and not expr.is_number
-                and not expr.free_symbols & {XINDEX, RINDEX}):
+        if (
+            dtype.is_floating_point
+            and expr.is_integer is not True
+            and not expr.is_number
+            and not expr.free_symbols & {XINDEX, RINDEX}
+        ):
             # a float of sizes (``sym_float(s0)``, ``1.0 / s0``): the wrapper computes it in Python
             # and passes it as one scalar argument (index arithmetic is integer-only)
-            return self.emit(f"tl.full([1], {self.size_arg(expr)}, {tl_dtype})",
-                             register_dtype(dtype))
+            return self.emit(
+                f"tl.full([1], {self.size_arg(expr)}, {tl_dtype})", register_dtype(dtype)
+            )
         expr = sympy.expand(expr)
         if not expr.free_symbols & {XINDEX, RINDEX}:
             return self.emit(f"tl.full([1], {self.index_str(expr)}, {tl_dtype})", dtype)
@@ -218,8 +238,20 @@ class TritonKernel:
 
     def pointwise(self, name: str, *args: CSEVar) -> CSEVar:
         text = template(name, config.interpret())
-        if name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                    "logical_xor", "logical_not", "isnan", "isinf"):
+        if name in (
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "logical_not",
+            "isnan",
+            "isinf",
+        ):
             dtype = torch.bool
         else:
             dtype = args[1].dtype if name == "where" else args[0].dtype
@@ -267,8 +299,7 @@ class TritonKernel:
     # -- rendering -------------------------------------------------------------------------------
 
     def render(self) -> GeneratedKernel:
-        keep = [n for n in self.written
-                if n not in self.group.removable or n in self.memory_loads]
+        keep = [n for n in self.written if n not in self.group.removable or n in self.memory_loads]
         pointers = self.inputs + keep
         arg_names = {n: f"in_ptr{k}" for k, n in enumerate(self.inputs)}
         arg_names.update({n: f"out_ptr{k}" for k, n in enumerate(keep)})
@@ -279,22 +310,39 @@ class TritonKernel:
         if self.reduction:
             params.append("rnumel")
         params += ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.reduction else [])
-        header = [f"# kernel: {name}", f"# fx nodes: {', '.join(dict.fromkeys(origins))}",
-                  "@triton.jit", f"def {name}({', '.join(params)}):"]
+        header = [
+            f"# kernel: {name}",
+            f"# fx nodes: {', '.join(dict.fromkeys(origins))}",
+            "@triton.jit",
+            f"def {name}({', '.join(params)}):",
+        ]
         source = "\n".join(header + ["    " + line for line in self.prologue() + body]) + "\n"
-        return GeneratedKernel(name, source, pointers, keep,
-                               [(v, k) for k, v in self.size_args.items()], self.group.numel,
-                               self.group.rnumel, bool(self.persistent),
-                               list(dict.fromkeys(origins)))
+        return GeneratedKernel(
+            name,
+            source,
+            pointers,
+            keep,
+            [(v, k) for k, v in self.size_args.items()],
+            self.group.numel,
+            self.group.rnumel,
+            bool(self.persistent),
+            list(dict.fromkeys(origins)),
+        )
 
     def prologue(self) -> list[str]:
         pid = "tl.program_id(0).to(tl.int64)" if self.int64 else "tl.program_id(0)"
         if not self.reduction:
-            return [f"xoffset = {pid} * XBLOCK",
-                    "xindex = xoffset + tl.arange(0, XBLOCK)", "xmask = xindex < xnumel"]
-        lines = [f"xoffset = {pid} * XBLOCK",
-                 "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
-                 "rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if self.int64 else "")]
+            return [
+                f"xoffset = {pid} * XBLOCK",
+                "xindex = xoffset + tl.arange(0, XBLOCK)",
+                "xmask = xindex < xnumel",
+            ]
+        lines = [
+            f"xoffset = {pid} * XBLOCK",
+            "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+            "xmask = xindex < xnumel",
+            "rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if self.int64 else ""),
+        ]
         if self.persistent:
             lines += ["rindex = rbase", "rmask = rindex < rnumel"]
         return lines
@@ -303,8 +351,11 @@ class TritonKernel:
         out: list[str] = []
         for item in self.code:
             if isinstance(item, Loop):
-                out += item.init + ["for roffset in range(0, rnumel, RBLOCK):",
-                                    "    rindex = roffset + rbase", "    rmask = rindex < rnumel"]
+                out += item.init + [
+                    "for roffset in range(0, rnumel, RBLOCK):",
+                    "    rindex = roffset + rbase",
+                    "    rmask = rindex < rnumel",
+                ]
                 out += ["    " + line for line in item.body] + item.post
             else:
                 out.append(item)

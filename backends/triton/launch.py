@@ -36,8 +36,9 @@ import triton.language as tl
 
 
 def module_source(kernel: GeneratedKernel) -> str:
-    libdevice = "from triton.language.extra import libdevice" if "libdevice." in kernel.source \
-        else ""
+    libdevice = (
+        "from triton.language.extra import libdevice" if "libdevice." in kernel.source else ""
+    )
     return PRELUDE.format(libdevice=libdevice) + kernel.source
 
 
@@ -89,14 +90,21 @@ def block_sizes(kernel: GeneratedKernel) -> dict[str, int]:
 
 def autotune_configs(kernel: GeneratedKernel) -> list[Any]:
     if not kernel.is_reduction:
-        return [triton.Config({"XBLOCK": x}, num_warps=w) for x, w in ((256, 4), (512, 4),
-                                                                        (1024, 4), (1024, 8))]
+        return [
+            triton.Config({"XBLOCK": x}, num_warps=w)
+            for x, w in ((256, 4), (512, 4), (1024, 4), (1024, 8))
+        ]
     if kernel.persistent:
         rblock = next_power_of_2(int(kernel.rnumel))
-        return [triton.Config({"XBLOCK": x, "RBLOCK": rblock}, num_warps=w)
-                for x, w in ((1, 4), (2, 4), (4, 8), (8, 8)) if x * rblock <= 16384]
-    return [triton.Config({"XBLOCK": x, "RBLOCK": r}, num_warps=w)
-            for x, r, w in ((1, 2048, 8), (4, 512, 8), (8, 256, 4), (64, 64, 8))]
+        return [
+            triton.Config({"XBLOCK": x, "RBLOCK": rblock}, num_warps=w)
+            for x, w in ((1, 4), (2, 4), (4, 8), (8, 8))
+            if x * rblock <= 16384
+        ]
+    return [
+        triton.Config({"XBLOCK": x, "RBLOCK": r}, num_warps=w)
+        for x, r, w in ((1, 2048, 8), (4, 512, 8), (8, 256, 4), (64, 64, 8))
+    ]
 
 
 class KernelLauncher:

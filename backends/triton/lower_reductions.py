@@ -23,15 +23,19 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 
-def reduce(x: TensorValue, dims: Sequence[int] | None, keepdim: bool, rtype: str,
-           dtype: torch.dtype) -> TensorValue:
+def reduce(
+    x: TensorValue, dims: Sequence[int] | None, keepdim: bool, rtype: str, dtype: torch.dtype
+) -> TensorValue:
     """Reduce ``x`` over ``dims`` (None or [] = all) with ``rtype``; the result has ``dtype``."""
     rank = len(x.size)
     dims = sorted({d % rank for d in dims} if dims else set(range(rank))) if rank else []
     kept = [d for d in range(rank) if d not in dims]
     rranges = [x.size[d] for d in dims]
-    size = [sympy.Integer(1) if d in dims else x.size[d] for d in range(rank)] if keepdim \
+    size = (
+        [sympy.Integer(1) if d in dims else x.size[d] for d in range(rank)]
+        if keepdim
         else [x.size[d] for d in kept]
+    )
     numel = product(rranges)
     if numel == 0 or product(size) == 0:
         raise NotLowerable("empty reduction")
@@ -58,8 +62,9 @@ def reduce(x: TensorValue, dims: Sequence[int] | None, keepdim: bool, rtype: str
     return current_graph().add_computed(data, layout, origins(x))
 
 
-def _single_element(x: TensorValue, size: list[Expr], full_index: Any, rtype: str,
-                    dtype: torch.dtype) -> LazyValue:
+def _single_element(
+    x: TensorValue, size: list[Expr], full_index: Any, rtype: str, dtype: torch.dtype
+) -> LazyValue:
     def inner_fn(index: Sequence[Expr]) -> Any:
         if rtype in ("argmax", "argmin"):
             return ops.constant(0, dtype)
@@ -75,8 +80,14 @@ def _dims_arg(dim: Any) -> list[int] | None:
 
 
 @lowering(aten.sum.dim_IntList, aten.sum.default, prims.sum.default)
-def sum_(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
-         output_dtype: Any = None) -> TensorValue:
+def sum_(
+    x: TensorValue,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+    output_dtype: Any = None,
+) -> TensorValue:
     return reduce(x, _dims_arg(dim), keepdim, "sum", meta_val().dtype)
 
 
@@ -91,8 +102,11 @@ def mean(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any =
 def _scale(x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
     def inner_fn(index: Sequence[Expr]) -> Any:
         v = ops.to_dtype(x.load(index), register_dtype(dtype))
-        d = ops.to_dtype(ops.index_expr(divisor, torch.int64), register_dtype(dtype)) \
-            if not divisor.is_number else ops.constant(float(divisor), register_dtype(dtype))
+        d = (
+            ops.to_dtype(ops.index_expr(divisor, torch.int64), register_dtype(dtype))
+            if not divisor.is_number
+            else ops.constant(float(divisor), register_dtype(dtype))
+        )
         return ops.to_dtype(ops.truediv(v, d), dtype)
 
     return LazyValue(x.size, dtype, x.device, inner_fn, origins(x))
@@ -132,8 +146,9 @@ def any_(x: TensorValue, dim: Any = None, keepdim: bool = False) -> TensorValue:
 
 
 @lowering(prims.var.default)
-def var(x: TensorValue, dims: Sequence[int], correction: float = 1.0, *,
-        output_dtype: Any = None) -> TensorValue:
+def var(
+    x: TensorValue, dims: Sequence[int], correction: float = 1.0, *, output_dtype: Any = None
+) -> TensorValue:
     """Two passes: ``mean = sum(x)/n``, then ``sum((x - mean)**2) / (n - correction)``."""
     out = meta_val().dtype
     acc = register_dtype(out)
@@ -144,14 +159,18 @@ def var(x: TensorValue, dims: Sequence[int], correction: float = 1.0, *,
     avg = _scale(total, n, acc)
 
     def deviation(index: Sequence[Expr]) -> Any:
-        m_index = [sympy.Integer(0) if d % rank in [e % rank for e in dims] else i
-                   for d, i in enumerate(index)]
+        m_index = [
+            sympy.Integer(0) if d % rank in [e % rank for e in dims] else i
+            for d, i in enumerate(index)
+        ]
         diff = ops.sub(ops.to_dtype(x.load(index), acc), avg.load(m_index))
         return ops.mul(diff, diff)
 
     squares = LazyValue(x.size, acc, x.device, deviation, origins(x))
     summed = reduce(squares, dims, False, "sum", acc)
-    corr = sympy.Integer(int(correction)) if float(correction).is_integer() \
+    corr = (
+        sympy.Integer(int(correction))
+        if float(correction).is_integer()
         else sympy.Float(correction)
+    )
     return _scale(summed, n - corr, out)
-

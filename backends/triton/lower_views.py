@@ -102,8 +102,10 @@ def broadcast_in_dim(x: TensorValue, shape: Any, broadcast_dims: Sequence[int]) 
     from_size = list(x.size)
 
     def fn(index: list[Expr]) -> list[Expr]:
-        return [sympy.Integer(0) if from_size[k] == 1 else index[d]
-                for k, d in enumerate(broadcast_dims)]
+        return [
+            sympy.Integer(0) if from_size[k] == 1 else index[d]
+            for k, d in enumerate(broadcast_dims)
+        ]
 
     return reindex(x, size, fn)
 
@@ -117,7 +119,7 @@ def unsqueeze(x: TensorValue, dim: int) -> TensorValue:
         stride = list(x.layout.stride)
         stride.insert(dim, sympy.Integer(1))
         return restride(x, size, stride, x.layout.offset)
-    return reindex(x, size, lambda index: index[:dim] + index[dim + 1:])
+    return reindex(x, size, lambda index: index[:dim] + index[dim + 1 :])
 
 
 @lowering(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, prims.squeeze.default)
@@ -141,8 +143,13 @@ def squeeze(x: TensorValue, dims: Any = None) -> TensorValue:
     return reindex(x, size, fn)
 
 
-@lowering(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
-          aten.view_copy.default, prims.reshape.default)
+@lowering(
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.view_copy.default,
+    prims.reshape.default,
+)
 def view(x: TensorValue, sizes: Any) -> TensorValue:
     if meta_val().dtype != x.dtype:
         raise NotLowerable("dtype view")
@@ -172,8 +179,10 @@ def view_reindexer(old: list[Expr], new: list[Expr]) -> Callable[[list[Expr]], l
         out: list[Expr] = []
         for old_dims, new_dims in groups:
             sizes = [new[d] for d in new_dims]
-            flat = sum((index[d] * st for d, st in zip(new_dims, contiguous_strides(sizes),
-                                                       strict=True)), sympy.Integer(0))
+            flat = sum(
+                (index[d] * st for d, st in zip(new_dims, contiguous_strides(sizes), strict=True)),
+                sympy.Integer(0),
+            )
             out += unflatten(flat, [old[d] for d in old_dims]) if len(old_dims) > 1 else [flat]
         return out
 
@@ -210,13 +219,16 @@ def _view_groups(old: list[Expr], new: list[Expr]) -> list[tuple[list[int], list
 
 def _is_contiguous(layout: Layout) -> bool:
     expected = contiguous_strides(layout.size)
-    return all(same(s, 1) or same(a, b)
-               for s, a, b in zip(layout.size, layout.stride, expected, strict=True))
+    return all(
+        same(s, 1) or same(a, b)
+        for s, a, b in zip(layout.size, layout.stride, expected, strict=True)
+    )
 
 
 @lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
-def slice_(x: TensorValue, dim: int = 0, start: Any = None, end: Any = None,
-           step: int = 1) -> TensorValue:
+def slice_(
+    x: TensorValue, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> TensorValue:
     dim = norm_dim(dim, len(x.size))
     start_ = _norm_start(start, x.size[dim])
     size = list(x.size)
@@ -255,9 +267,9 @@ def select(x: TensorValue, dim: int, index: Any) -> TensorValue:
     idx = as_expr(index)
     if isinstance(idx, sympy.Integer) and idx < 0:
         idx = idx + x.size[dim]
-    size = x.size[:dim] + x.size[dim + 1:]
+    size = x.size[:dim] + x.size[dim + 1 :]
     if isinstance(x, BufferView):
-        stride = x.layout.stride[:dim] + x.layout.stride[dim + 1:]
+        stride = x.layout.stride[:dim] + x.layout.stride[dim + 1 :]
         return restride(x, size, stride, x.layout.offset + idx * x.layout.stride[dim])
     return reindex(x, size, lambda index: index[:dim] + [idx] + index[dim:])
 
@@ -309,8 +321,9 @@ def as_strided(x: TensorValue, size: Any, stride: Any, storage_offset: Any = Non
 def in_range(i: Expr, lo: Expr, hi: Expr) -> Any:
     """A bool value: ``lo <= i < hi`` (as kernel code)."""
     iv = ops.index_expr(i, torch.int64)
-    return ops.logical_and(ops.ge(iv, ops.index_expr(lo, torch.int64)),
-                           ops.lt(iv, ops.index_expr(hi, torch.int64)))
+    return ops.logical_and(
+        ops.ge(iv, ops.index_expr(lo, torch.int64)), ops.lt(iv, ops.index_expr(hi, torch.int64))
+    )
 
 
 @lowering(aten.cat.default)
@@ -329,7 +342,7 @@ def cat(tensors: Sequence[TensorValue], dim: int = 0) -> LazyValue:
     def inner_fn(index: list[Expr]) -> Any:
         result = None
         for p, lo in reversed(list(zip(parts, starts, strict=True))):
-            shifted = index[:dim] + [index[dim] - lo] + index[dim + 1:]
+            shifted = index[:dim] + [index[dim] - lo] + index[dim + 1 :]
             inside = in_range(index[dim], lo, lo + p.size[dim])
             value = ops.masked(inside, lambda p=p, s=shifted: ops.to_dtype(p.load(s), dtype), 0)
             result = value if result is None else ops.where(inside, value, result)
@@ -363,15 +376,26 @@ def constant_pad_nd(x: TensorValue, pad: Sequence[Any], value: float = 0.0) -> L
 
 
 @lowering(aten.slice_scatter.default)
-def slice_scatter(base: TensorValue, src: TensorValue, dim: int = 0, start: Any = None,
-                  end: Any = None, step: int = 1) -> LazyValue:
+def slice_scatter(
+    base: TensorValue,
+    src: TensorValue,
+    dim: int = 0,
+    start: Any = None,
+    end: Any = None,
+    step: int = 1,
+) -> LazyValue:
     if step != 1:
         raise NotLowerable("slice_scatter with step")
     dim = norm_dim(dim, len(base.size))
     lo = _norm_start(start, base.size[dim])
     hi = lo + src.size[dim]
-    return _scatter(base, src, dim, lambda i: in_range(i, lo, hi),
-                    lambda index: index[:dim] + [index[dim] - lo] + index[dim + 1:])
+    return _scatter(
+        base,
+        src,
+        dim,
+        lambda i: in_range(i, lo, hi),
+        lambda index: index[:dim] + [index[dim] - lo] + index[dim + 1 :],
+    )
 
 
 @lowering(aten.select_scatter.default)
@@ -380,12 +404,22 @@ def select_scatter(base: TensorValue, src: TensorValue, dim: int, index: Any) ->
     idx = as_expr(index)
     if isinstance(idx, sympy.Integer) and idx < 0:
         idx = idx + base.size[dim]
-    return _scatter(base, src, dim, lambda i: in_range(i, idx, idx + 1),
-                    lambda index: index[:dim] + index[dim + 1:])
+    return _scatter(
+        base,
+        src,
+        dim,
+        lambda i: in_range(i, idx, idx + 1),
+        lambda index: index[:dim] + index[dim + 1 :],
+    )
 
 
-def _scatter(base: TensorValue, src: TensorValue, dim: int, inside_fn: Callable[[Expr], Any],
-             src_index: Callable[[list[Expr]], list[Expr]]) -> LazyValue:
+def _scatter(
+    base: TensorValue,
+    src: TensorValue,
+    dim: int,
+    inside_fn: Callable[[Expr], Any],
+    src_index: Callable[[list[Expr]], list[Expr]],
+) -> LazyValue:
     val = meta_val()
     dtype = register_dtype(val.dtype)
     if product(src.size) == 0:
@@ -398,6 +432,3 @@ def _scatter(base: TensorValue, src: TensorValue, dim: int, inside_fn: Callable[
         return ops.to_dtype(ops.where(inside, new, old), val.dtype)
 
     return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(base, src))
-
-
-

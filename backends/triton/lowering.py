@@ -111,8 +111,9 @@ def load_operand(arg: Any, size: Sequence[Expr], index: Sequence[Expr], dtype: t
         return ops.to_dtype(arg.load(broadcast_index(arg, size, index)), dtype)
     if isinstance(arg, sympy.Expr) and not arg.is_number:
         if arg.is_integer is not True:  # a float of sizes (sym_float): a scalar kernel argument
-            return ops.to_dtype(ops.index_expr(arg, dtype if dtype.is_floating_point
-                                               else torch.float32), dtype)
+            return ops.to_dtype(
+                ops.index_expr(arg, dtype if dtype.is_floating_point else torch.float32), dtype
+            )
         return ops.to_dtype(ops.index_expr(arg, torch.int64), dtype)
     if isinstance(arg, sympy.Expr):
         arg = int(arg) if arg.is_integer else float(arg)
@@ -147,8 +148,12 @@ def check_devices(args: Sequence[Any]) -> None:
             raise NotLowerable(f"operand on {a.device}, result on {device}")
 
 
-def elementwise(args: Sequence[Any], dtype: torch.dtype, body: Callable[..., Any],
-                out_dtype: torch.dtype | None = None) -> LazyValue:
+def elementwise(
+    args: Sequence[Any],
+    dtype: torch.dtype,
+    body: Callable[..., Any],
+    out_dtype: torch.dtype | None = None,
+) -> LazyValue:
     """A LazyValue of the current node's shape computing ``body(*operands as dtype)``."""
     check_devices(args)
     val = meta_val()
@@ -184,23 +189,55 @@ def make_pointwise(name: str, kind: KIND = KIND.DEFAULT, n_args: int = 2) -> Cal
 
 
 UNARY = {
-    "neg": KIND.DEFAULT, "abs": KIND.DEFAULT, "exp": KIND.INT_TO_FLOAT, "exp2": KIND.INT_TO_FLOAT,
-    "expm1": KIND.INT_TO_FLOAT, "log": KIND.INT_TO_FLOAT, "log2": KIND.INT_TO_FLOAT,
-    "log1p": KIND.INT_TO_FLOAT, "sqrt": KIND.INT_TO_FLOAT, "rsqrt": KIND.INT_TO_FLOAT,
-    "sin": KIND.INT_TO_FLOAT, "cos": KIND.INT_TO_FLOAT, "tan": KIND.INT_TO_FLOAT,
-    "erf": KIND.INT_TO_FLOAT, "floor": KIND.DEFAULT, "ceil": KIND.DEFAULT, "trunc": KIND.DEFAULT,
-    "sigmoid": KIND.INT_TO_FLOAT, "tanh": KIND.INT_TO_FLOAT, "reciprocal": KIND.INT_TO_FLOAT,
-    "relu": KIND.DEFAULT, "sign": KIND.DEFAULT, "atan": KIND.INT_TO_FLOAT,
-    "asin": KIND.INT_TO_FLOAT, "acos": KIND.INT_TO_FLOAT, "sinh": KIND.INT_TO_FLOAT,
-    "cosh": KIND.INT_TO_FLOAT, "isnan": KIND.ALWAYS_BOOL, "isinf": KIND.ALWAYS_BOOL,
-    "logical_not": KIND.ALWAYS_BOOL, "bitwise_not": KIND.DEFAULT,
+    "neg": KIND.DEFAULT,
+    "abs": KIND.DEFAULT,
+    "exp": KIND.INT_TO_FLOAT,
+    "exp2": KIND.INT_TO_FLOAT,
+    "expm1": KIND.INT_TO_FLOAT,
+    "log": KIND.INT_TO_FLOAT,
+    "log2": KIND.INT_TO_FLOAT,
+    "log1p": KIND.INT_TO_FLOAT,
+    "sqrt": KIND.INT_TO_FLOAT,
+    "rsqrt": KIND.INT_TO_FLOAT,
+    "sin": KIND.INT_TO_FLOAT,
+    "cos": KIND.INT_TO_FLOAT,
+    "tan": KIND.INT_TO_FLOAT,
+    "erf": KIND.INT_TO_FLOAT,
+    "floor": KIND.DEFAULT,
+    "ceil": KIND.DEFAULT,
+    "trunc": KIND.DEFAULT,
+    "sigmoid": KIND.INT_TO_FLOAT,
+    "tanh": KIND.INT_TO_FLOAT,
+    "reciprocal": KIND.INT_TO_FLOAT,
+    "relu": KIND.DEFAULT,
+    "sign": KIND.DEFAULT,
+    "atan": KIND.INT_TO_FLOAT,
+    "asin": KIND.INT_TO_FLOAT,
+    "acos": KIND.INT_TO_FLOAT,
+    "sinh": KIND.INT_TO_FLOAT,
+    "cosh": KIND.INT_TO_FLOAT,
+    "isnan": KIND.ALWAYS_BOOL,
+    "isinf": KIND.ALWAYS_BOOL,
+    "logical_not": KIND.ALWAYS_BOOL,
+    "bitwise_not": KIND.DEFAULT,
 }
 BINARY = {
-    "mul": KIND.DEFAULT, "maximum": KIND.DEFAULT, "minimum": KIND.DEFAULT, "eq": KIND.ALWAYS_BOOL,
-    "ne": KIND.ALWAYS_BOOL, "lt": KIND.ALWAYS_BOOL, "le": KIND.ALWAYS_BOOL, "gt": KIND.ALWAYS_BOOL,
-    "ge": KIND.ALWAYS_BOOL, "logical_and": KIND.ALWAYS_BOOL, "logical_or": KIND.ALWAYS_BOOL,
-    "logical_xor": KIND.ALWAYS_BOOL, "bitwise_and": KIND.DEFAULT, "bitwise_or": KIND.DEFAULT,
-    "bitwise_xor": KIND.DEFAULT, "atan2": KIND.INT_TO_FLOAT,
+    "mul": KIND.DEFAULT,
+    "maximum": KIND.DEFAULT,
+    "minimum": KIND.DEFAULT,
+    "eq": KIND.ALWAYS_BOOL,
+    "ne": KIND.ALWAYS_BOOL,
+    "lt": KIND.ALWAYS_BOOL,
+    "le": KIND.ALWAYS_BOOL,
+    "gt": KIND.ALWAYS_BOOL,
+    "ge": KIND.ALWAYS_BOOL,
+    "logical_and": KIND.ALWAYS_BOOL,
+    "logical_or": KIND.ALWAYS_BOOL,
+    "logical_xor": KIND.ALWAYS_BOOL,
+    "bitwise_and": KIND.DEFAULT,
+    "bitwise_or": KIND.DEFAULT,
+    "bitwise_xor": KIND.DEFAULT,
+    "atan2": KIND.INT_TO_FLOAT,
 }
 for _name, _kind in UNARY.items():
     if hasattr(aten, _name):
@@ -236,8 +273,9 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> LazyValue:
     return elementwise([a, b], dtype, lambda x, y: getattr(ops, mode)(ops.truediv(x, y)))
 
 
-@lowering(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
-          prims.where)
+@lowering(
+    aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar, prims.where
+)
 def where(cond: Any, a: Any, b: Any) -> LazyValue:
     dtype = register_dtype(meta_val().dtype)
     check_devices([cond, a, b])
@@ -299,8 +337,11 @@ def pow_tensor(a: Any, b: Any) -> LazyValue:
 
 @lowering(aten.remainder, aten.floor_divide)
 def remainder(a: Any, b: Any) -> LazyValue:
-    name = "remainder" if current_node().target in (aten.remainder.Tensor,
-                                                   aten.remainder.Scalar) else "floordiv"
+    name = (
+        "remainder"
+        if current_node().target in (aten.remainder.Tensor, aten.remainder.Scalar)
+        else "floordiv"
+    )
     dtype = compute_dtype(KIND.DEFAULT, 2)
     check_op(name, dtype)
     return elementwise([a, b], dtype, getattr(ops, name))
@@ -310,8 +351,14 @@ def remainder(a: Any, b: Any) -> LazyValue:
 # dtype conversion, copies and factories
 
 
-@lowering(prims.convert_element_type, aten._to_copy, aten.clone, aten.alias, aten.lift_fresh_copy,
-          aten.detach)
+@lowering(
+    prims.convert_element_type,
+    aten._to_copy,
+    aten.clone,
+    aten.alias,
+    aten.lift_fresh_copy,
+    aten.detach,
+)
 def convert(x: Any, *args: Any, **kwargs: Any) -> TensorValue:
     val = meta_val()
     if not isinstance(x, TensorValue) or x.device != val.device:
@@ -326,25 +373,44 @@ def copy(dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
     return elementwise([src], register_dtype(meta_val().dtype), lambda v: v)
 
 
-@lowering(aten.scalar_tensor, aten.full, aten.full_like, aten.zeros, aten.ones, aten.zeros_like,
-          aten.ones_like, aten.new_zeros, aten.new_ones, aten.new_full)
+@lowering(
+    aten.scalar_tensor,
+    aten.full,
+    aten.full_like,
+    aten.zeros,
+    aten.ones,
+    aten.zeros_like,
+    aten.ones_like,
+    aten.new_zeros,
+    aten.new_ones,
+    aten.new_full,
+)
 def full(*args: Any, **kwargs: Any) -> LazyValue:
     target = current_node().target
-    value = {aten.zeros: 0, aten.ones: 1, aten.zeros_like: 0, aten.ones_like: 1, aten.new_zeros: 0,
-             aten.new_ones: 1}.get(target.overloadpacket)
+    value = {
+        aten.zeros: 0,
+        aten.ones: 1,
+        aten.zeros_like: 0,
+        aten.ones_like: 1,
+        aten.new_zeros: 0,
+        aten.new_ones: 1,
+    }.get(target.overloadpacket)
     if value is None:
         value = args[0] if target.overloadpacket is aten.scalar_tensor else args[1]
     if isinstance(value, TensorValue):
         raise NotLowerable("fill value is a tensor")
     val = meta_val()
     dtype = register_dtype(val.dtype)
-    return LazyValue(out_size(), val.dtype, val.device,
-                     lambda index: ops.to_dtype(load_operand(value, [], [], dtype), val.dtype),
-                     origins())
+    return LazyValue(
+        out_size(),
+        val.dtype,
+        val.device,
+        lambda index: ops.to_dtype(load_operand(value, [], [], dtype), val.dtype),
+        origins(),
+    )
 
 
-@lowering(aten.arange.default, aten.arange.start, aten.arange.start_step,
-          prims.iota.default)
+@lowering(aten.arange.default, aten.arange.start, aten.arange.start_step, prims.iota.default)
 def arange(*args: Any, **kwargs: Any) -> LazyValue:
     target = current_node().target
     if target is prims.iota.default:
@@ -365,6 +431,18 @@ def arange(*args: Any, **kwargs: Any) -> LazyValue:
 
 
 # operator.* on SymInts and friends never reach here: graph.py evaluates them from meta values.
-SYMBOLIC_TARGETS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-                    operator.neg, operator.truediv, math.floor, math.ceil, aten.sym_size.int,
-                    aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
+SYMBOLIC_TARGETS = {
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.floordiv,
+    operator.mod,
+    operator.neg,
+    operator.truediv,
+    math.floor,
+    math.ceil,
+    aten.sym_size.int,
+    aten.sym_stride.int,
+    aten.sym_numel.default,
+    aten.sym_storage_offset.default,
+}

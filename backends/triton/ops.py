@@ -83,18 +83,60 @@ LIBDEVICE: dict[str, str] = {
 }
 
 #: ops whose result is ``torch.bool`` whatever the operand dtype.
-BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-               "logical_not", "isnan", "isinf"}
+BOOL_RESULT = {
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "isnan",
+    "isinf",
+}
 
 #: ops that only make sense (or only match torch) on floating operands here.
-FLOAT_ONLY = {"floordiv", "remainder", "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt",
-              "rsqrt", "sin", "cos", "erf", "sigmoid", "tanh", "pow", "atan", "tan", "asin",
-              "acos", "sinh", "cosh", "atan2", "trunc"}
+FLOAT_ONLY = {
+    "floordiv",
+    "remainder",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "erf",
+    "sigmoid",
+    "tanh",
+    "pow",
+    "atan",
+    "tan",
+    "asin",
+    "acos",
+    "sinh",
+    "cosh",
+    "atan2",
+    "trunc",
+}
 
 TL_DTYPES: dict[torch.dtype, str] = {
-    torch.bool: "tl.int1", torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.int16: "tl.int16",
-    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.float16: "tl.float16",
-    torch.bfloat16: "tl.bfloat16", torch.float32: "tl.float32", torch.float64: "tl.float64",
+    torch.bool: "tl.int1",
+    torch.int8: "tl.int8",
+    torch.uint8: "tl.uint8",
+    torch.int16: "tl.int16",
+    torch.int32: "tl.int32",
+    torch.int64: "tl.int64",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
+    torch.float32: "tl.float32",
+    torch.float64: "tl.float64",
 }
 
 

@@ -36,8 +36,9 @@ def reduce(k: Any, data: Reduction, value: Any) -> Any:
     """Emit the reduction of ``value`` (the row elements) and return the per-row result var."""
     rtype = data.reduction_type
     if k.persistent:
-        tile = k.emit(f"tl.where(xmask & rmask, {value}, {identity(rtype, value.dtype)})",
-                      value.dtype)
+        tile = k.emit(
+            f"tl.where(xmask & rmask, {value}, {identity(rtype, value.dtype)})", value.dtype
+        )
         if rtype in ("argmax", "argmin"):
             return arg_final(k, tile, "rindex", "xmask & rmask", rtype)
         return final(k, tile, rtype, value.dtype)
@@ -72,8 +73,9 @@ def arg_final(k: Any, vals: Any, idxs: str, valid: str, rtype: str) -> Any:
     hit = k.emit(f"({clean} == {best}) & ({valid})", torch.bool)
     if vals.dtype.is_floating_point:
         hit = k.emit(f"tl.where({any_nan}, {isnan}, {hit})", torch.bool)
-    return k.emit(f"tl.min(tl.where({hit}, {idxs}, {BIG_INDEX}), 1)[:, None].to(tl.int64)",
-                  torch.int64)
+    return k.emit(
+        f"tl.min(tl.where({hit}, {idxs}, {BIG_INDEX}), 1)[:, None].to(tl.int64)", torch.int64
+    )
 
 
 def looped(k: Any, data: Reduction, value: Any) -> Any:
@@ -96,8 +98,12 @@ def looped(k: Any, data: Reduction, value: Any) -> Any:
         return _looped_arg(k, acc, v, dtype, rtype)
     with_post(k)
     tile = k.emit(acc, dtype)
-    result = final(k, tile, "any" if value.dtype == torch.bool and rtype == "max" else rtype,
-                   value.dtype if value.dtype != torch.bool else torch.bool)
+    result = final(
+        k,
+        tile,
+        "any" if value.dtype == torch.bool and rtype == "max" else rtype,
+        value.dtype if value.dtype != torch.bool else torch.bool,
+    )
     k.lines = k.loop.body
     return result
 

@@ -130,8 +130,10 @@ def fusion_rejection(group: FusedGroup, node: SchedulerNode) -> str | None:
         return "different devices"  # one kernel runs on one device
     shape = fused_shape(group, node)
     if shape is None:
-        return (f"iteration spaces differ: kernel {group.numel}x{group.rnumel}, "
-                f"node {node.numel}x{node.rnumel}")  # no common (rows, row length)
+        return (
+            f"iteration spaces differ: kernel {group.numel}x{group.rnumel}, "
+            f"node {node.numel}x{node.rnumel}"
+        )  # no common (rows, row length)
     numel, rnumel = shape
     changed = not (same(numel, group.numel) and same(rnumel, group.rnumel))
     members = group.nodes + [node]
@@ -170,9 +172,11 @@ def schedule(buffers: list[Buffer], output_names: set[str]) -> list[Step]:
 def _place_in_group(steps: list[Step], step_of: dict[str, int], node: SchedulerNode) -> int | None:
     earliest = max((step_of[r] for r in node.reads if r in step_of), default=-1)
     candidates = [earliest] if earliest >= 0 else []
-    candidates += [i for i in range(max(earliest + 1, 0), len(steps))
-                   if isinstance(steps[i], FusedGroup)
-                   and any(node.reads & m.reads for m in steps[i].nodes)]
+    candidates += [
+        i
+        for i in range(max(earliest + 1, 0), len(steps))
+        if isinstance(steps[i], FusedGroup) and any(node.reads & m.reads for m in steps[i].nodes)
+    ]
     for i in candidates:
         group = steps[i]
         if not isinstance(group, FusedGroup):
@@ -191,8 +195,11 @@ def _place_in_group(steps: list[Step], step_of: dict[str, int], node: SchedulerN
 
 def _live_nodes(buffers: list[Buffer], output_names: set[str]) -> list[SchedulerNode | ExternNode]:
     """Nodes in graph order, without computed buffers nothing reads (dead code)."""
-    nodes = [SchedulerNode(b) if isinstance(b, ComputedBuffer) else ExternNode(b)
-             for b in buffers if isinstance(b, ComputedBuffer | ExternBuffer | MultiOutput)]
+    nodes = [
+        SchedulerNode(b) if isinstance(b, ComputedBuffer) else ExternNode(b)
+        for b in buffers
+        if isinstance(b, ComputedBuffer | ExternBuffer | MultiOutput)
+    ]
     needed = set(output_names)
     live: list[SchedulerNode | ExternNode] = []
     for node in reversed(nodes):
@@ -210,5 +217,8 @@ def _mark_removable(steps: list[Step], nodes: list, output_names: set[str]) -> N
                 readers.setdefault(name, set()).add(i)
     for i, step in enumerate(steps):
         if isinstance(step, FusedGroup):
-            step.removable = {n.name for n in step.nodes
-                              if n.name not in output_names and readers.get(n.name, set()) <= {i}}
+            step.removable = {
+                n.name
+                for n in step.nodes
+                if n.name not in output_names and readers.get(n.name, set()) <= {i}
+            }

@@ -46,8 +46,13 @@ class _State:
 def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
     """Generate kernels for ``steps`` and the ``call`` function running them."""
     state = _State()
-    state.globals.update(torch=torch, empty_strided=torch.empty_strided, reinterpret=reinterpret,
-                         ensure_strides=ensure_strides, constants=graph.constants)
+    state.globals.update(
+        torch=torch,
+        empty_strided=torch.empty_strided,
+        reinterpret=reinterpret,
+        ensure_strides=ensure_strides,
+        constants=graph.constants,
+    )
     dtypes = {b.name: b.layout.dtype for b in graph.buffers if b.layout is not None}
     dtypes.update({n: b.layout.dtype for n, b in graph.placeholders if isinstance(b, Buffer)})
     dtypes.update({n: t.dtype for n, t in graph.constants.items()})
@@ -68,8 +73,11 @@ def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
     _prologue(graph, state)
     last_use = _last_uses(step_reads, graph)
     state.reusable = {b.name for b in graph.buffers if isinstance(b, ComputedBuffer)} - {
-        v.buffer.name for s in steps if isinstance(s, ExternNode) for v in
-        iter_views((getattr(s.buffer, "args", ()), getattr(s.buffer, "kwargs", {})))}
+        v.buffer.name
+        for s in steps
+        if isinstance(s, ExternNode)
+        for v in iter_views((getattr(s.buffer, "args", ()), getattr(s.buffer, "kwargs", {})))
+    }
     buffers = {b.name: b for b in graph.buffers}
     launcher_iter = iter(launchers)
     for i, step in enumerate(steps):
@@ -120,9 +128,11 @@ def _alloc(state: _State, buf: Buffer) -> None:
     size = ", ".join(pyexpr(s) for s in layout.size)
     stride = ", ".join(pyexpr(s) for s in layout.stride)
     device = _global(state, layout.device, "device")
-    state.lines.append(f"{buf.name} = empty_strided(({size}{',' if len(layout.size) == 1 else ''}),"
-                       f" ({stride}{',' if len(layout.size) == 1 else ''}), device={device}, "
-                       f"dtype={layout.dtype})")
+    state.lines.append(
+        f"{buf.name} = empty_strided(({size}{',' if len(layout.size) == 1 else ''}),"
+        f" ({stride}{',' if len(layout.size) == 1 else ''}), device={device}, "
+        f"dtype={layout.dtype})"
+    )
 
 
 def _free(state: _State, names: list[str], buffers: dict[str, Buffer]) -> None:
@@ -136,8 +146,9 @@ def _free(state: _State, names: list[str], buffers: dict[str, Buffer]) -> None:
             state.lines.append(f"del {name}")
 
 
-def _kernel_call(state: _State, gen: GeneratedKernel, launcher: KernelLauncher,
-                 buffers: dict[str, Buffer]) -> None:
+def _kernel_call(
+    state: _State, gen: GeneratedKernel, launcher: KernelLauncher, buffers: dict[str, Buffer]
+) -> None:
     for name in gen.stored:
         _alloc(state, buffers[name])
     state.globals[gen.name] = launcher
@@ -161,8 +172,10 @@ def _extern_call(state: _State, node: ExternNode) -> None:
         # Inputs we realized may be laid out unlike the fake ones, and an op's output strides can
         # follow its inputs' (attention does): the code after this assumes the meta strides.
         stride = ", ".join(pyexpr(s) for s in buf.layout.stride)
-        state.lines.append(f"{buf.name} = ensure_strides({buf.name}, ({stride}"
-                           f"{',' if len(buf.layout.stride) == 1 else ''}))")
+        state.lines.append(
+            f"{buf.name} = ensure_strides({buf.name}, ({stride}"
+            f"{',' if len(buf.layout.stride) == 1 else ''}))"
+        )
 
 
 def _arg(state: _State, obj: Any) -> str:
@@ -172,8 +185,10 @@ def _arg(state: _State, obj: Any) -> str:
             return obj.buffer.name
         lay = obj.layout
         comma = "," if len(lay.size) == 1 else ""
-        return (f"reinterpret({obj.buffer.name}, ({', '.join(pyexpr(s) for s in lay.size)}{comma}),"
-                f" ({', '.join(pyexpr(s) for s in lay.stride)}{comma}), {pyexpr(lay.offset)})")
+        return (
+            f"reinterpret({obj.buffer.name}, ({', '.join(pyexpr(s) for s in lay.size)}{comma}),"
+            f" ({', '.join(pyexpr(s) for s in lay.stride)}{comma}), {pyexpr(lay.offset)})"
+        )
     if isinstance(obj, sympy.Expr):
         return pyexpr(obj) if obj.is_integer or obj.free_symbols else repr(float(obj))
     if isinstance(obj, list):
@@ -189,8 +204,10 @@ def _arg(state: _State, obj: Any) -> str:
 
 def _global(state: _State, value: Any, prefix: str) -> str:
     for name, existing in state.globals.items():
-        if name.startswith(prefix) and (existing is value or (
-                isinstance(value, torch.device | torch.dtype) and existing == value)):
+        if name.startswith(prefix) and (
+            existing is value
+            or (isinstance(value, torch.device | torch.dtype) and existing == value)
+        ):
             return name
     name = f"{prefix}{sum(n.startswith(prefix) for n in state.globals)}"
     state.globals[name] = value

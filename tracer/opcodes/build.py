@@ -140,8 +140,8 @@ def unpack_ex(tx: Translator, inst: Instr) -> None:
     items = tx.dispatch.iterate(tx, tx.pop())
     if len(items) < before + after:
         raise Unsupported("unpack", f"not enough values to unpack ({len(items)})")
-    middle = ListVariable(items[before:len(items) - after])
-    for item in reversed([*items[:before], middle, *items[len(items) - after:]]):
+    middle = ListVariable(items[before : len(items) - after])
+    for item in reversed([*items[:before], middle, *items[len(items) - after :]]):
         tx.push(item)
 
 
@@ -152,8 +152,9 @@ def format_value(tx: Translator, inst: Instr) -> None:
     spec = tx.pop().as_python_constant() if flags & 0x04 else ""
     value = tx.pop()
     if not value.is_python_constant():
-        raise Unsupported("format",
-                          f"f-string of {value} (only constants are formatted during tracing)")
+        raise Unsupported(
+            "format", f"f-string of {value} (only constants are formatted during tracing)"
+        )
     raw = value.as_python_constant()
     conversion = {0: None, 1: str, 2: repr, 3: ascii}[flags & 0x03]
     if conversion is not None:

@@ -39,8 +39,8 @@ def call(tx: Translator, inst: Instr) -> None:
     fn, args = (second, args) if first is NULL else (first, [second, *args])
     kw_names, tx.kw_names = tx.kw_names, ()
     if kw_names:
-        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):], strict=True))
-        args = args[:len(args) - len(kw_names)]
+        kwargs = dict(zip(kw_names, args[len(args) - len(kw_names) :], strict=True))
+        args = args[: len(args) - len(kw_names)]
     else:
         kwargs = {}
     tx.push(tx.call_direct(fn, args, kwargs))
@@ -70,5 +70,8 @@ def make_function(tx: Translator, inst: Instr) -> None:
     kwdefaults = tx.pop() if inst.arg & 0x02 else DictVariable({})
     defaults = tx.pop() if inst.arg & 0x01 else TupleVariable([])
     cells = dict(zip(code.co_freevars, closure.items, strict=True))
-    tx.push(NestedFunctionVariable(code, tx.f_globals, tuple(defaults.items),
-                                   dict(kwdefaults.items), cells))
+    tx.push(
+        NestedFunctionVariable(
+            code, tx.f_globals, tuple(defaults.items), dict(kwdefaults.items), cells
+        )
+    )

@@ -53,8 +53,10 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
 
 
 _CONDITIONAL = {
-    "POP_JUMP_IF_FALSE": (False, False, "always"), "POP_JUMP_IF_TRUE": (True, False, "always"),
-    "POP_JUMP_IF_NONE": (True, True, "always"), "POP_JUMP_IF_NOT_NONE": (False, True, "always"),
+    "POP_JUMP_IF_FALSE": (False, False, "always"),
+    "POP_JUMP_IF_TRUE": (True, False, "always"),
+    "POP_JUMP_IF_NONE": (True, True, "always"),
+    "POP_JUMP_IF_NOT_NONE": (False, True, "always"),
     "JUMP_IF_FALSE_OR_POP": (False, False, "if_no_jump"),
     "JUMP_IF_TRUE_OR_POP": (True, False, "if_no_jump"),
 }
@@ -62,8 +64,9 @@ for _name, (_when, _none, _pop) in _CONDITIONAL.items():
     # NOTE(3.12): 3.11 spells POP_JUMP_* with FORWARD/BACKWARD; one handler serves all three.
     _names = [_name]
     if _name.startswith("POP_JUMP_IF"):
-        _names += [_name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF")
-                   for d in ("FORWARD", "BACKWARD")]
+        _names += [
+            _name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF") for d in ("FORWARD", "BACKWARD")
+        ]
     handler(*_names)(_jump_handler(_name, _when, _none, _pop))
 
 
@@ -105,8 +108,11 @@ def return_const(tx: Translator, inst: Instr) -> None:
 @handler("RAISE_VARARGS")
 def raise_varargs(tx: Translator, inst: Instr) -> None:
     """(exc? cause? --)  raising is left to CPython."""
-    raise Unsupported("raise", "the function raises an exception here",
-                      hint="exceptions are not traced; the raising code runs in Python")
+    raise Unsupported(
+        "raise",
+        "the function raises an exception here",
+        hint="exceptions are not traced; the raising code runs in Python",
+    )
 
 
 def run_generator(tx: Translator) -> GeneratorVariable:

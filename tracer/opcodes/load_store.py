@@ -46,10 +46,16 @@ def import_name(tx: Translator, inst: Instr) -> None:
             name = importlib.util.resolve_name("." * level + name, package)
         except (ImportError, ValueError):
             raise Unsupported("import", f"relative import of {inst.arg!r}") from None
-    if name not in sys.modules or not isinstance(tx.f_builtins, dict) \
-            or tx.f_builtins.get("__import__") is not builtins.__import__:
-        raise Unsupported("import", f"import of {name!r} (not imported yet)",
-                          hint="import the module at the top of its file")
+    if (
+        name not in sys.modules
+        or not isinstance(tx.f_builtins, dict)
+        or tx.f_builtins.get("__import__") is not builtins.__import__
+    ):
+        raise Unsupported(
+            "import",
+            f"import of {name!r} (not imported yet)",
+            hint="import the module at the top of its file",
+        )
     module = sys.modules[name] if fromlist else sys.modules[name.partition(".")[0]]
     tx.push(tx.wrap_static(module))
 
@@ -69,8 +75,9 @@ def import_from(tx: Translator, inst: Instr) -> None:
 def load_fast(tx: Translator, inst: Instr) -> None:
     """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_FAST"""
     if inst.arg not in tx.symbolic_locals:
-        raise Unsupported("unbound_local",
-                          f"local variable {inst.arg!r} referenced before assignment")
+        raise Unsupported(
+            "unbound_local", f"local variable {inst.arg!r} referenced before assignment"
+        )
     tx.push(tx.symbolic_locals[inst.arg])
 
 
@@ -137,8 +144,9 @@ def load_global(tx: Translator, inst: Instr) -> None:
 def store_global(tx: Translator, inst: Instr) -> None:
     """(value --)  recorded as a side effect, replayed by the rewritten code."""
     if tx.parent is not None:
-        raise Unsupported("global_store",
-                          f"store to global {inst.arg!r} inside an inlined function")
+        raise Unsupported(
+            "global_store", f"store to global {inst.arg!r} inside an inlined function"
+        )
     tx.output.side_effects.global_stores[inst.arg] = tx.pop()
 
 

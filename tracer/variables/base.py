@@ -44,12 +44,18 @@ class VariableTracker:
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         raise Unsupported("getattr", f"attribute {name!r} of {self}")
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         raise Unsupported("call", f"calling {self}")
 
-    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
         method = self.var_getattr(tx, name)
         return method.call_function(tx, args, kwargs)
 
@@ -82,8 +88,9 @@ class ConstantLikeVariable(VariableTracker):
         return self.value
 
 
-def walk(values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
-         ) -> Iterator[VariableTracker]:
+def walk(
+    values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
+) -> Iterator[VariableTracker]:
     """Every tracker reachable from ``values`` (trackers, or lists/tuples/dicts of them) through the
     trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of a
     tracker for which ``descend`` is false are not visited."""
@@ -99,8 +106,15 @@ def walk(values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: Tr
             seen.add(id(value))
             yield value
             if dataclasses.is_dataclass(value) and descend(value):
-                pending.extend(reversed([getattr(value, f.name) for f in dataclasses.fields(value)
-                                         if f.name != "source"]))
+                pending.extend(
+                    reversed(
+                        [
+                            getattr(value, f.name)
+                            for f in dataclasses.fields(value)
+                            if f.name != "source"
+                        ]
+                    )
+                )
 
 
 class NullVariable(VariableTracker):

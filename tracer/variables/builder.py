@@ -49,11 +49,18 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         return wrap_static(tx, value)
     output = tx.output
     known = output.wrapped.get(id(value))
-    if known is not None and known[0] is value and not _is_interned(value) \
-            and not isinstance(getattr(known[1].source, "root", None), ConstSource):
+    if (
+        known is not None
+        and known[0] is value
+        and not _is_interned(value)
+        and not isinstance(getattr(known[1].source, "root", None), ConstSource)
+    ):
         vt = known[1]
-        if vt.source is not None and vt.source != source \
-                and not isinstance(source.root, ConstSource):  # the same object reached twice
+        if (
+            vt.source is not None
+            and vt.source != source
+            and not isinstance(source.root, ConstSource)
+        ):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
     vt = _wrap_new(tx, value, source)
@@ -74,7 +81,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, GradModeExit):  # a resumed ``with torch.no_grad():`` block's exit
         add(Guard(source, "TYPE_MATCH", GradModeExit, GradModeExit))
         wrap(tx, value.previous, AttrSource(source, "previous"))
-        return ContextExitVariable(ContextManagerVariable(not value.previous, value.previous), source)
+        return ContextExitVariable(
+            ContextManagerVariable(not value.previous, value.previous), source
+        )
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
@@ -86,7 +95,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
     if cls is torch.device:
-        add(Guard(source, "TYPE_MATCH", cls, cls))  # so that == is torch.device's, never a user __eq__
+        add(
+            Guard(source, "TYPE_MATCH", cls, cls)
+        )  # so that == is torch.device's, never a user __eq__
         add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
         return ConstantVariable(value, source)
     if cls is torch.dtype or isinstance(value, enum.Enum):
@@ -98,11 +109,15 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         if cls is list:
             return ListVariable(items, source)
-        return TupleVariable(items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple)
+        return TupleVariable(
+            items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
+        )
     if cls is dict and all(type(k) in (str, int) for k in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
-        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source)
+        return DictVariable(
+            {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
+        )
     if cls in (set,) and all(type(v) in _LITERALS for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
@@ -130,10 +145,12 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
         add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
-        return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
-                               wrap(tx, value.args, AttrSource(source, "args")).items,
-                               wrap(tx, value.keywords, AttrSource(source, "keywords")).items,
-                               source)
+        return PartialVariable(
+            wrap(tx, value.func, AttrSource(source, "func")),
+            wrap(tx, value.args, AttrSource(source, "args")).items,
+            wrap(tx, value.keywords, AttrSource(source, "keywords")).items,
+            source,
+        )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
@@ -173,16 +190,22 @@ def _is_torch_value(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, type):
-        return module == "torch" or (module.startswith("torch.") and not issubclass(value, torch.nn.Module))
+        return module == "torch" or (
+            module.startswith("torch.") and not issubclass(value, torch.nn.Module)
+        )
     if callable(value):
-        return module == "torch" or module.startswith(("torch.", "torch._C")) or \
-            isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
-            is_tensor_method(value)
+        return (
+            module == "torch"
+            or module.startswith(("torch.", "torch._C"))
+            or isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+            or is_tensor_method(value)
+        )
     return False
 
 
-def wrap_builtin(tx: Translator, value: Any, globals_source: Source | None,
-                 name: str) -> VariableTracker:
+def wrap_builtin(
+    tx: Translator, value: Any, globals_source: Source | None, name: str
+) -> VariableTracker:
     """A builtin the trace found because no global shadows it: guarded by that absence (``'len'
     not in G``), since a global bound later would win. Unnamed globals (``None``) are constants of
     the trace."""
@@ -193,8 +216,9 @@ def wrap_builtin(tx: Translator, value: Any, globals_source: Source | None,
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
-    if type(value) in CONSTANT_TYPES or isinstance(value, (torch.dtype, torch.device, enum.Enum,
-                                                            types.CodeType)):
+    if type(value) in CONSTANT_TYPES or isinstance(
+        value, (torch.dtype, torch.device, enum.Enum, types.CodeType)
+    ):
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)
@@ -211,7 +235,9 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, torch.Tensor):
-        raise Unsupported("constant_tensor", "a tensor reached without a source (e.g. a torch attribute)")
+        raise Unsupported(
+            "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
+        )
     return UserObjectVariable(value)
 
 

@@ -36,17 +36,63 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 #: Builtins safe to evaluate when all arguments are immutable constants.
-PURE = frozenset({
-    abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format, frozenset, hash, hex,
-    int, isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, round, slice, sorted, str,
-    sum, tuple, type, list, dict, set, reversed, enumerate, zip, getattr, hasattr,
-})
+PURE = frozenset(
+    {
+        abs,
+        all,
+        any,
+        ascii,
+        bin,
+        bool,
+        callable,
+        chr,
+        complex,
+        divmod,
+        float,
+        format,
+        frozenset,
+        hash,
+        hex,
+        int,
+        isinstance,
+        issubclass,
+        len,
+        max,
+        min,
+        oct,
+        ord,
+        pow,
+        range,
+        repr,
+        round,
+        slice,
+        sorted,
+        str,
+        sum,
+        tuple,
+        type,
+        list,
+        dict,
+        set,
+        reversed,
+        enumerate,
+        zip,
+        getattr,
+        hasattr,
+    }
+)
 #: Builtins that never go in a graph, with the hint users see.
 BREAKING = {
     print: "print() runs in Python; move it out of the compiled function or accept the graph break",
-    input: "input() needs the user", open: "file I/O runs in Python", id: "id() of a traced value",
-    exec: "dynamic code", eval: "dynamic code", breakpoint: "debugger", globals: "frame introspection",
-    locals: "frame introspection", vars: "frame introspection",
+    input: "input() needs the user",
+    open: "file I/O runs in Python",
+    id: "id() of a traced value",
+    exec: "dynamic code",
+    eval: "dynamic code",
+    breakpoint: "debugger",
+    globals: "frame introspection",
+    locals: "frame introspection",
+    vars: "frame introspection",
 }
 
 BuiltinImpl = Callable[..., VariableTracker]
@@ -63,10 +109,13 @@ def builtin(*fns: Any) -> Callable[[BuiltinImpl], BuiltinImpl]:
     return register
 
 
-def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
-                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def call_builtin(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
     if fn in BREAKING:
-        raise Unsupported(getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn])
+        raise Unsupported(
+            getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]
+        )
     values = [*args, *kwargs.values()]
     if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
@@ -74,7 +123,9 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
         try:
             result = fn(*pargs, **pkwargs)
         except Exception as e:
-            raise Unsupported("python_error", f"{fn.__name__}() raised {type(e).__name__}: {e}") from e
+            raise Unsupported(
+                "python_error", f"{fn.__name__}() raised {type(e).__name__}: {e}"
+            ) from e
         if fn in (reversed, enumerate, zip):
             return IteratorVariable([tx.fold(v) for v in result])
         return tx.fold(result)
@@ -82,7 +133,9 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
         return call_operator_fn(tx, fn, args, kwargs)
     impl = BUILTINS.get(fn)
     if impl is None:
-        raise Unsupported("builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}")
+        raise Unsupported(
+            "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
+        )
     return impl(tx, *args, **kwargs)
 
 
@@ -90,12 +143,14 @@ def call_builtin(tx: Translator, fn: Any, args: list[VariableTracker],
 MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
 
 #: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
-OPERATOR_FNS = frozenset(v for k, v in vars(operator).items()
-                         if not k.startswith("_") and type(v) is type(len))
+OPERATOR_FNS = frozenset(
+    v for k, v in vars(operator).items() if not k.startswith("_") and type(v) is type(len)
+)
 
 
-def call_operator_fn(tx: Translator, fn: Any, args: list[VariableTracker],
-                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def call_operator_fn(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
     """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
     if kwargs:
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
@@ -124,14 +179,18 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
-    if fn in (getattr, hasattr) and isinstance(vt, (ClassVariable, PythonModuleVariable)) \
-            and vt.source is not None:
+    if (
+        fn in (getattr, hasattr)
+        and isinstance(vt, (ClassVariable, PythonModuleVariable))
+        and vt.source is not None
+    ):
         return False  # a module's or class's attributes can change: var_getattr guards them
     return fn not in _LIVE_VIEWS or not mutable
 
 
-def construct(tx: Translator, cls: type, args: list[VariableTracker],
-              kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
     """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
@@ -139,17 +198,21 @@ def construct(tx: Translator, cls: type, args: list[VariableTracker],
         return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
         return model_output.construct(tx, cls, args, kwargs)
-    raise Unsupported("new_object", f"creating a {cls.__name__} object",
-                      hint="create the object outside the compiled function")
+    raise Unsupported(
+        "new_object",
+        f"creating a {cls.__name__} object",
+        hint="create the object outside the compiled function",
+    )
 
 
-def _namedtuple_fields(tx: Translator, cls: type, args: list[VariableTracker],
-                       kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
+def _namedtuple_fields(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> list[VariableTracker]:
     fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
-    if len(args) > len(fields) or set(kwargs) - set(fields[len(args):]):
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args) :]):
         raise Unsupported("python_error", f"bad arguments to {cls.__name__}()")
     values = list(args)
-    for name in fields[len(args):]:
+    for name in fields[len(args) :]:
         if name in kwargs:
             values.append(kwargs[name])
         elif name in defaults:
@@ -181,8 +244,12 @@ def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 
 
 @builtin(getattr)
-def getattr_(tx: Translator, obj: VariableTracker, name: VariableTracker,
-             default: VariableTracker | None = None) -> VariableTracker:
+def getattr_(
+    tx: Translator,
+    obj: VariableTracker,
+    name: VariableTracker,
+    default: VariableTracker | None = None,
+) -> VariableTracker:
     try:
         return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
     except Unsupported as e:
@@ -203,8 +270,9 @@ def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
 
 
 @builtin(setattr)
-def setattr_(tx: Translator, obj: VariableTracker, name: VariableTracker,
-             value: VariableTracker) -> VariableTracker:
+def setattr_(
+    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
+) -> VariableTracker:
     if isinstance(obj, UserObjectVariable) and obj.source is not None:
         tx.output.side_effects.store_attr(obj, name.as_python_constant(), value)
         return ConstantVariable(None)
@@ -249,8 +317,9 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
 
 
 @builtin(enumerate)
-def enumerate_(tx: Translator, iterable: VariableTracker,
-               start: VariableTracker = ZERO) -> VariableTracker:
+def enumerate_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
     counter = itertools.count(start.as_python_constant())
 
     def step(sources: list[IteratorVariable]) -> VariableTracker | None:
@@ -261,8 +330,9 @@ def enumerate_(tx: Translator, iterable: VariableTracker,
 
 
 @builtin(zip)
-def zip_(tx: Translator, *iterables: VariableTracker,
-         strict: VariableTracker | None = None) -> VariableTracker:
+def zip_(
+    tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
+) -> VariableTracker:
     checked = bool(strict and strict.as_python_constant())
 
     def step(sources: list[IteratorVariable]) -> VariableTracker | None:
@@ -279,8 +349,12 @@ def zip_(tx: Translator, *iterables: VariableTracker,
     return _derived(tx, zip, step, list(iterables))
 
 
-def _derived(tx: Translator, kind: type, step: Callable[..., VariableTracker | None],
-             iterables: list[VariableTracker]) -> VariableTracker:
+def _derived(
+    tx: Translator,
+    kind: type,
+    step: Callable[..., VariableTracker | None],
+    iterables: list[VariableTracker],
+) -> VariableTracker:
     """A lazy iterator over ``iterables`` (each turned into an iterator now, as CPython does)."""
     sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
     return DerivedIteratorVariable([], sources=sources, step=step, kind=kind)
@@ -297,7 +371,9 @@ def iter_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 
 
 @builtin(next)
-def next_(tx: Translator, it: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
+def next_(
+    tx: Translator, it: VariableTracker, default: VariableTracker | None = None
+) -> VariableTracker:
     if not isinstance(it, IteratorVariable):
         raise Unsupported("builtin", f"next() on {it}")
     item = it.next_item()
@@ -308,20 +384,29 @@ def next_(tx: Translator, it: VariableTracker, default: VariableTracker | None =
     return item
 
 
-def _sort_keys(tx: Translator, items: list[VariableTracker], key: VariableTracker | None,
-               what: str) -> list[Any]:
+def _sort_keys(
+    tx: Translator, items: list[VariableTracker], key: VariableTracker | None, what: str
+) -> list[Any]:
     """The values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
         items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
     if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
-        raise Unsupported("data_dependent", f"{what}() compares values only known at run time",
-                          hint="use torch.sort/torch.min/torch.max on tensors")
+        raise Unsupported(
+            "data_dependent",
+            f"{what}() compares values only known at run time",
+            hint="use torch.sort/torch.min/torch.max on tensors",
+        )
     return [i.as_python_constant() for i in items]
 
 
 @builtin(sorted)
-def sorted_(tx: Translator, iterable: VariableTracker, *, key: VariableTracker | None = None,
-            reverse: VariableTracker = FALSE) -> VariableTracker:
+def sorted_(
+    tx: Translator,
+    iterable: VariableTracker,
+    *,
+    key: VariableTracker | None = None,
+    reverse: VariableTracker = FALSE,
+) -> VariableTracker:
     items = tx.dispatch.iterate(tx, iterable)
     keys = _sort_keys(tx, items, key, "sorted")
     try:
@@ -333,7 +418,9 @@ def sorted_(tx: Translator, iterable: VariableTracker, *, key: VariableTracker |
 
 
 @builtin(sum)
-def sum_(tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO) -> VariableTracker:
+def sum_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
     total = start
     for item in tx.dispatch.iterate(tx, iterable):
         total = tx.dispatch.call_operator(tx, operator.add, [total, item])
@@ -341,8 +428,12 @@ def sum_(tx: Translator, iterable: VariableTracker, start: VariableTracker = ZER
 
 
 def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
-    def min_max(tx: Translator, *args: VariableTracker, key: VariableTracker | None = None,
-                default: VariableTracker | None = None) -> VariableTracker:
+    def min_max(
+        tx: Translator,
+        *args: VariableTracker,
+        key: VariableTracker | None = None,
+        default: VariableTracker | None = None,
+    ) -> VariableTracker:
         if not args:
             raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
         items = list(args) if len(args) > 1 else tx.dispatch.iterate(tx, args[0])
@@ -370,7 +461,9 @@ def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
     def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
-        return ConstantVariable(pick(tx.dispatch.truth(tx, v) for v in tx.dispatch.iterate(tx, iterable)))
+        return ConstantVariable(
+            pick(tx.dispatch.truth(tx, v) for v in tx.dispatch.iterate(tx, iterable))
+        )
 
     return any_all
 
@@ -382,8 +475,11 @@ BUILTINS[all] = _any_all(builtins.all)
 @builtin(bool, int, float)
 def to_number(tx: Translator, value: VariableTracker) -> VariableTracker:
     if isinstance(value, TensorVariable):
-        raise Unsupported("tensor_to_python", "converting a tensor to a Python number",
-                          hint="keep the value a tensor")
+        raise Unsupported(
+            "tensor_to_python",
+            "converting a tensor to a Python number",
+            hint="keep the value a tensor",
+        )
     raise Unsupported("builtin", f"number conversion of {value}")
 
 
@@ -426,7 +522,12 @@ def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
     code = tx.code
     cell = tx.closure.get("__class__")
-    if args or cell is None or not code.co_argcount or code.co_varnames[0] not in tx.symbolic_locals:
+    if (
+        args
+        or cell is None
+        or not code.co_argcount
+        or code.co_varnames[0] not in tx.symbolic_locals
+    ):
         raise Unsupported("super", "super() with arguments or outside a method")
     cls = getattr(cell, "cell", None)
     if cls is None:

@@ -18,8 +18,20 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 #: Types whose values are immutable and cheap to copy, so we can fold operations on them.
-CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), type(Ellipsis),
-                  type(NotImplemented), range, slice, frozenset)
+CONSTANT_TYPES = (
+    int,
+    float,
+    bool,
+    complex,
+    str,
+    bytes,
+    type(None),
+    type(Ellipsis),
+    type(NotImplemented),
+    range,
+    slice,
+    frozenset,
+)
 
 
 @dataclass(eq=False)
@@ -31,21 +43,26 @@ class ConstantVariable(ConstantLikeVariable):
         try:
             value = getattr(self.value, name)
         except AttributeError:
-            raise Unsupported("getattr", f"{type(self.value).__name__} has no attribute {name!r}") from None
+            raise Unsupported(
+                "getattr", f"{type(self.value).__name__} has no attribute {name!r}"
+            ) from None
         if type(value) is tuple:  # ``code.co_varnames``: a tuple of constants, with its methods
             return tx.fold(value)
         return ConstantVariable(value)
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         """Calling a constant: bound methods of immutable builtins (``"a,b".split``), folded."""
         owner = getattr(self.value, "__self__", None)
         if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
             raise Unsupported("call", f"calling {self.value!r}")
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
-        result = self.value(*[a.as_python_constant() for a in args],
-                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        result = self.value(
+            *[a.as_python_constant() for a in args],
+            **{k: v.as_python_constant() for k, v in kwargs.items()},
+        )
         return tx.fold(result)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:

@@ -19,8 +19,13 @@ if TYPE_CHECKING:
 NONE, LAST, FALSE = ConstantVariable(None), ConstantVariable(-1), ConstantVariable(False)
 
 
-def call_method(tx: Translator, obj: VariableTracker, name: str, args: list[VariableTracker],
-                kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def call_method(
+    tx: Translator,
+    obj: VariableTracker,
+    name: str,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
     if kwargs and name not in ("sort", "_replace"):
         kind = obj.python_type().__name__
         raise Unsupported("call_method", f"{kind}.{name} with keyword arguments")
@@ -71,8 +76,11 @@ def _list_pop(tx, obj, index=LAST):
 
 def _list_remove(tx, obj, value):
     for i, item in enumerate(obj.items):
-        if item is value or (item.is_python_constant() and value.is_python_constant()
-                             and item.as_python_constant() == value.as_python_constant()):
+        if item is value or (
+            item.is_python_constant()
+            and value.is_python_constant()
+            and item.as_python_constant() == value.as_python_constant()
+        ):
             del obj.items[i]
             return NONE
     raise Unsupported("python_error", "ValueError: list.remove(x): x not in list")
@@ -87,16 +95,28 @@ def _list_sort(tx, obj, key=None, reverse=FALSE):
 
 def _find(tx, obj, value):
     for i, item in enumerate(obj.items):
-        if item is value or (item.is_python_constant() and value.is_python_constant()
-                             and item.as_python_constant() == value.as_python_constant()):
+        if item is value or (
+            item.is_python_constant()
+            and value.is_python_constant()
+            and item.as_python_constant() == value.as_python_constant()
+        ):
             return i
     raise Unsupported("python_error", "ValueError: x not in sequence")
 
 
 def _count(tx, obj, value):
-    return ConstantVariable(sum(1 for i in obj.items if i is value or (
-        i.is_python_constant() and value.is_python_constant()
-        and i.as_python_constant() == value.as_python_constant())))
+    return ConstantVariable(
+        sum(
+            1
+            for i in obj.items
+            if i is value
+            or (
+                i.is_python_constant()
+                and value.is_python_constant()
+                and i.as_python_constant() == value.as_python_constant()
+            )
+        )
+    )
 
 
 _LIST = {
@@ -114,6 +134,8 @@ _LIST = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
 }
+
+
 def _namedtuple_replace(tx, obj, **changes):
     fields = list(obj.cls._fields)
     if set(changes) - set(fields):
@@ -126,8 +148,10 @@ _TUPLE = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
     "_replace": (False, _namedtuple_replace),
-    "_asdict": (False, lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items,
-                                                             strict=True)))),
+    "_asdict": (
+        False,
+        lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items, strict=True))),
+    ),
 }
 
 
@@ -170,8 +194,12 @@ _DICT = {
     "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k), d)),
     "keys": (False, lambda tx, obj: ListVariable([ConstantVariable(k) for k in obj.items])),
     "values": (False, lambda tx, obj: ListVariable(list(obj.items.values()))),
-    "items": (False, lambda tx, obj: ListVariable([TupleVariable([ConstantVariable(k), v])
-                                                   for k, v in obj.items.items()])),
+    "items": (
+        False,
+        lambda tx, obj: ListVariable(
+            [TupleVariable([ConstantVariable(k), v]) for k, v in obj.items.items()]
+        ),
+    ),
     "copy": (False, lambda tx, obj: DictVariable(dict(obj.items), cls=obj.cls)),
     "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k) in obj.items)),
 }
@@ -181,8 +209,10 @@ _DICT = {
 _SET = {
     "add": (True, lambda tx, obj, v: (obj.items.add(_key(v)), NONE)[1]),
     "discard": (True, lambda tx, obj, v: (obj.items.discard(_key(v)), NONE)[1]),
-    "update": (True, lambda tx, obj, v: (
-        obj.items.update(_key(i) for i in tx.dispatch.iterate(tx, v)), NONE)[1]),
+    "update": (
+        True,
+        lambda tx, obj, v: (obj.items.update(_key(i) for i in tx.dispatch.iterate(tx, v)), NONE)[1],
+    ),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     "copy": (False, lambda tx, obj: SetVariable(set(obj.items))),
 }

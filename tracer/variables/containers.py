@@ -91,8 +91,11 @@ def _field_names(cls: type) -> list[str]:
     if hasattr(cls, "_fields"):
         return list(cls._fields)
     if hasattr(cls, "n_sequence_fields"):  # structseq: fields are the member descriptors, in order
-        members = [(v.__doc__ or "", k) for k, v in vars(cls).items()
-                   if type(v).__name__ == "member_descriptor"]
+        members = [
+            (v.__doc__ or "", k)
+            for k, v in vars(cls).items()
+            if type(v).__name__ == "member_descriptor"
+        ]
         return [k for _, k in members][: cls.n_sequence_fields]
     return []
 
@@ -211,8 +214,9 @@ class BoundMethodVariable(VariableTracker):
     name: str
     source: Source | None = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -241,7 +245,7 @@ class IteratorVariable(VariableTracker):
         return self.items[self.index - 1]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        rest = self.items[self.index:]
+        rest = self.items[self.index :]
         self.index = len(self.items)
         return rest
 
@@ -255,12 +259,14 @@ class IteratorVariable(VariableTracker):
     def reconstruct_items(self, cg: Codegen) -> None:
         """The remaining items as a tuple (a resume function turns it back into an iterator)."""
         if self.watched is not None:
-            raise Unsupported("reconstruct", "an iterator over a dict or set cannot be rebuilt",
-                              hint="a tuple of the remaining keys would not see dict changes")
-        for item in self.items[self.index:]:
+            raise Unsupported(
+                "reconstruct",
+                "an iterator over a dict or set cannot be rebuilt",
+                hint="a tuple of the remaining keys would not see dict changes",
+            )
+        for item in self.items[self.index :]:
             item.reconstruct(cg)
         cg.build_tuple(len(self.items) - self.index)
-
 
 
 #: A generator yielding more than this many items to ``unpack`` is treated as unbounded.
@@ -300,15 +306,21 @@ class LazyIteratorVariable(IteratorVariable):
         items: list[VariableTracker] = []
         while (item := self.next_item()) is not None:
             if len(items) >= MAX_YIELDS:
-                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items",
-                                  hint="unbounded iterators cannot be unrolled")
+                raise Unsupported(
+                    "generator",
+                    f"an iterator gave more than {MAX_YIELDS} items",
+                    hint="unbounded iterators cannot be unrolled",
+                )
             items.append(item)
         return items
 
     def reconstruct_items(self, cg: Codegen) -> None:
         if not self.rebuildable():
-            raise Unsupported("reconstruct", f"{self!r} cannot be rebuilt outside the trace",
-                              hint="consume the generator inside the compiled function")
+            raise Unsupported(
+                "reconstruct",
+                f"{self!r} cannot be rebuilt outside the trace",
+                hint="consume the generator inside the compiled function",
+            )
         self.items, self.index = self.unpack(None), 0
         super().reconstruct_items(cg)
 
@@ -349,8 +361,10 @@ class DerivedIteratorVariable(LazyIteratorVariable):
     def rebuildable(self) -> bool:
         if self.kind not in (zip, enumerate):
             return False  # map/filter would call user functions while the break is emitted
-        return all(s.rebuildable() if isinstance(s, LazyIteratorVariable) else s.watched is None
-                   for s in self.sources)
+        return all(
+            s.rebuildable() if isinstance(s, LazyIteratorVariable) else s.watched is None
+            for s in self.sources
+        )
 
     def python_type(self) -> type:
         return self.kind

@@ -38,8 +38,13 @@ class ContextManagerVariable(VariableTracker):
     def exit_method(self) -> VariableTracker:
         return ContextExitVariable(self)
 
-    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
         if name == "__enter__":
             return self.enter(tx)
         if name == "__exit__":
@@ -57,8 +62,9 @@ class ContextExitVariable(VariableTracker):
     ctx: ContextManagerVariable
     source: Source | None = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         assert self.ctx.previous is not None
         set_grad_mode(tx, self.ctx.previous)
         return ConstantVariable(None)

@@ -46,61 +46,104 @@ call_builtin = builtin_calls.call_builtin
 construct = builtin_calls.construct
 
 
-def call(tx: Translator, fn: VariableTracker, args: list[VariableTracker],
-         kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def call(
+    tx: Translator,
+    fn: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
     """Any call the bytecode makes."""
     return fn.call_function(tx, args, kwargs)
 
 
 # -- operators ---------------------------------------------------------------------------------------
 _REFLECTED = {
-    operator.add: "__radd__", operator.sub: "__rsub__", operator.mul: "__rmul__",
-    operator.truediv: "__rtruediv__", operator.floordiv: "__rfloordiv__", operator.mod: "__rmod__",
-    operator.pow: "__rpow__", operator.matmul: "__rmatmul__", operator.and_: "__rand__",
-    operator.or_: "__ror__", operator.xor: "__rxor__", operator.lshift: "__rlshift__",
+    operator.add: "__radd__",
+    operator.sub: "__rsub__",
+    operator.mul: "__rmul__",
+    operator.truediv: "__rtruediv__",
+    operator.floordiv: "__rfloordiv__",
+    operator.mod: "__rmod__",
+    operator.pow: "__rpow__",
+    operator.matmul: "__rmatmul__",
+    operator.and_: "__rand__",
+    operator.or_: "__ror__",
+    operator.xor: "__rxor__",
+    operator.lshift: "__rlshift__",
     operator.rshift: "__rrshift__",
 }
 _DUNDER = {
-    operator.add: "__add__", operator.sub: "__sub__", operator.mul: "__mul__",
-    operator.truediv: "__truediv__", operator.floordiv: "__floordiv__", operator.mod: "__mod__",
-    operator.pow: "__pow__", operator.matmul: "__matmul__", operator.and_: "__and__",
-    operator.or_: "__or__", operator.xor: "__xor__", operator.neg: "__neg__", operator.pos: "__pos__",
-    operator.lt: "__lt__", operator.le: "__le__", operator.gt: "__gt__", operator.ge: "__ge__",
-    operator.eq: "__eq__", operator.ne: "__ne__", operator.getitem: "__getitem__",
+    operator.add: "__add__",
+    operator.sub: "__sub__",
+    operator.mul: "__mul__",
+    operator.truediv: "__truediv__",
+    operator.floordiv: "__floordiv__",
+    operator.mod: "__mod__",
+    operator.pow: "__pow__",
+    operator.matmul: "__matmul__",
+    operator.and_: "__and__",
+    operator.or_: "__or__",
+    operator.xor: "__xor__",
+    operator.neg: "__neg__",
+    operator.pos: "__pos__",
+    operator.lt: "__lt__",
+    operator.le: "__le__",
+    operator.gt: "__gt__",
+    operator.ge: "__ge__",
+    operator.eq: "__eq__",
+    operator.ne: "__ne__",
+    operator.getitem: "__getitem__",
 }
 _INPLACE_TO_BINARY = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
-    operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.iand: operator.and_,
-    operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.imatmul: operator.matmul,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
     operator.irshift: operator.rshift,
 }
 
 #: Every ``operator`` function ``call_operator`` understands.
-OPERATORS = frozenset({*_DUNDER, *_REFLECTED, *_INPLACE_TO_BINARY, operator.invert, operator.not_,
-                       operator.abs})
+OPERATORS = frozenset(
+    {*_DUNDER, *_REFLECTED, *_INPLACE_TO_BINARY, operator.invert, operator.not_, operator.abs}
+)
 
 #: Comparisons never mutate their operands: folded on (copies of) constant containers too.
-_COMPARISONS = frozenset({operator.lt, operator.le, operator.eq, operator.ne, operator.gt,
-                          operator.ge})
+_COMPARISONS = frozenset(
+    {operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge}
+)
 
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
-    if any(isinstance(a, SymNodeVariable) for a in args) and \
-            all(isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args):
+    if any(isinstance(a, SymNodeVariable) for a in args) and all(
+        isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
+    ):
         if op is operator.not_:
             return ConstantVariable(not truth(tx, args[0]))
         return tx.output.call_function(op, tuple(args), {})
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
-            raise Unsupported("data_dependent", "`not` on a tensor needs its value",
-                              hint="use torch.logical_not or keep the condition a tensor")
+            raise Unsupported(
+                "data_dependent",
+                "`not` on a tensor needs its value",
+                hint="use torch.logical_not or keep the condition a tensor",
+            )
         if op is operator.getitem:
             return getitem_tensor(tx, args[0], args[1])
         return tx.output.call_function(op, tuple(args), {})
-    if all(a.is_python_constant() for a in args) and (op in _COMPARISONS or not _mutable(args)) \
-            and not any(is_symbolic(a) for a in args):
+    if (
+        all(a.is_python_constant() for a in args)
+        and (op in _COMPARISONS or not _mutable(args))
+        and not any(is_symbolic(a) for a in args)
+    ):
         return _fold(tx, op, [a.as_python_constant() for a in args])
     if op is operator.getitem:
         return getitem(tx, args[0], args[1])
@@ -110,7 +153,9 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         return call_operator(tx, _INPLACE_TO_BINARY[op], args)
     if op is operator.not_:
         return ConstantVariable(not truth(tx, args[0]))
-    if op in (operator.add, operator.mul) and any(isinstance(a, BaseSequenceVariable) for a in args):
+    if op in (operator.add, operator.mul) and any(
+        isinstance(a, BaseSequenceVariable) for a in args
+    ):
         return _sequence_op(tx, op, args)
     if op in (operator.eq, operator.ne) and len(args) == 2:
         same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
@@ -152,8 +197,11 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         lhs, rhs = rhs, lhs  # 3 * [x]
     if op is operator.add and type(lhs) is type(rhs):
         items = [*lhs.items, *rhs.items]
-    elif op is operator.mul and rhs.is_python_constant() \
-            and type(rhs.as_python_constant()) in (int, bool):
+    elif (
+        op is operator.mul
+        and rhs.is_python_constant()
+        and type(rhs.as_python_constant()) in (int, bool)
+    ):
         items = list(lhs.items) * rhs.as_python_constant()
     else:
         raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
@@ -167,13 +215,19 @@ def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if name and isinstance(args[0], UserObjectVariable) and hasattr(type(args[0].value), name):
         return args[0].call_method(tx, name, args[1:], {})
     reflected = _REFLECTED.get(op)
-    if reflected and len(args) == 2 and isinstance(args[1], UserObjectVariable) \
-            and hasattr(type(args[1].value), reflected):
+    if (
+        reflected
+        and len(args) == 2
+        and isinstance(args[1], UserObjectVariable)
+        and hasattr(type(args[1].value), reflected)
+    ):
         return args[1].call_method(tx, reflected, [args[0]], {})
     return None
 
 
-def getitem_tensor(tx: Translator, tensor: VariableTracker, key: VariableTracker) -> VariableTracker:
+def getitem_tensor(
+    tx: Translator, tensor: VariableTracker, key: VariableTracker
+) -> VariableTracker:
     if not isinstance(tensor, TensorVariable):
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
@@ -189,8 +243,11 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     index = key.as_python_constant()
     if isinstance(obj, (TupleVariable, ListVariable)):
         if isinstance(index, slice):
-            return obj.clone(items=obj.items[index], source=None) if isinstance(obj, ListVariable) \
+            return (
+                obj.clone(items=obj.items[index], source=None)
+                if isinstance(obj, ListVariable)
                 else TupleVariable(obj.items[index], is_size=obj.is_size)
+            )
         try:
             return obj.items[index]
         except (IndexError, TypeError) as e:
@@ -211,7 +268,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     raise Unsupported("index", f"indexing {obj}")
 
 
-def setitem(tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker) -> None:
+def setitem(
+    tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
+) -> None:
     if isinstance(obj, TensorVariable):
         tx.output.call_function(operator.setitem, (obj, key, value), {})
         return
@@ -227,14 +286,25 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
     if isinstance(value, SymNodeVariable):
         return bool(value.value)  # ShapeEnv records the guard (e.g. 2*s0 >= 16)
     if isinstance(value, TensorVariable):
-        raise Unsupported("data_dependent", "branching on the value of a tensor",
-                          hint="use torch.where, or move the condition out of the compiled function")
+        raise Unsupported(
+            "data_dependent",
+            "branching on the value of a tensor",
+            hint="use torch.where, or move the condition out of the compiled function",
+        )
     if value.is_python_constant():
         return bool(value.as_python_constant())
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return len(value.items) > 0
-    if isinstance(value, (UserFunctionVariable, NestedFunctionVariable, TorchVariable, ClassVariable,
-                          NNModuleVariable)):
+    if isinstance(
+        value,
+        (
+            UserFunctionVariable,
+            NestedFunctionVariable,
+            TorchVariable,
+            ClassVariable,
+            NNModuleVariable,
+        ),
+    ):
         return True
     if isinstance(value, UserObjectVariable):
         cls = type(value.value)
@@ -289,9 +359,13 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
         return False
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
-    if isinstance(container, UserObjectVariable) and not isinstance(container, NNModuleVariable) \
-            and isinstance(inspect.getattr_static(type(container.value), "__contains__", None),
-                           types.FunctionType):  # a Python ``__contains__`` (``Mapping``'s), inlined
+    if (
+        isinstance(container, UserObjectVariable)
+        and not isinstance(container, NNModuleVariable)
+        and isinstance(
+            inspect.getattr_static(type(container.value), "__contains__", None), types.FunctionType
+        )
+    ):  # a Python ``__contains__`` (``Mapping``'s), inlined
         return truth(tx, container.call_method(tx, "__contains__", [item], {}))
     raise Unsupported("contains", f"`in` on {container}")
 
@@ -319,7 +393,9 @@ def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
     if _user_iter(value):
         result = value.call_method(tx, "__iter__", [], {})
         if not isinstance(result, IteratorVariable):
-            raise Unsupported("python_error", f"__iter__ of {value} returned {result}, not an iterator")
+            raise Unsupported(
+                "python_error", f"__iter__ of {value} returned {result}, not an iterator"
+            )
         return result
     return IteratorVariable(iterate(tx, value))
 
@@ -328,19 +404,33 @@ def _user_iter(value: VariableTracker) -> bool:
     """A user object whose class defines ``__iter__`` in Python (modules have their own iteration)."""
     if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
         return False
-    return isinstance(inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType)
+    return isinstance(
+        inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType
+    )
 
 
 #: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
 #: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
-MODULE_MEMBER_METHODS = frozenset({"parameters", "buffers", "children", "modules",
-                                   "named_parameters", "named_buffers", "named_children",
-                                   "named_modules"})
+MODULE_MEMBER_METHODS = frozenset(
+    {
+        "parameters",
+        "buffers",
+        "children",
+        "modules",
+        "named_parameters",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+    }
+)
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
-    if isinstance(obj, NNModuleVariable) and name in MODULE_MEMBER_METHODS \
-            and getattr(type(obj.value), name, None) is getattr(torch.nn.Module, name):
+    if (
+        isinstance(obj, NNModuleVariable)
+        and name in MODULE_MEMBER_METHODS
+        and getattr(type(obj.value), name, None) is getattr(torch.nn.Module, name)
+    ):
         return MethodCallVariable(obj, name)
     return obj.var_getattr(tx, name)
 

@@ -50,15 +50,21 @@ class UserFunctionVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
-        if name == "__code__":  # a sourced function's code is guarded by identity (``builder.wrap``)
+        if (
+            name == "__code__"
+        ):  # a sourced function's code is guarded by identity (``builder.wrap``)
             return ConstantVariable(self.fn.__code__)
         raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         if self.fn is graph_break:
-            raise Unsupported("graph_break", "explicit bytegraph.graph_break()",
-                              hint="remove the graph_break() call to get one graph")
+            raise Unsupported(
+                "graph_break",
+                "explicit bytegraph.graph_break()",
+                hint="remove the graph_break() call to get one graph",
+            )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
         if self.self_vt is not None:
@@ -66,9 +72,15 @@ class UserFunctionVariable(VariableTracker):
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
             closure[name] = ClosureCellVariable(cell, _cell_source(self.source, self.fn, name))
-        return tx.inline_call(self.fn.__code__, self.fn.__globals__, args, kwargs,
-                              defaults=_defaults_vt(tx, self.fn, self.source), closure=closure,
-                              fn=self.fn)
+        return tx.inline_call(
+            self.fn.__code__,
+            self.fn.__globals__,
+            args,
+            kwargs,
+            defaults=_defaults_vt(tx, self.fn, self.source),
+            closure=closure,
+            fn=self.fn,
+        )
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and self.self_vt is None:
@@ -91,7 +103,9 @@ def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
     ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with the function:
     its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``). Functions carrying a
     ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
-    if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(vars(fn.fn)):
+    if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(
+        vars(fn.fn)
+    ):
         raise Unsupported("call", f"inspect.signature of {fn}")
     _defaults_vt(tx, fn.fn, fn.source)
     real = fn.fn if fn.self_vt is None else types.MethodType(fn.fn, object())
@@ -106,20 +120,24 @@ def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) ->
     return AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), index), "cell_contents")
 
 
-def _defaults_vt(tx: Translator, fn: types.FunctionType,
-                 source: Source | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _defaults_vt(
+    tx: Translator, fn: types.FunctionType, source: Source | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Positional and keyword-only defaults. Those of a function with a source are wrapped (so
     guarded) through it, ``G['f'].__defaults__[0]``: ``__defaults__`` can be rebound and a mutable
     default mutated. Otherwise real values (wrapped by the inliner as constants of the trace)."""
     code = fn.__code__
     pos = fn.__defaults__ or ()
-    names = code.co_varnames[code.co_argcount - len(pos):code.co_argcount]
+    names = code.co_varnames[code.co_argcount - len(pos) : code.co_argcount]
     if source is None:
         return dict(zip(names, pos, strict=True)), dict(fn.__kwdefaults__ or {})
     # No defaults now: the call binds every parameter, so defaults added later change nothing.
     pos_vt = tx.wrap(fn.__defaults__, AttrSource(source, "__defaults__")) if pos else None
-    kw_vt = tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__")) \
-        if fn.__kwdefaults__ else None
+    kw_vt = (
+        tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__"))
+        if fn.__kwdefaults__
+        else None
+    )
     pos_items = pos_vt.items if isinstance(pos_vt, TupleVariable) else []
     kw_items = kw_vt.items if isinstance(kw_vt, DictVariable) else {}
     return dict(zip(names, pos_items, strict=True)), dict(kw_items)
@@ -176,19 +194,27 @@ class NestedFunctionVariable(VariableTracker):
             return ConstantVariable(self.code.co_name)
         raise Unsupported("getattr", f"attribute {name!r} of a function made in the trace")
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         code = self.code
-        names = code.co_varnames[code.co_argcount - len(self.defaults):code.co_argcount]
-        return tx.inline_call(code, self.f_globals, args, kwargs,
-                              defaults=(dict(zip(names, self.defaults, strict=True)),
-                                        dict(self.kwdefaults)),
-                              closure=dict(self.closure), fn=None)
+        names = code.co_varnames[code.co_argcount - len(self.defaults) : code.co_argcount]
+        return tx.inline_call(
+            code,
+            self.f_globals,
+            args,
+            kwargs,
+            defaults=(dict(zip(names, self.defaults, strict=True)), dict(self.kwdefaults)),
+            closure=dict(self.closure),
+            fn=None,
+        )
 
     def reconstruct(self, cg: Codegen) -> None:
-        raise Unsupported("escaping_closure",
-                          f"function {self.code.co_name} made in the trace escapes it",
-                          hint="define the function outside the compiled region")
+        raise Unsupported(
+            "escaping_closure",
+            f"function {self.code.co_name} made in the trace escapes it",
+            hint="define the function outside the compiled region",
+        )
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.code.co_name})"
@@ -208,8 +234,9 @@ class BuiltinVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.fn)
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return tx.dispatch.call_builtin(tx, self.fn, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -233,8 +260,9 @@ class TorchVariable(ConstantLikeVariable):
             raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
         return tx.wrap_static(attr)
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return tx.dispatch.call_torch(tx, self.value, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -265,8 +293,9 @@ class PartialVariable(VariableTracker):
             return DictVariable(dict(self.kwargs))
         raise Unsupported("getattr", f"functools.partial has no attribute {name!r}")
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return tx.dispatch.call(tx, self.fn, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -286,8 +315,9 @@ class MethodCallVariable(VariableTracker):
     name: str
     source: Source | None = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def __repr__(self) -> str:

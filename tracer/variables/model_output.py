@@ -36,16 +36,24 @@ _DICT_READS = frozenset({"keys", "values", "items", "get", "__contains__", "__le
 
 
 def is_model_output(cls: type) -> bool:
-    return isinstance(cls, type) and dataclasses.is_dataclass(cls) and issubclass(cls, dict) \
+    return (
+        isinstance(cls, type)
+        and dataclasses.is_dataclass(cls)
+        and issubclass(cls, dict)
         and any((k.__module__, k.__qualname__) in MODEL_OUTPUT_BASES for k in cls.__mro__)
+    )
 
 
-def construct(tx: Translator, cls: type, args: list[VariableTracker],
-              kwargs: dict[str, VariableTracker]) -> ModelOutputVariable:
+def construct(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> ModelOutputVariable:
     """``cls(*args, **kwargs)`` as ``ModelOutput.__post_init__`` would fill it."""
     fields = [f.name for f in dataclasses.fields(cls)]
-    if len(args) > len(fields) or set(kwargs) - set(fields[len(args):]) \
-            or any(f.default is not None for f in dataclasses.fields(cls)):
+    if (
+        len(args) > len(fields)
+        or set(kwargs) - set(fields[len(args) :])
+        or any(f.default is not None for f in dataclasses.fields(cls))
+    ):
         raise Unsupported("new_object", f"{cls.__name__}() with these arguments")
     values = dict(zip(fields, args, strict=False)) | kwargs
     present = {k: v for k, v in values.items() if not _is_none(v)}
@@ -86,8 +94,9 @@ class ModelOutputVariable(DictVariable):
             return ConstantVariable(None)
         if name == "to_tuple" or name in _DICT_READS:
             return ModelOutputMethodVariable(self, name)
-        raise Unsupported("getattr", f"{self.cls.__name__}.{name} (only fields and dict reads "
-                                     "are traced)")
+        raise Unsupported(
+            "getattr", f"{self.cls.__name__}.{name} (only fields and dict reads are traced)"
+        )
 
     def getitem(self, tx: Translator, key: Any) -> VariableTracker:
         """``out["name"]`` reads a key; ``out[0]``/``out[1:]`` index ``to_tuple()``."""
@@ -129,8 +138,9 @@ class ModelOutputMethodVariable(VariableTracker):
     name: str
     source: Any = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         if self.name == "to_tuple" and not args and not kwargs:
             return TupleVariable(list(self.obj.items.values()))
         view = DictVariable(self.obj.items)  # shares the items: a plain dict's reads

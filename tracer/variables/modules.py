@@ -75,17 +75,27 @@ class NNModuleVariable(UserObjectVariable):
             return DictVariable({k: tx.wrap(v, None) for k, v in module.__dict__[name].items()})
         if name == "_update_flat_weights" and isinstance(module, nn.RNNBase):
             if module._weights_have_changed():
-                raise Unsupported("rnn_weights", "an RNN's parameters were replaced since its last call")
-            return UserFunctionVariable(_no_op)  # parameter swaps bump EPOCH: the tree check re-runs
-        if self.source is not None and name not in module.__dict__ \
-                and inspect.getattr_static(module, name, None) is None:
+                raise Unsupported(
+                    "rnn_weights", "an RNN's parameters were replaced since its last call"
+                )
+            return UserFunctionVariable(
+                _no_op
+            )  # parameter swaps bump EPOCH: the tree check re-runs
+        if (
+            self.source is not None
+            and name not in module.__dict__
+            and inspect.getattr_static(module, name, None) is None
+        ):
             for table in _TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
                 if table in module.__dict__:
-                    tx.output.add_guard(Guard(AttrSource(self.source, table), "KEY_ABSENT", name, name))
+                    tx.output.add_guard(
+                        Guard(AttrSource(self.source, table), "KEY_ABSENT", name, name)
+                    )
         return super().var_getattr(tx, name)
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         module = self.value
         _check_hooks(module)
         call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
@@ -95,21 +105,43 @@ class NNModuleVariable(UserObjectVariable):
                 args = list(result.items) if isinstance(result, TupleVariable) else [result]
         output = call.call_function(tx, args, kwargs)
         for hook in module._forward_hooks.values():
-            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args)), output], {})
+            result = tx.wrap(hook, None).call_function(
+                tx, [self, TupleVariable(list(args)), output], {}
+            )
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 output = result
         return output
 
-    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("parameters", "buffers", "children", "named_parameters", "named_buffers",
-                    "named_children", "modules", "named_modules") and not args and not kwargs:
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        if (
+            name
+            in (
+                "parameters",
+                "buffers",
+                "children",
+                "named_parameters",
+                "named_buffers",
+                "named_children",
+                "modules",
+                "named_modules",
+            )
+            and not args
+            and not kwargs
+        ):
             return self._members(tx, name)
         return super().call_method(tx, name, args, kwargs)
 
     def children_dict(self, tx: Translator) -> VariableTracker:
         """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity)."""
-        return tx.wrap(self.value._modules, AttrSource(self.source, "_modules") if self.source else None)
+        return tx.wrap(
+            self.value._modules, AttrSource(self.source, "_modules") if self.source else None
+        )
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         cls = type(self.value)
@@ -142,20 +174,31 @@ class NNModuleVariable(UserObjectVariable):
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
-            return ListVariable([TupleVariable([ConstantVariable(p.rstrip(".")), m])
-                                 if name.startswith("named_") else m for p, m in owners])
+            return ListVariable(
+                [
+                    TupleVariable([ConstantVariable(p.rstrip(".")), m])
+                    if name.startswith("named_")
+                    else m
+                    for p, m in owners
+                ]
+            )
         table = {"parameters": "_parameters", "buffers": "_buffers", "children": "_modules"}[kind]
         items: list[VariableTracker] = []
         seen: set[int] = set()
         for prefix, owner in owners:
-            entries = tx.wrap(getattr(owner.value, table),
-                              AttrSource(owner.source, table) if owner.source else None)
+            entries = tx.wrap(
+                getattr(owner.value, table),
+                AttrSource(owner.source, table) if owner.source else None,
+            )
             for key, vt in entries.items.items():
                 if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
                     continue
                 seen.add(id(vt))
-                items.append(TupleVariable([ConstantVariable(prefix + key), vt])
-                             if name.startswith("named_") else vt)
+                items.append(
+                    TupleVariable([ConstantVariable(prefix + key), vt])
+                    if name.startswith("named_")
+                    else vt
+                )
         return ListVariable(items)
 
 
@@ -181,26 +224,40 @@ def _forward_function(module: nn.Module) -> types.FunctionType:
     if isinstance(forward, types.MethodType) and forward.__self__ is module:
         forward = forward.__func__  # ``model.forward = bytegraph.compile(model.forward)``
     elif "forward" in module.__dict__:
-        raise Unsupported("module_forward", f"{type(module).__name__}.forward is set on the instance")
+        raise Unsupported(
+            "module_forward", f"{type(module).__name__}.forward is set on the instance"
+        )
     state = getattr(forward, "__bytegraph__", None)
     if state is not None:
         forward = state.fn
     if not isinstance(forward, types.FunctionType):
-        raise Unsupported("module_forward", f"{type(module).__name__}.forward is not a Python function")
+        raise Unsupported(
+            "module_forward", f"{type(module).__name__}.forward is not a Python function"
+        )
     return forward
 
 
 def _check_hooks(module: nn.Module) -> None:
     """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
     glob = nn.modules.module
-    if glob._global_forward_hooks or glob._global_forward_pre_hooks or glob._global_backward_hooks \
-            or glob._global_backward_pre_hooks:
+    if (
+        glob._global_forward_hooks
+        or glob._global_forward_pre_hooks
+        or glob._global_backward_hooks
+        or glob._global_backward_pre_hooks
+    ):
         raise Unsupported("module_hooks", "global module hooks are registered")
     if module._backward_hooks or module._backward_pre_hooks:
-        raise Unsupported("module_hooks", f"{type(module).__name__} has backward hooks",
-                          hint="compile the module itself (bytegraph.compile(model)) to keep hooks")
-    if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs \
-            or module._forward_hooks_always_called:
+        raise Unsupported(
+            "module_hooks",
+            f"{type(module).__name__} has backward hooks",
+            hint="compile the module itself (bytegraph.compile(model)) to keep hooks",
+        )
+    if (
+        module._forward_pre_hooks_with_kwargs
+        or module._forward_hooks_with_kwargs
+        or module._forward_hooks_always_called
+    ):
         raise Unsupported("module_hooks", f"{type(module).__name__} has hooks with kwargs")
 
 
@@ -221,13 +278,26 @@ def _bumping(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
+
     wrapper.__bytegraph_bumps__ = True
     return wrapper
 
 
 #: In-place ops that change a tensor's metadata (not its values): hooked on ``nn.Parameter``.
-_METADATA_OPS = ("requires_grad_", "set_", "resize_", "resize_as_", "as_strided_", "t_", "transpose_",
-                 "squeeze_", "unsqueeze_", "swapdims_", "swapaxes_", "detach_")
+_METADATA_OPS = (
+    "requires_grad_",
+    "set_",
+    "resize_",
+    "resize_as_",
+    "as_strided_",
+    "t_",
+    "transpose_",
+    "squeeze_",
+    "unsqueeze_",
+    "swapdims_",
+    "swapaxes_",
+    "detach_",
+)
 _METADATA_ATTRS = frozenset({"data", "requires_grad", "__class__"})
 
 
@@ -241,12 +311,17 @@ def _install() -> None:
     """Install the hooks that bump ``EPOCH`` (once per process)."""
     if getattr(nn.Module.__setattr__, "__bytegraph_bumps__", False):
         return
-    targets: list[tuple[type, str]] = [(nn.Module, "__setattr__"), (nn.Module, "__delattr__"),
-                                       (nn.Module, "_apply"), (nn.ModuleList, "insert"),
-                                       (nn.Sequential, "insert"), (nn.ModuleDict, "__delitem__"),
-                                       (nn.ModuleDict, "clear"),
-                                       (torch.utils.hooks.RemovableHandle, "__init__"),
-                                       (torch.utils.hooks.RemovableHandle, "remove")]
+    targets: list[tuple[type, str]] = [
+        (nn.Module, "__setattr__"),
+        (nn.Module, "__delattr__"),
+        (nn.Module, "_apply"),
+        (nn.ModuleList, "insert"),
+        (nn.Sequential, "insert"),
+        (nn.ModuleDict, "__delitem__"),
+        (nn.ModuleDict, "clear"),
+        (torch.utils.hooks.RemovableHandle, "__init__"),
+        (torch.utils.hooks.RemovableHandle, "remove"),
+    ]
     targets += [(nn.Parameter, op) for op in _METADATA_OPS]
     for cls, name in targets:
         setattr(cls, name, _bumping(getattr(cls, name)))
@@ -304,9 +379,14 @@ _ROOT = LocalSource("___R")
 def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per tree."""
     guards = sorted(set(guards))
-    modules = {g.source: g.arg() for g in guards
-               if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)}
-    types_of = {g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None}
+    modules = {
+        g.source: g.arg()
+        for g in guards
+        if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)
+    }
+    types_of = {
+        g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
+    }
     roots = {s for s in modules if _module_parent(s, modules) is None}
     absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
     kept: list[Guard] = []
@@ -325,21 +405,35 @@ def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
     """The module whose attribute, parameter, buffer or child ``source`` is, if any."""
     if isinstance(source, AttrSource) and source.base in modules:
         return source.base
-    if isinstance(source, ItemSource) and isinstance(source.base, AttrSource) \
-            and source.base.attr in _TABLES and source.base.base in modules:
+    if (
+        isinstance(source, ItemSource)
+        and isinstance(source.base, AttrSource)
+        and source.base.attr in _TABLES
+        and source.base.base in modules
+    ):
         return source.base.base
     return None
 
 
-def _tree_root(source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]) -> Source | None:
+def _tree_root(
+    source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+) -> Source | None:
     """The root module of the tree ``source`` belongs to: reached from it through module members
     and items of tuples only (values nothing can change without bumping ``EPOCH``)."""
     while True:
         parent = _module_parent(source, modules)
-        if parent is None and isinstance(source, AttrSource) and source.attr in _TABLES \
-                and source.base in modules:
+        if (
+            parent is None
+            and isinstance(source, AttrSource)
+            and source.attr in _TABLES
+            and source.base in modules
+        ):
             parent = source.base  # the member dict itself
-        if parent is None and isinstance(source, ItemSource) and _is_tuple(types_of.get(source.base)):
+        if (
+            parent is None
+            and isinstance(source, ItemSource)
+            and _is_tuple(types_of.get(source.base))
+        ):
             parent = source.base
         if parent is None:
             return source if source in modules else None
@@ -351,7 +445,9 @@ def _is_tuple(arg: Any) -> bool:
     return isinstance(cls, type) and issubclass(cls, tuple)
 
 
-def _absorbable(guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]) -> bool:
+def _absorbable(
+    guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+) -> bool:
     kind = guard.kind
     if kind in ("TYPE_MATCH", "ID_MATCH", "NONE_MATCH"):
         return True
@@ -361,8 +457,9 @@ def _absorbable(guard: Guard, root: Source, modules: dict[Source, Any], types_of
         return issubclass(guard.arg.type, nn.Parameter)  # buffers: plain tensors, checked per call
     if kind in ("LEN_MATCH", "DICT_KEYS"):
         src = guard.source
-        return _is_tuple(types_of.get(src)) or (isinstance(src, AttrSource) and src.attr in _TABLES
-                                                and src.base in modules)
+        return _is_tuple(types_of.get(src)) or (
+            isinstance(src, AttrSource) and src.attr in _TABLES and src.base in modules
+        )
     if kind == "DUPLICATE_INPUT":
         other = guard.arg
         return isinstance(other, Source) and _tree_root(other, modules, types_of) == root
@@ -392,7 +489,9 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
             expr = src.render({"___R": "R"})
             rebased.append(Guard(src, "TYPE_MATCH", type(module), ("type", id(type(module)))))
             extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
-            extra.append(f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})")
+            extra.append(
+                f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})"
+            )
             continue
         arg = _rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
         rebased.append(Guard(src, guard.kind, arg, guard.key))
@@ -400,7 +499,10 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
     text = "\n".join(parts)
     body = " and\n            ".join(parts) or "True"
     ns: dict[str, Any] = dict(consts.values)
-    exec(compile(f"def ___tree_check(R):\n    return ({body})\n", "<bytegraph module tree>", "exec"), ns)
+    exec(
+        compile(f"def ___tree_check(R):\n    return ({body})\n", "<bytegraph module tree>", "exec"),
+        ns,
+    )
     fn = ns["___tree_check"]
     fn.__guard_source__ = text
     return ModuleTree(fn, text)
@@ -416,7 +518,11 @@ def _hook_refs(module: nn.Module) -> tuple:
     for name in _HOOK_DICTS:
         for hook in getattr(module, name).values():
             try:
-                refs.append(weakref.WeakMethod(hook) if isinstance(hook, types.MethodType) else weakref.ref(hook))
+                refs.append(
+                    weakref.WeakMethod(hook)
+                    if isinstance(hook, types.MethodType)
+                    else weakref.ref(hook)
+                )
             except TypeError:
                 refs.append(lambda hook=hook: hook)
         refs.append(None)
@@ -429,13 +535,21 @@ def _hooks_match(module: nn.Module, refs: tuple) -> bool:
         hooks += list(getattr(module, name).values()) + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
-    return all(h is r if h is None or r is None else _same_hook(h, r()) for h, r in zip(hooks, refs, strict=True))
+    return all(
+        h is r if h is None or r is None else _same_hook(h, r())
+        for h, r in zip(hooks, refs, strict=True)
+    )
 
 
 def _same_hook(hook: Any, expected: Any) -> bool:
-    if isinstance(hook, types.MethodType):  # a new bound-method object each time: same self and function
-        return type(expected) is types.MethodType and hook.__self__ is expected.__self__ \
+    if isinstance(
+        hook, types.MethodType
+    ):  # a new bound-method object each time: same self and function
+        return (
+            type(expected) is types.MethodType
+            and hook.__self__ is expected.__self__
             and hook.__func__ is expected.__func__
+        )
     return hook is expected
 
 

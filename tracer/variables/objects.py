@@ -62,20 +62,29 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         if _has_custom_getattr(cls):
             if not _pure_getattr(cls):
-                raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__")
+                raise Unsupported(
+                    "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
+                )
             return self._pure_getattr(tx, name)
         static = inspect.getattr_static(self.value, name, _MISSING)
         if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
-            return tx.wrap(cls, TypeSource(self.source)) if self.source is not None else tx.wrap_static(cls)
+            return (
+                tx.wrap(cls, TypeSource(self.source))
+                if self.source is not None
+                else tx.wrap_static(cls)
+            )
         if static is _MISSING:
             if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on it
                 self._guard_not_shadowed(tx, name)
                 # ``nn.Module.__getattr__`` only reads the member tables (NNModuleVariable guards
                 # them): the class must not gain ``name``, and its ``__getattr__`` must stay torch's
-                module_getattr = isinstance(self.value, torch.nn.Module) \
+                module_getattr = (
+                    isinstance(self.value, torch.nn.Module)
                     and cls.__getattr__ is torch.nn.Module.__getattr__
-                _guard_no_class_attr(tx, TypeSource(self.source), name,
-                                     "__getattr__" if not module_getattr else None)
+                )
+                _guard_no_class_attr(
+                    tx, TypeSource(self.source), name, "__getattr__" if not module_getattr else None
+                )
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
@@ -91,7 +100,9 @@ class UserObjectVariable(VariableTracker):
             if fget_source is not None:
                 tx.wrap(static.fget, fget_source)
             return UserFunctionVariable(static.fget, fget_source).call_function(tx, [self], {})
-        if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(self.value):
+        if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(
+            self.value
+        ):
             self._guard_not_shadowed(tx, name)
             fn = static.__func__
             fn_source = class_source
@@ -102,11 +113,21 @@ class UserObjectVariable(VariableTracker):
             bound = UserFunctionVariable(fn, fn_source)
             if isinstance(static, staticmethod):
                 return bound
-            cls_vt = tx.wrap_static(cls) if self.source is None else tx.wrap(cls, TypeSource(self.source))
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
             return bound.clone(self_vt=cls_vt)
-        if hasattr(static, "__get__") and not isinstance(static, types.FunctionType) \
-                and name not in _instance_dict(self.value) and not _is_plain_data(static):
-            raise Unsupported("descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace")
+        if (
+            hasattr(static, "__get__")
+            and not isinstance(static, types.FunctionType)
+            and name not in _instance_dict(self.value)
+            and not _is_plain_data(static)
+        ):
+            raise Unsupported(
+                "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
+            )
         if self.source is None:
             return tx.wrap_static(getattr(self.value, name))
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
@@ -120,18 +141,25 @@ class UserObjectVariable(VariableTracker):
         except AttributeError:
             if self.source is not None:
                 tx.output.add_guard(Guard(self.source, "ATTR_ABSENT", name, name))
-            raise Unsupported("getattr", f"{type(self.value).__name__} object has no attribute {name!r}") \
-                from None
+            raise Unsupported(
+                "getattr", f"{type(self.value).__name__} object has no attribute {name!r}"
+            ) from None
         except Exception as e:  # noqa: BLE001 (an error of the real lookup runs again in Python)
-            raise Unsupported("custom_getattr", f"{type(self.value).__name__}.{name} raised {e!r}") from None
+            raise Unsupported(
+                "custom_getattr", f"{type(self.value).__name__}.{name} raised {e!r}"
+            ) from None
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
             static = inspect.getattr_static(self.value, name, _MISSING)
             if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
                 self._guard_not_shadowed(tx, name)
-                source = AttrSource(TypeSource(self.source), name) if self.source is not None else None
+                source = (
+                    AttrSource(TypeSource(self.source), name) if self.source is not None else None
+                )
                 method = tx.wrap(static, source)
                 return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
-            raise Unsupported("descriptor", f"{type(self.value).__name__}.{name} is not a plain method")
+            raise Unsupported(
+                "descriptor", f"{type(self.value).__name__}.{name} is not a plain method"
+            )
         if self.source is None:
             return tx.wrap_static(value)
         return tx.wrap(value, AttrSource(self.source, name))
@@ -139,10 +167,13 @@ class UserObjectVariable(VariableTracker):
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
         """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
         if self.source is not None and _has_instance_dict(self.value):
-            tx.output.add_guard(Guard(AttrSource(self.source, "__dict__"), "KEY_ABSENT", name, name))
+            tx.output.add_guard(
+                Guard(AttrSource(self.source, "__dict__"), "KEY_ABSENT", name, name)
+            )
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if isinstance(call, types.FunctionType):
             return UserFunctionVariable(call, None, self_vt=self).call_function(tx, args, kwargs)
@@ -157,10 +188,14 @@ class CFunctionVariable(UserObjectVariable):
     """A C function or method bytegraph cannot trace (``os.getpid``, ``np.asarray``): loading it is
     fine, calling it is a graph break *at the call*, which then runs inline in the rewritten code."""
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        raise Unsupported("c_function", f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
-                          hint="move the call out of the compiled function")
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        raise Unsupported(
+            "c_function",
+            f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
+            hint="move the call out of the compiled function",
+        )
 
 
 _MISSING = object()
@@ -174,8 +209,9 @@ def _instance_dict(obj: Any) -> dict[str, Any]:
         return {}
 
 
-def _guard_no_class_attr(tx: Translator, class_source: Source, name: str,
-                         getattr_name: str | None = "__getattr__") -> None:
+def _guard_no_class_attr(
+    tx: Translator, class_source: Source, name: str, getattr_name: str | None = "__getattr__"
+) -> None:
     """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
     names = (name, getattr_name) if getattr_name else (name,)
     tx.output.add_guard(Guard(class_source, "CLASS_ATTR_ABSENT", names, names))
@@ -190,7 +226,9 @@ def _has_instance_dict(obj: Any) -> bool:
 
 
 #: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
-_GENERIC_GETATTR_BASES = frozenset({object, dict, list, tuple, set, frozenset, int, float, str, bytes})
+_GENERIC_GETATTR_BASES = frozenset(
+    {object, dict, list, tuple, set, frozenset, int, float, str, bytes}
+)
 
 
 def _has_custom_getattr(cls: type) -> bool:
@@ -199,7 +237,9 @@ def _has_custom_getattr(cls: type) -> bool:
     if issubclass(cls, torch.nn.Module):
         return False  # nn.Module.__getattr__ is understood by NNModuleVariable
     return hasattr(cls, "__getattr__") or any(
-        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES for klass in cls.__mro__)
+        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        for klass in cls.__mro__
+    )
 
 
 #: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
@@ -210,11 +250,13 @@ def _has_custom_getattr(cls: type) -> bool:
 #: configs (an error at trace time becomes a graph break, the read then runs in Python). Such reads are
 #: guarded through their ``AttrSource`` (``L['self'].config.use_cache``), so *these guards call that
 #: ``__getattribute__``*: the one exception to "guards never run user code".
-PURE_GETATTR_CLASSES = frozenset({
-    ("transformers.configuration_utils", "PreTrainedConfig"),
-    ("transformers.configuration_utils", "PretrainedConfig"),
-    ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
-})
+PURE_GETATTR_CLASSES = frozenset(
+    {
+        ("transformers.configuration_utils", "PreTrainedConfig"),
+        ("transformers.configuration_utils", "PretrainedConfig"),
+        ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
+    }
+)
 
 
 def _pure_getattr(cls: type) -> bool:
@@ -222,8 +264,11 @@ def _pure_getattr(cls: type) -> bool:
     if hasattr(cls, "__getattr__"):
         return False
     allowed = {k for k in cls.__mro__ if (k.__module__, k.__qualname__) in PURE_GETATTR_CLASSES}
-    return bool(allowed) and all(k in allowed or k in _GENERIC_GETATTR_BASES
-                                 for k in cls.__mro__ if "__getattribute__" in vars(k))
+    return bool(allowed) and all(
+        k in allowed or k in _GENERIC_GETATTR_BASES
+        for k in cls.__mro__
+        if "__getattribute__" in vars(k)
+    )
 
 
 def _is_plain_data(value: Any) -> bool:
@@ -242,7 +287,9 @@ class ClassVariable(ConstantLikeVariable):
         if isinstance(static, types.FunctionType):
             if self.source is None:
                 return UserFunctionVariable(static, None)
-            return tx.wrap(static, AttrSource(self.source, name))  # guarded: it can be monkeypatched
+            return tx.wrap(
+                static, AttrSource(self.source, name)
+            )  # guarded: it can be monkeypatched
         if static is _MISSING:
             if self.source is not None:
                 _guard_no_class_attr(tx, self.source, name)
@@ -250,8 +297,9 @@ class ClassVariable(ConstantLikeVariable):
         value = getattr(self.value, name)
         return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         return tx.dispatch.construct(tx, self.value, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -275,7 +323,7 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         mro = self.obj.python_type().__mro__
-        for klass in mro[mro.index(self.cls) + 1:]:
+        for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
                 if isinstance(attr, types.FunctionType):
@@ -300,13 +348,20 @@ class DictReadVariable(VariableTracker):
     name: str
     source: Source | None = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         obj, name = self.obj, self.name
         cls = type(getattr(obj, "value", None))
-        if not isinstance(obj, UserObjectVariable) or obj.source is None or not issubclass(cls, dict) \
-                or kwargs or not args or not all(a.is_python_constant() for a in args) \
-                or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__")):
+        if (
+            not isinstance(obj, UserObjectVariable)
+            or obj.source is None
+            or not issubclass(cls, dict)
+            or kwargs
+            or not args
+            or not all(a.is_python_constant() for a in args)
+            or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__"))
+        ):
             raise Unsupported("super", f"dict.{name} on {obj}")
         key = args[0].as_python_constant()
         if type(key) not in (str, int) or len(args) > (2 if name == "get" else 1):
@@ -315,7 +370,10 @@ class DictReadVariable(VariableTracker):
             tx.output.add_guard(Guard(obj.source, "KEY_ABSENT", key, key))
             if name == "__getitem__":
                 raise Unsupported("python_error", f"KeyError: {key!r}")
-            return ConstantVariable(False) if name == "__contains__" else \
-                (args[1] if len(args) > 1 else ConstantVariable(None))
+            return (
+                ConstantVariable(False)
+                if name == "__contains__"
+                else (args[1] if len(args) > 1 else ConstantVariable(None))
+            )
         value = tx.wrap(dict.__getitem__(obj.value, key), ItemSource(obj.source, key))
         return ConstantVariable(True) if name == "__contains__" else value

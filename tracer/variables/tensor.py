@@ -24,25 +24,73 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 #: Attributes answered from the fake tensor as constants.
-CONSTANT_ATTRS = frozenset({
-    "dtype", "device", "ndim", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta", "layout",
-    "requires_grad", "is_leaf", "is_floating_point", "is_complex", "is_contiguous", "is_nested", "itemsize",
-})
+CONSTANT_ATTRS = frozenset(
+    {
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "is_cpu",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "layout",
+        "requires_grad",
+        "is_leaf",
+        "is_floating_point",
+        "is_complex",
+        "is_contiguous",
+        "is_nested",
+        "itemsize",
+    }
+)
 #: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 #: Methods that turn a tensor into Python data: the graph must break there.
 TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
 #: Methods with effects outside the graph or unknown to fake tensors.
-UNSUPPORTED_METHODS = frozenset({
-    "backward", "register_hook", "retain_grad", "data_ptr", "storage", "untyped_storage", "share_memory_",
-    "pin_memory", "record_stream", "__repr__", "__str__", "__format__", "__setstate__", "__reduce_ex__",
-    "__array__", "__dlpack__", "set_", "resize_", "_version",
-})
+UNSUPPORTED_METHODS = frozenset(
+    {
+        "backward",
+        "register_hook",
+        "retain_grad",
+        "data_ptr",
+        "storage",
+        "untyped_storage",
+        "share_memory_",
+        "pin_memory",
+        "record_stream",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__setstate__",
+        "__reduce_ex__",
+        "__array__",
+        "__dlpack__",
+        "set_",
+        "resize_",
+        "_version",
+    }
+)
 #: Methods whose result is a Python value derived from metadata only.
-METADATA_METHODS = frozenset({
-    "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
-    "is_complex", "element_size", "get_device", "storage_offset", "type", "is_signed",
-})
+METADATA_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "element_size",
+        "get_device",
+        "storage_offset",
+        "type",
+        "is_signed",
+    }
+)
 
 
 @dataclass(eq=False)
@@ -62,25 +110,37 @@ class TensorVariable(VariableTracker):
             return tx.fold(tuple(self.example.shape)).clone(is_size=True)
         if name in CONSTANT_ATTRS:
             value = getattr(self.example, name)
-            return ConstantVariable(value) if not callable(value) else TensorMethodVariable(self, name)
+            return (
+                ConstantVariable(value) if not callable(value) else TensorMethodVariable(self, name)
+            )
         if name in TENSOR_ATTRS:
             return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
         if name in ("grad", "data", "_base", "grad_fn"):
-            raise Unsupported("tensor_attr", f"Tensor.{name} is not traced",
-                              hint=f"read .{name} outside the compiled function")
+            raise Unsupported(
+                "tensor_attr",
+                f"Tensor.{name} is not traced",
+                hint=f"read .{name} outside the compiled function",
+            )
         if not hasattr(torch.Tensor, name):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
         return TensorMethodVariable(self, name)
 
-    def call_method(self, tx: Translator, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
         return TensorMethodVariable(self, name).call_function(tx, args, kwargs)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise Unsupported("unpack", "iteration over a 0-d tensor")
-        return [tx.output.call_function(operator.getitem, (self, ConstantVariable(i)), {})
-                for i in range(int(self.example.shape[0]))]
+        return [
+            tx.output.call_function(operator.getitem, (self, ConstantVariable(i)), {})
+            for i in range(int(self.example.shape[0]))
+        ]
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.node in cg.graph_outputs:
@@ -106,20 +166,25 @@ class TensorMethodVariable(VariableTracker):
     name: str
     source: Source | None = None
 
-    def call_function(self, tx: Translator, args: list[VariableTracker],
-                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         name = self.name
         if name in TO_PYTHON:
-            raise Unsupported("tensor_to_python", f"Tensor.{name}() converts a tensor to Python data",
-                              hint="keep the value a tensor (e.g. use torch.where instead of if/else)")
+            raise Unsupported(
+                "tensor_to_python",
+                f"Tensor.{name}() converts a tensor to Python data",
+                hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
+            )
         if name in UNSUPPORTED_METHODS:
             raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
         if name in METADATA_METHODS:
             return self._metadata(tx, args, kwargs)
         return tx.output.call_method(name, (self.tensor, *args), kwargs)
 
-    def _metadata(self, tx: Translator, args: list[VariableTracker],
-                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def _metadata(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
         if self.name == "type" and (args or kwargs):
             return tx.output.call_method("type", (self.tensor, *args), kwargs)
         pargs = [a.as_python_constant() for a in args]
