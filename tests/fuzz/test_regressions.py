@@ -153,3 +153,30 @@ def test_callee_break_raising_inside_no_grad_restores_grad_mode():
         except KeyError:
             pass
         assert torch.is_grad_enabled()
+
+
+def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
+    """Fresh-seed fuzz find: ``j = obj.bump(3); j += obj.count`` with ``obj.count`` traced as a SymInt
+    (it changed between calls) doubled ``obj.count``: the ``iadd`` node was generated as ``add += add``,
+    rebinding the value the attribute store then read. Numbers now get plain ``add`` nodes."""
+
+    class Obj:
+        def __init__(self, count):
+            self.count = count
+
+        def bump(self, k):
+            self.count = self.count + k
+            return self.count
+
+    def fn(x, obj):
+        j = obj.bump(3)
+        j += obj.count
+        return x + 1, j
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    mine, theirs = Obj(0), Obj(0)
+    x = torch.ones(2)
+    for _ in range(4):
+        got, want = compiled(x, mine), fn(x, theirs)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1] and mine.count == theirs.count

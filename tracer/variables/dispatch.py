@@ -128,6 +128,10 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     ):
         if op is operator.not_:
             return ConstantVariable(not truth(tx, args[0]))
+        if not isinstance(args[0], TensorVariable):
+            # numbers are immutable: ``j += n`` is ``j + n`` (an ``iadd`` node would be generated as
+            # ``add += ...``, rebinding the variable every later use of ``add`` reads)
+            op = _INPLACE_TO_BINARY.get(op, op)
         return tx.output.call_function(op, tuple(args), {})
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
