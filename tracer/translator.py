@@ -195,13 +195,19 @@ class Translator:
         return not self.in_try(index) or self.grad_with_exit_at(index)
 
     def grad_with_exit_at(self, index: int) -> bool:
+        """Is ``index`` directly in a ``with`` block that no try/with block encloses? CPython's
+        exception table is flat (one region per instruction), so nesting shows one level down: the
+        with-block handler's own cleanup handler is itself covered only when a block encloses it."""
         handler = self.handlers[index] if index < len(self.handlers) else None
-        return (
-            handler is not None
-            and self.try_depth[index] == 1
-            and [i.name for i in self.instructions[handler : handler + 2]]
-            == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]
-        )
+        if handler is None or self.try_depth[index] != 1:
+            return False
+        if [i.name for i in self.instructions[handler : handler + 2]] != [
+            "PUSH_EXC_INFO",
+            "WITH_EXCEPT_START",
+        ]:
+            return False
+        cleanup = self.handlers[handler]
+        return cleanup is not None and self.handlers[cleanup] is None
 
     def live_at(self, index: int) -> frozenset[str]:
         """Locals that may be read from instruction ``index`` on (see ``liveness.py``)."""

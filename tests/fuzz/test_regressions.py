@@ -180,3 +180,29 @@ def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
         got, want = compiled(x, mine), fn(x, theirs)
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1] and mine.count == theirs.count
+
+
+def test_break_in_no_grad_nested_in_try_runs_the_except():
+    """Fuzz seed 349: a break inside ``with torch.no_grad():`` that sits inside ``try`` ran the breaking
+    instruction under the with-block's handler only, so the outer ``except`` never saw the error.
+    CPython's exception table is flat; the nesting is now read one handler level down."""
+
+    def fn(x, i):
+        j = 0
+        try:
+            with torch.no_grad():
+                a = x * 2
+                if i == 3:
+                    raise ValueError(f"bad {i}")
+            j += 1
+        except Exception as e:
+            j = len(str(e))
+        return a, j
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    x = torch.ones(2)
+    for i in (3, 3, 2, 3):
+        got, want = compiled(x, i), fn(x, i)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]
+        assert torch.is_grad_enabled()
