@@ -116,7 +116,7 @@ def _finish(
         for vt, source in swapped:
             vt.source = source
     new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
-    breaks = [reason] if reason is not None else []
+    breaks = [reason.detach()] if reason is not None else []
     return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks)
 
 

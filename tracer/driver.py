@@ -204,6 +204,8 @@ class CompiledCode:
         self, e: Unsupported, reason: str, internal: bool = False, failures: list[str] | None = None
     ) -> Any:
         COUNTERS[f"fallback:{e.kind}"] += 1
+        if not self.settings.fullgraph:
+            e.detach()  # it is kept in the compile events; the fullgraph error chains it instead
         if self.settings.fullgraph:
             raise BytegraphError(
                 f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}"

@@ -40,6 +40,13 @@ class Unsupported(Exception):
     def location(self) -> UserLocation | None:
         return self.user_stack[-1] if self.user_stack else None
 
+    def detach(self) -> Unsupported:
+        """Drop the traceback and chained exceptions before keeping this reason in reports: their
+        frames hold the translator, its output graph and every object the trace wrapped."""
+        self.__traceback__ = None
+        self.__cause__ = self.__context__ = None
+        return self
+
     def describe(self) -> str:
         text = str(self)
         if self.location is not None:
