@@ -19,7 +19,7 @@ import torch
 
 from . import config, reduction_code
 from .indexing import Expr, simplify_index, texpr
-from .ops import TL_DTYPES, register_dtype, template, use_handler
+from .ops import BOOL_RESULT, TL_DTYPES, register_dtype, template, use_handler
 from .scheduler import RINDEX, XINDEX, FusedGroup, SchedulerNode, place
 
 
@@ -238,20 +238,7 @@ class TritonKernel:
 
     def pointwise(self, name: str, *args: CSEVar) -> CSEVar:
         text = template(name, config.interpret())
-        if name in (
-            "eq",
-            "ne",
-            "lt",
-            "le",
-            "gt",
-            "ge",
-            "logical_and",
-            "logical_or",
-            "logical_xor",
-            "logical_not",
-            "isnan",
-            "isinf",
-        ):
+        if name in BOOL_RESULT:
             dtype = torch.bool
         else:
             dtype = args[1].dtype if name == "where" else args[0].dtype
