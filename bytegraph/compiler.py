@@ -24,7 +24,7 @@ import torch
 
 from . import config
 from .backends.registry import CompilerFn, lookup_backend
-from .tracer import convert, driver
+from .tracer import driver
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -116,7 +116,6 @@ def reset() -> None:
     for state in list(driver.ALL):
         state.reset()
     driver.COUNTERS.clear()
-    convert.reset_counters()
 
 
 def state_of(fn: Any) -> driver.CompiledCode:

@@ -4,28 +4,19 @@
 ``(*names, __stack0, ..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first
 argument, which must stay ``self``): its prefix pushes the stack arguments back, then jumps to
 instruction ``index`` of the original code; from there the original instructions (and their exception
-table) run unchanged. Named ``__resume_at_{index}_{n}``. ``resume_origin`` maps an instruction of a
+table) run unchanged. Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a
 resume function back to the original function.
 """
 
 from __future__ import annotations
 
 import dis
-import itertools
 import types
 from typing import Any
 
 from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
 
 from .transform import make_function
-
-_counter = itertools.count()
-
-
-def reset_counter() -> None:
-    global _counter
-    _counter = itertools.count()
-
 
 def make_resume(
     template: types.FunctionType,
@@ -35,13 +26,15 @@ def make_resume(
     names: tuple[str, ...],
     iter_slots: tuple[int, ...] = (),
     null_slots: tuple[int, ...] = (),
+    number: int = 0,
 ) -> types.FunctionType:
     """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
     not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
     Stack slots in ``iter_slots`` are passed as tuples and turned into iterators by the prefix, so a
     loop interrupted by a break continues over the remaining items (which the tracer can unroll).
     Slots in ``null_slots`` hold the CALL convention's NULL, which cannot be an argument: the prefix
-    pushes it and no argument is taken for it."""
+    pushes it and no argument is taken for it. ``number`` tells apart resume functions at the same
+    ``index`` (their name is ``__resume_at_{index}_{number}``)."""
     code = template.__code__
     items = list(Bytecode.from_code(code))
     depths_known = _set_try_depths(items, code)
@@ -94,7 +87,7 @@ def make_resume(
     prefix.append(Instr("JUMP_FORWARD", target))
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
-    name = f"__resume_at_{index}_{next(_counter)}"
+    name = f"__resume_at_{index}_{number}"
     fn = make_function(
         template,
         body,

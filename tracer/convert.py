@@ -10,13 +10,13 @@ from __future__ import annotations
 import itertools
 import types
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torch.fx
 
 from ..codegen.emit import Codegen
-from ..codegen.resume import reset_counter as reset_resume_counter
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
@@ -33,14 +33,22 @@ from .variables.modules import tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
 
-_compiled_ids = itertools.count()
+@dataclass
+class Numbering:
+    """Numbers for the names one compiled function gives its graphs (``__compiled_fn_N``) and resume
+    functions (``__resume_at_I_N``), shared with its resume functions so that names never repeat
+    within one generated code object.
 
+    Per function, not global: such names become closure-cell and code names, which CPython interns
+    (forever, on 3.12), so a process compiling many short-lived functions would keep every name
+    it ever made; per-function numbers reuse the same few strings."""
 
-def reset_counters() -> None:
-    """Restart the ``__compiled_fn_N`` and ``__resume_at_I_N`` numbering (``bytegraph.reset()``)."""
-    global _compiled_ids
-    _compiled_ids = itertools.count()
-    reset_resume_counter()
+    graphs: Iterator[int] = field(default_factory=itertools.count)
+    resumes: Iterator[int] = field(default_factory=itertools.count)
+
+    def restart(self) -> None:
+        """Number from 0 again (``bytegraph.reset()``: every name made so far is gone)."""
+        self.graphs, self.resumes = itertools.count(), itertools.count()
 
 
 @dataclass
@@ -62,10 +70,13 @@ def convert_call(
     fullgraph: bool = False,
     resume: ResumeFactory | None = None,
     policy: DynamicPolicy | None = None,
+    numbering: Numbering | None = None,
 ) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
     break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
-    in which case the ``Unsupported`` reason is raised."""
+    in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering`` (that of
+    the compiled function ``fn`` belongs to)."""
+    numbering = numbering or Numbering()
     output = OutputGraph(policy=policy)
     grad_mode = torch.is_grad_enabled()
     try:
@@ -82,7 +93,7 @@ def convert_call(
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
         try:
-            return _finish(fn, output, result, frames, backend, resume, reason)
+            return _finish(fn, output, result, frames, backend, resume, reason, numbering)
         except Unsupported as e:
             e.guards = _all_guards(output)
             raise
@@ -98,12 +109,15 @@ def _finish(
     backend: Any,
     resume: ResumeFactory | None,
     reason: Unsupported | None,
+    numbering: Numbering,
 ) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     live = (
         [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
     )
-    graphs, ops = _emit_graph_call(cg, output, [*live, *_side_effect_values(output)], backend)
+    graphs, ops = _emit_graph_call(
+        cg, output, [*live, *_side_effect_values(output)], backend, numbering
+    )
     swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
     try:
         output.side_effects.codegen(cg)
@@ -186,13 +200,17 @@ def _all_guards(output: OutputGraph) -> list[Guard]:
 
 
 def _emit_graph_call(
-    cg: Codegen, output: OutputGraph, live: list[VariableTracker], backend: Any
+    cg: Codegen,
+    output: OutputGraph,
+    live: list[VariableTracker],
+    backend: Any,
+    numbering: Numbering,
 ) -> tuple[list[torch.fx.GraphModule], list[int]]:
     """Compile the graph (if it does anything) and emit ``__graph_out = __compiled_fn_N(*inputs)``."""
     if output.count_calls() == 0:
         return [], []
     outputs = _graph_outputs(live)
-    name = f"__compiled_fn_{next(_compiled_ids)}"
+    name = f"__compiled_fn_{next(numbering.graphs)}"
     ops = output.count_calls()
     gm = output.graph_module(outputs, name)
     compiled = backend(gm, output.example_inputs())

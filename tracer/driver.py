@@ -31,7 +31,7 @@ from typing import Any
 from ..codegen.resume import make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
-from .convert import convert_call
+from .convert import Numbering, convert_call
 from .exc import BytegraphError, InternalError, Unsupported
 from .shapes import DynamicPolicy
 from .translator import TraceTooLong
@@ -114,6 +114,7 @@ class CompiledCode:
         self.warned_limit = False
         self.warned_code = False
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
+        self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
         self.policy = DynamicPolicy(
             settings.dynamic
         )  #: what is traced symbolically (grows on recompiles)
@@ -161,6 +162,7 @@ class CompiledCode:
                 fullgraph=self.settings.fullgraph,
                 resume=self.resume_function,
                 policy=self.policy,
+                numbering=self.numbering,
             )
         except Unsupported as e:
             return self._fallback(e, reason, failures=failures)
@@ -241,11 +243,19 @@ class CompiledCode:
         if cached is not None:
             return cached
         raw = make_resume(
-            template, template.__globals__, index, nstack, names, iter_slots, null_slots
+            template,
+            template.__globals__,
+            index,
+            nstack,
+            names,
+            iter_slots,
+            null_slots,
+            next(self.numbering.resumes),
         )
         if compiled:
             state = CompiledCode(raw, self.settings)
             state.resumes = self.resumes  # shared: a break in a resume function reuses these
+            state.numbering = self.numbering
             entry = make_entry(raw, state)
             functools.update_wrapper(entry, raw)
             entry.__bytegraph__ = state
@@ -282,7 +292,7 @@ class CompiledCode:
 
     def _record(self, event: CompileEvent) -> None:
         self.events.append(event)
-        for graph in event.graphs:
+        for graph in event.graphs if graph_log.isEnabledFor(logging.INFO) else ():
             graph_log.info(
                 "TRACED GRAPH %s\n%s",
                 self.fn.__qualname__,
@@ -298,6 +308,7 @@ class CompiledCode:
             self.cache.clear()
             self.events.clear()
             self.resumes.clear()
+            self.numbering.restart()
             self.policy = DynamicPolicy(self.settings.dynamic)
             self.warned_limit = False
 

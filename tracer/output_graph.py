@@ -16,6 +16,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
@@ -268,7 +269,9 @@ class OutputGraph:
                 and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
             ):
                 self.graph.erase_node(node)
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        gm = release_source_on_death(
+            torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        )
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
