@@ -206,3 +206,76 @@ def test_break_in_no_grad_nested_in_try_runs_the_except():
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1]
         assert torch.is_grad_enabled()
+
+
+def _run_raising(compiled, fn, args_of, observe):
+    """Call ``compiled`` and ``fn`` on fresh copies of ``args_of(i)``; both raise the same error or
+    return the same result, and ``observe`` (the state mutated before the error) agrees."""
+    for i in range(len(args_of)):
+        outcomes = []
+        for f in (compiled, fn):
+            args = args_of[i]()
+            try:
+                outcomes.append(("ok", f(*args), observe(args)))
+            except ZeroDivisionError as e:
+                outcomes.append(("raised", str(e), observe(args)))
+        (kind, value, seen), (want_kind, want_value, want_seen) = outcomes
+        assert kind == want_kind and seen == want_seen, (i, outcomes)
+        if kind == "raised":
+            assert value == want_value
+
+
+def test_symbolic_division_by_zero_applies_earlier_mutations():
+    """Fresh-seed fuzz finds 821214244 and 821214319: ``i = obj.bump(n); i = 3 // (i - 3)`` with the
+    int traced as a SymInt (it changed between calls) raised ZeroDivisionError inside the graph,
+    before the deferred ``obj.count`` store was replayed: eager had stored it. A divisor (or negative
+    power of zero) that is zero now breaks the graph there, guarded on ``s0 - 3 != 0``."""
+
+    class Counter:
+        def __init__(self):
+            self.count = 0
+
+        def bump(self, k):
+            self.count = self.count + k
+            return k
+
+    def fn(x, n, obj):
+        i = obj.bump(n)
+        i = 3 // (i - 3)
+        return x * i
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    x = torch.ones(2)
+    ns = (1, 6, 3, 8, 3)  # the second call makes n dynamic; the third and fifth divide by 0
+    _run_raising(compiled, fn, [lambda n=n: (x, n, Counter()) for n in ns],
+                 lambda args: args[2].count)
+
+
+def test_symbolic_modulo_by_zero_in_a_cell_write_applies_the_write():
+    """The same with a closure cell written before ``n % (k - 2)`` raises."""
+
+    def make():
+        cell = torch.zeros(1)
+
+        def fn(x, k):
+            nonlocal cell
+            cell = x.sum().reshape(1)
+            return x + k % (k - 2)
+
+        return fn, lambda: float(cell)
+
+    fn, eager_cell = make()
+    compiled_fn, compiled_cell = make()
+    compiled = bytegraph.compile(compiled_fn, backend="eager")
+    for k, scale in ((3, 1.0), (4, 2.0), (2, 3.0), (2, 4.0), (5, 5.0)):
+        x = torch.full((2,), scale)
+        for f, cell in ((compiled, compiled_cell), (fn, eager_cell)):
+            try:
+                result = f(x, k)
+            except ZeroDivisionError:
+                result = "raised"
+            if f is compiled:
+                got = (result, cell())
+            else:
+                want = (result, cell())
+        assert str(got) == str(want), (k, got, want)

@@ -132,6 +132,7 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
             # numbers are immutable: ``j += n`` is ``j + n`` (an ``iadd`` node would be generated as
             # ``add += ...``, rebinding the variable every later use of ``add`` reads)
             op = _INPLACE_TO_BINARY.get(op, op)
+            _check_arithmetic_error(op, args)
         return tx.output.call_function(op, tuple(args), {})
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
@@ -180,6 +181,27 @@ def is_symbolic(vt: VariableTracker) -> bool:
 
 def _comparable(args: list[VariableTracker]) -> bool:
     return all(a.is_python_constant() for a in args)
+
+
+_DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
+
+
+def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
+    """Symbolic numbers are computed inside the graph, after which the trace's side effects are
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python, happened
+    before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation raises,
+    and when it does, run it in Python (a graph break) like the same error on constants."""
+    if len(args) != 2 or isinstance(args[1], TensorVariable):
+        return
+    lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
+    if op in _DIVISIONS:
+        raises = bool(rhs == 0)
+    elif op is operator.pow:
+        raises = bool(rhs < 0) and bool(lhs == 0)
+    else:
+        return
+    if raises:
+        raise Unsupported("python_error", f"{op.__name__} raises ZeroDivisionError here")
 
 
 def _mutable(args: list[VariableTracker]) -> bool:
