@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .epoch import DICT_TYPES
 from .guard import TensorSpec, WeakArg, autocast_state
 
 _LITERAL_TYPES = (int, str, bool, type(None))
@@ -135,6 +136,8 @@ def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     cls = arg()
     if cls is None:
         return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
+    if cls is dict:  # a module's member dict may have been swapped for a WatchedDict (epoch.py)
+        return [f"type({expr}) in {consts.name(DICT_TYPES, 'dict_types')}"]
     return [f"type({expr}) is {consts.name(cls) if _is_builtin_type(cls) else consts.ref(cls)}"]
 
 

@@ -29,7 +29,8 @@ from .variables.base import VariableTracker, walk
 from .variables.containers import (
     GeneratorVariable,
 )
-from .variables.modules import tree_guards
+from .module_params import plan_inputs
+from .variables.modules import traced_modules, tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
 
@@ -212,13 +213,30 @@ def _emit_graph_call(
     outputs = _graph_outputs(live)
     name = f"__compiled_fn_{next(numbering.graphs)}"
     ops = output.count_calls()
+    plan = plan_inputs(list(output.inputs), output.input_values, traced_modules(output.guards))
+    output.reorder_inputs([s for step in plan for s in (step[2] if type(step) is tuple else [step])])
     gm = output.graph_module(outputs, name)
     compiled = backend(gm, output.example_inputs())
     cg.push_null()
     cg.load_cell_value(name, compiled)
-    for source in output.inputs:
-        source.reconstruct(cg)
-    cg.call(len(output.inputs))
+    if len(plan) == len(output.inputs):
+        for source in output.inputs:
+            source.reconstruct(cg)
+        cg.call(len(output.inputs))
+    else:  # f(*[a, *block(root), b, ...])
+        cg.build_list(0)
+        for step in plan:
+            if type(step) is tuple:
+                root, block, _ = step
+                cg.push_null()
+                cg.load_cell_value(f"__params_{len(cg.cells)}", block)
+                root.reconstruct(cg)
+                cg.call(1)
+                cg.add("LIST_EXTEND", 1)
+            else:
+                step.reconstruct(cg)
+                cg.add("LIST_APPEND", 1)
+        cg.call_ex(has_kwargs=False)
     cg.store_local(cg.output_var)
     cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
     return [gm], [ops]

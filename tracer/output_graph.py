@@ -125,6 +125,15 @@ class OutputGraph:
             for vt in self.inputs.values()
         ]
 
+    def reorder_inputs(self, order: list[Source]) -> None:
+        """Make ``order`` (a permutation of the inputs' sources) the graph's argument order."""
+        values = dict(zip(self.inputs, self.input_values, strict=True))
+        self.inputs = {source: self.inputs[source] for source in order}
+        self.input_values = [values[source] for source in order]
+        anchor = next(n for n in self.graph.nodes if n.op != "placeholder")
+        for vt in self.inputs.values():
+            anchor.prepend(vt.node)  # moves it: placeholders end up in ``order``, before the rest
+
     def _placeholder(self, name: str) -> torch.fx.Node:
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         if placeholders:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
 from ..exc import Unsupported
@@ -112,8 +113,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
-    if cls is dict and all(type(k) in (str, int) for k in value):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
+    if cls in DICT_TYPES and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "TYPE_MATCH", dict, dict))
         add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
         return DictVariable(
             {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from ...guards.build import GuardSet
+from ...guards.epoch import EPOCH
 from ...guards.guard import Guard, WeakArg
 from ...guards.kinds import ConstTable
 from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
@@ -262,8 +263,6 @@ def _check_hooks(module: nn.Module) -> None:
 
 
 # -- change detection ------------------------------------------------------------------------------
-#: Bumped by every change to any module that could invalidate a ``ModuleTree``'s absorbed guards.
-EPOCH = [0]
 
 
 def _bump(*_: Any) -> None:
@@ -379,11 +378,7 @@ _ROOT = LocalSource("___R")
 def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per tree."""
     guards = sorted(set(guards))
-    modules = {
-        g.source: g.arg()
-        for g in guards
-        if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)
-    }
+    modules = traced_modules(guards)
     types_of = {
         g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
     }
@@ -399,6 +394,15 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     for root, inside in absorbed.items():
         kept.append(Guard(root, "MODULE_TREE", _make_tree(root, inside, modules), key=root.expr))
     return sorted(kept)
+
+
+def traced_modules(guards: Iterable[Guard]) -> dict[Source, nn.Module]:
+    """The modules the trace guarded by identity, by source."""
+    return {
+        g.source: g.arg()
+        for g in guards
+        if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)
+    }
 
 
 def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
@@ -553,4 +557,4 @@ def _same_hook(hook: Any, expected: Any) -> bool:
     return hook is expected
 
 
-__all__ = ["EPOCH", "ModuleTree", "NNModuleVariable", "tree_guards"]
+__all__ = ["EPOCH", "ModuleTree", "NNModuleVariable", "traced_modules", "tree_guards"]
