@@ -5,46 +5,12 @@ counter at zero."""
 
 from __future__ import annotations
 
-import collections
 import dis
 
 import torch
+from hostile import CALLS, MARK, Hostile
 
 import bytegraph
-
-CALLS: collections.Counter[str] = collections.Counter()
-MARK = "HOSTILE_REPR_x1"
-
-
-class Hostile:
-    def __eq__(self, other):
-        CALLS["__eq__"] += 1
-        return True
-
-    def __hash__(self):
-        CALLS["__hash__"] += 1
-        return 0
-
-    def __getattr__(self, name):
-        CALLS["__getattr__"] += 1
-        raise AttributeError(name)
-
-    def __repr__(self):
-        CALLS["__repr__"] += 1
-        return MARK
-
-    def __str__(self):
-        CALLS["__str__"] += 1
-        return MARK
-
-    def __bool__(self):
-        CALLS["__bool__"] += 1
-        return True
-
-    @property
-    def prop(self):
-        CALLS["prop"] += 1
-        return 1
 
 
 GLOBAL_HOSTILE = Hostile()
