@@ -18,6 +18,7 @@ from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
 
 from .transform import make_function
 
+
 def make_resume(
     template: types.FunctionType,
     globals_: dict[str, Any] | None,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 import types
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,6 +22,7 @@ from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .breaks import ResumeFactory, emit_break
 from .exc import Unsupported
+from .module_params import plan_inputs
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
@@ -29,10 +30,10 @@ from .variables.base import VariableTracker, walk
 from .variables.containers import (
     GeneratorVariable,
 )
-from .module_params import plan_inputs
 from .variables.modules import traced_modules, tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
+
 
 @dataclass
 class Numbering:
@@ -214,7 +215,9 @@ def _emit_graph_call(
     name = f"__compiled_fn_{next(numbering.graphs)}"
     ops = output.count_calls()
     plan = plan_inputs(list(output.inputs), output.input_values, traced_modules(output.guards))
-    output.reorder_inputs([s for step in plan for s in (step[2] if type(step) is tuple else [step])])
+    output.reorder_inputs(
+        [s for step in plan for s in (step[2] if type(step) is tuple else [step])]
+    )
     gm = output.graph_module(outputs, name)
     compiled = backend(gm, output.example_inputs())
     cg.push_null()

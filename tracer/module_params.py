@@ -138,7 +138,9 @@ def plan_inputs(
             continue
         exprs = ", ".join(_render_under(s, root) for s in sources)
         namespace: dict[str, Any] = {}
-        code = compile(f"def fetch({_ROOT}):\n    return ({exprs},)\n", "<bytegraph parameters>", "exec")
+        code = compile(
+            f"def fetch({_ROOT}):\n    return ({exprs},)\n", "<bytegraph parameters>", "exec"
+        )
         exec(code, namespace)
         blocks[root] = ParameterBlock(namespace["fetch"], exprs)
     in_block = {s: root for root in blocks for s in members[root]}

@@ -18,7 +18,7 @@ import sympy
 import torch
 import torch.fx
 
-from . import lower_reductions, lower_views  # noqa: F401  (import registers their lowerings)
+from . import lower_indexing, lower_reductions, lower_views  # noqa: F401  (import registers their lowerings)
 from .indexing import as_expr, contiguous_strides, same
 from .ir import (
     Buffer,

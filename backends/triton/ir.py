@@ -229,6 +229,10 @@ class ReadRecorder:
     def index_expr(self, expr: Expr, dtype: torch.dtype) -> None:
         self.index_exprs.append(sympy.sympify(expr))
 
+    def indirect_indexing(self, value: Any, size: Expr) -> sympy.Symbol:
+        """A stand-in for an index read from memory (see ``TritonKernel.indirect_indexing``)."""
+        return sympy.Symbol(f"indirect{len(self.reads)}", integer=True)
+
     def masked(self, mask: Any, body: Callable[[], Any], other: Any) -> None:
         body()
 

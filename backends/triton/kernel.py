@@ -101,6 +101,7 @@ class TritonKernel:
         self.size_args: dict[Expr, str] = {}
         self.counter = 0
         self.masks: list[str] = []
+        self.indirect: dict[sympy.Symbol, str] = {}  #: index read from memory -> "in bounds" test
         self.level = "x"
         self.rewrite: Any = None
 
@@ -144,6 +145,8 @@ class TritonKernel:
             return "xindex"
         if sym == RINDEX:
             return "rindex"
+        if sym in self.indirect:
+            return sym.name
         return self.size_arg(sym)
 
     def size_arg(self, expr: Expr) -> str:
@@ -160,7 +163,7 @@ class TritonKernel:
         expr = expr.replace(
             lambda e: (
                 isinstance(e, sympy.Function)
-                and not e.free_symbols & {XINDEX, RINDEX}
+                and not e.free_symbols & {XINDEX, RINDEX, *self.indirect}
                 and bool(e.free_symbols)
             ),
             hoist,
@@ -185,10 +188,11 @@ class TritonKernel:
         elif name not in self.inputs:
             self.inputs.append(name)
         ptr = self.pointer(expr)
-        wide = RINDEX in expr.free_symbols
+        bounds = [self.indirect[s] for s in expr.free_symbols if s in self.indirect]
+        wide = RINDEX in expr.free_symbols or (self.reduction and bool(bounds))
         if self.reduction and self.masks and self.level != "x" and not wide:
             ptr, wide = f"{ptr} + 0 * rindex", True  # the mask may vary along the row
-        mask = " & ".join(["xmask & rmask" if wide else "xmask"] + self.masks)
+        mask = " & ".join(["xmask & rmask" if wide else "xmask"] + self.masks + bounds)
         dtype = self.dtypes[name]
         text = f"tl.load(@@{name}@@ + ({ptr}), {mask}, other=0)"
         if register_dtype(dtype) != dtype:
@@ -213,6 +217,17 @@ class TritonKernel:
         if not expr.free_symbols & {XINDEX, RINDEX}:
             return self.emit(f"tl.full([1], {self.index_str(expr)}, {tl_dtype})", dtype)
         return self.emit(f"({self.index_str(expr)}).to({tl_dtype})", register_dtype(dtype))
+
+    def indirect_indexing(self, value: CSEVar, size: Expr) -> sympy.Symbol:
+        """``value`` (an index read from memory, below ``size``) as a symbol of index expressions.
+        Out of range it fails a device assert (in Triton's debug mode only) and loads through it are
+        masked off, never reading outside the buffer."""
+        bound = self.index_str(sympy.sympify(size))
+        check = self.emit(f"(0 <= {value}) & ({value} < {bound})", torch.bool)
+        self.lines.append(f'tl.device_assert({check} | ~xmask, "index out of bounds")')
+        sym = sympy.Symbol(value.name, integer=True)
+        self.indirect[sym] = str(check)
+        return sym
 
     def constant(self, value: Any, dtype: torch.dtype) -> CSEVar:
         reg = register_dtype(dtype)

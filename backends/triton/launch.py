@@ -146,6 +146,16 @@ def ensure_strides(t: torch.Tensor | None, stride: tuple[int, ...]) -> torch.Ten
     actual = t.stride()
     for n, a, e in zip(t.shape, actual, stride, strict=True):
         if n != 1 and a != e:
-            out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
-            return out.copy_(t)
-    return t
+            break
+    else:
+        return t
+    broadcast = [
+        d for d, (n, e) in enumerate(zip(t.shape, stride, strict=True)) if n != 1 and e == 0
+    ]
+    if broadcast:  # an expanded layout: copy one slice, expand it again (equal along those dims)
+        base = t
+        for d in broadcast:
+            base = base.narrow(d, 0, 1)
+        return ensure_strides(base, stride).expand(t.shape)
+    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    return out.copy_(t)

@@ -1,0 +1,122 @@
+"""Lowerings that read at indices taken from another tensor: ``embedding``, ``gather`` and
+advanced indexing (``aten.index``).
+
+The index tensor is loaded like any operand, then ``ops.indirect_indexing`` turns the loaded value
+into a symbol of the data tensor's index expression (``tmp3 * 768 + x1``). Such reads never join
+their producer's kernel (the scheduler only fuses reads of the element the same program wrote).
+
+Out-of-range indices, which eager rejects, fail a device assert only where Triton runs asserts
+(``TRITON_DEBUG=1`` on a GPU; the interpreter ignores them); otherwise the read is masked off and
+gives 0, never memory outside the tensor. Inductor has the same behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .indexing import Expr
+from .ir import LazyValue, TensorValue
+from .lowering import NotLowerable, lowering, meta_val, origins, out_size
+from .ops import ops
+
+aten = torch.ops.aten
+
+
+def _index_tensor(value: Any) -> TensorValue:
+    if not isinstance(value, TensorValue) or value.dtype not in (torch.int64, torch.int32):
+        raise NotLowerable("indices must be an int32/int64 tensor")
+    return value
+
+
+@lowering(aten.embedding.default)
+def embedding(weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any) -> LazyValue:
+    """``out[*i, d] = weight[indices[*i], d]`` (``padding_idx`` only matters for the gradient)."""
+    indices = _index_tensor(indices)
+    if len(weight.size) != 2:
+        raise NotLowerable("embedding of a weight that is not 2-d")
+    rows = weight.size[0]
+    nidx = len(indices.size)
+
+    def inner_fn(index: Sequence[Expr]) -> Any:
+        row = ops.indirect_indexing(indices.load(list(index[:nidx])), rows)
+        return weight.load([row, index[nidx]])
+
+    val = meta_val()
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(weight, indices))
+
+
+@lowering(aten.gather.default)
+def gather(x: TensorValue, dim: int, index: Any, sparse_grad: bool = False) -> LazyValue:
+    """``out[..., j, ...] = x[..., index[..., j, ...], ...]`` along ``dim``."""
+    index = _index_tensor(index)
+    if not isinstance(x, TensorValue) or len(x.size) != len(index.size) or len(x.size) == 0:
+        raise NotLowerable("gather of a 0-d tensor or of different ranks")
+    dim = dim % len(x.size)
+    extent = x.size[dim]
+
+    def inner_fn(idx: Sequence[Expr]) -> Any:
+        at = ops.indirect_indexing(index.load(list(idx)), extent)
+        return x.load([at if d == dim else i for d, i in enumerate(idx)])
+
+    val = meta_val()
+    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(x, index))
+
+
+def _wrapped(value: Any, size: Expr) -> Any:
+    """A loaded index with Python's negative indices counted from the end (``x[-1]``)."""
+    dtype = torch.int64
+    value = ops.to_dtype(value, dtype)
+    return ops.where(
+        ops.lt(value, ops.constant(0, dtype)), ops.add(value, ops.index_expr(size, dtype)), value
+    )
+
+
+def _broadcast_shape(shapes: Sequence[Sequence[Expr]]) -> list[Expr]:
+    rank = max(len(s) for s in shapes)
+    out: list[Expr] = []
+    for k in range(rank):
+        dims = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+        wide = [d for d in dims if d != 1]
+        out.append(wide[0] if wide else dims[0])
+    return out
+
+
+@lowering(aten.index.Tensor)
+def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
+    """``x[..., idx0, idx1, ...]`` with integer index tensors (broadcast together). Adjacent index
+    tensors put their broadcast dims where they stand, separated ones put them first (NumPy's
+    rule). Boolean masks (data-dependent sizes) are not lowered."""
+    if not isinstance(x, TensorValue):
+        raise NotLowerable("index of a non-tensor")
+    picks = {d: _index_tensor(t) for d, t in enumerate(indices) if t is not None}
+    if not picks:
+        raise NotLowerable("index without index tensors")
+    dims = sorted(picks)
+    shape = _broadcast_shape([picks[d].size for d in dims])
+    front = dims != list(range(dims[0], dims[-1] + 1))  # separated: broadcast dims go first
+    at = 0 if front else dims[0]
+    rest = [d for d in range(len(x.size)) if d not in picks]
+    size = out_size()
+    if len(size) != len(rest) + len(shape):
+        raise NotLowerable("unexpected index result rank")
+
+    def inner_fn(idx: Sequence[Expr]) -> Any:
+        idx = list(idx)
+        bidx, kept = idx[at : at + len(shape)], idx[:at] + idx[at + len(shape) :]
+        full: dict[int, Any] = dict(zip(rest, kept, strict=True))
+        for d in dims:
+            t = picks[d]
+            own = [
+                0 if t.size[k] == 1 else i for k, i in enumerate(bidx[len(bidx) - len(t.size) :])
+            ]
+            full[d] = ops.indirect_indexing(_wrapped(t.load(own), x.size[d]), x.size[d])
+        return x.load([full[d] for d in range(len(x.size))])
+
+    val = meta_val()
+    return LazyValue(size, val.dtype, val.device, inner_fn, origins(x, *picks.values()))
+
+
+__all__ = ["embedding", "gather", "index"]
