@@ -8,7 +8,7 @@ rewritten code applies the final state in program order of first write (``codege
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .variables.base import VariableTracker
 
@@ -23,22 +23,44 @@ class SideEffects:
         self.global_stores: dict[str, VariableTracker] = {}
         self.cell_stores: dict[str, VariableTracker] = {}
         self.mutated: dict[int, VariableTracker] = {}  #: input containers changed in place
+        #: (container, its items before a change): undone, newest first, by ``restore``
+        self.undo: list[tuple[VariableTracker, Any]] = []
+        self._saved: set[int] = set()  #: containers saved in ``undo`` since the last snapshot
 
     def __bool__(self) -> bool:
         return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
 
     def snapshot(self) -> tuple:
+        self._saved = set()
         return (
             dict(self.attr_stores),
             dict(self.global_stores),
             dict(self.cell_stores),
             dict(self.mutated),
+            len(self.undo),
         )
 
     def restore(self, snapshot: tuple) -> None:
+        *stores, undo_len = snapshot
         self.attr_stores, self.global_stores, self.cell_stores, self.mutated = (
-            dict(s) for s in snapshot
+            dict(s) for s in stores
         )
+        for container, items in reversed(self.undo[undo_len:]):
+            _set_items(container.items, items)
+        del self.undo[undo_len:]
+        self._saved = set()
+
+    def commit(self) -> None:
+        """No checkpoint taken so far will be restored: drop the saved items."""
+        self.undo.clear()
+
+    def before_mutation(self, container: VariableTracker) -> None:
+        """``container`` (a list, dict or set tracker) is about to change in place: keep its items
+        so that rolling back a partly run instruction (a call that broke inside the callee) also
+        undoes what the callee did to it."""
+        if id(container) not in self._saved:
+            self._saved.add(id(container))
+            self.undo.append((container, _copy_items(container.items)))
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         self.attr_stores[(id(obj), name)] = (obj, name, value)
@@ -100,3 +122,16 @@ def _items_list(cg: Codegen, container: VariableTracker) -> list:
         item.reconstruct(sub)
     sub.build_list(len(container.items))
     return sub.instrs
+
+
+def _copy_items(items: Any) -> Any:
+    return type(items)(items)  # list, dict or set of trackers
+
+
+def _set_items(items: Any, saved: Any) -> None:
+    """Put ``saved`` back into ``items`` in place (iterators may share the same list)."""
+    if isinstance(items, list):
+        items[:] = saved
+    else:
+        items.clear()
+        items.update(saved)

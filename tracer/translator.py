@@ -161,6 +161,8 @@ class Translator:
                 reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
                 raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
             fn(self, inst)
+            if self.parent is None:  # a whole instruction of the root frame ran: nothing undoes it
+                self.output.side_effects.commit()
         except GraphBreak as gb:
             # A call inside a try block breaks here instead: the callee's resume code runs outside
             # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``

@@ -279,3 +279,44 @@ def test_symbolic_modulo_by_zero_in_a_cell_write_applies_the_write():
             else:
                 want = (result, cell())
         assert str(got) == str(want), (k, got, want)
+
+
+G_LOG: list = []
+
+
+def _appends_then_breaks(t, k):
+    G_LOG.append(k)
+    t = torch.relu(t) - 1
+    if t.sum() > 0:  # data-dependent: a break inside the callee
+        t = t - k
+    return t
+
+
+def test_callee_break_inside_try_undoes_the_callee_container_mutations():
+    """Fresh-seed fuzz find 821237715: ``G.append(n); try: a = h(x, 0) ...`` where ``h`` appends to
+    the same list and then breaks. A call inside a try block breaks *at the call* in the caller (the
+    handler must see the callee's exceptions), so the callee runs again in Python; rolling back the
+    partly traced call forgot what the callee had appended, and the append happened twice. Rolling
+    back an instruction now also restores the items of containers changed during it."""
+
+    def fn(x, n, local):
+        G_LOG.append(n)
+        local.append(n)
+        try:
+            a = _appends_then_breaks(x, local.pop()) + 1
+        except Exception:
+            a = None
+        return a, len(local)
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    for n in (5, 6, 7):
+        x = torch.randn(3)
+        G_LOG.clear()
+        mine = [1, 2]
+        got = compiled(x, n, mine)
+        got_log = list(G_LOG)
+        G_LOG.clear()
+        theirs = [1, 2]
+        want = fn(x, n, theirs)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1] and mine == theirs and got_log == G_LOG == [n, n]

@@ -34,6 +34,8 @@ def call_method(
     if name not in methods:
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
+    if mutates:
+        tx.output.side_effects.before_mutation(obj)
     result = impl(tx, obj, *args, **kwargs)
     if mutates:
         tx.output.side_effects.mark_mutated(obj)
