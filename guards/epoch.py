@@ -3,11 +3,13 @@
 ``EPOCH[0]`` is bumped by module attribute writes, registrations, ``_apply`` and parameter metadata
 changes (hooks installed by ``tracer/variables/modules.py``), and by writes into a module's member
 dicts once they are ``WatchedDict``s (``tracer/module_params.py`` swaps them in). While it stands
-still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can have changed.
+still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can have changed: both keep
+their per-model results in a ``PerRootCache``.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -53,3 +55,27 @@ for _name in (
 
 #: What a ``TYPE_MATCH`` to ``dict`` accepts.
 DICT_TYPES = (dict, WatchedDict)
+
+
+class PerRootCache:
+    """Something computed about a root object (a module), kept while ``EPOCH`` stands still.
+
+    ``valid`` maps ``id(root)`` to ``(weak ref to root, value)``; the hot path of a subclass reads it
+    inline (``if self.epoch == EPOCH[0]: hit = self.valid.get(id(root))`` and ``hit[0]() is root``)
+    and calls ``remember`` after recomputing. An entry goes when its root dies."""
+
+    __slots__ = ("epoch", "valid", "__weakref__")
+
+    def __init__(self) -> None:
+        self.epoch = -1
+        self.valid: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def remember(self, root: Any, value: Any, epoch: int) -> None:
+        """Keep ``value`` for ``root``, computed at ``epoch`` (dropped if a change came meanwhile)."""
+        if epoch != EPOCH[0]:
+            return
+        if epoch != self.epoch or len(self.valid) > 64:
+            self.valid, self.epoch = {}, epoch
+        key, valid = id(root), self.valid
+        ref = weakref.ref(root, lambda _, key=key, valid=valid: valid.pop(key, None))
+        valid[key] = (ref, value)

@@ -22,7 +22,7 @@ from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .breaks import ResumeFactory, emit_break
 from .exc import Unsupported
-from .module_params import plan_inputs
+from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
@@ -215,25 +215,24 @@ def _emit_graph_call(
     name = f"__compiled_fn_{next(numbering.graphs)}"
     ops = output.count_calls()
     plan = plan_inputs(list(output.inputs), output.input_values, traced_modules(output.guards))
-    output.reorder_inputs(
-        [s for step in plan for s in (step[2] if type(step) is tuple else [step])]
-    )
+    blocked = len(plan) < len(output.inputs)
+    if blocked:
+        output.reorder_inputs(input_order(plan))
     gm = output.graph_module(outputs, name)
     compiled = backend(gm, output.example_inputs())
     cg.push_null()
     cg.load_cell_value(name, compiled)
-    if len(plan) == len(output.inputs):
+    if not blocked:
         for source in output.inputs:
             source.reconstruct(cg)
         cg.call(len(output.inputs))
     else:  # f(*[a, *block(root), b, ...])
         cg.build_list(0)
         for step in plan:
-            if type(step) is tuple:
-                root, block, _ = step
+            if isinstance(step, BlockInput):
                 cg.push_null()
-                cg.load_cell_value(f"__params_{len(cg.cells)}", block)
-                root.reconstruct(cg)
+                cg.load_cell_value(f"__params_{len(cg.cells)}", step.block)
+                step.root.reconstruct(cg)
                 cg.call(1)
                 cg.add("LIST_EXTEND", 1)
             else:

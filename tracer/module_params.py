@@ -16,18 +16,15 @@ swapped (not plain dicts) is not cached.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
-from ..guards.epoch import EPOCH, WatchedDict
-from ..guards.sources import AttrSource, ItemSource, Source
-
-#: Module members whose contents make up a tree; writes into them move ``EPOCH``.
-_TABLES = ("_parameters", "_buffers", "_modules")
-_ROOT = "R"
+from ..guards.epoch import EPOCH, PerRootCache, WatchedDict
+from ..guards.sources import Source
+from .variables.modules import MEMBER_TABLES, rebase, tree_root
 
 
 def watch_tree(root: nn.Module) -> bool:
@@ -35,7 +32,7 @@ def watch_tree(root: nn.Module) -> bool:
     is not a plain dict (then writes to it cannot be seen)."""
     for module in root.modules():
         members = module.__dict__
-        for name in _TABLES:
+        for name in MEMBER_TABLES:
             table = members.get(name)
             if type(table) is WatchedDict:
                 continue
@@ -45,110 +42,74 @@ def watch_tree(root: nn.Module) -> bool:
     return True
 
 
-class ParameterBlock:
+class ParameterBlock(PerRootCache):
     """Returns the parameters one graph reads under the module tree at ``root`` (a tuple, in the
-    graph's input order); cached per root object while ``EPOCH`` stands still."""
+    graph's input order); cached per root object while ``EPOCH`` stands still. The cache never
+    keeps a dead model's parameters alive (``PerRootCache`` drops an entry with its root)."""
 
-    __slots__ = ("fetch", "epoch", "valid", "source", "__weakref__")
+    __slots__ = ("fetch", "source")
 
     def __init__(self, fetch: Callable[[Any], tuple], source: str) -> None:
+        super().__init__()
         self.fetch = fetch  #: root -> the parameters, read through their sources
         self.source = source  #: the expressions ``fetch`` evaluates, for reports
-        self.epoch = -1
-        self.valid: dict[int, tuple[weakref.ref, tuple]] = {}
 
     def __call__(self, root: Any) -> tuple:
         if self.epoch == EPOCH[0]:
             hit = self.valid.get(id(root))
             if hit is not None and hit[0]() is root:
                 return hit[1]
-        return self._refill(root)
-
-    def _refill(self, root: Any) -> tuple:
         epoch = EPOCH[0]
         values = self.fetch(root)
-        if isinstance(root, nn.Module) and watch_tree(root) and epoch == EPOCH[0]:
-            if epoch != self.epoch or len(self.valid) > 64:
-                self.valid, self.epoch = {}, epoch
-            key = id(root)
-            valid = self.valid
-            # the parameters must not outlive their model because of this cache
-            ref = weakref.ref(root, lambda _, key=key, valid=valid: valid.pop(key, None))
-            valid[key] = (ref, values)
+        if isinstance(root, nn.Module) and watch_tree(root):
+            self.remember(root, values, epoch)
         return values
 
     def __repr__(self) -> str:
         return f"<ParameterBlock: {self.source.count(',') + 1} parameters>"
 
 
-def _member(source: Source, table: str) -> tuple[Source, Any] | None:
-    """``(module_source, key)`` if ``source`` is ``module_source.<table>[key]``."""
-    if (
-        isinstance(source, ItemSource)
-        and isinstance(source.base, AttrSource)
-        and source.base.attr == table
-        and type(source.index) is str
-    ):
-        return source.base.base, source.index
-    return None
+@dataclass(frozen=True)
+class BlockInput:
+    """Graph inputs ``sources`` (parameters under the module at ``root``), fetched by ``block``."""
 
-
-def tree_root(source: Source, modules: dict[Source, Any]) -> Source | None:
-    """The outermost traced module that ``source`` (a parameter) hangs under through ``_modules``
-    items only, if any."""
-    step = _member(source, "_parameters")
-    if step is None:
-        return None
-    root = None
-    node = step[0]
-    while node in modules:
-        root = node
-        step = _member(node, "_modules")
-        if step is None:
-            break
-        node = step[0]
-    return root
-
-
-def _render_under(source: Source, root: Source) -> str:
-    if source == root:
-        return _ROOT
-    if isinstance(source, ItemSource):
-        return f"{_render_under(source.base, root)}[{source.index!r}]"
-    if isinstance(source, AttrSource):
-        return f"{_render_under(source.base, root)}.{source.attr}"
-    raise ValueError(f"{source.expr} is not under {root.expr}")
+    root: Source
+    block: ParameterBlock
+    sources: tuple[Source, ...]
 
 
 def plan_inputs(
     inputs: list[Source], values: list[Any], modules: dict[Source, Any]
-) -> list[Source | tuple[Source, ParameterBlock, list[Source]]]:
+) -> list[Source | BlockInput]:
     """Group the graph's ``inputs``: the parameters under one traced module tree (two or more) form
-    a block, placed where its first parameter was. Returns, in the new input order, single sources
-    and ``(root, block, its sources)`` entries."""
+    a block, placed where its first parameter was. Returns the inputs in their new order, blocks
+    as ``BlockInput``s."""
     members: dict[Source, list[Source]] = {}
     for source, value in zip(inputs, values, strict=True):
         if isinstance(value, nn.Parameter):
-            root = tree_root(source, modules)
+            root = tree_root(source, modules, {})
             if root is not None:
                 members.setdefault(root, []).append(source)
-    blocks = {}
+    blocks: dict[Source, BlockInput] = {}
     for root, sources in members.items():
         if len(sources) < 2:
             continue
-        exprs = ", ".join(_render_under(s, root) for s in sources)
+        exprs = ", ".join(rebase(s, root).render({"___R": "R"}) for s in sources)
         namespace: dict[str, Any] = {}
-        code = compile(
-            f"def fetch({_ROOT}):\n    return ({exprs},)\n", "<bytegraph parameters>", "exec"
-        )
+        code = compile(f"def fetch(R):\n    return ({exprs},)\n", "<bytegraph parameters>", "exec")
         exec(code, namespace)
-        blocks[root] = ParameterBlock(namespace["fetch"], exprs)
-    in_block = {s: root for root in blocks for s in members[root]}
-    plan: list[Source | tuple[Source, ParameterBlock, list[Source]]] = []
+        blocks[root] = BlockInput(root, ParameterBlock(namespace["fetch"], exprs), tuple(sources))
+    in_block = {s: b for b in blocks.values() for s in b.sources}
+    plan: list[Source | BlockInput] = []
     for source in inputs:
-        root = in_block.get(source)
-        if root is None:
+        block = in_block.get(source)
+        if block is None:
             plan.append(source)
-        elif source == members[root][0]:
-            plan.append((root, blocks[root], members[root]))
+        elif source == block.sources[0]:
+            plan.append(block)
     return plan
+
+
+def input_order(plan: list[Source | BlockInput]) -> list[Source]:
+    """The graph's input sources in ``plan``'s order."""
+    return [s for step in plan for s in (step.sources if isinstance(step, BlockInput) else (step,))]

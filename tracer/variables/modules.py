@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ...guards.build import GuardSet
-from ...guards.epoch import EPOCH
+from ...guards.epoch import EPOCH, PerRootCache
 from ...guards.guard import Guard, WeakArg
 from ...guards.kinds import ConstTable
 from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
@@ -53,7 +53,7 @@ from .objects import UserObjectVariable
 if TYPE_CHECKING:
     from ..translator import Translator
 
-_TABLES = ("_parameters", "_buffers", "_modules")
+MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 
 
 @dataclass(eq=False)
@@ -63,7 +63,7 @@ class NNModuleVariable(UserObjectVariable):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         module = self.value
-        for table in _TABLES:
+        for table in MEMBER_TABLES:
             entries = module.__dict__.get(table, {})
             if name in entries:
                 pending = tx.output.side_effects.load_attr(self, name)
@@ -87,7 +87,9 @@ class NNModuleVariable(UserObjectVariable):
             and name not in module.__dict__
             and inspect.getattr_static(module, name, None) is None
         ):
-            for table in _TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
+            for (
+                table
+            ) in MEMBER_TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
                 if table in module.__dict__:
                     tx.output.add_guard(
                         Guard(AttrSource(self.source, table), "KEY_ABSENT", name, name)
@@ -335,24 +337,23 @@ _install()
 
 
 # -- the MODULE_TREE guard -------------------------------------------------------------------------
-class ModuleTree:
+class ModuleTree(PerRootCache):
     """The check behind one ``MODULE_TREE`` guard.
 
     Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow`` reads
     can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
 
-    __slots__ = ("slow", "epoch", "valid", "source", "__weakref__")
+    __slots__ = ("slow", "source")
 
     def __init__(self, slow: Callable[[Any], bool], source: str) -> None:
+        super().__init__()
         self.slow = slow  #: the absorbed guards, re-rooted at the argument
         self.source = source  #: the text of the absorbed guards, for reports
-        self.epoch = -1
-        self.valid: dict[int, weakref.ref] = {}
 
     def check(self, root: Any) -> bool:
         if self.epoch == EPOCH[0]:
-            ref = self.valid.get(id(root))
-            if ref is not None and ref() is root:
+            hit = self.valid.get(id(root))
+            if hit is not None and hit[0]() is root:
                 return True
         return self._recheck(root)
 
@@ -363,9 +364,7 @@ class ModuleTree:
         except Exception:
             return False
         if ok:
-            if epoch != self.epoch or len(self.valid) > 64:
-                self.valid, self.epoch = {}, epoch
-            self.valid[id(root)] = weakref.ref(root)
+            self.remember(root, True, epoch)
         return ok
 
     def __repr__(self) -> str:
@@ -386,7 +385,7 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
     kept: list[Guard] = []
     for guard in guards:
-        root = _tree_root(guard.source, modules, types_of) if guard.source is not None else None
+        root = tree_root(guard.source, modules, types_of) if guard.source is not None else None
         if root is None or not _absorbable(guard, root, modules, types_of):
             kept.append(guard)
         else:
@@ -412,14 +411,14 @@ def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
     if (
         isinstance(source, ItemSource)
         and isinstance(source.base, AttrSource)
-        and source.base.attr in _TABLES
+        and source.base.attr in MEMBER_TABLES
         and source.base.base in modules
     ):
         return source.base.base
     return None
 
 
-def _tree_root(
+def tree_root(
     source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
 ) -> Source | None:
     """The root module of the tree ``source`` belongs to: reached from it through module members
@@ -429,7 +428,7 @@ def _tree_root(
         if (
             parent is None
             and isinstance(source, AttrSource)
-            and source.attr in _TABLES
+            and source.attr in MEMBER_TABLES
             and source.base in modules
         ):
             parent = source.base  # the member dict itself
@@ -462,21 +461,21 @@ def _absorbable(
     if kind in ("LEN_MATCH", "DICT_KEYS"):
         src = guard.source
         return _is_tuple(types_of.get(src)) or (
-            isinstance(src, AttrSource) and src.attr in _TABLES and src.base in modules
+            isinstance(src, AttrSource) and src.attr in MEMBER_TABLES and src.base in modules
         )
     if kind == "DUPLICATE_INPUT":
         other = guard.arg
-        return isinstance(other, Source) and _tree_root(other, modules, types_of) == root
+        return isinstance(other, Source) and tree_root(other, modules, types_of) == root
     return False
 
 
-def _rebase(source: Source, root: Source) -> Source:
+def rebase(source: Source, root: Source) -> Source:
     if source == root:
         return _ROOT
     if isinstance(source, AttrSource):
-        return AttrSource(_rebase(source.base, root), source.attr)
+        return AttrSource(rebase(source.base, root), source.attr)
     if isinstance(source, ItemSource):
-        return ItemSource(_rebase(source.base, root), source.index, source.is_dict_key)
+        return ItemSource(rebase(source.base, root), source.index, source.is_dict_key)
     raise ValueError(f"{source.expr} is not under {root.expr}")
 
 
@@ -487,7 +486,7 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
     extra: list[str] = []
     consts = ConstTable()
     for guard in inside:
-        src = _rebase(guard.source, root)
+        src = rebase(guard.source, root)
         if guard.kind == "ID_MATCH" and guard.source in modules:
             module = modules[guard.source]
             expr = src.render({"___R": "R"})
@@ -497,7 +496,7 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
                 f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})"
             )
             continue
-        arg = _rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
+        arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
         rebased.append(Guard(src, guard.kind, arg, guard.key))
     parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
     text = "\n".join(parts)
@@ -557,4 +556,12 @@ def _same_hook(hook: Any, expected: Any) -> bool:
     return hook is expected
 
 
-__all__ = ["EPOCH", "ModuleTree", "NNModuleVariable", "traced_modules", "tree_guards"]
+__all__ = [
+    "EPOCH",
+    "ModuleTree",
+    "NNModuleVariable",
+    "rebase",
+    "traced_modules",
+    "tree_guards",
+    "tree_root",
+]

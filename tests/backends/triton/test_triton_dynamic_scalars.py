@@ -4,34 +4,15 @@ instead of the whole graph running eagerly."""
 
 from __future__ import annotations
 
-import pytest
 import torch
+from bytegraph.backends.debug import CompileCounter
 from bytegraph.backends.triton import triton_backend
 
 import bytegraph
 
 
-class Recorder:
-    """A backend: compiles with ``triton`` and keeps what it returned."""
-
-    def __init__(self) -> None:
-        self.compiled: list = []
-
-    def __call__(self, gm, example_inputs):
-        out = triton_backend(gm, example_inputs)
-        self.compiled.append(out)
-        return out
-
-
-@pytest.fixture(autouse=True)
-def fresh():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
-
-
 def run_sizes(fn, shapes):
-    rec = Recorder()
+    rec = CompileCounter(triton_backend)
     compiled = bytegraph.compile(fn, backend=rec, dynamic=True)
     for shape in shapes:
         x = torch.randn(shape)
@@ -66,7 +47,7 @@ def test_layer_norm_and_mean_backward_dynamic():
     def fn(x):
         return (torch.nn.functional.layer_norm(x, (6,), w) * x.mean(0, keepdim=True),)
 
-    rec = Recorder()
+    rec = CompileCounter(triton_backend)
     compiled = bytegraph.compile(fn, backend=rec, dynamic=True)
     for n in (3, 5, 8):
         x = torch.randn(n, 6, requires_grad=True)

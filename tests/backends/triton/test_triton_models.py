@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from bytegraph.backends.debug import CompileCounter
 from bytegraph.backends.triton import TritonCompiledFunction, triton_backend
 from models.test_torch_models import Llama, LSTMTagger, ResNet
 
@@ -88,25 +89,6 @@ def test_attention_backward_and_strided_attention_output(triton_check):
 # Whole models through ``bytegraph.compile(model.forward, backend=...)``: the models of
 # ``tests/models`` (tracer + triton backend together), inference and a training step.
 
-class Recorder:
-    """A backend: compiles each graph with ``triton`` and keeps what it returned."""
-
-    def __init__(self) -> None:
-        self.compiled: list = []
-
-    def __call__(self, gm, example_inputs):
-        out = triton_backend(gm, example_inputs)
-        self.compiled.append(out)
-        return out
-
-
-@pytest.fixture
-def fresh_bytegraph():
-    bytegraph.reset()
-    yield
-    bytegraph.reset()
-
-
 def main_output(out):
     for name in ("logits", "last_hidden_state"):
         if hasattr(out, name):
@@ -124,7 +106,7 @@ def check_whole_model(model: nn.Module, *inputs, fallbacks: dict[str, int]) -> d
     through torch must be among ``fallbacks`` (op -> at most that many nodes). Returns a summary.
     """
     eager = copy.deepcopy(model)
-    rec = Recorder()
+    rec = CompileCounter(triton_backend)
     model.forward = bytegraph.compile(model.forward, backend=rec)
 
     model.eval(), eager.eval()
@@ -164,25 +146,25 @@ def check_whole_model(model: nn.Module, *inputs, fallbacks: dict[str, int]) -> d
     return summary
 
 
-def test_llama_style_decoder_whole_model(fresh_bytegraph):
+def test_llama_style_decoder_whole_model():
     torch.manual_seed(0)
     check_whole_model(Llama(), torch.randint(0, 64, (2, 8)),
                       fallbacks={"aten.index_put.default": 1})
 
 
-def test_resnet_with_batchnorm_whole_model(fresh_bytegraph):
+def test_resnet_with_batchnorm_whole_model():
     torch.manual_seed(0)
     check_whole_model(ResNet(), torch.randn(2, 3, 8, 8), fallbacks={})
 
 
-def test_lstm_whole_model(fresh_bytegraph):
+def test_lstm_whole_model():
     torch.manual_seed(0)
     # inference runs the oneDNN LSTM layer kernel (no decomposition); training decomposes the cells
     check_whole_model(LSTMTagger(), torch.randint(0, 20, (2, 5)),
                       fallbacks={"aten.index_put.default": 1, "aten.mkldnn_rnn_layer.default": 2})
 
 
-def test_transformer_encoder_whole_model(fresh_bytegraph):
+def test_transformer_encoder_whole_model():
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
                                        batch_first=True)
@@ -192,7 +174,7 @@ def test_transformer_encoder_whole_model(fresh_bytegraph):
                       fallbacks={"aten._transformer_encoder_layer_fwd.default": 2})
 
 
-def test_gpt2_whole_model(fresh_bytegraph):
+def test_gpt2_whole_model():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
@@ -202,7 +184,7 @@ def test_gpt2_whole_model(fresh_bytegraph):
                       fallbacks={"aten.cumsum.default": 2, "aten.index_put.default": 2})
 
 
-def test_bert_whole_model(fresh_bytegraph):
+def test_bert_whole_model():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
