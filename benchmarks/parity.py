@@ -77,7 +77,7 @@ def main() -> int:
     )
     print(f"retraced: bytegraph {totals['bg_retrace']}, torch.compile {totals['tc_retrace']} cases")
     print(f"recorded tc_breaks out of date: {totals['stale']}")
-    for c, bg, tc, bg_diff, _, _ in rows:
+    for c, bg, _tc, bg_diff, _, _ in rows:
         if bg_diff or bg.crash:
             print(f"\n{c.name}: " + (bg.crash or "") + "\n  " + "\n  ".join(bg_diff[:5]))
     return 1 if totals["bg_wrong"] or totals["bg_crash"] else 0
@@ -88,7 +88,7 @@ def _row(c, bg, tc, bg_diff, tc_diff, stale) -> str:
         return "CRASH" if run.crash else ("WRONG" if diff else "ok")
 
     mark = "  <- more breaks" if bg.breaks > tc.breaks else ""
-    mark += "  (tc_breaks recorded %d)" % c.tc_breaks if stale else ""
+    mark += f"  (tc_breaks recorded {c.tc_breaks})" if stale else ""
     return (
         f"{c.category:<10} {c.name:<40} bytegraph {status(bg, bg_diff):<5} "
         f"{bg.graphs}g/{bg.breaks}b/{bg.retraces}r   torch.compile {status(tc, tc_diff):<5} "

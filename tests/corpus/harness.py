@@ -12,10 +12,10 @@ objects the function reaches are compared without any reset::
                 return x @ x.T
         return Setup(fn, lambda: (torch.randn(4, 4),))
 
-``run(setup, engine)`` calls the function ``CALLS`` times on fresh, seeded inputs and records per call
-an ``Observation``: the result, the exception (type and message) if one was raised, the arguments
-after the call (in-place changes), ``setup.observe()`` (objects, globals, optimizer state) and torch's
-global state (grad and inference mode, autocast per device, default dtype and device, deterministic
+``run_eager``/``run_bytegraph``/``run_torch_compile`` call the function ``CALLS`` times on fresh,
+seeded inputs and record per call an ``Observation``: the result, the exception (type and message)
+if one was raised, the arguments after the call (in-place changes), ``setup.observe()`` (objects,
+globals, optimizer state) and torch's global state (grad and inference mode, autocast per device, default dtype and device, deterministic
 algorithms, torch function modes, the RNG state). ``compare`` checks tensors on values AND dtype,
 shape, device, layout, ``requires_grad`` and ``.grad``; everything else on type and value, plain
 objects attribute by attribute.
@@ -270,7 +270,7 @@ class ObjectSnapshot:
 
 
 def _snapshot(value: Any, depth: int = 0) -> Any:
-    """A deep copy of what can be observed of ``value`` (tensors detached, objects as attributes)."""
+    """A deep copy of what can be observed of ``value`` (tensors detached, objects by attribute)."""
     if depth > 12:
         return "<deep>"
     if isinstance(value, torch.Tensor):
@@ -381,7 +381,7 @@ def _diff(a: Any, e: Any, where: str, atol: float | None) -> str | None:
     if isinstance(e, (list, tuple)):
         if len(a) != len(e):
             return f"{where}: length {len(a)} != {len(e)}"
-        for i, (x, y) in enumerate(zip(a, e)):
+        for i, (x, y) in enumerate(zip(a, e, strict=True)):
             d = _diff(x, y, f"{where}[{i}]", atol)
             if d:
                 return d
