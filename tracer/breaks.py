@@ -25,6 +25,7 @@ from bytecode.instr import UNSET
 
 from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
 from ..codegen.resume import resume_origin
+from .context_runtime import exit_with
 from .exc import Unsupported
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
@@ -101,11 +102,27 @@ def _runs_inline(frame: FrameState) -> bool:
 
 
 def _with_exit(frame: FrameState) -> ContextExitVariable | None:
-    """The grad-mode ``__exit__`` of the one ``with`` block around the break, if that is all there is."""
-    if not frame.tx.grad_with_exit_at(frame.index):
+    """The ``__exit__`` of the one ``with`` block around the break, if that is all there is and the
+    rewritten code can call it (see ``variables/contexts.py``)."""
+    if not frame.tx.with_exit_at(frame.index):
         return None
     exits = [vt for vt in frame.stack if isinstance(vt, ContextExitVariable)]
-    return exits[0] if len(exits) == 1 else None
+    if len(exits) != 1 or not exits[0].ctx.exit_reconstructable():
+        return None
+    return exits[0]
+
+
+def _compilable(frame: FrameState, index: int) -> bool:
+    """Can the resume function at ``index`` of ``frame`` be compiled? The code must allow it, and
+    each ``with`` exit it receives must be a ``ContextExit`` (guarded by key: any other exit, such as
+    that of a block entered by the breaking instruction itself, would be guarded by identity and
+    never match again)."""
+    inst = frame.tx.instructions[frame.index]
+    return (
+        frame.tx.resumable_at(index)
+        and inst.name != "BEFORE_WITH"
+        and all(vt.carried() for vt in frame.stack if isinstance(vt, ContextExitVariable))
+    )
 
 
 def _call_start(tx: Translator, index: int) -> int:
@@ -158,7 +175,7 @@ def _call_resume(
     names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
     fn = resume(
-        *_template(tx, index), len(stack), names, slots, nulls, compiled and tx.resumable_at(index)
+        *_template(tx, index), len(stack), names, slots, nulls, compiled and _compilable(frame, index)
     )
     cg.push_null()
     cg.load_cell_value(fn.__name__, fn)
@@ -224,15 +241,17 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
 
 
 def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> None:
-    """If the instruction raised: call the ``with`` block's ``__exit__`` (restoring grad mode), then
-    re-raise, as the original block's handler would (the handler's own cleanup included)."""
+    """If the instruction raised: call the ``with`` block's ``__exit__`` with the exception (leaving
+    the context), then re-raise, as the original block's handler would (its own cleanup included)."""
     cleanup = TryBegin(Label(), push_lasti=True, stack_depth=UNSET)
     cg.label(label)
     cg.instrs.append(cleanup)
-    cg.add("PUSH_EXC_INFO")
+    cg.add("PUSH_EXC_INFO")  # (prev_exc exc)
     cg.push_null()
+    cg.load_const(exit_with)
     exit_vt.reconstruct(cg)
-    cg.call(0)
+    cg.copy(4)  # exc
+    cg.call(2)
     cg.pop_top()
     cg.add("RERAISE", 0)
     cg.instrs.append(TryEnd(cleanup))
@@ -350,7 +369,7 @@ def _resume_with_stack(
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
-    fn = resume(*_template(tx, index), nstack, names, slots, nulls, tx.resumable_at(index))
+    fn = resume(*_template(tx, index), nstack, names, slots, nulls, _compilable(frame, index))
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.load_const(tuple)

@@ -99,6 +99,7 @@ def convert_call(
             e.guards = _guards_so_far(output)
         raise
     finally:
+        output.state.unwind()  # the state the trace entered or set was real while tracing
         torch._C._set_grad_enabled(grad_mode)
 
 
@@ -112,6 +113,7 @@ def _finish(
     reason: Unsupported | None,
     numbering: Numbering,
 ) -> TraceResult:
+    output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     live = (
         [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
@@ -122,6 +124,7 @@ def _finish(
     swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
     try:
         output.side_effects.codegen(cg)
+        output.state.codegen(cg)  # contexts left open, or state set, by the trace: for real now
         if frames is None:
             result.reconstruct(cg)
             cg.return_value()
@@ -226,6 +229,7 @@ def _emit_graph_call(
     blocked = len(plan) < len(output.inputs)
     if blocked:
         output.reorder_inputs(input_order(plan))
+    output.state.close_graph(output.graph)  # the graph leaves global state as it found it
     gm = output.graph_module(outputs, name)
     compiled = backend(gm, output.example_inputs())
     cg.push_null()

@@ -20,6 +20,7 @@ from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
+from .global_state import GlobalStateLog
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
@@ -52,6 +53,7 @@ class OutputGraph:
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
+        self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
         self.created: list[
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)
@@ -253,20 +255,34 @@ class OutputGraph:
 
     # -- rolling back a partly traced instruction ---------------------------------------------------
     def checkpoint(self) -> tuple:
-        return len(self.created), self.side_effects.snapshot()
+        return len(self.created), self.side_effects.snapshot(), self.state.checkpoint()
 
     def restore(self, checkpoint: tuple) -> None:
-        """Forget the nodes and side effects recorded since ``checkpoint`` (guards stay: more is safe)."""
-        count, effects = checkpoint
+        """Forget the nodes, side effects and state changes recorded since ``checkpoint`` (guards
+        stay: more is safe)."""
+        count, effects, state = checkpoint
         for node in reversed(self.created[count:]):
             if not node.users:
                 self.graph.erase_node(node)
         del self.created[count:]
         self.side_effects.restore(effects)
+        self.state.restore(state)
+
+    def state_node(self, fn: Any, args: tuple) -> torch.fx.Node:
+        """A node changing torch global state (``_set_grad_enabled``, ``_enter_autocast``...): kept
+        in the graph although nothing uses its result, and not counted as an op."""
+        node = self.graph.call_function(fn, args)
+        node.meta["bytegraph_state"] = True
+        node.meta["stack_trace"] = self._stack_trace()
+        self.created.append(node)
+        return node
 
     # -- finishing ---------------------------------------------------------------------------------
     def count_calls(self) -> int:
-        return sum(1 for n in self.graph.nodes if n.op.startswith("call_"))
+        """Operations in the graph (state changes are not: a graph of those alone is not compiled)."""
+        return sum(
+            1 for n in self.graph.nodes if n.op.startswith("call_") and "bytegraph_state" not in n.meta
+        )
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
         self.graph.output(tuple(outputs))

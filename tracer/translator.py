@@ -156,17 +156,23 @@ class Translator:
             self.kw_names,
         )
         self.direct_callee, self.inlined_direct = None, False
+        self.step_start = (index, saved)
         try:
             if fn is None:
                 reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
                 raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
             fn(self, inst)
-            if self.parent is None:  # a whole instruction of the root frame ran: nothing undoes it
+            # A whole instruction of the root frame ran: nothing undoes it (unless a context that
+            # cannot be re-entered is open: a break in its block rolls back to its ``with``).
+            if self.parent is None and not self.output.state.holds_rollback():
                 self.output.side_effects.commit()
         except GraphBreak as gb:
+            point = self.output.state.rollback_point(self)
+            if point is not None:  # see ``with_start``
+                raise self._break_here(point[1], point[2], gb.reason) from None
             # A call inside a try block breaks here instead: the callee's resume code runs outside
-            # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``
-            # is fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
+            # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
+            # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
             if self.inlined_direct and gb.frames[-1].tx.fn is not None and self.resumable_at(index):
                 gb.frames.append(
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
@@ -174,7 +180,17 @@ class Translator:
                 raise
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
+            point = self.output.state.rollback_point(self)
+            if point is not None:
+                raise self._break_here(point[1], point[2], e) from None
             raise self._break_here(index, saved, e) from None
+
+    def with_start(self) -> tuple[Translator, int, tuple]:
+        """Where the running instruction (a ``with``) began: a context that rewritten code cannot
+        enter again (a suspended generator, user code) keeps it, and a break anywhere inside its
+        block is taken there instead, rolled back like a partly run instruction."""
+        index, saved = self.step_start
+        return self, index, saved
 
     def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
@@ -193,10 +209,11 @@ class Translator:
 
     def resumable_at(self, index: int) -> bool:
         """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly in
-        a grad-mode ``with`` block (a break there runs inline, protected: see ``breaks.py``)."""
-        return not self.in_try(index) or self.grad_with_exit_at(index)
+        one ``with`` block (a break there runs inline, protected: see ``breaks.py``; the block's exit
+        must also be a ``ContextExit``, which ``breaks.py`` checks)."""
+        return not self.in_try(index) or self.with_exit_at(index)
 
-    def grad_with_exit_at(self, index: int) -> bool:
+    def with_exit_at(self, index: int) -> bool:
         """Is ``index`` directly in a ``with`` block that no try/with block encloses? CPython's
         exception table is flat (one region per instruction), so nesting shows one level down: the
         with-block handler's own cleanup handler is itself covered only when a block encloses it."""

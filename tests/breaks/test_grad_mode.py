@@ -133,7 +133,8 @@ def test_no_grad_break_in_loop():
                 print(i, torch.is_grad_enabled())
         return out
 
-    check_breaks(fn, leaf, graphs=3, breaks=2)
+    # the resume after the last print only leaves no_grad: no graph (the exit runs in Python)
+    check_breaks(fn, leaf, graphs=2, breaks=2)
 
 
 def test_enable_grad_inside_no_grad_compiled_caller():

@@ -1,7 +1,8 @@
 """``with`` blocks and exception-handling opcodes.
 
-``with`` on context managers the tracer understands (``torch.no_grad()``, ``torch.enable_grad()``,
-``torch.set_grad_enabled(b)``) changes grad mode inside the graph. The exception-path opcodes only
+``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
+mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
+classes) enters it in the trace; any other is a break at the ``with``. The exception-path opcodes only
 run when an exception is raised, which never happens during a successful trace: reaching one is
 unsupported.
 """
@@ -15,7 +16,8 @@ from bytecode import Instr
 
 from ...codegen.pyversion import OPNAMES
 from ..exc import Unsupported
-from ..variables.contexts import ContextManagerVariable
+from ..variables import generator_contexts, state_contexts  # noqa: F401 (register their kinds)
+from ..variables.contexts import ContextExitVariable, as_context
 from . import handler, unsupported
 
 if TYPE_CHECKING:
@@ -30,15 +32,10 @@ def _present(*names: str) -> list[str]:
 @handler("BEFORE_WITH")
 def before_with(tx: Translator, inst: Instr) -> None:
     """(ctx -- exit enter_result)"""
-    ctx = tx.pop()
-    if not isinstance(ctx, ContextManagerVariable):
-        raise Unsupported(
-            "context_manager",
-            f"with-block on {ctx}",
-            hint="only torch.no_grad/enable_grad/set_grad_enabled are traced",
-        )
-    tx.push(ctx.exit_method())
-    tx.push(ctx.enter(tx))
+    ctx = as_context(tx, tx.pop())
+    result = ctx.enter(tx)
+    tx.push(ContextExitVariable(ctx))
+    tx.push(result)
 
 
 unsupported(

@@ -21,12 +21,13 @@ import torch
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
+from .contexts import wrap_context_exit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import (
@@ -35,6 +36,7 @@ from .objects import (
     PythonModuleVariable,
     UserObjectVariable,
 )
+from .state_contexts import wrap_context_object
 from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
@@ -79,12 +81,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     cls = type(value)
     if isinstance(value, torch.Tensor):
         return tx.output.add_input(value, source)
-    if isinstance(value, GradModeExit):  # a resumed ``with torch.no_grad():`` block's exit
-        add(Guard(source, "TYPE_MATCH", GradModeExit, GradModeExit))
-        wrap(tx, value.previous, AttrSource(source, "previous"))
-        return ContextExitVariable(
-            ContextManagerVariable(not value.previous, value.previous), source
-        )
+    if type(value) is ContextExit:  # a with-block's exit, entered before a graph break
+        return wrap_context_exit(tx, value, source)
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
@@ -130,6 +128,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     add = tx.output.add_guard
     identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+    context = wrap_context_object(tx, value, source)  # torch.no_grad() objects, decorators' clone
+    if context is not None:
+        return context
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -223,6 +224,9 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)
+    context = wrap_context_object(tx, value, None)
+    if context is not None:
+        return context
     if _is_torch_value(value):
         return TorchVariable(value)
     if id(value) in _BUILTIN_IDS:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exc import Unsupported
-from . import model_output
+from . import model_output, state_contexts
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -192,6 +192,9 @@ def construct(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
+    context = state_contexts.construct(tx, cls, args, kwargs)  # contextlib.nullcontext(...)
+    if context is not None:
+        return context
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
+#: Functions traced specially, by code object (``@contextmanager``'s wrapper: ``generator_contexts``):
+#: ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the function.
+CALL_HOOKS: dict[types.CodeType, Any] = {}
+
+
 def graph_break() -> None:
     """Force a graph break here (``bytegraph.graph_break()``); does nothing when run in Python."""
 
@@ -67,6 +72,9 @@ class UserFunctionVariable(VariableTracker):
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
+        hook = CALL_HOOKS.get(self.fn.__code__)
+        if hook is not None and self.self_vt is None:
+            return hook(tx, self, args, kwargs)
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}
@@ -81,6 +89,13 @@ class UserFunctionVariable(VariableTracker):
             closure=closure,
             fn=self.fn,
         )
+
+    def closure_value(self, tx: Translator, name: str) -> VariableTracker:
+        """The contents of the function's closure cell ``name`` (guarded through the function)."""
+        index = self.fn.__code__.co_freevars.index(name)
+        value = self.fn.__closure__[index].cell_contents
+        source = _cell_source(self.source, self.fn, name)
+        return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and self.self_vt is None:
