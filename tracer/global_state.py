@@ -158,9 +158,12 @@ class GlobalStateLog:
 
     def replayed(self) -> list[StateEvent]:
         """The events the rewritten code repeats: a context's enter and exit with nothing between
-        (its create too, if any) cancel out."""
+        (its create too, if any) cancel out. Contexts that are not re-enterable are left out: their
+        effects were traced like any code (and none is open at a break, see ``rollback_point``)."""
         kept: list[StateEvent] = []
         for event in self.events:
+            if event.ctx is not None and not event.ctx.reenterable:
+                continue  # traced through (generator, user methods): nothing to build again
             if event.kind == "exit" and kept and kept[-1].kind == "enter" and kept[-1].ctx is event.ctx:
                 kept.pop()
                 if kept and kept[-1].kind == "create" and kept[-1].ctx is event.ctx:

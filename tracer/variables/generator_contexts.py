@@ -56,10 +56,10 @@ class GeneratorContextVariable(ContextVariable):
         gen = self.fn.call_function(tx, list(self.args), dict(self.kwargs))
         if not isinstance(gen, GeneratorVariable):
             raise Unsupported("context_manager", f"{self.fn} is not a generator function")
+        self.record(tx, "enter", data={"gen": gen})  # before the contexts its code enters
         value = gen.pull()
         if value is None:
             raise Unsupported("python_error", "RuntimeError: generator didn't yield")
-        self.record(tx, "enter", data={"gen": gen})
         return value
 
     def exit(self, tx: Translator) -> VariableTracker:
@@ -112,9 +112,8 @@ class UserMethodContextVariable(ContextVariable):
         return self.obj.source is not None  # its real ``__exit__`` runs after a break
 
     def enter(self, tx: Translator) -> VariableTracker:
-        value = self.obj.call_method(tx, "__enter__", [], {})
         self.record(tx, "enter")
-        return value
+        return self.obj.call_method(tx, "__enter__", [], {})
 
     def exit(self, tx: Translator) -> VariableTracker:
         none = ConstantVariable(None)
