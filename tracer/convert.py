@@ -21,12 +21,14 @@ from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .breaks import ResumeFactory, emit_break
+from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker, walk
+from .variables.contexts import enter_carried
 from .variables.containers import (
     GeneratorVariable,
 )
@@ -85,6 +87,7 @@ def convert_call(
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
         output.current_tx = tx
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
+        enter_carried(tx)  # a resume function starting inside with blocks (contexts.py)
         try:
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
@@ -231,7 +234,12 @@ def _emit_graph_call(
         output.reorder_inputs(input_order(plan))
     output.state.close_graph(output.graph)  # the graph leaves global state as it found it
     gm = output.graph_module(outputs, name)
-    compiled = backend(gm, output.example_inputs())
+    with output.state.outside_carried():  # the state the graph is called in (see below)
+        compiled = backend(gm, output.example_inputs())
+    if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
+        compiled = StateSafeGraph(compiled, name)
+    if output.state.carried:  # contexts open at the start are left here and entered in the graph
+        output.state.codegen_exit_carried(cg)
     cg.push_null()
     cg.load_cell_value(name, compiled)
     if not blocked:

@@ -17,6 +17,7 @@ The trackers themselves live in ``variables/contexts.py`` and ``variables/state_
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from .context_runtime import ContextExit, set_default_dtype, set_deterministic
+from .context_runtime import (
+    ContextExit,
+    apply_state,
+    read_state,
+    set_default_dtype,
+    set_deterministic,
+)
 
 if TYPE_CHECKING:
     from ..codegen.emit import Codegen
@@ -37,27 +44,11 @@ _RESET = {
 }
 
 
-def read_state() -> dict[str, Any]:
-    """The absolute aspects of the state (contexts with objects are tracked by their events)."""
-    return {
-        "grad": torch.is_grad_enabled(),
-        "dtype": torch.get_default_dtype(),
-        "deterministic": (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        ),
-    }
-
-
-def apply_state(state: dict[str, Any]) -> None:
-    torch._C._set_grad_enabled(state["grad"])
-    torch.set_default_dtype(state["dtype"])
-    torch.use_deterministic_algorithms(state["deterministic"][0], warn_only=state["deterministic"][1])
-
-
 @dataclass(eq=False)
 class StateEvent:
-    kind: str  #: "create" (building the context changed state), "enter", "exit" or "set"
+    #: "create" (building the context changed state), "enter", "exit", "set", or "region" (only
+    #: opens a region: the tracer's own view of the state, nothing to replay)
+    kind: str
     ctx: Any = None  #: the context tracker (create/enter/exit)
     call: tuple[Callable[..., Any], tuple] | None = None  #: "set": what the rewritten code repeats
     undo: Callable[[], None] | None = None  #: undoes the real change made while tracing
@@ -78,10 +69,15 @@ class GlobalStateLog:
     def __init__(self) -> None:
         self.events: list[StateEvent] = []
         self.start = read_state()
+        self.call_state = self.start  #: the state the graph is called in (see ``outside_carried``)
         self.start_inference = torch.is_inference_mode_enabled()
         self._names = 0
         self._unwound = False
         self._replayed: set[int] | None = None  #: ids of contexts the rewritten code builds
+        self.carried: list[Any] = []  #: contexts entered before the trace (``ContextExit`` inputs)
+        #: the rewritten code exits the carried contexts before the graph and enters them again in
+        #: it (set when a graph is emitted; see ``variables.contexts.CarriedKind``)
+        self.reentered = False
 
     def new_name(self) -> str:
         """A local of the rewritten code for one context's ``ContextExit``."""
@@ -141,6 +137,36 @@ class GlobalStateLog:
                 return event.rollback
         return None
 
+    def needs_safe_call(self, graph: torch.fx.Graph) -> bool:
+        """Must the graph be called through ``StateSafeGraph``? If it changes state."""
+        return any("bytegraph_state" in n.meta for n in graph.nodes)
+
+    def codegen_exit_carried(self, cg: Codegen) -> None:
+        """Before the graph: leave the contexts the trace began in (the graph enters them again)."""
+        self.reentered = True
+        for ctx in reversed(self.carried):
+            ctx.source.reconstruct(cg)
+            for _ in range(3):
+                cg.load_const(None)
+            cg.call_function(3)
+            cg.pop_top()
+
+    def note_carried(self) -> None:
+        """Contexts were carried in: the graph is called outside them (``codegen_exit_carried``)."""
+        with self.outside_carried():
+            self.call_state = read_state()
+
+    @contextlib.contextmanager
+    def outside_carried(self) -> Any:
+        """While the backend compiles the graph: the real state as at the graph's call, outside the
+        carried contexts (AOT backends trace the graph from there)."""
+        undos = [ctx.kind.leave(ctx.key) for ctx in reversed(self.carried)]
+        try:
+            yield
+        finally:
+            for undo in reversed(undos):
+                undo()
+
     def holds_rollback(self) -> bool:
         return any(e.rollback is not None for e in self.open_regions())
 
@@ -152,7 +178,7 @@ class GlobalStateLog:
                 event.close(graph)
         touched = set().union(*(e.touches for e in self.events)) if self.events else set()
         for aspect in sorted(touched):
-            fn, args = _RESET[aspect](self.start)
+            fn, args = _RESET[aspect](self.call_state)
             node = graph.call_function(fn, args)
             node.meta["bytegraph_state"] = True
 
@@ -162,8 +188,10 @@ class GlobalStateLog:
         effects were traced like any code (and none is open at a break, see ``rollback_point``)."""
         kept: list[StateEvent] = []
         for event in self.events:
-            if event.ctx is not None and not event.ctx.reenterable:
+            if event.kind == "region" or (event.ctx is not None and not event.ctx.reenterable):
                 continue  # traced through (generator, user methods): nothing to build again
+            if not self.reentered and event.ctx in self.carried and event.kind == "enter":
+                continue  # no graph: the real context was never left
             if event.kind == "exit" and kept and kept[-1].kind == "enter" and kept[-1].ctx is event.ctx:
                 kept.pop()
                 if kept and kept[-1].kind == "create" and kept[-1].ctx is event.ctx:

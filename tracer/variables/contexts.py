@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source
 from ..context_runtime import ContextExit, ContextRecipe
@@ -119,10 +121,7 @@ class ContextExitVariable(VariableTracker):
         return self.ctx.exit(tx)
 
     def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            self.source.reconstruct(cg)
-        else:
-            self.ctx.load_exit(cg)
+        self.ctx.load_exit(cg)
 
     def carried(self) -> bool:
         """Is it a ``ContextExit`` at run time (a compiled resume function can receive it)?"""
@@ -132,42 +131,107 @@ class ContextExitVariable(VariableTracker):
         return f"ContextExitVariable({self.ctx!r})"
 
 
-#: ``ContextExit.key[0]`` -> how a compiled resume function traces that context's exit.
-CARRIED_EXITS: dict[str, Callable[[Translator, CarriedContextVariable], VariableTracker]] = {}
+@dataclass(frozen=True)
+class CarriedKind:
+    """How a compiled resume function traces a context of one kind (``ContextExit.key[0]``) that it
+    receives open: ``enter`` adds the nodes entering it again at the start of the graph (the
+    rewritten code exits the real one just before calling the graph, so that every graph starts in
+    the state of its call: AOT backends decide at call time whether to record autograd); ``exit``
+    ends that region where the block ends (and switches the real state, while tracing);
+    ``recipe`` rebuilds it for the rewritten code to enter again after the graph if still open;
+    ``expects`` is the state it leaves inside, checked against the real state at the start;
+    ``leave`` switches the real state to outside it while the backend compiles (returns the undo)."""
+
+    enter: Callable[[Translator, CarriedContextVariable], None]
+    exit: Callable[[Translator, CarriedContextVariable], VariableTracker]
+    recipe: Callable[[tuple], ContextRecipe]
+    expects: Callable[[tuple, dict[str, Any]], None]
+    leave: Callable[[tuple], Callable[[], None]]
+
+
+#: ``ContextExit.key[0]`` -> its ``CarriedKind`` (registered by ``state_contexts.py``).
+CARRIED_KINDS: dict[str, CarriedKind] = {}
 
 
 @dataclass(eq=False)
 class CarriedContextVariable(ContextVariable):
-    """A context entered before this trace began by rewritten code (a ``ContextExit`` argument of a
+    """A context entered before this trace began, by rewritten code (a ``ContextExit`` argument of a
     resume function). ``key`` (guarded) says what it is and what its exit restores."""
 
     key: tuple = ()
+
+    @property
+    def kind(self) -> CarriedKind:
+        return CARRIED_KINDS[self.key[0]]
 
     def enter(self, tx: Translator) -> VariableTracker:
         raise Unsupported("context_manager", "entering a context again after a graph break")
 
     def exit(self, tx: Translator) -> VariableTracker:
-        result = CARRIED_EXITS[self.key[0]](tx, self)
-        return result
+        return self.kind.exit(tx, self)
+
+    def recipe(self) -> ContextRecipe:
+        return self.kind.recipe(self.key)
 
     def load_exit(self, cg: Codegen) -> None:
-        self.source.reconstruct(cg)
+        if self.log.reentered:  # the real one was exited before the graph: see ``CarriedKind``
+            super().load_exit(cg)
+        else:
+            self.source.reconstruct(cg)
 
     def reconstruct(self, cg: Codegen) -> None:
-        self.source.reconstruct(cg)
+        self.load_exit(cg)
         cg.load_attr("ctx")
 
 
 def wrap_context_exit(tx: Translator, value: ContextExit, source: Source) -> VariableTracker:
     """A resume function's ``ContextExit`` argument: guarded by type and key, never by identity
     (each call builds a new one)."""
+    if not value.key or value.key[0] not in CARRIED_KINDS or value.done:
+        raise Unsupported("context_manager", f"an unknown context reached a resume function: {value}")
     add = tx.output.add_guard
     add(Guard(source, "TYPE_MATCH", ContextExit, ContextExit))
-    key_vt = tx.wrap(value.key, AttrSource(source, "key"))
-    if not key_vt.is_python_constant() or value.key[0] not in CARRIED_EXITS or value.done:
-        raise Unsupported("context_manager", f"an unknown context reached a resume function: {value}")
+    # keys hold only str/bool/int/None/dtype items: the tuple's own == (one check)
+    add(Guard(AttrSource(source, "key"), "EQUALS_MATCH", value.key, ("key", value.key)))
     ctx = CarriedContextVariable(log=tx.output.state, source=source, key=value.key)
+    tx.output.state.carried.append(ctx)
     return ContextExitVariable(ctx, source)
+
+
+def enter_carried(tx: Translator) -> None:
+    """At the start of a resume function's trace: check that the state is what its open contexts
+    make it (no direct change such as ``torch.set_grad_enabled`` inside their blocks, which exiting
+    and entering them again would lose), then enter them again in the graph (``CarriedKind``)."""
+    carried = tx.output.state.carried
+    if not carried:
+        return
+    expected: dict[str, Any] = {}
+    for ctx in carried:
+        ctx.kind.expects(ctx.key, expected)
+    for aspect, value in expected.items():
+        if current_state(aspect) != value:
+            raise Unsupported(
+                "context_manager",
+                f"{aspect} changed directly inside a with block that a graph break split",
+                hint="the rest of the function runs in Python",
+            )
+    tx.output.state.note_carried()
+    for ctx in carried:
+        ctx.kind.enter(tx, ctx)
+
+
+def current_state(aspect: str) -> Any:
+    """One aspect of the real state, named as ``CarriedKind.expects`` names them."""
+    kind, _, device = aspect.partition(":")
+    if kind == "grad":
+        return torch.is_grad_enabled()
+    if kind == "inference":
+        return torch.is_inference_mode_enabled()
+    if kind == "autocast":
+        return (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+    if kind == "autocast_cache":
+        return torch.is_autocast_cache_enabled()
+    raise AssertionError(aspect)
 
 
 #: Converters of other trackers into contexts at BEFORE_WITH (``torch.device`` constants, user

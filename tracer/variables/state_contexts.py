@@ -29,20 +29,27 @@ from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source
 from ..context_runtime import (
     ContextRecipe,
+    apply_state,
+    enter_autocast,
+    enter_inference_mode,
+    exit_autocast,
+    exit_inference_mode,
     fork_rng_restore,
     fork_rng_save,
+    read_state,
     set_default_dtype,
     set_deterministic,
 )
 from ..exc import Unsupported
-from ..global_state import StateEvent, apply_state, read_state
+from ..global_state import StateEvent
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .contexts import (
-    CARRIED_EXITS,
+    CARRIED_KINDS,
     NONE,
     WITH_CONVERTERS,
     CarriedContextVariable,
+    CarriedKind,
     ContextVariable,
     constant_args,
 )
@@ -103,12 +110,6 @@ class GradModeVariable(ContextVariable):
         return f"GradModeVariable(grad_enabled={self.mode})"
 
 
-def _carried_grad_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    _, _mode, prev = ctx.key
-    ctx.record(tx, "exit", undo=_switch_grad(tx, prev), touches=_GRAD)
-    return NONE
-
-
 @dataclass(eq=False)
 class InferenceModeVariable(ContextVariable):
     """``torch.inference_mode(mode)``: a ``torch._C._InferenceMode`` guard, which also sets grad mode."""
@@ -118,12 +119,12 @@ class InferenceModeVariable(ContextVariable):
     def enter(self, tx: Translator) -> VariableTracker:
         key = ("inference", self.mode, torch.is_grad_enabled(), torch.is_inference_mode_enabled())
         holder = [_enter_inference_mode(self.mode)]
-        node = tx.output.state_node(_enter_inference_mode, (self.mode,))
+        node = tx.output.state_node(enter_inference_mode, (self.mode,))
         self.record(
             tx,
             "enter",
             undo=lambda: _exit_inference_mode(holder[0]),
-            close=lambda g: _state_call(g, _exit_inference_mode, (node,)),
+            close=lambda g: _state_call(g, exit_inference_mode, (node,)),
             touches=_GRAD,
             key=key,
             data={"node": node, "holder": holder},
@@ -134,7 +135,7 @@ class InferenceModeVariable(ContextVariable):
         data = self.log.find(self, "enter").data
         holder = data["holder"]
         _exit_inference_mode(holder[0])
-        tx.output.state_node(_exit_inference_mode, (data["node"],))
+        tx.output.state_node(exit_inference_mode, (data["node"],))
 
         def undo() -> None:
             holder[0] = _enter_inference_mode(self.mode)
@@ -144,29 +145,6 @@ class InferenceModeVariable(ContextVariable):
 
     def recipe(self) -> ContextRecipe:
         return ContextRecipe(torch.inference_mode, (self.mode,))
-
-
-def _carried_inference_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    """Leaving ``inference_mode`` inside a graph that began in it: a nested guard with the state from
-    before it (``_InferenceMode(prev)`` also sets grad mode: set it back to what it was too)."""
-    _, _mode, prev_grad, prev_inference = ctx.key
-    guard = _enter_inference_mode(prev_inference)
-    node = tx.output.state_node(_enter_inference_mode, (prev_inference,))
-    undo_grad = _switch_grad(tx, prev_grad)
-
-    def undo() -> None:
-        undo_grad()
-        _exit_inference_mode(guard)
-
-    ctx.record(
-        tx,
-        "exit",
-        undo=undo,
-        close=lambda g: _state_call(g, _exit_inference_mode, (node,)),
-        opens=True,
-        touches=_GRAD,
-    )
-    return NONE
 
 
 @dataclass(eq=False)
@@ -190,12 +168,12 @@ class AutocastVariable(ContextVariable):
             torch.is_autocast_cache_enabled(),
         )
         holder = [_enter_autocast(*self.args)]
-        node = tx.output.state_node(_enter_autocast, self.args)
+        node = tx.output.state_node(enter_autocast, self.args)
         self.record(
             tx,
             "enter",
             undo=lambda: _exit_autocast(holder[0]),
-            close=lambda g: _state_call(g, _exit_autocast, (node,)),
+            close=lambda g: _state_call(g, exit_autocast, (node,)),
             key=("autocast", *self.args, *prev),
             data={"node": node, "holder": holder},
         )
@@ -205,7 +183,7 @@ class AutocastVariable(ContextVariable):
         data = self.log.find(self, "enter").data
         holder = data["holder"]
         _exit_autocast(holder[0])
-        tx.output.state_node(_exit_autocast, (data["node"],))
+        tx.output.state_node(exit_autocast, (data["node"],))
 
         def undo() -> None:
             holder[0] = _enter_autocast(*self.args)
@@ -219,23 +197,6 @@ class AutocastVariable(ContextVariable):
 
     def __repr__(self) -> str:
         return f"AutocastVariable({self.device}, {self.dtype}, enabled={self.enabled})"
-
-
-def _carried_autocast_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    """Leaving autocast inside a graph that began in it: a nested autocast region with the settings
-    from before it, ended with the graph (the real exit runs after the graph)."""
-    device, _dtype, _enabled, _cache, prev_enabled, prev_dtype, prev_cache = ctx.key[1:]
-    args = (device, prev_dtype, prev_enabled, prev_cache)
-    mode = _enter_autocast(*args)
-    node = tx.output.state_node(_enter_autocast, args)
-    ctx.record(
-        tx,
-        "exit",
-        undo=lambda: _exit_autocast(mode),
-        close=lambda g: _state_call(g, _exit_autocast, (node,)),
-        opens=True,
-    )
-    return ConstantVariable(False)
 
 
 @dataclass(eq=False)
@@ -256,11 +217,6 @@ class DeviceContextVariable(ContextVariable):
 
     def recipe(self) -> ContextRecipe:
         return ContextRecipe(torch.device, (str(self.device),))
-
-
-def _carried_device_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    ctx.record(tx, "exit", opens=True, device=torch.device(ctx.key[2]))
-    return NONE
 
 
 def device_for(tx: Translator, fn: Any, kwargs: dict[str, VariableTracker]) -> Any:
@@ -314,17 +270,159 @@ class NullContextVariable(ContextVariable):
         return ContextRecipe(contextlib.nullcontext)
 
 
-def _carried_null_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
+# -- contexts a resume function receives open (see ``contexts.CarriedKind``) ----------------------
+def _grad_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
+    _, mode, prev = ctx.key
+    tx.output.state_node(torch._C._set_grad_enabled, (mode,))
+    ctx.record(tx, "enter", touches=_GRAD, key=ctx.key, data={"prev": prev})
+
+
+def _grad_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
+    ctx.record(tx, "exit", undo=_switch_grad(tx, ctx.key[2]), touches=_GRAD)
+    return NONE
+
+
+def _grad_leave(key: tuple) -> Callable[[], None]:
+    inside = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(key[2])
+    return lambda: torch._C._set_grad_enabled(inside)
+
+
+def _grad_expects(key: tuple, expected: dict[str, Any]) -> None:
+    expected["grad"] = key[1]
+
+
+def _inference_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
+    node = tx.output.state_node(enter_inference_mode, (ctx.key[1],))
+    ctx.record(
+        tx,
+        "enter",
+        close=lambda g: _state_call(g, exit_inference_mode, (node,)),
+        touches=_GRAD,
+        key=ctx.key,
+        data={"node": node},
+    )
+
+
+def _inference_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
+    node = ctx.log.find(ctx, "enter").data["node"]
+    tx.output.state_node(exit_inference_mode, (node,))
+    ctx.record(tx, "exit", undo=_inference_leave(ctx.key), touches=_GRAD)
+    return NONE
+
+
+def _inference_leave(key: tuple) -> Callable[[], None]:
+    """Outside a carried ``inference_mode(mode)`` while its guard stays on: a nested guard with the
+    state from before it (``_InferenceMode(prev)`` sets grad mode too: set it back as it was)."""
+    _, _mode, prev_grad, prev_inference = key
+    grad = torch.is_grad_enabled()
+    guard = _enter_inference_mode(prev_inference)
+    torch._C._set_grad_enabled(prev_grad)
+
+    def undo() -> None:
+        torch._C._set_grad_enabled(grad)
+        _exit_inference_mode(guard)
+
+    return undo
+
+
+def _inference_expects(key: tuple, expected: dict[str, Any]) -> None:
+    expected["inference"] = key[1]
+    expected["grad"] = not key[1]
+
+
+def _autocast_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
+    node = tx.output.state_node(enter_autocast, ctx.key[1:5])
+    ctx.record(
+        tx,
+        "enter",
+        close=lambda g: _state_call(g, exit_autocast, (node,)),
+        key=ctx.key,
+        data={"node": node},
+    )
+
+
+def _autocast_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
+    node = ctx.log.find(ctx, "enter").data["node"]
+    tx.output.state_node(exit_autocast, (node,))
+    ctx.record(tx, "exit", undo=_autocast_leave(ctx.key))
+    return ConstantVariable(False)
+
+
+def _autocast_leave(key: tuple) -> Callable[[], None]:
+    """Outside a carried autocast while it stays on: a nested one with the settings from before."""
+    device, _dtype, _enabled, _cache, prev_enabled, prev_dtype, prev_cache = key[1:]
+    mode = _enter_autocast(device, prev_dtype, prev_enabled, prev_cache)
+    return lambda: _exit_autocast(mode)
+
+
+def _autocast_expects(key: tuple, expected: dict[str, Any]) -> None:
+    device, dtype, enabled, cache = key[1:5]
+    expected[f"autocast:{device}"] = (enabled, dtype)
+    expected["autocast_cache"] = cache
+
+
+def _autocast_recipe(key: tuple) -> ContextRecipe:
+    device, dtype, enabled, cache = key[1:5]
+    return AutocastVariable(device=device, dtype=dtype, enabled=enabled, cache=cache).recipe()
+
+
+def _device_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
+    ctx.record(tx, "enter", device=torch.device(ctx.key[1]), key=ctx.key)
+
+
+def _device_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
+    # the real one stays on while tracing: what it would give is passed explicitly from here on
+    ctx.record(tx, "exit")
+    ctx.record(tx, "region", opens=True, device=torch.device(ctx.key[2]))
+    return NONE
+
+
+def _null_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
+    ctx.record(tx, "enter", key=ctx.key)
+
+
+def _null_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
     ctx.record(tx, "exit")
     return NONE
 
 
-CARRIED_EXITS.update(
-    grad=_carried_grad_exit,
-    inference=_carried_inference_exit,
-    autocast=_carried_autocast_exit,
-    device=_carried_device_exit,
-    null=_carried_null_exit,
+def _no_expectation(key: tuple, expected: dict[str, Any]) -> None:
+    pass
+
+
+def _stays(key: tuple) -> Callable[[], None]:
+    return lambda: None
+
+
+CARRIED_KINDS.update(
+    grad=CarriedKind(
+        _grad_enter,
+        _grad_exit,
+        lambda key: ContextRecipe(torch.set_grad_enabled, (key[1],)),
+        _grad_expects,
+        _grad_leave,
+    ),
+    inference=CarriedKind(
+        _inference_enter,
+        _inference_exit,
+        lambda key: ContextRecipe(torch.inference_mode, (key[1],)),
+        _inference_expects,
+        _inference_leave,
+    ),
+    autocast=CarriedKind(
+        _autocast_enter, _autocast_exit, _autocast_recipe, _autocast_expects, _autocast_leave
+    ),
+    device=CarriedKind(
+        _device_enter,
+        _device_exit,
+        lambda key: ContextRecipe(torch.device, (key[1],)),
+        _no_expectation,
+        _stays,
+    ),
+    null=CarriedKind(
+        _null_enter, _null_exit, lambda key: ContextRecipe(contextlib.nullcontext), _no_expectation, _stays
+    ),
 )
 
 
