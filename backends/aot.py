@@ -18,6 +18,7 @@ import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
 from .registry import register_backend
+from .state_nodes import has_runtime_nodes
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
@@ -61,4 +62,6 @@ def compile_graphs(
 @register_backend("aot_eager")
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     """AOTAutograd with both halves run as they are: the reference for training backends."""
+    if has_runtime_nodes(gm):
+        return gm.forward
     return compile_graphs(gm, example_inputs)

@@ -22,6 +22,7 @@ from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .breaks import ResumeFactory, emit_break
 from .context_runtime import StateSafeGraph
+from .global_state import function_modes_supported
 from .exc import Unsupported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
@@ -86,6 +87,10 @@ def convert_call(
     try:
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
         output.current_tx = tx
+        if not function_modes_supported():
+            depth = torch._C._len_torch_function_stack()
+            output.add_guard(Guard(None, "GLOBAL_STATE", (_mode_depth, depth), ("modes", depth)))
+            raise Unsupported("torch_function_mode", "a torch function mode is active")
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
         enter_carried(tx)  # a resume function starting inside with blocks (contexts.py)
         try:
@@ -104,6 +109,9 @@ def convert_call(
     finally:
         output.state.unwind()  # the state the trace entered or set was real while tracing
         torch._C._set_grad_enabled(grad_mode)
+
+
+_mode_depth = torch._C._len_torch_function_stack
 
 
 def _finish(

@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._device import DeviceContext
 
+from ..backends.state_nodes import RUNTIME
 from .context_runtime import (
     ContextExit,
     apply_state,
@@ -42,6 +45,15 @@ _RESET = {
     "dtype": lambda start: (set_default_dtype, (start["dtype"],)),
     "deterministic": lambda start: (set_deterministic, start["deterministic"]),
 }
+
+
+def function_modes_supported() -> bool:
+    """Torch function modes active at the call: ``torch.device`` contexts are traced (factory calls
+    get the device); any other mode would run its ``__torch_function__`` on the trace's fake tensors
+    and be skipped by compiled graphs, so the call runs in Python (guarded on the stack's depth)."""
+    if not torch._C._len_torch_function_stack():
+        return True
+    return all(isinstance(m, DeviceContext) for m in _get_current_function_mode_stack())
 
 
 @dataclass(eq=False)
@@ -181,6 +193,8 @@ class GlobalStateLog:
             fn, args = _RESET[aspect](self.call_state)
             node = graph.call_function(fn, args)
             node.meta["bytegraph_state"] = True
+            if aspect != "grad":  # AOT backends keep grad mode regions themselves
+                node.meta[RUNTIME] = True
 
     def replayed(self) -> list[StateEvent]:
         """The events the rewritten code repeats: a context's enter and exit with nothing between

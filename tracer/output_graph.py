@@ -17,6 +17,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from ..backends.graph_source import release_source_on_death
+from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
@@ -268,11 +269,14 @@ class OutputGraph:
         self.side_effects.restore(effects)
         self.state.restore(state)
 
-    def state_node(self, fn: Any, args: tuple) -> torch.fx.Node:
-        """A node changing torch global state (``_set_grad_enabled``, ``_enter_autocast``...): kept
-        in the graph although nothing uses its result, and not counted as an op."""
+    def state_node(self, fn: Any, args: tuple, runtime: bool = False) -> torch.fx.Node:
+        """A node changing torch global state (``_set_grad_enabled``, ``enter_autocast``...): kept
+        in the graph although nothing uses its result, and not counted as an op. ``runtime``: its
+        effect only exists when it runs (``backends/state_nodes.py``)."""
         node = self.graph.call_function(fn, args)
         node.meta["bytegraph_state"] = True
+        if runtime:
+            node.meta[RUNTIME] = True
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
         return node

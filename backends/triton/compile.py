@@ -19,6 +19,7 @@ import torch
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified
 
+from ..state_nodes import has_runtime_nodes
 from .decompositions import decomposition_table
 from .graph import GraphLowering
 from .launch import KernelLauncher
@@ -167,6 +168,8 @@ def tuple_output(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, bool]:
 
 def compile_triton(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> TritonCompiledFunction:
     """Compile ``gm`` for ``example_inputs`` (real or fake tensors, SymInts)."""
+    if has_runtime_nodes(gm):
+        return gm.forward
     gm, unwrap = tuple_output(gm)
     graphs: list[CompiledGraph | EagerGraph] = []
     compiler = _compiler(graphs)

@@ -70,7 +70,7 @@ def autocast_break_inside():
     return Setup(fn, _square)
 
 
-@case("contexts", graphs=3, breaks=3, tc_breaks=3)
+@case("contexts", graphs=3, breaks=2, tc_breaks=3)
 def autocast_break_in_called_function():
     def inner(x):
         y = x @ x

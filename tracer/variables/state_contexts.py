@@ -241,13 +241,13 @@ class ForkRngVariable(ContextVariable):
     reenterable = False
 
     def enter(self, tx: Translator) -> VariableTracker:
-        node = tx.output.state_node(fork_rng_save, (self.device_type, self.devices))
+        node = tx.output.state_node(fork_rng_save, (self.device_type, self.devices), runtime=True)
         self.record(tx, "enter", data={"node": node})
         return NONE
 
     def exit(self, tx: Translator) -> VariableTracker:
         node = self.log.find(self, "enter").data["node"]
-        tx.output.state_node(fork_rng_restore, (node, self.device_type, self.devices))
+        tx.output.state_node(fork_rng_restore, (node, self.device_type, self.devices), runtime=True)
         self.record(tx, "exit")
         return NONE
 
@@ -442,7 +442,7 @@ def _set_state(
         setter()
     except Exception as e:  # noqa: BLE001 (bad arguments: it raises again when run in Python)
         raise Unsupported("torch_effect", f"setting torch state raised {e!r}") from None
-    tx.output.state_node(node_fn, node_args)
+    tx.output.state_node(node_fn, node_args, runtime=True)
     event = StateEvent(
         "set",
         call=(node_fn, node_args),
@@ -483,6 +483,26 @@ STATE_SETTERS = {
     torch.set_default_dtype: _set_default_dtype,
     torch.use_deterministic_algorithms: _use_deterministic,
 }
+
+
+#: Queries of state the trace switches for real and the guards check at its start (autocast and
+#: deterministic algorithms: ``guards.guard.global_state_guards``): answered as constants.
+STATE_QUERIES = frozenset(
+    {
+        torch.is_autocast_enabled,
+        torch.get_autocast_dtype,
+        torch.is_autocast_cache_enabled,
+        torch.are_deterministic_algorithms_enabled,
+        torch.is_deterministic_algorithms_warn_only_enabled,
+    }
+)
+
+
+def query_state(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    values, named = constant_args(fn.__name__, args, kwargs)
+    return ConstantVariable(fn(*values, **named))
 
 
 def inference_mode_query(tx: Translator) -> VariableTracker:

@@ -86,6 +86,8 @@ def call_torch(
         return ConstantVariable(torch.get_default_dtype())
     if fn is torch.get_default_device:
         return ConstantVariable(tx.output.state.default_device() or torch.get_default_device())
+    if fn in state_contexts.STATE_QUERIES:
+        return state_contexts.query_state(tx, fn, args, kwargs)
     if fn is torch.is_inference_mode_enabled:
         return state_contexts.inference_mode_query(tx)
     if fn is torch.Size:
