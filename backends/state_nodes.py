@@ -1,11 +1,12 @@
 """Graph nodes that change torch state only when they run (``fork_rng``, ``set_default_dtype``,
-``use_deterministic_algorithms``), which AOT-based backends cannot keep: AOTAutograd traces the graph
-once and keeps the tensor operations, so such a node would act while compiling and never at run time.
+``use_deterministic_algorithms``), which AOT-based backends cannot keep: AOTAutograd traces the
+graph once and keeps the tensor operations, so such a node would act while compiling and never at
+run time.
 
-The tracer marks them (``node.meta["bytegraph_runtime"]``); ``aot_eager``, ``inductor`` and ``triton``
-run a graph holding one as it is (its ``forward``), never dropping the node. Grad mode, autocast and
-inference mode need no such care: AOT traces their regions into the graph it keeps (casts made
-explicit, no autograd recorded), and every graph leaves them as it found them.
+The tracer marks them (``node.meta["bytegraph_runtime"]``); ``aot_eager``, ``inductor`` and
+``triton`` run a graph holding one as it is (its ``forward``), never dropping the node. Grad mode,
+autocast and inference mode need no such care: AOT traces their regions into the graph it keeps
+(casts made explicit, no autograd recorded), and every graph leaves them as it found them.
 """
 
 from __future__ import annotations

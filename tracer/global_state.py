@@ -1,18 +1,20 @@
 """``GlobalStateLog``: the torch global state a trace changes, and what each change becomes.
 
-Context managers entered and left, and state set by calls (grad mode, autocast, inference mode, default
-dtype, deterministic algorithms, ``torch.device`` contexts, ``fork_rng``), are ``StateEvent``s. Each:
+Context managers entered and left, and state set by calls (grad mode, autocast, inference mode,
+default dtype, deterministic algorithms, ``torch.device`` contexts, ``fork_rng``), are
+``StateEvent``s. Each:
 
-1. changes the real state now, while tracing, so fake tensors get eager's dtypes and ``requires_grad``
-   (``restore`` undoes events when an instruction is rolled back, ``unwind`` all of them at the end);
+1. changes the real state now, while tracing, so fake tensors get eager's dtypes and
+   ``requires_grad`` (``restore`` undoes events when an instruction is rolled back, ``unwind`` all
+   of them at the end);
 2. is a node at its place in the graph (the context trackers add them);
-3. is undone at the end of the graph (``close_graph``): a compiled graph always leaves the state as it
-   found it, which AOT backends need (they trace the graph once, in the state of the call);
-4. is replayed for real by the rewritten code after the graph (``codegen``): a context still open at a
-   graph break is built from its recipe and entered (its ``ContextExit`` then fills the ``with``
+3. is undone at the end of the graph (``close_graph``): a compiled graph always leaves the state as
+   it found it, which AOT backends need (they trace the graph once, in the state of the call);
+4. is replayed for real by the rewritten code after the graph (``codegen``): a context still open at
+   a graph break is built from its recipe and entered (its ``ContextExit`` then fills the ``with``
    block's exit slot), an exit or a set runs again. A context entered and left with nothing between
-   (the usual case) cancels out and is not replayed.
-The trackers themselves live in ``variables/contexts.py`` and ``variables/state_contexts.py``.
+   (the usual case) cancels out and is not replayed. The trackers themselves live in
+   ``variables/contexts.py`` and ``variables/state_contexts.py``.
 """
 
 from __future__ import annotations
@@ -206,7 +208,12 @@ class GlobalStateLog:
                 continue  # traced through (generator, user methods): nothing to build again
             if not self.reentered and event.ctx in self.carried and event.kind == "enter":
                 continue  # no graph: the real context was never left
-            if event.kind == "exit" and kept and kept[-1].kind == "enter" and kept[-1].ctx is event.ctx:
+            if (
+                event.kind == "exit"
+                and kept
+                and kept[-1].kind == "enter"
+                and kept[-1].ctx is event.ctx
+            ):
                 kept.pop()
                 if kept and kept[-1].kind == "create" and kept[-1].ctx is event.ctx:
                     kept.pop()
@@ -217,9 +224,7 @@ class GlobalStateLog:
     def is_replayed(self, ctx: Any) -> bool:
         """Does the rewritten code build ``ctx``'s ``ContextExit`` (in its local ``ctx.name``)?"""
         if self._replayed is None:
-            self._replayed = {
-                id(e.ctx) for e in self.replayed() if e.kind in ("create", "enter")
-            }
+            self._replayed = {id(e.ctx) for e in self.replayed() if e.kind in ("create", "enter")}
         return id(ctx) in self._replayed
 
     def codegen(self, cg: Codegen) -> None:

@@ -1,6 +1,7 @@
 """Context managers across graph breaks, exceptions and fallbacks: the code between graphs, resume
-functions and the caller see exactly eager's torch global state; graphs leave the state as they found
-it; identical calls hit the cache (the contexts a resume function receives are guarded by key)."""
+functions and the caller see exactly eager's torch global state; graphs leave the state as they
+found it; identical calls hit the cache (the contexts a resume function receives are guarded by
+key)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import warnings
 
 import pytest
 import torch
+from bytegraph.backends.debug import CompileCounter
 from corpus.harness import global_state
 from difftest import assert_same, check_breaks, compile_counted
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
 
 
 def square():
@@ -25,7 +26,7 @@ def leaf():
 
 
 def run_both(fn, *args, backend=None, calls=3):
-    """Results and global state after each call, eager then compiled (compared), plus the counter."""
+    """Compare results and global state after each call eager vs compiled; return the counter."""
     counter = CompileCounter(backend)
     compiled = bytegraph.compile(fn, backend=counter)
     for _ in range(calls):
@@ -191,7 +192,7 @@ def test_direct_state_change_inside_a_block_split_by_a_break():
             y = x * 2
         return y, torch.is_grad_enabled()
 
-    # the resume function cannot leave and enter no_grad again (grad is on inside): it runs in Python
+    # the resume function cannot leave and enter no_grad again (grad is on inside): runs in Python
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = bytegraph.compile(fn, backend="eager")
@@ -238,8 +239,9 @@ def test_break_in_generator_context_is_taken_at_its_with():
             y = y * 2
         return y
 
-    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=1, calls=3,
-                 observe=lambda: list(log))
+    check_breaks(
+        fn, lambda: (torch.randn(3),), graphs=1, breaks=1, calls=3, observe=lambda: list(log)
+    )
 
 
 def test_user_context_object_keeps_its_real_exit_across_a_break():
@@ -264,8 +266,9 @@ def test_user_context_object_keeps_its_real_exit_across_a_break():
             y = y * 2
         return y
 
-    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=1, calls=3,
-                 observe=lambda: counter.open)
+    check_breaks(
+        fn, lambda: (torch.randn(3),), graphs=1, breaks=1, calls=3, observe=lambda: counter.open
+    )
 
 
 def test_torch_function_mode_block_runs_in_python():
@@ -295,3 +298,70 @@ def test_device_context_left_open_at_a_break():
         return x + 1, a.device, b.device, torch.ones(1).device
 
     run_both(fn, torch.randn(2))
+
+
+def test_set_grad_enabled_decorator_switches_on_each_call():
+    prev = torch.is_grad_enabled()
+    try:
+
+        @torch.set_grad_enabled(False)  # switches grad off here already (torch's semantics)
+        def inner(x):
+            return x * 2
+
+        torch.set_grad_enabled(True)
+
+        def fn(x):
+            return inner(x), x + 1, torch.is_grad_enabled()
+
+        run_both(fn, torch.randn(3, requires_grad=True))
+    finally:
+        torch.set_grad_enabled(prev)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_run_time_state_nodes_run_with_aot_backends(backend):
+    from bytegraph.backends.registry import lookup_backend
+
+    def fn(x):
+        torch.set_default_dtype(torch.float64)
+        y = torch.ones(4) + x.long() * 1.5  # float64 from the default dtype
+        torch.set_default_dtype(torch.float32)
+        with torch.random.fork_rng():
+            z = torch.rand(4)
+        return y, z, torch.rand(4)
+
+    def seeded(f):
+        def run(x):
+            torch.manual_seed(0)
+            return f(x)
+
+        return run
+
+    expected = seeded(fn)(torch.ones(4))
+    compiled = bytegraph.compile(fn, backend=lookup_backend(backend))
+    assert_same(seeded(compiled)(torch.ones(4)), expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_cuda_autocast_with_a_break_inside(dtype, backend):
+    from bytegraph.backends.registry import lookup_backend
+
+    def fn(x, w):
+        with torch.autocast("cuda", dtype=dtype):
+            y = torch.nn.functional.linear(x, w)
+            print("autocast", torch.get_autocast_dtype("cuda"))
+            z = y @ w
+        return y, z, z.float().sum()
+
+    args = (torch.randn(8, 8, device="cuda"), torch.randn(8, 8, device="cuda"))
+    expected = fn(*args)
+    compiled = bytegraph.compile(fn, backend=lookup_backend(backend))
+    for _ in range(2):
+        actual = compiled(*args)
+        for a, e in zip(actual, expected, strict=True):
+            assert a.dtype == e.dtype
+            torch.testing.assert_close(a, e, atol=1e-2, rtol=1e-2)
+        assert not torch.is_autocast_enabled("cuda")

@@ -13,7 +13,6 @@ from corpus.harness import Setup, case
 from torch.overrides import TorchFunctionMode
 
 
-
 def _square():
     return (torch.randn(4, 4),)
 
@@ -389,7 +388,7 @@ def torch_function_mode_block():
     return Setup(fn, lambda: (torch.randn(3),))
 
 
-# -- fork_rng ----------------------------------------------------------------------------------------
+# -- fork_rng --------------------------------------------------------------------------------------
 @case("contexts", graphs=1, breaks=0, tc_breaks=0)
 def fork_rng_block():
     def fn(x):

@@ -2,7 +2,8 @@
 
 ``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
 mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
-classes) enters it in the trace; any other is a break at the ``with``. The exception-path opcodes only
+classes) enters it in the trace; any other is a break at the ``with``. The exception-path opcodes
+only
 run when an exception is raised, which never happens during a successful trace: reaching one is
 unsupported.
 """
@@ -15,8 +16,11 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import OPNAMES
-from ..exc import Unsupported
-from ..variables import generator_contexts, state_contexts  # noqa: F401 (register their kinds)
+from ..variables import (  # noqa: F401 (register their kinds)
+    carried_contexts,
+    generator_contexts,
+    state_contexts,
+)
 from ..variables.contexts import ContextExitVariable, as_context
 from . import handler, unsupported
 

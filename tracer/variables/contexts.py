@@ -2,16 +2,18 @@
 
 ``ContextVariable`` is the base of every context manager the tracer understands (the kinds are in
 ``state_contexts.py``: grad mode, inference mode, autocast, ``torch.device``, ``fork_rng``,
-``nullcontext``; and ``generator_contexts.py``: ``@contextmanager`` functions, user classes). BEFORE_WITH
-pushes a ``ContextExitVariable`` (the block's exit slot) and calls ``enter``; the block's exit calls
-``exit``. What they change is recorded in the trace's ``GlobalStateLog`` (``tracer/global_state.py``).
+``nullcontext``; and ``generator_contexts.py``: ``@contextmanager`` functions, user classes).
+BEFORE_WITH pushes a ``ContextExitVariable`` (the block's exit slot) and calls ``enter``; the
+block's exit calls ``exit``. What they change is recorded in the trace's ``GlobalStateLog``
+(``tracer/global_state.py``).
 
 At a graph break inside a block, the rewritten code builds and enters the real context from its
-``recipe()``; the exit slot then holds that ``ContextExit``. A compiled resume function receiving one
-wraps it as a ``CarriedContextVariable`` (guarded on its key, not its identity) whose ``exit`` is
-traced (modelled in the graph, replayed for real after it). Contexts that cannot be rebuilt that way
-(``reenterable = False``: a suspended generator, user code) make a break inside their block a break at
-their ``with`` instead (``GlobalStateLog.rollback_point``).
+``recipe()``; the exit slot then holds that ``ContextExit``. A compiled resume function receiving
+one wraps it as a ``CarriedContextVariable`` (guarded on its key, not its identity): its rewritten
+code leaves the real context just before the graph, which enters it again and ends it where the
+block ends (``CarriedKind``, kinds in ``carried_contexts.py``). Contexts that cannot be rebuilt that
+way (``reenterable = False``: a suspended generator, user code) make a break inside their block a
+break at their ``with`` instead (``GlobalStateLog.rollback_point``).
 """
 
 from __future__ import annotations
@@ -137,10 +139,10 @@ class CarriedKind:
     receives open: ``enter`` adds the nodes entering it again at the start of the graph (the
     rewritten code exits the real one just before calling the graph, so that every graph starts in
     the state of its call: AOT backends decide at call time whether to record autograd); ``exit``
-    ends that region where the block ends (and switches the real state, while tracing);
-    ``recipe`` rebuilds it for the rewritten code to enter again after the graph if still open;
-    ``expects`` is the state it leaves inside, checked against the real state at the start;
-    ``leave`` switches the real state to outside it while the backend compiles (returns the undo)."""
+    ends that region where the block ends (and switches the real state, while tracing); ``recipe``
+    rebuilds it for the rewritten code to enter again after the graph if still open; ``expects`` is
+    the state it leaves inside, checked against the real state at the start; ``leave`` switches the
+    real state to outside it while the backend compiles (returns the undo)."""
 
     enter: Callable[[Translator, CarriedContextVariable], None]
     exit: Callable[[Translator, CarriedContextVariable], VariableTracker]
@@ -188,7 +190,9 @@ def wrap_context_exit(tx: Translator, value: ContextExit, source: Source) -> Var
     """A resume function's ``ContextExit`` argument: guarded by type and key, never by identity
     (each call builds a new one)."""
     if not value.key or value.key[0] not in CARRIED_KINDS or value.done:
-        raise Unsupported("context_manager", f"an unknown context reached a resume function: {value}")
+        raise Unsupported(
+            "context_manager", f"an unknown context reached a resume function: {value}"
+        )
     add = tx.output.add_guard
     add(Guard(source, "TYPE_MATCH", ContextExit, ContextExit))
     # keys hold only str/bool/int/None/dtype items: the tuple's own == (one check)
@@ -240,7 +244,7 @@ WITH_CONVERTERS: list[Callable[[Translator, VariableTracker], ContextVariable | 
 
 
 def as_context(tx: Translator, vt: VariableTracker) -> ContextVariable:
-    """The context a ``with`` statement enters, or ``Unsupported`` (a clean break at the ``with``)."""
+    """The context a ``with`` statement enters, else ``Unsupported`` (a clean break at the with)."""
     if isinstance(vt, ContextVariable):
         return vt
     for convert in WITH_CONVERTERS:

@@ -1,12 +1,12 @@
-"""Context managers written in Python: ``@contextlib.contextmanager`` functions and user classes with
-``__enter__``/``__exit__``.
+"""Context managers written in Python: ``@contextlib.contextmanager`` functions and user classes
+with ``__enter__``/``__exit__``.
 
-``GeneratorContextVariable`` is what calling a ``@contextmanager`` function gives: entering it runs the
-generator function (inlined) up to its ``yield``, exiting runs it on to its end, so the code before
-and after the ``yield`` (``try``/``finally`` cleanup included) is traced like any code.
+``GeneratorContextVariable`` is what calling a ``@contextmanager`` function gives: entering it runs
+the generator function (inlined) up to its ``yield``, exiting runs it on to its end, so the code
+before and after the ``yield`` (``try``/``finally`` cleanup included) is traced like any code.
 ``UserMethodContextVariable`` inlines a user object's ``__enter__`` and ``__exit__``. Neither can be
-rebuilt by rewritten code in the middle of its block (a generator suspended at its ``yield``, user code
-that would run twice), so a graph break inside such a block is taken at its ``with`` instead
+rebuilt by rewritten code in the middle of its block (a generator suspended at its ``yield``, user
+code that would run twice), so a graph break inside such a block is taken at its ``with`` instead
 (``reenterable = False``); a user object that came from the inputs keeps its real ``__exit__``.
 TorchFunctionMode/TorchDispatchMode objects are refused: their ``with`` block runs in Python.
 """
@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import types
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode

@@ -1,14 +1,16 @@
 """Context managers that switch torch global state: grad mode, inference mode, autocast,
 ``torch.device``, ``torch.random.fork_rng``, ``contextlib.nullcontext``.
 
-``construct(tx, fn, args, kwargs)`` turns a call of one of torch's context classes (``torch.no_grad()``,
-``torch.autocast("cpu", dtype=...)``...) into its tracker; ``wrap_context_object`` does the same for a
-real one the code reaches (``@torch.no_grad()`` and ``@torch.autocast(...)`` decorators hold one).
-Each tracker enters and exits with graph nodes torch's own tracer uses (``_set_grad_enabled``,
-``_enter_autocast``/``_exit_autocast``, ``_enter_inference_mode``...), switching the real state at the
-same time while tracing. ``torch.device`` contexts have no node: factory calls under them get the device
-as an explicit argument (``device_for``). ``CARRIED_EXITS`` entries say how each kind's exit is traced
-in a resume function that starts inside the block.
+``construct(tx, fn, args, kwargs)`` turns a call of one of torch's context classes
+(``torch.no_grad()``, ``torch.autocast("cpu", dtype=...)``...) into its tracker;
+``wrap_context_object`` does the same for a real one the code reaches (``@torch.no_grad()`` and
+``@torch.autocast(...)`` decorators hold one). Each tracker enters and exits with graph nodes
+torch's own tracer uses (``_set_grad_enabled``, ``_enter_autocast``/``_exit_autocast``,
+``_enter_inference_mode``...), switching the real state at the same time while tracing.
+``torch.device`` contexts have no node: factory calls under them get the device as an explicit
+argument (``device_for``). How a resume function starting inside a block traces these contexts is
+in ``carried_contexts.py``; traced setters (``set_default_dtype``, ``use_deterministic_algorithms``)
+and queries of the state are at the end.
 """
 
 from __future__ import annotations
@@ -45,11 +47,8 @@ from ..global_state import StateEvent
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .contexts import (
-    CARRIED_KINDS,
     NONE,
     WITH_CONVERTERS,
-    CarriedContextVariable,
-    CarriedKind,
     ContextVariable,
     constant_args,
 )
@@ -70,8 +69,8 @@ def _switch_grad(tx: Translator, mode: bool) -> Callable[[], None]:
 
 @dataclass(eq=False)
 class GradModeVariable(ContextVariable):
-    """``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(mode)`` (which switches
-    when built: ``applied``; its exit restores the mode from before it was built)."""
+    """``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(mode)`` (which
+    switches when built: ``applied``; its exit restores the mode from before it was built)."""
 
     mode: bool = False
     factory: Any = None
@@ -112,7 +111,8 @@ class GradModeVariable(ContextVariable):
 
 @dataclass(eq=False)
 class InferenceModeVariable(ContextVariable):
-    """``torch.inference_mode(mode)``: a ``torch._C._InferenceMode`` guard, which also sets grad mode."""
+    """``torch.inference_mode(mode)``: a ``torch._C._InferenceMode`` guard, which also sets grad
+    mode."""
 
     mode: bool = True
 
@@ -149,8 +149,8 @@ class InferenceModeVariable(ContextVariable):
 
 @dataclass(eq=False)
 class AutocastVariable(ContextVariable):
-    """``torch.autocast(device, dtype, enabled, cache_enabled)`` with its arguments resolved as torch
-    resolves them (defaults, devices without autocast support)."""
+    """``torch.autocast(device, dtype, enabled, cache_enabled)`` with its arguments resolved as
+    torch resolves them (defaults, devices without autocast support)."""
 
     device: str = "cpu"
     dtype: Any = None
@@ -201,7 +201,7 @@ class AutocastVariable(ContextVariable):
 
 @dataclass(eq=False)
 class DeviceContextVariable(ContextVariable):
-    """``with torch.device(d):``: factory functions without a ``device`` get ``d`` (``device_for``)."""
+    """``with torch.device(d):``: factory calls without a ``device`` get ``d`` (``device_for``)."""
 
     device: Any = None
 
@@ -225,7 +225,9 @@ def device_for(tx: Translator, fn: Any, kwargs: dict[str, VariableTracker]) -> A
     if device is None or fn not in _device_constructors():
         return None
     given = kwargs.get("device")
-    if given is not None and not (given.is_python_constant() and given.as_python_constant() is None):
+    if given is not None and not (
+        given.is_python_constant() and given.as_python_constant() is None
+    ):
         return None
     return device
 
@@ -268,162 +270,6 @@ class NullContextVariable(ContextVariable):
 
     def recipe(self) -> ContextRecipe:
         return ContextRecipe(contextlib.nullcontext)
-
-
-# -- contexts a resume function receives open (see ``contexts.CarriedKind``) ----------------------
-def _grad_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
-    _, mode, prev = ctx.key
-    tx.output.state_node(torch._C._set_grad_enabled, (mode,))
-    ctx.record(tx, "enter", touches=_GRAD, key=ctx.key, data={"prev": prev})
-
-
-def _grad_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    ctx.record(tx, "exit", undo=_switch_grad(tx, ctx.key[2]), touches=_GRAD)
-    return NONE
-
-
-def _grad_leave(key: tuple) -> Callable[[], None]:
-    inside = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(key[2])
-    return lambda: torch._C._set_grad_enabled(inside)
-
-
-def _grad_expects(key: tuple, expected: dict[str, Any]) -> None:
-    expected["grad"] = key[1]
-
-
-def _inference_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
-    node = tx.output.state_node(enter_inference_mode, (ctx.key[1],))
-    ctx.record(
-        tx,
-        "enter",
-        close=lambda g: _state_call(g, exit_inference_mode, (node,)),
-        touches=_GRAD,
-        key=ctx.key,
-        data={"node": node},
-    )
-
-
-def _inference_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    node = ctx.log.find(ctx, "enter").data["node"]
-    tx.output.state_node(exit_inference_mode, (node,))
-    ctx.record(tx, "exit", undo=_inference_leave(ctx.key), touches=_GRAD)
-    return NONE
-
-
-def _inference_leave(key: tuple) -> Callable[[], None]:
-    """Outside a carried ``inference_mode(mode)`` while its guard stays on: a nested guard with the
-    state from before it (``_InferenceMode(prev)`` sets grad mode too: set it back as it was)."""
-    _, _mode, prev_grad, prev_inference = key
-    grad = torch.is_grad_enabled()
-    guard = _enter_inference_mode(prev_inference)
-    torch._C._set_grad_enabled(prev_grad)
-
-    def undo() -> None:
-        torch._C._set_grad_enabled(grad)
-        _exit_inference_mode(guard)
-
-    return undo
-
-
-def _inference_expects(key: tuple, expected: dict[str, Any]) -> None:
-    expected["inference"] = key[1]
-    expected["grad"] = not key[1]
-
-
-def _autocast_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
-    node = tx.output.state_node(enter_autocast, ctx.key[1:5])
-    ctx.record(
-        tx,
-        "enter",
-        close=lambda g: _state_call(g, exit_autocast, (node,)),
-        key=ctx.key,
-        data={"node": node},
-    )
-
-
-def _autocast_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    node = ctx.log.find(ctx, "enter").data["node"]
-    tx.output.state_node(exit_autocast, (node,))
-    ctx.record(tx, "exit", undo=_autocast_leave(ctx.key))
-    return ConstantVariable(False)
-
-
-def _autocast_leave(key: tuple) -> Callable[[], None]:
-    """Outside a carried autocast while it stays on: a nested one with the settings from before."""
-    device, _dtype, _enabled, _cache, prev_enabled, prev_dtype, prev_cache = key[1:]
-    mode = _enter_autocast(device, prev_dtype, prev_enabled, prev_cache)
-    return lambda: _exit_autocast(mode)
-
-
-def _autocast_expects(key: tuple, expected: dict[str, Any]) -> None:
-    device, dtype, enabled, cache = key[1:5]
-    expected[f"autocast:{device}"] = (enabled, dtype)
-    expected["autocast_cache"] = cache
-
-
-def _autocast_recipe(key: tuple) -> ContextRecipe:
-    device, dtype, enabled, cache = key[1:5]
-    return AutocastVariable(device=device, dtype=dtype, enabled=enabled, cache=cache).recipe()
-
-
-def _device_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
-    ctx.record(tx, "enter", device=torch.device(ctx.key[1]), key=ctx.key)
-
-
-def _device_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    # the real one stays on while tracing: what it would give is passed explicitly from here on
-    ctx.record(tx, "exit")
-    ctx.record(tx, "region", opens=True, device=torch.device(ctx.key[2]))
-    return NONE
-
-
-def _null_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
-    ctx.record(tx, "enter", key=ctx.key)
-
-
-def _null_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker:
-    ctx.record(tx, "exit")
-    return NONE
-
-
-def _no_expectation(key: tuple, expected: dict[str, Any]) -> None:
-    pass
-
-
-def _stays(key: tuple) -> Callable[[], None]:
-    return lambda: None
-
-
-CARRIED_KINDS.update(
-    grad=CarriedKind(
-        _grad_enter,
-        _grad_exit,
-        lambda key: ContextRecipe(torch.set_grad_enabled, (key[1],)),
-        _grad_expects,
-        _grad_leave,
-    ),
-    inference=CarriedKind(
-        _inference_enter,
-        _inference_exit,
-        lambda key: ContextRecipe(torch.inference_mode, (key[1],)),
-        _inference_expects,
-        _inference_leave,
-    ),
-    autocast=CarriedKind(
-        _autocast_enter, _autocast_exit, _autocast_recipe, _autocast_expects, _autocast_leave
-    ),
-    device=CarriedKind(
-        _device_enter,
-        _device_exit,
-        lambda key: ContextRecipe(torch.device, (key[1],)),
-        _no_expectation,
-        _stays,
-    ),
-    null=CarriedKind(
-        _null_enter, _null_exit, lambda key: ContextRecipe(contextlib.nullcontext), _no_expectation, _stays
-    ),
-)
 
 
 def _state_call(graph: torch.fx.Graph, fn: Any, args: tuple) -> None:
@@ -518,8 +364,8 @@ def inference_mode_query(tx: Translator) -> VariableTracker:
 def construct(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """The tracker for ``fn(*args, **kwargs)`` if ``fn`` makes (or, like ``torch._C._set_grad_enabled``,
-    is) a state context, else None."""
+    """The tracker for ``fn(*args, **kwargs)`` if ``fn`` makes (or, like
+    ``torch._C._set_grad_enabled``, is) a state context, else None."""
     log = tx.output.state
     if fn in (torch.no_grad, torch.enable_grad):
         constant_args(fn.__name__, args, kwargs)
@@ -570,7 +416,12 @@ def _fork_rng(tx: Translator, values: list[Any], named: dict[str, Any]) -> Conte
     """``fork_rng(devices=None, enabled=True, _caller=..., _devices_kw=..., device_type=None)``,
     resolved as torch resolves it (the default device type is the current accelerator's)."""
     names = ("devices", "enabled", "_caller", "_devices_kw", "device_type")
-    bound = {"devices": None, "enabled": True, "device_type": None, **dict(zip(names, values))}
+    bound = {
+        "devices": None,
+        "enabled": True,
+        "device_type": None,
+        **dict(zip(names, values, strict=False)),
+    }
     bound.update(named)
     device_type = bound["device_type"]
     if device_type == "meta" or not bound["enabled"]:
@@ -588,7 +439,9 @@ def _fork_rng(tx: Translator, values: list[Any], named: dict[str, Any]) -> Conte
 _INSTANCE_KINDS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
 
 
-def wrap_context_object(tx: Translator, value: Any, source: Source | None) -> VariableTracker | None:
+def wrap_context_object(
+    tx: Translator, value: Any, source: Source | None
+) -> VariableTracker | None:
     """A real context object (or the bound ``clone`` of one, which torch's context decorators call
     on each call), guarded by identity and the settings read from it; None for anything else."""
     if isinstance(value, types.MethodType) and isinstance(value.__self__, _DecoratorContextManager):
