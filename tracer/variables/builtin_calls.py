@@ -16,6 +16,8 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..exc import Unsupported
 from . import model_output
 from .base import VariableTracker
@@ -30,7 +32,8 @@ from .containers import (
 )
 from .functions import PartialVariable
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
-from .tensor import TensorVariable
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable, to_scalar
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -472,14 +475,28 @@ BUILTINS[any] = _any_all(builtins.any)
 BUILTINS[all] = _any_all(builtins.all)
 
 
-@builtin(bool, int, float)
-def to_number(tx: Translator, value: VariableTracker) -> VariableTracker:
+@builtin(bool)
+def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return ConstantVariable(tx.dispatch.truth(tx, value))
+
+
+@builtin(int)
+def int_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__int__", torch.sym_int)
+
+
+@builtin(float)
+def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__float__", torch.sym_float)
+
+
+def _to_number(tx: Translator, value: VariableTracker, method: str, sym: Any) -> VariableTracker:
+    """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
+    symbolic number: the conversion, in the graph."""
     if isinstance(value, TensorVariable):
-        raise Unsupported(
-            "tensor_to_python",
-            "converting a tensor to a Python number",
-            hint="keep the value a tensor",
-        )
+        return to_scalar(tx, value, method)
+    if isinstance(value, SymNodeVariable):
+        return tx.output.call_function(sym, (value,), {})
     raise Unsupported("builtin", f"number conversion of {value}")
 
 
