@@ -127,3 +127,16 @@ def test_item_of_many_elements_raises_like_eager():
     for f in (fn, compiled):
         with pytest.raises(RuntimeError):
             f(torch.randn(3))
+
+
+def test_slice_object_with_tensor_bounds_lives_across_a_break():
+    def fn(x, start, end):
+        window = slice(start, end)
+        bytegraph.graph_break()
+        return x[window] * 2
+
+    make = [
+        lambda a=a, b=b: (torch.randn(8), torch.tensor(a), torch.tensor(b))
+        for a, b in [(1, 5), (2, 6), (-3, 8)]
+    ]
+    check_breaks(fn, make[0], graphs=1, breaks=1, calls=make)  # nothing to compute before

@@ -35,6 +35,7 @@ from .objects import (
     PythonModuleVariable,
     UserObjectVariable,
 )
+from .slices import SliceVariable
 from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
@@ -95,6 +96,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
+    if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        parts = [wrap(tx, getattr(value, a), AttrSource(source, a)) for a in _SLICE_ATTRS]
+        return SliceVariable(*parts, source=source)
     if cls is torch.device:
         add(
             Guard(source, "TYPE_MATCH", cls, cls)
@@ -177,6 +182,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return CFunctionVariable(value, source)  # breaks when called
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+_SLICE_ATTRS = ("start", "stop", "step")
 
 
 def _literal_items(value: slice | frozenset) -> bool:

@@ -32,6 +32,7 @@ from .containers import (
 )
 from .functions import PartialVariable
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
+from .slices import make_slice
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable, to_scalar
 
@@ -498,6 +499,14 @@ def _to_number(tx: Translator, value: VariableTracker, method: str, sym: Any) ->
     if isinstance(value, SymNodeVariable):
         return tx.output.call_function(sym, (value,), {})
     raise Unsupported("builtin", f"number conversion of {value}")
+
+
+@builtin(slice)
+def slice_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``slice(stop)``, ``slice(start, stop[, step])`` with symbolic or tensor bounds."""
+    if not 1 <= len(args) <= 3:
+        raise Unsupported("python_error", "TypeError: slice expected 1 to 3 arguments")
+    return make_slice([ConstantVariable(None), args[0]] if len(args) == 1 else list(args))
 
 
 @builtin(callable)
