@@ -108,7 +108,7 @@ class CompiledCode:
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
             cells,
-            tuple(inspect.signature(fn, follow_wrapped=False).parameters),
+            tuple(name for name, _ in _parameters(fn.__code__)),
         )
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import (
     ClosureSource,
@@ -184,6 +185,15 @@ class Translator:
             if point is not None:
                 raise self._break_here(point[1], point[2], e) from None
             raise self._break_here(index, saved, e) from None
+        except GuardOnDataDependentSymNode as e:  # a value computed from tensor data was needed
+            cond = getattr(e, "cond", None)
+            cond = str(e).splitlines()[0] if cond is None else cond
+            reason = Unsupported(
+                "data_dependent",
+                f"needs to know whether {cond}, a value computed from tensor data",
+                hint="keep the decision in tensor operations (torch.where), or move it out",
+            )
+            raise self._break_here(index, saved, reason) from None
 
     def with_start(self) -> tuple[Translator, int, tuple]:
         """Where the running instruction (a ``with``) began: a context that rewritten code cannot

@@ -1,6 +1,7 @@
-"""A trace that fails (a bug in bytegraph, or a construct that cannot be traced at all) is remembered:
-later calls under the same guards run the original code with no new trace, the warning is given once
-per code object, and the failure shows in ``explain``, ``stats()`` and the graph-break log."""
+"""A trace that fails (a bug in bytegraph, or a construct that cannot be traced at all) is
+remembered: later calls under the same guards run the original code with no new trace, the warning
+is given once per code object, and the failure shows in ``explain``, ``stats()`` and the
+graph-break log."""
 
 from __future__ import annotations
 
