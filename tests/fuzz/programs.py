@@ -31,12 +31,23 @@ TENSORS = ("a", "b", "c")
 INTS = ("i", "j")
 
 PRELUDE = '''\
+import contextlib
+
 import torch
 import bytegraph
 
 G_count = 0
 G_list = []
 G_scale = 2
+
+
+@contextlib.contextmanager
+def scoped(k):
+    G_list.append(k)
+    try:
+        yield k
+    finally:
+        G_list.append(-k)
 
 
 class Obj:
@@ -241,7 +252,12 @@ class Gen:
                 f"except {exc} as e:\n    {self.n()} = len(str(e))")
 
     def no_grad(self, depth: int) -> str:
-        return f"with torch.no_grad():\n{self.block(depth, self.rng.randint(1, 2))}"
+        """A ``with`` block on a context manager that changes torch state (or a user generator)."""
+        ctx = self.pick(["torch.no_grad()", "torch.enable_grad()", "torch.set_grad_enabled(False)",
+                         "torch.autocast('cpu', dtype=torch.bfloat16)",
+                         "torch.autocast('cpu', enabled=False)", "torch.inference_mode()",
+                         "contextlib.nullcontext()", f"scoped({self.rng.randint(1, 3)})"])
+        return f"with {ctx}:\n{self.block(depth, self.rng.randint(1, 2))}"
 
     def inner_fn(self, depth: int) -> str:
         k = self.n()
@@ -308,7 +324,8 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
     return {"error": None if error is None else (type(error), str(error)), "result": result,
             "printed": out.getvalue(), "lst": lst, "d": d, "obj": dict(vars(obj)),
             "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]), "cells": cells(),
-            "grad": torch.is_grad_enabled()}
+            "grad": torch.is_grad_enabled(), "inference": torch.is_inference_mode_enabled(),
+            "autocast": (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))}
 
 
 def compare(actual: Any, expected: Any, path: str = "") -> str | None:
