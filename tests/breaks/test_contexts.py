@@ -30,7 +30,10 @@ def run_both(fn, *args, backend=None, calls=3):
     counter = CompileCounter(backend)
     compiled = bytegraph.compile(fn, backend=counter)
     for _ in range(calls):
-        for_eager = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+        for_eager = [
+            a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for a in args
+        ]
         expected, expected_state = _outcome(fn, for_eager)
         actual, actual_state = _outcome(compiled, list(args))
         assert actual_state == expected_state
@@ -365,3 +368,64 @@ def test_cuda_autocast_with_a_break_inside(dtype, backend):
             assert a.dtype == e.dtype
             torch.testing.assert_close(a, e, atol=1e-2, rtol=1e-2)
         assert not torch.is_autocast_enabled("cuda")
+
+
+def test_data_dependent_branch_inside_autocast():
+    def fn(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = x @ x
+            if y.sum() > 0:  # decided in Python, inside the block
+                z = y @ x
+            else:
+                z = y @ y
+        return z, z.float() + 1
+
+    run_both(fn, torch.randn(4, 4))
+    run_both(fn, -torch.ones(4, 4))
+
+
+def test_set_grad_enabled_block_left_open_at_a_break():
+    def fn(x, mode):
+        with torch.set_grad_enabled(mode):
+            y = x * 2
+            print("grad", torch.is_grad_enabled())
+            z = y * x
+        return z, x * 3
+
+    run_both(fn, torch.randn(3, requires_grad=True), False)
+    run_both(fn, torch.randn(3, requires_grad=True), True)
+
+
+def test_generator_context_yielding_a_tensor():
+    @contextlib.contextmanager
+    def doubled(t):
+        with torch.no_grad():
+            yield t * 2
+
+    def fn(x):
+        with doubled(x) as d:
+            y = d + x
+        return y, d
+
+    run_both(fn, torch.randn(3, requires_grad=True))
+
+
+def test_generator_context_failing_before_its_yield():
+    @contextlib.contextmanager
+    def checked(t):
+        if t.sum() > 100:  # data-dependent: decided in Python
+            raise ValueError("too big")
+        yield t
+
+    def fn(x):
+        with checked(x) as t:
+            y = t + 1
+        return y
+
+    compiled, _ = compile_counted(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(compiled(torch.ones(3)), fn(torch.ones(3)))
+        with pytest.raises(ValueError, match="too big"):
+            compiled(torch.full((3,), 50.0))
+    assert torch.is_grad_enabled()
