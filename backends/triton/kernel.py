@@ -310,7 +310,10 @@ class TritonKernel:
         body = self.render_body(arg_names, set(keep))
         params = [arg_names[n] for n in pointers] + list(self.size_args.values()) + ["xnumel"]
         if self.reduction:
-            params.append("rnumel")
+            # NOTE(triton 3.6 interpreter): a plain int argument becomes a shape-[1] array there,
+            # and ``range(0, rnumel, RBLOCK)`` calls ``int()`` on it, which numpy >= 2.5 refuses.
+            # A constexpr stays a Python int under the interpreter and costs nothing there.
+            params.append("rnumel: tl.constexpr" if self.looped and config.interpret() else "rnumel")
         params += ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.reduction else [])
         header = [
             f"# kernel: {name}",
