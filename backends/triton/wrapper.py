@@ -43,8 +43,11 @@ class _State:
     reusable: set[str] = field(default_factory=set)
 
 
-def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
-    """Generate kernels for ``steps`` and the ``call`` function running them."""
+def generate_wrapper(
+    graph: GraphLowering, steps: list[Step], autotune: bool = False
+) -> WrapperCode:
+    """Generate kernels for ``steps`` and the ``call`` function running them (each kernel's
+    block sizes autotuned per shape with ``autotune``)."""
     state = _State()
     state.globals.update(
         torch=torch,
@@ -64,7 +67,7 @@ def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
     for step in steps:
         if isinstance(step, FusedGroup):
             gen = TritonKernel(step, len(launchers), dtypes, numels).generate()
-            launchers.append(KernelLauncher(gen))
+            launchers.append(KernelLauncher(gen, autotune=autotune))
             generated.append(gen)
             mutated = {n.buffer.mutates for n in step.nodes if n.buffer.mutates is not None}
             step_reads.append(set(gen.pointer_args) - set(gen.stored) | mutated)

@@ -48,10 +48,10 @@ def symbolic_inputs(inputs: list) -> list:
     return out
 
 
-def compile_fn(fn, *inputs, dynamic: bool = False):
+def compile_fn(fn, *inputs, dynamic: bool = False, options=None):
     gm = to_graph(fn)
     example = symbolic_inputs(list(inputs)) if dynamic else list(inputs)
-    return lookup_backend("triton")(gm, example)
+    return lookup_backend("triton")(gm, example, options)
 
 
 def flat(out) -> list:
