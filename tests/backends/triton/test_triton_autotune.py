@@ -15,6 +15,8 @@ import pytest
 import torch
 from bytegraph.backends.triton import Options, autotune, config, launch
 
+pytestmark = pytest.mark.interpreter_only  # the GPU parts are the gpu-marked tests below
+
 MAX_AUTOTUNE = Options(max_autotune=True)
 
 

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 from bytegraph.backends.triton import Options, compile_triton, config, cudagraphs, triton_backend
 
+pytestmark = pytest.mark.interpreter_only  # the GPU parts are the gpu-marked tests below
+
 CUDAGRAPHS = Options(cudagraphs=True)
 
 
