@@ -1,8 +1,9 @@
 """Compiling and launching generated kernels.
 
-``load_kernel(source, name)`` writes the source to ``config.cache_dir/<sha256>.py`` (once; the file
-name is the source hash, so an identical kernel is never written or imported twice) and returns the
-``@triton.jit`` function. ``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
+``load_kernel(source, name)`` writes the kernel's canonical text (no comments, a name derived from
+its hash) to ``config.cache_dir/k<hash>.py`` once and returns the ``@triton.jit`` function: a
+kernel that only differs in name (one per repeated layer) is written, imported and compiled once.
+``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
 ``autotune.Autotuner``'s pick per size tuple) and computes the grid on each call.
 ``ensure_strides`` is the wrapper's guard that tensors arrive with the strides the code assumes.
 """
@@ -22,11 +23,6 @@ import torch
 from . import config
 from .autotune import Autotuner, next_power_of_2
 from .kernel import GeneratedKernel
-
-try:
-    import triton
-except ImportError:  # the package must import without triton: is_available_for says False
-    triton = None
 
 _MODULES: dict[str, Any] = {}
 
@@ -54,10 +50,24 @@ def module_source(kernel: GeneratedKernel) -> str:
     return PRELUDE.format(libdevice=libdevice) + helpers + kernel.source
 
 
-def load_kernel(source: str, name: str) -> Any:
-    """The ``@triton.jit`` function ``name`` defined in ``source`` (cached on disk by hash)."""
+def canonical_source(source: str, name: str) -> tuple[str, str]:
+    """The text a kernel is compiled from and its function name there: comment lines dropped and
+    ``name`` replaced by one derived from the rest, so kernels that differ only in name and fx-node
+    comments (a repeated layer's) are compiled once. Profilers show these derived names."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+    text = "\n".join(lines).replace(f"def {name}(", "def KERNEL(") + "\n"
     mode = "interpret" if config.interpret() else "compiled"  # triton.jit differs between them
-    digest = hashlib.sha256(f"{mode}\n{source}".encode()).hexdigest()[:32]
+    digest = hashlib.sha256(f"{mode}\n{text}".encode()).hexdigest()[:32]
+    kind = "red" if name.startswith("triton_red") else "poi"
+    fn_name = f"triton_{kind}_{digest[:16]}"
+    return text.replace("def KERNEL(", f"def {fn_name}("), fn_name
+
+
+def load_kernel(source: str, name: str) -> Any:
+    """The ``@triton.jit`` function ``name`` of ``source``, compiled from its canonical text
+    (``canonical_source``), which is written to ``config.cache_dir`` once under its hash."""
+    text, fn_name = canonical_source(source, name)
+    digest = fn_name.rsplit("_", 1)[1]
     module = _MODULES.get(digest)
     if module is None:
         os.makedirs(config.cache_dir, exist_ok=True)
@@ -65,7 +75,7 @@ def load_kernel(source: str, name: str) -> Any:
         if not os.path.exists(path):
             fd, tmp = tempfile.mkstemp(dir=config.cache_dir, suffix=".py")
             with os.fdopen(fd, "w") as f:
-                f.write(source)
+                f.write(text)
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location(f"bytegraph_kernel_{digest}", path)
         assert spec is not None and spec.loader is not None
@@ -73,7 +83,7 @@ def load_kernel(source: str, name: str) -> Any:
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         _MODULES[digest] = module
-    return getattr(module, name)
+    return getattr(module, fn_name)
 
 
 def static(expr: Any, default: int) -> int:
