@@ -4,8 +4,8 @@ GPT decode step with a KV cache.
 Each ``make_<model>(smoke)`` returns a ``Workload``: the module (random init, dropout off so every
 compiler computes the same function), a function making its inputs on a device, and the training
 loss. ``smoke=True`` gives tiny sizes for a CPU run under ``TRITON_INTERPRET=1``. BERT and ViT come
-from ``transformers`` (configs only, no weights downloaded); the ResNet is ResNet-50 from
-``torchvision`` when it is installed, else a ResNet-18 defined here. Used by ``models_gpu.py`` and
+from ``transformers`` (configs only, no weights downloaded). Sizes are full-width layers but few of
+them (2), so that both compilers' compile times fit one GPU session. Used by ``models_gpu.py`` and
 ``decode.py``.
 """
 
@@ -89,7 +89,7 @@ def lm_loss(logits: torch.Tensor, inputs: tuple) -> torch.Tensor:
 
 def make_gpt(smoke: bool) -> Workload:
     vocab, block, layers, d, heads, batch = (
-        (128, 16, 1, 32, 2, 2) if smoke else (50304, 512, 4, 768, 12, 8)
+        (128, 16, 1, 32, 2, 2) if smoke else (50304, 512, 2, 768, 12, 8)
     )
     model = NanoGPT(vocab, block, layers, d, heads)
     return Workload(
@@ -165,7 +165,7 @@ class LlamaStack(nn.Module):
 
 def make_llama(smoke: bool) -> Workload:
     vocab, seq, layers, d, heads, batch = (
-        (128, 16, 1, 32, 2, 2) if smoke else (32000, 512, 4, 1024, 16, 4)
+        (128, 16, 1, 32, 2, 2) if smoke else (32000, 512, 2, 1024, 16, 4)
     )
     model = LlamaStack(vocab, seq, layers, d, heads)
     return Workload(
@@ -182,7 +182,7 @@ def make_llama(smoke: bool) -> Workload:
 def make_bert(smoke: bool) -> Workload:
     import transformers  # optional dependency: only these two models need it
 
-    layers, d, heads, seq, batch = (1, 32, 2, 16, 2) if smoke else (4, 768, 12, 512, 8)
+    layers, d, heads, seq, batch = (1, 32, 2, 16, 2) if smoke else (2, 768, 12, 512, 8)
     config = transformers.BertConfig(
         num_hidden_layers=layers,
         hidden_size=d,
@@ -206,7 +206,7 @@ def make_bert(smoke: bool) -> Workload:
 def make_vit(smoke: bool) -> Workload:
     import transformers
 
-    layers, d, heads, image, batch = (1, 32, 2, 32, 2) if smoke else (4, 768, 12, 224, 16)
+    layers, d, heads, image, batch = (1, 32, 2, 32, 2) if smoke else (2, 768, 12, 224, 16)
     config = transformers.ViTConfig(
         num_hidden_layers=layers,
         hidden_size=d,
@@ -268,20 +268,12 @@ class ResNet18(nn.Module):
 
 
 def make_resnet(smoke: bool) -> Workload:
-    batch, image = (2, 32) if smoke else (32, 224)
-    try:
-        import torchvision
-
-        model, name = torchvision.models.resnet50(), "torchvision ResNet-50"
-    except ImportError:
-        model, name = ResNet18(), "ResNet-18 (torchvision not installed)"
-    if smoke:
-        model, name = ResNet18(width=8, classes=10), "ResNet-18, width 8"
+    batch, image, width, classes = (2, 32, 8, 10) if smoke else (32, 224, 64, 1000)
     return Workload(
-        model,
+        ResNet18(width, classes),
         lambda dev, dt: (torch.randn(batch, 3, image, image, device=dev, dtype=dt),),
         lambda out, inputs: out.float().square().mean(),
-        f"{name}, batch {batch} x {image}px",
+        f"ResNet-18 (width {width}), batch {batch} x {image}px",
     )
 
 
