@@ -48,11 +48,11 @@ def systems(smoke: bool) -> dict[str, Callable[[torch.nn.Module], tuple[Callable
     }
     if not smoke:
         found["bytegraph triton + CUDA graphs"] = ours({"triton.cudagraphs": True})
-        found["torch.compile"] = lambda m: (torch.compile(m), None)
         found["torch.compile reduce-overhead"] = lambda m: (
             torch.compile(m, mode="reduce-overhead"),
             None,
         )
+        found["torch.compile"] = lambda m: (torch.compile(m), None)
     return found
 
 
@@ -85,13 +85,20 @@ def latency(step: Callable[[], Any], calls: int, device: str) -> float:
     return 1e6 * (time.perf_counter() - start) / calls
 
 
-def run(args: argparse.Namespace, device: str) -> str:
+def run(args: argparse.Namespace, device: str) -> list[str]:
+    """The table's lines, each also printed as soon as it is measured."""
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     torch.manual_seed(0)
     base = make_decode(args.smoke).to(device).eval()
     token = torch.tensor([[7]], device=device)
     pos = torch.tensor([3], device=device)
-    lines = ["| system | us / call | vs eager | max abs diff of logits | notes |"]
-    lines.append("|" + " --- |" * 5)
+    emit("| system | us / call | vs eager | max abs diff of logits | notes |")
+    emit("|" + " --- |" * 5)
     eager_us, eager_logits = None, None
     with torch.no_grad():
         for name, build in systems(args.smoke).items():
@@ -101,16 +108,14 @@ def run(args: argparse.Namespace, device: str) -> str:
                 logits = fn(token, pos)
                 us = latency(lambda fn=fn: fn(token, pos), args.calls, device)
             except Exception as e:  # reported; the other systems still run
-                lines.append(f"| {name} | error | | | `{type(e).__name__}: {e}`"[:300] + " |")
+                emit(f"| {name} | error | | | `{type(e).__name__}: {e}`"[:300] + " |")
                 continue
             if eager_us is None:
                 eager_us, eager_logits = us, logits
             diff = float((logits.float() - eager_logits.float()).abs().max())
-            lines.append(
-                f"| {name} | {us:.0f} | {eager_us / us:.2f}x | {diff:.1e} | {graph_stats(info)} |"
-            )
+            emit(f"| {name} | {us:.0f} | {eager_us / us:.2f}x | {diff:.1e} | {graph_stats(info)} |")
             bytegraph.reset()
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,11 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("decode.py: no GPU (torch.cuda.is_available() is False): nothing measured")
         return 0
-    text = run(args, device)
-    print(text)
+    lines = run(args, device)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(text)
+            f.write("\n".join(lines) + "\n")
     return 0
 
 

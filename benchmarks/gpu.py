@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: (title, command after ``python -m``, share of the budget left when the stage starts)
 STAGES = [
-    ("Kernel bandwidth (% of a device-to-device copy)", ["benchmarks.kernels", "--inductor"], 0.13),
+    ("Kernel bandwidth (% of a device-to-device copy)", ["benchmarks.kernels", "--inductor"], 0.18),
     ("Decode step latency, with and without CUDA graphs", ["benchmarks.decode"], 0.1),
     ("Whole models: bytegraph vs torch.compile", ["benchmarks.models_gpu"], 0.55),
 ]

@@ -104,17 +104,21 @@ def measure(fn: Callable, inputs: list[torch.Tensor], device: str) -> tuple[floa
     return (nbytes(inputs) + nbytes(out)) / seconds / 1e9, out
 
 
-def run(args: argparse.Namespace, device: str) -> str:
+def run(args: argparse.Namespace, device: str) -> list[str]:
+    """The table's lines, each also printed as soon as it is measured."""
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     copy_gbs = copy_bandwidth(device, args.smoke)
     head = "| case | dtype | GB/s | % copy | kernels | max abs err |"
     if args.inductor:
         head += " inductor % copy |"
-    lines = [
-        f"Device-to-device copy: {copy_gbs:.0f} GB/s (bytes read + written).",
-        "",
-        head,
-        "|" + " --- |" * (head.count("|") - 1),
-    ]
+    emit(f"Device-to-device copy: {copy_gbs:.0f} GB/s (bytes read + written).\n")
+    emit(head)
+    emit("|" + " --- |" * (head.count("|") - 1))
     ours_pct: list[float] = []
     for dtype in args.dtypes:
         for name, (fn, shapes) in cases(args.smoke).items():
@@ -132,11 +136,11 @@ def run(args: argparse.Namespace, device: str) -> str:
                 line += f" {100 * theirs / copy_gbs:.0f}% |"
             elif args.inductor:
                 line += " - |"
-            lines.append(line)
+            emit(line)
             bytegraph.reset()
     below = sum(p < 85 for p in ours_pct)
-    lines += ["", f"{below} of {len(ours_pct)} cases below 85% of the copy."]
-    return "\n".join(lines) + "\n"
+    emit(f"\n{below} of {len(ours_pct)} cases below 85% of the copy.")
+    return lines
 
 
 def max_error(actual: object, expected: object) -> float:
@@ -163,11 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("kernels.py: no GPU (torch.cuda.is_available() is False): nothing measured")
         return 0
-    text = run(args, device)
-    print(text)
+    lines = run(args, device)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(text)
+            f.write("\n".join(lines) + "\n")
     return 0
 
 

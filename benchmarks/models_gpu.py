@@ -7,13 +7,13 @@ fp32 and bf16, inference (``torch.no_grad``) and a training step (forward, loss,
         [--modes infer,train] [--budget SECONDS] [--markdown FILE] [--no-inductor]
     TRITON_INTERPRET=1 python -m benchmarks.models_gpu --smoke --models nanogpt  # CPU check
 
-Each model runs in its own process (a crash or a hang costs that model only); cases past the time
-budget are reported as skipped. Per case: median step time of eager, bytegraph and Inductor
-(``triton.testing.do_bench``), speedups over eager and their geometric means, compile time (first
-step minus a steady step), the relative error of the first step's output (inference: the output;
-training: the loss) against the same step computed eagerly in fp32, and our kernel and fallback
-counts. fp32 matmuls use TF32 in all three (``high`` precision). Without a GPU
-(and without ``--smoke``) it prints one "no GPU" line and exits 0.
+Each model runs in its own process (a crash or a hang costs that model only) with an equal share of
+the time budget left; cases past it are reported as skipped. Per case: median step time of eager,
+bytegraph and Inductor (``triton.testing.do_bench``), speedups over eager and their geometric
+means, compile time (first step minus a steady step), the relative error of the first step's
+output (inference: the output; training: the loss) against the same step computed eagerly in fp32,
+and our frame, kernel and fallback counts. fp32 matmuls use TF32 in all three (``high``
+precision). Without a GPU (and without ``--smoke``) it prints one "no GPU" line and exits 0.
 """
 
 from __future__ import annotations
@@ -200,6 +200,12 @@ def run_model(name: str, args: argparse.Namespace, deadline: float) -> list[dict
     cmd += [] if args.inductor else ["--no-inductor"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows: list[dict[str, Any]] = []
+    if time.time() + 10 > deadline:  # not even time to start a process
+        return [
+            {"model": name, "dtype": d, "mode": m, "skipped": "time budget"}
+            for d in args.dtypes
+            for m in args.modes
+        ]
     try:
         proc = subprocess.run(
             cmd, cwd=root, capture_output=True, text=True, timeout=max(5, deadline - time.time())
@@ -318,7 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         worker(args)
         return 0
     deadline = time.time() + args.budget
-    rows = [row for name in args.models for row in run_model(name, args, deadline)]
+    rows: list[dict[str, Any]] = []
+    for k, name in enumerate(args.models):  # a fair share each; what one leaves, the next gets
+        share = (deadline - time.time()) / (len(args.models) - k)
+        rows += run_model(name, args, time.time() + share)
     text = markdown(rows)
     print(text)
     if args.markdown:
