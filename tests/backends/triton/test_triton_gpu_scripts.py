@@ -33,16 +33,30 @@ def test_gpu_script_without_a_gpu_says_so_and_exits_zero(tmp_path):
 
 
 def test_benchmarks_complete_their_smoke_runs():
-    kernels = run([sys.executable, "-m", "benchmarks.kernels", "--smoke", "--dtypes", "fp32"])
-    assert kernels.returncode == 0, kernels.stderr
-    assert "| fused: residual add + RMSNorm | fp32 |" in kernels.stdout
-    decode = run([sys.executable, "-m", "benchmarks.decode", "--smoke"])
-    assert decode.returncode == 0, decode.stderr
-    assert "| bytegraph triton |" in decode.stdout and "error" not in decode.stdout
-    models = run(
-        [sys.executable, "-m", "benchmarks.models_gpu", "--smoke", "--models", "nanogpt"]
-        + ["--dtypes", "fp32", "--modes", "train"]
-    )
-    assert models.returncode == 0, models.stderr
-    assert "| nanogpt | fp32 | train |" in models.stdout and "not run" not in models.stdout
-    assert "| all |" in models.stdout
+    commands = {
+        "kernels": ["benchmarks.kernels", "--smoke", "--dtypes", "fp32"],
+        "decode": ["benchmarks.decode", "--smoke"],
+        "models": ["benchmarks.models_gpu", "--smoke", "--models", "nanogpt", "--dtypes", "fp32"]
+        + ["--modes", "train"],
+    }
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    procs = {  # in parallel: each spends most of its time importing torch
+        name: subprocess.Popen(
+            [sys.executable, "-m", *cmd],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        for name, cmd in commands.items()
+    }
+    out = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{name}: {stderr}"
+        out[name] = stdout
+    assert "| fused: residual add + RMSNorm | fp32 |" in out["kernels"]
+    assert "| bytegraph triton |" in out["decode"] and "error" not in out["decode"]
+    assert "| nanogpt | fp32 | train |" in out["models"] and "not run" not in out["models"]
+    assert "| all |" in out["models"]
