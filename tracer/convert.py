@@ -117,10 +117,10 @@ def _finish(
     live = (
         [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
     )
-    graphs, ops = _emit_graph_call(
-        cg, output, [*live, *_side_effect_values(output)], backend, numbering
-    )
-    swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
+    replayed = output.side_effects.plan(live)  # which objects made in the trace escape
+    output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
+    graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
+    swapped = _preload_stale(cg, output, [*live, *replayed])
     try:
         output.side_effects.codegen(cg)
         if frames is None:
@@ -242,14 +242,6 @@ def _emit_graph_call(
     cg.store_local(cg.output_var)
     cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
     return [gm], [ops]
-
-
-def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
-    effects = output.side_effects
-    values = [v for _, _, v in effects.attr_stores.values()]
-    values += list(effects.global_stores.values()) + list(effects.cell_stores.values())
-    values += list(effects.mutated.values())
-    return values
 
 
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:

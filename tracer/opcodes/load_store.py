@@ -18,8 +18,7 @@ from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.modules import NNModuleVariable
-from ..variables.objects import SuperVariable, UserObjectVariable
+from ..variables.objects import SuperVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -238,12 +237,9 @@ def load_method(tx: Translator, inst: Instr) -> None:
 
 @handler("STORE_ATTR")
 def store_attr(tx: Translator, inst: Instr) -> None:
-    """(value obj --)  obj.name = value, on objects that existed before the call (side effect)."""
+    """(value obj --)  obj.name = value: setters, ``__setattr__`` run; stores are side effects."""
     obj, value = tx.pop(), tx.pop()
-    if isinstance(obj, (UserObjectVariable, NNModuleVariable)) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, inst.arg, value)
-        return
-    raise Unsupported("store_attr", f"attribute store .{inst.arg} on {obj}")
+    tx.dispatch.store_attr(tx, obj, inst.arg, value)
 
 
 @handler("LOAD_ASSERTION_ERROR")

@@ -20,7 +20,7 @@ import torch
 
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
@@ -60,7 +60,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         if (
             vt.source is not None
             and vt.source != source
-            and not isinstance(source.root, ConstSource)
+            and not isinstance(source.root, (ConstSource, FreshSource))
+            and not isinstance(vt.source.root, FreshSource)
         ):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
@@ -153,7 +154,10 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
             source,
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-        add(identity)
+        # Not its identity: every ``obj.method`` read makes a new bound method (and one made during
+        # the call, passed to a resume function, is new on every call). What it calls is guarded
+        # through ``__func__`` and ``__self__``.
+        add(Guard(source, "TYPE_MATCH", types.MethodType, types.MethodType))
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
         return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)

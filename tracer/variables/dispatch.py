@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls
+from . import builtin_calls, container_methods, torch_calls, user_objects
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 call_torch = torch_calls.call_torch
 call_builtin = builtin_calls.call_builtin
-construct = builtin_calls.construct
+construct = user_objects.construct
+store_attr = user_objects.store_attribute
+namedtuple_attribute = user_objects.namedtuple_attribute
 
 
 def call(

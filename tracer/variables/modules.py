@@ -42,7 +42,7 @@ from ...guards.build import GuardSet
 from ...guards.epoch import EPOCH, PerRootCache
 from ...guards.guard import Guard, WeakArg
 from ...guards.kinds import ConstTable
-from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
+from ...guards.sources import AttrSource, DictValueSource, ItemSource, LocalSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -102,18 +102,30 @@ class NNModuleVariable(UserObjectVariable):
         module = self.value
         _check_hooks(module)
         call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
-        for hook in module._forward_pre_hooks.values():
-            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args))], {})
+        for hook in self._hooks(tx, "_forward_pre_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 args = list(result.items) if isinstance(result, TupleVariable) else [result]
         output = call.call_function(tx, args, kwargs)
-        for hook in module._forward_hooks.values():
-            result = tx.wrap(hook, None).call_function(
-                tx, [self, TupleVariable(list(args)), output], {}
-            )
+        for hook in self._hooks(tx, "_forward_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), output], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 output = result
         return output
+
+    def _hooks(self, tx: Translator, table: str) -> list[VariableTracker]:
+        """The hooks in ``module.<table>``, each read through its own source (by position:
+        ``[*L['m']._forward_hooks.values()][0]``; the keys are handle ids, new at each
+        registration) so that what a hook reaches (a list in its closure, an object attribute) is
+        guarded and its mutations replayed like any input's. Which hooks are registered is part of
+        the module's ``MODULE_TREE`` check (``_hooks_match``)."""
+        hooks = getattr(self.value, table)
+        if hooks and self.source is None:
+            raise Unsupported("module_hooks", f"hooks of a module reached without a source: {self}")
+        return [
+            tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i))
+            for i, hook in enumerate(hooks.values())
+        ]
 
     def call_method(
         self,

@@ -20,9 +20,10 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ..exc import Unsupported
+from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
-from .functions import UserFunctionVariable
+from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -60,6 +61,8 @@ class UserObjectVariable(VariableTracker):
         if pending is not None:
             return pending
         cls = type(self.value)
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if _has_custom_getattr(cls):
             if not _pure_getattr(cls):
                 raise Unsupported(
@@ -119,6 +122,18 @@ class UserObjectVariable(VariableTracker):
                 else tx.wrap(cls, TypeSource(self.source))
             )
             return bound.clone(self_vt=cls_vt)
+        if python_method(static, "__get__") is not None and (
+            is_data_descriptor(static) or name not in _instance_dict(self.value)
+        ):  # a descriptor written in Python: its ``__get__`` is inlined
+            if not is_data_descriptor(static):
+                self._guard_not_shadowed(tx, name)
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
+            source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
+            return read_descriptor(tx, self, cls_vt, static, source)
         if (
             hasattr(static, "__get__")
             and not isinstance(static, types.FunctionType)
@@ -283,6 +298,14 @@ class ClassVariable(ConstantLikeVariable):
     source: Source | None = None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        if effects.class_attr_changed(self.value, name):
+            pending = effects.load_attr(self, name)
+            if pending is None:  # assigned through another tracker of the same class
+                raise Unsupported(
+                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
+                )
+            return pending
         static = inspect.getattr_static(self.value, name, _MISSING)
         if isinstance(static, types.FunctionType):
             if self.source is None:
@@ -300,7 +323,7 @@ class ClassVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.construct(tx, self.value, args, kwargs)
+        return tx.dispatch.construct(tx, self, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -330,6 +353,8 @@ class SuperVariable(VariableTracker):
                     return UserFunctionVariable(attr, None, self_vt=self.obj)
                 if klass is dict and name in DictReadVariable.METHODS:
                     return DictReadVariable(self.obj, name)
+                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
+                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
 
