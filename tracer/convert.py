@@ -20,7 +20,7 @@ from ..codegen.emit import Codegen
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, emit_break
+from .breaks import ResumeFactory, emit_break, live_values
 from .exc import Unsupported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
@@ -114,9 +114,7 @@ def _finish(
     numbering: Numbering,
 ) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    live = (
-        [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
-    )
+    live = [result] if frames is None else live_values(frames)
     replayed = output.side_effects.plan(live)  # which objects made in the trace escape
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)

@@ -78,7 +78,10 @@ class SideEffects:
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
         for container, items in reversed(self.undo[undo_len:]):
-            _set_items(container.items, items)
+            if hasattr(container, "restore_state"):  # a lazy list: its log and items
+                container.restore_state(items)
+            else:
+                _set_items(container.items, items)
         del self.undo[undo_len:]
         self._saved = set()
 
@@ -92,7 +95,12 @@ class SideEffects:
         undoes what the callee did to it."""
         if id(container) not in self._saved:
             self._saved.add(id(container))
-            self.undo.append((container, _copy_items(container.items)))
+            saved = (
+                container.save_state()  # without reading a lazy list's items
+                if hasattr(container, "save_state")
+                else _copy_items(container.items)
+            )
+            self.undo.append((container, saved))
 
     def store_attr(
         self, obj: VariableTracker, name: str, value: VariableTracker, raw: bool = False
@@ -176,7 +184,12 @@ class SideEffects:
         for container in self.mutated.values():
             _replay_container(cg, container)
         for obj, name, value in self.attr_stores.values():
-            if id(obj) in escaping or id(obj) in self.raw_objects:
+            raw = (
+                getattr(obj, "raw_replay", True)
+                if id(obj) in escaping
+                else id(obj) in self.raw_objects
+            )
+            if raw:
                 # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``
                 # override or descriptor running again
                 cg.load_const(object.__setattr__)
@@ -185,7 +198,7 @@ class SideEffects:
                 value.reconstruct(cg)
                 cg.call_function(3)
                 cg.pop_top()
-            elif not self.is_new(obj):
+            elif id(obj) in escaping or not self.is_new(obj):
                 value.reconstruct(cg)
                 obj.reconstruct(cg)
                 cg.store_attr(name)
@@ -199,6 +212,8 @@ class SideEffects:
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and sets."""
+    if hasattr(container, "replay_log") and container.replay_log(cg):
+        return  # a lazy list only appended to: ``src.extend([...])``
     source = container.source
     kind = container.python_type()
     if kind is list:

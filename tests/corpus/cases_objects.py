@@ -16,6 +16,18 @@ from corpus.harness import Setup, case
 #: Where ``object_stored_in_global`` leaves its object (read back by ``observe``).
 _last_point = None
 
+BREAK_BOTH = (
+    "the print breaks both compilers; torch.compile's explain lists it as a break reason but "
+    "counts 0 breaks (an object made in the frame is live there)"
+)
+COUNTER = (
+    "the counter differs on every call: specialised, then traced as a dynamic int on the first "
+    "recompile (torch.compile: the same)"
+)
+LIST_LENGTH = (
+    "the result depends on the list's length, which grows on every call (torch.compile: the same)"
+)
+
 
 # -- plain classes made in the function ----------------------------------------------------------
 @case("objects", graphs=1, breaks=0, tc_breaks=0)
@@ -366,13 +378,7 @@ def linear_with_fresh_parameters_in_forward():
     return Setup(fn, lambda: (torch.randn(2, 4),))
 
 
-@case(
-    "objects",
-    graphs=1,
-    breaks=1,
-    tc_breaks=0,
-    why="an nn.Module subclass with its own __init__ is not built in the trace yet",
-)
+@case("objects", graphs=1, breaks=0, tc_breaks=0)
 def user_module_made_in_forward():
     class Scale(torch.nn.Module):
         def __init__(self, k):
@@ -443,7 +449,7 @@ def object_stored_on_existing_object():
     breaks=0,
     tc_breaks=0,
     retraces=3,
-    why="the list grows on every call and its length is guarded (torch.compile: the same)",
+    why=LIST_LENGTH,
 )
 def object_appended_to_existing_list():
     class Item:
@@ -480,7 +486,7 @@ def object_cycle_escapes():
     graphs=2,
     breaks=1,
     tc_breaks=0,
-    why="the print breaks both; torch.compile's explain lists it as a break reason but counts 0 breaks (an object made in the frame is live there)",
+    why=BREAK_BOTH,
 )
 def object_made_before_a_break():
     class Acc:
@@ -505,7 +511,7 @@ def object_made_before_a_break():
     graphs=2,
     breaks=1,
     tc_breaks=0,
-    why="the print breaks both; torch.compile's explain lists it as a break reason but counts 0 breaks (an object made in the frame is live there)",
+    why=BREAK_BOTH,
 )
 def module_made_before_a_break():
     def fn(logits, labels):
@@ -522,7 +528,7 @@ def module_made_before_a_break():
     graphs=2,
     breaks=1,
     tc_breaks=0,
-    why="the print breaks both; torch.compile's explain lists it as a break reason but counts 0 breaks (an object made in the frame is live there)",
+    why=BREAK_BOTH,
 )
 def bound_method_of_new_object_across_a_break():
     class Scaler:
@@ -571,7 +577,7 @@ def setattr_builtin_runs_property_setter():
     breaks=0,
     tc_breaks=0,
     retraces=1,
-    why="the counter differs on every call: specialised, then a dynamic int (torch.compile: the same)",
+    why=COUNTER,
 )
 def setattr_override_on_existing_object():
     class Tracked:
@@ -624,7 +630,7 @@ def data_descriptor_set_on_existing_object():
     breaks=0,
     tc_breaks=0,
     retraces=1,
-    why="the counter differs on every call: specialised, then a dynamic int (torch.compile: the same)",
+    why=COUNTER,
 )
 def class_attribute_store_on_existing_class():
     class Registry:
@@ -644,7 +650,7 @@ def class_attribute_store_on_existing_class():
     breaks=0,
     tc_breaks=0,
     retraces=1,
-    why="the counter differs on every call: specialised, then a dynamic int (torch.compile: the same)",
+    why=COUNTER,
 )
 def forward_pre_hook_counts_in_closure_object():
     class Stats:
@@ -666,14 +672,7 @@ def forward_pre_hook_counts_in_closure_object():
     return Setup(fn, lambda: (torch.randn(2, 3),), observe=lambda: stats)
 
 
-@case(
-    "objects",
-    graphs=1,
-    breaks=0,
-    tc_breaks=0,
-    retraces=3,
-    why="the list grows on every call and its length is guarded (torch.compile: the same)",
-)
+@case("objects", graphs=1, breaks=0, tc_breaks=0)
 def callee_appends_to_closure_list():
     log = []
 
@@ -693,7 +692,7 @@ def callee_appends_to_closure_list():
     breaks=0,
     tc_breaks=0,
     retraces=1,
-    why="the counter differs on every call: specialised, then a dynamic int (torch.compile: the same)",
+    why=COUNTER,
 )
 def closure_made_in_trace_mutates_outer_object():
     class Acc:

@@ -28,6 +28,7 @@ from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .lazy_list import LazyListVariable
 from .modules import NNModuleVariable
 from .objects import (
     CFunctionVariable,
@@ -105,12 +106,13 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is torch.dtype or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
-    if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
+    if cls is list:  # its length and items are guarded when the trace reads them
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        return LazyListVariable(tx, value, source)
+    if cls is torch.Size or cls is tuple or _is_namedtuple(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "LEN_MATCH", len(value), len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
-        if cls is list:
-            return ListVariable(items, source)
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )

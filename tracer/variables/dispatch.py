@@ -223,7 +223,10 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
         lhs, rhs = rhs, lhs  # 3 * [x]
-    if op is operator.add and type(lhs) is type(rhs):
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul

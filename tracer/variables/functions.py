@@ -330,5 +330,9 @@ class MethodCallVariable(VariableTracker):
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
+    def reconstruct(self, cg: Codegen) -> None:
+        self.obj.reconstruct(cg)  # the bound method of the real object
+        cg.load_attr(self.name)
+
     def __repr__(self) -> str:
         return f"MethodCallVariable({self.obj!r}.{self.name})"

@@ -254,6 +254,8 @@ def _forward_function(module: nn.Module) -> types.FunctionType:
 
 def _check_hooks(module: nn.Module) -> None:
     """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
+    if not all(name in vars(module) for name in _ALL_HOOK_DICTS):
+        raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
     glob = nn.modules.module
     if (
         glob._global_forward_hooks

@@ -349,6 +349,9 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
+                if attr is _MODULE_INIT and hasattr(self.obj, "init_called"):
+                    self.obj.init_called = True  # a module made in the trace: already done
+                    return UserFunctionVariable(_module_init_done)
                 if isinstance(attr, types.FunctionType):
                     return UserFunctionVariable(attr, None, self_vt=self.obj)
                 if klass is dict and name in DictReadVariable.METHODS:
@@ -357,6 +360,14 @@ class SuperVariable(VariableTracker):
                     return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
+
+
+_MODULE_INIT = torch.nn.Module.__init__
+
+
+def _module_init_done() -> None:
+    """``nn.Module.__init__()`` of a module made in the trace (``module_objects.py``): its blank
+    instance was initialized when it was made."""
 
 
 @dataclass(eq=False)

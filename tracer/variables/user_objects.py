@@ -28,9 +28,9 @@ import torch
 from torch import nn
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, FreshSource, Source, TypeSource
+from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
-from . import builtin_calls
+from . import builtin_calls, module_objects
 from .attributes import (
     MISSING,
     class_attr_source,
@@ -138,7 +138,7 @@ def construct(
     if isinstance(cls, enum.EnumMeta):
         return _enum_member(cls, args, kwargs)
     if issubclass(cls, nn.Module):
-        return construct_module(tx, cls, args, kwargs)
+        return module_objects.construct_module(tx, cls_vt, args, kwargs)
     if builtin_calls.model_output.is_model_output(cls):
         return builtin_calls.construct(tx, cls, args, kwargs)
     _check_plain_class(cls)
@@ -221,127 +221,6 @@ def _enum_member(
         return ConstantVariable(cls(args[0].as_python_constant()))
     except ValueError as e:
         raise Unsupported("python_error", f"ValueError: {e}") from None
-
-
-# -- torch.nn modules made in the trace ------------------------------------------------------------
-#: Types of constructor arguments a ``torch.nn`` module may be rebuilt from (immutable values,
-#: loaded as constants by the rewritten code).
-_MODULE_ARG_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, enum.Enum)
-_CLASS_HOOKS = ("__init__", "__new__", "__setattr__", "__getattr__", "__getattribute__", "__del__")
-#: Substrings of the names of ops that draw from the random number generator.
-_RANDOM_OPS = (
-    "rand",
-    "dropout",
-    "normal",
-    "bernoulli",
-    "multinomial",
-    "poisson",
-    "uniform",
-    "exponential",
-    "geometric",
-    "cauchy",
-    "gumbel",
-    "rrelu",
-    "fractional",
-)
-
-
-def construct_module(
-    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> VariableTracker:
-    """``nn.CrossEntropyLoss()``, ``nn.Linear(4, 3)`` in a traced function: a module of a class
-    whose construction is ``torch.nn``'s own code, from constant arguments. It is built now (the
-    random number generator is put back as it was), traced as a module reached through a
-    ``FreshSource``, and the rewritten code builds the same module *before the graph runs*
-    (``SideEffects.prologue``): a fresh one on every call, with fresh parameters, as eager.
-    Building it earlier than eager does is only visible through the random number generator:
-    refused when the constructor draws from it and the graph already drew before this point."""
-    untrusted = [
-        k.__qualname__
-        for k in cls.__mro__
-        if k is not object and set(_CLASS_HOOKS) & set(vars(k)) and not _is_torch_class(k)
-    ]
-    if untrusted:
-        raise Unsupported(
-            "new_object",
-            f"creating a {cls.__name__} module: {untrusted[0]} defines its own __init__",
-            hint="create the module outside the compiled function (e.g. in __init__)",
-        )
-    values = [_module_arg(cls, a) for a in args]
-    kwvalues = {k: _module_arg(cls, v) for k, v in kwargs.items()}
-    _check_entry_state(tx, cls)
-    module, drew = _build_keeping_rng(cls, values, kwvalues)
-    if drew and any(_is_random(node) for node in tx.output.graph.nodes):
-        raise Unsupported(
-            "rng_order",
-            f"{cls.__name__}() draws random numbers after random ops of the graph",
-            hint="create the module before the random ops (or outside the compiled function)",
-        )
-    effects = tx.output.side_effects
-    name = effects.new_name("__bg_fresh")
-    effects.prologue.append((name, cls, tuple(values), kwvalues))
-    return tx.wrap(module, FreshSource(name))
-
-
-def _is_torch_class(cls: type) -> bool:
-    return cls.__module__ == "torch" or cls.__module__.startswith("torch.")
-
-
-def _module_arg(cls: type, vt: VariableTracker) -> Any:
-    value = vt.as_python_constant() if vt.is_python_constant() else MISSING
-    if not _immutable(value):
-        raise Unsupported(
-            "new_object", f"creating a {cls.__name__} module from non-constant argument {vt}"
-        )
-    return value
-
-
-def _immutable(value: Any) -> bool:
-    if type(value) is tuple:
-        return all(_immutable(v) for v in value)
-    return isinstance(value, _MODULE_ARG_TYPES) and value is not MISSING
-
-
-def _check_entry_state(tx: Translator, cls: type) -> None:
-    """The prologue builds the module under the state the call started with; the trace must be
-    under the same state here (parameters take the default dtype and device)."""
-    now = (torch.get_default_dtype(), str(torch.get_default_device()))
-    now += (torch.is_inference_mode_enabled(),)
-    if now != tx.output.side_effects.entry_state:
-        raise Unsupported(
-            "new_object", f"creating a {cls.__name__} module under a changed default dtype/device"
-        )
-
-
-def _build_keeping_rng(
-    cls: type, args: list[Any], kwargs: dict[str, Any]
-) -> tuple[nn.Module, bool]:
-    """Build the module now; put the random number generators back. Returns whether it drew."""
-    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    cpu_state = torch.random.get_rng_state()
-    cuda_states = [torch.cuda.get_rng_state(d) for d in cuda]
-    try:
-        module = cls(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 (runs again in Python, where it raises for the user)
-        raise Unsupported(
-            "python_error", f"{cls.__name__}() raised {type(e).__name__}: {e}"
-        ) from None
-    finally:
-        drew = not torch.equal(cpu_state, torch.random.get_rng_state()) or any(
-            not torch.equal(s, torch.cuda.get_rng_state(d))
-            for d, s in zip(cuda, cuda_states, strict=True)
-        )
-        torch.random.set_rng_state(cpu_state)
-        for d, s in zip(cuda, cuda_states, strict=True):
-            torch.cuda.set_rng_state(s, d)
-    return module, drew
-
-
-def _is_random(node: torch.fx.Node) -> bool:
-    if not node.op.startswith("call_"):
-        return False
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return any(word in str(name).lower() for word in _RANDOM_OPS)
 
 
 # -- reading attributes of new objects -------------------------------------------------------------
@@ -504,7 +383,7 @@ def generic_setattr(
 
 def _class_vt(tx: Translator, obj: VariableTracker) -> VariableTracker:
     """The class of ``obj`` as a tracker whose source guards it (``type(L['obj'])``)."""
-    if isinstance(obj, (NewObjectVariable, NamedTupleObjectVariable)):
+    if getattr(obj, "cls_vt", None) is not None:  # made in the trace
         return obj.cls_vt
     cls = obj.python_type()
     if obj.source is None:
@@ -527,12 +406,13 @@ def _store_module_attribute(
     then files parameters, buffers and submodules); a property of the module class runs its
     setter."""
     cls = obj.python_type()
-    if obj.source is None:
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
     if type_lookup(cls, "__setattr__") is not nn.Module.__setattr__:
         raise Unsupported("store_attr", f"{cls.__name__} overrides nn.Module.__setattr__")
     static = type_lookup(cls, name)
-    source = class_attr_source(TypeSource(obj.source), cls, name) if static is not MISSING else None
+    cls_source = _class_vt(tx, obj).source
+    source = class_attr_source(cls_source, cls, name) if static is not MISSING else None
     registered = (
         issubclass(value.python_type(), (nn.Parameter, nn.Module)) if _typed(value) else True
     )
