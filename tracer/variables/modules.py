@@ -533,7 +533,7 @@ def _hook_refs(module: nn.Module) -> tuple:
     """Weak references to the forward hooks the trace inlined (in order)."""
     refs = []
     for name in _HOOK_DICTS:
-        for hook in getattr(module, name).values():
+        for hook in vars(module).get(name, {}).values():
             try:
                 refs.append(
                     weakref.WeakMethod(hook)
@@ -549,7 +549,7 @@ def _hook_refs(module: nn.Module) -> tuple:
 def _hooks_match(module: nn.Module, refs: tuple) -> bool:
     hooks = []
     for name in _HOOK_DICTS:
-        hooks += list(getattr(module, name).values()) + [None]
+        hooks += list(vars(module).get(name, {}).values()) + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
     return all(
