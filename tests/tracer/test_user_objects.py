@@ -347,3 +347,39 @@ def test_members_of_a_user_module_made_in_forward_break():
     # children() runs in Python (the blank module's tables miss the pending submodule); the
     # generator it returns breaks again in the resume function
     check_breaks(fn, randn(2), graphs=1, breaks=2)
+
+
+def test_class_attributes_of_objects_made_in_the_trace_are_guarded():
+    class Config:
+        scale = 2.0
+
+        def apply(self, x):
+            return x * self.scale
+
+    def fn(x):
+        return Config().apply(x)
+
+    compiled, _ = compile_counted(fn)
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 2)
+    Config.scale = 5.0
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 5)
+    Config.apply = lambda self, x: x - self.scale
+    assert_same(compiled(torch.ones(2)), torch.ones(2) - 5)
+
+
+def test_class_attributes_of_modules_made_in_the_trace_are_guarded():
+    class Shift(torch.nn.Module):
+        offset = 1.0
+
+        def forward(self, x):
+            return x + self.offset
+
+    def fn(x):
+        return Shift()(x)
+
+    compiled, _ = compile_counted(fn)
+    assert_same(compiled(torch.ones(2)), torch.ones(2) + 1)
+    Shift.offset = 3.0
+    assert_same(compiled(torch.ones(2)), torch.ones(2) + 3)
+    Shift.forward = lambda self, x: x * self.offset
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 3)

@@ -4,7 +4,8 @@ what ``obj.name = value`` runs.
 ``type_lookup`` finds a name on a class's MRO without running metaclass code, ``is_data_descriptor``
 says which class attributes take precedence over the instance dict, ``read_descriptor`` and
 ``write_descriptor`` inline a Python property's ``fget``/``fset`` or a descriptor's ``__get__``/
-``__set__``, and ``class_attr_source`` names a class attribute for guards without running it. What
+``__set__``, ``bind_class_attribute`` binds what an instance finds on its class, and
+``class_attr_source`` names a class attribute for guards without running it. What
 is not modelled raises ``Unsupported``: a write is never recorded as a plain store unless CPython
 would make one. The entry points are ``user_objects.store_attribute`` (every attribute store) and
 the ``var_getattr`` of ``objects.py`` (existing objects) and ``user_objects.py`` (new ones).
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import types
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ..exc import Unsupported
@@ -134,6 +137,36 @@ def _bound_method(
         return UserFunctionVariable(fn, None, self_vt=tx.wrap_static(descriptor))
     method = tx.wrap(fn, AttrSource(TypeSource(source), name))
     return UserFunctionVariable(fn, method.source, self_vt=tx.wrap(descriptor, source))
+
+
+def bind_class_attribute(
+    tx: Translator,
+    obj: VariableTracker,
+    cls_vt: VariableTracker,
+    static: Any,
+    name: str,
+    source: Source | None,
+) -> VariableTracker:
+    """``obj.name`` found on the class (no instance attribute shadows it): methods are bound,
+    static and class methods unwrapped, Python descriptors' ``__get__`` run, plain values wrapped
+    (and guarded through ``source``)."""
+    if isinstance(static, types.FunctionType):
+        fn = tx.wrap(static, source) if source is not None else UserFunctionVariable(static)
+        return UserFunctionVariable(static, fn.source, self_vt=obj)
+    if isinstance(static, (staticmethod, classmethod)):
+        inner = static.__func__
+        inner_source = AttrSource(source, "__func__") if source is not None else None
+        fn = tx.wrap(inner, inner_source) if inner_source is not None else tx.wrap_static(inner)
+        if isinstance(static, staticmethod):
+            return fn
+        if not isinstance(fn, UserFunctionVariable):
+            raise Unsupported("descriptor", f"classmethod {name!r} is not a Python function")
+        return fn.clone(self_vt=cls_vt)
+    if python_method(static, "__get__") is not None:
+        return read_descriptor(tx, obj, cls_vt, static, source)
+    if hasattr(type(static), "__get__") and not isinstance(static, torch.Tensor):
+        raise Unsupported("descriptor", f"{name!r} is a {type(static).__name__}")
+    return tx.wrap(static, source) if source is not None else tx.wrap_static(static)
 
 
 def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, part: str):

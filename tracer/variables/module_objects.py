@@ -2,14 +2,13 @@
 
 ``construct_module(tx, cls_vt, args, kwargs)`` is ``cls(...)`` for a module class. Two cases:
 
-* every ``__init__`` (and ``__new__``/``__setattr__``/``__getattr__``) on the class's MRO is
-  ``torch``'s own (``nn.CrossEntropyLoss()``, ``nn.Linear(4, 3)``, a user subclass that only
-  overrides ``forward``), and the arguments are constants: the module is built for real now and
-  rebuilt by the rewritten code before the graph runs (``SideEffects.prologue``), see
-  ``_build_torch_module``;
-* a user subclass with its own ``__init__`` chaining up to ``nn.Module.__init__``: a
-  ``NewModuleVariable``, whose ``__init__`` is inlined like any new object's, see
-  ``_trace_user_module``.
+* a class of ``torch`` itself (``nn.CrossEntropyLoss()``, ``nn.Linear(4, 3)``) built from
+  constants: the module is built for real now and rebuilt by the rewritten code before the graph
+  runs (``SideEffects.prologue``), see ``_build_torch_module``. Like everything in ``torch``'s
+  namespaces, its classes are constants of the trace: nothing reached from it is guarded;
+* a user subclass of ``nn.Module`` (its ``__init__``, if any, chaining through user classes to
+  ``nn.Module.__init__``): a ``NewModuleVariable``, whose ``__init__`` is inlined like any new
+  object's and whose class attributes are guarded through its class, see ``_trace_user_module``.
 
 Anything else (a ``__setattr__`` override, a ``torch`` base class with its own ``__init__`` under a
 user one, non-constant arguments to a ``torch`` module) raises ``Unsupported``.
@@ -24,10 +23,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from ...guards.guard import Guard
 from ...guards.sources import FreshSource, Source
 from ..exc import Unsupported
-from .attributes import MISSING, type_lookup
+from .attributes import (
+    MISSING,
+    bind_class_attribute,
+    class_attr_source,
+    is_data_descriptor,
+    read_descriptor,
+    type_lookup,
+)
 from .base import VariableTracker
+from .constant import ConstantVariable
 from .functions import UserFunctionVariable
 from .modules import NNModuleVariable
 
@@ -44,14 +52,9 @@ def construct_module(
 ) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a subclass ``cls`` of ``nn.Module``."""
     cls = cls_vt.as_python_constant()
-    untrusted = [
-        k
-        for k in cls.__mro__
-        if k is not object and set(_CLASS_HOOKS) & set(vars(k)) and not _is_torch_class(k)
-    ]
-    if not untrusted:
+    if all(_is_torch_class(k) for k in cls.__mro__ if k is not object):
         return _build_torch_module(tx, cls, args, kwargs)
-    return _trace_user_module(tx, cls_vt, untrusted, args, kwargs)
+    return _trace_user_module(tx, cls_vt, args, kwargs)
 
 
 #: Types of constructor arguments a ``torch.nn`` module may be rebuilt from (immutable values,
@@ -174,7 +177,6 @@ def _blank_module(cls: type) -> nn.Module:
 def _trace_user_module(
     tx: Translator,
     cls_vt: VariableTracker,
-    untrusted: list[type],
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
@@ -182,11 +184,12 @@ def _trace_user_module(
     ``nn.Module.__init__``: that one ran already on the blank instance, the user's are inlined."""
     cls = cls_vt.as_python_constant()
     first_torch = next(k for k in cls.__mro__ if _is_torch_class(k))
+    user = [k for k in cls.__mro__ if not _is_torch_class(k) and k is not object]
     why = None
-    if any(set(vars(k)) & (set(_CLASS_HOOKS) - {"__init__"}) for k in untrusted):
+    if any(set(vars(k)) & (set(_CLASS_HOOKS) - {"__init__"}) for k in user):
         why = "a user class of its MRO defines __new__, __setattr__, __getattr__ or __del__"
-    elif first_torch is not nn.Module or any(k in untrusted for k in nn.Module.__mro__):
-        why = f"its torch base class {first_torch.__name__} has its own __init__"
+    elif first_torch is not nn.Module:
+        why = f"it derives from {first_torch.__name__}, whose __init__ is not traced"
     elif type(cls).__call__ is not type.__call__:
         why = "its metaclass defines __call__"
     if why is not None:
@@ -199,7 +202,16 @@ def _trace_user_module(
     module = NewModuleVariable(_blank_module(cls), cls_vt=cls_vt, name=effects.new_name())
     effects.track_new(module)
     init = type_lookup(cls, "__init__")
-    result = UserFunctionVariable(init, None, self_vt=module).call_function(tx, args, kwargs)
+    if init is vars(nn.Module)["__init__"]:  # no __init__ of its own: the blank is the module
+        if args or kwargs:
+            raise Unsupported("python_error", f"TypeError: {cls.__name__}() takes no arguments")
+        module.init_called = True
+        return module
+    method = (
+        tx.wrap(init, class_attr_source(cls_vt.source, cls, "__init__")) if cls_vt.source else None
+    )
+    fn = UserFunctionVariable(init, getattr(method, "source", None), self_vt=module)
+    result = fn.call_function(tx, args, kwargs)
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
     if not module.init_called:  # eager fails later, on the first use of the module's tables
@@ -227,13 +239,39 @@ class NewModuleVariable(NNModuleVariable):
     raw_replay = False
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """Pending stores, then the blank instance's own scalars (``training``), then the class
+        (guarded through ``cls_vt``); ``nn.Module.__getattr__`` would only look in the (empty)
+        member tables."""
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
             return pending
         own = self.value.__dict__
-        if name in own and not isinstance(own[name], (bool, int, float, str, type(None))):
-            raise Unsupported("new_module", f"{name} of a module made in the trace")
-        return super().var_getattr(tx, name)
+        if name in own:
+            if not isinstance(own[name], (bool, int, float, str, type(None))):
+                raise Unsupported("new_module", f"{name} of a module made in the trace")
+            return ConstantVariable(own[name])
+        cls = self.python_type()
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
+        static = type_lookup(cls, name)
+        if static is MISSING:
+            if self.cls_vt.source is not None:
+                tx.output.add_guard(
+                    Guard(self.cls_vt.source, "CLASS_ATTR_ABSENT", (name,), (name,))
+                )
+            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        source = class_attr_source(self.cls_vt.source, cls, name)
+        if is_data_descriptor(static):
+            return read_descriptor(tx, self, self.cls_vt, static, source)
+        return bind_class_attribute(tx, self, self.cls_vt, static, name, source)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        forward = type_lookup(self.python_type(), "forward")
+        if self.cls_vt.source is not None:  # ``forward`` can be replaced on the class
+            tx.wrap(forward, class_attr_source(self.cls_vt.source, self.python_type(), "forward"))
+        return super().call_function(tx, args, kwargs)
 
     def call_method(
         self,

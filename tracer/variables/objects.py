@@ -349,7 +349,11 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
-                if attr is _MODULE_INIT and hasattr(self.obj, "init_called"):
+                if (
+                    klass is torch.nn.Module
+                    and name == "__init__"
+                    and hasattr(self.obj, "init_called")
+                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
                     self.obj.init_called = True  # a module made in the trace: already done
                     return UserFunctionVariable(_module_init_done)
                 if isinstance(attr, types.FunctionType):
@@ -360,9 +364,6 @@ class SuperVariable(VariableTracker):
                     return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
-
-
-_MODULE_INIT = torch.nn.Module.__init__
 
 
 def _module_init_done() -> None:

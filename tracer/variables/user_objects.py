@@ -24,7 +24,6 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch import nn
 
 from ...guards.guard import Guard
@@ -33,9 +32,9 @@ from ..exc import Unsupported
 from . import builtin_calls, module_objects
 from .attributes import (
     MISSING,
+    bind_class_attribute,
     class_attr_source,
     is_data_descriptor,
-    python_method,
     read_descriptor,
     type_lookup,
     write_descriptor,
@@ -254,36 +253,6 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
         names = (name, "__getattr__")
         tx.output.add_guard(Guard(obj.cls_vt.source, "CLASS_ATTR_ABSENT", names, names))
     raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
-
-
-def bind_class_attribute(
-    tx: Translator,
-    obj: VariableTracker,
-    cls_vt: VariableTracker,
-    static: Any,
-    name: str,
-    source: Source | None,
-) -> VariableTracker:
-    """``obj.name`` found on the class (no instance attribute shadows it): methods are bound,
-    static and class methods unwrapped, Python descriptors' ``__get__`` run, plain values wrapped
-    (and guarded through ``source``)."""
-    if isinstance(static, types.FunctionType):
-        fn = tx.wrap(static, source) if source is not None else UserFunctionVariable(static)
-        return UserFunctionVariable(static, fn.source, self_vt=obj)
-    if isinstance(static, (staticmethod, classmethod)):
-        inner = static.__func__
-        inner_source = AttrSource(source, "__func__") if source is not None else None
-        fn = tx.wrap(inner, inner_source) if inner_source is not None else tx.wrap_static(inner)
-        if isinstance(static, staticmethod):
-            return fn
-        if not isinstance(fn, UserFunctionVariable):
-            raise Unsupported("descriptor", f"classmethod {name!r} is not a Python function")
-        return fn.clone(self_vt=cls_vt)
-    if python_method(static, "__get__") is not None:
-        return read_descriptor(tx, obj, cls_vt, static, source)
-    if hasattr(type(static), "__get__") and not isinstance(static, torch.Tensor):
-        raise Unsupported("descriptor", f"{name!r} is a {type(static).__name__}")
-    return tx.wrap(static, source) if source is not None else tx.wrap_static(static)
 
 
 def namedtuple_attribute(tx: Translator, tup: TupleVariable, name: str) -> VariableTracker:
