@@ -85,6 +85,18 @@ class SideEffects:
         del self.undo[undo_len:]
         self._saved = set()
 
+    def changed_since(self, snapshot: tuple) -> bool:
+        """Was a store or a mutation of an input container recorded after ``snapshot`` (stores
+        on objects made in the trace aside), or a module built for the prologue?"""
+        *stores, _ = snapshot
+        attrs = {k: v for k, v in self.attr_stores.items() if not self.is_new(v[0])}
+        then_attrs = {k: v for k, v in stores[0].items() if not self.is_new(v[0])}
+        current = (attrs, self.global_stores, self.cell_stores, self.mutated)
+        return len(self.prologue) != len(stores[5]) or any(
+            now.keys() != then.keys() or any(now[k] is not then[k] for k in now)
+            for now, then in zip(current, (then_attrs, *stores[1:4]), strict=True)
+        )
+
     def commit(self) -> None:
         """No checkpoint taken so far will be restored: drop the saved items."""
         self.undo.clear()

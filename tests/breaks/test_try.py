@@ -75,8 +75,8 @@ def test_break_in_user_context_manager():
         return y
 
     # the callee's object creation breaks (twice, see test_nested), BEFORE_WITH on a user object
-    # breaks, then print inside the block, whose resume continues in plain Python; the resume
-    # inside the block gets the fresh bound __exit__, guarded by type (not identity): no retrace
+    # breaks, then print inside the block, whose resume continues in plain Python; the resume's
+    # bound ``__exit__`` is guarded by what it is bound from, so the second call traces nothing
     check_breaks(fn, randn(3), graphs=1, breaks=4, setup=events.clear,
                  observe=lambda: list(events))
 
