@@ -194,7 +194,10 @@ def load_deref(tx: Translator, inst: Instr) -> None:
             contents = cell.cell.cell_contents
         except ValueError:
             raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
-        tx.push(tx.wrap(contents, cell.source))
+        if cell.source is None:  # a cell of a function reached without a source
+            tx.push(tx.wrap_unsourced(contents, f"free variable {name!r}"))
+        else:
+            tx.push(tx.wrap(contents, cell.source))
 
 
 @handler("STORE_DEREF")

@@ -11,6 +11,7 @@ and ``fold`` for Python values computed during the trace.
 from __future__ import annotations
 
 import builtins
+import collections
 import enum
 import functools
 import types
@@ -257,6 +258,24 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
             "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
         )
     return UserObjectVariable(value)
+
+
+#: Containers whose trackers are mutable copies: one made from an object nobody can name in the
+#: rewritten code would silently lose what the trace does to it.
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def wrap_unsourced(tx: Translator, value: Any, what: str) -> VariableTracker:
+    """A value that existed before the call but was reached without a source (an attribute of an
+    object the trace cannot name, a cell of a function reached that way): a constant of the trace
+    (``wrap_static``), except mutable containers, which break the graph (``what`` names it)."""
+    if isinstance(value, _MUTABLE_CONTAINERS):
+        raise Unsupported(
+            "unsourced",
+            f"{what} is a {type(value).__name__} reached without a source: a change to it "
+            "could not be replayed",
+        )
+    return wrap_static(tx, value)
 
 
 def fold(tx: Translator, value: Any) -> VariableTracker:

@@ -265,13 +265,8 @@ class NewModuleVariable(NNModuleVariable):
             return read_descriptor(tx, self, self.cls_vt, static, source)
         return bind_class_attribute(tx, self, self.cls_vt, static, name, source)
 
-    def call_function(
-        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-    ) -> VariableTracker:
-        forward = type_lookup(self.python_type(), "forward")
-        if self.cls_vt.source is not None:  # ``forward`` can be replaced on the class
-            tx.wrap(forward, class_attr_source(self.cls_vt.source, self.python_type(), "forward"))
-        return super().call_function(tx, args, kwargs)
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
 
     def call_method(
         self,

@@ -48,7 +48,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import UserFunctionVariable
-from .objects import UserObjectVariable
+from .objects import UserObjectVariable, method_source
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -101,7 +101,7 @@ class NNModuleVariable(UserObjectVariable):
     ) -> VariableTracker:
         module = self.value
         _check_hooks(module)
-        call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
+        call = self._forward(tx)
         for hook in self._hooks(tx, "_forward_pre_hooks"):
             result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
@@ -112,6 +112,23 @@ class NNModuleVariable(UserObjectVariable):
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 output = result
         return output
+
+    def _forward(self, tx: Translator) -> VariableTracker:
+        """The ``forward`` that ``__call__`` runs, bound, read through a source where it has one
+        (guarded, and what it mutates through its closure is replayed)."""
+        forward = _forward_function(self.value)
+        class_source = self.class_source()
+        if "forward" in vars(self.value):  # ``m.forward = bytegraph.compile(m.forward)``
+            found = vars(self.value)["forward"].__func__
+            source = None if self.source is None else AttrSource(self.source, "forward")
+            source = None if source is None else AttrSource(source, "__func__")
+        else:
+            found = inspect.getattr_static(self.value, "forward")
+            source = None if class_source is None else AttrSource(class_source, "forward")
+        if found is not forward and source is not None:  # a compiled function: its original
+            source = AttrSource(AttrSource(source, "__bytegraph__"), "fn")
+        source = None if source is None else method_source(tx, self, source, forward)
+        return UserFunctionVariable(forward, source, self_vt=self)
 
     def _hooks(self, tx: Translator, table: str) -> list[VariableTracker]:
         """The hooks in ``module.<table>``, each read through its own source (by position:

@@ -74,6 +74,9 @@ class NewObjectVariable(UserObjectVariable):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         return load_new_attribute(tx, self, name)
 
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
     def create(self, cg: Codegen) -> None:
         cg.load_const(object.__new__)
         cg.load_const(self.python_type())
