@@ -7,10 +7,10 @@ allowlisted), ``ModelOutput`` creation and return, ``func.__code__.co_varnames``
 functions, ``torch.compiler.is_compiling()``, ``super().get`` on a ``dict`` subclass, ``in`` on a
 ``Mapping``, ``inspect.signature``.
 
-GPT-2 runs with ``use_cache=False``: with the cache on, the forward creates a ``DynamicCache``, whose
-construction iterates the config's per-layer view with ``Sequence.__iter__``, which stops on an
-``IndexError`` raised and caught (not traced yet: a graph break there). With that iteration replaced,
-the whole forward is one graph and the returned cache is rebuilt with its layers.
+GPT-2 runs with ``use_cache=False``: with the cache on, the forward creates a ``DynamicCache``,
+whose construction iterates the config's per-layer view with ``Sequence.__iter__``, which stops on
+an ``IndexError`` raised and caught (not traced yet: a graph break there). With that iteration
+replaced, the whole forward is one graph and the returned cache is rebuilt with its layers.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ def test_gpt2_cache_made_in_forward_is_rebuilt(monkeypatch):
             yield self[i]
 
     monkeypatch.setattr(view._PerLayerConfigView, "__iter__", iterate)
-    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
-                                     bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0,
-                                     attn_pdrop=0.0, use_cache=True)
+    config = transformers.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64, bos_token_id=0,
+        eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=True,
+    )
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.randint(0, 100, (2, 8))
     report = bytegraph.explain(model.forward, backend="eager")(ids)
