@@ -36,7 +36,7 @@ class SideEffects:
         #: ``create(cg)`` method pushing a blank instance and a ``name``, the local it lives in
         self.new_objects: dict[int, VariableTracker] = {}
         #: ``(local, cls, args, kwargs)``: ``torch.nn`` modules the rewritten code builds before the
-        #: graph runs (see ``user_objects.construct_module``), in creation order
+        #: graph runs (see ``module_objects.construct_module``), in creation order
         self.prologue: list[tuple[str, type, tuple, dict]] = []
         self.counter = 0  #: numbers the locals of new objects (never reused within a trace)
         #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
