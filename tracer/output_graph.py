@@ -91,6 +91,14 @@ class OutputGraph:
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         if source in self.inputs:
             return self.inputs[source]
+        if value.layout is not torch.strided or value.is_nested or value.is_quantized:
+            # Fake tensors do not carry what such layouts store (a sparse tensor's fake has
+            # ``_nnz() == 0``): a value folded from one would be wrong.
+            raise Unsupported(
+                "tensor_layout",
+                f"a {value.layout} tensor ({source.expr}) is not traced",
+                hint="convert it with .to_dense() before the compiled function",
+            )
         name = _placeholder_name(source)
         node = self._placeholder(name)
         dims = self.shapes.policy.tensor_dims(value, source)
