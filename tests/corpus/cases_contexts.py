@@ -561,3 +561,60 @@ def nested_break_inside_two_contexts():
         return y, z, w, x * 2
 
     return Setup(fn, lambda: (torch.randn(4, 4, requires_grad=True),))
+
+
+@case("contexts", graphs=1, breaks=0, tc_breaks=0)
+def user_class_context_made_in_function():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+            self.log = []
+
+        def __enter__(self):
+            self.log.append("in")
+            return self.k
+
+        def __exit__(self, *exc):
+            self.log.append("out")
+            return False
+
+    def fn(x):
+        s = Scale(3)
+        with s as k:
+            y = x * k
+        return y, s.log
+
+    return Setup(fn, lambda: (torch.randn(4),))
+
+
+@case(
+    "contexts",
+    graphs=1,
+    breaks=1,
+    tc_breaks=0,
+    why="torch.compile compiles nothing here (it skips the frame, 0 graphs); print must break, and"
+    " a break inside a user __enter__/__exit__ block is taken at its with (its __exit__ is traced)",
+)
+def user_class_context_made_in_function_break_inside():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+            self.log = []
+
+        def __enter__(self):
+            self.log.append("in")
+            return self.k
+
+        def __exit__(self, *exc):
+            self.log.append("out")
+            return False
+
+    def fn(x):
+        y = x + 1
+        s = Scale(3)
+        with s as k:
+            print("inside")
+            y = y * k
+        return y, s.log
+
+    return Setup(fn, lambda: (torch.randn(4),))

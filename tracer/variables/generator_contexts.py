@@ -29,7 +29,7 @@ from .constant import ConstantVariable
 from .containers import GeneratorVariable
 from .contexts import WITH_CONVERTERS, ContextVariable
 from .functions import CALL_HOOKS, UserFunctionVariable
-from .objects import UserObjectVariable
+from .objects import CFunctionVariable, UserObjectVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -143,7 +143,7 @@ def _user_context(tx: Translator, vt: VariableTracker) -> ContextVariable | None
             hint="torch function and dispatch modes are not traced; their block runs in Python",
         )
     methods = [inspect.getattr_static(cls, n, None) for n in ("__enter__", "__exit__")]
-    if type(vt) is not UserObjectVariable or not all(
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, CFunctionVariable) or not all(
         isinstance(m, types.FunctionType) for m in methods
     ):
         return None

@@ -132,6 +132,8 @@ def construct(
 ) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a class that is not a builtin type."""
     cls = cls_vt.as_python_constant()
+    if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
+        return builtin_calls.construct(tx, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and _has_instance_dict(cls):
         return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if cls is functools.partial or issubclass(cls, tuple):
