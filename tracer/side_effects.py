@@ -46,7 +46,10 @@ class SideEffects:
             dict(s) for s in stores
         )
         for container, items in reversed(self.undo[undo_len:]):
-            _set_items(container.items, items)
+            if hasattr(container, "restore_state"):
+                container.restore_state(items)
+            else:
+                _set_items(container.items, items)
         del self.undo[undo_len:]
         self._saved = set()
 
@@ -60,7 +63,12 @@ class SideEffects:
         undoes what the callee did to it."""
         if id(container) not in self._saved:
             self._saved.add(id(container))
-            self.undo.append((container, _copy_items(container.items)))
+            saved = (
+                container.save_state()  # an iterator: its position
+                if hasattr(container, "save_state")
+                else _copy_items(container.items)
+            )
+            self.undo.append((container, saved))
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         self.attr_stores[(id(obj), name)] = (obj, name, value)
@@ -118,6 +126,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
 def _items_list(cg: Codegen, container: VariableTracker) -> list:
     sub = type(cg)(cg.lineno, cg.output_var)
     sub.graph_outputs = cg.graph_outputs
+    sub.built, sub.cells = cg.built, cg.cells  # objects built once, cells: shared with the main code
     for item in container.items:
         item.reconstruct(sub)
     sub.build_list(len(container.items))

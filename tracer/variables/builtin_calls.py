@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
+from dataclasses import dataclass
 import math
 import operator
 from collections.abc import Callable
@@ -21,7 +21,6 @@ from . import model_output
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
-    DerivedIteratorVariable,
     DictVariable,
     IteratorVariable,
     ListVariable,
@@ -29,8 +28,16 @@ from .containers import (
     TupleVariable,
 )
 from .functions import PartialVariable
+from .iterators import (
+    EnumerateVariable,
+    FilterVariable,
+    MapVariable,
+    ZipVariable,
+    make_reversed,
+)
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
 from .tensor import TensorVariable
+from .views import DictViewVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -74,9 +81,6 @@ PURE = frozenset(
         list,
         dict,
         set,
-        reversed,
-        enumerate,
-        zip,
         getattr,
         hasattr,
     }
@@ -126,8 +130,6 @@ def call_builtin(
             raise Unsupported(
                 "python_error", f"{fn.__name__}() raised {type(e).__name__}: {e}"
             ) from e
-        if fn in (reversed, enumerate, zip):
-            return IteratorVariable([tx.fold(v) for v in result])
         return tx.fold(result)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
@@ -170,7 +172,7 @@ def call_operator_fn(
 
 
 #: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
-_LIVE_VIEWS = frozenset({getattr, hasattr, enumerate, zip, reversed})
+_LIVE_VIEWS = frozenset({getattr, hasattr})
 
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
@@ -228,6 +230,11 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
         if obj.example.dim() == 0:
             raise Unsupported("python_error", "len() of a 0-d tensor")
         return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, IteratorVariable):
+        kind = obj.python_type().__name__
+        raise Unsupported("python_error", f"TypeError: object of type '{kind}' has no len()")
+    if isinstance(obj, DictViewVariable):
+        return ConstantVariable(len(obj.dict_vt.items))
     if hasattr(obj, "items"):
         return ConstantVariable(len(obj.items))
     return obj.call_method(tx, "__len__", [], {})
@@ -320,48 +327,27 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
 def enumerate_(
     tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
 ) -> VariableTracker:
-    counter = itertools.count(start.as_python_constant())
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        item = sources[0].next_item()
-        return None if item is None else TupleVariable([ConstantVariable(next(counter)), item])
-
-    return _derived(tx, enumerate, step, [iterable])
+    source = tx.dispatch.get_iter(tx, iterable)
+    return EnumerateVariable([], sources=[source], count=start.as_python_constant())
 
 
 @builtin(zip)
 def zip_(
     tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
 ) -> VariableTracker:
-    checked = bool(strict and strict.as_python_constant())
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        group = []
-        for source in sources:  # pulls in order and stops at the first exhausted one, like zip
-            item = source.next_item()
-            if item is None:
-                if checked and (group or any(s.next_item() is not None for s in sources[1:])):
-                    raise Unsupported("python_error", "zip() raised ValueError: unequal lengths")
-                return None
-            group.append(item)
-        return TupleVariable(group) if sources else None
-
-    return _derived(tx, zip, step, list(iterables))
-
-
-def _derived(
-    tx: Translator,
-    kind: type,
-    step: Callable[..., VariableTracker | None],
-    iterables: list[VariableTracker],
-) -> VariableTracker:
-    """A lazy iterator over ``iterables`` (each turned into an iterator now, as CPython does)."""
-    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
-    return DerivedIteratorVariable([], sources=sources, step=step, kind=kind)
+    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
+    return ZipVariable([], sources=sources, strict=bool(strict and strict.as_python_constant()))
 
 
 @builtin(reversed)
 def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
+    made = make_reversed(tx, seq)
+    if made is not None:
+        return made
+    if isinstance(seq, DictVariable):
+        return IteratorVariable(
+            [ConstantVariable(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
+        )
     return IteratorVariable(list(reversed(tx.dispatch.iterate(tx, seq))))
 
 
@@ -376,7 +362,7 @@ def next_(
 ) -> VariableTracker:
     if not isinstance(it, IteratorVariable):
         raise Unsupported("builtin", f"next() on {it}")
-    item = it.next_item()
+    item = it.next_item(tx)
     if item is None:
         if default is None:
             raise Unsupported("python_error", "StopIteration")
@@ -384,10 +370,32 @@ def next_(
     return item
 
 
-def _sort_keys(
+@dataclass(eq=False)
+class CmpKeyVariable(VariableTracker):
+    """``functools.cmp_to_key(cmp)``: only used as the ``key`` of a sort, ``min`` or ``max``, which
+    then compares items by calling ``cmp`` (traced) in the order CPython's sort calls it."""
+
+    cmp: VariableTracker
+    source: Any = None
+
+    def python_type(self) -> type:
+        return type(functools.cmp_to_key(len))
+
+
+def _index_key(
     tx: Translator, items: list[VariableTracker], key: VariableTracker | None, what: str
-) -> list[Any]:
-    """The values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
+) -> Callable[[int], Any]:
+    """A Python key function over item indices comparing as ``key(item)`` (or the item) would:
+    constants directly, a ``cmp_to_key`` by calling the traced comparison function."""
+    if isinstance(key, CmpKeyVariable):
+
+        def compare(i: int, j: int) -> int:
+            result = tx.dispatch.call(tx, key.cmp, [items[i], items[j]], {})
+            if not result.is_python_constant() or isinstance(result, TensorVariable):
+                raise Unsupported("data_dependent", f"the {what}() comparison returned {result}")
+            return result.as_python_constant()
+
+        return functools.cmp_to_key(compare)
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
         items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
     if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
@@ -396,7 +404,22 @@ def _sort_keys(
             f"{what}() compares values only known at run time",
             hint="use torch.sort/torch.min/torch.max on tensors",
         )
-    return [i.as_python_constant() for i in items]
+    return [i.as_python_constant() for i in items].__getitem__
+
+
+def sort_order(
+    tx: Translator,
+    items: list[VariableTracker],
+    key: VariableTracker | None,
+    reverse: VariableTracker,
+    what: str,
+) -> list[int]:
+    """The permutation ``sorted(items, key=key, reverse=reverse)`` applies (stable, as CPython's)."""
+    index_key = _index_key(tx, items, key, what)
+    try:
+        return sorted(range(len(items)), key=index_key, reverse=bool(tx.dispatch.truth(tx, reverse)))
+    except TypeError as e:
+        raise Unsupported("python_error", f"{what}() raised TypeError: {e}") from e
 
 
 @builtin(sorted)
@@ -408,13 +431,7 @@ def sorted_(
     reverse: VariableTracker = FALSE,
 ) -> VariableTracker:
     items = tx.dispatch.iterate(tx, iterable)
-    keys = _sort_keys(tx, items, key, "sorted")
-    try:
-        descending = bool(reverse.as_python_constant())
-        order = sorted(range(len(items)), key=keys.__getitem__, reverse=descending)
-    except TypeError as e:
-        raise Unsupported("python_error", f"sorted() raised TypeError: {e}") from e
-    return ListVariable([items[i] for i in order])
+    return ListVariable([items[i] for i in sort_order(tx, items, key, reverse, "sorted")])
 
 
 @builtin(sum)
@@ -441,9 +458,9 @@ def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
             if default is None:
                 raise Unsupported("python_error", f"{pick.__name__}() of an empty sequence")
             return default
-        keys = _sort_keys(tx, items, key, pick.__name__)
+        index_key = _index_key(tx, items, key, pick.__name__)
         try:
-            return items[pick(range(len(items)), key=keys.__getitem__)]
+            return items[pick(range(len(items)), key=index_key)]
         except TypeError as e:
             raise Unsupported("python_error", f"{pick.__name__}() raised TypeError: {e}") from e
 
@@ -491,30 +508,13 @@ def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(map)
 def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        args = []
-        for source in sources:
-            item = source.next_item()
-            if item is None:
-                return None
-            args.append(item)
-        return tx.dispatch.call(tx, fn, args, {})
-
-    return _derived(tx, map, step, list(iterables))
+    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
+    return MapVariable([], sources=sources, fn=fn)
 
 
 @builtin(filter)
 def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        while (item := sources[0].next_item()) is not None:
-            test = item if keep_truthy else tx.dispatch.call(tx, fn, [item], {})
-            if tx.dispatch.truth(tx, test):
-                return item
-        return None
-
-    return _derived(tx, filter, step, [iterable])
+    return FilterVariable([], sources=[tx.dispatch.get_iter(tx, iterable)], fn=fn)
 
 
 @builtin(super)

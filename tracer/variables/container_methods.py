@@ -6,12 +6,16 @@ mutated, so the rewritten code writes its final contents back into the real obje
 
 from __future__ import annotations
 
+import collections
+import inspect
 from typing import TYPE_CHECKING
 
 from ..exc import Unsupported
+from . import views
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .views import DictViewVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -26,14 +30,24 @@ def call_method(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    if kwargs and name not in ("sort", "_replace"):
-        kind = obj.python_type().__name__
-        raise Unsupported("call_method", f"{kind}.{name} with keyword arguments")
-    table = {ListVariable: _LIST, DictVariable: _DICT, SetVariable: _SET, TupleVariable: _TUPLE}
+    table = {
+        ListVariable: _LIST,
+        DictVariable: _DICT,
+        SetVariable: _SET,
+        TupleVariable: _TUPLE,
+        DictViewVariable: _VIEW,
+    }
     methods = table.get(type(obj), {})
+    if isinstance(obj, DictVariable) and obj.cls is not dict:
+        methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
     if name not in methods:
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
+    try:
+        inspect.signature(impl).bind(tx, obj, *args, **kwargs)
+    except TypeError as e:
+        kind = obj.python_type().__name__
+        raise Unsupported("python_error", f"TypeError: {kind}.{name}(): {e}") from None
     if mutates:
         tx.output.side_effects.before_mutation(obj)
     result = impl(tx, obj, *args, **kwargs)
@@ -88,10 +102,22 @@ def _list_remove(tx, obj, value):
     raise Unsupported("python_error", "ValueError: list.remove(x): x not in list")
 
 
-def _list_sort(tx, obj, key=None, reverse=FALSE):
-    if key is not None or not all(i.is_python_constant() for i in obj.items):
-        raise Unsupported("call_method", "list.sort of non-constants or with a key function")
-    obj.items.sort(key=lambda v: v.as_python_constant(), reverse=reverse.as_python_constant())
+def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
+    items = list(obj.items)
+    order = tx.dispatch.sort_order(tx, items, key, reverse, "list.sort")
+    obj.items[:] = [items[i] for i in order]
+    return NONE
+
+
+def _list_extend(tx, obj, iterable):
+    """Items are appended as they are taken (a ``map`` whose function appends to the list sees
+    the list grow, as in CPython); a list or tuple is copied first (``xs.extend(xs)`` doubles)."""
+    if isinstance(iterable, (ListVariable, TupleVariable)):
+        obj.items.extend(list(iterable.items))
+        return NONE
+    it = tx.dispatch.get_iter(tx, iterable)
+    while (item := it.next_item(tx)) is not None:
+        obj.items.append(item)
     return NONE
 
 
@@ -123,7 +149,7 @@ def _count(tx, obj, value):
 
 _LIST = {
     "append": (True, lambda tx, obj, v: (obj.items.append(v), NONE)[1]),
-    "extend": (True, lambda tx, obj, v: (obj.items.extend(tx.dispatch.iterate(tx, v)), NONE)[1]),
+    "extend": (True, _list_extend),
     "insert": (True, lambda tx, obj, i, v: (obj.items.insert(_key(i), v), NONE)[1]),
     "pop": (True, _list_pop),
     "remove": (True, _list_remove),
@@ -167,10 +193,27 @@ def _dict_pop(tx, obj, key, default=None):
     return default
 
 
-def _dict_update(tx, obj, other):
-    if not isinstance(other, DictVariable):
-        raise Unsupported("call_method", f"dict.update with {other}")
-    obj.items.update(other.items)
+def _dict_popitem(tx, obj):
+    if not obj.items:
+        raise Unsupported("python_error", "KeyError: 'popitem(): dictionary is empty'")
+    key, value = obj.items.popitem()
+    return TupleVariable([ConstantVariable(key), value])
+
+
+def _dict_update(tx, obj, *others, **kwargs):
+    """``d.update(mapping_or_pairs, **kwargs)``: pairs are taken one by one, like CPython."""
+    if len(others) > 1:
+        raise Unsupported("python_error", "TypeError: update expected at most 1 argument")
+    for other in others:
+        if isinstance(other, DictVariable):
+            obj.items.update(other.items)
+            continue
+        for pair in tx.dispatch.iterate(tx, other):
+            items = tx.dispatch.iterate(tx, pair)
+            if len(items) != 2:
+                raise Unsupported("python_error", "ValueError: dictionary update sequence element")
+            obj.items[_key(items[0])] = items[1]
+    obj.items.update(kwargs)
     return NONE
 
 
@@ -186,35 +229,148 @@ def _dict_delitem(tx, obj, key):
     return NONE
 
 
+def _dict_getitem(tx, obj, key):
+    k = _key(key)
+    if k in obj.items:
+        return obj.items[k]
+    factory = obj.default_factory
+    if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
+        raise Unsupported("python_error", f"KeyError: {k!r}")
+    value = tx.dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
+    tx.output.side_effects.before_mutation(obj)
+    obj.items[k] = value
+    tx.output.side_effects.mark_mutated(obj)
+    return value
+
+
+def _dict_copy(tx, obj):
+    return DictVariable(dict(obj.items), cls=obj.cls, default_factory=obj.default_factory)
+
+
 _DICT = {
     "__setitem__": (True, lambda tx, obj, k, v: (obj.items.__setitem__(_key(k), v), NONE)[1]),
     "__delitem__": (True, _dict_delitem),
+    "__getitem__": (False, _dict_getitem),
     "pop": (True, _dict_pop),
+    "popitem": (True, _dict_popitem),
     "update": (True, _dict_update),
     "setdefault": (True, _dict_setdefault),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k), d)),
-    "keys": (False, lambda tx, obj: ListVariable([ConstantVariable(k) for k in obj.items])),
-    "values": (False, lambda tx, obj: ListVariable(list(obj.items.values()))),
-    "items": (
-        False,
-        lambda tx, obj: ListVariable(
-            [TupleVariable([ConstantVariable(k), v]) for k, v in obj.items.items()]
-        ),
-    ),
-    "copy": (False, lambda tx, obj: DictVariable(dict(obj.items), cls=obj.cls)),
+    "keys": (False, lambda tx, obj: DictViewVariable(obj, "keys")),
+    "values": (False, lambda tx, obj: DictViewVariable(obj, "values")),
+    "items": (False, lambda tx, obj: DictViewVariable(obj, "items")),
+    "copy": (False, _dict_copy),
     "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k) in obj.items)),
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
+}
+
+
+def _move_to_end(tx, obj, key, last=None):
+    k = _key(key)
+    if k not in obj.items:
+        raise Unsupported("python_error", f"KeyError: {k!r}")
+    at_end = True if last is None else tx.dispatch.truth(tx, last)
+    value = obj.items.pop(k)
+    if at_end:
+        obj.items[k] = value
+    else:
+        rest = dict(obj.items)
+        obj.items.clear()
+        obj.items[k] = value
+        obj.items.update(rest)
+    return NONE
+
+
+def _ordered_popitem(tx, obj, last=None):
+    if last is None or tx.dispatch.truth(tx, last):
+        return _dict_popitem(tx, obj)
+    if not obj.items:
+        raise Unsupported("python_error", "KeyError: 'dictionary is empty'")
+    key = next(iter(obj.items))
+    return TupleVariable([ConstantVariable(key), obj.items.pop(key)])
+
+
+#: Methods a dict subclass adds or changes.
+_DICT_SUBCLASS = {
+    collections.OrderedDict: {
+        "move_to_end": (True, _move_to_end),
+        "popitem": (True, _ordered_popitem),
+    },
+}
+
+
+# -- dict views ------------------------------------------------------------------------------------
+def _view_isdisjoint(tx, obj, other):
+    return ConstantVariable(
+        not any(views.contains(tx, obj, item) for item in tx.dispatch.iterate(tx, other))
+    )
+
+
+_VIEW = {
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.dict_vt.items))),
+    "__contains__": (False, lambda tx, obj, v: ConstantVariable(views.contains(tx, obj, v))),
+    "isdisjoint": (False, _view_isdisjoint),
 }
 
 
 # -- set -------------------------------------------------------------------------------------------
+def _set_method(name: str, mutates: bool):
+    """A set method run by CPython on the real set of constants (iterable arguments are read
+    into sets of constants first), so results, order and errors are CPython's."""
+
+    def impl(tx, obj, *args):
+        real = [
+            _key(a)
+            if name in ("add", "discard", "remove")
+            else {_key(i) for i in tx.dispatch.iterate(tx, a)}
+            for a in args
+        ]
+        try:
+            result = getattr(obj.items, name)(*real)
+        except (KeyError, TypeError) as e:
+            raise Unsupported("python_error", f"{type(e).__name__}: {e}") from None
+        if isinstance(result, set):
+            return SetVariable(result)
+        return ConstantVariable(result)
+
+    return mutates, impl
+
+
+def _set_pop(tx, obj):
+    if not obj.items:
+        raise Unsupported("python_error", "KeyError: 'pop from an empty set'")
+    return ConstantVariable(obj.items.pop())
+
+
 _SET = {
-    "add": (True, lambda tx, obj, v: (obj.items.add(_key(v)), NONE)[1]),
-    "discard": (True, lambda tx, obj, v: (obj.items.discard(_key(v)), NONE)[1]),
-    "update": (
-        True,
-        lambda tx, obj, v: (obj.items.update(_key(i) for i in tx.dispatch.iterate(tx, v)), NONE)[1],
-    ),
+    **{
+        name: _set_method(name, mutates=True)
+        for name in (
+            "add",
+            "discard",
+            "remove",
+            "update",
+            "intersection_update",
+            "difference_update",
+            "symmetric_difference_update",
+        )
+    },
+    **{
+        name: _set_method(name, mutates=False)
+        for name in (
+            "union",
+            "intersection",
+            "difference",
+            "symmetric_difference",
+            "issubset",
+            "issuperset",
+            "isdisjoint",
+        )
+    },
+    "pop": (True, _set_pop),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     "copy": (False, lambda tx, obj: SetVariable(set(obj.items))),
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
+    "__contains__": (False, lambda tx, obj, v: ConstantVariable(_key(v) in obj.items)),
 }

@@ -125,8 +125,7 @@ class ListVariable(BaseSequenceVariable):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        self._reconstruct_items(cg)
-        cg.build_list(len(self.items))
+        cg.build_once(self, lambda: (self._reconstruct_items(cg), cg.build_list(len(self.items))))
         return None
 
     def __repr__(self) -> str:
@@ -138,6 +137,7 @@ class DictVariable(VariableTracker):
     items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
     source: Source | None = None
     cls: type = dict
+    default_factory: VariableTracker | None = None  #: of a ``collections.defaultdict``
 
     def python_type(self) -> type:
         return self.cls
@@ -159,15 +159,20 @@ class DictVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        if self.cls is not dict:
+            cg.load_const(self.cls)
+            if self.default_factory is not None:  # defaultdict(factory, mapping)
+                self.default_factory.reconstruct(cg)
         for key, value in self.items.items():
             cg.load_const(key)
             value.reconstruct(cg)
         cg.build_map(len(self.items))
         if self.cls is not dict:
-            cg.load_const(self.cls)
-            cg.swap(2)
-            cg.call_function(1)
-        return None
+            cg.call_function(1 if self.default_factory is None else 2)
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
@@ -200,9 +205,9 @@ class SetVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        for value in self.items:
-            cg.load_const(value)
-        cg.build_set(len(self.items))
+        cg.build_once(
+            self, lambda: ([cg.load_const(v) for v in self.items], cg.build_set(len(self.items)))
+        )
         return None
 
 
@@ -235,7 +240,9 @@ class IteratorVariable(VariableTracker):
     watched: VariableTracker | None = None
     watched_len: int = 0
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         if self.watched is not None and len(self.watched.items) != self.watched_len:
             kind = self.watched.python_type().__name__
             raise Unsupported("python_error", f"RuntimeError: {kind} changed size during iteration")
@@ -245,9 +252,18 @@ class IteratorVariable(VariableTracker):
         return self.items[self.index - 1]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         rest = self.items[self.index :]
         self.index = len(self.items)
         return rest
+
+    def save_state(self) -> Any:
+        """What ``SideEffects.before_mutation`` keeps to roll the position back."""
+        return self.index
+
+    def restore_state(self, state: Any) -> None:
+        self.index = state
 
     def python_type(self) -> type:
         return type(iter([]))
@@ -294,17 +310,26 @@ class LazyIteratorVariable(IteratorVariable):
         """Can the remaining items be forced now and rebuilt as a tuple (at a graph break)?"""
         return False
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         if self.index < len(self.items) or self.done:
-            return super().next_item()
+            return super().next_item(tx)
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         item = self.pull()
         if item is None:
             self.done = True
         return item
 
+    def save_state(self) -> Any:
+        return self.index, self.done, len(self.items)
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.done, count = state
+        del self.items[count:]
+
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
         items: list[VariableTracker] = []
-        while (item := self.next_item()) is not None:
+        while (item := self.next_item(tx)) is not None:
             if len(items) >= MAX_YIELDS:
                 raise Unsupported(
                     "generator",
@@ -331,6 +356,14 @@ class GeneratorVariable(LazyIteratorVariable):
     (``frame``) run lazily, one yield per item."""
 
     frame: Any = None  #: the Translator of the generator's code, kept between items
+    #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
+    spoiled: bool = False
+
+    def save_state(self) -> Any:
+        return None
+
+    def restore_state(self, state: Any) -> None:
+        self.spoiled = True
 
     def pull(self) -> VariableTracker | None:
         try:

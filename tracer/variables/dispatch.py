@@ -7,6 +7,7 @@ node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .. import polyfills
 from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls
+from . import builtin_calls, container_methods, iterators, torch_calls, views
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -27,6 +29,7 @@ from .containers import (
     TupleVariable,
 )
 from .functions import (
+    BuiltinVariable,
     MethodCallVariable,
     NestedFunctionVariable,
     TorchVariable,
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 call_torch = torch_calls.call_torch
+sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
 construct = builtin_calls.construct
 
@@ -52,8 +56,30 @@ def call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """Any call the bytecode makes."""
+    """Any call the bytecode makes. A C builtin with a polyfill (``tracer/polyfills``) runs its
+    pure-Python equivalent instead; an ``lru_cache``'d function runs the function it wraps."""
+    target = _callable_value(fn)
+    if target is not None:
+        replacement = polyfills.lookup(target)
+        if replacement is not None:
+            return UserFunctionVariable(replacement).call_function(tx, args, kwargs)
+        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
+            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+        if target is functools.cmp_to_key and len(args) == 1 and not kwargs:
+            return builtin_calls.CmpKeyVariable(args[0])
     return fn.call_function(tx, args, kwargs)
+
+
+_LRU_WRAPPER = type(functools.lru_cache(None)(len))
+
+
+def _callable_value(fn: VariableTracker) -> Any:
+    """The real callable a tracker stands for, when it is one (a class, a C function)."""
+    if isinstance(fn, BuiltinVariable):
+        return fn.fn
+    if isinstance(fn, (ClassVariable, UserObjectVariable)):
+        return fn.value
+    return None
 
 
 # -- operators ---------------------------------------------------------------------------------------
@@ -134,6 +160,9 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
             op = _INPLACE_TO_BINARY.get(op, op)
             _check_arithmetic_error(op, args)
         return tx.output.call_function(op, tuple(args), {})
+    set_result = views.set_operator(tx, op, args)
+    if set_result is not None:
+        return set_result
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
             raise Unsupported(
@@ -321,6 +350,10 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         return bool(value.as_python_constant())
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return len(value.items) > 0
+    if isinstance(value, views.DictViewVariable):
+        return len(value.dict_vt.items) > 0
+    if isinstance(value, IteratorVariable):
+        return True
     if isinstance(
         value,
         (
@@ -369,6 +402,8 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 
 
 def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    if isinstance(container, views.DictViewVariable):
+        return views.contains(tx, container, item)
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
     if isinstance(container, SetVariable):
@@ -408,14 +443,16 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
 
 
 def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
-    """``iter(value)``: lists are iterated live (appends are seen), dicts and sets are watched for
-    size changes, user ``__iter__`` methods are inlined (a generator one stays lazy)."""
+    """``iter(value)``: builtin containers give CPython-like iterators (``iterators.py``: lists
+    are iterated live, dicts and sets are watched for changes), user ``__iter__`` methods are
+    inlined (a generator one stays lazy)."""
     if isinstance(value, IteratorVariable):
         return value
-    if isinstance(value, ListVariable):
-        return IteratorVariable(value.items)
-    if isinstance(value, (DictVariable, SetVariable)):
-        return IteratorVariable(iterate(tx, value), watched=value, watched_len=len(value.items))
+    if isinstance(value, views.DictViewVariable):
+        return iterators.dict_iter(value.dict_vt, value.kind)
+    made = iterators.make_iter(tx, value)
+    if made is not None:
+        return made
     if _user_iter(value):
         result = value.call_method(tx, "__iter__", [], {})
         if not isinstance(result, IteratorVariable):
