@@ -170,6 +170,9 @@ class Codegen(Emitter):
         self.graph_outputs: dict[Any, int] = {}
         self.output_var = output_var
         self.cells: dict[str, Any] = {}  #: extra closure cells the finished function needs
+        #: the code continues in resume functions (a graph break): state of the traced frames
+        #: (their cells) lives on there, so objects sharing it cannot be rebuilt apart from it
+        self.resumes = False
         #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared with sub-emitters)
         self.built: dict[int, tuple[Any, str]] = {}
 

@@ -114,9 +114,12 @@ def _finish(
     numbering: Numbering,
 ) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
+    cg.resumes = frames is not None
     live = (
         [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
     )
+    if frames is None:
+        _finish_escaping_generators(output, [*live, *_side_effect_values(output)])
     graphs, ops = _emit_graph_call(
         cg, output, [*live, *_side_effect_values(output)], backend, numbering
     )
@@ -196,6 +199,28 @@ def _preload_stale(
     return swapped
 
 
+def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> None:
+    """A generator made in the trace that escapes the call (returned, stored) is run to its end
+    now, while its tensor operations can still join the graph, and escapes as an iterator over the
+    items it had left (as torch.compile does). Only if that has no effect outside the generator:
+    otherwise the effects would happen too early, and the function runs in Python."""
+    reachable = list(walk(values))
+    seen = {id(vt) for vt in reachable}
+    for vt in reachable:
+        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled:
+            continue
+        effects = output.side_effects
+        before = effects.snapshot()
+        vt.force()
+        changed = [obj for obj, _ in effects.undo[before[-1] :] if id(obj) in seen]
+        if changed or effects.snapshot()[:4] != before[:4]:
+            raise Unsupported(
+                "generator",
+                "a generator with side effects escapes the compiled function",
+                hint="consume the generator inside the compiled function",
+            )
+
+
 def _all_guards(output: OutputGraph) -> list[Guard]:
     """Input guards plus the shape facts the trace relied on (rendered last: they need every size)."""
     return sorted(output.guards | set(output.shapes.guards()))
@@ -257,7 +282,7 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable)):
+    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable) or vt.done):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

@@ -8,6 +8,7 @@ rewritten code applies the final state in program order of first write (``codege
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
 from .variables.base import VariableTracker
@@ -117,7 +118,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     cg.call_function(0)
     cg.pop_top()
     source.reconstruct(cg)
-    cg.load_attr("update")
+    cg.load_attr("extend" if issubclass(kind, collections.deque) else "update")
     cg.load_local("__bg_contents")
     cg.call_function(1)
     cg.pop_top()

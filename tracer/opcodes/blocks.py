@@ -60,9 +60,6 @@ unsupported(
     "ASYNC_GEN_WRAP",
 )
 unsupported(
-    "`yield from` is not traced (plain generators are)", "SEND", "END_SEND", "GET_YIELD_FROM_ITER"
-)
-unsupported(
     "pattern matching is not traced",
     "MATCH_CLASS",
     "MATCH_MAPPING",

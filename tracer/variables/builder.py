@@ -11,6 +11,7 @@ and ``fold`` for Python values computed during the trace.
 from __future__ import annotations
 
 import builtins
+import collections
 import enum
 import functools
 import types
@@ -24,6 +25,7 @@ from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
+from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
@@ -119,6 +121,20 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return DictVariable(
             {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
         )
+    if cls in _DICT_SUBCLASSES and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
+        factory = None
+        if cls is collections.defaultdict:
+            factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
+        items = {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}
+        return DictVariable(items, source, cls=cls, default_factory=factory)
+    if cls is collections.deque:
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
+        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        return DequeVariable(items, source, maxlen=value.maxlen)
     if cls in (set,) and all(type(v) in _LITERALS for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
@@ -133,6 +149,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
+    if _is_typing_form(value):
+        add(identity)
+        return ConstantVariable(value, source)
     if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
         add(identity)
         return BuiltinVariable(value, source)
@@ -171,6 +190,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return CFunctionVariable(value, source)  # breaks when called
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+def _is_typing_form(value: Any) -> bool:
+    """``typing.List``, ``typing.Optional[int]``...: immutable type hints, constants of the trace
+    (``typing.List[torch.Tensor]`` folds)."""
+    return type(value).__module__ == "typing" and not isinstance(value, type)
+
+
+#: Dict subclasses of ``collections`` traced as dicts (``DictVariable.cls``).
+_DICT_SUBCLASSES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 
 
 def _literal_items(value: slice | frozenset) -> bool:
@@ -225,6 +254,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return fold(tx, value)
     if _is_torch_value(value):
         return TorchVariable(value)
+    if _is_typing_form(value):
+        return ConstantVariable(value)
     if id(value) in _BUILTIN_IDS:
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):

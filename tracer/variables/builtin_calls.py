@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exc import Unsupported
-from . import model_output
+from . import collection_types, model_output
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -196,6 +196,9 @@ def construct(
     """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+    made = collection_types.construct(tx, cls, args, kwargs)
+    if made is not None:
+        return made
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import collections
 import inspect
+import operator
 from typing import TYPE_CHECKING
 
 from ..exc import Unsupported
 from . import views
 from .base import VariableTracker
+from .collection_types import DICT_SUBCLASS_METHODS, DEQUE_METHODS, DequeVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .views import DictViewVariable
@@ -32,6 +34,7 @@ def call_method(
 ) -> VariableTracker:
     table = {
         ListVariable: _LIST,
+        DequeVariable: _DEQUE,
         DictVariable: _DICT,
         SetVariable: _SET,
         TupleVariable: _TUPLE,
@@ -172,6 +175,8 @@ def _namedtuple_replace(tx, obj, **changes):
     return TupleVariable(items, cls=obj.cls)
 
 
+_DEQUE = {**{k: v for k, v in _LIST.items() if k != "sort"}, **DEQUE_METHODS}
+
 _TUPLE = {
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
@@ -215,6 +220,18 @@ def _dict_update(tx, obj, *others, **kwargs):
             obj.items[_key(items[0])] = items[1]
     obj.items.update(kwargs)
     return NONE
+
+
+def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> VariableTracker:
+    """``d | other`` (a new dict of ``d``'s type) and ``d |= other`` (``d.update(other)``)."""
+    if op is operator.ior:
+        call_method(tx, lhs, "update", [rhs], {})
+        return lhs
+    if not isinstance(rhs, DictVariable):
+        raise Unsupported("python_error", "TypeError: unsupported operand type(s) for |")
+    merged = _dict_copy(tx, lhs)
+    merged.items.update(rhs.items)
+    return merged
 
 
 def _dict_setdefault(tx, obj, key, default=NONE):
@@ -297,6 +314,7 @@ _DICT_SUBCLASS = {
         "move_to_end": (True, _move_to_end),
         "popitem": (True, _ordered_popitem),
     },
+    **DICT_SUBCLASS_METHODS,
 }
 
 

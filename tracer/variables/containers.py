@@ -118,9 +118,10 @@ class ListVariable(BaseSequenceVariable):
         return list
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(list, name):
+        if hasattr(self.python_type(), name):
             return BoundMethodVariable(self, name)
-        raise Unsupported("getattr", f"list has no attribute {name!r}")
+        kind = self.python_type().__name__
+        raise Unsupported("getattr", f"{kind} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -152,9 +153,11 @@ class DictVariable(VariableTracker):
         return [ConstantVariable(k) for k in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(dict, name):
+        if name == "default_factory" and self.default_factory is not None:
+            return self.default_factory
+        if hasattr(self.cls, name):
             return BoundMethodVariable(self, name)
-        raise Unsupported("getattr", f"dict has no attribute {name!r}")
+        raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -339,6 +342,12 @@ class LazyIteratorVariable(IteratorVariable):
             items.append(item)
         return items
 
+    def force(self) -> None:
+        """Make every remaining item now (into ``items``) without taking any."""
+        start = self.index
+        self.unpack(None)
+        self.index = start
+
     def reconstruct_items(self, cg: Codegen) -> None:
         if not self.rebuildable():
             raise Unsupported(
@@ -358,6 +367,7 @@ class GeneratorVariable(LazyIteratorVariable):
     frame: Any = None  #: the Translator of the generator's code, kept between items
     #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
     spoiled: bool = False
+    result: VariableTracker | None = None  #: the frame's return value, once it returned
 
     def save_state(self) -> Any:
         return None
@@ -367,10 +377,14 @@ class GeneratorVariable(LazyIteratorVariable):
 
     def pull(self) -> VariableTracker | None:
         try:
-            self.frame.run()
+            self.result = self.frame.run()  # what ``yield from`` over this generator gives
         except Yielded as y:
             return y.value
         return None
+
+    def rebuildable(self) -> bool:
+        """Only once all its items are known (``convert`` takes them when the generator escapes)."""
+        return self.done and not self.spoiled
 
     def python_type(self) -> type:
         return types.GeneratorType

@@ -163,6 +163,8 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     set_result = views.set_operator(tx, op, args)
     if set_result is not None:
         return set_result
+    if op in (operator.or_, operator.ior) and isinstance(args[0], DictVariable):
+        return container_methods.dict_or(tx, op, args[0], args[1])
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
             raise Unsupported(
@@ -309,10 +311,8 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
             raise Unsupported("python_error", f"index {index!r}: {e}") from e
     if isinstance(obj, ModelOutputVariable):
         return obj.getitem(tx, index)
-    if isinstance(obj, DictVariable):
-        if index not in obj.items:
-            raise Unsupported("python_error", f"KeyError: {index!r}")
-        return obj.items[index]
+    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
+        return call_container_method(tx, obj, "__getitem__", [key], {})
     if isinstance(obj, NNModuleVariable):
         return obj.getitem(tx, index)
     if obj.is_python_constant():

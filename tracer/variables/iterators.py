@@ -225,13 +225,14 @@ class DictIteratorVariable(IteratorVariable):
             return None
         if tuple(current) != self.keys:
             raise Unsupported("python_error", "RuntimeError: dictionary keys changed during iteration")
-        key = self.keys[self.index]
         self.index += 1
+        return self._item(self.keys[self.index - 1])
+
+    def _item(self, key: Any) -> VariableTracker:
         if self.kind in ("keys", "set"):
             return ConstantVariable(key)
-        if self.kind == "values":
-            return current[key]
-        return TupleVariable([ConstantVariable(key), current[key]])
+        value = self.container.items[key]
+        return value if self.kind == "values" else TupleVariable([ConstantVariable(key), value])
 
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
         rest = []
@@ -251,11 +252,18 @@ class DictIteratorVariable(IteratorVariable):
         return type(iter(getattr({}, self.kind)()))
 
     def reconstruct_items(self, cg: Codegen) -> None:
-        raise Unsupported(
-            "reconstruct",
-            "an iterator over a dict or set cannot be rebuilt at a graph break",
-            hint="a tuple of the remaining keys would not see dict changes",
-        )
+        """At a graph break inside the loop: the remaining items, as torch.compile passes them (the
+        resumed loop no longer sees the dict change). Not once the dict changed: CPython raises."""
+        current = self.container.items
+        if len(current) != len(self.keys) or tuple(current) != self.keys:
+            raise Unsupported(
+                "reconstruct",
+                "an iterator over a dict or set that changed cannot be rebuilt at a graph break",
+            )
+        rest = [self._item(key) for key in self.keys[self.index :]]
+        for item in rest:
+            item.reconstruct(cg)
+        cg.build_tuple(len(rest))
 
     def reconstruct(self, cg: Codegen) -> None:
         def build() -> None:

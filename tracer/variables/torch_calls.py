@@ -8,6 +8,7 @@ on fake tensors; results that are not tensors are folded to constants by the out
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -68,6 +69,9 @@ def call_torch(
         previous, mode = torch.is_grad_enabled(), bool(args[0].as_python_constant())
         set_grad_mode(tx, mode)  # effective at the call, like eager; a with-block restores on exit
         return ContextManagerVariable(mode, previous, applied=True)
+    if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        return bound.arguments["the_value"]
     if fn is torch.no_grad:
         return ContextManagerVariable(False)
     if fn is torch.enable_grad:
@@ -81,7 +85,7 @@ def call_torch(
     if fn is torch.Size:
         items = tx.dispatch.iterate(tx, args[0]) if args else []
         return TupleVariable(items, is_size=True)
-    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo):
+    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
         return _fold_call(tx, fn, args, kwargs)
     if name in EFFECTFUL or name.startswith("set_"):
         raise Unsupported(
