@@ -113,6 +113,10 @@ def _finish(
     reason: Unsupported | None,
     numbering: Numbering,
 ) -> TraceResult:
+    if output.exc_info:
+        raise Unsupported(
+            "exception", "a graph break while an exception is handled (resume code cannot re-enter)"
+        )
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     cg.resumes = frames is not None
     live = (

@@ -67,6 +67,8 @@ class OutputGraph:
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
+        #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
+        self.exc_info: list[VariableTracker] = []
         self.created: list[
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)

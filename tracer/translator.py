@@ -28,7 +28,7 @@ from ..guards.sources import (
     Source,
 )
 from . import opcodes
-from .exc import ReturnValue, Unsupported, UserLocation
+from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
 from .variables import builder, dispatch
@@ -163,6 +163,9 @@ class Translator:
             fn(self, inst)
             if self.parent is None:  # a whole instruction of the root frame ran: nothing undoes it
                 self.output.side_effects.commit()
+        except TracedException as te:  # raised here or in a callee: caught here or further up
+            if not opcodes.exceptions.catch(self, index, te.exc):
+                raise
         except GraphBreak as gb:
             # A call inside a try block breaks here instead: the callee's resume code runs outside
             # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``
@@ -174,7 +177,11 @@ class Translator:
                 raise
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
-            raise self._break_here(index, saved, e) from None
+            traced = opcodes.exceptions.traced_python_error(self, e)
+            if traced is None:
+                raise self._break_here(index, saved, e) from None
+            if not opcodes.exceptions.catch(self, index, traced.exc):
+                raise traced from None
 
     def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""

@@ -1,9 +1,8 @@
 """``with`` blocks and exception-handling opcodes.
 
 ``with`` on context managers the tracer understands (``torch.no_grad()``, ``torch.enable_grad()``,
-``torch.set_grad_enabled(b)``) changes grad mode inside the graph. The exception-path opcodes only
-run when an exception is raised, which never happens during a successful trace: reaching one is
-unsupported.
+``torch.set_grad_enabled(b)``) changes grad mode inside the graph. Exceptions raised and caught in
+the trace are in ``exceptions.py``; one leaving a with-block is unsupported.
 """
 
 from __future__ import annotations
@@ -42,12 +41,8 @@ def before_with(tx: Translator, inst: Instr) -> None:
 
 
 unsupported(
-    "exception handling is not traced (raising always leaves the graph)",
-    "PUSH_EXC_INFO",
-    "POP_EXCEPT",
+    "an exception leaving a with-block, or thrown into a generator, is not traced",
     "WITH_EXCEPT_START",
-    "RERAISE",
-    "CHECK_EXC_MATCH",
     "CLEANUP_THROW",
 )
 unsupported(

@@ -106,16 +106,6 @@ def return_const(tx: Translator, inst: Instr) -> None:
     raise ReturnValue(ConstantVariable(inst.arg))
 
 
-@handler("RAISE_VARARGS")
-def raise_varargs(tx: Translator, inst: Instr) -> None:
-    """(exc? cause? --)  raising is left to CPython."""
-    raise Unsupported(
-        "raise",
-        "the function raises an exception here",
-        hint="exceptions are not traced; the raising code runs in Python",
-    )
-
-
 def run_generator(tx: Translator) -> GeneratorVariable:
     """Calling a generator function: its frame runs lazily, one item per ``next``."""
     return GeneratorVariable([], frame=tx)

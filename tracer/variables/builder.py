@@ -185,6 +185,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, type):
         add(identity)
         return ClassVariable(value, source)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
+        # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
+        # attribute read makes a new bound method, so guard what it is bound to and its name.
+        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        owner = value.__self__
+        add(Guard(AttrSource(source, "__self__"), "ID_MATCH", owner, ("id", id(owner))))
+        name_source = AttrSource(source, "__name__")
+        add(Guard(name_source, "TYPE_MATCH", str, str))
+        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        return CFunctionVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
         return CFunctionVariable(value, source)  # breaks when called

@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import collection_types, model_output
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -27,6 +27,7 @@ from .containers import (
     SetVariable,
     TupleVariable,
 )
+from .exceptions import ExceptionVariable, is_simple_exception
 from .functions import PartialVariable
 from .iterators import (
     EnumerateVariable,
@@ -121,15 +122,15 @@ def call_builtin(
             getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]
         )
     values = [*args, *kwargs.values()]
+    if is_simple_exception(fn) and not kwargs:
+        return ExceptionVariable(fn, list(args))
     if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
             result = fn(*pargs, **pkwargs)
         except Exception as e:
-            raise Unsupported(
-                "python_error", f"{fn.__name__}() raised {type(e).__name__}: {e}"
-            ) from e
+            raise PythonError(e) from None
         return tx.fold(result)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
@@ -199,6 +200,8 @@ def construct(
     made = collection_types.construct(tx, cls, args, kwargs)
     if made is not None:
         return made
+    if is_simple_exception(cls) and not kwargs:
+        return ExceptionVariable(cls, list(args))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
@@ -235,7 +238,7 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
         return ConstantVariable(int(obj.example.shape[0]))
     if isinstance(obj, IteratorVariable):
         kind = obj.python_type().__name__
-        raise Unsupported("python_error", f"TypeError: object of type '{kind}' has no len()")
+        raise PythonError(TypeError(f"object of type '{kind}' has no len()"))
     if isinstance(obj, DictViewVariable):
         return ConstantVariable(len(obj.dict_vt.items))
     if hasattr(obj, "items"):
@@ -368,7 +371,7 @@ def next_(
     item = it.next_item(tx)
     if item is None:
         if default is None:
-            raise Unsupported("python_error", "StopIteration")
+            raise PythonError(StopIteration())
         return default
     return item
 
@@ -422,7 +425,7 @@ def sort_order(
     try:
         return sorted(range(len(items)), key=index_key, reverse=bool(tx.dispatch.truth(tx, reverse)))
     except TypeError as e:
-        raise Unsupported("python_error", f"{what}() raised TypeError: {e}") from e
+        raise PythonError(e) from None
 
 
 @builtin(sorted)
@@ -459,13 +462,13 @@ def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
         items = list(args) if len(args) > 1 else tx.dispatch.iterate(tx, args[0])
         if not items:
             if default is None:
-                raise Unsupported("python_error", f"{pick.__name__}() of an empty sequence")
+                raise PythonError(ValueError(f"{pick.__name__}() arg is an empty sequence"))
             return default
         index_key = _index_key(tx, items, key, pick.__name__)
         try:
             return items[pick(range(len(items)), key=index_key)]
         except TypeError as e:
-            raise Unsupported("python_error", f"{pick.__name__}() raised TypeError: {e}") from e
+            raise PythonError(e) from None
 
     return min_max
 

@@ -13,7 +13,7 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
@@ -117,7 +117,7 @@ def _extendleft(tx, obj, iterable):
 
 def _pop(tx, obj, left: bool = False):
     if not obj.items:
-        raise Unsupported("python_error", "IndexError: pop from an empty deque")
+        raise PythonError(IndexError("pop from an empty deque"))
     return obj.items.pop(0 if left else -1)
 
 

@@ -11,7 +11,7 @@ import inspect
 import operator
 from typing import TYPE_CHECKING
 
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import views
 from .base import VariableTracker
 from .collection_types import DICT_SUBCLASS_METHODS, DEQUE_METHODS, DequeVariable
@@ -65,32 +65,41 @@ def _key(vt: VariableTracker):
     return vt.as_python_constant()
 
 
-def _index(tx: Translator, obj: ListVariable, vt: VariableTracker):
-    index = _key(vt)
-    if isinstance(index, int) and not -len(obj.items) <= index < len(obj.items):
-        raise Unsupported("python_error", "IndexError: list index out of range")
-    return index
+def _shadow(obj: ListVariable, action) -> None:
+    """Run ``action`` on a stand-in of ``obj`` first (same type and length, items ``None``): an
+    index or slice CPython rejects raises CPython's exact error here, before anything changes."""
+    n = len(obj.items)
+    shadow = obj.python_type()([None] * n, obj.maxlen) if hasattr(obj, "maxlen") else [None] * n
+    try:
+        action(shadow)
+    except (IndexError, ValueError, TypeError) as e:
+        raise PythonError(e) from None
 
 
 # -- list ------------------------------------------------------------------------------------------
 def _list_setitem(tx, obj, key, value):
-    index = _index(tx, obj, key)
+    index = _key(key)
     if isinstance(index, slice):
-        obj.items[index] = tx.dispatch.iterate(tx, value)
+        values = tx.dispatch.iterate(tx, value)
+        _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
+        obj.items[index] = values
     else:
+        _shadow(obj, lambda real: real.__setitem__(index, None))
         obj.items[index] = value
     return NONE
 
 
 def _list_delitem(tx, obj, key):
-    del obj.items[_index(tx, obj, key)]
+    index = _key(key)
+    _shadow(obj, lambda real: real.__delitem__(index))
+    del obj.items[index]
     return NONE
 
 
 def _list_pop(tx, obj, index=LAST):
-    if not obj.items:
-        raise Unsupported("python_error", "IndexError: pop from empty list")
-    return obj.items.pop(_index(tx, obj, index))
+    at = _key(index)
+    _shadow(obj, lambda real: real.pop(at))
+    return obj.items.pop(at)
 
 
 def _list_remove(tx, obj, value):
@@ -102,7 +111,7 @@ def _list_remove(tx, obj, value):
         ):
             del obj.items[i]
             return NONE
-    raise Unsupported("python_error", "ValueError: list.remove(x): x not in list")
+    raise PythonError(ValueError("list.remove(x): x not in list"))
 
 
 def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
@@ -194,13 +203,13 @@ def _dict_pop(tx, obj, key, default=None):
     if k in obj.items:
         return obj.items.pop(k)
     if default is None:
-        raise Unsupported("python_error", f"KeyError: {k!r}")
+        raise PythonError(KeyError(k))
     return default
 
 
 def _dict_popitem(tx, obj):
     if not obj.items:
-        raise Unsupported("python_error", "KeyError: 'popitem(): dictionary is empty'")
+        raise PythonError(KeyError("popitem(): dictionary is empty"))
     key, value = obj.items.popitem()
     return TupleVariable([ConstantVariable(key), value])
 
@@ -241,7 +250,7 @@ def _dict_setdefault(tx, obj, key, default=NONE):
 def _dict_delitem(tx, obj, key):
     k = _key(key)
     if k not in obj.items:
-        raise Unsupported("python_error", f"KeyError: {k!r}")
+        raise PythonError(KeyError(k))
     del obj.items[k]
     return NONE
 
@@ -252,7 +261,7 @@ def _dict_getitem(tx, obj, key):
         return obj.items[k]
     factory = obj.default_factory
     if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
-        raise Unsupported("python_error", f"KeyError: {k!r}")
+        raise PythonError(KeyError(k))
     value = tx.dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
     tx.output.side_effects.before_mutation(obj)
     obj.items[k] = value
@@ -286,7 +295,7 @@ _DICT = {
 def _move_to_end(tx, obj, key, last=None):
     k = _key(key)
     if k not in obj.items:
-        raise Unsupported("python_error", f"KeyError: {k!r}")
+        raise PythonError(KeyError(k))
     at_end = True if last is None else tx.dispatch.truth(tx, last)
     value = obj.items.pop(k)
     if at_end:
@@ -347,7 +356,7 @@ def _set_method(name: str, mutates: bool):
         try:
             result = getattr(obj.items, name)(*real)
         except (KeyError, TypeError) as e:
-            raise Unsupported("python_error", f"{type(e).__name__}: {e}") from None
+            raise PythonError(e) from None
         if isinstance(result, set):
             return SetVariable(result)
         return ConstantVariable(result)
@@ -357,7 +366,7 @@ def _set_method(name: str, mutates: bool):
 
 def _set_pop(tx, obj):
     if not obj.items:
-        raise Unsupported("python_error", "KeyError: 'pop from an empty set'")
+        raise PythonError(KeyError("pop from an empty set"))
     return ConstantVariable(obj.items.pop())
 
 

@@ -345,8 +345,8 @@ class LazyIteratorVariable(IteratorVariable):
     def force(self) -> None:
         """Make every remaining item now (into ``items``) without taking any."""
         start = self.index
-        self.unpack(None)
-        self.index = start
+        rest = self.unpack(None)
+        self.items, self.index = [*self.items[:start], *rest], start
 
     def reconstruct_items(self, cg: Codegen) -> None:
         if not self.rebuildable():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import polyfills
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import builtin_calls, container_methods, iterators, torch_calls, views
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -243,7 +243,7 @@ def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
     try:
         result = op(*values)
     except Exception as e:
-        raise Unsupported("python_error", f"{op.__name__} raised {type(e).__name__}: {e}") from e
+        raise PythonError(e) from None
     return tx.fold(result)
 
 
@@ -308,7 +308,7 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         try:
             return obj.items[index]
         except (IndexError, TypeError) as e:
-            raise Unsupported("python_error", f"index {index!r}: {e}") from e
+            raise PythonError(e) from None
     if isinstance(obj, ModelOutputVariable):
         return obj.getitem(tx, index)
     if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included

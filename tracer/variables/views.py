@@ -12,7 +12,7 @@ import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BoundMethodVariable, DictVariable, SetVariable, TupleVariable
@@ -68,7 +68,7 @@ def _constant(tx: Translator, vt: VariableTracker) -> Any:
         hash(value)
     except TypeError:
         kind = type(value).__name__
-        raise Unsupported("python_error", f"TypeError: unhashable type: {kind}") from None
+        raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
     return value
 
 
@@ -150,7 +150,7 @@ def set_operator(
     try:
         result = op(_real(tx, lhs), _real(tx, rhs))
     except TypeError as e:
-        raise Unsupported("python_error", f"TypeError: {e}") from None
+        raise PythonError(e) from None
     if in_place:
         tx.output.side_effects.mark_mutated(lhs)
         return lhs
