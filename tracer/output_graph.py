@@ -20,6 +20,7 @@ from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
+from .graph_naming import graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
@@ -167,6 +168,8 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        if op == "call_function":
+            target = graph_target(target)
         node_args = tuple(_as_node_arg(a) for a in args)
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
@@ -368,7 +371,7 @@ def _as_node_arg(vt: Any) -> Any:
     if isinstance(vt, DictVariable):
         return {k: _as_node_arg(v) for k, v in vt.items.items()}
     if isinstance(vt, VariableTracker) and vt.is_python_constant():
-        return vt.as_python_constant()
+        return graph_constant(vt.as_python_constant())
     raise Unsupported("graph_arg", f"{vt} cannot be passed to a graph op")
 
 

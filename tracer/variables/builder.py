@@ -145,7 +145,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     add = tx.output.add_guard
-    identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+    if isinstance(value, types.MethodType):
+        # Each read of a method makes a new bound object, which later calls never see again: guard
+        # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
+        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        func = value.__func__
+        identity = Guard(AttrSource(source, "__func__"), "ID_MATCH", func, ("id", id(func)))
+    else:
+        identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -172,7 +179,6 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
             source,
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-        add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
         return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
