@@ -1400,3 +1400,24 @@ def global_list_and_dict_mutated():
         return Setup(fn, _t(2), observe=observe)
 
     return setup()
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def numpy_meshgrid_where_astype():
+    def fn(x, y):
+        r1, r2 = np.meshgrid(x.numpy(), y.numpy())
+        w = np.where(r1 > 0, r1, 0.0).astype(np.float64)
+        return torch.from_numpy(r1 + r2), torch.from_numpy(w.reshape(-1))
+
+    return Setup(fn, lambda: (torch.randn(3), torch.randn(2)))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def numpy_array_mutated_in_place():
+    def fn(x):
+        a = x.numpy()
+        a += 1
+        a[0] = 0.0
+        return x * 2, a.sum()
+
+    return Setup(fn, lambda: (torch.randn(3),))

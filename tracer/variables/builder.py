@@ -31,6 +31,7 @@ from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .modules import NNModuleVariable
+from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
@@ -96,6 +97,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
+        return ConstantVariable(value, source)
+    if is_numpy_array(value):
+        array = wrap_array(tx, value, source)
+        if array is not None:
+            return array
+    if is_numpy_scalar(value):  # ``np.float32(2.0)``: immutable, compared by type and value
+        add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+        add(Guard(source, "EQUALS_MATCH", value, ("numpy", cls.__name__, value.item())))
         return ConstantVariable(value, source)
     if cls is torch.device:
         add(
@@ -262,6 +271,8 @@ def wrap_builtin(
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
+    if is_numpy_scalar(value):
+        return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
         value, (torch.dtype, torch.device, enum.Enum, types.CodeType)
     ):

@@ -17,7 +17,7 @@ import torch
 
 from .. import polyfills
 from ..exc import PythonError, Unsupported
-from . import builtin_calls, container_methods, iterators, torch_calls, views
+from . import builtin_calls, container_methods, iterators, numpy_arrays, torch_calls, views
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -60,6 +60,8 @@ def call(
     pure-Python equivalent instead; an ``lru_cache``'d function runs the function it wraps."""
     target = _callable_value(fn)
     if target is not None:
+        if numpy_arrays.is_numpy_callable(target):
+            return numpy_arrays.call_numpy(tx, target, args, kwargs)
         replacement = polyfills.lookup(target)
         if replacement is not None:
             return UserFunctionVariable(replacement).call_function(tx, args, kwargs)
@@ -79,6 +81,8 @@ def _callable_value(fn: VariableTracker) -> Any:
         return fn.fn
     if isinstance(fn, (ClassVariable, UserObjectVariable)):
         return fn.value
+    if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:
+        return fn.fn
     return None
 
 
@@ -163,6 +167,9 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     set_result = views.set_operator(tx, op, args)
     if set_result is not None:
         return set_result
+    array_result = numpy_arrays.call_operator(tx, op, args)
+    if array_result is not None:
+        return array_result
     if op in (operator.or_, operator.ior) and isinstance(args[0], DictVariable):
         return container_methods.dict_or(tx, op, args[0], args[1])
     if any(isinstance(a, TensorVariable) for a in args):
@@ -295,6 +302,8 @@ def getitem_tensor(
 def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
     if isinstance(obj, TensorVariable):
         return getitem_tensor(tx, obj, key)
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        return numpy_arrays.getitem(tx, obj, key)
     if not key.is_python_constant():
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
@@ -326,6 +335,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
 def setitem(
     tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
 ) -> None:
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        numpy_arrays.setitem(tx, obj, key, value)
+        return
     if isinstance(obj, TensorVariable):
         tx.output.call_function(operator.setitem, (obj, key, value), {})
         return
@@ -489,6 +501,8 @@ MODULE_MEMBER_METHODS = frozenset(
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, TensorVariable) and name == "numpy" and numpy_arrays.np is not None:
+        return numpy_arrays.TensorNumpyMethod(obj)
     if (
         isinstance(obj, NNModuleVariable)
         and name in MODULE_MEMBER_METHODS

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import Unsupported
+from . import numpy_arrays
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
@@ -69,6 +70,10 @@ def call_torch(
         previous, mode = torch.is_grad_enabled(), bool(args[0].as_python_constant())
         set_grad_mode(tx, mode)  # effective at the call, like eager; a with-block restores on exit
         return ContextManagerVariable(mode, previous, applied=True)
+    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:
+        made = numpy_arrays.from_numpy(tx, fn, args[0])
+        if made is not None:
+            return made
     if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
         bound = inspect.signature(fn).bind(*args, **kwargs)
         return bound.arguments["the_value"]
