@@ -9,6 +9,7 @@ from bytecode import Instr
 from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..variables.container_methods import real_iterable
 from . import handler
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def list_extend(tx: Translator, inst: Instr) -> None:
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
     iterable = tx.pop()
-    tx.peek(inst.arg).items.update(_const_key(v) for v in tx.dispatch.iterate(tx, iterable))
+    tx.peek(inst.arg).items.update(real_iterable(tx, iterable))
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")

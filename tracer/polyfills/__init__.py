@@ -10,6 +10,6 @@ as the C version would. Importing this package registers them all; ``lookup`` fi
 from __future__ import annotations
 
 from . import builtins, functools, itertools, operator  # noqa: F401 (registration)
-from .registry import lookup
+from .registry import REBUILD, lookup
 
-__all__ = ["lookup"]
+__all__ = ["REBUILD", "lookup"]

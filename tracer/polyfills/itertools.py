@@ -14,7 +14,15 @@ from .registry import polyfill
 _MISSING = object()
 
 
-@polyfill(itertools.chain)
+def _chain(rest: tuple) -> itertools.chain:
+    return itertools.chain(rest)
+
+
+def _islice(rest: tuple) -> itertools.islice:
+    return itertools.islice(rest, None)
+
+
+@polyfill(itertools.chain, rebuild=_chain)
 def chain(*iterables):
     """``itertools.chain``."""
     for iterable in iterables:
@@ -22,7 +30,7 @@ def chain(*iterables):
             yield element
 
 
-@polyfill(itertools.chain.from_iterable)
+@polyfill(itertools.chain.from_iterable, rebuild=_chain)
 def chain_from_iterable(iterables):
     """``itertools.chain.from_iterable``."""
     for iterable in iterables:
@@ -77,7 +85,7 @@ def accumulate(iterable, func=None, *, initial=None):
         yield total
 
 
-@polyfill(itertools.islice)
+@polyfill(itertools.islice, rebuild=_islice)
 def islice(iterable, *args):
     """``itertools.islice``: takes from the source exactly the items CPython takes."""
     s = slice(*args)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exc import PythonError, Unsupported
 from . import collection_types, model_output
+from .container_methods import real_iterable
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -319,14 +320,12 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
 
 @builtin(set)
 def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
-    return SetVariable({item.as_python_constant() for item in items})
+    return SetVariable(set(real_iterable(tx, iterable)) if iterable is not None else set())
 
 
 @builtin(frozenset)
 def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
-    return ConstantVariable(frozenset(item.as_python_constant() for item in items))
+    return ConstantVariable(frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset())
 
 
 @builtin(enumerate)

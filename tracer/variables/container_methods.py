@@ -103,15 +103,8 @@ def _list_pop(tx, obj, index=LAST):
 
 
 def _list_remove(tx, obj, value):
-    for i, item in enumerate(obj.items):
-        if item is value or (
-            item.is_python_constant()
-            and value.is_python_constant()
-            and item.as_python_constant() == value.as_python_constant()
-        ):
-            del obj.items[i]
-            return NONE
-    raise PythonError(ValueError("list.remove(x): x not in list"))
+    del obj.items[_find(tx, obj, value, "list.remove(x): x not in list")]
+    return NONE
 
 
 def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
@@ -133,30 +126,31 @@ def _list_extend(tx, obj, iterable):
     return NONE
 
 
-def _find(tx, obj, value):
+def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
+    """``item is value or item == value``, as list searches compare (tensors: data-dependent)."""
+    if item is value:
+        return True
+    if item.is_python_constant() and value.is_python_constant():
+        return bool(item.as_python_constant() == value.as_python_constant())
+    raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
+
+
+def _find(tx, obj, value, message=None):
     for i, item in enumerate(obj.items):
-        if item is value or (
-            item.is_python_constant()
-            and value.is_python_constant()
-            and item.as_python_constant() == value.as_python_constant()
-        ):
+        if _equal(tx, item, value):
             return i
-    raise Unsupported("python_error", "ValueError: x not in sequence")
+    kind = obj.python_type().__name__ if obj.python_type() in (list, tuple) else "sequence"
+    if message is None and value.is_python_constant():
+        message = f"{value.as_python_constant()!r} is not in {kind}"
+        if kind == "tuple":
+            message = "tuple.index(x): x not in tuple"
+    if message is None:
+        raise Unsupported("python_error", "ValueError: x not in sequence")
+    raise PythonError(ValueError(message))
 
 
 def _count(tx, obj, value):
-    return ConstantVariable(
-        sum(
-            1
-            for i in obj.items
-            if i is value
-            or (
-                i.is_python_constant()
-                and value.is_python_constant()
-                and i.as_python_constant() == value.as_python_constant()
-            )
-        )
-    )
+    return ConstantVariable(sum(1 for item in obj.items if _equal(tx, item, value)))
 
 
 _LIST = {
@@ -171,6 +165,7 @@ _LIST = {
     "__setitem__": (True, _list_setitem),
     "__delitem__": (True, _list_delitem),
     "copy": (False, lambda tx, obj: ListVariable(list(obj.items))),
+    "__imul__": (True, lambda tx, obj, n: (obj.items.__imul__(_key(n)), obj)[1]),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
 }
@@ -347,12 +342,7 @@ def _set_method(name: str, mutates: bool):
     into sets of constants first), so results, order and errors are CPython's."""
 
     def impl(tx, obj, *args):
-        real = [
-            _key(a)
-            if name in ("add", "discard", "remove")
-            else {_key(i) for i in tx.dispatch.iterate(tx, a)}
-            for a in args
-        ]
+        real = [_key(a) if name in ("add", "discard", "remove") else real_iterable(tx, a) for a in args]
         try:
             result = getattr(obj.items, name)(*real)
         except (KeyError, TypeError) as e:
@@ -362,6 +352,18 @@ def _set_method(name: str, mutates: bool):
         return ConstantVariable(result)
 
     return mutates, impl
+
+
+def real_iterable(tx, vt):
+    """What a set method is given: the real set or immutable constant, a dict of the keys, or the
+    items in order (CPython's methods take fast paths for sets and dicts that change orders)."""
+    if isinstance(vt, SetVariable):
+        return vt.items
+    if isinstance(vt, DictVariable):
+        return dict.fromkeys(vt.items)
+    if vt.is_python_constant() and isinstance(vt.as_python_constant(), (str, range, tuple, frozenset)):
+        return vt.as_python_constant()
+    return [_key(i) for i in tx.dispatch.iterate(tx, vt)]
 
 
 def _set_pop(tx, obj):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.sources import Source
+from .. import polyfills
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -195,7 +196,10 @@ class SetVariable(VariableTracker):
         return True
 
     def as_python_constant(self) -> Any:
-        return set(self.items)
+        """The set itself: a copy may iterate in another order (a table with deleted entries is
+        rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
+        only reads it."""
+        return self.items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         return [ConstantVariable(v) for v in self.items]
@@ -272,8 +276,7 @@ class IteratorVariable(VariableTracker):
         return type(iter([]))
 
     def reconstruct(self, cg: Codegen) -> None:
-        self.reconstruct_items(cg)
-        cg.add("GET_ITER")
+        cg.build_once(self, lambda: (self.reconstruct_items(cg), cg.add("GET_ITER")))
 
     def reconstruct_items(self, cg: Codegen) -> None:
         """The remaining items as a tuple (a resume function turns it back into an iterator)."""
@@ -385,6 +388,21 @@ class GeneratorVariable(LazyIteratorVariable):
     def rebuildable(self) -> bool:
         """Only once all its items are known (``convert`` takes them when the generator escapes)."""
         return self.done and not self.spoiled
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """Escaping: an iterator over the remaining items; a polyfilled ``itertools`` object as
+        the C object of its type (``polyfills.REBUILD``)."""
+        rebuild = polyfills.REBUILD.get(getattr(self.frame, "fn", None))
+        if rebuild is None:
+            return super().reconstruct(cg)  # a plain iterator (as torch.compile rebuilds it)
+
+        def build() -> None:
+            cg.load_const(rebuild)
+            self.reconstruct_items(cg)
+            cg.call_function(1)
+
+        cg.build_once(self, build)
+        return None
 
     def python_type(self) -> type:
         return types.GeneratorType

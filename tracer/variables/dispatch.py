@@ -193,6 +193,8 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     if op in _INPLACE_TO_BINARY:
         if isinstance(args[0], ListVariable) and op is operator.iadd:
             return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
+        if isinstance(args[0], ListVariable) and op is operator.imul:
+            return call_container_method(tx, args[0], "__imul__", [args[1]], {})
         return call_operator(tx, _INPLACE_TO_BINARY[op], args)
     if op is operator.not_:
         return ConstantVariable(not truth(tx, args[0]))
@@ -410,7 +412,19 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         return False  # a tensor, container or object is never a constant such as None
     if type(lhs) is not type(rhs):
         return False
+    if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
+        return False  # distinct trackers of mutable objects stand for distinct objects
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+#: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
+_ONE_TRACKER_PER_OBJECT = (
+    ListVariable,
+    DictVariable,
+    SetVariable,
+    IteratorVariable,
+    views.DictViewVariable,
+)
 
 
 def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:

@@ -157,10 +157,13 @@ class ReversedIteratorVariable(IteratorVariable):
         return _iter_type(self.seq, reversed)
 
     def reconstruct(self, cg: Codegen) -> None:
+        # past the end: exhausted (``__setstate__`` would clamp the position back into the list)
+        position = self.position if self.position < len(self.items) else -1
+
         def build() -> None:
             cg.load_const(reversed_at)
             self.seq.reconstruct(cg)
-            cg.load_const(self.position)
+            cg.load_const(position)
             cg.call_function(2)
 
         cg.build_once(self, build)
@@ -214,14 +217,18 @@ class DictIteratorVariable(IteratorVariable):
     container: VariableTracker | None = None  #: the DictVariable or SetVariable
     kind: str = "keys"
     keys: tuple = ()  #: the keys (set items) when the iteration started
+    exhausted: bool = False  #: it reached the end: it no longer looks at the container
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         _note(tx, self)
+        if self.exhausted:
+            return None
         current = self.container.items
         if len(current) != len(self.keys):
             what = "set" if self.kind == "set" else "dictionary"
             raise Unsupported("python_error", f"RuntimeError: {what} changed size during iteration")
         if self.index >= len(self.keys):
+            self.exhausted = True
             return None
         if tuple(current) != self.keys:
             raise Unsupported("python_error", "RuntimeError: dictionary keys changed during iteration")
@@ -241,10 +248,10 @@ class DictIteratorVariable(IteratorVariable):
         return rest
 
     def save_state(self) -> Any:
-        return self.index
+        return self.index, self.exhausted
 
     def restore_state(self, state: Any) -> None:
-        self.index = state
+        self.index, self.exhausted = state
 
     def python_type(self) -> type:
         if self.kind == "set":
@@ -254,6 +261,9 @@ class DictIteratorVariable(IteratorVariable):
     def reconstruct_items(self, cg: Codegen) -> None:
         """At a graph break inside the loop: the remaining items, as torch.compile passes them (the
         resumed loop no longer sees the dict change). Not once the dict changed: CPython raises."""
+        if self.exhausted:
+            cg.build_tuple(0)
+            return
         current = self.container.items
         if len(current) != len(self.keys) or tuple(current) != self.keys:
             raise Unsupported(
@@ -266,6 +276,16 @@ class DictIteratorVariable(IteratorVariable):
         cg.build_tuple(len(rest))
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.exhausted:
+            cg.build_once(self, lambda: self._build_exhausted(cg))
+            return
+        current = self.container.items
+        if len(current) != len(self.keys):  # CPython's iterator raises from now on: so does this
+            cg.build_once(self, lambda: self._build_spoiled(cg))
+            return
+        if tuple(current) != self.keys:
+            raise Unsupported("reconstruct", "an iterator over a dict whose keys changed")
+
         def build() -> None:
             cg.load_const(advanced)
             self.container.reconstruct(cg)
@@ -277,6 +297,30 @@ class DictIteratorVariable(IteratorVariable):
             cg.call_function(2)
 
         cg.build_once(self, build)
+
+
+    def _build_exhausted(self, cg: Codegen) -> None:
+        cg.load_const(exhausted_iter)
+        cg.load_const(set() if self.kind == "set" else getattr({}, self.kind)())
+        cg.call_function(1)
+
+    def _build_spoiled(self, cg: Codegen) -> None:
+        cg.load_const(resized_iter)
+        cg.load_const(self.kind)
+        cg.load_const(len(self.keys))
+        cg.call_function(2)
+
+
+def resized_iter(kind: str, size: int) -> Any:
+    """Runtime helper: an iterator of ``kind`` whose container changed size after it was made (every
+    ``next`` raises CPython's RuntimeError)."""
+    container: Any = set(range(size)) if kind == "set" else dict.fromkeys(range(size))
+    it = iter(container) if kind in ("keys", "set") else iter(getattr(container, kind)())
+    if kind == "set":
+        container.add(size)
+    else:
+        container[size] = None
+    return it
 
 
 def dict_iter(container: VariableTracker, kind: str) -> DictIteratorVariable:
@@ -322,8 +366,13 @@ class BuiltinIteratorVariable(LazyIteratorVariable):
         raise NotImplementedError
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        """Unlike a generator, these never stop for good: each ``next`` asks the sources again
+        (a dict iterator below may raise on a later call, a list iterator may see new items)."""
         self._tx = tx
-        return super().next_item(tx)
+        if self.index < len(self.items):
+            return super().next_item(tx)
+        _note(tx, self)
+        return self.pull()
 
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
         items: list[VariableTracker] = []
