@@ -112,7 +112,7 @@ def dict_update_with_pairs():
     return Setup(fn, _t(3))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=0, breaks=0, tc_breaks=0)
 def dict_fromkeys():
     def fn(x):
         d = dict.fromkeys(["a", "b", "c"], 0)
@@ -647,7 +647,7 @@ def isinstance_type_callable_getattr():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=1)
 def min_max_of_tensor_list_by_key():
     def fn(x):
         ts = [x[:1], x, x[:2]]
@@ -1069,7 +1069,7 @@ def args_kwargs_forwarding():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=1)
 def kwargs_dict_iteration():
     def combine(**parts):
         return sum(v * i for i, (_, v) in enumerate(sorted(parts.items())))
@@ -1421,3 +1421,404 @@ def numpy_array_mutated_in_place():
         return x * 2, a.sum()
 
     return Setup(fn, lambda: (torch.randn(3),))
+
+
+# -- a second batch, in the style of test_functions.py's make_test functions --------------------------
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def dict_constructors():
+    def fn(a, b):
+        d1 = dict(x=a, y=b)
+        d2 = dict([("x", a), ("y", b * 2)])
+        d3 = dict(zip(["p", "q"], [a, b]))
+        d4 = dict(d1, **d3)
+        return d1["x"] + d2["y"] + d3["q"], sorted(d4)
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def defaultdict_factories():
+    def fn(x):
+        counts = collections.defaultdict(int)
+        nested = collections.defaultdict(lambda: [x])
+        for k in "abca":
+            counts[k] += 1
+        nested["z"].append(x * 2)
+        return x * counts["a"], len(nested["z"]), counts.default_factory is int, dict(counts)
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def partial_of_torch_functions():
+    def fn(x, y):
+        add_alpha = functools.partial(torch.add, alpha=2)
+        clamp = functools.partial(torch.clamp, min=-0.5)
+        mm = functools.partial(torch.matmul, x)
+        return add_alpha(x, y), clamp(x, max=0.5), mm(y.T)
+
+    return Setup(fn, _t2(2, 2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def range_as_input():
+    def fn(x, r):
+        total = x
+        for i in r:
+            total = total + i
+        return total, len(r), r[-1], r[1:].start
+
+    return Setup(fn, lambda: (torch.randn(2), range(1, 7, 2)))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def len_of_misc_iterables():
+    def fn(x):
+        d = {"a": 1, "b": 2}
+        return x * (len(range(3, 9)) + len(d.keys()) + len(d.items()) + len("abc") + len({1, 2}))
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def callable_checks():
+    def fn(x):
+        return (
+            x + 1,
+            callable(lambda: 1),
+            callable(torch.add),
+            callable(len),
+            callable(3),
+            callable(x),
+            callable(torch.nn.Linear),
+        )
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def number_conversions_and_operator_module():
+    def fn(x):
+        n = int("12") + int(3.7) + operator.index(4)
+        f = float("1.5") + float(2)
+        b = bool([]) or operator.truth(5)
+        bits = (6 & 3) | (1 << 3) ^ 2
+        return x * n + f, b, bits, operator.pos(-2), abs(-3), divmod(-7, 2), ~5
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def math_functions_on_python_numbers():
+    def fn(x):
+        vals = [math.floor(2.7), math.ceil(2.1), math.sqrt(16.0), math.log2(8)]
+        flags = [math.isinf(float("inf")), math.isnan(float("nan")), math.isfinite(1.0)]
+        return x * sum(vals) + math.pi, flags, math.gcd(12, 18), math.copysign(2, -1)
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def assert_statements():
+    def fn(x, n=3):
+        assert n > 0, "n must be positive"
+        assert isinstance(x, torch.Tensor)
+        try:
+            assert n > 5, f"n={n} too small"
+        except AssertionError as e:
+            return x + len(str(e))
+        return x
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def tensor_predicates():
+    def fn(x):
+        return (
+            x + 1,
+            torch.is_tensor(x),
+            torch.is_floating_point(x),
+            torch.is_complex(x),
+            x.is_sparse,
+            x.is_quantized,
+            x.get_device(),
+            x.type(),
+            x.type(torch.float64).dtype,
+            x.element_size(),
+            torch.finfo(torch.float16).max,
+            x.is_contiguous(memory_format=torch.contiguous_format),
+        )
+
+    return Setup(fn, _t(2, 2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def tensors_in_tuples_lists_and_sets():
+    def fn(x, y):
+        pair = (x, y)
+        found = x in pair and y in [y, x]
+        index = [x, y].index(x)
+        seen = {id(x): x}
+        return x * index + y, found, len(seen), pair.index(x)
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def star_unpacking_in_displays_and_calls():
+    def combine(*parts, scale=1, **named):
+        return sum(parts) * scale + sum(named.values())
+
+    def fn(x, y):
+        args = [x, y]
+        extra = {"scale": 2}
+        merged = {**{"a": x}, "b": y, **{"c": x * y}}
+        both = [*args, *(x + 1,)]
+        return combine(*args, **extra), combine(*both, **merged), {*"ab", *"bc"} == set("abc")
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def nested_closure_mutation():
+    def fn(x):
+        state = {"calls": 0}
+        total = [x]
+
+        def outer():
+            def inner(t):
+                state["calls"] += 1
+                total.append(t * state["calls"])
+                return t
+
+            return inner
+
+        f = outer()
+        f(x)
+        f(x + 1)
+        return sum(total), state["calls"]
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def closure_cell_rebound_after_escape():
+    box = []
+
+    def fn(x):
+        scale = 2
+
+        def get():
+            return x * scale
+
+        box.append(get)
+        scale = 5  # the escaped closure sees the cell's final value
+        return get()
+
+    return Setup(fn, _t(2), observe=lambda: box.pop()())
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def generator_return_value_and_send_none():
+    def inner(t):
+        yield t
+        return t * 10
+
+    def outer(t):
+        result = yield from inner(t)
+        yield result
+
+    def fn(x):
+        g = outer(x)
+        first = next(g)
+        second = g.send(None)
+        return first + second
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def any_all_short_circuit_with_side_effects():
+    def fn(x):
+        seen = []
+
+        def check(v):
+            seen.append(v)
+            return v > 1
+
+        return x * any(check(v) for v in range(5)), all(check(v) for v in [3, 0, 5]), seen
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def try_except_else_finally_order():
+    def fn(x):
+        log = []
+        for n in (1, 0):
+            try:
+                v = 10 // n
+            except ZeroDivisionError:
+                log.append("except")
+                v = -1
+            else:
+                log.append("else")
+            finally:
+                log.append("finally")
+            x = x + v
+        return x, log
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def raise_from_and_custom_exception_args():
+    class ShapeError(ValueError):
+        pass
+
+    def check(t):
+        try:
+            return {"rows": t.shape[0]}["cols"]
+        except KeyError as e:
+            raise ShapeError("missing", t.dim()) from e
+
+    def fn(x):
+        try:
+            check(x)
+        except ShapeError as e:
+            return x * e.args[1], type(e.__cause__).__name__, e.args[0]
+        return x
+
+    return Setup(fn, _t(2, 3))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def mutual_recursion_with_accumulator():
+    def is_even(n, acc):
+        acc.append(n)
+        return True if n == 0 else is_odd(n - 1, acc)
+
+    def is_odd(n, acc):
+        acc.append(n)
+        return False if n == 0 else is_even(n - 1, acc)
+
+    def fn(x):
+        acc = []
+        return x * is_even(6, acc), acc
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def itertools_infinite_count_and_repeat_with_break():
+    def fn(x):
+        out = x
+        for i in itertools.count(2, 3):
+            if i > 10:
+                break
+            out = out + i
+        for j, r in zip(range(3), itertools.repeat(x)):
+            out = out + r * j
+        return out
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def itertools_product_of_tensors_and_combinations_with_replacement():
+    def fn(x, y):
+        pairs = [a * b for a, b in itertools.product([x, y], repeat=2)]
+        combos = list(itertools.combinations_with_replacement("ab", 2))
+        return torch.stack(pairs).sum(0), combos
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def zip_and_map_returned():
+    def fn(a, b):
+        return list(map(lambda t: t + 1, [a, b])), list(zip([a, b], ["p", "q"]))
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def operator_on_module_attributes():
+    lin = torch.nn.Linear(3, 2)
+
+    def fn(x):
+        weight = operator.attrgetter("weight")(lin)
+        bias_shape = operator.attrgetter("bias.shape")(lin)
+        return x @ weight.T, bias_shape
+
+    return Setup(fn, _t(4, 3))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def numpy_arange_and_array_constants():
+    def fn(x):
+        idx = np.arange(3)
+        w = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+        return x * torch.from_numpy(w) + torch.from_numpy(idx), idx.dtype
+
+    return Setup(fn, _t(3))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def numpy_reduction_scalars_in_python():
+    def fn(x):
+        a = x.numpy()
+        m = np.max(a)
+        return x - torch.tensor(m), float(np.mean(a)) > -10
+
+    return Setup(fn, _t(4))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def fstrings_of_devices_and_formats():
+    def fn(x):
+        name = f"{x.device}:{x.dtype}:{x.ndim}d:{x.numel():04d}:{1 / 3:.3f}"
+        return x.sum(), name, "{:>6}|{:<4}|".format("a", 7), "%-5s|%03d" % ("z", 9)
+
+    return Setup(fn, _t(2, 2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def set_of_tensors_by_identity():
+    def fn(x, y):
+        s = {x, y}
+        s.add(x)
+        return len(s), x in s, sum(t.sum() for t in [x, y] if t in s)
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def dict_keyed_by_tensors():
+    def fn(x, y):
+        cache = {x: "first", y: "second"}
+        cache[x] = "again"
+        return cache[x], cache.get(y), len(cache), x * 2
+
+    return Setup(fn, _t2(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def lambda_defaults_and_keyword_calls():
+    def fn(x):
+        f = lambda t, k=2, *, b=1: t * k + b  # noqa: E731
+        return f(x), f(x, 3), f(x, b=0), f(t=x, k=-1)
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def enumerate_reversed_sorted_zip_chain():
+    def fn(x):
+        rows = list(x.unbind(0))
+        ordered = [r for _, r in sorted(enumerate(rows), key=lambda p: -p[0])]
+        paired = [a - b for a, b in zip(reversed(rows), rows)]
+        return torch.stack(ordered), torch.stack(paired), list(reversed(range(len(rows))))
+
+    return Setup(fn, _t(3, 2))

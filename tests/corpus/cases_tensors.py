@@ -56,7 +56,7 @@ def boolean_mask_assignment():
     return Setup(fn, _t(5))
 
 
-@case("tensors", graphs=1, breaks=1, tc_breaks=1)
+@case("tensors", graphs=1, breaks=0, tc_breaks=1)
 def boolean_mask_indexing():
     def fn(x):
         return x[x > 0].sum() * 2
@@ -96,7 +96,16 @@ def int_tensor_division_modes():
     return Setup(fn, lambda: (torch.arange(-5, 5),))
 
 
-@case("tensors", graphs=1, breaks=0, tc_breaks=0)
+@case(
+    "tensors",
+    graphs=1,
+    breaks=4,
+    tc_breaks=0,
+    retraces=3,
+    why="a torch.Generator made in the function is not traced (torch.compile breaks at the random "
+    "call too: its graph has only the add, explain counts no break); the resumed code guards on "
+    "the generator object made in the call",
+)
 def generator_seeded_random():
     def fn(x):
         g = torch.Generator().manual_seed(7)
@@ -221,7 +230,7 @@ def type_conversions():
     return Setup(fn, _t(3))
 
 
-@case("tensors", graphs=1, breaks=0, tc_breaks=0)
+@case("tensors", graphs=1, breaks=0, tc_breaks=1)
 def requires_grad_on_fresh_tensor():
     def fn(x):
         w = torch.ones(3).requires_grad_()
@@ -258,7 +267,15 @@ def in_place_on_input_and_return_alias():
     return Setup(fn, _t(3))
 
 
-@case("tensors", graphs=1, breaks=0, tc_breaks=0)
+@case(
+    "tensors",
+    graphs=1,
+    breaks=2,
+    tc_breaks=0,
+    retraces=2,
+    why="item() and tolist() read tensor data (captured scalars are issue 11 point 4, another "
+    "helper's); the resumed code is specialised on the values read",
+)
 def item_and_tolist():
     def fn(x):
         return x.sum().item() * 2, x.tolist()

@@ -8,8 +8,14 @@ from bytecode import Instr
 
 from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from ..variables.container_methods import real_iterable
+from ..variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+)
 from . import handler
 
 if TYPE_CHECKING:
@@ -68,10 +74,7 @@ def _slice_part(vt):
     return vt.as_python_constant()
 
 
-def _const_key(vt):
-    if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"{vt} as a dict key or set item (only constants are traced)")
-    return vt.as_python_constant()
+_const_key = hash_key
 
 
 @handler("LIST_APPEND")

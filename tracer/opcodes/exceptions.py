@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Bytecode, Instr, TryBegin, TryEnd
 
 from ..exc import PythonError, TracedException, Unsupported
-from ..variables.base import VariableTracker
+from ..variables.base import IdentityKey, VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.exceptions import ExceptionVariable, is_simple_exception
 from . import handler
@@ -189,7 +189,7 @@ def traced_python_error(tx: Translator, error: Unsupported) -> TracedException |
             return None
     except Unsupported:
         return None
-    args = [tx.fold(a) for a in error.exc.args]
+    args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
     return TracedException(ExceptionVariable(type(error.exc), args))
 
 

@@ -73,8 +73,13 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     return vt
 
 
+#: torch's process-wide singleton values (``torch.float32``, ``torch.strided``,
+#: ``torch.contiguous_format``): constants guarded by identity.
+_TORCH_SINGLETONS = (torch.dtype, torch.layout, torch.memory_format)
+
+
 def _is_interned(value: Any) -> bool:
-    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, torch.dtype))
+    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, *_TORCH_SINGLETONS))
 
 
 def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
@@ -112,7 +117,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )  # so that == is torch.device's, never a user __eq__
         add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
         return ConstantVariable(value, source)
-    if cls is torch.dtype or isinstance(value, enum.Enum):
+    if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
     if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
@@ -274,7 +279,7 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if is_numpy_scalar(value):
         return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
-        value, (torch.dtype, torch.device, enum.Enum, types.CodeType)
+        value, (*_TORCH_SINGLETONS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 import builtins
 import functools
-from dataclasses import dataclass
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..exc import PythonError, Unsupported
 from . import collection_types, model_output
-from .container_methods import real_iterable
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .container_methods import real_iterable
 from .containers import (
     DictVariable,
     IteratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
+    hash_key,
+    key_vt,
 )
 from .exceptions import ExceptionVariable, is_simple_exception
 from .functions import PartialVariable
@@ -170,6 +172,13 @@ def call_operator_fn(
         return ConstantVariable(None)
     if fn in dispatch.OPERATORS:
         return dispatch.call_operator(tx, fn, list(args))
+    if all(a.is_python_constant() for a in args) and not any(
+        isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
+    ):  # the other operator functions are pure on immutable constants (``operator.index``)
+        try:
+            return tx.fold(fn(*[a.as_python_constant() for a in args]))
+        except Exception as e:  # noqa: BLE001 (the function's own error)
+            raise PythonError(e) from None
     raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
 
 
@@ -313,7 +322,7 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
         else:
             for pair in tx.dispatch.iterate(tx, source):
                 key, value = tx.dispatch.iterate(tx, pair)
-                items[key.as_python_constant()] = value
+                items[hash_key(key)] = value
     items.update(kwargs)
     return DictVariable(items)
 
@@ -351,7 +360,7 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
         return made
     if isinstance(seq, DictVariable):
         return IteratorVariable(
-            [ConstantVariable(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
+            [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
         )
     return IteratorVariable(list(reversed(tx.dispatch.iterate(tx, seq))))
 
@@ -403,13 +412,44 @@ def _index_key(
         return functools.cmp_to_key(compare)
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
         items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
-    if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
-        raise Unsupported(
-            "data_dependent",
-            f"{what}() compares values only known at run time",
-            hint="use torch.sort/torch.min/torch.max on tensors",
-        )
-    return [i.as_python_constant() for i in items].__getitem__
+    if all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
+        return [i.as_python_constant() for i in items].__getitem__
+    return lambda i: _Ordered(items[i], what)
+
+
+class _Ordered:
+    """A sort key comparing trackers as CPython compares the values: constants directly, tuples and
+    lists item by item (the first pair that is not equal decides), so ``sorted(d.items())`` with
+    distinct keys never looks at the tensors; comparing a tensor needs its value (a break)."""
+
+    __slots__ = ("vt", "what")
+
+    def __init__(self, vt: VariableTracker, what: str) -> None:
+        self.vt, self.what = vt, what
+
+    def __lt__(self, other: _Ordered) -> bool:
+        return _less(self.vt, other.vt, self.what)
+
+
+def _less(a: VariableTracker, b: VariableTracker, what: str) -> bool:
+    if _constant(a) and _constant(b):
+        return a.as_python_constant() < b.as_python_constant()
+    sequences = (TupleVariable, ListVariable)
+    if isinstance(a, sequences) and type(a) is type(b):
+        for x, y in zip(a.items, b.items):
+            if x is y or (_constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()):
+                continue
+            return _less(x, y, what)
+        return len(a.items) < len(b.items)
+    raise Unsupported(
+        "data_dependent",
+        f"{what}() compares values only known at run time",
+        hint="use torch.sort/torch.min/torch.max on tensors",
+    )
+
+
+def _constant(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and not isinstance(vt, TensorVariable)
 
 
 def sort_order(
@@ -482,10 +522,16 @@ def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
+    """``any``/``all``: items are taken one by one and the first that decides stops it (a generator
+    with side effects runs no further than in CPython)."""
+    stop_on = pick is builtins.any
+
     def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
-        return ConstantVariable(
-            pick(tx.dispatch.truth(tx, v) for v in tx.dispatch.iterate(tx, iterable))
-        )
+        it = tx.dispatch.get_iter(tx, iterable)
+        while (item := it.next_item(tx)) is not None:
+            if tx.dispatch.truth(tx, item) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
 
     return any_all
 

@@ -13,10 +13,18 @@ from typing import TYPE_CHECKING
 
 from ..exc import PythonError, Unsupported
 from . import views
-from .base import VariableTracker
-from .collection_types import DICT_SUBCLASS_METHODS, DEQUE_METHODS, DequeVariable
+from .base import IdentityKey, VariableTracker
+from .collection_types import DEQUE_METHODS, DICT_SUBCLASS_METHODS, DequeVariable
 from .constant import ConstantVariable
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .containers import (
+    DictVariable,
+    GeneratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+    key_vt,
+)
 from .views import DictViewVariable
 
 if TYPE_CHECKING:
@@ -33,6 +41,7 @@ def call_method(
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
     table = {
+        GeneratorVariable: _GENERATOR,
         ListVariable: _LIST,
         DequeVariable: _DEQUE,
         DictVariable: _DICT,
@@ -59,9 +68,20 @@ def call_method(
     return result
 
 
-def _key(vt: VariableTracker):
+_key = hash_key
+
+
+def _key_error(key) -> Exception:
+    """CPython's KeyError for a missing ``key`` (for a tensor key: let CPython raise it)."""
+    if isinstance(key, IdentityKey):
+        return Unsupported("python_error", "KeyError on an object key")
+    return PythonError(KeyError(key))
+
+
+def _int(vt: VariableTracker):
+    """An index or count argument: a Python constant."""
     if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"{vt} as a key (only constants are traced)")
+        raise Unsupported("index", f"{vt} as an index (only constants are traced)")
     return vt.as_python_constant()
 
 
@@ -78,7 +98,7 @@ def _shadow(obj: ListVariable, action) -> None:
 
 # -- list ------------------------------------------------------------------------------------------
 def _list_setitem(tx, obj, key, value):
-    index = _key(key)
+    index = _int(key)
     if isinstance(index, slice):
         values = tx.dispatch.iterate(tx, value)
         _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
@@ -90,14 +110,14 @@ def _list_setitem(tx, obj, key, value):
 
 
 def _list_delitem(tx, obj, key):
-    index = _key(key)
+    index = _int(key)
     _shadow(obj, lambda real: real.__delitem__(index))
     del obj.items[index]
     return NONE
 
 
 def _list_pop(tx, obj, index=LAST):
-    at = _key(index)
+    at = _int(index)
     _shadow(obj, lambda real: real.pop(at))
     return obj.items.pop(at)
 
@@ -156,7 +176,7 @@ def _count(tx, obj, value):
 _LIST = {
     "append": (True, lambda tx, obj, v: (obj.items.append(v), NONE)[1]),
     "extend": (True, _list_extend),
-    "insert": (True, lambda tx, obj, i, v: (obj.items.insert(_key(i), v), NONE)[1]),
+    "insert": (True, lambda tx, obj, i, v: (obj.items.insert(_int(i), v), NONE)[1]),
     "pop": (True, _list_pop),
     "remove": (True, _list_remove),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
@@ -165,7 +185,7 @@ _LIST = {
     "__setitem__": (True, _list_setitem),
     "__delitem__": (True, _list_delitem),
     "copy": (False, lambda tx, obj: ListVariable(list(obj.items))),
-    "__imul__": (True, lambda tx, obj, n: (obj.items.__imul__(_key(n)), obj)[1]),
+    "__imul__": (True, lambda tx, obj, n: (obj.items.__imul__(_int(n)), obj)[1]),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
 }
@@ -198,7 +218,7 @@ def _dict_pop(tx, obj, key, default=None):
     if k in obj.items:
         return obj.items.pop(k)
     if default is None:
-        raise PythonError(KeyError(k))
+        raise _key_error(k)
     return default
 
 
@@ -206,7 +226,7 @@ def _dict_popitem(tx, obj):
     if not obj.items:
         raise PythonError(KeyError("popitem(): dictionary is empty"))
     key, value = obj.items.popitem()
-    return TupleVariable([ConstantVariable(key), value])
+    return TupleVariable([key_vt(key), value])
 
 
 def _dict_update(tx, obj, *others, **kwargs):
@@ -245,7 +265,7 @@ def _dict_setdefault(tx, obj, key, default=NONE):
 def _dict_delitem(tx, obj, key):
     k = _key(key)
     if k not in obj.items:
-        raise PythonError(KeyError(k))
+        raise _key_error(k)
     del obj.items[k]
     return NONE
 
@@ -256,7 +276,7 @@ def _dict_getitem(tx, obj, key):
         return obj.items[k]
     factory = obj.default_factory
     if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
-        raise PythonError(KeyError(k))
+        raise _key_error(k)
     value = tx.dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
     tx.output.side_effects.before_mutation(obj)
     obj.items[k] = value
@@ -290,7 +310,7 @@ _DICT = {
 def _move_to_end(tx, obj, key, last=None):
     k = _key(key)
     if k not in obj.items:
-        raise PythonError(KeyError(k))
+        raise _key_error(k)
     at_end = True if last is None else tx.dispatch.truth(tx, last)
     value = obj.items.pop(k)
     if at_end:
@@ -309,7 +329,7 @@ def _ordered_popitem(tx, obj, last=None):
     if not obj.items:
         raise Unsupported("python_error", "KeyError: 'dictionary is empty'")
     key = next(iter(obj.items))
-    return TupleVariable([ConstantVariable(key), obj.items.pop(key)])
+    return TupleVariable([key_vt(key), obj.items.pop(key)])
 
 
 #: Methods a dict subclass adds or changes.
@@ -333,6 +353,26 @@ _VIEW = {
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.dict_vt.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(views.contains(tx, obj, v))),
     "isdisjoint": (False, _view_isdisjoint),
+}
+
+
+# -- generators ------------------------------------------------------------------------------------
+def _generator_next(tx, obj, value=NONE):
+    """``next(g)`` and ``g.send(None)`` (the value sent is what ``yield`` gives: only None is)."""
+    if not (value.is_python_constant() and value.as_python_constant() is None):
+        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+    item = obj.next_item(tx)
+    if item is None:
+        if obj.result is not None and not obj.result.is_python_constant():
+            raise Unsupported("generator", "a generator returning a traced value stopped")
+        result = obj.result.as_python_constant() if obj.result is not None else None
+        raise PythonError(StopIteration(result) if result is not None else StopIteration())
+    return item
+
+
+_GENERATOR = {
+    "send": (False, _generator_next),
+    "__next__": (False, _generator_next),
 }
 
 

@@ -20,13 +20,46 @@ import torch
 
 from ...guards.sources import Source
 from .. import polyfills
-from ..exc import Unsupported
-from .base import VariableTracker
+from ..exc import PythonError, Unsupported
+from .base import IdentityKey, VariableTracker
 from .constant import ConstantVariable
+from .tensor import TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
     from ..translator import Translator
+
+
+def hash_key(vt: VariableTracker) -> Any:
+    """``vt`` as a key of a traced dict or item of a traced set: the constant itself, or an
+    ``IdentityKey`` for a tensor or an object hashed by identity."""
+    if isinstance(vt, TensorVariable):
+        return IdentityKey(vt, vt.node)
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        try:
+            hash(value)
+        except TypeError:
+            kind = type(value).__name__
+            raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
+        return value
+    value = getattr(vt, "value", None)
+    cls = type(value)
+    if value is not None and cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+        return IdentityKey(vt, value)
+    raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def key_vt(key: Any) -> VariableTracker:
+    """The tracker of a traced dict's key (``hash_key`` the other way)."""
+    return key.vt if isinstance(key, IdentityKey) else ConstantVariable(key)
+
+
+def _reconstruct_key(cg: Codegen, key: Any) -> None:
+    if isinstance(key, IdentityKey):
+        key.vt.reconstruct(cg)
+    else:
+        cg.load_const(key)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -145,13 +178,21 @@ class DictVariable(VariableTracker):
         return self.cls
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values())
+        factory = self.default_factory
+        return (
+            all(v.is_python_constant() for v in self.items.values())
+            and not any(isinstance(k, IdentityKey) for k in self.items)
+            and (factory is None or factory.is_python_constant())
+        )
 
     def as_python_constant(self) -> Any:
-        return self.cls((k, v.as_python_constant()) for k, v in self.items.items())
+        pairs = {k: v.as_python_constant() for k, v in self.items.items()}
+        if self.default_factory is not None:
+            return self.cls(self.default_factory.as_python_constant(), pairs)
+        return self.cls(pairs)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_vt(k) for k in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "default_factory" and self.default_factory is not None:
@@ -172,7 +213,7 @@ class DictVariable(VariableTracker):
             if self.default_factory is not None:  # defaultdict(factory, mapping)
                 self.default_factory.reconstruct(cg)
         for key, value in self.items.items():
-            cg.load_const(key)
+            _reconstruct_key(cg, key)
             value.reconstruct(cg)
         cg.build_map(len(self.items))
         if self.cls is not dict:
@@ -184,7 +225,7 @@ class DictVariable(VariableTracker):
 
 @dataclass(eq=False)
 class SetVariable(VariableTracker):
-    """A set of Python constants (sets of tensors hash by identity: not traced)."""
+    """A set: Python constants and ``IdentityKey``s (tensors, objects hashed by identity)."""
 
     items: set[Any]
     source: Source | None = None
@@ -193,7 +234,7 @@ class SetVariable(VariableTracker):
         return set
 
     def is_python_constant(self) -> bool:
-        return True
+        return not any(isinstance(v, IdentityKey) for v in self.items)
 
     def as_python_constant(self) -> Any:
         """The set itself: a copy may iterate in another order (a table with deleted entries is
@@ -202,7 +243,7 @@ class SetVariable(VariableTracker):
         return self.items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in self.items]
+        return [key_vt(v) for v in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if hasattr(set, name):
@@ -213,7 +254,8 @@ class SetVariable(VariableTracker):
         if self.source is not None:
             return self.source.reconstruct(cg)
         cg.build_once(
-            self, lambda: ([cg.load_const(v) for v in self.items], cg.build_set(len(self.items)))
+            self,
+            lambda: ([_reconstruct_key(cg, v) for v in self.items], cg.build_set(len(self.items))),
         )
         return None
 
@@ -388,6 +430,11 @@ class GeneratorVariable(LazyIteratorVariable):
     def rebuildable(self) -> bool:
         """Only once all its items are known (``convert`` takes them when the generator escapes)."""
         return self.done and not self.spoiled
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("send", "__next__"):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"generator.{name} is not traced")
 
     def reconstruct(self, cg: Codegen) -> None:
         """Escaping: an iterator over the remaining items; a polyfilled ``itertools`` object as

@@ -27,6 +27,7 @@ from .containers import (
     ListVariable,
     SetVariable,
     TupleVariable,
+    hash_key,
 )
 from .functions import (
     BuiltinVariable,
@@ -297,6 +298,8 @@ def getitem_tensor(
     if not isinstance(tensor, TensorVariable):
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
+        if isinstance(tensor, DictVariable):  # a tensor key: by identity
+            return call_container_method(tx, tensor, "__getitem__", [key], {})
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     return tx.output.call_function(operator.getitem, (tensor, key), {})
 
@@ -306,6 +309,8 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         return getitem_tensor(tx, obj, key)
     if isinstance(obj, numpy_arrays.NumpyArrayVariable):
         return numpy_arrays.getitem(tx, obj, key)
+    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
+        return call_container_method(tx, obj, "__getitem__", [key], {})
     if not key.is_python_constant():
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
@@ -322,8 +327,6 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
             raise PythonError(e) from None
     if isinstance(obj, ModelOutputVariable):
         return obj.getitem(tx, index)
-    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
-        return call_container_method(tx, obj, "__getitem__", [key], {})
     if isinstance(obj, NNModuleVariable):
         return obj.getitem(tx, index)
     if obj.is_python_constant():
@@ -430,10 +433,8 @@ _ONE_TRACKER_PER_OBJECT = (
 def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
     if isinstance(container, views.DictViewVariable):
         return views.contains(tx, container, item)
-    if isinstance(container, DictVariable):
-        return item.as_python_constant() in container.items
-    if isinstance(container, SetVariable):
-        return item.as_python_constant() in container.items
+    if isinstance(container, (DictVariable, SetVariable)):
+        return hash_key(item) in container.items
     if isinstance(container, (BaseSequenceVariable,)):
         for element in container.items:
             if element is item:
@@ -462,7 +463,7 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     if isinstance(value, IteratorVariable):
         return value.unpack(tx)
     if isinstance(value, DictVariable):
-        return [ConstantVariable(k) for k in value.items]
+        return value.unpack(tx)
     if _user_iter(value):
         return get_iter(tx, value).unpack(tx)
     return value.unpack(tx)

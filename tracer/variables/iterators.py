@@ -20,13 +20,14 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
+    MAX_YIELDS,
     DictVariable,
     IteratorVariable,
-    MAX_YIELDS,
     LazyIteratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
+    key_vt,
 )
 
 if TYPE_CHECKING:
@@ -237,9 +238,9 @@ class DictIteratorVariable(IteratorVariable):
 
     def _item(self, key: Any) -> VariableTracker:
         if self.kind in ("keys", "set"):
-            return ConstantVariable(key)
+            return key_vt(key)
         value = self.container.items[key]
-        return value if self.kind == "values" else TupleVariable([ConstantVariable(key), value])
+        return value if self.kind == "values" else TupleVariable([key_vt(key), value])
 
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
         rest = []

@@ -208,12 +208,30 @@ def call_numpy(
         except Exception as e:  # noqa: BLE001 (NumPy's own error, raised where CPython raises it)
             raise PythonError(e) from None
         if isinstance(result, np.ndarray):
-            raise Unsupported("numpy", "an array made from constants in the trace")
+            return _constant_array(tx, result)
         return ConstantVariable(result)
     target = _torch_numpy_fn(fn)
     if target is None:
         raise Unsupported("numpy", f"numpy.{getattr(fn, '__name__', fn)} has no torch equivalent")
     return call(tx, NumpyCall(target), args, kwargs)
+
+
+def _constant_array(tx: Translator, value: Any) -> NumpyArrayVariable:
+    """An array NumPy made from constants (``np.arange(3)``): a tensor the graph makes from the
+    values (an array of more than ``MAX_CONSTANT_ARRAY`` items is not written into the graph)."""
+    try:
+        dtype = torch.from_numpy(value).dtype
+    except TypeError:
+        raise Unsupported("numpy", f"an array of dtype {value.dtype}") from None
+    if value.size > MAX_CONSTANT_ARRAY:
+        raise Unsupported("numpy", f"an array of {value.size} constants made in the trace")
+    data = ConstantVariable(value.tolist())
+    tensor = tx.output.call_function(torch.tensor, (data,), {"dtype": ConstantVariable(dtype)})
+    return NumpyArrayVariable(tensor)
+
+
+#: Arrays made from constants up to this size become constants of the graph.
+MAX_CONSTANT_ARRAY = 4096
 
 
 def _has_array(vt: VariableTracker) -> bool:

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from ..exc import PythonError, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import BoundMethodVariable, DictVariable, SetVariable, TupleVariable
+from .containers import (
+    BoundMethodVariable,
+    DictVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+    key_vt,
+)
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -36,10 +43,10 @@ class DictViewVariable(VariableTracker):
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         items = self.dict_vt.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_vt(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_vt(k), v]) for k, v in items.items()]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "mapping":
@@ -61,15 +68,7 @@ class DictViewVariable(VariableTracker):
 
 
 def _constant(tx: Translator, vt: VariableTracker) -> Any:
-    if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"set operation on {vt} (only constants are traced)")
-    value = vt.as_python_constant()
-    try:
-        hash(value)
-    except TypeError:
-        kind = type(value).__name__
-        raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
-    return value
+    return hash_key(vt)
 
 
 def contains(tx: Translator, view: DictViewVariable, item: VariableTracker) -> bool:
