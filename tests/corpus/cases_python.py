@@ -1559,7 +1559,7 @@ def tensors_in_tuples_lists_and_sets():
         pair = (x, y)
         found = x in pair and y in [y, x]
         index = [x, y].index(x)
-        seen = {id(x): x}
+        seen = {"x": x, "pair": pair}
         return x * index + y, found, len(seen), pair.index(x)
 
     return Setup(fn, _t2(2))
@@ -1725,7 +1725,7 @@ def itertools_infinite_count_and_repeat_with_break():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=1)
 def itertools_product_of_tensors_and_combinations_with_replacement():
     def fn(x, y):
         pairs = [a * b for a, b in itertools.product([x, y], repeat=2)]
@@ -1765,7 +1765,15 @@ def numpy_arange_and_array_constants():
     return Setup(fn, _t(3))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case(
+    "python",
+    graphs=1,
+    breaks=1,
+    tc_breaks=0,
+    retraces=1,
+    why="float() of a NumPy scalar reads the data into Python (a captured scalar, issue 11 point "
+    "4, is another helper's); the resumed code is specialised on the value read",
+)
 def numpy_reduction_scalars_in_python():
     def fn(x):
         a = x.numpy()
