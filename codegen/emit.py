@@ -175,6 +175,9 @@ class Codegen(Emitter):
         self.resumes = False
         #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared with sub-emitters)
         self.built: dict[int, tuple[Any, str]] = {}
+        #: locals already holding an object created during the trace (set by the side-effect
+        #: replay; an object is loaded from its local only after it was created)
+        self.new_objects: set[str] = set()
 
     def build_once(self, key: Any, build: Callable[[], Any]) -> Emitter:
         """Push the object identified by ``key``: built by ``build()`` the first time (and kept in a

@@ -25,6 +25,7 @@ from .containers import (
     hash_key,
     key_vt,
 )
+from .lazy_list import LazyListVariable
 from .views import DictViewVariable
 
 if TYPE_CHECKING:
@@ -49,9 +50,16 @@ def call_method(
         TupleVariable: _TUPLE,
         DictViewVariable: _VIEW,
     }
-    methods = table.get(type(obj), {})
+    methods = table.get(type(obj)) or next(
+        (m for kind, m in table.items() if isinstance(obj, kind)), {}
+    )
     if isinstance(obj, DictVariable) and obj.cls is not dict:
         methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
+    if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
+        tx.output.side_effects.before_mutation(obj)
+        obj.append_unread(args if name == "append" else tx.dispatch.iterate(tx, args[0]))
+        tx.output.side_effects.mark_mutated(obj)
+        return NONE
     if name not in methods:
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]

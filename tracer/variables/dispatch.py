@@ -17,7 +17,15 @@ import torch
 
 from .. import polyfills
 from ..exc import PythonError, Unsupported
-from . import builtin_calls, container_methods, iterators, numpy_arrays, torch_calls, views
+from . import (
+    builtin_calls,
+    container_methods,
+    iterators,
+    numpy_arrays,
+    torch_calls,
+    user_objects,
+    views,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -39,6 +47,7 @@ from .functions import (
 from .model_output import ModelOutputVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable
+from .slices import index_for_tensor
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
@@ -48,7 +57,9 @@ if TYPE_CHECKING:
 call_torch = torch_calls.call_torch
 sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
-construct = builtin_calls.construct
+construct = user_objects.construct
+store_attr = user_objects.store_attribute
+namedtuple_attribute = user_objects.namedtuple_attribute
 
 
 def call(
@@ -262,7 +273,10 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
         lhs, rhs = rhs, lhs  # 3 * [x]
-    if op is operator.add and type(lhs) is type(rhs):
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul
@@ -301,6 +315,7 @@ def getitem_tensor(
         if isinstance(tensor, DictVariable):  # a tensor key: by identity
             return call_container_method(tx, tensor, "__getitem__", [key], {})
         raise Unsupported("index", f"indexing {tensor} with a tensor")
+    key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
 
 
@@ -344,6 +359,7 @@ def setitem(
         numpy_arrays.setitem(tx, obj, key, value)
         return
     if isinstance(obj, TensorVariable):
+        key = index_for_tensor(tx, obj, key)
         tx.output.call_function(operator.setitem, (obj, key, value), {})
         return
     if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
