@@ -312,7 +312,7 @@ def getitem_tensor(
     if not isinstance(tensor, TensorVariable):
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
-        if isinstance(tensor, DictVariable):  # a tensor key: by identity
+        if isinstance(tensor, DictVariable) and not isinstance(tensor, ModelOutputVariable):
             return call_container_method(tx, tensor, "__getitem__", [key], {})
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     key = index_for_tensor(tx, tensor, key)
@@ -324,6 +324,8 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         return getitem_tensor(tx, obj, key)
     if isinstance(obj, numpy_arrays.NumpyArrayVariable):
         return numpy_arrays.getitem(tx, obj, key)
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        return obj.getitem(tx, key.as_python_constant())
     if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
         return call_container_method(tx, obj, "__getitem__", [key], {})
     if not key.is_python_constant():

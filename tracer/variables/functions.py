@@ -291,11 +291,6 @@ class BuiltinVariable(VariableTracker):
     fn: Any  #: a builtin such as ``len`` or ``isinstance``
     source: Source | None = None
 
-    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if self.fn is object and name in OBJECT_METHODS:
-            return BuiltinVariable(OBJECT_METHODS[name])
-        raise Unsupported("getattr", f"attribute {name!r} of builtin {self.fn!r}")
-
     def is_python_constant(self) -> bool:
         return True
 
@@ -313,6 +308,8 @@ class BuiltinVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         """Attributes of a builtin: its name, a type's methods (``dict.fromkeys``: calls go through
         the polyfill registry)."""
+        if self.fn is object and name in OBJECT_METHODS:
+            return BuiltinVariable(OBJECT_METHODS[name])
         try:
             attr = getattr(self.fn, name)
         except AttributeError:
