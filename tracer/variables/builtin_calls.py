@@ -227,6 +227,12 @@ def construct(
     )
 
 
+def makes_builtin_like(cls: type) -> bool:
+    """Classes whose objects ``construct`` makes as builtin-like trackers: the ``collections``
+    containers (``deque``, ``defaultdict``...) and exceptions that are just their arguments."""
+    return cls in collection_types.CLASSES or is_simple_exception(cls)
+
+
 def namedtuple_fields(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> list[VariableTracker]:

@@ -53,6 +53,12 @@ class DequeVariable(ListVariable):
         return f"DequeVariable({self.items!r})"
 
 
+#: The classes ``construct`` makes.
+CLASSES = frozenset(
+    {collections.deque, collections.defaultdict, collections.OrderedDict, collections.Counter}
+)
+
+
 def construct(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
