@@ -173,7 +173,7 @@ class Codegen(Emitter):
         #: the code continues in resume functions (a graph break): state of the traced frames
         #: (their cells) lives on there, so objects sharing it cannot be rebuilt apart from it
         self.resumes = False
-        #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared with sub-emitters)
+        #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared by sub-emitters)
         self.built: dict[int, tuple[Any, str]] = {}
         #: locals already holding an object created during the trace (set by the side-effect
         #: replay; an object is loaded from its local only after it was created)
@@ -182,7 +182,7 @@ class Codegen(Emitter):
     def build_once(self, key: Any, build: Callable[[], Any]) -> Emitter:
         """Push the object identified by ``key``: built by ``build()`` the first time (and kept in a
         local), loaded from that local afterwards. A mutable object made in the trace and reachable
-        twice (a list in two locals, a dict and its view) must stay one object in the rewritten code.
+        twice (a list in two locals, a dict and its view) stays one object in the rewritten code.
         The first build must be on every path to later loads (generated code builds before it
         branches)."""
         known = self.built.get(id(key))

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from bytegraph.explain import Recorder
 
 import bytegraph
+from bytegraph.explain import Recorder
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
 def _items_list(cg: Codegen, container: VariableTracker) -> list:
     sub = type(cg)(cg.lineno, cg.output_var)
     sub.graph_outputs = cg.graph_outputs
-    sub.built, sub.cells = cg.built, cg.cells  # objects built once, cells: shared with the main code
+    sub.built, sub.cells = cg.built, cg.cells  # objects built once and cells: shared
     sub.new_objects = cg.new_objects
     for item in container.items:
         item.reconstruct(sub)

@@ -16,7 +16,6 @@ import functools
 import itertools
 import math
 import operator
-import typing
 
 import numpy as np
 import torch
@@ -449,7 +448,7 @@ def string_methods():
         parts = name.split(".")
         key = "_".join(parts).upper()
         ok = name.startswith("layer") and name.endswith("weight")
-        return x * len(parts), key, ok, name.replace("0", "1"), "%s-%d" % ("a", 3)
+        return x * len(parts), key, ok, name.replace("0", "1"), "%s-%d" % ("a", 3)  # noqa: UP031 (the behaviour under test)
 
     return Setup(fn, _t(2))
 
@@ -529,7 +528,7 @@ def zip_iterator_escapes():
     box = []
 
     def fn(x):
-        z = zip([1, 2, 3], "abc")
+        z = zip([1, 2, 3], "abc")  # noqa: B905 (the behaviour under test)
         first = next(z)
         box.append(z)
         return x * first[0]
@@ -590,7 +589,7 @@ def next_with_default_and_iter_exhaustion():
 def zip_of_map_and_enumerate():
     def fn(x, y):
         out = []
-        for (i, a), b in zip(enumerate([x, y]), map(torch.neg, [y, x])):
+        for (i, a), b in zip(enumerate([x, y]), map(torch.neg, [y, x])):  # noqa: B905 (the behaviour under test)
             out.append(a * i + b)
         return out
 
@@ -601,7 +600,7 @@ def zip_of_map_and_enumerate():
 def zip_strict_and_unzip():
     def fn(x):
         pairs = list(zip([1, 2], [x, x * 2], strict=True))
-        nums, tensors = zip(*pairs)
+        nums, tensors = zip(*pairs)  # noqa: B905 (the behaviour under test)
         return nums, sum(tensors)
 
     return Setup(fn, _t(2))
@@ -807,7 +806,7 @@ def functools_partial_escapes():
 
 @case("python", graphs=1, breaks=0, tc_breaks=0)
 def functools_lru_cache_function():
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def fib(n):
         return n if n < 2 else fib(n - 1) + fib(n - 2)
 
@@ -1010,7 +1009,7 @@ def closure_over_tensor_escapes():
 @case("python", graphs=1, breaks=0, tc_breaks=0)
 def lambdas_in_loop_late_binding():
     def fn(x):
-        late = [lambda t: t * i for i in range(3)]
+        late = [lambda t: t * i for i in range(3)]  # noqa: B023 (the behaviour under test)
         bound = [lambda t, i=i: t * i for i in range(3)]
         return [f(x) for f in late], [f(x) for f in bound]
 
@@ -1288,7 +1287,7 @@ def tensor_new_with_size():
 @case("python", graphs=1, breaks=0, tc_breaks=0)
 def jit_annotate_list():
     def fn(x):
-        out = torch.jit.annotate(typing.List[torch.Tensor], [])
+        out = torch.jit.annotate(list[torch.Tensor], [])
         out.append(x)
         n = torch.jit.annotate(int, 3)
         return torch.jit.annotate(torch.Tensor, out[0] * n)
@@ -1423,13 +1422,13 @@ def numpy_array_mutated_in_place():
     return Setup(fn, lambda: (torch.randn(3),))
 
 
-# -- a second batch, in the style of test_functions.py's make_test functions --------------------------
+# -- a second batch, in the style of test_functions.py's make_test functions ---------------------
 @case("python", graphs=1, breaks=0, tc_breaks=0)
 def dict_constructors():
     def fn(a, b):
         d1 = dict(x=a, y=b)
         d2 = dict([("x", a), ("y", b * 2)])
-        d3 = dict(zip(["p", "q"], [a, b]))
+        d3 = dict(zip(["p", "q"], [a, b]))  # noqa: B905 (the behaviour under test)
         d4 = dict(d1, **d3)
         return d1["x"] + d2["y"] + d3["q"], sorted(d4)
 
@@ -1738,7 +1737,7 @@ def itertools_product_of_tensors_and_combinations_with_replacement():
 @case("python", graphs=1, breaks=0, tc_breaks=0)
 def zip_and_map_returned():
     def fn(a, b):
-        return list(map(lambda t: t + 1, [a, b])), list(zip([a, b], ["p", "q"]))
+        return list(map(lambda t: t + 1, [a, b])), list(zip([a, b], ["p", "q"]))  # noqa: B905 (the behaviour under test)
 
     return Setup(fn, _t2(2))
 
@@ -1787,7 +1786,7 @@ def numpy_reduction_scalars_in_python():
 def fstrings_of_devices_and_formats():
     def fn(x):
         name = f"{x.device}:{x.dtype}:{x.ndim}d:{x.numel():04d}:{1 / 3:.3f}"
-        return x.sum(), name, "{:>6}|{:<4}|".format("a", 7), "%-5s|%03d" % ("z", 9)
+        return x.sum(), name, "{:>6}|{:<4}|".format("a", 7), "%-5s|%03d" % ("z", 9)  # noqa: UP031 (the behaviour under test)
 
     return Setup(fn, _t(2, 2))
 
@@ -1826,7 +1825,7 @@ def enumerate_reversed_sorted_zip_chain():
     def fn(x):
         rows = list(x.unbind(0))
         ordered = [r for _, r in sorted(enumerate(rows), key=lambda p: -p[0])]
-        paired = [a - b for a, b in zip(reversed(rows), rows)]
+        paired = [a - b for a, b in zip(reversed(rows), rows)]  # noqa: B905 (the behaviour under test)
         return torch.stack(ordered), torch.stack(paired), list(reversed(range(len(rows))))
 
     return Setup(fn, _t(3, 2))

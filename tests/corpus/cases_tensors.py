@@ -1,6 +1,6 @@
-"""Tensor idioms of everyday code: views mutated in place, boolean masks, dtype promotion with Python
-scalars, ``torch.Generator``, ``.grad`` access, ``nn.Parameter`` arithmetic, shape queries and the
-list-of-tensor operations (``unbind``/``chunk``/``split``) that hand tensors back to Python.
+"""Tensor idioms of everyday code: views mutated in place, boolean masks, dtype promotion with
+Python scalars, ``torch.Generator``, ``.grad`` access, ``nn.Parameter`` arithmetic, shape queries
+and the list-of-tensor operations (``unbind``/``chunk``/``split``) that hand tensors back to Python.
 """
 
 from __future__ import annotations
@@ -270,11 +270,11 @@ def in_place_on_input_and_return_alias():
 @case(
     "tensors",
     graphs=1,
-    breaks=2,
+    breaks=1,
     tc_breaks=0,
-    retraces=2,
-    why="item() and tolist() read tensor data (captured scalars are issue 11 point 4, another "
-    "helper's); the resumed code is specialised on the values read",
+    retraces=1,
+    why="tolist() reads the tensor's data into Python (item() is a captured scalar); the resumed "
+    "code is specialised on the values read (torch.compile retraces too)",
 )
 def item_and_tolist():
     def fn(x):

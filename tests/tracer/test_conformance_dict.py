@@ -1,6 +1,6 @@
 """Dicts and their views under the tracer behave as in CPython (random operation sequences, see
 ``tests/conformance.py``): insertion order, live ``keys()``/``values()``/``items()`` views,
-``update`` forms, ``|``, ``popitem``, errors for missing keys, and an input dict changed in place."""
+``update`` forms, ``|``, ``popitem``, errors for missing keys, an input dict changed in place."""
 
 from __future__ import annotations
 

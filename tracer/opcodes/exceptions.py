@@ -9,7 +9,8 @@ them. Otherwise it is a graph break at the raising instruction: CPython raises i
 user's traceback. The decision is made before anything unwinds, by reading the handlers' code
 (``except`` clauses and their class expressions); a ``with`` block on the way, a generator frame or
 any code it does not recognise makes it a break. A graph break later, while an exception is being
-handled, abandons the trace (``convert`` falls back to Python): resume code cannot re-enter a handler.
+handled, abandons the trace (``convert`` falls back to Python): resume code cannot re-enter a
+handler.
 """
 
 from __future__ import annotations
@@ -228,8 +229,10 @@ def raise_varargs(tx: Translator, inst: Instr) -> None:
     cause = tx.pop() if inst.arg == 2 else None
     exc = to_exception(tx, tx.pop())
     if cause is not None:
-        exc.cause = None if cause.is_python_constant() and cause.as_python_constant() is None else (
-            to_exception(tx, cause)
+        exc.cause = (
+            None
+            if cause.is_python_constant() and cause.as_python_constant() is None
+            else (to_exception(tx, cause))
         )
     raise_traced(tx, exc)
 

@@ -26,16 +26,14 @@ def _islice(rest: tuple) -> itertools.islice:
 def chain(*iterables):
     """``itertools.chain``."""
     for iterable in iterables:
-        for element in iterable:
-            yield element
+        yield from iterable
 
 
 @polyfill(itertools.chain.from_iterable, rebuild=_chain)
 def chain_from_iterable(iterables):
     """``itertools.chain.from_iterable``."""
     for iterable in iterables:
-        for element in iterable:
-            yield element
+        yield from iterable
 
 
 @polyfill(itertools.count)
@@ -66,8 +64,7 @@ def cycle(iterable):
         yield element
         saved.append(element)
     while saved:
-        for element in saved:
-            yield element
+        yield from saved
 
 
 @polyfill(itertools.accumulate)
@@ -116,8 +113,7 @@ def product(*iterables, repeat=1):
     result = [()]
     for pool in pools:
         result = [x + (y,) for x in result for y in pool]
-    for prod in result:
-        yield prod
+    yield from result
 
 
 @polyfill(itertools.permutations)
@@ -208,8 +204,7 @@ def dropwhile(predicate, iterable):
         if not predicate(x):
             yield x
             break
-    for x in it:
-        yield x
+    yield from it
 
 
 @polyfill(itertools.filterfalse)
@@ -223,7 +218,7 @@ def filterfalse(predicate, iterable):
 @polyfill(itertools.compress)
 def compress(data, selectors):
     """``itertools.compress``."""
-    for d, s in zip(data, selectors):
+    for d, s in zip(data, selectors, strict=False):
         if s:
             yield d
 

@@ -183,7 +183,9 @@ def _most_common(tx, obj, n=NONE):
         ordered = sorted(counts, key=lambda kv: kv[1], reverse=True)
     else:
         ordered = heapq.nlargest(limit, counts, key=lambda kv: kv[1])
-    return ListVariable([TupleVariable([ConstantVariable(k), ConstantVariable(c)]) for k, c in ordered])
+    return ListVariable(
+        [TupleVariable([ConstantVariable(k), ConstantVariable(c)]) for k, c in ordered]
+    )
 
 
 def _counter_getitem(tx, obj, key):

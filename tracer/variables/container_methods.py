@@ -390,7 +390,9 @@ def _set_method(name: str, mutates: bool):
     into sets of constants first), so results, order and errors are CPython's."""
 
     def impl(tx, obj, *args):
-        real = [_key(a) if name in ("add", "discard", "remove") else real_iterable(tx, a) for a in args]
+        real = [
+            _key(a) if name in ("add", "discard", "remove") else real_iterable(tx, a) for a in args
+        ]
         try:
             result = getattr(obj.items, name)(*real)
         except (KeyError, TypeError) as e:
@@ -409,7 +411,9 @@ def real_iterable(tx, vt):
         return vt.items
     if isinstance(vt, DictVariable):
         return dict.fromkeys(vt.items)
-    if vt.is_python_constant() and isinstance(vt.as_python_constant(), (str, range, tuple, frozenset)):
+    if vt.is_python_constant() and isinstance(
+        vt.as_python_constant(), (str, range, tuple, frozenset)
+    ):
         return vt.as_python_constant()
     return [_key(i) for i in tx.dispatch.iterate(tx, vt)]
 

@@ -281,6 +281,8 @@ def _reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
             cg.call_function(0)
 
     cg.build_once(cell, build)
+
+
 #: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching
 #: ``object``, ``object.__setattr__(self, n, v)``): builtins implemented in ``user_objects.py``.
 OBJECT_METHODS = {name: object.__dict__[name] for name in ("__setattr__", "__init__")}

@@ -5,7 +5,7 @@ escape the trace as the same kind of object at the same position.
 ``RangeIteratorVariable``, ``DictIteratorVariable`` (dicts, their views and sets: live, with
 CPython's "changed size during iteration" check) and the lazy ``zip``/``map``/``filter``/
 ``enumerate`` (``ZipVariable``...). ``make_iter`` is ``iter(value)`` for builtin values (the entry
-point ``dispatch.get_iter`` uses). Advancing one records its old position in the side-effect undo log
+point ``dispatch.get_iter`` uses). Advancing one records its old position in the undo log
 (``save_state``/``restore_state``) so an instruction rolled back at a graph break leaves it where
 it was. ``reconstruct`` rebuilds the real iterator (``it = iter(seq); it.__setstate__(i)``);
 ``reconstruct_items`` (iterators on the stack at a break) passes the remaining items instead.
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def iter_at(seq: Any, index: int) -> Any:
-    """Runtime helper of the rewritten code: ``iter(seq)`` moved to ``index`` without reading items."""
+    """Runtime helper of the rewritten code: ``iter(seq)`` moved to ``index`` (nothing read)."""
     it = iter(seq)
     if index:
         it.__setstate__(index)
@@ -232,7 +232,9 @@ class DictIteratorVariable(IteratorVariable):
             self.exhausted = True
             return None
         if tuple(current) != self.keys:
-            raise Unsupported("python_error", "RuntimeError: dictionary keys changed during iteration")
+            raise Unsupported(
+                "python_error", "RuntimeError: dictionary keys changed during iteration"
+            )
         self.index += 1
         return self._item(self.keys[self.index - 1])
 
@@ -299,7 +301,6 @@ class DictIteratorVariable(IteratorVariable):
 
         cg.build_once(self, build)
 
-
     def _build_exhausted(self, cg: Codegen) -> None:
         cg.load_const(exhausted_iter)
         cg.load_const(set() if self.kind == "set" else getattr({}, self.kind)())
@@ -325,9 +326,7 @@ def resized_iter(kind: str, size: int) -> Any:
 
 
 def dict_iter(container: VariableTracker, kind: str) -> DictIteratorVariable:
-    return DictIteratorVariable(
-        [], container=container, kind=kind, keys=tuple(container.items)
-    )
+    return DictIteratorVariable([], container=container, kind=kind, keys=tuple(container.items))
 
 
 def make_iter(tx: Translator, value: VariableTracker) -> IteratorVariable | None:
@@ -358,8 +357,8 @@ def make_reversed(tx: Translator, value: VariableTracker) -> IteratorVariable | 
 # -- zip, map, filter, enumerate -----------------------------------------------------------------
 @dataclass(eq=False)
 class BuiltinIteratorVariable(LazyIteratorVariable):
-    """``zip``/``map``/``filter``/``enumerate`` over iterators (``sources``): items are made one at a
-    time by ``make_item``, as CPython makes them, so a function with side effects runs in order."""
+    """``zip``/``map``/``filter``/``enumerate`` over iterators (``sources``): items are made one at
+    a time by ``pull``, as CPython makes them, so a function with side effects runs in order."""
 
     sources: list[IteratorVariable] = field(default_factory=list)
 
@@ -403,7 +402,9 @@ class BuiltinIteratorVariable(LazyIteratorVariable):
         )
 
     def reconstruct(self, cg: Codegen) -> None:
-        if self.index < len(self.items):  # items taken ahead (never by ``next``): rebuild as a tuple
+        if self.index < len(
+            self.items
+        ):  # items taken ahead (never by ``next``): rebuild as a tuple
             return IteratorVariable.reconstruct(self, cg)
         cg.build_once(self, lambda: self._build(cg))
         return None

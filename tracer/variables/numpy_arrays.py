@@ -115,9 +115,7 @@ class NumpyArrayVariable(VariableTracker):
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         if self.tensor.example.dim() == 0:
             raise PythonError(TypeError("iteration over a 0-d array"))
-        return [
-            getitem(tx, self, ConstantVariable(i)) for i in range(self.tensor.example.shape[0])
-        ]
+        return [getitem(tx, self, ConstantVariable(i)) for i in range(self.tensor.example.shape[0])]
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:  # an input array: the object itself (its memory was changed)
@@ -203,8 +201,10 @@ def call_numpy(
         if getattr(fn, "__module__", "").startswith("numpy.random"):
             raise Unsupported("numpy", "NumPy's random state is not traced")
         try:
-            result = fn(*[a.as_python_constant() for a in args],
-                        **{k: v.as_python_constant() for k, v in kwargs.items()})
+            result = fn(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
         except Exception as e:  # noqa: BLE001 (NumPy's own error, raised where CPython raises it)
             raise PythonError(e) from None
         if isinstance(result, np.ndarray):
@@ -293,12 +293,37 @@ def getitem(tx: Translator, array: NumpyArrayVariable, key: VariableTracker) -> 
 #: ``operator`` functions with the same meaning on arrays (in-place ones change the array).
 OPERATORS = frozenset(
     {
-        operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-        operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_,
-        operator.xor, operator.neg, operator.pos, operator.abs, operator.invert,
-        operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-        operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-        operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.pow,
+        operator.matmul,
+        operator.and_,
+        operator.or_,
+        operator.xor,
+        operator.neg,
+        operator.pos,
+        operator.abs,
+        operator.invert,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.eq,
+        operator.ne,
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.iand,
+        operator.ior,
+        operator.ixor,
     }
 )
 
@@ -319,7 +344,9 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     return result
 
 
-def setitem(tx: Translator, array: NumpyArrayVariable, key: VariableTracker, value: VariableTracker):
+def setitem(
+    tx: Translator, array: NumpyArrayVariable, key: VariableTracker, value: VariableTracker
+):
     """``a[key] = value``: the same store on the array's tensor (basic indexing agrees)."""
     if isinstance(value, NumpyArrayVariable):
         value = value.tensor
@@ -345,7 +372,9 @@ def wrap_array(tx: Translator, value: Any, source: Source) -> NumpyArrayVariable
         return None
     add = tx.output.add_guard
     add(Guard(source, "TYPE_MATCH", np.ndarray, ("type", id(np.ndarray))))
-    add(Guard(AttrSource(source, "dtype"), "EQUALS_MATCH", value.dtype, ("dtype", str(value.dtype))))
+    add(
+        Guard(AttrSource(source, "dtype"), "EQUALS_MATCH", value.dtype, ("dtype", str(value.dtype)))
+    )
     return NumpyArrayVariable(tx.output.add_input(tensor, NumpyTensorSource(source)), source=source)
 
 
@@ -377,5 +406,3 @@ def tensor_numpy(tx: Translator, tensor: TensorVariable) -> NumpyArrayVariable:
     if example.device.type != "cpu":
         raise Unsupported("numpy", "numpy() of a tensor that is not on the CPU")
     return NumpyArrayVariable(tensor)
-
-

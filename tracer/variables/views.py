@@ -1,9 +1,9 @@
-"""Dict views (``d.keys()``, ``d.values()``, ``d.items()``) and the set algebra they share with sets.
+"""Dict views (``d.keys()``, ``d.values()``, ``d.items()``) and the set algebra shared with sets.
 
 A ``DictViewVariable`` holds the dict tracker itself, never a copy: like CPython's views it sees
 every later insertion and deletion, and it escapes the trace as ``d.keys()`` of the rebuilt dict.
-``set_operator`` gives ``&``, ``|``, ``-``, ``^`` (and the in-place forms on sets) for sets, frozensets
-and key/item views; ``contains`` answers ``in``. Methods are in ``container_methods``.
+``set_operator`` gives ``&``, ``|``, ``-``, ``^`` (and the in-place forms on sets) for sets,
+frozensets and key/item views; ``contains`` answers ``in``. Methods are in ``container_methods``.
 """
 
 from __future__ import annotations
@@ -101,9 +101,7 @@ _INPLACE_SET_OPS = {
     operator.isub: operator.sub,
     operator.ixor: operator.xor,
 }
-_COMPARE = frozenset(
-    {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
-)
+_COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
 
 
 def _real(tx: Translator, vt: VariableTracker) -> Any:
@@ -123,9 +121,7 @@ def _real(tx: Translator, vt: VariableTracker) -> Any:
     raise Unsupported("operator", f"set operation on {vt}")
 
 
-def set_operator(
-    tx: Translator, op: Any, args: list[VariableTracker]
-) -> VariableTracker | None:
+def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """``a & b`` and friends where an operand is a set or a dict view; None when it does not apply.
     The operation runs on real objects standing for the operands (so results, their order and
     errors are CPython's); the in-place forms change a set tracker in place (a side effect when it
@@ -138,9 +134,11 @@ def set_operator(
     in_place = op in _INPLACE_SET_OPS and isinstance(lhs, SetVariable)
     if op in _INPLACE_SET_OPS and not in_place:
         op = _INPLACE_SET_OPS[op]  # ``view |= x`` has no in-place form: ``view = view | x``
-    if op in _COMPARE and not all(isinstance(a, (SetVariable, DictViewVariable)) or (
-        a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset))
-    ) for a in args):
+    if op in _COMPARE and not all(
+        isinstance(a, (SetVariable, DictViewVariable))
+        or (a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset)))
+        for a in args
+    ):
         if op in (operator.eq, operator.ne):
             return ConstantVariable(op is operator.ne)  # a set never equals a non-set
         return None
