@@ -12,3 +12,12 @@ def fromkeys(iterable, value=None):
     for key in iterable:
         d[key] = value
     return d
+
+
+def callable_iterator(fn, sentinel):
+    """``iter(fn, sentinel)``: calls ``fn`` until it returns ``sentinel``."""
+    while True:
+        value = fn()
+        if value == sentinel:
+            return
+        yield value

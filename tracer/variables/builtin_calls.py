@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 import operator
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import PythonError, Unsupported
+from ..polyfills.builtins import callable_iterator
 from . import collection_types, model_output, sorting
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -32,7 +34,7 @@ from .containers import (
     key_vt,
 )
 from .exceptions import ExceptionVariable, is_simple_exception
-from .functions import PartialVariable
+from .functions import PartialVariable, UserFunctionVariable
 from .iterators import (
     EnumerateVariable,
     FilterVariable,
@@ -145,6 +147,10 @@ def call_builtin(
         raise Unsupported(
             "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
         )
+    try:
+        inspect.signature(impl).bind(tx, *args, **kwargs)
+    except TypeError as e:  # a form of the builtin that is not traced (``iter(f, sentinel)``)
+        raise Unsupported("builtin", f"{getattr(fn, '__name__', fn)}() with these arguments: {e}")
     return impl(tx, *args, **kwargs)
 
 
@@ -375,7 +381,11 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
 
 
 @builtin(iter)
-def iter_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+def iter_(
+    tx: Translator, obj: VariableTracker, sentinel: VariableTracker | None = None
+) -> VariableTracker:
+    if sentinel is not None:
+        return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
     return tx.dispatch.get_iter(tx, obj)
 
 
