@@ -392,6 +392,10 @@ class TensorNumpyMethod(VariableTracker):
             raise Unsupported("numpy", "Tensor.numpy() with arguments")
         return tensor_numpy(tx, self.tensor)
 
+    def reconstruct(self, cg: Codegen) -> None:
+        self.tensor.reconstruct(cg)
+        cg.load_attr("numpy")
+
 
 def tensor_numpy(tx: Translator, tensor: TensorVariable) -> NumpyArrayVariable:
     """``x.numpy()``: an array sharing ``x``'s memory (CPython's errors where NumPy refuses)."""
