@@ -149,8 +149,9 @@ def call_builtin(
         )
     try:
         inspect.signature(impl).bind(tx, *args, **kwargs)
-    except TypeError as e:  # a form of the builtin that is not traced (``iter(f, sentinel)``)
-        raise Unsupported("builtin", f"{getattr(fn, '__name__', fn)}() with these arguments: {e}")
+    except TypeError as e:  # a form of the builtin that is not traced
+        name = getattr(fn, "__name__", fn)
+        raise Unsupported("builtin", f"{name}() with these arguments: {e}") from None
     return impl(tx, *args, **kwargs)
 
 
