@@ -11,8 +11,10 @@ after the call: ``observe`` consumes or calls them, so their position and livene
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
+import heapq
 import itertools
 import math
 import operator
@@ -1829,3 +1831,37 @@ def enumerate_reversed_sorted_zip_chain():
         return torch.stack(ordered), torch.stack(paired), list(reversed(range(len(rows))))
 
     return Setup(fn, _t(3, 2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def heapq_of_tuples_with_tensors():
+    def fn(x):
+        heap = []
+        for v in [5, 1, 4, 2]:
+            heapq.heappush(heap, (v, x * v))
+        smallest = heapq.heappop(heap)
+        top = heapq.nsmallest(2, [3, 1, 2])
+        return smallest[1], [v for v, _ in heap], top
+
+    return Setup(fn, _t(3))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def bisect_into_sorted_list():
+    def fn(x):
+        bounds = [1, 3, 5, 7]
+        pos = bisect.bisect_left(bounds, 4) + bisect.bisect(bounds, 5)
+        bisect.insort(bounds, 4)
+        return x * pos, bounds
+
+    return Setup(fn, _t(2))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
+def tuple_comparisons_and_pow():
+    def fn(x):
+        a, b = (1, x), (2, x)
+        ordered = a < b and (1, 2) <= (1, 2, 0) and [3] > [2, 9]
+        return pow(x, 2) + pow(2, 3), ordered, (1, "a") == (1, "a"), max((2, "b"), (2, "a"))
+
+    return Setup(fn, _t(2))

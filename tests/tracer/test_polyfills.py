@@ -87,3 +87,31 @@ def test_traced_through_without_a_break_or_a_retrace():
         return total, dict.fromkeys("ab", 1)
 
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0, calls=3)
+
+
+def test_heapq_and_bisect_polyfills_equal_the_builtins_on_random_lists():
+    import bisect
+    import heapq
+    import random
+
+    rng = random.Random(0)
+    for _ in range(200):
+        data = [rng.randint(0, 20) for _ in range(rng.randint(1, 12))]
+        value = rng.randint(-1, 21)
+        for name in ("heapify", "_heapify_max"):
+            real, poly = list(data), list(data)
+            getattr(heapq, name)(real)
+            polyfills.lookup(getattr(heapq, name))(poly)
+            assert real == poly
+        for name in ("heappush", "heappushpop", "heapreplace", "_heapreplace_max"):
+            real, poly = list(data), list(data)
+            heapq.heapify(real) if "max" not in name else heapq._heapify_max(real)
+            poly = list(real)
+            assert getattr(heapq, name)(real, value) == polyfills.lookup(getattr(heapq, name))(
+                poly, value
+            )
+            assert real == poly
+        ordered = sorted(data)
+        for name in ("bisect_left", "bisect_right"):
+            fn = getattr(bisect, name)
+            assert polyfills.lookup(fn)(ordered, value) == fn(ordered, value)

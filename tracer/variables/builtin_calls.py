@@ -426,6 +426,25 @@ def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
     return tx.dispatch.call_operator(tx, operator.abs, [value])
 
 
+@builtin(pow)
+def pow_(
+    tx: Translator, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None
+) -> VariableTracker:
+    if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
+        raise Unsupported("builtin", "pow() with a modulus of traced values")
+    return tx.dispatch.call_operator(tx, operator.pow, [base, exp])
+
+
+@builtin(divmod)
+def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """Of symbolic numbers (tensors have no ``__divmod__``: CPython raises)."""
+    if any(isinstance(v, TensorVariable) for v in (a, b)):
+        raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
+    quotient = tx.dispatch.call_operator(tx, operator.floordiv, [a, b])
+    return TupleVariable([quotient, tx.dispatch.call_operator(tx, operator.mod, [a, b])])
+
+
+
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
     """``any``/``all``: items are taken one by one and the first that decides stops it (a generator
     with side effects runs no further than in CPython)."""

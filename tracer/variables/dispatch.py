@@ -22,6 +22,7 @@ from . import (
     container_methods,
     iterators,
     numpy_arrays,
+    sorting,
     torch_calls,
     user_objects,
     views,
@@ -214,6 +215,10 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         isinstance(a, BaseSequenceVariable) for a in args
     ):
         return _sequence_op(tx, op, args)
+    if len(args) == 2:
+        compared = sorting.compare_sequences(tx, op, args[0], args[1])
+        if compared is not None:
+            return compared
     if op in (operator.eq, operator.ne) and len(args) == 2:
         same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
         if same is not None and not isinstance(args[0], UserObjectVariable):

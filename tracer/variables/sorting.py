@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,33 @@ def _less(a: VariableTracker, b: VariableTracker, what: str) -> bool:
         f"{what}() compares values only known at run time",
         hint="use torch.sort/torch.min/torch.max on tensors",
     )
+
+
+def compare_sequences(
+    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
+) -> VariableTracker | None:
+    """``a < b`` (and ``<=``, ``>``, ``>=``, ``==``, ``!=``) of two tuples or two lists, as CPython
+    compares them: the first pair of items that are not the same object nor equal constants
+    decides (with ``op``); equal prefixes compare by length. None for other operands."""
+    sequences = (TupleVariable, ListVariable)
+    if op not in _ORDERINGS or not (isinstance(a, sequences) and type(a) is type(b)):
+        return None
+    for x, y in zip(a.items, b.items, strict=False):
+        if x is y or (
+            _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
+        ):
+            continue
+        if not (_constant(x) and _constant(y)):
+            return None  # CPython first asks ``bool(x == y)``: for tensors, their data
+        if op in (operator.eq, operator.ne):
+            return ConstantVariable(op is operator.ne)
+        return ConstantVariable(op(x.as_python_constant(), y.as_python_constant()))
+    return ConstantVariable(op(len(a.items), len(b.items)))
+
+
+_ORDERINGS = frozenset(
+    {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
+)
 
 
 def _constant(vt: VariableTracker) -> bool:
