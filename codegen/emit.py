@@ -7,6 +7,7 @@ on the Python version. The emitter tracks nothing about stack depth: ``bytecode`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bytecode import CellVar, Compare, FreeVar, Instr, Label
@@ -169,9 +170,29 @@ class Codegen(Emitter):
         self.graph_outputs: dict[Any, int] = {}
         self.output_var = output_var
         self.cells: dict[str, Any] = {}  #: extra closure cells the finished function needs
+        #: the code continues in resume functions (a graph break): state of the traced frames
+        #: (their cells) lives on there, so objects sharing it cannot be rebuilt apart from it
+        self.resumes = False
+        #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared by sub-emitters)
+        self.built: dict[int, tuple[Any, str]] = {}
         #: locals already holding an object created during the trace (set by the side-effect
         #: replay; an object is loaded from its local only after it was created)
         self.new_objects: set[str] = set()
+
+    def build_once(self, key: Any, build: Callable[[], Any]) -> Emitter:
+        """Push the object identified by ``key``: built by ``build()`` the first time (and kept in a
+        local), loaded from that local afterwards. A mutable object made in the trace and reachable
+        twice (a list in two locals, a dict and its view) stays one object in the rewritten code.
+        The first build must be on every path to later loads (generated code builds before it
+        branches)."""
+        known = self.built.get(id(key))
+        if known is not None:
+            return self.load_local(known[1])
+        build()
+        name = f"__bg_obj{len(self.built)}"
+        self.built[id(key)] = (key, name)  # the key is kept: its id cannot be reused meanwhile
+        self.copy(1)
+        return self.store_local(name)
 
     def load_cell_value(self, name: str, value: Any) -> Emitter:
         """Load ``value`` through a new closure cell called ``name`` (``LOAD_DEREF name``)."""

@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from ..codegen.emit import Emitter
 
 
@@ -204,6 +206,20 @@ class TensorPropertySource(ChainedSource):
         if self.index is not None:
             cg.load_const(self.index)
             cg.subscr()
+
+
+@dataclass(frozen=True)
+class NumpyTensorSource(ChainedSource):
+    """The tensor sharing a NumPy array's memory: ``__import__('torch').from_numpy(L['a'])``
+    (guarded only after the array's type and dtype)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__('torch').from_numpy({self.base.render(roots)})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(torch.from_numpy)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
 
 
 @dataclass(frozen=True)

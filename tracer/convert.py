@@ -124,9 +124,16 @@ def _finish(
     reason: Unsupported | None,
     numbering: Numbering,
 ) -> TraceResult:
+    if output.exc_info:
+        raise Unsupported(
+            "exception", "a graph break while an exception is handled (resume code cannot re-enter)"
+        )
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
+    cg.resumes = frames is not None
     live = [result] if frames is None else live_values(frames)
+    if frames is None:  # before the graph is compiled: forcing a generator may add to it
+        _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])
     replayed = output.side_effects.plan(live)  # which objects made in the trace escape
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
@@ -207,6 +214,28 @@ def _preload_stale(
     return swapped
 
 
+def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> None:
+    """A generator made in the trace that escapes the call (returned, stored) is run to its end
+    now, while its tensor operations can still join the graph, and escapes as an iterator over the
+    items it had left (as torch.compile does). Only if that has no effect outside the generator:
+    otherwise the effects would happen too early, and the function runs in Python."""
+    reachable = list(walk(values))
+    seen = {id(vt) for vt in reachable}
+    for vt in reachable:
+        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled:
+            continue
+        effects = output.side_effects
+        before = effects.snapshot()
+        vt.force()
+        changed = [obj for obj, _ in effects.undo[before[-1] :] if id(obj) in seen]
+        if changed or effects.snapshot()[:4] != before[:4]:
+            raise Unsupported(
+                "generator",
+                "a generator with side effects escapes the compiled function",
+                hint="consume the generator inside the compiled function",
+            )
+
+
 def _guards_so_far(output: OutputGraph) -> list[Guard]:
     """The guards of a trace that stopped: the trace reaches its stopping point whenever they hold.
     Empty if they cannot even be listed (the fallback then covers every call)."""
@@ -275,7 +304,7 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable)):
+    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable) or vt.done):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

@@ -56,6 +56,25 @@ class Unsupported(Exception):
         return text
 
 
+class PythonError(Unsupported):
+    """The traced code raises ``exc`` here, exactly as CPython would (type and arguments). A
+    handler in the traced frames catches it (``opcodes/exceptions.py``); otherwise it is a graph
+    break and CPython raises it when the instruction runs."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__("python_error", f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+class TracedException(Exception):  # noqa: N818 (control flow, not an error)
+    """An exception raised in the trace and caught by a handler of a traced frame: unwinds the
+    translators up to that frame. ``exc`` is its ``ExceptionVariable``."""
+
+    def __init__(self, exc: object) -> None:
+        super().__init__(repr(exc))
+        self.exc = exc
+
+
 class BytegraphError(RuntimeError):
     """A clear, user-facing compile error (e.g. a graph break under ``fullgraph=True``)."""
 

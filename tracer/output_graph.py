@@ -51,6 +51,21 @@ _DATA_DEPENDENT = (
 )
 
 
+#: Results of ops that are facts of the fake tensors' metadata (exact), folded to constants.
+_CONSTANT_RESULTS = (
+    int,
+    float,
+    bool,
+    torch.Size,
+    tuple,
+    str,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
+
+
 class OutputGraph:
     """The graph of one trace (shared by the root translator and every inlined call)."""
 
@@ -68,6 +83,8 @@ class OutputGraph:
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
         self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
+        #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
+        self.exc_info: list[VariableTracker] = []
         self.created: list[
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)
@@ -245,7 +262,7 @@ class OutputGraph:
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
         if example is None and node.target is operator.setitem:
             return ConstantVariable(None)  # an in-place store: the node stays in the graph
-        if example is None or type(example) in (int, float, bool, torch.Size, tuple, str):
+        if example is None or type(example) in _CONSTANT_RESULTS:
             self.graph.erase_node(node)
             self.created.remove(node)
             return self._constant_result(example)

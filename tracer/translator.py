@@ -29,7 +29,7 @@ from ..guards.sources import (
     Source,
 )
 from . import opcodes
-from .exc import ReturnValue, Unsupported, UserLocation
+from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
 from .variables import builder, dispatch
@@ -167,6 +167,9 @@ class Translator:
             # cannot be re-entered is open: a break in its block rolls back to its ``with``).
             if self.parent is None and not self.output.state.holds_rollback():
                 self.output.side_effects.commit()
+        except TracedException as te:  # raised here or in a callee: caught here or further up
+            if not opcodes.exceptions.catch(self, index, te.exc):
+                raise
         except GraphBreak as gb:
             point = self.output.state.rollback_point(self)
             if point is not None:  # see ``with_start``
@@ -181,10 +184,14 @@ class Translator:
                 raise
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
-            point = self.output.state.rollback_point(self)
-            if point is not None:
-                raise self._break_here(point[1], point[2], e) from None
-            raise self._break_here(index, saved, e) from None
+            traced = opcodes.exceptions.traced_python_error(self, e)
+            if traced is None:
+                point = self.output.state.rollback_point(self)
+                if point is not None:
+                    raise self._break_here(point[1], point[2], e) from None
+                raise self._break_here(index, saved, e) from None
+            if not opcodes.exceptions.catch(self, index, traced.exc):
+                raise traced from None
         except GuardOnDataDependentSymNode as e:  # a value computed from tensor data was needed
             cond = getattr(e, "cond", None)
             cond = str(e).splitlines()[0] if cond is None else cond

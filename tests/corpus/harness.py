@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 import bytegraph
@@ -289,6 +290,8 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
             value.requires_grad,
             grad,
         )
+    if isinstance(value, np.ndarray):  # compared as a tensor of its values, dtype and shape
+        return ("ndarray", _snapshot(torch.from_numpy(np.array(value, copy=True)), depth + 1))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_snapshot(v, depth + 1) for v in value)
     if isinstance(value, dict) and type(value) is dict:

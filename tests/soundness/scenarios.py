@@ -160,9 +160,9 @@ GLOBALS = [
             x = x + 1
             BREAK
             return x if W.grad is None else x + W.grad
-        """, "W.grad = torch.full((3,), 4.0)", "W.grad = None", recompiles=2,
-      note="Tensor.grad is not traced: each read breaks the graph, the value goes to the resume "
-           "function (guarded there); the recompiled resume function breaks at the second read"),
+        """, "W.grad = torch.full((3,), 4.0)", "W.grad = None", recompiles=1,
+      note="Tensor.grad of an input is read through its source and guarded (None, or the "
+           "tensor's match): assigning a gradient recompiles once; None again reuses the first"),
     S("global_function_freed_and_id_reused", """
         import gc
         ACT = lambda t: t + 1

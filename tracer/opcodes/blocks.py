@@ -2,10 +2,8 @@
 
 ``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
 mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
-classes) enters it in the trace; any other is a break at the ``with``. The exception-path opcodes
-only
-run when an exception is raised, which never happens during a successful trace: reaching one is
-unsupported.
+classes) enters it in the trace; any other is a break at the ``with``. Exceptions raised and caught
+in the trace are in ``exceptions.py``; one leaving a with-block is unsupported.
 """
 
 from __future__ import annotations
@@ -43,12 +41,8 @@ def before_with(tx: Translator, inst: Instr) -> None:
 
 
 unsupported(
-    "exception handling is not traced (raising always leaves the graph)",
-    "PUSH_EXC_INFO",
-    "POP_EXCEPT",
+    "an exception leaving a with-block, or thrown into a generator, is not traced",
     "WITH_EXCEPT_START",
-    "RERAISE",
-    "CHECK_EXC_MATCH",
     "CLEANUP_THROW",
 )
 unsupported(
@@ -59,9 +53,6 @@ unsupported(
     "END_ASYNC_FOR",
     "BEFORE_ASYNC_WITH",
     "ASYNC_GEN_WRAP",
-)
-unsupported(
-    "`yield from` is not traced (plain generators are)", "SEND", "END_SEND", "GET_YIELD_FROM_ITER"
 )
 unsupported(
     "pattern matching is not traced",

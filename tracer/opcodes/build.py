@@ -8,7 +8,14 @@ from bytecode import Instr
 
 from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..variables.container_methods import real_iterable
+from ..variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+)
 from ..variables.slices import make_slice
 from . import handler
 
@@ -61,10 +68,7 @@ def build_slice(tx: Translator, inst: Instr) -> None:
     tx.push(make_slice(tx.popn(inst.arg)))
 
 
-def _const_key(vt):
-    if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"{vt} as a dict key or set item (only constants are traced)")
-    return vt.as_python_constant()
+_const_key = hash_key
 
 
 @handler("LIST_APPEND")
@@ -99,7 +103,7 @@ def list_extend(tx: Translator, inst: Instr) -> None:
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
     iterable = tx.pop()
-    tx.peek(inst.arg).items.update(_const_key(v) for v in tx.dispatch.iterate(tx, iterable))
+    tx.peek(inst.arg).items.update(real_iterable(tx, iterable))
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from bytecode import Instr
 
+from ...codegen.pyversion import SEND_KEEPS_RECEIVER
 from ..exc import ReturnValue, Unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import (
@@ -82,7 +83,7 @@ def for_iter(tx: Translator, inst: Instr) -> None:
     iterator = tx.peek()
     if not isinstance(iterator, IteratorVariable):
         raise Unsupported("for_iter", f"iteration over {iterator}")
-    item = iterator.next_item()
+    item = iterator.next_item(tx)
     if item is not None:
         tx.push(item)
         return
@@ -105,16 +106,6 @@ def return_const(tx: Translator, inst: Instr) -> None:
     raise ReturnValue(ConstantVariable(inst.arg))
 
 
-@handler("RAISE_VARARGS")
-def raise_varargs(tx: Translator, inst: Instr) -> None:
-    """(exc? cause? --)  raising is left to CPython."""
-    raise Unsupported(
-        "raise",
-        "the function raises an exception here",
-        hint="exceptions are not traced; the raising code runs in Python",
-    )
-
-
 def run_generator(tx: Translator) -> GeneratorVariable:
     """Calling a generator function: its frame runs lazily, one item per ``next``."""
     return GeneratorVariable([], frame=tx)
@@ -124,6 +115,39 @@ def run_generator(tx: Translator) -> GeneratorVariable:
 def return_generator(tx: Translator, inst: Instr) -> None:
     """(-- None)  starts a generator frame; ``run_generator`` already owns it: push a value."""
     tx.push(ConstantVariable(None))
+
+
+@handler("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(tx: Translator, inst: Instr) -> None:
+    """(iterable -- iterator)  before ``yield from``: a generator stays itself."""
+    tx.push(tx.dispatch.get_iter(tx, tx.pop()))
+
+
+@handler("SEND")
+def send(tx: Translator, inst: Instr) -> None:
+    """(receiver value -- receiver item) or, exhausted, (receiver value -- [receiver] result) and
+    jump. ``yield from`` only sends None (``next``); what the receiver returns is its result."""
+    value, receiver = tx.pop(), tx.peek()
+    if not (value.is_python_constant() and value.as_python_constant() is None):
+        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+    if not isinstance(receiver, IteratorVariable):
+        raise Unsupported("generator", f"`yield from` over {receiver}")
+    item = receiver.next_item(tx)
+    if item is not None:
+        tx.push(item)
+        return
+    if not SEND_KEEPS_RECEIVER:
+        tx.pop()
+    tx.push(getattr(receiver, "result", None) or ConstantVariable(None))
+    tx.jump(inst.arg)
+
+
+@handler("END_SEND")
+def end_send(tx: Translator, inst: Instr) -> None:
+    """(receiver result -- result)  3.12: the end of ``yield from``."""
+    result = tx.pop()
+    tx.pop()
+    tx.push(result)
 
 
 @handler("YIELD_VALUE")

@@ -26,12 +26,14 @@ from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
+from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import wrap_context_exit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .lazy_list import LazyListVariable
 from .modules import NNModuleVariable
+from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
@@ -76,8 +78,13 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     return vt
 
 
+#: torch's process-wide singleton values (``torch.float32``, ``torch.strided``,
+#: ``torch.contiguous_format``): constants guarded by identity.
+_TORCH_SINGLETONS = (torch.dtype, torch.layout, torch.memory_format)
+
+
 def _is_interned(value: Any) -> bool:
-    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, torch.dtype))
+    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, *_TORCH_SINGLETONS))
 
 
 def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
@@ -97,6 +104,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
+    if is_numpy_array(value):
+        array = wrap_array(tx, value, source)
+        if array is not None:
+            return array
+    if is_numpy_scalar(value):  # ``np.float32(2.0)``: immutable, compared by type and value
+        add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+        add(Guard(source, "EQUALS_MATCH", value, ("numpy", cls.__name__, value.item())))
+        return ConstantVariable(value, source)
     if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
         add(Guard(source, "TYPE_MATCH", cls, cls))
         parts = [wrap(tx, getattr(value, a), AttrSource(source, a)) for a in _SLICE_ATTRS]
@@ -107,7 +122,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )  # so that == is torch.device's, never a user __eq__
         add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
         return ConstantVariable(value, source)
-    if cls is torch.dtype or isinstance(value, enum.Enum):
+    if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
     if cls is list:  # its length and items are guarded when the trace reads them
@@ -126,6 +141,20 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return DictVariable(
             {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
         )
+    if cls in _DICT_SUBCLASSES and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
+        factory = None
+        if cls is collections.defaultdict:
+            factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
+        items = {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}
+        return DictVariable(items, source, cls=cls, default_factory=factory)
+    if cls is collections.deque:
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
+        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        return DequeVariable(items, source, maxlen=value.maxlen)
     if cls in (set,) and all(type(v) in _LITERALS for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
@@ -150,6 +179,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
+    if _is_typing_form(value):
+        add(identity)
+        return ConstantVariable(value, source)
     if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
         add(identity)
         return BuiltinVariable(value, source)
@@ -182,6 +214,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, type):
         add(identity)
         return ClassVariable(value, source)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
+        # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
+        # attribute read makes a new bound method, so guard what it is bound to and its name.
+        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        owner = value.__self__
+        add(Guard(AttrSource(source, "__self__"), "ID_MATCH", owner, ("id", id(owner))))
+        name_source = AttrSource(source, "__name__")
+        add(Guard(name_source, "TYPE_MATCH", str, str))
+        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        return CFunctionVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
         return CFunctionVariable(value, source)  # breaks when called
@@ -189,6 +231,14 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     return UserObjectVariable(value, source)
 
 
+def _is_typing_form(value: Any) -> bool:
+    """``typing.List``, ``typing.Optional[int]``...: immutable type hints, constants of the trace
+    (``typing.List[torch.Tensor]`` folds)."""
+    return type(value).__module__ == "typing" and not isinstance(value, type)
+
+
+#: Dict subclasses of ``collections`` traced as dicts (``DictVariable.cls``).
+_DICT_SUBCLASSES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 _SLICE_ATTRS = ("start", "stop", "step")
 
 
@@ -236,8 +286,10 @@ def wrap_builtin(
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
+    if is_numpy_scalar(value):
+        return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
-        value, (torch.dtype, torch.device, enum.Enum, types.CodeType)
+        value, (*_TORCH_SINGLETONS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
@@ -247,6 +299,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return context
     if _is_torch_value(value):
         return TorchVariable(value)
+    if _is_typing_form(value):
+        return ConstantVariable(value)
     if id(value) in _BUILTIN_IDS:
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):

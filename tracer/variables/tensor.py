@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ...guards.sources import Source
+from ...guards.sources import AttrSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -118,7 +118,11 @@ class TensorVariable(VariableTracker):
             )
         if name in TENSOR_ATTRS:
             return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
-        if name in ("grad", "data", "_base", "grad_fn"):
+        if name == "grad":
+            return self._grad(tx)
+        if name == "data":  # for reading, ``.data`` is ``.detach()``
+            return tx.output.call_method("detach", (self,), {})
+        if name in ("_base", "grad_fn"):
             raise Unsupported(
                 "tensor_attr",
                 f"Tensor.{name} is not traced",
@@ -127,6 +131,16 @@ class TensorVariable(VariableTracker):
         if not hasattr(torch.Tensor, name):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
         return TensorMethodVariable(self, name)
+
+    def _grad(self, tx: Translator) -> VariableTracker:
+        """``.grad`` of an input is read (and guarded) through its source like any input; a tensor
+        the graph makes has none (a graph never runs ``backward``)."""
+        if self.source is None:
+            return ConstantVariable(None)
+        real = dict(zip(tx.output.inputs, tx.output.input_values)).get(self.source)
+        if not isinstance(real, torch.Tensor):
+            raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
+        return tx.wrap(real.grad, AttrSource(self.source, "grad"))
 
     def call_method(
         self,

@@ -11,12 +11,13 @@ Factory calls under a ``torch.device`` context of the trace get the device as an
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..exc import Unsupported
-from . import state_contexts
+from . import numpy_arrays, state_contexts
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
@@ -78,6 +79,13 @@ def call_torch(
         return ctx
     if fn in state_contexts.STATE_SETTERS:
         return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
+    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:
+        made = numpy_arrays.from_numpy(tx, fn, args[0])
+        if made is not None:
+            return made
+    if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        return bound.arguments["the_value"]
     if fn is torch.is_grad_enabled:
         return ConstantVariable(torch.is_grad_enabled())
     if fn in (torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling):
@@ -93,7 +101,7 @@ def call_torch(
     if fn is torch.Size:
         items = tx.dispatch.iterate(tx, args[0]) if args else []
         return TupleVariable(items, is_size=True)
-    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo):
+    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
         return _fold_call(tx, fn, args, kwargs)
     if name in EFFECTFUL or name.lstrip("_").startswith("set_"):
         raise Unsupported(

@@ -142,7 +142,7 @@ def construct(
         return _enum_member(cls, args, kwargs)
     if issubclass(cls, nn.Module):
         return module_objects.construct_module(tx, cls_vt, args, kwargs)
-    if builtin_calls.model_output.is_model_output(cls):
+    if builtin_calls.model_output.is_model_output(cls) or builtin_calls.makes_builtin_like(cls):
         return builtin_calls.construct(tx, cls, args, kwargs)
     _check_plain_class(cls)
     try:
