@@ -12,7 +12,7 @@ from .codegen.pyversion import check_supported
 
 check_supported()
 
-from . import config  # noqa: E402
+from . import config, distributed  # noqa: E402
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
 from .compiler import compile, reset, state_of  # noqa: E402
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
@@ -26,6 +26,7 @@ __all__ = [
     "cache_entries",
     "compile",
     "config",
+    "distributed",
     "explain",
     "graph_break",
     "guard_source",

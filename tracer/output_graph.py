@@ -19,6 +19,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
+from . import effects
 from .exc import Unsupported
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
@@ -154,16 +155,21 @@ class OutputGraph:
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
-        example = self._run_fake(op, target, fake_args, fake_kwargs)
+        probe = effects.EffectProbe()
+        example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+        if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
+            raise Unsupported("collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
-        return self._wrap_result(node, example)
+        return self._wrap_result(node, example, probe)
 
-    def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _run_fake(
+        self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
+    ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         try:
-            with self.fake_mode:
+            with self.fake_mode, probe:
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
@@ -180,7 +186,9 @@ class OutputGraph:
                 "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
             ) from e
 
-    def _wrap_result(self, node: torch.fx.Node, example: Any) -> VariableTracker:
+    def _wrap_result(
+        self, node: torch.fx.Node, example: Any, probe: effects.EffectProbe
+    ) -> VariableTracker:
         if isinstance(example, torch.Tensor):
             node.meta["example_value"] = example
             return TensorVariable(node, example)
@@ -208,11 +216,20 @@ class OutputGraph:
             if isinstance(example, list):
                 return ListVariable(items)
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
-        if example is None and node.target is operator.setitem:
-            return ConstantVariable(None)  # an in-place store: the node stays in the graph
         if example is None or type(example) in (int, float, bool, torch.Size, tuple, str):
+            # NOTE(issue 13): the one place a recorded call is erased; only a call proven pure is.
+            verdict = effects.classify(node.op, node.target, example, probe)
+            if verdict is effects.Verdict.GRAPH:
+                effects.mark_effectful(node)  # e.g. an in-place store (``x[i] = v``)
+                return self._constant_result(example)
             self.graph.erase_node(node)
             self.created.remove(node)
+            if verdict is effects.Verdict.BREAK:
+                raise Unsupported(
+                    "effect",
+                    effects.describe(node.target, probe),
+                    hint="call it outside the compiled function",
+                )
             return self._constant_result(example)
         raise Unsupported(
             "op_result", f"an op returned {type(example).__name__}, which is not traced"
@@ -284,6 +301,11 @@ class OutputGraph:
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
+
+_COLLECTIVE_HINT = (
+    "use the functional collectives (torch.distributed._functional_collectives) or the "
+    "torch.distributed calls bytegraph rewrites (all_reduce, all_gather_into_tensor, ...)"
+)
 
 _IMMUTABLE = (
     tuple,

@@ -14,9 +14,11 @@ import torch
 
 from ..exc import Unsupported
 from .base import VariableTracker
+from .collectives import call_distributed
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .contexts import ContextManagerVariable, set_grad_mode
+from .distributed import is_distributed_callable
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -68,6 +70,8 @@ def call_torch(
         previous, mode = torch.is_grad_enabled(), bool(args[0].as_python_constant())
         set_grad_mode(tx, mode)  # effective at the call, like eager; a with-block restores on exit
         return ContextManagerVariable(mode, previous, applied=True)
+    if is_distributed_callable(fn):  # issue 13: collectives and world queries, before any run
+        return call_distributed(tx, fn, args, kwargs)
     if fn is torch.no_grad:
         return ContextManagerVariable(False)
     if fn is torch.enable_grad:
@@ -83,7 +87,7 @@ def call_torch(
         return TupleVariable(items, is_size=True)
     if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo):
         return _fold_call(tx, fn, args, kwargs)
-    if name in EFFECTFUL or name.startswith("set_"):
+    if name in EFFECTFUL or name.startswith(("set_", "_set_")):
         raise Unsupported(
             "torch_effect",
             f"torch.{name}() has effects outside the graph",
