@@ -21,16 +21,20 @@ Definition → example → printed output::
             dist.all_reduce(x)
         return x
 
-    bytegraph.compile(step)(x); bytegraph.distributed.check_consistency()
-    # DivergenceError: bytegraph: ranks compiled different code at compile #1 ...
-    #   rank 0: __resume_at_24_2 (train.py:3) ... collectives: none
-    #   rank 1: __resume_at_14_1 (train.py:3) ... collectives: all_reduce(sum, group 0)
+    bytegraph.config.distributed_consistency_check = True   # or check_consistency() later
+    bytegraph.compile(step)(x)
+    # DivergenceError: bytegraph: ranks compiled different code (after each compile: compile #1
+    # differs); they would reach collectives in different orders and hang:
+    #   rank 0: step resumed at line 4 (__resume_at_12_1, train.py:1); collectives per graph: -; ...
+    #   rank 1: step resumed at line 3 (__resume_at_7_0, train.py:1); collectives per graph:
+    #           all_reduce(sum, 0); breaks: none
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -38,6 +42,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from bytecode import Bytecode, Instr
 
 from . import config
 from .tracer import driver
@@ -58,10 +63,12 @@ class Fingerprint:
     function: str  #: qualified name and ``file:line`` of the compiled function
     reason: str  #: "first call" or the guards that failed (a recompile)
     breaks: list[str] = field(default_factory=list)  #: "kind at file:line", in order
-    collectives: list[list[str]] = field(
-        default_factory=list
-    )  #: per graph, e.g. "all_reduce(sum, 0)"
+    #: per graph, e.g. "all_reduce(sum, 0)" (the last argument is the group's name)
+    collectives: list[list[str]] = field(default_factory=list)
     fell_back: str = ""  #: "kind at file:line" when the whole call ran in Python
+    #: ``collectives`` with each group named by its size: ranks of different subgroups (each its
+    #: own tensor-parallel group, say) run the "same" collective on groups of other names
+    collective_keys: list[list[str]] = field(default_factory=list)
 
     def key(self) -> tuple:
         """What must agree across ranks (break details can hold addresses: kind and place only)."""
@@ -69,14 +76,14 @@ class Fingerprint:
             self.function,
             self.reason,
             tuple(self.breaks),
-            _nested(self.collectives),
+            _nested(self.collective_keys),
             self.fell_back,
         )
 
     def describe(self) -> str:
         parts = [self.function]
         if self.reason != "first call":
-            parts.append(f"recompiled because {self.reason}")
+            parts.append(f"recompiled, failed guard: {self.reason}")
         colls = "; ".join(", ".join(g) or "-" for g in self.collectives) or "none"
         parts.append(f"collectives per graph: {colls}")
         parts.append(f"breaks: {', '.join(self.breaks) or 'none'}")
@@ -89,29 +96,57 @@ def _nested(groups: list[list[str]]) -> tuple:
     return tuple(tuple(g) for g in groups)
 
 
-def collectives(gm: torch.fx.GraphModule) -> list[str]:
+def collectives(gm: torch.fx.GraphModule, group_sizes: bool = False) -> list[str]:
     """The collectives ``gm`` runs in order: ``"all_reduce(sum, 0)"`` (reduce op and group name;
-    per-rank arguments such as all-to-all split sizes are left out)."""
+    per-rank arguments such as all-to-all split sizes are left out). With ``group_sizes`` the
+    group (every functional collective's last argument) is given by its size instead:
+    ``all_reduce(sum, 2 ranks)``."""
     out = []
     for node in gm.graph.nodes:
         name = collective_name(node)
         if name is not None:
-            consts = [str(a) for a in node.args[1:] if isinstance(a, (str, int))]
+            consts = [str(a) for a in node.args[1:-1] if isinstance(a, (str, int))]
+            consts.append(_group_size(node.args[-1]) if group_sizes else str(node.args[-1]))
             out.append(f"{name}({', '.join(consts)})")
     return out
 
 
+def _group_size(group_name: Any) -> str:
+    try:
+        return (
+            f"{torch.distributed.distributed_c10d._resolve_process_group(group_name).size()} ranks"
+        )
+    except Exception:  # noqa: BLE001 (a group destroyed since: compare by name)
+        return str(group_name)
+
+
 def fingerprint(state: driver.CompiledCode, event: driver.CompileEvent) -> Fingerprint:
-    code = state.fn.__code__
-    function = f"{state.fn.__qualname__} ({code.co_filename}:{code.co_firstlineno})"
     reason = "first call" if not event.failures else "; ".join(event.failures)
     return Fingerprint(
-        function,
+        describe_function(state.fn),
         reason,
         [_where(e) for e in event.breaks],
         [collectives(gm) for gm in event.graphs],
         _where(event.unsupported) if event.unsupported is not None else "",
+        [collectives(gm, group_sizes=True) for gm in event.graphs],
     )
+
+
+_RESUME_NAME = re.compile(r"__resume_at_(\d+)_\d+$")
+
+
+def describe_function(fn: Any) -> str:
+    """``step (train.py:12)``; for a resume function, the function and line it resumes at
+    (``step resumed at line 15 (__resume_at_23_1, train.py:12)``): where two ranks diverged."""
+    code = fn.__code__
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    origin, match = getattr(fn, "__bytegraph_resume__", None), _RESUME_NAME.match(fn.__name__)
+    if origin is None or match is None:
+        return f"{fn.__qualname__} ({where})"
+    template, index = origin[0], int(match.group(1))
+    instrs = [i for i in Bytecode.from_code(template.__code__) if isinstance(i, Instr)]
+    line = instrs[index].lineno if index < len(instrs) else "?"
+    return f"{template.__qualname__} resumed at line {line} ({fn.__name__}, {where})"
 
 
 def _where(e: Any) -> str:
@@ -156,13 +191,7 @@ def _on_compile(state: driver.CompiledCode, event: driver.CompileEvent) -> None:
         _HISTORY.prints.append(fp)
         index, epoch = len(_HISTORY.prints) - 1, _HISTORY.epoch
     if config.distributed_consistency_check:
-        _compare(
-            f"bytegraph/fp/{epoch}/{index}",
-            [asdict(fp)],
-            world,
-            f"compile #{index}",
-            [_HISTORY.prints[index]],
-        )
+        _compare(f"bytegraph/fp/{epoch}/{index}", [fp], world, "after each compile", index)
 
 
 def history() -> list[Fingerprint]:
@@ -187,42 +216,38 @@ def check_consistency(timeout: float | None = None) -> None:
         return
     with _HISTORY.lock:
         prints, epoch, n = list(_HISTORY.prints), _HISTORY.epoch, next(_HISTORY.checks)
-    _compare(
-        f"bytegraph/check/{epoch}/{n}",
-        [asdict(fp) for fp in prints],
-        world,
-        "check_consistency",
-        prints,
-        timeout,
-    )
+    _compare(f"bytegraph/check/{epoch}/{n}", prints, world, "check_consistency", 0, timeout)
 
 
 def _compare(
     key: str,
-    payload: list[dict],
+    mine: list[Fingerprint],
     world: tuple[int, int],
     what: str,
-    mine: list[Fingerprint],
+    first_index: int,
     timeout: float | None = None,
 ) -> None:
+    """Publish ``mine`` (compiles number ``first_index``...) under ``key``, read every rank's and
+    raise ``DivergenceError`` unless they agree."""
     rank, size = world
     store = torch.distributed.distributed_c10d._get_default_store()
-    store.set(f"{key}/{rank}", json.dumps(payload))
+    store.set(f"{key}/{rank}", json.dumps([asdict(fp) for fp in mine]))
     wait = timeout if timeout is not None else config.distributed_consistency_timeout
     others = [f"{key}/{r}" for r in range(size)]
     try:
         store.wait(others, timedelta(seconds=wait))
     except Exception as e:  # noqa: BLE001 (a store timeout: name who is missing)
         missing = [r for r in range(size) if not store.check([f"{key}/{r}"])]
-        raise DivergenceError(_missing_message(what, rank, missing, wait, mine)) from e
+        where = what if what == "check_consistency" else f"compile #{first_index}"
+        raise DivergenceError(_missing_message(where, rank, missing, wait, mine)) from e
     per_rank = [
         [Fingerprint(**d) for d in json.loads(store.get(f"{key}/{r}"))] for r in range(size)
     ]
     if any([fp.key() for fp in fps] != [fp.key() for fp in per_rank[0]] for fps in per_rank):
-        raise DivergenceError(_divergence_message(what, per_rank))
+        raise DivergenceError(_divergence_message(what, per_rank, first_index))
 
 
-def _divergence_message(what: str, per_rank: list[list[Fingerprint]]) -> str:
+def _divergence_message(what: str, per_rank: list[list[Fingerprint]], offset: int) -> str:
     length = max(len(fps) for fps in per_rank)
     first = next(
         i
@@ -230,8 +255,8 @@ def _divergence_message(what: str, per_rank: list[list[Fingerprint]]) -> str:
         if len({fps[i].key() if i < len(fps) else None for fps in per_rank}) > 1
     )
     lines = [
-        f"bytegraph: ranks compiled different code ({what}, compile #{first} differs); they "
-        "would reach collectives in different orders and hang:"
+        f"bytegraph: ranks compiled different code ({what}: compile #{first + offset} differs); "
+        "they would reach collectives in different orders and hang:"
     ]
     for r, fps in enumerate(per_rank):
         text = fps[first].describe() if first < len(fps) else "(no such compile)"

@@ -38,7 +38,25 @@ import torch.distributed as dist
 import bytegraph
 
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(["torch", "torch.distributed", "bytegraph", "disttest"])
+#: Imported once in the fork server, so that ranks start warm (a first compile would otherwise
+#: import AOTAutograd and dynamo's utilities in every rank: seconds each on a busy CI machine).
+_PRELOAD = [
+    "torch",
+    "torch.distributed",
+    "torch.distributed._functional_collectives",
+    "torch.distributed.fsdp",
+    "torch.nn.parallel",
+    "torch._dynamo",
+    "torch._functorch.aot_autograd",
+    "bytegraph",
+    "bytegraph.backends.eager",
+    "bytegraph.backends.aot",
+    "bytegraph.backends.auto",
+    "bytegraph.backends.inductor",
+    "difftest",
+    "disttest",
+]
+_CTX.set_forkserver_preload(_PRELOAD)
 
 
 @dataclass
@@ -148,6 +166,7 @@ def _child(
             world_size=world_size,
             timeout=timedelta(seconds=collective_timeout),
         )
+        dist.barrier()  # every rank's connections are up before any rank goes on
         bytegraph.config.default_backend = "eager"
         torch.manual_seed(0)
         results.put((rank, True, target(rank, world_size, payload)))
@@ -155,8 +174,20 @@ def _child(
         results.put((rank, False, traceback.format_exc()))
     finally:
         if dist.is_initialized():
+            _leave_together(rank, world_size)
             dist.destroy_process_group()
         sys.stdout.flush()
+
+
+def _leave_together(rank: int, world_size: int) -> None:
+    """Wait (briefly, through the store) for the other ranks to finish before tearing down the
+    process group: a rank closing its connections early fails the others' pending operations."""
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"disttest/exit/{rank}", "1")
+    try:
+        store.wait([f"disttest/exit/{r}" for r in range(world_size)], timedelta(seconds=10))
+    except Exception:  # noqa: BLE001 (a rank died or hung: the parent reports it)
+        pass
 
 
 def _run_function(rank: int, world_size: int, payload: tuple) -> Any:
