@@ -2,7 +2,7 @@
 torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 
 Public API: ``compile``, ``reset``, ``config``, the inspection helpers ``cache_entries(fn)``,
-``guard_source(fn)`` and ``why(fn, *args, **kwargs)``, the report ``explain(fn)(*args)`` and
+``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and ``stats()``, the report ``explain(fn)(*args)`` and
 ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
 """
 
@@ -17,7 +17,7 @@ from .backends.registry import list_backends, lookup_backend, register_backend  
 from .compiler import compile, reset, state_of  # noqa: E402
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
-from .introspect import cache_entries, guard_source, why  # noqa: E402
+from .introspect import cache_entries, guard_source, stats, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
 from .tracer.variables.functions import graph_break  # noqa: E402
 
@@ -39,5 +39,6 @@ __all__ = [
     "reset",
     "set_logs",
     "state_of",
+    "stats",
     "why",
 ]

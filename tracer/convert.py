@@ -89,16 +89,15 @@ def convert_call(
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
             if fullgraph or resume is None:
-                gb.reason.guards = _all_guards(
-                    output
-                )  # the trace reaches this point whenever these hold
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
-        try:
-            return _finish(fn, output, result, frames, backend, resume, reason, numbering)
-        except Unsupported as e:
-            e.guards = _all_guards(output)
-            raise
+        return _finish(fn, output, result, frames, backend, resume, reason, numbering)
+    except Exception as e:
+        # Whatever stopped the trace (a break under fullgraph, an unsupported construct, a bug in
+        # bytegraph), the driver remembers it under what the trace had assumed so far.
+        if getattr(e, "guards", None) is None:
+            e.guards = _guards_so_far(output)
+        raise
     finally:
         torch._C._set_grad_enabled(grad_mode)
 
@@ -194,6 +193,15 @@ def _preload_stale(
             vt.source = source
         raise
     return swapped
+
+
+def _guards_so_far(output: OutputGraph) -> list[Guard]:
+    """The guards of a trace that stopped: the trace reaches its stopping point whenever they hold.
+    Empty if they cannot even be listed (the fallback then covers every call)."""
+    try:
+        return _all_guards(output)
+    except Exception:  # noqa: BLE001 (a broken trace state: remember the failure unconditionally)
+        return []
 
 
 def _all_guards(output: OutputGraph) -> list[Guard]:

@@ -90,7 +90,8 @@ def format_break(e: Unsupported) -> str:
 
 #: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
 ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
-#: Process-wide counters: frames traced, fallbacks by reason kind.
+#: Process-wide counters (``bytegraph.stats()``): ``frames`` traced, ``break:<kind>`` graph breaks,
+#: ``fallback:<kind>`` traces that fell back to Python, ``recompile_limit`` functions that hit it.
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
@@ -107,12 +108,13 @@ class CompiledCode:
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
             cells,
-            tuple(inspect.signature(fn, follow_wrapped=False).parameters),
+            tuple(name for name, _ in _parameters(fn.__code__)),
         )
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
         self.warned_code = False
+        self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
         self.policy = DynamicPolicy(
@@ -165,22 +167,21 @@ class CompiledCode:
                 numbering=self.numbering,
             )
         except Unsupported as e:
-            return self._fallback(e, reason, failures=failures)
+            return self._fallback(e, reason, failures, state_guards)
         except TraceTooLong as e:
             self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
-            return self._fallback(Unsupported("too_large", str(e)), reason, failures=failures)
+            return self._fallback(
+                Unsupported("too_large", str(e)), reason, failures, state_guards
+            )
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(
                     f"bytegraph failed to compile {self.fn.__qualname__}: {e}"
                 ) from e
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
-            return self._fallback(
-                Unsupported("internal_error", f"{type(e).__name__}: {e}"),
-                reason,
-                internal=True,
-                failures=failures,
-            )
+            internal = Unsupported("internal_error", f"{type(e).__name__}: {e}")
+            internal.guards = getattr(e, "guards", None) or []
+            return self._fallback(internal, reason, failures, state_guards)
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
             result.fn,
@@ -198,13 +199,17 @@ class CompiledCode:
             breaks=result.breaks,
         )
         for brk in result.breaks:
+            COUNTERS[f"break:{brk.kind}"] += 1
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
 
     def _fallback(
-        self, e: Unsupported, reason: str, internal: bool = False, failures: list[str] | None = None
+        self, e: Unsupported, reason: str, failures: list[str], state_guards: list[Guard]
     ) -> Any:
+        """The trace failed: run the original code, and remember the failure as a cache entry that
+        runs it under the guards the trace had reached (none: every call), so the same inputs are
+        never traced again. Warns once per code object."""
         COUNTERS[f"fallback:{e.kind}"] += 1
         if not self.settings.fullgraph:
             e.detach()  # it is kept in the compile events; the fullgraph error chains it instead
@@ -212,18 +217,23 @@ class CompiledCode:
             raise BytegraphError(
                 f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}"
             ) from e
-        warnings.warn(
-            f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4
-        )
+        if not self.warned_fallback:
+            self.warned_fallback = True
+            warnings.warn(
+                f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}",
+                stacklevel=4,
+            )
         breaks_log.info(
             "graph break in %s (running it in Python): %s", self.fn.__qualname__, format_break(e)
         )
         guards: list[Guard] = getattr(e, "guards", None) or []
-        if not internal and guards:
-            self.cache.add(
-                Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}")
-            )
-        self._record(CompileEvent(reason, unsupported=e, failures=failures or []))
+        try:
+            guard_set = self.cache.new_guard_set(guards + state_guards)
+        except Exception:  # noqa: BLE001 (guards of a broken trace: remember it for every call)
+            COUNTERS["fallback_guards_dropped"] += 1
+            guard_set = self.cache.new_guard_set(state_guards)
+        self.cache.add(Variant(guard_set, self.fn, reason=f"fallback: {e}"))
+        self._record(CompileEvent(reason, unsupported=e, failures=failures))
         return self.fn
 
     def resume_function(
@@ -311,6 +321,7 @@ class CompiledCode:
             self.numbering.restart()
             self.policy = DynamicPolicy(self.settings.dynamic)
             self.warned_limit = False
+            self.warned_fallback = False
 
 
 def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:

@@ -50,6 +50,15 @@ class SideEffects:
         del self.undo[undo_len:]
         self._saved = set()
 
+    def changed_since(self, snapshot: tuple) -> bool:
+        """Was a store or a mutation of an input container recorded after ``snapshot``?"""
+        *stores, _ = snapshot
+        current = (self.attr_stores, self.global_stores, self.cell_stores, self.mutated)
+        return any(
+            now.keys() != then.keys() or any(now[k] is not then[k] for k in now)
+            for now, then in zip(current, stores, strict=True)
+        )
+
     def commit(self) -> None:
         """No checkpoint taken so far will be restored: drop the saved items."""
         self.undo.clear()

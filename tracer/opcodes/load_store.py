@@ -16,6 +16,7 @@ from bytecode import CellVar, FreeVar, Instr
 from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
+from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
 from ..variables.modules import NNModuleVariable
@@ -240,6 +241,9 @@ def load_method(tx: Translator, inst: Instr) -> None:
 def store_attr(tx: Translator, inst: Instr) -> None:
     """(value obj --)  obj.name = value, on objects that existed before the call (side effect)."""
     obj, value = tx.pop(), tx.pop()
+    if isinstance(obj, FunctionCtxVariable):  # ``ctx.scale = s`` in an autograd.Function forward
+        obj.store_attr(inst.arg, value)
+        return
     if isinstance(obj, (UserObjectVariable, NNModuleVariable)) and obj.source is not None:
         tx.output.side_effects.store_attr(obj, inst.arg, value)
         return

@@ -37,6 +37,7 @@ from .objects import (
     PythonModuleVariable,
     UserObjectVariable,
 )
+from .slices import SliceVariable
 from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
@@ -97,6 +98,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
+    if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        parts = [wrap(tx, getattr(value, a), AttrSource(source, a)) for a in _SLICE_ATTRS]
+        return SliceVariable(*parts, source=source)
     if cls is torch.device:
         add(
             Guard(source, "TYPE_MATCH", cls, cls)
@@ -133,7 +138,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     add = tx.output.add_guard
-    identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+    if isinstance(value, types.MethodType):
+        # Each read of a method makes a new bound object, which later calls never see again: guard
+        # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
+        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        func = value.__func__
+        identity = Guard(AttrSource(source, "__func__"), "ID_MATCH", func, ("id", id(func)))
+    else:
+        identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -157,7 +169,6 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
             source,
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-        add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
         return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
@@ -175,6 +186,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return CFunctionVariable(value, source)  # breaks when called
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+_SLICE_ATTRS = ("start", "stop", "step")
 
 
 def _literal_items(value: slice | frozenset) -> bool:

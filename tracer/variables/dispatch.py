@@ -35,6 +35,7 @@ from .functions import (
 from .model_output import ModelOutputVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable
+from .slices import index_for_tensor
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
@@ -258,6 +259,7 @@ def getitem_tensor(
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
         raise Unsupported("index", f"indexing {tensor} with a tensor")
+    key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
 
 
@@ -298,6 +300,7 @@ def setitem(
     tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
 ) -> None:
     if isinstance(obj, TensorVariable):
+        key = index_for_tensor(tx, obj, key)
         tx.output.call_function(operator.setitem, (obj, key, value), {})
         return
     if isinstance(obj, ModelOutputVariable) and key.is_python_constant():

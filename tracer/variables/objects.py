@@ -20,6 +20,7 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ..exc import Unsupported
+from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import UserFunctionVariable
@@ -283,6 +284,14 @@ class ClassVariable(ConstantLikeVariable):
     source: Source | None = None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "apply" and is_autograd_function(self.value):
+            func = self.value.apply.__func__
+            if self.source is not None:  # still torch's ``apply`` (a class could override it)
+                source = AttrSource(AttrSource(self.source, "apply"), "__func__")
+                tx.output.add_guard(Guard(source, "ID_MATCH", func, ("id", id(func))))
+            if func is not torch.autograd.Function.apply.__func__:
+                raise Unsupported("autograd_function", f"{self.value.__qualname__}.apply overridden")
+            return AutogradFunctionApplyVariable(self.value, self.source)
         static = inspect.getattr_static(self.value, name, _MISSING)
         if isinstance(static, types.FunctionType):
             if self.source is None:
