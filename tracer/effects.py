@@ -32,6 +32,8 @@ import torch.fx
 from torch._library.utils import is_impure
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .graph_naming import graph_target
+
 
 class Verdict(enum.Enum):
     PURE = "pure"
@@ -165,7 +167,7 @@ def mark_effectful(node: torch.fx.Node) -> None:
     """Keep ``node`` in every graph: flagged in its meta and known to fx as side-effectful (so
     ``eliminate_dead_code`` and the backends' dead-code checks keep it although nothing uses it)."""
     if node.op == "call_method":  # fx never treats call_method as impure: call the method itself
-        node.op, node.target = "call_function", getattr(torch.Tensor, node.target)
+        node.op, node.target = "call_function", graph_target(getattr(torch.Tensor, node.target))
     node.meta["effectful"] = True
     if not isinstance(node.target, torch._ops.OpOverload):
         torch.fx.node.has_side_effect(node.target)

@@ -323,6 +323,7 @@ class OutputGraph:
                 and node.op != "placeholder"
                 and node.op != "output"
                 and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+                and not effects.is_effectful(node)
             ):
                 self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
