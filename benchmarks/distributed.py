@@ -109,8 +109,9 @@ def time_forward(fn, x: torch.Tensor, steps: int) -> float:
 
 def worker(rank: int, world: int, store_dir: str, opts: argparse.Namespace, out: dict) -> None:
     store = dist.FileStore(os.path.join(store_dir, "store"), world)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
-                            timeout=timedelta(seconds=120))
+    dist.init_process_group(
+        "gloo", store=store, rank=rank, world_size=world, timeout=timedelta(seconds=120)
+    )
     torch.set_num_threads(1)
     torch.manual_seed(1)
     x = torch.randn(opts.batch, opts.seq, opts.dim)
@@ -156,14 +157,18 @@ def main() -> None:
         f"tensor-parallel block, {opts.world} gloo ranks, x=({opts.batch}, {opts.seq}, "
         f"{opts.dim}), backend={opts.backend}, median of {opts.steps} forwards"
     )
-    print(f"{'collectives':<12}{'compiler':<15}{'graphs':>7}{'breaks/fwd':>12}{'ms/fwd':>9}"
-          f"{'vs eager':>10}")
+    print(
+        f"{'collectives':<12}{'compiler':<15}{'graphs':>7}{'breaks/fwd':>12}{'ms/fwd':>9}"
+        f"{'vs eager':>10}"
+    )
     eager = {form: s for form, name, _, _, s in rows if name == "eager"}
     for form, name, graphs, breaks, seconds in rows:
         shown = "-" if name == "eager" else str(graphs)
         shown_breaks = "-" if name == "eager" else str(breaks)
-        print(f"{form:<12}{name:<15}{shown:>7}{shown_breaks:>12}{seconds * 1e3:>9.3f}"
-              f"{seconds / eager[form]:>9.2f}x")
+        print(
+            f"{form:<12}{name:<15}{shown:>7}{shown_breaks:>12}{seconds * 1e3:>9.3f}"
+            f"{seconds / eager[form]:>9.2f}x"
+        )
 
 
 if __name__ == "__main__":

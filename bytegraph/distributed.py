@@ -175,11 +175,14 @@ _HISTORY = _History()
 
 
 def _world() -> tuple[int, int] | None:
-    """``(rank, world size)`` of the default group when there is more than one rank."""
+    """``(rank, world size)`` of the default group when there is more than one real rank (the
+    ``fake`` backend simulates one rank of a world in a single process: nothing to compare)."""
     if not _AVAILABLE or not torch.distributed.is_initialized():
         return None
     size = torch.distributed.get_world_size()
-    return (torch.distributed.get_rank(), size) if size > 1 else None
+    if size < 2 or torch.distributed.get_backend() == "fake":
+        return None
+    return torch.distributed.get_rank(), size
 
 
 def _on_compile(state: driver.CompiledCode, event: driver.CompileEvent) -> None:
