@@ -1,11 +1,11 @@
 """Effects of recorded calls: which calls the output graph may fold away, which stay as effectful
 nodes, and which must run in Python (issue 13: a dropped ``dist.all_reduce``).
 
-Every call recorded in the graph runs once on fake tensors, under an ``EffectProbe`` (a dispatch
-mode stacked on the fake mode) that notes each operator it dispatches that mutates a tensor,
-communicates (``c10d``) or carries a registered effect. ``classify`` then decides about a call
-whose result is not a tensor (None or a Python constant, which the output graph would otherwise
-fold and erase):
+Every call recorded in the graph runs once on fake tensors; the output graph's fake mode
+(``ProbedFakeTensorMode``) tells an ``EffectProbe`` each operator the call dispatches that mutates
+a tensor, communicates (``c10d``) or carries a registered effect. ``classify`` then decides about
+a call whose result is not a tensor (None or a Python constant, which the output graph would
+otherwise fold and erase):
 
 - ``PURE``: fold it (erase the node). Only when the probe saw no effect, and, for a None result,
   only for the checks listed in ``PURE_NONE``: a call returning None is run for its effect.
@@ -15,22 +15,25 @@ fold and erase):
 - ``BREAK``: anything else (a Python function with effects, a legacy collective, a C function
   returning None with no visible operator): the caller raises ``Unsupported`` so it runs in Python.
 
-Entry points: ``EffectProbe``, ``classify``, ``mark_effectful``, ``is_effectful``. What is not
+Entry points: ``ProbedFakeTensorMode``, ``EffectProbe``, ``classify``, ``mark_effectful``,
+``is_effectful``. What is not
 here: collectives the tracer understands (``variables/distributed.py`` rewrites them before any call
 is recorded).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import operator
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torch.fx
 from torch._library.utils import is_impure
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .graph_naming import graph_target
 
@@ -93,21 +96,22 @@ def op_effect(op: Any) -> str | None:
     return effect
 
 
-class EffectProbe(TorchDispatchMode):
-    """Records the effectful operators a call dispatches (``effects``: ``(kind, op name)`` pairs).
+class EffectProbe:
+    """Records the effectful operators one call dispatches (``effects``: ``(kind, op name)``).
 
-    Enter it *inside* the fake mode (``with fake_mode, EffectProbe():``) so it sees each operator
-    before the fake mode runs it."""
+    ``with probe.watching(fake_mode):`` around the call, ``fake_mode`` a ``ProbedFakeTensorMode``:
+    the fake mode reports the operators the call runs (not those it runs itself to fake them)."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.effects: list[tuple[str, str]] = []
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        effect = op_effect(func)
-        if effect is not None:
-            self.effects.append((effect, str(func)))
-        return func(*args, **(kwargs or {}))
+    @contextlib.contextmanager
+    def watching(self, fake_mode: ProbedFakeTensorMode) -> Iterator[EffectProbe]:
+        previous, fake_mode.probe = fake_mode.probe, self
+        try:
+            yield self
+        finally:
+            fake_mode.probe = previous
 
     def kinds(self) -> set[str]:
         return {kind for kind, _ in self.effects}
@@ -118,6 +122,28 @@ class EffectProbe(TorchDispatchMode):
             for kind, name in self.effects
             if kind == "collective" and name.split(".")[0] in LEGACY_COLLECTIVE_NAMESPACES
         ]
+
+
+class ProbedFakeTensorMode(FakeTensorMode):
+    """The output graph's fake mode: reports each operator a recorded call dispatches to the
+    active ``EffectProbe``. (A probe of its own, a second dispatch mode, cost a third of the
+    tracing time; this is one dictionary lookup per operator.)"""
+
+    probe: EffectProbe | None = None
+    _depth = 0  #: > 0 while faking an operator (its decompositions are not the call's operators)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        probe = self.probe
+        if probe is None or self._depth:
+            return super().__torch_dispatch__(func, types, args, kwargs or {})
+        effect = op_effect(func)
+        if effect is not None:
+            probe.effects.append((effect, str(func)))
+        self._depth += 1
+        try:
+            return super().__torch_dispatch__(func, types, args, kwargs or {})
+        finally:
+            self._depth -= 1
 
 
 def is_single_operator(op: str, target: Any) -> bool:

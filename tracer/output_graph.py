@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     compute_unbacked_bindings,
@@ -58,7 +57,7 @@ class OutputGraph:
     ) -> None:
         self.graph = torch.fx.Graph()
         self.shapes = ShapeTracker(policy or DynamicPolicy())
-        self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
+        self.fake_mode = effects.ProbedFakeTensorMode(shape_env=self.shapes.shape_env)
         self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
         self.has_unbacked = False  #: some node computes a number from tensor data
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
@@ -198,7 +197,7 @@ class OutputGraph:
     ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         try:
-            with self.fake_mode, probe:
+            with self.fake_mode, probe.watching(self.fake_mode):
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
