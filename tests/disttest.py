@@ -137,9 +137,14 @@ def _spawn(
         missing = [r for r in range(world_size) if r not in outcomes]
         if missing:
             codes = {r: procs[r].exitcode for r in missing}
+            what = (
+                f"did not finish within {timeout:.0f} s (hung? killed)"
+                if time.monotonic() >= deadline
+                else "exited without a result (crashed?)"
+            )
             raise AssertionError(
-                f"rank(s) {missing} of a {world_size}-rank world did not finish within "
-                f"{timeout:.0f} s (hung? exit codes {codes}); finished: {sorted(outcomes)}"
+                f"rank(s) {missing} of a {world_size}-rank world {what}; exit codes {codes}; "
+                f"finished: {sorted(outcomes)}"
             )
         failures = [f"rank {r} raised:\n{v}" for r, (ok, v) in sorted(outcomes.items()) if not ok]
         if failures:
