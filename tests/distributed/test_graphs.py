@@ -69,6 +69,19 @@ def test_stacked_all_gather_output_is_a_view():
     assert "view_as" in [str(n.target) for n in gm.graph.nodes]
 
 
+def test_build_queries_fold_without_guards():
+    def fn(x):
+        if dist.is_available() and dist.is_gloo_available():
+            return x + 1
+        return x
+
+    compiled = bytegraph.compile(fn)
+    report = bytegraph.explain(fn)(torch.ones(2))
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    compiled(torch.ones(2))
+    assert "group_state" not in bytegraph.guard_source(compiled)
+
+
 def test_default_group_state_is_guarded():
     def fn(x):
         return x * dist.get_world_size()

@@ -275,17 +275,27 @@ def _queries() -> frozenset:
     )
 
 
+def _build_queries() -> frozenset:
+    names = ("is_available", "is_gloo_available", "is_nccl_available", "is_mpi_available")
+    return frozenset(getattr(torch.distributed, n) for n in names if hasattr(torch.distributed, n))
+
+
+#: Queries answered by this torch build (no guard needed).
+BUILD_QUERIES = _build_queries()
 #: Queries of the world answered at trace time (their group, or the default one, is guarded).
-QUERIES = _queries()
+QUERIES = _queries() | BUILD_QUERIES
 
 
 def query(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
+    """``fn`` (one of ``QUERIES``) called at trace time; what it read is guarded."""
     real_args = [_query_arg(tx, a) for a in args]
     real_kwargs = {k: _query_arg(tx, v) for k, v in kwargs.items()}
     group = real_kwargs.get("group", real_args[0] if real_args else None)
-    if group is None or isinstance(group, str) or fn is c10d.is_initialized:
+    if fn in BUILD_QUERIES:
+        pass  # properties of this torch build: nothing to guard
+    elif group is None or isinstance(group, str) or fn is c10d.is_initialized:
         guard_world(tx, group if isinstance(group, str) else None)
     try:
         result = fn(*real_args, **real_kwargs)
