@@ -201,3 +201,17 @@ def mark_effectful(node: torch.fx.Node) -> None:
 
 def is_effectful(node: torch.fx.Node) -> bool:
     return bool(node.meta.get("effectful"))
+
+
+def unread_effects(graph: torch.fx.Graph, outputs: list[torch.fx.Node]) -> list[torch.fx.Node]:
+    """Effectful nodes producing a tensor that nothing reads: extra graph outputs, so that a
+    backend extracting what the outputs need (AOTAutograd's partitioner) still runs them."""
+    kept = set(outputs)
+    return [
+        n
+        for n in graph.nodes
+        if is_effectful(n)
+        and not n.users
+        and n not in kept
+        and isinstance(n.meta.get("example_value"), torch.Tensor)
+    ]

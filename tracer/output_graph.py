@@ -317,7 +317,10 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op.startswith("call_"))
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
-        self.graph.output(tuple(outputs))
+        # NOTE(issue 13): effectful tensors nothing reads (an unused collective's result) leave the
+        # graph too, after the outputs the code uses, so that no backend's partitioner drops them.
+        unread = effects.unread_effects(self.graph, outputs)
+        self.graph.output(tuple(outputs + unread))
         for node in reversed(list(self.graph.nodes)):  # drop unused shape arithmetic (pure)
             if (
                 not node.users

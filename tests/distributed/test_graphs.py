@@ -136,3 +136,21 @@ def test_collective_inside_a_black_box_breaks():
 
     report = bytegraph.explain(fn)(torch.ones(2))
     assert [b.kind for b in report.break_reasons] == ["collective"], report
+
+
+def test_unread_collectives_survive_aot_autograd():
+    """Nothing reads these collectives' results, yet the peers wait for them: they stay (as extra
+    graph outputs) through AOTAutograd's partitioner, which keeps only what outputs need."""
+
+    def fn(x):
+        funcol.all_reduce(x, "sum", dist.group.WORLD)
+        y = x.clone()
+        dist.all_reduce(y)
+        return x * 2
+
+    counter = CompileCounter(bytegraph.lookup_backend("aot_eager"))
+    x = torch.ones(3, requires_grad=True)
+    torch.testing.assert_close(bytegraph.compile(fn, backend=counter)(x), fn(x))
+    (forward,) = counter.compiled[0].forward_graphs
+    issued = [n for n in forward.graph.nodes if "_c10d_functional.all_reduce" in str(n.target)]
+    assert len(issued) == 2, forward.graph

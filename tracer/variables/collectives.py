@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..effects import mark_effectful
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -98,11 +99,15 @@ def _group(tx: Translator, a: Args) -> Any:
 
 # -- graph nodes -----------------------------------------------------------------------------------
 def _emit(tx: Translator, op_name: str, *args: Any) -> TensorVariable:
-    """``wait_tensor(_c10d_functional.<op_name>(*args))``: the collective and its wait."""
+    """``wait_tensor(_c10d_functional.<op_name>(*args))``: the collective and its wait, both marked
+    effectful: every rank runs them even if nothing reads the result (peers wait for them)."""
     op = getattr(torch.ops._c10d_functional, op_name).default
     node_args = tuple(a if isinstance(a, VariableTracker) else tx.fold(a) for a in args)
     issued = tx.output.call_function(op, node_args, {})
-    return wait(tx, issued)
+    waited = wait(tx, issued)
+    mark_effectful(issued.node)
+    mark_effectful(waited.node)
+    return waited
 
 
 def wait(tx: Translator, tensor: TensorVariable) -> TensorVariable:
@@ -131,7 +136,8 @@ def _copy_back(tx: Translator, dst: TensorVariable, src: TensorVariable) -> None
     """``dst.copy_(src)`` (viewed as ``dst`` if shapes differ): an in-place collective's effect."""
     if tuple(dst.example.shape) != tuple(src.example.shape):
         src = tx.output.call_method("view_as", (src, dst), {})
-    tx.output.call_function(torch.ops.aten.copy_.default, (dst, src), {})
+    copied = tx.output.call_function(torch.ops.aten.copy_.default, (dst, src), {})
+    mark_effectful(copied.node)  # kept, like the collective, even when ``dst`` is never read
 
 
 def _done(a: Args) -> VariableTracker:
