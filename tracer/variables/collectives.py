@@ -9,9 +9,10 @@
   ``wait_tensor``;
 - an in-place collective (``dist.all_reduce(t)``, ``all_gather_into_tensor``,
   ``reduce_scatter_tensor``, ``broadcast``, ``all_to_all_single``, ``all_gather``) becomes the
-  same plus an ``aten.copy_`` back
-  into its output tensor, as torch.compile does; it returns None or, with ``async_op=True``, a
-  completed ``WorkVariable``;
+  same plus an ``aten.copy_`` back into its output tensor, as torch.compile does; it returns None
+  or, with ``async_op=True``, a completed ``WorkVariable``;
+- the collective, its wait and the copy back are effectful nodes (``effects.mark_effectful``):
+  every rank runs them even when nothing reads the result, since the peers wait for them;
 - queries of the world fold to guarded constants (``distributed.query``);
 - anything else (``barrier``, point-to-point, object collectives...) is ``Unsupported``: a break.
 """
