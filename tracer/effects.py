@@ -12,6 +12,9 @@ otherwise fold and erase):
 - ``GRAPH``: keep it as an effectful node (``mark_effectful``), when it is one operator whose effect
   (mutating its tensor arguments) the graph carries: an ``OpOverload``, a torch C function, a
   ``Tensor`` method, ``operator.setitem``.
+- ``INLINE``: a Python function returning None with no operator effect: its body is traced
+  instead (``InlineInstead``), so a C call with an effect inside it breaks there and a helper that
+  just returns None folds;
 - ``BREAK``: anything else (a Python function with effects, a legacy collective, a C function
   returning None with no visible operator): the caller raises ``Unsupported`` so it runs in Python.
 
@@ -35,13 +38,21 @@ import torch.fx
 from torch._library.utils import is_impure
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from .exc import Unsupported
 from .graph_naming import graph_target
 
 
 class Verdict(enum.Enum):
     PURE = "pure"
     GRAPH = "graph"
+    INLINE = "inline"
     BREAK = "break"
+
+
+class InlineInstead(Unsupported):
+    """A Python function from a torch namespace returned None without running an operator with an
+    effect: returned None as a value (``F._canonical_mask(None)``) or called for an effect no
+    operator shows (a C call)? Its caller traces its body instead, which tells."""
 
 
 #: Namespaces of the legacy (in-place, ``Work``-returning) collectives; these never run inside a
@@ -168,7 +179,7 @@ def classify(op: str, target: Any, example: Any, probe: EffectProbe) -> Verdict:
     if kinds:
         return Verdict.GRAPH if is_single_operator(op, target) else Verdict.BREAK
     if example is None and not _pure_none(target):
-        return Verdict.BREAK
+        return Verdict.INLINE if isinstance(target, types.FunctionType) else Verdict.BREAK
     return Verdict.PURE
 
 

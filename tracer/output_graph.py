@@ -255,6 +255,8 @@ class OutputGraph:
                 return self._constant_result(example)
             self.graph.erase_node(node)
             self.created.remove(node)
+            if verdict is effects.Verdict.INLINE:
+                raise effects.InlineInstead("effect", effects.describe(node.target, probe))
             if verdict is effects.Verdict.BREAK:
                 raise Unsupported(
                     "effect",

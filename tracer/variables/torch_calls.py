@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..effects import InlineInstead
 from ..exc import Unsupported
 from .base import VariableTracker
 from .collectives import call_distributed
@@ -19,6 +20,7 @@ from .constant import ConstantVariable
 from .containers import TupleVariable
 from .contexts import ContextManagerVariable, set_grad_mode
 from .distributed import is_distributed_callable
+from .functions import UserFunctionVariable
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -99,7 +101,10 @@ def call_torch(
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
-    return tx.output.call_function(fn, tuple(args), kwargs)
+    try:
+        return tx.output.call_function(fn, tuple(args), kwargs)
+    except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
+        return UserFunctionVariable(fn).call_function(tx, args, kwargs)
 
 
 def _fold_call(
