@@ -115,14 +115,17 @@ class EffectProbe:
 
     def __init__(self) -> None:
         self.effects: list[tuple[str, str]] = []
+        self.state_changed: list[str] = []  #: global torch state the call changed (then undone)
 
     @contextlib.contextmanager
     def watching(self, fake_mode: ProbedFakeTensorMode) -> Iterator[EffectProbe]:
         previous, fake_mode.probe = fake_mode.probe, self
+        before = _global_state()
         try:
             yield self
         finally:
             fake_mode.probe = previous
+            self.state_changed = _restore_global_state(before)
 
     def kinds(self) -> set[str]:
         return {kind for kind, _ in self.effects}
@@ -133,6 +136,30 @@ class EffectProbe:
             for kind, name in self.effects
             if kind == "collective" and name.split(".")[0] in LEGACY_COLLECTIVE_NAMESPACES
         ]
+
+
+def _global_state() -> dict[str, Any]:
+    return {
+        "grad mode": torch.is_grad_enabled(),
+        "inference mode": torch.is_inference_mode_enabled(),
+        "default dtype": torch.get_default_dtype(),
+        "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+        "autocast": torch._C._is_any_autocast_enabled(),
+    }
+
+
+def _restore_global_state(before: dict[str, Any]) -> list[str]:
+    """Undo what a call changed of the global state recorded in ``before``; returns what it was.
+    (Inference mode and autocast are entered through objects: they are only reported.)"""
+    after = _global_state()
+    changed = [key for key in before if after[key] != before[key]]
+    if "grad mode" in changed:
+        torch._C._set_grad_enabled(before["grad mode"])
+    if "default dtype" in changed:
+        torch.set_default_dtype(before["default dtype"])
+    if "deterministic algorithms" in changed:
+        torch.use_deterministic_algorithms(before["deterministic algorithms"])
+    return changed
 
 
 class ProbedFakeTensorMode(FakeTensorMode):
@@ -193,6 +220,8 @@ def _pure_none(target: Any) -> bool:
 def describe(target: Any, probe: EffectProbe) -> str:
     """Why a call was not folded, for the ``Unsupported`` detail."""
     name = target if isinstance(target, str) else getattr(target, "__qualname__", str(target))
+    if probe.state_changed:
+        return f"{name}() changes torch's global state ({', '.join(probe.state_changed)})"
     if probe.effects:
         ops = sorted({n for _, n in probe.effects})
         shown = ", ".join(ops[:3]) + (", ..." if len(ops) > 3 else "")

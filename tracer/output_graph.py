@@ -184,6 +184,8 @@ class OutputGraph:
         example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
         if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
             raise Unsupported("collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT)
+        if probe.state_changed:  # nor a call changing global state (undone by the probe)
+            raise Unsupported("effect", effects.describe(target, probe))
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).

@@ -130,3 +130,25 @@ def test_only_three_places_erase_recorded_nodes():
         ("output_graph.py", "restore"),
         ("output_graph.py", "graph_module"),
     }
+
+
+def test_call_changing_global_state_breaks_and_leaves_no_trace():
+    def fn(x):
+        y = x * 2
+        torch._C._set_grad_enabled(False)  # caught by name; the probe would catch it otherwise
+        z = y * 3
+        torch._C._set_grad_enabled(True)
+        return z
+
+    x = torch.ones(2, requires_grad=True)
+    assert_same(bytegraph.compile(fn)(x), fn(x))
+    assert torch.is_grad_enabled()
+
+
+def test_probe_undoes_and_reports_a_global_state_change():
+    probe = effects.EffectProbe()
+    fake_mode = effects.ProbedFakeTensorMode()
+    with probe.watching(fake_mode):
+        torch.set_default_dtype(torch.float64)
+    assert probe.state_changed == ["default dtype"]
+    assert torch.get_default_dtype() is torch.float32
