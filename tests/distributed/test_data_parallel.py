@@ -85,6 +85,8 @@ def ddp_matches_eager(rank: int, backend: str) -> list[tuple[int, int]]:
     numel = sum(p.numel() for p in base.parameters())
     assert sum(buckets[1]) == sum(buckets[0]) == 3 * numel, buckets
     assert len(buckets[1]) == len(buckets[0]) > 3, buckets
+    report = bytegraph.explain(eager, backend=backend)(torch.randn(6, 8))  # DDP's module compiled
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
     events = bytegraph.state_of(compiled_ddp).events
     return [(len(e.graphs), len(e.all_breaks)) for e in events]
 
