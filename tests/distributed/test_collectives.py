@@ -224,6 +224,26 @@ def check_group_argument_guarded_by_identity(rank, world):
     return [bytegraph.distributed.collectives(gm) for gm in report.graphs]
 
 
+def check_device_mesh_groups(rank, world):
+    """A 1-D device mesh, and a dimension of a 2-D mesh, as the group of functional collectives."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    def over_mesh(x, mesh):
+        return funcol.all_reduce(x, "sum", mesh) * 2
+
+    line = init_device_mesh("cpu", (world,))
+    out = {"1d": differential(over_mesh, lambda: (per_rank((3,), rank), line))}
+    if world == 4:
+        square = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+
+        def over_dims(x, mesh):
+            rows = funcol.all_reduce(x, "sum", (mesh, 1))
+            return rows + funcol.all_reduce(x, "max", (mesh, 0))
+
+        out["2d"] = differential(over_dims, lambda: (per_rank((3,), rank), square))
+    return out
+
+
 # -- calls the tracer does not model break the graph and still run ---------------------------------
 def check_unmodelled_call_breaks_and_runs(rank, world):
     def fn(x):
@@ -371,8 +391,10 @@ WORLD2 = [
     "tensor_parallel_blocks",
     "tensor_parallel_aot_eager",
     "explain_counts_collectives",
+    "device_mesh_groups",
 ]
 WORLD4 = [
+    "device_mesh_groups",
     "inplace_all_reduce",
     "functional_collectives",
     "inplace_collectives",
@@ -452,3 +474,10 @@ def test_tensor_parallel_through_aot_eager():
 def test_explain_counts_collectives_per_graph():
     lines = expect_ok(results(2)["explain_counts_collectives"])[0]
     assert lines[0] == "Graph count: 1"
+
+
+def test_device_mesh_groups_are_traced():
+    for world in (2, 4):
+        graphs = expect_ok(results(world)["device_mesh_groups"])[0]
+        assert len(graphs["1d"]) == 1 and len(graphs["1d"][0]) == 1, graphs
+    assert [len(g) for g in graphs["2d"]] == [2], graphs

@@ -23,6 +23,7 @@ from ...guards.guard import Guard
 from ..exc import Unsupported
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
+from .containers import TupleVariable
 from .tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -33,14 +34,16 @@ AVAILABLE = torch.distributed.is_available()
 if AVAILABLE:
     import torch.distributed._functional_collectives as funcol
     import torch.distributed.distributed_c10d as c10d
+    from torch.distributed.device_mesh import DeviceMesh
 
     ASYNC_TENSOR: type = funcol.AsyncCollectiveTensor
+    _MESH_TYPES: tuple[type, ...] = (DeviceMesh,)
     _WORLD_TYPES: tuple[type, ...] = (c10d._WorldMeta,)
     _GROUP_TYPES: tuple[type, ...] = (c10d.ProcessGroup,)
     _REDUCE_TYPES: tuple[type, ...] = (c10d.ReduceOp.RedOpType,)
 else:  # pragma: no cover (torch built without distributed)
     ASYNC_TENSOR = torch.Tensor
-    _WORLD_TYPES = _GROUP_TYPES = _REDUCE_TYPES = ()
+    _WORLD_TYPES = _GROUP_TYPES = _REDUCE_TYPES = _MESH_TYPES = ()
 
 _HINT = "run it outside the compiled function, or use a functional collective"
 
@@ -245,11 +248,30 @@ def resolve_group(tx: Translator, vt: VariableTracker | None) -> Any:
         if guard_world(tx, vt.value) is None:
             raise Unsupported("collective", f"no process group named {vt.value!r}")
         return c10d._resolve_process_group(vt.value)
+    mesh, dim = _mesh_and_dim(vt)
+    if mesh is not None and mesh.source is not None and (dim is not None or mesh.value.ndim == 1):
+        # a mesh's groups are fixed when it is made: guarding the mesh guards them
+        tx.output.add_guard(Guard(mesh.source, "ID_MATCH", mesh.value, ("id", id(mesh.value))))
+        return mesh.value.get_group(dim)
     raise Unsupported(
         "collective",
-        f"collective over {vt}: only process groups and group names are traced",
-        hint="pass a ProcessGroup (dist.new_group(...)) instead of a rank list or device mesh",
+        f"collective over {vt}: only process groups, group names and device meshes (a 1-D mesh,"
+        " or (mesh, dim)) reached from the function's inputs are traced",
+        hint="pass a ProcessGroup (dist.new_group(...)) instead of a rank list",
     )
+
+
+def _mesh_and_dim(vt: VariableTracker) -> tuple[Any, Any]:
+    """``(mesh tracker, dim)`` for a ``DeviceMesh`` (dim None) or a ``(DeviceMesh, dim)`` tuple."""
+    items = vt.items if isinstance(vt, TupleVariable) and len(vt.items) == 2 else [vt, None]
+    mesh, dim = items
+    if not isinstance(getattr(mesh, "value", None), _MESH_TYPES):
+        return None, None
+    if dim is not None:
+        if not dim.is_python_constant():
+            return None, None
+        dim = dim.as_python_constant()
+    return mesh, dim
 
 
 # -- queries of the world ------------------------------------------------------------------------
