@@ -4,6 +4,7 @@ torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 Public API: ``compile``, ``reset``, ``config``, the inspection helpers ``cache_entries(fn)``,
 ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and ``stats()``, the report ``explain(fn)(*args)`` and
 ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
+``distributed``: compile fingerprints compared across ranks (``check_consistency()``).
 """
 
 from __future__ import annotations
