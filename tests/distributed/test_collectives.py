@@ -72,15 +72,17 @@ def check_inplace_all_reduce_mutates_argument(rank, world):
     differential(fn, lambda: (per_rank((2, 3), rank),))
 
 
+#: torch 2.13 names (``*_single``) and their older names (torch 2.11 has only ``*_tensor``).
+ALL_GATHER = getattr(funcol, "all_gather_single", funcol.all_gather_tensor)
+REDUCE_SCATTER = getattr(funcol, "reduce_scatter_single", funcol.reduce_scatter_tensor)
+
 # -- part 2: functional collectives ----------------------------------------------------------------
 FUNCTIONAL = {
     "all_reduce": lambda x: funcol.all_reduce(x * 2, "sum", dist.group.WORLD) + 1,
     "all_reduce_max_by_name": lambda x: funcol.all_reduce(x, "MAX", dist.group.WORLD.group_name),
-    "all_gather_single_dim0": lambda x: funcol.all_gather_single(x, 0, dist.group.WORLD),
+    "all_gather_dim0": lambda x: ALL_GATHER(x, 0, dist.group.WORLD),
     "all_gather_tensor_dim1": lambda x: funcol.all_gather_tensor(x, 1, dist.group.WORLD) * 3,
-    "reduce_scatter_single_dim0": lambda x: funcol.reduce_scatter_single(
-        x, "sum", 0, dist.group.WORLD
-    ),
+    "reduce_scatter_dim0": lambda x: REDUCE_SCATTER(x, "sum", 0, dist.group.WORLD),
     "reduce_scatter_tensor_dim1": lambda x: funcol.reduce_scatter_tensor(
         x, "sum", 1, dist.group.WORLD
     ),
