@@ -4,6 +4,7 @@ torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 Public API: ``compile``, ``reset``, ``config``, the inspection helpers ``cache_entries(fn)``,
 ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and ``stats()``, the report ``explain(fn)(*args)`` and
 ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
+``distributed``: compile fingerprints compared across ranks (``check_consistency()``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from .codegen.pyversion import check_supported
 
 check_supported()
 
-from . import config  # noqa: E402
+from . import config, distributed  # noqa: E402
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
 from .compiler import compile, reset, state_of  # noqa: E402
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
@@ -26,6 +27,7 @@ __all__ = [
     "cache_entries",
     "compile",
     "config",
+    "distributed",
     "explain",
     "graph_break",
     "guard_source",

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, overload
 
 import torch
 
-from . import config
+from . import config, distributed
 from .backends.registry import CompilerFn, lookup_backend
 from .tracer import driver
 
@@ -59,6 +59,11 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
         dynamic,
         config.recompile_limit,
     )
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        # As torch.compile: DDP's own forward (the reducer's bookkeeping) runs in Python and calls
+        # the module it wraps, which is compiled; gradient hooks and buckets fire as in eager.
+        compile(fn.module, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return fn
     if isinstance(fn, torch.nn.Module):
         fn.forward = compile(fn.forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
         return fn
@@ -116,10 +121,13 @@ def reset() -> None:
     for state in list(driver.ALL):
         state.reset()
     driver.COUNTERS.clear()
+    distributed.reset()
 
 
 def state_of(fn: Any) -> driver.CompiledCode:
     """The compile state behind a compiled function (or bound method / module)."""
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        fn = fn.module
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     target = getattr(target, "__func__", target)
     state = getattr(target, "__bytegraph__", None)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     compute_unbacked_bindings,
@@ -26,6 +25,7 @@ from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
+from . import effects
 from .exc import Unsupported
 from .global_state import GlobalStateLog
 from .graph_naming import graph_constant, graph_target
@@ -74,7 +74,7 @@ class OutputGraph:
     ) -> None:
         self.graph = torch.fx.Graph()
         self.shapes = ShapeTracker(policy or DynamicPolicy())
-        self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
+        self.fake_mode = effects.ProbedFakeTensorMode(shape_env=self.shapes.shape_env)
         self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
         self.has_unbacked = False  #: some node computes a number from tensor data
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
@@ -200,7 +200,12 @@ class OutputGraph:
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
-        example = self._run_fake(op, target, fake_args, fake_kwargs)
+        probe = effects.EffectProbe()
+        example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+        if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
+            raise Unsupported("collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT)
+        if probe.state_changed:  # nor a call changing global state (undone by the probe)
+            raise Unsupported("effect", effects.describe(target, probe))
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
@@ -209,12 +214,14 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
-        return self._wrap_result(node, example)
+        return self._wrap_result(node, example, probe)
 
-    def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _run_fake(
+        self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
+    ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         try:
-            with self.fake_mode:
+            with self.fake_mode, probe.watching(self.fake_mode):
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
@@ -231,7 +238,9 @@ class OutputGraph:
                 "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
             ) from e
 
-    def _wrap_result(self, node: torch.fx.Node, example: Any) -> VariableTracker:
+    def _wrap_result(
+        self, node: torch.fx.Node, example: Any, probe: effects.EffectProbe
+    ) -> VariableTracker:
         if isinstance(example, torch.Tensor):
             node.meta["example_value"] = example
             return TensorVariable(node, example)
@@ -260,11 +269,22 @@ class OutputGraph:
             if isinstance(example, list):
                 return ListVariable(items)
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
-        if example is None and node.target is operator.setitem:
-            return ConstantVariable(None)  # an in-place store: the node stays in the graph
         if example is None or type(example) in _CONSTANT_RESULTS:
+            # NOTE(issue 13): the one place a recorded call is erased; only a call proven pure is.
+            verdict = effects.classify(node.op, node.target, example, probe)
+            if verdict is effects.Verdict.GRAPH:
+                effects.mark_effectful(node)  # e.g. an in-place store (``x[i] = v``)
+                return self._constant_result(example)
             self.graph.erase_node(node)
             self.created.remove(node)
+            if verdict is effects.Verdict.INLINE:
+                raise effects.InlineInstead("effect", effects.describe(node.target, probe))
+            if verdict is effects.Verdict.BREAK:
+                raise Unsupported(
+                    "effect",
+                    effects.describe(node.target, probe),
+                    hint="call it outside the compiled function",
+                )
             return self._constant_result(example)
         raise Unsupported(
             "op_result", f"an op returned {type(example).__name__}, which is not traced"
@@ -338,13 +358,17 @@ class OutputGraph:
         )
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
-        self.graph.output(tuple(outputs))
+        # NOTE(issue 13): effectful tensors nothing reads (an unused collective's result) leave the
+        # graph too, after the outputs the code uses, so that no backend's partitioner drops them.
+        unread = effects.unread_effects(self.graph, outputs)
+        self.graph.output(tuple(outputs + unread))
         for node in reversed(list(self.graph.nodes)):  # drop unused shape arithmetic (pure)
             if (
                 not node.users
                 and node.op != "placeholder"
                 and node.op != "output"
                 and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+                and not effects.is_effectful(node)
             ):
                 self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
@@ -357,6 +381,11 @@ class OutputGraph:
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
+
+_COLLECTIVE_HINT = (
+    "use the functional collectives (torch.distributed._functional_collectives) or the "
+    "torch.distributed calls bytegraph rewrites (all_reduce, all_gather_into_tensor, ...)"
+)
 
 _IMMUTABLE = (
     tuple,

@@ -30,6 +30,8 @@ from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import wrap_context_exit
+from .distributed import is_distributed_value
+from .distributed import wrap as wrap_distributed
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .lazy_list import LazyListVariable
 from .modules import NNModuleVariable
@@ -160,6 +162,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
         return SetVariable(set(value), source)
+    if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
+        return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
 
 
@@ -294,6 +298,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)
+    if is_distributed_value(value):  # e.g. ``dist.group.WORLD``: guarded by the world state
+        return wrap_distributed(tx, value, None)
     context = wrap_context_object(tx, value, None)
     if context is not None:
         return context

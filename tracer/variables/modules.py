@@ -182,7 +182,14 @@ class NNModuleVariable(UserObjectVariable):
             return list(children.items.values())
         if cls.__iter__ is nn.ModuleDict.__iter__:
             return [ConstantVariable(k) for k in children.items]
+        if cls.__iter__ is nn.ParameterList.__iter__ and cls.__len__ is nn.ParameterList.__len__:
+            return [self.getitem(tx, i) for i in range(self._parameter_list_size(tx))]
         raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def _parameter_list_size(self, tx: Translator) -> int:
+        """A ``ParameterList``'s length (``_size``), guarded: ``append`` changes it."""
+        source = AttrSource(self.source, "_size") if self.source else None
+        return tx.wrap(self.value._size, source).as_python_constant()
 
     def getitem(self, tx: Translator, key: Any) -> VariableTracker:
         """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
@@ -195,6 +202,12 @@ class NNModuleVariable(UserObjectVariable):
             if not -len(children) <= key < len(children):
                 raise Unsupported("python_error", f"IndexError: index {key} out of range")
             return children[key]
+        if getitem is nn.ParameterList.__getitem__ and type(key) is int:
+            # ``self[i]`` is ``getattr(self, str(i))``: the parameter, read (and guarded) by name
+            size = self._parameter_list_size(tx)
+            if not -size <= key < size:
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return self.var_getattr(tx, str(key % size))
         if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
             return ListVariable(list(self.children_dict(tx).items.values())[key])
         raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")

@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..effects import InlineInstead
 from ..exc import Unsupported
 from . import numpy_arrays, state_contexts
 from .base import VariableTracker
+from .collectives import call_distributed
 from .constant import ConstantVariable
 from .containers import TupleVariable
+from .distributed import is_distributed_callable
+from .functions import UserFunctionVariable
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -74,6 +78,8 @@ def call_torch(
     name = getattr(fn, "__name__", "")
     if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
+    if is_distributed_callable(fn):  # issue 13: collectives and world queries, before any run
+        return call_distributed(tx, fn, args, kwargs)
     ctx = state_contexts.construct(tx, fn, args, kwargs)
     if ctx is not None:
         return ctx
@@ -118,7 +124,10 @@ def call_torch(
     device = state_contexts.device_for(tx, fn, kwargs)
     if device is not None:  # under ``with torch.device(d):`` entered in the trace
         kwargs = {**kwargs, "device": ConstantVariable(device)}
-    return tx.output.call_function(fn, tuple(args), kwargs)
+    try:
+        return tx.output.call_function(fn, tuple(args), kwargs)
+    except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
+        return UserFunctionVariable(fn).call_function(tx, args, kwargs)
 
 
 def _fold_call(
