@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
-from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
+from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.resume import resume_origin
 from .exc import Unsupported
 from .translator import FrameState
@@ -160,8 +160,7 @@ def _call_resume(
     fn = resume(
         *_template(tx, index), len(stack), names, slots, nulls, compiled and tx.resumable_at(index)
     )
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         frame.locals[name].reconstruct(cg)
     _reconstruct_stack(cg, stack, slots, as_args=True)
@@ -191,7 +190,12 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
-        cg.add(_forward(inst.name), taken)
+        # Our own jump always goes forward (3.11 spells it so); 3.13's TO_BOOL left a tensor as it
+        # was (see ``control.bool_operand``): the Emitter converts it first.
+        if inst.name.endswith("IF_TRUE"):
+            cg.pop_jump_if_true(taken)
+        else:
+            cg.pop_jump_if_false(taken)
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
@@ -200,15 +204,17 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
             cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume
         )
     elif _is_method_load(inst):
-        # Run it as a plain attribute load and push NULL below: [NULL, bound method] is a valid
-        # CALL convention, and the NULL is a known slot (the method form's [meth, self] is not).
+        # Run it as a plain attribute load and add a NULL: [NULL, bound method] (3.13: [bound
+        # method, NULL]) is a valid CALL convention, and the NULL is a known slot ([meth, self] is
+        # not).
         cg.load_attr(_attr_name(inst))
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
-        cg.push_null()
-        cg.swap(2)
+        cg.add_null_to_callable()
         nstack = len(frame.stack) + 1
-        _resume_with_stack(cg, frame, index + 1, nstack, names, slots, resume, (nstack - 2,))
+        _resume_with_stack(
+            cg, frame, index + 1, nstack, names, slots, resume, (nstack - NULL_OFFSET,)
+        )
     else:
         _run_instruction(cg, tx, inst)
         if protect is not None:
@@ -230,8 +236,7 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
     cg.label(label)
     cg.instrs.append(cleanup)
     cg.add("PUSH_EXC_INFO")
-    cg.push_null()
-    exit_vt.reconstruct(cg)
+    cg.push_callable(lambda: exit_vt.reconstruct(cg))
     cg.call(0)
     cg.pop_top()
     cg.add("RERAISE", 0)
@@ -260,6 +265,13 @@ _POPS = {
     "STORE_GLOBAL": 1,
     "STORE_FAST": 1,
     "BINARY_SLICE": 3,
+    # 3.13
+    "TO_BOOL": 1,
+    "CONVERT_VALUE": 1,
+    "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
+    "STORE_FAST_LOAD_FAST": 1,
+    "STORE_FAST_STORE_FAST": 2,
 }
 
 
@@ -267,6 +279,8 @@ def _operands(inst: Instr) -> int:
     """How many stack items the breaking instruction consumes (all of them when unsure)."""
     if inst.name == "CALL":
         return inst.arg + 2
+    if inst.name == "CALL_KW":  # 3.13: the names tuple is on the stack too
+        return inst.arg + 3
     if inst.name in _CONDITIONAL_JUMPS:
         return 1
     if inst.name in ("LOAD_ATTR", "LOAD_METHOD"):
@@ -319,14 +333,11 @@ def _reconstruct_stack(
             vt.reconstruct(cg)
 
 
-def _forward(name: str) -> str:
-    """Our own jump always goes forward (the Emitter's names carry the 3.11 FORWARD spelling)."""
-    return POP_JUMP_IF_TRUE if name.endswith("IF_TRUE") else POP_JUMP_IF_FALSE
-
-
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
     if inst.name == "CALL":
         cg.call(inst.arg, tx.kw_names)
+    elif inst.name == "UNARY_NOT":  # 3.13: its operand may be a tensor TO_BOOL left as it was
+        cg.unary_not()
     else:
         cg.add(inst.name, inst.arg)
 
@@ -353,13 +364,10 @@ def _resume_with_stack(
     fn = resume(*_template(tx, index), nstack, names, slots, nulls, tx.resumable_at(index))
     for i in reversed(range(nstack)):
         if i in nulls:
-            cg.load_const(tuple)
-            cg.call(0)
-            cg.pop_top()
+            cg.pop_null()
         else:
             cg.store_local(f"__bg_s{i}")
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     args = list(names) + [f"__bg_s{i}" for i in range(nstack) if i not in nulls]
     for name in args:
         cg.load_local(name)
