@@ -184,7 +184,7 @@ class Emitter:
         return self.add("JUMP_FORWARD", label)
 
     def to_bool(self) -> Emitter:
-        """Before a conditional jump or ``UNARY_NOT`` on a value that may not be a bool."""
+        """``bool()`` of the value on top, before a conditional jump or ``UNARY_NOT`` (3.13)."""
         # NOTE(3.13): jumps and UNARY_NOT take exact bools; older versions convert themselves.
         return self.add("TO_BOOL") if JUMPS_NEED_BOOL else self
 
@@ -193,9 +193,6 @@ class Emitter:
 
     def pop_jump_if_true(self, label: Label) -> Emitter:
         return self.to_bool().add(POP_JUMP_IF_TRUE, label)
-
-    def unary_not(self) -> Emitter:
-        return self.to_bool().add("UNARY_NOT")
 
     def make_function(self, flags: int = 0) -> Emitter:
         """``[defaults] [kwdefaults] [annotations] [closure] code -- function``, ``flags`` saying

@@ -30,15 +30,14 @@ from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
+from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
 
-#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled) -> callable``, from the
-#: driver (which caches them).
-ResumeFactory = Callable[
-    [Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any
-]
+#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots]) ->
+#: callable``, from the driver (which caches them).
+ResumeFactory = Callable[..., Any]
 
 _CONDITIONAL_JUMPS = (
     "POP_JUMP_IF_TRUE",
@@ -157,8 +156,17 @@ def _call_resume(
     tx = frame.tx
     names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
+    # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
+    # so the resume function breaks on the tensor as the original would.
+    truths = tuple(i for i, vt in enumerate(stack) if isinstance(vt, TensorTruthVariable))
     fn = resume(
-        *_template(tx, index), len(stack), names, slots, nulls, compiled and tx.resumable_at(index)
+        *_template(tx, index),
+        len(stack),
+        names,
+        slots,
+        nulls,
+        compiled and tx.resumable_at(index),
+        bool_slots=truths,
     )
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
@@ -190,8 +198,7 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
-        # Our own jump always goes forward (3.11 spells it so); 3.13's TO_BOOL left a tensor as it
-        # was (see ``control.bool_operand``): the Emitter converts it first.
+        # Our own jump always goes forward (the Emitter's names carry 3.11's FORWARD spelling).
         if inst.name.endswith("IF_TRUE"):
             cg.pop_jump_if_true(taken)
         else:
@@ -323,10 +330,13 @@ def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
 def _reconstruct_stack(
     cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...], as_args: bool
 ) -> None:
-    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes them)."""
+    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
+    them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
+        if as_args and isinstance(vt, TensorTruthVariable):
+            vt = vt.tensor  # the resume function's prefix converts it
         if i in slots:
             vt.reconstruct_items(cg)
         else:
@@ -336,8 +346,6 @@ def _reconstruct_stack(
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
     if inst.name == "CALL":
         cg.call(inst.arg, tx.kw_names)
-    elif inst.name == "UNARY_NOT":  # 3.13: its operand may be a tensor TO_BOOL left as it was
-        cg.unary_not()
     else:
         cg.add(inst.name, inst.arg)
 

@@ -327,3 +327,31 @@ def test_ternary_with_data_dependent_condition():
         return x * 2 if x.sum() > 0 else x * 3
 
     check_breaks(fn, None, calls=[pos(3), neg(3)], graphs=3, breaks=1)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_not_of_tensor_condition(sign):
+    def fn(x):
+        y = x + 1
+        flag = not y.any()
+        if not (y > 0).all():
+            return y * 2, flag
+        return y * 3, flag
+
+    # entry (y, y.any()) breaks at the first ``not``; its resume ((y > 0).all()) at the jump; the
+    # branch taken is one more graph
+    check_breaks(fn, lambda: (torch.ones(3) * sign,), graphs=3, breaks=2)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_tensor_condition_with_boolean_operators(sign):
+    def fn(x, n):
+        y = x * 2
+        if n > 1 and y.sum() > 0 or n < 0:
+            y = y + 1
+        z = y.sum() > 1 and n
+        return y, z
+
+    # the ``if`` breaks at the tensor test; after it, ``y.sum() > 1 and n`` breaks again (``and``
+    # keeps the tensor's truth for its jump); what is left after that has no tensor operation
+    check_breaks(fn, lambda: (torch.ones(3) * sign, 2), graphs=2, breaks=2)

@@ -17,7 +17,7 @@ from ..variables.constant import ConstantVariable
 from ..variables.containers import TupleVariable
 from ..variables.slices import make_slice
 from . import handler
-from .control import bool_operand
+from .control import bool_operand, truth_operand
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -103,7 +103,8 @@ def contains_op(tx: Translator, inst: Instr) -> None:
 def _unary_handler(name: str):
     def unary(tx: Translator, inst: Instr) -> None:
         """(value -- result)  UNARY_NEGATIVE / POSITIVE / INVERT / NOT."""
-        tx.push(tx.dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [tx.pop()]))
+        value = truth_operand(tx.pop()) if inst.name == "UNARY_NOT" else tx.pop()
+        tx.push(tx.dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [value]))
 
     unary.__name__ = name.lower()
     return unary

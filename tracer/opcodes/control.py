@@ -22,7 +22,7 @@ from ..variables.containers import (
     IteratorVariable,
     Yielded,
 )
-from ..variables.tensor import TensorVariable
+from ..variables.tensor import TensorTruthVariable, TensorVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
     None; ``pop`` is "always" (POP_JUMP_*) or "if_no_jump" (JUMP_IF_*_OR_POP)."""
 
     def conditional_jump(tx: Translator, inst: Instr) -> None:
-        value = tx.peek()
+        value = truth_operand(tx.peek())
         if none_test:
             truth = tx.dispatch.is_none(tx, value)
         else:
@@ -82,11 +82,16 @@ def to_bool(tx: Translator, inst: Instr) -> None:
 
 def bool_operand(tx: Translator, value: VariableTracker) -> VariableTracker:
     """``bool(value)`` for the jump or ``UNARY_NOT`` that comes next (``TO_BOOL``, ``COMPARE_OP``'s
-    cast flag). A tensor stays as it is: its truth needs its data, so the next instruction breaks
-    the graph, as on 3.11/3.12, and the break's code converts it first (``Emitter.to_bool``)."""
+    cast flag). A tensor's truth needs its data: it becomes a ``TensorTruthVariable``, and the next
+    instruction breaks the graph on the tensor, as on 3.11/3.12."""
     if isinstance(value, TensorVariable):
-        return value
+        return TensorTruthVariable(value)
     return ConstantVariable(tx.dispatch.truth(tx, value))
+
+
+def truth_operand(value: VariableTracker) -> VariableTracker:
+    """What a jump or ``UNARY_NOT`` tests: 3.13's ``bool(tensor)`` stands for the tensor."""
+    return value.tensor if isinstance(value, TensorTruthVariable) else value
 
 
 @handler("GET_ITER")
