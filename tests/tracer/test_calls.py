@@ -553,3 +553,13 @@ def test_user_generator_iter_method():
         return x, list(c)
 
     check(fn, torch.randn(2), Countdown(3))
+
+
+def test_outer_cell_keeps_its_value_across_comprehension_over_same_name():
+    def fn(x):
+        i = 10
+        before = lambda: i  # noqa: E731
+        ys = [x * i for i in range(3)]
+        return ys[1] + before()
+
+    check(fn, torch.randn(3))
