@@ -12,7 +12,15 @@ from typing import Any
 
 from bytecode import CellVar, Compare, FreeVar, Instr, Label
 
-from .pyversion import CALL_NEEDS_PRECALL, JUMPS_HAVE_DIRECTION, LOAD_ATTR_TAKES_METHOD_FLAG
+from .pyversion import (
+    CALL_KW_ON_STACK,
+    CALL_NEEDS_PRECALL,
+    JUMPS_HAVE_DIRECTION,
+    JUMPS_NEED_BOOL,
+    LOAD_ATTR_TAKES_METHOD_FLAG,
+    MAKE_FUNCTION_TAKES_FLAGS,
+    NULL_ABOVE_CALLABLE,
+)
 
 
 class Emitter:
@@ -68,12 +76,42 @@ class Emitter:
         return self.add("STORE_ATTR", name)
 
     def push_null(self) -> Emitter:
+        """Push a NULL (a stack slot of the CALL convention; use ``push_callable`` to call)."""
         return self.add("PUSH_NULL")
 
     # -- calls -----------------------------------------------------------------------------------
+    def push_callable(self, emit: Callable[[], object]) -> Emitter:
+        """Push a callable for ``call``/``call_ex``: ``emit()`` emits the code loading it, and the
+        CALL convention's NULL is pushed on the right side of it."""
+        # NOTE(3.13): the NULL goes above the callable ([fn, NULL, *args]); 3.11/3.12: below it.
+        if not NULL_ABOVE_CALLABLE:
+            self.push_null()
+        emit()
+        if NULL_ABOVE_CALLABLE:
+            self.push_null()
+        return self
+
+    def add_null_to_callable(self) -> Emitter:
+        """The callable on top of the stack gets the CALL convention's NULL (``NULL_OFFSET``)."""
+        self.push_null()
+        # NOTE(3.13): the NULL belongs above the callable, where it already is.
+        return self if NULL_ABOVE_CALLABLE else self.swap(2)
+
+    def pop_null(self) -> Emitter:
+        """Discard a NULL from the top of the stack (POP_TOP cannot): call ``tuple()`` with it as
+        the CALL convention's NULL and drop the result."""
+        self.load_const(tuple)
+        # NOTE(3.13): CALL wants [callable, NULL]; 3.11/3.12 want [NULL, callable].
+        if NULL_ABOVE_CALLABLE:
+            self.swap(2)
+        return self.call(0).pop_top()
+
     def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
-        """Call with stack ``[NULL, fn, *args]`` (or ``[fn, self, *args]``); the last ``kw_names`` args are
-        passed by keyword."""
+        """Call with stack ``[NULL, fn, *args]`` (3.13: ``[fn, NULL, *args]``, see
+        ``push_callable``) or ``[fn, self, *args]``; the last ``kw_names`` args are keywords."""
+        # NOTE(3.13): CALL_KW takes the names tuple from the stack; KW_NAMES is gone.
+        if kw_names and CALL_KW_ON_STACK:
+            return self.load_const(tuple(kw_names)).add("CALL_KW", nargs)
         if kw_names:
             self.add("KW_NAMES", tuple(kw_names))
         # NOTE(3.12): PRECALL is gone.
@@ -82,9 +120,10 @@ class Emitter:
         return self.add("CALL", nargs)
 
     def call_function(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
-        """Call with stack ``[fn, *args]``: inserts the NULL below ``fn`` first."""
+        """Call with stack ``[fn, *args]``: inserts the NULL next to ``fn`` first."""
         self.add("PUSH_NULL")
-        self.swap_null_below(nargs + 1)
+        # NOTE(3.13): the NULL goes right above ``fn``; 3.11/3.12: right below it.
+        self.swap_null_below(nargs if NULL_ABOVE_CALLABLE else nargs + 1)
         return self.call(nargs, kw_names)
 
     def swap_null_below(self, depth: int) -> Emitter:
@@ -94,7 +133,8 @@ class Emitter:
         return self
 
     def call_ex(self, has_kwargs: bool) -> Emitter:
-        """``fn(*args_tuple, **kwargs_dict)`` with stack ``[NULL, fn, args(, kwargs)]``."""
+        """``fn(*args_tuple, **kwargs_dict)`` with stack ``[NULL, fn, args(, kwargs)]`` (3.13:
+        ``[fn, NULL, ...]``, see ``push_callable``)."""
         return self.add("CALL_FUNCTION_EX", int(has_kwargs))
 
     # -- stack shuffling and containers ----------------------------------------------------------
@@ -143,17 +183,35 @@ class Emitter:
     def jump(self, label: Label) -> Emitter:
         return self.add("JUMP_FORWARD", label)
 
+    def to_bool(self) -> Emitter:
+        """``bool()`` of the value on top, before a conditional jump or ``UNARY_NOT`` (3.13)."""
+        # NOTE(3.13): jumps and UNARY_NOT take exact bools; older versions convert themselves.
+        return self.add("TO_BOOL") if JUMPS_NEED_BOOL else self
+
     def pop_jump_if_false(self, label: Label) -> Emitter:
-        return self.add(POP_JUMP_IF_FALSE, label)
+        return self.to_bool().add(POP_JUMP_IF_FALSE, label)
 
     def pop_jump_if_true(self, label: Label) -> Emitter:
-        return self.add(POP_JUMP_IF_TRUE, label)
+        return self.to_bool().add(POP_JUMP_IF_TRUE, label)
 
     def make_function(self, flags: int = 0) -> Emitter:
-        return self.add("MAKE_FUNCTION", flags)
+        """``[defaults] [kwdefaults] [annotations] [closure] code -- function``, ``flags`` saying
+        which of the four are on the stack (``MAKE_FUNCTION`` flag bits 1, 2, 4, 8)."""
+        if MAKE_FUNCTION_TAKES_FLAGS:
+            return self.add("MAKE_FUNCTION", flags)
+        # NOTE(3.13): MAKE_FUNCTION takes the code alone; SET_FUNCTION_ATTRIBUTE attaches each part,
+        # the one nearest the top (highest flag) first.
+        self.add("MAKE_FUNCTION")
+        for flag in (0x08, 0x04, 0x02, 0x01):
+            if flags & flag:
+                self.add("SET_FUNCTION_ATTRIBUTE", flag)
+        return self
 
 
 _TAKES_NONE_ARG = frozenset({"LOAD_CONST"})
+
+#: Where ``add_null_to_callable`` puts the NULL: this many slots from the top, callable included.
+NULL_OFFSET = 1 if NULL_ABOVE_CALLABLE else 2
 
 # NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward form
 # (generated code only jumps forward).

@@ -28,6 +28,7 @@ def make_resume(
     iter_slots: tuple[int, ...] = (),
     null_slots: tuple[int, ...] = (),
     number: int = 0,
+    bool_slots: tuple[int, ...] = (),
 ) -> types.FunctionType:
     """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
     not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
@@ -35,7 +36,9 @@ def make_resume(
     loop interrupted by a break continues over the remaining items (which the tracer can unroll).
     Slots in ``null_slots`` hold the CALL convention's NULL, which cannot be an argument: the prefix
     pushes it and no argument is taken for it. ``number`` tells apart resume functions at the same
-    ``index`` (their name is ``__resume_at_{index}_{number}``)."""
+    ``index`` (their name is ``__resume_at_{index}_{number}``). Slots in ``bool_slots`` (3.13) are
+    passed as the value a ``TO_BOOL`` before ``index`` converted, and converted by the prefix, so
+    the resume function sees what the original did."""
     code = template.__code__
     items = list(Bytecode.from_code(code))
     depths_known = _set_try_depths(items, code)
@@ -85,6 +88,8 @@ def make_resume(
         prefix.append(Instr("LOAD_FAST", f"__stack{i}"))
         if i in iter_slots:
             prefix.append(Instr("GET_ITER"))
+        if i in bool_slots:  # NOTE(3.13): only 3.13 has TO_BOOL (and needs it before a jump)
+            prefix.append(Instr("TO_BOOL"))
     prefix.append(Instr("JUMP_FORWARD", target))
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
-from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
+from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.resume import resume_origin
 from .context_runtime import exit_with
 from .exc import Unsupported
@@ -31,15 +31,14 @@ from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
+from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
 
-#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled) -> callable``, from the
-#: driver (which caches them).
-ResumeFactory = Callable[
-    [Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any
-]
+#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots]) ->
+#: callable``, from the driver (which caches them).
+ResumeFactory = Callable[..., Any]
 
 _CONDITIONAL_JUMPS = (
     "POP_JUMP_IF_TRUE",
@@ -186,11 +185,19 @@ def _call_resume(
     tx = frame.tx
     names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
+    # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
+    # so the resume function breaks on the tensor as the original would.
+    truths = tuple(i for i, vt in enumerate(stack) if isinstance(vt, TensorTruthVariable))
     fn = resume(
-        *_template(tx, index), len(stack), names, slots, nulls, compiled and _compilable(frame, index)
+        *_template(tx, index),
+        len(stack),
+        names,
+        slots,
+        nulls,
+        compiled and _compilable(frame, index),
+        bool_slots=truths,
     )
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         frame.locals[name].reconstruct(cg)
     _reconstruct_stack(cg, stack, slots, as_args=True)
@@ -220,7 +227,11 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
-        cg.add(_forward(inst.name), taken)
+        # Our own jump always goes forward (the Emitter's names carry 3.11's FORWARD spelling).
+        if inst.name.endswith("IF_TRUE"):
+            cg.pop_jump_if_true(taken)
+        else:
+            cg.pop_jump_if_false(taken)
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
@@ -229,15 +240,17 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
             cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume
         )
     elif _is_method_load(inst):
-        # Run it as a plain attribute load and push NULL below: [NULL, bound method] is a valid
-        # CALL convention, and the NULL is a known slot (the method form's [meth, self] is not).
+        # Run it as a plain attribute load and add a NULL: [NULL, bound method] (3.13: [bound
+        # method, NULL]) is a valid CALL convention, and the NULL is a known slot ([meth, self] is
+        # not).
         cg.load_attr(_attr_name(inst))
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
-        cg.push_null()
-        cg.swap(2)
+        cg.add_null_to_callable()
         nstack = len(frame.stack) + 1
-        _resume_with_stack(cg, frame, index + 1, nstack, names, slots, resume, (nstack - 2,))
+        _resume_with_stack(
+            cg, frame, index + 1, nstack, names, slots, resume, (nstack - NULL_OFFSET,)
+        )
     else:
         _run_instruction(cg, tx, inst)
         if protect is not None:
@@ -259,10 +272,9 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
     cg.label(label)
     cg.instrs.append(cleanup)
     cg.add("PUSH_EXC_INFO")  # (prev_exc exc)
-    cg.push_null()
-    cg.load_const(exit_with)
+    cg.push_callable(lambda: cg.load_const(exit_with))
     exit_vt.reconstruct(cg)
-    cg.copy(4)  # exc
+    cg.copy(4)  # exc (the callable and its NULL sit between, in either order)
     cg.call(2)
     cg.pop_top()
     cg.add("RERAISE", 0)
@@ -291,6 +303,13 @@ _POPS = {
     "STORE_GLOBAL": 1,
     "STORE_FAST": 1,
     "BINARY_SLICE": 3,
+    # 3.13
+    "TO_BOOL": 1,
+    "CONVERT_VALUE": 1,
+    "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
+    "STORE_FAST_LOAD_FAST": 1,
+    "STORE_FAST_STORE_FAST": 2,
 }
 
 
@@ -298,6 +317,8 @@ def _operands(inst: Instr) -> int:
     """How many stack items the breaking instruction consumes (all of them when unsure)."""
     if inst.name == "CALL":
         return inst.arg + 2
+    if inst.name == "CALL_KW":  # 3.13: the names tuple is on the stack too
+        return inst.arg + 3
     if inst.name in _CONDITIONAL_JUMPS:
         return 1
     if inst.name in ("LOAD_ATTR", "LOAD_METHOD"):
@@ -340,19 +361,17 @@ def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
 def _reconstruct_stack(
     cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...], as_args: bool
 ) -> None:
-    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes them)."""
+    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
+    them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
+        if as_args and isinstance(vt, TensorTruthVariable):
+            vt = vt.tensor  # the resume function's prefix converts it
         if i in slots:
             vt.reconstruct_items(cg)
         else:
             vt.reconstruct(cg)
-
-
-def _forward(name: str) -> str:
-    """Our own jump always goes forward (the Emitter's names carry the 3.11 FORWARD spelling)."""
-    return POP_JUMP_IF_TRUE if name.endswith("IF_TRUE") else POP_JUMP_IF_FALSE
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
@@ -384,13 +403,10 @@ def _resume_with_stack(
     fn = resume(*_template(tx, index), nstack, names, slots, nulls, _compilable(frame, index))
     for i in reversed(range(nstack)):
         if i in nulls:
-            cg.load_const(tuple)
-            cg.call(0)
-            cg.pop_top()
+            cg.pop_null()
         else:
             cg.store_local(f"__bg_s{i}")
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     args = list(names) + [f"__bg_s{i}" for i in range(nstack) if i not in nulls]
     for name in args:
         cg.load_local(name)

@@ -275,8 +275,7 @@ def _emit_graph_call(
         compiled = StateSafeGraph(compiled, name)
     if output.state.carried:  # contexts open at the start are left here and entered in the graph
         output.state.codegen_exit_carried(cg)
-    cg.push_null()
-    cg.load_cell_value(name, compiled)
+    cg.push_callable(lambda: cg.load_cell_value(name, compiled))
     if not blocked:
         for source in output.inputs:
             source.reconstruct(cg)
@@ -285,8 +284,9 @@ def _emit_graph_call(
         cg.build_list(0)
         for step in plan:
             if isinstance(step, BlockInput):
-                cg.push_null()
-                cg.load_cell_value(f"__params_{len(cg.cells)}", step.block)
+                cg.push_callable(
+                    lambda step=step: cg.load_cell_value(f"__params_{len(cg.cells)}", step.block)
+                )
                 step.root.reconstruct(cg)
                 cg.call(1)
                 cg.add("LIST_EXTEND", 1)

@@ -245,10 +245,12 @@ class CompiledCode:
         iter_slots: tuple[int, ...],
         null_slots: tuple[int, ...],
         compiled: bool,
+        bool_slots: tuple[int, ...] = (),
     ) -> Any:
         """The resume function continuing ``template`` at instruction ``index`` (cached per position,
         stack shape and live names); compiled like any function unless ``compiled`` is False."""
-        key = (template.__code__, index, nstack, names, iter_slots, null_slots, compiled)
+        slots = (iter_slots, null_slots, bool_slots)
+        key = (template.__code__, index, nstack, names, slots, compiled)
         cached = self.resumes.get(key)
         if cached is not None:
             return cached
@@ -261,6 +263,7 @@ class CompiledCode:
             iter_slots,
             null_slots,
             next(self.numbering.resumes),
+            bool_slots,
         )
         if compiled:
             state = CompiledCode(raw, self.settings)

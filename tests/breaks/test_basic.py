@@ -282,3 +282,29 @@ def test_fullgraph_raises_for_nested_break():
     with pytest.raises(bytegraph.tracer.exc.BytegraphError) as info:
         compiled(torch.randn(3))
     assert f"{__file__}:{inner.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+def triple(t, s=1):
+    return t * 3 * s
+
+
+class Dynamic:
+    """Its methods come from ``__getattr__``, which the tracer does not run: loading one breaks."""
+
+    def __getattr__(self, name):
+        if name == "scale":
+            return triple
+        raise AttributeError(name)
+
+
+def test_break_at_method_load_then_keyword_call():
+    """The method load runs in Python as a plain attribute load; the resume function gets the
+    callable with the CALL convention's NULL beside it (below it before 3.13, above it on 3.13)."""
+
+    def fn(x, d):
+        y = x + 1
+        z = d.scale(y, s=2)
+        return z - 1
+
+    # y = x + 1, then the resume function (the call and z - 1), compiled once
+    check_breaks(fn, lambda: (torch.randn(2), Dynamic()), graphs=2, breaks=1, calls=3)

@@ -111,3 +111,37 @@ def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
         with pytest.raises(ValueError, match="boom"):
             compiled(x, True)
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_data_dependent_branch_in_try_takes_the_right_branch(sign):
+    """The resume function starts at the jump itself (inside a try block); on 3.13 it receives the
+    tensor and converts it as ``TO_BOOL`` did (a jump on a tensor would not test its truth)."""
+    def fn(x, d):
+        y = x * 2
+        try:
+            if y.sum() > 0:
+                d["branch"] = "then"
+                y = y + 1
+            else:
+                d["branch"] = "else"
+                y = y - 1
+        finally:
+            y = y * 3
+        return y
+
+    check_breaks(fn, lambda: (torch.ones(3) * sign, {}), graphs=1, breaks=1)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_not_of_tensor_in_try(sign):
+    def fn(x):
+        y = x + 1
+        try:
+            flag = not (y > 0).all()
+            y = y * 2
+        finally:
+            y = y - 1
+        return y, flag
+
+    check_breaks(fn, lambda: (torch.ones(3) * sign,), graphs=1, breaks=1)

@@ -20,6 +20,13 @@ class Thing:
     pass
 
 
+class Slotted:
+    """No instance dict: on 3.13 an instance with a dict is sized by its class's inline values (the
+    first instance apart from the rest): a freed one's block is not reliably handed to the next."""
+
+    __slots__ = ("__weakref__",)
+
+
 def object_with_id(target: int, make, keep: list):
     """Allocate objects (kept in ``keep``) until one has id ``target``; None if none does."""
     for _ in range(10_000):
@@ -78,7 +85,7 @@ def test_new_function_with_reused_id_recompiles():
 
 
 def test_guard_set_rejects_object_with_reused_id():
-    obj = Thing()
+    obj = Slotted()
     guards = GuardSet([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
     scope = {"G": {}, "C": {}, "B": {}}
     assert guards.first_failure({"L": {"o": obj}, **scope}) is None
@@ -86,7 +93,7 @@ def test_guard_set_rejects_object_with_reused_id():
     del obj
     gc.collect()
     keep: list = []
-    reused = object_with_id(old_id, Thing, keep)
+    reused = object_with_id(old_id, Slotted, keep)
     assert reused is not None, "CPython did not reuse the freed id"
     failing = guards.first_failure({"L": {"o": reused}, **scope})
     assert failing is not None and failing.code == "L['o'] is ___o()"

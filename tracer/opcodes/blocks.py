@@ -91,6 +91,14 @@ unsupported(
     "interpreter-internal opcodes never appear in a function's code",
     *_present("INTERPRETER_EXIT", "RESERVED"),
 )
+# NOTE(3.13): ENTER_EXECUTOR replaces a JUMP_BACKWARD in the running code only (co_code, which
+# `bytecode` reads, keeps the original); EXIT_INIT_CHECK only runs in the interpreter's own shim
+# frames for specialized class calls.
+unsupported(
+    "opcodes the interpreter inserts for itself never appear in co_code",
+    "ENTER_EXECUTOR",
+    "EXIT_INIT_CHECK",
+)
 # NOTE(3.12): dis.opmap also lists instrumented opcodes (sys.monitoring rewrites code in place, but
 # co_code, which `bytecode` reads, always shows the plain ones) and compiler pseudo-instructions
 # (numbered from 256; they never reach a code object).

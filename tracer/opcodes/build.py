@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bytecode import Instr
 
 from ..exc import Unsupported
+from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.container_methods import real_iterable
 from ..variables.containers import (
@@ -143,18 +144,47 @@ def unpack_ex(tx: Translator, inst: Instr) -> None:
         tx.push(item)
 
 
-@handler("FORMAT_VALUE")
+@handler("FORMAT_VALUE", until=(3, 12))
 def format_value(tx: Translator, inst: Instr) -> None:
-    """(value [spec] -- str)  f-string formatting of constants."""
-    flags = inst.arg
-    spec = tx.pop().as_python_constant() if flags & 0x04 else ""
-    value = tx.pop()
+    """(value [spec] -- str)  f-string formatting of constants; flags in arg."""
+    spec = tx.pop() if inst.arg & 0x04 else ConstantVariable("")
+    tx.push(_format(_convert(tx.pop(), inst.arg & 0x03), spec))
+
+
+@handler("CONVERT_VALUE")
+def convert_value(tx: Translator, inst: Instr) -> None:
+    """(value -- str)  3.13: the ``!s``/``!r``/``!a`` of an f-string field, on constants.
+    https://docs.python.org/3.13/library/dis.html#opcode-CONVERT_VALUE"""
+    tx.push(_convert(tx.pop(), int(inst.arg)))
+
+
+@handler("FORMAT_SIMPLE")
+def format_simple(tx: Translator, inst: Instr) -> None:
+    """(value -- str)  3.13: ``format(value)`` of an f-string field, on constants."""
+    tx.push(_format(tx.pop(), ConstantVariable("")))
+
+
+@handler("FORMAT_WITH_SPEC")
+def format_with_spec(tx: Translator, inst: Instr) -> None:
+    """(value spec -- str)  3.13: ``format(value, spec)`` of an f-string field, on constants."""
+    spec = tx.pop()
+    tx.push(_format(tx.pop(), spec))
+
+
+def _constant(value: VariableTracker) -> Any:
     if not value.is_python_constant():
         raise Unsupported(
             "format", f"f-string of {value} (only constants are formatted during tracing)"
         )
-    raw = value.as_python_constant()
-    conversion = {0: None, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    if conversion is not None:
-        raw = conversion(raw)
-    tx.push(ConstantVariable(format(raw, spec)))
+    return value.as_python_constant()
+
+
+def _convert(value: VariableTracker, conversion: int) -> VariableTracker:
+    """``str``/``repr``/``ascii`` (conversion 1, 2, 3) of a constant; 0: the value itself."""
+    if conversion == 0:
+        return value
+    return ConstantVariable({1: str, 2: repr, 3: ascii}[conversion](_constant(value)))
+
+
+def _format(value: VariableTracker, spec: VariableTracker) -> VariableTracker:
+    return ConstantVariable(format(_constant(value), _constant(spec)))

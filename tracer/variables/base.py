@@ -144,7 +144,7 @@ def walk(
 
 
 class NullVariable(VariableTracker):
-    """The NULL that 3.11+ pushes below a callable for the CALL convention."""
+    """The NULL of the CALL convention: 3.11 and 3.12 push it below a callable, 3.13 above it."""
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.push_null()

@@ -277,8 +277,10 @@ def _has_instance_dict(obj: Any) -> bool:
 
 
 #: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
+#: Classes whose ``__getattribute__`` (if in their ``__dict__``) is the generic lookup. NOTE(3.13):
+#: 3.11 and 3.12 list ``SimpleNamespace``'s generic slot wrapper in its ``__dict__``, 3.13 does not.
 _GENERIC_GETATTR_BASES = frozenset(
-    {object, dict, list, tuple, set, frozenset, int, float, str, bytes}
+    {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
 )
 
 

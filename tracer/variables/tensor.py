@@ -3,7 +3,8 @@
 Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
 method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
 symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
-``TensorMethodVariable`` is ``t.relu`` before it is called.
+``TensorMethodVariable`` is ``t.relu`` before it is called; ``TensorTruthVariable`` is ``bool(t)``
+that a conditional jump is about to read (3.13).
 """
 
 from __future__ import annotations
@@ -220,6 +221,26 @@ class TensorMethodVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
+
+
+@dataclass(eq=False)
+class TensorTruthVariable(VariableTracker):
+    """``bool(tensor)`` as 3.13's ``TO_BOOL`` (or ``COMPARE_OP``'s cast flag) makes it for the
+    conditional jump or ``UNARY_NOT`` that follows. Its value needs the tensor's data, so that
+    instruction breaks the graph (as on 3.11/3.12, where it reads the tensor itself); the break's
+    code rebuilds it as a real bool, which the jump requires."""
+
+    tensor: TensorVariable
+
+    def python_type(self) -> type:
+        return bool
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.tensor.reconstruct(cg)
+        cg.to_bool()
+
+    def __repr__(self) -> str:
+        return f"TensorTruthVariable({self.tensor!r})"
 
 
 def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTracker:
