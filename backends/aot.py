@@ -17,7 +17,7 @@ from typing import Any
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
-from .registry import register_backend
+from .registry import IGNORED, register_backend
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
@@ -58,7 +58,7 @@ def compile_graphs(
     return run
 
 
-@register_backend("aot_eager")
+@register_backend("aot_eager", options=IGNORED)
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     """AOTAutograd with both halves run as they are: the reference for training backends."""
     return compile_graphs(gm, example_inputs)

@@ -1,9 +1,11 @@
 """bytegraph: a pure-Python TorchDynamo. ``@bytegraph.compile`` traces a function's bytecode into
 torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 
-Public API: ``compile``, ``reset``, ``config``, the inspection helpers ``cache_entries(fn)``,
-``guard_source(fn)`` and ``why(fn, *args, **kwargs)``, the report ``explain(fn)(*args)`` and
-``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
+Public API: ``compile``, ``reset``, ``config`` (``config.patch``), torch.compiler's decorators
+(``disable``, ``allow_in_graph``, ``assume_constant_result``, ``error_on_graph_break``), the
+inspection helpers ``cache_entries(fn)``, ``guard_source(fn)`` and ``why(fn, *args, **kwargs)``,
+the report ``explain(fn)(*args)`` and ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``).
+The pytest plugin is ``pytest_plugin``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ check_supported()
 from . import config  # noqa: E402
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
 from .compiler import compile, reset, state_of  # noqa: E402
+from .decorators import (  # noqa: E402
+    allow_in_graph,
+    assume_constant_result,
+    disable,
+    error_on_graph_break,
+)
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .introspect import cache_entries, guard_source, why  # noqa: E402
@@ -23,6 +31,10 @@ from .tracer.variables.functions import graph_break  # noqa: E402
 
 __all__ = [
     "ExplainOutput",
+    "allow_in_graph",
+    "assume_constant_result",
+    "disable",
+    "error_on_graph_break",
     "cache_entries",
     "compile",
     "config",

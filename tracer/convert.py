@@ -70,12 +70,14 @@ def convert_call(
     backend: Any,
     *,
     fullgraph: bool = False,
+    error_on_graph_break: bool = False,
     resume: ResumeFactory | None = None,
     policy: DynamicPolicy | None = None,
     numbering: Numbering | None = None,
 ) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
-    break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
+    break becomes resume calls (``breaks.py``) unless ``fullgraph``, ``error_on_graph_break`` (or
+    the region the break is in, ``Unsupported.is_error``) or no ``resume`` factory says it may not,
     in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering`` (that of
     the compiled function ``fn`` belongs to)."""
     numbering = numbering or Numbering()
@@ -88,7 +90,7 @@ def convert_call(
         try:
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
-            if fullgraph or resume is None:
+            if resume is None or gb.reason.is_error(fullgraph, error_on_graph_break):
                 gb.reason.guards = _all_guards(
                     output
                 )  # the trace reaches this point whenever these hold

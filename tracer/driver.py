@@ -21,10 +21,12 @@ import inspect
 import keyword
 import logging
 import threading
+import time
 import types
 import warnings
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +47,33 @@ breaks_log = logging.getLogger("bytegraph.graph_breaks")
 
 @dataclass
 class Settings:
+    """What ``compile(...)`` was given for one function."""
+
     backend: Any  #: the resolved compiler function
     fullgraph: bool = False
     dynamic: bool | None = None
+    recompile_limit: int | None = None  #: None: ``GlobalSettings.recompile_limit``
+    name: str | None = None  #: the name reports show (``compile(name=...)``)
+    mode: str | None = None  #: as given to ``compile``, for reports
+    options: dict[str, Any] = field(default_factory=dict)  #: as given to ``compile``, for reports
+
+
+@dataclass(frozen=True)
+class GlobalSettings:
+    """Process-wide settings, read at every miss (``bytegraph.config`` and the honoured
+    ``torch._dynamo.config`` values; the facade installs the reader as ``global_settings``)."""
+
     recompile_limit: int = 8
+    error_on_recompile: bool = False  #: a recompile raises instead of tracing again
+    error_on_graph_break: bool = False  #: a graph break raises (``error_on_graph_break()``)
+    automatic_dynamic: bool = True  #: sizes and ints that change are traced symbolically
+    dynamic_default: bool | None = (
+        None  #: what ``dynamic=None`` means (True: dynamic from the start)
+    )
+
+
+#: Returns the current ``GlobalSettings``; replaced by the facade (``bytegraph.config``) at import.
+global_settings: Callable[[], GlobalSettings] = GlobalSettings
 
 
 @dataclass
@@ -67,6 +92,10 @@ class CompileEvent:
     breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (went on in Python)
     failures: list[str] = field(default_factory=list)  #: failing guards that caused this recompile
     fn: Any = None  #: the rewritten function installed for this trace (None on a fallback)
+    compiled: list[Any] = field(default_factory=list)  #: what the backend returned, per graph
+    trace_s: float = 0.0  #: seconds tracing and generating code (backend time excluded)
+    backend_s: float = 0.0  #: seconds in the backend
+    guard_us: float | None = None  #: µs a call spends in the guards (when ``measure_guard_time``)
 
     @property
     def is_recompile(self) -> bool:
@@ -94,6 +123,26 @@ ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
+#: Time the guard function after each compile (``CompileEvent.guard_us``); the report turns it on.
+measure_guard_time = False
+
+
+class TimedBackend:
+    """Calls ``backend``, adding up the seconds it takes and keeping what it returns."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.seconds = 0.0
+        self.results: list[Any] = []
+
+    def __call__(self, gm: Any, example_inputs: list[Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            compiled = self.backend(gm, example_inputs)
+        finally:
+            self.seconds += time.perf_counter() - started
+        self.results.append(compiled)
+        return compiled
 
 
 class CompiledCode:
@@ -115,9 +164,7 @@ class CompiledCode:
         self.warned_code = False
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
-        self.policy = DynamicPolicy(
-            settings.dynamic
-        )  #: what is traced symbolically (grows on recompiles)
+        self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
         ALL.add(self)
 
     @property
@@ -136,10 +183,16 @@ class CompiledCode:
                 if not why.failures
                 else "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
             )
-            if len(self.cache.variants) >= self.settings.recompile_limit:
-                self._warn_limit(why)
+            settings = global_settings()
+            self._apply_settings(self.policy, settings)
+            if len(self.cache.variants) >= self.recompile_limit(settings):
+                self._warn_limit(why, self.recompile_limit(settings))
                 self.cache.set_no_match(self.fn)  # later misses run eagerly without coming here
                 return self.fn
+            if why.failures and settings.error_on_recompile:
+                raise BytegraphError(
+                    f"{self.fn.__qualname__} would recompile (error_on_recompile is set): {reason}"
+                )
             if why.failures:
                 recompile_log.info(
                     "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
@@ -148,39 +201,49 @@ class CompiledCode:
                     self.fn.__code__.co_firstlineno,
                     "\n".join(f"    - {p.code}" for _, p in why.failures),
                 )
-            return self._compile(L, reason, [p.code for _, p in why.failures])
+            return self._compile(L, reason, [p.code for _, p in why.failures], settings)
 
-    def _compile(self, L: dict[str, Any], reason: str, failures: list[str] | None = None) -> Any:
-        failures = failures or []
+    def recompile_limit(self, settings: GlobalSettings) -> int:
+        limit = self.settings.recompile_limit
+        return settings.recompile_limit if limit is None else limit
+
+    def _compile(
+        self, L: dict[str, Any], reason: str, failures: list[str], settings: GlobalSettings
+    ) -> Any:
         COUNTERS["frames"] += 1
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
+        backend = TimedBackend(self.settings.backend)
+        started = time.perf_counter()
         try:
             result = convert_call(
                 self.fn,
                 L,
-                self.settings.backend,
+                backend,
                 fullgraph=self.settings.fullgraph,
+                error_on_graph_break=settings.error_on_graph_break,
                 resume=self.resume_function,
                 policy=self.policy,
                 numbering=self.numbering,
             )
         except Unsupported as e:
-            return self._fallback(e, reason, failures=failures)
+            strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+            return self._fallback(e, reason, failures, strict, time.perf_counter() - started)
         except TraceTooLong as e:
             self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
-            return self._fallback(Unsupported("too_large", str(e)), reason, failures=failures)
+            e = Unsupported("too_large", str(e))
+            strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+            return self._fallback(e, reason, failures, strict, time.perf_counter() - started)
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(
                     f"bytegraph failed to compile {self.fn.__qualname__}: {e}"
                 ) from e
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
-            return self._fallback(
-                Unsupported("internal_error", f"{type(e).__name__}: {e}"),
-                reason,
-                internal=True,
-                failures=failures,
-            )
+            error = Unsupported("internal_error", f"{type(e).__name__}: {e}")
+            strict = error.is_error(False, settings.error_on_graph_break)
+            elapsed = time.perf_counter() - started
+            return self._fallback(error, reason, failures, strict, elapsed, internal=True)
+        elapsed = time.perf_counter() - started
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
             result.fn,
@@ -196,22 +259,41 @@ class CompiledCode:
             failures=failures,
             fn=result.fn,
             breaks=result.breaks,
+            compiled=backend.results,
+            trace_s=elapsed - backend.seconds,
+            backend_s=backend.seconds,
+            guard_us=self._time_guards(L) if measure_guard_time else None,
         )
         for brk in result.breaks:
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
 
+    def _time_guards(self, L: dict[str, Any]) -> float:
+        """Microseconds one call spends choosing its variant (the guard function on ``L``)."""
+        args = [L[name] for name in self.cache.arg_names]
+        guard_fn, runs = self.cache.guard_fn, 50
+        started = time.perf_counter()
+        for _ in range(runs):
+            guard_fn(*args)
+        return (time.perf_counter() - started) / runs * 1e6
+
     def _fallback(
-        self, e: Unsupported, reason: str, internal: bool = False, failures: list[str] | None = None
+        self,
+        e: Unsupported,
+        reason: str,
+        failures: list[str],
+        strict: bool,
+        elapsed: float,
+        internal: bool = False,
     ) -> Any:
         COUNTERS[f"fallback:{e.kind}"] += 1
-        if not self.settings.fullgraph:
-            e.detach()  # it is kept in the compile events; the fullgraph error chains it instead
-        if self.settings.fullgraph:
+        if strict:  # the error chains the reason (a report would keep it detached)
+            what = "as one graph" if self.settings.fullgraph else "without a graph break"
             raise BytegraphError(
-                f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}"
+                f"{self.fn.__qualname__} cannot be compiled {what}: {e.describe()}"
             ) from e
+        e.detach()  # it is kept in the compile events
         warnings.warn(
             f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4
         )
@@ -223,7 +305,7 @@ class CompiledCode:
             self.cache.add(
                 Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}")
             )
-        self._record(CompileEvent(reason, unsupported=e, failures=failures or []))
+        self._record(CompileEvent(reason, unsupported=e, failures=failures, trace_s=elapsed))
         return self.fn
 
     def resume_function(
@@ -278,13 +360,13 @@ class CompiledCode:
                 self.cache.clear()
         return self.fn
 
-    def _warn_limit(self, why: Any) -> None:
+    def _warn_limit(self, why: Any, limit: int) -> None:
         if not self.warned_limit:
             self.warned_limit = True
             failing = why.failures[-1][1].code if why.failures else "?"
             warnings.warn(
                 f"bytegraph: {self.fn.__qualname__} hit recompile_limit "
-                f"({self.settings.recompile_limit}); running it in Python from now on. "
+                f"({limit}); running it in Python from now on. "
                 f"The guard that keeps failing: {failing}",
                 stacklevel=4,
             )
@@ -309,8 +391,19 @@ class CompiledCode:
             self.events.clear()
             self.resumes.clear()
             self.numbering.restart()
-            self.policy = DynamicPolicy(self.settings.dynamic)
+            self.policy = self._new_policy()
             self.warned_limit = False
+
+    def _new_policy(self) -> DynamicPolicy:
+        policy = DynamicPolicy()
+        self._apply_settings(policy, global_settings())
+        return policy
+
+    def _apply_settings(self, policy: DynamicPolicy, settings: GlobalSettings) -> None:
+        """What is dynamic follows ``compile(dynamic=)``, else the settings now (read per miss)."""
+        dynamic = self.settings.dynamic
+        policy.mode = settings.dynamic_default if dynamic is None else dynamic
+        policy.automatic = settings.automatic_dynamic
 
 
 def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:

@@ -35,6 +35,14 @@ class Unsupported(Exception):
         self.detail = detail
         self.hint = hint
         self.user_stack: list[UserLocation] = []
+        #: Set by the innermost ``error_on_graph_break(...)`` region the break happened in: whether
+        #: it must raise instead of breaking; None outside any region (the global setting decides).
+        self.strict: bool | None = None
+
+    def is_error(self, fullgraph: bool, error_on_graph_break: bool) -> bool:
+        """Whether this break must raise: always under ``fullgraph``, else as the innermost
+        ``error_on_graph_break`` region (or, outside any, the global setting) says."""
+        return fullgraph or (error_on_graph_break if self.strict is None else self.strict)
 
     @property
     def location(self) -> UserLocation | None:

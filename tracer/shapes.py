@@ -43,13 +43,14 @@ class DynamicPolicy:
     seen_sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     seen_ints: dict[str, int] = field(default_factory=dict)
     duck_shape: bool = True
+    automatic: bool = True  #: False: what changes stays static (each new value recompiles)
 
     def tensor_dims(self, value: torch.Tensor, source: Source) -> set[int]:
         if self.mode is False or value.dim() == 0:
             return set()
         key, shape = source.expr, tuple(value.shape)
         before = self.seen_sizes.setdefault(key, shape)
-        if self.mode is None and len(before) == len(shape) and before != shape:
+        if self.mode is None and self.automatic and len(before) == len(shape) and before != shape:
             self.dims.setdefault(key, set()).update(
                 i for i, (a, b) in enumerate(zip(before, shape)) if a != b
             )
@@ -66,7 +67,7 @@ class DynamicPolicy:
             return False
         if self.mode is not None:
             return self.mode
-        if self.seen_ints.setdefault(source.expr, value) != value:
+        if self.seen_ints.setdefault(source.expr, value) != value and self.automatic:
             self.ints.add(source.expr)
         return source.expr in self.ints
 

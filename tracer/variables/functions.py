@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
+from . import markers
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -67,6 +68,9 @@ class UserFunctionVariable(VariableTracker):
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
+        marked = markers.call_marked(tx, self, args, kwargs)
+        if marked is not None:
+            return marked
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}
