@@ -3,9 +3,9 @@ torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 
 Public API: ``compile``, ``reset``, ``config`` (``config.patch``), torch.compiler's decorators
 (``disable``, ``allow_in_graph``, ``assume_constant_result``, ``error_on_graph_break``), the
-inspection helpers ``cache_entries(fn)``, ``guard_source(fn)`` and ``why(fn, *args, **kwargs)``,
-the report ``explain(fn)(*args)`` and ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``).
-The pytest plugin is ``pytest_plugin``.
+inspection helpers ``cache_entries(fn)``, ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and
+``stats()``, the report ``explain(fn)(*args)`` and ``set_logs("graph_code,guards")`` (or
+``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .decorators import (  # noqa: E402
 )
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
-from .introspect import cache_entries, guard_source, why  # noqa: E402
+from .introspect import cache_entries, guard_source, stats, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
 from .tracer.variables.functions import graph_break  # noqa: E402
 
@@ -50,5 +50,6 @@ __all__ = [
     "reset",
     "set_logs",
     "state_of",
+    "stats",
     "why",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from .compiler import state_of
 from .guards.cache import Variant, Why
+from .tracer import driver
 
 
 def cache_entries(fn: Any) -> list[Variant]:
@@ -33,3 +34,15 @@ def why(fn: Any, *args: Any, **kwargs: Any) -> Why:
     bound = _inspect.signature(state.fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     return state.cache.why(dict(bound.arguments))
+
+
+def stats() -> dict[str, int]:
+    """Process-wide counts since the last ``bytegraph.reset()``: ``frames`` (traces started),
+    ``break:<kind>`` (graph breaks by reason), ``fallback:<kind>`` (traces that fell back to Python,
+    e.g. ``fallback:internal_error``; each is remembered, so the same inputs do not trace again) and
+    ``recompile_limit`` (functions that reached it).
+
+    >>> bytegraph.stats()
+    {'break:print': 1, 'frames': 2}
+    """
+    return dict(sorted(driver.COUNTERS.items()))

@@ -59,7 +59,7 @@ print(f"graphs compiled so far: {counter.frame_count}")
 def several_breaks(x):
     y = x.sin()
     print("step")
-    z = y.cos().sum().item()
+    z = y.cos().sum().tolist()
     if y.sum() > 0:
         y = y + z
     return y

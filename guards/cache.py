@@ -11,6 +11,7 @@ died are dropped from a weakref callback.
 from __future__ import annotations
 
 import builtins
+import keyword
 import threading
 import weakref
 from collections.abc import Callable
@@ -199,8 +200,13 @@ def _local_names(arg_names: tuple[str, ...]) -> dict[str, str]:
     roots: dict[str, str] = {}
     for name in arg_names:
         local = name
-        if local in _RESERVED or local.startswith("___"):
-            local = f"L_{name}"
+        if (
+            local in _RESERVED
+            or local.startswith("___")
+            or not local.isidentifier()  # pytest's ``@py_assert1`` locals reach resume functions
+            or keyword.iskeyword(local)
+        ):
+            local = "L_" + "".join(c if c.isalnum() or c == "_" else "_" for c in name)
             while local in taken:
                 local = f"L_{local}"
             taken.add(local)

@@ -186,3 +186,14 @@ def test_per_function_recompile_limit():
 def test_name_is_kept_for_reports():
     fn = bytegraph.compile(add_one, name="my_step")
     assert bytegraph.state_of(fn).settings.name == "my_step"
+
+
+def test_triton_backend_options_are_checked_by_its_options_class():
+    with pytest.raises(BytegraphError, match="triton.cudagraphs"):
+        bytegraph.compile(add_one, backend="triton", options={"cudagraphs": True})
+
+
+def test_triton_backend_receives_the_options_of_the_mode():
+    compiler = registry.configure_backend("triton", mode="max-autotune")
+    assert compiler.keywords == {"options": {"max_autotune": True, "triton.cudagraphs": True}}
+    assert compiler.func is registry.lookup_backend("triton")

@@ -20,7 +20,7 @@ from ..codegen.emit import Codegen
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, emit_break
+from .breaks import ResumeFactory, emit_break, live_values
 from .exc import Unsupported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
@@ -91,16 +91,15 @@ def convert_call(
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
             if resume is None or gb.reason.is_error(fullgraph, error_on_graph_break):
-                gb.reason.guards = _all_guards(
-                    output
-                )  # the trace reaches this point whenever these hold
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
-        try:
-            return _finish(fn, output, result, frames, backend, resume, reason, numbering)
-        except Unsupported as e:
-            e.guards = _all_guards(output)
-            raise
+        return _finish(fn, output, result, frames, backend, resume, reason, numbering)
+    except Exception as e:
+        # Whatever stopped the trace (a break under fullgraph, an unsupported construct, a bug in
+        # bytegraph), the driver remembers it under what the trace had assumed so far.
+        if getattr(e, "guards", None) is None:
+            e.guards = _guards_so_far(output)
+        raise
     finally:
         torch._C._set_grad_enabled(grad_mode)
 
@@ -116,13 +115,11 @@ def _finish(
     numbering: Numbering,
 ) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    live = (
-        [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
-    )
-    graphs, ops = _emit_graph_call(
-        cg, output, [*live, *_side_effect_values(output)], backend, numbering
-    )
-    swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
+    live = [result] if frames is None else live_values(frames)
+    replayed = output.side_effects.plan(live)  # which objects made in the trace escape
+    output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
+    graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
+    swapped = _preload_stale(cg, output, [*live, *replayed])
     try:
         output.side_effects.codegen(cg)
         if frames is None:
@@ -198,6 +195,15 @@ def _preload_stale(
     return swapped
 
 
+def _guards_so_far(output: OutputGraph) -> list[Guard]:
+    """The guards of a trace that stopped: the trace reaches its stopping point whenever they hold.
+    Empty if they cannot even be listed (the fallback then covers every call)."""
+    try:
+        return _all_guards(output)
+    except Exception:  # noqa: BLE001 (a broken trace state: remember the failure unconditionally)
+        return []
+
+
 def _all_guards(output: OutputGraph) -> list[Guard]:
     """Input guards plus the shape facts the trace relied on (rendered last: they need every size)."""
     return sorted(output.guards | set(output.shapes.guards()))
@@ -244,14 +250,6 @@ def _emit_graph_call(
     cg.store_local(cg.output_var)
     cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
     return [gm], [ops]
-
-
-def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
-    effects = output.side_effects
-    values = [v for _, _, v in effects.attr_stores.values()]
-    values += list(effects.global_stores.values()) + list(effects.cell_stores.values())
-    values += list(effects.mutated.values())
-    return values
 
 
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:

@@ -119,7 +119,8 @@ def format_break(e: Unsupported) -> str:
 
 #: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
 ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
-#: Process-wide counters: frames traced, fallbacks by reason kind.
+#: Process-wide counters (``bytegraph.stats()``): ``frames`` traced, ``break:<kind>`` graph breaks,
+#: ``fallback:<kind>`` traces that fell back to Python, ``recompile_limit`` functions that hit it.
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
@@ -156,12 +157,13 @@ class CompiledCode:
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
             cells,
-            tuple(inspect.signature(fn, follow_wrapped=False).parameters),
+            tuple(name for name, _ in _parameters(fn.__code__)),
         )
         self.events: list[CompileEvent] = []
         self.compile_lock = threading.Lock()
         self.warned_limit = False
         self.warned_code = False
+        self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
         self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
@@ -227,22 +229,25 @@ class CompiledCode:
             )
         except Unsupported as e:
             strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
-            return self._fallback(e, reason, failures, strict, time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            return self._fallback(e, reason, failures, state_guards, strict, elapsed)
         except TraceTooLong as e:
             self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
-            e = Unsupported("too_large", str(e))
-            strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
-            return self._fallback(e, reason, failures, strict, time.perf_counter() - started)
+            error = Unsupported("too_large", str(e))
+            strict = error.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+            elapsed = time.perf_counter() - started
+            return self._fallback(error, reason, failures, state_guards, strict, elapsed)
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(
                     f"bytegraph failed to compile {self.fn.__qualname__}: {e}"
                 ) from e
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
-            error = Unsupported("internal_error", f"{type(e).__name__}: {e}")
-            strict = error.is_error(False, settings.error_on_graph_break)
+            internal = Unsupported("internal_error", f"{type(e).__name__}: {e}")
+            internal.guards = getattr(e, "guards", None) or []
+            strict = internal.is_error(False, settings.error_on_graph_break)
             elapsed = time.perf_counter() - started
-            return self._fallback(error, reason, failures, strict, elapsed, internal=True)
+            return self._fallback(internal, reason, failures, state_guards, strict, elapsed)
         elapsed = time.perf_counter() - started
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
@@ -265,6 +270,7 @@ class CompiledCode:
             guard_us=self._time_guards(L) if measure_guard_time else None,
         )
         for brk in result.breaks:
+            COUNTERS[f"break:{brk.kind}"] += 1
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
@@ -283,10 +289,13 @@ class CompiledCode:
         e: Unsupported,
         reason: str,
         failures: list[str],
+        state_guards: list[Guard],
         strict: bool,
         elapsed: float,
-        internal: bool = False,
     ) -> Any:
+        """The trace failed: run the original code, and remember the failure as a cache entry that
+        runs it under the guards the trace had reached (none: every call), so the same inputs are
+        never traced again. Warns once per code object."""
         COUNTERS[f"fallback:{e.kind}"] += 1
         if strict:  # the error chains the reason (a report would keep it detached)
             what = "as one graph" if self.settings.fullgraph else "without a graph break"
@@ -294,17 +303,22 @@ class CompiledCode:
                 f"{self.fn.__qualname__} cannot be compiled {what}: {e.describe()}"
             ) from e
         e.detach()  # it is kept in the compile events
-        warnings.warn(
-            f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}", stacklevel=4
-        )
+        if not self.warned_fallback:
+            self.warned_fallback = True
+            warnings.warn(
+                f"bytegraph: running {self.fn.__qualname__} in Python: {e.describe()}",
+                stacklevel=4,
+            )
         breaks_log.info(
             "graph break in %s (running it in Python): %s", self.fn.__qualname__, format_break(e)
         )
         guards: list[Guard] = getattr(e, "guards", None) or []
-        if not internal and guards:
-            self.cache.add(
-                Variant(self.cache.new_guard_set(guards), self.fn, reason=f"fallback: {e}")
-            )
+        try:
+            guard_set = self.cache.new_guard_set(guards + state_guards)
+        except Exception:  # noqa: BLE001 (guards of a broken trace: remember it for every call)
+            COUNTERS["fallback_guards_dropped"] += 1
+            guard_set = self.cache.new_guard_set(state_guards)
+        self.cache.add(Variant(guard_set, self.fn, reason=f"fallback: {e}"))
         self._record(CompileEvent(reason, unsupported=e, failures=failures, trace_s=elapsed))
         return self.fn
 
@@ -393,6 +407,7 @@ class CompiledCode:
             self.numbering.restart()
             self.policy = self._new_policy()
             self.warned_limit = False
+            self.warned_fallback = False
 
     def _new_policy(self) -> DynamicPolicy:
         policy = DynamicPolicy()

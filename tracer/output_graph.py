@@ -15,26 +15,37 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import (
+    GuardOnDataDependentSymNode,
+    compute_unbacked_bindings,
+    free_unbacked_symbols,
+)
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
-from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from .exc import Unsupported
+from .graph_naming import graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.slices import SliceVariable
 from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
 from .variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
 
-_DATA_DEPENDENT = tuple(
-    getattr(torch._subclasses.fake_tensor, name)
-    for name in ("DataDependentOutputException", "DynamicOutputShapeException")
-    if hasattr(torch._subclasses.fake_tensor, name)
+_DATA_DEPENDENT = (
+    *(
+        getattr(torch._subclasses.fake_tensor, name)
+        for name in ("DataDependentOutputException", "DynamicOutputShapeException")
+        if hasattr(torch._subclasses.fake_tensor, name)
+    ),
+    GuardOnDataDependentSymNode,
 )
 
 
@@ -47,6 +58,8 @@ class OutputGraph:
         self.graph = torch.fx.Graph()
         self.shapes = ShapeTracker(policy or DynamicPolicy())
         self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
+        self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
+        self.has_unbacked = False  #: some node computes a number from tensor data
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
@@ -63,6 +76,8 @@ class OutputGraph:
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
+        if guard.source is not None and isinstance(guard.source.root, FreshSource):
+            return  # an object built by the rewritten code itself: it holds by construction
         if guard.source is not None and isinstance(guard.source.root, ConstSource):
             if _fixed_by_constant(guard):
                 return  # the rewritten code loads the value with LOAD_CONST: it cannot differ
@@ -76,6 +91,14 @@ class OutputGraph:
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         if source in self.inputs:
             return self.inputs[source]
+        if value.layout is not torch.strided or value.is_nested or value.is_quantized:
+            # Fake tensors do not carry what such layouts store (a sparse tensor's fake has
+            # ``_nnz() == 0``): a value folded from one would be wrong.
+            raise Unsupported(
+                "tensor_layout",
+                f"a {value.layout} tensor ({source.expr}) is not traced",
+                hint="convert it with .to_dense() before the compiled function",
+            )
         name = _placeholder_name(source)
         node = self._placeholder(name)
         dims = self.shapes.policy.tensor_dims(value, source)
@@ -116,9 +139,10 @@ class OutputGraph:
         return vt
 
     def example_inputs(self) -> list[Any]:
-        """What the backend gets: real values, or the fake ones when the graph has symbolic sizes (so
-        a backend sees which sizes are dynamic, sharing one ShapeEnv)."""
-        if not self.shapes.used:
+        """What the backend gets: real values, or the fake ones when the graph has symbolic sizes
+        or numbers computed from tensor data (so a backend sees which sizes are dynamic, sharing one
+        ShapeEnv, whose fake mode turns ``item()`` into unbacked symbols)."""
+        if not self.shapes.used and not self.has_unbacked:
             return list(self.input_values)
         return [
             vt.example if isinstance(vt, TensorVariable) else vt.value
@@ -150,12 +174,19 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        if op == "call_function":
+            target = graph_target(target)
         node_args = tuple(_as_node_arg(a) for a in args)
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
         example = self._run_fake(op, target, fake_args, fake_kwargs)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
+        # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
+        # runtime-assert pass, which look them up in ``unbacked_bindings``).
+        bindings = compute_unbacked_bindings(self.shapes.shape_env, example)
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
         return self._wrap_result(node, example)
@@ -186,6 +217,7 @@ class OutputGraph:
             return TensorVariable(node, example)
         if isinstance(example, SYMBOLIC_TYPES):
             node.meta["example_value"] = example
+            self.has_unbacked = self.has_unbacked or bool(free_unbacked_symbols(example))
             return SymNodeVariable(node, example)
         if (
             isinstance(example, (tuple, list))
@@ -278,9 +310,13 @@ class OutputGraph:
                 and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
             ):
                 self.graph.erase_node(node)
-        gm = release_source_on_death(
-            torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
-        )
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        if self.shapes.shape_env.deferred_runtime_asserts:
+            # What torch's shape checks assumed about numbers computed from tensor data (``0 <= u0``
+            # for a size made from ``t.item()``) is checked where each number is computed.
+            insert_deferred_runtime_asserts(gm, self.shapes.shape_env, name)
+            gm.recompile()
+        gm = release_source_on_death(gm)
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
@@ -345,13 +381,15 @@ def _placeholder_name(source: Source) -> str:
 def _as_node_arg(vt: Any) -> Any:
     if isinstance(vt, (TensorVariable, SymNodeVariable)):
         return vt.node
+    if isinstance(vt, SliceVariable):
+        return slice(*(_as_node_arg(p) for p in vt.parts))
     if isinstance(vt, (TupleVariable, ListVariable)):
         items = [_as_node_arg(i) for i in vt.items]
         return items if isinstance(vt, ListVariable) else tuple(items)
     if isinstance(vt, DictVariable):
         return {k: _as_node_arg(v) for k, v in vt.items.items()}
     if isinstance(vt, VariableTracker) and vt.is_python_constant():
-        return vt.as_python_constant()
+        return graph_constant(vt.as_python_constant())
     raise Unsupported("graph_arg", f"{vt} cannot be passed to a graph op")
 
 
@@ -360,6 +398,8 @@ def _as_fake(vt: Any) -> Any:
         return vt.example
     if isinstance(vt, SymNodeVariable):
         return vt.value
+    if isinstance(vt, SliceVariable):
+        return slice(*(_as_fake(p) for p in vt.parts))
     if isinstance(vt, (TupleVariable, ListVariable)):
         items = [_as_fake(i) for i in vt.items]
         return items if isinstance(vt, ListVariable) else tuple(items)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import (
     ClosureSource,
@@ -175,6 +176,15 @@ class Translator:
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
             raise self._break_here(index, saved, e) from None
+        except GuardOnDataDependentSymNode as e:  # a value computed from tensor data was needed
+            cond = getattr(e, "cond", None)
+            cond = str(e).splitlines()[0] if cond is None else cond
+            reason = Unsupported(
+                "data_dependent",
+                f"needs to know whether {cond}, a value computed from tensor data",
+                hint="keep the decision in tensor operations (torch.where), or move it out",
+            )
+            raise self._break_here(index, saved, reason) from None
 
     def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
@@ -239,6 +249,9 @@ class Translator:
 
     def wrap_static(self, value: Any) -> VariableTracker:
         return builder.wrap_static(self, value)
+
+    def wrap_unsourced(self, value: Any, what: str) -> VariableTracker:
+        return builder.wrap_unsourced(self, value, what)
 
     def fold(self, value: Any) -> VariableTracker:
         return builder.fold(self, value)

@@ -211,7 +211,19 @@ def test_for_enumerate_with_item():
             out = out + i * v
         return out
 
-    # every .item() is a break; the floats specialise each resume (new values: new graphs)
+    # each .item() is an unbacked float computed by the graph: one graph for any values
+    check_breaks(fn, lambda: (torch.randn(2, 3),), calls=3, graphs=1, breaks=0)
+
+
+def test_for_enumerate_with_tolist():
+    def fn(x):
+        out = x
+        for i, row in enumerate(x):
+            v = row.sum().tolist()
+            out = out + i * v
+        return out
+
+    # every .tolist() is a break; the floats specialise each resume (new values: new graphs)
     check_breaks(fn, lambda: (torch.randn(2, 3),), calls=1, graphs=3, breaks=2)
 
 

@@ -33,6 +33,15 @@ def test_item_in_no_grad():
             s = (x * 2).sum().item()
         return x * s
 
+    check_breaks(fn, leaf, calls=2, graphs=1, breaks=0)
+
+
+def test_tolist_in_no_grad():
+    def fn(x):
+        with torch.no_grad():
+            s = (x * 2).sum().tolist()
+        return x * s
+
     check_breaks(fn, leaf, calls=1, graphs=2, breaks=1)
 
 

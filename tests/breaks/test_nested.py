@@ -106,13 +106,13 @@ def test_caller_graph_before_call_is_kept():
 
 def test_callee_result_used_in_expression():
     def scale(t, k):
-        v = t.sum().item()
+        v = t.sum().tolist()
         return t * k + v
 
     def fn(x):
         return (1 + scale(x, 2)) * scale(x, 3)
 
-    # each .item() float specialises the callee's resume (two calls: two values per run)
+    # each .tolist() float specialises the callee's resume (two calls: two values per run)
     check_breaks(fn, randn(3), calls=1, graphs=5, breaks=4)
 
 
@@ -196,9 +196,9 @@ def test_break_in_callee_called_twice():
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
-def test_depth_parametrised_item(depth):
+def test_depth_parametrised_break(depth):
     def level3(t):
-        return t * t.max().item()
+        return t * t.max().tolist()
 
     def level2(t):
         return level3(t + 1) - 1

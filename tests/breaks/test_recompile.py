@@ -67,7 +67,7 @@ def test_three_breaks_mixed_kinds():
     def fn(x):
         a = x * 2
         print("p")
-        s = a.sum().item()
+        s = a.sum().tolist()
         b = a + s
         bytegraph.graph_break()
         return b.relu()

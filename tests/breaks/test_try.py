@@ -75,9 +75,9 @@ def test_break_in_user_context_manager():
         return y
 
     # the callee's object creation breaks (twice, see test_nested), BEFORE_WITH on a user object
-    # breaks, then print inside the block, whose resume continues in plain Python; the resume
-    # inside the block is guarded on the fresh __exit__ and traced again on the second call
-    check_breaks(fn, randn(3), graphs=1, breaks=5, setup=events.clear,
+    # breaks, then print inside the block, whose resume continues in plain Python; the resume's
+    # bound ``__exit__`` is guarded by what it is bound from, so the second call traces nothing
+    check_breaks(fn, randn(3), graphs=1, breaks=4, setup=events.clear,
                  observe=lambda: list(events))
 
 

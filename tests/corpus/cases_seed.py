@@ -136,7 +136,14 @@ def jit_annotate():
     return Setup(fn, lambda: (torch.randn(4),))
 
 
-@case("errors", graphs=1, breaks=0, tc_breaks=0)
+@case(
+    "errors",
+    graphs=0,
+    breaks=1,
+    tc_breaks=0,
+    why="sparse tensors run in Python: fake tensors lose their data (nnz), so values folded from "
+    "them were wrong; torch.compile produces no graph here either",
+)
 def sparse_nnz():
     def fn(x):
         return x._nnz() + 1

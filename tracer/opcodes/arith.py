@@ -15,6 +15,7 @@ from ..exc import Unsupported
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import TupleVariable
+from ..variables.slices import make_slice
 from . import handler
 
 if TYPE_CHECKING:
@@ -144,9 +145,7 @@ def store_slice(tx: Translator, inst: Instr) -> None:
 
 
 def _slice_vt(start: VariableTracker, end: VariableTracker) -> VariableTracker:
-    if not (start.is_python_constant() and end.is_python_constant()):
-        raise Unsupported("slice", "slice bounds must be Python constants")
-    return ConstantVariable(slice(start.as_python_constant(), end.as_python_constant()))
+    return make_slice([start, end])
 
 
 @handler("CALL_INTRINSIC_1")

@@ -9,6 +9,7 @@ from bytecode import Instr
 from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..variables.slices import make_slice
 from . import handler
 
 if TYPE_CHECKING:
@@ -57,14 +58,7 @@ def build_string(tx: Translator, inst: Instr) -> None:
 @handler("BUILD_SLICE")
 def build_slice(tx: Translator, inst: Instr) -> None:
     """(start stop [step] -- slice)"""
-    parts = [_slice_part(v) for v in tx.popn(inst.arg)]
-    tx.push(ConstantVariable(slice(*parts)))
-
-
-def _slice_part(vt):
-    if not vt.is_python_constant():
-        raise Unsupported("slice", "slice bounds must be Python constants (got a tensor or symbol)")
-    return vt.as_python_constant()
+    tx.push(make_slice(tx.popn(inst.arg)))
 
 
 def _const_key(vt):

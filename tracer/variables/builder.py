@@ -11,6 +11,7 @@ and ``fold`` for Python values computed during the trace.
 from __future__ import annotations
 
 import builtins
+import collections
 import enum
 import functools
 import types
@@ -20,7 +21,7 @@ import torch
 
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
@@ -28,6 +29,7 @@ from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .lazy_list import LazyListVariable
 from .modules import NNModuleVariable
 from .objects import (
     CFunctionVariable,
@@ -35,6 +37,7 @@ from .objects import (
     PythonModuleVariable,
     UserObjectVariable,
 )
+from .slices import SliceVariable
 from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
@@ -60,7 +63,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         if (
             vt.source is not None
             and vt.source != source
-            and not isinstance(source.root, ConstSource)
+            and not isinstance(source.root, (ConstSource, FreshSource))
+            and not isinstance(vt.source.root, FreshSource)
         ):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
@@ -95,6 +99,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
         return ConstantVariable(value, source)
+    if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        parts = [wrap(tx, getattr(value, a), AttrSource(source, a)) for a in _SLICE_ATTRS]
+        return SliceVariable(*parts, source=source)
     if cls is torch.device:
         add(
             Guard(source, "TYPE_MATCH", cls, cls)
@@ -104,12 +112,13 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is torch.dtype or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
-    if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
+    if cls is list:  # its length and items are guarded when the trace reads them
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        return LazyListVariable(tx, value, source)
+    if cls is torch.Size or cls is tuple or _is_namedtuple(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "LEN_MATCH", len(value), len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
-        if cls is list:
-            return ListVariable(items, source)
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
@@ -129,7 +138,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     add = tx.output.add_guard
-    identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+    if isinstance(value, types.MethodType):
+        # Each read of a method makes a new bound object, which later calls never see again: guard
+        # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
+        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        func = value.__func__
+        identity = Guard(AttrSource(source, "__func__"), "ID_MATCH", func, ("id", id(func)))
+    else:
+        identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -153,7 +169,6 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
             source,
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-        add(identity)
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
         return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
@@ -171,6 +186,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return CFunctionVariable(value, source)  # breaks when called
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+_SLICE_ATTRS = ("start", "stop", "step")
 
 
 def _literal_items(value: slice | frozenset) -> bool:
@@ -240,6 +258,24 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
             "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
         )
     return UserObjectVariable(value)
+
+
+#: Containers whose trackers are mutable copies: one made from an object nobody can name in the
+#: rewritten code would silently lose what the trace does to it.
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def wrap_unsourced(tx: Translator, value: Any, what: str) -> VariableTracker:
+    """A value that existed before the call but was reached without a source (an attribute of an
+    object the trace cannot name, a cell of a function reached that way): a constant of the trace
+    (``wrap_static``), except mutable containers, which break the graph (``what`` names it)."""
+    if isinstance(value, _MUTABLE_CONTAINERS):
+        raise Unsupported(
+            "unsourced",
+            f"{what} is a {type(value).__name__} reached without a source: a change to it "
+            "could not be replayed",
+        )
+    return wrap_static(tx, value)
 
 
 def fold(tx: Translator, value: Any) -> VariableTracker:

@@ -16,6 +16,8 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..exc import Unsupported
 from . import model_output
 from .base import VariableTracker
@@ -30,7 +32,9 @@ from .containers import (
 )
 from .functions import PartialVariable
 from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
-from .tensor import TensorVariable
+from .slices import make_slice
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable, to_scalar
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -195,7 +199,7 @@ def construct(
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+        return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
         return model_output.construct(tx, cls, args, kwargs)
     raise Unsupported(
@@ -205,7 +209,7 @@ def construct(
     )
 
 
-def _namedtuple_fields(
+def namedtuple_fields(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> list[VariableTracker]:
     fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
@@ -273,10 +277,8 @@ def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
 def setattr_(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
-    if isinstance(obj, UserObjectVariable) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, name.as_python_constant(), value)
-        return ConstantVariable(None)
-    raise Unsupported("store_attr", f"setattr on {obj}")
+    tx.dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
 
 
 @builtin(tuple)
@@ -472,15 +474,37 @@ BUILTINS[any] = _any_all(builtins.any)
 BUILTINS[all] = _any_all(builtins.all)
 
 
-@builtin(bool, int, float)
-def to_number(tx: Translator, value: VariableTracker) -> VariableTracker:
+@builtin(bool)
+def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return ConstantVariable(tx.dispatch.truth(tx, value))
+
+
+@builtin(int)
+def int_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__int__", torch.sym_int)
+
+
+@builtin(float)
+def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__float__", torch.sym_float)
+
+
+def _to_number(tx: Translator, value: VariableTracker, method: str, sym: Any) -> VariableTracker:
+    """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
+    symbolic number: the conversion, in the graph."""
     if isinstance(value, TensorVariable):
-        raise Unsupported(
-            "tensor_to_python",
-            "converting a tensor to a Python number",
-            hint="keep the value a tensor",
-        )
+        return to_scalar(tx, value, method)
+    if isinstance(value, SymNodeVariable):
+        return tx.output.call_function(sym, (value,), {})
     raise Unsupported("builtin", f"number conversion of {value}")
+
+
+@builtin(slice)
+def slice_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``slice(stop)``, ``slice(start, stop[, step])`` with symbolic or tensor bounds."""
+    if not 1 <= len(args) <= 3:
+        raise Unsupported("python_error", "TypeError: slice expected 1 to 3 arguments")
+    return make_slice([ConstantVariable(None), args[0]] if len(args) == 1 else list(args))
 
 
 @builtin(callable)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls
+from . import builtin_calls, container_methods, torch_calls, user_objects
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -35,6 +35,7 @@ from .functions import (
 from .model_output import ModelOutputVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable
+from .slices import index_for_tensor
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 
 call_torch = torch_calls.call_torch
 call_builtin = builtin_calls.call_builtin
-construct = builtin_calls.construct
+construct = user_objects.construct
+store_attr = user_objects.store_attribute
+namedtuple_attribute = user_objects.namedtuple_attribute
 
 
 def call(
@@ -221,7 +224,10 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
         lhs, rhs = rhs, lhs  # 3 * [x]
-    if op is operator.add and type(lhs) is type(rhs):
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul
@@ -258,6 +264,7 @@ def getitem_tensor(
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
         raise Unsupported("index", f"indexing {tensor} with a tensor")
+    key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
 
 
@@ -298,6 +305,7 @@ def setitem(
     tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
 ) -> None:
     if isinstance(obj, TensorVariable):
+        key = index_for_tensor(tx, obj, key)
         tx.output.call_function(operator.setitem, (obj, key, value), {})
         return
     if isinstance(obj, ModelOutputVariable) and key.is_python_constant():

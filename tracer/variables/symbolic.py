@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from ...guards.sources import Source
+from ..exc import Unsupported
 from .base import VariableTracker
 
 if TYPE_CHECKING:
@@ -35,14 +37,26 @@ class SymNodeVariable(VariableTracker):
     def python_type(self) -> type:
         return _PYTHON_TYPE[type(self.value)]
 
+    @property
+    def unbacked(self) -> bool:
+        """Computed from tensor data (``t.item()``): no value is known while tracing."""
+        return bool(free_unbacked_symbols(self.value))
+
     def is_python_constant(self) -> bool:
         """Yes, by specialising: code that needs a plain value (``range(n)``, a dict key) gets the
         current one and the trace is guarded on it. Operators, branches and tensor ops check for
-        ``SymNodeVariable`` first and stay symbolic."""
-        return True
+        ``SymNodeVariable`` first and stay symbolic. Unbacked numbers have no value to specialise
+        to."""
+        return not self.unbacked
 
     def as_python_constant(self) -> Any:
         """Specialise: the value it has now, guarded to stay so."""
+        if self.unbacked:
+            raise Unsupported(
+                "data_dependent",
+                "a number computed from tensor data is used as a Python value",
+                hint="keep it in tensor operations, or move this use out of the compiled function",
+            )
         return self.python_type()(self.value)
 
     def evaluate(self) -> Any:

@@ -1,8 +1,9 @@
 """``TensorVariable``: a tensor in the graph (an FX node plus its fake value for shapes/dtypes/devices).
 
-Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants; method
-calls become ``call_method`` nodes; conversions to Python values (``item``, ``tolist``, ``bool(t)``) are
-graph breaks. ``TensorMethodVariable`` is ``t.relu`` before it is called.
+Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
+method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
+symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
+``TensorMethodVariable`` is ``t.relu`` before it is called.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ CONSTANT_ATTRS = frozenset(
 #: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 #: Methods that turn a tensor into Python data: the graph must break there.
-TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+TO_PYTHON = frozenset({"tolist", "numpy", "__bool__"})
+#: Conversions to one Python number: traced as an unbacked symbolic number (``to_scalar``).
+SCALAR_METHODS = frozenset({"item", "__int__", "__float__", "__index__"})
 #: Methods with effects outside the graph or unknown to fake tensors.
 UNSUPPORTED_METHODS = frozenset(
     {
@@ -170,7 +173,9 @@ class TensorMethodVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         name = self.name
-        if name in TO_PYTHON:
+        if name in SCALAR_METHODS and not args and not kwargs:
+            return to_scalar(tx, self.tensor, name)
+        if name in TO_PYTHON or name in SCALAR_METHODS:
             raise Unsupported(
                 "tensor_to_python",
                 f"Tensor.{name}() converts a tensor to Python data",
@@ -201,6 +206,29 @@ class TensorMethodVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
+
+
+def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTracker:
+    """``t.item()``, ``int(t)``, ``float(t)``, ``operator.index(t)`` of a one-element tensor: an
+    unbacked symbolic number the graph computes (torch.compile's ``capture_scalar_outputs``). Code
+    that needs its value while tracing (a branch, a list index, ``range``) then breaks the graph."""
+    example = tensor.example
+    dtype = example.dtype
+    numel = example.numel()
+    if not isinstance(numel, int) or numel != 1 or dtype.is_complex or dtype is torch.bool:
+        raise Unsupported(
+            "tensor_to_python",
+            f"Tensor.{method}() of a {dtype} tensor of {numel} elements",
+            hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
+        )
+    if method == "__index__" and dtype.is_floating_point:
+        raise Unsupported("python_error", "TypeError: only integer tensors can be an index")
+    value = tx.output.call_method("item", (tensor,), {})
+    if method == "__int__" and dtype.is_floating_point:
+        value = tx.output.call_function(torch.sym_int, (value,), {})
+    elif method == "__float__" and not dtype.is_floating_point:
+        value = tx.output.call_function(torch.sym_float, (value,), {})
+    return value
 
 
 def is_tensor_method(value: Any) -> bool:

@@ -1,0 +1,114 @@
+"""What the generated FX code may name: node targets and constant arguments.
+
+FX renders a graph as Python source. A callable from a torch namespace is written as its dotted
+path (``torch.nn.functional.relu``), rebuilt from ``__module__``/``__qualname__``; anything else is
+bound to a global of the generated module, i.e. referenced by the object itself. A dotted path
+that does not lead back to the same object (``torch.autograd.function.apply`` for a user
+Function's ``apply``) would raise in the user's call, so ``graph_target`` hands FX a thin wrapper
+instead, which FX references by object. Constants are written with ``repr``: ``graph_constant``
+admits only values whose ``repr`` FX turns back into an equal value, and raises ``Unsupported``
+for the rest (a class, a ``typing`` object, a generator), which then never reach generated code.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from .exc import Unsupported
+
+#: Types whose ``repr`` FX's generated code evaluates back to an equal value (``inf``, ``nan`` and
+#: ``device`` are globals of every generated module; ``torch`` is imported there).
+_LITERAL_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    complex,
+    type(None),
+    type(Ellipsis),
+    range,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
+
+
+def graph_target(target: Callable[..., Any]) -> Callable[..., Any]:
+    """``target`` if FX's generated code names it correctly, else a wrapper it names by object."""
+    if not _named_by_path(target):
+        return target
+    try:
+        path = torch.fx.node._get_qualified_name(target)
+        if _resolve(path) is target:
+            return target
+    except Exception:  # noqa: BLE001 (no usable path: reference the object)
+        pass
+    return _by_object(target)
+
+
+def graph_constant(value: Any) -> Any:
+    """``value`` if it can be a constant argument of a graph node, else ``Unsupported``."""
+    if isinstance(value, _LITERAL_TYPES) or isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, slice):
+        for part in (value.start, value.stop, value.step):
+            graph_constant(part)
+        return value
+    if isinstance(value, (tuple, list)):  # namedtuples too: FX names their class by object
+        for item in value:
+            graph_constant(item)
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            graph_constant(key)
+            graph_constant(item)
+        return value
+    raise Unsupported(
+        "graph_arg",
+        f"{type(value).__name__} object {value!r:.60} cannot be a constant argument of a graph op",
+    )
+
+
+def _named_by_path(target: Any) -> bool:
+    """Does FX write ``target`` as a dotted path (torch namespaces, except dynamo's own)?"""
+    module = getattr(target, "__module__", None)
+    if not isinstance(module, str):
+        return False
+    if module.startswith(("torch._dynamo.", "torch._inductor.")):
+        return False
+    return module == "torch" or module.startswith("torch.")
+
+
+def _resolve(path: str) -> Any:
+    """The object a dotted path names: the longest importable module prefix, then attributes."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+def _by_object(target: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(target, assigned=("__doc__",), updated=())
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return target(*args, **kwargs)
+
+    name = getattr(target, "__name__", None) or type(target).__name__
+    call.__name__ = call.__qualname__ = name if name.isidentifier() else "op"
+    call.__module__ = __name__  # not a torch module: FX binds the object to a global
+    call.wrapped_target = target  # type: ignore[attr-defined]  (for reports)
+    return call
