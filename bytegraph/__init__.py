@@ -4,11 +4,14 @@ torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 Public API: ``compile``, ``reset``, ``config`` (``config.patch``), torch.compiler's decorators
 (``disable``, ``allow_in_graph``, ``assume_constant_result``, ``error_on_graph_break``), the
 inspection helpers ``cache_entries(fn)``, ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and
-``stats()``, the report ``explain(fn)(*args)`` and ``set_logs("graph_code,guards")`` (or
-``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
+``stats()``, the report ``explain(fn)(*args)``, the HTML compile report
+(``report.write_html(path)``; ``BYTEGRAPH_TRACE_DIR`` records every compile) and
+``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from .codegen.pyversion import check_supported
 
@@ -27,7 +30,17 @@ from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .introspect import cache_entries, guard_source, stats, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
+from .trace_records import start as _start_trace  # noqa: E402, F401 (BYTEGRAPH_TRACE_DIR)
 from .tracer.variables.functions import graph_break  # noqa: E402
+
+
+def __getattr__(name: str) -> object:
+    """``bytegraph.report`` on first use: not imported with the package, so that
+    ``python -m bytegraph.report`` runs it as a fresh ``__main__``."""
+    if name == "report":
+        return importlib.import_module(".report", __name__)
+    raise AttributeError(f"module 'bytegraph' has no attribute {name!r}")
+
 
 __all__ = [
     "ExplainOutput",
