@@ -106,8 +106,10 @@ def main() -> None:
     number, repeat = (200, 3) if opts.quick else (opts.number, opts.repeat)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {number} calls x {repeat} samples, min per call (us)")
-    header = (f"{'case':<10} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14} "
-              f"{'bg overhead':>12} {'tc overhead':>12} {'ratio':>6}")
+    header = (
+        f"{'case':<10} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14} "
+        f"{'bg overhead':>12} {'tc overhead':>12} {'ratio':>6}"
+    )
     print(header)
     print("-" * len(header))
     ratios = []
@@ -116,10 +118,14 @@ def main() -> None:
         bg, tc = t["bytegraph"] - t["eager"], t["torch.compile"] - t["eager"]
         ratio = bg / tc if tc > 0 else float("nan")
         ratios.append(ratio)
-        print(f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} "
-              f"{t['torch.compile']:14.2f} {bg:12.2f} {tc:12.2f} {ratio:6.2f}")
-    print(f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
-          f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)")
+        print(
+            f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} "
+            f"{t['torch.compile']:14.2f} {bg:12.2f} {tc:12.2f} {ratio:6.2f}"
+        )
+    print(
+        f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
+        f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)"
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,11 @@ def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
 
 def assert_state_same(actual: Any, expected: Any) -> None:
     """``assert_same`` that also compares plain objects attribute by attribute (``vars``)."""
-    if hasattr(expected, "__dict__") and not isinstance(expected, (torch.Tensor, type)) \
-            and not callable(expected):
+    if (
+        hasattr(expected, "__dict__")
+        and not isinstance(expected, (torch.Tensor, type))
+        and not callable(expected)
+    ):
         assert type(actual) is type(expected)
         assert_state_same(dict(vars(actual)), dict(vars(expected)))
     elif isinstance(expected, (tuple, list)) and type(actual) is type(expected):
@@ -99,8 +102,19 @@ def break_count(report) -> int:
     return report.graph_break_count
 
 
-def check_breaks(fn, make_args, *, graphs: int, breaks: int, calls: int = 2, kwargs=None,
-                 setup=None, observe=None, compiled=None, counter=None):
+def check_breaks(
+    fn,
+    make_args,
+    *,
+    graphs: int,
+    breaks: int,
+    calls: int = 2,
+    kwargs=None,
+    setup=None,
+    observe=None,
+    compiled=None,
+    counter=None,
+):
     """Differential test of a function with graph breaks; returns ``(compiled, counter, report)``.
 
     ``make_args()`` makes fresh inputs for each call (the eager run gets a deep copy); ``setup()``
@@ -136,6 +150,8 @@ def check_breaks(fn, make_args, *, graphs: int, breaks: int, calls: int = 2, kwa
         assert_state_same(list(args), list(eager_args))
     report = recorder.report()
     got = (counter.frame_count, break_count(report))
-    assert got == (graphs, breaks), f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n" \
+    assert got == (graphs, breaks), (
+        f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n"
         + "\n".join(map(str, report.break_reasons))
+    )
     return compiled, counter, report

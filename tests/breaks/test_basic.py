@@ -117,7 +117,11 @@ def test_numpy():
 
     # ndarray * 2 and torch.from_numpy break again; ``+ b`` is the second graph
     _, _, report = check_breaks(fn, randn(3), graphs=2, breaks=3)
-    assert [r.kind for r in report.break_reasons] == ["tensor_to_python", "descriptor", "torch_effect"]
+    assert [r.kind for r in report.break_reasons] == [
+        "tensor_to_python",
+        "descriptor",
+        "torch_effect",
+    ]
     assert "numpy" in report.break_reasons[0].line
 
 
@@ -216,8 +220,14 @@ def test_method_call_breaks():
         logger.log("m", y)
         return y * 2
 
-    check_breaks(fn, randn(3), graphs=2, breaks=2, observe=lambda: list(logger.lines),
-                 setup=lambda: logger.lines.clear())
+    check_breaks(
+        fn,
+        randn(3),
+        graphs=2,
+        breaks=2,
+        observe=lambda: list(logger.lines),
+        setup=lambda: logger.lines.clear(),
+    )
 
 
 def test_tensor_method_tolist_in_expression():

@@ -55,7 +55,7 @@ def test_if_return_in_branch():
 def test_if_on_bool_tensor():
     def fn(x):
         y = x.abs()
-        if (y.max() > 0.7):
+        if y.max() > 0.7:
             y = y * 10
         return y
 
@@ -123,8 +123,9 @@ def test_while_max_halves_both_ways():
     # function reused at every iteration) and the exit's resume (t + 0); one break each at the test
     # NOTE(3.12): the loop test is duplicated at the loop's end, whose jumps are other positions:
     # one more resume (the body entered from the bottom test), with its own graph and break
-    _, _, report = check_breaks(fn, None, calls=[small, big, big, small], graphs=3 + PY312,
-                                breaks=2 + PY312)
+    _, _, report = check_breaks(
+        fn, None, calls=[small, big, big, small], graphs=3 + PY312, breaks=2 + PY312
+    )
     assert {r.kind for r in report.break_reasons} == {"data_dependent"}
     assert all(r.line == "while t.max() > 1:" for r in report.break_reasons)
 
@@ -187,7 +188,9 @@ def test_for_over_list_of_tensors_with_break():
             print("t")
         return total
 
-    check_breaks(fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=3, breaks=3)
+    check_breaks(
+        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=3, breaks=3
+    )
 
 
 def test_for_over_dict_items_with_break():
@@ -199,8 +202,12 @@ def test_for_over_dict_items_with_break():
                 print("key", k)
         return out
 
-    check_breaks(fn, lambda: ({"a": torch.randn(2), "b": torch.randn(2), "c": torch.randn(2)},),
-                 graphs=2, breaks=1)
+    check_breaks(
+        fn,
+        lambda: ({"a": torch.randn(2), "b": torch.randn(2), "c": torch.randn(2)},),
+        graphs=2,
+        breaks=1,
+    )
 
 
 def test_for_enumerate_with_item():

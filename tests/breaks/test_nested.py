@@ -99,8 +99,11 @@ def test_caller_graph_before_call_is_kept():
         return callee(a) + 1
 
     _, counter, _ = check_breaks(fn, randn(3), graphs=2, breaks=2)
-    first = [n.target if isinstance(n.target, str) else n.target.__name__
-             for n in counter.graphs[0].graph.nodes if n.op.startswith("call_")]
+    first = [
+        n.target if isinstance(n.target, str) else n.target.__name__
+        for n in counter.graphs[0].graph.nodes
+        if n.op.startswith("call_")
+    ]
     assert first == ["sin", "cos", "tan"]
 
 

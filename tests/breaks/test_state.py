@@ -238,7 +238,9 @@ def test_iterator_alive_across_break():
         second = next(it)
         return first + second
 
-    check_breaks(fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=2)
+    check_breaks(
+        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=2
+    )
 
 
 def test_generator_alive_across_break():
@@ -321,5 +323,6 @@ def test_object_method_mutates_self_then_breaks():
         a = acc.add(x)
         return acc.add(a) + len(acc.items)
 
-    check_breaks(fn, randn(2), graphs=2, breaks=4, setup=acc.items.clear,
-                 observe=lambda: list(acc.items))
+    check_breaks(
+        fn, randn(2), graphs=2, breaks=4, setup=acc.items.clear, observe=lambda: list(acc.items)
+    )

@@ -77,8 +77,7 @@ def test_break_in_user_context_manager():
     # the callee's object creation breaks (twice, see test_nested), BEFORE_WITH on a user object
     # breaks, then print inside the block, whose resume continues in plain Python; the resume's
     # bound ``__exit__`` is guarded by what it is bound from, so the second call traces nothing
-    check_breaks(fn, randn(3), graphs=1, breaks=4, setup=events.clear,
-                 observe=lambda: list(events))
+    check_breaks(fn, randn(3), graphs=1, breaks=4, setup=events.clear, observe=lambda: list(events))
 
 
 def test_break_after_try_block_compiles():
@@ -96,6 +95,7 @@ def test_break_after_try_block_compiles():
 def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
     """A resume function that starts inside a ``with`` block enters the block's handler region with the
     depth the original code had (read from its exception table), so it compiles and unwinds right."""
+
     def fn(x, boom):
         with torch.no_grad():
             y = x * 2

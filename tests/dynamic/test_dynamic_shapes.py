@@ -13,7 +13,11 @@ import bytegraph
 
 
 def shape_guards(fn, entry: int) -> list[str]:
-    return [p.code for p in bytegraph.cache_entries(fn)[entry].guards.parts if p.guard.kind == "SHAPE_EXPR"]
+    return [
+        p.code
+        for p in bytegraph.cache_entries(fn)[entry].guards.parts
+        if p.guard.kind == "SHAPE_EXPR"
+    ]
 
 
 def test_int_becomes_symbolic_after_it_changes():

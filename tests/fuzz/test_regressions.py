@@ -21,26 +21,38 @@ G_VALUE = torch.ones(2)
 def test_item_read_before_list_mutation_keeps_old_value():
     """Seed 23: ``a = lst[-1]; del lst[:1]`` returned ``lst[0]`` read *after* the replayed mutation
     (IndexError on a one-element list)."""
+
     def fn(x, lst):
         a = lst[-1] if lst else x
         del lst[:1]
         return a
 
     for n in (1, 2, 3):
-        check_breaks(fn, lambda n=n: (torch.zeros(2), [torch.ones(2) * i for i in range(n)]),
-                     graphs=0, breaks=0, calls=1)
+        check_breaks(
+            fn,
+            lambda n=n: (torch.zeros(2), [torch.ones(2) * i for i in range(n)]),
+            graphs=0,
+            breaks=0,
+            calls=1,
+        )
 
 
 def test_item_read_before_list_store_keeps_old_value():
     """Seed 275: ``c = lst[-1]; lst[0] = y`` returned the new ``lst[0]``."""
+
     def fn(x, y, lst):
         c = lst[-1] if lst else x
         if lst:
             lst[0] = y
         return c
 
-    check_breaks(fn, lambda: (torch.zeros(2), torch.ones(2), [torch.full((2,), 5.0)]),
-                 graphs=0, breaks=0, calls=2)
+    check_breaks(
+        fn,
+        lambda: (torch.zeros(2), torch.ones(2), [torch.full((2,), 5.0)]),
+        graphs=0,
+        breaks=0,
+        calls=2,
+    )
 
 
 def test_attribute_read_before_attribute_store_keeps_old_value():
@@ -82,6 +94,7 @@ def test_cell_read_before_cell_store_keeps_old_value():
             a = t
             t = x * 2
             return a
+
         return fn
 
     fn = make()
@@ -98,6 +111,7 @@ def helper_raises(x):
 def test_callee_break_inside_try_runs_the_handler():
     """A break in a callee called inside ``try`` continued outside the try block: the handler was
     skipped (KeyError escaped instead of the RuntimeError raised ``from`` it)."""
+
     def fn(x):
         try:
             return helper_raises(x)
@@ -117,6 +131,7 @@ def test_callee_break_inside_try_runs_the_handler():
 def test_exception_inside_try_of_resume_function_does_not_crash():
     """Resume functions starting inside a try block had exception-table depth 32768 (``bytecode``
     never reached the skipped ``TryBegin``): the first exception there crashed the interpreter."""
+
     def fn(x, d):
         try:
             print("before")
@@ -141,6 +156,7 @@ def test_exception_inside_try_of_resume_function_does_not_crash():
 
 def test_callee_break_raising_inside_no_grad_restores_grad_mode():
     """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode off."""
+
     def fn(x):
         with torch.no_grad():
             y = helper_raises(x)
@@ -247,8 +263,9 @@ def test_symbolic_division_by_zero_applies_earlier_mutations():
     compiled = bytegraph.compile(fn, backend="eager")
     x = torch.ones(2)
     ns = (1, 6, 3, 8, 3)  # the second call makes n dynamic; the third and fifth divide by 0
-    _run_raising(compiled, fn, [lambda n=n: (x, n, Counter()) for n in ns],
-                 lambda args: args[2].count)
+    _run_raising(
+        compiled, fn, [lambda n=n: (x, n, Counter()) for n in ns], lambda args: args[2].count
+    )
 
 
 def test_symbolic_modulo_by_zero_in_a_cell_write_applies_the_write():

@@ -112,7 +112,9 @@ def test_training_loop_matches_eager_without_recompiles(backend):
             opt.zero_grad()
             m(x).square().mean().backward()
             opt.step()
-        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
+        for (name, p), (_, q) in zip(
+            model.named_parameters(), eager.named_parameters(), strict=True
+        ):
             torch.testing.assert_close(p, q, msg=name)
         _buffers_equal(model, eager)
     assert len(seen) == 1

@@ -31,6 +31,7 @@ def _make(k: int):
 
     def fn(x):
         return x * scale + 1
+
     return fn
 
 

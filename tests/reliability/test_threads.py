@@ -83,10 +83,16 @@ def run_threads(threads: int = THREADS, calls: int = CALLS, deadline_s: float = 
     sys.setswitchinterval(1e-6)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the recompile limit may be hit: it warns, runs eagerly
-            workers = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(threads)]
-            extra = [threading.Thread(target=resetter, daemon=True),
-                     threading.Thread(target=dropper, daemon=True)]
+            warnings.simplefilter(
+                "ignore"
+            )  # the recompile limit may be hit: it warns, runs eagerly
+            workers = [
+                threading.Thread(target=worker, args=(t,), daemon=True) for t in range(threads)
+            ]
+            extra = [
+                threading.Thread(target=resetter, daemon=True),
+                threading.Thread(target=dropper, daemon=True),
+            ]
             for t in workers + extra:
                 t.start()
             end = time.monotonic() + deadline_s

@@ -237,33 +237,81 @@ def _compare(x, n):
 
 CASES = [
     # (opcode, fn, args, marks)
-    pytest.param("BINARY_SLICE", _slice_load, ([torch.randn(2) for _ in range(4)],),
-                 marks=only_312, id="BINARY_SLICE"),
+    pytest.param(
+        "BINARY_SLICE",
+        _slice_load,
+        ([torch.randn(2) for _ in range(4)],),
+        marks=only_312,
+        id="BINARY_SLICE",
+    ),
     pytest.param("STORE_SLICE", _slice_store, (torch.randn(2),), marks=only_312, id="STORE_SLICE"),
-    pytest.param("LOAD_FAST_AND_CLEAR", _comprehension, (torch.randn(2),), marks=only_312,
-                 id="LOAD_FAST_AND_CLEAR"),
-    pytest.param("CALL_INTRINSIC_1", _unary_positive, (torch.randn(2),), marks=only_312,
-                 id="CALL_INTRINSIC_1-positive"),
-    pytest.param("CALL_INTRINSIC_1", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 marks=only_312, id="CALL_INTRINSIC_1-list_to_tuple"),
-    pytest.param("RETURN_CONST", _return_const, (torch.randn(2),), marks=only_312,
-                 id="RETURN_CONST"),
-    pytest.param("END_FOR", _for_iter, ([torch.randn(2), torch.randn(2)],), marks=only_312,
-                 id="END_FOR"),
+    pytest.param(
+        "LOAD_FAST_AND_CLEAR",
+        _comprehension,
+        (torch.randn(2),),
+        marks=only_312,
+        id="LOAD_FAST_AND_CLEAR",
+    ),
+    pytest.param(
+        "CALL_INTRINSIC_1",
+        _unary_positive,
+        (torch.randn(2),),
+        marks=only_312,
+        id="CALL_INTRINSIC_1-positive",
+    ),
+    pytest.param(
+        "CALL_INTRINSIC_1",
+        _list_to_tuple,
+        (torch.randn(2), [torch.randn(2)]),
+        marks=only_312,
+        id="CALL_INTRINSIC_1-list_to_tuple",
+    ),
+    pytest.param(
+        "RETURN_CONST", _return_const, (torch.randn(2),), marks=only_312, id="RETURN_CONST"
+    ),
+    pytest.param(
+        "END_FOR", _for_iter, ([torch.randn(2), torch.randn(2)],), marks=only_312, id="END_FOR"
+    ),
     pytest.param("LOAD_METHOD", _method_call, (torch.randn(2),), marks=only_311, id="LOAD_METHOD"),
     pytest.param("PRECALL", _method_call, (torch.randn(2),), marks=only_311, id="PRECALL"),
-    pytest.param("UNARY_POSITIVE", _unary_positive, (torch.randn(2),), marks=only_311,
-                 id="UNARY_POSITIVE"),
-    pytest.param("LIST_TO_TUPLE", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 marks=only_311, id="LIST_TO_TUPLE"),
-    pytest.param("JUMP_IF_FALSE_OR_POP", _and_or, (torch.randn(2), 2, 3), marks=only_311,
-                 id="JUMP_IF_FALSE_OR_POP"),
-    pytest.param("JUMP_IF_TRUE_OR_POP", _and_or, (torch.randn(2), 0, 3), marks=only_311,
-                 id="JUMP_IF_TRUE_OR_POP"),
-    pytest.param("POP_JUMP_FORWARD_IF_NOT_NONE", _jump_if_none, (torch.randn(2), None),
-                 marks=only_311, id="POP_JUMP_FORWARD_IF_NOT_NONE"),
-    pytest.param("POP_JUMP_IF_NOT_NONE", _jump_if_none, (torch.randn(2), None), marks=only_312,
-                 id="POP_JUMP_IF_NOT_NONE"),
+    pytest.param(
+        "UNARY_POSITIVE", _unary_positive, (torch.randn(2),), marks=only_311, id="UNARY_POSITIVE"
+    ),
+    pytest.param(
+        "LIST_TO_TUPLE",
+        _list_to_tuple,
+        (torch.randn(2), [torch.randn(2)]),
+        marks=only_311,
+        id="LIST_TO_TUPLE",
+    ),
+    pytest.param(
+        "JUMP_IF_FALSE_OR_POP",
+        _and_or,
+        (torch.randn(2), 2, 3),
+        marks=only_311,
+        id="JUMP_IF_FALSE_OR_POP",
+    ),
+    pytest.param(
+        "JUMP_IF_TRUE_OR_POP",
+        _and_or,
+        (torch.randn(2), 0, 3),
+        marks=only_311,
+        id="JUMP_IF_TRUE_OR_POP",
+    ),
+    pytest.param(
+        "POP_JUMP_FORWARD_IF_NOT_NONE",
+        _jump_if_none,
+        (torch.randn(2), None),
+        marks=only_311,
+        id="POP_JUMP_FORWARD_IF_NOT_NONE",
+    ),
+    pytest.param(
+        "POP_JUMP_IF_NOT_NONE",
+        _jump_if_none,
+        (torch.randn(2), None),
+        marks=only_312,
+        id="POP_JUMP_IF_NOT_NONE",
+    ),
     pytest.param("KW_NAMES", _keyword_call, (torch.randn(3, 2),), id="KW_NAMES"),
     pytest.param("CALL", _method_call, (torch.randn(2),), id="CALL"),
     pytest.param("LOAD_ATTR", _attr, (torch.randn(2, 2),), id="LOAD_ATTR"),
@@ -278,8 +326,9 @@ CASES = [
     pytest.param("STORE_DEREF", _store_deref, (torch.randn(2),), id="STORE_DEREF"),
     pytest.param("MAKE_FUNCTION", _cells, (torch.randn(2),), id="MAKE_FUNCTION"),
     pytest.param("UNPACK_EX", _unpack_ex, ([torch.randn(2), torch.randn(2)],), id="UNPACK_EX"),
-    pytest.param("UNPACK_SEQUENCE", _unpack, ((torch.randn(2), torch.randn(2)),),
-                 id="UNPACK_SEQUENCE"),
+    pytest.param(
+        "UNPACK_SEQUENCE", _unpack, ((torch.randn(2), torch.randn(2)),), id="UNPACK_SEQUENCE"
+    ),
     pytest.param("CALL_FUNCTION_EX", _call_function_ex, (torch.randn(3),), id="CALL_FUNCTION_EX"),
     pytest.param("DICT_MERGE", _call_function_ex, (torch.randn(3),), id="DICT_MERGE"),
     pytest.param("FORMAT_VALUE", _format, (torch.randn(3), "n"), id="FORMAT_VALUE"),
@@ -287,16 +336,19 @@ CASES = [
     pytest.param("SET_UPDATE", _build_set_and_dicts, (torch.randn(2),), id="SET_UPDATE"),
     pytest.param("DICT_UPDATE", _build_set_and_dicts, (torch.randn(2),), id="DICT_UPDATE"),
     pytest.param("BUILD_MAP", _build_set_and_dicts, (torch.randn(2),), id="BUILD_MAP"),
-    pytest.param("BUILD_CONST_KEY_MAP", _const_key_map, (torch.randn(2),),
-                 id="BUILD_CONST_KEY_MAP"),
-    pytest.param("LIST_EXTEND", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 id="LIST_EXTEND"),
+    pytest.param(
+        "BUILD_CONST_KEY_MAP", _const_key_map, (torch.randn(2),), id="BUILD_CONST_KEY_MAP"
+    ),
+    pytest.param(
+        "LIST_EXTEND", _list_to_tuple, (torch.randn(2), [torch.randn(2)]), id="LIST_EXTEND"
+    ),
     pytest.param("DELETE_SUBSCR", _del, (torch.randn(2),), id="DELETE_SUBSCR"),
     pytest.param("DELETE_FAST", _del, (torch.randn(2),), id="DELETE_FAST"),
     pytest.param("CONTAINS_OP", _contains_is, (torch.randn(2), 2), id="CONTAINS_OP"),
     pytest.param("IS_OP", _contains_is, (torch.randn(2), 2), id="IS_OP"),
-    pytest.param("BEFORE_WITH", _with_no_grad, (torch.randn(2, requires_grad=True),),
-                 id="BEFORE_WITH"),
+    pytest.param(
+        "BEFORE_WITH", _with_no_grad, (torch.randn(2, requires_grad=True),), id="BEFORE_WITH"
+    ),
     pytest.param("SWAP", _chained, (torch.randn(2), 3), id="SWAP"),
     pytest.param("COPY", _chained, (torch.randn(2), 3), id="COPY"),
     pytest.param("UNARY_NEGATIVE", _unary, (torch.randn(2), 0), id="UNARY_NEGATIVE"),

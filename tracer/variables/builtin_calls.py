@@ -31,7 +31,7 @@ from .containers import (
     TupleVariable,
 )
 from .functions import PartialVariable
-from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
+from .objects import ClassVariable, PythonModuleVariable, SuperVariable
 from .slices import make_slice
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable, to_scalar
