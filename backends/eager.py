@@ -11,5 +11,6 @@ from .registry import IGNORED, register_backend
 
 @register_backend("eager", options=IGNORED)
 def eager(gm: torch.fx.GraphModule, example_inputs: list[Any]):
-    """Return ``gm.forward`` itself: calling it skips ``nn.Module.__call__``, which saves a few µs a call."""
+    """Return ``gm.forward`` itself: calling it skips ``nn.Module.__call__``, which saves a few µs a
+    call."""
     return gm.forward

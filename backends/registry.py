@@ -2,10 +2,10 @@
 
 ``@register_backend("name", options=...)`` adds one under a name, declaring how it takes
 ``compile(mode=..., options=...)``; ``lookup_backend(name_or_callable)`` resolves what the user
-passed to ``bytegraph.compile(backend=...)``; ``configure_backend(backend, mode, options)`` validates
-mode and options (at ``compile`` time, as torch.compile does) and returns the compiler function the
-driver calls. Backends import torch (and triton) only: never the tracer or guards, which sit above
-this layer.
+passed to ``bytegraph.compile(backend=...)``; ``configure_backend(backend, mode, options)``
+validates mode and options (at ``compile`` time, as torch.compile does) and returns the compiler
+function the driver calls. Backends import torch (and triton) only: never the tracer or guards,
+which sit above this layer.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import torch.fx
 
-#: The type every backend has: it receives the traced graph and example inputs (fake or real tensors)
-#: and returns the callable that the rewritten bytecode will call with the real inputs.
+#: The type every backend has: it receives the traced graph and example inputs (fake or real
+#: tensors) and returns the callable that the rewritten bytecode will call with the real inputs.
 CompilerFn = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
 #: ``compile(mode=...)`` -> the options it stands for, with torch.compile's option names.
@@ -138,7 +138,8 @@ def configure_backend(
 
 
 def notice_once(key: str, message: str) -> None:
-    """Warn ``message`` (a ``UserWarning`` starting with ``bytegraph:``) once per process and key."""
+    """Warn ``message`` (a ``UserWarning`` starting with ``bytegraph:``) once per process and
+    key."""
     with _NOTICE_LOCK:
         if key in _NOTICED:
             return

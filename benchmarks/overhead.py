@@ -1,18 +1,18 @@
 """Per-call overhead of bytegraph and ``torch.compile(backend="eager")`` on tiny functions.
 
-Overhead is what a compiled call costs beyond the plain eager call: guard evaluation, dispatch and the
-call into the graph. Tensors are tiny (4 elements) so the tensor work itself is as small as it gets.
-Each case is compiled by both systems in this one process and warmed up; then eager, bytegraph and
-torch.compile are timed in interleaved rounds (``timeit``, ``--number`` calls per sample), keeping the
-minimum per-call time of each (the least disturbed by other processes).
+Overhead is what a compiled call costs beyond the plain eager call: guard evaluation, dispatch and
+the call into the graph. Tensors are tiny (4 elements) so the tensor work itself is as small as it
+gets. Each case is compiled by both systems in this one process and warmed up; then eager, bytegraph
+and torch.compile are timed in interleaved rounds (``timeit``, ``--number`` calls per sample),
+keeping the minimum per-call time of each (the least disturbed by other processes).
 
 Run::
 
     python benchmarks/overhead.py           # the table, then the ratio bytegraph / torch.compile
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
 
-A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries to
-``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
+A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries
+to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def per_call_us(fn: Callable[..., Any], args: tuple, number: int) -> float:
 
 
 def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
-    """Minimum per-call time (us) of eager, bytegraph and torch.compile, timed in interleaved rounds."""
+    """Minimum per-call time (us) of eager, bytegraph and torch.compile, timed in interleaved
+    rounds."""
     args = case.make_args()
     torch._dynamo.reset()
     runners = {

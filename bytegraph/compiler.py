@@ -147,7 +147,7 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
         return fn  # bytegraph.disable / torch.compiler.disable: never traced
     if isinstance(fn, functools.partial):
         return functools.partial(_compile(fn.func, settings), *fn.args, **fn.keywords)
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 (the class's own __call__)
     if not isinstance(fn, (type, types.FunctionType)) and isinstance(call, types.FunctionType):
         return _compile(types.MethodType(call, fn), settings)
     if isinstance(fn, types.FunctionType) and fn.__code__.co_flags & _SUSPENDING:

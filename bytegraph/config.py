@@ -20,7 +20,8 @@ recompile_limit: int = 8
 #: The backend used when ``compile`` is given none: "auto" is ``triton`` for graphs on CUDA tensors
 #: (or any tensors under ``TRITON_INTERPRET=1``) and ``eager`` for graphs on CPU tensors.
 default_backend: str = "auto"
-#: ``compile`` returns functions unchanged (``BYTEGRAPH_DISABLE=1``), like ``compile(disable=True)``.
+#: ``compile`` returns functions unchanged (``BYTEGRAPH_DISABLE=1``), like
+#: ``compile(disable=True)``.
 disable: bool = os.environ.get("BYTEGRAPH_DISABLE", "0") == "1"
 #: A recompile raises ``BytegraphError`` instead of tracing the function again.
 error_on_recompile: bool = False

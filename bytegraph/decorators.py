@@ -5,7 +5,7 @@ Each marks a function for the tracer (``tracer/variables/markers.py`` holds the 
 reads torch's own marks too, so ``torch.compiler.disable`` and friends work unchanged)::
 
     @bytegraph.disable(reason="talks to the logger")
-    def log_stats(x): ...                 # called from compiled code: one graph break, run in Python
+    def log_stats(x): ...                 # called from compiled code: one break, run in Python
 
     @bytegraph.allow_in_graph
     def fused(x, y): ...                  # one graph node; its body is not traced

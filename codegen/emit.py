@@ -1,8 +1,9 @@
 """``Emitter``: a small, version-aware builder of ``bytecode`` instruction lists.
 
-Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``); the
-callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never branch
-on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes it.
+Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``);
+the callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never
+branch on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes
+it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from .pyversion import CALL_NEEDS_PRECALL, JUMPS_HAVE_DIRECTION, LOAD_ATTR_TAKES
 
 
 class Emitter:
-    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new instruction."""
+    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new
+    instruction."""
 
     def __init__(self, lineno: int | None = None) -> None:
         self.instrs: list[Any] = []
@@ -71,8 +73,8 @@ class Emitter:
 
     # -- calls -----------------------------------------------------------------------------------
     def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
-        """Call with stack ``[NULL, fn, *args]`` (or ``[fn, self, *args]``); the last ``kw_names`` args are
-        passed by keyword."""
+        """Call with stack ``[NULL, fn, *args]`` (or ``[fn, self, *args]``); the last ``kw_names``
+        args are passed by keyword."""
         if kw_names:
             self.add("KW_NAMES", tuple(kw_names))
         # NOTE(3.12): PRECALL is gone.
@@ -154,15 +156,16 @@ class Emitter:
 
 _TAKES_NONE_ARG = frozenset({"LOAD_CONST"})
 
-# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward form
-# (generated code only jumps forward).
+# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward
+# form (generated code only jumps forward).
 POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_FALSE"
 POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_TRUE"
 
 
 class Codegen(Emitter):
-    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can rebuild
-    themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in ``output_var``."""
+    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can
+    rebuild themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in
+    ``output_var``."""
 
     def __init__(self, lineno: int | None = None, output_var: str = "__graph_out") -> None:
         super().__init__(lineno)

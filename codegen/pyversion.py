@@ -1,7 +1,7 @@
 """The one place that reads ``sys.version_info``: version flags and opcode-name alias tables.
 
-Everything else asks these flags (``PY311``, ``PY312``) or the tables below instead of comparing versions.
-Supported: CPython 3.11 and 3.12.
+Everything else asks these flags (``PY311``, ``PY312``) or the tables below instead of comparing
+versions. Supported: CPython 3.11 and 3.12.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ SUPPORTED = ((3, 11), (3, 12))
 #: Opcode names of the running interpreter (``dis.opmap`` keys).
 OPNAMES: frozenset[str] = frozenset(dis.opmap)
 
-#: Opcode names of every supported version, so handler registration can check spelling on any Python.
+#: Opcode names of every supported version, so handler registration can check spelling on any
+#: Python.
 KNOWN_OPNAMES: frozenset[str] = OPNAMES | frozenset(
     """
-    BINARY_SLICE CALL_INTRINSIC_1 CALL_INTRINSIC_2 END_FOR END_SEND LOAD_FAST_AND_CLEAR LOAD_FAST_CHECK
-    LOAD_FROM_DICT_OR_DEREF LOAD_FROM_DICT_OR_GLOBALS LOAD_LOCALS LOAD_SUPER_ATTR POP_JUMP_IF_FALSE
-    POP_JUMP_IF_NONE POP_JUMP_IF_NOT_NONE POP_JUMP_IF_TRUE RETURN_CONST STORE_SLICE CLEANUP_THROW
+    BINARY_SLICE CALL_INTRINSIC_1 CALL_INTRINSIC_2 END_FOR END_SEND LOAD_FAST_AND_CLEAR
+    LOAD_FAST_CHECK LOAD_FROM_DICT_OR_DEREF LOAD_FROM_DICT_OR_GLOBALS LOAD_LOCALS LOAD_SUPER_ATTR
+    POP_JUMP_IF_FALSE POP_JUMP_IF_NONE POP_JUMP_IF_NOT_NONE POP_JUMP_IF_TRUE RETURN_CONST
+    STORE_SLICE CLEANUP_THROW
     INSTRUMENTED_LINE
     LOAD_METHOD PRECALL POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE
     POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE

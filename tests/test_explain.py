@@ -202,7 +202,7 @@ def test_report_with_three_different_break_reasons(capsys):
     kinds = [r.kind for r in report.break_reasons]
     assert kinds == ["print", "tensor_to_python", "data_dependent"]
     expected_lines = ['print("a side effect")', "s = y.sum().tolist()", "if y.mean() > 0:"]
-    for reason, text in zip(report.break_reasons, expected_lines):
+    for reason, text in zip(report.break_reasons, expected_lines, strict=True):
         assert reason.filename == __file__
         assert reason.lineno == line_of(three_kinds_of_break, text)
         assert reason.line == text

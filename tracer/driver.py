@@ -1,7 +1,7 @@
 """The compile driver: what ``bytegraph.compile`` builds around a user function.
 
-``CompiledCode`` holds one function's variant cache. ``make_entry`` generates the entry function (same
-signature as the user's) that every call goes through::
+``CompiledCode`` holds one function's variant cache. ``make_entry`` generates the entry function
+(same signature as the user's) that every call goes through::
 
     def fn(a, b):
         ___v = ___cache.guard_fn(a, b)                  # generated guards pick a variant
@@ -10,8 +10,8 @@ signature as the user's) that every call goes through::
         return ___v(a, b)
 
 On a miss the function is traced (``convert.convert_call``); failures to trace install a fallback
-variant (the original function) guarded by what the trace had assumed so far, so the same inputs never
-trace twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
+variant (the original function) guarded by what the trace had assumed so far, so the same inputs
+never trace twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ def format_break(e: Unsupported) -> str:
     return "\n".join(lines)
 
 
-#: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
+#: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees
+#: it).
 ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
 #: Process-wide counters (``bytegraph.stats()``): ``frames`` traced, ``break:<kind>`` graph breaks,
 #: ``fallback:<kind>`` traces that fell back to Python, ``recompile_limit`` functions that hit it.
@@ -156,7 +157,7 @@ class CompiledCode:
     def __init__(self, fn: types.FunctionType, settings: Settings) -> None:
         self.fn = fn
         self.settings = settings
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
         self.cache = FunctionCache(
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
@@ -180,7 +181,8 @@ class CompiledCode:
         return max(0, len(self.events) - 1)
 
     def on_miss(self, L: dict[str, Any]) -> Any:
-        """No variant matched ``L``: compile one (serialised per function) and return what to run."""
+        """No variant matched ``L``: compile one (serialised per function) and return what to
+        run."""
         with self.compile_lock:
             selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
@@ -203,7 +205,8 @@ class CompiledCode:
                 )
             if why.failures:
                 recompile_log.info(
-                    "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
+                    "Recompiling function %s in %s:%s\n"
+                    "    triggered by the following guard failure(s):\n%s",
                     self.fn.__qualname__,
                     self.fn.__code__.co_filename,
                     self.fn.__code__.co_firstlineno,
@@ -340,8 +343,9 @@ class CompiledCode:
         null_slots: tuple[int, ...],
         compiled: bool,
     ) -> Any:
-        """The resume function continuing ``template`` at instruction ``index`` (cached per position,
-        stack shape and live names); compiled like any function unless ``compiled`` is False."""
+        """The resume function continuing ``template`` at instruction ``index`` (cached per
+        position, stack shape and live names); compiled like any function unless ``compiled`` is
+        False."""
         key = (template.__code__, index, nstack, names, iter_slots, null_slots, compiled)
         cached = self.resumes.get(key)
         if cached is not None:
@@ -370,8 +374,8 @@ class CompiledCode:
         return entry
 
     def code_replaced(self) -> Any:
-        """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run the
-        function (its new code) in Python from now on."""
+        """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run
+        the function (its new code) in Python from now on."""
         with self.compile_lock:
             if not self.warned_code:
                 self.warned_code = True
@@ -459,8 +463,9 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     params, call_args, names, keys = [], [], [], []
     saw_kwonly = False
     for i, (name, kind) in enumerate(_parameters(fn.__code__)):
-        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions) get a
-        # safe parameter name; ``L`` keeps the real one. Such parameters are always positional.
+        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
+        # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
+        # positional.
         param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
         names.append(param)
         keys.append(name)
@@ -482,7 +487,7 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
             call_args.append(param)
     if fn.__code__.co_posonlyargcount:
         params.insert(fn.__code__.co_posonlyargcount, "/")
-    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names))
+    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
     source = (
         f"def ___entry({', '.join(params)}):\n"
         f"    if ___fn.__code__ is not ___code:\n"

@@ -1,8 +1,8 @@
 """``OutputGraph``: owns the ``torch.fx.Graph`` being built, its inputs, guards and side effects.
 
 Every tensor operation the translator sees becomes a node here, executed at the same time on fake
-tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the graph
-over the tensors that must leave it and hands it to the backend.
+tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the
+graph over the tensors that must leave it and hands it to the backend.
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ class OutputGraph:
         return vt
 
     def add_symbolic_number(self, value: int | float, source: Source) -> VariableTracker:
-        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``) fed
-        with the real number."""
+        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``)
+        fed with the real number."""
         if source in self.inputs:
             return self.inputs[source]
         node = self._placeholder(_placeholder_name(source))
@@ -251,7 +251,8 @@ class OutputGraph:
         )
 
     def _symbolic_sequence(self, node: torch.fx.Node, example: Any) -> VariableTracker:
-        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the rest."""
+        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the
+        rest."""
         node.meta["example_value"] = example
         items: list[VariableTracker] = []
         for i, e in enumerate(example):
@@ -283,12 +284,13 @@ class OutputGraph:
             tx = tx.parent
         return "".join(traceback.format_list(list(reversed(frames))))
 
-    # -- rolling back a partly traced instruction ---------------------------------------------------
+    # -- rolling back a partly traced instruction --------------------------------------------------
     def checkpoint(self) -> tuple:
         return len(self.created), self.side_effects.snapshot()
 
     def restore(self, checkpoint: tuple) -> None:
-        """Forget the nodes and side effects recorded since ``checkpoint`` (guards stay: more is safe)."""
+        """Forget the nodes and side effects recorded since ``checkpoint`` (guards stay: more is
+        safe)."""
         count, effects = checkpoint
         for node in reversed(self.created[count:]):
             if not node.users:

@@ -1,6 +1,6 @@
 """Graph breaks and control flow: data-dependent branches and while loops (both ways across calls),
-breaks inside loops (resuming mid-iteration over ranges, lists, dict items, enumerate, zip) and inside
-branches."""
+breaks inside loops (resuming mid-iteration over ranges, lists, dict items, enumerate, zip) and
+inside branches."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def test_while_never_entered():
     check_breaks(fn, lambda: (torch.rand(3),), graphs=1, breaks=1)
 
 
-# -- breaks inside loops -----------------------------------------------------------------------------
+# -- breaks inside loops ---------------------------------------------------------------------------
 
 
 def test_print_in_for_range():
@@ -237,7 +237,7 @@ def test_for_enumerate_with_tolist():
 def test_for_zip_with_break():
     def fn(a, b):
         res = []
-        for p, q in zip(a, b):
+        for p, q in zip(a, b, strict=False):
             bytegraph.graph_break()
             res.append(p * q)
         return res
@@ -299,7 +299,7 @@ def test_continue_after_break():
     check_breaks(fn, pos(3), graphs=2, breaks=2)
 
 
-# -- breaks inside branches --------------------------------------------------------------------------
+# -- breaks inside branches ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("flag", [True, False])

@@ -2,9 +2,9 @@
 the callee continues after the break (its own resume function), then each caller continues after
 its call. Graph counts prove nothing runs twice and nothing is left uncompiled.
 
-Counting breaks: a break in a callee is reported twice, once by the frame that inlined the callee and
-once by the callee's resume function, which starts *at* the breaking instruction and breaks there in
-its own frame (where it runs inline); the instruction itself runs once."""
+Counting breaks: a break in a callee is reported twice, once by the frame that inlined the callee
+and once by the callee's resume function, which starts *at* the breaking instruction and breaks
+there in its own frame (where it runs inline); the instruction itself runs once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Functions with graph breaks recompiled for other shapes and constant arguments, and functions with
-two and three breaks (breaks inside resume functions)."""
+"""Functions with graph breaks recompiled for other shapes and constant arguments, and functions
+with two and three breaks (breaks inside resume functions)."""
 
 from __future__ import annotations
 

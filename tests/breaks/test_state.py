@@ -130,7 +130,7 @@ def test_mutation_after_break_replayed():
     check_breaks(fn, lambda: (torch.randn(2), [torch.randn(2)]), graphs=2, breaks=1)
 
 
-# -- live values ------------------------------------------------------------------------------------
+# -- live values -----------------------------------------------------------------------------------
 
 
 def test_live_tuple_in_local():
@@ -196,7 +196,8 @@ def test_nested_function_closure_alive():
 
 
 def _check_fallback(fn, make, kind):
-    """Known limitation: the break cannot be rebuilt exactly, so the call runs eagerly, with a warning."""
+    """Known limitation: the break cannot be rebuilt exactly, so the call runs eagerly, with a
+    warning."""
     compiled, counter = compile_counted(fn)
     args = make()
     with pytest.warns(UserWarning, match=kind):

@@ -1,5 +1,5 @@
-"""Breaks inside try blocks and non-grad with blocks: by design the rest of the function continues in
-plain Python (exact exception handling), and must stay correct."""
+"""Breaks inside try blocks and non-grad with blocks: by design the rest of the function continues
+in plain Python (exact exception handling), and must stay correct."""
 
 from __future__ import annotations
 
@@ -93,8 +93,9 @@ def test_break_after_try_block_compiles():
 
 
 def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
-    """A resume function that starts inside a ``with`` block enters the block's handler region with the
-    depth the original code had (read from its exception table), so it compiles and unwinds right."""
+    """A resume function that starts inside a ``with`` block enters the block's handler region with
+    the depth the original code had (read from its exception table), so it compiles and unwinds
+    right."""
 
     def fn(x, boom):
         with torch.no_grad():

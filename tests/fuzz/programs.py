@@ -1,14 +1,16 @@
 """Random differential programs: a seeded generator of small Python functions over tensors, ints,
-lists, dicts, closures, globals and attributes, and the harness that runs each one eagerly and compiled.
+lists, dicts, closures, globals and attributes, and the harness that runs each one eagerly and
+compiled.
 
-``generate(seed)`` gives a ``Program`` (its source is deterministic per seed); ``run_program(program)``
-runs it eagerly and compiled, 3 calls each on equal fresh inputs (sizes and ints vary between calls, so
-recompiles and automatic dynamic shapes happen), and compares everything observable: return value,
-raised exception (type and message), printed output, mutated arguments, globals and closure cells. It
-returns an ``Outcome``; ``minimize(program)`` drops statements while the failure persists.
+``generate(seed)`` gives a ``Program`` (its source is deterministic per seed);
+``run_program(program)`` runs it eagerly and compiled, 3 calls each on equal fresh inputs (sizes and
+ints vary between calls, so recompiles and automatic dynamic shapes happen), and compares everything
+observable: return value, raised exception (type and message), printed output, mutated arguments,
+globals and closure cells. It returns an ``Outcome``; ``minimize(program)`` drops statements while
+the failure persists.
 
-Every statement only assigns to a fixed pool of variables that is initialised first, so any subset of
-a program's statements is itself a valid program (that is what makes minimising simple).
+Every statement only assigns to a fixed pool of variables that is initialised first, so any subset
+of a program's statements is itself a valid program (that is what makes minimising simple).
 """
 
 from __future__ import annotations
@@ -343,8 +345,10 @@ class Gen:
         k = self.n()
         return self.pick(
             [
-                f"def inner(t):\n    return t * {k} + {self.t()}\n{self.t()} = inner({self.texpr()})",
-                f"{self.t()} = sum([{self.t()} * q for q in range({self.rng.randint(1, 3)})], {self.t()})",
+                f"def inner(t):\n    return t * {k} + {self.t()}\n"
+                f"{self.t()} = inner({self.texpr()})",
+                f"{self.t()} = sum([{self.t()} * q "
+                f"for q in range({self.rng.randint(1, 3)})], {self.t()})",
                 f"g = lambda t: t + {k}\n{self.t()} = g({self.t()})",
             ]
         )
@@ -382,11 +386,12 @@ def generate(seed: int) -> Program:
     return Program(seed, helpers, body)
 
 
-# -- running --------------------------------------------------------------------------------------------
+# -- running ---------------------------------------------------------------------------------------
 
 
 def make_inputs(seed: int, call: int, ns: dict[str, Any]) -> tuple:
-    """Fresh inputs for call ``call`` (equal for equal arguments; ``Obj`` from the program's namespace)."""
+    """Fresh inputs for call ``call`` (equal for equal arguments; ``Obj`` from the program's
+    namespace)."""
     rng = random.Random(seed * 7 + call)
     gen = torch.Generator().manual_seed(seed * 7 + call)
     size = rng.choice([3, 4, 5]) if call else 4
@@ -443,7 +448,7 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
             return f"{path}: len {len(actual)} != {len(expected)}"
-        for k, (a, e) in enumerate(zip(actual, expected)):
+        for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
             if (diff := compare(a, e, f"{path}[{k}]")) is not None:
                 return diff
         return None
@@ -458,7 +463,8 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
 
 
 def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Outcome:
-    """Run ``program`` eagerly and compiled, ``calls`` times, and compare (see the module docstring)."""
+    """Run ``program`` eagerly and compiled, ``calls`` times, and compare (see the module
+    docstring)."""
     eager_ns, compiled_ns = load(program), load(program)
     eager_fn, eager_cells = eager_ns["make"]()
     plain_fn, compiled_cells = compiled_ns["make"]()

@@ -1,5 +1,5 @@
-"""Minimised failures found by the random differential programs (``programs.py``), one test each, plus
-the bugs found while writing the reliability tests. Each names the bug it pins down."""
+"""Minimised failures found by the random differential programs (``programs.py``), one test each,
+plus the bugs found while writing the reliability tests. Each names the bug it pins down."""
 
 from __future__ import annotations
 
@@ -155,7 +155,8 @@ def test_exception_inside_try_of_resume_function_does_not_crash():
 
 
 def test_callee_break_raising_inside_no_grad_restores_grad_mode():
-    """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode off."""
+    """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode
+    off."""
 
     def fn(x):
         with torch.no_grad():
@@ -172,9 +173,10 @@ def test_callee_break_raising_inside_no_grad_restores_grad_mode():
 
 
 def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
-    """Fresh-seed fuzz find: ``j = obj.bump(3); j += obj.count`` with ``obj.count`` traced as a SymInt
-    (it changed between calls) doubled ``obj.count``: the ``iadd`` node was generated as ``add += add``,
-    rebinding the value the attribute store then read. Numbers now get plain ``add`` nodes."""
+    """Fresh-seed fuzz find: ``j = obj.bump(3); j += obj.count`` with ``obj.count`` traced as a
+    SymInt (it changed between calls) doubled ``obj.count``: the ``iadd`` node was generated as
+    ``add += add``, rebinding the value the attribute store then read. Numbers now get plain ``add``
+    nodes."""
 
     class Obj:
         def __init__(self, count):
@@ -199,9 +201,9 @@ def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
 
 
 def test_break_in_no_grad_nested_in_try_runs_the_except():
-    """Fuzz seed 349: a break inside ``with torch.no_grad():`` that sits inside ``try`` ran the breaking
-    instruction under the with-block's handler only, so the outer ``except`` never saw the error.
-    CPython's exception table is flat; the nesting is now read one handler level down."""
+    """Fuzz seed 349: a break inside ``with torch.no_grad():`` that sits inside ``try`` ran the
+    breaking instruction under the with-block's handler only, so the outer ``except`` never saw the
+    error. CPython's exception table is flat; the nesting is now read one handler level down."""
 
     def fn(x, i):
         j = 0
@@ -244,8 +246,8 @@ def _run_raising(compiled, fn, args_of, observe):
 def test_symbolic_division_by_zero_applies_earlier_mutations():
     """Fresh-seed fuzz finds 821214244 and 821214319: ``i = obj.bump(n); i = 3 // (i - 3)`` with the
     int traced as a SymInt (it changed between calls) raised ZeroDivisionError inside the graph,
-    before the deferred ``obj.count`` store was replayed: eager had stored it. A divisor (or negative
-    power of zero) that is zero now breaks the graph there, guarded on ``s0 - 3 != 0``."""
+    before the deferred ``obj.count`` store was replayed: eager had stored it. A divisor (or
+    negative power of zero) that is zero now breaks the graph there, guarded on ``s0 - 3 != 0``."""
 
     class Counter:
         def __init__(self):

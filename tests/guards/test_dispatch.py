@@ -1,5 +1,5 @@
-"""The generated dispatcher: argument passing for every kind of signature, the slow path taken when a
-guard raises, and a trie that picks the right entry among many."""
+"""The generated dispatcher: argument passing for every kind of signature, the slow path taken when
+a guard raises, and a trie that picks the right entry among many."""
 
 from __future__ import annotations
 

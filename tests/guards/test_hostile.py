@@ -1,5 +1,5 @@
-"""Guards never run user code: objects whose dunder methods count their calls keep every counter at 0
-while the guards of their function are built, evaluated and explained."""
+"""Guards never run user code: objects whose dunder methods count their calls keep every counter at
+0 while the guards of their function are built, evaluated and explained."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Guards end to end: what recompiles, with which recorded reason, and what does not.
 
-Every call's result is compared with eager; recompiles are counted with the counting backend and their
-reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.why``.
+Every call's result is compared with eager; recompiles are counted with the counting backend and
+their reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.why``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def run_same(compiled, fn, *args):
 
 
 def assert_one_recompile(fn, first: tuple, second: tuple, reason: str):
-    """``first`` compiles, calling it again does not, ``second`` compiles exactly once more, because of
-    ``reason``; ``why`` agrees for each argument set."""
+    """``first`` compiles, calling it again does not, ``second`` compiles exactly once more, because
+    of ``reason``; ``why`` agrees for each argument set."""
     compiled, counter = compile_counted(fn)
     run_same(compiled, fn, *first)
     run_same(compiled, fn, *first)
@@ -293,7 +293,7 @@ def test_why_names_the_selected_entry_and_rejections():
         [
             "selected: none (would compile)",
             "entry 0 rejected by: L['x'].dtype is ___torch_float32",
-            "entry 1 rejected by: L['mode'] == 'tanh'",  # each entry reports its first failing guard
+            "entry 1 rejected by: L['mode'] == 'tanh'",  # each entry: its first failing guard
         ]
     )
 

@@ -1,6 +1,6 @@
 """Shared check for the real-model tests: compile a model, compare inference and one training step
-with eager (outputs, gradients, parameters after an optimizer step, buffers) and assert the number of
-graph breaks (``bytegraph.explain``), so a new break is a failure, never hidden."""
+with eager (outputs, gradients, parameters after an optimizer step, buffers) and assert the number
+of graph breaks (``bytegraph.explain``), so a new break is a failure, never hidden."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ Loss = Callable[[Any], torch.Tensor]
 
 
 def first_tensor(out: Any) -> torch.Tensor:
-    """The main output of a model (a tensor, the first of a tuple, or ``.logits``/``last_hidden_state``)."""
+    """The main output of a model (a tensor, the first of a tuple, or
+    ``.logits``/``last_hidden_state``)."""
     for name in ("logits", "last_hidden_state"):
         if hasattr(out, name):
             return getattr(out, name)

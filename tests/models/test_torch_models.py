@@ -1,7 +1,7 @@
 """Models built from torch.nn alone, tiny sizes, random init: a LLaMA-style decoder (RMSNorm, rotary
 embeddings, ``F.scaled_dot_product_attention``), a ResNet-style CNN with BatchNorm, an LSTM and
-``nn.TransformerEncoder``. Each compiles with the expected number of graph breaks and matches eager in
-inference and in a training step."""
+``nn.TransformerEncoder``. Each compiles with the expected number of graph breaks and matches eager
+in inference and in a training step."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """GPT-2 and BERT from ``transformers``, built from tiny configs with random weights (no downloads).
 
 Each compiles to one graph with no break (``check_model(..., breaks=0)``) and matches eager in
-inference and in training steps. What this needs from the tracer is covered construct by construct in
-``tests/tracer/test_hf_constructs.py``: ``self.config.*`` reads (``PreTrainedConfig.__getattribute__``,
-allowlisted), ``ModelOutput`` creation and return, ``func.__code__.co_varnames``, ``import`` inside
-functions, ``torch.compiler.is_compiling()``, ``super().get`` on a ``dict`` subclass, ``in`` on a
-``Mapping``, ``inspect.signature``.
+inference and in training steps. What this needs from the tracer is covered construct by construct
+in ``tests/tracer/test_hf_constructs.py``: ``self.config.*`` reads
+(``PreTrainedConfig.__getattribute__``, allowlisted), ``ModelOutput`` creation and return,
+``func.__code__.co_varnames``, ``import`` inside functions, ``torch.compiler.is_compiling()``,
+``super().get`` on a ``dict`` subclass, ``in`` on a ``Mapping``, ``inspect.signature``.
 
 GPT-2 runs with ``use_cache=False``: with the cache on, the forward creates a ``DynamicCache``,
 whose construction iterates the config's per-layer view with ``Sequence.__iter__``, which stops on

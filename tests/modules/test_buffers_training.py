@@ -1,7 +1,7 @@
-"""Buffer mutation happens exactly as in eager (BatchNorm running statistics, a KV cache written with
-``index_copy_`` and slicing, a counter buffer), and ``backward()`` through a compiled forward gives
-eager's gradients, with the ``eager`` backend (autograd through the graph) and with ``aot_eager``
-(separate forward and backward graphs from AOTAutograd)."""
+"""Buffer mutation happens exactly as in eager (BatchNorm running statistics, a KV cache written
+with ``index_copy_`` and slicing, a counter buffer), and ``backward()`` through a compiled forward
+gives eager's gradients, with the ``eager`` backend (autograd through the graph) and with
+``aot_eager`` (separate forward and backward graphs from AOTAutograd)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Module trees are guarded by one ``MODULE_TREE`` check (O(1) while no module changed) instead of one
-guard per parameter, and every structural change still recompiles: swapped submodule, replaced
-parameter, dtype change, ``train()``/``eval()``, ``requires_grad_``, hooks added later. In-place value
-updates (optimizer steps) do not."""
+"""Module trees are guarded by one ``MODULE_TREE`` check (O(1) while no module changed) instead of
+one guard per parameter, and every structural change still recompiles: swapped submodule, replaced
+parameter, dtype change, ``train()``/``eval()``, ``requires_grad_``, hooks added later. In-place
+value updates (optimizer steps) do not."""
 
 from __future__ import annotations
 

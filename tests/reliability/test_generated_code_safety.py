@@ -1,6 +1,6 @@
 """Generated guard and resume code never embeds a user object's repr as code and never calls the
-user's ``__eq__``/``__hash__``/``__getattr__``/``__repr__``/properties: hostile objects reached as an
-argument, inside a list, as a global and as a closure cell, across a graph break, keep every call
+user's ``__eq__``/``__hash__``/``__getattr__``/``__repr__``/properties: hostile objects reached as
+an argument, inside a list, as a global and as a closure cell, across a graph break, keep every call
 counter at zero."""
 
 from __future__ import annotations

@@ -1493,8 +1493,8 @@ MODULES = [
         "NET.forward = PATCH",
         "vars(NET).pop('forward', None)",
         recompiles=2,
-        note="a forward set on the instance is refused by the module tracer: the recompile breaks at "
-        "the call (run in Python) and its resume function is traced too",
+        note="a forward set on the instance is refused by the module tracer: the recompile breaks "
+        "at the call (run in Python) and its resume function is traced too",
     ),
     S(
         "nn_buffer_reshaped",

@@ -179,7 +179,8 @@ _LIVE_VIEWS = frozenset({getattr, hasattr, enumerate, zip, reversed})
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
-    pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
+    pure builtin except attribute lookups (a bound method of the copy would miss later
+    mutations)."""
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))

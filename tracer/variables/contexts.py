@@ -1,8 +1,8 @@
 """Context managers the tracer understands: grad-mode switches (``torch.no_grad()`` and friends).
 
-Entering one records ``torch._C._set_grad_enabled(mode)`` in the graph and also switches the real grad
-mode while tracing continues (fake tensors then propagate ``requires_grad`` as eager would); the
-output graph restores the mode it started with when the trace ends, however it ends.
+Entering one records ``torch._C._set_grad_enabled(mode)`` in the graph and also switches the real
+grad mode while tracing continues (fake tensors then propagate ``requires_grad`` as eager would);
+the output graph restores the mode it started with when the trace ends, however it ends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class ContextManagerVariable(VariableTracker):
-    """``with torch.no_grad():`` (``mode=False``), ``torch.enable_grad()`` (True), ``set_grad_enabled(b)``."""
+    """``with torch.no_grad():`` (``mode=False``), ``torch.enable_grad()`` (True),
+    ``set_grad_enabled(b)``."""
 
     mode: bool
     previous: bool | None = None
@@ -57,7 +58,8 @@ class ContextManagerVariable(VariableTracker):
 
 @dataclass(eq=False)
 class ContextExitVariable(VariableTracker):
-    """The ``__exit__`` that BEFORE_WITH leaves on the stack; rebuilt as a ``GradModeExit`` at a break."""
+    """The ``__exit__`` that BEFORE_WITH leaves on the stack; rebuilt as a ``GradModeExit`` at a
+    break."""
 
     ctx: ContextManagerVariable
     source: Source | None = None
@@ -78,7 +80,8 @@ class ContextExitVariable(VariableTracker):
 
 
 class GradModeExit:
-    """What a resumed ``with torch.no_grad():`` block calls on exit: restores the grad mode it had."""
+    """What a resumed ``with torch.no_grad():`` block calls on exit: restores the grad mode it
+    had."""
 
     def __init__(self, previous: bool) -> None:
         self.previous = previous

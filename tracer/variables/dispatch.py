@@ -1,8 +1,8 @@
 """Operator and builtin semantics, keyed by the operation and the kinds of its operands.
 
-The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth test);
-this module decides what it means: fold it when every operand is a Python constant, record a graph
-node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
+The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth
+test); this module decides what it means: fold it when every operand is a Python constant, record a
+graph node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def call(
     return fn.call_function(tx, args, kwargs)
 
 
-# -- operators ---------------------------------------------------------------------------------------
+# -- operators -------------------------------------------------------------------------------------
 _REFLECTED = {
     operator.add: "__radd__",
     operator.sub: "__rsub__",
@@ -125,7 +125,8 @@ _COMPARISONS = frozenset(
 
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
+    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary,
+    getitem)."""
     if any(isinstance(a, SymNodeVariable) for a in args) and all(
         isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
     ):
@@ -191,9 +192,9 @@ _DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
 
 def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
     """Symbolic numbers are computed inside the graph, after which the trace's side effects are
-    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python, happened
-    before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation raises,
-    and when it does, run it in Python (a graph break) like the same error on constants."""
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python,
+    happened before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation
+    raises, and when it does, run it in Python (a graph break) like the same error on constants."""
     if len(args) != 2 or isinstance(args[1], TensorVariable):
         return
     lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
@@ -314,7 +315,7 @@ def setitem(
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
 
-# -- truth, identity, containment --------------------------------------------------------------------
+# -- truth, identity, containment ------------------------------------------------------------------
 def truth(tx: Translator, value: VariableTracker) -> bool:
     """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
     if isinstance(value, SymNodeVariable):
@@ -356,8 +357,8 @@ def is_none(tx: Translator, value: VariableTracker) -> bool:
 
 
 def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
-    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap`` caches
-    by identity), the same graph node, or the same constant."""
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
+    caches by identity), the same graph node, or the same constant."""
     if lhs is rhs:
         return True
     if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
@@ -435,7 +436,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
 
 
 def _user_iter(value: VariableTracker) -> bool:
-    """A user object whose class defines ``__iter__`` in Python (modules have their own iteration)."""
+    """A user object whose class defines ``__iter__`` in Python (modules have their own
+    iteration)."""
     if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
         return False
     return isinstance(
@@ -469,5 +471,5 @@ def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker
     return obj.var_getattr(tx, name)
 
 
-# -- methods of lists, dicts, sets, tuples -----------------------------------------------------------
+# -- methods of lists, dicts, sets, tuples ---------------------------------------------------------
 call_container_method = container_methods.call_method

@@ -103,10 +103,10 @@ class UserFunctionVariable(VariableTracker):
 
 
 def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
-    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time (inlining
-    ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with the function:
-    its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``). Functions carrying a
-    ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
+    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time
+    (inlining ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with
+    the function: its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``).
+    Functions carrying a ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
     if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(
         vars(fn.fn)
     ):

@@ -1,4 +1,5 @@
-"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for shapes/dtypes/devices).
+"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
+shapes/dtypes/devices).
 
 Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
 method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked

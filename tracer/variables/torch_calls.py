@@ -1,9 +1,11 @@
-"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood specially.
+"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood
+specially.
 
-Grad-mode context managers become ``ContextManagerVariable``; queries of global state are answered as
-constants (the state is guarded); calls with effects outside the tensors (seeding, saving, setting
-global flags) are ``Unsupported`` so they run in Python. Everything else is recorded as a node and run
-on fake tensors; results that are not tensors are folded to constants by the output graph.
+Grad-mode context managers become ``ContextManagerVariable``; queries of global state are answered
+as constants (the state is guarded); calls with effects outside the tensors (seeding, saving,
+setting global flags) are ``Unsupported`` so they run in Python. Everything else is recorded as a
+node and run on fake tensors; results that are not tensors are folded to constants by the output
+graph.
 """
 
 from __future__ import annotations
