@@ -2,7 +2,8 @@
 torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 
 Public API: ``compile``, ``reset``, ``config`` (``config.patch``), torch.compiler's decorators
-(``disable``, ``allow_in_graph``, ``assume_constant_result``, ``error_on_graph_break``), the
+(``disable``, ``allow_in_graph``, ``assume_constant_result``, ``substitute_in_graph``,
+``error_on_graph_break``), the
 inspection helpers ``cache_entries(fn)``, ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and
 ``stats()``, the report ``explain(fn)(*args)``, the HTML compile report
 (``report.write_html(path)``; ``BYTEGRAPH_TRACE_DIR`` records every compile) and
@@ -25,6 +26,7 @@ from .decorators import (  # noqa: E402
     assume_constant_result,
     disable,
     error_on_graph_break,
+    substitute_in_graph,
 )
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
@@ -63,6 +65,7 @@ __all__ = [
     "reset",
     "set_logs",
     "state_of",
+    "substitute_in_graph",
     "stats",
     "why",
 ]

@@ -17,6 +17,8 @@ reads torch's own marks too, so ``torch.compiler.disable`` and friends work unch
 from __future__ import annotations
 
 import functools
+import inspect
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -75,6 +77,75 @@ def assume_constant_result(fn: F) -> F:
         raise TypeError(f"bytegraph.assume_constant_result expects a callable, got {fn!r}")
     markers.CONSTANT_RESULT.add(fn)
     return fn
+
+
+def substitute_in_graph(
+    original_fn: Callable[..., Any],
+    *,
+    can_constant_fold_through: bool = False,
+    skip_signature_check: bool = False,
+) -> Callable[[F], F]:
+    """Trace the decorated Python function wherever compiled code calls ``original_fn`` (usually a
+    C function that blocks tracing), as ``torch.compiler.substitute_in_graph`` does. The returned
+    function calls ``original_fn`` when run in Python. ``can_constant_fold_through``: a call with
+    constant arguments calls ``original_fn`` while tracing and folds the result. The signatures
+    must match (parameter names, keyword-only names, defaults) unless one takes ``*args,
+    **kwargs`` or ``skip_signature_check`` is set; one substitute per function.
+
+    >>> @bytegraph.substitute_in_graph(operator.indexOf)
+    ... def index_of(a, b, /):
+    ...     for i, item in enumerate(a):
+    ...         if item is b or item == b:
+    ...             return i
+    ...     raise ValueError("sequence.index(x): x not in sequence")
+    """
+    if not callable(original_fn) or isinstance(original_fn, type):
+        raise TypeError(f"substitute_in_graph expects a function, got {original_fn!r}")
+
+    def register(polyfill: F) -> F:
+        if not isinstance(polyfill, types.FunctionType):
+            raise TypeError(f"@substitute_in_graph(...) expects a function, got {polyfill!r}")
+        if not skip_signature_check:
+            _check_signatures(original_fn, polyfill)
+        if id(original_fn) in markers.SUBSTITUTES:
+            raise ValueError(f"{original_fn!r} already has a substitute")
+
+        @functools.wraps(polyfill)
+        def substituted(*args: Any, **kwargs: Any) -> Any:
+            return original_fn(*args, **kwargs)
+
+        for fn in (original_fn, substituted):  # the registry holds both: their ids stay theirs
+            entry = markers.Substitute(fn, polyfill, can_constant_fold_through)
+            markers.SUBSTITUTES[id(fn)] = entry
+        return substituted  # type: ignore[return-value]
+
+    return register
+
+
+def _check_signatures(original: Any, polyfill: Any) -> None:
+    try:
+        expected = _signature_shape(inspect.signature(original))
+    except ValueError:  # a C function without a text signature: nothing to compare
+        return
+    got = _signature_shape(inspect.signature(polyfill))
+    anything = _signature_shape(inspect.signature(lambda *args, **kwargs: None))
+    if expected != got and anything not in (expected, got):
+        raise TypeError(
+            f"signature mismatch between {original!r} {inspect.signature(original)} and its "
+            f"substitute {polyfill.__qualname__}{inspect.signature(polyfill)}"
+        )
+
+
+def _signature_shape(sig: inspect.Signature) -> tuple:
+    """Positional names, keyword-only names and defaults (annotations and ``*args`` names aside)."""
+    params = sig.parameters.values()
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    keyword_only = inspect.Parameter.KEYWORD_ONLY
+    return (
+        tuple(p.name for p in params if p.kind not in (*variadic, keyword_only)),
+        frozenset(p.name for p in params if p.kind == keyword_only),
+        tuple((p.name, repr(p.default)) for p in params if p.kind not in variadic),
+    )
 
 
 class error_on_graph_break:  # noqa: N801 (a function-like context manager, as torch names it)

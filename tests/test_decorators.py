@@ -6,6 +6,7 @@ on the same function.
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import pytest
@@ -13,6 +14,7 @@ import torch
 import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.tracer.exc import BytegraphError
+from bytegraph.tracer.variables import markers
 
 import bytegraph
 
@@ -344,3 +346,75 @@ def test_is_compiling_is_true_while_tracing_only():
     x = torch.zeros(1)
     assert bytegraph.compile(fn)(x).item() == 1
     assert fn(x).item() == -1
+
+
+# -- substitute_in_graph ----------------------------------------------------------------------
+
+
+def index_of(a, b, /):
+    for i, item in enumerate(a):
+        if item is b or item == b:
+            return i
+    raise ValueError("sequence.index(x): x not in sequence")
+
+
+def test_a_c_function_without_substitute_breaks():
+    out = bytegraph.explain(lambda x, items: x * operator.countOf(items, 2))(torch.ones(2), [2, 2])
+    assert out.graph_break_count == 1
+
+
+def test_substitute_in_graph_traces_the_polyfill(monkeypatch):
+    monkeypatch.setattr(markers, "SUBSTITUTES", {})
+    wrapped = bytegraph.substitute_in_graph(operator.indexOf)(index_of)
+    assert wrapped([1, 2, 3], 3) == 2 and wrapped.__name__ == "index_of"
+
+    def fn(x, items):
+        return x * operator.indexOf(items, 3) + wrapped(items, 2)
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter, fullgraph=True)
+    x = torch.ones(2)
+    torch.testing.assert_close(compiled(x, [1, 2, 3]), fn(x, [1, 2, 3]))
+    torch.testing.assert_close(compiled(x, [3, 2, 1]), fn(x, [3, 2, 1]))  # a new list: guarded
+    assert counter.frame_count == 2
+
+
+def test_substitute_can_constant_fold_through(monkeypatch):
+    monkeypatch.setattr(markers, "SUBSTITUTES", {})
+    calls = []
+
+    def polyfill(a, b, /):
+        calls.append("traced")
+        return index_of(a, b)
+
+    bytegraph.substitute_in_graph(operator.indexOf, can_constant_fold_through=True)(polyfill)
+    compiled = bytegraph.compile(lambda x: x * operator.indexOf((1, 2, 3), 3), fullgraph=True)
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    assert calls == []  # folded by calling indexOf itself
+
+
+def test_substitute_signature_must_match(monkeypatch):
+    monkeypatch.setattr(markers, "SUBSTITUTES", {})
+    with pytest.raises(TypeError, match="signature mismatch"):
+        bytegraph.substitute_in_graph(operator.indexOf)(lambda a, b, c: 0)
+    bytegraph.substitute_in_graph(operator.indexOf, skip_signature_check=True)(lambda a, b, c: 0)
+    with pytest.raises(ValueError, match="already has a substitute"):
+        bytegraph.substitute_in_graph(operator.indexOf)(index_of)
+
+
+def test_torch_substitute_in_graph_is_honoured(monkeypatch):
+    monkeypatch.setattr(markers, "SUBSTITUTES", {})
+    handlers = torch._dynamo.variables.functions.PolyfilledFunctionVariable._get_polyfill_handlers()
+    if operator.countOf not in handlers:
+
+        @torch.compiler.substitute_in_graph(operator.countOf)
+        def count_of(a, b, /):
+            return sum(1 for item in a if item is b or item == b)
+
+    def fn(x, items):
+        return x * operator.countOf(items, 2)
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=counter)
+    torch.testing.assert_close(compiled(torch.ones(2), [2, 1, 2]), fn(torch.ones(2), [2, 1, 2]))
+    assert counter.frame_count == 1

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls, user_objects
+from . import builtin_calls, container_methods, markers, torch_calls, user_objects
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -55,8 +55,39 @@ def call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """Any call the bytecode makes."""
+    """Any call the bytecode makes. A callable with a registered substitute
+    (``markers.substitute_for``) runs its Python polyfill instead."""
+    substitute = markers.substitute_for(_callee(fn))
+    if substitute is not None:
+        return _call_substitute(tx, substitute, args, kwargs)
     return fn.call_function(tx, args, kwargs)
+
+
+def _callee(fn: VariableTracker) -> Any:
+    """The real callable behind ``fn`` where the trace knows it (a constant or a real object)."""
+    if fn.is_python_constant():
+        return fn.as_python_constant()
+    return fn.value if isinstance(fn, UserObjectVariable) else None
+
+
+def _call_substitute(
+    tx: Translator,
+    substitute: markers.Substitute,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    values = [*args, *kwargs.values()]
+    if substitute.can_constant_fold_through and all(v.is_python_constant() for v in values):
+        try:
+            result = substitute.original(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception:  # it raises: trace the polyfill, which raises the same in the trace
+            pass
+        else:
+            return tx.fold(result)
+    return UserFunctionVariable(substitute.polyfill).call_function(tx, args, kwargs)
 
 
 # -- operators -------------------------------------------------------------------------------------

@@ -6,17 +6,20 @@
   call becomes one graph node, run on fake tensors while tracing; its body is not traced.
 - constant result (``assume_constant_result``, both): called while tracing on constant arguments;
   its result is a constant of the trace, not guarded.
+- substitutes (``substitute_in_graph``, both): a call of the original (often a C function) traces
+  the registered Python polyfill instead (``substitute_for``; ``dispatch.call`` asks first).
 - ``error_on_graph_break(value)`` regions: a break inside the decorated function raises (or not)
   as ``value`` says, whatever the enclosing setting (``Unsupported.strict``).
 
-The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT`` and sets the
-attributes below; torch's markers are read from the attributes torch sets and from
+The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
+sets the attributes below; torch's markers are read from the attributes torch sets and from
 ``torch._dynamo.trace_rules`` (only once torch has imported it). Entry point: ``call_marked``.
 """
 
 from __future__ import annotations
 
 import sys
+import types
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -74,6 +77,40 @@ def call_marked(
     if isinstance(region, tuple):
         return _call_in_region(tx, vt, region, args, kwargs)
     return None
+
+
+@dataclass(frozen=True)
+class Substitute:
+    """What ``substitute_in_graph`` registered for ``original``."""
+
+    original: Any
+    polyfill: Any  #: a Python function traced in place of ``original``
+    can_constant_fold_through: bool = False
+
+
+#: id(original) -> Substitute (ids, so a lookup never calls a user ``__hash__``/``__eq__``).
+SUBSTITUTES: dict[int, Substitute] = {}
+
+
+def substitute_for(target: Any) -> Substitute | None:
+    """The registered stand-in for calls of ``target``: ours (``bytegraph.substitute_in_graph``),
+    else one user code registered with ``torch.compiler.substitute_in_graph`` (torch's own
+    polyfills, from ``torch._dynamo.polyfills``, are not used: bytegraph has its own)."""
+    ours = SUBSTITUTES.get(id(target))
+    if ours is not None and ours.original is target:
+        return ours
+    if not isinstance(target, (types.FunctionType, types.BuiltinFunctionType)):
+        return None
+    functions = sys.modules.get("torch._dynamo.variables.functions")
+    polyfilled = getattr(functions, "PolyfilledFunctionVariable", None)
+    if polyfilled is None:  # torch.compiler.substitute_in_graph imports it: nothing registered
+        return None
+    handler = polyfilled._get_polyfill_handlers().get(target)
+    polyfill = getattr(handler, "__torch_dynamo_polyfill__", None)
+    if polyfill is None or getattr(polyfill, "__module__", "").startswith("torch."):
+        return None
+    fold = bool(getattr(handler, "__torch_dynamo_can_constant_fold_through__", False))
+    return Substitute(target, polyfill, fold)
 
 
 def is_disabled(fn: Any) -> bool:
