@@ -245,7 +245,7 @@ class Report:
                 lines.append(_indent(f"{i}. {br}", "  ", "   "))
         if self.graphs:
             lines.append("Ops per graph:")
-            for gm, ops in zip(self.graphs, self.ops_per_graph):
+            for gm, ops in zip(self.graphs, self.ops_per_graph, strict=True):
                 lines.append(f"  {type(gm).__name__}: {', '.join(ops)}")
         if self.collective_count:
             lines.append(f"Collectives per graph ({self.collective_count} in all):")
@@ -280,9 +280,10 @@ def explain(fn: Any, *, backend: Any = "eager") -> Explainer:
 
     ``fn`` may be a plain function, a bound method, an ``nn.Module`` or a function already compiled
     by bytegraph; an already-compiled function's own cache is left untouched (its original code is
-    compiled again, separately, with its ``dynamic`` setting). ``backend`` compiles the graphs (default ``"eager"``). Calls of one
-    explainer share its copy, so a second call with other inputs reports the recompile and the guard
-    that failed. Bytegraph's fallback warnings are silenced during the call: the report has them.
+    compiled again, separately, with its ``dynamic`` setting). ``backend`` compiles the graphs
+    (default ``"eager"``). Calls of one explainer share its copy, so a second call with other inputs
+    reports the recompile and the guard that failed. Bytegraph's fallback warnings are silenced
+    during the call: the report has them.
 
     >>> out = bytegraph.explain(fn)(torch.randn(3))
     >>> out.graph_break_count, out.break_reasons[0].kind, out.break_reasons[0].line

@@ -1,8 +1,9 @@
 """``Emitter``: a small, version-aware builder of ``bytecode`` instruction lists.
 
-Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``); the
-callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never branch
-on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes it.
+Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``);
+the callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never
+branch on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes
+it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .pyversion import (
 
 
 class Emitter:
-    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new instruction."""
+    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new
+    instruction."""
 
     def __init__(self, lineno: int | None = None) -> None:
         self.instrs: list[Any] = []
@@ -213,15 +215,16 @@ _TAKES_NONE_ARG = frozenset({"LOAD_CONST"})
 #: Where ``add_null_to_callable`` puts the NULL: this many slots from the top, callable included.
 NULL_OFFSET = 1 if NULL_ABOVE_CALLABLE else 2
 
-# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward form
-# (generated code only jumps forward).
+# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward
+# form (generated code only jumps forward).
 POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_FALSE"
 POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_TRUE"
 
 
 class Codegen(Emitter):
-    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can rebuild
-    themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in ``output_var``."""
+    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can
+    rebuild themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in
+    ``output_var``."""
 
     def __init__(self, lineno: int | None = None, output_var: str = "__graph_out") -> None:
         super().__init__(lineno)

@@ -4,11 +4,11 @@ Given the frames of a ``GraphBreak`` (innermost first), the rewritten function:
 
 1. calls the graph and replays side effects (done by ``convert`` before calling ``emit_break``);
 2. for a break in the function's own frame, outside any try/with block: rebuilds the live locals and
-   the value stack, runs the breaking instruction itself with CPython (a conditional jump picks one of
-   two resume functions), then calls the resume function after it with the new stack and locals;
+   the value stack, runs the breaking instruction itself with CPython (a conditional jump picks one
+   of two resume functions), then calls the resume function after it with the new stack and locals;
 3. otherwise (a break inside an inlined callee, or inside a try/with block) calls a resume function
-   that starts *at* the breaking instruction in the callee's own code, then, for every caller frame, a
-   resume function that continues right after its call, with the callee's return value pushed.
+   that starts *at* the breaking instruction in the callee's own code, then, for every caller frame,
+   a resume function that continues right after its call, with the callee's return value pushed.
 
 Resume functions are compiled like any function (own guards, cache entries and graph breaks), except
 those starting inside a try/with block, which run in plain Python so exception handling stays exact.
@@ -52,7 +52,8 @@ _CONDITIONAL_JUMPS = (
 
 @dataclass(eq=False)
 class LocalValue(VariableTracker):
-    """A value the rewritten code keeps in one of its own locals (e.g. a resume function's result)."""
+    """A value the rewritten code keeps in one of its own locals (e.g. a resume function's
+    result)."""
 
     name: str
 
@@ -65,8 +66,9 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
     if len(frames) == 1 and _runs_inline(leaf):
         _emit_inline(cg, leaf, resume)
         return
-    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's own
-    # resume (whose code has the block's handler) runs, call the block's ``__exit__`` and re-raise.
+    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
+    # own resume (whose code has the block's handler) runs, call the block's ``__exit__`` and
+    # re-raise.
     exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
     if len(exits) > 1 or None in exits:
         raise Unsupported("resume", "a break in a callee called inside nested with blocks")
@@ -125,8 +127,8 @@ def _with_exit(frame: FrameState) -> ContextExitVariable | None:
 
 def _compilable(frame: FrameState, index: int) -> bool:
     """Can the resume function at ``index`` of ``frame`` be compiled? The code must allow it, and
-    each ``with`` exit it receives must be a ``ContextExit`` (guarded by key: any other exit, such as
-    that of a block entered by the breaking instruction itself, would be guarded by identity and
+    each ``with`` exit it receives must be a ``ContextExit`` (guarded by key: any other exit, such
+    as that of a block entered by the breaking instruction itself, would be guarded by identity and
     never match again)."""
     inst = frame.tx.instructions[frame.index]
     return (
@@ -150,8 +152,9 @@ def _call_start(tx: Translator, index: int) -> int:
 def _live_names(
     tx: Translator, local_vars: dict[str, VariableTracker], index: int
 ) -> tuple[str, ...]:
-    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads the
-    frame's first argument implicitly, so in code using it that argument is kept, and kept first."""
+    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads
+    the frame's first argument implicitly, so in code using it that argument is kept, and kept
+    first."""
     live = tx.live_at(index)
     names = [n for n in local_vars if n in live]
     first = (
@@ -255,7 +258,8 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         _run_instruction(cg, tx, inst)
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
-        # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
+        # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis``
+        # says.
         effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
         if inst.name not in ("RAISE_VARARGS", "RERAISE"):  # nothing runs after a raise
             _resume_with_stack(
@@ -267,7 +271,8 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
 
 def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> None:
     """If the instruction raised: call the ``with`` block's ``__exit__`` with the exception (leaving
-    the context), then re-raise, as the original block's handler would (its own cleanup included)."""
+    the context), then re-raise, as the original block's handler would (its own cleanup
+    included)."""
     cleanup = TryBegin(Label(), push_lasti=True, stack_depth=UNSET)
     cg.label(label)
     cg.instrs.append(cleanup)
@@ -286,8 +291,8 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
 
 
 #: Stack items consumed by instructions that may break, where that does not depend on the argument.
-#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items and
-#: would no longer see the dict change size, so those keep the old conservative path.)
+#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items
+#: and would no longer see the dict change size, so those keep the old conservative path.)
 _POPS = {
     "BINARY_OP": 2,
     "BINARY_SUBSCR": 2,

@@ -1,8 +1,9 @@
-"""Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten function.
+"""Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten
+function.
 
 ``convert_call(fn, L, backend)`` runs the ``Translator`` over ``fn``'s code with the real arguments
-``L``, closes the graph over the tensors the return value (or, at a graph break, the live frames) and
-side effects need, compiles it with the backend and emits the rewritten function that calls it.
+``L``, closes the graph over the tensors the return value (or, at a graph break, the live frames)
+and side effects need, compiles it with the backend and emits the rewritten function that calls it.
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from .breaks import ResumeFactory, emit_break, live_values
 from .context_runtime import StateSafeGraph
-from .global_state import function_modes_supported
 from .exc import Unsupported
+from .global_state import function_modes_supported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker, walk
-from .variables.contexts import enter_carried
 from .variables.containers import (
     GeneratorVariable,
 )
+from .variables.contexts import enter_carried
 from .variables.modules import traced_modules, tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
@@ -73,14 +74,16 @@ def convert_call(
     backend: Any,
     *,
     fullgraph: bool = False,
+    error_on_graph_break: bool = False,
     resume: ResumeFactory | None = None,
     policy: DynamicPolicy | None = None,
     numbering: Numbering | None = None,
 ) -> TraceResult:
-    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
-    break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
-    in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering`` (that of
-    the compiled function ``fn`` belongs to)."""
+    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A
+    graph break becomes resume calls (``breaks.py``) unless ``fullgraph``, ``error_on_graph_break``
+    (or the region the break is in, ``Unsupported.is_error``) or no ``resume`` factory says it may
+    not, in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering``
+    (that of the compiled function ``fn`` belongs to)."""
     numbering = numbering or Numbering()
     output = OutputGraph(policy=policy)
     grad_mode = torch.is_grad_enabled()
@@ -96,7 +99,7 @@ def convert_call(
         try:
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
-            if fullgraph or resume is None:
+            if resume is None or gb.reason.is_error(fullgraph, error_on_graph_break):
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
         return _finish(fn, output, result, frames, backend, resume, reason, numbering)
@@ -156,7 +159,8 @@ def _finish(
 
 @dataclass(frozen=True)
 class PreloadedSource(Source):
-    """A value loaded into the rewritten code's local ``name`` before the side effects were replayed."""
+    """A value loaded into the rewritten code's local ``name`` before the side effects were
+    replayed."""
 
     name: str
 
@@ -171,8 +175,9 @@ def _preload_stale(
     cg: Codegen, output: OutputGraph, values: list[VariableTracker]
 ) -> list[tuple[VariableTracker, Source]]:
     """Values read through something the replayed side effects change (``a = lst[0]; lst.pop(0)``,
-    ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each into
-    a local now and point its ``source`` there until the code is emitted. Returns what to restore."""
+    ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each
+    into a local now and point its ``source`` there until the code is emitted. Returns what to
+    restore."""
     effects = output.side_effects
     if not effects:
         return []
@@ -246,7 +251,8 @@ def _guards_so_far(output: OutputGraph) -> list[Guard]:
 
 
 def _all_guards(output: OutputGraph) -> list[Guard]:
-    """Input guards plus the shape facts the trace relied on (rendered last: they need every size)."""
+    """Input guards plus the shape facts the trace relied on (rendered last: they need every
+    size)."""
     return sorted(output.guards | set(output.shapes.guards()))
 
 
@@ -257,7 +263,8 @@ def _emit_graph_call(
     backend: Any,
     numbering: Numbering,
 ) -> tuple[list[torch.fx.GraphModule], list[int]]:
-    """Compile the graph (if it does anything) and emit ``__graph_out = __compiled_fn_N(*inputs)``."""
+    """Compile the graph (if it does anything) and emit ``__graph_out =
+    __compiled_fn_N(*inputs)``."""
     if output.count_calls() == 0:
         return [], []
     outputs = _graph_outputs(live)

@@ -1,8 +1,8 @@
 """``OutputGraph``: owns the ``torch.fx.Graph`` being built, its inputs, guards and side effects.
 
 Every tensor operation the translator sees becomes a node here, executed at the same time on fake
-tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the graph
-over the tensors that must leave it and hands it to the backend.
+tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the
+graph over the tensors that must leave it and hands it to the backend.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ class OutputGraph:
         return vt
 
     def add_symbolic_number(self, value: int | float, source: Source) -> VariableTracker:
-        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``) fed
-        with the real number."""
+        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``)
+        fed with the real number."""
         if source in self.inputs:
             return self.inputs[source]
         node = self._placeholder(_placeholder_name(source))
@@ -291,7 +291,8 @@ class OutputGraph:
         )
 
     def _symbolic_sequence(self, node: torch.fx.Node, example: Any) -> VariableTracker:
-        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the rest."""
+        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the
+        rest."""
         node.meta["example_value"] = example
         items: list[VariableTracker] = []
         for i, e in enumerate(example):
@@ -323,7 +324,7 @@ class OutputGraph:
             tx = tx.parent
         return "".join(traceback.format_list(list(reversed(frames))))
 
-    # -- rolling back a partly traced instruction ---------------------------------------------------
+    # -- rolling back a partly traced instruction --------------------------------------------------
     def checkpoint(self) -> tuple:
         return len(self.created), self.side_effects.snapshot(), self.state.checkpoint()
 
@@ -352,9 +353,12 @@ class OutputGraph:
 
     # -- finishing ---------------------------------------------------------------------------------
     def count_calls(self) -> int:
-        """Operations in the graph (state changes are not: a graph of those alone is not compiled)."""
+        """Operations in the graph (state changes are not: a graph of those alone is not
+        compiled)."""
         return sum(
-            1 for n in self.graph.nodes if n.op.startswith("call_") and "bytegraph_state" not in n.meta
+            1
+            for n in self.graph.nodes
+            if n.op.startswith("call_") and "bytegraph_state" not in n.meta
         )
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:

@@ -224,7 +224,8 @@ class SideEffects:
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:
-    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and sets."""
+    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and
+    sets."""
     if hasattr(container, "replay_log") and container.replay_log(cg):
         return  # a lazy list only appended to: ``src.extend([...])``
     source = container.source

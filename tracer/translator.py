@@ -1,12 +1,13 @@
 """``Translator``: symbolic execution of one code object over VariableTrackers.
 
-It owns the value stack, the symbolic locals and the instruction pointer, and ``step()`` dispatches each
-instruction to its handler in ``opcodes/``; it knows no opcode semantics itself. ``inline_call`` runs a
-called user function in a child translator sharing the same ``OutputGraph``.
+It owns the value stack, the symbolic locals and the instruction pointer, and ``step()`` dispatches
+each instruction to its handler in ``opcodes/``; it knows no opcode semantics itself.
+``inline_call`` runs a called user function in a child translator sharing the same ``OutputGraph``.
 
 When an instruction cannot be traced, ``step()`` rolls the frame back to just before it and raises
 ``GraphBreak`` carrying each frame's state (innermost first): the leaf frame stopped *at* the
-instruction, its callers stopped at the call that is still running. ``breaks.py`` turns that into code.
+instruction, its callers stopped at the call that is still running. ``breaks.py`` turns that into
+code.
 """
 
 from __future__ import annotations
@@ -225,9 +226,9 @@ class Translator:
         return index < len(self.handlers) and self.handlers[index] is not None
 
     def resumable_at(self, index: int) -> bool:
-        """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly in
-        one ``with`` block (a break there runs inline, protected: see ``breaks.py``; the block's exit
-        must also be a ``ContextExit``, which ``breaks.py`` checks)."""
+        """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly
+        in one ``with`` block (a break there runs inline, protected: see ``breaks.py``; the block's
+        exit must also be a ``ContextExit``, which ``breaks.py`` checks)."""
         return not self.in_try(index) or self.with_exit_at(index)
 
     def with_exit_at(self, index: int) -> bool:
@@ -255,8 +256,9 @@ class Translator:
     def call_direct(
         self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can resume
-        in this frame right after the call (nested resume) instead of re-running the whole call."""
+        """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can
+        resume in this frame right after the call (nested resume) instead of re-running the whole
+        call."""
         self.direct_callee = fn
         return self.dispatch.call(self, fn, args, kwargs)
 
@@ -323,7 +325,8 @@ class Translator:
 
 
 def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
-    """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a builtin)?"""
+    """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a
+    builtin)?"""
     target = getattr(callee, "fn", None) or getattr(callee, "value", None)
     forward = getattr(type(target), "forward", None) if target is not None else None
     return (
@@ -336,7 +339,8 @@ def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
 def _global_source(tx: Translator, name: str) -> Source:
     """Globals of the root frame are ``G[...]``; those of functions inlined from another module are
     ``M['mod'][...]``, guarded the same way. Code exec'd outside any module has globals we cannot
-    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be guarded)."""
+    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be
+    guarded)."""
     globals_source = _globals_source(tx)
     if globals_source is None:
         return ConstSource(tx.f_globals[name], f"{tx.f_globals.get('__name__')}.{name}")
@@ -368,12 +372,13 @@ def bind_args(
     kwargs: dict[str, VariableTracker],
     defaults: tuple[dict, dict],
 ) -> dict[str, VariableTracker]:
-    """Bind call arguments to ``code``'s parameters, as CPython does (TypeError cases are Unsupported)."""
+    """Bind call arguments to ``code``'s parameters, as CPython does (TypeError cases are
+    Unsupported)."""
     nargs, nkw = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames
     bound: dict[str, VariableTracker] = {}
     pos_defaults, kw_defaults = defaults
-    for name, value in zip(names[:nargs], args):
+    for name, value in zip(names[:nargs], args, strict=False):
         bound[name] = value
     extra = list(args[nargs:])
     kwargs = dict(kwargs)
@@ -417,7 +422,7 @@ _MISSING = object()
 def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
     return {
         name: ClosureCellVariable(cell, ClosureSource(name))
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True)
     }
 
 

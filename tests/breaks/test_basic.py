@@ -224,8 +224,14 @@ def test_method_call_breaks():
         logger.log("m", y)
         return y * 2
 
-    check_breaks(fn, randn(3), graphs=2, breaks=2, observe=lambda: list(logger.lines),
-                 setup=lambda: logger.lines.clear())
+    check_breaks(
+        fn,
+        randn(3),
+        graphs=2,
+        breaks=2,
+        observe=lambda: list(logger.lines),
+        setup=lambda: logger.lines.clear(),
+    )
 
 
 def test_tensor_method_tolist_in_expression():

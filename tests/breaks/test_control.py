@@ -1,6 +1,6 @@
 """Graph breaks and control flow: data-dependent branches and while loops (both ways across calls),
-breaks inside loops (resuming mid-iteration over ranges, lists, dict items, enumerate, zip) and inside
-branches."""
+breaks inside loops (resuming mid-iteration over ranges, lists, dict items, enumerate, zip) and
+inside branches."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_if_return_in_branch():
 def test_if_on_bool_tensor():
     def fn(x):
         y = x.abs()
-        if (y.max() > 0.7):
+        if y.max() > 0.7:
             y = y * 10
         return y
 
@@ -124,8 +124,9 @@ def test_while_max_halves_both_ways():
     # NOTE(3.12): from 3.12 on, the loop test is duplicated at the loop's end, whose jumps are other
     # positions: one more resume (the body entered from the bottom test), with its graph and break
     bottom_test = not PY311
-    _, _, report = check_breaks(fn, None, calls=[small, big, big, small], graphs=3 + bottom_test,
-                                breaks=2 + bottom_test)
+    _, _, report = check_breaks(
+        fn, None, calls=[small, big, big, small], graphs=3 + bottom_test, breaks=2 + bottom_test
+    )
     assert {r.kind for r in report.break_reasons} == {"data_dependent"}
     assert all(r.line == "while t.max() > 1:" for r in report.break_reasons)
 
@@ -153,7 +154,7 @@ def test_while_never_entered():
     check_breaks(fn, lambda: (torch.rand(3),), graphs=1, breaks=1)
 
 
-# -- breaks inside loops -----------------------------------------------------------------------------
+# -- breaks inside loops ---------------------------------------------------------------------------
 
 
 def test_print_in_for_range():
@@ -188,7 +189,9 @@ def test_for_over_list_of_tensors_with_break():
             print("t")
         return total
 
-    check_breaks(fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=3, breaks=3)
+    check_breaks(
+        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=3, breaks=3
+    )
 
 
 def test_for_over_dict_items_with_break():
@@ -200,8 +203,12 @@ def test_for_over_dict_items_with_break():
                 print("key", k)
         return out
 
-    check_breaks(fn, lambda: ({"a": torch.randn(2), "b": torch.randn(2), "c": torch.randn(2)},),
-                 graphs=2, breaks=1)
+    check_breaks(
+        fn,
+        lambda: ({"a": torch.randn(2), "b": torch.randn(2), "c": torch.randn(2)},),
+        graphs=2,
+        breaks=1,
+    )
 
 
 def test_for_enumerate_with_item():
@@ -231,7 +238,7 @@ def test_for_enumerate_with_tolist():
 def test_for_zip_with_break():
     def fn(a, b):
         res = []
-        for p, q in zip(a, b):
+        for p, q in zip(a, b, strict=False):
             bytegraph.graph_break()
             res.append(p * q)
         return res
@@ -293,7 +300,7 @@ def test_continue_after_break():
     check_breaks(fn, pos(3), graphs=2, breaks=2)
 
 
-# -- breaks inside branches --------------------------------------------------------------------------
+# -- breaks inside branches ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("flag", [True, False])

@@ -1,6 +1,6 @@
-"""Graph breaks inside ``with torch.no_grad()`` / ``torch.enable_grad()``: the breaking code sees the
-grad mode eager would, results' ``requires_grad`` match, and an exception raised by the breaking code
-inside the block still restores grad mode."""
+"""Graph breaks inside ``with torch.no_grad()`` / ``torch.enable_grad()``: the breaking code sees
+the grad mode eager would, results' ``requires_grad`` match, and an exception raised by the breaking
+code inside the block still restores grad mode."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the rewritten
-function (graph call, stack and locals rebuilt, print run in Python, resume call), the resume function
-(prefix pushing the stack argument and jumping into the original code) and the resume function's own
-rewritten code. One snapshot per Python version (3.11 has PRECALL; 3.13 puts the NULL above the
-callable and has LOAD_FAST_LOAD_FAST)."""
+"""Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the
+rewritten function (graph call, stack and locals rebuilt, print run in Python, resume call), the
+resume function (prefix pushing the stack argument and jumping into the original code) and the
+resume function's own rewritten code. One snapshot per Python version (3.11 has PRECALL; 3.13 puts
+the NULL above the callable and has LOAD_FAST_LOAD_FAST)."""
 
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ objects the function reaches are compared without any reset::
 ``run_eager``/``run_bytegraph``/``run_torch_compile`` call the function ``CALLS`` times on fresh,
 seeded inputs and record per call an ``Observation``: the result, the exception (type and message)
 if one was raised, the arguments after the call (in-place changes), ``setup.observe()`` (objects,
-globals, optimizer state) and torch's global state (grad and inference mode, autocast per device, default dtype and device, deterministic
-algorithms, torch function modes, the RNG state). ``compare`` checks tensors on values AND dtype,
-shape, device, layout, ``requires_grad`` and ``.grad``; everything else on type and value, plain
-objects attribute by attribute.
+globals, optimizer state) and torch's global state (grad and inference mode, autocast per device,
+default dtype and device, deterministic algorithms, torch function modes, the RNG state).
+``compare`` checks tensors on values AND dtype, shape, device, layout, ``requires_grad`` and
+``.grad``; everything else on type and value, plain objects attribute by attribute.
 
 ``tests/corpus/test_corpus.py`` asserts bytegraph's counts per case; ``benchmarks/parity.py`` prints
 bytegraph beside torch.compile.

@@ -1,5 +1,5 @@
-"""Identity guards hold their objects weakly: they never keep them alive, an entry whose guarded object
-died is dropped, and a new object that reuses the dead one's id is not mistaken for it."""
+"""Identity guards hold their objects weakly: they never keep them alive, an entry whose guarded
+object died is dropped, and a new object that reuses the dead one's id is not mistaken for it."""
 
 from __future__ import annotations
 
@@ -104,7 +104,8 @@ def test_dead_entry_dropped_and_dispatcher_rebuilt():
     a, b = Thing(), Thing()
     for obj in (a, b):
         guard_set = cache.new_guard_set([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
-        cache.add(Variant(guard_set, lambda obj=id(obj): obj))
+        ident = id(obj)
+        cache.add(Variant(guard_set, lambda ident=ident: ident))
     assert cache.guard_fn(b)() == id(b)
     del a
     gc.collect()

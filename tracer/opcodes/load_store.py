@@ -65,7 +65,8 @@ def import_name(tx: Translator, inst: Instr) -> None:
 def import_from(tx: Translator, inst: Instr) -> None:
     """(module -- module value)  https://docs.python.org/3.11/library/dis.html#opcode-IMPORT_FROM
 
-    A name of a module's namespace is guarded like a global of that module (``M['mod']['name']``)."""
+    A name of a module's namespace is guarded like a global of that module
+    (``M['mod']['name']``)."""
     module = tx.stack[-1].as_python_constant()
     if not isinstance(module, types.ModuleType) or inst.arg not in vars(module):
         raise Unsupported("import", f"from {getattr(module, '__name__', module)} import {inst.arg}")

@@ -4,7 +4,8 @@ Each module mirrors standard modules (``itertools``, ``functools``, ``operator``
 ``heapq`` with ``bisect``): one short function per builtin, its docstring naming the CPython
 function it replaces, registered with ``registry.polyfill``. The tracer inlines them like user
 code, so what they call (user functions, tensor operations) is traced and what they build
-(generators, closures) behaves lazily, as the C version would. Importing this package registers them all; ``lookup`` finds one.
+(generators, closures) behaves lazily, as the C version would. Importing this package
+registers them all; ``lookup`` finds one.
 """
 
 from __future__ import annotations

@@ -73,8 +73,8 @@ class VariableTracker:
 
 
 class ConstantLikeVariable(VariableTracker):
-    """Base of trackers wrapping a Python object fixed for the whole trace (``value``): a constant, a
-    module, a class, a torch op. Subclasses are dataclasses declaring ``value``."""
+    """Base of trackers wrapping a Python object fixed for the whole trace (``value``): a constant,
+    a module, a class, a torch op. Subclasses are dataclasses declaring ``value``."""
 
     value: Any
 
@@ -113,8 +113,8 @@ def walk(
     values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
 ) -> Iterator[VariableTracker]:
     """Every tracker reachable from ``values`` (trackers, or lists/tuples/dicts of them) through the
-    trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of a
-    tracker for which ``descend`` is false are not visited."""
+    trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of
+    a tracker for which ``descend`` is false are not visited."""
     seen: set[int] = set()
     pending = [values]
     while pending:

@@ -1,11 +1,11 @@
-"""``wrap(tx, value, source)``: the only code that turns a real object into a VariableTracker, and the
-only code that installs input guards.
+"""``wrap(tx, value, source)``: the only code that turns a real object into a VariableTracker, and
+the only code that installs input guards.
 
 Values with a source (arguments, globals, closure cells, attributes reached from them) are guarded:
 tensors become graph inputs with ``TENSOR_MATCH``; literals get ``TYPE_MATCH`` + ``EQUALS_MATCH``;
 containers get type and length guards and their items are wrapped in turn; functions, modules and
-classes are guarded by identity. ``wrap_static`` (no guards) is for values from torch's own namespaces
-and ``fold`` for Python values computed during the trace.
+classes are guarded by identity. ``wrap_static`` (no guards) is for values from torch's own
+namespaces and ``fold`` for Python values computed during the trace.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ _BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_F
 
 
 def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
-    """Wrap an input-reachable ``value`` read through ``source``, guarding what the trace assumes."""
+    """Wrap an input-reachable ``value`` read through ``source``, guarding what the trace
+    assumes."""
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
@@ -247,7 +248,8 @@ _SLICE_ATTRS = ("start", "stop", "step")
 
 
 def _literal_items(value: slice | frozenset) -> bool:
-    """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user ``__eq__``)."""
+    """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user
+    ``__eq__``)."""
     items = (value.start, value.stop, value.step) if type(value) is slice else value
     return all(type(v) in _LITERALS or v is None for v in items)
 
@@ -257,7 +259,8 @@ def _is_namedtuple(cls: type) -> bool:
 
 
 def _is_torch_value(value: Any) -> bool:
-    """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not inlined."""
+    """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not
+    inlined."""
     if isinstance(value, types.ModuleType):
         return value.__name__ == "torch" or value.__name__.startswith("torch.")
     if isinstance(value, torch.nn.Module):

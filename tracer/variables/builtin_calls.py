@@ -198,7 +198,8 @@ _LIVE_VIEWS = frozenset({getattr, hasattr})
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
-    pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
+    pure builtin except attribute lookups (a bound method of the copy would miss later
+    mutations)."""
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
@@ -445,7 +446,6 @@ def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableT
         raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
     quotient = tx.dispatch.call_operator(tx, operator.floordiv, [a, b])
     return TupleVariable([quotient, tx.dispatch.call_operator(tx, operator.mod, [a, b])])
-
 
 
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:

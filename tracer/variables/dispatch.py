@@ -1,8 +1,8 @@
 """Operator and builtin semantics, keyed by the operation and the kinds of its operands.
 
-The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth test);
-this module decides what it means: fold it when every operand is a Python constant, record a graph
-node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
+The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth
+test); this module decides what it means: fold it when every operand is a Python constant, record a
+graph node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from . import (
     builtin_calls,
     container_methods,
     iterators,
+    markers,
     numpy_arrays,
     sorting,
     torch_calls,
@@ -69,8 +70,13 @@ def call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """Any call the bytecode makes. A C builtin with a polyfill (``tracer/polyfills``) runs its
-    pure-Python equivalent instead; an ``lru_cache``'d function runs the function it wraps."""
+    """Any call the bytecode makes. A callable with a registered substitute
+    (``markers.substitute_for``) runs its Python polyfill instead, as does a C builtin with one of
+    bytegraph's polyfills (``tracer/polyfills``); an ``lru_cache``'d function runs the function it
+    wraps."""
+    substitute = markers.substitute_for(_callee(fn))
+    if substitute is not None:
+        return _call_substitute(tx, substitute, args, kwargs)
     target = _callable_value(fn)
     if target is not None:
         if numpy_arrays.is_numpy_callable(target):
@@ -99,7 +105,34 @@ def _callable_value(fn: VariableTracker) -> Any:
     return None
 
 
-# -- operators ---------------------------------------------------------------------------------------
+def _callee(fn: VariableTracker) -> Any:
+    """The real callable behind ``fn`` where the trace knows it (a constant or a real object)."""
+    if fn.is_python_constant():
+        return fn.as_python_constant()
+    return fn.value if isinstance(fn, UserObjectVariable) else None
+
+
+def _call_substitute(
+    tx: Translator,
+    substitute: markers.Substitute,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    values = [*args, *kwargs.values()]
+    if substitute.can_constant_fold_through and all(v.is_python_constant() for v in values):
+        try:
+            result = substitute.original(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception:  # it raises: trace the polyfill, which raises the same in the trace
+            pass
+        else:
+            return tx.fold(result)
+    return UserFunctionVariable(substitute.polyfill).call_function(tx, args, kwargs)
+
+
+# -- operators -------------------------------------------------------------------------------------
 _REFLECTED = {
     operator.add: "__radd__",
     operator.sub: "__rsub__",
@@ -165,7 +198,8 @@ _COMPARISONS = frozenset(
 
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
+    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary,
+    getitem)."""
     if any(isinstance(a, SymNodeVariable) for a in args) and all(
         isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
     ):
@@ -245,9 +279,9 @@ _DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
 
 def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
     """Symbolic numbers are computed inside the graph, after which the trace's side effects are
-    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python, happened
-    before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation raises,
-    and when it does, run it in Python (a graph break) like the same error on constants."""
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python,
+    happened before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation
+    raises, and when it does, run it in Python (a graph break) like the same error on constants."""
     if len(args) != 2 or isinstance(args[1], TensorVariable):
         return
     lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
@@ -375,7 +409,7 @@ def setitem(
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
 
-# -- truth, identity, containment --------------------------------------------------------------------
+# -- truth, identity, containment ------------------------------------------------------------------
 def truth(tx: Translator, value: VariableTracker) -> bool:
     """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
     if isinstance(value, SymNodeVariable):
@@ -421,8 +455,8 @@ def is_none(tx: Translator, value: VariableTracker) -> bool:
 
 
 def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
-    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap`` caches
-    by identity), the same graph node, or the same constant."""
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
+    caches by identity), the same graph node, or the same constant."""
     if lhs is rhs:
         return True
     if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
@@ -514,7 +548,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
 
 
 def _user_iter(value: VariableTracker) -> bool:
-    """A user object whose class defines ``__iter__`` in Python (modules have their own iteration)."""
+    """A user object whose class defines ``__iter__`` in Python (modules have their own
+    iteration)."""
     if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
         return False
     return isinstance(
@@ -550,5 +585,5 @@ def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker
     return obj.var_getattr(tx, name)
 
 
-# -- methods of lists, dicts, sets, tuples -----------------------------------------------------------
+# -- methods of lists, dicts, sets, tuples ---------------------------------------------------------
 call_container_method = container_methods.call_method

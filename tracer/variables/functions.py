@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
+from . import markers
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
-#: Functions traced specially, by code object (``@contextmanager``'s wrapper: ``generator_contexts``):
-#: ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the function.
+#: Functions traced specially, by code object (``@contextmanager``'s wrapper:
+#: ``generator_contexts``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
+#: function.
 CALL_HOOKS: dict[types.CodeType, Any] = {}
 
 
@@ -72,6 +74,9 @@ class UserFunctionVariable(VariableTracker):
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
+        marked = markers.call_marked(tx, self, args, kwargs)
+        if marked is not None:
+            return marked
         hook = CALL_HOOKS.get(self.fn.__code__)
         if hook is not None and self.self_vt is None:
             return hook(tx, self, args, kwargs)
@@ -114,10 +119,10 @@ class UserFunctionVariable(VariableTracker):
 
 
 def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
-    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time (inlining
-    ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with the function:
-    its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``). Functions carrying a
-    ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
+    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time
+    (inlining ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with
+    the function: its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``).
+    Functions carrying a ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
     if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(
         vars(fn.fn)
     ):

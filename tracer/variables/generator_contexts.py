@@ -143,8 +143,10 @@ def _user_context(tx: Translator, vt: VariableTracker) -> ContextVariable | None
             hint="torch function and dispatch modes are not traced; their block runs in Python",
         )
     methods = [inspect.getattr_static(cls, n, None) for n in ("__enter__", "__exit__")]
-    if not isinstance(vt, UserObjectVariable) or isinstance(vt, CFunctionVariable) or not all(
-        isinstance(m, types.FunctionType) for m in methods
+    if (
+        not isinstance(vt, UserObjectVariable)
+        or isinstance(vt, CFunctionVariable)
+        or not all(isinstance(m, types.FunctionType) for m in methods)
     ):
         return None
     return UserMethodContextVariable(log=tx.output.state, obj=vt)

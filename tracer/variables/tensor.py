@@ -1,4 +1,5 @@
-"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for shapes/dtypes/devices).
+"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
+shapes/dtypes/devices).
 
 Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
 method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
@@ -138,7 +139,7 @@ class TensorVariable(VariableTracker):
         the graph makes has none (a graph never runs ``backward``)."""
         if self.source is None:
             return ConstantVariable(None)
-        real = dict(zip(tx.output.inputs, tx.output.input_values)).get(self.source)
+        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
         if not isinstance(real, torch.Tensor):
             raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
         return tx.wrap(real.grad, AttrSource(self.source, "grad"))

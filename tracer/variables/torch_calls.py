@@ -1,11 +1,13 @@
-"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood specially.
+"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood
+specially.
 
 Context managers (``torch.no_grad()``, ``torch.autocast(...)``...) and state setters that are traced
 (``set_grad_enabled``, ``set_default_dtype``, ``use_deterministic_algorithms``) go to
-``state_contexts.py``; queries of global state are answered as constants (the state is guarded and,
-while tracing, really switched); other calls with effects outside the tensors (seeding, saving, global
-flags, mode stacks) are ``Unsupported`` so they run in Python. Everything else is recorded as a node
-and run on fake tensors; results that are not tensors are folded to constants by the output graph.
+``state_contexts.py``; queries of global state are answered as constants (the state is guarded
+and, while tracing, really switched); other calls with effects outside the tensors (seeding, saving,
+global flags, mode stacks) are ``Unsupported`` so they run in Python. Everything else is recorded
+as a node and run on fake tensors; results that are not tensors are folded to constants by the
+output graph.
 Factory calls under a ``torch.device`` context of the trace get the device as an argument.
 """
 

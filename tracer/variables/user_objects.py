@@ -1,13 +1,14 @@
 """Objects created during the trace, and every attribute store.
 
-``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or
-a dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
+``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
+dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
 object's attributes live in ``side_effects`` like writes to existing objects. A namedtuple subclass
 whose instances have a ``__dict__`` becomes a ``NamedTupleObjectVariable``. ``nn.Module`` classes
-are ``module_objects.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape (returned, stored in a global, an
-attribute or a container that outlives the call, or live at a graph break) are rebuilt after the
-graph with their final attributes (``SideEffects.plan``/``codegen``); the others never exist at run
-time. Nothing is guarded on their identity.
+are ``module_objects.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape
+(returned, stored in a global, an attribute or a container that outlives the call, or live at a
+graph break) are rebuilt after the graph with their final attributes
+(``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on their
+identity.
 
 ``store_attribute`` is every ``obj.name = value`` (``STORE_ATTR``, ``setattr``): it runs
 ``__setattr__`` overrides, property setters and descriptors' ``__set__`` as CPython would, and
