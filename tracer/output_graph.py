@@ -26,7 +26,7 @@ from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
 from .exc import Unsupported
-from .graph_naming import graph_constant, graph_target
+from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
@@ -172,12 +172,12 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
-        if op == "call_function":
-            target = graph_target(target)
-        node_args = tuple(_as_node_arg(a) for a in args)
-        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        if op == "call_function":
+            target = graph_target(augmented_target(target, fake_args[0] if args else None))
+        node_args = tuple(_as_node_arg(a) for a in args)
+        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         example = self._run_fake(op, target, fake_args, fake_kwargs)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the

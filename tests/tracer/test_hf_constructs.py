@@ -7,6 +7,7 @@ function, ``torch.compiler.is_compiling()``, ``super().get`` on a ``dict`` subcl
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ import pytest
 import torch
 from difftest import assert_same, check, compile_counted
 from torch import nn
+
+import bytegraph
 
 transformers = pytest.importorskip("transformers")
 ModelOutput = transformers.utils.ModelOutput
@@ -200,4 +203,42 @@ def test_missing_module_attribute_with_default_does_not_recompile():
         assert_same(compiled(x), x)
     model.groups = 4  # the absence was guarded
     assert_same(compiled(x), x * 4)
+    assert counter.frame_count == 2
+
+
+def test_os_environ_read_is_guarded_per_key(monkeypatch):
+    # ``transformers``' SDPA attention reads ``os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", "0")``
+    monkeypatch.delenv("BYTEGRAPH_TEST_FLAG", raising=False)
+
+    def fn(x):
+        if os.environ.get("BYTEGRAPH_TEST_FLAG", "0") == "1":
+            x = x + 1
+        if "BYTEGRAPH_TEST_FLAG" in os.environ:
+            x = x * 2
+        return x - int(os.getenv("BYTEGRAPH_TEST_FLAG", "5"))
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    monkeypatch.setenv("UNRELATED_VARIABLE_FOR_THE_TEST", "1")  # other keys are not guarded
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 1
+    monkeypatch.setenv("BYTEGRAPH_TEST_FLAG", "1")
+    assert_same(compiled(x), fn(x))
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+    assert bytegraph.explain(fn)(x).graph_break_count == 0
+
+
+def test_dict_with_bytes_keys_read_by_key():
+    table = {b"a": 2, ("t", 1): 3}
+
+    def fn(x):
+        return x * table[b"a"] + table.get(b"missing", 1) + (b"a" in table)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    table[b"a"] = 5
+    assert_same(compiled(x), fn(x))
     assert counter.frame_count == 2

@@ -11,6 +11,7 @@ guards therefore call that ``__getattribute__``.
 from __future__ import annotations
 
 import inspect
+import os
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,8 @@ class UserObjectVariable(VariableTracker):
         if pending is not None:
             return pending
         cls = type(self.value)
+        if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
+            return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
         if _has_custom_getattr(cls):
             if not _pure_getattr(cls):
                 raise Unsupported(
@@ -120,6 +123,8 @@ class UserObjectVariable(VariableTracker):
                 else tx.wrap(cls, TypeSource(self.source))
             )
             return bound.clone(self_vt=cls_vt)
+        if name in DictReadVariable.METHODS and static is vars(dict).get(name):
+            return DictReadVariable(self, name)  # a dict read by key, guarded key by key
         if (
             hasattr(static, "__get__")
             and not isinstance(static, types.FunctionType)
@@ -290,7 +295,9 @@ class ClassVariable(ConstantLikeVariable):
                 source = AttrSource(AttrSource(self.source, "apply"), "__func__")
                 tx.output.add_guard(Guard(source, "ID_MATCH", func, ("id", id(func))))
             if func is not torch.autograd.Function.apply.__func__:
-                raise Unsupported("autograd_function", f"{self.value.__qualname__}.apply overridden")
+                raise Unsupported(
+                    "autograd_function", f"{self.value.__qualname__}.apply overridden"
+                )
             return AutogradFunctionApplyVariable(self.value, self.source)
         static = inspect.getattr_static(self.value, name, _MISSING)
         if isinstance(static, types.FunctionType):
@@ -345,10 +352,12 @@ class SuperVariable(VariableTracker):
 
 @dataclass(eq=False)
 class DictReadVariable(VariableTracker):
-    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` called on an input-reachable instance of
-    a ``dict`` subclass (``super().get(key)`` in a registry class). Only constant keys; a present key
-    is read and guarded through ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``;
-    both checks run ``dict``'s own lookup, so the subclass must not override ``__getitem__`` or
+    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
+    not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
+    class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
+    constant str, int or bytes keys; a present key is read and guarded through ``ItemSource``
+    (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are guarded. Both
+    checks run ``dict``'s own lookup, so the class must not override ``__getitem__`` or
     ``__contains__`` in Python."""
 
     METHODS = ("get", "__getitem__", "__contains__")
@@ -360,23 +369,15 @@ class DictReadVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        obj, name = self.obj, self.name
-        cls = type(getattr(obj, "value", None))
-        if (
-            not isinstance(obj, UserObjectVariable)
-            or obj.source is None
-            or not issubclass(cls, dict)
-            or kwargs
-            or not args
-            or not all(a.is_python_constant() for a in args)
-            or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__"))
-        ):
-            raise Unsupported("super", f"dict.{name} on {obj}")
+        name = self.name
+        if kwargs or not args or not all(a.is_python_constant() for a in args):
+            raise Unsupported("super", f"dict.{name} on {self.obj} with these arguments")
         key = args[0].as_python_constant()
-        if type(key) not in (str, int) or len(args) > (2 if name == "get" else 1):
+        if type(key) not in (str, int, bytes) or len(args) > (2 if name == "get" else 1):
             raise Unsupported("super", f"dict.{name} with key {key!r}")
-        if not dict.__contains__(obj.value, key):
-            tx.output.add_guard(Guard(obj.source, "KEY_ABSENT", key, key))
+        mapping, source, key, decode = self._target(tx, key)
+        if not dict.__contains__(mapping, key):
+            tx.output.add_guard(Guard(source, "KEY_ABSENT", key, key))
             if name == "__getitem__":
                 raise Unsupported("python_error", f"KeyError: {key!r}")
             return (
@@ -384,5 +385,30 @@ class DictReadVariable(VariableTracker):
                 if name == "__contains__"
                 else (args[1] if len(args) > 1 else ConstantVariable(None))
             )
-        value = tx.wrap(dict.__getitem__(obj.value, key), ItemSource(obj.source, key))
-        return ConstantVariable(True) if name == "__contains__" else value
+        raw = dict.__getitem__(mapping, key)
+        value = tx.wrap(raw, ItemSource(source, key))
+        if name == "__contains__":
+            return ConstantVariable(True)
+        return value if decode is None else ConstantVariable(decode(raw))
+
+    def _target(self, tx: Translator, key: Any) -> tuple[dict, Source, Any, Any]:
+        """The real dict, its source, the key in it and how to decode its values. ``os.environ``
+        keeps encoded keys and values in ``_data``: reads go there (``G['os'].environ._data[b'K']``)
+        and the value read is decoded at trace time."""
+        obj = self.obj
+        cls = type(getattr(obj, "value", None))
+        if isinstance(obj, UserObjectVariable) and obj.source is not None and cls is os._Environ:
+            if type(key) is not str:
+                raise Unsupported("super", f"os.environ[{key!r}]")
+            env = obj.value
+            source = AttrSource(obj.source, "_data")
+            tx.wrap(env._data, source)  # guards its type: a dict
+            return env._data, source, env.encodekey(key), env.decodevalue
+        if (
+            not isinstance(obj, UserObjectVariable)
+            or obj.source is None
+            or not issubclass(cls, dict)
+            or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__"))
+        ):
+            raise Unsupported("super", f"dict.{self.name} on {obj}")
+        return obj.value, obj.source, key, None
