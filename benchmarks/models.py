@@ -119,9 +119,11 @@ def _row(arch, labels, bg, tc) -> str:
         f"{_cells(tc)}"
     )
     notes = []
-    if tc is not None and _more_breaks(bg, tc):
+    breaks = any(p.breaks for p in bg.phases.values())
+    if _more_breaks(bg, tc) or (tc is None and breaks):
         reasons = [r for p in bg.phases.values() for r in p.reasons]
-        notes.append("more breaks: " + "; ".join(dict.fromkeys(r[:110] for r in reasons)))
+        label = "breaks" if tc is None else "more breaks"
+        notes.append(f"{label}: " + "; ".join(dict.fromkeys(r[:110] for r in reasons)))
     if bg.error:
         notes.append(bg.error[:300])
     if bg.wrong:
@@ -134,7 +136,7 @@ def _row(arch, labels, bg, tc) -> str:
 
 
 def _more_breaks(bg, tc) -> bool:
-    return any(
+    return tc is not None and any(
         bg.phases[k].breaks > tc.phases[k].breaks
         for k in ("inf", "train")
         if k in bg.phases and k in tc.phases

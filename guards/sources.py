@@ -129,6 +129,24 @@ class ItemSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class DictItemSource(ChainedSource):
+    """An item read with ``dict``'s own lookup, ``dict.__getitem__(G['ACT2FN'], 'gelu')``: for
+    instances of ``dict`` subclasses whose ``__getitem__`` is Python code (transformers'
+    ``ClassInstantier`` makes a new object on each ``[]``), which guards must not run."""
+
+    key: Any  #: a str, int or bytes key
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"dict.__getitem__({self.base.render(roots)}, {self.key!r})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(dict.__getitem__)
+        self.base.reconstruct(cg)
+        cg.load_const(self.key)
+        cg.call_function(2)
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """A value the trace owns (e.g. a default argument object): reconstructed by ``LOAD_CONST``."""
 

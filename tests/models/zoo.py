@@ -10,10 +10,12 @@ What runs a model (compile, compare with eager, count) is ``suite.py``; nothing 
 
 from __future__ import annotations
 
+import random
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy
 import torch
 
 #: Variants of one architecture: with or without ``labels``, inference then one training step.
@@ -151,8 +153,12 @@ _INPUTS = {
 
 
 def inputs(arch: Arch, labels: bool) -> dict[str, Any]:
-    """Fresh keyword arguments for ``arch`` (seeded: equal on every call)."""
+    """Fresh keyword arguments for ``arch``, equal on every call. Called right before each call of
+    the model, it also seeds Python's and NumPy's generators (wav2vec2's SpecAugment draws its masks
+    with ``np.random``): eager and compiled calls see the same random numbers."""
     torch.manual_seed(1)
+    random.seed(1)
+    numpy.random.seed(1)
     return _INPUTS[arch.inputs](labels)
 
 

@@ -6,6 +6,7 @@ function, ``torch.compiler.is_compiling()``, ``super().get`` on a ``dict`` subcl
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Mapping
@@ -23,8 +24,16 @@ ModelOutput = transformers.utils.ModelOutput
 
 
 def tiny_config(**kwargs):
-    return transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=8,
-                                   bos_token_id=0, eos_token_id=0, **kwargs)
+    return transformers.GPT2Config(
+        n_layer=1,
+        n_embd=8,
+        n_head=2,
+        vocab_size=10,
+        n_positions=8,
+        bos_token_id=0,
+        eos_token_id=0,
+        **kwargs,
+    )
 
 
 def test_config_attribute_and_alias_read():
@@ -98,8 +107,11 @@ def test_code_co_varnames_of_a_function():
         return a
 
     def fn(x):
-        index = target.__code__.co_varnames.index("use_cache") if "use_cache" in \
-            target.__code__.co_varnames else -1
+        index = (
+            target.__code__.co_varnames.index("use_cache")
+            if "use_cache" in target.__code__.co_varnames
+            else -1
+        )
         return x + index
 
     check(fn, torch.randn(3))
@@ -111,6 +123,7 @@ def test_import_inside_function():
 
         import torch.nn.functional as F
         from torch import relu
+
         return relu(F.silu(x)) * math.pi
 
     check(fn, torch.randn(3))
@@ -241,4 +254,90 @@ def test_dict_with_bytes_keys_read_by_key():
     assert_same(compiled(x), fn(x))
     table[b"a"] = 5
     assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+
+
+def test_lru_cache_call_with_constant_arguments_runs_once():
+    # ``is_torch_greater_or_equal("2.9.0")`` in transformers: memoized, called with constants
+    calls = []
+
+    @functools.lru_cache
+    def at_least(version):
+        calls.append(version)
+        return version >= 2
+
+    def fn(x):
+        return x + 1 if at_least(3) else x - 1
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert_same(compiled(x), x + 1)
+    assert_same(fn(x), x + 1)
+    assert calls == [3]  # once, like eager: the trace made the first (real) call
+    assert counter.frame_count == 1
+
+
+def test_warning_once_is_emitted_once_without_a_break():
+    # GPT-2 with labels: ``logger.warning_once(...)`` (an lru_cache'd method of ``Logger``)
+    messages = []
+
+    class Logger:
+        @functools.lru_cache(None)  # noqa: B019 (the construct under test)
+        def warning_once(self, msg):
+            messages.append(msg)
+
+    logger = Logger()
+
+    def fn(x, kind):
+        logger.warning_once(f"`loss_type={kind}` is unrecognized")
+        return x * 2
+
+    x = torch.randn(3)
+    assert bytegraph.explain(fn)(x, None).graph_break_count == 0
+    compiled, _ = compile_counted(fn)
+    for _ in range(3):
+        assert_same(compiled(x, None), x * 2)
+    assert messages == ["`loss_type=None` is unrecognized"]
+
+
+def test_lru_cache_with_a_mutable_result_breaks():
+    @functools.lru_cache
+    def table():
+        return [1, 2]
+
+    def fn(x):
+        return x * table()[0]
+
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    report = bytegraph.explain(fn)(x)
+    assert [r.kind for r in report.break_reasons] == ["memoized_call"]
+
+
+def test_super_getitem_in_an_overriding_dict_subclass():
+    # transformers' ``ACT2FN`` (``ClassInstantier``): ``__getitem__`` calls ``super().__getitem__``;
+    # the guard on the item read must use dict's lookup, never run the override
+    made = []
+
+    class Instantier(dict):
+        def __getitem__(self, key):
+            made.append(key)
+            return super().__getitem__(key) * 2
+
+    table = Instantier(scale=3)
+
+    def fn(x):
+        return x * table["scale"]
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), x * 6)
+    assert made == ["scale"]  # the override ran once (replayed), not in guards
+    made.clear()
+    assert "selected: entry 0" in str(bytegraph.why(compiled, x))
+    assert made == []  # evaluating the guards did not run it
+    dict.__setitem__(table, "scale", 4)
+    assert_same(compiled(x), x * 8)
     assert counter.frame_count == 2

@@ -28,6 +28,7 @@ from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .modules import NNModuleVariable
 from .objects import (
     CFunctionVariable,
@@ -180,6 +181,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
         return CFunctionVariable(value, source)  # breaks when called
+    if isinstance(value, LRU_CACHE_WRAPPER):
+        add(identity)
+        return MemoizedFunctionVariable(value, source)
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
 
@@ -243,6 +247,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(value)
+    if isinstance(value, LRU_CACHE_WRAPPER):
+        return MemoizedFunctionVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if isinstance(value, torch.nn.Module):

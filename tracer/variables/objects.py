@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
+from ...guards.sources import AttrSource, DictItemSource, ItemSource, Source, TypeSource
 from ..exc import Unsupported
 from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import UserFunctionVariable
+from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -99,6 +100,10 @@ class UserObjectVariable(VariableTracker):
             self._guard_not_shadowed(tx, name)
             method = tx.wrap(static, class_source)
             return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+        if isinstance(static, LRU_CACHE_WRAPPER) and name not in _instance_dict(self.value):
+            self._guard_not_shadowed(tx, name)  # ``logger.warning_once``: a memoized method
+            method = tx.wrap(static, class_source)
+            return MemoizedFunctionVariable(static, getattr(method, "source", None), self_vt=self)
         if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
             fget_source = None if class_source is None else AttrSource(class_source, "fget")
             if fget_source is not None:
@@ -386,7 +391,9 @@ class DictReadVariable(VariableTracker):
                 else (args[1] if len(args) > 1 else ConstantVariable(None))
             )
         raw = dict.__getitem__(mapping, key)
-        value = tx.wrap(raw, ItemSource(source, key))
+        # a Python ``__getitem__`` (``super().__getitem__`` in an override) must not run in guards
+        item = ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
+        value = tx.wrap(raw, item(source, key))
         if name == "__contains__":
             return ConstantVariable(True)
         return value if decode is None else ConstantVariable(decode(raw))
@@ -408,7 +415,7 @@ class DictReadVariable(VariableTracker):
             not isinstance(obj, UserObjectVariable)
             or obj.source is None
             or not issubclass(cls, dict)
-            or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__"))
+            or cls.__contains__ is not dict.__contains__  # the ``KEY_ABSENT`` guard uses ``in``
         ):
             raise Unsupported("super", f"dict.{self.name} on {obj}")
         return obj.value, obj.source, key, None
