@@ -17,6 +17,7 @@ import functools
 import inspect
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -60,7 +61,7 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
         config.recompile_limit,
     )
     if isinstance(fn, torch.nn.Module):
-        fn.forward = compile(fn.forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        fn.forward = _module_forward(fn, backend, fullgraph, dynamic)
         return fn
     if isinstance(fn, types.MethodType):
         compiled = compile(fn.__func__, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
@@ -100,6 +101,37 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
     entry.__bytegraph__ = state
     entry.__signature__ = inspect.signature(fn, follow_wrapped=False)
     return entry
+
+
+#: Compiled ``forward`` functions shared by the modules of one class: ``{forward function:
+#: {(backend, fullgraph, dynamic): compiled}}``.
+_SHARED_FORWARDS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
+
+
+def _module_forward(module: torch.nn.Module, backend: Any, fullgraph: bool, dynamic: Any) -> Any:
+    """``module.forward`` compiled. The modules of one class compiled with the same settings share
+    one compiled ``forward`` (one cache of variants), as torch.compile shares its cache per code
+    object: regional compilation (``for layer in model.layers: bytegraph.compile(layer)``) traces
+    the layer's code once and every layer of the same structure passes that variant's guards."""
+    forward = module.forward
+    func = getattr(forward, "__func__", None)
+    if (
+        not isinstance(forward, types.MethodType)
+        or forward.__self__ is not module
+        or not isinstance(func, types.FunctionType)
+    ):
+        return compile(forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    try:
+        key = (backend, fullgraph, dynamic)
+        shared = _SHARED_FORWARDS.setdefault(func, {})
+        compiled = shared.get(key)
+    except TypeError:  # an unhashable backend: nothing to share it by
+        return compile(forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if compiled is None:
+        compiled = shared[key] = compile(
+            func, backend=backend, fullgraph=fullgraph, dynamic=dynamic
+        )
+    return types.MethodType(compiled, module)
 
 
 #: Code flags of functions whose calls suspend (generators, coroutines, async generators).

@@ -7,6 +7,7 @@ over the tensors that must leave it and hands it to the backend.
 
 from __future__ import annotations
 
+import functools
 import operator
 import traceback
 import warnings
@@ -277,9 +278,9 @@ class OutputGraph:
         while tx is not None:
             loc = tx.location()
             if loc is not None:
-                frames.append(traceback.FrameSummary(loc.filename, loc.lineno, loc.function))
+                frames.append((loc.filename, loc.lineno, loc.function))
             tx = tx.parent
-        return "".join(traceback.format_list(list(reversed(frames))))
+        return _format_stack(tuple(reversed(frames)))
 
     # -- rolling back a partly traced instruction ---------------------------------------------------
     def checkpoint(self) -> tuple:
@@ -404,3 +405,10 @@ def _as_fake(vt: Any) -> Any:
     if isinstance(vt, DictVariable):
         return {k: _as_fake(v) for k, v in vt.items.items()}
     return vt.as_python_constant()
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
+    """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
+    cached: the nodes made on one line share their stack, and reading source lines is slow."""
+    return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))

@@ -13,7 +13,11 @@ import bytegraph
 
 
 def shape_guards(fn, entry: int) -> list[str]:
-    return [p.code for p in bytegraph.cache_entries(fn)[entry].guards.parts if p.guard.kind == "SHAPE_EXPR"]
+    return [
+        p.code
+        for p in bytegraph.cache_entries(fn)[entry].guards.parts
+        if p.guard.kind == "SHAPE_EXPR"
+    ]
 
 
 def test_int_becomes_symbolic_after_it_changes():
@@ -207,3 +211,44 @@ def test_why_names_the_failing_shape_guard():
     why = bytegraph.why(compiled, torch.randn(4))
     assert why.selected is None
     assert "L['x']" in why.failures[0][1].code
+
+
+class _Layer:
+    """A KV-cache layer as transformers' DynamicLayer keeps it: an empty 1-d tensor until the
+    first update, then (batch, heads, length, dim) growing by one position per call."""
+
+    def __init__(self):
+        self.keys = torch.tensor([])
+
+    def update(self, k):
+        self.keys = k if self.keys.dim() == 1 else torch.cat([self.keys, k], dim=-2)
+        return self.keys
+
+
+def test_size_becomes_symbolic_after_a_rank_change():
+    # generate(): the cache tensor is 1-d on the first call, 4-d and growing afterwards; the
+    # growing length must become dynamic (compared with the last 4-d shape, not the 1-d one)
+    def fn(layer, q, k):
+        keys = layer.update(k)
+        return (q @ keys.transpose(-1, -2)).softmax(-1)
+
+    compiled, counter = compile_counted(fn)
+    layer, eager_layer = _Layer(), _Layer()
+    for length in (5, 1, 1, 1, 1, 1):
+        q, k = torch.randn(1, 2, length, 4), torch.randn(1, 2, length, 4)
+        assert_same(compiled(layer, q, k), fn(eager_layer, q, k))
+    assert counter.frame_count == 3  # empty cache, 5 cached positions, then any length
+
+
+def test_isinstance_of_a_symbolic_size_does_not_specialise():
+    # transformers' masking: ``isinstance(q_offset, torch.Tensor)`` on a cache length
+    def fn(x):
+        n = x.shape[0]
+        offset = n.to(x.device) if isinstance(n, torch.Tensor) else n
+        return x * offset + isinstance(n, int) + (type(n) is int)
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2

@@ -182,6 +182,8 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
     if not vt.is_python_constant():
         return False
+    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
+        return False  # the type is known without specialising the number (``isinstance_``)
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
     if (
         fn in (getattr, hasattr)
