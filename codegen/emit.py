@@ -169,6 +169,9 @@ class Codegen(Emitter):
         self.graph_outputs: dict[Any, int] = {}
         self.output_var = output_var
         self.cells: dict[str, Any] = {}  #: extra closure cells the finished function needs
+        #: locals already holding an object created during the trace (set by the side-effect
+        #: replay; an object is loaded from its local only after it was created)
+        self.new_objects: set[str] = set()
 
     def load_cell_value(self, name: str, value: Any) -> Emitter:
         """Load ``value`` through a new closure cell called ``name`` (``LOAD_DEREF name``)."""

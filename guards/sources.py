@@ -147,6 +147,27 @@ class DictItemSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class DictValueSource(ChainedSource):
+    """The ``index``-th value of the dict ``base``, by position:
+    ``[*L['m']._forward_hooks.values()][0]`` (for dicts whose keys change while their values stay,
+    like a module's hook tables)."""
+
+    index: int
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"[*{self.base.render(roots)}.values()][{self.index}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(list)
+        self.base.reconstruct(cg)
+        cg.load_attr("values")
+        cg.call_function(0)
+        cg.call_function(1)
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """A value the trace owns (e.g. a default argument object): reconstructed by ``LOAD_CONST``."""
 
@@ -164,6 +185,23 @@ class ConstSource(Source):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ConstSource) and other.value is self.value
+
+
+@dataclass(frozen=True)
+class FreshSource(Source):
+    """An object the rewritten code builds itself before the graph runs (a ``torch.nn`` module
+    created in the traced function), kept in its local ``name``. It is made the same way, from the
+    same constants, on every call: facts about it hold by construction, so guards reached from it
+    are dropped (``OutputGraph.add_guard``), and none ever depends on the identity of an object
+    created during the call."""
+
+    name: str
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"<{self.name}>"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_local(self.name)
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,18 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
         _emit_exit_handler(cg, protect.target, exits[0])
 
 
+def live_values(frames: list[FrameState]) -> list[VariableTracker]:
+    """What ``emit_break`` may rebuild: each frame's stack and the locals live where it resumes
+    (objects made in the trace that only dead locals hold are never created)."""
+    values: list[VariableTracker] = []
+    for i, frame in enumerate(frames):
+        tx = frame.tx
+        starts = {frame.index, _call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
+        names = {n for start in starts for n in _live_names(tx, frame.locals, start)}
+        values += [*frame.stack, *(frame.locals[n] for n in names)]
+    return values
+
+
 def _runs_inline(frame: FrameState) -> bool:
     tx = frame.tx
     inst = tx.instructions[frame.index]

@@ -20,7 +20,7 @@ from ..codegen.emit import Codegen
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, emit_break
+from .breaks import ResumeFactory, emit_break, live_values
 from .exc import Unsupported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
@@ -113,13 +113,11 @@ def _finish(
     numbering: Numbering,
 ) -> TraceResult:
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    live = (
-        [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
-    )
-    graphs, ops = _emit_graph_call(
-        cg, output, [*live, *_side_effect_values(output)], backend, numbering
-    )
-    swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
+    live = [result] if frames is None else live_values(frames)
+    replayed = output.side_effects.plan(live)  # which objects made in the trace escape
+    output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
+    graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
+    swapped = _preload_stale(cg, output, [*live, *replayed])
     try:
         output.side_effects.codegen(cg)
         if frames is None:
@@ -250,14 +248,6 @@ def _emit_graph_call(
     cg.store_local(cg.output_var)
     cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
     return [gm], [ops]
-
-
-def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
-    effects = output.side_effects
-    values = [v for _, _, v in effects.attr_stores.values()]
-    values += list(effects.global_stores.values()) + list(effects.cell_stores.values())
-    values += list(effects.mutated.values())
-    return values
 
 
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:

@@ -25,7 +25,7 @@ from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
 from ..guards.guard import Guard, TensorSpec
-from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from .exc import Unsupported
 from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
@@ -77,6 +77,8 @@ class OutputGraph:
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
+        if guard.source is not None and isinstance(guard.source.root, FreshSource):
+            return  # an object built by the rewritten code itself: it holds by construction
         if guard.source is not None and isinstance(guard.source.root, ConstSource):
             if _fixed_by_constant(guard):
                 return  # the rewritten code loads the value with LOAD_CONST: it cannot differ

@@ -251,6 +251,9 @@ class Translator:
     def wrap_static(self, value: Any) -> VariableTracker:
         return builder.wrap_static(self, value)
 
+    def wrap_unsourced(self, value: Any, what: str) -> VariableTracker:
+        return builder.wrap_unsourced(self, value, what)
+
     def fold(self, value: Any) -> VariableTracker:
         return builder.fold(self, value)
 

@@ -18,7 +18,14 @@ import sympy
 import torch
 import torch.fx
 
-from . import lower_indexing, lower_reductions, lower_views  # noqa: F401  (import registers their lowerings)
+# importing these registers their lowerings
+from . import (  # noqa: F401
+    lower_indexing,
+    lower_reductions,
+    lower_scans,
+    lower_scatter,
+    lower_views,
+)
 from .indexing import as_expr, contiguous_strides, same
 from .ir import (
     Buffer,

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 from models import suite, zoo
 from models.modeltest import BytegraphEngine
 
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 
 ALL = os.environ.get("BYTEGRAPH_ALL_MODELS", "") not in ("", "0")
 ARCHS = [a for a in zoo.ARCHS if ALL or a.default]
@@ -60,3 +61,37 @@ def test_zoo_covers_the_families():
     ):
         assert name in zoo.BY_NAME
     assert families == {a.family for a in zoo.ARCHS if a.default}  # the subset has every family
+
+
+def test_gpt2_cache_made_in_forward_is_rebuilt(monkeypatch):
+    """``use_cache=True``: the ``DynamicCache`` the forward creates, filled layer by layer and
+    returned, is traced (one graph) and rebuilt after it. Its construction's
+    ``Sequence.__iter__`` over the per-layer config view is replaced by a length-bounded loop
+    (the IndexError it stops on is not traced yet; see the module docstring)."""
+    import bytegraph
+
+    view = pytest.importorskip("transformers.integrations.heterogeneity.configuration_utils")
+
+    def iterate(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    monkeypatch.setattr(view._PerLayerConfigView, "__iter__", iterate)
+    config = transformers.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64, bos_token_id=0,
+        eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=True,
+    )
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 100, (2, 8))
+    report = bytegraph.explain(model.forward, backend="eager")(ids)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    compiled = bytegraph.compile(model.forward, backend="eager")
+    with torch.no_grad():
+        out, expected = compiled(ids), model(ids)
+    torch.testing.assert_close(out.logits, expected.logits)
+    cache, expected_cache = out.past_key_values, expected.past_key_values
+    assert type(cache) is type(expected_cache) and len(cache.layers) == 2
+    for layer, expected_layer in zip(cache.layers, expected_cache.layers, strict=True):
+        assert type(layer) is type(expected_layer)
+        torch.testing.assert_close(layer.keys, expected_layer.keys)
+        torch.testing.assert_close(layer.values, expected_layer.values)

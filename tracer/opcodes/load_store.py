@@ -19,8 +19,7 @@ from ..exc import Unsupported
 from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.modules import NNModuleVariable
-from ..variables.objects import SuperVariable, UserObjectVariable
+from ..variables.objects import SuperVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -195,7 +194,10 @@ def load_deref(tx: Translator, inst: Instr) -> None:
             contents = cell.cell.cell_contents
         except ValueError:
             raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
-        tx.push(tx.wrap(contents, cell.source))
+        if cell.source is None:  # a cell of a function reached without a source
+            tx.push(tx.wrap_unsourced(contents, f"free variable {name!r}"))
+        else:
+            tx.push(tx.wrap(contents, cell.source))
 
 
 @handler("STORE_DEREF")
@@ -239,15 +241,12 @@ def load_method(tx: Translator, inst: Instr) -> None:
 
 @handler("STORE_ATTR")
 def store_attr(tx: Translator, inst: Instr) -> None:
-    """(value obj --)  obj.name = value, on objects that existed before the call (side effect)."""
+    """(value obj --)  obj.name = value: setters, ``__setattr__`` run; stores are side effects."""
     obj, value = tx.pop(), tx.pop()
     if isinstance(obj, FunctionCtxVariable):  # ``ctx.scale = s`` in an autograd.Function forward
         obj.store_attr(inst.arg, value)
         return
-    if isinstance(obj, (UserObjectVariable, NNModuleVariable)) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, inst.arg, value)
-        return
-    raise Unsupported("store_attr", f"attribute store .{inst.arg} on {obj}")
+    tx.dispatch.store_attr(tx, obj, inst.arg, value)
 
 
 @handler("LOAD_ASSERTION_ERROR")

@@ -106,15 +106,16 @@ def walk(
             seen.add(id(value))
             yield value
             if dataclasses.is_dataclass(value) and descend(value):
-                pending.extend(
-                    reversed(
-                        [
-                            getattr(value, f.name)
-                            for f in dataclasses.fields(value)
-                            if f.name != "source"
-                        ]
-                    )
+                children = (
+                    value.walk_children()  # a tracker that reads its fields lazily
+                    if hasattr(value, "walk_children")
+                    else [
+                        getattr(value, f.name)
+                        for f in dataclasses.fields(value)
+                        if f.name != "source"
+                    ]
                 )
+                pending.extend(reversed(children))
 
 
 class NullVariable(VariableTracker):

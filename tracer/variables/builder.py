@@ -11,6 +11,7 @@ and ``fold`` for Python values computed during the trace.
 from __future__ import annotations
 
 import builtins
+import collections
 import enum
 import functools
 import types
@@ -20,7 +21,7 @@ import torch
 
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
@@ -28,6 +29,7 @@ from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .lazy_list import LazyListVariable
 from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .modules import NNModuleVariable
 from .objects import (
@@ -62,7 +64,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         if (
             vt.source is not None
             and vt.source != source
-            and not isinstance(source.root, ConstSource)
+            and not isinstance(source.root, (ConstSource, FreshSource))
+            and not isinstance(vt.source.root, FreshSource)
         ):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
@@ -110,12 +113,13 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is torch.dtype or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
-    if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
+    if cls is list:  # its length and items are guarded when the trace reads them
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        return LazyListVariable(tx, value, source)
+    if cls is torch.Size or cls is tuple or _is_namedtuple(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "LEN_MATCH", len(value), len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
-        if cls is list:
-            return ListVariable(items, source)
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
@@ -260,6 +264,24 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
             "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
         )
     return UserObjectVariable(value)
+
+
+#: Containers whose trackers are mutable copies: one made from an object nobody can name in the
+#: rewritten code would silently lose what the trace does to it.
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def wrap_unsourced(tx: Translator, value: Any, what: str) -> VariableTracker:
+    """A value that existed before the call but was reached without a source (an attribute of an
+    object the trace cannot name, a cell of a function reached that way): a constant of the trace
+    (``wrap_static``), except mutable containers, which break the graph (``what`` names it)."""
+    if isinstance(value, _MUTABLE_CONTAINERS):
+        raise Unsupported(
+            "unsourced",
+            f"{what} is a {type(value).__name__} reached without a source: a change to it "
+            "could not be replayed",
+        )
+    return wrap_static(tx, value)
 
 
 def fold(tx: Translator, value: Any) -> VariableTracker:

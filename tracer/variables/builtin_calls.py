@@ -201,7 +201,7 @@ def construct(
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+        return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
         return model_output.construct(tx, cls, args, kwargs)
     raise Unsupported(
@@ -211,7 +211,7 @@ def construct(
     )
 
 
-def _namedtuple_fields(
+def namedtuple_fields(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> list[VariableTracker]:
     fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
@@ -279,10 +279,8 @@ def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
 def setattr_(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
-    if isinstance(obj, UserObjectVariable) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, name.as_python_constant(), value)
-        return ConstantVariable(None)
-    raise Unsupported("store_attr", f"setattr on {obj}")
+    tx.dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
 
 
 @builtin(tuple)

@@ -12,6 +12,7 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .lazy_list import LazyListVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -30,7 +31,14 @@ def call_method(
         kind = obj.python_type().__name__
         raise Unsupported("call_method", f"{kind}.{name} with keyword arguments")
     table = {ListVariable: _LIST, DictVariable: _DICT, SetVariable: _SET, TupleVariable: _TUPLE}
-    methods = table.get(type(obj), {})
+    methods = table.get(type(obj)) or next(
+        (m for kind, m in table.items() if isinstance(obj, kind)), {}
+    )
+    if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
+        tx.output.side_effects.before_mutation(obj)
+        obj.append_unread(args if name == "append" else tx.dispatch.iterate(tx, args[0]))
+        tx.output.side_effects.mark_mutated(obj)
+        return NONE
     if name not in methods:
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]

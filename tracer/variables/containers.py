@@ -65,6 +65,8 @@ class TupleVariable(BaseSequenceVariable):
         fields = _field_names(self.cls)
         if name in fields:
             return self.items[list(fields).index(name)]
+        if hasattr(self.cls, "_fields") and not hasattr(tuple, name) and name not in _NT_METHODS:
+            return tx.dispatch.namedtuple_attribute(tx, self, name)  # methods of the class
         return _constant_method(self, name)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -98,6 +100,10 @@ def _field_names(cls: type) -> list[str]:
         ]
         return [k for _, k in members][: cls.n_sequence_fields]
     return []
+
+
+#: Methods every namedtuple has, answered by ``_constant_method``.
+_NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 
 
 def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls
+from . import builtin_calls, container_methods, torch_calls, user_objects
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 
 call_torch = torch_calls.call_torch
 call_builtin = builtin_calls.call_builtin
-construct = builtin_calls.construct
+construct = user_objects.construct
+store_attr = user_objects.store_attribute
+namedtuple_attribute = user_objects.namedtuple_attribute
 
 
 def call(
@@ -222,7 +224,10 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
         lhs, rhs = rhs, lhs  # 3 * [x]
-    if op is operator.add and type(lhs) is type(rhs):
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul

@@ -220,10 +220,20 @@ class NestedFunctionVariable(VariableTracker):
         return f"NestedFunctionVariable({self.code.co_name})"
 
 
+#: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching
+#: ``object``, ``object.__setattr__(self, n, v)``): builtins implemented in ``user_objects.py``.
+OBJECT_METHODS = {name: object.__dict__[name] for name in ("__setattr__", "__init__")}
+
+
 @dataclass(eq=False)
 class BuiltinVariable(VariableTracker):
     fn: Any  #: a builtin such as ``len`` or ``isinstance``
     source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if self.fn is object and name in OBJECT_METHODS:
+            return BuiltinVariable(OBJECT_METHODS[name])
+        raise Unsupported("getattr", f"attribute {name!r} of builtin {self.fn!r}")
 
     def is_python_constant(self) -> bool:
         return True
@@ -319,6 +329,10 @@ class MethodCallVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.obj.reconstruct(cg)  # the bound method of the real object
+        cg.load_attr(self.name)
 
     def __repr__(self) -> str:
         return f"MethodCallVariable({self.obj!r}.{self.name})"

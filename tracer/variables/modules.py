@@ -42,13 +42,13 @@ from ...guards.build import GuardSet
 from ...guards.epoch import EPOCH, PerRootCache
 from ...guards.guard import Guard, WeakArg
 from ...guards.kinds import ConstTable
-from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
+from ...guards.sources import AttrSource, DictValueSource, ItemSource, LocalSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import UserFunctionVariable
-from .objects import UserObjectVariable
+from .objects import UserObjectVariable, method_source
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -101,19 +101,48 @@ class NNModuleVariable(UserObjectVariable):
     ) -> VariableTracker:
         module = self.value
         _check_hooks(module)
-        call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
-        for hook in module._forward_pre_hooks.values():
-            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args))], {})
+        call = self._forward(tx)
+        for hook in self._hooks(tx, "_forward_pre_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 args = list(result.items) if isinstance(result, TupleVariable) else [result]
         output = call.call_function(tx, args, kwargs)
-        for hook in module._forward_hooks.values():
-            result = tx.wrap(hook, None).call_function(
-                tx, [self, TupleVariable(list(args)), output], {}
-            )
+        for hook in self._hooks(tx, "_forward_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), output], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 output = result
         return output
+
+    def _forward(self, tx: Translator) -> VariableTracker:
+        """The ``forward`` that ``__call__`` runs, bound, read through a source where it has one
+        (guarded, and what it mutates through its closure is replayed)."""
+        forward = _forward_function(self.value)
+        class_source = self.class_source()
+        if "forward" in vars(self.value):  # ``m.forward = bytegraph.compile(m.forward)``
+            found = vars(self.value)["forward"].__func__
+            source = None if self.source is None else AttrSource(self.source, "forward")
+            source = None if source is None else AttrSource(source, "__func__")
+        else:
+            found = inspect.getattr_static(self.value, "forward")
+            source = None if class_source is None else AttrSource(class_source, "forward")
+        if found is not forward and source is not None:  # a compiled function: its original
+            source = AttrSource(AttrSource(source, "__bytegraph__"), "fn")
+        source = None if source is None else method_source(tx, self, source, forward)
+        return UserFunctionVariable(forward, source, self_vt=self)
+
+    def _hooks(self, tx: Translator, table: str) -> list[VariableTracker]:
+        """The hooks in ``module.<table>``, each read through its own source (by position:
+        ``[*L['m']._forward_hooks.values()][0]``; the keys are handle ids, new at each
+        registration) so that what a hook reaches (a list in its closure, an object attribute) is
+        guarded and its mutations replayed like any input's. Which hooks are registered is part of
+        the module's ``MODULE_TREE`` check (``_hooks_match``)."""
+        hooks = getattr(self.value, table)
+        if hooks and self.source is None:
+            raise Unsupported("module_hooks", f"hooks of a module reached without a source: {self}")
+        return [
+            tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i))
+            for i, hook in enumerate(hooks.values())
+        ]
 
     def call_method(
         self,
@@ -242,6 +271,8 @@ def _forward_function(module: nn.Module) -> types.FunctionType:
 
 def _check_hooks(module: nn.Module) -> None:
     """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
+    if not all(name in vars(module) for name in _ALL_HOOK_DICTS):
+        raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
     glob = nn.modules.module
     if (
         glob._global_forward_hooks
@@ -519,7 +550,7 @@ def _hook_refs(module: nn.Module) -> tuple:
     """Weak references to the forward hooks the trace inlined (in order)."""
     refs = []
     for name in _HOOK_DICTS:
-        for hook in getattr(module, name).values():
+        for hook in vars(module).get(name, {}).values():
             try:
                 refs.append(
                     weakref.WeakMethod(hook)
@@ -535,7 +566,7 @@ def _hook_refs(module: nn.Module) -> tuple:
 def _hooks_match(module: nn.Module, refs: tuple) -> bool:
     hooks = []
     for name in _HOOK_DICTS:
-        hooks += list(getattr(module, name).values()) + [None]
+        hooks += list(vars(module).get(name, {}).values()) + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
     return all(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,12 +20,20 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, DictItemSource, ItemSource, Source, TypeSource
+from ...guards.sources import (
+    AttrSource,
+    DictItemSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+    TypeSource,
+)
 from ..exc import Unsupported
+from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
 from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
-from .functions import UserFunctionVariable
+from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
 from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 
 if TYPE_CHECKING:
@@ -45,6 +54,15 @@ class PythonModuleVariable(ConstantLikeVariable):
                     tx.output.add_guard(Guard(namespace, "KEY_ABSENT", key, key))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
+        module_name = getattr(self.value, "__name__", None)
+        if (
+            attr_source is None
+            and name in vars(self.value)
+            and sys.modules.get(module_name) is self.value
+        ):
+            # a module from ``import m`` inside the function: its attributes are its globals,
+            # ``M['m']['name']`` (guarded, and what the trace mutates there is replayed)
+            attr_source = ModuleGlobalSource(module_name, name)
         return tx.wrap(getattr(self.value, name), attr_source)
 
 
@@ -63,6 +81,8 @@ class UserObjectVariable(VariableTracker):
         if pending is not None:
             return pending
         cls = type(self.value)
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
             return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
         if _has_custom_getattr(cls):
@@ -130,6 +150,18 @@ class UserObjectVariable(VariableTracker):
             return bound.clone(self_vt=cls_vt)
         if name in DictReadVariable.METHODS and static is vars(dict).get(name):
             return DictReadVariable(self, name)  # a dict read by key, guarded key by key
+        if python_method(static, "__get__") is not None and (
+            is_data_descriptor(static) or name not in _instance_dict(self.value)
+        ):  # a descriptor written in Python: its ``__get__`` is inlined
+            if not is_data_descriptor(static):
+                self._guard_not_shadowed(tx, name)
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
+            source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
+            return read_descriptor(tx, self, cls_vt, static, source)
         if (
             hasattr(static, "__get__")
             and not isinstance(static, types.FunctionType)
@@ -140,7 +172,7 @@ class UserObjectVariable(VariableTracker):
                 "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
             )
         if self.source is None:
-            return tx.wrap_static(getattr(self.value, name))
+            return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
 
     def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
@@ -172,7 +204,7 @@ class UserObjectVariable(VariableTracker):
                 "descriptor", f"{type(self.value).__name__}.{name} is not a plain method"
             )
         if self.source is None:
-            return tx.wrap_static(value)
+            return tx.wrap_unsourced(value, f"{type(self.value).__name__}.{name}")
         return tx.wrap(value, AttrSource(self.source, name))
 
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
@@ -187,8 +219,19 @@ class UserObjectVariable(VariableTracker):
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if isinstance(call, types.FunctionType):
-            return UserFunctionVariable(call, None, self_vt=self).call_function(tx, args, kwargs)
+            return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")
+
+    def class_source(self) -> Source | None:
+        """Where guards read this object's class (``type(L['obj'])``), if anywhere."""
+        return TypeSource(self.source) if self.source is not None else None
+
+    def class_method(self, tx: Translator, name: str, fn: types.FunctionType) -> VariableTracker:
+        """``fn``, found as ``name`` on the class, bound to this object and read through the class
+        (see ``method_source``)."""
+        source = self.class_source()
+        source = None if source is None else method_source(tx, self, AttrSource(source, name), fn)
+        return UserFunctionVariable(fn, source, self_vt=self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.value).__name__})"
@@ -207,6 +250,20 @@ class CFunctionVariable(UserObjectVariable):
             f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
             hint="move the call out of the compiled function",
         )
+
+
+def method_source(
+    tx: Translator, obj: VariableTracker, source: Source, fn: types.FunctionType
+) -> Source | None:
+    """The source to inline ``fn``, a method of ``obj``'s class read at ``source``, with. It is
+    guarded (the class can be monkeypatched), and its closure cells get sources: what it reads
+    there is guarded, what it mutates there is replayed. The class of a module reached from an
+    input is trusted as its ``MODULE_TREE`` check trusts it (one guard per layer would make guards
+    grow with depth): no guard, a source only when the method has closure cells."""
+    if isinstance(getattr(obj, "value", None), torch.nn.Module) and obj.source is not None:
+        closure = [n for n in fn.__code__.co_freevars if n != "__class__"]
+        return source if closure else None
+    return getattr(tx.wrap(fn, source), "source", None)
 
 
 _MISSING = object()
@@ -294,6 +351,14 @@ class ClassVariable(ConstantLikeVariable):
     source: Source | None = None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        if effects.class_attr_changed(self.value, name):
+            pending = effects.load_attr(self, name)
+            if pending is None:  # assigned through another tracker of the same class
+                raise Unsupported(
+                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
+                )
+            return pending
         if name == "apply" and is_autograd_function(self.value):
             func = self.value.apply.__func__
             if self.source is not None:  # still torch's ``apply`` (a class could override it)
@@ -321,7 +386,7 @@ class ClassVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.construct(tx, self.value, args, kwargs)
+        return tx.dispatch.construct(tx, self, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -347,12 +412,39 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
+                if (
+                    klass is torch.nn.Module
+                    and name == "__init__"
+                    and hasattr(self.obj, "init_called")
+                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
+                    self.obj.init_called = True  # a module made in the trace: already done
+                    return UserFunctionVariable(_module_init_done)
                 if isinstance(attr, types.FunctionType):
-                    return UserFunctionVariable(attr, None, self_vt=self.obj)
+                    return UserFunctionVariable(
+                        attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
+                    )
                 if klass is dict and name in DictReadVariable.METHODS:
                     return DictReadVariable(self.obj, name)
+                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
+                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
+
+    def _method_source(
+        self, tx: Translator, index: int, name: str, fn: types.FunctionType
+    ) -> Source | None:
+        """``type(self).__mro__[index].__dict__[name]``, guarded (the method's closure cells then
+        get sources too)."""
+        class_source = getattr(self.obj, "class_source", lambda: None)()
+        if class_source is None:
+            return None
+        owner = ItemSource(AttrSource(class_source, "__mro__"), index)
+        return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
+
+
+def _module_init_done() -> None:
+    """``nn.Module.__init__()`` of a module made in the trace (``module_objects.py``): its blank
+    instance was initialized when it was made."""
 
 
 @dataclass(eq=False)

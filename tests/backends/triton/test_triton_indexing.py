@@ -43,8 +43,9 @@ def test_gather_then_reduce_and_log_softmax_pick(triton_check):
     def fn(logits, target):  # cross entropy's pick: log_softmax then gather along the classes
         return (-torch.gather(logits.log_softmax(-1), 1, target[:, None]).mean(),)
 
-    # the backward's scatter_add has no lowering yet: that one node runs with torch
-    triton_check(fn, torch.randn(6, 9), torch.randint(0, 9, (6,)), grad=True, fallbacks=1)
+    # the backward scatters the gradient back with an atomic-add scatter kernel
+    runner = triton_check(fn, torch.randn(6, 9), torch.randint(0, 9, (6,)), grad=True, fallbacks=0)
+    assert "tl.atomic_add(" in runner.source
 
 
 def test_out_of_range_index_never_reads_outside_the_weight(triton_compile):
@@ -70,6 +71,6 @@ def test_advanced_indexing_with_negative_and_broadcast_indices(triton_check, dty
 
 
 def test_advanced_indexing_gradient(triton_check):
-    # the backward's index_put has no lowering yet: that one node runs with torch
+    # the backward accumulates into rows 5 (three times, -1 included) with atomic adds
     triton_check(lambda x, i: ((x.sin()[i] * 3).sum(),), torch.randn(6, 3),
-                 torch.tensor([0, 5, 5, -1]), grad=True, fallbacks=1)
+                 torch.tensor([0, 5, 5, -1]), grad=True, fallbacks=0)

@@ -9,6 +9,7 @@ from bytegraph.backends.triton import config
 
 REDUCTIONS = {
     "sum": lambda x, d: x.sum(d), "sum_keep": lambda x, d: x.sum(d, keepdim=True),
+    "prod": lambda x, d: x.prod(d),
     "mean": lambda x, d: x.mean(d), "amax": lambda x, d: x.amax(d),
     "amin": lambda x, d: x.amin(d, keepdim=True),
     "max_dim": lambda x, d: (x.max(d)[0], x.max(d)[1]),
