@@ -252,3 +252,28 @@ def test_isinstance_of_a_symbolic_size_does_not_specialise():
         x = torch.randn(n)
         assert_same(compiled(x), fn(x))
     assert counter.frame_count == 2
+
+
+def test_len_of_a_dynamic_shape_does_not_specialise():
+    # transformers' masking: ``len(attention_mask.shape) == 4``
+    def fn(x):
+        return x * 2 if len(x.shape) == 2 else x
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n, 2)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+
+
+def test_max_of_symbolic_numbers_stays_symbolic():
+    # a sliding-window cache: ``max(cumulative_length - window + 1, 0)``
+    def fn(x, length):
+        offset = max(length - 4 + 1, 0)
+        return x * offset + min(offset, 7, length)
+
+    compiled, counter = compile_counted(fn)
+    for length in (2, 3, 5, 9, 12):
+        x = torch.randn(3, 16)
+        assert_same(compiled(x, length), fn(x, length))
+    assert counter.frame_count == 2

@@ -177,13 +177,25 @@ def call_operator_fn(
 _LIVE_VIEWS = frozenset({getattr, hasattr, enumerate, zip, reversed})
 
 
+#: Builtins never folded on symbolic numbers (folding specialises them): their result does not
+#: depend on the values (``len(t.shape)`` of a dynamic tensor, ``isinstance(n, torch.Tensor)`` of
+#: a size), or they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``).
+_SYMBOLIC_AWARE = frozenset({isinstance, type, len, min, max})
+
+
+def _symbolic(vt: VariableTracker) -> bool:
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(_symbolic(i) for i in vt.items)
+
+
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
     pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
     if not vt.is_python_constant():
         return False
-    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
-        return False  # the type is known without specialising the number (``isinstance_``)
+    if fn in _SYMBOLIC_AWARE and _symbolic(vt):
+        return False  # answered without specialising the numbers (``len_``, ``min_max``...)
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
     if (
         fn in (getattr, hasattr)
@@ -445,6 +457,8 @@ def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
             if default is None:
                 raise Unsupported("python_error", f"{pick.__name__}() of an empty sequence")
             return default
+        if key is None and _symbolic_numbers(items):
+            return _symbolic_extremum(tx, pick, items)
         keys = _sort_keys(tx, items, key, pick.__name__)
         try:
             return items[pick(range(len(items)), key=keys.__getitem__)]
@@ -452,6 +466,26 @@ def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
             raise Unsupported("python_error", f"{pick.__name__}() raised TypeError: {e}") from e
 
     return min_max
+
+
+def _symbolic_numbers(items: list[VariableTracker]) -> bool:
+    """Numbers, some of them symbolic (none a tensor, none unbacked-free of a plain type)."""
+    return any(isinstance(i, SymNodeVariable) for i in items) and all(
+        isinstance(i, SymNodeVariable)
+        or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
+        for i in items
+    )
+
+
+def _symbolic_extremum(
+    tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
+) -> VariableTracker:
+    """``min``/``max`` of symbolic numbers as ``torch.sym_min``/``sym_max`` graph nodes (no guard)."""
+    op = torch.sym_max if pick is builtins.max else torch.sym_min
+    result = items[0]
+    for item in items[1:]:
+        result = tx.output.call_function(op, (result, item), {})
+    return result
 
 
 BUILTINS[min] = _extremum(builtins.min)
