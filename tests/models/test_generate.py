@@ -1,4 +1,4 @@
-"""``model.generate()`` with the model's forward compiled (``bytegraph.compile(model)``), greedy, with
+"""``model.generate()`` with the forward compiled (``bytegraph.compile(model)``), greedy, with
 the default ``DynamicCache`` and with ``cache_implementation="static"``, for GPT-2, LLaMA, Qwen2,
 Mistral and Gemma-style configs (tiny, random weights).
 

@@ -341,3 +341,62 @@ def test_super_getitem_in_an_overriding_dict_subclass():
     dict.__setitem__(table, "scale", 4)
     assert_same(compiled(x), x * 8)
     assert counter.frame_count == 2
+
+
+def test_config_attribute_store_is_replayed():
+    # ``self.config.problem_type = "single_label_classification"`` in classification heads: the
+    # strict dataclass ``__setattr__`` validates, then the store is replayed after the graph
+    config, eager_config = tiny_config(), tiny_config()
+
+    def fn(x, cfg):
+        if cfg.problem_type is None:
+            cfg.problem_type = "single_label_classification"
+        return x + (1 if cfg.problem_type == "single_label_classification" else 2)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert_same(compiled(x, config), fn(x, eager_config))
+        assert config.problem_type == eager_config.problem_type
+    assert counter.frame_count == 2  # the second call sees the stored value (eager too)
+    assert bytegraph.explain(fn)(x, tiny_config()).graph_break_count == 0
+
+
+def test_config_attribute_store_of_an_invalid_value_raises_at_the_store():
+    config = tiny_config()
+
+    def fn(x):
+        y = x + 1
+        config.use_cache = "yes"  # the field's validator rejects a str
+        return y
+
+    compiled, _ = compile_counted(fn)
+    with pytest.raises(Exception, match="use_cache") as compiled_error:
+        compiled(torch.randn(3))
+    with pytest.raises(Exception, match="use_cache") as eager_error:
+        fn(torch.randn(3))
+    assert type(compiled_error.value) is type(eager_error.value)
+
+
+def test_slot_attribute_and_none_key_reads():
+    # huggingface_hub's strict validators read ``dataclasses.Field.name`` (a ``__slots__`` entry)
+    # and look types up in a dict keyed by classes with ``.get(typing.get_origin(str))`` (None)
+    class Slotted:
+        __slots__ = ("name", "scale")
+
+        def __init__(self):
+            self.name, self.scale = "w", 3
+
+    obj = Slotted()
+    table = {list: 1, None: 4}
+
+    def fn(x):
+        return x * obj.scale + table.get(None, 0) + len(obj.name)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    obj.scale = 5
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+    assert bytegraph.explain(fn)(x).graph_break_count == 0

@@ -162,7 +162,12 @@ class UserObjectVariable(VariableTracker):
             )
             source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
             return read_descriptor(tx, self, cls_vt, static, source)
-        if (
+        if isinstance(static, types.MemberDescriptorType):
+            # a ``__slots__`` entry (``dataclasses.Field.name``): a plain read of the slot,
+            # guarded like an instance attribute; an empty slot raises AttributeError
+            if not hasattr(self.value, name):
+                raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
+        elif (
             hasattr(static, "__get__")
             and not isinstance(static, types.FunctionType)
             and name not in _instance_dict(self.value)
@@ -327,6 +332,31 @@ PURE_GETATTR_CLASSES = frozenset(
 )
 
 
+def store_config_attribute(
+    tx: Translator, obj: UserObjectVariable, name: str, value: VariableTracker
+) -> bool:
+    """``config.name = constant`` on an allowlisted class (``PURE_GETATTR_CLASSES``: its
+    ``__setattr__`` maps aliases through ``attribute_map`` and runs the strict dataclass
+    validators of the field before setting it). The validators run now, on the constant (an
+    invalid value raises in Python, at the store); the store is a side effect replayed with the
+    real ``__setattr__``. Aliased names are refused: reads of the other name would not see it.
+    False when this does not apply (not such a class, not a constant)."""
+    cls = type(obj.value)
+    if obj.source is None or not _pure_getattr(cls) or not value.is_python_constant():
+        return False
+    aliases = getattr(cls, "attribute_map", None) or {}
+    if name in aliases or name in aliases.values():
+        raise Unsupported("store_attr", f"{cls.__name__}.{name} has an alias")
+    constant = value.as_python_constant()
+    try:
+        for validator in (getattr(cls, "__validators__", None) or {}).get(name, ()):
+            validator(constant)
+    except Exception as e:  # noqa: BLE001 (the store runs in Python, where it raises)
+        raise Unsupported("python_error", f"{cls.__name__}.{name} = {constant!r}: {e}") from None
+    tx.output.side_effects.store_attr(obj, name, value)
+    return True
+
+
 def _pure_getattr(cls: type) -> bool:
     """Whether every custom attribute hook of ``cls`` comes from an allowlisted class."""
     if hasattr(cls, "__getattr__"):
@@ -447,12 +477,16 @@ def _module_init_done() -> None:
     instance was initialized when it was made."""
 
 
+#: Keys ``DictReadVariable`` reads by: compared exactly, and written back by their ``repr`` in guards.
+_KEY_TYPES = (str, int, bytes, bool, type(None))
+
+
 @dataclass(eq=False)
 class DictReadVariable(VariableTracker):
     """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
     not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
     class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
-    constant str, int or bytes keys; a present key is read and guarded through ``ItemSource``
+    constant str, int, bytes, bool or None keys; a present key is read and guarded through ``ItemSource``
     (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are guarded. Both
     checks run ``dict``'s own lookup, so the class must not override ``__getitem__`` or
     ``__contains__`` in Python."""
@@ -470,7 +504,7 @@ class DictReadVariable(VariableTracker):
         if kwargs or not args or not all(a.is_python_constant() for a in args):
             raise Unsupported("super", f"dict.{name} on {self.obj} with these arguments")
         key = args[0].as_python_constant()
-        if type(key) not in (str, int, bytes) or len(args) > (2 if name == "get" else 1):
+        if type(key) not in _KEY_TYPES or len(args) > (2 if name == "get" else 1):
             raise Unsupported("super", f"dict.{name} with key {key!r}")
         mapping, source, key, decode = self._target(tx, key)
         if not dict.__contains__(mapping, key):
