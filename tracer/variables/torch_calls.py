@@ -17,6 +17,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .contexts import ContextManagerVariable, set_grad_mode
+from .higher_order import bind_functions, is_higher_order
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ def call_torch(
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
+    if is_higher_order(fn):  # ``associative_scan(combine_fn, ...)``
+        fn, args, kwargs = bind_functions(fn, args, kwargs)
     return tx.output.call_function(fn, tuple(args), kwargs)
 
 
