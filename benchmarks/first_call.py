@@ -33,6 +33,7 @@ def measure(engine: str, layers: int, mode: str) -> dict:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)  # no thread barriers: stalls of a shared CPU stay out of the times
     config = transformers.LlamaConfig(
         hidden_size=128,
         intermediate_size=256,

@@ -9,6 +9,7 @@ generated dispatcher reads them. Sources are frozen and hashable, so they key gr
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from ..codegen.emit import Emitter
 class Source:
     """Base class. ``depth`` orders guards: inputs before the attributes reached through them."""
 
-    @property
+    @functools.cached_property
     def expr(self) -> str:
         return self.render({})
 
@@ -28,7 +29,7 @@ class Source:
         """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return 0
 
@@ -49,7 +50,7 @@ class ChainedSource(Source):
 
     base: Source
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return self.base.depth + 1
 
@@ -235,7 +236,7 @@ class ShapeExprSource(Source):
     def render(self, roots: dict[str, str]) -> str:
         return self.template.format(*(s.render(roots) for s in self.sources))
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return max((s.depth for s in self.sources), default=0) + 1
 
