@@ -37,6 +37,7 @@ def measure(engine: str, name: str, cache: str, tokens: int, runs: int) -> dict:
     from models import zoo
 
     transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)  # no thread barriers: stalls of a shared CPU stay out of the times
     base = zoo.BY_NAME[name]
     arch = zoo.Arch(
         base.name, base.family, base.head, base.inputs, dict(base.config, use_cache=True)

@@ -6,7 +6,7 @@ bytegraph and through ``torch.compile`` (both with backend ``eager``), each comp
 
 Per architecture and variant: correct or not, graphs/breaks on the first inference and the first
 training call, recompiles after those (same inputs: should be 0), first-call seconds and the
-steady-state inference speedup over eager, for both. torch.compile's breaks are counted as
+steady-state inference speedup over eager (one intra-op thread), for both. torch.compile's breaks are counted as
 ``torch._dynamo.explain`` counts them (graphs of the call minus one); it runs in a worker process
 that never imports bytegraph (whose ``nn.Module`` patches torch.compile would trace). Rows where
 bytegraph breaks more are marked with bytegraph's reasons. Then totals, and the counts recorded in
@@ -232,6 +232,7 @@ def _quiet() -> None:
     import torch._dynamo
 
     torch._dynamo.config.cache_size_limit = 64  # both engines retrace a model a few times
+    torch.set_num_threads(1)  # no thread barriers: stalls of a shared CPU stay out of the times
 
 
 def _start_tc_worker(calls: int) -> subprocess.Popen:
