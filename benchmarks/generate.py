@@ -1,7 +1,7 @@
-"""Per-token latency of ``model.generate()`` (greedy) with the forward compiled by bytegraph, against
-eager and against torch.compile (backend ``eager`` for both), with the default ``DynamicCache`` and
-with ``cache_implementation="static"``, for the tiny GPT-2, LLaMA, Qwen2, Mistral and Gemma configs
-of ``tests/models/zoo.py``.
+"""Per-token latency of ``model.generate()`` (greedy) with the forward compiled by bytegraph,
+against eager and against torch.compile (backend ``eager`` for both), with the default
+``DynamicCache`` and with ``cache_implementation="static"``, for the tiny GPT-2, LLaMA, Qwen2,
+Mistral and Gemma configs of ``tests/models/zoo.py``.
 
     python benchmarks/generate.py [-k NAMES] [--tokens N] [--runs R]
 

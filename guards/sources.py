@@ -1,10 +1,11 @@
 """Sources: where a traced value came from, relative to the frame's inputs.
 
 A source renders as the Python expression that reads the value inside a generated guard function
-(``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``, ``L['xs'][0]``) and
-can ``reconstruct`` itself as bytecode that loads the value in rewritten code. ``render(roots)`` is
-``expr`` with arguments replaced by local names (``roots``: arg name -> local), which is how the
-generated dispatcher reads them. Sources are frozen and hashable, so they key graph inputs and guards.
+(``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``,
+``L['xs'][0]``) and can ``reconstruct`` itself as bytecode that loads the value in rewritten code.
+``render(roots)`` is ``expr`` with arguments replaced by local names (``roots``: arg name -> local),
+which is how the generated dispatcher reads them. Sources are frozen and hashable, so they key graph
+inputs and guards.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import functools
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from ..codegen.emit import Emitter
 
@@ -207,7 +210,8 @@ class FreshSource(Source):
 
 @dataclass(frozen=True)
 class TensorPropertySource(ChainedSource):
-    """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``, ``L['a'].stride()[1]``."""
+    """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``,
+    ``L['a'].stride()[1]``."""
 
     prop: str  #: "size", "stride" or "storage_offset"
     index: int | None = None
@@ -226,9 +230,24 @@ class TensorPropertySource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class NumpyTensorSource(ChainedSource):
+    """The tensor sharing a NumPy array's memory: ``__import__('torch').from_numpy(L['a'])``
+    (guarded only after the array's type and dtype)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__('torch').from_numpy({self.base.render(roots)})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(torch.from_numpy)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+
+
+@dataclass(frozen=True)
 class ShapeExprSource(Source):
-    """A boolean expression over sizes, e.g. ``2 <= L['a'].size()[0]``: ``template`` has ``{0}``, ``{1}``
-    placeholders for ``sources`` (rendered like any source, so the fast guard form works too)."""
+    """A boolean expression over sizes, e.g. ``2 <= L['a'].size()[0]``: ``template`` has ``{0}``,
+    ``{1}`` placeholders for ``sources`` (rendered like any source, so the fast guard form works
+    too)."""
 
     template: str
     sources: tuple[Source, ...]
@@ -260,8 +279,9 @@ class ModuleGlobalSource(Source):
 
 @dataclass(frozen=True)
 class GlobalsSource(Source):
-    """A globals dict itself: ``G`` (the compiled function's) or ``M['pkg.mod']`` (another module's).
-    Guarded with ``KEY_ABSENT`` when a name the trace resolved in builtins must stay unshadowed."""
+    """A globals dict itself: ``G`` (the compiled function's) or ``M['pkg.mod']`` (another
+    module's). Guarded with ``KEY_ABSENT`` when a name the trace resolved in builtins must stay
+    unshadowed."""
 
     module: str | None = None  #: None for the compiled function's own globals
 

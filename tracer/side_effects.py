@@ -12,6 +12,7 @@ local), then applies the final state in program order of first write.
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -78,7 +79,7 @@ class SideEffects:
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
         for container, items in reversed(self.undo[undo_len:]):
-            if hasattr(container, "restore_state"):  # a lazy list: its log and items
+            if hasattr(container, "restore_state"):  # an iterator, a lazy list
                 container.restore_state(items)
             else:
                 _set_items(container.items, items)
@@ -108,7 +109,7 @@ class SideEffects:
         if id(container) not in self._saved:
             self._saved.add(id(container))
             saved = (
-                container.save_state()  # without reading a lazy list's items
+                container.save_state()  # an iterator's position, a lazy list's log
                 if hasattr(container, "save_state")
                 else _copy_items(container.items)
             )
@@ -223,7 +224,8 @@ class SideEffects:
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:
-    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and sets."""
+    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and
+    sets."""
     if hasattr(container, "replay_log") and container.replay_log(cg):
         return  # a lazy list only appended to: ``src.extend([...])``
     source = container.source
@@ -244,7 +246,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     cg.call_function(0)
     cg.pop_top()
     source.reconstruct(cg)
-    cg.load_attr("update")
+    cg.load_attr("extend" if issubclass(kind, collections.deque) else "update")
     cg.load_local("__bg_contents")
     cg.call_function(1)
     cg.pop_top()
@@ -253,6 +255,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
 def _items_list(cg: Codegen, container: VariableTracker) -> list:
     sub = type(cg)(cg.lineno, cg.output_var)
     sub.graph_outputs = cg.graph_outputs
+    sub.built, sub.cells = cg.built, cg.cells  # objects built once and cells: shared
     sub.new_objects = cg.new_objects
     for item in container.items:
         item.reconstruct(sub)

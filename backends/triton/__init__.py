@@ -49,7 +49,7 @@ def is_available_for(example_inputs: list[Any]) -> bool:
     return bool(tensors) and all(t.device.type == "cuda" for t in tensors)
 
 
-@register_backend("triton")
+@register_backend("triton", options=Options.from_dict)
 def triton_backend(
     gm: torch.fx.GraphModule,
     example_inputs: list[Any],

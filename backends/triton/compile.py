@@ -20,6 +20,7 @@ import torch
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified
 
+from ..state_nodes import has_runtime_nodes
 from . import cudagraphs
 from .config import Options
 from .decompositions import decomposition_table
@@ -187,6 +188,8 @@ def compile_triton(
 ) -> TritonCompiledFunction:
     """Compile ``gm`` for ``example_inputs`` (real or fake tensors, SymInts) with ``options``
     (``mode="reduce-overhead"``: ``Options(cudagraphs=True)``; ``"max-autotune"``: both)."""
+    if has_runtime_nodes(gm):  # state changes that only exist when they run
+        return gm.forward
     gm, unwrap = tuple_output(gm)
     graphs: list[CompiledGraph | EagerGraph] = []
     compiler = _compiler(graphs, options or Options())

@@ -21,7 +21,8 @@ def shape_guards(fn, entry: int) -> list[str]:
 
 
 def test_int_becomes_symbolic_after_it_changes():
-    """Seed: fn(x, 2); fn(x, 3); fn(x, -2); fn(x, 4): static graph, then generic in n (two branches)."""
+    """Seed: fn(x, 2); fn(x, 3); fn(x, -2); fn(x, 4): static graph, then generic in n (two
+    branches)."""
 
     def fn(x, n):
         y = x**2

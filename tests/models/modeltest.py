@@ -2,8 +2,8 @@
 with eager (outputs, gradients, parameters after an optimizer step, buffers) and assert the number
 of graph breaks (``bytegraph.explain``), so a new break is a failure, never hidden.
 
-``check_model`` is for hand-built models; ``BytegraphEngine`` is bytegraph's ``suite.Engine`` for the
-``zoo`` architectures (``suite.run_arch``)."""
+``check_model`` is for hand-built models; ``BytegraphEngine`` is bytegraph's ``suite.Engine`` for
+the ``zoo`` architectures (``suite.run_arch``)."""
 
 from __future__ import annotations
 

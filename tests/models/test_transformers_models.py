@@ -78,8 +78,17 @@ def test_gpt2_cache_made_in_forward_is_rebuilt(monkeypatch):
 
     monkeypatch.setattr(view._PerLayerConfigView, "__iter__", iterate)
     config = transformers.GPT2Config(
-        n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64, bos_token_id=0,
-        eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=True,
+        n_layer=2,
+        n_embd=32,
+        n_head=2,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        use_cache=True,
     )
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.randint(0, 100, (2, 8))

@@ -1,5 +1,5 @@
-"""``functools.lru_cache``/``functools.cache`` wrappers: a call with constant arguments is made once,
-for real, at trace time, and its (immutable) result becomes a constant of the trace.
+"""``functools.lru_cache``/``functools.cache`` wrappers: a call with constant arguments is made
+once, for real, at trace time, and its (immutable) result becomes a constant of the trace.
 
 That is what the eager program does on its first call: the wrapped function runs once per distinct
 arguments (a miss), later calls return the cached result with no effect (hits). Tracing happens

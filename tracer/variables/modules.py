@@ -1,28 +1,28 @@
-"""``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with the
-number of parameters.
+"""``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with
+the number of parameters.
 
 Inside a trace a module's parameters, buffers and submodules are read through ``_parameters``,
 ``_buffers`` and ``_modules`` (cheap dict loads in the rewritten code; parameters and buffers become
 graph inputs). Calling a module inlines its forward pre-hooks, ``forward`` and forward hooks.
 
 Guards: the trace installs one ``ID_MATCH`` per module and one ``TENSOR_MATCH`` per parameter.
-``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module tree
-by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
+``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module
+tree by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
 
 * fast path: the root was validated before and no module changed since (``EPOCH`` unchanged) — O(1);
 * slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
   modules, so every instance of the same structure passes), then the root is remembered.
 
-``EPOCH`` is bumped by every change that could invalidate an absorbed guard: ``Module.__setattr__`` /
-``__delattr__`` (assigning a parameter, submodule, buffer or attribute; ``train()``/``eval()``;
-``forward =``), ``register_*`` (the global registration hooks), ``_apply`` (``.to()``, ``.half()``,
-``.cuda()``), hook (un)registration (``RemovableHandle``), the container methods that write
-``_modules`` directly, and metadata changes of parameters (``p.data =``, ``p.requires_grad_()``,
-``p.requires_grad =``, in-place metadata ops such as ``p.resize_``). In-place *value* updates (an
-optimizer step) bump nothing. Buffers keep their per-tensor ``TENSOR_MATCH`` in the fast path (they are
-plain tensors that nothing here hooks). Not detected: writes straight into the private dicts
-(``m._parameters['w'] = p``) other than torch's own container methods, and aten calls
-(``torch.ops.aten.set_``) on parameters.
+``EPOCH`` is bumped by every change that could invalidate an absorbed guard: the module's
+``__setattr__``/``__delattr__`` (assigning a parameter, submodule, buffer or attribute;
+``train()``/``eval()``; ``forward =``), ``register_*`` (the global registration hooks), ``_apply``
+(``.to()``, ``.half()``, ``.cuda()``), hook (un)registration (``RemovableHandle``), the container
+methods that write ``_modules`` directly, and metadata changes of parameters (``p.data =``,
+``p.requires_grad_()``, ``p.requires_grad =``, in-place metadata ops such as ``p.resize_``).
+In-place *value* updates (an optimizer step) bump nothing. Buffers keep their per-tensor
+``TENSOR_MATCH`` in the fast path (they are plain tensors that nothing here hooks). Not detected:
+writes straight into the private dicts (``m._parameters['w'] = p``) other than torch's own container
+methods, and aten calls (``torch.ops.aten.set_``) on parameters.
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 
 @dataclass(eq=False)
 class NNModuleVariable(UserObjectVariable):
-    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph inputs
-    and guards); calling it runs pre-hooks, ``forward`` and forward hooks as ``nn.Module.__call__``."""
+    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph
+    inputs and guards); calling it runs pre-hooks, ``forward`` and forward hooks as
+    ``nn.Module.__call__``."""
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         module = self.value
@@ -182,7 +183,14 @@ class NNModuleVariable(UserObjectVariable):
             return list(children.items.values())
         if cls.__iter__ is nn.ModuleDict.__iter__:
             return [ConstantVariable(k) for k in children.items]
+        if cls.__iter__ is nn.ParameterList.__iter__ and cls.__len__ is nn.ParameterList.__len__:
+            return [self.getitem(tx, i) for i in range(self._parameter_list_size(tx))]
         raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def _parameter_list_size(self, tx: Translator) -> int:
+        """A ``ParameterList``'s length (``_size``), guarded: ``append`` changes it."""
+        source = AttrSource(self.source, "_size") if self.source else None
+        return tx.wrap(self.value._size, source).as_python_constant()
 
     def getitem(self, tx: Translator, key: Any) -> VariableTracker:
         """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
@@ -195,14 +203,20 @@ class NNModuleVariable(UserObjectVariable):
             if not -len(children) <= key < len(children):
                 raise Unsupported("python_error", f"IndexError: index {key} out of range")
             return children[key]
+        if getitem is nn.ParameterList.__getitem__ and type(key) is int:
+            # ``self[i]`` is ``getattr(self, str(i))``: the parameter, read (and guarded) by name
+            size = self._parameter_list_size(tx)
+            if not -size <= key < size:
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return self.var_getattr(tx, str(key % size))
         if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
             return ListVariable(list(self.children_dict(tx).items.values())[key])
         raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
 
     def _members(self, tx: Translator, name: str) -> VariableTracker:
         """``parameters()``, ``named_children()``, ``modules()``...: each member read through
-        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an attribute
-        read. Shared members are listed once, as ``nn.Module`` does."""
+        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an
+        attribute read. Shared members are listed once, as ``nn.Module`` does."""
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
@@ -239,7 +253,8 @@ def _no_op() -> None:
 
 
 def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
-    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each once."""
+    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each
+    once."""
     if id(module.value) in seen:
         return
     seen.add(id(module.value))
@@ -270,7 +285,8 @@ def _forward_function(module: nn.Module) -> types.FunctionType:
 
 
 def _check_hooks(module: nn.Module) -> None:
-    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
+    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in
+    Python)."""
     if not all(name in vars(module) for name in _ALL_HOOK_DICTS):
         raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
     glob = nn.modules.module
@@ -371,8 +387,8 @@ _install()
 class ModuleTree(PerRootCache):
     """The check behind one ``MODULE_TREE`` guard.
 
-    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow`` reads
-    can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
+    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow``
+    reads can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
 
     __slots__ = ("slow", "source")
 
@@ -406,7 +422,8 @@ _ROOT = LocalSource("___R")
 
 
 def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
-    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per tree."""
+    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per
+    tree."""
     guards = sorted(set(guards))
     modules = traced_modules(guards)
     types_of = {
@@ -512,7 +529,8 @@ def rebase(source: Source, root: Source) -> Source:
 
 def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
     """Compile the absorbed guards into the slow check: module identities become type, instance-dict
-    and hook checks (so an equal-structured instance passes); everything else is checked as traced."""
+    and hook checks (so an equal-structured instance passes); everything else is checked as
+    traced."""
     rebased: list[Guard] = []
     extra: list[str] = []
     consts = ConstTable()
@@ -523,9 +541,8 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
             expr = src.render({"___R": "R"})
             rebased.append(Guard(src, "TYPE_MATCH", type(module), ("type", id(type(module)))))
             extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
-            extra.append(
-                f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})"
-            )
+            hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
+            extra.append(f"{hooks}({expr}, {refs})")
             continue
         arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
         rebased.append(Guard(src, guard.kind, arg, guard.key))

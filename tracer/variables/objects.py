@@ -1,9 +1,9 @@
 """User objects, classes and Python modules (``nn.Module`` instances are in ``modules.py``).
 
-Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute the
-trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on objects that
-came from inputs are side effects (replayed by the rewritten code). Classes with a custom
-``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the allowlist
+Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute
+the trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on
+objects that came from inputs are side effects (replayed by the rewritten code). Classes with a
+custom ``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the allowlist
 ``PURE_GETATTR_CLASSES`` (``transformers`` configs), whose reads use the real ``getattr`` and whose
 guards therefore call that ``__getattribute__``.
 """
@@ -113,8 +113,8 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
-        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it cannot
-        # be shadowed).
+        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it
+        # cannot be shadowed).
         class_source = None if self.source is None else AttrSource(TypeSource(self.source), name)
         if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
             self._guard_not_shadowed(tx, name)
@@ -245,7 +245,8 @@ class UserObjectVariable(VariableTracker):
 @dataclass(eq=False)
 class CFunctionVariable(UserObjectVariable):
     """A C function or method bytegraph cannot trace (``os.getpid``, ``np.asarray``): loading it is
-    fine, calling it is a graph break *at the call*, which then runs inline in the rewritten code."""
+    fine, calling it is a graph break *at the call*, which then runs inline in the rewritten
+    code."""
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -299,8 +300,10 @@ def _has_instance_dict(obj: Any) -> bool:
 
 
 #: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
+#: Classes whose ``__getattribute__`` (if in their ``__dict__``) is the generic lookup. NOTE(3.13):
+#: 3.11 and 3.12 list ``SimpleNamespace``'s generic slot wrapper in its ``__dict__``, 3.13 does not.
 _GENERIC_GETATTR_BASES = frozenset(
-    {object, dict, list, tuple, set, frozenset, int, float, str, bytes}
+    {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
 )
 
 
@@ -317,12 +320,13 @@ def _has_custom_getattr(cls: type) -> bool:
 
 #: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
 #: known to be free of side effects and deterministic for a given instance state, so the tracer may
-#: read attributes with the real ``getattr``. ``transformers``' ``PreTrainedConfig.__getattribute__``
-#: only maps aliases through the class's ``attribute_map`` before the generic lookup; its
-#: ``HeterogeneousConfigMixin`` only raises (or warns once) for per-layer attributes of heterogeneous
-#: configs (an error at trace time becomes a graph break, the read then runs in Python). Such reads are
-#: guarded through their ``AttrSource`` (``L['self'].config.use_cache``), so *these guards call that
-#: ``__getattribute__``*: the one exception to "guards never run user code".
+#: read attributes with the real ``getattr``. ``transformers``'
+#: ``PreTrainedConfig.__getattribute__`` only maps aliases through the class's ``attribute_map``
+#: before the generic lookup; its ``HeterogeneousConfigMixin`` only raises (or warns once) for
+#: per-layer attributes of heterogeneous configs (an error at trace time becomes a graph break, the
+#: read then runs in Python). Such reads are guarded through their ``AttrSource``
+#: (``L['self'].config.use_cache``), so *these guards call that ``__getattribute__``*: the one
+#: exception to "guards never run user code".
 PURE_GETATTR_CLASSES = frozenset(
     {
         ("transformers.configuration_utils", "PreTrainedConfig"),
@@ -375,7 +379,8 @@ def _is_plain_data(value: Any) -> bool:
 
 @dataclass(eq=False)
 class ClassVariable(ConstantLikeVariable):
-    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple objects."""
+    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
+    objects."""
 
     value: type
     source: Source | None = None
@@ -430,8 +435,8 @@ __all__ = ["ClassVariable", "ConstantVariable", "PythonModuleVariable", "UserObj
 
 @dataclass(eq=False)
 class SuperVariable(VariableTracker):
-    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after ``cls`` in
-    the MRO of ``self``'s class; functions found there are bound to ``self``."""
+    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after
+    ``cls`` in the MRO of ``self``'s class; functions found there are bound to ``self``."""
 
     cls: type
     obj: VariableTracker
@@ -477,7 +482,7 @@ def _module_init_done() -> None:
     instance was initialized when it was made."""
 
 
-#: Keys ``DictReadVariable`` reads by: compared exactly, and written back by their ``repr`` in guards.
+#: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.
 _KEY_TYPES = (str, int, bytes, bool, type(None))
 
 
@@ -486,10 +491,10 @@ class DictReadVariable(VariableTracker):
     """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
     not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
     class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
-    constant str, int, bytes, bool or None keys; a present key is read and guarded through ``ItemSource``
-    (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are guarded. Both
-    checks run ``dict``'s own lookup, so the class must not override ``__getitem__`` or
-    ``__contains__`` in Python."""
+    constant str, int, bytes, bool or None keys; a present key is read and guarded through
+    ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are
+    guarded. Both checks run ``dict``'s own lookup, so the class must not override ``__getitem__``
+    or ``__contains__`` in Python."""
 
     METHODS = ("get", "__getitem__", "__contains__")
 

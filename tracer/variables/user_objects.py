@@ -1,13 +1,14 @@
 """Objects created during the trace, and every attribute store.
 
-``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or
-a dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
+``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
+dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
 object's attributes live in ``side_effects`` like writes to existing objects. A namedtuple subclass
 whose instances have a ``__dict__`` becomes a ``NamedTupleObjectVariable``. ``nn.Module`` classes
-are ``module_objects.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape (returned, stored in a global, an
-attribute or a container that outlives the call, or live at a graph break) are rebuilt after the
-graph with their final attributes (``SideEffects.plan``/``codegen``); the others never exist at run
-time. Nothing is guarded on their identity.
+are ``module_objects.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape
+(returned, stored in a global, an attribute or a container that outlives the call, or live at a
+graph break) are rebuilt after the graph with their final attributes
+(``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on their
+identity.
 
 ``store_attribute`` is every ``obj.name = value`` (``STORE_ATTR``, ``setattr``): it runs
 ``__setattr__`` overrides, property setters and descriptors' ``__set__`` as CPython would, and
@@ -132,6 +133,8 @@ def construct(
 ) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a class that is not a builtin type."""
     cls = cls_vt.as_python_constant()
+    if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
+        return builtin_calls.construct(tx, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and _has_instance_dict(cls):
         return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if cls is functools.partial or issubclass(cls, tuple):
@@ -140,7 +143,7 @@ def construct(
         return _enum_member(cls, args, kwargs)
     if issubclass(cls, nn.Module):
         return module_objects.construct_module(tx, cls_vt, args, kwargs)
-    if builtin_calls.model_output.is_model_output(cls):
+    if builtin_calls.model_output.is_model_output(cls) or builtin_calls.makes_builtin_like(cls):
         return builtin_calls.construct(tx, cls, args, kwargs)
     _check_plain_class(cls)
     try:

@@ -41,8 +41,9 @@ def test_matmul_and_conv_are_extern_calls(triton_check):
     def fn(x, w, k):
         return (torch.relu(x @ w), torch.nn.functional.conv2d(x[None, None], k).sigmoid())
 
-    runner = triton_check(fn, torch.randn(6, 6), torch.randn(6, 4), torch.randn(2, 1, 3, 3),
-                          fallbacks=0)
+    runner = triton_check(
+        fn, torch.randn(6, 6), torch.randn(6, 4), torch.randn(2, 1, 3, 3), fallbacks=0
+    )
     assert len(runner.kernels) == 2
 
 
