@@ -9,10 +9,10 @@ training call, recompiles after those (same inputs: should be 0), first-call sec
 steady-state inference speedup over eager (one intra-op thread), for both. torch.compile's
 breaks are counted as ``torch._dynamo.explain`` counts them (graphs of the call minus one); it
 runs in a worker process that never imports bytegraph (whose ``nn.Module`` patches torch.compile
-would trace). Rows where bytegraph breaks more are marked with bytegraph's reasons. Then totals, and the counts recorded in
-the zoo that are out of date. ``--latest`` runs the same in a throwaway venv with the newest
-``transformers`` release (under ``$TMPDIR``, this venv's packages underneath; it downloads). Exit
-status 1 if bytegraph is wrong, raises or hits an internal error anywhere.
+would trace). Rows where bytegraph breaks more are marked with bytegraph's reasons. Then totals,
+and the counts recorded in the zoo that are out of date. ``--latest`` runs the same in a throwaway
+venv with the newest ``transformers`` release (under ``$TMPDIR``, this venv's packages underneath;
+it downloads). Exit status 1 if bytegraph is wrong, raises or hits an internal error anywhere.
 """
 
 from __future__ import annotations
