@@ -82,3 +82,13 @@ def test_other_settings_compile_separately():
     assert first.forward.__func__ is not second.forward.__func__
     third = bytegraph.compile(Block(8), backend="eager")
     assert third.forward.__func__ is first.forward.__func__
+
+
+def test_same_backend_options_share_one_forward():
+    # a backend configured with options is a new partial per compile() call: equal settings still
+    # share, other options do not
+    first = bytegraph.compile(Block(8), backend="auto", options={"max_autotune": True})
+    second = bytegraph.compile(Block(8), backend="auto", options={"max_autotune": True})
+    third = bytegraph.compile(Block(8), backend="auto", options={"max_autotune": False})
+    assert first.forward.__func__ is second.forward.__func__
+    assert third.forward.__func__ is not first.forward.__func__
