@@ -9,7 +9,8 @@ as recorded in the zoo (``Arch.counts``), the graphs compiled by later identical
 breaks more than torch.compile the zoo says why (``Arch.why``). ``benchmarks/models.py`` prints the
 same runs beside torch.compile's.
 
-The default run covers a representative subset per family (``Arch.default``); set
+The default run covers a representative subset per family (``Arch.default``), counted on the
+stack the counts were measured on (``MEASURED_STACK``), a smoke set elsewhere; set
 ``BYTEGRAPH_ALL_MODELS=1`` for all of them (about 4 times as long). What the tracer needs from these
 models is also covered construct by construct in ``tests/tracer/test_hf_constructs.py``.
 """
@@ -20,13 +21,20 @@ import os
 
 import pytest
 import torch
+from bytegraph.codegen.pyversion import VERSION
 from models import suite, zoo
 from models.modeltest import BytegraphEngine
 
 transformers = pytest.importorskip("transformers")
 
 ALL = os.environ.get("BYTEGRAPH_ALL_MODELS", "") not in ("", "0")
-ARCHS = [a for a in zoo.ARCHS if ALL or a.default]
+#: The zoo's counts are measured on one stack, the Python 3.11 line of constraints.txt (torch
+#: 2.13.0); another interpreter's bytecode or another torch gives other (not wrong) counts. There,
+#: and to keep CI's three concurrent interpreters within budget, a few architectures are checked
+#: for results and internal errors only; the counted suite runs on the measured stack.
+MEASURED_STACK = VERSION == (3, 11) and torch.__version__.split("+")[0] == "2.13.0"
+SMOKE = ("gpt2", "llama", "bert", "t5")
+ARCHS = [a for a in zoo.ARCHS if ALL or (a.default if MEASURED_STACK else a.name in SMOKE)]
 
 
 @pytest.mark.parametrize("labels", [False, True], ids=["plain", "labels"])
@@ -39,8 +47,9 @@ def test_model(arch: zoo.Arch, labels: bool) -> None:
         variant = phase + ("_labels" if labels else "")
         p = run.phases[phase]
         assert not p.internal, p.internal
-        assert (p.graphs, p.breaks) == arch.expected(variant), (variant, p.reasons)
-        assert p.retraces == arch.expected_retraces(variant), variant
+        if MEASURED_STACK:
+            assert (p.graphs, p.breaks) == arch.expected(variant), (variant, p.reasons)
+            assert p.retraces == arch.expected_retraces(variant), variant
 
 
 def test_zoo_covers_the_families():

@@ -235,17 +235,7 @@ ARCHS: list[Arch] = [
     _decoder("qwen3", "Qwen3ForCausalLM", config=_NO_CACHE),
     _decoder("mistral", "MistralForCausalLM", config=_NO_CACHE),
     _decoder("gemma", "GemmaForCausalLM", default=True, config=_NO_CACHE),
-    _decoder(
-        "gemma2",
-        "Gemma2ForCausalLM",
-        config=_NO_CACHE,
-        counts="1/1 1/1 1/1 1/1",
-        why=(
-            "its attention registry is read with Mapping.get, which catches the "
-            "KeyError of a missing key: exceptions raised in the trace are not traced"
-            " yet"
-        ),
-    ),
+    _decoder("gemma2", "Gemma2ForCausalLM", config=_NO_CACHE),
     _decoder("gemma3_text", "Gemma3ForCausalLM", config=_NO_CACHE),
     _decoder("phi", "PhiForCausalLM", default=True, config=_NO_CACHE),
     _decoder("phi3", "Phi3ForCausalLM", config=_NO_CACHE),
@@ -271,29 +261,14 @@ ARCHS: list[Arch] = [
     _decoder("persimmon", "PersimmonForCausalLM", config=_NO_CACHE),
     _decoder("smollm3", "SmolLM3ForCausalLM", config=_NO_CACHE),
     _decoder("glm4", "Glm4ForCausalLM", config=_NO_CACHE),
-    _decoder(
-        "nemotron",
-        "NemotronForCausalLM",
-        config=_NO_CACHE,
-        counts="1/1 1/1 1/1 1/1",
-        why=("a contextlib.nullcontext() created in forward is not traced yet"),
-    ),
+    _decoder("nemotron", "NemotronForCausalLM", config=_NO_CACHE),
     # -- mixture of experts --------------------------------------------------------------------
     _moe("mixtral", "MixtralForCausalLM", default=True, config=_NO_CACHE),
     _moe("qwen2_moe", "Qwen2MoeForCausalLM", default=True, config=_NO_CACHE),
     _moe("qwen3_moe", "Qwen3MoeForCausalLM", config=_NO_CACHE),
     _moe("olmoe", "OlmoeForCausalLM", config=_NO_CACHE),
     _moe("granitemoe", "GraniteMoeForCausalLM", config=_NO_CACHE),
-    _moe(
-        "phimoe",
-        "PhimoeForCausalLM",
-        config=_NO_CACHE,
-        counts="1/0 2/1 1/0 2/1",
-        why=(
-            "training reads torch.contiguous_format, a torch.memory_format that is "
-            "not a traced constant yet"
-        ),
-    ),
+    _moe("phimoe", "PhimoeForCausalLM", config=_NO_CACHE),
     # -- encoders ------------------------------------------------------------------------------
     _encoder("bert", "BertForSequenceClassification", default=True, retraces="0 0 1 0"),
     _encoder("roberta", "RobertaForMaskedLM", "masked_lm", default=True),
@@ -337,17 +312,7 @@ ARCHS: list[Arch] = [
     _encdec("marian", "MarianMTModel", config=_NO_CACHE),
     _encdec("mt5", "MT5ForConditionalGeneration", config=dict(_NO_CACHE, decoder_start_token_id=0)),
     _encdec("blenderbot", "BlenderbotForConditionalGeneration", config=_NO_CACHE),
-    _encdec(
-        "m2m_100",
-        "M2M100ForConditionalGeneration",
-        config=_NO_CACHE,
-        counts="0/1 0/1 0/1 0/1",
-        why=(
-            "its sinusoidal position embedding forward is decorated with "
-            "@torch.no_grad(), which is not traced yet: the whole forward runs in "
-            "Python"
-        ),
-    ),
+    _encdec("m2m_100", "M2M100ForConditionalGeneration", config=_NO_CACHE),
     Arch(
         "whisper",
         "encdec",
@@ -413,14 +378,14 @@ ARCHS: list[Arch] = [
             vocab_size=32,
             ctc_zero_infinity=True,
         ),
-        counts="1/0 1/1 2/6 2/7",
+        counts="1/0 1/1 2/5 2/6",
         tc="1/0 7/6 4/3 10/9",
         why=(
             "with labels: a branch on labels.max() and the data-dependent ctc_loss "
-            "break both compilers; torch.backends.cudnn.flags() (a @contextmanager) "
-            "is not traced yet, and breaks inside the decorated forward are counted "
-            "twice (the resume function starting at the breaking instruction breaks "
-            "again)"
+            "break both compilers; torch.backends.cudnn.flags() (a @contextmanager "
+            "setting C-level flags) is not traced yet, and a break inside a callee is "
+            "counted twice (the compiled resume function starting at the breaking "
+            "instruction breaks again)"
         ),
     ),
     Arch(
@@ -437,14 +402,14 @@ ARCHS: list[Arch] = [
             vocab_size=32,
             ctc_zero_infinity=True,
         ),
-        counts="1/0 1/1 2/6 2/7",
+        counts="1/0 1/1 2/5 2/6",
         tc="1/0 7/6 4/3 10/9",
         why=(
             "with labels: a branch on labels.max() and the data-dependent ctc_loss "
-            "break both compilers; torch.backends.cudnn.flags() (a @contextmanager) "
-            "is not traced yet, and breaks inside the decorated forward are counted "
-            "twice (the resume function starting at the breaking instruction breaks "
-            "again)"
+            "break both compilers; torch.backends.cudnn.flags() (a @contextmanager "
+            "setting C-level flags) is not traced yet, and a break inside a callee is "
+            "counted twice (the compiled resume function starting at the breaking "
+            "instruction breaks again)"
         ),
     ),
     # -- state-space ---------------------------------------------------------------------------
