@@ -337,7 +337,7 @@ PURE_GETATTR_CLASSES = frozenset(
 
 
 def store_config_attribute(
-    tx: Translator, obj: UserObjectVariable, name: str, value: VariableTracker
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
 ) -> bool:
     """``config.name = constant`` on an allowlisted class (``PURE_GETATTR_CLASSES``: its
     ``__setattr__`` maps aliases through ``attribute_map`` and runs the strict dataclass
@@ -345,7 +345,7 @@ def store_config_attribute(
     invalid value raises in Python, at the store); the store is a side effect replayed with the
     real ``__setattr__``. Aliased names are refused: reads of the other name would not see it.
     False when this does not apply (not such a class, not a constant)."""
-    cls = type(obj.value)
+    cls = obj.python_type()
     if obj.source is None or not _pure_getattr(cls) or not value.is_python_constant():
         return False
     aliases = getattr(cls, "attribute_map", None) or {}
