@@ -220,6 +220,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, type):
         add(identity)
         return ClassVariable(value, source)
+    if isinstance(value, types.BuiltinMethodType) and _bound_to_object(value):
+        # A C method bound to an object (``gen.manual_seed``): a new bound method at each read,
+        # bound to an object that may be new each call: guard what it is bound to (through its
+        # own tracker) and its name; calling it breaks.
+        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        name_source = AttrSource(source, "__name__")
+        add(Guard(name_source, "TYPE_MATCH", str, str))
+        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        return CFunctionVariable(value, source)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
         # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
         # attribute read makes a new bound method, so guard what it is bound to and its name.
@@ -238,6 +248,12 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return MemoizedFunctionVariable(value, source)
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+def _bound_to_object(method: types.BuiltinMethodType) -> bool:
+    """A C method bound to an instance (not a module's function, not a classmethod of a type)."""
+    owner = method.__self__
+    return owner is not None and not isinstance(owner, (types.ModuleType, type))
 
 
 def _is_typing_form(value: Any) -> bool:

@@ -66,6 +66,11 @@ class PythonModuleVariable(ConstantLikeVariable):
         return tx.wrap(getattr(self.value, name), attr_source)
 
 
+#: Methods written in C: reading one binds it (nothing else), so the read is traced and a call of
+#: it is what breaks, once.
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
 @dataclass(eq=False)
 class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object bytegraph has no special tracker for)."""
@@ -169,7 +174,7 @@ class UserObjectVariable(VariableTracker):
                 raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
         elif (
             hasattr(static, "__get__")
-            and not isinstance(static, types.FunctionType)
+            and not isinstance(static, (types.FunctionType, *_C_METHODS))
             and name not in _instance_dict(self.value)
             and not _is_plain_data(static)
         ):
