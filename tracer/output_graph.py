@@ -209,7 +209,7 @@ class OutputGraph:
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
-        bindings = compute_unbacked_bindings(self.shapes.shape_env, example)
+        bindings = _unbacked_bindings(self.shapes.shape_env, example)
         if bindings:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
@@ -476,3 +476,14 @@ def _as_fake(vt: Any) -> Any:
     if isinstance(vt, DictVariable):
         return {k: _as_fake(v) for k, v in vt.items.items()}
     return vt.as_python_constant()
+
+
+def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
+    """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
+    0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
+    ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
+    pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
+    if pending and not set(pending) & free_unbacked_symbols(example):
+        pending.clear()
+        return None
+    return compute_unbacked_bindings(shape_env, example)

@@ -13,13 +13,21 @@ from __future__ import annotations
 import inspect
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source, TypeSource
+from ...guards.sources import (
+    AttrSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+    TypeSource,
+    WeakRefSource,
+)
 from ..exc import Unsupported
 from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
 from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
@@ -201,6 +209,8 @@ class UserObjectVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
+        if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
+            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")

@@ -1,0 +1,179 @@
+"""Optimizers and training steps (issue 11, item 3): ``opt.step()`` of torch.optim's SGD, Adam and
+AdamW (single-tensor and foreach), LR schedulers, ``clip_grad_norm_`` and ``zero_grad``.
+
+Each world is a small ``nn.Linear`` with its optimizer. ``observe`` exposes the module (parameters
+and their ``.grad``), the optimizer (every state tensor and every param-group entry, ``lr``
+included) and the scheduler's position, so four calls compare the whole training state with
+eager's. The ``step_only`` cases compile just ``opt.step()`` (the gradients come from ``inputs``,
+as a backward run outside the compiled function would leave them).
+"""
+
+from __future__ import annotations
+
+import torch
+from corpus.harness import Setup, case
+
+
+def _model() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+
+
+def _train_step(make_opt, make_sched=None, clip=None, set_to_none=True) -> Setup:
+    """``zero_grad(); loss = model(x).sum(); loss.backward(); [clip]; step(); [sched.step()]``."""
+    model = _model()
+    opt = make_opt(model.parameters())
+    sched = make_sched(opt) if make_sched is not None else None
+
+    def fn(x):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = model(x).sum()
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        return loss
+
+    def observe():
+        position = None if sched is None else (sched.last_epoch, sched.get_last_lr())
+        return model, opt, position
+
+    return Setup(fn, lambda: (torch.randn(5, 4),), observe)
+
+
+def _step_only(make_opt) -> Setup:
+    """The common recipe: backward in eager, ``@torch.compile def step(): opt.step()``."""
+    model = _model()
+    opt = make_opt(model.parameters())
+
+    def step():
+        opt.step()
+
+    def grads():
+        for p in model.parameters():
+            p.grad = torch.randn_like(p)
+        return ()
+
+    return Setup(step, grads, lambda: (model, opt))
+
+
+# -- SGD -----------------------------------------------------------------------------------------
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_plain_train_step():
+    return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_momentum_train_step():
+    return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_nesterov_weight_decay_train_step():
+    return _train_step(
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)
+    )
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_momentum_foreach_train_step():
+    return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, foreach=True))
+
+
+# -- Adam / AdamW --------------------------------------------------------------------------------
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_amsgrad_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, amsgrad=True))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_foreach_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_single_tensor_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=False))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adamw_train_step():
+    return _train_step(lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adamw_foreach_amsgrad_train_step():
+    return _train_step(
+        lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, amsgrad=True, foreach=True)
+    )
+
+
+# -- schedulers, clipping, zero_grad -------------------------------------------------------------
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_steplr_train_step():
+    return _train_step(
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+    )
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_lambdalr_train_step():
+    return _train_step(
+        lambda ps: torch.optim.Adam(ps, lr=0.01),
+        lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1.0 / (epoch + 1)),
+    )
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adamw_cosine_train_step():
+    return _train_step(
+        lambda ps: torch.optim.AdamW(ps, lr=0.01),
+        lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3),
+    )
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_clip_grad_norm_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01), clip=0.5)
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_zero_grad_keep_tensors_train_step():
+    return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), set_to_none=False)
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adamw_full_train_step():
+    return _train_step(
+        lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+        lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9),
+        clip=1.0,
+    )
+
+
+# -- compiling opt.step() alone ------------------------------------------------------------------
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def sgd_momentum_step_only():
+    return _step_only(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_step_only():
+    return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adam_foreach_step_only():
+    return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True))
+
+
+@case("optim", graphs=0, breaks=0, tc_breaks=0)
+def adamw_amsgrad_step_only():
+    return _step_only(lambda ps: torch.optim.AdamW(ps, lr=0.01, amsgrad=True))
