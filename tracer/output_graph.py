@@ -220,6 +220,7 @@ class OutputGraph:
         self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
     ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+        args = _fake_scalars(target, args)
         try:
             with self.fake_mode, probe.watching(self.fake_mode):
                 if op == "call_method":
@@ -487,3 +488,26 @@ def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
         pending.clear()
         return None
     return compute_unbacked_bindings(shape_env, example)
+
+
+#: Foreach ops taking their scalars as a 1-d CPU tensor (torch.optim's foreach Adam passes the
+#: stacked step sizes), whose fake kernel rejects that tensor (it is meta-backed under fake mode).
+_SCALARS_TENSOR_OPS = frozenset(
+    {
+        torch._foreach_addcdiv_,
+        torch._foreach_addcdiv,
+        torch._foreach_addcmul_,
+        torch._foreach_addcmul,
+    }
+)
+
+
+def _fake_scalars(target: Any, args: tuple) -> tuple:
+    """For the fake run only: Python numbers in place of such a scalars tensor (the outputs'
+    metadata does not depend on the values); the graph node keeps the tensor."""
+    if target not in _SCALARS_TENSOR_OPS or len(args) != 4:
+        return args
+    scalars = args[3]
+    if not isinstance(scalars, torch.Tensor) or scalars.dim() != 1:
+        return args
+    return (*args[:3], [1.0] * int(scalars.shape[0]))
