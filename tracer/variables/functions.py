@@ -96,7 +96,9 @@ class UserFunctionVariable(VariableTracker):
             return marked
         hook = CALL_HOOKS.get(self.fn.__code__)
         if hook is not None and (self.self_vt is None or getattr(hook, "accepts_bound", False)):
-            return hook(tx, self, args, kwargs)
+            hooked = hook(tx, self, args, kwargs)
+            if hooked is not None:  # None: the hook only looked; the call is inlined as usual
+                return hooked
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}

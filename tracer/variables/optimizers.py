@@ -14,6 +14,8 @@ Entry points: the ``CALL_HOOKS`` registered at import and ``call_torch`` (from `
 
 from __future__ import annotations
 
+import inspect
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +156,64 @@ def _disabled_call(
     return inner.call_function(tx, args, kwargs)
 
 
+def _init_group_call(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> None:
+    """``opt._init_group(group, lists...)``: before it is traced, the real method runs on every
+    param group of the real optimizer (with fresh lists), creating the state eager's first step
+    would create (``step``, ``exp_avg``...), so that the trace reads that state as inputs and the
+    next call hits the cache instead of tracing the state's creation again. Skipped where the real
+    objects may not be what the trace sees: the trace already read ``opt.state``, or changed a
+    ``.grad`` or a container before this point."""
+    opt_vt = vt.self_vt if vt.self_vt is not None else (args[0] if args else None)
+    opt = getattr(opt_vt, "value", None)
+    if opt_vt is None or opt_vt.source is None or not isinstance(opt, torch.optim.Optimizer):
+        return None
+    effects = tx.output.side_effects
+    if effects.mutated or any(name == "grad" for _, name, _ in effects.attr_stores.values()):
+        return None
+    if id(opt.state) in tx.output.wrapped or _state_ready(opt):
+        return None
+    lists = [
+        p
+        for p in list(inspect.signature(vt.fn).parameters.values())[2:]
+        if p.default is inspect.Parameter.empty
+    ]
+    with torch.no_grad():
+        for group in opt.param_groups:
+            vt.fn(opt, group, *[[] for _ in lists])
+    return None
+
+
+def _state_ready(opt: torch.optim.Optimizer) -> bool:
+    """Every parameter with a gradient has its state (the real ``_init_group`` would add none)."""
+    return all(
+        p in opt.state and opt.state[p]
+        for group in opt.param_groups
+        for p in group["params"]
+        if p.grad is not None
+    )
+
+
+def _optimizer_classes() -> list[type]:
+    found, todo = [], [torch.optim.Optimizer]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("torch.optim."):
+            found.append(cls)
+    return found
+
+
+for _cls in _optimizer_classes():
+    _init = vars(_cls).get("_init_group")
+    _init = getattr(_init, "__wrapped__", _init)  # torch.compile may have wrapped it already
+    if isinstance(_init, types.FunctionType):
+        CALL_HOOKS[_init.__code__] = _init_group_call
+_init_group_call.accepts_bound = True  # type: ignore[attr-defined]
 _use_grad_call.accepts_bound = True  # type: ignore[attr-defined]
 _disabled_call.accepts_bound = True  # type: ignore[attr-defined]
 CALL_HOOKS[_USE_GRAD_CODE] = _use_grad_call
