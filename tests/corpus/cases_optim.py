@@ -13,6 +13,21 @@ from __future__ import annotations
 import torch
 from corpus.harness import Setup, case
 
+# Why bytegraph traces again after the first call (each a genuine change of what the code does):
+#: ``zero_grad`` is traced (torch.compile runs it in Python): the first call finds every ``.grad``
+#: None and skips the loop body, the second finds gradients and sets them to None (one retrace).
+ZERO = "zero_grad traced: .grad is None on the first call only; "
+#: SGD creates ``momentum_buffer`` in its first step (not in ``_init_group``), like torch.compile.
+MOMENTUM = "SGD creates momentum_buffer in the first step; "
+#: The scheduler's first step (``_step_count == 1``) and its epoch branches (StepLR's ``epoch %
+#: step_size``) are Python branches; a whole ``param_groups`` dict read is guarded item by item, so
+#: a new float lr retraces the frame that read it; ``math.cos`` of a symbolic epoch (Cosine) is
+#: specialised (torch.compile: 1-2 retraces).
+LR = "scheduler branches, lr guarded with its param group, math.cos specialised; "
+#: ``zero_grad(set_to_none=False)``: the first call has no grads, the second has grads made by
+#: ``backward`` (requires_grad False), later ones the same: a third trace for the momentum buffer.
+KEEP = "set_to_none=False: grads exist from the second call on"
+
 
 def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
@@ -59,55 +74,125 @@ def _step_only(make_opt) -> Setup:
 
 
 # -- SGD -----------------------------------------------------------------------------------------
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def sgd_plain_train_step():
     return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + MOMENTUM,
+)
 def sgd_momentum_train_step():
     return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + MOMENTUM,
+)
 def sgd_nesterov_weight_decay_train_step():
     return _train_step(
         lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)
     )
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + MOMENTUM,
+)
 def sgd_momentum_foreach_train_step():
     return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, foreach=True))
 
 
 # -- Adam / AdamW --------------------------------------------------------------------------------
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adam_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adam_amsgrad_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, amsgrad=True))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adam_foreach_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adam_single_tensor_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=False))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adamw_train_step():
     return _train_step(lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=1,
+    why=ZERO,
+)
 def adamw_foreach_amsgrad_train_step():
     return _train_step(
         lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, amsgrad=True, foreach=True)
@@ -115,7 +200,14 @@ def adamw_foreach_amsgrad_train_step():
 
 
 # -- schedulers, clipping, zero_grad -------------------------------------------------------------
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=5,
+    why=ZERO + MOMENTUM + LR,
+)
 def sgd_steplr_train_step():
     return _train_step(
         lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
@@ -123,7 +215,14 @@ def sgd_steplr_train_step():
     )
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + LR,
+)
 def adam_lambdalr_train_step():
     return _train_step(
         lambda ps: torch.optim.Adam(ps, lr=0.01),
@@ -131,7 +230,14 @@ def adam_lambdalr_train_step():
     )
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=4,
+    why=ZERO + LR,
+)
 def adamw_cosine_train_step():
     return _train_step(
         lambda ps: torch.optim.AdamW(ps, lr=0.01),
@@ -139,17 +245,38 @@ def adamw_cosine_train_step():
     )
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=2,
+    retraces=1,
+    why=ZERO,
+)
 def adam_clip_grad_norm_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01), clip=0.5)
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + MOMENTUM + KEEP,
+)
 def sgd_zero_grad_keep_tensors_train_step():
     return _train_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), set_to_none=False)
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=2,
+    retraces=2,
+    why=ZERO + LR,
+)
 def adamw_full_train_step():
     return _train_step(
         lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
@@ -159,21 +286,28 @@ def adamw_full_train_step():
 
 
 # -- compiling opt.step() alone ------------------------------------------------------------------
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case(
+    "optim",
+    graphs=1,
+    breaks=0,
+    tc_breaks=0,
+    retraces=1,
+    why=MOMENTUM,
+)
 def sgd_momentum_step_only():
     return _step_only(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=0)
 def adam_step_only():
     return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=0)
 def adam_foreach_step_only():
     return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True))
 
 
-@case("optim", graphs=0, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=0)
 def adamw_amsgrad_step_only():
     return _step_only(lambda ps: torch.optim.AdamW(ps, lr=0.01, amsgrad=True))

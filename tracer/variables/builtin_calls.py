@@ -202,6 +202,8 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     mutations)."""
     if not vt.is_python_constant():
         return False
+    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
+        return False  # its type is known without its value: folding would specialise it
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
     if (
         fn in (getattr, hasattr)

@@ -132,6 +132,8 @@ class TensorVariable(VariableTracker):
             return self._grad(tx)
         if name == "data":  # for reading, ``.data`` is ``.detach()``
             return tx.output.call_method("detach", (self,), {})
+        if name == "grad_fn" and not self.example.requires_grad:
+            return ConstantVariable(None)  # no autograd history without requires_grad
         if name in ("_base", "grad_fn"):
             raise Unsupported(
                 "tensor_attr",
