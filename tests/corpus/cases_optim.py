@@ -311,3 +311,26 @@ def adam_foreach_step_only():
 @case("optim", graphs=1, breaks=0, tc_breaks=0)
 def adamw_amsgrad_step_only():
     return _step_only(lambda ps: torch.optim.AdamW(ps, lr=0.01, amsgrad=True))
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=0)
+def adam_two_param_groups_step_only():
+    return _step_only(
+        lambda ps: torch.optim.Adam(
+            [{"params": list(ps)[:2]}, {"params": [], "lr": 0.1}], lr=0.01, weight_decay=0.1
+        )
+    )
+
+
+@case(
+    "optim",
+    graphs=2,
+    breaks=1,
+    tc_breaks=1,
+    retraces=2,
+    why=ZERO + MOMENTUM,
+)
+def sgd_maximize_dampening_train_step():
+    return _train_step(
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1, maximize=True)
+    )

@@ -212,3 +212,16 @@ def test_foreach_op_with_a_scalars_tensor_is_traced():
         )
 
     check_breaks(fn, make, graphs=1, breaks=0)
+
+
+def test_math_cos_of_a_symbolic_number_does_not_specialise_it():
+    import math
+
+    def fn(x, n):
+        return x * math.cos(n * 0.5)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for n in (1, 2, 3, 4):
+        torch.testing.assert_close(compiled(x, n), fn(x, n))
+    assert counter.frame_count == 2  # the second trace is symbolic in n; 3 and 4 hit it
