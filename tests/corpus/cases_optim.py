@@ -334,3 +334,8 @@ def sgd_maximize_dampening_train_step():
     return _train_step(
         lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1, maximize=True)
     )
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=1, retraces=1, why=ZERO)
+def adam_foreach_zero_grad_keep_tensors_train_step():
+    return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True), set_to_none=False)
