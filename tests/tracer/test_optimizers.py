@@ -225,3 +225,20 @@ def test_math_cos_of_a_symbolic_number_does_not_specialise_it():
     for n in (1, 2, 3, 4):
         torch.testing.assert_close(compiled(x, n), fn(x, n))
     assert counter.frame_count == 2  # the second trace is symbolic in n; 3 and 4 hit it
+
+
+def test_grad_dropped_before_the_step_in_the_same_graph_gets_no_state():
+    def run(compile_step):
+        model, opt = _world(lambda ps: torch.optim.Adam(ps, lr=0.01))
+
+        def step():
+            model.bias.grad = None  # a store the real state must not be initialised without
+            opt.step()
+
+        fn, _ = compile_counted(step) if compile_step else (step, None)
+        for p in model.parameters():
+            p.grad = torch.ones_like(p)
+        fn()
+        return _state(model, opt)
+
+    _assert_same_state(run(compile_step=True), run(compile_step=False))

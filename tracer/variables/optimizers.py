@@ -31,6 +31,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .contexts import CARRIED_KINDS, NONE, CarriedKind, ContextVariable, constant_args
 from .functions import CALL_HOOKS, UserFunctionVariable
+from .tensor import TensorVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -173,7 +174,9 @@ def _init_group_call(
     if opt_vt is None or opt_vt.source is None or not isinstance(opt, torch.optim.Optimizer):
         return None
     effects = tx.output.side_effects
-    if effects.mutated or any(name == "grad" for _, name, _ in effects.attr_stores.values()):
+    if effects.mutated or any(
+        isinstance(obj, TensorVariable) for obj, _, _ in effects.attr_stores.values()
+    ):
         return None
     if id(opt.state) in tx.output.wrapped or _state_ready(opt):
         return None
@@ -182,7 +185,7 @@ def _init_group_call(
         for p in list(inspect.signature(vt.fn).parameters.values())[2:]
         if p.default is inspect.Parameter.empty
     ]
-    with torch.no_grad():
+    with torch.set_grad_enabled(bool(opt.defaults.get("differentiable", False))):  # as step's
         for group in opt.param_groups:
             vt.fn(opt, group, *[[] for _ in lists])
     return None
