@@ -78,7 +78,7 @@ def _step_only(make_opt) -> Setup:
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -90,7 +90,7 @@ def sgd_plain_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=2,
     why=ZERO + MOMENTUM,
 )
@@ -102,7 +102,7 @@ def sgd_momentum_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=2,
     why=ZERO + MOMENTUM,
 )
@@ -116,7 +116,7 @@ def sgd_nesterov_weight_decay_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=2,
     why=ZERO + MOMENTUM,
 )
@@ -129,7 +129,7 @@ def sgd_momentum_foreach_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -141,7 +141,7 @@ def adam_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -153,7 +153,7 @@ def adam_amsgrad_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -165,7 +165,7 @@ def adam_foreach_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -177,7 +177,7 @@ def adam_single_tensor_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -189,7 +189,7 @@ def adamw_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -204,7 +204,7 @@ def adamw_foreach_amsgrad_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=5,
     retraces=5,
     why=ZERO + MOMENTUM + LR,
 )
@@ -219,7 +219,7 @@ def sgd_steplr_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=5,
     retraces=2,
     why=ZERO + LR,
 )
@@ -234,7 +234,7 @@ def adam_lambdalr_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=5,
     retraces=4,
     why=ZERO + LR,
 )
@@ -249,7 +249,7 @@ def adamw_cosine_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=2,
+    tc_breaks=4,
     retraces=1,
     why=ZERO,
 )
@@ -261,7 +261,7 @@ def adam_clip_grad_norm_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=2,
     why=ZERO + MOMENTUM + KEEP,
 )
@@ -273,7 +273,7 @@ def sgd_zero_grad_keep_tensors_train_step():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=2,
+    tc_breaks=5,
     retraces=2,
     why=ZERO + LR,
 )
@@ -290,7 +290,7 @@ def adamw_full_train_step():
     "optim",
     graphs=1,
     breaks=0,
-    tc_breaks=0,
+    tc_breaks=2,
     retraces=1,
     why=MOMENTUM,
 )
@@ -298,22 +298,22 @@ def sgd_momentum_step_only():
     return _step_only(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
 
 
-@case("optim", graphs=1, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
 def adam_step_only():
     return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01))
 
 
-@case("optim", graphs=1, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
 def adam_foreach_step_only():
     return _step_only(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True))
 
 
-@case("optim", graphs=1, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
 def adamw_amsgrad_step_only():
     return _step_only(lambda ps: torch.optim.AdamW(ps, lr=0.01, amsgrad=True))
 
 
-@case("optim", graphs=1, breaks=0, tc_breaks=0)
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
 def adam_two_param_groups_step_only():
     return _step_only(
         lambda ps: torch.optim.Adam(
@@ -326,7 +326,7 @@ def adam_two_param_groups_step_only():
     "optim",
     graphs=2,
     breaks=1,
-    tc_breaks=1,
+    tc_breaks=4,
     retraces=2,
     why=ZERO + MOMENTUM,
 )
@@ -336,6 +336,6 @@ def sgd_maximize_dampening_train_step():
     )
 
 
-@case("optim", graphs=2, breaks=1, tc_breaks=1, retraces=1, why=ZERO)
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
 def adam_foreach_zero_grad_keep_tensors_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True), set_to_none=False)
