@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from ...guards.sources import (
     ModuleGlobalSource,
     Source,
     TypeSource,
+    WeakRefSource,
 )
 from ..exc import Unsupported
 from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
@@ -228,6 +230,8 @@ class UserObjectVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
+        if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
+            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")
