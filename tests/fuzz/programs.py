@@ -31,6 +31,9 @@ TENSORS = ("a", "b", "c")
 INTS = ("i", "j")
 
 PRELUDE = '''\
+import contextlib
+import dataclasses
+
 import torch
 import bytegraph
 
@@ -43,10 +46,41 @@ class Obj:
     def __init__(self, w, count):
         self.w = w
         self.count = count
+        self.p = torch.nn.Parameter(torch.ones(2))
+        self.opt = torch.optim.SGD([self.p], lr=0.1, momentum=0.5)
 
     def bump(self, k):
         self.count = self.count + k
         return self.count
+
+
+class Acc:
+    def __init__(self, start):
+        self.total = start
+        self.steps = 0
+
+    def add(self, t):
+        self.total = self.total + t
+        self.steps += 1
+        return self
+
+
+@dataclasses.dataclass
+class Pt:
+    t: torch.Tensor
+    k: int = 1
+
+    def scaled(self):
+        return self.t * self.k
+
+
+@contextlib.contextmanager
+def tag(k):
+    G_list.append(k)
+    try:
+        yield k * 2
+    finally:
+        G_list.append(-k)
 
 
 '''
@@ -125,6 +159,8 @@ class Gen:
             lambda: f"torch.where({e} > 0, {e}, {self.texpr(depth + 1)})",
             lambda: f"({e} + len(lst))",
             lambda: f"({e} + d.get('k', x))",
+            lambda: f"(torch.outer({e}, {self.texpr(depth + 1)}) @ {self.texpr(depth + 1)})",
+            lambda: f"({e} + obj.p.sum())",
         ]
         if self.helpers:
             choices.append(lambda: f"h{self.rng.randrange(len(self.helpers))}({e}, {self.iexpr()})")
@@ -160,7 +196,9 @@ class Gen:
         ]
         if depth < 2:
             kinds += [(2, self.if_const), (1, self.if_tensor), (2, self.for_range), (1, self.for_list),
-                      (1, self.try_), (1, self.no_grad), (1, self.inner_fn)]
+                      (1, self.try_), (1, self.no_grad), (1, self.inner_fn), (1, self.autocast),
+                      (1, self.grad_context), (1, self.with_tag), (1, self.make_object),
+                      (1, self.optimizer_step)]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
         for w, fn in kinds:
@@ -243,6 +281,40 @@ class Gen:
     def no_grad(self, depth: int) -> str:
         return f"with torch.no_grad():\n{self.block(depth, self.rng.randint(1, 2))}"
 
+    def autocast(self, depth: int) -> str:
+        dtype = self.pick(["torch.bfloat16", "torch.float16"])
+        enabled = self.pick(["", ", enabled=False"])
+        return (f"with torch.autocast('cpu', dtype={dtype}{enabled}):\n"
+                f"{self.block(depth, self.rng.randint(1, 2))}")
+
+    def grad_context(self, depth: int) -> str:
+        return self.pick([
+            f"with torch.inference_mode():\n{self.block(depth, 1)}",
+            "with torch.no_grad():\n    with torch.enable_grad():\n"
+            + textwrap.indent(self.block(depth + 1, 1), "    "),
+            f"with torch.set_grad_enabled({self.n()} > 2):\n{self.block(depth, 1)}",
+        ])
+
+    def with_tag(self, depth: int) -> str:
+        return (f"with tag({self.rng.randint(1, 4)}) as v:\n    {self.n()} = {self.n()} + v\n"
+                f"{self.block(depth, 1)}")
+
+    def make_object(self, depth: int) -> str:
+        t, k = self.t(), self.rng.randint(1, 3)
+        return self.pick([
+            f"acc = Acc({t})\nacc.add({self.texpr()}).add({t})\n{t} = acc.total * acc.steps",
+            f"pt = Pt({self.texpr()}, {k})\n{t} = pt.scaled() + pt.k",
+            f"pt = Pt({t})\nobj.extra = pt",
+            f"obj.extra = Acc({self.n()})",
+        ])
+
+    def optimizer_step(self, depth: int) -> str:
+        return self.pick([
+            f"obj.p.grad = {self.t()}.sum() * torch.ones(2)\nobj.opt.step()",
+            "obj.opt.zero_grad()",
+            f"{self.t()} = {self.t()} * obj.opt.param_groups[0]['lr']",
+        ])
+
     def inner_fn(self, depth: int) -> str:
         k = self.n()
         return self.pick([
@@ -293,7 +365,7 @@ def make_inputs(seed: int, call: int, ns: dict[str, Any]) -> tuple:
 
 def load(program: Program) -> dict[str, Any]:
     ns: dict[str, Any] = {"__name__": f"fuzz_{program.seed}"}
-    exec(compile(program.source, f"<fuzz {program.seed}>", "exec"), ns)
+    exec(compile(program.source, f"<fuzz {program.seed}>", "exec", dont_inherit=True), ns)
     return ns
 
 
@@ -306,9 +378,27 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
             result, error = None, e
     x, y, n, lst, d, obj = args
     return {"error": None if error is None else (type(error), str(error)), "result": result,
-            "printed": out.getvalue(), "lst": lst, "d": d, "obj": dict(vars(obj)),
+            "printed": out.getvalue(), "lst": lst, "d": d, "obj": _object_state(obj),
             "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]), "cells": cells(),
-            "grad": torch.is_grad_enabled()}
+            "state": _global_state()}
+
+
+def _global_state() -> tuple:
+    """torch's process-wide state, which a compiled call must leave as eager does."""
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())
+
+
+def _object_state(value: Any) -> Any:
+    """Plain objects compared by class name and attributes; an optimizer by its state and groups."""
+    if isinstance(value, torch.optim.Optimizer):
+        state = value.state_dict()
+        return ("optimizer", [dict(s) for s in state["state"].values()],
+                [{k: v for k, v in g.items() if k != "params"} for g in state["param_groups"]])
+    if hasattr(value, "__dict__") and not isinstance(value, (torch.Tensor, type)):
+        return (type(value).__qualname__, {k: _object_state(v) for k, v in vars(value).items()})
+    return value
 
 
 def compare(actual: Any, expected: Any, path: str = "") -> str | None:
@@ -318,10 +408,15 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
     if isinstance(expected, torch.Tensor):
         if actual.shape != expected.shape or actual.dtype != expected.dtype:
             return f"{path}: tensor {actual.shape}/{actual.dtype} != {expected.shape}/{expected.dtype}"
-        if not torch.allclose(actual, expected, equal_nan=True, rtol=1e-5, atol=1e-5):
-            return f"{path}: {actual} != {expected}"
+        if actual.device != expected.device or actual.is_inference() != expected.is_inference():
+            return f"{path}: device or inference-ness differs"
         if actual.requires_grad != expected.requires_grad:
             return f"{path}: requires_grad differs"
+        if not torch.allclose(actual.detach(), expected.detach(), equal_nan=True, rtol=1e-5,
+                              atol=1e-5):
+            return f"{path}: {actual} != {expected}"
+        if isinstance(expected, torch.nn.Parameter):
+            return compare(actual.grad, expected.grad, f"{path}.grad")
         return None
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
