@@ -6,10 +6,11 @@ from typing import Any
 
 import torch.fx
 
-from .registry import register_backend
+from .registry import IGNORED, register_backend
 
 
-@register_backend("eager")
+@register_backend("eager", options=IGNORED)
 def eager(gm: torch.fx.GraphModule, example_inputs: list[Any]):
-    """Return ``gm.forward`` itself: calling it skips ``nn.Module.__call__``, which saves a few µs a call."""
+    """Return ``gm.forward`` itself: calling it skips ``nn.Module.__call__``, which saves a few µs a
+    call."""
     return gm.forward

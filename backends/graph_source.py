@@ -1,10 +1,10 @@
 """Forget an FX GraphModule's generated source when the module dies.
 
-FX registers the Python source of every ``GraphModule.forward`` it generates in a module-level loader
-and in ``linecache`` (so tracebacks through a graph show its lines), and never removes it: about
-600 bytes per graph outlive the graph. A program that compiles and drops many functions (closures
-made in a loop) would grow without bound, so every graph bytegraph makes or receives is tied to a
-finaliser that drops those two entries once nothing can run that code any more.
+FX registers the Python source of every ``GraphModule.forward`` it generates in a module-level
+loader and in ``linecache`` (so tracebacks through a graph show its lines), and never removes it:
+about 600 bytes per graph outlive the graph. A program that compiles and drops many functions
+(closures made in a loop) would grow without bound, so every graph bytegraph makes or receives is
+tied to a finaliser that drops those two entries once nothing can run that code any more.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ _GENERATED = "<eval_with_key>"  # FX's file names for generated code; other name
 
 
 def release_source_on_death(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """Return ``gm``, its generated source now dropped from FX's loader and linecache when it dies."""
+    """Return ``gm``, its generated source now dropped from FX's loader and linecache when it
+    dies."""
     filename = type(gm).forward.__code__.co_filename
     if filename.startswith(_GENERATED):
         weakref.finalize(gm, _forget, filename)

@@ -1,16 +1,55 @@
-"""The ``inductor`` backend: hand the graph to torch's own Inductor, for comparison with ``triton``."""
+"""The ``inductor`` backend: hand the graph to torch's own Inductor, for comparison with ``triton``.
+
+``mode``/``options`` mean what they mean to torch.compile: a mode is Inductor's own option set
+(``torch._inductor.list_mode_options``), options are Inductor config names, checked against
+``torch._inductor.config`` (an unknown name lists the known ones).
+"""
 
 from __future__ import annotations
 
+import difflib
+import importlib
+from collections.abc import Mapping
 from typing import Any
 
 import torch.fx
 
-from .registry import register_backend
+from .registry import BackendOptions, register_backend
+from .state_nodes import has_runtime_nodes
 
 
-@register_backend("inductor")
-def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any]):
-    from torch._inductor.compile_fx import compile_fx  # heavy: imported when the backend is chosen
+def _inductor(module: str) -> Any:
+    """A ``torch._inductor`` module, imported on first use (it is heavy)."""
+    return importlib.import_module(f"torch._inductor{module}")
 
-    return compile_fx(gm, example_inputs)
+
+def _validate(options: Mapping[str, Any]) -> None:
+    known = _inductor(".config").get_config_copy()
+    for key, value in options.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            guess = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+            raise ValueError(
+                f"unknown Inductor option {key!r}; {guess}known options: {', '.join(known)}"
+            )
+        default = known[name]
+        if isinstance(default, (bool, int, float, str)) and not isinstance(value, type(default)):
+            raise ValueError(
+                f"Inductor option {key!r} takes a {type(default).__name__}, not {value!r}"
+            )
+
+
+def _mode_options(mode: str) -> dict[str, Any]:
+    return dict(_inductor("").list_mode_options(mode))
+
+
+@register_backend("inductor", options=BackendOptions(_validate, _mode_options))
+def inductor(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: Mapping[str, Any] | None = None
+):
+    if has_runtime_nodes(gm):  # run-time state nodes (fork_rng, ...): the graph runs as it is
+        return gm.forward
+    compile_fx = _inductor(".compile_fx").compile_fx
+    patches = {k.replace("-", "_"): v for k, v in (options or {}).items()}
+    return compile_fx(gm, example_inputs, config_patches=patches)

@@ -38,7 +38,10 @@ def main() -> int:
         out.mkdir(exist_ok=True)
         path = out / f"seed_{program.seed}.py"
         path.write_text(f"# {outcome.message or 'internal error fallback'}\n{small.source}")
-        print(f"seed {program.seed}: {outcome.message or 'internal error fallback'} -> {path}", flush=True)
+        print(
+            f"seed {program.seed}: {outcome.message or 'internal error fallback'} -> {path}",
+            flush=True,
+        )
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -49,11 +52,16 @@ def main() -> int:
             summary.fallback_programs += part.fallback_programs
             summary.internal += part.internal
             summary.failures += part.failures
-            print(f"{summary.programs} programs, {len(summary.failures)} failures, "
-                  f"fallback rate {summary.fallback_rate:.2%}, {time.time() - start:.0f}s", flush=True)
-    print(f"seeds {first}..{first + args.n - 1}: {summary.programs} programs, "
-          f"fallback rate {summary.fallback_rate:.2%}, internal-error fallbacks {summary.internal}, "
-          f"failures {len(summary.failures)}")
+            print(
+                f"{summary.programs} programs, {len(summary.failures)} failures, "
+                f"fallback rate {summary.fallback_rate:.2%}, {time.time() - start:.0f}s",
+                flush=True,
+            )
+    print(
+        f"seeds {first}..{first + args.n - 1}: {summary.programs} programs, "
+        f"fallback rate {summary.fallback_rate:.2%}, internal-error fallbacks {summary.internal}, "
+        f"failures {len(summary.failures)}"
+    )
     return 1 if summary.failures else 0
 
 

@@ -1,9 +1,10 @@
-"""Per-call cost of compiled ``nn.Module``s as the layer count grows: bytegraph vs ``torch.compile``.
+"""Per-call cost of compiled ``nn.Module``s as the layer count grows: bytegraph vs
+``torch.compile``.
 
 Tiny-width MLPs (width 4, batch 1) so the graph itself costs little and the per-call machinery
-(guards, loading parameters, calling the graph) dominates. Both compilers use their eager backend and
-run in the same process; bytegraph's forward is monkeypatched (``bytegraph.compile(model)``), torch's is
-``torch.compile(model, backend="eager")``. Plain eager is printed for reference.
+(guards, loading parameters, calling the graph) dominates. Both compilers use their eager backend
+and run in the same process; bytegraph's forward is monkeypatched (``bytegraph.compile(model)``),
+torch's is ``torch.compile(model, backend="eager")``. Plain eager is printed for reference.
 
     python benchmarks/modules.py            # layers 2, 12, 24
 """
@@ -50,7 +51,8 @@ def per_call_us(fns: list, x: torch.Tensor, repeat: int, rounds: int = 9) -> lis
 
 
 def graph_only(compiled: nn.Module, x: torch.Tensor):
-    """bytegraph's compiled graph called directly with its inputs already gathered: the graph itself."""
+    """bytegraph's compiled graph called directly with its inputs already gathered: the graph
+    itself."""
     (variant,) = bytegraph.cache_entries(compiled.forward)
     (gm,) = variant.graphs
     scope = {"L": {"self": compiled, "x": x}}
@@ -69,8 +71,11 @@ def main() -> None:
     warnings.simplefilter("ignore")
     x = torch.randn(1, 4)
     print("per-call time in us (best of interleaved rounds); overhead = total - the graph alone")
-    print(f"{'layers':>6} {'params':>6} {'eager':>7} {'graph':>7} {'bytegraph':>9} {'torch.compile':>13} "
-          f"{'bg overhead':>11} {'tc overhead':>11} {'bg/tc total':>11} {'bg/tc overhead':>14}")
+    print(
+        f"{'layers':>6} {'params':>6} {'eager':>7} {'graph':>7} {'bytegraph':>9} "
+        f"{'torch.compile':>13} "
+        f"{'bg overhead':>11} {'tc overhead':>11} {'bg/tc total':>11} {'bg/tc overhead':>14}"
+    )
     with torch.no_grad():
         for n in args.layers:
             eager = MLP(n)
@@ -79,12 +84,15 @@ def main() -> None:
             for m in (compiled, torched):
                 torch.testing.assert_close(m(x), eager(x))
             graph = graph_only(compiled, x)
-            t_eager, t_graph, t_bg, t_tc = per_call_us([eager, graph, compiled, torched], x,
-                                                       args.repeat, args.rounds)
+            t_eager, t_graph, t_bg, t_tc = per_call_us(
+                [eager, graph, compiled, torched], x, args.repeat, args.rounds
+            )
             params = sum(1 for _ in eager.parameters())
             over_bg, over_tc = t_bg - t_graph, t_tc - t_graph
-            print(f"{n:>6} {params:>6} {t_eager:>7.1f} {t_graph:>7.1f} {t_bg:>9.1f} {t_tc:>13.1f} "
-                  f"{over_bg:>11.1f} {over_tc:>11.1f} {t_bg / t_tc:>11.2f} {over_bg / over_tc:>14.2f}")
+            print(
+                f"{n:>6} {params:>6} {t_eager:>7.1f} {t_graph:>7.1f} {t_bg:>9.1f} {t_tc:>13.1f} "
+                f"{over_bg:>11.1f} {over_tc:>11.1f} {t_bg / t_tc:>11.2f} {over_bg / over_tc:>14.2f}"
+            )
             assert len(bytegraph.cache_entries(compiled.forward)) == 1
 
 

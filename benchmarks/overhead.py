@@ -1,18 +1,18 @@
 """Per-call overhead of bytegraph and ``torch.compile(backend="eager")`` on tiny functions.
 
-Overhead is what a compiled call costs beyond the plain eager call: guard evaluation, dispatch and the
-call into the graph. Tensors are tiny (4 elements) so the tensor work itself is as small as it gets.
-Each case is compiled by both systems in this one process and warmed up; then eager, bytegraph and
-torch.compile are timed in interleaved rounds (``timeit``, ``--number`` calls per sample), keeping the
-minimum per-call time of each (the least disturbed by other processes).
+Overhead is what a compiled call costs beyond the plain eager call: guard evaluation, dispatch and
+the call into the graph. Tensors are tiny (4 elements) so the tensor work itself is as small as it
+gets. Each case is compiled by both systems in this one process and warmed up; then eager, bytegraph
+and torch.compile are timed in interleaved rounds (``timeit``, ``--number`` calls per sample),
+keeping the minimum per-call time of each (the least disturbed by other processes).
 
 Run::
 
     python benchmarks/overhead.py           # the table, then the ratio bytegraph / torch.compile
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
 
-A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries to
-``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
+A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries
+to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def per_call_us(fn: Callable[..., Any], args: tuple, number: int) -> float:
 
 
 def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
-    """Minimum per-call time (us) of eager, bytegraph and torch.compile, timed in interleaved rounds."""
+    """Minimum per-call time (us) of eager, bytegraph and torch.compile, timed in interleaved
+    rounds."""
     args = case.make_args()
     torch._dynamo.reset()
     runners = {
@@ -106,8 +107,10 @@ def main() -> None:
     number, repeat = (200, 3) if opts.quick else (opts.number, opts.repeat)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {number} calls x {repeat} samples, min per call (us)")
-    header = (f"{'case':<10} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14} "
-              f"{'bg overhead':>12} {'tc overhead':>12} {'ratio':>6}")
+    header = (
+        f"{'case':<10} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14} "
+        f"{'bg overhead':>12} {'tc overhead':>12} {'ratio':>6}"
+    )
     print(header)
     print("-" * len(header))
     ratios = []
@@ -116,10 +119,14 @@ def main() -> None:
         bg, tc = t["bytegraph"] - t["eager"], t["torch.compile"] - t["eager"]
         ratio = bg / tc if tc > 0 else float("nan")
         ratios.append(ratio)
-        print(f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} "
-              f"{t['torch.compile']:14.2f} {bg:12.2f} {tc:12.2f} {ratio:6.2f}")
-    print(f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
-          f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)")
+        print(
+            f"{case.name:<10} {t['eager']:8.2f} {t['bytegraph']:10.2f} "
+            f"{t['torch.compile']:14.2f} {bg:12.2f} {tc:12.2f} {ratio:6.2f}"
+        )
+    print(
+        f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
+        f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)"
+    )
 
 
 if __name__ == "__main__":

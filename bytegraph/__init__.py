@@ -1,31 +1,60 @@
 """bytegraph: a pure-Python TorchDynamo. ``@bytegraph.compile`` traces a function's bytecode into
 torch.fx graphs guarded by generated Python, with no frame-evaluation hook.
 
-Public API: ``compile``, ``reset``, ``config``, the inspection helpers ``cache_entries(fn)``,
-``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and ``stats()``, the report ``explain(fn)(*args)`` and
+Public API: ``compile``, ``reset``, ``config`` (``config.patch``), torch.compiler's decorators
+(``disable``, ``allow_in_graph``, ``assume_constant_result``, ``substitute_in_graph``,
+``error_on_graph_break``), the
+inspection helpers ``cache_entries(fn)``, ``guard_source(fn)``, ``why(fn, *args, **kwargs)`` and
+``stats()``, the report ``explain(fn)(*args)``, the HTML compile report
+(``report.write_html(path)``; ``BYTEGRAPH_TRACE_DIR`` records every compile) and
 ``set_logs("graph_code,guards")`` (or ``BYTEGRAPH_LOGS``). The pytest plugin is ``pytest_plugin``.
+``distributed``: compile fingerprints compared across ranks (``check_consistency()``).
 """
 
 from __future__ import annotations
+
+import importlib
 
 from .codegen.pyversion import check_supported
 
 check_supported()
 
-from . import config  # noqa: E402
+from . import config, distributed  # noqa: E402
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
 from .compiler import compile, reset, state_of  # noqa: E402
+from .decorators import (  # noqa: E402
+    allow_in_graph,
+    assume_constant_result,
+    disable,
+    error_on_graph_break,
+    substitute_in_graph,
+)
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .introspect import cache_entries, guard_source, stats, why  # noqa: E402
 from .logs import set_logs  # noqa: E402
+from .trace_records import start as _start_trace  # noqa: E402, F401 (BYTEGRAPH_TRACE_DIR)
 from .tracer.variables.functions import graph_break  # noqa: E402
+
+
+def __getattr__(name: str) -> object:
+    """``bytegraph.report`` on first use: not imported with the package, so that
+    ``python -m bytegraph.report`` runs it as a fresh ``__main__``."""
+    if name == "report":
+        return importlib.import_module(".report", __name__)
+    raise AttributeError(f"module 'bytegraph' has no attribute {name!r}")
+
 
 __all__ = [
     "ExplainOutput",
+    "allow_in_graph",
+    "assume_constant_result",
+    "disable",
+    "error_on_graph_break",
     "cache_entries",
     "compile",
     "config",
+    "distributed",
     "explain",
     "graph_break",
     "guard_source",
@@ -38,6 +67,7 @@ __all__ = [
     "reset",
     "set_logs",
     "state_of",
+    "substitute_in_graph",
     "stats",
     "why",
 ]

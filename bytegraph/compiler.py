@@ -22,71 +22,148 @@ from typing import Any, TypeVar, overload
 
 import torch
 
-from . import config
-from .backends.registry import CompilerFn, lookup_backend
+from . import config, distributed, dynamo_config
+from .backends.registry import CompilerFn, configure_backend, lookup_backend
 from .tracer import driver
+from .tracer.exc import BytegraphError
+from .tracer.variables import markers
+
+driver.global_settings = dynamo_config.read_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @overload
 def compile(
-    fn: F,
+    model: F,
     *,
-    backend: str | CompilerFn | None = None,
     fullgraph: bool = False,
     dynamic: bool | None = None,
+    backend: str | CompilerFn | None = None,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+    name: str | None = None,
+    recompile_limit: int | None = None,
 ) -> F: ...
 @overload
 def compile(
-    fn: None = None,
+    model: None = None,
     *,
-    backend: str | CompilerFn | None = None,
     fullgraph: bool = False,
     dynamic: bool | None = None,
+    backend: str | CompilerFn | None = None,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+    name: str | None = None,
+    recompile_limit: int | None = None,
 ) -> Callable[[F], F]: ...
 
 
-def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None):
-    """Compile ``fn`` (a function, bound method or lambda) with ``backend`` ("eager", "inductor",
-    "triton" or any ``(gm, example_inputs) -> callable``). ``fullgraph=True`` raises instead of falling
-    back to Python; ``dynamic`` is accepted for torch.compile compatibility."""
-    if fn is None:
-        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=None,
+    backend=None,
+    mode=None,
+    options=None,
+    disable=False,
+    name=None,
+    recompile_limit=None,
+):
+    """Compile ``model`` (a function, bound method, callable object or ``nn.Module``), as
+    ``torch.compile`` does; with no ``model``, a decorator.
+
+    - ``backend``: "auto" (default: triton for graphs on CUDA tensors, eager otherwise), "eager",
+      "aot_eager", "inductor", "triton", a registered name or any ``(gm, example_inputs) ->
+      callable``.
+    - ``fullgraph=True`` raises instead of breaking the graph or falling back to Python.
+    - ``dynamic``: True traces sizes and ints symbolically from the start, False never, None
+      (default) once they change.
+    - ``mode``: "default", "reduce-overhead" (CUDA graphs), "max-autotune" (autotuned kernels and
+      CUDA graphs) or "max-autotune-no-cudagraphs"; they act in the triton backend (and Inductor).
+      Where they cannot (graphs on CPU tensors, the eager backend) a one-time notice says so.
+    - ``options``: the backend's options (``{"triton.cudagraphs": True, "max_autotune": True}``);
+      an unknown name is an error listing the known ones. ``mode`` and ``options`` exclude each
+      other, as in torch.compile.
+    - ``disable=True``: check the arguments, then return ``model`` unchanged.
+    - ``name``: shown in reports instead of the function's name; ``recompile_limit``: this
+      function's own limit (default: ``bytegraph.config.recompile_limit``).
+
+    >>> @bytegraph.compile(mode="reduce-overhead")
+    ... def step(x):
+    ...     return torch.relu(x) + 1
+    """
+    if model is None:
+
+        def decorate(model: F) -> F:
+            if model is None:
+                raise TypeError("bytegraph.compile: the model to compile can't be None")
+            return compile(
+                model,
+                fullgraph=fullgraph,
+                dynamic=dynamic,
+                backend=backend,
+                mode=mode,
+                options=options,
+                disable=disable,
+                name=name,
+                recompile_limit=recompile_limit,
+            )
+
+        return decorate
+    lookup_backend(backend or config.default_backend)  # an unknown name is a ValueError
+    try:
+        compiler_fn = configure_backend(backend or config.default_backend, mode, options)
+    except ValueError as e:
+        raise BytegraphError(f"bytegraph.compile: {e}") from None
+    if disable or config.disable:
+        if not callable(model):
+            raise TypeError(f"bytegraph.compile expects a callable, got {model!r}")
+        return model
     settings = driver.Settings(
-        lookup_backend(backend or config.default_backend),
+        compiler_fn,
         fullgraph,
         dynamic,
-        config.recompile_limit,
+        recompile_limit,
+        name=name,
+        mode=mode,
+        options=dict(options or {}),
     )
+    return _compile(model, settings)
+
+
+def _compile(fn: Any, settings: driver.Settings) -> Any:
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        # As torch.compile: DDP's own forward (the reducer's bookkeeping) runs in Python and calls
+        # the module it wraps, which is compiled; gradient hooks and buckets fire as in eager.
+        _compile(fn.module, settings)
+        return fn
     if isinstance(fn, torch.nn.Module):
-        fn.forward = compile(fn.forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        fn.forward = _compile(fn.forward, settings)
         return fn
     if isinstance(fn, types.MethodType):
-        compiled = compile(fn.__func__, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-        return types.MethodType(compiled, fn.__self__)
+        return types.MethodType(_compile(fn.__func__, settings), fn.__self__)
     if hasattr(fn, "__bytegraph__"):
         return fn  # already compiled
+    if markers.is_disabled(fn):
+        return fn  # bytegraph.disable / torch.compiler.disable: never traced
     if isinstance(fn, functools.partial):
-        return functools.partial(
-            compile(fn.func, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
-            *fn.args,
-            **fn.keywords,
-        )
-    call = getattr(type(fn), "__call__", None)
+        return functools.partial(_compile(fn.func, settings), *fn.args, **fn.keywords)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 (the class's own __call__)
     if not isinstance(fn, (type, types.FunctionType)) and isinstance(call, types.FunctionType):
-        return compile(
-            types.MethodType(call, fn), backend=backend, fullgraph=fullgraph, dynamic=dynamic
-        )
+        return _compile(types.MethodType(call, fn), settings)
     if isinstance(fn, types.FunctionType) and fn.__code__.co_flags & _SUSPENDING:
         # Generators and coroutines suspend: a trace of one call cannot stand for them.
         kind = "generator or coroutine"
-        if fullgraph:
+        if settings.fullgraph:
             raise driver.BytegraphError(
                 f"{fn.__qualname__} is a {kind} function, which bytegraph does not compile"
             )
         warnings.warn(
-            f"bytegraph: running {fn.__qualname__} in Python: it is a {kind} function", stacklevel=2
+            f"bytegraph: running {fn.__qualname__} in Python: it is a {kind} function", stacklevel=3
         )
         return fn
     if not isinstance(fn, types.FunctionType):
@@ -116,10 +193,13 @@ def reset() -> None:
     for state in list(driver.ALL):
         state.reset()
     driver.COUNTERS.clear()
+    distributed.reset()
 
 
 def state_of(fn: Any) -> driver.CompiledCode:
     """The compile state behind a compiled function (or bound method / module)."""
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        fn = fn.module
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     target = getattr(target, "__func__", target)
     state = getattr(target, "__bytegraph__", None)

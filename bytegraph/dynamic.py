@@ -1,11 +1,11 @@
 """Marking tensor dimensions dynamic or static before compiling, as ``torch._dynamo`` does.
 
 >>> x = torch.randn(8, 3)
->>> bytegraph.mark_dynamic(x, 0)      # traced as a symbol from the first call: no static first graph
+>>> bytegraph.mark_dynamic(x, 0)      # a symbol from the first call: no static first graph
 >>> fn(x)                             # guards: 2 <= L['x'].size()[0]
 
-``maybe_mark_dynamic`` is the same hint without insisting; ``mark_static`` keeps a dimension static even
-when it changes between calls (each new size recompiles). Marks live on the tensor object.
+``maybe_mark_dynamic`` is the same hint without insisting; ``mark_static`` keeps a dimension static
+even when it changes between calls (each new size recompiles). Marks live on the tensor object.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from .compiler import compile
+from .distributed import collectives
 from .tracer import driver
 from .tracer.exc import Unsupported, UserLocation
 
@@ -198,6 +199,16 @@ class Report:
         return sum(len(ops) for ops in self.ops_per_graph)
 
     @property
+    def collectives_per_graph(self) -> list[list[str]]:
+        """For each graph, the collectives it runs in order (``"all_reduce(sum, 0)"``: reduce op and
+        group name), from ``bytegraph.distributed.collectives``."""
+        return [collectives(gm) for gm in self.graphs]
+
+    @property
+    def collective_count(self) -> int:
+        return sum(len(c) for c in self.collectives_per_graph)
+
+    @property
     def guards(self) -> list[str]:
         """Every guard condition of every entry compiled, in order (one string per condition)."""
         return [line for r in self.records for line in r.event.guards.splitlines()]
@@ -234,8 +245,12 @@ class Report:
                 lines.append(_indent(f"{i}. {br}", "  ", "   "))
         if self.graphs:
             lines.append("Ops per graph:")
-            for gm, ops in zip(self.graphs, self.ops_per_graph):
+            for gm, ops in zip(self.graphs, self.ops_per_graph, strict=True):
                 lines.append(f"  {type(gm).__name__}: {', '.join(ops)}")
+        if self.collective_count:
+            lines.append(f"Collectives per graph ({self.collective_count} in all):")
+            for gm, colls in zip(self.graphs, self.collectives_per_graph, strict=True):
+                lines.append(f"  {type(gm).__name__}: {', '.join(colls) or '-'}")
         guarded = [r for r in self.records if r.event.guards]
         if guarded:
             lines.append("Guards:")
@@ -265,9 +280,10 @@ def explain(fn: Any, *, backend: Any = "eager") -> Explainer:
 
     ``fn`` may be a plain function, a bound method, an ``nn.Module`` or a function already compiled
     by bytegraph; an already-compiled function's own cache is left untouched (its original code is
-    compiled again, separately, with its ``dynamic`` setting). ``backend`` compiles the graphs (default ``"eager"``). Calls of one
-    explainer share its copy, so a second call with other inputs reports the recompile and the guard
-    that failed. Bytegraph's fallback warnings are silenced during the call: the report has them.
+    compiled again, separately, with its ``dynamic`` setting). ``backend`` compiles the graphs
+    (default ``"eager"``). Calls of one explainer share its copy, so a second call with other inputs
+    reports the recompile and the guard that failed. Bytegraph's fallback warnings are silenced
+    during the call: the report has them.
 
     >>> out = bytegraph.explain(fn)(torch.randn(3))
     >>> out.graph_break_count, out.break_reasons[0].kind, out.break_reasons[0].line
@@ -296,6 +312,8 @@ class Explainer:
 
 def _fresh_copy(fn: Any, backend: Any) -> Any:
     """``fn`` compiled anew, sharing no cache with any compiled version of it."""
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        return _ddp_copy(fn, _fresh_copy(fn.module, backend))
     if isinstance(fn, torch.nn.Module):
         fn = fn.forward
     if isinstance(fn, types.MethodType):
@@ -304,6 +322,25 @@ def _fresh_copy(fn: Any, backend: Any) -> Any:
     if state is None:
         return compile(fn, backend=backend)
     return compile(state.fn, backend=backend, dynamic=state.settings.dynamic)
+
+
+def _ddp_copy(ddp: torch.nn.Module, inner: Any) -> Any:
+    """Run ``ddp`` with its module's forward compiled (``inner``) for the call, as
+    ``bytegraph.compile(ddp)`` would: DDP's own forward stays in Python."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        module = ddp.module
+        had, previous = "forward" in vars(module), vars(module).get("forward")
+        module.forward = inner
+        try:
+            return ddp(*args, **kwargs)
+        finally:
+            if had:
+                module.forward = previous
+            else:
+                del module.forward
+
+    return run
 
 
 def _target_name(node: torch.fx.Node) -> str:

@@ -1,5 +1,5 @@
-"""Inspecting compiled functions: their cache entries, generated guard source, and which entry a call
-would run and why the others would not.
+"""Inspecting compiled functions: their cache entries, generated guard source, and which entry a
+call would run and why the others would not.
 
 >>> bytegraph.why(fn, x, 3)
 selected: entry 1
@@ -17,8 +17,9 @@ from .tracer import driver
 
 
 def cache_entries(fn: Any) -> list[Variant]:
-    """The variants (cache entries) of a compiled function, oldest first; each has ``.guards.source``
-    (one condition per line), ``.graphs`` and ``.reason`` (why it was compiled)."""
+    """The variants (cache entries) of a compiled function, oldest first; each has
+    ``.guards.source`` (one condition per line), ``.graphs`` and ``.reason`` (why it was
+    compiled)."""
     return list(state_of(fn).cache.variants)
 
 

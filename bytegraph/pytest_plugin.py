@@ -7,7 +7,11 @@
 - ``--bytegraph-no-graph-breaks``: ``no_graph_breaks`` for every test.
 - fixture ``bytegraph_report``: a live ``bytegraph.explain.Report`` of what the test compiled so far
   (``.graphs``, ``.break_reasons``, ``.recompiles``, ...).
-- a "bytegraph" terminal summary section lists the breaks and recompiles seen, per test.
+- a "bytegraph" terminal summary section lists the breaks and recompiles seen, per test, and a
+  census line (graphs, breaks, collectives per graph) for tests whose graphs run collectives.
+- ``bytegraph.config.distributed_consistency_check`` is on (also in the processes tests start,
+  through ``BYTEGRAPH_DISTRIBUTED_CHECK=1``): ranks compiling different code fail, not hang.
+  ``--bytegraph-no-distributed-check`` (or ``BYTEGRAPH_DISTRIBUTED_CHECK=0``) turns it off.
 
 Recording uses ``bytegraph.explain.Recorder`` from setup to teardown of each test; the checks run
 after the test body passed. Disable the whole plugin with ``-p no:bytegraph``.
@@ -15,12 +19,14 @@ after the test body passed. Disable the whole plugin with ``-p no:bytegraph``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import config as bytegraph_config
 from .explain import Recorder, Report
 
 _RECORDER = pytest.StashKey[Recorder]()
@@ -42,11 +48,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail every test in which a bytegraph-compiled function graph-breaks or "
         "falls back to Python (as if marked no_graph_breaks)",
     )
+    group.addoption(
+        "--bytegraph-no-distributed-check",
+        action="store_true",
+        default=False,
+        help="do not compare compile fingerprints across torch.distributed ranks",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    if config.getoption("bytegraph_no_distributed_check", False):
+        os.environ["BYTEGRAPH_DISTRIBUTED_CHECK"] = "0"
+    os.environ.setdefault("BYTEGRAPH_DISTRIBUTED_CHECK", "1")  # inherited by started processes
+    enabled = os.environ["BYTEGRAPH_DISTRIBUTED_CHECK"] == "1"
+    bytegraph_config.distributed_consistency_check = enabled
     config.pluginmanager.register(BytegraphSession(config), "bytegraph-session")
 
 
@@ -146,6 +163,12 @@ def summarise(report: Report, root: Path | None = None) -> list[str]:
         lines.append(
             f"recompile of {r.function} ({_short(r.filename, root)}:{r.lineno}): "
             + "; ".join(r.failures)
+        )
+    if report.collective_count:  # the break census of distributed code
+        per_graph = ", ".join(str(len(c)) for c in report.collectives_per_graph)
+        lines.append(
+            f"census: {report.graph_count} graphs, {report.graph_break_count} breaks, "
+            f"{report.collective_count} collectives (per graph: {per_graph})"
         )
     return lines
 

@@ -1,21 +1,32 @@
 """``Emitter``: a small, version-aware builder of ``bytecode`` instruction lists.
 
-Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``); the
-callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never branch
-on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes it.
+Every version difference in emission is one branch inside one method here (marked ``NOTE(3.x)``);
+the callers (variable ``reconstruct`` methods, the rewritten-code builder, resume functions) never
+branch on the Python version. The emitter tracks nothing about stack depth: ``bytecode`` computes
+it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bytecode import CellVar, Compare, FreeVar, Instr, Label
 
-from .pyversion import CALL_NEEDS_PRECALL, JUMPS_HAVE_DIRECTION, LOAD_ATTR_TAKES_METHOD_FLAG
+from .pyversion import (
+    CALL_KW_ON_STACK,
+    CALL_NEEDS_PRECALL,
+    JUMPS_HAVE_DIRECTION,
+    JUMPS_NEED_BOOL,
+    LOAD_ATTR_TAKES_METHOD_FLAG,
+    MAKE_FUNCTION_TAKES_FLAGS,
+    NULL_ABOVE_CALLABLE,
+)
 
 
 class Emitter:
-    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new instruction."""
+    """Appends instructions to ``self.instrs``; ``lineno`` (if set) is given to each new
+    instruction."""
 
     def __init__(self, lineno: int | None = None) -> None:
         self.instrs: list[Any] = []
@@ -67,12 +78,42 @@ class Emitter:
         return self.add("STORE_ATTR", name)
 
     def push_null(self) -> Emitter:
+        """Push a NULL (a stack slot of the CALL convention; use ``push_callable`` to call)."""
         return self.add("PUSH_NULL")
 
     # -- calls -----------------------------------------------------------------------------------
+    def push_callable(self, emit: Callable[[], object]) -> Emitter:
+        """Push a callable for ``call``/``call_ex``: ``emit()`` emits the code loading it, and the
+        CALL convention's NULL is pushed on the right side of it."""
+        # NOTE(3.13): the NULL goes above the callable ([fn, NULL, *args]); 3.11/3.12: below it.
+        if not NULL_ABOVE_CALLABLE:
+            self.push_null()
+        emit()
+        if NULL_ABOVE_CALLABLE:
+            self.push_null()
+        return self
+
+    def add_null_to_callable(self) -> Emitter:
+        """The callable on top of the stack gets the CALL convention's NULL (``NULL_OFFSET``)."""
+        self.push_null()
+        # NOTE(3.13): the NULL belongs above the callable, where it already is.
+        return self if NULL_ABOVE_CALLABLE else self.swap(2)
+
+    def pop_null(self) -> Emitter:
+        """Discard a NULL from the top of the stack (POP_TOP cannot): call ``tuple()`` with it as
+        the CALL convention's NULL and drop the result."""
+        self.load_const(tuple)
+        # NOTE(3.13): CALL wants [callable, NULL]; 3.11/3.12 want [NULL, callable].
+        if NULL_ABOVE_CALLABLE:
+            self.swap(2)
+        return self.call(0).pop_top()
+
     def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
-        """Call with stack ``[NULL, fn, *args]`` (or ``[fn, self, *args]``); the last ``kw_names`` args are
-        passed by keyword."""
+        """Call with stack ``[NULL, fn, *args]`` (3.13: ``[fn, NULL, *args]``, see
+        ``push_callable``) or ``[fn, self, *args]``; the last ``kw_names`` args are keywords."""
+        # NOTE(3.13): CALL_KW takes the names tuple from the stack; KW_NAMES is gone.
+        if kw_names and CALL_KW_ON_STACK:
+            return self.load_const(tuple(kw_names)).add("CALL_KW", nargs)
         if kw_names:
             self.add("KW_NAMES", tuple(kw_names))
         # NOTE(3.12): PRECALL is gone.
@@ -81,9 +122,10 @@ class Emitter:
         return self.add("CALL", nargs)
 
     def call_function(self, nargs: int, kw_names: tuple[str, ...] = ()) -> Emitter:
-        """Call with stack ``[fn, *args]``: inserts the NULL below ``fn`` first."""
+        """Call with stack ``[fn, *args]``: inserts the NULL next to ``fn`` first."""
         self.add("PUSH_NULL")
-        self.swap_null_below(nargs + 1)
+        # NOTE(3.13): the NULL goes right above ``fn``; 3.11/3.12: right below it.
+        self.swap_null_below(nargs if NULL_ABOVE_CALLABLE else nargs + 1)
         return self.call(nargs, kw_names)
 
     def swap_null_below(self, depth: int) -> Emitter:
@@ -93,7 +135,8 @@ class Emitter:
         return self
 
     def call_ex(self, has_kwargs: bool) -> Emitter:
-        """``fn(*args_tuple, **kwargs_dict)`` with stack ``[NULL, fn, args(, kwargs)]``."""
+        """``fn(*args_tuple, **kwargs_dict)`` with stack ``[NULL, fn, args(, kwargs)]`` (3.13:
+        ``[fn, NULL, ...]``, see ``push_callable``)."""
         return self.add("CALL_FUNCTION_EX", int(has_kwargs))
 
     # -- stack shuffling and containers ----------------------------------------------------------
@@ -142,33 +185,75 @@ class Emitter:
     def jump(self, label: Label) -> Emitter:
         return self.add("JUMP_FORWARD", label)
 
+    def to_bool(self) -> Emitter:
+        """``bool()`` of the value on top, before a conditional jump or ``UNARY_NOT`` (3.13)."""
+        # NOTE(3.13): jumps and UNARY_NOT take exact bools; older versions convert themselves.
+        return self.add("TO_BOOL") if JUMPS_NEED_BOOL else self
+
     def pop_jump_if_false(self, label: Label) -> Emitter:
-        return self.add(POP_JUMP_IF_FALSE, label)
+        return self.to_bool().add(POP_JUMP_IF_FALSE, label)
 
     def pop_jump_if_true(self, label: Label) -> Emitter:
-        return self.add(POP_JUMP_IF_TRUE, label)
+        return self.to_bool().add(POP_JUMP_IF_TRUE, label)
 
     def make_function(self, flags: int = 0) -> Emitter:
-        return self.add("MAKE_FUNCTION", flags)
+        """``[defaults] [kwdefaults] [annotations] [closure] code -- function``, ``flags`` saying
+        which of the four are on the stack (``MAKE_FUNCTION`` flag bits 1, 2, 4, 8)."""
+        if MAKE_FUNCTION_TAKES_FLAGS:
+            return self.add("MAKE_FUNCTION", flags)
+        # NOTE(3.13): MAKE_FUNCTION takes the code alone; SET_FUNCTION_ATTRIBUTE attaches each part,
+        # the one nearest the top (highest flag) first.
+        self.add("MAKE_FUNCTION")
+        for flag in (0x08, 0x04, 0x02, 0x01):
+            if flags & flag:
+                self.add("SET_FUNCTION_ATTRIBUTE", flag)
+        return self
 
 
 _TAKES_NONE_ARG = frozenset({"LOAD_CONST"})
 
-# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward form
-# (generated code only jumps forward).
+#: Where ``add_null_to_callable`` puts the NULL: this many slots from the top, callable included.
+NULL_OFFSET = 1 if NULL_ABOVE_CALLABLE else 2
+
+# NOTE(3.12): conditional jumps lost their FORWARD/BACKWARD spelling; on 3.11 we emit the forward
+# form (generated code only jumps forward).
 POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_FALSE"
 POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_TRUE"
 
 
 class Codegen(Emitter):
-    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can rebuild
-    themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in ``output_var``."""
+    """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can
+    rebuild themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in
+    ``output_var``."""
 
     def __init__(self, lineno: int | None = None, output_var: str = "__graph_out") -> None:
         super().__init__(lineno)
         self.graph_outputs: dict[Any, int] = {}
         self.output_var = output_var
         self.cells: dict[str, Any] = {}  #: extra closure cells the finished function needs
+        #: the code continues in resume functions (a graph break): state of the traced frames
+        #: (their cells) lives on there, so objects sharing it cannot be rebuilt apart from it
+        self.resumes = False
+        #: id(key) -> the local holding what ``build_once(key, ...)`` built (shared by sub-emitters)
+        self.built: dict[int, tuple[Any, str]] = {}
+        #: locals already holding an object created during the trace (set by the side-effect
+        #: replay; an object is loaded from its local only after it was created)
+        self.new_objects: set[str] = set()
+
+    def build_once(self, key: Any, build: Callable[[], Any]) -> Emitter:
+        """Push the object identified by ``key``: built by ``build()`` the first time (and kept in a
+        local), loaded from that local afterwards. A mutable object made in the trace and reachable
+        twice (a list in two locals, a dict and its view) stays one object in the rewritten code.
+        The first build must be on every path to later loads (generated code builds before it
+        branches)."""
+        known = self.built.get(id(key))
+        if known is not None:
+            return self.load_local(known[1])
+        build()
+        name = f"__bg_obj{len(self.built)}"
+        self.built[id(key)] = (key, name)  # the key is kept: its id cannot be reused meanwhile
+        self.copy(1)
+        return self.store_local(name)
 
     def load_cell_value(self, name: str, value: Any) -> Emitter:
         """Load ``value`` through a new closure cell called ``name`` (``LOAD_DEREF name``)."""

@@ -1,11 +1,11 @@
 """Resume functions: the original code, entered in the middle, with the value stack passed in.
 
-``make_resume(fn, globals, index, nstack, names)`` returns a function taking
-``(*names, __stack0, ..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first
-argument, which must stay ``self``): its prefix pushes the stack arguments back, then jumps to
-instruction ``index`` of the original code; from there the original instructions (and their exception
-table) run unchanged. Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a
-resume function back to the original function.
+``make_resume(fn, globals, index, nstack, names)`` returns a function taking ``(*names, __stack0,
+..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first argument, which must
+stay ``self``): its prefix pushes the stack arguments back, then jumps to instruction ``index`` of
+the original code; from there the original instructions (and their exception table) run unchanged.
+Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a resume function
+back to the original function.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def make_resume(
     iter_slots: tuple[int, ...] = (),
     null_slots: tuple[int, ...] = (),
     number: int = 0,
+    bool_slots: tuple[int, ...] = (),
 ) -> types.FunctionType:
     """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
     not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
@@ -35,7 +36,9 @@ def make_resume(
     loop interrupted by a break continues over the remaining items (which the tracer can unroll).
     Slots in ``null_slots`` hold the CALL convention's NULL, which cannot be an argument: the prefix
     pushes it and no argument is taken for it. ``number`` tells apart resume functions at the same
-    ``index`` (their name is ``__resume_at_{index}_{number}``)."""
+    ``index`` (their name is ``__resume_at_{index}_{number}``). Slots in ``bool_slots`` (3.13) are
+    passed as the value a ``TO_BOOL`` before ``index`` converted, and converted by the prefix, so
+    the resume function sees what the original did."""
     code = template.__code__
     items = list(Bytecode.from_code(code))
     depths_known = _set_try_depths(items, code)
@@ -63,7 +66,8 @@ def make_resume(
     stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)
     prefix: list[Any] = []
     # Enter the try blocks around the target as the original did, each once the stack is as deep as
-    # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the jump).
+    # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the
+    # jump).
     opened = (
         sorted(
             (tb for tb in enclosing if isinstance(tb.stack_depth, int)),
@@ -85,6 +89,8 @@ def make_resume(
         prefix.append(Instr("LOAD_FAST", f"__stack{i}"))
         if i in iter_slots:
             prefix.append(Instr("GET_ITER"))
+        if i in bool_slots:  # NOTE(3.13): only 3.13 has TO_BOOL (and needs it before a jump)
+            prefix.append(Instr("TO_BOOL"))
     prefix.append(Instr("JUMP_FORWARD", target))
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
@@ -101,7 +107,8 @@ def make_resume(
     )
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code)
-    # instruction j >= first of fn is instruction j - len(prefix) of template (see ``resume_origin``)
+    # instruction j >= first of fn is instruction j - len(prefix) of template (see
+    # ``resume_origin``)
     n_prefix = sum(isinstance(item, Instr) for item in prefix)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
     fn.__bytegraph_resume__ = (template, n_prefix, first)
@@ -109,9 +116,9 @@ def make_resume(
 
 
 def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
-    """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from the
-    code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it. False
-    when the instructions cannot be matched with ``dis``'s offsets (the caller falls back)."""
+    """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from
+    the code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it.
+    False when the instructions cannot be matched with ``dis``'s offsets (the caller falls back)."""
     offsets = [
         i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")
     ]
@@ -136,10 +143,10 @@ def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
 
 
 def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.CodeType:
-    """The prefix jumps past the ``TryBegin`` of a try block around the target, so ``bytecode`` never
-    reaches it and gives its handlers depth 32768: unwinding to that depth corrupts memory. The code
-    after the prefix is the original's, shifted: give each handler the original's depth for the same
-    handler (or refuse, if one cannot be matched)."""
+    """The prefix jumps past the ``TryBegin`` of a try block around the target, so ``bytecode``
+    never reaches it and gives its handlers depth 32768: unwinding to that depth corrupts memory.
+    The code after the prefix is the original's, shifted: give each handler the original's depth for
+    the same handler (or refuse, if one cannot be matched)."""
     fixed = ConcreteBytecode.from_code(new)
     if all(e.stack_depth < _UNREACHED for e in fixed.exception_table):
         return new
@@ -162,9 +169,9 @@ _UNREACHED = 32768
 
 
 def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:
-    """Where instruction ``index`` of ``fn`` comes from: for a resume function, the original function
-    and the index there, so a break inside a resume function resumes in the original code (a loop
-    breaking at every iteration reuses one resume function instead of nesting new ones)."""
+    """Where instruction ``index`` of ``fn`` comes from: for a resume function, the original
+    function and the index there, so a break inside a resume function resumes in the original code
+    (a loop breaking at every iteration reuses one resume function instead of nesting new ones)."""
     origin = getattr(fn, "__bytegraph_resume__", None)
     if origin is None or index < origin[2]:
         return fn, index

@@ -1,8 +1,9 @@
-"""Assemble instruction lists into real Python functions (``bytecode`` computes stack size and tables).
+"""Assemble instruction lists into real Python functions (``bytecode`` computes stack size and
+tables).
 
-``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure plus
-extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and constants without
-writing into the user's globals and without embedding any object's repr in code.
+``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure
+plus extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and
+constants without writing into the user's globals and without embedding any object's repr in code.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ def make_function(
 ) -> types.FunctionType:
     """A function running ``instrs`` whose globals and closure come from ``template``.
 
-    With ``argnames=None`` the signature (positional/keyword-only/varargs, defaults) is the template's;
-    otherwise the function takes exactly ``argnames`` positionally. ``cells`` become extra free
-    variables, loaded with ``LOAD_DEREF name``. With ``prologue=False`` ``instrs`` already start with
-    the code's own ``COPY_FREE_VARS``/``MAKE_CELL``/``RESUME`` (resume functions reuse the original's).
+    With ``argnames=None`` the signature (positional/keyword-only/varargs, defaults) is the
+    template's; otherwise the function takes exactly ``argnames`` positionally. ``cells`` become
+    extra free variables, loaded with ``LOAD_DEREF name``. With ``prologue=False`` ``instrs``
+    already start with the code's own ``COPY_FREE_VARS``/``MAKE_CELL``/``RESUME`` (resume functions
+    reuse the original's).
     """
     func = template if isinstance(template, types.FunctionType) else None
     code = func.__code__ if func else template

@@ -1,12 +1,13 @@
 """Compiling models by monkeypatching ``forward``: the way most users compile an ``nn.Module``.
 
 What you will see:
-1. ``model.forward = bytegraph.compile(model.forward)``: the traced graph (parameters are graph inputs)
-   and the guards: one ``MODULE_TREE`` check for the whole model instead of one guard per parameter;
+1. ``model.forward = bytegraph.compile(model.forward)``: the traced graph (parameters are graph
+   inputs) and the guards: one ``MODULE_TREE`` check for the whole model instead of one guard per
+   parameter;
 2. ``Model.forward = bytegraph.compile(Model.forward)``: every instance of the same structure shares
    one graph;
-3. ``bytegraph.compile(model)`` returns the model itself, hooks still run, and an optimizer step does
-   not recompile while ``model.eval()`` does.
+3. ``bytegraph.compile(model)`` returns the model itself, hooks still run, and an optimizer step
+   does not recompile while ``model.eval()`` does.
 
     python examples/monkeypatch_forward.py
 """

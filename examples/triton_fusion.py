@@ -39,6 +39,7 @@ runner = compile_triton(torch.fx.symbolic_trace(pointwise), [x])
 torch.testing.assert_close(runner(x)[0], pointwise(x)[0])
 show("relu(x * 2 + 1)", runner)
 
+
 # %%
 # Softmax over the last dim: the decomposition (amax, sub, exp, sum, div) is one persistent
 # reduction kernel; the intermediate `exp` never goes to memory.

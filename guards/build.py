@@ -1,8 +1,9 @@
-"""Guards → Python source → function (via ``exec``), with the source kept on ``fn.__guard_source__``.
+"""Guards → Python source → function (via ``exec``), with the source kept on
+``fn.__guard_source__``.
 
 ``GuardSet`` renders one variant's guards as an ordered list of boolean code parts (deduplicated, in
-``Guard`` order) plus the closure table they need. ``first_failure`` evaluates the parts one by one to
-say which guard rejects some inputs: the per-call answer to "why did this entry not run".
+``Guard`` order) plus the closure table they need. ``first_failure`` evaluates the parts one by one
+to say which guard rejects some inputs: the per-call answer to "why did this entry not run".
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from .sources import ModuleGlobals, Source
 
 @dataclass
 class GuardPart:
-    code: str  #: one boolean Python expression over ``L``, ``G``, ``C``, ``B``, ``M`` and closure names
+    #: one boolean Python expression over ``L``, ``G``, ``C``, ``B``, ``M`` and closure names
+    code: str
     guard: Guard  #: the guard it came from (for reports)
     fast: str = ""  #: the same check as the dispatcher writes it, arguments read from locals
 
@@ -25,8 +27,8 @@ class GuardPart:
 class GuardSet:
     """The rendered guards of one cache entry.
 
-    Invariants: ``parts`` are deduplicated and in ``Guard`` order; ``refs`` are the weak references the
-    parts read (when one dies, this entry can never match again)."""
+    Invariants: ``parts`` are deduplicated and in ``Guard`` order; ``refs`` are the weak references
+    the parts read (when one dies, this entry can never match again)."""
 
     def __init__(
         self,
@@ -43,7 +45,7 @@ class GuardSet:
         for guard in self.guards:
             shown = self._render(guard, {})
             fast = self._render(guard, roots) if roots else shown
-            for code, fast_code in zip(shown, fast):
+            for code, fast_code in zip(shown, fast, strict=True):
                 if code not in seen:
                     seen.add(code)
                     self.parts.append(GuardPart(code, guard, fast_code))
@@ -70,7 +72,7 @@ class GuardSet:
 
     def first_failure(self, scope: dict[str, Any]) -> GuardPart | None:
         """The first part that is false (or raises) for these inputs, or None when all pass."""
-        for part, check in zip(self.parts, self._compiled_checkers()):
+        for part, check in zip(self.parts, self._compiled_checkers(), strict=True):
             try:
                 if not check(**scope):
                     return part
@@ -92,7 +94,8 @@ class GuardSet:
 
 
 def exec_function(source: str, name: str, closure: dict[str, Any], filename: str) -> Any:
-    """Compile ``source`` (defining ``name``) so that it sees ``closure`` values as closure variables."""
+    """Compile ``source`` (defining ``name``) so that it sees ``closure`` values as closure
+    variables."""
     params = ", ".join(closure)
     wrapper = f"def ___make({params}):\n" + _indent(source) + f"\n    return {name}\n"
     ns: dict[str, Any] = {}

@@ -1,11 +1,11 @@
 """The variant cache of one compiled function and its single generated dispatcher.
 
-``FunctionCache.variants`` lists the cache entries (``Variant``: guards + the rewritten function). After
-each change one guard function is generated over all of them, taking the function's arguments as its
-own parameters: conditions every variant has are tested first and once, then a trie shares common
-prefixes, and it returns the entry to run or None. ``why(L)`` answers, without running anything, which
-entry these inputs select and the first failing guard of every other. Entries guarding an object that
-died are dropped from a weakref callback.
+``FunctionCache.variants`` lists the cache entries (``Variant``: guards + the rewritten function).
+After each change one guard function is generated over all of them, taking the function's arguments
+as its own parameters: conditions every variant has are tested first and once, then a trie shares
+common prefixes, and it returns the entry to run or None. ``why(L)`` answers, without running
+anything, which entry these inputs select and the first failing guard of every other. Entries
+guarding an object that died are dropped from a weakref callback.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from .sources import ModuleGlobals
 
 @dataclass(eq=False)
 class Variant:
-    """One cache entry: when ``guards`` hold, ``fn`` (same signature as the user's function) runs."""
+    """One cache entry: when ``guards`` hold, ``fn`` (same signature as the user's function)
+    runs."""
 
     guards: GuardSet
     fn: Callable[..., Any]
@@ -35,12 +36,14 @@ class Variant:
     dead: bool = False  #: an object it guards by identity died: it can never match again
 
     def __repr__(self) -> str:
-        return f"<Variant {self.index} of {getattr(self.fn, '__name__', '?')}: {len(self.guards.parts)} guards>"
+        name = getattr(self.fn, "__name__", "?")
+        return f"<Variant {self.index} of {name}: {len(self.guards.parts)} guards>"
 
 
 @dataclass
 class Why:
-    """The answer of ``FunctionCache.why``: the entry selected and why each other entry was rejected."""
+    """The answer of ``FunctionCache.why``: the entry selected and why each other entry was
+    rejected."""
 
     selected: Variant | None
     failures: list[tuple[Variant, GuardPart]]
@@ -59,10 +62,11 @@ class Why:
 class FunctionCache:
     """Variants of one function plus the guard function choosing among them.
 
-    ``guard_fn(*args)`` takes the function's arguments positionally (in ``arg_names`` order) and returns
-    the entry to run, or ``on_no_match`` (None until the recompile limit: compile). ``select(L)`` is the
-    same from a name -> value dict. Invariant: no entry in ``variants`` guards an object that has died
-    (a weakref callback marks such an entry ``dead`` and it is dropped at once)."""
+    ``guard_fn(*args)`` takes the function's arguments positionally (in ``arg_names`` order) and
+    returns the entry to run, or ``on_no_match`` (None until the recompile limit: compile).
+    ``select(L)`` is the same from a name -> value dict. Invariant: no entry in ``variants`` guards
+    an object that has died (a weakref callback marks such an entry ``dead`` and it is dropped at
+    once)."""
 
     def __init__(
         self,
@@ -181,7 +185,8 @@ class FunctionCache:
         self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
 
     def _slow_select(self, L: dict[str, Any]) -> Any:
-        """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning "no"."""
+        """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning
+        "no"."""
         selected = self.why(L).selected
         return selected.fn if selected is not None else self.on_no_match
 
@@ -230,7 +235,8 @@ def _always_miss(*args: Any) -> None:
 
 
 def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:
-    """Move the conditions every variant has to the front (in their order), so the trie tests them once."""
+    """Move the conditions every variant has to the front (in their order), so the trie tests them
+    once."""
     common = set(conditions[0]).intersection(*conditions[1:]) if conditions else set()
     shared = [c for c in conditions[0] if c in common] if conditions else []
     return [
@@ -249,7 +255,8 @@ def _common_prefix(lists: list[list[str]]) -> list[str]:
 
 
 def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
-    """Nested ``if``s over the variants' condition lists, sharing common prefixes, in variant order."""
+    """Nested ``if``s over the variants' condition lists, sharing common prefixes, in variant
+    order."""
     pad = "    " * depth
     lines: list[str] = []
     i = 0

@@ -1,4 +1,5 @@
-"""Change detection for module trees: one process-wide counter that every change to any module moves.
+"""Change detection for module trees: one process-wide counter that every change to any module
+moves.
 
 ``EPOCH[0]`` is bumped by module attribute writes, registrations, ``_apply`` and parameter metadata
 changes (hooks installed by ``tracer/variables/modules.py``), and by writes into a module's member
@@ -60,9 +61,9 @@ DICT_TYPES = (dict, WatchedDict)
 class PerRootCache:
     """Something computed about a root object (a module), kept while ``EPOCH`` stands still.
 
-    ``valid`` maps ``id(root)`` to ``(weak ref to root, value)``; the hot path of a subclass reads it
-    inline (``if self.epoch == EPOCH[0]: hit = self.valid.get(id(root))`` and ``hit[0]() is root``)
-    and calls ``remember`` after recomputing. An entry goes when its root dies."""
+    ``valid`` maps ``id(root)`` to ``(weak ref to root, value)``; the hot path of a subclass reads
+    it inline (``if self.epoch == EPOCH[0]: hit = self.valid.get(id(root))`` and ``hit[0]() is
+    root``) and calls ``remember`` after recomputing. An entry goes when its root dies."""
 
     __slots__ = ("epoch", "valid", "__weakref__")
 
@@ -71,7 +72,8 @@ class PerRootCache:
         self.valid: dict[int, tuple[weakref.ref, Any]] = {}
 
     def remember(self, root: Any, value: Any, epoch: int) -> None:
-        """Keep ``value`` for ``root``, computed at ``epoch`` (dropped if a change came meanwhile)."""
+        """Keep ``value`` for ``root``, computed at ``epoch`` (dropped if a change came
+        meanwhile)."""
         if epoch != EPOCH[0]:
             return
         if epoch != self.epoch or len(self.valid) > 64:

@@ -1,10 +1,10 @@
 """``Guard``: one assumption a trace made about one input, e.g. ``TENSOR_MATCH`` on ``L['x']``.
 
 Guards are frozen and ordered: cheap identity/type checks on shallow sources first, so the generated
-function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value, a
-``TensorSpec``); ``key`` is the hashable form used to deduplicate. ``global_state_guards()`` snapshots
-the torch global state a graph depends on (autocast, deterministic algorithms, default device) for the
-driver to add.
+function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value,
+a ``TensorSpec``); ``key`` is the hashable form used to deduplicate. ``global_state_guards()``
+snapshots the torch global state a graph depends on (autocast, deterministic algorithms, default
+device) for the driver to add.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from .sources import Source
 
 #: Evaluation order of guard kinds (cheapest and most discriminating first). Guards on global torch
 #: state have no source and come last: they are cheap but almost never fail (so do the absence
-#: checks ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method overridden per instance).
+#: checks ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method overridden per
+#: instance).
 KIND_ORDER = {
     "TYPE_MATCH": 0,
     "ID_MATCH": 1,
@@ -65,7 +66,8 @@ IDENTITY_KINDS = ("ID_MATCH", "TYPE_MATCH")
 
 @dataclass(frozen=True)
 class Guard:
-    """Invariant: a guard never keeps the object it checks alive (identity kinds hold ``WeakArg``)."""
+    """Invariant: a guard never keeps the object it checks alive (identity kinds hold
+    ``WeakArg``)."""
 
     source: Source | None  #: what is checked (None for global torch state)
     kind: str  #: one of ``KIND_ORDER``
@@ -89,7 +91,8 @@ class Guard:
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """What ``TENSOR_MATCH`` checks. ``None`` in ``sizes``/``strides`` means "any value" (dynamic dim)."""
+    """What ``TENSOR_MATCH`` checks. ``None`` in ``sizes``/``strides`` means "any value" (dynamic
+    dim)."""
 
     type: type
     dtype: Any
@@ -100,7 +103,8 @@ class TensorSpec:
 
 
 def autocast_state() -> tuple:
-    """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is on)."""
+    """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is
+    on)."""
     devices = tuple(
         (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
     )

@@ -1,15 +1,16 @@
 """One function per guard kind: ``KIND(expr, arg, consts) -> list of Python boolean expressions``.
 
-``expr`` is the source's expression (``L['x']`` in a variant's printed guards, ``x`` in the generated
-dispatcher). Only exact builtin literals (ints, strings, finite floats, bools, None) are written into
-code; every other value goes through ``consts``, a table of closure names, so no user object's repr
-ever becomes code. Identity guards hold weak references where the object allows it, so guards never
-keep user objects alive; the table reports each death so the cache can drop the entries concerned.
-Generated checks only use builtin operations (``type``, ``is``, ``len``, ``==`` on exact builtin
-literals, tensor attributes), never user-defined ``__eq__``/``__hash__``/``__getattr__``/properties.
-Exception: sources through objects of the allowlisted classes with a side-effect-free
-``__getattribute__`` (``PURE_GETATTR_CLASSES`` in ``tracer/variables/objects.py``, e.g. a
-``transformers`` config) read attributes through that ``__getattribute__``, and ``ATTR_ABSENT`` calls it.
+``expr`` is the source's expression (``L['x']`` in a variant's printed guards, ``x`` in the
+generated dispatcher). Only exact builtin literals (ints, strings, finite floats, bools, None) are
+written into code; every other value goes through ``consts``, a table of closure names, so no user
+object's repr ever becomes code. Identity guards hold weak references where the object allows it, so
+guards never keep user objects alive; the table reports each death so the cache can drop the entries
+concerned. Generated checks only use builtin operations (``type``, ``is``, ``len``, ``==`` on exact
+builtin literals, tensor attributes), never user-defined
+``__eq__``/``__hash__``/``__getattr__``/properties. Exception: sources through objects of the
+allowlisted classes with a side-effect-free ``__getattribute__`` (``PURE_GETATTR_CLASSES`` in
+``tracer/variables/objects.py``, e.g. a ``transformers`` config) read attributes through that
+``__getattribute__``, and ``ATTR_ABSENT`` calls it.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ _TYPE_NAME, _TYPE_MODULE = type.__dict__["__name__"], type.__dict__["__module__"
 
 
 class ConstTable:
-    """Closure values of a generated function, deduplicated (types, dtypes and devices by value, other
-    objects by identity) and given readable names: ``___int``, ``___torch_float32``, ``___device_cpu``.
+    """Closure values of a generated function, deduplicated (types, dtypes and devices by value,
+    other objects by identity) and given readable names: ``___int``, ``___torch_float32``,
+    ``___device_cpu``.
 
-    ``ref(obj)`` guards identity through a weak reference: the expression evaluates to ``obj`` while it
-    lives. When it dies, ``on_death(ref)`` is called (the owning cache drops the entries using it).
-    ``collect()`` records which references a caller used, so each entry knows its own."""
+    ``ref(obj)`` guards identity through a weak reference: the expression evaluates to ``obj`` while
+    it lives. When it dies, ``on_death(ref)`` is called (the owning cache drops the entries using
+    it). ``collect()`` records which references a caller used, so each entry knows its own."""
 
     def __init__(self, on_death: Callable[[weakref.ref], None] | None = None) -> None:
         self.values: dict[str, Any] = {}
@@ -56,8 +58,9 @@ class ConstTable:
         return name
 
     def ref(self, obj: Any) -> str:
-        """An expression evaluating to ``obj`` while it lives (a weakref call; never a strong reference
-        unless the object cannot be weakly referenced, like builtin functions and dtypes)."""
+        """An expression evaluating to ``obj`` while it lives (a weakref call; never a strong
+        reference unless the object cannot be weakly referenced, like builtin functions and
+        dtypes)."""
         known = self._refs.get(id(obj))
         if known is not None and known[0]() is obj:
             ref, name = known
@@ -100,8 +103,8 @@ def _dedup_key(value: Any) -> Any:
 
 
 def _readable(value: Any, prefix: str) -> str:
-    """A short identifier describing ``value`` (never its repr: only names of types, functions, modules
-    and torch enums, read without running user code)."""
+    """A short identifier describing ``value`` (never its repr: only names of types, functions,
+    modules and torch enums, read without running user code)."""
     cls = type(value)
     if issubclass(cls, type):
         text = _TYPE_NAME.__get__(value)
@@ -155,7 +158,8 @@ def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:
 
 
 def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin one."""
+    """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin
+    one."""
     if type(arg) is float and math.isnan(arg):
         return [f"{expr} != {expr}"]
     return [f"{expr} == {literal(arg, consts)}"]
@@ -223,8 +227,8 @@ def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
 
 
 def _contiguous_only(sizes: tuple[int | None, ...], strides: tuple[int | None, ...]) -> bool:
-    """True when ``is_contiguous()`` pins the strides exactly: static sizes all > 1 (a size-1 or empty
-    dimension leaves its stride free) and row-major strides."""
+    """True when ``is_contiguous()`` pins the strides exactly: static sizes all > 1 (a size-1 or
+    empty dimension leaves its stride free) and row-major strides."""
     if any(s is None or s < 2 for s in sizes) or any(s is None for s in strides):
         return False
     expected, step = [], 1
@@ -274,7 +278,8 @@ def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTab
 
 
 def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    """``arg`` checks a module tree (``tracer/variables/modules.py``: O(1) unless a module changed)."""
+    """``arg`` checks a module tree (``tracer/variables/modules.py``: O(1) unless a module
+    changed)."""
     return [f"{consts.name(arg, 'tree')}.check({expr})"]
 
 

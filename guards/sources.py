@@ -1,10 +1,11 @@
 """Sources: where a traced value came from, relative to the frame's inputs.
 
 A source renders as the Python expression that reads the value inside a generated guard function
-(``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``, ``L['xs'][0]``) and
-can ``reconstruct`` itself as bytecode that loads the value in rewritten code. ``render(roots)`` is
-``expr`` with arguments replaced by local names (``roots``: arg name -> local), which is how the
-generated dispatcher reads them. Sources are frozen and hashable, so they key graph inputs and guards.
+(``.expr``: ``L['x']``, ``G['torch']``, ``C['y'].cell_contents``, ``L['self'].weight``,
+``L['xs'][0]``) and can ``reconstruct`` itself as bytecode that loads the value in rewritten code.
+``render(roots)`` is ``expr`` with arguments replaced by local names (``roots``: arg name -> local),
+which is how the generated dispatcher reads them. Sources are frozen and hashable, so they key graph
+inputs and guards.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from ..codegen.emit import Emitter
 
@@ -129,6 +132,27 @@ class ItemSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class DictValueSource(ChainedSource):
+    """The ``index``-th value of the dict ``base``, by position:
+    ``[*L['m']._forward_hooks.values()][0]`` (for dicts whose keys change while their values stay,
+    like a module's hook tables)."""
+
+    index: int
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"[*{self.base.render(roots)}.values()][{self.index}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(list)
+        self.base.reconstruct(cg)
+        cg.load_attr("values")
+        cg.call_function(0)
+        cg.call_function(1)
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """A value the trace owns (e.g. a default argument object): reconstructed by ``LOAD_CONST``."""
 
@@ -149,8 +173,26 @@ class ConstSource(Source):
 
 
 @dataclass(frozen=True)
+class FreshSource(Source):
+    """An object the rewritten code builds itself before the graph runs (a ``torch.nn`` module
+    created in the traced function), kept in its local ``name``. It is made the same way, from the
+    same constants, on every call: facts about it hold by construction, so guards reached from it
+    are dropped (``OutputGraph.add_guard``), and none ever depends on the identity of an object
+    created during the call."""
+
+    name: str
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"<{self.name}>"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_local(self.name)
+
+
+@dataclass(frozen=True)
 class TensorPropertySource(ChainedSource):
-    """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``, ``L['a'].stride()[1]``."""
+    """A size, stride or storage offset of a tensor: ``L['a'].size()[0]``,
+    ``L['a'].stride()[1]``."""
 
     prop: str  #: "size", "stride" or "storage_offset"
     index: int | None = None
@@ -169,9 +211,24 @@ class TensorPropertySource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class NumpyTensorSource(ChainedSource):
+    """The tensor sharing a NumPy array's memory: ``__import__('torch').from_numpy(L['a'])``
+    (guarded only after the array's type and dtype)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__('torch').from_numpy({self.base.render(roots)})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(torch.from_numpy)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+
+
+@dataclass(frozen=True)
 class ShapeExprSource(Source):
-    """A boolean expression over sizes, e.g. ``2 <= L['a'].size()[0]``: ``template`` has ``{0}``, ``{1}``
-    placeholders for ``sources`` (rendered like any source, so the fast guard form works too)."""
+    """A boolean expression over sizes, e.g. ``2 <= L['a'].size()[0]``: ``template`` has ``{0}``,
+    ``{1}`` placeholders for ``sources`` (rendered like any source, so the fast guard form works
+    too)."""
 
     template: str
     sources: tuple[Source, ...]
@@ -203,8 +260,9 @@ class ModuleGlobalSource(Source):
 
 @dataclass(frozen=True)
 class GlobalsSource(Source):
-    """A globals dict itself: ``G`` (the compiled function's) or ``M['pkg.mod']`` (another module's).
-    Guarded with ``KEY_ABSENT`` when a name the trace resolved in builtins must stay unshadowed."""
+    """A globals dict itself: ``G`` (the compiled function's) or ``M['pkg.mod']`` (another
+    module's). Guarded with ``KEY_ABSENT`` when a name the trace resolved in builtins must stay
+    unshadowed."""
 
     module: str | None = None  #: None for the compiled function's own globals
 

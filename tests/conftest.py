@@ -1,8 +1,8 @@
 """Every test starts from ``bytegraph.reset()`` and a fixed seed (helpers live in ``difftest.py``).
 
-Tests use the ``eager`` backend unless they name another: the default ``auto`` sends CPU graphs to the
-Triton interpreter whenever ``TRITON_INTERPRET=1`` is set, which the triton tests' conftest sets for
-the whole session (triton picks interpreter mode when it is imported). ``tests/backends`` checks
+Tests use the ``eager`` backend unless they name another: the default ``auto`` sends CPU graphs to
+the Triton interpreter whenever ``TRITON_INTERPRET=1`` is set, which the triton tests' conftest sets
+for the whole session (triton picks interpreter mode when it is imported). ``tests/backends`` checks
 ``auto`` itself.
 """
 

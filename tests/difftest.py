@@ -1,8 +1,9 @@
 """Differential-test helpers: compile with a counting backend and compare with eager.
 
-``compiled, counter = compile_counted(fn)`` compiles with a ``CompileCounter``; ``assert_same(a, b)``
-compares nested results (tensors with ``torch.testing.assert_close``, everything else with ``==``);
-``check(fn, *args, graphs=1)`` does both and asserts the graph count and that nothing fell back.
+``compiled, counter = compile_counted(fn)`` compiles with a ``CompileCounter``; ``assert_same(a,
+b)`` compares nested results (tensors with ``torch.testing.assert_close``, everything else with
+``==``); ``check(fn, *args, graphs=1)`` does both and asserts the graph count and that nothing fell
+back.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def assert_same(actual: Any, expected: Any) -> None:
         assert actual.requires_grad == expected.requires_grad
     elif isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
+        for a, e in zip(actual, expected, strict=True):
             assert_same(a, e)
     elif isinstance(expected, dict):
         assert list(actual) == list(expected)
@@ -39,8 +40,9 @@ def assert_same(actual: Any, expected: Any) -> None:
 
 
 def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
-    """Compile ``fn`` with a counting backend, call it ``calls`` times with ``args`` and compare each result
-    with eager; assert exactly ``graphs`` graphs were compiled and no fallback to Python happened."""
+    """Compile ``fn`` with a counting backend, call it ``calls`` times with ``args`` and compare
+    each result with eager; assert exactly ``graphs`` graphs were compiled and no fallback to Python
+    happened."""
     compiled, counter = compile_counted(fn)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a fallback warns: turn it into a failure
@@ -50,22 +52,26 @@ def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
     return compiled, counter
 
 
-# -- graph breaks ------------------------------------------------------------------------------------
-# ``check_breaks(fn, make_args, graphs=2, breaks=1)`` runs ``fn`` eagerly and compiled on equal fresh
-# inputs, several times, and compares results, raised exceptions, printed output, the arguments after
-# the call (mutations) and whatever ``observe()`` returns (globals...); it asserts the exact number of
-# graphs compiled and graph breaks taken (resume functions included), and that nothing fell back.
+# -- graph breaks ----------------------------------------------------------------------------------
+# ``check_breaks(fn, make_args, graphs=2, breaks=1)`` runs ``fn`` eagerly and compiled on equal
+# fresh inputs, several times, and compares results, raised exceptions, printed output, the
+# arguments after the call (mutations) and whatever ``observe()`` returns (globals...); it asserts
+# the exact number of graphs compiled and graph breaks taken (resume functions included), and that
+# nothing fell back.
 
 
 def assert_state_same(actual: Any, expected: Any) -> None:
     """``assert_same`` that also compares plain objects attribute by attribute (``vars``)."""
-    if hasattr(expected, "__dict__") and not isinstance(expected, (torch.Tensor, type)) \
-            and not callable(expected):
+    if (
+        hasattr(expected, "__dict__")
+        and not isinstance(expected, (torch.Tensor, type))
+        and not callable(expected)
+    ):
         assert type(actual) is type(expected)
         assert_state_same(dict(vars(actual)), dict(vars(expected)))
     elif isinstance(expected, (tuple, list)) and type(actual) is type(expected):
         assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
+        for a, e in zip(actual, expected, strict=True):
             assert_state_same(a, e)
     elif isinstance(expected, dict) and type(actual) is type(expected):
         assert list(actual) == list(expected)
@@ -99,8 +105,19 @@ def break_count(report) -> int:
     return report.graph_break_count
 
 
-def check_breaks(fn, make_args, *, graphs: int, breaks: int, calls: int = 2, kwargs=None,
-                 setup=None, observe=None, compiled=None, counter=None):
+def check_breaks(
+    fn,
+    make_args,
+    *,
+    graphs: int,
+    breaks: int,
+    calls: int = 2,
+    kwargs=None,
+    setup=None,
+    observe=None,
+    compiled=None,
+    counter=None,
+):
     """Differential test of a function with graph breaks; returns ``(compiled, counter, report)``.
 
     ``make_args()`` makes fresh inputs for each call (the eager run gets a deep copy); ``setup()``
@@ -136,6 +153,8 @@ def check_breaks(fn, make_args, *, graphs: int, breaks: int, calls: int = 2, kwa
         assert_state_same(list(args), list(eager_args))
     report = recorder.report()
     got = (counter.frame_count, break_count(report))
-    assert got == (graphs, breaks), f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n" \
+    assert got == (graphs, breaks), (
+        f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n"
         + "\n".join(map(str, report.break_reasons))
+    )
     return compiled, counter, report

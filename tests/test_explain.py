@@ -72,8 +72,9 @@ def test_report_text_lists_sections():
     text = str(bytegraph.explain(prints_in_the_middle)(torch.randn(3)))
     lineno = line_of(prints_in_the_middle, "print(")
     assert "Graph break count: 1\n" in text
-    assert ("Break reasons:\n"
-            "  1. print: call to print()  [graph break in prints_in_the_middle]\n") in text
+    assert (
+        "Break reasons:\n  1. print: call to print()  [graph break in prints_in_the_middle]\n"
+    ) in text
     assert f"     at {__file__}:{lineno} in prints_in_the_middle\n" in text
     assert '       print("explain me")\n' in text
     assert "     hint: " in text
@@ -154,23 +155,30 @@ def test_recorder_keeps_only_its_thread_when_asked():
 def test_break_reason_text_with_inlined_stack():
     # A report built from a hand-made event: formatting alone, independent of what the tracer does.
     e = Unsupported("print", "call to print()", hint="move it out")
-    e.user_stack = [UserLocation(__file__, line_of(prints_in_the_middle, "y = x.sin()"), "outer"),
-                    UserLocation(__file__, line_of(prints_in_the_middle, "print("), "inner")]
+    e.user_stack = [
+        UserLocation(__file__, line_of(prints_in_the_middle, "y = x.sin()"), "outer"),
+        UserLocation(__file__, line_of(prints_in_the_middle, "print("), "inner"),
+    ]
     fallback = Unsupported("opcode", "no handler for X")
-    records = [CompileRecord("outer", __file__, 1, CompileEvent("first call", breaks=[e]), 0),
-               CompileRecord("other", __file__, 1,
-                             CompileEvent("first call", unsupported=fallback), 1)]
+    records = [
+        CompileRecord("outer", __file__, 1, CompileEvent("first call", breaks=[e]), 0),
+        CompileRecord("other", __file__, 1, CompileEvent("first call", unsupported=fallback), 1),
+    ]
     report = Report(records)
-    assert [(br.kind, br.fell_back) for br in report.break_reasons] == [("print", False),
-                                                                          ("opcode", True)]
-    assert str(report.break_reasons[0]) == "\n".join([
-        "print: call to print()  [graph break in outer]",
-        f"  at {__file__}:{e.user_stack[0].lineno} in outer",
-        "    y = x.sin()",
-        f"  at {__file__}:{e.user_stack[1].lineno} in inner",
-        '    print("explain me")',
-        "  hint: move it out",
-    ])
+    assert [(br.kind, br.fell_back) for br in report.break_reasons] == [
+        ("print", False),
+        ("opcode", True),
+    ]
+    assert str(report.break_reasons[0]) == "\n".join(
+        [
+            "print: call to print()  [graph break in outer]",
+            f"  at {__file__}:{e.user_stack[0].lineno} in outer",
+            "    y = x.sin()",
+            f"  at {__file__}:{e.user_stack[1].lineno} in inner",
+            '    print("explain me")',
+            "  hint: move it out",
+        ]
+    )
     assert str(report.break_reasons[1]) == "opcode: no handler for X  [other ran in Python]"
     assert report.break_reasons[1].line == "" and report.break_reasons[1].lineno == 0
     assert BreakReason.of("f", e, fell_back=False).location is e.user_stack[-1]
@@ -194,7 +202,7 @@ def test_report_with_three_different_break_reasons(capsys):
     kinds = [r.kind for r in report.break_reasons]
     assert kinds == ["print", "tensor_to_python", "data_dependent"]
     expected_lines = ['print("a side effect")', "s = y.sum().tolist()", "if y.mean() > 0:"]
-    for reason, text in zip(report.break_reasons, expected_lines):
+    for reason, text in zip(report.break_reasons, expected_lines, strict=True):
         assert reason.filename == __file__
         assert reason.lineno == line_of(three_kinds_of_break, text)
         assert reason.line == text

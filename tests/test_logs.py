@@ -126,10 +126,13 @@ def test_caplog_sees_artifacts_without_set_logs(caplog):
 
 
 def test_environment_variable_read_at_import():
-    code = ("import logging, bytegraph; "
-            "print([logging.getLogger('bytegraph.' + n).level "
-            "for n in ('guards', 'recompiles', 'fusion')])")
+    code = (
+        "import logging, bytegraph; "
+        "print([logging.getLogger('bytegraph.' + n).level "
+        "for n in ('guards', 'recompiles', 'fusion')])"
+    )
     env = {**os.environ, "BYTEGRAPH_LOGS": "+guards,recompiles"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == f"[{logging.DEBUG}, {logging.INFO}, {logging.NOTSET}]"

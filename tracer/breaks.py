@@ -4,11 +4,11 @@ Given the frames of a ``GraphBreak`` (innermost first), the rewritten function:
 
 1. calls the graph and replays side effects (done by ``convert`` before calling ``emit_break``);
 2. for a break in the function's own frame, outside any try/with block: rebuilds the live locals and
-   the value stack, runs the breaking instruction itself with CPython (a conditional jump picks one of
-   two resume functions), then calls the resume function after it with the new stack and locals;
+   the value stack, runs the breaking instruction itself with CPython (a conditional jump picks one
+   of two resume functions), then calls the resume function after it with the new stack and locals;
 3. otherwise (a break inside an inlined callee, or inside a try/with block) calls a resume function
-   that starts *at* the breaking instruction in the callee's own code, then, for every caller frame, a
-   resume function that continues right after its call, with the callee's return value pushed.
+   that starts *at* the breaking instruction in the callee's own code, then, for every caller frame,
+   a resume function that continues right after its call, with the callee's return value pushed.
 
 Resume functions are compiled like any function (own guards, cache entries and graph breaks), except
 those starting inside a try/with block, which run in plain Python so exception handling stays exact.
@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
-from ..codegen.emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE, Codegen
+from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.resume import resume_origin
+from .context_runtime import exit_with
 from .exc import Unsupported
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
+from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
 
-#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled) -> callable``, from the
-#: driver (which caches them).
-ResumeFactory = Callable[
-    [Any, int, int, tuple[str, ...], tuple[int, ...], tuple[int, ...], bool], Any
-]
+#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots]) ->
+#: callable``, from the driver (which caches them).
+ResumeFactory = Callable[..., Any]
 
 _CONDITIONAL_JUMPS = (
     "POP_JUMP_IF_TRUE",
@@ -52,7 +52,8 @@ _CONDITIONAL_JUMPS = (
 
 @dataclass(eq=False)
 class LocalValue(VariableTracker):
-    """A value the rewritten code keeps in one of its own locals (e.g. a resume function's result)."""
+    """A value the rewritten code keeps in one of its own locals (e.g. a resume function's
+    result)."""
 
     name: str
 
@@ -65,8 +66,9 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
     if len(frames) == 1 and _runs_inline(leaf):
         _emit_inline(cg, leaf, resume)
         return
-    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's own
-    # resume (whose code has the block's handler) runs, call the block's ``__exit__`` and re-raise.
+    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
+    # own resume (whose code has the block's handler) runs, call the block's ``__exit__`` and
+    # re-raise.
     exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
     if len(exits) > 1 or None in exits:
         raise Unsupported("resume", "a break in a callee called inside nested with blocks")
@@ -88,6 +90,18 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
         _emit_exit_handler(cg, protect.target, exits[0])
 
 
+def live_values(frames: list[FrameState]) -> list[VariableTracker]:
+    """What ``emit_break`` may rebuild: each frame's stack and the locals live where it resumes
+    (objects made in the trace that only dead locals hold are never created)."""
+    values: list[VariableTracker] = []
+    for i, frame in enumerate(frames):
+        tx = frame.tx
+        starts = {frame.index, _call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
+        names = {n for start in starts for n in _live_names(tx, frame.locals, start)}
+        values += [*frame.stack, *(frame.locals[n] for n in names)]
+    return values
+
+
 def _runs_inline(frame: FrameState) -> bool:
     tx = frame.tx
     inst = tx.instructions[frame.index]
@@ -101,11 +115,27 @@ def _runs_inline(frame: FrameState) -> bool:
 
 
 def _with_exit(frame: FrameState) -> ContextExitVariable | None:
-    """The grad-mode ``__exit__`` of the one ``with`` block around the break, if that is all there is."""
-    if not frame.tx.grad_with_exit_at(frame.index):
+    """The ``__exit__`` of the one ``with`` block around the break, if that is all there is and the
+    rewritten code can call it (see ``variables/contexts.py``)."""
+    if not frame.tx.with_exit_at(frame.index):
         return None
     exits = [vt for vt in frame.stack if isinstance(vt, ContextExitVariable)]
-    return exits[0] if len(exits) == 1 else None
+    if len(exits) != 1 or not exits[0].ctx.exit_reconstructable():
+        return None
+    return exits[0]
+
+
+def _compilable(frame: FrameState, index: int) -> bool:
+    """Can the resume function at ``index`` of ``frame`` be compiled? The code must allow it, and
+    each ``with`` exit it receives must be a ``ContextExit`` (guarded by key: any other exit, such
+    as that of a block entered by the breaking instruction itself, would be guarded by identity and
+    never match again)."""
+    inst = frame.tx.instructions[frame.index]
+    return (
+        frame.tx.resumable_at(index)
+        and inst.name != "BEFORE_WITH"
+        and all(vt.carried() for vt in frame.stack if isinstance(vt, ContextExitVariable))
+    )
 
 
 def _call_start(tx: Translator, index: int) -> int:
@@ -122,8 +152,9 @@ def _call_start(tx: Translator, index: int) -> int:
 def _live_names(
     tx: Translator, local_vars: dict[str, VariableTracker], index: int
 ) -> tuple[str, ...]:
-    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads the
-    frame's first argument implicitly, so in code using it that argument is kept, and kept first."""
+    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads
+    the frame's first argument implicitly, so in code using it that argument is kept, and kept
+    first."""
     live = tx.live_at(index)
     names = [n for n in local_vars if n in live]
     first = (
@@ -157,11 +188,19 @@ def _call_resume(
     tx = frame.tx
     names = _live_names(tx, frame.locals, index)
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
+    # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
+    # so the resume function breaks on the tensor as the original would.
+    truths = tuple(i for i, vt in enumerate(stack) if isinstance(vt, TensorTruthVariable))
     fn = resume(
-        *_template(tx, index), len(stack), names, slots, nulls, compiled and tx.resumable_at(index)
+        *_template(tx, index),
+        len(stack),
+        names,
+        slots,
+        nulls,
+        compiled and _compilable(frame, index),
+        bool_slots=truths,
     )
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         frame.locals[name].reconstruct(cg)
     _reconstruct_stack(cg, stack, slots, as_args=True)
@@ -191,7 +230,11 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
         cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
-        cg.add(_forward(inst.name), taken)
+        # Our own jump always goes forward (the Emitter's names carry 3.11's FORWARD spelling).
+        if inst.name.endswith("IF_TRUE"):
+            cg.pop_jump_if_true(taken)
+        else:
+            cg.pop_jump_if_false(taken)
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
         _resume_with_stack(cg, frame, index + 1, len(frame.stack) - 1, names, slots, resume)
@@ -200,20 +243,23 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
             cg, frame, tx.labels[inst.arg], len(frame.stack) - 1, names, slots, resume
         )
     elif _is_method_load(inst):
-        # Run it as a plain attribute load and push NULL below: [NULL, bound method] is a valid
-        # CALL convention, and the NULL is a known slot (the method form's [meth, self] is not).
+        # Run it as a plain attribute load and add a NULL: [NULL, bound method] (3.13: [bound
+        # method, NULL]) is a valid CALL convention, and the NULL is a known slot ([meth, self] is
+        # not).
         cg.load_attr(_attr_name(inst))
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
-        cg.push_null()
-        cg.swap(2)
+        cg.add_null_to_callable()
         nstack = len(frame.stack) + 1
-        _resume_with_stack(cg, frame, index + 1, nstack, names, slots, resume, (nstack - 2,))
+        _resume_with_stack(
+            cg, frame, index + 1, nstack, names, slots, resume, (nstack - NULL_OFFSET,)
+        )
     else:
         _run_instruction(cg, tx, inst)
         if protect is not None:
             cg.instrs.append(TryEnd(protect))
-        # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis`` says.
+        # CALL n consumes [NULL|self, fn, *args] (3.11's PRECALL share included); others as ``dis``
+        # says.
         effect = -(inst.arg + 1) if inst.name == "CALL" else inst.stack_effect(jump=False)
         if inst.name not in ("RAISE_VARARGS", "RERAISE"):  # nothing runs after a raise
             _resume_with_stack(
@@ -224,15 +270,17 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
 
 
 def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> None:
-    """If the instruction raised: call the ``with`` block's ``__exit__`` (restoring grad mode), then
-    re-raise, as the original block's handler would (the handler's own cleanup included)."""
+    """If the instruction raised: call the ``with`` block's ``__exit__`` with the exception (leaving
+    the context), then re-raise, as the original block's handler would (its own cleanup
+    included)."""
     cleanup = TryBegin(Label(), push_lasti=True, stack_depth=UNSET)
     cg.label(label)
     cg.instrs.append(cleanup)
-    cg.add("PUSH_EXC_INFO")
-    cg.push_null()
+    cg.add("PUSH_EXC_INFO")  # (prev_exc exc)
+    cg.push_callable(lambda: cg.load_const(exit_with))
     exit_vt.reconstruct(cg)
-    cg.call(0)
+    cg.copy(4)  # exc (the callable and its NULL sit between, in either order)
+    cg.call(2)
     cg.pop_top()
     cg.add("RERAISE", 0)
     cg.instrs.append(TryEnd(cleanup))
@@ -243,8 +291,8 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
 
 
 #: Stack items consumed by instructions that may break, where that does not depend on the argument.
-#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items and
-#: would no longer see the dict change size, so those keep the old conservative path.)
+#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items
+#: and would no longer see the dict change size, so those keep the old conservative path.)
 _POPS = {
     "BINARY_OP": 2,
     "BINARY_SUBSCR": 2,
@@ -260,6 +308,13 @@ _POPS = {
     "STORE_GLOBAL": 1,
     "STORE_FAST": 1,
     "BINARY_SLICE": 3,
+    # 3.13
+    "TO_BOOL": 1,
+    "CONVERT_VALUE": 1,
+    "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
+    "STORE_FAST_LOAD_FAST": 1,
+    "STORE_FAST_STORE_FAST": 2,
 }
 
 
@@ -267,6 +322,8 @@ def _operands(inst: Instr) -> int:
     """How many stack items the breaking instruction consumes (all of them when unsure)."""
     if inst.name == "CALL":
         return inst.arg + 2
+    if inst.name == "CALL_KW":  # 3.13: the names tuple is on the stack too
+        return inst.arg + 3
     if inst.name in _CONDITIONAL_JUMPS:
         return 1
     if inst.name in ("LOAD_ATTR", "LOAD_METHOD"):
@@ -309,19 +366,17 @@ def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
 def _reconstruct_stack(
     cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...], as_args: bool
 ) -> None:
-    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes them)."""
+    """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
+    them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
+        if as_args and isinstance(vt, TensorTruthVariable):
+            vt = vt.tensor  # the resume function's prefix converts it
         if i in slots:
             vt.reconstruct_items(cg)
         else:
             vt.reconstruct(cg)
-
-
-def _forward(name: str) -> str:
-    """Our own jump always goes forward (the Emitter's names carry the 3.11 FORWARD spelling)."""
-    return POP_JUMP_IF_TRUE if name.endswith("IF_TRUE") else POP_JUMP_IF_FALSE
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
@@ -350,16 +405,13 @@ def _resume_with_stack(
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
-    fn = resume(*_template(tx, index), nstack, names, slots, nulls, tx.resumable_at(index))
+    fn = resume(*_template(tx, index), nstack, names, slots, nulls, _compilable(frame, index))
     for i in reversed(range(nstack)):
         if i in nulls:
-            cg.load_const(tuple)
-            cg.call(0)
-            cg.pop_top()
+            cg.pop_null()
         else:
             cg.store_local(f"__bg_s{i}")
-    cg.push_null()
-    cg.load_cell_value(fn.__name__, fn)
+    cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     args = list(names) + [f"__bg_s{i}" for i in range(nstack) if i not in nulls]
     for name in args:
         cg.load_local(name)

@@ -1,8 +1,9 @@
-"""Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten function.
+"""Trace one call of a function into a ``TraceResult``: the FX graph, guards and the rewritten
+function.
 
 ``convert_call(fn, L, backend)`` runs the ``Translator`` over ``fn``'s code with the real arguments
-``L``, closes the graph over the tensors the return value (or, at a graph break, the live frames) and
-side effects need, compiles it with the backend and emits the rewritten function that calls it.
+``L``, closes the graph over the tensors the return value (or, at a graph break, the live frames)
+and side effects need, compiles it with the backend and emits the rewritten function that calls it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from ..codegen.emit import Codegen
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, emit_break
+from .breaks import ResumeFactory, emit_break, live_values
+from .context_runtime import StateSafeGraph
 from .exc import Unsupported
+from .global_state import function_modes_supported
 from .module_params import BlockInput, input_order, plan_inputs
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
@@ -30,6 +33,7 @@ from .variables.base import VariableTracker, walk
 from .variables.containers import (
     GeneratorVariable,
 )
+from .variables.contexts import enter_carried
 from .variables.modules import traced_modules, tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
@@ -70,25 +74,32 @@ def convert_call(
     backend: Any,
     *,
     fullgraph: bool = False,
+    error_on_graph_break: bool = False,
     resume: ResumeFactory | None = None,
     policy: DynamicPolicy | None = None,
     numbering: Numbering | None = None,
 ) -> TraceResult:
-    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A graph
-    break becomes resume calls (``breaks.py``) unless ``fullgraph`` or no ``resume`` factory is given,
-    in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering`` (that of
-    the compiled function ``fn`` belongs to)."""
+    """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A
+    graph break becomes resume calls (``breaks.py``) unless ``fullgraph``, ``error_on_graph_break``
+    (or the region the break is in, ``Unsupported.is_error``) or no ``resume`` factory says it may
+    not, in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering``
+    (that of the compiled function ``fn`` belongs to)."""
     numbering = numbering or Numbering()
     output = OutputGraph(policy=policy)
     grad_mode = torch.is_grad_enabled()
     try:
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
         output.current_tx = tx
+        if not function_modes_supported():
+            depth = torch._C._len_torch_function_stack()
+            output.add_guard(Guard(None, "GLOBAL_STATE", (_mode_depth, depth), ("modes", depth)))
+            raise Unsupported("torch_function_mode", "a torch function mode is active")
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
+        enter_carried(tx)  # a resume function starting inside with blocks (contexts.py)
         try:
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:
-            if fullgraph or resume is None:
+            if resume is None or gb.reason.is_error(fullgraph, error_on_graph_break):
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
         return _finish(fn, output, result, frames, backend, resume, reason, numbering)
@@ -99,7 +110,11 @@ def convert_call(
             e.guards = _guards_so_far(output)
         raise
     finally:
+        output.state.unwind()  # the state the trace entered or set was real while tracing
         torch._C._set_grad_enabled(grad_mode)
+
+
+_mode_depth = torch._C._len_torch_function_stack
 
 
 def _finish(
@@ -112,16 +127,23 @@ def _finish(
     reason: Unsupported | None,
     numbering: Numbering,
 ) -> TraceResult:
+    if output.exc_info:
+        raise Unsupported(
+            "exception", "a graph break while an exception is handled (resume code cannot re-enter)"
+        )
+    output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    live = (
-        [result] if frames is None else [v for f in frames for v in [*f.stack, *f.locals.values()]]
-    )
-    graphs, ops = _emit_graph_call(
-        cg, output, [*live, *_side_effect_values(output)], backend, numbering
-    )
-    swapped = _preload_stale(cg, output, [*live, *_side_effect_values(output)])
+    cg.resumes = frames is not None
+    live = [result] if frames is None else live_values(frames)
+    if frames is None:  # before the graph is compiled: forcing a generator may add to it
+        _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])
+    replayed = output.side_effects.plan(live)  # which objects made in the trace escape
+    output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
+    graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
+    swapped = _preload_stale(cg, output, [*live, *replayed])
     try:
         output.side_effects.codegen(cg)
+        output.state.codegen(cg)  # contexts left open, or state set, by the trace: for real now
         if frames is None:
             result.reconstruct(cg)
             cg.return_value()
@@ -137,7 +159,8 @@ def _finish(
 
 @dataclass(frozen=True)
 class PreloadedSource(Source):
-    """A value loaded into the rewritten code's local ``name`` before the side effects were replayed."""
+    """A value loaded into the rewritten code's local ``name`` before the side effects were
+    replayed."""
 
     name: str
 
@@ -152,8 +175,9 @@ def _preload_stale(
     cg: Codegen, output: OutputGraph, values: list[VariableTracker]
 ) -> list[tuple[VariableTracker, Source]]:
     """Values read through something the replayed side effects change (``a = lst[0]; lst.pop(0)``,
-    ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each into
-    a local now and point its ``source`` there until the code is emitted. Returns what to restore."""
+    ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each
+    into a local now and point its ``source`` there until the code is emitted. Returns what to
+    restore."""
     effects = output.side_effects
     if not effects:
         return []
@@ -195,6 +219,28 @@ def _preload_stale(
     return swapped
 
 
+def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> None:
+    """A generator made in the trace that escapes the call (returned, stored) is run to its end
+    now, while its tensor operations can still join the graph, and escapes as an iterator over the
+    items it had left (as torch.compile does). Only if that has no effect outside the generator:
+    otherwise the effects would happen too early, and the function runs in Python."""
+    reachable = list(walk(values))
+    seen = {id(vt) for vt in reachable}
+    for vt in reachable:
+        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled:
+            continue
+        effects = output.side_effects
+        before = effects.snapshot()
+        vt.force()
+        changed = [obj for obj, _ in effects.undo[before[-1] :] if id(obj) in seen]
+        if changed or effects.snapshot()[:4] != before[:4]:
+            raise Unsupported(
+                "generator",
+                "a generator with side effects escapes the compiled function",
+                hint="consume the generator inside the compiled function",
+            )
+
+
 def _guards_so_far(output: OutputGraph) -> list[Guard]:
     """The guards of a trace that stopped: the trace reaches its stopping point whenever they hold.
     Empty if they cannot even be listed (the fallback then covers every call)."""
@@ -205,7 +251,8 @@ def _guards_so_far(output: OutputGraph) -> list[Guard]:
 
 
 def _all_guards(output: OutputGraph) -> list[Guard]:
-    """Input guards plus the shape facts the trace relied on (rendered last: they need every size)."""
+    """Input guards plus the shape facts the trace relied on (rendered last: they need every
+    size)."""
     return sorted(output.guards | set(output.shapes.guards()))
 
 
@@ -216,7 +263,8 @@ def _emit_graph_call(
     backend: Any,
     numbering: Numbering,
 ) -> tuple[list[torch.fx.GraphModule], list[int]]:
-    """Compile the graph (if it does anything) and emit ``__graph_out = __compiled_fn_N(*inputs)``."""
+    """Compile the graph (if it does anything) and emit ``__graph_out =
+    __compiled_fn_N(*inputs)``."""
     if output.count_calls() == 0:
         return [], []
     outputs = _graph_outputs(live)
@@ -226,10 +274,15 @@ def _emit_graph_call(
     blocked = len(plan) < len(output.inputs)
     if blocked:
         output.reorder_inputs(input_order(plan))
+    output.state.close_graph(output.graph)  # the graph leaves global state as it found it
     gm = output.graph_module(outputs, name)
-    compiled = backend(gm, output.example_inputs())
-    cg.push_null()
-    cg.load_cell_value(name, compiled)
+    with output.state.outside_carried():  # the state the graph is called in (see below)
+        compiled = backend(gm, output.example_inputs())
+    if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
+        compiled = StateSafeGraph(compiled, name)
+    if output.state.carried:  # contexts open at the start are left here and entered in the graph
+        output.state.codegen_exit_carried(cg)
+    cg.push_callable(lambda: cg.load_cell_value(name, compiled))
     if not blocked:
         for source in output.inputs:
             source.reconstruct(cg)
@@ -238,8 +291,9 @@ def _emit_graph_call(
         cg.build_list(0)
         for step in plan:
             if isinstance(step, BlockInput):
-                cg.push_null()
-                cg.load_cell_value(f"__params_{len(cg.cells)}", step.block)
+                cg.push_callable(
+                    lambda step=step: cg.load_cell_value(f"__params_{len(cg.cells)}", step.block)
+                )
                 step.root.reconstruct(cg)
                 cg.call(1)
                 cg.add("LIST_EXTEND", 1)
@@ -252,20 +306,12 @@ def _emit_graph_call(
     return [gm], [ops]
 
 
-def _side_effect_values(output: OutputGraph) -> list[VariableTracker]:
-    effects = output.side_effects
-    values = [v for _, _, v in effects.attr_stores.values()]
-    values += list(effects.global_stores.values()) + list(effects.cell_stores.values())
-    values += list(effects.mutated.values())
-    return values
-
-
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     """The graph-computed nodes (tensors and symbolic numbers, not inputs) reachable from ``values``
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable)):
+    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable) or vt.done):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

@@ -1,7 +1,7 @@
 """The compile driver: what ``bytegraph.compile`` builds around a user function.
 
-``CompiledCode`` holds one function's variant cache. ``make_entry`` generates the entry function (same
-signature as the user's) that every call goes through::
+``CompiledCode`` holds one function's variant cache. ``make_entry`` generates the entry function
+(same signature as the user's) that every call goes through::
 
     def fn(a, b):
         ___v = ___cache.guard_fn(a, b)                  # generated guards pick a variant
@@ -10,21 +10,24 @@ signature as the user's) that every call goes through::
         return ___v(a, b)
 
 On a miss the function is traced (``convert.convert_call``); failures to trace install a fallback
-variant (the original function) guarded by what the trace had assumed so far, so the same inputs never
-trace twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
+variant (the original function) guarded by what the trace had assumed so far, so the same inputs
+never trace twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import keyword
 import logging
 import threading
+import time
 import types
 import warnings
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +48,33 @@ breaks_log = logging.getLogger("bytegraph.graph_breaks")
 
 @dataclass
 class Settings:
+    """What ``compile(...)`` was given for one function."""
+
     backend: Any  #: the resolved compiler function
     fullgraph: bool = False
     dynamic: bool | None = None
+    recompile_limit: int | None = None  #: None: ``GlobalSettings.recompile_limit``
+    name: str | None = None  #: the name reports show (``compile(name=...)``)
+    mode: str | None = None  #: as given to ``compile``, for reports
+    options: dict[str, Any] = field(default_factory=dict)  #: as given to ``compile``, for reports
+
+
+@dataclass(frozen=True)
+class GlobalSettings:
+    """Process-wide settings, read at every miss (``bytegraph.config`` and the honoured
+    ``torch._dynamo.config`` values; the facade installs the reader as ``global_settings``)."""
+
     recompile_limit: int = 8
+    error_on_recompile: bool = False  #: a recompile raises instead of tracing again
+    error_on_graph_break: bool = False  #: a graph break raises (``error_on_graph_break()``)
+    automatic_dynamic: bool = True  #: sizes and ints that change are traced symbolically
+    dynamic_default: bool | None = (
+        None  #: what ``dynamic=None`` means (True: dynamic from the start)
+    )
+
+
+#: Returns the current ``GlobalSettings``; replaced by the facade (``bytegraph.config``) at import.
+global_settings: Callable[[], GlobalSettings] = GlobalSettings
 
 
 @dataclass
@@ -67,6 +93,11 @@ class CompileEvent:
     breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (went on in Python)
     failures: list[str] = field(default_factory=list)  #: failing guards that caused this recompile
     fn: Any = None  #: the rewritten function installed for this trace (None on a fallback)
+    compiled: list[Any] = field(default_factory=list)  #: what the backend returned, per graph
+    trace_s: float = 0.0  #: seconds tracing and generating code (backend time excluded)
+    backend_s: float = 0.0  #: seconds in the backend
+    guard_us: float | None = None  #: µs a call spends in the guards (when ``measure_guard_time``)
+    when: float = field(default_factory=time.time)  #: wall-clock time the event was recorded
 
     @property
     def is_recompile(self) -> bool:
@@ -88,13 +119,36 @@ def format_break(e: Unsupported) -> str:
     return "\n".join(lines)
 
 
-#: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees it).
+#: Every live CompiledCode, so ``bytegraph.reset()`` can clear them (weak: dropping a function frees
+#: it).
 ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
 #: Process-wide counters (``bytegraph.stats()``): ``frames`` traced, ``break:<kind>`` graph breaks,
 #: ``fallback:<kind>`` traces that fell back to Python, ``recompile_limit`` functions that hit it.
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
+#: Time the guard function after each compile (``CompileEvent.guard_us``: 50 calls of a few µs).
+measure_guard_time = True
+#: Numbers every CompiledCode of the process (``serial``), so reports can tell them apart.
+SERIALS = itertools.count()
+
+
+class TimedBackend:
+    """Calls ``backend``, adding up the seconds it takes and keeping what it returns."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.seconds = 0.0
+        self.results: list[Any] = []
+
+    def __call__(self, gm: Any, example_inputs: list[Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            compiled = self.backend(gm, example_inputs)
+        finally:
+            self.seconds += time.perf_counter() - started
+        self.results.append(compiled)
+        return compiled
 
 
 class CompiledCode:
@@ -103,7 +157,7 @@ class CompiledCode:
     def __init__(self, fn: types.FunctionType, settings: Settings) -> None:
         self.fn = fn
         self.settings = settings
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
         self.cache = FunctionCache(
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
@@ -117,9 +171,9 @@ class CompiledCode:
         self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
-        self.policy = DynamicPolicy(
-            settings.dynamic
-        )  #: what is traced symbolically (grows on recompiles)
+        self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
+        self.serial = next(SERIALS)  #: unique in the process
+        self.root_serial = self.serial  #: for a resume function, the serial of the compiled one
         ALL.add(self)
 
     @property
@@ -127,7 +181,8 @@ class CompiledCode:
         return max(0, len(self.events) - 1)
 
     def on_miss(self, L: dict[str, Any]) -> Any:
-        """No variant matched ``L``: compile one (serialised per function) and return what to run."""
+        """No variant matched ``L``: compile one (serialised per function) and return what to
+        run."""
         with self.compile_lock:
             selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
@@ -138,41 +193,59 @@ class CompiledCode:
                 if not why.failures
                 else "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
             )
-            if len(self.cache.variants) >= self.settings.recompile_limit:
-                self._warn_limit(why)
+            settings = global_settings()
+            self._apply_settings(self.policy, settings)
+            if len(self.cache.variants) >= self.recompile_limit(settings):
+                self._warn_limit(why, self.recompile_limit(settings))
                 self.cache.set_no_match(self.fn)  # later misses run eagerly without coming here
                 return self.fn
+            if why.failures and settings.error_on_recompile:
+                raise BytegraphError(
+                    f"{self.fn.__qualname__} would recompile (error_on_recompile is set): {reason}"
+                )
             if why.failures:
                 recompile_log.info(
-                    "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
+                    "Recompiling function %s in %s:%s\n"
+                    "    triggered by the following guard failure(s):\n%s",
                     self.fn.__qualname__,
                     self.fn.__code__.co_filename,
                     self.fn.__code__.co_firstlineno,
                     "\n".join(f"    - {p.code}" for _, p in why.failures),
                 )
-            return self._compile(L, reason, [p.code for _, p in why.failures])
+            return self._compile(L, reason, [p.code for _, p in why.failures], settings)
 
-    def _compile(self, L: dict[str, Any], reason: str, failures: list[str] | None = None) -> Any:
-        failures = failures or []
+    def recompile_limit(self, settings: GlobalSettings) -> int:
+        limit = self.settings.recompile_limit
+        return settings.recompile_limit if limit is None else limit
+
+    def _compile(
+        self, L: dict[str, Any], reason: str, failures: list[str], settings: GlobalSettings
+    ) -> Any:
         COUNTERS["frames"] += 1
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
+        backend = TimedBackend(self.settings.backend)
+        started = time.perf_counter()
         try:
             result = convert_call(
                 self.fn,
                 L,
-                self.settings.backend,
+                backend,
                 fullgraph=self.settings.fullgraph,
+                error_on_graph_break=settings.error_on_graph_break,
                 resume=self.resume_function,
                 policy=self.policy,
                 numbering=self.numbering,
             )
         except Unsupported as e:
-            return self._fallback(e, reason, failures, state_guards)
+            strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+            elapsed = time.perf_counter() - started
+            return self._fallback(e, reason, failures, state_guards, strict, elapsed)
         except TraceTooLong as e:
             self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
-            return self._fallback(
-                Unsupported("too_large", str(e)), reason, failures, state_guards
-            )
+            error = Unsupported("too_large", str(e))
+            strict = error.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+            elapsed = time.perf_counter() - started
+            return self._fallback(error, reason, failures, state_guards, strict, elapsed)
         except Exception as e:
             if self.settings.fullgraph:
                 raise InternalError(
@@ -181,7 +254,10 @@ class CompiledCode:
             log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
             internal = Unsupported("internal_error", f"{type(e).__name__}: {e}")
             internal.guards = getattr(e, "guards", None) or []
-            return self._fallback(internal, reason, failures, state_guards)
+            strict = internal.is_error(False, settings.error_on_graph_break)
+            elapsed = time.perf_counter() - started
+            return self._fallback(internal, reason, failures, state_guards, strict, elapsed)
+        elapsed = time.perf_counter() - started
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
             result.fn,
@@ -197,6 +273,10 @@ class CompiledCode:
             failures=failures,
             fn=result.fn,
             breaks=result.breaks,
+            compiled=backend.results,
+            trace_s=elapsed - backend.seconds,
+            backend_s=backend.seconds,
+            guard_us=self._time_guards(L) if measure_guard_time else None,
         )
         for brk in result.breaks:
             COUNTERS[f"break:{brk.kind}"] += 1
@@ -204,19 +284,36 @@ class CompiledCode:
         self._record(event)
         return result.fn
 
+    def _time_guards(self, L: dict[str, Any]) -> float:
+        """Microseconds one call spends choosing its variant (the guard function on ``L``)."""
+        args = [L[name] for name in self.cache.arg_names]
+        guard_fn, best = self.cache.guard_fn, float("inf")
+        for _ in range(5):  # the fastest of 5 rounds of 10 calls: the first call warms caches
+            started = time.perf_counter()
+            for _ in range(10):
+                guard_fn(*args)
+            best = min(best, (time.perf_counter() - started) / 10)
+        return best * 1e6
+
     def _fallback(
-        self, e: Unsupported, reason: str, failures: list[str], state_guards: list[Guard]
+        self,
+        e: Unsupported,
+        reason: str,
+        failures: list[str],
+        state_guards: list[Guard],
+        strict: bool,
+        elapsed: float,
     ) -> Any:
         """The trace failed: run the original code, and remember the failure as a cache entry that
         runs it under the guards the trace had reached (none: every call), so the same inputs are
         never traced again. Warns once per code object."""
         COUNTERS[f"fallback:{e.kind}"] += 1
-        if not self.settings.fullgraph:
-            e.detach()  # it is kept in the compile events; the fullgraph error chains it instead
-        if self.settings.fullgraph:
+        if strict:  # the error chains the reason (a report would keep it detached)
+            what = "as one graph" if self.settings.fullgraph else "without a graph break"
             raise BytegraphError(
-                f"{self.fn.__qualname__} cannot be compiled as one graph: {e.describe()}"
+                f"{self.fn.__qualname__} cannot be compiled {what}: {e.describe()}"
             ) from e
+        e.detach()  # it is kept in the compile events
         if not self.warned_fallback:
             self.warned_fallback = True
             warnings.warn(
@@ -233,7 +330,7 @@ class CompiledCode:
             COUNTERS["fallback_guards_dropped"] += 1
             guard_set = self.cache.new_guard_set(state_guards)
         self.cache.add(Variant(guard_set, self.fn, reason=f"fallback: {e}"))
-        self._record(CompileEvent(reason, unsupported=e, failures=failures))
+        self._record(CompileEvent(reason, unsupported=e, failures=failures, trace_s=elapsed))
         return self.fn
 
     def resume_function(
@@ -245,10 +342,13 @@ class CompiledCode:
         iter_slots: tuple[int, ...],
         null_slots: tuple[int, ...],
         compiled: bool,
+        bool_slots: tuple[int, ...] = (),
     ) -> Any:
-        """The resume function continuing ``template`` at instruction ``index`` (cached per position,
-        stack shape and live names); compiled like any function unless ``compiled`` is False."""
-        key = (template.__code__, index, nstack, names, iter_slots, null_slots, compiled)
+        """The resume function continuing ``template`` at instruction ``index`` (cached per
+        position, stack shape and live names); compiled like any function unless ``compiled`` is
+        False."""
+        slots = (iter_slots, null_slots, bool_slots)
+        key = (template.__code__, index, nstack, names, slots, compiled)
         cached = self.resumes.get(key)
         if cached is not None:
             return cached
@@ -261,11 +361,13 @@ class CompiledCode:
             iter_slots,
             null_slots,
             next(self.numbering.resumes),
+            bool_slots,
         )
         if compiled:
             state = CompiledCode(raw, self.settings)
             state.resumes = self.resumes  # shared: a break in a resume function reuses these
             state.numbering = self.numbering
+            state.root_serial = self.root_serial
             entry = make_entry(raw, state)
             functools.update_wrapper(entry, raw)
             entry.__bytegraph__ = state
@@ -275,8 +377,8 @@ class CompiledCode:
         return entry
 
     def code_replaced(self) -> Any:
-        """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run the
-        function (its new code) in Python from now on."""
+        """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run
+        the function (its new code) in Python from now on."""
         with self.compile_lock:
             if not self.warned_code:
                 self.warned_code = True
@@ -288,13 +390,13 @@ class CompiledCode:
                 self.cache.clear()
         return self.fn
 
-    def _warn_limit(self, why: Any) -> None:
+    def _warn_limit(self, why: Any, limit: int) -> None:
         if not self.warned_limit:
             self.warned_limit = True
             failing = why.failures[-1][1].code if why.failures else "?"
             warnings.warn(
                 f"bytegraph: {self.fn.__qualname__} hit recompile_limit "
-                f"({self.settings.recompile_limit}); running it in Python from now on. "
+                f"({limit}); running it in Python from now on. "
                 f"The guard that keeps failing: {failing}",
                 stacklevel=4,
             )
@@ -319,9 +421,20 @@ class CompiledCode:
             self.events.clear()
             self.resumes.clear()
             self.numbering.restart()
-            self.policy = DynamicPolicy(self.settings.dynamic)
+            self.policy = self._new_policy()
             self.warned_limit = False
             self.warned_fallback = False
+
+    def _new_policy(self) -> DynamicPolicy:
+        policy = DynamicPolicy()
+        self._apply_settings(policy, global_settings())
+        return policy
+
+    def _apply_settings(self, policy: DynamicPolicy, settings: GlobalSettings) -> None:
+        """What is dynamic follows ``compile(dynamic=)``, else the settings now (read per miss)."""
+        dynamic = self.settings.dynamic
+        policy.mode = settings.dynamic_default if dynamic is None else dynamic
+        policy.automatic = settings.automatic_dynamic
 
 
 def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:
@@ -353,8 +466,9 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     params, call_args, names, keys = [], [], [], []
     saw_kwonly = False
     for i, (name, kind) in enumerate(_parameters(fn.__code__)):
-        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions) get a
-        # safe parameter name; ``L`` keeps the real one. Such parameters are always positional.
+        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
+        # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
+        # positional.
         param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
         names.append(param)
         keys.append(name)
@@ -376,7 +490,7 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
             call_args.append(param)
     if fn.__code__.co_posonlyargcount:
         params.insert(fn.__code__.co_posonlyargcount, "/")
-    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names))
+    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
     source = (
         f"def ___entry({', '.join(params)}):\n"
         f"    if ___fn.__code__ is not ___code:\n"

@@ -1,9 +1,9 @@
 """Errors of the tracer.
 
-``Unsupported`` means "this cannot go in a graph": a graph break (or, where breaks are not possible, an
-eager fallback). ``kind`` is a short constant, so reasons can be counted; ``user_location`` is filled in
-by the translator with the user's file:line and source line. ``BytegraphError`` is what users see with
-``fullgraph=True``; ``InternalError`` marks a bug in bytegraph itself.
+``Unsupported`` means "this cannot go in a graph": a graph break (or, where breaks are not possible,
+an eager fallback). ``kind`` is a short constant, so reasons can be counted; ``user_location`` is
+filled in by the translator with the user's file:line and source line. ``BytegraphError`` is what
+users see with ``fullgraph=True``; ``InternalError`` marks a bug in bytegraph itself.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class UserLocation:
 
 
 class Unsupported(Exception):
-    """Tracing cannot continue here. ``kind`` is a short constant (e.g. ``"print"``, ``"data_dependent"``)."""
+    """Tracing cannot continue here. ``kind`` is a short constant (e.g. ``"print"``,
+    ``"data_dependent"``)."""
 
     def __init__(self, kind: str, detail: str = "", hint: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
@@ -35,6 +36,14 @@ class Unsupported(Exception):
         self.detail = detail
         self.hint = hint
         self.user_stack: list[UserLocation] = []
+        #: Set by the innermost ``error_on_graph_break(...)`` region the break happened in: whether
+        #: it must raise instead of breaking; None outside any region (the global setting decides).
+        self.strict: bool | None = None
+
+    def is_error(self, fullgraph: bool, error_on_graph_break: bool) -> bool:
+        """Whether this break must raise: always under ``fullgraph``, else as the innermost
+        ``error_on_graph_break`` region (or, outside any, the global setting) says."""
+        return fullgraph or (error_on_graph_break if self.strict is None else self.strict)
 
     @property
     def location(self) -> UserLocation | None:
@@ -54,6 +63,25 @@ class Unsupported(Exception):
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text
+
+
+class PythonError(Unsupported):
+    """The traced code raises ``exc`` here, exactly as CPython would (type and arguments). A
+    handler in the traced frames catches it (``opcodes/exceptions.py``); otherwise it is a graph
+    break and CPython raises it when the instruction runs."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__("python_error", f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+class TracedException(Exception):  # noqa: N818 (control flow, not an error)
+    """An exception raised in the trace and caught by a handler of a traced frame: unwinds the
+    translators up to that frame. ``exc`` is its ``ExceptionVariable``."""
+
+    def __init__(self, exc: object) -> None:
+        super().__init__(repr(exc))
+        self.exc = exc
 
 
 class BytegraphError(RuntimeError):

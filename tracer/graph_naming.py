@@ -55,10 +55,19 @@ def graph_target(target: Callable[..., Any]) -> Callable[..., Any]:
     return _by_object(target)
 
 
+#: NumPy scalar types (by name: NumPy need not be installed).
+_NUMPY_SCALARS = frozenset(
+    """bool_ int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64
+    longlong ulonglong complex64 complex128""".split()
+)
+
+
 def graph_constant(value: Any) -> Any:
     """``value`` if it can be a constant argument of a graph node, else ``Unsupported``."""
     if isinstance(value, _LITERAL_TYPES) or isinstance(value, enum.Enum):
         return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in _NUMPY_SCALARS:
+        return value.item()  # torch treats a NumPy scalar exactly as the Python number
     if isinstance(value, slice):
         for part in (value.start, value.stop, value.step):
             graph_constant(part)

@@ -11,6 +11,13 @@ from bytecode import Instr, Label
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"})
 _WRITES = frozenset({"STORE_FAST"})
+#: NOTE(3.13): superinstructions reading/writing two locals, arg ``(first, second)``, in that order:
+#: is each access a write?
+_PAIRS = {
+    "LOAD_FAST_LOAD_FAST": (False, False),
+    "STORE_FAST_LOAD_FAST": (True, False),
+    "STORE_FAST_STORE_FAST": (True, True),
+}
 _NO_FALLTHROUGH = frozenset(
     {
         "RETURN_VALUE",
@@ -48,12 +55,22 @@ def live_locals(
         for i in range(n - 1, -1, -1):
             inst = instructions[i]
             out = frozenset().union(*(live[j] for j in succ[i])) if succ[i] else frozenset()
-            if inst.name in _WRITES:
-                out = out - {inst.arg}
-            if inst.name in _READS:
-                out = out | {inst.arg}
+            for is_write, name in reversed(_accesses(inst)):
+                out = out - {name} if is_write else out | {name}
             out = out | cellvars
             if out != live[i]:
                 live[i] = out
                 changed = True
     return live
+
+
+def _accesses(inst: Instr) -> list[tuple[bool, str]]:
+    """``(is_write, name)`` for each local ``inst`` reads or writes, in the order it does (3.13's
+    ``LOAD_FAST`` of a cell, its spelling of ``LOAD_CLOSURE``, is none: cells are always live)."""
+    if inst.name in _PAIRS:
+        accesses = list(zip(_PAIRS[inst.name], inst.arg, strict=True))
+    elif inst.name in _WRITES or inst.name in _READS:
+        accesses = [(inst.name in _WRITES, inst.arg)]
+    else:
+        return []
+    return [(is_write, name) for is_write, name in accesses if isinstance(name, str)]

@@ -1,14 +1,15 @@
-"""Graph inputs that are parameters of a module tree, fetched once per tree change instead of per call.
+"""Graph inputs that are parameters of a module tree, fetched once per tree change instead of per
+call.
 
 A model's graph takes every parameter as an input (so one graph serves every instance of the same
 structure). Loading them one source at a time (``self._modules['layers']._modules['3']._parameters
-['weight']``) costs a few bytecodes per parameter on every call: the call overhead would grow with the
-model. Instead the rewritten code calls one ``ParameterBlock`` per tree root, which returns the
+['weight']``) costs a few bytecodes per parameter on every call: the call overhead would grow with
+the model. Instead the rewritten code calls one ``ParameterBlock`` per tree root, which returns the
 tuple of those parameters, cached per root until ``EPOCH`` moves.
 
 Soundness rests on ``EPOCH`` (``guards/epoch.py``): module attribute writes, registrations and
-``_apply`` bump it. Writes straight into a module's member dicts (``module._parameters[name] = t``, as
-``torch.func.functional_call`` does) would not, so filling a block also swaps each member dict of
+``_apply`` bump it. Writes straight into a module's member dicts (``module._parameters[name] = t``,
+as ``torch.func.functional_call`` does) would not, so filling a block also swaps each member dict of
 the tree's modules for a ``WatchedDict``: the same dict, bumping on every write, pickled and copied
 as a plain dict, accepted wherever a guard expects a dict. A tree whose member dicts cannot be
 swapped (not plain dicts) is not cached.
@@ -28,8 +29,8 @@ from .variables.modules import MEMBER_TABLES, rebase, tree_root
 
 
 def watch_tree(root: nn.Module) -> bool:
-    """Swap the member dicts of every module under ``root`` for ``WatchedDict``s; False if one of them
-    is not a plain dict (then writes to it cannot be seen)."""
+    """Swap the member dicts of every module under ``root`` for ``WatchedDict``s; False if one of
+    them is not a plain dict (then writes to it cannot be seen)."""
     for module in root.modules():
         members = module.__dict__
         for name in MEMBER_TABLES:

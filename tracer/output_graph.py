@@ -1,8 +1,8 @@
 """``OutputGraph``: owns the ``torch.fx.Graph`` being built, its inputs, guards and side effects.
 
 Every tensor operation the translator sees becomes a node here, executed at the same time on fake
-tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the graph
-over the tensors that must leave it and hands it to the backend.
+tensors (``FakeTensorMode``) so shapes, dtypes and devices are known. ``compile_graph`` closes the
+graph over the tensors that must leave it and hands it to the backend.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     compute_unbacked_bindings,
@@ -23,9 +22,12 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
+from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
-from ..guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
+from . import effects
 from .exc import Unsupported
+from .global_state import GlobalStateLog
 from .graph_naming import graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
@@ -49,6 +51,21 @@ _DATA_DEPENDENT = (
 )
 
 
+#: Results of ops that are facts of the fake tensors' metadata (exact), folded to constants.
+_CONSTANT_RESULTS = (
+    int,
+    float,
+    bool,
+    torch.Size,
+    tuple,
+    str,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
+
+
 class OutputGraph:
     """The graph of one trace (shared by the root translator and every inlined call)."""
 
@@ -57,7 +74,7 @@ class OutputGraph:
     ) -> None:
         self.graph = torch.fx.Graph()
         self.shapes = ShapeTracker(policy or DynamicPolicy())
-        self.fake_mode = FakeTensorMode(shape_env=self.shapes.shape_env)
+        self.fake_mode = effects.ProbedFakeTensorMode(shape_env=self.shapes.shape_env)
         self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
         self.has_unbacked = False  #: some node computes a number from tensor data
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
@@ -65,6 +82,9 @@ class OutputGraph:
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
+        self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
+        #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
+        self.exc_info: list[VariableTracker] = []
         self.created: list[
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)
@@ -76,6 +96,8 @@ class OutputGraph:
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
+        if guard.source is not None and isinstance(guard.source.root, FreshSource):
+            return  # an object built by the rewritten code itself: it holds by construction
         if guard.source is not None and isinstance(guard.source.root, ConstSource):
             if _fixed_by_constant(guard):
                 return  # the rewritten code loads the value with LOAD_CONST: it cannot differ
@@ -124,8 +146,8 @@ class OutputGraph:
         return vt
 
     def add_symbolic_number(self, value: int | float, source: Source) -> VariableTracker:
-        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``) fed
-        with the real number."""
+        """An int/float input traced symbolically: a ``SymInt``/``SymFloat`` placeholder (``l_n_``)
+        fed with the real number."""
         if source in self.inputs:
             return self.inputs[source]
         node = self._placeholder(_placeholder_name(source))
@@ -178,7 +200,12 @@ class OutputGraph:
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
-        example = self._run_fake(op, target, fake_args, fake_kwargs)
+        probe = effects.EffectProbe()
+        example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+        if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
+            raise Unsupported("collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT)
+        if probe.state_changed:  # nor a call changing global state (undone by the probe)
+            raise Unsupported("effect", effects.describe(target, probe))
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
@@ -187,12 +214,14 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
-        return self._wrap_result(node, example)
+        return self._wrap_result(node, example, probe)
 
-    def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _run_fake(
+        self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
+    ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         try:
-            with self.fake_mode:
+            with self.fake_mode, probe.watching(self.fake_mode):
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
@@ -209,7 +238,9 @@ class OutputGraph:
                 "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
             ) from e
 
-    def _wrap_result(self, node: torch.fx.Node, example: Any) -> VariableTracker:
+    def _wrap_result(
+        self, node: torch.fx.Node, example: Any, probe: effects.EffectProbe
+    ) -> VariableTracker:
         if isinstance(example, torch.Tensor):
             node.meta["example_value"] = example
             return TensorVariable(node, example)
@@ -238,18 +269,30 @@ class OutputGraph:
             if isinstance(example, list):
                 return ListVariable(items)
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
-        if example is None and node.target is operator.setitem:
-            return ConstantVariable(None)  # an in-place store: the node stays in the graph
-        if example is None or type(example) in (int, float, bool, torch.Size, tuple, str):
+        if example is None or type(example) in _CONSTANT_RESULTS:
+            # NOTE(issue 13): the one place a recorded call is erased; only a call proven pure is.
+            verdict = effects.classify(node.op, node.target, example, probe)
+            if verdict is effects.Verdict.GRAPH:
+                effects.mark_effectful(node)  # e.g. an in-place store (``x[i] = v``)
+                return self._constant_result(example)
             self.graph.erase_node(node)
             self.created.remove(node)
+            if verdict is effects.Verdict.INLINE:
+                raise effects.InlineInstead("effect", effects.describe(node.target, probe))
+            if verdict is effects.Verdict.BREAK:
+                raise Unsupported(
+                    "effect",
+                    effects.describe(node.target, probe),
+                    hint="call it outside the compiled function",
+                )
             return self._constant_result(example)
         raise Unsupported(
             "op_result", f"an op returned {type(example).__name__}, which is not traced"
         )
 
     def _symbolic_sequence(self, node: torch.fx.Node, example: Any) -> VariableTracker:
-        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the rest."""
+        """A size (or tuple) with symbolic entries: ``getitem`` nodes for those, constants for the
+        rest."""
         node.meta["example_value"] = example
         items: list[VariableTracker] = []
         for i, e in enumerate(example):
@@ -281,31 +324,55 @@ class OutputGraph:
             tx = tx.parent
         return "".join(traceback.format_list(list(reversed(frames))))
 
-    # -- rolling back a partly traced instruction ---------------------------------------------------
+    # -- rolling back a partly traced instruction --------------------------------------------------
     def checkpoint(self) -> tuple:
-        return len(self.created), self.side_effects.snapshot()
+        return len(self.created), self.side_effects.snapshot(), self.state.checkpoint()
 
     def restore(self, checkpoint: tuple) -> None:
-        """Forget the nodes and side effects recorded since ``checkpoint`` (guards stay: more is safe)."""
-        count, effects = checkpoint
+        """Forget the nodes, side effects and state changes recorded since ``checkpoint`` (guards
+        stay: more is safe)."""
+        count, effects, state = checkpoint
         for node in reversed(self.created[count:]):
             if not node.users:
                 self.graph.erase_node(node)
         del self.created[count:]
         self.side_effects.restore(effects)
+        self.state.restore(state)
+
+    def state_node(self, fn: Any, args: tuple, runtime: bool = False) -> torch.fx.Node:
+        """A node changing torch global state (``_set_grad_enabled``, ``enter_autocast``...): kept
+        in the graph although nothing uses its result, and not counted as an op. ``runtime``: its
+        effect only exists when it runs (``backends/state_nodes.py``)."""
+        node = self.graph.call_function(fn, args)
+        node.meta["bytegraph_state"] = True
+        if runtime:
+            node.meta[RUNTIME] = True
+        node.meta["stack_trace"] = self._stack_trace()
+        self.created.append(node)
+        return node
 
     # -- finishing ---------------------------------------------------------------------------------
     def count_calls(self) -> int:
-        return sum(1 for n in self.graph.nodes if n.op.startswith("call_"))
+        """Operations in the graph (state changes are not: a graph of those alone is not
+        compiled)."""
+        return sum(
+            1
+            for n in self.graph.nodes
+            if n.op.startswith("call_") and "bytegraph_state" not in n.meta
+        )
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
-        self.graph.output(tuple(outputs))
+        # NOTE(issue 13): effectful tensors nothing reads (an unused collective's result) leave the
+        # graph too, after the outputs the code uses, so that no backend's partitioner drops them.
+        unread = effects.unread_effects(self.graph, outputs)
+        self.graph.output(tuple(outputs + unread))
         for node in reversed(list(self.graph.nodes)):  # drop unused shape arithmetic (pure)
             if (
                 not node.users
                 and node.op != "placeholder"
                 and node.op != "output"
                 and isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+                and not effects.is_effectful(node)
             ):
                 self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
@@ -318,6 +385,11 @@ class OutputGraph:
         gm.meta = {"bytegraph_sources": [s.expr for s in self.inputs]}
         return gm
 
+
+_COLLECTIVE_HINT = (
+    "use the functional collectives (torch.distributed._functional_collectives) or the "
+    "torch.distributed calls bytegraph rewrites (all_reduce, all_gather_into_tensor, ...)"
+)
 
 _IMMUTABLE = (
     tuple,

@@ -33,9 +33,9 @@ STATIC_ATTRS = ("_bytegraph_static", "_dynamo_static_indices")
 
 @dataclass
 class DynamicPolicy:
-    """What to trace symbolically, per function. In automatic mode it remembers the sizes and ints each
-    trace saw (keyed by source expression, ``L['a']``); a later trace makes dynamic whatever differs,
-    and it stays dynamic."""
+    """What to trace symbolically, per function. In automatic mode it remembers the sizes and ints
+    each trace saw (keyed by source expression, ``L['a']``); a later trace makes dynamic whatever
+    differs, and it stays dynamic."""
 
     mode: bool | None = None  #: True: all sizes and ints; False: none; None: automatic
     dims: dict[str, set[int]] = field(default_factory=dict)  #: dims seen changing
@@ -43,15 +43,16 @@ class DynamicPolicy:
     seen_sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     seen_ints: dict[str, int] = field(default_factory=dict)
     duck_shape: bool = True
+    automatic: bool = True  #: False: what changes stays static (each new value recompiles)
 
     def tensor_dims(self, value: torch.Tensor, source: Source) -> set[int]:
         if self.mode is False or value.dim() == 0:
             return set()
         key, shape = source.expr, tuple(value.shape)
         before = self.seen_sizes.setdefault(key, shape)
-        if self.mode is None and len(before) == len(shape) and before != shape:
+        if self.mode is None and self.automatic and len(before) == len(shape) and before != shape:
             self.dims.setdefault(key, set()).update(
-                i for i, (a, b) in enumerate(zip(before, shape)) if a != b
+                i for i, (a, b) in enumerate(zip(before, shape, strict=True)) if a != b
             )
         dims = set(range(value.dim())) if self.mode else set(self.dims.get(key, ()))
         for attr in (*DYNAMIC_ATTRS, *MAYBE_DYNAMIC_ATTRS):
@@ -61,12 +62,13 @@ class DynamicPolicy:
         return dims
 
     def number_is_dynamic(self, value: int | float, source: Source) -> bool:
-        """Ints, and floats (finite ones), are traced symbolically once they change between calls."""
+        """Ints, and floats (finite ones), are traced symbolically once they change between
+        calls."""
         if type(value) is float and not math.isfinite(value):
             return False
         if self.mode is not None:
             return self.mode
-        if self.seen_ints.setdefault(source.expr, value) != value:
+        if self.seen_ints.setdefault(source.expr, value) != value and self.automatic:
             self.ints.add(source.expr)
         return source.expr in self.ints
 
@@ -74,8 +76,9 @@ class DynamicPolicy:
 def _SymbolSource(expr: str) -> Any:  # noqa: N802
     """The name ShapeEnv keeps for a symbol's origin (only used in its own messages).
 
-    Imported here, not at the top: ``torch._dynamo`` is slow to import and imports triton, which must
-    not happen before ``TRITON_INTERPRET`` is set (the interpreter is chosen at triton's import)."""
+    Imported here, not at the top: ``torch._dynamo`` is slow to import and imports triton, which
+    must not happen before ``TRITON_INTERPRET`` is set (the interpreter is chosen at triton's
+    import)."""
     from torch._dynamo.source import ConstantSource
 
     return ConstantSource(expr)
@@ -140,7 +143,7 @@ class ShapeTracker:
         else:
             self.equalities.append((source, expr))
 
-    # -- guards ---------------------------------------------------------------------------------------
+    # -- guards ------------------------------------------------------------------------------------
     def guards(self) -> list[Guard]:
         """Everything the trace assumed about symbolic values, as SHAPE_EXPR guards."""
         exprs: list[Any] = []
@@ -173,7 +176,7 @@ class ShapeTracker:
             _, source, value = expr
             template, sources = self._template(value)
             n = len(sources)
-            return self._guard("{%d} == %s" % (n, template), (*sources, source))
+            return self._guard(f"{{{n}}} == {template}", (*sources, source))
         if expr in (sympy.true, True):
             return None
         template, sources = self._template(expr)
@@ -196,7 +199,7 @@ class ShapeTracker:
         )
         text = text.replace("{", "{{").replace("}", "}}")
         for i in range(len(symbols)):
-            text = text.replace(f"BGSRC{i}BG", "{%d}" % i)
+            text = text.replace(f"BGSRC{i}BG", f"{{{i}}}")
         return text, tuple(sources)
 
     @staticmethod

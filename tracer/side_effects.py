@@ -1,16 +1,23 @@
 """Side effects recorded during a trace and replayed by the rewritten code.
 
-Mutations of objects that existed before the call (reached through a source) are kept here: attribute
-stores on user objects and modules, global stores, closure-cell stores, and in-place changes to input
-lists/dicts/sets. Reads during the trace see earlier pending writes (``load_attr``/``load_global``). The
-rewritten code applies the final state in program order of first write (``codegen``).
+Mutations of objects that existed before the call (reached through a source) are kept here:
+attribute stores on user objects, classes and modules, global stores, closure-cell stores, and
+in-place changes to input lists/dicts/sets. Objects created during the trace (``track_new``: user
+classes, dataclasses, namedtuples with attributes) keep their attributes here too; ``torch.nn``
+modules made in the trace are built by the ``prologue``. Reads during the trace see earlier
+pending writes (``load_attr``/``load_global``). ``plan(live)`` decides which new objects escape (are
+reachable from what the rewritten code rebuilds); ``codegen`` creates those first (each into its own
+local), then applies the final state in program order of first write.
 """
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any
 
-from .variables.base import VariableTracker
+import torch
+
+from .variables.base import VariableTracker, walk
 
 if TYPE_CHECKING:
     from ..codegen.emit import Codegen
@@ -26,6 +33,25 @@ class SideEffects:
         #: (container, its items before a change): undone, newest first, by ``restore``
         self.undo: list[tuple[VariableTracker, Any]] = []
         self._saved: set[int] = set()  #: containers saved in ``undo`` since the last snapshot
+        #: objects created during the trace, by id of their tracker, in creation order; each has a
+        #: ``create(cg)`` method pushing a blank instance and a ``name``, the local it lives in
+        self.new_objects: dict[int, VariableTracker] = {}
+        #: ``(local, cls, args, kwargs)``: ``torch.nn`` modules the rewritten code builds before the
+        #: graph runs (see ``module_objects.construct_module``), in creation order
+        self.prologue: list[tuple[str, type, tuple, dict]] = []
+        self.counter = 0  #: numbers the locals of new objects (never reused within a trace)
+        #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
+        #: inlined override) are replayed with ``object.__setattr__``, not ``STORE_ATTR``
+        self.raw_objects: set[int] = set()
+        #: ``(class, name)`` of class attributes assigned during the trace
+        self.changed_class_attrs: set[tuple[type, str]] = set()
+        #: default dtype, device and inference mode when the call started: what the prologue sees
+        self.entry_state = (
+            torch.get_default_dtype(),
+            str(torch.get_default_device()),
+            torch.is_inference_mode_enabled(),
+        )
+        self._escaping: list[VariableTracker] = []  #: set by ``plan``
 
     def __bool__(self) -> bool:
         return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
@@ -37,26 +63,39 @@ class SideEffects:
             dict(self.global_stores),
             dict(self.cell_stores),
             dict(self.mutated),
+            dict(self.new_objects),
+            list(self.prologue),
             len(self.undo),
         )
 
     def restore(self, snapshot: tuple) -> None:
         *stores, undo_len = snapshot
-        self.attr_stores, self.global_stores, self.cell_stores, self.mutated = (
-            dict(s) for s in stores
-        )
+        (
+            self.attr_stores,
+            self.global_stores,
+            self.cell_stores,
+            self.mutated,
+            self.new_objects,
+        ) = (dict(s) for s in stores[:5])
+        self.prologue = list(stores[5])
         for container, items in reversed(self.undo[undo_len:]):
-            _set_items(container.items, items)
+            if hasattr(container, "restore_state"):  # an iterator, a lazy list
+                container.restore_state(items)
+            else:
+                _set_items(container.items, items)
         del self.undo[undo_len:]
         self._saved = set()
 
     def changed_since(self, snapshot: tuple) -> bool:
-        """Was a store or a mutation of an input container recorded after ``snapshot``?"""
+        """Was a store or a mutation of an input container recorded after ``snapshot`` (stores
+        on objects made in the trace aside), or a module built for the prologue?"""
         *stores, _ = snapshot
-        current = (self.attr_stores, self.global_stores, self.cell_stores, self.mutated)
-        return any(
+        attrs = {k: v for k, v in self.attr_stores.items() if not self.is_new(v[0])}
+        then_attrs = {k: v for k, v in stores[0].items() if not self.is_new(v[0])}
+        current = (attrs, self.global_stores, self.cell_stores, self.mutated)
+        return len(self.prologue) != len(stores[5]) or any(
             now.keys() != then.keys() or any(now[k] is not then[k] for k in now)
-            for now, then in zip(current, stores, strict=True)
+            for now, then in zip(current, (then_attrs, *stores[1:4]), strict=True)
         )
 
     def commit(self) -> None:
@@ -69,27 +108,113 @@ class SideEffects:
         undoes what the callee did to it."""
         if id(container) not in self._saved:
             self._saved.add(id(container))
-            self.undo.append((container, _copy_items(container.items)))
+            saved = (
+                container.save_state()  # an iterator's position, a lazy list's log
+                if hasattr(container, "save_state")
+                else _copy_items(container.items)
+            )
+            self.undo.append((container, saved))
 
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    def store_attr(
+        self, obj: VariableTracker, name: str, value: VariableTracker, raw: bool = False
+    ) -> None:
+        """``obj.name = value`` as a plain store (descriptors and ``__setattr__`` overrides were
+        run by the caller, ``user_objects.store_attribute``); ``raw``: replay it with
+        ``object.__setattr__`` (the class overrides ``__setattr__``)."""
         self.attr_stores[(id(obj), name)] = (obj, name, value)
+        if raw:
+            self.raw_objects.add(id(obj))
+
+    def store_class_attr(self, cls_vt: VariableTracker, name: str, value: VariableTracker) -> None:
+        """``cls.name = value`` on an existing class (replayed with ``STORE_ATTR``)."""
+        self.store_attr(cls_vt, name, value)
+        self.changed_class_attrs.add((cls_vt.as_python_constant(), name))
+
+    def class_attr_changed(self, cls: type, name: str) -> bool:
+        """Was ``name`` assigned during the trace on ``cls`` or a class of its MRO?"""
+        return any((klass, name) in self.changed_class_attrs for klass in cls.__mro__)
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attr_stores.get((id(obj), name))
         return entry[2] if entry else None
 
+    def new_name(self, prefix: str = "__bg_new") -> str:
+        """A fresh local name of the rewritten code for an object made during the trace."""
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def track_new(self, obj: VariableTracker) -> None:
+        """``obj`` was created during the trace: its attributes live in ``attr_stores``, and it is
+        rebuilt by ``codegen`` only if it escapes."""
+        self.new_objects[id(obj)] = obj
+
+    def is_new(self, obj: VariableTracker) -> bool:
+        return id(obj) in self.new_objects
+
+    def plan(self, live: list[VariableTracker]) -> list[VariableTracker]:
+        """Decide which new objects escape, that is, are reachable from ``live`` (what the rewritten
+        code rebuilds: the return value, or the frames at a graph break) or from the replayed
+        effects, directly or through the attributes of escaping objects. Returns every value the
+        replay will rebuild (the graph must output the tensors among them)."""
+        values = self._existing_values()
+        found: set[int] = set()
+        pending = [*live, *values]
+        while pending:
+            reached = {id(vt) for vt in walk(pending) if self.is_new(vt) and id(vt) not in found}
+            found |= reached
+            pending = [v for obj, _, v in self.attr_stores.values() if id(obj) in reached]
+        self._escaping = [vt for key, vt in self.new_objects.items() if key in found]
+        escaping = {id(vt) for vt in self._escaping}
+        return values + [v for obj, _, v in self.attr_stores.values() if id(obj) in escaping]
+
+    def _existing_values(self) -> list[VariableTracker]:
+        """Values the replay writes into objects that existed before the call."""
+        values = [v for obj, _, v in self.attr_stores.values() if not self.is_new(obj)]
+        values += list(self.global_stores.values()) + list(self.cell_stores.values())
+        return values + list(self.mutated.values())
+
     def mark_mutated(self, container: VariableTracker) -> None:
         if container.source is not None:
             self.mutated[id(container)] = container
 
+    def emit_prologue(self, cg: Codegen) -> None:
+        """Before the graph runs: build the ``torch.nn`` modules made during the trace."""
+        for name, cls, args, kwargs in self.prologue:
+            cg.load_const(cls)
+            for value in [*args, *kwargs.values()]:
+                cg.load_const(value)
+            cg.call_function(len(args) + len(kwargs), tuple(kwargs))
+            cg.store_local(name)
+
     def codegen(self, cg: Codegen) -> None:
-        """Emit the replay: container contents, attributes, globals, cells."""
+        """Emit the replay: new objects that escape (see ``plan``), container contents,
+        attributes, globals, cells."""
+        escaping = {id(vt) for vt in self._escaping}
+        for obj in self._escaping:
+            obj.create(cg)
+            cg.store_local(obj.name)
+            cg.new_objects.add(obj.name)
         for container in self.mutated.values():
             _replay_container(cg, container)
         for obj, name, value in self.attr_stores.values():
-            value.reconstruct(cg)
-            obj.reconstruct(cg)
-            cg.store_attr(name)
+            raw = (
+                getattr(obj, "raw_replay", True)
+                if id(obj) in escaping
+                else id(obj) in self.raw_objects
+            )
+            if raw:
+                # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``
+                # override or descriptor running again
+                cg.load_const(object.__setattr__)
+                obj.reconstruct(cg)
+                cg.load_const(name)
+                value.reconstruct(cg)
+                cg.call_function(3)
+                cg.pop_top()
+            elif id(obj) in escaping or not self.is_new(obj):
+                value.reconstruct(cg)
+                obj.reconstruct(cg)
+                cg.store_attr(name)
         for name, value in self.global_stores.items():
             value.reconstruct(cg)
             cg.store_global(name)
@@ -99,7 +224,10 @@ class SideEffects:
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:
-    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and sets."""
+    """``src[:] = [items]`` for lists; ``new = {...}; src.clear(); src.update(new)`` for dicts and
+    sets."""
+    if hasattr(container, "replay_log") and container.replay_log(cg):
+        return  # a lazy list only appended to: ``src.extend([...])``
     source = container.source
     kind = container.python_type()
     if kind is list:
@@ -118,7 +246,7 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     cg.call_function(0)
     cg.pop_top()
     source.reconstruct(cg)
-    cg.load_attr("update")
+    cg.load_attr("extend" if issubclass(kind, collections.deque) else "update")
     cg.load_local("__bg_contents")
     cg.call_function(1)
     cg.pop_top()
@@ -127,6 +255,8 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
 def _items_list(cg: Codegen, container: VariableTracker) -> list:
     sub = type(cg)(cg.lineno, cg.output_var)
     sub.graph_outputs = cg.graph_outputs
+    sub.built, sub.cells = cg.built, cg.cells  # objects built once and cells: shared
+    sub.new_objects = cg.new_objects
     for item in container.items:
         item.reconstruct(sub)
     sub.build_list(len(container.items))

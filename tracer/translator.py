@@ -1,12 +1,13 @@
 """``Translator``: symbolic execution of one code object over VariableTrackers.
 
-It owns the value stack, the symbolic locals and the instruction pointer, and ``step()`` dispatches each
-instruction to its handler in ``opcodes/``; it knows no opcode semantics itself. ``inline_call`` runs a
-called user function in a child translator sharing the same ``OutputGraph``.
+It owns the value stack, the symbolic locals and the instruction pointer, and ``step()`` dispatches
+each instruction to its handler in ``opcodes/``; it knows no opcode semantics itself.
+``inline_call`` runs a called user function in a child translator sharing the same ``OutputGraph``.
 
 When an instruction cannot be traced, ``step()`` rolls the frame back to just before it and raises
 ``GraphBreak`` carrying each frame's state (innermost first): the leaf frame stopped *at* the
-instruction, its callers stopped at the call that is still running. ``breaks.py`` turns that into code.
+instruction, its callers stopped at the call that is still running. ``breaks.py`` turns that into
+code.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..guards.sources import (
     Source,
 )
 from . import opcodes
-from .exc import ReturnValue, Unsupported, UserLocation
+from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
 from .variables import builder, dispatch
@@ -157,17 +158,26 @@ class Translator:
             self.kw_names,
         )
         self.direct_callee, self.inlined_direct = None, False
+        self.step_start = (index, saved)
         try:
             if fn is None:
                 reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
                 raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
             fn(self, inst)
-            if self.parent is None:  # a whole instruction of the root frame ran: nothing undoes it
+            # A whole instruction of the root frame ran: nothing undoes it (unless a context that
+            # cannot be re-entered is open: a break in its block rolls back to its ``with``).
+            if self.parent is None and not self.output.state.holds_rollback():
                 self.output.side_effects.commit()
+        except TracedException as te:  # raised here or in a callee: caught here or further up
+            if not opcodes.exceptions.catch(self, index, te.exc):
+                raise
         except GraphBreak as gb:
+            point = self.output.state.rollback_point(self)
+            if point is not None:  # see ``with_start``
+                raise self._break_here(point[1], point[2], gb.reason) from None
             # A call inside a try block breaks here instead: the callee's resume code runs outside
-            # this frame's handlers, so an exception it raises would skip them (a grad-mode ``with``
-            # is fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
+            # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
+            # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
             if self.inlined_direct and gb.frames[-1].tx.fn is not None and self.resumable_at(index):
                 gb.frames.append(
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
@@ -175,7 +185,14 @@ class Translator:
                 raise
             raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
-            raise self._break_here(index, saved, e) from None
+            traced = opcodes.exceptions.traced_python_error(self, e)
+            if traced is None:
+                point = self.output.state.rollback_point(self)
+                if point is not None:
+                    raise self._break_here(point[1], point[2], e) from None
+                raise self._break_here(index, saved, e) from None
+            if not opcodes.exceptions.catch(self, index, traced.exc):
+                raise traced from None
         except GuardOnDataDependentSymNode as e:  # a value computed from tensor data was needed
             cond = getattr(e, "cond", None)
             cond = str(e).splitlines()[0] if cond is None else cond
@@ -185,6 +202,13 @@ class Translator:
                 hint="keep the decision in tensor operations (torch.where), or move it out",
             )
             raise self._break_here(index, saved, reason) from None
+
+    def with_start(self) -> tuple[Translator, int, tuple]:
+        """Where the running instruction (a ``with``) began: a context that rewritten code cannot
+        enter again (a suspended generator, user code) keeps it, and a break anywhere inside its
+        block is taken there instead, rolled back like a partly run instruction."""
+        index, saved = self.step_start
+        return self, index, saved
 
     def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
@@ -202,11 +226,12 @@ class Translator:
         return index < len(self.handlers) and self.handlers[index] is not None
 
     def resumable_at(self, index: int) -> bool:
-        """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly in
-        a grad-mode ``with`` block (a break there runs inline, protected: see ``breaks.py``)."""
-        return not self.in_try(index) or self.grad_with_exit_at(index)
+        """Can a compiled resume function start at ``index``? Outside try/with blocks, or directly
+        in one ``with`` block (a break there runs inline, protected: see ``breaks.py``; the block's
+        exit must also be a ``ContextExit``, which ``breaks.py`` checks)."""
+        return not self.in_try(index) or self.with_exit_at(index)
 
-    def grad_with_exit_at(self, index: int) -> bool:
+    def with_exit_at(self, index: int) -> bool:
         """Is ``index`` directly in a ``with`` block that no try/with block encloses? CPython's
         exception table is flat (one region per instruction), so nesting shows one level down: the
         with-block handler's own cleanup handler is itself covered only when a block encloses it."""
@@ -231,8 +256,9 @@ class Translator:
     def call_direct(
         self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can resume
-        in this frame right after the call (nested resume) instead of re-running the whole call."""
+        """The call of a CALL instruction: if it inlines ``fn`` and breaks inside, the break can
+        resume in this frame right after the call (nested resume) instead of re-running the whole
+        call."""
         self.direct_callee = fn
         return self.dispatch.call(self, fn, args, kwargs)
 
@@ -249,6 +275,9 @@ class Translator:
 
     def wrap_static(self, value: Any) -> VariableTracker:
         return builder.wrap_static(self, value)
+
+    def wrap_unsourced(self, value: Any, what: str) -> VariableTracker:
+        return builder.wrap_unsourced(self, value, what)
 
     def fold(self, value: Any) -> VariableTracker:
         return builder.fold(self, value)
@@ -296,7 +325,8 @@ class Translator:
 
 
 def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
-    """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a builtin)?"""
+    """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a
+    builtin)?"""
     target = getattr(callee, "fn", None) or getattr(callee, "value", None)
     forward = getattr(type(target), "forward", None) if target is not None else None
     return (
@@ -309,7 +339,8 @@ def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
 def _global_source(tx: Translator, name: str) -> Source:
     """Globals of the root frame are ``G[...]``; those of functions inlined from another module are
     ``M['mod'][...]``, guarded the same way. Code exec'd outside any module has globals we cannot
-    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be guarded)."""
+    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be
+    guarded)."""
     globals_source = _globals_source(tx)
     if globals_source is None:
         return ConstSource(tx.f_globals[name], f"{tx.f_globals.get('__name__')}.{name}")
@@ -341,12 +372,13 @@ def bind_args(
     kwargs: dict[str, VariableTracker],
     defaults: tuple[dict, dict],
 ) -> dict[str, VariableTracker]:
-    """Bind call arguments to ``code``'s parameters, as CPython does (TypeError cases are Unsupported)."""
+    """Bind call arguments to ``code``'s parameters, as CPython does (TypeError cases are
+    Unsupported)."""
     nargs, nkw = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames
     bound: dict[str, VariableTracker] = {}
     pos_defaults, kw_defaults = defaults
-    for name, value in zip(names[:nargs], args):
+    for name, value in zip(names[:nargs], args, strict=False):
         bound[name] = value
     extra = list(args[nargs:])
     kwargs = dict(kwargs)
@@ -390,7 +422,7 @@ _MISSING = object()
 def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
     return {
         name: ClosureCellVariable(cell, ClosureSource(name))
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True)
     }
 
 

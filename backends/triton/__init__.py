@@ -1,16 +1,19 @@
 """``backend="triton"``: our Inductor-like compiler from FX graphs to fused Triton kernels.
 
 Pipeline (one module each): ``compile`` (aot_autograd, decompositions) -> ``graph`` + ``lowering``/
-``lower_views``/``lower_reductions`` (ATen -> ``ir``) -> ``scheduler`` (fusion) -> ``kernel`` +
-``reduction_code`` + ``ops`` (Triton source) -> ``launch`` (hash-keyed cache, grid, call) ->
-``wrapper`` (the Python that allocates and launches). Entry points: the registered backend and
-``is_available_for(example_inputs)``; on inputs it cannot run (CPU tensors without
-``TRITON_INTERPRET=1``, no GPU, no triton) the backend returns the graph's own eager ``forward``.
+``lower_*`` (ATen -> ``ir``) -> ``scheduler`` (fusion) -> ``kernel`` + ``reduction_code`` + ``ops``
+(Triton source) -> ``launch`` (hash-keyed cache, grid, call) -> ``wrapper`` (the Python that
+allocates and launches); ``cudagraphs`` (``mode="reduce-overhead"``) and ``autotune``
+(``mode="max-autotune"``) as ``config.Options`` say. Entry points: the registered backend
+(``options=`` a dict or an ``Options``) and ``is_available_for(example_inputs)``; on inputs it
+cannot run (CPU tensors without ``TRITON_INTERPRET=1``, no GPU, no triton) the backend returns
+the graph's own eager ``forward``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -19,8 +22,15 @@ import torch.fx
 from ..registry import register_backend
 from . import config
 from .compile import TritonCompiledFunction, compile_triton
+from .config import Options
 
-__all__ = ["TritonCompiledFunction", "compile_triton", "is_available_for", "triton_backend"]
+__all__ = [
+    "Options",
+    "TritonCompiledFunction",
+    "compile_triton",
+    "is_available_for",
+    "triton_backend",
+]
 
 
 def is_available_for(example_inputs: list[Any]) -> bool:
@@ -39,9 +49,18 @@ def is_available_for(example_inputs: list[Any]) -> bool:
     return bool(tensors) and all(t.device.type == "cuda" for t in tensors)
 
 
-@register_backend("triton")
-def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]):
-    """Compile ``gm`` to Triton kernels, or return ``gm.forward`` where they cannot run."""
+@register_backend("triton", options=Options.from_dict)
+def triton_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+    options: Options | Mapping[str, Any] | None = None,
+):
+    """Compile ``gm`` to Triton kernels, or return ``gm.forward`` where they cannot run.
+
+    ``options``: an ``Options`` or its dict form (``{"triton.cudagraphs": True, "max_autotune":
+    True}``; an unknown name is a ValueError)."""
+    if not isinstance(options, Options):
+        options = Options.from_dict(options)
     if not is_available_for(example_inputs):
         return gm.forward
-    return compile_triton(gm, example_inputs)
+    return compile_triton(gm, example_inputs, options)

@@ -1,11 +1,12 @@
 """The ``triton`` backend entry: FX graph -> aot_autograd -> lowering -> scheduler -> kernels.
 
-``compile_triton(gm, example_inputs)`` hands the graph to ``aot_module_simplified`` (forward and
-backward graphs, core-ATen decompositions); each ATen graph goes through ``compile_aten_graph``,
-which returns a ``CompiledGraph`` (boxed call). If anything in our pipeline fails for a graph, that
-graph runs eagerly (logged), so compiling never breaks a program. The callable handed back,
-``TritonCompiledFunction``, shows what was generated: ``.kernels`` (``.name``/``.source``),
-``.source`` (wrapper + kernels), ``.fallback_ops``.
+``compile_triton(gm, example_inputs, options)`` hands the graph to ``aot_module_simplified``
+(forward and backward graphs, core-ATen decompositions); each ATen graph goes through
+``compile_aten_graph``, which returns a ``CompiledGraph`` (boxed call; replayed as a CUDA graph
+with ``options.cudagraphs``, its kernels autotuned with ``options.max_autotune``). If anything in
+our pipeline fails for a graph, that graph runs eagerly (logged), so compiling never breaks a
+program. The callable handed back, ``TritonCompiledFunction``, shows what was generated:
+``.kernels`` (``.name``/``.source``), ``.source`` (wrapper + kernels), ``.fallback_ops``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import torch
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified
 
+from ..state_nodes import has_runtime_nodes
+from . import cudagraphs
+from .config import Options
 from .decompositions import decomposition_table
 from .graph import GraphLowering
 from .launch import KernelLauncher
@@ -47,6 +51,7 @@ class CompiledGraph:
         self.call = call
         self.kernels = kernels
         self.fallback_ops = fallback_ops
+        self.runner: cudagraphs.CudaGraphRunner | None = None  #: set with ``cudagraphs``
 
     def __call__(self, args: list) -> Any:
         return self.call(args)
@@ -107,11 +112,14 @@ class TritonCompiledFunction:
 _GRAPH_COUNTER = [0]
 
 
-def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:
-    """Lower, schedule and generate one ATen graph."""
+def compile_aten_graph(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: Options | None = None
+) -> CompiledGraph:
+    """Lower, schedule and generate one ATen graph (CUDA-graphed with ``options.cudagraphs``)."""
+    options = options or Options()
     graph = GraphLowering(gm, example_inputs).run()
     steps = schedule(graph.buffers, graph.output_buffers())
-    code = generate_wrapper(graph, steps)
+    code = generate_wrapper(graph, steps, autotune=options.max_autotune)
     name = f"__compiled_graph_{_GRAPH_COUNTER[0]}"
     _GRAPH_COUNTER[0] += 1
     namespace = dict(code.globals)
@@ -129,13 +137,23 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> C
         log.info("%s wrapper:\n%s", name, code.source)
         for k in code.kernels:
             log.info("%s kernel %s:\n%s", name, k.name, k.source)
-    return CompiledGraph(name, code.source, namespace["call"], code.kernels, graph.fallback_ops)
+    compiled = CompiledGraph(name, code.source, namespace["call"], code.kernels, graph.fallback_ops)
+    if options.cudagraphs:
+        ops = list(graph.fallback_ops) + list(graph.extern_ops)
+        reason = cudagraphs.skip_reason(example_inputs, ops)
+        if reason is None:
+            capture = cudagraphs.capture_for(example_inputs)
+            assert capture is not None
+            compiled.call = compiled.runner = cudagraphs.CudaGraphRunner(compiled.call, capture)
+        else:
+            log.info("%s runs without CUDA graphs: %s", name, reason)
+    return compiled
 
 
-def _compiler(graphs: list[CompiledGraph | EagerGraph]) -> Callable[..., Any]:
+def _compiler(graphs: list[CompiledGraph | EagerGraph], options: Options) -> Callable[..., Any]:
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         try:
-            compiled: CompiledGraph | EagerGraph = compile_aten_graph(gm, example_inputs)
+            compiled: CompiledGraph | EagerGraph = compile_aten_graph(gm, example_inputs, options)
         except Exception as e:  # never fail the program: this graph runs with torch instead
             log.warning(
                 "triton backend could not compile a graph (%s: %s); running it eagerly",
@@ -165,11 +183,16 @@ def tuple_output(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, bool]:
     return torch.fx.GraphModule(gm, graph), True
 
 
-def compile_triton(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> TritonCompiledFunction:
-    """Compile ``gm`` for ``example_inputs`` (real or fake tensors, SymInts)."""
+def compile_triton(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: Options | None = None
+) -> TritonCompiledFunction:
+    """Compile ``gm`` for ``example_inputs`` (real or fake tensors, SymInts) with ``options``
+    (``mode="reduce-overhead"``: ``Options(cudagraphs=True)``; ``"max-autotune"``: both)."""
+    if has_runtime_nodes(gm):  # state changes that only exist when they run
+        return gm.forward
     gm, unwrap = tuple_output(gm)
     graphs: list[CompiledGraph | EagerGraph] = []
-    compiler = _compiler(graphs)
+    compiler = _compiler(graphs, options or Options())
     fn = aot_module_simplified(
         gm,
         list(example_inputs),

@@ -1,10 +1,11 @@
 """``GraphLowering``: walks an ATen FX graph and builds buffers through the registered lowerings.
 
 Placeholders become ``InputBuffer``s (and tell the wrapper where each size symbol comes from),
-``call_function`` nodes go through ``lowering.LOWERINGS``; matmul/conv/attention become extern
-calls, and any op without a working lowering runs through torch for that node only (``fallback``:
-counted in ``fallback_ops`` and logged on ``bytegraph.fusion``). Lazy values used more than once are
-realized into ``ComputedBuffer``s, which the scheduler then fuses back together where it can.
+``call_function`` nodes go through ``lowering.LOWERINGS``; matmul/conv/attention and collectives
+become extern calls, and any op without a working lowering runs through torch for that node only
+(``fallback``: counted in ``fallback_ops`` and logged on ``bytegraph.fusion``). Lazy values used
+more than once are realized into ``ComputedBuffer``s, which the scheduler then fuses back together
+where it can.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ import sympy
 import torch
 import torch.fx
 
-from . import lower_indexing, lower_reductions, lower_views  # noqa: F401  (import registers their lowerings)
+# importing these registers their lowerings
+from . import (  # noqa: F401
+    lower_indexing,
+    lower_reductions,
+    lower_scans,
+    lower_scatter,
+    lower_views,
+)
 from .indexing import as_expr, contiguous_strides, same
 from .ir import (
     Buffer,
@@ -154,7 +162,7 @@ class GraphLowering:
         target = node.target
         if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
             raise NotImplementedError(f"mutating op {target}")
-        if target in EXTERN_OPS:
+        if target in EXTERN_OPS or is_collective(target):
             self.extern_ops[str(target)] += 1
             return self.extern(node, args, kwargs, is_fallback=False)
         reason = "no lowering"
@@ -270,10 +278,16 @@ class GraphLowering:
         return {v.buffer.name for v in self.outputs if isinstance(v, BufferView)}
 
 
+def is_collective(target: Any) -> bool:
+    """A functional collective or its wait (issue 13): run with torch as an extern call, on purpose,
+    and never dropped, even unused: a rank skipping a collective its peers run would hang them."""
+    return getattr(target, "namespace", None) in ("_c10d_functional", "c10d_functional")
+
+
 def is_dead(node: torch.fx.Node) -> bool:
     """No users and no effect. Attention ops are tagged nondeterministic (dropout) and so count as
     impure for fx; without dropout (``dropout_p`` is their 4th argument) they are pure."""
-    if node.users:
+    if node.users or is_collective(node.target):
         return False
     if not node.is_impure():
         return True

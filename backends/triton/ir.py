@@ -3,9 +3,9 @@
 A lowering turns each ATen node into a ``TensorValue``: a ``BufferView`` (a strided window on a
 buffer: inputs, realized computations, extern results) or a ``LazyValue`` (an ``inner_fn(index)``
 not yet stored anywhere, which consumers inline). ``ComputedBuffer`` holds a ``Pointwise`` or
-``Reduction`` whose ``inner_fn`` calls ``ops.*``; ``LoopBody`` runs it once on symbolic indices to
-learn its reads and which loop dims are contiguous enough to merge. Scheduling and codegen live
-elsewhere.
+``Reduction`` (or a ``Scan``, or a ``Scatter`` writing into another buffer's storage) whose
+``inner_fn`` calls ``ops.*``; ``LoopBody`` runs it once on symbolic indices to learn its reads and
+which loop dims are contiguous enough to merge. Scheduling and codegen live elsewhere.
 """
 
 from __future__ import annotations
@@ -90,14 +90,24 @@ class InputBuffer(Buffer):
 
 
 class ComputedBuffer(Buffer):
-    """Filled by a generated kernel from ``data`` (a Pointwise or Reduction)."""
+    """Filled by a generated kernel from ``data``.
+
+    A buffer with ``mutates`` set (its data is a ``Scatter``) owns no storage: it is the buffer
+    ``mutates`` names after the scatter wrote into it, and that buffer is read by no one else.
+    """
 
     def __init__(
-        self, name: str, layout: Layout, data: Pointwise | Reduction, origins: list[str]
+        self,
+        name: str,
+        layout: Layout,
+        data: Pointwise | Reduction | Scan | Scatter,
+        origins: list[str],
+        mutates: str | None = None,
     ) -> None:
         super().__init__(name, layout)
         self.data = data
         self.origins = origins  #: fx node names whose work this buffer does
+        self.mutates = mutates  #: the buffer whose storage this one writes into and reuses
 
 
 class ExternBuffer(Buffer):
@@ -146,6 +156,43 @@ class Reduction:
     inner_fn: Callable[[list[Expr], list[Expr]], Any]
     src_dtype: torch.dtype  #: dtype of the reduced values
     dtype: torch.dtype  #: dtype of the result
+
+
+@dataclass
+class Scan:
+    """An inclusive scan along one dim: ``out[.., k, ..] = x[.., 0, ..] op ... op x[.., k, ..]``.
+
+    Iterated like a reduction (kept dims x the scanned dim) but stored per element.
+    """
+
+    ranges: list[Expr]  #: the output dims without the scanned one
+    scan_range: Expr  #: length of the scanned dim
+    dim: int  #: position of the scanned dim in the output
+    scan_type: str  #: sum, prod
+    inner_fn: Callable[[list[Expr], list[Expr]], Any]
+    dtype: torch.dtype  #: dtype of the scan (and of the values it reads)
+
+    @property
+    def reduction_ranges(self) -> list[Expr]:
+        return [self.scan_range]
+
+    def output_index(self, index: Sequence[Expr], rindex: Sequence[Expr]) -> list[Expr]:
+        return list(index[: self.dim]) + list(rindex) + list(index[self.dim :])
+
+
+@dataclass
+class Scatter:
+    """Writes values into the storage of an existing buffer at offsets computed per element.
+
+    ``inner_fn(index)`` returns ``(offset, value)``: the storage offset (usually through
+    ``ops.indirect_indexing``) and the value; ``mode`` ``"atomic_add"`` accumulates (duplicates
+    add up), ``None`` stores.
+    """
+
+    ranges: list[Expr]  #: the iteration space (the index tensor's / the values' shape)
+    inner_fn: Callable[[list[Expr]], tuple[Expr, Any]]
+    dtype: torch.dtype
+    mode: str | None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,7 +315,7 @@ class LoopBody:
     @classmethod
     def analyse(cls, buffer: ComputedBuffer) -> LoopBody:
         data = buffer.data
-        rranges = data.reduction_ranges if isinstance(data, Reduction) else []
+        rranges = data.reduction_ranges if isinstance(data, Reduction | Scan) else []
         body = cls(buffer)
         xvars = index_symbols("i", len(data.ranges))
         rvars = index_symbols("r", len(rranges))
@@ -280,9 +327,15 @@ class LoopBody:
         ]
         recorder = ReadRecorder()
         with use_handler(recorder):
-            body.run()
+            result = body.run()
         body.reads = recorder.reads
-        body.store_index = buffer.layout.index(body.call_index)
+        if isinstance(data, Scatter):
+            body.store_index = sympy.sympify(result[0])
+        elif isinstance(data, Scan):
+            full = data.output_index(body.call_index, body.call_rindex)
+            body.store_index = buffer.layout.index(full)
+        else:
+            body.store_index = buffer.layout.index(body.call_index)
         exprs = [e for _, e in recorder.reads] + recorder.index_exprs + [body.store_index]
         live_x = [(s, v) for s, v in zip(data.ranges, xvars, strict=True) if not same(s, 1)]
         live_r = [(s, v) for s, v in zip(rranges, rvars, strict=True) if not same(s, 1)]
@@ -299,7 +352,7 @@ class LoopBody:
     def run(self) -> Any:
         """Call the inner_fn on the symbolic index (under whatever handler is installed)."""
         data = self.buffer.data
-        if isinstance(data, Reduction):
+        if isinstance(data, Reduction | Scan):
             return data.inner_fn(self.call_index, self.call_rindex)
         return data.inner_fn(self.call_index)
 
@@ -311,4 +364,12 @@ class LoopBody:
 
     @property
     def is_reduction(self) -> bool:
-        return isinstance(self.buffer.data, Reduction)
+        """Iterated over rows of a reduced (or scanned) dim: a ``Reduction`` or a ``Scan``."""
+        return isinstance(self.buffer.data, Reduction | Scan)
+
+    @property
+    def kind(self) -> str:
+        """``pointwise``, ``reduction``, ``scan`` or ``scatter``."""
+        return {Reduction: "reduction", Scan: "scan", Scatter: "scatter"}.get(
+            type(self.buffer.data), "pointwise"
+        )

@@ -2,9 +2,10 @@
 
 ``TritonKernel`` is the ``ops`` handler while each node's body runs: ``load`` emits a masked
 ``tl.load`` (or reuses the value this program just stored), pointwise ops fill templates from
-``ops.POINTWISE``, reductions emit persistent (whole row in registers) or looped code via
-``reduction_code``. Stores of buffers nobody outside the kernel reads are dropped. The result is a
-``GeneratedKernel`` (name, source, argument order) that ``launch.py`` compiles and calls.
+``ops.POINTWISE``, reductions and scans emit persistent (whole row in registers) or looped code
+via ``reduction_code``; a scatter stores (or atomically adds) at indices it loaded. Stores of
+buffers nobody outside the kernel reads are dropped. The result is a ``GeneratedKernel`` (name,
+source, argument order) that ``launch.py`` compiles and calls.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from . import config, reduction_code
 from .indexing import Expr, simplify_index, texpr
+from .ir import Scatter
 from .ops import BOOL_RESULT, TL_DTYPES, register_dtype, template, use_handler
 from .scheduler import RINDEX, XINDEX, FusedGroup, SchedulerNode, place
 
@@ -45,6 +47,7 @@ class GeneratedKernel:
     rnumel: Expr
     persistent: bool
     origins: list[str]
+    atomic: bool = False  #: accumulates into what it stores (running it twice adds twice)
 
     @property
     def is_reduction(self) -> bool:
@@ -277,21 +280,34 @@ class TritonKernel:
                 self.open_loop()
         self.level = level
         self.rewrite = lambda e: simplify_index(node.body.rewrite(e, xs, rs))
+        data = node.buffer.data
+        target = node.body.store_index
         with use_handler(self):
             value = node.body.run()
             if level == "red":
-                value = reduction_code.reduce(self, node.buffer.data, value)
-        self.store(node.name, self.rewrite(node.body.store_index), value, level)
+                value = reduction_code.reduce(self, data, value)
+            elif level == "scan":
+                value = reduction_code.scan(self, data, value)
+            elif node.body.kind == "scatter":
+                target, value = value
+        mode = data.mode if isinstance(data, Scatter) else None
+        self.store(node.name, self.rewrite(target), value, level, mode)
 
-    def store(self, name: str, expr: Expr, value: CSEVar, level: str) -> None:
+    def store(
+        self, name: str, expr: Expr, value: CSEVar, level: str, mode: str | None = None
+    ) -> None:
+        """``tl.store`` (``tl.atomic_add`` for ``mode="atomic_add"``) of ``value`` at ``expr``."""
         dtype = self.dtypes[name]
         text = str(value) if value.dtype == dtype else f"{value}.to({TL_DTYPES[dtype]})"
         ptr = self.pointer(expr)
-        mask = "xmask & rmask" if level == "r" else "xmask"
-        if level == "r" and RINDEX not in expr.free_symbols:
+        per_element = level in ("r", "scan")
+        bounds = [self.indirect[s] for s in expr.free_symbols if s in self.indirect]
+        mask = " & ".join(["xmask & rmask" if per_element else "xmask"] + bounds)
+        if per_element and RINDEX not in expr.free_symbols:
             ptr += " + 0 * rindex"
         lines = self.loop.post if level == "red" and self.loop is not None else self.lines
-        lines.append(f"@@store:{name}@@tl.store(@@{name}@@ + ({ptr}), {text}, {mask})")
+        fn = "tl.atomic_add" if mode == "atomic_add" else "tl.store"
+        lines.append(f"@@store:{name}@@{fn}(@@{name}@@ + ({ptr}), {text}, {mask})")
         scope = None if level in ("red", "x") else self.scope()
         self.stored[(name, str(expr))] = (value, scope)
         self.written.append(name)
@@ -310,7 +326,11 @@ class TritonKernel:
         body = self.render_body(arg_names, set(keep))
         params = [arg_names[n] for n in pointers] + list(self.size_args.values()) + ["xnumel"]
         if self.reduction:
-            params.append("rnumel")
+            # NOTE(triton 3.6 interpreter): a plain int argument becomes a shape-[1] array there,
+            # and ``range(0, rnumel, RBLOCK)`` calls ``int()`` on it, which numpy >= 2.5 refuses.
+            # A constexpr stays a Python int under the interpreter and costs nothing there.
+            constexpr = self.looped and config.interpret()
+            params.append("rnumel: tl.constexpr" if constexpr else "rnumel")
         params += ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if self.reduction else [])
         header = [
             f"# kernel: {name}",
@@ -329,6 +349,7 @@ class TritonKernel:
             self.group.rnumel,
             bool(self.persistent),
             list(dict.fromkeys(origins)),
+            "tl.atomic_add(" in source,
         )
 
     def prologue(self) -> list[str]:

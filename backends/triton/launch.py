@@ -1,9 +1,10 @@
 """Compiling and launching generated kernels.
 
-``load_kernel(source, name)`` writes the source to ``config.cache_dir/<sha256>.py`` (once; the file
-name is the source hash, so an identical kernel is never written or imported twice) and returns the
-``@triton.jit`` function. ``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
-``triton.autotune`` over a few configs keyed by the sizes) and computes the grid on each call.
+``load_kernel(source, name)`` writes the kernel's canonical text (no comments, a name derived from
+its hash) to ``config.cache_dir/k<hash>.py`` once and returns the ``@triton.jit`` function: a
+kernel that only differs in name (one per repeated layer) is written, imported and compiled once.
+``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
+``autotune.Autotuner``'s pick per size tuple) and computes the grid on each call.
 ``ensure_strides`` is the wrapper's guard that tensors arrive with the strides the code assumes.
 """
 
@@ -14,17 +15,14 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from . import config
+from .autotune import Autotuner, next_power_of_2
 from .kernel import GeneratedKernel
-
-try:
-    import triton
-except ImportError:  # the package must import without triton: is_available_for says False
-    triton = None
 
 _MODULES: dict[str, Any] = {}
 
@@ -34,17 +32,42 @@ import triton.language as tl
 
 """
 
+#: Helpers a kernel may call, emitted before it when its source names them.
+HELPERS = {
+    "_prod_combine": """@triton.jit
+def _prod_combine(a, b):
+    return a * b
+
+""",
+}
+
 
 def module_source(kernel: GeneratedKernel) -> str:
     libdevice = (
         "from triton.language.extra import libdevice" if "libdevice." in kernel.source else ""
     )
-    return PRELUDE.format(libdevice=libdevice) + kernel.source
+    helpers = "".join(text for name, text in HELPERS.items() if name in kernel.source)
+    return PRELUDE.format(libdevice=libdevice) + helpers + kernel.source
+
+
+def canonical_source(source: str, name: str) -> tuple[str, str]:
+    """The text a kernel is compiled from and its function name there: comment lines dropped and
+    ``name`` replaced by one derived from the rest, so kernels that differ only in name and fx-node
+    comments (a repeated layer's) are compiled once. Profilers show these derived names."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+    text = "\n".join(lines).replace(f"def {name}(", "def KERNEL(") + "\n"
+    mode = "interpret" if config.interpret() else "compiled"  # triton.jit differs between them
+    digest = hashlib.sha256(f"{mode}\n{text}".encode()).hexdigest()[:32]
+    kind = "red" if name.startswith("triton_red") else "poi"
+    fn_name = f"triton_{kind}_{digest[:16]}"
+    return text.replace("def KERNEL(", f"def {fn_name}("), fn_name
 
 
 def load_kernel(source: str, name: str) -> Any:
-    """The ``@triton.jit`` function ``name`` defined in ``source`` (cached on disk by hash)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    """The ``@triton.jit`` function ``name`` of ``source``, compiled from its canonical text
+    (``canonical_source``), which is written to ``config.cache_dir`` once under its hash."""
+    text, fn_name = canonical_source(source, name)
+    digest = fn_name.rsplit("_", 1)[1]
     module = _MODULES.get(digest)
     if module is None:
         os.makedirs(config.cache_dir, exist_ok=True)
@@ -52,7 +75,7 @@ def load_kernel(source: str, name: str) -> Any:
         if not os.path.exists(path):
             fd, tmp = tempfile.mkstemp(dir=config.cache_dir, suffix=".py")
             with os.fdopen(fd, "w") as f:
-                f.write(source)
+                f.write(text)
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location(f"bytegraph_kernel_{digest}", path)
         assert spec is not None and spec.loader is not None
@@ -60,11 +83,7 @@ def load_kernel(source: str, name: str) -> Any:
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         _MODULES[digest] = module
-    return getattr(module, name)
-
-
-def next_power_of_2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
+    return getattr(module, fn_name)
 
 
 def static(expr: Any, default: int) -> int:
@@ -88,52 +107,36 @@ def block_sizes(kernel: GeneratedKernel) -> dict[str, int]:
     return {"XBLOCK": xblock, "RBLOCK": rblock, "num_warps": warps}
 
 
-def autotune_configs(kernel: GeneratedKernel) -> list[Any]:
-    if not kernel.is_reduction:
-        return [
-            triton.Config({"XBLOCK": x}, num_warps=w)
-            for x, w in ((256, 4), (512, 4), (1024, 4), (1024, 8))
-        ]
-    if kernel.persistent:
-        rblock = next_power_of_2(int(kernel.rnumel))
-        return [
-            triton.Config({"XBLOCK": x, "RBLOCK": rblock}, num_warps=w)
-            for x, w in ((1, 4), (2, 4), (4, 8), (8, 8))
-            if x * rblock <= 16384
-        ]
-    return [
-        triton.Config({"XBLOCK": x, "RBLOCK": r}, num_warps=w)
-        for x, r, w in ((1, 2048, 8), (4, 512, 8), (8, 256, 4), (64, 64, 8))
-    ]
-
-
 class KernelLauncher:
-    """Calls one generated kernel: ``launcher(*pointers, *sizes, xnumel, rnumel)``."""
+    """Calls one generated kernel: ``launcher(*pointers, *sizes, xnumel[, rnumel])``.
 
-    def __init__(self, kernel: GeneratedKernel) -> None:
+    Block sizes come from ``block_sizes``, or with ``autotune`` from an ``Autotuner`` that picks
+    (and caches on disk) the fastest of a few configs once per size tuple.
+    """
+
+    def __init__(self, kernel: GeneratedKernel, autotune: bool = False) -> None:
         self.kernel = kernel
         self.name = kernel.name
         self.source = module_source(kernel)
-        fn = load_kernel(self.source, kernel.name)
-        self.tuned = config.autotune and not config.interpret()
-        if self.tuned:
-            key = ["xnumel", "rnumel"] if kernel.is_reduction else ["xnumel"]
-            fn = triton.autotune(configs=autotune_configs(kernel), key=key)(fn)
-            self.meta: dict[str, int] = {}
-        else:
-            self.meta = block_sizes(kernel)
-        self.fn = fn
-        self.xblock = self.meta.get("XBLOCK", 1)
+        self.fn = load_kernel(self.source, kernel.name)
+        self.meta = block_sizes(kernel)
+        self.tuner = Autotuner(kernel, self.source, self.meta) if autotune else None
+        self.n_pointers = len(kernel.pointer_args)
 
     def __call__(self, *args: Any) -> None:
         xnumel = args[-2] if self.kernel.is_reduction else args[-1]
         if xnumel <= 0 or (self.kernel.is_reduction and args[-1] <= 0):
             return
-        if self.tuned:
-            self.fn[lambda meta: (triton.cdiv(xnumel, meta["XBLOCK"]),)](*args)
-        else:
-            grid = ((xnumel + self.xblock - 1) // self.xblock,)
-            self.fn[grid](*args, **self.meta)
+        meta = self.meta
+        if self.tuner is not None:
+            sizes = tuple(int(a) for a in args[self.n_pointers :])
+            meta = self.tuner.pick(self.launch, args, sizes).meta()
+        self.launch(args, meta)
+
+    def launch(self, args: Sequence[Any], meta: dict[str, int]) -> None:
+        xnumel = args[-2] if self.kernel.is_reduction else args[-1]
+        grid = ((xnumel + meta["XBLOCK"] - 1) // meta["XBLOCK"],)
+        self.fn[grid](*args, **meta)
 
 
 def ensure_strides(t: torch.Tensor | None, stride: tuple[int, ...]) -> torch.Tensor | None:

@@ -12,7 +12,7 @@ gives 0, never memory outside the tensor. Inductor has the same behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -25,7 +25,7 @@ from .ops import ops
 aten = torch.ops.aten
 
 
-def _index_tensor(value: Any) -> TensorValue:
+def index_tensor(value: Any) -> TensorValue:
     if not isinstance(value, TensorValue) or value.dtype not in (torch.int64, torch.int32):
         raise NotLowerable("indices must be an int32/int64 tensor")
     return value
@@ -34,7 +34,7 @@ def _index_tensor(value: Any) -> TensorValue:
 @lowering(aten.embedding.default)
 def embedding(weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any) -> LazyValue:
     """``out[*i, d] = weight[indices[*i], d]`` (``padding_idx`` only matters for the gradient)."""
-    indices = _index_tensor(indices)
+    indices = index_tensor(indices)
     if len(weight.size) != 2:
         raise NotLowerable("embedding of a weight that is not 2-d")
     rows = weight.size[0]
@@ -51,7 +51,7 @@ def embedding(weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any)
 @lowering(aten.gather.default)
 def gather(x: TensorValue, dim: int, index: Any, sparse_grad: bool = False) -> LazyValue:
     """``out[..., j, ...] = x[..., index[..., j, ...], ...]`` along ``dim``."""
-    index = _index_tensor(index)
+    index = index_tensor(index)
     if not isinstance(x, TensorValue) or len(x.size) != len(index.size) or len(x.size) == 0:
         raise NotLowerable("gather of a 0-d tensor or of different ranks")
     dim = dim % len(x.size)
@@ -84,14 +84,16 @@ def _broadcast_shape(shapes: Sequence[Sequence[Expr]]) -> list[Expr]:
     return out
 
 
-@lowering(aten.index.Tensor)
-def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
-    """``x[..., idx0, idx1, ...]`` with integer index tensors (broadcast together). Adjacent index
-    tensors put their broadcast dims where they stand, separated ones put them first (NumPy's
-    rule). Boolean masks (data-dependent sizes) are not lowered."""
+def index_plan(
+    x: TensorValue, indices: Sequence[Any]
+) -> tuple[list[Expr], Callable[[Sequence[Expr]], list[Any]]]:
+    """Where ``x[..., idx0, idx1, ...]`` reads: the result's shape and ``fn(result index) -> index
+    into x`` (which loads the index tensors, so call it inside an inner_fn). Integer index tensors
+    broadcast together; adjacent ones put their broadcast dims where they stand, separated ones put
+    them first (NumPy's rule). Negative indices count from the end."""
     if not isinstance(x, TensorValue):
         raise NotLowerable("index of a non-tensor")
-    picks = {d: _index_tensor(t) for d, t in enumerate(indices) if t is not None}
+    picks = {d: index_tensor(t) for d, t in enumerate(indices) if t is not None}
     if not picks:
         raise NotLowerable("index without index tensors")
     dims = sorted(picks)
@@ -99,11 +101,10 @@ def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
     front = dims != list(range(dims[0], dims[-1] + 1))  # separated: broadcast dims go first
     at = 0 if front else dims[0]
     rest = [d for d in range(len(x.size)) if d not in picks]
-    size = out_size()
-    if len(size) != len(rest) + len(shape):
-        raise NotLowerable("unexpected index result rank")
+    rest_size = [x.size[d] for d in rest]
+    size = rest_size[:at] + shape + rest_size[at:]
 
-    def inner_fn(idx: Sequence[Expr]) -> Any:
+    def source_index(idx: Sequence[Expr]) -> list[Any]:
         idx = list(idx)
         bidx, kept = idx[at : at + len(shape)], idx[:at] + idx[at + len(shape) :]
         full: dict[int, Any] = dict(zip(rest, kept, strict=True))
@@ -113,10 +114,27 @@ def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
                 0 if t.size[k] == 1 else i for k, i in enumerate(bidx[len(bidx) - len(t.size) :])
             ]
             full[d] = ops.indirect_indexing(_wrapped(t.load(own), x.size[d]), x.size[d])
-        return x.load([full[d] for d in range(len(x.size))])
+        return [full[d] for d in range(len(x.size))]
 
+    return size, source_index
+
+
+@lowering(aten.index.Tensor)
+def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
+    """``x[..., idx0, idx1, ...]`` with integer index tensors (see ``index_plan``). Boolean masks
+    (data-dependent sizes) are not lowered."""
+    size, source_index = index_plan(x, indices)
+    if len(size) != len(out_size()):
+        raise NotLowerable("unexpected index result rank")
     val = meta_val()
-    return LazyValue(size, val.dtype, val.device, inner_fn, origins(x, *picks.values()))
+    picked = [t for t in indices if isinstance(t, TensorValue)]
+    return LazyValue(
+        out_size(),
+        val.dtype,
+        val.device,
+        lambda idx: x.load(source_index(idx)),
+        origins(x, *picked),
+    )
 
 
-__all__ = ["embedding", "gather", "index"]
+__all__ = ["embedding", "gather", "index", "index_plan", "index_tensor"]

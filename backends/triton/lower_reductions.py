@@ -1,5 +1,5 @@
-"""Lowerings of reductions: sum, amax/amin, max/min (values and indices), argmax/argmin, any/all,
-``prims.var`` (two passes: mean, then squared deviations), mean.
+"""Lowerings of reductions: sum, prod, amax/amin, max/min (values and indices), argmax/argmin,
+any/all, ``prims.var`` (two passes: mean, then squared deviations), mean.
 
 Every reduction is realized as a ``ComputedBuffer`` holding a ``Reduction`` whose ``inner_fn(index,
 rindex)`` reads the (possibly lazy) input; the scheduler later fuses its producers and consumers.
@@ -89,6 +89,11 @@ def sum_(
     output_dtype: Any = None,
 ) -> TensorValue:
     return reduce(x, _dims_arg(dim), keepdim, "sum", meta_val().dtype)
+
+
+@lowering(aten.prod.dim_int, aten.prod.default)
+def prod(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    return reduce(x, _dims_arg(dim), keepdim, "prod", meta_val().dtype)
 
 
 @lowering(aten.mean.dim, aten.mean.default)

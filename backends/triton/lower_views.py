@@ -1,5 +1,5 @@
 """Lowerings of view and data-movement ops: permute, expand, view/reshape, slice, select, squeeze,
-unsqueeze, as_strided, broadcast_in_dim, cat, constant_pad_nd, slice_scatter, select_scatter.
+unsqueeze, as_strided, broadcast_in_dim, cat, constant_pad_nd, slice_scatter, select_scatter, flip.
 
 A view of a ``BufferView`` stays a ``BufferView`` whenever the result is strided (so extern calls
 such as ``mm`` receive ``as_strided`` views, never copies); a view of a ``LazyValue`` re-indexes its
@@ -432,3 +432,14 @@ def _scatter(
         return ops.to_dtype(ops.where(inside, new, old), val.dtype)
 
     return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(base, src))
+
+
+@lowering(aten.flip.default, prims.rev.default)
+def flip(x: TensorValue, dims: Sequence[int]) -> LazyValue:
+    """``x`` read backwards along ``dims``."""
+    flipped = {norm_dim(d, len(x.size)) for d in dims}
+
+    def fn(index: list[Expr]) -> list[Expr]:
+        return [x.size[d] - 1 - i if d in flipped else i for d, i in enumerate(index)]
+
+    return reindex(x, list(x.size), fn)

@@ -1,9 +1,11 @@
-"""Triton code for reductions inside a ``TritonKernel``: persistent and looped forms.
+"""Triton code for reductions and scans inside a ``TritonKernel``: persistent and looped forms.
 
 Persistent: the row tile ``[XBLOCK, RBLOCK]`` is masked with the reduction's identity and reduced
 with ``tl.sum``/``tl.max``/... along axis 1. Looped: a ``[XBLOCK, RBLOCK]`` accumulator is updated
 per ``roffset`` chunk and reduced after the loop. max/min propagate NaN and argmax/argmin return the
-first index of the extreme value (a NaN counts as extreme), as torch does.
+first index of the extreme value (a NaN counts as extreme), as torch does. Scans (``scan``) use
+``tl.cumsum``/``tl.cumprod`` along the row; looped, each chunk starts from the carried last value
+of the previous one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .ir import Reduction
+from .ir import Reduction, Scan
 from .ops import TL_DTYPES
 
 BIG_INDEX = 2147483647
@@ -21,6 +23,8 @@ BIG_INDEX = 2147483647
 def identity(rtype: str, dtype: torch.dtype) -> str:
     if rtype in ("sum", "any"):
         return "0"
+    if rtype == "prod":
+        return "1"
     lowest = rtype in ("max", "argmax")
     if dtype.is_floating_point:
         return "float('-inf')" if lowest else "float('inf')"
@@ -49,6 +53,8 @@ def final(k: Any, tile: Any, rtype: str, dtype: torch.dtype) -> Any:
     """Reduce a masked ``[XBLOCK, RBLOCK]`` tile along the row."""
     if rtype == "sum":
         return k.emit(f"tl.sum({tile}, 1)[:, None]", dtype)
+    if rtype == "prod":  # ``_prod_combine`` is defined beside the kernel (launch.PRELUDE)
+        return k.emit(f"tl.reduce({tile}, 1, _prod_combine)[:, None]", dtype)
     if rtype == "any" or dtype == torch.bool:
         fn = "max" if rtype in ("any", "max") else "min"
         return k.emit(f"tl.{fn}({tile}.to(tl.int8), 1)[:, None] > 0", torch.bool)
@@ -88,8 +94,9 @@ def looped(k: Any, data: Reduction, value: Any) -> Any:
     k.loop.init.append(f"{acc} = {full}")
     v = f"{value}.to(tl.int8)" if value.dtype == torch.bool else str(value)
     mask = "xmask & rmask"
-    if rtype == "sum":
-        k.lines.append(f"{acc} = tl.where({mask}, {acc} + {v}, {acc})")
+    if rtype in ("sum", "prod"):
+        op = "+" if rtype == "sum" else "*"
+        k.lines.append(f"{acc} = tl.where({mask}, {acc} {op} {v}, {acc})")
     elif rtype in ("max", "min", "any"):
         cmp = "<" if rtype == "min" else ">"
         nan = f" | ({v} != {v})" if dtype.is_floating_point else ""
@@ -127,3 +134,20 @@ def _looped_arg(k: Any, acc: str, v: str, dtype: torch.dtype, rtype: str) -> Any
 def with_post(k: Any) -> None:
     """Send the following emits to the code after the loop (values valid there and later)."""
     k.lines = k.loop.post
+
+
+def scan(k: Any, data: Scan, value: Any) -> Any:
+    """Emit the inclusive scan of the row tile ``value``; returns the per-element result var."""
+    ident = "0" if data.scan_type == "sum" else "1"
+    fn = {"sum": "tl.cumsum", "prod": "tl.cumprod"}[data.scan_type]
+    tile = k.emit(f"tl.where(xmask & rmask, {value}, {ident})", value.dtype)
+    if k.persistent:
+        return k.emit(f"{fn}({tile}, 1)", value.dtype)
+    carry = f"_carry{k.counter}"
+    k.counter += 1
+    k.loop.init.append(f"{carry} = tl.full([XBLOCK, 1], {ident}, {TL_DTYPES[value.dtype]})")
+    op = "+" if data.scan_type == "sum" else "*"
+    result = k.emit(f"{fn}({tile}, 1) {op} {carry}", value.dtype)
+    # masked-off tail elements hold the identity, so the chunk's last column is the running value
+    k.lines.append(f"{carry} = tl.sum(tl.where(rbase == RBLOCK - 1, {result}, 0), 1)[:, None]")
+    return result

@@ -5,7 +5,8 @@ ranges); each extern call an ``ExternNode``. Nodes are fused greedily in graph o
 ``FusedGroup`` sharing one iteration space ``(numel, rnumel)``: pointwise chains, pointwise
 producers into reductions, reduction epilogues and reductions over the same rows (softmax, layer
 norm). A node joins a group only if every in-kernel read sees exactly the element the same program
-just wrote; every rejection is logged on ``bytegraph.fusion`` with its reason.
+just wrote; scans and scatters get kernels of their own. Every rejection is logged on
+``bytegraph.fusion`` with its reason.
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ class SchedulerNode:
         self.name = buffer.name
         self.body = LoopBody.analyse(buffer)
         self.reads = {name for name, _ in self.body.reads}
+        if buffer.mutates is not None:  # runs after the kernel that filled the buffer it updates
+            self.reads.add(buffer.mutates)
         self.numel = product(self.body.xsizes)
         self.rnumel = product(self.body.rsizes) if self.body.is_reduction else sympy.Integer(1)
 
     def __repr__(self) -> str:
-        kind = "red" if self.body.is_reduction else "poi"
+        kind = {"reduction": "red", "pointwise": "poi"}.get(self.body.kind, self.body.kind)
         return f"{self.name}({kind} {self.numel}x{self.rnumel})"
 
 
@@ -86,10 +89,12 @@ Step = FusedGroup | ExternNode
 def place(body: LoopBody, numel: Expr, rnumel: Expr) -> tuple[list[Expr], list[Expr], str]:
     """Kernel expressions for ``body``'s merged dims in a ``(numel, rnumel)`` kernel, and its level.
 
-    Levels: ``"red"`` (a reduction), ``"x"`` (one value per row), ``"r"`` (one per row element).
+    Levels: ``"red"`` (a reduction), ``"scan"`` (a scan), ``"x"`` (one value per row), ``"r"``
+    (one per row element).
     """
     if body.is_reduction:
-        return unflatten(XINDEX, body.xsizes), unflatten(RINDEX, body.rsizes), "red"
+        level = "scan" if body.kind == "scan" else "red"
+        return unflatten(XINDEX, body.xsizes), unflatten(RINDEX, body.rsizes), level
     own = product(body.xsizes)
     if same(rnumel, 1) or same(own, numel):
         return unflatten(XINDEX, body.xsizes), [], "x"
@@ -128,6 +133,11 @@ def fusion_rejection(group: FusedGroup, node: SchedulerNode) -> str | None:
         return "kernel already holds max_fused_nodes buffers"  # keeps kernels compilable
     if group.nodes[0].buffer.layout.device != node.buffer.layout.device:
         return "different devices"  # one kernel runs on one device
+    alone = [m for m in group.nodes + [node] if m.body.kind in ("scan", "scatter")]
+    if alone:
+        # a scatter writes elements that other programs read, and a fused scan would need its
+        # consumers placed at the scanned element: scans and scatters are kernels of their own
+        return f"{alone[0].name} is a {alone[0].body.kind} (generated alone)"
     shape = fused_shape(group, node)
     if shape is None:
         return (

@@ -43,8 +43,11 @@ class _State:
     reusable: set[str] = field(default_factory=set)
 
 
-def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
-    """Generate kernels for ``steps`` and the ``call`` function running them."""
+def generate_wrapper(
+    graph: GraphLowering, steps: list[Step], autotune: bool = False
+) -> WrapperCode:
+    """Generate kernels for ``steps`` and the ``call`` function running them (each kernel's
+    block sizes autotuned per shape with ``autotune``)."""
     state = _State()
     state.globals.update(
         torch=torch,
@@ -64,20 +67,23 @@ def generate_wrapper(graph: GraphLowering, steps: list[Step]) -> WrapperCode:
     for step in steps:
         if isinstance(step, FusedGroup):
             gen = TritonKernel(step, len(launchers), dtypes, numels).generate()
-            launchers.append(KernelLauncher(gen))
+            launchers.append(KernelLauncher(gen, autotune=autotune))
             generated.append(gen)
-            step_reads.append(set(gen.pointer_args) - set(gen.stored))
+            mutated = {n.buffer.mutates for n in step.nodes if n.buffer.mutates is not None}
+            step_reads.append(set(gen.pointer_args) - set(gen.stored) | mutated)
         else:
             generated.append(None)
             step_reads.append(set(step.reads))
     _prologue(graph, state)
     last_use = _last_uses(step_reads, graph)
-    state.reusable = {b.name for b in graph.buffers if isinstance(b, ComputedBuffer)} - {
+    computed = [b for b in graph.buffers if isinstance(b, ComputedBuffer)]
+    state.reusable = {b.name for b in computed} - {
         v.buffer.name
         for s in steps
         if isinstance(s, ExternNode)
         for v in iter_views((getattr(s.buffer, "args", ()), getattr(s.buffer, "kwargs", {})))
     }
+    state.reusable -= {b.mutates for b in computed}  # its storage lives on in the scatter result
     buffers = {b.name: b for b in graph.buffers}
     launcher_iter = iter(launchers)
     for i, step in enumerate(steps):
@@ -119,6 +125,9 @@ def _last_uses(step_reads: list[set[str]], graph: GraphLowering) -> dict[str, in
 
 
 def _alloc(state: _State, buf: Buffer) -> None:
+    if isinstance(buf, ComputedBuffer) and buf.mutates is not None:
+        state.lines.append(f"{buf.name} = {buf.mutates}  # written in place")
+        return
     layout = buf.layout
     key = (tuple(layout.size), tuple(layout.stride), layout.dtype, layout.device)
     if buf.name in state.reusable and state.pool.get(key):

@@ -11,7 +11,9 @@ from bytegraph.backends.registry import lookup_backend
 def test_auto_uses_eager_for_cpu_graphs_without_the_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     calls = []
-    monkeypatch.setattr(auto_module, "eager", lambda gm, inputs: calls.append("eager") or gm.forward)
+    monkeypatch.setattr(
+        auto_module, "eager", lambda gm, inputs: calls.append("eager") or gm.forward
+    )
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     fn = lookup_backend("auto")(gm, [torch.randn(3)])
     x = torch.randn(3)

@@ -1,6 +1,6 @@
-"""Graph breaks inside ``with torch.no_grad()`` / ``torch.enable_grad()``: the breaking code sees the
-grad mode eager would, results' ``requires_grad`` match, and an exception raised by the breaking code
-inside the block still restores grad mode."""
+"""Graph breaks inside ``with torch.no_grad()`` / ``torch.enable_grad()``: the breaking code sees
+the grad mode eager would, results' ``requires_grad`` match, and an exception raised by the breaking
+code inside the block still restores grad mode."""
 
 from __future__ import annotations
 
@@ -82,8 +82,9 @@ def test_exception_in_no_grad_restores_grad_mode():
             w = z * 3
         return w + y
 
-    # breaks at print, at ValueError() and at the raise: each runs inside the protected region
-    check_breaks(fn, lambda: (torch.randn(3, requires_grad=True), True), graphs=1, breaks=3)
+    # breaks at print and at the raise (ValueError("boom") is traced): each runs inside the
+    # protected region
+    check_breaks(fn, lambda: (torch.randn(3, requires_grad=True), True), graphs=1, breaks=2)
     assert torch.is_grad_enabled()
 
 
@@ -142,7 +143,8 @@ def test_no_grad_break_in_loop():
                 print(i, torch.is_grad_enabled())
         return out
 
-    check_breaks(fn, leaf, graphs=3, breaks=2)
+    # the resume after the last print only leaves no_grad: no graph (the exit runs in Python)
+    check_breaks(fn, leaf, graphs=2, breaks=2)
 
 
 def test_enable_grad_inside_no_grad_compiled_caller():

@@ -2,9 +2,9 @@
 the callee continues after the break (its own resume function), then each caller continues after
 its call. Graph counts prove nothing runs twice and nothing is left uncompiled.
 
-Counting breaks: a break in a callee is reported twice, once by the frame that inlined the callee and
-once by the callee's resume function, which starts *at* the breaking instruction and breaks there in
-its own frame (where it runs inline); the instruction itself runs once."""
+Counting breaks: a break in a callee is reported twice, once by the frame that inlined the callee
+and once by the callee's resume function, which starts *at* the breaking instruction and breaks
+there in its own frame (where it runs inline); the instruction itself runs once."""
 
 from __future__ import annotations
 
@@ -99,8 +99,11 @@ def test_caller_graph_before_call_is_kept():
         return callee(a) + 1
 
     _, counter, _ = check_breaks(fn, randn(3), graphs=2, breaks=2)
-    first = [n.target if isinstance(n.target, str) else n.target.__name__
-             for n in counter.graphs[0].graph.nodes if n.op.startswith("call_")]
+    first = [
+        n.target if isinstance(n.target, str) else n.target.__name__
+        for n in counter.graphs[0].graph.nodes
+        if n.op.startswith("call_")
+    ]
     assert first == ["sin", "cos", "tan"]
 
 

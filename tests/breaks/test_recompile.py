@@ -1,5 +1,5 @@
-"""Functions with graph breaks recompiled for other shapes and constant arguments, and functions with
-two and three breaks (breaks inside resume functions)."""
+"""Functions with graph breaks recompiled for other shapes and constant arguments, and functions
+with two and three breaks (breaks inside resume functions)."""
 
 from __future__ import annotations
 
@@ -18,21 +18,51 @@ def fn_print(x, n):
 
 def test_recompile_for_new_shape():
     compiled, counter = compile_counted(fn_print)
-    check_breaks(fn_print, lambda: (torch.randn(3), 2), graphs=2, breaks=1, compiled=compiled,
-                 counter=counter)
+    check_breaks(
+        fn_print,
+        lambda: (torch.randn(3), 2),
+        graphs=2,
+        breaks=1,
+        compiled=compiled,
+        counter=counter,
+    )
     # a new shape: the function and its resume function compile again (or go dynamic)
-    check_breaks(fn_print, lambda: (torch.randn(5), 2), graphs=4, breaks=1, compiled=compiled,
-                 counter=counter)
-    check_breaks(fn_print, lambda: (torch.randn(3), 2), graphs=4, breaks=0, compiled=compiled,
-                 counter=counter)
+    check_breaks(
+        fn_print,
+        lambda: (torch.randn(5), 2),
+        graphs=4,
+        breaks=1,
+        compiled=compiled,
+        counter=counter,
+    )
+    check_breaks(
+        fn_print,
+        lambda: (torch.randn(3), 2),
+        graphs=4,
+        breaks=0,
+        compiled=compiled,
+        counter=counter,
+    )
 
 
 def test_recompile_for_new_constant():
     compiled, counter = compile_counted(fn_print)
-    check_breaks(fn_print, lambda: (torch.randn(3), 2), graphs=2, breaks=1, compiled=compiled,
-                 counter=counter)
-    check_breaks(fn_print, lambda: (torch.randn(3), 3), graphs=4, breaks=1, compiled=compiled,
-                 counter=counter)
+    check_breaks(
+        fn_print,
+        lambda: (torch.randn(3), 2),
+        graphs=2,
+        breaks=1,
+        compiled=compiled,
+        counter=counter,
+    )
+    check_breaks(
+        fn_print,
+        lambda: (torch.randn(3), 3),
+        graphs=4,
+        breaks=1,
+        compiled=compiled,
+        counter=counter,
+    )
 
 
 @pytest.mark.parametrize("flag", [False, True])

@@ -1,7 +1,8 @@
-"""Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the rewritten
-function (graph call, stack and locals rebuilt, print run in Python, resume call), the resume function
-(prefix pushing the stack argument and jumping into the original code) and the resume function's own
-rewritten code. One snapshot per Python version (3.11 has PRECALL)."""
+"""Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the
+rewritten function (graph call, stack and locals rebuilt, print run in Python, resume call), the
+resume function (prefix pushing the stack argument and jumping into the original code) and the
+resume function's own rewritten code. One snapshot per Python version (3.11 has PRECALL; 3.13 puts
+the NULL above the callable and has LOAD_FAST_LOAD_FAST)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dis
 import re
 
 import torch
-from bytegraph.codegen.pyversion import PY311
+from bytegraph.codegen.pyversion import VERSION
 from difftest import check_breaks
 
 import bytegraph
@@ -94,6 +95,34 @@ CALL
 RETURN_VALUE
 """
 
+REWRITTEN_313 = """\
+COPY_FREE_VARS
+RESUME
+LOAD_DEREF __compiled_fn_0
+PUSH_NULL
+LOAD_FAST a
+CALL
+STORE_FAST __graph_out
+LOAD_CONST <built-in function print>
+PUSH_NULL
+LOAD_CONST 'Hi'
+LOAD_FAST a
+LOAD_FAST __graph_out
+LOAD_CONST 0
+BINARY_SUBSCR
+STORE_FAST b
+STORE_FAST a
+CALL
+STORE_FAST __bg_s0
+LOAD_DEREF __resume_at_8_0
+PUSH_NULL
+LOAD_FAST a
+LOAD_FAST b
+LOAD_FAST __bg_s0
+CALL
+RETURN_VALUE
+"""
+
 RESUME_311 = """\
 RESUME
 LOAD_FAST __stack0
@@ -131,6 +160,23 @@ BINARY_OP +
 RETURN_VALUE
 """
 
+RESUME_313 = """\
+RESUME
+LOAD_FAST __stack0
+JUMP_FORWARD to #10
+LOAD_FAST a
+LOAD_CONST 2
+BINARY_OP +
+STORE_FAST b
+LOAD_GLOBAL print + NULL
+LOAD_CONST 'Hi'
+CALL
+POP_TOP
+LOAD_FAST_LOAD_FAST b, a
+BINARY_OP +
+RETURN_VALUE
+"""
+
 RESUME_REWRITTEN_311 = """\
 COPY_FREE_VARS
 RESUME
@@ -149,6 +195,29 @@ RETURN_VALUE
 
 RESUME_REWRITTEN_312 = RESUME_REWRITTEN_311.replace("PRECALL\n", "")
 
+RESUME_REWRITTEN_313 = """\
+COPY_FREE_VARS
+RESUME
+LOAD_DEREF __compiled_fn_1
+PUSH_NULL
+LOAD_FAST a
+LOAD_FAST b
+CALL
+STORE_FAST __graph_out
+LOAD_FAST __graph_out
+LOAD_CONST 0
+BINARY_SUBSCR
+RETURN_VALUE
+"""
+
+#: Python version -> (rewritten function, resume function name, resume, rewritten resume)
+SNAPSHOTS = {
+    (3, 11): (REWRITTEN_311, "__resume_at_9_0", RESUME_311, RESUME_REWRITTEN_311),
+    (3, 12): (REWRITTEN_312, "__resume_at_8_0", RESUME_312, RESUME_REWRITTEN_312),
+    (3, 13): (REWRITTEN_313, "__resume_at_8_0", RESUME_313, RESUME_REWRITTEN_313),
+}
+REWRITTEN, RESUME_NAME, RESUME, RESUME_REWRITTEN = SNAPSHOTS[VERSION]
+
 
 def _compiled():
     compiled, _, _ = check_breaks(fn, lambda: (torch.randn(4),), graphs=2, breaks=1)
@@ -158,17 +227,15 @@ def _compiled():
 
 def test_rewritten_function_snapshot():
     compiled, _ = _compiled()
-    expected = REWRITTEN_311 if PY311 else REWRITTEN_312
-    assert normalise(bytegraph.cache_entries(compiled)[0].fn) == expected
+    assert normalise(bytegraph.cache_entries(compiled)[0].fn) == REWRITTEN
 
 
 def test_resume_function_snapshot():
     _, resume = _compiled()
-    assert resume.__name__ == ("__resume_at_9_0" if PY311 else "__resume_at_8_0")
-    assert normalise(bytegraph.state_of(resume).fn) == (RESUME_311 if PY311 else RESUME_312)
+    assert resume.__name__ == RESUME_NAME
+    assert normalise(bytegraph.state_of(resume).fn) == RESUME
 
 
 def test_resume_function_rewritten_snapshot():
     _, resume = _compiled()
-    expected = RESUME_REWRITTEN_311 if PY311 else RESUME_REWRITTEN_312
-    assert normalise(bytegraph.cache_entries(resume)[0].fn) == expected
+    assert normalise(bytegraph.cache_entries(resume)[0].fn) == RESUME_REWRITTEN

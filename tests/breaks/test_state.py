@@ -130,7 +130,7 @@ def test_mutation_after_break_replayed():
     check_breaks(fn, lambda: (torch.randn(2), [torch.randn(2)]), graphs=2, breaks=1)
 
 
-# -- live values ------------------------------------------------------------------------------------
+# -- live values -----------------------------------------------------------------------------------
 
 
 def test_live_tuple_in_local():
@@ -196,7 +196,8 @@ def test_nested_function_closure_alive():
 
 
 def _check_fallback(fn, make, kind):
-    """Known limitation: the break cannot be rebuilt exactly, so the call runs eagerly, with a warning."""
+    """Known limitation: the break cannot be rebuilt exactly, so the call runs eagerly, with a
+    warning."""
     compiled, counter = compile_counted(fn)
     args = make()
     with pytest.warns(UserWarning, match=kind):
@@ -238,7 +239,9 @@ def test_iterator_alive_across_break():
         second = next(it)
         return first + second
 
-    check_breaks(fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=2)
+    check_breaks(
+        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=2
+    )
 
 
 def test_generator_alive_across_break():
@@ -321,5 +324,6 @@ def test_object_method_mutates_self_then_breaks():
         a = acc.add(x)
         return acc.add(a) + len(acc.items)
 
-    check_breaks(fn, randn(2), graphs=2, breaks=4, setup=acc.items.clear,
-                 observe=lambda: list(acc.items))
+    check_breaks(
+        fn, randn(2), graphs=2, breaks=4, setup=acc.items.clear, observe=lambda: list(acc.items)
+    )

@@ -1,5 +1,5 @@
-"""Breaks inside try blocks and non-grad with blocks: by design the rest of the function continues in
-plain Python (exact exception handling), and must stay correct."""
+"""Breaks inside try blocks and non-grad with blocks: by design the rest of the function continues
+in plain Python (exact exception handling), and must stay correct."""
 
 from __future__ import annotations
 
@@ -74,11 +74,10 @@ def test_break_in_user_context_manager():
             y = y * 2
         return y
 
-    # the callee's object creation breaks (twice, see test_nested), BEFORE_WITH on a user object
-    # breaks, then print inside the block, whose resume continues in plain Python; the resume's
-    # bound ``__exit__`` is guarded by what it is bound from, so the second call traces nothing
-    check_breaks(fn, randn(3), graphs=1, breaks=4, setup=events.clear,
-                 observe=lambda: list(events))
+    # the generator is traced up to its yield, then print breaks inside the block: a suspended
+    # generator cannot be rebuilt, so the break is taken at the ``with`` (rolled back), and the
+    # block and the rest run in plain Python; the second call hits the cache
+    check_breaks(fn, randn(3), graphs=1, breaks=1, setup=events.clear, observe=lambda: list(events))
 
 
 def test_break_after_try_block_compiles():
@@ -94,8 +93,10 @@ def test_break_after_try_block_compiles():
 
 
 def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
-    """A resume function that starts inside a ``with`` block enters the block's handler region with the
-    depth the original code had (read from its exception table), so it compiles and unwinds right."""
+    """A resume function that starts inside a ``with`` block enters the block's handler region with
+    the depth the original code had (read from its exception table), so it compiles and unwinds
+    right."""
+
     def fn(x, boom):
         with torch.no_grad():
             y = x * 2
@@ -111,3 +112,38 @@ def test_raise_inside_no_grad_after_a_recompile_restores_grad_mode():
         with pytest.raises(ValueError, match="boom"):
             compiled(x, True)
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_data_dependent_branch_in_try_takes_the_right_branch(sign):
+    """The resume function starts at the jump itself (inside a try block); on 3.13 it receives the
+    tensor and converts it as ``TO_BOOL`` did (a jump on a tensor would not test its truth)."""
+
+    def fn(x, d):
+        y = x * 2
+        try:
+            if y.sum() > 0:
+                d["branch"] = "then"
+                y = y + 1
+            else:
+                d["branch"] = "else"
+                y = y - 1
+        finally:
+            y = y * 3
+        return y
+
+    check_breaks(fn, lambda: (torch.ones(3) * sign, {}), graphs=1, breaks=1)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_not_of_tensor_in_try(sign):
+    def fn(x):
+        y = x + 1
+        try:
+            flag = not (y > 0).all()
+            y = y * 2
+        finally:
+            y = y - 1
+        return y, flag
+
+    check_breaks(fn, lambda: (torch.ones(3) * sign,), graphs=1, breaks=1)

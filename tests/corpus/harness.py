@@ -15,10 +15,10 @@ objects the function reaches are compared without any reset::
 ``run_eager``/``run_bytegraph``/``run_torch_compile`` call the function ``CALLS`` times on fresh,
 seeded inputs and record per call an ``Observation``: the result, the exception (type and message)
 if one was raised, the arguments after the call (in-place changes), ``setup.observe()`` (objects,
-globals, optimizer state) and torch's global state (grad and inference mode, autocast per device, default dtype and device, deterministic
-algorithms, torch function modes, the RNG state). ``compare`` checks tensors on values AND dtype,
-shape, device, layout, ``requires_grad`` and ``.grad``; everything else on type and value, plain
-objects attribute by attribute.
+globals, optimizer state) and torch's global state (grad and inference mode, autocast per device,
+default dtype and device, deterministic algorithms, torch function modes, the RNG state).
+``compare`` checks tensors on values AND dtype, shape, device, layout, ``requires_grad`` and
+``.grad``; everything else on type and value, plain objects attribute by attribute.
 
 ``tests/corpus/test_corpus.py`` asserts bytegraph's counts per case; ``benchmarks/parity.py`` prints
 bytegraph beside torch.compile.
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 import bytegraph
@@ -289,6 +290,8 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
             value.requires_grad,
             grad,
         )
+    if isinstance(value, np.ndarray):  # compared as a tensor of its values, dtype and shape
+        return ("ndarray", _snapshot(torch.from_numpy(np.array(value, copy=True)), depth + 1))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_snapshot(v, depth + 1) for v in value)
     if isinstance(value, dict) and type(value) is dict:

@@ -13,11 +13,16 @@ import bytegraph
 
 
 def shape_guards(fn, entry: int) -> list[str]:
-    return [p.code for p in bytegraph.cache_entries(fn)[entry].guards.parts if p.guard.kind == "SHAPE_EXPR"]
+    return [
+        p.code
+        for p in bytegraph.cache_entries(fn)[entry].guards.parts
+        if p.guard.kind == "SHAPE_EXPR"
+    ]
 
 
 def test_int_becomes_symbolic_after_it_changes():
-    """Seed: fn(x, 2); fn(x, 3); fn(x, -2); fn(x, 4): static graph, then generic in n (two branches)."""
+    """Seed: fn(x, 2); fn(x, 3); fn(x, -2); fn(x, 4): static graph, then generic in n (two
+    branches)."""
 
     def fn(x, n):
         y = x**2

@@ -22,12 +22,21 @@ def test_example_runs(path: Path):
         pytest.skip(f"{path.name} needs a CUDA GPU")
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     env.pop("BYTEGRAPH_LOGS", None)
-    if path.name != "triton_fusion.py":  # the others show the default backend as users get it on CPU
+    if (
+        path.name != "triton_fusion.py"
+    ):  # the others show the default backend as users get it on CPU
         env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([sys.executable, str(path)], cwd=path.parent.parent, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, \
+    proc = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=path.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, (
         f"{path.name} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    )
 
 
 def test_quickstart_and_recompile_examples_exist():

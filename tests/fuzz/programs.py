@@ -1,14 +1,16 @@
 """Random differential programs: a seeded generator of small Python functions over tensors, ints,
-lists, dicts, closures, globals and attributes, and the harness that runs each one eagerly and compiled.
+lists, dicts, closures, globals and attributes, and the harness that runs each one eagerly and
+compiled.
 
-``generate(seed)`` gives a ``Program`` (its source is deterministic per seed); ``run_program(program)``
-runs it eagerly and compiled, 3 calls each on equal fresh inputs (sizes and ints vary between calls, so
-recompiles and automatic dynamic shapes happen), and compares everything observable: return value,
-raised exception (type and message), printed output, mutated arguments, globals and closure cells. It
-returns an ``Outcome``; ``minimize(program)`` drops statements while the failure persists.
+``generate(seed)`` gives a ``Program`` (its source is deterministic per seed);
+``run_program(program)`` runs it eagerly and compiled, 3 calls each on equal fresh inputs (sizes and
+ints vary between calls, so recompiles and automatic dynamic shapes happen), and compares everything
+observable: return value, raised exception (type and message), printed output, mutated arguments,
+globals and closure cells. It returns an ``Outcome``; ``minimize(program)`` drops statements while
+the failure persists.
 
-Every statement only assigns to a fixed pool of variables that is initialised first, so any subset of
-a program's statements is itself a valid program (that is what makes minimising simple).
+Every statement only assigns to a fixed pool of variables that is initialised first, so any subset
+of a program's statements is itself a valid program (that is what makes minimising simple).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import bytegraph
 TENSORS = ("a", "b", "c")
 INTS = ("i", "j")
 
-PRELUDE = '''\
+PRELUDE = """\
 import contextlib
 import dataclasses
 
@@ -40,6 +42,15 @@ import bytegraph
 G_count = 0
 G_list = []
 G_scale = 2
+
+
+@contextlib.contextmanager
+def scoped(k):
+    G_list.append(k)
+    try:
+        yield k * 2
+    finally:
+        G_list.append(-k)
 
 
 class Obj:
@@ -74,16 +85,7 @@ class Pt:
         return self.t * self.k
 
 
-@contextlib.contextmanager
-def tag(k):
-    G_list.append(k)
-    try:
-        yield k * 2
-    finally:
-        G_list.append(-k)
-
-
-'''
+"""
 
 
 @dataclass
@@ -96,20 +98,22 @@ class Program:
     def source(self) -> str:
         body = textwrap.indent("\n".join(self.body) or "pass", " " * 8)
         helpers = "\n\n".join(self.helpers)
-        return (f"{PRELUDE}{helpers}\n\n\n"
-                "def make():\n"
-                "    cell = 0\n"
-                "    tcell = torch.zeros(1)\n\n"
-                "    def f(x, y, n, lst, d, obj):\n"
-                "        global G_count, G_scale\n"
-                "        nonlocal cell, tcell\n"
-                "        a, b, c = x, y, x * 0\n"
-                "        i, j = n, 0\n"
-                f"{body}\n"
-                "        return a, b, c, i, j\n\n"
-                "    def cells():\n"
-                "        return cell, tcell\n\n"
-                "    return f, cells\n")
+        return (
+            f"{PRELUDE}{helpers}\n\n\n"
+            "def make():\n"
+            "    cell = 0\n"
+            "    tcell = torch.zeros(1)\n\n"
+            "    def f(x, y, n, lst, d, obj):\n"
+            "        global G_count, G_scale\n"
+            "        nonlocal cell, tcell\n"
+            "        a, b, c = x, y, x * 0\n"
+            "        i, j = n, 0\n"
+            f"{body}\n"
+            "        return a, b, c, i, j\n\n"
+            "    def cells():\n"
+            "        return cell, tcell\n\n"
+            "    return f, cells\n"
+        )
 
 
 @dataclass
@@ -167,22 +171,49 @@ class Gen:
         return self.pick(choices)()
 
     def iexpr(self) -> str:
-        return self.pick([
-            self.n(), "n", str(self.rng.randint(-3, 5)), f"({self.n()} + {self.rng.randint(1, 3)})",
-            f"({self.n()} * 2)", f"({self.n()} // 2)", "len(lst)", "x.shape[0]", "x.size(0)",
-            "cell", "obj.count", "G_count", f"({self.n()} - {self.n()})", "len(d)",
-        ])
+        return self.pick(
+            [
+                self.n(),
+                "n",
+                str(self.rng.randint(-3, 5)),
+                f"({self.n()} + {self.rng.randint(1, 3)})",
+                f"({self.n()} * 2)",
+                f"({self.n()} // 2)",
+                "len(lst)",
+                "x.shape[0]",
+                "x.size(0)",
+                "cell",
+                "obj.count",
+                "G_count",
+                f"({self.n()} - {self.n()})",
+                "len(d)",
+            ]
+        )
 
     def cond(self) -> str:
-        return self.pick([
-            f"{self.n()} > {self.rng.randint(0, 4)}", "len(lst) > 1", "x.shape[0] > 4",
-            f"{self.n()} % 2 == 0", "cell > 2", "'k' in d", "obj.count > 1", "G_count > 3",
-            f"{self.t()} is not None",
-        ])
+        return self.pick(
+            [
+                f"{self.n()} > {self.rng.randint(0, 4)}",
+                "len(lst) > 1",
+                "x.shape[0] > 4",
+                f"{self.n()} % 2 == 0",
+                "cell > 2",
+                "'k' in d",
+                "obj.count > 1",
+                "G_count > 3",
+                f"{self.t()} is not None",
+            ]
+        )
 
     def tcond(self) -> str:
-        return self.pick([f"{self.t()}.sum() > 0", f"({self.t()} > 1).any()",
-                          f"{self.t()}.max() > 2", f"bool({self.t()}.mean() < 0)"])
+        return self.pick(
+            [
+                f"{self.t()}.sum() > 0",
+                f"({self.t()} > 1).any()",
+                f"{self.t()}.max() > 2",
+                f"bool({self.t()}.mean() < 0)",
+            ]
+        )
 
     def block(self, depth: int, size: int) -> str:
         stmts = [self.stmt(depth + 1) for _ in range(max(1, size))]
@@ -190,15 +221,29 @@ class Gen:
 
     def stmt(self, depth: int = 0) -> str:
         kinds = [
-            (6, self.assign_tensor), (3, self.assign_int), (2, self.mutate_list), (2, self.mutate_dict),
-            (2, self.mutate_obj), (2, self.mutate_global), (2, self.mutate_cell), (1, self.print_),
-            (1, self.breaker), (1, self.raise_),
+            (6, self.assign_tensor),
+            (3, self.assign_int),
+            (2, self.mutate_list),
+            (2, self.mutate_dict),
+            (2, self.mutate_obj),
+            (2, self.mutate_global),
+            (2, self.mutate_cell),
+            (1, self.print_),
+            (1, self.breaker),
+            (1, self.raise_),
         ]
         if depth < 2:
-            kinds += [(2, self.if_const), (1, self.if_tensor), (2, self.for_range), (1, self.for_list),
-                      (1, self.try_), (1, self.no_grad), (1, self.inner_fn), (1, self.autocast),
-                      (1, self.grad_context), (1, self.with_tag), (1, self.make_object),
-                      (1, self.optimizer_step)]
+            kinds += [
+                (2, self.if_const),
+                (1, self.if_tensor),
+                (2, self.for_range),
+                (1, self.for_list),
+                (1, self.try_),
+                (3, self.with_context),
+                (1, self.inner_fn),
+                (1, self.make_object),
+                (1, self.optimizer_step),
+            ]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
         for w, fn in kinds:
@@ -211,48 +256,99 @@ class Gen:
         return f"{self.t()} = {self.texpr()}"
 
     def assign_int(self, depth: int) -> str:
-        return self.pick([f"{self.n()} = {self.iexpr()}", f"{self.n()} += {self.iexpr()}",
-                          f"{self.n()} = max({self.iexpr()}, {self.iexpr()})",
-                          f"{self.n()} = obj.bump({self.rng.randint(1, 3)})"])
+        return self.pick(
+            [
+                f"{self.n()} = {self.iexpr()}",
+                f"{self.n()} += {self.iexpr()}",
+                f"{self.n()} = max({self.iexpr()}, {self.iexpr()})",
+                f"{self.n()} = obj.bump({self.rng.randint(1, 3)})",
+            ]
+        )
 
     def mutate_list(self, depth: int) -> str:
-        return self.pick([f"lst.append({self.texpr()})", f"if lst:\n    {self.t()} = lst.pop()",
-                          f"if lst:\n    lst[0] = {self.texpr()}", "lst.reverse()",
-                          f"lst.extend([{self.t()}, {self.t()}])", f"{self.t()} = lst[-1] if lst else x",
-                          "del lst[:1]", f"lst.insert(0, {self.t()})"])
+        return self.pick(
+            [
+                f"lst.append({self.texpr()})",
+                f"if lst:\n    {self.t()} = lst.pop()",
+                f"if lst:\n    lst[0] = {self.texpr()}",
+                "lst.reverse()",
+                f"lst.extend([{self.t()}, {self.t()}])",
+                f"{self.t()} = lst[-1] if lst else x",
+                "del lst[:1]",
+                f"lst.insert(0, {self.t()})",
+            ]
+        )
 
     def mutate_dict(self, depth: int) -> str:
-        return self.pick([f"d['k'] = {self.texpr()}", f"d['m'] = {self.iexpr()}", "d.pop('k', None)",
-                          f"{self.t()} = d.get('k', {self.t()})", f"d.update(z={self.t()})",
-                          f"for key in list(d):\n    {self.n()} += len(key)"])
+        return self.pick(
+            [
+                f"d['k'] = {self.texpr()}",
+                f"d['m'] = {self.iexpr()}",
+                "d.pop('k', None)",
+                f"{self.t()} = d.get('k', {self.t()})",
+                f"d.update(z={self.t()})",
+                f"for key in list(d):\n    {self.n()} += len(key)",
+            ]
+        )
 
     def mutate_obj(self, depth: int) -> str:
-        return self.pick([f"obj.w = {self.texpr()}", f"obj.count = obj.count + {self.iexpr()}",
-                          f"obj.extra = {self.n()}", f"{self.t()} = obj.w * obj.count"])
+        return self.pick(
+            [
+                f"obj.w = {self.texpr()}",
+                f"obj.count = obj.count + {self.iexpr()}",
+                f"obj.extra = {self.n()}",
+                f"{self.t()} = obj.w * obj.count",
+            ]
+        )
 
     def mutate_global(self, depth: int) -> str:
-        return self.pick([f"G_count = G_count + {self.iexpr()}", f"G_list.append({self.n()})",
-                          f"G_scale = {self.rng.randint(1, 3)}",
-                          f"{self.n()} = len(G_list)"])
+        return self.pick(
+            [
+                f"G_count = G_count + {self.iexpr()}",
+                f"G_list.append({self.n()})",
+                f"G_scale = {self.rng.randint(1, 3)}",
+                f"{self.n()} = len(G_list)",
+            ]
+        )
 
     def mutate_cell(self, depth: int) -> str:
-        return self.pick([f"cell = cell + {self.iexpr()}", f"tcell = {self.texpr()}.sum().reshape(1)",
-                          f"{self.n()} = cell"])
+        return self.pick(
+            [
+                f"cell = cell + {self.iexpr()}",
+                f"tcell = {self.texpr()}.sum().reshape(1)",
+                f"{self.n()} = cell",
+            ]
+        )
 
     def print_(self, depth: int) -> str:
-        return self.pick([f"print('p', {self.n()}, tuple({self.t()}.shape))",
-                          f"print({self.t()})", f"print(f'n={{n}} {{{self.n()}}}')"])
+        return self.pick(
+            [
+                f"print('p', {self.n()}, tuple({self.t()}.shape))",
+                f"print({self.t()})",
+                f"print(f'n={{n}} {{{self.n()}}}')",
+            ]
+        )
 
     def breaker(self, depth: int) -> str:
-        return self.pick(["bytegraph.graph_break()", f"{self.n()} = int({self.t()}.sum().item())",
-                          f"{self.n()} = len({self.t()}.tolist())", f"{self.n()} = {self.t()}.numel()"])
+        return self.pick(
+            [
+                "bytegraph.graph_break()",
+                f"{self.n()} = int({self.t()}.sum().item())",
+                f"{self.n()} = len({self.t()}.tolist())",
+                f"{self.n()} = {self.t()}.numel()",
+            ]
+        )
 
     def raise_(self, depth: int) -> str:
         k = self.rng.randint(0, 6)
-        return self.pick([f"if {self.n()} == {k}:\n    raise ValueError(f'bad {{{self.n()}}}')",
-                          f"{self.n()} = {self.rng.randint(1, 9)} // ({self.n()} - {k})",
-                          f"{self.t()} = lst[{k}] if {self.n()} > {k} else {self.t()}",
-                          f"{self.n()} = d['m'] if 'm' in d else {self.n()}"])
+        return self.pick(
+            [
+                f"if {self.n()} == {k}:\n    raise ValueError(f'bad {{{self.n()}}}')",
+                f"{self.n()} = {self.rng.randint(1, 9)} // ({self.n()} - {k})",
+                f"{self.t()} = lst[{k}] if {self.n()} > {k} else {self.t()}",
+                f"{self.n()} = d['m'] if 'm' in d else {self.n()}",
+            ]
+        )
 
     def if_const(self, depth: int) -> str:
         text = f"if {self.cond()}:\n{self.block(depth, self.rng.randint(1, 3))}"
@@ -275,65 +371,89 @@ class Gen:
 
     def try_(self, depth: int) -> str:
         exc = self.pick(["ValueError", "ZeroDivisionError", "IndexError", "Exception"])
-        return (f"try:\n{self.block(depth, self.rng.randint(1, 2))}\n"
-                f"except {exc} as e:\n    {self.n()} = len(str(e))")
+        return (
+            f"try:\n{self.block(depth, self.rng.randint(1, 2))}\n"
+            f"except {exc} as e:\n    {self.n()} = len(str(e))"
+        )
 
-    def no_grad(self, depth: int) -> str:
-        return f"with torch.no_grad():\n{self.block(depth, self.rng.randint(1, 2))}"
-
-    def autocast(self, depth: int) -> str:
-        dtype = self.pick(["torch.bfloat16", "torch.float16"])
-        enabled = self.pick(["", ", enabled=False"])
-        return (f"with torch.autocast('cpu', dtype={dtype}{enabled}):\n"
-                f"{self.block(depth, self.rng.randint(1, 2))}")
-
-    def grad_context(self, depth: int) -> str:
-        return self.pick([
-            f"with torch.inference_mode():\n{self.block(depth, 1)}",
-            "with torch.no_grad():\n    with torch.enable_grad():\n"
-            + textwrap.indent(self.block(depth + 1, 1), "    "),
-            f"with torch.set_grad_enabled({self.n()} > 2):\n{self.block(depth, 1)}",
-        ])
-
-    def with_tag(self, depth: int) -> str:
-        return (f"with tag({self.rng.randint(1, 4)}) as v:\n    {self.n()} = {self.n()} + v\n"
-                f"{self.block(depth, 1)}")
+    def with_context(self, depth: int) -> str:
+        """A ``with`` block on a torch state context manager, or on a user generator."""
+        ctx = self.pick(
+            [
+                "torch.no_grad()",
+                "torch.enable_grad()",
+                f"torch.set_grad_enabled({self.pick(['False', 'True', f'{self.n()} > 2'])})",
+                f"torch.autocast('cpu', dtype=torch.{self.pick(['bfloat16', 'float16'])})",
+                "torch.autocast('cpu', enabled=False)",
+                "torch.autocast('cpu', dtype=torch.float16, enabled=False)",
+                "torch.inference_mode()",
+                "contextlib.nullcontext()",
+                "nested",
+                "scoped",
+            ]
+        )
+        if ctx == "nested":
+            body = textwrap.indent(self.block(depth + 1, 1), "    ")
+            return f"with torch.no_grad():\n    with torch.enable_grad():\n{body}"
+        if ctx == "scoped":
+            n = self.n()
+            k = self.rng.randint(1, 4)
+            return f"with scoped({k}) as v:\n    {n} = {n} + v\n{self.block(depth, 1)}"
+        return f"with {ctx}:\n{self.block(depth, self.rng.randint(1, 2))}"
 
     def make_object(self, depth: int) -> str:
         t, k = self.t(), self.rng.randint(1, 3)
-        return self.pick([
-            f"acc = Acc({t})\nacc.add({self.texpr()}).add({t})\n{t} = acc.total * acc.steps",
-            f"pt = Pt({self.texpr()}, {k})\n{t} = pt.scaled() + pt.k",
-            f"pt = Pt({t})\nobj.extra = pt",
-            f"obj.extra = Acc({self.n()})",
-        ])
+        return self.pick(
+            [
+                f"acc = Acc({t})\nacc.add({self.texpr()}).add({t})\n{t} = acc.total * acc.steps",
+                f"pt = Pt({self.texpr()}, {k})\n{t} = pt.scaled() + pt.k",
+                f"pt = Pt({t})\nobj.extra = pt",
+                f"obj.extra = Acc({self.n()})",
+            ]
+        )
 
     def optimizer_step(self, depth: int) -> str:
-        return self.pick([
-            f"obj.p.grad = {self.t()}.sum() * torch.ones(2)\nobj.opt.step()",
-            "obj.opt.zero_grad()",
-            f"{self.t()} = {self.t()} * obj.opt.param_groups[0]['lr']",
-        ])
+        return self.pick(
+            [
+                f"obj.p.grad = {self.t()}.sum() * torch.ones(2)\nobj.opt.step()",
+                "obj.opt.zero_grad()",
+                f"{self.t()} = {self.t()} * obj.opt.param_groups[0]['lr']",
+            ]
+        )
 
     def inner_fn(self, depth: int) -> str:
         k = self.n()
-        return self.pick([
-            f"def inner(t):\n    return t * {k} + {self.t()}\n{self.t()} = inner({self.texpr()})",
-            f"{self.t()} = sum([{self.t()} * q for q in range({self.rng.randint(1, 3)})], {self.t()})",
-            f"g = lambda t: t + {k}\n{self.t()} = g({self.t()})",
-        ])
+        return self.pick(
+            [
+                f"def inner(t):\n    return t * {k} + {self.t()}\n"
+                f"{self.t()} = inner({self.texpr()})",
+                f"{self.t()} = sum([{self.t()} * q "
+                f"for q in range({self.rng.randint(1, 3)})], {self.t()})",
+                f"g = lambda t: t + {k}\n{self.t()} = g({self.t()})",
+            ]
+        )
 
 
 def helper(rng: random.Random, index: int) -> str:
     """A module-level ``h{index}(t, k)`` returning a tensor, possibly with a break of its own."""
     lines = [f"def h{index}(t, k):"]
     for _ in range(rng.randint(1, 3)):
-        lines.append("    " + rng.choice([
-            "t = t * 2 + k", "t = torch.relu(t) - 1", "print('h', k)", "bytegraph.graph_break()",
-            "if k > 2:\n        t = t + 1", "if t.sum() > 0:\n        t = t - k",
-            "if k == 4:\n        raise RuntimeError('helper ' + str(k))", "G_list.append(k)",
-            f"t = h{index - 1}(t, k + 1)" if index > 0 else "t = t.abs()",
-        ]))
+        lines.append(
+            "    "
+            + rng.choice(
+                [
+                    "t = t * 2 + k",
+                    "t = torch.relu(t) - 1",
+                    "print('h', k)",
+                    "bytegraph.graph_break()",
+                    "if k > 2:\n        t = t + 1",
+                    "if t.sum() > 0:\n        t = t - k",
+                    "if k == 4:\n        raise RuntimeError('helper ' + str(k))",
+                    "G_list.append(k)",
+                    f"t = h{index - 1}(t, k + 1)" if index > 0 else "t = t.abs()",
+                ]
+            )
+        )
     lines.append("    return t")
     return "\n".join(lines)
 
@@ -346,11 +466,12 @@ def generate(seed: int) -> Program:
     return Program(seed, helpers, body)
 
 
-# -- running --------------------------------------------------------------------------------------------
+# -- running ---------------------------------------------------------------------------------------
 
 
 def make_inputs(seed: int, call: int, ns: dict[str, Any]) -> tuple:
-    """Fresh inputs for call ``call`` (equal for equal arguments; ``Obj`` from the program's namespace)."""
+    """Fresh inputs for call ``call`` (equal for equal arguments; ``Obj`` from the program's
+    namespace)."""
     rng = random.Random(seed * 7 + call)
     gen = torch.Generator().manual_seed(seed * 7 + call)
     size = rng.choice([3, 4, 5]) if call else 4
@@ -377,25 +498,40 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         except Exception as e:  # noqa: BLE001 (compared with eager's)
             result, error = None, e
     x, y, n, lst, d, obj = args
-    return {"error": None if error is None else (type(error), str(error)), "result": result,
-            "printed": out.getvalue(), "lst": lst, "d": d, "obj": _object_state(obj),
-            "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]), "cells": cells(),
-            "state": _global_state()}
+    return {
+        "error": None if error is None else (type(error), str(error)),
+        "result": result,
+        "printed": out.getvalue(),
+        "lst": lst,
+        "d": d,
+        "obj": _object_state(obj),
+        "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
+        "cells": cells(),
+        "state": _global_state(),
+    }
 
 
 def _global_state() -> tuple:
     """torch's process-wide state, which a compiled call must leave as eager does."""
-    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-            torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
-            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())
+    return (
+        torch.is_grad_enabled(),
+        torch.is_inference_mode_enabled(),
+        torch.is_autocast_enabled("cpu"),
+        torch.get_autocast_dtype("cpu"),
+        torch.get_default_dtype(),
+        torch.are_deterministic_algorithms_enabled(),
+    )
 
 
 def _object_state(value: Any) -> Any:
     """Plain objects compared by class name and attributes; an optimizer by its state and groups."""
     if isinstance(value, torch.optim.Optimizer):
         state = value.state_dict()
-        return ("optimizer", [dict(s) for s in state["state"].values()],
-                [{k: v for k, v in g.items() if k != "params"} for g in state["param_groups"]])
+        return (
+            "optimizer",
+            [dict(s) for s in state["state"].values()],
+            [{k: v for k, v in g.items() if k != "params"} for g in state["param_groups"]],
+        )
     if hasattr(value, "__dict__") and not isinstance(value, (torch.Tensor, type)):
         return (type(value).__qualname__, {k: _object_state(v) for k, v in vars(value).items()})
     return value
@@ -407,13 +543,16 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
         return f"{path}: type {type(actual).__name__} != {type(expected).__name__}"
     if isinstance(expected, torch.Tensor):
         if actual.shape != expected.shape or actual.dtype != expected.dtype:
-            return f"{path}: tensor {actual.shape}/{actual.dtype} != {expected.shape}/{expected.dtype}"
+            return (
+                f"{path}: tensor {actual.shape}/{actual.dtype} != {expected.shape}/{expected.dtype}"
+            )
         if actual.device != expected.device or actual.is_inference() != expected.is_inference():
             return f"{path}: device or inference-ness differs"
         if actual.requires_grad != expected.requires_grad:
             return f"{path}: requires_grad differs"
-        if not torch.allclose(actual.detach(), expected.detach(), equal_nan=True, rtol=1e-5,
-                              atol=1e-5):
+        if not torch.allclose(
+            actual.detach(), expected.detach(), equal_nan=True, rtol=1e-5, atol=1e-5
+        ):
             return f"{path}: {actual} != {expected}"
         if isinstance(expected, torch.nn.Parameter):
             return compare(actual.grad, expected.grad, f"{path}.grad")
@@ -421,7 +560,7 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
             return f"{path}: len {len(actual)} != {len(expected)}"
-        for k, (a, e) in enumerate(zip(actual, expected)):
+        for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
             if (diff := compare(a, e, f"{path}[{k}]")) is not None:
                 return diff
         return None
@@ -436,7 +575,8 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
 
 
 def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Outcome:
-    """Run ``program`` eagerly and compiled, ``calls`` times, and compare (see the module docstring)."""
+    """Run ``program`` eagerly and compiled, ``calls`` times, and compare (see the module
+    docstring)."""
     eager_ns, compiled_ns = load(program), load(program)
     eager_fn, eager_cells = eager_ns["make"]()
     plain_fn, compiled_cells = compiled_ns["make"]()
@@ -447,11 +587,17 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
         return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}")
     fallbacks = 0
     for call in range(calls):
-        expected = _observe(eager_fn, make_inputs(program.seed, call, eager_ns), eager_ns, eager_cells)
+        expected = _observe(
+            eager_fn, make_inputs(program.seed, call, eager_ns), eager_ns, eager_cells
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            actual = _observe(compiled_fn, make_inputs(program.seed, call, compiled_ns), compiled_ns,
-                              compiled_cells)
+            actual = _observe(
+                compiled_fn,
+                make_inputs(program.seed, call, compiled_ns),
+                compiled_ns,
+                compiled_cells,
+            )
         fallbacks += any("bytegraph: running" in str(w.message) for w in caught)
         error = actual["error"]
         if error is not None and error[0].__module__.startswith("bytegraph"):
@@ -464,18 +610,20 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
 
 def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -> Program:
     """Drop helpers and statements (greedily, to a fixpoint) while ``fails`` still holds."""
+
     def default(p: Program) -> bool:
         bytegraph.reset()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = run_program(p)
         return not out.ok or out.internal > 0
+
     fails = fails or default
     changed = True
     while changed:
         changed = False
         for k in range(len(program.body)):
-            trial = Program(program.seed, program.helpers, program.body[:k] + program.body[k + 1:])
+            trial = Program(program.seed, program.helpers, program.body[:k] + program.body[k + 1 :])
             if fails(trial):
                 program, changed = trial, True
                 break

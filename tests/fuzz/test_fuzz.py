@@ -30,8 +30,10 @@ def test_random_programs_match_eager(chunk):
 def test_fallback_rate_is_reported_and_small():
     if TOTALS.programs == 0:
         pytest.skip("no chunk ran in this session")
-    print(f"\nfuzz: {TOTALS.programs} programs, fallback rate {TOTALS.fallback_rate:.2%}, "
-          f"internal-error fallbacks {TOTALS.internal}")
+    print(
+        f"\nfuzz: {TOTALS.programs} programs, fallback rate {TOTALS.fallback_rate:.2%}, "
+        f"internal-error fallbacks {TOTALS.internal}"
+    )
     assert TOTALS.fallback_rate < 0.05
 
 

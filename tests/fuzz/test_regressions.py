@@ -1,5 +1,5 @@
-"""Minimised failures found by the random differential programs (``programs.py``), one test each, plus
-the bugs found while writing the reliability tests. Each names the bug it pins down."""
+"""Minimised failures found by the random differential programs (``programs.py``), one test each,
+plus the bugs found while writing the reliability tests. Each names the bug it pins down."""
 
 from __future__ import annotations
 
@@ -21,26 +21,38 @@ G_VALUE = torch.ones(2)
 def test_item_read_before_list_mutation_keeps_old_value():
     """Seed 23: ``a = lst[-1]; del lst[:1]`` returned ``lst[0]`` read *after* the replayed mutation
     (IndexError on a one-element list)."""
+
     def fn(x, lst):
         a = lst[-1] if lst else x
         del lst[:1]
         return a
 
     for n in (1, 2, 3):
-        check_breaks(fn, lambda n=n: (torch.zeros(2), [torch.ones(2) * i for i in range(n)]),
-                     graphs=0, breaks=0, calls=1)
+        check_breaks(
+            fn,
+            lambda n=n: (torch.zeros(2), [torch.ones(2) * i for i in range(n)]),
+            graphs=0,
+            breaks=0,
+            calls=1,
+        )
 
 
 def test_item_read_before_list_store_keeps_old_value():
     """Seed 275: ``c = lst[-1]; lst[0] = y`` returned the new ``lst[0]``."""
+
     def fn(x, y, lst):
         c = lst[-1] if lst else x
         if lst:
             lst[0] = y
         return c
 
-    check_breaks(fn, lambda: (torch.zeros(2), torch.ones(2), [torch.full((2,), 5.0)]),
-                 graphs=0, breaks=0, calls=2)
+    check_breaks(
+        fn,
+        lambda: (torch.zeros(2), torch.ones(2), [torch.full((2,), 5.0)]),
+        graphs=0,
+        breaks=0,
+        calls=2,
+    )
 
 
 def test_attribute_read_before_attribute_store_keeps_old_value():
@@ -82,6 +94,7 @@ def test_cell_read_before_cell_store_keeps_old_value():
             a = t
             t = x * 2
             return a
+
         return fn
 
     fn = make()
@@ -98,6 +111,7 @@ def helper_raises(x):
 def test_callee_break_inside_try_runs_the_handler():
     """A break in a callee called inside ``try`` continued outside the try block: the handler was
     skipped (KeyError escaped instead of the RuntimeError raised ``from`` it)."""
+
     def fn(x):
         try:
             return helper_raises(x)
@@ -117,6 +131,7 @@ def test_callee_break_inside_try_runs_the_handler():
 def test_exception_inside_try_of_resume_function_does_not_crash():
     """Resume functions starting inside a try block had exception-table depth 32768 (``bytecode``
     never reached the skipped ``TryBegin``): the first exception there crashed the interpreter."""
+
     def fn(x, d):
         try:
             print("before")
@@ -140,7 +155,9 @@ def test_exception_inside_try_of_resume_function_does_not_crash():
 
 
 def test_callee_break_raising_inside_no_grad_restores_grad_mode():
-    """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode off."""
+    """A callee's break inside ``with torch.no_grad()`` followed by an exception left grad mode
+    off."""
+
     def fn(x):
         with torch.no_grad():
             y = helper_raises(x)
@@ -156,9 +173,10 @@ def test_callee_break_raising_inside_no_grad_restores_grad_mode():
 
 
 def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
-    """Fresh-seed fuzz find: ``j = obj.bump(3); j += obj.count`` with ``obj.count`` traced as a SymInt
-    (it changed between calls) doubled ``obj.count``: the ``iadd`` node was generated as ``add += add``,
-    rebinding the value the attribute store then read. Numbers now get plain ``add`` nodes."""
+    """Fresh-seed fuzz find: ``j = obj.bump(3); j += obj.count`` with ``obj.count`` traced as a
+    SymInt (it changed between calls) doubled ``obj.count``: the ``iadd`` node was generated as
+    ``add += add``, rebinding the value the attribute store then read. Numbers now get plain ``add``
+    nodes."""
 
     class Obj:
         def __init__(self, count):
@@ -183,9 +201,9 @@ def test_inplace_add_on_a_symbolic_int_does_not_change_its_source():
 
 
 def test_break_in_no_grad_nested_in_try_runs_the_except():
-    """Fuzz seed 349: a break inside ``with torch.no_grad():`` that sits inside ``try`` ran the breaking
-    instruction under the with-block's handler only, so the outer ``except`` never saw the error.
-    CPython's exception table is flat; the nesting is now read one handler level down."""
+    """Fuzz seed 349: a break inside ``with torch.no_grad():`` that sits inside ``try`` ran the
+    breaking instruction under the with-block's handler only, so the outer ``except`` never saw the
+    error. CPython's exception table is flat; the nesting is now read one handler level down."""
 
     def fn(x, i):
         j = 0
@@ -228,8 +246,8 @@ def _run_raising(compiled, fn, args_of, observe):
 def test_symbolic_division_by_zero_applies_earlier_mutations():
     """Fresh-seed fuzz finds 821214244 and 821214319: ``i = obj.bump(n); i = 3 // (i - 3)`` with the
     int traced as a SymInt (it changed between calls) raised ZeroDivisionError inside the graph,
-    before the deferred ``obj.count`` store was replayed: eager had stored it. A divisor (or negative
-    power of zero) that is zero now breaks the graph there, guarded on ``s0 - 3 != 0``."""
+    before the deferred ``obj.count`` store was replayed: eager had stored it. A divisor (or
+    negative power of zero) that is zero now breaks the graph there, guarded on ``s0 - 3 != 0``."""
 
     class Counter:
         def __init__(self):
@@ -247,8 +265,9 @@ def test_symbolic_division_by_zero_applies_earlier_mutations():
     compiled = bytegraph.compile(fn, backend="eager")
     x = torch.ones(2)
     ns = (1, 6, 3, 8, 3)  # the second call makes n dynamic; the third and fifth divide by 0
-    _run_raising(compiled, fn, [lambda n=n: (x, n, Counter()) for n in ns],
-                 lambda args: args[2].count)
+    _run_raising(
+        compiled, fn, [lambda n=n: (x, n, Counter()) for n in ns], lambda args: args[2].count
+    )
 
 
 def test_symbolic_modulo_by_zero_in_a_cell_write_applies_the_write():

@@ -1,5 +1,5 @@
-"""The generated dispatcher: argument passing for every kind of signature, the slow path taken when a
-guard raises, and a trie that picks the right entry among many."""
+"""The generated dispatcher: argument passing for every kind of signature, the slow path taken when
+a guard raises, and a trie that picks the right entry among many."""
 
 from __future__ import annotations
 
@@ -24,15 +24,18 @@ def test_varargs_kwonly_and_kwargs_are_guarded():
     assert counter.frame_count == 2
     header = bytegraph.guard_source(compiled).splitlines()[0]
     assert header == "def __guard_fn_2(x, y, args, z, kw):"
-    assert str(bytegraph.why(compiled, x, 3, 4, 5, z=1, w=7)) == \
-        "selected: entry 1\nentry 0 rejected by: len(L['args']) == 0"
+    assert (
+        str(bytegraph.why(compiled, x, 3, 4, 5, z=1, w=7))
+        == "selected: entry 1\nentry 0 rejected by: len(L['args']) == 0"
+    )
 
 
 def test_guard_that_raises_takes_the_slow_path():
     cache = FunctionCache("f", {}, {}, ("xs",))
     item = ItemSource(LocalSource("xs"), 1)
-    guards = cache.new_guard_set([Guard(item, "TYPE_MATCH", int, int),
-                                  Guard(item, "EQUALS_MATCH", 5, 5)])
+    guards = cache.new_guard_set(
+        [Guard(item, "TYPE_MATCH", int, int), Guard(item, "EQUALS_MATCH", 5, 5)]
+    )
     cache.add(Variant(guards, lambda xs: "entry 0"))
     assert cache.guard_fn([0, 5]) is not None
     assert cache.guard_fn([0]) is None  # IndexError inside the guards: no entry, no crash
@@ -45,8 +48,9 @@ def test_many_entries_each_selected_by_its_own_inputs():
         return torch.relu(y) if mode == "relu" else y
 
     compiled, counter = compile_counted(fn)
-    inputs = [(torch.randn(2), mode, flag)
-              for mode in ("relu", "id", "other") for flag in (True, False)]
+    inputs = [
+        (torch.randn(2), mode, flag) for mode in ("relu", "id", "other") for flag in (True, False)
+    ]
     inputs += [(torch.randn(2, dtype=torch.float64), "id", False)]
     for args in inputs:
         assert_same(compiled(*args), fn(*args))

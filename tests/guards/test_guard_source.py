@@ -26,7 +26,9 @@ def test_entry_guards_snapshot():
     compiled = bytegraph.compile(fn)
     x = torch.randn(2, 3)
     assert_same(compiled(x, 2), fn(x, 2))
-    assert bytegraph.cache_entries(compiled)[0].guards.source == """\
+    assert (
+        bytegraph.cache_entries(compiled)[0].guards.source
+        == """\
 type(L['n']) is ___int
 G['torch'] is ___torch
 L['n'] == 2
@@ -36,7 +38,9 @@ L['x'].is_cpu
 L['x'].requires_grad is False
 L['x'].shape == (2, 3)
 L['x'].is_contiguous()
-""" + GLOBAL_STATE
+"""
+        + GLOBAL_STATE
+    )
 
 
 def test_dispatcher_shares_common_guards_snapshot():
@@ -47,7 +51,9 @@ def test_dispatcher_shares_common_guards_snapshot():
     x = torch.randn(2, 3)
     for mode in ("relu", "tanh"):
         assert_same(compiled(x, mode), fn(x, mode))
-    assert bytegraph.guard_source(compiled) == """\
+    assert (
+        bytegraph.guard_source(compiled)
+        == """\
 def __guard_fn_2(x, mode):
     try:
         if (type(mode) is ___str
@@ -70,6 +76,7 @@ def __guard_fn_2(x, mode):
     except Exception:
         return ___slow({'x': x, 'mode': mode})
     return None"""
+    )
 
 
 def test_strides_checked_exactly_when_contiguity_is_not_enough():

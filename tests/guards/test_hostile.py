@@ -1,5 +1,5 @@
-"""Guards never run user code: objects whose dunder methods count their calls keep every counter at 0
-while the guards of their function are built, evaluated and explained."""
+"""Guards never run user code: objects whose dunder methods count their calls keep every counter at
+0 while the guards of their function are built, evaluated and explained."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from difftest import assert_same, compile_counted
 from hostile import CALLS, MARK, Hostile
 
 import bytegraph
-
 
 HOSTILE_GLOBAL = Hostile()
 
@@ -34,7 +33,8 @@ def test_hostile_objects_are_never_called_by_guards():
     assert_same(compiled(*other), fn(*other))
     assert counter.frame_count == 2
     source = bytegraph.guard_source(compiled) + "".join(
-        e.guards.source for e in bytegraph.cache_entries(compiled))
+        e.guards.source for e in bytegraph.cache_entries(compiled)
+    )
     assert MARK not in source  # never a repr, only weak refs
     assert CALLS == {}
 
@@ -51,6 +51,8 @@ def test_frozenset_of_user_objects_is_not_compared_by_value():
     compiled, _ = compile_counted(uses)
     assert_same(compiled(x, members), uses(x, members))
     assert_same(compiled(x, members), uses(x, members))
-    assert not any("== " in line and "L['s']" in line
-                   for line in bytegraph.cache_entries(compiled)[0].guards.source.splitlines())
+    assert not any(
+        "== " in line and "L['s']" in line
+        for line in bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
+    )
     assert CALLS == {}

@@ -1,7 +1,7 @@
 """Guards end to end: what recompiles, with which recorded reason, and what does not.
 
-Every call's result is compared with eager; recompiles are counted with the counting backend and their
-reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.why``.
+Every call's result is compared with eager; recompiles are counted with the counting backend and
+their reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.why``.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ def run_same(compiled, fn, *args):
 
 
 def assert_one_recompile(fn, first: tuple, second: tuple, reason: str):
-    """``first`` compiles, calling it again does not, ``second`` compiles exactly once more, because of
-    ``reason``; ``why`` agrees for each argument set."""
+    """``first`` compiles, calling it again does not, ``second`` compiles exactly once more, because
+    of ``reason``; ``why`` agrees for each argument set."""
     compiled, counter = compile_counted(fn)
     run_same(compiled, fn, *first)
     run_same(compiled, fn, *first)
     assert counter.frame_count == 1
     assert str(bytegraph.why(compiled, *second)).splitlines() == [
-        "selected: none (would compile)", f"entry 0 rejected by: {reason}"]
+        "selected: none (would compile)",
+        f"entry 0 rejected by: {reason}",
+    ]
     run_same(compiled, fn, *second)
     run_same(compiled, fn, *second)
     run_same(compiled, fn, *first)
@@ -66,13 +68,18 @@ def test_same_call_does_not_recompile():
 
 
 def test_dtype_change_recompiles_once():
-    assert_one_recompile(lambda x: x + 1, (torch.randn(3),), (torch.randn(3, dtype=torch.float64),),
-                         "L['x'].dtype is ___torch_float32")
+    assert_one_recompile(
+        lambda x: x + 1,
+        (torch.randn(3),),
+        (torch.randn(3, dtype=torch.float64),),
+        "L['x'].dtype is ___torch_float32",
+    )
 
 
 def test_shape_change_recompiles_once():
-    assert_one_recompile(lambda x: x.sum(0), (torch.randn(3, 2),), (torch.randn(4, 2),),
-                         "L['x'].shape == (3, 2)")
+    assert_one_recompile(
+        lambda x: x.sum(0), (torch.randn(3, 2),), (torch.randn(4, 2),), "L['x'].shape == (3, 2)"
+    )
 
 
 def test_stride_change_recompiles_once():
@@ -81,8 +88,12 @@ def test_stride_change_recompiles_once():
 
 
 def test_requires_grad_change_recompiles_once():
-    assert_one_recompile(lambda x: x * 3, (torch.randn(3),), (torch.randn(3, requires_grad=True),),
-                         "L['x'].requires_grad is False")
+    assert_one_recompile(
+        lambda x: x * 3,
+        (torch.randn(3),),
+        (torch.randn(3, requires_grad=True),),
+        "L['x'].requires_grad is False",
+    )
 
 
 def test_constant_change_recompiles_once():
@@ -162,8 +173,10 @@ def test_autocast_change_recompiles_once():
         assert compiled(x, y).dtype == fn(x, y).dtype == torch.bfloat16
         compiled(x, y)
     assert counter.frame_count == 2
-    assert bytegraph.cache_entries(compiled)[1].reason == \
-        "entry 0: ___is_any_autocast_enabled() is False"
+    assert (
+        bytegraph.cache_entries(compiled)[1].reason
+        == "entry 0: ___is_any_autocast_enabled() is False"
+    )
 
 
 def test_deterministic_algorithms_change_recompiles_once():
@@ -179,12 +192,15 @@ def test_deterministic_algorithms_change_recompiles_once():
     finally:
         torch.use_deterministic_algorithms(False)
     assert counter.frame_count == 2
-    assert bytegraph.cache_entries(compiled)[1].reason == \
-        "entry 0: ___get_deterministic_algorithms() is False"
+    assert (
+        bytegraph.cache_entries(compiled)[1].reason
+        == "entry 0: ___get_deterministic_algorithms() is False"
+    )
 
 
 def test_int_argument_is_specialised():
     """From the Dynamo deep-dive: ``fn(x, 2)`` bakes ``n`` into the graph and guards on it."""
+
     def fn(x, n):
         return x * n + n
 
@@ -199,25 +215,37 @@ def test_int_argument_is_specialised():
 def test_string_argument_recompiles_with_reason():
     """From the Dynamo deep-dive: ``fn(a, "Hello")`` then ``fn(a, "Hi")`` recompiles because of
     ``L['b'] == 'Hello'``."""
+
     def fn(a, b):
         return a * len(b)
 
-    compiled = assert_one_recompile(fn, (torch.arange(10), "Hello"), (torch.arange(10), "Hi"),
-                                    "L['b'] == 'Hello'")
+    compiled = assert_one_recompile(
+        fn, (torch.arange(10), "Hello"), (torch.arange(10), "Hi"), "L['b'] == 'Hello'"
+    )
     guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
     assert "type(L['b']) is ___str" in guards
 
 
 def test_list_items_are_guarded():
     """From the Dynamo deep-dive: items reached through ``L['l'][i]`` get their own guards."""
+
     def fn(x, l):  # noqa: E741  (the deep-dive's name)
         return x * len(l[0])
 
-    compiled = assert_one_recompile(fn, (torch.randn(8), ["Hi", "Hello"]),
-                                    (torch.randn(8), ["Hi", "Hey"]), "L['l'][1] == 'Hello'")
+    compiled = assert_one_recompile(
+        fn,
+        (torch.randn(8), ["Hi", "Hello"]),
+        (torch.randn(8), ["Hi", "Hey"]),
+        "L['l'][1] == 'Hello'",
+    )
     guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
-    for line in ["type(L['l']) is ___list", "len(L['l']) == 2", "type(L['l'][0]) is ___str",
-                 "L['l'][0] == 'Hi'", "L['l'][1] == 'Hello'"]:
+    for line in [
+        "type(L['l']) is ___list",
+        "len(L['l']) == 2",
+        "type(L['l'][0]) is ___str",
+        "L['l'][0] == 'Hi'",
+        "L['l'][1] == 'Hello'",
+    ]:
         assert line in guards
 
 
@@ -225,13 +253,15 @@ def test_list_length_change_recompiles_once():
     def fn(xs):
         return sum(xs)
 
-    assert_one_recompile(fn, ([torch.ones(2), torch.ones(2)],), ([torch.ones(2)] * 3,),
-                         "len(L['xs']) == 2")
+    assert_one_recompile(
+        fn, ([torch.ones(2), torch.ones(2)],), ([torch.ones(2)] * 3,), "len(L['xs']) == 2"
+    )
 
 
 def test_aliased_input_is_guarded_by_source_not_object():
     """The same tensor reached twice is guarded as ``L['xs'][0] is L['x']`` (a relation between the
     inputs), so new tensors in the same relation hit the cache."""
+
     def fn(x, xs):
         return x + xs[0]
 
@@ -254,14 +284,18 @@ def test_why_names_the_selected_entry_and_rejections():
     x = torch.randn(2)
     run_same(compiled, fn, x, "relu")
     run_same(compiled, fn, x, "tanh")
-    assert str(bytegraph.why(compiled, x, "tanh")) == \
-        "selected: entry 1\nentry 0 rejected by: L['mode'] == 'relu'"
+    assert (
+        str(bytegraph.why(compiled, x, "tanh"))
+        == "selected: entry 1\nentry 0 rejected by: L['mode'] == 'relu'"
+    )
     assert str(bytegraph.why(compiled, x, "relu")) == "selected: entry 0"
-    assert str(bytegraph.why(compiled, x.double(), "relu")) == "\n".join([
-        "selected: none (would compile)",
-        "entry 0 rejected by: L['x'].dtype is ___torch_float32",
-        "entry 1 rejected by: L['mode'] == 'tanh'",  # each entry reports its first failing guard
-    ])
+    assert str(bytegraph.why(compiled, x.double(), "relu")) == "\n".join(
+        [
+            "selected: none (would compile)",
+            "entry 0 rejected by: L['x'].dtype is ___torch_float32",
+            "entry 1 rejected by: L['mode'] == 'tanh'",  # each entry: its first failing guard
+        ]
+    )
 
 
 def test_recompile_limit_warns_once_and_runs_eagerly(monkeypatch):

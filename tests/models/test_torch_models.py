@@ -1,7 +1,7 @@
 """Models built from torch.nn alone, tiny sizes, random init: a LLaMA-style decoder (RMSNorm, rotary
 embeddings, ``F.scaled_dot_product_attention``), a ResNet-style CNN with BatchNorm, an LSTM and
-``nn.TransformerEncoder``. Each compiles with the expected number of graph breaks and matches eager in
-inference and in a training step."""
+``nn.TransformerEncoder``. Each compiles with the expected number of graph breaks and matches eager
+in inference and in a training step."""
 
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin):
         b, t, _ = x.shape
-        q, k, v = (proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-                   for proj in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (
+            proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+            for proj in (self.q_proj, self.k_proj, self.v_proj)
+        )
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -51,7 +53,10 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.attn_norm, self.mlp_norm = RMSNorm(dim), RMSNorm(dim)
         self.attn = Attention(dim, heads)
-        self.gate, self.up = nn.Linear(dim, 2 * dim, bias=False), nn.Linear(dim, 2 * dim, bias=False)
+        self.gate, self.up = (
+            nn.Linear(dim, 2 * dim, bias=False),
+            nn.Linear(dim, 2 * dim, bias=False),
+        )
         self.down = nn.Linear(2 * dim, dim, bias=False)
 
     def forward(self, x, cos, sin):
@@ -61,7 +66,9 @@ class DecoderLayer(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab: int = 64, dim: int = 16, heads: int = 2, layers: int = 2, max_len: int = 32):
+    def __init__(
+        self, vocab: int = 64, dim: int = 16, heads: int = 2, layers: int = 2, max_len: int = 32
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.layers = nn.ModuleList([DecoderLayer(dim, heads) for _ in range(layers)])
@@ -91,7 +98,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.shortcut = nn.Sequential()
         if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         out = F.relu(self.bn1(self.conv1(x)))
@@ -102,7 +111,9 @@ class BasicBlock(nn.Module):
 class ResNet(nn.Module):
     def __init__(self, classes: int = 5):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 4, 3, 1, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 4, 3, 1, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU()
+        )
         self.blocks = nn.Sequential(BasicBlock(4, 4), BasicBlock(4, 8, stride=2))
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(8, classes)
@@ -136,7 +147,10 @@ def test_lstm():
 
 
 def test_transformer_encoder():
-    layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
-                                       batch_first=True)
-    check_model(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False),
-                torch.randn(2, 5, 16))
+    layer = nn.TransformerEncoderLayer(
+        d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True
+    )
+    check_model(
+        nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False),
+        torch.randn(2, 5, 16),
+    )

@@ -1,7 +1,7 @@
-"""Buffer mutation happens exactly as in eager (BatchNorm running statistics, a KV cache written with
-``index_copy_`` and slicing, a counter buffer), and ``backward()`` through a compiled forward gives
-eager's gradients, with the ``eager`` backend (autograd through the graph) and with ``aot_eager``
-(separate forward and backward graphs from AOTAutograd)."""
+"""Buffer mutation happens exactly as in eager (BatchNorm running statistics, a KV cache written
+with ``index_copy_`` and slicing, a counter buffer), and ``backward()`` through a compiled forward
+gives eager's gradients, with the ``eager`` backend (autograd through the graph) and with
+``aot_eager`` (separate forward and backward graphs from AOTAutograd)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,9 @@ def test_training_loop_matches_eager_without_recompiles(backend):
             opt.zero_grad()
             m(x).square().mean().backward()
             opt.step()
-        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
+        for (name, p), (_, q) in zip(
+            model.named_parameters(), eager.named_parameters(), strict=True
+        ):
             torch.testing.assert_close(p, q, msg=name)
         _buffers_equal(model, eager)
     assert len(seen) == 1

@@ -1,7 +1,7 @@
-"""Module trees are guarded by one ``MODULE_TREE`` check (O(1) while no module changed) instead of one
-guard per parameter, and every structural change still recompiles: swapped submodule, replaced
-parameter, dtype change, ``train()``/``eval()``, ``requires_grad_``, hooks added later. In-place value
-updates (optimizer steps) do not."""
+"""Module trees are guarded by one ``MODULE_TREE`` check (O(1) while no module changed) instead of
+one guard per parameter, and every structural change still recompiles: swapped submodule, replaced
+parameter, dtype change, ``train()``/``eval()``, ``requires_grad_``, hooks added later. In-place
+value updates (optimizer steps) do not."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def test_swapped_submodule_recompiles():
 def test_replaced_parameter_with_new_shape_recompiles():
     def change(m):
         m.layers[1].weight = nn.Parameter(torch.randn(4, 4).t().contiguous().t())  # other strides
+
     _recompiles_after(change)
 
 
@@ -87,6 +88,7 @@ def test_train_eval_recompiles():
     def change(m):
         m.drop.p = 0.0  # train mode without randomness, to compare with eager
         m.train()
+
     _recompiles_after(change)
 
 
@@ -97,6 +99,7 @@ def test_requires_grad_change_recompiles():
 def test_plain_attribute_change_recompiles():
     def change(m):
         m.scale = 3.0
+
     _recompiles_after(change)
 
 

@@ -1,7 +1,8 @@
 """The three ways users compile models: ``model.forward = compile(model.forward)`` (instance),
-``Model.forward = compile(Model.forward)`` (class: one graph for every instance of the same structure)
-and ``compile(model)`` (patches ``forward`` in place, returns the module). ``nn.Module.__call__`` still
-runs around the compiled forward, so hooks registered on the model are honoured."""
+``Model.forward = compile(Model.forward)`` (class: one graph for every instance of the same
+structure) and ``compile(model)`` (patches ``forward`` in place, returns the module).
+``nn.Module.__call__`` still runs around the compiled forward, so hooks registered on the model are
+honoured."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A graph's parameters are fetched through one cached ``ParameterBlock`` per module tree (call cost
 flat in the parameter count). The cache must never serve a stale parameter: every way of replacing
-one is seen, including writes straight into ``module._parameters`` (``torch.func.functional_call``)."""
+one is seen, including writes straight into ``module._parameters``
+(``torch.func.functional_call``)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import bytegraph
 
 pytest_plugins = ["pytester"]
 
-MODEL = '''import torch
+MODEL = """import torch
 import bytegraph
 
 
@@ -34,7 +34,7 @@ def breaks(x):
 @bytegraph.compile(dynamic=False)
 def scaled(x, n):
     return x * n
-'''
+"""
 
 PRINT_LINE = MODEL.splitlines().index('    print("side effect")') + 1
 #: Where reports place ``scaled``: its first line, for a decorated function the decorator's.
@@ -70,31 +70,37 @@ def _import_lazy_modules_first():
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(model=MODEL)
     pytester.syspathinsert()
-    assert pytester.path.joinpath("model.py").read_text().splitlines()[PRINT_LINE - 1].strip() \
+    assert (
+        pytester.path.joinpath("model.py").read_text().splitlines()[PRINT_LINE - 1].strip()
         == 'print("side effect")'
+    )
     return pytester
 
 
 def test_markers_registered_by_the_entry_point(project):
     result = project.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.no_graph_breaks:*",
-                                 "@pytest.mark.max_recompiles(n):*"])
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.no_graph_breaks:*", "@pytest.mark.max_recompiles(n):*"]
+    )
 
 
 def test_markers_pass_strict_markers(project):
-    project.makepyfile(test_strict='''
+    project.makepyfile(
+        test_strict="""
         import pytest, torch, model
 
         @pytest.mark.no_graph_breaks
         @pytest.mark.max_recompiles(0)
         def test_it():
             model.clean(torch.ones(2))
-    ''')
+    """
+    )
     project.runpytest("--strict-markers").assert_outcomes(passed=1)
 
 
 def test_no_graph_breaks_fails_and_lists_the_break(project):
-    project.makepyfile(test_breaks='''
+    project.makepyfile(
+        test_breaks="""
         import pytest, torch, model
 
         @pytest.mark.no_graph_breaks
@@ -107,22 +113,26 @@ def test_no_graph_breaks_fails_and_lists_the_break(project):
 
         def test_unmarked_break_is_allowed():
             model.breaks(torch.ones(2))
-    ''')
+    """
+    )
     result = project.runpytest()
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*test_breaking*",
-        "*bytegraph: 1 graph break(s) in a test run with no_graph_breaks:",
-        "*1. print: call to print()*breaks*",
-        f"*at *model.py:{PRINT_LINE} in breaks",
-        '*print("side effect")',
-        "*hint: *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_breaking*",
+            "*bytegraph: 1 graph break(s) in a test run with no_graph_breaks:",
+            "*1. print: call to print()*breaks*",
+            f"*at *model.py:{PRINT_LINE} in breaks",
+            '*print("side effect")',
+            "*hint: *",
+        ]
+    )
     result.stdout.fnmatch_lines(["FAILED test_breaks.py::test_breaking*"])
 
 
 def test_option_applies_no_graph_breaks_everywhere(project):
-    project.makepyfile(test_option='''
+    project.makepyfile(
+        test_option="""
         import torch, model
 
         def test_unmarked_break():
@@ -130,15 +140,21 @@ def test_option_applies_no_graph_breaks_everywhere(project):
 
         def test_unmarked_clean():
             model.clean(torch.ones(2))
-    ''')
+    """
+    )
     result = project.runpytest("--bytegraph-no-graph-breaks")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*in a test run with --bytegraph-no-graph-breaks:",
-                                 "FAILED test_option.py::test_unmarked_break*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*in a test run with --bytegraph-no-graph-breaks:",
+            "FAILED test_option.py::test_unmarked_break*",
+        ]
+    )
 
 
 def test_max_recompiles(project):
-    project.makepyfile(test_recompiles='''
+    project.makepyfile(
+        test_recompiles="""
         import pytest, torch, model
 
         @pytest.mark.max_recompiles(1)
@@ -155,47 +171,61 @@ def test_max_recompiles(project):
         def test_within_limit():
             for n in range(10, 12):
                 model.scaled(torch.ones(2), n)
-    ''')
+    """
+    )
     result = project.runpytest()
     result.assert_outcomes(passed=2, failed=1)
-    assert_lines_in_order(result, [
-        "bytegraph: scaled recompiled 2 times (max_recompiles(1)):",
-        "  - L['n'] == 0",
-        "  - L['n'] == 0; L['n'] == 1",
-        "FAILED test_recompiles.py::test_too_many",
-    ])
+    assert_lines_in_order(
+        result,
+        [
+            "bytegraph: scaled recompiled 2 times (max_recompiles(1)):",
+            "  - L['n'] == 0",
+            "  - L['n'] == 0; L['n'] == 1",
+            "FAILED test_recompiles.py::test_too_many",
+        ],
+    )
 
 
 def test_bad_max_recompiles_argument_fails_the_test(project):
-    project.makepyfile(test_bad='''
+    project.makepyfile(
+        test_bad="""
         import pytest
 
         @pytest.mark.max_recompiles("two")
         def test_it():
             pass
-    ''')
+    """
+    )
     result = project.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*max_recompiles needs a non-negative int*"])
 
 
 def test_failing_test_keeps_its_own_failure(project):
-    project.makepyfile(test_own='''
+    project.makepyfile(
+        test_own="""
         import pytest, torch, model
 
         @pytest.mark.no_graph_breaks
         def test_it():
             model.breaks(torch.ones(2))
             assert 1 == 2, "the test's own failure"
-    ''')
+    """
+    )
     result = project.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*the test's own failure*", "*Captured bytegraph call*",
-                                 f"graph break at model.py:{PRINT_LINE} in breaks:*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*the test's own failure*",
+            "*Captured bytegraph call*",
+            f"graph break at model.py:{PRINT_LINE} in breaks:*",
+        ]
+    )
 
 
 def test_terminal_summary_lists_breaks_and_recompiles_per_test(project):
-    project.makepyfile(test_summary='''
+    project.makepyfile(
+        test_summary="""
         import torch, model
 
         def test_break():
@@ -207,22 +237,27 @@ def test_terminal_summary_lists_breaks_and_recompiles_per_test(project):
 
         def test_quiet():
             model.clean(torch.ones(2))
-    ''')
+    """
+    )
     result = project.runpytest()
     result.assert_outcomes(passed=3)
-    assert_lines_in_order(result, [
-        "= bytegraph: graph breaks and recompiles =",
-        "test_summary.py::test_break",
-        f"  graph break at model.py:{PRINT_LINE} in breaks: print: call to print()"
-        '  -> print("side effect")',
-        "test_summary.py::test_recompile",
-        f"  recompile of scaled (model.py:{SCALED_LINE}): L['n'] == 1",
-    ])
+    assert_lines_in_order(
+        result,
+        [
+            "= bytegraph: graph breaks and recompiles =",
+            "test_summary.py::test_break",
+            f"  graph break at model.py:{PRINT_LINE} in breaks: print: call to print()"
+            '  -> print("side effect")',
+            "test_summary.py::test_recompile",
+            f"  recompile of scaled (model.py:{SCALED_LINE}): L['n'] == 1",
+        ],
+    )
     assert "test_summary.py::test_quiet" not in result.stdout.str()
 
 
 def test_report_fixture_sees_graphs_breaks_and_recompiles(project):
-    project.makepyfile(test_fixture='''
+    project.makepyfile(
+        test_fixture="""
         import bytegraph, torch
         from bytegraph.backends.debug import CompileCounter
 
@@ -244,17 +279,20 @@ def test_report_fixture_sees_graphs_breaks_and_recompiles(project):
             scaled(torch.ones(2), 1)
             scaled(torch.ones(2), 2)
             assert [r.failures for r in bytegraph_report.recompiles] == [["L['n'] == 1"]]
-    ''')
+    """
+    )
     project.runpytest().assert_outcomes(passed=1)
 
 
 def test_plugin_can_be_disabled(project):
-    project.makepyfile(test_disabled='''
+    project.makepyfile(
+        test_disabled="""
         import pytest, torch, model
 
         def test_it():
             model.breaks(torch.ones(2))
-    ''')
+    """
+    )
     result = project.runpytest("-p", "no:bytegraph", "--bytegraph-no-graph-breaks")
     assert result.ret != 0  # the option is unknown without the plugin
     result.stderr.fnmatch_lines(["*unrecognized arguments: --bytegraph-no-graph-breaks*"])
@@ -268,5 +306,11 @@ def test_example_project_runs(pytester):
     pytester.runpytest("--strict-markers").assert_outcomes(passed=2, xfailed=1)
     result = pytester.runpytest("--runxfail")
     result.assert_outcomes(passed=2, failed=1)
-    assert_lines_in_order(result, ["1. print: call to print()  [graph break in noisy_normalize]",
-                                   "shapes.py:", 'print("normalized", tuple(y.shape))'])
+    assert_lines_in_order(
+        result,
+        [
+            "1. print: call to print()  [graph break in noisy_normalize]",
+            "shapes.py:",
+            'print("normalized", tuple(y.shape))',
+        ],
+    )

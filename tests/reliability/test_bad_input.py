@@ -64,7 +64,9 @@ def test_async_generator_and_generator_run_like_eager():
 
     x = torch.ones(2)
     compiled_agen = _quiet(bytegraph.compile, async_gen)
-    torch.testing.assert_close(asyncio.run(consume(compiled_agen(x))), asyncio.run(consume(async_gen(x))))
+    torch.testing.assert_close(
+        asyncio.run(consume(compiled_agen(x))), asyncio.run(consume(async_gen(x)))
+    )
     compiled_gen = _quiet(bytegraph.compile, gen)
     torch.testing.assert_close(list(compiled_gen(x)), list(gen(x)))
 
@@ -74,8 +76,11 @@ def test_coroutine_function_under_fullgraph_is_a_clear_error():
         bytegraph.compile(async_fn, fullgraph=True)
 
 
-@pytest.mark.parametrize("obj", [len, torch.relu, Thing, Thing.__dict__["static"], Thing.prop],
-                         ids=["builtin", "c_function", "class", "staticmethod_object", "property"])
+@pytest.mark.parametrize(
+    "obj",
+    [len, torch.relu, Thing, Thing.__dict__["static"], Thing.prop],
+    ids=["builtin", "c_function", "class", "staticmethod_object", "property"],
+)
 def test_non_function_is_a_clear_type_error(obj):
     with pytest.raises(TypeError, match="expects a Python function"):
         bytegraph.compile(obj)
@@ -90,8 +95,12 @@ def test_coroutine_object_is_a_clear_type_error():
 
 def test_partial_callable_instance_static_and_class_methods():
     x = torch.ones(2)
-    cases = [(functools.partial(lambda a, x: x * a, 2), x * 2), (Thing(), x + 2),
-             (Thing.static, x * 3), (Thing.klass, x * 4)]
+    cases = [
+        (functools.partial(lambda a, x: x * a, 2), x * 2),
+        (Thing(), x + 2),
+        (Thing.static, x * 3),
+        (Thing.klass, x * 4),
+    ]
     for fn, expected in cases:
         compiled = bytegraph.compile(fn)
         for _ in range(2):
@@ -126,8 +135,10 @@ def _make(source: str, name: str):
 
 
 def test_300_arguments():
-    fn = _make("def many(" + ", ".join(f"a{i}" for i in range(300)) + "):\n    return a0 * 2 + a299\n",
-               "many")
+    fn = _make(
+        "def many(" + ", ".join(f"a{i}" for i in range(300)) + "):\n    return a0 * 2 + a299\n",
+        "many",
+    )
     args = [torch.full((1,), float(i)) for i in range(300)]
     compiled = bytegraph.compile(fn)
     torch.testing.assert_close(compiled(*args), fn(*args))

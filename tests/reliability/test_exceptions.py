@@ -1,6 +1,7 @@
 """Exceptions raised by user code inside compiled regions propagate as in eager: same type, args and
-chaining (``__cause__``/``__context__``), and the traceback shows the user's file and line. Errors of
-bytegraph itself are ``InternalError`` (``fullgraph=True``) or a clean fallback, never a user error."""
+chaining (``__cause__``/``__context__``), and the traceback shows the user's file and line. Errors
+of bytegraph itself are ``InternalError`` (``fullgraph=True``) or a clean fallback, never a user
+error."""
 
 from __future__ import annotations
 

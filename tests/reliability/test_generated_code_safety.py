@@ -1,6 +1,6 @@
 """Generated guard and resume code never embeds a user object's repr as code and never calls the
-user's ``__eq__``/``__hash__``/``__getattr__``/``__repr__``/properties: hostile objects reached as an
-argument, inside a list, as a global and as a closure cell, across a graph break, keep every call
+user's ``__eq__``/``__hash__``/``__getattr__``/``__repr__``/properties: hostile objects reached as
+an argument, inside a list, as a global and as a closure cell, across a graph break, keep every call
 counter at zero."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import torch
 from hostile import CALLS, MARK, Hostile
 
 import bytegraph
-
 
 GLOBAL_HOSTILE = Hostile()
 
@@ -25,6 +24,7 @@ def make():
             y = y + 1
         print("break")
         return y + len(hs), h, cell
+
     return fn
 
 
@@ -39,7 +39,9 @@ def test_hostile_objects_are_not_called_or_embedded(capsys):
         assert result[1] is args[1]
         torch.testing.assert_close(result[0], fn(*args)[0])
     state = bytegraph.state_of(compiled)
-    sources = [bytegraph.guard_source(compiled)] + [e.guards.source for e in bytegraph.cache_entries(compiled)]
+    sources = [bytegraph.guard_source(compiled)] + [
+        e.guards.source for e in bytegraph.cache_entries(compiled)
+    ]
     for resume in state.resumes.values():
         sources.append(bytegraph.guard_source(resume) if hasattr(resume, "__bytegraph__") else "")
         sources.append(dis.Bytecode(resume.__code__).dis())

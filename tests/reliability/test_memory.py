@@ -2,11 +2,11 @@
 finalisers fire) and memory returns to its baseline; a dead model's entries go without ``reset()``;
 warm calls allocate nothing that stays.
 
-CI runs the full 10,000 closures and 1,000,000 warm calls (``python tests/reliability/test_memory.py``
-runs the same outside pytest). What stays behind per dropped closure is CPython's, about 80 bytes:
-``compile()`` interns the file name it is given, and FX names each graph's code
-``<eval_with_key>.N``; FX's own copy of each graph's source is dropped with the graph
-(``backends/graph_source.py``).
+CI runs the full 10,000 closures and 1,000,000 warm calls (``python
+tests/reliability/test_memory.py`` runs the same outside pytest). What stays behind per dropped
+closure is CPython's, about 80 bytes: ``compile()`` interns the file name it is given, and FX names
+each graph's code ``<eval_with_key>.N``; FX's own copy of each graph's source is dropped with the
+graph (``backends/graph_source.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def _make(k: int):
 
     def fn(x):
         return x * scale + 1
+
     return fn
 
 

@@ -33,8 +33,8 @@ def with_callback(x, g):
 
 
 def run_threads(threads: int = THREADS, calls: int = CALLS, deadline_s: float = DEADLINE_S) -> dict:
-    """Run the scenario; returns counters. Raises AssertionError on a wrong result, an exception or a
-    missed deadline."""
+    """Run the scenario; returns counters. Raises AssertionError on a wrong result, an exception or
+    a missed deadline."""
     compiled_shared = bytegraph.compile(shared)
     compiled_cb = bytegraph.compile(with_callback)
     errors: list[BaseException] = []
@@ -68,7 +68,7 @@ def run_threads(threads: int = THREADS, calls: int = CALLS, deadline_s: float = 
             i = 0
             while not stop.is_set():
                 k = float(i % 3)
-                g = (lambda k: lambda t: t + k)(k)  # a new function each time: guarded by identity
+                g = (lambda c: lambda t: t + c)(k)  # a new function each time: guarded by identity
                 x = torch.ones(2)
                 got = compiled_cb(x, g)
                 if not torch.equal(got, with_callback(x, g)):
@@ -83,10 +83,16 @@ def run_threads(threads: int = THREADS, calls: int = CALLS, deadline_s: float = 
     sys.setswitchinterval(1e-6)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the recompile limit may be hit: it warns, runs eagerly
-            workers = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(threads)]
-            extra = [threading.Thread(target=resetter, daemon=True),
-                     threading.Thread(target=dropper, daemon=True)]
+            warnings.simplefilter(
+                "ignore"
+            )  # the recompile limit may be hit: it warns, runs eagerly
+            workers = [
+                threading.Thread(target=worker, args=(t,), daemon=True) for t in range(threads)
+            ]
+            extra = [
+                threading.Thread(target=resetter, daemon=True),
+                threading.Thread(target=dropper, daemon=True),
+            ]
             for t in workers + extra:
                 t.start()
             end = time.monotonic() + deadline_s

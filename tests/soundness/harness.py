@@ -179,8 +179,9 @@ def _run_timing(run: Run, timing: str) -> None:
         run.mutate()
         run.call()
         run.call()
-    assert run.traces() - base == s.recompiles, \
+    assert run.traces() - base == s.recompiles, (
         f"expected {s.recompiles} recompile(s), got {run.traces() - base}: {_reasons(run)}"
+    )
     if s.reason and timing != "in_break":
         assert any(s.reason in r for r in _reasons(run)[1:]), _reasons(run)
     if s.restore is not None and timing != "before_second_call":

@@ -30,50 +30,89 @@ def _one_entry(compiled) -> None:
 def _dead(ref) -> None:
     assert ref() is None, "a guard kept the replaced object alive"
 
+
 GLOBALS = [
-    S("global_float_rebound", """
+    S(
+        "global_float_rebound",
+        """
         SCALE = 2.0
         def fn(x):
             x = x + 1
             BREAK
             return x * SCALE
-        """, "SCALE = 3.0", "SCALE = 2.0", reason="G['SCALE'] == 2.0"),
-    S("global_int_rebound_static", """
+        """,
+        "SCALE = 3.0",
+        "SCALE = 2.0",
+        reason="G['SCALE'] == 2.0",
+    ),
+    S(
+        "global_int_rebound_static",
+        """
         N = 2
         def fn(x):
             x = x + 1
             BREAK
             return x + N
-        """, "N = 5", "N = 2", dynamic=False, reason="G['N'] == 2"),
-    S("global_int_rebound_automatic_dynamic", """
+        """,
+        "N = 5",
+        "N = 2",
+        dynamic=False,
+        reason="G['N'] == 2",
+    ),
+    S(
+        "global_int_rebound_automatic_dynamic",
+        """
         N = 2
         def fn(x):
             x = x + 1
             BREAK
             return x + N
-        """, "N = 5", "N = 2", reason="G['N'] == 2"),
-    S("global_int_used_as_size", """
+        """,
+        "N = 5",
+        "N = 2",
+        reason="G['N'] == 2",
+    ),
+    S(
+        "global_int_used_as_size",
+        """
         N = 3
         def fn(x):
             x = x + 1
             BREAK
             return x.new_ones(N) * x.sum()
-        """, "N = 4", "N = 3", dynamic=False),
-    S("global_str_selects_branch", """
+        """,
+        "N = 4",
+        "N = 3",
+        dynamic=False,
+    ),
+    S(
+        "global_str_selects_branch",
+        """
         MODE = "relu"
         def fn(x):
             x = x - 1
             BREAK
             return torch.relu(x) if MODE == "relu" else torch.tanh(x)
-        """, "MODE = 'tanh'", "MODE = 'relu'", reason="G['MODE'] == 'relu'"),
-    S("global_str_names_torch_function", """
+        """,
+        "MODE = 'tanh'",
+        "MODE = 'relu'",
+        reason="G['MODE'] == 'relu'",
+    ),
+    S(
+        "global_str_names_torch_function",
+        """
         NAME = "sin"
         def fn(x):
             x = x * 2
             BREAK
             return getattr(torch, NAME)(x)
-        """, "NAME = 'cos'", "NAME = 'sin'"),
-    S("global_bool_flag", """
+        """,
+        "NAME = 'cos'",
+        "NAME = 'sin'",
+    ),
+    S(
+        "global_bool_flag",
+        """
         FLAG = True
         def fn(x):
             x = x * 2
@@ -81,89 +120,155 @@ GLOBALS = [
             if FLAG:
                 return x + 1
             return x - 1
-        """, "FLAG = False", "FLAG = True"),
-    S("global_float_becomes_int", """
+        """,
+        "FLAG = False",
+        "FLAG = True",
+    ),
+    S(
+        "global_float_becomes_int",
+        """
         SCALE = 2.0
         def fn(x):
             x = x.long()
             BREAK
             return x * SCALE
-        """, "SCALE = 2", "SCALE = 2.0", reason="type(G['SCALE']) is ___float"),
-    S("global_none_becomes_tensor", """
+        """,
+        "SCALE = 2",
+        "SCALE = 2.0",
+        reason="type(G['SCALE']) is ___float",
+    ),
+    S(
+        "global_none_becomes_tensor",
+        """
         BIAS = None
         def fn(x):
             x = x * 2
             BREAK
             return x if BIAS is None else x + BIAS
-        """, "BIAS = torch.ones(3)", "BIAS = None"),
-    S("global_tensor_rebound_same_metadata", """
+        """,
+        "BIAS = torch.ones(3)",
+        "BIAS = None",
+    ),
+    S(
+        "global_tensor_rebound_same_metadata",
+        """
         W = torch.ones(3)
         def fn(x):
             x = x * 2
             BREAK
             return x * W
-        """, "W = torch.full((3,), 5.0)", "W = torch.ones(3)", recompiles=0,
-      note="a tensor is a graph input: new contents need no recompile"),
-    S("global_tensor_mutated_in_place", """
+        """,
+        "W = torch.full((3,), 5.0)",
+        "W = torch.ones(3)",
+        recompiles=0,
+        note="a tensor is a graph input: new contents need no recompile",
+    ),
+    S(
+        "global_tensor_mutated_in_place",
+        """
         W = torch.ones(3)
         def fn(x):
             x = x * 2
             BREAK
             return x * W
-        """, "W.mul_(4.0)", "W.fill_(1.0)", recompiles=0),
-    S("global_tensor_shape_changes", """
+        """,
+        "W.mul_(4.0)",
+        "W.fill_(1.0)",
+        recompiles=0,
+    ),
+    S(
+        "global_tensor_shape_changes",
+        """
         W = torch.ones(3)
         def fn(x):
             x = x * 2
             BREAK
             return x.sum() + W.sum() * W.shape[0]
-        """, "W = torch.ones(5)", "W = torch.ones(3)"),
-    S("global_tensor_dtype_changes", """
+        """,
+        "W = torch.ones(5)",
+        "W = torch.ones(3)",
+    ),
+    S(
+        "global_tensor_dtype_changes",
+        """
         W = torch.ones(3)
         def fn(x):
             x = x * 2
             BREAK
             return x + W
-        """, "W = torch.ones(3, dtype=torch.float64)", "W = torch.ones(3)"),
-    S("global_tensor_requires_grad_changes", """
+        """,
+        "W = torch.ones(3, dtype=torch.float64)",
+        "W = torch.ones(3)",
+    ),
+    S(
+        "global_tensor_requires_grad_changes",
+        """
         W = torch.ones(3)
         def fn(x):
             x = x * 2
             BREAK
             return (x * W).requires_grad, x * W
-        """, "W.requires_grad_(True)", "W.requires_grad_(False)"),
-    S("global_tensor_alias_broken", """
+        """,
+        "W.requires_grad_(True)",
+        "W.requires_grad_(False)",
+    ),
+    S(
+        "global_tensor_alias_broken",
+        """
         A = torch.ones(3)
         B = A
         def fn(x):
             x = x * 2
             BREAK
             return x + A + B * 2
-        """, "B = torch.full((3,), 5.0)", "B = A", reason="G['B'] is G['A']"),
-    S("global_nan_rebound", """
+        """,
+        "B = torch.full((3,), 5.0)",
+        "B = A",
+        reason="G['B'] is G['A']",
+    ),
+    S(
+        "global_nan_rebound",
+        """
         SCALE = float("nan")
         def fn(x):
             x = x + 1
             BREAK
             return x * 0 if SCALE != SCALE else x * SCALE
-        """, "SCALE = 1.5", "SCALE = float('nan')", dynamic=False),
-    S("global_int_used_as_dim", """
+        """,
+        "SCALE = 1.5",
+        "SCALE = float('nan')",
+        dynamic=False,
+    ),
+    S(
+        "global_int_used_as_dim",
+        """
         DIM = 0
         def fn(x):
             x = x.reshape(3, 1) + 1
             BREAK
             return x.sum(DIM)
-        """, "DIM = 1", "DIM = 0"),
-    S("global_tensor_grad_assigned", """
+        """,
+        "DIM = 1",
+        "DIM = 0",
+    ),
+    S(
+        "global_tensor_grad_assigned",
+        """
         W = torch.ones(3, requires_grad=True)
         def fn(x):
             x = x + 1
             BREAK
             return x if W.grad is None else x + W.grad
-        """, "W.grad = torch.full((3,), 4.0)", "W.grad = None", recompiles=2,
-      note="Tensor.grad is not traced: each read breaks the graph, the value goes to the resume "
-           "function (guarded there); the recompiled resume function breaks at the second read"),
-    S("global_function_freed_and_id_reused", """
+        """,
+        "W.grad = torch.full((3,), 4.0)",
+        "W.grad = None",
+        recompiles=1,
+        note="Tensor.grad of an input is read through its source and guarded (None, or the "
+        "tensor's match): assigning a gradient recompiles once; None again reuses the first",
+    ),
+    S(
+        "global_function_freed_and_id_reused",
+        """
         import gc
         ACT = lambda t: t + 1
         def make():
@@ -190,10 +295,16 @@ GLOBALS = [
             x = x + 1
             BREAK
             return ACT(x)
-        """, "replace_act()", None, timings=NO_BREAK,
-      note="the old entry is dropped when ACT dies; the new function must not match it by id",
-      check=lambda ns, compiled: _one_entry(compiled)),
-    S("global_module_freed", """
+        """,
+        "replace_act()",
+        None,
+        timings=NO_BREAK,
+        note="the old entry is dropped when ACT dies; the new function must not match it by id",
+        check=lambda ns, compiled: _one_entry(compiled),
+    ),
+    S(
+        "global_module_freed",
+        """
         import gc
         import weakref
         class Net(torch.nn.Module):
@@ -204,11 +315,18 @@ GLOBALS = [
             x = x + 1
             BREAK
             return NET(x)
-        """, "OLD = weakref.ref(NET); NET = Net(); gc.collect()", None, recompiles=0,
-      timings=NO_BREAK, check=lambda ns, compiled: _dead(ns["OLD"]),
-      note="modules are guarded by structure (MODULE_TREE), not kept alive: an equal new module "
-           "reuses the entry"),
-    S("global_function_rebound", """
+        """,
+        "OLD = weakref.ref(NET); NET = Net(); gc.collect()",
+        None,
+        recompiles=0,
+        timings=NO_BREAK,
+        check=lambda ns, compiled: _dead(ns["OLD"]),
+        note="modules are guarded by structure (MODULE_TREE), not kept alive: an equal new module "
+        "reuses the entry",
+    ),
+    S(
+        "global_function_rebound",
+        """
         def double(x):
             return x * 2
         def negate(x):
@@ -218,45 +336,79 @@ GLOBALS = [
             x = x + 1
             BREAK
             return ACT(x)
-        """, "ACT = negate", "ACT = double", reason="G['ACT'] is"),
-    S("global_torch_function_rebound", """
+        """,
+        "ACT = negate",
+        "ACT = double",
+        reason="G['ACT'] is",
+    ),
+    S(
+        "global_torch_function_rebound",
+        """
         ACT = torch.relu
         def fn(x):
             x = x - 1
             BREAK
             return ACT(x)
-        """, "ACT = torch.tanh", "ACT = torch.relu"),
-    S("global_dtype_rebound", """
+        """,
+        "ACT = torch.tanh",
+        "ACT = torch.relu",
+    ),
+    S(
+        "global_dtype_rebound",
+        """
         DT = torch.float32
         def fn(x):
             x = x + 1
             BREAK
             return x.to(DT)
-        """, "DT = torch.float64", "DT = torch.float32"),
-    S("global_deleted", """
+        """,
+        "DT = torch.float64",
+        "DT = torch.float32",
+    ),
+    S(
+        "global_deleted",
+        """
         SCALE = 2.0
         def fn(x):
             x = x + 1
             BREAK
             return x * SCALE
-        """, "del SCALE", "SCALE = 2.0", fallback=True,
-      note="eager raises NameError; the retrace refuses (name_error), fn runs in Python"),
-    S("builtin_shadowed_by_global", """
+        """,
+        "del SCALE",
+        "SCALE = 2.0",
+        fallback=True,
+        note="eager raises NameError; the retrace refuses (name_error), fn runs in Python",
+    ),
+    S(
+        "builtin_shadowed_by_global",
+        """
         def LEN(s):
             return 10
         def fn(x):
             x = x + 1
             BREAK
             return x * len([1, 2])
-        """, "len = LEN", "globals().pop('len', None)", reason="'len'"),
-    S("global_tuple_rebound", """
+        """,
+        "len = LEN",
+        "globals().pop('len', None)",
+        reason="'len'",
+    ),
+    S(
+        "global_tuple_rebound",
+        """
         SHAPE = (3, 1)
         def fn(x):
             x = x + 1
             BREAK
             return x.reshape(SHAPE)
-        """, "SHAPE = (1, 3)", "SHAPE = (3, 1)", dynamic=False),
-    S("global_python_module_attribute", """
+        """,
+        "SHAPE = (1, 3)",
+        "SHAPE = (3, 1)",
+        dynamic=False,
+    ),
+    S(
+        "global_python_module_attribute",
+        """
         import types
         CFG = types.ModuleType("cfg")
         CFG.scale = 2.0
@@ -264,8 +416,14 @@ GLOBALS = [
             x = x + 1
             BREAK
             return x * CFG.scale
-        """, "CFG.scale = 3.0", "CFG.scale = 2.0", reason="G['CFG'].scale == 2.0"),
-    S("global_python_module_rebound", """
+        """,
+        "CFG.scale = 3.0",
+        "CFG.scale = 2.0",
+        reason="G['CFG'].scale == 2.0",
+    ),
+    S(
+        "global_python_module_rebound",
+        """
         import math
         import types
         FAKE = types.ModuleType("fake_math")
@@ -275,53 +433,92 @@ GLOBALS = [
             x = x + 1
             BREAK
             return x * M.pi
-        """, "M = FAKE", "M = math"),
+        """,
+        "M = FAKE",
+        "M = math",
+    ),
 ]
 
 CONTAINERS = [
-    S("global_list_item_mutated", """
+    S(
+        "global_list_item_mutated",
+        """
         LST = [1.0, 2.0]
         def fn(x):
             x = x + 1
             BREAK
             return x * LST[0]
-        """, "LST[0] = 5.0", "LST[0] = 1.0", reason="G['LST'][0] == 1.0"),
-    S("global_list_appended", """
+        """,
+        "LST[0] = 5.0",
+        "LST[0] = 1.0",
+        reason="G['LST'][0] == 1.0",
+    ),
+    S(
+        "global_list_appended",
+        """
         LST = [1.0, 2.0]
         def fn(x):
             x = x + 1
             BREAK
             return x * sum(LST)
-        """, "LST.append(3.0)", "LST[:] = [1.0, 2.0]", reason="len(G['LST']) == 2"),
-    S("global_list_item_changes_type", """
+        """,
+        "LST.append(3.0)",
+        "LST[:] = [1.0, 2.0]",
+        reason="len(G['LST']) == 2",
+    ),
+    S(
+        "global_list_item_changes_type",
+        """
         LST = [1.0, 2.0]
         def fn(x):
             x = x + 1
             BREAK
             return x * LST[1]
-        """, "LST[1] = 2", "LST[1] = 2.0"),
-    S("global_list_membership", """
+        """,
+        "LST[1] = 2",
+        "LST[1] = 2.0",
+    ),
+    S(
+        "global_list_membership",
+        """
         LST = [1, 2]
         def fn(x):
             x = x + 1
             BREAK
             return x + 1 if 3 in LST else x - 1
-        """, "LST[1] = 3", "LST[1] = 2", dynamic=False),
-    S("global_list_tensor_replaced", """
+        """,
+        "LST[1] = 3",
+        "LST[1] = 2",
+        dynamic=False,
+    ),
+    S(
+        "global_list_tensor_replaced",
+        """
         LST = [torch.ones(3)]
         def fn(x):
             x = x + 1
             BREAK
             return x.sum() + LST[0].sum() * LST[0].shape[0]
-        """, "LST[0] = torch.ones(4)", "LST[0] = torch.ones(3)"),
-    S("global_dict_value_mutated", """
+        """,
+        "LST[0] = torch.ones(4)",
+        "LST[0] = torch.ones(3)",
+    ),
+    S(
+        "global_dict_value_mutated",
+        """
         D = {"a": 1.0, "b": 2.0}
         def fn(x):
             x = x + 1
             BREAK
             return x * D["a"]
-        """, "D['a'] = 7.0", "D['a'] = 1.0", reason="G['D']['a'] == 1.0"),
-    S("global_dict_key_added", """
+        """,
+        "D['a'] = 7.0",
+        "D['a'] = 1.0",
+        reason="G['D']['a'] == 1.0",
+    ),
+    S(
+        "global_dict_key_added",
+        """
         D = {"a": 1.0}
         def fn(x):
             x = x + 1
@@ -329,65 +526,110 @@ CONTAINERS = [
             for v in D.values():
                 x = x * v
             return x
-        """, "D['b'] = 3.0", "D.pop('b', None)"),
-    S("global_dict_key_removed", """
+        """,
+        "D['b'] = 3.0",
+        "D.pop('b', None)",
+    ),
+    S(
+        "global_dict_key_removed",
+        """
         D = {"a": 1.0, "b": 3.0}
         def fn(x):
             x = x + 1
             BREAK
             return x * len(D)
-        """, "del D['b']", "D['b'] = 3.0"),
-    S("global_dict_reordered", """
+        """,
+        "del D['b']",
+        "D['b'] = 3.0",
+    ),
+    S(
+        "global_dict_reordered",
+        """
         D = {"a": 1.0, "b": 3.0}
         def fn(x):
             x = x + 1
             BREAK
             return [x * v for v in D.values()]
-        """, "D.pop('a'); D['a'] = 1.0", "D.pop('b'); D['b'] = 3.0"),
-    S("global_dict_membership", """
+        """,
+        "D.pop('a'); D['a'] = 1.0",
+        "D.pop('b'); D['b'] = 3.0",
+    ),
+    S(
+        "global_dict_membership",
+        """
         D = {"a": 1.0}
         def fn(x):
             x = x + 1
             BREAK
             return x * 2 if "b" in D else x
-        """, "D['b'] = 0.0", "D.pop('b', None)"),
-    S("global_nested_dict_list", """
+        """,
+        "D['b'] = 0.0",
+        "D.pop('b', None)",
+    ),
+    S(
+        "global_nested_dict_list",
+        """
         CFG = {"layers": [1.0, 2.0]}
         def fn(x):
             x = x + 1
             BREAK
             return x * CFG["layers"][1]
-        """, "CFG['layers'][1] = 9.0", "CFG['layers'][1] = 2.0"),
-    S("global_list_in_tuple_mutated", """
+        """,
+        "CFG['layers'][1] = 9.0",
+        "CFG['layers'][1] = 2.0",
+    ),
+    S(
+        "global_list_in_tuple_mutated",
+        """
         T = ([1.0], 2.0)
         def fn(x):
             x = x + 1
             BREAK
             return x * T[0][0] + T[1]
-        """, "T[0][0] = 4.0", "T[0][0] = 1.0"),
-    S("global_set_mutated", """
+        """,
+        "T[0][0] = 4.0",
+        "T[0][0] = 1.0",
+    ),
+    S(
+        "global_set_mutated",
+        """
         FLAGS = {"a", "b"}
         def fn(x):
             x = x + 1
             BREAK
             return x * 2 if "c" in FLAGS else x
-        """, "FLAGS.add('c')", "FLAGS.discard('c')"),
-    S("global_ordered_dict_mutated", """
+        """,
+        "FLAGS.add('c')",
+        "FLAGS.discard('c')",
+    ),
+    S(
+        "global_ordered_dict_mutated",
+        """
         import collections
         OD = collections.OrderedDict(a=1.0)
         def fn(x):
             x = x + 1
             BREAK
             return x * len(OD)
-        """, "OD['b'] = 2.0", "OD.pop('b', None)"),
-    S("global_dict_with_tuple_keys_mutated", """
+        """,
+        "OD['b'] = 2.0",
+        "OD.pop('b', None)",
+    ),
+    S(
+        "global_dict_with_tuple_keys_mutated",
+        """
         D = {(0, 1): 2.0}
         def fn(x):
             x = x + 1
             BREAK
             return x * D[(0, 1)]
-        """, "D[(0, 1)] = 5.0", "D[(0, 1)] = 2.0"),
-    S("global_list_subclass_mutated", """
+        """,
+        "D[(0, 1)] = 5.0",
+        "D[(0, 1)] = 2.0",
+    ),
+    S(
+        "global_list_subclass_mutated",
+        """
         class MyList(list):
             pass
         LST = MyList([1.0, 2.0])
@@ -395,11 +637,16 @@ CONTAINERS = [
             x = x + 1
             BREAK
             return x * len(LST)
-        """, "LST.append(3.0)", "LST[:] = [1.0, 2.0]"),
+        """,
+        "LST.append(3.0)",
+        "LST[:] = [1.0, 2.0]",
+    ),
 ]
 
 OBJECTS = [
-    S("object_attribute_mutated", """
+    S(
+        "object_attribute_mutated",
+        """
         class Config:
             def __init__(self):
                 self.scale = 2.0
@@ -408,8 +655,14 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.scale
-        """, "OBJ.scale = 3.0", "OBJ.scale = 2.0", reason="G['OBJ'].scale == 2.0"),
-    S("object_instance_attribute_shadows_class", """
+        """,
+        "OBJ.scale = 3.0",
+        "OBJ.scale = 2.0",
+        reason="G['OBJ'].scale == 2.0",
+    ),
+    S(
+        "object_instance_attribute_shadows_class",
+        """
         class Config:
             scale = 2.0
         OBJ = Config()
@@ -417,8 +670,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.scale
-        """, "OBJ.scale = 3.0", "vars(OBJ).pop('scale', None)"),
-    S("class_attribute_mutated_read_through_instance", """
+        """,
+        "OBJ.scale = 3.0",
+        "vars(OBJ).pop('scale', None)",
+    ),
+    S(
+        "class_attribute_mutated_read_through_instance",
+        """
         class Config:
             scale = 2.0
         OBJ = Config()
@@ -426,16 +684,26 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.scale
-        """, "Config.scale = 5.0", "Config.scale = 2.0"),
-    S("class_attribute_mutated_read_through_class", """
+        """,
+        "Config.scale = 5.0",
+        "Config.scale = 2.0",
+    ),
+    S(
+        "class_attribute_mutated_read_through_class",
+        """
         class Config:
             scale = 2.0
         def fn(x):
             x = x + 1
             BREAK
             return x * Config.scale
-        """, "Config.scale = 5.0", "Config.scale = 2.0"),
-    S("object_tensor_attribute_reshaped", """
+        """,
+        "Config.scale = 5.0",
+        "Config.scale = 2.0",
+    ),
+    S(
+        "object_tensor_attribute_reshaped",
+        """
         class Holder:
             def __init__(self):
                 self.w = torch.ones(3)
@@ -444,8 +712,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x.sum() * OBJ.w.shape[0] + OBJ.w.sum()
-        """, "OBJ.w = torch.ones(6)", "OBJ.w = torch.ones(3)"),
-    S("object_in_list_attribute_mutated", """
+        """,
+        "OBJ.w = torch.ones(6)",
+        "OBJ.w = torch.ones(3)",
+    ),
+    S(
+        "object_in_list_attribute_mutated",
+        """
         class Config:
             def __init__(self, scale):
                 self.scale = scale
@@ -454,8 +727,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJS[1].scale
-        """, "OBJS[1].scale = 4.0", "OBJS[1].scale = 3.0"),
-    S("object_in_list_swapped", """
+        """,
+        "OBJS[1].scale = 4.0",
+        "OBJS[1].scale = 3.0",
+    ),
+    S(
+        "object_in_list_swapped",
+        """
         class Config:
             def __init__(self, scale):
                 self.scale = scale
@@ -465,8 +743,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJS[0].scale
-        """, "OBJS[0] = Config(6.0)", "OBJS[0] = KEEP"),
-    S("object_list_attribute_mutated", """
+        """,
+        "OBJS[0] = Config(6.0)",
+        "OBJS[0] = KEEP",
+    ),
+    S(
+        "object_list_attribute_mutated",
+        """
         class Config:
             def __init__(self):
                 self.scales = [1.0, 2.0]
@@ -475,8 +758,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.scales[1]
-        """, "OBJ.scales[1] = 8.0", "OBJ.scales[1] = 2.0"),
-    S("object_class_swapped", """
+        """,
+        "OBJ.scales[1] = 8.0",
+        "OBJ.scales[1] = 2.0",
+    ),
+    S(
+        "object_class_swapped",
+        """
         class A:
             def f(self, x):
                 return x + 1
@@ -488,8 +776,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return OBJ.f(x)
-        """, "OBJ.__class__ = B", "OBJ.__class__ = A"),
-    S("method_monkeypatched_on_class", """
+        """,
+        "OBJ.__class__ = B",
+        "OBJ.__class__ = A",
+    ),
+    S(
+        "method_monkeypatched_on_class",
+        """
         class Model:
             def f(self, x):
                 return x + 1
@@ -501,8 +794,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return OBJ.f(x)
-        """, "Model.f = PATCH", "Model.f = ORIGINAL"),
-    S("method_monkeypatched_on_instance", """
+        """,
+        "Model.f = PATCH",
+        "Model.f = ORIGINAL",
+    ),
+    S(
+        "method_monkeypatched_on_instance",
+        """
         class Model:
             def f(self, x):
                 return x + 1
@@ -513,8 +811,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return OBJ.f(x)
-        """, "OBJ.f = PATCH", "vars(OBJ).pop('f', None)"),
-    S("property_replaced_on_class", """
+        """,
+        "OBJ.f = PATCH",
+        "vars(OBJ).pop('f', None)",
+    ),
+    S(
+        "property_replaced_on_class",
+        """
         class Model:
             @property
             def scale(self):
@@ -526,8 +829,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return x * OBJ.scale
-        """, "Model.scale = PATCH", "Model.scale = ORIGINAL"),
-    S("property_reads_mutated_attribute", """
+        """,
+        "Model.scale = PATCH",
+        "Model.scale = ORIGINAL",
+    ),
+    S(
+        "property_reads_mutated_attribute",
+        """
         class Model:
             def __init__(self):
                 self._scale = 2.0
@@ -539,8 +847,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return x * OBJ.scale
-        """, "OBJ._scale = 7.0", "OBJ._scale = 2.0"),
-    S("staticmethod_replaced_on_class", """
+        """,
+        "OBJ._scale = 7.0",
+        "OBJ._scale = 2.0",
+    ),
+    S(
+        "staticmethod_replaced_on_class",
+        """
         class Model:
             @staticmethod
             def act(x):
@@ -552,8 +865,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return OBJ.act(x)
-        """, "Model.act = PATCH", "Model.act = ORIGINAL"),
-    S("classmethod_reads_mutated_class_attribute", """
+        """,
+        "Model.act = PATCH",
+        "Model.act = ORIGINAL",
+    ),
+    S(
+        "classmethod_reads_mutated_class_attribute",
+        """
         class Model:
             factor = 2.0
             @classmethod
@@ -564,8 +882,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return OBJ.scale(x)
-        """, "Model.factor = 5.0", "Model.factor = 2.0"),
-    S("function_replaced_on_class_called_through_class", """
+        """,
+        "Model.factor = 5.0",
+        "Model.factor = 2.0",
+    ),
+    S(
+        "function_replaced_on_class_called_through_class",
+        """
         class Ops:
             def act(self, x):
                 return x + 1
@@ -577,8 +900,13 @@ OBJECTS = [
             x = x * 2
             BREAK
             return Ops.act(OBJ, x)
-        """, "Ops.act = PATCH", "Ops.act = ORIGINAL"),
-    S("bound_method_default_rebound", """
+        """,
+        "Ops.act = PATCH",
+        "Ops.act = ORIGINAL",
+    ),
+    S(
+        "bound_method_default_rebound",
+        """
         class Model:
             def f(self, x, k=2.0):
                 return x * k
@@ -587,8 +915,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return M(x)
-        """, "Model.f.__defaults__ = (3.0,)", "Model.f.__defaults__ = (2.0,)"),
-    S("bound_method_global_self_mutated", """
+        """,
+        "Model.f.__defaults__ = (3.0,)",
+        "Model.f.__defaults__ = (2.0,)",
+    ),
+    S(
+        "bound_method_global_self_mutated",
+        """
         class Model:
             def __init__(self):
                 self.k = 2.0
@@ -599,8 +932,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return M(x)
-        """, "M.__self__.k = 3.0", "M.__self__.k = 2.0"),
-    S("hasattr_on_object", """
+        """,
+        "M.__self__.k = 3.0",
+        "M.__self__.k = 2.0",
+    ),
+    S(
+        "hasattr_on_object",
+        """
         class Config:
             pass
         OBJ = Config()
@@ -608,24 +946,39 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * 2 if hasattr(OBJ, "extra") else x
-        """, "OBJ.extra = 1", "vars(OBJ).pop('extra', None)"),
-    S("hasattr_on_module", """
+        """,
+        "OBJ.extra = 1",
+        "vars(OBJ).pop('extra', None)",
+    ),
+    S(
+        "hasattr_on_module",
+        """
         import types
         CFG = types.ModuleType("cfg")
         def fn(x):
             x = x + 1
             BREAK
             return x * 2 if hasattr(CFG, "extra") else x
-        """, "CFG.extra = 1", "vars(CFG).pop('extra', None)"),
-    S("hasattr_on_class", """
+        """,
+        "CFG.extra = 1",
+        "vars(CFG).pop('extra', None)",
+    ),
+    S(
+        "hasattr_on_class",
+        """
         class Config:
             pass
         def fn(x):
             x = x + 1
             BREAK
             return x * 2 if hasattr(Config, "extra") else x
-        """, "Config.extra = 1", "vars(Config).get('extra') and delattr(Config, 'extra')"),
-    S("getattr_with_default_on_module", """
+        """,
+        "Config.extra = 1",
+        "vars(Config).get('extra') and delattr(Config, 'extra')",
+    ),
+    S(
+        "getattr_with_default_on_module",
+        """
         import types
         CFG = types.ModuleType("cfg")
         CFG.scale = 2.0
@@ -633,16 +986,26 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * getattr(CFG, "scale", 1.0)
-        """, "vars(CFG).pop('scale', None)", "CFG.scale = 2.0"),
-    S("getattr_on_class", """
+        """,
+        "vars(CFG).pop('scale', None)",
+        "CFG.scale = 2.0",
+    ),
+    S(
+        "getattr_on_class",
+        """
         class Config:
             scale = 2.0
         def fn(x):
             x = x + 1
             BREAK
             return x * getattr(Config, "scale")
-        """, "Config.scale = 3.0", "Config.scale = 2.0"),
-    S("slots_attribute_mutated", """
+        """,
+        "Config.scale = 3.0",
+        "Config.scale = 2.0",
+    ),
+    S(
+        "slots_attribute_mutated",
+        """
         class Point:
             __slots__ = ("k",)
             def __init__(self):
@@ -652,10 +1015,15 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.k
-        """, "OBJ.k = 3.0", "OBJ.k = 2.0",
-      note="slot descriptors are refused: a graph break at OBJ.k, whose value reaches the resume "
-           "function as an argument (guarded there)"),
-    S("object_replaced_by_equal_object", """
+        """,
+        "OBJ.k = 3.0",
+        "OBJ.k = 2.0",
+        note="slot descriptors are refused: a graph break at OBJ.k, whose value reaches the resume "
+        "function as an argument (guarded there)",
+    ),
+    S(
+        "object_replaced_by_equal_object",
+        """
         class Config:
             def __init__(self):
                 self.scale = 2.0
@@ -664,9 +1032,16 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * OBJ.scale
-        """, "OBJ = Config()", None, recompiles=0, timings=NO_BREAK,
-      note="plain objects are guarded by type and the attributes read, not by identity"),
-    S("identity_comparison_with_is", """
+        """,
+        "OBJ = Config()",
+        None,
+        recompiles=0,
+        timings=NO_BREAK,
+        note="plain objects are guarded by type and the attributes read, not by identity",
+    ),
+    S(
+        "identity_comparison_with_is",
+        """
         class Token:
             pass
         A, B = Token(), Token()
@@ -675,8 +1050,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * 2 if MODE is A else x * 3
-        """, "MODE = B", "MODE = A"),
-    S("enum_global_rebound", """
+        """,
+        "MODE = B",
+        "MODE = A",
+    ),
+    S(
+        "enum_global_rebound",
+        """
         import enum
         class Color(enum.Enum):
             RED = 1
@@ -686,8 +1066,13 @@ OBJECTS = [
             x = x + 1
             BREAK
             return x * 2 if C is Color.RED else x * 3
-        """, "C = Color.BLUE", "C = Color.RED"),
-    S("partial_keywords_mutated", """
+        """,
+        "C = Color.BLUE",
+        "C = Color.RED",
+    ),
+    S(
+        "partial_keywords_mutated",
+        """
         import functools
         def scaled(x, scale):
             return x * scale
@@ -696,11 +1081,16 @@ OBJECTS = [
             x = x + 1
             BREAK
             return P(x)
-        """, "P.keywords['scale'] = 3.0", "P.keywords['scale'] = 2.0"),
+        """,
+        "P.keywords['scale'] = 3.0",
+        "P.keywords['scale'] = 2.0",
+    ),
 ]
 
 CLOSURES = [
-    S("closure_float_changed", """
+    S(
+        "closure_float_changed",
+        """
         def make():
             k = 2.0
             def fn(x):
@@ -712,8 +1102,14 @@ CLOSURES = [
                 k = v
             return fn, set_k
         fn, set_k = make()
-        """, "set_k(3.0)", "set_k(2.0)", reason="C['k'].cell_contents == 2.0"),
-    S("closure_function_changed", """
+        """,
+        "set_k(3.0)",
+        "set_k(2.0)",
+        reason="C['k'].cell_contents == 2.0",
+    ),
+    S(
+        "closure_function_changed",
+        """
         def make():
             act = torch.relu
             def fn(x):
@@ -725,8 +1121,13 @@ CLOSURES = [
                 act = v
             return fn, set_act
         fn, set_act = make()
-        """, "set_act(torch.sigmoid)", "set_act(torch.relu)"),
-    S("closure_list_contents_mutated", """
+        """,
+        "set_act(torch.sigmoid)",
+        "set_act(torch.relu)",
+    ),
+    S(
+        "closure_list_contents_mutated",
+        """
         def make():
             scales = [1.0, 2.0]
             def fn(x):
@@ -735,8 +1136,13 @@ CLOSURES = [
                 return x * scales[1]
             return fn, scales
         fn, SCALES = make()
-        """, "SCALES[1] = 5.0", "SCALES[1] = 2.0"),
-    S("closure_tensor_reshaped", """
+        """,
+        "SCALES[1] = 5.0",
+        "SCALES[1] = 2.0",
+    ),
+    S(
+        "closure_tensor_reshaped",
+        """
         def make():
             w = torch.ones(3)
             def fn(x):
@@ -748,8 +1154,13 @@ CLOSURES = [
                 w = v
             return fn, set_w
         fn, set_w = make()
-        """, "set_w(torch.ones(4))", "set_w(torch.ones(3))"),
-    S("closure_of_inlined_helper_changed", """
+        """,
+        "set_w(torch.ones(4))",
+        "set_w(torch.ones(3))",
+    ),
+    S(
+        "closure_of_inlined_helper_changed",
+        """
         def make():
             k = 2.0
             def scale(x):
@@ -763,8 +1174,13 @@ CLOSURES = [
             x = x + 1
             BREAK
             return scale(x)
-        """, "set_k(3.0)", "set_k(2.0)"),
-    S("closure_object_attribute_mutated", """
+        """,
+        "set_k(3.0)",
+        "set_k(2.0)",
+    ),
+    S(
+        "closure_object_attribute_mutated",
+        """
         class Config:
             scale = 2.0
         def make():
@@ -775,8 +1191,13 @@ CLOSURES = [
                 return x * cfg.scale
             return fn, cfg
         fn, CFG = make()
-        """, "CFG.scale = 3.0", "CFG.scale = 2.0"),
-    S("nested_closure_two_levels", """
+        """,
+        "CFG.scale = 3.0",
+        "CFG.scale = 2.0",
+    ),
+    S(
+        "nested_closure_two_levels",
+        """
         def outer():
             k = 2.0
             def middle():
@@ -790,35 +1211,55 @@ CLOSURES = [
                 k = v
             return middle(), set_k
         fn, set_k = outer()
-        """, "set_k(4.0)", "set_k(2.0)"),
+        """,
+        "set_k(4.0)",
+        "set_k(2.0)",
+    ),
 ]
 
 DEFAULTS = [
-    S("default_argument_contents_mutated", """
+    S(
+        "default_argument_contents_mutated",
+        """
         def scaled(x, opts={"scale": 2.0}):
             return x * opts["scale"]
         def fn(x):
             x = x + 1
             BREAK
             return scaled(x)
-        """, "scaled.__defaults__[0]['scale'] = 5.0", "scaled.__defaults__[0]['scale'] = 2.0"),
-    S("default_argument_rebound", """
+        """,
+        "scaled.__defaults__[0]['scale'] = 5.0",
+        "scaled.__defaults__[0]['scale'] = 2.0",
+    ),
+    S(
+        "default_argument_rebound",
+        """
         def scaled(x, scale=2.0):
             return x * scale
         def fn(x):
             x = x + 1
             BREAK
             return scaled(x)
-        """, "scaled.__defaults__ = (5.0,)", "scaled.__defaults__ = (2.0,)"),
-    S("kwonly_default_rebound", """
+        """,
+        "scaled.__defaults__ = (5.0,)",
+        "scaled.__defaults__ = (2.0,)",
+    ),
+    S(
+        "kwonly_default_rebound",
+        """
         def scaled(x, *, scale=2.0):
             return x * scale
         def fn(x):
             x = x + 1
             BREAK
             return scaled(x)
-        """, "scaled.__kwdefaults__ = {'scale': 5.0}", "scaled.__kwdefaults__ = {'scale': 2.0}"),
-    S("default_argument_of_method_rebound", """
+        """,
+        "scaled.__kwdefaults__ = {'scale': 5.0}",
+        "scaled.__kwdefaults__ = {'scale': 2.0}",
+    ),
+    S(
+        "default_argument_of_method_rebound",
+        """
         class Model:
             def f(self, x, k=2.0):
                 return x * k
@@ -827,16 +1268,26 @@ DEFAULTS = [
             x = x + 1
             BREAK
             return OBJ.f(x)
-        """, "Model.f.__defaults__ = (3.0,)", "Model.f.__defaults__ = (2.0,)"),
-    S("default_argument_list_mutated", """
+        """,
+        "Model.f.__defaults__ = (3.0,)",
+        "Model.f.__defaults__ = (2.0,)",
+    ),
+    S(
+        "default_argument_list_mutated",
+        """
         def scaled(x, scales=[2.0]):
             return x * scales[0]
         def fn(x):
             x = x + 1
             BREAK
             return scaled(x)
-        """, "scaled.__defaults__[0][0] = 5.0", "scaled.__defaults__[0][0] = 2.0"),
-    S("inlined_function_code_replaced", """
+        """,
+        "scaled.__defaults__[0][0] = 5.0",
+        "scaled.__defaults__[0][0] = 2.0",
+    ),
+    S(
+        "inlined_function_code_replaced",
+        """
         def act(x):
             return x + 1
         ORIGINAL = act.__code__
@@ -845,27 +1296,41 @@ DEFAULTS = [
             x = x * 2
             BREAK
             return act(x)
-        """, "act.__code__ = PATCH", "act.__code__ = ORIGINAL"),
+        """,
+        "act.__code__ = PATCH",
+        "act.__code__ = ORIGINAL",
+    ),
 ]
 
 OTHER_MODULE = [
-    S("other_module_global_rebound", """
+    S(
+        "other_module_global_rebound",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return helper.scale(x)
-        """, "helper.SCALE = 3.0", "helper.SCALE = 2.0", helper="""
+        """,
+        "helper.SCALE = 3.0",
+        "helper.SCALE = 2.0",
+        helper="""
         SCALE = 2.0
         def scale(x):
             return x * SCALE
-        """),
-    S("other_module_function_rebound", """
+        """,
+    ),
+    S(
+        "other_module_function_rebound",
+        """
         from_helper = helper.apply
         def fn(x):
             x = x + 1
             BREAK
             return from_helper(x)
-        """, "helper.act = helper.negate", "helper.act = helper.double", helper="""
+        """,
+        "helper.act = helper.negate",
+        "helper.act = helper.double",
+        helper="""
         def double(x):
             return x * 2
         def negate(x):
@@ -873,43 +1338,64 @@ OTHER_MODULE = [
         act = double
         def apply(x):
             return act(x)
-        """),
-    S("other_module_list_mutated", """
+        """,
+    ),
+    S(
+        "other_module_list_mutated",
+        """
         from_helper = helper.scale
         def fn(x):
             x = x + 1
             BREAK
             return from_helper(x)
-        """, "helper.SCALES[0] = 6.0", "helper.SCALES[0] = 2.0", helper="""
+        """,
+        "helper.SCALES[0] = 6.0",
+        "helper.SCALES[0] = 2.0",
+        helper="""
         SCALES = [2.0]
         def scale(x):
             return x * SCALES[0]
-        """),
-    S("other_module_builtin_shadowed", """
+        """,
+    ),
+    S(
+        "other_module_builtin_shadowed",
+        """
         from_helper = helper.count
         def fn(x):
             x = x + 1
             BREAK
             return from_helper(x)
-        """, "helper.len = helper.LEN", "vars(helper).pop('len', None)", helper="""
+        """,
+        "helper.len = helper.LEN",
+        "vars(helper).pop('len', None)",
+        helper="""
         def LEN(s):
             return 10
         def count(x):
             return x * len([1, 2])
-        """),
-    S("other_module_attribute_of_module_global", """
+        """,
+    ),
+    S(
+        "other_module_attribute_of_module_global",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return x * helper.CFG.scale
-        """, "helper.CFG.scale = 3.0", "helper.CFG.scale = 2.0", helper="""
+        """,
+        "helper.CFG.scale = 3.0",
+        "helper.CFG.scale = 2.0",
+        helper="""
         import types
         CFG = types.SimpleNamespace(scale=2.0)
-        """),
+        """,
+    ),
 ]
 
 MODULES = [
-    S("nn_submodule_swapped", """
+    S(
+        "nn_submodule_swapped",
+        """
         class Net(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -922,8 +1408,13 @@ MODULES = [
             x = x - 1
             BREAK
             return NET(x)
-        """, "NET.act = torch.nn.Tanh()", "NET.act = RELU"),
-    S("nn_float_attribute_changed", """
+        """,
+        "NET.act = torch.nn.Tanh()",
+        "NET.act = RELU",
+    ),
+    S(
+        "nn_float_attribute_changed",
+        """
         class Net(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -935,8 +1426,13 @@ MODULES = [
             x = x - 1
             BREAK
             return NET(x)
-        """, "NET.scale = 3.0", "NET.scale = 2.0"),
-    S("nn_training_flag_changed", """
+        """,
+        "NET.scale = 3.0",
+        "NET.scale = 2.0",
+    ),
+    S(
+        "nn_training_flag_changed",
+        """
         class Net(torch.nn.Module):
             def forward(self, x):
                 return x * 2 if self.training else x
@@ -945,8 +1441,13 @@ MODULES = [
             x = x - 1
             BREAK
             return NET(x)
-        """, "NET.eval()", "NET.train()"),
-    S("nn_parameter_updated_in_place", """
+        """,
+        "NET.eval()",
+        "NET.train()",
+    ),
+    S(
+        "nn_parameter_updated_in_place",
+        """
         torch.manual_seed(0)
         LIN = torch.nn.Linear(3, 2)
         def fn(x):
@@ -954,8 +1455,14 @@ MODULES = [
             BREAK
             with torch.no_grad():
                 return LIN(x)
-        """, "LIN.weight.data.mul_(2.0)", "LIN.weight.data.div_(2.0)", recompiles=0),
-    S("nn_forward_hook_registered", """
+        """,
+        "LIN.weight.data.mul_(2.0)",
+        "LIN.weight.data.div_(2.0)",
+        recompiles=0,
+    ),
+    S(
+        "nn_forward_hook_registered",
+        """
         LIN = torch.nn.Linear(3, 3)
         HANDLES = []
         def double_output(module, args, output):
@@ -965,9 +1472,13 @@ MODULES = [
             BREAK
             with torch.no_grad():
                 return LIN(x)
-        """, "HANDLES.append(LIN.register_forward_hook(double_output))",
-      "while HANDLES: HANDLES.pop().remove()"),
-    S("nn_forward_monkeypatched_on_instance", """
+        """,
+        "HANDLES.append(LIN.register_forward_hook(double_output))",
+        "while HANDLES: HANDLES.pop().remove()",
+    ),
+    S(
+        "nn_forward_monkeypatched_on_instance",
+        """
         class Net(torch.nn.Module):
             def forward(self, x):
                 return x + 1
@@ -978,10 +1489,16 @@ MODULES = [
             x = x - 1
             BREAK
             return NET(x)
-        """, "NET.forward = PATCH", "vars(NET).pop('forward', None)", recompiles=2,
-      note="a forward set on the instance is refused by the module tracer: the recompile breaks at "
-           "the call (run in Python) and its resume function is traced too"),
-    S("nn_buffer_reshaped", """
+        """,
+        "NET.forward = PATCH",
+        "vars(NET).pop('forward', None)",
+        recompiles=2,
+        note="a forward set on the instance is refused by the module tracer: the recompile breaks "
+        "at the call (run in Python) and its resume function is traced too",
+    ),
+    S(
+        "nn_buffer_reshaped",
+        """
         class Net(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -993,60 +1510,100 @@ MODULES = [
             x = x - 1
             BREAK
             return NET(x)
-        """, "NET.b = torch.ones(5)", "NET.b = torch.ones(3)"),
-    S("nn_module_in_list_swapped", """
+        """,
+        "NET.b = torch.ones(5)",
+        "NET.b = torch.ones(3)",
+    ),
+    S(
+        "nn_module_in_list_swapped",
+        """
         ACTS = [torch.nn.ReLU(), torch.nn.Tanh()]
         RELU = ACTS[0]
         def fn(x):
             x = x - 1
             BREAK
             return ACTS[0](x)
-        """, "ACTS[0] = torch.nn.Sigmoid()", "ACTS[0] = RELU"),
+        """,
+        "ACTS[0] = torch.nn.Sigmoid()",
+        "ACTS[0] = RELU",
+    ),
 ]
 
 TORCH_STATE = [
-    S("grad_mode_disabled", """
+    S(
+        "grad_mode_disabled",
+        """
         W = torch.ones(3, requires_grad=True)
         def fn(x):
             x = x + 1
             BREAK
             y = x * W
             return y.requires_grad, y.detach()
-        """, "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)",
-      reason="___is_grad_enabled() is True"),
-    S("default_dtype_changed", """
+        """,
+        "torch.set_grad_enabled(False)",
+        "torch.set_grad_enabled(True)",
+        reason="___is_grad_enabled() is True",
+    ),
+    S(
+        "default_dtype_changed",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return torch.ones(3) + x.sum()
-        """, "torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float32)"),
-    S("default_device_decides_branch", """
+        """,
+        "torch.set_default_dtype(torch.float64)",
+        "torch.set_default_dtype(torch.float32)",
+    ),
+    S(
+        "default_device_decides_branch",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return x * 2 if torch.ones(1).device.type == "cpu" else x * 3
-        """, "torch.set_default_device('meta')", "torch.set_default_device(None)",
-      timings=("in_break",), note="x itself would be made on 'meta' at the other timings"),
-    S("default_device_changed", """
+        """,
+        "torch.set_default_device('meta')",
+        "torch.set_default_device(None)",
+        timings=("in_break",),
+        note="x itself would be made on 'meta' at the other timings",
+    ),
+    S(
+        "default_device_changed",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return torch.ones(3) * 2
-        """, "torch.set_default_device('meta')", "torch.set_default_device(None)"),
-    S("deterministic_algorithms_enabled", """
+        """,
+        "torch.set_default_device('meta')",
+        "torch.set_default_device(None)",
+    ),
+    S(
+        "deterministic_algorithms_enabled",
+        """
         def fn(x):
             x = x + 1
             BREAK
             return x * 2
-        """, "torch.use_deterministic_algorithms(True)",
-      "torch.use_deterministic_algorithms(False)"),
-    S("autocast_enabled", """
+        """,
+        "torch.use_deterministic_algorithms(True)",
+        "torch.use_deterministic_algorithms(False)",
+    ),
+    S(
+        "autocast_enabled",
+        """
         def fn(x):
             x = x.reshape(3, 1)
             BREAK
             return x @ x.t()
-        """, "torch.set_autocast_enabled('cpu', True)", "torch.set_autocast_enabled('cpu', False)"),
-    S("argument_requires_grad_changes", """
+        """,
+        "torch.set_autocast_enabled('cpu', True)",
+        "torch.set_autocast_enabled('cpu', False)",
+    ),
+    S(
+        "argument_requires_grad_changes",
+        """
         RG = False
         def make_args():
             return (torch.arange(3.0, requires_grad=RG),)
@@ -1054,9 +1611,14 @@ TORCH_STATE = [
             y = x * 2
             BREAK
             return y.requires_grad, y.detach()
-        """, "RG = True", "RG = False", timings=NO_BREAK,
-      note="the argument itself changes, so there is no in-break variant"),
+        """,
+        "RG = True",
+        "RG = False",
+        timings=NO_BREAK,
+        note="the argument itself changes, so there is no in-break variant",
+    ),
 ]
 
-SCENARIOS: list[Scenario] = GLOBALS + CONTAINERS + OBJECTS + CLOSURES + DEFAULTS + OTHER_MODULE + \
-    MODULES + TORCH_STATE
+SCENARIOS: list[Scenario] = (
+    GLOBALS + CONTAINERS + OBJECTS + CLOSURES + DEFAULTS + OTHER_MODULE + MODULES + TORCH_STATE
+)

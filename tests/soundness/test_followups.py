@@ -119,5 +119,6 @@ def test_default_device_context_manager_recompiles():
     assert actual.is_meta and expected.is_meta and actual.shape == expected.shape
     run_same(compiled, ones_like_default, x)
     assert traces(compiled) == 2
-    assert bytegraph.cache_entries(compiled)[1].reason == \
-        "entry 0: ___len_torch_function_stack() == 0"
+    assert (
+        bytegraph.cache_entries(compiled)[1].reason == "entry 0: ___len_torch_function_stack() == 0"
+    )

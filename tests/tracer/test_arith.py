@@ -73,8 +73,11 @@ def test_abs_of_tensor():
     check(fn, torch.randn(5))
 
 
-@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.truediv,
-                                operator.pow], ids=lambda op: op.__name__)
+@pytest.mark.parametrize(
+    "op",
+    [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow],
+    ids=lambda op: op.__name__,
+)
 def test_reflected_scalar_tensor(op):
     def fn(x):
         return op(2.0, x)
@@ -135,7 +138,7 @@ def test_inplace_matmul():
 
 def test_chained_arithmetic_expression():
     def fn(a, b, c):
-        return (a + b) * c - a / (b.abs() + 1) + c ** 2
+        return (a + b) * c - a / (b.abs() + 1) + c**2
 
     check(fn, torch.randn(3), torch.randn(3), torch.randn(3))
 
@@ -159,7 +162,7 @@ def test_python_int_arithmetic_is_folded():
 
 def test_python_float_arithmetic_is_folded():
     def fn(x):
-        scale = 1.5 ** 2 / 3.0 - 0.25
+        scale = 1.5**2 / 3.0 - 0.25
         return x * scale
 
     check(fn, torch.randn(2))
@@ -200,7 +203,7 @@ def test_int_argument_arithmetic_specialised():
 
 def test_float_argument():
     def fn(x, alpha):
-        return x * alpha + alpha ** 2
+        return x * alpha + alpha**2
 
     check(fn, torch.randn(3), 0.3)
 

@@ -5,10 +5,13 @@ unpacking."""
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 
 import torch
 from difftest import check, compile_counted
+
+import bytegraph
 
 SCALE = 3.0
 OFFSETS = (1, 2, 3)
@@ -553,3 +556,32 @@ def test_user_generator_iter_method():
         return x, list(c)
 
     check(fn, torch.randn(2), Countdown(3))
+
+
+def test_outer_cell_keeps_its_value_across_comprehension_over_same_name():
+    def fn(x):
+        i = 10
+        before = lambda: i  # noqa: E731
+        ys = [x * i for i in range(3)]
+        return ys[1] + before()
+
+    check(fn, torch.randn(3))
+
+
+CFG = types.SimpleNamespace(scale=2.0)
+
+
+def test_simple_namespace_attribute_is_traced_and_guarded():
+    def fn(x):
+        return x * CFG.scale
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), fn(x))
+    CFG.scale = 5.0
+    try:
+        torch.testing.assert_close(compiled(x), fn(x))
+    finally:
+        CFG.scale = 2.0
+    assert counter.frame_count == 2  # a recompile on the new value
+    assert not [kind for kind in bytegraph.stats() if kind.startswith("break:")]

@@ -20,8 +20,16 @@ ModelOutput = transformers.utils.ModelOutput
 
 
 def tiny_config(**kwargs):
-    return transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=8,
-                                   bos_token_id=0, eos_token_id=0, **kwargs)
+    return transformers.GPT2Config(
+        n_layer=1,
+        n_embd=8,
+        n_head=2,
+        vocab_size=10,
+        n_positions=8,
+        bos_token_id=0,
+        eos_token_id=0,
+        **kwargs,
+    )
 
 
 def test_config_attribute_and_alias_read():
@@ -95,8 +103,11 @@ def test_code_co_varnames_of_a_function():
         return a
 
     def fn(x):
-        index = target.__code__.co_varnames.index("use_cache") if "use_cache" in \
-            target.__code__.co_varnames else -1
+        index = (
+            target.__code__.co_varnames.index("use_cache")
+            if "use_cache" in target.__code__.co_varnames
+            else -1
+        )
         return x + index
 
     check(fn, torch.randn(3))
@@ -108,6 +119,7 @@ def test_import_inside_function():
 
         import torch.nn.functional as F
         from torch import relu
+
         return relu(F.silu(x)) * math.pi
 
     check(fn, torch.randn(3))

@@ -71,7 +71,7 @@ def test_parameters_sum_of_squares():
     model = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
 
     def fn(x):
-        reg = sum((p ** 2).sum() for p in model.parameters())
+        reg = sum((p**2).sum() for p in model.parameters())
         return model(x).sum() + reg
 
     check(fn, torch.randn(4, 2))

@@ -11,12 +11,23 @@ import types
 
 import pytest
 import torch
-from bytegraph.codegen.pyversion import PY311, PY312
+from bytegraph.codegen.pyversion import VERSION
 from bytegraph.tracer import opcodes
 from difftest import check
 
-only_311 = pytest.mark.skipif(not PY311, reason="opcode exists only on Python 3.11")
-only_312 = pytest.mark.skipif(not PY312, reason="opcode exists only on Python 3.12")
+
+def python(first: tuple[int, int], last: tuple[int, int] = (3, 13)) -> pytest.MarkDecorator:
+    """Skip outside Python ``first``..``last``, where the opcode (or the form tested) exists."""
+    span = ".".join(map(str, first)) + ("" if first == last else "-" + ".".join(map(str, last)))
+    return pytest.mark.skipif(
+        not first <= VERSION <= last, reason=f"opcode exists only on Python {span}"
+    )
+
+
+only_311 = python((3, 11), (3, 11))
+until_312 = python((3, 11), (3, 12))
+since_312 = python((3, 12))
+only_313 = python((3, 13))
 
 COUNTER = 0
 
@@ -235,36 +246,160 @@ def _compare(x, n):
     return x * (n < 3)
 
 
+def _format_conversion(x, name):
+    return {f"{name!r}-{name!s:>4}-{x.shape!a}": x + 1}
+
+
+def _defaults(x):
+    def inner(a, b=2, *, c=3):
+        return a * b + c
+
+    return inner(x), inner(x, 3, c=x)
+
+
+def _cell_argument(x):
+    def inner():
+        return x * 2
+
+    return inner()
+
+
+def _if_tensor_free(x, n, items):
+    if n and items:
+        return x + 1
+    return x - 1
+
+
 CASES = [
     # (opcode, fn, args, marks)
-    pytest.param("BINARY_SLICE", _slice_load, ([torch.randn(2) for _ in range(4)],),
-                 marks=only_312, id="BINARY_SLICE"),
-    pytest.param("STORE_SLICE", _slice_store, (torch.randn(2),), marks=only_312, id="STORE_SLICE"),
-    pytest.param("LOAD_FAST_AND_CLEAR", _comprehension, (torch.randn(2),), marks=only_312,
-                 id="LOAD_FAST_AND_CLEAR"),
-    pytest.param("CALL_INTRINSIC_1", _unary_positive, (torch.randn(2),), marks=only_312,
-                 id="CALL_INTRINSIC_1-positive"),
-    pytest.param("CALL_INTRINSIC_1", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 marks=only_312, id="CALL_INTRINSIC_1-list_to_tuple"),
-    pytest.param("RETURN_CONST", _return_const, (torch.randn(2),), marks=only_312,
-                 id="RETURN_CONST"),
-    pytest.param("END_FOR", _for_iter, ([torch.randn(2), torch.randn(2)],), marks=only_312,
-                 id="END_FOR"),
+    pytest.param(
+        "BINARY_SLICE",
+        _slice_load,
+        ([torch.randn(2) for _ in range(4)],),
+        marks=since_312,
+        id="BINARY_SLICE",
+    ),
+    pytest.param("STORE_SLICE", _slice_store, (torch.randn(2),), marks=since_312, id="STORE_SLICE"),
+    pytest.param(
+        "LOAD_FAST_AND_CLEAR",
+        _comprehension,
+        (torch.randn(2),),
+        marks=since_312,
+        id="LOAD_FAST_AND_CLEAR",
+    ),
+    pytest.param(
+        "CALL_INTRINSIC_1",
+        _unary_positive,
+        (torch.randn(2),),
+        marks=since_312,
+        id="CALL_INTRINSIC_1-positive",
+    ),
+    pytest.param(
+        "CALL_INTRINSIC_1",
+        _list_to_tuple,
+        (torch.randn(2), [torch.randn(2)]),
+        marks=since_312,
+        id="CALL_INTRINSIC_1-list_to_tuple",
+    ),
+    pytest.param(
+        "RETURN_CONST", _return_const, (torch.randn(2),), marks=since_312, id="RETURN_CONST"
+    ),
+    pytest.param(
+        "END_FOR", _for_iter, ([torch.randn(2), torch.randn(2)],), marks=since_312, id="END_FOR"
+    ),
     pytest.param("LOAD_METHOD", _method_call, (torch.randn(2),), marks=only_311, id="LOAD_METHOD"),
     pytest.param("PRECALL", _method_call, (torch.randn(2),), marks=only_311, id="PRECALL"),
-    pytest.param("UNARY_POSITIVE", _unary_positive, (torch.randn(2),), marks=only_311,
-                 id="UNARY_POSITIVE"),
-    pytest.param("LIST_TO_TUPLE", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 marks=only_311, id="LIST_TO_TUPLE"),
-    pytest.param("JUMP_IF_FALSE_OR_POP", _and_or, (torch.randn(2), 2, 3), marks=only_311,
-                 id="JUMP_IF_FALSE_OR_POP"),
-    pytest.param("JUMP_IF_TRUE_OR_POP", _and_or, (torch.randn(2), 0, 3), marks=only_311,
-                 id="JUMP_IF_TRUE_OR_POP"),
-    pytest.param("POP_JUMP_FORWARD_IF_NOT_NONE", _jump_if_none, (torch.randn(2), None),
-                 marks=only_311, id="POP_JUMP_FORWARD_IF_NOT_NONE"),
-    pytest.param("POP_JUMP_IF_NOT_NONE", _jump_if_none, (torch.randn(2), None), marks=only_312,
-                 id="POP_JUMP_IF_NOT_NONE"),
-    pytest.param("KW_NAMES", _keyword_call, (torch.randn(3, 2),), id="KW_NAMES"),
+    pytest.param(
+        "UNARY_POSITIVE", _unary_positive, (torch.randn(2),), marks=only_311, id="UNARY_POSITIVE"
+    ),
+    pytest.param(
+        "LIST_TO_TUPLE",
+        _list_to_tuple,
+        (torch.randn(2), [torch.randn(2)]),
+        marks=only_311,
+        id="LIST_TO_TUPLE",
+    ),
+    pytest.param(
+        "JUMP_IF_FALSE_OR_POP",
+        _and_or,
+        (torch.randn(2), 2, 3),
+        marks=only_311,
+        id="JUMP_IF_FALSE_OR_POP",
+    ),
+    pytest.param(
+        "JUMP_IF_TRUE_OR_POP",
+        _and_or,
+        (torch.randn(2), 0, 3),
+        marks=only_311,
+        id="JUMP_IF_TRUE_OR_POP",
+    ),
+    pytest.param(
+        "POP_JUMP_FORWARD_IF_NOT_NONE",
+        _jump_if_none,
+        (torch.randn(2), None),
+        marks=only_311,
+        id="POP_JUMP_FORWARD_IF_NOT_NONE",
+    ),
+    pytest.param(
+        "POP_JUMP_IF_NOT_NONE",
+        _jump_if_none,
+        (torch.randn(2), None),
+        marks=since_312,
+        id="POP_JUMP_IF_NOT_NONE",
+    ),
+    pytest.param("KW_NAMES", _keyword_call, (torch.randn(3, 2),), marks=until_312, id="KW_NAMES"),
+    pytest.param("CALL_KW", _keyword_call, (torch.randn(3, 2),), marks=only_313, id="CALL_KW"),
+    pytest.param(
+        "TO_BOOL", _if_tensor_free, (torch.randn(2), 2, [1]), marks=only_313, id="TO_BOOL"
+    ),
+    pytest.param(
+        "LOAD_FAST_LOAD_FAST",
+        _swap_copy,
+        (torch.randn(2), torch.randn(2)),
+        marks=only_313,
+        id="LOAD_FAST_LOAD_FAST",
+    ),
+    pytest.param(
+        "STORE_FAST_STORE_FAST",
+        _swap_copy,
+        (torch.randn(2), torch.randn(2)),
+        marks=only_313,
+        id="STORE_FAST_STORE_FAST",
+    ),
+    pytest.param(
+        "STORE_FAST_LOAD_FAST",
+        _comprehension,
+        (torch.randn(2),),
+        marks=only_313,
+        id="STORE_FAST_LOAD_FAST",
+    ),
+    pytest.param(
+        "SET_FUNCTION_ATTRIBUTE",
+        _defaults,
+        (torch.randn(2),),
+        marks=only_313,
+        id="SET_FUNCTION_ATTRIBUTE-defaults",
+    ),
+    pytest.param(
+        "SET_FUNCTION_ATTRIBUTE",
+        _cell_argument,
+        (torch.randn(2),),
+        marks=only_313,
+        id="SET_FUNCTION_ATTRIBUTE-closure",
+    ),
+    pytest.param(
+        "CONVERT_VALUE",
+        _format_conversion,
+        (torch.randn(3), "n"),
+        marks=only_313,
+        id="CONVERT_VALUE",
+    ),
+    pytest.param(
+        "FORMAT_SIMPLE", _format, (torch.randn(3), "n"), marks=only_313, id="FORMAT_SIMPLE"
+    ),
+    pytest.param(
+        "FORMAT_WITH_SPEC", _format, (torch.randn(3), "n"), marks=only_313, id="FORMAT_WITH_SPEC"
+    ),
     pytest.param("CALL", _method_call, (torch.randn(2),), id="CALL"),
     pytest.param("LOAD_ATTR", _attr, (torch.randn(2, 2),), id="LOAD_ATTR"),
     pytest.param("YIELD_VALUE", _generator, (torch.randn(2),), id="YIELD_VALUE"),
@@ -272,31 +407,46 @@ CASES = [
     pytest.param("STORE_GLOBAL", _store_global, (torch.randn(2),), id="STORE_GLOBAL"),
     pytest.param("STORE_ATTR", _store_attr, (torch.randn(2), Holder()), id="STORE_ATTR"),
     pytest.param("MAKE_CELL", _cells, (torch.randn(2),), id="MAKE_CELL"),
-    pytest.param("LOAD_CLOSURE", _cells, (torch.randn(2),), id="LOAD_CLOSURE"),
+    pytest.param("LOAD_CLOSURE", _cells, (torch.randn(2),), marks=until_312, id="LOAD_CLOSURE"),
+    pytest.param("MAKE_FUNCTION", _defaults, (torch.randn(2),), id="MAKE_FUNCTION-defaults"),
+    pytest.param("MAKE_FUNCTION", _cell_argument, (torch.randn(2),), id="MAKE_FUNCTION-cell_arg"),
     pytest.param("COPY_FREE_VARS", _cells, (torch.randn(2),), id="COPY_FREE_VARS"),
     pytest.param("LOAD_DEREF", _cells, (torch.randn(2),), id="LOAD_DEREF"),
     pytest.param("STORE_DEREF", _store_deref, (torch.randn(2),), id="STORE_DEREF"),
     pytest.param("MAKE_FUNCTION", _cells, (torch.randn(2),), id="MAKE_FUNCTION"),
     pytest.param("UNPACK_EX", _unpack_ex, ([torch.randn(2), torch.randn(2)],), id="UNPACK_EX"),
-    pytest.param("UNPACK_SEQUENCE", _unpack, ((torch.randn(2), torch.randn(2)),),
-                 id="UNPACK_SEQUENCE"),
+    pytest.param(
+        "UNPACK_SEQUENCE", _unpack, ((torch.randn(2), torch.randn(2)),), id="UNPACK_SEQUENCE"
+    ),
     pytest.param("CALL_FUNCTION_EX", _call_function_ex, (torch.randn(3),), id="CALL_FUNCTION_EX"),
     pytest.param("DICT_MERGE", _call_function_ex, (torch.randn(3),), id="DICT_MERGE"),
-    pytest.param("FORMAT_VALUE", _format, (torch.randn(3), "n"), id="FORMAT_VALUE"),
+    pytest.param(
+        "FORMAT_VALUE", _format, (torch.randn(3), "n"), marks=until_312, id="FORMAT_VALUE"
+    ),
+    pytest.param(
+        "FORMAT_VALUE",
+        _format_conversion,
+        (torch.randn(3), "n"),
+        marks=until_312,
+        id="FORMAT_VALUE-conversion",
+    ),
     pytest.param("BUILD_STRING", _format, (torch.randn(3), "n"), id="BUILD_STRING"),
     pytest.param("SET_UPDATE", _build_set_and_dicts, (torch.randn(2),), id="SET_UPDATE"),
     pytest.param("DICT_UPDATE", _build_set_and_dicts, (torch.randn(2),), id="DICT_UPDATE"),
     pytest.param("BUILD_MAP", _build_set_and_dicts, (torch.randn(2),), id="BUILD_MAP"),
-    pytest.param("BUILD_CONST_KEY_MAP", _const_key_map, (torch.randn(2),),
-                 id="BUILD_CONST_KEY_MAP"),
-    pytest.param("LIST_EXTEND", _list_to_tuple, (torch.randn(2), [torch.randn(2)]),
-                 id="LIST_EXTEND"),
+    pytest.param(
+        "BUILD_CONST_KEY_MAP", _const_key_map, (torch.randn(2),), id="BUILD_CONST_KEY_MAP"
+    ),
+    pytest.param(
+        "LIST_EXTEND", _list_to_tuple, (torch.randn(2), [torch.randn(2)]), id="LIST_EXTEND"
+    ),
     pytest.param("DELETE_SUBSCR", _del, (torch.randn(2),), id="DELETE_SUBSCR"),
     pytest.param("DELETE_FAST", _del, (torch.randn(2),), id="DELETE_FAST"),
     pytest.param("CONTAINS_OP", _contains_is, (torch.randn(2), 2), id="CONTAINS_OP"),
     pytest.param("IS_OP", _contains_is, (torch.randn(2), 2), id="IS_OP"),
-    pytest.param("BEFORE_WITH", _with_no_grad, (torch.randn(2, requires_grad=True),),
-                 id="BEFORE_WITH"),
+    pytest.param(
+        "BEFORE_WITH", _with_no_grad, (torch.randn(2, requires_grad=True),), id="BEFORE_WITH"
+    ),
     pytest.param("SWAP", _chained, (torch.randn(2), 3), id="SWAP"),
     pytest.param("COPY", _chained, (torch.randn(2), 3), id="COPY"),
     pytest.param("UNARY_NEGATIVE", _unary, (torch.randn(2), 0), id="UNARY_NEGATIVE"),

@@ -8,8 +8,27 @@ import torch
 import torch.nn.functional as F
 from difftest import check
 
-UNARY_METHODS = ["relu", "sigmoid", "tanh", "exp", "abs", "neg", "sin", "cos", "floor", "ceil",
-                 "round", "sign", "square", "t", "flatten", "clone", "contiguous", "float", "half"]
+UNARY_METHODS = [
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "abs",
+    "neg",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "square",
+    "t",
+    "flatten",
+    "clone",
+    "contiguous",
+    "float",
+    "half",
+]
 
 
 @pytest.mark.parametrize("name", UNARY_METHODS)

@@ -1,6 +1,6 @@
 """Numbers computed from tensor data (``t.item()``, ``int(t)``, ``float(t)``, tensor slice bounds)
-are unbacked symbolic numbers inside the graph: one graph for any value, the same results, errors and
-mutations as eager; what needs the value while tracing is a clean graph break."""
+are unbacked symbolic numbers inside the graph: one graph for any value, the same results, errors
+and mutations as eager; what needs the value while tracing is a clean graph break."""
 
 from __future__ import annotations
 

@@ -42,4 +42,13 @@ def unsupported(reason: str, *names: str) -> None:
 
 
 # Registration happens when the family modules are imported; they need ``handler`` defined above.
-from . import arith, blocks, build, calls, control, load_store, stack  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    arith,
+    blocks,
+    build,
+    calls,
+    control,
+    exceptions,
+    load_store,
+    stack,
+)

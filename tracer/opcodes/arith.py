@@ -17,6 +17,7 @@ from ..variables.constant import ConstantVariable
 from ..variables.containers import TupleVariable
 from ..variables.slices import make_slice
 from . import handler
+from .control import bool_operand, truth_operand
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -76,8 +77,11 @@ def binary_op(tx: Translator, inst: Instr) -> None:
 def compare_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- result)  https://docs.python.org/3.11/library/dis.html#opcode-COMPARE_OP"""
     rhs, lhs = tx.pop(), tx.pop()
-    op = inst.arg if isinstance(inst.arg, Compare) else Compare(inst.arg)
-    tx.push(tx.dispatch.call_operator(tx, COMPARE_OPERATORS[op], [lhs, rhs]))
+    op = Compare(inst.arg)
+    # NOTE(3.13): the ``*_CAST`` forms (flag 16) also convert the result with ``bool`` (a fused
+    # TO_BOOL before a jump).
+    result = tx.dispatch.call_operator(tx, COMPARE_OPERATORS[Compare(op & 15)], [lhs, rhs])
+    tx.push(bool_operand(tx, result) if op & 16 else result)
 
 
 @handler("IS_OP")
@@ -99,7 +103,8 @@ def contains_op(tx: Translator, inst: Instr) -> None:
 def _unary_handler(name: str):
     def unary(tx: Translator, inst: Instr) -> None:
         """(value -- result)  UNARY_NEGATIVE / POSITIVE / INVERT / NOT."""
-        tx.push(tx.dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [tx.pop()]))
+        value = truth_operand(tx.pop()) if inst.name == "UNARY_NOT" else tx.pop()
+        tx.push(tx.dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [value]))
 
     unary.__name__ = name.lower()
     return unary

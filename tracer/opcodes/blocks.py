@@ -1,9 +1,9 @@
 """``with`` blocks and exception-handling opcodes.
 
-``with`` on context managers the tracer understands (``torch.no_grad()``, ``torch.enable_grad()``,
-``torch.set_grad_enabled(b)``) changes grad mode inside the graph. The exception-path opcodes only
-run when an exception is raised, which never happens during a successful trace: reaching one is
-unsupported.
+``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
+mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
+classes) enters it in the trace; any other is a break at the ``with``. Exceptions raised and caught
+in the trace are in ``exceptions.py``; one leaving a with-block is unsupported.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import OPNAMES
-from ..exc import Unsupported
-from ..variables.contexts import ContextManagerVariable
+from ..variables import (  # noqa: F401 (register their kinds)
+    carried_contexts,
+    generator_contexts,
+    state_contexts,
+)
+from ..variables.contexts import ContextExitVariable, as_context
 from . import handler, unsupported
 
 if TYPE_CHECKING:
@@ -30,24 +34,15 @@ def _present(*names: str) -> list[str]:
 @handler("BEFORE_WITH")
 def before_with(tx: Translator, inst: Instr) -> None:
     """(ctx -- exit enter_result)"""
-    ctx = tx.pop()
-    if not isinstance(ctx, ContextManagerVariable):
-        raise Unsupported(
-            "context_manager",
-            f"with-block on {ctx}",
-            hint="only torch.no_grad/enable_grad/set_grad_enabled are traced",
-        )
-    tx.push(ctx.exit_method())
-    tx.push(ctx.enter(tx))
+    ctx = as_context(tx, tx.pop())
+    result = ctx.enter(tx)
+    tx.push(ContextExitVariable(ctx))
+    tx.push(result)
 
 
 unsupported(
-    "exception handling is not traced (raising always leaves the graph)",
-    "PUSH_EXC_INFO",
-    "POP_EXCEPT",
+    "an exception leaving a with-block, or thrown into a generator, is not traced",
     "WITH_EXCEPT_START",
-    "RERAISE",
-    "CHECK_EXC_MATCH",
     "CLEANUP_THROW",
 )
 unsupported(
@@ -58,9 +53,6 @@ unsupported(
     "END_ASYNC_FOR",
     "BEFORE_ASYNC_WITH",
     "ASYNC_GEN_WRAP",
-)
-unsupported(
-    "`yield from` is not traced (plain generators are)", "SEND", "END_SEND", "GET_YIELD_FROM_ITER"
 )
 unsupported(
     "pattern matching is not traced",
@@ -98,6 +90,14 @@ unsupported("star imports run in Python", *_present("IMPORT_STAR"))
 unsupported(
     "interpreter-internal opcodes never appear in a function's code",
     *_present("INTERPRETER_EXIT", "RESERVED"),
+)
+# NOTE(3.13): ENTER_EXECUTOR replaces a JUMP_BACKWARD in the running code only (co_code, which
+# `bytecode` reads, keeps the original); EXIT_INIT_CHECK only runs in the interpreter's own shim
+# frames for specialized class calls.
+unsupported(
+    "opcodes the interpreter inserts for itself never appear in co_code",
+    "ENTER_EXECUTOR",
+    "EXIT_INIT_CHECK",
 )
 # NOTE(3.12): dis.opmap also lists instrumented opcodes (sys.monitoring rewrites code in place, but
 # co_code, which `bytecode` reads, always shows the plain ones) and compiler pseudo-instructions

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bytecode import Instr
 
 from ..exc import Unsupported
+from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
-from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..variables.container_methods import real_iterable
+from ..variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+)
 from ..variables.slices import make_slice
 from . import handler
 
@@ -61,10 +69,7 @@ def build_slice(tx: Translator, inst: Instr) -> None:
     tx.push(make_slice(tx.popn(inst.arg)))
 
 
-def _const_key(vt):
-    if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"{vt} as a dict key or set item (only constants are traced)")
-    return vt.as_python_constant()
+_const_key = hash_key
 
 
 @handler("LIST_APPEND")
@@ -99,7 +104,7 @@ def list_extend(tx: Translator, inst: Instr) -> None:
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
     iterable = tx.pop()
-    tx.peek(inst.arg).items.update(_const_key(v) for v in tx.dispatch.iterate(tx, iterable))
+    tx.peek(inst.arg).items.update(real_iterable(tx, iterable))
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")
@@ -139,18 +144,47 @@ def unpack_ex(tx: Translator, inst: Instr) -> None:
         tx.push(item)
 
 
-@handler("FORMAT_VALUE")
+@handler("FORMAT_VALUE", until=(3, 12))
 def format_value(tx: Translator, inst: Instr) -> None:
-    """(value [spec] -- str)  f-string formatting of constants."""
-    flags = inst.arg
-    spec = tx.pop().as_python_constant() if flags & 0x04 else ""
-    value = tx.pop()
+    """(value [spec] -- str)  f-string formatting of constants; flags in arg."""
+    spec = tx.pop() if inst.arg & 0x04 else ConstantVariable("")
+    tx.push(_format(_convert(tx.pop(), inst.arg & 0x03), spec))
+
+
+@handler("CONVERT_VALUE")
+def convert_value(tx: Translator, inst: Instr) -> None:
+    """(value -- str)  3.13: the ``!s``/``!r``/``!a`` of an f-string field, on constants.
+    https://docs.python.org/3.13/library/dis.html#opcode-CONVERT_VALUE"""
+    tx.push(_convert(tx.pop(), int(inst.arg)))
+
+
+@handler("FORMAT_SIMPLE")
+def format_simple(tx: Translator, inst: Instr) -> None:
+    """(value -- str)  3.13: ``format(value)`` of an f-string field, on constants."""
+    tx.push(_format(tx.pop(), ConstantVariable("")))
+
+
+@handler("FORMAT_WITH_SPEC")
+def format_with_spec(tx: Translator, inst: Instr) -> None:
+    """(value spec -- str)  3.13: ``format(value, spec)`` of an f-string field, on constants."""
+    spec = tx.pop()
+    tx.push(_format(tx.pop(), spec))
+
+
+def _constant(value: VariableTracker) -> Any:
     if not value.is_python_constant():
         raise Unsupported(
             "format", f"f-string of {value} (only constants are formatted during tracing)"
         )
-    raw = value.as_python_constant()
-    conversion = {0: None, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    if conversion is not None:
-        raw = conversion(raw)
-    tx.push(ConstantVariable(format(raw, spec)))
+    return value.as_python_constant()
+
+
+def _convert(value: VariableTracker, conversion: int) -> VariableTracker:
+    """``str``/``repr``/``ascii`` (conversion 1, 2, 3) of a constant; 0: the value itself."""
+    if conversion == 0:
+        return value
+    return ConstantVariable({1: str, 2: repr, 3: ascii}[conversion](_constant(value)))
+
+
+def _format(value: VariableTracker, spec: VariableTracker) -> VariableTracker:
+    return ConstantVariable(format(_constant(value), _constant(spec)))

@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING
 
 from bytecode import Instr
 
+from ...codegen.pyversion import FOR_ITER_EXIT_SKIPS, SEND_KEEPS_RECEIVER
 from ..exc import ReturnValue, Unsupported
+from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import (
     GeneratorVariable,
     IteratorVariable,
     Yielded,
 )
+from ..variables.tensor import TensorTruthVariable, TensorVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -37,7 +40,7 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
     None; ``pop`` is "always" (POP_JUMP_*) or "if_no_jump" (JUMP_IF_*_OR_POP)."""
 
     def conditional_jump(tx: Translator, inst: Instr) -> None:
-        value = tx.peek()
+        value = truth_operand(tx.peek())
         if none_test:
             truth = tx.dispatch.is_none(tx, value)
         else:
@@ -70,6 +73,27 @@ for _name, (_when, _none, _pop) in _CONDITIONAL.items():
     handler(*_names)(_jump_handler(_name, _when, _none, _pop))
 
 
+@handler("TO_BOOL")
+def to_bool(tx: Translator, inst: Instr) -> None:
+    """(value -- bool)  3.13, before conditional jumps and ``UNARY_NOT``.
+    https://docs.python.org/3.13/library/dis.html#opcode-TO_BOOL"""
+    tx.push(bool_operand(tx, tx.pop()))
+
+
+def bool_operand(tx: Translator, value: VariableTracker) -> VariableTracker:
+    """``bool(value)`` for the jump or ``UNARY_NOT`` that comes next (``TO_BOOL``, ``COMPARE_OP``'s
+    cast flag). A tensor's truth needs its data: it becomes a ``TensorTruthVariable``, and the next
+    instruction breaks the graph on the tensor, as on 3.11/3.12."""
+    if isinstance(value, TensorVariable):
+        return TensorTruthVariable(value)
+    return ConstantVariable(tx.dispatch.truth(tx, value))
+
+
+def truth_operand(value: VariableTracker) -> VariableTracker:
+    """What a jump or ``UNARY_NOT`` tests: 3.13's ``bool(tensor)`` stands for the tensor."""
+    return value.tensor if isinstance(value, TensorTruthVariable) else value
+
+
 @handler("GET_ITER")
 def get_iter(tx: Translator, inst: Instr) -> None:
     """(iterable -- iterator)"""
@@ -82,15 +106,16 @@ def for_iter(tx: Translator, inst: Instr) -> None:
     iterator = tx.peek()
     if not isinstance(iterator, IteratorVariable):
         raise Unsupported("for_iter", f"iteration over {iterator}")
-    item = iterator.next_item()
+    item = iterator.next_item(tx)
     if item is not None:
         tx.push(item)
         return
     tx.pop()
     tx.jump(inst.arg)
-    # NOTE(3.12): an exhausted FOR_ITER skips the END_FOR at its target.
-    if tx.ip < len(tx.instructions) and tx.instructions[tx.ip].name == "END_FOR":
-        tx.ip += 1
+    # NOTE(3.12): an exhausted FOR_ITER skips the END_FOR at its target (3.13: and a POP_TOP).
+    for name in FOR_ITER_EXIT_SKIPS:
+        if tx.ip < len(tx.instructions) and tx.instructions[tx.ip].name == name:
+            tx.ip += 1
 
 
 @handler("RETURN_VALUE")
@@ -105,16 +130,6 @@ def return_const(tx: Translator, inst: Instr) -> None:
     raise ReturnValue(ConstantVariable(inst.arg))
 
 
-@handler("RAISE_VARARGS")
-def raise_varargs(tx: Translator, inst: Instr) -> None:
-    """(exc? cause? --)  raising is left to CPython."""
-    raise Unsupported(
-        "raise",
-        "the function raises an exception here",
-        hint="exceptions are not traced; the raising code runs in Python",
-    )
-
-
 def run_generator(tx: Translator) -> GeneratorVariable:
     """Calling a generator function: its frame runs lazily, one item per ``next``."""
     return GeneratorVariable([], frame=tx)
@@ -124,6 +139,39 @@ def run_generator(tx: Translator) -> GeneratorVariable:
 def return_generator(tx: Translator, inst: Instr) -> None:
     """(-- None)  starts a generator frame; ``run_generator`` already owns it: push a value."""
     tx.push(ConstantVariable(None))
+
+
+@handler("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(tx: Translator, inst: Instr) -> None:
+    """(iterable -- iterator)  before ``yield from``: a generator stays itself."""
+    tx.push(tx.dispatch.get_iter(tx, tx.pop()))
+
+
+@handler("SEND")
+def send(tx: Translator, inst: Instr) -> None:
+    """(receiver value -- receiver item) or, exhausted, (receiver value -- [receiver] result) and
+    jump. ``yield from`` only sends None (``next``); what the receiver returns is its result."""
+    value, receiver = tx.pop(), tx.peek()
+    if not (value.is_python_constant() and value.as_python_constant() is None):
+        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+    if not isinstance(receiver, IteratorVariable):
+        raise Unsupported("generator", f"`yield from` over {receiver}")
+    item = receiver.next_item(tx)
+    if item is not None:
+        tx.push(item)
+        return
+    if not SEND_KEEPS_RECEIVER:
+        tx.pop()
+    tx.push(getattr(receiver, "result", None) or ConstantVariable(None))
+    tx.jump(inst.arg)
+
+
+@handler("END_SEND")
+def end_send(tx: Translator, inst: Instr) -> None:
+    """(receiver result -- result)  3.12: the end of ``yield from``."""
+    result = tx.pop()
+    tx.pop()
+    tx.push(result)
 
 
 @handler("YIELD_VALUE")

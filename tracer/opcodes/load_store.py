@@ -19,9 +19,9 @@ from ..exc import Unsupported
 from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.modules import NNModuleVariable
-from ..variables.objects import SuperVariable, UserObjectVariable
+from ..variables.objects import SuperVariable
 from . import handler
+from .calls import push_callable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -65,7 +65,8 @@ def import_name(tx: Translator, inst: Instr) -> None:
 def import_from(tx: Translator, inst: Instr) -> None:
     """(module -- module value)  https://docs.python.org/3.11/library/dis.html#opcode-IMPORT_FROM
 
-    A name of a module's namespace is guarded like a global of that module (``M['mod']['name']``)."""
+    A name of a module's namespace is guarded like a global of that module
+    (``M['mod']['name']``)."""
     module = tx.stack[-1].as_python_constant()
     if not isinstance(module, types.ModuleType) or inst.arg not in vars(module):
         raise Unsupported("import", f"from {getattr(module, '__name__', module)} import {inst.arg}")
@@ -75,39 +76,76 @@ def import_from(tx: Translator, inst: Instr) -> None:
 @handler("LOAD_FAST", "LOAD_FAST_CHECK")
 def load_fast(tx: Translator, inst: Instr) -> None:
     """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_FAST"""
-    if inst.arg not in tx.symbolic_locals:
-        raise Unsupported(
-            "unbound_local", f"local variable {inst.arg!r} referenced before assignment"
-        )
-    tx.push(tx.symbolic_locals[inst.arg])
+    _load_fast(tx, inst.arg)
+
+
+def _load_fast(tx: Translator, arg: str | CellVar | FreeVar) -> None:
+    # NOTE(3.13): LOAD_CLOSURE is a pseudo-instruction, compiled to LOAD_FAST of the cell's slot
+    # (``bytecode`` names the slot by a string when a parameter or an inlined comprehension's
+    # variable shares it; the comprehension's own value is loaded while LOAD_FAST_AND_CLEAR left
+    # no cell there).
+    if not isinstance(arg, str) or arg in tx.local_cells:
+        _push_cell(tx, _cell_name(arg))
+        return
+    if arg not in tx.symbolic_locals:
+        raise Unsupported("unbound_local", f"local variable {arg!r} referenced before assignment")
+    tx.push(tx.symbolic_locals[arg])
+
+
+@handler("LOAD_FAST_LOAD_FAST")
+def load_fast_load_fast(tx: Translator, inst: Instr) -> None:
+    """(-- value1 value2)  3.13: ``LOAD_FAST a; LOAD_FAST b`` in one instruction, arg ``(a, b)``.
+    https://docs.python.org/3.13/library/dis.html#opcode-LOAD_FAST_LOAD_FAST"""
+    for name in inst.arg:
+        _load_fast(tx, name)
+
+
+@handler("STORE_FAST_LOAD_FAST")
+def store_fast_load_fast(tx: Translator, inst: Instr) -> None:
+    """(value1 -- value2)  3.13: ``STORE_FAST a; LOAD_FAST b``, arg ``(a, b)``."""
+    stored, loaded = inst.arg
+    _store_fast(tx, stored)
+    _load_fast(tx, loaded)
+
+
+@handler("STORE_FAST_STORE_FAST")
+def store_fast_store_fast(tx: Translator, inst: Instr) -> None:
+    """(value2 value1 --)  3.13: ``STORE_FAST a; STORE_FAST b``, arg ``(a, b)``."""
+    for name in inst.arg:
+        _store_fast(tx, name)
 
 
 @handler("LOAD_FAST_AND_CLEAR")
 def load_fast_and_clear(tx: Translator, inst: Instr) -> None:
     """(-- value_or_NULL)  3.12 inlined comprehensions save the outer binding of their variable.
 
-    For a cell variable the comprehension gets a new cell (MAKE_CELL follows): closures holding the
-    outer cell keep it, detached, until STORE_FAST restores it."""
+    For a cell variable the slot holds the comprehension's own value, or a new cell if MAKE_CELL
+    follows: closures holding the outer cell keep it, detached (with its value), until STORE_FAST
+    restores it."""
+    cell = tx.local_cells.pop(inst.arg, None) if inst.arg in tx.code.co_cellvars else None
+    if cell is not None:
+        cell.detach()
     value = tx.symbolic_locals.pop(inst.arg, NULL)
     if inst.arg not in tx.code.co_cellvars:
         tx.push(value)
         return
-    cell = tx.local_cells.pop(inst.arg, None)
-    if cell is not None:
-        cell.detach()
     tx.push(SavedCellVariable(cell, None if value is NULL else value))
 
 
 @handler("STORE_FAST")
 def store_fast(tx: Translator, inst: Instr) -> None:
     """(value --)  https://docs.python.org/3.11/library/dis.html#opcode-STORE_FAST"""
+    _store_fast(tx, inst.arg)
+
+
+def _store_fast(tx: Translator, name: str) -> None:
     value = tx.pop()
     if isinstance(value, SavedCellVariable):
-        _restore_cell(tx, inst.arg, value)
+        _restore_cell(tx, name, value)
     elif value is NULL:  # restoring an unbound comprehension variable (3.12)
-        tx.symbolic_locals.pop(inst.arg, None)
+        tx.symbolic_locals.pop(name, None)
     else:
-        tx.symbolic_locals[inst.arg] = value
+        tx.symbolic_locals[name] = value
 
 
 def _restore_cell(tx: Translator, name: str, saved: SavedCellVariable) -> None:
@@ -134,11 +172,13 @@ def delete_fast(tx: Translator, inst: Instr) -> None:
 
 @handler("LOAD_GLOBAL")
 def load_global(tx: Translator, inst: Instr) -> None:
-    """(-- [NULL] value)  arg is (push_null, name)."""
+    """(-- [NULL] value)  arg is (push_null, name); 3.13: (-- value [NULL])."""
     push_null, name = inst.arg
+    value = tx.load_global(name)
     if push_null:
-        tx.push(NULL)
-    tx.push(tx.load_global(name))
+        push_callable(tx, value)
+    else:
+        tx.push(value)
 
 
 @handler("STORE_GLOBAL")
@@ -153,7 +193,11 @@ def store_global(tx: Translator, inst: Instr) -> None:
 
 @handler("MAKE_CELL")
 def make_cell(tx: Translator, inst: Instr) -> None:
-    """(--)  cells of the traced frame live in its symbolic locals; nothing to do."""
+    """(--)  the cell's value lives in the frame's symbolic locals; ``local_cells`` records that the
+    slot now holds a cell (3.12+ comprehensions clear it with LOAD_FAST_AND_CLEAR, may make
+    another)."""
+    name = _cell_name(inst.arg)
+    tx.local_cells[name] = LocalCellVariable(tx.symbolic_locals, name)
 
 
 @handler("COPY_FREE_VARS")
@@ -161,10 +205,13 @@ def copy_free_vars(tx: Translator, inst: Instr) -> None:
     """(--)  closure cells are bound when the translator is created."""
 
 
-@handler("LOAD_CLOSURE")
+@handler("LOAD_CLOSURE", until=(3, 12))
 def load_closure(tx: Translator, inst: Instr) -> None:
     """(-- cell)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CLOSURE"""
-    name = _cell_name(inst.arg)
+    _push_cell(tx, _cell_name(inst.arg))
+
+
+def _push_cell(tx: Translator, name: str) -> None:
     if name in tx.closure:
         tx.push(tx.closure[name])
     else:
@@ -195,7 +242,10 @@ def load_deref(tx: Translator, inst: Instr) -> None:
             contents = cell.cell.cell_contents
         except ValueError:
             raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
-        tx.push(tx.wrap(contents, cell.source))
+        if cell.source is None:  # a cell of a function reached without a source
+            tx.push(tx.wrap_unsourced(contents, f"free variable {name!r}"))
+        else:
+            tx.push(tx.wrap(contents, cell.source))
 
 
 @handler("STORE_DEREF")
@@ -220,34 +270,31 @@ def _cell_name(arg: CellVar | FreeVar | str) -> str:
 
 @handler("LOAD_ATTR")
 def load_attr(tx: Translator, inst: Instr) -> None:
-    """(obj -- attr) or, 3.12 method form, (obj -- NULL|meth, attr|self)."""
+    """(obj -- attr) or, 3.12 method form, (obj -- NULL|meth, attr|self); 3.13: (obj -- attr, NULL)
+    (we always resolve the bound attribute, so the NULL form is used)."""
     # NOTE(3.12): the argument is (is_method, name); 3.11 uses LOAD_METHOD for the method form.
     is_method, name = inst.arg if LOAD_ATTR_TAKES_METHOD_FLAG else (False, inst.arg)
-    obj = tx.pop()
+    attr = tx.dispatch.getattr_(tx, tx.pop(), name)
     if is_method:
-        tx.push(NULL)
-    tx.push(tx.dispatch.getattr_(tx, obj, name))
+        push_callable(tx, attr)
+    else:
+        tx.push(attr)
 
 
 @handler("LOAD_METHOD", until=(3, 11))
 def load_method(tx: Translator, inst: Instr) -> None:
     """(obj -- NULL, attr)  we always resolve the bound attribute, so the NULL form is used."""
-    obj = tx.pop()
-    tx.push(NULL)
-    tx.push(tx.dispatch.getattr_(tx, obj, inst.arg))
+    push_callable(tx, tx.dispatch.getattr_(tx, tx.pop(), inst.arg))
 
 
 @handler("STORE_ATTR")
 def store_attr(tx: Translator, inst: Instr) -> None:
-    """(value obj --)  obj.name = value, on objects that existed before the call (side effect)."""
+    """(value obj --)  obj.name = value: setters, ``__setattr__`` run; stores are side effects."""
     obj, value = tx.pop(), tx.pop()
     if isinstance(obj, FunctionCtxVariable):  # ``ctx.scale = s`` in an autograd.Function forward
         obj.store_attr(inst.arg, value)
         return
-    if isinstance(obj, (UserObjectVariable, NNModuleVariable)) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, inst.arg, value)
-        return
-    raise Unsupported("store_attr", f"attribute store .{inst.arg} on {obj}")
+    tx.dispatch.store_attr(tx, obj, inst.arg, value)
 
 
 @handler("LOAD_ASSERTION_ERROR")
@@ -258,9 +305,12 @@ def load_assertion_error(tx: Translator, inst: Instr) -> None:
 
 @handler("LOAD_SUPER_ATTR")
 def load_super_attr(tx: Translator, inst: Instr) -> None:
-    """(super cls self -- attr) or, method form, (-- NULL attr)  3.12: ``super().name``."""
+    """(super cls self -- attr) or, method form, (-- NULL attr)  3.12: ``super().name``; the
+    3.13 method form is (-- attr NULL)."""
     is_method, _, name = inst.arg
     obj, cls, _super = tx.pop(), tx.pop(), tx.pop()
+    attr = SuperVariable(cls.as_python_constant(), obj).var_getattr(tx, name)
     if is_method:
-        tx.push(NULL)
-    tx.push(SuperVariable(cls.as_python_constant(), obj).var_getattr(tx, name))
+        push_callable(tx, attr)
+    else:
+        tx.push(attr)

@@ -44,5 +44,5 @@ def swap(tx: Translator, inst: Instr) -> None:
 
 @handler("END_FOR")
 def end_for(tx: Translator, inst: Instr) -> None:
-    """(a b --)  3.12: pops the exhausted iterator and its sentinel."""
-    tx.popn(2)
+    """(a b --)  3.12: pops the exhausted iterator and its sentinel; 3.13: (a --)."""
+    tx.popn(-inst.stack_effect())

@@ -73,8 +73,8 @@ class VariableTracker:
 
 
 class ConstantLikeVariable(VariableTracker):
-    """Base of trackers wrapping a Python object fixed for the whole trace (``value``): a constant, a
-    module, a class, a torch op. Subclasses are dataclasses declaring ``value``."""
+    """Base of trackers wrapping a Python object fixed for the whole trace (``value``): a constant,
+    a module, a class, a torch op. Subclasses are dataclasses declaring ``value``."""
 
     value: Any
 
@@ -88,12 +88,33 @@ class ConstantLikeVariable(VariableTracker):
         return self.value
 
 
+class IdentityKey:
+    """A dict key or set item standing for an object hashed by identity (a tensor): equal only to
+    the key of the same object, as CPython compares such keys (their hashes differ otherwise).
+    ``vt`` is the object's tracker; ``ident`` what identifies the object (a graph node, the real
+    object)."""
+
+    __slots__ = ("ident", "vt")
+
+    def __init__(self, vt: VariableTracker, ident: Any) -> None:
+        self.vt, self.ident = vt, ident
+
+    def __hash__(self) -> int:
+        return id(self.ident)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityKey) and other.ident is self.ident
+
+    def __repr__(self) -> str:
+        return f"IdentityKey({self.vt!r})"
+
+
 def walk(
     values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
 ) -> Iterator[VariableTracker]:
     """Every tracker reachable from ``values`` (trackers, or lists/tuples/dicts of them) through the
-    trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of a
-    tracker for which ``descend`` is false are not visited."""
+    trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of
+    a tracker for which ``descend`` is false are not visited."""
     seen: set[int] = set()
     pending = [values]
     while pending:
@@ -101,24 +122,29 @@ def walk(
         if isinstance(value, (list, tuple)):
             pending.extend(reversed(value))
         elif isinstance(value, dict):
-            pending.extend(reversed(list(value.values())))
+            pending.extend(reversed([*value.values(), *value.keys()]))
+        elif isinstance(value, (set, frozenset)):
+            pending.extend(value)
+        elif isinstance(value, IdentityKey):
+            pending.append(value.vt)
         elif isinstance(value, VariableTracker) and id(value) not in seen:
             seen.add(id(value))
             yield value
             if dataclasses.is_dataclass(value) and descend(value):
-                pending.extend(
-                    reversed(
-                        [
-                            getattr(value, f.name)
-                            for f in dataclasses.fields(value)
-                            if f.name != "source"
-                        ]
-                    )
+                children = (
+                    value.walk_children()  # a tracker that reads its fields lazily
+                    if hasattr(value, "walk_children")
+                    else [
+                        getattr(value, f.name)
+                        for f in dataclasses.fields(value)
+                        if f.name != "source"
+                    ]
                 )
+                pending.extend(reversed(children))
 
 
 class NullVariable(VariableTracker):
-    """The NULL that 3.11+ pushes below a callable for the CALL convention."""
+    """The NULL of the CALL convention: 3.11 and 3.12 push it below a callable, 3.13 above it."""
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.push_null()

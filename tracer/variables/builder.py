@@ -1,16 +1,17 @@
-"""``wrap(tx, value, source)``: the only code that turns a real object into a VariableTracker, and the
-only code that installs input guards.
+"""``wrap(tx, value, source)``: the only code that turns a real object into a VariableTracker, and
+the only code that installs input guards.
 
 Values with a source (arguments, globals, closure cells, attributes reached from them) are guarded:
 tensors become graph inputs with ``TENSOR_MATCH``; literals get ``TYPE_MATCH`` + ``EQUALS_MATCH``;
 containers get type and length guards and their items are wrapped in turn; functions, modules and
-classes are guarded by identity. ``wrap_static`` (no guards) is for values from torch's own namespaces
-and ``fold`` for Python values computed during the trace.
+classes are guarded by identity. ``wrap_static`` (no guards) is for values from torch's own
+namespaces and ``fold`` for Python values computed during the trace.
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import enum
 import functools
 import types
@@ -20,15 +21,21 @@ import torch
 
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
+from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
+from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .contexts import ContextExitVariable, ContextManagerVariable, GradModeExit
+from .contexts import wrap_context_exit
+from .distributed import is_distributed_value
+from .distributed import wrap as wrap_distributed
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .lazy_list import LazyListVariable
 from .modules import NNModuleVariable
+from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
@@ -36,6 +43,7 @@ from .objects import (
     UserObjectVariable,
 )
 from .slices import SliceVariable
+from .state_contexts import wrap_context_object
 from .tensor import is_tensor_method
 
 if TYPE_CHECKING:
@@ -46,7 +54,8 @@ _BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_F
 
 
 def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
-    """Wrap an input-reachable ``value`` read through ``source``, guarding what the trace assumes."""
+    """Wrap an input-reachable ``value`` read through ``source``, guarding what the trace
+    assumes."""
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
@@ -61,7 +70,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         if (
             vt.source is not None
             and vt.source != source
-            and not isinstance(source.root, ConstSource)
+            and not isinstance(source.root, (ConstSource, FreshSource))
+            and not isinstance(vt.source.root, FreshSource)
         ):  # the same object reached twice
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
@@ -71,8 +81,13 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     return vt
 
 
+#: torch's process-wide singleton values (``torch.float32``, ``torch.strided``,
+#: ``torch.contiguous_format``): constants guarded by identity.
+_TORCH_SINGLETONS = (torch.dtype, torch.layout, torch.memory_format)
+
+
 def _is_interned(value: Any) -> bool:
-    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, torch.dtype))
+    return type(value) in CONSTANT_TYPES or isinstance(value, (enum.Enum, *_TORCH_SINGLETONS))
 
 
 def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
@@ -80,12 +95,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     cls = type(value)
     if isinstance(value, torch.Tensor):
         return tx.output.add_input(value, source)
-    if isinstance(value, GradModeExit):  # a resumed ``with torch.no_grad():`` block's exit
-        add(Guard(source, "TYPE_MATCH", GradModeExit, GradModeExit))
-        wrap(tx, value.previous, AttrSource(source, "previous"))
-        return ContextExitVariable(
-            ContextManagerVariable(not value.previous, value.previous), source
-        )
+    if type(value) is ContextExit:  # a with-block's exit, entered before a graph break
+        return wrap_context_exit(tx, value, source)
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
@@ -95,6 +106,14 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
+        return ConstantVariable(value, source)
+    if is_numpy_array(value):
+        array = wrap_array(tx, value, source)
+        if array is not None:
+            return array
+    if is_numpy_scalar(value):  # ``np.float32(2.0)``: immutable, compared by type and value
+        add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+        add(Guard(source, "EQUALS_MATCH", value, ("numpy", cls.__name__, value.item())))
         return ConstantVariable(value, source)
     if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
         add(Guard(source, "TYPE_MATCH", cls, cls))
@@ -106,15 +125,16 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )  # so that == is torch.device's, never a user __eq__
         add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
         return ConstantVariable(value, source)
-    if cls is torch.dtype or isinstance(value, enum.Enum):
+    if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
         add(Guard(source, "ID_MATCH", value, ("id", id(value))))
         return ConstantVariable(value, source)
-    if cls is torch.Size or cls is tuple or cls is list or _is_namedtuple(cls):
+    if cls is list:  # its length and items are guarded when the trace reads them
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        return LazyListVariable(tx, value, source)
+    if cls is torch.Size or cls is tuple or _is_namedtuple(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "LEN_MATCH", len(value), len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
-        if cls is list:
-            return ListVariable(items, source)
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
@@ -124,16 +144,35 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return DictVariable(
             {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
         )
+    if cls in _DICT_SUBCLASSES and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
+        factory = None
+        if cls is collections.defaultdict:
+            factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
+        items = {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}
+        return DictVariable(items, source, cls=cls, default_factory=factory)
+    if cls is collections.deque:
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
+        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        return DequeVariable(items, source, maxlen=value.maxlen)
     if cls in (set,) and all(type(v) in _LITERALS for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
         return SetVariable(set(value), source)
+    if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
+        return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
 
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     add = tx.output.add_guard
+    context = wrap_context_object(tx, value, source)  # torch.no_grad() objects, decorators' clone
+    if context is not None:
+        return context
     if isinstance(value, types.MethodType):
         # Each read of a method makes a new bound object, which later calls never see again: guard
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
@@ -145,6 +184,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
+    if _is_typing_form(value):
+        add(identity)
+        return ConstantVariable(value, source)
     if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
         add(identity)
         return BuiltinVariable(value, source)
@@ -177,6 +219,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, type):
         add(identity)
         return ClassVariable(value, source)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
+        # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
+        # attribute read makes a new bound method, so guard what it is bound to and its name.
+        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        owner = value.__self__
+        add(Guard(AttrSource(source, "__self__"), "ID_MATCH", owner, ("id", id(owner))))
+        name_source = AttrSource(source, "__name__")
+        add(Guard(name_source, "TYPE_MATCH", str, str))
+        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        return CFunctionVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
         return CFunctionVariable(value, source)  # breaks when called
@@ -184,11 +236,20 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     return UserObjectVariable(value, source)
 
 
+def _is_typing_form(value: Any) -> bool:
+    """``typing.List``, ``typing.Optional[int]``...: immutable type hints, constants of the trace
+    (``typing.List[torch.Tensor]`` folds)."""
+    return type(value).__module__ == "typing" and not isinstance(value, type)
+
+
+#: Dict subclasses of ``collections`` traced as dicts (``DictVariable.cls``).
+_DICT_SUBCLASSES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 _SLICE_ATTRS = ("start", "stop", "step")
 
 
 def _literal_items(value: slice | frozenset) -> bool:
-    """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user ``__eq__``)."""
+    """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user
+    ``__eq__``)."""
     items = (value.start, value.stop, value.step) if type(value) is slice else value
     return all(type(v) in _LITERALS or v is None for v in items)
 
@@ -198,7 +259,8 @@ def _is_namedtuple(cls: type) -> bool:
 
 
 def _is_torch_value(value: Any) -> bool:
-    """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not inlined."""
+    """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not
+    inlined."""
     if isinstance(value, types.ModuleType):
         return value.__name__ == "torch" or value.__name__.startswith("torch.")
     if isinstance(value, torch.nn.Module):
@@ -231,14 +293,23 @@ def wrap_builtin(
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
+    if is_numpy_scalar(value):
+        return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
-        value, (torch.dtype, torch.device, enum.Enum, types.CodeType)
+        value, (*_TORCH_SINGLETONS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)
+    if is_distributed_value(value):  # e.g. ``dist.group.WORLD``: guarded by the world state
+        return wrap_distributed(tx, value, None)
+    context = wrap_context_object(tx, value, None)
+    if context is not None:
+        return context
     if _is_torch_value(value):
         return TorchVariable(value)
+    if _is_typing_form(value):
+        return ConstantVariable(value)
     if id(value) in _BUILTIN_IDS:
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):
@@ -254,6 +325,24 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
             "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
         )
     return UserObjectVariable(value)
+
+
+#: Containers whose trackers are mutable copies: one made from an object nobody can name in the
+#: rewritten code would silently lose what the trace does to it.
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def wrap_unsourced(tx: Translator, value: Any, what: str) -> VariableTracker:
+    """A value that existed before the call but was reached without a source (an attribute of an
+    object the trace cannot name, a cell of a function reached that way): a constant of the trace
+    (``wrap_static``), except mutable containers, which break the graph (``what`` names it)."""
+    if isinstance(value, _MUTABLE_CONTAINERS):
+        raise Unsupported(
+            "unsourced",
+            f"{what} is a {type(value).__name__} reached without a source: a change to it "
+            "could not be replayed",
+        )
+    return wrap_static(tx, value)
 
 
 def fold(tx: Translator, value: Any) -> VariableTracker:

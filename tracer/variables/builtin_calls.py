@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
+import inspect
 import math
 import operator
 from collections.abc import Callable
@@ -18,23 +18,35 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..exc import Unsupported
-from . import model_output
+from ..exc import PythonError, Unsupported
+from ..polyfills.builtins import callable_iterator
+from . import collection_types, model_output, sorting, state_contexts
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .container_methods import real_iterable
 from .containers import (
-    DerivedIteratorVariable,
     DictVariable,
     IteratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
+    hash_key,
+    key_vt,
 )
-from .functions import PartialVariable
-from .objects import ClassVariable, PythonModuleVariable, SuperVariable, UserObjectVariable
+from .exceptions import ExceptionVariable, is_simple_exception
+from .functions import PartialVariable, UserFunctionVariable
+from .iterators import (
+    EnumerateVariable,
+    FilterVariable,
+    MapVariable,
+    ZipVariable,
+    make_reversed,
+)
+from .objects import ClassVariable, PythonModuleVariable, SuperVariable
 from .slices import make_slice
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable, to_scalar
+from .views import DictViewVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -78,9 +90,6 @@ PURE = frozenset(
         list,
         dict,
         set,
-        reversed,
-        enumerate,
-        zip,
         getattr,
         hasattr,
     }
@@ -121,17 +130,15 @@ def call_builtin(
             getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]
         )
     values = [*args, *kwargs.values()]
+    if is_simple_exception(fn) and not kwargs:
+        return ExceptionVariable(fn, list(args))
     if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
             result = fn(*pargs, **pkwargs)
         except Exception as e:
-            raise Unsupported(
-                "python_error", f"{fn.__name__}() raised {type(e).__name__}: {e}"
-            ) from e
-        if fn in (reversed, enumerate, zip):
-            return IteratorVariable([tx.fold(v) for v in result])
+            raise PythonError(e) from None
         return tx.fold(result)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
@@ -140,6 +147,11 @@ def call_builtin(
         raise Unsupported(
             "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
         )
+    try:
+        inspect.signature(impl).bind(tx, *args, **kwargs)
+    except TypeError as e:  # a form of the builtin that is not traced
+        name = getattr(fn, "__name__", fn)
+        raise Unsupported("builtin", f"{name}() with these arguments: {e}") from None
     return impl(tx, *args, **kwargs)
 
 
@@ -170,16 +182,24 @@ def call_operator_fn(
         return ConstantVariable(None)
     if fn in dispatch.OPERATORS:
         return dispatch.call_operator(tx, fn, list(args))
+    if all(a.is_python_constant() for a in args) and not any(
+        isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
+    ):  # the other operator functions are pure on immutable constants (``operator.index``)
+        try:
+            return tx.fold(fn(*[a.as_python_constant() for a in args]))
+        except Exception as e:  # noqa: BLE001 (the function's own error)
+            raise PythonError(e) from None
     raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
 
 
 #: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
-_LIVE_VIEWS = frozenset({getattr, hasattr, enumerate, zip, reversed})
+_LIVE_VIEWS = frozenset({getattr, hasattr})
 
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
-    pure builtin except attribute lookups (a bound method of the copy would miss later mutations)."""
+    pure builtin except attribute lookups (a bound method of the copy would miss later
+    mutations)."""
     if not vt.is_python_constant():
         return False
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
@@ -196,10 +216,18 @@ def construct(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
+    context = state_contexts.construct(tx, cls, args, kwargs)  # contextlib.nullcontext(...)
+    if context is not None:
+        return context
     if cls is functools.partial and args:
         return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+    made = collection_types.construct(tx, cls, args, kwargs)
+    if made is not None:
+        return made
+    if is_simple_exception(cls) and not kwargs:
+        return ExceptionVariable(cls, list(args))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        return TupleVariable(_namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+        return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
         return model_output.construct(tx, cls, args, kwargs)
     raise Unsupported(
@@ -209,7 +237,13 @@ def construct(
     )
 
 
-def _namedtuple_fields(
+def makes_builtin_like(cls: type) -> bool:
+    """Classes whose objects ``construct`` makes as builtin-like trackers: the ``collections``
+    containers (``deque``, ``defaultdict``...) and exceptions that are just their arguments."""
+    return cls in collection_types.CLASSES or is_simple_exception(cls)
+
+
+def namedtuple_fields(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> list[VariableTracker]:
     fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
@@ -232,6 +266,11 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
         if obj.example.dim() == 0:
             raise Unsupported("python_error", "len() of a 0-d tensor")
         return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, IteratorVariable):
+        kind = obj.python_type().__name__
+        raise PythonError(TypeError(f"object of type '{kind}' has no len()"))
+    if isinstance(obj, DictViewVariable):
+        return ConstantVariable(len(obj.dict_vt.items))
     if hasattr(obj, "items"):
         return ConstantVariable(len(obj.items))
     return obj.call_method(tx, "__len__", [], {})
@@ -277,10 +316,8 @@ def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
 def setattr_(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
-    if isinstance(obj, UserObjectVariable) and obj.source is not None:
-        tx.output.side_effects.store_attr(obj, name.as_python_constant(), value)
-        return ConstantVariable(None)
-    raise Unsupported("store_attr", f"setattr on {obj}")
+    tx.dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
 
 
 @builtin(tuple)
@@ -303,74 +340,57 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
         else:
             for pair in tx.dispatch.iterate(tx, source):
                 key, value = tx.dispatch.iterate(tx, pair)
-                items[key.as_python_constant()] = value
+                items[hash_key(key)] = value
     items.update(kwargs)
     return DictVariable(items)
 
 
 @builtin(set)
 def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
-    return SetVariable({item.as_python_constant() for item in items})
+    return SetVariable(set(real_iterable(tx, iterable)) if iterable is not None else set())
 
 
 @builtin(frozenset)
 def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
-    return ConstantVariable(frozenset(item.as_python_constant() for item in items))
+    return ConstantVariable(
+        frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset()
+    )
 
 
 @builtin(enumerate)
 def enumerate_(
     tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
 ) -> VariableTracker:
-    counter = itertools.count(start.as_python_constant())
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        item = sources[0].next_item()
-        return None if item is None else TupleVariable([ConstantVariable(next(counter)), item])
-
-    return _derived(tx, enumerate, step, [iterable])
+    source = tx.dispatch.get_iter(tx, iterable)
+    return EnumerateVariable([], sources=[source], count=start.as_python_constant())
 
 
 @builtin(zip)
 def zip_(
     tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
 ) -> VariableTracker:
-    checked = bool(strict and strict.as_python_constant())
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        group = []
-        for source in sources:  # pulls in order and stops at the first exhausted one, like zip
-            item = source.next_item()
-            if item is None:
-                if checked and (group or any(s.next_item() is not None for s in sources[1:])):
-                    raise Unsupported("python_error", "zip() raised ValueError: unequal lengths")
-                return None
-            group.append(item)
-        return TupleVariable(group) if sources else None
-
-    return _derived(tx, zip, step, list(iterables))
-
-
-def _derived(
-    tx: Translator,
-    kind: type,
-    step: Callable[..., VariableTracker | None],
-    iterables: list[VariableTracker],
-) -> VariableTracker:
-    """A lazy iterator over ``iterables`` (each turned into an iterator now, as CPython does)."""
-    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
-    return DerivedIteratorVariable([], sources=sources, step=step, kind=kind)
+    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
+    return ZipVariable([], sources=sources, strict=bool(strict and strict.as_python_constant()))
 
 
 @builtin(reversed)
 def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
+    made = make_reversed(tx, seq)
+    if made is not None:
+        return made
+    if isinstance(seq, DictVariable):
+        return IteratorVariable(
+            [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
+        )
     return IteratorVariable(list(reversed(tx.dispatch.iterate(tx, seq))))
 
 
 @builtin(iter)
-def iter_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+def iter_(
+    tx: Translator, obj: VariableTracker, sentinel: VariableTracker | None = None
+) -> VariableTracker:
+    if sentinel is not None:
+        return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
     return tx.dispatch.get_iter(tx, obj)
 
 
@@ -380,45 +400,12 @@ def next_(
 ) -> VariableTracker:
     if not isinstance(it, IteratorVariable):
         raise Unsupported("builtin", f"next() on {it}")
-    item = it.next_item()
+    item = it.next_item(tx)
     if item is None:
         if default is None:
-            raise Unsupported("python_error", "StopIteration")
+            raise PythonError(StopIteration())
         return default
     return item
-
-
-def _sort_keys(
-    tx: Translator, items: list[VariableTracker], key: VariableTracker | None, what: str
-) -> list[Any]:
-    """The values ``sorted``/``min``/``max`` compare: the items, or ``key(item)``, as constants."""
-    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
-        items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
-    if not all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
-        raise Unsupported(
-            "data_dependent",
-            f"{what}() compares values only known at run time",
-            hint="use torch.sort/torch.min/torch.max on tensors",
-        )
-    return [i.as_python_constant() for i in items]
-
-
-@builtin(sorted)
-def sorted_(
-    tx: Translator,
-    iterable: VariableTracker,
-    *,
-    key: VariableTracker | None = None,
-    reverse: VariableTracker = FALSE,
-) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable)
-    keys = _sort_keys(tx, items, key, "sorted")
-    try:
-        descending = bool(reverse.as_python_constant())
-        order = sorted(range(len(items)), key=keys.__getitem__, reverse=descending)
-    except TypeError as e:
-        raise Unsupported("python_error", f"sorted() raised TypeError: {e}") from e
-    return ListVariable([items[i] for i in order])
 
 
 @builtin(sum)
@@ -431,31 +418,11 @@ def sum_(
     return total
 
 
-def _extremum(pick: Callable[..., Any]) -> BuiltinImpl:
-    def min_max(
-        tx: Translator,
-        *args: VariableTracker,
-        key: VariableTracker | None = None,
-        default: VariableTracker | None = None,
-    ) -> VariableTracker:
-        if not args:
-            raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
-        items = list(args) if len(args) > 1 else tx.dispatch.iterate(tx, args[0])
-        if not items:
-            if default is None:
-                raise Unsupported("python_error", f"{pick.__name__}() of an empty sequence")
-            return default
-        keys = _sort_keys(tx, items, key, pick.__name__)
-        try:
-            return items[pick(range(len(items)), key=keys.__getitem__)]
-        except TypeError as e:
-            raise Unsupported("python_error", f"{pick.__name__}() raised TypeError: {e}") from e
-
-    return min_max
-
-
-BUILTINS[min] = _extremum(builtins.min)
-BUILTINS[max] = _extremum(builtins.max)
+BUILTINS[sorted] = sorting.sorted_
+BUILTINS[min] = sorting.min_
+BUILTINS[max] = sorting.max_
+sort_order = sorting.sort_order
+CmpKeyVariable = sorting.CmpKeyVariable
 
 
 @builtin(abs)
@@ -463,11 +430,35 @@ def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
     return tx.dispatch.call_operator(tx, operator.abs, [value])
 
 
+@builtin(pow)
+def pow_(
+    tx: Translator, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None
+) -> VariableTracker:
+    if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
+        raise Unsupported("builtin", "pow() with a modulus of traced values")
+    return tx.dispatch.call_operator(tx, operator.pow, [base, exp])
+
+
+@builtin(divmod)
+def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """Of symbolic numbers (tensors have no ``__divmod__``: CPython raises)."""
+    if any(isinstance(v, TensorVariable) for v in (a, b)):
+        raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
+    quotient = tx.dispatch.call_operator(tx, operator.floordiv, [a, b])
+    return TupleVariable([quotient, tx.dispatch.call_operator(tx, operator.mod, [a, b])])
+
+
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
+    """``any``/``all``: items are taken one by one and the first that decides stops it (a generator
+    with side effects runs no further than in CPython)."""
+    stop_on = pick is builtins.any
+
     def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
-        return ConstantVariable(
-            pick(tx.dispatch.truth(tx, v) for v in tx.dispatch.iterate(tx, iterable))
-        )
+        it = tx.dispatch.get_iter(tx, iterable)
+        while (item := it.next_item(tx)) is not None:
+            if tx.dispatch.truth(tx, item) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
 
     return any_all
 
@@ -517,30 +508,13 @@ def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(map)
 def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        args = []
-        for source in sources:
-            item = source.next_item()
-            if item is None:
-                return None
-            args.append(item)
-        return tx.dispatch.call(tx, fn, args, {})
-
-    return _derived(tx, map, step, list(iterables))
+    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
+    return MapVariable([], sources=sources, fn=fn)
 
 
 @builtin(filter)
 def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
-
-    def step(sources: list[IteratorVariable]) -> VariableTracker | None:
-        while (item := sources[0].next_item()) is not None:
-            test = item if keep_truthy else tx.dispatch.call(tx, fn, [item], {})
-            if tx.dispatch.truth(tx, test):
-                return item
-        return None
-
-    return _derived(tx, filter, step, [iterable])
+    return FilterVariable([], sources=[tx.dispatch.get_iter(tx, iterable)], fn=fn)
 
 
 @builtin(super)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import Source
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from .base import ConstantLikeVariable, VariableTracker
 
 if TYPE_CHECKING:
@@ -57,12 +57,19 @@ class ConstantVariable(ConstantLikeVariable):
         owner = getattr(self.value, "__self__", None)
         if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
             raise Unsupported("call", f"calling {self.value!r}")
+        if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
+            args = [
+                tx.fold(tuple(v.as_python_constant() for v in tx.dispatch.iterate(tx, args[0])))
+            ]
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
-        result = self.value(
-            *[a.as_python_constant() for a in args],
-            **{k: v.as_python_constant() for k, v in kwargs.items()},
-        )
+        try:
+            result = self.value(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
+            raise PythonError(e) from None
         return tx.fold(result)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:

@@ -19,13 +19,47 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.sources import Source
-from ..exc import Unsupported
-from .base import VariableTracker
+from .. import polyfills
+from ..exc import PythonError, Unsupported
+from .base import IdentityKey, VariableTracker
 from .constant import ConstantVariable
+from .tensor import TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
     from ..translator import Translator
+
+
+def hash_key(vt: VariableTracker) -> Any:
+    """``vt`` as a key of a traced dict or item of a traced set: the constant itself, or an
+    ``IdentityKey`` for a tensor or an object hashed by identity."""
+    if isinstance(vt, TensorVariable):
+        return IdentityKey(vt, vt.node)
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        try:
+            hash(value)
+        except TypeError:
+            kind = type(value).__name__
+            raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
+        return value
+    value = getattr(vt, "value", None)
+    cls = type(value)
+    if value is not None and cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+        return IdentityKey(vt, value)
+    raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def key_vt(key: Any) -> VariableTracker:
+    """The tracker of a traced dict's key (``hash_key`` the other way)."""
+    return key.vt if isinstance(key, IdentityKey) else ConstantVariable(key)
+
+
+def _reconstruct_key(cg: Codegen, key: Any) -> None:
+    if isinstance(key, IdentityKey):
+        key.vt.reconstruct(cg)
+    else:
+        cg.load_const(key)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -65,6 +99,8 @@ class TupleVariable(BaseSequenceVariable):
         fields = _field_names(self.cls)
         if name in fields:
             return self.items[list(fields).index(name)]
+        if hasattr(self.cls, "_fields") and not hasattr(tuple, name) and name not in _NT_METHODS:
+            return tx.dispatch.namedtuple_attribute(tx, self, name)  # methods of the class
         return _constant_method(self, name)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -100,6 +136,10 @@ def _field_names(cls: type) -> list[str]:
     return []
 
 
+#: Methods every namedtuple has, answered by ``_constant_method``.
+_NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
+
+
 def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
     namedtuple = hasattr(vt.python_type(), "_make")
     if name in ("count", "index") or (name in ("_replace", "_asdict") and namedtuple):
@@ -118,15 +158,15 @@ class ListVariable(BaseSequenceVariable):
         return list
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(list, name):
+        if hasattr(self.python_type(), name):
             return BoundMethodVariable(self, name)
-        raise Unsupported("getattr", f"list has no attribute {name!r}")
+        kind = self.python_type().__name__
+        raise Unsupported("getattr", f"{kind} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        self._reconstruct_items(cg)
-        cg.build_list(len(self.items))
+        cg.build_once(self, lambda: (self._reconstruct_items(cg), cg.build_list(len(self.items))))
         return None
 
     def __repr__(self) -> str:
@@ -138,36 +178,52 @@ class DictVariable(VariableTracker):
     items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
     source: Source | None = None
     cls: type = dict
+    default_factory: VariableTracker | None = None  #: of a ``collections.defaultdict``
 
     def python_type(self) -> type:
         return self.cls
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values())
+        factory = self.default_factory
+        return (
+            all(v.is_python_constant() for v in self.items.values())
+            and not any(isinstance(k, IdentityKey) for k in self.items)
+            and (factory is None or factory.is_python_constant())
+        )
 
     def as_python_constant(self) -> Any:
-        return self.cls((k, v.as_python_constant()) for k, v in self.items.items())
+        pairs = {k: v.as_python_constant() for k, v in self.items.items()}
+        if self.default_factory is not None:
+            return self.cls(self.default_factory.as_python_constant(), pairs)
+        return self.cls(pairs)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_vt(k) for k in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(dict, name):
+        if name == "default_factory" and self.default_factory is not None:
+            return self.default_factory
+        if hasattr(self.cls, name):
             return BoundMethodVariable(self, name)
-        raise Unsupported("getattr", f"dict has no attribute {name!r}")
+        raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        if self.cls is not dict:
+            cg.load_const(self.cls)
+            if self.default_factory is not None:  # defaultdict(factory, mapping)
+                self.default_factory.reconstruct(cg)
         for key, value in self.items.items():
-            cg.load_const(key)
+            _reconstruct_key(cg, key)
             value.reconstruct(cg)
         cg.build_map(len(self.items))
         if self.cls is not dict:
-            cg.load_const(self.cls)
-            cg.swap(2)
-            cg.call_function(1)
-        return None
+            cg.call_function(1 if self.default_factory is None else 2)
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
@@ -175,7 +231,7 @@ class DictVariable(VariableTracker):
 
 @dataclass(eq=False)
 class SetVariable(VariableTracker):
-    """A set of Python constants (sets of tensors hash by identity: not traced)."""
+    """A set: Python constants and ``IdentityKey``s (tensors, objects hashed by identity)."""
 
     items: set[Any]
     source: Source | None = None
@@ -184,13 +240,16 @@ class SetVariable(VariableTracker):
         return set
 
     def is_python_constant(self) -> bool:
-        return True
+        return not any(isinstance(v, IdentityKey) for v in self.items)
 
     def as_python_constant(self) -> Any:
-        return set(self.items)
+        """The set itself: a copy may iterate in another order (a table with deleted entries is
+        rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
+        only reads it."""
+        return self.items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in self.items]
+        return [key_vt(v) for v in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if hasattr(set, name):
@@ -200,9 +259,10 @@ class SetVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        for value in self.items:
-            cg.load_const(value)
-        cg.build_set(len(self.items))
+        cg.build_once(
+            self,
+            lambda: ([_reconstruct_key(cg, v) for v in self.items], cg.build_set(len(self.items))),
+        )
         return None
 
 
@@ -235,7 +295,9 @@ class IteratorVariable(VariableTracker):
     watched: VariableTracker | None = None
     watched_len: int = 0
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         if self.watched is not None and len(self.watched.items) != self.watched_len:
             kind = self.watched.python_type().__name__
             raise Unsupported("python_error", f"RuntimeError: {kind} changed size during iteration")
@@ -245,16 +307,24 @@ class IteratorVariable(VariableTracker):
         return self.items[self.index - 1]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         rest = self.items[self.index :]
         self.index = len(self.items)
         return rest
+
+    def save_state(self) -> Any:
+        """What ``SideEffects.before_mutation`` keeps to roll the position back."""
+        return self.index
+
+    def restore_state(self, state: Any) -> None:
+        self.index = state
 
     def python_type(self) -> type:
         return type(iter([]))
 
     def reconstruct(self, cg: Codegen) -> None:
-        self.reconstruct_items(cg)
-        cg.add("GET_ITER")
+        cg.build_once(self, lambda: (self.reconstruct_items(cg), cg.add("GET_ITER")))
 
     def reconstruct_items(self, cg: Codegen) -> None:
         """The remaining items as a tuple (a resume function turns it back into an iterator)."""
@@ -294,17 +364,26 @@ class LazyIteratorVariable(IteratorVariable):
         """Can the remaining items be forced now and rebuilt as a tuple (at a graph break)?"""
         return False
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         if self.index < len(self.items) or self.done:
-            return super().next_item()
+            return super().next_item(tx)
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
         item = self.pull()
         if item is None:
             self.done = True
         return item
 
+    def save_state(self) -> Any:
+        return self.index, self.done, len(self.items)
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.done, count = state
+        del self.items[count:]
+
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
         items: list[VariableTracker] = []
-        while (item := self.next_item()) is not None:
+        while (item := self.next_item(tx)) is not None:
             if len(items) >= MAX_YIELDS:
                 raise Unsupported(
                     "generator",
@@ -313,6 +392,12 @@ class LazyIteratorVariable(IteratorVariable):
                 )
             items.append(item)
         return items
+
+    def force(self) -> None:
+        """Make every remaining item now (into ``items``) without taking any."""
+        start = self.index
+        rest = self.unpack(None)
+        self.items, self.index = [*self.items[:start], *rest], start
 
     def reconstruct_items(self, cg: Codegen) -> None:
         if not self.rebuildable():
@@ -331,12 +416,45 @@ class GeneratorVariable(LazyIteratorVariable):
     (``frame``) run lazily, one yield per item."""
 
     frame: Any = None  #: the Translator of the generator's code, kept between items
+    #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
+    spoiled: bool = False
+    result: VariableTracker | None = None  #: the frame's return value, once it returned
+
+    def save_state(self) -> Any:
+        return None
+
+    def restore_state(self, state: Any) -> None:
+        self.spoiled = True
 
     def pull(self) -> VariableTracker | None:
         try:
-            self.frame.run()
+            self.result = self.frame.run()  # what ``yield from`` over this generator gives
         except Yielded as y:
             return y.value
+        return None
+
+    def rebuildable(self) -> bool:
+        """Only once all its items are known (``convert`` takes them when the generator escapes)."""
+        return self.done and not self.spoiled
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("send", "__next__"):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"generator.{name} is not traced")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """Escaping: an iterator over the remaining items; a polyfilled ``itertools`` object as
+        the C object of its type (``polyfills.REBUILD``)."""
+        rebuild = polyfills.REBUILD.get(getattr(self.frame, "fn", None))
+        if rebuild is None:
+            return super().reconstruct(cg)  # a plain iterator (as torch.compile rebuilds it)
+
+        def build() -> None:
+            cg.load_const(rebuild)
+            self.reconstruct_items(cg)
+            cg.call_function(1)
+
+        cg.build_once(self, build)
         return None
 
     def python_type(self) -> type:

@@ -1,12 +1,13 @@
 """Operator and builtin semantics, keyed by the operation and the kinds of its operands.
 
-The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth test);
-this module decides what it means: fold it when every operand is a Python constant, record a graph
-node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
+The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth
+test); this module decides what it means: fold it when every operand is a Python constant, record a
+graph node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -14,8 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..exc import Unsupported
-from . import builtin_calls, container_methods, torch_calls
+from .. import polyfills
+from ..exc import PythonError, Unsupported
+from . import (
+    builtin_calls,
+    container_methods,
+    iterators,
+    markers,
+    numpy_arrays,
+    sorting,
+    torch_calls,
+    user_objects,
+    views,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -25,8 +37,10 @@ from .containers import (
     ListVariable,
     SetVariable,
     TupleVariable,
+    hash_key,
 )
 from .functions import (
+    BuiltinVariable,
     MethodCallVariable,
     NestedFunctionVariable,
     TorchVariable,
@@ -43,8 +57,11 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 call_torch = torch_calls.call_torch
+sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
-construct = builtin_calls.construct
+construct = user_objects.construct
+store_attr = user_objects.store_attribute
+namedtuple_attribute = user_objects.namedtuple_attribute
 
 
 def call(
@@ -53,11 +70,69 @@ def call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """Any call the bytecode makes."""
+    """Any call the bytecode makes. A callable with a registered substitute
+    (``markers.substitute_for``) runs its Python polyfill instead, as does a C builtin with one of
+    bytegraph's polyfills (``tracer/polyfills``); an ``lru_cache``'d function runs the function it
+    wraps."""
+    substitute = markers.substitute_for(_callee(fn))
+    if substitute is not None:
+        return _call_substitute(tx, substitute, args, kwargs)
+    target = _callable_value(fn)
+    if target is not None:
+        if numpy_arrays.is_numpy_callable(target):
+            return numpy_arrays.call_numpy(tx, target, args, kwargs)
+        replacement = polyfills.lookup(target)
+        if replacement is not None:
+            return UserFunctionVariable(replacement).call_function(tx, args, kwargs)
+        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
+            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+        if target is functools.cmp_to_key and len(args) == 1 and not kwargs:
+            return builtin_calls.CmpKeyVariable(args[0])
     return fn.call_function(tx, args, kwargs)
 
 
-# -- operators ---------------------------------------------------------------------------------------
+_LRU_WRAPPER = type(functools.lru_cache(None)(len))
+
+
+def _callable_value(fn: VariableTracker) -> Any:
+    """The real callable a tracker stands for, when it is one (a class, a C function)."""
+    if isinstance(fn, BuiltinVariable):
+        return fn.fn
+    if isinstance(fn, (ClassVariable, UserObjectVariable)):
+        return fn.value
+    if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:
+        return fn.fn
+    return None
+
+
+def _callee(fn: VariableTracker) -> Any:
+    """The real callable behind ``fn`` where the trace knows it (a constant or a real object)."""
+    if fn.is_python_constant():
+        return fn.as_python_constant()
+    return fn.value if isinstance(fn, UserObjectVariable) else None
+
+
+def _call_substitute(
+    tx: Translator,
+    substitute: markers.Substitute,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    values = [*args, *kwargs.values()]
+    if substitute.can_constant_fold_through and all(v.is_python_constant() for v in values):
+        try:
+            result = substitute.original(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception:  # it raises: trace the polyfill, which raises the same in the trace
+            pass
+        else:
+            return tx.fold(result)
+    return UserFunctionVariable(substitute.polyfill).call_function(tx, args, kwargs)
+
+
+# -- operators -------------------------------------------------------------------------------------
 _REFLECTED = {
     operator.add: "__radd__",
     operator.sub: "__rsub__",
@@ -123,7 +198,8 @@ _COMPARISONS = frozenset(
 
 
 def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary, getitem)."""
+    """``op(*args)`` for the operator module's functions (binary, in-place, comparison, unary,
+    getitem)."""
     if any(isinstance(a, SymNodeVariable) for a in args) and all(
         isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
     ):
@@ -135,6 +211,14 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
             op = _INPLACE_TO_BINARY.get(op, op)
             _check_arithmetic_error(op, args)
         return tx.output.call_function(op, tuple(args), {})
+    set_result = views.set_operator(tx, op, args)
+    if set_result is not None:
+        return set_result
+    array_result = numpy_arrays.call_operator(tx, op, args)
+    if array_result is not None:
+        return array_result
+    if op in (operator.or_, operator.ior) and isinstance(args[0], DictVariable):
+        return container_methods.dict_or(tx, op, args[0], args[1])
     if any(isinstance(a, TensorVariable) for a in args):
         if op is operator.not_:
             raise Unsupported(
@@ -156,6 +240,8 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
     if op in _INPLACE_TO_BINARY:
         if isinstance(args[0], ListVariable) and op is operator.iadd:
             return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
+        if isinstance(args[0], ListVariable) and op is operator.imul:
+            return call_container_method(tx, args[0], "__imul__", [args[1]], {})
         return call_operator(tx, _INPLACE_TO_BINARY[op], args)
     if op is operator.not_:
         return ConstantVariable(not truth(tx, args[0]))
@@ -163,6 +249,10 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         isinstance(a, BaseSequenceVariable) for a in args
     ):
         return _sequence_op(tx, op, args)
+    if len(args) == 2:
+        compared = sorting.compare_sequences(tx, op, args[0], args[1])
+        if compared is not None:
+            return compared
     if op in (operator.eq, operator.ne) and len(args) == 2:
         same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
         if same is not None and not isinstance(args[0], UserObjectVariable):
@@ -189,9 +279,9 @@ _DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
 
 def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
     """Symbolic numbers are computed inside the graph, after which the trace's side effects are
-    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python, happened
-    before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation raises,
-    and when it does, run it in Python (a graph break) like the same error on constants."""
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python,
+    happened before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation
+    raises, and when it does, run it in Python (a graph break) like the same error on constants."""
     if len(args) != 2 or isinstance(args[1], TensorVariable):
         return
     lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
@@ -213,7 +303,7 @@ def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
     try:
         result = op(*values)
     except Exception as e:
-        raise Unsupported("python_error", f"{op.__name__} raised {type(e).__name__}: {e}") from e
+        raise PythonError(e) from None
     return tx.fold(result)
 
 
@@ -222,7 +312,10 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
         lhs, rhs = rhs, lhs  # 3 * [x]
-    if op is operator.add and type(lhs) is type(rhs):
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul
@@ -258,6 +351,8 @@ def getitem_tensor(
     if not isinstance(tensor, TensorVariable):
         if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
             return getitem(tx, tensor, key)
+        if isinstance(tensor, DictVariable) and not isinstance(tensor, ModelOutputVariable):
+            return call_container_method(tx, tensor, "__getitem__", [key], {})
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
@@ -266,6 +361,12 @@ def getitem_tensor(
 def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
     if isinstance(obj, TensorVariable):
         return getitem_tensor(tx, obj, key)
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        return numpy_arrays.getitem(tx, obj, key)
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        return obj.getitem(tx, key.as_python_constant())
+    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
+        return call_container_method(tx, obj, "__getitem__", [key], {})
     if not key.is_python_constant():
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
@@ -279,13 +380,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         try:
             return obj.items[index]
         except (IndexError, TypeError) as e:
-            raise Unsupported("python_error", f"index {index!r}: {e}") from e
+            raise PythonError(e) from None
     if isinstance(obj, ModelOutputVariable):
         return obj.getitem(tx, index)
-    if isinstance(obj, DictVariable):
-        if index not in obj.items:
-            raise Unsupported("python_error", f"KeyError: {index!r}")
-        return obj.items[index]
     if isinstance(obj, NNModuleVariable):
         return obj.getitem(tx, index)
     if obj.is_python_constant():
@@ -299,6 +396,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
 def setitem(
     tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
 ) -> None:
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        numpy_arrays.setitem(tx, obj, key, value)
+        return
     if isinstance(obj, TensorVariable):
         key = index_for_tensor(tx, obj, key)
         tx.output.call_function(operator.setitem, (obj, key, value), {})
@@ -309,7 +409,7 @@ def setitem(
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
 
-# -- truth, identity, containment --------------------------------------------------------------------
+# -- truth, identity, containment ------------------------------------------------------------------
 def truth(tx: Translator, value: VariableTracker) -> bool:
     """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
     if isinstance(value, SymNodeVariable):
@@ -324,6 +424,10 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         return bool(value.as_python_constant())
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return len(value.items) > 0
+    if isinstance(value, views.DictViewVariable):
+        return len(value.dict_vt.items) > 0
+    if isinstance(value, IteratorVariable):
+        return True
     if isinstance(
         value,
         (
@@ -351,8 +455,8 @@ def is_none(tx: Translator, value: VariableTracker) -> bool:
 
 
 def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
-    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap`` caches
-    by identity), the same graph node, or the same constant."""
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
+    caches by identity), the same graph node, or the same constant."""
     if lhs is rhs:
         return True
     if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
@@ -368,14 +472,26 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         return False  # a tensor, container or object is never a constant such as None
     if type(lhs) is not type(rhs):
         return False
+    if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
+        return False  # distinct trackers of mutable objects stand for distinct objects
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
 
 
+#: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
+_ONE_TRACKER_PER_OBJECT = (
+    ListVariable,
+    DictVariable,
+    SetVariable,
+    IteratorVariable,
+    views.DictViewVariable,
+)
+
+
 def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
-    if isinstance(container, DictVariable):
-        return item.as_python_constant() in container.items
-    if isinstance(container, SetVariable):
-        return item.as_python_constant() in container.items
+    if isinstance(container, views.DictViewVariable):
+        return views.contains(tx, container, item)
+    if isinstance(container, (DictVariable, SetVariable)):
+        return hash_key(item) in container.items
     if isinstance(container, (BaseSequenceVariable,)):
         for element in container.items:
             if element is item:
@@ -404,21 +520,23 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     if isinstance(value, IteratorVariable):
         return value.unpack(tx)
     if isinstance(value, DictVariable):
-        return [ConstantVariable(k) for k in value.items]
+        return value.unpack(tx)
     if _user_iter(value):
         return get_iter(tx, value).unpack(tx)
     return value.unpack(tx)
 
 
 def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
-    """``iter(value)``: lists are iterated live (appends are seen), dicts and sets are watched for
-    size changes, user ``__iter__`` methods are inlined (a generator one stays lazy)."""
+    """``iter(value)``: builtin containers give CPython-like iterators (``iterators.py``: lists
+    are iterated live, dicts and sets are watched for changes), user ``__iter__`` methods are
+    inlined (a generator one stays lazy)."""
     if isinstance(value, IteratorVariable):
         return value
-    if isinstance(value, ListVariable):
-        return IteratorVariable(value.items)
-    if isinstance(value, (DictVariable, SetVariable)):
-        return IteratorVariable(iterate(tx, value), watched=value, watched_len=len(value.items))
+    if isinstance(value, views.DictViewVariable):
+        return iterators.dict_iter(value.dict_vt, value.kind)
+    made = iterators.make_iter(tx, value)
+    if made is not None:
+        return made
     if _user_iter(value):
         result = value.call_method(tx, "__iter__", [], {})
         if not isinstance(result, IteratorVariable):
@@ -430,7 +548,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
 
 
 def _user_iter(value: VariableTracker) -> bool:
-    """A user object whose class defines ``__iter__`` in Python (modules have their own iteration)."""
+    """A user object whose class defines ``__iter__`` in Python (modules have their own
+    iteration)."""
     if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
         return False
     return isinstance(
@@ -455,6 +574,8 @@ MODULE_MEMBER_METHODS = frozenset(
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, TensorVariable) and name == "numpy" and numpy_arrays.np is not None:
+        return numpy_arrays.TensorNumpyMethod(obj)
     if (
         isinstance(obj, NNModuleVariable)
         and name in MODULE_MEMBER_METHODS
@@ -464,5 +585,5 @@ def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker
     return obj.var_getattr(tx, name)
 
 
-# -- methods of lists, dicts, sets, tuples -----------------------------------------------------------
+# -- methods of lists, dicts, sets, tuples ---------------------------------------------------------
 call_container_method = container_methods.call_method

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
+from . import markers
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -26,6 +27,12 @@ from .containers import DictVariable, TupleVariable
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
     from ..translator import Translator
+
+
+#: Functions traced specially, by code object (``@contextmanager``'s wrapper:
+#: ``generator_contexts``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
+#: function.
+CALL_HOOKS: dict[types.CodeType, Any] = {}
 
 
 def graph_break() -> None:
@@ -67,6 +74,12 @@ class UserFunctionVariable(VariableTracker):
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
+        marked = markers.call_marked(tx, self, args, kwargs)
+        if marked is not None:
+            return marked
+        hook = CALL_HOOKS.get(self.fn.__code__)
+        if hook is not None and self.self_vt is None:
+            return hook(tx, self, args, kwargs)
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}
@@ -81,6 +94,13 @@ class UserFunctionVariable(VariableTracker):
             closure=closure,
             fn=self.fn,
         )
+
+    def closure_value(self, tx: Translator, name: str) -> VariableTracker:
+        """The contents of the function's closure cell ``name`` (guarded through the function)."""
+        index = self.fn.__code__.co_freevars.index(name)
+        value = self.fn.__closure__[index].cell_contents
+        source = _cell_source(self.source, self.fn, name)
+        return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and self.self_vt is None:
@@ -99,10 +119,10 @@ class UserFunctionVariable(VariableTracker):
 
 
 def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
-    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time (inlining
-    ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with the function:
-    its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``). Functions carrying a
-    ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
+    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time
+    (inlining ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with
+    the function: its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``).
+    Functions carrying a ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
     if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(
         vars(fn.fn)
     ):
@@ -210,14 +230,82 @@ class NestedFunctionVariable(VariableTracker):
         )
 
     def reconstruct(self, cg: Codegen) -> None:
-        raise Unsupported(
-            "escaping_closure",
-            f"function {self.code.co_name} made in the trace escapes it",
-            hint="define the function outside the compiled region",
-        )
+        """The function made again by ``make_function`` (code, globals, defaults, cells). A cell of
+        a traced frame becomes a new cell holding its final value; at a graph break the frame goes
+        on in a resume function with cells of its own, so such a closure cannot escape there."""
+        if id(self) in _BUILDING:
+            raise Unsupported("escaping_closure", f"{self.code.co_name} refers to itself")
+        cells = [self.closure[name] for name in self.code.co_freevars]
+        if cg.resumes and any(not isinstance(c, ClosureCellVariable) for c in cells):
+            raise Unsupported(
+                "escaping_closure",
+                f"function {self.code.co_name} made in the trace escapes at a graph break",
+                hint="define the function outside the compiled region",
+            )
+        _BUILDING.add(id(self))
+        try:
+            cg.build_once(self, lambda: self._build(cg, cells))
+        finally:
+            _BUILDING.discard(id(self))
+
+    def _build(self, cg: Codegen, cells: list[VariableTracker]) -> None:
+        cg.load_const(make_function)
+        cg.load_const(self.code)
+        cg.load_cell_value(f"__bg_globals_{id(self.f_globals)}", self.f_globals)
+        for value in self.defaults:
+            value.reconstruct(cg)
+        cg.build_tuple(len(self.defaults))
+        for name, value in self.kwdefaults.items():
+            cg.load_const(name)
+            value.reconstruct(cg)
+        cg.build_map(len(self.kwdefaults))
+        for cell in cells:
+            _reconstruct_cell(cg, cell)
+        cg.build_tuple(len(cells))
+        cg.call_function(5)
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.code.co_name})"
+
+
+_BUILDING: set[int] = set()  #: closures being rebuilt (a closure reaching itself cannot be)
+
+
+def make_function(
+    code: types.CodeType,
+    f_globals: dict[str, Any],
+    defaults: tuple,
+    kwdefaults: dict[str, Any],
+    closure: tuple[types.CellType, ...],
+) -> types.FunctionType:
+    """Runtime helper of the rewritten code: a function made in the trace, made again."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
+    fn.__kwdefaults__ = kwdefaults or None
+    fn.__qualname__ = code.co_qualname
+    return fn
+
+
+def _reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
+    if isinstance(cell, ClosureCellVariable):  # a real cell: the same cell object
+        cg.load_cell_value(f"__bg_cell_{id(cell.cell)}", cell.cell)
+        return
+    if not isinstance(cell, LocalCellVariable):
+        raise Unsupported("escaping_closure", f"a closure over {cell}")
+
+    def build() -> None:
+        cg.load_const(types.CellType)
+        if cell.name in cell.frame_locals:
+            cell.frame_locals[cell.name].reconstruct(cg)
+            cg.call_function(1)
+        else:
+            cg.call_function(0)
+
+    cg.build_once(cell, build)
+
+
+#: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching
+#: ``object``, ``object.__setattr__(self, n, v)``): builtins implemented in ``user_objects.py``.
+OBJECT_METHODS = {name: object.__dict__[name] for name in ("__setattr__", "__init__")}
 
 
 @dataclass(eq=False)
@@ -238,6 +326,18 @@ class BuiltinVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return tx.dispatch.call_builtin(tx, self.fn, args, kwargs)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """Attributes of a builtin: its name, a type's methods (``dict.fromkeys``: calls go through
+        the polyfill registry)."""
+        if self.fn is object and name in OBJECT_METHODS:
+            return BuiltinVariable(OBJECT_METHODS[name])
+        try:
+            attr = getattr(self.fn, name)
+        except AttributeError:
+            kind = getattr(self.fn, "__name__", self.fn)
+            raise Unsupported("getattr", f"{kind} has no attribute {name!r}") from None
+        return tx.wrap_static(attr)
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(self.fn)
@@ -301,7 +401,18 @@ class PartialVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        raise Unsupported("reconstruct", "a functools.partial made in the trace escapes it")
+
+        def build() -> None:
+            cg.load_const(functools.partial)
+            self.fn.reconstruct(cg)
+            for arg in self.args:
+                arg.reconstruct(cg)
+            for value in self.kwargs.values():
+                value.reconstruct(cg)
+            cg.call_function(1 + len(self.args) + len(self.kwargs), tuple(self.kwargs))
+
+        cg.build_once(self, build)
+        return None
 
     def __repr__(self) -> str:
         return f"PartialVariable({self.fn!r})"
@@ -319,6 +430,10 @@ class MethodCallVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.obj.reconstruct(cg)  # the bound method of the real object
+        cg.load_attr(self.name)
 
     def __repr__(self) -> str:
         return f"MethodCallVariable({self.obj!r}.{self.name})"

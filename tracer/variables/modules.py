@@ -1,28 +1,28 @@
-"""``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with the
-number of parameters.
+"""``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with
+the number of parameters.
 
 Inside a trace a module's parameters, buffers and submodules are read through ``_parameters``,
 ``_buffers`` and ``_modules`` (cheap dict loads in the rewritten code; parameters and buffers become
 graph inputs). Calling a module inlines its forward pre-hooks, ``forward`` and forward hooks.
 
 Guards: the trace installs one ``ID_MATCH`` per module and one ``TENSOR_MATCH`` per parameter.
-``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module tree
-by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
+``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module
+tree by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
 
 * fast path: the root was validated before and no module changed since (``EPOCH`` unchanged) — O(1);
 * slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
   modules, so every instance of the same structure passes), then the root is remembered.
 
-``EPOCH`` is bumped by every change that could invalidate an absorbed guard: ``Module.__setattr__`` /
-``__delattr__`` (assigning a parameter, submodule, buffer or attribute; ``train()``/``eval()``;
-``forward =``), ``register_*`` (the global registration hooks), ``_apply`` (``.to()``, ``.half()``,
-``.cuda()``), hook (un)registration (``RemovableHandle``), the container methods that write
-``_modules`` directly, and metadata changes of parameters (``p.data =``, ``p.requires_grad_()``,
-``p.requires_grad =``, in-place metadata ops such as ``p.resize_``). In-place *value* updates (an
-optimizer step) bump nothing. Buffers keep their per-tensor ``TENSOR_MATCH`` in the fast path (they are
-plain tensors that nothing here hooks). Not detected: writes straight into the private dicts
-(``m._parameters['w'] = p``) other than torch's own container methods, and aten calls
-(``torch.ops.aten.set_``) on parameters.
+``EPOCH`` is bumped by every change that could invalidate an absorbed guard: the module's
+``__setattr__``/``__delattr__`` (assigning a parameter, submodule, buffer or attribute;
+``train()``/``eval()``; ``forward =``), ``register_*`` (the global registration hooks), ``_apply``
+(``.to()``, ``.half()``, ``.cuda()``), hook (un)registration (``RemovableHandle``), the container
+methods that write ``_modules`` directly, and metadata changes of parameters (``p.data =``,
+``p.requires_grad_()``, ``p.requires_grad =``, in-place metadata ops such as ``p.resize_``).
+In-place *value* updates (an optimizer step) bump nothing. Buffers keep their per-tensor
+``TENSOR_MATCH`` in the fast path (they are plain tensors that nothing here hooks). Not detected:
+writes straight into the private dicts (``m._parameters['w'] = p``) other than torch's own container
+methods, and aten calls (``torch.ops.aten.set_``) on parameters.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from ...guards.build import GuardSet
 from ...guards.epoch import EPOCH, PerRootCache
 from ...guards.guard import Guard, WeakArg
 from ...guards.kinds import ConstTable
-from ...guards.sources import AttrSource, ItemSource, LocalSource, Source
+from ...guards.sources import AttrSource, DictValueSource, ItemSource, LocalSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import UserFunctionVariable
-from .objects import UserObjectVariable
+from .objects import UserObjectVariable, method_source
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -58,8 +58,9 @@ MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 
 @dataclass(eq=False)
 class NNModuleVariable(UserObjectVariable):
-    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph inputs
-    and guards); calling it runs pre-hooks, ``forward`` and forward hooks as ``nn.Module.__call__``."""
+    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph
+    inputs and guards); calling it runs pre-hooks, ``forward`` and forward hooks as
+    ``nn.Module.__call__``."""
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         module = self.value
@@ -101,19 +102,48 @@ class NNModuleVariable(UserObjectVariable):
     ) -> VariableTracker:
         module = self.value
         _check_hooks(module)
-        call = UserFunctionVariable(_forward_function(module), None, self_vt=self)
-        for hook in module._forward_pre_hooks.values():
-            result = tx.wrap(hook, None).call_function(tx, [self, TupleVariable(list(args))], {})
+        call = self._forward(tx)
+        for hook in self._hooks(tx, "_forward_pre_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 args = list(result.items) if isinstance(result, TupleVariable) else [result]
         output = call.call_function(tx, args, kwargs)
-        for hook in module._forward_hooks.values():
-            result = tx.wrap(hook, None).call_function(
-                tx, [self, TupleVariable(list(args)), output], {}
-            )
+        for hook in self._hooks(tx, "_forward_hooks"):
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), output], {})
             if not (result.is_python_constant() and result.as_python_constant() is None):
                 output = result
         return output
+
+    def _forward(self, tx: Translator) -> VariableTracker:
+        """The ``forward`` that ``__call__`` runs, bound, read through a source where it has one
+        (guarded, and what it mutates through its closure is replayed)."""
+        forward = _forward_function(self.value)
+        class_source = self.class_source()
+        if "forward" in vars(self.value):  # ``m.forward = bytegraph.compile(m.forward)``
+            found = vars(self.value)["forward"].__func__
+            source = None if self.source is None else AttrSource(self.source, "forward")
+            source = None if source is None else AttrSource(source, "__func__")
+        else:
+            found = inspect.getattr_static(self.value, "forward")
+            source = None if class_source is None else AttrSource(class_source, "forward")
+        if found is not forward and source is not None:  # a compiled function: its original
+            source = AttrSource(AttrSource(source, "__bytegraph__"), "fn")
+        source = None if source is None else method_source(tx, self, source, forward)
+        return UserFunctionVariable(forward, source, self_vt=self)
+
+    def _hooks(self, tx: Translator, table: str) -> list[VariableTracker]:
+        """The hooks in ``module.<table>``, each read through its own source (by position:
+        ``[*L['m']._forward_hooks.values()][0]``; the keys are handle ids, new at each
+        registration) so that what a hook reaches (a list in its closure, an object attribute) is
+        guarded and its mutations replayed like any input's. Which hooks are registered is part of
+        the module's ``MODULE_TREE`` check (``_hooks_match``)."""
+        hooks = getattr(self.value, table)
+        if hooks and self.source is None:
+            raise Unsupported("module_hooks", f"hooks of a module reached without a source: {self}")
+        return [
+            tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i))
+            for i, hook in enumerate(hooks.values())
+        ]
 
     def call_method(
         self,
@@ -153,7 +183,14 @@ class NNModuleVariable(UserObjectVariable):
             return list(children.items.values())
         if cls.__iter__ is nn.ModuleDict.__iter__:
             return [ConstantVariable(k) for k in children.items]
+        if cls.__iter__ is nn.ParameterList.__iter__ and cls.__len__ is nn.ParameterList.__len__:
+            return [self.getitem(tx, i) for i in range(self._parameter_list_size(tx))]
         raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def _parameter_list_size(self, tx: Translator) -> int:
+        """A ``ParameterList``'s length (``_size``), guarded: ``append`` changes it."""
+        source = AttrSource(self.source, "_size") if self.source else None
+        return tx.wrap(self.value._size, source).as_python_constant()
 
     def getitem(self, tx: Translator, key: Any) -> VariableTracker:
         """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
@@ -166,14 +203,20 @@ class NNModuleVariable(UserObjectVariable):
             if not -len(children) <= key < len(children):
                 raise Unsupported("python_error", f"IndexError: index {key} out of range")
             return children[key]
+        if getitem is nn.ParameterList.__getitem__ and type(key) is int:
+            # ``self[i]`` is ``getattr(self, str(i))``: the parameter, read (and guarded) by name
+            size = self._parameter_list_size(tx)
+            if not -size <= key < size:
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return self.var_getattr(tx, str(key % size))
         if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
             return ListVariable(list(self.children_dict(tx).items.values())[key])
         raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
 
     def _members(self, tx: Translator, name: str) -> VariableTracker:
         """``parameters()``, ``named_children()``, ``modules()``...: each member read through
-        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an attribute
-        read. Shared members are listed once, as ``nn.Module`` does."""
+        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an
+        attribute read. Shared members are listed once, as ``nn.Module`` does."""
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
@@ -210,7 +253,8 @@ def _no_op() -> None:
 
 
 def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
-    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each once."""
+    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each
+    once."""
     if id(module.value) in seen:
         return
     seen.add(id(module.value))
@@ -241,7 +285,10 @@ def _forward_function(module: nn.Module) -> types.FunctionType:
 
 
 def _check_hooks(module: nn.Module) -> None:
-    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in Python)."""
+    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in
+    Python)."""
+    if not all(name in vars(module) for name in _ALL_HOOK_DICTS):
+        raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
     glob = nn.modules.module
     if (
         glob._global_forward_hooks
@@ -340,8 +387,8 @@ _install()
 class ModuleTree(PerRootCache):
     """The check behind one ``MODULE_TREE`` guard.
 
-    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow`` reads
-    can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
+    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow``
+    reads can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
 
     __slots__ = ("slow", "source")
 
@@ -375,7 +422,8 @@ _ROOT = LocalSource("___R")
 
 
 def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
-    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per tree."""
+    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per
+    tree."""
     guards = sorted(set(guards))
     modules = traced_modules(guards)
     types_of = {
@@ -481,7 +529,8 @@ def rebase(source: Source, root: Source) -> Source:
 
 def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
     """Compile the absorbed guards into the slow check: module identities become type, instance-dict
-    and hook checks (so an equal-structured instance passes); everything else is checked as traced."""
+    and hook checks (so an equal-structured instance passes); everything else is checked as
+    traced."""
     rebased: list[Guard] = []
     extra: list[str] = []
     consts = ConstTable()
@@ -492,9 +541,8 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
             expr = src.render({"___R": "R"})
             rebased.append(Guard(src, "TYPE_MATCH", type(module), ("type", id(type(module)))))
             extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
-            extra.append(
-                f"{consts.name(_hooks_match, 'hooks')}({expr}, {consts.name(_hook_refs(module), 'h')})"
-            )
+            hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
+            extra.append(f"{hooks}({expr}, {refs})")
             continue
         arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
         rebased.append(Guard(src, guard.kind, arg, guard.key))
@@ -519,7 +567,7 @@ def _hook_refs(module: nn.Module) -> tuple:
     """Weak references to the forward hooks the trace inlined (in order)."""
     refs = []
     for name in _HOOK_DICTS:
-        for hook in getattr(module, name).values():
+        for hook in vars(module).get(name, {}).values():
             try:
                 refs.append(
                     weakref.WeakMethod(hook)
@@ -535,7 +583,7 @@ def _hook_refs(module: nn.Module) -> tuple:
 def _hooks_match(module: nn.Module, refs: tuple) -> bool:
     hooks = []
     for name in _HOOK_DICTS:
-        hooks += list(getattr(module, name).values()) + [None]
+        hooks += list(vars(module).get(name, {}).values()) + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
     return all(

@@ -1,9 +1,9 @@
 """User objects, classes and Python modules (``nn.Module`` instances are in ``modules.py``).
 
-Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute the
-trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on objects that
-came from inputs are side effects (replayed by the rewritten code). Classes with a custom
-``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the allowlist
+Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute
+the trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on
+objects that came from inputs are side effects (replayed by the rewritten code). Classes with a
+custom ``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the allowlist
 ``PURE_GETATTR_CLASSES`` (``transformers`` configs), whose reads use the real ``getattr`` and whose
 guards therefore call that ``__getattribute__``.
 """
@@ -11,6 +11,7 @@ guards therefore call that ``__getattribute__``.
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
+from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source, TypeSource
 from ..exc import Unsupported
+from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
 from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
-from .functions import UserFunctionVariable
+from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -43,6 +45,15 @@ class PythonModuleVariable(ConstantLikeVariable):
                     tx.output.add_guard(Guard(namespace, "KEY_ABSENT", key, key))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
+        module_name = getattr(self.value, "__name__", None)
+        if (
+            attr_source is None
+            and name in vars(self.value)
+            and sys.modules.get(module_name) is self.value
+        ):
+            # a module from ``import m`` inside the function: its attributes are its globals,
+            # ``M['m']['name']`` (guarded, and what the trace mutates there is replayed)
+            attr_source = ModuleGlobalSource(module_name, name)
         return tx.wrap(getattr(self.value, name), attr_source)
 
 
@@ -61,6 +72,8 @@ class UserObjectVariable(VariableTracker):
         if pending is not None:
             return pending
         cls = type(self.value)
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if _has_custom_getattr(cls):
             if not _pure_getattr(cls):
                 raise Unsupported(
@@ -89,8 +102,8 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
-        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it cannot
-        # be shadowed).
+        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it
+        # cannot be shadowed).
         class_source = None if self.source is None else AttrSource(TypeSource(self.source), name)
         if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
             self._guard_not_shadowed(tx, name)
@@ -120,6 +133,18 @@ class UserObjectVariable(VariableTracker):
                 else tx.wrap(cls, TypeSource(self.source))
             )
             return bound.clone(self_vt=cls_vt)
+        if python_method(static, "__get__") is not None and (
+            is_data_descriptor(static) or name not in _instance_dict(self.value)
+        ):  # a descriptor written in Python: its ``__get__`` is inlined
+            if not is_data_descriptor(static):
+                self._guard_not_shadowed(tx, name)
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
+            source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
+            return read_descriptor(tx, self, cls_vt, static, source)
         if (
             hasattr(static, "__get__")
             and not isinstance(static, types.FunctionType)
@@ -130,7 +155,7 @@ class UserObjectVariable(VariableTracker):
                 "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
             )
         if self.source is None:
-            return tx.wrap_static(getattr(self.value, name))
+            return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
 
     def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
@@ -162,7 +187,7 @@ class UserObjectVariable(VariableTracker):
                 "descriptor", f"{type(self.value).__name__}.{name} is not a plain method"
             )
         if self.source is None:
-            return tx.wrap_static(value)
+            return tx.wrap_unsourced(value, f"{type(self.value).__name__}.{name}")
         return tx.wrap(value, AttrSource(self.source, name))
 
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
@@ -177,8 +202,19 @@ class UserObjectVariable(VariableTracker):
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
         if isinstance(call, types.FunctionType):
-            return UserFunctionVariable(call, None, self_vt=self).call_function(tx, args, kwargs)
+            return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")
+
+    def class_source(self) -> Source | None:
+        """Where guards read this object's class (``type(L['obj'])``), if anywhere."""
+        return TypeSource(self.source) if self.source is not None else None
+
+    def class_method(self, tx: Translator, name: str, fn: types.FunctionType) -> VariableTracker:
+        """``fn``, found as ``name`` on the class, bound to this object and read through the class
+        (see ``method_source``)."""
+        source = self.class_source()
+        source = None if source is None else method_source(tx, self, AttrSource(source, name), fn)
+        return UserFunctionVariable(fn, source, self_vt=self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.value).__name__})"
@@ -187,7 +223,8 @@ class UserObjectVariable(VariableTracker):
 @dataclass(eq=False)
 class CFunctionVariable(UserObjectVariable):
     """A C function or method bytegraph cannot trace (``os.getpid``, ``np.asarray``): loading it is
-    fine, calling it is a graph break *at the call*, which then runs inline in the rewritten code."""
+    fine, calling it is a graph break *at the call*, which then runs inline in the rewritten
+    code."""
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -197,6 +234,20 @@ class CFunctionVariable(UserObjectVariable):
             f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
             hint="move the call out of the compiled function",
         )
+
+
+def method_source(
+    tx: Translator, obj: VariableTracker, source: Source, fn: types.FunctionType
+) -> Source | None:
+    """The source to inline ``fn``, a method of ``obj``'s class read at ``source``, with. It is
+    guarded (the class can be monkeypatched), and its closure cells get sources: what it reads
+    there is guarded, what it mutates there is replayed. The class of a module reached from an
+    input is trusted as its ``MODULE_TREE`` check trusts it (one guard per layer would make guards
+    grow with depth): no guard, a source only when the method has closure cells."""
+    if isinstance(getattr(obj, "value", None), torch.nn.Module) and obj.source is not None:
+        closure = [n for n in fn.__code__.co_freevars if n != "__class__"]
+        return source if closure else None
+    return getattr(tx.wrap(fn, source), "source", None)
 
 
 _MISSING = object()
@@ -227,8 +278,10 @@ def _has_instance_dict(obj: Any) -> bool:
 
 
 #: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
+#: Classes whose ``__getattribute__`` (if in their ``__dict__``) is the generic lookup. NOTE(3.13):
+#: 3.11 and 3.12 list ``SimpleNamespace``'s generic slot wrapper in its ``__dict__``, 3.13 does not.
 _GENERIC_GETATTR_BASES = frozenset(
-    {object, dict, list, tuple, set, frozenset, int, float, str, bytes}
+    {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
 )
 
 
@@ -245,12 +298,13 @@ def _has_custom_getattr(cls: type) -> bool:
 
 #: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
 #: known to be free of side effects and deterministic for a given instance state, so the tracer may
-#: read attributes with the real ``getattr``. ``transformers``' ``PreTrainedConfig.__getattribute__``
-#: only maps aliases through the class's ``attribute_map`` before the generic lookup; its
-#: ``HeterogeneousConfigMixin`` only raises (or warns once) for per-layer attributes of heterogeneous
-#: configs (an error at trace time becomes a graph break, the read then runs in Python). Such reads are
-#: guarded through their ``AttrSource`` (``L['self'].config.use_cache``), so *these guards call that
-#: ``__getattribute__``*: the one exception to "guards never run user code".
+#: read attributes with the real ``getattr``. ``transformers``'
+#: ``PreTrainedConfig.__getattribute__`` only maps aliases through the class's ``attribute_map``
+#: before the generic lookup; its ``HeterogeneousConfigMixin`` only raises (or warns once) for
+#: per-layer attributes of heterogeneous configs (an error at trace time becomes a graph break, the
+#: read then runs in Python). Such reads are guarded through their ``AttrSource``
+#: (``L['self'].config.use_cache``), so *these guards call that ``__getattribute__``*: the one
+#: exception to "guards never run user code".
 PURE_GETATTR_CLASSES = frozenset(
     {
         ("transformers.configuration_utils", "PreTrainedConfig"),
@@ -278,19 +332,30 @@ def _is_plain_data(value: Any) -> bool:
 
 @dataclass(eq=False)
 class ClassVariable(ConstantLikeVariable):
-    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple objects."""
+    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
+    objects."""
 
     value: type
     source: Source | None = None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        if effects.class_attr_changed(self.value, name):
+            pending = effects.load_attr(self, name)
+            if pending is None:  # assigned through another tracker of the same class
+                raise Unsupported(
+                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
+                )
+            return pending
         if name == "apply" and is_autograd_function(self.value):
             func = self.value.apply.__func__
             if self.source is not None:  # still torch's ``apply`` (a class could override it)
                 source = AttrSource(AttrSource(self.source, "apply"), "__func__")
                 tx.output.add_guard(Guard(source, "ID_MATCH", func, ("id", id(func))))
             if func is not torch.autograd.Function.apply.__func__:
-                raise Unsupported("autograd_function", f"{self.value.__qualname__}.apply overridden")
+                raise Unsupported(
+                    "autograd_function", f"{self.value.__qualname__}.apply overridden"
+                )
             return AutogradFunctionApplyVariable(self.value, self.source)
         static = inspect.getattr_static(self.value, name, _MISSING)
         if isinstance(static, types.FunctionType):
@@ -309,7 +374,7 @@ class ClassVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.construct(tx, self.value, args, kwargs)
+        return tx.dispatch.construct(tx, self, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -323,8 +388,8 @@ __all__ = ["ClassVariable", "ConstantVariable", "PythonModuleVariable", "UserObj
 
 @dataclass(eq=False)
 class SuperVariable(VariableTracker):
-    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after ``cls`` in
-    the MRO of ``self``'s class; functions found there are bound to ``self``."""
+    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after
+    ``cls`` in the MRO of ``self``'s class; functions found there are bound to ``self``."""
 
     cls: type
     obj: VariableTracker
@@ -335,21 +400,48 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
+                if (
+                    klass is torch.nn.Module
+                    and name == "__init__"
+                    and hasattr(self.obj, "init_called")
+                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
+                    self.obj.init_called = True  # a module made in the trace: already done
+                    return UserFunctionVariable(_module_init_done)
                 if isinstance(attr, types.FunctionType):
-                    return UserFunctionVariable(attr, None, self_vt=self.obj)
+                    return UserFunctionVariable(
+                        attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
+                    )
                 if klass is dict and name in DictReadVariable.METHODS:
                     return DictReadVariable(self.obj, name)
+                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
+                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
+
+    def _method_source(
+        self, tx: Translator, index: int, name: str, fn: types.FunctionType
+    ) -> Source | None:
+        """``type(self).__mro__[index].__dict__[name]``, guarded (the method's closure cells then
+        get sources too)."""
+        class_source = getattr(self.obj, "class_source", lambda: None)()
+        if class_source is None:
+            return None
+        owner = ItemSource(AttrSource(class_source, "__mro__"), index)
+        return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
+
+
+def _module_init_done() -> None:
+    """``nn.Module.__init__()`` of a module made in the trace (``module_objects.py``): its blank
+    instance was initialized when it was made."""
 
 
 @dataclass(eq=False)
 class DictReadVariable(VariableTracker):
-    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` called on an input-reachable instance of
-    a ``dict`` subclass (``super().get(key)`` in a registry class). Only constant keys; a present key
-    is read and guarded through ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``;
-    both checks run ``dict``'s own lookup, so the subclass must not override ``__getitem__`` or
-    ``__contains__`` in Python."""
+    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` called on an input-reachable instance
+    of a ``dict`` subclass (``super().get(key)`` in a registry class). Only constant keys; a present
+    key is read and guarded through ``ItemSource`` (``G['reg']['key']``), an absent one by
+    ``KEY_ABSENT``; both checks run ``dict``'s own lookup, so the subclass must not override
+    ``__getitem__`` or ``__contains__`` in Python."""
 
     METHODS = ("get", "__getitem__", "__contains__")
 

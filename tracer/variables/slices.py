@@ -1,12 +1,12 @@
 """Slices whose bounds are not Python constants, and tensor indices built from them.
 
-``BUILD_SLICE`` on constants stays a constant ``slice``; with a symbolic number or a tensor among its
-bounds it makes a ``SliceVariable``. Indexing a list or tuple needs concrete bounds (a backed symbol
-specialises, with a guard; anything else breaks). Indexing a tensor keeps the bounds symbolic:
-``index_for_tensor`` turns tensor bounds into unbacked symbolic ints (what Python's ``__index__``
-does eagerly) and rewrites each unbacked bound into the value CPython's slice semantics give it,
-``clamp(b + n if b < 0 else b, 0, n)``, so the graph computes exactly eager's view for every value
-and torch's shape checks need no assumption that could fail at run time.
+``BUILD_SLICE`` on constants stays a constant ``slice``; with a symbolic number or a tensor among
+its bounds it makes a ``SliceVariable``. Indexing a list or tuple needs concrete bounds (a backed
+symbol specialises, with a guard; anything else breaks). Indexing a tensor keeps the bounds
+symbolic: ``index_for_tensor`` turns tensor bounds into unbacked symbolic ints (what Python's
+``__index__`` does eagerly) and rewrites each unbacked bound into the value CPython's slice
+semantics give it, ``clamp(b + n if b < 0 else b, 0, n)``, so the graph computes exactly eager's
+view for every value and torch's shape checks need no assumption that could fail at run time.
 """
 
 from __future__ import annotations

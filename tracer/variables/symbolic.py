@@ -1,10 +1,11 @@
-"""``SymNodeVariable``: an int/float/bool that is symbolic (a ``torch.SymInt`` and friends), with the FX
-node computing it.
+"""``SymNodeVariable``: an int/float/bool that is symbolic (a ``torch.SymInt`` and friends), with
+the FX node computing it.
 
-Sizes of dynamic dimensions and ints traced as dynamic are symbolic: arithmetic on them is recorded in
-the graph; branching on them evaluates the condition through torch's ``ShapeEnv``, which records a
-guard (e.g. ``2*s0 < 16``) that the output graph later renders as Python over the inputs. Using one as
-a plain Python value (``range(n)``, a list index) specialises it to its current value, with a guard.
+Sizes of dynamic dimensions and ints traced as dynamic are symbolic: arithmetic on them is recorded
+in the graph; branching on them evaluates the condition through torch's ``ShapeEnv``, which records
+a guard (e.g. ``2*s0 < 16``) that the output graph later renders as Python over the inputs. Using
+one as a plain Python value (``range(n)``, a list index) specialises it to its current value, with a
+guard.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for shapes/dtypes/devices).
+"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
+shapes/dtypes/devices).
 
 Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
 method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
 symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
-``TensorMethodVariable`` is ``t.relu`` before it is called.
+``TensorMethodVariable`` is ``t.relu`` before it is called; ``TensorTruthVariable`` is ``bool(t)``
+that a conditional jump is about to read (3.13).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ...guards.sources import Source
+from ...guards.sources import AttrSource, Source
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -118,7 +120,11 @@ class TensorVariable(VariableTracker):
             )
         if name in TENSOR_ATTRS:
             return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
-        if name in ("grad", "data", "_base", "grad_fn"):
+        if name == "grad":
+            return self._grad(tx)
+        if name == "data":  # for reading, ``.data`` is ``.detach()``
+            return tx.output.call_method("detach", (self,), {})
+        if name in ("_base", "grad_fn"):
             raise Unsupported(
                 "tensor_attr",
                 f"Tensor.{name} is not traced",
@@ -127,6 +133,16 @@ class TensorVariable(VariableTracker):
         if not hasattr(torch.Tensor, name):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
         return TensorMethodVariable(self, name)
+
+    def _grad(self, tx: Translator) -> VariableTracker:
+        """``.grad`` of an input is read (and guarded) through its source like any input; a tensor
+        the graph makes has none (a graph never runs ``backward``)."""
+        if self.source is None:
+            return ConstantVariable(None)
+        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+        if not isinstance(real, torch.Tensor):
+            raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
+        return tx.wrap(real.grad, AttrSource(self.source, "grad"))
 
     def call_method(
         self,
@@ -206,6 +222,26 @@ class TensorMethodVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
+
+
+@dataclass(eq=False)
+class TensorTruthVariable(VariableTracker):
+    """``bool(tensor)`` as 3.13's ``TO_BOOL`` (or ``COMPARE_OP``'s cast flag) makes it for the
+    conditional jump or ``UNARY_NOT`` that follows. Its value needs the tensor's data, so that
+    instruction breaks the graph (as on 3.11/3.12, where it reads the tensor itself); the break's
+    code rebuilds it as a real bool, which the jump requires."""
+
+    tensor: TensorVariable
+
+    def python_type(self) -> type:
+        return bool
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.tensor.reconstruct(cg)
+        cg.to_bool()
+
+    def __repr__(self) -> str:
+        return f"TensorTruthVariable({self.tensor!r})"
 
 
 def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTracker:

@@ -1,22 +1,32 @@
-"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood specially.
+"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood
+specially.
 
-Grad-mode context managers become ``ContextManagerVariable``; queries of global state are answered as
-constants (the state is guarded); calls with effects outside the tensors (seeding, saving, setting
-global flags) are ``Unsupported`` so they run in Python. Everything else is recorded as a node and run
-on fake tensors; results that are not tensors are folded to constants by the output graph.
+Context managers (``torch.no_grad()``, ``torch.autocast(...)``...) and state setters that are traced
+(``set_grad_enabled``, ``set_default_dtype``, ``use_deterministic_algorithms``) go to
+``state_contexts.py``; queries of global state are answered as constants (the state is guarded
+and, while tracing, really switched); other calls with effects outside the tensors (seeding, saving,
+global flags, mode stacks) are ``Unsupported`` so they run in Python. Everything else is recorded
+as a node and run on fake tensors; results that are not tensors are folded to constants by the
+output graph.
+Factory calls under a ``torch.device`` context of the trace get the device as an argument.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..effects import InlineInstead
 from ..exc import Unsupported
+from . import numpy_arrays, state_contexts
 from .base import VariableTracker
+from .collectives import call_distributed
 from .constant import ConstantVariable
 from .containers import TupleVariable
-from .contexts import ContextManagerVariable, set_grad_mode
+from .distributed import is_distributed_callable
+from .functions import UserFunctionVariable
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -30,9 +40,7 @@ EFFECTFUL = frozenset(
         "initial_seed",
         "save",
         "load",
-        "use_deterministic_algorithms",
         "compile",
-        "set_default_dtype",
         "set_default_device",
         "set_default_tensor_type",
         "set_printoptions",
@@ -40,15 +48,28 @@ EFFECTFUL = frozenset(
         "set_rng_state",
         "get_rng_state",
         "synchronize",
-        "inference_mode",
         "set_anomaly_enabled",
-        "is_inference_mode_enabled",
         "from_numpy",
         "as_tensor",
         "set_float32_matmul_precision",
         "profiler",
         "record_function",
         "_assert",
+        # global state and mode stacks that the tracer does not model (``state_contexts.py`` does
+        # grad/inference mode, autocast contexts, default dtype, deterministic algorithms)
+        "autocast_increment_nesting",
+        "autocast_decrement_nesting",
+        "clear_autocast_cache",
+        "_enter_autocast",
+        "_exit_autocast",
+        "_enter_inference_mode",
+        "_exit_inference_mode",
+        "_push_mode",
+        "_pop_mode",
+        "_push_on_torch_function_stack",
+        "_pop_torch_function_stack",
+        "_set_torch_function_mode",
+        "_set_dispatch_mode",
     }
 )
 
@@ -59,31 +80,38 @@ def call_torch(
     name = getattr(fn, "__name__", "")
     if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
-    if (
-        fn is torch.set_grad_enabled
-        and len(args) == 1
-        and not kwargs
-        and args[0].is_python_constant()
-    ):
-        previous, mode = torch.is_grad_enabled(), bool(args[0].as_python_constant())
-        set_grad_mode(tx, mode)  # effective at the call, like eager; a with-block restores on exit
-        return ContextManagerVariable(mode, previous, applied=True)
-    if fn is torch.no_grad:
-        return ContextManagerVariable(False)
-    if fn is torch.enable_grad:
-        return ContextManagerVariable(True)
+    if is_distributed_callable(fn):  # issue 13: collectives and world queries, before any run
+        return call_distributed(tx, fn, args, kwargs)
+    ctx = state_contexts.construct(tx, fn, args, kwargs)
+    if ctx is not None:
+        return ctx
+    if fn in state_contexts.STATE_SETTERS:
+        return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
+    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:
+        made = numpy_arrays.from_numpy(tx, fn, args[0])
+        if made is not None:
+            return made
+    if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        return bound.arguments["the_value"]
     if fn is torch.is_grad_enabled:
         return ConstantVariable(torch.is_grad_enabled())
     if fn in (torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling):
         return ConstantVariable(True)  # as under torch.compile: libraries pick their traceable path
     if fn is torch.get_default_dtype:
         return ConstantVariable(torch.get_default_dtype())
+    if fn is torch.get_default_device:
+        return ConstantVariable(tx.output.state.default_device() or torch.get_default_device())
+    if fn in state_contexts.STATE_QUERIES:
+        return state_contexts.query_state(tx, fn, args, kwargs)
+    if fn is torch.is_inference_mode_enabled:
+        return state_contexts.inference_mode_query(tx)
     if fn is torch.Size:
         items = tx.dispatch.iterate(tx, args[0]) if args else []
         return TupleVariable(items, is_size=True)
-    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo):
+    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
         return _fold_call(tx, fn, args, kwargs)
-    if name in EFFECTFUL or name.startswith("set_"):
+    if name in EFFECTFUL or name.lstrip("_").startswith("set_"):
         raise Unsupported(
             "torch_effect",
             f"torch.{name}() has effects outside the graph",
@@ -95,7 +123,13 @@ def call_torch(
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
-    return tx.output.call_function(fn, tuple(args), kwargs)
+    device = state_contexts.device_for(tx, fn, kwargs)
+    if device is not None:  # under ``with torch.device(d):`` entered in the trace
+        kwargs = {**kwargs, "device": ConstantVariable(device)}
+    try:
+        return tx.output.call_function(fn, tuple(args), kwargs)
+    except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
+        return UserFunctionVariable(fn).call_function(tx, args, kwargs)
 
 
 def _fold_call(

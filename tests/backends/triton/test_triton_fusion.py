@@ -16,7 +16,9 @@ def test_pointwise_chain_is_one_kernel(triton_check):
 
 def test_kernel_source_snapshot(triton_compile):
     runner = triton_compile(lambda x: (torch.relu(x * 2 + 1),), torch.randn(8, 5))
-    assert runner.kernels[0].source.split("\n", 4)[4] == '''\
+    assert (
+        runner.kernels[0].source.split("\n", 4)[4]
+        == """\
 # kernel: triton_poi_fused_mul_add_relu_0
 # fx nodes: mul, add, relu
 @triton.jit
@@ -31,13 +33,14 @@ def triton_poi_fused_mul_add_relu_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.conste
     tmp4 = tmp2 + tmp3
     tmp5 = tl.where(tmp4 < 0, 0, tmp4)
     tl.store(out_ptr0 + (xindex), tmp5, xmask)
-'''
+"""
+    )
 
 
 def test_softmax_last_dim_is_one_kernel(triton_check):
     runner = triton_check(lambda x: (torch.softmax(x, -1),), torch.randn(6, 10))
     assert len(runner.kernels) == 1
-    assert runner.kernels[0].name.startswith("triton_red_fused_amax")
+    assert "_amax_" in runner.kernels[0].name  # (after "to_copy" when the input is fp16/bf16)
 
 
 def test_looped_softmax_stays_within_two_kernels(triton_check, monkeypatch):
@@ -51,8 +54,12 @@ def test_looped_softmax_stays_within_two_kernels(triton_check, monkeypatch):
 
 
 def test_layer_norm_forward_is_at_most_two_kernels(triton_check):
-    runner = triton_check(lambda x, w, b: (F.layer_norm(x, (16,), w, b),),
-                          torch.randn(4, 7, 16), torch.randn(16), torch.randn(16))
+    runner = triton_check(
+        lambda x, w, b: (F.layer_norm(x, (16,), w, b),),
+        torch.randn(4, 7, 16),
+        torch.randn(16),
+        torch.randn(16),
+    )
     assert len(runner.kernels) <= 2
 
 
@@ -65,8 +72,12 @@ def test_rms_norm_is_one_kernel(triton_check):
 
 
 def test_gelu_bias_chain_fuses_around_matmul(triton_check):
-    runner = triton_check(lambda x, w, b: (F.gelu(x @ w + b),), torch.randn(2, 3, 8),
-                          torch.randn(8, 16), torch.randn(16))
+    runner = triton_check(
+        lambda x, w, b: (F.gelu(x @ w + b),),
+        torch.randn(2, 3, 8),
+        torch.randn(8, 16),
+        torch.randn(16),
+    )
     assert len(runner.kernels) == 1
 
 

@@ -6,21 +6,43 @@ import pytest
 import torch
 
 UNARY = {
-    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "exp2": torch.exp2,
-    "expm1": torch.expm1, "log": lambda x: torch.log(x.abs() + 0.1),
-    "log2": lambda x: torch.log2(x.abs() + 0.1), "log1p": lambda x: torch.log1p(x.abs()),
-    "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
-    "sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-    "erf": torch.erf, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
-    "relu": torch.relu, "sign": torch.sign, "reciprocal": lambda x: torch.reciprocal(x + 5),
-    "square": torch.square, "pow2": lambda x: x**2, "pow3": lambda x: x**3,
-    "pow_half": lambda x: x.abs() ** 0.5, "gelu": torch.nn.functional.gelu,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "expm1": torch.expm1,
+    "log": lambda x: torch.log(x.abs() + 0.1),
+    "log2": lambda x: torch.log2(x.abs() + 0.1),
+    "log1p": lambda x: torch.log1p(x.abs()),
+    "sqrt": lambda x: torch.sqrt(x.abs()),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "erf": torch.erf,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "trunc": torch.trunc,
+    "relu": torch.relu,
+    "sign": torch.sign,
+    "reciprocal": lambda x: torch.reciprocal(x + 5),
+    "square": torch.square,
+    "pow2": lambda x: x**2,
+    "pow3": lambda x: x**3,
+    "pow_half": lambda x: x.abs() ** 0.5,
+    "gelu": torch.nn.functional.gelu,
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "silu": torch.nn.functional.silu, "leaky_relu": torch.nn.functional.leaky_relu,
-    "hardtanh": torch.nn.functional.hardtanh, "clamp": lambda x: x.clamp(-0.5, 0.7),
-    "clamp_min": lambda x: x.clamp(min=0.1), "isnan": torch.isnan,
-    "logical_not": torch.logical_not, "softplus": torch.nn.functional.softplus,
-    "elu": torch.nn.functional.elu, "hardswish": torch.nn.functional.hardswish,
+    "silu": torch.nn.functional.silu,
+    "leaky_relu": torch.nn.functional.leaky_relu,
+    "hardtanh": torch.nn.functional.hardtanh,
+    "clamp": lambda x: x.clamp(-0.5, 0.7),
+    "clamp_min": lambda x: x.clamp(min=0.1),
+    "isnan": torch.isnan,
+    "logical_not": torch.logical_not,
+    "softplus": torch.nn.functional.softplus,
+    "elu": torch.nn.functional.elu,
+    "hardswish": torch.nn.functional.hardswish,
 }
 
 
@@ -31,14 +53,26 @@ def test_unary_matches_eager_fp32(name, triton_check):
 
 
 BINARY = {
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "add_alpha": lambda x, y: torch.add(x, y, alpha=3), "rsub": lambda x, y: 2 - x,
-    "maximum": torch.maximum, "minimum": torch.minimum, "eq": torch.eq, "ne": torch.ne,
-    "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
-    "where": lambda x, y: torch.where(x > y, x, y), "atan2_free": lambda x, y: x * y - x / (y + 9),
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "add_alpha": lambda x, y: torch.add(x, y, alpha=3),
+    "rsub": lambda x, y: 2 - x,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "where": lambda x, y: torch.where(x > y, x, y),
+    "atan2_free": lambda x, y: x * y - x / (y + 9),
     "floor_divide": lambda x, y: torch.floor_divide(x, y + 5),
     "remainder": lambda x, y: torch.remainder(x, y + 5),
-    "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
     "div_trunc": lambda x, y: torch.div(x, y + 5, rounding_mode="trunc"),
     "div_floor": lambda x, y: torch.div(x, y + 5, rounding_mode="floor"),
 }
@@ -63,8 +97,11 @@ def test_low_precision_chain_matches_eager(dtype, triton_check):
 
 
 def test_mixed_precision_promotes_like_eager(triton_check):
-    runner = triton_check(lambda x, y: (x + y, x * 2.5, (x > y).to(torch.float16)),
-                          torch.randn(5, 3).half(), torch.randn(5, 3))
+    runner = triton_check(
+        lambda x, y: (x + y, x * 2.5, (x > y).to(torch.float16)),
+        torch.randn(5, 3).half(),
+        torch.randn(5, 3),
+    )
     assert not runner.fallback_ops
 
 
@@ -86,14 +123,21 @@ def test_bool_ops_match_eager(triton_check):
 
 
 def test_int_and_float_mixes_promote(triton_check):
-    triton_check(lambda x, y: (x + y, x / 3, (x * y).to(torch.int32)),
-                 torch.randint(0, 9, (4, 5)), torch.randn(4, 5))
+    triton_check(
+        lambda x, y: (x + y, x / 3, (x * y).to(torch.int32)),
+        torch.randint(0, 9, (4, 5)),
+        torch.randn(4, 5),
+    )
 
 
 def test_dtype_conversions_round_like_eager(triton_check):
     def fn(x):
-        return x.to(torch.float16).to(torch.float32), x.to(torch.int32), x.to(torch.bool), \
-            x.to(torch.bfloat16) * 3
+        return (
+            x.to(torch.float16).to(torch.float32),
+            x.to(torch.int32),
+            x.to(torch.bool),
+            x.to(torch.bfloat16) * 3,
+        )
 
     triton_check(fn, torch.randn(8, 8) * 100)
 
@@ -105,8 +149,9 @@ def test_transposed_and_sliced_inputs(triton_check):
 
 
 def test_expanded_and_size1_inputs(triton_check):
-    triton_check(lambda x, y: (x + y, x * y.sum()), torch.randn(1, 5).expand(4, 5),
-                 torch.randn(4, 1))
+    triton_check(
+        lambda x, y: (x + y, x * y.sum()), torch.randn(1, 5).expand(4, 5), torch.randn(4, 1)
+    )
     triton_check(lambda x: (x.sigmoid(),), torch.randn(1, 1, 1))
 
 
@@ -121,15 +166,19 @@ def test_odd_sizes(triton_check):
 
 def test_factories_and_arange(triton_check):
     def fn(x):
-        return x + torch.arange(5), torch.full((3, 5), 2.0) * x, torch.zeros_like(x) + 1, \
-            torch.ones(5, dtype=torch.int64)
+        return (
+            x + torch.arange(5),
+            torch.full((3, 5), 2.0) * x,
+            torch.zeros_like(x) + 1,
+            torch.ones(5, dtype=torch.int64),
+        )
 
     triton_check(fn, torch.randn(3, 5))
 
 
 def test_gradients_of_pointwise_ops(triton_check):
     def fn(x, y):
-        return (torch.nn.functional.gelu(x * y) + torch.tanh(x) * torch.sigmoid(y)).relu(),
+        return ((torch.nn.functional.gelu(x * y) + torch.tanh(x) * torch.sigmoid(y)).relu(),)
 
     triton_check(fn, torch.randn(6, 5), torch.randn(6, 5), grad=True)
 

@@ -8,13 +8,19 @@ import torch.nn.functional as F
 from bytegraph.backends.triton import config
 
 REDUCTIONS = {
-    "sum": lambda x, d: x.sum(d), "sum_keep": lambda x, d: x.sum(d, keepdim=True),
-    "mean": lambda x, d: x.mean(d), "amax": lambda x, d: x.amax(d),
+    "sum": lambda x, d: x.sum(d),
+    "sum_keep": lambda x, d: x.sum(d, keepdim=True),
+    "prod": lambda x, d: x.prod(d),
+    "mean": lambda x, d: x.mean(d),
+    "amax": lambda x, d: x.amax(d),
     "amin": lambda x, d: x.amin(d, keepdim=True),
     "max_dim": lambda x, d: (x.max(d)[0], x.max(d)[1]),
-    "min_dim": lambda x, d: x.min(d)[0], "argmax": lambda x, d: x.argmax(d),
-    "argmin": lambda x, d: x.argmin(d, keepdim=True), "var": lambda x, d: x.var(d),
-    "std": lambda x, d: x.std(d, correction=0), "softmax": lambda x, d: torch.softmax(x, d),
+    "min_dim": lambda x, d: x.min(d)[0],
+    "argmax": lambda x, d: x.argmax(d),
+    "argmin": lambda x, d: x.argmin(d, keepdim=True),
+    "var": lambda x, d: x.var(d),
+    "std": lambda x, d: x.std(d, correction=0),
+    "softmax": lambda x, d: torch.softmax(x, d),
     "log_softmax": lambda x, d: torch.log_softmax(x, d),
     "logsumexp": lambda x, d: torch.logsumexp(x, d),
 }
@@ -42,8 +48,9 @@ def test_sum_over_several_dims_of_3d(dims, reduction_mode, triton_check):
 
 
 def test_full_reductions(reduction_mode, triton_check):
-    triton_check(lambda x: (x.sum(), x.max(), x.min(), x.argmax(), x.mean(), x.std()),
-                 torch.randn(5, 9))
+    triton_check(
+        lambda x: (x.sum(), x.max(), x.min(), x.argmax(), x.mean(), x.std()), torch.randn(5, 9)
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

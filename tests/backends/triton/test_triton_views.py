@@ -7,13 +7,15 @@ import torch.nn.functional as F
 
 
 def test_permute_and_transpose_outputs(triton_check):
-    triton_check(lambda x: ((x * 2).permute(2, 0, 1), (x + 1).transpose(0, 1) * 3),
-                 torch.randn(3, 4, 5))
+    triton_check(
+        lambda x: ((x * 2).permute(2, 0, 1), (x + 1).transpose(0, 1) * 3), torch.randn(3, 4, 5)
+    )
 
 
 def test_reshape_of_non_contiguous_value(triton_check):
-    triton_check(lambda x: ((x.t() + 1).reshape(-1) * 2, (x * 2).t().reshape(4, 6)),
-                 torch.randn(6, 4))
+    triton_check(
+        lambda x: ((x.t() + 1).reshape(-1) * 2, (x * 2).t().reshape(4, 6)), torch.randn(6, 4)
+    )
 
 
 def test_view_of_input_with_flatten(triton_check):
@@ -28,19 +30,24 @@ def test_slices_select_and_squeeze(triton_check):
 
 
 def test_expand_and_broadcast(triton_check):
-    triton_check(lambda x, y: (x.expand(4, 3, 5) + y, y.expand(3, 5) * 2),
-                 torch.randn(3, 1), torch.randn(1, 5))
+    triton_check(
+        lambda x, y: (x.expand(4, 3, 5) + y, y.expand(3, 5) * 2),
+        torch.randn(3, 1),
+        torch.randn(1, 5),
+    )
 
 
 def test_cat_of_computed_and_input_tensors(triton_check):
-    triton_check(lambda x, y: (torch.cat([x * 2, y, x.relu()], dim=1),), torch.randn(3, 4),
-                 torch.randn(3, 2))
+    triton_check(
+        lambda x, y: (torch.cat([x * 2, y, x.relu()], dim=1),), torch.randn(3, 4), torch.randn(3, 2)
+    )
     triton_check(lambda x, y: (torch.cat([x, y.sin()], 0),), torch.randn(2, 5), torch.randn(3, 5))
 
 
 def test_constant_pad(triton_check):
-    triton_check(lambda x: (F.pad(x, (1, 2)) + 1, F.pad(x, (0, 1, 2, 0), value=-3.0)),
-                 torch.randn(3, 4))
+    triton_check(
+        lambda x: (F.pad(x, (1, 2)) + 1, F.pad(x, (0, 1, 2, 0), value=-3.0)), torch.randn(3, 4)
+    )
 
 
 def test_gradients_through_views_slices_and_cat(triton_check):

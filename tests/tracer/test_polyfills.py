@@ -1,0 +1,117 @@
+"""Polyfills (``tracer/polyfills``): each equals the C builtin it replaces, run as plain Python and
+traced; the registry finds bound C classmethods by equality."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+
+import pytest
+import torch
+from bytegraph.tracer import polyfills
+from difftest import check_breaks
+
+SAMPLES = {
+    itertools.chain: [([1, 2], "ab", ())],
+    itertools.chain.from_iterable: [([[1], [], (2, 3)],)],
+    itertools.accumulate: [([1, 2, 3],), ([1, 2, 3], operator.mul), ([], None)],
+    itertools.islice: [("abcdefg", 2), ("abcdefg", 1, 6, 2), (range(10), 3, None, 3)],
+    itertools.product: [("ab", [1, 2]), ((0, 1),)],
+    itertools.permutations: [("abc",), ("abcd", 2)],
+    itertools.combinations: [("abcd", 2), ("ab", 3)],
+    itertools.combinations_with_replacement: [("abc", 2)],
+    itertools.zip_longest: [([1, 2, 3], "a"), ()],
+    itertools.pairwise: [([1, 2, 3, 4],), ([1],)],
+    itertools.starmap: [(pow, [(2, 3), (3, 2)])],
+    itertools.takewhile: [(lambda v: v < 3, [1, 2, 3, 1])],
+    itertools.dropwhile: [(lambda v: v < 3, [1, 2, 3, 1])],
+    itertools.filterfalse: [(None, [0, 1, 0, 2]), (lambda v: v % 2, range(6))],
+    itertools.compress: [("abcdef", [1, 0, 1, 1])],
+    itertools.cycle: [],
+    itertools.count: [],
+    itertools.repeat: [("x", 3)],
+}
+
+
+@pytest.mark.parametrize("target", list(SAMPLES), ids=lambda t: t.__qualname__)
+def test_itertools_polyfill_equals_the_builtin(target):
+    polyfill = polyfills.lookup(target)
+    assert polyfill is not None
+    for args in SAMPLES[target]:
+        assert list(polyfill(*args)) == list(target(*args)), args
+
+
+def test_infinite_polyfills_yield_the_builtins_prefix():
+    for target, args in [(itertools.count, (5, 2)), (itertools.cycle, ("ab",))]:
+        expected = list(itertools.islice(target(*args), 7))
+        assert list(itertools.islice(polyfills.lookup(target)(*args), 7)) == expected
+
+
+def test_groupby_and_tee_polyfills_equal_the_builtins():
+    data = "aabbbcaa"
+    groupby = polyfills.lookup(itertools.groupby)
+    assert [(k, list(g)) for k, g in groupby(data)] == [
+        (k, list(g)) for k, g in itertools.groupby(data)
+    ]
+    a, b = polyfills.lookup(itertools.tee)([1, 2, 3])
+    assert (next(a), list(b), list(a)) == (1, [1, 2, 3], [2, 3])
+
+
+def test_functools_reduce_and_dict_fromkeys_polyfills():
+    reduce = polyfills.lookup(functools.reduce)
+    assert reduce(operator.add, [1, 2, 3]) == 6 and reduce(operator.add, [], 5) == 5
+    with pytest.raises(TypeError):
+        reduce(operator.add, [])
+    assert polyfills.lookup(dict.fromkeys)("ab", 0) == {"a": 0, "b": 0}
+
+
+def test_operator_getter_polyfills():
+    row = {"a": 1, "b": 2}
+    assert polyfills.lookup(operator.itemgetter)("a", "b")(row) == (1, 2)
+    assert polyfills.lookup(operator.attrgetter)("real.real")(3) == 3
+    assert polyfills.lookup(operator.methodcaller)("split", ",")("a,b") == ["a", "b"]
+
+
+def test_bound_c_classmethods_are_found_by_equality():
+    assert itertools.chain.from_iterable is not itertools.chain.from_iterable
+    assert polyfills.lookup(itertools.chain.from_iterable) is not None
+    assert polyfills.lookup(dict.fromkeys) is not None
+    assert polyfills.lookup([]) is None  # unhashable: never registered
+
+
+def test_traced_through_without_a_break_or_a_retrace():
+    def fn(x):
+        parts = list(itertools.chain.from_iterable([[x], [x * 2]]))
+        total = functools.reduce(operator.add, parts)
+        return total, dict.fromkeys("ab", 1)
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0, calls=3)
+
+
+def test_heapq_and_bisect_polyfills_equal_the_builtins_on_random_lists():
+    import bisect
+    import heapq
+    import random
+
+    rng = random.Random(0)
+    for _ in range(200):
+        data = [rng.randint(0, 20) for _ in range(rng.randint(1, 12))]
+        value = rng.randint(-1, 21)
+        for name in ("heapify", "_heapify_max"):
+            real, poly = list(data), list(data)
+            getattr(heapq, name)(real)
+            polyfills.lookup(getattr(heapq, name))(poly)
+            assert real == poly
+        for name in ("heappush", "heappushpop", "heapreplace", "_heapreplace_max"):
+            real, poly = list(data), list(data)
+            heapq.heapify(real) if "max" not in name else heapq._heapify_max(real)
+            poly = list(real)
+            assert getattr(heapq, name)(real, value) == polyfills.lookup(getattr(heapq, name))(
+                poly, value
+            )
+            assert real == poly
+        ordered = sorted(data)
+        for name in ("bisect_left", "bisect_right"):
+            fn = getattr(bisect, name)
+            assert polyfills.lookup(fn)(ordered, value) == fn(ordered, value)

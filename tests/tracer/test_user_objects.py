@@ -1,0 +1,385 @@
+"""Objects created during the trace (``tracer/variables/user_objects.py``) and attribute stores
+(``store_attribute``): what is built, what escapes, what is replayed, what breaks."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import pytest
+import torch
+from difftest import assert_same, check, check_breaks, compile_counted
+
+import bytegraph
+from bytegraph.explain import Recorder
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+def rewritten_locals(fn, *args) -> set[str]:
+    """The local names of the rewritten code of ``fn``'s first trace (what it creates)."""
+    compiled = bytegraph.compile(fn, backend="eager")
+    with Recorder() as recorder:
+        compiled(*args)
+    event = next(r.event for r in recorder.records if r.event.fn is not None)
+    return set(event.fn.__code__.co_varnames)
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x = x
+        self.y = y
+
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+
+
+def test_object_that_does_not_escape_is_never_built():
+    def fn(x):
+        return Point(x, x + 1).norm2()
+
+    check(fn, torch.randn(3))
+    assert not any(n.startswith("__bg_new") for n in rewritten_locals(fn, torch.randn(3)))
+
+
+def test_returned_object_is_built_with_its_final_attributes():
+    def fn(x):
+        p = Point(x, 1)
+        p.y = p.y + 1
+        p.extra = [x * 2]
+        return p
+
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(3)
+    out, expected = compiled(x), fn(x)
+    assert type(out) is Point
+    assert_same(vars(out), vars(expected))
+    assert "__bg_new1" in rewritten_locals(fn, x)
+
+
+def test_objects_referring_to_each_other_are_rebuilt_once():
+    def fn(x):
+        a, b = Point(x, None), Point(x + 1, None)
+        a.y, b.y = b, a
+        return a, b
+
+    compiled, _ = compile_counted(fn)
+    a, b = compiled(torch.ones(2))
+    assert a.y is b and b.y is a
+    assert_same(b.x, torch.ones(2) + 1)
+
+
+def test_object_reachable_only_from_a_dead_local_is_not_rebuilt_at_a_break():
+    def fn(x):
+        p = Point(x, lambda: 1)  # a closure made in the trace cannot be rebuilt
+        y = p.x * 2
+        print("break")
+        return y
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_object_made_before_a_break_is_passed_to_the_resume_function():
+    def fn(x):
+        p = Point(x * 2, x)
+        print("break")
+        p.y = p.y + 1
+        return p.norm2()
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1, calls=3)
+
+
+def test_property_setter_of_an_existing_object_runs():
+    class Box:
+        def __init__(self):
+            self._t = torch.zeros(3)
+
+        @property
+        def t(self):
+            return self._t
+
+        @t.setter
+        def t(self, value):
+            self._t = value.clamp(min=0)
+
+    box = Box()
+
+    def fn(x):
+        box.t = x
+        return box.t + 1
+
+    check_breaks(fn, randn(3), graphs=1, breaks=0, observe=lambda: box._t.clone())
+
+
+def test_property_without_setter_raises_like_eager():
+    class Box:
+        @property
+        def t(self):
+            return 1
+
+    box = Box()
+
+    def fn(x):
+        box.t = x
+        return x
+
+    with pytest.raises(AttributeError):
+        fn(torch.ones(1))
+    with pytest.raises(AttributeError):
+        bytegraph.compile(fn, backend="eager")(torch.ones(1))
+
+
+def test_setattr_override_runs_once_and_is_replayed_raw():
+    class Logged:
+        def __init__(self):
+            object.__setattr__(self, "log", [])
+
+        def __setattr__(self, name, value):
+            self.log.append(name)
+            object.__setattr__(self, name, value)
+
+    obj = Logged()
+
+    def fn(x):
+        obj.a = x * 2
+        return obj.a + 1
+
+    compiled, _ = compile_counted(fn)
+    compiled(torch.ones(2))
+    assert obj.log == ["a"]  # the override ran once: the replay used object.__setattr__
+    assert_same(obj.a, torch.ones(2) * 2)
+
+
+def test_data_descriptor_set_and_get_are_inlined():
+    class Doubled:
+        def __set_name__(self, owner, name):
+            self.slot = "_" + name
+
+        def __get__(self, obj, owner=None):
+            return getattr(obj, self.slot) * 2
+
+        def __set__(self, obj, value):
+            setattr(obj, self.slot, value + 1)
+
+    class Holder:
+        w = Doubled()
+
+    h = Holder()
+
+    def fn(x):
+        h.w = x
+        return h.w
+
+    check_breaks(fn, randn(3), graphs=1, breaks=0, observe=lambda: h._w.clone())
+
+
+def test_store_outside_slots_raises_like_eager():
+    class Slotted:
+        __slots__ = ("a",)
+
+    obj = Slotted()
+
+    def fn(x):
+        obj.b = x
+        return x
+
+    with pytest.raises(AttributeError):
+        bytegraph.compile(fn, backend="eager")(torch.ones(1))
+
+
+def test_frozen_dataclass_assignment_raises_like_eager():
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        a: int = 1
+
+    def fn(x):
+        f = Frozen()
+        f.a = 2
+        return x
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bytegraph.compile(fn, backend="eager")(torch.ones(1))
+
+
+def test_class_with_finalizer_is_not_built_in_the_trace():
+    deleted = []
+
+    class Finalized:
+        def __del__(self):
+            deleted.append(1)
+
+    def fn(x):
+        Finalized()
+        return x + 1
+
+    # (a trace keeps what it saw alive until the next garbage collection: count after one)
+    check_breaks(
+        fn, randn(2), graphs=1, breaks=1, setup=deleted.clear, observe=lambda: _collected(deleted)
+    )
+
+
+def _collected(deleted: list) -> int:
+    gc.collect()
+    return len(deleted)
+
+
+def test_fresh_linear_draws_the_same_random_numbers_as_eager():
+    def fn(x):
+        return torch.nn.Linear(3, 2)(x)
+
+    compiled, counter = compile_counted(fn)
+    for _ in range(2):
+        x = torch.randn(4, 3)
+        torch.manual_seed(0)
+        expected, expected_state = fn(x), torch.random.get_rng_state()
+        torch.manual_seed(0)
+        assert_same(compiled(x), expected)
+        assert torch.equal(torch.random.get_rng_state(), expected_state)
+    assert counter.frame_count == 1
+
+
+def test_fresh_module_after_random_ops_breaks_to_keep_the_random_order():
+    def fn(x):
+        y = torch.nn.functional.dropout(x, 0.5)
+        return torch.nn.Linear(3, 2)(y)
+
+    compiled, _ = compile_counted(fn)
+    with Recorder() as recorder:
+        x = torch.randn(4, 3)
+        torch.manual_seed(0)
+        expected = fn(x)
+        torch.manual_seed(0)
+        assert_same(compiled(x), expected)
+    assert [r.kind for r in recorder.report().break_reasons] == ["rng_order"]
+
+
+def test_fresh_module_attribute_store_is_replayed_on_the_runtime_module():
+    def fn(x):
+        loss = torch.nn.MSELoss()
+        loss.reduction = "sum"
+        return loss(x, torch.zeros_like(x)), loss
+
+    compiled, _ = compile_counted(fn)
+    out, module = compiled(torch.ones(3))
+    assert_same(out, torch.tensor(3.0))
+    assert module.reduction == "sum"
+
+
+def test_forward_hook_mutating_its_closure_is_replayed():
+    seen = []
+    lin = torch.nn.Linear(2, 2)
+    lin.register_forward_hook(lambda mod, args, out: seen.append(out.shape[0]))
+
+    def fn(x):
+        return lin(x)
+
+    compiled, _ = compile_counted(fn)
+    compiled(torch.randn(3, 2))
+    compiled(torch.randn(3, 2))
+    assert seen == [3, 3]
+
+
+def test_enum_lookup_by_value_is_folded():
+    import enum
+
+    class Color(enum.Enum):
+        RED = 1
+
+    def fn(x):
+        return x * Color(1).value
+
+    check(fn, torch.ones(2))
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.act(x) * self.k
+
+
+def test_user_module_made_in_forward_is_traced():
+    def fn(x):
+        return Scale(3.0)(x) + 1
+
+    check(fn, torch.randn(4))
+
+
+def test_user_module_that_escapes_is_a_real_module():
+    def fn(x):
+        m = Scale(2.0)
+        return m(x), m
+
+    compiled, _ = compile_counted(fn)
+    out, module = compiled(torch.ones(2))
+    assert_same(out, torch.ones(2) * 2)
+    assert type(module) is Scale and module.k == 2.0
+    assert isinstance(module._modules["act"], torch.nn.ReLU)  # filed by nn.Module.__setattr__
+
+
+def test_user_module_without_super_init_is_not_traced():
+    class NoInit(torch.nn.Module):
+        def __init__(self):
+            self.k = 2  # nn.Module.__init__ never runs: eager fails when the module is called
+
+        def forward(self, x):
+            return x * self.k
+
+    def fn(x):
+        return NoInit()(x)
+
+    with pytest.raises(AttributeError):
+        fn(torch.ones(1))
+    with pytest.raises(AttributeError):
+        bytegraph.compile(fn, backend="eager")(torch.ones(1))
+
+
+def test_members_of_a_user_module_made_in_forward_break():
+    def fn(x):
+        m = Scale(2.0)
+        return len(list(m.children())) * x
+
+    # children() runs in Python (the blank module's tables miss the pending submodule); the
+    # generator it returns breaks again in the resume function
+    check_breaks(fn, randn(2), graphs=1, breaks=2)
+
+
+def test_class_attributes_of_objects_made_in_the_trace_are_guarded():
+    class Config:
+        scale = 2.0
+
+        def apply(self, x):
+            return x * self.scale
+
+    def fn(x):
+        return Config().apply(x)
+
+    compiled, _ = compile_counted(fn)
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 2)
+    Config.scale = 5.0
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 5)
+    Config.apply = lambda self, x: x - self.scale
+    assert_same(compiled(torch.ones(2)), torch.ones(2) - 5)
+
+
+def test_class_attributes_of_modules_made_in_the_trace_are_guarded():
+    class Shift(torch.nn.Module):
+        offset = 1.0
+
+        def forward(self, x):
+            return x + self.offset
+
+    def fn(x):
+        return Shift()(x)
+
+    compiled, _ = compile_counted(fn)
+    assert_same(compiled(torch.ones(2)), torch.ones(2) + 1)
+    Shift.offset = 3.0
+    assert_same(compiled(torch.ones(2)), torch.ones(2) + 3)
+    Shift.forward = lambda self, x: x * self.offset
+    assert_same(compiled(torch.ones(2)), torch.ones(2) * 3)

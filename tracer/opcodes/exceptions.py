@@ -1,0 +1,276 @@
+"""Exceptions raised and caught inside the trace: ``raise``, ``try``/``except``/``finally``.
+
+``raise_traced`` is where every exception of the traced code starts (``RAISE_VARARGS``, ``RERAISE``,
+and the ``PythonError`` a builtin raises, see ``Translator.step``). If ``will_be_caught`` finds an
+``except`` clause of a traced frame that matches, the exception travels up the translators as a
+``TracedException`` and ``catch`` unwinds the frame that handles it to its handler (stack depth and
+``lasti`` from the code's exception table), where the handler opcodes below run as CPython runs
+them. Otherwise it is a graph break at the raising instruction: CPython raises it there, with the
+user's traceback. The decision is made before anything unwinds, by reading the handlers' code
+(``except`` clauses and their class expressions); a ``with`` block on the way, a generator frame or
+any code it does not recognise makes it a break. A graph break later, while an exception is being
+handled, abandons the trace (``convert`` falls back to Python): resume code cannot re-enter a
+handler.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import TYPE_CHECKING, Any
+
+from bytecode import Bytecode, Instr, TryBegin, TryEnd
+
+from ..exc import PythonError, TracedException, Unsupported
+from ..variables.base import IdentityKey, VariableTracker
+from ..variables.constant import ConstantVariable
+from ..variables.exceptions import ExceptionVariable, is_simple_exception
+from . import handler
+from .load_store import load_deref
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+#: Exception-table entry covering an instruction: (handler index, stack depth, push lasti).
+Entry = tuple[int, int, bool]
+
+
+@functools.lru_cache(maxsize=512)
+def _entries(code: types.CodeType) -> tuple[Entry | None, ...]:
+    """The innermost exception-table entry of each instruction (indices as the translator counts:
+    pseudo-instructions left out)."""
+    items = list(Bytecode.from_code(code, conserve_exception_block_stackdepth=True))
+    labels, index = {}, 0
+    for item in items:
+        if isinstance(item, Instr):
+            index += 1
+        elif not isinstance(item, (TryBegin, TryEnd)):
+            labels[item] = index
+    entries: list[Entry | None] = []
+    active: list[TryBegin] = []
+    for item in items:
+        if isinstance(item, TryBegin):
+            active.append(item)
+        elif isinstance(item, TryEnd):
+            if item.entry in active:
+                active.remove(item.entry)
+        elif isinstance(item, Instr):
+            top = active[-1] if active else None
+            entries.append(
+                None if top is None else (labels[top.target], top.stack_depth, top.push_lasti)
+            )
+    return tuple(entries)
+
+
+def _entry(tx: Translator, index: int) -> Entry | None:
+    entries = _entries(tx.code)
+    return entries[index] if index < len(entries) else None
+
+
+# -- deciding ----------------------------------------------------------------------------------
+def will_be_caught(tx: Translator, cls: type) -> bool:
+    """Does an ``except`` clause of ``tx`` or of a traced caller catch ``cls`` raised at ``tx``'s
+    current instruction? (Raises ``Unsupported`` when a ``with`` block or unrecognised handler
+    code is on the way.)"""
+    frame: Translator | None = tx
+    while frame is not None:
+        if _frame_catches(frame, frame.ip - 1, cls):
+            return True
+        if frame.code.co_flags & 0x20:  # a generator: the exception goes to whoever resumed it
+            return False
+        frame = frame.parent
+    return False
+
+
+def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
+    """Follow the handlers an exception raised at ``index`` would run in this frame."""
+    ins = tx.instructions
+    for _ in range(64):
+        entry = _entry(tx, index)
+        if entry is None:
+            return False
+        target = entry[0]
+        names = [i.name for i in ins[target : target + 4]]
+        if names[:1] == ["PUSH_EXC_INFO"]:
+            if names[1:2] == ["WITH_EXCEPT_START"]:
+                raise Unsupported("exception", "an exception leaving a with-block in the trace")
+            if names[1:2] == ["POP_TOP"]:
+                return True  # a bare ``except:``
+            found = _clauses(tx, target + 1, cls)
+            if found is True:
+                return True
+            index = found if found is not None else target + 1  # no match / a ``finally`` body
+        elif names[:3] == ["COPY", "POP_EXCEPT", "RERAISE"]:
+            index = target + 2
+        elif names == ["LOAD_CONST", "STORE_FAST", "DELETE_FAST", "RERAISE"]:
+            index = target + 3  # the cleanup of ``except ... as e``
+        else:
+            raise Unsupported("exception", f"unrecognised exception handler at {target}")
+    raise Unsupported("exception", "exception handlers nested too deeply")
+
+
+def _clauses(tx: Translator, pos: int, cls: type) -> bool | int | None:
+    """Walk ``except`` clauses from ``pos``: True if one matches ``cls``, the index of the final
+    ``RERAISE`` if none does, None if this is not a clause (a ``finally`` body)."""
+    ins = tx.instructions
+    for _ in range(64):
+        values: list[Any] = []
+        j = pos
+        while ins[j].name != "CHECK_EXC_MATCH":
+            if ins[j].name == "RERAISE" and not values:
+                return j
+            if not _evaluate(tx, ins[j], values):
+                return None
+            j += 1
+        if not values or not _matches(cls, values[-1]):
+            if ins[j + 1].name not in _JUMP_IF_FALSE:
+                return None
+            pos = tx.labels[ins[j + 1].arg]
+            continue
+        return True
+    return None
+
+
+_JUMP_IF_FALSE = ("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE")
+
+
+def _evaluate(tx: Translator, inst: Instr, values: list[Any]) -> bool:
+    """One instruction of an ``except`` clause's class expression, on real values."""
+    name, arg = inst.name, inst.arg
+    try:
+        if name == "LOAD_GLOBAL":
+            values.append(tx.load_global(arg[1] if isinstance(arg, tuple) else arg))
+        elif name == "LOAD_FAST" and arg in tx.symbolic_locals:
+            values.append(tx.symbolic_locals[arg])
+        elif name == "LOAD_DEREF":
+            load_deref(tx, inst)  # pushes the cell's value, guarded as the instruction would
+            values.append(tx.pop())
+        elif name == "LOAD_ATTR" and values:
+            attr = arg[1] if isinstance(arg, tuple) else arg
+            values[-1] = tx.dispatch.getattr_(tx, values[-1], attr)
+        elif name == "BUILD_TUPLE" and len(values) >= arg:
+            items = values[len(values) - arg :]
+            del values[len(values) - arg :]
+            values.append(ConstantVariable(tuple(v.as_python_constant() for v in items)))
+        else:
+            return False
+    except Unsupported:
+        return False
+    return True
+
+
+def _matches(cls: type, expected: VariableTracker) -> bool:
+    if not expected.is_python_constant():
+        return False
+    value = expected.as_python_constant()
+    try:
+        return issubclass(cls, value)
+    except TypeError:
+        return False
+
+
+# -- raising -----------------------------------------------------------------------------------
+def raise_traced(tx: Translator, exc: ExceptionVariable) -> None:
+    """Raise ``exc`` at ``tx``'s current instruction: caught in the trace, or a graph break."""
+    if will_be_caught(tx, exc.cls):
+        raise TracedException(exc)
+    raise Unsupported(
+        "raise",
+        f"the function raises {exc.cls.__name__} here",
+        hint="an exception no traced handler catches is raised by CPython, after the graph",
+    )
+
+
+def traced_python_error(tx: Translator, error: Unsupported) -> TracedException | None:
+    """A ``PythonError`` a traced handler catches, as the ``TracedException`` to raise."""
+    if not isinstance(error, PythonError) or not is_simple_exception(type(error.exc)):
+        return None
+    try:
+        if not will_be_caught(tx, type(error.exc)):
+            return None
+    except Unsupported:
+        return None
+    args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
+    return TracedException(ExceptionVariable(type(error.exc), args))
+
+
+def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
+    """Unwind ``tx`` to the handler covering instruction ``index``, with ``exc`` pushed; False if
+    no handler of this frame covers it (the exception goes on to the caller)."""
+    entry = _entry(tx, index)
+    if entry is None:
+        return False
+    target, depth, lasti = entry
+    del tx.stack[depth:]
+    if lasti:
+        tx.push(ConstantVariable(index))  # only RERAISE 1 reads it (to set the frame's lasti)
+    tx.push(exc)
+    tx.ip = target
+    return True
+
+
+def to_exception(tx: Translator, value: VariableTracker) -> ExceptionVariable:
+    """What ``raise value`` raises: an exception instance, or a class called with no arguments."""
+    if isinstance(value, ExceptionVariable):
+        return value
+    if value.is_python_constant() and is_simple_exception(value.as_python_constant()):
+        return ExceptionVariable(value.as_python_constant())
+    raise Unsupported("raise", f"raising {value}")
+
+
+# -- handler opcodes ---------------------------------------------------------------------------
+@handler("RAISE_VARARGS")
+def raise_varargs(tx: Translator, inst: Instr) -> None:
+    """(exc? cause? --)  https://docs.python.org/3.11/library/dis.html#opcode-RAISE_VARARGS"""
+    if inst.arg == 0:  # a bare ``raise``: the exception being handled
+        if not tx.output.exc_info:
+            raise Unsupported("raise", "a bare raise outside an exception handler")
+        raise_traced(tx, tx.output.exc_info[-1])
+    cause = tx.pop() if inst.arg == 2 else None
+    exc = to_exception(tx, tx.pop())
+    if cause is not None:
+        exc.cause = (
+            None
+            if cause.is_python_constant() and cause.as_python_constant() is None
+            else (to_exception(tx, cause))
+        )
+    raise_traced(tx, exc)
+
+
+@handler("RERAISE")
+def reraise(tx: Translator, inst: Instr) -> None:
+    """(lasti? exc --)  re-raise after a handler that did not catch (or a ``finally``)."""
+    exc = tx.pop()
+    if inst.arg:
+        tx.pop()
+    if not isinstance(exc, ExceptionVariable):
+        raise Unsupported("raise", f"re-raising {exc}")
+    raise_traced(tx, exc)
+
+
+@handler("PUSH_EXC_INFO")
+def push_exc_info(tx: Translator, inst: Instr) -> None:
+    """(exc -- previous exc)  the handler starts: ``exc`` becomes the exception being handled."""
+    exc = tx.pop()
+    info = tx.output.exc_info
+    tx.push(info[-1] if info else ConstantVariable(None))
+    tx.push(exc)
+    info.append(exc)
+
+
+@handler("POP_EXCEPT")
+def pop_except(tx: Translator, inst: Instr) -> None:
+    """(previous --)  the handler ends: the previous exception is the one being handled again."""
+    tx.pop()
+    if tx.output.exc_info:
+        tx.output.exc_info.pop()
+
+
+@handler("CHECK_EXC_MATCH")
+def check_exc_match(tx: Translator, inst: Instr) -> None:
+    """(exc cls -- exc matched)"""
+    expected = tx.pop()
+    exc = tx.peek()
+    if not expected.is_python_constant():
+        raise Unsupported("exception", f"except clause on {expected}")
+    tx.push(ConstantVariable(_matches(exc.python_type(), expected)))

@@ -1,0 +1,16 @@
+"""Pure-Python equivalents of C builtins that would block tracing (STYLE.md section 11).
+
+Each module mirrors standard modules (``itertools``, ``functools``, ``operator``, ``builtins``,
+``heapq`` with ``bisect``): one short function per builtin, its docstring naming the CPython
+function it replaces, registered with ``registry.polyfill``. The tracer inlines them like user
+code, so what they call (user functions, tensor operations) is traced and what they build
+(generators, closures) behaves lazily, as the C version would. Importing this package
+registers them all; ``lookup`` finds one.
+"""
+
+from __future__ import annotations
+
+from . import builtins, functools, heapq, itertools, operator  # noqa: F401 (registration)
+from .registry import REBUILD, lookup
+
+__all__ = ["REBUILD", "lookup"]
