@@ -122,6 +122,17 @@ class Outcome:
     fallbacks: int = 0  #: calls whose compile fell back to eager (counted, allowed)
     internal: int = 0  #: fallbacks caused by an internal error of bytegraph
     message: str = ""
+    breaks: int = 0  #: graph breaks over all calls (``break:*`` counters)
+    crashed: bool = False  #: bytegraph raised (an internal error reached the caller or compile())
+
+    @property
+    def kind(self) -> str:
+        """``wrong`` (differs from eager), ``crash`` (internal error), ``ok``."""
+        if self.crashed:
+            return "crash"
+        if not self.ok:
+            return "wrong"
+        return "crash" if self.internal else "ok"
 
 
 class Gen:
@@ -580,11 +591,11 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
     eager_ns, compiled_ns = load(program), load(program)
     eager_fn, eager_cells = eager_ns["make"]()
     plain_fn, compiled_cells = compiled_ns["make"]()
-    internal_before = driver.COUNTERS["fallback:internal_error"]
+    before = dict(driver.COUNTERS)
     try:
         compiled_fn = bytegraph.compile(plain_fn, backend=backend)
     except Exception as e:  # noqa: BLE001
-        return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}")
+        return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}", crashed=True)
     fallbacks = 0
     for call in range(calls):
         expected = _observe(
@@ -599,13 +610,21 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
                 compiled_cells,
             )
         fallbacks += any("bytegraph: running" in str(w.message) for w in caught)
+        counts = _counter_deltas(before)
         error = actual["error"]
         if error is not None and error[0].__module__.startswith("bytegraph"):
-            return Outcome(False, fallbacks, message=f"call {call}: internal error {error}")
+            message = f"call {call}: internal error {error}"
+            return Outcome(False, fallbacks, message=message, crashed=True, **counts)
         if (diff := compare(actual, expected)) is not None:
-            return Outcome(False, fallbacks, message=f"call {call}: {diff}")
-    internal = driver.COUNTERS["fallback:internal_error"] - internal_before
-    return Outcome(True, fallbacks, internal)
+            return Outcome(False, fallbacks, message=f"call {call}: {diff}", **counts)
+    return Outcome(True, fallbacks, **_counter_deltas(before))
+
+
+def _counter_deltas(before: dict[str, int]) -> dict[str, int]:
+    """Internal-error fallbacks and graph breaks counted since ``before`` (``driver.COUNTERS``)."""
+    delta = {k: v - before.get(k, 0) for k, v in driver.COUNTERS.items()}
+    breaks = sum(v for k, v in delta.items() if k.startswith("break:"))
+    return {"internal": delta.get("fallback:internal_error", 0), "breaks": breaks}
 
 
 def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -> Program:
@@ -616,7 +635,7 @@ def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = run_program(p)
-        return not out.ok or out.internal > 0
+        return out.kind != "ok"
 
     fails = fails or default
     changed = True
@@ -633,13 +652,45 @@ def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -
 @dataclass
 class Summary:
     programs: int = 0
-    fallback_programs: int = 0
-    internal: int = 0
-    failures: list[tuple[int, str]] = field(default_factory=list)
+    wrong: int = 0  #: programs whose compiled behaviour differs from eager
+    crashes: int = 0  #: programs where bytegraph raised or fell back on an internal error
+    fallback_programs: int = 0  #: programs with at least one call that fell back to eager
+    break_programs: int = 0  #: programs with at least one graph break
+    breaks: int = 0  #: graph breaks in all programs
+    internal: int = 0  #: internal-error fallbacks in all programs
+    failures: list[tuple[int, str]] = field(
+        default_factory=list
+    )  #: (seed, message), wrong or crash
 
     @property
     def fallback_rate(self) -> float:
         return self.fallback_programs / max(1, self.programs)
+
+    def add(self, seed: int, outcome: Outcome) -> None:
+        self.programs += 1
+        self.wrong += outcome.kind == "wrong"
+        self.crashes += outcome.kind == "crash"
+        self.fallback_programs += outcome.fallbacks > 0
+        self.break_programs += outcome.breaks > 0
+        self.breaks += outcome.breaks
+        self.internal += outcome.internal
+        if outcome.kind != "ok":
+            self.failures.append((seed, outcome.message or "internal error fallback"))
+
+    def merge(self, other: Summary) -> None:
+        for name in ("programs", "wrong", "crashes", "fallback_programs", "break_programs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.breaks += other.breaks
+        self.internal += other.internal
+        self.failures += other.failures
+
+    def line(self) -> str:
+        return (
+            f"{self.programs} programs: {self.wrong} wrong, "
+            f"{self.crashes} crashes/internal errors, "
+            f"{self.fallback_programs} with fallbacks ({self.fallback_rate:.2%}), "
+            f"{self.break_programs} with graph breaks ({self.breaks} breaks)"
+        )
 
 
 def run_many(seeds, on_failure: Callable[[Program, Outcome], None] | None = None) -> Summary:
@@ -648,11 +699,7 @@ def run_many(seeds, on_failure: Callable[[Program, Outcome], None] | None = None
         program = generate(seed)
         bytegraph.reset()
         outcome = run_program(program)
-        summary.programs += 1
-        summary.fallback_programs += outcome.fallbacks > 0
-        summary.internal += outcome.internal
-        if not outcome.ok or outcome.internal:
-            summary.failures.append((seed, outcome.message or "internal error fallback"))
-            if on_failure is not None:
-                on_failure(program, outcome)
+        summary.add(seed, outcome)
+        if outcome.kind != "ok" and on_failure is not None:
+            on_failure(program, outcome)
     return summary
