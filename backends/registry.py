@@ -147,6 +147,21 @@ def notice_once(key: str, message: str) -> None:
     warnings.warn(f"bytegraph: {message}", stacklevel=2)
 
 
+#: What ``bytegraph.reset()`` also drops in the backends (e.g. recorded CUDA graphs).
+_RESET_HOOKS: list[Callable[[], None]] = []
+
+
+def on_reset(hook: Callable[[], None]) -> Callable[[], None]:
+    """Register ``hook`` to run at every ``bytegraph.reset()`` (a decorator)."""
+    _RESET_HOOKS.append(hook)
+    return hook
+
+
+def reset_backends() -> None:
+    for hook in list(_RESET_HOOKS):
+        hook()
+
+
 def list_backends() -> list[str]:
     _load_builtin_backends()
     return sorted(_BACKENDS)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar, overload
 import torch
 
 from . import config, distributed, dynamo_config
-from .backends.registry import CompilerFn, configure_backend, lookup_backend
+from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
 from .tracer import driver
 from .tracer.exc import BytegraphError
 from .tracer.variables import markers
@@ -194,6 +194,7 @@ def reset() -> None:
         state.reset()
     driver.COUNTERS.clear()
     distributed.reset()
+    reset_backends()  # e.g. CUDA graphs recorded by the triton backend
 
 
 def state_of(fn: Any) -> driver.CompiledCode:

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 from bytegraph.backends.triton import Options, compile_triton, config, cudagraphs, triton_backend
 
+import bytegraph
+
 pytestmark = pytest.mark.interpreter_only  # the GPU parts are the gpu-marked tests below
 
 CUDAGRAPHS = Options(cudagraphs=True)
@@ -173,6 +175,16 @@ def test_invalidate_all_drops_recordings(fake_capture):
     cudagraphs.invalidate_all()
     assert not runner_of(compiled).recordings
     torch.testing.assert_close(compiled(x)[0], x + 2)
+
+
+def test_bytegraph_reset_drops_recordings(fake_capture):
+    gm = torch.fx.symbolic_trace(lambda x: (x * 3,))
+    compiled = compile_triton(gm, [torch.randn(3)], Options(cudagraphs=True))
+    x = torch.randn(3)
+    compiled(x), compiled(x)
+    assert runner_of(compiled).recordings
+    bytegraph.reset()
+    assert not runner_of(compiled).recordings
 
 
 def test_training_step_forward_and_backward_are_graphed(fake_capture):
