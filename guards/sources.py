@@ -10,6 +10,7 @@ inputs and guards.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from ..codegen.emit import Emitter
 class Source:
     """Base class. ``depth`` orders guards: inputs before the attributes reached through them."""
 
-    @property
+    @functools.cached_property
     def expr(self) -> str:
         return self.render({})
 
@@ -31,7 +32,7 @@ class Source:
         """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return 0
 
@@ -52,7 +53,7 @@ class ChainedSource(Source):
 
     base: Source
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return self.base.depth + 1
 
@@ -129,6 +130,24 @@ class ItemSource(ChainedSource):
         self.base.reconstruct(cg)
         cg.load_const(self.index)
         cg.subscr()
+
+
+@dataclass(frozen=True)
+class DictItemSource(ChainedSource):
+    """An item read with ``dict``'s own lookup, ``dict.__getitem__(G['ACT2FN'], 'gelu')``: for
+    instances of ``dict`` subclasses whose ``__getitem__`` is Python code (transformers'
+    ``ClassInstantier`` makes a new object on each ``[]``), which guards must not run."""
+
+    key: Any  #: a str, int or bytes key
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"dict.__getitem__({self.base.render(roots)}, {self.key!r})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(dict.__getitem__)
+        self.base.reconstruct(cg)
+        cg.load_const(self.key)
+        cg.call_function(2)
 
 
 @dataclass(frozen=True)
@@ -236,7 +255,7 @@ class ShapeExprSource(Source):
     def render(self, roots: dict[str, str]) -> str:
         return self.template.format(*(s.render(roots) for s in self.sources))
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return max((s.depth for s in self.sources), default=0) + 1
 

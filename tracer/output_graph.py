@@ -7,6 +7,7 @@ graph over the tensors that must leave it and hands it to the backend.
 
 from __future__ import annotations
 
+import functools
 import operator
 import traceback
 import warnings
@@ -28,7 +29,7 @@ from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, S
 from . import effects
 from .exc import Unsupported
 from .global_state import GlobalStateLog
-from .graph_naming import graph_constant, graph_target
+from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
@@ -194,12 +195,12 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
-        if op == "call_function":
-            target = graph_target(target)
-        node_args = tuple(_as_node_arg(a) for a in args)
-        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        if op == "call_function":
+            target = graph_target(augmented_target(target, fake_args[0] if args else None))
+        node_args = tuple(_as_node_arg(a) for a in args)
+        node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         probe = effects.EffectProbe()
         example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
         if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
@@ -320,9 +321,9 @@ class OutputGraph:
         while tx is not None:
             loc = tx.location()
             if loc is not None:
-                frames.append(traceback.FrameSummary(loc.filename, loc.lineno, loc.function))
+                frames.append((loc.filename, loc.lineno, loc.function))
             tx = tx.parent
-        return "".join(traceback.format_list(list(reversed(frames))))
+        return _format_stack(tuple(reversed(frames)))
 
     # -- rolling back a partly traced instruction --------------------------------------------------
     def checkpoint(self) -> tuple:
@@ -476,3 +477,10 @@ def _as_fake(vt: Any) -> Any:
     if isinstance(vt, DictVariable):
         return {k: _as_fake(v) for k, v in vt.items.items()}
     return vt.as_python_constant()
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
+    """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
+    cached: the nodes made on one line share their stack, and reading source lines is slow."""
+    return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))

@@ -34,6 +34,7 @@ from .distributed import is_distributed_value
 from .distributed import wrap as wrap_distributed
 from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
 from .lazy_list import LazyListVariable
+from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .modules import NNModuleVariable
 from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .objects import (
@@ -232,6 +233,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
         return CFunctionVariable(value, source)  # breaks when called
+    if isinstance(value, LRU_CACHE_WRAPPER):
+        add(identity)
+        return MemoizedFunctionVariable(value, source)
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
 
@@ -314,6 +318,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(value)
+    if isinstance(value, LRU_CACHE_WRAPPER):
+        return MemoizedFunctionVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if isinstance(value, torch.nn.Module):

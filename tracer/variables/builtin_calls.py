@@ -196,12 +196,26 @@ def call_operator_fn(
 _LIVE_VIEWS = frozenset({getattr, hasattr})
 
 
+#: Builtins never folded on symbolic numbers (folding specialises them): their result does not
+#: depend on the values (``len(t.shape)`` of a dynamic tensor, ``isinstance(n, torch.Tensor)`` of
+#: a size), or they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``).
+_SYMBOLIC_AWARE = frozenset({isinstance, type, len, min, max})
+
+
+def _symbolic(vt: VariableTracker) -> bool:
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(_symbolic(i) for i in vt.items)
+
+
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
     """Constants can be folded; a mutable container is folded as a copy, which is right for every
     pure builtin except attribute lookups (a bound method of the copy would miss later
     mutations)."""
     if not vt.is_python_constant():
         return False
+    if fn in _SYMBOLIC_AWARE and _symbolic(vt):
+        return False  # answered without specialising the numbers (``len_``, ``min_max``...)
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
     if (
         fn in (getattr, hasattr)

@@ -27,6 +27,7 @@ from .constant import ConstantVariable
 from .containers import TupleVariable
 from .distributed import is_distributed_callable
 from .functions import UserFunctionVariable
+from .higher_order import bind_functions, is_higher_order
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -123,6 +124,8 @@ def call_torch(
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
+    if is_higher_order(fn):  # ``associative_scan(combine_fn, ...)``
+        fn, args, kwargs = bind_functions(fn, args, kwargs)
     device = state_contexts.device_for(tx, fn, kwargs)
     if device is not None:  # under ``with torch.device(d):`` entered in the trace
         kwargs = {**kwargs, "device": ConstantVariable(device)}

@@ -45,7 +45,7 @@ from .constant import ConstantVariable
 from .containers import TupleVariable
 from .functions import UserFunctionVariable
 from .modules import NNModuleVariable
-from .objects import ClassVariable, UserObjectVariable
+from .objects import ClassVariable, UserObjectVariable, store_config_attribute
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -313,6 +313,8 @@ def store_attribute(
     ):
         cls = obj.python_type()
         _check_class_unchanged(tx, cls, name)
+        if store_config_attribute(tx, obj, name, value):
+            return
         hook = type_lookup(cls, "__setattr__")
         if hook is _OBJECT_SETATTR:
             _guard_class_attr(tx, obj, "__setattr__", hook)

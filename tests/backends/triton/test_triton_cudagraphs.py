@@ -123,13 +123,15 @@ def test_outputs_are_not_overwritten_by_later_calls(fake_capture):
 def test_moved_parameter_invalidates_the_recording(fake_capture):
     gm = torch.fx.symbolic_trace(lambda x, w: (torch.tanh(x @ w),))
     w = nn.Parameter(torch.randn(6, 3))
+    # Every x stays alive, so none comes back at an earlier address (an input seen twice at the
+    # same address would be read in place, and invalidated when it moves: not what this tests).
+    xs = [torch.randn(4, 6) for _ in range(6)]
     with torch.no_grad():
         compiled = compile_triton(gm, [torch.randn(4, 6), w], Options(cudagraphs=True))
-        for _ in range(3):
-            compiled(torch.randn(4, 6), w)
+        for x in xs[:3]:
+            compiled(x, w)
         w = nn.Parameter(torch.randn(6, 3))  # a new parameter at a new address
-        for _ in range(3):
-            x = torch.randn(4, 6)
+        for x in xs[3:]:
             torch.testing.assert_close(compiled(x, w)[0], torch.tanh(x @ w))
     stats = runner_of(compiled).stats
     assert stats["invalidations"] == 1 and stats["records"] == 2
