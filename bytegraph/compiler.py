@@ -181,8 +181,10 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
 
 
 #: Compiled ``forward`` functions shared by the modules of one class: ``{forward function:
-#: {settings key: compiled}}``.
-_SHARED_FORWARDS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
+#: {settings key: compiled}}``, held by the modules using them (the last one gone, its cache goes).
+_SHARED_FORWARDS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple, Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _module_forward(module: torch.nn.Module, settings: driver.Settings) -> Any:
@@ -200,12 +202,13 @@ def _module_forward(module: torch.nn.Module, settings: driver.Settings) -> Any:
         return _compile(forward, settings)
     try:
         key = _settings_key(settings)
-        shared = _SHARED_FORWARDS.setdefault(func, {})
+        shared = _SHARED_FORWARDS.setdefault(func, weakref.WeakValueDictionary())
         compiled = shared.get(key)
     except TypeError:  # an unhashable backend: nothing to share it by
         return _compile(forward, settings)
     if compiled is None:
-        compiled = shared[key] = _compile(func, settings)
+        compiled = _compile(func, settings)
+        shared[key] = compiled
     return types.MethodType(compiled, module)
 
 

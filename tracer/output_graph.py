@@ -480,7 +480,7 @@ def _as_fake(vt: Any) -> Any:
     return vt.as_python_constant()
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
     """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
     cached: the nodes made on one line share their stack, and reading source lines is slow."""
