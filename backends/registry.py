@@ -89,7 +89,7 @@ def lookup_backend(backend: str | CompilerFn) -> CompilerFn:
     if callable(backend):
         return backend
     if backend not in _BACKENDS:
-        _load_builtin_backends()
+        _load_builtin_backends(backend)
     try:
         return _BACKENDS[backend]
     except KeyError:
@@ -147,14 +147,42 @@ def notice_once(key: str, message: str) -> None:
     warnings.warn(f"bytegraph: {message}", stacklevel=2)
 
 
+#: What ``bytegraph.reset()`` also drops in the backends (e.g. recorded CUDA graphs).
+_RESET_HOOKS: list[Callable[[], None]] = []
+
+
+def on_reset(hook: Callable[[], None]) -> Callable[[], None]:
+    """Register ``hook`` to run at every ``bytegraph.reset()`` (a decorator)."""
+    _RESET_HOOKS.append(hook)
+    return hook
+
+
+def reset_backends() -> None:
+    for hook in list(_RESET_HOOKS):
+        hook()
+
+
 def list_backends() -> list[str]:
     _load_builtin_backends()
     return sorted(_BACKENDS)
 
 
-def _load_builtin_backends() -> None:
-    """Import the modules whose import registers the built-in backends (lazily: triton is heavy)."""
-    for module in ("eager", "auto", "aot", "inductor", "triton"):
+#: Modules of the built-in backends (each registers the backend of its name, some more).
+_MODULES = ("eager", "auto", "aot", "inductor", "triton")
+
+
+def _load_builtin_backends(wanted: str | None = None) -> None:
+    """Import the modules whose import registers the built-in backends (lazily: triton is heavy,
+    and ``aot`` imports AOTAutograd, over a second). The module named like ``wanted`` first: when
+    it registers that backend, the others stay unimported."""
+    if wanted in _MODULES:
+        try:
+            importlib.import_module(f"{__package__}.{wanted}")
+        except ImportError:
+            pass
+        if wanted in _BACKENDS:
+            return
+    for module in _MODULES:
         try:
             importlib.import_module(f"{__package__}.{module}")
         except ImportError:  # e.g. triton not installed: that backend stays unregistered

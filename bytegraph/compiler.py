@@ -17,13 +17,14 @@ import functools
 import inspect
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 import torch
 
 from . import config, distributed, dynamo_config
-from .backends.registry import CompilerFn, configure_backend, lookup_backend
+from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
 from .tracer import driver
 from .tracer.exc import BytegraphError
 from .tracer.variables import markers
@@ -142,7 +143,7 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
         _compile(fn.module, settings)
         return fn
     if isinstance(fn, torch.nn.Module):
-        fn.forward = _compile(fn.forward, settings)
+        fn.forward = _module_forward(fn, settings)
         return fn
     if isinstance(fn, types.MethodType):
         return types.MethodType(_compile(fn.__func__, settings), fn.__self__)
@@ -179,6 +180,52 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
     return entry
 
 
+#: Compiled ``forward`` functions shared by the modules of one class: ``{forward function:
+#: {settings key: compiled}}``.
+_SHARED_FORWARDS: weakref.WeakKeyDictionary[Any, dict[tuple, Any]] = weakref.WeakKeyDictionary()
+
+
+def _module_forward(module: torch.nn.Module, settings: driver.Settings) -> Any:
+    """``module.forward`` compiled. The modules of one class compiled with the same settings share
+    one compiled ``forward`` (one cache of variants), as torch.compile shares its cache per code
+    object: regional compilation (``for layer in model.layers: bytegraph.compile(layer)``) traces
+    the layer's code once and every layer of the same structure passes that variant's guards."""
+    forward = module.forward
+    func = getattr(forward, "__func__", None)
+    if (
+        not isinstance(forward, types.MethodType)
+        or forward.__self__ is not module
+        or not isinstance(func, types.FunctionType)
+    ):
+        return _compile(forward, settings)
+    try:
+        key = _settings_key(settings)
+        shared = _SHARED_FORWARDS.setdefault(func, {})
+        compiled = shared.get(key)
+    except TypeError:  # an unhashable backend: nothing to share it by
+        return _compile(forward, settings)
+    if compiled is None:
+        compiled = shared[key] = _compile(func, settings)
+    return types.MethodType(compiled, module)
+
+
+def _settings_key(settings: driver.Settings) -> tuple:
+    """What makes two ``compile`` calls equal (a configured backend is a new partial each time)."""
+    backend = settings.backend
+    if isinstance(backend, functools.partial):
+        backend = (backend.func, backend.args, repr(sorted(backend.keywords.items())))
+    options = repr(sorted(settings.options.items()))
+    return (
+        backend,
+        settings.fullgraph,
+        settings.dynamic,
+        settings.recompile_limit,
+        settings.name,
+        settings.mode,
+        options,
+    )
+
+
 #: Code flags of functions whose calls suspend (generators, coroutines, async generators).
 _SUSPENDING = (
     inspect.CO_GENERATOR
@@ -194,6 +241,7 @@ def reset() -> None:
         state.reset()
     driver.COUNTERS.clear()
     distributed.reset()
+    reset_backends()  # e.g. CUDA graphs recorded by the triton backend
 
 
 def state_of(fn: Any) -> driver.CompiledCode:

@@ -9,6 +9,7 @@ device) for the driver to add.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,10 @@ class Guard:
             object.__setattr__(self, "arg", WeakArg(self.arg))
 
     def sort_key(self) -> tuple:
+        return self._sort_key
+
+    @functools.cached_property
+    def _sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99
         if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: check it first
             depth = max(depth, self.arg.depth)

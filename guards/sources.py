@@ -10,6 +10,7 @@ inputs and guards.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from ..codegen.emit import Emitter
 class Source:
     """Base class. ``depth`` orders guards: inputs before the attributes reached through them."""
 
-    @property
+    @functools.cached_property
     def expr(self) -> str:
         return self.render({})
 
@@ -31,7 +32,7 @@ class Source:
         """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return 0
 
@@ -52,7 +53,7 @@ class ChainedSource(Source):
 
     base: Source
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return self.base.depth + 1
 
@@ -132,6 +133,24 @@ class ItemSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class DictItemSource(ChainedSource):
+    """An item read with ``dict``'s own lookup, ``dict.__getitem__(G['ACT2FN'], 'gelu')``: for
+    instances of ``dict`` subclasses whose ``__getitem__`` is Python code (transformers'
+    ``ClassInstantier`` makes a new object on each ``[]``), which guards must not run."""
+
+    key: Any  #: a str, int or bytes key
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"dict.__getitem__({self.base.render(roots)}, {self.key!r})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(dict.__getitem__)
+        self.base.reconstruct(cg)
+        cg.load_const(self.key)
+        cg.call_function(2)
+
+
+@dataclass(frozen=True)
 class DictValueSource(ChainedSource):
     """The ``index``-th value of the dict ``base``, by position:
     ``[*L['m']._forward_hooks.values()][0]`` (for dicts whose keys change while their values stay,
@@ -147,6 +166,37 @@ class DictValueSource(ChainedSource):
         self.base.reconstruct(cg)
         cg.load_attr("values")
         cg.call_function(0)
+        cg.call_function(1)
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
+class WeakRefSource(ChainedSource):
+    """The object the weak reference ``base`` points to: ``C['opt_ref'].cell_contents()`` (None
+    once it died)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"{self.base.render(roots)}()"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.call_function(0)
+
+
+@dataclass(frozen=True)
+class DictKeySource(ChainedSource):
+    """The ``index``-th key of the dict ``base``, by position: ``[*L['opt'].state][0]`` (for keys
+    that are not literals, like the parameters keying an optimizer's state)."""
+
+    index: int
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"[*{self.base.render(roots)}][{self.index}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(list)
+        self.base.reconstruct(cg)
         cg.call_function(1)
         cg.load_const(self.index)
         cg.subscr()
@@ -236,7 +286,7 @@ class ShapeExprSource(Source):
     def render(self, roots: dict[str, str]) -> str:
         return self.template.format(*(s.render(roots) for s in self.sources))
 
-    @property
+    @functools.cached_property
     def depth(self) -> int:
         return max((s.depth for s in self.sources), default=0) + 1
 

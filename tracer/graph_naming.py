@@ -8,6 +8,8 @@ Function's ``apply``) would raise in the user's call, so ``graph_target`` hands 
 instead, which FX references by object. Constants are written with ``repr``: ``graph_constant``
 admits only values whose ``repr`` FX turns back into an equal value, and raises ``Unsupported``
 for the rest (a class, a ``typing`` object, a generator), which then never reach generated code.
+In-place operators on anything but a tensor become binary ones (``augmented_target``): FX writes
+them as augmented assignments.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import enum
 import functools
 import importlib
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +56,40 @@ def graph_target(target: Callable[..., Any]) -> Callable[..., Any]:
     except Exception:  # noqa: BLE001 (no usable path: reference the object)
         pass
     return _by_object(target)
+
+
+#: In-place operators FX writes as an augmented assignment to the first argument, and their
+#: binary forms.
+_AUGMENTED = {
+    operator.iadd: operator.add,
+    operator.iand: operator.and_,
+    operator.ifloordiv: operator.floordiv,
+    operator.ilshift: operator.lshift,
+    operator.imod: operator.mod,
+    operator.imul: operator.mul,
+    operator.imatmul: operator.matmul,
+    operator.ior: operator.or_,
+    operator.ipow: operator.pow,
+    operator.irshift: operator.rshift,
+    operator.isub: operator.sub,
+    operator.itruediv: operator.truediv,
+    operator.ixor: operator.xor,
+}
+
+
+def augmented_target(target: Any, first_arg: Any) -> Any:
+    """The operator a graph node may use for ``target`` applied to ``first_arg`` (a fake value).
+
+    FX writes an in-place operator node as an augmented assignment to its first argument
+    (``iadd(a, b)`` becomes ``a += b;  iadd = a``). That means the same as the traced code only when
+    the argument is a tensor, changed in place. A Python number is immutable (``n += t`` is
+    ``n + t``), and there the statement would be a SyntaxError (``0 += t``, a constant) or rebind a
+    graph name every later use reads (a symbolic number): such nodes get the binary operator.
+    """
+    binary = _AUGMENTED.get(target)
+    if binary is None or isinstance(first_arg, torch.Tensor):
+        return target
+    return binary
 
 
 #: NumPy scalar types (by name: NumPy need not be installed).

@@ -50,7 +50,11 @@ class DynamicPolicy:
             return set()
         key, shape = source.expr, tuple(value.shape)
         before = self.seen_sizes.setdefault(key, shape)
-        if self.mode is None and self.automatic and len(before) == len(shape) and before != shape:
+        if len(before) != len(shape):
+            # another rank (an empty KV cache ``tensor([])`` before its first update): compare the
+            # next shapes with this one
+            self.seen_sizes[key] = shape
+        elif self.mode is None and self.automatic and before != shape:
             self.dims.setdefault(key, set()).update(
                 i for i, (a, b) in enumerate(zip(before, shape, strict=True)) if a != b
             )

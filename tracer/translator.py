@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -426,12 +427,26 @@ def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
     }
 
 
+#: ``_linearize`` results per code object (read-only once made): a model's layers share their
+#: code, and parsing bytecode is a large part of inlining a call.
+_LINEARIZED: weakref.WeakKeyDictionary[types.CodeType, tuple] = weakref.WeakKeyDictionary()
+
+
 def _linearize(
     code: types.CodeType,
 ) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
     """Instructions without pseudo-instructions, each label's index, and for each instruction the
     index of the innermost exception handler covering it (None outside try/with blocks) and how many
-    handler regions cover it."""
+    handler regions cover it. Cached per code object; callers must not change what they get."""
+    cached = _LINEARIZED.get(code)
+    if cached is None:
+        cached = _LINEARIZED[code] = _parse(code)
+    return cached
+
+
+def _parse(
+    code: types.CodeType,
+) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
     instructions: list[Instr] = []
     labels: dict[Label, int] = {}
     handler_labels: list[Label | None] = []

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import torch
 
+from ..registry import on_reset
 from . import config
 
 log = logging.getLogger("bytegraph.cudagraphs")
@@ -104,6 +105,7 @@ class Recording:
 _RUNNERS: weakref.WeakSet[CudaGraphRunner] = weakref.WeakSet()
 
 
+@on_reset
 def invalidate_all() -> None:
     """Drop every recording of every runner (they are recorded again on their next calls)."""
     for runner in list(_RUNNERS):

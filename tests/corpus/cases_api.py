@@ -92,16 +92,8 @@ def is_compiling_picks_the_traceable_path():
     return Setup(fn, lambda: (torch.randn(4),))
 
 
-@case(
-    "api",
-    graphs=1,
-    breaks=1,
-    tc_breaks=0,
-    why="operator.countOf is a C function: torch.compile ships a polyfill for it, bytegraph's "
-    "polyfill registry (tracer/polyfills, the builtins work) does not have one yet; "
-    "substitute_in_graph adds one (tests/test_decorators.py)",
-)
-def c_function_without_substitute():
+@case("api", graphs=1, breaks=0, tc_breaks=0)
+def c_function_with_a_polyfill():
     def fn(x, items):
         return x * operator.countOf(items, 2)
 

@@ -69,7 +69,7 @@ def autocast_break_inside():
     return Setup(fn, _square)
 
 
-@case("contexts", graphs=3, breaks=2, tc_breaks=3)
+@case("contexts", graphs=3, breaks=2, tc_breaks=2)
 def autocast_break_in_called_function():
     def inner(x):
         y = x @ x
@@ -84,13 +84,7 @@ def autocast_break_in_called_function():
     return Setup(fn, _square)
 
 
-@case(
-    "contexts",
-    graphs=1,
-    breaks=1,
-    tc_breaks=0,
-    why="raising is a graph break in bytegraph (exceptions are not traced); the state is exact",
-)
+@case("contexts", graphs=1, breaks=0, tc_breaks=0)
 def autocast_exception_caught_outside():
     def fn(x, fail):
         try:
@@ -241,13 +235,7 @@ def no_grad_decorator_break_inside():
     return Setup(fn, _leaf)
 
 
-@case(
-    "contexts",
-    graphs=1,
-    breaks=1,
-    tc_breaks=0,
-    why="raising is a graph break in bytegraph (exceptions are not traced); the state is exact",
-)
+@case("contexts", graphs=1, breaks=0, tc_breaks=0)
 def no_grad_exception_caught_outside():
     def fn(x):
         try:
@@ -389,7 +377,7 @@ def torch_function_mode_block():
 
 
 # -- fork_rng --------------------------------------------------------------------------------------
-@case("contexts", graphs=1, breaks=0, tc_breaks=0)
+@case("contexts", graphs=1, breaks=0, tc_breaks=1)
 def fork_rng_block():
     def fn(x):
         with torch.random.fork_rng():
@@ -404,7 +392,7 @@ def fork_rng_block():
     "contexts",
     graphs=0,
     breaks=1,
-    tc_breaks=0,
+    tc_breaks=1,
     why="torch.compile compiles nothing here (it skips the frame, 0 graphs); print must break, and"
     " a break inside fork_rng is taken at its with (saving the RNG state again would be wrong)",
 )

@@ -369,7 +369,7 @@ def loss_with_arguments_made_in_forward():
     return Setup(fn, lambda: (torch.randn(4, 5), torch.tensor([0, -100, 4, 2])))
 
 
-@case("objects", graphs=1, breaks=0, tc_breaks=0)
+@case("objects", graphs=1, breaks=0, tc_breaks=1)
 def linear_with_fresh_parameters_in_forward():
     def fn(x):
         lin = torch.nn.Linear(4, 3)
@@ -485,7 +485,7 @@ def object_cycle_escapes():
     "objects",
     graphs=2,
     breaks=1,
-    tc_breaks=0,
+    tc_breaks=1,
     why=BREAK_BOTH,
 )
 def object_made_before_a_break():
@@ -510,7 +510,7 @@ def object_made_before_a_break():
     "objects",
     graphs=2,
     breaks=1,
-    tc_breaks=0,
+    tc_breaks=1,
     why=BREAK_BOTH,
 )
 def module_made_before_a_break():
@@ -527,7 +527,7 @@ def module_made_before_a_break():
     "objects",
     graphs=2,
     breaks=1,
-    tc_breaks=0,
+    tc_breaks=1,
     why=BREAK_BOTH,
 )
 def bound_method_of_new_object_across_a_break():

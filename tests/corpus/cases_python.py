@@ -648,7 +648,7 @@ def isinstance_type_callable_getattr():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=1)
+@case("python", graphs=1, breaks=0, tc_breaks=2)
 def min_max_of_tensor_list_by_key():
     def fn(x):
         ts = [x[:1], x, x[:2]]
@@ -837,7 +837,7 @@ def functools_wraps_decorator():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=2)
 def functools_cmp_to_key():
     def compare(a, b):
         return (a[0] > b[0]) - (a[0] < b[0])
@@ -1070,7 +1070,7 @@ def args_kwargs_forwarding():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=1)
+@case("python", graphs=1, breaks=0, tc_breaks=2)
 def kwargs_dict_iteration():
     def combine(**parts):
         return sum(v * i for i, (_, v) in enumerate(sorted(parts.items())))
@@ -1368,7 +1368,7 @@ def deque_operations():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=1)
 def counter_most_common():
     def fn(x):
         c = collections.Counter("abracadabra")
@@ -1726,7 +1726,7 @@ def itertools_infinite_count_and_repeat_with_break():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=1)
+@case("python", graphs=1, breaks=0, tc_breaks=2)
 def itertools_product_of_tensors_and_combinations_with_replacement():
     def fn(x, y):
         pairs = [a * b for a, b in itertools.product([x, y], repeat=2)]
@@ -1770,7 +1770,7 @@ def numpy_arange_and_array_constants():
     "python",
     graphs=1,
     breaks=1,
-    tc_breaks=0,
+    tc_breaks=1,
     retraces=1,
     why="float() of a NumPy scalar reads the data into Python (a captured scalar, issue 11 point "
     "4, is another helper's); the resumed code is specialised on the value read",
@@ -1846,7 +1846,7 @@ def heapq_of_tuples_with_tensors():
     return Setup(fn, _t(3))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=3)
 def bisect_into_sorted_list():
     def fn(x):
         bounds = [1, 3, 5, 7]
@@ -1857,7 +1857,7 @@ def bisect_into_sorted_list():
     return Setup(fn, _t(2))
 
 
-@case("python", graphs=1, breaks=0, tc_breaks=0)
+@case("python", graphs=1, breaks=0, tc_breaks=1)
 def tuple_comparisons_and_pow():
     def fn(x):
         a, b = (1, x), (2, x)

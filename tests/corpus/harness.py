@@ -63,7 +63,7 @@ class Case:
     factory: Callable[[], Setup]
     graphs: int  #: graphs bytegraph compiles on the first call
     breaks: int  #: graph breaks (fallbacks included) bytegraph takes on the first call
-    tc_breaks: int  #: graph breaks torch.compile 2.13 takes (measured by benchmarks/parity.py)
+    tc_breaks: int  #: graph breaks torch.compile 2.13 counts (measured by benchmarks/parity.py)
     retraces: int = 0  #: traces bytegraph starts after the first call (expected 0)
     why: str = ""  #: where breaks > tc_breaks or retraces > 0: the reason, stated
     atol: float | None = None  #: for cases whose compiled arithmetic may round differently
@@ -212,11 +212,15 @@ def run_bytegraph(c: Case) -> Run:
 
 
 def run_torch_compile(c: Case) -> Run:
-    """torch.compile(backend="eager") on a fresh world; counts from ``torch._dynamo.explain`` on
-    another fresh world (explain compiles its own copy)."""
+    """torch.compile(backend="eager") on a fresh world. Breaks are Dynamo's own count of graph
+    breaks (``torch._dynamo.utils.counters["graph_break"]``) during the first call: ``explain``'s
+    ``graph_break_count`` is ``graph_count - 1`` (a break whose second part compiles nothing, or
+    one that makes Dynamo skip the frame, counts 0 there)."""
     import torch._dynamo
+    from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
+    counters.clear()
     setup = _world(c)
     counter = _GraphCounter()
     with _clean_global_state(), warnings.catch_warnings():
@@ -227,19 +231,10 @@ def run_torch_compile(c: Case) -> Run:
             calls.append(_call(setup, compiled, i))
             if i == 0:
                 first_graphs = counter.count
-        run = Run(calls, first_graphs, 0, retraces=counter.count - first_graphs)
-        torch._dynamo.reset()
-        setup = _world(c)
-        torch.manual_seed(0)
-        args = setup.inputs()
-        kwargs = setup.kwargs() if setup.kwargs is not None else {}
-        try:
-            explained = torch._dynamo.explain(setup.fn)(*args, **kwargs)
-            run.breaks = max(0, explained.graph_break_count)
-            run.graphs = explained.graph_count
-        except Exception as e:  # noqa: BLE001
-            run.crash = f"explain: {type(e).__name__}: {e}"
+                first_breaks = sum(counters["graph_break"].values())
+        run = Run(calls, first_graphs, first_breaks, retraces=counter.count - first_graphs)
     torch._dynamo.reset()
+    counters.clear()
     return run
 
 

@@ -212,3 +212,69 @@ def test_why_names_the_failing_shape_guard():
     why = bytegraph.why(compiled, torch.randn(4))
     assert why.selected is None
     assert "L['x']" in why.failures[0][1].code
+
+
+class _Layer:
+    """A KV-cache layer as transformers' DynamicLayer keeps it: an empty 1-d tensor until the
+    first update, then (batch, heads, length, dim) growing by one position per call."""
+
+    def __init__(self):
+        self.keys = torch.tensor([])
+
+    def update(self, k):
+        self.keys = k if self.keys.dim() == 1 else torch.cat([self.keys, k], dim=-2)
+        return self.keys
+
+
+def test_size_becomes_symbolic_after_a_rank_change():
+    # generate(): the cache tensor is 1-d on the first call, 4-d and growing afterwards; the
+    # growing length must become dynamic (compared with the last 4-d shape, not the 1-d one)
+    def fn(layer, q, k):
+        keys = layer.update(k)
+        return (q @ keys.transpose(-1, -2)).softmax(-1)
+
+    compiled, counter = compile_counted(fn)
+    layer, eager_layer = _Layer(), _Layer()
+    for length in (5, 1, 1, 1, 1, 1):
+        q, k = torch.randn(1, 2, length, 4), torch.randn(1, 2, length, 4)
+        assert_same(compiled(layer, q, k), fn(eager_layer, q, k))
+    assert counter.frame_count == 3  # empty cache, 5 cached positions, then any length
+
+
+def test_isinstance_of_a_symbolic_size_does_not_specialise():
+    # transformers' masking: ``isinstance(q_offset, torch.Tensor)`` on a cache length
+    def fn(x):
+        n = x.shape[0]
+        offset = n.to(x.device) if isinstance(n, torch.Tensor) else n
+        return x * offset + isinstance(n, int) + (type(n) is int)
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+
+
+def test_len_of_a_dynamic_shape_does_not_specialise():
+    # transformers' masking: ``len(attention_mask.shape) == 4``
+    def fn(x):
+        return x * 2 if len(x.shape) == 2 else x
+
+    compiled, counter = compile_counted(fn)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n, 2)
+        assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+
+
+def test_max_of_symbolic_numbers_stays_symbolic():
+    # a sliding-window cache: ``max(cumulative_length - window + 1, 0)``
+    def fn(x, length):
+        offset = max(length - 4 + 1, 0)
+        return x * offset + min(offset, 7, length)
+
+    compiled, counter = compile_counted(fn)
+    for length in (2, 3, 5, 9, 12):
+        x = torch.randn(3, 16)
+        assert_same(compiled(x, length), fn(x, length))
+    assert counter.frame_count == 2

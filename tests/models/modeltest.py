@@ -1,28 +1,26 @@
 """Shared check for the real-model tests: compile a model, compare inference and one training step
 with eager (outputs, gradients, parameters after an optimizer step, buffers) and assert the number
-of graph breaks (``bytegraph.explain``), so a new break is a failure, never hidden."""
+of graph breaks (``bytegraph.explain``), so a new break is a failure, never hidden.
+
+``check_model`` is for hand-built models; ``BytegraphEngine`` is bytegraph's ``suite.Engine`` for
+the ``zoo`` architectures (``suite.run_arch``)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from models.suite import Engine, Phase, first_tensor
 from torch import nn
 
 import bytegraph
+from bytegraph.explain import Recorder, Report
 
 Loss = Callable[[Any], torch.Tensor]
-
-
-def first_tensor(out: Any) -> torch.Tensor:
-    """The main output of a model (a tensor, the first of a tuple, or
-    ``.logits``/``last_hidden_state``)."""
-    for name in ("logits", "last_hidden_state"):
-        if hasattr(out, name):
-            return getattr(out, name)
-    return out if isinstance(out, torch.Tensor) else first_tensor(out[0])
 
 
 def check_model(
@@ -63,3 +61,35 @@ def check_model(
             opt.step()
     for (name, b), (_, c) in zip(model.named_buffers(), eager.named_buffers(), strict=True):
         torch.testing.assert_close(b, c, msg=name)
+
+
+class BytegraphEngine(Engine):
+    name = "bytegraph"
+
+    def __init__(self, backend: str = "eager") -> None:
+        self.backend = backend
+        self.recorder = Recorder()
+        self.mark = 0
+
+    def compile(self, model: nn.Module) -> Callable[..., Any]:
+        bytegraph.reset()
+        return bytegraph.compile(model, backend=self.backend)
+
+    def start(self) -> None:
+        self.mark = len(self.recorder.records)
+
+    def counts(self) -> Phase:
+        report = Report(self.recorder.records[self.mark :])
+        reasons = report.break_reasons
+        return Phase(
+            graphs=report.graph_count,
+            breaks=len(reasons),
+            reasons=[r.reason for r in reasons],
+            internal=[r.reason for r in reasons if r.kind == "internal_error"],
+        )
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        with warnings.catch_warnings(), self.recorder:
+            warnings.filterwarnings("ignore", message="bytegraph: ")
+            yield

@@ -117,6 +117,36 @@ def test_inplace_ops_rebinding_python_number():
     check(fn, torch.randn(2))
 
 
+def test_inplace_operator_on_python_number_with_tensor():
+    # T5's relative position buckets: ``buckets = 0; buckets += (rel > 0).long() * n`` makes a new
+    # tensor (a number is immutable); FX would write an iadd node as ``0 += ...`` (a SyntaxError)
+    def fn(x):
+        buckets = 0
+        buckets += (x > 0).to(torch.long) * 4
+        scale = 1.5
+        scale *= x
+        scale -= x.sum()
+        return buckets, scale
+
+    check(fn, torch.randn(5))
+
+
+def test_inplace_operator_on_tensor_stays_in_place():
+    def fn(x, y):
+        alias = x
+        x += y
+        same = x.mul_(2) is alias
+        return alias is x, same, alias
+
+    x = torch.randn(3)
+    compiled, _ = check(fn, x.clone(), torch.randn(3))
+    y = torch.randn(3)
+    before = x.clone()
+    out = compiled(x, y)
+    assert out[:2] == (True, True) and out[2] is x
+    torch.testing.assert_close(x, (before + y) * 2)
+
+
 def test_inplace_tensor_method_add_():
     def fn(x):
         y = x.clone()

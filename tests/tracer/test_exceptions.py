@@ -74,15 +74,36 @@ def test_unmatched_clause_passes_the_exception_on():
     check_breaks(fn, randn(2), graphs=1, breaks=0)
 
 
-def test_exception_leaving_a_with_block_breaks():
+def test_exception_leaving_a_grad_mode_block_is_traced():
     def fn(x):
         try:
             with torch.no_grad():
+                y = x * 2
                 raise KeyError("k")
         except KeyError:
-            return x + 1
+            return x + 1, y, torch.is_grad_enabled()
 
-    check_breaks(fn, lambda: (torch.randn(2, requires_grad=True),), graphs=1, breaks=1)
+    check_breaks(fn, lambda: (torch.randn(2, requires_grad=True),), graphs=1, breaks=0)
+
+
+def test_exception_leaving_a_user_context_breaks():
+    class Ctx:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return True  # suppresses: the trace cannot skip what its exit decides
+
+    def fn(x):
+        y = x * 2
+        try:
+            with Ctx():
+                raise KeyError("k")
+        except KeyError:
+            return y + 1
+        return y - 1
+
+    check_breaks(fn, lambda: (torch.randn(2),), graphs=1, breaks=1)
 
 
 def test_graph_break_while_handling_falls_back_to_python():

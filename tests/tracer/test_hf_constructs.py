@@ -6,7 +6,9 @@ function, ``torch.compiler.is_compiling()``, ``super().get`` on a ``dict`` subcl
 
 from __future__ import annotations
 
+import functools
 import inspect
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,6 +16,8 @@ import pytest
 import torch
 from difftest import assert_same, check, compile_counted
 from torch import nn
+
+import bytegraph
 
 transformers = pytest.importorskip("transformers")
 ModelOutput = transformers.utils.ModelOutput
@@ -213,3 +217,186 @@ def test_missing_module_attribute_with_default_does_not_recompile():
     model.groups = 4  # the absence was guarded
     assert_same(compiled(x), x * 4)
     assert counter.frame_count == 2
+
+
+def test_os_environ_read_is_guarded_per_key(monkeypatch):
+    # ``transformers``' SDPA attention reads ``os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", "0")``
+    monkeypatch.delenv("BYTEGRAPH_TEST_FLAG", raising=False)
+
+    def fn(x):
+        if os.environ.get("BYTEGRAPH_TEST_FLAG", "0") == "1":
+            x = x + 1
+        if "BYTEGRAPH_TEST_FLAG" in os.environ:
+            x = x * 2
+        return x - int(os.getenv("BYTEGRAPH_TEST_FLAG", "5"))
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    monkeypatch.setenv("UNRELATED_VARIABLE_FOR_THE_TEST", "1")  # other keys are not guarded
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 1
+    monkeypatch.setenv("BYTEGRAPH_TEST_FLAG", "1")
+    assert_same(compiled(x), fn(x))
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+    assert bytegraph.explain(fn)(x).graph_break_count == 0
+
+
+def test_dict_with_bytes_keys_read_by_key():
+    table = {b"a": 2, ("t", 1): 3}
+
+    def fn(x):
+        return x * table[b"a"] + table.get(b"missing", 1) + (b"a" in table)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    table[b"a"] = 5
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+
+
+def test_lru_cache_call_with_constant_arguments_runs_once():
+    # ``is_torch_greater_or_equal("2.9.0")`` in transformers: memoized, called with constants
+    calls = []
+
+    @functools.lru_cache
+    def at_least(version):
+        calls.append(version)
+        return version >= 2
+
+    def fn(x):
+        return x + 1 if at_least(3) else x - 1
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert_same(compiled(x), x + 1)
+    assert_same(fn(x), x + 1)
+    assert calls == [3]  # once, like eager: the trace made the first (real) call
+    assert counter.frame_count == 1
+
+
+def test_warning_once_is_emitted_once_without_a_break():
+    # GPT-2 with labels: ``logger.warning_once(...)`` (an lru_cache'd method of ``Logger``)
+    messages = []
+
+    class Logger:
+        @functools.lru_cache(None)  # noqa: B019 (the construct under test)
+        def warning_once(self, msg):
+            messages.append(msg)
+
+    logger = Logger()
+
+    def fn(x, kind):
+        logger.warning_once(f"`loss_type={kind}` is unrecognized")
+        return x * 2
+
+    x = torch.randn(3)
+    assert bytegraph.explain(fn)(x, None).graph_break_count == 0
+    compiled, _ = compile_counted(fn)
+    for _ in range(3):
+        assert_same(compiled(x, None), x * 2)
+    assert messages == ["`loss_type=None` is unrecognized"]
+
+
+def test_lru_cache_with_a_mutable_result_breaks():
+    @functools.lru_cache
+    def table():
+        return [1, 2]
+
+    def fn(x):
+        return x * table()[0]
+
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    report = bytegraph.explain(fn)(x)
+    assert [r.kind for r in report.break_reasons] == ["memoized_call"]
+
+
+def test_super_getitem_in_an_overriding_dict_subclass():
+    # transformers' ``ACT2FN`` (``ClassInstantier``): ``__getitem__`` calls ``super().__getitem__``;
+    # the guard on the item read must use dict's lookup, never run the override
+    made = []
+
+    class Instantier(dict):
+        def __getitem__(self, key):
+            made.append(key)
+            return super().__getitem__(key) * 2
+
+    table = Instantier(scale=3)
+
+    def fn(x):
+        return x * table["scale"]
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), x * 6)
+    assert made == ["scale"]  # the override ran once (replayed), not in guards
+    made.clear()
+    assert "selected: entry 0" in str(bytegraph.why(compiled, x))
+    assert made == []  # evaluating the guards did not run it
+    dict.__setitem__(table, "scale", 4)
+    assert_same(compiled(x), x * 8)
+    assert counter.frame_count == 2
+
+
+def test_config_attribute_store_is_replayed():
+    # ``self.config.problem_type = "single_label_classification"`` in classification heads: the
+    # strict dataclass ``__setattr__`` validates, then the store is replayed after the graph
+    config, eager_config = tiny_config(), tiny_config()
+
+    def fn(x, cfg):
+        if cfg.problem_type is None:
+            cfg.problem_type = "single_label_classification"
+        return x + (1 if cfg.problem_type == "single_label_classification" else 2)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert_same(compiled(x, config), fn(x, eager_config))
+        assert config.problem_type == eager_config.problem_type
+    assert counter.frame_count == 2  # the second call sees the stored value (eager too)
+    assert bytegraph.explain(fn)(x, tiny_config()).graph_break_count == 0
+
+
+def test_config_attribute_store_of_an_invalid_value_raises_at_the_store():
+    config = tiny_config()
+
+    def fn(x):
+        y = x + 1
+        config.use_cache = "yes"  # the field's validator rejects a str
+        return y
+
+    compiled, _ = compile_counted(fn)
+    with pytest.raises(Exception, match="use_cache") as compiled_error:
+        compiled(torch.randn(3))
+    with pytest.raises(Exception, match="use_cache") as eager_error:
+        fn(torch.randn(3))
+    assert type(compiled_error.value) is type(eager_error.value)
+
+
+def test_slot_attribute_and_none_key_reads():
+    # huggingface_hub's strict validators read ``dataclasses.Field.name`` (a ``__slots__`` entry)
+    # and look types up in a dict keyed by classes with ``.get(typing.get_origin(str))`` (None)
+    class Slotted:
+        __slots__ = ("name", "scale")
+
+        def __init__(self):
+            self.name, self.scale = "w", 3
+
+    obj = Slotted()
+    table = {list: 1, None: 4}
+
+    def fn(x):
+        return x * obj.scale + table.get(None, 0) + len(obj.name)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    obj.scale = 5
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+    assert bytegraph.explain(fn)(x).graph_break_count == 0

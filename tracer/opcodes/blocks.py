@@ -3,7 +3,8 @@
 ``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
 mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
 classes) enters it in the trace; any other is a break at the ``with``. Exceptions raised and caught
-in the trace are in ``exceptions.py``; one leaving a with-block is unsupported.
+in the trace are in ``exceptions.py`` (one leaving a with-block too, when its context's exit
+ignores it).
 """
 
 from __future__ import annotations
@@ -40,11 +41,7 @@ def before_with(tx: Translator, inst: Instr) -> None:
     tx.push(result)
 
 
-unsupported(
-    "an exception leaving a with-block, or thrown into a generator, is not traced",
-    "WITH_EXCEPT_START",
-    "CLEANUP_THROW",
-)
+unsupported("an exception thrown into a generator is not traced", "CLEANUP_THROW")
 unsupported(
     "coroutines are not traced",
     "GET_AWAITABLE",

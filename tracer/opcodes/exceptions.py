@@ -93,7 +93,8 @@ def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
         names = [i.name for i in ins[target : target + 4]]
         if names[:1] == ["PUSH_EXC_INFO"]:
             if names[1:2] == ["WITH_EXCEPT_START"]:
-                raise Unsupported("exception", "an exception leaving a with-block in the trace")
+                index = _through_with_exit(tx, target, entry[1])
+                continue
             if names[1:2] == ["POP_TOP"]:
                 return True  # a bare ``except:``
             found = _clauses(tx, target + 1, cls)
@@ -209,6 +210,21 @@ def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
     return True
 
 
+def _through_with_exit(tx: Translator, target: int, depth: int) -> int:
+    """An exception leaving a ``with`` block whose handler starts at ``target``: traced when the
+    context's exit ignores it (grad mode, autocast...; see ``ContextVariable``); the search goes on
+    from the handler's ``RERAISE``."""
+    exit_vt = tx.stack[depth - 1] if 0 < depth <= len(tx.stack) else None
+    ctx = getattr(exit_vt, "ctx", None)
+    if not getattr(ctx, "exit_ignores_exception", False):
+        raise Unsupported("exception", "an exception leaving a with-block in the trace")
+    for i in range(target + 2, min(target + 8, len(tx.instructions))):
+        inst = tx.instructions[i]
+        if inst.name == "RERAISE" and inst.arg == 2:
+            return i
+    raise Unsupported("exception", f"unrecognised with-block cleanup at {target}")
+
+
 def to_exception(tx: Translator, value: VariableTracker) -> ExceptionVariable:
     """What ``raise value`` raises: an exception instance, or a class called with no arguments."""
     if isinstance(value, ExceptionVariable):
@@ -246,6 +262,14 @@ def reraise(tx: Translator, inst: Instr) -> None:
     if not isinstance(exc, ExceptionVariable):
         raise Unsupported("raise", f"re-raising {exc}")
     raise_traced(tx, exc)
+
+
+@handler("WITH_EXCEPT_START")
+def with_except_start(tx: Translator, inst: Instr) -> None:
+    """(exit lasti prev exc -- exit lasti prev exc result)  the block's ``__exit__`` with ``exc``"""
+    exit_vt, exc = tx.stack[-4], tx.stack[-1]
+    args = [ConstantVariable(exc.python_type()), exc, ConstantVariable(None)]
+    tx.push(tx.dispatch.call(tx, exit_vt, args, {}))
 
 
 @handler("PUSH_EXC_INFO")

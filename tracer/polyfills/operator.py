@@ -1,4 +1,5 @@
-"""``operator``'s callable factories in pure Python: each returns a closure doing the same."""
+"""``operator``'s callable factories in pure Python (each returns a closure doing the same), and
+``countOf``/``indexOf``."""
 
 from __future__ import annotations
 
@@ -46,3 +47,18 @@ def methodcaller(name, /, *args, **kwargs):
         return getattr(obj, name)(*args, **kwargs)
 
     return call
+
+
+@polyfill(operator.countOf)
+def countOf(a, b, /):  # noqa: N802 (operator's name)
+    """``operator.countOf``: items that are ``b`` or equal it."""
+    return sum(1 for item in a if item is b or item == b)
+
+
+@polyfill(operator.indexOf)
+def indexOf(a, b, /):  # noqa: N802 (operator's name)
+    """``operator.indexOf``: the first item that is ``b`` or equals it."""
+    for i, item in enumerate(a):
+        if item is b or item == b:
+            return i
+    raise ValueError("sequence.index(x): x not in sequence")

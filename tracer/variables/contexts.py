@@ -48,6 +48,9 @@ class ContextVariable(VariableTracker):
 
     #: Whether rewritten code can build and enter it again at a graph break (see the module doc).
     reenterable = True
+    #: Whether its ``__exit__`` does the same whatever exception leaves the block, and never
+    #: suppresses it (an exception raised in the block is then traced through it).
+    exit_ignores_exception = False
 
     def __post_init__(self) -> None:
         if self.log is not None and not self.name:
@@ -116,11 +119,12 @@ class ContextExitVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        if len(args) != 3 or kwargs or not all(a.is_python_constant() for a in args):
+        if len(args) != 3 or kwargs:
+            raise Unsupported("context_manager", "a with-block's __exit__ with other arguments")
+        plain = all(a.is_python_constant() and a.as_python_constant() is None for a in args)
+        if not plain and not self.ctx.exit_ignores_exception:
             raise Unsupported("context_manager", "a with-block's __exit__ called with an exception")
-        if any(a.as_python_constant() is not None for a in args):
-            raise Unsupported("context_manager", "a with-block's __exit__ called with an exception")
-        return self.ctx.exit(tx)
+        return self.ctx.exit(tx)  # None: an exception goes on
 
     def reconstruct(self, cg: Codegen) -> None:
         self.ctx.load_exit(cg)

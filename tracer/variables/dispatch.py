@@ -456,14 +456,16 @@ def is_none(tx: Translator, value: VariableTracker) -> bool:
 
 def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
-    caches by identity), the same graph node, or the same constant."""
+    caches by identity), the same graph node or fake tensor, or the same constant."""
     if lhs is rhs:
         return True
     if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
         if lhs.python_type() is not rhs.python_type():
             return False  # e.g. `n is None`: no need to specialise n
     if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
-        return lhs.node is rhs.node
+        # an in-place op (``x.add_(y)``, ``x += y`` on a tensor) returns its input: the fake
+        # tensors are the same object too
+        return lhs.node is rhs.node or lhs.example is rhs.example
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
         return lhs.value is rhs.value
     if lhs.is_python_constant() and rhs.is_python_constant():
@@ -507,10 +509,14 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
     if (
         isinstance(container, UserObjectVariable)
         and not isinstance(container, NNModuleVariable)
-        and isinstance(
-            inspect.getattr_static(type(container.value), "__contains__", None), types.FunctionType
+        and (
+            isinstance(
+                contains_fn := inspect.getattr_static(type(container.value), "__contains__", None),
+                types.FunctionType,
+            )
+            or contains_fn is dict.__contains__
         )
-    ):  # a Python ``__contains__`` (``Mapping``'s), inlined
+    ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
         return truth(tx, container.call_method(tx, "__contains__", [item], {}))
     raise Unsupported("contains", f"`in` on {container}")
 

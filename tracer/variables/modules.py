@@ -327,6 +327,9 @@ def _bumping(fn: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
 
+    # NOTE: these wrappers patch torch's classes process-wide, so torch.compile traces them too; it
+    # tells ``nn.Module``'s methods apart by code object: one per wrapped method.
+    wrapper.__code__ = wrapper.__code__.replace(co_name=fn.__name__)
     wrapper.__bytegraph_bumps__ = True
     return wrapper
 

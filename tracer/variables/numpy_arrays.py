@@ -409,4 +409,9 @@ def tensor_numpy(tx: Translator, tensor: TensorVariable) -> NumpyArrayVariable:
         )
     if example.device.type != "cpu":
         raise Unsupported("numpy", "numpy() of a tensor that is not on the CPU")
+    try:  # NumPy refuses some dtypes (bfloat16) and conjugate/negative views: eager's error
+        probe = torch.empty(0, dtype=example.dtype)
+        (probe.conj() if example.is_conj() else probe).numpy()
+    except (TypeError, RuntimeError) as e:
+        raise PythonError(e) from None
     return NumpyArrayVariable(tensor)

@@ -11,21 +11,32 @@ guards therefore call that ``__getattribute__``.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source, TypeSource
+from ...guards.sources import (
+    AttrSource,
+    DictItemSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+    TypeSource,
+    WeakRefSource,
+)
 from ..exc import Unsupported
 from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
 from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
+from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -57,6 +68,11 @@ class PythonModuleVariable(ConstantLikeVariable):
         return tx.wrap(getattr(self.value, name), attr_source)
 
 
+#: Methods written in C: reading one binds it (nothing else), so the read is traced and a call of
+#: it is what breaks, once.
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
 @dataclass(eq=False)
 class UserObjectVariable(VariableTracker):
     """An instance of a user class (or any object bytegraph has no special tracker for)."""
@@ -74,6 +90,8 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         if tx.output.side_effects.class_attr_changed(cls, name):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
+        if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
+            return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
         if _has_custom_getattr(cls):
             if not _pure_getattr(cls):
                 raise Unsupported(
@@ -109,6 +127,10 @@ class UserObjectVariable(VariableTracker):
             self._guard_not_shadowed(tx, name)
             method = tx.wrap(static, class_source)
             return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+        if isinstance(static, LRU_CACHE_WRAPPER) and name not in _instance_dict(self.value):
+            self._guard_not_shadowed(tx, name)  # ``logger.warning_once``: a memoized method
+            method = tx.wrap(static, class_source)
+            return MemoizedFunctionVariable(static, getattr(method, "source", None), self_vt=self)
         if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
             fget_source = None if class_source is None else AttrSource(class_source, "fget")
             if fget_source is not None:
@@ -133,6 +155,8 @@ class UserObjectVariable(VariableTracker):
                 else tx.wrap(cls, TypeSource(self.source))
             )
             return bound.clone(self_vt=cls_vt)
+        if name in DictReadVariable.METHODS and static is vars(dict).get(name):
+            return DictReadVariable(self, name)  # a dict read by key, guarded key by key
         if python_method(static, "__get__") is not None and (
             is_data_descriptor(static) or name not in _instance_dict(self.value)
         ):  # a descriptor written in Python: its ``__get__`` is inlined
@@ -145,9 +169,14 @@ class UserObjectVariable(VariableTracker):
             )
             source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
             return read_descriptor(tx, self, cls_vt, static, source)
-        if (
+        if isinstance(static, types.MemberDescriptorType):
+            # a ``__slots__`` entry (``dataclasses.Field.name``): a plain read of the slot,
+            # guarded like an instance attribute; an empty slot raises AttributeError
+            if not hasattr(self.value, name):
+                raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
+        elif (
             hasattr(static, "__get__")
-            and not isinstance(static, types.FunctionType)
+            and not isinstance(static, (types.FunctionType, *_C_METHODS))
             and name not in _instance_dict(self.value)
             and not _is_plain_data(static)
         ):
@@ -201,6 +230,8 @@ class UserObjectVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
+        if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
+            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")
@@ -312,6 +343,31 @@ PURE_GETATTR_CLASSES = frozenset(
         ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
     }
 )
+
+
+def store_config_attribute(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> bool:
+    """``config.name = constant`` on an allowlisted class (``PURE_GETATTR_CLASSES``: its
+    ``__setattr__`` maps aliases through ``attribute_map`` and runs the strict dataclass
+    validators of the field before setting it). The validators run now, on the constant (an
+    invalid value raises in Python, at the store); the store is a side effect replayed with the
+    real ``__setattr__``. Aliased names are refused: reads of the other name would not see it.
+    False when this does not apply (not such a class, not a constant)."""
+    cls = obj.python_type()
+    if obj.source is None or not _pure_getattr(cls) or not value.is_python_constant():
+        return False
+    aliases = getattr(cls, "attribute_map", None) or {}
+    if name in aliases or name in aliases.values():
+        raise Unsupported("store_attr", f"{cls.__name__}.{name} has an alias")
+    constant = value.as_python_constant()
+    try:
+        for validator in (getattr(cls, "__validators__", None) or {}).get(name, ()):
+            validator(constant)
+    except Exception as e:  # noqa: BLE001 (the store runs in Python, where it raises)
+        raise Unsupported("python_error", f"{cls.__name__}.{name} = {constant!r}: {e}") from None
+    tx.output.side_effects.store_attr(obj, name, value)
+    return True
 
 
 def _pure_getattr(cls: type) -> bool:
@@ -435,13 +491,19 @@ def _module_init_done() -> None:
     instance was initialized when it was made."""
 
 
+#: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.
+_KEY_TYPES = (str, int, bytes, bool, type(None))
+
+
 @dataclass(eq=False)
 class DictReadVariable(VariableTracker):
-    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` called on an input-reachable instance
-    of a ``dict`` subclass (``super().get(key)`` in a registry class). Only constant keys; a present
-    key is read and guarded through ``ItemSource`` (``G['reg']['key']``), an absent one by
-    ``KEY_ABSENT``; both checks run ``dict``'s own lookup, so the subclass must not override
-    ``__getitem__`` or ``__contains__`` in Python."""
+    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
+    not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
+    class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
+    constant str, int, bytes, bool or None keys; a present key is read and guarded through
+    ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are
+    guarded. Both checks run ``dict``'s own lookup, so the class must not override ``__getitem__``
+    or ``__contains__`` in Python."""
 
     METHODS = ("get", "__getitem__", "__contains__")
 
@@ -452,23 +514,15 @@ class DictReadVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        obj, name = self.obj, self.name
-        cls = type(getattr(obj, "value", None))
-        if (
-            not isinstance(obj, UserObjectVariable)
-            or obj.source is None
-            or not issubclass(cls, dict)
-            or kwargs
-            or not args
-            or not all(a.is_python_constant() for a in args)
-            or any(getattr(cls, m) is not getattr(dict, m) for m in ("__getitem__", "__contains__"))
-        ):
-            raise Unsupported("super", f"dict.{name} on {obj}")
+        name = self.name
+        if kwargs or not args or not all(a.is_python_constant() for a in args):
+            raise Unsupported("super", f"dict.{name} on {self.obj} with these arguments")
         key = args[0].as_python_constant()
-        if type(key) not in (str, int) or len(args) > (2 if name == "get" else 1):
+        if type(key) not in _KEY_TYPES or len(args) > (2 if name == "get" else 1):
             raise Unsupported("super", f"dict.{name} with key {key!r}")
-        if not dict.__contains__(obj.value, key):
-            tx.output.add_guard(Guard(obj.source, "KEY_ABSENT", key, key))
+        mapping, source, key, decode = self._target(tx, key)
+        if not dict.__contains__(mapping, key):
+            tx.output.add_guard(Guard(source, "KEY_ABSENT", key, key))
             if name == "__getitem__":
                 raise Unsupported("python_error", f"KeyError: {key!r}")
             return (
@@ -476,5 +530,32 @@ class DictReadVariable(VariableTracker):
                 if name == "__contains__"
                 else (args[1] if len(args) > 1 else ConstantVariable(None))
             )
-        value = tx.wrap(dict.__getitem__(obj.value, key), ItemSource(obj.source, key))
-        return ConstantVariable(True) if name == "__contains__" else value
+        raw = dict.__getitem__(mapping, key)
+        # a Python ``__getitem__`` (``super().__getitem__`` in an override) must not run in guards
+        item = ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
+        value = tx.wrap(raw, item(source, key))
+        if name == "__contains__":
+            return ConstantVariable(True)
+        return value if decode is None else ConstantVariable(decode(raw))
+
+    def _target(self, tx: Translator, key: Any) -> tuple[dict, Source, Any, Any]:
+        """The real dict, its source, the key in it and how to decode its values. ``os.environ``
+        keeps encoded keys and values in ``_data``: reads go there (``G['os'].environ._data[b'K']``)
+        and the value read is decoded at trace time."""
+        obj = self.obj
+        cls = type(getattr(obj, "value", None))
+        if isinstance(obj, UserObjectVariable) and obj.source is not None and cls is os._Environ:
+            if type(key) is not str:
+                raise Unsupported("super", f"os.environ[{key!r}]")
+            env = obj.value
+            source = AttrSource(obj.source, "_data")
+            tx.wrap(env._data, source)  # guards its type: a dict
+            return env._data, source, env.encodekey(key), env.decodevalue
+        if (
+            not isinstance(obj, UserObjectVariable)
+            or obj.source is None
+            or not issubclass(cls, dict)
+            or cls.__contains__ is not dict.__contains__  # the ``KEY_ABSENT`` guard uses ``in``
+        ):
+            raise Unsupported("super", f"dict.{self.name} on {obj}")
+        return obj.value, obj.source, key, None

@@ -15,10 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..exc import PythonError, Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import ListVariable, TupleVariable
+from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -166,6 +169,8 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
             if default is None:
                 raise PythonError(ValueError(f"{pick.__name__}() arg is an empty sequence"))
             return default
+        if key is None and _symbolic_numbers(items):
+            return _symbolic_extremum(tx, pick, items)
         index_key = _index_key(tx, items, key, pick.__name__)
         try:
             return items[pick(range(len(items)), key=index_key)]
@@ -173,6 +178,27 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
             raise PythonError(e) from None
 
     return min_max
+
+
+def _symbolic_numbers(items: list[VariableTracker]) -> bool:
+    """Numbers, some of them symbolic, the others Python ints or floats (no tensor)."""
+    return any(isinstance(i, SymNodeVariable) for i in items) and all(
+        isinstance(i, SymNodeVariable)
+        or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
+        for i in items
+    )
+
+
+def _symbolic_extremum(
+    tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
+) -> VariableTracker:
+    """``min``/``max`` of symbolic numbers as ``torch.sym_min``/``sym_max`` graph nodes: no guard
+    on which one is smaller (``min(cache_len, max_len)`` stays symbolic in generate())."""
+    op = torch.sym_max if pick is builtins.max else torch.sym_min
+    result = items[0]
+    for item in items[1:]:
+        result = tx.output.call_function(op, (result, item), {})
+    return result
 
 
 min_ = _extremum(builtins.min)

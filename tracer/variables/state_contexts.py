@@ -72,6 +72,8 @@ class GradModeVariable(ContextVariable):
     """``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(mode)`` (which
     switches when built: ``applied``; its exit restores the mode from before it was built)."""
 
+    exit_ignores_exception = True
+
     mode: bool = False
     factory: Any = None
     applied: bool = False
@@ -114,6 +116,8 @@ class InferenceModeVariable(ContextVariable):
     """``torch.inference_mode(mode)``: a ``torch._C._InferenceMode`` guard, which also sets grad
     mode."""
 
+    exit_ignores_exception = True
+
     mode: bool = True
 
     def enter(self, tx: Translator) -> VariableTracker:
@@ -151,6 +155,8 @@ class InferenceModeVariable(ContextVariable):
 class AutocastVariable(ContextVariable):
     """``torch.autocast(device, dtype, enabled, cache_enabled)`` with its arguments resolved as
     torch resolves them (defaults, devices without autocast support)."""
+
+    exit_ignores_exception = True
 
     device: str = "cpu"
     dtype: Any = None
@@ -202,6 +208,8 @@ class AutocastVariable(ContextVariable):
 @dataclass(eq=False)
 class DeviceContextVariable(ContextVariable):
     """``with torch.device(d):``: factory calls without a ``device`` get ``d`` (``device_for``)."""
+
+    exit_ignores_exception = True
 
     device: Any = None
 
@@ -257,6 +265,8 @@ class ForkRngVariable(ContextVariable):
 @dataclass(eq=False)
 class NullContextVariable(ContextVariable):
     """``contextlib.nullcontext(value)``: enters as ``value``, changes nothing."""
+
+    exit_ignores_exception = True
 
     value: VariableTracker = field(default_factory=lambda: NONE)
 

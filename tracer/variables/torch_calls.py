@@ -20,13 +20,14 @@ import torch
 
 from ..effects import InlineInstead
 from ..exc import Unsupported
-from . import numpy_arrays, state_contexts
+from . import numpy_arrays, optimizers, state_contexts
 from .base import VariableTracker
 from .collectives import call_distributed
 from .constant import ConstantVariable
 from .containers import TupleVariable
 from .distributed import is_distributed_callable
 from .functions import UserFunctionVariable
+from .higher_order import bind_functions, is_higher_order
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ def call_torch(
     ctx = state_contexts.construct(tx, fn, args, kwargs)
     if ctx is not None:
         return ctx
+    made = optimizers.call_torch(tx, fn, args, kwargs)
+    if made is not None:
+        return made
     if fn in state_contexts.STATE_SETTERS:
         return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
     if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:
@@ -123,6 +127,8 @@ def call_torch(
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
+    if is_higher_order(fn):  # ``associative_scan(combine_fn, ...)``
+        fn, args, kwargs = bind_functions(fn, args, kwargs)
     device = state_contexts.device_for(tx, fn, kwargs)
     if device is not None:  # under ``with torch.device(d):`` entered in the trace
         kwargs = {**kwargs, "device": ConstantVariable(device)}

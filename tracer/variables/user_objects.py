@@ -45,7 +45,8 @@ from .constant import ConstantVariable
 from .containers import TupleVariable
 from .functions import UserFunctionVariable
 from .modules import NNModuleVariable
-from .objects import ClassVariable, UserObjectVariable
+from .objects import ClassVariable, UserObjectVariable, store_config_attribute
+from .tensor import TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -313,6 +314,8 @@ def store_attribute(
     ):
         cls = obj.python_type()
         _check_class_unchanged(tx, cls, name)
+        if store_config_attribute(tx, obj, name, value):
+            return
         hook = type_lookup(cls, "__setattr__")
         if hook is _OBJECT_SETATTR:
             _guard_class_attr(tx, obj, "__setattr__", hook)
@@ -322,6 +325,8 @@ def store_attribute(
             fn.call_function(tx, [ConstantVariable(name), value], {})
         else:
             raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+    elif isinstance(obj, TensorVariable) and name == "grad":
+        obj.store_grad(tx, value)
     else:
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
 

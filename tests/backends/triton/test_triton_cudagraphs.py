@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 from bytegraph.backends.triton import Options, compile_triton, config, cudagraphs, triton_backend
 
+import bytegraph
+
 pytestmark = pytest.mark.interpreter_only  # the GPU parts are the gpu-marked tests below
 
 CUDAGRAPHS = Options(cudagraphs=True)
@@ -121,13 +123,15 @@ def test_outputs_are_not_overwritten_by_later_calls(fake_capture):
 def test_moved_parameter_invalidates_the_recording(fake_capture):
     gm = torch.fx.symbolic_trace(lambda x, w: (torch.tanh(x @ w),))
     w = nn.Parameter(torch.randn(6, 3))
+    # Every x stays alive, so none comes back at an earlier address (an input seen twice at the
+    # same address would be read in place, and invalidated when it moves: not what this tests).
+    xs = [torch.randn(4, 6) for _ in range(6)]
     with torch.no_grad():
         compiled = compile_triton(gm, [torch.randn(4, 6), w], Options(cudagraphs=True))
-        for _ in range(3):
-            compiled(torch.randn(4, 6), w)
+        for x in xs[:3]:
+            compiled(x, w)
         w = nn.Parameter(torch.randn(6, 3))  # a new parameter at a new address
-        for _ in range(3):
-            x = torch.randn(4, 6)
+        for x in xs[3:]:
             torch.testing.assert_close(compiled(x, w)[0], torch.tanh(x @ w))
     stats = runner_of(compiled).stats
     assert stats["invalidations"] == 1 and stats["records"] == 2
@@ -173,6 +177,16 @@ def test_invalidate_all_drops_recordings(fake_capture):
     cudagraphs.invalidate_all()
     assert not runner_of(compiled).recordings
     torch.testing.assert_close(compiled(x)[0], x + 2)
+
+
+def test_bytegraph_reset_drops_recordings(fake_capture):
+    gm = torch.fx.symbolic_trace(lambda x: (x * 3,))
+    compiled = compile_triton(gm, [torch.randn(3)], Options(cudagraphs=True))
+    x = torch.randn(3)
+    compiled(x), compiled(x)
+    assert runner_of(compiled).recordings
+    bytegraph.reset()
+    assert not runner_of(compiled).recordings
 
 
 def test_training_step_forward_and_backward_are_graphed(fake_capture):

@@ -1,0 +1,244 @@
+"""The engine-neutral run of one ``zoo`` architecture: build it, compile it with an ``Engine``,
+compare inference and training steps with an eager copy, count graphs, breaks and recompiles.
+
+Nothing here imports bytegraph (``modeltest.BytegraphEngine`` is bytegraph's engine): importing
+bytegraph patches ``nn.Module`` for its change detection, which torch.compile would then trace, so
+``benchmarks/models.py`` runs torch.compile (``TorchCompileEngine``) in a process without it.
+``run_arch`` is the entry point; ``differences`` is the comparison.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch._dynamo
+from models import zoo
+from torch import nn
+
+
+def first_tensor(out: Any) -> torch.Tensor:
+    """The main output of a model: a tensor, the first of a tuple, ``.logits`` or
+    ``.last_hidden_state``."""
+    for name in ("logits", "last_hidden_state"):
+        if hasattr(out, name):
+            return getattr(out, name)
+    return out if isinstance(out, torch.Tensor) else first_tensor(out[0])
+
+
+@dataclass
+class Phase:
+    """What an engine did on the first call of a phase (inference or training) and after it."""
+
+    graphs: int = 0
+    breaks: int = 0  #: graph breaks; for bytegraph fallbacks to Python count too
+    retraces: int = 0  #: traces after the phase's first call (same inputs: should be 0)
+    first_s: float = 0.0  #: seconds of the first call (tracing and compiling included)
+    reasons: list[str] = field(default_factory=list)  #: break reasons, first call
+    internal: list[str] = field(default_factory=list)  #: internal errors (bytegraph's own bugs)
+
+
+class Engine:
+    """How to compile a model and count what compiling it did; the base class is eager."""
+
+    name = "eager"
+
+    def compile(self, model: nn.Module) -> Callable[..., Any]:
+        return model
+
+    def start(self) -> None:
+        """Begin counting (the events of the next calls)."""
+
+    def counts(self) -> Phase:
+        """Graphs, breaks and reasons since ``start``."""
+        return Phase()
+
+
+class TorchCompileEngine(Engine):
+    """``torch.compile(model, backend=...)``; breaks counted as ``torch._dynamo.explain`` counts
+    them (graphs compiled on the call, minus one), reasons from dynamo's ``graph_break`` counter."""
+
+    name = "torch.compile"
+
+    def __init__(self, backend: str = "eager") -> None:
+        self.backend = backend
+        self.graphs = 0
+        self.mark = (0, collections.Counter())
+
+    def _count(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        self.graphs += 1
+        return torch._dynamo.lookup_backend(self.backend)(gm, example_inputs)
+
+    def compile(self, model: nn.Module) -> Callable[..., Any]:
+        torch._dynamo.reset()
+        return torch.compile(model, backend=self._count)
+
+    def start(self) -> None:
+        self.mark = (self.graphs, collections.Counter(torch._dynamo.utils.counters["graph_break"]))
+
+    def counts(self) -> Phase:
+        graphs = self.graphs - self.mark[0]
+        now = collections.Counter(torch._dynamo.utils.counters["graph_break"])
+        return Phase(graphs=graphs, breaks=max(0, graphs - 1), reasons=list(now - self.mark[1]))
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+
+
+@dataclass
+class ArchRun:
+    """One architecture and variant (with or without labels) through one engine."""
+
+    phases: dict[str, Phase] = field(default_factory=dict)  #: "inf", "train"
+    wrong: list[str] = field(default_factory=list)  #: differences from eager
+    error: str | None = None  #: the engine made the user's program raise (eager did not)
+    speedup: float | None = None  #: eager seconds / compiled seconds per inference call
+
+
+def run_arch(arch: Any, labels: bool, engine: Engine, time_calls: int = 0) -> ArchRun:
+    """Inference (eval, ``no_grad``, two calls) then two training steps (SGD) of ``zoo.build(arch)``
+    compiled by ``engine``, each compared with an eager copy: outputs (values, dtype, shape,
+    ``requires_grad``), the loss, every gradient, every parameter and buffer after the step. With
+    ``time_calls``, also the steady-state speedup over eager (median of that many calls each)."""
+    model = zoo.build(arch)
+    reference = copy.deepcopy(model)
+    run = ArchRun()
+    with engine.active():
+        compiled = engine.compile(model)
+        try:
+            _infer(arch, labels, engine, compiled, (model, reference), run)
+            _train(arch, labels, engine, compiled, (model, reference), run)
+            if time_calls and not run.wrong:
+                run.speedup = _speedup(arch, labels, compiled, reference, time_calls)
+        except Exception as e:  # noqa: BLE001 (the eager copy ran the same call without error)
+            run.error = f"{type(e).__name__}: {e}"
+    return run
+
+
+def _phase(engine: Engine, fn: Callable[[], Any]) -> tuple[Any, Phase]:
+    engine.start()
+    start = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - start
+    phase = engine.counts()
+    phase.first_s = seconds
+    return out, phase
+
+
+def _infer(arch, labels, engine, compiled, models, run: ArchRun) -> None:
+    model, reference = models
+    for m in models:
+        m.eval()
+    with torch.no_grad():
+        expected = reference(**zoo.inputs(arch, labels))
+        out, phase = _phase(engine, lambda: compiled(**zoo.inputs(arch, labels)))
+        run.wrong += differences(out, expected, "inference output", arch.atol)
+        engine.start()
+        again = compiled(**zoo.inputs(arch, labels))
+        phase.retraces = engine.counts().graphs
+        run.wrong += differences(again, expected, "inference output (2nd call)", arch.atol)
+    run.phases["inf"] = phase
+
+
+def _train(arch, labels, engine, compiled, models, run: ArchRun) -> None:
+    model, reference = models
+    opts = [torch.optim.SGD(m.parameters(), lr=0.05) for m in models]
+    for m in models:
+        m.train()
+    for step in range(2):
+        for opt in opts:
+            opt.zero_grad()
+        expected = reference(**zoo.inputs(arch, labels))
+        _loss(expected, labels).backward()
+
+        def call():
+            out = compiled(**zoo.inputs(arch, labels))
+            _loss(out, labels).backward()
+            return out
+
+        out, phase = _phase(engine, call)
+        where = f"training step {step}"
+        run.wrong += differences(out, expected, f"{where} output", arch.atol)
+        for (name, p), (_, q) in zip(
+            model.named_parameters(), reference.named_parameters(), strict=True
+        ):
+            run.wrong += differences(p.grad, q.grad, f"{where} grad {name}", arch.atol)
+        for opt in opts:
+            opt.step()
+        if step == 0:
+            run.phases["train"] = phase
+        else:
+            run.phases["train"].retraces = phase.graphs
+    for (name, p), (_, q) in zip(
+        model.named_parameters(), reference.named_parameters(), strict=True
+    ):
+        run.wrong += differences(p, q, f"parameter {name} after training", arch.atol)
+    for (name, b), (_, c) in zip(model.named_buffers(), reference.named_buffers(), strict=True):
+        run.wrong += differences(b, c, f"buffer {name} after training", arch.atol)
+
+
+def _loss(out: Any, labels: bool) -> torch.Tensor:
+    return out.loss if labels else first_tensor(out).float().square().mean()
+
+
+def _speedup(arch, labels, compiled, reference, calls: int) -> float:
+    kwargs = zoo.inputs(arch, labels)
+    times: dict[int, list[float]] = {0: [], 1: []}
+    with torch.no_grad():
+        for m in (compiled, reference):
+            getattr(m, "eval", lambda: None)()
+        reference.eval()
+        for _ in range(calls):
+            for i, fn in enumerate((reference, compiled)):
+                start = time.perf_counter()
+                fn(**kwargs)
+                times[i].append(time.perf_counter() - start)
+    return statistics.median(times[0]) / statistics.median(times[1])
+
+
+def differences(actual: Any, expected: Any, where: str, atol: float | None = None) -> list[str]:
+    """How ``actual`` differs from ``expected``: tensors on dtype, shape, device, ``requires_grad``
+    and values; ``ModelOutput``/dicts on keys then items; sequences item by item; caches and other
+    objects attribute by attribute; the rest with ``==``."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            return [f"{where}: {type(actual).__name__} instead of a tensor"]
+        for attr in ("dtype", "shape", "device", "requires_grad"):
+            if getattr(actual, attr) != getattr(expected, attr):
+                return [f"{where}.{attr}: {getattr(actual, attr)} != {getattr(expected, attr)}"]
+        tol = {} if atol is None else {"atol": atol, "rtol": atol}
+        try:
+            torch.testing.assert_close(actual.detach(), expected.detach(), equal_nan=True, **tol)
+        except AssertionError as e:
+            return [f"{where}: values differ: {str(e).splitlines()[-3:]}"]
+        return []
+    if type(actual) is not type(expected):
+        return [f"{where}: {type(actual).__name__} != {type(expected).__name__}"]
+    if isinstance(expected, dict):
+        if list(actual) != list(expected):
+            return [f"{where}: keys {list(actual)} != {list(expected)}"]
+        return [
+            d for k in expected for d in differences(actual[k], expected[k], f"{where}.{k}", atol)
+        ]
+    if isinstance(expected, (list, tuple)):
+        if len(actual) != len(expected):
+            return [f"{where}: length {len(actual)} != {len(expected)}"]
+        return [
+            d
+            for i, (a, e) in enumerate(zip(actual, expected, strict=True))
+            for d in differences(a, e, f"{where}[{i}]", atol)
+        ]
+    if hasattr(expected, "__dict__") and not isinstance(expected, (type, nn.Module)):
+        return differences(vars(actual), vars(expected), where, atol)
+    return [] if actual == expected else [f"{where}: {actual!r} != {expected!r}"]
