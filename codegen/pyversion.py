@@ -44,8 +44,9 @@ CALL_NEEDS_PRECALL = PY311
 LOAD_ATTR_TAKES_METHOD_FLAG = VERSION >= (3, 12)
 #: NOTE(3.12): 3.11 spells conditional jumps POP_JUMP_FORWARD_IF_* / POP_JUMP_BACKWARD_IF_*.
 JUMPS_HAVE_DIRECTION = PY311
-#: NOTE(3.12): an exhausted ``SEND`` leaves its receiver below the result (``END_SEND`` pops it).
-SEND_KEEPS_RECEIVER = PY312
+#: NOTE(3.12): an exhausted ``SEND`` leaves its receiver below the result (``END_SEND`` pops it);
+#: 3.13 too.
+SEND_KEEPS_RECEIVER = VERSION >= (3, 12)
 #: NOTE(3.12): comprehensions are inlined (PEP 709); 3.11 compiles them to nested functions.
 INLINED_COMPREHENSIONS = VERSION >= (3, 12)
 #: NOTE(3.13): the CALL convention is ``[callable, self_or_NULL, *args]`` (also for

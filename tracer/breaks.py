@@ -215,19 +215,20 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
     slots = _iterator_slots(frame.stack, untouched)
-    _reconstruct_stack(cg, frame.stack, slots, as_args=False)
+    exit_vt = _with_exit(frame)
+    protect = (
+        TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
+    )
+    # Once the block's context is entered again, rebuilding the rest (``tensor.numpy()`` of a
+    # bfloat16 graph output, say) may raise: that is inside the block, as in the original code.
+    begin = (frame.stack.index(exit_vt), protect) if protect is not None else None
+    _reconstruct_stack(cg, frame.stack, slots, as_args=False, begin=begin)
     for name in names:
         frame.locals[name].reconstruct(cg)
     for name in reversed(names):
         cg.store_local(name)
-    exit_vt = _with_exit(frame)
     if isinstance(inst.lineno, int):  # the instruction runs here: tracebacks show the user's line
         cg.lineno = inst.lineno
-    protect = (
-        TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
-    )
-    if protect is not None:
-        cg.instrs.append(protect)
     if inst.name in _CONDITIONAL_JUMPS:
         taken = Label()
         # Our own jump always goes forward (the Emitter's names carry 3.11's FORWARD spelling).
@@ -364,10 +365,15 @@ def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
 
 
 def _reconstruct_stack(
-    cg: Codegen, stack: list[VariableTracker], slots: tuple[int, ...], as_args: bool
+    cg: Codegen,
+    stack: list[VariableTracker],
+    slots: tuple[int, ...],
+    as_args: bool,
+    begin: tuple[int, TryBegin] | None = None,
 ) -> None:
     """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
-    them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it)."""
+    them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it). ``begin``:
+    ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
@@ -377,6 +383,8 @@ def _reconstruct_stack(
             vt.reconstruct_items(cg)
         else:
             vt.reconstruct(cg)
+        if begin is not None and begin[0] == i:
+            cg.instrs.append(begin[1])
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
