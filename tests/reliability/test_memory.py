@@ -2,8 +2,9 @@
 finalisers fire) and memory returns to its baseline; a dead model's entries go without ``reset()``;
 warm calls allocate nothing that stays.
 
-CI runs the full 10,000 closures and 1,000,000 warm calls (``python
-tests/reliability/test_memory.py`` runs the same outside pytest). What stays behind per dropped
+CI runs the full 10,000 closures (on Python 3.11; 2,000 on the other versions, which share its
+2 cores: compiling under ``tracemalloc`` is slow) and 1,000,000 warm calls (``python
+tests/reliability/test_memory.py`` runs the full counts outside pytest). What stays behind per dropped
 closure is CPython's, about 80 bytes: ``compile()`` interns the file name it is given, and FX names
 each graph's code ``<eval_with_key>.N``; FX's own copy of each graph's source is dropped with the
 graph (``backends/graph_source.py``).
@@ -19,11 +20,16 @@ import weakref
 
 import pytest
 import torch
+from bytegraph.codegen.pyversion import VERSION
 from bytegraph.tracer import driver
 
 import bytegraph
 
 CLOSURES, WARM_CALLS = 10_000, 1_000_000
+#: Closures churned under pytest: all of them on one Python, a fifth on the others.
+CI_CLOSURES = CLOSURES if VERSION == (3, 11) else CLOSURES // 5
+#: What CPython keeps per dropped closure is about 80 bytes (see above).
+HELD_PER_CLOSURE = 100
 
 
 def _make(k: int):
@@ -84,11 +90,13 @@ def _no_recorders(monkeypatch):
 def test_dropped_closures_free_their_cache_entries():
     gc.collect()
     alive_before = len(driver.ALL)
-    fired, held = churn_closures(CLOSURES)
-    assert fired == 2 * CLOSURES  # each state and its one variant
+    fired, held = churn_closures(CI_CLOSURES)
+    assert fired == 2 * CI_CLOSURES  # each state and its one variant
     # none of the churned states is alive (states of earlier tests may die meanwhile: <=, not ==)
     assert len(driver.ALL) <= alive_before
-    assert held < 1_000_000, f"{held} bytes still held after dropping {CLOSURES} compiled closures"
+    assert held < HELD_PER_CLOSURE * CI_CLOSURES, (
+        f"{held} bytes still held after dropping {CI_CLOSURES} compiled closures"
+    )
 
 
 def test_dead_model_entries_are_freed_without_reset():
