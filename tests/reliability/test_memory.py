@@ -4,10 +4,10 @@ warm calls allocate nothing that stays.
 
 CI runs the full 10,000 closures (on Python 3.11; 2,000 on the other versions, which share its
 2 cores: compiling under ``tracemalloc`` is slow) and 1,000,000 warm calls (``python
-tests/reliability/test_memory.py`` runs the full counts outside pytest). What stays behind per dropped
-closure is CPython's, about 80 bytes: ``compile()`` interns the file name it is given, and FX names
-each graph's code ``<eval_with_key>.N``; FX's own copy of each graph's source is dropped with the
-graph (``backends/graph_source.py``).
+tests/reliability/test_memory.py`` runs the full counts outside pytest). What stays behind per
+dropped closure is CPython's, about 80 bytes: ``compile()`` interns the file name it is given, and
+FX names each graph's code ``<eval_with_key>.N``; FX's own copy of each graph's source is dropped
+with the graph (``backends/graph_source.py``).
 """
 
 from __future__ import annotations
