@@ -26,7 +26,7 @@ from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
-from . import effects
+from . import eager_checks, effects
 from .exc import Unsupported
 from .global_state import GlobalStateLog
 from .graph_naming import augmented_target, graph_constant, graph_target
@@ -197,6 +197,7 @@ class OutputGraph:
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        eager_checks.check(op, target, fake_args, fake_kwargs)
         if op == "call_function":
             target = graph_target(augmented_target(target, fake_args[0] if args else None))
         node_args = tuple(_as_node_arg(a) for a in args)

@@ -1,0 +1,56 @@
+"""Errors eager raises that fake kernels let through, checked before a call is recorded.
+
+A graph that raises when it runs loses what eager did before the failing op (the side effects the
+rewritten code replays after the graph), so a call eager would refuse must not enter the graph: it
+breaks, and CPython raises the real error at the user's line. Today: matrix products of tensors of
+different dtypes outside autocast (CPU and CUDA ``mm``/``mv``/``addmm``/``linear`` raise; their
+meta kernels do not check). Entry point: ``check``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from .exc import Unsupported
+
+_PRODUCTS = frozenset(
+    {
+        operator.matmul,
+        torch.matmul,
+        torch.mm,
+        torch.mv,
+        torch.addmm,
+        torch.addmv,
+        torch.nn.functional.linear,
+    }
+)
+_PRODUCT_METHODS = frozenset({"matmul", "mm", "mv", "addmm", "addmv", "__matmul__", "__rmatmul__"})
+
+
+def check(op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+    """Raise ``Unsupported`` when eager would refuse ``target(*args, **kwargs)`` (fake values)."""
+    is_product = target in _PRODUCT_METHODS if op == "call_method" else _is_product(target)
+    if not is_product:
+        return
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) < 2:
+        return
+    if any(torch.is_autocast_enabled(t.device.type) for t in tensors):
+        return  # autocast casts the operands to one dtype
+    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    raise Unsupported(
+        "dtype_mismatch",
+        f"{name} of {' and '.join(sorted(str(d) for d in dtypes))} tensors, which eager refuses",
+        hint="cast the operands to one dtype",
+    )
+
+
+def _is_product(target: Any) -> bool:
+    try:
+        return target in _PRODUCTS
+    except TypeError:  # unhashable
+        return False
