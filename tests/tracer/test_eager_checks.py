@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from bytegraph.backends.debug import CompileCounter
 
 import bytegraph
-from bytegraph.backends.debug import CompileCounter
 
 
 def test_matmul_of_mixed_dtypes_raises_after_earlier_side_effects():
