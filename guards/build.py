@@ -36,7 +36,7 @@ class GuardSet:
         consts: ConstTable | None = None,
         roots: dict[str, str] | None = None,
     ) -> None:
-        self.guards = sorted(set(guards))
+        self.guards = sorted(set(guards), key=Guard.sort_key)  # the order of ``Guard.__lt__``
         self.consts = consts if consts is not None else ConstTable()
         self.reads_L = False  #: a fast part still reads ``L`` (a source without ``render``)
         self.parts: list[GuardPart] = []

@@ -253,7 +253,7 @@ def _guards_so_far(output: OutputGraph) -> list[Guard]:
 def _all_guards(output: OutputGraph) -> list[Guard]:
     """Input guards plus the shape facts the trace relied on (rendered last: they need every
     size)."""
-    return sorted(output.guards | set(output.shapes.guards()))
+    return sorted(output.guards | set(output.shapes.guards()), key=Guard.sort_key)
 
 
 def _emit_graph_call(

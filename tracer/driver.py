@@ -129,6 +129,7 @@ COUNTERS: Counter[str] = Counter()
 LISTENERS: list[Any] = []
 #: Time the guard function after each compile (``CompileEvent.guard_us``: 50 calls of a few µs).
 measure_guard_time = True
+_GUARD_TIMING_S = 0.005  #: at most about this long (and 3 calls at least)
 #: Numbers every CompiledCode of the process (``serial``), so reports can tell them apart.
 SERIALS = itertools.count()
 
@@ -285,14 +286,19 @@ class CompiledCode:
         return result.fn
 
     def _time_guards(self, L: dict[str, Any]) -> float:
-        """Microseconds one call spends choosing its variant (the guard function on ``L``)."""
+        """Microseconds one call spends choosing its variant (the guard function on ``L``): the
+        fastest of up to 50 calls (the first warms caches), fewer once ~5 ms are spent, so that
+        timing the guards of a large model (thousands of checks) does not slow its first call."""
         args = [L[name] for name in self.cache.arg_names]
         guard_fn, best = self.cache.guard_fn, float("inf")
-        for _ in range(5):  # the fastest of 5 rounds of 10 calls: the first call warms caches
+        deadline = time.perf_counter() + _GUARD_TIMING_S
+        for calls in range(1, 51):
             started = time.perf_counter()
-            for _ in range(10):
-                guard_fn(*args)
-            best = min(best, (time.perf_counter() - started) / 10)
+            guard_fn(*args)
+            ended = time.perf_counter()
+            best = min(best, ended - started)
+            if calls >= 3 and ended > deadline:
+                break
         return best * 1e6
 
     def _fallback(

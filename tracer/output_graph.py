@@ -28,6 +28,7 @@ from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from . import eager_checks, effects
 from .exc import Unsupported
+from .fake_reuse import FakeResults
 from .global_state import GlobalStateLog
 from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker
@@ -77,6 +78,8 @@ class OutputGraph:
         self.shapes = ShapeTracker(policy or DynamicPolicy())
         self.fake_mode = effects.ProbedFakeTensorMode(shape_env=self.shapes.shape_env)
         self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
+        self._last_placeholder: torch.fx.Node | None = None  #: see ``_placeholder``
+        self.fake_results = FakeResults(self.fake_mode)  #: fake results reused by later calls
         self.has_unbacked = False  #: some node computes a number from tensor data
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
@@ -180,12 +183,20 @@ class OutputGraph:
             anchor.prepend(vt.node)  # moves it: placeholders end up in ``order``, before the rest
 
     def _placeholder(self, name: str) -> torch.fx.Node:
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
-        if placeholders:
-            with self.graph.inserting_after(placeholders[-1]):
-                return self.graph.placeholder(name)
-        with self.graph.inserting_before(next(iter(self.graph.nodes), None)):
-            return self.graph.placeholder(name)
+        """A new placeholder after the others (found from the last one made, not by a walk over
+        the graph: a trace adds hundreds of inputs, one per parameter)."""
+        last = self._last_placeholder
+        if last is None or last.next.op == "placeholder":  # none yet, or moved by reorder_inputs
+            placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+            last = placeholders[-1] if placeholders else None
+        if last is not None:
+            with self.graph.inserting_after(last):
+                node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(next(iter(self.graph.nodes), None)):
+                node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        return node
 
     # -- operations --------------------------------------------------------------------------------
     def call_function(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
@@ -203,11 +214,18 @@ class OutputGraph:
         node_args = tuple(_as_node_arg(a) for a in args)
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
         probe = effects.EffectProbe()
-        example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
-        if probe.legacy_collectives():  # NOTE(issue 13): never record a collective as a black box
-            raise Unsupported("collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT)
-        if probe.state_changed:  # nor a call changing global state (undone by the probe)
-            raise Unsupported("effect", effects.describe(target, probe))
+        key = self.fake_results.key(op, target, fake_args, fake_kwargs)
+        example = self.fake_results.replay(key, fake_args) if key is not None else None
+        if example is None:
+            example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+            if probe.legacy_collectives():  # NOTE(issue 13): never record a collective blindly
+                raise Unsupported(
+                    "collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT
+                )
+            if probe.state_changed:  # nor a call changing global state (undone by the probe)
+                raise Unsupported("effect", effects.describe(target, probe))
+            if key is not None and not probe.effects:
+                self.fake_results.remember(key, fake_args, fake_kwargs, example)
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).

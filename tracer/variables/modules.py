@@ -427,7 +427,7 @@ _ROOT = LocalSource("___R")
 def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per
     tree."""
-    guards = sorted(set(guards))
+    guards = sorted(set(guards), key=Guard.sort_key)
     modules = traced_modules(guards)
     types_of = {
         g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
@@ -443,7 +443,7 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
             absorbed[root].append(guard)
     for root, inside in absorbed.items():
         kept.append(Guard(root, "MODULE_TREE", _make_tree(root, inside, modules), key=root.expr))
-    return sorted(kept)
+    return sorted(kept, key=Guard.sort_key)
 
 
 def traced_modules(guards: Iterable[Guard]) -> dict[Source, nn.Module]:
