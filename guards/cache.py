@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -134,7 +135,13 @@ class FunctionCache:
     def _new_consts(self) -> ConstTable:
         return ConstTable(on_death=_death_callback(weakref.ref(self)))
 
-    def _object_died(self, ref: weakref.ref) -> None:
+    def _object_died(
+        self, ref: weakref.ref, _finalizing: Callable[[], bool] = sys.is_finalizing
+    ) -> None:
+        # NOTE: bound as a default: at interpreter exit module globals are cleared before the
+        # last objects die, and rebuilding the dispatcher then would fail (nothing to do anyway).
+        if _finalizing():
+            return
         with self.lock:
             hit = [v for v in self.variants if id(ref) in v.guards.ref_ids]
             for variant in hit:
