@@ -1,67 +1,128 @@
 """Run many random differential programs (``tests/fuzz/programs.py``) with fresh seeds.
 
-    python benchmarks/fuzz.py                 # 50,000 programs from a random starting seed
-    python benchmarks/fuzz.py -n 2000 --seed 7
+    python benchmarks/fuzz.py                          # 50,000 programs from a random start seed
+    python benchmarks/fuzz.py -n 20000 -j 2            # 20,000 programs in 2 worker processes
+    python benchmarks/fuzz.py -n 2000 --seed 7         # seeds 7..2006 (reproducible)
 
-Each failure (a difference from eager, or a fallback caused by an internal error) is minimised and
-written to ``benchmarks/fuzz_failures/seed_<n>.py``; turn each into a test in
-``tests/fuzz/test_regressions.py``. Prints programs run, fallback rate and failures.
+Prints the start seed first, progress every ``--every`` programs and at the end: programs run, wrong
+results, crashes/internal errors, programs with fallbacks and with graph breaks. Each failure (a
+difference from eager, bytegraph raising, an internal-error fallback, a timeout, or the harness
+itself failing) is written to ``<out>/seed_<n>.py`` (the full program, message on top) and, with
+``--minimize``, also minimised to ``<out>/seed_<n>.min.py``. Turn each into a regression test in
+``tests/fuzz/test_regressions.py``. Exit status 1 when anything failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import pathlib
 import random
+import signal
 import sys
 import time
+import traceback
 import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "fuzz"))
 
 import programs  # noqa: E402
+import torch  # noqa: E402
+
+import bytegraph  # noqa: E402
+
+#: Seconds one program may run (eager and compiled, all calls) before it counts as a timeout.
+TIMEOUT = 120
+
+
+class ProgramTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise ProgramTimeout
+
+
+def run_chunk(job: tuple[list[int], str, bool]) -> programs.Summary:
+    """Run the programs of ``seeds`` in this process; failures are written under ``out``."""
+    seeds, out, minimize = job
+    summary = programs.Summary()
+    baseline = programs._global_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in seeds:
+            program = programs.generate(seed)
+            bytegraph.reset()
+            signal.alarm(TIMEOUT)
+            try:
+                outcome = programs.run_program(program)
+            except ProgramTimeout:
+                outcome = programs.Outcome(False, message=f"timeout after {TIMEOUT}s", crashed=True)
+            except Exception:  # noqa: BLE001 (the harness or generator failed: reported as a crash)
+                outcome = programs.Outcome(
+                    False, message="harness error\n" + traceback.format_exc(), crashed=True
+                )
+            finally:
+                signal.alarm(0)
+            if (state := programs._global_state()) != baseline:
+                outcome = programs.Outcome(
+                    False, message=f"global state after the program {state} != {baseline}"
+                )
+                _restore_global_state()
+            summary.add(seed, outcome)
+            if outcome.kind != "ok":
+                _save(program, outcome, pathlib.Path(out), minimize)
+    return summary
+
+
+def _restore_global_state() -> None:
+    """Undo a leak a failing program left behind, so that later programs are not blamed for it."""
+    torch.set_grad_enabled(True)
+    torch.set_autocast_enabled("cpu", False)
+    torch.set_default_dtype(torch.float32)
+
+
+def _save(program: programs.Program, outcome: programs.Outcome, out: pathlib.Path, small: bool):
+    out.mkdir(parents=True, exist_ok=True)
+    header = "".join(f"# {line}\n" for line in f"{outcome.kind}: {outcome.message}".splitlines())
+    (out / f"seed_{program.seed}.py").write_text(header + program.source)
+    if small:
+        minimal = programs.minimize(program)
+        (out / f"seed_{program.seed}.min.py").write_text(header + minimal.source)
+    print(f"seed {program.seed}: {outcome.kind}: {outcome.message.splitlines()[0]}", flush=True)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("-n", type=int, default=50_000)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-n", type=int, default=50_000, help="number of programs")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: random)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--chunk", type=int, default=50, help="seeds per task given to a worker")
+    parser.add_argument("--every", type=int, default=1000, help="progress line every N programs")
+    parser.add_argument("--minimize", action="store_true", help="also write minimised programs")
     parser.add_argument("--out", default=str(HERE / "fuzz_failures"))
     args = parser.parse_args()
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6, 10**9)
-    out = pathlib.Path(args.out)
-    start = time.time()
-
-    def on_failure(program, outcome):
-        small = programs.minimize(program)
-        out.mkdir(exist_ok=True)
-        path = out / f"seed_{program.seed}.py"
-        path.write_text(f"# {outcome.message or 'internal error fallback'}\n{small.source}")
-        print(
-            f"seed {program.seed}: {outcome.message or 'internal error fallback'} -> {path}",
-            flush=True,
-        )
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        summary = programs.Summary()
-        for lo in range(first, first + args.n, 1000):
-            part = programs.run_many(range(lo, min(lo + 1000, first + args.n)), on_failure)
-            summary.programs += part.programs
-            summary.fallback_programs += part.fallback_programs
-            summary.internal += part.internal
-            summary.failures += part.failures
-            print(
-                f"{summary.programs} programs, {len(summary.failures)} failures, "
-                f"fallback rate {summary.fallback_rate:.2%}, {time.time() - start:.0f}s",
-                flush=True,
-            )
-    print(
-        f"seeds {first}..{first + args.n - 1}: {summary.programs} programs, "
-        f"fallback rate {summary.fallback_rate:.2%}, internal-error fallbacks {summary.internal}, "
-        f"failures {len(summary.failures)}"
-    )
+    print(f"seeds {first}..{first + args.n - 1} ({args.jobs} processes)", flush=True)
+    seeds = range(first, first + args.n)
+    jobs = [
+        (list(seeds[k : k + args.chunk]), args.out, args.minimize)
+        for k in range(0, args.n, args.chunk)
+    ]
+    start, summary, shown = time.time(), programs.Summary(), 0
+    torch.set_num_threads(1)
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        for part in pool.imap_unordered(run_chunk, jobs):
+            summary.merge(part)
+            if summary.programs - shown >= args.every:
+                shown = summary.programs
+                print(f"{summary.line()}, {time.time() - start:.0f}s", flush=True)
+    print(f"seeds {first}..{first + args.n - 1}: {summary.line()}, {time.time() - start:.0f}s")
+    for seed, message in sorted(summary.failures):
+        print(f"  seed {seed}: {message.splitlines()[0]}")
     return 1 if summary.failures else 0
 
 

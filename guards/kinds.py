@@ -16,6 +16,7 @@ allowlisted classes with a side-effect-free ``__getattribute__`` (``PURE_GETATTR
 from __future__ import annotations
 
 import math
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -170,7 +171,11 @@ def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
 
 
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
-    return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
+    if all(type(k) in _LITERAL_TYPES for k in arg):
+        return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
+    # keys hashed by identity (tensors): the same objects in the same order, never ``==``
+    keys = consts.name(arg, "keys")
+    return [f"len({expr}) == {len(arg)}", f"all(map({consts.name(operator.is_)}, {expr}, {keys}))"]
 
 
 def KEY_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:

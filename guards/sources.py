@@ -172,6 +172,37 @@ class DictValueSource(ChainedSource):
 
 
 @dataclass(frozen=True)
+class WeakRefSource(ChainedSource):
+    """The object the weak reference ``base`` points to: ``C['opt_ref'].cell_contents()`` (None
+    once it died)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"{self.base.render(roots)}()"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.call_function(0)
+
+
+@dataclass(frozen=True)
+class DictKeySource(ChainedSource):
+    """The ``index``-th key of the dict ``base``, by position: ``[*L['opt'].state][0]`` (for keys
+    that are not literals, like the parameters keying an optimizer's state)."""
+
+    index: int
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"[*{self.base.render(roots)}][{self.index}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(list)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """A value the trace owns (e.g. a default argument object): reconstructed by ``LOAD_CONST``."""
 

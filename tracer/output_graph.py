@@ -210,7 +210,7 @@ class OutputGraph:
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
-        bindings = compute_unbacked_bindings(self.shapes.shape_env, example)
+        bindings = _unbacked_bindings(self.shapes.shape_env, example)
         if bindings:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
@@ -221,6 +221,7 @@ class OutputGraph:
         self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
     ) -> Any:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+        args = _fake_scalars(target, args)
         try:
             with self.fake_mode, probe.watching(self.fake_mode):
                 if op == "call_method":
@@ -484,3 +485,37 @@ def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
     """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
     cached: the nodes made on one line share their stack, and reading source lines is slow."""
     return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))
+
+
+def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
+    """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
+    0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
+    ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
+    pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
+    if pending and not set(pending) & free_unbacked_symbols(example):
+        pending.clear()
+        return None
+    return compute_unbacked_bindings(shape_env, example)
+
+
+#: Foreach ops taking their scalars as a 1-d CPU tensor (torch.optim's foreach Adam passes the
+#: stacked step sizes), whose fake kernel rejects that tensor (it is meta-backed under fake mode).
+_SCALARS_TENSOR_OPS = frozenset(
+    {
+        torch._foreach_addcdiv_,
+        torch._foreach_addcdiv,
+        torch._foreach_addcmul_,
+        torch._foreach_addcmul,
+    }
+)
+
+
+def _fake_scalars(target: Any, args: tuple) -> tuple:
+    """For the fake run only: Python numbers in place of such a scalars tensor (the outputs'
+    metadata does not depend on the values); the graph node keeps the tensor."""
+    if target not in _SCALARS_TENSOR_OPS or len(args) != 4:
+        return args
+    scalars = args[3]
+    if not isinstance(scalars, torch.Tensor) or scalars.dim() != 1:
+        return args
+    return (*args[:3], [1.0] * int(scalars.shape[0]))

@@ -34,6 +34,7 @@ INTS = ("i", "j")
 
 PRELUDE = """\
 import contextlib
+import dataclasses
 
 import torch
 import bytegraph
@@ -47,7 +48,7 @@ G_scale = 2
 def scoped(k):
     G_list.append(k)
     try:
-        yield k
+        yield k * 2
     finally:
         G_list.append(-k)
 
@@ -56,10 +57,32 @@ class Obj:
     def __init__(self, w, count):
         self.w = w
         self.count = count
+        self.p = torch.nn.Parameter(torch.ones(2))
+        self.opt = torch.optim.SGD([self.p], lr=0.1, momentum=0.5)
 
     def bump(self, k):
         self.count = self.count + k
         return self.count
+
+
+class Acc:
+    def __init__(self, start):
+        self.total = start
+        self.steps = 0
+
+    def add(self, t):
+        self.total = self.total + t
+        self.steps += 1
+        return self
+
+
+@dataclasses.dataclass
+class Pt:
+    t: torch.Tensor
+    k: int = 1
+
+    def scaled(self):
+        return self.t * self.k
 
 
 """
@@ -99,6 +122,17 @@ class Outcome:
     fallbacks: int = 0  #: calls whose compile fell back to eager (counted, allowed)
     internal: int = 0  #: fallbacks caused by an internal error of bytegraph
     message: str = ""
+    breaks: int = 0  #: graph breaks over all calls (``break:*`` counters)
+    crashed: bool = False  #: bytegraph raised (an internal error reached the caller or compile())
+
+    @property
+    def kind(self) -> str:
+        """``wrong`` (differs from eager), ``crash`` (internal error), ``ok``."""
+        if self.crashed:
+            return "crash"
+        if not self.ok:
+            return "wrong"
+        return "crash" if self.internal else "ok"
 
 
 class Gen:
@@ -140,6 +174,8 @@ class Gen:
             lambda: f"torch.where({e} > 0, {e}, {self.texpr(depth + 1)})",
             lambda: f"({e} + len(lst))",
             lambda: f"({e} + d.get('k', x))",
+            lambda: f"(torch.outer({e}, {self.texpr(depth + 1)}) @ {self.texpr(depth + 1)})",
+            lambda: f"({e} + obj.p.sum())",
         ]
         if self.helpers:
             choices.append(lambda: f"h{self.rng.randrange(len(self.helpers))}({e}, {self.iexpr()})")
@@ -214,8 +250,10 @@ class Gen:
                 (2, self.for_range),
                 (1, self.for_list),
                 (1, self.try_),
-                (1, self.no_grad),
+                (3, self.with_context),
                 (1, self.inner_fn),
+                (1, self.make_object),
+                (1, self.optimizer_step),
             ]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
@@ -349,21 +387,50 @@ class Gen:
             f"except {exc} as e:\n    {self.n()} = len(str(e))"
         )
 
-    def no_grad(self, depth: int) -> str:
-        """A ``with`` block on a context manager that changes torch state (or a user generator)."""
+    def with_context(self, depth: int) -> str:
+        """A ``with`` block on a torch state context manager, or on a user generator."""
         ctx = self.pick(
             [
                 "torch.no_grad()",
                 "torch.enable_grad()",
-                "torch.set_grad_enabled(False)",
-                "torch.autocast('cpu', dtype=torch.bfloat16)",
+                f"torch.set_grad_enabled({self.pick(['False', 'True', f'{self.n()} > 2'])})",
+                f"torch.autocast('cpu', dtype=torch.{self.pick(['bfloat16', 'float16'])})",
                 "torch.autocast('cpu', enabled=False)",
+                "torch.autocast('cpu', dtype=torch.float16, enabled=False)",
                 "torch.inference_mode()",
                 "contextlib.nullcontext()",
-                f"scoped({self.rng.randint(1, 3)})",
+                "nested",
+                "scoped",
             ]
         )
+        if ctx == "nested":
+            body = textwrap.indent(self.block(depth + 1, 1), "    ")
+            return f"with torch.no_grad():\n    with torch.enable_grad():\n{body}"
+        if ctx == "scoped":
+            n = self.n()
+            k = self.rng.randint(1, 4)
+            return f"with scoped({k}) as v:\n    {n} = {n} + v\n{self.block(depth, 1)}"
         return f"with {ctx}:\n{self.block(depth, self.rng.randint(1, 2))}"
+
+    def make_object(self, depth: int) -> str:
+        t, k = self.t(), self.rng.randint(1, 3)
+        return self.pick(
+            [
+                f"acc = Acc({t})\nacc.add({self.texpr()}).add({t})\n{t} = acc.total * acc.steps",
+                f"pt = Pt({self.texpr()}, {k})\n{t} = pt.scaled() + pt.k",
+                f"pt = Pt({t})\nobj.extra = pt",
+                f"obj.extra = Acc({self.n()})",
+            ]
+        )
+
+    def optimizer_step(self, depth: int) -> str:
+        return self.pick(
+            [
+                f"obj.p.grad = {self.t()}.sum() * torch.ones(2)\nobj.opt.step()",
+                "obj.opt.zero_grad()",
+                f"{self.t()} = {self.t()} * obj.opt.param_groups[0]['lr']",
+            ]
+        )
 
     def inner_fn(self, depth: int) -> str:
         k = self.n()
@@ -430,7 +497,7 @@ def make_inputs(seed: int, call: int, ns: dict[str, Any]) -> tuple:
 
 def load(program: Program) -> dict[str, Any]:
     ns: dict[str, Any] = {"__name__": f"fuzz_{program.seed}"}
-    exec(compile(program.source, f"<fuzz {program.seed}>", "exec"), ns)
+    exec(compile(program.source, f"<fuzz {program.seed}>", "exec", dont_inherit=True), ns)
     return ns
 
 
@@ -448,13 +515,37 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         "printed": out.getvalue(),
         "lst": lst,
         "d": d,
-        "obj": dict(vars(obj)),
+        "obj": _object_state(obj),
         "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
         "cells": cells(),
-        "grad": torch.is_grad_enabled(),
-        "inference": torch.is_inference_mode_enabled(),
-        "autocast": (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")),
+        "state": _global_state(),
     }
+
+
+def _global_state() -> tuple:
+    """torch's process-wide state, which a compiled call must leave as eager does."""
+    return (
+        torch.is_grad_enabled(),
+        torch.is_inference_mode_enabled(),
+        torch.is_autocast_enabled("cpu"),
+        torch.get_autocast_dtype("cpu"),
+        torch.get_default_dtype(),
+        torch.are_deterministic_algorithms_enabled(),
+    )
+
+
+def _object_state(value: Any) -> Any:
+    """Plain objects compared by class name and attributes; an optimizer by its state and groups."""
+    if isinstance(value, torch.optim.Optimizer):
+        state = value.state_dict()
+        return (
+            "optimizer",
+            [dict(s) for s in state["state"].values()],
+            [{k: v for k, v in g.items() if k != "params"} for g in state["param_groups"]],
+        )
+    if hasattr(value, "__dict__") and not isinstance(value, (torch.Tensor, type)):
+        return (type(value).__qualname__, {k: _object_state(v) for k, v in vars(value).items()})
+    return value
 
 
 def compare(actual: Any, expected: Any, path: str = "") -> str | None:
@@ -466,10 +557,16 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
             return (
                 f"{path}: tensor {actual.shape}/{actual.dtype} != {expected.shape}/{expected.dtype}"
             )
-        if not torch.allclose(actual, expected, equal_nan=True, rtol=1e-5, atol=1e-5):
-            return f"{path}: {actual} != {expected}"
+        if actual.device != expected.device or actual.is_inference() != expected.is_inference():
+            return f"{path}: device or inference-ness differs"
         if actual.requires_grad != expected.requires_grad:
             return f"{path}: requires_grad differs"
+        if not torch.allclose(
+            actual.detach(), expected.detach(), equal_nan=True, rtol=1e-5, atol=1e-5
+        ):
+            return f"{path}: {actual} != {expected}"
+        if isinstance(expected, torch.nn.Parameter):
+            return compare(actual.grad, expected.grad, f"{path}.grad")
         return None
     if isinstance(expected, (list, tuple)):
         if len(actual) != len(expected):
@@ -494,11 +591,11 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
     eager_ns, compiled_ns = load(program), load(program)
     eager_fn, eager_cells = eager_ns["make"]()
     plain_fn, compiled_cells = compiled_ns["make"]()
-    internal_before = driver.COUNTERS["fallback:internal_error"]
+    before = dict(driver.COUNTERS)
     try:
         compiled_fn = bytegraph.compile(plain_fn, backend=backend)
     except Exception as e:  # noqa: BLE001
-        return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}")
+        return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}", crashed=True)
     fallbacks = 0
     for call in range(calls):
         expected = _observe(
@@ -513,13 +610,21 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
                 compiled_cells,
             )
         fallbacks += any("bytegraph: running" in str(w.message) for w in caught)
+        counts = _counter_deltas(before)
         error = actual["error"]
         if error is not None and error[0].__module__.startswith("bytegraph"):
-            return Outcome(False, fallbacks, message=f"call {call}: internal error {error}")
+            message = f"call {call}: internal error {error}"
+            return Outcome(False, fallbacks, message=message, crashed=True, **counts)
         if (diff := compare(actual, expected)) is not None:
-            return Outcome(False, fallbacks, message=f"call {call}: {diff}")
-    internal = driver.COUNTERS["fallback:internal_error"] - internal_before
-    return Outcome(True, fallbacks, internal)
+            return Outcome(False, fallbacks, message=f"call {call}: {diff}", **counts)
+    return Outcome(True, fallbacks, **_counter_deltas(before))
+
+
+def _counter_deltas(before: dict[str, int]) -> dict[str, int]:
+    """Internal-error fallbacks and graph breaks counted since ``before`` (``driver.COUNTERS``)."""
+    delta = {k: v - before.get(k, 0) for k, v in driver.COUNTERS.items()}
+    breaks = sum(v for k, v in delta.items() if k.startswith("break:"))
+    return {"internal": delta.get("fallback:internal_error", 0), "breaks": breaks}
 
 
 def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -> Program:
@@ -530,7 +635,7 @@ def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = run_program(p)
-        return not out.ok or out.internal > 0
+        return out.kind != "ok"
 
     fails = fails or default
     changed = True
@@ -547,13 +652,45 @@ def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -
 @dataclass
 class Summary:
     programs: int = 0
-    fallback_programs: int = 0
-    internal: int = 0
-    failures: list[tuple[int, str]] = field(default_factory=list)
+    wrong: int = 0  #: programs whose compiled behaviour differs from eager
+    crashes: int = 0  #: programs where bytegraph raised or fell back on an internal error
+    fallback_programs: int = 0  #: programs with at least one call that fell back to eager
+    break_programs: int = 0  #: programs with at least one graph break
+    breaks: int = 0  #: graph breaks in all programs
+    internal: int = 0  #: internal-error fallbacks in all programs
+    failures: list[tuple[int, str]] = field(
+        default_factory=list
+    )  #: (seed, message), wrong or crash
 
     @property
     def fallback_rate(self) -> float:
         return self.fallback_programs / max(1, self.programs)
+
+    def add(self, seed: int, outcome: Outcome) -> None:
+        self.programs += 1
+        self.wrong += outcome.kind == "wrong"
+        self.crashes += outcome.kind == "crash"
+        self.fallback_programs += outcome.fallbacks > 0
+        self.break_programs += outcome.breaks > 0
+        self.breaks += outcome.breaks
+        self.internal += outcome.internal
+        if outcome.kind != "ok":
+            self.failures.append((seed, outcome.message or "internal error fallback"))
+
+    def merge(self, other: Summary) -> None:
+        for name in ("programs", "wrong", "crashes", "fallback_programs", "break_programs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.breaks += other.breaks
+        self.internal += other.internal
+        self.failures += other.failures
+
+    def line(self) -> str:
+        return (
+            f"{self.programs} programs: {self.wrong} wrong, "
+            f"{self.crashes} crashes/internal errors, "
+            f"{self.fallback_programs} with fallbacks ({self.fallback_rate:.2%}), "
+            f"{self.break_programs} with graph breaks ({self.breaks} breaks)"
+        )
 
 
 def run_many(seeds, on_failure: Callable[[Program, Outcome], None] | None = None) -> Summary:
@@ -562,11 +699,7 @@ def run_many(seeds, on_failure: Callable[[Program, Outcome], None] | None = None
         program = generate(seed)
         bytegraph.reset()
         outcome = run_program(program)
-        summary.programs += 1
-        summary.fallback_programs += outcome.fallbacks > 0
-        summary.internal += outcome.internal
-        if not outcome.ok or outcome.internal:
-            summary.failures.append((seed, outcome.message or "internal error fallback"))
-            if on_failure is not None:
-                on_failure(program, outcome)
+        summary.add(seed, outcome)
+        if outcome.kind != "ok" and on_failure is not None:
+            on_failure(program, outcome)
     return summary

@@ -21,14 +21,22 @@ import torch
 
 from ...guards.epoch import DICT_TYPES
 from ...guards.guard import Guard
-from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
+from ...guards.sources import (
+    AttrSource,
+    ConstSource,
+    DictKeySource,
+    DictValueSource,
+    FreshSource,
+    ItemSource,
+    Source,
+)
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
 from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, hash_key
 from .contexts import wrap_context_exit
 from .distributed import is_distributed_value
 from .distributed import wrap as wrap_distributed
@@ -139,19 +147,17 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
-    if cls in DICT_TYPES and all(type(k) in (str, int) for k in value):
+    if cls in DICT_TYPES and all(type(k) in _DICT_KEY_TYPES for k in value):
         add(Guard(source, "TYPE_MATCH", dict, dict))
-        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
-        return DictVariable(
-            {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
-        )
-    if cls in _DICT_SUBCLASSES and all(type(k) in (str, int) for k in value):
+        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
+        return DictVariable(_dict_items(tx, value, source), source)
+    if cls in _DICT_SUBCLASSES and all(type(k) in _DICT_KEY_TYPES for k in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "DICT_KEYS", tuple(value), tuple(value)))
+        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
         factory = None
         if cls is collections.defaultdict:
             factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
-        items = {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}
+        items = _dict_items(tx, value, source)
         return DictVariable(items, source, cls=cls, default_factory=factory)
     if cls is collections.deque:
         add(Guard(source, "TYPE_MATCH", cls, cls))
@@ -167,6 +173,29 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+#: Key types of input dicts traced as dicts: literals, and tensors (by identity, like the
+#: parameters keying an optimizer's ``state``).
+_DICT_KEY_TYPES = (str, int, torch.Tensor, torch.nn.Parameter)
+
+
+def _keys_identity(value: dict) -> tuple:
+    """What tells two ``DICT_KEYS`` guards apart: the keys, tensors by identity."""
+    return tuple(("id", id(k)) if isinstance(k, torch.Tensor) else k for k in value)
+
+
+def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, VariableTracker]:
+    """The items of an input dict: literal keys with ``d[k]`` sources, tensor keys (and their
+    values) by position."""
+    items: dict[Any, VariableTracker] = {}
+    for i, (k, v) in enumerate(value.items()):
+        if isinstance(k, torch.Tensor):
+            key = hash_key(wrap(tx, k, DictKeySource(source, i)))
+            items[key] = wrap(tx, v, DictValueSource(source, i))
+        else:
+            items[k] = wrap(tx, v, ItemSource(source, k))
+    return items
 
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
@@ -220,6 +249,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, type):
         add(identity)
         return ClassVariable(value, source)
+    if isinstance(value, types.BuiltinMethodType) and _bound_to_object(value):
+        # A C method bound to an object (``gen.manual_seed``): a new bound method at each read,
+        # bound to an object that may be new each call: guard what it is bound to (through its
+        # own tracker) and its name; calling it breaks.
+        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        name_source = AttrSource(source, "__name__")
+        add(Guard(name_source, "TYPE_MATCH", str, str))
+        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        return CFunctionVariable(value, source)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
         # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
         # attribute read makes a new bound method, so guard what it is bound to and its name.
@@ -238,6 +277,12 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return MemoizedFunctionVariable(value, source)
     add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+def _bound_to_object(method: types.BuiltinMethodType) -> bool:
+    """A C method bound to an instance (not a module's function, not a classmethod of a type)."""
+    owner = method.__self__
+    return owner is not None and not isinstance(owner, (types.ModuleType, type))
 
 
 def _is_typing_form(value: Any) -> bool:
@@ -262,6 +307,12 @@ def _is_namedtuple(cls: type) -> bool:
     return issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
+#: torch modules whose Python functions are inlined like user code (not run as one graph op):
+#: torch.optim's step functions update Python state (``state[p]["step"]``, lists of tensors) that
+#: a graph op on fake tensors would not see (``variables/optimizers.py``).
+INLINED_TORCH_MODULES = ("torch.optim.",)
+
+
 def _is_torch_value(value: Any) -> bool:
     """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not
     inlined."""
@@ -270,9 +321,14 @@ def _is_torch_value(value: Any) -> bool:
     if isinstance(value, torch.nn.Module):
         return False
     module = getattr(value, "__module__", None) or ""
+    function = value.__func__ if isinstance(value, types.MethodType) else value
+    if isinstance(function, types.FunctionType) and module.startswith(INLINED_TORCH_MODULES):
+        return False
     if isinstance(value, type):
         return module == "torch" or (
-            module.startswith("torch.") and not issubclass(value, torch.nn.Module)
+            module.startswith("torch.")
+            and not module.startswith(INLINED_TORCH_MODULES)
+            and not issubclass(value, torch.nn.Module)
         )
     if callable(value):
         return (

@@ -132,6 +132,13 @@ def call_builtin(
     values = [*args, *kwargs.values()]
     if is_simple_exception(fn) and not kwargs:
         return ExceptionVariable(fn, list(args))
+    if (
+        fn in SYMBOLIC_MATH
+        and len(args) == 1
+        and not kwargs
+        and isinstance(args[0], SymNodeVariable)
+    ):
+        return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
     if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -157,6 +164,13 @@ def call_builtin(
 
 #: Functions of the ``math`` module: pure, folded on constants (on tensors they would read data).
 MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
+#: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
+#: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
+#: specialising it.
+SYMBOLIC_MATH = {
+    getattr(math, name): getattr(torch, f"_sym_{name}")
+    for name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan")
+}
 
 #: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
 OPERATOR_FNS = frozenset(
@@ -216,6 +230,8 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
         return False
     if fn in _SYMBOLIC_AWARE and _symbolic(vt):
         return False  # answered without specialising the numbers (``len_``, ``min_max``...)
+    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
+        return False  # its type is known without its value: folding would specialise it
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
     if (
         fn in (getattr, hasattr)

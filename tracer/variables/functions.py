@@ -61,7 +61,24 @@ class UserFunctionVariable(VariableTracker):
             name == "__code__"
         ):  # a sourced function's code is guarded by identity (``builder.wrap``)
             return ConstantVariable(self.fn.__code__)
+        if name == "__get__" and self.self_vt is None:
+            return MethodCallVariable(self, name)
         raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        """``f.__get__(obj[, cls])``: ``f`` bound to ``obj`` (``f`` itself for ``obj`` None)."""
+        if name == "__get__" and self.self_vt is None and not kwargs and 1 <= len(args) <= 2:
+            obj = args[0]
+            if isinstance(obj, ConstantVariable) and obj.value is None:
+                return self
+            return self.clone(self_vt=obj)
+        return super().call_method(tx, name, args, kwargs)
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -78,8 +95,10 @@ class UserFunctionVariable(VariableTracker):
         if marked is not None:
             return marked
         hook = CALL_HOOKS.get(self.fn.__code__)
-        if hook is not None and self.self_vt is None:
-            return hook(tx, self, args, kwargs)
+        if hook is not None and (self.self_vt is None or getattr(hook, "accepts_bound", False)):
+            hooked = hook(tx, self, args, kwargs)
+            if hooked is not None:  # None: the hook only looked; the call is inlined as usual
+                return hooked
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         closure = {}

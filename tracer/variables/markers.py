@@ -60,6 +60,8 @@ def call_marked(
     """Trace a call of a marked function, or None when ``vt.fn`` carries no mark."""
     fn = vt.fn
     disabled = _disabled(fn)
+    if disabled is not None and _patched_by_torch_compile(fn):
+        return vt.clone(fn=fn.__wrapped__, source=None).call_function(tx, args, kwargs)
     if disabled is not None:
         by, reason = disabled
         raise Unsupported(
@@ -126,6 +128,18 @@ def _disabled(fn: Any) -> tuple[str, str | None] | None:
     if getattr(fn, "_torchdynamo_disable", False) is True:
         return "torch.compiler.disable", getattr(fn, "_torchdynamo_disable_msg", None)
     return None
+
+
+def _patched_by_torch_compile(fn: Any) -> bool:
+    """A ``torch._dynamo.disable`` wrapper that torch.compile's first run puts on every torch.optim
+    optimizer's ``_init_group`` (its own optimizer tracker runs that method at trace time instead
+    of tracing it): not the user's mark, so bytegraph traces the method it wraps."""
+    wrapped = getattr(fn, "__wrapped__", None)
+    return (
+        isinstance(wrapped, types.FunctionType)
+        and wrapped.__name__ == "_init_group"
+        and (wrapped.__module__ or "").startswith("torch.optim.")
+    )
 
 
 def _is_allowed(fn: Any) -> bool:

@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from ...guards.sources import (
     ModuleGlobalSource,
     Source,
     TypeSource,
+    WeakRefSource,
 )
 from ..exc import Unsupported
 from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
@@ -64,6 +66,11 @@ class PythonModuleVariable(ConstantLikeVariable):
             # ``M['m']['name']`` (guarded, and what the trace mutates there is replayed)
             attr_source = ModuleGlobalSource(module_name, name)
         return tx.wrap(getattr(self.value, name), attr_source)
+
+
+#: Methods written in C: reading one binds it (nothing else), so the read is traced and a call of
+#: it is what breaks, once.
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
 @dataclass(eq=False)
@@ -169,7 +176,7 @@ class UserObjectVariable(VariableTracker):
                 raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
         elif (
             hasattr(static, "__get__")
-            and not isinstance(static, types.FunctionType)
+            and not isinstance(static, (types.FunctionType, *_C_METHODS))
             and name not in _instance_dict(self.value)
             and not _is_plain_data(static)
         ):
@@ -223,6 +230,8 @@ class UserObjectVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
+        if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
+            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")

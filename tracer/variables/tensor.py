@@ -98,6 +98,14 @@ METADATA_METHODS = frozenset(
 )
 
 
+def _stored_grad(tx: Translator, source: Source) -> VariableTracker | None:
+    """What the trace stored into ``.grad`` of the input at ``source`` (through any tracker)."""
+    for obj, name, value in tx.output.side_effects.attr_stores.values():
+        if name == "grad" and isinstance(obj, TensorVariable) and obj.source == source:
+            return value
+    return None
+
+
 @dataclass(eq=False)
 class TensorVariable(VariableTracker):
     node: torch.fx.Node
@@ -124,6 +132,8 @@ class TensorVariable(VariableTracker):
             return self._grad(tx)
         if name == "data":  # for reading, ``.data`` is ``.detach()``
             return tx.output.call_method("detach", (self,), {})
+        if name == "grad_fn" and not self.example.requires_grad:
+            return ConstantVariable(None)  # no autograd history without requires_grad
         if name in ("_base", "grad_fn"):
             raise Unsupported(
                 "tensor_attr",
@@ -139,10 +149,26 @@ class TensorVariable(VariableTracker):
         the graph makes has none (a graph never runs ``backward``)."""
         if self.source is None:
             return ConstantVariable(None)
+        stored = _stored_grad(tx, self.source)
+        if stored is not None:
+            return stored
         real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
         if not isinstance(real, torch.Tensor):
             raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
         return tx.wrap(real.grad, AttrSource(self.source, "grad"))
+
+    def store_grad(self, tx: Translator, value: VariableTracker) -> None:
+        """``t.grad = value`` on an input tensor: a side effect replayed after the graph (``None``
+        or a tensor of the same shape, dtype and device, as torch's setter demands)."""
+        if self.source is None:
+            raise Unsupported("store_attr", "Tensor.grad store on a tensor made in the graph")
+        if isinstance(value, TensorVariable):
+            ex, new = self.example, value.example
+            if (ex.shape, ex.dtype, ex.device) != (new.shape, new.dtype, new.device):
+                raise Unsupported("store_attr", "a .grad of another shape, dtype or device")
+        elif not (isinstance(value, ConstantVariable) and value.value is None):
+            raise Unsupported("store_attr", f"Tensor.grad = {value}")
+        tx.output.side_effects.store_attr(self, "grad", value)
 
     def call_method(
         self,

@@ -20,7 +20,7 @@ import torch
 
 from ..effects import InlineInstead
 from ..exc import Unsupported
-from . import numpy_arrays, state_contexts
+from . import numpy_arrays, optimizers, state_contexts
 from .base import VariableTracker
 from .collectives import call_distributed
 from .constant import ConstantVariable
@@ -86,6 +86,9 @@ def call_torch(
     ctx = state_contexts.construct(tx, fn, args, kwargs)
     if ctx is not None:
         return ctx
+    made = optimizers.call_torch(tx, fn, args, kwargs)
+    if made is not None:
+        return made
     if fn in state_contexts.STATE_SETTERS:
         return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
     if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:

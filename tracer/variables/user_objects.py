@@ -46,6 +46,7 @@ from .containers import TupleVariable
 from .functions import UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
+from .tensor import TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -324,6 +325,8 @@ def store_attribute(
             fn.call_function(tx, [ConstantVariable(name), value], {})
         else:
             raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+    elif isinstance(obj, TensorVariable) and name == "grad":
+        obj.store_grad(tx, value)
     else:
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
 
