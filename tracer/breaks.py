@@ -36,8 +36,10 @@ from .variables.tensor import TensorTruthVariable
 if TYPE_CHECKING:
     from .translator import Translator
 
-#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots]) ->
-#: callable``, from the driver (which caches them).
+#: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots,
+#: continues]) -> callable``, from the driver (which caches them). ``continues``: the resume
+#: function starts at the instruction of a break in a callee, which its own trace meets at once
+#: (the driver reports that break once, from the caller).
 ResumeFactory = Callable[..., Any]
 
 _CONDITIONAL_JUMPS = (
@@ -78,7 +80,13 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
     _call_resume(
-        cg, leaf, _call_start(leaf.tx, leaf.index), leaf.stack, resume, compiled=len(frames) > 1
+        cg,
+        leaf,
+        call_start(leaf.tx, leaf.index),
+        leaf.stack,
+        resume,
+        compiled=len(frames) > 1,
+        continues=len(frames) > 1,
     )
     for caller in frames[1:]:
         cg.store_local("__bg_ret")
@@ -96,7 +104,7 @@ def live_values(frames: list[FrameState]) -> list[VariableTracker]:
     values: list[VariableTracker] = []
     for i, frame in enumerate(frames):
         tx = frame.tx
-        starts = {frame.index, _call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
+        starts = {frame.index, call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
         names = {n for start in starts for n in _live_names(tx, frame.locals, start)}
         values += [*frame.stack, *(frame.locals[n] for n in names)]
     return values
@@ -138,7 +146,7 @@ def _compilable(frame: FrameState, index: int) -> bool:
     )
 
 
-def _call_start(tx: Translator, index: int) -> int:
+def call_start(tx: Translator, index: int) -> int:
     """Resuming *at* a CALL must also run the KW_NAMES/PRECALL before it (no-ops on the stack)."""
     while (
         index > 0
@@ -184,6 +192,7 @@ def _call_resume(
     stack: list[VariableTracker],
     resume: ResumeFactory,
     compiled: bool = True,
+    continues: bool = False,
 ) -> None:
     tx = frame.tx
     names = _live_names(tx, frame.locals, index)
@@ -199,6 +208,7 @@ def _call_resume(
         nulls,
         compiled and _compilable(frame, index),
         bool_slots=truths,
+        continues=continues,
     )
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``

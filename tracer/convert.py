@@ -18,10 +18,11 @@ import torch
 import torch.fx
 
 from ..codegen.emit import Codegen
+from ..codegen.resume import resume_origin
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, emit_break, live_values
+from .breaks import ResumeFactory, call_start, emit_break, live_values
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported
@@ -66,6 +67,10 @@ class TraceResult:
     breaks: list[Unsupported] = field(
         default_factory=list
     )  #: why the trace stopped early, if it did
+    #: where it stopped, when in the traced function's own frame: the original function's code
+    #: and instruction index (``resume_origin``: a resume function's instructions map back; a
+    #: CALL counts as the PRECALL/KW_NAMES before it, where a resume function would start)
+    stopped_at: tuple[types.CodeType, int] | None = None
 
 
 def convert_call(
@@ -154,7 +159,12 @@ def _finish(
             vt.source = source
     new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
     breaks = [reason.detach()] if reason is not None else []
-    return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks)
+    stopped_at = None
+    if frames is not None and len(frames) == 1 and frames[0].tx.fn is not None:
+        leaf = frames[0]
+        template, index = resume_origin(leaf.tx.fn, call_start(leaf.tx, leaf.index))
+        stopped_at = (template.__code__, index)
+    return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks, stopped_at)
 
 
 @dataclass(frozen=True)

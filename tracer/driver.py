@@ -34,7 +34,7 @@ from typing import Any
 from ..codegen.resume import make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
-from .convert import Numbering, convert_call
+from .convert import Numbering, TraceResult, convert_call
 from .exc import BytegraphError, InternalError, Unsupported
 from .shapes import DynamicPolicy
 from .translator import TraceTooLong
@@ -132,6 +132,9 @@ measure_guard_time = True
 _GUARD_TIMING_S = 0.005  #: at most about this long (and 3 calls at least)
 #: Numbers every CompiledCode of the process (``serial``), so reports can tell them apart.
 SERIALS = itertools.count()
+#: Numbers every compile of the process, so a resume function can tell whether its compile comes
+#: right after its caller's (``CompiledCode.continued_break``).
+COMPILES = itertools.count()
 
 
 class TimedBackend:
@@ -172,6 +175,13 @@ class CompiledCode:
         self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
+        #: for a resume function starting at the instruction of a break in a callee: that
+        #: instruction (original code, index), see ``continued_break``
+        self.continues: tuple[types.CodeType, int] | None = None
+        self.compile_number = -1  #: from ``COMPILES``, set as each compile of this starts
+        #: the ``compile_number`` of the caller whose trace last emitted a call to this function
+        #: (a resume function with ``continues``)
+        self.called_by = -2
         self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
         self.serial = next(SERIALS)  #: unique in the process
         self.root_serial = self.serial  #: for a resume function, the serial of the compiled one
@@ -223,6 +233,7 @@ class CompiledCode:
         self, L: dict[str, Any], reason: str, failures: list[str], settings: GlobalSettings
     ) -> Any:
         COUNTERS["frames"] += 1
+        self.compile_number = next(COMPILES)
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         backend = TimedBackend(self.settings.backend)
         started = time.perf_counter()
@@ -259,6 +270,7 @@ class CompiledCode:
             elapsed = time.perf_counter() - started
             return self._fallback(internal, reason, failures, state_guards, strict, elapsed)
         elapsed = time.perf_counter() - started
+        breaks = [] if self.continued_break(result) else result.breaks
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
             result.fn,
@@ -273,17 +285,30 @@ class CompiledCode:
             guards=variant.guards.source,
             failures=failures,
             fn=result.fn,
-            breaks=result.breaks,
+            breaks=breaks,
             compiled=backend.results,
             trace_s=elapsed - backend.seconds,
             backend_s=backend.seconds,
             guard_us=self._time_guards(L) if measure_guard_time else None,
         )
-        for brk in result.breaks:
+        for brk in breaks:
             COUNTERS[f"break:{brk.kind}"] += 1
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
+
+    def continued_break(self, result: TraceResult) -> bool:
+        """Whether the trace of this resume function stopped at the instruction it starts at, where
+        a break in a callee stopped the trace of the caller compiled just before: that break is
+        reported once, by the caller (the instruction then runs in Python and the trace resumes
+        after it). Called with the values the caller's trace stopped on, its trace stops there
+        on its first visit. A compile of it that follows no compile of its caller (the caller
+        hit its cache) reports the break itself."""
+        return (
+            self.continues is not None
+            and result.stopped_at == self.continues
+            and self.called_by == self.compile_number - 1
+        )
 
     def _time_guards(self, L: dict[str, Any]) -> float:
         """Microseconds one call spends choosing its variant (the guard function on ``L``): the
@@ -349,14 +374,18 @@ class CompiledCode:
         null_slots: tuple[int, ...],
         compiled: bool,
         bool_slots: tuple[int, ...] = (),
+        continues: bool = False,
     ) -> Any:
         """The resume function continuing ``template`` at instruction ``index`` (cached per
         position, stack shape and live names); compiled like any function unless ``compiled`` is
-        False."""
+        False. ``continues``: it starts at a break in a callee (see ``continued_break``)."""
         slots = (iter_slots, null_slots, bool_slots)
-        key = (template.__code__, index, nstack, names, slots, compiled)
+        key = (template.__code__, index, nstack, names, slots, compiled, continues)
         cached = self.resumes.get(key)
         if cached is not None:
+            state = getattr(cached, "__bytegraph__", None)
+            if continues and state is not None:
+                state.called_by = self.compile_number
             return cached
         raw = make_resume(
             template,
@@ -374,6 +403,9 @@ class CompiledCode:
             state.resumes = self.resumes  # shared: a break in a resume function reuses these
             state.numbering = self.numbering
             state.root_serial = self.root_serial
+            if continues:
+                state.continues = (template.__code__, index)
+                state.called_by = self.compile_number
             entry = make_entry(raw, state)
             functools.update_wrapper(entry, raw)
             entry.__bytegraph__ = state

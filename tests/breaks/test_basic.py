@@ -228,7 +228,7 @@ def test_method_call_breaks():
         fn,
         randn(3),
         graphs=2,
-        breaks=2,
+        breaks=1,
         observe=lambda: list(logger.lines),
         setup=lambda: logger.lines.clear(),
     )

@@ -69,7 +69,7 @@ def autocast_break_inside():
     return Setup(fn, _square)
 
 
-@case("contexts", graphs=3, breaks=2, tc_breaks=2)
+@case("contexts", graphs=3, breaks=1, tc_breaks=2)
 def autocast_break_in_called_function():
     def inner(x):
         y = x @ x
@@ -221,7 +221,7 @@ def no_grad_decorator_without_parentheses():
     return Setup(fn, _leaf)
 
 
-@case("contexts", graphs=3, breaks=2, tc_breaks=2)
+@case("contexts", graphs=3, breaks=1, tc_breaks=2)
 def no_grad_decorator_break_inside():
     @torch.no_grad()
     def inner(x):

@@ -130,6 +130,32 @@ def test_no_graph_breaks_fails_and_lists_the_break(project):
     result.stdout.fnmatch_lines(["FAILED test_breaks.py::test_breaking*"])
 
 
+def test_no_graph_breaks_lists_a_break_in_a_callee_once(project):
+    project.makepyfile(
+        test_callee="""
+        import pytest, torch, bytegraph
+
+        def leaf(t):
+            print("in leaf")
+            return t + 1
+
+        @bytegraph.compile
+        def caller(x):
+            return leaf(x * 2) - 1
+
+        @pytest.mark.no_graph_breaks
+        def test_breaking():
+            caller(torch.ones(2))
+    """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*bytegraph: 1 graph break(s) in a test run with no_graph_breaks:", "*1. print: *caller*"]
+    )
+    result.stdout.no_fnmatch_line("*2. print: *")
+
+
 def test_option_applies_no_graph_breaks_everywhere(project):
     project.makepyfile(
         test_option="""
