@@ -30,6 +30,10 @@ CLOSURES, WARM_CALLS = 10_000, 1_000_000
 CI_CLOSURES = CLOSURES if VERSION == (3, 11) else CLOSURES // 5
 #: What CPython keeps per dropped closure is about 80 bytes (see above).
 HELD_PER_CLOSURE = 100
+#: Plus a constant: registries of compile states (weak sets and dicts) grow while dropped states
+#: wait in reference cycles for the collector, and a dict keeps its table size once its entries
+#: go (measured on 3.13: about 60 kB whatever the count, from 500 to 10,000 closures).
+HELD_ONCE = 100_000
 
 
 def _make(k: int):
@@ -94,7 +98,7 @@ def test_dropped_closures_free_their_cache_entries():
     assert fired == 2 * CI_CLOSURES  # each state and its one variant
     # none of the churned states is alive (states of earlier tests may die meanwhile: <=, not ==)
     assert len(driver.ALL) <= alive_before
-    assert held < HELD_PER_CLOSURE * CI_CLOSURES, (
+    assert held < HELD_ONCE + HELD_PER_CLOSURE * CI_CLOSURES, (
         f"{held} bytes still held after dropping {CI_CLOSURES} compiled closures"
     )
 
