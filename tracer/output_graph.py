@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     compute_unbacked_bindings,
@@ -242,7 +243,9 @@ class OutputGraph:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         args = _fake_scalars(target, args)
         try:
-            with self.fake_mode, probe.watching(self.fake_mode):
+            # The Python dispatcher runs composite ops' Python decompositions, which keep symbolic
+            # sizes symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo does.
+            with self.fake_mode, enable_python_dispatcher(), probe.watching(self.fake_mode):
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
