@@ -7,6 +7,7 @@ graph over the tensors that must leave it and hands it to the backend.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import traceback
@@ -243,9 +244,10 @@ class OutputGraph:
         name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
         args = _fake_scalars(target, args)
         try:
-            # The Python dispatcher runs composite ops' Python decompositions, which keep symbolic
-            # sizes symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo does.
-            with self.fake_mode, enable_python_dispatcher(), probe.watching(self.fake_mode):
+            # On symbolic sizes, the Python dispatcher runs composite ops' Python decompositions,
+            # which keep them symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo.
+            dispatcher = enable_python_dispatcher() if _symbolic(args) else contextlib.nullcontext()
+            with self.fake_mode, dispatcher, probe.watching(self.fake_mode):
                 if op == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
@@ -507,6 +509,16 @@ def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
     """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
     cached: the nodes made on one line share their stack, and reading source lines is slow."""
     return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))
+
+
+def _symbolic(args: tuple) -> bool:
+    """Does a tensor among ``args`` (or in a list or tuple there) have a symbolic size?"""
+    for a in args:
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for t in items:
+            if isinstance(t, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in t.shape):
+                return True
+    return False
 
 
 def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
