@@ -283,7 +283,7 @@ def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTab
 
 
 def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    """``arg`` checks a module tree (``tracer/variables/modules.py``: O(1) unless a module
+    """``arg`` checks a module tree (``tracer/module_tree.py``: O(1) unless a module
     changed)."""
     return [f"{consts.name(arg, 'tree')}.check({expr})"]
 

@@ -27,6 +27,7 @@ from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported
 from .module_params import BlockInput, input_order, plan_inputs
+from .module_tree import traced_modules, tree_guards
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
@@ -35,7 +36,6 @@ from .variables.containers import (
     GeneratorVariable,
 )
 from .variables.contexts import enter_carried
-from .variables.modules import traced_modules, tree_guards
 from .variables.symbolic import SymNodeVariable
 from .variables.tensor import TensorVariable
 

@@ -25,7 +25,7 @@ from torch import nn
 
 from ..guards.epoch import EPOCH, PerRootCache, WatchedDict
 from ..guards.sources import Source
-from .variables.modules import MEMBER_TABLES, rebase, tree_root
+from .module_tree import MEMBER_TABLES, rebase, tree_root
 
 
 def watch_tree(root: nn.Module) -> bool:
