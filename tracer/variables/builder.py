@@ -250,21 +250,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(identity)
         return ClassVariable(value, source)
     if isinstance(value, types.BuiltinMethodType) and _bound_to_object(value):
-        # A C method bound to an object (``gen.manual_seed``): a new bound method at each read,
-        # bound to an object that may be new each call: guard what it is bound to (through its
-        # own tracker) and its name; calling it breaks.
+        # A C method bound to an object or a type (``gen.manual_seed``, ``dict.fromkeys``): a new
+        # bound method at each read, so guard what it is bound to and its name. A type is guarded
+        # by identity; an object (maybe new each call) through its own tracker. Calling it breaks
+        # unless a polyfill takes it.
         add(Guard(source, "TYPE_MATCH", type(value), type(value)))
-        wrap(tx, value.__self__, AttrSource(source, "__self__"))
-        name_source = AttrSource(source, "__name__")
-        add(Guard(name_source, "TYPE_MATCH", str, str))
-        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
-        return CFunctionVariable(value, source)
-    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type):
-        # A classmethod of a C type (``dict.fromkeys``, ``itertools.chain.from_iterable``): each
-        # attribute read makes a new bound method, so guard what it is bound to and its name.
-        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
-        owner = value.__self__
-        add(Guard(AttrSource(source, "__self__"), "ID_MATCH", owner, ("id", id(owner))))
+        owner, owner_source = value.__self__, AttrSource(source, "__self__")
+        if isinstance(owner, type):
+            add(Guard(owner_source, "ID_MATCH", owner, ("id", id(owner))))
+        else:
+            wrap(tx, owner, owner_source)
         name_source = AttrSource(source, "__name__")
         add(Guard(name_source, "TYPE_MATCH", str, str))
         add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
@@ -280,9 +275,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
 
 
 def _bound_to_object(method: types.BuiltinMethodType) -> bool:
-    """A C method bound to an instance (not a module's function, not a classmethod of a type)."""
+    """A C method bound to an instance or a type (not a module's function)."""
     owner = method.__self__
-    return owner is not None and not isinstance(owner, (types.ModuleType, type))
+    return owner is not None and not isinstance(owner, types.ModuleType)
 
 
 def _is_typing_form(value: Any) -> bool:
