@@ -9,12 +9,20 @@ import heapq
 from .registry import polyfill
 
 
-def _sift_up(heap, start, pos):
-    """Move ``heap[pos]`` towards ``start`` while it is smaller than its parent."""
+def _less(a, b):
+    return a < b
+
+
+def _greater(a, b):
+    return b < a  # a max heap compares with ``<`` too, operands swapped (as CPython's)
+
+
+def _sift_up(heap, start, pos, before=_less):
+    """Move ``heap[pos]`` towards ``start`` while it goes ``before`` its parent."""
     item = heap[pos]
     while pos > start:
         parent = (pos - 1) >> 1
-        if item < heap[parent]:
+        if before(item, heap[parent]):
             heap[pos] = heap[parent]
             pos = parent
         else:
@@ -22,52 +30,26 @@ def _sift_up(heap, start, pos):
     heap[pos] = item
 
 
-def _sift_down(heap, pos):
-    """Move the smaller child up until a leaf, then put ``heap[pos]``'s item back in place."""
+def _sift_down(heap, pos, before=_less):
+    """Move the first child up until a leaf, then put ``heap[pos]``'s item back in place."""
     end, start, item = len(heap), pos, heap[pos]
     child = 2 * pos + 1
     while child < end:
         right = child + 1
-        if right < end and not heap[child] < heap[right]:
+        if right < end and not before(heap[child], heap[right]):
             child = right
         heap[pos] = heap[child]
         pos = child
         child = 2 * pos + 1
     heap[pos] = item
-    _sift_up(heap, start, pos)
-
-
-def _sift_up_max(heap, start, pos):
-    item = heap[pos]
-    while pos > start:
-        parent = (pos - 1) >> 1
-        if heap[parent] < item:
-            heap[pos] = heap[parent]
-            pos = parent
-        else:
-            break
-    heap[pos] = item
-
-
-def _sift_down_max(heap, pos):
-    end, start, item = len(heap), pos, heap[pos]
-    child = 2 * pos + 1
-    while child < end:
-        right = child + 1
-        if right < end and not heap[right] < heap[child]:
-            child = right
-        heap[pos] = heap[child]
-        pos = child
-        child = 2 * pos + 1
-    heap[pos] = item
-    _sift_up_max(heap, start, pos)
+    _sift_up(heap, start, pos, before)
 
 
 @polyfill(heapq._heapify_max)
 def heapify_max(heap):
     """``heapq._heapify_max`` (used by ``heapq.nsmallest``)."""
     for pos in reversed(range(len(heap) // 2)):
-        _sift_down_max(heap, pos)
+        _sift_down(heap, pos, _greater)
 
 
 @polyfill(heapq._heapreplace_max)
@@ -75,7 +57,7 @@ def heapreplace_max(heap, item):
     """``heapq._heapreplace_max`` (used by ``heapq.nsmallest``)."""
     top = heap[0]
     heap[0] = item
-    _sift_down_max(heap, 0)
+    _sift_down(heap, 0, _greater)
     return top
 
 
