@@ -38,6 +38,7 @@ import torch.fx
 from torch._library.utils import is_impure
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from . import fast_meta
 from .exc import Unsupported
 from .graph_naming import graph_target
 
@@ -171,6 +172,9 @@ class ProbedFakeTensorMode(FakeTensorMode):
     _depth = 0  #: > 0 while faking an operator (its decompositions are not the call's operators)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = fast_meta.run(self, func, args, kwargs or {})  # no listed operator has an effect
+        if result is not fast_meta.NOT_FAST:
+            return result
         probe = self.probe
         if probe is None or self._depth:
             return super().__torch_dispatch__(func, types, args, kwargs or {})

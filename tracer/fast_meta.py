@@ -1,0 +1,189 @@
+"""A shorter way through the fake mode for the common operators of a forward pass.
+
+Every recorded call runs once on fake tensors. ``FakeTensorMode`` reaches an operator's output
+metadata through its generic machinery: the dispatch cache (a key and a validated entry built for
+every new set of shapes), Python decompositions of view ops (``view`` becomes ``collapse_view``,
+``split_dim`` and ``as_strided``), Python shape rules for elementwise ops, device propagation that
+allows CPU scalars among CUDA tensors. On a first call that is about half a millisecond per
+operator, most of the tracing time of a transformer layer.
+
+For the operators listed in ``FAST_OPS`` and plain arguments, none of that decides anything: their
+C++ ``Meta`` kernel (the shape function the real CPU and CUDA kernels run), or for views and copies
+the one kernel every backend shares, gives the output's shape, strides, dtype and aliasing, and the
+device is the one device of the inputs. ``run`` calls
+that kernel on the fake tensors' meta storage and wraps the result as the mode would, in about a
+twentieth of the time. It gives up (``NOT_FAST``: the mode runs the operator as usual) on anything
+else: another operator, a tensor that is not this mode's plain fake tensor (a constant, a sparse or
+subclass tensor, a real tensor), symbolic sizes (shape guards must be recorded), mixed devices, a
+keyword that names a device, a symbolic number. ``tests/test_fast_meta.py`` checks that each listed
+operator gives the mode's own result, metadata and aliasing included, and that none of them has an
+effect the ``EffectProbe`` would report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
+
+aten = torch.ops.aten
+
+#: Operators whose Meta kernel alone decides the output metadata: views, pointwise math and
+#: comparisons, reductions over given dims, matrix products, concatenation, dtype conversion.
+#: None mutates an argument, draws random numbers or reads data.
+_CANDIDATES = (
+    # views
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.transpose.int,
+    aten.t.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.expand.default,
+    aten.permute.default,
+    aten.alias.default,
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.unbind.int,
+    # pointwise
+    aten.add.Tensor,
+    aten.sub.Tensor,
+    aten.mul.Tensor,
+    aten.div.Tensor,
+    aten.pow.Tensor_Scalar,
+    aten.pow.Tensor_Tensor,
+    aten.maximum.default,
+    aten.minimum.default,
+    aten.neg.default,
+    aten.abs.default,
+    aten.reciprocal.default,
+    aten.rsqrt.default,
+    aten.sqrt.default,
+    aten.exp.default,
+    aten.log.default,
+    aten.sin.default,
+    aten.cos.default,
+    aten.tanh.default,
+    aten.sigmoid.default,
+    aten.silu.default,
+    aten.gelu.default,
+    aten.relu.default,
+    aten.where.self,
+    aten.eq.Tensor,
+    aten.ne.Tensor,
+    aten.lt.Tensor,
+    aten.le.Tensor,
+    aten.gt.Tensor,
+    aten.ge.Tensor,
+    aten.eq.Scalar,
+    aten.ne.Scalar,
+    aten.lt.Scalar,
+    aten.le.Scalar,
+    aten.gt.Scalar,
+    aten.ge.Scalar,
+    aten.bitwise_and.Tensor,
+    aten.bitwise_or.Tensor,
+    aten.logical_not.default,
+    # reductions, normalisation
+    aten.mean.dim,
+    aten.sum.dim_IntList,
+    aten.amax.default,
+    aten._softmax.default,
+    aten._log_softmax.default,
+    # matrix products
+    aten.mm.default,
+    aten.bmm.default,
+    aten.addmm.default,
+    # building
+    aten.cat.default,
+    aten.clone.default,
+    aten._to_copy.default,
+)
+
+
+def _runs_on_meta(op: torch._ops.OpOverload) -> bool:
+    """A Meta kernel, or one kernel for every backend (views, ``clone``, ``_to_copy``) that calls
+    operators which then reach their Meta kernels."""
+    return any(
+        torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key)
+        for key in ("Meta", "CompositeExplicitAutograd")
+    )
+
+
+#: The candidates this torch build can run on meta tensors.
+FAST_OPS = frozenset(op for op in _CANDIDATES if _runs_on_meta(op))
+
+#: Keyword arguments may only select among these; a ``device`` keyword moves the output.
+_PLAIN_KWARG_TYPES = (
+    bool,
+    int,
+    float,
+    str,
+    type(None),
+    torch.dtype,
+    torch.memory_format,
+    torch.layout,
+)
+
+#: What ``run`` returns when the operator must go through the fake mode as usual.
+NOT_FAST = object()
+
+
+def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """The fake result of ``func(*args, **kwargs)`` from its Meta kernel, or ``NOT_FAST``."""
+    if func not in FAST_OPS:
+        return NOT_FAST
+    device = _common_device(mode, args)
+    if device is None or not _plain_kwargs(kwargs):
+        return NOT_FAST
+    try:
+        with in_kernel_invocation_manager(mode):
+            out = func(*args, **kwargs)
+    except Exception:  # invalid arguments: the mode raises its own error for them
+        return NOT_FAST
+    if isinstance(out, torch.Tensor):
+        return FakeTensor(mode, out, device)
+    if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
+        return type(out)(FakeTensor(mode, t, device) for t in out)
+    return NOT_FAST  # not reached for the listed operators (they return tensors)
+
+
+def _common_device(mode: FakeTensorMode, args: tuple) -> torch.device | None:
+    """The device every tensor argument is on, if all are plain static fake tensors of ``mode`` and
+    the other arguments plain numbers (or sequences of them); else None."""
+    device = None
+    for arg in args:
+        for item in arg if isinstance(arg, (tuple, list)) else (arg,):
+            if isinstance(item, torch.Tensor):
+                if not _plain_fake(mode, item):
+                    return None
+                if device is None:
+                    device = item.fake_device
+                elif item.fake_device != device:
+                    return None
+            elif type(item) not in (bool, int, float) and item is not None:
+                return None  # a symbolic number, a nested sequence, ...
+    return device
+
+
+def _plain_fake(mode: FakeTensorMode, t: torch.Tensor) -> bool:
+    return (
+        type(t) is FakeTensor
+        and t.fake_mode is mode
+        and t.constant is None
+        and t.layout == torch.strided
+        and t.pytype is None
+        and t.dispatch_keys is None
+        and not t._has_symbolic_sizes_strides
+    )
+
+
+def _plain_kwargs(kwargs: dict[str, Any]) -> bool:
+    return all(
+        type(value) in _PLAIN_KWARG_TYPES and (name != "device" or value is None)
+        for name, value in kwargs.items()
+    )
