@@ -1,7 +1,8 @@
 """Every GPU check in one command, one Markdown report: the kernel bandwidth table
-(``kernels.py``), decode-step latency with and without CUDA graphs (``decode.py``), whole-model
-speed against Inductor (``models_gpu.py``), then the GPU test subset (``pytest -m gpu``: the triton
-backend's lowering and fusion tests on CUDA in fp32, fp16 and bf16, CUDA graphs, autotuning).
+(``kernel_bandwidth.py``), decode-step latency with and without CUDA graphs (``decode.py``),
+whole-model speed against Inductor (``models_gpu.py``), then the GPU test subset (``pytest -m gpu``:
+the triton backend's lowering and fusion tests on CUDA in fp32, fp16 and bf16, CUDA graphs,
+autotuning).
 
     python -m benchmarks.gpu [--out gpu_report.md] [--budget 470]    (or benchmarks/gpu.sh)
 
@@ -28,7 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: (title, command after ``python -m``, share of the budget left when the stage starts)
 STAGES = [
-    ("Kernel bandwidth (% of a device-to-device copy)", ["benchmarks.kernels", "--inductor"], 0.18),
+    (
+        "Kernel bandwidth (% of a device-to-device copy)",
+        ["benchmarks.kernel_bandwidth", "--inductor"],
+        0.18,
+    ),
     ("Decode step latency, with and without CUDA graphs", ["benchmarks.decode"], 0.1),
     ("Whole models: bytegraph vs torch.compile", ["benchmarks.models_gpu"], 0.55),
 ]

@@ -10,6 +10,7 @@ inputs and guards.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from dataclasses import dataclass
@@ -22,7 +23,22 @@ from ..codegen.emit import Emitter
 
 @dataclass(frozen=True)
 class Source:
-    """Base class. ``depth`` orders guards: inputs before the attributes reached through them."""
+    """Base class. ``depth`` orders guards: inputs before the attributes reached through them.
+
+    Sources key dictionaries all through a trace, and a chained source's dataclass hash would
+    walk the whole chain each time: the hash is computed once per source (``__hash__`` below; each
+    subclass keeps it, as a class with its own ``__hash__`` gets none from ``dataclass``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__hash__ = Source.__hash__
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            fields = (getattr(self, f.name) for f in dataclasses.fields(self))
+            cached = self.__dict__["_hash"] = hash((type(self), *fields))
+        return cached
 
     @functools.cached_property
     def expr(self) -> str:

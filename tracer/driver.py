@@ -127,9 +127,9 @@ ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
-#: Time the guard function after each compile (``CompileEvent.guard_us``: 50 calls of a few µs).
+#: Time the guard function after each compile (``CompileEvent.guard_us``: 10 calls of a few µs).
 measure_guard_time = True
-_GUARD_TIMING_S = 0.005  #: at most about this long (and 3 calls at least)
+_GUARD_TIMING_S = 0.0005  #: at most about this long (and 3 calls at least): it delays a first call
 #: Numbers every CompiledCode of the process (``serial``), so reports can tell them apart.
 SERIALS = itertools.count()
 #: Numbers every compile of the process, so a resume function can tell whether its compile comes
@@ -312,12 +312,12 @@ class CompiledCode:
 
     def _time_guards(self, L: dict[str, Any]) -> float:
         """Microseconds one call spends choosing its variant (the guard function on ``L``): the
-        fastest of up to 50 calls (the first warms caches), fewer once ~5 ms are spent, so that
+        fastest of up to 10 calls (the first warms caches), fewer once ~0.5 ms are spent, so that
         timing the guards of a large model (thousands of checks) does not slow its first call."""
         args = [L[name] for name in self.cache.arg_names]
         guard_fn, best = self.cache.guard_fn, float("inf")
         deadline = time.perf_counter() + _GUARD_TIMING_S
-        for calls in range(1, 51):
+        for calls in range(1, 11):
             started = time.perf_counter()
             guard_fn(*args)
             ended = time.perf_counter()

@@ -52,21 +52,27 @@ class SideEffects:
             torch.is_inference_mode_enabled(),
         )
         self._escaping: list[VariableTracker] = []  #: set by ``plan``
+        #: copies of the stores for ``snapshot``, dropped by every store (see ``_stored``)
+        self._stores: tuple | None = None
 
     def __bool__(self) -> bool:
         return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
 
     def snapshot(self) -> tuple:
-        self._saved = set()
-        return (
-            dict(self.attr_stores),
-            dict(self.global_stores),
-            dict(self.cell_stores),
-            dict(self.mutated),
-            dict(self.new_objects),
-            list(self.prologue),
-            len(self.undo),
-        )
+        """The stores and the undo log's length, to ``restore`` (taken before every instruction:
+        the copies are kept until the next store)."""
+        if self._saved:
+            self._saved = set()
+        if self._stores is None:
+            self._stores = (
+                dict(self.attr_stores),
+                dict(self.global_stores),
+                dict(self.cell_stores),
+                dict(self.mutated),
+                dict(self.new_objects),
+                list(self.prologue),
+            )
+        return (*self._stores, len(self.undo))
 
     def restore(self, snapshot: tuple) -> None:
         *stores, undo_len = snapshot
@@ -78,6 +84,7 @@ class SideEffects:
             self.new_objects,
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
+        self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
                 container.restore_state(items)
@@ -121,6 +128,7 @@ class SideEffects:
         """``obj.name = value`` as a plain store (descriptors and ``__setattr__`` overrides were
         run by the caller, ``user_objects.store_attribute``); ``raw``: replay it with
         ``object.__setattr__`` (the class overrides ``__setattr__``)."""
+        self._stores = None
         self.attr_stores[(id(obj), name)] = (obj, name, value)
         if raw:
             self.raw_objects.add(id(obj))
@@ -146,6 +154,7 @@ class SideEffects:
     def track_new(self, obj: VariableTracker) -> None:
         """``obj`` was created during the trace: its attributes live in ``attr_stores``, and it is
         rebuilt by ``codegen`` only if it escapes."""
+        self._stores = None
         self.new_objects[id(obj)] = obj
 
     def is_new(self, obj: VariableTracker) -> bool:
@@ -175,7 +184,21 @@ class SideEffects:
 
     def mark_mutated(self, container: VariableTracker) -> None:
         if container.source is not None:
+            self._stores = None
             self.mutated[id(container)] = container
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self._stores = None
+        self.global_stores[name] = value
+
+    def store_cell(self, name: str, value: VariableTracker) -> None:
+        self._stores = None
+        self.cell_stores[name] = value
+
+    def add_prologue(self, entry: tuple[str, type, tuple, dict]) -> None:
+        """A ``torch.nn`` module the rewritten code builds before the graph runs."""
+        self._stores = None
+        self.prologue.append(entry)
 
     def emit_prologue(self, cg: Codegen) -> None:
         """Before the graph runs: build the ``torch.nn`` modules made during the trace."""

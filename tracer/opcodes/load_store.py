@@ -188,7 +188,7 @@ def store_global(tx: Translator, inst: Instr) -> None:
         raise Unsupported(
             "global_store", f"store to global {inst.arg!r} inside an inlined function"
         )
-    tx.output.side_effects.global_stores[inst.arg] = tx.pop()
+    tx.output.side_effects.store_global(inst.arg, tx.pop())
 
 
 @handler("MAKE_CELL")
@@ -259,7 +259,7 @@ def store_deref(tx: Translator, inst: Instr) -> None:
     elif isinstance(cell, LocalCellVariable):
         cell.frame_locals[cell.name] = value
     elif tx.parent is None:
-        tx.output.side_effects.cell_stores[name] = value
+        tx.output.side_effects.store_cell(name, value)
     else:
         raise Unsupported("closure_store", f"nonlocal store to {name!r} inside an inlined function")
 

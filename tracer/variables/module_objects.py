@@ -101,7 +101,7 @@ def _build_torch_module(
         )
     effects = tx.output.side_effects
     name = effects.new_name("__bg_fresh")
-    effects.prologue.append((name, cls, tuple(values), kwvalues))
+    effects.add_prologue((name, cls, tuple(values), kwvalues))
     return tx.wrap(module, FreshSource(name))
 
 

@@ -34,7 +34,7 @@ def test_gpu_script_without_a_gpu_says_so_and_exits_zero(tmp_path):
 
 def test_benchmarks_complete_their_smoke_runs():
     commands = {
-        "kernels": ["benchmarks.kernels", "--smoke", "--dtypes", "fp32"],
+        "kernels": ["benchmarks.kernel_bandwidth", "--smoke", "--dtypes", "fp32"],
         "decode": ["benchmarks.decode", "--smoke"],
         "models": ["benchmarks.models_gpu", "--smoke", "--models", "nanogpt", "--dtypes", "fp32"]
         + ["--modes", "train"],

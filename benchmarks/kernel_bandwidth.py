@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     elif torch.cuda.is_available():
         device = "cuda"
     else:
-        print("kernels.py: no GPU (torch.cuda.is_available() is False): nothing measured")
+        print("kernel_bandwidth.py: no GPU (torch.cuda.is_available() is False): nothing measured")
         return 0
     lines = run(args, device)
     if args.markdown:
