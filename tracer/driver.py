@@ -16,7 +16,9 @@ never trace twice. ``recompile_limit`` bounds the variants; past it the function
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
 import itertools
 import keyword
@@ -223,7 +225,8 @@ class CompiledCode:
                     self.fn.__code__.co_firstlineno,
                     "\n".join(f"    - {p.code}" for _, p in why.failures),
                 )
-            return self._compile(L, reason, [p.code for _, p in why.failures], settings)
+            with _no_gc():
+                return self._compile(L, reason, [p.code for _, p in why.failures], settings)
 
     def recompile_limit(self, settings: GlobalSettings) -> int:
         limit = self.settings.recompile_limit
@@ -473,6 +476,20 @@ class CompiledCode:
         dynamic = self.settings.dynamic
         policy.mode = settings.dynamic_default if dynamic is None else dynamic
         policy.automatic = settings.automatic_dynamic
+
+
+@contextlib.contextmanager
+def _no_gc() -> Any:
+    """No cyclic garbage collection while compiling: a trace allocates many short-lived objects,
+    and with torch and a model loaded each collection walks a large heap (2-3% of a first call).
+    What the trace leaves behind is collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:

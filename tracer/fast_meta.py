@@ -30,8 +30,9 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_
 aten = torch.ops.aten
 
 #: Operators whose Meta kernel alone decides the output metadata: views, pointwise math and
-#: comparisons, reductions over given dims, matrix products, concatenation, dtype conversion.
-#: None mutates an argument, draws random numbers or reads data.
+#: comparisons, reductions over given dims, matrix products, attention, concatenation, dtype
+#: conversion. None mutates an argument or reads data (attention's dropout draws random numbers
+#: only when it runs: its metadata does not depend on them).
 _CANDIDATES = (
     # views
     aten.view.default,
@@ -49,6 +50,7 @@ _CANDIDATES = (
     aten.split.Tensor,
     aten.split_with_sizes.default,
     aten.unbind.int,
+    aten.as_strided.default,
     # pointwise
     aten.add.Tensor,
     aten.sub.Tensor,
@@ -98,6 +100,9 @@ _CANDIDATES = (
     aten.mm.default,
     aten.bmm.default,
     aten.addmm.default,
+    # attention on CPU: output and logsumexp, both on the inputs' device (the CUDA kernels also
+    # return RNG state on another device, so they are not listed)
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
     # building
     aten.cat.default,
     aten.clone.default,
@@ -137,8 +142,11 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
     """The fake result of ``func(*args, **kwargs)`` from its Meta kernel, or ``NOT_FAST``."""
     if func not in FAST_OPS:
         return NOT_FAST
-    device = _common_device(mode, args)
-    if device is None or not _plain_kwargs(kwargs):
+    if not _plain_kwargs(kwargs):
+        return NOT_FAST
+    tensor_kwargs = tuple(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+    device = _common_device(mode, (*args, *tensor_kwargs))
+    if device is None:
         return NOT_FAST
     try:
         with in_kernel_invocation_manager(mode):
@@ -183,7 +191,10 @@ def _plain_fake(mode: FakeTensorMode, t: torch.Tensor) -> bool:
 
 
 def _plain_kwargs(kwargs: dict[str, Any]) -> bool:
+    """Keywords are plain values (or tensors, checked with the arguments), none naming a
+    device."""
     return all(
-        type(value) in _PLAIN_KWARG_TYPES and (name != "device" or value is None)
+        (type(value) in _PLAIN_KWARG_TYPES or isinstance(value, torch.Tensor))
+        and (name != "device" or value is None)
         for name, value in kwargs.items()
     )

@@ -58,6 +58,22 @@ CASES: dict[object, list[Callable[[], tuple[tuple, dict]]]] = {
     aten.split.Tensor: [lambda: ((_t(5, 4), 2), {}), lambda: ((_transposed(4, 6), 4, 1), {})],
     aten.split_with_sizes.default: [lambda: ((_t(6, 4), [1, 2, 3]), {})],
     aten.unbind.int: [lambda: ((_t(3, 4), 1), {})],
+    aten.as_strided.default: [
+        lambda: ((_t(4, 6), [3, 2], [1, 3]), {}),
+        lambda: ((_offset(4, 6), [2, 2], [6, 1], 3), {}),
+    ],
+    aten._scaled_dot_product_flash_attention_for_cpu.default: [
+        lambda: ((_t(1, 4, 8, 16), _t(1, 4, 8, 16), _t(1, 4, 8, 16)), {}),
+        lambda: ((_t(2, 2, 5, 8), _t(2, 2, 7, 8), _t(2, 2, 7, 8), 0.0, True), {"scale": 0.5}),
+        lambda: (
+            (_t(1, 2, 4, 8), _t(1, 2, 6, 8), _t(1, 2, 6, 8)),
+            {"attn_mask": _t(1, 1, 4, 6)},  # the public function turns a bool mask to this
+        ),
+        lambda: (
+            (_t(1, 2, 4, 8, dtype=torch.bfloat16),) * 3,
+            {"attn_mask": _t(4, 4, dtype=torch.bfloat16)},
+        ),
+    ],
     aten.cat.default: [
         lambda: (([_t(2, 3), _t(4, 3)],), {}),
         lambda: (([_transposed(2, 3), _t(2, 5)], 1), {}),
@@ -205,13 +221,16 @@ def test_same_result_as_the_fake_mode(op, build):
     results = []
     for mode in (effects.ProbedFakeTensorMode(shape_env=ShapeEnv()), FakeTensorMode()):
         fake_args = _fake(mode, args)
+        fake_kwargs = {k: _fake(mode, v) for k, v in kwargs.items()}
+        inputs = _flat_tensors((*fake_args, *fake_kwargs.values()))
         with mode:
-            results.append(_describe(op(*fake_args, **kwargs), _flat_tensors(fake_args)))
+            results.append(_describe(op(*fake_args, **fake_kwargs), inputs))
         if isinstance(mode, effects.ProbedFakeTensorMode):  # and it did take the short way
-            assert fast_meta.run(mode, op, fake_args, kwargs) is not fast_meta.NOT_FAST, op
+            taken = fast_meta.run(mode, op, fake_args, fake_kwargs)
+            assert taken is not fast_meta.NOT_FAST, op
     fast, slow = results
     assert fast == slow
-    eager = _describe(op(*args, **kwargs), _flat_tensors(args))
+    eager = _describe(op(*args, **kwargs), _flat_tensors((*args, *kwargs.values())))
     assert [d[1:5] for d in fast] == [d[1:5] for d in eager]  # shape, strides, offset, dtype
 
 
