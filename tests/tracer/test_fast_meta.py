@@ -19,14 +19,18 @@ aten = torch.ops.aten
 
 def _t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     if dtype == torch.bool:
-        return torch.rand(*shape) > 0.5
+        return torch.rand(shape) > 0.5
     if not dtype.is_floating_point:
         return torch.randint(1, 5, shape, dtype=dtype)
-    return torch.randn(*shape).to(dtype)
+    return torch.randn(shape).to(dtype)
 
 
 def _transposed(*shape: int) -> torch.Tensor:
     return _t(*reversed(shape)).transpose(0, -1)  # same shape, not contiguous
+
+
+def _channels_last(*shape: int) -> torch.Tensor:
+    return _t(*shape).to(memory_format=torch.channels_last)
 
 
 def _offset(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -131,6 +135,10 @@ for _op in BINARY:
         lambda: ((_transposed(3, 4), _t(3, 4)), {}),  # mixed layouts
         lambda: ((_t(3, 4), _t(3, 4, dtype=torch.bfloat16)), {}),  # promotion
         lambda: ((_t(3, 4, dtype=torch.int64), _offset(3, 4)), {}),
+        lambda: ((_channels_last(2, 3, 4, 5), _channels_last(2, 3, 4, 5)), {}),
+        lambda: ((_channels_last(2, 3, 4, 5), _t(2, 3, 4, 5)), {}),  # layouts disagree
+        lambda: ((_t(), _t(3)), {}),  # a 0-dim tensor
+        lambda: ((_t(0, 3), _t(3)), {}),  # empty
     ]
 for _op in (aten.bitwise_and.Tensor, aten.bitwise_or.Tensor):
     CASES[_op] = [lambda: ((_t(3, 4, dtype=torch.bool), _t(4, dtype=torch.bool)), {})]
@@ -157,6 +165,7 @@ for _op in UNARY:
         [
             lambda: ((_transposed(3, 4),), {}),
             lambda: ((_offset(2, 3, dtype=torch.bfloat16),), {}),
+            lambda: ((_channels_last(2, 3, 4, 5),), {}),
         ]
     )
 CASES.setdefault(aten.gelu.default, []).append(lambda: ((_transposed(3, 4),), {}))
@@ -232,6 +241,29 @@ def test_same_result_as_the_fake_mode(op, build):
     assert fast == slow
     eager = _describe(op(*args, **kwargs), _flat_tensors((*args, *kwargs.values())))
     assert [d[1:5] for d in fast] == [d[1:5] for d in eager]  # shape, strides, offset, dtype
+
+
+@pytest.mark.parametrize(
+    "op, build",
+    [
+        (aten.mul.Tensor, lambda p: (p, p.detach())),
+        (aten.view.default, lambda p: (p, [-1])),
+        (aten.mm.default, lambda p: (p, p.t())),
+        (aten.cat.default, lambda p: ([p, p],)),
+    ],
+    ids=str,
+)
+def test_autograd_sees_the_same_result(op, build):
+    """Inputs that require grad: the dispatcher's autograd layer wraps what the short way returns
+    as it wraps the mode's own result (grad_fn, leaf-ness, view tracking)."""
+    results = []
+    for mode in (effects.ProbedFakeTensorMode(shape_env=ShapeEnv()), FakeTensorMode()):
+        param = mode.from_tensor(torch.nn.Parameter(torch.randn(3, 3)), static_shapes=True)
+        with mode, torch.enable_grad():
+            out = op(*build(param))
+        results.append((out.requires_grad, out.is_leaf, type(out.grad_fn).__name__, out._is_view()))
+    assert results[0] == results[1]
+    assert results[0][0]  # the result requires grad
 
 
 def test_views_alias_their_input():
