@@ -1,11 +1,11 @@
-"""Change detection for module trees: one process-wide counter that every change to any module
-moves.
+"""Change detection for module trees: one process-wide counter that every change to a module some
+cache may have read moves.
 
-``EPOCH[0]`` is bumped by module attribute writes, registrations, ``_apply`` and parameter metadata
-changes (hooks installed by ``tracer/variables/modules.py``), and by writes into a module's member
-dicts once they are ``WatchedDict``s (``tracer/module_params.py`` swaps them in). While it stands
-still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can have changed: both keep
-their per-model results in a ``PerRootCache``.
+``EPOCH[0]`` is bumped by attribute writes, registrations and ``_apply`` of such modules, by
+parameter metadata changes (hooks installed by ``tracer/variables/modules.py``), and by writes
+into a module's member dicts once they are ``WatchedDict``s (``tracer/module_params.py`` swaps them
+in). While it stands still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can
+have changed: both keep their per-model results in a ``PerRootCache``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from torch import nn
 
 from ..guards.epoch import EPOCH, PerRootCache, WatchedDict
 from ..guards.sources import Source
-from .module_tree import MEMBER_TABLES, rebase, tree_root
+from .module_tree import MEMBER_TABLES, observe, rebase, tree_root
 
 
 def watch_tree(root: nn.Module) -> bool:
@@ -60,6 +60,8 @@ class ParameterBlock(PerRootCache):
             hit = self.valid.get(id(root))
             if hit is not None and hit[0]() is root:
                 return hit[1]
+        if isinstance(root, nn.Module):
+            observe(root)
         epoch = EPOCH[0]
         values = self.fetch(root)
         if isinstance(root, nn.Module) and watch_tree(root):

@@ -30,6 +30,31 @@ from ..guards.sources import AttrSource, ItemSource, LocalSource, Source
 #: The member dicts a module's parameters, buffers and submodules live in.
 MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 
+#: Modules that a cached result (a validated tree, a parameter block) may have read: writes to them
+#: move ``EPOCH`` (``variables/modules.py``). Writes to any other module cannot make a cached
+#: result stale, so they leave the caches alone: a loss module that ``forward`` builds on every
+#: call used to move ``EPOCH`` on every call, and every call then re-ran the tree checks.
+OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+
+
+def observe(root: Any) -> None:
+    """Add to ``OBSERVED`` every module a check rooted at ``root`` can read, as ``tree_root``
+    reaches them: submodules, and modules held in a module's attributes or in tuples there. Called
+    before the check reads anything, so that a write racing with it moves ``EPOCH``."""
+    pending, seen = [root], set()
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, tuple):
+            pending.extend(value)
+        elif isinstance(value, nn.Module):
+            OBSERVED.add(value)
+            members = vars(value)
+            pending.extend(members.get("_modules", {}).values())
+            pending.extend(v for v in members.values() if isinstance(v, (nn.Module, tuple)))
+
 
 class ModuleTree(PerRootCache):
     """The check behind one ``MODULE_TREE`` guard.
@@ -52,6 +77,7 @@ class ModuleTree(PerRootCache):
         return self._recheck(root)
 
     def _recheck(self, root: Any) -> bool:
+        observe(root)
         epoch = EPOCH[0]
         try:
             ok = bool(self.slow(root))

@@ -121,3 +121,81 @@ def test_optimizer_steps_do_not_recompile():
         model(x).sum().backward()
         opt.step()
     assert counter.frame_count == 2  # one for eval, one for train mode
+
+
+class LossInForward(nn.Module):
+    """Builds its loss module on every call, as transformers models do with ``labels``."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        return nn.CrossEntropyLoss()(self.proj(x), y)
+
+
+def _slow_calls(model) -> list:
+    (variant,) = bytegraph.cache_entries(model)
+    tree = next(v for k, v in variant.guards.consts.values.items() if k.startswith("___tree"))
+    calls: list = []
+    original = tree.slow
+    tree.slow = lambda root: calls.append(root) or original(root)
+    return calls
+
+
+def test_module_built_in_forward_keeps_the_fast_path():
+    """Building a module nothing has checked does not invalidate the tree checks: before, each
+    call's new loss module re-ran the checks (and refetched the parameters) on the next call."""
+    model, counter = LossInForward(), CompileCounter()
+    bytegraph.compile(model, backend=counter)
+    x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 1, 0])
+    model(x, y)
+    model(x, y)
+    slow_calls = _slow_calls(model)
+    for _ in range(5):
+        assert_same(model(x, y), LossInForward.forward(model, x, y))
+    assert slow_calls == [] and counter.frame_count == 1
+
+
+class Scale(nn.Module):
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class Pair(nn.Module):
+    """A module the tree reaches outside ``_modules``: in a tuple attribute (not registered), and
+    without parameters (so no parameter block watches it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pair = (Scale(2.0), nn.Linear(4, 4))
+
+    def forward(self, x):
+        return self.pair[1](self.pair[0](x))
+
+
+def test_change_to_module_in_a_tuple_attribute_recompiles():
+    model, counter = Pair(), CompileCounter()
+    bytegraph.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    model(x)
+    model(x)
+    model.pair[0].factor = 5.0  # a module no ``root.modules()`` walk reaches
+    assert_same(model(x), Pair.forward(model, x))
+    assert counter.frame_count == 2
+
+
+def test_module_built_after_the_check_then_attached_is_watched():
+    model, counter, x = _compiled()
+    model(x)
+    fresh = nn.Dropout(0.0)
+    fresh.p = 0.0  # a write to a module nothing has read: no invalidation
+    model.drop = fresh  # attaching it is a write to the checked model: checked again
+    assert_same(model(x), Net.forward(model, x))
+    fresh.inplace = True  # now part of a checked tree: a change there is seen
+    assert_same(model(x), Net.forward(model, x))
+    assert counter.frame_count == 3

@@ -15,7 +15,10 @@ guard, O(1) while ``EPOCH`` does not move.
 (``.to()``, ``.half()``, ``.cuda()``), hook (un)registration (``RemovableHandle``), the container
 methods that write ``_modules`` directly, and metadata changes of parameters (``p.data =``,
 ``p.requires_grad_()``, ``p.requires_grad =``, in-place metadata ops such as ``p.resize_``).
-In-place *value* updates (an optimizer step) bump nothing. Buffers keep their per-tensor
+The module methods bump only for a module in ``module_tree.OBSERVED`` (one a validated tree or a
+parameter block may have read): building a module that nothing has read, such as a loss made in
+``forward`` on every call, invalidates nothing. In-place *value* updates (an optimizer step) bump
+nothing. Buffers keep their per-tensor
 ``TENSOR_MATCH`` in the fast path (they are plain tensors that nothing here hooks). Not detected:
 writes straight into the private dicts (``m._parameters['w'] = p``) other than torch's own container
 methods, and aten calls (``torch.ops.aten.set_``) on parameters.
@@ -37,7 +40,7 @@ from ...guards.epoch import EPOCH
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, DictValueSource, ItemSource
 from ..exc import Unsupported
-from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES
+from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
@@ -306,13 +309,20 @@ def _check_hooks(module: nn.Module) -> None:
 # -- change detection ------------------------------------------------------------------------------
 
 
-def _bump(*_: Any) -> None:
-    EPOCH[0] += 1
+def _bump_observed(module: nn.Module, *_: Any) -> None:
+    """A registration hook: a parameter, buffer or submodule was registered on ``module``."""
+    if module in OBSERVED:
+        EPOCH[0] += 1
 
 
-def _bumping(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _bumping(fn: Callable[..., Any], observed_only: bool = False) -> Callable[..., Any]:
+    """``fn`` moving ``EPOCH`` before and after; with ``observed_only`` (a method of ``nn.Module``
+    or a container of modules) only when its ``self`` is in ``OBSERVED``."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if observed_only and args[0] not in OBSERVED:
+            return fn(*args, **kwargs)
         EPOCH[0] += 1
         try:
             return fn(*args, **kwargs)
@@ -354,7 +364,7 @@ def _install() -> None:
     """Install the hooks that bump ``EPOCH`` (once per process)."""
     if getattr(nn.Module.__setattr__, "__bytegraph_bumps__", False):
         return
-    targets: list[tuple[type, str]] = [
+    module_methods: list[tuple[type, str]] = [
         (nn.Module, "__setattr__"),
         (nn.Module, "__delattr__"),
         (nn.Module, "_apply"),
@@ -362,17 +372,21 @@ def _install() -> None:
         (nn.Sequential, "insert"),
         (nn.ModuleDict, "__delitem__"),
         (nn.ModuleDict, "clear"),
-        (torch.utils.hooks.RemovableHandle, "__init__"),
-        (torch.utils.hooks.RemovableHandle, "remove"),
     ]
-    targets += [(nn.Parameter, op) for op in _METADATA_OPS]
-    for cls, name in targets:
+    for cls, name in module_methods:
+        setattr(cls, name, _bumping(getattr(cls, name), observed_only=True))
+    others = [
+        (torch.utils.hooks.RemovableHandle, "__init__"),  # hook tables of any module
+        (torch.utils.hooks.RemovableHandle, "remove"),
+        *[(nn.Parameter, op) for op in _METADATA_OPS],
+    ]
+    for cls, name in others:
         setattr(cls, name, _bumping(getattr(cls, name)))
     nn.Parameter.__setattr__ = _parameter_setattr
     glob = nn.modules.module
-    glob.register_module_buffer_registration_hook(_bump)
-    glob.register_module_module_registration_hook(_bump)
-    glob.register_module_parameter_registration_hook(_bump)
+    glob.register_module_buffer_registration_hook(_bump_observed)
+    glob.register_module_module_registration_hook(_bump_observed)
+    glob.register_module_parameter_registration_hook(_bump_observed)
 
 
 _install()
