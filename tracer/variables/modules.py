@@ -322,7 +322,11 @@ def _bumping(fn: Callable[..., Any], observed_only: bool = False) -> Callable[..
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if observed_only and args[0] not in OBSERVED:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if args[0] in OBSERVED:  # a check (another thread) began to read it meanwhile
+                    EPOCH[0] += 1
         EPOCH[0] += 1
         try:
             return fn(*args, **kwargs)
