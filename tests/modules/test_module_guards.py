@@ -199,3 +199,40 @@ def test_module_built_after_the_check_then_attached_is_watched():
     fresh.inplace = True  # now part of a checked tree: a change there is seen
     assert_same(model(x), Net.forward(model, x))
     assert counter.frame_count == 3
+
+
+class SetsSizeInForward(nn.Module):
+    """Writes an attribute in every ``forward``, as Swin does with its window sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.size = 2
+
+    def forward(self, x, size):
+        self.size = min(size, 2)
+        return self.proj(x) * self.size
+
+
+def test_rewriting_the_same_value_keeps_the_fast_path():
+    model, counter = SetsSizeInForward(), CompileCounter()
+    bytegraph.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    model(x, 5)
+    model(x, 5)
+    slow_calls = _slow_calls(model)
+    for _ in range(3):
+        assert_same(model(x, 5), SetsSizeInForward.forward(model, x, 5))
+    assert slow_calls == [] and counter.frame_count == 1
+
+
+def test_writing_a_new_value_is_still_seen():
+    model, counter = SetsSizeInForward(), CompileCounter()
+    bytegraph.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    model(x, 5)
+    model.size = 7  # read by the next call's guards
+    assert_same(model(x, 1), SetsSizeInForward.forward(model, x, 1))
+    model.size = True  # equal to 1 but another type
+    assert_same(model(x, 5), SetsSizeInForward.forward(model, x, 5))
+    assert model.size == 2

@@ -315,9 +315,14 @@ def _bump_observed(module: nn.Module, *_: Any) -> None:
         EPOCH[0] += 1
 
 
-def _bumping(fn: Callable[..., Any], observed_only: bool = False) -> Callable[..., Any]:
+def _bumping(
+    fn: Callable[..., Any],
+    observed_only: bool = False,
+    unchanged: Callable[..., bool] | None = None,
+) -> Callable[..., Any]:
     """``fn`` moving ``EPOCH`` before and after; with ``observed_only`` (a method of ``nn.Module``
-    or a container of modules) only when its ``self`` is in ``OBSERVED``."""
+    or a container of modules) only when its ``self`` is in ``OBSERVED``, and not when
+    ``unchanged(*args)`` says the call changes nothing."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -327,6 +332,8 @@ def _bumping(fn: Callable[..., Any], observed_only: bool = False) -> Callable[..
             finally:
                 if args[0] in OBSERVED:  # a check (another thread) began to read it meanwhile
                     EPOCH[0] += 1
+        if unchanged is not None and unchanged(*args, **kwargs):
+            return fn(*args, **kwargs)
         EPOCH[0] += 1
         try:
             return fn(*args, **kwargs)
@@ -338,6 +345,35 @@ def _bumping(fn: Callable[..., Any], observed_only: bool = False) -> Callable[..
     wrapper.__code__ = wrapper.__code__.replace(co_name=fn.__name__)
     wrapper.__bytegraph_bumps__ = True
     return wrapper
+
+
+def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:
+    """Does ``module.name = value`` store what is already there (the same object, or an equal int,
+    bool or string, or a tuple of them)? Swin sets its window sizes in every ``forward``: such a
+    write leaves every check as it was. (A write racing with another thread's write to the same
+    attribute is a data race in the program; it may then go unseen.)"""
+    members = vars(module)
+    for table in MEMBER_TABLES:
+        entries = members.get(table)
+        if entries is not None and name in entries:
+            return entries[name] is value
+    if isinstance(value, (nn.Module, torch.Tensor)):
+        return False  # one held in ``__dict__`` would now be registered: a change of structure
+    return name in members and _same_value(members[name], value)
+
+
+def _same_value(old: Any, new: Any) -> bool:
+    if old is new:
+        return True
+    if type(old) is not type(new):
+        return False
+    if type(new) in (int, bool, str):
+        return old == new
+    return (
+        type(new) is tuple
+        and len(old) == len(new)
+        and all(_same_value(a, b) for a, b in zip(old, new, strict=True))
+    )
 
 
 #: In-place ops that change a tensor's metadata (not its values): hooked on ``nn.Parameter``.
@@ -378,7 +414,8 @@ def _install() -> None:
         (nn.ModuleDict, "clear"),
     ]
     for cls, name in module_methods:
-        setattr(cls, name, _bumping(getattr(cls, name), observed_only=True))
+        same = _rewrites_same_value if name == "__setattr__" else None
+        setattr(cls, name, _bumping(getattr(cls, name), observed_only=True, unchanged=same))
     others = [
         (torch.utils.hooks.RemovableHandle, "__init__"),  # hook tables of any module
         (torch.utils.hooks.RemovableHandle, "remove"),
