@@ -40,8 +40,15 @@ OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
 def observe(root: Any) -> None:
     """Add to ``OBSERVED`` every module a check rooted at ``root`` can read, as ``tree_root``
     reaches them: submodules, and modules held in a module's attributes or in tuples there. Called
-    before the check reads anything, so that a write racing with it moves ``EPOCH``."""
-    pending, seen = [root], set()
+    before the check reads anything, so that a write racing with it moves ``EPOCH``. A root walked
+    at the current epoch is not walked again: a module could only have become reachable through a
+    write to one already observed, which moves ``EPOCH``."""
+    if _WALKED.epoch == EPOCH[0]:
+        hit = _WALKED.valid.get(id(root))
+        if hit is not None and hit[0]() is root:
+            return
+    epoch = EPOCH[0]
+    pending, seen, add = [root], set(), OBSERVED.add
     while pending:
         value = pending.pop()
         if id(value) in seen:
@@ -50,10 +57,17 @@ def observe(root: Any) -> None:
         if isinstance(value, tuple):
             pending.extend(value)
         elif isinstance(value, nn.Module):
-            OBSERVED.add(value)
-            members = vars(value)
+            add(value)
+            members = value.__dict__
             pending.extend(members.get("_modules", {}).values())
-            pending.extend(v for v in members.values() if isinstance(v, (nn.Module, tuple)))
+            for attr in members.values():
+                if isinstance(attr, (tuple, nn.Module)):
+                    pending.append(attr)
+    _WALKED.remember(root, True, epoch)
+
+
+#: The roots ``observe`` walked, while ``EPOCH`` stands still.
+_WALKED = PerRootCache()
 
 
 class ModuleTree(PerRootCache):
