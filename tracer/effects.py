@@ -172,18 +172,19 @@ class ProbedFakeTensorMode(FakeTensorMode):
     _depth = 0  #: > 0 while faking an operator (its decompositions are not the call's operators)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        result = fast_meta.run(self, func, args, kwargs or {})  # no listed operator has an effect
+        kwargs = kwargs or {}
+        result = fast_meta.run(self, func, args, kwargs)  # no listed operator has an effect
         if result is not fast_meta.NOT_FAST:
             return result
         probe = self.probe
         if probe is None or self._depth:
-            return super().__torch_dispatch__(func, types, args, kwargs or {})
+            return super().__torch_dispatch__(func, types, args, kwargs)
         effect = op_effect(func)
         if effect is not None:
             probe.effects.append((effect, str(func)))
         self._depth += 1
         try:
-            return super().__torch_dispatch__(func, types, args, kwargs or {})
+            return super().__torch_dispatch__(func, types, args, kwargs)
         finally:
             self._depth -= 1
 

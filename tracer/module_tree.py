@@ -35,6 +35,8 @@ MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 #: result stale, so they leave the caches alone: a loss module that ``forward`` builds on every
 #: call used to move ``EPOCH`` on every call, and every call then re-ran the tree checks.
 OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+#: The roots ``observe`` walked, while ``EPOCH`` stands still.
+_WALKED = PerRootCache()
 
 
 def observe(root: Any) -> None:
@@ -64,10 +66,6 @@ def observe(root: Any) -> None:
                 if isinstance(attr, (tuple, nn.Module)):
                     pending.append(attr)
     _WALKED.remember(root, True, epoch)
-
-
-#: The roots ``observe`` walked, while ``EPOCH`` stands still.
-_WALKED = PerRootCache()
 
 
 class ModuleTree(PerRootCache):

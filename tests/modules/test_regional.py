@@ -47,30 +47,30 @@ def run_counted(model, x):
     return out, len(recorder.records)
 
 
-def test_blocks_of_one_structure_share_one_trace():
-    model = Stack([Block(8) for _ in range(6)])
-    eager = Stack([Block(8) for _ in range(6)])
+def _compiled_against_eager(blocks) -> tuple[Stack, int]:
+    """Compile ``blocks()``'s layers, run once against an eager copy; the model and its traces."""
+    model, eager = Stack(blocks()), Stack(blocks())
     eager.load_state_dict(model.state_dict())
     compile_layers(model)
     x = torch.randn(2, 8)
     out, traces = run_counted(model, x)
     with torch.no_grad():
         assert_same(out, eager(x))
+    return model, traces
+
+
+def test_blocks_of_one_structure_share_one_trace():
+    model, traces = _compiled_against_eager(lambda: [Block(8) for _ in range(6)])
     assert traces == 1
     assert len(bytegraph.cache_entries(model.layers[0].forward)) == 1
-    out, traces = run_counted(model, x)  # every block hits the shared entry
+    _, traces = run_counted(model, torch.randn(2, 8))  # every block hits the shared entry
     assert traces == 0
 
 
 def test_blocks_of_another_structure_get_their_own_variant():
-    model = Stack([Block(8), Block(8), Block(8, scale=0.5), Block(8, scale=0.5)])
-    eager = Stack([Block(8), Block(8), Block(8, scale=0.5), Block(8, scale=0.5)])
-    eager.load_state_dict(model.state_dict())
-    compile_layers(model)
-    x = torch.randn(2, 8)
-    out, traces = run_counted(model, x)
-    with torch.no_grad():
-        assert_same(out, eager(x))
+    model, traces = _compiled_against_eager(
+        lambda: [Block(8), Block(8), Block(8, scale=0.5), Block(8, scale=0.5)]
+    )
     assert traces == 2  # scale=1.0 and scale=0.5 (a guarded attribute)
     assert len(bytegraph.cache_entries(model.layers[3].forward)) == 2
 
