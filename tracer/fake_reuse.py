@@ -10,7 +10,11 @@ sharing no storage with the arguments or with each other, or notes that the call
 its arguments itself; ``replay`` builds fresh fake tensors with that metadata (or returns that
 argument) for a later call of the same key. Anything else (symbolic sizes, constant-valued fakes,
 views, results that require grad, effects, autocast) is never keyed or remembered: it runs on fake
-tensors as before. What is not here: running a call on fake tensors (``OutputGraph._run_fake``).
+tensors as before. ``remember`` only notes the call and its result's metadata: the result is
+described when a call of the same key first comes (a model compiled layer by layer never repeats a
+call within one trace), unless an in-place change of its metadata (``unsqueeze_``, ``detach_``)
+came between.
+What is not here: running a call on fake tensors (``OutputGraph._run_fake``).
 """
 
 from __future__ import annotations
@@ -46,9 +50,12 @@ class FakeResults:
 
     def __init__(self, fake_mode: FakeTensorMode) -> None:
         self.fake_mode = fake_mode
-        #: key -> result layout: ``("tensor", meta)``, ``(tuple | list, [meta, ...])`` or
-        #: ``("argument", index)``
-        self.results: dict[tuple, tuple] = {}
+        #: key -> result layout: ``("tensor", meta)``, ``(tuple | list, [meta, ...])``,
+        #: ``("argument", index)`` or None (not reusable)
+        self.results: dict[tuple, tuple | None] = {}
+        #: key -> the first call's ``(args, kwargs, result, metadata)``, until a second call
+        #: describes it
+        self.pending: dict[tuple, tuple] = {}
 
     def key(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
         """A hashable description of the call, or None if its result may not be reused."""
@@ -72,6 +79,8 @@ class FakeResults:
     def replay(self, key: tuple, args: tuple) -> Any:
         """Fresh fake tensors shaped like the remembered result of ``key`` (or the argument the
         call returns itself, as ``t.contiguous()`` does), or None."""
+        if key in self.pending:
+            self.results[key] = self._layout(*self.pending.pop(key))
         layout = self.results.get(key)
         if layout is None:
             return None
@@ -83,25 +92,41 @@ class FakeResults:
         return kind(self._fresh(meta) for meta in metas)
 
     def remember(self, key: tuple, args: tuple, kwargs: dict[str, Any], result: Any) -> None:
-        """Keep ``result``'s layout under ``key`` if fresh tensors can stand for it."""
+        """Note the call of ``key`` that gave ``result`` (described if the key comes again)."""
+        if key not in self.results:
+            self.pending[key] = (args, kwargs, result, self._metadata(result))
+
+    def _metadata(self, result: Any) -> tuple | None:
+        tensors = _tensors(result)
+        if not all(isinstance(t, FakeTensor) for t in tensors):
+            return None
+        try:
+            return tuple(self._tensor_key(t) for t in tensors) if tensors else None
+        except _NoKey:
+            return None
+
+    def _layout(self, args: tuple, kwargs: dict[str, Any], result: Any, meta: Any) -> tuple | None:
+        """``result``'s layout, if fresh tensors can stand for it and its metadata is what the
+        call gave."""
+        if meta is None or self._metadata(result) != meta:
+            return None
         same = [i for i, a in enumerate(args) if a is result]
         if same and isinstance(result, torch.Tensor):
-            self.results[key] = ("argument", same[0])  # what it returns follows from the key
-            return
+            return ("argument", same[0])  # what it returns follows from the key
         outputs = [result] if isinstance(result, torch.Tensor) else result
         if not isinstance(result, torch.Tensor) and type(result) not in (tuple, list):
-            return
+            return None
         if not outputs or not all(isinstance(t, torch.Tensor) for t in outputs):
-            return
+            return None
         taken = {_storage(t) for t in _tensors((args, tuple(kwargs.values())))}
         metas = []
         for t in outputs:
             meta = self._fresh_meta(t)
             if meta is None or _storage(t) in taken:
-                return
+                return None
             taken.add(_storage(t))
             metas.append(meta)
-        self.results[key] = ("tensor", metas[0]) if outputs is not result else (type(result), metas)
+        return ("tensor", metas[0]) if outputs is not result else (type(result), metas)
 
     # -- keys ----------------------------------------------------------------------------------
     def _key_of(self, value: Any) -> Any:

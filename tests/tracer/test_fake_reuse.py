@@ -157,3 +157,25 @@ def test_other_fake_modes_and_user_functions_are_not_keyed():
 
     y = mode.from_tensor(torch.ones(3))
     assert results.key("call_function", user_fn, (y,), {}) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "grad"),
+    [
+        (lambda y: y.unsqueeze_(0), False),
+        (lambda y: y.t_(), False),
+        (lambda y: y.detach_(), True),  # the product no longer requires grad
+    ],
+    ids=["unsqueeze_", "t_", "detach_"],
+)
+def test_a_result_changed_in_place_is_not_reused(fake_runs, change, grad):
+    # The first product is described when the second call comes: by then it has changed.
+    def fn(a, w):
+        y = a * w
+        change(y)
+        return y, a * w
+
+    compiled, _ = compile_counted(fn)
+    a, w = torch.randn(2, 3), torch.randn(2, 3, requires_grad=grad)
+    assert_same(compiled(a, w), fn(a, w))
+    assert len([t for t in fake_runs if getattr(t, "__name__", t) == "mul"]) == 2
