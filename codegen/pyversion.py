@@ -67,6 +67,27 @@ FOR_ITER_EXIT_SKIPS: tuple[str, ...] = (
     ("END_FOR", "POP_TOP") if PY313 else ("END_FOR",) if PY312 else ()
 )
 
+#: Inline cache words that follow each opcode in ``co_code`` (index: opcode). NOTE(3.13): ``dis``
+#: keys its table by opcode name; 3.11/3.12 by opcode.
+INLINE_CACHES: tuple[int, ...] = tuple(
+    dis._inline_cache_entries.get(dis.opname[op], 0)  # type: ignore[attr-defined]
+    if isinstance(dis._inline_cache_entries, dict)  # type: ignore[attr-defined]
+    else dis._inline_cache_entries[op]  # type: ignore[attr-defined]
+    for op in range(256)
+)
+#: NOTE(3.13): ``LOAD_FAST`` and friends index cell and free variables too (after the plain
+#: locals); 3.11/3.12 index ``co_varnames`` only.
+LOCALS_INDEX_CELLS = PY313
+
+
+def compare_arg(raw: int) -> int:
+    """The comparison a ``COMPARE_OP`` argument names, as the ``bytecode`` library's ``Compare``
+    value. NOTE(3.12): the operator sits above 4 bits of cache hints (3.11: the argument is the
+    operator); NOTE(3.13): above 5 bits, of which bit 16 asks for a bool (``Compare`` adds 16)."""
+    if PY313:
+        return (raw >> 5) + (16 if raw & 16 else 0)
+    return raw >> 4 if PY312 else raw
+
 
 def check_supported() -> None:
     if VERSION not in SUPPORTED:

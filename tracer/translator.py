@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import (
@@ -30,7 +30,7 @@ from ..guards.sources import (
     ModuleGlobalSource,
     Source,
 )
-from . import opcodes
+from . import code_reader, opcodes
 from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
@@ -437,32 +437,9 @@ def _linearize(
 ) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
     """Instructions without pseudo-instructions, each label's index, and for each instruction the
     index of the innermost exception handler covering it (None outside try/with blocks) and how many
-    handler regions cover it. Cached per code object; callers must not change what they get."""
+    handler regions cover it (``code_reader.read``). Cached per code object; callers must not
+    change what they get."""
     cached = _LINEARIZED.get(code)
     if cached is None:
-        cached = _LINEARIZED[code] = _parse(code)
+        cached = _LINEARIZED[code] = code_reader.read(code)
     return cached
-
-
-def _parse(
-    code: types.CodeType,
-) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
-    instructions: list[Instr] = []
-    labels: dict[Label, int] = {}
-    handler_labels: list[Label | None] = []
-    depths: list[int] = []
-    active: list[TryBegin] = []
-    for item in Bytecode.from_code(code):
-        if isinstance(item, Label):
-            labels[item] = len(instructions)
-        elif isinstance(item, TryBegin):
-            active.append(item)
-        elif isinstance(item, TryEnd):
-            if item.entry in active:
-                active.remove(item.entry)
-        elif isinstance(item, Instr):
-            instructions.append(item)
-            handler_labels.append(active[-1].target if active else None)
-            depths.append(len(active))
-    handlers = [labels[label] if label is not None else None for label in handler_labels]
-    return instructions, labels, handlers, depths

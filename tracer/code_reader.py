@@ -1,0 +1,254 @@
+"""A code object read into the instructions the translator steps through.
+
+``Bytecode.from_code`` (the ``bytecode`` library) makes a concrete instruction for every code unit,
+caches included, then the abstract instructions with labels and try-block pseudo-instructions;
+the translator keeps only the instructions, where each label lands and each instruction's
+exception handler. ``read`` makes those straight from ``co_code``, the exception table and
+``co_positions()``: the instructions are the library's own ``Instr`` objects with the arguments the
+library gives them (its tables say which opcode takes a constant, a name, a flag and a name, ...),
+in a third of the time. ``tests/tracer/test_code_reader.py`` checks that both agree on every code
+object of torch, transformers and the standard library. Where the library has no trusted
+constructor (``Instr._from_trusted``, not in older releases), ``read`` goes through
+``Bytecode.from_code``.
+"""
+
+from __future__ import annotations
+
+import dis
+import opcode
+import types
+from typing import Any
+
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import instr as _lib
+from bytecode.instr import InstrLocation
+
+from ..codegen.pyversion import INLINE_CACHES, LOCALS_INDEX_CELLS, compare_arg
+
+Linearized = tuple[list[Instr], dict[Label, int], list[int | None], list[int]]
+
+_FAST = hasattr(Instr, "_from_trusted") and hasattr(InstrLocation, "_from_tuple")
+
+# What the argument of each opcode is, as the library decodes it (same order of tests).
+(_INT, _NONE, _CONST, _LOCAL, _LOCAL_PAIR, _NAME, _FLAG_NAME, _FLAGS_NAME, _FREE, _COMPARE,
+ _INTRINSIC1, _INTRINSIC2, _BINARY, _COMMON, _SPECIAL, _FORMAT, _FLAG_FORMAT, _FORWARD,
+ _BACKWARD, _ABSOLUTE) = range(20)  # fmt: skip
+
+
+def _arg_kind(op: int) -> int:
+    if op in _lib.HAS_FORWARD_RELATIVE_JUMP:
+        return _FORWARD
+    if op in _lib.HAS_BACKWARD_RELATIVE_JUMP:
+        return _BACKWARD
+    if op in _lib.HAS_ABSOLUTE_JUMP:
+        return _ABSOLUTE
+    if not _lib.opcode_has_argument(op):
+        return _NONE
+    if op in opcode.hasconst:
+        return _CONST
+    if op in opcode.haslocal:
+        return _LOCAL_PAIR if op in _lib.DUAL_ARG_OPCODES else _LOCAL
+    if op in opcode.hasname:
+        if op in _lib.BITFLAG_OPCODES:
+            return _FLAG_NAME
+        return _FLAGS_NAME if op in _lib.BITFLAG2_OPCODES else _NAME
+    if op in opcode.hasfree:
+        return _FREE
+    if op in opcode.hascompare:
+        return _COMPARE
+    kinds = (
+        (_lib.INTRINSIC_1OP, _INTRINSIC1),
+        (_lib.INTRINSIC_2OP, _INTRINSIC2),
+        (_lib.BINARY_OPS, _BINARY),
+        (_lib.COMMON_CONSTANT_OPS, _COMMON),
+        (_lib.SPECIAL_OPS, _SPECIAL),
+    )
+    for ops, kind in kinds:
+        if op in ops:
+            return kind
+    if op in _lib.FORMAT_VALUE_OPS:
+        return _FLAG_FORMAT if op in _lib.BITFLAG_OPCODES else _FORMAT
+    return _INT
+
+
+_KINDS = [_arg_kind(op) for op in range(256)]
+_OPNAMES = dis.opname
+_EXTENDED_ARG = _lib.EXTENDEDARG_OPCODE
+_NOP = _lib.NOP_OPCODE
+_CACHE = _lib.CACHE_OPCODE
+
+
+def read(code: types.CodeType) -> Linearized:
+    """Instructions without pseudo-instructions, each label's index, and for each instruction the
+    index of its exception handler (None outside try/with blocks) and how many handler regions
+    cover it (0 or 1: CPython's exception table never nests)."""
+    if not _FAST:
+        return _read_with_library(code)
+    raw = code.co_code
+    positions = list(code.co_positions())
+    starts: list[int] = []  # each instruction's first code unit (its EXTENDED_ARGs included)
+    pending: list[tuple[int, int, Any, int, int]] = []  # (op, kind, arg, unit, next unit)
+    extended: int | None = None
+    first = 0
+    unit = 0
+    units = len(raw) // 2
+    while unit < units:
+        op = raw[2 * unit]
+        arg = raw[2 * unit + 1]
+        if op == _EXTENDED_ARG:
+            if extended is None:
+                first = unit
+                extended = arg
+            else:
+                extended = (extended << 8) + arg
+            unit += 1
+            continue
+        if op == _CACHE:  # an inline cache word outside any instruction's count
+            unit += 1
+            continue
+        if extended is None:
+            first = unit
+        elif op != _NOP:
+            arg = (extended << 8) + arg
+        kind = _KINDS[op]
+        if kind == _NONE or (extended is not None and op == _NOP):
+            arg = _lib.UNSET
+        extended = None
+        after = unit + 1 + INLINE_CACHES[op]
+        starts.append(first)
+        pending.append((op, kind, arg, unit, after))
+        unit = after
+    if extended is not None:
+        raise ValueError("EXTENDED_ARG at the end of the code")
+
+    index_of = {start: i for i, start in enumerate(starts)}
+    labels_at: dict[int, Label] = {}
+
+    def label(target: int) -> Label:
+        found = labels_at.get(target)
+        if found is None:
+            found = labels_at[target] = Label()
+        return found
+
+    consts, names = code.co_consts, code.co_names
+    varnames = code.co_varnames
+    cells = [*varnames, *(_lib.CellVar(n) for n in code.co_cellvars if n not in varnames)]
+    locals_lookup = (
+        [*cells, *(_lib.FreeVar(n) for n in code.co_freevars if n not in varnames)]
+        if LOCALS_INDEX_CELLS
+        else varnames
+    )
+    trusted = Instr._from_trusted
+    opname = _OPNAMES
+    instructions: list[Instr] = []
+    last_pos: Any = None
+    location: Any = None
+    for op, kind, arg, unit, after in pending:
+        if kind == _INT or kind == _NONE:
+            pass
+        elif kind == _CONST:
+            arg = consts[arg]
+        elif kind == _LOCAL:
+            arg = locals_lookup[arg]
+        elif kind == _NAME:
+            arg = names[arg]
+        elif kind == _FLAG_NAME:
+            arg = (bool(arg & 1), names[arg >> 1])
+        elif kind == _FORWARD:
+            arg = label(after + arg)
+        elif kind == _BACKWARD:
+            arg = label(after - arg)
+        else:
+            arg = _decode(kind, arg, code, locals_lookup, cells, label)
+        pos = positions[unit]
+        if pos != last_pos:
+            last_pos = pos
+            location = InstrLocation._from_tuple(*pos)
+        instructions.append(trusted(opname[op], op, arg, location))
+
+    handlers: list[int | None] = [None] * len(instructions)
+    depths = [0] * len(instructions)
+    for start, end, target in _exception_table(code.co_exceptiontable):
+        handler = index_of[target]
+        label(target)
+        for i in range(index_of[start], len(instructions)):
+            if starts[i] > end:
+                break
+            handlers[i] = handler
+            depths[i] = 1
+    labels = {lbl: index_of[target] for target, lbl in labels_at.items()}
+    return instructions, labels, handlers, depths
+
+
+def _decode(
+    kind: int, arg: int, code: types.CodeType, locals_lookup: Any, cells: list, label: Any
+) -> Any:
+    """The rarer argument kinds."""
+    if kind == _LOCAL_PAIR:
+        return (locals_lookup[arg >> 4], locals_lookup[arg & 15])
+    if kind == _FLAGS_NAME:
+        return (bool(arg & 1), bool(arg & 2), code.co_names[arg >> 2])
+    if kind == _FREE:
+        if arg < len(cells):
+            cell = cells[arg]
+            return cell if isinstance(cell, _lib.CellVar) else _lib.CellVar(cell)
+        return _lib.FreeVar(code.co_freevars[arg - len(cells)])
+    if kind == _COMPARE:
+        return _lib.Compare(compare_arg(arg))
+    if kind == _INTRINSIC1:
+        return _lib.Intrinsic1Op(arg)
+    if kind == _INTRINSIC2:
+        return _lib.Intrinsic2Op(arg)
+    if kind == _BINARY:
+        return _lib.BinaryOp(arg)
+    if kind == _COMMON:
+        return _lib.CommonConstant(arg)
+    if kind == _SPECIAL:
+        return _lib.SpecialMethod(arg)
+    if kind == _FORMAT:
+        return _lib.FormatValue(arg)
+    if kind == _FLAG_FORMAT:
+        return (bool(arg & 1), _lib.FormatValue(arg >> 1))
+    if kind == _ABSOLUTE:
+        return label(arg)
+    raise AssertionError(f"argument kind {kind}")
+
+
+def _exception_table(table: bytes) -> list[tuple[int, int, int]]:
+    """``(first unit, last unit, handler unit)`` of each entry of ``co_exceptiontable`` (the
+    format of CPython's ``Objects/exception_handling_notes.txt``: varints of 6 bits, the 7th
+    saying another follows)."""
+    values: list[int] = []
+    value = 0
+    for byte in table:
+        value = (value << 6) | (byte & 63)
+        if not byte & 64:
+            values.append(value)
+            value = 0
+    entries = []
+    for i in range(0, len(values) - 3, 4):
+        start, length, target = values[i], values[i + 1], values[i + 2]
+        entries.append((start, start + length - 1, target))
+    return entries
+
+
+def _read_with_library(code: types.CodeType) -> Linearized:
+    instructions: list[Instr] = []
+    labels: dict[Label, int] = {}
+    handler_labels: list[Label | None] = []
+    depths: list[int] = []
+    active: list[TryBegin] = []
+    for item in Bytecode.from_code(code):
+        if isinstance(item, Label):
+            labels[item] = len(instructions)
+        elif isinstance(item, TryBegin):
+            active.append(item)
+        elif isinstance(item, TryEnd):
+            if item.entry in active:
+                active.remove(item.entry)
+        elif isinstance(item, Instr):
+            instructions.append(item)
+            handler_labels.append(active[-1].target if active else None)
+            depths.append(len(active))
+    handlers = [labels[label] if label is not None else None for label in handler_labels]
+    return instructions, labels, handlers, depths
