@@ -14,10 +14,13 @@ them as augmented assignments.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import importlib
 import operator
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -49,13 +52,41 @@ def graph_target(target: Callable[..., Any]) -> Callable[..., Any]:
     """``target`` if FX's generated code names it correctly, else a wrapper it names by object."""
     if not _named_by_path(target):
         return target
+    return target if _path_leads_back(target) else _by_object(target)
+
+
+#: Where the dotted path of each torch callable seen so far starts: its module and the attributes
+#: below it (importing each prefix of the path per recorded call is slow). Following them again is
+#: cheap, and finds out a namespace patched since.
+_PATHS: dict[Any, tuple[types.ModuleType, list[str]]] = {}
+
+
+def _path_leads_back(target: Any) -> bool:
     try:
-        path = torch.fx.node._get_qualified_name(target)
-        if _resolve(path) is target:
-            return target
+        known = _PATHS.get(target)
+    except TypeError:  # unhashable
+        known = None
+    if known is not None and _follow(*known) is target:
+        return True
+    try:
+        module, attrs = _split(torch.fx.node._get_qualified_name(target))
     except Exception:  # noqa: BLE001 (no usable path: reference the object)
-        pass
-    return _by_object(target)
+        return False
+    if _follow(module, attrs) is not target:
+        return False
+    with contextlib.suppress(TypeError):
+        _PATHS[target] = (module, attrs)
+    return True
+
+
+def _follow(module: types.ModuleType, attrs: list[str]) -> Any:
+    obj: Any = module
+    for attr in attrs:
+        obj = getattr(obj, attr, _MISSING)
+    return obj
+
+
+_MISSING = object()
 
 
 #: In-place operators FX writes as an augmented assignment to the first argument, and their
@@ -134,17 +165,18 @@ def _named_by_path(target: Any) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
-def _resolve(path: str) -> Any:
-    """The object a dotted path names: the longest importable module prefix, then attributes."""
+def _split(path: str) -> tuple[types.ModuleType, list[str]]:
+    """The longest importable module prefix of a dotted path, and the attributes after it."""
     parts = path.split(".")
+    for split in range(len(parts), 0, -1):  # imported already (a failed import is slow)
+        module = sys.modules.get(".".join(parts[:split]))
+        if module is not None:
+            return module, parts[split:]
     for split in range(len(parts), 0, -1):
         try:
-            obj = importlib.import_module(".".join(parts[:split]))
+            return importlib.import_module(".".join(parts[:split])), parts[split:]
         except ImportError:
             continue
-        for attr in parts[split:]:
-            obj = getattr(obj, attr)
-        return obj
     raise ImportError(path)
 
 
