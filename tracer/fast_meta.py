@@ -27,6 +27,8 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 
+from . import elementwise_meta
+
 aten = torch.ops.aten
 
 #: Operators whose Meta kernel alone decides the output metadata: views, pointwise math and
@@ -148,6 +150,11 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
     device = _common_device(mode, (*args, *tensor_kwargs))
     if device is None:
         return NOT_FAST
+    decided = elementwise_meta.output(func, args, kwargs)
+    if decided is not None:  # an elementwise op: no need for its (Python) meta kernel
+        shape, strides, dtype = decided
+        out = torch.empty_strided(shape, strides, dtype=dtype, device="meta")
+        return FakeTensor(mode, out, device)
     try:
         with in_kernel_invocation_manager(mode):
             out = func(*args, **kwargs)

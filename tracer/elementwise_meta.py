@@ -1,0 +1,133 @@
+"""Output metadata of elementwise operators on contiguous inputs, without their meta kernels.
+
+torch's meta kernels for elementwise operators are Python: type promotion, broadcasting and the
+output's memory layout through several layers of reference implementations (or the fake mode's
+own rules for ``add``/``sub``/``mul``/``div``), about 0.1 ms per operator, a quarter of a
+transformer layer's first trace. Where every path agrees on the answer, ``output`` gives it
+directly: every tensor argument has the same shape and the contiguous strides a new tensor of that
+shape has (``torch.empty(shape).stride()``), one floating-point dtype, and the other arguments are
+Python numbers. The output then has that shape, those strides, and the inputs' dtype (bool for a
+comparison). Anything else (broadcasting, another layout, mixed or integer dtypes, a 4-d shape
+that is channels-last too, where the layout rules disagree) returns None and runs the operator's
+own meta kernel. ``tests/tracer/test_elementwise_meta.py`` compares every listed operator's output
+with the fake mode's on inputs of many shapes, dtypes and layouts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+#: The elementwise operators ``output`` decides, and whether their output is bool (``relu`` and
+#: ``x ** 1`` are copies in the input's layout in some paths: not listed).
+ELEMENTWISE: dict[Any, bool] = {
+    aten.add.Tensor: False,
+    aten.sub.Tensor: False,
+    aten.mul.Tensor: False,
+    aten.div.Tensor: False,
+    aten.maximum.default: False,
+    aten.minimum.default: False,
+    aten.pow.Tensor_Scalar: False,
+    aten.pow.Tensor_Tensor: False,
+    aten.neg.default: False,
+    aten.abs.default: False,
+    aten.reciprocal.default: False,
+    aten.rsqrt.default: False,
+    aten.sqrt.default: False,
+    aten.exp.default: False,
+    aten.log.default: False,
+    aten.sin.default: False,
+    aten.cos.default: False,
+    aten.tanh.default: False,
+    aten.sigmoid.default: False,
+    aten.silu.default: False,
+    aten.gelu.default: False,
+    aten.eq.Tensor: True,
+    aten.ne.Tensor: True,
+    aten.lt.Tensor: True,
+    aten.le.Tensor: True,
+    aten.gt.Tensor: True,
+    aten.ge.Tensor: True,
+    aten.eq.Scalar: True,
+    aten.ne.Scalar: True,
+    aten.lt.Scalar: True,
+    aten.le.Scalar: True,
+    aten.gt.Scalar: True,
+    aten.ge.Scalar: True,
+}
+
+
+def _signature(op: Any) -> tuple[bool, ...]:
+    """For each positional argument of ``op``, whether it is a tensor (else a number)."""
+    return tuple(
+        isinstance(a.type, torch.TensorType) for a in op._schema.arguments if not a.kwarg_only
+    )
+
+
+_SIGNATURES = {op: _signature(op) for op in ELEMENTWISE}
+
+#: Operators that take a number where their schema says tensor (``x + 1.0`` dispatches
+#: ``add.Tensor(x, 1.0)``); the others raise their own error for it.
+_NUMBER_AS_TENSOR = frozenset({aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor})
+
+#: Keywords that leave the output's metadata alone (``alpha`` of add/sub, gelu's approximation).
+_NEUTRAL_KWARGS = {"alpha": (int, float), "approximate": (str,)}
+
+
+def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
+    """``(shape, strides, dtype)`` of ``op(*args, **kwargs)`` on plain fake tensors of one device,
+    or None where this module does not decide it."""
+    if op not in ELEMENTWISE:
+        return None
+    for name, value in kwargs.items():
+        if type(value) not in _NEUTRAL_KWARGS.get(name, ()):
+            return None
+    if len(args) != len(_SIGNATURES[op]):
+        return None
+    if not isinstance(args[0], torch.Tensor):
+        return None
+    if op is aten.pow.Tensor_Scalar and (type(args[1]) is bool or args[1] == 1):
+        return None  # ``x ** 1`` is a copy of ``x``, in its own layout
+    tensors = []
+    for arg, is_tensor in zip(args, _SIGNATURES[op], strict=True):
+        if is_tensor and isinstance(arg, torch.Tensor):
+            tensors.append(arg)
+        elif type(arg) not in (int, float, bool) or (is_tensor and op not in _NUMBER_AS_TENSOR):
+            return None
+    shape = tuple(tensors[0].shape)
+    dtype = tensors[0].dtype
+    if dtype not in _DTYPES:
+        return None
+    strides = _contiguous_strides(shape)
+    for t in tensors:
+        if t.dtype != dtype or tuple(t.shape) != shape or t.stride() != strides:
+            return None
+    if len(shape) == 4 and _channels_last(shape, strides):
+        return None  # contiguous and channels-last at once: the layout rules disagree
+    return shape, strides, torch.bool if ELEMENTWISE[op] else dtype
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of ``torch.empty(shape)``."""
+    strides = [1] * len(shape)
+    step = 1
+    for dim in range(len(shape) - 1, -1, -1):
+        strides[dim] = step
+        step *= max(shape[dim], 1)
+    return tuple(strides)
+
+
+def _channels_last(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    expected = 1
+    for dim in (1, 3, 2, 0):
+        if shape[dim] == 1:
+            continue
+        if strides[dim] != expected:
+            return False
+        expected *= shape[dim]
+    return True
