@@ -8,13 +8,15 @@ allows CPU scalars among CUDA tensors. On a first call that is about half a mill
 operator, most of the tracing time of a transformer layer.
 
 For the operators listed in ``FAST_OPS`` and plain arguments, none of that decides anything: their
-C++ ``Meta`` kernel (the shape function the real CPU and CUDA kernels run), or for views and copies
-the one kernel every backend shares, gives the output's shape, strides, dtype and aliasing, and the
-device is the one device of the inputs. ``run`` calls that kernel on the fake tensors' meta storage
-and wraps the result as the mode would, in about a twentieth of the time. It gives up (``NOT_FAST``:
-the mode runs the operator as usual) on anything else: another operator, a tensor that is not this
-mode's plain fake tensor (a constant, a sparse or subclass tensor, a real tensor), symbolic sizes
-(shape guards must be recorded), mixed devices, a keyword that names a device, a symbolic number.
+``Meta`` kernel (C++ or torch's Python shape function), or for views and copies the one kernel
+every backend shares, gives the output's shape, strides, dtype and aliasing, and the device is the
+one device of the inputs. ``run`` calls that kernel on the fake tensors' meta storage and wraps the
+result as the mode would, in about a twentieth of the time; for elementwise operators on
+same-shape contiguous inputs, ``elementwise_meta`` gives the metadata without the kernel. It gives
+up (``NOT_FAST``: the mode runs the operator as usual) on anything else: another operator, a
+tensor that is not this mode's plain fake tensor (a constant, a sparse or subclass tensor, a real
+tensor), symbolic sizes (shape guards must be recorded), mixed devices, a keyword that names a
+device, a symbolic number.
 ``tests/tracer/test_fast_meta.py`` checks that each listed operator gives the mode's own result,
 metadata and aliasing included, and that none of them has an effect the ``EffectProbe`` would
 report.
