@@ -7,9 +7,9 @@ exception handler. ``read`` makes those straight from ``co_code``, the exception
 ``co_positions()``: the instructions are the library's own ``Instr`` objects with the arguments the
 library gives them (its tables say which opcode takes a constant, a name, a flag and a name, ...),
 in a third of the time. ``tests/tracer/test_code_reader.py`` checks that both agree on every code
-object of torch, transformers and the standard library. Where the library has no trusted
-constructor (``Instr._from_trusted``, not in older releases), ``read`` goes through
-``Bytecode.from_code``.
+object of torch, transformers and the standard library. Where the library lacks its trusted
+constructor (``Instr._from_trusted``) or one of the tables read here (older releases),
+``read`` goes through ``Bytecode.from_code``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,40 @@ from ..codegen.pyversion import INLINE_CACHES, LOCALS_INDEX_CELLS, compare_arg
 
 Linearized = tuple[list[Instr], dict[Label, int], list[int | None], list[int]]
 
-_FAST = hasattr(Instr, "_from_trusted") and hasattr(InstrLocation, "_from_tuple")
+#: What ``read`` uses of the library beyond its public classes (older releases lack some).
+_NEEDED = (
+    "BINARY_OPS",
+    "BITFLAG2_OPCODES",
+    "BITFLAG_OPCODES",
+    "BinaryOp",
+    "CACHE_OPCODE",
+    "COMMON_CONSTANT_OPS",
+    "CellVar",
+    "CommonConstant",
+    "Compare",
+    "DUAL_ARG_OPCODES",
+    "EXTENDEDARG_OPCODE",
+    "FORMAT_VALUE_OPS",
+    "FormatValue",
+    "FreeVar",
+    "HAS_ABSOLUTE_JUMP",
+    "HAS_BACKWARD_RELATIVE_JUMP",
+    "HAS_FORWARD_RELATIVE_JUMP",
+    "INTRINSIC_1OP",
+    "INTRINSIC_2OP",
+    "Intrinsic1Op",
+    "Intrinsic2Op",
+    "NOP_OPCODE",
+    "SPECIAL_OPS",
+    "SpecialMethod",
+    "UNSET",
+    "opcode_has_argument",
+)
+_FAST = (
+    hasattr(Instr, "_from_trusted")
+    and hasattr(InstrLocation, "_from_tuple")
+    and all(hasattr(_lib, name) for name in _NEEDED)
+)
 
 # What the argument of each opcode is, as the library decodes it (same order of tests).
 (_INT, _NONE, _CONST, _LOCAL, _LOCAL_PAIR, _NAME, _FLAG_NAME, _FLAGS_NAME, _FREE, _COMPARE,
@@ -71,11 +104,11 @@ def _arg_kind(op: int) -> int:
     return _INT
 
 
-_KINDS = [_arg_kind(op) for op in range(256)]
+_KINDS = [_arg_kind(op) for op in range(256)] if _FAST else []
 _OPNAMES = dis.opname
-_EXTENDED_ARG = _lib.EXTENDEDARG_OPCODE
-_NOP = _lib.NOP_OPCODE
-_CACHE = _lib.CACHE_OPCODE
+_EXTENDED_ARG = getattr(_lib, "EXTENDEDARG_OPCODE", None)
+_NOP = getattr(_lib, "NOP_OPCODE", None)
+_CACHE = getattr(_lib, "CACHE_OPCODE", None)
 
 
 def read(code: types.CodeType) -> Linearized:
@@ -180,6 +213,21 @@ def read(code: types.CodeType) -> Linearized:
     return instructions, labels, handlers, depths
 
 
+#: Argument kinds that are one of the library's enums.
+_ENUM_ARGS = (
+    {
+        _INTRINSIC1: _lib.Intrinsic1Op,
+        _INTRINSIC2: _lib.Intrinsic2Op,
+        _BINARY: _lib.BinaryOp,
+        _COMMON: _lib.CommonConstant,
+        _SPECIAL: _lib.SpecialMethod,
+        _FORMAT: _lib.FormatValue,
+    }
+    if _FAST
+    else {}
+)
+
+
 def _decode(
     kind: int, arg: int, code: types.CodeType, locals_lookup: Any, cells: list, label: Any
 ) -> Any:
@@ -195,18 +243,9 @@ def _decode(
         return _lib.FreeVar(code.co_freevars[arg - len(cells)])
     if kind == _COMPARE:
         return _lib.Compare(compare_arg(arg))
-    if kind == _INTRINSIC1:
-        return _lib.Intrinsic1Op(arg)
-    if kind == _INTRINSIC2:
-        return _lib.Intrinsic2Op(arg)
-    if kind == _BINARY:
-        return _lib.BinaryOp(arg)
-    if kind == _COMMON:
-        return _lib.CommonConstant(arg)
-    if kind == _SPECIAL:
-        return _lib.SpecialMethod(arg)
-    if kind == _FORMAT:
-        return _lib.FormatValue(arg)
+    enum = _ENUM_ARGS.get(kind)
+    if enum is not None:
+        return enum(arg)
     if kind == _FLAG_FORMAT:
         return (bool(arg & 1), _lib.FormatValue(arg >> 1))
     if kind == _ABSOLUTE:
