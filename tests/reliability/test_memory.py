@@ -5,7 +5,7 @@ warm calls allocate nothing that stays.
 CI runs the full 10,000 closures (on Python 3.11; 2,000 on the other versions, which share its
 2 cores: compiling under ``tracemalloc`` is slow) and 1,000,000 warm calls (``python
 tests/reliability/test_memory.py`` runs the full counts outside pytest). What stays behind per
-dropped closure is CPython's, about 80 bytes: ``compile()`` interns the file name it is given, and
+dropped closure is CPython's, 60 to 70 bytes: ``compile()`` interns the file name it is given, and
 FX names each graph's code ``<eval_with_key>.N``; FX's own copy of each graph's source is dropped
 with the graph (``backends/graph_source.py``).
 """
@@ -28,12 +28,19 @@ import bytegraph
 CLOSURES, WARM_CALLS = 10_000, 1_000_000
 #: Closures churned under pytest: all of them on one Python, a fifth on the others.
 CI_CLOSURES = CLOSURES if VERSION == (3, 11) else CLOSURES // 5
-#: What CPython keeps per dropped closure is about 80 bytes (see above).
+#: What CPython keeps per dropped closure is 60 to 70 bytes (see above).
 HELD_PER_CLOSURE = 100
 #: Plus a constant: registries of compile states (weak sets and dicts) grow while dropped states
 #: wait in reference cycles for the collector, and a dict keeps its table size once its entries
-#: go (on 3.13, 500 and 1,500 closures hold 94 kB and 161 kB: about 60 kB plus 67 per closure).
+#: go. Collecting every ``COLLECT_EVERY`` closures, 500 and 2,000 closures hold 103 kB and 200 kB
+#: on 3.13 (about 70 kB plus 63 per closure) and 2,000 hold 206 kB on 3.11.
 HELD_ONCE = 100_000
+#: Dropped states die in reference cycles (FX gives each graph module its own class), so only a full
+#: collection frees them; with torch loaded CPython runs one rarely. The churn collects every so
+#: many closures, as a long-running program eventually does: how many dead states pile up before a
+#: collection sets how large the registries' tables grow, which is otherwise a matter of how many
+#: objects earlier tests left alive.
+COLLECT_EVERY = 500
 
 
 def _make(k: int):
@@ -45,13 +52,15 @@ def _make(k: int):
     return fn
 
 
-def churn_closures(count: int) -> tuple[int, int]:
-    """Compile, call and drop ``count`` closures; returns (finalisers fired, bytes still held)."""
+def churn_closures(count: int) -> tuple[int, int, str]:
+    """Compile, call and drop ``count`` closures; returns (finalisers fired, bytes still held, where
+    the most of them were allocated)."""
     x = torch.ones(2)
     for k in range(10):  # warm up whatever is cached once per process
         bytegraph.compile(_make(k))(x)
     gc.collect()
-    tracemalloc.start()
+    tracemalloc.start()  # one frame per allocation: deeper tracebacks make the churn 4x slower
+    start = tracemalloc.take_snapshot()  # taken before counting: it stays allocated throughout
     before = tracemalloc.get_traced_memory()[0]
     fired = [0]
     for k in range(count):
@@ -62,10 +71,21 @@ def churn_closures(count: int) -> tuple[int, int]:
         for variant in state.cache.variants:
             weakref.finalize(variant, lambda: fired.__setitem__(0, fired[0] + 1))
         del compiled, state, variant
+        if k % COLLECT_EVERY == COLLECT_EVERY - 1:
+            gc.collect()
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]
+    held = tracemalloc.take_snapshot().compare_to(start, "lineno")
     tracemalloc.stop()
-    return fired[0], after - before
+    return fired[0], after - before, _largest(held)
+
+
+def _largest(differences: list[tracemalloc.StatisticDiff], count: int = 5) -> str:
+    """The ``count`` source lines that allocated the most of the bytes still held."""
+    return "\n".join(
+        f"{diff.size_diff} bytes in {diff.count_diff} blocks at {diff.traceback[0]}"
+        for diff in differences[:count]
+    )
 
 
 def warm_call_growth(calls: int) -> int:
@@ -94,12 +114,13 @@ def _no_recorders(monkeypatch):
 def test_dropped_closures_free_their_cache_entries():
     gc.collect()
     alive_before = len(driver.ALL)
-    fired, held = churn_closures(CI_CLOSURES)
+    fired, held, where = churn_closures(CI_CLOSURES)
     assert fired == 2 * CI_CLOSURES  # each state and its one variant
     # none of the churned states is alive (states of earlier tests may die meanwhile: <=, not ==)
     assert len(driver.ALL) <= alive_before
     assert held < HELD_ONCE + HELD_PER_CLOSURE * CI_CLOSURES, (
-        f"{held} bytes still held after dropping {CI_CLOSURES} compiled closures"
+        f"{held} bytes still held after dropping {CI_CLOSURES} compiled closures; most of them:\n"
+        + where
     )
 
 
@@ -144,6 +165,8 @@ def test_warm_calls_do_not_leak():
 
 if __name__ == "__main__":
     start = time.time()
-    print("closures: finalisers fired, bytes held:", churn_closures(CLOSURES))
+    fired, held, where = churn_closures(CLOSURES)
+    print("closures: finalisers fired, bytes held:", fired, held)
+    print(where)
     print("warm calls: bytes grown:", warm_call_growth(WARM_CALLS), f"{time.time() - start:.0f}s")
     sys.exit(0)
