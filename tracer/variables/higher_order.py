@@ -9,6 +9,8 @@ a target referenced by object (``bind_functions``). That is only sound for *pure
 closure cells, no default values, no global reads and no calls, only arithmetic, indexing and
 packing/unpacking of their arguments (``combine_fn`` is ``a_l * a_r, a_r * b_l + b_r``), so that
 the function made now computes the same thing on every later call. Anything else is ``Unsupported``.
+The node runs ``scans.faster(fn)``: for ``associative_scan``, the same scan without ``torch.vmap``
+where the function is elementwise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exc import Unsupported
 from .functions import NestedFunctionVariable
+from .scans import faster
 
 if TYPE_CHECKING:
     from .base import VariableTracker
@@ -77,12 +80,13 @@ def bind_functions(
         return fn, args, kwargs
     rest = [a for i, a in enumerate(args) if i not in positional]
     nargs = len(args)
+    run = faster(fn)
 
     @functools.wraps(fn, assigned=("__name__", "__qualname__", "__doc__"), updated=())
     def call(*values: Any, **named: Any) -> Any:
         it = iter(values[: nargs - len(positional)])
         full = [positional[i] if i in positional else next(it) for i in range(nargs)]
-        return fn(*full, *values[nargs - len(positional) :], **named, **keyword)
+        return run(*full, *values[nargs - len(positional) :], **named, **keyword)
 
     rest_kwargs = {k: v for k, v in kwargs.items() if k not in keyword}
     return call, rest, rest_kwargs
