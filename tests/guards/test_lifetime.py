@@ -62,12 +62,6 @@ def test_new_function_with_reused_id_recompiles():
     x = torch.randn(3)
     keep_alive = lambda t: t * 3  # noqa: E731  (a second entry that stays)
     assert_same(compiled(x, keep_alive), fn(x, keep_alive))
-    act = lambda t: t + 1  # noqa: E731
-    assert_same(compiled(x, act), fn(x, act))
-    old_id = id(act)
-    del act
-    gc.collect()
-    assert len(bytegraph.cache_entries(compiled)) == 1
     keep: list = []
     k = 0
 
@@ -76,12 +70,25 @@ def test_new_function_with_reused_id_recompiles():
         k += 1
         return lambda t, k=k: t - k
 
-    reused = object_with_id(old_id, make, keep)
-    assert reused is not None, "CPython did not reuse the freed id"
+    # Another object may take the freed block before any lambda does (about one run in eight):
+    # then free another function and try again.
+    for attempt in range(5):  # noqa: B007 (read after the loop)
+        act = lambda t: t + 1  # noqa: E731
+        assert_same(compiled(x, act), fn(x, act))
+        old_id = id(act)
+        del act
+        gc.collect()
+        assert len(bytegraph.cache_entries(compiled)) == 1
+        reused = object_with_id(old_id, make, keep)
+        if reused is not None:
+            break
+    assert reused is not None, "CPython did not reuse a freed id in 5 tries"
+    frames = counter.frame_count
+    assert frames == attempt + 2  # keep_alive, then one entry per function freed
     assert_same(compiled(x, reused), fn(x, reused))  # a different function: no false match
-    assert counter.frame_count == 3
+    assert counter.frame_count == frames + 1
     assert_same(compiled(x, keep_alive), fn(x, keep_alive))
-    assert counter.frame_count == 3
+    assert counter.frame_count == frames + 1
 
 
 def test_guard_set_rejects_object_with_reused_id():
