@@ -13,7 +13,7 @@ from typing import Any
 
 from .guard import Guard
 from .kinds import KINDS, ConstTable
-from .sources import ModuleGlobals, Source
+from .sources import DispatcherRoots, ModuleGlobals, Source
 
 
 @dataclass
@@ -42,9 +42,11 @@ class GuardSet:
         self.parts: list[GuardPart] = []
         self.refs = self.consts.collect()
         seen: set[str] = set()
+        fast_roots = DispatcherRoots(roots, self.consts) if roots is not None else None
+        self.module_globals = ModuleGlobals(fast_roots.bound if fast_roots is not None else None)
         for guard in self.guards:
             shown = self._render(guard, {})
-            fast = self._render(guard, roots) if roots else shown
+            fast = self._render(guard, fast_roots) if fast_roots is not None else shown
             for code, fast_code in zip(shown, fast, strict=True):
                 if code not in seen:
                     seen.add(code)
@@ -72,6 +74,7 @@ class GuardSet:
 
     def first_failure(self, scope: dict[str, Any]) -> GuardPart | None:
         """The first part that is false (or raises) for these inputs, or None when all pass."""
+        scope = {**scope, "M": self.module_globals}  # the dicts the dispatcher reads
         for part, check in zip(self.parts, self._compiled_checkers(), strict=True):
             try:
                 if not check(**scope):
@@ -87,7 +90,7 @@ class GuardSet:
                 f"def ___check_{i}(L, G, C, B, M=___M):\n    return {p.code}"
                 for i, p in enumerate(self.parts)
             )
-            ns: dict[str, Any] = {**consts, "___M": ModuleGlobals()}
+            ns: dict[str, Any] = {**consts, "___M": self.module_globals}
             exec(compile(src, "<bytegraph guard check>", "exec"), ns)
             self._checkers = [ns[f"___check_{i}"] for i in range(len(self.parts))]
         return self._checkers

@@ -316,7 +316,7 @@ class ModuleGlobalSource(Source):
     name: str
 
     def render(self, roots: dict[str, str]) -> str:
-        return f"M[{self.module!r}][{self.name!r}]"
+        return f"{module_globals(self.module, roots)}[{self.name!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.load_const(sys.modules[self.module].__dict__)
@@ -333,17 +333,52 @@ class GlobalsSource(Source):
     module: str | None = None  #: None for the compiled function's own globals
 
     def render(self, roots: dict[str, str]) -> str:
-        return "G" if self.module is None else f"M[{self.module!r}]"
+        return "G" if self.module is None else module_globals(self.module, roots)
 
     def reconstruct(self, cg: Emitter) -> None:
         raise NotImplementedError("a globals dict is only guarded, never loaded")
 
 
 class ModuleGlobals:
-    """The ``M`` of guard functions: ``M['pkg.mod']`` is that module's globals dict."""
+    """The ``M`` of guard functions: ``M['pkg.mod']`` is that module's globals dict: the one bound
+    when the guards were rendered (``bound``, see ``DispatcherRoots``), else ``sys.modules``'s."""
+
+    def __init__(self, bound: dict[str, dict[str, Any]] | None = None) -> None:
+        self.bound = bound if bound is not None else {}
 
     def __getitem__(self, module: str) -> dict[str, Any]:
-        return sys.modules[module].__dict__
+        known = self.bound.get(module)
+        return known if known is not None else sys.modules[module].__dict__
+
+
+class DispatcherRoots(dict):
+    """``roots`` for the dispatcher's form of the guards: argument name -> local name, plus the
+    table of closure values. There ``M['pkg.mod']`` is a closure variable bound to that module's
+    globals dict, the one the trace read (a module source is only made when ``sys.modules`` has the
+    dict the inlined code's globals are): a LLaMA decode step checks 250 globals of other modules,
+    and each ``M[...]`` is a Python method call. The readable form keeps ``M[...]`` and reads the
+    same dicts (``ModuleGlobals(bound)``), so ``why()`` agrees with the dispatcher when a module
+    is replaced in ``sys.modules`` after the trace."""
+
+    def __init__(self, names: dict[str, str], consts: Any) -> None:
+        super().__init__(names)
+        self.consts = consts
+        self.bound: dict[str, dict[str, Any]] = {}  #: module name -> the globals dict bound
+
+    def globals_of(self, module: str) -> str:
+        if module not in self.bound:
+            loaded = sys.modules.get(module)
+            if loaded is None:
+                return f"M[{module!r}]"
+            self.bound[module] = loaded.__dict__
+        return self.consts.name(self.bound[module], f"globals_{module}")
+
+
+def module_globals(module: str, roots: dict[str, str]) -> str:
+    """The expression for module ``module``'s globals dict under ``roots``."""
+    if isinstance(roots, DispatcherRoots):
+        return roots.globals_of(module)
+    return f"M[{module!r}]"
 
 
 @dataclass(frozen=True)

@@ -1304,6 +1304,29 @@ DEFAULTS = [
 
 OTHER_MODULE = [
     S(
+        # The guards read the globals dict the trace read, not whatever sys.modules names now: the
+        # compiled code still calls the old module's function, which reads the old dict.
+        "other_module_replaced_in_sys_modules_then_old_global_rebound",
+        """
+        from_helper = helper.scale
+        def fn(x):
+            x = x + 1
+            BREAK
+            return from_helper(x)
+        """,
+        "import sys, types\n"
+        "copy = types.ModuleType(helper.__name__)\n"
+        "copy.__dict__.update(helper.__dict__)\n"
+        "sys.modules[helper.__name__] = copy\n"
+        "helper.SCALE = 3.0",
+        "import sys\nsys.modules[helper.__name__] = helper\nhelper.SCALE = 2.0",
+        helper="""
+        SCALE = 2.0
+        def scale(x):
+            return x * SCALE
+        """,
+    ),
+    S(
         "other_module_global_rebound",
         """
         def fn(x):
