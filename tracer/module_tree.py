@@ -155,8 +155,13 @@ def tree_root(
     source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
 ) -> Source | None:
     """The root module of the tree ``source`` belongs to: reached from it through module members
-    and items of tuples only (values nothing can change without bumping ``EPOCH``)."""
+    and items of tuples only (values nothing can change without bumping ``EPOCH``). The climb may
+    end above the root, at a tuple no module holds (``args`` of a ``forward(*args, **kwargs)``
+    wrapper, as transformers' decorators make): the root is then the highest module passed."""
+    top = None
     while True:
+        if source in modules:
+            top = source
         parent = _module_parent(source, modules)
         if (
             parent is None
@@ -172,7 +177,7 @@ def tree_root(
         ):
             parent = source.base
         if parent is None:
-            return source if source in modules else None
+            return top
         source = parent
 
 

@@ -5,6 +5,8 @@ value updates (optimizer steps) do not."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from bytegraph.backends.debug import CompileCounter
 from difftest import assert_same
@@ -236,3 +238,39 @@ def test_writing_a_new_value_is_still_seen():
     model.size = True  # equal to 1 but another type
     assert_same(model(x, 5), SetsSizeInForward.forward(model, x, 5))
     assert model.size == 2
+
+
+def _passes_arguments_through(forward):
+    """A decorator as transformers writes them: ``forward(*args, **kwargs)``, so the guards reach
+    the model as ``args[0]``."""
+
+    @functools.wraps(forward)
+    def wrapped(*args, **kwargs):
+        return forward(*args, **kwargs)
+
+    return wrapped
+
+
+class WrappedNet(Net):
+    forward = _passes_arguments_through(Net.forward)
+
+
+def test_model_reached_through_a_wrappers_arguments_gets_one_tree_check():
+    model, counter, x = WrappedNet(24).eval(), CompileCounter(), torch.randn(2, 4)
+    bytegraph.compile(model, backend=counter)
+    assert_same(model(x), Net.forward(model, x))
+    text = bytegraph.guard_source(model.forward)
+    assert ".check(args[0])" in text
+    assert "_parameters" not in text
+    changes = [
+        lambda m: m.layers[20].weight.requires_grad_(False),
+        lambda m: m.layers.__setitem__(1, nn.Tanh()),
+        lambda m: setattr(m, "scale", 3.0),
+    ]
+    for change in changes:
+        traced = counter.frame_count
+        change(model)
+        assert_same(model(x), Net.forward(model, x))
+        assert counter.frame_count == traced + 1, "the change must cause a recompile"
+        assert_same(model(x), Net.forward(model, x))
+        assert counter.frame_count == traced + 1
