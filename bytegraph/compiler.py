@@ -115,11 +115,15 @@ def compile(
             )
 
         return decorate
-    lookup_backend(backend or config.default_backend)  # an unknown name is a ValueError
-    try:
-        compiler_fn = configure_backend(backend or config.default_backend, mode, options)
-    except ValueError as e:
-        raise BytegraphError(f"bytegraph.compile: {e}") from None
+    # Backends import parts of torch when first configured: never beside another thread's trace
+    # (the imports are circular, and a thread would see a partly imported module).
+    with driver.COMPILE_LOCK:
+        driver.prepare_process()
+        lookup_backend(backend or config.default_backend)  # an unknown name is a ValueError
+        try:
+            compiler_fn = configure_backend(backend or config.default_backend, mode, options)
+        except ValueError as e:
+            raise BytegraphError(f"bytegraph.compile: {e}") from None
     if disable or config.disable:
         if not callable(model):
             raise TypeError(f"bytegraph.compile expects a callable, got {model!r}")

@@ -8,7 +8,9 @@ runs the same as a script.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -138,6 +140,9 @@ def test_compiles_of_one_function_are_serialised():
 
 
 def test_lookup_does_not_wait_for_another_functions_compile():
+    """Cache lookups never wait; compiles of different functions wait for each other, one process-
+    wide lock as torch.compile has (``driver.COMPILE_LOCK``: torch's lazy imports and fake mode are
+    not safe from two threads at once)."""
     started, release = threading.Event(), threading.Event()
 
     def blocking_backend(gm, example_inputs):
@@ -150,17 +155,55 @@ def test_lookup_does_not_wait_for_another_functions_compile():
     fast(torch.ones(2))  # warm
     t = threading.Thread(target=slow, args=(torch.ones(2),))
     t.start()
+    other = threading.Thread(target=fast, args=(torch.ones(3),))  # a new shape: a compile
     try:
         assert started.wait(30)
         begin = time.monotonic()
         for _ in range(100):
             torch.testing.assert_close(fast(torch.ones(2)), torch.zeros(2))
-        fast(torch.ones(3))  # a compile of another function does not wait either
         assert time.monotonic() - begin < 10
+        other.start()
+        other.join(0.5)
+        assert other.is_alive(), "a compile of another function ran beside the blocked one"
         assert t.is_alive()  # the slow compile is still blocked
     finally:
         release.set()
         t.join(30)
+        if other.ident is not None:
+            other.join(30)
+    assert len(bytegraph.cache_entries(fast)) == 2  # it compiled once the slow one was done
+
+
+def test_first_compiles_in_threads_of_a_fresh_process():
+    """Six threads compile and call their own functions at once, in a process that has not traced
+    yet: no internal error (torch's imports, circular, were seen half done by another thread) and
+    no crash (on torch 2.11's CUDA build without a GPU: ``driver.prepare_process``)."""
+    script = textwrap.dedent(
+        """
+        import threading, warnings, torch, bytegraph
+        warnings.simplefilter("error")  # a fallback to Python warns
+
+        def work(k):
+            f = bytegraph.compile(lambda x: x * k + 1)
+            for n in range(1, 5):
+                torch.testing.assert_close(f(torch.ones(n)), torch.ones(n) * k + 1)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+        errors = []
+        threading.excepthook = lambda hook: errors.append(hook.exc_value)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        print("ok")
+        """
+    )
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
 if __name__ == "__main__":
