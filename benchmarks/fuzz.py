@@ -90,7 +90,8 @@ def _save(program: programs.Program, outcome: programs.Outcome, out: pathlib.Pat
     if small:
         minimal = programs.minimize(program)
         (out / f"seed_{program.seed}.min.py").write_text(header + minimal.source)
-    print(f"seed {program.seed}: {outcome.kind}: {outcome.message.splitlines()[0]}", flush=True)
+    first = (outcome.message or "internal error fallback").splitlines()[0]
+    print(f"seed {program.seed}: {outcome.kind}: {first}", flush=True)
 
 
 def main() -> int:

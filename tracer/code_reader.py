@@ -154,7 +154,14 @@ def read(code: types.CodeType) -> Linearized:
     if extended is not None:
         raise ValueError("EXTENDED_ARG at the end of the code")
 
-    index_of = {start: i for i, start in enumerate(starts)}
+    # Each unit of an instruction, its EXTENDED_ARG prefix included, to the instruction's index:
+    # the bytecode library's exception tables start a region at the instruction proper, after
+    # its EXTENDED_ARGs.
+    index_of = {
+        u: i
+        for i, (start, (*_, unit, _after)) in enumerate(zip(starts, pending, strict=True))
+        for u in range(start, unit + 1)
+    }
     labels_at: dict[int, Label] = {}
 
     def label(target: int) -> Label:

@@ -596,7 +596,7 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
         compiled_fn = bytegraph.compile(plain_fn, backend=backend)
     except Exception as e:  # noqa: BLE001
         return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}", crashed=True)
-    fallbacks = 0
+    fallbacks, internal_errors = 0, []
     for call in range(calls):
         expected = _observe(
             eager_fn, make_inputs(program.seed, call, eager_ns), eager_ns, eager_cells
@@ -610,6 +610,7 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
                 compiled_cells,
             )
         fallbacks += any("bytegraph: running" in str(w.message) for w in caught)
+        internal_errors += [str(w.message) for w in caught if "internal_error" in str(w.message)]
         counts = _counter_deltas(before)
         error = actual["error"]
         if error is not None and error[0].__module__.startswith("bytegraph"):
@@ -617,7 +618,7 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
             return Outcome(False, fallbacks, message=message, crashed=True, **counts)
         if (diff := compare(actual, expected)) is not None:
             return Outcome(False, fallbacks, message=f"call {call}: {diff}", **counts)
-    return Outcome(True, fallbacks, **_counter_deltas(before))
+    return Outcome(True, fallbacks, message="\n".join(internal_errors), **_counter_deltas(before))
 
 
 def _counter_deltas(before: dict[str, int]) -> dict[str, int]:

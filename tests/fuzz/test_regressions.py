@@ -339,3 +339,23 @@ def test_callee_break_inside_try_undoes_the_callee_container_mutations():
         want = fn(x, n, theirs)
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1] and mine == theirs and got_log == G_LOG == [n, n]
+
+
+def test_resume_inside_with_after_a_long_jump_is_traced():
+    """Seed 211357428: a data-dependent branch inside ``with`` far into a function gave a resume
+    function whose prologue jumps there with an EXTENDED_ARG, and whose ``with`` region starts at
+    the jump itself; the code reader found no instruction at that unit (internal error, run in
+    Python)."""
+    body = "".join(f"        x = x + {i}\n" for i in range(120))
+    source = (
+        f"def fn(x):\n    with torch.no_grad():\n{body}"
+        "        if (x > 0).any():\n            x = x * 2\n    return x\n"
+    )
+    namespace = {"torch": torch}
+    exec(compile(source, "<long with>", "exec"), namespace)
+    check_breaks(
+        namespace["fn"],
+        lambda: (torch.ones(2, requires_grad=True),),
+        graphs=2,
+        breaks=1,
+    )

@@ -172,3 +172,47 @@ def test_without_the_trusted_constructor_it_reads_through_the_library(monkeypatc
     instrs, *_ = code_reader.read(code)
     assert calls == [code]
     assert [i.name for i in instrs] == [i.name for i in library(code)[0]]
+
+
+def _try_region_at_an_extended_jump() -> types.CodeType:
+    """What bytegraph's resume functions look like: a try region whose first instruction is a jump
+    long enough for an EXTENDED_ARG. The bytecode library starts the exception table's region at
+    the jump itself, after its EXTENDED_ARG (a fuzzed program's resume function failed to read)."""
+    from bytecode import Bytecode, Instr, TryBegin, TryEnd
+
+    far, handler = Label(), Label()
+    begin = TryBegin(handler, push_lasti=True)
+    code = Bytecode(
+        [
+            Instr("RESUME", 0),
+            begin,
+            Instr("JUMP_FORWARD", far),
+            TryEnd(begin),
+            *(Instr("NOP") for _ in range(300)),
+            far,
+            Instr("LOAD_CONST", None),
+            Instr("RETURN_VALUE"),
+            handler,
+            Instr("RERAISE", 1),
+        ]
+    )
+    return code.to_code()
+
+
+def test_a_try_region_starting_after_an_extended_arg():
+    code = _try_region_at_an_extended_jump()
+    units = {i.offset: i.opname for i in dis.get_instructions(code, show_caches=True)}
+    (first, *_), *_ = code_reader._exception_table(code.co_exceptiontable)
+    assert units[2 * first] == "JUMP_FORWARD" and units[2 * first - 2] == "EXTENDED_ARG"
+    instrs, labels, handlers, depths = code_reader.read(code)
+    jump = next(k for k, i in enumerate(instrs) if i.name == "JUMP_FORWARD")
+    # CPython looks the jump's own offset up in the table: the region covers it. The library
+    # drops a region that starts inside an instruction, so it differs there, and only there.
+    assert handlers[jump] == next(k for k, i in enumerate(instrs) if i.name == "RERAISE")
+    assert depths[jump] == 1
+    w_instrs, w_labels, w_handlers, w_depths = code_reader._read_with_library(code)
+    assert [(i.name, i.arg if not isinstance(i.arg, Label) else labels[i.arg]) for i in instrs] == [
+        (i.name, i.arg if not isinstance(i.arg, Label) else w_labels[i.arg]) for i in w_instrs
+    ]
+    assert (w_handlers[jump], w_depths[jump]) == (None, 0)
+    assert handlers[:jump] + handlers[jump + 1 :] == w_handlers[:jump] + w_handlers[jump + 1 :]
