@@ -3,13 +3,15 @@
 ``make_resume(fn, globals, index, nstack, names)`` returns a function taking ``(*names, __stack0,
 ..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first argument, which must
 stay ``self``): its prefix pushes the stack arguments back, then jumps to instruction ``index`` of
-the original code; from there the original instructions (and their exception table) run unchanged.
-Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a resume function
-back to the original function.
+the original code; from there the original instructions (and their exception table) run unchanged,
+but for 3.13's two-local instructions, spelled as two (see ``_PAIRS``). Named
+``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a resume function back
+to the original function.
 """
 
 from __future__ import annotations
 
+import bisect
 import dis
 import types
 from typing import Any
@@ -46,6 +48,7 @@ def make_resume(
     body: list[Any] = []
     seen = 0
     prologue_end = None
+    halves: set[int] = set()  #: second instructions of split pairs (see ``_PAIRS``)
     active: list[TryBegin] = []  #: try blocks open where the target instruction is
     for item in items:
         if isinstance(item, Instr):
@@ -57,6 +60,12 @@ def make_resume(
             active.append(item)
         elif isinstance(item, TryEnd) and item.entry in active:
             active.remove(item.entry)
+        if isinstance(item, Instr) and item.name in _PAIRS:
+            first_op, second_op = _PAIRS[item.name]
+            second = Instr(second_op, item.arg[1], location=item.location)
+            body += [Instr(first_op, item.arg[0], location=item.location), second]
+            halves.add(id(second))
+            continue
         body.append(item)
         if isinstance(item, Instr) and item.name == "RESUME" and prologue_end is None:
             prologue_end = len(body)
@@ -105,14 +114,28 @@ def make_resume(
         globals_=globals_,
         compute_exception_depths=not depths_known,
     )
-    if not depths_known:
-        fn.__code__ = _fix_try_depths(fn.__code__, code)
-    # instruction j >= first of fn is instruction j - len(prefix) of template (see
-    # ``resume_origin``)
+    # instruction j >= first of fn is instruction j - len(prefix) of template, less the split
+    # pairs' second halves up to j (see ``resume_origin``)
     n_prefix = sum(isinstance(item, Instr) for item in prefix)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
-    fn.__bytegraph_resume__ = (template, n_prefix, first)
+    instrs = [item for item in body if isinstance(item, Instr)]
+    seconds = tuple(j for j, instr in enumerate(instrs) if id(instr) in halves)
+    fn.__bytegraph_resume__ = (template, n_prefix, first, seconds)
+    if not depths_known:
+        fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     return fn
+
+
+#: NOTE(3.13): the instructions naming two locals, and the two instructions each stands for. Their
+#: argument packs both local numbers in 4 bits each: a resume function numbers its locals anew
+#: (its arguments first), where one may be 16 or more, and ``bytecode`` then writes another local
+#: without a word (fuzz seed 957955461 returned an int for a tensor). Resume functions spell each
+#: pair as its two instructions; the other versions have none.
+_PAIRS = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+}
 
 
 def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
@@ -142,23 +165,26 @@ def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
     return not pending
 
 
-def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.CodeType:
+def _fix_try_depths(new: types.CodeType, original: types.CodeType, origin: Any) -> types.CodeType:
     """The prefix jumps past the ``TryBegin`` of a try block around the target, so ``bytecode``
     never reaches it and gives its handlers depth 32768: unwinding to that depth corrupts memory.
-    The code after the prefix is the original's, shifted: give each handler the original's depth for
-    the same handler (or refuse, if one cannot be matched)."""
+    The code after the prefix is the original's (``origin`` maps an instruction of ``new`` to the
+    original's): give each handler the original's depth for the same handler (or refuse, if one
+    cannot be matched)."""
     fixed = ConcreteBytecode.from_code(new)
     if all(e.stack_depth < _UNREACHED for e in fixed.exception_table):
         return new
-    shift = (
-        len(new.co_code) - len(original.co_code)
-    ) // 2  # in code units, like the table's offsets
-    depths = {e.target: e.stack_depth for e in ConcreteBytecode.from_code(original).exception_table}
+    new_index, original_index = _instruction_at(new), _instruction_at(original)
+    depths = {
+        original_index[e.target]: e.stack_depth
+        for e in ConcreteBytecode.from_code(original).exception_table
+    }
     for entry in fixed.exception_table:
         if entry.stack_depth >= _UNREACHED:
-            if entry.target - shift not in depths:
+            handler = origin(new_index[entry.target])
+            if handler not in depths:
                 raise ValueError(f"cannot place the try-block handlers of {original.co_name}")
-            entry.stack_depth = depths[entry.target - shift]
+            entry.stack_depth = depths[handler]
     return fixed.to_code(
         stacksize=max(new.co_stacksize, original.co_stacksize), compute_exception_stack_depths=False
     )
@@ -168,6 +194,22 @@ def _fix_try_depths(new: types.CodeType, original: types.CodeType) -> types.Code
 _UNREACHED = 32768
 
 
+def _instruction_at(code: types.CodeType) -> dict[int, int]:
+    """Each code unit of ``code``'s instructions, EXTENDED_ARG prefixes included, to the
+    instruction's index (as ``bytecode`` counts instructions)."""
+    index_of: dict[int, int] = {}
+    prefix: list[int] = []
+    count = 0
+    for instr in dis.get_instructions(code):
+        if instr.opname == "EXTENDED_ARG":
+            prefix.append(instr.offset // 2)
+            continue
+        for unit in (*prefix, instr.offset // 2):
+            index_of[unit] = count
+        prefix, count = [], count + 1
+    return index_of
+
+
 def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:
     """Where instruction ``index`` of ``fn`` comes from: for a resume function, the original
     function and the index there, so a break inside a resume function resumes in the original code
@@ -175,5 +217,11 @@ def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionTyp
     origin = getattr(fn, "__bytegraph_resume__", None)
     if origin is None or index < origin[2]:
         return fn, index
-    template, shift, _ = origin
-    return template, index - shift
+    return origin[0], _origin_index(fn, index)
+
+
+def _origin_index(fn: types.FunctionType, index: int) -> int:
+    """The template's instruction for instruction ``index`` (at or after the prefix) of resume
+    function ``fn``; both instructions of a split pair map to the pair."""
+    _, shift, _, seconds = fn.__bytegraph_resume__
+    return index - shift - bisect.bisect_right(seconds, index)

@@ -1,0 +1,89 @@
+"""``codegen/resume.py``: the original's try-block depths reach a resume function however it is
+built, and a resume function's instructions map back to the original's."""
+
+from __future__ import annotations
+
+import dis
+
+import pytest
+import torch
+from bytecode import ConcreteBytecode
+from bytegraph.codegen import resume
+from difftest import check_breaks
+
+import bytegraph
+
+
+def _break_in_try(x, d):
+    u = v = None  # 3.13: locals 2 and 3 in the original, after 17 arguments in a resume function
+    p0, p1, p2, p3, p4, p5, p6, p7 = x + 0, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7
+    p8, p9, p10, p11, p12, p13, p14, p15 = (
+        x + 8,
+        x + 9,
+        x + 10,
+        x + 11,
+        x + 12,
+        x + 13,
+        x + 14,
+        x + 15,
+    )
+    try:
+        print("break")
+        u, v = p0 * 2, p1 * 3
+        w = d["missing"] if u.sum() > 1000 else u - v
+    except KeyError:
+        w = p2
+    return w + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15
+
+
+@pytest.mark.parametrize("depths_read_first", [True, False], ids=["depths read", "depths repaired"])
+@pytest.mark.parametrize("big", [False, True], ids=["no exception", "KeyError handled"])
+def test_try_block_depths_in_a_resume_function(monkeypatch, depths_read_first, big):
+    """Either the try-block depths are read from the original before building (the usual way), or,
+    where they cannot be matched, ``bytecode``'s unreached depths are repaired afterwards from the
+    original's table, through the instruction map (which 3.13's split pairs shift)."""
+    if not depths_read_first:
+        monkeypatch.setattr(resume, "_set_try_depths", lambda items, code: False)
+    scale = 1000.0 if big else 1.0
+    compiled, _, _ = check_breaks(
+        _break_in_try,
+        lambda: (torch.tensor([scale, -2.0]), {}),
+        graphs=1,  # a resume function starting inside a try block runs in Python
+        breaks=1,
+    )
+    resumes = list(bytegraph.state_of(compiled).resumes.values())
+    assert resumes
+    for entry in resumes:  # run in Python: the function itself
+        code = entry.__code__
+        assert all(e.stack_depth < 1000 for e in ConcreteBytecode.from_code(code).exception_table)
+
+
+def test_split_pairs_map_back_to_the_original():
+    """Every instruction of a resume function after its prefix names the original's instruction it
+    came from (a jump: the same target); both halves of a split pair name the pair."""
+    fn = _break_in_try
+    originals = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
+    said = next(k for k, i in enumerate(originals) if i.argval == "break")
+    index = next(k for k in range(said, len(originals)) if originals[k].opname == "POP_TOP") + 1
+    made = resume.make_resume(fn, None, index, 0, ("x", "d", *(f"p{k}" for k in range(16))))
+    first = made.__bytegraph_resume__[2]
+    copied = [i for i in dis.get_instructions(made) if i.opname != "EXTENDED_ARG"]
+    at_original = resume._instruction_at(fn.__code__)
+    at_copied = resume._instruction_at(made.__code__)
+    # after the prefix: the whole original after its RESUME, the pairs spelled as two
+    after_resume = originals[[i.opname for i in originals].index("RESUME") + 1 :]
+    pairs = sum(i.opname in resume._PAIRS for i in after_resume)
+    assert len(copied) - first == len(after_resume) + pairs
+    for k in range(first, len(copied)):
+        template, at = resume.resume_origin(made, k)
+        assert template is fn
+        original, instr = originals[at], copied[k]
+        if original.opname in resume._PAIRS:
+            assert instr.opname in resume._PAIRS[original.opname]
+            assert instr.argval in original.argval
+        elif instr.opcode in dis.hasjrel or instr.opcode in dis.hasjabs:
+            assert instr.opname == original.opname
+            target = resume.resume_origin(made, at_copied[instr.argval // 2])[1]
+            assert target == at_original[original.argval // 2]
+        else:
+            assert (instr.opname, instr.argval) == (original.opname, original.argval)
