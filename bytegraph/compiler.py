@@ -25,7 +25,7 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
-from .tracer import driver
+from .tracer import driver, process
 from .tracer.exc import BytegraphError
 from .tracer.variables import markers
 
@@ -117,8 +117,8 @@ def compile(
         return decorate
     # Backends import parts of torch when first configured: never beside another thread's trace
     # (the imports are circular, and a thread would see a partly imported module).
-    with driver.COMPILE_LOCK:
-        driver.prepare_process()
+    with process.COMPILE_LOCK:
+        process.prepare_process()
         lookup_backend(backend or config.default_backend)  # an unknown name is a ValueError
         try:
             compiler_fn = configure_backend(backend or config.default_backend, mode, options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dis
 import types
+from collections.abc import Callable
 from typing import Any
 
 from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
@@ -165,7 +166,9 @@ def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
     return not pending
 
 
-def _fix_try_depths(new: types.CodeType, original: types.CodeType, origin: Any) -> types.CodeType:
+def _fix_try_depths(
+    new: types.CodeType, original: types.CodeType, origin: Callable[[int], int]
+) -> types.CodeType:
     """The prefix jumps past the ``TryBegin`` of a try block around the target, so ``bytecode``
     never reaches it and gives its handlers depth 32768: unwinding to that depth corrupts memory.
     The code after the prefix is the original's (``origin`` maps an instruction of ``new`` to the

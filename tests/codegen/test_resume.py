@@ -1,5 +1,6 @@
-"""``codegen/resume.py``: the original's try-block depths reach a resume function however it is
-built, and a resume function's instructions map back to the original's."""
+"""``codegen/resume.py``: 3.13's two-local instructions keep naming the right locals in a resume
+function, the original's try-block depths reach it however it is built, and its instructions map
+back to the original's."""
 
 from __future__ import annotations
 
@@ -14,26 +15,33 @@ from difftest import check_breaks
 import bytegraph
 
 
-def _break_in_try(x, d):
-    u = v = None  # 3.13: locals 2 and 3 in the original, after 17 arguments in a resume function
+def _many_locals(x, d):
+    u = v = None  # locals 2 and 3 here; in a resume function, after its arguments (17 or more)
     p0, p1, p2, p3, p4, p5, p6, p7 = x + 0, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7
-    p8, p9, p10, p11, p12, p13, p14, p15 = (
-        x + 8,
-        x + 9,
-        x + 10,
-        x + 11,
-        x + 12,
-        x + 13,
-        x + 14,
-        x + 15,
-    )
+    p8, p9, p10, p11 = x + 8, x + 9, x + 10, x + 11
+    p12, p13, p14, p15 = x + 12, x + 13, x + 14, x + 15
+    print("break")  # the resume function is traced: the pairs below are in its graph
+    u, v = p0 * 2, p1 * 3  # 3.13: STORE_FAST_STORE_FAST (v, u)
+    w = u - v  # 3.13: LOAD_FAST_LOAD_FAST (u, v)
+    print("again")  # a break in that resume function, after the pairs: resumes at the right place
     try:
-        print("break")
-        u, v = p0 * 2, p1 * 3
-        w = d["missing"] if u.sum() > 1000 else u - v
+        print("in try")  # a resume function starting in a try block runs in Python
+        w = d["missing"] if u.sum() > 1000 else w
     except KeyError:
         w = p2
     return w + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15
+
+
+def test_two_local_instructions_in_a_resume_function_with_many_arguments():
+    """Fuzz seeds 957955461, 957957042 (3.13): a resume function copied ``LOAD_FAST_LOAD_FAST
+    (u, v)``, whose argument holds each local's number in 4 bits; there ``u`` and ``v`` come after
+    17 arguments, so the pair named other locals (a wrong result, an internal error, or a crash).
+    Resume functions spell such a pair as two instructions."""
+    pairs = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST"}
+    if pairs <= set(dis.opmap):  # the versions with these instructions: they are exercised
+        names = {(i.opname, i.argval) for i in dis.get_instructions(_many_locals)}
+        assert {("STORE_FAST_STORE_FAST", ("v", "u")), ("LOAD_FAST_LOAD_FAST", ("u", "v"))} <= names
+    check_breaks(_many_locals, lambda: (torch.tensor([1.0, -2.0]), {}), graphs=2, breaks=3)
 
 
 @pytest.mark.parametrize("depths_read_first", [True, False], ids=["depths read", "depths repaired"])
@@ -46,22 +54,20 @@ def test_try_block_depths_in_a_resume_function(monkeypatch, depths_read_first, b
         monkeypatch.setattr(resume, "_set_try_depths", lambda items, code: False)
     scale = 1000.0 if big else 1.0
     compiled, _, _ = check_breaks(
-        _break_in_try,
-        lambda: (torch.tensor([scale, -2.0]), {}),
-        graphs=1,  # a resume function starting inside a try block runs in Python
-        breaks=1,
+        _many_locals, lambda: (torch.tensor([scale, -2.0]), {}), graphs=2, breaks=3
     )
     resumes = list(bytegraph.state_of(compiled).resumes.values())
-    assert resumes
-    for entry in resumes:  # run in Python: the function itself
-        code = entry.__code__
-        assert all(e.stack_depth < 1000 for e in ConcreteBytecode.from_code(code).exception_table)
+    in_python = [entry for entry in resumes if not hasattr(entry, "__bytegraph__")]
+    assert in_python  # the one starting in the try block: its code is the resume function's own
+    for entry in in_python:
+        table = ConcreteBytecode.from_code(entry.__code__).exception_table
+        assert table and all(e.stack_depth < 1000 for e in table)
 
 
 def test_split_pairs_map_back_to_the_original():
     """Every instruction of a resume function after its prefix names the original's instruction it
     came from (a jump: the same target); both halves of a split pair name the pair."""
-    fn = _break_in_try
+    fn = _many_locals
     originals = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
     said = next(k for k, i in enumerate(originals) if i.argval == "break")
     index = next(k for k in range(said, len(originals)) if originals[k].opname == "POP_TOP") + 1

@@ -3,8 +3,6 @@ plus the bugs found while writing the reliability tests. Each names the bug it p
 
 from __future__ import annotations
 
-import dis
-
 import torch
 from bytecode import ConcreteBytecode
 from difftest import check_breaks, compile_counted
@@ -361,35 +359,3 @@ def test_resume_inside_with_after_a_long_jump_is_traced():
         graphs=2,
         breaks=1,
     )
-
-
-def _many_locals(x):
-    u = v = None  # locals 1 and 2 here; in the resume function, after its 17 arguments
-    p0, p1, p2, p3, p4, p5, p6, p7 = x + 0, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7
-    p8, p9, p10, p11, p12, p13, p14, p15 = (
-        x + 8,
-        x + 9,
-        x + 10,
-        x + 11,
-        x + 12,
-        x + 13,
-        x + 14,
-        x + 15,
-    )
-    print("break")
-    u, v = p0 * 2, p1 * 3  # 3.13: STORE_FAST_STORE_FAST (v, u)
-    w = u - v  # 3.13: LOAD_FAST_LOAD_FAST (u, v)
-    print("again")  # a break in the resume function, after the pairs: resumes at the right place
-    return w + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15
-
-
-def test_two_local_instructions_in_a_resume_function_with_many_arguments():
-    """Seed 957955461 (3.13): a resume function copies ``LOAD_FAST_LOAD_FAST (u, v)``, whose
-    argument holds each local's number in 4 bits; there ``u`` and ``v`` come after 17 arguments,
-    so the pair named other locals (a wrong result, or an internal error). Resume functions spell
-    such a pair as two instructions."""
-    pairs = {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST"}
-    if pairs <= set(dis.opmap):  # the versions with these instructions: they are exercised
-        names = {(i.opname, i.argval) for i in dis.get_instructions(_many_locals)}
-        assert {("STORE_FAST_STORE_FAST", ("v", "u")), ("LOAD_FAST_LOAD_FAST", ("u", "v"))} <= names
-    check_breaks(_many_locals, lambda: (torch.tensor([1.0, -2.0]),), graphs=3, breaks=2)

@@ -141,7 +141,7 @@ def test_compiles_of_one_function_are_serialised():
 
 def test_lookup_does_not_wait_for_another_functions_compile():
     """Cache lookups never wait; compiles of different functions wait for each other, one process-
-    wide lock as torch.compile has (``driver.COMPILE_LOCK``: torch's lazy imports and fake mode are
+    wide lock as torch.compile has (``process.COMPILE_LOCK``: torch's lazy imports and fake mode are
     not safe from two threads at once)."""
     started, release = threading.Event(), threading.Event()
 
@@ -177,7 +177,7 @@ def test_lookup_does_not_wait_for_another_functions_compile():
 def test_first_compiles_in_threads_of_a_fresh_process():
     """Six threads compile and call their own functions at once, in a process that has not traced
     yet: no internal error (torch's imports, circular, were seen half done by another thread) and
-    no crash (on torch 2.11's CUDA build without a GPU: ``driver.prepare_process``)."""
+    no crash (on torch 2.11's CUDA build without a GPU: ``process.prepare_process``)."""
     script = textwrap.dedent(
         """
         import threading, warnings, torch, bytegraph
