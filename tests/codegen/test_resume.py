@@ -43,7 +43,7 @@ def test_two_local_instructions_in_a_resume_function_with_many_arguments():
         assert {("STORE_FAST_STORE_FAST", ("v", "u")), ("LOAD_FAST_LOAD_FAST", ("u", "v"))} <= names
     # torch.compile (torch._dynamo.explain, same inputs): 2 graphs, 2 breaks counted; the third
     # resume, starting in the try block, is a skipped frame there (run in Python, counted as
-    # "unimplemented"), a break here: the same code runs compiled in both.
+    # "unimplemented"), a break here: in both, that frame runs in Python.
     check_breaks(_many_locals, lambda: (torch.tensor([1.0, -2.0]), {}), graphs=2, breaks=3)
 
 
