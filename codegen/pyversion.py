@@ -47,8 +47,6 @@ JUMPS_HAVE_DIRECTION = PY311
 #: NOTE(3.12): an exhausted ``SEND`` leaves its receiver below the result (``END_SEND`` pops it);
 #: 3.13 too.
 SEND_KEEPS_RECEIVER = VERSION >= (3, 12)
-#: NOTE(3.12): comprehensions are inlined (PEP 709); 3.11 compiles them to nested functions.
-INLINED_COMPREHENSIONS = VERSION >= (3, 12)
 #: NOTE(3.13): the CALL convention is ``[callable, self_or_NULL, *args]`` (also for
 #: ``CALL_FUNCTION_EX``, and what ``LOAD_GLOBAL``/``LOAD_ATTR``/``LOAD_SUPER_ATTR`` push); 3.11 and
 #: 3.12 put the NULL below: ``[NULL|method, callable|self, *args]``.

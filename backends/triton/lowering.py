@@ -11,8 +11,6 @@ call; the graph then runs that node with torch (``graph.GraphLowering.fallback``
 from __future__ import annotations
 
 import contextlib
-import math
-import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -428,21 +426,3 @@ def arange(*args: Any, **kwargs: Any) -> LazyValue:
         return ops.to_dtype(ops.index_expr(expr, torch.int64), val.dtype)
 
     return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins())
-
-
-# operator.* on SymInts and friends never reach here: graph.py evaluates them from meta values.
-SYMBOLIC_TARGETS = {
-    operator.add,
-    operator.sub,
-    operator.mul,
-    operator.floordiv,
-    operator.mod,
-    operator.neg,
-    operator.truediv,
-    math.floor,
-    math.ceil,
-    aten.sym_size.int,
-    aten.sym_stride.int,
-    aten.sym_numel.default,
-    aten.sym_storage_offset.default,
-}

@@ -338,11 +338,6 @@ def _query_arg(tx: Translator, vt: VariableTracker) -> Any:
     return vt.as_python_constant()
 
 
-def collective_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
-    """The collectives a graph runs (functional collective nodes, waits excluded), in order."""
-    return [n for n in gm.graph.nodes if collective_name(n) is not None]
-
-
 def collective_name(node: torch.fx.Node) -> str | None:
     """``"all_reduce"`` for a ``_c10d_functional.all_reduce`` node (None for waits and others)."""
     target = node.target
