@@ -215,7 +215,7 @@ class Page:
                 "fallbacks to Python",
             ),
         ]
-        where = f" Paths are relative to {_e(self.prefix)}." if self.prefix else ""
+        where = f" Paths are relative to {_e(_shown_dir(self.prefix))}." if self.prefix else ""
         return (
             f"{', '.join(counts)}; {total * 1000:.1f} ms compiling in "
             f"{_count(len(pids), 'process', 'processes')}.{where}"
@@ -404,6 +404,19 @@ def _common_dir(filenames: list[str]) -> str:
         return ""
     common = os.path.dirname(paths[0]) if len(paths) == 1 else os.path.commonpath(paths)
     return common.rstrip(os.sep) + os.sep if common not in ("", os.sep) else ""
+
+
+def _shown_dir(directory: str) -> str:
+    """``directory`` as the page names it: relative to the working directory when inside it
+    (``examples/``, or ``the working directory`` itself), else under ``~`` when inside the home
+    directory; a page shared from another machine then shows no path of this one."""
+    cwd, home = os.getcwd(), os.path.expanduser("~")
+    for base, shown in ((cwd, ""), (home, "~" + os.sep)):
+        inside = directory == base + os.sep or directory.startswith(base.rstrip(os.sep) + os.sep)
+        if base not in ("", os.sep) and inside:
+            rest = directory[len(base.rstrip(os.sep)) + 1 :]
+            return shown + rest if shown or rest else "the working directory"
+    return directory
 
 
 def _seconds(r: dict) -> float:

@@ -204,6 +204,21 @@ def test_page_shows_every_part(page, records):
         assert part in text, part
 
 
+def test_summary_names_paths_relative_to_the_working_directory(records, trace_dir, monkeypatch):
+    """A page shows no absolute path of the machine it was made on: the files' common folder is
+    named relative to the working directory (or under ``~``)."""
+    script_dir = trace_dir.parent
+    monkeypatch.chdir(script_dir)
+    assert "Paths are relative to the working directory." in report.render(records)
+    monkeypatch.chdir(script_dir.parent)
+    text = report.render(records)
+    assert f"Paths are relative to {script_dir.name}/." in text
+    assert f"relative to {script_dir}" not in text
+    monkeypatch.setenv("HOME", str(script_dir.parent))
+    monkeypatch.chdir("/")
+    assert f"Paths are relative to ~/{script_dir.name}/." in report.render(records)
+
+
 def test_write_html_in_process_uses_live_functions(tmp_path):
     fn = bytegraph.compile(lambda x: torch.sin(x) + 1, name="live_fn")
     fn(torch.ones(2))
