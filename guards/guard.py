@@ -2,7 +2,9 @@
 
 Guards are frozen and ordered: cheap identity/type checks on shallow sources first, so the generated
 function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value,
-a ``TensorSpec``); ``key`` is the hashable form used to deduplicate. ``global_state_guards()``
+a ``TensorSpec``); ``key`` is the hashable form used to deduplicate. Each kind is declared once,
+in ``kinds.py`` with ``@guard_kind(order, identity=...)``, into ``KINDS``: its order, whether it
+compares identity, and its code. ``global_state_guards()``
 snapshots the torch global state a graph depends on (autocast, deterministic algorithms, default
 device) for the driver to add.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,31 +21,36 @@ import torch
 
 from .sources import Source
 
-#: Evaluation order of guard kinds (cheapest and most discriminating first). Guards on global torch
-#: state have no source and come last: they are cheap but almost never fail (so do the absence
-#: checks ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method overridden per
-#: instance).
-KIND_ORDER = {
-    "TYPE_MATCH": 0,
-    "ID_MATCH": 1,
-    "NONE_MATCH": 1,
-    "EQUALS_MATCH": 2,
-    "LEN_MATCH": 2,
-    "DICT_KEYS": 3,
-    "KEY_ABSENT": 5,
-    "CLASS_ATTR_ABSENT": 5,
-    "ATTR_ABSENT": 4,
-    "TENSOR_MATCH": 4,
-    "DUPLICATE_INPUT": 5,
-    "GRAD_MODE": 5,
-    "DEFAULT_DTYPE": 5,
-    "DEFAULT_DEVICE": 5,
-    "GLOBAL_STATE": 5,
-    "AUTOCAST": 5,
-    "DETERMINISTIC": 5,
-    "SHAPE_EXPR": 6,
-    "MODULE_TREE": 1,
-}
+
+@dataclass(frozen=True)
+class GuardKind:
+    """One kind of guard, declared once in ``kinds.py`` with ``@guard_kind``: where it sorts,
+    whether its ``arg`` is an object compared by identity (held as a ``WeakArg``), and its code."""
+
+    name: str  #: UPPER_SNAKE, as ``Guard.kind`` spells it
+    #: evaluation order, cheapest and most discriminating first: identity and type checks on shallow
+    #: sources, then values and lengths, tensors, and last the checks that almost never fail
+    #: (global torch state, ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method
+    #: overridden per instance) and symbolic-shape expressions
+    order: int
+    identity: bool  #: ``arg`` is an object compared by identity: held weakly
+    render: Callable[[str, Any, Any], list[str]]  #: ``(expr, arg, consts) -> Python conditions``
+
+
+#: Every guard kind by name, filled by ``kinds.py`` (imported with this package).
+KINDS: dict[str, GuardKind] = {}
+
+
+def guard_kind(order: int, *, identity: bool = False) -> Callable[[Callable], Callable]:
+    """Declare the decorated ``KIND(expr, arg, consts)`` renderer as a guard kind."""
+
+    def register(render: Callable[[str, Any, Any], list[str]]) -> Callable:
+        name = render.__name__
+        assert name.isupper() and name not in KINDS, name
+        KINDS[name] = GuardKind(name, order, identity, render)
+        return render
+
+    return register
 
 
 class WeakArg:
@@ -61,22 +69,18 @@ class WeakArg:
         return self._ref() if self._ref is not None else self._strong
 
 
-#: Kinds whose ``arg`` is an object compared by identity: held as a ``WeakArg``.
-IDENTITY_KINDS = ("ID_MATCH", "TYPE_MATCH")
-
-
 @dataclass(frozen=True)
 class Guard:
     """Invariant: a guard never keeps the object it checks alive (identity kinds hold
     ``WeakArg``)."""
 
     source: Source | None  #: what is checked (None for global torch state)
-    kind: str  #: one of ``KIND_ORDER``
+    kind: str  #: a name in ``KINDS``
     arg: Any = field(default=None, compare=False, hash=False)  #: the expected value / spec
     key: Any = None  #: hashable identity of ``arg``, for deduplication
 
     def __post_init__(self) -> None:
-        if self.kind in IDENTITY_KINDS and not isinstance(self.arg, WeakArg):
+        if KINDS[self.kind].identity and not isinstance(self.arg, WeakArg):
             object.__setattr__(self, "arg", WeakArg(self.arg))
 
     def sort_key(self) -> tuple:
@@ -88,10 +92,20 @@ class Guard:
         if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: check it first
             depth = max(depth, self.arg.depth)
         expr = self.source.expr if self.source is not None else ""
-        return (depth, KIND_ORDER[self.kind], expr, repr(self.key))
+        return (depth, KINDS[self.kind].order, expr, repr(self.key))
 
     def __lt__(self, other: Guard) -> bool:
         return self.sort_key() < other.sort_key()
+
+    @classmethod
+    def id_match(cls, source: Source | None, value: Any) -> Guard:
+        """``source`` is ``value`` (held weakly)."""
+        return cls(source, "ID_MATCH", value, ("id", id(value)))
+
+    @classmethod
+    def type_match(cls, source: Source | None, value_type: type) -> Guard:
+        """``type(source) is value_type``."""
+        return cls(source, "TYPE_MATCH", value_type, ("type", id(value_type)))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""One function per guard kind: ``KIND(expr, arg, consts) -> list of Python boolean expressions``.
+"""One function per guard kind: ``KIND(expr, arg, consts) -> list of Python boolean expressions``,
+declared with ``@guard_kind(order, identity=...)`` (``guard.py``): the one place a kind is defined.
 
 ``expr`` is the source's expression (``L['x']`` in a variant's printed guards, ``x`` in the
 generated dispatcher). Only exact builtin literals (ints, strings, finite floats, bools, None) are
@@ -25,7 +26,7 @@ from typing import Any
 import torch
 
 from .epoch import DICT_TYPES
-from .guard import TensorSpec, WeakArg, autocast_state
+from .guard import TensorSpec, WeakArg, autocast_state, guard_kind
 
 _LITERAL_TYPES = (int, str, bool, type(None))
 _DEAD = object()  #: stands for an object that died before its guard was rendered (matches nothing)
@@ -136,6 +137,7 @@ def literal(value: Any, consts: ConstTable) -> str:
     return consts.name(value)
 
 
+@guard_kind(0, identity=True)
 def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     cls = arg()
     if cls is None:
@@ -145,6 +147,7 @@ def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     return [f"type({expr}) is {consts.name(cls) if _is_builtin_type(cls) else consts.ref(cls)}"]
 
 
+@guard_kind(1, identity=True)
 def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     obj = arg()
     if obj is None:  # died between the trace and now: this entry can never match
@@ -154,10 +157,12 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     return [f"{expr} is {consts.ref(obj)}"]
 
 
+@guard_kind(1)
 def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:
     return [f"{expr} is None"]
 
 
+@guard_kind(2)
 def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin
     one."""
@@ -166,10 +171,12 @@ def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{expr} == {literal(arg, consts)}"]
 
 
+@guard_kind(2)
 def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
     return [f"len({expr}) == {arg}"]
 
 
+@guard_kind(3)
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     if all(type(k) in _LITERAL_TYPES for k in arg):
         return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
@@ -178,18 +185,21 @@ def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     return [f"len({expr}) == {len(arg)}", f"all(map({consts.name(operator.is_)}, {expr}, {keys}))"]
 
 
+@guard_kind(5)
 def KEY_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` (a str) is not a key of the dict ``expr`` (a global that would shadow a builtin, an
     instance attribute that would shadow a method of the class)."""
     return [f"{arg!r} not in {expr}"]
 
 
+@guard_kind(5)
 def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> list[str]:
     """No class in the MRO of the class ``expr`` defines any of the names ``arg`` (an attribute the
     trace found missing, plus ``__getattr__``, which would supply it)."""
     return [f"{consts.name(no_class_attr)}({expr}, {arg!r})"]
 
 
+@guard_kind(4)
 def ATTR_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``expr`` has no attribute ``arg``. Installed only for objects of the classes that
     ``tracer/variables/objects.py`` allowlists as having a side-effect-free ``__getattribute__``
@@ -206,11 +216,13 @@ def no_class_attr(cls: type, names: tuple[str, ...]) -> bool:
     return not any(name in _CLASS_DICT.__get__(k) for k in _MRO.__get__(cls) for name in names)
 
 
+@guard_kind(5)
 def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` is the rendered expression of the other source holding the same object."""
     return [f"{expr} is {arg}"]
 
 
+@guard_kind(4)
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a
     ``torch.device``; ``is_contiguous()`` instead of the stride tuple when the two agree)."""
@@ -250,14 +262,17 @@ def _dims_check(what: str, dims: tuple[int | None, ...], expr: str) -> list[str]
     return parts + [f"{what}[{i}] == {d}" for i, d in enumerate(dims) if d is not None]
 
 
+@guard_kind(5)
 def GRAD_MODE(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.is_grad_enabled)}() is {arg}"]
 
 
+@guard_kind(5)
 def DEFAULT_DTYPE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.get_default_dtype)}() is {consts.name(arg)}"]
 
 
+@guard_kind(5)
 def AUTOCAST(expr: str, arg: tuple | None, consts: ConstTable) -> list[str]:
     """``arg`` is None when autocast was off everywhere (one C call), else ``autocast_state()``."""
     if arg is None:
@@ -265,10 +280,12 @@ def AUTOCAST(expr: str, arg: tuple | None, consts: ConstTable) -> list[str]:
     return [f"{consts.name(autocast_state)}() == {consts.name(arg, 'autocast')}"]
 
 
+@guard_kind(5)
 def DETERMINISTIC(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch._C._get_deterministic_algorithms)}() is {arg}"]
 
 
+@guard_kind(5)
 def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """``arg`` is None when no torch function mode was active (one C call: no ``set_default_device``
     and no user mode), else the default device then in force."""
@@ -277,42 +294,19 @@ def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.get_default_device)}() == {consts.name(arg)}"]
 
 
+@guard_kind(5)
 def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTable) -> list[str]:
     getter, value = arg
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
 
 
+@guard_kind(1)
 def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """``arg`` checks a module tree (``tracer/module_tree.py``: O(1) unless a module
     changed)."""
     return [f"{consts.name(arg, 'tree')}.check({expr})"]
 
 
+@guard_kind(6)
 def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [arg]
-
-
-KINDS: dict[str, Callable[[str, Any, ConstTable], list[str]]] = {
-    fn.__name__: fn
-    for fn in (
-        TYPE_MATCH,
-        ID_MATCH,
-        NONE_MATCH,
-        EQUALS_MATCH,
-        LEN_MATCH,
-        DICT_KEYS,
-        KEY_ABSENT,
-        CLASS_ATTR_ABSENT,
-        ATTR_ABSENT,
-        DUPLICATE_INPUT,
-        TENSOR_MATCH,
-        GRAD_MODE,
-        DEFAULT_DTYPE,
-        DEFAULT_DEVICE,
-        AUTOCAST,
-        DETERMINISTIC,
-        GLOBAL_STATE,
-        SHAPE_EXPR,
-        MODULE_TREE,
-    )
-}
