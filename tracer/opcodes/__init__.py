@@ -50,5 +50,6 @@ from . import (  # noqa: E402, F401
     control,
     exceptions,
     load_store,
+    matching,
     stack,
 )

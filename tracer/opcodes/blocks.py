@@ -52,14 +52,6 @@ unsupported(
     "ASYNC_GEN_WRAP",
 )
 unsupported(
-    "pattern matching is not traced",
-    "MATCH_CLASS",
-    "MATCH_MAPPING",
-    "MATCH_SEQUENCE",
-    "MATCH_KEYS",
-    "GET_LEN",
-)
-unsupported(
     "class bodies and name-based scopes are not traced",
     "LOAD_BUILD_CLASS",
     "LOAD_NAME",
