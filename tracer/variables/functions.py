@@ -61,6 +61,8 @@ class UserFunctionVariable(VariableTracker):
             name == "__code__"
         ):  # a sourced function's code is guarded by identity (``builder.wrap``)
             return ConstantVariable(self.fn.__code__)
+        if name == "__class__":  # ``type(f)``: torchvision's ``_log_api_usage_once(f)`` reads it
+            return tx.wrap_static(self.python_type())
         if name == "__get__" and self.self_vt is None:
             return MethodCallVariable(self, name)
         raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
@@ -231,6 +233,8 @@ class NestedFunctionVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(self.code.co_name)
+        if name == "__class__":
+            return tx.wrap_static(types.FunctionType)
         raise Unsupported("getattr", f"attribute {name!r} of a function made in the trace")
 
     def call_function(

@@ -55,7 +55,6 @@ EFFECTFUL = frozenset(
         "set_float32_matmul_precision",
         "profiler",
         "record_function",
-        "_assert",
         # global state and mode stacks that the tracer does not model (``state_contexts.py`` does
         # grad/inference mode, autocast contexts, default dtype, deterministic algorithms)
         "autocast_increment_nesting",
@@ -95,6 +94,10 @@ def call_torch(
         made = numpy_arrays.from_numpy(tx, fn, args[0])
         if made is not None:
             return made
+    if fn is torch._assert:
+        return UserFunctionVariable(_assert).call_function(tx, args, kwargs)
+    if fn is torch._C._log_api_usage_once:  # telemetry: a no-op in graphs, as in torch.compile
+        return ConstantVariable(None)
     if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
         bound = inspect.signature(fn).bind(*args, **kwargs)
         return bound.arguments["the_value"]
@@ -136,6 +139,16 @@ def call_torch(
         return tx.output.call_function(fn, tuple(args), kwargs)
     except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
         return UserFunctionVariable(fn).call_function(tx, args, kwargs)
+
+
+def _assert(condition, message):
+    """``torch._assert`` as traced: its check, which the trace evaluates like any ``assert``: a
+    Python bool raises as eager does, a symbolic one is guarded, a tensor's value is data the
+    trace does not know (a break, as in torch.compile, whose ``torch._assert`` breaks there too).
+    Not an ``assert`` statement: pytest rewrites those in this package (its plugin's distribution)
+    into code calling ``locals()``; ``__debug__`` keeps ``python -O``'s no-op."""
+    if __debug__ and not condition:
+        raise AssertionError(message)
 
 
 def _fold_call(

@@ -1,0 +1,122 @@
+"""Differential tests for the constructs of vision model libraries (timm, torchvision, diffusers;
+issue 20), each written as a small function with the library's pattern, so they run without the
+libraries: ``torch._assert`` checks, torchvision's API-usage logging, ``inspect.signature``
+parameter views, ``OrderedDict`` output classes, a ``Sequential`` loop resumed after a break in a
+callee, concatenations of differently sized tensors across a recompile."""
+
+from __future__ import annotations
+
+from types import FunctionType
+
+import pytest
+import torch
+import torch._dynamo
+from difftest import check, check_breaks, compile_counted
+from torch import nn
+
+
+def dynamo_counts(fn, *args) -> tuple[int, int]:
+    """torch.compile's (graphs, breaks) for ``fn(*args)``."""
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(fn)(*args)
+    return explained.graph_count, explained.graph_break_count
+
+
+# -- torch._assert ---------------------------------------------------------------------------------
+
+
+def norm_act(x):  # timm's norm-act layers: ``_assert(x.ndim == 4, ...)`` on every call
+    torch._assert(x.ndim == 4, "expected a 4D input")
+    torch._assert(x.shape[1] == 3, f"expected 3 channels, got {x.shape[1]}")
+    return torch.nn.functional.relu(x * 2)
+
+
+def test_assert_on_python_bools_is_checked_in_the_trace():
+    check(norm_act, torch.randn(2, 3, 4, 4))
+    assert dynamo_counts(norm_act, torch.randn(2, 3, 4, 4)) == (1, 0)
+
+
+def test_assert_failing_raises_as_eager():
+    """An exception nothing in the trace catches is raised by CPython: a break before it."""
+    check_breaks(norm_act, lambda: (torch.randn(2, 5, 4, 4),), graphs=0, breaks=1)
+
+
+def test_assert_on_a_symbolic_size_is_guarded():
+    def fn(x):
+        torch._assert(x.shape[0] % 2 == 0, "even batch")
+        return x.sum(0)
+
+    compiled, counter = compile_counted(fn, dynamic=True)
+    for n in (2, 4, 6):
+        torch.testing.assert_close(compiled(torch.ones(n, 3)), fn(torch.ones(n, 3)))
+    assert counter.frame_count == 1
+    with pytest.raises(AssertionError, match="even batch"):
+        compiled(torch.ones(3, 3))
+
+
+def test_assert_on_a_tensor_breaks_as_in_torch_compile():
+    """A tensor's truth is data the trace does not know: one break, as torch.compile's (2.13:
+    ``aten._local_scalar_dense``); the check then runs in Python and raises as eager does."""
+
+    def fn(x):
+        y = x * 2
+        torch._assert((y > -100).all(), "out of range")
+        return y + 1
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1)
+    # failing: raised by the check run in Python, before the rest's graph is ever made
+    check_breaks(fn, lambda: (torch.full((3,), -200.0),), graphs=1, breaks=1)
+    assert dynamo_counts(fn, torch.randn(3)) == (2, 1)
+
+
+# -- torchvision's _log_api_usage_once ------------------------------------------------------------
+
+
+def _log_api_usage_once(obj) -> None:  # torchvision.utils._log_api_usage_once
+    module = obj.__module__
+    if not module.startswith("torchvision"):
+        module = f"torchvision.internal.{module}"
+    name = obj.__class__.__name__
+    if isinstance(obj, FunctionType):
+        name = obj.__name__
+    torch._C._log_api_usage_once(f"{module}.{name}")
+
+
+def stochastic_depth(x, p: float, training: bool):
+    _log_api_usage_once(stochastic_depth)  # torchvision.ops.stochastic_depth
+    if not training or p == 0.0:
+        return x
+    return x * 0.5
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        _log_api_usage_once(self)
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        _log_api_usage_once(self)
+        return stochastic_depth(self.lin(x), 0.2, self.training) + x
+
+
+def test_api_usage_logging_is_a_no_op_in_the_graph():
+    torch.manual_seed(0)
+    check(Block().eval(), torch.randn(2, 4))
+    torch.manual_seed(0)  # a model of its own: bytegraph's compiled one carries its hooks
+    assert dynamo_counts(Block().eval(), torch.randn(2, 4)) == (1, 0)
+
+
+class Scaler:
+    def scale(self, x):
+        return x * 2
+
+
+def test_class_of_a_function_and_of_a_bound_method():
+    scaler = Scaler()
+
+    def fn(x):
+        names = stochastic_depth.__class__.__name__, scaler.scale.__class__.__name__
+        return scaler.scale(x) + len(names[0]) + len(names[1])
+
+    check(fn, torch.randn(3))
