@@ -19,6 +19,7 @@ from .. import polyfills
 from ..exc import PythonError, Unsupported
 from . import (
     builtin_calls,
+    class_factories,
     container_methods,
     iterators,
     markers,
@@ -88,6 +89,9 @@ def call(
             return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
         if target is functools.cmp_to_key and len(args) == 1 and not kwargs:
             return builtin_calls.CmpKeyVariable(args[0])
+        made = class_factories.make_class(tx, target, args, kwargs)
+        if made is not None:  # ``collections.namedtuple(...)``
+            return made
     return fn.call_function(tx, args, kwargs)
 
 
