@@ -251,27 +251,11 @@ class CompiledCode:
                 policy=self.policy,
                 numbering=self.numbering,
             )
-        except Unsupported as e:
-            strict = e.is_error(self.settings.fullgraph, settings.error_on_graph_break)
+        except Exception as e:  # noqa: BLE001 (every failed trace is remembered: _failure says how)
+            failure = self._failure(e)
+            strict = failure.is_error(self.settings.fullgraph, settings.error_on_graph_break)
             elapsed = time.perf_counter() - started
-            return self._fallback(e, reason, failures, state_guards, strict, elapsed)
-        except TraceTooLong as e:
-            self.cache.set_no_match(self.fn)  # never trace it again: every call runs in Python
-            error = Unsupported("too_large", str(e))
-            strict = error.is_error(self.settings.fullgraph, settings.error_on_graph_break)
-            elapsed = time.perf_counter() - started
-            return self._fallback(error, reason, failures, state_guards, strict, elapsed)
-        except Exception as e:
-            if self.settings.fullgraph:
-                raise InternalError(
-                    f"bytegraph failed to compile {self.fn.__qualname__}: {e}"
-                ) from e
-            log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
-            internal = Unsupported("internal_error", f"{type(e).__name__}: {e}")
-            internal.guards = getattr(e, "guards", None) or []
-            strict = internal.is_error(False, settings.error_on_graph_break)
-            elapsed = time.perf_counter() - started
-            return self._fallback(internal, reason, failures, state_guards, strict, elapsed)
+            return self._fallback(failure, reason, failures, state_guards, strict, elapsed)
         elapsed = time.perf_counter() - started
         breaks = [] if self.continued_break(result) else result.breaks
         variant = Variant(
@@ -299,6 +283,22 @@ class CompiledCode:
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
+
+    def _failure(self, e: Exception) -> Unsupported:
+        """What a trace that raised ``e`` fell back for: the break itself, ``too_large`` (never
+        traced again: every call runs in Python) or ``internal_error`` (a bug in bytegraph, raised
+        as ``InternalError`` under ``fullgraph``)."""
+        if isinstance(e, Unsupported):
+            return e
+        if isinstance(e, TraceTooLong):
+            self.cache.set_no_match(self.fn)
+            return Unsupported("too_large", str(e))
+        if self.settings.fullgraph:
+            raise InternalError(f"bytegraph failed to compile {self.fn.__qualname__}: {e}") from e
+        log.debug("internal error while tracing %s", self.fn.__qualname__, exc_info=True)
+        internal = Unsupported("internal_error", f"{type(e).__name__}: {e}")
+        internal.guards = getattr(e, "guards", None) or []
+        return internal
 
     def continued_break(self, result: TraceResult) -> bool:
         """Whether the trace of this resume function stopped at the instruction it starts at, where
