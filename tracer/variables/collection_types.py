@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import heapq
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -109,14 +110,22 @@ def _appendleft(tx, obj, value):
     return NONE
 
 
+def _items_for(tx, obj, iterable):
+    """What ``extend``/``extendleft`` add, taken one at a time as CPython's deque takes them (a
+    ``map`` reading the deque sees it grow); the deque itself is copied first, as CPython does."""
+    if iterable is obj:
+        return list(obj.items)
+    return tx.dispatch.each_item(tx, iterable)
+
+
 def _extend(tx, obj, iterable):
-    for item in tx.dispatch.iterate(tx, iterable):
+    for item in _items_for(tx, obj, iterable):
         _append(tx, obj, item)
     return NONE
 
 
 def _extendleft(tx, obj, iterable):
-    for item in tx.dispatch.iterate(tx, iterable):
+    for item in _items_for(tx, obj, iterable):
         _appendleft(tx, obj, item)
     return NONE
 
@@ -157,15 +166,15 @@ def _count(vt: VariableTracker | None) -> Any:
 
 
 def _counter_update(tx, obj, iterable=None, **kwargs):
-    """``Counter.update``: counts the items of an iterable, adds the counts of a mapping."""
+    """``Counter.update``: counts the items of an iterable one at a time as they come (CPython's
+    ``_count_elements``), adds the counts of a mapping."""
     if isinstance(iterable, DictVariable):
         pairs = [(k, _count(v)) for k, v in iterable.items.items()]
     elif iterable is not None:
-        pairs = [(_key(item), 1) for item in tx.dispatch.iterate(tx, iterable)]
+        pairs = ((_key(item), 1) for item in tx.dispatch.each_item(tx, iterable))
     else:
         pairs = []
-    pairs += [(k, _count(v)) for k, v in kwargs.items()]
-    for key, n in pairs:
+    for key, n in itertools.chain(pairs, [(k, _count(v)) for k, v in kwargs.items()]):
         obj.items[key] = ConstantVariable(_count(obj.items.get(key)) + n)
     return NONE
 

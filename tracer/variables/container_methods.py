@@ -57,7 +57,8 @@ def call_method(
         methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
     if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
         tx.output.side_effects.before_mutation(obj)
-        obj.append_unread(args if name == "append" else tx.dispatch.iterate(tx, args[0]))
+        for item in args if name == "append" else _extend_items(tx, args[0]):
+            obj.append_unread(item)
         tx.output.side_effects.mark_mutated(obj)
         return NONE
     if name not in methods:
@@ -142,14 +143,17 @@ def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
     return NONE
 
 
-def _list_extend(tx, obj, iterable):
-    """Items are appended as they are taken (a ``map`` whose function appends to the list sees
-    the list grow, as in CPython); a list or tuple is copied first (``xs.extend(xs)`` doubles)."""
+def _extend_items(tx, iterable):
+    """What ``list.extend`` appends: a list or tuple copied first (``xs.extend(xs)`` doubles),
+    any other iterable's items one at a time as they are taken (a ``map`` whose function reads or
+    appends to the list sees it grow, as in CPython)."""
     if isinstance(iterable, (ListVariable, TupleVariable)):
-        obj.items.extend(list(iterable.items))
-        return NONE
-    it = tx.dispatch.get_iter(tx, iterable)
-    while (item := it.next_item(tx)) is not None:
+        return list(iterable.items)
+    return tx.dispatch.each_item(tx, iterable)
+
+
+def _list_extend(tx, obj, iterable):
+    for item in _extend_items(tx, iterable):
         obj.items.append(item)
     return NONE
 
@@ -238,14 +242,15 @@ def _dict_popitem(tx, obj):
 
 
 def _dict_update(tx, obj, *others, **kwargs):
-    """``d.update(mapping_or_pairs, **kwargs)``: pairs are taken one by one, like CPython."""
+    """``d.update(mapping_or_pairs, **kwargs)``: pairs are taken one by one and stored as they
+    come, like CPython (a ``map`` making them sees the pairs stored before)."""
     if len(others) > 1:
         raise Unsupported("python_error", "TypeError: update expected at most 1 argument")
     for other in others:
         if isinstance(other, DictVariable):
             obj.items.update(other.items)
             continue
-        for pair in tx.dispatch.iterate(tx, other):
+        for pair in tx.dispatch.each_item(tx, other):
             items = tx.dispatch.iterate(tx, pair)
             if len(items) != 2:
                 raise Unsupported("python_error", "ValueError: dictionary update sequence element")
@@ -405,8 +410,11 @@ def _set_method(name: str, mutates: bool):
 
 
 def real_iterable(tx, vt):
-    """What a set method is given: the real set or immutable constant, a dict of the keys, or the
-    items in order (CPython's methods take fast paths for sets and dicts that change orders)."""
+    """What a set method is given: the real set or immutable constant, a dict of the keys, or a
+    real iterator over the items that takes each from the traced iterable when CPython asks for
+    it (CPython's methods take fast paths for sets and dicts that change orders; on other
+    iterables some add item by item, some stop early, some read all first: a ``map`` whose
+    function reads or changes the set sees what it sees in CPython)."""
     if isinstance(vt, SetVariable):
         return vt.items
     if isinstance(vt, DictVariable):
@@ -415,7 +423,7 @@ def real_iterable(tx, vt):
         vt.as_python_constant(), (str, range, tuple, frozenset)
     ):
         return vt.as_python_constant()
-    return [_key(i) for i in tx.dispatch.iterate(tx, vt)]
+    return map(_key, tx.dispatch.each_item(tx, vt))
 
 
 def _set_pop(tx, obj):

@@ -11,6 +11,7 @@ import functools
 import inspect
 import operator
 import types
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -534,6 +535,15 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     if _user_iter(value):
         return get_iter(tx, value).unpack(tx)
     return value.unpack(tx)
+
+
+def each_item(tx: Translator, value: VariableTracker) -> Iterator[VariableTracker]:
+    """The items of an iterable taken one at a time, when the consumer asks for the next, as
+    CPython's ``list.extend``, ``deque.extend``, ``dict.update``, ``set.update``... take them: a
+    ``map`` or generator that reads or changes the container being filled sees the items before."""
+    it = get_iter(tx, value)
+    while (item := it.next_item(tx)) is not None:
+        yield item
 
 
 def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:

@@ -52,9 +52,10 @@ class LazyListVariable(ListVariable):
         """Has the trace read the items (so the length and items are guarded)?"""
         return self._items is not None
 
-    def append_unread(self, items: list[VariableTracker]) -> None:
-        """``append``/``extend`` before any read: only the log grows."""
-        self.appended.extend(items)
+    def append_unread(self, item: VariableTracker) -> None:
+        """``append``/``extend`` begun before any read: only the log grows, unless the items were
+        read meanwhile (``xs.extend(map(lambda v: len(xs), ...))`` reads them while it appends)."""
+        (self.appended if self._items is None else self._items).append(item)
 
     def clone(self, **changes: Any) -> VariableTracker:
         return ListVariable(**{"items": list(self.items), "source": self.source, **changes})
