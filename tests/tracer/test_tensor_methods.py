@@ -3,10 +3,12 @@ calls, indexing and slicing of tensors, and ops returning several tensors."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
-from difftest import check
+from difftest import assert_same, check, check_breaks, compile_counted
 
 UNARY_METHODS = [
     "relu",
@@ -346,3 +348,46 @@ def test_unbound_tensor_methods():
         return torch.Tensor.add(x, y, alpha=2), torch.Tensor.relu(x), torch.Tensor.sum(y, dim=0)
 
     check(fn, torch.randn(3), torch.randn(3))
+
+
+# -- Tensor.new: a torch.Size gives sizes, a tuple or list gives data ------------------------------
+# torch.compile 2.13 compiles each of these in one graph, no break (``torch._dynamo.explain``).
+NEW_FORMS = {
+    "size()": lambda x, y: x.new(y.size()),
+    "shape": lambda x, y: x.new(y.shape),
+    "sliced shape": lambda x, y: x.new(y.shape[1:]),
+    "torch.Size": lambda x, y: x.new(torch.Size((2, 3))),
+    "Size with device": lambda x, y: x.new(y.size(), device="cpu"),
+    "ints": lambda x, y: x.new(2, 3),
+    "one int": lambda x, y: x.new(3),
+    "starred sizes": lambda x, y: x.new(*y.size()),
+    "tuple data": lambda x, y: x.new((2, 3)),
+    "list data": lambda x, y: x.new([2.5, 1]),
+    "empty list": lambda x, y: x.new([]),
+    "no args": lambda x, y: x.new(),
+}
+
+
+@pytest.mark.parametrize("form", list(NEW_FORMS))
+def test_tensor_new_takes_sizes_or_data_as_eager(form):
+    fn = NEW_FORMS[form]
+    x, y = torch.ones(2, dtype=torch.float64), torch.ones(3, 5)
+    compiled, counter = compile_counted(fn)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback to Python warns
+            got = compiled(x, y)
+        want = fn(x, y)
+        assert (got.shape, got.dtype, got.device) == (want.shape, want.dtype, want.device)
+        if form.endswith("data"):  # ``new(sizes)`` is uninitialised: only data is compared
+            assert_same(got, want)
+    assert counter.frame_count == 1
+
+
+def test_tensor_new_of_a_tensor_is_an_alias():
+    def fn(x, y):
+        z = x.new(y)
+        z.add_(1)
+        return z.size() == y.size(), z
+
+    check_breaks(fn, lambda: (torch.ones(2), torch.zeros(3, 5)), graphs=1, breaks=0)

@@ -227,6 +227,10 @@ class TensorMethodVariable(VariableTracker):
             raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
         if name in METADATA_METHODS:
             return self._metadata(tx, args, kwargs)
+        if name == "new" and len(args) == 1 and getattr(args[0], "is_size", False):
+            # ``x.new(torch.Size)`` takes sizes where ``x.new(tuple)`` takes data, and a graph
+            # keeps no ``torch.Size`` (FX writes it as a tuple): the same uninitialised tensor
+            name = "new_empty"
         return tx.output.call_method(name, (self.tensor, *args), kwargs)
 
     def _metadata(
