@@ -228,6 +228,11 @@ class OutputGraph:
                 raise Unsupported("effect", effects.describe(target, probe))
             if key is not None and not probe.effects:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
+        made = _untraced_layout(example)
+        if made is not None:  # as for inputs (``add_input``): e.g. ``coalesce()``'s fake nnz is 0
+            raise Unsupported(
+                "tensor_layout", f"{_name(target)} makes a {made} tensor, which is not traced"
+            )
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
@@ -472,6 +477,21 @@ def _placeholder_name(source: Source) -> str:
     while "__" in text:
         text = text.replace("__", "_")
     return text.strip("_").lower() + "_"
+
+
+def _untraced_layout(example: Any) -> str | None:
+    """The layout of a tensor in an op's result that the trace does not model (sparse, nested,
+    quantized: fake tensors do not carry what those store), if any."""
+    for t in example if isinstance(example, (tuple, list)) else (example,):
+        if isinstance(t, torch.Tensor) and (
+            t.layout is not torch.strided or t.is_nested or t.is_quantized
+        ):
+            return "nested" if t.is_nested else str(t.layout)
+    return None
+
+
+def _name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
 
 
 def _as_node_arg(vt: Any) -> Any:
