@@ -33,6 +33,7 @@ TENSORS = ("a", "b", "c")
 INTS = ("i", "j")
 
 PRELUDE = """\
+import collections
 import contextlib
 import dataclasses
 
@@ -83,6 +84,19 @@ class Pt:
 
     def scaled(self):
         return self.t * self.k
+
+
+class AttrDict(dict):
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+class Cfg(dict):
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 """
@@ -242,6 +256,8 @@ class Gen:
             (1, self.print_),
             (1, self.breaker),
             (1, self.raise_),
+            (1, self.lazy_consumer),
+            (1, self.dict_subclass),
         ]
         if depth < 2:
             kinds += [
@@ -254,6 +270,9 @@ class Gen:
                 (1, self.inner_fn),
                 (1, self.make_object),
                 (1, self.optimizer_step),
+                (1, self.factory),
+                (1, self.match_),
+                (1, self.device_rng),
             ]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
@@ -432,6 +451,78 @@ class Gen:
             ]
         )
 
+    def factory(self, depth: int) -> str:
+        """A class made by a factory in the call (``collections.namedtuple``) and used."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"P = collections.namedtuple('P', ['u', 'v'])\np = P({self.texpr()}, {n})\n"
+                f"{t} = p.u * p.v + P._make([{t}, 1]).u",
+                f"P = collections.namedtuple('P', 'u v', defaults=[{self.rng.randint(0, 3)}])\n"
+                f"p = P({t})._replace(u={self.texpr()})\n{t} = p.u + p.v\n{n} = len(p._fields)",
+                f"P = collections.namedtuple('P', ['u', 'v'])\nu, v = P({t}, {n})\n"
+                f"{n} = v + len(P._fields)",
+            ]
+        )
+
+    def match_(self, depth: int) -> str:
+        """Structural pattern matching on the list, the dict, an int or the object."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"match lst:\n    case []:\n        {n} = 0\n"
+                f"    case [first]:\n        {t} = {t} + first\n"
+                f"    case [first, *rest]:\n        {t} = {t} * first\n        {n} = len(rest)",
+                f"match d:\n    case {{'k': kv, **others}}:\n        {t} = {t} + kv\n"
+                f"        {n} = len(others)\n    case {{}}:\n        {n} = {n} + 1",
+                f"match {n}:\n    case 0 | 1:\n        {t} = {t} + 1\n"
+                f"    case int(v) if v > 3:\n        {t} = {t} * v\n    case _:\n        pass",
+                f"match obj:\n    case Obj(count=cnt) if cnt > 1:\n        {n} = cnt\n"
+                f"    case Obj(w=w):\n        {t} = {t} + w",
+                f"match ({t}, {n}):\n    case (tt, 2):\n        {t} = tt * 2\n"
+                f"    case (tt, k):\n        {n} = k + 1",
+            ]
+        )
+
+    def device_rng(self, depth: int) -> str:
+        """Random numbers drawn inside and after a ``torch.device`` block."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"with torch.device('meta'):\n    m = torch.randn(3)\n"
+                f"{n} = int(m.is_meta) + {n}\n{t} = {t} + torch.rand({t}.shape)",
+                f"with torch.device('cpu'):\n    {t} = {t} + torch.randn({t}.shape)",
+                f"with torch.device('meta'):\n    m = torch.empty(2).normal_()\n"
+                f"{n} = m.device.type == 'meta'\n{t} = {t} * torch.randint(0, 3, {t}.shape)",
+            ]
+        )
+
+    def lazy_consumer(self, depth: int) -> str:
+        """A container filled from an iterator whose function reads or changes it."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"lst.extend(map(lambda v: v + len(lst), [{t}, {t}]))",
+                f"dq = collections.deque([{n}])\n"
+                f"dq.extendleft(map(lambda v: v + len(dq), range(3)))\n{n} = sum(dq) + dq[0]",
+                "d.update((f'u{q}', len(d)) for q in range(2))",
+                f"lst[:1] = [{t} + len(lst) for _ in range(2)]",
+                f"s = {{1}}\ns.update(v + len(s) for v in range(3))\n{n} = sum(s)",
+            ]
+        )
+
+    def dict_subclass(self, depth: int) -> str:
+        """Config objects: dict subclasses read through attributes."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"cfg = AttrDict(scale={n}, t={t})\n{t} = cfg.t * cfg.scale",
+                f"cfg = AttrDict()\ncfg.k = {self.texpr()}\n{t} = cfg.k + len(cfg)",
+                f"cfg = Cfg(a={n}, b=2)\n{n} = cfg.a + cfg.b + len(cfg)",
+                f"cfg = Cfg.fromkeys(['p', 'q'], {n})\n{n} = cfg.p + sum(cfg.values())",
+            ]
+        )
+
     def inner_fn(self, depth: int) -> str:
         k = self.n()
         return self.pick(
@@ -531,6 +622,8 @@ def _global_state() -> tuple:
         torch.get_autocast_dtype("cpu"),
         torch.get_default_dtype(),
         torch.are_deterministic_algorithms_enabled(),
+        torch.get_default_device(),
+        torch.get_rng_state(),
     )
 
 
@@ -598,9 +691,11 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
         return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}", crashed=True)
     fallbacks, internal_errors = 0, []
     for call in range(calls):
+        torch.manual_seed(program.seed * 31 + call)
         expected = _observe(
             eager_fn, make_inputs(program.seed, call, eager_ns), eager_ns, eager_cells
         )
+        torch.manual_seed(program.seed * 31 + call)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             actual = _observe(
