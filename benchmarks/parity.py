@@ -5,8 +5,10 @@ shape, device, ``requires_grad``, ``.grad``, Python results, side effects and to
     python benchmarks/parity.py [-k SUBSTRING] [--category NAME]
 
 Per case: correctness of both, graphs/breaks on the first call for both, traces after the first
-call for both, and whether the ``tc_breaks`` recorded in the case still matches torch.compile. Then
-totals. Exit status 1 if bytegraph is wrong or crashes on any case.
+call for both, a ``more`` column (how many breaks bytegraph takes beyond torch.compile's) and
+whether the ``tc_breaks`` recorded in the case still matches torch.compile. Then totals, and every
+case where bytegraph breaks more than torch.compile with the reason its case states (``why``).
+Exit status 1 if bytegraph is wrong or crashes on any case.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def main() -> int:
     )
     print(f"retraced: bytegraph {totals['bg_retrace']}, torch.compile {totals['tc_retrace']} cases")
     print(f"recorded tc_breaks out of date: {totals['stale']}")
+    more = [(c, bg, tc) for c, bg, tc, *_ in rows if bg.breaks > tc.breaks]
+    print(f"\nbytegraph breaks more than torch.compile on {len(more)} cases:")
+    for c, bg, tc in more:
+        why = c.why or "(no reason stated in the case)"
+        print(f"  {c.name}: {bg.breaks} vs {tc.breaks}: {why}")
     for c, bg, _tc, bg_diff, _, _ in rows:
         if bg_diff or bg.crash:
             print(f"\n{c.name}: " + (bg.crash or "") + "\n  " + "\n  ".join(bg_diff[:5]))
@@ -87,12 +94,12 @@ def _row(c, bg, tc, bg_diff, tc_diff, stale) -> str:
     def status(run, diff):
         return "CRASH" if run.crash else ("WRONG" if diff else "ok")
 
-    mark = "  <- more breaks" if bg.breaks > tc.breaks else ""
-    mark += f"  (tc_breaks recorded {c.tc_breaks})" if stale else ""
+    more = f"+{bg.breaks - tc.breaks}" if bg.breaks > tc.breaks else ""
+    mark = f"  (tc_breaks recorded {c.tc_breaks})" if stale else ""
     return (
         f"{c.category:<10} {c.name:<40} bytegraph {status(bg, bg_diff):<5} "
         f"{bg.graphs}g/{bg.breaks}b/{bg.retraces}r   torch.compile {status(tc, tc_diff):<5} "
-        f"{tc.graphs}g/{tc.breaks}b/{tc.retraces}r{mark}"
+        f"{tc.graphs}g/{tc.breaks}b/{tc.retraces}r   more {more:<3}{mark}"
     )
 
 
