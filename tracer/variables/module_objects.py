@@ -126,8 +126,10 @@ def _immutable(value: Any) -> bool:
 
 def _check_entry_state(tx: Translator, cls: type) -> None:
     """The prologue builds the module under the state the call started with; the trace must be
-    under the same state here (parameters take the default dtype and device)."""
-    now = (torch.get_default_dtype(), str(torch.get_default_device()))
+    under the same state here (parameters take the default dtype and device; a ``torch.device``
+    block of the trace is not entered for real while tracing: its device is the trace's)."""
+    device = tx.output.state.default_device() or torch.get_default_device()
+    now = (torch.get_default_dtype(), str(device))
     now += (torch.is_inference_mode_enabled(),)
     if now != tx.output.side_effects.entry_state:
         raise Unsupported(
