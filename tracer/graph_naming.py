@@ -50,6 +50,8 @@ _LITERAL_TYPES = (
 
 def graph_target(target: Callable[..., Any]) -> Callable[..., Any]:
     """``target`` if FX's generated code names it correctly, else a wrapper it names by object."""
+    if _bound_c_method(target):
+        return _by_object(target)
     if not _named_by_path(target):
         return target
     return target if _path_leads_back(target) else _by_object(target)
@@ -152,6 +154,16 @@ def graph_constant(value: Any) -> Any:
     raise Unsupported(
         "graph_arg",
         f"{type(value).__name__} object {value!r:.60} cannot be a constant argument of a graph op",
+    )
+
+
+def _bound_c_method(target: Any) -> bool:
+    """A C method bound to a class or object, which has no ``__module__`` to name it by (torch
+    2.15's ``Function.apply``: ``MyFunction.apply``); FX raises on it."""
+    return (
+        isinstance(target, types.BuiltinMethodType)
+        and not isinstance(getattr(target, "__self__", None), types.ModuleType)
+        and getattr(target, "__module__", None) is None
     )
 
 

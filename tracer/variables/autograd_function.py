@@ -38,6 +38,23 @@ def is_autograd_function(cls: Any) -> bool:
     )
 
 
+#: torch's ``Function.apply`` as the class stores it: a ``classmethod`` up to torch 2.14, from 2.15
+#: ``torch._C._FunctionBase``'s C ``classmethod_descriptor`` (its bound form has no ``__func__``).
+_TORCH_APPLY = inspect.getattr_static(torch.autograd.Function, "apply")
+
+
+def apply_overriders(cls: type) -> list[type]:
+    """The classes of ``cls``'s MRO before ``torch.autograd.Function`` (``cls`` first): the ones
+    that could define their own ``apply``."""
+    mro = cls.__mro__
+    return list(mro[: mro.index(torch.autograd.Function)])
+
+
+def has_torch_apply(cls: type) -> bool:
+    """Whether ``cls.apply`` is torch's own (no class of its MRO overrides it)."""
+    return inspect.getattr_static(cls, "apply") is _TORCH_APPLY
+
+
 @dataclass(eq=False)
 class AutogradFunctionApplyVariable(VariableTracker):
     """``MyFunction.apply`` (``cls`` is the Function subclass)."""

@@ -32,7 +32,12 @@ from ...guards.sources import (
 )
 from ..exc import Unsupported
 from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
-from .autograd_function import AutogradFunctionApplyVariable, is_autograd_function
+from .autograd_function import (
+    AutogradFunctionApplyVariable,
+    apply_overriders,
+    has_torch_apply,
+    is_autograd_function,
+)
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
@@ -404,11 +409,15 @@ class ClassVariable(ConstantLikeVariable):
                 )
             return pending
         if name == "apply" and is_autograd_function(self.value):
-            func = self.value.apply.__func__
             if self.source is not None:  # still torch's ``apply`` (a class could override it)
-                source = AttrSource(AttrSource(self.source, "apply"), "__func__")
-                tx.output.add_guard(Guard(source, "ID_MATCH", func, ("id", id(func))))
-            if func is not torch.autograd.Function.apply.__func__:
+                for i in range(len(apply_overriders(self.value))):
+                    cls_source = (
+                        self.source if i == 0 else ItemSource(AttrSource(self.source, "__mro__"), i)
+                    )
+                    tx.output.add_guard(
+                        Guard(AttrSource(cls_source, "__dict__"), "KEY_ABSENT", "apply", "apply")
+                    )
+            if not has_torch_apply(self.value):
                 raise Unsupported(
                     "autograd_function", f"{self.value.__qualname__}.apply overridden"
                 )
