@@ -10,7 +10,14 @@ registers them all; ``lookup`` finds one.
 
 from __future__ import annotations
 
-from . import builtins, functools, heapq, itertools, operator  # noqa: F401 (registration)
+from . import (  # noqa: F401 (registration)
+    builtins,
+    collections,
+    functools,
+    heapq,
+    itertools,
+    operator,
+)
 from .registry import REBUILD, lookup
 
 __all__ = ["REBUILD", "lookup"]

@@ -12,6 +12,7 @@ demand: ``GeneratorVariable`` (a suspended generator frame) and ``DerivedIterato
 
 from __future__ import annotations
 
+import collections
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -173,6 +174,13 @@ class ListVariable(BaseSequenceVariable):
         return f"ListVariable({self.items!r})"
 
 
+#: dict and the ``collections`` dicts ``collection_types`` models; other ``cls`` are user subclasses
+_DICT_CLASSES = frozenset(
+    {dict, collections.OrderedDict, collections.defaultdict, collections.Counter}
+)
+_DICT_ATTRIBUTES = frozenset(n for n in vars(dict) if not n.startswith("__"))
+
+
 @dataclass(eq=False)
 class DictVariable(VariableTracker):
     items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
@@ -203,6 +211,11 @@ class DictVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "default_factory" and self.default_factory is not None:
             return self.default_factory
+        if self.cls not in _DICT_CLASSES:
+            from . import dict_subclasses  # imports this module
+
+            if dict_subclasses.models(self.cls) and name not in _DICT_ATTRIBUTES:
+                return dict_subclasses.getattr_(tx, self, name)
         if hasattr(self.cls, name):
             return BoundMethodVariable(self, name)
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")

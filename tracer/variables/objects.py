@@ -31,7 +31,13 @@ from ...guards.sources import (
     WeakRefSource,
 )
 from ..exc import Unsupported
-from .attributes import class_attr_source, is_data_descriptor, python_method, read_descriptor
+from .attributes import (
+    class_attr_source,
+    is_data_descriptor,
+    python_method,
+    read_descriptor,
+    type_lookup,
+)
 from .autograd_function import (
     AutogradFunctionApplyVariable,
     apply_overriders,
@@ -97,13 +103,17 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
             return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
+        static = inspect.getattr_static(self.value, name, _MISSING)
         if _has_custom_getattr(cls):
-            if not _pure_getattr(cls):
+            if _pure_getattr(cls):
+                return self._pure_getattr(tx, name)
+            hook = _getattr_fallback(cls)
+            if hook is not None and static is _MISSING:
+                return self._call_getattr_hook(tx, name, hook)
+            if hook is None or not _plain_lookup(self.value, static, name):
                 raise Unsupported(
                     "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
                 )
-            return self._pure_getattr(tx, name)
-        static = inspect.getattr_static(self.value, name, _MISSING)
         if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
             return (
                 tx.wrap(cls, TypeSource(self.source))
@@ -224,6 +234,21 @@ class UserObjectVariable(VariableTracker):
             return tx.wrap_unsourced(value, f"{type(self.value).__name__}.{name}")
         return tx.wrap(value, AttrSource(self.source, name))
 
+    def _call_getattr_hook(self, tx: Translator, name: str, hook: Any) -> VariableTracker:
+        """``obj.name`` that the generic lookup does not find: the class's ``__getattr__`` (a
+        Python function, or ``dict.__getitem__`` on a dict subclass: the ``AttrDict`` pattern).
+        Guarded: no instance or class attribute ``name`` appears, the hook stays the same."""
+        cls = type(self.value)
+        if self.source is not None:
+            self._guard_not_shadowed(tx, name)
+            _guard_no_class_attr(tx, TypeSource(self.source), name, None)
+            hook_source = class_attr_source(TypeSource(self.source), cls, "__getattr__")
+            tx.output.add_guard(Guard(hook_source, "ID_MATCH", hook, ("id", id(hook))))
+        key = ConstantVariable(name)
+        if isinstance(hook, types.FunctionType):
+            return UserFunctionVariable(hook, None, self_vt=self).call_function(tx, [key], {})
+        return DictReadVariable(self, "__getitem__").call_function(tx, [key], {})
+
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
         """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
         if self.source is not None and _has_instance_dict(self.value):
@@ -319,6 +344,32 @@ def _has_instance_dict(obj: Any) -> bool:
 _GENERIC_GETATTR_BASES = frozenset(
     {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
 )
+
+
+def _getattr_fallback(cls: type) -> Any:
+    """The ``__getattr__`` of a class whose ``__getattribute__`` is the generic one, when the trace
+    can call it (a Python function, or ``dict.__getitem__`` of a dict subclass); else None."""
+    if any(
+        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        for klass in cls.__mro__
+    ):
+        return None
+    hook = type_lookup(cls, "__getattr__")
+    if isinstance(hook, types.FunctionType):
+        return hook
+    if hook is dict.__getitem__ and type_lookup(cls, "__getitem__") is dict.__getitem__:
+        return hook
+    return None
+
+
+def _plain_lookup(obj: Any, static: Any, name: str) -> bool:
+    """A found attribute whose read cannot raise AttributeError (which would call ``__getattr__``):
+    an instance attribute, a function or C method, or plain class data."""
+    return (
+        name in _instance_dict(obj)
+        or isinstance(static, (types.FunctionType, *_C_METHODS))
+        or _is_plain_data(static)
+    )
 
 
 def _has_custom_getattr(cls: type) -> bool:

@@ -29,7 +29,7 @@ from torch import nn
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
-from . import builtin_calls, module_objects
+from . import builtin_calls, dict_subclasses, module_objects
 from .attributes import (
     MISSING,
     bind_class_attribute,
@@ -42,7 +42,7 @@ from .attributes import (
 from .base import VariableTracker
 from .builtin_calls import builtin
 from .constant import ConstantVariable
-from .containers import TupleVariable
+from .containers import DictVariable, TupleVariable
 from .functions import UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
@@ -146,6 +146,8 @@ def construct(
         return module_objects.construct_module(tx, cls_vt, args, kwargs)
     if builtin_calls.model_output.is_model_output(cls) or builtin_calls.makes_builtin_like(cls):
         return builtin_calls.construct(tx, cls, args, kwargs)
+    if dict_subclasses.models(cls):  # ``class AttrDict(dict)``: a DictVariable of that class
+        return dict_subclasses.construct(tx, cls, args, kwargs)
     _check_plain_class(cls)
     try:
         blank = object.__new__(cls)
@@ -325,6 +327,8 @@ def store_attribute(
             fn.call_function(tx, [ConstantVariable(name), value], {})
         else:
             raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+    elif isinstance(obj, DictVariable) and dict_subclasses.models(obj.cls):
+        dict_subclasses.store_attr(tx, obj, name, value)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
     else:

@@ -1,0 +1,25 @@
+"""Class methods of the ``collections`` dicts in pure Python."""
+
+from __future__ import annotations
+
+import collections
+
+from .registry import polyfill
+
+
+@polyfill(collections.defaultdict.fromkeys)
+def defaultdict_fromkeys(iterable, value=None):
+    """``defaultdict.fromkeys``: ``dict_fromkeys`` on ``defaultdict()`` (no default factory)."""
+    d = collections.defaultdict()
+    for key in iterable:
+        d[key] = value
+    return d
+
+
+@polyfill(collections.OrderedDict.fromkeys)
+def ordereddict_fromkeys(iterable, value=None):
+    """``OrderedDict.fromkeys``: ``odict_fromkeys``, the keys in the iterable's order."""
+    d = collections.OrderedDict()
+    for key in iterable:
+        d[key] = value
+    return d
