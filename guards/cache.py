@@ -289,7 +289,11 @@ def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
 
 
 def _if(conds: list[str], pad: str) -> str:
-    """``if a and b:`` on one line when short, else one condition per line."""
+    """``if a and b:`` on one line when short, else one condition per line. A condition that
+    binds looser than ``and`` (``a > 0 or b > 0``, a shape guard) is parenthesised: joined bare,
+    ``x and a > 0 or b > 0 and y`` would pass whenever ``b > 0 and y`` does, whatever ``x`` says
+    (issue 20: a resume function ran the variant of another loop length)."""
+    conds = [f"({c})" if _looser_than_and(c) else c for c in conds]
     line = f"{pad}if {' and '.join(conds)}:"
     if len(line) <= 100:
         return line
@@ -298,3 +302,9 @@ def _if(conds: list[str], pad: str) -> str:
         + "".join(f"{pad}        and {c}\n" for c in conds[1:-1])
         + f"{pad}        and {conds[-1]}):"
     )
+
+
+def _looser_than_and(cond: str) -> bool:
+    """Whether ``cond`` may have an operator of lower precedence than ``and`` at its top level
+    (``or``, a conditional expression, a lambda); a false positive only adds parentheses."""
+    return any(word in cond for word in (" or ", " if ", "lambda"))

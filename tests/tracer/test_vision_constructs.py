@@ -11,8 +11,10 @@ from types import FunctionType
 import pytest
 import torch
 import torch._dynamo
-from difftest import check, check_breaks, compile_counted
+from difftest import check_breaks, compile_counted
 from torch import nn
+
+import bytegraph
 
 
 def dynamo_counts(fn, *args) -> tuple[int, int]:
@@ -32,7 +34,7 @@ def norm_act(x):  # timm's norm-act layers: ``_assert(x.ndim == 4, ...)`` on eve
 
 
 def test_assert_on_python_bools_is_checked_in_the_trace():
-    check(norm_act, torch.randn(2, 3, 4, 4))
+    check_breaks(norm_act, lambda: (torch.randn(2, 3, 4, 4),), graphs=1, breaks=0)
     assert dynamo_counts(norm_act, torch.randn(2, 3, 4, 4)) == (1, 0)
 
 
@@ -102,7 +104,7 @@ class Block(nn.Module):
 
 def test_api_usage_logging_is_a_no_op_in_the_graph():
     torch.manual_seed(0)
-    check(Block().eval(), torch.randn(2, 4))
+    check_breaks(Block().eval(), lambda: (torch.randn(2, 4),), graphs=1, breaks=0)
     torch.manual_seed(0)  # a model of its own: bytegraph's compiled one carries its hooks
     assert dynamo_counts(Block().eval(), torch.randn(2, 4)) == (1, 0)
 
@@ -119,4 +121,60 @@ def test_class_of_a_function_and_of_a_bound_method():
         names = stochastic_depth.__class__.__name__, scaler.scale.__class__.__name__
         return scaler.scale(x) + len(names[0]) + len(names[1])
 
-    check(fn, torch.randn(3))
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
+
+
+# -- crash 1: a Sequential loop resumed after a break in a callee ---------------------------------
+
+
+def test_dispatcher_parenthesises_a_shape_guard_with_or():
+    """A resume function of ``Sequential.forward`` (torchvision efficientnet_b0) has one variant
+    per number of modules left; a variant's conditions included a shape guard ``a > 0 or b > 0``
+    that, joined bare to ``len(stack) == 5 and ...``, made the dispatcher pick it for 4 modules
+    left (``IndexError: tuple index out of range`` in the variant)."""
+    from bytegraph.guards.cache import FunctionCache, Variant
+    from bytegraph.guards.guard import Guard
+    from bytegraph.guards.sources import LocalSource, ShapeExprSource
+
+    cache = FunctionCache("f", {}, {}, ("n", "a", "b"))
+    n, a, b = LocalSource("n"), LocalSource("a"), LocalSource("b")
+    either = ShapeExprSource("{0} > 0 or {1} > 0", (a, b))
+    guards = cache.new_guard_set(
+        [Guard(n, "EQUALS_MATCH", 5, 5), Guard(None, "SHAPE_EXPR", either, ("shape", 0, (a, b)))]
+    )
+    cache.add(Variant(guards, lambda n, a, b: "five left"))
+    assert cache.guard_fn(5, 0, 1) is not None
+    assert cache.guard_fn(4, 0, 1) is None  # 4 modules left: not this variant
+    assert cache.guard_fn(4, 1, 0) is None
+
+
+def _usage_break(obj) -> None:  # a callee that breaks, as torchvision's logging did
+    bytegraph.graph_break()
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, groups=c), nn.ReLU())
+
+    def forward(self, x):
+        out = self.block(x)
+        _usage_break(self)
+        out += x
+        return out
+
+
+def test_sequential_loop_resumed_after_a_break_in_a_callee():
+    """``for module in self: input = module(input)`` interrupted in a callee at every block, in
+    nested Sequentials, on inputs whose sizes change (resume functions recompile with dynamic
+    sizes and one variant per number of modules left)."""
+    torch.manual_seed(0)
+    blocks = [ConvBlock(4) for _ in range(4)]
+    model = nn.Sequential(
+        nn.Conv2d(2, 4, 1), nn.Sequential(*blocks[:3]), nn.Sequential(blocks[3]), nn.Conv2d(4, 2, 1)
+    ).eval()
+    compiled, _ = compile_counted(model)
+    with torch.no_grad():
+        for size in (8, 12, 16, 8, 12):
+            x = torch.randn(1, 2, size, size)
+            torch.testing.assert_close(compiled(x), model(x))
