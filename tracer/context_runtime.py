@@ -175,7 +175,12 @@ def apply_state(state: dict[str, Any]) -> None:
     torch._C._set_grad_enabled(state["grad"])
     torch.set_default_dtype(state["dtype"])
     mode, warn_only = state["deterministic"]
-    torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    now = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    if now != (mode, warn_only):  # setting it imports torch._inductor.config (half a second)
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
 
 
 class StateSafeGraph:

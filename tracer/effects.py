@@ -163,6 +163,15 @@ def _restore_global_state(before: dict[str, Any]) -> list[str]:
     return changed
 
 
+#: ``FakeTensorMode.__torch_dispatch__`` without the ``torch._disable_dynamo`` wrapper torch puts on
+#: every dispatch mode's (its first call imports all of Dynamo; Dynamo never runs in our traces).
+_FAKE_DISPATCH = getattr(
+    FakeTensorMode.__dict__["__torch_dispatch__"],
+    "__wrapped__",
+    FakeTensorMode.__dict__["__torch_dispatch__"],
+)
+
+
 class ProbedFakeTensorMode(FakeTensorMode):
     """The output graph's fake mode: reports each operator a recorded call dispatches to the
     active ``EffectProbe``. (A probe of its own, a second dispatch mode, cost a third of the
@@ -171,6 +180,13 @@ class ProbedFakeTensorMode(FakeTensorMode):
     probe: EffectProbe | None = None
     _depth = 0  #: > 0 while faking an operator (its decompositions are not the call's operators)
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: torch would wrap our ``__torch_dispatch__`` in ``torch._dynamo.disable``, whose
+        first call imports all of Dynamo; this mode is only entered by bytegraph's traces, where
+        Dynamo never runs."""
+        return False
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         result = fast_meta.run(self, func, args, kwargs)  # no listed operator has an effect
@@ -178,13 +194,13 @@ class ProbedFakeTensorMode(FakeTensorMode):
             return result
         probe = self.probe
         if probe is None or self._depth:
-            return super().__torch_dispatch__(func, types, args, kwargs)
+            return _FAKE_DISPATCH(self, func, types, args, kwargs)
         effect = op_effect(func)
         if effect is not None:
             probe.effects.append((effect, str(func)))
         self._depth += 1
         try:
-            return super().__torch_dispatch__(func, types, args, kwargs)
+            return _FAKE_DISPATCH(self, func, types, args, kwargs)
         finally:
             self._depth -= 1
 

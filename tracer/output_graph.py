@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
+import sys
 import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -17,11 +18,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from torch._dispatch.python import enable_python_dispatcher
-from torch.fx.experimental.symbolic_shapes import (
-    GuardOnDataDependentSymNode,
-    compute_unbacked_bindings,
-    free_unbacked_symbols,
-)
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
@@ -33,7 +29,7 @@ from .exc import Unsupported
 from .fake_reuse import FakeResults
 from .global_state import GlobalStateLog
 from .graph_naming import augmented_target, graph_constant, graph_target
-from .shapes import DynamicPolicy, ShapeTracker
+from .shapes import DynamicPolicy, ShapeTracker, is_data_dependent_guard, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -45,13 +41,12 @@ from .variables.tensor import TensorVariable
 if TYPE_CHECKING:
     from .translator import Translator
 
-_DATA_DEPENDENT = (
-    *(
-        getattr(torch._subclasses.fake_tensor, name)
-        for name in ("DataDependentOutputException", "DynamicOutputShapeException")
-        if hasattr(torch._subclasses.fake_tensor, name)
-    ),
-    GuardOnDataDependentSymNode,
+#: What fake tensors raise for an op whose output depends on data, without a ShapeEnv to give it
+#: a symbol (``t.item()``, ``nonzero``): the trace then makes one and runs the op again.
+_DATA_DEPENDENT = tuple(
+    getattr(torch._subclasses.fake_tensor, name)
+    for name in ("DataDependentOutputException", "DynamicOutputShapeException")
+    if hasattr(torch._subclasses.fake_tensor, name)
 )
 
 
@@ -77,8 +72,8 @@ class OutputGraph:
         self, root_tx: Translator | None = None, policy: DynamicPolicy | None = None
     ) -> None:
         self.graph = torch.fx.Graph()
-        self.shapes = ShapeTracker(policy or DynamicPolicy())
-        self.fake_mode = effects.ProbedFakeTensorMode(shape_env=self.shapes.shape_env)
+        self.fake_mode = effects.ProbedFakeTensorMode()  # given a ShapeEnv once it needs one
+        self.shapes = ShapeTracker(policy or DynamicPolicy(), self.fake_mode)
         self.fake_mode.allow_scalar_outputs = True  # ``t.item()`` -> an unbacked symbolic number
         self._last_placeholder: torch.fx.Node | None = None  #: see ``_placeholder``
         self.fake_results = FakeResults(self.fake_mode)  #: fake results reused by later calls
@@ -130,7 +125,7 @@ class OutputGraph:
         dims = self.shapes.policy.tensor_dims(value, source)
         with warnings.catch_warnings():  # e.g. reading .grad of a non-leaf while converting
             warnings.simplefilter("ignore")
-            fake = self.shapes.fake_tensor(self.fake_mode, value, source, dims)
+            fake = self.shapes.fake_tensor(value, source, dims)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr
         sizes = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.shape)
@@ -257,6 +252,10 @@ class OutputGraph:
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
         except _DATA_DEPENDENT as e:
+            if self.shapes.shape_env is None:  # the first number computed from data: a symbol
+                self.shapes.ensure_env()
+                probe.effects.clear()
+                return self._run_fake(op, target, args, kwargs, probe)
             raise Unsupported(
                 "data_dependent",
                 f"{name} has an output shape that depends on data",
@@ -265,6 +264,12 @@ class OutputGraph:
         except Unsupported:
             raise
         except Exception as e:
+            if is_data_dependent_guard(e):
+                raise Unsupported(
+                    "data_dependent",
+                    f"{name} has an output shape that depends on data",
+                    hint="this op cannot be traced into a graph",
+                ) from e
             raise Unsupported(
                 "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
             ) from e
@@ -277,7 +282,7 @@ class OutputGraph:
             return TensorVariable(node, example)
         if isinstance(example, SYMBOLIC_TYPES):
             node.meta["example_value"] = example
-            self.has_unbacked = self.has_unbacked or bool(free_unbacked_symbols(example))
+            self.has_unbacked = self.has_unbacked or bool(unbacked_symbols(example))
             return SymNodeVariable(node, example)
         if (
             isinstance(example, (tuple, list))
@@ -407,7 +412,7 @@ class OutputGraph:
             ):
                 self.graph.erase_node(node)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
-        if self.shapes.shape_env.deferred_runtime_asserts:
+        if self.shapes.shape_env is not None and self.shapes.shape_env.deferred_runtime_asserts:
             # What torch's shape checks assumed about numbers computed from tensor data (``0 <= u0``
             # for a size made from ``t.item()``) is checked where each number is computed.
             insert_deferred_runtime_asserts(gm, self.shapes.shape_env, name)
@@ -545,11 +550,13 @@ def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
     """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
     0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
     ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
+    if shape_env is None:
+        return None
     pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
-    if pending and not set(pending) & free_unbacked_symbols(example):
+    if pending and not set(pending) & unbacked_symbols(example):
         pending.clear()
         return None
-    return compute_unbacked_bindings(shape_env, example)
+    return sys.modules[shape_env.__module__].compute_unbacked_bindings(shape_env, example)
 
 
 #: Foreach ops taking their scalars as a 1-d CPU tensor (torch.optim's foreach Adam passes the

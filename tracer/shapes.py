@@ -13,17 +13,29 @@ renders every fact the trace relied on as Python guards over the inputs::
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import importlib
 import math
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sympy
 import torch
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-from torch.utils._sympy.printers import PythonPrinter
+from torch._guards import GuardSource
+from torch._guards import Source as TorchSource
 
 from ..guards.guard import Guard
 from ..guards.sources import ShapeExprSource, Source, TensorPropertySource
+
+if TYPE_CHECKING:
+    import sympy
+
+#: torch's symbolic shapes, imported by the first trace, not by ``import bytegraph``: it imports
+#: sympy (half a second; torch's ``from_tensor`` imports it for every tensor, static or not).
+#: Until it is imported no value can hold a symbol. A ``ShapeEnv`` imports all of ``torch._dynamo``
+#: (``validator`` -> ``torch._dynamo.exc``): a trace makes one only once it needs a symbol.
+_SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
 
 #: Attribute names user code sets on tensors (ours, and torch's own ``mark_dynamic`` markers).
 DYNAMIC_ATTRS = ("_bytegraph_dynamic", "_dynamo_dynamic_indices")
@@ -77,15 +89,35 @@ class DynamicPolicy:
         return source.expr in self.ints
 
 
-def _SymbolSource(expr: str) -> Any:  # noqa: N802
-    """The name ShapeEnv keeps for a symbol's origin (only used in its own messages).
+@dataclasses.dataclass(frozen=True)
+class Origin(TorchSource):
+    """The name torch's fake tensors and ShapeEnv keep for where a tensor or symbol came from
+    (``L['a']``, only used in their messages). Without one, torch makes a ``torch._dynamo.source``
+    object, importing all of ``torch._dynamo``."""
 
-    Imported here, not at the top: ``torch._dynamo`` is slow to import and imports triton, which
-    must not happen before ``TRITON_INTERPRET`` is set (the interpreter is chosen at triton's
-    import)."""
-    from torch._dynamo.source import ConstantSource
+    expr: str
 
-    return ConstantSource(expr)
+    @functools.cached_property
+    def guard_source(self) -> GuardSource:
+        return GuardSource.CONSTANT
+
+    @property
+    def _name_template(self) -> str:
+        return self.expr
+
+
+def unbacked_symbols(value: Any) -> set:
+    """torch's ``free_unbacked_symbols(value)``: the symbols of numbers computed from tensor data
+    that ``value`` (a SymInt, a tensor, a list of them) holds."""
+    module = sys.modules.get(_SYMBOLIC_SHAPES)
+    return set() if module is None else module.free_unbacked_symbols(value)
+
+
+def is_data_dependent_guard(error: BaseException) -> bool:
+    """Whether ``error`` is torch's ``GuardOnDataDependentSymNode``: a branch on a number computed
+    from tensor data."""
+    module = sys.modules.get(_SYMBOLIC_SHAPES)
+    return module is not None and isinstance(error, module.GuardOnDataDependentSymNode)
 
 
 def _finite(bound: Any) -> int | None:
@@ -97,9 +129,13 @@ def _finite(bound: Any) -> int | None:
 
 
 class ShapeTracker:
-    def __init__(self, policy: DynamicPolicy) -> None:
+    """The symbols of one trace. Its ``ShapeEnv`` is made (and given to the trace's fake mode) when
+    the trace first needs a symbol: a dynamic input, or a number computed from tensor data."""
+
+    def __init__(self, policy: DynamicPolicy, fake_mode: Any) -> None:
         self.policy = policy
-        self.shape_env = ShapeEnv(duck_shape=policy.duck_shape)
+        self.fake_mode = fake_mode  #: the trace's FakeTensorMode, made without a ShapeEnv
+        self.shape_env: Any = None  #: the trace's ShapeEnv, once it needs one
         self.defined: dict[sympy.Symbol, Source] = {}  #: symbol -> the input source defining it
         self.equalities: list[tuple[Source, Any]] = []  #: (source, symbolic value it must equal)
 
@@ -107,18 +143,32 @@ class ShapeTracker:
     def used(self) -> bool:
         return bool(self.defined)
 
-    def fake_tensor(
-        self, fake_mode: Any, value: torch.Tensor, source: Source, dims: set[int]
-    ) -> Any:
+    def ensure_env(self) -> Any:
+        """The trace's ShapeEnv, made on first use."""
+        if self.shape_env is None:
+            symbolic_shapes = importlib.import_module(_SYMBOLIC_SHAPES)
+            self.shape_env = symbolic_shapes.ShapeEnv(duck_shape=self.policy.duck_shape)
+            self.fake_mode.shape_env = self.shape_env
+            self.fake_mode.static_shapes = False
+        return self.shape_env
+
+    def fake_tensor(self, value: torch.Tensor, source: Source, dims: set[int]) -> Any:
+        # A source, or torch makes one of ``torch._dynamo.source``'s; no structured-trace record
+        # (its first one captures a stack, importing torch._inductor).
         if not dims:
-            return fake_mode.from_tensor(value, static_shapes=True)
-        kind = DimDynamic.DUCK if self.policy.duck_shape else DimDynamic.DYNAMIC
-        sizes = [kind if i in dims else DimDynamic.STATIC for i in range(value.dim())]
-        context = StatelessSymbolicContext(
+            return self.fake_mode.from_tensor(
+                value, static_shapes=True, source=Origin(source.expr), trace=False
+            )
+        self.ensure_env()
+        symbolic_shapes = sys.modules[_SYMBOLIC_SHAPES]
+        dim_kind = symbolic_shapes.DimDynamic
+        kind = dim_kind.DUCK if self.policy.duck_shape else dim_kind.DYNAMIC
+        sizes = [kind if i in dims else dim_kind.STATIC for i in range(value.dim())]
+        context = symbolic_shapes.StatelessSymbolicContext(
             dynamic_sizes=sizes, constraint_sizes=[None] * value.dim()
         )
-        fake = fake_mode.from_tensor(
-            value, symbolic_context=context, source=_SymbolSource(source.expr)
+        fake = self.fake_mode.from_tensor(
+            value, symbolic_context=context, source=Origin(source.expr), trace=False
         )
         for i in range(value.dim()):
             self._note(fake.size(i), TensorPropertySource(source, "size", i))
@@ -127,20 +177,22 @@ class ShapeTracker:
         return fake
 
     def symbolic_number(self, value: int | float, source: Source) -> torch.SymInt | torch.SymFloat:
-        origin = _SymbolSource(source.expr)
+        origin = Origin(source.expr)
+        env = self.ensure_env()
+        dynamic = sys.modules[_SYMBOLIC_SHAPES].DimDynamic.DYNAMIC
         if type(value) is int:
-            sym = self.shape_env.create_unspecified_symint_and_symbol(
-                value, origin, DimDynamic.DYNAMIC
-            )
+            sym = env.create_unspecified_symint_and_symbol(value, origin, dynamic)
         else:
-            expr = self.shape_env.create_unspecified_symbol(value, origin, DimDynamic.DYNAMIC)
-            sym = self.shape_env.create_symfloatnode(expr, hint=value, source=origin)
+            expr = env.create_unspecified_symbol(value, origin, dynamic)
+            sym = env.create_symfloatnode(expr, hint=value, source=origin)
         self._note(sym, source)
         return sym
 
     def _note(self, value: Any, source: Source) -> None:
         if not isinstance(value, (torch.SymInt, torch.SymFloat)):
             return
+        import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
+
         expr = value.node.expr
         if isinstance(expr, sympy.Symbol) and expr not in self.defined:
             self.defined[expr] = source
@@ -150,8 +202,12 @@ class ShapeTracker:
     # -- guards ------------------------------------------------------------------------------------
     def guards(self) -> list[Guard]:
         """Everything the trace assumed about symbolic values, as SHAPE_EXPR guards."""
-        exprs: list[Any] = []
         env = self.shape_env
+        if env is None:
+            return []
+        import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
+
+        exprs: list[Any] = []
         for sym in self.defined:
             replacement = env.replacements.get(sym)
             if replacement is not None:
@@ -181,6 +237,8 @@ class ShapeTracker:
             template, sources = self._template(value)
             n = len(sources)
             return self._guard(f"{{{n}}} == {template}", (*sources, source))
+        import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
+
         if expr in (sympy.true, True):
             return None
         template, sources = self._template(expr)
@@ -188,6 +246,9 @@ class ShapeTracker:
 
     def _template(self, expr: Any) -> tuple[str, tuple[Source, ...]]:
         """``expr`` as Python text with ``{i}`` where the i-th source's expression goes."""
+        import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
+        from torch.utils._sympy.printers import PythonPrinter
+
         symbols = sorted(getattr(expr, "free_symbols", ()), key=str)
         sources = []
         mapping = {}

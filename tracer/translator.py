@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from bytecode import Instr, Label
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import (
     ClosureSource,
@@ -34,6 +33,7 @@ from . import code_reader, opcodes
 from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
+from .shapes import is_data_dependent_guard
 from .variables import builder, dispatch
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -194,7 +194,10 @@ class Translator:
                 raise self._break_here(index, saved, e) from None
             if not opcodes.exceptions.catch(self, index, traced.exc):
                 raise traced from None
-        except GuardOnDataDependentSymNode as e:  # a value computed from tensor data was needed
+        except Exception as e:
+            if not is_data_dependent_guard(e):
+                raise
+            # a value computed from tensor data was needed
             cond = getattr(e, "cond", None)
             cond = str(e).splitlines()[0] if cond is None else cond
             reason = Unsupported(

@@ -21,7 +21,6 @@ import torch.fx
 
 from ..registry import register_backend
 from . import config
-from .compile import TritonCompiledFunction, compile_triton
 from .config import Options
 
 __all__ = [
@@ -31,6 +30,15 @@ __all__ = [
     "is_available_for",
     "triton_backend",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``compile_triton`` and ``TritonCompiledFunction``, imported on first use: ``compile``
+    imports AOTAutograd, which imports all of ``torch._dynamo``, and the default backend imports
+    this package on every graph only to ask ``is_available_for`` (CPU graphs never compile)."""
+    if name in ("compile_triton", "TritonCompiledFunction"):
+        return getattr(importlib.import_module(f"{__name__}.compile"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_available_for(example_inputs: list[Any]) -> bool:
@@ -63,4 +71,4 @@ def triton_backend(
         options = Options.from_dict(options)
     if not is_available_for(example_inputs):
         return gm.forward
-    return compile_triton(gm, example_inputs, options)
+    return __getattr__("compile_triton")(gm, example_inputs, options)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from ...guards.sources import Source
 from ..exc import Unsupported
+from ..shapes import unbacked_symbols
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import TupleVariable
@@ -118,7 +118,7 @@ def _bound(tx: Translator, part: VariableTracker, tensor: TensorVariable, dim: i
     """``part`` as a slice bound of ``tensor``'s dimension ``dim``: unbacked ones clamped."""
     if isinstance(part, TensorVariable):
         part = to_scalar(tx, part, "__index__")
-    if not isinstance(part, SymNodeVariable) or not free_unbacked_symbols(part.value):
+    if not isinstance(part, SymNodeVariable) or not unbacked_symbols(part.value):
         return part
     size = tensor.example.size(dim)
     out = tx.output

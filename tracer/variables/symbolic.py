@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from ...guards.sources import Source
 from ..exc import Unsupported
+from ..shapes import unbacked_symbols
 from .base import VariableTracker
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class SymNodeVariable(VariableTracker):
     @property
     def unbacked(self) -> bool:
         """Computed from tensor data (``t.item()``): no value is known while tracing."""
-        return bool(free_unbacked_symbols(self.value))
+        return bool(unbacked_symbols(self.value))
 
     def is_python_constant(self) -> bool:
         """Yes, by specialising: code that needs a plain value (``range(n)``, a dict key) gets the
