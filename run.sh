@@ -4,7 +4,7 @@
 #   ./run.sh test [ARGS]    create the 3.11, 3.12 and 3.13 venvs if needed, run the test suite on all
 #                           three at once (one log each, printed in order; BYTEGRAPH_PYTHONS="3.11"
 #                           picks versions)
-# Every install is pinned by constraints.txt: 3.11 and 3.13 get torch 2.13, 3.12 the GPU machines'
+# Every install is pinned by constraints.txt: 3.11 gets torch 2.13, 3.13 torch 2.15, 3.12 the GPU machines'
 # stack (torch 2.11, triton 3.6). Virtual environments live outside the checkout, keyed by the
 # dependency lines of pyproject.toml and constraints.txt, so fresh clones (CI) reuse them and only a
 # dependency change rebuilds them.

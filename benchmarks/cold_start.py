@@ -1,0 +1,90 @@
+"""Cold start: the CPU a whole fresh process spends, bytegraph beside torch.compile and eager.
+
+    python benchmarks/cold_start.py                    # all cases, 5 paired runs, backend eager
+    python benchmarks/cold_start.py --cases mlp --repeat 7 --backend inductor
+
+Each run is one child process (user + sys CPU of the child, ``resource.getrusage``) that imports
+torch, builds the case, and (bytegraph, torch.compile) compiles it and calls it once; the three
+modes run in turn, paired, and each figure is a median. Printed per case: bytegraph's and
+torch.compile's CPU beyond eager, and their ratio (bytegraph's added CPU as a fraction of
+torch.compile's with the same backend). Also: the CPU ``import bytegraph`` adds to ``import torch``.
+Cases: a small MLP, a function with a graph break, a 2-layer LLaMA from a tiny transformers config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+
+CASES = {
+    "mlp": """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
+args = (torch.randn(4, 64),)
+""",
+    "break": """
+import torch
+def model(x):
+    y = torch.relu(x @ x.T).sum(0)
+    print("break", end="")
+    return (y * 2).softmax(-1)
+args = (torch.randn(8, 8),)
+""",
+    "llama": """
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+torch.manual_seed(0)
+model = LlamaForCausalLM(config).eval()
+args = (torch.randint(0, 128, (1, 16)),)
+""",
+}
+
+RUN = {
+    "eager": "out = model(*args)",
+    "bytegraph": "import bytegraph\nout = bytegraph.compile(model, backend={backend!r})(*args)",
+    "torch.compile": "out = torch.compile(model, backend={backend!r})(*args)",
+}
+
+
+def child_cpu(code: str) -> float:
+    """User + sys CPU seconds of a fresh process running ``code``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--backend", default="eager")
+    args = parser.parse_args()
+    imports = {"torch": [], "bytegraph": []}
+    for _ in range(args.repeat):
+        imports["torch"].append(child_cpu("import torch"))
+        imports["bytegraph"].append(child_cpu("import torch, bytegraph"))
+    added = statistics.median(imports["bytegraph"]) - statistics.median(imports["torch"])
+    print(f"import bytegraph adds {added:.2f} s CPU to import torch (median of {args.repeat})")
+    print(f"{'case':8} {'eager s':>8} {'bytegraph +s':>13} {'torch.compile +s':>17} {'ratio':>6}")
+    for case in args.cases.split(","):
+        cpu: dict[str, list[float]] = {mode: [] for mode in RUN}
+        for _ in range(args.repeat):
+            for mode, run in RUN.items():  # paired: the three modes in turn
+                cpu[mode].append(child_cpu(CASES[case] + run.format(backend=args.backend)))
+        eager = statistics.median(cpu["eager"])
+        ours = statistics.median(cpu["bytegraph"]) - eager
+        theirs = statistics.median(cpu["torch.compile"]) - eager
+        ratio = ours / theirs if theirs > 0 else float("nan")
+        print(f"{case:8} {eager:8.2f} {ours:13.2f} {theirs:17.2f} {ratio:5.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
