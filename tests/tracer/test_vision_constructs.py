@@ -178,3 +178,39 @@ def test_sequential_loop_resumed_after_a_break_in_a_callee():
         for size in (8, 12, 16, 8, 12):
             x = torch.randn(1, 2, size, size)
             torch.testing.assert_close(compiled(x), model(x))
+
+
+# -- crash 2: sizes turned dynamic by a recompile, concatenations of different sizes --------------
+
+
+class DualPath(nn.Module):
+    """timm's DPN block: a residual path and a densely growing path, split and concatenated."""
+
+    def __init__(self, c_in: int, split: int, inc: int):
+        super().__init__()
+        self.split = split
+        self.conv = nn.Conv2d(c_in, split + inc, 1)
+        self.proj = nn.Conv2d(c_in, split + 2 * inc, 1)
+
+    def forward(self, x):
+        x_in = torch.cat(x, dim=1) if isinstance(x, tuple) else x
+        _usage_break(self)  # timm's ``_assert`` broke here before it was traced
+        x_s = self.proj(x_in)
+        x_s1, x_s2 = x_s[:, : self.split], x_s[:, self.split :]
+        out = self.conv(x_in)
+        out1, out2 = out[:, : self.split], out[:, self.split :]
+        return x_s1 + out1, torch.cat([x_s2, out2], dim=1)
+
+
+def test_recompile_to_dynamic_sizes_with_concatenations_of_different_sizes():
+    """timm dpn68: after a recompile made sizes dynamic, a resume function added tensors of
+    different sizes (``tensor a (8) must match tensor b (16)``); each op on fake inputs must keep
+    the real sizes' relations, and the dispatcher pick the variant of the inputs it gets."""
+    torch.manual_seed(0)
+    model = nn.Sequential(DualPath(2, 4, 2), DualPath(10, 4, 3), DualPath(13, 4, 1)).eval()
+    compiled, _ = compile_counted(model)
+    with torch.no_grad():
+        for size in (8, 16, 12, 8, 16, 4):
+            x = torch.randn(1, 2, size, size)
+            for got, want in zip(compiled(x), model(x), strict=True):
+                torch.testing.assert_close(got, want)
