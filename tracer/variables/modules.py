@@ -43,8 +43,8 @@ from ..exc import Unsupported
 from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable, ListVariable, TupleVariable
-from .functions import UserFunctionVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .functions import CALL_HOOKS, UserFunctionVariable
 from .objects import UserObjectVariable, method_source
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ class NNModuleVariable(UserObjectVariable):
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
-            return ListVariable(
+            return IteratorVariable(
                 [
                     TupleVariable([ConstantVariable(p.rstrip(".")), m])
                     if name.startswith("named_")
@@ -240,7 +240,7 @@ class NNModuleVariable(UserObjectVariable):
                     if name.startswith("named_")
                     else vt
                 )
-        return ListVariable(items)
+        return IteratorVariable(items)  # a generator in CPython: ``next(m.parameters())``
 
 
 def _no_op() -> None:
@@ -431,6 +431,33 @@ def _install() -> None:
 
 
 _install()
+
+
+# -- hook (un)registration -------------------------------------------------------------------------
+def _hook_registration_call(
+    tx: Translator,
+    fn_vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``m.register_forward_hook(fn)``, ``handle.remove()``...: the call runs in Python, as one
+    graph break at it. The trace reads hook tables as copies (``var_getattr``: which hooks are
+    registered is part of the ``MODULE_TREE`` check), so inlined, a ``RemovableHandle`` would be
+    made on a copy (no weak reference to a plain dict) and the registration lost."""
+    raise Unsupported(
+        "module_hooks",
+        f"{fn_vt.fn.__qualname__}() (un)registers a hook: it runs in Python",
+        hint="register hooks outside the compiled function to keep one graph",
+    )
+
+
+_hook_registration_call.accepts_bound = True  # type: ignore[attr-defined]
+for _owner in (nn.Module, nn.modules.module, torch.utils.hooks.RemovableHandle):
+    for _name, _fn in vars(_owner).items():
+        _registers = _name.lstrip("_").startswith("register") and "hook" in _name
+        _removes = _owner is torch.utils.hooks.RemovableHandle and _name in ("remove", "__exit__")
+        if (_registers or _removes) and isinstance(_fn, types.FunctionType):
+            CALL_HOOKS[_fn.__code__] = _hook_registration_call
 
 
 __all__ = ["EPOCH", "NNModuleVariable"]

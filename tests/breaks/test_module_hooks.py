@@ -1,0 +1,111 @@
+"""Forward hooks registered and removed inside the compiled function: ``h =
+m.register_forward_hook(fn)``, ``m(x)``, ``h.remove()``. The trace reads a module's hook tables as
+copies (which hooks are registered is part of the module-tree check), so (un)registration is not
+traced: each ``register_*hook`` call and each ``RemovableHandle.remove()`` runs in Python, as one
+graph break at the call (inlined, the registration made a ``RemovableHandle`` on the copy and
+crashed with ``TypeError: cannot create weak reference to 'dict' object``). The module call
+between them is traced with the hook, and the identical second call hits the cache.
+
+torch.compile 2.13 (``torch._dynamo.explain``, 4 calls): 2 graphs and 1 break on each function here
+(3 and 2 with two hooks), no recompile; bytegraph breaks once more (at the registration and the
+removal, where torch.compile traces the registration) but compiles fewer graphs. A hook that is a
+lambda made in the function is a new object on every call: bytegraph guards hooks by identity and
+traces the module call again on each call (torch.compile does not).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from difftest import check_breaks
+
+LIN = torch.nn.Linear(2, 2)
+HANDLES: list = []
+
+
+def doubling_hook(mod, args, out):
+    return out * 2
+
+
+def shifting_pre_hook(mod, args):
+    return (args[0] + 1,)
+
+
+def kwargs_hook(mod, args, kwargs, out):
+    return out + len(kwargs)
+
+
+def _forward_hook(x):
+    h = LIN.register_forward_hook(doubling_hook)
+    y = LIN(x)
+    h.remove()
+    return y
+
+
+def _pre_hook(x):
+    h = LIN.register_forward_pre_hook(shifting_pre_hook)
+    y = LIN(x)
+    h.remove()
+    return y
+
+
+def _hook_with_kwargs(x):
+    h = LIN.register_forward_hook(kwargs_hook, with_kwargs=True)
+    y = LIN(x)  # a module with kwargs hooks runs its call in Python
+    h.remove()
+    return y
+
+
+def _removed_in_finally(x):
+    h = LIN.register_forward_hook(doubling_hook)
+    try:
+        return LIN(x)
+    finally:
+        h.remove()
+
+
+def _handle_as_context(x):
+    with LIN.register_forward_hook(doubling_hook):
+        return LIN(x) + 1
+
+
+def _handle_escapes(x):
+    h = LIN.register_forward_hook(doubling_hook)
+    HANDLES.append(h)
+    return LIN(x)
+
+
+def _two_hooks(x):
+    h1 = LIN.register_forward_pre_hook(shifting_pre_hook)
+    h2 = LIN.register_forward_hook(doubling_hook)
+    y = LIN(x)
+    h1.remove()
+    h2.remove()
+    return y + LIN(x)
+
+
+def _hooks_left():
+    """What a call leaves registered (then removed: each run starts without hooks)."""
+    left = (len(LIN._forward_hooks), len(LIN._forward_pre_hooks))
+    for h in HANDLES:
+        h.remove()
+    HANDLES.clear()
+    return left
+
+
+@pytest.mark.parametrize(
+    ("fn", "graphs", "breaks"),
+    [
+        (_forward_hook, 1, 2),
+        (_pre_hook, 1, 2),
+        (_hook_with_kwargs, 0, 3),
+        (_removed_in_finally, 1, 2),
+        (_handle_as_context, 1, 2),
+        (_handle_escapes, 1, 1),
+        (_two_hooks, 2, 4),
+    ],
+)
+def test_hook_registered_and_removed_in_the_function(fn, graphs, breaks):
+    check_breaks(
+        fn, lambda: (torch.ones(2),), graphs=graphs, breaks=breaks, calls=3, observe=_hooks_left
+    )
