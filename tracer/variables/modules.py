@@ -43,7 +43,7 @@ from ..exc import Unsupported
 from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import CALL_HOOKS, UserFunctionVariable
 from .objects import UserObjectVariable, method_source
 
@@ -215,7 +215,7 @@ class NNModuleVariable(UserObjectVariable):
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
-            return IteratorVariable(
+            return ListVariable(
                 [
                     TupleVariable([ConstantVariable(p.rstrip(".")), m])
                     if name.startswith("named_")
@@ -240,7 +240,7 @@ class NNModuleVariable(UserObjectVariable):
                     if name.startswith("named_")
                     else vt
                 )
-        return IteratorVariable(items)  # a generator in CPython: ``next(m.parameters())``
+        return ListVariable(items)
 
 
 def _no_op() -> None:
