@@ -6,6 +6,9 @@ callee, concatenations of differently sized tensors across a recompile."""
 
 from __future__ import annotations
 
+import inspect
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 from types import FunctionType
 
 import pytest
@@ -214,3 +217,93 @@ def test_recompile_to_dynamic_sizes_with_concatenations_of_different_sizes():
             x = torch.randn(1, 2, size, size)
             for got, want in zip(compiled(x), model(x), strict=True):
                 torch.testing.assert_close(got, want)
+
+
+# -- inspect.signature(f).parameters ---------------------------------------------------------------
+
+
+class AttnProcessor:  # diffusers' attention processors: their call's parameters, read per forward
+    def __call__(self, attn, hidden_states, scale=1.0, *, mask=None):
+        return hidden_states * scale
+
+
+def test_signature_parameters_keys_are_constants():
+    processor = AttnProcessor()
+
+    def fn(x):
+        params = inspect.signature(processor.__call__).parameters
+        keys = set(params.keys())
+        unused = [k for k in {"scale": 2.0, "other": 1} if k not in keys]
+        kwargs = {k: v for k, v in {"scale": 2.0}.items() if k in params}
+        only_kw = [p.kind == inspect.Parameter.KEYWORD_ONLY for p in params.values()]
+        sizes = len(params) + len(params.keys() - {"attn"}) + len(list(params.items()))
+        return processor(None, x, **kwargs) + len(unused) + sum(only_kw) + sizes
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert dynamo_counts(fn, torch.randn(3)) == (1, 0)
+
+
+# -- OrderedDict output classes (diffusers' BaseOutput) --------------------------------------------
+
+
+class BaseOutput(OrderedDict):
+    """diffusers.utils.outputs.BaseOutput (transformers' ModelOutput, copied), abridged."""
+
+    def __post_init__(self) -> None:
+        class_fields = fields(self)
+        first_field = getattr(self, class_fields[0].name)
+        other_fields_are_none = all(getattr(self, f.name) is None for f in class_fields[1:])
+        if other_fields_are_none and isinstance(first_field, dict):
+            for key, value in first_field.items():
+                self[key] = value
+        else:
+            for field in class_fields:
+                v = getattr(self, field.name)
+                if v is not None:
+                    self[field.name] = v
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return dict(self.items())[k]
+        return self.to_tuple()[k]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclass
+class DecoderOutput(BaseOutput):
+    sample: torch.Tensor
+    commit_loss: torch.Tensor | None = None
+
+
+@dataclass
+class EncoderOutput(BaseOutput):
+    latent: torch.Tensor  # required: no default
+
+
+def test_ordered_dict_output_classes_are_made_in_the_trace(monkeypatch):
+    """The tracer knows diffusers' ``BaseOutput`` by name (``model_output.MODEL_OUTPUT_BASES``);
+    this copy of it is registered the same way, so the test runs without diffusers."""
+    from bytegraph.tracer.variables import model_output
+
+    bases = model_output.MODEL_OUTPUT_BASES | {(__name__, "BaseOutput")}
+    monkeypatch.setattr(model_output, "MODEL_OUTPUT_BASES", bases)
+
+    def fn(x):
+        out = DecoderOutput(sample=x * 2)
+        enc = EncoderOutput(x + 1)
+        total = out.sample + out["sample"] + out[0] + len(out) + enc.latent
+        return total, out, enc, out.commit_loss is None, list(out.keys())
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert dynamo_counts(fn, torch.randn(3)) == (1, 0)

@@ -6,6 +6,7 @@ them. Constants that came from inputs were guarded when they were wrapped (``bui
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,10 @@ class ConstantVariable(ConstantLikeVariable):
             ) from None
         if type(value) is tuple:  # ``code.co_varnames``: a tuple of constants, with its methods
             return tx.fold(value)
+        if isinstance(self.value, inspect.Signature) and name == "parameters":
+            # a read-only mapping of constants (name -> Parameter): read as a dict of them, so
+            # ``.keys()``, ``in``, iteration and views are traced (diffusers' attention processors)
+            return tx.fold(dict(value))
         return ConstantVariable(value)
 
     def call_function(

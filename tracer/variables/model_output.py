@@ -1,5 +1,7 @@
 """``ModelOutputVariable``: a ``transformers`` ``ModelOutput`` (an ``OrderedDict`` subclass and
-a dataclass whose fields are also readable as attributes) created during the trace.
+a dataclass whose fields are also readable as attributes) created during the trace, or a
+``diffusers`` ``BaseOutput`` (``DecoderOutput``, ``AutoencoderKLOutput``...: the same class, copied;
+its ``__post_init__`` differs only for a lone first field, which ``construct`` leaves to Python).
 
 Its real ``__init__``/``__post_init__`` are not inlined (they call ``dataclasses.fields`` and write
 through ``super().__setitem__``); ``construct`` applies their effect for the usual call shape
@@ -7,7 +9,8 @@ through ``super().__setitem__``); ``construct`` applies their effect for the usu
 attributes stay in step as in ``ModelOutput``: ``out.name`` is ``out["name"]``, or ``None`` for an
 unset field;
 ``out[i]``/``out.to_tuple()`` index the values. At a graph break or return it is rebuilt as
-``cls()`` followed by one ``out[key] = value`` per key, which gives the same keys in the same order.
+``cls(field=None, ...)`` followed by one ``out[key] = value`` per key, which gives the same keys in
+the same order.
 Objects of these classes that come from inputs stay ``UserObjectVariable``: their attributes are
 read (and guarded) as instance attributes; item access and dict methods on them break the graph.
 """
@@ -29,7 +32,9 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 #: ``(module, qualname)`` of the base classes handled here.
-MODEL_OUTPUT_BASES = frozenset({("transformers.utils.generic", "ModelOutput")})
+MODEL_OUTPUT_BASES = frozenset(
+    {("transformers.utils.generic", "ModelOutput"), ("diffusers.utils.outputs", "BaseOutput")}
+)
 
 #: Read-only dict methods, answered on the items (``ModelOutput`` forbids the mutating ones).
 _DICT_READS = frozenset({"keys", "values", "items", "get", "__contains__", "__len__", "__iter__"})
@@ -49,13 +54,12 @@ def construct(
 ) -> ModelOutputVariable:
     """``cls(*args, **kwargs)`` as ``ModelOutput.__post_init__`` would fill it."""
     fields = [f.name for f in dataclasses.fields(cls)]
-    if (
-        len(args) > len(fields)
-        or set(kwargs) - set(fields[len(args) :])
-        or any(f.default is not None for f in dataclasses.fields(cls))
-    ):
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args) :]):
         raise Unsupported("new_object", f"{cls.__name__}() with these arguments")
     values = dict(zip(fields, args, strict=False)) | kwargs
+    # a field left out takes its default: traced when that is None (a required one raises)
+    if any(f.name not in values and f.default is not None for f in dataclasses.fields(cls)):
+        raise Unsupported("new_object", f"{cls.__name__}() without a field it needs")
     present = {k: v for k, v in values.items() if not _is_none(v)}
     first = fields[0] if fields else None
     lone_first = list(present) == [first]
@@ -70,8 +74,9 @@ def _is_none(vt: VariableTracker) -> bool:
 
 
 def rebuild(cls: type, items: dict[str, Any]) -> Any:
-    """The real object for a ``ModelOutputVariable`` (called by the rewritten code)."""
-    out = cls()
+    """The real object for a ``ModelOutputVariable`` (called by the rewritten code): every field
+    None (no keys; a field may be required), then the keys set in order."""
+    out = cls(**{f.name: None for f in dataclasses.fields(cls) if f.init})
     for key, value in items.items():
         out[key] = value
     return out
