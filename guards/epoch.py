@@ -14,6 +14,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 #: Moved by every change to any module that could invalidate what was checked or cached about it.
 EPOCH = [0]
 
@@ -31,14 +33,23 @@ class WatchedDict(dict):
 def _bumping(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
 
-    def write(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
+    def bumps(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
         EPOCH[0] += 1
         try:
             return method(self, *args, **kwargs)
         finally:
             EPOCH[0] += 1  # also after: a check racing with the write sees a new epoch
 
+    def write(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
+        # torch.compile traces these writes (a buffer update in a module it compiles): Dynamo
+        # folds this call to True and traces the write it knows, as without bytegraph. bytegraph's
+        # tracer, which folds it too, traces ``bumps`` (``variables/modules.py``: ``CALL_HOOKS``).
+        if torch.compiler.is_dynamo_compiling():
+            return getattr(super(WatchedDict, self), name)(*args, **kwargs)
+        return bumps(self, *args, **kwargs)
+
     write.__name__ = write.__qualname__ = name
+    write.__bytegraph_bumps__ = bumps  # type: ignore[attr-defined]
     return write
 
 

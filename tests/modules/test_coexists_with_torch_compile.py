@@ -3,10 +3,20 @@ trace modules built and changed in the functions it compiles, with the breaks it
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
 import torch
+import torch_compile_idioms
+from bytegraph.guards.epoch import EPOCH
 from torch import nn
 
-import bytegraph  # noqa: F401  (installs the patches under test)
+import bytegraph  # installs the patches under test
 
 
 def test_torch_compile_builds_modules_in_the_function():
@@ -42,3 +52,55 @@ def test_torch_compile_replays_module_attribute_stores():
     assert module.calls == 1
     assert torch.equal(out, module.lin(x))
     assert torch._dynamo.explain(_Counter())(x).graph_break_count == 0
+
+
+# -- torch.compile's module idioms after bytegraph has compiled code calling the modules --------
+# bytegraph's patches (``EPOCH`` bumps on module writes, watched member dicts, registration hooks)
+# are hidden from Dynamo: on each idiom of ``tests/torch_compile_idioms.py`` torch.compile
+# compiles the same graphs, with the same breaks and no more recompiles, as in a process without
+# bytegraph (measured there, once). Before, Dynamo traced the patches: ``m.eval()``/``m.train()``
+# and ``.to()`` recompiled on every call (3 graphs in 3 calls), buffer updates broke once,
+# ``register_buffer`` 3 times, and a guard on ``OBSERVED``'s internals could raise IndexError.
+
+
+@pytest.fixture(scope="module")
+def without_bytegraph():
+    script = Path(torch_compile_idioms.__file__)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("name", list(torch_compile_idioms.CASES))
+def test_torch_compile_module_idioms_as_without_bytegraph(name, without_bytegraph):
+    measured = torch_compile_idioms.measure(name, after_bytegraph=True)
+    assert measured["same_as_eager"]
+    assert measured == without_bytegraph[name]
+
+
+def test_bytegraph_still_replays_the_bumps_of_calls_it_traces():
+    """The hidden wrappers fold to torch's method under any tracer that folds
+    ``is_dynamo_compiling()`` to True, bytegraph's included: bytegraph traces their bumps instead,
+    so a change made by a traced call (``ModuleList.insert``, inlined) still moves ``EPOCH``, and
+    another compiled function's module-tree check runs again instead of trusting a stale tree."""
+    layers = nn.ModuleList([nn.ReLU()])
+
+    def first(x):
+        return layers[0](x)
+
+    def prepend(x):
+        layers.insert(0, nn.Identity())
+        return x * 2
+
+    x = -torch.ones(2)
+    compiled_first = bytegraph.compile(first, backend="eager")
+    assert torch.equal(compiled_first(x), torch.zeros(2))
+    before = EPOCH[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the insert breaks the graph (a weak reference made)
+        bytegraph.compile(prepend, backend="eager")(x)
+    assert EPOCH[0] > before
+    assert isinstance(layers[0], nn.Identity)
+    assert torch.equal(compiled_first(x), x)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ...guards.epoch import EPOCH
+from ...guards.epoch import EPOCH, WatchedDict
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, DictValueSource, ItemSource
 from ..exc import Unsupported
@@ -324,8 +324,7 @@ def _bumping(
     or a container of modules) only when its ``self`` is in ``OBSERVED``, and not when
     ``unchanged(*args)`` says the call changes nothing."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def bumps(*args: Any, **kwargs: Any) -> Any:
         if observed_only and args[0] not in OBSERVED:
             try:
                 return fn(*args, **kwargs)
@@ -340,11 +339,47 @@ def _bumping(
         finally:
             EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
 
-    # NOTE: these wrappers patch torch's classes process-wide, so torch.compile traces them too; it
-    # tells ``nn.Module``'s methods apart by code object: one per wrapped method.
-    wrapper.__code__ = wrapper.__code__.replace(co_name=fn.__name__)
-    wrapper.__bytegraph_bumps__ = True
+    return _hidden_from_dynamo(bumps, fn)
+
+
+def _hidden_from_dynamo(
+    bumps: Callable[..., Any], torch_fn: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
+    """``bumps`` (a method of torch's wrapped to move ``EPOCH``, or a registration hook), as
+    torch.compile must see it: not at all. These wrappers patch torch process-wide, so Dynamo
+    traces them in the functions it compiles; it folds ``torch.compiler.is_dynamo_compiling()`` to
+    True, and there the wrapper is ``torch_fn``, torch's own method (nothing, for a hook): what
+    Dynamo traces, guards and breaks on is what it would without bytegraph (it guarded on
+    ``OBSERVED``'s internals, and crashed building that guard). bytegraph's tracer folds the call
+    to True as well, so it traces ``bumps`` itself (``_traced_bumps``): the bumps of a call that
+    bytegraph traces are replayed."""
+
+    @functools.wraps(torch_fn or bumps)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_dynamo_compiling():
+            return None if torch_fn is None else torch_fn(*args, **kwargs)
+        return bumps(*args, **kwargs)
+
+    # NOTE: Dynamo tells ``nn.Module``'s methods apart by code object: one per wrapped method.
+    wrapper.__code__ = wrapper.__code__.replace(co_name=(torch_fn or bumps).__name__)
+    wrapper.__bytegraph_bumps__ = bumps
+    CALL_HOOKS[wrapper.__code__] = _traced_bumps
     return wrapper
+
+
+def _traced_bumps(
+    tx: Translator,
+    fn_vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """A call of a ``_hidden_from_dynamo`` wrapper in bytegraph's trace: its ``bumps``, inlined."""
+    bumps = fn_vt.fn.__bytegraph_bumps__
+    return fn_vt.clone(fn=bumps, source=None).call_function(tx, args, kwargs)
+
+
+_traced_bumps.accepts_bound = True  # type: ignore[attr-defined]
+CALL_HOOKS[WatchedDict.__setitem__.__code__] = _traced_bumps  # every write of them: one code
 
 
 def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:
@@ -425,9 +460,10 @@ def _install() -> None:
         setattr(cls, name, _bumping(getattr(cls, name)))
     nn.Parameter.__setattr__ = _parameter_setattr
     glob = nn.modules.module
-    glob.register_module_buffer_registration_hook(_bump_observed)
-    glob.register_module_module_registration_hook(_bump_observed)
-    glob.register_module_parameter_registration_hook(_bump_observed)
+    bump_observed = _hidden_from_dynamo(_bump_observed)
+    glob.register_module_buffer_registration_hook(bump_observed)
+    glob.register_module_module_registration_hook(bump_observed)
+    glob.register_module_parameter_registration_hook(bump_observed)
 
 
 _install()
