@@ -326,7 +326,7 @@ def getattr_(
     try:
         return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
     except Unsupported as e:
-        if default is not None and e.kind == "getattr":
+        if default is not None and _missing_attribute(e):
             return default
         raise
 
@@ -336,10 +336,16 @@ def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
     try:
         tx.dispatch.getattr_(tx, obj, name.as_python_constant())
     except Unsupported as e:
-        if e.kind == "getattr":
+        if _missing_attribute(e):
             return ConstantVariable(False)
         raise
     return ConstantVariable(True)
+
+
+def _missing_attribute(e: Unsupported) -> bool:
+    """The attribute is absent (guarded so), or reading it raises AttributeError, which
+    ``getattr(o, name, default)`` and ``hasattr`` catch."""
+    return e.kind == "getattr" or (isinstance(e, PythonError) and isinstance(e.exc, AttributeError))
 
 
 @builtin(setattr)

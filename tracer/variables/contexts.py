@@ -18,6 +18,8 @@ break at their ``with`` instead (``GlobalStateLog.rollback_point``).
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +29,7 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source
 from ..context_runtime import ContextExit, ContextRecipe
-from ..exc import Unsupported
+from ..exc import PythonError, TracedException, Unsupported
 from ..global_state import GlobalStateLog, StateEvent
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -51,6 +53,9 @@ class ContextVariable(VariableTracker):
     #: Whether its ``__exit__`` does the same whatever exception leaves the block, and never
     #: suppresses it (an exception raised in the block is then traced through it).
     exit_ignores_exception = False
+    #: Whether calling it on a function decorates the function (torch's
+    #: ``_DecoratorContextManager``: each call runs in a fresh copy of the context).
+    decorates = False
 
     def __post_init__(self) -> None:
         if self.log is not None and not self.name:
@@ -74,6 +79,14 @@ class ContextVariable(VariableTracker):
         if not self.reenterable:
             raise Unsupported("context_manager", f"the exit of {self} cannot be rebuilt")
         cg.load_local(self.name)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """``torch.no_grad()(fn)`` (``@torch.no_grad()`` on a function made in the trace)."""
+        if self.decorates and len(args) == 1 and not kwargs and _plain_function(args[0]):
+            return ContextDecoratedVariable(self, args[0])
+        raise Unsupported("call", f"calling {self}")
 
     def call_method(
         self,
@@ -107,6 +120,51 @@ class ContextVariable(VariableTracker):
         if kind == "enter":
             fields.setdefault("opens", True)
         return self.log.add(StateEvent(kind, self, **fields))
+
+
+def _plain_function(vt: VariableTracker) -> bool:
+    """A function (not a class, generator or coroutine function: torch wraps those otherwise)."""
+    code = getattr(vt, "code", None) or getattr(getattr(vt, "fn", None), "__code__", None)
+    if code is None or vt.python_type() is not types.FunctionType:
+        return False
+    return not code.co_flags & (
+        inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+    )
+
+
+@dataclass(eq=False)
+class ContextDecoratedVariable(VariableTracker):
+    """``torch.no_grad()(fn)``: a function whose every call runs ``fn`` inside a fresh copy of
+    ``ctx`` (torch's decorator enters ``ctx.clone()``), exited also when ``fn`` raises."""
+
+    ctx: ContextVariable
+    fn: VariableTracker
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        ctx = self.ctx.clone(name="")  # a new context, with its own name in the log
+        ctx.enter(tx)
+        try:
+            result = tx.dispatch.call(tx, self.fn, args, kwargs)
+        except (PythonError, TracedException):  # the decorator's ``with`` exits on the way out
+            ctx.exit(tx)
+            raise
+        ctx.exit(tx)
+        return result
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """``ctx(fn)`` again: the context object decorating the function."""
+        self.ctx.reconstruct(cg)
+        self.fn.reconstruct(cg)
+        cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"ContextDecoratedVariable({self.ctx!r}, {self.fn!r})"
 
 
 @dataclass(eq=False)

@@ -262,10 +262,74 @@ def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
         if same is not None and not isinstance(args[0], UserObjectVariable):
             return ConstantVariable(same if op is operator.eq else not same)
+    if op in (operator.eq, operator.ne) and len(args) == 2 and _identity_equality(args):
+        same = is_same(tx, args[0], args[1])
+        return ConstantVariable(same if op is operator.eq else not same)
+    if op in (operator.eq, operator.ne) and len(args) == 2:
+        derived = _derived_equality(tx, op, args[0], args[1])
+        if derived is not None:
+            return derived
     user = _user_dunder(tx, op, args)
     if user is not None:
         return user
     raise Unsupported("operator", f"{op.__name__} on {', '.join(map(repr, args))}")
+
+
+_BUILTIN_VALUES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _python_eq(vt: VariableTracker) -> bool:
+    """A user object whose class defines ``__eq__`` in Python but keeps ``object.__ne__``."""
+    if not isinstance(vt, UserObjectVariable):
+        return False
+    cls = type(vt.value)
+    return isinstance(inspect.getattr_static(cls, "__eq__"), types.FunctionType) and (
+        cls.__ne__ is object.__ne__
+    )
+
+
+def _derived_equality(
+    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
+) -> VariableTracker | None:
+    """``a != b`` where ``a``'s class defines only ``__eq__`` (``object.__ne__`` inverts it), and
+    ``a == b`` / ``a != b`` where only ``b``'s class defines ``__eq__`` (``a``'s ``object.__eq__``
+    gives NotImplemented, so CPython asks ``b``): None where the rules do not apply."""
+    if _python_eq(a) and op is operator.ne:
+        first, other = a, b
+        if _python_eq(b) and type(b.value) is not type(a.value):
+            if issubclass(type(b.value), type(a.value)):  # CPython asks the subclass first
+                first, other = b, a
+        result = first.call_method(tx, "__eq__", [other], {})
+    elif _identity_equality([a, a]) and _python_eq(b):
+        if is_same(tx, a, b):
+            return ConstantVariable(op is operator.eq)
+        result = b.call_method(tx, "__eq__", [a], {})
+    else:
+        return None
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    if op is operator.eq:
+        return result
+    return ConstantVariable(not truth(tx, result))
+
+
+def _identity_equality(args: list[VariableTracker]) -> bool:
+    """``a == b`` / ``a != b`` that CPython answers with ``a is b``: an object whose class keeps
+    ``object.__eq__``/``__ne__`` (a wrapper descriptor: ``MyCls() == None``), compared with such an
+    object or a builtin value (whose ``__eq__`` gives NotImplemented for other types)."""
+
+    def plain_object(vt: VariableTracker) -> bool:
+        if not isinstance(vt, UserObjectVariable):
+            return False
+        cls = type(vt.value)
+        return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
+
+    def plain(vt: VariableTracker) -> bool:
+        return plain_object(vt) or (
+            isinstance(vt, ConstantVariable) and type(vt.value) in _BUILTIN_VALUES
+        )
+
+    return any(plain_object(a) for a in args) and all(plain(a) for a in args)
 
 
 def is_symbolic(vt: VariableTracker) -> bool:
@@ -523,6 +587,11 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
         )
     ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
         return truth(tx, container.call_method(tx, "__contains__", [item], {}))
+    if (
+        isinstance(container, NNModuleVariable)
+        and type(container.value).__contains__ is torch.nn.ModuleDict.__contains__
+    ):  # ``key in self._modules``, whose keys are guarded
+        return contains(tx, container.children_dict(tx), item)
     raise Unsupported("contains", f"`in` on {container}")
 
 

@@ -159,11 +159,13 @@ class NumpyMethodVariable(VariableTracker):
 
 
 def is_numpy_callable(value: Any) -> bool:
-    """A function, ufunc or scalar type of NumPy's namespace (``np.sin``, ``np.float32``)."""
+    """A function, ufunc or scalar type of NumPy's namespace (``np.sin``, ``np.float32``), or a
+    class of immutable NumPy values (``np.dtype("float")``, ``np.iinfo``, ``np.finfo``: folded on
+    constants)."""
     if np is None:
         return False
     if isinstance(value, type):
-        return issubclass(value, np.generic)
+        return issubclass(value, np.generic) or value in (np.dtype, np.iinfo, np.finfo)
     module = getattr(value, "__module__", None) or ""
     return isinstance(value, np.ufunc) or module == "numpy" or module.startswith("numpy.")
 

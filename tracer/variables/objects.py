@@ -30,7 +30,7 @@ from ...guards.sources import (
     TypeSource,
     WeakRefSource,
 )
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from .attributes import (
     class_attr_source,
     is_data_descriptor,
@@ -483,6 +483,12 @@ class ClassVariable(ConstantLikeVariable):
         if static is _MISSING:
             if self.source is not None:
                 _guard_no_class_attr(tx, self.source, name)
+            meta = type(self.value)
+            if meta.__getattribute__ is type.__getattribute__ and not hasattr(meta, "__getattr__"):
+                # CPython's AttributeError, which a traced ``except AttributeError`` can catch
+                raise PythonError(
+                    AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
+                )
             raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
         value = getattr(self.value, name)
         return tx.wrap(value, AttrSource(self.source, name) if self.source else None)

@@ -171,6 +171,8 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
             return default
         if key is None and _symbolic_numbers(items):
             return _symbolic_extremum(tx, pick, items)
+        if key is None and _scalar_tensors(items):
+            return _tensor_extremum(tx, pick, items)
         index_key = _index_key(tx, items, key, pick.__name__)
         try:
             return items[pick(range(len(items)), key=index_key)]
@@ -198,6 +200,35 @@ def _symbolic_extremum(
     result = items[0]
     for item in items[1:]:
         result = tx.output.call_function(op, (result, item), {})
+    return result
+
+
+def _scalar_tensors(items: list[VariableTracker]) -> bool:
+    """0-dim tensors of one dtype, device and ``requires_grad`` (what ``min``/``max`` returns is
+    then one of them in all but identity)."""
+    if len(items) < 2 or not all(isinstance(i, TensorVariable) for i in items):
+        return False
+    first = items[0].example
+    return all(
+        i.example.dim() == 0
+        and i.example.dtype == first.dtype
+        and i.example.device == first.device
+        and i.example.requires_grad == first.requires_grad
+        for i in items
+    )
+
+
+def _tensor_extremum(
+    tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
+) -> VariableTracker:
+    """``max(a, b, ...)`` of 0-dim tensors kept in the graph (as torch.compile keeps it) with
+    CPython's rule: a later item replaces the current one only when strictly greater (``max``) or
+    smaller (``min``), so ties and NaNs keep the earlier item: ``torch.where(b > a, b, a)``."""
+    better = operator.gt if pick is builtins.max else operator.lt
+    result = items[0]
+    for item in items[1:]:
+        condition = tx.output.call_function(better, (item, result), {})
+        result = tx.output.call_function(torch.where, (condition, item, result), {})
     return result
 
 

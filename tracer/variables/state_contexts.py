@@ -78,6 +78,11 @@ class GradModeVariable(ContextVariable):
     factory: Any = None
     applied: bool = False
 
+    @property
+    def decorates(self) -> bool:  # type: ignore[override]
+        """``@torch.no_grad()``, ``@torch.enable_grad()``; ``set_grad_enabled`` switched already."""
+        return not self.applied
+
     def created(self, tx: Translator) -> GradModeVariable:
         """``torch.set_grad_enabled(mode)`` was called: switch now (a "create" event)."""
         prev = torch.is_grad_enabled()
@@ -117,6 +122,7 @@ class InferenceModeVariable(ContextVariable):
     mode."""
 
     exit_ignores_exception = True
+    decorates = True
 
     mode: bool = True
 

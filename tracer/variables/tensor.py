@@ -130,6 +130,8 @@ class TensorVariable(VariableTracker):
             return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
         if name == "grad":
             return self._grad(tx)
+        if name == "__class__":  # ``type(x)``: ``x.__class__.__name__``
+            return tx.wrap_static(self.python_type())
         if name == "data":  # for reading, ``.data`` is ``.detach()``
             return tx.output.call_method("detach", (self,), {})
         if name == "grad_fn" and not self.example.requires_grad:
@@ -237,6 +239,9 @@ class TensorMethodVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         if self.name == "type" and (args or kwargs):
+            # a tensor type (``torch.HalfTensor``) is no graph constant: its name is (same call)
+            args = [_tensor_type_name(a) for a in args]
+            kwargs = {k: _tensor_type_name(v) for k, v in kwargs.items()}
             return tx.output.call_method("type", (self.tensor, *args), kwargs)
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -301,3 +306,12 @@ def is_tensor_method(value: Any) -> bool:
     """``torch.Tensor.add`` and other C methods of tensors read from the class (unbound)."""
     owner = getattr(value, "__objclass__", None)
     return isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object
+
+
+def _tensor_type_name(vt: VariableTracker) -> VariableTracker:
+    """``torch.HalfTensor`` as ``"torch.HalfTensor"``, which ``Tensor.type`` takes alike."""
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        if isinstance(value, type) and value in getattr(torch, "_tensor_classes", ()):
+            return ConstantVariable(f"{value.__module__}.{value.__name__}")
+    return vt

@@ -1,0 +1,78 @@
+"""Module idioms of everyday model code (issue 24): ``next(self.parameters())`` to probe the dtype
+or device (``parameters()`` is a generator: one ``next`` takes the first), ``name in
+self.module_dict``.
+
+torch.compile's counts are taken first, on a fresh module: once bytegraph has compiled a module,
+Dynamo traces into bytegraph's module hooks (issue 24, "Wrong results and crashes" item 6, another
+engineer's part) and counts more breaks."""
+
+from __future__ import annotations
+
+import torch
+from difftest import check_breaks
+from dynamo_baseline import dynamo_counts
+from torch import nn
+
+
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2).double()
+
+    def forward(self, x):
+        p = next(self.parameters())
+        it = self.b.parameters()
+        w, bias = next(it), next(it)
+        rest = list(it)  # exhausted: the generator is one pass
+        return self.a(x.to(p.dtype)), w.dtype, bias.shape, rest, next(iter([]), None)
+
+
+def test_next_of_parameters_takes_the_first():
+    x = torch.randn(2, 4)
+    assert dynamo_counts(Probe(), x) == (1, 0)
+    m = Probe()
+    check_breaks(m, lambda: (x,), graphs=1, breaks=0)
+
+
+class Named(Probe):
+    def forward(self, x):
+        name, p = next(self.named_parameters())
+        child = next(self.children())
+        return x + p.sum(), name, child.out_features, len(list(self.modules()))
+
+
+def test_next_of_other_member_generators():
+    x = torch.randn(4)
+    assert dynamo_counts(Named(), x) == (1, 0)
+    m = Named()
+    check_breaks(m, lambda: (x,), graphs=1, breaks=0)
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"cls": nn.Linear(4, 3), "box": nn.Linear(4, 2)})
+
+    def forward(self, x, names):
+        return [self.heads[n](x) if n in self.heads else None for n in names], "box" in self.heads
+
+
+def test_in_on_a_module_dict():
+    x = torch.randn(2, 4)
+    names = ["cls", "mask", "box"]
+    assert dynamo_counts(Heads(), x, names) == (1, 0)
+    m = Heads()
+    check_breaks(m, lambda: (x, names), graphs=1, breaks=0)
+
+
+def test_in_on_a_module_dict_sees_a_new_key():
+    m = Heads()
+    x = torch.randn(2, 4)
+
+    def add_mask():
+        m.heads["mask"] = nn.Linear(4, 1)
+
+    calls = [lambda: (x, ["cls", "mask"]), lambda: (add_mask(), (x, ["cls", "mask"]))[1]]
+    # the keys of the ModuleDict are guarded: adding one recompiles
+    check_breaks(m, calls[0], graphs=2, breaks=0, calls=calls)
