@@ -1,24 +1,197 @@
-"""The default backend ``auto``: triton where it can run (CUDA tensors, or ``TRITON_INTERPRET=1``),
-eager for graphs on CPU tensors otherwise."""
+"""The default backend ``auto``: triton where it can run (CUDA tensors, or ``TRITON_INTERPRET=1``);
+for graphs on CPU tensors otherwise, eager or Inductor by the rule of ``choose_cpu_backend`` (what
+it decides is tested here, and that either way results match eager; nothing is timed)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
 import torch
+import torch.nn.functional as F
 from bytegraph.backends import auto as auto_module
 from bytegraph.backends.registry import lookup_backend
+from difftest import assert_same
+from torch import nn
+
+import bytegraph
 
 
-def test_auto_uses_eager_for_cpu_graphs_without_the_interpreter(monkeypatch):
+@pytest.fixture(autouse=True)
+def _no_interpreter(monkeypatch):
+    """The triton tests' conftest may set ``TRITON_INTERPRET=1`` for the whole session."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+def choices(fn, *args):
+    """Compile ``fn`` with ``auto``, call it once, return the ``CpuChoice`` of each graph."""
+    seen = []
+    auto = lookup_backend("auto")
+
+    def recording(gm, example_inputs):
+        seen.append(auto_module.choose_cpu_backend(gm))
+        return auto(gm, example_inputs)
+
+    bytegraph.compile(fn, backend=recording)(*args)
+    return seen
+
+
+def mlp_block(x, w):
+    """A transformer MLP: layer norm, a matrix product, GELU, a residual (9 fusible ops)."""
+    h = F.layer_norm(x, x.shape[-1:])
+    h = F.gelu(h @ w) * 0.5 + x
+    return torch.tanh(h).sum(-1) + h.mean(-1)
+
+
+def test_auto_uses_eager_for_a_small_mlp_on_cpu(monkeypatch):
     calls = []
     monkeypatch.setattr(
         auto_module, "eager", lambda gm, inputs: calls.append("eager") or gm.forward
     )
-    gm = torch.fx.symbolic_trace(lambda x: x + 1)
-    fn = lookup_backend("auto")(gm, [torch.randn(3)])
-    x = torch.randn(3)
-    torch.testing.assert_close(fn(x), x + 1)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(2, 8)
+    [choice] = choices(model, x)
+    assert (choice.backend, choice.fused_ops) == ("eager", 1)  # relu; the linears are library
     assert calls == ["eager"]
+
+
+def test_library_and_layout_ops_are_not_counted():
+    def fn(x, w, k):
+        y = torch.matmul(x.transpose(0, 1), w).view(-1, 4)
+        z = F.conv1d(y.unsqueeze(0), k).squeeze(0)
+        return F.linear(z, w[:, :2].t()).reshape(2, -1)
+
+    x, w, k = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4, 1)
+    [choice] = choices(fn, x, w, k)
+    assert (choice.backend, choice.fused_ops) == ("eager", 0)
+
+
+def test_auto_uses_inductor_for_a_graph_with_many_fusible_ops(monkeypatch):
+    calls = []
+    inductor = lookup_backend("inductor")
+    monkeypatch.setattr(
+        auto_module,
+        "lookup_backend",
+        lambda name: (
+            lambda gm, inputs, **kw: calls.append((name, kw)) or inductor(gm, inputs, **kw)
+        ),
+    )
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    [choice] = choices(mlp_block, x, w)
+    assert choice.backend == "inductor" and choice.fused_ops >= auto_module.MIN_FUSED_OPS
+    assert calls == [("inductor", {"options": {"fallback_random": True}})]
+
+
+def test_few_fusible_ops_on_a_large_tensor_go_to_inductor():
+    def fn(x, w):
+        return torch.relu(x @ w) - 0.2
+
+    big = auto_module.MIN_FUSED_ELEMENTS // 16
+    [small] = choices(fn, torch.randn(4, 16), torch.randn(16, 16))
+    [large] = choices(fn, torch.randn(big, 16), torch.randn(16, 16))
+    assert (small.backend, small.fused_ops) == ("eager", 2)
+    assert (large.backend, large.largest) == ("inductor", auto_module.MIN_FUSED_ELEMENTS)
+
+
+def test_a_graph_without_metadata_counts_every_call_as_a_tensor_op():
+    gm = torch.fx.symbolic_trace(lambda x: ((x + 1) * 2).sin().cos())
+    assert auto_module.choose_cpu_backend(gm).fused_ops == 4
+
+
+def test_cpu_graphs_through_inductor_match_eager_in_values_dtypes_and_grad():
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(4, 8, dtype=dtype)
+        w = torch.randn(8, 8, dtype=dtype, requires_grad=True)
+        bytegraph.reset()
+        compiled = bytegraph.compile(mlp_block, backend="auto")
+        assert_same(compiled(x, w), mlp_block(x, w))  # values, dtype, requires_grad
+        with torch.no_grad():
+            assert_same(compiled(x, w), mlp_block(x, w))
+
+
+def test_training_through_inductor_matches_eager():
+    """A block with dropout, trained two SGD steps: random numbers are drawn as eager draws
+    them (``fallback_random``), gradients and parameters match."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm, self.fc = nn.LayerNorm(16), nn.Linear(16, 16)
+
+        def forward(self, x):
+            h = F.dropout(F.gelu(self.fc(self.norm(x))), 0.3, self.training)
+            return (torch.tanh(h) * 0.5 + x).square().mean()
+
+    torch.manual_seed(0)
+    model, x = Block(), torch.randn(8, 16)
+    [choice] = choices(Block().train(), x)
+    assert choice.backend == "inductor"
+    eager = Block()
+    eager.load_state_dict(model.state_dict())
+    bytegraph.reset()
+    compiled = bytegraph.compile(model, backend="auto")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, eager)]
+    for step in range(2):
+        losses = []
+        for m, opt in zip((compiled, eager), opts, strict=True):
+            opt.zero_grad()
+            torch.manual_seed(step)
+            loss = m(x)
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        torch.testing.assert_close(losses[0], losses[1])
+        for (name, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, msg=name)
+            torch.testing.assert_close(p, q, msg=name)
+
+
+def test_a_graph_inductor_cannot_compile_runs_eagerly_with_a_notice(monkeypatch):
+    def failing(gm, inputs, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(auto_module, "lookup_backend", lambda name: failing)
+    monkeypatch.setitem(auto_module.notice_once.__globals__, "_NOTICED", set())  # once per test
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = bytegraph.compile(mlp_block, backend="auto")(x, w)
+    assert_same(out, mlp_block(x, w))
+    assert any("Inductor could not compile" in str(w.message) for w in caught)
+
+
+SCRIPT = r"""
+import json, sys
+import torch, torch.nn.functional as F
+import bytegraph
+
+small = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+def with_break(x):
+    y = x.sin() * 2
+    print("break")
+    return y.cos() + 1
+
+def block(x):
+    return torch.tanh(F.gelu(x * 2 + 1) - x.mean(-1, keepdim=True)).sum(-1)
+
+x = torch.randn(3, 4)
+small(x), bytegraph.compile(small)(x), bytegraph.compile(with_break)(x)
+after_small = "torch._inductor" in sys.modules
+torch.testing.assert_close(bytegraph.compile(block)(x), block(x))
+print(json.dumps([after_small, "torch._inductor" in sys.modules]))
+"""
+
+
+def test_inductor_is_imported_only_when_a_graph_goes_there():
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True
+    ).stdout
+    after_small, after_block = json.loads(out.splitlines()[-1])
+    assert (after_small, after_block) == (False, True)
 
 
 def test_auto_uses_triton_under_the_interpreter(monkeypatch):
