@@ -13,7 +13,6 @@ code.
 from __future__ import annotations
 
 import sys
-import time
 import types
 import weakref
 from dataclasses import dataclass
@@ -42,8 +41,10 @@ from .variables.functions import ClosureCellVariable
 
 #: Inlining deeper than this is treated as unsupported recursion.
 MAX_INLINE_DEPTH = 32
-#: A trace running longer than this (huge functions) is abandoned: the function runs in Python.
-MAX_TRACE_SECONDS = 5.0
+#: A trace running more instructions than this, its inlined calls included, is abandoned: the
+#: function runs in Python. Counted, not timed, so that whether a function compiles never depends
+#: on how busy the machine is (issue 20: torchvision swin_t fell back after 5 s on a loaded one).
+MAX_TRACE_INSTRUCTIONS = 2_000_000
 
 
 class TraceTooLong(Exception):  # noqa: N818 (not an Unsupported: no frame may turn it into a break)
@@ -104,10 +105,8 @@ class Translator:
         self.depth = parent.depth + 1 if parent is not None else 0
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
-        self.deadline = (
-            parent.deadline if parent is not None else time.monotonic() + MAX_TRACE_SECONDS
-        )
-        self.steps = 0
+        #: instructions traced by this trace, all its inlined frames together (``[count]``)
+        self.traced: list[int] = parent.traced if parent is not None else [0]
 
     # -- stack -------------------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -147,9 +146,11 @@ class Translator:
             raise Unsupported("fell_off", "reached the end of the code without a return")
         inst = self.instructions[index]
         self.ip += 1
-        self.steps += 1
-        if not self.steps & 255 and time.monotonic() > self.deadline:
-            raise TraceTooLong(f"tracing {self.code.co_name} took over {MAX_TRACE_SECONDS}s")
+        self.traced[0] += 1
+        if self.traced[0] > MAX_TRACE_INSTRUCTIONS:
+            raise TraceTooLong(
+                f"tracing {self.code.co_name} ran over {MAX_TRACE_INSTRUCTIONS} instructions"
+            )
         self.current = inst
         fn = opcodes.HANDLERS.get(inst.name)
         saved = (

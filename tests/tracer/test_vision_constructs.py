@@ -307,3 +307,36 @@ def test_ordered_dict_output_classes_are_made_in_the_trace(monkeypatch):
 
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert dynamo_counts(fn, torch.randn(3)) == (1, 0)
+
+
+# -- the trace-size limit --------------------------------------------------------------------------
+
+
+def _steps(x, n):
+    for _ in range(n):
+        x = x + 1
+    return x
+
+
+def test_trace_limit_counts_instructions_not_seconds(monkeypatch):
+    """torchvision swin_t fell back with "tracing ... took over 5.0s" on a loaded machine: the
+    limit is a number of traced instructions (inlined calls included), the same on every run."""
+    from bytegraph.tracer import translator
+
+    from bytegraph.explain import Recorder
+
+    monkeypatch.setattr(translator, "MAX_TRACE_INSTRUCTIONS", 400)
+
+    def small(x):
+        return _steps(x, 10)  # about 100 instructions, most of them in the callee
+
+    def large(x):
+        return _steps(x, 100)  # about 700
+
+    check_breaks(small, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    recorder = Recorder()
+    with recorder, pytest.warns(UserWarning, match="400 instructions"):
+        compiled = bytegraph.compile(large)
+        torch.testing.assert_close(compiled(torch.zeros(3)), large(torch.zeros(3)))
+    reasons = recorder.report().break_reasons
+    assert [(r.kind, r.fell_back) for r in reasons] == [("too_large", True)]
