@@ -253,31 +253,42 @@ _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
 ALL_HOOK_DICTS = (*_HOOK_DICTS, "_backward_hooks", "_backward_pre_hooks")
 
 
+#: The table of a hook table's ids whose hooks take the call's keyword arguments as well.
+WITH_KWARGS = {
+    "_forward_pre_hooks": "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks": "_forward_hooks_with_kwargs",
+}
+
+
 def _hook_refs(module: nn.Module) -> tuple:
-    """Weak references to the forward hooks the trace inlined (in order)."""
-    refs = []
+    """Weak references to the forward hooks the trace inlined (in order), each with whether it
+    takes the keyword arguments (``with_kwargs=True``: called with other arguments)."""
+    refs: list[Any] = []
     for name in _HOOK_DICTS:
-        for hook in vars(module).get(name, {}).values():
+        with_kwargs = vars(module).get(WITH_KWARGS[name], {})
+        for key, hook in vars(module).get(name, {}).items():
             try:
-                refs.append(
+                ref = (
                     weakref.WeakMethod(hook)
                     if isinstance(hook, types.MethodType)
                     else weakref.ref(hook)
                 )
             except TypeError:
-                refs.append(lambda hook=hook: hook)
+                ref = lambda hook=hook: hook  # noqa: E731
+            refs.append((ref, key in with_kwargs))
         refs.append(None)
     return tuple(refs)
 
 
 def _hooks_match(module: nn.Module, refs: tuple) -> bool:
-    hooks = []
+    hooks: list[Any] = []
     for name in _HOOK_DICTS:
-        hooks += list(vars(module).get(name, {}).values()) + [None]
+        with_kwargs = vars(module).get(WITH_KWARGS[name], {})
+        hooks += [(h, k in with_kwargs) for k, h in vars(module).get(name, {}).items()] + [None]
     if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
         return False
     return all(
-        h is r if h is None or r is None else _same_hook(h, r())
+        h is r if h is None or r is None else h[1] == r[1] and _same_hook(h[0], r[0]())
         for h, r in zip(hooks, refs, strict=True)
     )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 import torch
 from difftest import check_breaks
+from torch import nn
 
 LIN = torch.nn.Linear(2, 2)
 HANDLES: list = []
@@ -51,7 +52,7 @@ def _pre_hook(x):
 
 def _hook_with_kwargs(x):
     h = LIN.register_forward_hook(kwargs_hook, with_kwargs=True)
-    y = LIN(x)  # a module with kwargs hooks runs its call in Python
+    y = LIN(x)
     h.remove()
     return y
 
@@ -98,7 +99,7 @@ def _hooks_left():
     [
         (_forward_hook, 1, 2),
         (_pre_hook, 1, 2),
-        (_hook_with_kwargs, 0, 3),
+        (_hook_with_kwargs, 1, 2),
         (_removed_in_finally, 1, 2),
         (_handle_as_context, 1, 2),
         (_handle_escapes, 1, 1),
@@ -109,3 +110,59 @@ def test_hook_registered_and_removed_in_the_function(fn, graphs, breaks):
     check_breaks(
         fn, lambda: (torch.ones(2),), graphs=graphs, breaks=breaks, calls=3, observe=_hooks_left
     )
+
+
+# -- hooks taking the call's keyword arguments (``with_kwargs=True``), registered beforehand -------
+# traced into the graph as ``nn.Module.__call__`` calls them; torch.compile 2.13: 1 graph, 0 breaks.
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x, scale=1.0):
+        return self.lin(x) * scale
+
+
+def _pre_hook_new_arguments(mod, args, kwargs):
+    return (args[0] + 1,), {**kwargs, "scale": kwargs.get("scale", 1.0) * 2}
+
+
+def _pre_hook_changing_kwargs(mod, args, kwargs):
+    kwargs["scale"] = 3.0
+
+
+def _pre_hook_returning_none(mod, args, kwargs):
+    return None
+
+
+def _forward_hook_reading_kwargs(mod, args, kwargs, out):
+    return out + kwargs["scale"]
+
+
+def _hooked(*hooks):
+    module = Scaled()
+    for kind, hook in hooks:
+        register = (
+            module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
+        )
+        register(hook, with_kwargs=True)
+    return module
+
+
+@pytest.mark.parametrize(
+    "hooks",
+    [
+        [("pre", _pre_hook_new_arguments)],
+        [("pre", _pre_hook_changing_kwargs)],
+        [("forward", _forward_hook_reading_kwargs)],
+        [("pre", _pre_hook_changing_kwargs), ("forward", _forward_hook_reading_kwargs)],
+        [("pre", _pre_hook_returning_none), ("pre", _pre_hook_new_arguments)],
+    ],
+)
+def test_hooks_with_kwargs_are_traced(hooks):
+    module = _hooked(*hooks)
+
+    def fn(x):
+        return module(x, scale=0.5)
+
+    check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=0, calls=3)

@@ -109,6 +109,26 @@ def test_hook_added_after_compile_recompiles():
     _recompiles_after(lambda m: m.layers[0].register_forward_hook(lambda mod, a, out: out * 10))
 
 
+def _flexible_hook(module, args, *rest):
+    """``(kwargs, out)`` when registered ``with_kwargs=True``, else ``(out,)``."""
+    return rest[-1] + len(rest)
+
+
+def test_hook_taking_kwargs_instead_recompiles():
+    """The same hook function registered anew with ``with_kwargs=True`` is called with other
+    arguments: the tree check compares whether each hook takes the keyword arguments."""
+    model, counter, x = _compiled()
+    handle = model.layers[0].register_forward_hook(_flexible_hook)
+    assert_same(model(x), Net.forward(model, x))
+    assert counter.frame_count == 2
+    handle.remove()
+    model.layers[0].register_forward_hook(_flexible_hook, with_kwargs=True)
+    assert_same(model(x), Net.forward(model, x))
+    assert counter.frame_count == 3, "the change must cause a recompile"
+    model(x)
+    assert counter.frame_count == 3
+
+
 def test_module_list_insert_recompiles():
     _recompiles_after(lambda m: m.layers.insert(0, nn.Identity()))
 

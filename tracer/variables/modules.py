@@ -40,7 +40,7 @@ from ...guards.epoch import EPOCH, WatchedDict
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, DictValueSource, ItemSource
 from ..exc import Unsupported
-from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED
+from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
@@ -98,14 +98,28 @@ class NNModuleVariable(UserObjectVariable):
         module = self.value
         _check_hooks(module)
         call = self._forward(tx)
-        for hook in self._hooks(tx, "_forward_pre_hooks"):
-            result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
-            if not (result.is_python_constant() and result.as_python_constant() is None):
-                args = list(result.items) if isinstance(result, TupleVariable) else [result]
+        for hook, with_kwargs in self._hooks(tx, "_forward_pre_hooks"):
+            if with_kwargs:  # ``hook(module, args, kwargs)``: None or ``(args, kwargs)``
+                kwargs_vt = DictVariable(dict(kwargs))
+                result = hook.call_function(tx, [self, TupleVariable(list(args)), kwargs_vt], {})
+                if _is_none(result):
+                    kwargs = _keywords(tx, kwargs_vt)  # changed in place, maybe
+                    continue
+                if not (isinstance(result, TupleVariable) and len(result.items) == 2):
+                    raise Unsupported(
+                        "python_error", "RuntimeError: forward pre-hook must return None or a tuple"
+                    )
+                args, kwargs = tx.dispatch.iterate(tx, result.items[0]), result.items[1]
+                kwargs = _keywords(tx, kwargs)
+            else:
+                result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
+                if not _is_none(result):
+                    args = list(result.items) if isinstance(result, TupleVariable) else [result]
         output = call.call_function(tx, args, kwargs)
-        for hook in self._hooks(tx, "_forward_hooks"):
-            result = hook.call_function(tx, [self, TupleVariable(list(args)), output], {})
-            if not (result.is_python_constant() and result.as_python_constant() is None):
+        for hook, with_kwargs in self._hooks(tx, "_forward_hooks"):
+            extra = [DictVariable(dict(kwargs))] if with_kwargs else []
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), *extra, output], {})
+            if not _is_none(result):
                 output = result
         return output
 
@@ -126,18 +140,20 @@ class NNModuleVariable(UserObjectVariable):
         source = None if source is None else method_source(tx, self, source, forward)
         return UserFunctionVariable(forward, source, self_vt=self)
 
-    def _hooks(self, tx: Translator, table: str) -> list[VariableTracker]:
+    def _hooks(self, tx: Translator, table: str) -> list[tuple[VariableTracker, bool]]:
         """The hooks in ``module.<table>``, each read through its own source (by position:
         ``[*L['m']._forward_hooks.values()][0]``; the keys are handle ids, new at each
         registration) so that what a hook reaches (a list in its closure, an object attribute) is
-        guarded and its mutations replayed like any input's. Which hooks are registered is part of
-        the module's ``MODULE_TREE`` check (``_hooks_match``)."""
+        guarded and its mutations replayed like any input's, each with whether it takes the call's
+        keyword arguments. Which hooks are registered, and which take them, is part of the
+        module's ``MODULE_TREE`` check (``_hooks_match``)."""
         hooks = getattr(self.value, table)
         if hooks and self.source is None:
             raise Unsupported("module_hooks", f"hooks of a module reached without a source: {self}")
+        with_kwargs = vars(self.value).get(WITH_KWARGS[table], {})
         return [
-            tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i))
-            for i, hook in enumerate(hooks.values())
+            (tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i)), key in with_kwargs)
+            for i, (key, hook) in enumerate(hooks.items())
         ]
 
     def call_method(
@@ -298,12 +314,19 @@ def _check_hooks(module: nn.Module) -> None:
             f"{type(module).__name__} has backward hooks",
             hint="compile the module itself (bytegraph.compile(model)) to keep hooks",
         )
-    if (
-        module._forward_pre_hooks_with_kwargs
-        or module._forward_hooks_with_kwargs
-        or module._forward_hooks_always_called
-    ):
-        raise Unsupported("module_hooks", f"{type(module).__name__} has hooks with kwargs")
+    if module._forward_hooks_always_called:  # run even when forward raises
+        raise Unsupported("module_hooks", f"{type(module).__name__} has always-called hooks")
+
+
+def _is_none(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is None
+
+
+def _keywords(tx: Translator, vt: VariableTracker) -> dict[str, VariableTracker]:
+    """The keyword arguments a pre-hook gives the call (a dict of string keys)."""
+    if not (isinstance(vt, DictVariable) and all(type(k) is str for k in vt.items)):
+        raise Unsupported("module_hooks", f"a forward pre-hook gave keyword arguments {vt}")
+    return dict(vt.items)
 
 
 # -- change detection ------------------------------------------------------------------------------
