@@ -128,4 +128,4 @@ def _set_function_attribute(
         return fn.clone(kwdefaults=dict(value.items))
     if flag == 0x01:
         return fn.clone(defaults=tuple(value.items))
-    return fn  # annotations (0x04): not needed to run the function
+    return fn.clone(has_annotations=True)  # annotations (0x04): not needed to run it

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -226,16 +227,60 @@ class NestedFunctionVariable(VariableTracker):
     kwdefaults: dict[str, VariableTracker] = field(default_factory=dict)
     closure: dict[str, VariableTracker] = field(default_factory=dict)  #: name -> cell variable
     source: Source | None = None
+    #: attributes stored on it in the trace (``functools.wraps``: ``__name__``, ``__wrapped__``,
+    #: ``__dict__``...), mutable like a container's items; set again when it is rebuilt
+    attrs: dict[str, VariableTracker] = field(default_factory=dict)
+    has_annotations: bool = False
 
     def python_type(self) -> type:
         return types.FunctionType
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if name in ("__name__", "__qualname__"):
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__name__":
             return ConstantVariable(self.code.co_name)
+        if name == "__qualname__":
+            return ConstantVariable(self.code.co_qualname)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":  # CPython's function takes its first constant when a str
+            consts = self.code.co_consts
+            return ConstantVariable(consts[0] if consts and isinstance(consts[0], str) else None)
         if name == "__class__":
             return tx.wrap_static(types.FunctionType)
+        if name == "__type_params__" and sys.version_info >= (3, 12):
+            return ConstantVariable(())
+        if name == "__dict__" or (name == "__annotations__" and not self.has_annotations):
+            tx.output.side_effects.before_mutation(self)
+            self.attrs[name] = made = DictVariable({})  # made on first read, as CPython does
+            return made
+        namespace = self.attrs.get("__dict__")
+        if namespace is not None and name in namespace.items:
+            return namespace.items[name]
         raise Unsupported("getattr", f"attribute {name!r} of a function made in the trace")
+
+    def store_attr(self, tx: Translator, name: str, value: VariableTracker) -> None:
+        """``fn.name = value`` (``functools.update_wrapper``): the function's own fields, or an
+        item of its ``__dict__``."""
+        if name in ("__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__"):
+            raise Unsupported("store_attr", f"{name} of a function made in the trace")
+        if name in ("__name__", "__qualname__") and not (
+            value.is_python_constant() and isinstance(value.as_python_constant(), str)
+        ):
+            raise Unsupported("store_attr", f"{name} set to {value}")
+        if name in _FUNCTION_FIELDS:
+            tx.output.side_effects.before_mutation(self)
+            self.attrs[name] = value
+            return
+        tx.dispatch.setitem(tx, self.var_getattr(tx, "__dict__"), ConstantVariable(name), value)
+
+    def save_state(self) -> Any:
+        return dict(self.attrs)
+
+    def restore_state(self, state: Any) -> None:
+        self.attrs.clear()
+        self.attrs.update(state)
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -285,12 +330,20 @@ class NestedFunctionVariable(VariableTracker):
         for cell in cells:
             _reconstruct_cell(cg, cell)
         cg.build_tuple(len(cells))
-        cg.call_function(5)
+        for name, value in self.attrs.items():
+            cg.load_const(name)
+            value.reconstruct(cg)
+        cg.build_map(len(self.attrs))
+        cg.call_function(6)
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.code.co_name})"
 
 
+#: A function's attributes that are not items of its ``__dict__``.
+_FUNCTION_FIELDS = frozenset(
+    {"__name__", "__qualname__", "__doc__", "__module__", "__annotations__", "__type_params__"}
+)
 _BUILDING: set[int] = set()  #: closures being rebuilt (a closure reaching itself cannot be)
 
 
@@ -300,11 +353,18 @@ def make_function(
     defaults: tuple,
     kwdefaults: dict[str, Any],
     closure: tuple[types.CellType, ...],
+    attrs: dict[str, Any],
 ) -> types.FunctionType:
-    """Runtime helper of the rewritten code: a function made in the trace, made again."""
+    """Runtime helper of the rewritten code: a function made in the trace, made again (with the
+    attributes the trace stored on it)."""
     fn = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
     fn.__kwdefaults__ = kwdefaults or None
     fn.__qualname__ = code.co_qualname
+    for name, value in attrs.items():
+        if name == "__dict__":
+            fn.__dict__.update(value)
+        else:
+            setattr(fn, name, value)
     return fn
 
 

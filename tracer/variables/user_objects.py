@@ -43,7 +43,7 @@ from .base import VariableTracker
 from .builtin_calls import builtin
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
-from .functions import UserFunctionVariable
+from .functions import NestedFunctionVariable, UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
 from .tensor import TensorVariable
@@ -329,6 +329,8 @@ def store_attribute(
             raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
     elif isinstance(obj, DictVariable) and dict_subclasses.models(obj.cls):
         dict_subclasses.store_attr(tx, obj, name, value)
+    elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
+        obj.store_attr(tx, name, value)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
     else:
