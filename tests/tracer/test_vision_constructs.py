@@ -298,12 +298,14 @@ def test_ordered_dict_output_classes_are_made_in_the_trace(monkeypatch):
 
     bases = model_output.MODEL_OUTPUT_BASES | {(__name__, "BaseOutput")}
     monkeypatch.setattr(model_output, "MODEL_OUTPUT_BASES", bases)
+    monkeypatch.setattr(model_output, "_DIFFUSERS_BASE", (__name__, "BaseOutput"))
 
     def fn(x):
         out = DecoderOutput(sample=x * 2)
         enc = EncoderOutput(x + 1)
+        dist = EncoderOutput(Scaler())  # a VAE's output: a lone object that is not a dict
         total = out.sample + out["sample"] + out[0] + len(out) + enc.latent
-        return total, out, enc, out.commit_loss is None, list(out.keys())
+        return total, out, enc, out.commit_loss is None, list(out.keys()), dist.latent.scale(x)
 
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert dynamo_counts(fn, torch.randn(3)) == (1, 0)

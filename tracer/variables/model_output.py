@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 #: ``(module, qualname)`` of the base classes handled here.
-MODEL_OUTPUT_BASES = frozenset(
-    {("transformers.utils.generic", "ModelOutput"), ("diffusers.utils.outputs", "BaseOutput")}
-)
+_DIFFUSERS_BASE = ("diffusers.utils.outputs", "BaseOutput")
+MODEL_OUTPUT_BASES = frozenset({("transformers.utils.generic", "ModelOutput"), _DIFFUSERS_BASE})
 
 #: Read-only dict methods, answered on the items (``ModelOutput`` forbids the mutating ones).
 _DICT_READS = frozenset({"keys", "values", "items", "get", "__contains__", "__len__", "__iter__"})
@@ -63,10 +62,24 @@ def construct(
     present = {k: v for k, v in values.items() if not _is_none(v)}
     first = fields[0] if fields else None
     lone_first = list(present) == [first]
-    if lone_first and not isinstance(present[first], TensorVariable):
-        # __post_init__ would iterate a lone non-tensor first field as (key, value) pairs
+    if lone_first and _read_as_pairs(cls, present[first]):
         raise Unsupported("new_object", f"{cls.__name__}() from a single non-tensor value")
     return ModelOutputVariable({k: present[k] for k in fields if k in present}, cls=cls)
+
+
+def _read_as_pairs(cls: type, value: VariableTracker) -> bool:
+    """Whether ``__post_init__`` may take a lone first field as the object's (key, value) pairs:
+    ``ModelOutput`` tries any non-tensor, ``BaseOutput`` a dict only (a diffusers VAE's
+    ``AutoencoderKLOutput(latent_dist=posterior)`` holds a distribution object)."""
+    if isinstance(value, TensorVariable):
+        return False
+    if not any((k.__module__, k.__qualname__) == _DIFFUSERS_BASE for k in cls.__mro__):
+        return True
+    try:
+        kind = value.python_type()
+    except Unsupported:  # a tracker that cannot tell: assume the worst
+        return True
+    return issubclass(kind, dict)
 
 
 def _is_none(vt: VariableTracker) -> bool:
