@@ -342,3 +342,20 @@ def test_trace_limit_counts_instructions_not_seconds(monkeypatch):
         torch.testing.assert_close(compiled(torch.zeros(3)), large(torch.zeros(3)))
     reasons = recorder.report().break_reasons
     assert [(r.kind, r.fell_back) for r in reasons] == [("too_large", True)]
+
+
+_LIB = torch.library.Library("bytegraph_issue20", "DEF")  # an operator with no fake kernel
+_LIB.define("twice(Tensor x) -> Tensor")
+_LIB.impl("twice", lambda x: x * 2, "CPU")
+
+
+def test_an_op_failing_on_fake_inputs_runs_in_python():
+    """The trace's ``op_error`` (dpn68: ``add failed on fake inputs``) is a break: the op runs in
+    Python on the real values, so it raises only where eager raises."""
+
+    def fn(x):
+        y = x + 1
+        return torch.ops.bytegraph_issue20.twice(y) - 1
+
+    _, _, report = check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1)
+    assert [r.kind for r in report.break_reasons] == ["op_error"]
