@@ -24,7 +24,7 @@ from . import numpy_arrays, optimizers, state_contexts
 from .base import VariableTracker
 from .collectives import call_distributed
 from .constant import ConstantVariable
-from .containers import TupleVariable
+from .containers import IteratorVariable, ListVariable, TupleVariable
 from .distributed import is_distributed_callable
 from .functions import UserFunctionVariable
 from .higher_order import bind_functions, is_higher_order
@@ -132,6 +132,9 @@ def call_torch(
         raise Unsupported("call", f"calling {fn!r}")
     if is_higher_order(fn):  # ``associative_scan(combine_fn, ...)``
         fn, args, kwargs = bind_functions(fn, args, kwargs)
+    # an iterator argument (``clip_grad_norm_(model.parameters())``, a generator) is consumed by
+    # the call: the graph node takes the list of its remaining items
+    args = [ListVariable(a.unpack(tx)) if isinstance(a, IteratorVariable) else a for a in args]
     device = state_contexts.device_for(tx, fn, kwargs)
     if device is not None:  # under ``with torch.device(d):`` entered in the trace
         kwargs = {**kwargs, "device": ConstantVariable(device)}
