@@ -47,6 +47,14 @@ def _nested_blocks(x):
     return t.is_meta, u.is_meta, u + x
 
 
+def _break_inside_block(x):
+    with torch.device("meta"):
+        t = torch.randn(2)
+        print("inside")
+        u = torch.randn(2)
+    return t.is_meta, u.is_meta, torch.randn(2) + x
+
+
 def _module_in_block(x):
     with torch.device("meta"):
         m = torch.nn.Linear(2, 2)
@@ -81,6 +89,7 @@ def _default_device_set_and_reset(x):
         (_randn_in_block, 1, 0),
         (_random_factories_in_block, 1, 0),
         (_nested_blocks, 1, 0),
+        (_break_inside_block, 2, 1),  # the block is entered again after the print
         (_module_in_block, 1, 1),  # the module is built in Python, in the block
         (_user_module_in_block, 1, 1),
         (_module_outside_block, 1, 0),
