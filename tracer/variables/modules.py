@@ -43,7 +43,7 @@ from ..exc import Unsupported
 from ..module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from .functions import CALL_HOOKS, UserFunctionVariable
 from .objects import UserObjectVariable, method_source
 
@@ -231,7 +231,7 @@ class NNModuleVariable(UserObjectVariable):
         kind = name.removeprefix("named_")
         owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
         if kind == "modules":
-            return ListVariable(
+            return IteratorVariable(
                 [
                     TupleVariable([ConstantVariable(p.rstrip(".")), m])
                     if name.startswith("named_")
@@ -256,7 +256,7 @@ class NNModuleVariable(UserObjectVariable):
                     if name.startswith("named_")
                     else vt
                 )
-        return ListVariable(items)
+        return IteratorVariable(items)  # a generator in CPython: ``next(m.parameters())``
 
 
 def _no_op() -> None:
