@@ -10,6 +10,7 @@ have changed: both keep their per-model results in a ``PerRootCache``.
 
 from __future__ import annotations
 
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,12 @@ import torch
 
 #: Moved by every change to any module that could invalidate what was checked or cached about it.
 EPOCH = [0]
+#: Code objects of the wrappers that hide the bumps from torch.compile (``WatchedDict`` writes,
+#: ``variables/modules.py``'s patches): Dynamo folds ``torch.compiler.is_dynamo_compiling()`` in
+#: them to True and traces torch's own method; bytegraph's tracer, which folds it to True in user
+#: code, folds it to False in their frames and traces the bumps (they are bytegraph's, not user
+#: code; inlined or compiled on their own, the bumps of a traced call are replayed).
+HIDDEN_WRAPPERS: set[types.CodeType] = set()
 
 
 class WatchedDict(dict):
@@ -42,14 +49,14 @@ def _bumping(name: str) -> Callable[..., Any]:
 
     def write(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
         # torch.compile traces these writes (a buffer update in a module it compiles): Dynamo
-        # folds this call to True and traces the write it knows, as without bytegraph. bytegraph's
-        # tracer, which folds it too, traces ``bumps`` (``variables/modules.py``: ``CALL_HOOKS``).
+        # folds this call to True and traces the write it knows, as without bytegraph (see
+        # ``HIDDEN_WRAPPERS``).
         if torch.compiler.is_dynamo_compiling():
             return getattr(super(WatchedDict, self), name)(*args, **kwargs)
         return bumps(self, *args, **kwargs)
 
     write.__name__ = write.__qualname__ = name
-    write.__bytegraph_bumps__ = bumps  # type: ignore[attr-defined]
+    HIDDEN_WRAPPERS.add(write.__code__)
     return write
 
 

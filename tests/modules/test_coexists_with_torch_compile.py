@@ -104,3 +104,24 @@ def test_bytegraph_still_replays_the_bumps_of_calls_it_traces():
     assert EPOCH[0] > before
     assert isinstance(layers[0], nn.Identity)
     assert torch.equal(compiled_first(x), x)
+
+
+def test_bytegraph_replays_the_bumps_of_a_wrapper_it_compiles_on_its_own():
+    """``nn.Module.__setattr__(m, ...)`` called explicitly breaks inside the wrapper (its
+    ``OBSERVED`` check makes a weak reference): the wrapper is then compiled as a frame of its own,
+    where ``is_dynamo_compiling()`` must still be False, so its bumps run as in eager."""
+    lin = nn.Linear(2, 2)
+    bytegraph.compile(lambda x: lin(x), backend="eager")(torch.ones(2))  # now observed
+
+    def store(x):
+        nn.Module.__setattr__(lin, "scale", 2.0)
+        return lin(x) * lin.scale
+
+    compiled = bytegraph.compile(store, backend="eager")
+    for _ in range(2):
+        vars(lin).pop("scale", None)
+        before = EPOCH[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch.equal(compiled(torch.ones(2)), lin(torch.ones(2)) * 2.0)
+        assert EPOCH[0] > before

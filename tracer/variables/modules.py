@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ...guards.epoch import EPOCH, WatchedDict
+from ...guards.epoch import EPOCH, HIDDEN_WRAPPERS
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, DictValueSource, ItemSource
 from ..exc import Unsupported
@@ -374,8 +374,8 @@ def _hidden_from_dynamo(
     True, and there the wrapper is ``torch_fn``, torch's own method (nothing, for a hook): what
     Dynamo traces, guards and breaks on is what it would without bytegraph (it guarded on
     ``OBSERVED``'s internals, and crashed building that guard). bytegraph's tracer folds the call
-    to True as well, so it traces ``bumps`` itself (``_traced_bumps``): the bumps of a call that
-    bytegraph traces are replayed."""
+    to False in the wrappers' frames (``HIDDEN_WRAPPERS``): it traces ``bumps``, whose bumps are
+    replayed."""
 
     @functools.wraps(torch_fn or bumps)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -386,23 +386,8 @@ def _hidden_from_dynamo(
     # NOTE: Dynamo tells ``nn.Module``'s methods apart by code object: one per wrapped method.
     wrapper.__code__ = wrapper.__code__.replace(co_name=(torch_fn or bumps).__name__)
     wrapper.__bytegraph_bumps__ = bumps
-    CALL_HOOKS[wrapper.__code__] = _traced_bumps
+    HIDDEN_WRAPPERS.add(wrapper.__code__)
     return wrapper
-
-
-def _traced_bumps(
-    tx: Translator,
-    fn_vt: UserFunctionVariable,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """A call of a ``_hidden_from_dynamo`` wrapper in bytegraph's trace: its ``bumps``, inlined."""
-    bumps = fn_vt.fn.__bytegraph_bumps__
-    return fn_vt.clone(fn=bumps, source=None).call_function(tx, args, kwargs)
-
-
-_traced_bumps.accepts_bound = True  # type: ignore[attr-defined]
-CALL_HOOKS[WatchedDict.__setitem__.__code__] = _traced_bumps  # every write of them: one code
 
 
 def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ...guards.epoch import HIDDEN_WRAPPERS
 from ..effects import InlineInstead
 from ..exc import Unsupported
 from . import numpy_arrays, optimizers, state_contexts
@@ -104,7 +105,9 @@ def call_torch(
     if fn is torch.is_grad_enabled:
         return ConstantVariable(torch.is_grad_enabled())
     if fn in (torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling):
-        return ConstantVariable(True)  # as under torch.compile: libraries pick their traceable path
+        # as under torch.compile: libraries pick their traceable path (but not bytegraph's own
+        # wrappers that hide their bumps from torch.compile: ``HIDDEN_WRAPPERS``)
+        return ConstantVariable(tx.code not in HIDDEN_WRAPPERS)
     if fn is torch.get_default_dtype:
         return ConstantVariable(torch.get_default_dtype())
     if fn is torch.get_default_device:
