@@ -362,12 +362,18 @@ class OutputGraph:
 
     # -- rolling back a partly traced instruction --------------------------------------------------
     def checkpoint(self) -> tuple:
-        return len(self.created), self.side_effects.snapshot(), self.state.checkpoint()
+        return (
+            len(self.created),
+            self.side_effects.snapshot(),
+            self.state.checkpoint(),
+            list(self.exc_info),
+        )
 
     def restore(self, checkpoint: tuple) -> None:
         """Forget the nodes, side effects and state changes recorded since ``checkpoint`` (guards
         stay: more is safe)."""
-        count, effects, state = checkpoint
+        count, effects, state, exc_info = checkpoint
+        self.exc_info[:] = exc_info  # a callee broke inside its handler: that handler is undone
         for node in reversed(self.created[count:]):
             if not node.users:
                 self.graph.erase_node(node)

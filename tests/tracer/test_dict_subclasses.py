@@ -122,3 +122,17 @@ def _fromkeys(x):
 
 def test_fromkeys_of_collections_dicts():
     check(_fromkeys, lambda: (torch.randn(3),))
+
+
+def _getattr_default_on_easydict(x):
+    e = EasyDict(w=1)
+    y = x + 1
+    return y + getattr(e, "nope", 3) + e.w
+
+
+def test_getattr_default_through_a_python_getattr_breaks_once():
+    # ``__getattr__`` raises AttributeError inside its ``except KeyError``: no traced handler
+    # catches it (``getattr``'s default is not one), so it is one break at the call, which CPython
+    # runs; the break used to leave the callee's handler open and run the whole call in Python.
+    # torch.compile traces it in one graph.
+    check_breaks(_getattr_default_on_easydict, lambda: (torch.randn(3),), graphs=2, breaks=1)
