@@ -13,28 +13,37 @@ inspection helpers ``cache_entries(fn)``, ``guard_source(fn)``, ``why(fn, *args,
 
 from __future__ import annotations
 
+import gc
 import importlib
 
 from .codegen.pyversion import check_supported
 
 check_supported()
 
-from . import config, distributed  # noqa: E402
-from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: E402
-from .compiler import compile, reset, state_of  # noqa: E402
-from .decorators import (  # noqa: E402
-    allow_in_graph,
-    assume_constant_result,
-    disable,
-    error_on_graph_break,
-    substitute_in_graph,
-)
-from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: E402
-from .explain import ExplainOutput, explain  # noqa: E402
-from .introspect import cache_entries, guard_source, stats, why  # noqa: E402
-from .logs import set_logs  # noqa: E402
-from .trace_records import start as _start_trace  # noqa: E402, F401 (BYTEGRAPH_TRACE_DIR)
-from .tracer.variables.functions import graph_break  # noqa: E402
+# The cyclic garbage collector waits while bytegraph's modules load: they leave no garbage, and
+# each collection walks every object torch has made (half the CPU ``import bytegraph`` took).
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from . import config, distributed
+    from .backends.registry import list_backends, lookup_backend, register_backend
+    from .compiler import compile, reset, state_of
+    from .decorators import (
+        allow_in_graph,
+        assume_constant_result,
+        disable,
+        error_on_graph_break,
+        substitute_in_graph,
+    )
+    from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic
+    from .explain import ExplainOutput, explain
+    from .introspect import cache_entries, guard_source, stats, why
+    from .logs import set_logs
+    from .trace_records import start as _start_trace  # noqa: F401 (BYTEGRAPH_TRACE_DIR)
+    from .tracer.variables.functions import graph_break
+finally:
+    if _collecting:
+        gc.enable()
 
 
 def __getattr__(name: str) -> object:
