@@ -1,18 +1,25 @@
 """The transformers model suite side by side: every architecture of ``tests/models/zoo.py`` (tiny
 configs, random weights, CPU), with and without ``labels``, inference then training steps, through
-bytegraph and through ``torch.compile`` (both with backend ``eager``), each compared with eager.
+bytegraph and through ``torch.compile`` (both with backend ``eager``, or ``--backend inductor``),
+each compared with eager.
 
     python benchmarks/models.py [-k NAMES] [--family F] [--no-tc] [--time N] [--latest]
+                                [--backend eager|inductor] [--defaults]
 
 Per architecture and variant: correct or not, graphs/breaks on the first inference and the first
 training call, recompiles after those (same inputs: should be 0), first-call seconds and the
-steady-state inference speedup over eager (one intra-op thread), for both. torch.compile's
+steady-state inference speedup over eager (one intra-op thread), for both. ``--defaults`` adds a
+column: each engine's steady-state speedup with default arguments (``bytegraph.compile(model)``,
+``torch.compile(model)``: Inductor), from a second run of the architecture. Every run that may
+use Inductor starts with its caches empty (a fresh ``TORCHINDUCTOR_CACHE_DIR``), so first calls
+are compared without either engine profiting from the other's kernels. torch.compile's
 breaks are counted as ``torch._dynamo.explain`` counts them (graphs of the call minus one); it
 runs in a worker process that never imports bytegraph (whose ``nn.Module`` patches torch.compile
-would trace). Rows where bytegraph breaks more are marked with bytegraph's reasons. Then totals,
-and the counts recorded in the zoo that are out of date. ``--latest`` runs the same in a throwaway
-venv with the newest ``transformers`` release (under ``$TMPDIR``, this venv's packages underneath;
-it downloads). Exit status 1 if bytegraph is wrong, raises or hits an internal error anywhere.
+would trace). Rows where bytegraph breaks more are marked with bytegraph's reasons. Then totals
+(with the rows where bytegraph is slower or its first call longer), and the counts recorded in the
+zoo that are out of date. ``--latest`` runs the same in a throwaway venv with the newest
+``transformers`` release (under ``$TMPDIR``, this venv's packages underneath; it downloads). Exit
+status 1 if bytegraph is wrong, raises or hits an internal error anywhere.
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ def main() -> int:
     parser.add_argument("--time", type=int, default=20, help="calls timed for the speedup")
     parser.add_argument("--labels", choices=("both", "yes", "no"), default="both")
     parser.add_argument("--latest", action="store_true", help="newest transformers (downloads)")
+    parser.add_argument("--backend", choices=("eager", "inductor"), default="eager")
+    parser.add_argument(
+        "--defaults", action="store_true", help="add both engines' speed with default arguments"
+    )
     parser.add_argument("--tc-worker", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.latest:
@@ -62,18 +73,26 @@ def main() -> int:
     label_options = {"both": (False, True), "yes": (True,), "no": (False,)}[opts.labels]
     print(
         f"transformers {transformers.__version__}, torch {torch.__version__}, "
-        f"Python {sys.version.split()[0]}; backend eager for both; {len(archs)} architectures"
+        f"Python {sys.version.split()[0]}; backend {opts.backend} for both; "
+        f"{len(archs)} architectures"
     )
-    print(_HEADER)
+    print(_HEADER + (_DEFAULTS_HEADER if opts.defaults else ""))
     totals = Totals()
     start = time.perf_counter()
     worker = None if opts.no_tc else _start_tc_worker(opts.time)
     for arch in archs:
         for labels in label_options:
-            tc = None if worker is None else _ask(worker, arch, labels)
-            bg = suite.run_arch(arch, labels, modeltest.BytegraphEngine(), opts.time)
+            tc = None if worker is None else _ask(worker, arch, labels, opts.backend)
+            bg = suite.run_arch(arch, labels, modeltest.BytegraphEngine(opts.backend), opts.time)
             totals.add(arch, labels, bg, tc)
-            print(_row(arch, labels, bg, tc), flush=True)
+            line = _row(arch, labels, bg, tc)
+            if opts.defaults:  # default arguments: a second run of each
+                tcd = None if worker is None else _ask(worker, arch, labels, None)
+                bgd = suite.run_arch(arch, labels, modeltest.BytegraphEngine(None), opts.time)
+                totals.add_defaults(arch, labels, bgd, tcd)
+                head, _, notes = line.partition("\n")
+                line = head + _defaults_cells(bgd, tcd) + (_ + notes if notes else "")
+            print(line, flush=True)
     if worker is not None:
         worker.stdin.close()
         worker.wait()
@@ -87,6 +106,21 @@ _HEADER = (
     f"{'first':>7}{'speed':>7} | {'torch.compile':<11}{'inf':>6}{'train':>6}{'rec':>4}"
     f"{'first':>7}{'speed':>7}"
 )
+
+
+#: With ``--defaults``: each engine's speedup with default arguments (or what went wrong).
+_DEFAULTS_HEADER = f" | {'defaults':<9}{'bg':>7}{'tc':>7}"
+
+
+def _defaults_cells(bg: suite.ArchRun, tc: suite.ArchRun | None) -> str:
+    def cell(run):
+        if run is None:
+            return "-"
+        if _status(run) != "ok":
+            return _status(run)
+        return f"{run.speedup:.2f}x" if run.speedup else "-"
+
+    return f" | {'':<9}{cell(bg):>7}{cell(tc):>7}"
 
 
 def _status(run: suite.ArchRun) -> str:
@@ -153,6 +187,11 @@ class Totals:
         self.fewer: list[str] = []
         self.measured: dict[str, dict[str, tuple]] = {}  #: name -> variant -> (bg, tc) phases
         self.first = {"bytegraph": 0.0, "torch.compile": 0.0}
+        self.slower: list[str] = []  #: rows where bytegraph's steady state is slower
+        self.first_longer: list[str] = []  #: rows where bytegraph's first inference call is longer
+        self.defaults_rows = 0
+        self.defaults_wrong: list[str] = []  #: bytegraph wrong/raising with default arguments
+        self.defaults_slower: list[str] = []  #: ... or slower than torch.compile's defaults
 
     def add(self, arch, labels, bg, tc) -> None:
         self.rows += 1
@@ -174,6 +213,11 @@ class Totals:
         self.tc_error += tc.error is not None
         self.tc_breaks += sum(p.breaks for p in tc.phases.values())
         self.first["torch.compile"] += sum(p.first_s for p in tc.phases.values())
+        if bg.speedup and tc.speedup and bg.speedup < tc.speedup:
+            self.slower.append(f"{name} ({bg.speedup:.2f}x vs {tc.speedup:.2f}x)")
+        inf, tc_inf = bg.phases.get("inf"), tc.phases.get("inf")
+        if inf and tc_inf and inf.first_s > tc_inf.first_s:
+            self.first_longer.append(f"{name} ({inf.first_s:.2f} s vs {tc_inf.first_s:.2f} s)")
         if _more_breaks(bg, tc):
             self.more.append(name)
         elif any(
@@ -182,6 +226,14 @@ class Totals:
             if k in bg.phases and k in tc.phases
         ):
             self.fewer.append(name)
+
+    def add_defaults(self, arch, labels, bg, tc) -> None:
+        self.defaults_rows += 1
+        name = f"{arch.name}{' +labels' if labels else ''}"
+        if _status(bg) != "ok":
+            self.defaults_wrong.append(f"{name} ({_status(bg)})")
+        elif tc is not None and bg.speedup and tc.speedup and bg.speedup < tc.speedup:
+            self.defaults_slower.append(f"{name} ({bg.speedup:.2f}x vs {tc.speedup:.2f}x)")
 
     def report(self) -> None:
         print(
@@ -199,6 +251,18 @@ class Totals:
             "first calls (inference + training, all rows): "
             + ", ".join(f"{k} {v:.1f} s" for k, v in self.first.items())
         )
+        print(f"bytegraph slower on {len(self.slower)}: {', '.join(self.slower) or '-'}")
+        print(
+            f"bytegraph's first call longer on {len(self.first_longer)}: "
+            f"{', '.join(self.first_longer) or '-'}"
+        )
+        if self.defaults_rows:
+            print(
+                f"default arguments, {self.defaults_rows} rows: bytegraph wrong or raising on "
+                f"{len(self.defaults_wrong)}: {', '.join(self.defaults_wrong) or '-'}; slower "
+                f"than torch.compile on {len(self.defaults_slower)}: "
+                f"{', '.join(self.defaults_slower) or '-'}"
+            )
         self.report_stale()
 
     def report_stale(self) -> None:
@@ -240,8 +304,10 @@ def _start_tc_worker(calls: int) -> subprocess.Popen:
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def _ask(worker: subprocess.Popen, arch: zoo.Arch, labels: bool) -> suite.ArchRun:
-    worker.stdin.write(json.dumps([arch.name, labels]) + "\n")
+def _ask(
+    worker: subprocess.Popen, arch: zoo.Arch, labels: bool, backend: str | None
+) -> suite.ArchRun:
+    worker.stdin.write(json.dumps([arch.name, labels, backend]) + "\n")
     worker.stdin.flush()
     run = json.loads(worker.stdout.readline())
     run["phases"] = {k: suite.Phase(**v) for k, v in run["phases"].items()}
@@ -249,11 +315,13 @@ def _ask(worker: subprocess.Popen, arch: zoo.Arch, labels: bool) -> suite.ArchRu
 
 
 def _tc_worker(calls: int) -> int:
-    """Answer ``[name, labels]`` lines with torch.compile's ``ArchRun`` as JSON (no bytegraph)."""
+    """Answer ``[name, labels, backend]`` lines with torch.compile's ``ArchRun`` as JSON (no
+    bytegraph); backend ``null`` is torch.compile's default."""
     assert "bytegraph" not in sys.modules
     for line in sys.stdin:
-        name, labels = json.loads(line)
-        run = suite.run_arch(zoo.BY_NAME[name], labels, suite.TorchCompileEngine(), calls)
+        name, labels, backend = json.loads(line)
+        engine = suite.TorchCompileEngine(backend)
+        run = suite.run_arch(zoo.BY_NAME[name], labels, engine, calls)
         print(json.dumps(dataclasses.asdict(run)), flush=True)
     return 0
 

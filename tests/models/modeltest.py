@@ -66,13 +66,15 @@ def check_model(
 class BytegraphEngine(Engine):
     name = "bytegraph"
 
-    def __init__(self, backend: str = "eager") -> None:
+    def __init__(self, backend: str | None = "eager") -> None:
         self.backend = backend
         self.recorder = Recorder()
         self.mark = 0
 
     def compile(self, model: nn.Module) -> Callable[..., Any]:
         bytegraph.reset()
+        if self.backend is None:  # default arguments
+            return bytegraph.compile(model)
         return bytegraph.compile(model, backend=self.backend)
 
     def start(self) -> None:

@@ -12,7 +12,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import os
+import shutil
 import statistics
+import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -47,9 +51,12 @@ class Phase:
 
 
 class Engine:
-    """How to compile a model and count what compiling it did; the base class is eager."""
+    """How to compile a model and count what compiling it did; the base class is eager.
+
+    ``backend`` is the one both engines name (``None``: their default arguments)."""
 
     name = "eager"
+    backend: str | None = "eager"
 
     def compile(self, model: nn.Module) -> Callable[..., Any]:
         return model
@@ -64,18 +71,19 @@ class Engine:
 
 class TorchCompileEngine(Engine):
     """``torch.compile(model, backend=...)``; breaks counted as ``torch._dynamo.explain`` counts
-    them (graphs compiled on the call, minus one), reasons from dynamo's ``graph_break`` counter."""
+    them (graphs compiled on the call, minus one), reasons from dynamo's ``graph_break`` counter.
+    ``backend=None`` is torch.compile's default, ``"inductor"``."""
 
     name = "torch.compile"
 
-    def __init__(self, backend: str = "eager") -> None:
+    def __init__(self, backend: str | None = "eager") -> None:
         self.backend = backend
         self.graphs = 0
         self.mark = (0, collections.Counter())
 
     def _count(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         self.graphs += 1
-        return torch._dynamo.lookup_backend(self.backend)(gm, example_inputs)
+        return torch._dynamo.lookup_backend(self.backend or "inductor")(gm, example_inputs)
 
     def compile(self, model: nn.Module) -> Callable[..., Any]:
         torch._dynamo.reset()
@@ -114,7 +122,7 @@ def run_arch(arch: Any, labels: bool, engine: Engine, time_calls: int = 0) -> Ar
     model = zoo.build(arch)
     reference = copy.deepcopy(model)
     run = ArchRun()
-    with engine.active():
+    with engine.active(), fresh_inductor_cache(engine.backend != "eager"):
         compiled = engine.compile(model)
         try:
             _infer(arch, labels, engine, compiled, (model, reference), run)
@@ -124,6 +132,35 @@ def run_arch(arch: Any, labels: bool, engine: Engine, time_calls: int = 0) -> Ar
         except Exception as e:  # noqa: BLE001 (the eager copy ran the same call without error)
             run.error = f"{type(e).__name__}: {e}"
     return run
+
+
+@contextlib.contextmanager
+def fresh_inductor_cache(fresh: bool = True) -> Iterator[None]:
+    """Inductor's caches empty (a new ``TORCHINDUCTOR_CACHE_DIR``, its in-memory caches cleared),
+    so a run compiles everything itself: neither engine nor an earlier model profits from another's
+    kernels. The folder is removed afterwards."""
+    if not fresh:
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="bytegraph-inductor-")
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    _clear_inductor_caches()
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+        _clear_inductor_caches()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _clear_inductor_caches() -> None:
+    utils = sys.modules.get("torch._inductor.utils")  # not imported: nothing cached yet
+    if utils is not None:
+        utils.clear_caches()
 
 
 def _phase(engine: Engine, fn: Callable[[], Any]) -> tuple[Any, Phase]:
