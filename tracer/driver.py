@@ -427,10 +427,17 @@ class CompiledCode:
         call that a graph break sends to Python as a whole (issue 20: a break inside a decorator's
         ``try: return forward_fn(...)`` ran a whole UNet forward in Python). torch.compile compiles
         such a frame when it starts; bytegraph, without a frame hook, calls its compiled version.
-        None when ``fn`` is not compiled on its own (a generator, a disabled function). Its first
-        trace stops at the break the caller ``reported`` already: that break is not counted
-        twice."""
-        if fn.__code__.co_flags & _SUSPENDING or markers.is_disabled(fn):
+        None when ``fn`` is not compiled on its own (a generator, a disabled function, a wrapper
+        of bytegraph's or Dynamo's own, whose effect on compile regions must run for real). Its
+        first trace stops at the break the caller ``reported`` already: that break is not
+        counted twice."""
+        module = fn.__globals__.get("__name__") or ""
+        if (
+            fn.__code__.co_flags & _SUSPENDING
+            or markers.is_disabled(fn)
+            or module.partition(".")[0] == "bytegraph"  # its own wrappers (error_on_graph_break)
+            or module.startswith("torch._dynamo")
+        ):
             return None
         key = ("callee", fn)
         entry = self.resumes.get(key)
