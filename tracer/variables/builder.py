@@ -114,7 +114,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return tx.output.add_symbolic_number(value, source)
     if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "EQUALS_MATCH", value, (cls, value)))
+        # the guard's key must hash: a slice does not before 3.12 (its bounds do)
+        key = (cls, (value.start, value.stop, value.step)) if cls is slice else (cls, value)
+        add(Guard(source, "EQUALS_MATCH", value, key))
         return ConstantVariable(value, source)
     if is_numpy_array(value):
         array = wrap_array(tx, value, source)
