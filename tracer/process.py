@@ -7,6 +7,8 @@ import threading
 
 import torch
 
+from .deferred_dynamo import defer_dynamo
+
 #: One lock for every compile of the process, as torch.compile has: tracing and the backends import
 #: parts of torch lazily, and those imports are circular; six threads making their first compiles
 #: together got ``ImportError: cannot import name ... from partially initialized module
@@ -26,6 +28,7 @@ def prepare_process() -> None:
     if _prepared:
         return
     _prepared = True
+    defer_dynamo()  # fake modes read torch._dynamo.config: not a reason to import all of Dynamo
     ensure = getattr(torch._C, "_ensureCUDADeviceGuardSet", None)
     if ensure is None or not torch.cuda._is_compiled() or torch.cuda.is_available():
         return
