@@ -112,6 +112,17 @@ def test_cpu_graphs_through_inductor_match_eager_in_values_dtypes_and_grad():
             assert_same(compiled(x, w), mlp_block(x, w))
 
 
+def test_dynamic_shapes_through_inductor_match_eager():
+    def fn(x):
+        return mlp_block(x, torch.ones(x.shape[-1], x.shape[-1])) * x.shape[0]
+
+    compiled = bytegraph.compile(fn, backend="auto", dynamic=True)
+    for rows in (3, 5, 7):
+        x = torch.randn(rows, 6)
+        assert_same(compiled(x), fn(x))
+    assert len(bytegraph.cache_entries(compiled)) == 1  # one graph for every size
+
+
 def test_training_through_inductor_matches_eager():
     """A block with dropout, trained two SGD steps: random numbers are drawn as eager draws
     them (``fallback_random``), gradients and parameters match."""
