@@ -77,15 +77,17 @@ def compile(
     """Compile ``model`` (a function, bound method, callable object or ``nn.Module``), as
     ``torch.compile`` does; with no ``model``, a decorator.
 
-    - ``backend``: "auto" (default: triton for graphs on CUDA tensors, eager otherwise), "eager",
-      "aot_eager", "inductor", "triton", a registered name or any ``(gm, example_inputs) ->
-      callable``.
+    - ``backend``: "auto" (default: triton for graphs on CUDA tensors; on CPU tensors, eager for
+      small graphs and Inductor where fusing pays, see ``backends/auto.py``), "eager" (the
+      fastest first call), "aot_eager", "inductor", "triton", a registered name or any ``(gm,
+      example_inputs) -> callable``.
     - ``fullgraph=True`` raises instead of breaking the graph or falling back to Python.
     - ``dynamic``: True traces sizes and ints symbolically from the start, False never, None
       (default) once they change.
     - ``mode``: "default", "reduce-overhead" (CUDA graphs), "max-autotune" (autotuned kernels and
       CUDA graphs) or "max-autotune-no-cudagraphs"; they act in the triton backend (and Inductor).
-      Where they cannot (graphs on CPU tensors, the eager backend) a one-time notice says so.
+      Where they cannot (small graphs on CPU tensors, the eager backend) a one-time notice says
+      so.
     - ``options``: the backend's options (``{"triton.cudagraphs": True, "max_autotune": True}``);
       an unknown name is an error listing the known ones. ``mode`` and ``options`` exclude each
       other, as in torch.compile.
