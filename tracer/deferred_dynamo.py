@@ -28,8 +28,8 @@ _lock = threading.RLock()
 
 
 class _DeferredPackage(types.ModuleType):
-    """``torch._dynamo`` before its ``__init__`` ran: a missing attribute is a submodule, imported
-    on its own, or a name the ``__init__`` defines, which runs it."""
+    """``torch._dynamo`` before its ``__init__`` ran: it holds ``config``, ``source`` and the
+    modules they import; reading anything else runs the ``__init__`` (``disable`` aside)."""
 
     def disable(self, fn: Any = None, recursive: bool = True, **kwargs: Any) -> Any:
         """``torch._dynamo.disable``. torch's own ``torch._disable_dynamo`` wrappers (on its
