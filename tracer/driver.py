@@ -40,7 +40,6 @@ from .exc import BytegraphError, InternalError, Unsupported
 from .process import COMPILE_LOCK
 from .shapes import DynamicPolicy
 from .translator import TraceTooLong
-from .variables import markers
 
 log = logging.getLogger("bytegraph")
 recompile_log = logging.getLogger("bytegraph.recompiles")
@@ -185,8 +184,6 @@ class CompiledCode:
         #: the ``compile_number`` of the caller whose trace last emitted a call to this function
         #: (a resume function with ``continues``)
         self.called_by = -2
-        #: a compiled callee (``compiled_callee``): the break its caller reported for it
-        self.echoes: tuple[str, str] | None = None
         self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
         self.serial = next(SERIALS)  #: unique in the process
         self.root_serial = self.serial  #: for a resume function, the serial of the compiled one
@@ -260,9 +257,7 @@ class CompiledCode:
             elapsed = time.perf_counter() - started
             return self._fallback(failure, reason, failures, state_guards, strict, elapsed)
         elapsed = time.perf_counter() - started
-        echoed = result.breaks and _break_key(result.breaks[0]) == self.echoes
-        self.echoes = None  # only the first trace repeats the caller's break
-        breaks = [] if self.continued_break(result) or echoed else result.breaks
+        breaks = [] if self.continued_break(result) else result.breaks
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
             result.fn,
@@ -422,37 +417,6 @@ class CompiledCode:
         self.resumes[key] = entry
         return entry
 
-    def compiled_callee(self, fn: types.FunctionType, reported: Unsupported) -> Any:
-        """``fn`` compiled with this function's settings (cached with the resume functions), for a
-        call that a graph break sends to Python as a whole (issue 20: a break inside a decorator's
-        ``try: return forward_fn(...)`` ran a whole UNet forward in Python). torch.compile compiles
-        such a frame when it starts; bytegraph, without a frame hook, calls its compiled version.
-        None when ``fn`` is not compiled on its own (a generator, a disabled function, a wrapper
-        of bytegraph's or Dynamo's own, whose effect on compile regions must run for real). Its
-        first trace stops at the break the caller ``reported`` already: that break is not
-        counted twice."""
-        module = fn.__globals__.get("__name__") or ""
-        if (
-            fn.__code__.co_flags & _SUSPENDING
-            or markers.is_disabled(fn)
-            or module.partition(".")[0] == "bytegraph"  # its own wrappers (error_on_graph_break)
-            or module.startswith("torch._dynamo")
-        ):
-            return None
-        key = ("callee", fn)
-        entry = self.resumes.get(key)
-        if entry is None:
-            state = CompiledCode(fn, self.settings)
-            state.resumes = self.resumes
-            state.numbering = self.numbering
-            state.root_serial = self.root_serial
-            state.echoes = _break_key(reported)
-            entry = make_entry(fn, state)
-            functools.update_wrapper(entry, fn)
-            entry.__bytegraph__ = state
-            self.resumes[key] = entry
-        return entry
-
     def code_replaced(self) -> Any:
         """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run
         the function (its new code) in Python from now on."""
@@ -602,12 +566,3 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     entry.__defaults__ = fn.__defaults__
     entry.__kwdefaults__ = fn.__kwdefaults__
     return entry
-
-
-#: Code flags of functions that suspend (generators, coroutines): never compiled on their own.
-_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-
-def _break_key(reason: Unsupported) -> tuple[str, str]:
-    """A break as its kind and innermost user location (the same break seen from two frames)."""
-    return reason.kind, str(reason.location)

@@ -6,7 +6,6 @@ callee, concatenations of differently sized tensors across a recompile."""
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -369,42 +368,3 @@ def test_an_op_failing_on_fake_inputs_runs_in_python():
 
     _, _, report = check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1)
     assert [r.kind for r in report.break_reasons] == ["op_error"]
-
-
-# -- frames a break sends to Python are compiled on their own --------------------------------------
-
-LORA_CALLS: list[int] = []
-
-
-def scale_lora(forward_fn):  # diffusers' peft_utils decorator: the forward runs inside a try
-    @functools.wraps(forward_fn)
-    def wrapper(x, *args, **kwargs):
-        try:
-            return forward_fn(x, *args, **kwargs)
-        finally:
-            LORA_CALLS.append(len(args))
-
-    return wrapper
-
-
-@scale_lora
-def unet_forward(x, w):
-    x = (x @ w).relu()
-    print("deep inside")  # a break the try block keeps from resuming in this frame
-    x = (x @ w).sigmoid()
-    return x * 2
-
-
-def test_a_call_a_break_sends_to_python_runs_compiled():
-    """UNet2DConditionModel compiled 0 graphs: a break deep in its forward, called in the
-    decorator's try block, ran the whole forward in Python. The call now goes through the
-    forward's own compiled version: its graphs before and after the break, one break counted."""
-    check_breaks(
-        unet_forward,
-        lambda: (torch.randn(2, 3), torch.randn(3, 3)),
-        graphs=2,
-        breaks=1,
-        setup=LORA_CALLS.clear,
-        observe=lambda: list(LORA_CALLS),
-    )
-    assert dynamo_counts(unet_forward, torch.randn(2, 3), torch.randn(3, 3)) == (2, 1)
