@@ -16,6 +16,14 @@ import sys
 import types
 import weakref
 from dataclasses import dataclass
+from inspect import (
+    CO_ASYNC_GENERATOR,
+    CO_COROUTINE,
+    CO_GENERATOR,
+    CO_ITERABLE_COROUTINE,
+    CO_VARARGS,
+    CO_VARKEYWORDS,
+)
 from typing import Any
 
 from bytecode import Instr, Label
@@ -317,7 +325,7 @@ class Translator:
     ) -> VariableTracker:
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("recursion", f"inlining {code.co_name} is nested too deeply")
-        if code.co_flags & (0x80 | 0x100 | 0x200):  # coroutine, async generator
+        if code.co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR):
             raise Unsupported(
                 "generator",
                 f"{code.co_name} is a coroutine",
@@ -329,7 +337,7 @@ class Translator:
         self.inlined_direct = callee is not None and _is_callee(callee, code)
         tx = Translator(code, f_globals, self.output, local_vars, closure, parent=self, fn=fn)
         if (
-            code.co_flags & 0x20
+            code.co_flags & CO_GENERATOR
         ):  # a generator runs to exhaustion; what it yields becomes an iterator
             return opcodes.control.run_generator(tx)
         return tx.run()
@@ -407,12 +415,12 @@ def bind_args(
                 default if isinstance(default, VariableTracker) else _wrap_default(tx, default)
             )
     index = nargs + nkw
-    if code.co_flags & 0x04:  # *args
+    if code.co_flags & CO_VARARGS:
         bound[names[index]] = TupleVariable(extra)
         index += 1
     elif extra:
         raise Unsupported("bad_call", f"{code.co_name}() got too many positional arguments")
-    if code.co_flags & 0x08:  # **kwargs
+    if code.co_flags & CO_VARKEYWORDS:
         bound[names[index]] = DictVariable(kwargs)
     elif kwargs:
         raise Unsupported(

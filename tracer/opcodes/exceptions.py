@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import types
+from inspect import CO_GENERATOR
 from typing import TYPE_CHECKING, Any
 
 from bytecode import Bytecode, Instr, TryBegin, TryEnd
@@ -76,7 +77,7 @@ def will_be_caught(tx: Translator, cls: type) -> bool:
     while frame is not None:
         if _frame_catches(frame, frame.ip - 1, cls):
             return True
-        if frame.code.co_flags & 0x20:  # a generator: the exception goes to whoever resumed it
+        if frame.code.co_flags & CO_GENERATOR:  # the exception goes to whoever resumed it
             return False
         frame = frame.parent
     return False
