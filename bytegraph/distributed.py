@@ -143,7 +143,7 @@ def describe_function(fn: Any) -> str:
     origin, match = getattr(fn, "__bytegraph_resume__", None), _RESUME_NAME.match(fn.__name__)
     if origin is None or match is None:
         return f"{fn.__qualname__} ({where})"
-    template, index = origin[0], int(match.group(1))
+    template, index = origin.template, int(match.group(1))
     instrs = [i for i in Bytecode.from_code(template.__code__) if isinstance(i, Instr)]
     line = instrs[index].lineno if index < len(instrs) else "?"
     return f"{template.__qualname__} resumed at line {line} ({fn.__name__}, {where})"

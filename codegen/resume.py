@@ -1,12 +1,12 @@
 """Resume functions: the original code, entered in the middle, with the value stack passed in.
 
-``make_resume(fn, globals, index, nstack, names)`` returns a function taking ``(*names, __stack0,
-..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first argument, which must
-stay ``self``): its prefix pushes the stack arguments back, then jumps to instruction ``index`` of
-the original code; from there the original instructions (and their exception table) run unchanged,
-but for 3.13's two-local instructions, spelled as two (see ``_PAIRS``). Named
-``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a resume function back
-to the original function.
+``make_resume(fn, globals, ResumePoint(index, nstack, names))`` returns a function taking
+``(*names, __stack0, ..., __stack{n-1})`` (locals first: zero-argument ``super()`` reads the first
+argument, which must stay ``self``): its prefix pushes the stack arguments back, then jumps to
+instruction ``index`` of the original code; from there the original instructions (and their
+exception table) run unchanged, but for 3.13's two-local instructions, spelled as two (see
+``_PAIRS``). Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a
+resume function back to the original function (through its ``ResumeOrigin``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import bisect
 import dis
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
@@ -22,26 +23,46 @@ from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
 from .transform import make_function
 
 
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resume function enters its template, and what it is called with."""
+
+    index: int  #: the instruction it continues at (pseudo-instructions not counted)
+    nstack: int  #: values on the stack there, passed as ``__stack0..``
+    names: tuple[str, ...]  #: the locals live there, bound from the first arguments
+    #: stack slots passed as tuples and turned into iterators by the prefix: a loop interrupted by
+    #: a break continues over the remaining items (which the tracer can unroll)
+    iter_slots: tuple[int, ...] = ()
+    #: stack slots holding the CALL convention's NULL, which cannot be an argument: the prefix
+    #: pushes it and no argument is taken for it
+    null_slots: tuple[int, ...] = ()
+    #: (3.13) stack slots passed as the value a ``TO_BOOL`` before ``index`` converted, converted
+    #: by the prefix so that the resume function sees what the original did
+    bool_slots: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResumeOrigin:
+    """What a resume function keeps of how it was made (``fn.__bytegraph_resume__``): instruction
+    ``j >= first`` of it is instruction ``j - n_prefix`` of ``template``, less the split pairs'
+    second halves up to ``j``."""
+
+    template: types.FunctionType  #: the function it continues
+    n_prefix: int  #: instructions the prefix added
+    first: int  #: its first instruction copied from the template after the prefix
+    seconds: tuple[int, ...]  #: its instructions that are second halves of split pairs
+
+
 def make_resume(
     template: types.FunctionType,
     globals_: dict[str, Any] | None,
-    index: int,
-    nstack: int,
-    names: tuple[str, ...],
-    iter_slots: tuple[int, ...] = (),
-    null_slots: tuple[int, ...] = (),
+    point: ResumePoint,
     number: int = 0,
-    bool_slots: tuple[int, ...] = (),
 ) -> types.FunctionType:
-    """A function running ``template``'s code from its ``index``-th instruction (pseudo-instructions
-    not counted) with ``nstack`` values on the stack and the locals ``names`` bound from arguments.
-    Stack slots in ``iter_slots`` are passed as tuples and turned into iterators by the prefix, so a
-    loop interrupted by a break continues over the remaining items (which the tracer can unroll).
-    Slots in ``null_slots`` hold the CALL convention's NULL, which cannot be an argument: the prefix
-    pushes it and no argument is taken for it. ``number`` tells apart resume functions at the same
-    ``index`` (their name is ``__resume_at_{index}_{number}``). Slots in ``bool_slots`` (3.13) are
-    passed as the value a ``TO_BOOL`` before ``index`` converted, and converted by the prefix, so
-    the resume function sees what the original did."""
+    """A function running ``template``'s code from ``point`` (see ``ResumePoint``), named
+    ``__resume_at_{index}_{number}`` (``number`` tells apart resume functions at one index)."""
+    index, nstack, names = point.index, point.nstack, point.names
+    iter_slots, null_slots, bool_slots = point.iter_slots, point.null_slots, point.bool_slots
     code = template.__code__
     items = list(Bytecode.from_code(code))
     depths_known = _set_try_depths(items, code)
@@ -115,13 +136,11 @@ def make_resume(
         globals_=globals_,
         compute_exception_depths=not depths_known,
     )
-    # instruction j >= first of fn is instruction j - len(prefix) of template, less the split
-    # pairs' second halves up to j (see ``resume_origin``)
     n_prefix = sum(isinstance(item, Instr) for item in prefix)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
     instrs = [item for item in body if isinstance(item, Instr)]
     seconds = tuple(j for j, instr in enumerate(instrs) if id(instr) in halves)
-    fn.__bytegraph_resume__ = (template, n_prefix, first, seconds)
+    fn.__bytegraph_resume__ = ResumeOrigin(template, n_prefix, first, seconds)
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     return fn
@@ -217,14 +236,14 @@ def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionTyp
     """Where instruction ``index`` of ``fn`` comes from: for a resume function, the original
     function and the index there, so a break inside a resume function resumes in the original code
     (a loop breaking at every iteration reuses one resume function instead of nesting new ones)."""
-    origin = getattr(fn, "__bytegraph_resume__", None)
-    if origin is None or index < origin[2]:
+    origin: ResumeOrigin | None = getattr(fn, "__bytegraph_resume__", None)
+    if origin is None or index < origin.first:
         return fn, index
-    return origin[0], _origin_index(fn, index)
+    return origin.template, _origin_index(fn, index)
 
 
 def _origin_index(fn: types.FunctionType, index: int) -> int:
     """The template's instruction for instruction ``index`` (at or after the prefix) of resume
     function ``fn``; both instructions of a split pair map to the pair."""
-    _, shift, _, seconds = fn.__bytegraph_resume__
-    return index - shift - bisect.bisect_right(seconds, index)
+    origin: ResumeOrigin = fn.__bytegraph_resume__
+    return index - origin.n_prefix - bisect.bisect_right(origin.seconds, index)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codegen.resume import make_resume
+from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
 from .convert import Numbering, TraceResult, convert_call
@@ -390,17 +390,8 @@ class CompiledCode:
             if continues and state is not None:
                 state.called_by = self.compile_number
             return cached
-        raw = make_resume(
-            template,
-            template.__globals__,
-            index,
-            nstack,
-            names,
-            iter_slots,
-            null_slots,
-            next(self.numbering.resumes),
-            bool_slots,
-        )
+        point = ResumePoint(index, nstack, names, *slots)
+        raw = make_resume(template, template.__globals__, point, next(self.numbering.resumes))
         if compiled:
             state = CompiledCode(raw, self.settings)
             state.resumes = self.resumes  # shared: a break in a resume function reuses these

@@ -74,8 +74,9 @@ def test_split_pairs_map_back_to_the_original():
     originals = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
     said = next(k for k, i in enumerate(originals) if i.argval == "break")
     index = next(k for k in range(said, len(originals)) if originals[k].opname == "POP_TOP") + 1
-    made = resume.make_resume(fn, None, index, 0, ("x", "d", *(f"p{k}" for k in range(16))))
-    first = made.__bytegraph_resume__[2]
+    point = resume.ResumePoint(index, 0, ("x", "d", *(f"p{k}" for k in range(16))))
+    made = resume.make_resume(fn, None, point)
+    first = made.__bytegraph_resume__.first
     copied = [i for i in dis.get_instructions(made) if i.opname != "EXTENDED_ARG"]
     at_original = resume._instruction_at(fn.__code__)
     at_copied = resume._instruction_at(made.__code__)
