@@ -81,6 +81,7 @@ def _restore_global_state() -> None:
     torch.set_grad_enabled(True)
     torch.set_autocast_enabled("cpu", False)
     torch.set_default_dtype(torch.float32)
+    torch.set_default_device(None)
 
 
 def _save(program: programs.Program, outcome: programs.Outcome, out: pathlib.Path, small: bool):

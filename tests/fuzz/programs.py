@@ -610,6 +610,7 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
         "cells": cells(),
         "state": _global_state(),
+        "rng": torch.get_rng_state(),  # each call is seeded: what it drew must be eager's
     }
 
 
@@ -623,7 +624,6 @@ def _global_state() -> tuple:
         torch.get_default_dtype(),
         torch.are_deterministic_algorithms_enabled(),
         torch.get_default_device(),
-        torch.get_rng_state(),
     )
 
 
