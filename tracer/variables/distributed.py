@@ -223,14 +223,14 @@ def wrap(tx: Translator, value: Any, source: Any) -> VariableTracker:
     """A group, ``dist.group`` or reduce op, from an input (``source``) or from torch (None)."""
     if type(value) in _WORLD_TYPES:
         if source is not None:
-            tx.output.add_guard(Guard(source, "ID_MATCH", value, ("id", id(value))))
+            tx.output.add_guard(Guard.id_match(source, value))
         return WorldVariable(value, source)
     if isinstance(value, _REDUCE_TYPES):  # pybind enum members are singletons
         if source is not None:
-            tx.output.add_guard(Guard(source, "ID_MATCH", value, ("id", id(value))))
+            tx.output.add_guard(Guard.id_match(source, value))
         return ConstantVariable(value, source)
     if source is not None:
-        tx.output.add_guard(Guard(source, "ID_MATCH", value, ("id", id(value))))
+        tx.output.add_guard(Guard.id_match(source, value))
     elif value is c10d.GroupMember.WORLD:
         guard_world(tx)
     else:
@@ -251,7 +251,7 @@ def resolve_group(tx: Translator, vt: VariableTracker | None) -> Any:
     mesh, dim = _mesh_and_dim(vt)
     if mesh is not None and mesh.source is not None and (dim is not None or mesh.value.ndim == 1):
         # a mesh's groups are fixed when it is made: guarding the mesh guards them
-        tx.output.add_guard(Guard(mesh.source, "ID_MATCH", mesh.value, ("id", id(mesh.value))))
+        tx.output.add_guard(Guard.id_match(mesh.source, mesh.value))
         return mesh.value.get_group(dim)
     raise Unsupported(
         "collective",

@@ -243,7 +243,7 @@ class UserObjectVariable(VariableTracker):
             self._guard_not_shadowed(tx, name)
             _guard_no_class_attr(tx, TypeSource(self.source), name, None)
             hook_source = class_attr_source(TypeSource(self.source), cls, "__getattr__")
-            tx.output.add_guard(Guard(hook_source, "ID_MATCH", hook, ("id", id(hook))))
+            tx.output.add_guard(Guard.id_match(hook_source, hook))
         key = ConstantVariable(name)
         if isinstance(hook, types.FunctionType):
             return UserFunctionVariable(hook, None, self_vt=self).call_function(tx, [key], {})

@@ -481,7 +481,7 @@ def wrap_context_object(
 
 def _guard_identity(tx: Translator, value: Any, source: Source | None) -> None:
     if source is not None:
-        tx.output.add_guard(Guard(source, "ID_MATCH", value, ("id", id(value))))
+        tx.output.add_guard(Guard.id_match(source, value))
 
 
 def _instance_args(tx: Translator, value: Any, source: Source | None) -> list[VariableTracker]:

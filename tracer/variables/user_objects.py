@@ -381,7 +381,7 @@ def _guard_class_attr(tx: Translator, obj: VariableTracker, name: str, value: An
     source = _class_vt(tx, obj).source
     if source is not None:
         attr = AttrSource(source, name)
-        tx.output.add_guard(Guard(attr, "ID_MATCH", value, ("id", id(value))))
+        tx.output.add_guard(Guard.id_match(attr, value))
 
 
 def _store_module_attribute(
