@@ -30,11 +30,12 @@ from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.resume import resume_origin
 from .context_runtime import exit_with
 from .exc import Unsupported
+from .liveness import cells_written_from
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
-from .variables.functions import UserFunctionVariable
+from .variables.functions import SavedCellVariable, UserFunctionVariable
 from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -157,6 +158,25 @@ def _callable_slot(frame: FrameState) -> int | None:
     if sys.version_info < (3, 13) and isinstance(frame.stack[first], NullVariable):
         return first + 1
     return first
+
+
+def cells_written_after(frames: list[FrameState]) -> set[int]:
+    """The cells of the traced frames (``LocalCellVariable``s, by id) that a frame may write once
+    it resumes. A resume function makes cells of its own, holding the values the break passes it:
+    a closure made in the trace gets a new cell too, which is the same as sharing the frame's only
+    while neither writes it (see ``NestedFunctionVariable.reconstruct``)."""
+    shared: set[int] = set()
+    for frame in frames:
+        tx = frame.tx
+        # 3.12: a break inside an inlined comprehension, whose end puts the saved cell back
+        shared |= {
+            id(vt.cell) for vt in frame.stack if isinstance(vt, SavedCellVariable) and vt.cell
+        }
+        if not tx.local_cells:
+            continue
+        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
+        shared |= {id(cell) for name, cell in tx.local_cells.items() if name in written}
+    return shared
 
 
 def live_values(frames: list[FrameState]) -> list[VariableTracker]:
@@ -426,8 +446,11 @@ def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]
                 "a generator is suspended at the graph break",
                 hint="consume the generator before the graph break",
             )
+    # an input iterator (``iterator_inputs``) goes on as the caller's own object
     return tuple(
-        i for i, vt in enumerate(stack[: max(limit, 0)]) if isinstance(vt, IteratorVariable)
+        i
+        for i, vt in enumerate(stack[: max(limit, 0)])
+        if isinstance(vt, IteratorVariable) and vt.source is None
     )
 
 

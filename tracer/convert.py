@@ -22,7 +22,7 @@ from ..codegen.resume import resume_origin
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from .breaks import ResumeFactory, call_start, emit_break, live_values
+from .breaks import ResumeFactory, call_start, cells_written_after, emit_break, live_values
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported
@@ -139,6 +139,8 @@ def _finish(
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     cg.resumes = frames is not None
+    if frames is not None:
+        cg.shared_cells = cells_written_after(frames)
     live = [result] if frames is None else live_values(frames)
     if frames is None:  # before the graph is compiled: forcing a generator may add to it
         _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])

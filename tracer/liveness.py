@@ -7,6 +7,9 @@ instructions, with jump targets and exception handlers as successors.
 
 from __future__ import annotations
 
+import dis
+import types
+
 from bytecode import Instr, Label
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"})
@@ -40,14 +43,7 @@ def live_locals(
     """``result[i]``: the locals that may be read at or after instruction ``i`` before a write.
     Cell variables are always treated as live (closures may read them at any time)."""
     n = len(instructions)
-    succ: list[list[int]] = []
-    for i, inst in enumerate(instructions):
-        nexts = [] if inst.name in _NO_FALLTHROUGH or i + 1 >= n else [i + 1]
-        if isinstance(inst.arg, Label):
-            nexts.append(labels[inst.arg])
-        if handlers[i] is not None:
-            nexts.append(handlers[i])
-        succ.append(nexts)
+    succ = _successors(instructions, labels, handlers)
     live: list[frozenset[str]] = [frozenset()] * n
     changed = True
     while changed:
@@ -62,6 +58,60 @@ def live_locals(
                 live[i] = out
                 changed = True
     return live
+
+
+def _successors(
+    instructions: list[Instr], labels: dict[Label, int], handlers: list[int | None]
+) -> list[list[int]]:
+    n = len(instructions)
+    succ: list[list[int]] = []
+    for i, inst in enumerate(instructions):
+        nexts = [] if inst.name in _NO_FALLTHROUGH or i + 1 >= n else [i + 1]
+        if isinstance(inst.arg, Label):
+            nexts.append(labels[inst.arg])
+        if handlers[i] is not None:
+            nexts.append(handlers[i])
+        succ.append(nexts)
+    return succ
+
+
+def cells_written_from(
+    instructions: list[Instr], labels: dict[Label, int], handlers: list[int | None], index: int
+) -> frozenset[str]:
+    """The cell variables the code may write (or delete) from instruction ``index`` on, itself or
+    through a function it makes there (``nonlocal``): what a frame resumed at ``index`` may change
+    in its cells."""
+    succ = _successors(instructions, labels, handlers)
+    seen, pending, written = {index}, [index], set()
+    while pending:
+        i = pending.pop()
+        inst = instructions[i]
+        if inst.name in _CELL_WRITES or inst.name in _CELL_SWAPS:
+            written.add(getattr(inst.arg, "name", inst.arg))
+        elif inst.name == "LOAD_CONST" and isinstance(inst.arg, types.CodeType):
+            written |= code_cell_writes(inst.arg)
+        for j in succ[i]:
+            if j not in seen:
+                seen.add(j)
+                pending.append(j)
+    return frozenset(written)
+
+
+def code_cell_writes(code: types.CodeType) -> frozenset[str]:
+    """The cell and free variables ``code`` or a function made in it may write or delete."""
+    written: set[str] = set()
+    for inst in dis.get_instructions(code):
+        if inst.opname in _CELL_WRITES:
+            written.add(inst.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            written |= code_cell_writes(const)
+    return frozenset(written)
+
+
+_CELL_WRITES = frozenset({"STORE_DEREF", "DELETE_DEREF"})
+#: 3.12's inlined comprehensions replace a cell variable's cell and put it back: as writes
+_CELL_SWAPS = frozenset({"MAKE_CELL", "LOAD_FAST_AND_CLEAR", "STORE_FAST", "DELETE_FAST"})
 
 
 def _accesses(inst: Instr) -> list[tuple[bool, str]]:

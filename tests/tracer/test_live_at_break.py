@@ -2,9 +2,12 @@
 the call still compiles graphs on both sides of the break (before: it ran in Python, 0 graphs).
 Each kind's counts are compared with torch.compile's."""
 
+import warnings
+
+import pytest
 import torch
-from difftest import check_breaks
-from dynamo_baseline import assert_no_more_breaks
+from difftest import assert_same, check_breaks, compile_counted
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 
 
 def _slice_live(x):
@@ -26,3 +29,296 @@ def _slice_argument(x, s):
 
 def test_a_slice_argument():
     check_breaks(_slice_argument, lambda: (torch.randn(4), slice(1, 3)), graphs=1, breaks=0)
+
+
+# -- iterators made in the trace, live at a break: rebuilt as the real object, which the resume
+# function's trace reads back (``tracer/variables/iterator_inputs.py``) ----------------------------
+# Before: the resume function could not iterate the real object (one more break per call, or the
+# whole call in Python). torch.compile's counts: the same or, where it skips the resume frame
+# (zip, filter, list/reversed iterators), 1 graph 0 breaks with the code after the break run in
+# Python; bytegraph compiles that code too (2 graphs, the one break is the print).
+
+
+def _map_live(x):
+    y = x + 1
+    m = map(lambda t: t * 2, [y, y + 1])  # (a lambda made in the trace, rebuilt each call)
+    print("break")
+    return sum(list(m)) + 1
+
+
+def _zip_live(x):
+    y = x + 1
+    z = zip([y, y * 2], [x, x])  # noqa: B905 (non-strict zip on purpose)
+    print("break")
+    return [a + b for a, b in z]
+
+
+def _filter_live(x):
+    y = x + 1
+    f = filter(lambda t: t is not None, [y, None, y * 2])
+    print("break")
+    return [a * 2 for a in f]
+
+
+def _map_of_zip_live(x):
+    y = x + 1
+    m = map(lambda a, b: a + b, [y, y], [x, x])
+    print("break")
+    return list(m)
+
+
+def _list_iterator_live(x):
+    y = x + 1
+    it = iter([y, y * 2, y * 3])
+    next(it)
+    print("break")
+    return [t + 1 for t in it]
+
+
+def _range_iterator_live(x):
+    y = x + 1
+    it = iter(range(3))
+    next(it)
+    print("break")
+    return [y * i for i in it]
+
+
+def _str_iterator_live(x):
+    y = x + 1
+    it = iter("abc")
+    next(it)
+    print("break")
+    return [y * 2 for c in it]
+
+
+def _reversed_live(x):
+    y = x + 1
+    it = reversed([y, y * 2, y * 3])
+    next(it)
+    print("break")
+    return [t * 2 for t in it]
+
+
+def _lambda_live(x):
+    y = x + 1
+    f = lambda t: t * 2  # noqa: E731
+    print("break")
+    return f(y) + 1
+
+
+LIVE_KINDS = [
+    _map_live,
+    _zip_live,
+    _filter_live,
+    _map_of_zip_live,
+    _list_iterator_live,
+    _range_iterator_live,
+    _str_iterator_live,
+    _reversed_live,
+    _lambda_live,
+]
+
+
+@pytest.mark.parametrize("fn", LIVE_KINDS, ids=lambda fn: fn.__name__.strip("_"))
+def test_an_iterator_or_function_live_at_a_break(fn):
+    # three calls, two graphs: the second and third calls reuse both (a rebuilt lambda is guarded
+    # by its code, not by which object it is)
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
+    graphs, breaks = dynamo_counts(fn, torch.randn(3))
+    if breaks == 0:
+        # torch.compile breaks at the same print (explain's break_reasons lists it) but runs the
+        # code after it in Python: 1 graph, and explain counts graphs - 1 breaks
+        assert graphs == 1
+    else:
+        assert (graphs, breaks) == (2, 1)
+
+
+# -- a real iterator given to a compiled function: what the trace takes is taken from it ----------
+
+
+def _run_both(fn, make):
+    """Eager and compiled on fresh inputs from ``make()``; returns both (result, inputs) pairs."""
+    compiled, counter = compile_counted(fn)
+    runs = []
+    for f in (fn, compiled):
+        args = make()
+        runs.append((f(*args), args))
+    return runs, counter
+
+
+def _take_one(it, x):
+    return x * next(it)
+
+
+def test_an_input_list_iterator_is_advanced_as_eager():
+    compiled, counter = compile_counted(_take_one)
+    for start in (0, 0, 1):  # the position is guarded: a different one traces again
+        eager_it, it = iter([2, 3, 4]), iter([2, 3, 4])
+        for _ in range(start):
+            next(eager_it), next(it)
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(it, x), _take_one(eager_it, x))
+        assert list(it) == list(eager_it)
+    assert counter.frame_count == 2
+
+
+def _drain(it, x):
+    return [x * t for t in it]
+
+
+def test_an_input_iterator_drained_stays_exhausted():
+    items, eager_items = [1, 2], [1, 2]
+    it, eager_it = iter(items), iter(eager_items)
+    compiled, counter = compile_counted(_drain)
+    x = torch.randn(2)
+    assert_same(compiled(it, x), _drain(eager_it, x))
+    items.append(3), eager_items.append(3)  # an exhausted list iterator no longer sees its list
+    assert list(it) == list(eager_it) == []
+    assert counter.frame_count == 1
+
+
+def _identity(it, x):
+    next(it)
+    return it, x + 1
+
+
+def test_an_input_iterator_comes_back_as_itself():
+    it = iter(range(5))
+    out, _ = compile_counted(_identity)[0](it, torch.randn(2))
+    assert out is it and next(it) == 1
+
+
+def test_an_input_map_runs_its_function_once_per_item():
+    def make():
+        seen = []
+
+        def record(v):
+            seen.append(v)
+            return v * 10
+
+        return seen, map(record, [1, 2, 3])
+
+    def first_two(m, x):
+        return x * next(m) + next(m)
+
+    compiled, counter = compile_counted(first_two)
+    for _ in range(2):
+        (seen, m), (eager_seen, eager_m) = make(), make()
+        x = torch.randn(2)
+        torch.testing.assert_close(compiled(m, x), first_two(eager_m, x))
+        assert seen == eager_seen == [1, 2]
+        assert list(m) == list(eager_m) == [30]
+        assert seen == eager_seen == [1, 2, 3]
+
+
+def _zip_strict(z, x):
+    return [a * x + b for a, b in z]
+
+
+def test_an_input_zip_keeps_strict():
+    x = torch.randn(2)
+    compiled, counter = compile_counted(_zip_strict)
+    expected = _zip_strict(zip([1, 2], [3, 4], strict=True), x)
+    assert_same(compiled(zip([1, 2], [3, 4], strict=True), x), expected)
+    with pytest.raises(ValueError):
+        _zip_strict(zip([1, 2], [3], strict=True), x)
+    # the unequal lengths raise in the trace: that call runs in Python, which raises
+    with pytest.raises(ValueError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(zip([1, 2], [3], strict=True), x)
+
+
+def _loop_with_break(it, x):
+    for t in it:
+        x = x * t
+        print("item", t)
+        if t == 2:
+            break
+    return x, next(it, None)
+
+
+def test_an_input_iterator_looped_over_across_a_break(capsys):
+    # the loop's iterator is the caller's: the resume function goes on with the same object, and
+    # ``next(it, None)`` after the loop sees where the loop left it
+    compiled, counter = compile_counted(_loop_with_break)
+    for _ in range(2):
+        x = torch.randn(2)
+        eager = _loop_with_break(iter([1, 2, 3]), x)
+        printed = capsys.readouterr().out
+        it = iter([1, 2, 3])
+        assert_same(compiled(it, x), eager)
+        assert capsys.readouterr().out == printed
+        assert list(it) == []
+    assert counter.frame_count == 3
+
+
+# -- closures over the frame's cells, live at a break -------------------------------------------
+# The resume function makes cells of its own from the values passed to it; a closure made in the
+# trace is rebuilt with a new cell holding the same value. That is CPython's sharing as long as
+# neither writes the cell after the break; where one does, the call still runs in Python.
+
+
+def _closure_reads_cell(x):
+    y = x + 1
+    f = lambda t: t * y  # noqa: E731
+    print("break")
+    return f(x) + y
+
+
+def _closure_cell_mutated_object(x):
+    acc = []
+    f = lambda t: acc.append(t * 2)  # noqa: E731 (mutates the object in the cell, not the cell)
+    f(x + 1)
+    print("break")
+    f(x)
+    return acc, len(acc)
+
+
+@pytest.mark.parametrize("fn", [_closure_reads_cell, _closure_cell_mutated_object])
+def test_a_closure_live_at_a_break(fn):
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
+    assert_no_more_breaks(1, fn, torch.randn(3))
+
+
+def _frame_writes_cell_after(x):
+    c = 2
+    f = lambda t: t * c  # noqa: E731
+    print("break")
+    c = 3  # the closure must see this: the cells must be one
+    return f(x)
+
+
+def _closure_writes_cell(x):
+    n = 0
+
+    def inc():
+        nonlocal n
+        n += 1
+        return n
+
+    y = x + inc()
+    print("break")
+    y = y + inc()
+    return y * n  # the frame must see the closure's writes
+
+
+def _written_in_a_later_loop(x):
+    c = 1
+    f = lambda t: t * c  # noqa: E731
+    for i in range(2):
+        print("break")
+        x = f(x)
+        c = i + 2  # reached again after the break through the loop
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn", [_frame_writes_cell_after, _closure_writes_cell, _written_in_a_later_loop]
+)
+def test_a_closure_sharing_a_written_cell_still_runs_in_python(fn):
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(3)
+    with pytest.warns(UserWarning, match="escaping_closure"):
+        assert_same(compiled(x), fn(x))
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))

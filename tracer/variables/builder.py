@@ -40,7 +40,14 @@ from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, 
 from .contexts import wrap_context_exit
 from .distributed import is_distributed_value
 from .distributed import wrap as wrap_distributed
-from .functions import BuiltinVariable, PartialVariable, TorchVariable, UserFunctionVariable
+from .functions import (
+    REBUILT,
+    BuiltinVariable,
+    PartialVariable,
+    TorchVariable,
+    UserFunctionVariable,
+)
+from .iterator_inputs import wrap_input_iterator
 from .lazy_list import LazyListVariable
 from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .modules import NNModuleVariable
@@ -205,6 +212,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     context = wrap_context_object(tx, value, source)  # torch.no_grad() objects, decorators' clone
     if context is not None:
         return context
+    iterator = wrap_input_iterator(tx, value, source)  # a list iterator, map, zip... (issue 24)
+    if iterator is not None:
+        return iterator
     if isinstance(value, types.MethodType):
         # Each read of a method makes a new bound object, which later calls never see again: guard
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
@@ -222,6 +232,18 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
         add(identity)
         return BuiltinVariable(value, source)
+    if isinstance(value, types.FunctionType) and value in REBUILT:
+        # made again at each call by a graph break's code (``make_function``): as good as any
+        # other function with the same code, globals and cells and nothing else
+        add(Guard(source, "TYPE_MATCH", types.FunctionType, types.FunctionType))
+        for attr in ("__code__", "__globals__"):
+            part = getattr(value, attr)
+            add(Guard(AttrSource(source, attr), "ID_MATCH", part, ("id", id(part))))
+        # its cells: as many as the code has free variables, their contents guarded when read
+        for attr in ("__defaults__", "__kwdefaults__"):
+            add(Guard(AttrSource(source, attr), "NONE_MATCH"))
+        add(Guard(AttrSource(source, "__dict__"), "LEN_MATCH", 0, 0))
+        return UserFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         add(identity)
         # The function object stays, but its code can be swapped (``f.__code__ = ...``); functions

@@ -15,11 +15,13 @@ import functools
 import inspect
 import sys
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
+from ..liveness import code_cell_writes
 from . import markers
 from .base import ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
@@ -299,12 +301,14 @@ class NestedFunctionVariable(VariableTracker):
 
     def reconstruct(self, cg: Codegen) -> None:
         """The function made again by ``make_function`` (code, globals, defaults, cells). A cell of
-        a traced frame becomes a new cell holding its final value; at a graph break the frame goes
-        on in a resume function with cells of its own, so such a closure cannot escape there."""
+        a traced frame becomes a new cell holding its final value. At a graph break the frame goes
+        on in a resume function with cells of its own: the new cell stands for the frame's only
+        while neither this function nor the resumed frame writes it (``_cells_rebuildable``); else
+        the closure cannot escape there (the call runs in Python)."""
         if id(self) in _BUILDING:
             raise Unsupported("escaping_closure", f"{self.code.co_name} refers to itself")
         cells = [self.closure[name] for name in self.code.co_freevars]
-        if cg.resumes and any(not isinstance(c, ClosureCellVariable) for c in cells):
+        if cg.resumes and not self._cells_rebuildable(cg, cells):
             raise Unsupported(
                 "escaping_closure",
                 f"function {self.code.co_name} made in the trace escapes at a graph break",
@@ -315,6 +319,20 @@ class NestedFunctionVariable(VariableTracker):
             cg.build_once(self, lambda: self._build(cg, cells))
         finally:
             _BUILDING.discard(id(self))
+
+    def _cells_rebuildable(self, cg: Codegen, cells: list[VariableTracker]) -> bool:
+        """At a graph break, may the cells of the traced frames be rebuilt as new cells? Yes while
+        no one writes them after the break: not this function (``nonlocal``), nor its frame once
+        resumed (``cg.shared_cells``, from ``breaks.cells_written_after``); a frame that has
+        returned no longer writes its cells."""
+        shared = getattr(cg, "shared_cells", None)
+        own = code_cell_writes(self.code)
+        for name, cell in zip(self.code.co_freevars, cells, strict=True):
+            if isinstance(cell, ClosureCellVariable):
+                continue
+            if shared is None or name in own or id(cell) in shared:
+                return False
+        return True
 
     def _build(self, cg: Codegen, cells: list[VariableTracker]) -> None:
         cg.load_const(make_function)
@@ -365,12 +383,25 @@ def make_function(
             fn.__dict__.update(value)
         else:
             setattr(fn, name, value)
+    if not (defaults or kwdefaults or attrs):
+        REBUILT.add(fn)
     return fn
+
+
+#: Functions ``make_function`` made again that are their code and cells alone (no defaults or
+#: attributes): one is new at each call, so a trace they reach (a resume function's argument)
+#: guards what they are made of, not which object (``builder._wrap_object``); what it reads from
+#: their cells is guarded through the function (``_cell_source``).
+REBUILT: weakref.WeakSet[types.FunctionType] = weakref.WeakSet()
 
 
 def _reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
     if isinstance(cell, ClosureCellVariable):  # a real cell: the same cell object
-        cg.load_cell_value(f"__bg_cell_{id(cell.cell)}", cell.cell)
+        source = cell.source
+        if isinstance(source, AttrSource) and source.attr == "cell_contents":
+            source.base.reconstruct(cg)  # ``f.__closure__[i]``: of this call's ``f``
+        else:
+            cg.load_cell_value(f"__bg_cell_{id(cell.cell)}", cell.cell)
         return
     if not isinstance(cell, LocalCellVariable):
         raise Unsupported("escaping_closure", f"a closure over {cell}")

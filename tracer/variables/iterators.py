@@ -32,6 +32,7 @@ from .containers import (
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
+    from ...guards.sources import Source
     from ..translator import Translator
 
 
@@ -66,6 +67,26 @@ def advanced(it: Any, count: int) -> Any:
     return it
 
 
+def set_position(it: Any, state: int | None) -> None:
+    """Runtime helper: move the real iterator ``it`` to ``state`` (None: exhaust it, as taking
+    its last item does)."""
+    if state is None:
+        for _ in it:
+            pass
+    else:
+        it.__setstate__(state)
+
+
+def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
+    """Emit ``set_position(<source>, state)``: the items the trace took, taken from the real
+    iterator."""
+    cg.load_const(set_position)
+    source.reconstruct(cg)
+    cg.load_const(state)
+    cg.call_function(2)
+    cg.pop_top()
+
+
 def _iter_type(seq: VariableTracker, make: Any) -> type:
     if isinstance(seq, ConstantVariable):
         return type(make(seq.value))
@@ -75,6 +96,8 @@ def _iter_type(seq: VariableTracker, make: Any) -> type:
 def _note(tx: Translator | None, vt: VariableTracker) -> None:
     if tx is not None:
         tx.output.side_effects.before_mutation(vt)
+        if vt.source is not None and hasattr(vt, "replay_log"):  # a real input iterator
+            tx.output.side_effects.mark_mutated(vt)
 
 
 @dataclass(eq=False)
@@ -108,7 +131,16 @@ class SeqIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return _iter_type(self.seq, iter)
 
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input iterator (``iterator_inputs``): take the items the trace took."""
+        replay_position(cg, self.source, None if self.exhausted else self.index)
+        return True
+
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # the caller's own iterator
+            self.source.reconstruct(cg)
+            return
+
         def build() -> None:
             cg.load_const(exhausted_iter if self.exhausted else iter_at)
             self.seq.reconstruct(cg)
@@ -157,7 +189,15 @@ class ReversedIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         return _iter_type(self.seq, reversed)
 
+    def replay_log(self, cg: Codegen) -> bool:
+        position = self.position if self.position < len(self.items) else -1
+        replay_position(cg, self.source, position)
+        return True
+
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         # past the end: exhausted (``__setstate__`` would clamp the position back into the list)
         position = self.position if self.position < len(self.items) else -1
 
@@ -201,7 +241,14 @@ class RangeIteratorVariable(IteratorVariable):
     def reconstruct_items(self, cg: Codegen) -> None:
         cg.load_const(self.value[self.index :])  # the resume function iterates over the range
 
+    def replay_log(self, cg: Codegen) -> bool:
+        replay_position(cg, self.source, self.index)
+        return True
+
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         cg.build_once(self, lambda: (cg.load_const(self.value[self.index :]), cg.add("GET_ITER")))
 
 
@@ -406,6 +453,9 @@ class BuiltinIteratorVariable(LazyIteratorVariable):
             self.items
         ):  # items taken ahead (never by ``next``): rebuild as a tuple
             return IteratorVariable.reconstruct(self, cg)
+        if self.source is not None:  # an input (``iterator_inputs``): the same object
+            self.source.reconstruct(cg)
+            return None
         cg.build_once(self, lambda: self._build(cg))
         return None
 

@@ -1,0 +1,127 @@
+"""Real iterators reaching the trace as inputs (issue 24): a list, tuple, string, range or reversed
+list iterator, and ``map``/``zip``/``filter`` objects over such iterators.
+
+The usual way there is a graph break: a ``map``/``zip`` object or a list iterator made in the trace
+and still live is rebuilt as the real object (``reconstruct``) and handed to the resume function,
+whose trace meets it as an argument. Read through ``__reduce__`` (the sequence and position of a
+sequence iterator, the function and sub-iterators of ``map``...), each becomes the tracker the
+trace would have made itself, guarded on what it read: the iterator's type, the sequence (a list
+with its usual guards, a string or range by value) and the position. Items the trace takes are
+taken from the real object afterwards (``replay_position``), so the caller's iterator ends where
+CPython's would; ``reconstruct`` gives back the same object (its source).
+
+``enumerate`` objects stay opaque: their count cannot be set on the real object afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...guards.guard import Guard
+from ...guards.sources import ChainedSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import IteratorVariable, ListVariable, TupleVariable
+from .iterators import (
+    FilterVariable,
+    MapVariable,
+    RangeIteratorVariable,
+    ReversedIteratorVariable,
+    SeqIteratorVariable,
+    ZipVariable,
+)
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Emitter
+    from ..translator import Translator
+
+_SEQ_ITERATORS = tuple(
+    {type(iter(v)) for v in ([], (), "", "\u00e9", b"")}
+)  #: ``iter()`` of a list, tuple, str (ASCII or not), bytes
+_RANGE_ITERATORS = (type(iter(range(0))), type(iter(range(2**64))))
+_LIST_REVERSED = type(reversed([]))
+_LAZY = (map, zip, filter)
+
+
+def reduced_part(obj: Any, part: str, position: int) -> Any:
+    """Runtime helper (and what guards render): a part of ``obj.__reduce__()``: ``"arg"``, the
+    ``position``-th constructor argument; ``"state"``, the state (None when there is none)."""
+    reduced = obj.__reduce__()
+    if part == "arg":
+        return reduced[1][position]
+    return reduced[2] if len(reduced) > 2 else None
+
+
+@dataclass(frozen=True)
+class ReducedSource(ChainedSource):
+    """A part of ``base.__reduce__()`` (see ``reduced_part``): how an iterator's sequence, position
+    and sub-iterators are read."""
+
+    part: str
+    position: int = 0
+
+    def render(self, roots: dict[str, str]) -> str:
+        base = self.base.render(roots)
+        if self.part == "arg":
+            return f"{base}.__reduce__()[1][{self.position}]"
+        return f"({base}.__reduce__() + (None,))[2]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(reduced_part)
+        self.base.reconstruct(cg)
+        cg.load_const(self.part)
+        cg.load_const(self.position)
+        cg.call_function(3)
+
+
+def is_input_iterator(value: Any) -> bool:
+    cls = type(value)
+    return cls in _SEQ_ITERATORS or cls in _RANGE_ITERATORS or cls is _LIST_REVERSED or cls in _LAZY
+
+
+def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """The tracker for a real iterator read through ``source`` (None: not one of these kinds, or
+    over something the trace cannot iterate)."""
+    if not is_input_iterator(value):
+        return None
+    from .builder import wrap
+
+    add = tx.output.add_guard
+    cls = type(value)
+    state_source = ReducedSource(source, "state")
+    state = reduced_part(value, "state", 0)
+    add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+    if cls in _LAZY:
+        args = value.__reduce__()[1]
+        first = 1 if cls in (map, filter) else 0
+        iterators = []
+        for k in range(first, len(args)):
+            sub = wrap(tx, args[k], ReducedSource(source, "arg", k))
+            if not isinstance(sub, IteratorVariable):
+                return None
+            iterators.append(sub)
+        if cls is zip:
+            add(Guard(state_source, "EQUALS_MATCH", state, ("zip", state)))
+            return ZipVariable([], sources=iterators, strict=bool(state), source=source)
+        fn = wrap(tx, args[0], ReducedSource(source, "arg", 0))
+        kind = MapVariable if cls is map else FilterVariable
+        return kind([], sources=iterators, fn=fn, source=source)
+    seq_value = value.__reduce__()[1][0]
+    seq = wrap(tx, seq_value, ReducedSource(source, "arg", 0))
+    add(Guard(state_source, "EQUALS_MATCH", state, (cls.__name__, state)))
+    if cls in _RANGE_ITERATORS:
+        return RangeIteratorVariable([], index=state or 0, value=seq_value, source=source)
+    if cls is _LIST_REVERSED:
+        if not isinstance(seq, ListVariable):  # exhausted: ``iter(())``
+            return ReversedIteratorVariable([], seq=seq, position=-1, source=source)
+        return ReversedIteratorVariable(seq.items, seq=seq, position=state, source=source)
+    if isinstance(seq, (ListVariable, TupleVariable)):
+        items = seq.items
+    elif isinstance(seq, ConstantVariable) and isinstance(seq.value, (str, bytes)):
+        items = seq.unpack(tx)
+    else:
+        return None
+    if state is None:  # exhausted (its sequence let go): stays so
+        return SeqIteratorVariable(items, index=len(items), seq=seq, exhausted=True, source=source)
+    return SeqIteratorVariable(items, index=state, seq=seq, source=source)
