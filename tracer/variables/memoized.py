@@ -8,18 +8,23 @@ during the first call, so the real call at trace time has the effect eager's wou
 cache hits do. transformers calls ``is_torch_greater_or_equal("2.9.0")`` and
 ``logger.warning_once(...)`` this way. Arguments must be constants or objects reached through a
 source and hashed by identity (the logger of ``warning_once``), guarded by identity; results must
-be immutable constants (a cached list or tensor could be changed by its callers). What does not fit
-is a graph break at the call. The cache being cleared later (``cache_clear()``) is not noticed: the
-function is assumed to return the same result again, which is what memoizing it asserts.
+be immutable constants (a cached list or tensor could be changed by its callers). A call with
+tensors traces the wrapped function instead, without the cache, as torch.compile does (with a
+notice). What does not fit otherwise is a graph break at the call. The cache being cleared later
+(``cache_clear()``) is not noticed: the function is assumed to return the same result again, which
+is what memoizing it asserts.
 """
 
 from __future__ import annotations
 
 import functools
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...backends.registry import notice_once
 from ...guards.guard import Guard
+from ...guards.sources import AttrSource
 from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import CONSTANT_TYPES
@@ -49,8 +54,11 @@ class MemoizedFunctionVariable(VariableTracker):
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         name = getattr(self.value, "__qualname__", repr(self.value))
-        real_args = [_argument(tx, a, name) for a in args]
-        real_kwargs = {k: _argument(tx, v, name) for k, v in kwargs.items()}
+        try:
+            real_args = [_argument(tx, a, name) for a in args]
+            real_kwargs = {k: _argument(tx, v, name) for k, v in kwargs.items()}
+        except Unsupported:
+            return self._call_wrapped(tx, args, kwargs, name)
         try:
             result = self.value(*real_args, **real_kwargs)
         except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
@@ -60,6 +68,29 @@ class MemoizedFunctionVariable(VariableTracker):
                 "memoized_call", f"{name}() returned a {type(result).__name__}, not a constant"
             )
         return tx.fold(result)
+
+    def _call_wrapped(
+        self,
+        tx: Translator,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        name: str,
+    ) -> VariableTracker:
+        """Arguments that are no constants (tensors): the wrapped function is traced, the cache
+        left aside, as torch.compile does (with a notice, as it warns). Eager would store the
+        result in the cache and return it again for the same argument objects; the compiled call
+        computes it anew, which is the same value unless the function has effects."""
+        wrapped = getattr(self.value, "__wrapped__", None)
+        if not isinstance(wrapped, types.FunctionType):
+            raise Unsupported("memoized_call", f"{name}() called with values that are no constants")
+        notice_once(
+            f"lru_cache:{id(self.value)}",
+            f"{name}() is a functools.lru_cache wrapper called with tensors (or other values "
+            "that are no constants): its function is traced, without the cache",
+        )
+        source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+        fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
+        return tx.dispatch.call(tx, fn, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.self_vt is None and self.source is not None:
