@@ -422,9 +422,25 @@ def getitem_tensor(
             return getitem(tx, tensor, key)
         if isinstance(tensor, DictVariable) and not isinstance(tensor, ModelOutputVariable):
             return call_container_method(tx, tensor, "__getitem__", [key], {})
+        known = _known_index(key)
+        if isinstance(tensor, (TupleVariable, ListVariable)) and known is not None:
+            return getitem(tx, tensor, ConstantVariable(known))
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
+
+
+def _known_index(key: VariableTracker) -> int | None:
+    """The value ``operator.index`` gives for an integer 0-dim tensor made in the trace from
+    Python numbers (``torch.as_tensor(2)``), which its fake tensor carries (``constant``, kept
+    through the ops fake tensors can fold, dropped by the others); None when it is not known."""
+    fake = getattr(key, "example", None) if isinstance(key, TensorVariable) else None
+    constant = getattr(fake, "constant", None)
+    if constant is None or constant.dim() != 0 or constant.is_floating_point():
+        return None
+    if constant.dtype in (torch.bool, torch.complex64, torch.complex128):
+        return None
+    return operator.index(constant)
 
 
 def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:

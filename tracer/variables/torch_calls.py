@@ -95,6 +95,8 @@ def call_torch(
         made = numpy_arrays.from_numpy(tx, fn, args[0])
         if made is not None:
             return made
+    if fn is torch.as_tensor and _as_tensor_of_tensor(args, kwargs):
+        return args[0].call_method(tx, "to", [], dict(kwargs))
     if fn is torch._assert:
         return UserFunctionVariable(_assert).call_function(tx, args, kwargs)
     if fn is torch._C._log_api_usage_once:  # telemetry: a no-op in graphs, as in torch.compile
@@ -121,7 +123,9 @@ def call_torch(
         return TupleVariable(items, is_size=True)
     if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
         return _fold_call(tx, fn, args, kwargs)
-    if name in EFFECTFUL or name.lstrip("_").startswith("set_"):
+    if (name in EFFECTFUL or name.lstrip("_").startswith("set_")) and not (
+        fn is torch.as_tensor and _python_numbers(_as_tensor_data(args, kwargs))
+    ):
         raise Unsupported(
             "torch_effect",
             f"torch.{name}() has effects outside the graph",
@@ -167,3 +171,28 @@ def _fold_call(
         **{k: v.as_python_constant() for k, v in kwargs.items()},
     )
     return ConstantVariable(result)
+
+
+def _as_tensor_data(
+    args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    return args[0] if args else kwargs.get("data")
+
+
+def _as_tensor_of_tensor(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """``torch.as_tensor(t, dtype=None, device=None)`` of a tensor ``t`` is ``t.to(device=...,
+    dtype=...)``: ``t`` itself where both match, as ``as_tensor`` returns it, else a copy.
+    (``as_tensor`` of Python numbers is a new tensor, a graph node as ``torch.tensor`` is; of a
+    NumPy array, ``numpy_arrays.from_numpy``'s; anything else runs in Python: ``EFFECTFUL``.)"""
+    return (
+        len(args) == 1
+        and isinstance(args[0], TensorVariable)
+        and set(kwargs) <= {"dtype", "device"}
+    )
+
+
+def _python_numbers(vt: VariableTracker | None) -> bool:
+    """Python numbers, or lists/tuples of them: what ``as_tensor`` copies into a new tensor."""
+    if isinstance(vt, (ListVariable, TupleVariable)):
+        return all(_python_numbers(item) for item in vt.items)
+    return isinstance(vt, ConstantVariable) and type(vt.value) in (int, float, bool, complex)
