@@ -16,6 +16,7 @@ allowlisted classes with a side-effect-free ``__getattribute__`` (``PURE_GETATTR
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import types
@@ -116,6 +117,8 @@ def _readable(value: Any, prefix: str) -> str:
         text = f"device_{value.type}" + (f"{value.index}" if value.index is not None else "")
     elif cls in (types.FunctionType, types.BuiltinFunctionType, types.ModuleType):
         text = value.__name__.rpartition(".")[2]
+    elif cls is functools.partial:  # a call with its arguments bound: named after the function
+        return _readable(value.func, prefix)
     else:
         text = prefix
     text = "".join(c if c.isalnum() or c == "_" else "_" for c in text).lstrip("_")

@@ -206,10 +206,12 @@ class OutputGraph:
         fake_args = tuple(_as_fake(a) for a in args)
         fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
         eager_checks.check(op, target, fake_args, fake_kwargs)
+        called = target
         if op == "call_function":
             target = graph_target(augmented_target(target, fake_args[0] if args else None))
         node_args = tuple(_as_node_arg(a) for a in args)
         node_kwargs = {k: _as_node_arg(v) for k, v in kwargs.items()}
+        reread = _reread(op, called, args, kwargs, (node_args, node_kwargs))
         probe = effects.EffectProbe()
         key = self.fake_results.key(op, target, fake_args, fake_kwargs)
         example = self.fake_results.replay(key, fake_args) if key is not None else None
@@ -236,7 +238,7 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
-        return self._wrap_result(node, example, probe)
+        return self._wrap_result(node, example, probe, reread)
 
     def _run_fake(
         self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
@@ -275,7 +277,11 @@ class OutputGraph:
             ) from e
 
     def _wrap_result(
-        self, node: torch.fx.Node, example: Any, probe: effects.EffectProbe
+        self,
+        node: torch.fx.Node,
+        example: Any,
+        probe: effects.EffectProbe,
+        reread: functools.partial | None = None,
     ) -> VariableTracker:
         if isinstance(example, torch.Tensor):
             node.meta["example_value"] = example
@@ -320,6 +326,11 @@ class OutputGraph:
                     "effect",
                     effects.describe(node.target, probe),
                     hint="call it outside the compiled function",
+                )
+            if reread is not None:  # its value may come from global state: the guards ask again
+                key = ("reread", _name(reread.func), repr(reread.args), repr(reread.keywords))
+                self.add_guard(
+                    Guard(None, "GLOBAL_STATE", (reread, example), (*key, repr(example)))
                 )
             return self._constant_result(example)
         raise Unsupported(
@@ -503,6 +514,26 @@ def _untraced_layout(example: Any) -> str | None:
 
 def _name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+def _reread(
+    op: str, target: Any, args: tuple, kwargs: dict[str, Any], node_args: Any
+) -> functools.partial | None:
+    """For a torch function called on constants only (``torch._C._get_cublas_allow_tf32()``,
+    ``torch.get_num_threads()``): the call again, for a guard that its folded result still holds.
+    Such a result depends on nothing the other guards check but global state, which the program
+    may change between calls (``torch.backends.cuda.matmul.allow_tf32 = True``). ``node_args``
+    (the graph node's arguments) tell constants from tensors and symbolic numbers, which are not
+    asked for a value (that would specialise them)."""
+    nodes: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(node_args, nodes.append)
+    if op != "call_function" or nodes:
+        return None
+    return functools.partial(
+        target,
+        *(a.as_python_constant() for a in args),
+        **{k: v.as_python_constant() for k, v in kwargs.items()},
+    )
 
 
 def _as_node_arg(vt: Any) -> Any:

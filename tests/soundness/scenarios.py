@@ -1625,6 +1625,47 @@ TORCH_STATE = [
         "torch.set_autocast_enabled('cpu', False)",
     ),
     S(
+        "backend_flag_read_through_its_module",
+        """
+        def fn(x):
+            x = x + 1
+            BREAK
+            return x * 2 if torch.backends.cuda.matmul.allow_tf32 else x * 3
+        """,
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        "torch.backends.cuda.matmul.allow_tf32 = False",
+        reason="_get_cublas_allow_tf32() == False",
+        note="cuBLASModule.__getattr__ calls torch._C._get_cublas_allow_tf32(): a call on "
+        "constants whose folded result the guards ask again (a stale branch before)",
+    ),
+    S(
+        "backend_flags_module_passed_as_an_argument",
+        """
+        def make_args():
+            return (torch.arange(3.0), torch.backends.cuda.matmul)
+        def fn(x, m):
+            x = x + 1
+            BREAK
+            return x * 2 if m.allow_tf32 else x * 3
+        """,
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        "torch.backends.cuda.matmul.allow_tf32 = False",
+        reason="_get_cublas_allow_tf32() == False",
+    ),
+    S(
+        "thread_count_read_by_a_torch_call",
+        """
+        torch.set_num_threads(1)
+        def fn(x):
+            x = x + 1
+            BREAK
+            return x * torch.get_num_threads()
+        """,
+        "torch.set_num_threads(3)",
+        "torch.set_num_threads(1)",
+        reason="get_num_threads() == ",
+    ),
+    S(
         "argument_requires_grad_changes",
         """
         RG = False

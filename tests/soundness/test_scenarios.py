@@ -13,7 +13,10 @@ CASES = [(s, t) for s in SCENARIOS for t in s.timings]
 
 @pytest.fixture(autouse=True)
 def _torch_state():
+    tf32, threads = torch.backends.cuda.matmul.allow_tf32, torch.get_num_threads()
     yield
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.set_num_threads(threads)
     torch.set_grad_enabled(True)
     torch.set_default_dtype(torch.float32)
     torch.set_default_device(None)
