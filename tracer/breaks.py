@@ -16,9 +16,6 @@ those starting inside a try/with block, which run in plain Python so exception h
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,7 +32,7 @@ from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
-from .variables.functions import SavedCellVariable, UserFunctionVariable
+from .variables.functions import SavedCellVariable
 from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -71,11 +68,8 @@ class LocalValue(VariableTracker):
 def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> None:
     leaf = frames[0]
     if len(frames) == 1 and _runs_inline(leaf):
-        _emit_inline(cg, _through_compiled_callee(leaf, resume), resume)
+        _emit_inline(cg, leaf, resume)
         return
-    if len(frames) == 1 or not _compilable(leaf, call_start(leaf.tx, leaf.index)):
-        leaf = _through_compiled_callee(leaf, resume)  # the resume function runs in Python
-        frames = [leaf, *frames[1:]]
     # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
     # own resume (whose code has the block's handler) runs, call the block's ``__exit__`` and
     # re-raise.
@@ -104,60 +98,6 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
     cg.return_value()
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exits[0])
-
-
-@dataclass(eq=False)
-class CompiledCallee(VariableTracker):
-    """The compiled version of a function a break sends to Python as a whole (``entry``)."""
-
-    entry: Any
-
-    def reconstruct(self, cg: Codegen) -> None:
-        cg.load_const(self.entry)
-
-
-def _through_compiled_callee(frame: FrameState, resume: ResumeFactory) -> FrameState:
-    """A leaf stopped at a call whose Python callee broke where it could not resume (issue 20 kind
-    5): the call, run by Python, goes through the callee's compiled version, so the code after the
-    callee's break is traced too, as torch.compile traces every frame a break leaves to Python.
-    Only where plain Python runs the call: a compiled resume function traces it again."""
-    compile_callee = getattr(getattr(resume, "__self__", None), "compiled_callee", None)
-    slot = _callable_slot(frame) if frame.callee_break and compile_callee else None
-    if slot is None:
-        return frame
-    callee = frame.stack[slot]
-    if not (
-        type(callee) is UserFunctionVariable
-        and callee.self_vt is None
-        and isinstance(callee.fn, types.FunctionType)
-    ):
-        return frame
-    entry = compile_callee(callee.fn, frame.callee_break)
-    if entry is None:
-        return frame
-    stack = list(frame.stack)
-    stack[slot] = CompiledCallee(entry)
-    return dataclasses.replace(frame, stack=stack)
-
-
-def _callable_slot(frame: FrameState) -> int | None:
-    """The stack slot of the function a call instruction calls (3.11/3.12: ``NULL, f`` or ``f,
-    self`` under the arguments; 3.13: ``f, self-or-NULL``; ``CALL_KW`` adds the names tuple)."""
-    inst = frame.tx.instructions[frame.index]
-    if inst.name == "CALL":
-        operands = inst.arg
-    elif inst.name == "CALL_KW":
-        operands = inst.arg + 1
-    elif inst.name == "CALL_FUNCTION_EX":
-        operands = 1 + (inst.arg & 1)
-    else:
-        return None
-    first = len(frame.stack) - operands - 2
-    if first < 0:
-        return None
-    if sys.version_info < (3, 13) and isinstance(frame.stack[first], NullVariable):
-        return first + 1
-    return first
 
 
 def cells_written_after(frames: list[FrameState]) -> set[int]:

@@ -69,10 +69,6 @@ class FrameState:
         VariableTracker
     ]  #: leaf: before the instruction; callers: without the call's operands
     locals: dict[str, VariableTracker]
-    #: leaf only: the instruction is a call whose callee broke (this reason) where it could not
-    #: resume (inside a try block, say): the callee runs as a whole (``breaks.py`` calls its
-    #: compiled version)
-    callee_break: Unsupported | None = None
 
 
 class GraphBreak(Exception):  # noqa: N818 (control flow)
@@ -197,9 +193,7 @@ class Translator:
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
                 )
                 raise
-            here = self._break_here(index, saved, gb.reason)
-            here.frames[0].callee_break = gb.reason if gb.frames[-1].tx is not self else None
-            raise here from None
+            raise self._break_here(index, saved, gb.reason) from None
         except Unsupported as e:
             traced = opcodes.exceptions.traced_python_error(self, e)
             if traced is None:
