@@ -229,7 +229,7 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
         if guard.kind == "ID_MATCH" and guard.source in modules:
             module = modules[guard.source]
             expr = src.render({"___R": "R"})
-            rebased.append(Guard(src, "TYPE_MATCH", type(module), ("type", id(type(module)))))
+            rebased.append(Guard.type_match(src, type(module)))
             extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
             hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
             extra.append(f"{hooks}({expr}, {refs})")

@@ -10,16 +10,17 @@ from .registry import polyfill
 @polyfill(collections.defaultdict.fromkeys)
 def defaultdict_fromkeys(iterable, value=None):
     """``defaultdict.fromkeys``: ``dict_fromkeys`` on ``defaultdict()`` (no default factory)."""
-    d = collections.defaultdict()
-    for key in iterable:
-        d[key] = value
-    return d
+    return _filled(collections.defaultdict(), iterable, value)
 
 
 @polyfill(collections.OrderedDict.fromkeys)
 def ordereddict_fromkeys(iterable, value=None):
     """``OrderedDict.fromkeys``: ``odict_fromkeys``, the keys in the iterable's order."""
-    d = collections.OrderedDict()
+    return _filled(collections.OrderedDict(), iterable, value)
+
+
+def _filled(d, iterable, value):
+    """``d`` with each key of ``iterable`` mapped to ``value``, in order."""
     for key in iterable:
         d[key] = value
     return d

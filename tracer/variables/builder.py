@@ -130,7 +130,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         if array is not None:
             return array
     if is_numpy_scalar(value):  # ``np.float32(2.0)``: immutable, compared by type and value
-        add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+        add(Guard.type_match(source, cls))
         add(Guard(source, "EQUALS_MATCH", value, ("numpy", cls.__name__, value.item())))
         return ConstantVariable(value, source)
     if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
@@ -144,7 +144,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
         return ConstantVariable(value, source)
     if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
-        add(Guard(source, "ID_MATCH", value, ("id", id(value))))
+        add(Guard.id_match(source, value))
         return ConstantVariable(value, source)
     if cls is list:  # its length and items are guarded when the trace reads them
         add(Guard(source, "TYPE_MATCH", cls, cls))
@@ -220,9 +220,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
         wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = value.__func__
-        identity = Guard(AttrSource(source, "__func__"), "ID_MATCH", func, ("id", id(func)))
+        identity = Guard.id_match(AttrSource(source, "__func__"), func)
     else:
-        identity = Guard(source, "ID_MATCH", value, ("id", id(value)))
+        identity = Guard.id_match(source, value)
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -238,7 +238,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", types.FunctionType, types.FunctionType))
         for attr in ("__code__", "__globals__"):
             part = getattr(value, attr)
-            add(Guard(AttrSource(source, attr), "ID_MATCH", part, ("id", id(part))))
+            add(Guard.id_match(AttrSource(source, attr), part))
         # its cells: as many as the code has free variables, their contents guarded when read
         for attr in ("__defaults__", "__kwdefaults__"):
             add(Guard(AttrSource(source, attr), "NONE_MATCH"))
@@ -250,7 +250,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # that are constants of the trace (exec'd globals, defaults) stay as they were traced.
         if not isinstance(source.root, ConstSource):
             code = value.__code__
-            add(Guard(AttrSource(source, "__code__"), "ID_MATCH", code, ("id", id(code))))
+            add(Guard.id_match(AttrSource(source, "__code__"), code))
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
         add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
@@ -281,7 +281,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(Guard(source, "TYPE_MATCH", type(value), type(value)))
         owner, owner_source = value.__self__, AttrSource(source, "__self__")
         if isinstance(owner, type):
-            add(Guard(owner_source, "ID_MATCH", owner, ("id", id(owner))))
+            add(Guard.id_match(owner_source, owner))
         else:
             wrap(tx, owner, owner_source)
         name_source = AttrSource(source, "__name__")

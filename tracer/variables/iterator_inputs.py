@@ -91,7 +91,7 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     cls = type(value)
     state_source = ReducedSource(source, "state")
     state = reduced_part(value, "state", 0)
-    add(Guard(source, "TYPE_MATCH", cls, ("type", id(cls))))
+    add(Guard.type_match(source, cls))
     if cls in _LAZY:
         args = value.__reduce__()[1]
         first = 1 if cls in (map, filter) else 0

@@ -116,7 +116,7 @@ def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
         and type(value).__hash__ is object.__hash__
         and type(value).__eq__ is object.__eq__
     ):
-        tx.output.add_guard(Guard(source, "ID_MATCH", value, ("id", id(value))))
+        tx.output.add_guard(Guard.id_match(source, value))
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
 

@@ -373,7 +373,7 @@ def wrap_array(tx: Translator, value: Any, source: Source) -> NumpyArrayVariable
     except (TypeError, ValueError):
         return None
     add = tx.output.add_guard
-    add(Guard(source, "TYPE_MATCH", np.ndarray, ("type", id(np.ndarray))))
+    add(Guard.type_match(source, np.ndarray))
     add(
         Guard(AttrSource(source, "dtype"), "EQUALS_MATCH", value.dtype, ("dtype", str(value.dtype)))
     )
