@@ -252,10 +252,6 @@ class RangeIteratorVariable(IteratorVariable):
         cg.build_once(self, lambda: (cg.load_const(self.value[self.index :]), cg.add("GET_ITER")))
 
 
-#: What iterating a dict (or a view of it) or a set gives, by ``kind``.
-_DICT_KINDS = ("keys", "values", "items", "set")
-
-
 @dataclass(eq=False)
 class DictIteratorVariable(IteratorVariable):
     """Iteration over a dict, one of its views, or a set: live (values written meanwhile are seen);
