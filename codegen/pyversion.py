@@ -59,6 +59,8 @@ JUMPS_NEED_BOOL = PY313
 #: NOTE(3.13): ``MAKE_FUNCTION`` takes only the code; defaults, kwdefaults, annotations and closure
 #: are each attached by a ``SET_FUNCTION_ATTRIBUTE flag`` (3.11/3.12: ``MAKE_FUNCTION flags``).
 MAKE_FUNCTION_TAKES_FLAGS = not PY313
+#: NOTE(3.12): functions have ``__type_params__`` (PEP 695); 3.11's have no such attribute.
+FUNCTIONS_HAVE_TYPE_PARAMS = VERSION >= (3, 12)
 #: Instructions an exhausted ``FOR_ITER`` jumps over at its target. NOTE(3.13): ``END_FOR`` pops one
 #: item and a ``POP_TOP`` follows it; 3.12's ``END_FOR`` pops two; 3.11 has no ``END_FOR``.
 FOR_ITER_EXIT_SKIPS: tuple[str, ...] = (

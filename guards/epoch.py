@@ -10,6 +10,7 @@ have changed: both keep their per-model results in a ``PerRootCache``.
 
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 from collections.abc import Callable
@@ -37,6 +38,30 @@ class WatchedDict(dict):
         return (dict, (dict(self),))  # pickles, copies and deep-copies as the plain dict it was
 
 
+def hidden_from_dynamo(
+    bumps: Callable[..., Any], torch_fn: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
+    """``bumps`` (torch's ``torch_fn`` wrapped to move ``EPOCH``, or a registration hook), as
+    torch.compile must see it: not at all. These wrappers patch torch process-wide, so Dynamo
+    traces them in the functions it compiles; it folds ``torch.compiler.is_dynamo_compiling()`` to
+    True, and there the wrapper is ``torch_fn`` (nothing, for a hook): what Dynamo traces, guards
+    and breaks on is what it would without bytegraph (it guarded on ``OBSERVED``'s internals, and
+    crashed building that guard). bytegraph's tracer folds the call to False in the wrappers'
+    frames (``HIDDEN_WRAPPERS``): it traces ``bumps``, whose bumps are replayed."""
+
+    @functools.wraps(torch_fn or bumps)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_dynamo_compiling():
+            return None if torch_fn is None else torch_fn(*args, **kwargs)
+        return bumps(*args, **kwargs)
+
+    # NOTE: Dynamo tells ``nn.Module``'s methods apart by code object: one per wrapped method.
+    wrapper.__code__ = wrapper.__code__.replace(co_name=(torch_fn or bumps).__name__)
+    wrapper.__bytegraph_bumps__ = bumps
+    HIDDEN_WRAPPERS.add(wrapper.__code__)
+    return wrapper
+
+
 def _bumping(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
 
@@ -47,17 +72,12 @@ def _bumping(name: str) -> Callable[..., Any]:
         finally:
             EPOCH[0] += 1  # also after: a check racing with the write sees a new epoch
 
-    def write(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
-        # torch.compile traces these writes (a buffer update in a module it compiles): Dynamo
-        # folds this call to True and traces the write it knows, as without bytegraph (see
-        # ``HIDDEN_WRAPPERS``).
-        if torch.compiler.is_dynamo_compiling():
-            return getattr(super(WatchedDict, self), name)(*args, **kwargs)
-        return bumps(self, *args, **kwargs)
+    def plain(self: WatchedDict, *args: Any, **kwargs: Any) -> Any:
+        """The write as Dynamo traces it in a module it compiles (a buffer update)."""
+        return getattr(super(WatchedDict, self), name)(*args, **kwargs)
 
-    write.__name__ = write.__qualname__ = name
-    HIDDEN_WRAPPERS.add(write.__code__)
-    return write
+    plain.__name__ = plain.__qualname__ = name
+    return hidden_from_dynamo(bumps, plain)
 
 
 for _name in (

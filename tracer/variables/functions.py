@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import types
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ...guards.sources import AttrSource, ItemSource, Source
 from ..exc import Unsupported
 from ..liveness import code_cell_writes
@@ -251,7 +251,7 @@ class NestedFunctionVariable(VariableTracker):
             return ConstantVariable(consts[0] if consts and isinstance(consts[0], str) else None)
         if name == "__class__":
             return tx.wrap_static(types.FunctionType)
-        if name == "__type_params__" and sys.version_info >= (3, 12):
+        if name == "__type_params__" and FUNCTIONS_HAVE_TYPE_PARAMS:
             return ConstantVariable(())
         if name == "__dict__" or (name == "__annotations__" and not self.has_annotations):
             tx.output.side_effects.before_mutation(self)

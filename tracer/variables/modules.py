@@ -26,7 +26,6 @@ methods, and aten calls (``torch.ops.aten.set_``) on parameters.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ...guards.epoch import EPOCH, HIDDEN_WRAPPERS
+from ...guards.epoch import EPOCH, hidden_from_dynamo
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, DictValueSource, ItemSource
 from ..exc import Unsupported
@@ -362,32 +361,7 @@ def _bumping(
         finally:
             EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
 
-    return _hidden_from_dynamo(bumps, fn)
-
-
-def _hidden_from_dynamo(
-    bumps: Callable[..., Any], torch_fn: Callable[..., Any] | None = None
-) -> Callable[..., Any]:
-    """``bumps`` (a method of torch's wrapped to move ``EPOCH``, or a registration hook), as
-    torch.compile must see it: not at all. These wrappers patch torch process-wide, so Dynamo
-    traces them in the functions it compiles; it folds ``torch.compiler.is_dynamo_compiling()`` to
-    True, and there the wrapper is ``torch_fn``, torch's own method (nothing, for a hook): what
-    Dynamo traces, guards and breaks on is what it would without bytegraph (it guarded on
-    ``OBSERVED``'s internals, and crashed building that guard). bytegraph's tracer folds the call
-    to False in the wrappers' frames (``HIDDEN_WRAPPERS``): it traces ``bumps``, whose bumps are
-    replayed."""
-
-    @functools.wraps(torch_fn or bumps)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if torch.compiler.is_dynamo_compiling():
-            return None if torch_fn is None else torch_fn(*args, **kwargs)
-        return bumps(*args, **kwargs)
-
-    # NOTE: Dynamo tells ``nn.Module``'s methods apart by code object: one per wrapped method.
-    wrapper.__code__ = wrapper.__code__.replace(co_name=(torch_fn or bumps).__name__)
-    wrapper.__bytegraph_bumps__ = bumps
-    HIDDEN_WRAPPERS.add(wrapper.__code__)
-    return wrapper
+    return hidden_from_dynamo(bumps, fn)
 
 
 def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:
@@ -468,7 +442,7 @@ def _install() -> None:
         setattr(cls, name, _bumping(getattr(cls, name)))
     nn.Parameter.__setattr__ = _parameter_setattr
     glob = nn.modules.module
-    bump_observed = _hidden_from_dynamo(_bump_observed)
+    bump_observed = hidden_from_dynamo(_bump_observed)
     glob.register_module_buffer_registration_hook(bump_observed)
     glob.register_module_module_registration_hook(bump_observed)
     glob.register_module_parameter_registration_hook(bump_observed)
