@@ -1,6 +1,6 @@
 """Operators: binary, in-place, comparison, identity, containment, unary, subscript and slices.
 
-The opcode only picks the Python operator; ``dispatch.call_operator`` decides what it means for the
+The opcode only picks the Python operator; ``variables/operators.py`` decides what it means for the
 operand kinds (fold constants, add a graph node for tensors, call ``__add__`` of a user object...).
 """
 

@@ -2,7 +2,7 @@
 
 When every argument is a Python constant a pure builtin (or a ``math`` function) is simply evaluated
 (constant folding). The entries of ``BUILTINS`` handle the cases that involve tensors, containers or
-objects; ``operator.*`` functions go to ``dispatch.call_operator``; ``print`` and friends raise
+objects; ``operator.*`` functions go to ``operators.call_operator``; ``print`` and friends raise
 ``Unsupported`` (graph breaks). ``construct`` builds namedtuples and ``functools.partial``.
 """
 
@@ -184,18 +184,8 @@ def call_operator_fn(
     """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
     if kwargs:
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
-    dispatch = tx.dispatch
-    if fn is operator.truth:
-        return ConstantVariable(dispatch.truth(tx, *args))
-    if fn is operator.contains:
-        return ConstantVariable(dispatch.contains(tx, *args))
-    if fn in (operator.is_, operator.is_not):
-        return ConstantVariable(dispatch.is_same(tx, *args) == (fn is operator.is_))
-    if fn is operator.setitem:
-        dispatch.setitem(tx, *args)
-        return ConstantVariable(None)
-    if fn in dispatch.OPERATORS:
-        return dispatch.call_operator(tx, fn, list(args))
+    if fn in tx.dispatch.OPERATORS:  # their rules: ``operators.py``
+        return tx.dispatch.call_operator(tx, fn, list(args))
     if all(a.is_python_constant() for a in args) and not any(
         isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
     ):  # the other operator functions are pure on immutable constants (``operator.index``)

@@ -1,0 +1,131 @@
+"""The operator registry (``tracer/variables/operators.py``): every operator the opcodes and the
+``operator`` module reach is declared once, with its rules; and differential tests of the operators
+whose handling the registry brought together (``not``, ``operator.truth``/``is_``/``contains``/
+``setitem`` called directly, the reflected and in-place forms)."""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from bytegraph.tracer.opcodes import arith
+from bytegraph.tracer.variables import operators
+from bytegraph.tracer.variables.operators import OPERATORS
+from difftest import check, check_breaks, compile_counted
+from dynamo_baseline import assert_no_more_breaks
+
+
+def test_every_operator_of_the_opcodes_is_declared_with_rules():
+    reached = {
+        *arith.BINARY_OPERATORS.values(),
+        *arith.COMPARE_OPERATORS.values(),
+        *arith.UNARY_OPERATORS.values(),
+        operator.getitem,
+    }
+    assert reached <= set(OPERATORS)
+    assert all(declared.rules for declared in OPERATORS.values())
+
+
+def test_binary_operators_declare_reflected_and_in_place_forms():
+    for op in operators.BINARY:
+        declared = OPERATORS[op]
+        stem = op.__name__.rstrip("_")
+        assert declared.reflected == f"__r{stem}__"
+        assert declared.dunder in (f"__{stem}__", None)
+        in_place = getattr(operator, f"i{stem}")
+        assert OPERATORS[in_place].kind == "inplace" and OPERATORS[in_place].binary is op
+    assert {OPERATORS[op].binary for op in operators.INPLACE} == set(operators.BINARY)
+
+
+def test_a_rule_registers_once_per_operator():
+    rule = operators.operator_rule(operator.add)
+    try:
+        rule(operators.tensors)
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("a rule registered twice for operator.add")
+
+
+class Sized:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+def test_not_of_constants_containers_and_objects():
+    def fn(x, items, empty):
+        flags = (not 0, not 3, not items, not empty, not Sized(0), not Sized(2), not None)
+        return x + sum(flags), operator.not_(items), operator.not_(Sized(0))
+
+    check(fn, torch.randn(3), [1, 2], [])
+    assert_no_more_breaks(0, fn, torch.randn(3), [1, 2], [])
+
+
+def test_not_of_a_symbolic_size():
+    def fn(x):
+        return x * (not x.shape[0] - 1), operator.not_(x.shape[0])
+
+    compiled, counter = compile_counted(fn, dynamic=True)
+    sizes = [lambda n=n: (torch.randn(n),) for n in (3, 4, 1, 5)]
+    check_breaks(fn, None, graphs=2, breaks=0, calls=sizes, compiled=compiled, counter=counter)
+    assert_no_more_breaks(0, fn, torch.randn(3))
+
+
+def test_not_of_a_tensor_breaks():
+    def fn(x):
+        y = x + 1
+        small = not (x > 10).all()  # UNARY_NOT (TO_BOOL on 3.13): the tensor's value
+        return y * small
+
+    check_breaks(fn, lambda: (torch.randn(4),), graphs=2, breaks=1)
+    assert_no_more_breaks(1, fn, torch.randn(4))
+
+
+def test_operator_functions_called_directly():
+    def fn(x, d):
+        operator.setitem(d, "b", x * 2)
+        found = operator.contains(d, "b"), operator.contains([1, 2], 3)
+        same = operator.is_(d, d), operator.is_not(None, d), operator.truth(d)
+        return d["b"] + sum(found) + sum(same)
+
+    check_breaks(fn, lambda: (torch.randn(3), {"a": 1}), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(3), {"a": 1})
+
+
+class Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    def __radd__(self, other):
+        return other + self.k
+
+    def __rlshift__(self, other):
+        return other * self.k
+
+    def __mul__(self, other):
+        return other * self.k
+
+
+def test_reflected_forms_of_user_objects():
+    def fn(x):
+        s = Scaled(3)
+        return x * (1 + s) * (2 << Scaled(2)) * (s * 2)
+
+    check(fn, torch.randn(3))
+    assert_no_more_breaks(0, fn, torch.randn(3))
+
+
+def test_in_place_operators_on_lists_and_numbers():
+    def fn(x, items):
+        items += [x]
+        items *= 2
+        n = 3
+        n **= 2
+        n -= 1
+        return len(items), n * x
+
+    check_breaks(fn, lambda: (torch.randn(2), [1]), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(2), [1])
