@@ -22,6 +22,7 @@ from ..codegen.resume import resume_origin
 from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
+from . import deferred_checks
 from .breaks import ResumeFactory, call_start, cells_written_after, emit_break, live_values
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
@@ -146,7 +147,13 @@ def _finish(
         _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])
     replayed = output.side_effects.plan(live)  # which objects made in the trace escape
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
-    graphs, ops = _emit_graph_call(cg, output, [*live, *replayed], backend, numbering)
+    checked = deferred_checks.finish(output)
+    if checked is not None:
+        deferred_checks.emit_before(cg, output)
+    outputs = [*live, *replayed, *([checked] if checked is not None else [])]
+    graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering)
+    if checked is not None:  # before anything the call does outside the graph
+        deferred_checks.emit(cg, output, checked)
     swapped = _preload_stale(cg, output, [*live, *replayed])
     try:
         output.side_effects.codegen(cg)

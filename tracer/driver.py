@@ -7,7 +7,10 @@
         ___v = ___cache.guard_fn(a, b)                  # generated guards pick a variant
         if ___v is None:
             ___v = ___state.on_miss({'a': a, 'b': b})   # trace, compile, install (or fall back)
-        return ___v(a, b)
+        try:
+            return ___v(a, b)
+        except ___Rerun:                                # a deferred check failed after the graph
+            return ___state.rerun()(a, b)               # (``deferred_checks``): run it in Python
 
 On a miss the function is traced (``convert.convert_call``); failures to trace install a fallback
 variant (the original function) guarded by what the trace had assumed so far, so the same inputs
@@ -36,6 +39,7 @@ from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
 from .convert import Numbering, TraceResult, convert_call
+from .deferred_checks import Rerun
 from .exc import BytegraphError, InternalError, Unsupported
 from .process import COMPILE_LOCK
 from .shapes import DynamicPolicy
@@ -408,6 +412,12 @@ class CompiledCode:
         self.resumes[key] = entry
         return entry
 
+    def rerun(self) -> Any:
+        """A check on tensor data the trace assumed failed after the graph ran: run this call as
+        plain Python, which raises (or goes on) exactly as eager (``deferred_checks``)."""
+        COUNTERS["rerun"] += 1
+        return self.fn
+
     def code_replaced(self) -> Any:
         """``fn.__code__`` was replaced after ``compile``: what was traced no longer applies. Run
         the function (its new code) in Python from now on."""
@@ -544,13 +554,17 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
         f"    if ___v is None:\n"
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
-        f"    return ___v({', '.join(call_args)})\n"
+        f"    try:\n"
+        f"        return ___v({', '.join(call_args)})\n"
+        f"    except ___Rerun:\n"  # a deferred check failed (``deferred_checks``): run it in Python
+        f"        return ___state.rerun()({', '.join(call_args)})\n"
     )
     namespace: dict[str, Any] = {
         "___state": state,
         "___cache": state.cache,
         "___fn": fn,
         "___code": fn.__code__,
+        "___Rerun": Rerun,
     }
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]

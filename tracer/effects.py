@@ -108,6 +108,17 @@ def op_effect(op: Any) -> str | None:
     return effect
 
 
+_RANDOM_OPS: dict[Any, bool] = {}
+
+
+def is_random(op: Any) -> bool:
+    """Does the dispatched operator draw from a random generator (cached)?"""
+    known = _RANDOM_OPS.get(op)
+    if known is None:
+        known = _RANDOM_OPS[op] = torch.Tag.nondeterministic_seeded in getattr(op, "tags", ())
+    return known
+
+
 class EffectProbe:
     """Records the effectful operators one call dispatches (``effects``: ``(kind, op name)``).
 
@@ -117,6 +128,7 @@ class EffectProbe:
     def __init__(self) -> None:
         self.effects: list[tuple[str, str]] = []
         self.state_changed: list[str] = []  #: global torch state the call changed (then undone)
+        self.random = False  #: the call draws random numbers (``deferred_checks.note_op``)
 
     @contextlib.contextmanager
     def watching(self, fake_mode: ProbedFakeTensorMode) -> Iterator[EffectProbe]:
@@ -198,6 +210,8 @@ class ProbedFakeTensorMode(FakeTensorMode):
         effect = op_effect(func)
         if effect is not None:
             probe.effects.append((effect, str(func)))
+        if is_random(func):
+            probe.random = True
         self._depth += 1
         try:
             return _FAKE_DISPATCH(self, func, types, args, kwargs)

@@ -24,7 +24,8 @@ from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
-from . import eager_checks, effects
+from . import deferred_checks, eager_checks, effects
+from .deferred_checks import DeferredChecks
 from .exc import Unsupported
 from .fake_reuse import FakeResults
 from .global_state import GlobalStateLog
@@ -84,6 +85,7 @@ class OutputGraph:
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.side_effects = SideEffects()
         self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
+        self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes
         #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
         self.exc_info: list[VariableTracker] = []
         self.created: list[
@@ -223,8 +225,9 @@ class OutputGraph:
                 )
             if probe.state_changed:  # nor a call changing global state (undone by the probe)
                 raise Unsupported("effect", effects.describe(target, probe))
-            if key is not None and not probe.effects:
+            if key is not None and not probe.effects and not probe.random:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
+        deferred_checks.note_op(self, _name(target), fake_args, fake_kwargs, probe)
         made = _untraced_layout(example)
         if made is not None:  # as for inputs (``add_input``): e.g. ``coalesce()``'s fake nnz is 0
             raise Unsupported(
@@ -378,12 +381,14 @@ class OutputGraph:
             self.side_effects.snapshot(),
             self.state.checkpoint(),
             list(self.exc_info),
+            self.deferred.checkpoint(),
         )
 
     def restore(self, checkpoint: tuple) -> None:
         """Forget the nodes, side effects and state changes recorded since ``checkpoint`` (guards
         stay: more is safe)."""
-        count, effects, state, exc_info = checkpoint
+        count, effects, state, exc_info, deferred = checkpoint
+        self.deferred.restore(deferred)
         self.exc_info[:] = exc_info  # a callee broke inside its handler: that handler is undone
         for node in reversed(self.created[count:]):
             if not node.users:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .exc import Unsupported
 from .variables.base import VariableTracker, walk
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ class SideEffects:
             str(torch.get_default_device()),
             torch.is_inference_mode_enabled(),
         )
+        #: id(object made in the trace) -> its ``obj.__dict__`` as the trace read it: kept up to
+        #: date by ``store_attr`` (CPython's is live); changed through itself, it breaks
+        self.instance_dicts: dict[int, VariableTracker] = {}
         self._escaping: list[VariableTracker] = []  #: set by ``plan``
         #: copies of the stores for ``snapshot``, dropped by every store (see ``_stored``)
         self._stores: tuple | None = None
@@ -113,6 +117,15 @@ class SideEffects:
         """``container`` (a list, dict or set tracker) is about to change in place: keep its items
         so that rolling back a partly run instruction (a call that broke inside the callee) also
         undoes what the callee did to it."""
+        if any(d is container for d in self.instance_dicts.values()):
+            raise Unsupported(
+                "instance_dict",
+                "writing to the __dict__ of an object made in the compiled function",
+                hint="set the attribute with setattr()",
+            )
+        self._save(container)
+
+    def _save(self, container: VariableTracker) -> None:
         if id(container) not in self._saved:
             self._saved.add(id(container))
             saved = (
@@ -130,6 +143,10 @@ class SideEffects:
         ``object.__setattr__`` (the class overrides ``__setattr__``)."""
         self._stores = None
         self.attr_stores[(id(obj), name)] = (obj, name, value)
+        instance_dict = self.instance_dicts.get(id(obj))
+        if instance_dict is not None:
+            self._save(instance_dict)
+            instance_dict.items[name] = value
         if raw:
             self.raw_objects.add(id(obj))
 
@@ -141,6 +158,16 @@ class SideEffects:
     def class_attr_changed(self, cls: type, name: str) -> bool:
         """Was ``name`` assigned during the trace on ``cls`` or a class of its MRO?"""
         return any((klass, name) in self.changed_class_attrs for klass in cls.__mro__)
+
+    def instance_dict(self, obj: VariableTracker, make: Any) -> VariableTracker:
+        """``obj.__dict__`` of an object made in the trace: ``make(attributes so far)`` the first
+        time, a dict tracker that later stores update (read-only for the trace; see
+        ``before_mutation``)."""
+        known = self.instance_dicts.get(id(obj))
+        if known is None:
+            items = {n: v for o, n, v in self.attr_stores.values() if o is obj}
+            known = self.instance_dicts[id(obj)] = make(items)
+        return known
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attr_stores.get((id(obj), name))

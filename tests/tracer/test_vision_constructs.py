@@ -62,24 +62,32 @@ def test_assert_on_a_symbolic_size_is_guarded():
 #: torch.compile's (graphs, breaks) for ``torch._assert`` on a tensor: up to torch 2.14 it breaks
 #: (``aten._local_scalar_dense``); from 2.15 it records ``torch._assert_async`` in the graph (one
 #: graph, no break), whose failing check raises RuntimeError at run time, not eager's
-#: AssertionError. bytegraph keeps eager's error: one break more than torch 2.15's Dynamo.
+#: AssertionError.
 _DYNAMO_ASSERT_COUNTS = (
     (1, 0) if tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 15) else (2, 1)
 )
 
 
-def test_assert_on_a_tensor_breaks_as_in_torch_compile():
-    """A tensor's truth is data the trace does not know: one break, as torch.compile's up to 2.14
-    (``_DYNAMO_ASSERT_COUNTS``); the check then runs in Python and raises as eager does."""
+def test_assert_on_a_tensor_is_a_deferred_check():
+    """A tensor's truth is data the trace does not know: the check is deferred to after the graph
+    (``tracer/deferred_checks.py``): one graph, no break, and a failing check reruns the call in
+    Python, which raises eager's AssertionError (torch 2.15's Dynamo raises RuntimeError)."""
 
     def fn(x):
         y = x * 2
         torch._assert((y > -100).all(), "out of range")
         return y + 1
 
-    check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1)
-    # failing: raised by the check run in Python, before the rest's graph is ever made
-    check_breaks(fn, lambda: (torch.full((3,), -200.0),), graphs=1, breaks=1)
+    compiled, counter, _ = check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    # failing: the same graph runs, its check fails, the call runs in Python and raises
+    check_breaks(
+        fn,
+        lambda: (torch.full((3,), -200.0),),
+        graphs=1,
+        breaks=0,
+        compiled=compiled,
+        counter=counter,
+    )
     assert dynamo_counts(fn, torch.randn(3)) == _DYNAMO_ASSERT_COUNTS
 
 

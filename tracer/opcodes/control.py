@@ -4,7 +4,9 @@ Calling a generator function makes a ``GeneratorVariable`` (``run_generator``): 
 the next YIELD_VALUE each time an item is needed, as CPython would run it.
 
 A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it
-is ``Unsupported("data_dependent")``, which becomes a graph break.
+is ``Unsupported("data_dependent")``, which becomes a graph break, unless one side only raises
+(a validation check): the trace then takes the other side and the check is deferred
+(``deferred_checks.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import FOR_ITER_EXIT_SKIPS, SEND_KEEPS_RECEIVER
+from .. import deferred_checks
 from ..exc import ReturnValue, Unsupported
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
@@ -41,8 +44,13 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
 
     def conditional_jump(tx: Translator, inst: Instr) -> None:
         value = truth_operand(tx.peek())
+        assumed = None
+        if isinstance(value, TensorVariable) and not none_test and pop == "always":
+            assumed = deferred_checks.assume(tx, value, inst, jump_when)  # a validation check
         if none_test:
             truth = tx.dispatch.is_none(tx, value)
+        elif assumed is not None:
+            truth = assumed
         else:
             truth = tx.dispatch.truth(tx, value)
         taken = truth == jump_when

@@ -332,7 +332,7 @@ def _is_namedtuple(cls: type) -> bool:
 #: torch modules whose Python functions are inlined like user code (not run as one graph op):
 #: torch.optim's step functions update Python state (``state[p]["step"]``, lists of tensors) that
 #: a graph op on fake tensors would not see (``variables/optimizers.py``).
-INLINED_TORCH_MODULES = ("torch.optim.",)
+INLINED_TORCH_MODULES = ("torch.optim.", "torch.distributions.")
 
 
 def _is_torch_value(value: Any) -> bool:

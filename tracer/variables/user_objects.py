@@ -91,6 +91,18 @@ class NewObjectVariable(UserObjectVariable):
 
 
 @dataclass(eq=False)
+class InstanceDictVariable(DictVariable):
+    """``obj.__dict__`` of an object made in the trace (``SideEffects.instance_dict``): the trace
+    reads it as a dict of the attributes, the rewritten code loads the object's real one."""
+
+    owner: VariableTracker | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr("__dict__")
+
+
+@dataclass(eq=False)
 class NamedTupleObjectVariable(TupleVariable):
     """An instance of a namedtuple subclass with a ``__dict__``, created during the trace: a tuple
     (``items``) that also has attributes (pending stores in ``side_effects``) and an identity."""
@@ -240,6 +252,8 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if name == "__class__":
         return obj.cls_vt
     static = type_lookup(cls, name)
+    if name == "__dict__" and isinstance(static, types.GetSetDescriptorType):
+        return effects.instance_dict(obj, lambda items: InstanceDictVariable(items, owner=obj))
     source = class_attr_source(obj.cls_vt.source, cls, name) if static is not MISSING else None
     if static is not MISSING and is_data_descriptor(static):
         if isinstance(static, types.MemberDescriptorType):  # a slot

@@ -1,0 +1,237 @@
+"""Deferred checks: a branch on tensor data whose other side only raises does not break the graph.
+
+Code that validates tensors branches on their data only to refuse bad input: ``if not
+valid.all(): raise ValueError(...)`` (torch.distributions' ``validate_args``, on every
+distribution made and every ``log_prob``), ``assert (x >= 0).all()``, ``torch._assert(t, msg)``,
+``if torch.isnan(loss).any(): raise``. The trace cannot know the data, so such a branch used to be a
+graph break (torch.compile breaks there too). Instead, the trace assumes the side that goes on and
+records the condition as a *check*: a boolean graph output. The rewritten code tests the checks
+right after the graph returns, before anything the call does outside the graph (side effects are
+replayed after it); when one fails, the entry runs the call again from its start as plain Python
+(``Rerun``), which takes the raising side and raises exactly what eager raises, message included.
+
+Running the call twice is only invisible if the graph did nothing a second run would see, so a
+check is deferred only while the graph mutates no input and runs no effectful operator
+(``note_op``): once one of those is recorded, branches on tensor data break as before; once a check
+is pending, such an operator breaks the graph before it instead (the check then guards a graph that
+does none of them). Random draws from the default generators are allowed: a graph with checks and
+random operators has the generators' states saved before it runs and put back before a rerun.
+Which side "only raises" is a heuristic on the bytecode (``raises_only``); soundness does not
+depend on it, since a failed check always reruns.
+Contexts carried into a resume function (exited before its graph) and generator code are not
+rerun: their branches break as before.
+
+Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded operator),
+``finish`` and ``emit`` (``convert._finish``), ``Rerun`` (the generated entry).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import torch
+from bytecode import Label
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from .exc import Unsupported
+
+if TYPE_CHECKING:
+    from bytecode import Instr
+
+    from ..codegen.emit import Codegen
+    from .effects import EffectProbe
+    from .output_graph import OutputGraph
+    from .translator import Translator
+    from .variables.tensor import TensorVariable
+
+
+class Rerun(Exception):  # noqa: N818 (a signal to the entry, not an error)
+    """Raised by rewritten code whose deferred check failed: its entry runs the original code."""
+
+
+#: How many instructions ``raises_only`` looks at before it gives up.
+_SCAN_LIMIT = 400
+
+_RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "SEND", "RETURN_GENERATOR"})
+_RAISES = frozenset({"RAISE_VARARGS", "RERAISE"})
+_UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"})
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+class DeferredChecks:
+    """The checks one trace deferred (``checks``: boolean nodes that hold on the traced path) and,
+    if any, the first recorded operator a rerun would repeat visibly (``unsafe``)."""
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[TensorVariable, str]] = []  #: (check, where the branch was)
+        self.unsafe: str | None = None
+        self.random = False  #: the graph draws from the default random generators
+
+    def checkpoint(self) -> tuple[int, str | None, bool]:
+        return len(self.checks), self.unsafe, self.random
+
+    def restore(self, checkpoint: tuple[int, str | None, bool]) -> None:
+        count, self.unsafe, self.random = checkpoint
+        del self.checks[count:]
+
+
+def assume(tx: Translator, value: TensorVariable, inst: Instr, jump_when: bool) -> bool | None:
+    """The truth the trace assumes for a conditional jump on the one-element tensor ``value`` (the
+    jump is taken when its truth is ``jump_when``), with its check recorded; None when the branch
+    cannot be deferred (the caller breaks the graph as before)."""
+    output = tx.output
+    if output.deferred.unsafe is not None or output.state.carried or _in_generator(tx):
+        return None
+    numel = value.example.numel()
+    if not isinstance(numel, int) or numel != 1:
+        return None  # ``bool()`` of it raises or needs a symbolic size: not a validation check
+    target, next_index = tx.labels[inst.arg], tx.ip
+    if raises_only(tx, target):
+        truth = not jump_when
+    elif raises_only(tx, next_index):
+        truth = jump_when
+    else:
+        return None
+    # a tensor whose truth is that of the assumption: ``bool(t)`` is "any element nonzero" (NaN
+    # counts), as ``t.bool()`` and ``logical_not`` read it
+    holds = output.call_function(torch.Tensor.bool if truth else torch.logical_not, (value,), {})
+    loc = tx.location()
+    where = f"{loc.filename}:{loc.lineno}" if loc is not None else tx.code.co_name
+    output.deferred.checks.append((holds, where))
+    return truth
+
+
+def raises_only(tx: Translator, start: int) -> bool:
+    """Does every path from instruction ``start`` of ``tx``'s code end in a ``raise`` (no return,
+    no loop, no yield) within ``_SCAN_LIMIT`` instructions?"""
+    instructions, labels = tx.instructions, tx.labels
+    todo, seen = [start], set()
+    while todo:
+        index = todo.pop()
+        while True:
+            if index in seen:
+                break
+            seen.add(index)
+            if len(seen) > _SCAN_LIMIT or index >= len(instructions):
+                return False
+            inst = instructions[index]
+            if inst.name in _RAISES:
+                break
+            if inst.name in _RETURNS or "BACKWARD" in inst.name or inst.name == "FOR_ITER":
+                return False
+            if isinstance(inst.arg, Label):
+                target = labels[inst.arg]
+                if target <= index:
+                    return False
+                if inst.name in _UNCONDITIONAL:
+                    index = target
+                    continue
+                todo.append(target)
+            index += 1
+    return True
+
+
+def note_op(
+    output: OutputGraph, name: str, args: tuple, kwargs: dict[str, Any], probe: EffectProbe
+) -> None:
+    """Called for every operator about to be recorded (``args``: its fake arguments): remember the
+    first one a rerun would repeat visibly, or, when a check is pending, break the graph before it
+    so that the check guards a graph without it."""
+    unsafe = _unsafe(output, name, (*args, *kwargs.values()), probe)
+    if unsafe is None:
+        return
+    deferred = output.deferred
+    if deferred.checks:
+        raise Unsupported(
+            "deferred_check",
+            f"{unsafe}, after a check on tensor data deferred at {deferred.checks[0][1]}",
+            hint="the graph ends before it, so that a failed check can rerun the call in Python",
+        )
+    if deferred.unsafe is None:
+        deferred.unsafe = unsafe
+
+
+def _unsafe(output: OutputGraph, name: str, args: tuple, probe: EffectProbe) -> str | None:
+    if probe.random:
+        if any(isinstance(a, torch.Generator) for a in _flat(args)):
+            return f"{name} draws from a generator of its own"
+        output.deferred.random = True
+    kinds = probe.kinds()
+    if kinds - {"mutation"}:
+        return f"{name} has effects outside its result"
+    if kinds and _touches_input(output, args):
+        return f"{name} changes an input in place"
+    return None
+
+
+def _touches_input(output: OutputGraph, args: tuple) -> bool:
+    """Does any tensor in ``args`` share its storage with a graph input (is one, or a view)?"""
+    from .variables.tensor import TensorVariable
+
+    inputs = {
+        StorageWeakRef(vt.example.untyped_storage())
+        for vt in output.inputs.values()
+        if isinstance(vt, TensorVariable)
+    }
+    return any(
+        isinstance(a, torch.Tensor) and StorageWeakRef(a.untyped_storage()) in inputs
+        for a in _flat(args)
+    )
+
+
+def _flat(values: Any) -> list[Any]:
+    if isinstance(values, (tuple, list)):
+        return [x for v in values for x in _flat(v)]
+    return [values]
+
+
+def _in_generator(tx: Translator) -> bool:
+    while tx.parent is not None:
+        tx = tx.parent
+    return bool(tx.code.co_flags & _GENERATOR_FLAGS)
+
+
+def finish(output: OutputGraph) -> TensorVariable | None:
+    """One boolean graph node that holds when every deferred check does (None without checks)."""
+    if not output.deferred.checks:
+        return None
+    holds = [check for check, _ in output.deferred.checks]
+    return functools.reduce(lambda a, b: output.call_function(torch.logical_and, (a, b), {}), holds)
+
+
+def emit_before(cg: Codegen, output: OutputGraph) -> None:
+    """Before the graph call of a graph with checks and random draws: ``__bg_rng = save()``."""
+    if output.deferred.random:
+        cg.push_callable(lambda: cg.load_cell_value("__bg_rng_save", save_rng))
+        cg.call(0)
+        cg.store_local("__bg_rng")
+
+
+def emit(cg: Codegen, output: OutputGraph, holds: TensorVariable) -> None:
+    """After the graph call: ``if not __graph_out[i]: [restore(__bg_rng)]; raise Rerun``."""
+    ok = Label()
+    cg.load_graph_output(holds.node)
+    cg.pop_jump_if_true(ok)
+    if output.deferred.random:
+        cg.push_callable(lambda: cg.load_cell_value("__bg_rng_restore", restore_rng))
+        cg.load_local("__bg_rng")
+        cg.call(1)
+        cg.pop_top()
+    cg.load_cell_value("__bg_rerun", Rerun)
+    cg.add("RAISE_VARARGS", 1)
+    cg.label(ok)
+
+
+def save_rng() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+    """The states of the default generators: the CPU's and, once CUDA is in use, each GPU's."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def restore_rng(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None:
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
