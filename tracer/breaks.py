@@ -28,6 +28,7 @@ from ..codegen.resume import resume_origin
 from .context_runtime import exit_with
 from .exc import Unsupported
 from .liveness import cells_written_from
+from .opcodes import operand_count
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker
 from .variables.containers import GeneratorVariable, IteratorVariable
@@ -322,49 +323,13 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
     cg.add("RERAISE", 1)
 
 
-#: Stack items consumed by instructions that may break, where that does not depend on the argument.
-#: (Not the container stores: a dict iterator below them travels as a tuple of its remaining items
-#: and would no longer see the dict change size, so those keep the old conservative path.)
-_POPS = {
-    "BINARY_OP": 2,
-    "BINARY_SUBSCR": 2,
-    "COMPARE_OP": 2,
-    "CONTAINS_OP": 2,
-    "IS_OP": 2,
-    "UNARY_NEGATIVE": 1,
-    "UNARY_NOT": 1,
-    "UNARY_INVERT": 1,
-    "GET_ITER": 1,
-    "UNPACK_SEQUENCE": 1,
-    "STORE_ATTR": 2,
-    "STORE_GLOBAL": 1,
-    "STORE_FAST": 1,
-    "BINARY_SLICE": 3,
-    # 3.13
-    "TO_BOOL": 1,
-    "CONVERT_VALUE": 1,
-    "FORMAT_SIMPLE": 1,
-    "FORMAT_WITH_SPEC": 2,
-    "STORE_FAST_LOAD_FAST": 1,
-    "STORE_FAST_STORE_FAST": 2,
-}
-
-
 def _operands(inst: Instr) -> int:
-    """How many stack items the breaking instruction consumes (all of them when unsure)."""
-    if inst.name == "CALL":
-        return inst.arg + 2
-    if inst.name == "CALL_KW":  # 3.13: the names tuple is on the stack too
-        return inst.arg + 3
-    if inst.name in _CONDITIONAL_JUMPS:
-        return 1
-    if inst.name in ("LOAD_ATTR", "LOAD_METHOD"):
-        return 1
-    if inst.name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING"):
-        return inst.arg
-    if inst.name == "FORMAT_VALUE":
-        return 2 if inst.arg & 0x04 else 1
-    return _POPS.get(inst.name, 1 << 30)
+    """How many stack items the breaking instruction consumes, as its handler declares (all of them
+    where it does not). The container stores declare none: a dict iterator below them travels as a
+    tuple of its remaining items and would no longer see the dict change size, so those keep the
+    old conservative path."""
+    count = operand_count(inst)
+    return 1 << 30 if count is None else count
 
 
 def _is_method_load(inst: Instr) -> bool:

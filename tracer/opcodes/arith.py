@@ -66,14 +66,14 @@ UNARY_OPERATORS = {
 }
 
 
-@handler("BINARY_OP")
+@handler("BINARY_OP", pops=2)
 def binary_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- result)  https://docs.python.org/3.11/library/dis.html#opcode-BINARY_OP"""
     rhs, lhs = tx.pop(), tx.pop()
     tx.push(tx.dispatch.call_operator(tx, BINARY_OPERATORS[inst.arg], [lhs, rhs]))
 
 
-@handler("COMPARE_OP")
+@handler("COMPARE_OP", pops=2)
 def compare_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- result)  https://docs.python.org/3.11/library/dis.html#opcode-COMPARE_OP"""
     rhs, lhs = tx.pop(), tx.pop()
@@ -84,7 +84,7 @@ def compare_op(tx: Translator, inst: Instr) -> None:
     tx.push(bool_operand(tx, result) if op & 16 else result)
 
 
-@handler("IS_OP")
+@handler("IS_OP", pops=2)
 def is_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- bool)  ``is`` / ``is not`` (arg 1)."""
     rhs, lhs = tx.pop(), tx.pop()
@@ -92,7 +92,7 @@ def is_op(tx: Translator, inst: Instr) -> None:
     tx.push(ConstantVariable(result != bool(inst.arg)))
 
 
-@handler("CONTAINS_OP")
+@handler("CONTAINS_OP", pops=2)
 def contains_op(tx: Translator, inst: Instr) -> None:
     """(item container -- bool)  ``in`` / ``not in`` (arg 1)."""
     container, item = tx.pop(), tx.pop()
@@ -111,10 +111,10 @@ def _unary_handler(name: str):
 
 
 for _name in UNARY_OPERATORS:
-    handler(_name)(_unary_handler(_name))
+    handler(_name, pops=1)(_unary_handler(_name))
 
 
-@handler("BINARY_SUBSCR")
+@handler("BINARY_SUBSCR", pops=2)
 def binary_subscr(tx: Translator, inst: Instr) -> None:
     """(container key -- item)"""
     key, obj = tx.pop(), tx.pop()
@@ -135,7 +135,7 @@ def delete_subscr(tx: Translator, inst: Instr) -> None:
     tx.dispatch.call_container_method(tx, obj, "__delitem__", [key], {})
 
 
-@handler("BINARY_SLICE")
+@handler("BINARY_SLICE", pops=3)
 def binary_slice(tx: Translator, inst: Instr) -> None:
     """(container start end -- container[start:end])  3.12"""
     end, start, obj = tx.pop(), tx.pop(), tx.pop()

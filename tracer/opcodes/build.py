@@ -24,19 +24,19 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
-@handler("BUILD_TUPLE")
+@handler("BUILD_TUPLE", pops=lambda inst: inst.arg)
 def build_tuple(tx: Translator, inst: Instr) -> None:
     """(items*n -- tuple)"""
     tx.push(TupleVariable(tx.popn(inst.arg)))
 
 
-@handler("BUILD_LIST")
+@handler("BUILD_LIST", pops=lambda inst: inst.arg)
 def build_list(tx: Translator, inst: Instr) -> None:
     """(items*n -- list)"""
     tx.push(ListVariable(tx.popn(inst.arg)))
 
 
-@handler("BUILD_SET")
+@handler("BUILD_SET", pops=lambda inst: inst.arg)
 def build_set(tx: Translator, inst: Instr) -> None:
     """(items*n -- set)  sets of Python constants only."""
     tx.push(SetVariable({_const_key(v) for v in tx.popn(inst.arg)}))
@@ -57,7 +57,7 @@ def build_const_key_map(tx: Translator, inst: Instr) -> None:
     tx.push(DictVariable(dict(zip(keys, values, strict=True))))
 
 
-@handler("BUILD_STRING")
+@handler("BUILD_STRING", pops=lambda inst: inst.arg)
 def build_string(tx: Translator, inst: Instr) -> None:
     """(s1 ... sn -- joined)"""
     tx.push(ConstantVariable("".join(v.as_python_constant() for v in tx.popn(inst.arg))))
@@ -122,7 +122,7 @@ def list_to_tuple(tx: Translator, inst: Instr) -> None:
     tx.push(TupleVariable(tx.pop().unpack(tx)))
 
 
-@handler("UNPACK_SEQUENCE")
+@handler("UNPACK_SEQUENCE", pops=1)
 def unpack_sequence(tx: Translator, inst: Instr) -> None:
     """(seq -- item_n ... item_1)"""
     items = tx.dispatch.iterate(tx, tx.pop())
@@ -144,27 +144,27 @@ def unpack_ex(tx: Translator, inst: Instr) -> None:
         tx.push(item)
 
 
-@handler("FORMAT_VALUE", until=(3, 12))
+@handler("FORMAT_VALUE", until=(3, 12), pops=lambda inst: 2 if inst.arg & 0x04 else 1)
 def format_value(tx: Translator, inst: Instr) -> None:
     """(value [spec] -- str)  f-string formatting of constants; flags in arg."""
     spec = tx.pop() if inst.arg & 0x04 else ConstantVariable("")
     tx.push(_format(_convert(tx.pop(), inst.arg & 0x03), spec))
 
 
-@handler("CONVERT_VALUE")
+@handler("CONVERT_VALUE", pops=1)
 def convert_value(tx: Translator, inst: Instr) -> None:
     """(value -- str)  3.13: the ``!s``/``!r``/``!a`` of an f-string field, on constants.
     https://docs.python.org/3.13/library/dis.html#opcode-CONVERT_VALUE"""
     tx.push(_convert(tx.pop(), int(inst.arg)))
 
 
-@handler("FORMAT_SIMPLE")
+@handler("FORMAT_SIMPLE", pops=1)
 def format_simple(tx: Translator, inst: Instr) -> None:
     """(value -- str)  3.13: ``format(value)`` of an f-string field, on constants."""
     tx.push(_format(tx.pop(), ConstantVariable("")))
 
 
-@handler("FORMAT_WITH_SPEC")
+@handler("FORMAT_WITH_SPEC", pops=2)
 def format_with_spec(tx: Translator, inst: Instr) -> None:
     """(value spec -- str)  3.13: ``format(value, spec)`` of an f-string field, on constants."""
     spec = tx.pop()

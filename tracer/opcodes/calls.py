@@ -53,7 +53,7 @@ def kw_names(tx: Translator, inst: Instr) -> None:
     tx.kw_names = tuple(inst.arg)
 
 
-@handler("CALL")
+@handler("CALL", pops=lambda inst: inst.arg + 2)
 def call(tx: Translator, inst: Instr) -> None:
     """(NULL|meth fn|self args*n -- result); 3.13: (fn NULL|self args*n -- result).
     https://docs.python.org/3.11/library/dis.html#opcode-CALL"""
@@ -61,7 +61,7 @@ def call(tx: Translator, inst: Instr) -> None:
     _call(tx, inst.arg, kw_names)
 
 
-@handler("CALL_KW")
+@handler("CALL_KW", pops=lambda inst: inst.arg + 3)  # the names tuple too
 def call_kw(tx: Translator, inst: Instr) -> None:
     """(fn NULL|self args*n names -- result)  3.13: the last ``len(names)`` args are keywords.
     https://docs.python.org/3.13/library/dis.html#opcode-CALL_KW"""

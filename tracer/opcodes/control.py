@@ -78,10 +78,12 @@ for _name, (_when, _none, _pop) in _CONDITIONAL.items():
         _names += [
             _name.replace("POP_JUMP_IF", f"POP_JUMP_{d}_IF") for d in ("FORWARD", "BACKWARD")
         ]
-    handler(*_names)(_jump_handler(_name, _when, _none, _pop))
+    # JUMP_IF_*_OR_POP pops its operand only where it does not jump: no one count
+    _pops = 1 if _pop == "always" else None
+    handler(*_names, pops=_pops)(_jump_handler(_name, _when, _none, _pop))
 
 
-@handler("TO_BOOL")
+@handler("TO_BOOL", pops=1)
 def to_bool(tx: Translator, inst: Instr) -> None:
     """(value -- bool)  3.13, before conditional jumps and ``UNARY_NOT``.
     https://docs.python.org/3.13/library/dis.html#opcode-TO_BOOL"""
@@ -102,7 +104,7 @@ def truth_operand(value: VariableTracker) -> VariableTracker:
     return value.tensor if isinstance(value, TensorTruthVariable) else value
 
 
-@handler("GET_ITER")
+@handler("GET_ITER", pops=1)
 def get_iter(tx: Translator, inst: Instr) -> None:
     """(iterable -- iterator)"""
     tx.push(tx.dispatch.get_iter(tx, tx.pop()))

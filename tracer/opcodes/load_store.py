@@ -100,7 +100,7 @@ def load_fast_load_fast(tx: Translator, inst: Instr) -> None:
         _load_fast(tx, name)
 
 
-@handler("STORE_FAST_LOAD_FAST")
+@handler("STORE_FAST_LOAD_FAST", pops=1)
 def store_fast_load_fast(tx: Translator, inst: Instr) -> None:
     """(value1 -- value2)  3.13: ``STORE_FAST a; LOAD_FAST b``, arg ``(a, b)``."""
     stored, loaded = inst.arg
@@ -108,7 +108,7 @@ def store_fast_load_fast(tx: Translator, inst: Instr) -> None:
     _load_fast(tx, loaded)
 
 
-@handler("STORE_FAST_STORE_FAST")
+@handler("STORE_FAST_STORE_FAST", pops=2)
 def store_fast_store_fast(tx: Translator, inst: Instr) -> None:
     """(value2 value1 --)  3.13: ``STORE_FAST a; STORE_FAST b``, arg ``(a, b)``."""
     for name in inst.arg:
@@ -132,7 +132,7 @@ def load_fast_and_clear(tx: Translator, inst: Instr) -> None:
     tx.push(SavedCellVariable(cell, None if value is NULL else value))
 
 
-@handler("STORE_FAST")
+@handler("STORE_FAST", pops=1)
 def store_fast(tx: Translator, inst: Instr) -> None:
     """(value --)  https://docs.python.org/3.11/library/dis.html#opcode-STORE_FAST"""
     _store_fast(tx, inst.arg)
@@ -181,7 +181,7 @@ def load_global(tx: Translator, inst: Instr) -> None:
         tx.push(value)
 
 
-@handler("STORE_GLOBAL")
+@handler("STORE_GLOBAL", pops=1)
 def store_global(tx: Translator, inst: Instr) -> None:
     """(value --)  recorded as a side effect, replayed by the rewritten code."""
     if tx.parent is not None:
@@ -268,7 +268,7 @@ def _cell_name(arg: CellVar | FreeVar | str) -> str:
     return arg if isinstance(arg, str) else arg.name
 
 
-@handler("LOAD_ATTR")
+@handler("LOAD_ATTR", pops=1)
 def load_attr(tx: Translator, inst: Instr) -> None:
     """(obj -- attr) or, 3.12 method form, (obj -- NULL|meth, attr|self); 3.13: (obj -- attr, NULL)
     (we always resolve the bound attribute, so the NULL form is used)."""
@@ -281,13 +281,13 @@ def load_attr(tx: Translator, inst: Instr) -> None:
         tx.push(attr)
 
 
-@handler("LOAD_METHOD", until=(3, 11))
+@handler("LOAD_METHOD", until=(3, 11), pops=1)
 def load_method(tx: Translator, inst: Instr) -> None:
     """(obj -- NULL, attr)  we always resolve the bound attribute, so the NULL form is used."""
     push_callable(tx, tx.dispatch.getattr_(tx, tx.pop(), inst.arg))
 
 
-@handler("STORE_ATTR")
+@handler("STORE_ATTR", pops=2)
 def store_attr(tx: Translator, inst: Instr) -> None:
     """(value obj --)  obj.name = value: setters, ``__setattr__`` run; stores are side effects."""
     obj, value = tx.pop(), tx.pop()
