@@ -169,6 +169,19 @@ class SideEffects:
             known = self.instance_dicts[id(obj)] = make(items)
         return known
 
+    def delete_new_attr(self, obj: VariableTracker, name: str) -> bool:
+        """``del obj.name`` on an object made in the trace: its pending store goes (False when
+        there is none: CPython's AttributeError). The object is made without it."""
+        if (id(obj), name) not in self.attr_stores:
+            return False
+        self._stores = None
+        del self.attr_stores[(id(obj), name)]
+        instance_dict = self.instance_dicts.get(id(obj))
+        if instance_dict is not None:
+            self._save(instance_dict)
+            del instance_dict.items[name]
+        return True
+
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attr_stores.get((id(obj), name))
         return entry[2] if entry else None

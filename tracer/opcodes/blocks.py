@@ -64,9 +64,8 @@ unsupported(
     "LOAD_FROM_DICT_OR_GLOBALS",
 )
 unsupported(
-    "deleting globals, attributes and cells is not traced",
+    "deleting globals and cells is not traced",
     "DELETE_GLOBAL",
-    "DELETE_ATTR",
     "DELETE_DEREF",
 )
 unsupported("print expressions only exist in the REPL", "PRINT_EXPR")

@@ -20,6 +20,7 @@ from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
 from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
 from ..variables.objects import SuperVariable
+from ..variables.user_objects import delete_attribute
 from . import handler
 from .calls import push_callable
 
@@ -295,6 +296,12 @@ def store_attr(tx: Translator, inst: Instr) -> None:
         obj.store_attr(inst.arg, value)
         return
     tx.dispatch.store_attr(tx, obj, inst.arg, value)
+
+
+@handler("DELETE_ATTR", pops=1)
+def delete_attr(tx: Translator, inst: Instr) -> None:
+    """(obj --)  ``del obj.name``  https://docs.python.org/3.11/library/dis.html#opcode-DELETE_ATTR"""
+    delete_attribute(tx, tx.pop(), inst.arg)
 
 
 @handler("LOAD_ASSERTION_ERROR")

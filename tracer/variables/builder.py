@@ -49,6 +49,7 @@ from .functions import (
 )
 from .iterator_inputs import wrap_input_iterator
 from .lazy_list import LazyListVariable
+from .live_inputs import bound_container_method, wrap_live_input
 from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .modules import NNModuleVariable
 from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
@@ -215,6 +216,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     iterator = wrap_input_iterator(tx, value, source)  # a list iterator, map, zip... (issue 24)
     if iterator is not None:
         return iterator
+    live = wrap_live_input(tx, value, source)  # a dict view, a finfo (issue 24)
+    if live is not None:
+        return live
     if isinstance(value, types.MethodType):
         # Each read of a method makes a new bound object, which later calls never see again: guard
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
@@ -280,13 +284,18 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # unless a polyfill takes it.
         add(Guard(source, "TYPE_MATCH", type(value), type(value)))
         owner, owner_source = value.__self__, AttrSource(source, "__self__")
+        owner_vt = None
         if isinstance(owner, type):
             add(Guard.id_match(owner_source, owner))
         else:
-            wrap(tx, owner, owner_source)
+            owner_vt = wrap(tx, owner, owner_source)
         name_source = AttrSource(source, "__name__")
         add(Guard(name_source, "TYPE_MATCH", str, str))
         add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        if owner_vt is not None:  # ``l.append`` of a tracked list: the trace's own method
+            method = bound_container_method(tx, value, owner_vt, source)
+            if method is not None:
+                return method
         return CFunctionVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)

@@ -293,6 +293,9 @@ class BoundMethodVariable(VariableTracker):
         return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # a bound method given to the trace: that object
+            self.source.reconstruct(cg)
+            return
         self.obj.reconstruct(cg)
         cg.load_attr(self.name)
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
-from ...guards.sources import AttrSource, ItemSource, Source
+from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
 from ..exc import Unsupported
 from ..liveness import code_cell_writes
 from . import markers
@@ -472,7 +473,12 @@ class TorchVariable(ConstantLikeVariable):
             attr = getattr(self.value, name)
         except AttributeError:
             raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
-        return tx.wrap_static(attr)
+        vt = tx.wrap_static(attr)
+        if _module_like(self.value, name, attr, vt):
+            # a module-like object of torch's (``torch.backends.cuda.matmul``) has no tracker of
+            # its own: at a graph break it is loaded again from its module (issue 24)
+            vt = vt.clone(source=ModuleGlobalSource(self.value.__name__, name))
+        return vt
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -484,6 +490,22 @@ class TorchVariable(ConstantLikeVariable):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"
+
+
+def _module_like(module: Any, name: str, attr: Any, vt: VariableTracker) -> bool:
+    """Is ``attr``, the global ``name`` of the torch module ``module``, a plain object that
+    ``wrap_static`` made a sourceless object tracker of (not a function, class, container or
+    constant: those have trackers that rebuild them)?"""
+    return (
+        isinstance(module, types.ModuleType)
+        and sys.modules.get(module.__name__) is module
+        and vars(module).get(name) is attr
+        and not callable(attr)
+        and not isinstance(attr, (types.ModuleType, tuple, list, dict, set))
+        and getattr(vt, "value", None) is attr
+        and getattr(vt, "source", False) is None
+        and not vt.is_python_constant()
+    )
 
 
 @dataclass(eq=False)

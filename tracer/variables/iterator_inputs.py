@@ -10,7 +10,9 @@ with its usual guards, a string or range by value) and the position. Items the t
 taken from the real object afterwards (``replay_position``), so the caller's iterator ends where
 CPython's would; ``reconstruct`` gives back the same object (its source).
 
-``enumerate`` objects stay opaque: their count cannot be set on the real object afterwards.
+An ``enumerate`` over such a sequence iterator is read too: its count cannot be set on the real
+object, so the items the trace took through it are taken again from the real object, its iterator
+first moved back (``EnumerateVariable.replay_log``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import IteratorVariable, ListVariable, TupleVariable
 from .iterators import (
+    EnumerateVariable,
     FilterVariable,
     MapVariable,
     RangeIteratorVariable,
@@ -77,7 +80,13 @@ class ReducedSource(ChainedSource):
 
 def is_input_iterator(value: Any) -> bool:
     cls = type(value)
-    return cls in _SEQ_ITERATORS or cls in _RANGE_ITERATORS or cls is _LIST_REVERSED or cls in _LAZY
+    return (
+        cls in _SEQ_ITERATORS
+        or cls in _RANGE_ITERATORS
+        or cls is _LIST_REVERSED
+        or cls in _LAZY
+        or cls is enumerate
+    )
 
 
 def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
@@ -92,6 +101,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     state_source = ReducedSource(source, "state")
     state = reduced_part(value, "state", 0)
     add(Guard.type_match(source, cls))
+    if cls is enumerate:
+        return _wrap_enumerate(tx, value, source)
     if cls in _LAZY:
         args = value.__reduce__()[1]
         first = 1 if cls in (map, filter) else 0
@@ -125,3 +136,38 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     if state is None:  # exhausted (its sequence let go): stays so
         return SeqIteratorVariable(items, index=len(items), seq=seq, exhausted=True, source=source)
     return SeqIteratorVariable(items, index=state, seq=seq, source=source)
+
+
+def _range_setstate_is_absolute() -> bool:
+    """Does ``__setstate__(n)`` put a range iterator at item ``n``? (Since 3.12 it moves it ``n``
+    items on from where it is.)"""
+    it = iter(range(5))
+    next(it), next(it)
+    it.__setstate__(1)
+    return next(it) == 1
+
+
+#: Iterators an input ``enumerate`` may read: those whose position ``__setstate__`` sets.
+_POSITIONED = (
+    *_SEQ_ITERATORS,
+    _LIST_REVERSED,
+    *(_RANGE_ITERATORS[:1] if _range_setstate_is_absolute() else ()),
+)
+
+
+def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> VariableTracker | None:
+    """An ``enumerate`` over a list, tuple, string or reversed list iterator, or a range iterator
+    where ``_POSITIONED`` (items taken again at run time, to count them, must have no effects: not
+    over ``map`` and the like), its count guarded."""
+    from .builder import wrap
+
+    sub_value, count = value.__reduce__()[1]
+    if type(sub_value) not in _POSITIONED:
+        return None
+    sub = wrap(tx, sub_value, ReducedSource(source, "arg", 0))
+    if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
+        return None
+    count_source = ReducedSource(source, "arg", 1)
+    tx.output.add_guard(Guard(count_source, "TYPE_MATCH", int, int))
+    tx.output.add_guard(Guard(count_source, "EQUALS_MATCH", count, ("enumerate", count)))
+    return EnumerateVariable([], sources=[sub], count=count, input_count=count, source=source)

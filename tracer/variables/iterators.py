@@ -77,6 +77,21 @@ def set_position(it: Any, state: int | None) -> None:
         it.__setstate__(state)
 
 
+def count_taken(it: enumerate, start: int, taken: int) -> None:
+    """Runtime helper: raise the count of the enumerate ``it`` by ``taken``, taking that many
+    items from its iterator moved back to ``start`` (the iterator's own replay follows)."""
+    it.__reduce__()[1][0].__setstate__(start)
+    for _ in range(taken):
+        next(it)
+
+
+def _setstate_position(it: IteratorVariable) -> int:
+    """The ``__setstate__`` argument putting the real iterator where the tracker ``it`` is."""
+    if isinstance(it, ReversedIteratorVariable):
+        return it.position
+    return it.index
+
+
 def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
     """Emit ``set_position(<source>, state)``: the items the trace took, taken from the real
     iterator."""
@@ -499,20 +514,62 @@ class ZipVariable(BuiltinIteratorVariable):
 
 @dataclass(eq=False)
 class EnumerateVariable(BuiltinIteratorVariable):
+    """``enumerate(iterator, start)``. One given to the trace (``iterator_inputs``: a source, and
+    ``input_count``, its count then) has its count raised afterwards by taking as many items from
+    the real object as the trace took through it (``replay_log``): CPython's enumerate has no other
+    way to set it."""
+
     count: int = 0  #: the number the next item gets
+    input_count: int | None = None  #: an input's count when the trace got it
+    #: an input's: where its iterator stood when the trace first took an item through it
+    replay_from: int | None = None
 
     def pull(self) -> VariableTracker | None:
-        item = self.sources[0].next_item(self._tx)
+        sub = self.sources[0]
+        if self.source is not None:
+            self._check_replayable(sub)
+        item = sub.next_item(self._tx)
         if item is None:
             return None
         self.count += 1
         return TupleVariable([ConstantVariable(self.count - 1), item])
 
+    def _check_replayable(self, sub: IteratorVariable) -> None:
+        """The replay takes the items again from the real iterator, from where the trace first
+        found it: so the trace must not have moved that iterator itself before, nor changed the
+        list under it (the items taken again would not be the ones the trace counted)."""
+        if self._tx is None:  # items forced outside the trace's steps: never counted again
+            raise Unsupported("enumerate_input", "an input enumerate's items taken in advance")
+        mutated = self._tx.output.side_effects.mutated
+        seq = getattr(sub, "seq", None)
+        if (self.replay_from is None and id(sub) in mutated) or (
+            seq is not None and id(seq) in mutated
+        ):
+            raise Unsupported(
+                "enumerate_input",
+                "an enumerate given to the trace, over an iterator or list the trace changed",
+            )
+        if self.replay_from is None:
+            self.replay_from = _setstate_position(sub)
+
     def _extra_state(self) -> Any:
-        return self.count
+        return self.count, self.replay_from
 
     def _restore_extra(self, state: Any) -> None:
-        self.count = state
+        self.count, self.replay_from = state
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input enumerate: count what the trace took (its iterator's own replay, which comes
+        after this one, then puts the iterator where the trace left it)."""
+        taken = self.count - self.input_count
+        if taken:
+            cg.load_const(count_taken)
+            self.source.reconstruct(cg)
+            cg.load_const(self.replay_from)
+            cg.load_const(taken)
+            cg.call_function(3)
+            cg.pop_top()
+        return True
 
     def rebuildable(self) -> bool:
         return self._sources_rebuildable()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..exc import PythonError, Unsupported
-from . import container_methods, numpy_arrays, sorting, views
+from . import container_methods, numpy_arrays, sorting, user_objects, views
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import (
@@ -267,6 +267,22 @@ def derived_equality(
     tx: Translator, op: Any, args: list[VariableTracker]
 ) -> VariableTracker | None:
     return _derived_equality(tx, op, args[0], args[1]) if len(args) == 2 else None
+
+
+@operator_rule(operator.eq, operator.ne)
+def namespaces(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``types.SimpleNamespace`` objects: equal when their attribute dicts are; with anything
+    else CPython's comparison gives NotImplemented both ways, so only identity counts."""
+    if len(args) != 2:
+        return None
+    dicts = [user_objects.namespace_dict(tx, a) for a in args]
+    if all(d is not None for d in dicts):
+        return call_operator(tx, op, dicts)
+    if any(d is not None for d in dicts) and any(
+        isinstance(a, ConstantVariable) and type(a.value) in _BUILTIN_VALUES for a in args
+    ):
+        return ConstantVariable(op is operator.ne)
+    return None
 
 
 @operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))

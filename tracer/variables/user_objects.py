@@ -42,8 +42,8 @@ from .attributes import (
 from .base import VariableTracker
 from .builtin_calls import builtin
 from .constant import ConstantVariable
-from .containers import DictVariable, TupleVariable
 from .functions import NestedFunctionVariable, UserFunctionVariable
+from .containers import DictVariable, TupleVariable, key_vt
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
 from .tensor import TensorVariable
@@ -56,6 +56,12 @@ _OBJECT_NEW = object.__dict__["__new__"]
 _OBJECT_SETATTR = object.__dict__["__setattr__"]
 _OBJECT_INIT = object.__dict__["__init__"]
 _OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+_OBJECT_DELATTR = object.__dict__["__delattr__"]
+#: ``__setattr__``/``__delattr__`` slots that are ``object``'s generic ones (3.11 and 3.12 list
+#: SimpleNamespace's in its ``__dict__``, 3.13 does not)
+_GENERIC_SETATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__setattr__")] if v)
+_GENERIC_DELATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__delattr__")] if v)
+_NAMESPACE_DICT = vars(types.SimpleNamespace)["__dict__"]  #: a member descriptor, not a getset
 
 
 @dataclass(eq=False)
@@ -88,6 +94,22 @@ class NewObjectVariable(UserObjectVariable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.python_type().__name__})"
+
+
+@dataclass(eq=False)
+class NamespaceVariable(NewObjectVariable):
+    """A ``types.SimpleNamespace`` created during the trace: its attributes (the constructor's
+    arguments first) are pending stores, as any new object's; it is made as ``SimpleNamespace()``
+    and given them with ``STORE_ATTR`` (its ``__setattr__`` is the generic one)."""
+
+    raw_replay = False
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(self.python_type())
+        cg.call_function(0)
+
+    def __repr__(self) -> str:
+        return "NamespaceVariable()"
 
 
 @dataclass(eq=False)
@@ -160,6 +182,8 @@ def construct(
         return builtin_calls.construct(tx, cls, args, kwargs)
     if dict_subclasses.models(cls):  # ``class AttrDict(dict)``: a DictVariable of that class
         return dict_subclasses.construct(tx, cls, args, kwargs)
+    if cls is types.SimpleNamespace:
+        return _construct_namespace(tx, cls_vt, args, kwargs)
     _check_plain_class(cls)
     try:
         blank = object.__new__(cls)
@@ -228,6 +252,84 @@ def _construct_namedtuple_object(
     return obj
 
 
+def _takes_mapping() -> bool:
+    """Does this Python's ``SimpleNamespace`` take a positional mapping (3.13 does)?"""
+    try:
+        types.SimpleNamespace({})
+    except TypeError:
+        return False
+    return True
+
+
+_NAMESPACE_TAKES_MAPPING = _takes_mapping()
+
+
+def _construct_namespace(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``SimpleNamespace(mapping_or_pairs, /, **kwargs)`` with CPython's checks: at most one
+    positional argument (none before 3.13), a mapping or pairs with string keys, then ``kwargs``.
+    They fill its ``__dict__`` directly (no ``__setattr__`` runs)."""
+    if len(args) > (1 if _NAMESPACE_TAKES_MAPPING else 0):
+        raise Unsupported("python_error", "TypeError: SimpleNamespace(): too many arguments")
+    pairs = _namespace_pairs(tx, args[0]) if args else []
+    pairs += [(ConstantVariable(k), v) for k, v in kwargs.items()]
+    effects = tx.output.side_effects
+    obj = NamespaceVariable(types.SimpleNamespace(), cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    for key, value in pairs:
+        if not (key.is_python_constant() and type(key.as_python_constant()) is str):
+            raise Unsupported("python_error", "TypeError: keywords must be strings")
+        effects.store_attr(obj, key.as_python_constant(), value)
+    return obj
+
+
+def _namespace_pairs(
+    tx: Translator, arg: VariableTracker
+) -> list[tuple[VariableTracker, VariableTracker]]:
+    """The (key, value) pairs of ``SimpleNamespace``'s positional argument."""
+    if isinstance(arg, DictVariable):
+        return [(key_vt(k), v) for k, v in arg.items.items()]
+    pairs = []
+    for item in tx.dispatch.iterate(tx, arg):
+        pair = tx.dispatch.iterate(tx, item)
+        if len(pair) != 2:
+            raise Unsupported("python_error", "ValueError: SimpleNamespace() takes pairs")
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def namespace_dict(tx: Translator, vt: VariableTracker) -> VariableTracker | None:
+    """The attributes of ``vt`` as a dict tracker if it is a ``SimpleNamespace`` (made in the
+    trace or given to it) whose class keeps SimpleNamespace's ``__eq__`` and ``__repr__``, which
+    only read them; else None."""
+    if not isinstance(vt, UserObjectVariable) or not isinstance(vt.value, types.SimpleNamespace):
+        return None
+    cls, own = type(vt.value), vars(types.SimpleNamespace)
+    if any(type_lookup(cls, m) is not own[m] for m in ("__eq__", "__repr__")):
+        return None
+    if vt.source is None and not isinstance(vt, NewObjectVariable):
+        return None
+    attributes = vt.var_getattr(tx, "__dict__")
+    return attributes if isinstance(attributes, DictVariable) else None
+
+
+@builtin(repr, str)
+def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """``repr(ns)`` (and ``str``, which is ``repr`` for it) of a ``SimpleNamespace`` whose
+    attributes are Python constants: CPython's text, ``namespace(a=1)`` (the class name for a
+    subclass). Other values break the graph as before."""
+    attributes = namespace_dict(tx, obj)
+    if attributes is None or not attributes.is_python_constant():
+        raise Unsupported("builtin", f"repr() on {obj!r}")
+    real = types.SimpleNamespace.__new__(obj.python_type())
+    vars(real).update(attributes.as_python_constant())
+    return ConstantVariable(repr(real))
+
+
 def _enum_member(
     cls: enum.EnumMeta, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
@@ -252,7 +354,9 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if name == "__class__":
         return obj.cls_vt
     static = type_lookup(cls, name)
-    if name == "__dict__" and isinstance(static, types.GetSetDescriptorType):
+    if name == "__dict__" and (
+        isinstance(static, types.GetSetDescriptorType) or static is _NAMESPACE_DICT
+    ):
         return effects.instance_dict(obj, lambda items: InstanceDictVariable(items, owner=obj))
     source = class_attr_source(obj.cls_vt.source, cls, name) if static is not MISSING else None
     if static is not MISSING and is_data_descriptor(static):
@@ -333,7 +437,7 @@ def store_attribute(
         if store_config_attribute(tx, obj, name, value):
             return
         hook = type_lookup(cls, "__setattr__")
-        if hook is _OBJECT_SETATTR:
+        if hook is _OBJECT_SETATTR or hook in _GENERIC_SETATTR:
             _guard_class_attr(tx, obj, "__setattr__", hook)
             generic_setattr(tx, obj, name, value)
         elif isinstance(hook, types.FunctionType):
@@ -440,6 +544,35 @@ def _store_class_attribute(
     tx.output.side_effects.store_class_attr(obj, name, value)
 
 
+# -- deleting attributes ---------------------------------------------------------------------------
+def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
+    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) on an object made in the trace whose class
+    keeps the generic ``__delattr__``: the attribute leaves the object's pending stores (a later
+    read finds the class attribute, or raises), or ``AttributeError`` as CPython raises it.
+    Elsewhere the deletion runs in Python (a graph break)."""
+    effects = tx.output.side_effects
+    if not (isinstance(obj, NewObjectVariable) and effects.is_new(obj)):
+        raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
+    cls = obj.python_type()
+    _check_class_unchanged(tx, cls, name)
+    hook = type_lookup(cls, "__delattr__")
+    if hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR:
+        raise Unsupported("delete_attr", f"{cls.__name__} defines __delattr__")
+    static = type_lookup(cls, name)
+    if static is not MISSING and is_data_descriptor(static):  # a property's deleter, a slot
+        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
+    if not effects.delete_new_attr(obj, name):
+        raise Unsupported("python_error", f"AttributeError: {cls.__name__} has no {name!r}")
+
+
+@builtin(delattr)
+def delattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    if not (name.is_python_constant() and type(name.as_python_constant()) is str):
+        raise Unsupported("python_error", "TypeError: attribute name must be string")
+    delete_attribute(tx, obj, name.as_python_constant())
+    return ConstantVariable(None)
+
+
 # -- object's own slots called explicitly ----------------------------------------------------------
 @builtin(_OBJECT_SETATTR)
 def object_setattr(
@@ -468,6 +601,7 @@ __all__ = [
     "NamedTupleObjectVariable",
     "NewObjectVariable",
     "construct",
+    "delete_attribute",
     "namedtuple_attribute",
     "store_attribute",
 ]

@@ -56,6 +56,10 @@ class DictViewVariable(VariableTracker):
         raise Unsupported("getattr", f"{self.python_type().__name__} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # a view given to the trace (``live_inputs``): that object
+            self.source.reconstruct(cg)
+            return
+
         def build() -> None:
             self.dict_vt.reconstruct(cg)
             cg.load_attr(self.kind)

@@ -1,0 +1,98 @@
+"""Objects that reach a trace as inputs, most often because a graph break rebuilt them for the
+resume function (issue 24): dict views, ``torch.finfo``/``torch.iinfo`` objects, and C methods
+bound to a list, dict or set (``app = l.append``).
+
+Each becomes the tracker the trace would have made itself, so the code after a break reads them as
+the code before it did:
+
+- a dict view (``d.keys()``, ``d.values()``, ``d.items()``) is a ``DictViewVariable`` over the
+  tracker of the very dict it views (read through ``ViewedDictSource``): like CPython's view, it
+  sees every later write to that dict, and the dict reached another way is the same tracker;
+- a ``finfo``/``iinfo`` is a constant, guarded on the dtype it describes (its attributes are
+  read-only functions of the dtype);
+- ``l.append`` bound to a tracked container is that container's method (``BoundMethodVariable``),
+  so calling it changes the container as the trace records it.
+
+Iterators given as inputs are ``iterator_inputs.py``'s.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...guards.guard import Guard
+from ...guards.sources import AttrSource, ChainedSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .containers import BoundMethodVariable, DictVariable, ListVariable, SetVariable
+from .views import _VIEW_TYPES, DictViewVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Emitter
+    from ..translator import Translator
+
+_VIEW_KINDS = {cls: kind for kind, cls in _VIEW_TYPES.items()}
+_TYPE_INFO = (torch.finfo, torch.iinfo)
+
+
+def viewed_dict(view: Any) -> dict:
+    """Runtime helper (and what guards render): the dict a dict view shows. A view holds its dict
+    and nothing else, so it is the one object the view refers to (``view.mapping`` is only a
+    read-only proxy of it)."""
+    return gc.get_referents(view)[0]
+
+
+@dataclass(frozen=True)
+class ViewedDictSource(ChainedSource):
+    """The dict a dict view ``base`` shows: ``__import__('gc').get_referents(L['k'])[0]``."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__('gc').get_referents({self.base.render(roots)})[0]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(viewed_dict)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+
+
+def wrap_live_input(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """The tracker for ``value`` read through ``source`` if it is one of this module's kinds,
+    else None."""
+    cls = type(value)
+    if cls in _VIEW_KINDS:
+        return _wrap_view(tx, value, source, _VIEW_KINDS[cls])
+    if cls in _TYPE_INFO:
+        add = tx.output.add_guard
+        add(Guard.type_match(source, cls))
+        dtype = AttrSource(source, "dtype")  # a str: ``'float32'``
+        add(Guard(dtype, "TYPE_MATCH", str, str))
+        add(Guard(dtype, "EQUALS_MATCH", value.dtype, (str, value.dtype)))
+        return ConstantVariable(value, source)
+    return None
+
+
+def _wrap_view(tx: Translator, value: Any, source: Source, kind: str) -> VariableTracker | None:
+    tx.output.add_guard(Guard.type_match(source, type(value)))
+    dict_vt = tx.wrap(viewed_dict(value), ViewedDictSource(source))
+    if not isinstance(dict_vt, DictVariable):  # keys the trace does not model as a dict's
+        return None
+    return DictViewVariable(dict_vt, kind, source=source)
+
+
+def bound_container_method(
+    tx: Translator, method: Any, owner: VariableTracker, source: Source
+) -> VariableTracker | None:
+    """``method``, a C method bound to the object ``owner`` tracks (its type and the method's name
+    guarded by the caller), as the trace's own ``owner.name``; None unless ``owner`` is a list, dict
+    or set tracker and ``method`` is the method its type gives that name."""
+    if not isinstance(owner, (ListVariable, DictVariable, SetVariable)):
+        return None
+    name = method.__name__
+    if getattr(method.__self__, name, None) != method:  # e.g. ``dict.get`` bound to a subclass
+        return None
+    bound = owner.var_getattr(tx, name)
+    return bound.clone(source=source) if isinstance(bound, BoundMethodVariable) else None
