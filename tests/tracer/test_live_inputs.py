@@ -53,6 +53,14 @@ def _enumerate_live(x):
     return [i * t for i, t in e]
 
 
+def _enumerate_range_live(x):
+    e = enumerate(range(4), 1)
+    next(e)
+    y = x + 1
+    print("break")
+    return [y * i * t for i, t in e]
+
+
 def _bound_append_live(x):
     out = []
     app = out.append
@@ -101,6 +109,7 @@ LIVE = [
     _values_view_live,
     _items_view_live,
     _enumerate_live,
+    _enumerate_range_live,
     _bound_append_live,
     _bound_dict_method_live,
     _finfo_live,
@@ -177,6 +186,22 @@ def test_an_input_enumerate_is_advanced_as_eager():
         assert_same(out, _take(eager_e, x))
         assert list(e) == list(eager_e)
     assert counter.frame_count == 2
+    _unbroken(recorder)
+
+
+def test_an_input_enumerate_over_a_range():
+    # since 3.12 a range iterator's ``__setstate__`` moves it on rather than putting it at an index
+    compiled, counter = compile_counted(_take_both)
+    recorder = Recorder()
+    for _ in range(2):
+        its = iter(range(10, 15)), iter(range(10, 15))
+        (e, it), (eager_e, eager_it) = ((enumerate(i, 2), i) for i in its)
+        x = torch.randn(2)
+        with recorder:
+            out = compiled(e, it, x)
+        assert_same(out, _take_both(eager_e, eager_it, x))
+        assert list(e) == list(eager_e)
+    assert counter.frame_count == 1
     _unbroken(recorder)
 
 
