@@ -6,6 +6,7 @@ Each is rebuilt at the break and read back by the resume function's trace
 sides of the break. Before: one more break per call, or the whole call in Python. Counts are
 compared with torch.compile's."""
 
+import collections
 import dis
 import types
 
@@ -44,6 +45,14 @@ def _items_view_live(x):
     it = d.items()
     print("break")
     return [v + 1 for _, v in it]
+
+
+def _ordered_view_live(x):
+    d = collections.OrderedDict(a=x, b=x + 1)
+    k = d.keys()
+    print("break")
+    d.move_to_end("a")
+    return list(k), type(k).__name__, x * 2
 
 
 def _enumerate_live(x):
@@ -108,6 +117,7 @@ LIVE = [
     _keys_view_live,
     _values_view_live,
     _items_view_live,
+    _ordered_view_live,
     _enumerate_live,
     _enumerate_range_live,
     _bound_append_live,
