@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bytecode import Bytecode, ConcreteBytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, CellVar, ConcreteBytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
+from .pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from .transform import make_function
 
 
@@ -39,6 +40,10 @@ class ResumePoint:
     #: (3.13) stack slots passed as the value a ``TO_BOOL`` before ``index`` converted, converted
     #: by the prefix so that the resume function sees what the original did
     bool_slots: tuple[int, ...] = ()
+    #: cell variables (among ``names``) passed as the cell itself, not its value: the frame's cell,
+    #: shared with closures made before the break (``takes_cells``). The code reads and writes it
+    #: as ``cell.cell_contents``
+    cell_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class ResumeOrigin:
     n_prefix: int  #: instructions the prefix added
     first: int  #: its first instruction copied from the template after the prefix
     seconds: tuple[int, ...]  #: its instructions that are second halves of split pairs
+    cell_args: tuple[str, ...] = ()  #: see ``ResumePoint.cell_args``
 
 
 def make_resume(
@@ -82,6 +88,12 @@ def make_resume(
             active.append(item)
         elif isinstance(item, TryEnd) and item.entry in active:
             active.remove(item.entry)
+        if isinstance(item, Instr) and point.cell_args:
+            spelled = _cell_as_local(item, point.cell_args)
+            if spelled is not None:
+                body += spelled
+                halves.update(id(extra) for extra in spelled[1:])
+                continue
         if isinstance(item, Instr) and item.name in _PAIRS:
             first_op, second_op = _PAIRS[item.name]
             second = Instr(second_op, item.arg[1], location=item.location)
@@ -131,7 +143,7 @@ def make_resume(
         body,
         name=name,
         argnames=tuple(names) + stack_args,
-        cellvars=list(code.co_cellvars),
+        cellvars=[name for name in code.co_cellvars if name not in point.cell_args],
         prologue=False,
         globals_=globals_,
         compute_exception_depths=not depths_known,
@@ -140,10 +152,44 @@ def make_resume(
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
     instrs = [item for item in body if isinstance(item, Instr)]
     seconds = tuple(j for j, instr in enumerate(instrs) if id(instr) in halves)
-    fn.__bytegraph_resume__ = ResumeOrigin(template, n_prefix, first, seconds)
+    fn.__bytegraph_resume__ = ResumeOrigin(template, n_prefix, first, seconds, point.cell_args)
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     return fn
+
+
+#: What code may do with a cell variable for it to be passed as its cell (``takes_cells``).
+_CELL_OPS = frozenset({"MAKE_CELL", "LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE", "LOAD_FAST"})
+
+
+def takes_cells(code: types.CodeType, names: tuple[str, ...]) -> bool:
+    """Can a resume function of ``code`` take the cell variables ``names`` as cells? Not where the
+    code deletes one, or (3.12+ inlined comprehensions) saves and restores its slot."""
+    for instr in dis.get_instructions(code):
+        if instr.argval in names and instr.opname not in _CELL_OPS:
+            return False
+    return True
+
+
+def _cell_as_local(item: Instr, names: tuple[str, ...]) -> list[Instr] | None:
+    """How a resume function spells ``item`` when the cell variables ``names`` are plain locals
+    holding their cell (None: as it is): ``MAKE_CELL`` is a ``NOP`` (instructions keep their
+    positions), ``LOAD_DEREF c`` reads ``c.cell_contents``, ``STORE_DEREF c`` writes it,
+    ``LOAD_CLOSURE c`` loads ``c``. The second instruction of a pair maps back to the same
+    template instruction (``ResumeOrigin.seconds``)."""
+    arg = item.arg
+    name = arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
+    if not isinstance(name, str) or name not in names:
+        return None
+    where = {"location": item.location}
+    if item.name == "MAKE_CELL":
+        return [Instr("NOP", **where)]
+    if item.name == "LOAD_DEREF":
+        attr = (False, "cell_contents") if LOAD_ATTR_TAKES_METHOD_FLAG else "cell_contents"
+        return [Instr("LOAD_FAST", name, **where), Instr("LOAD_ATTR", attr, **where)]
+    if item.name == "STORE_DEREF":
+        return [Instr("LOAD_FAST", name, **where), Instr("STORE_ATTR", "cell_contents", **where)]
+    return [Instr("LOAD_FAST", name, **where)]  # LOAD_CLOSURE, or 3.13's LOAD_FAST of the cell
 
 
 #: NOTE(3.13): the instructions naming two locals, and the two instructions each stands for. Their

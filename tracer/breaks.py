@@ -24,16 +24,21 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
 from ..codegen.emit import NULL_OFFSET, Codegen
-from ..codegen.resume import resume_origin
+from ..codegen.resume import resume_origin, takes_cells
 from .context_runtime import exit_with
 from .exc import Unsupported
-from .liveness import cells_written_from
+from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
-from .variables.base import NullVariable, VariableTracker
+from .variables.base import NullVariable, VariableTracker, walk
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
-from .variables.functions import SavedCellVariable
+from .variables.functions import (
+    LocalCellVariable,
+    NestedFunctionVariable,
+    SavedCellVariable,
+    reconstruct_cell,
+)
 from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -118,6 +123,59 @@ def cells_written_after(frames: list[FrameState]) -> set[int]:
         written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
         shared |= {id(cell) for name, cell in tx.local_cells.items() if name in written}
     return shared
+
+
+def passed_cells(frames: list[FrameState]) -> dict[int, tuple[str, ...]]:
+    """Per frame (by ``id``): the cell variables its resume function takes as the cell itself
+    (``ResumePoint.cell_args``), so that closures made in the trace and the resumed frame share
+    them as in CPython: each cell of the frame that a live closure holds and that the frame writes
+    once resumed, or a live closure writes (``nonlocal``). Other cells are rebuilt as new cells
+    holding their value, which is the same while no one writes them."""
+    held: set[int] = set()
+    written_by_closures: set[int] = set()
+    for vt in walk(live_values(frames)):
+        if isinstance(vt, NestedFunctionVariable):
+            own = code_cell_writes(vt.code)
+            for name, cell in vt.closure.items():
+                if isinstance(cell, LocalCellVariable):
+                    held.add(id(cell))
+                    if name in own:
+                        written_by_closures.add(id(cell))
+    passed: dict[int, tuple[str, ...]] = {}
+    for frame in frames:
+        tx = frame.tx
+        if not tx.local_cells or tx.fn is None:
+            continue
+        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
+        names = tuple(
+            name
+            for name, cell in tx.local_cells.items()
+            if id(cell) in held and (name in written or id(cell) in written_by_closures)
+        )
+        if names and takes_cells(_template(tx, frame.index)[0].__code__, names):
+            passed[id(frame)] = names
+    return passed
+
+
+def _cell_args(
+    cg: Codegen, frame: FrameState, names: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(names, cell_args)`` for a resume function of ``frame``: the cells it shares with the
+    trace's closures (``passed_cells``, added to the names when dead as values) and those the frame
+    already took as cells (a resume function's own ``cell_args``: once a cell, always one)."""
+    origin = getattr(frame.tx.fn, "__bytegraph_resume__", None)
+    carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
+    new = getattr(cg, "passed_cells", {}).get(id(frame), ())
+    return names + tuple(n for n in new if n not in names), carried + new
+
+
+def _load_local(cg: Codegen, frame: FrameState, name: str, cells: tuple[str, ...]) -> None:
+    """Push the frame's local ``name`` for a resume call: its cell, for a cell passed as one."""
+    cell = frame.tx.local_cells.get(name) if name in cells else None
+    if cell is not None:
+        reconstruct_cell(cg, cell)
+    else:
+        frame.locals[name].reconstruct(cg)
 
 
 def live_values(frames: list[FrameState]) -> list[VariableTracker]:
@@ -217,7 +275,7 @@ def _call_resume(
     continues: bool = False,
 ) -> None:
     tx = frame.tx
-    names = _live_names(tx, frame.locals, index)
+    names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
     slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
     # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
     # so the resume function breaks on the tensor as the original would.
@@ -231,10 +289,11 @@ def _call_resume(
         compiled and _compilable(frame, index),
         bool_slots=truths,
         continues=continues,
+        cell_args=cells,
     )
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
-        frame.locals[name].reconstruct(cg)
+        _load_local(cg, frame, name, cells)
     _reconstruct_stack(cg, stack, slots, as_args=True)
     cg.call(len(stack) - len(nulls) + len(names))
 
@@ -243,7 +302,7 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     """Break in the function's own frame: restore locals and stack, run the instruction, resume."""
     tx, index = frame.tx, frame.index
     inst = tx.instructions[index]
-    names = _live_names(tx, frame.locals, index)
+    names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
     slots = _iterator_slots(frame.stack, untouched)
@@ -256,7 +315,7 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     begin = (frame.stack.index(exit_vt), protect) if protect is not None else None
     _reconstruct_stack(cg, frame.stack, slots, as_args=False, begin=begin)
     for name in names:
-        frame.locals[name].reconstruct(cg)
+        _load_local(cg, frame, name, cells)
     for name in reversed(names):
         cg.store_local(name)
     if isinstance(inst.lineno, int):  # the instruction runs here: tracebacks show the user's line
@@ -408,11 +467,21 @@ def _resume_with_stack(
     consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
     instruction pushed)."""
     tx = frame.tx
-    names = tuple(n for n in _live_names(tx, frame.locals, index) if n in names)
+    names, cells = _cell_args(
+        cg, frame, tuple(n for n in _live_names(tx, frame.locals, index) if n in names)
+    )
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
-    fn = resume(*_template(tx, index), nstack, names, slots, nulls, _compilable(frame, index))
+    fn = resume(
+        *_template(tx, index),
+        nstack,
+        names,
+        slots,
+        nulls,
+        _compilable(frame, index),
+        cell_args=cells,
+    )
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.pop_null()

@@ -23,7 +23,14 @@ from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from . import deferred_checks
-from .breaks import ResumeFactory, call_start, cells_written_after, emit_break, live_values
+from .breaks import (
+    ResumeFactory,
+    call_start,
+    cells_written_after,
+    emit_break,
+    live_values,
+    passed_cells,
+)
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported
@@ -142,6 +149,10 @@ def _finish(
     cg.resumes = frames is not None
     if frames is not None:
         cg.shared_cells = cells_written_after(frames)
+        cg.passed_cells = passed_cells(frames)  # cells resume functions take as cells
+        cg.passed_cell_vts = [
+            f.tx.local_cells[name] for f in frames for name in cg.passed_cells.get(id(f), ())
+        ]
     live = [result] if frames is None else live_values(frames)
     if frames is None:  # before the graph is compiled: forcing a generator may add to it
         _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])

@@ -149,9 +149,11 @@ def test_fallback_after_entering_a_context_restores_the_state():
     def fn(x):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             y = x @ x
-            # a closure made in the trace, live at the break, over a cell the frame writes after
-            # it: the two must share the cell, which a resume function cannot (a fallback)
-            f = lambda: y  # noqa: E731
+            # a closure made in the trace that refers to itself, live at the break: the rewritten
+            # code cannot make it again (a fallback)
+            def f(n=1):
+                return y if n == 0 else f(n - 1)
+
             print(f is not None)
             y = y + 0
         return y, f() @ f()

@@ -25,7 +25,7 @@ from ..variables.containers import (
     IteratorVariable,
     Yielded,
 )
-from ..variables.tensor import TensorTruthVariable, TensorVariable
+from ..variables.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from . import handler
 
 if TYPE_CHECKING:
@@ -96,12 +96,17 @@ def bool_operand(tx: Translator, value: VariableTracker) -> VariableTracker:
     instruction breaks the graph on the tensor, as on 3.11/3.12."""
     if isinstance(value, TensorVariable):
         return TensorTruthVariable(value)
+    if isinstance(value, TensorBoolVariable):  # already a bool: its tensor is what jumps test
+        return value
     return ConstantVariable(tx.dispatch.truth(tx, value))
 
 
 def truth_operand(value: VariableTracker) -> VariableTracker:
-    """What a jump or ``UNARY_NOT`` tests: 3.13's ``bool(tensor)`` stands for the tensor."""
-    return value.tensor if isinstance(value, TensorTruthVariable) else value
+    """What a jump or ``UNARY_NOT`` tests: 3.13's ``bool(tensor)`` stands for the tensor, as does
+    a ``bool(tensor)`` called in the trace."""
+    if isinstance(value, (TensorTruthVariable, TensorBoolVariable)):
+        return value.tensor
+    return value
 
 
 @handler("GET_ITER", pops=1)

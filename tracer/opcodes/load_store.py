@@ -239,14 +239,7 @@ def load_deref(tx: Translator, inst: Instr) -> None:
         tx.push(tx.output.side_effects.cell_stores[name])
     else:
         assert isinstance(cell, ClosureCellVariable)
-        try:
-            contents = cell.cell.cell_contents
-        except ValueError:
-            raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
-        if cell.source is None:  # a cell of a function reached without a source
-            tx.push(tx.wrap_unsourced(contents, f"free variable {name!r}"))
-        else:
-            tx.push(tx.wrap(contents, cell.source))
+        tx.push(cell.contents(tx, name))
 
 
 @handler("STORE_DEREF")
@@ -261,6 +254,8 @@ def store_deref(tx: Translator, inst: Instr) -> None:
         cell.frame_locals[cell.name] = value
     elif tx.parent is None:
         tx.output.side_effects.store_cell(name, value)
+    elif isinstance(cell, ClosureCellVariable) and cell.cell_source() is not None:
+        cell.store(tx, value)  # replayed on the cell (a resume argument, ``f.__closure__[i]``)
     else:
         raise Unsupported("closure_store", f"nonlocal store to {name!r} inside an inlined function")
 

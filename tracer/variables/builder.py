@@ -43,6 +43,7 @@ from .distributed import wrap as wrap_distributed
 from .functions import (
     REBUILT,
     BuiltinVariable,
+    ClosureCellVariable,
     PartialVariable,
     TorchVariable,
     UserFunctionVariable,
@@ -114,6 +115,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return tx.output.add_input(value, source)
     if type(value) is ContextExit:  # a with-block's exit, entered before a graph break
         return wrap_context_exit(tx, value, source)
+    if cls is types.CellType:  # a frame's cell passed to a resume function (``cell_args``)
+        add(Guard.type_match(source, cls))
+        return ClosureCellVariable(value, AttrSource(source, "cell_contents"))
     if value is None:
         add(Guard(source, "NONE_MATCH"))
         return ConstantVariable(None, source)
@@ -353,7 +357,9 @@ def _is_torch_value(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) or ""
     function = value.__func__ if isinstance(value, types.MethodType) else value
-    if isinstance(function, types.FunctionType) and module.startswith(INLINED_TORCH_MODULES):
+    if module.startswith(INLINED_TORCH_MODULES) and (
+        isinstance(function, types.FunctionType) or not isinstance(value, type)
+    ):  # their functions, and instances of their classes (a distribution's ``Transform``)
         return False
     if isinstance(value, type):
         return module == "torch" or (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..exc import PythonError, TracedException, Unsupported
+from ..exc import PythonError, Unsupported
 from ..polyfills.builtins import callable_iterator
 from . import collection_types, model_output, sorting, state_contexts
 from .base import VariableTracker
@@ -46,6 +46,7 @@ from .objects import ClassVariable, PythonModuleVariable, SuperVariable
 from .slices import make_slice
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable, to_scalar
+from .tensor import to_bool as tensor_bool
 from .views import DictViewVariable
 
 if TYPE_CHECKING:
@@ -313,37 +314,23 @@ def getattr_(
     name: VariableTracker,
     default: VariableTracker | None = None,
 ) -> VariableTracker:
-    if default is None:
+    try:
         return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
-    found = _read_or_missing(tx, obj, name)
-    return default if found is None else found
+    except Unsupported as e:
+        if default is not None and _missing_attribute(e):
+            return default
+        raise
 
 
 @builtin(hasattr)
 def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
-    return ConstantVariable(_read_or_missing(tx, obj, name) is not None)
-
-
-def _read_or_missing(
-    tx: Translator, obj: VariableTracker, name: VariableTracker
-) -> VariableTracker | None:
-    """``obj.name``, or None where the read raises AttributeError, which ``hasattr`` and
-    ``getattr(o, name, default)`` catch (and only that, as in CPython): the attribute is absent
-    (guarded so), a C-level read raises it, or traced code raises it (a class's ``__getattr__``, a
-    property getter): ``builtin_catches`` makes that exception caught here, not a break."""
-    tx.builtin_catches.append(AttributeError)
     try:
-        return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
-    except TracedException as te:
-        if issubclass(te.exc.cls, AttributeError):
-            return None
-        raise
+        tx.dispatch.getattr_(tx, obj, name.as_python_constant())
     except Unsupported as e:
         if _missing_attribute(e):
-            return None
+            return ConstantVariable(False)
         raise
-    finally:
-        tx.builtin_catches.pop()
+    return ConstantVariable(True)
 
 
 def _missing_attribute(e: Unsupported) -> bool:
@@ -509,6 +496,10 @@ BUILTINS[all] = _any_all(builtins.all)
 
 @builtin(bool)
 def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
+    if isinstance(value, TensorVariable):  # data the trace does not know: kept for a jump on it
+        made = tensor_bool(tx, value)
+        if made is not None:
+            return made
     return ConstantVariable(tx.dispatch.truth(tx, value))
 
 

@@ -109,7 +109,7 @@ class UserFunctionVariable(VariableTracker):
             args = [self.self_vt, *args]
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
-            closure[name] = ClosureCellVariable(cell, _cell_source(self.source, self.fn, name))
+            closure[name] = closure_cell(tx, cell, _cell_source(self.source, self.fn, name))
         return tx.inline_call(
             self.fn.__code__,
             self.fn.__globals__,
@@ -190,10 +190,66 @@ def _defaults_vt(
 
 @dataclass(eq=False)
 class ClosureCellVariable(VariableTracker):
-    """A real closure cell of a user function; its contents are wrapped (and guarded) when read."""
+    """A real closure cell of a user function; its contents are wrapped (and guarded) when read.
+    A cell a resume function takes as an argument (``ResumePoint.cell_args``: the frame's cell,
+    shared with closures made before the break) is one too: its code reads and writes
+    ``cell_contents``, writes are side effects replayed on the cell."""
 
     cell: types.CellType
     source: Source | None = None  #: source of the cell *contents*
+
+    def cell_source(self) -> Source | None:
+        """Where the cell object itself is found (``f.__closure__[i]``, a resume argument)."""
+        source = self.source
+        if isinstance(source, AttrSource) and source.attr == "cell_contents":
+            return source.base
+        return None
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def contents(self, tx: Translator, name: str) -> VariableTracker:
+        """What the cell holds now: a value stored in the trace, else its real contents."""
+        pending = tx.output.side_effects.load_attr(self, "cell_contents")
+        if pending is not None:
+            return pending
+        try:
+            contents = self.cell.cell_contents
+        except ValueError:
+            raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
+        if self.source is None:  # a cell of a function reached without a source
+            return tx.wrap_unsourced(contents, f"free variable {name!r}")
+        return tx.wrap(contents, self.source)
+
+    def store(self, tx: Translator, value: VariableTracker) -> None:
+        """``cell.cell_contents = value``: replayed on the cell after the graph."""
+        if self.cell_source() is None:
+            raise Unsupported("closure_store", "a store to a cell that cannot be reached again")
+        tx.output.side_effects.store_attr(self, "cell_contents", value)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name != "cell_contents":
+            raise Unsupported("getattr", f"cell.{name}")
+        return self.contents(tx, "cell_contents")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        base = self.cell_source()
+        if base is not None:
+            base.reconstruct(cg)  # ``f.__closure__[i]`` of this call's ``f``, a resume argument
+        else:
+            cg.load_cell_value(f"__bg_cell_{id(self.cell)}", self.cell)
+
+
+def closure_cell(tx: Translator, cell: types.CellType, source: Source | None) -> VariableTracker:
+    """The tracker of a real cell, one per cell object in a trace (the cell a resume function took
+    as an argument and the same cell in a closure it calls must see the same stores)."""
+    known = tx.output.wrapped.get(id(cell))
+    if known is not None and known[0] is cell and isinstance(known[1], ClosureCellVariable):
+        return known[1]
+    vt = ClosureCellVariable(cell, source)
+    if source is not None:
+        tx.output.wrapped[id(cell)] = (cell, vt)
+    return vt
 
 
 @dataclass(eq=False)
@@ -325,12 +381,14 @@ class NestedFunctionVariable(VariableTracker):
         """At a graph break, may the cells of the traced frames be rebuilt as new cells? Yes while
         no one writes them after the break: not this function (``nonlocal``), nor its frame once
         resumed (``cg.shared_cells``, from ``breaks.cells_written_after``); a frame that has
-        returned no longer writes its cells."""
+        returned no longer writes its cells. A cell its resumed frame takes as the cell itself
+        (``breaks.passed_cells``) is shared whoever writes it."""
         shared = getattr(cg, "shared_cells", None)
+        passed = {id(c) for c in getattr(cg, "passed_cell_vts", ())}
         own = code_cell_writes(self.code)
         for name, cell in zip(self.code.co_freevars, cells, strict=True):
-            if isinstance(cell, ClosureCellVariable):
-                continue
+            if isinstance(cell, ClosureCellVariable) or id(cell) in passed:
+                continue  # the same cell object: shared with the resumed frame
             if shared is None or name in own or id(cell) in shared:
                 return False
         return True
@@ -347,7 +405,7 @@ class NestedFunctionVariable(VariableTracker):
             value.reconstruct(cg)
         cg.build_map(len(self.kwdefaults))
         for cell in cells:
-            _reconstruct_cell(cg, cell)
+            reconstruct_cell(cg, cell)
         cg.build_tuple(len(cells))
         for name, value in self.attrs.items():
             cg.load_const(name)
@@ -396,13 +454,9 @@ def make_function(
 REBUILT: weakref.WeakSet[types.FunctionType] = weakref.WeakSet()
 
 
-def _reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
+def reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
     if isinstance(cell, ClosureCellVariable):  # a real cell: the same cell object
-        source = cell.source
-        if isinstance(source, AttrSource) and source.attr == "cell_contents":
-            source.base.reconstruct(cg)  # ``f.__closure__[i]``: of this call's ``f``
-        else:
-            cg.load_cell_value(f"__bg_cell_{id(cell.cell)}", cell.cell)
+        cell.reconstruct(cg)
         return
     if not isinstance(cell, LocalCellVariable):
         raise Unsupported("escaping_closure", f"a closure over {cell}")

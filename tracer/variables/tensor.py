@@ -279,6 +279,37 @@ class TensorTruthVariable(VariableTracker):
         return f"TensorTruthVariable({self.tensor!r})"
 
 
+@dataclass(eq=False)
+class TensorBoolVariable(VariableTracker):
+    """``bool(t)`` of a one-element tensor, called as a function (torch.distributions'
+    ``_all_true_or_runtime_assert`` returns it for its caller's ``if not ...: raise``). ``tensor``
+    is a new boolean node holding the truth as it was at the call (a later in-place change of ``t``
+    cannot change it): a conditional jump on it may be a deferred check (``deferred_checks``);
+    anything else that needs the value breaks, and the code rebuilds it as ``bool(tensor)``."""
+
+    tensor: TensorVariable
+
+    def python_type(self) -> type:
+        return bool
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_callable(lambda: cg.load_const(bool))
+        self.tensor.reconstruct(cg)
+        cg.call(1)
+
+    def __repr__(self) -> str:
+        return f"TensorBoolVariable({self.tensor!r})"
+
+
+def to_bool(tx: Translator, tensor: TensorVariable) -> TensorBoolVariable | None:
+    """``bool(tensor)`` as a ``TensorBoolVariable`` (None when it is not one element: eager
+    raises, or the size is symbolic)."""
+    numel = tensor.example.numel()
+    if not isinstance(numel, int) or numel != 1:
+        return None
+    return TensorBoolVariable(tx.output.call_function(torch.ne, (tensor, ConstantVariable(0)), {}))
+
+
 def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTracker:
     """``t.item()``, ``int(t)``, ``float(t)``, ``operator.index(t)`` of a one-element tensor: an
     unbacked symbolic number the graph computes (torch.compile's ``capture_scalar_outputs``). Code

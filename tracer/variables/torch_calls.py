@@ -79,6 +79,10 @@ def call_torch(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     name = getattr(fn, "__name__", "")
+    try:
+        hash(fn)  # the tables below are looked up by it
+    except TypeError:
+        raise Unsupported("call", f"calling a {type(fn).__name__} object") from None
     if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
     if is_distributed_callable(fn):  # issue 13: collectives and world queries, before any run

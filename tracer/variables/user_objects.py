@@ -21,6 +21,7 @@ import contextlib
 import enum
 import functools
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from torch import nn
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import Unsupported
-from . import builtin_calls, dict_subclasses, module_objects
+from . import builtin_calls, dict_subclasses, module_objects, weak_references
 from .attributes import (
     MISSING,
     bind_class_attribute,
@@ -42,8 +43,8 @@ from .attributes import (
 from .base import VariableTracker
 from .builtin_calls import builtin
 from .constant import ConstantVariable
-from .functions import NestedFunctionVariable, UserFunctionVariable
 from .containers import DictVariable, TupleVariable, key_vt
+from .functions import ClosureCellVariable, NestedFunctionVariable, UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
 from .tensor import TensorVariable
@@ -184,6 +185,8 @@ def construct(
         return dict_subclasses.construct(tx, cls, args, kwargs)
     if cls is types.SimpleNamespace:
         return _construct_namespace(tx, cls_vt, args, kwargs)
+    if cls is weakref.ref:
+        return weak_references.make_ref(tx, args, kwargs)
     _check_plain_class(cls)
     try:
         blank = object.__new__(cls)
@@ -449,6 +452,8 @@ def store_attribute(
         dict_subclasses.store_attr(tx, obj, name, value)
     elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
         obj.store_attr(tx, name, value)
+    elif isinstance(obj, ClosureCellVariable) and name == "cell_contents":
+        obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
     else:
