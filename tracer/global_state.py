@@ -137,9 +137,12 @@ class GlobalStateLog:
         ]
 
     def default_device(self) -> Any:
-        """The device a ``torch.device`` context entered in the trace puts in force, or None."""
-        for event in reversed(self.open_regions()):
-            if event.device is not None:
+        """The device factory calls get from what the trace did: the innermost ``torch.device``
+        context entered in it and still open, else the last ``torch.set_default_device`` call (a
+        "set" event with a ``device``: ``cpu`` for ``None``), else None (the call's own state)."""
+        open_ids = {id(e) for e in self.open_regions()}
+        for event in reversed(self.events):
+            if event.device is not None and (event.kind == "set" or id(event) in open_ids):
                 return event.device
         return None
 

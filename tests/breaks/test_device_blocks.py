@@ -93,7 +93,7 @@ def _default_device_set_and_reset(x):
         (_module_in_block, 1, 1),  # the module is built in Python, in the block
         (_user_module_in_block, 1, 1),
         (_module_outside_block, 1, 0),
-        (_default_device_set_and_reset, 2, 2),  # torch.compile 2.13: 1 graph, 0 breaks
+        (_default_device_set_and_reset, 1, 0),  # traced (it broke at each set); torch.compile too
     ],
 )
 def test_device_block_with_random_numbers_runs_as_eager(fn, graphs, breaks):

@@ -142,6 +142,12 @@ def _device_exit(tx: Translator, ctx: CarriedContextVariable) -> VariableTracker
     return NONE
 
 
+def _device_expects(key: tuple, expected: dict[str, Any]) -> None:
+    """Inside the block, factories get its device, unless the code changed that directly (a
+    ``torch.set_default_device`` in the block, run in Python at the break)."""
+    expected["device"] = key[1]
+
+
 def _null_enter(tx: Translator, ctx: CarriedContextVariable) -> None:
     ctx.record(tx, "enter", key=ctx.key)
 
@@ -181,7 +187,7 @@ CARRIED_KINDS.update(
         _device_enter,
         _device_exit,
         lambda key: ContextRecipe(torch.device, (key[1],)),
-        _no_expectation,
+        _device_expects,
         _stays,
     ),
     null=CarriedKind(

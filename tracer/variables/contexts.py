@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._device import DeviceContext
 
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source
@@ -297,6 +299,9 @@ def current_state(aspect: str) -> Any:
         return (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
     if kind == "autocast_cache":
         return torch.is_autocast_cache_enabled()
+    if kind == "device":  # what factory calls get: the ``DeviceContext`` mode on the stack
+        modes = [m for m in _get_current_function_mode_stack() if isinstance(m, DeviceContext)]
+        return str(modes[-1].device) if modes else None
     raise AssertionError(aspect)
 
 

@@ -9,8 +9,8 @@ torch's own tracer uses (``_set_grad_enabled``, ``_enter_autocast``/``_exit_auto
 ``_enter_inference_mode``...), switching the real state at the same time while tracing.
 ``torch.device`` contexts have no node: factory calls under them get the device as an explicit
 argument (``device_for``). How a resume function starting inside a block traces these contexts is
-in ``carried_contexts.py``; traced setters (``set_default_dtype``, ``use_deterministic_algorithms``)
-and queries of the state are at the end.
+in ``carried_contexts.py``; traced setters (``set_default_dtype``, ``set_default_device``,
+``use_deterministic_algorithms``) and queries of the state are at the end.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 from torch.autograd.grad_mode import _enter_inference_mode, _exit_inference_mode
+from torch.overrides import _get_current_function_mode_stack
 from torch.utils._contextlib import _DecoratorContextManager
-from torch.utils._device import _device_constructors
+from torch.utils._device import DeviceContext, _device_constructors
 
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, Source
@@ -340,9 +341,50 @@ def _use_deterministic(
     )
 
 
+def _set_default_device(
+    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``torch.set_default_device(device)``: in eager it installs a ``DeviceContext`` torch function
+    mode (``None`` removes it). The trace does not install it (the mode would run on the tracer's
+    own calls): from here on, factory calls get the device as an argument (``device_for``; ``cpu``
+    after ``None``), and the rewritten code makes the same call after the graph, which leaves
+    torch's state as eager's. Taken only where the device modes are the plain ones (at most the
+    global context, as the only ``DeviceContext``, none entered before it): eager's bookkeeping
+    when it is mixed with ``with torch.device(...)`` blocks still open is left to Python, as is a
+    device whose factories could not run here."""
+    (device,), _ = constant_args("set_default_device", args, kwargs)
+    log = tx.output.state
+    if any(e.device is not None for e in log.open_regions()) or not _plain_device_modes():
+        raise Unsupported(
+            "torch_effect",
+            "set_default_device() while a torch.device block is open",
+            hint="set the default device outside the with block",
+        )
+    try:
+        target = torch.device("cpu") if device is None else torch.device(device)
+    except Exception as e:  # noqa: BLE001 (bad arguments: it raises again when run in Python)
+        raise Unsupported("torch_effect", f"set_default_device() raised {e!r}") from None
+    accelerator = torch.accelerator.current_accelerator()
+    if target.type not in ("cpu", "meta") and getattr(accelerator, "type", None) != target.type:
+        raise Unsupported("torch_effect", f"set_default_device({device!r}): no such device here")
+    log.add(StateEvent("set", call=(torch.set_default_device, (device,)), device=target))
+    return NONE
+
+
+def _plain_device_modes() -> bool:
+    """The ``DeviceContext`` modes on the real stack are none, or exactly the global one of
+    ``torch.set_default_device`` (which it replaces), itself entered outside any other."""
+    modes = [m for m in _get_current_function_mode_stack() if isinstance(m, DeviceContext)]
+    current = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    if current is None:
+        return not modes
+    return len(modes) == 1 and modes[0] is current and current.prev_mode is None
+
+
 #: Traced calls setting global state: fn -> ``handler(tx, args, kwargs)``.
 STATE_SETTERS = {
     torch.set_default_dtype: _set_default_dtype,
+    torch.set_default_device: _set_default_device,
     torch.use_deterministic_algorithms: _use_deterministic,
 }
 

@@ -2,13 +2,13 @@
 specially.
 
 Context managers (``torch.no_grad()``, ``torch.autocast(...)``...) and state setters that are traced
-(``set_grad_enabled``, ``set_default_dtype``, ``use_deterministic_algorithms``) go to
-``state_contexts.py``; queries of global state are answered as constants (the state is guarded
-and, while tracing, really switched); other calls with effects outside the tensors (seeding, saving,
-global flags, mode stacks) are ``Unsupported`` so they run in Python. Everything else is recorded
-as a node and run on fake tensors; results that are not tensors are folded to constants by the
-output graph.
-Factory calls under a ``torch.device`` context of the trace get the device as an argument.
+(``set_grad_enabled``, ``set_default_dtype``, ``set_default_device``,
+``use_deterministic_algorithms``) go to ``state_contexts.py``; queries of global state are answered
+as constants (the state is guarded and, while tracing, really switched); other calls with effects
+outside the tensors (seeding, saving, global flags, mode stacks) are ``Unsupported`` so they run in
+Python. Everything else is recorded as a node and run on fake tensors; results that are not tensors
+are folded to constants by the output graph. Factory calls under a ``torch.device`` context or after
+a ``set_default_device`` of the trace get the device as an argument.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ EFFECTFUL = frozenset(
         "save",
         "load",
         "compile",
-        "set_default_device",
         "set_default_tensor_type",
         "set_printoptions",
         "set_num_threads",
