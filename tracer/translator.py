@@ -113,6 +113,9 @@ class Translator:
         self.depth = parent.depth + 1 if parent is not None else 0
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
+        #: exceptions that a builtin run by this frame's current instruction catches when its
+        #: traced callees raise them (``hasattr``: AttributeError; see ``will_be_caught``)
+        self.builtin_catches: list[type[BaseException]] = []
         #: instructions traced by this trace, all its inlined frames together (``[count]``)
         self.traced: list[int] = parent.traced if parent is not None else [0]
 

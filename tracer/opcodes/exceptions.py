@@ -71,8 +71,9 @@ def _entry(tx: Translator, index: int) -> Entry | None:
 # -- deciding ----------------------------------------------------------------------------------
 def will_be_caught(tx: Translator, cls: type) -> bool:
     """Does an ``except`` clause of ``tx`` or of a traced caller catch ``cls`` raised at ``tx``'s
-    current instruction? (Raises ``Unsupported`` when a ``with`` block or unrecognised handler
-    code is on the way.)"""
+    current instruction, or a builtin between them (``hasattr`` catching the AttributeError of a
+    traced ``__getattr__``: ``Translator.builtin_catches``)? (Raises ``Unsupported`` when a
+    ``with`` block or unrecognised handler code is on the way.)"""
     frame: Translator | None = tx
     while frame is not None:
         if _frame_catches(frame, frame.ip - 1, cls):
@@ -80,6 +81,8 @@ def will_be_caught(tx: Translator, cls: type) -> bool:
         if frame.code.co_flags & CO_GENERATOR:  # the exception goes to whoever resumed it
             return False
         frame = frame.parent
+        if frame is not None and issubclass(cls, tuple(frame.builtin_catches)):
+            return True
     return False
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..exc import PythonError, Unsupported
+from ..exc import PythonError, TracedException, Unsupported
 from ..polyfills.builtins import callable_iterator
 from . import collection_types, model_output, sorting, state_contexts
 from .base import VariableTracker
@@ -314,23 +314,37 @@ def getattr_(
     name: VariableTracker,
     default: VariableTracker | None = None,
 ) -> VariableTracker:
-    try:
+    if default is None:
         return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
-    except Unsupported as e:
-        if default is not None and _missing_attribute(e):
-            return default
-        raise
+    found = _read_or_missing(tx, obj, name)
+    return default if found is None else found
 
 
 @builtin(hasattr)
 def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    return ConstantVariable(_read_or_missing(tx, obj, name) is not None)
+
+
+def _read_or_missing(
+    tx: Translator, obj: VariableTracker, name: VariableTracker
+) -> VariableTracker | None:
+    """``obj.name``, or None where the read raises AttributeError, which ``hasattr`` and
+    ``getattr(o, name, default)`` catch (and only that, as in CPython): the attribute is absent
+    (guarded so), a C-level read raises it, or traced code raises it (a class's ``__getattr__``, a
+    property getter): ``builtin_catches`` makes that exception caught here, not a break."""
+    tx.builtin_catches.append(AttributeError)
     try:
-        tx.dispatch.getattr_(tx, obj, name.as_python_constant())
+        return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
+    except TracedException as te:
+        if issubclass(te.exc.cls, AttributeError):
+            return None
+        raise
     except Unsupported as e:
         if _missing_attribute(e):
-            return ConstantVariable(False)
+            return None
         raise
-    return ConstantVariable(True)
+    finally:
+        tx.builtin_catches.pop()
 
 
 def _missing_attribute(e: Unsupported) -> bool:
