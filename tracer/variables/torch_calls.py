@@ -8,7 +8,8 @@ as constants (the state is guarded and, while tracing, really switched); other c
 outside the tensors (seeding, saving, global flags, mode stacks) are ``Unsupported`` so they run in
 Python. Everything else is recorded as a node and run on fake tensors; results that are not tensors
 are folded to constants by the output graph. Factory calls under a ``torch.device`` context or after
-a ``set_default_device`` of the trace get the device as an argument.
+a ``set_default_device`` of the trace get the device as an argument; torch's legacy typed
+constructors (``torch.FloatTensor(...)``) are ``LEGACY_CONSTRUCTORS``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .containers import IteratorVariable, ListVariable, TupleVariable
 from .distributed import is_distributed_callable
 from .functions import UserFunctionVariable
 from .higher_order import bind_functions, is_higher_order
+from .symbolic import SymNodeVariable
 from .tensor import TensorVariable, is_tensor_method
 
 if TYPE_CHECKING:
@@ -124,6 +126,8 @@ def call_torch(
     if fn is torch.Size:
         items = tx.dispatch.iterate(tx, args[0]) if args else []
         return TupleVariable(items, is_size=True)
+    if fn in LEGACY_CONSTRUCTORS:
+        return _legacy_constructor(tx, fn, args, kwargs)
     if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
         return _fold_call(tx, fn, args, kwargs)
     if (name in EFFECTFUL or name.lstrip("_").startswith("set_")) and not (
@@ -152,6 +156,93 @@ def call_torch(
         return tx.output.call_function(fn, tuple(args), kwargs)
     except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
         return UserFunctionVariable(fn).call_function(tx, args, kwargs)
+
+
+#: torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``, ``torch.LongTensor(3)``),
+#: all of CPU tensors: class -> the dtype it makes (its ``dtype``).
+LEGACY_CONSTRUCTORS = {
+    cls: cls.dtype
+    for cls in (
+        torch.FloatTensor,
+        torch.DoubleTensor,
+        torch.HalfTensor,
+        torch.BFloat16Tensor,
+        torch.LongTensor,
+        torch.IntTensor,
+        torch.ShortTensor,
+        torch.CharTensor,
+        torch.ByteTensor,
+        torch.BoolTensor,
+    )
+}
+
+
+def _legacy_constructor(
+    tx: Translator, cls: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``cls(...)`` for a class of ``LEGACY_CONSTRUCTORS``, parsed as torch's ``legacy_tensor_ctor``
+    parses it, always a CPU tensor of ``cls``'s dtype (whatever the default dtype and device):
+
+    - no argument: an empty 1-d tensor; sizes (ints, or one ``torch.Size``): an *uninitialised*
+      tensor of that size, as in eager (``torch.empty``);
+    - a tensor of that dtype on the CPU: an alias of it (``aten.alias``, a view, as eager's);
+    - a list or tuple of numbers (a tuple is data, not sizes): ``torch.tensor(data, dtype=...)``.
+
+    ``device=`` may only say ``cpu`` (not with a tensor). Any other argument (a storage, an array,
+    a tensor of another dtype, bad data) runs in Python, which raises what eager raises, as does a
+    default device other than cpu/meta (whose behaviour here is not checked)."""
+    dtype, name = LEGACY_CONSTRUCTORS[cls], cls.__name__
+    device = kwargs.get("device")
+    default = tx.output.state.default_device() or torch.get_default_device()
+    if (
+        set(kwargs) - {"device"}
+        or not (device is None or _constant_cpu_device(device))
+        or default.type not in ("cpu", "meta")
+    ):
+        raise Unsupported("new_object", f"{name}() with these arguments")
+    cpu = {"dtype": ConstantVariable(dtype), "device": ConstantVariable(torch.device("cpu"))}
+    sizes = args[0].items if len(args) == 1 and _is_size(args[0]) else args
+    if all(_legacy_size(a) for a in sizes):  # no argument: sizes ``(0,)``
+        return tx.output.call_function(torch.empty, tuple(sizes or [ConstantVariable(0)]), cpu)
+    if len(args) == 1 and isinstance(args[0], TensorVariable):
+        tensor = args[0].example
+        if (
+            kwargs
+            or args[0].python_type() not in (torch.Tensor, torch.nn.Parameter)
+            or (tensor.dtype, tensor.device.type, tensor.layout) != (dtype, "cpu", torch.strided)
+        ):
+            raise Unsupported("new_object", f"{name}() of a {tensor.dtype} {tensor.device} tensor")
+        return tx.output.call_function(torch.ops.aten.alias.default, (args[0],), {})
+    data = args[0] if len(args) == 1 else None
+    if not (isinstance(data, (ListVariable, TupleVariable)) and _python_numbers(data)):
+        raise Unsupported("new_object", f"{name}() of {', '.join(map(str, args))}")
+    try:  # bad data (ragged lists, overflow) raises in eager: let it
+        cls(data.as_python_constant())
+    except Exception as e:  # noqa: BLE001 (it raises again when the call runs in Python)
+        raise Unsupported("new_object", f"{name}() raised {e!r}") from None
+    return tx.output.call_function(torch.tensor, (data,), cpu)
+
+
+def _is_size(vt: VariableTracker) -> bool:
+    return isinstance(vt, TupleVariable) and vt.is_size
+
+
+def _legacy_size(vt: VariableTracker) -> bool:
+    """A size a legacy constructor takes: an int (not a bool) that is not negative (a negative
+    one raises), or a symbolic int of the trace known while tracing."""
+    if isinstance(vt, SymNodeVariable):
+        return vt.python_type() is int and not vt.unbacked
+    return isinstance(vt, ConstantVariable) and type(vt.value) is int and vt.value >= 0
+
+
+def _constant_cpu_device(vt: VariableTracker) -> bool:
+    if not vt.is_python_constant():
+        return False
+    value = vt.as_python_constant()
+    try:
+        return value is not None and torch.device(value).type == "cpu"
+    except (RuntimeError, TypeError):
+        return False
 
 
 def _assert(condition, message):
