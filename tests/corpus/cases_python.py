@@ -1865,3 +1865,21 @@ def tuple_comparisons_and_pow():
         return pow(x, 2) + pow(2, 3), ordered, (1, "a") == (1, "a"), max((2, "b"), (2, "a"))
 
     return Setup(fn, _t(2))
+
+
+@case("python", graphs=2, breaks=1, tc_breaks=1)
+def closure_cell_written_after_a_break():
+    # the frame and the closure share the cell across the break (resume cell_args)
+    def fn(x):
+        n = 0
+
+        def inc():
+            nonlocal n
+            n += 1
+            return n
+
+        y = x + inc()
+        print("counted", n)
+        return y * inc(), n
+
+    return Setup(fn, lambda: (torch.randn(3),))

@@ -279,3 +279,24 @@ def item_and_tolist():
         return x.sum().item() * 2, x.tolist()
 
     return Setup(fn, _t(3))
+
+
+@case("tensors", graphs=1, breaks=0, tc_breaks=0)
+def validation_raise_on_tensor_data():
+    # the branch's other side only raises: a check deferred past the graph (deferred_checks.py)
+    def fn(x):
+        if torch.isnan(x).any():
+            raise ValueError(f"NaN in {x}")
+        assert (x.abs() < 1e6).all(), "out of range"
+        return x * 2
+
+    return Setup(fn, _t(4))
+
+
+@case("tensors", graphs=1, breaks=0, tc_breaks=2)
+def distribution_validated_log_prob():
+    def fn(x):
+        d = torch.distributions.Normal(x, x.abs() + 1, validate_args=True)
+        return d.log_prob(x + 0.5), d.entropy()
+
+    return Setup(fn, _t(4))
