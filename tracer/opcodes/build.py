@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bytecode import Instr
@@ -72,39 +73,51 @@ def build_slice(tx: Translator, inst: Instr) -> None:
 _const_key = hash_key
 
 
+def _fill(tx: Translator, depth: int, add: Callable[[Any], None]) -> None:
+    """``add`` to the items of the list, set or dict being built ``depth`` deep on the stack. One
+    made in the trace is the tracer's own; but a resume function takes one under construction at a
+    graph break as an argument (``[*xs, f(), y]`` broken at ``f()``), and what it adds then changes
+    that object: a side effect, replayed on it."""
+    container = tx.peek(depth)
+    if container.source is not None:
+        tx.output.side_effects.before_mutation(container)
+    add(container.items)
+    tx.output.side_effects.mark_mutated(container)
+
+
 @handler("LIST_APPEND")
 def list_append(tx: Translator, inst: Instr) -> None:
     """(list ... item -- list ...)  comprehension append to the list inst.arg deep."""
     item = tx.pop()
-    tx.peek(inst.arg).items.append(item)
+    _fill(tx, inst.arg, lambda items: items.append(item))
 
 
 @handler("SET_ADD")
 def set_add(tx: Translator, inst: Instr) -> None:
     """(set ... item -- set ...)"""
     item = tx.pop()
-    tx.peek(inst.arg).items.add(_const_key(item))
+    _fill(tx, inst.arg, lambda items: items.add(_const_key(item)))
 
 
 @handler("MAP_ADD")
 def map_add(tx: Translator, inst: Instr) -> None:
     """(dict ... key value -- dict ...)"""
     value, key = tx.pop(), tx.pop()
-    tx.peek(inst.arg).items[_const_key(key)] = value
+    _fill(tx, inst.arg, lambda items: items.__setitem__(_const_key(key), value))
 
 
 @handler("LIST_EXTEND")
 def list_extend(tx: Translator, inst: Instr) -> None:
     """(list ... iterable -- list ...)"""
-    iterable = tx.pop()
-    tx.peek(inst.arg).items.extend(tx.dispatch.iterate(tx, iterable))
+    added = tx.dispatch.iterate(tx, tx.pop())
+    _fill(tx, inst.arg, lambda items: items.extend(added))
 
 
 @handler("SET_UPDATE")
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
-    iterable = tx.pop()
-    tx.peek(inst.arg).items.update(real_iterable(tx, iterable))
+    added = real_iterable(tx, tx.pop())
+    _fill(tx, inst.arg, lambda items: items.update(added))
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")
@@ -113,7 +126,7 @@ def dict_update(tx: Translator, inst: Instr) -> None:
     mapping = tx.pop()
     if not isinstance(mapping, DictVariable):
         raise Unsupported("dict_merge", f"** of {mapping}")
-    tx.peek(inst.arg).items.update(mapping.items)
+    _fill(tx, inst.arg, lambda items: items.update(mapping.items))
 
 
 @handler("LIST_TO_TUPLE", until=(3, 11))
