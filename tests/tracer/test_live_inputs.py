@@ -6,6 +6,7 @@ Each is rebuilt at the break and read back by the resume function's trace
 sides of the break. Before: one more break per call, or the whole call in Python. Counts are
 compared with torch.compile's."""
 
+import collections
 import dis
 import types
 
@@ -46,11 +47,27 @@ def _items_view_live(x):
     return [v + 1 for _, v in it]
 
 
+def _ordered_view_live(x):
+    d = collections.OrderedDict(a=x, b=x + 1)
+    k = d.keys()
+    print("break")
+    d.move_to_end("a")
+    return list(k), type(k).__name__, x * 2
+
+
 def _enumerate_live(x):
     e = enumerate([x, x + 1, x + 2])
     next(e)
     print("break")
     return [i * t for i, t in e]
+
+
+def _enumerate_range_live(x):
+    e = enumerate(range(4), 1)
+    next(e)
+    y = x + 1
+    print("break")
+    return [y * i * t for i, t in e]
 
 
 def _bound_append_live(x):
@@ -100,7 +117,9 @@ LIVE = [
     _keys_view_live,
     _values_view_live,
     _items_view_live,
+    _ordered_view_live,
     _enumerate_live,
+    _enumerate_range_live,
     _bound_append_live,
     _bound_dict_method_live,
     _finfo_live,
@@ -177,6 +196,22 @@ def test_an_input_enumerate_is_advanced_as_eager():
         assert_same(out, _take(eager_e, x))
         assert list(e) == list(eager_e)
     assert counter.frame_count == 2
+    _unbroken(recorder)
+
+
+def test_an_input_enumerate_over_a_range():
+    # since 3.12 a range iterator's ``__setstate__`` moves it on rather than putting it at an index
+    compiled, counter = compile_counted(_take_both)
+    recorder = Recorder()
+    for _ in range(2):
+        its = iter(range(10, 15)), iter(range(10, 15))
+        (e, it), (eager_e, eager_it) = ((enumerate(i, 2), i) for i in its)
+        x = torch.randn(2)
+        with recorder:
+            out = compiled(e, it, x)
+        assert_same(out, _take_both(eager_e, eager_it, x))
+        assert list(e) == list(eager_e)
+    assert counter.frame_count == 1
     _unbroken(recorder)
 
 

@@ -10,9 +10,9 @@ with its usual guards, a string or range by value) and the position. Items the t
 taken from the real object afterwards (``replay_position``), so the caller's iterator ends where
 CPython's would; ``reconstruct`` gives back the same object (its source).
 
-An ``enumerate`` over such a sequence iterator is read too: its count cannot be set on the real
-object, so the items the trace took through it are taken again from the real object, its iterator
-first moved back (``EnumerateVariable.replay_log``).
+An ``enumerate`` over such a sequence or range iterator is read too: its count cannot be set on
+the real object, so the items the trace took through it are taken again from the real object,
+before its iterator's own replay (``EnumerateVariable.replay_log``).
 """
 
 from __future__ import annotations
@@ -138,27 +138,14 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     return SeqIteratorVariable(items, index=state, seq=seq, source=source)
 
 
-def _range_setstate_is_absolute() -> bool:
-    """Does ``__setstate__(n)`` put a range iterator at item ``n``? (Since 3.12 it moves it ``n``
-    items on from where it is.)"""
-    it = iter(range(5))
-    next(it), next(it)
-    it.__setstate__(1)
-    return next(it) == 1
-
-
-#: Iterators an input ``enumerate`` may read: those whose position ``__setstate__`` sets.
-_POSITIONED = (
-    *_SEQ_ITERATORS,
-    _LIST_REVERSED,
-    *(_RANGE_ITERATORS[:1] if _range_setstate_is_absolute() else ()),
-)
+#: Iterators an input ``enumerate`` may read: taking their items again has no effects.
+_POSITIONED = (*_SEQ_ITERATORS, _LIST_REVERSED, *_RANGE_ITERATORS)
 
 
 def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> VariableTracker | None:
-    """An ``enumerate`` over a list, tuple, string or reversed list iterator, or a range iterator
-    where ``_POSITIONED`` (items taken again at run time, to count them, must have no effects: not
-    over ``map`` and the like), its count guarded."""
+    """An ``enumerate`` over a list, tuple, string, range or reversed list iterator (items taken
+    again at run time, to count them, must have no effects: not over ``map`` and the like), its
+    count guarded."""
     from .builder import wrap
 
     sub_value, count = value.__reduce__()[1]

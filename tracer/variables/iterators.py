@@ -13,6 +13,7 @@ it was. ``reconstruct`` rebuilds the real iterator (``it = iter(seq); it.__setst
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,19 +78,20 @@ def set_position(it: Any, state: int | None) -> None:
         it.__setstate__(state)
 
 
-def count_taken(it: enumerate, start: int, taken: int) -> None:
+def count_taken(it: enumerate, taken: int) -> None:
     """Runtime helper: raise the count of the enumerate ``it`` by ``taken``, taking that many
-    items from its iterator moved back to ``start`` (the iterator's own replay follows)."""
-    it.__reduce__()[1][0].__setstate__(start)
+    items from its iterator, which is where the trace first found it (its own replay, after this
+    one, puts it where the trace left it)."""
     for _ in range(taken):
         next(it)
 
 
-def _setstate_position(it: IteratorVariable) -> int:
-    """The ``__setstate__`` argument putting the real iterator where the tracker ``it`` is."""
-    if isinstance(it, ReversedIteratorVariable):
-        return it.position
-    return it.index
+def take_to_remaining(it: Any, remaining: int) -> None:
+    """Runtime helper: take items from the range iterator ``it`` until ``remaining`` are left.
+    (Where it stands is known by its length alone: ``__setstate__`` puts it at an index on 3.11
+    but moves it on by as many items since 3.12.)"""
+    for _ in range(operator.length_hint(it) - remaining):
+        next(it)
 
 
 def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
@@ -257,7 +259,11 @@ class RangeIteratorVariable(IteratorVariable):
         cg.load_const(self.value[self.index :])  # the resume function iterates over the range
 
     def replay_log(self, cg: Codegen) -> bool:
-        replay_position(cg, self.source, self.index)
+        cg.load_const(take_to_remaining)
+        self.source.reconstruct(cg)
+        cg.load_const(max(len(self.value) - self.index, 0))
+        cg.call_function(2)
+        cg.pop_top()
         return True
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -521,8 +527,7 @@ class EnumerateVariable(BuiltinIteratorVariable):
 
     count: int = 0  #: the number the next item gets
     input_count: int | None = None  #: an input's count when the trace got it
-    #: an input's: where its iterator stood when the trace first took an item through it
-    replay_from: int | None = None
+    pulled: bool = False  #: an input's: the trace took an item through it
 
     def pull(self) -> VariableTracker | None:
         sub = self.sources[0]
@@ -535,28 +540,26 @@ class EnumerateVariable(BuiltinIteratorVariable):
         return TupleVariable([ConstantVariable(self.count - 1), item])
 
     def _check_replayable(self, sub: IteratorVariable) -> None:
-        """The replay takes the items again from the real iterator, from where the trace first
-        found it: so the trace must not have moved that iterator itself before, nor changed the
-        list under it (the items taken again would not be the ones the trace counted)."""
+        """The replay takes the items again from the real iterator, first of all replays (this
+        enumerate changed before its iterator): so the trace must not have moved that iterator
+        itself before, nor changed the list under it (the items taken again would not be the
+        ones the trace counted)."""
         if self._tx is None:  # items forced outside the trace's steps: never counted again
             raise Unsupported("enumerate_input", "an input enumerate's items taken in advance")
         mutated = self._tx.output.side_effects.mutated
         seq = getattr(sub, "seq", None)
-        if (self.replay_from is None and id(sub) in mutated) or (
-            seq is not None and id(seq) in mutated
-        ):
+        if (not self.pulled and id(sub) in mutated) or (seq is not None and id(seq) in mutated):
             raise Unsupported(
                 "enumerate_input",
                 "an enumerate given to the trace, over an iterator or list the trace changed",
             )
-        if self.replay_from is None:
-            self.replay_from = _setstate_position(sub)
+        self.pulled = True
 
     def _extra_state(self) -> Any:
-        return self.count, self.replay_from
+        return self.count, self.pulled
 
     def _restore_extra(self, state: Any) -> None:
-        self.count, self.replay_from = state
+        self.count, self.pulled = state
 
     def replay_log(self, cg: Codegen) -> bool:
         """An input enumerate: count what the trace took (its iterator's own replay, which comes
@@ -565,9 +568,8 @@ class EnumerateVariable(BuiltinIteratorVariable):
         if taken:
             cg.load_const(count_taken)
             self.source.reconstruct(cg)
-            cg.load_const(self.replay_from)
             cg.load_const(taken)
-            cg.call_function(3)
+            cg.call_function(2)
             cg.pop_top()
         return True
 

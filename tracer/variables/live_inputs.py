@@ -5,9 +5,10 @@ bound to a list, dict or set (``app = l.append``).
 Each becomes the tracker the trace would have made itself, so the code after a break reads them as
 the code before it did:
 
-- a dict view (``d.keys()``, ``d.values()``, ``d.items()``) is a ``DictViewVariable`` over the
-  tracker of the very dict it views (read through ``ViewedDictSource``): like CPython's view, it
-  sees every later write to that dict, and the dict reached another way is the same tracker;
+- a dict view (``d.keys()``, ``d.values()``, ``d.items()``, an ``OrderedDict``'s too) is a
+  ``DictViewVariable`` over the tracker of the very dict it views (read through
+  ``ViewedDictSource``): like CPython's view, it sees every later write to that dict, and the
+  dict reached another way is the same tracker;
 - a ``finfo``/``iinfo`` is a constant, guarded on the dtype it describes (its attributes are
   read-only functions of the dtype);
 - ``l.append`` bound to a tracked container is that container's method (``BoundMethodVariable``),
@@ -29,13 +30,15 @@ from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import BoundMethodVariable, DictVariable, ListVariable, SetVariable
-from .views import _VIEW_TYPES, DictViewVariable
+from .views import _ORDERED_VIEW_TYPES, _VIEW_TYPES, DictViewVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Emitter
     from ..translator import Translator
 
-_VIEW_KINDS = {cls: kind for kind, cls in _VIEW_TYPES.items()}
+_VIEW_KINDS = {
+    cls: kind for table in (_VIEW_TYPES, _ORDERED_VIEW_TYPES) for kind, cls in table.items()
+}
 _TYPE_INFO = (torch.finfo, torch.iinfo)
 
 

@@ -8,6 +8,7 @@ frozensets and key/item views; ``contains`` answers ``in``. Methods are in ``con
 
 from __future__ import annotations
 
+import collections
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 _VIEW_TYPES = {kind: type(getattr({}, kind)()) for kind in ("keys", "values", "items")}
+#: an ``OrderedDict``'s views have types of their own (``odict_keys``...)
+_ORDERED_VIEW_TYPES = {
+    kind: type(getattr(collections.OrderedDict(), kind)()) for kind in ("keys", "values", "items")
+}
 
 
 @dataclass(eq=False)
@@ -38,6 +43,8 @@ class DictViewVariable(VariableTracker):
     source: Any = None
 
     def python_type(self) -> type:
+        if issubclass(self.dict_vt.python_type(), collections.OrderedDict):
+            return _ORDERED_VIEW_TYPES[self.kind]
         return _VIEW_TYPES[self.kind]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
