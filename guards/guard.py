@@ -130,13 +130,28 @@ def autocast_state() -> tuple:
     return devices + (torch.is_autocast_cache_enabled(),)
 
 
+def default_device_as_set() -> torch.device:
+    """The default device as ``set_default_device`` or a ``torch.device`` block set it, as
+    ``torch.get_default_device`` finds it but without giving it an index: that creates a tensor on
+    it, which raises for a device this machine lacks ("Torch not compiled with CUDA enabled") where
+    eager code that makes no tensor there runs."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    for mode in reversed(_get_current_function_mode_stack()):
+        if isinstance(mode, DeviceContext):
+            return mode.device
+    context = getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
+    return context.device if context is not None else torch.device("cpu")
+
+
 def global_state_guards() -> list[Guard]:
     """Guards on torch global state beyond grad mode and the default dtype (which the output graph
     installs): autocast, deterministic algorithms and the default device (``set_default_device`` or
     any torch function mode), as they are now (call it before tracing)."""
     autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
     deterministic = torch.are_deterministic_algorithms_enabled()
-    device = torch.get_default_device() if torch._C._len_torch_function_stack() else None
+    device = default_device_as_set() if torch._C._len_torch_function_stack() else None
     return [
         Guard(None, "AUTOCAST", autocast, autocast),
         Guard(None, "DETERMINISTIC", deterministic, deterministic),

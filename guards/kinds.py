@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from .epoch import DICT_TYPES
-from .guard import TensorSpec, WeakArg, autocast_state, guard_kind
+from .guard import TensorSpec, WeakArg, autocast_state, default_device_as_set, guard_kind
 
 _LITERAL_TYPES = (int, str, bool, type(None))
 _DEAD = object()  #: stands for an object that died before its guard was rendered (matches nothing)
@@ -294,7 +294,7 @@ def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     and no user mode), else the default device then in force."""
     if arg is None:
         return [f"{consts.name(torch._C._len_torch_function_stack)}() == 0"]
-    return [f"{consts.name(torch.get_default_device)}() == {consts.name(arg)}"]
+    return [f"{consts.name(default_device_as_set)}() == {consts.name(arg)}"]
 
 
 @guard_kind(5)

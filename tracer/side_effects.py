@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..guards.guard import default_device_as_set
 from .exc import Unsupported
 from .variables.base import VariableTracker, walk
 
@@ -49,7 +50,7 @@ class SideEffects:
         #: default dtype, device and inference mode when the call started: what the prologue sees
         self.entry_state = (
             torch.get_default_dtype(),
-            str(torch.get_default_device()),
+            str(default_device_as_set()),
             torch.is_inference_mode_enabled(),
         )
         #: id(object made in the trace) -> its ``obj.__dict__`` as the trace read it: kept up to

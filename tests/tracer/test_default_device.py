@@ -152,3 +152,26 @@ def test_a_set_inside_a_device_block_runs_in_python():
             assert_same(got, expected)
     assert any("device changed directly inside a with block" in str(w.message) for w in caught)
     assert counter.frame_count == 0
+
+
+def _no_tensor_on_the_default_device(x):
+    return x * 2 + 1
+
+
+def test_a_default_device_this_machine_lacks_does_not_crash_the_guards():
+    # the guards read the default device as set ("xpu", no index): torch.get_default_device()
+    # makes a tensor there to find its index, which raises "Torch not compiled with XPU enabled"
+    # where eager, making no tensor there, runs
+    assert not torch.xpu.is_available()
+    x = torch.ones(3)
+    compiled, counter = compile_counted(_no_tensor_on_the_default_device)
+    torch.set_default_device("xpu")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                torch.testing.assert_close(compiled(x), _no_tensor_on_the_default_device(x))
+    finally:
+        torch.set_default_device(None)
+    torch.testing.assert_close(compiled(x), _no_tensor_on_the_default_device(x))
+    assert counter.frame_count == 2  # the default device is guarded: one graph per device
