@@ -87,6 +87,13 @@ def _bound_dict_method_live(x):
     return d
 
 
+def _str_method_live(x):
+    y = x + 1
+    join = ",".join
+    print("break")
+    return y * 2, join(["a", "b"])
+
+
 def _finfo_live(x):
     y = x * 2
     fi = torch.finfo(x.dtype)
@@ -122,6 +129,7 @@ LIVE = [
     _enumerate_range_live,
     _bound_append_live,
     _bound_dict_method_live,
+    _str_method_live,
     _finfo_live,
     _iinfo_live,
     _namespace_live,
@@ -175,6 +183,78 @@ def test_a_view_input_is_guarded_on_its_dict():
     for d in ({"a": 1, "b": 2}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}):
         assert_same(compiled(d.values(), x), _view_only(d.values(), x))
     assert counter.frame_count == 2  # the third dict has other keys: traced again
+
+
+# -- dict iterators given to the trace -------------------------------------------------------------
+
+
+def _dict_iterator_live(x):
+    d = {"a": x, "b": x + 1, "c": x + 2}
+    it = iter(d)
+    next(it)
+    print("break")
+    d["b"] = x * 5  # a write to a value the iterator has yet to reach: it sees it
+    return [d[k] + 1 for k in it]
+
+
+def _zip_of_views_live(x):
+    d = {"a": x, "b": x + 1}
+    z = zip(d.keys(), d.values())  # noqa: B905
+    print("break")
+    return [v * 2 for k, v in z]
+
+
+@pytest.mark.parametrize("fn", [_dict_iterator_live, _zip_of_views_live], ids=lambda f: f.__name__)
+def test_a_dict_iterator_live_at_a_break(fn):
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
+    # torch.compile runs these calls in Python (explain: 0 graphs, -1 breaks)
+    assert dynamo_counts(fn, torch.randn(3))[1] <= 1
+
+
+def _take_key(it, d, x):
+    k = next(it)
+    return x * d[k], next(it, None)
+
+
+def test_an_input_dict_iterator_is_advanced_as_eager():
+    compiled, counter = compile_counted(_take_key)
+    recorder = Recorder()
+    for start in (0, 0, 1, 2):  # where it stands is guarded (by the keys it has left)
+        d = {"a": 1, "b": 2, "c": 3}
+        it, eager_it = iter(d), iter(d)
+        for _ in range(start):
+            next(it), next(eager_it)
+        x = torch.randn(2)
+        with recorder:
+            out = compiled(it, d, x)
+        assert_same(out, _take_key(eager_it, d, x))
+        assert list(it) == list(eager_it)
+    assert counter.frame_count == 3
+    _unbroken(recorder)
+
+
+def _drain_items(it, x):
+    return [x * v for _, v in it]
+
+
+def test_an_input_items_iterator_drained_stays_exhausted():
+    d = {"a": 1, "b": 2}
+    it = iter(d.items())
+    compiled, _ = compile_counted(_drain_items)
+    x = torch.randn(2)
+    assert_same(compiled(it, x), _drain_items(iter(d.items()), x))
+    d["c"] = 3  # an exhausted iterator no longer looks at its dict
+    assert list(it) == []
+
+
+def test_an_input_dict_iterator_over_a_changed_dict_raises_as_eager():
+    compiled, _ = compile_counted(_take_key)
+    for f in (_take_key, compiled):
+        d = {"a": 1}
+        it = iter(d)
+        d["b"] = 2
+        with pytest.raises(RuntimeError, match="changed size"):
+            f(it, d, torch.randn(2))
 
 
 # -- enumerate objects given to the trace ----------------------------------------------------------

@@ -1,5 +1,6 @@
 """Real iterators reaching the trace as inputs (issue 24): a list, tuple, string, range or reversed
-list iterator, and ``map``/``zip``/``filter`` objects over such iterators.
+list iterator, an iterator over a dict (its keys, values or items), and
+``map``/``zip``/``filter``/``enumerate`` objects over such iterators.
 
 The usual way there is a graph break: a ``map``/``zip`` object or a list iterator made in the trace
 and still live is rebuilt as the real object (``reconstruct``) and handed to the resume function,
@@ -17,6 +18,7 @@ before its iterator's own replay (``EnumerateVariable.replay_log``).
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +26,9 @@ from ...guards.guard import Guard
 from ...guards.sources import ChainedSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import IteratorVariable, ListVariable, TupleVariable
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from .iterators import (
+    DictIteratorVariable,
     EnumerateVariable,
     FilterVariable,
     MapVariable,
@@ -34,6 +37,7 @@ from .iterators import (
     SeqIteratorVariable,
     ZipVariable,
 )
+from .live_inputs import ViewedDictSource
 
 if TYPE_CHECKING:
     from ...codegen.emit import Emitter
@@ -45,6 +49,7 @@ _SEQ_ITERATORS = tuple(
 _RANGE_ITERATORS = (type(iter(range(0))), type(iter(range(2**64))))
 _LIST_REVERSED = type(reversed([]))
 _LAZY = (map, zip, filter)
+_DICT_ITERATORS = {type(iter(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
 
 
 def reduced_part(obj: Any, part: str, position: int) -> Any:
@@ -86,6 +91,7 @@ def is_input_iterator(value: Any) -> bool:
         or cls is _LIST_REVERSED
         or cls in _LAZY
         or cls is enumerate
+        or cls in _DICT_ITERATORS
     )
 
 
@@ -98,11 +104,13 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
 
     add = tx.output.add_guard
     cls = type(value)
-    state_source = ReducedSource(source, "state")
-    state = reduced_part(value, "state", 0)
     add(Guard.type_match(source, cls))
     if cls is enumerate:
         return _wrap_enumerate(tx, value, source)
+    if cls in _DICT_ITERATORS:
+        return _wrap_dict_iterator(tx, value, source, _DICT_ITERATORS[cls])
+    state_source = ReducedSource(source, "state")
+    state = reduced_part(value, "state", 0)
     if cls in _LAZY:
         args = value.__reduce__()[1]
         first = 1 if cls in (map, filter) else 0
@@ -158,3 +166,63 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
     tx.output.add_guard(Guard(count_source, "TYPE_MATCH", int, int))
     tx.output.add_guard(Guard(count_source, "EQUALS_MATCH", count, ("enumerate", count)))
     return EnumerateVariable([], sources=[sub], count=count, input_count=count, source=source)
+
+
+def dict_iter_position(it: Any) -> int | None:
+    """Runtime helper (and what guards render): how many items the dict iterator ``it`` gave, if
+    its dict is as it was made over (None: exhausted, or the dict changed: its next item raises,
+    or comes from the hash table's order rather than the keys')."""
+    owner = gc.get_referents(it)
+    if not owner or not isinstance(owner[0], dict):  # exhausted: it let go of its dict
+        return None
+    try:
+        rest = it.__reduce__()[1][0]  # what a copy of it would give
+    except RuntimeError:  # the dict changed size
+        return None
+    d, kind = owner[0], _DICT_ITERATORS[type(it)]
+    start = len(d) - len(rest)
+    if start < 0:
+        return None
+    tail = list(getattr(d, kind)())[start:]
+    if kind == "items":
+        same = all(a[0] is b[0] and a[1] is b[1] for a, b in zip(tail, rest, strict=True))
+    else:
+        same = all(a is b for a, b in zip(tail, rest, strict=True))
+    return start if same else None
+
+
+@dataclass(frozen=True)
+class DictIterPositionSource(ChainedSource):
+    """``dict_iter_position(base)``, read by guards."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        helper = f"__import__({__name__!r}, fromlist=['_']).dict_iter_position"
+        return f"{helper}({self.base.render(roots)})"
+
+
+def _wrap_dict_iterator(
+    tx: Translator, value: Any, source: Source, kind: str
+) -> VariableTracker | None:
+    """An iterator over a dict's keys, values or items (not exhausted, its dict unchanged since it
+    was made): a ``DictIteratorVariable`` over the dict's tracker, guarded on its position (which
+    also tells a dict changed under it)."""
+    from .builder import wrap
+
+    index = dict_iter_position(value)
+    if index is None:
+        return None
+    container = wrap(tx, gc.get_referents(value)[0], ViewedDictSource(source))
+    if not isinstance(container, DictVariable):
+        return None
+    position = DictIterPositionSource(source)
+    tx.output.add_guard(Guard(position, "TYPE_MATCH", int, int))
+    tx.output.add_guard(Guard(position, "EQUALS_MATCH", index, ("dict_iter", index)))
+    return DictIteratorVariable(
+        [],
+        container=container,
+        kind=kind,
+        keys=tuple(container.items),
+        index=index,
+        input_index=index,
+        source=source,
+    )

@@ -68,6 +68,15 @@ def advanced(it: Any, count: int) -> Any:
     return it
 
 
+def take_items(it: Any, count: int, exhaust: bool) -> None:
+    """Runtime helper: take ``count`` items from the iterator ``it`` (then its end, if
+    ``exhaust``), as the trace did (a dict iterator cannot be moved any other way)."""
+    for _ in range(count):
+        next(it)
+    if exhaust:
+        next(it, None)
+
+
 def set_position(it: Any, state: int | None) -> None:
     """Runtime helper: move the real iterator ``it`` to ``state`` (None: exhaust it, as taking
     its last item does)."""
@@ -283,6 +292,7 @@ class DictIteratorVariable(IteratorVariable):
     kind: str = "keys"
     keys: tuple = ()  #: the keys (set items) when the iteration started
     exhausted: bool = False  #: it reached the end: it no longer looks at the container
+    input_index: int = 0  #: an input's (``iterator_inputs``) position when the trace got it
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         _note(tx, self)
@@ -325,6 +335,16 @@ class DictIteratorVariable(IteratorVariable):
             return type(iter(set()))
         return type(iter(getattr({}, self.kind)()))
 
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input iterator: take from it the items the trace took (and the end it reached)."""
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(self.index - self.input_index)
+        cg.load_const(self.exhausted)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
+
     def reconstruct_items(self, cg: Codegen) -> None:
         """At a graph break inside the loop: the remaining items, as torch.compile passes them (the
         resumed loop no longer sees the dict change). Not once the dict changed: CPython raises."""
@@ -343,6 +363,9 @@ class DictIteratorVariable(IteratorVariable):
         cg.build_tuple(len(rest))
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # the caller's own iterator
+            self.source.reconstruct(cg)
+            return
         if self.exhausted:
             cg.build_once(self, lambda: self._build_exhausted(cg))
             return

@@ -12,7 +12,7 @@ the code before it did:
 - a ``finfo``/``iinfo`` is a constant, guarded on the dtype it describes (its attributes are
   read-only functions of the dtype);
 - ``l.append`` bound to a tracked container is that container's method (``BoundMethodVariable``),
-  so calling it changes the container as the trace records it.
+  so calling it changes the container as the trace records it; ``",".join`` is a constant.
 
 Iterators given as inputs are ``iterator_inputs.py``'s.
 """
@@ -40,18 +40,20 @@ _VIEW_KINDS = {
     cls: kind for table in (_VIEW_TYPES, _ORDERED_VIEW_TYPES) for kind, cls in table.items()
 }
 _TYPE_INFO = (torch.finfo, torch.iinfo)
+_LITERALS = (str, bytes, int, float, complex, bool)
 
 
 def viewed_dict(view: Any) -> dict:
-    """Runtime helper (and what guards render): the dict a dict view shows. A view holds its dict
-    and nothing else, so it is the one object the view refers to (``view.mapping`` is only a
-    read-only proxy of it)."""
+    """Runtime helper (and what guards render): the dict a dict view shows, or a dict iterator
+    walks. A view holds its dict and nothing else, so it is the one object the view refers to
+    (``view.mapping`` is only a read-only proxy of it); an iterator refers to its dict first."""
     return gc.get_referents(view)[0]
 
 
 @dataclass(frozen=True)
 class ViewedDictSource(ChainedSource):
-    """The dict a dict view ``base`` shows: ``__import__('gc').get_referents(L['k'])[0]``."""
+    """The dict a dict view (or dict iterator) ``base`` shows:
+    ``__import__('gc').get_referents(L['k'])[0]``."""
 
     def render(self, roots: dict[str, str]) -> str:
         return f"__import__('gc').get_referents({self.base.render(roots)})[0]"
@@ -91,11 +93,14 @@ def bound_container_method(
 ) -> VariableTracker | None:
     """``method``, a C method bound to the object ``owner`` tracks (its type and the method's name
     guarded by the caller), as the trace's own ``owner.name``; None unless ``owner`` is a list, dict
-    or set tracker and ``method`` is the method its type gives that name."""
-    if not isinstance(owner, (ListVariable, DictVariable, SetVariable)):
-        return None
+    or set tracker, or a literal (``",".join``: a constant, as its owner is), and ``method`` is the
+    method its type gives that name."""
     name = method.__name__
     if getattr(method.__self__, name, None) != method:  # e.g. ``dict.get`` bound to a subclass
+        return None
+    if isinstance(owner, ConstantVariable) and type(owner.value) in _LITERALS:
+        return ConstantVariable(method, source)
+    if not isinstance(owner, (ListVariable, DictVariable, SetVariable)):
         return None
     bound = owner.var_getattr(tx, name)
     return bound.clone(source=source) if isinstance(bound, BoundMethodVariable) else None
