@@ -130,3 +130,31 @@ def test_in_place_operators_on_lists_and_numbers():
 
     check_breaks(fn, lambda: (torch.randn(2), [1]), graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, torch.randn(2), [1])
+
+
+class Total:
+    def __init__(self, total=0):
+        self.total = total
+
+    def __add__(self, other):
+        return Total(self.total + other)
+
+    def __iadd__(self, other):  # changes the object itself, as ``+=`` asks
+        self.total += other
+        return self
+
+
+class NoInPlace(Total):
+    def __iadd__(self, other):
+        return NotImplemented  # ``+=`` falls back to ``__add__``: a new object
+
+
+def test_in_place_operator_runs_the_objects_own_method():
+    def fn(x, total):
+        alias = total
+        total += 5
+        return x * alias.total, total.total
+
+    check_breaks(fn, lambda: (torch.randn(2), Total(1)), graphs=1, breaks=0)
+    check_breaks(fn, lambda: (torch.randn(2), NoInPlace(1)), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(2), Total(1))

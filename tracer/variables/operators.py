@@ -74,12 +74,13 @@ def _declare(fn: Callable[..., Any], kind: str, dunder: str | None = None, **fac
 
 def _binary(fn: Callable[..., Any], dunder: str | None, reflected: str, inplace: Any) -> None:
     _declare(fn, "binary", dunder, reflected=reflected)
-    _declare(inplace, "inplace", binary=fn)
+    _declare(inplace, "inplace", "__i" + reflected.removeprefix("__r"), binary=fn)  # ``__iadd__``
 
 
 # NOTE: ``<<``, ``>>``, ``~`` and ``abs()`` inline no method of a user object on the left (a
 # graph break; ``<<`` and ``>>`` inline the reflected one), and comparisons no reflected form
 # (CPython asks the right operand for the swapped comparison): as the tracer did before this table.
+# In-place methods (``__iadd__``) are inlined only where a user class defines them in Python.
 _binary(operator.add, "__add__", "__radd__", operator.iadd)
 _binary(operator.sub, "__sub__", "__rsub__", operator.isub)
 _binary(operator.mul, "__mul__", "__rmul__", operator.imul)
@@ -205,11 +206,17 @@ def subscript(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableT
 
 @operator_rule(*INPLACE)
 def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``a += b``: a list extended or repeated in place, anything else ``a = a + b``."""
+    """``a += b``: a list extended or repeated in place, a user object's Python ``__iadd__``
+    inlined (it changes the object; unless it gives NotImplemented), anything else
+    ``a = a + b``."""
     if isinstance(args[0], ListVariable) and op is operator.iadd:
         return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
     if isinstance(args[0], ListVariable) and op is operator.imul:
         return call_container_method(tx, args[0], "__imul__", [args[1]], {})
+    if _python_method(args[0], OPERATORS[op].dunder):
+        result = args[0].call_method(tx, OPERATORS[op].dunder, args[1:], {})
+        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            return result
     return call_operator(tx, OPERATORS[op].binary, args)
 
 
@@ -317,6 +324,13 @@ assert all(declared.rules for declared in OPERATORS.values()), "an operator with
 
 # -- helpers of the rules --------------------------------------------------------------------------
 _BUILTIN_VALUES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _python_method(vt: VariableTracker, name: str) -> bool:
+    """A user object (not a module) whose class defines ``name`` in Python."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return False
+    return isinstance(inspect.getattr_static(type(vt.value), name, None), types.FunctionType)
 
 
 def _python_eq(vt: VariableTracker) -> bool:
