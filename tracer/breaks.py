@@ -31,14 +31,10 @@ from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker, walk
+from .variables.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
-from .variables.functions import (
-    LocalCellVariable,
-    NestedFunctionVariable,
-    SavedCellVariable,
-    reconstruct_cell,
-)
+from .variables.functions import NestedFunctionVariable
 from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:

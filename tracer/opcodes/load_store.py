@@ -18,7 +18,7 @@ from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
 from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
-from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
+from ..variables.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
 from ..variables.objects import SuperVariable
 from ..variables.user_objects import delete_attribute
 from . import handler

@@ -34,6 +34,7 @@ from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_calls import MATH_FNS, OPERATOR_FNS
+from .cells import ClosureCellVariable
 from .collection_types import DequeVariable
 from .constant import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, hash_key
@@ -43,7 +44,6 @@ from .distributed import wrap as wrap_distributed
 from .functions import (
     REBUILT,
     BuiltinVariable,
-    ClosureCellVariable,
     PartialVariable,
     TorchVariable,
     UserFunctionVariable,

@@ -42,9 +42,10 @@ from .attributes import (
 )
 from .base import VariableTracker
 from .builtin_calls import builtin
+from .cells import ClosureCellVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable, key_vt
-from .functions import ClosureCellVariable, NestedFunctionVariable, UserFunctionVariable
+from .functions import NestedFunctionVariable, UserFunctionVariable
 from .modules import NNModuleVariable
 from .objects import ClassVariable, UserObjectVariable, store_config_attribute
 from .tensor import TensorVariable
