@@ -21,7 +21,8 @@ depend on it, since a failed check always reruns.
 Contexts carried into a resume function (exited before its graph) and generator code are not
 rerun: their branches break as before.
 
-Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded operator),
+Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded operator) and
+``note_effect`` (what the rewritten code does before the graph: modules the trace made),
 ``finish`` and ``emit`` (``convert._finish``), ``Rerun`` (the generated entry).
 """
 
@@ -140,17 +141,23 @@ def note_op(
     first one a rerun would repeat visibly, or, when a check is pending, break the graph before it
     so that the check guards a graph without it."""
     unsafe = _unsafe(output, name, (*args, *kwargs.values()), probe)
-    if unsafe is None:
-        return
+    if unsafe is not None:
+        note_effect(output, unsafe)
+
+
+def note_effect(output: OutputGraph, what: str) -> None:
+    """Something the rewritten code does before the graph runs (``what``: building a module the
+    trace made, whose ``__init__`` may draw random numbers): a rerun would do it again, so it is
+    unsafe like an effectful operator (``note_op``)."""
     deferred = output.deferred
     if deferred.checks:
         raise Unsupported(
             "deferred_check",
-            f"{unsafe}, after a check on tensor data deferred at {deferred.checks[0][1]}",
+            f"{what}, after a check on tensor data deferred at {deferred.checks[0][1]}",
             hint="the graph ends before it, so that a failed check can rerun the call in Python",
         )
     if deferred.unsafe is None:
-        deferred.unsafe = unsafe
+        deferred.unsafe = what
 
 
 def _unsafe(output: OutputGraph, name: str, args: tuple, probe: EffectProbe) -> str | None:

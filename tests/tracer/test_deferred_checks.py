@@ -106,12 +106,27 @@ def _checks_then_draws(x):
     return x + noise + torch.rand(3)
 
 
+def _module_made_then_checks(x):
+    layer = torch.nn.Linear(3, 3)  # built before the graph (its init draws random numbers)
+    if (x < -100).any():
+        raise ValueError("bad")
+    return layer(x)
+
+
+def _checks_then_module_made(x):
+    if (x < -100).any():
+        raise ValueError("bad")
+    return torch.nn.Linear(3, 3)(x)  # a break before it: a rerun would build it twice
+
+
 @pytest.mark.parametrize(
     "fn,graphs,breaks",
     [
         (_mutates_input_then_checks, 2, 1),
         (_checks_then_mutates_input, 2, 1),
         (_checks_then_draws, 1, 0),
+        (_module_made_then_checks, 2, 1),
+        (_checks_then_module_made, 2, 1),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )

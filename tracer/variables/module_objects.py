@@ -25,6 +25,7 @@ from torch import nn
 
 from ...guards.guard import Guard
 from ...guards.sources import FreshSource, Source
+from .. import deferred_checks
 from ..exc import Unsupported
 from .attributes import (
     MISSING,
@@ -100,6 +101,8 @@ def _build_torch_module(
             hint="create the module before the random ops (or outside the compiled function)",
         )
     effects = tx.output.side_effects
+    # built by the rewritten code before the graph runs (its __init__ may draw random numbers)
+    deferred_checks.note_effect(tx.output, f"creating a {cls.__name__} module")
     name = effects.new_name("__bg_fresh")
     effects.add_prologue((name, cls, tuple(values), kwvalues))
     return tx.wrap(module, FreshSource(name))
