@@ -257,7 +257,7 @@ def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracke
     reachable = list(walk(values))
     seen = {id(vt) for vt in reachable}
     for vt in reachable:
-        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled:
+        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled or vt.escapes_as_is():
             continue
         effects = output.side_effects
         before = effects.snapshot()

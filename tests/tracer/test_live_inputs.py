@@ -8,6 +8,7 @@ compared with torch.compile's."""
 
 import collections
 import dis
+import itertools
 import types
 
 import pytest
@@ -87,6 +88,21 @@ def _bound_dict_method_live(x):
     return d
 
 
+def _count_live(x):
+    c = itertools.count(1, 2)
+    next(c)
+    y = x + 1
+    print("break")
+    return y * next(c), next(c)
+
+
+def _count_unstarted_live(x):
+    c = itertools.count(5)
+    y = x + 1
+    print("break")
+    return y * next(c)
+
+
 def _str_method_live(x):
     y = x + 1
     join = ",".join
@@ -129,6 +145,8 @@ LIVE = [
     _enumerate_range_live,
     _bound_append_live,
     _bound_dict_method_live,
+    _count_live,
+    _count_unstarted_live,
     _str_method_live,
     _finfo_live,
     _iinfo_live,
@@ -255,6 +273,41 @@ def test_an_input_dict_iterator_over_a_changed_dict_raises_as_eager():
         d["b"] = 2
         with pytest.raises(RuntimeError, match="changed size"):
             f(it, d, torch.randn(2))
+
+
+# -- itertools.count: rebuilt from its state, read back from its repr -----------------------------
+
+
+def _take_two(c, x):
+    return x * next(c) + next(c), c
+
+
+def test_an_input_count_is_advanced_as_eager():
+    compiled, counter = compile_counted(_take_two)
+    recorder = Recorder()
+    for start, step in ((1, 2), (1, 2), (0.5, 0.25)):  # its state is guarded: traced again
+        c, eager_c = itertools.count(start, step), itertools.count(start, step)
+        x = torch.randn(2)
+        with recorder:
+            out, back = compiled(c, x)
+        eager_out, _ = _take_two(eager_c, x)
+        assert_same(out, eager_out)
+        assert back is c and next(c) == next(eager_c)
+    assert counter.frame_count == 2
+    _unbroken(recorder)
+
+
+def _count_made_and_returned(x):
+    c = itertools.count(3)
+    next(c)
+    return c, x + 1
+
+
+def test_a_count_made_in_the_trace_escapes_where_it_stands():
+    compiled, counter = compile_counted(_count_made_and_returned)
+    c, _ = compiled(torch.randn(2))
+    assert type(c) is itertools.count and next(c) == 4
+    assert counter.frame_count == 1
 
 
 # -- enumerate objects given to the trace ----------------------------------------------------------

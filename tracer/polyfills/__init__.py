@@ -18,6 +18,6 @@ from . import (  # noqa: F401 (registration)
     itertools,
     operator,
 )
-from .registry import REBUILD, lookup
+from .registry import REBUILD, RESUME, lookup
 
-__all__ = ["REBUILD", "lookup"]
+__all__ = ["REBUILD", "RESUME", "lookup"]

@@ -36,7 +36,13 @@ def chain_from_iterable(iterables):
         yield from iterable
 
 
-@polyfill(itertools.count)
+def _count_from(state: dict) -> tuple:
+    """The ``count`` going on from ``state``: the next number is ``n + step`` once one was given."""
+    start = state["n"] + state["step"] if "n" in state else state["start"]
+    return itertools.count, (start, state["step"])
+
+
+@polyfill(itertools.count, resume=_count_from)
 def count(start=0, step=1):
     """``itertools.count``."""
     n = start

@@ -15,10 +15,16 @@ POLYFILLS: dict[Any, Callable[..., Any]] = {}
 #: yielding those items, for a polyfilled iterator escaping the trace (others escape as plain
 #: iterators over their remaining items)
 REBUILD: dict[Callable[..., Any], Callable[[tuple], Any]] = {}
+#: polyfill generator function -> ``resume(state)``: for an endless one (whose remaining items
+#: cannot all be made), ``(C function, arguments)`` that make the C object going on from
+#: ``state``, the suspended generator's locals as Python values (its arguments before it ran)
+RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple]] = {}
 
 
 def polyfill(
-    *targets: Any, rebuild: Callable[[tuple], Any] | None = None
+    *targets: Any,
+    rebuild: Callable[[tuple], Any] | None = None,
+    resume: Callable[[dict[str, Any]], tuple] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the pure-Python equivalent of each of ``targets``."""
 
@@ -28,6 +34,8 @@ def polyfill(
             POLYFILLS[target] = fn
         if rebuild is not None:
             REBUILD[fn] = rebuild
+        if resume is not None:
+            RESUME[fn] = resume
         return fn
 
     return register

@@ -366,6 +366,16 @@ class Yielded(Exception):  # noqa: N818 (control flow, not an error)
         self.value = value
 
 
+def take_items(it: Any, count: int, exhaust: bool) -> None:
+    """Runtime helper: take ``count`` items from the iterator ``it`` (then its end, if
+    ``exhaust``), as the trace did (a dict iterator or ``itertools`` object cannot be moved any
+    other way)."""
+    for _ in range(count):
+        next(it)
+    if exhaust:
+        next(it, None)
+
+
 @dataclass(eq=False)
 class LazyIteratorVariable(IteratorVariable):
     """An iterator whose items are made on demand by ``pull()``, as CPython would make them (so a
@@ -435,6 +445,33 @@ class GeneratorVariable(LazyIteratorVariable):
     #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
     spoiled: bool = False
     result: VariableTracker | None = None  #: the frame's return value, once it returned
+    #: one given to the trace (``iterator_inputs``: an ``itertools.count``), with a ``source``:
+    #: the items its frame gave, taken from the real object afterwards (``replay_log``)
+    given: int = 0
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if self.source is not None:
+            if tx is None:  # items forced outside the trace's steps: never taken again
+                raise Unsupported("generator", f"items of {self!r} taken in advance")
+            tx.output.side_effects.mark_mutated(self)
+        return super().next_item(tx)
+
+    def escapes_as_is(self) -> bool:
+        """Does it escape as the object it is, with no need to run it to its end: the caller's
+        own object, or an endless ``itertools`` one rebuilt from its state (``_resume``)?"""
+        return self.source is not None or getattr(self.frame, "fn", None) in polyfills.RESUME
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input: take from the real object as many items as the trace took."""
+        if self.spoiled:  # a rolled-back instruction resumed the frame: the count is lost
+            raise Unsupported("reconstruct", f"{self!r} was resumed by an undone instruction")
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(self.given)
+        cg.load_const(False)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
 
     def save_state(self) -> Any:
         return None
@@ -446,6 +483,7 @@ class GeneratorVariable(LazyIteratorVariable):
         try:
             self.result = self.frame.run()  # what ``yield from`` over this generator gives
         except Yielded as y:
+            self.given += 1
             return y.value
         return None
 
@@ -461,7 +499,13 @@ class GeneratorVariable(LazyIteratorVariable):
     def reconstruct(self, cg: Codegen) -> None:
         """Escaping: an iterator over the remaining items; a polyfilled ``itertools`` object as
         the C object of its type (``polyfills.REBUILD``)."""
-        rebuild = polyfills.REBUILD.get(getattr(self.frame, "fn", None))
+        if self.source is not None:  # the caller's own object
+            self.source.reconstruct(cg)
+            return None
+        fn = getattr(self.frame, "fn", None)
+        if fn in polyfills.RESUME and not self.spoiled and self.index >= len(self.items):
+            return self._resume(cg, polyfills.RESUME[fn])
+        rebuild = polyfills.REBUILD.get(fn)
         if rebuild is None:
             return super().reconstruct(cg)  # a plain iterator (as torch.compile rebuilds it)
 
@@ -472,6 +516,22 @@ class GeneratorVariable(LazyIteratorVariable):
 
         cg.build_once(self, build)
         return None
+
+    def _resume(self, cg: Codegen, resume: Any) -> None:
+        """An endless polyfilled ``itertools`` object (``count``): the C object going on from
+        the suspended frame's locals (Python constants only, else it cannot be rebuilt)."""
+        state = self.frame.symbolic_locals
+        if not all(v.is_python_constant() for v in state.values()):
+            raise Unsupported("reconstruct", f"{self!r} holds values that are not constants")
+        make, args = resume({k: v.as_python_constant() for k, v in state.items()})
+
+        def build() -> None:
+            cg.load_const(make)
+            for arg in args:
+                cg.load_const(arg)
+            cg.call_function(len(args))
+
+        cg.build_once(self, build)
 
     def python_type(self) -> type:
         return types.GeneratorType

@@ -1,5 +1,5 @@
 """Real iterators reaching the trace as inputs (issue 24): a list, tuple, string, range or reversed
-list iterator, an iterator over a dict (its keys, values or items), and
+list iterator, an iterator over a dict (its keys, values or items), an ``itertools.count``, and
 ``map``/``zip``/``filter``/``enumerate`` objects over such iterators.
 
 The usual way there is a graph break: a ``map``/``zip`` object or a list iterator made in the trace
@@ -18,15 +18,20 @@ before its iterator's own replay (``EnumerateVariable.replay_log``).
 
 from __future__ import annotations
 
+import ast
 import gc
+import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...guards.guard import Guard
 from ...guards.sources import ChainedSource, Source
+from .. import polyfills
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .functions import UserFunctionVariable
 from .iterators import (
     DictIteratorVariable,
     EnumerateVariable,
@@ -92,6 +97,7 @@ def is_input_iterator(value: Any) -> bool:
         or cls in _LAZY
         or cls is enumerate
         or cls in _DICT_ITERATORS
+        or cls is itertools.count
     )
 
 
@@ -109,6 +115,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
         return _wrap_enumerate(tx, value, source)
     if cls in _DICT_ITERATORS:
         return _wrap_dict_iterator(tx, value, source, _DICT_ITERATORS[cls])
+    if cls is itertools.count:
+        return _wrap_count(tx, value, source)
     state_source = ReducedSource(source, "state")
     state = reduced_part(value, "state", 0)
     if cls in _LAZY:
@@ -226,3 +234,29 @@ def _wrap_dict_iterator(
         input_index=index,
         source=source,
     )
+
+
+@dataclass(frozen=True)
+class ReprSource(ChainedSource):
+    """``repr(base)``, read by guards (an ``itertools.count`` shows its state only there)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"repr({self.base.render(roots)})"
+
+
+def _wrap_count(tx: Translator, value: itertools.count, source: Source) -> VariableTracker | None:
+    """An ``itertools.count`` of ints or floats: its polyfill's generator started from the count's
+    state (``count(3, 2)`` as its repr shows it, guarded), the items the trace takes taken from
+    the real object afterwards (``GeneratorVariable.replay_log``)."""
+    text = repr(value)
+    args = ast.literal_eval(text[len("count") :])
+    args = args if isinstance(args, tuple) else (args,)
+    if not all(type(a) in (int, float) and math.isfinite(a) for a in args):
+        return None
+    shown = ReprSource(source)
+    tx.output.add_guard(Guard(shown, "TYPE_MATCH", str, str))
+    tx.output.add_guard(Guard(shown, "EQUALS_MATCH", text, (str, text)))
+    fn = UserFunctionVariable(polyfills.lookup(itertools.count))
+    generator = fn.call_function(tx, [ConstantVariable(a) for a in args], {})
+    generator.source = source  # made just now, for this input only
+    return generator

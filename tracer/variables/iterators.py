@@ -29,6 +29,7 @@ from .containers import (
     SetVariable,
     TupleVariable,
     key_vt,
+    take_items,
 )
 
 if TYPE_CHECKING:
@@ -66,15 +67,6 @@ def advanced(it: Any, count: int) -> Any:
     for _ in range(count):
         next(it)
     return it
-
-
-def take_items(it: Any, count: int, exhaust: bool) -> None:
-    """Runtime helper: take ``count`` items from the iterator ``it`` (then its end, if
-    ``exhaust``), as the trace did (a dict iterator cannot be moved any other way)."""
-    for _ in range(count):
-        next(it)
-    if exhaust:
-        next(it, None)
 
 
 def set_position(it: Any, state: int | None) -> None:
