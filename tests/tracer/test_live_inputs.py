@@ -260,9 +260,13 @@ def test_an_input_items_iterator_drained_stays_exhausted():
     it = iter(d.items())
     compiled, _ = compile_counted(_drain_items)
     x = torch.randn(2)
-    assert_same(compiled(it, x), _drain_items(iter(d.items()), x))
+    recorder = Recorder()
+    with recorder:
+        out = compiled(it, x)
+    assert_same(out, _drain_items(iter(d.items()), x))
     d["c"] = 3  # an exhausted iterator no longer looks at its dict
     assert list(it) == []
+    _unbroken(recorder)
 
 
 def test_an_input_dict_iterator_over_a_changed_dict_raises_as_eager():
@@ -426,8 +430,11 @@ def _returns_bound(put, x):
 def test_an_input_bound_method_comes_back_as_itself():
     out = []
     put = out.append
-    back, _ = compile_counted(_returns_bound)[0](put, torch.randn(2))
+    recorder = Recorder()
+    with recorder:
+        back, _ = compile_counted(_returns_bound)[0](put, torch.randn(2))
     assert back is put and len(out) == 1
+    _unbroken(recorder)
 
 
 def test_an_input_bound_set_add():
