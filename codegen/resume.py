@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bytecode import Bytecode, CellVar, ConcreteBytecode, FreeVar, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
+from . import exception_table
 from .pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from .transform import make_function
 
@@ -207,26 +208,21 @@ _PAIRS = {
 def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
     """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from
     the code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it.
-    False when the instructions cannot be matched with ``dis``'s offsets (the caller falls back)."""
-    offsets = [
-        i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")
-    ]
+    False when the instructions cannot be matched with the table's (the caller falls back)."""
+    cover = exception_table.covering(code)
     instrs = [item for item in items if isinstance(item, Instr)]
-    if len(offsets) != len(instrs):
+    if len(cover) != len(instrs):
         return False
-    entries = dis.Bytecode(code).exception_entries
-    position = {id(instr): offsets[n] for n, instr in enumerate(instrs)}
+    position = {id(instr): n for n, instr in enumerate(instrs)}
     pending: list[TryBegin] = []
     for item in items:
         if isinstance(item, TryBegin):
             pending.append(item)
         elif isinstance(item, Instr) and pending:
-            offset = position[id(item)]
-            covering = [e for e in entries if e.start <= offset < e.end]
-            if len(covering) != 1 or len(pending) != 1:
+            entry = cover[position[id(item)]]
+            if entry is None or len(pending) != 1:
                 return False  # (two blocks opening at one instruction: depths not told apart)
-            for tb in pending:
-                tb.stack_depth = covering[0].depth
+            pending[0].stack_depth = entry.depth
             pending = []
     return not pending
 
@@ -239,43 +235,27 @@ def _fix_try_depths(
     The code after the prefix is the original's (``origin`` maps an instruction of ``new`` to the
     original's): give each handler the original's depth for the same handler (or refuse, if one
     cannot be matched)."""
-    fixed = ConcreteBytecode.from_code(new)
-    if all(e.stack_depth < _UNREACHED for e in fixed.exception_table):
+    entries = exception_table.entries(new)
+    if all(e.depth < _UNREACHED for e in entries):
         return new
-    new_index, original_index = _instruction_at(new), _instruction_at(original)
-    depths = {
-        original_index[e.target]: e.stack_depth
-        for e in ConcreteBytecode.from_code(original).exception_table
-    }
-    for entry in fixed.exception_table:
-        if entry.stack_depth >= _UNREACHED:
-            handler = origin(new_index[entry.target])
+    depths = {e.target: e.depth for e in exception_table.entries(original)}
+    regions = []
+    for e in entries:
+        depth = e.depth
+        if depth >= _UNREACHED:
+            handler = origin(e.target)
             if handler not in depths:
                 raise ValueError(f"cannot place the try-block handlers of {original.co_name}")
-            entry.stack_depth = depths[handler]
-    return fixed.to_code(
-        stacksize=max(new.co_stacksize, original.co_stacksize), compute_exception_stack_depths=False
+            depth = depths[handler]
+        regions.append((e.start_unit, e.end_unit, e.target_unit, depth, e.lasti))
+    return new.replace(
+        co_exceptiontable=exception_table.encode(regions),
+        co_stacksize=max(new.co_stacksize, original.co_stacksize),
     )
 
 
 #: The depth ``bytecode`` gives the handlers of a try block it never entered.
 _UNREACHED = 32768
-
-
-def _instruction_at(code: types.CodeType) -> dict[int, int]:
-    """Each code unit of ``code``'s instructions, EXTENDED_ARG prefixes included, to the
-    instruction's index (as ``bytecode`` counts instructions)."""
-    index_of: dict[int, int] = {}
-    prefix: list[int] = []
-    count = 0
-    for instr in dis.get_instructions(code):
-        if instr.opname == "EXTENDED_ARG":
-            prefix.append(instr.offset // 2)
-            continue
-        for unit in (*prefix, instr.offset // 2):
-            index_of[unit] = count
-        prefix, count = [], count + 1
-    return index_of
 
 
 def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:

@@ -3,13 +3,13 @@
 ``Bytecode.from_code`` (the ``bytecode`` library) makes a concrete instruction for every code unit,
 caches included, then the abstract instructions with labels and try-block pseudo-instructions;
 the translator keeps only the instructions, where each label lands and each instruction's
-exception handler. ``read`` makes those straight from ``co_code``, the exception table and
-``co_positions()``: the instructions are the library's own ``Instr`` objects with the arguments the
-library gives them (its tables say which opcode takes a constant, a name, a flag and a name, ...),
-in a third of the time. ``tests/tracer/test_code_reader.py`` checks that both agree on every code
-object of torch, transformers and the standard library. Where the library lacks its trusted
-constructor (``Instr._from_trusted``) or one of the tables read here (older releases),
-``read`` goes through ``Bytecode.from_code``.
+exception handler. ``read`` makes those straight from ``co_code`` and ``co_positions()`` (the
+handlers from ``codegen/exception_table.py``): the instructions are the library's own ``Instr``
+objects with the arguments the library gives them (its tables say which opcode takes a constant, a
+name, a flag and a name, ...), in a third of the time. ``tests/tracer/test_code_reader.py`` checks
+that both agree on every code object of torch, transformers and the standard library. Where the
+library lacks its trusted constructor (``Instr._from_trusted``) or one of the tables read here
+(older releases), ``read`` decodes the instructions through ``Bytecode.from_code``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import opcode
 import types
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, Instr, Label
 from bytecode import instr as _lib
 from bytecode.instr import InstrLocation
 
+from ..codegen import exception_table
 from ..codegen.pyversion import INLINE_CACHES, LOCALS_INDEX_CELLS, compare_arg
 
 Linearized = tuple[list[Instr], dict[Label, int], list[int | None], list[int]]
@@ -119,49 +120,34 @@ def read(code: types.CodeType) -> Linearized:
         return _read_with_library(code)
     raw = code.co_code
     positions = list(code.co_positions())
-    starts: list[int] = []  # each instruction's first code unit (its EXTENDED_ARGs included)
     pending: list[tuple[int, int, Any, int, int]] = []  # (op, kind, arg, unit, next unit)
     extended: int | None = None
-    first = 0
     unit = 0
     units = len(raw) // 2
     while unit < units:
         op = raw[2 * unit]
         arg = raw[2 * unit + 1]
         if op == _EXTENDED_ARG:
-            if extended is None:
-                first = unit
-                extended = arg
-            else:
-                extended = (extended << 8) + arg
+            extended = arg if extended is None else (extended << 8) + arg
             unit += 1
             continue
         if op == _CACHE:  # an inline cache word outside any instruction's count
             unit += 1
             continue
-        if extended is None:
-            first = unit
-        elif op != _NOP:
+        if extended is not None and op != _NOP:
             arg = (extended << 8) + arg
         kind = _KINDS[op]
         if kind == _NONE or (extended is not None and op == _NOP):
             arg = _lib.UNSET
         extended = None
         after = unit + 1 + INLINE_CACHES[op]
-        starts.append(first)
         pending.append((op, kind, arg, unit, after))
         unit = after
     if extended is not None:
         raise ValueError("EXTENDED_ARG at the end of the code")
 
-    # Each unit of an instruction, its EXTENDED_ARG prefix included, to the instruction's index:
-    # the bytecode library's exception tables start a region at the instruction proper, after
-    # its EXTENDED_ARGs.
-    index_of = {
-        u: i
-        for i, (start, (*_, unit, _after)) in enumerate(zip(starts, pending, strict=True))
-        for u in range(start, unit + 1)
-    }
+    # Each unit of an instruction, its EXTENDED_ARG prefix and caches included, to its index.
+    index_of = exception_table.unit_index(code)
     labels_at: dict[int, Label] = {}
 
     def label(target: int) -> Label:
@@ -206,18 +192,17 @@ def read(code: types.CodeType) -> Linearized:
             location = InstrLocation._from_tuple(*pos)
         instructions.append(trusted(opname[op], op, arg, location))
 
-    handlers: list[int | None] = [None] * len(instructions)
-    depths = [0] * len(instructions)
-    for start, end, target in _exception_table(code.co_exceptiontable):
-        handler = index_of[target]
-        label(target)
-        for i in range(index_of[start], len(instructions)):
-            if starts[i] > end:
-                break
-            handlers[i] = handler
-            depths[i] = 1
+    for entry in exception_table.entries(code):
+        label(entry.target_unit)
     labels = {lbl: index_of[target] for target, lbl in labels_at.items()}
-    return instructions, labels, handlers, depths
+    return (instructions, labels, *_handlers(code))
+
+
+def _handlers(code: types.CodeType) -> tuple[list[int | None], list[int]]:
+    """Each instruction's handler (None outside try/with blocks) and how many regions cover it (0
+    or 1: CPython's exception table never nests), from ``codegen.exception_table``."""
+    cover = exception_table.covering(code)
+    return [None if e is None else e.target for e in cover], [0 if e is None else 1 for e in cover]
 
 
 #: Argument kinds that are one of the library's enums.
@@ -260,41 +245,12 @@ def _decode(
     raise AssertionError(f"argument kind {kind}")
 
 
-def _exception_table(table: bytes) -> list[tuple[int, int, int]]:
-    """``(first unit, last unit, handler unit)`` of each entry of ``co_exceptiontable`` (the
-    format of CPython's ``Objects/exception_handling_notes.txt``: varints of 6 bits, the 7th
-    saying another follows)."""
-    values: list[int] = []
-    value = 0
-    for byte in table:
-        value = (value << 6) | (byte & 63)
-        if not byte & 64:
-            values.append(value)
-            value = 0
-    entries = []
-    for i in range(0, len(values) - 3, 4):
-        start, length, target = values[i], values[i + 1], values[i + 2]
-        entries.append((start, start + length - 1, target))
-    return entries
-
-
 def _read_with_library(code: types.CodeType) -> Linearized:
     instructions: list[Instr] = []
     labels: dict[Label, int] = {}
-    handler_labels: list[Label | None] = []
-    depths: list[int] = []
-    active: list[TryBegin] = []
     for item in Bytecode.from_code(code):
         if isinstance(item, Label):
             labels[item] = len(instructions)
-        elif isinstance(item, TryBegin):
-            active.append(item)
-        elif isinstance(item, TryEnd):
-            if item.entry in active:
-                active.remove(item.entry)
         elif isinstance(item, Instr):
             instructions.append(item)
-            handler_labels.append(active[-1].target if active else None)
-            depths.append(len(active))
-    handlers = [labels[label] if label is not None else None for label in handler_labels]
-    return instructions, labels, handlers, depths
+    return (instructions, labels, *_handlers(code))

@@ -9,7 +9,7 @@ import dis
 import pytest
 import torch
 from bytecode import ConcreteBytecode
-from bytegraph.codegen import resume
+from bytegraph.codegen import exception_table, resume
 from difftest import check_breaks
 
 import bytegraph
@@ -78,8 +78,8 @@ def test_split_pairs_map_back_to_the_original():
     made = resume.make_resume(fn, None, point)
     first = made.__bytegraph_resume__.first
     copied = [i for i in dis.get_instructions(made) if i.opname != "EXTENDED_ARG"]
-    at_original = resume._instruction_at(fn.__code__)
-    at_copied = resume._instruction_at(made.__code__)
+    at_original = exception_table.unit_index(fn.__code__)
+    at_copied = exception_table.unit_index(made.__code__)
     # after the prefix: the whole original after its RESUME, the pairs spelled as two
     after_resume = originals[[i.opname for i in originals].index("RESUME") + 1 :]
     pairs = sum(i.opname in resume._PAIRS for i in after_resume)

@@ -2,7 +2,8 @@
 handlers that ``Bytecode.from_code`` gives: checked instruction by instruction (name, argument,
 location, jump target, handler) on the code of torch, transformers and the standard library, and
 on code made to hold the rare cases (EXTENDED_ARG, nested handlers, f-string flags, ``super()``,
-cells)."""
+cells). The handlers come from ``codegen/exception_table.py``, checked here against the library's
+try blocks (handler, stack depth, lasti) and by writing each table back byte for byte."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import typing
 
 import pytest
 import torch
-from bytecode import Label
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytegraph.codegen import exception_table
 from bytegraph.tracer import code_reader
 
 pytest.importorskip("transformers")
@@ -70,10 +72,38 @@ def _codes_of(module: types.ModuleType) -> list[types.CodeType]:
     return list(codes.values())
 
 
+def library_try_blocks(code: types.CodeType) -> tuple[list, list[int]]:
+    """For each instruction, as ``Bytecode.from_code`` reads the exception table: (handler index,
+    stack depth, lasti) of the innermost try block covering it (None outside), and how many do."""
+    items = list(Bytecode.from_code(code, conserve_exception_block_stackdepth=True))
+    labels, count = {}, 0
+    for item in items:
+        if isinstance(item, Instr):
+            count += 1
+        elif isinstance(item, Label):
+            labels[item] = count
+    blocks: list = []
+    counts: list[int] = []
+    active: list[TryBegin] = []
+    for item in items:
+        if isinstance(item, TryBegin):
+            active.append(item)
+        elif isinstance(item, TryEnd):
+            if item.entry in active:
+                active.remove(item.entry)
+        elif isinstance(item, Instr):
+            top = active[-1] if active else None
+            blocks.append(top and (labels[top.target], top.stack_depth, top.push_lasti))
+            counts.append(len(active))
+    return blocks, counts
+
+
 def assert_same_reading(code: types.CodeType) -> None:
     got = code_reader.read(code)
     want = code_reader._read_with_library(code)
-    (instrs, labels, handlers, depths), (w_instrs, w_labels, w_handlers, w_depths) = got, want
+    (instrs, labels, handlers, depths), (w_instrs, w_labels, _, _) = got, want
+    blocks, w_depths = library_try_blocks(code)
+    w_handlers = [block and block[0] for block in blocks]
     where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
     assert len(instrs) == len(w_instrs), where
     for i, (a, b) in enumerate(zip(instrs, w_instrs, strict=True)):
@@ -86,6 +116,10 @@ def assert_same_reading(code: types.CodeType) -> None:
     assert handlers == w_handlers, where
     assert depths == w_depths, where
     assert sorted(labels.values()) == sorted(w_labels.values()), where
+    cover = exception_table.covering(code)
+    assert [e and (e.target, e.depth, e.lasti) for e in cover] == blocks, where
+    table = code.co_exceptiontable
+    assert exception_table.encode(exception_table.parse(table)) == table, where
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
@@ -178,8 +212,6 @@ def _try_region_at_an_extended_jump() -> types.CodeType:
     """What bytegraph's resume functions look like: a try region whose first instruction is a jump
     long enough for an EXTENDED_ARG. The bytecode library starts the exception table's region at
     the jump itself, after its EXTENDED_ARG (a fuzzed program's resume function failed to read)."""
-    from bytecode import Bytecode, Instr, TryBegin, TryEnd
-
     far, handler = Label(), Label()
     begin = TryBegin(handler, push_lasti=True)
     code = Bytecode(
@@ -202,7 +234,7 @@ def _try_region_at_an_extended_jump() -> types.CodeType:
 def test_a_try_region_starting_after_an_extended_arg():
     code = _try_region_at_an_extended_jump()
     units = {i.offset: i.opname for i in dis.get_instructions(code, show_caches=True)}
-    (first, *_), *_ = code_reader._exception_table(code.co_exceptiontable)
+    (first, *_), *_ = exception_table.parse(code.co_exceptiontable)
     assert units[2 * first] == "JUMP_FORWARD" and units[2 * first - 2] == "EXTENDED_ARG"
     instrs, labels, handlers, depths = code_reader.read(code)
     jump = next(k for k, i in enumerate(instrs) if i.name == "JUMP_FORWARD")
@@ -210,7 +242,9 @@ def test_a_try_region_starting_after_an_extended_arg():
     # drops a region that starts inside an instruction, so it differs there, and only there.
     assert handlers[jump] == next(k for k, i in enumerate(instrs) if i.name == "RERAISE")
     assert depths[jump] == 1
-    w_instrs, w_labels, w_handlers, w_depths = code_reader._read_with_library(code)
+    w_instrs, w_labels, *_ = code_reader._read_with_library(code)
+    blocks, w_depths = library_try_blocks(code)
+    w_handlers = [block and block[0] for block in blocks]
     assert [(i.name, i.arg if not isinstance(i.arg, Label) else labels[i.arg]) for i in instrs] == [
         (i.name, i.arg if not isinstance(i.arg, Label) else w_labels[i.arg]) for i in w_instrs
     ]

@@ -15,13 +15,12 @@ handler.
 
 from __future__ import annotations
 
-import functools
-import types
 from inspect import CO_GENERATOR
 from typing import TYPE_CHECKING, Any
 
-from bytecode import Bytecode, Instr, TryBegin, TryEnd
+from bytecode import Instr
 
+from ...codegen.exception_table import Entry, covering
 from ..exc import PythonError, TracedException, Unsupported
 from ..variables.base import IdentityKey, VariableTracker
 from ..variables.constant import ConstantVariable
@@ -32,40 +31,11 @@ from .load_store import load_deref
 if TYPE_CHECKING:
     from ..translator import Translator
 
-#: Exception-table entry covering an instruction: (handler index, stack depth, push lasti).
-Entry = tuple[int, int, bool]
-
-
-@functools.lru_cache(maxsize=512)
-def _entries(code: types.CodeType) -> tuple[Entry | None, ...]:
-    """The innermost exception-table entry of each instruction (indices as the translator counts:
-    pseudo-instructions left out)."""
-    items = list(Bytecode.from_code(code, conserve_exception_block_stackdepth=True))
-    labels, index = {}, 0
-    for item in items:
-        if isinstance(item, Instr):
-            index += 1
-        elif not isinstance(item, (TryBegin, TryEnd)):
-            labels[item] = index
-    entries: list[Entry | None] = []
-    active: list[TryBegin] = []
-    for item in items:
-        if isinstance(item, TryBegin):
-            active.append(item)
-        elif isinstance(item, TryEnd):
-            if item.entry in active:
-                active.remove(item.entry)
-        elif isinstance(item, Instr):
-            top = active[-1] if active else None
-            entries.append(
-                None if top is None else (labels[top.target], top.stack_depth, top.push_lasti)
-            )
-    return tuple(entries)
-
 
 def _entry(tx: Translator, index: int) -> Entry | None:
-    entries = _entries(tx.code)
-    return entries[index] if index < len(entries) else None
+    """The exception-table entry covering instruction ``index`` of ``tx``'s code."""
+    cover = covering(tx.code)
+    return cover[index] if index < len(cover) else None
 
 
 # -- deciding ----------------------------------------------------------------------------------
@@ -93,11 +63,11 @@ def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
         entry = _entry(tx, index)
         if entry is None:
             return False
-        target = entry[0]
+        target = entry.target
         names = [i.name for i in ins[target : target + 4]]
         if names[:1] == ["PUSH_EXC_INFO"]:
             if names[1:2] == ["WITH_EXCEPT_START"]:
-                index = _through_with_exit(tx, target, entry[1])
+                index = _through_with_exit(tx, target, entry.depth)
                 continue
             if names[1:2] == ["POP_TOP"]:
                 return True  # a bare ``except:``
@@ -205,12 +175,11 @@ def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
     entry = _entry(tx, index)
     if entry is None:
         return False
-    target, depth, lasti = entry
-    del tx.stack[depth:]
-    if lasti:
+    del tx.stack[entry.depth :]
+    if entry.lasti:
         tx.push(ConstantVariable(index))  # only RERAISE 1 reads it (to set the frame's lasti)
     tx.push(exc)
-    tx.ip = target
+    tx.ip = entry.target
     return True
 
 
