@@ -149,6 +149,7 @@ def test_fallback_after_entering_a_context_restores_the_state():
     def fn(x):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             y = x @ x
+
             # a closure made in the trace that refers to itself, live at the break: the rewritten
             # code cannot make it again (a fallback)
             def f(n=1):
