@@ -146,6 +146,7 @@ def _finish(
         )
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
+    cg.code_flags = fn.__code__.co_flags
     cg.resumes = frames is not None
     if frames is not None:
         cg.shared_cells = cells_written_after(frames)
@@ -310,6 +311,8 @@ def _emit_graph_call(
         compiled = backend(gm, output.example_inputs())
     if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
         compiled = StateSafeGraph(compiled, name)
+    if deferred_checks.rerun_on_error(output, cg.code_flags):  # side effects wait for it
+        compiled = deferred_checks.RerunOnError(compiled, name, output.deferred.random)
     if output.state.carried:  # contexts open at the start are left here and entered in the graph
         output.state.codegen_exit_carried(cg)
     cg.push_callable(lambda: cg.load_cell_value(name, compiled))

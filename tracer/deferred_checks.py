@@ -200,6 +200,44 @@ def _in_generator(tx: Translator) -> bool:
     return bool(tx.code.co_flags & _GENERATOR_FLAGS)
 
 
+# -- a graph that raises -------------------------------------------------------------------------
+# The same rerun serves a graph that raises when it runs (a kernel refusing what its fake kernel
+# let through, ``x - True``): the side effects the trace recorded before the failing operation are
+# replayed only after the graph, so raising out of it would lose them (a dict eager updated before
+# the error stays empty). While the graph is safe to run twice, its error reruns the call in
+# Python, which does those effects and raises at the failing line, as eager.
+
+
+def rerun_on_error(output: OutputGraph, code_flags: int) -> bool:
+    """Should the graph's errors rerun the call: it has side effects waiting for it, and running
+    it twice is invisible (as for a deferred check)?"""
+    return (
+        bool(output.side_effects)
+        and output.deferred.unsafe is None
+        and not output.state.carried
+        and not code_flags & _GENERATOR_FLAGS
+    )
+
+
+class RerunOnError:
+    """A compiled graph whose exception becomes ``Rerun`` (after the default generators' states,
+    if it draws from them, are put back)."""
+
+    __slots__ = ("__name__", "fn", "random")
+
+    def __init__(self, fn: Any, name: str, random: bool) -> None:
+        self.fn, self.__name__, self.random = fn, name, random
+
+    def __call__(self, *args: Any) -> Any:
+        state = save_rng() if self.random else None
+        try:
+            return self.fn(*args)
+        except Exception:
+            if state is not None:
+                restore_rng(state)
+            raise Rerun from None
+
+
 def finish(output: OutputGraph) -> TensorVariable | None:
     """One boolean graph node that holds when every deferred check does (None without checks)."""
     if not output.deferred.checks:

@@ -4,7 +4,7 @@ A graph that raises when it runs loses what eager did before the failing op (the
 rewritten code replays after the graph), so a call eager would refuse must not enter the graph: it
 breaks, and CPython raises the real error at the user's line. Today: matrix products of tensors of
 different dtypes outside autocast (CPU and CUDA ``mm``/``mv``/``addmm``/``linear`` raise; their
-meta kernels do not check). Entry point: ``check``.
+meta kernels do not check), and subtraction with a bool operand. Entry point: ``check``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ _PRODUCT_METHODS = frozenset({"matmul", "mm", "mv", "addmm", "addmv", "__matmul_
 
 def check(op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> None:
     """Raise ``Unsupported`` when eager would refuse ``target(*args, **kwargs)`` (fake values)."""
+    _check_bool_subtraction(op, target, args, kwargs)
     is_product = target in _PRODUCT_METHODS if op == "call_method" else _is_product(target)
     if not is_product:
         return
@@ -47,6 +48,37 @@ def check(op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> None:
         f"{name} of {' and '.join(sorted(str(d) for d in dtypes))} tensors, which eager refuses",
         hint="cast the operands to one dtype",
     )
+
+
+_SUBTRACTIONS = frozenset({operator.sub, operator.isub, torch.sub, torch.subtract, torch.rsub})
+_SUBTRACTION_METHODS = frozenset(
+    {"sub", "sub_", "subtract", "subtract_", "__sub__", "__rsub__", "__isub__", "rsub"}
+)
+
+
+def _check_bool_subtraction(op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+    """``-`` with a bool operand (tensor or Python bool): CPU and CUDA kernels refuse it, meta
+    kernels do not."""
+    if op == "call_method":
+        if target not in _SUBTRACTION_METHODS:
+            return
+    else:
+        try:
+            if target not in _SUBTRACTIONS:
+                return
+        except TypeError:  # unhashable
+            return
+    operands = [*args, *kwargs.values()]
+    if not any(isinstance(a, torch.Tensor) for a in operands):
+        return  # numbers (a symbolic size minus a bool is an int, as in Python)
+    if any(
+        (isinstance(a, torch.Tensor) and a.dtype is torch.bool) or type(a) is bool for a in operands
+    ):
+        raise Unsupported(
+            "bool_subtraction",
+            "subtraction with a bool operand, which eager refuses",
+            hint="use ~ or logical_not() to invert a mask, ^ or logical_xor() for two masks",
+        )
 
 
 def _is_product(target: Any) -> bool:

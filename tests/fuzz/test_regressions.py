@@ -3,6 +3,7 @@ plus the bugs found while writing the reliability tests. Each names the bug it p
 
 from __future__ import annotations
 
+import pytest
 import torch
 from bytecode import ConcreteBytecode
 from difftest import check_breaks, compile_counted
@@ -359,3 +360,44 @@ def test_resume_inside_with_after_a_long_jump_is_traced():
         graphs=2,
         breaks=1,
     )
+
+
+def test_a_graph_raising_after_a_recorded_side_effect_keeps_it():
+    """Seed 500000423: ``d.update(...)`` on an input dict, then ``x - True`` on a tensor, which CPU
+    kernels refuse and fake kernels do not: the graph raised, and the update (replayed only after
+    the graph) was lost. A graph that raises while side effects wait for it reruns the call in
+    Python (``deferred_checks.RerunOnError``), which updates the dict and raises as eager."""
+
+    def fn(x, d):
+        d.update((f"u{q}", len(d)) for q in range(2))
+        c = x * torch.randint(0, 3, x.shape)  # a draw: put back before the rerun
+        return x - (c.dim() == 1), c
+
+    compiled, counter = compile_counted(fn)
+    for _ in range(2):
+        d, eager_d = {}, {}
+        torch.manual_seed(0)
+        with pytest.raises(RuntimeError) as eager:
+            fn(torch.ones(2), eager_d)
+        eager_rng = torch.get_rng_state()
+        torch.manual_seed(0)
+        with pytest.raises(RuntimeError) as actual:
+            compiled(torch.ones(2), d)
+        assert str(actual.value) == str(eager.value)
+        assert d == eager_d == {"u0": 0, "u1": 1}
+        assert torch.equal(torch.get_rng_state(), eager_rng)
+    assert counter.frame_count == 1  # the same graph each call: it raised, nothing retraced
+
+
+def test_subtracting_a_bool_breaks_before_the_op():
+    """The same seed's op: ``x - True`` (or a bool tensor) is refused by eager's kernels but not by
+    fake ones: it breaks before the op (``eager_checks``), so Python raises at the user's line after
+    the side effects are replayed, without running the graph twice."""
+
+    def fn(x, d, flag):
+        d["seen"] = len(d)
+        y = x * 2
+        return y - flag
+
+    for flag in (True, torch.tensor([True, False])):
+        check_breaks(fn, lambda flag=flag: (torch.ones(2), {}, flag), graphs=1, breaks=1, calls=2)
