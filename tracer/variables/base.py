@@ -88,6 +88,28 @@ class ConstantLikeVariable(VariableTracker):
         return self.value
 
 
+@dataclasses.dataclass(eq=False)
+class BoundAttributeVariable(VariableTracker):
+    """``obj.name`` read before it is called: a method bound to the value it was read from. The
+    subclasses (a container's method, a tensor's, a dict read, one ``obj.call_method`` answers) say
+    what calling it does; all are rebuilt as the real bound method, from the source they were given
+    through or as ``obj.name``."""
+
+    obj: VariableTracker
+    name: str
+    source: Source | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # a bound method given to the trace: that object
+            self.source.reconstruct(cg)
+            return
+        self.obj.reconstruct(cg)
+        cg.load_attr(self.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.obj!r}.{self.name})"
+
+
 class IdentityKey:
     """A dict key or set item standing for an object hashed by identity (a tensor): equal only to
     the key of the same object, as CPython compares such keys (their hashes differ otherwise).

@@ -22,7 +22,7 @@ import torch
 from ...guards.sources import Source
 from .. import polyfills
 from ..exc import PythonError, Unsupported
-from .base import IdentityKey, VariableTracker
+from .base import BoundAttributeVariable, IdentityKey, VariableTracker
 from .constant import ConstantVariable
 from .tensor import TensorVariable
 
@@ -279,25 +279,14 @@ class SetVariable(VariableTracker):
         return None
 
 
-@dataclass(eq=False)
-class BoundMethodVariable(VariableTracker):
+@dataclass(eq=False, repr=False)
+class BoundMethodVariable(BoundAttributeVariable):
     """``xs.append`` and friends before the call; ``dispatch.call_container_method`` runs them."""
-
-    obj: VariableTracker
-    name: str
-    source: Source | None = None
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
-
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:  # a bound method given to the trace: that object
-            self.source.reconstruct(cg)
-            return
-        self.obj.reconstruct(cg)
-        cg.load_attr(self.name)
 
 
 @dataclass(eq=False)

@@ -23,7 +23,7 @@ from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
 from ..exc import Unsupported
 from ..liveness import code_cell_writes
 from . import markers
-from .base import ConstantLikeVariable, VariableTracker
+from .base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from .cells import ClosureCellVariable, closure_cell, reconstruct_cell
 from .constant import ConstantVariable
 from .containers import DictVariable, TupleVariable
@@ -502,22 +502,11 @@ class PartialVariable(VariableTracker):
         return f"PartialVariable({self.fn!r})"
 
 
-@dataclass(eq=False)
-class MethodCallVariable(VariableTracker):
+@dataclass(eq=False, repr=False)
+class MethodCallVariable(BoundAttributeVariable):
     """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""
-
-    obj: VariableTracker
-    name: str
-    source: Source | None = None
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
-
-    def reconstruct(self, cg: Codegen) -> None:
-        self.obj.reconstruct(cg)  # the bound method of the real object
-        cg.load_attr(self.name)
-
-    def __repr__(self) -> str:
-        return f"MethodCallVariable({self.obj!r}.{self.name})"

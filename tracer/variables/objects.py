@@ -44,7 +44,7 @@ from .autograd_function import (
     has_torch_apply,
     is_autograd_function,
 )
-from .base import ConstantLikeVariable, VariableTracker
+from .base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from .constant import ConstantVariable
 from .functions import OBJECT_METHODS, BuiltinVariable, PartialVariable, UserFunctionVariable
 from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
@@ -561,8 +561,8 @@ def _module_init_done() -> None:
 _KEY_TYPES = (str, int, bytes, bool, type(None))
 
 
-@dataclass(eq=False)
-class DictReadVariable(VariableTracker):
+@dataclass(eq=False, repr=False)
+class DictReadVariable(BoundAttributeVariable):
     """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
     not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
     class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
@@ -572,10 +572,6 @@ class DictReadVariable(VariableTracker):
     or ``__contains__`` in Python."""
 
     METHODS = ("get", "__getitem__", "__contains__")
-
-    obj: VariableTracker
-    name: str
-    source: Source | None = None
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]

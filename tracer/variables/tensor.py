@@ -19,7 +19,7 @@ import torch.fx
 
 from ...guards.sources import AttrSource, Source
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import BoundAttributeVariable, VariableTracker
 from .constant import ConstantVariable
 
 if TYPE_CHECKING:
@@ -207,18 +207,19 @@ def _has_symbols(value: Any) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
-@dataclass(eq=False)
-class TensorMethodVariable(VariableTracker):
-    tensor: TensorVariable
-    name: str
-    source: Source | None = None
+@dataclass(eq=False, repr=False)
+class TensorMethodVariable(BoundAttributeVariable):
+    """``t.name`` before the call: an op on ``obj`` (the tensor), a metadata query, or a
+    conversion to Python data."""
+
+    obj: TensorVariable
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         name = self.name
         if name in SCALAR_METHODS and not args and not kwargs:
-            return to_scalar(tx, self.tensor, name)
+            return to_scalar(tx, self.obj, name)
         if name in TO_PYTHON or name in SCALAR_METHODS:
             raise Unsupported(
                 "tensor_to_python",
@@ -233,7 +234,7 @@ class TensorMethodVariable(VariableTracker):
             # ``x.new(torch.Size)`` takes sizes where ``x.new(tuple)`` takes data, and a graph
             # keeps no ``torch.Size`` (FX writes it as a tuple): the same uninitialised tensor
             name = "new_empty"
-        return tx.output.call_method(name, (self.tensor, *args), kwargs)
+        return tx.output.call_method(name, (self.obj, *args), kwargs)
 
     def _metadata(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -242,21 +243,14 @@ class TensorMethodVariable(VariableTracker):
             # a tensor type (``torch.HalfTensor``) is no graph constant: its name is (same call)
             args = [_tensor_type_name(a) for a in args]
             kwargs = {k: _tensor_type_name(v) for k, v in kwargs.items()}
-            return tx.output.call_method("type", (self.tensor, *args), kwargs)
+            return tx.output.call_method("type", (self.obj, *args), kwargs)
         pargs = [a.as_python_constant() for a in args]
         pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        result = getattr(self.tensor.example, self.name)(*pargs, **pkwargs)
+        result = getattr(self.obj.example, self.name)(*pargs, **pkwargs)
         if _has_symbols(result):  # a symbolic size/stride/numel: computed by the graph
-            return tx.output.call_method(self.name, (self.tensor, *args), kwargs)
+            return tx.output.call_method(self.name, (self.obj, *args), kwargs)
         folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
         return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
-
-    def reconstruct(self, cg: Codegen) -> None:
-        self.tensor.reconstruct(cg)
-        cg.load_attr(self.name)
-
-    def __repr__(self) -> str:
-        return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
 
 
 @dataclass(eq=False)
