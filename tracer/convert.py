@@ -146,7 +146,6 @@ def _finish(
         )
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
-    cg.code_flags = fn.__code__.co_flags
     cg.resumes = frames is not None
     if frames is not None:
         cg.shared_cells = cells_written_after(frames)
@@ -163,7 +162,7 @@ def _finish(
     if checked is not None:
         deferred_checks.emit_before(cg, output)
     outputs = [*live, *replayed, *([checked] if checked is not None else [])]
-    graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering)
+    graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering, fn.__code__.co_flags)
     if checked is not None:  # before anything the call does outside the graph
         deferred_checks.emit(cg, output, checked)
     swapped = _preload_stale(cg, output, [*live, *replayed])
@@ -293,6 +292,7 @@ def _emit_graph_call(
     live: list[VariableTracker],
     backend: Any,
     numbering: Numbering,
+    code_flags: int,
 ) -> tuple[list[torch.fx.GraphModule], list[int]]:
     """Compile the graph (if it does anything) and emit ``__graph_out =
     __compiled_fn_N(*inputs)``."""
@@ -311,7 +311,7 @@ def _emit_graph_call(
         compiled = backend(gm, output.example_inputs())
     if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
         compiled = StateSafeGraph(compiled, name)
-    if deferred_checks.rerun_on_error(output, cg.code_flags):  # side effects wait for it
+    if deferred_checks.rerun_on_error(output, code_flags):  # side effects wait for it
         compiled = deferred_checks.RerunOnError(compiled, name, output.deferred.random)
     if output.state.carried:  # contexts open at the start are left here and entered in the graph
         output.state.codegen_exit_carried(cg)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from models.suite import ArchRun, Engine, Phase, differences, first_tensor
+from models.suite import ArchRun, Engine, _phase, differences, first_tensor
 from torch import nn
 
 
@@ -250,16 +250,6 @@ def run(arch: VisionArch, engine: Engine, time_calls: int = 0, limit_s: int = 0)
     except ModelTimeout as e:
         result.error = f"timeout: {e}"
     return result
-
-
-def _phase(engine: Engine, fn: Callable[[], Any]) -> tuple[Any, Phase]:
-    engine.start()
-    start = time.perf_counter()
-    out = fn()
-    seconds = time.perf_counter() - start
-    phase = engine.counts()
-    phase.first_s = seconds
-    return out, phase
 
 
 def _call(fn: Callable[..., Any], arch: VisionArch) -> Any:
