@@ -18,7 +18,13 @@ import functools
 import os
 import types
 
-os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere
+# Triton fixes its mode when ``triton.language`` is first imported: under the interpreter its
+# standard library's ``@triton.jit`` functions become InterpretedFunctions, and compiling a kernel
+# for the GPU later in the same process fails (triton 3.6). So one pytest process runs kernels one
+# way: interpreted on the CPU (the default, what CI runs), or compiled on the GPU when started with
+# TRITON_INTERPRET=0 (``pytest -m gpu`` as benchmarks/gpu.sh runs it).
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported anywhere
+INTERPRETING = os.environ["TRITON_INTERPRET"] == "1"
 
 from dataclasses import dataclass  # noqa: E402
 
@@ -112,13 +118,21 @@ def pytest_generate_tests(metafunc) -> None:
 
 
 @pytest.fixture
-def triton_target(request, monkeypatch) -> Target:
+def triton_target(request) -> Target:
     target = getattr(request, "param", INTERP)
-    if target.device == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("needs a CUDA GPU")
-        monkeypatch.setenv("TRITON_INTERPRET", "0")  # triton reads it at each @triton.jit
+    if target.device == "cuda" or request.node.get_closest_marker("gpu"):
+        needs_gpu()
+    elif not INTERPRETING:
+        pytest.skip("runs under Triton's interpreter: a process started without TRITON_INTERPRET=0")
     return target
+
+
+def needs_gpu() -> None:
+    """Skip unless kernels can be compiled for a CUDA GPU in this process."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    if INTERPRETING:
+        pytest.skip("GPU kernels need a process started with TRITON_INTERPRET=0 (pytest -m gpu)")
 
 
 def to_graph(fn) -> torch.fx.GraphModule:
@@ -306,6 +320,12 @@ def _check_grads(actual, expected, leaves, ref_leaves, atol, rtol) -> None:
         if w is not None:
             tol = TOLERANCES[w.dtype]
             torch.testing.assert_close(g, w, atol=(atol or tol[0]) * 10, rtol=(rtol or tol[1]) * 10)
+
+
+@pytest.fixture
+def triton_gpu() -> None:
+    """For a test that compiles kernels for the GPU itself: skips unless this process can."""
+    needs_gpu()
 
 
 @pytest.fixture

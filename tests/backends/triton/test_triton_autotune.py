@@ -117,9 +117,7 @@ def test_without_max_autotune_no_tuner(triton_compile):
 
 @pytest.mark.gpu
 def test_autotuning_times_on_the_gpu(monkeypatch, tmp_path, triton_compile):
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    # triton_compile skips this test unless kernels can be compiled for the GPU here
     monkeypatch.setattr(config, "autotune_cache_dir", str(tmp_path))
     x = torch.randn(4096, 1024, device="cuda")
     runner = triton_compile(lambda x: (torch.softmax(x, -1),), x, options=MAX_AUTOTUNE)

@@ -233,10 +233,7 @@ def test_unknown_option_names_the_known_ones():
 
 
 @pytest.mark.gpu
-def test_cuda_graph_replay_on_gpu(monkeypatch):
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
+def test_cuda_graph_replay_on_gpu(triton_gpu):
     model, _ = mlp_graph()
     model = model.cuda()
     gm = torch.fx.symbolic_trace(model)
