@@ -105,14 +105,16 @@ def run(args: argparse.Namespace, device: str) -> list[str]:
             model = copy.deepcopy(base)
             try:
                 fn, info = build(model)
-                logits = fn(token, pos)
+                # A CUDA graph's output lives in its pool and the next replay overwrites it
+                # (torch.compile's reduce-overhead refuses to read it then): copy it out first.
+                logits = fn(token, pos).float().clone()
+                eager_logits = logits if eager_logits is None else eager_logits
+                diff = float((logits - eager_logits).abs().max())
                 us = latency(lambda fn=fn: fn(token, pos), args.calls, device)
             except Exception as e:  # reported; the other systems still run
                 emit(f"| {name} | error | | | `{type(e).__name__}: {e}`"[:300] + " |")
                 continue
-            if eager_us is None:
-                eager_us, eager_logits = us, logits
-            diff = float((logits.float() - eager_logits.float()).abs().max())
+            eager_us = us if eager_us is None else eager_us
             emit(f"| {name} | {us:.0f} | {eager_us / us:.2f}x | {diff:.1e} | {graph_stats(info)} |")
             bytegraph.reset()
     return lines

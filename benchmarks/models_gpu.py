@@ -7,8 +7,11 @@ fp32 and bf16, inference (``torch.no_grad``) and a training step (forward, loss,
         [--modes infer,train] [--budget SECONDS] [--markdown FILE] [--no-inductor]
     TRITON_INTERPRET=1 python -m benchmarks.models_gpu --smoke --models nanogpt  # CPU check
 
-Each model runs in its own process (a crash or a hang costs that model only) with an equal share of
-the time budget left; cases past it are reported as skipped. Per case: median step time of eager,
+Each model runs in its own process (a crash or a hang costs that model only), all at once: they
+compile in parallel (one process per CPU core at most), and take turns on the GPU for the timings
+(a file lock), so every measurement runs on a quiet GPU. Cases not done by the end of the time
+budget are reported as skipped. Compile times are measured while the other models compile too.
+Per case: median step time of eager,
 bytegraph and Inductor (``triton.testing.do_bench``), speedups over eager and their geometric
 means, compile time (first step minus a steady step), the relative error of the first step's
 output (inference: the output; training: the loss) against the same step computed eagerly in fp32,
@@ -19,12 +22,17 @@ precision). Without a GPU (and without ``--smoke``) it prints one "no GPU" line 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
 import copy
+import fcntl
+import itertools
 import json
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -92,7 +100,7 @@ def bench(step: Callable[[], Any], device: str) -> float:
     if device == "cuda":
         import triton.testing
 
-        return triton.testing.do_bench(step, warmup=50, rep=300, return_mode="median")
+        return triton.testing.do_bench(step, warmup=25, rep=150, return_mode="median")
     times = []
     for _ in range(3):
         start = time.perf_counter()
@@ -127,8 +135,27 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def run_system(system: str, work: Workload, model, inputs, mode, device) -> dict[str, Any]:
-    """Compile (unless eager), time the first and the steady steps; never raises."""
+@contextlib.contextmanager
+def gpu_turn(lock_path: str | None):
+    """Hold the GPU alone (against the other model processes) while timing."""
+    if not lock_path:
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def error_text(e: Exception) -> str:
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}"
+
+
+def first_step(system: str, work: Workload, model, inputs, mode, device) -> dict[str, Any]:
+    """Compile (unless eager) and run the first step; never raises. The result keeps the step
+    for ``time_steady``."""
     rec = Recorder()
     try:
         if system == "bytegraph":
@@ -139,17 +166,31 @@ def run_system(system: str, work: Workload, model, inputs, mode, device) -> dict
             fn = model
         step = make_step(fn, work, inputs, mode)
         out, first = timed_first(step, device)
-        ms = bench(step, device)
     except Exception as e:  # reported in the table; the other systems still run
-        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
-    result = {"ms": ms, "compile_s": max(0.0, first - ms / 1e3), "out": first_output(out)}
+        return {"error": error_text(e)}
+    result = {"step": step, "first_s": first, "out": first_output(out)}
     if system == "bytegraph":
         result.update(rec.summary())
     return result
 
 
+def time_steady(res: dict[str, Any], device: str) -> None:
+    """Replace ``res``'s step by its median time and the compile time it implies."""
+    step, first = res.pop("step", None), res.pop("first_s", 0.0)
+    if step is None:
+        return
+    try:
+        res["ms"] = bench(step, device)
+    except Exception as e:
+        res["error"] = error_text(e)
+        return
+    res["compile_s"] = max(0.0, first - res["ms"] / 1e3)
+
+
 def run_case(name: str, dtype: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One model, dtype and mode on every system; errors are against the fp32 computation."""
+    """One model, dtype and mode on every system: first steps (compiling) in parallel with the
+    other models, then the steady-state timings on the GPU alone. Errors are against the fp32
+    computation."""
     device = "cpu" if args.smoke else "cuda"
     torch.manual_seed(0)
     work = MODELS[name](args.smoke)
@@ -161,12 +202,39 @@ def run_case(name: str, dtype: str, mode: str, args: argparse.Namespace) -> dict
     copies = {s: copy.deepcopy(model) for s in systems}
     row: dict[str, Any] = {"model": name, "dtype": dtype, "mode": mode, "note": work.note}
     for system in systems:
-        res = run_system(system, work, copies[system], inputs, mode, device)
+        res = first_step(system, work, copies[system], inputs, mode, device)
         out = res.pop("out", None)
         if out is not None:
             res["rel_err"] = rel_error(first_output(out), reference)
         row[system] = res
+    with gpu_turn(args.gpu_lock):
+        for system in systems:
+            if args.profile and device == "cuda" and (dtype, mode) == ("fp32", "infer"):
+                profile(row[system])
+            time_steady(row[system], device)
     return row
+
+
+def profile(res: dict[str, Any], calls: int = 5, top: int = 8) -> None:
+    """Add to ``res`` its step's GPU kernels taking the most time: (name, us per step, launches
+    per step), from ``torch.profiler`` over ``calls`` steps."""
+    step = res.get("step")
+    if step is None:
+        return
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    step()
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            step()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if getattr(e, "device_time_total", 0) > 0]
+    events.sort(key=lambda e: -e.device_time_total)
+    res["profile"] = [
+        (e.key[:70], e.device_time_total / calls, e.count / calls) for e in events[:top]
+    ]
 
 
 def fp32_reference(work: Workload, model: torch.nn.Module, inputs: tuple, mode: str) -> Any:
@@ -180,16 +248,15 @@ def worker(args: argparse.Namespace) -> None:
     """Run the cases of ``args.models`` (one model), printing one ``RESULT {json}`` line each."""
     if not args.smoke:
         torch.set_float32_matmul_precision("high")
-    for name in args.models:
-        for dtype in args.dtypes:
-            for mode in args.modes:
-                if time.time() > args.deadline:
-                    row = {"model": name, "dtype": dtype, "mode": mode, "skipped": "time budget"}
-                else:
-                    row = run_case(name, dtype, mode, args)
-                print("RESULT " + json.dumps(row), flush=True)
-                bytegraph.reset()
-                torch._dynamo.reset()
+    for name in args.models:  # inference first: when time runs out, training goes
+        for mode, dtype in itertools.product(args.modes, args.dtypes):
+            if time.time() > args.deadline:
+                row = {"model": name, "dtype": dtype, "mode": mode, "skipped": "time budget"}
+            else:
+                row = run_case(name, dtype, mode, args)
+            print("RESULT " + json.dumps(row), flush=True)
+            bytegraph.reset()
+            torch._dynamo.reset()
 
 
 def run_model(name: str, args: argparse.Namespace, deadline: float) -> list[dict[str, Any]]:
@@ -197,6 +264,8 @@ def run_model(name: str, args: argparse.Namespace, deadline: float) -> list[dict
     cmd = [sys.executable, "-m", "benchmarks.models_gpu", "--worker", "--models", name]
     cmd += ["--dtypes", ",".join(args.dtypes), "--modes", ",".join(args.modes)]
     cmd += ["--deadline", str(deadline)] + (["--smoke"] if args.smoke else [])
+    cmd += ["--gpu-lock", args.gpu_lock] if args.gpu_lock else []
+    cmd += ["--profile"] if args.profile else []
     cmd += [] if args.inductor else ["--no-inductor"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows: list[dict[str, Any]] = []
@@ -289,7 +358,23 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {key} | {geomean([o for o, _ in pairs]):.2f}x | {ind_text} | {len(pairs)} |"
         )
     notes = {f"- {r['model']}: {r['note']}" for r in rows if r.get("note")}
-    return "\n".join(lines + [""] + sorted(notes) + ([""] + errors if errors else [])) + "\n"
+    text = "\n".join(lines + [""] + sorted(notes) + ([""] + errors if errors else [])) + "\n"
+    return text + profiles(rows)
+
+
+def profiles(rows: list[dict[str, Any]]) -> str:
+    """The GPU kernels that take the most time per fp32 inference step, per model and system."""
+    out = []
+    for r in rows:
+        for system in ("bytegraph", "inductor"):
+            kernels = (r.get(system) or {}).get("profile")
+            if kernels:
+                total = sum(us for _, us, _ in kernels)
+                out.append(f"\n{r['model']} {system} (top {len(kernels)}: {total:.0f} us):\n")
+                out += [f"- `{name}`: {us:.0f} us, {n:g}x" for name, us, n in kernels]
+    if not out:
+        return ""
+    return "\nTop GPU kernels per fp32 inference step (torch.profiler):\n" + "\n".join(out) + "\n"
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -301,8 +386,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--markdown", help="also write the table to this file")
     p.add_argument("--smoke", action="store_true", help="tiny models on CPU (TRITON_INTERPRET=1)")
     p.add_argument("--no-inductor", dest="inductor", action="store_false")
+    p.add_argument("--profile", action="store_true", help="top GPU kernels of fp32 inference")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.add_argument("--gpu-lock", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.models, args.dtypes, args.modes = (
         [s for s in v.split(",") if s] for v in (args.models, args.dtypes, args.modes)
@@ -324,10 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         worker(args)
         return 0
     deadline = time.time() + args.budget
-    rows: list[dict[str, Any]] = []
-    for k, name in enumerate(args.models):  # a fair share each; what one leaves, the next gets
-        share = (deadline - time.time()) / (len(args.models) - k)
-        rows += run_model(name, args, time.time() + share)
+    with tempfile.TemporaryDirectory() as tmp:
+        args.gpu_lock = os.path.join(tmp, "gpu.lock")
+        parallel = max(1, min(len(args.models), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+            runs = [pool.submit(run_model, name, args, deadline) for name in args.models]
+            rows = [row for run in runs for row in run.result()]
     text = markdown(rows)
     print(text)
     if args.markdown:
