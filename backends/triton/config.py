@@ -18,6 +18,12 @@ from typing import Any
 persistent_reduction_max = 1024
 looped_rblock = 256
 
+#: A long static reduction with fewer results than ``split_reduction_rows`` is split in two, into
+#: chunks of at least ``split_reduction_min_chunk`` elements (a quarter of it for a reduction over
+#: a dim other than the last, whose kernel reduces many columns per program): ``lower_reductions``.
+split_reduction_rows = 2048
+split_reduction_min_chunk = 1024
+
 #: Most buffers one kernel may compute before the scheduler starts a new kernel.
 max_fused_nodes = 64
 

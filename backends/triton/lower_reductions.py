@@ -4,6 +4,12 @@ any/all, ``prims.var`` (two passes: mean, then squared deviations), mean.
 Every reduction is realized as a ``ComputedBuffer`` holding a ``Reduction`` whose ``inner_fn(index,
 rindex)`` reads the (possibly lazy) input; the scheduler later fuses its producers and consumers.
 A reduction over one element becomes a pointwise copy; fp16/bf16 sums accumulate in fp32.
+
+A long reduction with few results is split in two (``split_factor``), as Inductor does: otherwise
+its kernel has too few programs to keep a GPU busy (a full sum would run on one of its SMs, a
+column sum on a few). The first reduction computes ``split`` partial results per output element
+over contiguous chunks of the reduced elements, in the accumulation dtype; the second combines
+them.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from typing import Any
 import sympy
 import torch
 
-from .indexing import Expr, contiguous_strides, product
+from . import config
+from .indexing import Expr, contiguous_strides, product, unflatten
 from .ir import Layout, LazyValue, Reduction, TensorValue
 from .lowering import NotLowerable, current_graph, current_node, lowering, meta_val, origins
 from .ops import ops, register_dtype
@@ -52,14 +59,68 @@ def reduce(
 
     if numel == 1:
         return _single_element(x, size, full_index, rtype, dtype)
+    value_dtype = torch.bool if rtype == "any" else acc
 
     def inner_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
-        value = x.load(full_index(index, rindex))
-        return ops.to_dtype(value, torch.bool if rtype == "any" else acc)
+        return ops.to_dtype(x.load(full_index(index, rindex)), value_dtype)
 
-    layout = Layout(size, contiguous_strides(size), dtype, x.device)
-    data = Reduction(size, rranges, rtype, inner_fn, acc, dtype)
-    return current_graph().add_computed(data, layout, origins(x))
+    split = split_factor(numel, product(size), rtype, inner=rank - 1 in dims)
+    if split > 1:
+        chunk = numel // split
+
+        def chunk_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
+            # index = (chunk number, *output index); rindex = (position in the chunk,)
+            return inner_fn(index[1:], unflatten(index[0] * chunk + rindex[0], rranges))
+
+        parts = [sympy.Integer(split), *size]
+        partial = _computed(parts, [sympy.Integer(chunk)], rtype, chunk_fn, value_dtype, value_dtype, x)
+        return _computed(
+            size,
+            [sympy.Integer(split)],
+            rtype,
+            lambda index, rindex: partial.load([rindex[0], *index]),
+            value_dtype,
+            dtype,
+            partial,
+        )
+    return _computed(size, rranges, rtype, inner_fn, value_dtype, dtype, x)
+
+
+def _computed(
+    size: list[Expr],
+    rranges: list[Expr],
+    rtype: str,
+    inner_fn: Any,
+    src_dtype: torch.dtype,
+    dtype: torch.dtype,
+    source: TensorValue,
+) -> TensorValue:
+    layout = Layout(size, contiguous_strides(size), dtype, source.device)
+    data = Reduction(size, rranges, rtype, inner_fn, src_dtype, dtype)
+    return current_graph().add_computed(data, layout, origins(source))
+
+
+#: Reductions that can be done in two steps with the same operation (arg-reductions cannot).
+SPLITTABLE = ("sum", "prod", "max", "min", "any")
+
+
+def split_factor(numel: Expr, outputs: Expr, rtype: str, inner: bool) -> int:
+    """Into how many chunks to split a reduction of ``numel`` elements into each of ``outputs``
+    results (1: not split). Only static sizes split, into a power of two dividing ``numel``, so
+    that the first kernel has about ``config.split_reduction_rows`` rows to reduce (a row per
+    program when the reduced dim is the last; a column reduction's kernel covers many columns per
+    program, so it wants many more) while each chunk stays long enough to stream."""
+    if rtype not in SPLITTABLE or not (numel.is_Integer and outputs.is_Integer):
+        return 1
+    numel, outputs = int(numel), int(outputs)
+    rows = config.split_reduction_rows * (1 if inner else 16)
+    min_chunk = max(2, config.split_reduction_min_chunk // (1 if inner else 4))
+    split = 1
+    while (
+        outputs * split * 2 <= rows and numel % (split * 2) == 0 and numel // (split * 2) >= min_chunk
+    ):
+        split *= 2
+    return split if split >= 4 else 1
 
 
 def _single_element(

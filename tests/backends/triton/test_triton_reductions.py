@@ -34,6 +34,54 @@ def reduction_mode(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Split every reduction whose length has a power-of-two factor of at least 4."""
+    monkeypatch.setattr(config, "split_reduction_rows", 1 << 30)
+    monkeypatch.setattr(config, "split_reduction_min_chunk", 4)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("dim", [0, -1, (0, 1)])
+def test_split_reduction_matches_eager(name, dim, split_everything, triton_check):
+    one_dim = ("max_dim", "min_dim", "argmax", "argmin", "prod", "softmax", "log_softmax")
+    if dim == (0, 1) and name in one_dim:
+        pytest.skip("takes one dim")
+    x = torch.randn(16, 24)
+    x[3, 5] = float("nan") if name in ("amax", "amin", "max_dim", "min_dim") else x[3, 5]
+    runner = triton_check(lambda x: REDUCTIONS[name](x, dim), x, fallbacks=0)
+    if name in ("sum", "amax", "mean"):  # partial results, then their reduction
+        assert len(runner.kernels) == 2
+
+
+def test_split_low_precision_int_and_bool_reductions(split_everything, triton_check):
+    x = torch.randn(32, 8) * 3
+    triton_check(
+        lambda x, b, h: (
+            b.sum(0),
+            h.mean(),
+            (x * 10).int().sum(0),
+            (x > 4).any(),
+            (x > -9).all(0),
+            x.amin(),
+            (x * 0.1).prod(0),
+        ),
+        x,
+        x.bfloat16(),
+        x.half(),
+    )
+
+
+def test_long_column_and_full_reductions_split_by_default(triton_check):
+    x = torch.randn(4096, 8)
+    runner = triton_check(lambda x: (x.sum(0), x.sum(), x.amax(-1)), x)
+    shapes = [(k.kernel.numel, k.kernel.rnumel) for k in runner.kernels]
+    assert len(shapes) == 5  # two each for the sums, one for amax
+    assert (8 * 16, 256) in shapes  # the column sum's 16 partial sums per column
+    assert (32, 1024) in shapes  # the full sum's 32 partial sums
+    assert (4096, 8) in shapes  # a row reduction with many results is not split
+
+
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
 @pytest.mark.parametrize("dim", [0, -1])
 def test_reduction_matches_eager(name, dim, reduction_mode, triton_check):
