@@ -40,7 +40,9 @@ STAGES = [
 
 #: Every stage compiles kernels for the GPU. Triton fixes interpreter or compiled mode when it is
 #: first imported, so a TRITON_INTERPRET=1 left in the environment must not reach them.
-GPU_ENV = {**os.environ, "TRITON_INTERPRET": "0"}
+#: A wide terminal keeps each failed test's reason on its FAILED line (pytest cuts the line
+#: to the terminal's width, and a test id alone can fill 80 columns).
+GPU_ENV = {**os.environ, "TRITON_INTERPRET": "0", "COLUMNS": "400"}
 
 
 def environment() -> str:

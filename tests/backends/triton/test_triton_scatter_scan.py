@@ -115,10 +115,13 @@ def test_backward_of_indexing_and_embedding_uses_atomic_scatter(triton_check):
     assert "tl.atomic_add(" in runner.graphs[1].source + "".join(k.source for k in runner.kernels)
 
 
-def test_accumulate_falls_back_where_atomics_do_not_apply(triton_check):
+def test_accumulate_falls_back_where_atomics_do_not_apply(triton_check, triton_target):
     x, idx, v = torch.randn(5, 3), torch.tensor([0, 2, 0]), torch.randn(3, 3)
     fn = lambda x, i, v: (torch.index_put(x, (i,), v, accumulate=True),)  # noqa: E731
-    triton_check(fn, x.bfloat16(), idx, v.bfloat16(), fallbacks=1)  # no bf16 atomics interpreted
+    # Triton's interpreter has no bf16 atomics; a GPU has (the H100 run found this test's old
+    # expectation of a fallback there too)
+    interpreted = triton_target.device == "cpu"
+    triton_check(fn, x.bfloat16(), idx, v.bfloat16(), fallbacks=1 if interpreted else 0)
     torch.use_deterministic_algorithms(True)
     try:
         triton_check(fn, x, idx, v, fallbacks=1)  # float atomics add in any order
