@@ -69,7 +69,15 @@ def candidate_configs(kernel: GeneratedKernel, xnumel: int, rnumel: int) -> list
         rcap = next_power_of_2(max(1, rnumel))
         found = [
             Config(min(x, xcap), min(r, rcap), w)
-            for x, r, w in ((1, 2048, 8), (1, 1024, 4), (4, 512, 8), (8, 256, 4), (64, 64, 8))
+            for x, r, w in (
+                (1, 2048, 8),
+                (1, 1024, 4),
+                (4, 512, 8),
+                (8, 256, 4),
+                (64, 64, 8),
+                (64, 8, 4),
+                (128, 8, 8),
+            )
         ]
     return list(dict.fromkeys(found))
 

@@ -19,7 +19,7 @@ import sympy
 import torch
 
 from . import config, reduction_code
-from .indexing import Expr, simplify_index, texpr
+from .indexing import Expr, coefficient, simplify_index, texpr
 from .ir import Scatter
 from .ops import BOOL_RESULT, TL_DTYPES, register_dtype, template, use_handler
 from .scheduler import RINDEX, XINDEX, FusedGroup, SchedulerNode, place
@@ -48,6 +48,9 @@ class GeneratedKernel:
     persistent: bool
     origins: list[str]
     atomic: bool = False  #: accumulates into what it stores (running it twice adds twice)
+    #: a reduction whose loads all step through memory along rows rather than along each row (a
+    #: column sum): its programs want many rows and short chunks (``launch.block_sizes``)
+    outer: bool = False
 
     @property
     def is_reduction(self) -> bool:
@@ -98,6 +101,7 @@ class TritonKernel:
         self.cse: dict[str, tuple[CSEVar, int | None]] = {}
         self.stored: dict[tuple[str, str], tuple[CSEVar, int | None]] = {}
         self.pending: set[str] = set()
+        self.row_steps: list[Expr | None] = []  #: each row-wide load's step along the row
         self.written: list[str] = []
         self.memory_loads: set[str] = set()
         self.inputs: list[str] = []
@@ -193,6 +197,8 @@ class TritonKernel:
         ptr = self.pointer(expr)
         bounds = [self.indirect[s] for s in expr.free_symbols if s in self.indirect]
         wide = RINDEX in expr.free_symbols or (self.reduction and bool(bounds))
+        if RINDEX in expr.free_symbols:
+            self.row_steps.append(coefficient(expr, RINDEX, {XINDEX, RINDEX}))
         if self.reduction and self.masks and self.level != "x" and not wide:
             ptr, wide = f"{ptr} + 0 * rindex", True  # the mask may vary along the row
         mask = " & ".join(["xmask & rmask" if wide else "xmask"] + self.masks + bounds)
@@ -350,6 +356,7 @@ class TritonKernel:
             bool(self.persistent),
             list(dict.fromkeys(origins)),
             "tl.atomic_add(" in source,
+            bool(self.row_steps) and all(c is not None and c != 1 for c in self.row_steps),
         )
 
     def prologue(self) -> list[str]:

@@ -100,6 +100,13 @@ def block_sizes(kernel: GeneratedKernel) -> dict[str, int]:
         return {"XBLOCK": min(1024, next_power_of_2(numel)), "num_warps": 4}
     if kernel.persistent:
         rblock = next_power_of_2(static(kernel.rnumel, 1))
+    elif kernel.outer:  # coalesced along the rows: many of them, a short step along each
+        xblock = max(1, min(next_power_of_2(numel), 64))
+        return {
+            "XBLOCK": xblock,
+            "RBLOCK": min(8, next_power_of_2(static(kernel.rnumel, 8))),
+            "num_warps": 4,
+        }
     else:
         rblock = min(config.looped_rblock, next_power_of_2(static(kernel.rnumel, 1 << 20)))
     xblock = max(1, min(next_power_of_2(numel), 2048 // rblock, 64))

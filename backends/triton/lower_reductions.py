@@ -73,7 +73,8 @@ def reduce(
             return inner_fn(index[1:], unflatten(index[0] * chunk + rindex[0], rranges))
 
         parts = [sympy.Integer(split), *size]
-        partial = _computed(parts, [sympy.Integer(chunk)], rtype, chunk_fn, value_dtype, value_dtype, x)
+        chunks = [sympy.Integer(chunk)]
+        partial = _computed(parts, chunks, rtype, chunk_fn, value_dtype, value_dtype, x)
         return _computed(
             size,
             [sympy.Integer(split)],
@@ -116,9 +117,9 @@ def split_factor(numel: Expr, outputs: Expr, rtype: str, inner: bool) -> int:
     rows = config.split_reduction_rows * (1 if inner else 16)
     min_chunk = max(2, config.split_reduction_min_chunk // (1 if inner else 4))
     split = 1
-    while (
-        outputs * split * 2 <= rows and numel % (split * 2) == 0 and numel // (split * 2) >= min_chunk
-    ):
+    while outputs * split * 2 <= rows and numel % (split * 2) == 0:
+        if numel // (split * 2) < min_chunk:
+            break
         split *= 2
     return split if split >= 4 else 1
 

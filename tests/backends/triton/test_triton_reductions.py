@@ -153,3 +153,19 @@ def test_batch_norm_training_forward_and_backward(triton_check):
         return (F.batch_norm(x, None, None, w, b, training=True) * 2,)
 
     triton_check(fn, torch.randn(2, 3, 4, 5), torch.randn(3), torch.randn(3), grad=True)
+
+
+def test_column_reductions_get_tall_short_blocks(triton_check, monkeypatch):
+    """A looped reduction whose loads step along rows (a column sum's partial sums) is launched
+    with many rows per program and a short step along them, so its loads are coalesced; a row
+    reduction keeps long row chunks."""
+    from bytegraph.backends.triton.launch import block_sizes
+
+    monkeypatch.setattr(config, "persistent_reduction_max", 64)
+    x = torch.randint(-8, 8, (8192, 64)).float()  # sums exact in any order
+    runner = triton_check(lambda x, y: (x.sum(0), y.sum(-1)), x, x.t().contiguous())
+    looped = [k.kernel for k in runner.kernels if not k.kernel.persistent]
+    assert {k.outer for k in looped} == {True, False}
+    for kernel in looped:
+        sizes = block_sizes(kernel)
+        assert (sizes["XBLOCK"], sizes["RBLOCK"]) == ((64, 8) if kernel.outer else (8, 256))
