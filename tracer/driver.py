@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
@@ -550,6 +552,10 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
     source = (
         f"def ___entry({', '.join(params)}):\n"
+        # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
+        # place, say) traces the function itself: Dynamo folds is_compiling() to True
+        f"    if ___is_compiling():\n"
+        f"        return ___fn({', '.join(call_args)})\n"
         f"    if ___fn.__code__ is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
@@ -566,6 +572,7 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
         "___fn": fn,
         "___code": fn.__code__,
         "___Rerun": Rerun,
+        "___is_compiling": torch.compiler.is_compiling,
     }
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]
