@@ -30,6 +30,7 @@ from .exc import Unsupported
 from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
+from .variables import generator_restart
 from .variables.base import NullVariable, VariableTracker, walk
 from .variables.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
 from .variables.containers import GeneratorVariable, IteratorVariable
@@ -272,7 +273,8 @@ def _call_resume(
 ) -> None:
     tx = frame.tx
     names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
-    slots, nulls = _iterator_slots(stack, len(stack)), _null_slots(stack)
+    live_locals = [frame.locals[n] for n in names]
+    slots, nulls = _iterator_slots(stack, len(stack), live_locals), _null_slots(stack)
     # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
     # so the resume function breaks on the tensor as the original would.
     truths = tuple(i for i, vt in enumerate(stack) if isinstance(vt, TensorTruthVariable))
@@ -301,7 +303,7 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
-    slots = _iterator_slots(frame.stack, untouched)
+    slots = _iterator_slots(frame.stack, untouched, [frame.locals[n] for n in names])
     exit_vt = _with_exit(frame)
     protect = (
         TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
@@ -398,20 +400,30 @@ def _attr_name(inst: Instr) -> str:
     return inst.arg[1] if isinstance(inst.arg, tuple) else inst.arg
 
 
-def _iterator_slots(stack: list[VariableTracker], limit: int) -> tuple[int, ...]:
+def _iterator_slots(
+    stack: list[VariableTracker], limit: int, live_locals: list[VariableTracker]
+) -> tuple[int, ...]:
+    """The stack positions below ``limit`` whose iterators travel as tuples of their remaining
+    items. An input iterator (``iterator_inputs``) goes on as the caller's own object, and so does
+    one that shares its position with another live value (a loop over ``it`` that a local also
+    holds, a ``zip`` pulling from it): taking its items ahead would leave the other behind."""
     for vt in stack:
-        if isinstance(vt, GeneratorVariable):  # its remaining items are not known: cannot rebuild
+        if isinstance(vt, GeneratorVariable) and not generator_restart.restartable(vt):
+            # its remaining items are not known: cannot rebuild
             raise Unsupported(
                 "generator",
                 "a generator is suspended at the graph break",
                 hint="consume the generator before the graph break",
             )
-    # an input iterator (``iterator_inputs``) goes on as the caller's own object
-    return tuple(
-        i
-        for i, vt in enumerate(stack[: max(limit, 0)])
-        if isinstance(vt, IteratorVariable) and vt.source is None
-    )
+    slots = []
+    for i, vt in enumerate(stack[: max(limit, 0)]):
+        if not isinstance(vt, IteratorVariable) or vt.source is not None:
+            continue
+        mine = {id(v) for v in walk(vt) if isinstance(v, IteratorVariable)}
+        others = {id(v) for v in walk([*live_locals, *stack[:i], *stack[i + 1 :]])}
+        if not mine & others:
+            slots.append(i)
+    return tuple(slots)
 
 
 def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ library lacks its trusted constructor (``Instr._from_trusted``) or one of the ta
 from __future__ import annotations
 
 import dis
+import inspect
 import opcode
 import types
 from typing import Any
@@ -254,3 +255,27 @@ def _read_with_library(code: types.CodeType) -> Linearized:
         elif isinstance(item, Instr):
             instructions.append(item)
     return (instructions, labels, *_handlers(code))
+
+
+def parameters(code: types.CodeType) -> list[tuple[str, Any]]:
+    """The parameters of ``code`` in order, with their kinds (read from the code object itself, so
+    any decorator's ``__signature__``/``__wrapped__`` is ignored)."""
+    names = code.co_varnames
+    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
+    kinds = [
+        (
+            n,
+            inspect.Parameter.POSITIONAL_ONLY
+            if i < code.co_posonlyargcount
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        for i, n in enumerate(names[:n_pos])
+    ]
+    index = n_pos + n_kw
+    if code.co_flags & inspect.CO_VARARGS:
+        kinds.append((names[index], inspect.Parameter.VAR_POSITIONAL))
+        index += 1
+    kinds += [(n, inspect.Parameter.KEYWORD_ONLY) for n in names[n_pos : n_pos + n_kw]]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kinds.append((names[index], inspect.Parameter.VAR_KEYWORD))
+    return kinds

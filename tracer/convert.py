@@ -39,6 +39,7 @@ from .module_tree import traced_modules, tree_guards
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
+from .variables import generator_restart
 from .variables.base import VariableTracker, walk
 from .variables.containers import (
     GeneratorVariable,
@@ -339,12 +340,20 @@ def _emit_graph_call(
     return [gm], [ops]
 
 
+def _rebuilt_from_fields(vt: VariableTracker) -> bool:
+    """Is ``vt`` rebuilt from what its fields hold? A generator only once done (from its items) or
+    while it has not started (from its function and arguments)."""
+    if not isinstance(vt, GeneratorVariable):
+        return True
+    return vt.done or generator_restart.restartable(vt)
+
+
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     """The graph-computed nodes (tensors and symbolic numbers, not inputs) reachable from ``values``
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in walk(values, descend=lambda vt: not isinstance(vt, GeneratorVariable) or vt.done):
+    for vt in walk(values, descend=_rebuilt_from_fields):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

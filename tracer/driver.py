@@ -40,6 +40,7 @@ import torch
 from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
+from .code_reader import parameters
 from .convert import Numbering, TraceResult, convert_call
 from .deferred_checks import Rerun
 from .exc import BytegraphError, InternalError, Unsupported
@@ -174,7 +175,7 @@ class CompiledCode:
             fn.__code__.co_name.replace("<", "_").replace(">", "_"),
             fn.__globals__,
             cells,
-            tuple(name for name, _ in _parameters(fn.__code__)),
+            tuple(name for name, _ in parameters(fn.__code__)),
         )
         self.events: list[CompileEvent] = []
         self.compile_lock = COMPILE_LOCK  #: process-wide (see there)
@@ -496,35 +497,11 @@ def _no_gc() -> Any:
             gc.enable()
 
 
-def _parameters(code: types.CodeType) -> list[tuple[str, Any]]:
-    """The parameters of ``code`` in order, with their kinds (read from the code object itself, so
-    any decorator's ``__signature__``/``__wrapped__`` is ignored)."""
-    names = code.co_varnames
-    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
-    kinds = [
-        (
-            n,
-            inspect.Parameter.POSITIONAL_ONLY
-            if i < code.co_posonlyargcount
-            else inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        )
-        for i, n in enumerate(names[:n_pos])
-    ]
-    index = n_pos + n_kw
-    if code.co_flags & inspect.CO_VARARGS:
-        kinds.append((names[index], inspect.Parameter.VAR_POSITIONAL))
-        index += 1
-    kinds += [(n, inspect.Parameter.KEYWORD_ONLY) for n in names[n_pos : n_pos + n_kw]]
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        kinds.append((names[index], inspect.Parameter.VAR_KEYWORD))
-    return kinds
-
-
 def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
     """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
     params, call_args, names, keys = [], [], [], []
     saw_kwonly = False
-    for i, (name, kind) in enumerate(_parameters(fn.__code__)):
+    for i, (name, kind) in enumerate(parameters(fn.__code__)):
         # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
         # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
         # positional.

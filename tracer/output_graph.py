@@ -88,6 +88,7 @@ class OutputGraph:
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes
         #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
         self.exc_info: list[VariableTracker] = []
+        self.iterator_births: list[Any] = []  #: see ``iterator_rollback``
         self.created: list[
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)

@@ -36,7 +36,7 @@ from ..guards.sources import (
     ModuleGlobalSource,
     Source,
 )
-from . import code_reader, opcodes
+from . import code_reader, iterator_rollback, opcodes
 from .exc import ReturnValue, TracedException, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
@@ -178,16 +178,23 @@ class Translator:
                 raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
             fn(self, inst)
             # A whole instruction of the root frame ran: nothing undoes it (unless a context that
-            # cannot be re-entered is open: a break in its block rolls back to its ``with``).
-            if self.parent is None and not self.output.state.holds_rollback():
-                self.output.side_effects.commit()
+            # cannot be re-entered is open: a break in its block rolls back to its ``with``; or an
+            # iterator that cannot be rebuilt is pending: a break rolls back to its birth).
+            if self.parent is None:
+                iterator_rollback.note(self, index, saved)
+                if not self.output.state.holds_rollback() and not iterator_rollback.pending(self):
+                    self.output.side_effects.commit()
         except TracedException as te:  # raised here or in a callee: caught here or further up
             if not opcodes.exceptions.catch(self, index, te.exc):
                 raise
         except GraphBreak as gb:
             point = self.output.state.rollback_point(self)
             if point is not None:  # see ``with_start``
-                raise self._break_here(point[1], point[2], gb.reason) from None
+                raise self.break_at(point[1], point[2], gb.reason) from None
+            here = FrameState(self, index, list(saved[0]), dict(saved[1]))
+            moved = iterator_rollback.rollback(self, [*gb.frames, here], gb.reason)
+            if moved is not None:
+                raise moved from None
             # A call inside a try block breaks here instead: the callee's resume code runs outside
             # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
             # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
@@ -196,14 +203,15 @@ class Translator:
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
                 )
                 raise
-            raise self._break_here(index, saved, gb.reason) from None
+            raise self.break_at(index, saved, gb.reason) from None
         except Unsupported as e:
             traced = opcodes.exceptions.traced_python_error(self, e)
             if traced is None:
                 point = self.output.state.rollback_point(self)
                 if point is not None:
-                    raise self._break_here(point[1], point[2], e) from None
-                raise self._break_here(index, saved, e) from None
+                    raise self.break_at(point[1], point[2], e) from None
+                brk = self.break_at(index, saved, e)
+                raise iterator_rollback.rollback(self, brk.frames, e) or brk from None
             if not opcodes.exceptions.catch(self, index, traced.exc):
                 raise traced from None
         except Exception as e:
@@ -217,7 +225,7 @@ class Translator:
                 f"needs to know whether {cond}, a value computed from tensor data",
                 hint="keep the decision in tensor operations (torch.where), or move it out",
             )
-            raise self._break_here(index, saved, reason) from None
+            raise self.break_at(index, saved, reason) from None
 
     def with_start(self) -> tuple[Translator, int, tuple]:
         """Where the running instruction (a ``with``) began: a context that rewritten code cannot
@@ -226,7 +234,7 @@ class Translator:
         index, saved = self.step_start
         return self, index, saved
 
-    def _break_here(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
+    def break_at(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
         stack, local_vars, checkpoint, kw_names = saved
         self.stack, self.symbolic_locals, self.kw_names = stack, local_vars, kw_names

@@ -22,6 +22,7 @@ import torch
 from ...guards.sources import Source
 from .. import polyfills
 from ..exc import PythonError, Unsupported
+from . import generator_restart
 from .base import BoundAttributeVariable, IdentityKey, VariableTracker
 from .constant import ConstantVariable
 from .tensor import TensorVariable
@@ -437,6 +438,8 @@ class GeneratorVariable(LazyIteratorVariable):
     #: one given to the trace (``iterator_inputs``: an ``itertools.count``), with a ``source``:
     #: the items its frame gave, taken from the real object afterwards (``replay_log``)
     given: int = 0
+    #: the function that made it (``generator_restart``: rebuilt by calling it, if not started)
+    maker: Any = None
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         if self.source is not None:
@@ -468,6 +471,14 @@ class GeneratorVariable(LazyIteratorVariable):
     def restore_state(self, state: Any) -> None:
         self.spoiled = True
 
+    def walk_children(self) -> list[Any]:
+        """Its items and result; and while it has not started, what making it again reads (its
+        function and arguments, ``generator_restart``)."""
+        children = [*self.items, self.result]
+        if generator_restart.restartable(self):
+            children += [self.maker, *self.frame.symbolic_locals.values()]
+        return children
+
     def pull(self) -> VariableTracker | None:
         try:
             self.result = self.frame.run()  # what ``yield from`` over this generator gives
@@ -491,6 +502,8 @@ class GeneratorVariable(LazyIteratorVariable):
         if self.source is not None:  # the caller's own object
             self.source.reconstruct(cg)
             return None
+        if generator_restart.restartable(self):  # not started: made again by its function
+            return generator_restart.reconstruct(self, cg)
         fn = getattr(self.frame, "fn", None)
         if fn in polyfills.RESUME and not self.spoiled and self.index >= len(self.items):
             return self._resume(cg, polyfills.RESUME[fn])

@@ -22,7 +22,7 @@ from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ...guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
 from ..exc import Unsupported
 from ..liveness import code_cell_writes
-from . import markers
+from . import generator_restart, markers
 from .base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from .cells import ClosureCellVariable, closure_cell, reconstruct_cell
 from .constant import ConstantVariable
@@ -110,7 +110,7 @@ class UserFunctionVariable(VariableTracker):
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
             closure[name] = closure_cell(tx, cell, _cell_source(self.source, self.fn, name))
-        return tx.inline_call(
+        result = tx.inline_call(
             self.fn.__code__,
             self.fn.__globals__,
             args,
@@ -119,6 +119,7 @@ class UserFunctionVariable(VariableTracker):
             closure=closure,
             fn=self.fn,
         )
+        return generator_restart.made_by(result, self.fn)
 
     def closure_value(self, tx: Translator, name: str) -> VariableTracker:
         """The contents of the function's closure cell ``name`` (guarded through the function)."""
@@ -258,7 +259,7 @@ class NestedFunctionVariable(VariableTracker):
     ) -> VariableTracker:
         code = self.code
         names = code.co_varnames[code.co_argcount - len(self.defaults) : code.co_argcount]
-        return tx.inline_call(
+        result = tx.inline_call(
             code,
             self.f_globals,
             args,
@@ -267,6 +268,7 @@ class NestedFunctionVariable(VariableTracker):
             closure=dict(self.closure),
             fn=None,
         )
+        return generator_restart.made_by(result, self)
 
     def reconstruct(self, cg: Codegen) -> None:
         """The function made again by ``make_function`` (code, globals, defaults, cells). A cell of

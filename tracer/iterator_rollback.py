@@ -1,0 +1,89 @@
+"""Breaks taken where a generator that cannot be rebuilt was made.
+
+A generator made in the trace (a generator expression, a user generator function's, a polyfilled
+``itertools`` object such as ``chain`` or ``product``) is a suspended frame: at a graph break,
+rewritten code cannot rebuild it half-consumed (its remaining items may read what the break
+changes). When such a generator is live at a break, the break is taken at the root-frame
+instruction that made it instead, rolled back like a partly run instruction: that instruction runs
+in Python and makes the real generator, which the resume function receives. What came before
+still compiles; without this the whole call ran in Python (torch.compile skips such frames too).
+(``map``/``zip``/``filter`` and container iterators are rebuilt as they are: ``iterator_inputs``.)
+
+The translator notes each such iterator when a root-frame instruction leaves it on the stack
+(``note``), and keeps every checkpoint taken since restorable while one is pending (``pending``):
+rolling back needs the undo log that ``SideEffects.commit`` would drop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .exc import Unsupported
+from .variables import generator_restart
+from .variables.base import walk
+from .variables.containers import GeneratorVariable
+
+if TYPE_CHECKING:
+    from .translator import FrameState, Translator
+
+
+@dataclass(eq=False)
+class Birth:
+    """Where the root frame made ``iterator``: the instruction and the state before it."""
+
+    iterator: GeneratorVariable
+    index: int
+    saved: tuple
+
+
+def unfinished(vt: Any) -> bool:
+    """A generator made in the trace that may not be rebuildable at some break: it has items
+    left (once done, it is rebuilt as its items)."""
+    if not isinstance(vt, GeneratorVariable) or vt.escapes_as_is():
+        return False  # not one, or the caller's own object / an endless itertools one
+    return not vt.rebuildable()
+
+
+def unrebuildable(vt: Any) -> bool:
+    """One that rewritten code could not rebuild at a break now (``GeneratorVariable.reconstruct``
+    would raise): unfinished, and started (one that has not is made again by a fresh call)."""
+    return unfinished(vt) and not generator_restart.restartable(vt)
+
+
+def note(tx: Translator, index: int, saved: tuple) -> None:
+    """After root-frame instruction ``index`` ran: remember a generator it left on the stack."""
+    top = tx.stack[-1] if tx.stack else None
+    births: list[Birth] = tx.output.iterator_births
+    if unfinished(top) and not any(b.iterator is top for b in births):
+        births.append(Birth(top, index, saved))
+
+
+def pending(tx: Translator) -> bool:
+    """Could a break still roll back to a generator's birth (so nothing may be committed)?"""
+    births: list[Birth] = tx.output.iterator_births
+    births[:] = [b for b in births if unfinished(b.iterator)]
+    return bool(births)
+
+
+def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> Any:
+    """The ``GraphBreak`` at the birth of the first iterator live in ``frames`` that cannot be
+    rebuilt, or None when there is none (the break stays where it is)."""
+    from .breaks import live_values  # breaks.py imports the translator
+
+    births: list[Birth] = tx.output.iterator_births
+    if tx.parent is not None or not births:
+        return None
+    live = {id(vt) for vt in walk(live_values(frames))}
+    birth = next((b for b in births if id(b.iterator) in live and unrebuildable(b.iterator)), None)
+    if birth is None:
+        return None
+    del births[births.index(birth) :]  # made again, for real, by the instruction now in Python
+    moved = Unsupported(
+        reason.kind,
+        f"{reason.detail}; taken where {birth.iterator!r} was made, which cannot be rebuilt at "
+        "the break",
+        hint=reason.hint,
+    )
+    moved.strict = reason.strict
+    return tx.break_at(birth.index, birth.saved, moved)

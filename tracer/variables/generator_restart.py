@@ -1,0 +1,93 @@
+"""A generator made in the trace that has not started yet, rebuilt at a graph break as a fresh call.
+
+Until its first item is taken, a generator object is its function and its arguments: eager code
+holding one at the break holds a generator that will run its whole body later, reading whatever
+its arguments and closure cells hold then. Rewritten code therefore makes it again by calling the
+same function on the same (rebuilt) arguments: a generator expression's function on its
+iterator, a user generator function on its arguments, the C ``itertools`` function behind a
+polyfilled one (``itertools.product(...)``, not the polyfill's plain generator). A generator that
+has started cannot be rebuilt so (its frame is half run): ``tracer/iterator_rollback.py`` takes
+the break where it was made instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from ..code_reader import parameters
+from ..polyfills.registry import POLYFILLS
+from .base import VariableTracker
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from .containers import GeneratorVariable
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def made_by(result: VariableTracker, maker: Any) -> VariableTracker:
+    """``result`` of calling ``maker`` (a function object, or the tracker of a function made in
+    the trace); a generator remembers what made it."""
+    from .containers import GeneratorVariable
+
+    if isinstance(result, GeneratorVariable) and result.maker is None:
+        result.maker = maker
+    return result
+
+
+def restartable(gen: GeneratorVariable) -> bool:
+    """Has ``gen`` not started, and is what made it known?"""
+    frame = gen.frame
+    if gen.spoiled or gen.done or gen.given or gen.items or frame is None or frame.ip != 0:
+        return False
+    if _c_function(gen) is None and gen.maker is None:
+        return False
+    return all(name in frame.symbolic_locals for name, _ in parameters(frame.code))
+
+
+def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
+    """Emit ``start(function, parameter kinds, arguments)``: the generator made again."""
+    frame = gen.frame
+    params = parameters(frame.code)
+
+    def build() -> None:
+        cg.load_const(start)
+        target = _c_function(gen)
+        if target is not None:
+            cg.load_const(target)
+        elif isinstance(gen.maker, VariableTracker):
+            gen.maker.reconstruct(cg)  # a function made in the trace
+        else:
+            cg.load_const(gen.maker)  # a function object (its identity is guarded by the trace)
+        cg.load_const(tuple(params))
+        for name, _ in params:
+            frame.symbolic_locals[name].reconstruct(cg)
+        cg.build_tuple(len(params))
+        cg.call_function(3)
+
+    cg.build_once(gen, build)
+
+
+def start(fn: Any, params: tuple, values: tuple) -> Any:
+    """Runtime helper: call ``fn`` with ``values``, one per parameter of ``params`` (name, kind)."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for (name, kind), value in zip(params, values, strict=True):
+        if kind in _POSITIONAL:
+            args.append(value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            args.extend(value)
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            kwargs[name] = value
+        else:
+            kwargs.update(value)
+    return fn(*args, **kwargs)
+
+
+def _c_function(gen: GeneratorVariable) -> Any:
+    """The C function a polyfilled generator stands for (``itertools.product``), if it is one."""
+    fn = getattr(gen.frame, "fn", None)
+    if fn is None:
+        return None
+    return next((target for target, poly in POLYFILLS.items() if poly is fn), None)
