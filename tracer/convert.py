@@ -341,11 +341,9 @@ def _emit_graph_call(
 
 
 def _rebuilt_from_fields(vt: VariableTracker) -> bool:
-    """Is ``vt`` rebuilt from what its fields hold? A generator only once done (from its items) or
-    while it has not started (from its function and arguments)."""
-    if not isinstance(vt, GeneratorVariable):
-        return True
-    return vt.done or generator_restart.restartable(vt)
+    """Is ``vt`` rebuilt from what its fields hold? A generator only once done (from its items;
+    one that has not started is rebuilt from its function and arguments: ``walk_live``)."""
+    return not isinstance(vt, GeneratorVariable) or vt.done
 
 
 def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
@@ -353,7 +351,7 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in walk(values, descend=_rebuilt_from_fields):
+    for vt in generator_restart.walk_live(values, descend=_rebuilt_from_fields):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from .exc import Unsupported
 from .variables import generator_restart
-from .variables.base import walk
 from .variables.containers import GeneratorVariable
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> A
     births: list[Birth] = tx.output.iterator_births
     if tx.parent is not None or not births:
         return None
-    live = {id(vt) for vt in walk(live_values(frames))}
+    live = {id(vt) for vt in generator_restart.walk_live(live_values(frames))}
     birth = next((b for b in births if id(b.iterator) in live and unrebuildable(b.iterator)), None)
     if birth is None:
         return None

@@ -471,14 +471,6 @@ class GeneratorVariable(LazyIteratorVariable):
     def restore_state(self, state: Any) -> None:
         self.spoiled = True
 
-    def walk_children(self) -> list[Any]:
-        """Its items and result; and while it has not started, what making it again reads (its
-        function and arguments, ``generator_restart``)."""
-        children = [*self.items, self.result]
-        if generator_restart.restartable(self):
-            children += [self.maker, *self.frame.symbolic_locals.values()]
-        return children
-
     def pull(self) -> VariableTracker | None:
         try:
             self.result = self.frame.run()  # what ``yield from`` over this generator gives

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..code_reader import parameters
 from ..polyfills.registry import POLYFILLS
-from .base import VariableTracker
+from .base import VariableTracker, walk
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -67,6 +67,25 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
         cg.call_function(3)
 
     cg.build_once(gen, build)
+
+
+def walk_live(values: Any, descend: Any = lambda vt: True) -> list[VariableTracker]:
+    """``walk(values, descend)``, and also through what each not-started generator reached is made
+    again from at a break (its function and arguments): what rebuilding ``values`` there reads."""
+    from .containers import GeneratorVariable
+
+    found: list[VariableTracker] = []
+    seen: set[int] = set()
+    pending = [values]
+    while pending:
+        for vt in walk(pending.pop(), descend):
+            if id(vt) in seen:
+                continue
+            seen.add(id(vt))
+            found.append(vt)
+            if isinstance(vt, GeneratorVariable) and restartable(vt):
+                pending.append([vt.maker, *vt.frame.symbolic_locals.values()])
+    return found
 
 
 def start(fn: Any, params: tuple, values: tuple) -> Any:
