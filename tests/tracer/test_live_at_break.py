@@ -427,24 +427,24 @@ def _break_inside_the_generator(x, xs):
 
 
 #: (fn, bytegraph's graphs and breaks over three calls, whether the break moved to where the
-#: generator was made, torch.compile's breaks): -1 where torch.compile runs the call in Python.
+#: generator was made, whether torch.compile breaks fewer times).
 #: product: torch.compile reports 2 graphs and 1 break (a builtin operator it cannot trace);
 #: bytegraph's resume functions break where they take items from the real product object, and the
 #: generator expression over it is taken where it was made: 3 breaks more, a known gap.
 GENERATOR_CASES = [
-    (_genexpr_live, (2, 2), False, -1),
-    (_user_generator_live, (3, 4), True, -1),
-    (_chain_live, (2, 2), False, -1),
-    (_product_live, (2, 4), True, 1),
-    (_loop_over_a_generator_breaks, (1, 3), True, -1),
-    (_break_inside_the_generator, (2, 2), True, -1),
+    (_genexpr_live, (2, 2), False, False),
+    (_user_generator_live, (3, 4), True, False),
+    (_chain_live, (2, 2), False, False),
+    (_product_live, (2, 4), True, True),
+    (_loop_over_a_generator_breaks, (1, 3), True, False),
+    (_break_inside_the_generator, (2, 2), True, False),
 ]
 
 
 @pytest.mark.parametrize(
-    "fn,counts,moved,dynamo_breaks", GENERATOR_CASES, ids=lambda v: getattr(v, "__name__", "")
+    "fn,counts,moved,fewer_in_dynamo", GENERATOR_CASES, ids=lambda v: getattr(v, "__name__", "")
 )
-def test_a_generator_live_at_a_break(fn, counts, moved, dynamo_breaks):
+def test_a_generator_live_at_a_break(fn, counts, moved, fewer_in_dynamo):
     graphs, breaks = counts
 
     def make():
@@ -453,4 +453,8 @@ def test_a_generator_live_at_a_break(fn, counts, moved, dynamo_breaks):
     _, _, report = check_breaks(fn, make, graphs=graphs, breaks=breaks, calls=3)
     taken_earlier = [r for r in report.break_reasons if "taken where GeneratorVariable" in str(r)]
     assert bool(taken_earlier) == moved, [str(r) for r in report.break_reasons]
-    assert dynamo_counts(fn, *make())[1] == dynamo_breaks
+    dynamo_graphs, dynamo_breaks = dynamo_counts(fn, *make())
+    # torch.compile runs the whole call in Python (-1 breaks), or (torch 2.15, chain) compiles up to
+    # the print and runs the rest in Python, which its explain counts as 1 graph and 0 breaks
+    ran_in_python = dynamo_breaks == -1 or (dynamo_graphs, dynamo_breaks) == (1, 0)
+    assert (ran_in_python or breaks <= dynamo_breaks) != fewer_in_dynamo
