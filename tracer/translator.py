@@ -81,8 +81,6 @@ class GraphBreak(Exception):  # noqa: N818 (control flow)
 
 
 class Translator:
-    dispatch = dispatch
-
     def __init__(
         self,
         code: types.CodeType,
@@ -284,7 +282,7 @@ class Translator:
         resume in this frame right after the call (nested resume) instead of re-running the whole
         call."""
         self.direct_callee = fn
-        return self.dispatch.call(self, fn, args, kwargs)
+        return dispatch.call(self, fn, args, kwargs)
 
     def location(self) -> UserLocation | None:
         inst = self.current

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from bytecode import BinaryOp, Compare, Instr
 
 from ..exc import Unsupported
+from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import TupleVariable
@@ -70,7 +71,7 @@ UNARY_OPERATORS = {
 def binary_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- result)  https://docs.python.org/3.11/library/dis.html#opcode-BINARY_OP"""
     rhs, lhs = tx.pop(), tx.pop()
-    tx.push(tx.dispatch.call_operator(tx, BINARY_OPERATORS[inst.arg], [lhs, rhs]))
+    tx.push(dispatch.call_operator(tx, BINARY_OPERATORS[inst.arg], [lhs, rhs]))
 
 
 @handler("COMPARE_OP", pops=2)
@@ -80,7 +81,7 @@ def compare_op(tx: Translator, inst: Instr) -> None:
     op = Compare(inst.arg)
     # NOTE(3.13): the ``*_CAST`` forms (flag 16) also convert the result with ``bool`` (a fused
     # TO_BOOL before a jump).
-    result = tx.dispatch.call_operator(tx, COMPARE_OPERATORS[Compare(op & 15)], [lhs, rhs])
+    result = dispatch.call_operator(tx, COMPARE_OPERATORS[Compare(op & 15)], [lhs, rhs])
     tx.push(bool_operand(tx, result) if op & 16 else result)
 
 
@@ -88,7 +89,7 @@ def compare_op(tx: Translator, inst: Instr) -> None:
 def is_op(tx: Translator, inst: Instr) -> None:
     """(lhs rhs -- bool)  ``is`` / ``is not`` (arg 1)."""
     rhs, lhs = tx.pop(), tx.pop()
-    result = tx.dispatch.is_same(tx, lhs, rhs)
+    result = dispatch.is_same(tx, lhs, rhs)
     tx.push(ConstantVariable(result != bool(inst.arg)))
 
 
@@ -96,7 +97,7 @@ def is_op(tx: Translator, inst: Instr) -> None:
 def contains_op(tx: Translator, inst: Instr) -> None:
     """(item container -- bool)  ``in`` / ``not in`` (arg 1)."""
     container, item = tx.pop(), tx.pop()
-    result = tx.dispatch.contains(tx, container, item)
+    result = dispatch.contains(tx, container, item)
     tx.push(ConstantVariable(result != bool(inst.arg)))
 
 
@@ -104,7 +105,7 @@ def _unary_handler(name: str):
     def unary(tx: Translator, inst: Instr) -> None:
         """(value -- result)  UNARY_NEGATIVE / POSITIVE / INVERT / NOT."""
         value = truth_operand(tx.pop()) if inst.name == "UNARY_NOT" else tx.pop()
-        tx.push(tx.dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [value]))
+        tx.push(dispatch.call_operator(tx, UNARY_OPERATORS[inst.name], [value]))
 
     unary.__name__ = name.lower()
     return unary
@@ -118,35 +119,35 @@ for _name in UNARY_OPERATORS:
 def binary_subscr(tx: Translator, inst: Instr) -> None:
     """(container key -- item)"""
     key, obj = tx.pop(), tx.pop()
-    tx.push(tx.dispatch.call_operator(tx, operator.getitem, [obj, key]))
+    tx.push(dispatch.call_operator(tx, operator.getitem, [obj, key]))
 
 
 @handler("STORE_SUBSCR")
 def store_subscr(tx: Translator, inst: Instr) -> None:
     """(value container key --)  container[key] = value"""
     key, obj, value = tx.pop(), tx.pop(), tx.pop()
-    tx.dispatch.setitem(tx, obj, key, value)
+    dispatch.setitem(tx, obj, key, value)
 
 
 @handler("DELETE_SUBSCR")
 def delete_subscr(tx: Translator, inst: Instr) -> None:
     """(container key --)  del container[key]"""
     key, obj = tx.pop(), tx.pop()
-    tx.dispatch.call_container_method(tx, obj, "__delitem__", [key], {})
+    dispatch.call_container_method(tx, obj, "__delitem__", [key], {})
 
 
 @handler("BINARY_SLICE", pops=3)
 def binary_slice(tx: Translator, inst: Instr) -> None:
     """(container start end -- container[start:end])  3.12"""
     end, start, obj = tx.pop(), tx.pop(), tx.pop()
-    tx.push(tx.dispatch.call_operator(tx, operator.getitem, [obj, _slice_vt(start, end)]))
+    tx.push(dispatch.call_operator(tx, operator.getitem, [obj, _slice_vt(start, end)]))
 
 
 @handler("STORE_SLICE")
 def store_slice(tx: Translator, inst: Instr) -> None:
     """(value container start end --)  3.12: container[start:end] = value"""
     end, start, obj, value = tx.pop(), tx.pop(), tx.pop(), tx.pop()
-    tx.dispatch.setitem(tx, obj, _slice_vt(start, end), value)
+    dispatch.setitem(tx, obj, _slice_vt(start, end), value)
 
 
 def _slice_vt(start: VariableTracker, end: VariableTracker) -> VariableTracker:
@@ -159,7 +160,7 @@ def call_intrinsic_1(tx: Translator, inst: Instr) -> None:
     kind = getattr(inst.arg, "name", str(inst.arg))
     value = tx.pop()
     if kind == "INTRINSIC_UNARY_POSITIVE":
-        tx.push(tx.dispatch.call_operator(tx, operator.pos, [value]))
+        tx.push(dispatch.call_operator(tx, operator.pos, [value]))
     elif kind == "INTRINSIC_LIST_TO_TUPLE":
         tx.push(TupleVariable(value.unpack(tx)))
     else:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Instr
 
 from ..exc import Unsupported
+from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.container_methods import real_iterable
@@ -109,7 +110,7 @@ def map_add(tx: Translator, inst: Instr) -> None:
 @handler("LIST_EXTEND")
 def list_extend(tx: Translator, inst: Instr) -> None:
     """(list ... iterable -- list ...)"""
-    added = tx.dispatch.iterate(tx, tx.pop())
+    added = dispatch.iterate(tx, tx.pop())
     _fill(tx, inst.arg, lambda items: items.extend(added))
 
 
@@ -138,7 +139,7 @@ def list_to_tuple(tx: Translator, inst: Instr) -> None:
 @handler("UNPACK_SEQUENCE", pops=1)
 def unpack_sequence(tx: Translator, inst: Instr) -> None:
     """(seq -- item_n ... item_1)"""
-    items = tx.dispatch.iterate(tx, tx.pop())
+    items = dispatch.iterate(tx, tx.pop())
     if len(items) != inst.arg:
         raise Unsupported("unpack", f"cannot unpack {len(items)} values into {inst.arg}")
     for item in reversed(items):
@@ -149,7 +150,7 @@ def unpack_sequence(tx: Translator, inst: Instr) -> None:
 def unpack_ex(tx: Translator, inst: Instr) -> None:
     """(seq -- after... list before...)  ``a, *b, c = seq``; arg = before | (after << 8)."""
     before, after = inst.arg & 0xFF, inst.arg >> 8
-    items = tx.dispatch.iterate(tx, tx.pop())
+    items = dispatch.iterate(tx, tx.pop())
     if len(items) < before + after:
         raise Unsupported("unpack", f"not enough values to unpack ({len(items)})")
     middle = ListVariable(items[before : len(items) - after])

@@ -14,6 +14,7 @@ from bytecode import Instr
 
 from ...codegen.pyversion import MAKE_FUNCTION_TAKES_FLAGS, NULL_ABOVE_CALLABLE
 from ..exc import Unsupported
+from ..variables import dispatch
 from ..variables.base import NULL, VariableTracker
 from ..variables.containers import DictVariable
 from ..variables.functions import NestedFunctionVariable
@@ -93,7 +94,7 @@ def call_function_ex(tx: Translator, inst: Instr) -> None:
             tx.pop()
     if not isinstance(kwargs, DictVariable):
         raise Unsupported("call_ex", f"**kwargs must be a dict, got {kwargs}")
-    positional = tx.dispatch.iterate(tx, args)
+    positional = dispatch.iterate(tx, args)
     tx.push(tx.call_direct(fn, positional, dict(kwargs.items)))
 
 

@@ -18,6 +18,7 @@ from bytecode import Instr
 from ...codegen.pyversion import FOR_ITER_EXIT_SKIPS, SEND_KEEPS_RECEIVER
 from .. import deferred_checks
 from ..exc import ReturnValue, Unsupported
+from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.containers import (
@@ -48,11 +49,11 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
         if isinstance(value, TensorVariable) and not none_test and pop == "always":
             assumed = deferred_checks.assume(tx, value, inst, jump_when)  # a validation check
         if none_test:
-            truth = tx.dispatch.is_none(tx, value)
+            truth = dispatch.is_none(tx, value)
         elif assumed is not None:
             truth = assumed
         else:
-            truth = tx.dispatch.truth(tx, value)
+            truth = dispatch.truth(tx, value)
         taken = truth == jump_when
         if pop == "always" or not taken:
             tx.pop()
@@ -98,7 +99,7 @@ def bool_operand(tx: Translator, value: VariableTracker) -> VariableTracker:
         return TensorTruthVariable(value)
     if isinstance(value, TensorBoolVariable):  # already a bool: its tensor is what jumps test
         return value
-    return ConstantVariable(tx.dispatch.truth(tx, value))
+    return ConstantVariable(dispatch.truth(tx, value))
 
 
 def truth_operand(value: VariableTracker) -> VariableTracker:
@@ -112,7 +113,7 @@ def truth_operand(value: VariableTracker) -> VariableTracker:
 @handler("GET_ITER", pops=1)
 def get_iter(tx: Translator, inst: Instr) -> None:
     """(iterable -- iterator)"""
-    tx.push(tx.dispatch.get_iter(tx, tx.pop()))
+    tx.push(dispatch.get_iter(tx, tx.pop()))
 
 
 @handler("FOR_ITER")
@@ -159,7 +160,7 @@ def return_generator(tx: Translator, inst: Instr) -> None:
 @handler("GET_YIELD_FROM_ITER")
 def get_yield_from_iter(tx: Translator, inst: Instr) -> None:
     """(iterable -- iterator)  before ``yield from``: a generator stays itself."""
-    tx.push(tx.dispatch.get_iter(tx, tx.pop()))
+    tx.push(dispatch.get_iter(tx, tx.pop()))
 
 
 @handler("SEND")

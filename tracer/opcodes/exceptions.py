@@ -22,6 +22,7 @@ from bytecode import Instr
 
 from ...codegen.exception_table import Entry, covering
 from ..exc import PythonError, TracedException, Unsupported
+from ..variables import dispatch
 from ..variables.base import IdentityKey, VariableTracker
 from ..variables.constant import ConstantVariable
 from ..variables.exceptions import ExceptionVariable, is_simple_exception
@@ -122,7 +123,7 @@ def _evaluate(tx: Translator, inst: Instr, values: list[Any]) -> bool:
             values.append(tx.pop())
         elif name == "LOAD_ATTR" and values:
             attr = arg[1] if isinstance(arg, tuple) else arg
-            values[-1] = tx.dispatch.getattr_(tx, values[-1], attr)
+            values[-1] = dispatch.getattr_(tx, values[-1], attr)
         elif name == "BUILD_TUPLE" and len(values) >= arg:
             items = values[len(values) - arg :]
             del values[len(values) - arg :]
@@ -242,7 +243,7 @@ def with_except_start(tx: Translator, inst: Instr) -> None:
     """(exit lasti prev exc -- exit lasti prev exc result)  the block's ``__exit__`` with ``exc``"""
     exit_vt, exc = tx.stack[-4], tx.stack[-1]
     args = [ConstantVariable(exc.python_type()), exc, ConstantVariable(None)]
-    tx.push(tx.dispatch.call(tx, exit_vt, args, {}))
+    tx.push(dispatch.call(tx, exit_vt, args, {}))
 
 
 @handler("PUSH_EXC_INFO")

@@ -16,6 +16,7 @@ from bytecode import CellVar, FreeVar, Instr
 from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
+from ..variables import dispatch
 from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
 from ..variables.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
@@ -270,7 +271,7 @@ def load_attr(tx: Translator, inst: Instr) -> None:
     (we always resolve the bound attribute, so the NULL form is used)."""
     # NOTE(3.12): the argument is (is_method, name); 3.11 uses LOAD_METHOD for the method form.
     is_method, name = inst.arg if LOAD_ATTR_TAKES_METHOD_FLAG else (False, inst.arg)
-    attr = tx.dispatch.getattr_(tx, tx.pop(), name)
+    attr = dispatch.getattr_(tx, tx.pop(), name)
     if is_method:
         push_callable(tx, attr)
     else:
@@ -280,7 +281,7 @@ def load_attr(tx: Translator, inst: Instr) -> None:
 @handler("LOAD_METHOD", until=(3, 11), pops=1)
 def load_method(tx: Translator, inst: Instr) -> None:
     """(obj -- NULL, attr)  we always resolve the bound attribute, so the NULL form is used."""
-    push_callable(tx, tx.dispatch.getattr_(tx, tx.pop(), inst.arg))
+    push_callable(tx, dispatch.getattr_(tx, tx.pop(), inst.arg))
 
 
 @handler("STORE_ATTR", pops=2)
@@ -290,7 +291,7 @@ def store_attr(tx: Translator, inst: Instr) -> None:
     if isinstance(obj, FunctionCtxVariable):  # ``ctx.scale = s`` in an autograd.Function forward
         obj.store_attr(inst.arg, value)
         return
-    tx.dispatch.store_attr(tx, obj, inst.arg, value)
+    dispatch.store_attr(tx, obj, inst.arg, value)
 
 
 @handler("DELETE_ATTR", pops=1)

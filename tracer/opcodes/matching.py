@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ..polyfills import matching
+from ..variables import dispatch
 from ..variables.constant import ConstantVariable
 from ..variables.functions import BuiltinVariable, UserFunctionVariable
 from . import handler
@@ -42,7 +43,7 @@ def match_mapping(tx: Translator, inst: Instr) -> None:
 @handler("GET_LEN")
 def get_len(tx: Translator, inst: Instr) -> None:
     """(subject -- subject len(subject))"""
-    tx.push(tx.dispatch.call(tx, BuiltinVariable(len), [tx.peek()], {}))
+    tx.push(dispatch.call(tx, BuiltinVariable(len), [tx.peek()], {}))
 
 
 @handler("MATCH_KEYS")

@@ -185,8 +185,8 @@ def call_operator_fn(
     """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
     if kwargs:
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
-    if fn in tx.dispatch.OPERATORS:  # their rules: ``operators.py``
-        return tx.dispatch.call_operator(tx, fn, list(args))
+    if fn in dispatch.OPERATORS:  # their rules: ``operators.py``
+        return dispatch.call_operator(tx, fn, list(args))
     if all(a.is_python_constant() for a in args) and not any(
         isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
     ):  # the other operator functions are pure on immutable constants (``operator.index``)
@@ -315,7 +315,7 @@ def getattr_(
     default: VariableTracker | None = None,
 ) -> VariableTracker:
     if default is None:
-        return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
     found = _read_or_missing(tx, obj, name)
     return default if found is None else found
 
@@ -334,7 +334,7 @@ def _read_or_missing(
     property getter): ``builtin_catches`` makes that exception caught here, not a break."""
     tx.builtin_catches.append(AttributeError)
     try:
-        return tx.dispatch.getattr_(tx, obj, name.as_python_constant())
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
     except TracedException as te:
         if issubclass(te.exc.cls, AttributeError):
             return None
@@ -357,18 +357,18 @@ def _missing_attribute(e: Unsupported) -> bool:
 def setattr_(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
-    tx.dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    dispatch.store_attr(tx, obj, name.as_python_constant(), value)
     return ConstantVariable(None)
 
 
 @builtin(tuple)
 def tuple_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return TupleVariable(tx.dispatch.iterate(tx, iterable) if iterable is not None else [])
+    return TupleVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
 
 
 @builtin(list)
 def list_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return ListVariable(tx.dispatch.iterate(tx, iterable) if iterable is not None else [])
+    return ListVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
 
 
 @builtin(dict)
@@ -379,8 +379,8 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
         if isinstance(source, DictVariable):
             items.update(source.items)
         else:
-            for pair in tx.dispatch.iterate(tx, source):
-                key, value = tx.dispatch.iterate(tx, pair)
+            for pair in dispatch.iterate(tx, source):
+                key, value = dispatch.iterate(tx, pair)
                 items[hash_key(key)] = value
     items.update(kwargs)
     return DictVariable(items)
@@ -402,7 +402,7 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
 def enumerate_(
     tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
 ) -> VariableTracker:
-    source = tx.dispatch.get_iter(tx, iterable)
+    source = dispatch.get_iter(tx, iterable)
     return EnumerateVariable([], sources=[source], count=start.as_python_constant())
 
 
@@ -410,7 +410,7 @@ def enumerate_(
 def zip_(
     tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
 ) -> VariableTracker:
-    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
+    sources = [dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
     return ZipVariable([], sources=sources, strict=bool(strict and strict.as_python_constant()))
 
 
@@ -423,7 +423,7 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
         return IteratorVariable(
             [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
         )
-    return IteratorVariable(list(reversed(tx.dispatch.iterate(tx, seq))))
+    return IteratorVariable(list(reversed(dispatch.iterate(tx, seq))))
 
 
 @builtin(iter)
@@ -432,7 +432,7 @@ def iter_(
 ) -> VariableTracker:
     if sentinel is not None:
         return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
-    return tx.dispatch.get_iter(tx, obj)
+    return dispatch.get_iter(tx, obj)
 
 
 @builtin(next)
@@ -454,8 +454,8 @@ def sum_(
     tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
 ) -> VariableTracker:
     total = start
-    for item in tx.dispatch.iterate(tx, iterable):
-        total = tx.dispatch.call_operator(tx, operator.add, [total, item])
+    for item in dispatch.iterate(tx, iterable):
+        total = dispatch.call_operator(tx, operator.add, [total, item])
     return total
 
 
@@ -468,7 +468,7 @@ CmpKeyVariable = sorting.CmpKeyVariable
 
 @builtin(abs)
 def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
-    return tx.dispatch.call_operator(tx, operator.abs, [value])
+    return dispatch.call_operator(tx, operator.abs, [value])
 
 
 @builtin(pow)
@@ -477,7 +477,7 @@ def pow_(
 ) -> VariableTracker:
     if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
         raise Unsupported("builtin", "pow() with a modulus of traced values")
-    return tx.dispatch.call_operator(tx, operator.pow, [base, exp])
+    return dispatch.call_operator(tx, operator.pow, [base, exp])
 
 
 @builtin(divmod)
@@ -485,8 +485,8 @@ def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableT
     """Of symbolic numbers (tensors have no ``__divmod__``: CPython raises)."""
     if any(isinstance(v, TensorVariable) for v in (a, b)):
         raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
-    quotient = tx.dispatch.call_operator(tx, operator.floordiv, [a, b])
-    return TupleVariable([quotient, tx.dispatch.call_operator(tx, operator.mod, [a, b])])
+    quotient = dispatch.call_operator(tx, operator.floordiv, [a, b])
+    return TupleVariable([quotient, dispatch.call_operator(tx, operator.mod, [a, b])])
 
 
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
@@ -495,9 +495,9 @@ def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
     stop_on = pick is builtins.any
 
     def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
-        it = tx.dispatch.get_iter(tx, iterable)
+        it = dispatch.get_iter(tx, iterable)
         while (item := it.next_item(tx)) is not None:
-            if tx.dispatch.truth(tx, item) == stop_on:
+            if dispatch.truth(tx, item) == stop_on:
                 return ConstantVariable(stop_on)
         return ConstantVariable(not stop_on)
 
@@ -514,7 +514,7 @@ def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
         made = tensor_bool(tx, value)
         if made is not None:
             return made
-    return ConstantVariable(tx.dispatch.truth(tx, value))
+    return ConstantVariable(dispatch.truth(tx, value))
 
 
 @builtin(int)
@@ -553,13 +553,13 @@ def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(map)
 def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    sources = [tx.dispatch.get_iter(tx, it) for it in iterables]
+    sources = [dispatch.get_iter(tx, it) for it in iterables]
     return MapVariable([], sources=sources, fn=fn)
 
 
 @builtin(filter)
 def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    return FilterVariable([], sources=[tx.dispatch.get_iter(tx, iterable)], fn=fn)
+    return FilterVariable([], sources=[dispatch.get_iter(tx, iterable)], fn=fn)
 
 
 @builtin(super)
@@ -578,3 +578,7 @@ def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     if cls is None:
         raise Unsupported("super", "super() in a class made during the trace")
     return SuperVariable(cls.cell_contents, tx.symbolic_locals[code.co_varnames[0]])
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -56,10 +56,14 @@ def _tuple_new(
     cls = args[0].as_python_constant()
     if not (cls is tuple or (isinstance(cls, type) and _is_namedtuple_class(cls))):
         return None
-    items = tx.dispatch.iterate(tx, args[1]) if len(args) == 2 else []
+    items = dispatch.iterate(tx, args[1]) if len(args) == 2 else []
     return TupleVariable(list(items), cls=cls)
 
 
 def _is_namedtuple_class(cls: type) -> bool:
     """Made by ``namedtuple()`` (a direct subclass of tuple with ``_fields``, no ``__dict__``)."""
     return cls.__bases__ == (tuple,) and "_fields" in vars(cls) and "__dict__" not in vars(cls)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -84,7 +84,7 @@ def _deque(
     tx: Translator, iterable: VariableTracker | None = None, maxlen: VariableTracker = NONE
 ) -> DequeVariable:
     bound = maxlen.as_python_constant()
-    items = tx.dispatch.iterate(tx, iterable) if iterable is not None else []
+    items = dispatch.iterate(tx, iterable) if iterable is not None else []
     deque = DequeVariable(list(items), maxlen=bound)
     deque.trim(from_left=True)
     return deque
@@ -93,7 +93,7 @@ def _deque(
 def _dict_items(
     tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> dict[Any, VariableTracker]:
-    made = tx.dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
+    made = dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
     return dict(made.items)
 
 
@@ -115,7 +115,7 @@ def _items_for(tx, obj, iterable):
     ``map`` reading the deque sees it grow); the deque itself is copied first, as CPython does."""
     if iterable is obj:
         return list(obj.items)
-    return tx.dispatch.each_item(tx, iterable)
+    return dispatch.each_item(tx, iterable)
 
 
 def _extend(tx, obj, iterable):
@@ -171,7 +171,7 @@ def _counter_update(tx, obj, iterable=None, **kwargs):
     if isinstance(iterable, DictVariable):
         pairs = [(k, _count(v)) for k, v in iterable.items.items()]
     elif iterable is not None:
-        pairs = ((_key(item), 1) for item in tx.dispatch.each_item(tx, iterable))
+        pairs = ((_key(item), 1) for item in dispatch.each_item(tx, iterable))
     else:
         pairs = []
     for key, n in itertools.chain(pairs, [(k, _count(v)) for k, v in kwargs.items()]):
@@ -209,3 +209,7 @@ DICT_SUBCLASS_METHODS = {
         "__getitem__": (False, _counter_getitem),
     },
 }
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

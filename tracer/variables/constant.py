@@ -63,9 +63,7 @@ class ConstantVariable(ConstantLikeVariable):
         if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
             raise Unsupported("call", f"calling {self.value!r}")
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
-            args = [
-                tx.fold(tuple(v.as_python_constant() for v in tx.dispatch.iterate(tx, args[0])))
-            ]
+            args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
         try:
@@ -89,3 +87,7 @@ class ConstantVariable(ConstantLikeVariable):
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -109,7 +109,7 @@ def _shadow(obj: ListVariable, action) -> None:
 def _list_setitem(tx, obj, key, value):
     index = _int(key)
     if isinstance(index, slice):
-        values = tx.dispatch.iterate(tx, value)
+        values = dispatch.iterate(tx, value)
         _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
         obj.items[index] = values
     else:
@@ -138,7 +138,7 @@ def _list_remove(tx, obj, value):
 
 def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
     items = list(obj.items)
-    order = tx.dispatch.sort_order(tx, items, key, reverse, "list.sort")
+    order = dispatch.sort_order(tx, items, key, reverse, "list.sort")
     obj.items[:] = [items[i] for i in order]
     return NONE
 
@@ -149,7 +149,7 @@ def _extend_items(tx, iterable):
     appends to the list sees it grow, as in CPython)."""
     if isinstance(iterable, (ListVariable, TupleVariable)):
         return list(iterable.items)
-    return tx.dispatch.each_item(tx, iterable)
+    return dispatch.each_item(tx, iterable)
 
 
 def _list_extend(tx, obj, iterable):
@@ -250,8 +250,8 @@ def _dict_update(tx, obj, *others, **kwargs):
         if isinstance(other, DictVariable):
             obj.items.update(other.items)
             continue
-        for pair in tx.dispatch.each_item(tx, other):
-            items = tx.dispatch.iterate(tx, pair)
+        for pair in dispatch.each_item(tx, other):
+            items = dispatch.iterate(tx, pair)
             if len(items) != 2:
                 raise Unsupported("python_error", "ValueError: dictionary update sequence element")
             obj.items[_key(items[0])] = items[1]
@@ -290,7 +290,7 @@ def _dict_getitem(tx, obj, key):
     factory = obj.default_factory
     if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
         raise _key_error(k)
-    value = tx.dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
+    value = dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
     tx.output.side_effects.before_mutation(obj)
     obj.items[k] = value
     tx.output.side_effects.mark_mutated(obj)
@@ -324,7 +324,7 @@ def _move_to_end(tx, obj, key, last=None):
     k = _key(key)
     if k not in obj.items:
         raise _key_error(k)
-    at_end = True if last is None else tx.dispatch.truth(tx, last)
+    at_end = True if last is None else dispatch.truth(tx, last)
     value = obj.items.pop(k)
     if at_end:
         obj.items[k] = value
@@ -337,7 +337,7 @@ def _move_to_end(tx, obj, key, last=None):
 
 
 def _ordered_popitem(tx, obj, last=None):
-    if last is None or tx.dispatch.truth(tx, last):
+    if last is None or dispatch.truth(tx, last):
         return _dict_popitem(tx, obj)
     if not obj.items:
         raise Unsupported("python_error", "KeyError: 'dictionary is empty'")
@@ -358,7 +358,7 @@ _DICT_SUBCLASS = {
 # -- dict views ------------------------------------------------------------------------------------
 def _view_isdisjoint(tx, obj, other):
     return ConstantVariable(
-        not any(views.contains(tx, obj, item) for item in tx.dispatch.iterate(tx, other))
+        not any(views.contains(tx, obj, item) for item in dispatch.iterate(tx, other))
     )
 
 
@@ -423,7 +423,7 @@ def real_iterable(tx, vt):
         vt.as_python_constant(), (str, range, tuple, frozenset)
     ):
         return vt.as_python_constant()
-    return map(_key, tx.dispatch.each_item(tx, vt))
+    return map(_key, dispatch.each_item(tx, vt))
 
 
 def _set_pop(tx, obj):
@@ -463,3 +463,7 @@ _SET = {
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(_key(v) in obj.items)),
 }
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -102,7 +102,7 @@ class TupleVariable(BaseSequenceVariable):
         if name in fields:
             return self.items[list(fields).index(name)]
         if hasattr(self.cls, "_fields") and not hasattr(tuple, name) and name not in _NT_METHODS:
-            return tx.dispatch.namedtuple_attribute(tx, self, name)  # methods of the class
+            return dispatch.namedtuple_attribute(tx, self, name)  # methods of the class
         return _constant_method(self, name)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -287,7 +287,7 @@ class BoundMethodVariable(BoundAttributeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
+        return dispatch.call_container_method(tx, self.obj, self.name, args, kwargs)
 
 
 @dataclass(eq=False)
@@ -559,3 +559,7 @@ class DerivedIteratorVariable(LazyIteratorVariable):
 
     def __repr__(self) -> str:
         return f"DerivedIteratorVariable({self.kind.__name__})"
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -152,7 +152,7 @@ class ContextDecoratedVariable(VariableTracker):
         ctx = self.ctx.clone(name="")  # a new context, with its own name in the log
         ctx.enter(tx)
         try:
-            result = tx.dispatch.call(tx, self.fn, args, kwargs)
+            result = dispatch.call(tx, self.fn, args, kwargs)
         except (PythonError, TracedException):  # the decorator's ``with`` exits on the way out
             ctx.exit(tx)
             raise
@@ -337,3 +337,7 @@ def constant_args(
 
 
 NONE = ConstantVariable(None)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

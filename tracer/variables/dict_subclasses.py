@@ -66,7 +66,7 @@ def construct(
     tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> DictVariable:
     """``cls(*args, **kwargs)``: dict's constructor (a mapping or pairs, and keyword items)."""
-    made = tx.dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
+    made = dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
     return DictVariable(dict(made.items), cls=cls)
 
 
@@ -117,10 +117,14 @@ def _call_hook(
         return UserFunctionVariable(hook, None, self_vt=obj).call_function(tx, args, {})
     name = next((n for n, m in _DICT_METHODS.items() if m is hook), None)
     if name == "__getitem__":
-        return tx.dispatch.getitem(tx, obj, args[0])
+        return dispatch.getitem(tx, obj, args[0])
     if name == "__setitem__":
-        tx.dispatch.setitem(tx, obj, args[0], args[1])
+        dispatch.setitem(tx, obj, args[0], args[1])
         return ConstantVariable(None)
     if name is not None:
-        return tx.dispatch.call_container_method(tx, obj, name, args, {})
+        return dispatch.call_container_method(tx, obj, name, args, {})
     raise Unsupported("custom_getattr", f"{obj.cls.__name__}'s attribute hook {hook!r}")
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -245,7 +245,7 @@ class NestedFunctionVariable(VariableTracker):
             tx.output.side_effects.before_mutation(self)
             self.attrs[name] = value
             return
-        tx.dispatch.setitem(tx, self.var_getattr(tx, "__dict__"), ConstantVariable(name), value)
+        dispatch.setitem(tx, self.var_getattr(tx, "__dict__"), ConstantVariable(name), value)
 
     def save_state(self) -> Any:
         return dict(self.attrs)
@@ -390,7 +390,7 @@ class BuiltinVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.call_builtin(tx, self.fn, args, kwargs)
+        return dispatch.call_builtin(tx, self.fn, args, kwargs)
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         """Attributes of a builtin: its name, a type's methods (``dict.fromkeys``: calls go through
@@ -433,7 +433,7 @@ class TorchVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.call_torch(tx, self.value, args, kwargs)
+        return dispatch.call_torch(tx, self.value, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(self.value)
@@ -482,7 +482,7 @@ class PartialVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.call(tx, self.fn, [*self.args, *args], {**self.kwargs, **kwargs})
+        return dispatch.call(tx, self.fn, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -512,3 +512,7 @@ class MethodCallVariable(BoundAttributeVariable):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -612,7 +612,7 @@ class MapVariable(BuiltinIteratorVariable):
             if item is None:
                 return None
             args.append(item)
-        return tx.dispatch.call(tx, self.fn, args, {})
+        return dispatch.call(tx, self.fn, args, {})
 
     def python_type(self) -> type:
         return map
@@ -633,8 +633,8 @@ class FilterVariable(BuiltinIteratorVariable):
         tx = self._tx
         keep_truthy = self.fn.is_python_constant() and self.fn.as_python_constant() is None
         while (item := self.sources[0].next_item(tx)) is not None:
-            test = item if keep_truthy else tx.dispatch.call(tx, self.fn, [item], {})
-            if tx.dispatch.truth(tx, test):
+            test = item if keep_truthy else dispatch.call(tx, self.fn, [item], {})
+            if dispatch.truth(tx, test):
                 return item
         return None
 
@@ -646,3 +646,7 @@ class FilterVariable(BuiltinIteratorVariable):
         self.fn.reconstruct(cg)
         self.sources[0].reconstruct(cg)
         cg.call_function(2)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -90,7 +90,7 @@ class MemoizedFunctionVariable(VariableTracker):
         )
         source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
         fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
-        return tx.dispatch.call(tx, fn, args, kwargs)
+        return dispatch.call(tx, fn, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.self_vt is None and self.source is not None:
@@ -125,3 +125,7 @@ def _immutable(value: Any) -> bool:
     if type(value) in (tuple, frozenset):
         return all(_immutable(v) for v in value)
     return type(value) in CONSTANT_TYPES
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -165,5 +165,9 @@ class ModelOutputMethodVariable(VariableTracker):
         if self.name == "__len__":
             return ConstantVariable(len(view.items))
         if self.name == "__iter__":
-            return tx.dispatch.get_iter(tx, view)
-        return tx.dispatch.call_container_method(tx, view, self.name, args, kwargs)
+            return dispatch.get_iter(tx, view)
+        return dispatch.call_container_method(tx, view, self.name, args, kwargs)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

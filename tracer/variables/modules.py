@@ -108,7 +108,7 @@ class NNModuleVariable(UserObjectVariable):
                     raise Unsupported(
                         "python_error", "RuntimeError: forward pre-hook must return None or a tuple"
                     )
-                args, kwargs = tx.dispatch.iterate(tx, result.items[0]), result.items[1]
+                args, kwargs = dispatch.iterate(tx, result.items[0]), result.items[1]
                 kwargs = _keywords(tx, kwargs)
             else:
                 result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
@@ -479,3 +479,7 @@ for _owner in (nn.Module, nn.modules.module, torch.utils.hooks.RemovableHandle):
 
 
 __all__ = ["EPOCH", "NNModuleVariable"]
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

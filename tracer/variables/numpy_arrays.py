@@ -352,7 +352,7 @@ def setitem(
     """``a[key] = value``: the same store on the array's tensor (basic indexing agrees)."""
     if isinstance(value, NumpyArrayVariable):
         value = value.tensor
-    tx.dispatch.setitem(tx, array.tensor, key, value)
+    dispatch.setitem(tx, array.tensor, key, value)
 
 
 def from_numpy(tx: Translator, fn: Any, array: VariableTracker) -> VariableTracker | None:
@@ -417,3 +417,7 @@ def tensor_numpy(tx: Translator, tensor: TensorVariable) -> NumpyArrayVariable:
     except (TypeError, RuntimeError) as e:
         raise PythonError(e) from None
     return NumpyArrayVariable(tensor)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -496,7 +496,7 @@ class ClassVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        return tx.dispatch.construct(tx, self, args, kwargs)
+        return dispatch.construct(tx, self, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -621,3 +621,7 @@ class DictReadVariable(BoundAttributeVariable):
         ):
             raise Unsupported("super", f"dict.{self.name} on {obj}")
         return obj.value, obj.source, key, None
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -128,7 +128,7 @@ def _use_grad_call(
     if not args:
         raise Unsupported("call", "an optimizer step called without self")
     defaults = args[0].var_getattr(tx, "defaults")
-    differentiable = tx.dispatch.getitem(tx, defaults, ConstantVariable("differentiable"))
+    differentiable = dispatch.getitem(tx, defaults, ConstantVariable("differentiable"))
     func = vt.clone(self_vt=None).closure_value(tx, "func")
     grad_mode = state_contexts.construct(tx, torch.set_grad_enabled, [differentiable], {})
     grad_mode.call_method(tx, "__enter__", [], {})
@@ -221,3 +221,7 @@ _use_grad_call.accepts_bound = True  # type: ignore[attr-defined]
 _disabled_call.accepts_bound = True  # type: ignore[attr-defined]
 CALL_HOOKS[_USE_GRAD_CODE] = _use_grad_call
 CALL_HOOKS[_DISABLE_DYNAMO_CODE] = _disabled_call
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

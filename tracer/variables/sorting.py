@@ -50,14 +50,14 @@ def _index_key(
     if isinstance(key, CmpKeyVariable):
 
         def compare(i: int, j: int) -> int:
-            result = tx.dispatch.call(tx, key.cmp, [items[i], items[j]], {})
+            result = dispatch.call(tx, key.cmp, [items[i], items[j]], {})
             if not result.is_python_constant() or isinstance(result, TensorVariable):
                 raise Unsupported("data_dependent", f"the {what}() comparison returned {result}")
             return result.as_python_constant()
 
         return functools.cmp_to_key(compare)
     if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
-        items = [tx.dispatch.call(tx, key, [item], {}) for item in items]
+        items = [dispatch.call(tx, key, [item], {}) for item in items]
     if all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
         return [i.as_python_constant() for i in items].__getitem__
     return lambda i: _Ordered(items[i], what)
@@ -137,9 +137,7 @@ def sort_order(
     """The permutation ``sorted(items, key=key, reverse=reverse)`` applies (stable, as CPython)."""
     index_key = _index_key(tx, items, key, what)
     try:
-        return sorted(
-            range(len(items)), key=index_key, reverse=bool(tx.dispatch.truth(tx, reverse))
-        )
+        return sorted(range(len(items)), key=index_key, reverse=bool(dispatch.truth(tx, reverse)))
     except TypeError as e:
         raise PythonError(e) from None
 
@@ -151,7 +149,7 @@ def sorted_(
     key: VariableTracker | None = None,
     reverse: VariableTracker = FALSE,
 ) -> VariableTracker:
-    items = tx.dispatch.iterate(tx, iterable)
+    items = dispatch.iterate(tx, iterable)
     return ListVariable([items[i] for i in sort_order(tx, items, key, reverse, "sorted")])
 
 
@@ -164,7 +162,7 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
     ) -> VariableTracker:
         if not args:
             raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
-        items = list(args) if len(args) > 1 else tx.dispatch.iterate(tx, args[0])
+        items = list(args) if len(args) > 1 else dispatch.iterate(tx, args[0])
         if not items:
             if default is None:
                 raise PythonError(ValueError(f"{pick.__name__}() arg is an empty sequence"))
@@ -234,3 +232,7 @@ def _tensor_extremum(
 
 min_ = _extremum(builtins.min)
 max_ = _extremum(builtins.max)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

@@ -124,7 +124,7 @@ def call_torch(
     if fn is torch.is_inference_mode_enabled:
         return state_contexts.inference_mode_query(tx)
     if fn is torch.Size:
-        items = tx.dispatch.iterate(tx, args[0]) if args else []
+        items = dispatch.iterate(tx, args[0]) if args else []
         return TupleVariable(items, is_size=True)
     if fn in LEGACY_CONSTRUCTORS:
         return _legacy_constructor(tx, fn, args, kwargs)
@@ -290,3 +290,7 @@ def _python_numbers(vt: VariableTracker | None) -> bool:
     if isinstance(vt, (ListVariable, TupleVariable)):
         return all(_python_numbers(item) for item in vt.items)
     return isinstance(vt, ConstantVariable) and type(vt.value) in (int, float, bool, complex)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

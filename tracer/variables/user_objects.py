@@ -298,8 +298,8 @@ def _namespace_pairs(
     if isinstance(arg, DictVariable):
         return [(key_vt(k), v) for k, v in arg.items.items()]
     pairs = []
-    for item in tx.dispatch.iterate(tx, arg):
-        pair = tx.dispatch.iterate(tx, item)
+    for item in dispatch.iterate(tx, arg):
+        pair = dispatch.iterate(tx, item)
         if len(pair) != 2:
             raise Unsupported("python_error", "ValueError: SimpleNamespace() takes pairs")
         pairs.append((pair[0], pair[1]))
@@ -611,3 +611,7 @@ __all__ = [
     "namedtuple_attribute",
     "store_attribute",
 ]
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402

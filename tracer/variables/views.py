@@ -88,7 +88,7 @@ def contains(tx: Translator, view: DictViewVariable, item: VariableTracker) -> b
     if view.kind == "keys":
         return _constant(tx, item) in items
     if view.kind == "items":
-        pair = tx.dispatch.iterate(tx, item)
+        pair = dispatch.iterate(tx, item)
         if len(pair) != 2:
             return False
         key = _constant(tx, pair[0])
@@ -101,8 +101,8 @@ def contains(tx: Translator, view: DictViewVariable, item: VariableTracker) -> b
 def _equal(tx: Translator, a: VariableTracker, b: VariableTracker) -> bool:
     if a is b:
         return True
-    result = tx.dispatch.call_operator(tx, operator.eq, [a, b])
-    return tx.dispatch.truth(tx, result)
+    result = dispatch.call_operator(tx, operator.eq, [a, b])
+    return dispatch.truth(tx, result)
 
 
 _SET_OPS = frozenset({operator.and_, operator.or_, operator.sub, operator.xor})
@@ -165,3 +165,7 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if isinstance(result, set):
         return SetVariable(result)
     return tx.fold(result)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from . import dispatch  # noqa: E402
