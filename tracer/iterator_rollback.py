@@ -59,9 +59,14 @@ def note(tx: Translator, index: int, saved: tuple) -> None:
 
 
 def pending(tx: Translator) -> bool:
-    """Could a break still roll back to a generator's birth (so nothing may be committed)?"""
+    """Could a break still roll back to a generator's birth (so nothing may be committed)? Only
+    for one the root frame still holds on its stack or in a local: one it let go of (a
+    ``next(self.parameters())`` probe) would otherwise keep every later undo record alive. One
+    held elsewhere (in a list, an attribute) is then not rolled back to: at a break where it is
+    live, the call runs in Python, as before."""
     births: list[Birth] = tx.output.iterator_births
-    births[:] = [b for b in births if unfinished(b.iterator)]
+    held = {id(vt) for vt in tx.stack} | {id(vt) for vt in tx.symbolic_locals.values()}
+    births[:] = [b for b in births if unfinished(b.iterator) and id(b.iterator) in held]
     return bool(births)
 
 
