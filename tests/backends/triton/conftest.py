@@ -1,5 +1,5 @@
 """Shared helpers for the triton backend tests: on CPU everything runs under TRITON_INTERPRET=1;
-on a CUDA machine the same tests also run on the GPU (``pytest -m gpu``).
+on a CUDA machine the same tests also run on the GPU (``TRITON_INTERPRET=0 pytest -m gpu``).
 
 Fixtures (prefixed ``triton_`` so they do not clash with other test dirs): ``triton_compile(fn,
 *inputs, dynamic=False, options=None)`` -> runner; ``triton_check(fn, *inputs, grad=False)``
@@ -132,7 +132,7 @@ def needs_gpu() -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     if INTERPRETING:
-        pytest.skip("GPU kernels need a process started with TRITON_INTERPRET=0 (pytest -m gpu)")
+        pytest.skip("GPU kernels need a process started with TRITON_INTERPRET=0 (gpu.sh)")
 
 
 def to_graph(fn) -> torch.fx.GraphModule:
