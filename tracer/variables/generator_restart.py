@@ -51,9 +51,10 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
     frame = gen.frame
     params = parameters(frame.code)
 
+    target = _c_function(gen)
+
     def build() -> None:
         cg.load_const(start)
-        target = _c_function(gen)
         if target is not None:
             cg.load_const(target)
         elif isinstance(gen.maker, VariableTracker):
@@ -64,7 +65,10 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
         for name, _ in params:
             frame.symbolic_locals[name].reconstruct(cg)
         cg.build_tuple(len(params))
-        cg.call_function(3)
+        # a C function's optional arguments are left out where the polyfill's default stands in
+        # for "not given" (itertools.repeat(x) has no times=None)
+        cg.load_const(_defaults(frame.fn) if target is not None else {})
+        cg.call_function(4)
 
     cg.build_once(gen, build)
 
@@ -88,20 +92,42 @@ def walk_live(values: Any, descend: Any = lambda vt: True) -> list[VariableTrack
     return found
 
 
-def start(fn: Any, params: tuple, values: tuple) -> Any:
-    """Runtime helper: call ``fn`` with ``values``, one per parameter of ``params`` (name, kind)."""
+def start(fn: Any, params: tuple, values: tuple, defaults: dict[str, Any]) -> Any:
+    """Runtime helper: call ``fn`` with ``values``, one per parameter of ``params`` (name, kind),
+    leaving out optional ones that hold their ``defaults`` (trailing positional, or keyword)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    droppable = 0  #: trailing positional arguments that hold their defaults
     for (name, kind), value in zip(params, values, strict=True):
         if kind in _POSITIONAL:
             args.append(value)
+            droppable = droppable + 1 if _is_default(defaults, name, value) else 0
         elif kind is inspect.Parameter.VAR_POSITIONAL:
             args.extend(value)
+            droppable = 0 if value else droppable
         elif kind is inspect.Parameter.KEYWORD_ONLY:
-            kwargs[name] = value
+            if not _is_default(defaults, name, value):
+                kwargs[name] = value
         else:
             kwargs.update(value)
-    return fn(*args, **kwargs)
+    return fn(*args[: len(args) - droppable], **kwargs)
+
+
+def _is_default(defaults: dict[str, Any], name: str, value: Any) -> bool:
+    default = defaults.get(name, _NO_DEFAULT)
+    return value is default or (type(value) is type(default) and value == default)
+
+
+_NO_DEFAULT = object()
+
+
+def _defaults(fn: Any) -> dict[str, Any]:
+    """The parameter defaults of the Python function ``fn``."""
+    return {
+        name: p.default
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 def _c_function(gen: GeneratorVariable) -> Any:
