@@ -6,15 +6,15 @@ mutation is also recorded in ``tx.output.side_effects`` so the rewritten code re
 
 Iterators: ``IteratorVariable`` walks known items (a list's own item list, so appends in a loop body
 are seen; dicts and sets are watched for size changes); ``LazyIteratorVariable`` makes items on
-demand: ``GeneratorVariable`` (a suspended generator frame) and ``DerivedIteratorVariable``
-(``zip``/``enumerate``/``map``/``filter``).
+demand: ``GeneratorVariable`` (a suspended generator frame); the ``zip``/``enumerate``/``map``/
+``filter`` ones are in ``iterators.py``.
 """
 
 from __future__ import annotations
 
 import collections
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -532,33 +532,6 @@ class GeneratorVariable(LazyIteratorVariable):
 
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.frame.code.co_name})"
-
-
-@dataclass(eq=False)
-class DerivedIteratorVariable(LazyIteratorVariable):
-    """``zip``/``enumerate``/``map``/``filter`` over iterators: pulls from ``sources`` one item at a
-    time through ``step(sources) -> item | None``."""
-
-    sources: list[IteratorVariable] = field(default_factory=list)
-    step: Any = None
-    kind: type = zip
-
-    def pull(self) -> VariableTracker | None:
-        return self.step(self.sources)
-
-    def rebuildable(self) -> bool:
-        if self.kind not in (zip, enumerate):
-            return False  # map/filter would call user functions while the break is emitted
-        return all(
-            s.rebuildable() if isinstance(s, LazyIteratorVariable) else s.watched is None
-            for s in self.sources
-        )
-
-    def python_type(self) -> type:
-        return self.kind
-
-    def __repr__(self) -> str:
-        return f"DerivedIteratorVariable({self.kind.__name__})"
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
