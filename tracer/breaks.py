@@ -24,7 +24,9 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
 from ..codegen.emit import NULL_OFFSET, Codegen
+from ..codegen.pyversion import NULL_ABOVE_CALLABLE
 from ..codegen.resume import resume_origin, takes_cells
+from .callees import compiles_on_its_own
 from .context_runtime import exit_with
 from .exc import Unsupported
 from .liveness import cells_written_from, code_cell_writes
@@ -35,7 +37,7 @@ from .variables.base import NullVariable, VariableTracker, walk
 from .variables.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
 from .variables.containers import GeneratorVariable, IteratorVariable
 from .variables.contexts import ContextExitVariable
-from .variables.functions import NestedFunctionVariable
+from .variables.functions import NestedFunctionVariable, UserFunctionVariable
 from .variables.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -68,10 +70,18 @@ class LocalValue(VariableTracker):
         cg.load_local(self.name)
 
 
-def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> None:
+def emit_break(
+    cg: Codegen,
+    frames: list[FrameState],
+    resume: ResumeFactory,
+    callee: Callable[[Any], Any] | None = None,
+) -> None:
+    """The code after the graph call: run the instruction that broke, then resume. ``callee``
+    (``CompiledCode.compiled_callee``), given a function the instruction calls in plain Python,
+    returns its compiled version: what a frame hook would do for its frame."""
     leaf = frames[0]
     if len(frames) == 1 and _runs_inline(leaf):
-        _emit_inline(cg, leaf, resume)
+        _emit_inline(cg, leaf, resume, callee)
         return
     # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
     # own resume (whose code has the block's handler) runs, call the block's ``__exit__`` and
@@ -92,6 +102,7 @@ def emit_break(cg: Codegen, frames: list[FrameState], resume: ResumeFactory) -> 
         resume,
         compiled=len(frames) > 1,
         continues=len(frames) > 1,
+        callee=callee,
     )
     for caller in frames[1:]:
         cg.store_local("__bg_ret")
@@ -270,8 +281,13 @@ def _call_resume(
     resume: ResumeFactory,
     compiled: bool = True,
     continues: bool = False,
+    callee: Callable[[Any], Any] | None = None,
 ) -> None:
+    """``callee``: where the resume function runs the instruction at ``index`` in plain Python, a
+    function it calls goes as its compiled version (see ``emit_break``)."""
     tx = frame.tx
+    compiled = compiled and _compilable(frame, index)
+    callee = None if compiled else callee
     names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
     live_locals = [frame.locals[n] for n in names]
     slots, nulls = _iterator_slots(stack, len(stack), live_locals), _null_slots(stack)
@@ -284,7 +300,7 @@ def _call_resume(
         names,
         slots,
         nulls,
-        compiled and _compilable(frame, index),
+        compiled,
         bool_slots=truths,
         continues=continues,
         cell_args=cells,
@@ -292,11 +308,16 @@ def _call_resume(
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         _load_local(cg, frame, name, cells)
-    _reconstruct_stack(cg, stack, slots, as_args=True)
+    _reconstruct_stack(cg, stack, slots, as_args=True, compiled_at=_compiled_callee(frame, callee))
     cg.call(len(stack) - len(nulls) + len(names))
 
 
-def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
+def _emit_inline(
+    cg: Codegen,
+    frame: FrameState,
+    resume: ResumeFactory,
+    callee: Callable[[Any], Any] | None = None,
+) -> None:
     """Break in the function's own frame: restore locals and stack, run the instruction, resume."""
     tx, index = frame.tx, frame.index
     inst = tx.instructions[index]
@@ -311,7 +332,14 @@ def _emit_inline(cg: Codegen, frame: FrameState, resume: ResumeFactory) -> None:
     # Once the block's context is entered again, rebuilding the rest (``tensor.numpy()`` of a
     # bfloat16 graph output, say) may raise: that is inside the block, as in the original code.
     begin = (frame.stack.index(exit_vt), protect) if protect is not None else None
-    _reconstruct_stack(cg, frame.stack, slots, as_args=False, begin=begin)
+    _reconstruct_stack(
+        cg,
+        frame.stack,
+        slots,
+        as_args=False,
+        begin=begin,
+        compiled_at=_compiled_callee(frame, callee),
+    )
     for name in names:
         _load_local(cg, frame, name, cells)
     for name in reversed(names):
@@ -436,10 +464,12 @@ def _reconstruct_stack(
     slots: tuple[int, ...],
     as_args: bool,
     begin: tuple[int, TryBegin] | None = None,
+    compiled_at: tuple[int | None, Any] = (None, None),
 ) -> None:
     """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
     them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it). ``begin``:
-    ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed."""
+    ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed.
+    ``compiled_at``: ``(i, compile)``: item ``i`` goes through ``compile`` (a called function)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
@@ -447,10 +477,60 @@ def _reconstruct_stack(
             vt = vt.tensor  # the resume function's prefix converts it
         if i in slots:
             vt.reconstruct_items(cg)
+        elif i == compiled_at[0]:
+            cg.load_const(compiled_at[1])
+            vt.reconstruct(cg)
+            cg.call_function(1)
         else:
             vt.reconstruct(cg)
         if begin is not None and begin[0] == i:
             cg.instrs.append(begin[1])
+
+
+def continues_in_callee(frames: list[FrameState], reason: Unsupported) -> bool:
+    """Does the break stop at a call in the function's own frame (the callee's break could not
+    resume there) whose callee then runs compiled (``callees.py``) and reports the break itself?"""
+    leaf = frames[0]
+    runs_in_python = len(frames) == 1 or not _compilable(leaf, call_start(leaf.tx, leaf.index))
+    return (
+        runs_in_python
+        and len(reason.user_stack) > 1  # it happened inside the callee
+        and _compiled_callee(leaf, True)[0] is not None
+    )
+
+
+def _callable_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
+    """Where the callable of the call ``inst`` is on ``stack``, if it is a user function (or a
+    method of one) made before the call, that ``callees.py`` compiles on its own; else None.
+    NOTE(3.13): [callable, NULL|self, args]; 3.11/3.12: [NULL, callable, args] or [method, self,
+    args]."""
+    extra = {"CALL": 2, "CALL_KW": 3}.get(inst.name)
+    if extra is not None:
+        base = len(stack) - inst.arg - extra
+    elif inst.name == "CALL_FUNCTION_EX":
+        base = len(stack) - 3 - (inst.arg & 1)  # the args tuple, and the kwargs dict if any
+    else:
+        return None
+    if base < 0:
+        return None
+    if not NULL_ABOVE_CALLABLE and isinstance(stack[base], NullVariable):
+        base += 1
+    vt = stack[base]
+    # a function made in the trace is a new object at each call: it would compile every call
+    if isinstance(vt, UserFunctionVariable) and compiles_on_its_own(vt.fn):
+        return base
+    return None
+
+
+def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:
+    """``(stack position, callee)`` for ``_reconstruct_stack``: where the frame's instruction runs
+    in plain Python because it is a call inside a ``try`` block (the callee's break cannot resume
+    there: the caller's handlers must see what it raises), the callable goes as its compiled
+    version. Other calls a break leaves to Python (through a builtin, of a closure made in the
+    trace) stay plain, as their frames hold little tensor work (wav2vec2's NumPy mask sampler)."""
+    if callee is None or not frame.tx.in_try(frame.index) or _with_exit(frame) is not None:
+        return None, None
+    return _callable_slot(frame.tx.instructions[frame.index], frame.stack), callee
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:

@@ -27,6 +27,7 @@ from .breaks import (
     ResumeFactory,
     call_start,
     cells_written_after,
+    continues_in_callee,
     emit_break,
     live_values,
     passed_cells,
@@ -92,12 +93,14 @@ def convert_call(
     resume: ResumeFactory | None = None,
     policy: DynamicPolicy | None = None,
     numbering: Numbering | None = None,
+    callee: Any = None,
 ) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A
     graph break becomes resume calls (``breaks.py``) unless ``fullgraph``, ``error_on_graph_break``
     (or the region the break is in, ``Unsupported.is_error``) or no ``resume`` factory says it may
     not, in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering``
-    (that of the compiled function ``fn`` belongs to)."""
+    (that of the compiled function ``fn`` belongs to); ``callee`` compiles a function that a break
+    calls in plain Python (``callees.py``)."""
     numbering = numbering or Numbering()
     output = OutputGraph(policy=policy)
     grad_mode = torch.is_grad_enabled()
@@ -116,7 +119,7 @@ def convert_call(
             if resume is None or gb.reason.is_error(fullgraph, error_on_graph_break):
                 raise gb.reason from None
             result, frames, reason = None, gb.frames, gb.reason
-        return _finish(fn, output, result, frames, backend, resume, reason, numbering)
+        return _finish(fn, output, result, frames, backend, resume, reason, numbering, callee)
     except Exception as e:
         # Whatever stopped the trace (a break under fullgraph, an unsupported construct, a bug in
         # bytegraph), the driver remembers it under what the trace had assumed so far.
@@ -140,6 +143,7 @@ def _finish(
     resume: ResumeFactory | None,
     reason: Unsupported | None,
     numbering: Numbering,
+    callee: Any = None,
 ) -> TraceResult:
     if output.exc_info:
         raise Unsupported(
@@ -174,11 +178,13 @@ def _finish(
             result.reconstruct(cg)
             cg.return_value()
         else:
-            emit_break(cg, frames, resume)
+            emit_break(cg, frames, resume, callee)
     finally:
         for vt, source in swapped:
             vt.source = source
     new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
+    if reason is not None and callee is not None and continues_in_callee(frames, reason):
+        reason = None  # reported by the callee's own compile (``callees.py``)
     breaks = [reason.detach()] if reason is not None else []
     stopped_at = None
     if frames is not None and len(frames) == 1 and frames[0].tx.fn is not None:

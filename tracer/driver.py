@@ -20,6 +20,7 @@ never trace twice. ``recompile_limit`` bounds the variants; past it the function
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import inspect
@@ -40,6 +41,7 @@ import torch
 from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
+from .callees import CalleeCompiler
 from .code_reader import parameters
 from .convert import Numbering, TraceResult, convert_call
 from .deferred_checks import Rerun
@@ -183,6 +185,8 @@ class CompiledCode:
         self.warned_code = False
         self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
+        #: compiled versions of the functions its breaks call in plain Python (shared like resumes)
+        self.callees = CalleeCompiler(self._compiled_callee)
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
         #: for a resume function starting at the instruction of a break in a callee: that
         #: instruction (original code, index), see ``continued_break``
@@ -257,6 +261,7 @@ class CompiledCode:
                 resume=self.resume_function,
                 policy=self.policy,
                 numbering=self.numbering,
+                callee=self.callees,
             )
         except Exception as e:  # noqa: BLE001 (every failed trace is remembered: _failure says how)
             failure = self._failure(e)
@@ -403,6 +408,7 @@ class CompiledCode:
         if compiled:
             state = CompiledCode(raw, self.settings)
             state.resumes = self.resumes  # shared: a break in a resume function reuses these
+            state.callees = self.callees
             state.numbering = self.numbering
             state.root_serial = self.root_serial
             if continues:
@@ -414,6 +420,14 @@ class CompiledCode:
         else:
             entry = raw
         self.resumes[key] = entry
+        return entry
+
+    def _compiled_callee(self, fn: types.FunctionType) -> Any:
+        """``fn`` compiled on its own with these settings (see ``callees.py``)."""
+        state = CompiledCode(fn, dataclasses.replace(self.settings, name=None))
+        entry = make_entry(fn, state)
+        functools.update_wrapper(entry, fn)
+        entry.__bytegraph__ = state
         return entry
 
     def rerun(self) -> Any:

@@ -1,0 +1,63 @@
+"""Functions that a graph break sends to plain Python, called through their own compiled versions.
+
+When a break cannot resume inside the function it happened in (a call inside a ``try`` block of
+its caller, say: the caller's handlers must see the callee's exceptions), the call runs in plain
+Python, and with it everything the callee does. torch.compile's frame hook compiles each such frame
+on its own; bytegraph has no hook, so the rewritten code calls the callee's compiled version
+instead (same settings, one compiled version per function, cached), and a break inside it is
+handled there, recursively. Functions of torch, bytegraph and the standard library are called as
+they are, and so is everything that is not a Python function or a method of one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .variables import markers
+
+#: Top-level packages whose functions a break's call runs as they are (torch's own Python code is
+#: traced when user code calls it, never compiled on its own, as in torch.compile).
+_LIBRARY_ROOTS = frozenset({"torch", "bytegraph", "triton", *sys.stdlib_module_names})
+
+#: Functions whose calls suspend: a compiled version could not stand for them.
+_SUSPENDING = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ITERABLE_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+)
+
+
+class CalleeCompiler:
+    """``compiler(obj)``: ``obj`` compiled if it is a user function (or a method of one), else
+    ``obj``. ``compile_fn(fn)`` makes the compiled version of a function."""
+
+    def __init__(self, compile_fn: Callable[[types.FunctionType], Any]) -> None:
+        self._compile = compile_fn
+        self._compiled: weakref.WeakKeyDictionary[types.FunctionType, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, obj: Any) -> Any:
+        fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        if not compiles_on_its_own(fn):
+            return obj
+        compiled = self._compiled.get(fn)
+        if compiled is None:
+            compiled = self._compiled[fn] = self._compile(fn)
+        return types.MethodType(compiled, obj.__self__) if fn is not obj else compiled
+
+
+def compiles_on_its_own(fn: Any) -> bool:
+    """Is ``fn`` a user's Python function that a break's call runs compiled?"""
+    if not isinstance(fn, types.FunctionType) or hasattr(fn, "__bytegraph__"):
+        return False  # not a Python function, or compiled already (an entry)
+    if fn.__code__.co_flags & _SUSPENDING or markers.is_disabled(fn):
+        return False
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".", 1)[0] not in _LIBRARY_ROOTS
