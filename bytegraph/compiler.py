@@ -180,8 +180,6 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
         )
     state = driver.CompiledCode(fn, settings)
     entry = driver.make_entry(fn, state)
-    functools.update_wrapper(entry, fn)
-    entry.__bytegraph__ = state
     entry.__signature__ = inspect.signature(fn, follow_wrapped=False)
     return entry
 

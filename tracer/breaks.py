@@ -77,8 +77,8 @@ def emit_break(
     callee: Callable[[Any], Any] | None = None,
 ) -> None:
     """The code after the graph call: run the instruction that broke, then resume. ``callee``
-    (``CompiledCode.compiled_callee``), given a function the instruction calls in plain Python,
-    returns its compiled version: what a frame hook would do for its frame."""
+    (``CompiledCode.callees``), given a function the instruction calls in plain Python, returns
+    its compiled version: what a frame hook would do for its frame."""
     leaf = frames[0]
     if len(frames) == 1 and _runs_inline(leaf):
         _emit_inline(cg, leaf, resume, callee)
@@ -495,7 +495,7 @@ def continues_in_callee(frames: list[FrameState], reason: Unsupported) -> bool:
     return (
         runs_in_python
         and len(reason.user_stack) > 1  # it happened inside the callee
-        and _compiled_callee(leaf, True)[0] is not None
+        and _compiled_slot(leaf) is not None
     )
 
 
@@ -522,15 +522,20 @@ def _callable_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
     return None
 
 
+def _compiled_slot(frame: FrameState) -> int | None:
+    """Where the frame's instruction runs in plain Python because it is a call inside a ``try``
+    block (the callee's break cannot resume there: the caller's handlers must see what it
+    raises), the stack position of the callable, which goes as its compiled version. Other calls a
+    break leaves to Python (through a builtin, of a closure made in the trace) stay plain, as
+    their frames hold little tensor work (wav2vec2's NumPy mask sampler)."""
+    if not frame.tx.in_try(frame.index) or _with_exit(frame) is not None:
+        return None
+    return _callable_slot(frame.tx.instructions[frame.index], frame.stack)
+
+
 def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:
-    """``(stack position, callee)`` for ``_reconstruct_stack``: where the frame's instruction runs
-    in plain Python because it is a call inside a ``try`` block (the callee's break cannot resume
-    there: the caller's handlers must see what it raises), the callable goes as its compiled
-    version. Other calls a break leaves to Python (through a builtin, of a closure made in the
-    trace) stay plain, as their frames hold little tensor work (wav2vec2's NumPy mask sampler)."""
-    if callee is None or not frame.tx.in_try(frame.index) or _with_exit(frame) is not None:
-        return None, None
-    return _callable_slot(frame.tx.instructions[frame.index], frame.stack), callee
+    """``compiled_at`` for ``_reconstruct_stack`` (``(None, None)`` without a ``callee``)."""
+    return (None, None) if callee is None else (_compiled_slot(frame), callee)
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:

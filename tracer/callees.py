@@ -45,10 +45,10 @@ class CalleeCompiler:
 
     def __call__(self, obj: Any) -> Any:
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
-        if not compiles_on_its_own(fn):
-            return obj
-        compiled = self._compiled.get(fn)
+        compiled = self._compiled.get(fn)  # each call of the break's code asks: the cache first
         if compiled is None:
+            if not compiles_on_its_own(fn):
+                return obj
             compiled = self._compiled[fn] = self._compile(fn)
         return types.MethodType(compiled, obj.__self__) if fn is not obj else compiled
 

@@ -415,8 +415,6 @@ class CompiledCode:
                 state.continues = (template.__code__, index)
                 state.called_by = self.compile_number
             entry = make_entry(raw, state)
-            functools.update_wrapper(entry, raw)
-            entry.__bytegraph__ = state
         else:
             entry = raw
         self.resumes[key] = entry
@@ -424,11 +422,7 @@ class CompiledCode:
 
     def _compiled_callee(self, fn: types.FunctionType) -> Any:
         """``fn`` compiled on its own with these settings (see ``callees.py``)."""
-        state = CompiledCode(fn, dataclasses.replace(self.settings, name=None))
-        entry = make_entry(fn, state)
-        functools.update_wrapper(entry, fn)
-        entry.__bytegraph__ = state
-        return entry
+        return make_entry(fn, CompiledCode(fn, dataclasses.replace(self.settings, name=None)))
 
     def rerun(self) -> Any:
         """A check on tensor data the trace assumed failed after the graph ran: run this call as
@@ -569,4 +563,6 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     entry = namespace["___entry"]
     entry.__defaults__ = fn.__defaults__
     entry.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(entry, fn)
+    entry.__bytegraph__ = state
     return entry

@@ -65,6 +65,8 @@ def pending(tx: Translator) -> bool:
     held elsewhere (in a list, an attribute) is then not rolled back to: at a break where it is
     live, the call runs in Python, as before."""
     births: list[Birth] = tx.output.iterator_births
+    if not births:  # asked after every root instruction: the usual answer, at no cost
+        return False
     held = {id(vt) for vt in tx.stack} | {id(vt) for vt in tx.symbolic_locals.values()}
     births[:] = [b for b in births if unfinished(b.iterator) and id(b.iterator) in held]
     return bool(births)

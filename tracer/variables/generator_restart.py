@@ -50,7 +50,6 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
     """Emit ``start(function, parameter kinds, arguments)``: the generator made again."""
     frame = gen.frame
     params = parameters(frame.code)
-
     target = _c_function(gen)
 
     def build() -> None:
