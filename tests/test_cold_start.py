@@ -1,8 +1,10 @@
 """A cold start loads none of torch.compile's machinery: compiling and running a module and a
 function with a graph break (default and eager backends) in a fresh process imports no
 ``torch._inductor`` and no Dynamo (``torch._dynamo``'s ``__init__`` never runs: only the modules
-torch's fake tensors read, ``tracer/deferred_dynamo.py``), and no ``torch.export`` beyond what
-``import torch`` loads. torch.compile and ``torch._dynamo.explain`` still work afterwards."""
+torch's fake tensors read, ``tracer/deferred_dynamo.py``; not even ``torch._dynamo.source``, which
+imports ``torch._dynamo.utils``), and no ``torch.export`` beyond what ``import torch`` loads.
+torch.compile and ``torch._dynamo.explain`` still work afterwards, and the stand-in for
+``torch._dynamo.source`` answers as the real module does before and after it is loaded."""
 
 from __future__ import annotations
 
@@ -33,11 +35,13 @@ outs = [
 assert torch.equal(outs[0], model(x)) and torch.equal(outs[1], with_break(x))
 loaded = sorted(set(sys.modules) - before)
 dynamo_ran = type(sys.modules.get("torch._dynamo")).__name__ == "module"
+source_loaded = type(sys.modules.get("torch._dynamo.source")).__name__ == "module"
 # torch.compile afterwards, on the deferred package: as if nothing had been deferred
 compiled = torch.compile(with_break, backend="eager")(x)
 assert torch.equal(compiled, with_break(x))
 graphs = torch._dynamo.explain(with_break)(x).graph_count
-print(json.dumps({"loaded": loaded, "dynamo_ran": dynamo_ran, "graphs": graphs}))
+print(json.dumps({"loaded": loaded, "dynamo_ran": dynamo_ran, "source_loaded": source_loaded,
+                  "graphs": graphs}))
 """
 
 #: Dynamo proper: its tracer and entry points (``__init__`` imports them all).
@@ -63,5 +67,40 @@ def test_compile_imports_no_dynamo_inductor_or_export(backend):
     assert not [m for m in loaded if m == "torch._inductor" or m.startswith("torch._inductor.")]
     assert not [m for m in loaded if m == "torch.export" or m.startswith("torch.export.")]
     assert not [m for m in loaded if m in DYNAMO or m.startswith("torch._dynamo.variables")]
-    assert not result["dynamo_ran"]
+    assert "torch._dynamo.utils" not in loaded
+    assert not result["dynamo_ran"] and not result["source_loaded"]
     assert result["graphs"] == 2
+
+
+STAND_IN = r"""
+import sys
+import torch
+import bytegraph
+bytegraph.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
+from torch._dynamo.source import AttrSource, RandomValueSource   # the stand-in's classes
+assert not isinstance(object(), RandomValueSource) and not issubclass(int, AttrSource)
+assert "torch._dynamo.utils" not in sys.modules
+source = AttrSource(RandomValueSource(0), "x")       # calling one loads the real module alone
+real = sys.modules["torch._dynamo.source"]
+assert type(real).__name__ == "module" and type(source) is real.AttrSource
+assert isinstance(source, AttrSource) and not isinstance(source, RandomValueSource)
+assert issubclass(real.AttrSource, AttrSource) and AttrSource.__name__ == "AttrSource"
+assert type(sys.modules["torch._dynamo"]).__name__ != "module"  # Dynamo itself still deferred
+from torch._dynamo.source import AttrSource as again
+assert again is real.AttrSource
+assert torch.equal(torch.compile(lambda x: x * 2, backend="eager")(torch.ones(2)), torch.full((2,), 2.0))
+assert sys.modules["torch._dynamo"].source is real
+print("ok")
+"""
+
+
+def test_source_stand_in_answers_as_the_real_module():
+    done = subprocess.run(
+        [sys.executable, "-c", STAND_IN],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "ok"

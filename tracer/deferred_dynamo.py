@@ -5,8 +5,13 @@ ops) and ``torch._dynamo.source`` (every ``from_tensor``), and torch's ``_disabl
 (on its decompositions) call ``torch._dynamo.disable``. Importing any of them runs the package's
 ``__init__`` first, which imports all of Dynamo (its tracer, Inductor's front modules): a second of
 CPU on a cold start that uses none of it. ``defer_dynamo()`` (once per process, before the first
-fake mode) registers the package without running its ``__init__`` and imports ``config`` and
-``source`` (with the few modules ``source`` needs) on their own. The first read of anything else
+fake mode) registers the package without running its ``__init__`` and imports ``config`` on its
+own. ``source`` is itself a second of CPU (it imports ``torch._dynamo.utils``, which imports
+symbolic shapes and sympy), though a static trace only names its classes: every ``from_tensor``
+imports ``RandomValueSource`` for an ``isinstance`` test. So until something needs the real module,
+``torch._dynamo.source`` is a stand-in (``_SourceStandIn``) whose classes answer ``isinstance`` as
+the real ones do (no instance of a real class can exist before the real module is loaded) and load
+it, on its own, when called or asked for anything else. The first read of anything else
 (``torch._dynamo.explain``, ``torch.compile``'s ``torch._dynamo.optimize``) or import of another
 submodule runs the real ``__init__`` first, in its own order, so torch.compile and the rest work
 as if nothing had been deferred.
@@ -64,6 +69,9 @@ def load_package() -> None:
         pkg = sys.modules.get(PACKAGE)
         if type(pkg) is not _DeferredPackage:
             return
+        if isinstance(sys.modules.get(SOURCE), _SourceStandIn):  # the ``__init__`` imports the real one
+            del sys.modules[SOURCE]
+            del pkg.source
         pkg.__class__ = types.ModuleType
         pkg.__spec__.loader.exec_module(pkg)
 
@@ -99,28 +107,99 @@ class _SubmoduleFinder(importlib.abc.MetaPathFinder):
 
 
 #: The submodules torch's fake tensors import, imported on their own (they import no Dynamo).
-STANDALONE = ("config", "source")
+STANDALONE = ("config",)
 _standalone = False  #: True while importing them
+SOURCE = PACKAGE + ".source"
+
+
+def _import_standalone(name: str) -> types.ModuleType:
+    """Import ``torch._dynamo.<name>`` on its own, without the package's ``__init__``."""
+    global _standalone
+    pkg = sys.modules[PACKAGE]
+    deferred_class = pkg.__class__
+    pkg.__class__ = types.ModuleType  # its ``from . import utils`` must not run the ``__init__``
+    _standalone = True
+    try:
+        module = importlib.import_module(f"{PACKAGE}.{name}")
+    finally:
+        _standalone = False
+        pkg.__class__ = deferred_class
+    setattr(sys.modules[PACKAGE], name, module)
+    return module
+
+
+def real_source() -> types.ModuleType:
+    """The real ``torch._dynamo.source``, imported (on its own while the package is deferred) in
+    place of the stand-in."""
+    with _lock:
+        module = sys.modules.get(SOURCE)
+        if not isinstance(module, _SourceStandIn):
+            return importlib.import_module(SOURCE)
+        del sys.modules[SOURCE]
+        try:
+            if is_deferred():
+                return _import_standalone("source")
+            return importlib.import_module(SOURCE)
+        except BaseException:
+            sys.modules.setdefault(SOURCE, module)
+            raise
+
+
+class _StandInClass(type):
+    """A class of the stand-in ``source`` module: ``isinstance``/``issubclass`` ask the real class
+    once the real module is loaded (before, nothing can be an instance of it); anything else loads
+    the real module and asks its class."""
+
+    def _loaded(cls) -> type | None:
+        module = sys.modules.get(SOURCE)
+        if module is None or isinstance(module, _SourceStandIn):
+            return None
+        return getattr(module, cls.__name__)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        real = cls._loaded()
+        return real is not None and isinstance(obj, real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        real = cls._loaded()
+        return real is not None and issubclass(sub, real)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return getattr(real_source(), cls.__name__)(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(getattr(real_source(), cls.__name__), name)
+
+
+class _SourceStandIn(types.ModuleType):
+    """``torch._dynamo.source`` until something needs it: each name is a ``_StandInClass`` of the
+    same name while the real module is not loaded, the real attribute once it is."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if not name[:1].isupper():  # functions and constants: the real module's
+            return getattr(real_source(), name)
+        stand_in = _StandInClass(name, (), {"__module__": SOURCE})
+        setattr(self, name, stand_in)
+        return stand_in
 
 
 def defer_dynamo() -> None:
     """Register ``torch._dynamo`` without running its ``__init__`` (nothing if already imported)."""
-    global _standalone
     with _lock:
         if PACKAGE in sys.modules:
             return
         pkg = importlib.util.module_from_spec(importlib.util.find_spec(PACKAGE))
         sys.modules[PACKAGE] = pkg
-        _standalone = True
         try:
             for name in STANDALONE:
-                importlib.import_module(f"{PACKAGE}.{name}")
+                _import_standalone(name)
         except BaseException:
             for name in [k for k in sys.modules if k == PACKAGE or k.startswith(PACKAGE + ".")]:
                 del sys.modules[name]
             raise
-        finally:
-            _standalone = False
+        sys.modules[SOURCE] = pkg.source = _SourceStandIn(SOURCE)
         pkg.__class__ = _DeferredPackage
         sys.meta_path.insert(0, _SubmoduleFinder())
 
