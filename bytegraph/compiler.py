@@ -27,7 +27,7 @@ from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
 from .tracer import driver, process
 from .tracer.exc import BytegraphError
-from .tracer.variables import markers
+from .tracer.variables.functions import markers
 
 driver.global_settings = dynamo_config.read_settings
 

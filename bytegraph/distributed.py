@@ -47,7 +47,7 @@ from bytecode import Bytecode, Instr
 from . import config
 from .tracer import driver
 from .tracer.exc import BytegraphError
-from .tracer.variables.distributed import collective_name
+from .tracer.variables.distributed.process_groups import collective_name
 
 _AVAILABLE = torch.distributed.is_available()
 

@@ -2,8 +2,9 @@
 cache may have read moves.
 
 ``EPOCH[0]`` is bumped by attribute writes, registrations and ``_apply`` of such modules, by
-parameter metadata changes (hooks installed by ``tracer/variables/modules.py``), and by writes
-into a module's member dicts once they are ``WatchedDict``s (``tracer/module_params.py`` swaps them
+parameter metadata changes (hooks installed by ``variables/modules/nn_modules.py``), and by writes
+into a module's member dicts once they are ``WatchedDict``s
+(``variables/modules/module_params.py`` swaps them
 in). While it stands still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can
 have changed: both keep their per-model results in a ``PerRootCache``.
 """
@@ -21,7 +22,7 @@ import torch
 #: Moved by every change to any module that could invalidate what was checked or cached about it.
 EPOCH = [0]
 #: Code objects of the wrappers that hide the bumps from torch.compile (``WatchedDict`` writes,
-#: ``variables/modules.py``'s patches): Dynamo folds ``torch.compiler.is_dynamo_compiling()`` in
+#: ``nn_modules.py``'s patches): Dynamo folds ``torch.compiler.is_dynamo_compiling()`` in
 #: them to True and traces torch's own method; bytegraph's tracer, which folds it to True in user
 #: code, folds it to False in their frames and traces the bumps (they are bytegraph's, not user
 #: code; inlined or compiled on their own, the bumps of a traced call are replayed).

@@ -10,7 +10,8 @@ concerned. Generated checks only use builtin operations (``type``, ``is``, ``len
 builtin literals, tensor attributes), never user-defined
 ``__eq__``/``__hash__``/``__getattr__``/properties. Exception: sources through objects of the
 allowlisted classes with a side-effect-free ``__getattribute__`` (``PURE_GETATTR_CLASSES`` in
-``tracer/variables/objects.py``, e.g. a ``transformers`` config) read attributes through that
+``variables/objects/existing_objects.py``, e.g. a ``transformers`` config) read attributes
+through that
 ``__getattribute__``, and ``ATTR_ABSENT`` calls it.
 """
 
@@ -205,7 +206,8 @@ def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> li
 @guard_kind(4)
 def ATTR_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``expr`` has no attribute ``arg``. Installed only for objects of the classes that
-    ``tracer/variables/objects.py`` allowlists as having a side-effect-free ``__getattribute__``
+    ``variables/objects/existing_objects.py`` allowlists as having a side-effect-free
+    ``__getattribute__``
     (``PURE_GETATTR_CLASSES``): the check runs that ``__getattribute__``."""
     return [f"not {consts.name(hasattr)}({expr}, {arg!r})"]
 
@@ -305,7 +307,7 @@ def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTab
 
 @guard_kind(1)
 def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    """``arg`` checks a module tree (``tracer/module_tree.py``: O(1) unless a module
+    """``arg`` checks a module tree (``variables/modules/module_tree.py``: O(1) unless a module
     changed)."""
     return [f"{consts.name(arg, 'tree')}.check({expr})"]
 

@@ -88,7 +88,8 @@ assert issubclass(real.AttrSource, AttrSource) and AttrSource.__name__ == "AttrS
 assert type(sys.modules["torch._dynamo"]).__name__ != "module"  # Dynamo itself still deferred
 from torch._dynamo.source import AttrSource as again
 assert again is real.AttrSource
-assert torch.equal(torch.compile(lambda x: x * 2, backend="eager")(torch.ones(2)), torch.full((2,), 2.0))
+doubled = torch.compile(lambda x: x * 2, backend="eager")(torch.ones(2))
+assert torch.equal(doubled, torch.full((2,), 2.0))
 assert sys.modules["torch._dynamo"].source is real
 print("ok")
 """

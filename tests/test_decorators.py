@@ -14,7 +14,7 @@ import torch
 import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.tracer.exc import BytegraphError
-from bytegraph.tracer.variables import markers
+from bytegraph.tracer.variables.functions import markers
 
 import bytegraph
 

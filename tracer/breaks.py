@@ -32,13 +32,13 @@ from .exc import Unsupported
 from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
-from .variables import generator_restart
 from .variables.base import NullVariable, VariableTracker, walk
-from .variables.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
-from .variables.containers import GeneratorVariable, IteratorVariable
-from .variables.contexts import ContextExitVariable
-from .variables.functions import NestedFunctionVariable, UserFunctionVariable
-from .variables.tensor import TensorTruthVariable
+from .variables.containers.builtin_containers import GeneratorVariable, IteratorVariable
+from .variables.contexts.context_trackers import ContextExitVariable
+from .variables.functions.callables import NestedFunctionVariable, UserFunctionVariable
+from .variables.functions.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
+from .variables.iterators import generator_restart
+from .variables.tensors.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
@@ -212,7 +212,7 @@ def _runs_inline(frame: FrameState) -> bool:
 
 def _with_exit(frame: FrameState) -> ContextExitVariable | None:
     """The ``__exit__`` of the one ``with`` block around the break, if that is all there is and the
-    rewritten code can call it (see ``variables/contexts.py``)."""
+    rewritten code can call it (see ``variables/contexts/``)."""
     if not frame.tx.with_exit_at(frame.index):
         return None
     exits = [vt for vt in frame.stack if isinstance(vt, ContextExitVariable)]

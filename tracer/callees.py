@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .variables import markers
+from .variables.functions import markers
 
 #: Top-level packages whose functions a break's call runs as they are (torch's own Python code is
 #: traced when user code calls it, never compiled on its own, as in torch.compile).

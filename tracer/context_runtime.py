@@ -54,7 +54,8 @@ class ContextExit:
 
     def __init__(self, recipe: ContextRecipe, key: tuple) -> None:
         self.ctx = recipe.build()
-        self.key = key  #: what a compiled resume function guards (``tracer/variables/contexts.py``)
+        #: what a compiled resume function guards (``variables/contexts/context_trackers.py``)
+        self.key = key
         self.done = False
 
     def enter(self) -> None:

@@ -35,19 +35,19 @@ from .breaks import (
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported
-from .module_params import BlockInput, input_order, plan_inputs
-from .module_tree import traced_modules, tree_guards
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
-from .variables import generator_restart
 from .variables.base import VariableTracker, walk
-from .variables.containers import (
+from .variables.constants.symbolic import SymNodeVariable
+from .variables.containers.builtin_containers import (
     GeneratorVariable,
 )
-from .variables.contexts import enter_carried
-from .variables.symbolic import SymNodeVariable
-from .variables.tensor import TensorVariable
+from .variables.contexts.context_trackers import enter_carried
+from .variables.iterators import generator_restart
+from .variables.modules.module_params import BlockInput, input_order, plan_inputs
+from .variables.modules.module_tree import traced_modules, tree_guards
+from .variables.tensors.tensor import TensorVariable
 
 
 @dataclass
@@ -112,7 +112,7 @@ def convert_call(
             output.add_guard(Guard(None, "GLOBAL_STATE", (_mode_depth, depth), ("modes", depth)))
             raise Unsupported("torch_function_mode", "a torch function mode is active")
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
-        enter_carried(tx)  # a resume function starting inside with blocks (contexts.py)
+        enter_carried(tx)  # a resume function starting inside with blocks (variables/contexts/)
         try:
             result, frames, reason = tx.run(), None, None
         except GraphBreak as gb:

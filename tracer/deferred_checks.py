@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .effects import EffectProbe
     from .output_graph import OutputGraph
     from .translator import Translator
-    from .variables.tensor import TensorVariable
+    from .variables.tensors.tensor import TensorVariable
 
 
 class Rerun(Exception):  # noqa: N818 (a signal to the entry, not an error)
@@ -175,7 +175,7 @@ def _unsafe(output: OutputGraph, name: str, args: tuple, probe: EffectProbe) -> 
 
 def _touches_input(output: OutputGraph, args: tuple) -> bool:
     """Does any tensor in ``args`` share its storage with a graph input (is one, or a view)?"""
-    from .variables.tensor import TensorVariable
+    from .variables.tensors.tensor import TensorVariable
 
     inputs = {
         StorageWeakRef(vt.example.untyped_storage())

@@ -69,7 +69,9 @@ def load_package() -> None:
         pkg = sys.modules.get(PACKAGE)
         if type(pkg) is not _DeferredPackage:
             return
-        if isinstance(sys.modules.get(SOURCE), _SourceStandIn):  # the ``__init__`` imports the real one
+        if isinstance(
+            sys.modules.get(SOURCE), _SourceStandIn
+        ):  # the ``__init__`` imports the real one
             del sys.modules[SOURCE]
             del pkg.source
         pkg.__class__ = types.ModuleType

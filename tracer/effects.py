@@ -20,7 +20,7 @@ otherwise fold and erase):
 
 Entry points: ``ProbedFakeTensorMode``, ``EffectProbe``, ``classify``, ``mark_effectful``,
 ``is_effectful``. What is not
-here: collectives the tracer understands (``variables/distributed.py`` rewrites them before any call
+here: collectives the tracer understands (``variables/distributed/`` rewrites them before any call
 is recorded).
 """
 

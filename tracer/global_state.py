@@ -14,7 +14,7 @@ default dtype, deterministic algorithms, ``torch.device`` contexts, ``fork_rng``
    a graph break is built from its recipe and entered (its ``ContextExit`` then fills the ``with``
    block's exit slot), an exit or a set runs again. A context entered and left with nothing between
    (the usual case) cancels out and is not replayed. The trackers themselves live in
-   ``variables/contexts.py`` and ``variables/state_contexts.py``.
+   ``variables/contexts/``.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class StateEvent:
     opens: bool = False  #: starts a region (closed by the "exit" event of the same context)
     touches: frozenset[str] = frozenset()  #: aspects of ``_RESET`` it may change
     device: Any = None  #: ``torch.device`` contexts: the default device from here on
-    key: tuple = ()  #: "create"/"enter": the ``ContextExit`` key (see ``variables/contexts.py``)
+    key: tuple = ()  #: "create"/"enter": the ``ContextExit`` key (see ``variables/contexts/``)
     rollback: Any = None  #: contexts that cannot be re-entered: where their ``with`` began
     data: dict[str, Any] = field(default_factory=dict)  #: per-kind values (prev state, nodes...)
 

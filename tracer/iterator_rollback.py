@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .exc import Unsupported
-from .variables import generator_restart
-from .variables.containers import GeneratorVariable
+from .variables.containers.builtin_containers import GeneratorVariable
+from .variables.iterators import generator_restart
 
 if TYPE_CHECKING:
     from .translator import FrameState, Translator

@@ -33,11 +33,11 @@ from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker, is_data_dependent_guard, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
-from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, ListVariable, TupleVariable
-from .variables.slices import SliceVariable
-from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
-from .variables.tensor import TensorVariable
+from .variables.constants.constant import ConstantVariable
+from .variables.constants.slices import SliceVariable
+from .variables.constants.symbolic import SYMBOLIC_TYPES, SymNodeVariable
+from .variables.containers.builtin_containers import DictVariable, ListVariable, TupleVariable
+from .variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from .translator import Translator

@@ -1,6 +1,6 @@
 """torch's higher-order functions called with a function made in the trace (Mamba's
 ``associative_scan(combine_fn, ...)`` inside its forward): one graph node when the function is
-pure, a graph break otherwise (``tracer/variables/higher_order.py``)."""
+pure, a graph break otherwise (``tracer/variables/torch_calls/higher_order.py``)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,12 @@ def test_associative_scan_with_a_closure_breaks():
     assert_same(compiled(a, 2.0), fn(a, 2.0))
 
 
-# -- the scan without vmap (``tracer/variables/scans.py``) -----------------------------------------
+# -- the scan without vmap (``variables/torch_calls/scans.py``) ------------------------------------
 # Each case runs ``elementwise_scan`` and torch's ``associative_scan`` on equal inputs and requires
 # equal results (bit for bit: the same operations in the same order) and equal gradients, and
 # counts whether the vmap-free path ran.
 
-scans = pytest.importorskip("bytegraph.tracer.variables.scans")
+scans = pytest.importorskip("bytegraph.tracer.variables.torch_calls.scans")
 
 
 def _pairs(left, right):

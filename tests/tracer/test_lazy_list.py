@@ -1,5 +1,5 @@
-"""Lists reached from inputs are read lazily (``tracer/variables/lazy_list.py``): appending to one
-guards nothing of its contents, reading it guards its length and items as before."""
+"""Lists reached from inputs are read lazily (``variables/containers/lazy_list.py``): appending
+to one guards nothing of its contents, reading it guards its length and items as before."""
 
 from __future__ import annotations
 

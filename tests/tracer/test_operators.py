@@ -1,4 +1,4 @@
-"""The operator registry (``tracer/variables/operators.py``): every operator the opcodes and the
+"""The operator registry (``variables/operations/operators.py``): every operator the opcodes and the
 ``operator`` module reach is declared once, with its rules; and differential tests of the operators
 whose handling the registry brought together (``not``, ``operator.truth``/``is_``/``contains``/
 ``setitem`` called directly, the reflected and in-place forms)."""
@@ -9,8 +9,8 @@ import operator
 
 import torch
 from bytegraph.tracer.opcodes import arith
-from bytegraph.tracer.variables import operators
-from bytegraph.tracer.variables.operators import OPERATORS
+from bytegraph.tracer.variables.operations import operators
+from bytegraph.tracer.variables.operations.operators import OPERATORS
 from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 

@@ -1,6 +1,6 @@
-"""torch.optim traced (``tracer/variables/optimizers.py``) and the pieces it needs: tensor-keyed
-input dicts, ``Tensor.grad`` stores, weak reference calls, ``f.__get__``, ``record_function``
-guarded on the profiler, foreach ops with a scalars tensor."""
+"""torch.optim traced (``variables/torch_calls/optimizers.py``) and the pieces it needs:
+tensor-keyed input dicts, ``Tensor.grad`` stores, weak reference calls, ``f.__get__``,
+``record_function`` guarded on the profiler, foreach ops with a scalars tensor."""
 
 from __future__ import annotations
 

@@ -311,7 +311,7 @@ class EncoderOutput(BaseOutput):
 def test_ordered_dict_output_classes_are_made_in_the_trace(monkeypatch):
     """The tracer knows diffusers' ``BaseOutput`` by name (``model_output.MODEL_OUTPUT_BASES``);
     this copy of it is registered the same way, so the test runs without diffusers."""
-    from bytegraph.tracer.variables import model_output
+    from bytegraph.tracer.variables.containers import model_output
 
     bases = model_output.MODEL_OUTPUT_BASES | {(__name__, "BaseOutput")}
     monkeypatch.setattr(model_output, "MODEL_OUTPUT_BASES", bases)

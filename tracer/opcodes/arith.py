@@ -14,9 +14,9 @@ from bytecode import BinaryOp, Compare, Instr
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constant import ConstantVariable
-from ..variables.containers import TupleVariable
-from ..variables.slices import make_slice
+from ..variables.constants.constant import ConstantVariable
+from ..variables.constants.slices import make_slice
+from ..variables.containers.builtin_containers import TupleVariable
 from . import handler
 from .control import bool_operand, truth_operand
 

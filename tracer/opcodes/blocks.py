@@ -1,6 +1,6 @@
 """``with`` blocks and exception-handling opcodes.
 
-``with`` on a context manager the tracer understands (``variables/contexts.py``: grad and inference
+``with`` on a context manager the tracer understands (``variables/contexts/``: grad and inference
 mode, autocast, ``torch.device``, ``fork_rng``, ``nullcontext``, ``@contextmanager`` functions, user
 classes) enters it in the trace; any other is a break at the ``with``. Exceptions raised and caught
 in the trace are in ``exceptions.py`` (one leaving a with-block too, when its context's exit
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import OPNAMES
-from ..variables import (  # noqa: F401 (register their kinds)
+from ..variables.contexts import (  # noqa: F401 (register their kinds)
     carried_contexts,
     generator_contexts,
     state_contexts,
 )
-from ..variables.contexts import ContextExitVariable, as_context
+from ..variables.contexts.context_trackers import ContextExitVariable, as_context
 from . import handler, unsupported
 
 if TYPE_CHECKING:

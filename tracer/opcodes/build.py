@@ -10,16 +10,16 @@ from bytecode import Instr
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constant import ConstantVariable
-from ..variables.container_methods import real_iterable
-from ..variables.containers import (
+from ..variables.constants.constant import ConstantVariable
+from ..variables.constants.slices import make_slice
+from ..variables.containers.builtin_containers import (
     DictVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
     hash_key,
 )
-from ..variables.slices import make_slice
+from ..variables.containers.container_methods import real_iterable
 from . import handler
 
 if TYPE_CHECKING:

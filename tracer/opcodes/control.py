@@ -20,13 +20,13 @@ from .. import deferred_checks
 from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constant import ConstantVariable
-from ..variables.containers import (
+from ..variables.constants.constant import ConstantVariable
+from ..variables.containers.builtin_containers import (
     GeneratorVariable,
     IteratorVariable,
     Yielded,
 )
-from ..variables.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
+from ..variables.tensors.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from . import handler
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from ...codegen.exception_table import Entry, covering
 from ..exc import PythonError, TracedException, Unsupported
 from ..variables import dispatch
 from ..variables.base import IdentityKey, VariableTracker
-from ..variables.constant import ConstantVariable
-from ..variables.exceptions import ExceptionVariable, is_simple_exception
+from ..variables.constants.constant import ConstantVariable
+from ..variables.objects.exceptions import ExceptionVariable, is_simple_exception
 from . import handler
 from .load_store import load_deref
 

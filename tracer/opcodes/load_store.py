@@ -17,11 +17,11 @@ from ...codegen.pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
 from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
 from ..variables import dispatch
-from ..variables.autograd_function import FunctionCtxVariable
 from ..variables.base import NULL
-from ..variables.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.objects import SuperVariable
-from ..variables.user_objects import delete_attribute
+from ..variables.functions.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
+from ..variables.objects.existing_objects import SuperVariable
+from ..variables.objects.new_objects import delete_attribute
+from ..variables.torch_calls.autograd_function import FunctionCtxVariable
 from . import handler
 from .calls import push_callable
 

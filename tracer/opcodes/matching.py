@@ -14,8 +14,8 @@ from bytecode import Instr
 
 from ..polyfills import matching
 from ..variables import dispatch
-from ..variables.constant import ConstantVariable
-from ..variables.functions import BuiltinVariable, UserFunctionVariable
+from ..variables.constants.constant import ConstantVariable
+from ..variables.functions.callables import BuiltinVariable, UserFunctionVariable
 from . import handler
 
 if TYPE_CHECKING:

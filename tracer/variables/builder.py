@@ -33,36 +33,42 @@ from ...guards.sources import (
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
-from .builtin_calls import MATH_FNS, OPERATOR_FNS
-from .cells import ClosureCellVariable
-from .collection_types import DequeVariable
-from .constant import CONSTANT_TYPES, ConstantVariable
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, hash_key
-from .contexts import wrap_context_exit
-from .distributed import is_distributed_value
-from .distributed import wrap as wrap_distributed
-from .functions import (
+from .constants.constant import CONSTANT_TYPES, ConstantVariable
+from .constants.slices import SliceVariable
+from .containers.builtin_containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+)
+from .containers.collection_types import DequeVariable
+from .containers.lazy_list import LazyListVariable
+from .contexts.context_trackers import wrap_context_exit
+from .contexts.state_contexts import wrap_context_object
+from .distributed.process_groups import is_distributed_value
+from .distributed.process_groups import wrap as wrap_distributed
+from .functions.callables import (
     REBUILT,
     BuiltinVariable,
     PartialVariable,
     TorchVariable,
     UserFunctionVariable,
 )
-from .iterator_inputs import wrap_input_iterator
-from .lazy_list import LazyListVariable
+from .functions.cells import ClosureCellVariable
+from .functions.memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
+from .iterators.iterator_inputs import wrap_input_iterator
 from .live_inputs import bound_container_method, wrap_live_input
-from .memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
-from .modules import NNModuleVariable
-from .numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
-from .objects import (
+from .modules.nn_modules import NNModuleVariable
+from .objects.existing_objects import (
     CFunctionVariable,
     ClassVariable,
     PythonModuleVariable,
     UserObjectVariable,
 )
-from .slices import SliceVariable
-from .state_contexts import wrap_context_object
-from .tensor import is_tensor_method
+from .operations.builtin_calls import MATH_FNS, OPERATOR_FNS
+from .tensors.numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
+from .tensors.tensor import is_tensor_method
 
 if TYPE_CHECKING:
     from ..translator import Translator

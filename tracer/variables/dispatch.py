@@ -19,42 +19,38 @@ import torch
 
 from .. import polyfills
 from ..exc import Unsupported
-from . import (
-    builtin_calls,
-    class_factories,
-    container_methods,
-    iterators,
-    markers,
-    numpy_arrays,
-    torch_calls,
-    user_objects,
-    views,
-)
 from .base import VariableTracker
-from .containers import DictVariable, IteratorVariable
-from .functions import BuiltinVariable, MethodCallVariable, UserFunctionVariable
-from .modules import NNModuleVariable
-from .objects import ClassVariable, UserObjectVariable
-from .operators import OPERATORS as OPERATORS
-from .operators import call_operator as call_operator
-from .operators import getitem as getitem
-from .operators import getitem_tensor as getitem_tensor
-from .operators import setitem as setitem
-from .tensor import TensorVariable
-from .truth import contains as contains
-from .truth import is_none as is_none
-from .truth import is_same as is_same
-from .truth import truth as truth
+from .containers import container_methods, dict_views
+from .containers.builtin_containers import DictVariable, IteratorVariable
+from .functions import class_factories, markers
+from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
+from .iterators import builtin_iterators
+from .modules.nn_modules import NNModuleVariable
+from .objects import new_objects
+from .objects.existing_objects import ClassVariable, UserObjectVariable
+from .operations import builtin_calls
+from .operations.operators import OPERATORS as OPERATORS
+from .operations.operators import call_operator as call_operator
+from .operations.operators import getitem as getitem
+from .operations.operators import getitem_tensor as getitem_tensor
+from .operations.operators import setitem as setitem
+from .operations.truth import contains as contains
+from .operations.truth import is_none as is_none
+from .operations.truth import is_same as is_same
+from .operations.truth import truth as truth
+from .tensors import numpy_arrays
+from .tensors.tensor import TensorVariable
+from .torch_calls import torch_functions
 
 if TYPE_CHECKING:
     from ..translator import Translator
 
-call_torch = torch_calls.call_torch
+call_torch = torch_functions.call_torch
 sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
-construct = user_objects.construct
-store_attr = user_objects.store_attribute
-namedtuple_attribute = user_objects.namedtuple_attribute
+construct = new_objects.construct
+store_attr = new_objects.store_attribute
+namedtuple_attribute = new_objects.namedtuple_attribute
 
 
 def call(
@@ -149,14 +145,15 @@ def each_item(tx: Translator, value: VariableTracker) -> Iterator[VariableTracke
 
 
 def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
-    """``iter(value)``: builtin containers give CPython-like iterators (``iterators.py``: lists
+    """``iter(value)``: builtin containers give CPython-like iterators
+    (``iterators/builtin_iterators.py``: lists
     are iterated live, dicts and sets are watched for changes), user ``__iter__`` methods are
     inlined (a generator one stays lazy)."""
     if isinstance(value, IteratorVariable):
         return value
-    if isinstance(value, views.DictViewVariable):
-        return iterators.dict_iter(value.dict_vt, value.kind)
-    made = iterators.make_iter(tx, value)
+    if isinstance(value, dict_views.DictViewVariable):
+        return builtin_iterators.dict_iter(value.dict_vt, value.kind)
+    made = builtin_iterators.make_iter(tx, value)
     if made is not None:
         return made
     if _user_iter(value):

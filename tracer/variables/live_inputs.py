@@ -28,9 +28,14 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
-from .constant import ConstantVariable
-from .containers import BoundMethodVariable, DictVariable, ListVariable, SetVariable
-from .views import _ORDERED_VIEW_TYPES, _VIEW_TYPES, DictViewVariable
+from .constants.constant import ConstantVariable
+from .containers.builtin_containers import (
+    BoundMethodVariable,
+    DictVariable,
+    ListVariable,
+    SetVariable,
+)
+from .containers.dict_views import _ORDERED_VIEW_TYPES, _VIEW_TYPES, DictViewVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Emitter

@@ -1,0 +1,1 @@
+"""``torch.distributed`` in a trace: process groups, ranks and collectives as graph nodes."""

@@ -1,0 +1,212 @@
+"""Functions the user marked for the tracer, by bytegraph's decorators or torch.compiler's.
+
+- disabled (``bytegraph.disable``, ``torch.compiler.disable``, ``torch._dynamo.disable``): the call
+  runs in Python, as one graph break at the call; the tracer never walks into the wrapper.
+- allowed in the graph (``bytegraph.allow_in_graph``, ``torch.compiler.allow_in_graph``): the
+  call becomes one graph node, run on fake tensors while tracing; its body is not traced.
+- constant result (``assume_constant_result``, both): called while tracing on constant arguments;
+  its result is a constant of the trace, not guarded.
+- substitutes (``substitute_in_graph``, both): a call of the original (often a C function) traces
+  the registered Python polyfill instead (``substitute_for``; ``dispatch.call`` asks first).
+- ``error_on_graph_break(value)`` regions: a break inside the decorated function raises (or not)
+  as ``value`` says, whatever the enclosing setting (``Unsupported.strict``).
+
+The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
+sets the attributes below; torch's markers are read from the attributes torch sets and from
+``torch._dynamo.trace_rules`` (only once torch has imported it). Entry point: ``call_marked``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...exc import Unsupported
+from ..base import VariableTracker
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+    from .callables import UserFunctionVariable
+
+
+@dataclass(frozen=True)
+class Disabled:
+    """What ``bytegraph.disable`` puts on its wrapper as ``DISABLED_ATTR``."""
+
+    fn: Any  #: the function it wraps
+    recursive: bool = True
+    reason: str | None = None
+
+
+#: Attribute of a ``bytegraph.disable`` wrapper: a ``Disabled``.
+DISABLED_ATTR = "__bytegraph_disabled__"
+#: Attribute of an ``error_on_graph_break`` decorated function: ``(value, wrapped function)``.
+REGION_ATTR = "__bytegraph_error_on_graph_break__"
+#: Functions ``bytegraph.allow_in_graph`` marked (weak: marking keeps nothing alive).
+ALLOWED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Functions ``bytegraph.assume_constant_result`` marked.
+CONSTANT_RESULT: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def call_marked(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """Trace a call of a marked function, or None when ``vt.fn`` carries no mark."""
+    fn = vt.fn
+    disabled = _disabled(fn)
+    if disabled is not None and _patched_by_torch_compile(fn):
+        return vt.clone(fn=fn.__wrapped__, source=None).call_function(tx, args, kwargs)
+    if disabled is not None:
+        by, reason = disabled
+        raise Unsupported(
+            "disabled",
+            f"{_name(fn)} is marked with {by}: it runs in Python",
+            hint=reason or f"remove {by} to trace it into the graph",
+        )
+    if _is_allowed(fn):
+        if vt.self_vt is not None:
+            args = [vt.self_vt, *args]
+        return tx.output.call_function(fn, tuple(args), kwargs)
+    if _has_constant_result(fn):
+        return _call_for_constant(tx, vt, args, kwargs)
+    region = getattr(fn, REGION_ATTR, None)
+    if isinstance(region, tuple):
+        return _call_in_region(tx, vt, region, args, kwargs)
+    return None
+
+
+@dataclass(frozen=True)
+class Substitute:
+    """What ``substitute_in_graph`` registered for ``original``."""
+
+    original: Any
+    polyfill: Any  #: a Python function traced in place of ``original``
+    can_constant_fold_through: bool = False
+
+
+#: id(original) -> Substitute (ids, so a lookup never calls a user ``__hash__``/``__eq__``).
+SUBSTITUTES: dict[int, Substitute] = {}
+
+
+def substitute_for(target: Any) -> Substitute | None:
+    """The registered stand-in for calls of ``target``: ours (``bytegraph.substitute_in_graph``),
+    else one user code registered with ``torch.compiler.substitute_in_graph`` (torch's own
+    polyfills, from ``torch._dynamo.polyfills``, are not used: bytegraph has its own)."""
+    ours = SUBSTITUTES.get(id(target))
+    if ours is not None and ours.original is target:
+        return ours
+    if not isinstance(target, (types.FunctionType, types.BuiltinFunctionType)):
+        return None
+    functions = sys.modules.get("torch._dynamo.variables.functions")
+    polyfilled = getattr(functions, "PolyfilledFunctionVariable", None)
+    if polyfilled is None:  # torch.compiler.substitute_in_graph imports it: nothing registered
+        return None
+    handler = polyfilled._get_polyfill_handlers().get(target)
+    polyfill = getattr(handler, "__torch_dynamo_polyfill__", None)
+    if polyfill is None or getattr(polyfill, "__module__", "").startswith("torch."):
+        return None
+    fold = bool(getattr(handler, "__torch_dynamo_can_constant_fold_through__", False))
+    return Substitute(target, polyfill, fold)
+
+
+def is_disabled(fn: Any) -> bool:
+    """Whether ``fn`` is a disable wrapper (ours or torch's)."""
+    return _disabled(fn) is not None
+
+
+def _disabled(fn: Any) -> tuple[str, str | None] | None:
+    """``(decorator name, reason)`` when ``fn`` is a disable wrapper (ours or torch's)."""
+    ours = getattr(fn, DISABLED_ATTR, None)
+    if isinstance(ours, Disabled):
+        return "bytegraph.disable", ours.reason
+    if getattr(fn, "_torchdynamo_disable", False) is True:
+        return "torch.compiler.disable", getattr(fn, "_torchdynamo_disable_msg", None)
+    return None
+
+
+def _patched_by_torch_compile(fn: Any) -> bool:
+    """A ``torch._dynamo.disable`` wrapper that torch.compile's first run puts on every torch.optim
+    optimizer's ``_init_group`` (its own optimizer tracker runs that method at trace time instead
+    of tracing it): not the user's mark, so bytegraph traces the method it wraps."""
+    wrapped = getattr(fn, "__wrapped__", None)
+    return (
+        isinstance(wrapped, types.FunctionType)
+        and wrapped.__name__ == "_init_group"
+        and (wrapped.__module__ or "").startswith("torch.optim.")
+    )
+
+
+def _is_allowed(fn: Any) -> bool:
+    if _in(fn, ALLOWED):
+        return True
+    trace_rules = sys.modules.get("torch._dynamo.trace_rules")
+    if trace_rules is None:  # torch.compiler.allow_in_graph imports it: nothing is marked
+        return False
+    return bool(trace_rules.is_callable_allowed(fn))
+
+
+def _has_constant_result(fn: Any) -> bool:
+    return _in(fn, CONSTANT_RESULT) or getattr(fn, "_dynamo_marked_constant", False) is True
+
+
+def _in(fn: Any, marked: weakref.WeakSet[Any]) -> bool:
+    try:
+        return fn in marked
+    except TypeError:  # not weakly referenceable: never marked
+        return False
+
+
+def _call_for_constant(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``assume_constant_result``: call the real function now; its result is a constant."""
+    values = [*args, *kwargs.values()]
+    if not all(a.is_python_constant() for a in values):
+        raise Unsupported(
+            "constant_result",
+            f"{_name(vt.fn)} (assume_constant_result) called with non-constant arguments",
+            hint="call it with Python constants, or drop assume_constant_result",
+        )
+    real_args = [a.as_python_constant() for a in args]
+    if vt.self_vt is not None:
+        owner = vt.self_vt
+        if owner.source is None or not hasattr(owner, "value"):
+            raise Unsupported(
+                "constant_result", f"{_name(vt.fn)} is a method of an object made in the trace"
+            )
+        real_args.insert(0, owner.value)
+    result = vt.fn(*real_args, **{k: v.as_python_constant() for k, v in kwargs.items()})
+    return tx.fold(result)
+
+
+def _call_in_region(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    region: tuple[bool, Any],
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """Trace the function an ``error_on_graph_break(value)`` decorator wraps, marking a break in
+    it (if no inner region marked it first) with ``value``."""
+    value, wrapped = region
+    inner = vt.clone(fn=wrapped, source=None)
+    try:
+        return inner.call_function(tx, args, kwargs)
+    except Exception as e:  # Unsupported, or the translator's GraphBreak carrying one
+        reason = e if isinstance(e, Unsupported) else getattr(e, "reason", None)
+        if isinstance(reason, Unsupported) and reason.strict is None:
+            reason.strict = value
+        raise
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)

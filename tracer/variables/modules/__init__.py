@@ -1,0 +1,2 @@
+"""``nn.Module``: existing modules and their guards (the module tree, parameters), and modules
+made in the trace."""

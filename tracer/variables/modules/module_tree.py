@@ -1,0 +1,305 @@
+"""The ``MODULE_TREE`` guard: one check per module tree whose cost does not grow with the number of
+parameters.
+
+``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module
+tree by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
+
+* fast path: the root was validated before and no module changed since (``EPOCH`` unchanged) — O(1);
+* slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
+  modules, so every instance of the same structure passes), then the root is remembered.
+
+What bumps ``EPOCH`` is installed by ``nn_modules.py``; hook tables are compared here
+(``_hooks_match``).
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from torch import nn
+
+from ....guards.build import GuardSet
+from ....guards.epoch import EPOCH, PerRootCache
+from ....guards.guard import Guard, WeakArg
+from ....guards.kinds import ConstTable
+from ....guards.sources import AttrSource, ItemSource, LocalSource, Source
+
+#: The member dicts a module's parameters, buffers and submodules live in.
+MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
+
+#: Modules that a cached result (a validated tree, a parameter block) may have read: writes to them
+#: move ``EPOCH`` (``nn_modules.py``). Writes to any other module cannot make a cached
+#: result stale, so they leave the caches alone: a loss module that ``forward`` builds on every
+#: call used to move ``EPOCH`` on every call, and every call then re-ran the tree checks.
+OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+#: The roots ``observe`` walked, while ``EPOCH`` stands still.
+_WALKED = PerRootCache()
+
+
+def observe(root: Any) -> None:
+    """Add to ``OBSERVED`` every module a check rooted at ``root`` can read, as ``tree_root``
+    reaches them: submodules, and modules held in a module's attributes or in tuples there. Called
+    before the check reads anything, so that a write racing with it moves ``EPOCH``. A root walked
+    at the current epoch is not walked again: a module could only have become reachable through a
+    write to one already observed, which moves ``EPOCH``."""
+    if _WALKED.epoch == EPOCH[0]:
+        hit = _WALKED.valid.get(id(root))
+        if hit is not None and hit[0]() is root:
+            return
+    epoch = EPOCH[0]
+    pending, seen, add = [root], set(), OBSERVED.add
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, tuple):
+            pending.extend(value)
+        elif isinstance(value, nn.Module):
+            add(value)
+            members = value.__dict__
+            pending.extend(members.get("_modules", {}).values())
+            for attr in members.values():
+                if isinstance(attr, (tuple, nn.Module)):
+                    pending.append(attr)
+    _WALKED.remember(root, True, epoch)
+
+
+class ModuleTree(PerRootCache):
+    """The check behind one ``MODULE_TREE`` guard.
+
+    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow``
+    reads can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
+
+    __slots__ = ("slow", "source")
+
+    def __init__(self, slow: Callable[[Any], bool], source: str) -> None:
+        super().__init__()
+        self.slow = slow  #: the absorbed guards, re-rooted at the argument
+        self.source = source  #: the text of the absorbed guards, for reports
+
+    def check(self, root: Any) -> bool:
+        if self.epoch == EPOCH[0]:
+            hit = self.valid.get(id(root))
+            if hit is not None and hit[0]() is root:
+                return True
+        return self._recheck(root)
+
+    def _recheck(self, root: Any) -> bool:
+        observe(root)
+        epoch = EPOCH[0]
+        try:
+            ok = bool(self.slow(root))
+        except Exception:
+            return False
+        if ok:
+            self.remember(root, True, epoch)
+        return ok
+
+    def __repr__(self) -> str:
+        return f"<ModuleTree: {self.source.count(chr(10)) + 1} checks>"
+
+
+_ROOT = LocalSource("___R")
+
+
+def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
+    """Replace the guards that only look inside module trees by one ``MODULE_TREE`` guard per
+    tree."""
+    guards = sorted(set(guards), key=Guard.sort_key)
+    modules = traced_modules(guards)
+    types_of = {
+        g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
+    }
+    roots = {s for s in modules if _module_parent(s, modules) is None}
+    absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
+    kept: list[Guard] = []
+    for guard in guards:
+        root = tree_root(guard.source, modules, types_of) if guard.source is not None else None
+        if root is None or not _absorbable(guard, root, modules, types_of):
+            kept.append(guard)
+        else:
+            absorbed[root].append(guard)
+    for root, inside in absorbed.items():
+        kept.append(Guard(root, "MODULE_TREE", _make_tree(root, inside, modules), key=root.expr))
+    return sorted(kept, key=Guard.sort_key)
+
+
+def traced_modules(guards: Iterable[Guard]) -> dict[Source, nn.Module]:
+    """The modules the trace guarded by identity, by source."""
+    return {
+        g.source: g.arg()
+        for g in guards
+        if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)
+    }
+
+
+def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
+    """The module whose attribute, parameter, buffer or child ``source`` is, if any."""
+    if isinstance(source, AttrSource) and source.base in modules:
+        return source.base
+    if (
+        isinstance(source, ItemSource)
+        and isinstance(source.base, AttrSource)
+        and source.base.attr in MEMBER_TABLES
+        and source.base.base in modules
+    ):
+        return source.base.base
+    return None
+
+
+def tree_root(
+    source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+) -> Source | None:
+    """The root module of the tree ``source`` belongs to: reached from it through module members
+    and items of tuples only (values nothing can change without bumping ``EPOCH``). The climb may
+    end above the root, at a tuple no module holds (``args`` of a ``forward(*args, **kwargs)``
+    wrapper, as transformers' decorators make): the root is then the highest module passed."""
+    top = None
+    while True:
+        if source in modules:
+            top = source
+        parent = _module_parent(source, modules)
+        if (
+            parent is None
+            and isinstance(source, AttrSource)
+            and source.attr in MEMBER_TABLES
+            and source.base in modules
+        ):
+            parent = source.base  # the member dict itself
+        if (
+            parent is None
+            and isinstance(source, ItemSource)
+            and _is_tuple(types_of.get(source.base))
+        ):
+            parent = source.base
+        if parent is None:
+            return top
+        source = parent
+
+
+def _is_tuple(arg: Any) -> bool:
+    cls = arg() if isinstance(arg, WeakArg) else arg
+    return isinstance(cls, type) and issubclass(cls, tuple)
+
+
+def _absorbable(
+    guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+) -> bool:
+    kind = guard.kind
+    if kind in ("TYPE_MATCH", "ID_MATCH", "NONE_MATCH"):
+        return True
+    if kind == "EQUALS_MATCH":
+        return not (isinstance(guard.key, tuple) and guard.key[:1] == ("set",))  # sets are mutable
+    if kind == "TENSOR_MATCH":
+        return issubclass(guard.arg.type, nn.Parameter)  # buffers: plain tensors, checked per call
+    if kind in ("LEN_MATCH", "DICT_KEYS"):
+        src = guard.source
+        return _is_tuple(types_of.get(src)) or (
+            isinstance(src, AttrSource) and src.attr in MEMBER_TABLES and src.base in modules
+        )
+    if kind == "DUPLICATE_INPUT":
+        other = guard.arg
+        return isinstance(other, Source) and tree_root(other, modules, types_of) == root
+    return False
+
+
+def rebase(source: Source, root: Source) -> Source:
+    if source == root:
+        return _ROOT
+    if isinstance(source, AttrSource):
+        return AttrSource(rebase(source.base, root), source.attr)
+    if isinstance(source, ItemSource):
+        return ItemSource(rebase(source.base, root), source.index, source.is_dict_key)
+    raise ValueError(f"{source.expr} is not under {root.expr}")
+
+
+def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
+    """Compile the absorbed guards into the slow check: module identities become type, instance-dict
+    and hook checks (so an equal-structured instance passes); everything else is checked as
+    traced."""
+    rebased: list[Guard] = []
+    extra: list[str] = []
+    consts = ConstTable()
+    for guard in inside:
+        src = rebase(guard.source, root)
+        if guard.kind == "ID_MATCH" and guard.source in modules:
+            module = modules[guard.source]
+            expr = src.render({"___R": "R"})
+            rebased.append(Guard.type_match(src, type(module)))
+            extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
+            hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
+            extra.append(f"{hooks}({expr}, {refs})")
+            continue
+        arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
+        rebased.append(Guard(src, guard.kind, arg, guard.key))
+    parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
+    text = "\n".join(parts)
+    body = " and\n            ".join(parts) or "True"
+    ns: dict[str, Any] = dict(consts.values)
+    exec(
+        compile(f"def ___tree_check(R):\n    return ({body})\n", "<bytegraph module tree>", "exec"),
+        ns,
+    )
+    fn = ns["___tree_check"]
+    fn.__guard_source__ = text
+    return ModuleTree(fn, text)
+
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
+ALL_HOOK_DICTS = (*_HOOK_DICTS, "_backward_hooks", "_backward_pre_hooks")
+
+
+#: The table of a hook table's ids whose hooks take the call's keyword arguments as well.
+WITH_KWARGS = {
+    "_forward_pre_hooks": "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks": "_forward_hooks_with_kwargs",
+}
+
+
+def _hook_refs(module: nn.Module) -> tuple:
+    """Weak references to the forward hooks the trace inlined (in order), each with whether it
+    takes the keyword arguments (``with_kwargs=True``: called with other arguments)."""
+    refs: list[Any] = []
+    for name in _HOOK_DICTS:
+        with_kwargs = vars(module).get(WITH_KWARGS[name], {})
+        for key, hook in vars(module).get(name, {}).items():
+            try:
+                ref = (
+                    weakref.WeakMethod(hook)
+                    if isinstance(hook, types.MethodType)
+                    else weakref.ref(hook)
+                )
+            except TypeError:
+                ref = lambda hook=hook: hook  # noqa: E731
+            refs.append((ref, key in with_kwargs))
+        refs.append(None)
+    return tuple(refs)
+
+
+def _hooks_match(module: nn.Module, refs: tuple) -> bool:
+    hooks: list[Any] = []
+    for name in _HOOK_DICTS:
+        with_kwargs = vars(module).get(WITH_KWARGS[name], {})
+        hooks += [(h, k in with_kwargs) for k, h in vars(module).get(name, {}).items()] + [None]
+    if len(hooks) != len(refs) or module._backward_hooks or module._backward_pre_hooks:
+        return False
+    return all(
+        h is r if h is None or r is None else h[1] == r[1] and _same_hook(h[0], r[0]())
+        for h, r in zip(hooks, refs, strict=True)
+    )
+
+
+def _same_hook(hook: Any, expected: Any) -> bool:
+    if isinstance(
+        hook, types.MethodType
+    ):  # a new bound-method object each time: same self and function
+        return (
+            type(expected) is types.MethodType
+            and hook.__self__ is expected.__self__
+            and hook.__func__ is expected.__func__
+        )
+    return hook is expected

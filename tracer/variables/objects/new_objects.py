@@ -1,0 +1,620 @@
+"""Objects created during the trace, and every attribute store.
+
+``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
+dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
+object's attributes live in ``side_effects`` like writes to existing objects. A namedtuple subclass
+whose instances have a ``__dict__`` becomes a ``NamedTupleObjectVariable``. ``nn.Module`` classes
+are ``new_modules.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape
+(returned, stored in a global, an attribute or a container that outlives the call, or live at a
+graph break) are rebuilt after the graph with their final attributes
+(``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on their
+identity.
+
+``store_attribute`` is every ``obj.name = value`` (``STORE_ATTR``, ``setattr``): it runs
+``__setattr__`` overrides, property setters and descriptors' ``__set__`` as CPython would, and
+records a plain store only where CPython makes one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+import types
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+
+from ....guards.guard import Guard
+from ....guards.sources import AttrSource, Source, TypeSource
+from ...exc import Unsupported
+from ..base import VariableTracker
+from ..constants.constant import ConstantVariable
+from ..containers import dict_subclasses
+from ..containers.builtin_containers import DictVariable, TupleVariable, key_vt
+from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
+from ..functions.cells import ClosureCellVariable
+from ..modules import new_modules
+from ..modules.nn_modules import NNModuleVariable
+from ..operations import builtin_calls
+from ..operations.builtin_calls import builtin
+from ..tensors.tensor import TensorVariable
+from . import weak_references
+from .attributes import (
+    MISSING,
+    bind_class_attribute,
+    class_attr_source,
+    is_data_descriptor,
+    read_descriptor,
+    type_lookup,
+    write_descriptor,
+)
+from .existing_objects import ClassVariable, UserObjectVariable, store_config_attribute
+
+if TYPE_CHECKING:
+    from ....codegen.emit import Codegen
+    from ...translator import Translator
+
+_OBJECT_NEW = object.__dict__["__new__"]
+_OBJECT_SETATTR = object.__dict__["__setattr__"]
+_OBJECT_INIT = object.__dict__["__init__"]
+_OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+_OBJECT_DELATTR = object.__dict__["__delattr__"]
+#: ``__setattr__``/``__delattr__`` slots that are ``object``'s generic ones (3.11 and 3.12 list
+#: SimpleNamespace's in its ``__dict__``, 3.13 does not)
+_GENERIC_SETATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__setattr__")] if v)
+_GENERIC_DELATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__delattr__")] if v)
+_NAMESPACE_DICT = vars(types.SimpleNamespace)["__dict__"]  #: a member descriptor, not a getset
+
+
+@dataclass(eq=False)
+class NewObjectVariable(UserObjectVariable):
+    """An instance of a user class created during the trace.
+
+    ``value`` is a blank instance (``object.__new__(cls)``) used only for its type and identity: it
+    is never written to. The object's attributes are pending stores in ``side_effects``; ``cls_vt``
+    is the class as the trace reached it (class attributes are guarded through its source). If the
+    object escapes, the rewritten code creates it into the local ``name``."""
+
+    value: Any = None
+    source: Source | None = None
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        return load_new_attribute(tx, self, name)
+
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(object.__new__)
+        cg.load_const(self.python_type())
+        cg.call_function(1)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        _load_created(cg, self.name)
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.python_type().__name__})"
+
+
+@dataclass(eq=False)
+class NamespaceVariable(NewObjectVariable):
+    """A ``types.SimpleNamespace`` created during the trace: its attributes (the constructor's
+    arguments first) are pending stores, as any new object's; it is made as ``SimpleNamespace()``
+    and given them with ``STORE_ATTR`` (its ``__setattr__`` is the generic one)."""
+
+    raw_replay = False
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(self.python_type())
+        cg.call_function(0)
+
+    def __repr__(self) -> str:
+        return "NamespaceVariable()"
+
+
+@dataclass(eq=False)
+class InstanceDictVariable(DictVariable):
+    """``obj.__dict__`` of an object made in the trace (``SideEffects.instance_dict``): the trace
+    reads it as a dict of the attributes, the rewritten code loads the object's real one."""
+
+    owner: VariableTracker | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr("__dict__")
+
+
+@dataclass(eq=False)
+class NamedTupleObjectVariable(TupleVariable):
+    """An instance of a namedtuple subclass with a ``__dict__``, created during the trace: a tuple
+    (``items``) that also has attributes (pending stores in ``side_effects``) and an identity."""
+
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.cls._fields:
+            return self.items[self.cls._fields.index(name)]
+        pending = tx.output.side_effects.load_attr(self, name)
+        if pending is not None:
+            return pending
+        return super().var_getattr(tx, name)
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(self.cls._make)
+        self._reconstruct_items(cg)
+        cg.build_tuple(len(self.items))
+        cg.call_function(1)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        _load_created(cg, self.name)
+
+    def __repr__(self) -> str:
+        return f"NamedTupleObjectVariable({self.cls.__name__})"
+
+
+def _load_created(cg: Codegen, name: str) -> None:
+    if name not in cg.new_objects:  # the escape analysis (``SideEffects.plan``) missed it
+        raise AssertionError(f"object {name} made in the trace is used before it is created")
+    cg.load_local(name)
+
+
+# -- creating objects ------------------------------------------------------------------------------
+def construct(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a class that is not a builtin type."""
+    cls = cls_vt.as_python_constant()
+    if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
+        return builtin_calls.construct(tx, cls, args, kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and _has_instance_dict(cls):
+        return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
+    if cls is functools.partial or issubclass(cls, tuple):
+        return builtin_calls.construct(tx, cls, args, kwargs)
+    if isinstance(cls, enum.EnumMeta):
+        return _enum_member(cls, args, kwargs)
+    if issubclass(cls, nn.Module):
+        return new_modules.construct_module(tx, cls_vt, args, kwargs)
+    if builtin_calls.model_output.is_model_output(cls) or builtin_calls.makes_builtin_like(cls):
+        return builtin_calls.construct(tx, cls, args, kwargs)
+    if dict_subclasses.models(cls):  # ``class AttrDict(dict)``: a DictVariable of that class
+        return dict_subclasses.construct(tx, cls, args, kwargs)
+    if cls is types.SimpleNamespace:
+        return _construct_namespace(tx, cls_vt, args, kwargs)
+    if cls is weakref.ref:
+        return weak_references.make_ref(tx, args, kwargs)
+    _check_plain_class(cls)
+    try:
+        blank = object.__new__(cls)
+    except TypeError as e:  # an abstract class
+        raise Unsupported("python_error", f"{cls.__name__}(): TypeError: {e}") from None
+    effects = tx.output.side_effects
+    obj = NewObjectVariable(blank, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    init = type_lookup(cls, "__init__")
+    if init is _OBJECT_INIT:
+        if args or kwargs:
+            raise Unsupported("python_error", f"TypeError: {cls.__name__}() takes no arguments")
+        return obj
+    if not isinstance(init, types.FunctionType):
+        raise Unsupported("new_object", f"{cls.__name__}.__init__ is not a Python function")
+    result = _class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
+    if not (result.is_python_constant() and result.as_python_constant() is None):
+        raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
+    return obj
+
+
+def _check_plain_class(cls: type) -> None:
+    """Classes whose instances ``NewObjectVariable`` models exactly: made by ``object.__new__``
+    through ``type.__call__``, with the generic attribute lookup and no finalizer."""
+    why = None
+    if issubclass(cls, contextlib._GeneratorContextManagerBase):
+        # holds a suspended generator, which cannot be rebuilt at a graph break: left to
+        # ``contexts/generator_contexts.py`` (``@contextmanager`` functions used in ``with``)
+        why = "a @contextmanager context (not traced as an object)"
+    elif type(cls).__call__ is not type.__call__:
+        why = f"its metaclass {type(cls).__name__} defines __call__"
+    elif type_lookup(cls, "__new__") is not _OBJECT_NEW:
+        why = "it defines __new__ (or derives from a builtin type)"
+    elif type_lookup(cls, "__del__") is not MISSING:
+        why = "it defines __del__ (the finalizer would run when the object dies)"
+    elif type_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        why = "it defines __getattribute__"
+    if why is not None:
+        raise Unsupported(
+            "new_object",
+            f"creating a {cls.__name__} object: {why}",
+            hint="create the object outside the compiled function",
+        )
+
+
+def _has_instance_dict(cls: type) -> bool:
+    return type_lookup(cls, "__dict__") is not MISSING
+
+
+def _construct_namedtuple_object(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    cls = cls_vt.as_python_constant()
+    base = next(k for k in cls.__mro__ if "_fields" in vars(k))  # made by ``namedtuple()``
+    if type_lookup(cls, "__new__") is not vars(base).get("__new__") or (
+        type_lookup(cls, "__init__") is not _OBJECT_INIT
+    ):
+        raise Unsupported("new_object", f"{cls.__name__} overrides __new__ or __init__")
+    items = builtin_calls.namedtuple_fields(tx, cls, args, kwargs)
+    effects = tx.output.side_effects
+    obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+def _takes_mapping() -> bool:
+    """Does this Python's ``SimpleNamespace`` take a positional mapping (3.13 does)?"""
+    try:
+        types.SimpleNamespace({})
+    except TypeError:
+        return False
+    return True
+
+
+_NAMESPACE_TAKES_MAPPING = _takes_mapping()
+
+
+def _construct_namespace(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``SimpleNamespace(mapping_or_pairs, /, **kwargs)`` with CPython's checks: at most one
+    positional argument (none before 3.13), a mapping or pairs with string keys, then ``kwargs``.
+    They fill its ``__dict__`` directly (no ``__setattr__`` runs)."""
+    if len(args) > (1 if _NAMESPACE_TAKES_MAPPING else 0):
+        raise Unsupported("python_error", "TypeError: SimpleNamespace(): too many arguments")
+    pairs = _namespace_pairs(tx, args[0]) if args else []
+    pairs += [(ConstantVariable(k), v) for k, v in kwargs.items()]
+    effects = tx.output.side_effects
+    obj = NamespaceVariable(types.SimpleNamespace(), cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    for key, value in pairs:
+        if not (key.is_python_constant() and type(key.as_python_constant()) is str):
+            raise Unsupported("python_error", "TypeError: keywords must be strings")
+        effects.store_attr(obj, key.as_python_constant(), value)
+    return obj
+
+
+def _namespace_pairs(
+    tx: Translator, arg: VariableTracker
+) -> list[tuple[VariableTracker, VariableTracker]]:
+    """The (key, value) pairs of ``SimpleNamespace``'s positional argument."""
+    if isinstance(arg, DictVariable):
+        return [(key_vt(k), v) for k, v in arg.items.items()]
+    pairs = []
+    for item in dispatch.iterate(tx, arg):
+        pair = dispatch.iterate(tx, item)
+        if len(pair) != 2:
+            raise Unsupported("python_error", "ValueError: SimpleNamespace() takes pairs")
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def namespace_dict(tx: Translator, vt: VariableTracker) -> VariableTracker | None:
+    """The attributes of ``vt`` as a dict tracker if it is a ``SimpleNamespace`` (made in the
+    trace or given to it) whose class keeps SimpleNamespace's ``__eq__`` and ``__repr__``, which
+    only read them; else None."""
+    if not isinstance(vt, UserObjectVariable) or not isinstance(vt.value, types.SimpleNamespace):
+        return None
+    cls, own = type(vt.value), vars(types.SimpleNamespace)
+    if any(type_lookup(cls, m) is not own[m] for m in ("__eq__", "__repr__")):
+        return None
+    if vt.source is None and not isinstance(vt, NewObjectVariable):
+        return None
+    attributes = vt.var_getattr(tx, "__dict__")
+    return attributes if isinstance(attributes, DictVariable) else None
+
+
+@builtin(repr, str)
+def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """``repr(ns)`` (and ``str``, which is ``repr`` for it) of a ``SimpleNamespace`` whose
+    attributes are Python constants: CPython's text, ``namespace(a=1)`` (the class name for a
+    subclass). Other values break the graph as before."""
+    attributes = namespace_dict(tx, obj)
+    if attributes is None or not attributes.is_python_constant():
+        raise Unsupported("builtin", f"repr() on {obj!r}")
+    real = types.SimpleNamespace.__new__(obj.python_type())
+    vars(real).update(attributes.as_python_constant())
+    return ConstantVariable(repr(real))
+
+
+def _enum_member(
+    cls: enum.EnumMeta, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``Color(1)``: a lookup of an existing member, folded (``_missing_`` hooks are not run)."""
+    if kwargs or len(args) != 1 or not args[0].is_python_constant():
+        raise Unsupported("new_object", f"{cls.__name__}(...) creating a new enum class")
+    if type_lookup(cls, "_missing_") is not enum.Enum.__dict__["_missing_"]:
+        raise Unsupported("new_object", f"{cls.__name__} defines _missing_")
+    try:
+        return ConstantVariable(cls(args[0].as_python_constant()))
+    except ValueError as e:
+        raise Unsupported("python_error", f"ValueError: {e}") from None
+
+
+# -- reading attributes of new objects -------------------------------------------------------------
+def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> VariableTracker:
+    """``obj.name`` by CPython's generic lookup: data descriptors of the class, then the object's
+    own attributes, then other class attributes, then ``__getattr__``."""
+    cls = obj.python_type()
+    effects = tx.output.side_effects
+    _check_class_unchanged(tx, cls, name)
+    if name == "__class__":
+        return obj.cls_vt
+    static = type_lookup(cls, name)
+    if name == "__dict__" and (
+        isinstance(static, types.GetSetDescriptorType) or static is _NAMESPACE_DICT
+    ):
+        return effects.instance_dict(obj, lambda items: InstanceDictVariable(items, owner=obj))
+    source = class_attr_source(obj.cls_vt.source, cls, name) if static is not MISSING else None
+    if static is not MISSING and is_data_descriptor(static):
+        if isinstance(static, types.MemberDescriptorType):  # a slot
+            pending = effects.load_attr(obj, name)
+            if pending is None:
+                raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+            return pending
+        return read_descriptor(tx, obj, obj.cls_vt, static, source)
+    pending = effects.load_attr(obj, name)
+    if pending is not None:
+        return pending
+    if static is not MISSING:
+        return bind_class_attribute(tx, obj, obj.cls_vt, static, name, source)
+    hook = type_lookup(cls, "__getattr__")
+    if isinstance(hook, types.FunctionType):
+        fn = _class_function(tx, obj.cls_vt, "__getattr__", hook, obj)
+        return fn.call_function(tx, [ConstantVariable(name)], {})
+    if obj.cls_vt.source is not None:  # a class attribute added later would be found instead
+        names = (name, "__getattr__")
+        tx.output.add_guard(Guard(obj.cls_vt.source, "CLASS_ATTR_ABSENT", names, names))
+    raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+
+
+def namedtuple_attribute(tx: Translator, tup: TupleVariable, name: str) -> VariableTracker:
+    """``tup.name`` for a method, property or class attribute a namedtuple class defines
+    (``typing.NamedTuple`` classes with methods, subclasses of ``namedtuple()`` classes)."""
+    cls = tup.python_type()
+    static = type_lookup(cls, name)
+    owner = next((k for k in cls.__mro__ if name in vars(k)), tuple)
+    if static is MISSING or owner is tuple or owner is object:
+        raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
+    cls_vt = getattr(tup, "cls_vt", None)
+    if cls_vt is None:
+        cls_vt = tx.wrap(cls, TypeSource(tup.source)) if tup.source else tx.wrap_static(cls)
+    source = class_attr_source(cls_vt.source, cls, name)
+    if is_data_descriptor(static) and not isinstance(static, property):
+        raise Unsupported("descriptor", f"{cls.__name__}.{name} is a {type(static).__name__}")
+    if isinstance(static, property):
+        return read_descriptor(tx, tup, cls_vt, static, source)
+    return bind_class_attribute(tx, tup, cls_vt, static, name, source)
+
+
+def _class_function(
+    tx: Translator, cls_vt: VariableTracker, name: str, fn: types.FunctionType, obj: VariableTracker
+) -> UserFunctionVariable:
+    """``type(obj).name`` (a Python function) bound to ``obj``, guarded through the class."""
+    source = cls_vt.source
+    if source is None:
+        return UserFunctionVariable(fn, None, self_vt=obj)
+    cls = cls_vt.as_python_constant()
+    method = tx.wrap(fn, class_attr_source(source, cls, name))
+    return UserFunctionVariable(fn, method.source, self_vt=obj)
+
+
+def _check_class_unchanged(tx: Translator, cls: type, name: str) -> None:
+    """An attribute of a class stored earlier in the trace is not seen by instance lookups
+    (they read the real class): refuse instead."""
+    if tx.output.side_effects.class_attr_changed(cls, name):
+        raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned earlier in the trace")
+
+
+# -- storing attributes ----------------------------------------------------------------------------
+def store_attribute(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> None:
+    """``obj.name = value``, as CPython would run it."""
+    effects = tx.output.side_effects
+    if isinstance(obj, NNModuleVariable):
+        _store_module_attribute(tx, obj, name, value)
+    elif isinstance(obj, ClassVariable) and obj.source is not None:
+        _store_class_attribute(tx, obj, name, value)
+    elif isinstance(obj, NamedTupleObjectVariable) or (
+        isinstance(obj, UserObjectVariable) and (obj.source is not None or effects.is_new(obj))
+    ):
+        cls = obj.python_type()
+        _check_class_unchanged(tx, cls, name)
+        if store_config_attribute(tx, obj, name, value):
+            return
+        hook = type_lookup(cls, "__setattr__")
+        if hook is _OBJECT_SETATTR or hook in _GENERIC_SETATTR:
+            _guard_class_attr(tx, obj, "__setattr__", hook)
+            generic_setattr(tx, obj, name, value)
+        elif isinstance(hook, types.FunctionType):
+            fn = _class_function(tx, _class_vt(tx, obj), "__setattr__", hook, obj)
+            fn.call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+    elif isinstance(obj, DictVariable) and dict_subclasses.models(obj.cls):
+        dict_subclasses.store_attr(tx, obj, name, value)
+    elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
+        obj.store_attr(tx, name, value)
+    elif isinstance(obj, ClosureCellVariable) and name == "cell_contents":
+        obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
+    elif isinstance(obj, TensorVariable) and name == "grad":
+        obj.store_grad(tx, value)
+    else:
+        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+
+
+def generic_setattr(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> None:
+    """``object.__setattr__(obj, name, value)``: through a data descriptor of the class if there is
+    one, else into the instance."""
+    cls = obj.python_type()
+    cls_vt = _class_vt(tx, obj)
+    static = type_lookup(cls, name)
+    source = class_attr_source(cls_vt.source, cls, name) if static is not MISSING else None
+    if static is not MISSING and is_data_descriptor(static):
+        if write_descriptor(tx, obj, static, name, value, source):
+            return
+        if isinstance(obj, NamedTupleObjectVariable):
+            raise Unsupported("python_error", f"AttributeError: can't set attribute {name!r}")
+    else:
+        if not _has_instance_dict(cls):
+            raise Unsupported(
+                "python_error", f"AttributeError: {cls.__name__} object has no attribute {name!r}"
+            )
+        if cls_vt.source is not None:  # the class must not gain a data descriptor ``name``
+            if static is MISSING:
+                tx.output.add_guard(Guard(cls_vt.source, "CLASS_ATTR_ABSENT", (name,), (name,)))
+            else:
+                tx.wrap(static, source)
+    effects = tx.output.side_effects
+    raw = type_lookup(cls, "__setattr__") is not _OBJECT_SETATTR and not effects.is_new(obj)
+    effects.store_attr(obj, name, value, raw=raw)
+
+
+def _class_vt(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """The class of ``obj`` as a tracker whose source guards it (``type(L['obj'])``)."""
+    if getattr(obj, "cls_vt", None) is not None:  # made in the trace
+        return obj.cls_vt
+    cls = obj.python_type()
+    if obj.source is None:
+        return tx.wrap_static(cls)
+    return tx.wrap(cls, TypeSource(obj.source))
+
+
+def _guard_class_attr(tx: Translator, obj: VariableTracker, name: str, value: Any) -> None:
+    """Guard that the class of ``obj`` still finds ``value`` as ``name`` (a builtin slot)."""
+    source = _class_vt(tx, obj).source
+    if source is not None:
+        attr = AttrSource(source, name)
+        tx.output.add_guard(Guard.id_match(attr, value))
+
+
+def _store_module_attribute(
+    tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker
+) -> None:
+    """``module.name = value``: recorded and replayed with ``STORE_ATTR`` (``nn.Module.__setattr__``
+    then files parameters, buffers and submodules); a property of the module class runs its
+    setter."""
+    cls = obj.python_type()
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
+        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+    if type_lookup(cls, "__setattr__") is not nn.Module.__setattr__:
+        raise Unsupported("store_attr", f"{cls.__name__} overrides nn.Module.__setattr__")
+    static = type_lookup(cls, name)
+    cls_source = _class_vt(tx, obj).source
+    source = class_attr_source(cls_source, cls, name) if static is not MISSING else None
+    registered = (
+        issubclass(value.python_type(), (nn.Parameter, nn.Module)) if _typed(value) else True
+    )
+    if static is not MISSING and is_data_descriptor(static) and not registered:
+        if write_descriptor(tx, obj, static, name, value, source):
+            return
+    tx.output.side_effects.store_attr(obj, name, value)
+
+
+def _typed(vt: VariableTracker) -> bool:
+    try:
+        vt.python_type()
+    except Unsupported:
+        return False
+    return True
+
+
+def _store_class_attribute(
+    tx: Translator, obj: ClassVariable, name: str, value: VariableTracker
+) -> None:
+    cls = obj.value
+    if type(cls).__setattr__ is not type.__setattr__ or (
+        name.startswith("__") and name.endswith("__")
+    ):
+        raise Unsupported("store_attr", f"class attribute store {cls.__name__}.{name}")
+    tx.output.side_effects.store_class_attr(obj, name, value)
+
+
+# -- deleting attributes ---------------------------------------------------------------------------
+def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
+    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) on an object made in the trace whose class
+    keeps the generic ``__delattr__``: the attribute leaves the object's pending stores (a later
+    read finds the class attribute, or raises), or ``AttributeError`` as CPython raises it.
+    Elsewhere the deletion runs in Python (a graph break)."""
+    effects = tx.output.side_effects
+    if not (isinstance(obj, NewObjectVariable) and effects.is_new(obj)):
+        raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
+    cls = obj.python_type()
+    _check_class_unchanged(tx, cls, name)
+    hook = type_lookup(cls, "__delattr__")
+    if hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR:
+        raise Unsupported("delete_attr", f"{cls.__name__} defines __delattr__")
+    static = type_lookup(cls, name)
+    if static is not MISSING and is_data_descriptor(static):  # a property's deleter, a slot
+        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
+    if not effects.delete_new_attr(obj, name):
+        raise Unsupported("python_error", f"AttributeError: {cls.__name__} has no {name!r}")
+
+
+@builtin(delattr)
+def delattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    if not (name.is_python_constant() and type(name.as_python_constant()) is str):
+        raise Unsupported("python_error", "TypeError: attribute name must be string")
+    delete_attribute(tx, obj, name.as_python_constant())
+    return ConstantVariable(None)
+
+
+# -- object's own slots called explicitly ----------------------------------------------------------
+@builtin(_OBJECT_SETATTR)
+def object_setattr(
+    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
+) -> VariableTracker:
+    """``object.__setattr__(obj, name, value)`` (frozen dataclasses, ``__setattr__`` overrides)."""
+    if not (isinstance(obj, (UserObjectVariable, NamedTupleObjectVariable))) or isinstance(
+        obj, NNModuleVariable
+    ):
+        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
+        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
+    generic_setattr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@builtin(_OBJECT_INIT)
+def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) -> VariableTracker:
+    """``object.__init__(self)`` / ``super().__init__()`` reaching ``object``: nothing to do."""
+    if args:
+        raise Unsupported("python_error", "TypeError: object.__init__() takes no arguments")
+    return ConstantVariable(None)
+
+
+__all__ = [
+    "NamedTupleObjectVariable",
+    "NewObjectVariable",
+    "construct",
+    "delete_attribute",
+    "namedtuple_attribute",
+    "store_attribute",
+]
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from .. import dispatch  # noqa: E402

@@ -1,0 +1,2 @@
+"""Python's operations on traced values: operators (a registry), builtins, truth/identity/
+containment and ordering."""

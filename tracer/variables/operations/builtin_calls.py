@@ -1,0 +1,586 @@
+"""Calls to Python builtins (``len``, ``isinstance``, ``range``, ``zip``, ``min``, ``print``...).
+
+When every argument is a Python constant a pure builtin (or a ``math`` function) is simply evaluated
+(constant folding). The entries of ``BUILTINS`` handle the cases that involve tensors, containers or
+objects; ``operator.*`` functions go to ``operators.call_operator``; ``print`` and friends raise
+``Unsupported`` (graph breaks). ``construct`` builds namedtuples and ``functools.partial``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import math
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...exc import PythonError, TracedException, Unsupported
+from ...polyfills.builtins import callable_iterator
+from ..base import VariableTracker
+from ..constants.constant import ConstantVariable
+from ..constants.slices import make_slice
+from ..constants.symbolic import SymNodeVariable
+from ..containers import collection_types, model_output
+from ..containers.builtin_containers import (
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    hash_key,
+    key_vt,
+)
+from ..containers.container_methods import real_iterable
+from ..containers.dict_views import DictViewVariable
+from ..contexts import state_contexts
+from ..functions.callables import PartialVariable, UserFunctionVariable
+from ..iterators.builtin_iterators import (
+    EnumerateVariable,
+    FilterVariable,
+    MapVariable,
+    ZipVariable,
+    make_reversed,
+)
+from ..objects.exceptions import ExceptionVariable, is_simple_exception
+from ..objects.existing_objects import ClassVariable, PythonModuleVariable, SuperVariable
+from ..tensors.tensor import TensorVariable, to_scalar
+from ..tensors.tensor import to_bool as tensor_bool
+from . import sorting
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+
+#: Builtins safe to evaluate when all arguments are immutable constants.
+PURE = frozenset(
+    {
+        abs,
+        all,
+        any,
+        ascii,
+        bin,
+        bool,
+        callable,
+        chr,
+        complex,
+        divmod,
+        float,
+        format,
+        frozenset,
+        hash,
+        hex,
+        int,
+        isinstance,
+        issubclass,
+        len,
+        max,
+        min,
+        oct,
+        ord,
+        pow,
+        range,
+        repr,
+        round,
+        slice,
+        sorted,
+        str,
+        sum,
+        tuple,
+        type,
+        list,
+        dict,
+        set,
+        getattr,
+        hasattr,
+    }
+)
+#: Builtins that never go in a graph, with the hint users see.
+BREAKING = {
+    print: "print() runs in Python; move it out of the compiled function or accept the graph break",
+    input: "input() needs the user",
+    open: "file I/O runs in Python",
+    id: "id() of a traced value",
+    exec: "dynamic code",
+    eval: "dynamic code",
+    breakpoint: "debugger",
+    globals: "frame introspection",
+    locals: "frame introspection",
+    vars: "frame introspection",
+}
+
+BuiltinImpl = Callable[..., VariableTracker]
+ZERO, FALSE = ConstantVariable(0), ConstantVariable(False)
+BUILTINS: dict[Any, BuiltinImpl] = {}
+
+
+def builtin(*fns: Any) -> Callable[[BuiltinImpl], BuiltinImpl]:
+    def register(impl: BuiltinImpl) -> BuiltinImpl:
+        for fn in fns:
+            BUILTINS[fn] = impl
+        return impl
+
+    return register
+
+
+def call_builtin(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    if fn in BREAKING:
+        raise Unsupported(
+            getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]
+        )
+    values = [*args, *kwargs.values()]
+    if is_simple_exception(fn) and not kwargs:
+        return ExceptionVariable(fn, list(args))
+    if (
+        fn in SYMBOLIC_MATH
+        and len(args) == 1
+        and not kwargs
+        and isinstance(args[0], SymNodeVariable)
+    ):
+        return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
+    if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
+        pargs = [a.as_python_constant() for a in args]
+        pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        try:
+            result = fn(*pargs, **pkwargs)
+        except Exception as e:
+            raise PythonError(e) from None
+        return tx.fold(result)
+    if fn in OPERATOR_FNS:
+        return call_operator_fn(tx, fn, args, kwargs)
+    impl = BUILTINS.get(fn)
+    if impl is None:
+        raise Unsupported(
+            "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
+        )
+    try:
+        inspect.signature(impl).bind(tx, *args, **kwargs)
+    except TypeError as e:  # a form of the builtin that is not traced
+        name = getattr(fn, "__name__", fn)
+        raise Unsupported("builtin", f"{name}() with these arguments: {e}") from None
+    return impl(tx, *args, **kwargs)
+
+
+#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read data).
+MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
+#: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
+#: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
+#: specialising it.
+SYMBOLIC_MATH = {
+    getattr(math, name): getattr(torch, f"_sym_{name}")
+    for name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan")
+}
+
+#: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
+OPERATOR_FNS = frozenset(
+    v for k, v in vars(operator).items() if not k.startswith("_") and type(v) is type(len)
+)
+
+
+def call_operator_fn(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
+    if kwargs:
+        raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
+    if fn in dispatch.OPERATORS:  # their rules: ``operators.py``
+        return dispatch.call_operator(tx, fn, list(args))
+    if all(a.is_python_constant() for a in args) and not any(
+        isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
+    ):  # the other operator functions are pure on immutable constants (``operator.index``)
+        try:
+            return tx.fold(fn(*[a.as_python_constant() for a in args]))
+        except Exception as e:  # noqa: BLE001 (the function's own error)
+            raise PythonError(e) from None
+    raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
+
+
+#: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
+_LIVE_VIEWS = frozenset({getattr, hasattr})
+
+
+#: Builtins never folded on symbolic numbers (folding specialises them): their result does not
+#: depend on the values (``len(t.shape)`` of a dynamic tensor, ``isinstance(n, torch.Tensor)`` of
+#: a size), or they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``).
+_SYMBOLIC_AWARE = frozenset({isinstance, type, len, min, max})
+
+
+def _symbolic(vt: VariableTracker) -> bool:
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(_symbolic(i) for i in vt.items)
+
+
+def _foldable(fn: Any, vt: VariableTracker) -> bool:
+    """Constants can be folded; a mutable container is folded as a copy, which is right for every
+    pure builtin except attribute lookups (a bound method of the copy would miss later
+    mutations)."""
+    if not vt.is_python_constant():
+        return False
+    if fn in _SYMBOLIC_AWARE and _symbolic(vt):
+        return False  # answered without specialising the numbers (``len_``, ``min_max``...)
+    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
+        return False  # its type is known without its value: folding would specialise it
+    mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    if (
+        fn in (getattr, hasattr)
+        and isinstance(vt, (ClassVariable, PythonModuleVariable))
+        and vt.source is not None
+    ):
+        return False  # a module's or class's attributes can change: var_getattr guards them
+    return fn not in _LIVE_VIEWS or not mutable
+
+
+def construct(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
+    context = state_contexts.construct(tx, cls, args, kwargs)  # contextlib.nullcontext(...)
+    if context is not None:
+        return context
+    if cls is functools.partial and args:
+        return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+    made = collection_types.construct(tx, cls, args, kwargs)
+    if made is not None:
+        return made
+    if is_simple_exception(cls) and not kwargs:
+        return ExceptionVariable(cls, list(args))
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+    if model_output.is_model_output(cls):
+        return model_output.construct(tx, cls, args, kwargs)
+    raise Unsupported(
+        "new_object",
+        f"creating a {cls.__name__} object",
+        hint="create the object outside the compiled function",
+    )
+
+
+def makes_builtin_like(cls: type) -> bool:
+    """Classes whose objects ``construct`` makes as builtin-like trackers: the ``collections``
+    containers (``deque``, ``defaultdict``...) and exceptions that are just their arguments."""
+    return cls in collection_types.CLASSES or is_simple_exception(cls)
+
+
+def namedtuple_fields(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> list[VariableTracker]:
+    fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args) :]):
+        raise Unsupported("python_error", f"bad arguments to {cls.__name__}()")
+    values = list(args)
+    for name in fields[len(args) :]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in defaults:
+            values.append(tx.fold(defaults[name]))
+        else:
+            raise Unsupported("python_error", f"{cls.__name__}() missing argument {name!r}")
+    return values
+
+
+@builtin(len)
+def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            raise Unsupported("python_error", "len() of a 0-d tensor")
+        return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, IteratorVariable):
+        kind = obj.python_type().__name__
+        raise PythonError(TypeError(f"object of type '{kind}' has no len()"))
+    if isinstance(obj, DictViewVariable):
+        return ConstantVariable(len(obj.dict_vt.items))
+    if hasattr(obj, "items"):
+        return ConstantVariable(len(obj.items))
+    return obj.call_method(tx, "__len__", [], {})
+
+
+@builtin(isinstance)
+def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
+    return ConstantVariable(issubclass(obj.python_type(), classes.as_python_constant()))
+
+
+@builtin(type)
+def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return tx.wrap_static(obj.python_type())
+
+
+@builtin(getattr)
+def getattr_(
+    tx: Translator,
+    obj: VariableTracker,
+    name: VariableTracker,
+    default: VariableTracker | None = None,
+) -> VariableTracker:
+    if default is None:
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
+    found = _read_or_missing(tx, obj, name)
+    return default if found is None else found
+
+
+@builtin(hasattr)
+def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    return ConstantVariable(_read_or_missing(tx, obj, name) is not None)
+
+
+def _read_or_missing(
+    tx: Translator, obj: VariableTracker, name: VariableTracker
+) -> VariableTracker | None:
+    """``obj.name``, or None where the read raises AttributeError, which ``hasattr`` and
+    ``getattr(o, name, default)`` catch (and only that, as in CPython): the attribute is absent
+    (guarded so), a C-level read raises it, or traced code raises it (a class's ``__getattr__``, a
+    property getter): ``builtin_catches`` makes that exception caught here, not a break."""
+    tx.builtin_catches.append(AttributeError)
+    try:
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
+    except TracedException as te:
+        if issubclass(te.exc.cls, AttributeError):
+            return None
+        raise
+    except Unsupported as e:
+        if _missing_attribute(e):
+            return None
+        raise
+    finally:
+        tx.builtin_catches.pop()
+
+
+def _missing_attribute(e: Unsupported) -> bool:
+    """The attribute is absent (guarded so), or reading it raises AttributeError, which
+    ``getattr(o, name, default)`` and ``hasattr`` catch."""
+    return e.kind == "getattr" or (isinstance(e, PythonError) and isinstance(e.exc, AttributeError))
+
+
+@builtin(setattr)
+def setattr_(
+    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
+) -> VariableTracker:
+    dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@builtin(tuple)
+def tuple_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return TupleVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
+
+
+@builtin(list)
+def list_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return ListVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
+
+
+@builtin(dict)
+def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    items: dict[Any, VariableTracker] = {}
+    if args:
+        source = args[0]
+        if isinstance(source, DictVariable):
+            items.update(source.items)
+        else:
+            for pair in dispatch.iterate(tx, source):
+                key, value = dispatch.iterate(tx, pair)
+                items[hash_key(key)] = value
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+@builtin(set)
+def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return SetVariable(set(real_iterable(tx, iterable)) if iterable is not None else set())
+
+
+@builtin(frozenset)
+def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return ConstantVariable(
+        frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset()
+    )
+
+
+@builtin(enumerate)
+def enumerate_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
+    source = dispatch.get_iter(tx, iterable)
+    return EnumerateVariable([], sources=[source], count=start.as_python_constant())
+
+
+@builtin(zip)
+def zip_(
+    tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
+) -> VariableTracker:
+    sources = [dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
+    return ZipVariable([], sources=sources, strict=bool(strict and strict.as_python_constant()))
+
+
+@builtin(reversed)
+def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
+    made = make_reversed(tx, seq)
+    if made is not None:
+        return made
+    if isinstance(seq, DictVariable):
+        return IteratorVariable(
+            [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
+        )
+    return IteratorVariable(list(reversed(dispatch.iterate(tx, seq))))
+
+
+@builtin(iter)
+def iter_(
+    tx: Translator, obj: VariableTracker, sentinel: VariableTracker | None = None
+) -> VariableTracker:
+    if sentinel is not None:
+        return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
+    return dispatch.get_iter(tx, obj)
+
+
+@builtin(next)
+def next_(
+    tx: Translator, it: VariableTracker, default: VariableTracker | None = None
+) -> VariableTracker:
+    if not isinstance(it, IteratorVariable):
+        raise Unsupported("builtin", f"next() on {it}")
+    item = it.next_item(tx)
+    if item is None:
+        if default is None:
+            raise PythonError(StopIteration())
+        return default
+    return item
+
+
+@builtin(sum)
+def sum_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
+    total = start
+    for item in dispatch.iterate(tx, iterable):
+        total = dispatch.call_operator(tx, operator.add, [total, item])
+    return total
+
+
+BUILTINS[sorted] = sorting.sorted_
+BUILTINS[min] = sorting.min_
+BUILTINS[max] = sorting.max_
+sort_order = sorting.sort_order
+CmpKeyVariable = sorting.CmpKeyVariable
+
+
+@builtin(abs)
+def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return dispatch.call_operator(tx, operator.abs, [value])
+
+
+@builtin(pow)
+def pow_(
+    tx: Translator, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None
+) -> VariableTracker:
+    if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
+        raise Unsupported("builtin", "pow() with a modulus of traced values")
+    return dispatch.call_operator(tx, operator.pow, [base, exp])
+
+
+@builtin(divmod)
+def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """Of symbolic numbers (tensors have no ``__divmod__``: CPython raises)."""
+    if any(isinstance(v, TensorVariable) for v in (a, b)):
+        raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
+    quotient = dispatch.call_operator(tx, operator.floordiv, [a, b])
+    return TupleVariable([quotient, dispatch.call_operator(tx, operator.mod, [a, b])])
+
+
+def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
+    """``any``/``all``: items are taken one by one and the first that decides stops it (a generator
+    with side effects runs no further than in CPython)."""
+    stop_on = pick is builtins.any
+
+    def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
+        it = dispatch.get_iter(tx, iterable)
+        while (item := it.next_item(tx)) is not None:
+            if dispatch.truth(tx, item) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
+
+    return any_all
+
+
+BUILTINS[any] = _any_all(builtins.any)
+BUILTINS[all] = _any_all(builtins.all)
+
+
+@builtin(bool)
+def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
+    if isinstance(value, TensorVariable):  # data the trace does not know: kept for a jump on it
+        made = tensor_bool(tx, value)
+        if made is not None:
+            return made
+    return ConstantVariable(dispatch.truth(tx, value))
+
+
+@builtin(int)
+def int_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__int__", torch.sym_int)
+
+
+@builtin(float)
+def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, "__float__", torch.sym_float)
+
+
+def _to_number(tx: Translator, value: VariableTracker, method: str, sym: Any) -> VariableTracker:
+    """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
+    symbolic number: the conversion, in the graph."""
+    if isinstance(value, TensorVariable):
+        return to_scalar(tx, value, method)
+    if isinstance(value, SymNodeVariable):
+        return tx.output.call_function(sym, (value,), {})
+    raise Unsupported("builtin", f"number conversion of {value}")
+
+
+@builtin(slice)
+def slice_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``slice(stop)``, ``slice(start, stop[, step])`` with symbolic or tensor bounds."""
+    if not 1 <= len(args) <= 3:
+        raise Unsupported("python_error", "TypeError: slice expected 1 to 3 arguments")
+    return make_slice([ConstantVariable(None), args[0]] if len(args) == 1 else list(args))
+
+
+@builtin(callable)
+def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    cls = value.python_type()
+    return ConstantVariable(any("__call__" in vars(c) for c in cls.__mro__))
+
+
+@builtin(map)
+def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
+    sources = [dispatch.get_iter(tx, it) for it in iterables]
+    return MapVariable([], sources=sources, fn=fn)
+
+
+@builtin(filter)
+def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
+    return FilterVariable([], sources=[dispatch.get_iter(tx, iterable)], fn=fn)
+
+
+@builtin(super)
+def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
+    code = tx.code
+    cell = tx.closure.get("__class__")
+    if (
+        args
+        or cell is None
+        or not code.co_argcount
+        or code.co_varnames[0] not in tx.symbolic_locals
+    ):
+        raise Unsupported("super", "super() with arguments or outside a method")
+    cls = getattr(cell, "cell", None)
+    if cls is None:
+        raise Unsupported("super", "super() in a class made during the trace")
+    return SuperVariable(cls.cell_contents, tx.symbolic_locals[code.co_varnames[0]])
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from .. import dispatch  # noqa: E402

@@ -1,0 +1,554 @@
+"""Operators: one declaration per ``operator`` function, and the rules that trace it.
+
+``OPERATORS`` declares each operator once: the method a user object's class defines for it
+(``__add__``, inlined when the object is on the left), its reflected form (``__radd__``, asked of
+a user object on the right), and for a binary operator its in-place form (``operator.iadd``, an
+entry of its own that falls back to the binary operator). ``@operator_rule(op, ...)`` registers a
+rule for operators; ``call_operator`` tries an operator's rules in the order this file registers
+them, and the first that gives a value answers: a rule gives None where the operands are not its
+kind, and raises ``Unsupported`` where they are but the operation cannot be traced. When no rule
+answers, the operator breaks the graph.
+
+The opcode handlers (``opcodes/arith.py``) and the ``operator.*`` functions called directly
+(``builtin_calls``) both come here. ``bool()``, ``is`` and ``in`` are answered in ``truth.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...exc import PythonError, Unsupported
+from ..base import VariableTracker
+from ..constants.constant import ConstantVariable
+from ..constants.slices import index_for_tensor
+from ..constants.symbolic import SymNodeVariable
+from ..containers import container_methods, dict_views
+from ..containers.builtin_containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
+from ..containers.model_output import ModelOutputVariable
+from ..modules.nn_modules import NNModuleVariable
+from ..objects import new_objects
+from ..objects.existing_objects import UserObjectVariable
+from ..tensors import numpy_arrays
+from ..tensors.tensor import TensorVariable
+from . import sorting
+from .truth import contains, is_same, truth
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+
+#: ``rule(tx, op, args)``: the result, or None where the operands are not the rule's kind.
+Rule = Callable[..., "VariableTracker | None"]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An ``operator`` function as the tracer knows it."""
+
+    fn: Callable[..., Any]
+    #: "binary", "inplace", "comparison", "unary", "subscript", or "call" (only called directly:
+    #: ``operator.truth(x)``, ``operator.setitem(d, k, v)``)
+    kind: str
+    dunder: str | None = None  #: the method inlined on a user object on the left
+    reflected: str | None = None  #: the method inlined on a user object on the right
+    binary: Callable[..., Any] | None = None  #: an in-place operator's binary form
+    rules: list[Rule] = field(default_factory=list, compare=False)
+
+
+OPERATORS: dict[Callable[..., Any], Operator] = {}
+
+
+def _declare(fn: Callable[..., Any], kind: str, dunder: str | None = None, **facts: Any) -> None:
+    assert fn not in OPERATORS, f"operator.{fn.__name__} declared twice"
+    OPERATORS[fn] = Operator(fn, kind, dunder, **facts)
+
+
+def _binary(fn: Callable[..., Any], dunder: str | None, reflected: str, inplace: Any) -> None:
+    _declare(fn, "binary", dunder, reflected=reflected)
+    _declare(inplace, "inplace", "__i" + reflected.removeprefix("__r"), binary=fn)  # ``__iadd__``
+
+
+# NOTE: ``<<``, ``>>``, ``~`` and ``abs()`` inline no method of a user object on the left (a
+# graph break; ``<<`` and ``>>`` inline the reflected one), and comparisons no reflected form
+# (CPython asks the right operand for the swapped comparison): as the tracer did before this table.
+# In-place methods (``__iadd__``) are inlined only where a user class defines them in Python.
+_binary(operator.add, "__add__", "__radd__", operator.iadd)
+_binary(operator.sub, "__sub__", "__rsub__", operator.isub)
+_binary(operator.mul, "__mul__", "__rmul__", operator.imul)
+_binary(operator.truediv, "__truediv__", "__rtruediv__", operator.itruediv)
+_binary(operator.floordiv, "__floordiv__", "__rfloordiv__", operator.ifloordiv)
+_binary(operator.mod, "__mod__", "__rmod__", operator.imod)
+_binary(operator.pow, "__pow__", "__rpow__", operator.ipow)
+_binary(operator.matmul, "__matmul__", "__rmatmul__", operator.imatmul)
+_binary(operator.and_, "__and__", "__rand__", operator.iand)
+_binary(operator.or_, "__or__", "__ror__", operator.ior)
+_binary(operator.xor, "__xor__", "__rxor__", operator.ixor)
+_binary(operator.lshift, None, "__rlshift__", operator.ilshift)
+_binary(operator.rshift, None, "__rrshift__", operator.irshift)
+_declare(operator.lt, "comparison", "__lt__")
+_declare(operator.le, "comparison", "__le__")
+_declare(operator.gt, "comparison", "__gt__")
+_declare(operator.ge, "comparison", "__ge__")
+_declare(operator.eq, "comparison", "__eq__")
+_declare(operator.ne, "comparison", "__ne__")
+_declare(operator.neg, "unary", "__neg__")
+_declare(operator.pos, "unary", "__pos__")
+_declare(operator.invert, "unary")
+_declare(operator.abs, "unary")
+_declare(operator.not_, "unary")
+_declare(operator.getitem, "subscript", "__getitem__")
+_declare(operator.truth, "call")
+_declare(operator.contains, "call")
+_declare(operator.is_, "call")
+_declare(operator.is_not, "call")
+_declare(operator.setitem, "call")
+
+
+def _of(*kinds: str) -> tuple[Callable[..., Any], ...]:
+    return tuple(op for op, declared in OPERATORS.items() if declared.kind in kinds)
+
+
+BINARY, INPLACE, COMPARISONS = _of("binary"), _of("inplace"), _of("comparison")
+#: The operators of the operator syntax (``a + b``, ``a += b``, ``a < b``, ``-a``, ``a[k]``).
+SYNTAX = _of("binary", "inplace", "comparison", "unary", "subscript")
+#: ``not`` has its own rule (its operand's truth value): these operate on the operands' values.
+_BY_VALUE = tuple(op for op in SYNTAX if op is not operator.not_)
+
+
+def operator_rule(*ops: Callable[..., Any]) -> Callable[[Rule], Rule]:
+    """Register ``rule`` for each of ``ops`` (declared above), after their rules so far."""
+
+    def register(rule: Rule) -> Rule:
+        for op in ops:
+            rules = OPERATORS[op].rules
+            assert rule not in rules, f"{rule.__name__} registered twice for {op.__name__}"
+            rules.append(rule)
+        return rule
+
+    return register
+
+
+def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``op(*args)`` for an operator declared in ``OPERATORS``: the first of its rules that
+    answers."""
+    for rule in OPERATORS[op].rules:
+        result = rule(tx, op, args)
+        if result is not None:
+            return result
+    raise Unsupported("operator", f"{op.__name__} on {', '.join(map(repr, args))}")
+
+
+# -- the rules, in the order they are tried -------------------------------------------------------
+@operator_rule(*_BY_VALUE)
+def symbolic_numbers(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """A symbolic number with numbers or tensors: a graph node (the number stays symbolic)."""
+    if not any(isinstance(a, SymNodeVariable) for a in args) or not all(
+        isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
+    ):
+        return None
+    if not isinstance(args[0], TensorVariable):
+        # numbers are immutable: ``j += n`` is ``j + n`` (an ``iadd`` node would be generated as
+        # ``add += ...``, rebinding the variable every later use of ``add`` reads)
+        op = OPERATORS[op].binary or op
+        _check_arithmetic_error(op, args)
+    return tx.output.call_function(op, tuple(args), {})
+
+
+operator_rule(*BINARY, *INPLACE, *COMPARISONS)(dict_views.set_operator)  # a set or a dict view
+operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
+
+
+@operator_rule(operator.or_, operator.ior)
+def dict_union(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``d | other`` and ``d |= other``."""
+    if isinstance(args[0], DictVariable):
+        return container_methods.dict_or(tx, op, args[0], args[1])
+    return None
+
+
+@operator_rule(*_BY_VALUE)
+def tensors(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """An operator on a tensor: a graph node."""
+    if not any(isinstance(a, TensorVariable) for a in args):
+        return None
+    if op is operator.getitem:
+        return getitem_tensor(tx, args[0], args[1])
+    return tx.output.call_function(op, tuple(args), {})
+
+
+@operator_rule(*SYNTAX)
+def constants(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """Constant operands: folded (comparisons never mutate: on constant containers too)."""
+    if (
+        all(a.is_python_constant() for a in args)
+        and (op in COMPARISONS or not _mutable(args))
+        and not any(is_symbolic(a) for a in args)
+    ):
+        return _fold(tx, op, [a.as_python_constant() for a in args])
+    return None
+
+
+@operator_rule(operator.getitem)
+def subscript(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return getitem(tx, args[0], args[1])
+
+
+@operator_rule(*INPLACE)
+def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``a += b``: a list extended or repeated in place, a user object's Python ``__iadd__``
+    inlined (it changes the object; unless it gives NotImplemented), anything else
+    ``a = a + b``."""
+    if isinstance(args[0], ListVariable) and op is operator.iadd:
+        return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
+    if isinstance(args[0], ListVariable) and op is operator.imul:
+        return call_container_method(tx, args[0], "__imul__", [args[1]], {})
+    if _python_method(args[0], OPERATORS[op].dunder):
+        result = args[0].call_method(tx, OPERATORS[op].dunder, args[1:], {})
+        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            return result
+    return call_operator(tx, OPERATORS[op].binary, args)
+
+
+@operator_rule(operator.not_)
+def not_(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``not value``: its truth value, inverted (a tensor's would need its data)."""
+    if any(isinstance(a, TensorVariable) for a in args):
+        raise Unsupported(
+            "data_dependent",
+            "`not` on a tensor needs its value",
+            hint="use torch.logical_not or keep the condition a tensor",
+        )
+    return ConstantVariable(not truth(tx, args[0]))
+
+
+@operator_rule(operator.add, operator.mul)
+def sequences(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    if any(isinstance(a, BaseSequenceVariable) for a in args):
+        return _sequence_op(tx, op, args)
+    return None
+
+
+@operator_rule(*COMPARISONS)
+def compare_sequences(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Two tuples or two lists, compared item by item."""
+    if len(args) == 2:
+        return sorting.compare_sequences(tx, op, args[0], args[1])
+    return None
+
+
+@operator_rule(operator.eq, operator.ne)
+def same_object(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a == b`` of non-constants known to be the same object (or known not to be)."""
+    if len(args) == 2:
+        same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
+        if same is not None and not isinstance(args[0], UserObjectVariable):
+            return ConstantVariable(same if op is operator.eq else not same)
+    return None
+
+
+@operator_rule(operator.eq, operator.ne)
+def identity_equality(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    if len(args) == 2 and _identity_equality(args):
+        same = is_same(tx, args[0], args[1])
+        return ConstantVariable(same if op is operator.eq else not same)
+    return None
+
+
+@operator_rule(operator.eq, operator.ne)
+def derived_equality(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    return _derived_equality(tx, op, args[0], args[1]) if len(args) == 2 else None
+
+
+@operator_rule(operator.eq, operator.ne)
+def namespaces(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``types.SimpleNamespace`` objects: equal when their attribute dicts are; with anything
+    else CPython's comparison gives NotImplemented both ways, so only identity counts."""
+    if len(args) != 2:
+        return None
+    dicts = [new_objects.namespace_dict(tx, a) for a in args]
+    if all(d is not None for d in dicts):
+        return call_operator(tx, op, dicts)
+    if any(d is not None for d in dicts) and any(
+        isinstance(a, ConstantVariable) and type(a.value) in _BUILTIN_VALUES for a in args
+    ):
+        return ConstantVariable(op is operator.ne)
+    return None
+
+
+@operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))
+def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """A user object's ``__add__`` (left operand) or ``__radd__`` (right operand), inlined."""
+    return _user_dunder(tx, op, args)
+
+
+@operator_rule(operator.truth)
+def truth_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(truth(tx, *args))
+
+
+@operator_rule(operator.contains)
+def contains_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(contains(tx, *args))
+
+
+@operator_rule(operator.is_, operator.is_not)
+def is_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(is_same(tx, *args) == (op is operator.is_))
+
+
+@operator_rule(operator.setitem)
+def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    setitem(tx, *args)
+    return ConstantVariable(None)
+
+
+assert all(declared.rules for declared in OPERATORS.values()), "an operator without rules"
+
+
+# -- helpers of the rules --------------------------------------------------------------------------
+_BUILTIN_VALUES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _python_method(vt: VariableTracker, name: str) -> bool:
+    """A user object (not a module) whose class defines ``name`` in Python."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return False
+    return isinstance(inspect.getattr_static(type(vt.value), name, None), types.FunctionType)
+
+
+def _python_eq(vt: VariableTracker) -> bool:
+    """A user object whose class defines ``__eq__`` in Python but keeps ``object.__ne__``."""
+    if not isinstance(vt, UserObjectVariable):
+        return False
+    cls = type(vt.value)
+    return isinstance(inspect.getattr_static(cls, "__eq__"), types.FunctionType) and (
+        cls.__ne__ is object.__ne__
+    )
+
+
+def _derived_equality(
+    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
+) -> VariableTracker | None:
+    """``a != b`` where ``a``'s class defines only ``__eq__`` (``object.__ne__`` inverts it), and
+    ``a == b`` / ``a != b`` where only ``b``'s class defines ``__eq__`` (``a``'s ``object.__eq__``
+    gives NotImplemented, so CPython asks ``b``): None where the rules do not apply."""
+    if _python_eq(a) and op is operator.ne:
+        first, other = a, b
+        if _python_eq(b) and type(b.value) is not type(a.value):
+            if issubclass(type(b.value), type(a.value)):  # CPython asks the subclass first
+                first, other = b, a
+        result = first.call_method(tx, "__eq__", [other], {})
+    elif _identity_equality([a, a]) and _python_eq(b):
+        if is_same(tx, a, b):
+            return ConstantVariable(op is operator.eq)
+        result = b.call_method(tx, "__eq__", [a], {})
+    else:
+        return None
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    if op is operator.eq:
+        return result
+    return ConstantVariable(not truth(tx, result))
+
+
+def _identity_equality(args: list[VariableTracker]) -> bool:
+    """``a == b`` / ``a != b`` that CPython answers with ``a is b``: an object whose class keeps
+    ``object.__eq__``/``__ne__`` (a wrapper descriptor: ``MyCls() == None``), compared with such an
+    object or a builtin value (whose ``__eq__`` gives NotImplemented for other types)."""
+
+    def plain_object(vt: VariableTracker) -> bool:
+        if not isinstance(vt, UserObjectVariable):
+            return False
+        cls = type(vt.value)
+        return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
+
+    def plain(vt: VariableTracker) -> bool:
+        return plain_object(vt) or (
+            isinstance(vt, ConstantVariable) and type(vt.value) in _BUILTIN_VALUES
+        )
+
+    return any(plain_object(a) for a in args) and all(plain(a) for a in args)
+
+
+def is_symbolic(vt: VariableTracker) -> bool:
+    """Does ``vt`` hold a symbolic value (folding it would specialise it)?"""
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(is_symbolic(i) for i in vt.items)
+
+
+def _comparable(args: list[VariableTracker]) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+_DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
+
+
+def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
+    """Symbolic numbers are computed inside the graph, after which the trace's side effects are
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python,
+    happened before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation
+    raises, and when it does, run it in Python (a graph break) like the same error on constants."""
+    if len(args) != 2 or isinstance(args[1], TensorVariable):
+        return
+    lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
+    if op in _DIVISIONS:
+        raises = bool(rhs == 0)
+    elif op is operator.pow:
+        raises = bool(rhs < 0) and bool(lhs == 0)
+    else:
+        return
+    if raises:
+        raise Unsupported("python_error", f"{op.__name__} raises ZeroDivisionError here")
+
+
+def _mutable(args: list[VariableTracker]) -> bool:
+    return any(isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args)
+
+
+def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
+    try:
+        result = op(*values)
+    except Exception as e:
+        raise PythonError(e) from None
+    return tx.fold(result)
+
+
+def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``+`` and ``*`` of lists and tuples (a namedtuple gives a plain tuple, a Size a Size)."""
+    lhs, rhs = args
+    if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
+        lhs, rhs = rhs, lhs  # 3 * [x]
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
+        items = [*lhs.items, *rhs.items]
+    elif (
+        op is operator.mul
+        and rhs.is_python_constant()
+        and type(rhs.as_python_constant()) in (int, bool)
+    ):
+        items = list(lhs.items) * rhs.as_python_constant()
+    else:
+        raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
+    if isinstance(lhs, ListVariable):
+        return ListVariable(items)
+    return TupleVariable(items, is_size=lhs.is_size)
+
+
+def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    name, reflected = OPERATORS[op].dunder, OPERATORS[op].reflected
+    if name and isinstance(args[0], UserObjectVariable) and hasattr(type(args[0].value), name):
+        return args[0].call_method(tx, name, args[1:], {})
+    if (
+        reflected
+        and len(args) == 2
+        and isinstance(args[1], UserObjectVariable)
+        and hasattr(type(args[1].value), reflected)
+    ):
+        return args[1].call_method(tx, reflected, [args[0]], {})
+    return None
+
+
+def getitem_tensor(
+    tx: Translator, tensor: VariableTracker, key: VariableTracker
+) -> VariableTracker:
+    if not isinstance(tensor, TensorVariable):
+        if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
+            return getitem(tx, tensor, key)
+        if isinstance(tensor, DictVariable) and not isinstance(tensor, ModelOutputVariable):
+            return call_container_method(tx, tensor, "__getitem__", [key], {})
+        known = _known_index(key)
+        if isinstance(tensor, (TupleVariable, ListVariable)) and known is not None:
+            return getitem(tx, tensor, ConstantVariable(known))
+        raise Unsupported("index", f"indexing {tensor} with a tensor")
+    key = index_for_tensor(tx, tensor, key)
+    return tx.output.call_function(operator.getitem, (tensor, key), {})
+
+
+def _known_index(key: VariableTracker) -> int | None:
+    """The value ``operator.index`` gives for an integer 0-dim tensor made in the trace from
+    Python numbers (``torch.as_tensor(2)``), which its fake tensor carries (``constant``, kept
+    through the ops fake tensors can fold, dropped by the others); None when it is not known."""
+    fake = getattr(key, "example", None) if isinstance(key, TensorVariable) else None
+    constant = getattr(fake, "constant", None)
+    if constant is None or constant.dim() != 0 or constant.is_floating_point():
+        return None
+    if constant.dtype in (torch.bool, torch.complex64, torch.complex128):
+        return None
+    return operator.index(constant)
+
+
+def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
+    if isinstance(obj, TensorVariable):
+        return getitem_tensor(tx, obj, key)
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        return numpy_arrays.getitem(tx, obj, key)
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        return obj.getitem(tx, key.as_python_constant())
+    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
+        return call_container_method(tx, obj, "__getitem__", [key], {})
+    if not key.is_python_constant():
+        raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
+    index = key.as_python_constant()
+    if isinstance(obj, (TupleVariable, ListVariable)):
+        if isinstance(index, slice):
+            return (
+                obj.clone(items=obj.items[index], source=None)
+                if isinstance(obj, ListVariable)
+                else TupleVariable(obj.items[index], is_size=obj.is_size)
+            )
+        try:
+            return obj.items[index]
+        except (IndexError, TypeError) as e:
+            raise PythonError(e) from None
+    if isinstance(obj, ModelOutputVariable):
+        return obj.getitem(tx, index)
+    if isinstance(obj, NNModuleVariable):
+        return obj.getitem(tx, index)
+    if obj.is_python_constant():
+        return _fold(tx, operator.getitem, [obj.as_python_constant(), index])
+    user = _user_dunder(tx, operator.getitem, [obj, key])
+    if user is not None:
+        return user
+    raise Unsupported("index", f"indexing {obj}")
+
+
+def setitem(
+    tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
+) -> None:
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        numpy_arrays.setitem(tx, obj, key, value)
+        return
+    if isinstance(obj, TensorVariable):
+        key = index_for_tensor(tx, obj, key)
+        tx.output.call_function(operator.setitem, (obj, key, value), {})
+        return
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        obj.setitem(key.as_python_constant(), value)
+        return
+    call_container_method(tx, obj, "__setitem__", [key, value], {})
+
+
+call_container_method = container_methods.call_method

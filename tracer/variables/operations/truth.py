@@ -1,0 +1,149 @@
+"""Truth value, identity and containment: ``bool(x)`` (and ``not x``), ``x is y``, ``x in y``.
+
+Answered at trace time, as Python booleans: a jump, ``is`` and ``in`` need the answer to go on. A
+tensor's truth (or ``in`` comparing tensors) needs its data and raises ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import TYPE_CHECKING
+
+import torch
+
+from ...exc import Unsupported
+from ..base import VariableTracker
+from ..constants.symbolic import SymNodeVariable
+from ..containers import dict_views
+from ..containers.builtin_containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    hash_key,
+)
+from ..functions.callables import NestedFunctionVariable, TorchVariable, UserFunctionVariable
+from ..modules.nn_modules import NNModuleVariable
+from ..objects.existing_objects import ClassVariable, UserObjectVariable
+from ..tensors.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+
+
+def truth(tx: Translator, value: VariableTracker) -> bool:
+    """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
+    if isinstance(value, SymNodeVariable):
+        return bool(value.value)  # ShapeEnv records the guard (e.g. 2*s0 >= 16)
+    if isinstance(value, TensorVariable):
+        raise Unsupported(
+            "data_dependent",
+            "branching on the value of a tensor",
+            hint="use torch.where, or move the condition out of the compiled function",
+        )
+    if value.is_python_constant():
+        return bool(value.as_python_constant())
+    if isinstance(value, (BaseSequenceVariable, DictVariable)):
+        return len(value.items) > 0
+    if isinstance(value, dict_views.DictViewVariable):
+        return len(value.dict_vt.items) > 0
+    if isinstance(value, IteratorVariable):
+        return True
+    if isinstance(
+        value,
+        (
+            UserFunctionVariable,
+            NestedFunctionVariable,
+            TorchVariable,
+            ClassVariable,
+            NNModuleVariable,
+        ),
+    ):
+        return True
+    if isinstance(value, UserObjectVariable):
+        cls = type(value.value)
+        if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
+            return True
+        method = "__bool__" if hasattr(cls, "__bool__") else "__len__"
+        return bool(value.call_method(tx, method, [], {}).as_python_constant())
+    raise Unsupported("truth", f"truth value of {value}")
+
+
+def is_none(tx: Translator, value: VariableTracker) -> bool:
+    if isinstance(value, SymNodeVariable):
+        return False
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
+    caches by identity), the same graph node or fake tensor, or the same constant."""
+    if lhs is rhs:
+        return True
+    if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
+        if lhs.python_type() is not rhs.python_type():
+            return False  # e.g. `n is None`: no need to specialise n
+    if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
+        # an in-place op (``x.add_(y)``, ``x += y`` on a tensor) returns its input: the fake
+        # tensors are the same object too
+        return lhs.node is rhs.node or lhs.example is rhs.example
+    if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
+        return lhs.value is rhs.value
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return lhs.as_python_constant() is rhs.as_python_constant()
+    if lhs.is_python_constant() or rhs.is_python_constant():
+        return False  # a tensor, container or object is never a constant such as None
+    if type(lhs) is not type(rhs):
+        return False
+    if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
+        return False  # distinct trackers of mutable objects stand for distinct objects
+    raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+#: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
+_ONE_TRACKER_PER_OBJECT = (
+    ListVariable,
+    DictVariable,
+    SetVariable,
+    IteratorVariable,
+    dict_views.DictViewVariable,
+)
+
+
+def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    if isinstance(container, dict_views.DictViewVariable):
+        return dict_views.contains(tx, container, item)
+    if isinstance(container, (DictVariable, SetVariable)):
+        return hash_key(item) in container.items
+    if isinstance(container, (BaseSequenceVariable,)):
+        for element in container.items:
+            if element is item:
+                return True
+            if element.is_python_constant() and item.is_python_constant():
+                if element.as_python_constant() == item.as_python_constant():
+                    return True
+            elif isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
+                raise Unsupported("data_dependent", "`in` on tensors compares their values")
+        return False
+    if container.is_python_constant() and item.is_python_constant():
+        return item.as_python_constant() in container.as_python_constant()
+    if (
+        isinstance(container, UserObjectVariable)
+        and not isinstance(container, NNModuleVariable)
+        and (
+            isinstance(
+                contains_fn := inspect.getattr_static(type(container.value), "__contains__", None),
+                types.FunctionType,
+            )
+            or contains_fn is dict.__contains__
+        )
+    ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
+        return truth(tx, container.call_method(tx, "__contains__", [item], {}))
+    if (
+        isinstance(container, NNModuleVariable)
+        and type(container.value).__contains__ is torch.nn.ModuleDict.__contains__
+    ):  # ``key in self._modules``, whose keys are guarded
+        return contains(tx, container.children_dict(tx), item)
+    raise Unsupported("contains", f"`in` on {container}")

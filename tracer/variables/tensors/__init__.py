@@ -1,0 +1,1 @@
+"""Tensors in the graph and NumPy arrays traced through torch ops."""

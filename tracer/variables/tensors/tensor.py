@@ -1,0 +1,342 @@
+"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
+shapes/dtypes/devices).
+
+Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
+method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
+symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
+``TensorMethodVariable`` is ``t.relu`` before it is called; ``TensorTruthVariable`` is ``bool(t)``
+that a conditional jump is about to read (3.13).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+
+from ....guards.sources import AttrSource, Source
+from ...exc import Unsupported
+from ..base import BoundAttributeVariable, VariableTracker
+from ..constants.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from ....codegen.emit import Codegen
+    from ...translator import Translator
+
+#: Attributes answered from the fake tensor as constants.
+CONSTANT_ATTRS = frozenset(
+    {
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "is_cpu",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "layout",
+        "requires_grad",
+        "is_leaf",
+        "is_floating_point",
+        "is_complex",
+        "is_contiguous",
+        "is_nested",
+        "itemsize",
+    }
+)
+#: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+#: Methods that turn a tensor into Python data: the graph must break there.
+TO_PYTHON = frozenset({"tolist", "numpy", "__bool__"})
+#: Conversions to one Python number: traced as an unbacked symbolic number (``to_scalar``).
+SCALAR_METHODS = frozenset({"item", "__int__", "__float__", "__index__"})
+#: Methods with effects outside the graph or unknown to fake tensors.
+UNSUPPORTED_METHODS = frozenset(
+    {
+        "backward",
+        "register_hook",
+        "retain_grad",
+        "data_ptr",
+        "storage",
+        "untyped_storage",
+        "share_memory_",
+        "pin_memory",
+        "record_stream",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__setstate__",
+        "__reduce_ex__",
+        "__array__",
+        "__dlpack__",
+        "set_",
+        "resize_",
+        "_version",
+    }
+)
+#: Methods whose result is a Python value derived from metadata only.
+METADATA_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "element_size",
+        "get_device",
+        "storage_offset",
+        "type",
+        "is_signed",
+    }
+)
+
+
+def _stored_grad(tx: Translator, source: Source) -> VariableTracker | None:
+    """What the trace stored into ``.grad`` of the input at ``source`` (through any tracker)."""
+    for obj, name, value in tx.output.side_effects.attr_stores.values():
+        if name == "grad" and isinstance(obj, TensorVariable) and obj.source == source:
+            return value
+    return None
+
+
+@dataclass(eq=False)
+class TensorVariable(VariableTracker):
+    node: torch.fx.Node
+    example: Any  #: the fake tensor this node produces at trace time
+    cls: type = torch.Tensor  #: the real class (``torch.Tensor`` or ``nn.Parameter``...)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("shape",):
+            if _has_symbols(self.example.shape):  # dynamic: read the sizes in the graph
+                return tx.output.call_method("size", (self,), {})
+            return tx.fold(tuple(self.example.shape)).clone(is_size=True)
+        if name in CONSTANT_ATTRS:
+            value = getattr(self.example, name)
+            return (
+                ConstantVariable(value) if not callable(value) else TensorMethodVariable(self, name)
+            )
+        if name in TENSOR_ATTRS:
+            return tx.output.call_function(getattr, (self, ConstantVariable(name)), {})
+        if name == "grad":
+            return self._grad(tx)
+        if name == "__class__":  # ``type(x)``: ``x.__class__.__name__``
+            return tx.wrap_static(self.python_type())
+        if name == "data":  # for reading, ``.data`` is ``.detach()``
+            return tx.output.call_method("detach", (self,), {})
+        if name == "grad_fn" and not self.example.requires_grad:
+            return ConstantVariable(None)  # no autograd history without requires_grad
+        if name in ("_base", "grad_fn"):
+            raise Unsupported(
+                "tensor_attr",
+                f"Tensor.{name} is not traced",
+                hint=f"read .{name} outside the compiled function",
+            )
+        if not hasattr(torch.Tensor, name):
+            raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
+        return TensorMethodVariable(self, name)
+
+    def _grad(self, tx: Translator) -> VariableTracker:
+        """``.grad`` of an input is read (and guarded) through its source like any input; a tensor
+        the graph makes has none (a graph never runs ``backward``)."""
+        if self.source is None:
+            return ConstantVariable(None)
+        stored = _stored_grad(tx, self.source)
+        if stored is not None:
+            return stored
+        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+        if not isinstance(real, torch.Tensor):
+            raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
+        return tx.wrap(real.grad, AttrSource(self.source, "grad"))
+
+    def store_grad(self, tx: Translator, value: VariableTracker) -> None:
+        """``t.grad = value`` on an input tensor: a side effect replayed after the graph (``None``
+        or a tensor of the same shape, dtype and device, as torch's setter demands)."""
+        if self.source is None:
+            raise Unsupported("store_attr", "Tensor.grad store on a tensor made in the graph")
+        if isinstance(value, TensorVariable):
+            ex, new = self.example, value.example
+            if (ex.shape, ex.dtype, ex.device) != (new.shape, new.dtype, new.device):
+                raise Unsupported("store_attr", "a .grad of another shape, dtype or device")
+        elif not (isinstance(value, ConstantVariable) and value.value is None):
+            raise Unsupported("store_attr", f"Tensor.grad = {value}")
+        tx.output.side_effects.store_attr(self, "grad", value)
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        return TensorMethodVariable(self, name).call_function(tx, args, kwargs)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise Unsupported("unpack", "iteration over a 0-d tensor")
+        return [
+            tx.output.call_function(operator.getitem, (self, ConstantVariable(i)), {})
+            for i in range(int(self.example.shape[0]))
+        ]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.node in cg.graph_outputs:
+            cg.load_graph_output(self.node)
+        elif self.source is not None:
+            self.source.reconstruct(cg)
+        else:
+            raise Unsupported("reconstruct", f"tensor {self.node.name} is not a graph output")
+
+    def __repr__(self) -> str:
+        return f"TensorVariable({self.node.name})"
+
+
+def _has_symbols(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_has_symbols(v) for v in value)
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+@dataclass(eq=False, repr=False)
+class TensorMethodVariable(BoundAttributeVariable):
+    """``t.name`` before the call: an op on ``obj`` (the tensor), a metadata query, or a
+    conversion to Python data."""
+
+    obj: TensorVariable
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        name = self.name
+        if name in SCALAR_METHODS and not args and not kwargs:
+            return to_scalar(tx, self.obj, name)
+        if name in TO_PYTHON or name in SCALAR_METHODS:
+            raise Unsupported(
+                "tensor_to_python",
+                f"Tensor.{name}() converts a tensor to Python data",
+                hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
+            )
+        if name in UNSUPPORTED_METHODS:
+            raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
+        if name in METADATA_METHODS:
+            return self._metadata(tx, args, kwargs)
+        if name == "new" and len(args) == 1 and getattr(args[0], "is_size", False):
+            # ``x.new(torch.Size)`` takes sizes where ``x.new(tuple)`` takes data, and a graph
+            # keeps no ``torch.Size`` (FX writes it as a tuple): the same uninitialised tensor
+            name = "new_empty"
+        return tx.output.call_method(name, (self.obj, *args), kwargs)
+
+    def _metadata(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.name == "type" and (args or kwargs):
+            # a tensor type (``torch.HalfTensor``) is no graph constant: its name is (same call)
+            args = [_tensor_type_name(a) for a in args]
+            kwargs = {k: _tensor_type_name(v) for k, v in kwargs.items()}
+            return tx.output.call_method("type", (self.obj, *args), kwargs)
+        pargs = [a.as_python_constant() for a in args]
+        pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        result = getattr(self.obj.example, self.name)(*pargs, **pkwargs)
+        if _has_symbols(result):  # a symbolic size/stride/numel: computed by the graph
+            return tx.output.call_method(self.name, (self.obj, *args), kwargs)
+        folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
+        return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
+
+
+@dataclass(eq=False)
+class TensorTruthVariable(VariableTracker):
+    """``bool(tensor)`` as 3.13's ``TO_BOOL`` (or ``COMPARE_OP``'s cast flag) makes it for the
+    conditional jump or ``UNARY_NOT`` that follows. Its value needs the tensor's data, so that
+    instruction breaks the graph (as on 3.11/3.12, where it reads the tensor itself); the break's
+    code rebuilds it as a real bool, which the jump requires."""
+
+    tensor: TensorVariable
+
+    def python_type(self) -> type:
+        return bool
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.tensor.reconstruct(cg)
+        cg.to_bool()
+
+    def __repr__(self) -> str:
+        return f"TensorTruthVariable({self.tensor!r})"
+
+
+@dataclass(eq=False)
+class TensorBoolVariable(VariableTracker):
+    """``bool(t)`` of a one-element tensor, called as a function (torch.distributions'
+    ``_all_true_or_runtime_assert`` returns it for its caller's ``if not ...: raise``). ``tensor``
+    is a new boolean node holding the truth as it was at the call (a later in-place change of ``t``
+    cannot change it): a conditional jump on it may be a deferred check (``deferred_checks``);
+    anything else that needs the value breaks, and the code rebuilds it as ``bool(tensor)``."""
+
+    tensor: TensorVariable
+
+    def python_type(self) -> type:
+        return bool
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_callable(lambda: cg.load_const(bool))
+        self.tensor.reconstruct(cg)
+        cg.call(1)
+
+    def __repr__(self) -> str:
+        return f"TensorBoolVariable({self.tensor!r})"
+
+
+def to_bool(tx: Translator, tensor: TensorVariable) -> TensorBoolVariable | None:
+    """``bool(tensor)`` as a ``TensorBoolVariable`` (None when it is not one element: eager
+    raises, or the size is symbolic)."""
+    numel = tensor.example.numel()
+    if not isinstance(numel, int) or numel != 1:
+        return None
+    return TensorBoolVariable(tx.output.call_function(torch.ne, (tensor, ConstantVariable(0)), {}))
+
+
+def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTracker:
+    """``t.item()``, ``int(t)``, ``float(t)``, ``operator.index(t)`` of a one-element tensor: an
+    unbacked symbolic number the graph computes (torch.compile's ``capture_scalar_outputs``). Code
+    that needs its value while tracing (a branch, a list index, ``range``) then breaks the graph."""
+    example = tensor.example
+    dtype = example.dtype
+    numel = example.numel()
+    if not isinstance(numel, int) or numel != 1 or dtype.is_complex or dtype is torch.bool:
+        raise Unsupported(
+            "tensor_to_python",
+            f"Tensor.{method}() of a {dtype} tensor of {numel} elements",
+            hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
+        )
+    if method == "__index__" and dtype.is_floating_point:
+        raise Unsupported("python_error", "TypeError: only integer tensors can be an index")
+    value = tx.output.call_method("item", (tensor,), {})
+    if method == "__int__" and dtype.is_floating_point:
+        value = tx.output.call_function(torch.sym_int, (value,), {})
+    elif method == "__float__" and not dtype.is_floating_point:
+        value = tx.output.call_function(torch.sym_float, (value,), {})
+    return value
+
+
+def is_tensor_method(value: Any) -> bool:
+    """``torch.Tensor.add`` and other C methods of tensors read from the class (unbound)."""
+    owner = getattr(value, "__objclass__", None)
+    return isinstance(owner, type) and issubclass(torch.Tensor, owner) and owner is not object
+
+
+def _tensor_type_name(vt: VariableTracker) -> VariableTracker:
+    """``torch.HalfTensor`` as ``"torch.HalfTensor"``, which ``Tensor.type`` takes alike."""
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        if isinstance(value, type) and value in getattr(torch, "_tensor_classes", ()):
+            return ConstantVariable(f"{value.__module__}.{value.__name__}")
+    return vt
