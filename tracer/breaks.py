@@ -33,11 +33,11 @@ from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker, walk
-from .variables.containers.builtin_containers import GeneratorVariable, IteratorVariable
 from .variables.contexts.context_trackers import ContextExitVariable
 from .variables.functions.callables import NestedFunctionVariable, UserFunctionVariable
 from .variables.functions.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
 from .variables.iterators import generator_restart
+from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
 from .variables.tensors.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:

@@ -40,11 +40,9 @@ from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables.base import VariableTracker, walk
 from .variables.constants.symbolic import SymNodeVariable
-from .variables.containers.builtin_containers import (
-    GeneratorVariable,
-)
 from .variables.contexts.context_trackers import enter_carried
 from .variables.iterators import generator_restart
+from .variables.iterators.iterator_trackers import GeneratorVariable
 from .variables.modules.module_params import BlockInput, input_order, plan_inputs
 from .variables.modules.module_tree import traced_modules, tree_guards
 from .variables.tensors.tensor import TensorVariable

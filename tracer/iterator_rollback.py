@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .exc import Unsupported
-from .variables.containers.builtin_containers import GeneratorVariable
 from .variables.iterators import generator_restart
+from .variables.iterators.iterator_trackers import GeneratorVariable
 
 if TYPE_CHECKING:
     from .translator import FrameState, Translator

@@ -21,11 +21,7 @@ from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constants.constant import ConstantVariable
-from ..variables.containers.builtin_containers import (
-    GeneratorVariable,
-    IteratorVariable,
-    Yielded,
-)
+from ..variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable, Yielded
 from ..variables.tensors.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from . import handler
 

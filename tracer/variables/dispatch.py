@@ -21,10 +21,11 @@ from .. import polyfills
 from ..exc import Unsupported
 from .base import VariableTracker
 from .containers import container_methods, dict_views
-from .containers.builtin_containers import DictVariable, IteratorVariable
+from .containers.builtin_containers import DictVariable
 from .functions import class_factories, markers
 from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
 from .iterators import builtin_iterators
+from .iterators.iterator_trackers import IteratorVariable
 from .modules.nn_modules import NNModuleVariable
 from .objects import new_objects
 from .objects.existing_objects import ClassVariable, UserObjectVariable

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from ...exc import PythonError, Unsupported
 from ..base import IdentityKey, VariableTracker
 from ..constants.constant import ConstantVariable
+from ..iterators.iterator_trackers import GeneratorVariable
 from . import dict_views
 from .builtin_containers import (
     DictVariable,
-    GeneratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,

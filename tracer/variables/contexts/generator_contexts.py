@@ -26,8 +26,8 @@ from ....codegen.emit import Codegen
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import GeneratorVariable
 from ..functions.callables import CALL_HOOKS, UserFunctionVariable
+from ..iterators.iterator_trackers import GeneratorVariable
 from ..objects.existing_objects import CFunctionVariable, UserObjectVariable
 from .context_trackers import WITH_CONVERTERS, ContextVariable
 

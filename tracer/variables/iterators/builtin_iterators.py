@@ -21,16 +21,13 @@ from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import (
-    MAX_YIELDS,
     DictVariable,
-    IteratorVariable,
-    LazyIteratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
     key_vt,
-    take_items,
 )
+from .iterator_trackers import MAX_YIELDS, IteratorVariable, LazyIteratorVariable, take_items
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen

@@ -21,7 +21,7 @@ from ..base import VariableTracker, walk
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
-    from ..containers.builtin_containers import GeneratorVariable
+    from .iterator_trackers import GeneratorVariable
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -29,7 +29,7 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 def made_by(result: VariableTracker, maker: Any) -> VariableTracker:
     """``result`` of calling ``maker`` (a function object, or the tracker of a function made in
     the trace); a generator remembers what made it."""
-    from ..containers.builtin_containers import GeneratorVariable
+    from .iterator_trackers import GeneratorVariable
 
     if isinstance(result, GeneratorVariable) and result.maker is None:
         result.maker = maker
@@ -75,7 +75,7 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
 def walk_live(values: Any, descend: Any = lambda vt: True) -> list[VariableTracker]:
     """``walk(values, descend)``, and also through what each not-started generator reached is made
     again from at a break (its function and arguments): what rebuilding ``values`` there reads."""
-    from ..containers.builtin_containers import GeneratorVariable
+    from .iterator_trackers import GeneratorVariable
 
     found: list[VariableTracker] = []
     seen: set[int] = set()

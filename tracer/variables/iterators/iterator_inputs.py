@@ -30,12 +30,7 @@ from ....guards.sources import ChainedSource, Source
 from ... import polyfills
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import (
-    DictVariable,
-    IteratorVariable,
-    ListVariable,
-    TupleVariable,
-)
+from ..containers.builtin_containers import DictVariable, ListVariable, TupleVariable
 from ..functions.callables import UserFunctionVariable
 from ..live_inputs import ViewedDictSource
 from .builtin_iterators import (
@@ -48,6 +43,7 @@ from .builtin_iterators import (
     SeqIteratorVariable,
     ZipVariable,
 )
+from .iterator_trackers import IteratorVariable
 
 if TYPE_CHECKING:
     from ....codegen.emit import Emitter

@@ -41,13 +41,9 @@ from ....guards.sources import AttrSource, DictValueSource, ItemSource
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import (
-    DictVariable,
-    IteratorVariable,
-    ListVariable,
-    TupleVariable,
-)
+from ..containers.builtin_containers import DictVariable, ListVariable, TupleVariable
 from ..functions.callables import CALL_HOOKS, UserFunctionVariable
+from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.existing_objects import UserObjectVariable, method_source
 from .module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 

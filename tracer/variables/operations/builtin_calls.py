@@ -27,7 +27,6 @@ from ..constants.symbolic import SymNodeVariable
 from ..containers import collection_types, model_output
 from ..containers.builtin_containers import (
     DictVariable,
-    IteratorVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
@@ -45,6 +44,7 @@ from ..iterators.builtin_iterators import (
     ZipVariable,
     make_reversed,
 )
+from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.exceptions import ExceptionVariable, is_simple_exception
 from ..objects.existing_objects import ClassVariable, PythonModuleVariable, SuperVariable
 from ..tensors.tensor import TensorVariable, to_scalar

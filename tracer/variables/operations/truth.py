@@ -19,12 +19,12 @@ from ..containers import dict_views
 from ..containers.builtin_containers import (
     BaseSequenceVariable,
     DictVariable,
-    IteratorVariable,
     ListVariable,
     SetVariable,
     hash_key,
 )
 from ..functions.callables import NestedFunctionVariable, TorchVariable, UserFunctionVariable
+from ..iterators.iterator_trackers import IteratorVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..objects.existing_objects import ClassVariable, UserObjectVariable
 from ..tensors.tensor import TensorVariable

@@ -25,11 +25,12 @@ from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..constants.symbolic import SymNodeVariable
-from ..containers.builtin_containers import IteratorVariable, ListVariable, TupleVariable
+from ..containers.builtin_containers import ListVariable, TupleVariable
 from ..contexts import state_contexts
 from ..distributed.collectives import call_distributed
 from ..distributed.process_groups import is_distributed_callable
 from ..functions.callables import UserFunctionVariable
+from ..iterators.iterator_trackers import IteratorVariable
 from ..tensors import numpy_arrays
 from ..tensors.tensor import TensorVariable, is_tensor_method
 from . import optimizers
