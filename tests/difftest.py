@@ -35,6 +35,11 @@ def assert_same(actual: Any, expected: Any) -> None:
         assert list(actual) == list(expected)
         for key in expected:
             assert_same(actual[key], expected[key])
+    elif type(expected).__module__ == "numpy" and hasattr(expected, "dtype"):
+        import numpy as np  # an array or a NumPy scalar: its dtype, shape and values
+
+        assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape)
+        np.testing.assert_array_equal(actual, expected)
     else:
         assert actual == expected
 

@@ -11,7 +11,8 @@ otherwise fold and erase):
   only for the checks listed in ``PURE_NONE``: a call returning None is run for its effect.
 - ``GRAPH``: keep it as an effectful node (``mark_effectful``), when it is one operator whose effect
   (mutating its tensor arguments) the graph carries: an ``OpOverload``, a torch C function, a
-  ``Tensor`` method, ``operator.setitem``.
+  ``Tensor`` method, ``operator.setitem``, a target marked ``mutates_only_arguments`` (NumPy code
+  over tensors, ``np.put_along_axis(a, ...)``).
 - ``INLINE``: a Python function returning None with no operator effect: its body is traced
   instead (``InlineInstead``), so a C call with an effect inside it breaks there and a helper that
   just returns None folds;
@@ -225,7 +226,7 @@ def is_single_operator(op: str, target: Any) -> bool:
         return True  # a Tensor method: one ATen operator
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return True
-    if target is operator.setitem:
+    if target is operator.setitem or getattr(target, "mutates_only_arguments", False):
         return True
     module = getattr(target, "__module__", None) or ""
     return isinstance(target, types.BuiltinFunctionType) and (

@@ -40,7 +40,11 @@ except ImportError:  # NumPy is optional: no array can reach the tracer without 
 class NumpyCall:
     """The target of a graph node running NumPy code over tensors: ``fn`` (a ``torch._numpy``
     function, an ``operator`` function) or the method or attribute ``name`` of the first argument.
-    Tensor arguments arrive as tensors and are seen as arrays; array results leave as tensors."""
+    Tensor arguments arrive as tensors and are seen as arrays; array results leave as tensors.
+    ``torch._numpy`` is torch code over those tensors: what it changes is an argument's memory
+    (``np.put_along_axis(a, ...)``, ``out=``), which the graph carries (``effects.classify``)."""
+
+    mutates_only_arguments = True
 
     def __init__(self, fn: Any = None, name: str | None = None, attribute: bool = False) -> None:
         self.fn, self.name, self.attribute = fn, name, attribute
@@ -50,7 +54,13 @@ class NumpyCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = _to_arrays(args)
+        stacked = _stackable(args[0]) if self.fn in _ARRAY_MAKERS and args else None
+        if stacked is not None:
+            # ``np.array([a, b])`` of arrays: ``torch._numpy`` stacks a list of tensors; a list of
+            # its arrays it converts through Python numbers (on fake tensors: no values at all)
+            args = (stacked, *_to_arrays(args[1:]))
+        else:
+            args = _to_arrays(args)
         kwargs = _to_arrays(kwargs)
         if self.name is not None:
             target = getattr(args[0], self.name)
@@ -61,6 +71,27 @@ class NumpyCall:
 
     def __repr__(self) -> str:
         return self.__name__
+
+
+def _stackable(value: Any) -> list[torch.Tensor] | None:
+    """A non-empty list or tuple of tensors as ``np.array`` stacks them: each in the dtype NumPy
+    gives the result (torch promotes int64 with float32 to float32, NumPy to float64); None for
+    anything else, or a dtype NumPy does not have."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not all(isinstance(v, torch.Tensor) for v in value):
+        return None
+    dtypes = {v.dtype for v in value}
+    if len(dtypes) == 1:
+        return list(value)
+    try:
+        common = np.result_type(*(np.dtype(_numpy_dtype(d)) for d in dtypes))
+    except TypeError:
+        return None
+    dtype = getattr(torch, common.name, None)
+    if not isinstance(dtype, torch.dtype):
+        return None
+    return [v.to(dtype) for v in value]
 
 
 def _to_arrays(value: Any) -> Any:
@@ -232,6 +263,9 @@ def _constant_array(tx: Translator, value: Any) -> NumpyArrayVariable:
     return NumpyArrayVariable(tensor)
 
 
+#: ``torch._numpy``'s functions making an array from a sequence.
+_ARRAY_MAKERS = frozenset() if tnp is None else frozenset({tnp.array, tnp.asarray})
+
 #: Arrays made from constants up to this size become constants of the graph.
 MAX_CONSTANT_ARRAY = 4096
 
@@ -355,14 +389,21 @@ def setitem(
     dispatch.setitem(tx, array.tensor, key, value)
 
 
-def from_numpy(tx: Translator, fn: Any, array: VariableTracker) -> VariableTracker | None:
-    """``torch.from_numpy(a)``/``torch.as_tensor(a)`` (the same memory) and ``torch.tensor(a)``
-    (a copy) of a traced array (None for other arguments)."""
+def from_numpy(
+    tx: Translator, fn: Any, array: VariableTracker, kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``torch.from_numpy(a)``, ``torch.as_tensor(a, dtype=, device=)`` (the same memory where
+    dtype and device match, as ``Tensor.to`` returns) and ``torch.tensor(a, dtype=, device=)`` (a
+    copy) of a traced array; None for other arguments."""
     if not isinstance(array, NumpyArrayVariable):
         return None
+    if not set(kwargs) <= ({"dtype", "device"} if fn is not torch.from_numpy else set()):
+        return None
     if fn is torch.tensor:
-        return tx.output.call_method("clone", (array.tensor,), {})
-    return tx.output.call_method("detach", (array.tensor,), {})
+        copy = ConstantVariable(True)
+        return array.tensor.call_method(tx, "to", [], {**kwargs, "copy": copy})
+    tensor = tx.output.call_method("detach", (array.tensor,), {})
+    return tensor.call_method(tx, "to", [], dict(kwargs)) if kwargs else tensor
 
 
 def wrap_array(tx: Translator, value: Any, source: Source) -> NumpyArrayVariable | None:

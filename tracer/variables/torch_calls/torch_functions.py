@@ -99,8 +99,8 @@ def call_torch(
         return made
     if fn in state_contexts.STATE_SETTERS:
         return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
-    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1 and not kwargs:
-        made = numpy_arrays.from_numpy(tx, fn, args[0])
+    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1:
+        made = numpy_arrays.from_numpy(tx, fn, args[0], kwargs)
         if made is not None:
             return made
     if fn is torch.as_tensor and _as_tensor_of_tensor(args, kwargs):
