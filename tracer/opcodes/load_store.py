@@ -19,8 +19,8 @@ from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import NULL
 from ..variables.functions.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.objects.existing_objects import SuperVariable
-from ..variables.objects.new_objects import delete_attribute
+from ..variables.objects.attribute_stores import delete_attribute
+from ..variables.objects.classes import SuperVariable
 from ..variables.torch_calls.autograd_function import FunctionCtxVariable
 from . import handler
 from .calls import push_callable

@@ -60,12 +60,8 @@ from .functions.memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .iterators.iterator_inputs import wrap_input_iterator
 from .live_inputs import bound_container_method, wrap_live_input
 from .modules.nn_modules import NNModuleVariable
-from .objects.existing_objects import (
-    CFunctionVariable,
-    ClassVariable,
-    PythonModuleVariable,
-    UserObjectVariable,
-)
+from .objects.classes import ClassVariable
+from .objects.existing_objects import CFunctionVariable, PythonModuleVariable, UserObjectVariable
 from .operations.builtin_calls import MATH_FNS, OPERATOR_FNS
 from .tensors.numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .tensors.tensor import is_tensor_method

@@ -27,8 +27,9 @@ from .functions.callables import BuiltinVariable, MethodCallVariable, UserFuncti
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
 from .modules.nn_modules import NNModuleVariable
-from .objects import new_objects
-from .objects.existing_objects import ClassVariable, UserObjectVariable
+from .objects import attribute_stores, new_objects
+from .objects.classes import ClassVariable
+from .objects.existing_objects import UserObjectVariable
 from .operations import builtin_calls
 from .operations.operators import OPERATORS as OPERATORS
 from .operations.operators import call_operator as call_operator
@@ -50,7 +51,7 @@ call_torch = torch_functions.call_torch
 sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
 construct = new_objects.construct
-store_attr = new_objects.store_attribute
+store_attr = attribute_stores.store_attribute
 namedtuple_attribute = new_objects.namedtuple_attribute
 
 
@@ -147,9 +148,8 @@ def each_item(tx: Translator, value: VariableTracker) -> Iterator[VariableTracke
 
 def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
     """``iter(value)``: builtin containers give CPython-like iterators
-    (``iterators/builtin_iterators.py``: lists
-    are iterated live, dicts and sets are watched for changes), user ``__iter__`` methods are
-    inlined (a generator one stays lazy)."""
+    (``iterators/builtin_iterators.py``: lists are iterated live, dicts and sets are watched for
+    changes), user ``__iter__`` methods are inlined (a generator one stays lazy)."""
     if isinstance(value, IteratorVariable):
         return value
     if isinstance(value, dict_views.DictViewVariable):

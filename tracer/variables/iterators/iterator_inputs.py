@@ -35,14 +35,11 @@ from ..functions.callables import UserFunctionVariable
 from ..live_inputs import ViewedDictSource
 from .builtin_iterators import (
     DictIteratorVariable,
-    EnumerateVariable,
-    FilterVariable,
-    MapVariable,
     RangeIteratorVariable,
     ReversedIteratorVariable,
     SeqIteratorVariable,
-    ZipVariable,
 )
+from .combinators import EnumerateVariable, FilterVariable, MapVariable, ZipVariable
 from .iterator_trackers import IteratorVariable
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ says which class attributes take precedence over the instance dict, ``read_descr
 ``__set__``, ``bind_class_attribute`` binds what an instance finds on its class, and
 ``class_attr_source`` names a class attribute for guards without running it. What
 is not modelled raises ``Unsupported``: a write is never recorded as a plain store unless CPython
-would make one. The entry points are ``user_objects.store_attribute`` (every attribute store) and
-the ``var_getattr`` of ``existing_objects.py`` and ``new_objects.py``.
+would make one. The entry points are ``attribute_stores.store_attribute`` (every attribute store)
+and the ``var_getattr`` of ``existing_objects.py`` and ``new_objects.py``.
 """
 
 from __future__ import annotations

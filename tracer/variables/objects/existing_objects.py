@@ -1,4 +1,5 @@
-"""User objects, classes and Python modules (``nn.Module`` instances are in ``modules/``).
+"""Existing user objects and Python modules (classes are in ``classes.py``, ``nn.Module`` instances
+in ``modules/``).
 
 Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every attribute
 the trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute writes on
@@ -30,23 +31,15 @@ from ....guards.sources import (
     TypeSource,
     WeakRefSource,
 )
-from ...exc import PythonError, Unsupported
+from ...exc import Unsupported
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..functions.callables import (
-    OBJECT_METHODS,
-    BuiltinVariable,
-    PartialVariable,
     UserFunctionVariable,
 )
 from ..functions.memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
-from ..torch_calls.autograd_function import (
-    AutogradFunctionApplyVariable,
-    apply_overriders,
-    has_torch_apply,
-    is_autograd_function,
-)
 from .attributes import (
+    MISSING,
     class_attr_source,
     is_data_descriptor,
     python_method,
@@ -55,7 +48,6 @@ from .attributes import (
 )
 
 if TYPE_CHECKING:
-    from ....codegen.emit import Codegen
     from ...translator import Translator
 
 
@@ -108,12 +100,12 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
             return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
-        static = inspect.getattr_static(self.value, name, _MISSING)
+        static = inspect.getattr_static(self.value, name, MISSING)
         if _has_custom_getattr(cls):
             if _pure_getattr(cls):
                 return self._pure_getattr(tx, name)
             hook = _getattr_fallback(cls)
-            if hook is not None and static is _MISSING:
+            if hook is not None and static is MISSING:
                 return self._call_getattr_hook(tx, name, hook)
             if hook is None or not _plain_lookup(self.value, static, name):
                 raise Unsupported(
@@ -125,7 +117,7 @@ class UserObjectVariable(VariableTracker):
                 if self.source is not None
                 else tx.wrap_static(cls)
             )
-        if static is _MISSING:
+        if static is MISSING:
             if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on it
                 self._guard_not_shadowed(tx, name)
                 # ``nn.Module.__getattr__`` only reads the member tables (NNModuleVariable guards
@@ -134,7 +126,7 @@ class UserObjectVariable(VariableTracker):
                     isinstance(self.value, torch.nn.Module)
                     and cls.__getattr__ is torch.nn.Module.__getattr__
                 )
-                _guard_no_class_attr(
+                guard_no_class_attr(
                     tx, TypeSource(self.source), name, "__getattr__" if not module_getattr else None
                 )
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
@@ -224,7 +216,7 @@ class UserObjectVariable(VariableTracker):
                 "custom_getattr", f"{type(self.value).__name__}.{name} raised {e!r}"
             ) from None
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
-            static = inspect.getattr_static(self.value, name, _MISSING)
+            static = inspect.getattr_static(self.value, name, MISSING)
             if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
                 self._guard_not_shadowed(tx, name)
                 source = (
@@ -246,7 +238,7 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         if self.source is not None:
             self._guard_not_shadowed(tx, name)
-            _guard_no_class_attr(tx, TypeSource(self.source), name, None)
+            guard_no_class_attr(tx, TypeSource(self.source), name, None)
             hook_source = class_attr_source(TypeSource(self.source), cls, "__getattr__")
             tx.output.add_guard(Guard.id_match(hook_source, hook))
         key = ConstantVariable(name)
@@ -316,7 +308,6 @@ def method_source(
     return getattr(tx.wrap(fn, source), "source", None)
 
 
-_MISSING = object()
 _OBJECT_CLASS = vars(object)["__class__"]
 
 
@@ -327,7 +318,7 @@ def _instance_dict(obj: Any) -> dict[str, Any]:
         return {}
 
 
-def _guard_no_class_attr(
+def guard_no_class_attr(
     tx: Translator, class_source: Source, name: str, getattr_name: str | None = "__getattr__"
 ) -> None:
     """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
@@ -447,119 +438,7 @@ def _is_plain_data(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool, bytes, tuple, type(None), torch.Tensor))
 
 
-@dataclass(eq=False)
-class ClassVariable(ConstantLikeVariable):
-    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
-    objects."""
-
-    value: type
-    source: Source | None = None
-
-    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        effects = tx.output.side_effects
-        if effects.class_attr_changed(self.value, name):
-            pending = effects.load_attr(self, name)
-            if pending is None:  # assigned through another tracker of the same class
-                raise Unsupported(
-                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
-                )
-            return pending
-        if name == "apply" and is_autograd_function(self.value):
-            if self.source is not None:  # still torch's ``apply`` (a class could override it)
-                for i in range(len(apply_overriders(self.value))):
-                    cls_source = (
-                        self.source if i == 0 else ItemSource(AttrSource(self.source, "__mro__"), i)
-                    )
-                    tx.output.add_guard(
-                        Guard(AttrSource(cls_source, "__dict__"), "KEY_ABSENT", "apply", "apply")
-                    )
-            if not has_torch_apply(self.value):
-                raise Unsupported(
-                    "autograd_function", f"{self.value.__qualname__}.apply overridden"
-                )
-            return AutogradFunctionApplyVariable(self.value, self.source)
-        static = inspect.getattr_static(self.value, name, _MISSING)
-        if isinstance(static, types.FunctionType):
-            if self.source is None:
-                return UserFunctionVariable(static, None)
-            return tx.wrap(
-                static, AttrSource(self.source, name)
-            )  # guarded: it can be monkeypatched
-        if static is _MISSING:
-            if self.source is not None:
-                _guard_no_class_attr(tx, self.source, name)
-            meta = type(self.value)
-            if meta.__getattribute__ is type.__getattribute__ and not hasattr(meta, "__getattr__"):
-                # CPython's AttributeError, which a traced ``except AttributeError`` can catch
-                raise PythonError(
-                    AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
-                )
-            raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
-        value = getattr(self.value, name)
-        return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
-
-    def call_function(
-        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-    ) -> VariableTracker:
-        return dispatch.construct(tx, self, args, kwargs)
-
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            return self.source.reconstruct(cg)
-        cg.load_const(self.value)
-        return None
-
-
-__all__ = ["ClassVariable", "ConstantVariable", "PythonModuleVariable", "UserObjectVariable"]
-
-
-@dataclass(eq=False)
-class SuperVariable(VariableTracker):
-    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after
-    ``cls`` in the MRO of ``self``'s class; functions found there are bound to ``self``."""
-
-    cls: type
-    obj: VariableTracker
-    source: Source | None = None
-
-    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        mro = self.obj.python_type().__mro__
-        for klass in mro[mro.index(self.cls) + 1 :]:
-            if name in vars(klass):
-                attr = vars(klass)[name]
-                if (
-                    klass is torch.nn.Module
-                    and name == "__init__"
-                    and hasattr(self.obj, "init_called")
-                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
-                    self.obj.init_called = True  # a module made in the trace: already done
-                    return UserFunctionVariable(_module_init_done)
-                if isinstance(attr, types.FunctionType):
-                    return UserFunctionVariable(
-                        attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
-                    )
-                if klass is dict and name in DictReadVariable.METHODS:
-                    return DictReadVariable(self.obj, name)
-                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
-                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
-                break
-        raise Unsupported("super", f"super().{name} is not a plain method")
-
-    def _method_source(
-        self, tx: Translator, index: int, name: str, fn: types.FunctionType
-    ) -> Source | None:
-        """``type(self).__mro__[index].__dict__[name]``, guarded (the method's closure cells then
-        get sources too)."""
-        class_source = getattr(self.obj, "class_source", lambda: None)()
-        if class_source is None:
-            return None
-        owner = ItemSource(AttrSource(class_source, "__mro__"), index)
-        return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
-
-
-def _module_init_done() -> None:
-    """``nn.Module.__init__()`` of a module made in the trace (``modules/new_modules.py``): its
-    blank instance was initialized when it was made."""
+__all__ = ["ConstantVariable", "PythonModuleVariable", "UserObjectVariable"]
 
 
 #: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.
@@ -629,4 +508,3 @@ class DictReadVariable(BoundAttributeVariable):
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
-from .. import dispatch  # noqa: E402

@@ -1,4 +1,4 @@
-"""Objects created during the trace, and every attribute store.
+"""Objects created during the trace.
 
 ``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
 dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
@@ -10,9 +10,7 @@ graph break) are rebuilt after the graph with their final attributes
 (``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on their
 identity.
 
-``store_attribute`` is every ``obj.name = value`` (``STORE_ATTR``, ``setattr``): it runs
-``__setattr__`` overrides, property setters and descriptors' ``__set__`` as CPython would, and
-records a plain store only where CPython makes one.
+Attribute stores, on these and on existing objects, are ``attribute_stores.py``'s.
 """
 
 from __future__ import annotations
@@ -28,19 +26,16 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from ....guards.guard import Guard
-from ....guards.sources import AttrSource, Source, TypeSource
+from ....guards.sources import Source, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers import dict_subclasses
 from ..containers.builtin_containers import DictVariable, TupleVariable, key_vt
-from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
-from ..functions.cells import ClosureCellVariable
+from ..functions.callables import UserFunctionVariable
 from ..modules import new_modules
-from ..modules.nn_modules import NNModuleVariable
 from ..operations import builtin_calls
 from ..operations.builtin_calls import builtin
-from ..tensors.tensor import TensorVariable
 from . import weak_references
 from .attributes import (
     MISSING,
@@ -49,23 +44,18 @@ from .attributes import (
     is_data_descriptor,
     read_descriptor,
     type_lookup,
-    write_descriptor,
 )
-from .existing_objects import ClassVariable, UserObjectVariable, store_config_attribute
+from .existing_objects import UserObjectVariable
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
     from ...translator import Translator
 
 _OBJECT_NEW = object.__dict__["__new__"]
-_OBJECT_SETATTR = object.__dict__["__setattr__"]
-_OBJECT_INIT = object.__dict__["__init__"]
+OBJECT_INIT = object.__dict__["__init__"]
 _OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
-_OBJECT_DELATTR = object.__dict__["__delattr__"]
 #: ``__setattr__``/``__delattr__`` slots that are ``object``'s generic ones (3.11 and 3.12 list
 #: SimpleNamespace's in its ``__dict__``, 3.13 does not)
-_GENERIC_SETATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__setattr__")] if v)
-_GENERIC_DELATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__delattr__")] if v)
 _NAMESPACE_DICT = vars(types.SimpleNamespace)["__dict__"]  #: a member descriptor, not a getset
 
 
@@ -175,7 +165,7 @@ def construct(
     cls = cls_vt.as_python_constant()
     if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
         return builtin_calls.construct(tx, cls, args, kwargs)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields") and _has_instance_dict(cls):
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and has_instance_dict(cls):
         return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if cls is functools.partial or issubclass(cls, tuple):
         return builtin_calls.construct(tx, cls, args, kwargs)
@@ -200,13 +190,13 @@ def construct(
     obj = NewObjectVariable(blank, cls_vt=cls_vt, name=effects.new_name())
     effects.track_new(obj)
     init = type_lookup(cls, "__init__")
-    if init is _OBJECT_INIT:
+    if init is OBJECT_INIT:
         if args or kwargs:
             raise Unsupported("python_error", f"TypeError: {cls.__name__}() takes no arguments")
         return obj
     if not isinstance(init, types.FunctionType):
         raise Unsupported("new_object", f"{cls.__name__}.__init__ is not a Python function")
-    result = _class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
+    result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
     return obj
@@ -236,7 +226,7 @@ def _check_plain_class(cls: type) -> None:
         )
 
 
-def _has_instance_dict(cls: type) -> bool:
+def has_instance_dict(cls: type) -> bool:
     return type_lookup(cls, "__dict__") is not MISSING
 
 
@@ -249,7 +239,7 @@ def _construct_namedtuple_object(
     cls = cls_vt.as_python_constant()
     base = next(k for k in cls.__mro__ if "_fields" in vars(k))  # made by ``namedtuple()``
     if type_lookup(cls, "__new__") is not vars(base).get("__new__") or (
-        type_lookup(cls, "__init__") is not _OBJECT_INIT
+        type_lookup(cls, "__init__") is not OBJECT_INIT
     ):
         raise Unsupported("new_object", f"{cls.__name__} overrides __new__ or __init__")
     items = builtin_calls.namedtuple_fields(tx, cls, args, kwargs)
@@ -357,7 +347,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     own attributes, then other class attributes, then ``__getattr__``."""
     cls = obj.python_type()
     effects = tx.output.side_effects
-    _check_class_unchanged(tx, cls, name)
+    check_class_unchanged(tx, cls, name)
     if name == "__class__":
         return obj.cls_vt
     static = type_lookup(cls, name)
@@ -380,7 +370,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
         return bind_class_attribute(tx, obj, obj.cls_vt, static, name, source)
     hook = type_lookup(cls, "__getattr__")
     if isinstance(hook, types.FunctionType):
-        fn = _class_function(tx, obj.cls_vt, "__getattr__", hook, obj)
+        fn = class_function(tx, obj.cls_vt, "__getattr__", hook, obj)
         return fn.call_function(tx, [ConstantVariable(name)], {})
     if obj.cls_vt.source is not None:  # a class attribute added later would be found instead
         names = (name, "__getattr__")
@@ -407,7 +397,7 @@ def namedtuple_attribute(tx: Translator, tup: TupleVariable, name: str) -> Varia
     return bind_class_attribute(tx, tup, cls_vt, static, name, source)
 
 
-def _class_function(
+def class_function(
     tx: Translator, cls_vt: VariableTracker, name: str, fn: types.FunctionType, obj: VariableTracker
 ) -> UserFunctionVariable:
     """``type(obj).name`` (a Python function) bound to ``obj``, guarded through the class."""
@@ -419,200 +409,18 @@ def _class_function(
     return UserFunctionVariable(fn, method.source, self_vt=obj)
 
 
-def _check_class_unchanged(tx: Translator, cls: type, name: str) -> None:
+def check_class_unchanged(tx: Translator, cls: type, name: str) -> None:
     """An attribute of a class stored earlier in the trace is not seen by instance lookups
     (they read the real class): refuse instead."""
     if tx.output.side_effects.class_attr_changed(cls, name):
         raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned earlier in the trace")
 
 
-# -- storing attributes ----------------------------------------------------------------------------
-def store_attribute(
-    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
-) -> None:
-    """``obj.name = value``, as CPython would run it."""
-    effects = tx.output.side_effects
-    if isinstance(obj, NNModuleVariable):
-        _store_module_attribute(tx, obj, name, value)
-    elif isinstance(obj, ClassVariable) and obj.source is not None:
-        _store_class_attribute(tx, obj, name, value)
-    elif isinstance(obj, NamedTupleObjectVariable) or (
-        isinstance(obj, UserObjectVariable) and (obj.source is not None or effects.is_new(obj))
-    ):
-        cls = obj.python_type()
-        _check_class_unchanged(tx, cls, name)
-        if store_config_attribute(tx, obj, name, value):
-            return
-        hook = type_lookup(cls, "__setattr__")
-        if hook is _OBJECT_SETATTR or hook in _GENERIC_SETATTR:
-            _guard_class_attr(tx, obj, "__setattr__", hook)
-            generic_setattr(tx, obj, name, value)
-        elif isinstance(hook, types.FunctionType):
-            fn = _class_function(tx, _class_vt(tx, obj), "__setattr__", hook, obj)
-            fn.call_function(tx, [ConstantVariable(name), value], {})
-        else:
-            raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
-    elif isinstance(obj, DictVariable) and dict_subclasses.models(obj.cls):
-        dict_subclasses.store_attr(tx, obj, name, value)
-    elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
-        obj.store_attr(tx, name, value)
-    elif isinstance(obj, ClosureCellVariable) and name == "cell_contents":
-        obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
-    elif isinstance(obj, TensorVariable) and name == "grad":
-        obj.store_grad(tx, value)
-    else:
-        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
-
-
-def generic_setattr(
-    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
-) -> None:
-    """``object.__setattr__(obj, name, value)``: through a data descriptor of the class if there is
-    one, else into the instance."""
-    cls = obj.python_type()
-    cls_vt = _class_vt(tx, obj)
-    static = type_lookup(cls, name)
-    source = class_attr_source(cls_vt.source, cls, name) if static is not MISSING else None
-    if static is not MISSING and is_data_descriptor(static):
-        if write_descriptor(tx, obj, static, name, value, source):
-            return
-        if isinstance(obj, NamedTupleObjectVariable):
-            raise Unsupported("python_error", f"AttributeError: can't set attribute {name!r}")
-    else:
-        if not _has_instance_dict(cls):
-            raise Unsupported(
-                "python_error", f"AttributeError: {cls.__name__} object has no attribute {name!r}"
-            )
-        if cls_vt.source is not None:  # the class must not gain a data descriptor ``name``
-            if static is MISSING:
-                tx.output.add_guard(Guard(cls_vt.source, "CLASS_ATTR_ABSENT", (name,), (name,)))
-            else:
-                tx.wrap(static, source)
-    effects = tx.output.side_effects
-    raw = type_lookup(cls, "__setattr__") is not _OBJECT_SETATTR and not effects.is_new(obj)
-    effects.store_attr(obj, name, value, raw=raw)
-
-
-def _class_vt(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    """The class of ``obj`` as a tracker whose source guards it (``type(L['obj'])``)."""
-    if getattr(obj, "cls_vt", None) is not None:  # made in the trace
-        return obj.cls_vt
-    cls = obj.python_type()
-    if obj.source is None:
-        return tx.wrap_static(cls)
-    return tx.wrap(cls, TypeSource(obj.source))
-
-
-def _guard_class_attr(tx: Translator, obj: VariableTracker, name: str, value: Any) -> None:
-    """Guard that the class of ``obj`` still finds ``value`` as ``name`` (a builtin slot)."""
-    source = _class_vt(tx, obj).source
-    if source is not None:
-        attr = AttrSource(source, name)
-        tx.output.add_guard(Guard.id_match(attr, value))
-
-
-def _store_module_attribute(
-    tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker
-) -> None:
-    """``module.name = value``: recorded and replayed with ``STORE_ATTR`` (``nn.Module.__setattr__``
-    then files parameters, buffers and submodules); a property of the module class runs its
-    setter."""
-    cls = obj.python_type()
-    if obj.source is None and not tx.output.side_effects.is_new(obj):
-        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
-    if type_lookup(cls, "__setattr__") is not nn.Module.__setattr__:
-        raise Unsupported("store_attr", f"{cls.__name__} overrides nn.Module.__setattr__")
-    static = type_lookup(cls, name)
-    cls_source = _class_vt(tx, obj).source
-    source = class_attr_source(cls_source, cls, name) if static is not MISSING else None
-    registered = (
-        issubclass(value.python_type(), (nn.Parameter, nn.Module)) if _typed(value) else True
-    )
-    if static is not MISSING and is_data_descriptor(static) and not registered:
-        if write_descriptor(tx, obj, static, name, value, source):
-            return
-    tx.output.side_effects.store_attr(obj, name, value)
-
-
-def _typed(vt: VariableTracker) -> bool:
-    try:
-        vt.python_type()
-    except Unsupported:
-        return False
-    return True
-
-
-def _store_class_attribute(
-    tx: Translator, obj: ClassVariable, name: str, value: VariableTracker
-) -> None:
-    cls = obj.value
-    if type(cls).__setattr__ is not type.__setattr__ or (
-        name.startswith("__") and name.endswith("__")
-    ):
-        raise Unsupported("store_attr", f"class attribute store {cls.__name__}.{name}")
-    tx.output.side_effects.store_class_attr(obj, name, value)
-
-
-# -- deleting attributes ---------------------------------------------------------------------------
-def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
-    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) on an object made in the trace whose class
-    keeps the generic ``__delattr__``: the attribute leaves the object's pending stores (a later
-    read finds the class attribute, or raises), or ``AttributeError`` as CPython raises it.
-    Elsewhere the deletion runs in Python (a graph break)."""
-    effects = tx.output.side_effects
-    if not (isinstance(obj, NewObjectVariable) and effects.is_new(obj)):
-        raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
-    cls = obj.python_type()
-    _check_class_unchanged(tx, cls, name)
-    hook = type_lookup(cls, "__delattr__")
-    if hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR:
-        raise Unsupported("delete_attr", f"{cls.__name__} defines __delattr__")
-    static = type_lookup(cls, name)
-    if static is not MISSING and is_data_descriptor(static):  # a property's deleter, a slot
-        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
-    if not effects.delete_new_attr(obj, name):
-        raise Unsupported("python_error", f"AttributeError: {cls.__name__} has no {name!r}")
-
-
-@builtin(delattr)
-def delattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
-    if not (name.is_python_constant() and type(name.as_python_constant()) is str):
-        raise Unsupported("python_error", "TypeError: attribute name must be string")
-    delete_attribute(tx, obj, name.as_python_constant())
-    return ConstantVariable(None)
-
-
-# -- object's own slots called explicitly ----------------------------------------------------------
-@builtin(_OBJECT_SETATTR)
-def object_setattr(
-    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
-) -> VariableTracker:
-    """``object.__setattr__(obj, name, value)`` (frozen dataclasses, ``__setattr__`` overrides)."""
-    if not (isinstance(obj, (UserObjectVariable, NamedTupleObjectVariable))) or isinstance(
-        obj, NNModuleVariable
-    ):
-        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
-    if obj.source is None and not tx.output.side_effects.is_new(obj):
-        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
-    generic_setattr(tx, obj, name.as_python_constant(), value)
-    return ConstantVariable(None)
-
-
-@builtin(_OBJECT_INIT)
-def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) -> VariableTracker:
-    """``object.__init__(self)`` / ``super().__init__()`` reaching ``object``: nothing to do."""
-    if args:
-        raise Unsupported("python_error", "TypeError: object.__init__() takes no arguments")
-    return ConstantVariable(None)
-
-
 __all__ = [
     "NamedTupleObjectVariable",
     "NewObjectVariable",
     "construct",
-    "delete_attribute",
     "namedtuple_attribute",
-    "store_attribute",
 ]
 
 

@@ -37,16 +37,12 @@ from ..containers.container_methods import real_iterable
 from ..containers.dict_views import DictViewVariable
 from ..contexts import state_contexts
 from ..functions.callables import PartialVariable, UserFunctionVariable
-from ..iterators.builtin_iterators import (
-    EnumerateVariable,
-    FilterVariable,
-    MapVariable,
-    ZipVariable,
-    make_reversed,
-)
+from ..iterators.builtin_iterators import make_reversed
+from ..iterators.combinators import EnumerateVariable, FilterVariable, MapVariable, ZipVariable
 from ..iterators.iterator_trackers import IteratorVariable
+from ..objects.classes import ClassVariable, SuperVariable
 from ..objects.exceptions import ExceptionVariable, is_simple_exception
-from ..objects.existing_objects import ClassVariable, PythonModuleVariable, SuperVariable
+from ..objects.existing_objects import PythonModuleVariable
 from ..tensors.tensor import TensorVariable, to_scalar
 from ..tensors.tensor import to_bool as tensor_bool
 from . import sorting

@@ -26,7 +26,8 @@ from ..containers.builtin_containers import (
 from ..functions.callables import NestedFunctionVariable, TorchVariable, UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..modules.nn_modules import NNModuleVariable
-from ..objects.existing_objects import ClassVariable, UserObjectVariable
+from ..objects.classes import ClassVariable
+from ..objects.existing_objects import UserObjectVariable
 from ..tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:

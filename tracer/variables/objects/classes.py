@@ -1,0 +1,156 @@
+"""Classes in the trace: ``ClassVariable`` (a class reached from an input or a global: calling it
+constructs, its attributes are read through the class with guards) and ``super()``
+(``SuperVariable``: attribute lookups that start after a class in an object's MRO).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from ....guards.guard import Guard
+from ....guards.sources import (
+    AttrSource,
+    ItemSource,
+    Source,
+)
+from ...exc import PythonError, Unsupported
+from ..base import ConstantLikeVariable, VariableTracker
+from ..functions.callables import (
+    OBJECT_METHODS,
+    BuiltinVariable,
+    PartialVariable,
+    UserFunctionVariable,
+)
+from ..torch_calls.autograd_function import (
+    AutogradFunctionApplyVariable,
+    apply_overriders,
+    has_torch_apply,
+    is_autograd_function,
+)
+from .attributes import MISSING
+from .existing_objects import DictReadVariable, guard_no_class_attr, method_source
+
+if TYPE_CHECKING:
+    from ....codegen.emit import Codegen
+    from ...translator import Translator
+
+
+@dataclass(eq=False)
+class ClassVariable(ConstantLikeVariable):
+    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
+    objects."""
+
+    value: type
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        if effects.class_attr_changed(self.value, name):
+            pending = effects.load_attr(self, name)
+            if pending is None:  # assigned through another tracker of the same class
+                raise Unsupported(
+                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
+                )
+            return pending
+        if name == "apply" and is_autograd_function(self.value):
+            if self.source is not None:  # still torch's ``apply`` (a class could override it)
+                for i in range(len(apply_overriders(self.value))):
+                    cls_source = (
+                        self.source if i == 0 else ItemSource(AttrSource(self.source, "__mro__"), i)
+                    )
+                    tx.output.add_guard(
+                        Guard(AttrSource(cls_source, "__dict__"), "KEY_ABSENT", "apply", "apply")
+                    )
+            if not has_torch_apply(self.value):
+                raise Unsupported(
+                    "autograd_function", f"{self.value.__qualname__}.apply overridden"
+                )
+            return AutogradFunctionApplyVariable(self.value, self.source)
+        static = inspect.getattr_static(self.value, name, MISSING)
+        if isinstance(static, types.FunctionType):
+            if self.source is None:
+                return UserFunctionVariable(static, None)
+            return tx.wrap(
+                static, AttrSource(self.source, name)
+            )  # guarded: it can be monkeypatched
+        if static is MISSING:
+            if self.source is not None:
+                guard_no_class_attr(tx, self.source, name)
+            meta = type(self.value)
+            if meta.__getattribute__ is type.__getattribute__ and not hasattr(meta, "__getattr__"):
+                # CPython's AttributeError, which a traced ``except AttributeError`` can catch
+                raise PythonError(
+                    AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
+                )
+            raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
+        value = getattr(self.value, name)
+        return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return dispatch.construct(tx, self, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.load_const(self.value)
+        return None
+
+
+@dataclass(eq=False)
+class SuperVariable(VariableTracker):
+    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after
+    ``cls`` in the MRO of ``self``'s class; functions found there are bound to ``self``."""
+
+    cls: type
+    obj: VariableTracker
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1 :]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                if (
+                    klass is torch.nn.Module
+                    and name == "__init__"
+                    and hasattr(self.obj, "init_called")
+                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
+                    self.obj.init_called = True  # a module made in the trace: already done
+                    return UserFunctionVariable(_module_init_done)
+                if isinstance(attr, types.FunctionType):
+                    return UserFunctionVariable(
+                        attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
+                    )
+                if klass is dict and name in DictReadVariable.METHODS:
+                    return DictReadVariable(self.obj, name)
+                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
+                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
+                break
+        raise Unsupported("super", f"super().{name} is not a plain method")
+
+    def _method_source(
+        self, tx: Translator, index: int, name: str, fn: types.FunctionType
+    ) -> Source | None:
+        """``type(self).__mro__[index].__dict__[name]``, guarded (the method's closure cells then
+        get sources too)."""
+        class_source = getattr(self.obj, "class_source", lambda: None)()
+        if class_source is None:
+            return None
+        owner = ItemSource(AttrSource(class_source, "__mro__"), index)
+        return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
+
+
+def _module_init_done() -> None:
+    """``nn.Module.__init__()`` of a module made in the trace (``modules/new_modules.py``): its
+    blank instance was initialized when it was made."""
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from .. import dispatch  # noqa: E402
