@@ -14,7 +14,7 @@ tensors as before. ``remember`` only notes the call and its result's metadata: t
 described when a call of the same key first comes (a model compiled layer by layer never repeats a
 call within one trace), unless an in-place change of its metadata (``unsqueeze_``, ``detach_``)
 came between.
-What is not here: running a call on fake tensors (``OutputGraph._run_fake``).
+What is not here: running a call on fake tensors (``fake_run.run``).
 """
 
 from __future__ import annotations

@@ -7,30 +7,27 @@ graph over the tensors that must leave it and hands it to the backend.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import operator
-import sys
 import traceback
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
 from ..guards.guard import Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
-from . import deferred_checks, eager_checks, effects
+from . import deferred_checks, eager_checks, effects, fake_run
 from .deferred_checks import DeferredChecks
 from .exc import Unsupported
 from .fake_reuse import FakeResults
 from .global_state import GlobalStateLog
 from .graph_naming import augmented_target, graph_constant, graph_target
-from .shapes import DynamicPolicy, ShapeTracker, is_data_dependent_guard, unbacked_symbols
+from .shapes import DynamicPolicy, ShapeTracker, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constants.constant import ConstantVariable
@@ -41,15 +38,6 @@ from .variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
-
-#: What fake tensors raise for an op whose output depends on data, without a ShapeEnv to give it
-#: a symbol (``t.item()``, ``nonzero``): the trace then makes one and runs the op again.
-_DATA_DEPENDENT = tuple(
-    getattr(torch._subclasses.fake_tensor, name)
-    for name in ("DataDependentOutputException", "DynamicOutputShapeException")
-    if hasattr(torch._subclasses.fake_tensor, name)
-)
-
 
 #: Results of ops that are facts of the fake tensors' metadata (exact), folded to constants.
 _CONSTANT_RESULTS = (
@@ -206,8 +194,8 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
-        fake_args = tuple(_as_fake(a) for a in args)
-        fake_kwargs = {k: _as_fake(v) for k, v in kwargs.items()}
+        fake_args = tuple(fake_run.as_fake(a) for a in args)
+        fake_kwargs = {k: fake_run.as_fake(v) for k, v in kwargs.items()}
         eager_checks.check(op, target, fake_args, fake_kwargs)
         called = target
         if op == "call_function":
@@ -237,7 +225,7 @@ class OutputGraph:
         node = self.graph.create_node(op, target, node_args, node_kwargs)
         # Unbacked symbols the op made (``item()``) are defined by this node (for backends and the
         # runtime-assert pass, which look them up in ``unbacked_bindings``).
-        bindings = _unbacked_bindings(self.shapes.shape_env, example)
+        bindings = fake_run.unbacked_bindings(self.shapes.shape_env, example)
         if bindings:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
@@ -247,38 +235,7 @@ class OutputGraph:
     def _run_fake(
         self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
     ) -> Any:
-        name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
-        args = _fake_scalars(target, args)
-        try:
-            # On symbolic sizes, the Python dispatcher runs composite ops' Python decompositions,
-            # which keep them symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo.
-            dispatcher = enable_python_dispatcher() if _symbolic(args) else contextlib.nullcontext()
-            with self.fake_mode, dispatcher, probe.watching(self.fake_mode):
-                if op == "call_method":
-                    return getattr(args[0], target)(*args[1:], **kwargs)
-                return target(*args, **kwargs)
-        except _DATA_DEPENDENT as e:
-            if self.shapes.shape_env is None:  # the first number computed from data: a symbol
-                self.shapes.ensure_env()
-                probe.effects.clear()
-                return self._run_fake(op, target, args, kwargs, probe)
-            raise Unsupported(
-                "data_dependent",
-                f"{name} has an output shape that depends on data",
-                hint="this op cannot be traced into a graph",
-            ) from e
-        except Unsupported:
-            raise
-        except Exception as e:
-            if is_data_dependent_guard(e):
-                raise Unsupported(
-                    "data_dependent",
-                    f"{name} has an output shape that depends on data",
-                    hint="this op cannot be traced into a graph",
-                ) from e
-            raise Unsupported(
-                "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
-            ) from e
+        return fake_run.run(self.fake_mode, self.shapes, op, target, args, kwargs, probe)
 
     def _wrap_result(
         self,
@@ -557,69 +514,8 @@ def _as_node_arg(vt: Any) -> Any:
     raise Unsupported("graph_arg", f"{vt} cannot be passed to a graph op")
 
 
-def _as_fake(vt: Any) -> Any:
-    if isinstance(vt, TensorVariable):
-        return vt.example
-    if isinstance(vt, SymNodeVariable):
-        return vt.value
-    if isinstance(vt, SliceVariable):
-        return slice(*(_as_fake(p) for p in vt.parts))
-    if isinstance(vt, (TupleVariable, ListVariable)):
-        items = [_as_fake(i) for i in vt.items]
-        return items if isinstance(vt, ListVariable) else tuple(items)
-    if isinstance(vt, DictVariable):
-        return {k: _as_fake(v) for k, v in vt.items.items()}
-    return vt.as_python_constant()
-
-
 @functools.lru_cache(maxsize=256)
 def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
     """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
     cached: the nodes made on one line share their stack, and reading source lines is slow."""
     return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))
-
-
-def _symbolic(args: tuple) -> bool:
-    """Does a tensor among ``args`` (or in a list or tuple there) have a symbolic size?"""
-    for a in args:
-        items = a if isinstance(a, (list, tuple)) else (a,)
-        for t in items:
-            if isinstance(t, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in t.shape):
-                return True
-    return False
-
-
-def _unbacked_bindings(shape_env: Any, example: Any) -> Any:
-    """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
-    0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
-    ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
-    if shape_env is None:
-        return None
-    pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
-    if pending and not set(pending) & unbacked_symbols(example):
-        pending.clear()
-        return None
-    return sys.modules[shape_env.__module__].compute_unbacked_bindings(shape_env, example)
-
-
-#: Foreach ops taking their scalars as a 1-d CPU tensor (torch.optim's foreach Adam passes the
-#: stacked step sizes), whose fake kernel rejects that tensor (it is meta-backed under fake mode).
-_SCALARS_TENSOR_OPS = frozenset(
-    {
-        torch._foreach_addcdiv_,
-        torch._foreach_addcdiv,
-        torch._foreach_addcmul_,
-        torch._foreach_addcmul,
-    }
-)
-
-
-def _fake_scalars(target: Any, args: tuple) -> tuple:
-    """For the fake run only: Python numbers in place of such a scalars tensor (the outputs'
-    metadata does not depend on the values); the graph node keeps the tensor."""
-    if target not in _SCALARS_TENSOR_OPS or len(args) != 4:
-        return args
-    scalars = args[3]
-    if not isinstance(scalars, torch.Tensor) or scalars.dim() != 1:
-        return args
-    return (*args[:3], [1.0] * int(scalars.shape[0]))

@@ -1,0 +1,138 @@
+"""Running a recorded call on fake tensors: its arguments' fake values (``as_fake``), the call under
+the trace's fake mode with the probe watching (``run``), and the unbacked symbols its result binds
+(``unbacked_bindings``). ``OutputGraph`` records the node; this module only computes its example
+value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+import torch
+from torch._dispatch.python import enable_python_dispatcher
+
+from .exc import Unsupported
+from .shapes import ShapeTracker, is_data_dependent_guard, unbacked_symbols
+from .variables.constants.slices import SliceVariable
+from .variables.constants.symbolic import SymNodeVariable
+from .variables.containers.builtin_containers import DictVariable, ListVariable, TupleVariable
+from .variables.tensors.tensor import TensorVariable
+
+#: What fake tensors raise for an op whose output depends on data, without a ShapeEnv to give it
+#: a symbol (``t.item()``, ``nonzero``): the trace then makes one and runs the op again.
+_DATA_DEPENDENT = tuple(
+    getattr(torch._subclasses.fake_tensor, name)
+    for name in ("DataDependentOutputException", "DynamicOutputShapeException")
+    if hasattr(torch._subclasses.fake_tensor, name)
+)
+
+
+def run(
+    fake_mode: Any,
+    shapes: ShapeTracker,
+    op: str,
+    target: Any,
+    args: tuple,
+    kwargs: dict[str, Any],
+    probe: Any,
+) -> Any:
+    """The fake result of ``target(*args, **kwargs)`` (``args[0].target(...)`` for a method) under
+    the trace's fake mode, ``probe`` watching which operators it runs. The first number computed
+    from tensor data gives the trace its ShapeEnv and runs the call again; what fails is
+    ``Unsupported`` (``data_dependent`` or ``op_error``), never an error in the user's run."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
+    args = _fake_scalars(target, args)
+    try:
+        # On symbolic sizes, the Python dispatcher runs composite ops' Python decompositions,
+        # which keep them symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo.
+        dispatcher = enable_python_dispatcher() if _symbolic(args) else contextlib.nullcontext()
+        with fake_mode, dispatcher, probe.watching(fake_mode):
+            if op == "call_method":
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            return target(*args, **kwargs)
+    except _DATA_DEPENDENT as e:
+        if shapes.shape_env is None:  # the first number computed from data: a symbol
+            shapes.ensure_env()
+            probe.effects.clear()
+            return run(fake_mode, shapes, op, target, args, kwargs, probe)
+        raise Unsupported(
+            "data_dependent",
+            f"{name} has an output shape that depends on data",
+            hint="this op cannot be traced into a graph",
+        ) from e
+    except Unsupported:
+        raise
+    except Exception as e:
+        if is_data_dependent_guard(e):
+            raise Unsupported(
+                "data_dependent",
+                f"{name} has an output shape that depends on data",
+                hint="this op cannot be traced into a graph",
+            ) from e
+        raise Unsupported(
+            "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
+        ) from e
+
+
+def as_fake(vt: Any) -> Any:
+    """The fake value a tracker stands for, as a recorded call's argument."""
+    if isinstance(vt, TensorVariable):
+        return vt.example
+    if isinstance(vt, SymNodeVariable):
+        return vt.value
+    if isinstance(vt, SliceVariable):
+        return slice(*(as_fake(p) for p in vt.parts))
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        items = [as_fake(i) for i in vt.items]
+        return items if isinstance(vt, ListVariable) else tuple(items)
+    if isinstance(vt, DictVariable):
+        return {k: as_fake(v) for k, v in vt.items.items()}
+    return vt.as_python_constant()
+
+
+def _symbolic(args: tuple) -> bool:
+    """Does a tensor among ``args`` (or in a list or tuple there) have a symbolic size?"""
+    for a in args:
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for t in items:
+            if isinstance(t, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in t.shape):
+                return True
+    return False
+
+
+def unbacked_bindings(shape_env: Any, example: Any) -> Any:
+    """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
+    0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
+    ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
+    if shape_env is None:
+        return None
+    pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
+    if pending and not set(pending) & unbacked_symbols(example):
+        pending.clear()
+        return None
+    return sys.modules[shape_env.__module__].compute_unbacked_bindings(shape_env, example)
+
+
+#: Foreach ops taking their scalars as a 1-d CPU tensor (torch.optim's foreach Adam passes the
+#: stacked step sizes), whose fake kernel rejects that tensor (it is meta-backed under fake mode).
+_SCALARS_TENSOR_OPS = frozenset(
+    {
+        torch._foreach_addcdiv_,
+        torch._foreach_addcdiv,
+        torch._foreach_addcmul_,
+        torch._foreach_addcmul,
+    }
+)
+
+
+def _fake_scalars(target: Any, args: tuple) -> tuple:
+    """For the fake run only: Python numbers in place of such a scalars tensor (the outputs'
+    metadata does not depend on the values); the graph node keeps the tensor."""
+    if target not in _SCALARS_TENSOR_OPS or len(args) != 4:
+        return args
+    scalars = args[3]
+    if not isinstance(scalars, torch.Tensor) or scalars.dim() != 1:
+        return args
+    return (*args[:3], [1.0] * int(scalars.shape[0]))
