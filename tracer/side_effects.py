@@ -57,11 +57,21 @@ class SideEffects:
         #: date by ``store_attr`` (CPython's is live); changed through itself, it breaks
         self.instance_dicts: dict[int, VariableTracker] = {}
         self._escaping: list[VariableTracker] = []  #: set by ``plan``
+        #: real ``RemovableHandle`` trackers whose ``remove()`` the replay calls, in program order,
+        #: and the ids of the hook tables they change (stale in the trace from then on)
+        self.hook_removals: list[VariableTracker] = []
+        self.stale_hook_tables: frozenset[int] = frozenset()
         #: copies of the stores for ``snapshot``, dropped by every store (see ``_stored``)
         self._stores: tuple | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.attr_stores or self.global_stores or self.cell_stores or self.mutated)
+        return bool(
+            self.attr_stores
+            or self.global_stores
+            or self.cell_stores
+            or self.mutated
+            or self.hook_removals
+        )
 
     def snapshot(self) -> tuple:
         """The stores and the undo log's length, to ``restore`` (taken before every instruction:
@@ -76,6 +86,8 @@ class SideEffects:
                 dict(self.mutated),
                 dict(self.new_objects),
                 list(self.prologue),
+                list(self.hook_removals),
+                self.stale_hook_tables,
             )
         return (*self._stores, len(self.undo))
 
@@ -89,6 +101,7 @@ class SideEffects:
             self.new_objects,
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
+        self.hook_removals, self.stale_hook_tables = list(stores[6]), stores[7]
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -105,7 +118,9 @@ class SideEffects:
         attrs = {k: v for k, v in self.attr_stores.items() if not self.is_new(v[0])}
         then_attrs = {k: v for k, v in stores[0].items() if not self.is_new(v[0])}
         current = (attrs, self.global_stores, self.cell_stores, self.mutated)
-        return len(self.prologue) != len(stores[5]) or any(
+        if len(self.prologue) != len(stores[5]) or len(self.hook_removals) != len(stores[6]):
+            return True
+        return any(
             now.keys() != then.keys() or any(now[k] is not then[k] for k in now)
             for now, then in zip(current, (then_attrs, *stores[1:4]), strict=True)
         )
@@ -236,6 +251,12 @@ class SideEffects:
         self._stores = None
         self.cell_stores[name] = value
 
+    def remove_hook(self, handle: VariableTracker, tables: list[Any]) -> None:
+        """``handle.remove()``, called by the replay; ``tables`` are the hook dicts it changes."""
+        self._stores = None
+        self.hook_removals.append(handle)
+        self.stale_hook_tables = self.stale_hook_tables | {id(t) for t in tables}
+
     def add_prologue(self, entry: tuple[str, type, tuple, dict]) -> None:
         """A ``torch.nn`` module the rewritten code builds before the graph runs."""
         self._stores = None
@@ -285,6 +306,11 @@ class SideEffects:
         for name, value in self.cell_stores.items():
             value.reconstruct(cg)
             cg.store_deref(name)
+        for handle in self.hook_removals:
+            handle.reconstruct(cg)
+            cg.load_attr("remove")
+            cg.call_function(0)
+            cg.pop_top()
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:

@@ -1,16 +1,22 @@
 """Forward hooks registered and removed inside the compiled function: ``h =
-m.register_forward_hook(fn)``, ``m(x)``, ``h.remove()``. The trace reads a module's hook tables as
-copies (which hooks are registered is part of the module-tree check), so (un)registration is not
-traced: each ``register_*hook`` call and each ``RemovableHandle.remove()`` runs in Python, as one
-graph break at the call (inlined, the registration made a ``RemovableHandle`` on the copy and
-crashed with ``TypeError: cannot create weak reference to 'dict' object``). The module call
-between them is traced with the hook, and the identical second call hits the cache.
+m.register_forward_hook(fn)``, ``m(x)``, ``h.remove()`` (``tracer/variables/modules/
+hook_handles.py``). The trace reads a module's hook tables as copies (which hooks are registered is
+part of the module-tree check), so registration is not traced: each ``register_*hook`` call runs in
+Python, as one graph break at the call (inlined, it made a ``RemovableHandle`` on the copy and
+crashed with ``TypeError: cannot create weak reference to 'dict' object``). The module call after
+it is traced with the hook, and ``h.remove()`` of that real handle is traced: the rewritten code
+calls it after the graph. The identical second call hits the cache.
+
+Until the replay, the trace's view of hook tables is stale, so a hook table read after a traced
+removal (a call of a module with hooks, ``m._forward_hooks``, the table reached through the handle)
+breaks there; the tests below check each against eager.
 
 torch.compile 2.13 (``torch._dynamo.explain``, 4 calls): 2 graphs and 1 break on each function here
-(3 and 2 with two hooks), no recompile; bytegraph breaks once more (at the registration and the
-removal, where torch.compile traces the registration) but compiles fewer graphs. A hook that is a
-lambda made in the function is a new object on every call: bytegraph guards hooks by identity and
-traces the module call again on each call (torch.compile does not).
+(3 and 2 with two hooks): it runs the function in Python and compiles the module and the hook on
+their own. bytegraph breaks as often (once more with two hooks, where the second module call
+follows the removals). A hook that is a lambda made in the function is a new object on every call:
+bytegraph guards hooks by identity and traces the module call again on each call (torch.compile
+does not).
 """
 
 from __future__ import annotations
@@ -97,19 +103,83 @@ def _hooks_left():
 @pytest.mark.parametrize(
     ("fn", "graphs", "breaks"),
     [
-        (_forward_hook, 1, 2),
-        (_pre_hook, 1, 2),
-        (_hook_with_kwargs, 1, 2),
-        (_removed_in_finally, 1, 2),
-        (_handle_as_context, 1, 2),
+        (_forward_hook, 1, 1),
+        (_pre_hook, 1, 1),
+        (_hook_with_kwargs, 1, 1),
+        (_removed_in_finally, 1, 1),
+        (_handle_as_context, 1, 1),
         (_handle_escapes, 1, 1),
-        (_two_hooks, 2, 4),
+        (_two_hooks, 2, 3),
     ],
 )
 def test_hook_registered_and_removed_in_the_function(fn, graphs, breaks):
     check_breaks(
         fn, lambda: (torch.ones(2),), graphs=graphs, breaks=breaks, calls=3, observe=_hooks_left
     )
+
+
+# -- a handle registered before the call and removed inside it -----------------------------------
+# The removal is replayed after the graph; what reads hook tables after it in the same function
+# breaks there (and so sees the removal), whichever table the handle belongs to. ``_register``
+# runs before each run (eager and compiled), so each gets its own hook and handle.
+OTHER = torch.nn.Linear(2, 2)
+REGISTERED: list = []
+
+
+def _register():
+    LIN._forward_hooks.clear()
+    REGISTERED[:] = [LIN.register_forward_hook(doubling_hook)]
+
+
+def _removed(x):
+    h = REGISTERED[0]
+    y = LIN(x)
+    h.remove()
+    h.remove()  # a second removal changes nothing, as in eager
+    return y
+
+
+def _call_after_removal(x):
+    h = REGISTERED[0]
+    y = LIN(x)
+    h.remove()
+    return y + LIN(x)  # without the hook: the call after the removal breaks
+
+
+def _table_read_after_removal(x):
+    h = REGISTERED[0]
+    y = LIN(x)
+    h.remove()
+    return y, len(LIN._forward_hooks), len(h.hooks_dict_ref())
+
+
+def _other_module_after_removal(x):
+    h = REGISTERED[0]
+    y = LIN(x)
+    h.remove()
+    return y + OTHER(x)  # no hooks: the removal cannot change its call
+
+
+@pytest.mark.parametrize(
+    ("fn", "graphs", "breaks"),
+    [
+        (_removed, 1, 0),
+        (_call_after_removal, 2, 1),
+        (_table_read_after_removal, 1, 1),
+        (_other_module_after_removal, 1, 0),
+    ],
+)
+def test_handle_made_before_the_call_is_removed_in_the_graph_replay(fn, graphs, breaks):
+    check_breaks(
+        fn,
+        lambda: (torch.ones(2),),
+        graphs=graphs,
+        breaks=breaks,
+        calls=3,
+        setup=_register,
+        observe=lambda: len(LIN._forward_hooks),
+    )
+    LIN._forward_hooks.clear()
 
 
 # -- hooks taking the call's keyword arguments (``with_kwargs=True``), registered beforehand -------

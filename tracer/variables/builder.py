@@ -59,6 +59,7 @@ from .functions.cells import ClosureCellVariable
 from .functions.memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
 from .iterators.iterator_inputs import wrap_input_iterator
 from .live_inputs import bound_container_method, wrap_live_input
+from .modules import hook_handles
 from .modules.nn_modules import NNModuleVariable
 from .objects.classes import ClassVariable
 from .objects.existing_objects import CFunctionVariable, PythonModuleVariable, UserObjectVariable
@@ -79,6 +80,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
+    if output.side_effects.stale_hook_tables:
+        hook_handles.check_fresh_value(tx, value)
     known = output.wrapped.get(id(value))
     if (
         known is not None

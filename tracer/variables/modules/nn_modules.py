@@ -42,9 +42,10 @@ from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import DictVariable, ListVariable, TupleVariable
-from ..functions.callables import CALL_HOOKS, UserFunctionVariable
+from ..functions.callables import UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.existing_objects import UserObjectVariable, method_source
+from . import hook_handles
 from .module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class NNModuleVariable(UserObjectVariable):
                 return tx.wrap(entries[name], source)
         if name in ALL_HOOK_DICTS and name in module.__dict__:
             # hook tables: their contents are part of the MODULE_TREE check (``_hooks_match``)
+            hook_handles.check_fresh_module(tx, module, name)
             return DictVariable({k: tx.wrap(v, None) for k, v in module.__dict__[name].items()})
         if name == "_update_flat_weights" and isinstance(module, nn.RNNBase):
             if module._weights_have_changed():
@@ -97,6 +99,7 @@ class NNModuleVariable(UserObjectVariable):
     ) -> VariableTracker:
         module = self.value
         _check_hooks(module)
+        hook_handles.check_fresh_module(tx, module)
         call = self._forward(tx)
         for hook, with_kwargs in self._hooks(tx, "_forward_pre_hooks"):
             if with_kwargs:  # ``hook(module, args, kwargs)``: None or ``(args, kwargs)``
@@ -450,33 +453,7 @@ def _install() -> None:
 
 
 _install()
-
-
-# -- hook (un)registration -------------------------------------------------------------------------
-def _hook_registration_call(
-    tx: Translator,
-    fn_vt: UserFunctionVariable,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """``m.register_forward_hook(fn)``, ``handle.remove()``...: the call runs in Python, as one
-    graph break at it. The trace reads hook tables as copies (``var_getattr``: which hooks are
-    registered is part of the ``MODULE_TREE`` check), so inlined, a ``RemovableHandle`` would be
-    made on a copy (no weak reference to a plain dict) and the registration lost."""
-    raise Unsupported(
-        "module_hooks",
-        f"{fn_vt.fn.__qualname__}() (un)registers a hook: it runs in Python",
-        hint="register hooks outside the compiled function to keep one graph",
-    )
-
-
-_hook_registration_call.accepts_bound = True  # type: ignore[attr-defined]
-for _owner in (nn.Module, nn.modules.module, torch.utils.hooks.RemovableHandle):
-    for _name, _fn in vars(_owner).items():
-        _registers = _name.lstrip("_").startswith("register") and "hook" in _name
-        _removes = _owner is torch.utils.hooks.RemovableHandle and _name in ("remove", "__exit__")
-        if (_registers or _removes) and isinstance(_fn, types.FunctionType):
-            CALL_HOOKS[_fn.__code__] = _hook_registration_call
+hook_handles.install()
 
 
 __all__ = ["EPOCH", "NNModuleVariable"]
