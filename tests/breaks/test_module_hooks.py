@@ -153,6 +153,14 @@ def _table_read_after_removal(x):
     return y, len(LIN._forward_hooks), len(h.hooks_dict_ref())
 
 
+def _table_read_before_removal(x):
+    h = REGISTERED[0]
+    table = LIN._forward_hooks  # the live table: its length after the removal is 0
+    y = LIN(x)
+    h.remove()
+    return y, len(table)
+
+
 def _other_module_after_removal(x):
     h = REGISTERED[0]
     y = LIN(x)
@@ -166,6 +174,9 @@ def _other_module_after_removal(x):
         (_removed, 1, 0),
         (_call_after_removal, 2, 1),
         (_table_read_after_removal, 1, 1),
+        # the live table is guarded like any input dict, its keys (handle ids, new at each
+        # registration) too: each call registers anew, so each compiles anew
+        (_table_read_before_removal, 3, 3),
         (_other_module_after_removal, 1, 0),
     ],
 )

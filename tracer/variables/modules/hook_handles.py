@@ -12,7 +12,7 @@ order. Until then the trace's view of the tables it changes is stale, so every l
 hook table in the same trace is refused (a graph break there, after which Python sees the removal):
 a call of a module with hooks (any module: which table the handle belongs to is not guarded), a read
 of a module's hook table, and the table object itself reached another way (``h.hooks_dict_ref()``).
-A removal whose table the trace already holds a tracker for breaks at the removal instead.
+A removal from a table the trace already holds a tracker for breaks at the removal.
 Entry points: the ``CALL_HOOKS`` that ``install`` registers, ``check_fresh_module`` (module calls
 and hook table reads), ``check_fresh_value`` (``builder.wrap``).
 """

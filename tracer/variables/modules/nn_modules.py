@@ -69,9 +69,11 @@ class NNModuleVariable(UserObjectVariable):
                 source = ItemSource(AttrSource(self.source, table), name) if self.source else None
                 return tx.wrap(entries[name], source)
         if name in ALL_HOOK_DICTS and name in module.__dict__:
-            # hook tables: their contents are part of the MODULE_TREE check (``_hooks_match``)
             hook_handles.check_fresh_module(tx, module, name)
-            return DictVariable({k: tx.wrap(v, None) for k, v in module.__dict__[name].items()})
+            table = module.__dict__[name]
+            if self.source is not None:  # the live table, guarded like any input dict
+                return tx.wrap(table, AttrSource(self.source, name))
+            return DictVariable({k: tx.wrap(v, None) for k, v in table.items()})
         if name == "_update_flat_weights" and isinstance(module, nn.RNNBase):
             if module._weights_have_changed():
                 raise Unsupported(
