@@ -43,6 +43,7 @@ from .variables.constants.symbolic import SymNodeVariable
 from .variables.contexts.context_trackers import enter_carried
 from .variables.iterators import generator_restart
 from .variables.iterators.iterator_trackers import GeneratorVariable
+from .variables.modules.hook_handles import HOOK_TABLES
 from .variables.modules.module_params import BlockInput, input_order, plan_inputs
 from .variables.modules.module_tree import traced_modules, tree_guards
 from .variables.tensors.tensor import TensorVariable
@@ -168,7 +169,7 @@ def _finish(
     graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering, fn.__code__.co_flags)
     if checked is not None:  # before anything the call does outside the graph
         deferred_checks.emit(cg, output, checked)
-    swapped = _preload_stale(cg, output, [*live, *replayed])
+    swapped = _preload_stale(cg, output, [*live, *replayed, *output.side_effects.targets()])
     try:
         output.side_effects.codegen(cg)
         output.state.codegen(cg)  # contexts left open, or state set, by the trace: for real now
@@ -211,8 +212,9 @@ def _preload_stale(
 ) -> list[tuple[VariableTracker, Source]]:
     """Values read through something the replayed side effects change (``a = lst[0]; lst.pop(0)``,
     ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each
-    into a local now and point its ``source`` there until the code is emitted. Returns what to
-    restore."""
+    into a local now and point its ``source`` there until the code is emitted. The replay's own
+    targets too (``o = lst[0]; lst.clear(); o.val = 5`` stores into the object the trace saw, not
+    what ``lst[0]`` is by then). Returns what to restore."""
     effects = output.side_effects
     if not effects:
         return []
@@ -224,11 +226,14 @@ def _preload_stale(
     }
     changed |= {GlobalSource(n) for n in effects.global_stores}
     changed |= {ClosureSource(n) for n in effects.cell_stores}
+    hooks_removed = bool(effects.hook_removals)  # which tables they change is not known by source
 
     def stale(source: Source) -> bool:
         below = False
         while source is not None:
             if source in changed or (below and source in containers):
+                return True
+            if below and hooks_removed and getattr(source, "attr", None) in HOOK_TABLES:
                 return True
             source, below = getattr(source, "base", None), True
         return False

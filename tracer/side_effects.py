@@ -238,6 +238,12 @@ class SideEffects:
         values += list(self.global_stores.values()) + list(self.cell_stores.values())
         return values + list(self.mutated.values())
 
+    def targets(self) -> list[VariableTracker]:
+        """What the replay writes into or calls that existed before the call (reached through
+        sources): objects whose attributes it stores, containers it refills, handles it removes."""
+        objects = [obj for obj, _, _ in self.attr_stores.values() if not self.is_new(obj)]
+        return objects + list(self.mutated.values()) + list(self.hook_removals)
+
     def mark_mutated(self, container: VariableTracker) -> None:
         if container.source is not None:
             self._stores = None

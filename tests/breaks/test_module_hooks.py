@@ -168,9 +168,21 @@ def _other_module_after_removal(x):
     return y + OTHER(x)  # no hooks: the removal cannot change its call
 
 
+def _hook_passed_again_after_removal(x):
+    # ``add_one`` is read through the hook table by the module call (``[*_forward_hooks.values()]
+    # [0]``) and passed to the registration that breaks after the removal: the rewritten code
+    # loads it before replaying the removal, which empties that table
+    for h in REGISTERED:
+        y = LIN(x)
+        h.remove()
+        REGISTERED[:] = [LIN.register_forward_hook(doubling_hook)]
+    return y
+
+
 @pytest.mark.parametrize(
     ("fn", "graphs", "breaks"),
     [
+        (_hook_passed_again_after_removal, 1, 1),
         (_removed, 1, 0),
         (_call_after_removal, 2, 1),
         (_table_read_after_removal, 1, 1),

@@ -86,6 +86,23 @@ class Pt:
         return self.t * self.k
 
 
+class Shift(torch.nn.Module):
+    def forward(self, t):
+        return t + 1
+
+
+MOD = Shift()
+HANDLES = []
+
+
+def add_one(m, args, out):
+    return out + 1
+
+
+def double_input(m, args):
+    return (args[0] * 2,)
+
+
 class AttrDict(dict):
     __getattr__ = dict.__getitem__
     __setattr__ = dict.__setitem__
@@ -258,6 +275,7 @@ class Gen:
             (1, self.raise_),
             (1, self.lazy_consumer),
             (1, self.dict_subclass),
+            (1, self.module_hooks),
         ]
         if depth < 2:
             kinds += [
@@ -523,6 +541,24 @@ class Gen:
             ]
         )
 
+    def module_hooks(self, depth: int) -> str:
+        """Forward hooks registered and removed in the function, module calls around them, hook
+        tables read after a removal, handles kept past the call (removed by a later call)."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"h = MOD.register_forward_hook(add_one)\n{t} = MOD({t})\nh.remove()",
+                f"h = MOD.register_forward_pre_hook(double_input)\n{t} = MOD({t})\n"
+                f"h.remove()\n{t} = MOD({t}) + len(MOD._forward_pre_hooks)",
+                f"with MOD.register_forward_hook(add_one):\n    {t} = MOD({t})\n{t} = MOD({t})",
+                f"hooks = MOD._forward_hooks\nh = MOD.register_forward_hook(add_one)\n"
+                f"{t} = MOD({t})\nh.remove()\n{n} = len(hooks) + {n}",
+                "for h in HANDLES:\n    h.remove()\n"
+                f"HANDLES[:] = [MOD.register_forward_hook(add_one)]\n{t} = MOD({t})",
+                f"{t} = MOD({t})\n{n} = {n} + len(MOD._forward_hooks)",
+            ]
+        )
+
     def inner_fn(self, depth: int) -> str:
         k = self.n()
         return self.pick(
@@ -608,6 +644,7 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         "d": d,
         "obj": _object_state(obj),
         "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
+        "hooks": (len(ns["MOD"]._forward_hooks), len(ns["MOD"]._forward_pre_hooks)),
         "cells": cells(),
         "state": _global_state(),
         "rng": torch.get_rng_state(),  # each call is seeded: what it drew must be eager's

@@ -44,6 +44,20 @@ _GLOBAL_TABLES = (
 )
 
 
+#: Attribute names of hook tables (a module's, the extra ones its handles also change, the
+#: global ones): values read through them are stale once a removal is replayed
+#: (``convert._preload_stale`` loads them before the replay).
+HOOK_TABLES = frozenset(
+    {
+        *ALL_HOOK_DICTS,
+        "_forward_hooks_with_kwargs",
+        "_forward_hooks_always_called",
+        "_forward_pre_hooks_with_kwargs",
+        *_GLOBAL_TABLES,
+    }
+)
+
+
 def _registration_call(
     tx: Translator,
     fn_vt: UserFunctionVariable,
