@@ -105,3 +105,29 @@ def test_source_stand_in_answers_as_the_real_module():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "ok"
+
+
+IMPORT_ONLY = r"""
+import sys
+import torch
+before = set(sys.modules)
+import bytegraph
+print(sorted(set(sys.modules) - before))
+"""
+
+#: What ``import bytegraph`` leaves to the first trace that needs it: NumPy tracing's
+#: ``torch._numpy``, the functional collectives (imported by the code that calls them), Dynamo.
+NOT_ON_IMPORT = ("torch._numpy", "torch.distributed._functional_collectives", "torch._dynamo")
+
+
+def test_import_alone_loads_no_tracing_dependencies():
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ONLY],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = eval(done.stdout.splitlines()[-1])  # noqa: S307 (a list of module names)
+    assert not [m for m in loaded if m in NOT_ON_IMPORT], loaded

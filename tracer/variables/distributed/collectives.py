@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,8 @@ from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import ListVariable, TupleVariable
 from ..tensors.tensor import TensorVariable
 from .process_groups import (
-    ASYNC_TENSOR,
     AVAILABLE,
+    FUNCOL,
     QUERIES,
     AsyncTensorVariable,
     WorkVariable,
@@ -42,7 +43,6 @@ from .process_groups import (
 )
 
 if AVAILABLE:
-    import torch.distributed._functional_collectives as funcol
     import torch.distributed.distributed_c10d as c10d
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ def call_distributed(
 ) -> VariableTracker:
     """A call of a ``torch.distributed`` callable (see the module docstring)."""
     handler = HANDLERS.get(fn)
+    if handler is None and FUNCOL in sys.modules and not _FUNCTIONAL_ADDED:
+        _add_functional(HANDLERS)  # ``fn`` may be one: they are imported now
+        handler = HANDLERS.get(fn)
     if handler is not None:
         return handler(tx, _bind(fn, args, kwargs))
     if fn in QUERIES:
@@ -119,7 +122,7 @@ def wait(tx: Translator, tensor: TensorVariable) -> TensorVariable:
 
 
 def _as_async(vt: TensorVariable) -> AsyncTensorVariable:
-    return AsyncTensorVariable(vt.node, vt.example, ASYNC_TENSOR)
+    return AsyncTensorVariable(vt.node, vt.example, sys.modules[FUNCOL].AsyncCollectiveTensor)
 
 
 def _chunk_cat(
@@ -290,17 +293,36 @@ def inplace_all_gather(tx: Translator, a: Args) -> VariableTracker:
 
 
 def _handlers() -> dict[Any, Callable[[Translator, Args], VariableTracker]]:
+    """The in-place (``c10d``) collectives; the functional ones join on first use
+    (``_add_functional``)."""
     if not AVAILABLE:
         return {}
     table: dict[Any, Callable[[Translator, Args], VariableTracker]] = {
-        funcol.all_reduce: funcol_all_reduce,
-        funcol.broadcast: funcol_broadcast,
-        funcol.wait_tensor: funcol_wait,
         c10d.all_reduce: inplace_all_reduce,
         c10d.broadcast: inplace_broadcast,
         c10d.all_to_all_single: inplace_all_to_all_single,
         c10d.all_gather: inplace_all_gather,
     }
+    for name in ("all_gather_into_tensor", "all_gather_single", "_all_gather_base"):
+        if hasattr(c10d, name):
+            table[getattr(c10d, name)] = inplace_all_gather_into_tensor
+    for name in ("reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base"):
+        if hasattr(c10d, name):
+            table[getattr(c10d, name)] = inplace_reduce_scatter_tensor
+    return table
+
+
+_FUNCTIONAL_ADDED = False
+
+
+def _add_functional(table: dict[Any, Callable[[Translator, Args], VariableTracker]]) -> None:
+    """The functional collectives' handlers, once their module is imported."""
+    global _FUNCTIONAL_ADDED
+    _FUNCTIONAL_ADDED = True
+    funcol = sys.modules[FUNCOL]
+    table[funcol.all_reduce] = funcol_all_reduce
+    table[funcol.broadcast] = funcol_broadcast
+    table[funcol.wait_tensor] = funcol_wait
     groups = {
         funcol_all_gather: ("all_gather_single", "all_gather_tensor"),
         funcol_reduce_scatter: ("reduce_scatter_single", "reduce_scatter_tensor"),
@@ -311,13 +333,6 @@ def _handlers() -> dict[Any, Callable[[Translator, Args], VariableTracker]]:
             for suffix in ("", "_autograd"):
                 if hasattr(funcol, name + suffix):
                     table[getattr(funcol, name + suffix)] = handler
-    for name in ("all_gather_into_tensor", "all_gather_single", "_all_gather_base"):
-        if hasattr(c10d, name):
-            table[getattr(c10d, name)] = inplace_all_gather_into_tensor
-    for name in ("reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base"):
-        if hasattr(c10d, name):
-            table[getattr(c10d, name)] = inplace_reduce_scatter_tensor
-    return table
 
 
 #: ``torch.distributed`` callables traced as collectives.

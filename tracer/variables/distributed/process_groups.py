@@ -31,18 +31,19 @@ if TYPE_CHECKING:
     from ...translator import Translator
 
 AVAILABLE = torch.distributed.is_available()
+#: torch's functional collectives: imported by what calls them (before, no value of theirs can
+#: reach a trace), so not by ``import bytegraph``.
+FUNCOL = "torch.distributed._functional_collectives"
+
 if AVAILABLE:
-    import torch.distributed._functional_collectives as funcol
     import torch.distributed.distributed_c10d as c10d
     from torch.distributed.device_mesh import DeviceMesh
 
-    ASYNC_TENSOR: type = funcol.AsyncCollectiveTensor
     _MESH_TYPES: tuple[type, ...] = (DeviceMesh,)
     _WORLD_TYPES: tuple[type, ...] = (c10d._WorldMeta,)
     _GROUP_TYPES: tuple[type, ...] = (c10d.ProcessGroup,)
     _REDUCE_TYPES: tuple[type, ...] = (c10d.ReduceOp.RedOpType,)
 else:  # pragma: no cover (torch built without distributed)
-    ASYNC_TENSOR = torch.Tensor
     _WORLD_TYPES = _GROUP_TYPES = _REDUCE_TYPES = _MESH_TYPES = ()
 
 _HINT = "run it outside the compiled function, or use a functional collective"

@@ -32,9 +32,15 @@ if TYPE_CHECKING:
 
 try:
     import numpy as np
-    import torch._numpy as tnp
 except ImportError:  # NumPy is optional: no array can reach the tracer without it
-    np = tnp = None
+    np = None
+
+
+def _tnp() -> Any:
+    """``torch._numpy``, imported when NumPy code is first traced (not by ``import bytegraph``)."""
+    import torch._numpy as tnp
+
+    return tnp
 
 
 class NumpyCall:
@@ -54,7 +60,8 @@ class NumpyCall:
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        stacked = _stackable(args[0]) if self.fn in _ARRAY_MAKERS and args else None
+        makes_array = self.fn in (_tnp().array, _tnp().asarray)
+        stacked = _stackable(args[0]) if makes_array and args else None
         if stacked is not None:
             # ``np.array([a, b])`` of arrays: ``torch._numpy`` stacks a list of tensors; a list of
             # its arrays it converts through Python numbers (on fake tensors: no values at all)
@@ -96,7 +103,7 @@ def _stackable(value: Any) -> list[torch.Tensor] | None:
 
 def _to_arrays(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        return tnp.ndarray(value)
+        return _tnp().ndarray(value)
     if isinstance(value, (list, tuple)):
         return type(value)(_to_arrays(v) for v in value)
     if isinstance(value, dict):
@@ -105,11 +112,12 @@ def _to_arrays(value: Any) -> Any:
 
 
 def _to_tensors(value: Any) -> Any:
+    tnp = _tnp()
     if isinstance(value, tnp.ndarray):
         return value.tensor
     if isinstance(value, (list, tuple)):
         return type(value)(_to_tensors(v) for v in value)
-    if tnp is not None and isinstance(value, tnp.DType):
+    if isinstance(value, tnp.DType):
         return np.dtype(value.name)
     return value
 
@@ -215,11 +223,11 @@ def _torch_numpy_fn(fn: Any) -> Any:
     if name is None:
         return None
     if getattr(np.linalg, name, None) is fn:
-        return getattr(tnp.linalg, name, None)
+        return getattr(_tnp().linalg, name, None)
     if getattr(np.fft, name, None) is fn:
-        return getattr(tnp.fft, name, None)
+        return getattr(_tnp().fft, name, None)
     if getattr(np, name, None) is fn:
-        return getattr(tnp, name, None)
+        return getattr(_tnp(), name, None)
     return None
 
 
@@ -262,9 +270,6 @@ def _constant_array(tx: Translator, value: Any) -> NumpyArrayVariable:
     tensor = tx.output.call_function(torch.tensor, (data,), {"dtype": ConstantVariable(dtype)})
     return NumpyArrayVariable(tensor)
 
-
-#: ``torch._numpy``'s functions making an array from a sequence.
-_ARRAY_MAKERS = frozenset() if tnp is None else frozenset({tnp.array, tnp.asarray})
 
 #: Arrays made from constants up to this size become constants of the graph.
 MAX_CONSTANT_ARRAY = 4096
