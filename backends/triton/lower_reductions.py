@@ -23,7 +23,7 @@ import torch
 from . import config
 from .indexing import Expr, contiguous_strides, product, unflatten
 from .ir import Layout, LazyValue, Reduction, TensorValue
-from .lowering import NotLowerable, current_graph, current_node, lowering, meta_val, origins
+from .lowering import NotLowerable, current_graph, lowering, meta_val, origins
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
@@ -179,29 +179,31 @@ def _scale(x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
     return LazyValue(x.size, dtype, x.device, inner_fn, origins(x))
 
 
-@lowering(aten.amax.default, aten.amin.default)
-def amax(x: TensorValue, dim: Any = (), keepdim: bool = False) -> TensorValue:
-    rtype = "max" if current_node().target is aten.amax.default else "min"
+@lowering(aten.amax.default, rtype="max")
+@lowering(aten.amin.default, rtype="min")
+def amax(x: TensorValue, dim: Any = (), keepdim: bool = False, *, rtype: str) -> TensorValue:
     return reduce(x, _dims_arg(dim), keepdim, rtype, meta_val().dtype)
 
 
-@lowering(aten.max.default, aten.min.default)
-def max_all(x: TensorValue) -> TensorValue:
-    rtype = "max" if current_node().target is aten.max.default else "min"
+@lowering(aten.max.default, rtype="max")
+@lowering(aten.min.default, rtype="min")
+def max_all(x: TensorValue, *, rtype: str) -> TensorValue:
     return reduce(x, None, False, rtype, meta_val().dtype)
 
 
-@lowering(aten.max.dim, aten.min.dim)
-def max_dim(x: TensorValue, dim: int, keepdim: bool = False) -> tuple[TensorValue, TensorValue]:
-    is_max = current_node().target is aten.max.dim
-    values = reduce(x, [dim], keepdim, "max" if is_max else "min", x.dtype)
-    indices = reduce(x, [dim], keepdim, "argmax" if is_max else "argmin", torch.int64)
+@lowering(aten.max.dim, rtype="max")
+@lowering(aten.min.dim, rtype="min")
+def max_dim(
+    x: TensorValue, dim: int, keepdim: bool = False, *, rtype: str
+) -> tuple[TensorValue, TensorValue]:
+    values = reduce(x, [dim], keepdim, rtype, x.dtype)
+    indices = reduce(x, [dim], keepdim, "arg" + rtype, torch.int64)
     return values, indices
 
 
-@lowering(aten.argmax.default, aten.argmin.default)
-def argmax(x: TensorValue, dim: Any = None, keepdim: bool = False) -> TensorValue:
-    rtype = "argmax" if current_node().target is aten.argmax.default else "argmin"
+@lowering(aten.argmax.default, rtype="argmax")
+@lowering(aten.argmin.default, rtype="argmin")
+def argmax(x: TensorValue, dim: Any = None, keepdim: bool = False, *, rtype: str) -> TensorValue:
     if dim is None and keepdim:
         raise NotLowerable("argmax over all dims with keepdim")
     return reduce(x, _dims_arg(dim), keepdim, rtype, torch.int64)

@@ -16,18 +16,18 @@ import torch
 
 from .indexing import Expr, contiguous_strides, product
 from .ir import Layout, LazyValue, Scan, TensorValue
-from .lowering import NotLowerable, current_graph, current_node, lowering, meta_val, origins
+from .lowering import NotLowerable, current_graph, lowering, meta_val, origins
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
 
 
-@lowering(aten.cumsum.default, aten.cumprod.default)
-def cumulative(x: TensorValue, dim: int, *, dtype: Any = None) -> TensorValue:
+@lowering(aten.cumsum.default, scan_type="sum")
+@lowering(aten.cumprod.default, scan_type="prod")
+def cumulative(x: TensorValue, dim: int, *, dtype: Any = None, scan_type: str) -> TensorValue:
     """``out[..., k, ...] = x[..., 0, ...] + ... + x[..., k, ...]`` (``*`` for cumprod)."""
     if not isinstance(x, TensorValue):
         raise NotLowerable("scan of a non-tensor")
-    scan_type = "sum" if current_node().target is aten.cumsum.default else "prod"
     val = meta_val()
     acc = register_dtype(val.dtype)
     if product(x.size) == 0:

@@ -22,7 +22,6 @@ from .lower_indexing import index_plan, index_tensor
 from .lowering import (
     NotLowerable,
     current_graph,
-    current_node,
     load_operand,
     lowering,
     meta_val,
@@ -136,19 +135,22 @@ def _masked_put(x: TensorValue, indices: Sequence[Any], values: TensorValue, acc
     return LazyValue(x.size, val.dtype, val.device, inner_fn, origins(x, mask, values))
 
 
-@lowering(
-    aten.scatter.src,
-    aten.scatter.value,
-    aten.scatter.reduce,
-    aten.scatter.value_reduce,
-    aten.scatter_add.default,
-)
-def scatter(x: TensorValue, dim: int, index: Any, src: Any, reduce: str | None = None) -> Any:
+@lowering(aten.scatter.src, aten.scatter.value, aten.scatter.reduce, aten.scatter.value_reduce)
+@lowering(aten.scatter_add.default, adds=True)
+def scatter(
+    x: TensorValue,
+    dim: int,
+    index: Any,
+    src: Any,
+    reduce: str | None = None,
+    *,
+    adds: bool = False,
+) -> Any:
     """``out[..., index[i], ...] = src[i]`` along ``dim`` (``+=`` for scatter_add and
     ``reduce="add"``)."""
     if reduce not in (None, "add"):
         raise NotLowerable(f"scatter with reduce={reduce!r}")
-    accumulate = reduce == "add" or current_node().target is aten.scatter_add.default
+    accumulate = reduce == "add" or adds
     return _scatter_dim(x, dim, index, src, accumulate)
 
 

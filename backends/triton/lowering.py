@@ -11,6 +11,7 @@ call; the graph then runs that node with torch (``graph.GraphLowering.fallback``
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -34,16 +35,19 @@ class NotLowerable(Exception):
     """This call cannot be lowered: run it with torch instead (the reason is logged)."""
 
 
-def lowering(*targets: Any) -> Callable[[Callable], Callable]:
-    """Register ``fn`` as the lowering of each target (an OpOverload, or a whole packet)."""
+def lowering(*targets: Any, **variant: Any) -> Callable[[Callable], Callable]:
+    """Register ``fn`` as the lowering of each target (an OpOverload, or a whole packet). Keyword
+    arguments name the variant these targets are (``@lowering(aten.rsub, swap=True)``): ``fn``
+    receives them, so one function serves a family of ops without asking which op it lowers."""
 
     def register(fn: Callable) -> Callable:
+        lower = functools.partial(fn, **variant) if variant else fn
         for target in targets:
             if isinstance(target, torch._ops.OpOverloadPacket):
                 for name in target.overloads():
-                    LOWERINGS.setdefault(getattr(target, name), fn)
+                    LOWERINGS.setdefault(getattr(target, name), lower)
             else:
-                LOWERINGS[target] = fn
+                LOWERINGS[target] = lower
         return fn
 
     return register
@@ -245,23 +249,23 @@ for _name, _kind in BINARY.items():
 lowering(prims.bitwise_not, prims.sign)(make_pointwise("bitwise_not", KIND.DEFAULT, 1))
 
 
-@lowering(aten.add, aten.sub, aten.rsub)
-def add(a: Any, b: Any, alpha: Any = 1) -> LazyValue:
+@lowering(aten.add, op="add")
+@lowering(aten.sub, op="sub")
+@lowering(aten.rsub, op="sub", swap=True)
+def add(a: Any, b: Any, alpha: Any = 1, *, op: str, swap: bool = False) -> LazyValue:
     """``a + alpha*b``, ``a - alpha*b``; ``rsub(a, b) = b - alpha*a``."""
-    target = current_node().target
     dtype = compute_dtype(KIND.DEFAULT, 2)
-    if target in (aten.rsub.Tensor, aten.rsub.Scalar):
+    if swap:
         a, b = b, a
-    op = ops.add if target in (aten.add.Tensor, aten.add.Scalar) else ops.sub
+    op = getattr(ops, op)
     if alpha == 1:
         return elementwise([a, b], dtype, op)
     return elementwise([a, b, alpha], dtype, lambda x, y, k: op(x, ops.mul(y, k)))
 
 
-@lowering(aten.div, prims.div)
-def div(a: Any, b: Any, rounding_mode: str | None = None) -> LazyValue:
-    target = current_node().target
-    trunc = target is prims.div.default
+@lowering(aten.div)
+@lowering(prims.div, trunc=True)
+def div(a: Any, b: Any, rounding_mode: str | None = None, *, trunc: bool = False) -> LazyValue:
     dtype = compute_dtype(KIND.DEFAULT if trunc or rounding_mode else KIND.INT_TO_FLOAT, 2)
     if not dtype.is_floating_point and (trunc or rounding_mode):
         raise NotLowerable("integer division with rounding")
@@ -288,10 +292,10 @@ def where(cond: Any, a: Any, b: Any) -> LazyValue:
     return LazyValue(size, meta_dtype, meta_val().device, inner_fn, origins(cond, a, b))
 
 
-@lowering(aten.clamp, aten.clamp_min, aten.clamp_max)
-def clamp(x: Any, lo: Any = None, hi: Any = None) -> LazyValue:
-    target = current_node().target
-    if target in (aten.clamp_max.default, aten.clamp_max.Tensor):
+@lowering(aten.clamp, aten.clamp_min)
+@lowering(aten.clamp_max, upper_only=True)
+def clamp(x: Any, lo: Any = None, hi: Any = None, *, upper_only: bool = False) -> LazyValue:
+    if upper_only:  # ``clamp_max(x, hi)``
         lo, hi = None, lo
     dtype = register_dtype(meta_val().dtype)
     bounds = [v for v in (lo, hi) if v is not None]
@@ -333,13 +337,9 @@ def pow_tensor(a: Any, b: Any) -> LazyValue:
     return elementwise([a, b], dtype, ops.pow)
 
 
-@lowering(aten.remainder, aten.floor_divide)
-def remainder(a: Any, b: Any) -> LazyValue:
-    name = (
-        "remainder"
-        if current_node().target in (aten.remainder.Tensor, aten.remainder.Scalar)
-        else "floordiv"
-    )
+@lowering(aten.remainder, name="remainder")
+@lowering(aten.floor_divide, name="floordiv")
+def remainder(a: Any, b: Any, *, name: str) -> LazyValue:
     dtype = compute_dtype(KIND.DEFAULT, 2)
     check_op(name, dtype)
     return elementwise([a, b], dtype, getattr(ops, name))
@@ -349,19 +349,15 @@ def remainder(a: Any, b: Any) -> LazyValue:
 # dtype conversion, copies and factories
 
 
-@lowering(
-    prims.convert_element_type,
-    aten._to_copy,
-    aten.clone,
-    aten.alias,
-    aten.lift_fresh_copy,
-    aten.detach,
-)
-def convert(x: Any, *args: Any, **kwargs: Any) -> TensorValue:
+@lowering(prims.convert_element_type, aten._to_copy, aten.clone, aten.lift_fresh_copy)
+@lowering(aten.alias, aten.detach, same_data=True)
+def convert(x: Any, *args: Any, same_data: bool = False, **kwargs: Any) -> TensorValue:
+    """A copy in the result's dtype; ``alias``/``detach`` (``same_data``) of the same dtype are the
+    value itself."""
     val = meta_val()
     if not isinstance(x, TensorValue) or x.device != val.device:
         raise NotLowerable("device change or non-tensor input")
-    if x.dtype == val.dtype and current_node().target in (aten.alias.default, aten.detach.default):
+    if same_data and x.dtype == val.dtype:
         return x
     return elementwise([x], register_dtype(val.dtype), lambda v: v)
 
@@ -371,30 +367,14 @@ def copy(dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
     return elementwise([src], register_dtype(meta_val().dtype), lambda v: v)
 
 
-@lowering(
-    aten.scalar_tensor,
-    aten.full,
-    aten.full_like,
-    aten.zeros,
-    aten.ones,
-    aten.zeros_like,
-    aten.ones_like,
-    aten.new_zeros,
-    aten.new_ones,
-    aten.new_full,
-)
-def full(*args: Any, **kwargs: Any) -> LazyValue:
-    target = current_node().target
-    value = {
-        aten.zeros: 0,
-        aten.ones: 1,
-        aten.zeros_like: 0,
-        aten.ones_like: 1,
-        aten.new_zeros: 0,
-        aten.new_ones: 1,
-    }.get(target.overloadpacket)
-    if value is None:
-        value = args[0] if target.overloadpacket is aten.scalar_tensor else args[1]
+@lowering(aten.scalar_tensor, value_at=0)
+@lowering(aten.full, aten.full_like, value_at=1)
+@lowering(aten.new_full, value_at=2)  # ``new_full(self, size, fill_value)``
+@lowering(aten.zeros, aten.zeros_like, aten.new_zeros, fill=0)
+@lowering(aten.ones, aten.ones_like, aten.new_ones, fill=1)
+def full(*args: Any, fill: Any = None, value_at: int | None = None, **kwargs: Any) -> LazyValue:
+    """A tensor of one value: ``fill``, or the argument at ``value_at``."""
+    value = fill if value_at is None else args[value_at]
     if isinstance(value, TensorValue):
         raise NotLowerable("fill value is a tensor")
     val = meta_val()
@@ -408,10 +388,10 @@ def full(*args: Any, **kwargs: Any) -> LazyValue:
     )
 
 
-@lowering(aten.arange.default, aten.arange.start, aten.arange.start_step, prims.iota.default)
-def arange(*args: Any, **kwargs: Any) -> LazyValue:
-    target = current_node().target
-    if target is prims.iota.default:
+@lowering(aten.arange.default, aten.arange.start, aten.arange.start_step)
+@lowering(prims.iota.default, iota=True)
+def arange(*args: Any, iota: bool = False, **kwargs: Any) -> LazyValue:
+    if iota:
         start, step = kwargs.get("start", 0), kwargs.get("step", 1)
     else:
         nums = [a for a in args if not isinstance(a, torch.dtype)]

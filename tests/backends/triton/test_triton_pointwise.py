@@ -188,3 +188,19 @@ def test_gradients_low_precision(triton_check):
         return (torch.nn.functional.silu(x) * w,)
 
     triton_check(fn, torch.randn(4, 8).half(), torch.randn(8).half(), grad=True)
+
+
+def test_factories_take_their_fill_value_from_their_own_argument(triton_check):
+    """Each factory fills with its own value: ``full``/``full_like`` (second argument),
+    ``new_full`` (third: ``self, size, value``), ``zeros``/``ones`` and their variants (a
+    constant), ``scalar_tensor`` (first); none runs through torch."""
+
+    def fn(x):
+        a = torch.ops.aten.new_full.default(x, [2, 3], 7.0)
+        b = torch.ops.aten.full_like.default(x, 2.0)
+        c = torch.ops.aten.full.default([2, 3], -1.5)
+        d = torch.ops.aten.new_ones.default(x, [2, 3]) + torch.ops.aten.zeros_like.default(x)
+        e = torch.ops.aten.scalar_tensor.default(4.0)
+        return (a + b + c + d + e + x,)
+
+    triton_check(fn, torch.randn(2, 3), fallbacks=0)
