@@ -52,17 +52,22 @@ DYNAMO = (
 )
 
 
-@pytest.mark.parametrize("backend", ["auto", "eager"])
-def test_compile_imports_no_dynamo_inductor_or_export(backend):
+def _last_line(script: str) -> str:
+    """The last line ``script`` prints in a fresh process (which must succeed)."""
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT.replace("BACKEND", repr(backend))],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=300,
         env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    return done.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("backend", ["auto", "eager"])
+def test_compile_imports_no_dynamo_inductor_or_export(backend):
+    result = json.loads(_last_line(SCRIPT.replace("BACKEND", repr(backend))))
     loaded = result["loaded"]
     assert not [m for m in loaded if m == "torch._inductor" or m.startswith("torch._inductor.")]
     assert not [m for m in loaded if m == "torch.export" or m.startswith("torch.export.")]
@@ -96,23 +101,15 @@ print("ok")
 
 
 def test_source_stand_in_answers_as_the_real_module():
-    done = subprocess.run(
-        [sys.executable, "-c", STAND_IN],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "ok"
+    assert _last_line(STAND_IN) == "ok"
 
 
 IMPORT_ONLY = r"""
-import sys
+import json, sys
 import torch
 before = set(sys.modules)
 import bytegraph
-print(sorted(set(sys.modules) - before))
+print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 #: What ``import bytegraph`` leaves to the first trace that needs it: NumPy tracing's
@@ -121,13 +118,5 @@ NOT_ON_IMPORT = ("torch._numpy", "torch.distributed._functional_collectives", "t
 
 
 def test_import_alone_loads_no_tracing_dependencies():
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORT_ONLY],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-    )
-    assert done.returncode == 0, done.stderr
-    loaded = eval(done.stdout.splitlines()[-1])  # noqa: S307 (a list of module names)
+    loaded = json.loads(_last_line(IMPORT_ONLY))
     assert not [m for m in loaded if m in NOT_ON_IMPORT], loaded

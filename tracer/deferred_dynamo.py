@@ -69,10 +69,8 @@ def load_package() -> None:
         pkg = sys.modules.get(PACKAGE)
         if type(pkg) is not _DeferredPackage:
             return
-        if isinstance(
-            sys.modules.get(SOURCE), _SourceStandIn
-        ):  # the ``__init__`` imports the real one
-            del sys.modules[SOURCE]
+        if isinstance(sys.modules.get(SOURCE), _SourceStandIn):
+            del sys.modules[SOURCE]  # the ``__init__`` imports the real one
             del pkg.source
         pkg.__class__ = types.ModuleType
         pkg.__spec__.loader.exec_module(pkg)

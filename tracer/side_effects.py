@@ -57,10 +57,9 @@ class SideEffects:
         #: date by ``store_attr`` (CPython's is live); changed through itself, it breaks
         self.instance_dicts: dict[int, VariableTracker] = {}
         self._escaping: list[VariableTracker] = []  #: set by ``plan``
-        #: real ``RemovableHandle`` trackers whose ``remove()`` the replay calls, in program order,
-        #: and the ids of the hook tables they change (stale in the trace from then on)
-        self.hook_removals: list[VariableTracker] = []
-        self.stale_hook_tables: frozenset[int] = frozenset()
+        #: ``(handle, ids of the hook tables it changes)``: real ``RemovableHandle`` trackers whose
+        #: ``remove()`` the replay calls, in program order (those tables are stale in the trace)
+        self.hook_removals: list[tuple[VariableTracker, frozenset[int]]] = []
         #: copies of the stores for ``snapshot``, dropped by every store (see ``_stored``)
         self._stores: tuple | None = None
 
@@ -87,7 +86,6 @@ class SideEffects:
                 dict(self.new_objects),
                 list(self.prologue),
                 list(self.hook_removals),
-                self.stale_hook_tables,
             )
         return (*self._stores, len(self.undo))
 
@@ -101,7 +99,7 @@ class SideEffects:
             self.new_objects,
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
-        self.hook_removals, self.stale_hook_tables = list(stores[6]), stores[7]
+        self.hook_removals = list(stores[6])
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -242,7 +240,7 @@ class SideEffects:
         """What the replay writes into or calls that existed before the call (reached through
         sources): objects whose attributes it stores, containers it refills, handles it removes."""
         objects = [obj for obj, _, _ in self.attr_stores.values() if not self.is_new(obj)]
-        return objects + list(self.mutated.values()) + list(self.hook_removals)
+        return objects + list(self.mutated.values()) + [h for h, _ in self.hook_removals]
 
     def mark_mutated(self, container: VariableTracker) -> None:
         if container.source is not None:
@@ -260,8 +258,12 @@ class SideEffects:
     def remove_hook(self, handle: VariableTracker, tables: list[Any]) -> None:
         """``handle.remove()``, called by the replay; ``tables`` are the hook dicts it changes."""
         self._stores = None
-        self.hook_removals.append(handle)
-        self.stale_hook_tables = self.stale_hook_tables | {id(t) for t in tables}
+        self.hook_removals.append((handle, frozenset(id(t) for t in tables)))
+
+    @property
+    def stale_hook_tables(self) -> frozenset[int]:
+        """Ids of the hook tables a removal the replay will make changes."""
+        return frozenset().union(*(ids for _, ids in self.hook_removals))
 
     def add_prologue(self, entry: tuple[str, type, tuple, dict]) -> None:
         """A ``torch.nn`` module the rewritten code builds before the graph runs."""
@@ -312,7 +314,7 @@ class SideEffects:
         for name, value in self.cell_stores.items():
             value.reconstruct(cg)
             cg.store_deref(name)
-        for handle in self.hook_removals:
+        for handle, _ in self.hook_removals:
             handle.reconstruct(cg)
             cg.load_attr("remove")
             cg.call_function(0)

@@ -1,11 +1,10 @@
 """Forward hooks registered and removed inside the compiled function: ``h =
 m.register_forward_hook(fn)``, ``m(x)``, ``h.remove()`` (``tracer/variables/modules/
-hook_handles.py``). The trace reads a module's hook tables as copies (which hooks are registered is
-part of the module-tree check), so registration is not traced: each ``register_*hook`` call runs in
-Python, as one graph break at the call (inlined, it made a ``RemovableHandle`` on the copy and
-crashed with ``TypeError: cannot create weak reference to 'dict' object``). The module call after
-it is traced with the hook, and ``h.remove()`` of that real handle is traced: the rewritten code
-calls it after the graph. The identical second call hits the cache.
+hook_handles.py``). Registration is not traced: each ``register_*hook`` call runs in Python, as one
+graph break at the call (a handle's id comes from a process-wide counter; inlined, the
+registration once crashed with ``TypeError: cannot create weak reference to 'dict' object``). The
+module call after it is traced with the hook, and ``h.remove()`` of that real handle is traced: the
+rewritten code calls it after the graph. The identical second call hits the cache.
 
 Until the replay, the trace's view of hook tables is stale, so a hook table read after a traced
 removal (a call of a module with hooks, ``m._forward_hooks``, the table reached through the handle)

@@ -80,7 +80,7 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
-    if output.side_effects.stale_hook_tables:
+    if output.side_effects.hook_removals:
         hook_handles.check_fresh_value(tx, value)
     known = output.wrapped.get(id(value))
     if (

@@ -1,10 +1,9 @@
 """Hooks (un)registered inside the compiled function: ``h = m.register_forward_hook(fn)``,
 ``m(x)``, ``h.remove()``.
 
-Registration runs in Python, as one graph break at the call: the trace reads hook tables as copies
-(which hooks are registered is part of the ``MODULE_TREE`` check), so inlined, a
-``RemovableHandle`` would be made on a copy (no weak reference to a plain dict) and the registration
-lost.
+Registration runs in Python, as one graph break at the call: a handle's id is
+``RemovableHandle.next_id``, a process-wide counter that an inlined registration would read, and
+so guard, anew at every call.
 
 ``h.remove()`` on a real handle (one made before the call, or by such a break) is traced: the
 replay calls it after the graph (``SideEffects.hook_removals``), where eager calls it in program
@@ -30,19 +29,10 @@ from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..functions.callables import CALL_HOOKS, UserFunctionVariable
 from ..objects.existing_objects import UserObjectVariable
-from .module_tree import ALL_HOOK_DICTS
+from .module_tree import ALL_HOOK_DICTS, GLOBAL_HOOK_DICTS
 
 if TYPE_CHECKING:
     from ...translator import Translator
-
-#: ``torch.nn.modules.module``'s process-wide hook tables, read by every module call.
-_GLOBAL_TABLES = (
-    "_global_forward_hooks",
-    "_global_forward_pre_hooks",
-    "_global_backward_hooks",
-    "_global_backward_pre_hooks",
-)
-
 
 #: Attribute names of hook tables (a module's, the extra ones its handles also change, the
 #: global ones): values read through them are stale once a removal is replayed
@@ -53,7 +43,7 @@ HOOK_TABLES = frozenset(
         "_forward_hooks_with_kwargs",
         "_forward_hooks_always_called",
         "_forward_pre_hooks_with_kwargs",
-        *_GLOBAL_TABLES,
+        *GLOBAL_HOOK_DICTS,
     }
 )
 
@@ -78,11 +68,9 @@ def _removal_call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """``h.remove()`` (``h.__exit__`` calls it) on a real ``RemovableHandle``: replayed after the
-    graph; its tables are stale for the rest of the trace."""
+    """``h.remove()`` (also from an inlined ``h.__exit__``) on a real ``RemovableHandle``: replayed
+    after the graph; its tables are stale for the rest of the trace."""
     handle = fn_vt.self_vt
-    if fn_vt.fn is RemovableHandle.__exit__:
-        return None  # inlined: its ``self.remove()`` comes back here
     if (
         args
         or kwargs
@@ -109,13 +97,13 @@ def _removal_call(
 def check_fresh_module(tx: Translator, module: nn.Module, table: str | None = None) -> None:
     """Refuse to read ``module``'s hook tables (``table``, or all of them and the global ones for
     a call) once a traced ``remove()`` made the trace's view of hook tables stale."""
-    if not tx.output.side_effects.stale_hook_tables:
+    if not tx.output.side_effects.hook_removals:
         return
     glob = nn.modules.module
     names = ALL_HOOK_DICTS if table is None else (table,)
     tables = [vars(module).get(name) for name in names]
     if table is None:
-        tables += [getattr(glob, name) for name in _GLOBAL_TABLES]
+        tables += [getattr(glob, name) for name in GLOBAL_HOOK_DICTS]
     if any(tables):
         raise Unsupported(
             "module_hooks",
@@ -144,5 +132,4 @@ def install() -> None:
             if name.lstrip("_").startswith("register") and "hook" in name:
                 if isinstance(fn, types.FunctionType):
                     CALL_HOOKS[fn.__code__] = _registration_call
-    for fn in (RemovableHandle.remove, RemovableHandle.__exit__):
-        CALL_HOOKS[fn.__code__] = _removal_call
+    CALL_HOOKS[RemovableHandle.remove.__code__] = _removal_call

@@ -251,6 +251,13 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
 ALL_HOOK_DICTS = (*_HOOK_DICTS, "_backward_hooks", "_backward_pre_hooks")
+#: ``torch.nn.modules.module``'s process-wide hook tables, which every module call runs.
+GLOBAL_HOOK_DICTS = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+)
 
 
 #: The table of a hook table's ids whose hooks take the call's keyword arguments as well.

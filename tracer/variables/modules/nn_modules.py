@@ -46,7 +46,7 @@ from ..functions.callables import UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.existing_objects import UserObjectVariable, method_source
 from . import hook_handles
-from .module_tree import ALL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
+from .module_tree import ALL_HOOK_DICTS, GLOBAL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 
 if TYPE_CHECKING:
     from ...translator import Translator
@@ -305,13 +305,7 @@ def _check_hooks(module: nn.Module) -> None:
     Python)."""
     if not all(name in vars(module) for name in ALL_HOOK_DICTS):
         raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
-    glob = nn.modules.module
-    if (
-        glob._global_forward_hooks
-        or glob._global_forward_pre_hooks
-        or glob._global_backward_hooks
-        or glob._global_backward_pre_hooks
-    ):
+    if any(getattr(nn.modules.module, name) for name in GLOBAL_HOOK_DICTS):
         raise Unsupported("module_hooks", "global module hooks are registered")
     if module._backward_hooks or module._backward_pre_hooks:
         raise Unsupported(

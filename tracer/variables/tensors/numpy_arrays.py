@@ -12,6 +12,7 @@ cannot do fails on the fake tensors: a graph break, the code runs in NumPy.
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ except ImportError:  # NumPy is optional: no array can reach the tracer without 
     np = None
 
 
+@functools.cache
 def _tnp() -> Any:
     """``torch._numpy``, imported when NumPy code is first traced (not by ``import bytegraph``)."""
     import torch._numpy as tnp
@@ -54,14 +56,15 @@ class NumpyCall:
 
     def __init__(self, fn: Any = None, name: str | None = None, attribute: bool = False) -> None:
         self.fn, self.name, self.attribute = fn, name, attribute
+        #: ``np.array``/``np.asarray``: a list of tensors is stacked (see ``__call__``)
+        self.makes_array = fn is not None and fn in (_tnp().array, _tnp().asarray)
         label = name or getattr(fn, "__name__", "call")
         self.__name__ = f"numpy_{label}"
         self.__qualname__ = self.__name__
         self.__module__ = __name__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        makes_array = self.fn in (_tnp().array, _tnp().asarray)
-        stacked = _stackable(args[0]) if makes_array and args else None
+        stacked = _stackable(args[0]) if self.makes_array and args else None
         if stacked is not None:
             # ``np.array([a, b])`` of arrays: ``torch._numpy`` stacks a list of tensors; a list of
             # its arrays it converts through Python numbers (on fake tensors: no values at all)
