@@ -36,6 +36,7 @@ PRELUDE = """\
 import collections
 import contextlib
 import dataclasses
+import itertools
 
 import torch
 import bytegraph
@@ -274,6 +275,7 @@ class Gen:
             (1, self.breaker),
             (1, self.raise_),
             (1, self.lazy_consumer),
+            (1, self.itertools_source_changed),
             (1, self.dict_subclass),
             (1, self.module_hooks),
         ]
@@ -528,6 +530,27 @@ class Gen:
                 f"s = {{1}}\ns.update(v + len(s) for v in range(3))\n{n} = sum(s)",
             ]
         )
+
+    def itertools_source_changed(self, depth: int) -> str:
+        """An ``itertools`` object whose source changes (or a break comes) before its items are
+        taken: what the C function read when called decides its items."""
+        t, n = self.t(), self.n()
+        make = self.pick(
+            [
+                "itertools.product(lst[:2], repeat=2)",
+                "itertools.permutations(lst[:3], 2)",
+                "itertools.combinations(lst, 2)",
+                "itertools.combinations_with_replacement(lst[:3], 2)",
+                "itertools.islice(lst, 1, None)",
+                "itertools.pairwise(lst)",
+                "itertools.zip_longest(lst, d, fillvalue=0)",
+                "itertools.accumulate(lst)",
+            ]
+        )
+        between = self.pick([f"lst.append({t})", "lst.clear()", "print('mid')", "lst.pop()"])
+        if between == "lst.pop()":
+            between = "if lst:\n    lst.pop()"
+        return f"it = {make}\n{between}\n{n} = len(list(it))"
 
     def dict_subclass(self, depth: int) -> str:
         """Config objects: dict subclasses read through attributes."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import re
 
 import pytest
 import torch
@@ -115,3 +116,84 @@ def test_heapq_and_bisect_polyfills_equal_the_builtins_on_random_lists():
         for name in ("bisect_left", "bisect_right"):
             fn = getattr(bisect, name)
             assert polyfills.lookup(fn)(ordered, value) == fn(ordered, value)
+
+
+# What the C ``itertools`` functions do when called, before any item is taken: make iterators of
+# their sources (one over a dict then fails once the dict grows), read the pools of the
+# combinatorics into tuples (items added later are not seen), check their arguments.
+def _grown_dict():
+    return {"a": 1, "b": 2}
+
+
+CALLED_WITH_A_DICT = {
+    itertools.chain.from_iterable: lambda d: (d,),
+    itertools.cycle: lambda d: (d,),
+    itertools.accumulate: lambda d: (d,),
+    itertools.islice: lambda d: (d, 2),
+    itertools.zip_longest: lambda d: (d, "xy"),
+    itertools.pairwise: lambda d: (d,),
+    itertools.starmap: lambda d: (max, d),
+    itertools.takewhile: lambda d: (bool, d),
+    itertools.dropwhile: lambda d: (bool, d),
+    itertools.filterfalse: lambda d: (None, d),
+    itertools.compress: lambda d: (d, [1, 1]),
+    itertools.groupby: lambda d: (d,),
+    itertools.product: lambda d: (d,),
+    itertools.permutations: lambda d: (d,),
+    itertools.combinations: lambda d: (d, 1),
+    itertools.combinations_with_replacement: lambda d: (d, 1),
+}
+
+
+def _first_items_after_growing(make, args_of):
+    d = _grown_dict()
+    it = make(*args_of(d))
+    d["c"] = 3
+    try:
+        return [next(it) for _ in range(2)]
+    except (RuntimeError, StopIteration) as e:
+        return type(e).__name__
+
+
+@pytest.mark.parametrize("target", list(CALLED_WITH_A_DICT), ids=lambda t: t.__qualname__)
+def test_itertools_polyfill_reads_its_sources_when_called(target):
+    args_of = CALLED_WITH_A_DICT[target]
+    expected = _first_items_after_growing(target, args_of)
+    assert _first_items_after_growing(polyfills.lookup(target), args_of) == expected
+
+
+BAD_ARGUMENTS = [
+    (itertools.islice, ("abc",)),
+    (itertools.islice, ("abc", 1, 2, 3, 4)),
+    (itertools.islice, ("abc", -1)),
+    (itertools.islice, ("abc", 1.5)),
+    (itertools.islice, ("abc", -1, 2)),
+    (itertools.islice, ("abc", 0, 2, 0)),
+    (itertools.product, ("ab",), {"repeat": -1}),
+    (itertools.permutations, ("ab", -1)),
+    (itertools.permutations, ("ab", 1.5)),
+    (itertools.combinations, ("ab", -2)),
+]
+
+
+@pytest.mark.parametrize("case", BAD_ARGUMENTS, ids=lambda c: f"{c[0].__qualname__}{c[1][1:]}")
+def test_itertools_polyfill_checks_its_arguments_when_called(case):
+    target, args, kwargs = (*case, {})[:3]
+    with pytest.raises(Exception) as expected:
+        target(*args, **kwargs)
+    with pytest.raises(type(expected.value), match=f"^{re.escape(str(expected.value))}$"):
+        polyfills.lookup(target)(*args, **kwargs)
+
+
+def _pools_read_when_called(x):
+    items = [x, x * 2]
+    p = itertools.product(items, repeat=2)
+    q = itertools.permutations(items)
+    c = itertools.combinations_with_replacement(items, 2)
+    s = itertools.islice(items, 3)
+    items.append(x * 3)  # not in p, q or c; seen by s, whose list iterator is live
+    return [a * b for a, b in p], [a - b for a, b in q], len(list(c)), list(s)
+
+
+def test_combinatorics_made_in_the_trace_read_their_pools_when_called():
+    check_breaks(_pools_read_when_called, lambda: (torch.randn(3),), graphs=1, breaks=0)

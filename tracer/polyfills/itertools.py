@@ -1,15 +1,21 @@
 """``itertools`` in pure Python, after the "roughly equivalent" code of the CPython documentation.
 
-Each polyfill is a generator (or returns generators), so items are made when they are taken, in
-CPython's order: a function with side effects passed to ``accumulate`` or ``starmap`` runs exactly
-when the C version would run it.
+Each polyfill makes its items when they are taken, in CPython's order: a function with side
+effects passed to ``accumulate`` or ``starmap`` runs exactly when the C version would run it. What
+the C version does when it is called happens when the polyfill is called: its arguments are checked
+and its sources turned into iterators then (``iter()`` may run user code, and an iterator over a
+dict made then fails once the dict changes), and ``product``, ``permutations`` and the
+combinations read their pools into tuples then, so items added to a source afterwards are not
+seen. Such a polyfill returns a generator of an inner function (``generator_of``) taking what
+the C function would take at that point.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 
-from .registry import polyfill
+from .registry import generator_of, polyfill
 
 _MISSING = object()
 
@@ -29,9 +35,14 @@ def chain(*iterables):
         yield from iterable
 
 
-@polyfill(itertools.chain.from_iterable, rebuild=_chain)
+@polyfill(itertools.chain.from_iterable)
 def chain_from_iterable(iterables):
     """``itertools.chain.from_iterable``."""
+    return _chain_from_iterable(iter(iterables))
+
+
+@generator_of(itertools.chain.from_iterable, rebuild=_chain)
+def _chain_from_iterable(iterables):
     for iterable in iterables:
         yield from iterable
 
@@ -65,8 +76,13 @@ def repeat(obj, times=None):
 @polyfill(itertools.cycle)
 def cycle(iterable):
     """``itertools.cycle``."""
+    return _cycle(iter(iterable))
+
+
+@generator_of(itertools.cycle)
+def _cycle(iterator):
     saved = []
-    for element in iterable:
+    for element in iterator:
         yield element
         saved.append(element)
     while saved:
@@ -76,7 +92,11 @@ def cycle(iterable):
 @polyfill(itertools.accumulate)
 def accumulate(iterable, func=None, *, initial=None):
     """``itertools.accumulate``."""
-    it = iter(iterable)
+    return _accumulate(iter(iterable), func, initial=initial)
+
+
+@generator_of(itertools.accumulate)
+def _accumulate(it, func=None, *, initial=None):
     total = initial
     if initial is None:
         total = next(it, _MISSING)
@@ -88,12 +108,38 @@ def accumulate(iterable, func=None, *, initial=None):
         yield total
 
 
-@polyfill(itertools.islice, rebuild=_islice)
+_ISLICE_STOP = "Stop argument for islice() must be None or an integer: 0 <= x <= sys.maxsize."
+_ISLICE_INDEX = "Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize."
+
+
+def _islice_bound(value, message):
+    """An ``islice`` bound as CPython reads it: None, or a non-negative integer."""
+    if value is None:
+        return None
+    if not hasattr(type(value), "__index__") or operator.index(value) < 0:
+        raise ValueError(message)
+    return operator.index(value)
+
+
+@polyfill(itertools.islice)
 def islice(iterable, *args):
-    """``itertools.islice``: takes from the source exactly the items CPython takes."""
-    s = slice(*args)
-    start, stop, step = s.start or 0, s.stop, s.step or 1
-    it = iter(iterable)
+    """``itertools.islice``: its bounds checked, and the source made an iterator, when called."""
+    if not args:
+        raise TypeError("islice expected at least 2 arguments, got 1")
+    if len(args) > 3:
+        raise TypeError(f"islice expected at most 4 arguments, got {len(args) + 1}")
+    start, stop, step = (None, args[0], None) if len(args) == 1 else (*args, None)[:3]
+    stop = _islice_bound(stop, _ISLICE_STOP)
+    start = _islice_bound(start, _ISLICE_INDEX)
+    step = _islice_bound(step, _ISLICE_INDEX)
+    if step == 0:
+        raise ValueError("Step for islice() must be a positive integer or None.")
+    return _islice_of(iter(iterable), start or 0, stop, step or 1)
+
+
+@generator_of(itertools.islice, rebuild=_islice)
+def _islice_of(it, start, stop, step):
+    """Takes from the source exactly the items CPython takes."""
     for _ in range(start):
         if next(it, _MISSING) is _MISSING:
             return
@@ -114,20 +160,41 @@ def islice(iterable, *args):
 
 @polyfill(itertools.product)
 def product(*iterables, repeat=1):
-    """``itertools.product``: the pools are read first, as in CPython."""
-    pools = [tuple(pool) for pool in iterables] * repeat
+    """``itertools.product``: the pools are read when it is called, as in CPython."""
+    if operator.index(repeat) < 0:
+        raise ValueError("repeat argument cannot be negative")
+    return _product(*([tuple(pool) for pool in iterables] * repeat))
+
+
+@generator_of(itertools.product)
+def _product(*pools):
     result = [()]
     for pool in pools:
         result = [x + (y,) for x in result for y in pool]
     yield from result
 
 
+def _pool_and_r(iterable, r):
+    """The pool read into a tuple, then ``r`` checked, as CPython's combinatorics do."""
+    pool = tuple(iterable)
+    if r is None:
+        return pool, len(pool)
+    if not hasattr(type(r), "__index__"):
+        raise TypeError("Expected int as r")
+    if operator.index(r) < 0:
+        raise ValueError("r must be non-negative")
+    return pool, operator.index(r)
+
+
 @polyfill(itertools.permutations)
 def permutations(iterable, r=None):
     """``itertools.permutations``."""
-    pool = tuple(iterable)
+    return _permutations(*_pool_and_r(iterable, r))
+
+
+@generator_of(itertools.permutations)
+def _permutations(pool, r):
     n = len(pool)
-    r = n if r is None else r
     for indices in product(range(n), repeat=r):
         if len(set(indices)) == r:
             yield tuple(pool[i] for i in indices)
@@ -136,7 +203,11 @@ def permutations(iterable, r=None):
 @polyfill(itertools.combinations)
 def combinations(iterable, r):
     """``itertools.combinations``."""
-    pool = tuple(iterable)
+    return _combinations(*_pool_and_r(iterable, r))
+
+
+@generator_of(itertools.combinations)
+def _combinations(pool, r):
     n = len(pool)
     for indices in permutations(range(n), r):
         if sorted(indices) == list(indices):
@@ -146,7 +217,11 @@ def combinations(iterable, r):
 @polyfill(itertools.combinations_with_replacement)
 def combinations_with_replacement(iterable, r):
     """``itertools.combinations_with_replacement``."""
-    pool = tuple(iterable)
+    return _combinations_with_replacement(*_pool_and_r(iterable, r))
+
+
+@generator_of(itertools.combinations_with_replacement)
+def _combinations_with_replacement(pool, r):
     n = len(pool)
     for indices in product(range(n), repeat=r):
         if sorted(indices) == list(indices):
@@ -156,7 +231,12 @@ def combinations_with_replacement(iterable, r):
 @polyfill(itertools.zip_longest)
 def zip_longest(*iterables, fillvalue=None):
     """``itertools.zip_longest``."""
-    iterators = [iter(it) for it in iterables]
+    return _zip_longest(*[iter(it) for it in iterables], fillvalue=fillvalue)
+
+
+@generator_of(itertools.zip_longest)
+def _zip_longest(*iterators, fillvalue=None):
+    iterators = list(iterators)
     active = len(iterators)
     if not active:
         return
@@ -177,7 +257,11 @@ def zip_longest(*iterables, fillvalue=None):
 @polyfill(itertools.pairwise)
 def pairwise(iterable):
     """``itertools.pairwise``."""
-    it = iter(iterable)
+    return _pairwise(iter(iterable))
+
+
+@generator_of(itertools.pairwise)
+def _pairwise(it):
     a = next(it, _MISSING)
     if a is _MISSING:
         return
@@ -189,14 +273,24 @@ def pairwise(iterable):
 @polyfill(itertools.starmap)
 def starmap(function, iterable):
     """``itertools.starmap``."""
-    for args in iterable:
+    return _starmap(function, iter(iterable))
+
+
+@generator_of(itertools.starmap)
+def _starmap(function, iterator):
+    for args in iterator:
         yield function(*args)
 
 
 @polyfill(itertools.takewhile)
 def takewhile(predicate, iterable):
     """``itertools.takewhile``."""
-    for x in iterable:
+    return _takewhile(predicate, iter(iterable))
+
+
+@generator_of(itertools.takewhile)
+def _takewhile(predicate, iterator):
+    for x in iterator:
         if not predicate(x):
             return
         yield x
@@ -205,7 +299,11 @@ def takewhile(predicate, iterable):
 @polyfill(itertools.dropwhile)
 def dropwhile(predicate, iterable):
     """``itertools.dropwhile``."""
-    it = iter(iterable)
+    return _dropwhile(predicate, iter(iterable))
+
+
+@generator_of(itertools.dropwhile)
+def _dropwhile(predicate, it):
     for x in it:
         if not predicate(x):
             yield x
@@ -216,7 +314,12 @@ def dropwhile(predicate, iterable):
 @polyfill(itertools.filterfalse)
 def filterfalse(predicate, iterable):
     """``itertools.filterfalse``."""
-    for x in iterable:
+    return _filterfalse(predicate, iter(iterable))
+
+
+@generator_of(itertools.filterfalse)
+def _filterfalse(predicate, iterator):
+    for x in iterator:
         if not (bool(x) if predicate is None else predicate(x)):
             yield x
 
@@ -224,6 +327,11 @@ def filterfalse(predicate, iterable):
 @polyfill(itertools.compress)
 def compress(data, selectors):
     """``itertools.compress``."""
+    return _compress(iter(data), iter(selectors))
+
+
+@generator_of(itertools.compress)
+def _compress(data, selectors):
     for d, s in zip(data, selectors, strict=False):
         if s:
             yield d
@@ -251,8 +359,12 @@ def tee(iterable, n=2):
 @polyfill(itertools.groupby)
 def groupby(iterable, key=None):
     """``itertools.groupby``: a group is only valid until the next one is taken."""
+    return _groupby(iter(iterable), key)
+
+
+@generator_of(itertools.groupby)
+def _groupby(iterator, key=None):
     keyfunc = (lambda x: x) if key is None else key
-    iterator = iter(iterable)
     state = [next(iterator, _MISSING), None, False]  # current value, its key, exhausted
     if state[0] is _MISSING:
         return

@@ -7,6 +7,7 @@ method on every attribute read, equal to the others, never identical).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,12 @@ REBUILD: dict[Callable[..., Any], Callable[[tuple], Any]] = {}
 #: cannot all be made), ``(C function, arguments)`` that make the C object going on from
 #: ``state``, the suspended generator's locals as Python values (its arguments before it ran)
 RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple]] = {}
+#: polyfill generator function -> the C function that, called with the same arguments, makes the
+#: same items: a generator of it that has not started is made again as the C object at a graph
+#: break (``generator_restart``). A polyfill that is a generator function is its own entry; one
+#: that must do work when called (``itertools.product`` reads its pools then) returns a generator
+#: of an inner function registered with ``generator_of``.
+RESTART: dict[Callable[..., Any], Any] = {}
 
 
 def polyfill(
@@ -32,13 +39,41 @@ def polyfill(
         for target in targets:
             assert target not in POLYFILLS, f"two polyfills for {target!r}"
             POLYFILLS[target] = fn
-        if rebuild is not None:
-            REBUILD[fn] = rebuild
-        if resume is not None:
-            RESUME[fn] = resume
+        if inspect.isgeneratorfunction(fn):
+            _register_generator(fn, targets[0], rebuild, resume)
         return fn
 
     return register
+
+
+def generator_of(
+    target: Any,
+    *,
+    rebuild: Callable[[tuple], Any] | None = None,
+    resume: Callable[[dict[str, Any]], tuple] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated generator function as the lazy part of ``target``'s polyfill: called
+    with the arguments ``target`` would take once its eager part ran (a ``product``'s pools as
+    tuples), it makes ``target``'s items."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _register_generator(fn, target, rebuild, resume)
+        return fn
+
+    return register
+
+
+def _register_generator(
+    fn: Callable[..., Any],
+    target: Any,
+    rebuild: Callable[[tuple], Any] | None,
+    resume: Callable[[dict[str, Any]], tuple] | None,
+) -> None:
+    RESTART[fn] = target
+    if rebuild is not None:
+        REBUILD[fn] = rebuild
+    if resume is not None:
+        RESUME[fn] = resume
 
 
 def lookup(value: Any) -> Callable[..., Any] | None:

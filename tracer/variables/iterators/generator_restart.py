@@ -16,7 +16,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from ...code_reader import parameters
-from ...polyfills.registry import POLYFILLS
+from ...polyfills.registry import RESTART
 from ..base import VariableTracker, walk
 
 if TYPE_CHECKING:
@@ -131,7 +131,4 @@ def _defaults(fn: Any) -> dict[str, Any]:
 
 def _c_function(gen: GeneratorVariable) -> Any:
     """The C function a polyfilled generator stands for (``itertools.product``), if it is one."""
-    fn = getattr(gen.frame, "fn", None)
-    if fn is None:
-        return None
-    return next((target for target, poly in POLYFILLS.items() if poly is fn), None)
+    return RESTART.get(getattr(gen.frame, "fn", None))
