@@ -1,8 +1,9 @@
 """``GraphLowering``: walks an ATen FX graph and builds buffers through the registered lowerings.
 
 Placeholders become ``InputBuffer``s (and tell the wrapper where each size symbol comes from),
-``call_function`` nodes go through ``lowering.LOWERINGS``; matmul/conv/attention and collectives
-become extern calls, and any op without a working lowering runs through torch for that node only
+``call_function`` nodes go through ``lowering.LOWERINGS`` (each lowering receives a
+``LoweringContext``: this graph and the node); matmul/conv/attention and collectives become
+extern calls, and any op without a working lowering runs through torch for that node only
 (``fallback``: counted in ``fallback_ops`` and logged on ``bytegraph.fusion``). Lazy values used
 more than once are realized into ``ComputedBuffer``s, which the scheduler then fuses back together
 where it can.
@@ -42,7 +43,7 @@ from .ir import (
     TensorValue,
     layout_from_meta,
 )
-from .lowering import LOWERINGS, NotLowerable, lowering_node
+from .lowering import LOWERINGS, LoweringContext, NotLowerable
 
 log = logging.getLogger("bytegraph.fusion")
 aten = torch.ops.aten
@@ -168,8 +169,7 @@ class GraphLowering:
         reason = "no lowering"
         if target in LOWERINGS:
             try:
-                with lowering_node(self, node):
-                    result = LOWERINGS[target](*args, **kwargs)
+                result = LOWERINGS[target](LoweringContext(self, node), *args, **kwargs)
                 return self.finish(node, result)
             except NotLowerable as e:
                 reason = str(e)

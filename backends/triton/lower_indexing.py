@@ -19,7 +19,7 @@ import torch
 
 from .indexing import Expr
 from .ir import LazyValue, TensorValue
-from .lowering import NotLowerable, lowering, meta_val, origins, out_size
+from .lowering import LoweringContext, NotLowerable, lowering
 from .ops import ops
 
 aten = torch.ops.aten
@@ -32,7 +32,9 @@ def index_tensor(value: Any) -> TensorValue:
 
 
 @lowering(aten.embedding.default)
-def embedding(weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any) -> LazyValue:
+def embedding(
+    ctx: LoweringContext, weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any
+) -> LazyValue:
     """``out[*i, d] = weight[indices[*i], d]`` (``padding_idx`` only matters for the gradient)."""
     indices = index_tensor(indices)
     if len(weight.size) != 2:
@@ -44,12 +46,14 @@ def embedding(weight: TensorValue, indices: Any, padding_idx: int = -1, *_: Any)
         row = ops.indirect_indexing(indices.load(list(index[:nidx])), rows)
         return weight.load([row, index[nidx]])
 
-    val = meta_val()
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(weight, indices))
+    val = ctx.val
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins(weight, indices))
 
 
 @lowering(aten.gather.default)
-def gather(x: TensorValue, dim: int, index: Any, sparse_grad: bool = False) -> LazyValue:
+def gather(
+    ctx: LoweringContext, x: TensorValue, dim: int, index: Any, sparse_grad: bool = False
+) -> LazyValue:
     """``out[..., j, ...] = x[..., index[..., j, ...], ...]`` along ``dim``."""
     index = index_tensor(index)
     if not isinstance(x, TensorValue) or len(x.size) != len(index.size) or len(x.size) == 0:
@@ -61,8 +65,8 @@ def gather(x: TensorValue, dim: int, index: Any, sparse_grad: bool = False) -> L
         at = ops.indirect_indexing(index.load(list(idx)), extent)
         return x.load([at if d == dim else i for d, i in enumerate(idx)])
 
-    val = meta_val()
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(x, index))
+    val = ctx.val
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins(x, index))
 
 
 def _wrapped(value: Any, size: Expr) -> Any:
@@ -120,20 +124,20 @@ def index_plan(
 
 
 @lowering(aten.index.Tensor)
-def index(x: TensorValue, indices: Sequence[Any]) -> LazyValue:
+def index(ctx: LoweringContext, x: TensorValue, indices: Sequence[Any]) -> LazyValue:
     """``x[..., idx0, idx1, ...]`` with integer index tensors (see ``index_plan``). Boolean masks
     (data-dependent sizes) are not lowered."""
     size, source_index = index_plan(x, indices)
-    if len(size) != len(out_size()):
+    if len(size) != len(ctx.out_size):
         raise NotLowerable("unexpected index result rank")
-    val = meta_val()
+    val = ctx.val
     picked = [t for t in indices if isinstance(t, TensorValue)]
     return LazyValue(
-        out_size(),
+        ctx.out_size,
         val.dtype,
         val.device,
         lambda idx: x.load(source_index(idx)),
-        origins(x, *picked),
+        ctx.origins(x, *picked),
     )
 
 

@@ -23,7 +23,7 @@ import torch
 from . import config
 from .indexing import Expr, contiguous_strides, product, unflatten
 from .ir import Layout, LazyValue, Reduction, TensorValue
-from .lowering import NotLowerable, current_graph, lowering, meta_val, origins
+from .lowering import LoweringContext, NotLowerable, lowering
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
@@ -31,7 +31,12 @@ prims = torch.ops.prims
 
 
 def reduce(
-    x: TensorValue, dims: Sequence[int] | None, keepdim: bool, rtype: str, dtype: torch.dtype
+    ctx: LoweringContext,
+    x: TensorValue,
+    dims: Sequence[int] | None,
+    keepdim: bool,
+    rtype: str,
+    dtype: torch.dtype,
 ) -> TensorValue:
     """Reduce ``x`` over ``dims`` (None or [] = all) with ``rtype``; the result has ``dtype``."""
     rank = len(x.size)
@@ -58,7 +63,7 @@ def reduce(
         return full
 
     if numel == 1:
-        return _single_element(x, size, full_index, rtype, dtype)
+        return _single_element(ctx, x, size, full_index, rtype, dtype)
     value_dtype = torch.bool if rtype == "any" else acc
 
     def inner_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
@@ -74,8 +79,9 @@ def reduce(
 
         parts = [sympy.Integer(split), *size]
         chunks = [sympy.Integer(chunk)]
-        partial = _computed(parts, chunks, rtype, chunk_fn, value_dtype, value_dtype, x)
+        partial = _computed(ctx, parts, chunks, rtype, chunk_fn, value_dtype, value_dtype, x)
         return _computed(
+            ctx,
             size,
             [sympy.Integer(split)],
             rtype,
@@ -84,10 +90,11 @@ def reduce(
             dtype,
             partial,
         )
-    return _computed(size, rranges, rtype, inner_fn, value_dtype, dtype, x)
+    return _computed(ctx, size, rranges, rtype, inner_fn, value_dtype, dtype, x)
 
 
 def _computed(
+    ctx: LoweringContext,
     size: list[Expr],
     rranges: list[Expr],
     rtype: str,
@@ -98,7 +105,7 @@ def _computed(
 ) -> TensorValue:
     layout = Layout(size, contiguous_strides(size), dtype, source.device)
     data = Reduction(size, rranges, rtype, inner_fn, src_dtype, dtype)
-    return current_graph().add_computed(data, layout, origins(source))
+    return ctx.graph.add_computed(data, layout, ctx.origins(source))
 
 
 #: Reductions that can be done in two steps with the same operation (arg-reductions cannot).
@@ -125,14 +132,19 @@ def split_factor(numel: Expr, outputs: Expr, rtype: str, inner: bool) -> int:
 
 
 def _single_element(
-    x: TensorValue, size: list[Expr], full_index: Any, rtype: str, dtype: torch.dtype
+    ctx: LoweringContext,
+    x: TensorValue,
+    size: list[Expr],
+    full_index: Any,
+    rtype: str,
+    dtype: torch.dtype,
 ) -> LazyValue:
     def inner_fn(index: Sequence[Expr]) -> Any:
         if rtype in ("argmax", "argmin"):
             return ops.constant(0, dtype)
         return ops.to_dtype(x.load(full_index(index, [sympy.Integer(0)] * 8)), dtype)
 
-    return LazyValue(size, dtype, x.device, inner_fn, origins(x))
+    return LazyValue(size, dtype, x.device, inner_fn, ctx.origins(x))
 
 
 def _dims_arg(dim: Any) -> list[int] | None:
@@ -143,6 +155,7 @@ def _dims_arg(dim: Any) -> list[int] | None:
 
 @lowering(aten.sum.dim_IntList, aten.sum.default, prims.sum.default)
 def sum_(
+    ctx: LoweringContext,
     x: TensorValue,
     dim: Any = None,
     keepdim: bool = False,
@@ -150,23 +163,37 @@ def sum_(
     dtype: Any = None,
     output_dtype: Any = None,
 ) -> TensorValue:
-    return reduce(x, _dims_arg(dim), keepdim, "sum", meta_val().dtype)
+    return reduce(ctx, x, _dims_arg(dim), keepdim, "sum", ctx.val.dtype)
 
 
 @lowering(aten.prod.dim_int, aten.prod.default)
-def prod(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-    return reduce(x, _dims_arg(dim), keepdim, "prod", meta_val().dtype)
+def prod(
+    ctx: LoweringContext,
+    x: TensorValue,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+) -> Any:
+    return reduce(ctx, x, _dims_arg(dim), keepdim, "prod", ctx.val.dtype)
 
 
 @lowering(aten.mean.dim, aten.mean.default)
-def mean(x: TensorValue, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-    out = meta_val().dtype
-    total = reduce(x, _dims_arg(dim), keepdim, "sum", out)
+def mean(
+    ctx: LoweringContext,
+    x: TensorValue,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+) -> Any:
+    out = ctx.val.dtype
+    total = reduce(ctx, x, _dims_arg(dim), keepdim, "sum", out)
     n = product(x.size) / product(total.size) if dim else product(x.size)
-    return _scale(total, n, out)
+    return _scale(ctx, total, n, out)
 
 
-def _scale(x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
+def _scale(ctx: LoweringContext, x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
     def inner_fn(index: Sequence[Expr]) -> Any:
         v = ops.to_dtype(x.load(index), register_dtype(dtype))
         d = (
@@ -176,56 +203,67 @@ def _scale(x: TensorValue, divisor: Expr, dtype: torch.dtype) -> LazyValue:
         )
         return ops.to_dtype(ops.truediv(v, d), dtype)
 
-    return LazyValue(x.size, dtype, x.device, inner_fn, origins(x))
+    return LazyValue(x.size, dtype, x.device, inner_fn, ctx.origins(x))
 
 
 @lowering(aten.amax.default, rtype="max")
 @lowering(aten.amin.default, rtype="min")
-def amax(x: TensorValue, dim: Any = (), keepdim: bool = False, *, rtype: str) -> TensorValue:
-    return reduce(x, _dims_arg(dim), keepdim, rtype, meta_val().dtype)
+def amax(
+    ctx: LoweringContext, x: TensorValue, dim: Any = (), keepdim: bool = False, *, rtype: str
+) -> TensorValue:
+    return reduce(ctx, x, _dims_arg(dim), keepdim, rtype, ctx.val.dtype)
 
 
 @lowering(aten.max.default, rtype="max")
 @lowering(aten.min.default, rtype="min")
-def max_all(x: TensorValue, *, rtype: str) -> TensorValue:
-    return reduce(x, None, False, rtype, meta_val().dtype)
+def max_all(ctx: LoweringContext, x: TensorValue, *, rtype: str) -> TensorValue:
+    return reduce(ctx, x, None, False, rtype, ctx.val.dtype)
 
 
 @lowering(aten.max.dim, rtype="max")
 @lowering(aten.min.dim, rtype="min")
 def max_dim(
-    x: TensorValue, dim: int, keepdim: bool = False, *, rtype: str
+    ctx: LoweringContext, x: TensorValue, dim: int, keepdim: bool = False, *, rtype: str
 ) -> tuple[TensorValue, TensorValue]:
-    values = reduce(x, [dim], keepdim, rtype, x.dtype)
-    indices = reduce(x, [dim], keepdim, "arg" + rtype, torch.int64)
+    values = reduce(ctx, x, [dim], keepdim, rtype, x.dtype)
+    indices = reduce(ctx, x, [dim], keepdim, "arg" + rtype, torch.int64)
     return values, indices
 
 
 @lowering(aten.argmax.default, rtype="argmax")
 @lowering(aten.argmin.default, rtype="argmin")
-def argmax(x: TensorValue, dim: Any = None, keepdim: bool = False, *, rtype: str) -> TensorValue:
+def argmax(
+    ctx: LoweringContext, x: TensorValue, dim: Any = None, keepdim: bool = False, *, rtype: str
+) -> TensorValue:
     if dim is None and keepdim:
         raise NotLowerable("argmax over all dims with keepdim")
-    return reduce(x, _dims_arg(dim), keepdim, rtype, torch.int64)
+    return reduce(ctx, x, _dims_arg(dim), keepdim, rtype, torch.int64)
 
 
 @lowering(aten.any.dim, aten.any.dims, aten.any.default)
-def any_(x: TensorValue, dim: Any = None, keepdim: bool = False) -> TensorValue:
-    return reduce(x, _dims_arg(dim), keepdim, "any", torch.bool)
+def any_(
+    ctx: LoweringContext, x: TensorValue, dim: Any = None, keepdim: bool = False
+) -> TensorValue:
+    return reduce(ctx, x, _dims_arg(dim), keepdim, "any", torch.bool)
 
 
 @lowering(prims.var.default)
 def var(
-    x: TensorValue, dims: Sequence[int], correction: float = 1.0, *, output_dtype: Any = None
+    ctx: LoweringContext,
+    x: TensorValue,
+    dims: Sequence[int],
+    correction: float = 1.0,
+    *,
+    output_dtype: Any = None,
 ) -> TensorValue:
     """Two passes: ``mean = sum(x)/n``, then ``sum((x - mean)**2) / (n - correction)``."""
-    out = meta_val().dtype
+    out = ctx.val.dtype
     acc = register_dtype(out)
     dims = _dims_arg(dims) or list(range(len(x.size)))
     rank = len(x.size)
     n = product([x.size[d % rank] for d in dims])
-    total = reduce(x, dims, True, "sum", acc)
-    avg = _scale(total, n, acc)
+    total = reduce(ctx, x, dims, True, "sum", acc)
+    avg = _scale(ctx, total, n, acc)
 
     def deviation(index: Sequence[Expr]) -> Any:
         m_index = [
@@ -235,11 +273,11 @@ def var(
         diff = ops.sub(ops.to_dtype(x.load(index), acc), avg.load(m_index))
         return ops.mul(diff, diff)
 
-    squares = LazyValue(x.size, acc, x.device, deviation, origins(x))
-    summed = reduce(squares, dims, False, "sum", acc)
+    squares = LazyValue(x.size, acc, x.device, deviation, ctx.origins(x))
+    summed = reduce(ctx, squares, dims, False, "sum", acc)
     corr = (
         sympy.Integer(int(correction))
         if float(correction).is_integer()
         else sympy.Float(correction)
     )
-    return _scale(summed, n - corr, out)
+    return _scale(ctx, summed, n - corr, out)

@@ -16,7 +16,7 @@ import torch
 
 from .indexing import Expr, contiguous_strides, product
 from .ir import Layout, LazyValue, Scan, TensorValue
-from .lowering import NotLowerable, current_graph, lowering, meta_val, origins
+from .lowering import LoweringContext, NotLowerable, lowering
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
@@ -24,11 +24,13 @@ aten = torch.ops.aten
 
 @lowering(aten.cumsum.default, scan_type="sum")
 @lowering(aten.cumprod.default, scan_type="prod")
-def cumulative(x: TensorValue, dim: int, *, dtype: Any = None, scan_type: str) -> TensorValue:
+def cumulative(
+    ctx: LoweringContext, x: TensorValue, dim: int, *, dtype: Any = None, scan_type: str
+) -> TensorValue:
     """``out[..., k, ...] = x[..., 0, ...] + ... + x[..., k, ...]`` (``*`` for cumprod)."""
     if not isinstance(x, TensorValue):
         raise NotLowerable("scan of a non-tensor")
-    val = meta_val()
+    val = ctx.val
     acc = register_dtype(val.dtype)
     if product(x.size) == 0:
         raise NotLowerable("empty scan")
@@ -40,7 +42,7 @@ def cumulative(x: TensorValue, dim: int, *, dtype: Any = None, scan_type: str) -
             val.dtype,
             val.device,
             lambda index: ops.to_dtype(ops.to_dtype(x.load(index), acc), val.dtype),
-            origins(x),
+            ctx.origins(x),
         )
 
     def inner_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
@@ -51,7 +53,7 @@ def cumulative(x: TensorValue, dim: int, *, dtype: Any = None, scan_type: str) -
     data = Scan(kept, x.size[dim], dim, scan_type, inner_fn, acc)
     size = list(x.size)
     layout = Layout(size, contiguous_strides(size), val.dtype, val.device)
-    return current_graph().add_computed(data, layout, origins(x))
+    return ctx.graph.add_computed(data, layout, ctx.origins(x))
 
 
 __all__ = ["cumulative"]

@@ -19,14 +19,7 @@ from . import config
 from .indexing import Expr, contiguous_strides, product, same
 from .ir import BufferView, ComputedBuffer, Layout, LazyValue, Pointwise, Scatter, TensorValue
 from .lower_indexing import index_plan, index_tensor
-from .lowering import (
-    NotLowerable,
-    current_graph,
-    load_operand,
-    lowering,
-    meta_val,
-    origins,
-)
+from .lowering import LoweringContext, NotLowerable, load_operand, lowering
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
@@ -50,6 +43,7 @@ def check_atomic(dtype: torch.dtype) -> None:
 
 
 def scatter_into(
+    ctx: LoweringContext,
     base: TensorValue,
     ranges: list[Expr],
     target: Callable[[Sequence[Expr]], list[Any]],
@@ -59,17 +53,17 @@ def scatter_into(
 ) -> BufferView:
     """A copy of ``base`` with ``value(i)`` written (or added) at ``target(i)`` for each ``i`` of
     ``ranges``; ``reads`` are the tensors ``target`` and ``value`` read (for kernel names)."""
-    val = meta_val()
+    val = ctx.val
     if product(ranges) == 0 or product(base.size) == 0:
         raise NotLowerable("empty scatter")
     if accumulate:
         check_atomic(val.dtype)
-    graph = current_graph()
+    graph = ctx.graph
     layout = Layout(list(base.size), contiguous_strides(base.size), val.dtype, val.device)
     copy = graph.add_computed(
         Pointwise(base.size, lambda i: ops.to_dtype(base.load(i), val.dtype), val.dtype),
         layout,
-        origins(base),
+        ctx.origins(base),
     )
 
     def inner_fn(index: Sequence[Expr]) -> tuple[Expr, Any]:
@@ -78,7 +72,7 @@ def scatter_into(
 
     data = Scatter(list(ranges), inner_fn, val.dtype, "atomic_add" if accumulate else None)
     buf = ComputedBuffer(
-        graph.new_name(), layout, data, origins(base, *reads), mutates=copy.buffer.name
+        graph.new_name(), layout, data, ctx.origins(base, *reads), mutates=copy.buffer.name
     )
     graph.buffers.append(buf)
     return BufferView(buf)
@@ -86,20 +80,25 @@ def scatter_into(
 
 @lowering(aten.index_put.default, aten._unsafe_index_put.default)
 def index_put(
-    x: TensorValue, indices: Sequence[Any], values: Any, accumulate: bool = False
+    ctx: LoweringContext,
+    x: TensorValue,
+    indices: Sequence[Any],
+    values: Any,
+    accumulate: bool = False,
 ) -> TensorValue:
     """``x.clone()[indices] = values`` (``+=`` with ``accumulate``), ``values`` broadcast to the
     shape of ``x[indices]``."""
     if not isinstance(x, TensorValue) or not isinstance(values, TensorValue):
         raise NotLowerable("index_put of non-tensors")
     if any(isinstance(t, TensorValue) and t.dtype == torch.bool for t in indices):
-        return _masked_put(x, indices, values, accumulate)
+        return _masked_put(ctx, x, indices, values, accumulate)
     size, source_index = index_plan(x, indices)
     if len(values.size) > len(size):
         raise NotLowerable("index_put values of higher rank than the indexed result")
-    dtype = register_dtype(meta_val().dtype)
+    dtype = register_dtype(ctx.val.dtype)
     picked = [t for t in indices if t is not None]
     return scatter_into(
+        ctx,
         x,
         size,
         source_index,
@@ -109,7 +108,9 @@ def index_put(
     )
 
 
-def _masked_put(x: TensorValue, indices: Sequence[Any], values: TensorValue, acc: bool) -> Any:
+def _masked_put(
+    ctx: LoweringContext, x: TensorValue, indices: Sequence[Any], values: TensorValue, acc: bool
+) -> Any:
     """``x[mask] = v`` (or ``+=``) for a mask over leading dims and a single value: a ``where``."""
     mask = indices[0] if len(indices) == 1 else None
     if (
@@ -121,7 +122,7 @@ def _masked_put(x: TensorValue, indices: Sequence[Any], values: TensorValue, acc
     if product(values.size) != 1:
         raise NotLowerable("boolean index_put of more than one value")
     k = len(mask.size)
-    val = meta_val()
+    val = ctx.val
     dtype = register_dtype(val.dtype)
 
     def inner_fn(index: Sequence[Expr]) -> Any:
@@ -132,12 +133,13 @@ def _masked_put(x: TensorValue, indices: Sequence[Any], values: TensorValue, acc
             new = ops.add(old, new)
         return ops.to_dtype(ops.where(hit, new, old), val.dtype)
 
-    return LazyValue(x.size, val.dtype, val.device, inner_fn, origins(x, mask, values))
+    return LazyValue(x.size, val.dtype, val.device, inner_fn, ctx.origins(x, mask, values))
 
 
 @lowering(aten.scatter.src, aten.scatter.value, aten.scatter.reduce, aten.scatter.value_reduce)
 @lowering(aten.scatter_add.default, adds=True)
 def scatter(
+    ctx: LoweringContext,
     x: TensorValue,
     dim: int,
     index: Any,
@@ -151,25 +153,33 @@ def scatter(
     if reduce not in (None, "add"):
         raise NotLowerable(f"scatter with reduce={reduce!r}")
     accumulate = reduce == "add" or adds
-    return _scatter_dim(x, dim, index, src, accumulate)
+    return _scatter_dim(ctx, x, dim, index, src, accumulate)
 
 
 @lowering(aten.scatter_reduce.two)
 def scatter_reduce(
-    x: TensorValue, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True
+    ctx: LoweringContext,
+    x: TensorValue,
+    dim: int,
+    index: Any,
+    src: Any,
+    reduce: str,
+    include_self: bool = True,
 ) -> Any:
     if reduce != "sum" or not include_self:
         raise NotLowerable(f"scatter_reduce {reduce!r} (include_self={include_self})")
-    return _scatter_dim(x, dim, index, src, True)
+    return _scatter_dim(ctx, x, dim, index, src, True)
 
 
-def _scatter_dim(x: TensorValue, dim: int, index: Any, src: Any, accumulate: bool) -> Any:
+def _scatter_dim(
+    ctx: LoweringContext, x: TensorValue, dim: int, index: Any, src: Any, accumulate: bool
+) -> Any:
     index = index_tensor(index)
     rank = len(x.size)
     if rank == 0 or len(index.size) != rank:
         raise NotLowerable("scatter of a 0-d tensor or with an index of another rank")
     dim %= rank
-    dtype = register_dtype(meta_val().dtype)
+    dtype = register_dtype(ctx.val.dtype)
 
     def target(i: Sequence[Expr]) -> list[Any]:
         at = ops.indirect_indexing(index.load(list(i)), x.size[dim])
@@ -180,7 +190,7 @@ def _scatter_dim(x: TensorValue, dim: int, index: Any, src: Any, accumulate: boo
             return ops.to_dtype(src.load(list(i)), dtype)
         return load_operand(src, [], [], dtype)
 
-    return scatter_into(x, list(index.size), target, value, accumulate, [index, src])
+    return scatter_into(ctx, x, list(index.size), target, value, accumulate, [index, src])
 
 
 __all__ = ["index_put", "scatter", "scatter_reduce"]

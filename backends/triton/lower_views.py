@@ -16,14 +16,7 @@ import torch
 
 from .indexing import Expr, as_expr, contiguous_strides, product, same, unflatten
 from .ir import BufferView, Layout, LazyValue, TensorValue
-from .lowering import (
-    NotLowerable,
-    current_graph,
-    lowering,
-    meta_val,
-    origins,
-    out_size,
-)
+from .lowering import LoweringContext, NotLowerable, lowering
 from .ops import ops, register_dtype
 
 aten = torch.ops.aten
@@ -35,9 +28,11 @@ def restride(x: BufferView, size: list[Expr], stride: list[Expr], offset: Expr) 
     return BufferView(x.buffer, layout)
 
 
-def reindex(x: TensorValue, size: list[Expr], fn: Callable[[list[Expr]], list[Expr]]) -> LazyValue:
+def reindex(
+    ctx: LoweringContext, x: TensorValue, size: list[Expr], fn: Callable[[list[Expr]], list[Expr]]
+) -> LazyValue:
     """A LazyValue of ``size`` whose element ``index`` is ``x[fn(index)]``."""
-    return LazyValue(size, x.dtype, x.device, lambda index: x.load(fn(list(index))), origins(x))
+    return LazyValue(size, x.dtype, x.device, lambda index: x.load(fn(list(index))), ctx.origins(x))
 
 
 def norm_dim(dim: int, rank: int) -> int:
@@ -45,7 +40,7 @@ def norm_dim(dim: int, rank: int) -> int:
 
 
 @lowering(aten.permute.default)
-def permute(x: TensorValue, dims: Sequence[int]) -> TensorValue:
+def permute(ctx: LoweringContext, x: TensorValue, dims: Sequence[int]) -> TensorValue:
     dims = [norm_dim(d, len(x.size)) for d in dims]
     size = [x.size[d] for d in dims]
     if isinstance(x, BufferView):
@@ -57,25 +52,25 @@ def permute(x: TensorValue, dims: Sequence[int]) -> TensorValue:
             old[d] = index[k]
         return old
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 @lowering(aten.transpose.int)
-def transpose(x: TensorValue, d0: int, d1: int) -> TensorValue:
+def transpose(ctx: LoweringContext, x: TensorValue, d0: int, d1: int) -> TensorValue:
     dims = list(range(len(x.size)))
     d0, d1 = norm_dim(d0, len(dims)), norm_dim(d1, len(dims))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return permute(x, dims)
+    return permute(ctx, x, dims)
 
 
 @lowering(aten.t.default)
-def t(x: TensorValue) -> TensorValue:
-    return permute(x, list(range(len(x.size)))[::-1])
+def t(ctx: LoweringContext, x: TensorValue) -> TensorValue:
+    return permute(ctx, x, list(range(len(x.size)))[::-1])
 
 
 @lowering(aten.expand.default, aten.expand_copy.default)
-def expand(x: TensorValue, sizes: Any, implicit: bool = False) -> TensorValue:
-    size = out_size()
+def expand(ctx: LoweringContext, x: TensorValue, sizes: Any, implicit: bool = False) -> TensorValue:
+    size = ctx.out_size
     lead = len(size) - len(x.size)
     if isinstance(x, BufferView):
         stride = [sympy.Integer(0)] * lead
@@ -87,12 +82,14 @@ def expand(x: TensorValue, sizes: Any, implicit: bool = False) -> TensorValue:
     def fn(index: list[Expr]) -> list[Expr]:
         return [sympy.Integer(0) if s == 1 else index[lead + d] for d, s in enumerate(from_size)]
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 @lowering(prims.broadcast_in_dim.default)
-def broadcast_in_dim(x: TensorValue, shape: Any, broadcast_dims: Sequence[int]) -> TensorValue:
-    size = out_size()
+def broadcast_in_dim(
+    ctx: LoweringContext, x: TensorValue, shape: Any, broadcast_dims: Sequence[int]
+) -> TensorValue:
+    size = ctx.out_size
     if isinstance(x, BufferView):
         stride = [sympy.Integer(0)] * len(size)
         for k, d in enumerate(broadcast_dims):
@@ -107,11 +104,11 @@ def broadcast_in_dim(x: TensorValue, shape: Any, broadcast_dims: Sequence[int]) 
             for k, d in enumerate(broadcast_dims)
         ]
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 @lowering(aten.unsqueeze.default)
-def unsqueeze(x: TensorValue, dim: int) -> TensorValue:
+def unsqueeze(ctx: LoweringContext, x: TensorValue, dim: int) -> TensorValue:
     dim = norm_dim(dim, len(x.size) + 1)
     size = list(x.size)
     size.insert(dim, sympy.Integer(1))
@@ -119,11 +116,11 @@ def unsqueeze(x: TensorValue, dim: int) -> TensorValue:
         stride = list(x.layout.stride)
         stride.insert(dim, sympy.Integer(1))
         return restride(x, size, stride, x.layout.offset)
-    return reindex(x, size, lambda index: index[:dim] + index[dim + 1 :])
+    return reindex(ctx, x, size, lambda index: index[:dim] + index[dim + 1 :])
 
 
 @lowering(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, prims.squeeze.default)
-def squeeze(x: TensorValue, dims: Any = None) -> TensorValue:
+def squeeze(ctx: LoweringContext, x: TensorValue, dims: Any = None) -> TensorValue:
     rank = len(x.size)
     if dims is None:
         dims = list(range(rank))
@@ -140,7 +137,7 @@ def squeeze(x: TensorValue, dims: Any = None) -> TensorValue:
             old[d] = index[k]
         return old
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 @lowering(
@@ -150,13 +147,13 @@ def squeeze(x: TensorValue, dims: Any = None) -> TensorValue:
     aten.view_copy.default,
     prims.reshape.default,
 )
-def view(x: TensorValue, sizes: Any) -> TensorValue:
-    if meta_val().dtype != x.dtype:
+def view(ctx: LoweringContext, x: TensorValue, sizes: Any) -> TensorValue:
+    if ctx.val.dtype != x.dtype:
         raise NotLowerable("dtype view")
-    size = out_size()
+    size = ctx.out_size
     if isinstance(x, BufferView) and _is_contiguous(x.layout):
         return restride(x, size, contiguous_strides(size), x.layout.offset)
-    return reindex(x, size, view_reindexer(list(x.size), size))
+    return reindex(ctx, x, size, view_reindexer(list(x.size), size))
 
 
 def view_reindexer(old: list[Expr], new: list[Expr]) -> Callable[[list[Expr]], list[Expr]]:
@@ -227,12 +224,17 @@ def _is_contiguous(layout: Layout) -> bool:
 
 @lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
 def slice_(
-    x: TensorValue, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+    ctx: LoweringContext,
+    x: TensorValue,
+    dim: int = 0,
+    start: Any = None,
+    end: Any = None,
+    step: int = 1,
 ) -> TensorValue:
     dim = norm_dim(dim, len(x.size))
     start_ = _norm_start(start, x.size[dim])
     size = list(x.size)
-    size[dim] = out_size()[dim]
+    size[dim] = ctx.out_size[dim]
     if isinstance(x, BufferView):
         stride = list(x.layout.stride)
         offset = x.layout.offset + start_ * stride[dim]
@@ -244,7 +246,7 @@ def slice_(
         index[dim] = start_ + step * index[dim]
         return index
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 def _norm_start(start: Any, dim_size: Expr) -> Expr:
@@ -262,7 +264,7 @@ def _norm_start(start: Any, dim_size: Expr) -> Expr:
 
 
 @lowering(aten.select.int, aten.select_copy.int)
-def select(x: TensorValue, dim: int, index: Any) -> TensorValue:
+def select(ctx: LoweringContext, x: TensorValue, dim: int, index: Any) -> TensorValue:
     dim = norm_dim(dim, len(x.size))
     idx = as_expr(index)
     if isinstance(idx, sympy.Integer) and idx < 0:
@@ -271,28 +273,30 @@ def select(x: TensorValue, dim: int, index: Any) -> TensorValue:
     if isinstance(x, BufferView):
         stride = x.layout.stride[:dim] + x.layout.stride[dim + 1 :]
         return restride(x, size, stride, x.layout.offset + idx * x.layout.stride[dim])
-    return reindex(x, size, lambda index: index[:dim] + [idx] + index[dim:])
+    return reindex(ctx, x, size, lambda index: index[:dim] + [idx] + index[dim:])
 
 
 @lowering(aten.split_with_sizes.default, aten.split.Tensor)
-def split(x: TensorValue, sizes: Any, dim: int = 0) -> list[TensorValue]:
+def split(ctx: LoweringContext, x: TensorValue, sizes: Any, dim: int = 0) -> list[TensorValue]:
     dim = norm_dim(dim, len(x.size))
-    vals = meta_val()
+    vals = ctx.val
     out, start = [], sympy.Integer(0)
     for val in vals:
         length = as_expr(val.shape[dim])
-        out.append(_narrow(x, dim, start, length))
+        out.append(_narrow(ctx, x, dim, start, length))
         start = start + length
     return out
 
 
 @lowering(aten.unbind.int)
-def unbind(x: TensorValue, dim: int = 0) -> list[TensorValue]:
+def unbind(ctx: LoweringContext, x: TensorValue, dim: int = 0) -> list[TensorValue]:
     dim = norm_dim(dim, len(x.size))
-    return [select(x, dim, k) for k in range(len(meta_val()))]
+    return [select(ctx, x, dim, k) for k in range(len(ctx.val))]
 
 
-def _narrow(x: TensorValue, dim: int, start: Expr, length: Expr) -> TensorValue:
+def _narrow(
+    ctx: LoweringContext, x: TensorValue, dim: int, start: Expr, length: Expr
+) -> TensorValue:
     size = list(x.size)
     size[dim] = length
     if isinstance(x, BufferView):
@@ -303,13 +307,15 @@ def _narrow(x: TensorValue, dim: int, start: Expr, length: Expr) -> TensorValue:
         index[dim] = index[dim] + start
         return index
 
-    return reindex(x, size, fn)
+    return reindex(ctx, x, size, fn)
 
 
 @lowering(aten.as_strided.default, aten.as_strided_copy.default)
-def as_strided(x: TensorValue, size: Any, stride: Any, storage_offset: Any = None) -> BufferView:
+def as_strided(
+    ctx: LoweringContext, x: TensorValue, size: Any, stride: Any, storage_offset: Any = None
+) -> BufferView:
     if not isinstance(x, BufferView):
-        x = current_graph().realize(x)
+        x = ctx.graph.realize(x)
     offset = x.buffer.layout.offset if storage_offset is None else as_expr(storage_offset)
     return restride(x, [as_expr(s) for s in size], [as_expr(s) for s in stride], offset)
 
@@ -327,8 +333,8 @@ def in_range(i: Expr, lo: Expr, hi: Expr) -> Any:
 
 
 @lowering(aten.cat.default)
-def cat(tensors: Sequence[TensorValue], dim: int = 0) -> LazyValue:
-    val = meta_val()
+def cat(ctx: LoweringContext, tensors: Sequence[TensorValue], dim: int = 0) -> LazyValue:
+    val = ctx.val
     parts = [t for t in tensors if not (len(t.size) == 1 and t.size[0] == 0)]
     if len(parts) > 8 or any(p.device != val.device for p in parts):
         raise NotLowerable("cat of many inputs or across devices")
@@ -348,17 +354,19 @@ def cat(tensors: Sequence[TensorValue], dim: int = 0) -> LazyValue:
             result = value if result is None else ops.where(inside, value, result)
         return ops.to_dtype(result, val.dtype)
 
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(*parts))
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins(*parts))
 
 
 @lowering(aten.constant_pad_nd.default)
-def constant_pad_nd(x: TensorValue, pad: Sequence[Any], value: float = 0.0) -> LazyValue:
+def constant_pad_nd(
+    ctx: LoweringContext, x: TensorValue, pad: Sequence[Any], value: float = 0.0
+) -> LazyValue:
     pads = [as_expr(p) for p in pad]
     if any(isinstance(p, sympy.Integer) and p < 0 for p in pads):
         raise NotLowerable("negative padding")
     rank = len(x.size)
     lows = {rank - 1 - k: pads[2 * k] for k in range(len(pads) // 2)}
-    val = meta_val()
+    val = ctx.val
     dtype = register_dtype(val.dtype)
 
     def inner_fn(index: list[Expr]) -> Any:
@@ -372,11 +380,12 @@ def constant_pad_nd(x: TensorValue, pad: Sequence[Any], value: float = 0.0) -> L
         loaded = ops.masked(mask, lambda: ops.to_dtype(x.load(shifted), dtype), value)
         return ops.to_dtype(loaded, val.dtype)
 
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(x))
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins(x))
 
 
 @lowering(aten.slice_scatter.default)
 def slice_scatter(
+    ctx: LoweringContext,
     base: TensorValue,
     src: TensorValue,
     dim: int = 0,
@@ -390,6 +399,7 @@ def slice_scatter(
     lo = _norm_start(start, base.size[dim])
     hi = lo + src.size[dim]
     return _scatter(
+        ctx,
         base,
         src,
         dim,
@@ -399,12 +409,15 @@ def slice_scatter(
 
 
 @lowering(aten.select_scatter.default)
-def select_scatter(base: TensorValue, src: TensorValue, dim: int, index: Any) -> LazyValue:
+def select_scatter(
+    ctx: LoweringContext, base: TensorValue, src: TensorValue, dim: int, index: Any
+) -> LazyValue:
     dim = norm_dim(dim, len(base.size))
     idx = as_expr(index)
     if isinstance(idx, sympy.Integer) and idx < 0:
         idx = idx + base.size[dim]
     return _scatter(
+        ctx,
         base,
         src,
         dim,
@@ -414,13 +427,14 @@ def select_scatter(base: TensorValue, src: TensorValue, dim: int, index: Any) ->
 
 
 def _scatter(
+    ctx: LoweringContext,
     base: TensorValue,
     src: TensorValue,
     dim: int,
     inside_fn: Callable[[Expr], Any],
     src_index: Callable[[list[Expr]], list[Expr]],
 ) -> LazyValue:
-    val = meta_val()
+    val = ctx.val
     dtype = register_dtype(val.dtype)
     if product(src.size) == 0:
         raise NotLowerable("empty scatter source")
@@ -431,15 +445,15 @@ def _scatter(
         old = ops.to_dtype(base.load(index), dtype)
         return ops.to_dtype(ops.where(inside, new, old), val.dtype)
 
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins(base, src))
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins(base, src))
 
 
 @lowering(aten.flip.default, prims.rev.default)
-def flip(x: TensorValue, dims: Sequence[int]) -> LazyValue:
+def flip(ctx: LoweringContext, x: TensorValue, dims: Sequence[int]) -> LazyValue:
     """``x`` read backwards along ``dims``."""
     flipped = {norm_dim(d, len(x.size)) for d in dims}
 
     def fn(index: list[Expr]) -> list[Expr]:
         return [x.size[d] - 1 - i if d in flipped else i for d, i in enumerate(index)]
 
-    return reindex(x, list(x.size), fn)
+    return reindex(ctx, x, list(x.size), fn)

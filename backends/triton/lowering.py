@@ -1,19 +1,21 @@
 """Lowerings: one function per ATen op, turning its (lowered) arguments into a ``TensorValue``.
 
-``@lowering(aten.add)`` registers a function for every overload of a packet (or one overload);
-``make_pointwise("add")`` builds the common elementwise lowering: broadcast, type promotion
-(computed with torch's own ``elementwise_dtypes`` on the node's meta values), fp16/bf16 math in
-fp32, result in the node's dtype. A lowering raises ``NotLowerable`` when it cannot express the
-call; the graph then runs that node with torch (``graph.GraphLowering.fallback``). Views live in
-``lower_views.py``, reductions in ``lower_reductions.py``.
+``@lowering(aten.add)`` registers a function for every overload of a packet (or one overload). It
+is called as ``fn(ctx, *args, **kwargs)``: a ``LoweringContext`` (the graph and the fx node being
+lowered), then the node's lowered arguments. ``make_pointwise("add")`` builds the common
+elementwise lowering: broadcast, type promotion (computed with torch's own ``elementwise_dtypes``
+on the node's meta values), fp16/bf16 math in fp32, result in the node's dtype. A lowering raises
+``NotLowerable`` when it cannot express the call; the graph then runs that node with torch
+(``graph.GraphLowering.fallback``). Views live in ``lower_views.py``, reductions in
+``lower_reductions.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import sympy
 import torch
@@ -24,6 +26,9 @@ from . import config
 from .indexing import Expr, as_expr
 from .ir import LazyValue, TensorValue
 from .ops import BOOL_RESULT, FLOAT_ONLY, has_template, ops, register_dtype
+
+if TYPE_CHECKING:
+    from .graph import GraphLowering
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -54,44 +59,46 @@ def lowering(*targets: Any, **variant: Any) -> Callable[[Callable], Callable]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the node being lowered (set by graph.GraphLowering around each call)
-
-_CONTEXT: list[tuple[Any, torch.fx.Node]] = []
+# the node being lowered
 
 
-@contextlib.contextmanager
-def lowering_node(graph: Any, node: torch.fx.Node) -> Iterator[None]:
-    _CONTEXT.append((graph, node))
-    try:
-        yield
-    finally:
-        _CONTEXT.pop()
+@dataclass(frozen=True)
+class LoweringContext:
+    """The graph and the fx node a lowering is called for, passed as its first argument (``ctx``):
+    a lowering reads its result's dtype, shape and device from the node's meta value, and names
+    the nodes a value inlines (``origins``). Passed explicitly, not kept in a module-level stack,
+    so a helper's signature shows that it depends on the node, and nothing outlives the call."""
 
+    graph: GraphLowering
+    node: torch.fx.Node
 
-def current_graph() -> Any:
-    return _CONTEXT[-1][0]
+    @property
+    def val(self) -> Any:
+        """The node's meta value: the fake tensor (or list of them) the result must match."""
+        return self.node.meta["val"]
 
+    @property
+    def out_size(self) -> list[Expr]:
+        """The result's shape as sympy expressions (a new list on each read)."""
+        return [as_expr(s) for s in self.val.shape]
 
-def current_node() -> torch.fx.Node:
-    return _CONTEXT[-1][1]
+    def origins(self, *values: Any) -> list[str]:
+        """The fx node names an inlined value carries: its inputs' plus this node's."""
+        names: list[str] = []
+        for v in values:
+            if isinstance(v, LazyValue):
+                names += [n for n in v.origins if n not in names]
+        node = self.node.name
+        return names + ([node] if node not in names else [])
 
-
-def meta_val() -> Any:
-    return current_node().meta["val"]
-
-
-def out_size() -> list[Expr]:
-    return [as_expr(s) for s in meta_val().shape]
-
-
-def origins(*values: Any) -> list[str]:
-    """The fx node names an inlined value carries: its inputs' plus the current node's."""
-    names: list[str] = []
-    for v in values:
-        if isinstance(v, LazyValue):
-            names += [n for n in v.origins if n not in names]
-    node = current_node().name
-    return names + ([node] if node not in names else [])
+    def compute_dtype(self, kind: KIND, n_args: int) -> torch.dtype:
+        """The dtype the op computes in, from the node's first ``n_args`` arguments."""
+        args = [meta_of(a) for a in self.node.args[:n_args]]
+        args = [a for a in args if isinstance(a, torch.Tensor | bool | int | float)]
+        if not args:
+            return register_dtype(self.val.dtype)
+        computation, _ = elementwise_dtypes(*args, type_promotion_kind=kind)
+        return register_dtype(computation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,40 +140,31 @@ def meta_of(arg: Any) -> Any:
     return arg
 
 
-def compute_dtype(kind: KIND, n_args: int) -> torch.dtype:
-    """The dtype the op computes in, from the current node's first ``n_args`` arguments."""
-    args = [meta_of(a) for a in current_node().args[:n_args]]
-    args = [a for a in args if isinstance(a, torch.Tensor | bool | int | float)]
-    if not args:
-        return register_dtype(meta_val().dtype)
-    computation, _ = elementwise_dtypes(*args, type_promotion_kind=kind)
-    return register_dtype(computation)
-
-
-def check_devices(args: Sequence[Any]) -> None:
-    device = meta_val().device
+def check_devices(ctx: LoweringContext, args: Sequence[Any]) -> None:
+    device = ctx.val.device
     for a in args:
         if isinstance(a, TensorValue) and a.device != device:
             raise NotLowerable(f"operand on {a.device}, result on {device}")
 
 
 def elementwise(
+    ctx: LoweringContext,
     args: Sequence[Any],
     dtype: torch.dtype,
     body: Callable[..., Any],
     out_dtype: torch.dtype | None = None,
 ) -> LazyValue:
-    """A LazyValue of the current node's shape computing ``body(*operands as dtype)``."""
-    check_devices(args)
-    val = meta_val()
-    size = out_size()
+    """A LazyValue of the node's shape computing ``body(*operands as dtype)``."""
+    check_devices(ctx, args)
+    val = ctx.val
+    size = ctx.out_size
     out_dtype = out_dtype or val.dtype
 
     def inner_fn(index: Sequence[Expr]) -> Any:
         operands = [load_operand(a, size, index, dtype) for a in args]
         return ops.to_dtype(body(*operands), out_dtype)
 
-    return LazyValue(size, out_dtype, val.device, inner_fn, origins(*args))
+    return LazyValue(size, out_dtype, val.device, inner_fn, ctx.origins(*args))
 
 
 def check_op(name: str, dtype: torch.dtype) -> None:
@@ -179,13 +177,13 @@ def check_op(name: str, dtype: torch.dtype) -> None:
 def make_pointwise(name: str, kind: KIND = KIND.DEFAULT, n_args: int = 2) -> Callable[..., Any]:
     """The lowering of an elementwise op named ``name`` in ``ops.POINTWISE``."""
 
-    def lower(*args: Any, **kwargs: Any) -> LazyValue:
+    def lower(ctx: LoweringContext, *args: Any, **kwargs: Any) -> LazyValue:
         if kwargs:
             raise NotLowerable(f"unexpected kwargs {sorted(kwargs)}")
-        dtype = compute_dtype(kind, n_args)
+        dtype = ctx.compute_dtype(kind, n_args)
         check_op(name, dtype)
         out = torch.bool if name in BOOL_RESULT else None
-        return elementwise(args, dtype, getattr(ops, name), out)
+        return elementwise(ctx, args, dtype, getattr(ops, name), out)
 
     return lower
 
@@ -252,52 +250,63 @@ lowering(prims.bitwise_not, prims.sign)(make_pointwise("bitwise_not", KIND.DEFAU
 @lowering(aten.add, op="add")
 @lowering(aten.sub, op="sub")
 @lowering(aten.rsub, op="sub", swap=True)
-def add(a: Any, b: Any, alpha: Any = 1, *, op: str, swap: bool = False) -> LazyValue:
+def add(
+    ctx: LoweringContext, a: Any, b: Any, alpha: Any = 1, *, op: str, swap: bool = False
+) -> LazyValue:
     """``a + alpha*b``, ``a - alpha*b``; ``rsub(a, b) = b - alpha*a``."""
-    dtype = compute_dtype(KIND.DEFAULT, 2)
+    dtype = ctx.compute_dtype(KIND.DEFAULT, 2)
     if swap:
         a, b = b, a
     op = getattr(ops, op)
     if alpha == 1:
-        return elementwise([a, b], dtype, op)
-    return elementwise([a, b, alpha], dtype, lambda x, y, k: op(x, ops.mul(y, k)))
+        return elementwise(ctx, [a, b], dtype, op)
+    return elementwise(ctx, [a, b, alpha], dtype, lambda x, y, k: op(x, ops.mul(y, k)))
 
 
 @lowering(aten.div)
 @lowering(prims.div, trunc=True)
-def div(a: Any, b: Any, rounding_mode: str | None = None, *, trunc: bool = False) -> LazyValue:
-    dtype = compute_dtype(KIND.DEFAULT if trunc or rounding_mode else KIND.INT_TO_FLOAT, 2)
+def div(
+    ctx: LoweringContext,
+    a: Any,
+    b: Any,
+    rounding_mode: str | None = None,
+    *,
+    trunc: bool = False,
+) -> LazyValue:
+    dtype = ctx.compute_dtype(KIND.DEFAULT if trunc or rounding_mode else KIND.INT_TO_FLOAT, 2)
     if not dtype.is_floating_point and (trunc or rounding_mode):
         raise NotLowerable("integer division with rounding")
     mode = rounding_mode
     if mode is None:
-        return elementwise([a, b], dtype, ops.truediv)
-    return elementwise([a, b], dtype, lambda x, y: getattr(ops, mode)(ops.truediv(x, y)))
+        return elementwise(ctx, [a, b], dtype, ops.truediv)
+    return elementwise(ctx, [a, b], dtype, lambda x, y: getattr(ops, mode)(ops.truediv(x, y)))
 
 
 @lowering(
     aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar, prims.where
 )
-def where(cond: Any, a: Any, b: Any) -> LazyValue:
-    dtype = register_dtype(meta_val().dtype)
-    check_devices([cond, a, b])
-    size = out_size()
+def where(ctx: LoweringContext, cond: Any, a: Any, b: Any) -> LazyValue:
+    dtype = register_dtype(ctx.val.dtype)
+    check_devices(ctx, [cond, a, b])
+    size = ctx.out_size
 
     def inner_fn(index: Sequence[Expr]) -> Any:
         c = load_operand(cond, size, index, torch.bool)
         x, y = (load_operand(v, size, index, dtype) for v in (a, b))
         return ops.to_dtype(ops.where(c, x, y), meta_dtype)
 
-    meta_dtype = meta_val().dtype
-    return LazyValue(size, meta_dtype, meta_val().device, inner_fn, origins(cond, a, b))
+    meta_dtype = ctx.val.dtype
+    return LazyValue(size, meta_dtype, ctx.val.device, inner_fn, ctx.origins(cond, a, b))
 
 
 @lowering(aten.clamp, aten.clamp_min)
 @lowering(aten.clamp_max, upper_only=True)
-def clamp(x: Any, lo: Any = None, hi: Any = None, *, upper_only: bool = False) -> LazyValue:
+def clamp(
+    ctx: LoweringContext, x: Any, lo: Any = None, hi: Any = None, *, upper_only: bool = False
+) -> LazyValue:
     if upper_only:  # ``clamp_max(x, hi)``
         lo, hi = None, lo
-    dtype = register_dtype(meta_val().dtype)
+    dtype = register_dtype(ctx.val.dtype)
     bounds = [v for v in (lo, hi) if v is not None]
 
     def body(v: Any, *limits: Any) -> Any:
@@ -308,19 +317,19 @@ def clamp(x: Any, lo: Any = None, hi: Any = None, *, upper_only: bool = False) -
             v = ops.minimum(v, next(it))
         return v
 
-    return elementwise([x, *bounds], dtype, body)
+    return elementwise(ctx, [x, *bounds], dtype, body)
 
 
 @lowering(aten.pow.Tensor_Scalar)
-def pow_scalar(x: Any, exponent: Any) -> LazyValue:
-    dtype = compute_dtype(KIND.BOOL_TO_LONG, 2)
+def pow_scalar(ctx: LoweringContext, x: Any, exponent: Any) -> LazyValue:
+    dtype = ctx.compute_dtype(KIND.BOOL_TO_LONG, 2)
     e = float(exponent)
     if e in (0.5, -0.5) and dtype.is_floating_point:
-        return elementwise([x], dtype, ops.sqrt if e == 0.5 else ops.rsqrt)
+        return elementwise(ctx, [x], dtype, ops.sqrt if e == 0.5 else ops.rsqrt)
     if e == int(e) and abs(e) <= 8 and (e >= 0 or dtype.is_floating_point):
-        return elementwise([x], dtype, lambda v: integer_power(v, int(e), dtype))
+        return elementwise(ctx, [x], dtype, lambda v: integer_power(v, int(e), dtype))
     check_op("pow", dtype)
-    return elementwise([x, exponent], dtype, ops.pow)
+    return elementwise(ctx, [x, exponent], dtype, ops.pow)
 
 
 def integer_power(v: Any, n: int, dtype: torch.dtype) -> Any:
@@ -331,18 +340,18 @@ def integer_power(v: Any, n: int, dtype: torch.dtype) -> Any:
 
 
 @lowering(aten.pow.Tensor_Tensor, aten.pow.Scalar)
-def pow_tensor(a: Any, b: Any) -> LazyValue:
-    dtype = compute_dtype(KIND.BOOL_TO_LONG, 2)
+def pow_tensor(ctx: LoweringContext, a: Any, b: Any) -> LazyValue:
+    dtype = ctx.compute_dtype(KIND.BOOL_TO_LONG, 2)
     check_op("pow", dtype)
-    return elementwise([a, b], dtype, ops.pow)
+    return elementwise(ctx, [a, b], dtype, ops.pow)
 
 
 @lowering(aten.remainder, name="remainder")
 @lowering(aten.floor_divide, name="floordiv")
-def remainder(a: Any, b: Any, *, name: str) -> LazyValue:
-    dtype = compute_dtype(KIND.DEFAULT, 2)
+def remainder(ctx: LoweringContext, a: Any, b: Any, *, name: str) -> LazyValue:
+    dtype = ctx.compute_dtype(KIND.DEFAULT, 2)
     check_op(name, dtype)
-    return elementwise([a, b], dtype, getattr(ops, name))
+    return elementwise(ctx, [a, b], dtype, getattr(ops, name))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,20 +360,22 @@ def remainder(a: Any, b: Any, *, name: str) -> LazyValue:
 
 @lowering(prims.convert_element_type, aten._to_copy, aten.clone, aten.lift_fresh_copy)
 @lowering(aten.alias, aten.detach, same_data=True)
-def convert(x: Any, *args: Any, same_data: bool = False, **kwargs: Any) -> TensorValue:
+def convert(
+    ctx: LoweringContext, x: Any, *args: Any, same_data: bool = False, **kwargs: Any
+) -> TensorValue:
     """A copy in the result's dtype; ``alias``/``detach`` (``same_data``) of the same dtype are the
     value itself."""
-    val = meta_val()
+    val = ctx.val
     if not isinstance(x, TensorValue) or x.device != val.device:
         raise NotLowerable("device change or non-tensor input")
     if same_data and x.dtype == val.dtype:
         return x
-    return elementwise([x], register_dtype(val.dtype), lambda v: v)
+    return elementwise(ctx, [x], register_dtype(val.dtype), lambda v: v)
 
 
 @lowering(aten.copy.default)
-def copy(dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
-    return elementwise([src], register_dtype(meta_val().dtype), lambda v: v)
+def copy(ctx: LoweringContext, dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
+    return elementwise(ctx, [src], register_dtype(ctx.val.dtype), lambda v: v)
 
 
 @lowering(aten.scalar_tensor, value_at=0)
@@ -372,31 +383,37 @@ def copy(dst: TensorValue, src: Any, non_blocking: bool = False) -> LazyValue:
 @lowering(aten.new_full, value_at=2)  # ``new_full(self, size, fill_value)``
 @lowering(aten.zeros, aten.zeros_like, aten.new_zeros, fill=0)
 @lowering(aten.ones, aten.ones_like, aten.new_ones, fill=1)
-def full(*args: Any, fill: Any = None, value_at: int | None = None, **kwargs: Any) -> LazyValue:
+def full(
+    ctx: LoweringContext,
+    *args: Any,
+    fill: Any = None,
+    value_at: int | None = None,
+    **kwargs: Any,
+) -> LazyValue:
     """A tensor of one value: ``fill``, or the argument at ``value_at``."""
     value = fill if value_at is None else args[value_at]
     if isinstance(value, TensorValue):
         raise NotLowerable("fill value is a tensor")
-    val = meta_val()
+    val = ctx.val
     dtype = register_dtype(val.dtype)
     return LazyValue(
-        out_size(),
+        ctx.out_size,
         val.dtype,
         val.device,
         lambda index: ops.to_dtype(load_operand(value, [], [], dtype), val.dtype),
-        origins(),
+        ctx.origins(),
     )
 
 
 @lowering(aten.arange.default, aten.arange.start, aten.arange.start_step)
 @lowering(prims.iota.default, iota=True)
-def arange(*args: Any, iota: bool = False, **kwargs: Any) -> LazyValue:
+def arange(ctx: LoweringContext, *args: Any, iota: bool = False, **kwargs: Any) -> LazyValue:
     if iota:
         start, step = kwargs.get("start", 0), kwargs.get("step", 1)
     else:
         nums = [a for a in args if not isinstance(a, torch.dtype)]
         start, step = (nums[0], nums[2] if len(nums) > 2 else 1) if len(nums) > 1 else (0, 1)
-    val = meta_val()
+    val = ctx.val
     if not all(isinstance(v, int | sympy.Integer) for v in (start, step)):
         raise NotLowerable("non-integer arange")
     start_, step_ = int(start), int(step)
@@ -405,4 +422,4 @@ def arange(*args: Any, iota: bool = False, **kwargs: Any) -> LazyValue:
         expr = start_ + step_ * index[0]
         return ops.to_dtype(ops.index_expr(expr, torch.int64), val.dtype)
 
-    return LazyValue(out_size(), val.dtype, val.device, inner_fn, origins())
+    return LazyValue(ctx.out_size, val.dtype, val.device, inner_fn, ctx.origins())
