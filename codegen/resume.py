@@ -21,7 +21,7 @@ from typing import Any
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table
-from .pyversion import LOAD_ATTR_TAKES_METHOD_FLAG
+from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
 from .transform import make_function
 
 
@@ -45,6 +45,17 @@ class ResumePoint:
     #: shared with closures made before the break (``takes_cells``). The code reads and writes it
     #: as ``cell.cell_contents``
     cell_args: tuple[str, ...] = ()
+    #: locals (among ``names``) passed as ``(function, args, kwargs)`` and made by the prefix
+    #: (``make_local``): a generator that has not started, made in the resume function
+    #: rather than before the break (``tracer/made_in_resume.py``)
+    made_locals: tuple[str, ...] = ()
+
+
+def make_local(recipe: tuple) -> Any:
+    """Runtime helper a resume function's prefix calls for each of its ``made_locals``: ``recipe``
+    is ``(function, args, (name, value) pairs)``."""
+    function, args, kwargs = recipe
+    return function(*args, **dict(kwargs))
 
 
 @dataclass(frozen=True)
@@ -108,7 +119,7 @@ def make_resume(
         raise ValueError(f"instruction {index} is outside {code.co_name}")
     assert prologue_end is not None, "code without RESUME"
     stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)
-    prefix: list[Any] = []
+    prefix: list[Any] = [instr for name in point.made_locals for instr in _made(name)]
     # Enter the try blocks around the target as the original did, each once the stack is as deep as
     # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the
     # jump).
@@ -157,6 +168,18 @@ def make_resume(
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     return fn
+
+
+def _made(name: str) -> list[Instr]:
+    """``name = make_local(name)``."""
+    if NULL_ABOVE_CALLABLE:
+        call = [Instr("LOAD_CONST", make_local), Instr("PUSH_NULL")]
+    else:
+        call = [Instr("PUSH_NULL"), Instr("LOAD_CONST", make_local)]
+    call.append(Instr("LOAD_FAST", name))
+    if CALL_NEEDS_PRECALL:
+        call.append(Instr("PRECALL", 1))
+    return [*call, Instr("CALL", 1), Instr("STORE_FAST", name)]
 
 
 #: What code may do with a cell variable for it to be passed as its cell (``takes_cells``).

@@ -25,17 +25,23 @@ from bytecode.instr import UNSET
 
 from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.pyversion import NULL_ABOVE_CALLABLE
-from ..codegen.resume import resume_origin, takes_cells
+from . import made_in_resume
+from .break_frames import (
+    call_start,
+    cell_args,
+    live_by_frame,
+    live_names,
+    template,
+)
 from .callees import compiles_on_its_own
 from .context_runtime import exit_with
 from .exc import Unsupported
-from .liveness import cells_written_from, code_cell_writes
 from .opcodes import operand_count
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker, walk
 from .variables.contexts.context_trackers import ContextExitVariable
-from .variables.functions.callables import NestedFunctionVariable, UserFunctionVariable
-from .variables.functions.cells import LocalCellVariable, SavedCellVariable, reconstruct_cell
+from .variables.functions.callables import UserFunctionVariable
+from .variables.functions.cells import reconstruct_cell
 from .variables.iterators import generator_restart
 from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
 from .variables.tensors.tensor import TensorTruthVariable
@@ -80,7 +86,12 @@ def emit_break(
     (``CompiledCode.callees``), given a function the instruction calls in plain Python, returns
     its compiled version: what a frame hook would do for its frame."""
     leaf = frames[0]
-    if len(frames) == 1 and _runs_inline(leaf):
+    inline = len(frames) == 1 and _runs_inline(leaf)
+    inst = leaf.tx.instructions[leaf.index]
+    written = {inst.arg} if inline and isinstance(inst.arg, str) else set()
+    written |= set(inst.arg) if inline and isinstance(inst.arg, tuple) else set()
+    cg.made_in_resume = made_in_resume.made_locals(frames, live_by_frame(frames), written)
+    if inline:
         _emit_inline(cg, leaf, resume, callee)
         return
     # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
@@ -114,88 +125,21 @@ def emit_break(
         _emit_exit_handler(cg, protect.target, exits[0])
 
 
-def cells_written_after(frames: list[FrameState]) -> set[int]:
-    """The cells of the traced frames (``LocalCellVariable``s, by id) that a frame may write once
-    it resumes. A resume function makes cells of its own, holding the values the break passes it:
-    a closure made in the trace gets a new cell too, which is the same as sharing the frame's only
-    while neither writes it (see ``NestedFunctionVariable.reconstruct``)."""
-    shared: set[int] = set()
-    for frame in frames:
-        tx = frame.tx
-        # 3.12: a break inside an inlined comprehension, whose end puts the saved cell back
-        shared |= {
-            id(vt.cell) for vt in frame.stack if isinstance(vt, SavedCellVariable) and vt.cell
-        }
-        if not tx.local_cells:
-            continue
-        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
-        shared |= {id(cell) for name, cell in tx.local_cells.items() if name in written}
-    return shared
-
-
-def passed_cells(frames: list[FrameState]) -> dict[int, tuple[str, ...]]:
-    """Per frame (by ``id``): the cell variables its resume function takes as the cell itself
-    (``ResumePoint.cell_args``), so that closures made in the trace and the resumed frame share
-    them as in CPython: each cell of the frame that a live closure holds and that the frame writes
-    once resumed, or a live closure writes (``nonlocal``). Other cells are rebuilt as new cells
-    holding their value, which is the same while no one writes them."""
-    held: set[int] = set()
-    written_by_closures: set[int] = set()
-    for vt in walk(live_values(frames)):
-        if isinstance(vt, NestedFunctionVariable):
-            own = code_cell_writes(vt.code)
-            for name, cell in vt.closure.items():
-                if isinstance(cell, LocalCellVariable):
-                    held.add(id(cell))
-                    if name in own:
-                        written_by_closures.add(id(cell))
-    passed: dict[int, tuple[str, ...]] = {}
-    for frame in frames:
-        tx = frame.tx
-        if not tx.local_cells or tx.fn is None:
-            continue
-        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
-        names = tuple(
-            name
-            for name, cell in tx.local_cells.items()
-            if id(cell) in held and (name in written or id(cell) in written_by_closures)
-        )
-        if names and takes_cells(_template(tx, frame.index)[0].__code__, names):
-            passed[id(frame)] = names
-    return passed
-
-
-def _cell_args(
-    cg: Codegen, frame: FrameState, names: tuple[str, ...]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(names, cell_args)`` for a resume function of ``frame``: the cells it shares with the
-    trace's closures (``passed_cells``, added to the names when dead as values) and those the frame
-    already took as cells (a resume function's own ``cell_args``: once a cell, always one)."""
-    origin = getattr(frame.tx.fn, "__bytegraph_resume__", None)
-    carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
-    new = getattr(cg, "passed_cells", {}).get(id(frame), ())
-    return names + tuple(n for n in new if n not in names), carried + new
-
-
 def _load_local(cg: Codegen, frame: FrameState, name: str, cells: tuple[str, ...]) -> None:
     """Push the frame's local ``name`` for a resume call: its cell, for a cell passed as one."""
     cell = frame.tx.local_cells.get(name) if name in cells else None
     if cell is not None:
         reconstruct_cell(cg, cell)
+    elif _made_locals(cg, frame, (name,)):
+        made_in_resume.load_recipe(cg, frame.locals[name])
     else:
         frame.locals[name].reconstruct(cg)
 
 
-def live_values(frames: list[FrameState]) -> list[VariableTracker]:
-    """What ``emit_break`` may rebuild: each frame's stack and the locals live where it resumes
-    (objects made in the trace that only dead locals hold are never created)."""
-    values: list[VariableTracker] = []
-    for i, frame in enumerate(frames):
-        tx = frame.tx
-        starts = {frame.index, call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
-        names = {n for start in starts for n in _live_names(tx, frame.locals, start)}
-        values += [*frame.stack, *(frame.locals[n] for n in names)]
-    return values
+def _made_locals(cg: Codegen, frame: FrameState, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of ``names`` the frame's resume function makes itself (``made_in_resume``)."""
+    made = getattr(cg, "made_in_resume", {}).get(id(frame), ())
+    return tuple(n for n in names if n in made)
 
 
 def _runs_inline(frame: FrameState) -> bool:
@@ -234,45 +178,6 @@ def _compilable(frame: FrameState, index: int) -> bool:
     )
 
 
-def call_start(tx: Translator, index: int) -> int:
-    """Resuming *at* a CALL must also run the KW_NAMES/PRECALL before it (no-ops on the stack)."""
-    while (
-        index > 0
-        and tx.instructions[index].name in ("CALL", "PRECALL", "KW_NAMES")
-        and tx.instructions[index - 1].name in ("PRECALL", "KW_NAMES")
-    ):
-        index -= 1
-    return index
-
-
-def _live_names(
-    tx: Translator, local_vars: dict[str, VariableTracker], index: int
-) -> tuple[str, ...]:
-    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads
-    the frame's first argument implicitly, so in code using it that argument is kept, and kept
-    first."""
-    live = tx.live_at(index)
-    names = [n for n in local_vars if n in live]
-    first = (
-        tx.code.co_varnames[0]
-        if tx.code.co_argcount and "__class__" in tx.code.co_freevars
-        else None
-    )
-    if first is not None and first in local_vars:
-        names = [first] + [n for n in names if n != first]
-    return tuple(names)
-
-
-def _template(tx: Translator, index: int) -> tuple[Any, int]:
-    """The function and instruction index a resume function starts from (inside a resume function:
-    the original function's, see ``resume_origin``)."""
-    if tx.fn is None:
-        raise Unsupported(
-            "resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)"
-        )
-    return resume_origin(tx.fn, index)
-
-
 def _call_resume(
     cg: Codegen,
     frame: FrameState,
@@ -288,14 +193,14 @@ def _call_resume(
     tx = frame.tx
     compiled = compiled and _compilable(frame, index)
     callee = None if compiled else callee
-    names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
+    names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
     live_locals = [frame.locals[n] for n in names]
     slots, nulls = _iterator_slots(stack, len(stack), live_locals), _null_slots(stack)
     # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
     # so the resume function breaks on the tensor as the original would.
     truths = tuple(i for i, vt in enumerate(stack) if isinstance(vt, TensorTruthVariable))
     fn = resume(
-        *_template(tx, index),
+        *template(tx, index),
         len(stack),
         names,
         slots,
@@ -304,6 +209,7 @@ def _call_resume(
         bool_slots=truths,
         continues=continues,
         cell_args=cells,
+        made_locals=_made_locals(cg, frame, names),
     )
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
@@ -321,7 +227,7 @@ def _emit_inline(
     """Break in the function's own frame: restore locals and stack, run the instruction, resume."""
     tx, index = frame.tx, frame.index
     inst = tx.instructions[index]
-    names, cells = _cell_args(cg, frame, _live_names(tx, frame.locals, index))
+    names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
     slots = _iterator_slots(frame.stack, untouched, [frame.locals[n] for n in names])
@@ -560,20 +466,21 @@ def _resume_with_stack(
     consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
     instruction pushed)."""
     tx = frame.tx
-    names, cells = _cell_args(
-        cg, frame, tuple(n for n in _live_names(tx, frame.locals, index) if n in names)
+    names, cells = cell_args(
+        cg, frame, tuple(n for n in live_names(tx, frame.locals, index) if n in names)
     )
     slots = tuple(s for s in slots if s < nstack)
     untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
     nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
     fn = resume(
-        *_template(tx, index),
+        *template(tx, index),
         nstack,
         names,
         slots,
         nulls,
         _compilable(frame, index),
         cell_args=cells,
+        made_locals=_made_locals(cg, frame, names),
     )
     for i in reversed(range(nstack)):
         if i in nulls:

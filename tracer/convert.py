@@ -23,15 +23,8 @@ from ..codegen.transform import make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from . import deferred_checks
-from .breaks import (
-    ResumeFactory,
-    call_start,
-    cells_written_after,
-    continues_in_callee,
-    emit_break,
-    live_values,
-    passed_cells,
-)
+from .break_frames import call_start, cells_written_after, live_values, passed_cells
+from .breaks import ResumeFactory, continues_in_callee, emit_break
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .global_state import function_modes_supported

@@ -391,19 +391,25 @@ class CompiledCode:
         bool_slots: tuple[int, ...] = (),
         continues: bool = False,
         cell_args: tuple[str, ...] = (),
+        made_locals: tuple[str, ...] = (),
     ) -> Any:
         """The resume function continuing ``template`` at instruction ``index`` (cached per
         position, stack shape and live names); compiled like any function unless ``compiled`` is
         False. ``continues``: it starts at a break in a callee (see ``continued_break``)."""
         slots = (iter_slots, null_slots, bool_slots)
-        key = (template.__code__, index, nstack, names, slots, compiled, continues, cell_args)
+        key = (
+            template.__code__,
+            *(index, nstack, names, slots, compiled, continues, cell_args, made_locals),
+        )
         cached = self.resumes.get(key)
         if cached is not None:
             state = getattr(cached, "__bytegraph__", None)
             if continues and state is not None:
                 state.called_by = self.compile_number
             return cached
-        point = ResumePoint(index, nstack, names, *slots, cell_args=cell_args)
+        point = ResumePoint(
+            index, nstack, names, *slots, cell_args=cell_args, made_locals=made_locals
+        )
         raw = make_resume(template, template.__globals__, point, next(self.numbering.resumes))
         if compiled:
             state = CompiledCode(raw, self.settings)

@@ -75,7 +75,7 @@ def pending(tx: Translator) -> bool:
 def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> Any:
     """The ``GraphBreak`` at the birth of the first iterator live in ``frames`` that cannot be
     rebuilt, or None when there is none (the break stays where it is)."""
-    from .breaks import live_values  # breaks.py imports the translator
+    from .break_frames import live_values  # break_frames imports the translator
 
     births: list[Birth] = tx.output.iterator_births
     if tx.parent is not None or not births:

@@ -197,3 +197,20 @@ def _pools_read_when_called(x):
 
 def test_combinatorics_made_in_the_trace_read_their_pools_when_called():
     check_breaks(_pools_read_when_called, lambda: (torch.randn(3),), graphs=1, breaks=0)
+
+
+def _types_of_itertools_objects(x):
+    made = [
+        itertools.product([1], repeat=2),
+        itertools.chain.from_iterable([[x]]),
+        itertools.islice([x], 1),
+        itertools.count(),
+        itertools.accumulate([1, 2]),
+        (v for v in [x]),
+    ]
+    names = [type(it).__name__ for it in made]
+    return x + 1, names, isinstance(made[1], itertools.chain), type(made[0]) is itertools.product
+
+
+def test_type_of_an_itertools_object_made_in_the_trace_is_the_c_type():
+    check_breaks(_types_of_itertools_objects, lambda: (torch.randn(3),), graphs=1, breaks=0)

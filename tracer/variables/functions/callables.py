@@ -295,9 +295,9 @@ class NestedFunctionVariable(VariableTracker):
     def _cells_rebuildable(self, cg: Codegen, cells: list[VariableTracker]) -> bool:
         """At a graph break, may the cells of the traced frames be rebuilt as new cells? Yes while
         no one writes them after the break: not this function (``nonlocal``), nor its frame once
-        resumed (``cg.shared_cells``, from ``breaks.cells_written_after``); a frame that has
+        resumed (``cg.shared_cells``, from ``break_frames.cells_written_after``); a frame that has
         returned no longer writes its cells. A cell its resumed frame takes as the cell itself
-        (``breaks.passed_cells``) is shared whoever writes it."""
+        (``break_frames.passed_cells``) is shared whoever writes it."""
         shared = getattr(cg, "shared_cells", None)
         passed = {id(c) for c in getattr(cg, "passed_cell_vts", ())}
         own = code_cell_writes(self.code)

@@ -13,6 +13,7 @@ the break where it was made instead.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...code_reader import parameters
@@ -41,7 +42,7 @@ def restartable(gen: GeneratorVariable) -> bool:
     frame = gen.frame
     if gen.spoiled or gen.done or gen.given or gen.items or frame is None or frame.ip != 0:
         return False
-    if _c_function(gen) is None and gen.maker is None:
+    if c_function(gen) is None and gen.maker is None:
         return False
     return all(name in frame.symbolic_locals for name, _ in parameters(frame.code))
 
@@ -50,7 +51,7 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
     """Emit ``start(function, parameter kinds, arguments)``: the generator made again."""
     frame = gen.frame
     params = parameters(frame.code)
-    target = _c_function(gen)
+    target = c_function(gen)
 
     def build() -> None:
         cg.load_const(start)
@@ -66,7 +67,7 @@ def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
         cg.build_tuple(len(params))
         # a C function's optional arguments are left out where the polyfill's default stands in
         # for "not given" (itertools.repeat(x) has no times=None)
-        cg.load_const(_defaults(frame.fn) if target is not None else {})
+        cg.load_const(defaults(frame.fn) if target is not None else {})
         cg.call_function(4)
 
     cg.build_once(gen, build)
@@ -94,25 +95,46 @@ def walk_live(values: Any, descend: Any = lambda vt: True) -> list[VariableTrack
 def start(fn: Any, params: tuple, values: tuple, defaults: dict[str, Any]) -> Any:
     """Runtime helper: call ``fn`` with ``values``, one per parameter of ``params`` (name, kind),
     leaving out optional ones that hold their ``defaults`` (trailing positional, or keyword)."""
+    args, kwargs = call_arguments(
+        params,
+        values,
+        lambda name, value: is_default(defaults, name, value),
+        lambda value: list(value.items()) if isinstance(value, dict) else list(value),
+    )
+    return fn(*args, **dict(kwargs))
+
+
+def call_arguments(
+    params: Any,
+    values: Any,
+    holds_default: Callable[[str, Any], bool],
+    spread: Callable[[Any], list],
+) -> tuple[list, list[tuple[str, Any]]]:
+    """The positional arguments and ``(name, value)`` keyword arguments that call a function with
+    parameters ``params`` (name, kind) on ``values``: optional ones are left out where
+    ``holds_default(name, value)`` (trailing positional, or keyword); ``spread(value)`` gives the
+    items of a ``*args`` value, or the pairs of a ``**kwargs`` one. For real values here, and for
+    the trace's (``made_in_resume``)."""
     args: list[Any] = []
-    kwargs: dict[str, Any] = {}
+    kwargs: list[tuple[str, Any]] = []
     droppable = 0  #: trailing positional arguments that hold their defaults
     for (name, kind), value in zip(params, values, strict=True):
         if kind in _POSITIONAL:
             args.append(value)
-            droppable = droppable + 1 if _is_default(defaults, name, value) else 0
+            droppable = droppable + 1 if holds_default(name, value) else 0
         elif kind is inspect.Parameter.VAR_POSITIONAL:
-            args.extend(value)
-            droppable = 0 if value else droppable
+            items = spread(value)
+            args += items
+            droppable = 0 if items else droppable
         elif kind is inspect.Parameter.KEYWORD_ONLY:
-            if not _is_default(defaults, name, value):
-                kwargs[name] = value
+            if not holds_default(name, value):
+                kwargs.append((name, value))
         else:
-            kwargs.update(value)
-    return fn(*args[: len(args) - droppable], **kwargs)
+            kwargs += spread(value)
+    return args[: len(args) - droppable], kwargs
 
 
-def _is_default(defaults: dict[str, Any], name: str, value: Any) -> bool:
+def is_default(defaults: dict[str, Any], name: str, value: Any) -> bool:
     default = defaults.get(name, _NO_DEFAULT)
     return value is default or (type(value) is type(default) and value == default)
 
@@ -120,7 +142,7 @@ def _is_default(defaults: dict[str, Any], name: str, value: Any) -> bool:
 _NO_DEFAULT = object()
 
 
-def _defaults(fn: Any) -> dict[str, Any]:
+def defaults(fn: Any) -> dict[str, Any]:
     """The parameter defaults of the Python function ``fn``."""
     return {
         name: p.default
@@ -129,6 +151,6 @@ def _defaults(fn: Any) -> dict[str, Any]:
     }
 
 
-def _c_function(gen: GeneratorVariable) -> Any:
+def c_function(gen: GeneratorVariable) -> Any:
     """The C function a polyfilled generator stands for (``itertools.product``), if it is one."""
     return RESTART.get(getattr(gen.frame, "fn", None))

@@ -261,6 +261,13 @@ class GeneratorVariable(LazyIteratorVariable):
         cg.build_once(self, build)
 
     def python_type(self) -> type:
+        """A polyfilled C iterator's type (``itertools.product``): ``type(p)`` in the trace is what
+        CPython gives."""
+        target = generator_restart.c_function(self)
+        if isinstance(target, type):
+            return target
+        if isinstance(getattr(target, "__self__", None), type):  # ``chain.from_iterable``
+            return target.__self__
         return types.GeneratorType
 
     def __repr__(self) -> str:

@@ -1,0 +1,138 @@
+"""What the frames of a graph break hold where they resume: the locals live in each, the function
+and instruction a resume function of each starts from, and the cells a resume function shares
+with closures made in the trace (``ResumePoint.cell_args``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..codegen.emit import Codegen
+from ..codegen.resume import resume_origin, takes_cells
+from .exc import Unsupported
+from .liveness import cells_written_from, code_cell_writes
+from .variables.base import VariableTracker, walk
+from .variables.functions.callables import NestedFunctionVariable
+from .variables.functions.cells import LocalCellVariable, SavedCellVariable
+
+if TYPE_CHECKING:
+    from .translator import FrameState, Translator
+
+
+def live_values(frames: list[FrameState]) -> list[VariableTracker]:
+    """What ``emit_break`` may rebuild: each frame's stack and the locals live where it resumes
+    (objects made in the trace that only dead locals hold are never created)."""
+    live = live_by_frame(frames)
+    return [vt for f in frames for vt in [*f.stack, *(f.locals[n] for n in live[id(f)])]]
+
+
+def live_by_frame(frames: list[FrameState]) -> dict[int, set[str]]:
+    """Per frame (by ``id``): the locals live where it resumes."""
+    live: dict[int, set[str]] = {}
+    for i, frame in enumerate(frames):
+        tx = frame.tx
+        starts = {frame.index, call_start(tx, frame.index)} if i == 0 else {frame.index + 1}
+        live[id(frame)] = {n for start in starts for n in live_names(tx, frame.locals, start)}
+    return live
+
+
+def call_start(tx: Translator, index: int) -> int:
+    """Resuming *at* a CALL must also run the KW_NAMES/PRECALL before it (no-ops on the stack)."""
+    while (
+        index > 0
+        and tx.instructions[index].name in ("CALL", "PRECALL", "KW_NAMES")
+        and tx.instructions[index - 1].name in ("PRECALL", "KW_NAMES")
+    ):
+        index -= 1
+    return index
+
+
+def live_names(
+    tx: Translator, local_vars: dict[str, VariableTracker], index: int
+) -> tuple[str, ...]:
+    """The locals a resume function at ``index`` needs, in order. Zero-argument ``super()`` reads
+    the frame's first argument implicitly, so in code using it that argument is kept, and kept
+    first."""
+    live = tx.live_at(index)
+    names = [n for n in local_vars if n in live]
+    first = (
+        tx.code.co_varnames[0]
+        if tx.code.co_argcount and "__class__" in tx.code.co_freevars
+        else None
+    )
+    if first is not None and first in local_vars:
+        names = [first] + [n for n in names if n != first]
+    return tuple(names)
+
+
+def template(tx: Translator, index: int) -> tuple[Any, int]:
+    """The function and instruction index a resume function starts from (inside a resume function:
+    the original function's, see ``resume_origin``)."""
+    if tx.fn is None:
+        raise Unsupported(
+            "resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)"
+        )
+    return resume_origin(tx.fn, index)
+
+
+def cells_written_after(frames: list[FrameState]) -> set[int]:
+    """The cells of the traced frames (``LocalCellVariable``s, by id) that a frame may write once
+    it resumes. A resume function makes cells of its own, holding the values the break passes it:
+    a closure made in the trace gets a new cell too, which is the same as sharing the frame's only
+    while neither writes it (see ``NestedFunctionVariable.reconstruct``)."""
+    shared: set[int] = set()
+    for frame in frames:
+        tx = frame.tx
+        # 3.12: a break inside an inlined comprehension, whose end puts the saved cell back
+        shared |= {
+            id(vt.cell) for vt in frame.stack if isinstance(vt, SavedCellVariable) and vt.cell
+        }
+        if not tx.local_cells:
+            continue
+        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
+        shared |= {id(cell) for name, cell in tx.local_cells.items() if name in written}
+    return shared
+
+
+def passed_cells(frames: list[FrameState]) -> dict[int, tuple[str, ...]]:
+    """Per frame (by ``id``): the cell variables its resume function takes as the cell itself
+    (``ResumePoint.cell_args``), so that closures made in the trace and the resumed frame share
+    them as in CPython: each cell of the frame that a live closure holds and that the frame writes
+    once resumed, or a live closure writes (``nonlocal``). Other cells are rebuilt as new cells
+    holding their value, which is the same while no one writes them."""
+    held: set[int] = set()
+    written_by_closures: set[int] = set()
+    for vt in walk(live_values(frames)):
+        if isinstance(vt, NestedFunctionVariable):
+            own = code_cell_writes(vt.code)
+            for name, cell in vt.closure.items():
+                if isinstance(cell, LocalCellVariable):
+                    held.add(id(cell))
+                    if name in own:
+                        written_by_closures.add(id(cell))
+    passed: dict[int, tuple[str, ...]] = {}
+    for frame in frames:
+        tx = frame.tx
+        if not tx.local_cells or tx.fn is None:
+            continue
+        written = cells_written_from(tx.instructions, tx.labels, tx.handlers, frame.index)
+        names = tuple(
+            name
+            for name, cell in tx.local_cells.items()
+            if id(cell) in held and (name in written or id(cell) in written_by_closures)
+        )
+        if names and takes_cells(template(tx, frame.index)[0].__code__, names):
+            passed[id(frame)] = names
+    return passed
+
+
+def cell_args(
+    cg: Codegen, frame: FrameState, names: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(names, cell_args)`` for a resume function of ``frame``: the cells it shares with the
+    trace's closures (``passed_cells``, added to the names when dead as values) and those the frame
+    already took as cells (a resume function's own ``cell_args``: once a cell, always one)."""
+    origin = getattr(frame.tx.fn, "__bytegraph_resume__", None)
+    carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
+    new = getattr(cg, "passed_cells", {}).get(id(frame), ())
+    return names + tuple(n for n in new if n not in names), carried + new
