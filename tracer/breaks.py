@@ -44,6 +44,7 @@ from .variables.functions.callables import UserFunctionVariable
 from .variables.functions.cells import reconstruct_cell
 from .variables.iterators import generator_restart
 from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
+from .variables.modules.nn_modules import NNModuleVariable
 from .variables.tensors.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -425,6 +426,8 @@ def _callable_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
     # a function made in the trace is a new object at each call: it would compile every call
     if isinstance(vt, UserFunctionVariable) and compiles_on_its_own(vt.fn):
         return base
+    if isinstance(vt, NNModuleVariable) and vt.source is not None:
+        return base  # ``callees.py`` decides, from the module, whether it compiles
     return None
 
 

@@ -5,18 +5,23 @@ its caller, say: the caller's handlers must see the callee's exceptions), the ca
 Python, and with it everything the callee does. torch.compile's frame hook compiles each such frame
 on its own; bytegraph has no hook, so the rewritten code calls the callee's compiled version
 instead (same settings, one compiled version per function, cached), and a break inside it is
-handled there, recursively. Functions of torch, bytegraph and the standard library are called as
-they are, and so is everything that is not a Python function or a method of one.
+handled there, recursively. A module is called through ``call_module``'s compiled version, whose
+trace inlines the call (hooks, then ``forward``) with the module as its input. Functions of torch,
+bytegraph and the standard library are called as they are, and so is everything that is not a
+Python function, a method of one or a module whose ``forward`` (or a child's) is user code.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+from torch import nn
 
 from .variables.functions import markers
 
@@ -44,13 +49,43 @@ class CalleeCompiler:
         )
 
     def __call__(self, obj: Any) -> Any:
+        if isinstance(obj, nn.Module):
+            if not _user_module(obj):
+                return obj
+            return functools.partial(self._compiled_version(call_module), obj)
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
         compiled = self._compiled.get(fn)  # each call of the break's code asks: the cache first
         if compiled is None:
             if not compiles_on_its_own(fn):
                 return obj
-            compiled = self._compiled[fn] = self._compile(fn)
+            compiled = self._compiled_version(fn)
         return types.MethodType(compiled, obj.__self__) if fn is not obj else compiled
+
+    def _compiled_version(self, fn: types.FunctionType) -> Any:
+        compiled = self._compiled.get(fn)
+        if compiled is None:
+            compiled = self._compiled[fn] = self._compile(fn)
+        return compiled
+
+
+def call_module(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """What a module call that a break leaves to Python goes through, compiled: ``module(...)``."""
+    return module(*args, **kwargs)
+
+
+def _user_module(module: nn.Module) -> bool:
+    """Does calling ``module`` run user code: its ``forward``, or a child's (a ``Sequential`` of
+    user blocks)? Asked at each run of the break's code: kept per module (a child added later
+    changes only whether the call compiles, never what it does)."""
+    known = _USER_MODULES.get(module)
+    if known is None:
+        known = _USER_MODULES[module] = any(
+            compiles_on_its_own(type(m).forward) for m in module.modules()
+        )
+    return known
+
+
+_USER_MODULES: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
 
 
 def compiles_on_its_own(fn: Any) -> bool:

@@ -5,6 +5,7 @@ forward is wrapped by a decorator that calls it inside ``try``/``finally``)."""
 
 import functools
 
+import pytest
 import torch
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
@@ -82,3 +83,90 @@ def test_the_callee_keeps_its_own_cache_and_reports():
         torch.testing.assert_close(compiled(torch.ones(3)), _callee_in_try(torch.ones(3)))
     stats = bytegraph.stats()
     assert stats.get("break:print") == 1  # the helper's break, once, from its own compile
+
+
+class Shaky(torch.nn.Module):
+    """A user module whose forward breaks in the middle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.lin(x).relu()
+        print("inside the module")
+        return h.sigmoid()
+
+
+SHAKY = Shaky()
+SHAKY_IN_SEQUENCE = torch.nn.Sequential(torch.nn.Tanh(), Shaky())
+
+
+def _module_in_try(x):
+    z = x + 1
+    try:
+        out = SHAKY(z)
+    except ValueError:
+        out = z
+    return out * 3
+
+
+def _sequential_in_try(x):
+    try:
+        return SHAKY_IN_SEQUENCE(x * 2)
+    finally:
+        pass
+
+
+class Caller(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Shaky()
+        self.hits = 0
+
+    def forward(self, x):
+        try:
+            y = self.inner(x * 2)
+        except RuntimeError:
+            y = x
+        finally:
+            self.hits += 1
+        return y - 1
+
+
+@pytest.mark.parametrize("fn", [_module_in_try, _sequential_in_try], ids=lambda f: f.__name__)
+def test_a_module_called_in_a_try_block_compiles_on_its_own(fn):
+    # graphs: what runs before the print (in the caller, then in the module's own compiled call:
+    # before it, a Sequential's tanh) and after it; one break, the print
+    check_breaks(fn, lambda: (torch.randn(2, 3),), graphs=3, breaks=1, calls=3)
+    assert dynamo_counts(fn, torch.randn(2, 3))[1] == 1
+
+
+def test_a_child_module_called_in_a_try_block_of_forward():
+    torch.manual_seed(0)
+    caller = Caller()
+
+    def run(x):
+        return caller(x)
+
+    check_breaks(
+        run,
+        lambda: (torch.randn(2, 3),),
+        graphs=3,
+        breaks=1,
+        calls=3,
+        setup=lambda: setattr(caller, "hits", 0),
+        observe=lambda: caller.hits,
+    )
+    assert dynamo_counts(run, torch.randn(2, 3))[1] == 1
+
+
+def test_a_library_module_in_a_try_block_is_called_as_it_is():
+    from bytegraph.tracer.callees import CalleeCompiler
+
+    compiled = []
+    compiler = CalleeCompiler(lambda fn: compiled.append(fn) or fn)
+    linear = torch.nn.Linear(2, 2)
+    assert compiler(linear) is linear and not compiled  # torch's own module: no user code
+    routed = compiler(SHAKY)
+    assert routed.args == (SHAKY,) and [f.__name__ for f in compiled] == ["call_module"]
