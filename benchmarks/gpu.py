@@ -54,6 +54,9 @@ def environment() -> str:
     except ImportError:
         triton_version = "not installed"
     commit = run_text(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    # a lent GPU machine gets the working tree over the checkout's starting commit: say so
+    if run_text(["git", "status", "--porcelain", "--untracked-files=no"]):
+        commit += " with uncommitted changes"
     return "\n".join(
         [
             f"- GPU: {props.name}, {props.multi_processor_count} SMs, "
