@@ -4,6 +4,8 @@ torch.compile(module) reaches bytegraph's entry function)."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch._dynamo
 
@@ -49,3 +51,24 @@ def test_torch_compile_of_a_module_bytegraph_compiled_in_place():
     out.backward(torch.ones_like(out))
     assert block.lin.weight.grad is not None
     torch._dynamo.reset()
+
+
+def test_torch_export_of_a_module_calling_a_compiled_function_traces_the_function():
+    # non-strict export traces in Python with torch.compiler.is_compiling() true: the entry runs
+    # the function itself, so export records its ops and bytegraph compiles nothing
+    from difftest import compile_counted
+
+    ours, counter = compile_counted(scale_shift)
+
+    class Caller(torch.nn.Module):
+        def forward(self, x, w):
+            return ours(x, w) * 2
+
+    x, w = torch.randn(3, 4), torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a trace of export's tensors would warn (and fall back)
+        exported = torch.export.export(Caller(), (x, w), strict=False)
+    targets = {n.target for n in exported.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten.relu.default in targets
+    torch.testing.assert_close(exported.module()(x, w), scale_shift(x, w) * 2)
+    assert counter.frame_count == 0

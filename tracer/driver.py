@@ -511,6 +511,17 @@ def _no_gc() -> Any:
             gc.enable()
 
 
+#: ``torch.compiler.is_compiling()`` as each call of an entry asks it, at half the cost where
+#: torch keeps its flag as a module global (2.11 to 2.15): Dynamo folds ``is_dynamo_compiling()``
+#: to True where it traces the entry, and the flag is what ``is_compiling()`` returns otherwise
+#: (torch.export's tracing sets it).
+_COMPILING = (
+    "___is_dynamo_compiling() or ___compiler._is_compiling_flag"
+    if isinstance(getattr(torch.compiler, "_is_compiling_flag", None), bool)
+    else "___is_compiling()"
+)
+
+
 def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
     """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
     params, call_args, names, keys = [], [], [], []
@@ -545,7 +556,7 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
         f"def ___entry({', '.join(params)}):\n"
         # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
         # place, say) traces the function itself: Dynamo folds is_compiling() to True
-        f"    if ___is_compiling():\n"
+        f"    if {_COMPILING}:\n"
         f"        return ___fn({', '.join(call_args)})\n"
         f"    if ___fn.__code__ is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
@@ -564,6 +575,8 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
         "___code": fn.__code__,
         "___Rerun": Rerun,
         "___is_compiling": torch.compiler.is_compiling,
+        "___is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
+        "___compiler": torch.compiler,
     }
     exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
     entry = namespace["___entry"]
