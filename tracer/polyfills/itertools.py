@@ -208,10 +208,7 @@ def combinations(iterable, r):
 
 @generator_of(itertools.combinations)
 def _combinations(pool, r):
-    n = len(pool)
-    for indices in permutations(range(n), r):
-        if sorted(indices) == list(indices):
-            yield tuple(pool[i] for i in indices)
+    yield from _in_order(pool, permutations(range(len(pool)), r))
 
 
 @polyfill(itertools.combinations_with_replacement)
@@ -222,8 +219,12 @@ def combinations_with_replacement(iterable, r):
 
 @generator_of(itertools.combinations_with_replacement)
 def _combinations_with_replacement(pool, r):
-    n = len(pool)
-    for indices in product(range(n), repeat=r):
+    yield from _in_order(pool, product(range(len(pool)), repeat=r))
+
+
+def _in_order(pool, candidates):
+    """The items of ``pool`` at each of ``candidates`` (index tuples) whose indices are sorted."""
+    for indices in candidates:
         if sorted(indices) == list(indices):
             yield tuple(pool[i] for i in indices)
 

@@ -33,7 +33,7 @@ from ...guards.sources import (
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from .base import VariableTracker
-from .constants.constant import CONSTANT_TYPES, ConstantVariable
+from .constants.constant import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable
 from .constants.slices import SliceVariable
 from .containers.builtin_containers import (
     DictVariable,
@@ -70,7 +70,6 @@ from .tensors.tensor import is_tensor_method
 if TYPE_CHECKING:
     from ..translator import Translator
 
-_LITERALS = (int, float, bool, str, bytes, complex)
 _BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_FNS] if callable(v)}
 
 
@@ -129,7 +128,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in (int, float) and tx.output.shapes.policy.number_is_dynamic(value, source):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         return tx.output.add_symbolic_number(value, source)
-    if cls in _LITERALS or cls is range or (cls in (slice, frozenset) and _literal_items(value)):
+    if (
+        cls in LITERAL_TYPES
+        or cls is range
+        or (cls in (slice, frozenset) and _literal_items(value))
+    ):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         # the guard's key must hash: a slice does not before 3.12 (its bounds do)
         key = (cls, (value.start, value.stop, value.step)) if cls is slice else (cls, value)
@@ -184,7 +187,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         return DequeVariable(items, source, maxlen=value.maxlen)
-    if cls in (set,) and all(type(v) in _LITERALS for v in value):
+    if cls in (set,) and all(type(v) in LITERAL_TYPES for v in value):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
@@ -340,7 +343,7 @@ def _literal_items(value: slice | frozenset) -> bool:
     """Whether ``==`` on ``value`` only compares exact builtin literals (never calls user
     ``__eq__``)."""
     items = (value.start, value.stop, value.step) if type(value) is slice else value
-    return all(type(v) in _LITERALS or v is None for v in items)
+    return all(type(v) in LITERAL_TYPES or v is None for v in items)
 
 
 def _is_namedtuple(cls: type) -> bool:

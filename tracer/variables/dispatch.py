@@ -26,7 +26,7 @@ from .functions import class_factories, markers
 from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
-from .modules.nn_modules import NNModuleVariable
+from .modules.nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
 from .objects import attribute_stores, new_objects
 from .objects.classes import ClassVariable
 from .objects.existing_objects import UserObjectVariable
@@ -175,22 +175,6 @@ def _user_iter(value: VariableTracker) -> bool:
     return isinstance(
         inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType
     )
-
-
-#: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
-#: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
-MODULE_MEMBER_METHODS = frozenset(
-    {
-        "parameters",
-        "buffers",
-        "children",
-        "modules",
-        "named_parameters",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-    }
-)
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:

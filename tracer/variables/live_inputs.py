@@ -28,7 +28,7 @@ import torch
 from ...guards.guard import Guard
 from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
-from .constants.constant import ConstantVariable
+from .constants.constant import LITERAL_TYPES, ConstantVariable
 from .containers.builtin_containers import (
     BoundMethodVariable,
     DictVariable,
@@ -45,7 +45,6 @@ _VIEW_KINDS = {
     cls: kind for table in (_VIEW_TYPES, _ORDERED_VIEW_TYPES) for kind, cls in table.items()
 }
 _TYPE_INFO = (torch.finfo, torch.iinfo)
-_LITERALS = (str, bytes, int, float, complex, bool)
 
 
 def viewed_dict(view: Any) -> dict:
@@ -103,7 +102,7 @@ def bound_container_method(
     name = method.__name__
     if getattr(method.__self__, name, None) != method:  # e.g. ``dict.get`` bound to a subclass
         return None
-    if isinstance(owner, ConstantVariable) and type(owner.value) in _LITERALS:
+    if isinstance(owner, ConstantVariable) and type(owner.value) in LITERAL_TYPES:
         return ConstantVariable(method, source)
     if not isinstance(owner, (ListVariable, DictVariable, SetVariable)):
         return None

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from ....codegen.emit import Codegen
     from ...translator import Translator
 
+#: The Python scalars a literal spells: guarded and folded by value wherever they are read.
+LITERAL_TYPES = (int, float, bool, str, bytes, complex)
+
 #: Types whose values are immutable and cheap to copy, so we can fold operations on them.
 CONSTANT_TYPES = (
     int,

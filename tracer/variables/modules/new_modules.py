@@ -38,7 +38,7 @@ from ..objects.attributes import (
     read_descriptor,
     type_lookup,
 )
-from .nn_modules import NNModuleVariable
+from .nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -280,7 +280,7 @@ class NewModuleVariable(NNModuleVariable):
         args: list[VariableTracker],
         kwargs: dict[str, VariableTracker],
     ) -> VariableTracker:
-        if name in _MEMBER_METHODS:
+        if name in _REFUSED_METHODS:
             raise Unsupported("new_module", f"{name}() of a module made in the trace")
         return super().call_method(tx, name, args, kwargs)
 
@@ -301,20 +301,6 @@ class NewModuleVariable(NNModuleVariable):
         return f"NewModuleVariable({self.python_type().__name__})"
 
 
-_MEMBER_METHODS = frozenset(
-    {
-        "parameters",
-        "buffers",
-        "children",
-        "modules",
-        "named_parameters",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-        "state_dict",
-        "apply",
-        "to",
-        "train",
-        "eval",
-    }
-)
+#: Methods refused on a module made in the trace: its members are not in guarded tables (the
+#: listings), and what changes or reads them all is not modelled for it.
+_REFUSED_METHODS = MODULE_MEMBER_METHODS | {"state_dict", "apply", "to", "train", "eval"}

@@ -52,6 +52,22 @@ if TYPE_CHECKING:
     from ...translator import Translator
 
 
+#: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
+#: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
+MODULE_MEMBER_METHODS = frozenset(
+    {
+        "parameters",
+        "buffers",
+        "children",
+        "modules",
+        "named_parameters",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+    }
+)
+
+
 @dataclass(eq=False)
 class NNModuleVariable(UserObjectVariable):
     """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph
