@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -78,17 +79,27 @@ def run(
 
 def as_fake(vt: Any) -> Any:
     """The fake value a tracker stands for, as a recorded call's argument."""
+    return map_argument(vt, _fake_leaf)
+
+
+def map_argument(vt: Any, leaf: Callable[[Any], Any]) -> Any:
+    """A recorded call's argument ``vt`` as Python values: its slices, tuples, lists and dicts
+    rebuilt as such, ``leaf`` applied to what they hold (a fake value, an fx node...)."""
+    if isinstance(vt, SliceVariable):
+        return slice(*(map_argument(p, leaf) for p in vt.parts))
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        items = [map_argument(i, leaf) for i in vt.items]
+        return items if isinstance(vt, ListVariable) else tuple(items)
+    if isinstance(vt, DictVariable):
+        return {k: map_argument(v, leaf) for k, v in vt.items.items()}
+    return leaf(vt)
+
+
+def _fake_leaf(vt: Any) -> Any:
     if isinstance(vt, TensorVariable):
         return vt.example
     if isinstance(vt, SymNodeVariable):
         return vt.value
-    if isinstance(vt, SliceVariable):
-        return slice(*(as_fake(p) for p in vt.parts))
-    if isinstance(vt, (TupleVariable, ListVariable)):
-        items = [as_fake(i) for i in vt.items]
-        return items if isinstance(vt, ListVariable) else tuple(items)
-    if isinstance(vt, DictVariable):
-        return {k: as_fake(v) for k, v in vt.items.items()}
     return vt.as_python_constant()
 
 

@@ -32,20 +32,14 @@ def made_locals(
 ) -> dict[int, frozenset[str]]:
     """Per frame (by ``id``): its live locals (``live``, by frame id) that its resume function
     makes. ``written``: locals of the first frame that the break's instruction itself stores."""
-    held: list[tuple[FrameState, str]] = []
-    for i, frame in enumerate(frames):
-        cells = frame.tx.local_cells
-        for name in live[id(frame)]:
-            vt = frame.locals.get(name)
-            if name in cells or (i == 0 and name in written) or _recipe(vt) is None:
-                continue
-            held.append((frame, name))
-    if not held:
-        return {}
     made: dict[int, set[str]] = {}
-    for frame, name in held:
-        if _only_holder(frames, live, frame, name):
-            made.setdefault(id(frame), set()).add(name)
+    for i, frame in enumerate(frames):
+        for name in live[id(frame)]:
+            if name in frame.tx.local_cells or (i == 0 and name in written):
+                continue
+            recipe = _recipe(frame.locals.get(name))
+            if recipe is not None and _only_holder(frames, live, frame, name):
+                made.setdefault(id(frame), set()).add(name)
     return {k: frozenset(v) for k, v in made.items()}
 
 

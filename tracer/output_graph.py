@@ -31,9 +31,8 @@ from .shapes import DynamicPolicy, ShapeTracker, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constants.constant import ConstantVariable
-from .variables.constants.slices import SliceVariable
 from .variables.constants.symbolic import SYMBOLIC_TYPES, SymNodeVariable
-from .variables.containers.builtin_containers import DictVariable, ListVariable, TupleVariable
+from .variables.containers.builtin_containers import ListVariable, TupleVariable
 from .variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -500,15 +499,12 @@ def _reread(
 
 
 def _as_node_arg(vt: Any) -> Any:
+    return fake_run.map_argument(vt, _node_leaf)
+
+
+def _node_leaf(vt: Any) -> Any:
     if isinstance(vt, (TensorVariable, SymNodeVariable)):
         return vt.node
-    if isinstance(vt, SliceVariable):
-        return slice(*(_as_node_arg(p) for p in vt.parts))
-    if isinstance(vt, (TupleVariable, ListVariable)):
-        items = [_as_node_arg(i) for i in vt.items]
-        return items if isinstance(vt, ListVariable) else tuple(items)
-    if isinstance(vt, DictVariable):
-        return {k: _as_node_arg(v) for k, v in vt.items.items()}
     if isinstance(vt, VariableTracker) and vt.is_python_constant():
         return graph_constant(vt.as_python_constant())
     raise Unsupported("graph_arg", f"{vt} cannot be passed to a graph op")

@@ -12,6 +12,7 @@ import pytest
 import torch
 from bytegraph.tracer import polyfills
 from difftest import check_breaks
+from dynamo_baseline import assert_no_more_breaks
 
 SAMPLES = {
     itertools.chain: [([1, 2], "ab", ())],
@@ -197,6 +198,7 @@ def _pools_read_when_called(x):
 
 def test_combinatorics_made_in_the_trace_read_their_pools_when_called():
     check_breaks(_pools_read_when_called, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _pools_read_when_called, torch.randn(3))
 
 
 def _types_of_itertools_objects(x):
@@ -214,3 +216,4 @@ def _types_of_itertools_objects(x):
 
 def test_type_of_an_itertools_object_made_in_the_trace_is_the_c_type():
     check_breaks(_types_of_itertools_objects, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _types_of_itertools_objects, torch.randn(3))

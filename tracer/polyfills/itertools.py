@@ -116,9 +116,10 @@ def _islice_bound(value, message):
     """An ``islice`` bound as CPython reads it: None, or a non-negative integer."""
     if value is None:
         return None
-    if not hasattr(type(value), "__index__") or operator.index(value) < 0:
+    index = operator.index(value) if hasattr(type(value), "__index__") else -1
+    if index < 0:
         raise ValueError(message)
-    return operator.index(value)
+    return index
 
 
 @polyfill(itertools.islice)
@@ -181,9 +182,10 @@ def _pool_and_r(iterable, r):
         return pool, len(pool)
     if not hasattr(type(r), "__index__"):
         raise TypeError("Expected int as r")
-    if operator.index(r) < 0:
+    r = operator.index(r)
+    if r < 0:
         raise ValueError("r must be non-negative")
-    return pool, operator.index(r)
+    return pool, r
 
 
 @polyfill(itertools.permutations)
