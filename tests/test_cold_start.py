@@ -2,7 +2,8 @@
 function with a graph break (default and eager backends) in a fresh process imports no
 ``torch._inductor`` and no Dynamo (``torch._dynamo``'s ``__init__`` never runs: only the modules
 torch's fake tensors read, ``tracer/deferred_dynamo.py``; not even ``torch._dynamo.source``, which
-imports ``torch._dynamo.utils``), and no ``torch.export`` beyond what ``import torch`` loads.
+imports ``torch._dynamo.utils``), no ``torch.export`` beyond what ``import torch`` loads, and no
+``torch.distributed.tensor``.
 torch.compile and ``torch._dynamo.explain`` still work afterwards, and the stand-in for
 ``torch._dynamo.source`` answers as the real module does before and after it is loaded."""
 
@@ -23,7 +24,7 @@ import bytegraph
 model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 
 def with_break(x):
-    y = x.sin() * 2
+    y = x.sin().t().contiguous().t().to(torch.float64) * 2
     print("break")
     return y.cos() + 1
 
@@ -73,6 +74,8 @@ def test_compile_imports_no_dynamo_inductor_or_export(backend):
     assert not [m for m in loaded if m == "torch.export" or m.startswith("torch.export.")]
     assert not [m for m in loaded if m in DYNAMO or m.startswith("torch._dynamo.variables")]
     assert "torch._dynamo.utils" not in loaded
+    # the fake tensors' views and copies, made from plain meta tensors (``fast_meta._meta_aliases``)
+    assert "torch.distributed.tensor" not in loaded
     assert not result["dynamo_ran"] and not result["source_loaded"]
     assert result["graphs"] == 2
 
