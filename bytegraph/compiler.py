@@ -25,7 +25,7 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
-from .tracer import driver, process
+from .tracer import callees, driver, process
 from .tracer.exc import BytegraphError
 from .tracer.variables.functions import markers
 
@@ -247,6 +247,7 @@ def reset() -> None:
     for state in list(driver.ALL):
         state.reset()
     driver.COUNTERS.clear()
+    callees.reset()
     distributed.reset()
     reset_backends()  # e.g. CUDA graphs recorded by the triton backend
 

@@ -16,7 +16,9 @@ import dis
 import opcode
 import types
 import weakref
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from bytecode import Instr, TryBegin
 
 from .pyversion import INLINE_CACHES
 
@@ -33,6 +35,10 @@ class Entry(NamedTuple):
     end_unit: int  #: last code unit covered (inclusive)
     target_unit: int  #: the handler's first code unit
 
+
+#: The depth ``bytecode`` gives the handlers of a try block it never reached (the code it builds
+#: would unwind to it and corrupt memory).
+UNREACHED = 32768
 
 Region = tuple[int, int, int, int, bool]  #: (first unit, last unit, handler unit, depth, lasti)
 
@@ -127,3 +133,26 @@ def _read(code: types.CodeType) -> tuple[dict[int, int], tuple[Entry, ...], tupl
             cover[i] = entry
     cached = _READ[code] = (index_of, table, tuple(cover))
     return cached
+
+
+def set_try_depths(items: list[Any], code: types.CodeType) -> bool:
+    """Give every ``TryBegin`` of ``items`` (``code`` decoded, then changed only where the stack is
+    as it was) its handler's stack depth, read from the code's own table: ``bytecode`` cannot
+    compute it for a block entered in the middle, and decoding does not keep it. False when the
+    instructions cannot be matched with the table's (the caller falls back)."""
+    cover = covering(code)
+    instrs = [item for item in items if isinstance(item, Instr)]
+    if len(cover) != len(instrs):
+        return False
+    position = {id(instr): n for n, instr in enumerate(instrs)}
+    pending: list[TryBegin] = []
+    for item in items:
+        if isinstance(item, TryBegin):
+            pending.append(item)
+        elif isinstance(item, Instr) and pending:
+            entry = cover[position[id(item)]]
+            if entry is None or len(pending) != 1:
+                return False  # (two blocks opening at one instruction: depths not told apart)
+            pending[0].stack_depth = entry.depth
+            pending = []
+    return not pending

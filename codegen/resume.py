@@ -83,7 +83,7 @@ def make_resume(
     iter_slots, null_slots, bool_slots = point.iter_slots, point.null_slots, point.bool_slots
     code = template.__code__
     items = list(Bytecode.from_code(code))
-    depths_known = _set_try_depths(items, code)
+    depths_known = exception_table.set_try_depths(items, code)
     target = Label()
     body: list[Any] = []
     seen = 0
@@ -228,28 +228,6 @@ _PAIRS = {
 }
 
 
-def _set_try_depths(items: list[Any], code: types.CodeType) -> bool:
-    """Give every ``TryBegin`` of ``items`` (``code`` decoded) its handler's stack depth, read from
-    the code's own exception table: entering a block in the middle, ``bytecode`` cannot compute it.
-    False when the instructions cannot be matched with the table's (the caller falls back)."""
-    cover = exception_table.covering(code)
-    instrs = [item for item in items if isinstance(item, Instr)]
-    if len(cover) != len(instrs):
-        return False
-    position = {id(instr): n for n, instr in enumerate(instrs)}
-    pending: list[TryBegin] = []
-    for item in items:
-        if isinstance(item, TryBegin):
-            pending.append(item)
-        elif isinstance(item, Instr) and pending:
-            entry = cover[position[id(item)]]
-            if entry is None or len(pending) != 1:
-                return False  # (two blocks opening at one instruction: depths not told apart)
-            pending[0].stack_depth = entry.depth
-            pending = []
-    return not pending
-
-
 def _fix_try_depths(
     new: types.CodeType, original: types.CodeType, origin: Callable[[int], int]
 ) -> types.CodeType:
@@ -259,13 +237,13 @@ def _fix_try_depths(
     original's): give each handler the original's depth for the same handler (or refuse, if one
     cannot be matched)."""
     entries = exception_table.entries(new)
-    if all(e.depth < _UNREACHED for e in entries):
+    if all(e.depth < exception_table.UNREACHED for e in entries):
         return new
     depths = {e.target: e.depth for e in exception_table.entries(original)}
     regions = []
     for e in entries:
         depth = e.depth
-        if depth >= _UNREACHED:
+        if depth >= exception_table.UNREACHED:
             handler = origin(e.target)
             if handler not in depths:
                 raise ValueError(f"cannot place the try-block handlers of {original.co_name}")
@@ -275,10 +253,6 @@ def _fix_try_depths(
         co_exceptiontable=exception_table.encode(regions),
         co_stacksize=max(new.co_stacksize, original.co_stacksize),
     )
-
-
-#: The depth ``bytecode`` gives the handlers of a try block it never entered.
-_UNREACHED = 32768
 
 
 def resume_origin(fn: types.FunctionType, index: int) -> tuple[types.FunctionType, int]:

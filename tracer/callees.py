@@ -40,10 +40,16 @@ _SUSPENDING = (
 
 class CalleeCompiler:
     """``compiler(obj)``: ``obj`` compiled if it is a user function (or a method of one), else
-    ``obj``. ``compile_fn(fn)`` makes the compiled version of a function."""
+    ``obj``. ``compile_fn(fn)`` makes the compiled version of a function; a code object gets at
+    most ``version_limit()`` of them."""
 
-    def __init__(self, compile_fn: Callable[[types.FunctionType], Any]) -> None:
+    def __init__(
+        self,
+        compile_fn: Callable[[types.FunctionType], Any],
+        version_limit: Callable[[], int] = lambda: 8,
+    ) -> None:
         self._compile = compile_fn
+        self._version_limit = version_limit  #: the recompile limit, asked when one is made
         self._compiled: weakref.WeakKeyDictionary[types.FunctionType, Any] = (
             weakref.WeakKeyDictionary()
         )
@@ -52,20 +58,48 @@ class CalleeCompiler:
         if isinstance(obj, nn.Module):
             if not _user_module(obj):
                 return obj
-            return functools.partial(self._compiled_version(call_module), obj)
+            return functools.partial(self._compiled_version(call_module) or call_module, obj)
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        if type(fn) is not types.FunctionType:
+            return obj
         compiled = self._compiled.get(fn)  # each call of the break's code asks: the cache first
         if compiled is None:
             if not compiles_on_its_own(fn):
                 return obj
             compiled = self._compiled_version(fn)
+            if compiled is None:
+                return obj
         return types.MethodType(compiled, obj.__self__) if fn is not obj else compiled
 
+    def route(self, obj: Any) -> Any:
+        """What code run in plain Python calls instead of ``obj`` (``codegen/route_calls.py``):
+        its compiled version, or ``obj``. Asked at every call of that code: anything but a
+        function, a method or a module is returned at once."""
+        kind = type(obj)
+        if kind is types.FunctionType or kind is types.MethodType or isinstance(obj, nn.Module):
+            return self(obj)
+        return obj
+
     def _compiled_version(self, fn: types.FunctionType) -> Any:
+        """``fn``'s compiled version; None once its code has the limit of them (a function made
+        anew at each call, a closure, would otherwise be traced at each call)."""
         compiled = self._compiled.get(fn)
         if compiled is None:
+            made = _VERSIONS.get(fn.__code__, 0)
+            if made >= self._version_limit():
+                return None
+            _VERSIONS[fn.__code__] = made + 1
             compiled = self._compiled[fn] = self._compile(fn)
         return compiled
+
+
+#: Compiled versions made per code object, by every ``CalleeCompiler`` since ``reset``.
+_VERSIONS: weakref.WeakKeyDictionary[types.CodeType, int] = weakref.WeakKeyDictionary()
+
+
+def reset() -> None:
+    """``bytegraph.reset()``: each code may have its number of compiled versions again."""
+    _VERSIONS.clear()
 
 
 def call_module(module: nn.Module, *args: Any, **kwargs: Any) -> Any:

@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ..codegen import route_calls
 from ..codegen.resume import ResumePoint, make_resume
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
@@ -186,7 +187,11 @@ class CompiledCode:
         self.warned_fallback = False  #: the fallback warning is given once per code object
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
         #: compiled versions of the functions its breaks call in plain Python (shared like resumes)
-        self.callees = CalleeCompiler(self._compiled_callee)
+        self.callees = CalleeCompiler(
+            self._compiled_callee, lambda: self.recompile_limit(global_settings())
+        )
+        #: functions run in plain Python, as ``routed`` made them
+        self.routed_fns: dict[types.FunctionType, types.FunctionType] = {}
         self.numbering = Numbering()  #: names of graphs and resume functions (shared like resumes)
         #: for a resume function starting at the instruction of a break in a callee: that
         #: instruction (original code, index), see ``continued_break``
@@ -375,9 +380,26 @@ class CompiledCode:
         except Exception:  # noqa: BLE001 (guards of a broken trace: remember it for every call)
             COUNTERS["fallback_guards_dropped"] += 1
             guard_set = self.cache.new_guard_set(state_guards)
-        self.cache.add(Variant(guard_set, self.fn, reason=f"fallback: {e}"))
+        in_python = self.routed(self.fn)
+        self.cache.add(Variant(guard_set, in_python, reason=f"fallback: {e}"))
         self._record(CompileEvent(reason, unsupported=e, failures=failures, trace_s=elapsed))
-        return self.fn
+        return in_python
+
+    def routed(self, fn: types.FunctionType) -> types.FunctionType:
+        """``fn`` as this function's code runs it in plain Python (a fallback, a resume function
+        that is not compiled): each call it makes goes through ``callees.route``, so a user
+        function it calls runs compiled (``codegen/route_calls.py``), as a frame hook would make
+        it. Made once per function."""
+        made = self.routed_fns.get(fn)
+        if made is None:
+            try:
+                made = route_calls.routed(fn, self.callees.route)
+            except Exception:  # noqa: BLE001 (code the rewrite cannot take: counted, run as it is)
+                COUNTERS["routing_failed"] += 1
+                log.debug("cannot route the calls of %s", fn.__qualname__, exc_info=True)
+                made = fn
+            self.routed_fns[fn] = made
+        return made
 
     def resume_function(
         self,
@@ -422,7 +444,7 @@ class CompiledCode:
                 state.called_by = self.compile_number
             entry = make_entry(raw, state)
         else:
-            entry = raw
+            entry = self.routed(raw)
         self.resumes[key] = entry
         return entry
 

@@ -170,3 +170,81 @@ def test_a_library_module_in_a_try_block_is_called_as_it_is():
     assert compiler(linear) is linear and not compiled  # torch's own module: no user code
     routed = compiler(SHAKY)
     assert routed.args == (SHAKY,) and [f.__name__ for f in compiled] == ["call_module"]
+
+
+# -- code run in plain Python calls compiled functions (``codegen/route_calls.py``) ---------------
+
+
+def _inner(x):
+    return x.sin() + 1
+
+
+def _rest_of_try(x):
+    try:
+        y = x.cos()
+        print("break")  # the resume function after it runs in Python, for exact handlers
+        z = _inner(y)
+        w = _inner(z * 2)
+    except ValueError:
+        w = x
+    return w
+
+
+def test_calls_after_a_break_in_a_try_block_run_compiled():
+    # graphs: the cos before the print, and ``_inner``'s own (called twice, compiled once); the
+    # code after the print runs in Python, calling it. Before: 1 graph. torch.compile runs this
+    # whole frame in Python (no graph, no break counted) and compiles ``_inner`` alone.
+    check_breaks(_rest_of_try, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
+    assert dynamo_counts(_rest_of_try, torch.randn(3)) == (1, 0)
+
+
+class _Scaled(torch.nn.Module):
+    def forward(self, x):
+        return x.cos() * 2
+
+
+_SCALED = _Scaled()
+
+
+def _falls_back(x):
+    tags = {1, 2}  # its trace fails here (``broken_build_set``)
+
+    def shift(v):  # a closure made at each call
+        return v - len(tags)
+
+    z = _inner(x) + _SCALED(x)
+    return shift(z) + sum(_inner(v) for v in (x, z))
+
+
+@pytest.fixture
+def broken_build_set(monkeypatch):
+    """Make the BUILD_SET handler raise as a bug would: the trace of any function using a set
+    display fails, and the function runs in Python."""
+    from bytegraph.tracer import opcodes
+
+    def broken(tx, inst):
+        raise KeyError("bug inside bytegraph")
+
+    monkeypatch.setitem(opcodes.HANDLERS, "BUILD_SET", broken)
+
+
+def test_a_function_that_falls_back_calls_compiled_functions(broken_build_set):
+    compiled = bytegraph.compile(_falls_back, backend="eager")
+    with pytest.warns(UserWarning, match="running _falls_back in Python"):
+        for _ in range(3):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), _falls_back(x))
+    stats = bytegraph.stats()
+    assert stats["fallback:internal_error"] == 1
+    # traced: _falls_back (fails), _inner, the module's call, and the closure made at each of the
+    # three calls (a new function each time; at most ``recompile_limit`` of them, see below)
+    assert stats["frames"] == 6
+
+
+def test_a_function_made_at_each_call_is_compiled_a_bounded_number_of_times(broken_build_set):
+    compiled = bytegraph.compile(_falls_back, backend="eager")
+    with bytegraph.config.patch(recompile_limit=2), pytest.warns(UserWarning):
+        for _ in range(5):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), _falls_back(x))
+    assert bytegraph.stats()["frames"] == 1 + 2 + 2  # _falls_back; _inner and call_module; shift

@@ -54,7 +54,7 @@ def test_try_block_depths_in_a_resume_function(monkeypatch, depths_read_first, b
     where they cannot be matched, ``bytecode``'s unreached depths are repaired afterwards from the
     original's table, through the instruction map (which 3.13's split pairs shift)."""
     if not depths_read_first:
-        monkeypatch.setattr(resume, "_set_try_depths", lambda items, code: False)
+        monkeypatch.setattr(exception_table, "set_try_depths", lambda items, code: False)
     scale = 1000.0 if big else 1.0
     compiled, _, _ = check_breaks(
         _many_locals, lambda: (torch.tensor([scale, -2.0]), {}), graphs=2, breaks=3

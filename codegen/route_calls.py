@@ -1,0 +1,116 @@
+"""Code whose calls go through a router: what runs in plain Python still calls compiled callees.
+
+torch.compile's frame hook compiles every frame Python runs, so a function that runs in plain
+Python (a fallback, or the rest of a function after a break inside a ``try`` block) still calls
+compiled code below it. bytegraph has no hook; ``routed(fn, route)`` returns ``fn`` with code in
+which each call first passes its callable through ``route`` (``route(callable)`` returns what to
+call instead: a compiled version, or the callable itself), and is otherwise the original code:
+same instructions, exception table, line numbers, closure, defaults and globals.
+
+Every call of the code is routed: ``CALL``, ``CALL_KW`` and ``CALL_FUNCTION_EX``. Method loads
+(``LOAD_METHOD``; the method form of ``LOAD_ATTR`` and ``LOAD_SUPER_ATTR``) push an unbound
+function and ``self``, which the router could not tell from a callable and its first argument:
+each is spelled as the plain load of the bound method and a ``NULL``, so the callable's slot
+holds the callable itself. Before the call (and before 3.11/3.12's ``KW_NAMES``, which the next
+call consumes) the callable is swapped to the top, passed to ``route``, and swapped back.
+Implicit calls (operators, attribute hooks, iteration) are not routed, nor is the call of a
+comprehension's or generator expression's own function on its iterator (``GET_ITER`` then a call
+of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+from bytecode import Bytecode, Instr
+
+from . import exception_table
+from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
+
+#: The instructions that call, with the callable's depth below the top of the stack as a function
+#: of the instruction's argument (the number of arguments, or ``CALL_FUNCTION_EX``'s flags).
+#: NOTE(3.13): ``[callable, NULL, *args]`` puts the callable one deeper, ``CALL_KW`` its names
+#: tuple on top; 3.11/3.12 ``[NULL, callable, *args]``; 3.11 calls with ``PRECALL`` then ``CALL``.
+_CALLABLE_DEPTH: dict[str, Callable[[int], int]] = (
+    {
+        "CALL": lambda n: n + 2,
+        "CALL_KW": lambda n: n + 3,
+        "CALL_FUNCTION_EX": lambda flags: 3 + (flags & 1),
+    }
+    if NULL_ABOVE_CALLABLE
+    else {
+        "PRECALL" if CALL_NEEDS_PRECALL else "CALL": lambda n: n + 1,
+        "CALL_FUNCTION_EX": lambda flags: 2 + (flags & 1),
+    }
+)
+
+
+def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.FunctionType:
+    """``fn`` with every call's callable passed through ``route`` first (see the module)."""
+    bc = Bytecode.from_code(fn.__code__)
+    items = list(bc)
+    depths_known = exception_table.set_try_depths(items, fn.__code__)
+    out: list[Any] = []
+    for item in items:
+        if not isinstance(item, Instr):
+            out.append(item)
+            continue
+        depth = _CALLABLE_DEPTH.get(item.name)
+        if depth is not None and not (item.arg == 0 and out and _is_instr(out[-1], "GET_ITER")):
+            at = len(out) - 1 if out and _is_instr(out[-1], "KW_NAMES") else len(out)
+            out[at:at] = _route(depth(item.arg), route, item)
+        out += _plain_load(item)
+    bc.clear()
+    bc.extend(out)
+    # The handlers' depths are the code's own: what is inserted leaves the stack as it was.
+    code = bc.to_code(compute_exception_stack_depths=not depths_known)
+    if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
+        raise ValueError(f"cannot place the try-block handlers of {fn.__qualname__}")
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__dict__.update(fn.__dict__)
+    return new
+
+
+def _is_instr(item: Any, name: str) -> bool:
+    return isinstance(item, Instr) and item.name == name
+
+
+def _route(depth: int, route: Callable[[Any], Any], at: Instr) -> list[Instr]:
+    """``callable = route(callable)`` for the callable ``depth`` items down the stack."""
+    loc = at.location
+    swap = [Instr("SWAP", depth, location=loc)] if depth > 1 else []
+    if NULL_ABOVE_CALLABLE:  # [callable] -> [route, NULL, callable]
+        call = ["LOAD_CONST", "SWAP", "PUSH_NULL", "SWAP"]
+        args = [route, 2, None, 2]
+    else:  # [callable] -> [NULL, route, callable]
+        call = ["LOAD_CONST", "PUSH_NULL", "SWAP"]
+        args = [route, None, 3]
+    made = [
+        Instr(name, arg, location=loc) if arg is not None else Instr(name, location=loc)
+        for name, arg in zip(call, args, strict=True)
+    ]
+    made += [Instr("PRECALL", 1, location=loc)] if CALL_NEEDS_PRECALL else []
+    made.append(Instr("CALL", 1, location=loc))
+    return [*swap, *made, *swap]
+
+
+def _plain_load(instr: Instr) -> list[Instr]:
+    """A method load spelled as the load of the bound method and a ``NULL`` in the
+    convention's order; any other instruction as it is."""
+    loc = instr.location
+    if instr.name == "LOAD_METHOD":  # NOTE(3.12): 3.11's method load
+        plain = Instr("LOAD_ATTR", instr.arg, location=loc)
+    elif instr.name == "LOAD_ATTR" and LOAD_ATTR_TAKES_METHOD_FLAG and instr.arg[0]:
+        plain = Instr("LOAD_ATTR", (False, instr.arg[1]), location=loc)
+    elif instr.name == "LOAD_SUPER_ATTR" and instr.arg[0]:
+        plain = Instr("LOAD_SUPER_ATTR", (False, *instr.arg[1:]), location=loc)
+    else:
+        return [instr]
+    null = Instr("PUSH_NULL", location=loc)
+    if NULL_ABOVE_CALLABLE:
+        return [plain, null]
+    return [plain, null, Instr("SWAP", 2, location=loc)]

@@ -1,0 +1,148 @@
+"""``codegen/route_calls.py``: code whose every call first passes its callable through a router,
+and otherwise runs as the original (results, exceptions, line numbers, closures, generators)."""
+
+from __future__ import annotations
+
+import functools
+import traceback
+
+import pytest
+from bytegraph.codegen.route_calls import routed
+
+
+class Base:
+    def scale(self, x):
+        return x * 2
+
+
+class Child(Base):
+    def scale(self, x):
+        return super().scale(x) + 1
+
+    @staticmethod
+    def twice(x):
+        return 2 * x
+
+
+def helper(x, k=1):
+    return x + k
+
+
+def with_every_call_form(x, *args, **kwargs):
+    obj = Child()
+    a = obj.scale(x)  # method
+    b = helper(x, k=3)  # keywords
+    c = helper(*args, **kwargs)  # *args, **kwargs
+    d = helper(*args)
+    e = Child.twice(x) + obj.twice(x)  # static method, through the class and the instance
+    f = sum(helper(v) for v in range(x))  # a generator expression's own call
+    g = [helper(v) for v in range(x)]  # a comprehension
+    h = (lambda y: helper(y, k=y))(x)  # a lambda
+    i = functools.partial(helper, k=5)(x)
+    return a, b, c, d, e, f, g, h, i
+
+
+def _recording():
+    seen = []
+
+    def route(obj):
+        seen.append(obj)
+        return obj
+
+    return seen, route
+
+
+def test_every_call_form_gives_the_original_results_and_routes_its_callable():
+    seen, route = _recording()
+    fn = routed(with_every_call_form, route)
+    assert fn(3, 4, k=2) == with_every_call_form(3, 4, k=2)
+    names = {getattr(obj, "__qualname__", None) for obj in seen}
+    assert {"Child.scale", "helper", "Child.twice", "Child", "sum", "range"} <= names
+    # methods arrive bound, with their instance, never as a function and ``self`` apart
+    assert any(getattr(obj, "__self__", None).__class__ is Child for obj in seen)
+    assert all(not isinstance(obj, range) for obj in seen)  # an iterator is not a callable
+
+
+def test_the_router_decides_what_is_called():
+    def doubled(x):
+        return x * 2
+
+    def caller(x):
+        return doubled(x) + 1
+
+    fn = routed(caller, lambda obj: (lambda x: x * 10) if obj is doubled else obj)
+    assert caller(1) == 3 and fn(1) == 11
+
+
+def super_call(obj, x):
+    return Child.scale(obj, x)
+
+
+def test_zero_argument_super_and_closures_keep_working():
+    seen, route = _recording()
+    method = routed(Child.scale, route)
+    assert method(Child(), 5) == Child().scale(5)
+    assert any(getattr(obj, "__func__", None) is Base.scale for obj in seen)
+
+    def outer(n):
+        def add(y):
+            return y + n
+
+        return routed(add, route)
+
+    assert outer(4)(1) == 5
+
+
+def _raises(x):
+    if x > 1:
+        raise ValueError(f"too big: {x}")
+    return x
+
+
+def with_handlers(x):
+    try:
+        y = _raises(x)
+    except ValueError as e:
+        y = str(e)
+    finally:
+        x = -x
+    return y, x
+
+
+def test_exception_handling_and_line_numbers_are_the_originals():
+    seen, route = _recording()
+    fn = routed(with_handlers, route)
+    assert fn(0) == with_handlers(0) and fn(5) == with_handlers(5)
+
+    def raising(x):
+        return _raises(x)
+
+    plain = routed(raising, route)
+    with pytest.raises(ValueError) as caught:
+        plain(7)
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert [(f.name, f.lineno) for f in frames[1:]] == [
+        ("raising", raising.__code__.co_firstlineno + 1),
+        ("_raises", _raises.__code__.co_firstlineno + 2),
+    ]
+
+
+def counting(n):
+    for i in range(n):
+        yield helper(i)
+
+
+def test_generators_stay_generators():
+    seen, route = _recording()
+    gen = routed(counting, route)
+    assert list(gen(3)) == list(counting(3)) and helper in seen
+
+
+def test_defaults_keywords_and_attributes_are_kept():
+    def fn(a, b=2, *, c=3):
+        return helper(a + b + c)
+
+    fn.marker = "kept"
+    new = routed(fn, lambda obj: obj)
+    assert new(1) == fn(1) and new(1, c=0) == fn(1, c=0)
+    assert new.__qualname__ == fn.__qualname__ and new.marker == "kept"
