@@ -27,7 +27,12 @@ from typing import Any
 from bytecode import Bytecode, Instr
 
 from . import exception_table
-from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
+from .pyversion import (
+    CALL_NEEDS_PRECALL,
+    FUNCTIONS_HAVE_TYPE_PARAMS,
+    LOAD_ATTR_TAKES_METHOD_FLAG,
+    NULL_ABOVE_CALLABLE,
+)
 
 #: The instructions that call, with the callable's depth below the top of the stack as a function
 #: of the instruction's argument (the number of arguments, or ``CALL_FUNCTION_EX``'s flags).
@@ -69,10 +74,21 @@ def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.Functio
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
         raise ValueError(f"cannot place the try-block handlers of {fn.__qualname__}")
     new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    new.__qualname__ = fn.__qualname__
+    for name in _KEPT:
+        setattr(new, name, getattr(fn, name))
     new.__dict__.update(fn.__dict__)
     return new
+
+
+#: What a routed function keeps of the original besides code, globals, name, defaults, closure.
+_KEPT = (
+    "__kwdefaults__",
+    "__qualname__",
+    "__module__",
+    "__doc__",
+    "__annotations__",
+    *(("__type_params__",) if FUNCTIONS_HAVE_TYPE_PARAMS else ()),
+)
 
 
 def _is_instr(item: Any, name: str) -> bool:

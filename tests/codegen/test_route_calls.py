@@ -143,6 +143,8 @@ def test_defaults_keywords_and_attributes_are_kept():
         return helper(a + b + c)
 
     fn.marker = "kept"
+    fn.__module__ = "somewhere.else"
     new = routed(fn, lambda obj: obj)
     assert new(1) == fn(1) and new(1, c=0) == fn(1, c=0)
     assert new.__qualname__ == fn.__qualname__ and new.marker == "kept"
+    assert new.__module__ == "somewhere.else" and new.__kwdefaults__ == {"c": 3}
