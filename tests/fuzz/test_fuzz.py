@@ -40,3 +40,33 @@ def test_fallback_rate_is_reported_and_small():
 def test_generator_is_deterministic_per_seed():
     assert programs.generate(123).source == programs.generate(123).source
     assert programs.generate(123).source != programs.generate(124).source
+
+
+def test_programs_that_fall_back_call_their_helpers_compiled(monkeypatch):
+    """Each program's function made to fall back (its trace fails at once): its code runs in
+    Python, routed (``codegen/route_calls.py``), so the helpers, methods and modules it calls run
+    compiled on their own. Same behaviour as eager, and those callees are traced."""
+    from bytegraph.tracer import driver
+
+    traced = driver.convert_call
+
+    def failing_at_the_top(fn, *args, **kwargs):
+        if fn.__code__.co_name == "f" and fn.__qualname__ == "make.<locals>.f":
+            raise KeyError("a trace that fails")
+        return traced(fn, *args, **kwargs)
+
+    monkeypatch.setattr(driver, "convert_call", failing_at_the_top)
+    callees = 0
+    for seed in range(1000, 1060):
+        before = dict(driver.COUNTERS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outcome = programs.run_program(programs.generate(seed))
+        assert outcome.ok, (seed, outcome.message)
+        frames = driver.COUNTERS["frames"] - before.get("frames", 0)
+        assert (
+            driver.COUNTERS["fallback:internal_error"] - before.get("fallback:internal_error", 0)
+            == 1
+        )
+        callees += frames - 1
+    assert callees >= 30  # helpers and methods, traced on their own
