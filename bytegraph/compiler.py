@@ -26,6 +26,7 @@ import torch
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
 from .tracer import callees, driver, process
+from .tracer.entry import make_entry
 from .tracer.exc import BytegraphError
 from .tracer.variables.functions import markers
 
@@ -179,7 +180,7 @@ def _compile(fn: Any, settings: driver.Settings) -> Any:
             f"got {type(fn).__name__}: {fn!r}"
         )
     state = driver.CompiledCode(fn, settings)
-    entry = driver.make_entry(fn, state)
+    entry = make_entry(fn, state)
     entry.__signature__ = inspect.signature(fn, follow_wrapped=False)
     return entry
 

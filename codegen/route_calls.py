@@ -97,21 +97,17 @@ def _is_instr(item: Any, name: str) -> bool:
 
 def _route(depth: int, route: Callable[[Any], Any], at: Instr) -> list[Instr]:
     """``callable = route(callable)`` for the callable ``depth`` items down the stack."""
-    loc = at.location
-    swap = [Instr("SWAP", depth, location=loc)] if depth > 1 else []
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    swap = [op("SWAP", depth)] if depth > 1 else []
     if NULL_ABOVE_CALLABLE:  # [callable] -> [route, NULL, callable]
-        call = ["LOAD_CONST", "SWAP", "PUSH_NULL", "SWAP"]
-        args = [route, 2, None, 2]
+        call = [op("LOAD_CONST", route), op("SWAP", 2), op("PUSH_NULL"), op("SWAP", 2)]
     else:  # [callable] -> [NULL, route, callable]
-        call = ["LOAD_CONST", "PUSH_NULL", "SWAP"]
-        args = [route, None, 3]
-    made = [
-        Instr(name, arg, location=loc) if arg is not None else Instr(name, location=loc)
-        for name, arg in zip(call, args, strict=True)
-    ]
-    made += [Instr("PRECALL", 1, location=loc)] if CALL_NEEDS_PRECALL else []
-    made.append(Instr("CALL", 1, location=loc))
-    return [*swap, *made, *swap]
+        call = [op("LOAD_CONST", route), op("PUSH_NULL"), op("SWAP", 3)]
+    call += [op("PRECALL", 1)] if CALL_NEEDS_PRECALL else []
+    return [*swap, *call, op("CALL", 1), *swap]
 
 
 def _plain_load(instr: Instr) -> list[Instr]:

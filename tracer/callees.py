@@ -46,7 +46,7 @@ class CalleeCompiler:
     def __init__(
         self,
         compile_fn: Callable[[types.FunctionType], Any],
-        version_limit: Callable[[], int] = lambda: 8,
+        version_limit: Callable[[], int],
     ) -> None:
         self._compile = compile_fn
         self._version_limit = version_limit  #: the recompile limit, asked when one is made

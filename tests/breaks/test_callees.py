@@ -47,13 +47,23 @@ def _helper(x):
     return y.sin()
 
 
-def _callee_in_try(x):
-    z = x + 1
-    try:
-        out = _helper(z)
-    except ValueError:
-        out = z
-    return out * 3
+def _calling_in_try(callee):
+    """A function calling ``callee`` inside a ``try`` block (its break cannot resume there)."""
+
+    def fn(x):
+        z = x + 1
+        try:
+            out = callee(z)
+        except ValueError:
+            out = z
+        return out * 3
+
+    name = getattr(callee, "__name__", type(callee).__name__)
+    fn.__name__ = fn.__qualname__ = f"calls_{name}_in_try"
+    return fn
+
+
+_callee_in_try = _calling_in_try(_helper)
 
 
 def test_a_wrapped_forward_compiles_below_the_break():
@@ -102,13 +112,7 @@ SHAKY = Shaky()
 SHAKY_IN_SEQUENCE = torch.nn.Sequential(torch.nn.Tanh(), Shaky())
 
 
-def _module_in_try(x):
-    z = x + 1
-    try:
-        out = SHAKY(z)
-    except ValueError:
-        out = z
-    return out * 3
+_module_in_try = _calling_in_try(SHAKY)
 
 
 def _sequential_in_try(x):
@@ -165,7 +169,7 @@ def test_a_library_module_in_a_try_block_is_called_as_it_is():
     from bytegraph.tracer.callees import CalleeCompiler
 
     compiled = []
-    compiler = CalleeCompiler(lambda fn: compiled.append(fn) or fn)
+    compiler = CalleeCompiler(lambda fn: compiled.append(fn) or fn, lambda: 8)
     linear = torch.nn.Linear(2, 2)
     assert compiler(linear) is linear and not compiled  # torch's own module: no user code
     routed = compiler(SHAKY)

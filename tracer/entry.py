@@ -1,0 +1,107 @@
+"""The entry function every call of a compiled function goes through.
+
+``make_entry(fn, state)`` generates it with ``fn``'s exact signature::
+
+    def fn(a, b):
+        ___v = ___cache.guard_fn(a, b)                  # generated guards pick a variant
+        if ___v is None:
+            ___v = ___state.on_miss({'a': a, 'b': b})   # trace, compile, install (or fall back)
+        try:
+            return ___v(a, b)
+        except ___Rerun:                                # a deferred check failed after the graph
+            return ___state.rerun()(a, b)               # (``deferred_checks``): run it in Python
+
+``state`` is the function's ``driver.CompiledCode``. This is the per-call hot path: it does nothing
+a compile could do instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import keyword
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .code_reader import parameters
+from .deferred_checks import Rerun
+
+if TYPE_CHECKING:
+    from .driver import CompiledCode
+
+#: ``torch.compiler.is_compiling()`` as each call of an entry asks it, at half the cost where
+#: torch keeps its flag as a module global (2.11 to 2.15): Dynamo folds ``is_dynamo_compiling()``
+#: to True where it traces the entry, and the flag is what ``is_compiling()`` returns otherwise
+#: (torch.export's tracing sets it).
+_COMPILING = (
+    "___is_dynamo_compiling() or ___compiler._is_compiling_flag"
+    if isinstance(getattr(torch.compiler, "_is_compiling_flag", None), bool)
+    else "___is_compiling()"
+)
+
+
+def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
+    """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
+    params, call_args, names, keys = [], [], [], []
+    saw_kwonly = False
+    for i, (name, kind) in enumerate(parameters(fn.__code__)):
+        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
+        # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
+        # positional.
+        param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
+        names.append(param)
+        keys.append(name)
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            params.append(f"*{param}")
+            call_args.append(f"*{param}")
+            saw_kwonly = True
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            params.append(f"**{param}")
+            call_args.append(f"**{param}")
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            if not saw_kwonly:
+                params.append("*")
+                saw_kwonly = True
+            params.append(param)
+            call_args.append(f"{param}={param}")
+        else:
+            params.append(param)
+            call_args.append(param)
+    if fn.__code__.co_posonlyargcount:
+        params.insert(fn.__code__.co_posonlyargcount, "/")
+    locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
+    source = (
+        f"def ___entry({', '.join(params)}):\n"
+        # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
+        # place, say) traces the function itself: Dynamo folds is_compiling() to True
+        f"    if {_COMPILING}:\n"
+        f"        return ___fn({', '.join(call_args)})\n"
+        f"    if ___fn.__code__ is not ___code:\n"
+        f"        return ___state.code_replaced()({', '.join(call_args)})\n"
+        f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
+        f"    if ___v is None:\n"
+        f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
+        f"    try:\n"
+        f"        return ___v({', '.join(call_args)})\n"
+        f"    except ___Rerun:\n"  # a deferred check failed (``deferred_checks``): run it in Python
+        f"        return ___state.rerun()({', '.join(call_args)})\n"
+    )
+    namespace: dict[str, Any] = {
+        "___state": state,
+        "___cache": state.cache,
+        "___fn": fn,
+        "___code": fn.__code__,
+        "___Rerun": Rerun,
+        "___is_compiling": torch.compiler.is_compiling,
+        "___is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
+        "___compiler": torch.compiler,
+    }
+    exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
+    entry = namespace["___entry"]
+    entry.__defaults__ = fn.__defaults__
+    entry.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(entry, fn)
+    entry.__bytegraph__ = state
+    return entry
