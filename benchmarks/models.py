@@ -12,7 +12,9 @@ steady-state inference speedup over eager (one intra-op thread), for both. ``--d
 column: each engine's steady-state speedup with default arguments (``bytegraph.compile(model)``,
 ``torch.compile(model)``: Inductor), from a second run of the architecture. Every run that may
 use Inductor starts with its caches empty (a fresh ``TORCHINDUCTOR_CACHE_DIR``), so first calls
-are compared without either engine profiting from the other's kernels. torch.compile's
+are compared without either engine profiting from the other's kernels; it draws random numbers
+as eager does (Inductor's ``fallback_random``, for both engines) and is compared with eager within
+Inductor's rounding (``suite.INDUCTOR_TOLERANCE``). torch.compile's
 breaks are counted as ``torch._dynamo.explain`` counts them (graphs of the call minus one); it
 runs in a worker process that never imports bytegraph (whose ``nn.Module`` patches torch.compile
 would trace). Rows where bytegraph breaks more are marked with bytegraph's reasons. Then totals
