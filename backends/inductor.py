@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch.fx
@@ -52,4 +54,49 @@ def inductor(
         return gm.forward
     compile_fx = _inductor(".compile_fx").compile_fx
     patches = {k.replace("-", "_"): v for k, v in (options or {}).items()}
-    return compile_fx(gm, example_inputs, config_patches=patches)
+    compiled, error = None, None
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            compiled = compile_fx(gm, example_inputs, config_patches=patches)
+        except Exception as e:  # noqa: BLE001 (raised below unless data-dependent)
+            error = e
+    if error is not None and _data_dependent(error):
+        # again with symbols; the warnings were about the failed attempt (autograd's report)
+        with _sizes_from_data():
+            return compile_fx(gm, example_inputs, config_patches=patches)
+    for w in caught:  # shown as they would have been
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+    if error is not None:
+        raise error
+    return compiled
+
+
+def _data_dependent(error: BaseException | None) -> bool:
+    """Whether ``error`` (or one it was raised from) is torch's fake tensors meeting an operator
+    whose output size depends on tensor data (``nonzero``, boolean-mask indexing)."""
+    from torch._subclasses import fake_tensor
+
+    kinds = (fake_tensor.DynamicOutputShapeException, fake_tensor.DataDependentOutputException)
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kinds):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+@contextlib.contextmanager
+def _sizes_from_data() -> Iterator[None]:
+    """Inductor's compile of a graph with a data-dependent size, typically in the backward it
+    derives: a boolean-mask assignment ``h[mask] = v`` with ``v`` requiring grad takes
+    ``grad[mask]``, a ``nonzero``. Without a tracing context, AOTAutograd fakes the inputs in a
+    mode without symbols, where such an operator raises; torch.compile hands it Dynamo's mode.
+    Here: a mode with a ``ShapeEnv`` whose inputs stay static (``static_shapes``), so only the
+    data-dependent sizes become (unbacked) symbols."""
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    with tracing(TracingContext(FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True))):
+        yield

@@ -160,6 +160,37 @@ def test_training_through_inductor_matches_eager():
             torch.testing.assert_close(p, q, msg=name)
 
 
+def test_a_size_read_from_data_in_the_backward_compiles_with_inductor():
+    """``h[mask] = v`` with ``v`` requiring grad: the backward Inductor derives takes
+    ``grad[mask]``, whose size depends on the mask's data. torch.compile compiles it (its fake mode
+    has symbols); bytegraph's graph went to plain Python with an internal error (wav2vec2's
+    training step). No warning from the first, failed attempt reaches the user."""
+
+    def masked(x, mask, v):
+        h = x * 2
+        h[mask] = v
+        return (h * 3).sum()
+
+    x = torch.randn(4, 5, requires_grad=True)
+    v = torch.randn(5, requires_grad=True)
+    mask = torch.tensor([True, False, True, False])
+    bytegraph.reset()
+    compiled = bytegraph.compile(masked, backend="inductor")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compiled(x, mask, v)
+        out.backward()
+    assert [str(w.message) for w in caught if "bytegraph" in str(w.message)] == []
+    assert [str(w.message) for w in caught if "Error detected" in str(w.message)] == []
+    grads = (x.grad, v.grad)
+    x.grad = v.grad = None
+    expected = masked(x, mask, v)
+    expected.backward()
+    assert_same(out, expected)
+    assert_same(grads, (x.grad, v.grad))
+    assert len(bytegraph.cache_entries(compiled)) == 1
+
+
 def test_a_graph_inductor_cannot_compile_runs_eagerly_with_a_notice(monkeypatch):
     def failing(gm, inputs, **kwargs):
         raise RuntimeError("no C++ compiler")
