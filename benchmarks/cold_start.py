@@ -8,7 +8,8 @@ torch, builds the case, and (bytegraph, torch.compile) compiles it and calls it 
 modes run in turn, paired, and each figure is a median. The children write bytecode caches (as a
 user's Python does; a first run writes them) and use one thread. Printed per case: bytegraph's and
 torch.compile's CPU beyond eager, and their ratio (bytegraph's added CPU as a fraction of
-torch.compile's with the same backend). Also: the CPU ``import bytegraph`` adds to ``import torch``.
+torch.compile's with the same backend). Also: the CPU ``import bytegraph`` adds to ``import torch``
+(timed inside the process, ``import_cpu``).
 Cases: a small MLP, a function with a graph break, a 2-layer LLaMA from a tiny transformers config.
 """
 
@@ -56,11 +57,29 @@ RUN = {
 def child_cpu(code: str) -> float:
     """User + sys CPU seconds of a fresh process running ``code``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's modules have their bytecode caches
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env=_child_env(), stdout=subprocess.DEVNULL
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def import_cpu() -> float:
+    """CPU seconds of ``import bytegraph`` after ``import torch``, timed inside a fresh process: the
+    difference of two whole processes is lost in the spread of ``import torch`` itself (three or
+    more seconds of CPU with torch 2.15, half a second apart from one run to the next)."""
+    code = "import time, torch\nstart = time.process_time()\nimport bytegraph\n"
+    code += "print(time.process_time() - start)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, env=_child_env(), capture_output=True
+    )
+    return float(done.stdout.decode().split()[-1])
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's modules have their bytecode caches
+    return env
 
 
 def main() -> None:
@@ -71,11 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     for code in ("import torch, bytegraph", "import torch, transformers"):  # write the caches
         child_cpu(code)
-    imports = {"torch": [], "bytegraph": []}
-    for _ in range(args.repeat):
-        imports["torch"].append(child_cpu("import torch"))
-        imports["bytegraph"].append(child_cpu("import torch, bytegraph"))
-    added = statistics.median(imports["bytegraph"]) - statistics.median(imports["torch"])
+    added = statistics.median(import_cpu() for _ in range(args.repeat))
     print(f"import bytegraph adds {added:.2f} s CPU to import torch (median of {args.repeat})")
     print(f"{'case':8} {'eager s':>8} {'bytegraph +s':>13} {'torch.compile +s':>17} {'ratio':>6}")
     for case in args.cases.split(","):
