@@ -40,7 +40,7 @@ try:
     from .introspect import cache_entries, guard_source, stats, why
     from .logs import set_logs
     from .trace_records import start as _start_trace  # noqa: F401 (BYTEGRAPH_TRACE_DIR)
-    from .tracer.variables.functions.callables import graph_break
+    from .tracer.markers import graph_break
 finally:
     if _collecting:
         gc.enable()

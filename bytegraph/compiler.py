@@ -25,10 +25,9 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
-from .tracer import callees, driver, process
+from .tracer import callees, driver, markers, process
 from .tracer.entry import make_entry
 from .tracer.exc import BytegraphError
-from .tracer.variables.functions import markers
 
 driver.global_settings = dynamo_config.read_settings
 

@@ -1,7 +1,7 @@
 """torch.compiler's decorators, for bytegraph: ``disable``, ``allow_in_graph``,
 ``assume_constant_result``, ``substitute_in_graph`` and ``error_on_graph_break``.
 
-Each marks a function for the tracer (``variables/functions/markers.py`` holds the registries and
+Each marks a function for the tracer (``tracer/markers.py`` holds the registries and
 reads torch's own marks too, so ``torch.compiler.disable`` and friends work unchanged)::
 
     @bytegraph.disable(reason="talks to the logger")
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import torch
 
 from . import dynamo_config
-from .tracer.variables.functions import markers
+from .tracer import markers
 
 F = TypeVar("F", bound=Callable[..., Any])
 

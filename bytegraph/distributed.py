@@ -47,7 +47,6 @@ from bytecode import Bytecode, Instr
 from . import config
 from .tracer import driver
 from .tracer.exc import BytegraphError
-from .tracer.variables.distributed.process_groups import collective_name
 
 _AVAILABLE = torch.distributed.is_available()
 
@@ -94,6 +93,16 @@ class Fingerprint:
 
 def _nested(groups: list[list[str]]) -> tuple:
     return tuple(tuple(g) for g in groups)
+
+
+def collective_name(node: torch.fx.Node) -> str | None:
+    """``"all_reduce"`` for a ``_c10d_functional.all_reduce`` node (None for waits and others)."""
+    target = node.target
+    namespace = getattr(target, "namespace", None)
+    if node.op != "call_function" or namespace not in ("_c10d_functional", "c10d_functional"):
+        return None
+    name = target._opname if hasattr(target, "_opname") else str(target)
+    return None if name == "wait_tensor" else name
 
 
 def collectives(gm: torch.fx.GraphModule, group_sizes: bool = False) -> list[str]:

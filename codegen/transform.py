@@ -4,13 +4,16 @@ tables).
 ``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure
 plus extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and
 constants without writing into the user's globals and without embedding any object's repr in code.
+``Numbering`` numbers the names of those cells and of resume functions.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bytecode import Bytecode, Instr
@@ -82,3 +85,21 @@ def make_function(
 def _prologue(nfree: int) -> list[Instr]:
     prologue = [Instr("COPY_FREE_VARS", nfree)] if nfree else []
     return prologue + [Instr("RESUME", 0)]
+
+
+@dataclass
+class Numbering:
+    """Numbers for the names one compiled function gives its graphs (``__compiled_fn_N``) and resume
+    functions (``__resume_at_I_N``), shared with its resume functions so that names never repeat
+    within one generated code object.
+
+    Per function, not global: such names become closure-cell and code names, which CPython interns
+    (forever, on 3.12), so a process compiling many short-lived functions would keep every name
+    it ever made; per-function numbers reuse the same few strings."""
+
+    graphs: Iterator[int] = field(default_factory=itertools.count)
+    resumes: Iterator[int] = field(default_factory=itertools.count)
+
+    def restart(self) -> None:
+        """Number from 0 again (``bytegraph.reset()``: every name made so far is gone)."""
+        self.graphs, self.resumes = itertools.count(), itertools.count()

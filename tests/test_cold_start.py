@@ -118,8 +118,33 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 #: What ``import bytegraph`` leaves to the first trace that needs it: NumPy tracing's
 #: ``torch._numpy``, the functional collectives (imported by the code that calls them), Dynamo.
 NOT_ON_IMPORT = ("torch._numpy", "torch.distributed._functional_collectives", "torch._dynamo")
+#: bytegraph's own tracer: the translator, its opcode handlers and the trackers load at the first
+#: compile (``driver._compile``), not with the package (two thirds of what the import took).
+TRACER = ("bytegraph.tracer.translator", "bytegraph.tracer.convert", "bytegraph.tracer.opcodes")
 
 
 def test_import_alone_loads_no_tracing_dependencies():
     loaded = json.loads(_last_line(IMPORT_ONLY))
     assert not [m for m in loaded if m in NOT_ON_IMPORT], loaded
+    tracer = [m for m in loaded if m in TRACER or m.startswith("bytegraph.tracer.variables")]
+    assert not tracer, tracer
+
+
+FIRST_COMPILE = r"""
+import sys
+import torch
+import bytegraph
+
+@bytegraph.compile(backend="eager")
+def f(x):
+    return x + 1
+
+assert "bytegraph.tracer.translator" not in sys.modules  # decorating traces nothing
+assert torch.equal(f(torch.ones(2)), torch.full((2,), 2.0))
+assert "bytegraph.tracer.translator" in sys.modules
+print(len(bytegraph.state_of(f).events))
+"""
+
+
+def test_the_tracer_loads_at_the_first_compile():
+    assert _last_line(FIRST_COMPILE) == "1"

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
+from bytegraph.tracer import markers
 from bytegraph.tracer.exc import BytegraphError
-from bytegraph.tracer.variables.functions import markers
 
 import bytegraph
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from torch import nn
 
-from .variables.functions import markers
+from . import markers
 
 #: Top-level packages whose functions a break's call runs as they are (torch's own Python code is
 #: traced when user code calls it, never compiled on its own, as in torch.compile).

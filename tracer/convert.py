@@ -8,9 +8,7 @@ and side effects need, compiles it with the backend and emits the rewritten func
 
 from __future__ import annotations
 
-import itertools
 import types
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +17,7 @@ import torch.fx
 
 from ..codegen.emit import Codegen
 from ..codegen.resume import resume_origin
-from ..codegen.transform import make_function
+from ..codegen.transform import Numbering, make_function
 from ..guards.guard import Guard
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from . import deferred_checks
@@ -40,24 +38,6 @@ from .variables.modules.hook_handles import HOOK_TABLES
 from .variables.modules.module_params import BlockInput, input_order, plan_inputs
 from .variables.modules.module_tree import traced_modules, tree_guards
 from .variables.tensors.tensor import TensorVariable
-
-
-@dataclass
-class Numbering:
-    """Numbers for the names one compiled function gives its graphs (``__compiled_fn_N``) and resume
-    functions (``__resume_at_I_N``), shared with its resume functions so that names never repeat
-    within one generated code object.
-
-    Per function, not global: such names become closure-cell and code names, which CPython interns
-    (forever, on 3.12), so a process compiling many short-lived functions would keep every name
-    it ever made; per-function numbers reuse the same few strings."""
-
-    graphs: Iterator[int] = field(default_factory=itertools.count)
-    resumes: Iterator[int] = field(default_factory=itertools.count)
-
-    def restart(self) -> None:
-        """Number from 0 again (``bytegraph.reset()``: every name made so far is gone)."""
-        self.graphs, self.resumes = itertools.count(), itertools.count()
 
 
 @dataclass

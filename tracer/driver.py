@@ -5,6 +5,9 @@ function of ``entry.py``. On a miss the function is traced (``convert.convert_ca
 trace install a fallback variant (the original function, its calls routed through compiled
 callees: ``routed``) guarded by what the trace had assumed so far, so the same inputs never trace
 twice. ``recompile_limit`` bounds the variants; past it the function runs eagerly.
+
+This module, and what ``bytegraph`` imports, load none of the tracer's translator and trackers:
+``convert`` is imported at the first compile, so ``import bytegraph`` stays cheap.
 """
 
 from __future__ import annotations
@@ -21,20 +24,22 @@ import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codegen import route_calls
 from ..codegen.resume import ResumePoint, make_resume
+from ..codegen.transform import Numbering
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
 from .callees import CalleeCompiler
 from .code_reader import parameters
-from .convert import Numbering, TraceResult, convert_call
 from .entry import make_entry
-from .exc import BytegraphError, InternalError, Unsupported
+from .exc import BytegraphError, InternalError, TraceTooLong, Unsupported
 from .process import COMPILE_LOCK
 from .shapes import DynamicPolicy
-from .translator import TraceTooLong
+
+if TYPE_CHECKING:
+    from .convert import TraceResult
 
 log = logging.getLogger("bytegraph")
 recompile_log = logging.getLogger("bytegraph.recompiles")
@@ -240,6 +245,8 @@ class CompiledCode:
         self.compile_number = next(COMPILES)
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         backend = TimedBackend(self.settings.backend)
+        from .convert import convert_call  # the tracer's modules load at the first compile
+
         started = time.perf_counter()
         try:
             result = convert_call(

@@ -97,3 +97,8 @@ class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
 
     def __init__(self, value: object) -> None:
         self.value = value
+
+
+class TraceTooLong(Exception):  # noqa: N818 (not an Unsupported: no frame may turn it into a break)
+    """The whole trace is abandoned (``translator.MAX_TRACE_INSTRUCTIONS``); the driver falls back
+    to Python."""

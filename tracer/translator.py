@@ -37,7 +37,7 @@ from ..guards.sources import (
     Source,
 )
 from . import code_reader, iterator_rollback, opcodes
-from .exc import ReturnValue, TracedException, Unsupported, UserLocation
+from .exc import ReturnValue, TracedException, TraceTooLong, Unsupported, UserLocation
 from .liveness import live_locals
 from .output_graph import OutputGraph
 from .shapes import is_data_dependent_guard
@@ -53,10 +53,6 @@ MAX_INLINE_DEPTH = 32
 #: function runs in Python. Counted, not timed, so that whether a function compiles never depends
 #: on how busy the machine is (issue 20: torchvision swin_t fell back after 5 s on a loaded one).
 MAX_TRACE_INSTRUCTIONS = 2_000_000
-
-
-class TraceTooLong(Exception):  # noqa: N818 (not an Unsupported: no frame may turn it into a break)
-    """The whole trace is abandoned (see ``MAX_TRACE_SECONDS``); the driver falls back to Python."""
 
 
 @dataclass

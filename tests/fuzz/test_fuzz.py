@@ -46,16 +46,16 @@ def test_programs_that_fall_back_call_their_helpers_compiled(monkeypatch):
     """Each program's function made to fall back (its trace fails at once): its code runs in
     Python, routed (``codegen/route_calls.py``), so the helpers, methods and modules it calls run
     compiled on their own. Same behaviour as eager, and those callees are traced."""
-    from bytegraph.tracer import driver
+    from bytegraph.tracer import convert, driver
 
-    traced = driver.convert_call
+    traced = convert.convert_call
 
     def failing_at_the_top(fn, *args, **kwargs):
         if fn.__code__.co_name == "f" and fn.__qualname__ == "make.<locals>.f":
             raise KeyError("a trace that fails")
         return traced(fn, *args, **kwargs)
 
-    monkeypatch.setattr(driver, "convert_call", failing_at_the_top)
+    monkeypatch.setattr(convert, "convert_call", failing_at_the_top)
     callees = 0
     for seed in range(1000, 1060):
         before = dict(driver.COUNTERS)

@@ -106,7 +106,7 @@ def test_internal_error_under_fullgraph_is_internal_error(monkeypatch):
     def broken(*args, **kwargs):
         raise AttributeError("bug inside bytegraph")
 
-    monkeypatch.setattr("bytegraph.tracer.driver.convert_call", broken)
+    monkeypatch.setattr("bytegraph.tracer.convert.convert_call", broken)
     compiled = bytegraph.compile(lambda x: x + 1, fullgraph=True)
     with pytest.raises(InternalError) as info:
         compiled(torch.ones(2))
@@ -117,7 +117,7 @@ def test_internal_error_falls_back_to_eager(monkeypatch):
     def broken(*args, **kwargs):
         raise AttributeError("bug inside bytegraph")
 
-    monkeypatch.setattr("bytegraph.tracer.driver.convert_call", broken)
+    monkeypatch.setattr("bytegraph.tracer.convert.convert_call", broken)
     compiled = bytegraph.compile(lambda x: x + 1)
     with pytest.warns(UserWarning, match="internal_error"):
         torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 2.0))

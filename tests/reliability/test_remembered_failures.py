@@ -86,7 +86,7 @@ def test_unsupported_trace_is_remembered_without_guards(monkeypatch):
         traces.append(1)
         raise bytegraph.tracer.exc.Unsupported("test", "cannot trace this at all")
 
-    monkeypatch.setattr("bytegraph.tracer.driver.convert_call", unsupported_at_entry)
+    monkeypatch.setattr("bytegraph.tracer.convert.convert_call", unsupported_at_entry)
     compiled = bytegraph.compile(_fn)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .. import polyfills
+from .. import markers, polyfills
 from ..exc import Unsupported
 from .base import VariableTracker
 from .containers import container_methods, dict_views
 from .containers.builtin_containers import DictVariable
-from .functions import class_factories, markers
+from .functions import class_factories
 from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable

@@ -337,13 +337,3 @@ def _query_arg(tx: Translator, vt: VariableTracker) -> Any:
     if not vt.is_python_constant():
         raise Unsupported("collective", f"torch.distributed query on {vt}")
     return vt.as_python_constant()
-
-
-def collective_name(node: torch.fx.Node) -> str | None:
-    """``"all_reduce"`` for a ``_c10d_functional.all_reduce`` node (None for waits and others)."""
-    target = node.target
-    namespace = getattr(target, "namespace", None)
-    if node.op != "call_function" or namespace not in ("_c10d_functional", "c10d_functional"):
-        return None
-    name = target._opname if hasattr(target, "_opname") else str(target)
-    return None if name == "wait_tensor" else name

@@ -22,12 +22,13 @@ from ....codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ....guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
 from ...exc import Unsupported
 from ...liveness import code_cell_writes
+from ...markers import graph_break
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import DictVariable, TupleVariable
 from ..iterators import generator_restart
-from . import markers
 from .cells import ClosureCellVariable, closure_cell, reconstruct_cell
+from .marked_calls import call_marked
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -38,10 +39,6 @@ if TYPE_CHECKING:
 #: ``generator_contexts``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
 #: function.
 CALL_HOOKS: dict[types.CodeType, Any] = {}
-
-
-def graph_break() -> None:
-    """Force a graph break here (``bytegraph.graph_break()``); does nothing when run in Python."""
 
 
 @dataclass(eq=False)
@@ -98,7 +95,7 @@ class UserFunctionVariable(VariableTracker):
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:
             return _signature(tx, args[0])
-        marked = markers.call_marked(tx, self, args, kwargs)
+        marked = call_marked(tx, self, args, kwargs)
         if marked is not None:
             return marked
         hook = CALL_HOOKS.get(self.fn.__code__)

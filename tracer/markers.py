@@ -10,10 +10,13 @@
   the registered Python polyfill instead (``substitute_for``; ``dispatch.call`` asks first).
 - ``error_on_graph_break(value)`` regions: a break inside the decorated function raises (or not)
   as ``value`` says, whatever the enclosing setting (``Unsupported.strict``).
+- ``graph_break()``: a call of it is a graph break.
 
 The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
 sets the attributes below; torch's markers are read from the attributes torch sets and from
-``torch._dynamo.trace_rules`` (only once torch has imported it). Entry point: ``call_marked``.
+``torch._dynamo.trace_rules`` (only once torch has imported it). The tracer's side, what a call of
+a marked function becomes, is ``variables/functions/marked_calls.py``: this module imports nothing
+of the tracer, so that ``import bytegraph`` loads the tracer only at the first compile.
 """
 
 from __future__ import annotations
@@ -22,14 +25,11 @@ import sys
 import types
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...exc import Unsupported
-from ..base import VariableTracker
 
-if TYPE_CHECKING:
-    from ...translator import Translator
-    from .callables import UserFunctionVariable
+def graph_break() -> None:
+    """Force a graph break here (``bytegraph.graph_break()``); does nothing when run in Python."""
 
 
 @dataclass(frozen=True)
@@ -49,36 +49,6 @@ REGION_ATTR = "__bytegraph_error_on_graph_break__"
 ALLOWED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: Functions ``bytegraph.assume_constant_result`` marked.
 CONSTANT_RESULT: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def call_marked(
-    tx: Translator,
-    vt: UserFunctionVariable,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker | None:
-    """Trace a call of a marked function, or None when ``vt.fn`` carries no mark."""
-    fn = vt.fn
-    disabled = _disabled(fn)
-    if disabled is not None and _patched_by_torch_compile(fn):
-        return vt.clone(fn=fn.__wrapped__, source=None).call_function(tx, args, kwargs)
-    if disabled is not None:
-        by, reason = disabled
-        raise Unsupported(
-            "disabled",
-            f"{_name(fn)} is marked with {by}: it runs in Python",
-            hint=reason or f"remove {by} to trace it into the graph",
-        )
-    if _is_allowed(fn):
-        if vt.self_vt is not None:
-            args = [vt.self_vt, *args]
-        return tx.output.call_function(fn, tuple(args), kwargs)
-    if _has_constant_result(fn):
-        return _call_for_constant(tx, vt, args, kwargs)
-    region = getattr(fn, REGION_ATTR, None)
-    if isinstance(region, tuple):
-        return _call_in_region(tx, vt, region, args, kwargs)
-    return None
 
 
 @dataclass(frozen=True)
@@ -117,10 +87,10 @@ def substitute_for(target: Any) -> Substitute | None:
 
 def is_disabled(fn: Any) -> bool:
     """Whether ``fn`` is a disable wrapper (ours or torch's)."""
-    return _disabled(fn) is not None
+    return disabled_by(fn) is not None
 
 
-def _disabled(fn: Any) -> tuple[str, str | None] | None:
+def disabled_by(fn: Any) -> tuple[str, str | None] | None:
     """``(decorator name, reason)`` when ``fn`` is a disable wrapper (ours or torch's)."""
     ours = getattr(fn, DISABLED_ATTR, None)
     if isinstance(ours, Disabled):
@@ -130,7 +100,7 @@ def _disabled(fn: Any) -> tuple[str, str | None] | None:
     return None
 
 
-def _patched_by_torch_compile(fn: Any) -> bool:
+def patched_by_torch_compile(fn: Any) -> bool:
     """A ``torch._dynamo.disable`` wrapper that torch.compile's first run puts on every torch.optim
     optimizer's ``_init_group`` (its own optimizer tracker runs that method at trace time instead
     of tracing it): not the user's mark, so bytegraph traces the method it wraps."""
@@ -142,7 +112,7 @@ def _patched_by_torch_compile(fn: Any) -> bool:
     )
 
 
-def _is_allowed(fn: Any) -> bool:
+def is_allowed(fn: Any) -> bool:
     if _in(fn, ALLOWED):
         return True
     trace_rules = sys.modules.get("torch._dynamo.trace_rules")
@@ -151,7 +121,7 @@ def _is_allowed(fn: Any) -> bool:
     return bool(trace_rules.is_callable_allowed(fn))
 
 
-def _has_constant_result(fn: Any) -> bool:
+def has_constant_result(fn: Any) -> bool:
     return _in(fn, CONSTANT_RESULT) or getattr(fn, "_dynamo_marked_constant", False) is True
 
 
@@ -162,51 +132,5 @@ def _in(fn: Any, marked: weakref.WeakSet[Any]) -> bool:
         return False
 
 
-def _call_for_constant(
-    tx: Translator,
-    vt: UserFunctionVariable,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """``assume_constant_result``: call the real function now; its result is a constant."""
-    values = [*args, *kwargs.values()]
-    if not all(a.is_python_constant() for a in values):
-        raise Unsupported(
-            "constant_result",
-            f"{_name(vt.fn)} (assume_constant_result) called with non-constant arguments",
-            hint="call it with Python constants, or drop assume_constant_result",
-        )
-    real_args = [a.as_python_constant() for a in args]
-    if vt.self_vt is not None:
-        owner = vt.self_vt
-        if owner.source is None or not hasattr(owner, "value"):
-            raise Unsupported(
-                "constant_result", f"{_name(vt.fn)} is a method of an object made in the trace"
-            )
-        real_args.insert(0, owner.value)
-    result = vt.fn(*real_args, **{k: v.as_python_constant() for k, v in kwargs.items()})
-    return tx.fold(result)
-
-
-def _call_in_region(
-    tx: Translator,
-    vt: UserFunctionVariable,
-    region: tuple[bool, Any],
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """Trace the function an ``error_on_graph_break(value)`` decorator wraps, marking a break in
-    it (if no inner region marked it first) with ``value``."""
-    value, wrapped = region
-    inner = vt.clone(fn=wrapped, source=None)
-    try:
-        return inner.call_function(tx, args, kwargs)
-    except Exception as e:  # Unsupported, or the translator's GraphBreak carrying one
-        reason = e if isinstance(e, Unsupported) else getattr(e, "reason", None)
-        if isinstance(reason, Unsupported) and reason.strict is None:
-            reason.strict = value
-        raise
-
-
-def _name(fn: Any) -> str:
+def display_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
