@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -320,12 +321,21 @@ def _tc_worker(calls: int) -> int:
     """Answer ``[name, labels, backend]`` lines with torch.compile's ``ArchRun`` as JSON (no
     bytegraph); backend ``null`` is torch.compile's default."""
     assert "bytegraph" not in sys.modules
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     for line in sys.stdin:
         name, labels, backend = json.loads(line)
         engine = suite.TorchCompileEngine(backend)
         run = suite.run_arch(zoo.BY_NAME[name], labels, engine, calls)
         print(json.dumps(dataclasses.asdict(run)), flush=True)
     return 0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End the worker once the script that started it is gone (killed mid-run, it would otherwise
+    go on compiling its model and skew whatever runs next on the machine)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _run_latest(args: list[str]) -> int:
