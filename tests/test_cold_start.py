@@ -148,3 +148,33 @@ print(len(bytegraph.state_of(f).events))
 
 def test_the_tracer_loads_at_the_first_compile():
     assert _last_line(FIRST_COMPILE) == "1"
+
+
+STATIC_SCRIPT = r"""
+import json, sys
+import torch
+import bytegraph
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+def with_break(x):
+    y = torch.relu(x @ x.T).sum(0)
+    print("break")
+    return (y * 2).softmax(-1) + x.mean(-1, keepdim=True).t()
+
+x = torch.randn(3, 4)
+assert torch.equal(bytegraph.compile(model, backend="eager")(x), model(x))
+assert torch.equal(bytegraph.compile(with_break, backend="eager")(x), with_break(x))
+static = "sympy" in sys.modules
+grown = bytegraph.compile(lambda t: t * 2, dynamic=True, backend="eager")
+assert torch.equal(grown(x), x * 2)
+print(json.dumps({"static": static, "dynamic": "sympy" in sys.modules}))
+"""
+
+
+def test_static_traces_load_no_sympy():
+    # Plain inputs get their fakes from ``static_fakes`` and these operators their metadata from
+    # bytegraph's shape rules; torch's symbolic shapes (and sympy) load with the first symbol.
+    # (Backend "eager": Inductor, which "auto" may pick for a CPU graph, needs sympy itself.)
+    result = json.loads(_last_line(STATIC_SCRIPT))
+    assert result == {"static": False, "dynamic": True}

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from . import layouts
+
 aten = torch.ops.aten
 
 _DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -47,6 +49,7 @@ ELEMENTWISE: dict[Any, bool] = {
     aten.sigmoid.default: False,
     aten.silu.default: False,
     aten.gelu.default: False,
+    aten.relu.default: False,
     aten.eq.Tensor: True,
     aten.ne.Tensor: True,
     aten.lt.Tensor: True,
@@ -93,41 +96,59 @@ def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
         return None
     if op is aten.pow.Tensor_Scalar and (type(args[1]) is bool or args[1] == 1):
         return None  # ``x ** 1`` is a copy of ``x``, in its own layout
+    if op is aten.gelu.default and kwargs.get("approximate", "none") != "none":
+        return None
     tensors = []
     for arg, is_tensor in zip(args, _SIGNATURES[op], strict=True):
         if is_tensor and isinstance(arg, torch.Tensor):
             tensors.append(arg)
         elif type(arg) not in (int, float, bool) or (is_tensor and op not in _NUMBER_AS_TENSOR):
             return None
-    shape = tuple(tensors[0].shape)
     dtype = tensors[0].dtype
-    if dtype not in _DTYPES:
+    if dtype not in _DTYPES or any(t.dtype != dtype for t in tensors):
         return None
-    strides = _contiguous_strides(shape)
-    for t in tensors:
-        if t.dtype != dtype or tuple(t.shape) != shape or t.stride() != strides:
-            return None
-    if len(shape) == 4 and _channels_last(shape, strides):
-        return None  # contiguous and channels-last at once: the layout rules disagree
+    if any(0 in t.shape for t in tensors):
+        return None  # empty tensors: torch's rules for them are its own
+    if dtype in _LOW_PRECISION and not _all_contiguous(tensors):
+        return None  # their kernels convert operands on the way in and out: other layouts
+    strides = _strides(op, tensors, kwargs)
+    if strides is None:
+        return None
+    shape, strides = strides
     return shape, strides, torch.bool if ELEMENTWISE[op] else dtype
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The strides of ``torch.empty(shape)``."""
-    strides = [1] * len(shape)
-    step = 1
-    for dim in range(len(shape) - 1, -1, -1):
-        strides[dim] = step
-        step *= max(shape[dim], 1)
-    return tuple(strides)
+def _strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple | None:
+    """The output's shape and strides, as the operator's meta kernel builds them: its operands
+    broadcast to one shape, then each step of its reference (``torch._refs``) laid out by
+    ``layouts.elementwise_strides``. A 0-d tensor beside others is left to the kernel (the fake
+    mode treats 0-d CPU tensors as numbers, in its own ways)."""
+    if len(tensors) > 1 and any(t.dim() == 0 for t in tensors):
+        return None
+    shape = layouts.broadcast_shape([t.shape for t in tensors])
+    if shape is None:
+        return None  # shapes that do not broadcast: the kernel raises its error
+    laid = [layouts.expanded_strides(t.shape, t.stride(), shape) for t in tensors]
+    if op is aten.relu.default or "alpha" in kwargs:
+        # the fake mode has layout rules of its own for these, except on contiguous inputs
+        return (shape, laid[0]) if _all_contiguous(tensors) else None
+
+    def unary(strides: tuple[int, ...]) -> tuple[int, ...]:
+        return layouts.elementwise_strides(shape, [strides])
+
+    if op is aten.gelu.default:  # (a * 0.5) * (1 + erf(a * sqrt(1/2)))
+        half = unary(laid[0])
+        return shape, layouts.elementwise_strides(shape, [half, unary(unary(half))])
+    return shape, layouts.elementwise_strides(shape, laid)
 
 
-def _channels_last(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    expected = 1
-    for dim in (1, 3, 2, 0):
-        if shape[dim] == 1:
-            continue
-        if strides[dim] != expected:
-            return False
-        expected *= shape[dim]
-    return True
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _all_contiguous(tensors: list) -> bool:
+    """One shape, contiguous strides, and not channels-last too (where layout rules differ)."""
+    shape = tuple(tensors[0].shape)
+    strides = layouts.contiguous_strides(shape)
+    return all(tuple(t.shape) == shape and t.stride() == strides for t in tensors) and not (
+        layouts.is_channels_last(shape, strides)
+    )

@@ -11,8 +11,10 @@ For the operators listed in ``FAST_OPS`` and plain arguments, none of that decid
 ``Meta`` kernel (C++ or torch's Python shape function), or for views and copies the one kernel
 every backend shares, gives the output's shape, strides, dtype and aliasing, and the device is the
 one device of the inputs. ``run`` calls that kernel on the fake tensors' meta storage and wraps the
-result as the mode would, in about a twentieth of the time; for elementwise operators on
-same-shape contiguous inputs, ``elementwise_meta`` gives the metadata without the kernel. It gives
+result as the mode would, in about a twentieth of the time; for elementwise operators
+(``elementwise_meta``) and for matrix products, reductions and embeddings (``static_meta``) on
+plain static inputs, bytegraph's own shape rules give the metadata without the kernel, which is
+Python and imports sympy through ``torch._check``. It gives
 up (``NOT_FAST``: the mode runs the operator as usual) on anything else: another operator, a
 tensor that is not this mode's plain fake tensor (a constant, a sparse or subclass tensor, a real
 tensor), symbolic sizes (shape guards must be recorded), mixed devices, a keyword that names a
@@ -29,7 +31,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 
-from . import elementwise_meta
+from . import elementwise_meta, static_meta
 
 aten = torch.ops.aten
 
@@ -51,6 +53,7 @@ _CANDIDATES = (
     aten.expand.default,
     aten.permute.default,
     aten.alias.default,
+    aten.detach.default,
     aten.split.Tensor,
     aten.split_with_sizes.default,
     aten.unbind.int,
@@ -104,6 +107,7 @@ _CANDIDATES = (
     aten.mm.default,
     aten.bmm.default,
     aten.addmm.default,
+    aten.embedding.default,
     # attention on CPU: output and logsumexp, both on the inputs' device (the CUDA kernels also
     # return RNG state on another device, so they are not listed)
     aten._scaled_dot_product_flash_attention_for_cpu.default,
@@ -152,8 +156,8 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
     device = _common_device(mode, (*args, *tensor_kwargs))
     if device is None:
         return NOT_FAST
-    decided = elementwise_meta.output(func, args, kwargs)
-    if decided is not None:  # an elementwise op: no need for its (Python) meta kernel
+    decided = elementwise_meta.output(func, args, kwargs) or static_meta.output(func, args, kwargs)
+    if decided is not None:  # no need for its (Python) meta kernel
         shape, strides, dtype = decided
         out = torch.empty_strided(shape, strides, dtype=dtype, device="meta")
         return FakeTensor(mode, out, device)

@@ -27,12 +27,15 @@ from torch._guards import Source as TorchSource
 
 from ..guards.guard import Guard
 from ..guards.sources import ShapeExprSource, Source, TensorPropertySource
+from . import static_fakes
 
 if TYPE_CHECKING:
     import sympy
 
-#: torch's symbolic shapes, imported by the first trace, not by ``import bytegraph``: it imports
-#: sympy (half a second; torch's ``from_tensor`` imports it for every tensor, static or not).
+#: torch's symbolic shapes, imported by the first trace that needs it, not by ``import bytegraph``:
+#: it imports sympy (a quarter of a second; torch's ``from_tensor`` and meta kernels import it, so
+#: plain static inputs get their fakes from ``static_fakes`` and common operators their metadata
+#: from ``fast_meta``).
 #: Until it is imported no value can hold a symbol. A ``ShapeEnv`` imports all of ``torch._dynamo``
 #: (``validator`` -> ``torch._dynamo.exc``): a trace makes one only once it needs a symbol.
 _SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
@@ -138,6 +141,9 @@ class ShapeTracker:
         self.shape_env: Any = None  #: the trace's ShapeEnv, once it needs one
         self.defined: dict[sympy.Symbol, Source] = {}  #: symbol -> the input source defining it
         self.equalities: list[tuple[Source, Any]] = []  #: (source, symbolic value it must equal)
+        #: id(real tensor) -> (the tensor, its fake) for fakes made by ``static_fakes`` (the ones
+        #: ``from_tensor`` makes, it remembers itself)
+        self._fresh: dict[int, tuple[torch.Tensor, Any]] = {}
 
     @property
     def used(self) -> bool:
@@ -153,9 +159,16 @@ class ShapeTracker:
         return self.shape_env
 
     def fake_tensor(self, value: torch.Tensor, source: Source, dims: set[int]) -> Any:
-        # A source, or torch makes one of ``torch._dynamo.source``'s; no structured-trace record
-        # (its first one captures a stack, importing torch._inductor).
+        made = self._fresh.get(id(value))
+        if made is not None:
+            return made[1]
         if not dims:
+            fake = static_fakes.fresh_fake(self.fake_mode, value)
+            if fake is not None:
+                self._fresh[id(value)] = (value, fake)
+                return fake
+            # A source, or torch makes one of ``torch._dynamo.source``'s; no structured-trace
+            # record (its first one captures a stack, importing torch._inductor).
             return self.fake_mode.from_tensor(
                 value, static_shapes=True, source=Origin(source.expr), trace=False
             )

@@ -65,35 +65,59 @@ def test_decides_only_what_the_fake_mode_gives(op):
     rng = random.Random(str(op))
     mode = FakeTensorMode()
     decided = 0
-    for _ in range(150):
+    for _ in range(400):
         args = [
             mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in _arguments(rng, op)
         ]
-        got = elementwise_meta.output(op, tuple(args), {})
+        kwargs = {}
+        if op in (torch.ops.aten.add.Tensor, torch.ops.aten.sub.Tensor) and rng.random() < 0.3:
+            kwargs["alpha"] = rng.choice([1, 2, 0.5])
+        got = elementwise_meta.output(op, tuple(args), kwargs)
         if got is None:
             continue
         decided += 1
         with mode:
-            want = op(*args)
+            want = op(*args, **kwargs)
         where = [
             (tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a
             for a in args
         ]
-        assert got == (tuple(want.shape), want.stride(), want.dtype), where
+        assert got == (tuple(want.shape), want.stride(), want.dtype), (where, kwargs)
     assert decided >= 20
 
 
-def test_broadcasting_other_layouts_and_mixed_dtypes_are_left_to_the_kernel():
+def test_broadcasting_and_other_layouts_are_decided_as_the_mode_does():
+    mode = FakeTensorMode()
+    f = mode.from_tensor
+    mul, add = torch.ops.aten.mul.Tensor, torch.ops.aten.add.Tensor
+    cases = [
+        (mul, (f(torch.empty(2, 3)), f(torch.empty(3)))),  # a bias
+        (mul, (f(torch.empty(3, 2).t()), f(torch.empty(2, 3)))),  # transposed first
+        (add, (f(torch.empty(4, 1, 3)), f(torch.empty(5, 1)))),  # both broadcast
+        (mul, (f(torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last)), 2.0)),
+        (torch.ops.aten.neg.default, (f(torch.empty(4, 8)[:, :4]),)),  # a slice
+    ]
+    for op, args in cases:
+        with mode:
+            want = op(*args)
+        assert elementwise_meta.output(op, args, {}) == (
+            tuple(want.shape),
+            want.stride(),
+            want.dtype,
+        )
+
+
+def test_mixed_dtypes_and_odd_arguments_are_left_to_the_kernel():
     mode = FakeTensorMode()
     f = mode.from_tensor
     mul = torch.ops.aten.mul.Tensor
     cases = [
-        (f(torch.empty(2, 3)), f(torch.empty(3))),  # broadcast
-        (f(torch.empty(3, 2).t()), f(torch.empty(2, 3))),  # transposed
         (f(torch.empty(2, 3)), f(torch.empty(2, 3, dtype=torch.float64))),  # mixed dtypes
         (f(torch.empty(2, 3, dtype=torch.int64)), 2),  # integers
-        (f(torch.empty(2, 1, 4, 4)), 2.0),  # contiguous and channels-last at once
         (f(torch.empty(2, 3)), 1j),  # a complex number
+        (f(torch.empty(2, 3)), f(torch.empty(4, 3))),  # shapes that do not broadcast
+        (f(torch.empty(2, 3)), f(torch.tensor(2.0))),  # a 0-d tensor beside another
+        (f(torch.empty(3, 2, dtype=torch.bfloat16).t()), 2.0),  # low precision, transposed
     ]
     for args in cases:
         assert elementwise_meta.output(mul, args, {}) is None

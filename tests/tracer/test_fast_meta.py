@@ -59,6 +59,10 @@ CASES: dict[object, list[Callable[[], tuple[tuple, dict]]]] = {
     aten.expand.default: [lambda: ((_t(3, 1), [3, 5]), {}), lambda: ((_t(4), [2, 3, 4]), {})],
     aten.permute.default: [lambda: ((_t(2, 3, 4), [2, 0, 1]), {})],
     aten.alias.default: [lambda: ((_t(2, 3),), {})],
+    aten.detach.default: [
+        lambda: ((_t(2, 3).requires_grad_(),), {}),
+        lambda: ((_transposed(2, 3),), {}),
+    ],
     aten.split.Tensor: [lambda: ((_t(5, 4), 2), {}), lambda: ((_transposed(4, 6), 4, 1), {})],
     aten.split_with_sizes.default: [lambda: ((_t(6, 4), [1, 2, 3]), {})],
     aten.unbind.int: [lambda: ((_t(3, 4), 1), {})],
@@ -105,7 +109,16 @@ CASES: dict[object, list[Callable[[], tuple[tuple, dict]]]] = {
     aten._log_softmax.default: [lambda: ((_transposed(2, 5), 0, False), {})],
     aten.mm.default: [lambda: ((_t(3, 4), _transposed(4, 5)), {})],
     aten.bmm.default: [lambda: ((_t(2, 3, 4), _t(2, 4, 5)), {})],
-    aten.addmm.default: [lambda: ((_t(5), _t(3, 4), _t(4, 5)), {})],
+    aten.addmm.default: [
+        lambda: ((_t(5), _t(3, 4), _t(4, 5)), {}),
+        lambda: ((_t(3, 5), _transposed(3, 4), _t(4, 5)), {"beta": 0.5}),
+        lambda: ((_transposed(3, 5), _t(3, 4), _t(4, 5)), {}),
+    ],
+    aten.embedding.default: [
+        lambda: ((_t(10, 4), _t(2, 3, dtype=torch.int64)), {}),
+        lambda: ((_transposed(10, 4), _t(5, dtype=torch.int32)), {}),
+        lambda: ((_t(10, 4, dtype=torch.bfloat16), _t(dtype=torch.int64)), {}),
+    ],
     aten.where.self: [lambda: ((_t(3, 1, dtype=torch.bool), _t(3, 4), _t(4)), {})],
     aten.pow.Tensor_Scalar: [
         lambda: ((_t(3, 4), 2), {}),

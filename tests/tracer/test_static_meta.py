@@ -1,0 +1,103 @@
+"""``tracer/static_meta.py`` decides the output of a matrix product, reduction, softmax or embedding
+without its meta kernel only where that output is the fake mode's own: each rule, on seeded random
+arguments (fitting and not, several dtypes and layouts, keepdim, negative and repeated dims), either
+gives no answer or the mode's shape, strides and dtype; and each rule decides some of them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from bytegraph.tracer import static_meta
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.int64]
+
+
+def _tensor(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    kind = rng.random()
+    if kind < 0.6 or len(shape) < 2:
+        return torch.empty(shape, dtype=dtype)
+    if kind < 0.8:
+        return torch.empty(list(reversed(shape)), dtype=dtype).permute(*reversed(range(len(shape))))
+    return torch.empty([2 * s for s in shape], dtype=dtype)[tuple(slice(0, s) for s in shape)]
+
+
+def _size(rng: random.Random) -> int:
+    return rng.choice([0, 1, 2, 3, 5])
+
+
+def _arguments(rng: random.Random, op) -> tuple[tuple, dict]:
+    dtype = rng.choice(DTYPES) if rng.random() < 0.3 else torch.float32
+    other = rng.choice(DTYPES) if rng.random() < 0.1 else dtype
+    n, k, m, b = (_size(rng) for _ in range(4))
+    k2 = k if rng.random() < 0.9 else _size(rng)
+    if op is aten.mm.default:
+        return (_tensor(rng, [n, k], dtype), _tensor(rng, [k2, m], other)), {}
+    if op is aten.bmm.default:
+        return (_tensor(rng, [b, n, k], dtype), _tensor(rng, [b, k2, m], other)), {}
+    if op is aten.addmm.default:
+        bias = rng.choice([[m], [n, m], [1, m], [n, 1], [m + 1]])
+        kwargs = {"beta": rng.choice([1, 0.5, 0])} if rng.random() < 0.3 else {}
+        args = (
+            _tensor(rng, bias, dtype),
+            _tensor(rng, [n, k], dtype),
+            _tensor(rng, [k2, m], other),
+        )
+        return args, kwargs
+    shape = [_size(rng) or 1 for _ in range(rng.randint(1, 4))]
+    x = _tensor(rng, shape, dtype)
+    if op is aten._softmax.default:
+        return (x, rng.randint(-len(shape), len(shape) - 1), False), {}
+    if op is aten.embedding.default:
+        weight = _tensor(rng, [rng.randint(1, 6), rng.randint(1, 4)], dtype)
+        index_dtype = rng.choice([torch.int64, torch.int32, torch.float32])
+        indices = torch.zeros(
+            [rng.randint(1, 3) for _ in range(rng.randint(0, 3))], dtype=index_dtype
+        )
+        return (weight, indices), {}
+    dims = rng.sample(range(-len(shape), len(shape)), rng.randint(1, len(shape)))
+    if rng.random() < 0.1:
+        dims = dims + dims[:1]  # a repeated dim: the kernel's error
+    return (x, dims, rng.random() < 0.5), {}
+
+
+@pytest.mark.parametrize("op", list(static_meta.RULES), ids=str)
+def test_decides_only_what_the_fake_mode_gives(op):
+    rng = random.Random(str(op))
+    mode = FakeTensorMode()
+    decided = 0
+    for _ in range(300):
+        args, kwargs = _arguments(rng, op)
+        args = tuple(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
+        got = static_meta.output(op, args, kwargs)
+        if got is None:
+            continue
+        decided += 1
+        with mode:
+            want = op(*args, **kwargs)
+        where = [
+            (tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a
+            for a in args
+        ]
+        assert got == (tuple(want.shape), want.stride(), want.dtype), (where, kwargs)
+    assert decided >= 30
+
+
+def test_what_does_not_fit_goes_to_the_kernel():
+    mode = FakeTensorMode()
+    f = mode.from_tensor
+    a, b = f(torch.empty(2, 3)), f(torch.empty(4, 5))
+    assert static_meta.output(aten.mm.default, (a, b), {}) is None  # the kernel raises
+    assert (
+        static_meta.output(aten.mm.default, (a, f(torch.empty(3, 2))), {"out_dtype": None}) is None
+    )
+    assert static_meta.output(aten.sum.dim_IntList, (a, None), {}) is None  # all dims
+    assert static_meta.output(aten.sum.dim_IntList, (a, [0]), {"dtype": torch.float64}) is None
+    assert (
+        static_meta.output(aten.mean.dim, (f(torch.empty(2, 3, dtype=torch.bfloat16)), [0]), {})
+        is None
+    )
+    assert static_meta.output(aten._softmax.default, (a, 0, True), {}) is None

@@ -1,0 +1,176 @@
+"""Output metadata of matrix products, reductions, softmax and embeddings on static shapes,
+without their meta kernels.
+
+These operators' meta kernels are Python (``torch._meta_registrations``, ``torch._refs``,
+``torch._decomp``) and check their arguments with ``torch._check``, which imports torch's symbolic
+shapes and with them sympy: a quarter of a second at the first trace of a process that needs no
+symbol. For the plain cases their outputs are simple (a new contiguous tensor of a computed shape,
+or for a reduction with ``keepdim`` the view torch's ``broadcast_in_dim`` makes of one), and
+``output`` gives them directly: same floating-point dtype for every tensor, sizes of at least 1,
+arguments that fit together. Anything else (mixed dtypes, an ``out_dtype``, sizes that do not match,
+empty tensors, a reduction over all dimensions) returns None and runs the kernel, which raises its
+own error where the arguments are wrong. ``tests/tracer/test_static_meta.py`` compares each rule
+with the fake mode's result on many inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import layouts
+
+aten = torch.ops.aten
+
+_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+#: Reductions of these dtypes compute in them (float16/bfloat16 go through float32 and back).
+_EXACT_FLOATS = (torch.float32, torch.float64)
+
+Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+
+
+def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> Meta | None:
+    """``(shape, strides, dtype)`` of ``op(*args, **kwargs)`` on plain fake tensors of one device,
+    or None where this module does not decide it."""
+    rule = RULES.get(op)
+    if rule is None:
+        return None
+    try:
+        return rule(*args, **kwargs)
+    except TypeError:  # arguments the rule does not take (the kernel raises its own error)
+        return None
+
+
+def _new(shape: tuple[int, ...], dtype: torch.dtype) -> Meta:
+    return shape, layouts.contiguous_strides(shape), dtype
+
+
+def _plain(*tensors: Any, dtypes: tuple = _FLOATS) -> torch.dtype | None:
+    """The one dtype of ``tensors`` if all are tensors of it (one of ``dtypes``) with no empty
+    dimension."""
+    dtype = None
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or 0 in t.shape:
+            return None
+        if dtype is None:
+            dtype = t.dtype
+        elif t.dtype != dtype:
+            return None
+    return dtype if dtype in dtypes else None
+
+
+def _mm(a: Any, b: Any) -> Meta | None:
+    dtype = _plain(a, b)
+    if dtype is None or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        return None
+    return _new((a.shape[0], b.shape[1]), dtype)
+
+
+def _bmm(a: Any, b: Any) -> Meta | None:
+    dtype = _plain(a, b)
+    if dtype is None or a.dim() != 3 or b.dim() != 3:
+        return None
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        return None
+    return _new((a.shape[0], a.shape[1], b.shape[2]), dtype)
+
+
+def _addmm(bias: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> Meta | None:
+    """``beta * bias + alpha * (a @ b)``: contiguous when ``bias`` is a contiguous 1-d or 2-d
+    tensor that broadcasts to the product (a linear layer's bias)."""
+    if type(beta) not in (int, float) or type(alpha) not in (int, float):
+        return None
+    product = _mm(a, b)
+    if product is None or _plain(bias, a) is None or bias.dim() not in (1, 2):
+        return None
+    shape = product[0]
+    if layouts.broadcast_shape([bias.shape, shape]) != shape:
+        return None
+    if bias.stride() != layouts.contiguous_strides(bias.shape):
+        return None
+    return product
+
+
+def _reduction(
+    x: Any, dim: Any, keepdim: bool = False, *, then_divide: bool = False
+) -> Meta | None:
+    """A reduction over the listed dimensions (torch's ``_refs._reduction``): a contiguous result
+    of the kept sizes, viewed back to the input's rank by ``broadcast_in_dim`` where ``keepdim``;
+    ``mean`` then divides it, an elementwise step with its own layout."""
+    dtype = _plain(x, dtypes=_EXACT_FLOATS)
+    if dtype is None or type(keepdim) is not bool or x.dim() == 0:
+        return None
+    if not isinstance(dim, (list, tuple)) or not dim or any(type(d) is not int for d in dim):
+        return None
+    ndim = x.dim()
+    if any(not -ndim <= d < ndim for d in dim):
+        return None
+    reduced = {d % ndim for d in dim}
+    if len(reduced) != len(dim):
+        return None  # a dimension named twice: the kernel raises
+    kept = tuple(s for i, s in enumerate(x.shape) if i not in reduced)
+    kept_strides = layouts.contiguous_strides(kept)
+    if not keepdim:
+        return kept, kept_strides, dtype
+    shape, strides, position = [], [], 0
+    for i, size in enumerate(x.shape):
+        if i in reduced:
+            shape.append(1)
+            if position == len(kept):
+                strides.append(1)
+            else:
+                strides.append(kept_strides[position] * kept[position])
+        else:
+            shape.append(size)
+            strides.append(kept_strides[position])
+            position += 1
+    out = tuple(shape)
+    if then_divide:
+        return out, layouts.elementwise_strides(out, [strides]), dtype
+    return out, tuple(strides), dtype
+
+
+def _sum(x: Any, dim: Any, keepdim: bool = False, *, dtype: Any = None) -> Meta | None:
+    return None if dtype is not None else _reduction(x, dim, keepdim)
+
+
+def _mean(x: Any, dim: Any, keepdim: bool = False, *, dtype: Any = None) -> Meta | None:
+    return None if dtype is not None else _reduction(x, dim, keepdim, then_divide=True)
+
+
+def _amax(x: Any, dim: Any = (), keepdim: bool = False) -> Meta | None:
+    return _reduction(x, dim, keepdim)
+
+
+def _softmax(x: Any, dim: Any, half_to_float: Any) -> Meta | None:
+    """A new contiguous tensor of ``x``'s shape and dtype."""
+    dtype = _plain(x)
+    if dtype is None or half_to_float is not False or type(dim) is not int:
+        return None
+    if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
+        return None
+    return _new(tuple(x.shape), dtype)
+
+
+def _embedding(weight: Any, indices: Any, *flags: Any) -> Meta | None:
+    if _plain(weight) is None or weight.dim() != 2:
+        return None
+    if not isinstance(indices, torch.Tensor) or indices.dtype not in (torch.int64, torch.int32):
+        return None
+    if 0 in indices.shape or any(type(f) not in (int, bool) for f in flags):
+        return None
+    return _new((*indices.shape, weight.shape[1]), weight.dtype)
+
+
+RULES: dict[Any, Callable[..., Meta | None]] = {
+    aten.mm.default: _mm,
+    aten.bmm.default: _bmm,
+    aten.addmm.default: _addmm,
+    aten.sum.dim_IntList: _sum,
+    aten.mean.dim: _mean,
+    aten.amax.default: _amax,
+    aten.embedding.default: _embedding,
+    aten._softmax.default: _softmax,
+}
