@@ -105,7 +105,9 @@ def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
         elif type(arg) not in (int, float, bool) or (is_tensor and op not in _NUMBER_AS_TENSOR):
             return None
     dtype = tensors[0].dtype
-    if dtype not in _DTYPES or any(t.dtype != dtype for t in tensors):
+    if any(t.dtype != dtype for t in tensors):
+        return None
+    if dtype not in _DTYPES and not _integer_arithmetic(op, dtype, args, kwargs):
         return None
     if any(0 in t.shape for t in tensors):
         return None  # empty tensors: torch's rules for them are its own
@@ -116,6 +118,23 @@ def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
         return None
     shape, strides = strides
     return shape, strides, torch.bool if ELEMENTWISE[op] else dtype
+
+
+#: Operators that keep an integer dtype on integer operands (division, powers and the
+#: transcendental ones give floats).
+_INTEGER_OPS = frozenset(
+    {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.neg.default}
+    | {op for op, is_bool in ELEMENTWISE.items() if is_bool}
+)
+
+
+def _integer_arithmetic(op: Any, dtype: torch.dtype, args: tuple, kwargs: dict[str, Any]) -> bool:
+    """An int64 or int32 tensor with others of its dtype and Python ints (``alpha`` too): the
+    result keeps the dtype (a float number would promote it, or be refused)."""
+    if dtype not in (torch.int64, torch.int32) or op not in _INTEGER_OPS:
+        return False
+    numbers = [a for a in args if not isinstance(a, torch.Tensor)] + list(kwargs.values())
+    return all(type(a) is int for a in numbers)
 
 
 def _strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple | None:

@@ -158,9 +158,9 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
         return NOT_FAST
     decided = elementwise_meta.output(func, args, kwargs) or static_meta.output(func, args, kwargs)
     if decided is not None:  # no need for its (Python) meta kernel
-        shape, strides, dtype = decided
-        out = torch.empty_strided(shape, strides, dtype=dtype, device="meta")
-        return FakeTensor(mode, out, device)
+        if isinstance(decided[-1], torch.dtype):
+            return _new_fake(mode, decided, device)
+        return tuple(_new_fake(mode, meta, device) for meta in decided)
     try:
         with in_kernel_invocation_manager(mode):
             out = func(*_meta_aliases(args), **kwargs)
@@ -171,6 +171,11 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
     if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
         return type(out)(FakeTensor(mode, t, device) for t in out)
     return NOT_FAST  # not reached for the listed operators (they return tensors)
+
+
+def _new_fake(mode: FakeTensorMode, meta: tuple, device: torch.device) -> FakeTensor:
+    shape, strides, dtype = meta
+    return FakeTensor(mode, torch.empty_strided(shape, strides, dtype=dtype, device="meta"), device)
 
 
 def _meta_aliases(args: tuple) -> tuple:

@@ -51,6 +51,28 @@ def is_channels_last(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
+def channels_last_strides(shape: Sequence[int]) -> Shape:
+    """The strides of ``torch.empty(shape, memory_format=channels_last)`` (``channels_last_3d``
+    for 5-d): channels innermost, then the spatial dimensions, the batch outermost."""
+    order = [0, *range(2, len(shape)), 1]  # outermost first
+    return _dense_in_order(shape, order)
+
+
+def strides_like_channels_last(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """torch's ``suggest_memory_format(t) != contiguous_format`` for a 4-d or 5-d ``t``: its
+    strides grow from channels through the spatial dimensions to the batch."""
+    if len(shape) not in (4, 5) or strides[1] == 0:
+        return False
+    smallest = 0
+    for dim in (1, *range(len(shape) - 1, 1, -1), 0):
+        if strides[dim] < smallest:
+            return False
+        if dim == 0 and smallest == strides[1]:
+            return False
+        smallest = strides[dim] * shape[dim]
+    return True
+
+
 def broadcast_shape(shapes: Sequence[Sequence[int]]) -> Shape | None:
     """The shape the given shapes broadcast to, or None where they do not (torch raises)."""
     ndim = max((len(s) for s in shapes), default=0)

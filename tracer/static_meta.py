@@ -1,4 +1,5 @@
-"""Output metadata of matrix products, reductions, softmax and embeddings on static shapes,
+"""Output metadata of matrix products, reductions, softmax, concatenation, attention and
+embeddings on static shapes,
 without their meta kernels.
 
 These operators' meta kernels are Python (``torch._meta_registrations``, ``torch._refs``,
@@ -31,9 +32,10 @@ _EXACT_FLOATS = (torch.float32, torch.float64)
 Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 
-def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> Meta | None:
-    """``(shape, strides, dtype)`` of ``op(*args, **kwargs)`` on plain fake tensors of one device,
-    or None where this module does not decide it."""
+def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> Meta | tuple[Meta, ...] | None:
+    """``(shape, strides, dtype)`` of ``op(*args, **kwargs)`` on plain fake tensors of one device
+    (a tuple of them for an operator with several outputs), or None where this module does not
+    decide it."""
     rule = RULES.get(op)
     if rule is None:
         return None
@@ -154,6 +156,54 @@ def _softmax(x: Any, dim: Any, half_to_float: Any) -> Meta | None:
     return _new(tuple(x.shape), dtype)
 
 
+def _cat(tensors: Any, dim: Any = 0) -> Meta | None:
+    """torch's ``_refs.cat``: the inputs joined along ``dim``, then laid out channels-last where
+    every input's strides are channels-last-like, else contiguous."""
+    if not isinstance(tensors, (list, tuple)) or not tensors or type(dim) is not int:
+        return None
+    dtype = _plain(*tensors, dtypes=(*_FLOATS, torch.int64))
+    if dtype is None:
+        return None
+    first = tensors[0]
+    ndim = first.dim()
+    if ndim == 0 or not -ndim <= dim < ndim:
+        return None
+    dim %= ndim
+    shape = list(first.shape)
+    for t in tensors[1:]:
+        if t.dim() != ndim or any(t.shape[i] != shape[i] for i in range(ndim) if i != dim):
+            return None
+        shape[dim] += t.shape[dim]
+    out = tuple(shape)
+    if all(layouts.strides_like_channels_last(t.shape, t.stride()) for t in tensors):
+        return out, layouts.channels_last_strides(out), dtype
+    return _new(out, dtype)
+
+
+def _flash_attention_for_cpu(
+    query: Any,
+    key: Any,
+    value: Any,
+    dropout_p: Any = 0.0,
+    is_causal: Any = False,
+    attn_mask: Any = None,
+    *,
+    scale: Any = None,
+) -> tuple[Meta, Meta] | None:
+    """``scaled_dot_product_attention``'s CPU kernel: the attention laid out as the query (torch's
+    ``empty_like``), and the log-sum-exp in float32, ``(batch, heads, length)`` with the heads
+    innermost. (For float64 torch 2.11 gives the log-sum-exp float32, later releases float64.)"""
+    dtype = _plain(query, key, value, dtypes=(torch.float32, torch.float16, torch.bfloat16))
+    if dtype is None or query.dim() != 4 or type(is_causal) is not bool:
+        return None
+    if attn_mask is not None and not isinstance(attn_mask, torch.Tensor):
+        return None
+    shape = tuple(query.shape)
+    attention = shape, layouts.elementwise_strides(shape, [query.stride()]), dtype
+    batch, heads, length = shape[:3]
+    return attention, ((batch, heads, length), (length * heads, 1, heads), torch.float32)
+
+
 def _embedding(weight: Any, indices: Any, *flags: Any) -> Meta | None:
     if _plain(weight) is None or weight.dim() != 2:
         return None
@@ -173,4 +223,6 @@ RULES: dict[Any, Callable[..., Meta | None]] = {
     aten.amax.default: _amax,
     aten.embedding.default: _embedding,
     aten._softmax.default: _softmax,
+    aten.cat.default: _cat,
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
 }

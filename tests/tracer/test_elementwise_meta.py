@@ -45,6 +45,8 @@ def _tensor(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torch.T
 def _arguments(rng: random.Random, op) -> list:
     shape = [rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(rng.choice([0, 1, 2, 3, 4, 4, 5]))]
     dtype = rng.choice(DTYPES[:4]) if rng.random() < 0.9 else rng.choice(DTYPES)
+    if op in elementwise_meta._INTEGER_OPS and rng.random() < 0.25:
+        dtype = rng.choice([torch.int64, torch.int32])
     args: list = [_tensor(rng, shape, dtype)]
     for is_tensor in elementwise_meta._SIGNATURES[op][1:]:
         if is_tensor and rng.random() < 0.8:
@@ -113,7 +115,7 @@ def test_mixed_dtypes_and_odd_arguments_are_left_to_the_kernel():
     mul = torch.ops.aten.mul.Tensor
     cases = [
         (f(torch.empty(2, 3)), f(torch.empty(2, 3, dtype=torch.float64))),  # mixed dtypes
-        (f(torch.empty(2, 3, dtype=torch.int64)), 2),  # integers
+        (f(torch.empty(2, 3, dtype=torch.int64)), 2.5),  # integers promoted by a float
         (f(torch.empty(2, 3)), 1j),  # a complex number
         (f(torch.empty(2, 3)), f(torch.empty(4, 3))),  # shapes that do not broadcast
         (f(torch.empty(2, 3)), f(torch.tensor(2.0))),  # a 0-d tensor beside another

@@ -48,6 +48,28 @@ def _arguments(rng: random.Random, op) -> tuple[tuple, dict]:
         )
         return args, kwargs
     shape = [_size(rng) or 1 for _ in range(rng.randint(1, 4))]
+    if op is aten.cat.default:
+        dim = rng.randint(-len(shape), len(shape) - 1)
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            part = list(shape)
+            part[dim] = _size(rng) if rng.random() < 0.9 else part[dim] + 1
+            if rng.random() < 0.1:
+                part[(dim + 1) % len(part)] += 1  # another size where they must agree
+            if len(part) == 4 and rng.random() < 0.4:
+                t = torch.empty(part, dtype=dtype).to(memory_format=torch.channels_last)
+            else:
+                t = _tensor(rng, part, dtype if rng.random() < 0.9 else other)
+            parts.append(t)
+        return (parts, dim), {}
+    if op is aten._scaled_dot_product_flash_attention_for_cpu.default:
+        b, h, length, e = (rng.randint(1, 4) for _ in range(4))
+        q = _tensor(rng, [b, h, length, e], dtype)
+        if rng.random() < 0.3:
+            q = torch.empty(b, length, h, e, dtype=dtype).transpose(1, 2)
+        kv = [_tensor(rng, [b, h, rng.randint(1, 4), e], dtype) for _ in range(2)]
+        kwargs = {"scale": 0.5} if rng.random() < 0.5 else {}
+        return (q, *kv, 0.0, rng.random() < 0.5), kwargs
     x = _tensor(rng, shape, dtype)
     if op is aten._softmax.default:
         return (x, rng.randint(-len(shape), len(shape) - 1), False), {}
@@ -64,6 +86,22 @@ def _arguments(rng: random.Random, op) -> tuple[tuple, dict]:
     return (x, dims, rng.random() < 0.5), {}
 
 
+def _fake(mode, value):
+    if isinstance(value, torch.Tensor):
+        return mode.from_tensor(value)
+    if isinstance(value, list):
+        return [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in value]
+    return value
+
+
+def _described(value):
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.stride(), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return [_described(v) for v in value]
+    return value
+
+
 @pytest.mark.parametrize("op", list(static_meta.RULES), ids=str)
 def test_decides_only_what_the_fake_mode_gives(op):
     rng = random.Random(str(op))
@@ -71,18 +109,18 @@ def test_decides_only_what_the_fake_mode_gives(op):
     decided = 0
     for _ in range(300):
         args, kwargs = _arguments(rng, op)
-        args = tuple(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)
+        args = tuple(_fake(mode, a) for a in args)
         got = static_meta.output(op, args, kwargs)
         if got is None:
             continue
         decided += 1
         with mode:
             want = op(*args, **kwargs)
-        where = [
-            (tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a
-            for a in args
-        ]
-        assert got == (tuple(want.shape), want.stride(), want.dtype), (where, kwargs)
+        if isinstance(want, torch.Tensor):
+            want = (tuple(want.shape), want.stride(), want.dtype)
+        else:
+            want = tuple((tuple(w.shape), w.stride(), w.dtype) for w in want)
+        assert got == want, (_described(args), kwargs)
     assert decided >= 30
 
 
