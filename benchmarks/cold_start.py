@@ -8,7 +8,11 @@ torch, builds the case, and (bytegraph, torch.compile) compiles it and calls it 
 modes run in turn, paired, and each figure is a median. The children write bytecode caches (as a
 user's Python does; a first run writes them) and use one thread. Printed per case: bytegraph's and
 torch.compile's CPU beyond eager, and their ratio (bytegraph's added CPU as a fraction of
-torch.compile's with the same backend). Also: the CPU ``import bytegraph`` adds to ``import torch``
+torch.compile's with the same backend), twice: over whole processes, and inside them (each child
+also times, with ``time.process_time``, what its mode adds after the case is built: the import of
+bytegraph, compiling and the first call, against eager's first call). The whole-process figures
+carry the spread of ``import torch`` (half a second of CPU from one run to the next with torch
+2.15), which the in-process ones do not. Also: the CPU ``import bytegraph`` adds to ``import torch``
 (timed inside the process, ``import_cpu``).
 Cases: a small MLP, a function with a graph break, a 2-layer LLaMA from a tiny transformers config.
 """
@@ -52,16 +56,21 @@ RUN = {
     "bytegraph": "import bytegraph\nout = bytegraph.compile(model, backend={backend!r})(*args)",
     "torch.compile": "out = torch.compile(model, backend={backend!r})(*args)",
 }
+#: Around each mode's code: the CPU it takes inside the process, printed as the last line.
+TIMED = (
+    'import time\n_start = time.process_time()\n{run}\nprint("\\n", time.process_time() - _start)\n'
+)
 
 
-def child_cpu(code: str) -> float:
-    """User + sys CPU seconds of a fresh process running ``code``."""
+def child_cpu(code: str) -> tuple[float, str]:
+    """User + sys CPU seconds of a fresh process running ``code``, and the last line it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(
-        [sys.executable, "-c", code], check=True, env=_child_env(), stdout=subprocess.DEVNULL
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, env=_child_env(), capture_output=True, text=True
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, (done.stdout.strip().splitlines() or [""])[-1]
 
 
 def import_cpu() -> float:
@@ -92,17 +101,28 @@ def main() -> None:
         child_cpu(code)
     added = statistics.median(import_cpu() for _ in range(args.repeat))
     print(f"import bytegraph adds {added:.2f} s CPU to import torch (median of {args.repeat})")
-    print(f"{'case':8} {'eager s':>8} {'bytegraph +s':>13} {'torch.compile +s':>17} {'ratio':>6}")
+    print(
+        f"{'case':8} {'measured':>9} {'eager s':>8} {'bytegraph +s':>13} "
+        f"{'torch.compile +s':>17} {'ratio':>6}"
+    )
     for case in args.cases.split(","):
-        cpu: dict[str, list[float]] = {mode: [] for mode in RUN}
+        whole: dict[str, list[float]] = {mode: [] for mode in RUN}
+        inside: dict[str, list[float]] = {mode: [] for mode in RUN}
         for _ in range(args.repeat):
             for mode, run in RUN.items():  # paired: the three modes in turn
-                cpu[mode].append(child_cpu(CASES[case] + run.format(backend=args.backend)))
-        eager = statistics.median(cpu["eager"])
-        ours = statistics.median(cpu["bytegraph"]) - eager
-        theirs = statistics.median(cpu["torch.compile"]) - eager
-        ratio = ours / theirs if theirs > 0 else float("nan")
-        print(f"{case:8} {eager:8.2f} {ours:13.2f} {theirs:17.2f} {ratio:5.2f}x", flush=True)
+                code = CASES[case] + TIMED.format(run=run.format(backend=args.backend))
+                cpu, last = child_cpu(code)
+                whole[mode].append(cpu)
+                inside[mode].append(float(last))
+        for measured, cpu in (("process", whole), ("inside", inside)):
+            eager = statistics.median(cpu["eager"])
+            ours = statistics.median(cpu["bytegraph"]) - eager
+            theirs = statistics.median(cpu["torch.compile"]) - eager
+            ratio = ours / theirs if theirs > 0 else float("nan")
+            print(
+                f"{case:8} {measured:>9} {eager:8.2f} {ours:13.2f} {theirs:17.2f} {ratio:5.2f}x",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
