@@ -162,10 +162,32 @@ def with_break(x):
     print("break")
     return (y * 2).softmax(-1) + x.mean(-1, keepdim=True).t()
 
+class TinyGPT(torch.nn.Module):  # embeddings, layer norms, causal attention, an MLP
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(50, d), torch.nn.Embedding(8, d)
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+        self.heads = heads
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = [t.view(B, T, self.heads, -1).transpose(1, 2) for t in (q, k, v)]
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
 x = torch.randn(3, 4)
-assert torch.equal(bytegraph.compile(model, backend="eager")(x), model(x))
+assert torch.equal(bytegraph.compile(model, backend="eager", fullgraph=True)(x), model(x))
 assert torch.equal(bytegraph.compile(with_break, backend="eager")(x), with_break(x))
+gpt, idx = TinyGPT().eval(), torch.randint(0, 50, (2, 8))
+with torch.no_grad():
+    assert torch.equal(bytegraph.compile(gpt, backend="eager", fullgraph=True)(idx), gpt(idx))
 static = "sympy" in sys.modules
+assert bytegraph.explain(with_break)(x).graph_count == 2  # traced, not run in Python
 grown = bytegraph.compile(lambda t: t * 2, dynamic=True, backend="eager")
 assert torch.equal(grown(x), x * 2)
 print(json.dumps({"static": static, "dynamic": "sympy" in sys.modules}))

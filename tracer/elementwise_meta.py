@@ -1,16 +1,19 @@
-"""Output metadata of elementwise operators on contiguous inputs, without their meta kernels.
+"""Output metadata of elementwise operators, without their meta kernels.
 
 torch's meta kernels for elementwise operators are Python: type promotion, broadcasting and the
 output's memory layout through several layers of reference implementations (or the fake mode's
-own rules for ``add``/``sub``/``mul``/``div``), about 0.1 ms per operator, a quarter of a
-transformer layer's first trace. Where every path agrees on the answer, ``output`` gives it
-directly: every tensor argument has the same shape and the contiguous strides a new tensor of that
-shape has (``torch.empty(shape).stride()``), one floating-point dtype, and the other arguments are
-Python numbers. The output then has that shape, those strides, and the inputs' dtype (bool for a
-comparison). Anything else (broadcasting, another layout, mixed or integer dtypes, a 4-d shape
-that is channels-last too, where the layout rules disagree) returns None and runs the operator's
-own meta kernel. ``tests/tracer/test_elementwise_meta.py`` compares every listed operator's output
-with the fake mode's on inputs of many shapes, dtypes and layouts.
+own rules for ``add``/``sub``/``mul``/``div``), about 0.1 ms per operator, and each call goes
+through torch's symbolic shapes (whose import loads sympy). ``output`` gives the same answer from
+ints: the tensor arguments share one dtype (floating point, or an integer one for integer
+arithmetic with Python ints), the other arguments are Python numbers, and the output has the
+broadcast shape, the strides torch's elementwise rule gives the broadcast operands
+(``layouts.elementwise_strides``, step by step for an operator whose reference is several steps)
+and the inputs' dtype (bool for a comparison). Where the fake mode's own paths lay out otherwise,
+it decides only contiguous inputs: ``relu``, ``add``/``sub`` with ``alpha``, float16 and bfloat16
+(whose kernels convert the operands on the way in). Anything else (mixed dtypes, empty tensors, a
+0-d tensor beside others, shapes that do not broadcast, ``x ** 1``) returns None and runs the
+operator's own meta kernel. ``tests/tracer/test_elementwise_meta.py`` compares every listed
+operator's output with the fake mode's on inputs of many shapes, dtypes and layouts.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from . import layouts
 aten = torch.ops.aten
 
 _DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
 
-#: The elementwise operators ``output`` decides, and whether their output is bool (``relu`` and
-#: ``x ** 1`` are copies in the input's layout in some paths: not listed).
+#: The elementwise operators ``output`` decides, and whether their output is bool.
 ELEMENTWISE: dict[Any, bool] = {
     aten.add.Tensor: False,
     aten.sub.Tensor: False,
@@ -113,11 +116,10 @@ def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
         return None  # empty tensors: torch's rules for them are its own
     if dtype in _LOW_PRECISION and not _all_contiguous(tensors):
         return None  # their kernels convert operands on the way in and out: other layouts
-    strides = _strides(op, tensors, kwargs)
-    if strides is None:
+    laid_out = _shape_and_strides(op, tensors, kwargs)
+    if laid_out is None:
         return None
-    shape, strides = strides
-    return shape, strides, torch.bool if ELEMENTWISE[op] else dtype
+    return (*laid_out, torch.bool if ELEMENTWISE[op] else dtype)
 
 
 #: Operators that keep an integer dtype on integer operands (division, powers and the
@@ -137,7 +139,7 @@ def _integer_arithmetic(op: Any, dtype: torch.dtype, args: tuple, kwargs: dict[s
     return all(type(a) is int for a in numbers)
 
 
-def _strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple | None:
+def _shape_and_strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple | None:
     """The output's shape and strides, as the operator's meta kernel builds them: its operands
     broadcast to one shape, then each step of its reference (``torch._refs``) laid out by
     ``layouts.elementwise_strides``. A 0-d tensor beside others is left to the kernel (the fake
@@ -159,9 +161,6 @@ def _strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple | None:
         half = unary(laid[0])
         return shape, layouts.elementwise_strides(shape, [half, unary(unary(half))])
     return shape, layouts.elementwise_strides(shape, laid)
-
-
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def _all_contiguous(tensors: list) -> bool:

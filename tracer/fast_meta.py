@@ -108,6 +108,7 @@ _CANDIDATES = (
     aten.bmm.default,
     aten.addmm.default,
     aten.embedding.default,
+    aten.native_layer_norm.default,
     # attention on CPU: output and logsumexp, both on the inputs' device (the CUDA kernels also
     # return RNG state on another device, so they are not listed)
     aten._scaled_dot_product_flash_attention_for_cpu.default,
@@ -148,6 +149,8 @@ NOT_FAST = object()
 
 def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """The fake result of ``func(*args, **kwargs)`` from its Meta kernel, or ``NOT_FAST``."""
+    if func in static_meta.FACTORIES:
+        return _factory(mode, func, args, kwargs)
     if func not in FAST_OPS:
         return NOT_FAST
     if not _plain_kwargs(kwargs):
@@ -171,6 +174,20 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
     if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
         return type(out)(FakeTensor(mode, t, device) for t in out)
     return NOT_FAST  # not reached for the listed operators (they return tensors)
+
+
+def _factory(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """A new tensor of a factory (``arange``) on the device it names (the CPU if none: at the
+    operator, a default device has already become that keyword), or ``NOT_FAST``."""
+    device = kwargs.get("device")
+    if device is None:
+        device = torch.device("cpu")
+    if type(device) is not torch.device or device.type not in ("cpu", "cuda"):
+        return NOT_FAST
+    if kwargs.get("layout") not in (None, torch.strided) or kwargs.get("pin_memory"):
+        return NOT_FAST
+    decided = static_meta.output(func, args, kwargs)
+    return NOT_FAST if decided is None else _new_fake(mode, decided, device)
 
 
 def _new_fake(mode: FakeTensorMode, meta: tuple, device: torch.device) -> FakeTensor:

@@ -112,26 +112,68 @@ def _reduction(
     reduced = {d % ndim for d in dim}
     if len(reduced) != len(dim):
         return None  # a dimension named twice: the kernel raises
-    kept = tuple(s for i, s in enumerate(x.shape) if i not in reduced)
-    kept_strides = layouts.contiguous_strides(kept)
     if not keepdim:
-        return kept, kept_strides, dtype
-    shape, strides, position = [], [], 0
-    for i, size in enumerate(x.shape):
+        kept = tuple(s for i, s in enumerate(x.shape) if i not in reduced)
+        return kept, layouts.contiguous_strides(kept), dtype
+    shape, strides = _kept_dims(tuple(x.shape), reduced)
+    if then_divide:
+        return shape, layouts.elementwise_strides(shape, [strides]), dtype
+    return shape, strides, dtype
+
+
+def _kept_dims(shape: tuple[int, ...], reduced: set[int]) -> tuple[tuple, tuple]:
+    """Shape and strides of a ``keepdim`` reduction's result: the contiguous result of the kept
+    sizes through ``broadcast_in_dim`` (a reduced dimension gets the stride that would follow the
+    kept one after it, or 1 after the last)."""
+    kept = [s for i, s in enumerate(shape) if i not in reduced]
+    kept_strides = layouts.contiguous_strides(kept)
+    out_shape, strides, position = [], [], 0
+    for i, size in enumerate(shape):
         if i in reduced:
-            shape.append(1)
+            out_shape.append(1)
             if position == len(kept):
                 strides.append(1)
             else:
                 strides.append(kept_strides[position] * kept[position])
         else:
-            shape.append(size)
+            out_shape.append(size)
             strides.append(kept_strides[position])
             position += 1
-    out = tuple(shape)
-    if then_divide:
-        return out, layouts.elementwise_strides(out, [strides]), dtype
-    return out, tuple(strides), dtype
+    return tuple(out_shape), tuple(strides)
+
+
+def _layer_norm(x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any) -> Any:
+    """``native_layer_norm`` of a contiguous input (torch's ``_refs._normalize`` and the affine
+    steps after it): the output, and the mean and reciprocal deviation over the normalized
+    dimensions, kept as size-1 dimensions."""
+    dtype = _plain(x, dtypes=_EXACT_FLOATS)
+    if dtype is None or type(eps) is not float or not isinstance(normalized_shape, (list, tuple)):
+        return None
+    shape, n = tuple(x.shape), len(normalized_shape)
+    if n == 0 or n > len(shape) or tuple(normalized_shape) != shape[len(shape) - n :]:
+        return None
+    if x.stride() != layouts.contiguous_strides(shape):
+        return None
+    affine = [t for t in (weight, bias) if t is not None]
+    for t in affine:
+        if _plain(t, x) is None or tuple(t.shape) != shape[len(shape) - n :]:
+            return None
+        if t.stride() != layouts.contiguous_strides(t.shape):
+            return None
+    stats_shape, var = _kept_dims(shape, set(range(len(shape) - n, len(shape))))
+
+    def step(*operands: tuple[tuple, tuple]) -> tuple[int, ...]:  # an elementwise step
+        out = layouts.broadcast_shape([s for s, _ in operands])
+        laid = [layouts.expanded_strides(s, st, out) for s, st in operands]
+        return layouts.elementwise_strides(out, laid)
+
+    mean = step((stats_shape, var))  # mean: sum, then divided
+    rstd = step((stats_shape, step((stats_shape, var))))  # rsqrt(var + eps)
+    out = step((shape, x.stride()), (stats_shape, mean))  # x - mean
+    out = step((shape, out), (stats_shape, rstd))
+    for t in affine:
+        out = step((shape, out), (tuple(t.shape), t.stride()))
+    return (shape, out, dtype), (stats_shape, mean, dtype), (stats_shape, rstd, dtype)
 
 
 def _sum(x: Any, dim: Any, keepdim: bool = False, *, dtype: Any = None) -> Meta | None:
@@ -214,6 +256,23 @@ def _embedding(weight: Any, indices: Any, *flags: Any) -> Meta | None:
     return _new((*indices.shape, weight.shape[1]), weight.dtype)
 
 
+def _arange(*bounds: Any, dtype: Any = None, **factory: Any) -> Meta | None:
+    """``arange`` over Python ints: ``len(range(start, end, step))`` values, int64 unless a
+    ``dtype`` is given (floats are left to the kernel: its length rounds in double)."""
+    if not 1 <= len(bounds) <= 3 or any(type(b) is not int for b in bounds):
+        return None
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        return None
+    start, end, step = {1: (0, *bounds, 1), 2: (*bounds, 1), 3: bounds}[len(bounds)]
+    length = len(range(start, end, step)) if step else 0
+    if length == 0:
+        return None  # empty, or bounds inconsistent with the step: the kernel decides
+    return _new((length,), dtype or torch.int64)
+
+
+#: Operators that make a new tensor from numbers (``fast_meta`` gives them their device).
+FACTORIES = frozenset({aten.arange.default, aten.arange.start, aten.arange.start_step})
+
 RULES: dict[Any, Callable[..., Meta | None]] = {
     aten.mm.default: _mm,
     aten.bmm.default: _bmm,
@@ -222,6 +281,8 @@ RULES: dict[Any, Callable[..., Meta | None]] = {
     aten.mean.dim: _mean,
     aten.amax.default: _amax,
     aten.embedding.default: _embedding,
+    aten.native_layer_norm.default: _layer_norm,
+    **dict.fromkeys(FACTORIES, _arange),
     aten._softmax.default: _softmax,
     aten.cat.default: _cat,
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,

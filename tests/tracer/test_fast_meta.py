@@ -114,6 +114,11 @@ CASES: dict[object, list[Callable[[], tuple[tuple, dict]]]] = {
         lambda: ((_t(3, 5), _transposed(3, 4), _t(4, 5)), {"beta": 0.5}),
         lambda: ((_transposed(3, 5), _t(3, 4), _t(4, 5)), {}),
     ],
+    aten.native_layer_norm.default: [
+        lambda: ((_t(2, 3, 8), [8], _t(8), _t(8), 1e-5), {}),
+        lambda: ((_t(2, 3, 8), [3, 8], None, None, 1e-6), {}),
+        lambda: ((_transposed(2, 3, 8), [8], _t(8), None, 1e-5), {}),
+    ],
     aten.embedding.default: [
         lambda: ((_t(10, 4), _t(2, 3, dtype=torch.int64)), {}),
         lambda: ((_transposed(10, 4), _t(5, dtype=torch.int32)), {}),
