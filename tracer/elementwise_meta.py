@@ -146,21 +146,16 @@ def _shape_and_strides(op: Any, tensors: list, kwargs: dict[str, Any]) -> tuple 
     mode treats 0-d CPU tensors as numbers, in its own ways)."""
     if len(tensors) > 1 and any(t.dim() == 0 for t in tensors):
         return None
-    shape = layouts.broadcast_shape([t.shape for t in tensors])
-    if shape is None:
-        return None  # shapes that do not broadcast: the kernel raises its error
-    laid = [layouts.expanded_strides(t.shape, t.stride(), shape) for t in tensors]
     if op is aten.relu.default or "alpha" in kwargs:
         # the fake mode has layout rules of its own for these, except on contiguous inputs
-        return (shape, laid[0]) if _all_contiguous(tensors) else None
-
-    def unary(strides: tuple[int, ...]) -> tuple[int, ...]:
-        return layouts.elementwise_strides(shape, [strides])
-
-    if op is aten.gelu.default:  # (a * 0.5) * (1 + erf(a * sqrt(1/2)))
-        half = unary(laid[0])
-        return shape, layouts.elementwise_strides(shape, [half, unary(unary(half))])
-    return shape, layouts.elementwise_strides(shape, laid)
+        return (tuple(tensors[0].shape), tensors[0].stride()) if _all_contiguous(tensors) else None
+    laid = layouts.elementwise_step(*((tuple(t.shape), t.stride()) for t in tensors))
+    if laid is None or op is not aten.gelu.default:
+        return laid  # None: shapes that do not broadcast (the kernel raises its error)
+    # gelu: (a * 0.5) * (1 + erf(a * sqrt(1/2))), one elementwise step at a time
+    half = laid
+    inner = layouts.elementwise_step(layouts.elementwise_step(half))
+    return layouts.elementwise_step(half, inner)
 
 
 def _all_contiguous(tensors: list) -> bool:

@@ -122,6 +122,17 @@ def elementwise_strides(shape: Sequence[int], operands: Sequence[Sequence[int]])
     return _dense_in_order(shape, perm)
 
 
+def elementwise_step(*operands: tuple[Sequence[int], Sequence[int]]) -> tuple[Shape, Shape] | None:
+    """Shape and strides of one elementwise step over ``(shape, strides)`` operands, in argument
+    order: broadcast, expanded, laid out by ``elementwise_strides``; None if they do not
+    broadcast."""
+    shape = broadcast_shape([s for s, _ in operands])
+    if shape is None:
+        return None
+    laid = [expanded_strides(s, strides, shape) for s, strides in operands]
+    return shape, elementwise_strides(shape, laid)
+
+
 def _dense_in_order(shape: Sequence[int], perm: Sequence[int]) -> Shape:
     """Dense strides with the dimensions laid out in ``perm`` order, outermost first."""
     physical = contiguous_strides([shape[d] for d in perm])

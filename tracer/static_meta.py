@@ -16,6 +16,8 @@ with the fake mode's result on many inputs.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -40,9 +42,15 @@ def output(op: Any, args: tuple, kwargs: dict[str, Any]) -> Meta | tuple[Meta, .
     if rule is None:
         return None
     try:
-        return rule(*args, **kwargs)
+        _signature(rule).bind(*args, **kwargs)
     except TypeError:  # arguments the rule does not take (the kernel raises its own error)
         return None
+    return rule(*args, **kwargs)
+
+
+@functools.cache
+def _signature(rule: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(rule)
 
 
 def _new(shape: tuple[int, ...], dtype: torch.dtype) -> Meta:
@@ -162,18 +170,13 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any)
             return None
     stats_shape, var = _kept_dims(shape, set(range(len(shape) - n, len(shape))))
 
-    def step(*operands: tuple[tuple, tuple]) -> tuple[int, ...]:  # an elementwise step
-        out = layouts.broadcast_shape([s for s, _ in operands])
-        laid = [layouts.expanded_strides(s, st, out) for s, st in operands]
-        return layouts.elementwise_strides(out, laid)
-
+    step = layouts.elementwise_step
     mean = step((stats_shape, var))  # mean: sum, then divided
-    rstd = step((stats_shape, step((stats_shape, var))))  # rsqrt(var + eps)
-    out = step((shape, x.stride()), (stats_shape, mean))  # x - mean
-    out = step((shape, out), (stats_shape, rstd))
+    rstd = step(step((stats_shape, var)))  # rsqrt(var + eps)
+    out = step(step((shape, x.stride()), mean), rstd)  # (x - mean) * rstd
     for t in affine:
-        out = step((shape, out), (tuple(t.shape), t.stride()))
-    return (shape, out, dtype), (stats_shape, mean, dtype), (stats_shape, rstd, dtype)
+        out = step(out, (tuple(t.shape), t.stride()))
+    return (*out, dtype), (*mean, dtype), (*rstd, dtype)
 
 
 def _sum(x: Any, dim: Any, keepdim: bool = False, *, dtype: Any = None) -> Meta | None:
