@@ -112,15 +112,25 @@ class Origin(TorchSource):
 def unbacked_symbols(value: Any) -> set:
     """torch's ``free_unbacked_symbols(value)``: the symbols of numbers computed from tensor data
     that ``value`` (a SymInt, a tensor, a list of them) holds."""
-    module = sys.modules.get(_SYMBOLIC_SHAPES)
+    module = _loaded_symbolic_shapes()
     return set() if module is None else module.free_unbacked_symbols(value)
 
 
 def is_data_dependent_guard(error: BaseException) -> bool:
     """Whether ``error`` is torch's ``GuardOnDataDependentSymNode``: a branch on a number computed
     from tensor data."""
-    module = sys.modules.get(_SYMBOLIC_SHAPES)
+    module = _loaded_symbolic_shapes()
     return module is not None and isinstance(error, module.GuardOnDataDependentSymNode)
+
+
+def _loaded_symbolic_shapes() -> Any:
+    """torch's symbolic shapes if anything has imported them, else None (no value can hold a
+    symbol yet). Static traces do not import them, so user code in another thread may be
+    importing them right now: ``import_module`` waits for that import to finish rather than hand
+    back the half-initialised module ``sys.modules`` holds meanwhile."""
+    if _SYMBOLIC_SHAPES not in sys.modules:
+        return None
+    return importlib.import_module(_SYMBOLIC_SHAPES)
 
 
 def _finite(bound: Any) -> int | None:

@@ -208,6 +208,57 @@ def test_first_compiles_in_threads_of_a_fresh_process():
         assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
+def test_symbolic_shapes_half_imported_by_another_thread():
+    """Static traces do not import torch's symbolic shapes, so a user's thread may be importing them
+    (``torch.testing.assert_close`` does) while a trace asks whether a value holds a symbol: the
+    trace waits for that import instead of reading the half-initialised module (an internal error
+    seen under load). The other thread's import is held half done here on purpose."""
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys, threading, time
+        import torch
+        from bytegraph.tracer import shapes
+
+        NAME = "torch.fx.experimental.symbolic_shapes"
+        started = threading.Event()
+
+        class Slow(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name != NAME:
+                    return None
+                sys.meta_path.remove(self)
+                spec = importlib.util.find_spec(name)
+                real = spec.loader
+
+                class Loader(importlib.abc.Loader):
+                    def create_module(self, spec):
+                        return real.create_module(spec)
+
+                    def exec_module(self, module):  # in sys.modules already, not yet run
+                        started.set()
+                        time.sleep(1.0)
+                        real.exec_module(module)
+
+                spec.loader = Loader()
+                return spec
+
+        sys.meta_path.insert(0, Slow())
+        other = threading.Thread(target=importlib.import_module, args=(NAME,))
+        other.start()
+        started.wait(30)
+        assert NAME in sys.modules
+        assert shapes.is_data_dependent_guard(ValueError()) is False
+        assert shapes.unbacked_symbols(torch.ones(2)) == set()
+        other.join(30)
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
 if __name__ == "__main__":
     start = time.time()
     print(run_threads(THREADS, FULL_CALLS, deadline_s=1800.0), f"{time.time() - start:.1f}s")
