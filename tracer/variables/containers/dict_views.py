@@ -9,6 +9,7 @@ frozensets and key/item views; ``contains`` answers ``in``. Methods are in ``con
 from __future__ import annotations
 
 import collections
+import collections.abc
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,19 @@ def _real(tx: Translator, vt: VariableTracker) -> Any:
     raise Unsupported("operator", f"set operation on {vt}")
 
 
+def _builtin_non_set(vt: VariableTracker) -> bool:
+    """A set, a view, or a value of a builtin type that is not set-like: its ``==`` with a set
+    gives NotImplemented both ways (a real set held by an object, or a user object whose
+    ``__eq__`` may answer, does not qualify)."""
+    if isinstance(vt, (SetVariable, DictViewVariable)):
+        return True
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return False
+    return cls.__module__ == "builtins" and not issubclass(cls, collections.abc.Set)
+
+
 def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """``a & b`` and friends where an operand is a set or a dict view; None when it does not apply.
     The operation runs on real objects standing for the operands (so results, their order and
@@ -150,7 +164,7 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         or (a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset)))
         for a in args
     ):
-        if op in (operator.eq, operator.ne):
+        if op in (operator.eq, operator.ne) and all(_builtin_non_set(a) for a in args):
             return ConstantVariable(op is operator.ne)  # a set never equals a non-set
         return None
     if in_place:

@@ -43,7 +43,7 @@ from ..objects import new_objects
 from ..objects.existing_objects import UserObjectVariable
 from ..tensors import numpy_arrays
 from ..tensors.tensor import TensorVariable
-from . import sorting
+from . import equality, sorting
 from .truth import contains, is_same, truth
 
 if TYPE_CHECKING:
@@ -252,14 +252,22 @@ def compare_sequences(
     return None
 
 
+operator_rule(*COMPARISONS)(equality.compare_sequences)  # items compared identity first
+operator_rule(operator.eq, operator.ne)(equality.compare_dicts)
+
+
 @operator_rule(operator.eq, operator.ne)
 def same_object(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """``a == b`` of non-constants known to be the same object (or known not to be)."""
-    if len(args) == 2:
-        same = is_same(tx, args[0], args[1]) if not _comparable(args) else None
-        if same is not None and not isinstance(args[0], UserObjectVariable):
-            return ConstantVariable(same if op is operator.eq else not same)
-    return None
+    """``a == b`` of non-constants known to be the same object, or known not to be where neither
+    class compares by value (a list, a set, a tensor do: two of them may be equal)."""
+    if len(args) != 2 or _comparable(args):
+        return None
+    same = is_same(tx, args[0], args[1])
+    if not same and any(_compares_by_value(a) for a in args):
+        return None
+    if isinstance(args[0], UserObjectVariable):
+        return None
+    return ConstantVariable(same if op is operator.eq else not same)
 
 
 @operator_rule(operator.eq, operator.ne)
@@ -388,6 +396,15 @@ def _identity_equality(args: list[VariableTracker]) -> bool:
         )
 
     return any(plain_object(a) for a in args) and all(plain(a) for a in args)
+
+
+def _compares_by_value(vt: VariableTracker) -> bool:
+    """Whether ``vt``'s class has an ``==`` of its own (two distinct objects may be equal)."""
+    try:
+        vt.python_type()
+    except Unsupported:
+        return False
+    return not equality.identity_compared(vt)
 
 
 def is_symbolic(vt: VariableTracker) -> bool:

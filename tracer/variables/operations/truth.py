@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ....guards.guard import Guard
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.symbolic import SymNodeVariable
@@ -91,7 +92,11 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         # tensors are the same object too
         return lhs.node is rhs.node or lhs.example is rhs.example
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
-        return lhs.value is rhs.value
+        if lhs.value is rhs.value:
+            return True
+        pin_identity(tx, lhs)  # objects guarded by type only: another call may pass one twice
+        pin_identity(tx, rhs)
+        return False
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
     if lhs.is_python_constant() or rhs.is_python_constant():
@@ -101,6 +106,14 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
         return False  # distinct trackers of mutable objects stand for distinct objects
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+def pin_identity(tx: Translator, vt: VariableTracker) -> None:
+    """Guard the identity of the object ``vt`` stands for, once the trace has decided something
+    from it (``a is b`` false, a key looked up by identity): an input object guarded only by its
+    type could be another object, or the same as another input, at the next call."""
+    if isinstance(vt, UserObjectVariable) and vt.source is not None:
+        tx.output.add_guard(Guard.id_match(vt.source, vt.value))
 
 
 #: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).

@@ -1,0 +1,124 @@
+"""``==``, ``!=`` and the orderings of containers by CPython's rules, where the tracer decides them.
+
+Lists, tuples, deques and dicts compare by value, their items identity first: CPython's container
+comparisons ask ``x is y or x == y`` of each pair (``PyObject_RichCompareBool``), so a list holding
+an object whose ``__eq__`` is the default equals another list holding the same object. Objects
+whose class keeps ``object.__eq__`` (classes, functions, modules, plain objects) compare by
+identity, which ``truth.is_same`` decides and guards. Sets and dict views are compared in
+``containers/dict_views.py``; constants fold in ``operators.py``, which registers these rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+from typing import TYPE_CHECKING, Any
+
+from ...exc import Unsupported
+from ..base import VariableTracker
+from ..constants.constant import ConstantVariable
+from ..containers.builtin_containers import BaseSequenceVariable, DictVariable
+from .truth import is_same, truth
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+
+_EQUALITY = (operator.eq, operator.ne)
+_ORDERINGS = frozenset(
+    {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
+)
+#: dict classes whose ``==`` is ``dict.__eq__`` over the items (OrderedDict: also their order)
+_PLAIN_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def identity_compared(vt: VariableTracker) -> bool:
+    """Whether ``vt``'s class keeps ``object.__eq__`` and ``object.__ne__`` (a class, function,
+    module or plain object): ``==`` between two such values is ``is``."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return False
+    return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
+
+
+def same_items(tx: Translator, x: VariableTracker, y: VariableTracker) -> bool:
+    """``x is y or x == y``: how CPython's containers compare their items."""
+    if x is y:
+        return True
+    try:
+        if is_same(tx, x, y):
+            return True
+    except Unsupported:
+        pass  # identity unknown: ``==`` decides (CPython asks it after ``is`` anyway)
+    return truth(tx, dispatch.call_operator(tx, operator.eq, [x, y]))
+
+
+def _sequence_family(vt: VariableTracker) -> type | None:
+    """``list``, ``tuple`` or ``deque`` for a sequence tracker whose comparison is that type's
+    own (a namedtuple or ``torch.Size`` compares as a tuple), else None."""
+    if not isinstance(vt, BaseSequenceVariable):
+        return None
+    cls = vt.python_type()
+    for family in (list, tuple, collections.deque):
+        if issubclass(cls, family) and cls.__eq__ is family.__eq__:
+            return family
+    return None
+
+
+def compare_sequences(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Two lists, two tuples or two deques, as CPython's ``list_richcompare`` does: for ``==``
+    and ``!=``, lengths first; then the first pair that is neither the same object nor equal
+    decides (``op`` applied to it), or, when there is none, the lengths. Sequences of different
+    families are never equal. None for other operands."""
+    if len(args) != 2 or op not in _ORDERINGS:
+        return None
+    a, b = args
+    family_a, family_b = _sequence_family(a), _sequence_family(b)
+    if family_a is None or family_b is None:
+        return None
+    if family_a is not family_b:
+        return ConstantVariable(op is operator.ne) if op in _EQUALITY else None
+    xs, ys = list(a.items), list(b.items)
+    if op in _EQUALITY and len(xs) != len(ys):
+        return ConstantVariable(op is operator.ne)
+    for x, y in zip(xs, ys, strict=False):
+        if same_items(tx, x, y):
+            continue
+        if op in _EQUALITY:
+            return ConstantVariable(op is operator.ne)
+        return dispatch.call_operator(tx, op, [x, y])
+    return ConstantVariable(op(len(xs), len(ys)))
+
+
+def compare_dicts(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``d1 == d2`` of two traced dicts, as ``dict_richcompare``: the same keys (hash and
+    equality of the key model), each pair of values the same object or equal; two
+    ``OrderedDict``s also in the same order. None for other operands (a ``Counter``, a dict
+    subclass with its own ``__eq__``)."""
+    if len(args) != 2 or op not in _EQUALITY:
+        return None
+    a, b = args
+    if not (isinstance(a, DictVariable) and isinstance(b, DictVariable)):
+        return None
+    if not all(issubclass(d.cls, _PLAIN_DICTS) and d.cls.__eq__ in _DICT_EQS for d in (a, b)):
+        return None
+    equal = len(a.items) == len(b.items)
+    ordered = all(issubclass(d.cls, collections.OrderedDict) for d in (a, b))
+    if equal and ordered:
+        equal = list(a.items) == list(b.items)
+    if equal:
+        for key, value in list(a.items.items()):
+            other = b.items.get(key)
+            if other is None or not same_items(tx, value, other):
+                equal = False
+                break
+    return ConstantVariable(equal == (op is operator.eq))
+
+
+_DICT_EQS = (dict.__eq__, collections.OrderedDict.__eq__)
+
+
+# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from .. import dispatch  # noqa: E402
