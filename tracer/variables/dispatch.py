@@ -23,7 +23,12 @@ from .base import VariableTracker
 from .containers import container_methods, dict_views
 from .containers.builtin_containers import DictVariable
 from .functions import class_factories
-from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
+from .functions.callables import (
+    BuiltinVariable,
+    MethodCallVariable,
+    TorchVariable,
+    UserFunctionVariable,
+)
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
 from .modules.nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
@@ -92,6 +97,8 @@ def _callable_value(fn: VariableTracker) -> Any:
     """The real callable a tracker stands for, when it is one (a class, a C function)."""
     if isinstance(fn, BuiltinVariable):
         return fn.fn
+    if isinstance(fn, TorchVariable):  # ``torch.is_tensor``: torch's own Python helpers
+        return fn.value
     if isinstance(fn, (ClassVariable, UserObjectVariable)):
         return fn.value
     if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:

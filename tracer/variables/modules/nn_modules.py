@@ -115,6 +115,16 @@ class NNModuleVariable(UserObjectVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
+        if inspect.getattr_static(type(self.value), "__call__") is not _MODULE_CALL:
+            # the class's own ``__call__`` (GPyTorch's modules) runs, as CPython runs it; its
+            # ``super().__call__(...)`` comes back to ``module_call``
+            return super().call_function(tx, args, kwargs)
+        return self.module_call(tx, args, kwargs)
+
+    def module_call(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """What ``nn.Module.__call__`` runs: pre-hooks, ``forward``, forward hooks."""
         module = self.value
         _check_hooks(module)
         hook_handles.check_fresh_module(tx, module)
@@ -200,6 +210,10 @@ class NNModuleVariable(UserObjectVariable):
             and not kwargs
         ):
             return self._members(tx, name)
+        if name in _MODULE_CALL_NAMES and getattr(type(self.value), name) is getattr(
+            nn.Module, name
+        ):
+            return self.module_call(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
     def children_dict(self, tx: Translator) -> VariableTracker:
@@ -278,6 +292,11 @@ class NNModuleVariable(UserObjectVariable):
                     else vt
                 )
         return IteratorVariable(items)  # a generator in CPython: ``next(m.parameters())``
+
+
+#: ``nn.Module.__call__`` (``_wrapped_call_impl``) and the methods it runs: each is ``module_call``
+_MODULE_CALL = vars(nn.Module)["__call__"]
+_MODULE_CALL_NAMES = ("_wrapped_call_impl", "_call_impl")
 
 
 def _no_op() -> None:

@@ -23,6 +23,7 @@ from ..base import ConstantLikeVariable, VariableTracker
 from ..functions.callables import (
     OBJECT_METHODS,
     BuiltinVariable,
+    MethodCallVariable,
     PartialVariable,
     UserFunctionVariable,
 )
@@ -124,6 +125,10 @@ class SuperVariable(VariableTracker):
                 ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
                     self.obj.init_called = True  # a module made in the trace: already done
                     return UserFunctionVariable(_module_init_done)
+                if klass is torch.nn.Module and name in _MODULE_CALLS:
+                    # ``super().__call__(x)`` under a module class's own ``__call__``: the
+                    # module's standard call (hooks, ``forward``), which its tracker runs
+                    return MethodCallVariable(self.obj, _MODULE_CALLS[name])
                 if isinstance(attr, types.FunctionType):
                     return UserFunctionVariable(
                         attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
@@ -145,6 +150,14 @@ class SuperVariable(VariableTracker):
             return None
         owner = ItemSource(AttrSource(class_source, "__mro__"), index)
         return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
+
+
+#: ``nn.Module``'s call methods, each as the name its tracker's ``call_method`` answers
+_MODULE_CALLS = {
+    "__call__": "_wrapped_call_impl",
+    "_wrapped_call_impl": "_wrapped_call_impl",
+    "_call_impl": "_call_impl",
+}
 
 
 def _module_init_done() -> None:

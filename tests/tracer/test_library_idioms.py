@@ -1,0 +1,110 @@
+"""Idioms of other libraries' code, each compared with eager (values, identity, exceptions) and
+with torch.compile's break count: modules whose class defines its own ``__call__`` (GPyTorch's
+kernels and likelihoods), classes whose metaclass defines ``__call__``, subclasses of ``tuple``
+and ``functools.partial``, two-argument ``super``, an enum's ``__members__``."""
+
+from __future__ import annotations
+
+import torch
+from difftest import check_breaks
+from dynamo_baseline import assert_no_more_breaks
+from torch import nn
+
+# -- modules whose class defines ``__call__`` --------------------------------------------------
+
+
+class _ChainedCall(nn.Module):
+    """``__call__`` that runs ``forward`` itself (GPyTorch's ``Module``), never ``nn.Module``'s."""
+
+    def __call__(self, *inputs, **kwargs):
+        return self.forward(*inputs, **kwargs) * 2
+
+
+class _Kernel(_ChainedCall):
+    """Fills an argument the caller left out, then chains to the base ``__call__``."""
+
+    def __call__(self, x1, x2=None, diag=False, **params):
+        if x2 is None:
+            x2 = x1
+        return super().__call__(x1, x2, diag=diag, **params)
+
+    def forward(self, x1, x2, diag=False, scale=1.0):
+        out = x1 * x2 * scale
+        return out.sum() if diag else out
+
+
+class _Likelihood(nn.Module):
+    """Dispatches on its input's type before ``nn.Module.__call__`` (GPyTorch's likelihoods):
+    ``forward`` must only ever see tensors."""
+
+    def __call__(self, input, *args, **kwargs):
+        if torch.is_tensor(input):
+            return super().__call__(input, *args, **kwargs)
+        return self.marginal(input, *args, **kwargs)
+
+    def marginal(self, dist, shift=0.0):
+        return dist.loc + shift
+
+    def forward(self, samples, shift=0.0):
+        *batch_shape, n = samples.shape
+        return samples.reshape(*batch_shape, n) + shift
+
+
+class _Dist:
+    def __init__(self, loc):
+        self.loc = loc
+
+
+_KERNEL = _Kernel()
+_LIKELIHOOD = _Likelihood()
+
+
+def _module_calls(x):
+    return (
+        _KERNEL(x),
+        _KERNEL(x, x + 1, diag=True),
+        _KERNEL(x, scale=3.0),
+        _LIKELIHOOD(x, shift=1.0),
+        _LIKELIHOOD(_Dist(x), shift=2.0),
+    )
+
+
+def test_a_module_class_call_runs_instead_of_forward():
+    check_breaks(_module_calls, lambda: (torch.randn(4),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _module_calls, torch.randn(4))
+
+
+def test_super_call_of_a_module_runs_its_hooks():
+    """``super().__call__(x)`` from a class's own ``__call__`` is ``nn.Module.__call__``: its
+    hooks and ``forward``; a class whose ``__call__`` never reaches it runs no hook."""
+    likelihood = _Likelihood()
+    likelihood.register_forward_hook(lambda m, args, out: out * 10)
+    chained = _Kernel()
+    chained.register_forward_hook(lambda m, args, out: out * 100)
+
+    def fn(x):
+        return likelihood(x, shift=1.0), likelihood(_Dist(x)), chained(x)
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
+
+
+def _kernel_with_break(x):
+    y = _BREAKING(x.cos(), scale=2.0)
+    return _LIKELIHOOD(_Dist(y), shift=1.0)
+
+
+class _Breaking(_Kernel):
+    def forward(self, x1, x2, diag=False, scale=1.0):
+        x1 = x1 + 1
+        print("in forward")  # a graph break inside the inlined call
+        return x1 + x2 * scale
+
+
+_BREAKING = _Breaking()
+
+
+def test_arguments_survive_a_break_under_a_class_call():
+    """A break inside ``forward`` reached through two ``__call__`` overrides with keyword
+    arguments: each frame resumes with its own arguments."""
+    check_breaks(_kernel_with_break, lambda: (torch.randn(4),), graphs=2, breaks=1)
+    assert_no_more_breaks(1, _kernel_with_break, torch.randn(4))
