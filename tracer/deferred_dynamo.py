@@ -101,6 +101,10 @@ class _SubmoduleFinder(importlib.abc.MetaPathFinder):
         loaded = sys.modules.get(name)
         if loaded is None:
             return None  # a submodule the package does not import: found the ordinary way
+        # Left in sys.modules, the import system would take the module's own spec and execute
+        # the file again into a second module object (whose globals, such as Dynamo's counters,
+        # are not the ones Dynamo uses); through ``_AlreadyLoaded`` it installs this one again.
+        del sys.modules[name]
         spec = copy.copy(loaded.__spec__)
         spec.loader = _AlreadyLoaded(loaded)
         return spec
