@@ -4,7 +4,9 @@
 its hash) to ``config.cache_dir/k<hash>.py`` once and returns the ``@triton.jit`` function: a
 kernel that only differs in name (one per repeated layer) is written, imported and compiled once.
 ``KernelLauncher`` holds one kernel with its block sizes (a heuristic, or
-``autotune.Autotuner``'s pick per size tuple) and computes the grid on each call.
+``autotune.Autotuner``'s pick per size tuple); on a GPU its ``entry`` (text from
+``entry_source``) launches the compiled kernel with the grid and arguments prepared once, under
+the interpreter and while autotuning calls go through triton's ``JITFunction``.
 ``ensure_strides`` is the wrapper's guard that tensors arrive with the strides the code assumes.
 """
 
@@ -18,11 +20,18 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+import sympy
 import torch
 
 from . import config
 from .autotune import Autotuner, next_power_of_2
 from .kernel import GeneratedKernel
+
+try:
+    import triton
+    from triton.runtime.driver import driver
+except ImportError:  # the package must import without triton
+    triton = driver = None
 
 _MODULES: dict[str, Any] = {}
 
@@ -119,9 +128,20 @@ class KernelLauncher:
 
     Block sizes come from ``block_sizes``, or with ``autotune`` from an ``Autotuner`` that picks
     (and caches on disk) the fastest of a few configs once per size tuple.
+
+    Compiled (not interpreted, not autotuned) kernels launch through ``entry``, a function
+    generated here once per kernel: it takes the pointers' addresses, keys on what triton
+    specializes on (a pointer's 16-byte alignment; a size argument's ``== 1``, ``% 16`` and int32
+    range, for sizes not fixed at compile time), takes the compiled kernel for that key and calls
+    triton's launcher with the grid written into its text for static sizes. Triton's
+    ``JITFunction`` compiles each key once (``warmup``), so the specialization is triton's own;
+    its per-call argument binding, specialization and cache lookup are what the entry skips.
+    The wrapper binds each kernel's name to ``entry``.
     """
 
-    def __init__(self, kernel: GeneratedKernel, autotune: bool = False) -> None:
+    def __init__(
+        self, kernel: GeneratedKernel, autotune: bool = False, aligned: frozenset[str] = frozenset()
+    ) -> None:
         self.kernel = kernel
         self.name = kernel.name
         self.source = module_source(kernel)
@@ -129,6 +149,21 @@ class KernelLauncher:
         self.meta = block_sizes(kernel)
         self.tuner = Autotuner(kernel, self.source, self.meta) if autotune else None
         self.n_pointers = len(kernel.pointer_args)
+        #: specialization key -> compiled kernel (``triton.compiler.CompiledKernel``)
+        self.compiled: dict[Any, Any] = {}
+        self.entry: Any = self.__call__
+        self.entry_source = ""  #: the generated entry's text (empty when calls go through triton)
+        hooks = _launch_hooks()
+        if not config.interpret() and self.tuner is None and hooks is not None:
+            self.entry_source = entry_source(kernel, self.meta, bool(hooks), aligned)
+            self._scope: dict[str, Any] = {
+                "variants": {},
+                "prepare": self._prepare,
+                "hooks": hooks,
+                "traced": self.__call__,
+            }
+            exec(compile(self.entry_source, f"<launcher {self.name}>", "exec"), self._scope)
+            self.entry = self._scope["launch"]
 
     def __call__(self, *args: Any) -> None:
         xnumel = args[-2] if self.kernel.is_reduction else args[-1]
@@ -144,6 +179,89 @@ class KernelLauncher:
         xnumel = args[-2] if self.kernel.is_reduction else args[-1]
         grid = ((xnumel + meta["XBLOCK"] - 1) // meta["XBLOCK"],)
         self.fn[grid](*args, **meta)
+
+    def _prepare(self, key: Any, args: Sequence[Any]) -> tuple[Any, Any, Any]:
+        """Compile (or find in triton's caches) the kernel for ``args``, whose specialization
+        ``key`` stands for; returns what the entry passes triton's launcher."""
+        if "stream" not in self._scope:  # the stream of the device the kernel's tensors are on
+            device = next(a.device for a in args if isinstance(a, torch.Tensor))
+            index = device.index if device.index is not None else driver.active.get_current_device()
+            self._scope.update(stream=driver.active.get_current_stream, device=index)
+        kernel = self.fn.warmup(*args, grid=(1,), **self.meta)
+        if kernel is None:
+            raise RuntimeError(f"triton did not compile {self.name} synchronously")
+        self.compiled[key] = kernel
+        run = kernel.run  # loads the binary: ``function`` is set from here on
+        return run, kernel.function, kernel.packed_metadata
+
+
+def _launch_hooks() -> tuple[list, list] | None:
+    """Triton's launch-hook lists (a profiler adds to them; launches then go through triton), or
+    ``()`` where triton keeps no such lists and installed no hook, or None where a hook is set."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    enter = getattr(runtime, "launch_enter_hook", None)
+    leave = getattr(runtime, "launch_exit_hook", None)
+    if hasattr(enter, "calls") and hasattr(leave, "calls"):
+        return enter.calls, leave.calls
+    return None if enter is not None or leave is not None else ()
+
+
+def entry_source(
+    kernel: GeneratedKernel, meta: dict[str, int], hooks: bool, aligned: frozenset[str]
+) -> str:
+    """Text of ``launch(p0, .., s0, ..)``, the compiled-mode entry of ``KernelLauncher``.
+
+    Tensors named in ``aligned`` (buffers the wrapper allocates: 16-byte aligned) go to triton's
+    launcher as they are; the others' addresses are read, keyed on their alignment and passed as
+    numbers. Sizes static at compile time are written in as numbers, as are the grid and the
+    block sizes; only the others take part in the specialization key. With ``hooks``, a call
+    made while a profiler's launch hook is installed goes through triton (``traced``), which
+    gives hooks what they expect."""
+    sizes = [e for _, e in kernel.size_args] + [kernel.numel]
+    if kernel.is_reduction:
+        sizes.append(kernel.rnumel)
+    pointers = [f"p{i}" for i in range(len(kernel.pointer_args))]
+    params = pointers + [f"s{i}" for i in range(len(sizes))]
+    static_sizes = [int(e) if isinstance(e, sympy.Integer) else None for e in sizes]
+    unknown = [i for i, name in enumerate(kernel.pointer_args) if name not in aligned]
+    values = [f"a{i}" if i in unknown else f"p{i}" for i in range(len(pointers))] + [
+        f"s{i}" if v is None else str(v) for i, v in enumerate(static_sizes)
+    ]
+    lines = [f"def launch({', '.join(params)}):"]
+    xpos = len(kernel.size_args)
+    extents = [xpos] + ([xpos + 1] if kernel.is_reduction else [])
+    if any(static_sizes[i] is not None and static_sizes[i] <= 0 for i in extents):
+        return "\n".join([*lines, "    return", ""])
+    empty = [f"s{i} <= 0" for i in extents if static_sizes[i] is None]
+    if empty:
+        lines.append(f"    if {' or '.join(empty)}:")
+        lines.append("        return")
+    if hooks:
+        lines += ["    if hooks[0] or hooks[1]:", f"        return traced({', '.join(params)})"]
+    lines += [f"    a{i} = p{i}.data_ptr()" for i in unknown]
+    key = ["0"]  # every pointer aligned: nothing to tell apart
+    if unknown:
+        any_odd = " | ".join(f"a{i}" for i in unknown)
+        each = ", ".join(f"a{i} & 15 == 0" for i in unknown)
+        key = [f"({any_odd}) & 15 and ({each},)"]
+    for i, v in enumerate(static_sizes):
+        if v is None:
+            key.append(f"(s{i} == 1, s{i} % 16 == 0, -2147483648 <= s{i} <= 2147483647)")
+    lines.append(f"    key = {key[0]}" if len(key) == 1 else f"    key = ({', '.join(key)})")
+    lines += [
+        "    variant = variants.get(key)",
+        "    if variant is None:",
+        f"        variant = variants[key] = prepare(key, ({', '.join(params)},))",
+    ]
+    xblock = meta["XBLOCK"]
+    xnumel = static_sizes[xpos]
+    grid = str(-(-xnumel // xblock)) if xnumel is not None else f"-(-s{xpos} // {xblock})"
+    blocks = [str(meta["XBLOCK"])] + ([str(meta["RBLOCK"])] if kernel.is_reduction else [])
+    lines.append(
+        f"    variant[0]({grid}, 1, 1, stream(device), variant[1], variant[2], None, None, None, "
+        f"{', '.join(values + blocks)})"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def ensure_strides(t: torch.Tensor | None, stride: tuple[int, ...]) -> torch.Tensor | None:

@@ -64,10 +64,11 @@ def generate_wrapper(
     launchers = []
     step_reads: list[set[str]] = []
     generated: list[GeneratedKernel | None] = []
+    aligned = _aligned(graph)
     for step in steps:
         if isinstance(step, FusedGroup):
             gen = TritonKernel(step, len(launchers), dtypes, numels).generate()
-            launchers.append(KernelLauncher(gen, autotune=autotune))
+            launchers.append(KernelLauncher(gen, autotune=autotune, aligned=aligned))
             generated.append(gen)
             mutated = {n.buffer.mutates for n in step.nodes if n.buffer.mutates is not None}
             step_reads.append(set(gen.pointer_args) - set(gen.stored) | mutated)
@@ -97,6 +98,16 @@ def generate_wrapper(
     state.lines.append(f"return ({outs}{',' if len(graph.outputs) == 1 else ''})")
     source = "def call(args):\n" + "\n".join("    " + line for line in state.lines) + "\n"
     return WrapperCode(source, state.globals, launchers)
+
+
+def _aligned(graph: GraphLowering) -> frozenset[str]:
+    """Buffers whose data is 16-byte aligned on every call: those ``empty_strided`` allocates
+    here (not the ones written in place into another) and constants that are aligned now."""
+    computed = {
+        b.name for b in graph.buffers if isinstance(b, ComputedBuffer) and b.mutates is None
+    }
+    constants = {n for n, t in graph.constants.items() if t.data_ptr() % 16 == 0}
+    return frozenset(computed | constants)
 
 
 def _prologue(graph: GraphLowering, state: _State) -> None:
@@ -160,7 +171,7 @@ def _kernel_call(
 ) -> None:
     for name in gen.stored:
         _alloc(state, buffers[name])
-    state.globals[gen.name] = launcher
+    state.globals[gen.name] = launcher.entry
     args = list(gen.pointer_args) + [pyexpr(e) for _, e in gen.size_args] + [pyexpr(gen.numel)]
     if gen.is_reduction:
         args.append(pyexpr(gen.rnumel))
