@@ -25,7 +25,7 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
-from .tracer import callees, driver, markers, process
+from .tracer import callees, driver, markers, process, speculation
 from .tracer.entry import make_entry
 from .tracer.exc import BytegraphError
 
@@ -248,6 +248,7 @@ def reset() -> None:
         state.reset()
     driver.COUNTERS.clear()
     callees.reset()
+    speculation.reset()  # hit and miss counts, and the branches no longer speculated on
     distributed.reset()
     reset_backends()  # e.g. CUDA graphs recorded by the triton backend
 

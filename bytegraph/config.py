@@ -38,6 +38,17 @@ automatic_dynamic_shapes: bool = True
 #: What ``compile(dynamic=None)`` means at first: True traces sizes statically until they change;
 #: False traces every size symbolically from the first call (as ``dynamic=True``).
 assume_static_by_default: bool = True
+#: A branch on tensor data (``if t.any():``, ``while j < n and t1 >= t[j]:``, ``if x.item() > 0:``)
+#: does not break the graph: the trace follows the side the call's own values take and the graph
+#: checks it; a later call taking the other side reruns in Python (``tracer/speculation.py``).
+#: False (the default for now): such branches break, as in torch.compile.
+speculate: bool = False
+#: Misses (calls rerun because a speculated branch went the other way) at one branch after which
+#: traces break there instead.
+speculation_miss_limit: int = 2
+#: Times one branch is speculated on within one trace (the iterations a loop on tensor data is
+#: unrolled); past it, the trace breaks there and goes on in a resume function.
+speculation_unroll_limit: int = 64
 
 #: The settings, with their values at import (what ``patch`` and the torch bridge compare with).
 DEFAULTS: dict[str, Any] = {
@@ -49,6 +60,9 @@ DEFAULTS: dict[str, Any] = {
         "error_on_recompile",
         "automatic_dynamic_shapes",
         "assume_static_by_default",
+        "speculate",
+        "speculation_miss_limit",
+        "speculation_unroll_limit",
     )
 }
 

@@ -51,6 +51,9 @@ def read_settings() -> GlobalSettings:
         error_on_graph_break=error_on_graph_break_now(),
         automatic_dynamic=values["automatic_dynamic_shapes"],
         dynamic_default=None if values["assume_static_by_default"] else True,
+        speculate=values["speculate"],
+        speculation_miss_limit=values["speculation_miss_limit"],
+        speculation_unroll_limit=values["speculation_unroll_limit"],
     )
 
 

@@ -187,6 +187,12 @@ class Report:
         return len(self.break_reasons)
 
     @property
+    def speculated(self) -> list[Any]:
+        """The branches on tensor data the traces speculated on, each once (``speculation.Site``:
+        file, line, source line and live ``hits``/``misses`` counts)."""
+        return list({s: None for r in self.records for s in r.event.speculated})
+
+    @property
     def ops_per_graph(self) -> list[list[str]]:
         """For each graph, the targets of its call nodes (``"add"``, ``"sin"``, ``"linear"``...)."""
         return [
@@ -243,6 +249,9 @@ class Report:
             lines.append("Break reasons:")
             for i, br in enumerate(self.break_reasons, 1):
                 lines.append(_indent(f"{i}. {br}", "  ", "   "))
+        if self.speculated:
+            lines.append("Speculated branches (checked after the graph; a miss reruns in Python):")
+            lines += [_indent(str(site), "  ", "  ") for site in self.speculated]
         if self.graphs:
             lines.append("Ops per graph:")
             for gm, ops in zip(self.graphs, self.ops_per_graph, strict=True):

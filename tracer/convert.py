@@ -53,6 +53,8 @@ class TraceResult:
     #: and instruction index (``resume_origin``: a resume function's instructions map back; a
     #: CALL counts as the PRECALL/KW_NAMES before it, where a resume function would start)
     stopped_at: tuple[types.CodeType, int] | None = None
+    #: the branches on tensor data it speculated on (``speculation.Site``), checked after its graph
+    speculated: list[Any] = field(default_factory=list)
 
 
 def convert_call(
@@ -66,15 +68,19 @@ def convert_call(
     policy: DynamicPolicy | None = None,
     numbering: Numbering | None = None,
     callee: Any = None,
+    speculation: Any = None,
 ) -> TraceResult:
     """Trace ``fn`` called with the arguments ``L`` (name -> value) and compile what it does. A
     graph break becomes resume calls (``breaks.py``) unless ``fullgraph``, ``error_on_graph_break``
     (or the region the break is in, ``Unsupported.is_error``) or no ``resume`` factory says it may
     not, in which case the ``Unsupported`` reason is raised. Graphs are named from ``numbering``
     (that of the compiled function ``fn`` belongs to); ``callee`` compiles a function that a break
-    calls in plain Python (``callees.py``)."""
+    calls in plain Python (``callees.py``); ``speculation`` is the ``speculation.Policy`` for
+    branches on tensor data (default: no speculation)."""
     numbering = numbering or Numbering()
     output = OutputGraph(policy=policy)
+    if speculation is not None:
+        output.deferred.policy = speculation
     grad_mode = torch.is_grad_enabled()
     try:
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
@@ -136,11 +142,11 @@ def _finish(
     replayed = output.side_effects.plan(live)  # which objects made in the trace escape
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     checked = deferred_checks.finish(output)
-    if checked is not None:
+    if checked:
         deferred_checks.emit_before(cg, output)
-    outputs = [*live, *replayed, *([checked] if checked is not None else [])]
+    outputs = [*live, *replayed, *checked]
     graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering, fn.__code__.co_flags)
-    if checked is not None:  # before anything the call does outside the graph
+    if checked:  # before anything the call does outside the graph
         deferred_checks.emit(cg, output, checked)
     swapped = _preload_stale(cg, output, [*live, *replayed, *output.side_effects.targets()])
     try:
@@ -163,7 +169,9 @@ def _finish(
         leaf = frames[0]
         template, index = resume_origin(leaf.tx.fn, call_start(leaf.tx, leaf.index))
         stopped_at = (template.__code__, index)
-    return TraceResult(new_fn, tree_guards(_all_guards(output)), graphs, ops, breaks, stopped_at)
+    speculated = output.deferred.speculated()
+    guards = tree_guards(_all_guards(output))
+    return TraceResult(new_fn, guards, graphs, ops, breaks, stopped_at, speculated)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,13 @@ import torch
 from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from .exc import Unsupported
+from ..guards.guard import Guard
+from . import speculation
+from .exc import Rerun, Unsupported
+from .speculation import restore_rng, save_rng
+from .variables.constants.constant import ConstantVariable
+from .variables.constants.symbolic import SymNodeVariable
+from .variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from bytecode import Instr
@@ -45,11 +51,7 @@ if TYPE_CHECKING:
     from .effects import EffectProbe
     from .output_graph import OutputGraph
     from .translator import Translator
-    from .variables.tensors.tensor import TensorVariable
-
-
-class Rerun(Exception):  # noqa: N818 (a signal to the entry, not an error)
-    """Raised by rewritten code whose deferred check failed: its entry runs the original code."""
+    from .variables.base import VariableTracker
 
 
 #: How many instructions ``raises_only`` looks at before it gives up.
@@ -62,13 +64,17 @@ _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYN
 
 
 class DeferredChecks:
-    """The checks one trace deferred (``checks``: boolean nodes that hold on the traced path) and,
-    if any, the first recorded operator a rerun would repeat visibly (``unsafe``)."""
+    """The checks one trace deferred (``checks``: boolean nodes that hold on the traced path, where
+    the branch was, and the speculation ``Site`` when the trace chose a side by the call's values),
+    and, if any, the first recorded operator a rerun would repeat visibly (``unsafe``)."""
 
     def __init__(self) -> None:
-        self.checks: list[tuple[TensorVariable, str]] = []  #: (check, where the branch was)
+        self.checks: list[tuple[TensorVariable, str, speculation.Site | None]] = []
         self.unsafe: str | None = None
         self.random = False  #: the graph draws from the default random generators
+        self.policy = speculation.Policy()  #: set by ``convert_call`` from the settings
+        self.shadow: speculation.Shadow | None = None  #: made at the first speculated branch
+        self.record: speculation.SiteRecord | None = None  #: set by ``finish``
 
     def checkpoint(self) -> tuple[int, str | None, bool]:
         return len(self.checks), self.unsafe, self.random
@@ -77,31 +83,80 @@ class DeferredChecks:
         count, self.unsafe, self.random = checkpoint
         del self.checks[count:]
 
+    def speculated(self) -> list[speculation.Site]:
+        """The sites of the checks, each once, in the order first checked."""
+        return list({s: None for _, _, s in self.checks if s is not None})
 
-def assume(tx: Translator, value: TensorVariable, inst: Instr, jump_when: bool) -> bool | None:
-    """The truth the trace assumes for a conditional jump on the one-element tensor ``value`` (the
-    jump is taken when its truth is ``jump_when``), with its check recorded; None when the branch
-    cannot be deferred (the caller breaks the graph as before)."""
+
+def assume(tx: Translator, value: VariableTracker, inst: Instr, jump_when: bool) -> bool | None:
+    """The truth the trace assumes for a conditional jump on ``value`` (a one-element tensor, or a
+    number computed from tensor data; the jump is taken when its truth is ``jump_when``), with its
+    check recorded; None when the branch cannot be deferred (the caller breaks the graph as
+    before). A side that only raises is a validation check: the trace takes the other. Otherwise
+    the trace speculates (``speculation.py``): it takes the side the call's own values take."""
     output = tx.output
     if output.deferred.unsafe is not None or output.state.carried or _in_generator(tx):
         return None
+    value = _as_tensor(tx, value)
+    if value is None:
+        return None
     numel = value.example.numel()
     if not isinstance(numel, int) or numel != 1:
-        return None  # ``bool()`` of it raises or needs a symbolic size: not a validation check
+        return None  # ``bool()`` of it raises or needs a symbolic size: break, as eager decides
     target, next_index = tx.labels[inst.arg], tx.ip
+    site = None
     if raises_only(tx, target):
         truth = not jump_when
     elif raises_only(tx, next_index):
         truth = jump_when
     else:
-        return None
-    # a tensor whose truth is that of the assumption: ``bool(t)`` is "any element nonzero" (NaN
-    # counts), as ``t.bool()`` and ``logical_not`` read it
-    holds = output.call_function(torch.Tensor.bool if truth else torch.logical_not, (value,), {})
+        site = _speculation_site(tx, inst)
+        if site is None:
+            return None
+        if output.deferred.shadow is None:
+            output.deferred.shadow = speculation.Shadow()
+        truth = output.deferred.shadow.truth(output, value.node)
+        if truth is None:
+            return None
+    # a new tensor (never ``t`` itself, which a later in-place operation could change) whose
+    # truth is that of the assumption: ``bool(t)`` is "nonzero" (NaN counts), as ``ne`` and
+    # ``logical_not`` read it
+    zero = ConstantVariable(0)
+    holds = output.call_function(
+        torch.ne if truth else torch.logical_not, (value, zero) if truth else (value,), {}
+    )
     loc = tx.location()
     where = f"{loc.filename}:{loc.lineno}" if loc is not None else tx.code.co_name
-    output.deferred.checks.append((holds, where))
+    output.deferred.checks.append((holds, where, site))
     return truth
+
+
+def _speculation_site(tx: Translator, inst: Instr) -> speculation.Site | None:
+    """The site of the jump ``inst`` if the trace may speculate on it: speculation is on, the site
+    has not missed too often, and this trace has not unrolled it ``unroll_limit`` times."""
+    deferred = tx.output.deferred
+    policy = deferred.policy
+    if not policy.enabled:
+        return None
+    lineno = inst.lineno if inst.lineno is not None else tx.code.co_firstlineno
+    site = speculation.site(tx.code, tx.ip - 1, lineno, policy.miss_limit)
+    if site.disabled:
+        return None
+    if sum(1 for _, _, s in deferred.checks if s is site) >= policy.unroll_limit:
+        return None
+    return site
+
+
+def _as_tensor(tx: Translator, value: VariableTracker) -> TensorVariable | None:
+    """The tensor a jump tests: a tensor, or a boolean computed from tensor data (``t.item() >
+    0``) made a one-element tensor by the graph."""
+    if isinstance(value, TensorVariable):
+        return value
+    if isinstance(value, SymNodeVariable) and value.unbacked:
+        dtype = ConstantVariable(torch.bool)
+        made = tx.output.call_function(torch.scalar_tensor, (value,), {"dtype": dtype})
+        return made if isinstance(made, TensorVariable) else None
+    return None
 
 
 def raises_only(tx: Translator, start: int) -> bool:
@@ -168,15 +223,14 @@ def _unsafe(output: OutputGraph, name: str, args: tuple, probe: EffectProbe) -> 
     kinds = probe.kinds()
     if kinds - {"mutation"}:
         return f"{name} has effects outside its result"
-    if kinds and _touches_input(output, args):
+    # what its operators wrote to, where their schemas say (else any argument may have changed)
+    if kinds and _touches_input(output, tuple(probe.written) or args):
         return f"{name} changes an input in place"
     return None
 
 
 def _touches_input(output: OutputGraph, args: tuple) -> bool:
     """Does any tensor in ``args`` share its storage with a graph input (is one, or a view)?"""
-    from .variables.tensors.tensor import TensorVariable
-
     inputs = {
         StorageWeakRef(vt.example.untyped_storage())
         for vt in output.inputs.values()
@@ -238,12 +292,33 @@ class RerunOnError:
             raise Rerun from None
 
 
-def finish(output: OutputGraph) -> TensorVariable | None:
-    """One boolean graph node that holds when every deferred check does (None without checks)."""
-    if not output.deferred.checks:
-        return None
-    holds = [check for check, _ in output.deferred.checks]
-    return functools.reduce(lambda a, b: output.call_function(torch.logical_and, (a, b), {}), holds)
+def finish(output: OutputGraph) -> list[TensorVariable]:
+    """The graph outputs the checks need (none without checks): one boolean node that holds when
+    every check does, then, if the trace speculated, one per site (read on a miss, to count it
+    where it happened). Each site becomes a guard of the variant (``Site.speculating``)."""
+    deferred = output.deferred
+    if not deferred.checks:
+        return []
+    holds = _all_of(output, [check for check, _, _ in deferred.checks])
+    sites = deferred.speculated()
+    name = output.current_tx.code.co_name if output.current_tx is not None else "?"
+    deferred.record = speculation.SiteRecord(sites, name) if sites else None
+    per_site = [
+        _all_of(output, [check for check, _, s in deferred.checks if s is site]) for site in sites
+    ]
+    for site in sites:
+        site.variants += 1
+        key = ("speculating", site.filename, site.lineno, site.index, site.code.co_name)
+        output.add_guard(Guard(None, "GLOBAL_STATE", (site.speculating, True), key))
+    return [holds, *per_site]
+
+
+def _all_of(output: OutputGraph, checks: list[TensorVariable]) -> TensorVariable:
+    if len(checks) == 1:
+        return checks[0]
+    return functools.reduce(
+        lambda a, b: output.call_function(torch.logical_and, (a, b), {}), checks
+    )
 
 
 def emit_before(cg: Codegen, output: OutputGraph) -> None:
@@ -254,29 +329,27 @@ def emit_before(cg: Codegen, output: OutputGraph) -> None:
         cg.store_local("__bg_rng")
 
 
-def emit(cg: Codegen, output: OutputGraph, holds: TensorVariable) -> None:
-    """After the graph call: ``if not __graph_out[i]: [restore(__bg_rng)]; raise Rerun``."""
-    ok = Label()
-    cg.load_graph_output(holds.node)
+def emit(cg: Codegen, output: OutputGraph, checked: list[TensorVariable]) -> None:
+    """After the graph call: ``if not __graph_out[i]: [restore(__bg_rng)]; [record.missed(each
+    site's check)]; raise Rerun``, else ``[record.hit()]``."""
+    ok, record = Label(), output.deferred.record
+    cg.load_graph_output(checked[0].node)
     cg.pop_jump_if_true(ok)
     if output.deferred.random:
         cg.push_callable(lambda: cg.load_cell_value("__bg_rng_restore", restore_rng))
         cg.load_local("__bg_rng")
         cg.call(1)
         cg.pop_top()
+    if record is not None:
+        cg.push_callable(lambda: cg.load_cell_value("__bg_missed", record.missed))
+        for check in checked[1:]:
+            cg.load_graph_output(check.node)
+        cg.call(len(checked) - 1)
+        cg.pop_top()
     cg.load_cell_value("__bg_rerun", Rerun)
     cg.add("RAISE_VARARGS", 1)
     cg.label(ok)
-
-
-def save_rng() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
-    """The states of the default generators: the CPU's and, once CUDA is in use, each GPU's."""
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-    return torch.get_rng_state(), cuda
-
-
-def restore_rng(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None:
-    cpu, cuda = state
-    torch.set_rng_state(cpu)
-    if cuda is not None:
-        torch.cuda.set_rng_state_all(cuda)
+    if record is not None:
+        cg.push_callable(lambda: cg.load_cell_value("__bg_hit", record.hit))
+        cg.call(0)
+        cg.pop_top()

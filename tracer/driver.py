@@ -73,6 +73,9 @@ class GlobalSettings:
     dynamic_default: bool | None = (
         None  #: what ``dynamic=None`` means (True: dynamic from the start)
     )
+    speculate: bool = False  #: branches on tensor data take the call's side (``speculation.py``)
+    speculation_miss_limit: int = 2  #: misses at one branch before traces break there
+    speculation_unroll_limit: int = 64  #: speculations at one branch within one trace
 
 
 #: Returns the current ``GlobalSettings``; replaced by the facade (``bytegraph.config``) at import.
@@ -93,6 +96,8 @@ class CompileEvent:
     unsupported: Unsupported | None = None  #: why it fell back to Python, if it did
     guards: str = ""
     breaks: list[Unsupported] = field(default_factory=list)  #: graph breaks (went on in Python)
+    #: branches on tensor data the trace speculated on (``speculation.Site``: live hit/miss counts)
+    speculated: list[Any] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  #: failing guards that caused this recompile
     fn: Any = None  #: the rewritten function installed for this trace (None on a fallback)
     compiled: list[Any] = field(default_factory=list)  #: what the backend returned, per graph
@@ -246,6 +251,11 @@ class CompiledCode:
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         backend = TimedBackend(self.settings.backend)
         from .convert import convert_call  # the tracer's modules load at the first compile
+        from .speculation import Policy
+
+        speculation = Policy(
+            settings.speculate, settings.speculation_miss_limit, settings.speculation_unroll_limit
+        )
 
         started = time.perf_counter()
         try:
@@ -259,6 +269,7 @@ class CompiledCode:
                 policy=self.policy,
                 numbering=self.numbering,
                 callee=self.callees,
+                speculation=speculation,
             )
         except Exception as e:  # noqa: BLE001 (every failed trace is remembered: _failure says how)
             failure = self._failure(e)
@@ -282,6 +293,7 @@ class CompiledCode:
             failures=failures,
             fn=result.fn,
             breaks=breaks,
+            speculated=result.speculated,
             compiled=backend.results,
             trace_s=elapsed - backend.seconds,
             backend_s=backend.seconds,

@@ -130,6 +130,8 @@ class EffectProbe:
         self.effects: list[tuple[str, str]] = []
         self.state_changed: list[str] = []  #: global torch state the call changed (then undone)
         self.random = False  #: the call draws random numbers (``deferred_checks.note_op``)
+        #: the tensors mutable operators wrote to (their schemas' written arguments)
+        self.written: list[torch.Tensor] = []
 
     @contextlib.contextmanager
     def watching(self, fake_mode: ProbedFakeTensorMode) -> Iterator[EffectProbe]:
@@ -211,6 +213,8 @@ class ProbedFakeTensorMode(FakeTensorMode):
         effect = op_effect(func)
         if effect is not None:
             probe.effects.append((effect, str(func)))
+            if effect == "mutation":
+                probe.written += written_arguments(func, args, kwargs)
         if is_random(func):
             probe.random = True
         self._depth += 1
@@ -218,6 +222,18 @@ class ProbedFakeTensorMode(FakeTensorMode):
             return _FAKE_DISPATCH(self, func, types, args, kwargs)
         finally:
             self._depth -= 1
+
+
+def written_arguments(op: Any, args: tuple, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors a mutable operator writes to, as its schema marks them (``Tensor(a!)``)."""
+    written: list[torch.Tensor] = []
+    for i, arg in enumerate(op._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else kwargs.get(arg.name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        written += [v for v in values if isinstance(v, torch.Tensor)]
+    return written
 
 
 def is_single_operator(op: str, target: Any) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .code_reader import parameters
-from .deferred_checks import Rerun
+from .exc import Rerun
 
 if TYPE_CHECKING:
     from .driver import CompiledCode

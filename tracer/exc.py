@@ -92,6 +92,11 @@ class InternalError(RuntimeError):
     """A bug in bytegraph: never the user's fault."""
 
 
+class Rerun(Exception):  # noqa: N818 (a signal to the entry, not an error)
+    """Raised by rewritten code whose check on tensor data failed after the graph
+    (``deferred_checks``): its entry runs the original code instead."""
+
+
 class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
     """Raised by RETURN_VALUE to stop a translator's step loop; carries the returned variable."""
 

@@ -3,10 +3,11 @@
 Calling a generator function makes a ``GeneratorVariable`` (``run_generator``): its frame runs up to
 the next YIELD_VALUE each time an item is needed, as CPython would run it.
 
-A conditional jump on a value that is only known at run time (a tensor) cannot be decided here: it
-is ``Unsupported("data_dependent")``, which becomes a graph break, unless one side only raises
-(a validation check): the trace then takes the other side and the check is deferred
-(``deferred_checks.py``).
+A conditional jump on a value that is only known at run time (a tensor, a number computed from
+tensor data) cannot be decided here. Where a failed check can rerun the call, the trace assumes a
+side and checks it after the graph (``deferred_checks.py``): the side that goes on where the other
+only raises (a validation check), else the side this call's values take (``speculation.py``).
+Otherwise the jump is ``Unsupported("data_dependent")``, which becomes a graph break.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constants.constant import ConstantVariable
+from ..variables.constants.symbolic import SymNodeVariable
 from ..variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable, Yielded
 from ..variables.tensors.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from . import handler
@@ -42,8 +44,8 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
     def conditional_jump(tx: Translator, inst: Instr) -> None:
         value = truth_operand(tx.peek())
         assumed = None
-        if isinstance(value, TensorVariable) and not none_test and pop == "always":
-            assumed = deferred_checks.assume(tx, value, inst, jump_when)  # a validation check
+        if not none_test and _data_dependent(value):
+            assumed = deferred_checks.assume(tx, value, inst, jump_when)
         if none_test:
             truth = dispatch.is_none(tx, value)
         elif assumed is not None:
@@ -58,6 +60,13 @@ def _jump_handler(name: str, jump_when: bool | None, none_test: bool, pop: str):
 
     conditional_jump.__name__ = name.lower()
     return conditional_jump
+
+
+def _data_dependent(value: VariableTracker) -> bool:
+    """Is the truth of ``value`` only known at run time: a tensor, or a number from its data?"""
+    return isinstance(value, TensorVariable) or (
+        isinstance(value, SymNodeVariable) and value.unbacked
+    )
 
 
 _CONDITIONAL = {
