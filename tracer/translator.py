@@ -300,6 +300,11 @@ class Translator:
     def fold(self, value: Any) -> VariableTracker:
         return builder.fold(self, value)
 
+    def fold_call(
+        self, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return builder.fold_call(self, fn, args, kwargs)
+
     def load_global(self, name: str) -> VariableTracker:
         pending = self.output.side_effects.global_stores.get(name) if self.parent is None else None
         if pending is not None:

@@ -31,7 +31,7 @@ from ...guards.sources import (
     Source,
 )
 from ..context_runtime import ContextExit
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from .base import VariableTracker
 from .constants.constant import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable
 from .constants.slices import SliceVariable
@@ -459,16 +459,61 @@ def wrap_unsourced(tx: Translator, value: Any, what: str) -> VariableTracker:
     return wrap_static(tx, value)
 
 
-def fold(tx: Translator, value: Any) -> VariableTracker:
-    """A Python value computed during the trace (constant folding) as a VariableTracker."""
+def fold(
+    tx: Translator, value: Any, given: dict[int, VariableTracker] | None = None
+) -> VariableTracker:
+    """A Python value computed during the trace (constant folding) as a VariableTracker; an
+    object of ``given`` (by id: what a call was given, see ``fold_call``) is its tracker."""
+    if given and id(value) in given:
+        return given[id(value)]
     if isinstance(value, torch.Size):
-        return TupleVariable([fold(tx, v) for v in value], is_size=True)
+        return TupleVariable([fold(tx, v, given) for v in value], is_size=True)
     if type(value) is tuple or _is_namedtuple(type(value)):
-        return TupleVariable([fold(tx, v) for v in value], cls=type(value))
+        return TupleVariable([fold(tx, v, given) for v in value], cls=type(value))
     if type(value) is list:
-        return ListVariable([fold(tx, v) for v in value])
+        return ListVariable([fold(tx, v, given) for v in value])
     if type(value) is dict:
-        return DictVariable({k: fold(tx, v) for k, v in value.items()})
+        return DictVariable({k: fold(tx, v, given) for k, v in value.items()})
     if type(value) is set:
         return SetVariable(set(value))
     return wrap_static(tx, value)
+
+
+def fold_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``fn(*args, **kwargs)`` run at trace time on constant trackers, its result folded. Where
+    the result holds an object the call was given (``sorted([t, t])[0]``, ``max(a, b)``,
+    ``tuple(t)``), it is that argument's tracker, so that ``is`` holds as in CPython and the
+    object is rebuilt from where it came from, not as a copy."""
+    given: dict[int, VariableTracker] = {}
+    pargs = [_given_constant(a, given) for a in args]
+    pkwargs = {k: _given_constant(v, given) for k, v in kwargs.items()}
+    try:
+        result = fn(*pargs, **pkwargs)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    return fold(tx, result, given)
+
+
+#: Values whose identity nobody can observe apart from their value (small ints and interned
+#: strings are shared by CPython anyway).
+_VALUE_ONLY = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _given_constant(vt: VariableTracker, given: dict[int, VariableTracker]) -> Any:
+    """``vt.as_python_constant()``, recording the tracker of it and of each item of a tuple or
+    list in ``given`` by the id of the object made for it."""
+    value = vt.as_python_constant()
+    _record_given(vt, value, given)
+    return value
+
+
+def _record_given(vt: VariableTracker, value: Any, given: dict[int, VariableTracker]) -> None:
+    if isinstance(value, _VALUE_ONLY):
+        return
+    given.setdefault(id(value), vt)
+    items = getattr(vt, "items", None)
+    if isinstance(vt, (TupleVariable, ListVariable)) and len(items) == len(value):
+        for item_vt, item in zip(items, value, strict=True):
+            _record_given(item_vt, item, given)

@@ -139,13 +139,7 @@ def call_builtin(
     ):
         return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
     if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
-        pargs = [a.as_python_constant() for a in args]
-        pkwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        try:
-            result = fn(*pargs, **pkwargs)
-        except Exception as e:
-            raise PythonError(e) from None
-        return tx.fold(result)
+        return tx.fold_call(fn, args, kwargs)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
     impl = BUILTINS.get(fn)
@@ -188,10 +182,7 @@ def call_operator_fn(
     if all(a.is_python_constant() for a in args) and not any(
         isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
     ):  # the other operator functions are pure on immutable constants (``operator.index``)
-        try:
-            return tx.fold(fn(*[a.as_python_constant() for a in args]))
-        except Exception as e:  # noqa: BLE001 (the function's own error)
-            raise PythonError(e) from None
+        return tx.fold_call(fn, args, {})
     raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
 
 

@@ -198,7 +198,7 @@ def constants(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableT
         and (op in COMPARISONS or not _mutable(args))
         and not any(is_symbolic(a) for a in args)
     ):
-        return _fold(tx, op, [a.as_python_constant() for a in args])
+        return tx.fold_call(op, args, {})  # ``(t, t)[0] is t``: the object given back
     return None
 
 

@@ -1,0 +1,96 @@
+"""``is`` holds wherever CPython hands back an object it was given: builtins (``sorted``, ``min``,
+``max``, ``tuple``, ``next`` with a default), iterators and their combinators (``enumerate``,
+``zip``, ``map``, ``filter``, ``reversed``), ``functools``, ``itertools`` and ``operator``,
+indexing and unpacking. The objects are tuples and frozensets made outside the function
+(constants of the trace, which a copy would silently replace) and a plain object, given as
+arguments and read from globals; the result of each path is compared with eager's, and each
+object returned is the caller's own."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+
+import pytest
+import torch
+from difftest import check_breaks
+from dynamo_baseline import assert_no_more_breaks
+
+
+class _Plain:
+    pass
+
+
+T = (1, 2)
+FS = frozenset({3})
+OBJ = _Plain()
+
+#: name -> path(t, fs, o): True where the path gives back the object it was given
+PATHS = {
+    "sorted_key": lambda t, fs, o: sorted([t, t], key=str)[0] is t,
+    "sorted": lambda t, fs, o: sorted((t, (0,)))[1] is t,
+    "enumerate": lambda t, fs, o: list(enumerate([t]))[0][1] is t,
+    "min": lambda t, fs, o: min([t]) is t,
+    "max_args": lambda t, fs, o: max(t, (0,)) is t,
+    "max_key": lambda t, fs, o: max([o, o], key=lambda a: 0) is o,
+    "min_key": lambda t, fs, o: min((t,), key=len) is t,
+    "min_default": lambda t, fs, o: min([], default=t) is t,
+    "next": lambda t, fs, o: next(iter([t])) is t,
+    "next_default": lambda t, fs, o: next(iter([]), t) is t,
+    "zip": lambda t, fs, o: list(zip([t], [o], strict=True))[0][0] is t,
+    "reversed": lambda t, fs, o: list(reversed([t]))[0] is t,
+    "map": lambda t, fs, o: list(map(lambda a: a, [t]))[0] is t,
+    "filter": lambda t, fs, o: list(filter(None, [t]))[0] is t,
+    "tuple": lambda t, fs, o: tuple(t) is t,
+    "frozenset": lambda t, fs, o: frozenset(fs) is fs,
+    "sum_start": lambda t, fs, o: sum([], t) is t,
+    "getattr_default": lambda t, fs, o: getattr(o, "missing", t) is t,
+    "index": lambda t, fs, o: (t, fs)[0] is t and (t, fs)[-1] is fs,
+    "slice": lambda t, fs, o: (t, fs)[:1][0] is t,
+    "unpack": lambda t, fs, o: [*(t, o)][0] is t and (*(t,),)[0] is t,
+    "list_pop": lambda t, fs, o: [t].pop() is t,
+    "dict_value": lambda t, fs, o: {"a": t}.get("a") is t and dict(a=t)["a"] is t,
+    "reduce": lambda t, fs, o: functools.reduce(lambda a, b: a, [t, o]) is t,
+    "chain": lambda t, fs, o: list(itertools.chain([t], [o]))[0] is t,
+    "islice": lambda t, fs, o: list(itertools.islice([t, o], 1))[0] is t,
+    "accumulate": lambda t, fs, o: list(itertools.accumulate([t]))[0] is t,
+    "compress": lambda t, fs, o: list(itertools.compress([t], [1]))[0] is t,
+    "takewhile": lambda t, fs, o: list(itertools.takewhile(bool, [t]))[0] is t,
+    "zip_longest": lambda t, fs, o: list(itertools.zip_longest([t]))[0][0] is t,
+    "cycle": lambda t, fs, o: next(itertools.cycle([t])) is t,
+    "repeat": lambda t, fs, o: next(itertools.repeat(t)) is t,
+    "product": lambda t, fs, o: list(itertools.product([t]))[0][0] is t,
+    "groupby": lambda t, fs, o: list(itertools.groupby([t]))[0][0] is t,
+    "itemgetter": lambda t, fs, o: operator.itemgetter(0)((t,)) is t,
+    "getitem": lambda t, fs, o: operator.getitem((t,), 0) is t,
+}
+
+
+@pytest.mark.parametrize("name", list(PATHS))
+def test_an_object_given_back_is_the_same(name):
+    path = PATHS[name]
+
+    def from_arguments(x, t, fs, o):
+        return x + 1, path(t, fs, o)
+
+    def from_globals(x):
+        return x + 1, path(T, FS, OBJ)
+
+    assert path(T, FS, OBJ) is True  # the path really gives the object back in CPython
+    check_breaks(from_arguments, lambda: (torch.ones(2), T, FS, OBJ), graphs=1, breaks=0)
+    check_breaks(from_globals, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, from_globals, torch.ones(2))
+
+
+def _returns_given(x, t):
+    return x + 1, sorted([t, (0,)])[1], max(t, (0,)), (t,)[0], list(enumerate([t]))[0][1]
+
+
+def test_returned_objects_are_the_callers():
+    """What the compiled function returns is the object it was given, not an equal copy."""
+    t = (5, 6)
+    _, *got = check_breaks(_returns_given, lambda: (torch.ones(2), t), graphs=1, breaks=0)[0](
+        torch.ones(2), t
+    )
+    assert all(g is t for g in got)
