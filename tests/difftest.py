@@ -2,12 +2,14 @@
 
 ``compiled, counter = compile_counted(fn)`` compiles with a ``CompileCounter``; ``assert_same(a,
 b)`` compares nested results (tensors with ``torch.testing.assert_close``, everything else with
-``==``); ``check(fn, *args, graphs=1)`` does both and asserts the graph count and that nothing fell
-back.
+``==``); ``check(fn, *args, graphs=1)`` runs the compiled function on ``args`` and eager on a copy,
+compares results and the inputs after the call, and asserts the graph and break counts and that
+nothing fell back.
 """
 
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Any
 
@@ -44,17 +46,63 @@ def assert_same(actual: Any, expected: Any) -> None:
         assert actual == expected
 
 
-def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
-    """Compile ``fn`` with a counting backend, call it ``calls`` times with ``args`` and compare
-    each result with eager; assert exactly ``graphs`` graphs were compiled and no fallback to Python
-    happened."""
+def check(fn, *args, graphs: int = 1, breaks: int = 0, calls: int = 2, **kwargs):
+    """Compile ``fn`` with a counting backend and call it ``calls`` times, compiled on ``args`` and
+    eagerly on a deep copy of them taken just before; compare the results, the arguments after the
+    call (in-place changes) and which results are the arguments themselves; assert exactly
+    ``graphs`` graphs and ``breaks`` graph breaks over all calls, and that nothing fell back."""
+    import copy
+
+    from bytegraph.explain import Recorder
+
     compiled, counter = compile_counted(fn)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a fallback warns: turn it into a failure
-        for _ in range(calls):
-            assert_same(compiled(*args, **kwargs), fn(*args, **kwargs))
-    assert counter.frame_count == graphs, f"expected {graphs} graphs, got {counter.frame_count}"
+    recorder = Recorder()
+    for _ in range(calls):
+        eager_args, eager_kwargs = copy.deepcopy((args, kwargs))
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")  # a fallback warns: turn it into a failure
+            actual = compiled(*args, **kwargs)
+        expected = fn(*eager_args, **eager_kwargs)
+        assert_same(actual, expected)
+        assert_state_same([list(args), kwargs], [list(eager_args), eager_kwargs])
+        assert_same_identity(actual, expected, (args, kwargs), (eager_args, eager_kwargs))
+    got = (counter.frame_count, break_count(recorder.report()))
+    assert got == (graphs, breaks), (
+        f"expected (graphs, breaks) == {(graphs, breaks)}, got {got}:\n"
+        + "\n".join(map(str, recorder.report().break_reasons))
+    )
     return compiled, counter
+
+
+def assert_same_identity(actual: Any, expected: Any, inputs: Any, eager_inputs: Any) -> None:
+    """Where eager's result holds one of eager's inputs (``return x``, ``[x, y]``, a dict of
+    them...), the compiled result holds the compiled run's corresponding input, the same object."""
+    counterpart: dict[int, Any] = {}
+
+    def pair(a: Any, e: Any, depth: int = 0) -> None:
+        counterpart.setdefault(id(e), a)
+        if depth < 6 and type(a) is type(e):
+            if isinstance(e, (tuple, list)) and len(a) == len(e):
+                for x, y in zip(a, e, strict=True):
+                    pair(x, y, depth + 1)
+            elif isinstance(e, dict) and list(a) == list(e):
+                for k in e:
+                    pair(a[k], e[k], depth + 1)
+
+    pair(inputs, eager_inputs)
+
+    def walk(a: Any, e: Any, where: str, depth: int = 0) -> None:
+        if id(e) in counterpart and not isinstance(e, (int, float, str, bytes, bool, type(None))):
+            assert a is counterpart[id(e)], f"result{where} is an input in eager, not compiled"
+        if depth < 6 and type(a) is type(e):
+            if isinstance(e, (tuple, list)) and len(a) == len(e):
+                for k, (x, y) in enumerate(zip(a, e, strict=True)):
+                    walk(x, y, f"{where}[{k}]", depth + 1)
+            elif isinstance(e, dict) and list(a) == list(e):
+                for k in e:
+                    walk(a[k], e[k], f"{where}[{k!r}]", depth + 1)
+
+    walk(actual, expected, "")
 
 
 # -- graph breaks ----------------------------------------------------------------------------------
@@ -66,12 +114,32 @@ def check(fn, *args, graphs: int = 1, calls: int = 2, **kwargs):
 
 
 def assert_state_same(actual: Any, expected: Any) -> None:
-    """``assert_same`` that also compares plain objects attribute by attribute (``vars``)."""
-    if (
-        hasattr(expected, "__dict__")
-        and not isinstance(expected, (torch.Tensor, type))
-        and not callable(expected)
-    ):
+    """``assert_same`` that also compares what a call can change in place: plain objects attribute
+    by attribute (``vars``), modules by parameters, buffers and training flags, optimizers by their
+    state, leaf tensors' ``.grad``."""
+    if isinstance(expected, torch.nn.Module):
+        assert type(actual) is type(expected)
+        assert [m.training for m in actual.modules()] == [m.training for m in expected.modules()]
+        assert_state_same(
+            dict(actual.state_dict(keep_vars=True)), dict(expected.state_dict(keep_vars=True))
+        )
+    elif isinstance(expected, torch.optim.Optimizer):
+        assert type(actual) is type(expected)
+        assert_state_same(actual.state_dict(), expected.state_dict())
+    elif isinstance(expected, torch.Tensor):
+        assert_same(actual, expected)
+        if expected.is_leaf and actual.is_leaf:
+            assert (actual.grad is None) == (expected.grad is None), "one input has a .grad"
+            if expected.grad is not None:
+                assert_same(actual.grad, expected.grad)
+    elif isinstance(expected, types.FunctionType):
+        assert type(actual) is type(expected)
+        assert actual.__qualname__ == expected.__qualname__
+    elif isinstance(expected, types.MethodType):
+        assert type(actual) is type(expected)
+        assert actual.__func__ is expected.__func__
+        assert_state_same(actual.__self__, expected.__self__)
+    elif hasattr(expected, "__dict__") and not isinstance(expected, type):
         assert type(actual) is type(expected)
         assert_state_same(dict(vars(actual)), dict(vars(expected)))
     elif isinstance(expected, (tuple, list)) and type(actual) is type(expected):

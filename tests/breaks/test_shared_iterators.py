@@ -69,4 +69,9 @@ CASES = [
 @pytest.mark.parametrize("fn,graphs,breaks", CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_the_local_ends_where_the_loop_left_it(fn, graphs, breaks):
     check_breaks(fn, lambda: (torch.randn(3),), graphs=graphs, breaks=breaks, calls=3)
-    assert_no_more_breaks(breaks, fn, torch.randn(3))
+    assert_no_more_breaks(
+        breaks,
+        fn,
+        torch.randn(3),
+        baseline_missing="torch.compile runs the frame in Python: print() breaks inside a loop",
+    )

@@ -123,7 +123,12 @@ def _device_block_after_set(x):
 
 def test_a_device_block_inside_a_set_device():
     check(_device_block_after_set, torch.randn(2))
-    assert_no_more_breaks(0, _device_block_after_set, torch.randn(2))
+    assert_no_more_breaks(
+        0,
+        _device_block_after_set,
+        torch.randn(2),
+        baseline_missing="torch.compile runs the call in Python: unsupported context manager",
+    )
 
 
 def _set_inside_device_block(x):

@@ -100,7 +100,12 @@ def test_always_cpu_and_the_class_dtype():
     torch.set_default_dtype(torch.float64)
     try:
         check_breaks(_under_changed_defaults, lambda: (torch.randn(3),), graphs=1, breaks=0)
-        assert_no_more_breaks(0, _under_changed_defaults, torch.randn(3))
+        assert_no_more_breaks(
+            0,
+            _under_changed_defaults,
+            torch.randn(3),
+            baseline_missing="torch.compile runs the call in Python: unsupported context manager",
+        )
     finally:
         torch.set_default_dtype(torch.float32)
 

@@ -81,8 +81,12 @@ def _union_live_at_a_break(x):
 
 def test_a_union_live_at_a_break_is_rebuilt():
     check_breaks(_union_live_at_a_break, lambda: (torch.randn(3),), graphs=2, breaks=1)
-    # torch.compile fails on this one (-1 breaks: it runs the call in Python)
-    assert_no_more_breaks(1, _union_live_at_a_break, torch.randn(3))
+    assert_no_more_breaks(
+        1,
+        _union_live_at_a_break,
+        torch.randn(3),
+        baseline_missing="torch.compile runs the call in Python: it cannot rebuild the union",
+    )
 
 
 def _class_name(x, p):
