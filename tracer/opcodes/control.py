@@ -104,6 +104,8 @@ def bool_operand(tx: Translator, value: VariableTracker) -> VariableTracker:
         return TensorTruthVariable(value)
     if isinstance(value, TensorBoolVariable):  # already a bool: its tensor is what jumps test
         return value
+    if isinstance(value, SymNodeVariable) and value.unbacked:
+        return value  # a number from tensor data: the jump decides (``deferred_checks.assume``)
     return ConstantVariable(dispatch.truth(tx, value))
 
 
