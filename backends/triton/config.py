@@ -24,6 +24,10 @@ looped_rblock = 256
 split_reduction_rows = 2048
 split_reduction_min_chunk = 1024
 
+#: A row reduction (not a column one) is launched with at least this many programs where it has
+#: that many rows: two per SM of an H100 (132 SMs), so that a few long rows still fill the GPU.
+min_reduction_programs = 264
+
 #: Most buffers one kernel may compute before the scheduler starts a new kernel.
 max_fused_nodes = 64
 

@@ -1,6 +1,7 @@
 """The decomposition table handed to ``aot_module_simplified``: torch's core-ATen decompositions
-plus the composite ops the lowerings expect to see split up (softmax, layer/batch norm, GELU, SiLU,
-var/std/mean and their backwards), so reductions reach the scheduler as plain sums and maxima.
+plus the composite ops the lowerings expect to see split up (layer/batch norm, GELU, SiLU,
+var/std/mean, the softmax backwards), so reductions reach the scheduler as plain sums and maxima.
+Softmax and log-softmax stay whole: their lowering reduces the row max and sum in one pass.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 aten = torch.ops.aten
 
 EXTRA = [
-    "_softmax",
-    "_log_softmax",
     "_softmax_backward_data",
     "_log_softmax_backward_data",
     "native_layer_norm",
@@ -48,7 +47,12 @@ EXTRA = [
 #: returns the attention weights where the op returns the logsumexp: fine for inference, but the
 #: backward (``_scaled_dot_product_flash_attention_for_cpu_backward``) then reads them as the
 #: logsumexp and computes wrong gradients. The op stays an extern call (``graph.EXTERN_OPS``).
-EXCLUDE = ["_scaled_dot_product_flash_attention_for_cpu.default"]
+#: Softmax and log-softmax have lowerings of their own (``lower_reductions.softmax``).
+EXCLUDE = [
+    "_scaled_dot_product_flash_attention_for_cpu.default",
+    "_softmax.default",
+    "_log_softmax.default",
+]
 
 
 @functools.lru_cache(maxsize=1)

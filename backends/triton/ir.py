@@ -152,7 +152,8 @@ class Pointwise:
 class Reduction:
     ranges: list[Expr]  #: output (kept) dims
     reduction_ranges: list[Expr]  #: reduced dims, row-major
-    reduction_type: str  #: sum, prod, max, min, argmax, argmin, any
+    #: sum, prod, max, min, argmax, argmin, any; sumexp: sum of exp(value - the row's max)
+    reduction_type: str
     inner_fn: Callable[[list[Expr], list[Expr]], Any]
     src_dtype: torch.dtype  #: dtype of the reduced values
     dtype: torch.dtype  #: dtype of the result

@@ -119,6 +119,9 @@ def block_sizes(kernel: GeneratedKernel) -> dict[str, int]:
     else:
         rblock = min(config.looped_rblock, next_power_of_2(static(kernel.rnumel, 1 << 20)))
     xblock = max(1, min(next_power_of_2(numel), 2048 // rblock, 64))
+    # fewer rows per program when that is what it takes to give every SM programs to run
+    enough = max(1, numel // config.min_reduction_programs)
+    xblock = min(xblock, 1 << (enough.bit_length() - 1))
     warps = 8 if xblock * rblock >= 4096 else 4
     return {"XBLOCK": xblock, "RBLOCK": rblock, "num_warps": warps}
 

@@ -1,5 +1,6 @@
 """Lowerings of reductions: sum, prod, amax/amin, max/min (values and indices), argmax/argmin,
-any/all, ``prims.var`` (two passes: mean, then squared deviations), mean.
+any/all, ``prims.var`` (two passes: mean, then squared deviations), mean, softmax and log-softmax
+(the row max and an online ``sumexp`` reduced in one pass over the row, then one write).
 
 Every reduction is realized as a ``ComputedBuffer`` holding a ``Reduction`` whose ``inner_fn(index,
 rindex)`` reads the (possibly lazy) input; the scheduler later fuses its producers and consumers.
@@ -37,8 +38,10 @@ def reduce(
     keepdim: bool,
     rtype: str,
     dtype: torch.dtype,
+    split: bool = True,
 ) -> TensorValue:
-    """Reduce ``x`` over ``dims`` (None or [] = all) with ``rtype``; the result has ``dtype``."""
+    """Reduce ``x`` over ``dims`` (None or [] = all) with ``rtype``; the result has ``dtype``.
+    With ``split``, a long reduction with few results may become two (``split_factor``)."""
     rank = len(x.size)
     dims = sorted({d % rank for d in dims} if dims else set(range(rank))) if rank else []
     kept = [d for d in range(rank) if d not in dims]
@@ -69,7 +72,7 @@ def reduce(
     def inner_fn(index: Sequence[Expr], rindex: Sequence[Expr]) -> Any:
         return ops.to_dtype(x.load(full_index(index, rindex)), value_dtype)
 
-    split = split_factor(numel, product(size), rtype, inner=rank - 1 in dims)
+    split = split_factor(numel, product(size), rtype, inner=rank - 1 in dims) if split else 1
     if split > 1:
         chunk = numel // split
 
@@ -142,7 +145,10 @@ def _single_element(
     def inner_fn(index: Sequence[Expr]) -> Any:
         if rtype in ("argmax", "argmin"):
             return ops.constant(0, dtype)
-        return ops.to_dtype(x.load(full_index(index, [sympy.Integer(0)] * 8)), dtype)
+        value = ops.to_dtype(x.load(full_index(index, [sympy.Integer(0)] * 8)), dtype)
+        if rtype == "sumexp":  # exp(x - max) of the one element: 1, NaN where x is +-inf or NaN
+            return ops.exp(ops.sub(value, value))
+        return value
 
     return LazyValue(size, dtype, x.device, inner_fn, ctx.origins(x))
 
@@ -281,3 +287,36 @@ def var(
         else sympy.Float(correction)
     )
     return _scale(ctx, summed, n - corr, out)
+
+
+@lowering(aten._softmax.default, log=False)
+@lowering(aten._log_softmax.default, log=True)
+def softmax(
+    ctx: LoweringContext, x: TensorValue, dim: int, half_to_float: bool, *, log: bool
+) -> TensorValue:
+    """``exp(x - m) / s`` (log: ``x - m - log(s)``) with ``m`` the row max and ``s`` the row's
+    ``sumexp`` (the sum of ``exp(x - m)``, kept online against a running max): both reduce the
+    same row in one pass, so a long row is read twice (once for both, once for the result) and
+    written once. Computed in fp32 for fp16/bf16 as eager does; never split, which would
+    materialise partial results between kernels."""
+    out = ctx.val.dtype
+    acc = register_dtype(out)
+    rank = len(x.size)
+    d = dim % rank if rank else 0
+
+    def upcast(index: Sequence[Expr]) -> Any:
+        return ops.to_dtype(x.load(index), acc)
+
+    values = LazyValue(x.size, acc, x.device, upcast, ctx.origins(x))
+    dims = [d] if rank else None
+    row_max = reduce(ctx, values, dims, True, "max", acc, split=False)
+    row_sum = reduce(ctx, values, dims, True, "sumexp", acc, split=False)
+
+    def result(index: Sequence[Expr]) -> Any:
+        row = [sympy.Integer(0) if i == d else e for i, e in enumerate(index)]
+        shifted = ops.sub(upcast(index), row_max.load(row))
+        total = row_sum.load(row)
+        value = ops.sub(shifted, ops.log(total)) if log else ops.truediv(ops.exp(shifted), total)
+        return ops.to_dtype(value, out)
+
+    return LazyValue(x.size, out, x.device, result, ctx.origins(x))

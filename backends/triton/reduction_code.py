@@ -3,7 +3,9 @@
 Persistent: the row tile ``[XBLOCK, RBLOCK]`` is masked with the reduction's identity and reduced
 with ``tl.sum``/``tl.max``/... along axis 1. Looped: a ``[XBLOCK, RBLOCK]`` accumulator is updated
 per ``roffset`` chunk and reduced after the loop. max/min propagate NaN and argmax/argmin return the
-first index of the extreme value (a NaN counts as extreme), as torch does. Scans (``scan``) use
+first index of the extreme value (a NaN counts as extreme), as torch does. ``sumexp`` (the sum of
+``exp(v - max)`` over the row, softmax's denominator) keeps a running max beside the sum and
+rescales the sum when the max grows, so it needs no earlier pass for the max. Scans (``scan``) use
 ``tl.cumsum``/``tl.cumprod`` along the row; looped, each chunk starts from the carried last value
 of the previous one.
 """
@@ -39,6 +41,11 @@ def identity(rtype: str, dtype: torch.dtype) -> str:
 def reduce(k: Any, data: Reduction, value: Any) -> Any:
     """Emit the reduction of ``value`` (the row elements) and return the per-row result var."""
     rtype = data.reduction_type
+    if k.persistent and rtype == "sumexp":
+        tile = k.emit(f"tl.where(xmask & rmask, {value}, float('-inf'))", value.dtype)
+        top = k.emit(f"tl.max({tile}, 1)[:, None]", value.dtype)
+        terms = k.emit(f"tl.where(xmask & rmask, tl.exp({tile} - {top}), 0)", value.dtype)
+        return k.emit(f"tl.sum({terms}, 1)[:, None]", value.dtype)
     if k.persistent:
         tile = k.emit(
             f"tl.where(xmask & rmask, {value}, {identity(rtype, value.dtype)})", value.dtype
@@ -90,6 +97,8 @@ def looped(k: Any, data: Reduction, value: Any) -> Any:
     dtype = torch.int8 if value.dtype == torch.bool else value.dtype
     acc = f"_acc{k.counter}"
     k.counter += 1
+    if rtype == "sumexp":
+        return _looped_sumexp(k, acc, str(value), dtype)
     full = f"tl.full([XBLOCK, RBLOCK], {identity(rtype, dtype)}, {TL_DTYPES[dtype]})"
     k.loop.init.append(f"{acc} = {full}")
     v = f"{value}.to(tl.int8)" if value.dtype == torch.bool else str(value)
@@ -111,6 +120,30 @@ def looped(k: Any, data: Reduction, value: Any) -> Any:
         "any" if value.dtype == torch.bool and rtype == "max" else rtype,
         value.dtype if value.dtype != torch.bool else torch.bool,
     )
+    k.lines = k.loop.body
+    return result
+
+
+def _looped_sumexp(k: Any, acc: str, v: str, dtype: torch.dtype) -> Any:
+    """Per lane of the chunk: a running max ``{acc}_max`` and the sum of ``exp(v - {acc}_max)``,
+    rescaled whenever the max grows; after the loop the lanes are brought to the row's max. A
+    lane that has seen only ``-inf`` holds 0 (its terms are all ``exp(-inf)``); NaN and ``+inf``
+    make the sum NaN, as they make eager's."""
+    top, new = f"{acc}_max", f"{acc}_next"
+    tl_dtype = TL_DTYPES[dtype]
+    k.loop.init.append(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {tl_dtype})")
+    k.loop.init.append(f"{top} = tl.full([XBLOCK, RBLOCK], float('-inf'), {tl_dtype})")
+    mask = "xmask & rmask"
+    k.lines += [
+        f"{new} = tl.where({mask}, tl.maximum({top}, {v}), {top})",
+        f"{acc} = {acc} * tl.where({new} == float('-inf'), 0, tl.exp({top} - {new})) + "
+        f"tl.where({mask} & ({new} != float('-inf')), tl.exp({v} - {new}), 0)",
+        f"{top} = {new}",
+    ]
+    with_post(k)
+    row_max = k.emit(f"tl.max({top}, 1)[:, None]", dtype)
+    lanes = k.emit(f"tl.where({top} == float('-inf'), 0, {acc} * tl.exp({top} - {row_max}))", dtype)
+    result = k.emit(f"tl.sum({lanes}, 1)[:, None]", dtype)
     k.lines = k.loop.body
     return result
 

@@ -158,7 +158,7 @@ def test_batch_norm_training_forward_and_backward(triton_check):
 def test_column_reductions_get_tall_short_blocks(triton_check, monkeypatch):
     """A looped reduction whose loads step along rows (a column sum's partial sums) is launched
     with many rows per program and a short step along them, so its loads are coalesced; a row
-    reduction keeps long row chunks."""
+    reduction keeps long row chunks, and few rows per program while rows are few."""
     from bytegraph.backends.triton.launch import block_sizes
 
     monkeypatch.setattr(config, "persistent_reduction_max", 64)
@@ -168,4 +168,58 @@ def test_column_reductions_get_tall_short_blocks(triton_check, monkeypatch):
     assert {k.outer for k in looped} == {True, False}
     for kernel in looped:
         sizes = block_sizes(kernel)
-        assert (sizes["XBLOCK"], sizes["RBLOCK"]) == ((64, 8) if kernel.outer else (8, 256))
+        # 512 rows (the split's partial sums) over at least 264 programs: one row each
+        assert (sizes["XBLOCK"], sizes["RBLOCK"]) == ((64, 8) if kernel.outer else (1, 256))
+
+
+def long_rows(dtype: torch.dtype) -> torch.Tensor:
+    """Rows of 45 with what softmax must survive: -inf entries, a row of -inf, NaN, +inf, and a
+    large spread (the running max grows chunk by chunk in some rows and stays in others)."""
+    x = torch.randn(7, 45) * 4
+    x[0, ::3] = float("-inf")
+    x[1] = float("-inf")
+    x[2, 17] = float("nan")
+    x[3, 30] = float("inf")
+    x[4] = torch.linspace(-50, 50, 45)  # ascending: a new max in every chunk
+    x[5] = torch.linspace(50, -50, 45)  # descending: the first chunk holds it
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_long_row_softmax_reads_each_row_twice_and_writes_once(
+    log, dtype, split_everything, triton_check, monkeypatch
+):
+    """One kernel: the row max and the online sum of exp(x - max) in one loop, the result in a
+    second; no buffer between kernels, even where reductions are split."""
+    monkeypatch.setattr(config, "persistent_reduction_max", 8)
+    monkeypatch.setattr(config, "looped_rblock", 8)
+    fn = torch.log_softmax if log else torch.softmax
+    runner = triton_check(lambda x: (fn(x, -1),), long_rows(dtype), fallbacks=0)
+    (kernel,) = runner.kernels
+    assert kernel.source.count("for roffset in range(0, rnumel, RBLOCK):") == 2
+    assert kernel.source.count("tl.load(") == 2 and kernel.source.count("tl.store(") == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_persistent_softmax_with_infinities_and_nan(dtype, triton_check):
+    runner = triton_check(
+        lambda x: (torch.softmax(x, -1), torch.log_softmax(x, 1)), long_rows(dtype), fallbacks=0
+    )
+    assert len(runner.kernels) == 1
+
+
+def test_softmax_of_one_element_rows_and_a_scalar(triton_check):
+    x = torch.tensor([[1.0], [float("inf")], [float("-inf")], [float("nan")]])
+    triton_check(
+        lambda x, s: (torch.softmax(x, -1), torch.log_softmax(x, 1), torch.softmax(s, 0)),
+        x,
+        torch.tensor(3.0),
+    )
+
+
+def test_softmax_backward_through_the_one_pass_forward(triton_check, monkeypatch):
+    monkeypatch.setattr(config, "persistent_reduction_max", 8)
+    monkeypatch.setattr(config, "looped_rblock", 8)
+    x = torch.randn(5, 37)
+    triton_check(lambda x: (torch.softmax(x * 2, -1), torch.log_softmax(x, 0)), x, grad=True)
