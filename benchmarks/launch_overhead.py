@@ -2,6 +2,7 @@
 
     python -m benchmarks.launch_overhead [--calls 20000]   # the table
     python -m benchmarks.launch_overhead --check           # exits 1 if a launch path disagrees
+    python -m benchmarks.launch_overhead --resources [--cases softmax,layer]  # registers, spills
 
 Kernels are really compiled for an H100 (``sm_90``; triton ships ``ptxas``): a stand-in for
 triton's driver (``StubDriver``) answers device and stream queries, "loads" the binary and hands
@@ -15,7 +16,10 @@ as it would on the GPU, and what is timed per launch is exactly the Python a lau
 
 Each row is the fewest ns per call over interleaved repeats, and the ratio to Inductor. ``--check``
 compares what the bytegraph entry and triton's JIT pass the driver (grid, stream, kernel,
-arguments) on static and dynamic sizes, aligned and misaligned pointers.
+arguments) on static and dynamic sizes, aligned and misaligned pointers. ``--resources`` compiles
+the kernels of ``kernel_bandwidth.py``'s cases at their full sizes for sm_90 and prints each one's
+registers per thread, spilled bytes (local memory) and shared memory, read from the cubin with
+triton's ``cuobjdump``; it exits 1 if a kernel spills.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ os.environ["TRITON_INTERPRET"] = "0"  # compiled kernels; before triton is impor
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
@@ -35,6 +42,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 import torch.fx  # noqa: E402
 import triton  # noqa: E402
+import triton.backends.nvidia as nvidia_backend  # noqa: E402
 from bytegraph.backends.triton.compile import compile_triton  # noqa: E402
 from bytegraph.backends.triton.launch import KernelLauncher  # noqa: E402
 from torch._inductor.runtime.triton_heuristics import (  # noqa: E402
@@ -45,6 +53,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.runtime.driver import driver  # noqa: E402
 
 import bytegraph  # noqa: E402
+from benchmarks import kernel_bandwidth  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -200,14 +209,56 @@ def measure(calls: int) -> list[tuple[str, float, float, float]]:
     return rows
 
 
+def resource_usage(binary: Any) -> dict[str, int]:
+    """Registers, local (spill) and shared bytes of a compiled kernel, from its cubin."""
+    tool = os.path.join(os.path.dirname(nvidia_backend.__file__), "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(binary.asm["cubin"])
+        f.flush()
+        text = subprocess.run(
+            [tool, "--dump-resource-usage", f.name], capture_output=True, text=True, check=True
+        ).stdout
+    fields = dict(re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", text))
+    return {k.lower(): int(v) for k, v in fields.items()}
+
+
+def resources(names: list[str] | None) -> int:
+    """Print each kernel of the bandwidth cases (fp32, bf16) with its resources; 1 if one spills."""
+    spills = 0
+    print("| case | dtype | kernel | XBLOCK, RBLOCK, warps | registers | spilled bytes | shared |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for dtype_name, dtype in kernel_bandwidth.DTYPES.items():
+        for name, (fn, shapes) in kernel_bandwidth.cases(smoke=False).items():
+            if names and not any(n in name for n in names):
+                continue
+            inputs = [torch.empty(shape, dtype=dtype) for shape in shapes]  # never touched
+            for launcher, _ in compiled_launchers(fn, [inputs])[0]:
+                meta = launcher.meta
+                blocks = f"{meta['XBLOCK']}, {meta.get('RBLOCK', '-')}, {meta['num_warps']}"
+                for binary in launcher.compiled.values():
+                    use = resource_usage(binary)
+                    spilled = use.get("local", 0) + use.get("stack", 0)
+                    spills += spilled > 0
+                    print(
+                        f"| {name} | {dtype_name} | {launcher.kernel.name} | {blocks} | "
+                        f"{use.get('reg')} | {spilled} | {use.get('shared')} |"
+                    )
+            bytegraph.reset()
+    return 1 if spills else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--resources", action="store_true")
+    parser.add_argument("--cases", default="", help="with --resources: case name parts, a,b")
     args = parser.parse_args(argv)
     driver.set_active(StubDriver())
     if args.check:
         return check()
+    if args.resources:
+        return resources([n for n in args.cases.split(",") if n])
     rows = measure(args.calls)
     print(
         f"ns per launch, driver call stubbed (triton {triton.__version__}, torch "
