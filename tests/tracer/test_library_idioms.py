@@ -108,3 +108,129 @@ def test_arguments_survive_a_break_under_a_class_call():
     arguments: each frame resumes with its own arguments."""
     check_breaks(_kernel_with_break, lambda: (torch.randn(4),), graphs=2, breaks=1)
     assert_no_more_breaks(1, _kernel_with_break, torch.randn(4))
+
+
+# -- classes and attributes ---------------------------------------------------------------------
+
+
+class _Base:
+    def scale(self, x):
+        return x * 2
+
+
+class _Derived(_Base):
+    def scale(self, x):
+        return super(_Derived, self).scale(x) + 1  # noqa: UP008 (the form of older code)
+
+
+class _Leaf(_Derived):
+    def scale(self, x):
+        return super(_Derived, self).scale(x) - 1  # skips _Derived's
+
+
+def _two_argument_super(x):
+    return _Derived().scale(x), _Leaf().scale(x)
+
+
+def test_two_argument_super():
+    check_breaks(_two_argument_super, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _two_argument_super, torch.randn(3))
+
+
+class _Config:
+    def __init__(self):
+        self.present = 2.0
+
+
+_CONFIG = _Config()
+
+
+def _missing_attribute(x, config):
+    try:
+        scale = config.scale  # an optional attribute of someone else's config object
+    except AttributeError as e:
+        scale = config.present if e.name == "scale" else 0.0
+    return x * scale
+
+
+def test_missing_attribute_caught_by_except_attributeerror():
+    check_breaks(_missing_attribute, lambda: (torch.randn(3), _CONFIG), graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        _missing_attribute,
+        torch.randn(3),
+        _CONFIG,
+        baseline_missing="torch.compile cannot compare the exception's name: it runs it in Python",
+    )
+
+
+def test_a_missing_attribute_found_later_is_read():
+    """The absence is guarded: an object that has the attribute on a later call reads it."""
+    compiled = check_breaks(
+        _missing_attribute, lambda: (torch.randn(3), _CONFIG), graphs=1, breaks=0
+    )[0]
+    other = _Config()
+    other.scale = 5.0
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x, other), x * 5.0)
+
+
+class _LengthUnknown(tuple):
+    """A tuple subclass whose ``__len__`` raises: CPython never calls it to unpack or index."""
+
+    def __len__(self):
+        raise NotImplementedError
+
+
+_PAIR = _LengthUnknown((1.0, 2.0))
+
+
+def _unpack_length_unknown(x):
+    a, b = _PAIR
+    return x + a + b, _PAIR[0]
+
+
+def test_a_tuple_subclass_whose_len_raises():
+    """No internal error (the tracer walked the object's items with ``len``); eager's result."""
+    check_breaks(_unpack_length_unknown, lambda: (torch.randn(3),), graphs=1, breaks=2)
+
+
+# -- torch's type checks ------------------------------------------------------------------------
+
+
+def _type_checks(x):
+    import typing
+
+    return (
+        x + 1 if torch.is_tensor(x) else x,
+        torch.is_tensor([x]),
+        torch.jit.isinstance(x, torch.Tensor),
+        torch.jit.isinstance([x, x], typing.List[torch.Tensor]),  # noqa: UP006
+        torch.jit.isinstance({"a": x}, typing.Dict[str, torch.Tensor]),  # noqa: UP006
+        torch.jit.isinstance((x, 1), typing.Tuple[torch.Tensor, int]),  # noqa: UP006
+        torch.jit.isinstance((x, "s"), typing.Tuple[torch.Tensor, int]),  # noqa: UP006
+        torch.jit.isinstance(None, typing.Optional[typing.List[int]]),  # noqa: UP006, UP045
+        torch.jit.isinstance(x, (int, torch.Tensor)),
+    )
+
+
+def test_torch_type_checks_are_decided_at_trace_time():
+    check_breaks(_type_checks, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _type_checks, torch.randn(3))
+
+
+def test_jit_isinstance_of_a_bare_container_raises_as_eager():
+    def fn(x):
+        return torch.jit.isinstance([x], list)
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=0, breaks=1)
+
+
+def _arange_of_0d_tensors(x):
+    start, end = torch.tensor(1), torch.tensor(5)
+    return torch.arange(start, end) * x.sum(), torch.arange(torch.tensor(3))
+
+
+def test_arange_with_0d_tensor_bounds():
+    check_breaks(_arange_of_0d_tensors, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _arange_of_0d_tensors, torch.randn(3))

@@ -25,7 +25,11 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..variables import dispatch
 from ..variables.base import IdentityKey, VariableTracker
 from ..variables.constants.constant import ConstantVariable
-from ..variables.objects.exceptions import ExceptionVariable, is_simple_exception
+from ..variables.objects.exceptions import (
+    ExceptionVariable,
+    is_simple_exception,
+    keyword_attributes,
+)
 from . import handler
 from .load_store import load_deref
 
@@ -167,7 +171,8 @@ def traced_python_error(tx: Translator, error: Unsupported) -> TracedException |
     except Unsupported:
         return None
     args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
-    return TracedException(ExceptionVariable(type(error.exc), args))
+    attrs = keyword_attributes(tx, error.exc)
+    return TracedException(ExceptionVariable(type(error.exc), args, attrs=attrs))
 
 
 def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:

@@ -141,11 +141,13 @@ def walk(
     pending = [values]
     while pending:
         value = pending.pop()
-        if isinstance(value, (list, tuple)):
+        # the containers of trackers are builtin ones: a subclass is a user's value (a tracker's
+        # field), whose own ``__len__`` or ``__iter__`` may do anything
+        if type(value) in (list, tuple):
             pending.extend(reversed(value))
-        elif isinstance(value, dict):
+        elif type(value) is dict:
             pending.extend(reversed([*value.values(), *value.keys()]))
-        elif isinstance(value, (set, frozenset)):
+        elif type(value) in (set, frozenset):
             pending.extend(value)
         elif isinstance(value, IdentityKey):
             pending.append(value.vt)

@@ -113,8 +113,21 @@ class SuperVariable(VariableTracker):
     obj: VariableTracker
     source: Source | None = None
 
+    @classmethod
+    def of(cls, tx: Translator, start: VariableTracker, obj: VariableTracker) -> SuperVariable:
+        """``super(start, obj)`` written out (two arguments) for an instance ``obj`` of the class
+        ``start``; other forms (``super(C, cls)`` in a classmethod, an unbound super) break."""
+        klass = start.as_python_constant() if start.is_python_constant() else None
+        if not isinstance(klass, type):
+            raise Unsupported("super", f"super() of {start}")
+        if isinstance(obj, ClassVariable) or not issubclass(obj.python_type(), klass):
+            raise Unsupported("super", f"super({klass.__name__}, {obj})")
+        return cls(klass, obj)
+
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         mro = self.obj.python_type().__mro__
+        if self.cls not in mro:  # the frame's first argument is no instance of its class
+            raise Unsupported("super", f"super({self.cls.__name__}, {self.obj})")
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]

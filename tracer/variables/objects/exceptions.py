@@ -25,6 +25,8 @@ class ExceptionVariable(VariableTracker):
     args: list[VariableTracker] = field(default_factory=list)
     source: Any = None
     cause: VariableTracker | None = None  #: ``raise ... from cause``
+    #: attributes CPython sets apart from ``args`` (``AttributeError``'s ``name`` and ``obj``)
+    attrs: dict[str, VariableTracker] = field(default_factory=dict)
 
     def python_type(self) -> type:
         return self.cls
@@ -34,9 +36,15 @@ class ExceptionVariable(VariableTracker):
 
     def as_python_constant(self) -> Any:
         """An equal exception (``str``, ``repr`` and comparisons of its type and arguments)."""
-        return self.cls(*[a.as_python_constant() for a in self.args])
+        exc = self.cls(*[a.as_python_constant() for a in self.args])
+        for name, vt in self.attrs.items():
+            if vt.is_python_constant():
+                setattr(exc, name, vt.as_python_constant())
+        return exc
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.attrs:
+            return self.attrs[name]
         if name == "args":
             return TupleVariable(list(self.args))
         if name == "__class__":
@@ -60,6 +68,11 @@ class ExceptionVariable(VariableTracker):
                 self.cause.reconstruct(cg)
                 cg.swap(2)
                 cg.store_attr("__cause__")
+            for name, vt in self.attrs.items():
+                cg.copy(1)
+                vt.reconstruct(cg)
+                cg.swap(2)
+                cg.store_attr(name)
 
         cg.build_once(self, build)
 
@@ -69,6 +82,23 @@ class ExceptionVariable(VariableTracker):
 
 #: Attributes builtin exceptions derive from their arguments.
 _PLAIN_ATTRIBUTES = frozenset({"errno", "strerror", "filename", "code", "msg", "name", "value"})
+
+
+#: Attributes builtin exceptions take as keyword arguments, not from their arguments.
+_KEYWORD_ATTRIBUTES = {
+    AttributeError: ("name", "obj"),
+    NameError: ("name",),
+    ImportError: ("name", "path"),
+}
+
+
+def keyword_attributes(tx: Translator, exc: BaseException) -> dict[str, VariableTracker]:
+    """The attributes a builtin exception raised in the trace's place (a missing attribute's
+    ``AttributeError``) was given by keyword, as trackers: ``e.name`` is what CPython's has."""
+    for cls, names in _KEYWORD_ATTRIBUTES.items():
+        if isinstance(exc, cls):
+            return {n: tx.fold(getattr(exc, n)) for n in names if getattr(exc, n) is not None}
+    return {}
 
 
 def is_simple_exception(cls: type) -> bool:

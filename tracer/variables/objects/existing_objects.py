@@ -31,7 +31,7 @@ from ....guards.sources import (
     TypeSource,
     WeakRefSource,
 )
-from ...exc import Unsupported
+from ...exc import PythonError, Unsupported
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..functions.callables import (
@@ -129,6 +129,15 @@ class UserObjectVariable(VariableTracker):
                 guard_no_class_attr(
                     tx, TypeSource(self.source), name, "__getattr__" if not module_getattr else None
                 )
+                if not module_getattr and not _has_custom_getattr(cls):
+                    # CPython's AttributeError, which a traced ``except AttributeError`` catches
+                    raise PythonError(
+                        AttributeError(
+                            f"'{cls.__name__}' object has no attribute '{name}'",
+                            name=name,
+                            obj=self.value,
+                        )
+                    )
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would

@@ -554,6 +554,8 @@ def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> V
 @builtin(super)
 def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
+    if len(args) == 2:
+        return SuperVariable.of(tx, *args)
     code = tx.code
     cell = tx.closure.get("__class__")
     if (
