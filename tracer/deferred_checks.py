@@ -28,7 +28,6 @@ Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded op
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from .exc import Rerun, Unsupported
 from .speculation import restore_rng, save_rng
 from .variables.constants.constant import ConstantVariable
 from .variables.constants.symbolic import SymNodeVariable
+from .variables.containers.builtin_containers import ListVariable
 from .variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -125,6 +125,8 @@ def assume(tx: Translator, value: VariableTracker, inst: Instr, jump_when: bool)
     holds = output.call_function(
         torch.ne if truth else torch.logical_not, (value, zero) if truth else (value,), {}
     )
+    if value.example.dim() != 0:  # one element: the checks stack into one vector (``finish``)
+        holds = output.call_function(torch.reshape, (holds, ConstantVariable(())), {})
     loc = tx.location()
     where = f"{loc.filename}:{loc.lineno}" if loc is not None else tx.code.co_name
     output.deferred.checks.append((holds, where, site))
@@ -294,31 +296,26 @@ class RerunOnError:
 
 def finish(output: OutputGraph) -> list[TensorVariable]:
     """The graph outputs the checks need (none without checks): one boolean node that holds when
-    every check does, then, if the trace speculated, one per site (read on a miss, to count it
-    where it happened). Each site becomes a guard of the variant (``Site.speculating``)."""
+    every check does, then, if the trace speculated and made more than one check, the checks
+    themselves as one vector (read on a miss, to count it where it happened). Each speculated site
+    becomes a guard of the variant (``Site.speculating``)."""
     deferred = output.deferred
     if not deferred.checks:
         return []
-    holds = _all_of(output, [check for check, _, _ in deferred.checks])
+    checks = [check for check, _, _ in deferred.checks]
     sites = deferred.speculated()
     name = output.current_tx.code.co_name if output.current_tx is not None else "?"
-    deferred.record = speculation.SiteRecord(sites, name) if sites else None
-    per_site = [
-        _all_of(output, [check for check, _, s in deferred.checks if s is site]) for site in sites
-    ]
+    owners = [site for _, _, site in deferred.checks]
+    deferred.record = speculation.SiteRecord(sites, owners, name) if sites else None
     for site in sites:
         site.variants += 1
         key = ("speculating", site.filename, site.lineno, site.index, site.code.co_name)
         output.add_guard(Guard(None, "GLOBAL_STATE", (site.speculating, True), key))
-    return [holds, *per_site]
-
-
-def _all_of(output: OutputGraph, checks: list[TensorVariable]) -> TensorVariable:
     if len(checks) == 1:
-        return checks[0]
-    return functools.reduce(
-        lambda a, b: output.call_function(torch.logical_and, (a, b), {}), checks
-    )
+        return checks
+    vector = output.call_function(torch.stack, (ListVariable(checks),), {})
+    holds = output.call_method("all", (vector,), {})
+    return [holds, vector] if sites else [holds]
 
 
 def emit_before(cg: Codegen, output: OutputGraph) -> None:
@@ -330,8 +327,8 @@ def emit_before(cg: Codegen, output: OutputGraph) -> None:
 
 
 def emit(cg: Codegen, output: OutputGraph, checked: list[TensorVariable]) -> None:
-    """After the graph call: ``if not __graph_out[i]: [restore(__bg_rng)]; [record.missed(each
-    site's check)]; raise Rerun``, else ``[record.hit()]``."""
+    """After the graph call: ``if not __graph_out[i]: [restore(__bg_rng)]; [record.missed(the
+    checks)]; raise Rerun``, else ``[record.hit()]``."""
     ok, record = Label(), output.deferred.record
     cg.load_graph_output(checked[0].node)
     cg.pop_jump_if_true(ok)
@@ -342,9 +339,8 @@ def emit(cg: Codegen, output: OutputGraph, checked: list[TensorVariable]) -> Non
         cg.pop_top()
     if record is not None:
         cg.push_callable(lambda: cg.load_cell_value("__bg_missed", record.missed))
-        for check in checked[1:]:
-            cg.load_graph_output(check.node)
-        cg.call(len(checked) - 1)
+        cg.load_graph_output(checked[-1].node)
+        cg.call(1)
         cg.pop_top()
     cg.load_cell_value("__bg_rerun", Rerun)
     cg.add("RAISE_VARARGS", 1)

@@ -111,18 +111,22 @@ def reset() -> None:
 @dataclass(eq=False)
 class SiteRecord:
     """What the rewritten code of one trace calls after its checks: ``hit()`` when all held,
-    ``missed(*holds)`` (each site's own check, in ``sites`` order) before it reruns the call."""
+    ``missed(checks)`` before it reruns the call (``checks``: each check's truth, in the order
+    made; ``owners``: the site of each, None for a validation check)."""
 
     sites: list[Site] = field(default_factory=list)
+    owners: list[Site | None] = field(default_factory=list)
     function: str = ""
 
     def hit(self) -> None:
         for s in self.sites:
             s.hits += 1
 
-    def missed(self, *holds: Any) -> None:
-        for s, held in zip(self.sites, holds, strict=True):
-            if bool(held):
+    def missed(self, checks: torch.Tensor) -> None:
+        held = checks.reshape(-1).tolist()
+        failed = {owner for owner, ok in zip(self.owners, held, strict=True) if not ok}
+        for s in self.sites:
+            if s not in failed:
                 s.hits += 1
                 continue
             s.misses += 1
