@@ -16,7 +16,8 @@ objects the function reaches are compared without any reset::
 seeded inputs and record per call an ``Observation``: the result, the exception (type and message)
 if one was raised, the arguments after the call (in-place changes), ``setup.observe()`` (objects,
 globals, optimizer state) and torch's global state (grad and inference mode, autocast per device,
-default dtype and device, deterministic algorithms, torch function modes, the RNG state).
+default dtype and device, deterministic algorithms, torch function modes, the RNG state byte for
+byte).
 ``compare`` checks tensors on values AND dtype, shape, device, layout, ``requires_grad`` and
 ``.grad``; everything else on type and value, plain objects attribute by attribute.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import enum
+import hashlib
 import math
 import types
 import warnings
@@ -96,6 +98,16 @@ def case(
 
 
 # -- observing -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RngState:
+    """torch's CPU generator state, compared byte for byte (printed as a digest)."""
+
+    data: bytes
+
+    def __repr__(self) -> str:
+        return f"RngState(sha1 {hashlib.sha1(self.data).hexdigest()[:12]})"
+
+
 def global_state() -> dict[str, Any]:
     """torch's process-wide state a compiled call must leave exactly as eager does."""
     state: dict[str, Any] = {
@@ -106,7 +118,7 @@ def global_state() -> dict[str, Any]:
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "function_modes": torch._C._len_torch_function_stack(),
         "anomaly": torch.is_anomaly_enabled(),
-        "rng": torch.random.get_rng_state().sum().item(),
+        "rng": RngState(torch.random.get_rng_state().numpy().tobytes()),
     }
     for device in ("cpu", "cuda"):
         state[f"autocast_{device}"] = (
