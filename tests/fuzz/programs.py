@@ -278,6 +278,7 @@ class Gen:
             (1, self.itertools_source_changed),
             (1, self.dict_subclass),
             (1, self.module_hooks),
+            (3, self.in_place),
         ]
         if depth < 2:
             kinds += [
@@ -304,6 +305,37 @@ class Gen:
 
     def assign_tensor(self, depth: int) -> str:
         return f"{self.t()} = {self.texpr()}"
+
+    def in_place(self, depth: int) -> str:
+        """An in-place update of an input tensor (``x``, ``y``, a list item, the dict's value, or
+        a variable that may alias one), through a view of it, or as an ``out=`` argument: the
+        caller sees the change."""
+        target = self.pick(["x", "y", "x", "y", self.t(), "lst[0]", "d['k']"])
+        guard = {"lst[0]": "if lst:\n    ", "d['k']": "if 'k' in d:\n    "}.get(target, "")
+        e, k = self.texpr(), self.rng.randint(-2, 3)
+        update = self.pick(
+            [
+                f"{target}.add_({e})",
+                f"{target}.mul_({k})",
+                f"{target}.clamp_(-3, 3)",
+                f"{target}.sub_({self.iexpr()})",
+                f"{target}[0] = {self.iexpr()}",
+                f"{target}[1:] += {e}[1:]",
+                f"{target}[:2].mul_({k})",
+                f"{target}.view(-1)[-1:].add_({self.t()}.sum())",
+                f"{target}.copy_({e})",
+                f"torch.add({self.t()}, {e}, out={target})",
+                f"torch.mul({e}, {k}, out={target})",
+                f"torch.relu_({target})",
+            ]
+        )
+        indent = "    " if guard else ""
+        text = guard + update
+        if self.rng.random() < 0.3:  # a view of the input kept in a variable, updated later
+            view = self.pick([f"{target}[1:]", f"{target}.view(-1)", f"{target}.unsqueeze(0)"])
+            body = f"v = {view}\n{self.t()} = v * 2\nv.mul_({k})"
+            text = guard + body.replace("\n", "\n" + indent)
+        return text
 
     def assign_int(self, depth: int) -> str:
         return self.pick(
@@ -663,6 +695,8 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         "error": None if error is None else (type(error), str(error)),
         "result": result,
         "printed": out.getvalue(),
+        "x": x,  # the tensor inputs themselves, after the call: in-place updates
+        "y": y,
         "lst": lst,
         "d": d,
         "obj": _object_state(obj),
