@@ -448,7 +448,10 @@ def test_list_returned_contains_input_tensor():
     def fn(x):
         return [x, x * 2]
 
-    check(fn, torch.randn(2))
+    compiled, _ = check(fn, torch.randn(2))
+    x = torch.randn(2)
+    out = compiled(x)
+    assert out[0] is x
 
 
 PointZ = collections.namedtuple("PointZ", ["x", "y", "z"], defaults=(0.5,))

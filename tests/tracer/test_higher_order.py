@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from bytegraph.tracer.variables.torch_calls import scans
 from difftest import assert_same, check
 
 import bytegraph
@@ -50,8 +51,6 @@ def test_associative_scan_with_a_closure_breaks():
 # Each case runs ``elementwise_scan`` and torch's ``associative_scan`` on equal inputs and requires
 # equal results (bit for bit: the same operations in the same order) and equal gradients, and
 # counts whether the vmap-free path ran.
-
-scans = pytest.importorskip("bytegraph.tracer.variables.torch_calls.scans")
 
 
 def _pairs(left, right):
