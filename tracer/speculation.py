@@ -22,6 +22,7 @@ import linecache
 import logging
 import threading
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +179,8 @@ class Shadow:
         saved = save_rng()
         restore_rng(self.rng)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the graph warns when it runs, as eager
                 for node in pending:
                     values[node] = self._run(node)
         finally:
@@ -189,15 +191,39 @@ class Shadow:
         if "bytegraph_state" in node.meta:
             return None  # the state the trace is in is real already; values barely depend on it
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.values.__getitem__)
-        if node.op == "call_function":
-            return node.target(*args, **kwargs)
         if node.op == "call_method":
             return getattr(args[0], node.target)(*args[1:], **kwargs)
-        raise _NoPrediction(f"a {node.op} node")
+        if node.op == "call_function" and _torch_owned(node.target):
+            return node.target(*args, **kwargs)
+        # user code kept whole in the graph (``allow_in_graph``, an autograd Function) may do
+        # something visible: it runs only when the graph does
+        raise _NoPrediction(f"{node.op} {node.target}")
 
 
 class _NoPrediction(Exception):
     pass
+
+
+#: Modules whose functions the shadow may run: torch's own and Python's operators and math.
+_OWNED_MODULES = ("torch", "_operator", "operator", "math", "builtins", "_functools")
+
+
+def _torch_owned(target: Any) -> bool:
+    """Is ``target`` torch's or Python's own (an ATen operator, a ``torch`` function, an operator),
+    not a user's function or a method bound to a user's class?"""
+    target = getattr(target, "wrapped_target", target)  # ``graph_naming``'s wrapper by object
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return True
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        owner_type = owner if isinstance(owner, type) else type(owner)
+        if not _owned(getattr(owner_type, "__module__", None)):
+            return False
+    return _owned(getattr(target, "__module__", None))
+
+
+def _owned(module: str | None) -> bool:
+    return module is not None and module.split(".")[0] in _OWNED_MODULES
 
 
 def save_rng() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
