@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -182,11 +181,45 @@ def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
 
 @guard_kind(3)
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
+    """The keys of a dict, or the items of a set, in iteration order: constants (numbers,
+    strings, bytes, None, ranges, tuples and frozensets of them) of the same type and value, any
+    other key (a tensor, class, function, module, plain object, enum member, dtype) the same
+    object, held weakly where it allows."""
     if all(type(k) in _LITERAL_TYPES for k in arg):
         return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
-    # keys hashed by identity (tensors): the same objects in the same order, never ``==``
-    keys = consts.name(arg, "keys")
-    return [f"len({expr}) == {len(arg)}", f"all(map({consts.name(operator.is_)}, {expr}, {keys}))"]
+    expected = "".join(f"{literal(k, consts) if _by_value(k) else consts.ref(k)}, " for k in arg)
+    return [f"len({expr}) == {len(arg)}", f"{consts.name(same_keys)}({expr}, ({expected}))"]
+
+
+#: constants a ``DICT_KEYS`` guard compares by value (``_by_value``), all with builtin ``==``
+_VALUE_TYPES = (int, float, bool, complex, str, bytes, type(None), range, type(Ellipsis))
+
+
+def _by_value(key: Any) -> bool:
+    if type(key) in (tuple, frozenset):
+        return all(_by_value(k) for k in key)
+    return type(key) in _VALUE_TYPES
+
+
+def _same_key(key: Any, expected: Any) -> bool:
+    """``key`` is ``expected``, or both are the same constant: same types throughout, so only
+    builtin ``==`` runs (never a user ``__eq__`` of a key passed in)."""
+    if key is expected:
+        return True
+    cls = type(expected)
+    if type(key) is not cls:
+        return False
+    if cls is tuple:
+        return len(key) == len(expected) and all(map(_same_key, key, expected))
+    if cls is frozenset:
+        return _by_value(key) and key == expected
+    return cls in _VALUE_TYPES and key == expected
+
+
+def same_keys(container: Any, expected: tuple) -> bool:
+    """Each key of ``container`` (as many as ``expected`` holds) is its ``expected`` key
+    (``_same_key``), in order."""
+    return all(map(_same_key, container, expected))
 
 
 @guard_kind(5)

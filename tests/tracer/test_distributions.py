@@ -97,10 +97,9 @@ def _seeded():
     torch.manual_seed(0)
 
 
-#: (graphs, breaks) where they are not (1, 0); torch.compile breaks at the same places
+#: (graphs, breaks) where they are not (1, 0); torch.compile breaks at the same places, and also
+#: on ``_KL_MEMOIZE[type(p), type(q)]`` (a global dict keyed by pairs of classes, filled on a miss)
 BREAKING = {
-    # ``_KL_MEMOIZE[type(p), type(q)]``: a global dict keyed by classes, filled on a miss
-    _kl: (1, 1),
     # ``_Symmetric.check``: ``if not square_check.all(): return square_check``, a branch on tensor
     # data whose other side returns (not a validation check that raises)
     _multivariate_normal: (2, 1),

@@ -162,27 +162,27 @@ def unpack_ex(tx: Translator, inst: Instr) -> None:
 def format_value(tx: Translator, inst: Instr) -> None:
     """(value [spec] -- str)  f-string formatting of constants; flags in arg."""
     spec = tx.pop() if inst.arg & 0x04 else ConstantVariable("")
-    tx.push(_format(_convert(tx.pop(), inst.arg & 0x03), spec))
+    tx.push(_format(tx, _convert(tx, tx.pop(), inst.arg & 0x03), spec))
 
 
 @handler("CONVERT_VALUE", pops=1)
 def convert_value(tx: Translator, inst: Instr) -> None:
     """(value -- str)  3.13: the ``!s``/``!r``/``!a`` of an f-string field, on constants.
     https://docs.python.org/3.13/library/dis.html#opcode-CONVERT_VALUE"""
-    tx.push(_convert(tx.pop(), int(inst.arg)))
+    tx.push(_convert(tx, tx.pop(), int(inst.arg)))
 
 
 @handler("FORMAT_SIMPLE", pops=1)
 def format_simple(tx: Translator, inst: Instr) -> None:
     """(value -- str)  3.13: ``format(value)`` of an f-string field, on constants."""
-    tx.push(_format(tx.pop(), ConstantVariable("")))
+    tx.push(_format(tx, tx.pop(), ConstantVariable("")))
 
 
 @handler("FORMAT_WITH_SPEC", pops=2)
 def format_with_spec(tx: Translator, inst: Instr) -> None:
     """(value spec -- str)  3.13: ``format(value, spec)`` of an f-string field, on constants."""
     spec = tx.pop()
-    tx.push(_format(tx.pop(), spec))
+    tx.push(_format(tx, tx.pop(), spec))
 
 
 def _constant(value: VariableTracker) -> Any:
@@ -193,12 +193,16 @@ def _constant(value: VariableTracker) -> Any:
     return value.as_python_constant()
 
 
-def _convert(value: VariableTracker, conversion: int) -> VariableTracker:
-    """``str``/``repr``/``ascii`` (conversion 1, 2, 3) of a constant; 0: the value itself."""
+def _convert(tx: Translator, value: VariableTracker, conversion: int) -> VariableTracker:
+    """``str``/``repr``/``ascii`` (conversion 1, 2, 3) of a value, as the builtin; 0: the value
+    itself."""
     if conversion == 0:
         return value
-    return ConstantVariable({1: str, 2: repr, 3: ascii}[conversion](_constant(value)))
+    return dispatch.call_builtin(tx, {1: str, 2: repr, 3: ascii}[conversion], [value], {})
 
 
-def _format(value: VariableTracker, spec: VariableTracker) -> VariableTracker:
+def _format(tx: Translator, value: VariableTracker, spec: VariableTracker) -> VariableTracker:
+    """``format(value, spec)``: a string as it is, constants folded, known objects computed."""
+    if not value.is_python_constant():
+        return dispatch.call_builtin(tx, format, [value, spec], {})
     return ConstantVariable(format(_constant(value), _constant(spec)))

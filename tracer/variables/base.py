@@ -111,21 +111,25 @@ class BoundAttributeVariable(VariableTracker):
 
 
 class IdentityKey:
-    """A dict key or set item standing for an object hashed by identity (a tensor): equal only to
-    the key of the same object, as CPython compares such keys (their hashes differ otherwise).
-    ``vt`` is the object's tracker; ``ident`` what identifies the object (a graph node, the real
-    object)."""
+    """A dict key or set item whose tracker is kept beside ``ident``, the value it hashes and
+    compares as: a real object (a class, a function, a plain object: by identity, as CPython's
+    default ``__hash__``/``__eq__``; a builtin function: by its builtin ones), a tuple of keys,
+    or a tensor's graph node (by identity). Its hash is the value's own, so a traced set
+    iterates its items in CPython's order; it equals another key, or a plain constant key,
+    standing for an equal value."""
 
-    __slots__ = ("ident", "vt")
+    __slots__ = ("_hash", "ident", "vt")
 
     def __init__(self, vt: VariableTracker, ident: Any) -> None:
         self.vt, self.ident = vt, ident
+        self._hash = hash(ident)
 
     def __hash__(self) -> int:
-        return id(self.ident)
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, IdentityKey) and other.ident is self.ident
+        ident = other.ident if isinstance(other, IdentityKey) else other
+        return ident is self.ident or (type(ident) is type(self.ident) and ident == self.ident)
 
     def __repr__(self) -> str:
         return f"IdentityKey({self.vt!r})"

@@ -40,7 +40,9 @@ from .containers.builtin_containers import (
     ListVariable,
     SetVariable,
     TupleVariable,
+    compared_by_value,
     hash_key,
+    is_key_value,
 )
 from .containers.collection_types import DequeVariable
 from .containers.lazy_list import LazyListVariable
@@ -169,11 +171,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
-    if cls in DICT_TYPES and all(type(k) in _DICT_KEY_TYPES for k in value):
+    if cls in DICT_TYPES and all(map(is_key_value, value)):
         add(Guard(source, "TYPE_MATCH", dict, dict))
         add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
         return DictVariable(_dict_items(tx, value, source), source)
-    if cls in _DICT_SUBCLASSES and all(type(k) in _DICT_KEY_TYPES for k in value):
+    if cls in _DICT_SUBCLASSES and all(map(is_key_value, value)):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
         factory = None
@@ -192,32 +194,50 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
         return SetVariable(set(value), source)
+    if cls in (set,) and all(map(is_key_value, value)):
+        # its items in iteration order, the order the trace iterates them in
+        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
+        return SetVariable({_wrap_key(tx, v, source, i) for i, v in enumerate(value)}, source)
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
 
 
-#: Key types of input dicts traced as dicts: literals, and tensors (by identity, like the
-#: parameters keying an optimizer's ``state``).
-_DICT_KEY_TYPES = (str, int, torch.Tensor, torch.nn.Parameter)
+def _keys_identity(value: dict | set) -> tuple:
+    """What tells two ``DICT_KEYS`` guards apart: the keys, those compared by identity (tensors,
+    classes, objects) by their ids."""
+    return tuple(k if type(k) in _LITERAL_KEYS else ("id", id(k)) for k in value)
 
 
-def _keys_identity(value: dict) -> tuple:
-    """What tells two ``DICT_KEYS`` guards apart: the keys, tensors by identity."""
-    return tuple(("id", id(k)) if isinstance(k, torch.Tensor) else k for k in value)
+#: keys written as themselves in a source (``G['d'][1.5]``)
+_LITERAL_KEYS = (str, int, bool, float, bytes, type(None))
 
 
 def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, VariableTracker]:
-    """The items of an input dict: literal keys with ``d[k]`` sources, tensor keys (and their
+    """The items of an input dict: literal keys with ``d[k]`` sources, other keys (and their
     values) by position."""
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(value.items()):
-        if isinstance(k, torch.Tensor):
-            key = hash_key(wrap(tx, k, DictKeySource(source, i)))
-            items[key] = wrap(tx, v, DictValueSource(source, i))
-        else:
+        if type(k) in _LITERAL_KEYS:
             items[k] = wrap(tx, v, ItemSource(source, k))
+        else:
+            items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
     return items
+
+
+def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
+    """The ``index``-th key of the input dict or set ``source`` as a traced key (``hash_key``). A
+    constant stands for itself; other keys get trackers read through ``DictKeySource``, whose
+    own type and identity guards the container's ``DICT_KEYS`` guard already implies."""
+    if compared_by_value(key) or _is_interned(key) or type(key) is torch.device:
+        return hash_key(wrap_static(tx, key))
+    key_source = DictKeySource(source, index)
+    vt = wrap(tx, key, key_source)
+    if vt.source == key_source:
+        tx.output.guards.discard(Guard.id_match(key_source, key))
+        tx.output.guards.discard(Guard.type_match(key_source, type(key)))
+    return hash_key(vt)
 
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:

@@ -10,6 +10,8 @@ Their iterators are in ``iterators/``.
 from __future__ import annotations
 
 import collections
+import enum
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +29,13 @@ if TYPE_CHECKING:
 
 
 def hash_key(vt: VariableTracker) -> Any:
-    """``vt`` as a key of a traced dict or item of a traced set: the constant itself, or an
-    ``IdentityKey`` for a tensor or an object hashed by identity."""
+    """``vt`` as a key of a traced dict or item of a traced set, hashing and comparing as CPython
+    hashes and compares the value: a constant (int, str, float, None, a tuple or frozenset of
+    constants, an enum member, a dtype, a device, a range) is the key itself; a value whose
+    tracker matters (a class, function, module or builtin function, an object with the default
+    ``__eq__``/``__hash__``, a tuple holding one) is an ``IdentityKey`` keeping its tracker beside
+    the value it compares as; a tensor compares by identity (its graph node). Unhashable builtin
+    containers raise CPython's ``TypeError``; objects with their own ``__hash__`` break."""
     if isinstance(vt, TensorVariable):
         return IdentityKey(vt, vt.node)
     if vt.is_python_constant():
@@ -38,17 +45,76 @@ def hash_key(vt: VariableTracker) -> Any:
         except TypeError:
             kind = type(value).__name__
             raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
-        return value
+        if isinstance(vt, (ConstantVariable, BaseSequenceVariable)) or not _pure_hash(value):
+            return value
+        return IdentityKey(vt, value)
+    if isinstance(vt, TupleVariable):  # a tuple holding an object: by value, item by item
+        return IdentityKey(vt, tuple(hash_key(item) for item in vt.items))
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        kind = vt.python_type().__name__
+        raise PythonError(TypeError(f"unhashable type: '{kind}'"))
     value = getattr(vt, "value", None)
-    cls = type(value)
-    if value is not None and cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+    if value is not None and identity_hashed(type(value)):
         return IdentityKey(vt, value)
     raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def identity_hashed(cls: type) -> bool:
+    """Instances of ``cls`` hash and compare by identity (classes, functions, modules, plain
+    objects): ``object``'s ``__hash__`` and ``__eq__``."""
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
+def _pure_hash(value: Any) -> bool:
+    """``hash(value)`` and ``==`` run no user code: identity, or a builtin type's own."""
+    cls = type(value)
+    return identity_hashed(cls) or cls.__module__ == "builtins"
+
+
+#: real keys the key model compares by value, when all their parts are such keys
+_VALUE_KEY_TYPES = (int, float, bool, complex, str, bytes, type(None), range, type(Ellipsis))
+_SINGLETON_KEY_TYPES = (torch.dtype, torch.layout, torch.memory_format, torch.device)
+
+
+def is_key_value(key: Any) -> bool:
+    """Whether ``hash_key`` can stand for the real ``key`` of an input dict or set: a constant
+    (also inside tuples and frozensets), an enum member, a dtype or device, a tensor, a builtin
+    function of a module, or a value hashed by identity."""
+    cls = type(key)
+    if cls in _VALUE_KEY_TYPES or cls in _SINGLETON_KEY_TYPES or isinstance(key, torch.Tensor):
+        return True
+    if cls in (tuple, frozenset):
+        return all(is_key_value(k) for k in key)
+    if isinstance(key, enum.Enum):
+        return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
+    if isinstance(key, types.BuiltinFunctionType):
+        return key.__self__ is None or isinstance(key.__self__, types.ModuleType)
+    return identity_hashed(cls)
+
+
+def compared_by_value(key: Any) -> bool:
+    """Whether the real ``key`` is a constant of the key model, compared by value (a literal, a
+    range, or a tuple or frozenset of such), rather than by identity."""
+    cls = type(key)
+    if cls in (tuple, frozenset):
+        return all(compared_by_value(k) for k in key)
+    return cls in _VALUE_KEY_TYPES
+
+
+def key_value(key: Any) -> Any:
+    """The real value a key of a traced dict or set stands for (a tensor's key: its tracker)."""
+    if isinstance(key, IdentityKey):
+        return key.vt.as_python_constant()
+    return key
 
 
 def key_vt(key: Any) -> VariableTracker:
     """The tracker of a traced dict's key (``hash_key`` the other way)."""
     return key.vt if isinstance(key, IdentityKey) else ConstantVariable(key)
+
+
+def _constant_key(key: Any) -> bool:
+    return not isinstance(key, IdentityKey) or key.vt.is_python_constant()
 
 
 def _reconstruct_key(cg: Codegen, key: Any) -> None:
@@ -190,12 +256,12 @@ class DictVariable(VariableTracker):
         factory = self.default_factory
         return (
             all(v.is_python_constant() for v in self.items.values())
-            and not any(isinstance(k, IdentityKey) for k in self.items)
+            and all(_constant_key(k) for k in self.items)
             and (factory is None or factory.is_python_constant())
         )
 
     def as_python_constant(self) -> Any:
-        pairs = {k: v.as_python_constant() for k, v in self.items.items()}
+        pairs = {key_value(k): v.as_python_constant() for k, v in self.items.items()}
         if self.default_factory is not None:
             return self.cls(self.default_factory.as_python_constant(), pairs)
         return self.cls(pairs)
@@ -248,12 +314,15 @@ class SetVariable(VariableTracker):
         return set
 
     def is_python_constant(self) -> bool:
-        return not any(isinstance(v, IdentityKey) for v in self.items)
+        return all(_constant_key(v) for v in self.items)
 
     def as_python_constant(self) -> Any:
         """The set itself: a copy may iterate in another order (a table with deleted entries is
         rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
-        only reads it."""
+        only reads it. Items kept with their trackers (classes, functions) are replaced by their
+        values, in the set's order (their hashes are the values' own)."""
+        if any(isinstance(v, IdentityKey) for v in self.items):
+            return {key_value(v) for v in self.items}
         return self.items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from .builtin_containers import DictVariable, ListVariable, TupleVariable
+from .builtin_containers import DictVariable, ListVariable, TupleVariable, hash_key, key_vt
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -179,10 +179,7 @@ def _counter_update(tx, obj, iterable=None, **kwargs):
     return NONE
 
 
-def _key(vt: VariableTracker) -> Any:
-    if not vt.is_python_constant():
-        raise Unsupported("dict_key", f"{vt} as a Counter key (only constants are traced)")
-    return vt.as_python_constant()
+_key = hash_key
 
 
 def _most_common(tx, obj, n=NONE):
@@ -192,9 +189,7 @@ def _most_common(tx, obj, n=NONE):
         ordered = sorted(counts, key=lambda kv: kv[1], reverse=True)
     else:
         ordered = heapq.nlargest(limit, counts, key=lambda kv: kv[1])
-    return ListVariable(
-        [TupleVariable([ConstantVariable(k), ConstantVariable(c)]) for k, c in ordered]
-    )
+    return ListVariable([TupleVariable([key_vt(k), ConstantVariable(c)]) for k, c in ordered])
 
 
 def _counter_getitem(tx, obj, key):

@@ -15,6 +15,7 @@ from ...exc import PythonError, Unsupported
 from ..base import IdentityKey, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..iterators.iterator_trackers import GeneratorVariable
+from ..tensors.tensor import TensorVariable
 from . import dict_views
 from .builtin_containers import (
     DictVariable,
@@ -81,9 +82,12 @@ _key = hash_key
 
 
 def _key_error(key) -> Exception:
-    """CPython's KeyError for a missing ``key`` (for a tensor key: let CPython raise it)."""
-    if isinstance(key, IdentityKey):
-        return Unsupported("python_error", "KeyError on an object key")
+    """CPython's KeyError for a missing ``key``: the key itself, its tracker where it has one
+    (the exception is rebuilt with it); for a tensor key or a tuple holding objects, CPython
+    raises it (its message would be the object's repr)."""
+    if isinstance(key, IdentityKey) and not key.vt.is_python_constant():
+        if not hasattr(key.vt, "value") or isinstance(key.ident, tuple):
+            return Unsupported("python_error", "KeyError on an object key")
     return PythonError(KeyError(key))
 
 
@@ -164,7 +168,9 @@ def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
         return True
     if item.is_python_constant() and value.is_python_constant():
         return bool(item.as_python_constant() == value.as_python_constant())
-    raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
+    if isinstance(item, TensorVariable) or isinstance(value, TensorVariable):
+        raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
+    return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [item, value]))
 
 
 def _find(tx, obj, value, message=None):

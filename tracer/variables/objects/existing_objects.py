@@ -48,6 +48,7 @@ from .attributes import (
 )
 
 if TYPE_CHECKING:
+    from ....codegen.emit import Codegen
     from ...translator import Translator
 
 
@@ -55,6 +56,12 @@ if TYPE_CHECKING:
 class PythonModuleVariable(ConstantLikeVariable):
     value: types.ModuleType
     source: Source | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.load_const(self.value)  # a module reached without a source (a key folded back)
+        return None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if not hasattr(self.value, name):
@@ -504,7 +511,8 @@ class DictReadVariable(BoundAttributeVariable):
                 raise Unsupported("super", f"os.environ[{key!r}]")
             env = obj.value
             source = AttrSource(obj.source, "_data")
-            tx.wrap(env._data, source)  # guards its type: a dict
+            # its type only (a dict): wrapping it would guard every variable of the environment
+            tx.output.add_guard(Guard(source, "TYPE_MATCH", dict, dict))
             return env._data, source, env.encodekey(key), env.decodevalue
         if (
             not isinstance(obj, UserObjectVariable)

@@ -45,7 +45,7 @@ from ..objects.exceptions import ExceptionVariable, is_simple_exception
 from ..objects.existing_objects import PythonModuleVariable
 from ..tensors.tensor import TensorVariable, to_scalar
 from ..tensors.tensor import to_bool as tensor_bool
-from . import sorting
+from . import concrete, sorting
 
 if TYPE_CHECKING:
     from ...translator import Translator
@@ -124,6 +124,9 @@ def builtin(*fns: Any) -> Callable[[BuiltinImpl], BuiltinImpl]:
 def call_builtin(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
+    known = concrete.evaluate(tx, fn, args, kwargs)  # ``id(obj)``, ``repr(obj)`` of real objects
+    if known is not None:
+        return known
     if fn in BREAKING:
         raise Unsupported(
             getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]

@@ -262,11 +262,10 @@ def same_object(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     class compares by value (a list, a set, a tensor do: two of them may be equal)."""
     if len(args) != 2 or _comparable(args):
         return None
+    by_value = any(_compares_by_value(a) for a in args)
+    if (by_value and args[0] is not args[1]) or isinstance(args[0], UserObjectVariable):
+        return None
     same = is_same(tx, args[0], args[1])
-    if not same and any(_compares_by_value(a) for a in args):
-        return None
-    if isinstance(args[0], UserObjectVariable):
-        return None
     return ConstantVariable(same if op is operator.eq else not same)
 
 

@@ -94,8 +94,9 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
         if lhs.value is rhs.value:
             return True
-        pin_identity(tx, lhs)  # objects guarded by type only: another call may pass one twice
-        pin_identity(tx, rhs)
+        if not (tx.output.side_effects.is_new(lhs) or tx.output.side_effects.is_new(rhs)):
+            pin_identity(tx, lhs)  # guarded by type only: another call may pass one twice
+            pin_identity(tx, rhs)
         return False
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()

@@ -1,0 +1,74 @@
+"""Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
+``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module.
+
+An object read from the inputs (a global, an attribute) is a real object during the trace. A
+builtin that reads it only through what ``object`` itself defines (its identity, the default
+``__hash__``, ``__repr__``, ``__str__``, ``__format__``) runs no user code, so it is computed
+here, on that object, instead of breaking the graph; what it read is guarded: the object's
+identity (the result holds its address or is derived from it). Objects made in the trace have
+no real counterpart yet and are left to the caller; constants are folded in ``builtin_calls``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...exc import PythonError
+from ..base import ConstantLikeVariable, VariableTracker
+from ..constants.constant import ConstantVariable
+from ..functions.callables import BuiltinVariable, UserFunctionVariable
+from ..objects.existing_objects import UserObjectVariable
+from .truth import pin_identity
+
+if TYPE_CHECKING:
+    from ...translator import Translator
+
+#: builtin -> the methods of ``object`` it calls (it is computed only where the class keeps them)
+_READS: dict[Any, tuple[str, ...]] = {
+    id: (),
+    hash: ("__hash__",),
+    repr: ("__repr__",),
+    ascii: ("__repr__",),
+    str: ("__str__", "__repr__"),
+    format: ("__format__", "__str__", "__repr__"),
+}
+_MISSING = object()
+
+
+def evaluate(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``fn(*args)`` computed on the real objects, or None where an argument is not one the
+    trace knows (a tensor, a container, an object made in the trace, a class overriding what
+    ``fn`` calls)."""
+    if fn not in _READS or kwargs:
+        return None
+    values = [_real(tx, a, fn) for a in args]
+    if any(v is _MISSING for v in values):
+        return None
+    for a in args:
+        pin_identity(tx, a)
+    try:
+        result = fn(*values)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    return ConstantVariable(result)
+
+
+def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
+    """The real object ``vt`` stands for, where ``fn`` of it is computed here."""
+    if isinstance(vt, UserObjectVariable):
+        if tx.output.side_effects.is_new(vt):
+            return _MISSING  # a stand-in: the object the rewritten code makes is another
+        cls = type(vt.value)
+        if all(getattr(cls, name) is getattr(object, name) for name in _READS[fn]):
+            return vt.value
+        return _MISSING
+    if isinstance(vt, ConstantVariable):
+        # a constant's identity is not kept (an equal one may come next call): id() breaks
+        return vt.value if fn is not id else _MISSING
+    if isinstance(vt, (ConstantLikeVariable, BuiltinVariable)) or (
+        isinstance(vt, UserFunctionVariable) and vt.is_python_constant()
+    ):  # a class, module, function: guarded by identity where it was read
+        return vt.as_python_constant()
+    return _MISSING
