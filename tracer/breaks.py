@@ -43,6 +43,7 @@ from .variables.contexts.context_trackers import ContextExitVariable
 from .variables.functions.callables import UserFunctionVariable
 from .variables.functions.cells import reconstruct_cell
 from .variables.iterators import generator_restart
+from .variables.iterators.combinators import BuiltinIteratorVariable
 from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
 from .variables.modules.nn_modules import NNModuleVariable
 from .variables.tensors.tensor import TensorTruthVariable
@@ -354,11 +355,25 @@ def _iterator_slots(
     for i, vt in enumerate(stack[: max(limit, 0)]):
         if not isinstance(vt, IteratorVariable) or vt.source is not None:
             continue
+        if _rebuilt_as_object(vt):
+            continue
         mine = {id(v) for v in walk(vt) if isinstance(v, IteratorVariable)}
         others = {id(v) for v in walk([*live_locals, *stack[:i], *stack[i + 1 :]])}
         if not mine & others:
             slots.append(i)
     return tuple(slots)
+
+
+def _rebuilt_as_object(vt: IteratorVariable) -> bool:
+    """A ``map``/``filter`` (or a ``zip``/``enumerate`` over one) whose remaining items cannot be
+    made ahead: each calls a function, which may break or have effects (``q, k, v = map(f, qkv)``
+    where ``f`` breaks a few calls deep). It goes on as the real object over its rebuilt sources,
+    its items still to be made, by whatever consumes it."""
+    return (
+        isinstance(vt, BuiltinIteratorVariable)
+        and not vt.rebuildable()
+        and vt.index >= len(vt.items)
+    )
 
 
 def _null_slots(stack: list[VariableTracker]) -> tuple[int, ...]:
