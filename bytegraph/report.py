@@ -278,7 +278,7 @@ class Page:
         stats.append(f"trace {t['trace_s'] * 1000:.1f} ms, backend {t['backend_s'] * 1000:.1f} ms")
         if t["guard_us"] is not None:
             stats.append(f"guards {t['guard_us']:.1f} µs/call")
-        body = [self._failures(r), self._breaks(r)]
+        body = [self._failures(r), self._breaks(r), self._speculated(r)]
         for g in r["graphs"]:
             body.append(_block(f"Graph {g['name']} ({g['ops']} ops)", g["code"]))
         body.append(_block("Guards of this entry", r["guards"]))
@@ -330,6 +330,23 @@ class Page:
                 )
             )
         return "<h3>Graph breaks</h3>" + "\n".join(html_items)
+
+    def _speculated(self, r: dict) -> str:
+        sites = r.get("speculated") or []
+        if not sites:
+            return ""
+        items = "".join(
+            f'<li><a href="#{self.location(s["filename"], s["lineno"])}">'
+            f"{self.where(s['filename'], s['lineno'])}</a> in <code>{_e(s['function'])}</code>: "
+            f"{_count(s['hits'], 'hit')}, {_count(s['misses'], 'miss', 'misses')}"
+            f"{' (no longer speculated)' if s['disabled'] else ''}"
+            f"<br><code>{_e(s['line'])}</code></li>"
+            for s in sites
+        )
+        return (
+            "<h3>Speculated branches (checked after the graph; a miss reruns the call in Python)"
+            f"</h3><ul>{items}</ul>"
+        )
 
     def _bytecode(self, r: dict) -> str:
         code = r["bytecode"]

@@ -51,6 +51,7 @@ def compile_record(state: driver.CompiledCode, event: driver.CompileEvent, index
         "guards": event.guards,
         "guard_function": state.cache.guard_source,
         "breaks": [break_record(e) for e in event.breaks],
+        "speculated": [speculation_record(site) for site in event.speculated],
         "fallback": break_record(event.unsupported) if event.unsupported is not None else None,
         "bytecode": {
             "original": _dis(state.fn.__code__),
@@ -102,6 +103,19 @@ def break_record(e: Unsupported) -> dict:
             }
             for loc in e.user_stack
         ],
+    }
+
+
+def speculation_record(site: Any) -> dict:
+    """A branch on tensor data the trace speculated on, with its counts when recorded."""
+    return {
+        "filename": site.filename,
+        "lineno": site.lineno,
+        "function": site.function,
+        "line": site.line,
+        "hits": site.hits,
+        "misses": site.misses,
+        "disabled": site.disabled,
     }
 
 

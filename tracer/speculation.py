@@ -68,10 +68,15 @@ class Site:
     def disabled(self) -> bool:
         return self.misses >= self.limit
 
-    def speculating(self) -> bool:
-        """The guard of each variant that speculates here: False once the site is disabled, so
-        that the next call traces again and breaks here."""
-        return self.misses < self.limit
+    def __post_init__(self) -> None:
+        def speculating() -> bool:
+            return self.misses < self.limit
+
+        # the guard function reads ``___speculating_<function>_line<n>() == True``
+        speculating.__name__ = f"speculating_{self.function}_line{self.lineno}"
+        #: the guard of each variant that speculates here: False once the site is disabled, so
+        #: that the next call traces again and breaks here
+        self.speculating = speculating
 
     def __str__(self) -> str:
         state = ", no longer speculated" if self.disabled else ""

@@ -430,3 +430,25 @@ def test_explain_lists_the_speculated_sites():
     # 3.11 tests a ``while`` condition twice (before the loop and at its end): two sites, one line
     assert {s.lineno for s in report.speculated} == {_halve_until_small.__code__.co_firstlineno + 2}
     assert all((s.hits, s.misses) == (1, 0) for s in report.speculated)
+
+
+def test_why_names_the_branch_that_missed_too_often():
+    compiled, _ = compile_counted(_item_compared)
+    compiled(torch.ones(3))
+    for _ in range(2):
+        compiled(-torch.ones(3))
+    line = _item_compared.__code__.co_firstlineno + 1
+    assert f"rejected by: ___speculating__item_compared_line{line}() == True" in str(
+        bytegraph.why(compiled, -torch.ones(3))
+    )
+
+
+def test_the_compile_report_shows_the_speculated_sites():
+    from bytegraph import report, trace_records
+
+    compiled, _ = compile_counted(_halve_until_small)
+    compiled(torch.tensor([3.0, -9.0, 0.5]))
+    compiled(torch.tensor([300.0, 1.0]))  # another shape: a second trace at the same sites
+    text = report.render(trace_records.in_process())
+    assert "Speculated branches" in text and "while mask.any():" in text
+    assert "2 hits, 0 misses" in text
