@@ -57,7 +57,8 @@ MUTANTS = [
     Mutant(
         "container method: OrderedDict.popitem(last=False) pops the last item",
         "tracer/variables/containers/container_methods.py",
-        "    key = next(iter(obj.items))\n    return TupleVariable([key_vt(key), obj.items.pop(key)])",
+        "    key = next(iter(obj.items))\n"
+        "    return TupleVariable([key_vt(key), obj.items.pop(key)])",
         "    key = next(reversed(obj.items))\n"
         "    return TupleVariable([key_vt(key), obj.items.pop(key)])",
         ("tests/tracer/test_ordereddict_ends.py",),
@@ -80,7 +81,8 @@ MUTANTS = [
         "break/resume: a resume function binds the stack values in reverse order",
         "codegen/resume.py",
         'stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)',
-        'stack_args = tuple(reversed([f"__stack{i}" for i in range(nstack) if i not in null_slots]))',
+        "stack_args = tuple(reversed("
+        '[f"__stack{i}" for i in range(nstack) if i not in null_slots]))',
         ("tests/breaks/test_displays.py", "tests/breaks/test_operand_counts.py"),
     ),
     Mutant(
@@ -88,7 +90,10 @@ MUTANTS = [
         "backends/triton/ops.py",
         '"maximum": "tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})"',
         '"maximum": "tl.where({0} > {1}, {0}, {1})"',
-        ("tests/backends/triton/test_triton_pointwise.py",),
+        (
+            "tests/backends/triton/test_triton_pointwise.py",
+            "tests/backends/triton/test_triton_nan.py",
+        ),
     ),
 ]
 
