@@ -237,6 +237,8 @@ OTHER = Plain()
         "repr(Plain), str(Plain), f'{Plain!r}', repr(_function), repr(len), repr(torch.float32)",
         "sorted([B, A], key=str), sorted([Plain, Color, int], key=str), sorted([B, A], key=id)",
         "min([B, A], key=id), max([A, B], key=repr), {A: 1, B: 2}[B], [A, B].index(B)",
+        "repr((A, 1)), str([A, Plain]), f'{(A, B)}', hash((A, Plain, 1)) == hash((A, Plain, 1))",
+        "bytes(3), bytes([1, 2]), bytes('ab', 'ascii')",
     ],
 )
 def test_identity_hash_and_repr_of_objects_and_classes(expr):

@@ -59,6 +59,7 @@ PURE = frozenset(
         ascii,
         bin,
         bool,
+        bytes,
         callable,
         chr,
         complex,

@@ -1,5 +1,6 @@
 """Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
-``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module.
+``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
+tuples and lists of them.
 
 An object read from the inputs (a global, an attribute) is a real object during the trace. A
 builtin that reads it only through what ``object`` itself defines (its identity, the default
@@ -14,8 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...exc import PythonError
-from ..base import ConstantLikeVariable, VariableTracker
+from ..base import ConstantLikeVariable, VariableTracker, walk
 from ..constants.constant import ConstantVariable
+from ..containers.builtin_containers import BaseSequenceVariable
 from ..functions.callables import BuiltinVariable, UserFunctionVariable
 from ..objects.existing_objects import UserObjectVariable
 from .truth import pin_identity
@@ -46,8 +48,8 @@ def evaluate(
     values = [_real(tx, a, fn) for a in args]
     if any(v is _MISSING for v in values):
         return None
-    for a in args:
-        pin_identity(tx, a)
+    for vt in walk(args, descend=lambda vt: isinstance(vt, BaseSequenceVariable)):
+        pin_identity(tx, vt)
     try:
         result = fn(*values)
     except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
@@ -64,6 +66,14 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         if all(getattr(cls, name) is getattr(object, name) for name in _READS[fn]):
             return vt.value
         return _MISSING
+    if isinstance(vt, BaseSequenceVariable) and fn is not id:
+        # a tuple or list of known values: its items are read through ``repr`` (``str`` of a
+        # tuple is its ``repr``) or ``hash``
+        each = hash if fn is hash else repr
+        items = [_real(tx, item, each) for item in vt.items]
+        if any(item is _MISSING for item in items):
+            return _MISSING
+        return vt.python_type()(items) if vt.python_type() in (list, tuple) else _MISSING
     if isinstance(vt, ConstantVariable):
         # a constant's identity is not kept (an equal one may come next call): id() breaks
         return vt.value if fn is not id else _MISSING
