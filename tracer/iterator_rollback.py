@@ -3,19 +3,25 @@
 A generator made in the trace (a generator expression, a user generator function's, a polyfilled
 ``itertools`` object such as ``chain`` or ``product``) is a suspended frame: at a graph break,
 rewritten code cannot rebuild it half-consumed (its remaining items may read what the break
-changes). When such a generator is live at a break, the break is taken at the root-frame
-instruction that made it instead, rolled back like a partly run instruction: that instruction runs
-in Python and makes the real generator, which the resume function receives. What came before
-still compiles; without this the whole call ran in Python (torch.compile skips such frames too).
-(``map``/``zip``/``filter`` and container iterators are rebuilt as they are: ``iterator_inputs``.)
+changes). When such a generator is live at a break, the break is taken at the instruction that
+made it instead, rolled back like a partly run instruction: that instruction runs in Python and
+makes the real generator, which the resume function receives. What came before still compiles;
+without this the whole call ran in Python (torch.compile skips such frames too). The frame that
+made it may be the root frame or a callee still running when the break comes (``sum(f(t) for t in
+xs)`` in a helper whose ``f`` breaks a few calls deeper): the callee's frame is then rolled back,
+and its callers resume after their calls as for any break in a callee. (``map``/``zip``/
+``filter`` and container iterators are rebuilt as they are: ``iterator_inputs``, ``breaks``.)
 
-The translator notes each such iterator when a root-frame instruction leaves it on the stack
-(``note``), and keeps every checkpoint taken since restorable while one is pending (``pending``):
-rolling back needs the undo log that ``SideEffects.commit`` would drop.
+The translator notes each such iterator when an instruction of any frame leaves it on the stack
+(``note``), and keeps every checkpoint taken since restorable while the root frame holds one
+(``pending``): rolling back needs the undo log that ``SideEffects.commit`` would drop. A callee's
+checkpoints all fall within one instruction of the root frame, which commits nothing before it
+ends; then that callee has returned, and its births are dropped.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +35,12 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class Birth:
-    """Where the root frame made ``iterator``: the instruction and the state before it."""
+    """Where a frame made ``iterator``: the instruction and the state before it."""
 
     iterator: GeneratorVariable
     index: int
     saved: tuple
+    tx: Any = None  #: the Translator of the frame that made it
 
 
 def unfinished(vt: Any) -> bool:
@@ -51,11 +58,20 @@ def unrebuildable(vt: Any) -> bool:
 
 
 def note(tx: Translator, index: int, saved: tuple) -> None:
-    """After root-frame instruction ``index`` ran: remember a generator it left on the stack."""
+    """After instruction ``index`` of ``tx`` ran: remember a generator it left on the stack."""
     top = tx.stack[-1] if tx.stack else None
     births: list[Birth] = tx.output.iterator_births
+    if _suspends(tx):
+        return  # a generator's own frame is not rolled back (it outlives its consumer's step)
     if unfinished(top) and not any(b.iterator is top for b in births):
-        births.append(Birth(top, index, saved))
+        births.append(Birth(top, index, saved, tx))
+
+
+def _suspends(tx: Translator) -> bool:
+    return bool(tx.code.co_flags & _SUSPENDING)
+
+
+_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def pending(tx: Translator) -> bool:
@@ -68,23 +84,28 @@ def pending(tx: Translator) -> bool:
     if not births:  # asked after every root instruction: the usual answer, at no cost
         return False
     held = {id(vt) for vt in tx.stack} | {id(vt) for vt in tx.symbolic_locals.values()}
-    births[:] = [b for b in births if unfinished(b.iterator) and id(b.iterator) in held]
+    births[:] = [
+        b for b in births if b.tx is tx and unfinished(b.iterator) and id(b.iterator) in held
+    ]
     return bool(births)
 
 
 def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> Any:
-    """The ``GraphBreak`` at the birth of the first iterator live in ``frames`` that cannot be
-    rebuilt, or None when there is none (the break stays where it is)."""
+    """The ``GraphBreak`` at the birth, in ``tx``'s frame, of the first iterator live in
+    ``frames`` that cannot be rebuilt, or None when there is none (the break stays where it
+    is)."""
     from .break_frames import live_values  # break_frames imports the translator
 
-    births: list[Birth] = tx.output.iterator_births
-    if tx.parent is not None or not births:
+    births: list[Birth] = [b for b in tx.output.iterator_births if b.tx is tx]
+    if not births:
         return None
     live = {id(vt) for vt in generator_restart.walk_live(live_values(frames))}
     birth = next((b for b in births if id(b.iterator) in live and unrebuildable(b.iterator)), None)
     if birth is None:
         return None
-    del births[births.index(birth) :]  # made again, for real, by the instruction now in Python
+    # made again, for real, by the instruction now in Python, as is every later one
+    everyone: list[Birth] = tx.output.iterator_births
+    del everyone[everyone.index(birth) :]
     moved = Unsupported(
         reason.kind,
         f"{reason.detail}; taken where {birth.iterator!r} was made, which cannot be rebuilt at "

@@ -173,9 +173,10 @@ class Translator:
             fn(self, inst)
             # A whole instruction of the root frame ran: nothing undoes it (unless a context that
             # cannot be re-entered is open: a break in its block rolls back to its ``with``; or an
-            # iterator that cannot be rebuilt is pending: a break rolls back to its birth).
+            # iterator that cannot be rebuilt is pending: a break rolls back to its birth, which
+            # is noted in any frame).
+            iterator_rollback.note(self, index, saved)
             if self.parent is None:
-                iterator_rollback.note(self, index, saved)
                 if not self.output.state.holds_rollback() and not iterator_rollback.pending(self):
                     self.output.side_effects.commit()
         except TracedException as te:  # raised here or in a callee: caught here or further up

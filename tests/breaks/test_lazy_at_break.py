@@ -80,3 +80,55 @@ def _filtered_and_zipped(x):
 def test_filter_and_zip_over_maps():
     check_breaks(_filtered_and_zipped, lambda: (torch.randn(6),), graphs=2, breaks=1)
     assert_no_more_breaks(1, _filtered_and_zipped, torch.randn(6))
+
+
+LOG: list = []
+
+
+def _sum_of_generator(xs):
+    LOG.append("before")  # an effect before the generator is made: kept once
+    total = sum(_f(t) for t in xs)  # the generator is made and consumed here; _leaf breaks
+    LOG.append("after")
+    return total
+
+
+def _generator_in_a_callee(x):
+    y = x.sin() * 2
+    return _sum_of_generator(y.chunk(2)) + y.sum()
+
+
+def test_generator_made_and_consumed_in_a_callee():
+    """The callee's frame is rolled back to where it made the generator (not the whole call
+    run in Python): the graph before the call stays, each effect happens once."""
+
+    def setup():
+        LOG.clear()
+
+    check_breaks(
+        _generator_in_a_callee,
+        lambda: (torch.randn(6),),
+        graphs=2,
+        breaks=2,
+        setup=setup,
+        observe=lambda: list(LOG),
+    )
+    assert_no_more_breaks(2, _generator_in_a_callee, torch.randn(6))
+
+
+def _pairs(xs):
+    for t in xs:
+        yield _f(t)
+
+
+def _unpack_user_generator(xs):
+    a, b = _pairs(xs)
+    return a * b
+
+
+def _user_generator_in_a_callee(x):
+    return _unpack_user_generator(x.cos().chunk(2)) + 1
+
+
+def test_user_generator_made_in_a_callee():
+    check_breaks(_user_generator_in_a_callee, lambda: (torch.randn(6),), graphs=3, breaks=2)
+    assert_no_more_breaks(2, _user_generator_in_a_callee, torch.randn(6))
