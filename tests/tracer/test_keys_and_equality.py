@@ -325,3 +325,16 @@ def test_registry_changed_between_calls_traces_again():
 
 def _scale_sequence_of_one(t):
     return t * 3
+
+
+def test_nan_and_infinite_keys():
+    """A NaN key is found only as the same object (``nan != nan``); an infinite one by value."""
+    fn = _compiled_case(
+        "return (x + 1, D.get(N), N in D, D.get(float('nan')), D[INF], D[float('inf')],"
+        " [k is N for k in D], N in S, float('nan') in S, len({N: 1, float('nan'): 2}))",
+        D={math.nan: 1, math.inf: 2},
+        S={math.nan},
+        N=math.nan,
+        INF=math.inf,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)

@@ -14,6 +14,7 @@ import builtins
 import collections
 import enum
 import functools
+import math
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -207,11 +208,15 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
 def _keys_identity(value: dict | set) -> tuple:
     """What tells two ``DICT_KEYS`` guards apart: the keys, those compared by identity (tensors,
     classes, objects) by their ids."""
-    return tuple(k if type(k) in _LITERAL_KEYS else ("id", id(k)) for k in value)
+    return tuple(k if _literal_key(k) else ("id", id(k)) for k in value)
 
 
-#: keys written as themselves in a source (``G['d'][1.5]``)
+#: keys written as themselves in a source (``G['d'][1.5]``; a float only where it is finite)
 _LITERAL_KEYS = (str, int, bool, float, bytes, type(None))
+
+
+def _literal_key(key: Any) -> bool:
+    return type(key) in _LITERAL_KEYS and (type(key) is not float or math.isfinite(key))
 
 
 def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, VariableTracker]:
@@ -219,7 +224,7 @@ def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, Variab
     values) by position."""
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(value.items()):
-        if type(k) in _LITERAL_KEYS:
+        if _literal_key(k):
             items[k] = wrap(tx, v, ItemSource(source, k))
         else:
             items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
