@@ -234,3 +234,80 @@ def _arange_of_0d_tensors(x):
 def test_arange_with_0d_tensor_bounds():
     check_breaks(_arange_of_0d_tensors, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert_no_more_breaks(0, _arange_of_0d_tensors, torch.randn(3))
+
+
+# -- metaclasses with ``__call__`` --------------------------------------------------------------
+
+
+class _Tagging(type):
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        obj.tag = cls.__name__.lower()
+        return obj
+
+
+class _Distribution(metaclass=_Tagging):
+    def __init__(self, loc, scale=1.0, *, validate_args=None):
+        self.loc, self.scale, self.validate_args = loc, scale, validate_args
+
+
+class _Diagonal:
+    def __init__(self, diag):
+        self.diag = diag
+
+
+class _BlockMeta(type):
+    """linear_operator's idiom: the constructor returns another class's object for some inputs."""
+
+    def __call__(cls, base, block_dim=-3):
+        if cls is _Block and isinstance(base, _Diagonal):
+            return _Diagonal(base.diag * 2)
+        return type.__call__(cls, base, block_dim)
+
+
+class _Block(metaclass=_BlockMeta):
+    def __init__(self, base, block_dim=-3):
+        self.base, self.block_dim = base, block_dim
+
+
+def _metaclass_calls(x):
+    d = _Distribution(x, scale=2.0, validate_args=False)
+    b = _Block(_Diagonal(x))
+    c = _Block(x, block_dim=-2)
+    return d.loc * d.scale, d.tag, d.validate_args, type(b).__name__, b.diag, c.block_dim, c.base
+
+
+def test_a_metaclass_call_is_inlined():
+    check_breaks(_metaclass_calls, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        _metaclass_calls,
+        torch.randn(3),
+        baseline_missing="torch.compile cannot call super().__call__ of a metaclass: Python",
+    )
+
+
+class _Cached(type):
+    def __call__(cls, n):
+        if n not in cls.cache:
+            cls.cache[n] = super().__call__(n)
+        return cls.cache[n]
+
+
+class _Shared(metaclass=_Cached):
+    cache: dict = {}
+
+    def __init__(self, n):
+        self.n = n
+
+
+def test_a_metaclass_call_that_caches_instances():
+    """The instance made in the trace is stored in the class's cache, as eager stores it, and is
+    the same object the next call finds there."""
+    _Shared.cache.clear()
+
+    def fn(x):
+        a, b = _Shared(2), _Shared(2)
+        return x * a.n, a is b
+
+    check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0, setup=_Shared.cache.clear)

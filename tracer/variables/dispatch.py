@@ -82,6 +82,8 @@ def call(
             return UserFunctionVariable(replacement).call_function(tx, args, kwargs)
         if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
             return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+        if target is _TYPE_CALL and args:  # ``type.__call__(cls, ...)`` in a metaclass's own
+            return new_objects.construct(tx, args[0], list(args[1:]), kwargs, False)
         if target is functools.cmp_to_key and len(args) == 1 and not kwargs:
             return builtin_calls.CmpKeyVariable(args[0])
         made = class_factories.make_class(tx, target, args, kwargs)
@@ -91,6 +93,7 @@ def call(
 
 
 _LRU_WRAPPER = type(functools.lru_cache(None)(len))
+_TYPE_CALL = vars(type)["__call__"]
 
 
 def _callable_value(fn: VariableTracker) -> Any:

@@ -146,6 +146,8 @@ class SuperVariable(VariableTracker):
                     return UserFunctionVariable(
                         attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
                     )
+                if klass is type and name == "__call__":  # in a metaclass's ``__call__``
+                    return PartialVariable(BuiltinVariable(type.__call__), [self.obj], {})
                 if klass is dict and name in DictReadVariable.METHODS:
                     return DictReadVariable(self.obj, name)
                 if klass is object and name in OBJECT_METHODS:  # bound to ``self``

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from ....guards.guard import Guard
-from ....guards.sources import Source, TypeSource
+from ....guards.sources import AttrSource, Source, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
@@ -160,9 +160,19 @@ def construct(
     cls_vt: VariableTracker,
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
+    through_metaclass: bool = True,
 ) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a class that is not a builtin type."""
+    """``cls(*args, **kwargs)`` for a class that is not a builtin type; ``through_metaclass``
+    false: ``type.__call__(cls, ...)``, what a metaclass's own ``__call__`` calls to make the
+    instance."""
     cls = cls_vt.as_python_constant()
+    meta_call = type_lookup(type(cls), "__call__")
+    if (
+        through_metaclass
+        and isinstance(meta_call, types.FunctionType)
+        and not isinstance(cls, enum.EnumMeta)
+    ):  # a metaclass's own ``__call__`` (a constructor returning a cached or other object)
+        return _metaclass_call(tx, cls_vt, meta_call).call_function(tx, args, kwargs)
     if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
         return builtin_calls.construct(tx, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and has_instance_dict(cls):
@@ -181,7 +191,7 @@ def construct(
         return _construct_namespace(tx, cls_vt, args, kwargs)
     if cls is weakref.ref:
         return weak_references.make_ref(tx, args, kwargs)
-    _check_plain_class(cls)
+    _check_plain_class(cls, through_metaclass)
     try:
         blank = object.__new__(cls)
     except TypeError as e:  # an abstract class
@@ -202,7 +212,15 @@ def construct(
     return obj
 
 
-def _check_plain_class(cls: type) -> None:
+def _metaclass_call(tx: Translator, cls_vt: VariableTracker, fn: types.FunctionType):
+    """The metaclass's ``__call__`` bound to the class, read (and guarded) through it."""
+    source = cls_vt.source
+    if source is not None:
+        source = getattr(tx.wrap(fn, AttrSource(TypeSource(source), "__call__")), "source", None)
+    return UserFunctionVariable(fn, source, self_vt=cls_vt)
+
+
+def _check_plain_class(cls: type, through_metaclass: bool = True) -> None:
     """Classes whose instances ``NewObjectVariable`` models exactly: made by ``object.__new__``
     through ``type.__call__``, with the generic attribute lookup and no finalizer."""
     why = None
@@ -210,7 +228,7 @@ def _check_plain_class(cls: type) -> None:
         # holds a suspended generator, which cannot be rebuilt at a graph break: left to
         # ``contexts/generator_contexts.py`` (``@contextmanager`` functions used in ``with``)
         why = "a @contextmanager context (not traced as an object)"
-    elif type(cls).__call__ is not type.__call__:
+    elif through_metaclass and type(cls).__call__ is not type.__call__:
         why = f"its metaclass {type(cls).__name__} defines __call__"
     elif type_lookup(cls, "__new__") is not _OBJECT_NEW:
         why = "it defines __new__ (or derives from a builtin type)"
