@@ -452,3 +452,114 @@ def test_the_compile_report_shows_the_speculated_sites():
     text = report.render(trace_records.in_process())
     assert "Speculated branches" in text and "while mask.any():" in text
     assert "2 hits, 0 misses" in text
+
+
+# -- random programs whose branches change side between calls -------------------------------------
+
+_CONDITIONS = [
+    "y.sum() > {c}",
+    "(y > {c}).any()",
+    "(y < {c}).all()",
+    "y.max().item() > {c}",
+    "y.mean() < {c}",
+    "bool(y.min() < {c})",
+    "torch._is_any_true(y > {c})",
+    "y[0] >= {c}",
+]
+
+
+def _statement(rng, depth: int, grad: bool) -> list[str]:
+    cond = rng.choice(_CONDITIONS).format(c=round(rng.uniform(-1.5, 1.5), 2))
+    kind = rng.choice(["if", "if", "while", "draw", "inplace", "effect", "assign"])
+    if kind == "if" and depth < 2:
+        body = _block(rng, depth + 1, grad)
+        other = _block(rng, depth + 1, grad)
+        return [f"if {cond}:", *body, "else:", *other]
+    if kind == "while":
+        k = f"k{depth}"
+        return [
+            f"{k} = 0",
+            f"while {cond} and {k} < {rng.randint(1, 5)}:",
+            "    y = y * 0.7 - 0.2",
+            f"    {k} += 1",
+            f"    out.append({k})",
+        ]
+    if kind == "draw":
+        return ["y = y + torch.randn(y.shape) * 0.3"]
+    if kind == "inplace" and not grad:
+        return [rng.choice(["x.add_(0.25)", "z = y.clone()", "y = y.clone(); y.mul_(0.9)"])]
+    if kind == "effect":
+        return ["out.append(float(len(out)))", "STORE['n'] = STORE.get('n', 0) + 1"]
+    return [f"y = {rng.choice(['y.sin() * 2', 'y - x', 'y * x + 1', 'y.flip(0)', 'y.cumsum(0)'])}"]
+
+
+def _block(rng, depth: int, grad: bool) -> list[str]:
+    lines = [line for _ in range(rng.randint(1, 3)) for line in _statement(rng, depth, grad)]
+    return ["    " + line for line in lines]
+
+
+STORE: dict = {}
+
+
+def _random_program(seed: int):
+    import random
+
+    rng = random.Random(seed)
+    grad = rng.random() < 0.4
+    lines = ["def program(x, out):", "    y = x * 1.5", *_block(rng, 0, grad), "    return y"]
+    for _ in range(rng.randint(1, 3)):
+        lines[-1:-1] = _block(rng, 0, grad)
+    source = "\n".join(lines) + "\n"
+    namespace = {"torch": torch, "STORE": STORE}
+    exec(compile(source, f"<speculation program {seed}>", "exec"), namespace)  # noqa: S102
+    return namespace["program"], grad, source
+
+
+def _run_program(fn, grad, source, seed, compiled) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    for call in range(5):
+        x = torch.randn(4, generator=gen) * (1 if call % 2 == 0 else -2)
+        x_eager = x.clone()
+        if grad:
+            x.requires_grad_()
+            x_eager.requires_grad_()
+        results = []
+        for run, arg in ((fn, x_eager), (compiled, x)):
+            STORE.clear()
+            _seed()
+            out = []
+            y = run(arg, out)
+            rng = torch.get_rng_state()  # before the backward (aot_eager's redraws: not ours)
+            if grad and y.requires_grad:
+                y.sum().backward()
+            results.append((y, out, dict(STORE), rng, arg.grad))
+        (ey, eout, estore, erng, egrad), (y, out, store, rng, xgrad) = results
+        context = f"call {call} of\n{source}"
+        try:
+            assert_same(y, ey)
+            assert (out, store) == (eout, estore)
+            assert torch.equal(rng, erng), "RNG state"
+            assert torch.equal(x, x_eager), "input"
+            assert (xgrad is None) == (egrad is None), "grad"
+            if egrad is not None:
+                assert_same(xgrad, egrad)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{context}") from None
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_programs_with_changing_branches_act_as_eager(seed):
+    fn, grad, source = _random_program(seed)
+    backend = "aot_eager" if seed % 3 == 2 else "eager"
+    with bytegraph.config.patch(speculation_miss_limit=1 + seed % 3):
+        _run_program(fn, grad, source, seed, bytegraph.compile(fn, backend=backend))
+
+
+def test_random_programs_speculate_miss_and_break():
+    reruns = COUNTERS["rerun"]
+    for seed in range(8):
+        fn, grad, source = _random_program(seed)
+        _run_program(fn, grad, source, seed, bytegraph.compile(fn, backend="eager"))
+    sites = speculation.sites()
+    assert sum(s.hits for s in sites) > 0 and sum(s.misses for s in sites) > 0
+    assert any(s.disabled for s in sites) and COUNTERS["rerun"] > reruns
