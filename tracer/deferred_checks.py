@@ -300,6 +300,7 @@ def finish(output: OutputGraph) -> list[TensorVariable]:
     themselves as one vector (read on a miss, to count it where it happened). Each speculated site
     becomes a guard of the variant (``Site.speculating``)."""
     deferred = output.deferred
+    deferred.shadow = None  # the real values it kept: the graph is done
     if not deferred.checks:
         return []
     checks = [check for check, _, _ in deferred.checks]

@@ -356,6 +356,19 @@ def _and_or(x):
     return x
 
 
+def _loop_with_a_break(x):
+    total = x[0] * 0
+    for i in range(len(x)):
+        if x[i] < -0.5:  # the first such element ends the loop
+            break
+        total = total + x[i]
+    while True:
+        total = total * 0.5
+        if total.abs() < 0.25:
+            break
+    return total
+
+
 def _branch_in_a_callee(x):
     return _clamp_like(x) + _clamp_like(-x)
 
@@ -373,6 +386,7 @@ def _clamp_like(x):
         (_zero_dim_compared, 2),
         (_bool_called, 1),
         (_and_or, 1),
+        (_loop_with_a_break, 1),
         (_branch_in_a_callee, 1),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
