@@ -9,12 +9,16 @@ records the condition as a *check*: a boolean graph output. The rewritten code t
 right after the graph returns, before anything the call does outside the graph (side effects are
 replayed after it); when one fails, the entry runs the call again from its start as plain Python
 (``Rerun``), which takes the raising side and raises exactly what eager raises, message included.
+Any other branch on tensor data may be *speculated* on (``speculation.py``, when
+``bytegraph.config.speculate`` is on): the trace takes the side this call's values take, and the
+check is made the same way; a failed one is a miss, counted on its site.
 
 Running the call twice is only invisible if the graph did nothing a second run would see, so a
 check is deferred only while the graph mutates no input and runs no effectful operator
-(``note_op``): once one of those is recorded, branches on tensor data break as before; once a check
-is pending, such an operator breaks the graph before it instead (the check then guards a graph that
-does none of them). Random draws from the default generators are allowed: a graph with checks and
+(``note_op``; an operator mutates an input when what its schema writes shares an input's storage):
+once one of those is recorded, branches on tensor data break as before; once a check is pending,
+such an operator breaks the graph before it instead (the check then guards a graph that does none
+of them). Random draws from the default generators are allowed: a graph with checks and
 random operators has the generators' states saved before it runs and put back before a rerun.
 Which side "only raises" is a heuristic on the bytecode (``raises_only``); soundness does not
 depend on it, since a failed check always reruns.
@@ -23,7 +27,8 @@ rerun: their branches break as before.
 
 Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded operator) and
 ``note_effect`` (what the rewritten code does before the graph: modules the trace made),
-``finish`` and ``emit`` (``convert._finish``), ``Rerun`` (the generated entry).
+``finish`` and ``emit`` (``convert._finish``); ``Rerun`` (``exc.py``) is what the generated entry
+catches.
 """
 
 from __future__ import annotations
