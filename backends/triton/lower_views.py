@@ -8,6 +8,7 @@ such as ``mm`` receive ``as_strided`` views, never copies); a view of a ``LazyVa
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -151,9 +152,30 @@ def view(ctx: LoweringContext, x: TensorValue, sizes: Any) -> TensorValue:
     if ctx.val.dtype != x.dtype:
         raise NotLowerable("dtype view")
     size = ctx.out_size
-    if isinstance(x, BufferView) and _is_contiguous(x.layout):
-        return restride(x, size, contiguous_strides(size), x.layout.offset)
+    if isinstance(x, BufferView):
+        strides = view_strides(x.layout.size, x.layout.stride, size)
+        if strides is not None:
+            return restride(x, size, strides, x.layout.offset)
     return reindex(ctx, x, size, view_reindexer(list(x.size), size))
+
+
+def view_strides(old: list[Expr], stride: list[Expr], new: list[Expr]) -> list[Expr] | None:
+    """Strides of the ``new`` shape viewing a tensor of shape ``old`` and ``stride``, or None if
+    no strides do (as for ``Tensor.view``): each group of dims whose sizes multiply alike must be
+    one block in memory in the old layout; its new dims then step through that block row-major.
+    A view of the heads of a fused QKV projection's output (a column slice, split into heads) is
+    such a view, so attention reads it where the projection wrote it."""
+    groups = _view_groups(old, new)
+    if groups is None:
+        return None
+    out: list[Expr] = []
+    for old_dims, new_dims in groups:
+        dims = [d for d in old_dims if not same(old[d], 1)]
+        if any(not same(stride[a], stride[b] * old[b]) for a, b in itertools.pairwise(dims)):
+            return None
+        step = stride[dims[-1]] if dims else sympy.Integer(1)
+        out += [step * s for s in contiguous_strides([new[d] for d in new_dims])]
+    return out
 
 
 def view_reindexer(old: list[Expr], new: list[Expr]) -> Callable[[list[Expr]], list[Expr]]:
@@ -212,14 +234,6 @@ def _view_groups(old: list[Expr], new: list[Expr]) -> list[tuple[list[int], list
                 return None
         groups.append((a, b))
     return groups
-
-
-def _is_contiguous(layout: Layout) -> bool:
-    expected = contiguous_strides(layout.size)
-    return all(
-        same(s, 1) or same(a, b)
-        for s, a, b in zip(layout.size, layout.stride, expected, strict=True)
-    )
 
 
 @lowering(aten.slice.Tensor, aten.slice_copy.Tensor)
