@@ -39,11 +39,13 @@ from .ir import (
     LazyValue,
     MultiOutput,
     Pointwise,
+    ReadRecorder,
     Reduction,
     TensorValue,
     layout_from_meta,
 )
 from .lowering import LOWERINGS, LoweringContext, NotLowerable
+from .ops import use_handler
 
 log = logging.getLogger("bytegraph.fusion")
 aten = torch.ops.aten
@@ -95,6 +97,8 @@ class GraphLowering:
         self.fallback_ops: Counter[str] = Counter()
         self.extern_ops: Counter[str] = Counter()
         self.env: dict[torch.fx.Node, Any] = {}
+        #: (id of a lazy value, strides) -> (the value, kept alive; the buffer it was stored in)
+        self.realized: dict[tuple, tuple[LazyValue, BufferView]] = {}
 
     def run(self) -> GraphLowering:
         for node in self.gm.graph.nodes:
@@ -216,20 +220,28 @@ class GraphLowering:
                 f"lowering produced {result.dtype}{result.size}, expected {val.dtype}{size}"
             )
         if isinstance(result, LazyValue) and (
-            len(node.users) > 1 or len(result.origins) > MAX_INLINED
+            (len(node.users) > 1 and not recomputable(node, result))
+            or len(result.origins) > MAX_INLINED
         ):
             return self.realize(result, layout_from_meta(val))
         return result
 
     def realize(self, value: TensorValue, layout: Layout | None = None) -> BufferView:
-        """Store a lazy value into a new computed buffer (a no-op for buffer views)."""
+        """Store a lazy value into a computed buffer (a no-op for buffer views); a value stored
+        before with the same strides (an extern call reading it twice) is not stored again."""
         if isinstance(value, BufferView):
             return value
         assert isinstance(value, LazyValue)
         if layout is None:
             layout = Layout(value.size, contiguous_strides(value.size), value.dtype, value.device)
+        key = (id(value), tuple(layout.stride))
+        hit = self.realized.get(key)
+        if hit is not None:
+            return hit[1]
         data = Pointwise(value.size, value.load, value.dtype)
-        return self.add_computed(data, layout, value.origins)
+        view = self.add_computed(data, layout, value.origins)
+        self.realized[key] = (value, view)
+        return view
 
     def add_computed(
         self, data: Pointwise | Reduction, layout: Layout, origins: list[str]
@@ -276,6 +288,49 @@ class GraphLowering:
 
     def output_buffers(self) -> set[str]:
         return {v.buffer.name for v in self.outputs if isinstance(v, BufferView)}
+
+
+#: A lazy value several kernels read is computed in each of them (not stored by a kernel of its
+#: own) when it reads at most this many elements and runs at most this many ops per element.
+RECOMPUTE_READS = 4
+RECOMPUTE_OPS = 16
+
+
+class _OpCounter(ReadRecorder):
+    """Records reads as ``ReadRecorder`` does and counts the ops computed from them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+        self.indirect = False
+
+    def pointwise(self, name: str, *args: Any) -> None:
+        self.ops += 1
+
+    def indirect_indexing(self, value: Any, size: Any) -> sympy.Symbol:
+        self.indirect = True
+        return super().indirect_indexing(value, size)
+
+
+def recomputable(node: torch.fx.Node, value: LazyValue) -> bool:
+    """Whether ``value``, read by each of ``node``'s users, is better recomputed by each: every
+    user is lowered to kernels (an extern call would need it stored anyway) and the value is cheap
+    (``RECOMPUTE_READS``, ``RECOMPUTE_OPS``, no index read from memory). A layer norm's
+    normalized input in its backward is one: the input gradient's row reductions and the weight
+    gradient's column sums each recompute it instead of waiting for a kernel that stores it."""
+    if not all(
+        user.op == "call_function" and user.target in LOWERINGS and user.target not in EXTERN_OPS
+        for user in node.users
+    ):
+        return False
+    counter = _OpCounter()
+    with use_handler(counter):
+        value.load([sympy.Symbol(f"i{d}", integer=True) for d in range(len(value.size))])
+    return (
+        len(counter.reads) <= RECOMPUTE_READS
+        and counter.ops <= RECOMPUTE_OPS
+        and not counter.indirect
+    )
 
 
 def is_collective(target: Any) -> bool:

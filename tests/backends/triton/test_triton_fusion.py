@@ -107,8 +107,8 @@ def test_gpt2_mlp_backward_compiles_and_matches(triton_check):
 
 def test_rejected_fusion_is_logged_with_reason(triton_check, caplog):
     def fn(x):
-        y = x.exp()
-        return y.sum(0), y + 1
+        y = x.exp()  # stored: a matmul reads it too
+        return y.sum(0), y + 1, y.t() @ y
 
     with caplog.at_level(logging.DEBUG, logger="bytegraph.fusion"):
         runner = triton_check(fn, torch.randn(6, 5))
@@ -116,7 +116,11 @@ def test_rejected_fusion_is_logged_with_reason(triton_check, caplog):
     assert "at an index other programs write" in caplog.text
 
 
-def test_buffers_are_reused_when_lifetimes_allow(triton_check):
+def test_buffers_are_reused_when_lifetimes_allow(triton_check, monkeypatch):
+    from bytegraph.backends.triton import graph
+
+    monkeypatch.setattr(graph, "RECOMPUTE_READS", 0)  # store every value read twice
+
     def fn(x):
         a = x.exp()
         b = a.t() * a.sum(0)
@@ -124,6 +128,20 @@ def test_buffers_are_reused_when_lifetimes_allow(triton_check):
 
     runner = triton_check(fn, torch.randn(6, 6))
     assert "# reuse" in runner.graphs[0].source
+
+
+def test_cheap_values_read_by_several_kernels_are_recomputed_not_stored(triton_check):
+    """A layer norm's normalized input in its backward feeds the input gradient (row
+    reductions) and the weight gradient (column sums): each kernel computes it itself."""
+
+    def fn(x):
+        y = x.exp() * 2
+        return y.sum(0), y.sum(1), y + 1
+
+    runner = triton_check(fn, torch.randn(6, 5))
+    assert len(runner.kernels) == 2  # the column sums, the rows' sums with y + 1
+    stored = [n for k in runner.kernels for n in k.kernel.stored]
+    assert len(stored) == 3  # the three results, not y
 
 
 def test_internal_buffers_are_not_stored(triton_check):
