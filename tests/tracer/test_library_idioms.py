@@ -5,8 +5,10 @@ and ``functools.partial``, two-argument ``super``, an enum's ``__members__``."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
-from difftest import check_breaks
+from difftest import check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 from torch import nn
 
@@ -311,3 +313,41 @@ def test_a_metaclass_call_that_caches_instances():
         return x * a.n, a is b
 
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0, setup=_Shared.cache.clear)
+
+
+# -- subclasses of functools.partial ------------------------------------------------------------
+
+
+class _NamedPartial(functools.partial):
+    """A partial with a method of its own (keeps partial's construction and call)."""
+
+    def describe(self):
+        return self.func.__name__
+
+
+def _scaled_add(a, b, scale=1.0):
+    return (a + b) * scale
+
+
+_STORED = _NamedPartial(_scaled_add, 1.0, scale=3.0)
+
+
+def _partial_subclass_calls(x):
+    made = _NamedPartial(_scaled_add, x)
+    return _STORED(x), made(2.0, scale=0.5), type(made) is _NamedPartial, made.func is _scaled_add
+
+
+def test_calls_through_a_partial_subclass():
+    check_breaks(_partial_subclass_calls, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _partial_subclass_calls, torch.randn(3))
+
+
+def test_a_partial_subclass_made_in_the_trace_is_returned_as_itself():
+    def fn(x):
+        return x + 1, _NamedPartial(_scaled_add, 2.0, scale=2.0)
+
+    compiled, counter = compile_counted(fn)
+    for _ in range(2):
+        _, made = compiled(torch.randn(3))
+        assert type(made) is _NamedPartial and made(1.0) == 6.0 and made.describe() == "_scaled_add"
+    assert counter.frame_count == 1

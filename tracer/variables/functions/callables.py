@@ -465,9 +465,10 @@ class PartialVariable(VariableTracker):
     args: list[VariableTracker]
     kwargs: dict[str, VariableTracker]
     source: Source | None = None
+    cls: type = functools.partial  #: or a subclass that keeps partial's call and parts
 
     def python_type(self) -> type:
-        return functools.partial
+        return self.cls
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "func":
@@ -488,7 +489,7 @@ class PartialVariable(VariableTracker):
             return self.source.reconstruct(cg)
 
         def build() -> None:
-            cg.load_const(functools.partial)
+            cg.load_const(self.cls)
             self.fn.reconstruct(cg)
             for arg in self.args:
                 arg.reconstruct(cg)

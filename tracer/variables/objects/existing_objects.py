@@ -11,6 +11,7 @@ guards therefore call that ``__getattribute__``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -277,6 +278,16 @@ class UserObjectVariable(VariableTracker):
             return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
+        if self.source is not None and plain_partial(type(self.value)):
+            # an instance of a ``functools.partial`` subclass that keeps partial's call: its
+            # function with the stored arguments first, each read (and guarded) through it
+            func, stored, keywords = (
+                tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+                for name in ("func", "args", "keywords")
+            )
+            return dispatch.call(
+                tx, func, [*stored.items, *args], {**_keywords(keywords), **kwargs}
+            )
         raise Unsupported("call", f"calling a {type(self.value).__name__} object")
 
     def class_source(self) -> Source | None:
@@ -308,6 +319,23 @@ class CFunctionVariable(UserObjectVariable):
             f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
             hint="move the call out of the compiled function",
         )
+
+
+def plain_partial(cls: type) -> bool:
+    """A subclass of ``functools.partial`` whose construction, call and stored parts are
+    partial's own (it may add methods)."""
+    return issubclass(cls, functools.partial) and all(
+        type_lookup(cls, name) is type_lookup(functools.partial, name)
+        for name in ("__new__", "__init__", "__call__", "func", "args", "keywords")
+    )
+
+
+def _keywords(vt: VariableTracker) -> dict[str, VariableTracker]:
+    """The stored keyword arguments of a partial, a dict of str keys."""
+    items = getattr(vt, "items", None)
+    if not isinstance(items, dict) or not all(type(k) is str for k in items):
+        raise Unsupported("call", f"keyword arguments of a partial: {vt}")
+    return dict(items)
 
 
 def method_source(
@@ -525,3 +553,4 @@ class DictReadVariable(BoundAttributeVariable):
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
+from .. import dispatch  # noqa: E402

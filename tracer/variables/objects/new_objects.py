@@ -32,7 +32,7 @@ from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers import dict_subclasses
 from ..containers.builtin_containers import DictVariable, TupleVariable, key_vt
-from ..functions.callables import UserFunctionVariable
+from ..functions.callables import PartialVariable, UserFunctionVariable
 from ..modules import new_modules
 from ..operations import builtin_calls
 from ..operations.builtin_calls import builtin
@@ -45,7 +45,7 @@ from .attributes import (
     read_descriptor,
     type_lookup,
 )
-from .existing_objects import UserObjectVariable
+from .existing_objects import UserObjectVariable, plain_partial
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -179,6 +179,8 @@ def construct(
         return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if cls is functools.partial or issubclass(cls, tuple):
         return builtin_calls.construct(tx, cls, args, kwargs)
+    if plain_partial(cls) and args:  # ``class P(functools.partial)`` adding methods only
+        return PartialVariable(args[0], list(args[1:]), dict(kwargs), cls=cls)
     if isinstance(cls, enum.EnumMeta):
         return _enum_member(cls, args, kwargs)
     if issubclass(cls, nn.Module):
