@@ -20,7 +20,9 @@ of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
 
 from __future__ import annotations
 
+import dis
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -53,10 +55,34 @@ _CALLABLE_DEPTH: dict[str, Callable[[int], int]] = (
 
 
 def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.FunctionType:
-    """``fn`` with every call's callable passed through ``route`` first (see the module)."""
-    bc = Bytecode.from_code(fn.__code__)
+    """``fn`` with every call's callable passed through ``route`` first (see the module); ``fn``
+    itself when its code makes no call. The rewritten code is made once per code and router."""
+    made = _ROUTED.get(fn.__code__)
+    if made is None or made[0] is not route:
+        made = _ROUTED[fn.__code__] = (route, _routed_code(fn.__code__, route))
+    code = made[1]
+    if code is None:
+        return fn
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    for name in _KEPT:
+        setattr(new, name, getattr(fn, name))
+    new.__dict__.update(fn.__dict__)
+    return new
+
+
+#: code -> (the router, the code with its calls routed through it, or None if it calls nothing);
+#: the last router asked for each code (most code is routed through one).
+_ROUTED: weakref.WeakKeyDictionary[types.CodeType, tuple[Any, types.CodeType | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _routed_code(original: types.CodeType, route: Callable[[Any], Any]) -> types.CodeType | None:
+    if not any(instr.opname in _CALLABLE_DEPTH for instr in dis.get_instructions(original)):
+        return None
+    bc = Bytecode.from_code(original)
     items = list(bc)
-    depths_known = exception_table.set_try_depths(items, fn.__code__)
+    depths_known = exception_table.set_try_depths(items, original)
     out: list[Any] = []
     for item in items:
         if not isinstance(item, Instr):
@@ -72,12 +98,8 @@ def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.Functio
     # The handlers' depths are the code's own: what is inserted leaves the stack as it was.
     code = bc.to_code(compute_exception_stack_depths=not depths_known)
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
-        raise ValueError(f"cannot place the try-block handlers of {fn.__qualname__}")
-    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    for name in _KEPT:
-        setattr(new, name, getattr(fn, name))
-    new.__dict__.update(fn.__dict__)
-    return new
+        raise ValueError(f"cannot place the try-block handlers of {original.co_qualname}")
+    return code
 
 
 #: What a routed function keeps of the original besides code, globals, name, defaults, closure.

@@ -9,6 +9,25 @@ handled there, recursively. A module is called through ``call_module``'s compile
 trace inlines the call (hooks, then ``forward``) with the module as its input. Functions of torch,
 bytegraph and the standard library are called as they are, and so is everything that is not a
 Python function, a method of one or a module whose ``forward`` (or a child's) is user code.
+
+A code object is *left alone* (``leave_alone``) once its trace returned without recording a
+tensor operation (tensor-free), or once its first trace failed in a way the tracer reports
+(``Unsupported``; an internal error keeps the guards it reached): from then on every function with
+that code runs as it is, whatever its arguments, with no guards, as torch.compile skips such a
+frame for good. The mark belongs to the code object: a function given new code is decided anew
+(but for one defined at module level that calls nothing, which the router keeps as it is: its new
+code runs as it is).
+As torch.compile's hook still sees the frames a skipped frame calls, a function left alone runs as
+its routed copy (``codegen/route_calls.py``; the function itself when it calls nothing), so a
+decorator's wrapper that is tensor-free around one function it wraps still calls the others
+compiled. ``call_module``'s code, which every container's call shares, is never marked; a module
+class whose ``call_module`` is left alone is called as it is.
+
+``CalleeCompiler.route`` is what routed code calls before each call, so it is on the path of
+every call plain Python makes: for a callable decided on before that lives as long as its module
+(a function or class defined at module level, a builtin) it costs one dict lookup (and, for a
+routed copy, a check that the function kept its code); methods, modules and short-lived callables
+pass through ``_decide``.
 """
 
 from __future__ import annotations
@@ -23,6 +42,7 @@ from typing import Any
 
 from torch import nn
 
+from ..codegen.route_calls import routed
 from . import markers
 
 #: Top-level packages whose functions a break's call runs as they are (torch's own Python code is
@@ -37,6 +57,11 @@ _SUSPENDING = (
     | inspect.CO_ASYNC_GENERATOR
 )
 
+#: What ``CalleeCompiler`` keeps for a function it calls as it is (not the function itself, which,
+#: as the value of a weak-keyed entry, would keep its own key alive).
+_AS_IS = object()
+_MISSING = object()  #: not in ``CalleeCompiler._known``
+
 
 class CalleeCompiler:
     """``compiler(obj)``: ``obj`` compiled if it is a user function (or a method of one), else
@@ -50,41 +75,95 @@ class CalleeCompiler:
     ) -> None:
         self._compile = compile_fn
         self._version_limit = version_limit  #: the recompile limit, asked when one is made
+        #: function -> its compiled version, ``_AS_IS``, or for a function left alone ``(its code,
+        #: its routed copy)`` (the copy runs that code only)
         self._compiled: weakref.WeakKeyDictionary[types.FunctionType, Any] = (
             weakref.WeakKeyDictionary()
         )
+        #: long-lived callables (functions and classes defined at module level, builtins) ->
+        #: what ``route`` returns for them, as ``_compiled`` holds it (the callable itself for
+        #: ``_AS_IS``); keeps them alive, as the module defining them does
+        self._known: dict[Any, Any] = {}
+        self.route = self._make_route()
+        _COMPILERS.add(self)
 
     def __call__(self, obj: Any) -> Any:
         if isinstance(obj, nn.Module):
-            if not _user_module(obj):
-                return obj
-            return functools.partial(self._compiled_version(call_module) or call_module, obj)
+            caller = self._module_caller(obj) if _user_module(obj) else None
+            return obj if caller is None else functools.partial(caller, obj)
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
         if type(fn) is not types.FunctionType:
             return obj
-        compiled = self._compiled.get(fn)  # each call of the break's code asks: the cache first
-        if compiled is None:
-            if not compiles_on_its_own(fn):
-                return obj
-            compiled = self._compiled_version(fn)
-            if compiled is None:
-                return obj
-        return types.MethodType(compiled, obj.__self__) if fn is not obj else compiled
+        target = self._target(fn)
+        if target is fn:
+            return obj
+        return types.MethodType(target, obj.__self__) if fn is not obj else target
 
-    def route(self, obj: Any) -> Any:
-        """What code run in plain Python calls instead of ``obj`` (``codegen/route_calls.py``):
-        its compiled version, or ``obj``. Asked at every call of that code: anything but a
-        function, a method or a module is returned at once."""
+    def _make_route(self) -> Callable[[Any], Any]:
+        """``route(obj)``: what code run in plain Python calls instead of ``obj``
+        (``codegen/route_calls.py``): its compiled version, or ``obj``. One dict lookup for a
+        callable decided on before."""
+        known, decide, missing = self._known.get, self._decide, _MISSING
+
+        def route(obj: Any) -> Any:
+            try:
+                target = known(obj, missing)
+            except TypeError:  # not hashable
+                return decide(obj)
+            if target is obj:  # called as it is: the common case first
+                return obj
+            if target is missing:
+                return decide(obj)
+            if target.__class__ is tuple:  # a routed copy: while the function keeps its code
+                return target[1] if obj.__code__ is target[0] else decide(obj)
+            return target
+
+        return route
+
+    def _decide(self, obj: Any) -> Any:
+        """``route``'s answer for a callable not found in ``_known``; kept there where ``obj``
+        lives as long as the code that defines it."""
         kind = type(obj)
-        if kind is types.FunctionType or kind is types.MethodType or isinstance(obj, nn.Module):
+        if kind is types.FunctionType:
+            target = self._target(obj)
+            if "<locals>" not in obj.__qualname__:
+                kept = self._compiled.get(obj)
+                plain = kept is None or kept is _AS_IS or (type(kept) is tuple and kept[1] is obj)
+                self._known[obj] = obj if plain else kept
+            return target
+        if kind is types.MethodType or isinstance(obj, nn.Module):
             return self(obj)
+        if _long_lived(obj):
+            self._known[obj] = obj
         return obj
+
+    def _target(self, fn: types.FunctionType) -> Any:
+        """What a call of ``fn`` runs: its compiled version, its routed copy, or ``fn``."""
+        kept = self._compiled.get(fn)
+        if kept is None or (type(kept) is tuple and kept[0] is not fn.__code__):
+            shared = self._shared_caller(fn)
+            if shared is not None:  # not kept: the bound method holds ``fn``
+                return types.MethodType(shared, fn)
+            kept = self._compiled[fn] = self._decide_function(fn)
+        if type(kept) is tuple:
+            return kept[1]
+        return fn if kept is _AS_IS else kept
+
+    def _decide_function(self, fn: types.FunctionType) -> Any:
+        code = fn.__code__
+        if code in _LEFT_ALONE:
+            try:
+                return (code, routed(fn, self.route))
+            except Exception:  # noqa: BLE001 (code the rewrite cannot take runs as it is)
+                return _AS_IS
+        compiled = self._compiled_version(fn) if compiles_on_its_own(fn) else None
+        return _AS_IS if compiled is None else compiled
 
     def _compiled_version(self, fn: types.FunctionType) -> Any:
         """``fn``'s compiled version; None once its code has the limit of them (a function made
         anew at each call, a closure, would otherwise be traced at each call)."""
         compiled = self._compiled.get(fn)
-        if compiled is None:
+        if compiled is None or compiled is _AS_IS or type(compiled) is tuple:
             made = _VERSIONS.get(fn.__code__, 0)
             if made >= self._version_limit():
                 return None
@@ -92,19 +171,114 @@ class CalleeCompiler:
             compiled = self._compiled[fn] = self._compile(fn)
         return compiled
 
+    def _shared_caller(self, fn: types.FunctionType) -> Any:
+        """For a function made in another function's body of its code and cells alone (a closure
+        made anew at each call, most often): the compiled ``call_function`` that every function
+        with its code goes through, with the function as its input, guarded by what it is made
+        of (``markers.REBUILT``); else None."""
+        if "<locals>" not in fn.__qualname__ or fn.__defaults__ or fn.__kwdefaults__:
+            return None
+        code = fn.__code__
+        if fn.__dict__ or code in _LEFT_ALONE or not compiles_on_its_own(fn):
+            return None
+        caller = _FUNCTION_CALLERS.get(code)
+        if caller is None:
+            caller = _FUNCTION_CALLERS[code] = _caller_of(call_function, code.co_qualname)
+        if caller.__code__ in _LEFT_ALONE:  # so are the functions it calls
+            leave_alone(code)
+            return None
+        compiled = self._compiled_version(caller)
+        if compiled is not None:
+            markers.REBUILT.add(fn)
+        return compiled
+
+    def _module_caller(self, module: nn.Module) -> Any:
+        """The compiled ``call_module`` a call of ``module`` goes through: one per class whose
+        ``forward`` is user code, shared by its instances (the module is the compiled function's
+        input, its tree guarded by structure, not identity); one for all containers of user
+        modules. None where the call runs as it is (its class is tensor-free, or the limit of
+        compiled versions is reached)."""
+        cls = type(module)
+        if not compiles_on_its_own(cls.forward):
+            return self._compiled_version(call_module)
+        caller = _MODULE_CALLERS.get(cls)
+        if caller is None:
+            caller = _MODULE_CALLERS[cls] = _caller_of(call_module, cls.__qualname__)
+        if caller.__code__ in _LEFT_ALONE:
+            return None
+        return self._compiled_version(caller)
+
+    def forget(self, code: types.CodeType) -> None:
+        """Decide again on the functions with ``code`` (it was just left alone)."""
+        for fn in [fn for fn in self._known if getattr(fn, "__code__", None) is code]:
+            del self._known[fn]
+        for fn in [fn for fn in self._compiled.keys() if fn.__code__ is code]:
+            self._compiled.pop(fn, None)
+
 
 #: Compiled versions made per code object, by every ``CalleeCompiler`` since ``reset``.
 _VERSIONS: weakref.WeakKeyDictionary[types.CodeType, int] = weakref.WeakKeyDictionary()
+#: Code objects run as they are, whatever the arguments (``leave_alone``).
+_LEFT_ALONE: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+#: Every live ``CalleeCompiler``, told when a code is marked.
+_COMPILERS: weakref.WeakSet[CalleeCompiler] = weakref.WeakSet()
+
+
+def leave_alone(code: types.CodeType) -> None:
+    """Functions with ``code`` run as they are from now on, their calls routed (see the
+    module)."""
+    if code is call_module.__code__:
+        return
+    _LEFT_ALONE.add(code)
+    for compiler in list(_COMPILERS):
+        compiler.forget(code)
+
+
+def is_left_alone(code: types.CodeType) -> bool:
+    return code in _LEFT_ALONE
 
 
 def reset() -> None:
-    """``bytegraph.reset()``: each code may have its number of compiled versions again."""
+    """``bytegraph.reset()``: each code may have its number of compiled versions again, and is
+    traced again even where it was left alone."""
     _VERSIONS.clear()
+    _LEFT_ALONE.clear()
+    for compiler in list(_COMPILERS):
+        compiler._known.clear()
 
 
 def call_module(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     """What a module call that a break leaves to Python goes through, compiled: ``module(...)``."""
     return module(*args, **kwargs)
+
+
+def call_function(fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """What a call of a function made in another function's body goes through, compiled (one per
+    code of such functions): ``fn(...)``."""
+    return fn(*args, **kwargs)
+
+
+def _caller_of(caller: types.FunctionType, what: str) -> types.FunctionType:
+    """``caller`` with code of its own, named ``caller[what]`` (compiled versions are counted,
+    and marks kept, per code object)."""
+    qualname = f"{caller.__name__}[{what}]"
+    # a name of its own too (an identifier: generated code is named after it), as code objects
+    # that differ only in their qualified name compare equal, and the tables of compiled
+    # versions and marks are keyed by code
+    name = "".join(c if c.isalnum() else "_" for c in qualname.rstrip("]"))
+    code = caller.__code__.replace(co_name=name, co_qualname=qualname)
+    made = types.FunctionType(code, caller.__globals__, caller.__name__)
+    made.__qualname__ = qualname
+    made.__module__ = caller.__module__
+    return made
+
+
+#: The ``call_module`` of each module class whose ``forward`` is user code.
+_MODULE_CALLERS: weakref.WeakKeyDictionary[type, types.FunctionType] = weakref.WeakKeyDictionary()
+#: The ``call_function`` of each code of functions made in a function's body.
+_FUNCTION_CALLERS: weakref.WeakKeyDictionary[types.CodeType, types.FunctionType] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _user_module(module: nn.Module) -> bool:
@@ -120,6 +294,15 @@ def _user_module(module: nn.Module) -> bool:
 
 
 _USER_MODULES: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
+
+
+def _long_lived(obj: Any) -> bool:
+    """Is ``obj`` a callable that lives as long as the module defining it: a builtin function
+    (not a method bound to an object), or a class defined at module level?"""
+    if type(obj) is types.BuiltinFunctionType:
+        owner = obj.__self__
+        return owner is None or type(owner) is types.ModuleType
+    return isinstance(obj, type) and "<locals>" not in obj.__qualname__
 
 
 def compiles_on_its_own(fn: Any) -> bool:

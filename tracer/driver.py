@@ -31,6 +31,7 @@ from ..codegen.resume import ResumePoint, make_resume
 from ..codegen.transform import Numbering
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard, global_state_guards
+from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
 from .entry import make_entry
@@ -105,6 +106,8 @@ class CompileEvent:
     backend_s: float = 0.0  #: seconds in the backend
     guard_us: float | None = None  #: µs a call spends in the guards (when ``measure_guard_time``)
     when: float = field(default_factory=time.time)  #: wall-clock time the event was recorded
+    #: the trace returned without a tensor operation: the code is left alone from now on
+    tensor_free: bool = False
 
     @property
     def is_recompile(self) -> bool:
@@ -198,6 +201,7 @@ class CompiledCode:
         self.policy = self._new_policy()  #: what is traced symbolically (grows on recompiles)
         self.serial = next(SERIALS)  #: unique in the process
         self.root_serial = self.serial  #: for a resume function, the serial of the compiled one
+        self.asked_resume = False  #: the trace running now stopped at a break (asked for resumes)
         ALL.add(self)
 
     @property
@@ -211,6 +215,8 @@ class CompiledCode:
             selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
                 return selected
+            if callees.is_left_alone(self.fn.__code__):  # by another function's trace
+                return self._leave_alone()
             why = self.cache.why(L)
             reason = (
                 "first call"
@@ -258,6 +264,7 @@ class CompiledCode:
         )
 
         started = time.perf_counter()
+        self.asked_resume = False
         try:
             result = convert_call(
                 self.fn,
@@ -277,6 +284,15 @@ class CompiledCode:
             elapsed = time.perf_counter() - started
             return self._fallback(failure, reason, failures, state_guards, strict, elapsed)
         elapsed = time.perf_counter() - started
+        if self._tensor_free(result, settings):
+            callees.leave_alone(self.fn.__code__)
+            COUNTERS["tensor_free"] += 1
+            self._record(
+                CompileEvent(
+                    reason, failures=failures, fn=result.fn, trace_s=elapsed, tensor_free=True
+                )
+            )
+            return self._leave_alone()
         breaks = [] if self.continued_break(result) else result.breaks
         variant = Variant(
             self.cache.new_guard_set(result.guards + state_guards),
@@ -304,6 +320,25 @@ class CompiledCode:
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn
+
+    def _tensor_free(self, result: TraceResult, settings: GlobalSettings) -> bool:
+        """Did the trace return without recording a tensor operation (no graph, no break), where
+        a graph break is no error and no earlier trace of this function is installed? Then the
+        code is not compiled, whatever the arguments: the original code does what the trace
+        found (torch.compile skips such a frame for good)."""
+        if self.settings.fullgraph or settings.error_on_graph_break or result.graphs:
+            return False
+        if result.speculated:
+            return False
+        stopped = self.asked_resume or result.breaks or result.stopped_at is not None
+        return not stopped and not self.cache.variants
+
+    def _leave_alone(self) -> Any:
+        """Every call of this function runs it in Python (its calls routed), without guards."""
+        in_python = self.routed(self.fn)
+        self.cache.clear()
+        self.cache.set_no_match(in_python)
+        return in_python
 
     def _failure(self, e: Exception) -> Unsupported:
         """What a trace that raised ``e`` fell back for: the break itself, ``too_large`` (never
@@ -378,6 +413,13 @@ class CompiledCode:
         breaks_log.info(
             "graph break in %s (running it in Python): %s", self.fn.__qualname__, format_break(e)
         )
+        if e.kind != "internal_error" and not self.cache.variants:
+            # the first trace failed as the tracer reports it: every call runs in Python, as
+            # torch.compile skips such a frame (a bug in bytegraph keeps the guards it reached,
+            # so that other arguments are traced again)
+            callees.leave_alone(self.fn.__code__)
+            self._record(CompileEvent(reason, unsupported=e, failures=failures, trace_s=elapsed))
+            return self._leave_alone()
         guards: list[Guard] = getattr(e, "guards", None) or []
         try:
             guard_set = self.cache.new_guard_set(guards + state_guards)
@@ -422,6 +464,7 @@ class CompiledCode:
         """The resume function continuing ``template`` at instruction ``index`` (cached per
         position, stack shape and live names); compiled like any function unless ``compiled`` is
         False. ``continues``: it starts at a break in a callee (see ``continued_break``)."""
+        self.asked_resume = True
         slots = (iter_slots, null_slots, bool_slots)
         key = (
             template.__code__,

@@ -11,6 +11,7 @@
 - ``error_on_graph_break(value)`` regions: a break inside the decorated function raises (or not)
   as ``value`` says, whatever the enclosing setting (``Unsupported.strict``).
 - ``graph_break()``: a call of it is a graph break.
+- ``REBUILT``: functions the tracer guards by what they are made of, not by identity.
 
 The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
 sets the attributes below; torch's markers are read from the attributes torch sets and from
@@ -59,6 +60,13 @@ class Substitute:
     polyfill: Any  #: a Python function traced in place of ``original``
     can_constant_fold_through: bool = False
 
+
+#: Functions guarded by what they are made of (code, globals, the cells the trace reads), not by
+#: identity, as torch.compile guards a nested function (``builder``): each is made anew at each
+#: call, of its code and cells alone (no defaults or attributes). ``make_function`` adds what a
+#: graph break's code makes again; ``callees.py`` what user code made in a function's body that
+#: runs through its code's shared compiled caller.
+REBUILT: weakref.WeakSet[types.FunctionType] = weakref.WeakSet()
 
 #: id(original) -> Substitute (ids, so a lookup never calls a user ``__hash__``/``__eq__``).
 SUBSTITUTES: dict[int, Substitute] = {}

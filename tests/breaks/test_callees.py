@@ -3,10 +3,12 @@ compiled version (``tracer/callees.py``), so the code below the break still comp
 whole callee ran as plain Python (diffusers' ``UNet2DConditionModel`` compiled 0 graphs: its
 forward is wrapped by a decorator that calls it inside ``try``/``finally``)."""
 
+import contextlib
 import functools
 
 import pytest
 import torch
+from bytegraph.tracer import driver
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
 
@@ -240,15 +242,90 @@ def test_a_function_that_falls_back_calls_compiled_functions(broken_build_set):
             torch.testing.assert_close(compiled(x), _falls_back(x))
     stats = bytegraph.stats()
     assert stats["fallback:internal_error"] == 1
-    # traced: _falls_back (fails), _inner, the module's call, and the closure made at each of the
-    # three calls (a new function each time; at most ``recompile_limit`` of them, see below)
-    assert stats["frames"] == 6
+    # traced: _falls_back (fails), _inner, the module's call, and the closure made at each call
+    # once: every function with its code goes through one compiled caller, which takes the
+    # function as its input and guards what it is made of (code, the cell it reads), not which
+    # object it is
+    assert stats["frames"] == 4
 
 
-def test_a_function_made_at_each_call_is_compiled_a_bounded_number_of_times(broken_build_set):
+def test_a_closure_made_at_each_call_is_traced_once(broken_build_set):
     compiled = bytegraph.compile(_falls_back, backend="eager")
     with bytegraph.config.patch(recompile_limit=2), pytest.warns(UserWarning):
         for _ in range(5):
             x = torch.randn(3)
             torch.testing.assert_close(compiled(x), _falls_back(x))
-    assert bytegraph.stats()["frames"] == 1 + 2 + 2  # _falls_back; _inner and call_module; shift
+    assert bytegraph.stats()["frames"] == 1 + 2 + 1  # _falls_back; _inner and call_module; shift
+
+
+def _falls_back_with_a_default(x):
+    tags = {1, 2}  # its trace fails here (``broken_build_set``)
+
+    def shift(v, n=len(tags)):  # noqa: B008 (a default: not shared, compiled per function)
+        return v - n
+
+    return shift(_inner(x))
+
+
+def test_a_function_made_at_each_call_is_compiled_a_bounded_number_of_times(broken_build_set):
+    compiled = bytegraph.compile(_falls_back_with_a_default, backend="eager")
+    with bytegraph.config.patch(recompile_limit=2), pytest.warns(UserWarning):
+        for _ in range(5):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), _falls_back_with_a_default(x))
+    assert bytegraph.stats()["frames"] == 1 + 1 + 2  # the function; _inner; shift
+
+
+def _layer_classes(count):
+    """``count`` module classes, each its own ``forward``."""
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x)) * self.scale
+
+    def init(self, scale):
+        torch.nn.Module.__init__(self)
+        self.lin, self.scale = torch.nn.Linear(4, 4), scale
+
+    return [
+        type(f"Layer{i}", (torch.nn.Module,), {"__init__": init, "forward": forward})
+        for i in range(count)
+    ]
+
+
+@contextlib.contextmanager
+def _entered():
+    yield
+
+
+def test_modules_called_from_plain_python_compile_once_per_class():
+    """Called from code run in plain Python (a block of a user context manager after a break),
+    each module goes through the compiled caller of its class, with the module as its input:
+    instances of a class share it, and classes do not share a recompile limit."""
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList(
+        [cls(0.5) for cls in _layer_classes(10) for _ in range(3)]  # 30 layers, 10 classes
+    )
+
+    def run(x):
+        with _entered():
+            print("inside")
+            for layer in layers:
+                x = layer(x)
+        return x
+
+    compiled = bytegraph.compile(run, backend="eager")
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(compiled(x), run(x))
+    traced = bytegraph.stats()["frames"]
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), run(x))
+    assert bytegraph.stats()["frames"] == traced, "identical calls traced again"
+    callers = {
+        s.fn.__qualname__: s
+        for s in list(driver.ALL)
+        if s.events and s.fn.__qualname__.startswith("call_module[Layer")
+    }
+    assert sorted(callers) == sorted(f"call_module[Layer{i}]" for i in range(10))
+    for state in callers.values():
+        # the first layer of a class gets ``x`` without grad, the others a layer's output
+        assert len(state.events) <= 2 and all(e.graphs for e in state.events)

@@ -85,6 +85,7 @@ def test_resume_guards_the_contexts_it_receives_by_key():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             y = x @ x
             print("break")
+            y = y @ y  # tensor work in the resume function: it is compiled, with guards
         return y
 
     compiled, _ = compile_counted(fn)

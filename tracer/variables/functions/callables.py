@@ -14,7 +14,6 @@ import functools
 import inspect
 import sys
 import types
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from ....codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ....guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
 from ...exc import Unsupported
 from ...liveness import code_cell_writes
-from ...markers import graph_break
+from ...markers import REBUILT, graph_break
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import DictVariable, TupleVariable
@@ -355,15 +354,8 @@ def make_function(
         else:
             setattr(fn, name, value)
     if not (defaults or kwdefaults or attrs):
-        REBUILT.add(fn)
+        REBUILT.add(fn)  # a resume function's argument: guarded by what it is made of
     return fn
-
-
-#: Functions ``make_function`` made again that are their code and cells alone (no defaults or
-#: attributes): one is new at each call, so a trace they reach (a resume function's argument)
-#: guards what they are made of, not which object (``builder._wrap_object``); what it reads from
-#: their cells is guarded through the function (``_cell_source``).
-REBUILT: weakref.WeakSet[types.FunctionType] = weakref.WeakSet()
 
 
 #: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching

@@ -1,0 +1,168 @@
+"""A frame whose trace returns without recording a tensor operation is not compiled: its code is
+marked once, and from then on every call of it (from a compiled function's entry, from code run in
+plain Python through the router, from a resume function) runs the original code, whatever its
+arguments: no guards, no recompiles, as torch.compile skips such frames (``callees.py``)."""
+
+import contextlib
+import functools
+
+import pytest
+import torch
+from bytegraph.backends.debug import CompileCounter
+from bytegraph.tracer import driver
+
+import bytegraph
+
+
+def exists(val):
+    return val is not None
+
+
+def divisible_by(num, den):
+    return (num % den) == 0
+
+
+@contextlib.contextmanager
+def _entered():
+    yield
+
+
+def _counting(x, vals):
+    """Its block runs in plain Python (a print inside a user context manager), calling the two
+    helpers through the router with each value."""
+    y = x + 1
+    with _entered():
+        print("inside")
+        for v in vals:
+            if exists(v) and divisible_by(v, 3):
+                y = y * 2
+    return y
+
+
+def _states(fn):
+    """The compile states of ``fn``: its own, or its code's shared caller's (``callees.py``)."""
+    shared = f"call_function[{fn.__qualname__}]"
+    return [s for s in list(driver.ALL) if s.fn is fn or (s.events and s.fn.__qualname__ == shared)]
+
+
+def test_a_tensor_free_helper_called_from_plain_python_is_traced_once():
+    compiled = bytegraph.compile(_counting, backend="eager")
+    for i in range(10):
+        vals = [i, None, i + 1]
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x, vals), _counting(x, vals))
+    for helper in (exists, divisible_by):
+        (state,) = _states(helper)
+        assert len(state.events) == 1 and state.events[0].tensor_free
+        assert state.recompiles == 0
+    assert bytegraph.stats()["tensor_free"] == 2
+
+
+def test_a_compiled_function_without_tensor_work_is_left_alone_for_any_argument():
+    seen = []
+
+    def record(val, n):
+        seen.append(val)  # an effect the original code has at each call
+        return val if n % 2 else None
+
+    compiled = bytegraph.compile(record, backend="eager")
+    x = torch.ones(2)
+    for n in range(10):
+        val = x if n > 5 else n
+        assert compiled(val, n) is (val if n % 2 else None)
+    assert seen == [*range(6), x, x, x, x]
+    (state,) = _states(record)
+    assert len(state.events) == 1 and state.recompiles == 0
+    assert state.cache.variants == []  # no guards: every call runs the original
+
+
+def test_tensor_work_is_compiled_as_before():
+    def scale(x, n):
+        return x * n
+
+    compiled = bytegraph.compile(scale, backend="eager")
+    compiled(torch.ones(2), 2)
+    (state,) = _states(scale)
+    assert state.events[0].graphs and not state.events[0].tensor_free
+
+
+def test_fullgraph_keeps_guarding():
+    calls = bytegraph.compile(divisible_by, backend="eager", fullgraph=True)
+    for n in range(3):
+        assert calls(n, 3) == (n % 3 == 0)
+    assert "tensor_free" not in bytegraph.stats()
+
+
+def _passthrough(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+
+    return wrapper
+
+
+@_passthrough
+def _same(v):
+    return v
+
+
+@_passthrough
+def _cosine(x):
+    return x.cos() + 1
+
+
+def _calls_both(x):
+    with _entered():
+        print("inside")
+        y = _cosine(_same(x))
+    return y
+
+
+def test_a_tensor_free_wrapper_still_calls_other_wrapped_functions_compiled():
+    """The decorator's wrapper is marked by its trace around ``_same``; the calls it makes stay
+    routed, so around ``_cosine`` it still calls ``_cosine`` compiled (a frame hook would see
+    that frame)."""
+    compiled = bytegraph.compile(_calls_both, backend="eager")
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), _calls_both(x))
+    (state,) = _states(_cosine.__wrapped__)
+    assert len(state.events) == 1 and state.events[0].graphs
+
+
+def test_new_code_is_traced_again():
+    def helper(v):
+        return v
+
+    def caller(x):
+        with _entered():
+            print("inside")
+            y = helper(x)
+        return y
+
+    counter = CompileCounter()
+    compiled = bytegraph.compile(caller, backend=counter)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), x)
+    (state,) = _states(helper)
+    assert state.events[0].tensor_free and counter.frame_count == 0
+    torch.testing.assert_close(compiled(x), x)
+    helper.__code__ = (lambda v: v * 2).__code__
+    torch.testing.assert_close(compiled(x), x * 2)
+    assert counter.frame_count == 1, "the new code was not compiled"
+
+
+@pytest.mark.parametrize("first", [None, 3])
+def test_a_frame_marked_on_other_values_stays_correct(first):
+    """Marked on a call without tensor work, the code runs as it is for values that would have
+    made a graph: eager's result."""
+
+    def maybe_scale(x, n):
+        if isinstance(x, torch.Tensor):
+            return x * n
+        return x
+
+    compiled = bytegraph.compile(maybe_scale, backend="eager")
+    assert compiled(first, 2) == first
+    t = torch.randn(3)
+    torch.testing.assert_close(compiled(t, 2), t * 2)
