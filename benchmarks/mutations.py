@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,7 +99,7 @@ MUTANTS = [
 ]
 
 
-def make_copy(keep: bool) -> pathlib.Path:
+def make_copy() -> pathlib.Path:
     """A worktree of HEAD in a temporary folder, with ``_import/bytegraph`` laid out as the
     installed package (the editable install maps ``bytegraph`` to the original checkout)."""
     tree = pathlib.Path(tempfile.mkdtemp(prefix="bytegraph-mutations-")) / "tree"
@@ -122,6 +123,7 @@ def remove_copy(tree: pathlib.Path) -> None:
         check=False,
         capture_output=True,
     )
+    shutil.rmtree(tree.parent, ignore_errors=True)
 
 
 def _env(tree: pathlib.Path) -> dict[str, str]:
@@ -208,7 +210,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per pytest run")
     args = parser.parse_args()
     mutants = [m for m in MUTANTS if args.k in m.name]
-    tree = make_copy(args.keep)
+    tree = make_copy()
     print(f"copy of HEAD: {tree}", flush=True)
     results = []
     try:
