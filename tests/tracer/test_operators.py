@@ -61,7 +61,14 @@ def test_not_of_constants_containers_and_objects():
         return x + sum(flags), operator.not_(items), operator.not_(Sized(0))
 
     check(fn, torch.randn(3), [1, 2], [])
-    assert_no_more_breaks(0, fn, torch.randn(3), [1, 2], [])
+    assert_no_more_breaks(
+        0,
+        fn,
+        torch.randn(3),
+        [1, 2],
+        [],
+        baseline_missing="torch.compile 2.11 runs the call in Python (operator.not_)",
+    )
 
 
 def test_not_of_a_symbolic_size():
@@ -129,7 +136,13 @@ def test_in_place_operators_on_lists_and_numbers():
         return len(items), n * x
 
     check_breaks(fn, lambda: (torch.randn(2), [1]), graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, torch.randn(2), [1])
+    assert_no_more_breaks(
+        0,
+        fn,
+        torch.randn(2),
+        [1],
+        baseline_missing="torch.compile 2.11 runs the call in Python (an in-place list operator)",
+    )
 
 
 class Total:

@@ -216,4 +216,9 @@ def _types_of_itertools_objects(x):
 
 def test_type_of_an_itertools_object_made_in_the_trace_is_the_c_type():
     check_breaks(_types_of_itertools_objects, lambda: (torch.randn(3),), graphs=1, breaks=0)
-    assert_no_more_breaks(0, _types_of_itertools_objects, torch.randn(3))
+    assert_no_more_breaks(
+        0,
+        _types_of_itertools_objects,
+        torch.randn(3),
+        baseline_missing="torch.compile 2.11 runs the call in Python (itertools.count has no type)",
+    )
