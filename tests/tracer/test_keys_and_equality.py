@@ -10,6 +10,7 @@ objects, frozensets, dtypes, devices, ranges.
 
 from __future__ import annotations
 
+import collections
 import enum
 import math
 
@@ -24,7 +25,11 @@ class Color(enum.Enum):
 
 
 class Plain:
-    pass
+    def method(self):
+        return 1
+
+
+Pair = collections.namedtuple("Pair", "a b")
 
 
 def _function():
@@ -50,6 +55,10 @@ KINDS = {
     "dtype": (torch.float32, torch.int64),
     "device": (torch.device("cpu"), torch.device("meta")),
     "range": (range(3), range(4)),
+    "namedtuple": (Pair(1, 2), Pair(2, 1)),
+    "size": (torch.Size([2, 3]), torch.Size([3])),
+    "bound_method": (PLAIN.method, Plain().method),
+    "frozenset_of_objects": (frozenset({PLAIN, Plain}), frozenset({len})),
 }
 
 
@@ -141,39 +150,51 @@ KEY_OPERATIONS = [
     "V in S, W in S, S | {W}, S & {V}, S - {V}, frozenset(S) == frozenset([V, 's']), len(S)",
     "sorted(S, key=repr), [k for k in D if k is V], {V: 1} == {V: 1}",
     "collections.OrderedDict(D), collections.Counter([V, V, W]), dict.fromkeys([V, W], 0)",
+    "D.fromkeys([V, W]), collections.OrderedDict(D).fromkeys((W, V), 1), D.fromkeys('ab')",
 ]
 MUTATIONS = [
     "d = dict(D); d[W] = 3; d.setdefault(V, 9); d.setdefault(W, 9); d.pop(V); d.update({V: 4})",
     "d = collections.defaultdict(list); d[V].append(1); d[W].append(2); d[V].append(3)",
     "s = set(S); s.add(W); s.discard(V); s.add(V); s.remove(W)",
+    "r = []; s = {V}; p = s.pop(); q = {V: 1}.popitem(); r += [p is V, q[0] is V]",
     "d = {}; d[V] = 1; d[(V, 1)] = 2; d[(V, 1)] += 1; s = {(V, W)}; s.add((V, W))",
 ]
 
 
-#: ``k is V`` for a tuple read from a global: a tuple tracker is rebuilt as a new tuple (the
-#: identity of tuples is being fixed with ``sorted``/``enumerate`` keeping their items)
-_TUPLE_IDENTITY = pytest.mark.xfail(reason="tuple identity across trackers", strict=True)
+#: ``k is V`` where ``k`` and ``V`` are one object read through two sources: not decided for a
+#: frozenset holding objects (frozensets are not cached by identity) nor for a bound method
+#: (a tracker of its function and object, not of the method object)
+_IDENTITY_GAPS = {
+    "frozenset_of_objects": "identity of a frozenset of objects read through two sources",
+    "bound_method": "identity of a bound method read through two sources",
+}
 
 
-def _params(kinds, cases, xfail_tuple_identity=lambda case: "is" in case.split()):
-    return [
-        pytest.param(kind, case, marks=_TUPLE_IDENTITY)
-        if kind == "tuple" and xfail_tuple_identity(case)
-        else pytest.param(kind, case)
-        for kind in kinds
-        for case in cases
-    ]
+def _with_gaps(kinds, cases=None, reads_identity=lambda case: True):
+    """Parameters over ``kinds`` (and ``cases``), the identity gaps marked as expected
+    failures where the case reads identity."""
+
+    def param(kind, *rest):
+        if kind in _IDENTITY_GAPS and reads_identity(rest[0] if rest else ""):
+            mark = pytest.mark.xfail(reason=_IDENTITY_GAPS[kind], strict=True)
+            return pytest.param(kind, *rest, marks=mark)
+        return pytest.param(kind, *rest)
+
+    if cases is None:
+        return [param(kind) for kind in kinds]
+    return [param(kind, case) for kind in kinds for case in cases]
 
 
-@pytest.mark.parametrize(("kind", "ops"), _params(KINDS, KEY_OPERATIONS))
+@pytest.mark.parametrize(
+    ("kind", "ops"), _with_gaps(KINDS, KEY_OPERATIONS, lambda ops: " is " in ops)
+)
 def test_dict_and_set_keys_of_every_kind(kind, ops):
     v, w = KINDS[kind]
     fn = _compiled_case(f"return x + 1, {ops}", D={v: 1, "s": 2}, S={v, "s"}, V=v, W=w, **_MODULES)
     check_breaks(fn, _x, graphs=1, breaks=0)
 
 
-@pytest.mark.parametrize("ops", MUTATIONS)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "ops"), _with_gaps(KINDS, MUTATIONS, lambda ops: " is " in ops))
 def test_dicts_and_sets_changed_with_keys_of_every_kind(kind, ops):
     v, w = KINDS[kind]
     body = ops.replace("; ", "\n    ")
@@ -199,9 +220,7 @@ def test_an_input_dict_and_set_changed_in_place():
     check_breaks(fn, lambda: (torch.ones(2), {int: 1, str: 2}, {len, Plain}), graphs=1, breaks=0)
 
 
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=_TUPLE_IDENTITY) if k == "tuple" else k for k in KINDS]
-)
+@pytest.mark.parametrize("kind", _with_gaps(KINDS))
 def test_a_missing_key_raises_keyerror_as_cpython(kind):
     v, w = KINDS[kind]
     fn = _compiled_case(
@@ -336,5 +355,43 @@ def test_nan_and_infinite_keys():
         S={math.nan},
         N=math.nan,
         INF=math.inf,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize("kind", _with_gaps(KINDS))
+def test_keys_come_back_as_the_objects_put_in(kind):
+    """A key (a tuple, a namedtuple, a Size, a frozenset too) is rebuilt as the object that was
+    put in the dict or set, not as an equal copy."""
+    v, w = KINDS[kind]
+    fn = _compiled_case(
+        "d = {V: 1}\n    s = {V}\n    f = frozenset([V, W])\n"
+        "    return x + 1, d, s, f, [k is V for k in d], [k is V for k in f], D, S",
+        D={v: 1},
+        S={v},
+        V=v,
+        W=w,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_frozensets_of_objects():
+    fn = _compiled_case(
+        "f = frozenset([A, Plain, len])\n    g = frozenset(f)\n"
+        "    return (x + 1, f, g is f, f.copy() is f, f | {B}, {B} | f, f & {A}, f - {A},"
+        " f.union([B]), A in f, B in f, len(f), f == frozenset([len, Plain, A]),"
+        " {f: 1}[frozenset([A, len, Plain])], type(f | {B}), type({B} | f))",
+        A=PLAIN,
+        B=OTHER,
+        Plain=Plain,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_a_frozenset_has_no_add():
+    fn = _compiled_case(
+        "f = frozenset([A])\n    try:\n        f.add(1)\n    except AttributeError as e:\n"
+        "        return x + 1, str(e)\n    return x, None",
+        A=PLAIN,
     )
     check_breaks(fn, _x, graphs=1, breaks=0)

@@ -129,7 +129,11 @@ class IdentityKey:
 
     def __eq__(self, other: object) -> bool:
         ident = other.ident if isinstance(other, IdentityKey) else other
-        return ident is self.ident or (type(ident) is type(self.ident) and ident == self.ident)
+        if ident is self.ident:
+            return True
+        if isinstance(ident, tuple) and isinstance(self.ident, tuple):
+            return ident == self.ident  # a namedtuple equals the tuple of its items
+        return type(ident) is type(self.ident) and ident == self.ident
 
     def __repr__(self) -> str:
         return f"IdentityKey({self.vt!r})"

@@ -101,7 +101,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
             output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
         return vt
     vt = _wrap_new(tx, value, source)
-    if not _is_interned(value):
+    if not _is_interned(value) and type(value) is not types.MethodType:
+        # (a bound method's tracker carries its function's source: each read makes a new one)
         output.wrapped[id(value)] = (value, vt)
     return vt
 
@@ -195,11 +196,12 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
         return SetVariable(set(value), source)
-    if cls in (set,) and all(map(is_key_value, value)):
+    if cls in (set, frozenset) and all(map(is_key_value, value)):
         # its items in iteration order, the order the trace iterates them in
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
-        return SetVariable({_wrap_key(tx, v, source, i) for i, v in enumerate(value)}, source)
+        items = {_wrap_key(tx, v, source, i) for i, v in enumerate(value)}
+        return SetVariable(items, source, frozen=cls is frozenset)
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
@@ -233,16 +235,35 @@ def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, Variab
 
 def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
     """The ``index``-th key of the input dict or set ``source`` as a traced key (``hash_key``). A
-    constant stands for itself; other keys get trackers read through ``DictKeySource``, whose
-    own type and identity guards the container's ``DICT_KEYS`` guard already implies."""
-    if compared_by_value(key) or _is_interned(key) or type(key) is torch.device:
-        return hash_key(wrap_static(tx, key))
+    constant stands for itself; a tuple is the same object as one the trace reads elsewhere
+    (``k is t``); other keys get trackers read through ``DictKeySource``, whose own type and
+    identity guards the container's ``DICT_KEYS`` guard already implies."""
     key_source = DictKeySource(source, index)
+    if isinstance(key, tuple) and compared_by_value(key):
+        return hash_key(_tuple_key(tx, key, key_source))
+    if compared_by_value(key) or _is_interned(key) or type(key) is torch.device:
+        return key  # the object itself, rebuilt as that object
     vt = wrap(tx, key, key_source)
     if vt.source == key_source:
         tx.output.guards.discard(Guard.id_match(key_source, key))
         tx.output.guards.discard(Guard.type_match(key_source, type(key)))
     return hash_key(vt)
+
+
+def _tuple_key(tx: Translator, key: tuple, key_source: Source) -> VariableTracker:
+    """A tuple of constants keying an input dict: a constant, which ``DICT_KEYS`` guards by
+    value; where the trace also reads the same tuple through another source, both are one
+    tracker, the identity guarded (``DUPLICATE_INPUT``)."""
+    known = tx.output.wrapped.get(id(key))
+    if known is not None and known[0] is key:
+        vt = known[1]
+        if vt.source is not None and not isinstance(vt.source.root, (ConstSource, FreshSource)):
+            alias = Guard(key_source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source))
+            tx.output.add_guard(alias)
+        return vt
+    vt = ConstantVariable(key, key_source)
+    tx.output.wrapped[id(key)] = (key, vt)
+    return vt
 
 
 def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:

@@ -45,11 +45,16 @@ def hash_key(vt: VariableTracker) -> Any:
         except TypeError:
             kind = type(value).__name__
             raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
-        if isinstance(vt, (ConstantVariable, BaseSequenceVariable)) or not _pure_hash(value):
+        if isinstance(vt, ConstantVariable) or not _pure_hash(value):
             return value
-        return IdentityKey(vt, value)
+        return IdentityKey(vt, value)  # a tuple too: rebuilt as the object it was read from
     if isinstance(vt, TupleVariable):  # a tuple holding an object: by value, item by item
         return IdentityKey(vt, tuple(hash_key(item) for item in vt.items))
+    if isinstance(vt, SetVariable) and vt.frozen:
+        return IdentityKey(vt, frozenset(vt.items))
+    method = _bound_method(vt)
+    if method is not None:
+        return IdentityKey(vt, method)
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
         kind = vt.python_type().__name__
         raise PythonError(TypeError(f"unhashable type: '{kind}'"))
@@ -57,6 +62,18 @@ def hash_key(vt: VariableTracker) -> Any:
     if value is not None and identity_hashed(type(value)):
         return IdentityKey(vt, value)
     raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def _bound_method(vt: VariableTracker) -> types.MethodType | None:
+    """``obj.method`` of a function bound to an object the trace knows: the real bound method,
+    which hashes and compares by the object's identity and the function (no user code)."""
+    fn, owner = getattr(vt, "fn", None), getattr(vt, "self_vt", None)
+    if not isinstance(fn, types.FunctionType) or owner is None:
+        return None
+    if owner.is_python_constant():
+        return types.MethodType(fn, owner.as_python_constant())
+    value = getattr(owner, "value", None)
+    return types.MethodType(fn, value) if value is not None else None
 
 
 def identity_hashed(cls: type) -> bool:
@@ -68,7 +85,7 @@ def identity_hashed(cls: type) -> bool:
 def _pure_hash(value: Any) -> bool:
     """``hash(value)`` and ``==`` run no user code: identity, or a builtin type's own."""
     cls = type(value)
-    return identity_hashed(cls) or cls.__module__ == "builtins"
+    return identity_hashed(cls) or cls.__module__ == "builtins" or tuple_like(cls)
 
 
 #: real keys the key model compares by value, when all their parts are such keys
@@ -83,20 +100,27 @@ def is_key_value(key: Any) -> bool:
     cls = type(key)
     if cls in _VALUE_KEY_TYPES or cls in _SINGLETON_KEY_TYPES or isinstance(key, torch.Tensor):
         return True
-    if cls in (tuple, frozenset):
+    if cls is frozenset or tuple_like(cls):
         return all(is_key_value(k) for k in key)
     if isinstance(key, enum.Enum):
         return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
     if isinstance(key, types.BuiltinFunctionType):
         return key.__self__ is None or isinstance(key.__self__, types.ModuleType)
+    if cls is types.MethodType:  # hashed by its object's identity and its function
+        return identity_hashed(type(key.__self__)) and isinstance(key.__func__, types.FunctionType)
     return identity_hashed(cls)
+
+
+def tuple_like(cls: type) -> bool:
+    """A tuple, ``torch.Size`` or namedtuple class: hashed and compared as its items' tuple."""
+    return issubclass(cls, tuple) and cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
 
 
 def compared_by_value(key: Any) -> bool:
     """Whether the real ``key`` is a constant of the key model, compared by value (a literal, a
     range, or a tuple or frozenset of such), rather than by identity."""
     cls = type(key)
-    if cls in (tuple, frozenset):
+    if cls is frozenset or tuple_like(cls):
         return all(compared_by_value(k) for k in key)
     return cls in _VALUE_KEY_TYPES
 
@@ -305,13 +329,16 @@ class DictVariable(VariableTracker):
 
 @dataclass(eq=False)
 class SetVariable(VariableTracker):
-    """A set: Python constants and ``IdentityKey``s (tensors, objects hashed by identity)."""
+    """A set, or a frozenset (``frozen``) holding values the trace keeps trackers of: Python
+    constants and ``IdentityKey``s (tensors, classes, functions, objects hashed by identity). A
+    frozenset of constants alone is a ``ConstantVariable`` (``make_set``)."""
 
     items: set[Any]
     source: Source | None = None
+    frozen: bool = False
 
     def python_type(self) -> type:
-        return set
+        return frozenset if self.frozen else set
 
     def is_python_constant(self) -> bool:
         return all(_constant_key(v) for v in self.items)
@@ -321,26 +348,44 @@ class SetVariable(VariableTracker):
         rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
         only reads it. Items kept with their trackers (classes, functions) are replaced by their
         values, in the set's order (their hashes are the values' own)."""
-        if any(isinstance(v, IdentityKey) for v in self.items):
-            return {key_value(v) for v in self.items}
-        return self.items
+        items = self.items
+        if any(isinstance(v, IdentityKey) for v in items):
+            items = {key_value(v) for v in items}
+        return frozenset(items) if self.frozen else items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         return [key_vt(v) for v in self.items]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(set, name):
+        kind = self.python_type()
+        if hasattr(kind, name):
             return BoundMethodVariable(self, name)
-        raise Unsupported("getattr", f"set has no attribute {name!r}")
+        message = f"'{kind.__name__}' object has no attribute '{name}'"
+        raise PythonError(AttributeError(message))
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        cg.build_once(
-            self,
-            lambda: ([_reconstruct_key(cg, v) for v in self.items], cg.build_set(len(self.items))),
-        )
+
+        def build() -> None:
+            if self.frozen:
+                cg.load_const(frozenset)
+            for v in self.items:
+                _reconstruct_key(cg, v)
+            cg.build_set(len(self.items))
+            if self.frozen:
+                cg.call_function(1)
+
+        cg.build_once(self, build)
         return None
+
+
+def make_set(items: set | frozenset) -> VariableTracker:
+    """The tracker of a set or frozenset of keys computed in the trace (``hash_key``'s): a
+    frozenset of plain constants is a constant; any other keeps its items' trackers."""
+    if isinstance(items, frozenset) and not any(isinstance(k, IdentityKey) for k in items):
+        return ConstantVariable(items)
+    return SetVariable(set(items), frozen=isinstance(items, frozenset))
 
 
 @dataclass(eq=False, repr=False)

@@ -24,6 +24,7 @@ from .builtin_containers import (
     TupleVariable,
     hash_key,
     key_vt,
+    make_set,
 )
 from .collection_types import DEQUE_METHODS, DICT_SUBCLASS_METHODS, DequeVariable
 from .dict_views import DictViewVariable
@@ -307,6 +308,18 @@ def _dict_copy(tx, obj):
     return DictVariable(dict(obj.items), cls=obj.cls, default_factory=obj.default_factory)
 
 
+def _dict_fromkeys(tx, obj, iterable, value=NONE):
+    """``d.fromkeys(keys, value)`` called on a dict: a new dict of its class (a ``defaultdict``
+    without a factory), the keys in the iterable's order."""
+    if obj.cls not in (dict, collections.OrderedDict, collections.defaultdict):
+        raise Unsupported("call_method", f"{obj.cls.__name__}.fromkeys")
+    items = {}
+    for key in dispatch.each_item(tx, iterable):
+        items[_key(key)] = value
+    factory = NONE if obj.cls is collections.defaultdict else None
+    return DictVariable(items, cls=obj.cls, default_factory=factory)
+
+
 _DICT = {
     "__setitem__": (True, lambda tx, obj, k, v: (obj.items.__setitem__(_key(k), v), NONE)[1]),
     "__delitem__": (True, _dict_delitem),
@@ -321,6 +334,7 @@ _DICT = {
     "values": (False, lambda tx, obj: DictViewVariable(obj, "values")),
     "items": (False, lambda tx, obj: DictViewVariable(obj, "items")),
     "copy": (False, _dict_copy),
+    "fromkeys": (False, _dict_fromkeys),
     "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k) in obj.items)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
 }
@@ -405,11 +419,11 @@ def _set_method(name: str, mutates: bool):
             _key(a) if name in ("add", "discard", "remove") else real_iterable(tx, a) for a in args
         ]
         try:
-            result = getattr(obj.items, name)(*real)
+            result = getattr(dict_views.real_set(obj), name)(*real)
         except (KeyError, TypeError) as e:
             raise PythonError(e) from None
-        if isinstance(result, set):
-            return SetVariable(result)
+        if isinstance(result, (set, frozenset)):
+            return make_set(result)
         return ConstantVariable(result)
 
     return mutates, impl
@@ -435,7 +449,7 @@ def real_iterable(tx, vt):
 def _set_pop(tx, obj):
     if not obj.items:
         raise PythonError(KeyError("pop from an empty set"))
-    return ConstantVariable(obj.items.pop())
+    return key_vt(obj.items.pop())  # the item's own tracker (a class, an object...)
 
 
 _SET = {
@@ -465,7 +479,8 @@ _SET = {
     },
     "pop": (True, _set_pop),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
-    "copy": (False, lambda tx, obj: SetVariable(set(obj.items))),
+    # a frozenset's copy is itself
+    "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.items))),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(_key(v) in obj.items)),
 }

@@ -24,6 +24,7 @@ from .builtin_containers import (
     TupleVariable,
     hash_key,
     key_vt,
+    make_set,
 )
 
 if TYPE_CHECKING:
@@ -116,11 +117,17 @@ _INPLACE_SET_OPS = {
 _COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
 
 
+def real_set(vt: SetVariable) -> set | frozenset:
+    """The keys of a set tracker as the object CPython's methods run on: the set itself (changed
+    in place by the mutating ones), or a frozenset of them (results are then frozensets)."""
+    return frozenset(vt.items) if vt.frozen else vt.items
+
+
 def _real(tx: Translator, vt: VariableTracker) -> Any:
     """An object CPython applies the same operation to: the set itself, a dict of constants
     standing for the viewed dict (a keys view only depends on the keys), or the constant."""
     if isinstance(vt, SetVariable):
-        return vt.items
+        return real_set(vt)
     if isinstance(vt, DictViewVariable):
         items = vt.dict_vt.items
         if vt.kind == "keys":
@@ -156,7 +163,7 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if op not in _SET_OPS and op not in _INPLACE_SET_OPS and op not in _COMPARE:
         return None
     lhs, rhs = args
-    in_place = op in _INPLACE_SET_OPS and isinstance(lhs, SetVariable)
+    in_place = op in _INPLACE_SET_OPS and isinstance(lhs, SetVariable) and not lhs.frozen
     if op in _INPLACE_SET_OPS and not in_place:
         op = _INPLACE_SET_OPS[op]  # ``view |= x`` has no in-place form: ``view = view | x``
     if op in _COMPARE and not all(
@@ -176,8 +183,8 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if in_place:
         tx.output.side_effects.mark_mutated(lhs)
         return lhs
-    if isinstance(result, set):
-        return SetVariable(result)
+    if isinstance(result, (set, frozenset)):
+        return make_set(result)
     return tx.fold(result)
 
 

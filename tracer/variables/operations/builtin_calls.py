@@ -32,6 +32,7 @@ from ..containers.builtin_containers import (
     TupleVariable,
     hash_key,
     key_vt,
+    make_set,
 )
 from ..containers.container_methods import real_iterable
 from ..containers.dict_views import DictViewVariable
@@ -50,7 +51,8 @@ from . import concrete, sorting
 if TYPE_CHECKING:
     from ...translator import Translator
 
-#: Builtins safe to evaluate when all arguments are immutable constants.
+#: Builtins safe to evaluate when all arguments are immutable constants. (``set`` and
+#: ``frozenset`` have their own rules: their items keep their trackers, so ``k is t`` holds.)
 PURE = frozenset(
     {
         abs,
@@ -66,7 +68,6 @@ PURE = frozenset(
         divmod,
         float,
         format,
-        frozenset,
         hash,
         hex,
         int,
@@ -89,7 +90,6 @@ PURE = frozenset(
         type,
         list,
         dict,
-        set,
         getattr,
         hasattr,
     }
@@ -386,9 +386,9 @@ def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTra
 
 @builtin(frozenset)
 def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return ConstantVariable(
-        frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset()
-    )
+    if iterable is not None and iterable.python_type() is frozenset:
+        return iterable  # ``frozenset(f) is f``
+    return make_set(frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset())
 
 
 @builtin(enumerate)

@@ -12,6 +12,7 @@ no real counterpart yet and are left to the caller; constants are folded in ``bu
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any
 
 from ...exc import PythonError
@@ -48,7 +49,9 @@ def evaluate(
     values = [_real(tx, a, fn) for a in args]
     if any(v is _MISSING for v in values):
         return None
-    for vt in walk(args, descend=lambda vt: isinstance(vt, BaseSequenceVariable)):
+    for vt in walk(
+        args, descend=lambda vt: isinstance(vt, (BaseSequenceVariable, UserFunctionVariable))
+    ):
         pin_identity(tx, vt)
     try:
         result = fn(*values)
@@ -74,6 +77,11 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         if any(item is _MISSING for item in items):
             return _MISSING
         return vt.python_type()(items) if vt.python_type() in (list, tuple) else _MISSING
+    if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
+        # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
+        # hash read the object's
+        owner = _real(tx, vt.self_vt, hash if fn is hash else repr)
+        return _MISSING if owner is _MISSING else types.MethodType(vt.fn, owner)
     if isinstance(vt, ConstantVariable):
         # a constant's identity is not kept (an equal one may come next call): id() breaks
         return vt.value if fn is not id else _MISSING

@@ -18,6 +18,7 @@ from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import BaseSequenceVariable, DictVariable
+from ..functions.callables import UserFunctionVariable
 from .truth import is_same, truth
 
 if TYPE_CHECKING:
@@ -118,6 +119,20 @@ def compare_dicts(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
 
 
 _DICT_EQS = (dict.__eq__, collections.OrderedDict.__eq__)
+
+
+def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a.f == b.g`` of two Python functions bound to objects: CPython's ``method_richcompare``,
+    the same object (``is``) and the same function."""
+    if len(args) != 2 or op not in _EQUALITY or not all(map(_bound_method, args)):
+        return None
+    a, b = args
+    same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
+    return ConstantVariable(same == (op is operator.eq))
+
+
+def _bound_method(vt: VariableTracker) -> bool:
+    return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.

@@ -254,6 +254,7 @@ def compare_sequences(
 
 operator_rule(*COMPARISONS)(equality.compare_sequences)  # items compared identity first
 operator_rule(operator.eq, operator.ne)(equality.compare_dicts)
+operator_rule(operator.eq, operator.ne)(equality.compare_methods)
 
 
 @operator_rule(operator.eq, operator.ne)
