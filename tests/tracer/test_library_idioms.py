@@ -351,3 +351,52 @@ def test_a_partial_subclass_made_in_the_trace_is_returned_as_itself():
         _, made = compiled(torch.randn(3))
         assert type(made) is _NamedPartial and made(1.0) == 6.0 and made.describe() == "_scaled_add"
     assert counter.frame_count == 1
+
+
+class _Other:
+    pass
+
+
+class _ZeroArgument(_Base):
+    def scale(self, x):
+        return super().scale(x) + 1
+
+
+def _super_of_a_foreign_self(x):
+    # a method taken from the class and called with an object of another class: super() raises
+    # TypeError in CPython; the tracer breaks there (before, it failed on its own: the class is
+    # not in the object's MRO), and the try block runs in Python
+    try:
+        _ZeroArgument.scale(_Other(), x)
+    except TypeError:
+        return x - 1
+    return x
+
+
+def test_zero_argument_super_with_a_foreign_self():
+    check_breaks(_super_of_a_foreign_self, lambda: (torch.randn(3),), graphs=0, breaks=1)
+
+
+class _Factory:
+    @classmethod
+    def make(cls, x):
+        return x + len(cls.__name__)
+
+    @staticmethod
+    def helper(x):
+        return x * 3
+
+
+class _SubFactory(_Factory):
+    @classmethod
+    def make(cls, x):
+        return super().make(x) * 2 + super(_SubFactory, cls).helper(x)  # noqa: UP008
+
+
+def _super_in_a_classmethod(x):
+    return _SubFactory.make(x), _SubFactory().make(x)
+
+
+def test_super_in_a_classmethod():
+    check_breaks(_super_in_a_classmethod, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _super_in_a_classmethod, torch.randn(3))

@@ -106,8 +106,10 @@ class ClassVariable(ConstantLikeVariable):
 
 @dataclass(eq=False)
 class SuperVariable(VariableTracker):
-    """``super()`` (zero-argument form) inside a traced method: attribute lookups start after
-    ``cls`` in the MRO of ``self``'s class; functions found there are bound to ``self``."""
+    """``super()`` inside a traced method: attribute lookups start after ``cls`` in the MRO of
+    ``self``'s class; functions found there are bound to ``self``. In a classmethod ``obj`` is a
+    class (a subclass of ``cls``): lookups go through its own MRO, classmethods found there are
+    bound to it, plain functions stay unbound."""
 
     cls: type
     obj: VariableTracker
@@ -120,14 +122,27 @@ class SuperVariable(VariableTracker):
         klass = start.as_python_constant() if start.is_python_constant() else None
         if not isinstance(klass, type):
             raise Unsupported("super", f"super() of {start}")
-        if isinstance(obj, ClassVariable) or not issubclass(obj.python_type(), klass):
-            raise Unsupported("super", f"super({klass.__name__}, {obj})")
         return cls(klass, obj)
 
-    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        mro = self.obj.python_type().__mro__
-        if self.cls not in mro:  # the frame's first argument is no instance of its class
+    def __post_init__(self) -> None:
+        if not (self._of_class() or self.cls in self.obj.python_type().__mro__):
+            # the frame's first argument is no instance of its class: CPython raises TypeError
             raise Unsupported("super", f"super({self.cls.__name__}, {self.obj})")
+
+    def _of_class(self) -> bool:
+        """``super(cls, klass)`` for a subclass ``klass`` (in a classmethod)."""
+        obj = self.obj
+        return (
+            isinstance(obj, ClassVariable)
+            and isinstance(obj.value, type)
+            and self.cls in obj.value.__mro__
+            and self.cls not in type(obj.value).__mro__  # a metaclass's own super(): instance
+        )
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if self._of_class():
+            return self._class_getattr(tx, name)
+        mro = self.obj.python_type().__mro__
         for klass in mro[mro.index(self.cls) + 1 :]:
             if name in vars(klass):
                 attr = vars(klass)[name]
@@ -154,6 +169,26 @@ class SuperVariable(VariableTracker):
                     return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
                 break
         raise Unsupported("super", f"super().{name} is not a plain method")
+
+    def _class_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """``super().name`` in a classmethod: the class's MRO after ``cls``."""
+        mro = self.obj.value.__mro__
+        for index in range(mro.index(self.cls) + 1, len(mro)):
+            if name not in vars(mro[index]):
+                continue
+            attr = vars(mro[index])[name]
+            fn = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
+            if not isinstance(fn, types.FunctionType):
+                break
+            source = None
+            if self.obj.source is not None:
+                owner = ItemSource(AttrSource(self.obj.source, "__mro__"), index)
+                source = ItemSource(AttrSource(owner, "__dict__"), name)
+                source = AttrSource(source, "__func__") if fn is not attr else source
+                source = method_source(tx, self.obj, source, fn)
+            bound = self.obj if isinstance(attr, classmethod) else None
+            return UserFunctionVariable(fn, source, bound)
+        raise Unsupported("super", f"super().{name} in a classmethod is not a plain method")
 
     def _method_source(
         self, tx: Translator, index: int, name: str, fn: types.FunctionType
