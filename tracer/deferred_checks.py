@@ -102,11 +102,7 @@ def assume(tx: Translator, value: VariableTracker, inst: Instr, jump_when: bool)
     output = tx.output
     if output.deferred.unsafe is not None or output.state.carried or _in_generator(tx):
         return None
-    value = _as_tensor(tx, value)
-    if value is None:
-        return None
-    numel = value.example.numel()
-    if not isinstance(numel, int) or numel != 1:
+    if not _one_value(value):
         return None  # ``bool()`` of it raises or needs a symbolic size: break, as eager decides
     target, next_index = tx.labels[inst.arg], tx.ip
     site = None
@@ -123,6 +119,9 @@ def assume(tx: Translator, value: VariableTracker, inst: Instr, jump_when: bool)
         truth = output.deferred.shadow.truth(output, value.node)
         if truth is None:
             return None
+    if isinstance(value, SymNodeVariable):  # ``t.item() > 0``: the graph makes it a tensor
+        dtype = ConstantVariable(torch.bool)
+        value = output.call_function(torch.scalar_tensor, (value,), {"dtype": dtype})
     # a new tensor (never ``t`` itself, which a later in-place operation could change) whose
     # truth is that of the assumption: ``bool(t)`` is "nonzero" (NaN counts), as ``ne`` and
     # ``logical_not`` read it
@@ -136,6 +135,16 @@ def assume(tx: Translator, value: VariableTracker, inst: Instr, jump_when: bool)
     where = f"{loc.filename}:{loc.lineno}" if loc is not None else tx.code.co_name
     output.deferred.checks.append((holds, where, site))
     return truth
+
+
+def _one_value(value: VariableTracker) -> bool:
+    """Is ``value`` a one-element tensor or a number computed from tensor data (``t.item()``)?"""
+    if isinstance(value, SymNodeVariable):
+        return value.unbacked
+    if not isinstance(value, TensorVariable):
+        return False
+    numel = value.example.numel()
+    return isinstance(numel, int) and numel == 1
 
 
 def _speculation_site(tx: Translator, inst: Instr) -> speculation.Site | None:
@@ -152,18 +161,6 @@ def _speculation_site(tx: Translator, inst: Instr) -> speculation.Site | None:
     if sum(1 for _, _, s in deferred.checks if s is site) >= policy.unroll_limit:
         return None
     return site
-
-
-def _as_tensor(tx: Translator, value: VariableTracker) -> TensorVariable | None:
-    """The tensor a jump tests: a tensor, or a boolean computed from tensor data (``t.item() >
-    0``) made a one-element tensor by the graph."""
-    if isinstance(value, TensorVariable):
-        return value
-    if isinstance(value, SymNodeVariable) and value.unbacked:
-        dtype = ConstantVariable(torch.bool)
-        made = tx.output.call_function(torch.scalar_tensor, (value,), {"dtype": dtype})
-        return made if isinstance(made, TensorVariable) else None
-    return None
 
 
 def raises_only(tx: Translator, start: int) -> bool:
