@@ -400,3 +400,76 @@ def _super_in_a_classmethod(x):
 def test_super_in_a_classmethod():
     check_breaks(_super_in_a_classmethod, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert_no_more_breaks(0, _super_in_a_classmethod, torch.randn(3))
+
+
+# -- subclasses of tuple made in the compiled function ------------------------------------------
+
+
+class _Shape(tuple):
+    """A tuple with methods of its own."""
+
+    def numel(self):
+        total = 1
+        for n in self:
+            total *= n
+        return total
+
+    @property
+    def rank(self):
+        return len(self)
+
+
+def _tuple_subclass(x):
+    shape = _Shape(x.shape)
+    rows, cols = shape
+    shape.note = "made here"
+    return (
+        x.reshape(cols, rows) * shape.numel(),
+        shape.rank,
+        shape.index(cols),
+        shape.count(rows),
+        isinstance(shape, tuple),
+        shape[::-1],
+        shape + (1,),
+        shape,
+    )
+
+
+def test_a_tuple_subclass_made_in_the_trace():
+    """Its methods and tuple's own run in the graph; it is returned as an object of its class,
+    with the attribute set on it."""
+    compiled = check_breaks(_tuple_subclass, lambda: (torch.randn(2, 3),), graphs=1, breaks=0)[0]
+    shape = compiled(torch.randn(2, 3))[-1]
+    assert type(shape) is _Shape and shape == (2, 3) and shape.note == "made here"
+    assert_no_more_breaks(0, _tuple_subclass, torch.randn(2, 3))
+
+
+def _tuple_subclass_at_a_break(x):
+    shape = _Shape((2, 3))
+    print("break")
+    return x * shape.numel(), shape
+
+
+def test_a_tuple_subclass_live_at_a_break():
+    compiled = check_breaks(
+        _tuple_subclass_at_a_break, lambda: (torch.randn(3),), graphs=1, breaks=1
+    )[0]
+    assert type(compiled(torch.randn(3))[1]) is _Shape
+
+
+def _given_tuple_subclass(x, shape):
+    rows, cols = shape
+    return x.reshape(cols, rows) * shape.numel(), shape.rank, shape[1], shape
+
+
+def test_a_tuple_subclass_given_to_the_function():
+    """Read as a tuple of its items (guarded by type and length), its methods inlined; it comes
+    back as the caller's own object."""
+    shape = _Shape((2, 3))
+    compiled = check_breaks(
+        _given_tuple_subclass, lambda: (torch.randn(6), shape), graphs=1, breaks=0
+    )[0]
+    assert compiled(torch.randn(6), shape)[-1] is shape
+    x = torch.randn(24)
+    torch.testing.assert_close(compiled(x, _Shape((4, 6)))[0], x.reshape(6, 4) * 24)
+    assert_no_more_breaks(0, _given_tuple_subclass, torch.randn(6), shape)

@@ -66,6 +66,7 @@ from .modules import hook_handles
 from .modules.nn_modules import NNModuleVariable
 from .objects.classes import ClassVariable
 from .objects.existing_objects import CFunctionVariable, PythonModuleVariable, UserObjectVariable
+from .objects.new_objects import plain_tuple_subclass
 from .operations.builtin_calls import MATH_FNS, OPERATOR_FNS
 from .tensors.numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .tensors.tensor import is_tensor_method
@@ -166,7 +167,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is list:  # its length and items are guarded when the trace reads them
         add(Guard(source, "TYPE_MATCH", cls, cls))
         return LazyListVariable(tx, value, source)
-    if cls is torch.Size or cls is tuple or _is_namedtuple(cls):
+    if cls is torch.Size or cls is tuple or _is_namedtuple(cls) or plain_tuple_subclass(cls):
         add(Guard(source, "TYPE_MATCH", cls, cls))
         add(Guard(source, "LEN_MATCH", len(value), len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]

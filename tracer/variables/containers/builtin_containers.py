@@ -179,14 +179,21 @@ class TupleVariable(BaseSequenceVariable):
         values = [i.as_python_constant() for i in self.items]
         if self.is_size:
             return torch.Size(values)
-        return self.cls(values) if self.cls is tuple else self.cls(*values)
+        if hasattr(self.cls, "_fields") or hasattr(self.cls, "n_sequence_fields"):
+            return self.cls(*values)
+        return self.cls(values)  # ``tuple``, or a plain subclass: ``cls(iterable)``
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         fields = _field_names(self.cls)
         if name in fields:
             return self.items[list(fields).index(name)]
-        if hasattr(self.cls, "_fields") and not hasattr(tuple, name) and name not in _NT_METHODS:
-            return dispatch.namedtuple_attribute(tx, self, name)  # methods of the class
+        if (
+            self.cls is not tuple
+            and not hasattr(self.cls, "n_sequence_fields")  # torch's structseqs
+            and not hasattr(tuple, name)
+            and name not in _NT_METHODS
+        ):  # methods of a namedtuple class, or of a plain tuple subclass
+            return dispatch.namedtuple_attribute(tx, self, name)
         return _constant_method(self, name)
 
     def reconstruct(self, cg: Codegen) -> None:

@@ -121,22 +121,27 @@ class InstanceDictVariable(DictVariable):
 
 @dataclass(eq=False)
 class NamedTupleObjectVariable(TupleVariable):
-    """An instance of a namedtuple subclass with a ``__dict__``, created during the trace: a tuple
-    (``items``) that also has attributes (pending stores in ``side_effects``) and an identity."""
+    """An instance of a namedtuple subclass with a ``__dict__``, or of a plain ``tuple`` subclass
+    (``class Shape(tuple)``), created during the trace: a tuple (``items``) that also has
+    attributes (pending stores in ``side_effects``), its class's methods and an identity."""
 
     cls_vt: VariableTracker | None = None
     name: str = ""
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if name in self.cls._fields:
-            return self.items[self.cls._fields.index(name)]
+        fields = getattr(self.cls, "_fields", ())
+        if name in fields:
+            return self.items[fields.index(name)]
         pending = tx.output.side_effects.load_attr(self, name)
         if pending is not None:
             return pending
+        if not fields and _defined_by_subclass(self.cls, name):  # the class's own methods
+            return namedtuple_attribute(tx, self, name)
         return super().var_getattr(tx, name)
 
     def create(self, cg: Codegen) -> None:
-        cg.load_const(self.cls._make)
+        made = getattr(self.cls, "_make", None)
+        cg.load_const(made if made is not None else self.cls)  # ``cls(iterable)`` otherwise
         self._reconstruct_items(cg)
         cg.build_tuple(len(self.items))
         cg.call_function(1)
@@ -177,6 +182,8 @@ def construct(
         return builtin_calls.construct(tx, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and has_instance_dict(cls):
         return _construct_namedtuple_object(tx, cls_vt, args, kwargs)
+    if issubclass(cls, tuple) and not hasattr(cls, "_fields") and cls is not tuple:
+        return _construct_tuple_subclass(tx, cls_vt, args, kwargs)
     if cls is functools.partial or issubclass(cls, tuple):
         return builtin_calls.construct(tx, cls, args, kwargs)
     if plain_partial(cls) and args:  # ``class P(functools.partial)`` adding methods only
@@ -263,6 +270,73 @@ def _construct_namedtuple_object(
     ):
         raise Unsupported("new_object", f"{cls.__name__} overrides __new__ or __init__")
     items = builtin_calls.namedtuple_fields(tx, cls, args, kwargs)
+    effects = tx.output.side_effects
+    obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+def _defined_by_subclass(cls: type, name: str) -> bool:
+    owner = next((k for k in cls.__mro__ if name in vars(k)), tuple)
+    return owner is not tuple and owner is not object
+
+
+#: What a plain ``tuple`` subclass must keep of ``tuple`` for its instances to be tuples of their
+#: items (made by ``tuple.__new__(cls, iterable)``, read and compared as tuples).
+_TUPLE_PROTOCOL = (
+    "__new__",
+    "__init__",
+    "__getattribute__",
+    "__iter__",
+    "__len__",
+    "__getitem__",
+    "__contains__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+    "__bool__",
+    "__reversed__",
+    "index",
+    "count",
+)
+
+
+def plain_tuple_subclass(cls: type) -> bool:
+    """A ``tuple`` subclass (not a namedtuple) that adds methods or attributes only: its objects
+    are tuples of their items, made, read and compared as tuples are."""
+    return (
+        issubclass(cls, tuple)
+        and cls is not tuple
+        and not hasattr(cls, "_fields")
+        and not _tuple_overrides(cls)
+    )
+
+
+def _tuple_overrides(cls: type) -> list[str]:
+    return [n for n in _TUPLE_PROTOCOL if type_lookup(cls, n) is not type_lookup(tuple, n)]
+
+
+def _construct_tuple_subclass(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``Shape((2, 3))`` for a ``tuple`` subclass that adds methods or attributes only."""
+    cls = cls_vt.as_python_constant()
+    changed = _tuple_overrides(cls)
+    if changed:
+        raise Unsupported("new_object", f"{cls.__name__} overrides tuple's {', '.join(changed)}")
+    if kwargs or len(args) > 1:
+        raise Unsupported("python_error", f"TypeError: bad arguments to {cls.__name__}()")
+    items = dispatch.iterate(tx, args[0]) if args else []
     effects = tx.output.side_effects
     obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
     effects.track_new(obj)
