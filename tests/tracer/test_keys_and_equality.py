@@ -395,3 +395,13 @@ def test_a_frozenset_has_no_add():
         A=PLAIN,
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_a_set_is_searched_in_a_set_as_a_frozenset():
+    fn = _compiled_case(
+        "s = {frozenset({1, 2}), 3}\n    t = {1, 2}\n    r = [t in s, {4} in s, t in S]\n"
+        "    s.discard(t)\n    try:\n        s.remove({5})\n    except KeyError as e:\n"
+        "        r.append(str(e))\n    return x + 1, r, s",
+        S={frozenset({1, 2})},
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)

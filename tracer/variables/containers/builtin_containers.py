@@ -76,6 +76,14 @@ def _bound_method(vt: VariableTracker) -> types.MethodType | None:
     return types.MethodType(fn, value) if value is not None else None
 
 
+def lookup_key(vt: VariableTracker) -> Any:
+    """``vt`` as the key a set lookup (``in``, ``remove``, ``discard``) searches for: a set is
+    searched for as the frozenset of its items, as CPython's ``set_contains`` does."""
+    if isinstance(vt, SetVariable) and not vt.frozen:
+        return hash_key(SetVariable(vt.items, frozen=True))
+    return hash_key(vt)
+
+
 def identity_hashed(cls: type) -> bool:
     """Instances of ``cls`` hash and compare by identity (classes, functions, modules, plain
     objects): ``object``'s ``__hash__`` and ``__eq__``."""

@@ -24,6 +24,7 @@ from .builtin_containers import (
     TupleVariable,
     hash_key,
     key_vt,
+    lookup_key,
     make_set,
 )
 from .collection_types import DEQUE_METHODS, DICT_SUBCLASS_METHODS, DequeVariable
@@ -416,11 +417,19 @@ def _set_method(name: str, mutates: bool):
 
     def impl(tx, obj, *args):
         real = [
-            _key(a) if name in ("add", "discard", "remove") else real_iterable(tx, a) for a in args
+            _key(a)
+            if name == "add"
+            else lookup_key(a)
+            if name in ("discard", "remove")
+            else real_iterable(tx, a)
+            for a in args
         ]
         try:
             result = getattr(dict_views.real_set(obj), name)(*real)
-        except (KeyError, TypeError) as e:
+        except KeyError:  # ``remove``: the argument itself (a set searched as a frozenset)
+            key = real[0]
+            raise _key_error(IdentityKey(args[0], getattr(key, "ident", key))) from None
+        except TypeError as e:
             raise PythonError(e) from None
         if isinstance(result, (set, frozenset)):
             return make_set(result)
@@ -482,7 +491,7 @@ _SET = {
     # a frozenset's copy is itself
     "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.items))),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
-    "__contains__": (False, lambda tx, obj, v: ConstantVariable(_key(v) in obj.items)),
+    "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
 }
 
 

@@ -23,6 +23,7 @@ from ..containers.builtin_containers import (
     ListVariable,
     SetVariable,
     hash_key,
+    lookup_key,
 )
 from ..functions.callables import NestedFunctionVariable, TorchVariable, UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
@@ -130,7 +131,9 @@ _ONE_TRACKER_PER_OBJECT = (
 def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
     if isinstance(container, dict_views.DictViewVariable):
         return dict_views.contains(tx, container, item)
-    if isinstance(container, (DictVariable, SetVariable)):
+    if isinstance(container, SetVariable):
+        return lookup_key(item) in container.items
+    if isinstance(container, DictVariable):
         return hash_key(item) in container.items
     if isinstance(container, (BaseSequenceVariable,)):
         for element in container.items:
