@@ -405,3 +405,19 @@ def test_a_set_is_searched_in_a_set_as_a_frozenset():
         S={frozenset({1, 2})},
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_collections_dicts_keyed_by_classes_as_inputs():
+    def fn(x, ordered, counts, by_type):
+        by_type[Plain].append(1)
+        ordered.move_to_end(int)
+        counts[Plain] += 2
+        return x + 1, list(ordered), counts.most_common(1), by_type[int], dict(by_type)
+
+    def make():
+        ordered = collections.OrderedDict([(int, 1), (Plain, 2), (len, 3)])
+        counts = collections.Counter({Plain: 1, int: 5})
+        by_type = collections.defaultdict(list, {int: [0]})
+        return torch.ones(2), ordered, counts, by_type
+
+    check_breaks(fn, make, graphs=1, breaks=0)
