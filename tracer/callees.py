@@ -124,6 +124,17 @@ class CalleeCompiler:
         """``route``'s answer for a callable not found in ``_known``; kept there where ``obj``
         lives as long as the code that defines it."""
         kind = type(obj)
+        if kind is types.BuiltinFunctionType:  # a builtin, or a C method bound to an object
+            owner = obj.__self__
+            if owner is None or type(owner) is types.ModuleType:
+                self._known[obj] = obj
+            return obj
+        if kind is types.MethodType:  # new at each call: decided through its function
+            fn = obj.__func__
+            if type(fn) is not types.FunctionType:
+                return obj
+            target = self.route(fn)
+            return obj if target is fn else types.MethodType(target, obj.__self__)
         if kind is types.FunctionType:
             target = self._target(obj)
             if "<locals>" not in obj.__qualname__:
@@ -131,9 +142,9 @@ class CalleeCompiler:
                 plain = kept is None or kept is _AS_IS or (type(kept) is tuple and kept[1] is obj)
                 self._known[obj] = obj if plain else kept
             return target
-        if kind is types.MethodType or isinstance(obj, nn.Module):
+        if isinstance(obj, nn.Module):
             return self(obj)
-        if _long_lived(obj):
+        if isinstance(obj, type) and "<locals>" not in obj.__qualname__:
             self._known[obj] = obj
         return obj
 
@@ -294,15 +305,6 @@ def _user_module(module: nn.Module) -> bool:
 
 
 _USER_MODULES: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
-
-
-def _long_lived(obj: Any) -> bool:
-    """Is ``obj`` a callable that lives as long as the module defining it: a builtin function
-    (not a method bound to an object), or a class defined at module level?"""
-    if type(obj) is types.BuiltinFunctionType:
-        owner = obj.__self__
-        return owner is None or type(owner) is types.ModuleType
-    return isinstance(obj, type) and "<locals>" not in obj.__qualname__
 
 
 def compiles_on_its_own(fn: Any) -> bool:
