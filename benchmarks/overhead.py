@@ -4,12 +4,25 @@ Overhead is what a compiled call costs beyond the plain eager call: guard evalua
 the call into the graph. Tensors are tiny (4 elements) so the tensor work itself is as small as it
 gets. Each case is compiled by both systems in this one process and warmed up; then eager, bytegraph
 and torch.compile are timed in interleaved rounds (``timeit``, ``--number`` calls per sample),
-keeping the minimum per-call time of each (the least disturbed by other processes).
+keeping the minimum per-call time of each (the least disturbed by other processes). Times are the
+thread's CPU time (one intra-op thread: torch works in it), so that other processes sharing the
+machine's cores add little; ``--wall`` times wall-clock instead.
+
+Then the costs of code that does not compile whole, for both engines (``target_rows``):
+
+* a graph break: the overhead of a call of a function with one break, over the overhead of the
+  same function without it (target: at most 2x);
+* a fallback: a function that bytegraph runs in Python (a break while an exception is handled),
+  over eager (target: at most 1.05x; torch.compile resumes after the break instead);
+* a routed call: a tensor-free helper called from code run in plain Python (the fallback above,
+  calling it in a loop), over the same code run eagerly (target: at most 1.05x), and the bare
+  routed call of the helper over its plain call (what one call site costs).
 
 Run::
 
     python benchmarks/overhead.py           # the table, then the ratio bytegraph / torch.compile
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
+    python benchmarks/overhead.py --targets     # only the targets
 
 A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries
 to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
@@ -18,7 +31,10 @@ to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 import timeit
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,9 +88,75 @@ CASES = [
 ]
 
 
+def no_break(a):
+    b = a + 1
+    return b * 2
+
+
+def one_break(a):
+    b = a + 1
+    sys.stdout.write("")  # a graph break for both engines (writes nothing)
+    return b * 2
+
+
+def exists(val):
+    return val is not None
+
+
+def divisible_by(num, den):
+    return (num % den) == 0
+
+
+def _mixed(a, w):
+    """A few small matrix products: tensor work of some microseconds."""
+    for _ in range(4):
+        a = torch.tanh(a @ w)
+    return a
+
+
+def falls_back(a, w):
+    """bytegraph runs it in Python: a graph break while an exception is handled."""
+    a = _mixed(a, w)
+    try:
+        raise KeyError("k")
+    except KeyError:
+        sys.stdout.write("")
+    return a * 2
+
+
+def falls_back_calling_helpers(a, w, vals):
+    """``falls_back`` whose Python part calls two tensor-free helpers, routed, per item."""
+    a = _mixed(a, w)
+    try:
+        raise KeyError("k")
+    except KeyError:
+        sys.stdout.write("")
+    n = 0
+    for v in vals:
+        if exists(v) and divisible_by(v, 3):
+            n += 1
+    return a * n
+
+
+def _calls_exists(vals):
+    n = 0
+    for v in vals:
+        if exists(v):
+            n += 1
+    return n
+
+
+def _matrices() -> tuple:
+    return torch.randn(8, 32), torch.randn(32, 32) / 6
+
+
+#: What ``per_call_us`` reads: the thread's CPU time (``--wall``: wall-clock time).
+CLOCK: list[Callable[[], float]] = [time.thread_time]
+
+
 def per_call_us(fn: Callable[..., Any], args: tuple, number: int) -> float:
     """Microseconds per call of one timing sample of ``number`` calls."""
-    return timeit.timeit(lambda: fn(*args), number=number) / number * 1e6
+    return timeit.Timer(lambda: fn(*args), timer=CLOCK[0]).timeit(number) / number * 1e6
 
 
 def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
@@ -98,15 +180,77 @@ def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
     return best
 
 
+def target_rows(number: int, repeat: int) -> None:
+    """The three overhead targets, for bytegraph and torch.compile: the cases' times (us), then
+    the ratios the targets bound."""
+    warnings.simplefilter("ignore")  # bytegraph's fallback warning
+    x, vals = torch.randn(4), list(range(16))
+    cases = {
+        "no break": Case("no break", no_break, lambda: (x,)),
+        "one break": Case("one break", one_break, lambda: (x,)),
+        "fallback": Case("fallback", falls_back, _matrices),
+        "fallback+helpers": Case(
+            "fallback+helpers", falls_back_calling_helpers, lambda: (*_matrices(), vals)
+        ),
+    }
+    t = {name: measure(case, number, repeat) for name, case in cases.items()}
+    print(f"\n{'case (us per call)':<46} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14}")
+    for name, times in t.items():
+        eager, bg, tc = (times[e] for e in ("eager", *ENGINES))
+        print(f"{name:<46} {eager:8.2f} {bg:10.2f} {tc:14.2f}")
+    print(f"\n{'target':<46} {'bytegraph':>10} {'torch.compile':>14} {'target':>7}")
+    row = "{:<46} {:10.2f} {:14.2f} {:>7}"
+    plain, broken = t["no break"], t["one break"]
+    over = [(broken[e] - broken["eager"]) / (plain[e] - plain["eager"]) for e in ENGINES]
+    print(row.format("one break: overhead / overhead without it", *over, "<= 2"))
+    print(row.format("a fallback: time / eager", *_over_eager(t["fallback"]), "<= 1.05"))
+    helpers = _over_eager(t["fallback+helpers"])
+    print(row.format("a fallback calling tensor-free helpers / eager", *helpers, "<= 1.05"))
+    bare = _bare_routed_call(vals, number, repeat)
+    print(row.format("  one routed call / one plain call (alone)", bare, float("nan"), ""))
+    kinds = sorted(k for k in bytegraph.stats() if k.startswith("fallback:"))
+    print(f"(bytegraph fell back in {', '.join(kinds) or 'nothing: the fallback rows are wrong'})")
+
+
+ENGINES = ("bytegraph", "torch.compile")
+
+
+def _over_eager(t: dict[str, float]) -> tuple[float, float]:
+    return t["bytegraph"] / t["eager"], t["torch.compile"] / t["eager"]
+
+
+def _bare_routed_call(vals: list[int], number: int, repeat: int) -> float:
+    """Per loop iteration, routed over plain: ``exists(v)`` called through bytegraph's router
+    from a function run in Python (``codegen/route_calls.py``) against the plain call."""
+    from bytegraph.codegen.route_calls import routed
+    from bytegraph.tracer.driver import CompiledCode, Settings
+
+    state = CompiledCode(_calls_exists, Settings(backend=lambda gm, inputs: gm))
+    routed_fn = routed(_calls_exists, state.callees.route)
+    routed_fn(vals)  # traces ``exists`` once: tensor-free
+    best = {"plain": float("inf"), "routed": float("inf")}
+    for _ in range(repeat):
+        for name, fn in (("plain", _calls_exists), ("routed", routed_fn)):
+            best[name] = min(best[name], per_call_us(fn, (vals,), number))
+    return best["routed"] / best["plain"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=5000, help="calls per timing sample")
     parser.add_argument("--repeat", type=int, default=15, help="samples per system (min kept)")
     parser.add_argument("--quick", action="store_true", help="--number 200 --repeat 3")
+    parser.add_argument("--targets", action="store_true", help="only the overhead targets")
+    parser.add_argument("--wall", action="store_true", help="time wall-clock, not CPU time")
     opts = parser.parse_args()
+    if opts.wall:
+        CLOCK[0] = time.perf_counter
     number, repeat = (200, 3) if opts.quick else (opts.number, opts.repeat)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {number} calls x {repeat} samples, min per call (us)")
+    if opts.targets:
+        target_rows(number, repeat)
+        return
     header = (
         f"{'case':<10} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14} "
         f"{'bg overhead':>12} {'tc overhead':>12} {'ratio':>6}"
@@ -127,6 +271,7 @@ def main() -> None:
         f"\nbytegraph overhead / torch.compile overhead: max {max(ratios):.2f}, "
         f"mean {sum(ratios) / len(ratios):.2f} (target <= 0.5)"
     )
+    target_rows(number, repeat)
 
 
 if __name__ == "__main__":
