@@ -5,8 +5,9 @@ ranges); each extern call an ``ExternNode``. Nodes are fused greedily in graph o
 ``FusedGroup`` sharing one iteration space ``(numel, rnumel)``: pointwise chains, pointwise
 producers into reductions, reduction epilogues and reductions over the same rows (softmax, layer
 norm). A node joins a group only if every in-kernel read sees exactly the element the same program
-just wrote; scans and scatters get kernels of their own. Every rejection is logged on
-``bytegraph.fusion`` with its reason.
+just wrote; scans get kernels of their own, and a scatter may only end the kernel that computes
+its values (the kernel filling its target moved before that one), never share one with that fill.
+Every rejection is logged on ``bytegraph.fusion`` with its reason.
 """
 
 from __future__ import annotations
@@ -133,11 +134,19 @@ def fusion_rejection(group: FusedGroup, node: SchedulerNode) -> str | None:
         return "kernel already holds max_fused_nodes buffers"  # keeps kernels compilable
     if group.nodes[0].buffer.layout.device != node.buffer.layout.device:
         return "different devices"  # one kernel runs on one device
-    alone = [m for m in group.nodes + [node] if m.body.kind in ("scan", "scatter")]
+    alone = [m for m in group.nodes if m.body.kind in ("scan", "scatter")]
+    alone += [node] if node.body.kind == "scan" else []
     if alone:
         # a scatter writes elements that other programs read, and a fused scan would need its
-        # consumers placed at the scanned element: scans and scatters are kernels of their own
+        # consumers placed at the scanned element: nothing follows them in a kernel, and a scan
+        # is a kernel of its own
         return f"{alone[0].name} is a {alone[0].body.kind} (generated alone)"
+    if node.body.kind == "scatter":
+        # a scatter may end a kernel whose programs each produce the values it writes, as long
+        # as no program of that kernel fills or reads the buffer it writes into
+        target = {node.name, node.buffer.mutates}
+        if any(m.name in target or m.reads & target for m in group.nodes):
+            return f"{node.name} writes into a buffer this kernel fills or reads"
     shape = fused_shape(group, node)
     if shape is None:
         return (
@@ -171,6 +180,8 @@ def schedule(buffers: list[Buffer], output_names: set[str]) -> list[Step]:
             step_of[node.name] = len(steps) - 1
             continue
         index = _place_in_group(steps, step_of, node)
+        if index is None and node.body.kind == "scatter":
+            index = _place_scatter_early(steps, step_of, node)
         if index is None:
             steps.append(FusedGroup([node], node.numel, node.rnumel))
             index = len(steps) - 1
@@ -201,6 +212,39 @@ def _place_in_group(steps: list[Step], step_of: dict[str, int], node: SchedulerN
             return i
         log.debug("not fusing %s with %s: %s", node.name, [m.name for m in group.nodes], reason)
     return None
+
+
+def _place_scatter_early(
+    steps: list[Step], step_of: dict[str, int], node: SchedulerNode
+) -> int | None:
+    """Fuse a scatter into the kernel producing its values, moving the kernel that fills its
+    target (a copy of the base, zeros for an embedding's gradient) to just before that kernel:
+    the fill reads nothing computed in between, and nothing but the scatter reads what it fills.
+    """
+    target = node.buffer.mutates
+    fill = steps[step_of[target]] if target in step_of else None
+    values = [step_of[r] for r in node.reads - {target} if r in step_of]
+    if not isinstance(fill, FusedGroup) or len(fill.nodes) != 1 or not values:
+        return None
+    at, fill_at = max(values), step_of[target]
+    producer = steps[at]
+    if at >= fill_at or not isinstance(producer, FusedGroup):
+        return None
+    if any(step_of.get(r, -1) >= at for r in fill.nodes[0].reads):
+        return None  # the fill needs something the producer's kernel or a later step computes
+    reason = fusion_rejection(producer, node)
+    if reason is not None:
+        log.debug("not fusing %s with %s: %s", node.name, [m.name for m in producer.nodes], reason)
+        return None
+    steps.insert(at, steps.pop(fill_at))
+    for name, i in step_of.items():
+        step_of[name] = at if name == target else i + 1 if at <= i < fill_at else i
+    shape = fused_shape(producer, node)
+    assert shape is not None
+    producer.numel, producer.rnumel = shape
+    producer.nodes.append(node)
+    log.debug("fused %s into kernel with %s", node.name, [m.name for m in producer.nodes])
+    return at + 1
 
 
 def _live_nodes(buffers: list[Buffer], output_names: set[str]) -> list[SchedulerNode | ExternNode]:

@@ -115,6 +115,36 @@ def test_backward_of_indexing_and_embedding_uses_atomic_scatter(triton_check):
     assert "tl.atomic_add(" in runner.graphs[1].source + "".join(k.source for k in runner.kernels)
 
 
+def test_embedding_gradient_scatter_ends_the_kernel_computing_its_values(triton_check):
+    """The layer norm backward's row reductions produce the embedding's gradient rows; the
+    atomic scatter into the zeroed weight gradient runs in that kernel (the zeros are filled by
+    a kernel moved before it), not in one of its own. Duplicate indices still add up."""
+
+    def fn(i, w, lw, lb):
+        return (F.layer_norm(F.embedding(i, w), (8,), lw, lb).tanh(),)
+
+    i = torch.tensor([[1, 4, 1, 0, 7], [4, 4, 2, 9, 1]])
+    w, lw, lb = torch.randn(10, 8), torch.randn(8), torch.randn(8)
+    runner = triton_check(fn, i, w, lw, lb, grad=True, fallbacks=0)
+    backward = [k for k in runner.graphs[1].kernels]
+    fused = [k for k in backward if "tl.atomic_add(" in k.source and k.kernel.is_reduction]
+    assert len(fused) == 1
+    source = runner.graphs[1].source
+    assert source.index("# written in place") < source.index(fused[0].name + "(")
+
+
+def test_scatter_never_shares_a_kernel_with_the_fill_of_its_target(triton_check):
+    """Same sizes for the zero fill and the scatter: one kernel would let a program zero an
+    element another program already added into."""
+
+    def fn(i, v):
+        return (torch.zeros(4, 3).index_put((i,), v * 2, accumulate=True),)
+
+    i, v = torch.tensor([3, 0, 3, 1]), torch.randn(4, 3)
+    runner = triton_check(fn, i, v, fallbacks=0)
+    assert not any("tl.atomic_add(" in k.source and "tl.store(" in k.source for k in runner.kernels)
+
+
 def test_accumulate_falls_back_where_atomics_do_not_apply(triton_check, triton_target):
     x, idx, v = torch.randn(5, 3), torch.tensor([0, 2, 0]), torch.randn(3, 3)
     fn = lambda x, i, v: (torch.index_put(x, (i,), v, accumulate=True),)  # noqa: E731
