@@ -40,9 +40,10 @@ def _counting(x, vals):
 
 
 def _states(fn):
-    """The compile states of ``fn``: its own, or its code's shared caller's (``callees.py``)."""
+    """The compile states of ``fn`` that traced since the last ``reset``: its own, or its code's
+    shared caller's (``callees.py``)."""
     shared = f"call_function[{fn.__qualname__}]"
-    return [s for s in list(driver.ALL) if s.fn is fn or (s.events and s.fn.__qualname__ == shared)]
+    return [s for s in list(driver.ALL) if s.events and (s.fn is fn or s.fn.__qualname__ == shared)]
 
 
 def test_a_tensor_free_helper_called_from_plain_python_is_traced_once():
@@ -166,3 +167,73 @@ def test_a_frame_marked_on_other_values_stays_correct(first):
     assert compiled(first, 2) == first
     t = torch.randn(3)
     torch.testing.assert_close(compiled(t, 2), t * 2)
+
+
+def default(val, d):
+    return val if exists(val) else d
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(dim, dim * 3), torch.nn.Linear(dim, dim)
+
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        sim = q @ k.transpose(-1, -2) * (q.shape[-1] ** -0.5)
+        if exists(mask):
+            sim = sim.masked_fill(~mask[:, None, :], -1e9)
+        return self.out(sim.softmax(-1) @ v)
+
+
+class _Layer(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.attn, self.norm = _Attention(dim), torch.nn.LayerNorm(dim)
+        self.ff = torch.nn.Sequential(torch.nn.Linear(dim, dim), torch.nn.GELU())
+
+    def forward(self, x, mask=None):
+        try:
+            x = x + self.attn(self.norm(x), mask=mask)
+        except RuntimeError:
+            raise
+        if mask is not None and not bool(mask.all()):  # on tensor data: a break
+            x = x * mask[..., None]
+        return x + self.ff(x)
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self, dim=8, depth=3):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Layer(dim) for _ in range(depth)])
+        self.scale = None
+
+    def forward(self, x, mask=None):
+        scale = default(self.scale, 1.0)
+        for i, layer in enumerate(self.layers):
+            if divisible_by(i, 2):
+                x = x * scale
+            with _entered():  # the layers run in plain Python, through the router
+                print(end="")
+                if divisible_by(i, 1):  # tensor-free helpers, called with each i
+                    x = layer(x, mask=default(mask, None))
+        return x
+
+
+def test_identical_calls_of_an_encoder_with_a_padding_mask_never_trace_again():
+    torch.manual_seed(0)
+    encoder = _Encoder().eval()
+    compiled = bytegraph.compile(encoder, backend="eager")
+    x, mask = torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x, mask=mask), encoder(x, mask=mask))
+        traced = bytegraph.stats()["frames"]
+        for _ in range(4):
+            torch.testing.assert_close(compiled(x, mask=mask), encoder(x, mask=mask))
+    assert bytegraph.stats()["frames"] == traced
+    for helper in (default, divisible_by):
+        (state,) = _states(helper)
+        assert len(state.events) == 1 and state.events[0].tensor_free
+    layer_calls = [s for s in list(driver.ALL) if s.fn.__qualname__ == "call_module[_Layer]"]
+    assert [len(s.events) for s in layer_calls if s.events] == [1]  # three layers, one trace
