@@ -3,7 +3,7 @@
     python -m benchmarks.kernel_counts [--models nanogpt,bert] [--modes infer,train] [--full]
 
 For each model of ``model_zoo`` (smoke sizes unless ``--full``) and mode (inference; a training
-step: forward and backward), one step runs under:
+step: forward and backward), one step runs, in a process of its own, under:
 
 - ``bytegraph.compile(model, backend="triton")``: its compiled graphs' kernels are counted;
 - ``torch.compile(model)`` with ``torch._inductor.config.cpu_backend = "triton"``: Inductor's
@@ -24,6 +24,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "0"  # code for a GPU; before triton is imported anywhere
 
 import argparse  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -81,20 +82,37 @@ def inductor(model: torch.nn.Module, work: Any, inputs: tuple, mode: str) -> int
     return len(names)
 
 
-def count(names: list[str], modes: list[str], full: bool) -> list[tuple[str, str, int, int]]:
-    """(model, mode, our kernels, Inductor's) per case."""
+SYSTEMS = {"bytegraph": ours, "inductor": inductor}
+
+
+def count_one(name: str, mode: str, system: str, full: bool) -> int:
+    """Kernels of one step of ``name`` in ``mode`` under ``system`` (in this process)."""
     driver.set_active(StubDriver())
     JITFunction.warmup = lambda self, *args, **kwargs: _NoKernel()  # counted, never compiled
+    torch.manual_seed(0)
+    work = MODELS[name](not full)
+    model = work.model.train(mode == "train")
+    inputs = work.inputs(torch.device("cpu"), torch.float32)
+    return SYSTEMS[system](model, work, inputs, mode)
+
+
+def count(names: list[str], modes: list[str], full: bool) -> list[tuple[str, str, int, int]]:
+    """(model, mode, our kernels, Inductor's) per case, each counted in a fresh process (what
+    one compile leaves behind changes what the next one compiles)."""
     rows = []
     for name in names:
         for mode in modes:
             counts = []
-            for system in (ours, inductor):
-                torch.manual_seed(0)
-                work = MODELS[name](not full)
-                model = work.model.train(mode == "train")
-                inputs = work.inputs(torch.device("cpu"), torch.float32)
-                counts.append(system(model, work, inputs, mode))
+            for system in SYSTEMS:
+                argv = [sys.executable, "-m", "benchmarks.kernel_counts", "--one", name, mode]
+                done = subprocess.run(
+                    [*argv, system, *(["--full"] if full else [])],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                )
+                counts.append(int(done.stdout.strip().splitlines()[-1]))
             rows.append((name, mode, *counts))
             print(f"| {name} | {mode} | {counts[0]} | {counts[1]} |", flush=True)
     return rows
@@ -105,7 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--modes", default="infer,train")
     parser.add_argument("--full", action="store_true", help="the GPU benchmark's sizes")
+    parser.add_argument(
+        "--one", nargs=3, metavar=("MODEL", "MODE", "SYSTEM"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.one:
+        print(count_one(*args.one, args.full))
+        return 0
     print("| model | mode | bytegraph kernels | inductor kernels |")
     print("| --- | --- | --- | --- |")
     rows = count(args.models.split(","), args.modes.split(","), args.full)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import torch
 import torch.nn as nn
@@ -147,3 +150,24 @@ def test_cheap_values_read_by_several_kernels_are_recomputed_not_stored(triton_c
 def test_internal_buffers_are_not_stored(triton_check):
     runner = triton_check(lambda x: (torch.softmax(x, -1) * 2,), torch.randn(3, 8))
     assert runner.kernels[0].source.count("tl.store") == 1
+
+
+def test_nanogpt_needs_no_more_kernels_than_inductor():
+    """``benchmarks/kernel_counts.py`` on nanoGPT, inference and a training step: our kernels
+    against those Inductor's Triton code generator makes for the same model (each counted in a
+    fresh process, no kernel compiled)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    env = {**os.environ, "TRITON_INTERPRET": "0", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.kernel_counts", "--models", "nanogpt"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    rows = [line.split("|")[1:5] for line in done.stdout.splitlines() if "| nanogpt |" in line]
+    assert len(rows) == 2, done.stdout + done.stderr
+    for _, mode, ours, theirs in rows:
+        assert int(ours) <= int(theirs), (mode, ours, theirs)
+    assert done.returncode == 0
