@@ -5,6 +5,7 @@ and ``functools.partial``, two-argument ``super``, an enum's ``__members__``."""
 
 from __future__ import annotations
 
+import enum
 import functools
 
 import torch
@@ -473,3 +474,31 @@ def test_a_tuple_subclass_given_to_the_function():
     x = torch.randn(24)
     torch.testing.assert_close(compiled(x, _Shape((4, 6)))[0], x.reshape(6, 4) * 24)
     assert_no_more_breaks(0, _given_tuple_subclass, torch.randn(6), shape)
+
+
+# -- an enum's members --------------------------------------------------------------------------
+
+
+class _Act(enum.Enum):
+    RELU = "relu"
+    GELU = "gelu"
+    ALIAS = "relu"  # an alias: in __members__, not in iteration over the class
+
+
+def _enum_members(x):
+    out = x
+    for name, member in _Act.__members__.items():
+        out = out + len(name) * (member is _Act.RELU)
+    return (
+        out,
+        list(_Act.__members__),
+        "GELU" in _Act.__members__,
+        _Act.__members__["ALIAS"] is _Act.RELU,
+        len(_Act.__members__),
+        [m.value for m in _Act.__members__.values()],
+    )
+
+
+def test_iterating_an_enums_members():
+    check_breaks(_enum_members, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _enum_members, torch.randn(3))

@@ -5,6 +5,7 @@ constructs, its attributes are read through the class with guards) and ``super()
 
 from __future__ import annotations
 
+import enum
 import inspect
 import types
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from ..torch_calls.autograd_function import (
     has_torch_apply,
     is_autograd_function,
 )
-from .attributes import MISSING
+from .attributes import MISSING, type_lookup
 from .existing_objects import DictReadVariable, guard_no_class_attr, method_source
 
 if TYPE_CHECKING:
@@ -72,6 +73,10 @@ class ClassVariable(ConstantLikeVariable):
                     "autograd_function", f"{self.value.__qualname__}.apply overridden"
                 )
             return AutogradFunctionApplyVariable(self.value, self.source)
+        if name == "__members__" and _enum_members(self.value):
+            # a read-only view of the members, which an enum class never changes: read as a dict
+            # of them (as ``Signature.parameters``), so iteration, views and lookups are traced
+            return tx.fold(dict(self.value.__members__))
         static = inspect.getattr_static(self.value, name, MISSING)
         if isinstance(static, types.FunctionType):
             if self.source is None:
@@ -201,6 +206,13 @@ class SuperVariable(VariableTracker):
         owner = ItemSource(AttrSource(class_source, "__mro__"), index)
         return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
 
+
+def _enum_members(cls: type) -> bool:
+    """Is ``cls.__members__`` the enum metaclass's own read-only view of the members?"""
+    return isinstance(cls, enum.EnumMeta) and type_lookup(type(cls), "__members__") is _MEMBERS
+
+
+_MEMBERS = vars(enum.EnumMeta)["__members__"]
 
 #: ``nn.Module``'s call methods, each as the name its tracker's ``call_method`` answers
 _MODULE_CALLS = {
