@@ -489,7 +489,7 @@ class CompiledCode:
             if continues:
                 state.continues = (template.__code__, index)
                 state.called_by = self.compile_number
-            entry = make_entry(raw, state)
+            entry = make_entry(raw, state, resume=True)
         else:
             entry = self.routed(raw)
         self.resumes[key] = entry

@@ -42,8 +42,13 @@ _COMPILING = (
 )
 
 
-def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionType:
-    """Generate the entry function with ``fn``'s exact signature (see the module docstring)."""
+def make_entry(
+    fn: types.FunctionType, state: CompiledCode, resume: bool = False
+) -> types.FunctionType:
+    """Generate the entry function with ``fn``'s exact signature (see the module docstring).
+    ``resume``: ``fn`` is a resume function, which only the code its compiled caller's entry
+    chose calls (torch.compile's tracing took the caller itself), and whose code is bytegraph's:
+    its entry goes straight to the guards."""
     params, call_args, names, keys = [], [], [], []
     saw_kwonly = False
     for i, (name, kind) in enumerate(parameters(fn.__code__)):
@@ -72,14 +77,17 @@ def make_entry(fn: types.FunctionType, state: CompiledCode) -> types.FunctionTyp
     if fn.__code__.co_posonlyargcount:
         params.insert(fn.__code__.co_posonlyargcount, "/")
     locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
-    source = (
-        f"def ___entry({', '.join(params)}):\n"
+    checks = (
         # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
         # place, say) traces the function itself: Dynamo folds is_compiling() to True
         f"    if {_COMPILING}:\n"
         f"        return ___fn({', '.join(call_args)})\n"
         f"    if ___fn.__code__ is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
+    )
+    source = (
+        f"def ___entry({', '.join(params)}):\n"
+        f"{'' if resume else checks}"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
         f"    if ___v is None:\n"
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
