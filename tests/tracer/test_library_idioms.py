@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import functools
 
+import numpy as np
 import torch
 from difftest import check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
@@ -502,3 +503,33 @@ def _enum_members(x):
 def test_iterating_an_enums_members():
     check_breaks(_enum_members, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert_no_more_breaks(0, _enum_members, torch.randn(3))
+
+
+# -- NumPy over tensors -------------------------------------------------------------------------
+
+
+def _numpy_of_tensors(x):
+    shared = np.asarray(x)  # x's own memory, as x.numpy()
+    copied = np.array(x)  # a copy
+    shared[0] = 10.0
+    copied[1] = 20.0
+    return (
+        x + 1,
+        np.ones_like(shared, dtype=np.float32),
+        np.full_like(copied, 3, dtype=np.int64),
+        np.zeros_like(shared, dtype="float64"),
+    )
+
+
+def test_numpy_arrays_of_tensors():
+    """``np.asarray(t)`` shares the tensor's memory (a write through it changes ``t``),
+    ``np.array(t)`` copies; NumPy dtypes given to the ``*_like`` functions."""
+    check_breaks(_numpy_of_tensors, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _numpy_of_tensors, torch.randn(3))
+
+
+def test_numpy_asarray_of_a_tensor_requiring_grad_raises_as_eager():
+    def fn(x):
+        return np.asarray(x * 2)
+
+    check_breaks(fn, lambda: (torch.randn(3, requires_grad=True),), graphs=1, breaks=1)

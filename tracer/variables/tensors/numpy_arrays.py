@@ -238,6 +238,11 @@ def call_numpy(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``np.fn(...)``: folded on constants, a ``NumpyCall`` node when an array is involved."""
+    if fn in _FROM_ARRAY_PROTOCOL and args and isinstance(args[0], TensorVariable):
+        # NumPy reads a tensor through ``Tensor.__array__``: ``x.numpy()`` (its memory)
+        args = [tensor_numpy(tx, args[0]), *args[1:]]
+        if fn is not np.array and len(args) == 1 and not kwargs:
+            return args[0]  # ``np.asarray(x)`` is that very array
     values = [*args, *kwargs.values()]
     if not any(_has_array(v) for v in values):
         if not all(v.is_python_constant() for v in values):
@@ -258,6 +263,13 @@ def call_numpy(
     if target is None:
         raise Unsupported("numpy", f"numpy.{getattr(fn, '__name__', fn)} has no torch equivalent")
     return call(tx, NumpyCall(target), args, kwargs)
+
+
+#: NumPy functions that make an array of their first argument (through ``__array__``), whatever
+#: it is; other functions given a tensor keep torch's own handling (a ufunc gives back a tensor)
+_FROM_ARRAY_PROTOCOL = (
+    frozenset() if np is None else frozenset({np.asarray, np.array, np.asanyarray})
+)
 
 
 def _constant_array(tx: Translator, value: Any) -> NumpyArrayVariable:
