@@ -220,11 +220,15 @@ class CalleeCompiler:
         return self._compiled_version(caller)
 
     def forget(self, code: types.CodeType) -> None:
-        """Decide again on the functions with ``code`` (it was just left alone)."""
-        for fn in [fn for fn in self._known if getattr(fn, "__code__", None) is code]:
-            del self._known[fn]
-        for fn in [fn for fn in self._compiled.keys() if fn.__code__ is code]:
-            self._compiled.pop(fn, None)
+        """Decide again on the functions with ``code`` (it was just left alone). Other threads
+        may route meanwhile: the tables are copied (atomically) before they are walked."""
+        for fn in list(self._known):
+            if getattr(fn, "__code__", None) is code:
+                self._known.pop(fn, None)
+        for ref in self._compiled.keyrefs():
+            fn = ref()
+            if fn is not None and fn.__code__ is code:
+                self._compiled.pop(fn, None)
 
 
 #: Compiled versions made per code object, by every ``CalleeCompiler`` since ``reset``.
