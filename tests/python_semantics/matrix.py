@@ -1,0 +1,323 @@
+"""The whole matrix: cells enumerated from ``operations()`` and the catalogue, run, and tabulated.
+
+``python -m tests.python_semantics.matrix`` (from the repository root; ``benchmarks/
+semantics_matrix.py`` is the same) runs every cell through CPython and bytegraph, asks
+torch.compile about the cells where bytegraph breaks (its counts are read from
+``dynamo_baseline.json`` where the installed torch has them, else computed), and prints one table
+by type: cells clean / breaking / wrong / crashed, the cells where torch.compile is cleaner, and
+the operations not exercised. ``--write-baseline`` stores torch.compile's counts for the installed
+torch; ``--write-known`` rewrites the checked-in lists of known gaps and wrong cells for the
+running Python; ``--list wrong`` (or ``gaps``, ``crashed``, ``breaking``) prints those cells with a
+reproduction.
+
+Placements rotate: a form's cells take the three placements (global, attribute, built in the
+body) in turn over the kinds, so every operation and every kind meets each placement;
+``--placements all`` runs every cell in all three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+import time
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+
+import torch
+
+import bytegraph
+
+from .catalogue import FEW, KINDS, NATURAL
+from .cells import (
+    PLACEMENTS,
+    VALUES,
+    Cell,
+    Outcome,
+    container_source,
+    dynamo_breaks,
+    run,
+    source,
+)
+from .operations import Operation, operations
+
+HERE = pathlib.Path(__file__).parent
+BASELINE = HERE / "dynamo_baseline.json"
+KNOWN = HERE / "known_cells.json"
+VERDICTS = ("clean", "breaking", "wrong", "crashed", "order")
+RESET_EVERY = 200
+
+
+def python_tag() -> str:
+    return f"py{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def torch_tag() -> str:
+    return torch.__version__.split("+")[0]
+
+
+def kinds_of(op: Operation) -> list[str]:
+    if op.kinds == "all":
+        return [k.name for k in KINDS]
+    if op.kinds == "one":
+        return ["-"]
+    receiver = op.id.split(".")[0]
+    natural = NATURAL.get(receiver)
+    return list(FEW) + ([natural] if natural and natural not in FEW else [])
+
+
+def cells(ops: Iterable[Operation] | None = None, all_placements: bool = False) -> list[Cell]:
+    out = []
+    for op in operations() if ops is None else ops:
+        owner = op.id.split(".")[0]
+        receiver = owner if owner in NATURAL else ""
+        start = zlib.crc32(op.id.encode())
+        for number, template in enumerate(op.forms):
+            for index, kind in enumerate(kinds_of(op)):
+                if all_placements:
+                    placements = PLACEMENTS
+                else:
+                    placements = (PLACEMENTS[(start + number + index) % 3],)
+                for placement in placements:
+                    out.append(Cell(op.id, number, template, kind, placement, receiver))
+    return out
+
+
+def run_all(selected: list[Cell], progress: bool = False) -> dict[str, Outcome]:
+    results = {}
+    for number, cell in enumerate(selected):
+        if number % RESET_EVERY == 0:
+            bytegraph.reset()  # drops the compiled cells so far (it visits them all: not per cell)
+        results[cell.id] = run(cell)
+        if progress and number % 500 == 0:
+            print(f"  {number}/{len(selected)} cells", file=sys.stderr, flush=True)
+    return results
+
+
+# -- torch.compile's counts ------------------------------------------------------------------------
+
+
+def load_baseline() -> dict[str, int]:
+    if not BASELINE.exists():
+        return {}
+    return json.loads(BASELINE.read_text()).get(torch_tag(), {})
+
+
+def dynamo_counts(
+    selected: list[Cell], results: dict[str, Outcome], every: bool = False
+) -> dict[str, int]:
+    """torch.compile's breaks for the cells where bytegraph breaks (all cells with ``every``):
+    from the baseline where it has them, computed otherwise."""
+    known = load_baseline()
+    counts = {}
+    for cell in selected:
+        if not every and results[cell.id].breaks == 0:
+            continue
+        counts[cell.id] = known[cell.id] if cell.id in known else dynamo_breaks(cell)
+    return counts
+
+
+def gaps(results: dict[str, Outcome], dynamo: dict[str, int]) -> list[str]:
+    """Cells where bytegraph breaks more than torch.compile (which ran them in a graph: a count of
+    -1 or -2 means it ran the call in Python or failed, and any count is fewer)."""
+    return sorted(
+        cell_id
+        for cell_id, outcome in results.items()
+        if outcome.verdict == "breaking"
+        and dynamo.get(cell_id, -1) >= 0
+        and outcome.breaks > dynamo[cell_id]
+    )
+
+
+# -- known lists -----------------------------------------------------------------------------------
+
+
+def load_known() -> dict[str, list[str]]:
+    """The checked-in lists of the running Python: ``{"gaps": [...], "wrong": [...]}`` (wrong
+    holds the crashed cells too)."""
+    if not KNOWN.exists():
+        return {"gaps": [], "wrong": []}
+    return json.loads(KNOWN.read_text()).get(python_tag(), {"gaps": [], "wrong": []})
+
+
+def write_known(gap_ids: list[str], wrong_ids: list[str]) -> None:
+    data = json.loads(KNOWN.read_text()) if KNOWN.exists() else {}
+    data[python_tag()] = {"gaps": sorted(gap_ids), "wrong": sorted(wrong_ids)}
+    KNOWN.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_baseline(counts: dict[str, int]) -> None:
+    data = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    merged = {**data.get(torch_tag(), {}), **counts}
+    data[torch_tag()] = dict(sorted(merged.items()))
+    BASELINE.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+def owner(cell_id: str) -> str:
+    return cell_id.split(".")[0]
+
+
+def table(ops: list[Operation], results: dict[str, Outcome], dynamo: dict[str, int]) -> str:
+    gap_ids = set(gaps(results, dynamo))
+    rows: dict[str, Counter[str]] = {}
+    for op in ops:
+        row = rows.setdefault(owner(op.id), Counter())
+        row["ops"] += 1
+        row["not exercised"] += not op.forms
+    for cell_id, outcome in results.items():
+        row = rows.setdefault(owner(cell_id), Counter())
+        row["cells"] += 1
+        row[outcome.verdict] += 1
+        row["tc cleaner"] += cell_id in gap_ids
+    columns = ["ops", "not exercised", "cells", *VERDICTS, "tc cleaner"]
+    width = max(map(len, rows)) + 2
+    lines = [f"{'type':<{width}}" + "".join(f"{c:>15}" for c in columns)]
+    total: Counter[str] = Counter()
+    for name, row in rows.items():
+        total.update(row)
+        lines.append(f"{name:<{width}}" + "".join(f"{row[c]:>15}" for c in columns))
+    lines.append(f"{'total':<{width}}" + "".join(f"{total[c]:>15}" for c in columns))
+    return "\n".join(lines)
+
+
+def reproduction(cell: Cell) -> str:
+    """One line: the cell's body (after ``y = x + 1``), with what ``V`` and the containers
+    hold."""
+    body = source(cell, guarded=False).splitlines()[2:-1]
+    text = "; ".join(line.strip() for line in body)
+    given = []
+    if cell.kind != "-" and re.search(r"\bV\b", text):
+        given.append(f"V = {VALUES[cell.kind]!r}")
+    for letter in ("D", "S", "F", "L", "T", "R"):
+        if re.search(rf"\b(G_|H\.){letter}\b", text):
+            where = "global" if cell.placement == "global" else "attribute of global H"
+            given.append(f"{letter} = {container_source(cell, letter, 'V')} ({where})")
+    return f"{cell.id}: {text}" + (f"   [{'; '.join(given)}]" if given else "")
+
+
+def describe(cell: Cell, outcome: Outcome, dynamo: int | None = None) -> str:
+    lines = [reproduction(cell)]
+    if dynamo is not None:
+        lines.append(f"    bytegraph {outcome.breaks} breaks, torch.compile {dynamo}")
+    lines += [f"    {r}" for r in outcome.reasons[:2]]
+    if outcome.detail:
+        lines += [f"    {d}" for d in outcome.detail.splitlines()]
+    return "\n".join(lines)
+
+
+def findings(
+    ops: list[Operation],
+    selected: list[Cell],
+    results: dict[str, Outcome],
+    dynamo: dict[str, int],
+    listings: dict[str, list[str]],
+) -> str:
+    """Markdown: the table, every wrong and crashed cell with its reproduction and what differed,
+    and the gaps grouped by operation form (one reproduction each, the kinds listed)."""
+    by_id = {c.id: c for c in selected}
+    out = [
+        f"# Python-semantics matrix ({python_tag()}, torch {torch.__version__})",
+        "",
+        "Reproduce one cell: `python -m tests.python_semantics.matrix --filter 'CELL_ID' "
+        "--list wrong crashed gaps --source` (cell id = op#form/kind@placement).",
+        "",
+        "```",
+        table(ops, results, dynamo),
+        "```",
+    ]
+    bad = listings["wrong"] + listings["crashed"]
+    by_kind = Counter(by_id[i].kind for i in bad)
+    by_placement = Counter(by_id[i].placement for i in bad)
+    first_reason = Counter(
+        results[i].reasons[0].split(":")[0] for i in listings["gaps"] if results[i].reasons
+    )
+    out += [
+        "",
+        "Wrong and crashed cells by kind: "
+        + ", ".join(f"{k} {n}" for k, n in by_kind.most_common()),
+        "",
+        "... by placement: " + ", ".join(f"{k} {n}" for k, n in by_placement.most_common()),
+        "",
+        "Gaps by the kind of their first break: "
+        + ", ".join(f"{k} {n}" for k, n in first_reason.most_common()),
+    ]
+    for name in ("wrong", "crashed", "order"):
+        out += ["", f"## {name} ({len(listings[name])})", ""]
+        for cell_id in listings[name]:
+            outcome = results[cell_id]
+            out.append(f"- `{reproduction(by_id[cell_id])}`")
+            out += [f"  - {line.strip()}" for line in outcome.detail.splitlines()[:2]]
+            out += [f"  - break: {r}" for r in outcome.reasons[:1]]
+    groups: dict[str, list[str]] = {}
+    for cell_id in listings["gaps"]:
+        groups.setdefault(cell_id.split("/")[0], []).append(cell_id)
+    out += ["", f"## breaks where torch.compile traces ({len(listings['gaps'])} cells)", ""]
+    for ids in groups.values():
+        first = by_id[ids[0]]
+        kinds = ", ".join(f"{by_id[i].kind}@{by_id[i].placement}" for i in ids)
+        out.append(f"- `{reproduction(first)}`")
+        out.append(f"  - {len(ids)} cells: {kinds}")
+        out += [f"  - {r}" for r in results[ids[0]].reasons[:2]]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--filter", default="", help="regex over cell ids")
+    parser.add_argument("--placements", choices=("rotate", "all"), default="rotate")
+    parser.add_argument(
+        "--list", choices=("wrong", "crashed", "order", "gaps", "breaking"), nargs="*"
+    )
+    parser.add_argument("--source", action="store_true", help="print each listed cell's source")
+    parser.add_argument("--dynamo-all", action="store_true", help="torch.compile on every cell")
+    parser.add_argument("--write-baseline", action="store_true")
+    parser.add_argument("--write-known", action="store_true")
+    parser.add_argument("--findings", help="write the wrong, crashed and gap cells here (markdown)")
+    args = parser.parse_args(argv)
+
+    ops = operations()
+    selected = [c for c in cells(ops, args.placements == "all") if re.search(args.filter, c.id)]
+    start, cpu = time.perf_counter(), time.process_time()
+    results = run_all(selected, progress=True)
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+    dynamo = dynamo_counts(selected, results, every=args.dynamo_all)
+    print(
+        f"{len(selected)} cells, bytegraph and CPython in {took:.0f}s ({cpu:.0f}s CPU) "
+        f"({python_tag()}, torch {torch.__version__})"
+    )
+    print(table(ops, results, dynamo))
+    by_id = {c.id: c for c in selected}
+    listings = {
+        "wrong": [i for i, o in results.items() if o.verdict == "wrong"],
+        "crashed": [i for i, o in results.items() if o.verdict == "crashed"],
+        "order": [i for i, o in results.items() if o.verdict == "order"],
+        "gaps": gaps(results, dynamo),
+        "breaking": [i for i, o in results.items() if o.verdict == "breaking"],
+    }
+    for name in args.list or ():
+        print(f"\n{name} ({len(listings[name])}):")
+        for cell_id in listings[name]:
+            print(describe(by_id[cell_id], results[cell_id], dynamo.get(cell_id)))
+            if args.source:
+                print(source(by_id[cell_id], guarded=False))
+    not_exercised = [op for op in ops if not op.forms]
+    print(f"\nnot exercised ({len(not_exercised)}):")
+    for op in not_exercised:
+        print(f"  {op.id}: {op.reason}")
+    if args.findings:
+        text = findings(ops, selected, results, dynamo, listings)
+        pathlib.Path(args.findings).write_text(text)
+    if args.write_baseline:
+        write_baseline(dynamo)
+    if args.write_known:
+        write_known(listings["gaps"], listings["wrong"] + listings["crashed"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The conformance matrix in CI: every cell runs through CPython and bytegraph.
+
+- No cell is wrong or crashed beyond the checked-in known lists of the running Python
+  (``known_cells.json``, printed when not empty), and the lists match exactly: a cell that becomes
+  right must leave the list.
+- The cells where bytegraph breaks more than torch.compile are exactly the known gaps (a new gap
+  fails, and so does a fixed one still listed). torch.compile's counts come from
+  ``dynamo_baseline.json`` (written by ``python -m tests.python_semantics.matrix
+  --write-baseline``); a breaking cell the baseline lacks is asked of torch.compile here, and a
+  fixed sample of the baseline is rerun against the installed torch.
+- Every operation the types and modules list is exercised, except the ones ``SKIP`` names.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from python_semantics import matrix
+from python_semantics.cells import dynamo_breaks
+from python_semantics.operations import SKIP, operations
+
+SAMPLE_EVERY = 64  #: one baseline cell in this many is rerun through torch.compile
+REWRITE = "python -m tests.python_semantics.matrix --write-known"
+
+
+@pytest.fixture(scope="module")
+def run():
+    ops = operations()
+    selected = matrix.cells(ops)
+    results = matrix.run_all(selected)
+    return ops, {c.id: c for c in selected}, results
+
+
+def _listed(cells, results, ids, dynamo=None):
+    return "\n".join(matrix.describe(cells[i], results[i], (dynamo or {}).get(i)) for i in ids)
+
+
+def test_wrong_and_crashed_cells_are_the_known_ones(run):
+    ops, cells, results = run
+    bad = sorted(i for i, o in results.items() if o.verdict in ("wrong", "crashed"))
+    known = matrix.load_known()["wrong"]
+    if bad:
+        print(f"\n{len(bad)} wrong or crashed cells:\n" + _listed(cells, results, bad))
+    new = sorted(set(bad) - set(known))
+    fixed = sorted(set(known) - set(bad))
+    assert not new, "new wrong or crashed cells:\n" + _listed(cells, results, new)
+    assert not fixed, f"right now: remove from known_cells.json ({REWRITE}): {fixed}"
+
+
+def test_breaks_where_torch_compile_traces_are_the_known_gaps(run):
+    ops, cells, results = run
+    selected = list(cells.values())
+    dynamo = matrix.dynamo_counts(selected, results)
+    gaps = matrix.gaps(results, dynamo)
+    print(matrix.table(ops, results, dynamo))
+    known = matrix.load_known()["gaps"]
+    new = sorted(set(gaps) - set(known))
+    fixed = sorted(set(known) - set(gaps))
+    assert not new, "new breaks where torch.compile traces:\n" + _listed(
+        cells, results, new, dynamo
+    )
+    assert not fixed, f"traced now: remove from known_cells.json ({REWRITE}): {fixed}"
+
+
+def test_torch_compile_baseline_holds_for_the_installed_torch(run):
+    ops, cells, results = run
+    baseline = matrix.load_baseline()
+    sample = sorted(
+        i for i in baseline if i in cells and zlib.crc32(i.encode()) % SAMPLE_EVERY == 0
+    )
+    assert len(sample) >= 10, f"no baseline for torch {matrix.torch_tag()}: run --write-baseline"
+    changed = {i: (baseline[i], dynamo_breaks(cells[i])) for i in sample}
+    changed = {i: counts for i, counts in changed.items() if counts[0] != counts[1]}
+    assert not changed, f"torch.compile's breaks changed (baseline, now): {changed}"
+
+
+def test_every_operation_is_exercised():
+    missing = [op.id for op in operations() if not op.forms and op.id not in SKIP]
+    assert not missing, f"operations with no argument pattern: {missing}"
