@@ -2,7 +2,8 @@
 
 Each artifact is a ``logging`` logger named ``bytegraph.<artifact>``; the layers below log to it and
 know nothing of this module (``tracer/driver.py``: graph_code, graph_breaks, guards, recompiles;
-``backends/triton``: output_code, fusion). The one artifact produced here is ``bytecode``: a driver
+``tracer/speculation.py``: speculation, each miss of a speculated branch; ``backends/triton``:
+output_code, fusion). The one artifact produced here is ``bytecode``: a driver
 listener that logs the original and rewritten bytecode of every function it installs.
 
     BYTEGRAPH_LOGS=graph_code,+guards python train.py  # +name: DEBUG level; "all": every artifact
@@ -32,6 +33,7 @@ ARTIFACTS = (
     "bytecode",
     "output_code",
     "fusion",
+    "speculation",
 )
 
 bytecode_log = logging.getLogger("bytegraph.bytecode")

@@ -577,3 +577,14 @@ def test_random_programs_speculate_miss_and_break():
     sites = speculation.sites()
     assert sum(s.hits for s in sites) > 0 and sum(s.misses for s in sites) > 0
     assert any(s.disabled for s in sites) and COUNTERS["rerun"] > reruns
+
+
+def test_misses_are_a_log_artifact(capsys):
+    compiled, _ = compile_counted(_item_compared)
+    bytegraph.set_logs("speculation")
+    try:
+        compiled(torch.ones(3))
+        compiled(-torch.ones(3))
+    finally:
+        bytegraph.set_logs("")
+    assert "[bytegraph.speculation] speculation missed in _item_compared" in capsys.readouterr().err
