@@ -84,12 +84,17 @@ class CalleeCompiler:
         #: what ``route`` returns for them, as ``_compiled`` holds it (the callable itself for
         #: ``_AS_IS``); keeps them alive, as the module defining them does
         self._known: dict[Any, Any] = {}
+        #: module class whose ``forward`` is user code, defined at module level -> the compiled
+        #: caller of its modules, or None (called as they are)
+        self._module_callers: dict[type, Any] = {}
         self.route = self._make_route()
         _COMPILERS.add(self)
 
     def __call__(self, obj: Any) -> Any:
         if isinstance(obj, nn.Module):
-            caller = self._module_caller(obj) if _user_module(obj) else None
+            caller = self._module_callers.get(type(obj), _MISSING)
+            if caller is _MISSING:
+                caller = self._module_caller(obj) if _user_module(obj) else None
             return obj if caller is None else functools.partial(caller, obj)
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
         if type(fn) is not types.FunctionType:
@@ -215,9 +220,10 @@ class CalleeCompiler:
         caller = _MODULE_CALLERS.get(cls)
         if caller is None:
             caller = _MODULE_CALLERS[cls] = _caller_of(call_module, cls.__qualname__)
-        if caller.__code__ in _LEFT_ALONE:
-            return None
-        return self._compiled_version(caller)
+        compiled = None if caller.__code__ in _LEFT_ALONE else self._compiled_version(caller)
+        if "<locals>" not in cls.__qualname__:
+            self._module_callers[cls] = compiled
+        return compiled
 
     def forget(self, code: types.CodeType) -> None:
         """Decide again on the functions with ``code`` (it was just left alone). Other threads
@@ -229,6 +235,7 @@ class CalleeCompiler:
             fn = ref()
             if fn is not None and fn.__code__ is code:
                 self._compiled.pop(fn, None)
+        self._module_callers.clear()  # decided again, each at its next call
 
 
 #: Compiled versions made per code object, by every ``CalleeCompiler`` since ``reset``.
@@ -260,6 +267,7 @@ def reset() -> None:
     _LEFT_ALONE.clear()
     for compiler in list(_COMPILERS):
         compiler._known.clear()
+        compiler._module_callers.clear()
 
 
 def call_module(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -271,6 +279,11 @@ def call_function(fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
     """What a call of a function made in another function's body goes through, compiled (one per
     code of such functions): ``fn(...)``."""
     return fn(*args, **kwargs)
+
+
+def is_caller(fn: types.FunctionType) -> bool:
+    """Is ``fn`` ``call_module`` or ``call_function``, or a copy of one (``_caller_of``)?"""
+    return fn.__code__.co_filename == _CALLERS_FILE and fn.__module__ == __name__
 
 
 def _caller_of(caller: types.FunctionType, what: str) -> types.FunctionType:
@@ -287,6 +300,8 @@ def _caller_of(caller: types.FunctionType, what: str) -> types.FunctionType:
     made.__module__ = caller.__module__
     return made
 
+
+_CALLERS_FILE = call_module.__code__.co_filename
 
 #: The ``call_module`` of each module class whose ``forward`` is user code.
 _MODULE_CALLERS: weakref.WeakKeyDictionary[type, types.FunctionType] = weakref.WeakKeyDictionary()

@@ -435,8 +435,10 @@ class CompiledCode:
         """``fn`` as this function's code runs it in plain Python (a fallback, a resume function
         that is not compiled): each call it makes goes through ``callees.route``, so a user
         function it calls runs compiled (``codegen/route_calls.py``), as a frame hook would make
-        it. Made once per function."""
+        it; a compiled caller of ``callees.py`` runs as it is. Made once per function."""
         made = self.routed_fns.get(fn)
+        if made is None and callees.is_caller(fn):
+            made = self.routed_fns[fn] = fn  # routed, its call would come back to it
         if made is None:
             try:
                 made = route_calls.routed(fn, self.callees.route)
