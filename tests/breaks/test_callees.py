@@ -329,3 +329,28 @@ def test_modules_called_from_plain_python_compile_once_per_class():
     for state in callers.values():
         # the first layer of a class gets ``x`` without grad, the others a layer's output
         assert len(state.events) <= 2 and all(e.graphs for e in state.events)
+
+
+class _WithASet(torch.nn.Module):
+    def forward(self, x):
+        tags = {1, 2}  # its trace fails here (``broken_build_set``): an internal error
+        return x * len(tags)
+
+
+def test_a_module_whose_trace_fails_inside_its_compiled_caller_runs_as_it_is(broken_build_set):
+    """The compiled caller of the module's class falls back (its guards kept: an internal error);
+    the caller then runs as it is: routed, its call of the module would come back to it."""
+    module = _WithASet()
+
+    def run(x):
+        with _entered():
+            print("inside")
+            y = module(x)
+        return y
+
+    compiled = bytegraph.compile(run, backend="eager")
+    with pytest.warns(UserWarning, match="running call_module"):
+        for _ in range(3):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), run(x))
+    assert bytegraph.stats()["fallback:internal_error"] == 1
