@@ -3,6 +3,12 @@
     python benchmarks/fuzz.py                          # 50,000 programs from a random start seed
     python benchmarks/fuzz.py -n 20000 -j 2            # 20,000 programs in 2 worker processes
     python benchmarks/fuzz.py -n 2000 --seed 7         # seeds 7..2006 (reproducible)
+    python benchmarks/fuzz.py -n 20000 --family new    # the branch and keys families, by turns
+
+``--family`` picks the programs (``programs.FAMILIES``): ``base``, ``branch`` (branches on tensor
+data whose outcome changes between calls, run with speculation on), ``keys`` (dict keys, set
+items and comparison operands of every kind), ``new`` (branch for even seeds, keys for odd ones) or
+``all`` (the three by turns, ``seed % 3``).
 
 Prints the start seed first, progress every ``--every`` programs and at the end: programs run, wrong
 results, crashes/internal errors, programs with fallbacks and with graph breaks. Each failure (a
@@ -44,15 +50,23 @@ def _alarm(signum, frame):
     raise ProgramTimeout
 
 
-def run_chunk(job: tuple[list[int], str, bool]) -> programs.Summary:
+def family_of(seed: int, family: str) -> str:
+    if family == "new":
+        return ("branch", "keys")[seed % 2]
+    if family == "all":
+        return programs.FAMILIES[seed % 3]
+    return family
+
+
+def run_chunk(job: tuple[list[int], str, bool, str]) -> programs.Summary:
     """Run the programs of ``seeds`` in this process; failures are written under ``out``."""
-    seeds, out, minimize = job
+    seeds, out, minimize, family = job
     summary = programs.Summary()
     baseline = programs._global_state()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in seeds:
-            program = programs.generate(seed)
+            program = programs.generate(seed, family_of(seed, family))
             bytegraph.reset()
             signal.alarm(TIMEOUT)
             try:
@@ -86,7 +100,12 @@ def _restore_global_state() -> None:
 
 def _save(program: programs.Program, outcome: programs.Outcome, out: pathlib.Path, small: bool):
     out.mkdir(parents=True, exist_ok=True)
-    header = "".join(f"# {line}\n" for line in f"{outcome.kind}: {outcome.message}".splitlines())
+    reproduce = (
+        f'cd tests/fuzz && python -c "import programs; '
+        f"print(programs.run_program(programs.generate({program.seed}, '{program.family}')))\""
+    )
+    text = f"{outcome.kind}: {outcome.message}\nreproduce: {reproduce}"
+    header = "".join(f"# {line}\n" for line in text.splitlines())
     (out / f"seed_{program.seed}.py").write_text(header + program.source)
     if small:
         minimal = programs.minimize(program)
@@ -106,12 +125,18 @@ def main() -> int:
     parser.add_argument("--every", type=int, default=1000, help="progress line every N programs")
     parser.add_argument("--minimize", action="store_true", help="also write minimised programs")
     parser.add_argument("--out", default=str(HERE / "fuzz_failures"))
+    parser.add_argument(
+        "--family", default="base", choices=[*programs.FAMILIES, "new", "all"], help="programs"
+    )
     args = parser.parse_args()
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6, 10**9)
-    print(f"seeds {first}..{first + args.n - 1} ({args.jobs} processes)", flush=True)
+    print(
+        f"seeds {first}..{first + args.n - 1}, family {args.family} ({args.jobs} processes)",
+        flush=True,
+    )
     seeds = range(first, first + args.n)
     jobs = [
-        (list(seeds[k : k + args.chunk]), args.out, args.minimize)
+        (list(seeds[k : k + args.chunk]), args.out, args.minimize, args.family)
         for k in range(0, args.n, args.chunk)
     ]
     start, summary, shown = time.time(), programs.Summary(), 0
@@ -122,7 +147,11 @@ def main() -> int:
             if summary.programs - shown >= args.every:
                 shown = summary.programs
                 print(f"{summary.line()}, {time.time() - start:.0f}s", flush=True)
-    print(f"seeds {first}..{first + args.n - 1}: {summary.line()}, {time.time() - start:.0f}s")
+    elapsed = time.time() - start
+    print(
+        f"seeds {first}..{first + args.n - 1}: {summary.line()}, {elapsed:.0f}s "
+        f"({elapsed / max(1, summary.programs):.2f}s per program)"
+    )
     for seed, message in sorted(summary.failures):
         print(f"  seed {seed}: {message.splitlines()[0]}")
     return 1 if summary.failures else 0

@@ -16,16 +16,20 @@ of a program's statements is itself a valid program (that is what makes minimisi
 from __future__ import annotations
 
 import contextlib
+import enum
 import io
+import math
 import random
+import re
 import textwrap
+import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from bytegraph.tracer import driver
+from bytegraph.tracer import driver, speculation
 
 import bytegraph
 
@@ -37,6 +41,7 @@ import collections
 import contextlib
 import dataclasses
 import itertools
+import operator
 
 import torch
 import bytegraph
@@ -120,18 +125,110 @@ class Cfg(dict):
 """
 
 
+#: Values of every kind for the ``keys`` family: dict keys, set items and comparison operands.
+KEYS_PRELUDE = """\
+import enum
+import math
+
+
+class Plain:
+    pass
+
+
+class Keyed:
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, Keyed) and other.key == self.key
+
+    def __hash__(self):
+        return hash(('Keyed', self.key))
+
+    def __repr__(self):
+        return f'Keyed({self.key})'
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+PLAIN = Plain()
+PLAIN2 = Plain()
+T1 = (1, 'a')
+FS = frozenset({1, 2})
+NAN = float('nan')
+G_reg = {int: 1, float: 2, Obj: 3, type(None): 4, torch.Tensor: 5}
+G_set = {None, PLAIN, Color.RED, torch.float32, T1, Obj, len, math, FS, range(3)}
+
+
+"""
+
+#: Program families: ``base`` (the statements above), ``branch`` (branches, loops, asserts and
+#: conversions on tensor data whose outcome changes from call to call, run with speculation on),
+#: ``keys`` (dicts, sets and comparisons over values of every kind).
+FAMILIES = ("base", "branch", "keys")
+
+#: Source of the values the ``keys`` family puts in dicts and sets and compares: constants, None,
+#: floats (a NaN, -0.0 beside 0), complex, bytes, tuples, frozensets, ranges, classes, builtin
+#: types, functions, builtin functions, modules, enum members, plain objects, objects with their
+#: own ``__eq__``/``__hash__``, dtypes, devices, the type of an argument, and unhashable values.
+KEY_EXPRS = (
+    "None",
+    "1",
+    "1.0",
+    "True",
+    "2.5",
+    "-0.0",
+    "0",
+    "NAN",
+    "(1+2j)",
+    "b'ab'",
+    "'s'",
+    "(1, 'a')",
+    "T1",
+    "(None, Plain)",
+    "frozenset({1, 2})",
+    "FS",
+    "range(3)",
+    "Plain",
+    "Obj",
+    "int",
+    "type(None)",
+    "add_one",
+    "len",
+    "math",
+    "Color.RED",
+    "Color.BLUE",
+    "PLAIN",
+    "PLAIN2",
+    "Keyed(1)",
+    "Keyed(2)",
+    "torch.float32",
+    "torch.int64",
+    "torch.device('cpu')",
+    "x.dtype",
+    "type(x)",
+    "type(n)",
+    "[1]",
+)
+
+
 @dataclass
 class Program:
     seed: int
     helpers: list[str]  #: module-level helper functions (source)
     body: list[str]  #: statements of ``f`` (each possibly several lines)
+    family: str = "base"
 
     @property
     def source(self) -> str:
         body = textwrap.indent("\n".join(self.body) or "pass", " " * 8)
         helpers = "\n\n".join(self.helpers)
+        prelude = PRELUDE + (KEYS_PRELUDE if self.family == "keys" else "")
         return (
-            f"{PRELUDE}{helpers}\n\n\n"
+            f"# family {self.family}\n{prelude}{helpers}\n\n\n"
             "def make():\n"
             "    cell = 0\n"
             "    tcell = torch.zeros(1)\n\n"
@@ -156,6 +253,7 @@ class Outcome:
     message: str = ""
     breaks: int = 0  #: graph breaks over all calls (``break:*`` counters)
     crashed: bool = False  #: bytegraph raised (an internal error reached the caller or compile())
+    speculation: tuple[int, int, int] = (0, 0, 0)  #: branches speculated on: (sites, hits, misses)
 
     @property
     def kind(self) -> str:
@@ -170,9 +268,10 @@ class Outcome:
 class Gen:
     """Random statement builder; ``depth`` bounds nesting."""
 
-    def __init__(self, rng: random.Random, helpers: list[str]) -> None:
+    def __init__(self, rng: random.Random, helpers: list[str], family: str = "base") -> None:
         self.rng = rng
         self.helpers = helpers
+        self.family = family
 
     def pick(self, seq):
         return self.rng.choice(seq)
@@ -295,6 +394,12 @@ class Gen:
                 (1, self.match_),
                 (1, self.device_rng),
             ]
+        if self.family == "branch":
+            kinds += [(5, self.data_check), (3, self.random_draw)]
+            if depth < 2:
+                kinds += [(14, self.data_branch)]
+        if self.family == "keys":
+            kinds += [(6, self.keyed_dict), (3, self.keyed_set), (3, self.compare_values)]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
         for w, fn in kinds:
@@ -614,6 +719,176 @@ class Gen:
             ]
         )
 
+    # -- the ``branch`` family: control flow on tensor data ---------------------------------------
+
+    def data_cond(self) -> str:
+        """A condition on tensor data (its outcome changes with the call's inputs)."""
+        t, u = self.t(), self.pick([*TENSORS, "x", "y"])
+        k = self.rng.randint(-2, 2)
+        return self.pick(
+            [
+                self.tcond(),
+                f"{t}.sum() > {k}",
+                f"{t}[0] > {u}[0]",
+                f"{t}.sum() == {u}.sum()",
+                f"{t}.mean() < {self.iexpr()}",
+                f"({t} > {u}).all()",
+                f"({t} != 0).any()",
+                f"{t}.abs().max() >= 3",
+                f"{t}.sum().item() > {k}",
+                f"{t}[-1].item() == {k}",
+                f"{t}.max().item() < {self.n()}",
+                f"torch._is_all_true({t} > {k})",
+                f"torch._is_any_true({t} < {k})",
+                f"bool({t}.min() < {t}.max())",
+                f"bool(({t} > {k}).any())",
+                f"{t}.sum() > 0 and {self.n()} > {k}",
+                f"{t}.sum() > 0 or {u}.sum() < 0",
+                f"not ({t} > 0).any()",
+                "torch.rand(1) > 0.5",
+                f"({t} * obj.p.sum()).sum() > 0",
+            ]
+        )
+
+    def data_branch(self, depth: int) -> str:
+        """``if``/``while``/``for ... break``/early return on tensor data, with any statements
+        inside (in-place updates, list and dict effects, random draws)."""
+        t, n, cond = self.t(), self.n(), self.data_cond()
+        kind = self.rng.randrange(6)
+        if kind == 0:
+            text = f"if {cond}:\n{self.block(depth, self.rng.randint(1, 3))}"
+            if self.rng.random() < 0.6:
+                text += f"\nelif {self.data_cond()}:\n{self.block(depth, 1)}"
+            if self.rng.random() < 0.6:
+                text += f"\nelse:\n{self.block(depth, self.rng.randint(1, 2))}"
+            return text
+        if kind == 1:
+            bound = self.rng.randint(1, 5)
+            step = self.rng.randint(1, 2)
+            return (
+                f"r = 0\nwhile {cond} and r < {bound}:\n    r += 1\n"
+                f"    {t} = {t} - {step}\n{self.block(depth, 1)}"
+            )
+        if kind == 2:
+            return (
+                f"mk = {t} > 0\nr = 0\nwhile mk.any() and r < 6:\n"
+                f"    {t} = torch.where(mk, {t} - 1, {t})\n    mk = {t} > 0\n    r += 1\n"
+                f"{self.block(depth, 1)}"
+            )
+        if kind == 3:
+            return (
+                f"for r in range({self.rng.randint(1, 4)}):\n    if {cond}:\n        break\n"
+                f"    {t} = {t} + 1\n{self.block(depth, 1)}"
+            )
+        if kind == 4:
+            return f"if {cond}:\n    return a, b, c, i, j\n{self.block(depth, 1)}"
+        return f"{n} = {n} + (1 if {cond} else -1)\n{self.t()} = {self.t()} * {n}"
+
+    def data_check(self, depth: int) -> str:
+        """``assert``, ``bool()``, ``int()`` and ``.item()`` comparisons on tensor data."""
+        t, n, cond = self.t(), self.n(), self.data_cond()
+        return self.pick(
+            [
+                f"assert {cond}, f'check {{{n}}}'",
+                f"try:\n    assert {cond}\nexcept AssertionError:\n    {n} = {n} + 1",
+                f"{n} = int({t}.sum() > 0)",
+                f"{n} = {n} + bool({cond})",
+                f"{n} = int({t}.abs().sum().item() > {self.rng.randint(0, 8)})",
+                f"ok = {cond}\nif ok:\n    {t} = {t} + 1",
+            ]
+        )
+
+    def random_draw(self, depth: int) -> str:
+        t = self.t()
+        return self.pick(
+            [
+                f"{t} = {t} + torch.randn({t}.shape)",
+                f"{t} = {t} * torch.rand(1)",
+                f"{t} = {t} + torch.randint(-2, 3, {t}.shape)",
+                f"{t} = torch.bernoulli(torch.full_like({t}, 0.5)) * {t}",
+                f"{t} = {t}.clone().uniform_(-2, 2)",
+            ]
+        )
+
+    # -- the ``keys`` family: values of every kind in dicts, sets and comparisons ------------------
+
+    def key(self) -> str:
+        return self.pick(KEY_EXPRS)
+
+    def keyed_dict(self, depth: int) -> str:
+        """A dict keyed by values of any kind (built here, a global registry, or the input ``d``)
+        and one of dict's operations on it."""
+        k1, k2, k3, t, n = self.key(), self.key(), self.key(), self.t(), self.n()
+        make = f"k1 = {k1}\nkd = {{k1: 1, {k2}: {n}}}\n"
+        use = self.pick(
+            [
+                f"{n} = kd.get({k3}, {n})",
+                f"{n} = kd.get(k1) + 1",
+                f"{t} = {t} + kd[{k3}]",
+                f"{n} = int({k3} in kd) + int(k1 in kd)",
+                f"{n} = len(kd | {{{k3}: 0}})",
+                f"{n} = kd.setdefault({k3}, {n})",
+                f"{n} = kd.pop({k3}, -1) + len(kd)",
+                f"kd.update({{{k3}: {n}}})\n{n} = sum(kd.values())",
+                f"{n} = len(dict.fromkeys([k1, {k2}, {k3}]))",
+                f"dd = collections.defaultdict(int)\ndd[k1] += 1\ndd[{k3}] += {n}\n"
+                f"{n} = dd[k1] + len(dd)",
+                f"od = collections.OrderedDict(kd)\nod.move_to_end(k1)\n{n} = list(od.values())[0]",
+                f"cn = collections.Counter([k1, {k2}, k1])\n{n} = cn[k1] + cn[{k3}]",
+                f"for kk in reversed(kd):\n    {n} = {n} + kd[kk]",
+                f"for kk, kv in kd.items():\n    {n} = {n} + kv * (kk == {k3})",
+                f"{n} = int(list(kd)[0] is k1) + len(list(kd.keys()))",
+                f"{n} = len(dict(kd)) + int(dict(kd) == kd)",
+                f"{n} = G_reg.get(type({k3}), 0)",
+                f"G_reg[type({k3})] = {n}\n"
+                f"{t} = {t} * G_reg[type(k1)] if type(k1) in G_reg else {t}",
+                f"{n} = G_reg.get(type(x), -1) + G_reg.get(type({n}), -1)",
+                f"d[k1] = {n}\n{n} = len(d)",
+                f"d[{k3}] = {t}\n{t} = d.get(k1, {t})",
+                f"{n} = operator.getitem(kd, k1)",
+            ]
+        )
+        return make + use
+
+    def keyed_set(self, depth: int) -> str:
+        k1, k2, k3, n = self.key(), self.key(), self.key(), self.n()
+        make = f"k1 = {k1}\ns = {{k1, {k2}}}\n"
+        use = self.pick(
+            [
+                f"{n} = int({k3} in s) + int(k1 in s)",
+                f"s.add({k3})\n{n} = len(s)",
+                f"{n} = len(s | {{{k3}}})",
+                f"{n} = len(frozenset(s)) + int(frozenset(s) == s)",
+                f"s.discard(k1)\n{n} = len(s)",
+                f"{n} = int(s == {{{k2}, k1}})",
+                f"{n} = int(G_set == {{{k3}}}) + int({k3} in G_set)",
+                f"{n} = len(s & G_set) + int(s <= G_set)",
+                f"s.remove({k3})\n{n} = len(s)",
+                f"{n} = len(s - {{{k3}}}) + len(s ^ {{{k3}}})",
+            ]
+        )
+        return make + use
+
+    def compare_values(self, depth: int) -> str:
+        k1, k2, n, t = self.key(), self.key(), self.n(), self.t()
+        return self.pick(
+            [
+                f"{n} = int({k1} == {k2}) + 2 * int({k1} != {k2})",
+                f"k1 = {k1}\n{n} = int([k1] == [k1]) + int((k1, {k2}) == (k1, {k2}))",
+                f"k1 = {k1}\n{n} = int(k1 is {k2}) + int(k1 is k1)",
+                f"{n} = int([{k1}] == [{k2}]) + int({{'q': {k1}}} == {{'q': {k2}}})",
+                f"try:\n    {n} = int({k1} < {k2})\nexcept TypeError as e:\n    {n} = len(str(e))",
+                f"{n} = int(sorted([T1, T1], key=str)[0] is T1)"
+                f" + int(list(enumerate([T1]))[0][1] is T1)",
+                f"{n} = int(hash({k1}) == hash({k1}))",
+                f'print(repr({k1}), f"{{{k2}!r}}")',
+                f"k1 = {k1}\n{n} = int(id(k1) == id({k2}))",
+                f"{n} = [{k1}, {k2}].count({k1}) + int({k2} in ({k1}, {t}.shape))",
+                f"{n} = int(isinstance({k1}, type)) + int(callable({k2}))",
+                f"{t} = {t} * ({k1} == {k2}) + {n}",
+            ]
+        )
+
     def inner_fn(self, depth: int) -> str:
         k = self.n()
         return self.pick(
@@ -651,12 +926,12 @@ def helper(rng: random.Random, index: int) -> str:
     return "\n".join(lines)
 
 
-def generate(seed: int) -> Program:
+def generate(seed: int, family: str = "base") -> Program:
     rng = random.Random(seed)
     helpers = [helper(rng, i) for i in range(rng.randint(0, 2))]
-    gen = Gen(rng, helpers)
+    gen = Gen(rng, helpers, family)
     body = [gen.stmt() for _ in range(rng.randint(2, 8))]
-    return Program(seed, helpers, body)
+    return Program(seed, helpers, body, family)
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -692,20 +967,49 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
             result, error = None, e
     x, y, n, lst, d, obj = args
     return {
-        "error": None if error is None else (type(error), str(error)),
+        "error": None if error is None else (type(error), _addressless(str(error))),
         "result": result,
-        "printed": out.getvalue(),
+        "printed": _addressless(out.getvalue()),
         "x": x,  # the tensor inputs themselves, after the call: in-place updates
         "y": y,
         "lst": lst,
-        "d": d,
+        "d": [(_canon(k), v) for k, v in d.items()],
         "obj": _object_state(obj),
         "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
+        "registry": [(_canon(k), v) for k, v in ns.get("G_reg", {}).items()],
+        "set": sorted(repr(_canon(v)) for v in ns.get("G_set", ())),
         "hooks": (len(ns["MOD"]._forward_hooks), len(ns["MOD"]._forward_pre_hooks)),
         "cells": cells(),
         "state": _global_state(),
         "rng": torch.get_rng_state(),  # each call is seeded: what it drew must be eager's
     }
+
+
+def _addressless(text: str) -> str:
+    """``text`` without object addresses (the eager and compiled runs have their own objects)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", " at 0x?", text)
+
+
+def _canon(value: Any) -> Any:
+    """A dict key or set item as something equal across the eager and the compiled program's
+    namespaces: classes, functions and modules by name, objects by class and attributes, a NaN
+    as itself (NaN != NaN)."""
+    if type(value) in (tuple, list, set, frozenset):
+        items = [_canon(v) for v in value]
+        if isinstance(value, (set, frozenset)):
+            items = sorted(map(repr, items))
+        return (type(value).__name__, tuple(items))
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan",)
+    if isinstance(value, enum.Enum):
+        return ("enum", type(value).__qualname__, value.name)
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+        return ("named", getattr(value, "__module__", None), value.__qualname__)
+    if hasattr(value, "__dict__") and not isinstance(value, torch.Tensor):
+        return ("object", type(value).__qualname__, _canon(tuple(sorted(vars(value).items()))))
+    return value
 
 
 def _global_state() -> tuple:
@@ -772,9 +1076,17 @@ def compare(actual: Any, expected: Any, path: str = "") -> str | None:
     return None if actual == expected else f"{path}: {actual!r} != {expected!r}"
 
 
-def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Outcome:
-    """Run ``program`` eagerly and compiled, ``calls`` times, and compare (see the module
-    docstring)."""
+def run_program(program: Program, calls: int | None = None, backend: str = "eager") -> Outcome:
+    """Run ``program`` eagerly and compiled, ``calls`` times (3; 5 for the ``branch`` family, so
+    that its branches hit, miss and miss past the limit), and compare (see the module docstring).
+    The ``branch`` family runs with speculation on (``bytegraph.config.speculate``)."""
+    if calls is None:
+        calls = 5 if program.family == "branch" else 3
+    with bytegraph.config.patch(speculate=program.family == "branch"):
+        return _run_program(program, calls, backend)
+
+
+def _run_program(program: Program, calls: int, backend: str) -> Outcome:
     eager_ns, compiled_ns = load(program), load(program)
     eager_fn, eager_cells = eager_ns["make"]()
     plain_fn, compiled_cells = compiled_ns["make"]()
@@ -784,6 +1096,7 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
     except Exception as e:  # noqa: BLE001
         return Outcome(False, message=f"compile() raised {type(e).__name__}: {e}", crashed=True)
     fallbacks, internal_errors = 0, []
+    known_sites = speculation.sites()
     for call in range(calls):
         torch.manual_seed(program.seed * 31 + call)
         expected = _observe(
@@ -807,7 +1120,24 @@ def run_program(program: Program, calls: int = 3, backend: str = "eager") -> Out
             return Outcome(False, fallbacks, message=message, crashed=True, **counts)
         if (diff := compare(actual, expected)) is not None:
             return Outcome(False, fallbacks, message=f"call {call}: {diff}", **counts)
-    return Outcome(True, fallbacks, message="\n".join(internal_errors), **_counter_deltas(before))
+    return Outcome(
+        True,
+        fallbacks,
+        message="\n".join(internal_errors),
+        speculation=_speculated(program, known_sites),
+        **_counter_deltas(before),
+    )
+
+
+def _speculated(program: Program, known: list) -> tuple[int, int, int]:
+    """The branches of ``program`` that traces speculated on since ``known``: (sites, hits,
+    misses)."""
+    mine = [
+        s
+        for s in speculation.sites()
+        if s.filename == f"<fuzz {program.seed}>" and all(s is not k for k in known)
+    ]
+    return len(mine), sum(s.hits for s in mine), sum(s.misses for s in mine)
 
 
 def _counter_deltas(before: dict[str, int]) -> dict[str, int]:
@@ -832,7 +1162,8 @@ def minimize(program: Program, fails: Callable[[Program], bool] | None = None) -
     while changed:
         changed = False
         for k in range(len(program.body)):
-            trial = Program(program.seed, program.helpers, program.body[:k] + program.body[k + 1 :])
+            body = program.body[:k] + program.body[k + 1 :]
+            trial = Program(program.seed, program.helpers, body, program.family)
             if fails(trial):
                 program, changed = trial, True
                 break
@@ -848,6 +1179,7 @@ class Summary:
     break_programs: int = 0  #: programs with at least one graph break
     breaks: int = 0  #: graph breaks in all programs
     internal: int = 0  #: internal-error fallbacks in all programs
+    speculated: list[int] = field(default_factory=lambda: [0, 0, 0])  #: sites, hits, misses
     failures: list[tuple[int, str]] = field(
         default_factory=list
     )  #: (seed, message), wrong or crash
@@ -864,6 +1196,7 @@ class Summary:
         self.break_programs += outcome.breaks > 0
         self.breaks += outcome.breaks
         self.internal += outcome.internal
+        self.speculated = [a + b for a, b in zip(self.speculated, outcome.speculation, strict=True)]
         if outcome.kind != "ok":
             self.failures.append((seed, outcome.message or "internal error fallback"))
 
@@ -872,6 +1205,7 @@ class Summary:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.breaks += other.breaks
         self.internal += other.internal
+        self.speculated = [a + b for a, b in zip(self.speculated, other.speculated, strict=True)]
         self.failures += other.failures
 
     def line(self) -> str:
@@ -880,13 +1214,20 @@ class Summary:
             f"{self.crashes} crashes/internal errors, "
             f"{self.fallback_programs} with fallbacks ({self.fallback_rate:.2%}), "
             f"{self.break_programs} with graph breaks ({self.breaks} breaks)"
+            + (
+                ", speculated on {} branches ({} hits, {} misses)".format(*self.speculated)
+                if self.speculated[0]
+                else ""
+            )
         )
 
 
-def run_many(seeds, on_failure: Callable[[Program, Outcome], None] | None = None) -> Summary:
+def run_many(
+    seeds, on_failure: Callable[[Program, Outcome], None] | None = None, family: str = "base"
+) -> Summary:
     summary = Summary()
     for seed in seeds:
-        program = generate(seed)
+        program = generate(seed, family)
         bytegraph.reset()
         outcome = run_program(program)
         summary.add(seed, outcome)
