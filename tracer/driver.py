@@ -215,7 +215,9 @@ class CompiledCode:
             selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
                 return selected
-            if callees.is_left_alone(self.fn.__code__):  # by another function's trace
+            settings = global_settings()
+            strict = self.settings.fullgraph or settings.error_on_graph_break
+            if not strict and callees.is_left_alone(self.fn.__code__):  # by another's trace
                 return self._leave_alone()
             why = self.cache.why(L)
             reason = (
@@ -223,7 +225,6 @@ class CompiledCode:
                 if not why.failures
                 else "; ".join(f"entry {v.index}: {p.code}" for v, p in why.failures)
             )
-            settings = global_settings()
             self._apply_settings(self.policy, settings)
             if len(self.cache.variants) >= self.recompile_limit(settings):
                 self._warn_limit(why, self.recompile_limit(settings))

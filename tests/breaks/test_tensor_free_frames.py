@@ -10,6 +10,7 @@ import pytest
 import torch
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.tracer import driver
+from bytegraph.tracer.exc import BytegraphError
 
 import bytegraph
 
@@ -237,3 +238,26 @@ def test_identical_calls_of_an_encoder_with_a_padding_mask_never_trace_again():
         assert len(state.events) == 1 and state.events[0].tensor_free
     layer_calls = [s for s in list(driver.ALL) if s.fn.__qualname__ == "call_module[_Layer]"]
     assert [len(s.events) for s in layer_calls if s.events] == [1]  # three layers, one trace
+
+
+def _handles(x):
+    y = x + 1
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("handled")  # a break while an exception is handled: the trace fails
+    return y * 2
+
+
+def test_a_failed_first_trace_leaves_the_code_alone_but_fullgraph_still_raises():
+    compiled = bytegraph.compile(_handles, backend="eager")
+    with pytest.warns(UserWarning, match="running _handles in Python"):
+        for _ in range(3):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), _handles(x))
+    assert bytegraph.stats()["frames"] == 1
+    (state,) = _states(_handles)
+    assert state.cache.variants == []  # every call runs in Python, without guards
+    strict = bytegraph.compile(_handles, backend="eager", fullgraph=True)
+    with pytest.raises(BytegraphError, match="cannot be compiled as one graph"):
+        strict(torch.randn(3))
