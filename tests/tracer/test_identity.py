@@ -1,13 +1,14 @@
 """``is`` holds wherever CPython hands back an object it was given: builtins (``sorted``, ``min``,
 ``max``, ``tuple``, ``next`` with a default), iterators and their combinators (``enumerate``,
-``zip``, ``map``, ``filter``, ``reversed``), ``functools``, ``itertools`` and ``operator``,
-indexing and unpacking. The objects are tuples and frozensets made outside the function
+``zip``, ``map``, ``filter``, ``reversed``), ``functools``, ``itertools``, ``operator`` and
+``copy``, indexing and unpacking. The objects are tuples and frozensets made outside the function
 (constants of the trace, which a copy would silently replace) and a plain object, given as
 arguments and read from globals; the result of each path is compared with eager's, and each
 object returned is the caller's own."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import operator
@@ -64,6 +65,7 @@ PATHS = {
     "groupby": lambda t, fs, o: list(itertools.groupby([t]))[0][0] is t,
     "itemgetter": lambda t, fs, o: operator.itemgetter(0)((t,)) is t,
     "getitem": lambda t, fs, o: operator.getitem((t,), 0) is t,
+    "copy": lambda t, fs, o: copy.copy(t) is t and copy.copy(fs) is fs,
 }
 
 
