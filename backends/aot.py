@@ -17,6 +17,7 @@ from typing import Any
 
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+from torch._functorch.partitioners import default_partition
 
 from .registry import IGNORED, register_backend
 from .state_nodes import has_runtime_nodes
@@ -26,6 +27,37 @@ GraphCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
 def _run_as_is(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     return gm.forward
+
+
+def _drop_unused_draws(gm: torch.fx.GraphModule) -> None:
+    """Remove the random operators whose result nothing uses from a backward graph.
+
+    The partitioner copies into the backward every joint-graph node whose inputs it has, and a
+    draw such as ``randn([4])`` has none; dead-code elimination keeps it there, since a draw
+    changes the generator. The forward made that draw already (a result the backward needs is
+    saved, never drawn again), so running the copy would advance the RNG state a second time.
+    """
+    seeded = torch.Tag.nondeterministic_seeded
+    dropped = False
+    for node in reversed(gm.graph.nodes):
+        target = node.target
+        if (
+            node.op == "call_function"
+            and not node.users
+            and isinstance(target, torch._ops.OpOverload)
+            and seeded in target.tags
+        ):
+            gm.graph.erase_node(node)
+            dropped = True
+    if dropped:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+
+
+def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any):
+    forward, backward = default_partition(joint, joint_inputs, **kwargs)
+    _drop_unused_draws(backward)
+    return forward, backward
 
 
 def compile_graphs(
@@ -51,6 +83,7 @@ def compile_graphs(
         example_inputs,
         fw_compiler=boxed(fw_compiler, forward_graphs),
         bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
+        partition_fn=_partition,
     )
 
     def run(*args: Any) -> Any:
