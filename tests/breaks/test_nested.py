@@ -71,6 +71,7 @@ def test_callee_graph_break_explicit():
     check_breaks(fn, randn(4), graphs=3, breaks=1)
 
 
+@bytegraph.config.patch(speculate=False)  # the break at the branch is under test
 def test_callee_data_dependent_branch():
     def inner(t, k):
         t = t + k

@@ -199,11 +199,13 @@ def run_eager(c: Case) -> Run:
         return Run([_call(setup, setup.fn, i) for i in range(CALLS)])
 
 
-def run_bytegraph(c: Case) -> Run:
+def run_bytegraph(c: Case, *, speculate: bool = False) -> Run:
+    """bytegraph on a fresh world. The recorded counts are those of ``speculate=False`` (a branch
+    on tensor data breaks, as in torch.compile), whatever the configured default."""
     bytegraph.reset()
     setup = _world(c)
     recorder = Recorder()
-    with _clean_global_state():
+    with _clean_global_state(), bytegraph.config.patch(speculate=speculate):
         compiled = bytegraph.compile(setup.fn, backend="eager")
         calls = []
         with warnings.catch_warnings(), recorder:

@@ -28,6 +28,18 @@ def test_case_matches_eager(name):
     assert actual.retraces == c.retraces, f"{actual.retraces} traces after the first call"
 
 
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.breaks))
+def test_case_matches_eager_speculating(name):
+    """With speculation on, a case that breaks still equals eager, and breaks no more often."""
+    c = CASES[name]
+    expected = harness.run_eager(c)
+    actual = harness.run_bytegraph(c, speculate=True)
+    assert actual.crash is None, f"internal error: {actual.crash}"
+    diffs = harness.differences(actual, expected, c.atol)
+    assert not diffs, "differs from eager:\n" + "\n".join(diffs)
+    assert actual.breaks <= c.breaks, f"{actual.breaks} breaks speculating, {c.breaks} without"
+
+
 #: Cases where either engine breaks. Elsewhere bytegraph takes no break, so it cannot break more
 #: than torch.compile, whatever torch.compile's count.
 BREAKING = sorted(name for name, c in CASES.items() if c.breaks or c.tc_breaks)

@@ -342,6 +342,7 @@ def test_callee_break_inside_try_undoes_the_callee_container_mutations():
         assert got[1] == want[1] and mine == theirs and got_log == G_LOG == [n, n]
 
 
+@bytegraph.config.patch(speculate=False)  # the resume after the branch's break is under test
 def test_resume_inside_with_after_a_long_jump_is_traced():
     """Seed 211357428: a data-dependent branch inside ``with`` far into a function gave a resume
     function whose prologue jumps there with an EXTENDED_ARG, and whose ``with`` region starts at

@@ -86,6 +86,7 @@ def test_narrow_with_an_unbacked_length():
     check_breaks(fn, make[0], graphs=1, breaks=0, calls=make)
 
 
+@bytegraph.config.patch(speculate=False)  # the break at the branch is under test
 def test_branch_on_an_unbacked_value_breaks_cleanly():
     def fn(x, t):
         v = t.item()
