@@ -421,3 +421,23 @@ def test_collections_dicts_keyed_by_classes_as_inputs():
         return torch.ones(2), ordered, counts, by_type
 
     check_breaks(fn, make, graphs=1, breaks=0)
+
+
+def _constrained(x):
+    """torch.distributions' ``transform_to``/``biject_to``: ``self._registry[type(constraint)]``
+    on each call, a factory returning a transform object of the library's module."""
+    from torch.distributions import biject_to, constraints, transform_to
+
+    unit = constraints.interval(0.0, 1.0)
+    return (
+        biject_to(constraints.positive)(x)
+        + transform_to(unit)(x)
+        + transform_to(constraints.real)(x)
+    )
+
+
+def test_a_library_registry_keyed_by_type_traces_without_breaks():
+    from dynamo_baseline import dynamo_counts
+
+    check_breaks(_constrained, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert dynamo_counts(_constrained, torch.randn(3)) == (1, 0)  # torch.compile: the same

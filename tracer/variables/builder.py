@@ -407,7 +407,9 @@ def _is_torch_value(value: Any) -> bool:
     """Objects from torch's own namespaces (ops, functional, modules, classes): traced, not
     inlined."""
     if isinstance(value, types.ModuleType):
-        return value.__name__ == "torch" or value.__name__.startswith("torch.")
+        # the modules whose code is inlined are read like a user's (their globals sourced)
+        inlined = f"{value.__name__}.".startswith(INLINED_TORCH_MODULES)
+        return not inlined and (value.__name__ == "torch" or value.__name__.startswith("torch."))
     if isinstance(value, torch.nn.Module):
         return False
     module = getattr(value, "__module__", None) or ""
