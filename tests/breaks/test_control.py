@@ -41,6 +41,24 @@ def test_if_sum_positive_both_branches():
     check_breaks(fn, None, calls=[pos(3), neg(3), pos(3), neg(3)], graphs=3, breaks=1)
 
 
+def test_if_sum_positive_speculated_until_it_misses_too_often():
+    def fn(x):
+        y = x * 2
+        if y.sum() > 0:
+            y = y + 1
+        else:
+            y = y - 1
+        return y.cos()
+
+    with bytegraph.config.patch(speculate=True, speculation_miss_limit=2):
+        # one graph through the side the first call takes; the calls taking the other side rerun
+        # in Python
+        check_breaks(fn, None, calls=[pos(3), neg(3), pos(3), neg(3)], graphs=1, breaks=0)
+        bytegraph.reset()
+        # after two misses the next trace breaks at the branch: entry graph, then each side's
+        check_breaks(fn, None, calls=[pos(3), neg(3), neg(3), neg(3), pos(3)], graphs=4, breaks=1)
+
+
 def test_if_without_else():
     def fn(x):
         if x.mean() > 0:
