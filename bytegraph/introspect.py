@@ -4,16 +4,35 @@ call would run and why the others would not.
 >>> bytegraph.why(fn, x, 3)
 selected: entry 1
 entry 0 rejected by: L['n'] == 2
+entry 1 speculates on: model.py:12 in fn: 5 hits, 1 misses
+    if x.sum() > 0:
 """
 
 from __future__ import annotations
 
 import inspect as _inspect
+from dataclasses import dataclass, field
 from typing import Any
 
 from .compiler import state_of
-from .guards.cache import Variant, Why
+from .guards import cache
+from .guards.cache import Variant
 from .tracer import driver
+
+
+@dataclass
+class Why(cache.Why):
+    """``FunctionCache.why``'s answer, with the branches on tensor data each entry speculated on
+    (``speculation.Site``: hit and miss counts as of now, the source line)."""
+
+    speculated: dict[int, list[Any]] = field(default_factory=dict)  #: entry index -> its sites
+
+    def __str__(self) -> str:
+        lines = [super().__str__()]
+        for index, sites in sorted(self.speculated.items()):
+            for site in sites:
+                lines.append(f"entry {index} speculates on: {site}")
+        return "\n".join(lines)
 
 
 def cache_entries(fn: Any) -> list[Variant]:
@@ -29,12 +48,16 @@ def guard_source(fn: Any) -> str:
 
 
 def why(fn: Any, *args: Any, **kwargs: Any) -> Why:
-    """Without running ``fn``: the entry these arguments select and, for each other entry, the first
-    guard that rejects them."""
+    """Without running ``fn``: the entry these arguments select, for each other entry the first
+    guard that rejects them, and for each entry the branches on tensor data it speculated on, with
+    their hits and misses so far."""
     state = state_of(fn)
     bound = _inspect.signature(state.fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
-    return state.cache.why(dict(bound.arguments))
+    answer = state.cache.why(dict(bound.arguments))
+    sites_of = {id(event.fn): event.speculated for event in state.events if event.speculated}
+    speculated = {v.index: sites_of[id(v.fn)] for v in state.cache.variants if id(v.fn) in sites_of}
+    return Why(answer.selected, answer.failures, speculated)
 
 
 def stats() -> dict[str, int]:

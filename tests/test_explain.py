@@ -212,3 +212,33 @@ def test_report_with_three_different_break_reasons(capsys):
     for line in expected_lines:
         assert line in text
     torch.testing.assert_close(three_kinds_of_break(x), (x.sin() + x.sin().sum()) * 2)
+
+
+def doubled_or_negated(x):
+    if x.sum() > 0:
+        return x * 2
+    return -x
+
+
+def test_why_lists_each_speculated_branch_with_its_hits_and_misses():
+    compiled = bytegraph.compile(doubled_or_negated, backend="eager")
+    pos, neg = torch.ones(3), -torch.ones(3)
+    with bytegraph.config.patch(speculate=True, speculation_miss_limit=3):
+        for x in (pos, pos, neg, pos):
+            torch.testing.assert_close(compiled(x), doubled_or_negated(x))
+        answer = bytegraph.why(compiled, pos)
+    line = line_of(doubled_or_negated, "if x.sum() > 0:")
+    assert [len(sites) for sites in answer.speculated.values()] == [1]
+    assert str(answer).splitlines() == [
+        "selected: entry 0",
+        f"entry 0 speculates on: {__file__}:{line} in doubled_or_negated: 3 hits, 1 misses",
+        "    if x.sum() > 0:",
+    ]
+
+
+def test_why_lists_no_speculated_branch_when_the_branch_breaks():
+    compiled = bytegraph.compile(doubled_or_negated, backend="eager")
+    with bytegraph.config.patch(speculate=False):
+        compiled(torch.ones(3))
+        answer = bytegraph.why(compiled, torch.ones(3))
+    assert answer.speculated == {} and str(answer) == "selected: entry 0"
