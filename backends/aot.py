@@ -29,24 +29,38 @@ def _run_as_is(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[
     return gm.forward
 
 
-def _drop_unused_draws(gm: torch.fx.GraphModule) -> None:
-    """Remove the random operators whose result nothing uses from a backward graph.
+def _traced_in_forward(node: torch.fx.Node) -> bool | None:
+    """Whether AOTAutograd traced ``node`` while running the forward (it tags those nodes), or
+    None where this torch release does not say."""
+    tag = node.meta.get("partitioner_tag")
+    return None if tag is None else tag == "is_forward"
 
-    The partitioner copies into the backward every joint-graph node whose inputs it has, and a
-    draw such as ``randn([4])`` has none; dead-code elimination keeps it there, since a draw
-    changes the generator. The forward made that draw already (a result the backward needs is
-    saved, never drawn again), so running the copy would advance the RNG state a second time.
+
+def _drop_copied_draws(gm: torch.fx.GraphModule, *, backward: bool, tagged: bool) -> None:
+    """Remove from one half of the graph the random operators the other half draws.
+
+    The partitioner copies into each half every joint-graph node whose inputs that half has, and a
+    draw such as ``randn([4])`` has none; dead-code elimination keeps the copy, since a draw
+    changes the generator, so the draw would run in both halves and advance the RNG state twice.
+    A copy's result is unused (a result the other half needs is saved and passed, never drawn
+    again). A draw whose result the code itself discards (``torch.rand(3)`` as a statement) stays
+    in the half that traced it. Without AOTAutograd's forward tags (``tagged``: the joint graph has
+    them), unused draws in the backward are taken for copies and the forward is left as it is.
     """
     seeded = torch.Tag.nondeterministic_seeded
     dropped = False
     for node in reversed(gm.graph.nodes):
         target = node.target
-        if (
+        if not (
             node.op == "call_function"
             and not node.users
             and isinstance(target, torch._ops.OpOverload)
             and seeded in target.tags
         ):
+            continue
+        in_forward = bool(_traced_in_forward(node))
+        copied = (in_forward or not tagged) if backward else (tagged and not in_forward)
+        if copied:
             gm.graph.erase_node(node)
             dropped = True
     if dropped:
@@ -55,8 +69,10 @@ def _drop_unused_draws(gm: torch.fx.GraphModule) -> None:
 
 
 def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any):
+    tagged = any(_traced_in_forward(node) for node in joint.graph.nodes)
     forward, backward = default_partition(joint, joint_inputs, **kwargs)
-    _drop_unused_draws(backward)
+    _drop_copied_draws(forward, backward=False, tagged=tagged)
+    _drop_copied_draws(backward, backward=True, tagged=tagged)
     return forward, backward
 
 

@@ -36,6 +36,23 @@ def dropout_loss(x):
     return torch.nn.functional.dropout(x.tanh(), p=0.5, training=True).sum()
 
 
+class NoisyBackward(torch.autograd.Function):
+    """A function whose backward draws: the draw belongs to the backward alone."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        torch.rand(2)  # discarded, but it advances the generator in eager
+        return g * 2 + torch.randn(g.shape) * 0.01
+
+
+def draw_in_backward(x):
+    return NoisyBackward.apply(x.exp()).sin().sum()
+
+
 def _trace(fn, calls=3):
     """Each call's (state after forward, state after backward, loss, gradient)."""
     torch.manual_seed(0)
@@ -51,9 +68,19 @@ def _trace(fn, calls=3):
     return seen
 
 
-@pytest.mark.parametrize("fn", [noise_then_loss, noise_scales_input, discarded_draw, dropout_loss])
+@pytest.mark.parametrize(
+    "fn", [noise_then_loss, noise_scales_input, discarded_draw, dropout_loss, draw_in_backward]
+)
 @pytest.mark.parametrize(("backend", "kwargs"), BACKENDS, ids=[b for b, _ in BACKENDS])
-def test_rng_state_after_forward_and_backward_equals_eager(fn, backend, kwargs):
+def test_rng_state_after_forward_and_backward_equals_eager(request, fn, backend, kwargs):
+    if backend == "inductor" and fn is draw_in_backward:
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="Inductor's partition also draws a backward's random numbers in the "
+                "forward (torch.compile's inductor too, with fallback_random)",
+            )
+        )
     expected = _trace(fn)
     bytegraph.reset()
     actual = _trace(bytegraph.compile(fn, backend=backend, fullgraph=True, **kwargs))
