@@ -329,6 +329,11 @@ class CompiledCode:
         found (torch.compile skips such a frame for good)."""
         if self.settings.fullgraph or settings.error_on_graph_break or result.graphs:
             return False
+        if self.root_serial != self.serial:
+            # a resume function: the code after a break, which runs after Python code that may
+            # change what it reads (a global, an attribute); it keeps its guards, so that a value
+            # that makes it do tensor work compiles it
+            return False
         if result.speculated:
             return False
         stopped = self.asked_resume or result.breaks or result.stopped_at is not None
