@@ -11,7 +11,8 @@ bytegraph and the standard library are called as they are, and so is everything 
 Python function, a method of one or a module whose ``forward`` (or a child's) is user code.
 
 A code object is *left alone* (``leave_alone``) once its trace returned without recording a
-tensor operation (tensor-free), or once its first trace failed in a way the tracer reports
+tensor operation (tensor-free; not a resume function's, see ``driver``), or once its first trace
+failed in a way the tracer reports
 (``Unsupported``; an internal error keeps the guards it reached): from then on every function with
 that code runs as it is, whatever its arguments, with no guards, as torch.compile skips such a
 frame for good. The mark belongs to the code object: a function given new code is decided anew
