@@ -754,6 +754,7 @@ class Gen:
         """``if``/``while``/``for ... break``/early return on tensor data, with any statements
         inside (in-place updates, list and dict effects, random draws)."""
         t, n, cond = self.t(), self.n(), self.data_cond()
+        r = f"r{depth}"  # a loop counter of its own: a nested loop must not reset it
         kind = self.rng.randrange(6)
         if kind == 0:
             text = f"if {cond}:\n{self.block(depth, self.rng.randint(1, 3))}"
@@ -766,18 +767,18 @@ class Gen:
             bound = self.rng.randint(1, 5)
             step = self.rng.randint(1, 2)
             return (
-                f"r = 0\nwhile {cond} and r < {bound}:\n    r += 1\n"
+                f"{r} = 0\nwhile {cond} and {r} < {bound}:\n    {r} += 1\n"
                 f"    {t} = {t} - {step}\n{self.block(depth, 1)}"
             )
         if kind == 2:
             return (
-                f"mk = {t} > 0\nr = 0\nwhile mk.any() and r < 6:\n"
-                f"    {t} = torch.where(mk, {t} - 1, {t})\n    mk = {t} > 0\n    r += 1\n"
+                f"mk = {t} > 0\n{r} = 0\nwhile mk.any() and {r} < 6:\n"
+                f"    {t} = torch.where(mk, {t} - 1, {t})\n    mk = {t} > 0\n    {r} += 1\n"
                 f"{self.block(depth, 1)}"
             )
         if kind == 3:
             return (
-                f"for r in range({self.rng.randint(1, 4)}):\n    if {cond}:\n        break\n"
+                f"for {r} in range({self.rng.randint(1, 4)}):\n    if {cond}:\n        break\n"
                 f"    {t} = {t} + 1\n{self.block(depth, 1)}"
             )
         if kind == 4:
@@ -937,12 +938,18 @@ def generate(seed: int, family: str = "base") -> Program:
 # -- running ---------------------------------------------------------------------------------------
 
 
-def make_inputs(seed: int, call: int, ns: dict[str, Any]) -> tuple:
+def make_inputs(seed: int, call: int, ns: dict[str, Any], family: str = "base") -> tuple:
     """Fresh inputs for call ``call`` (equal for equal arguments; ``Obj`` from the program's
-    namespace)."""
+    namespace). For the ``branch`` family only the tensors' values change from call to call
+    (sizes, ints, the list's length and the dict's keys stay, but for the size on the last of the 5
+    calls), so that later calls run the variant the first traced and its speculated branches
+    miss when the data goes the other way."""
     rng = random.Random(seed * 7 + call)
     gen = torch.Generator().manual_seed(seed * 7 + call)
     size = rng.choice([3, 4, 5]) if call else 4
+    if family == "branch":
+        rng = random.Random(seed * 7)
+        size = 3 if call == 4 else 4
 
     def tensor():
         return torch.randint(-4, 5, (size,), generator=gen).float()
@@ -1100,14 +1107,17 @@ def _run_program(program: Program, calls: int, backend: str) -> Outcome:
     for call in range(calls):
         torch.manual_seed(program.seed * 31 + call)
         expected = _observe(
-            eager_fn, make_inputs(program.seed, call, eager_ns), eager_ns, eager_cells
+            eager_fn,
+            make_inputs(program.seed, call, eager_ns, program.family),
+            eager_ns,
+            eager_cells,
         )
         torch.manual_seed(program.seed * 31 + call)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             actual = _observe(
                 compiled_fn,
-                make_inputs(program.seed, call, compiled_ns),
+                make_inputs(program.seed, call, compiled_ns, program.family),
                 compiled_ns,
                 compiled_cells,
             )
