@@ -267,6 +267,26 @@ def findings(
     return "\n".join(out) + "\n"
 
 
+def save_outcomes(path: str, results: dict[str, Outcome], dynamo: dict[str, int]) -> None:
+    data = {
+        cell_id: [o.verdict, o.breaks, o.detail, list(o.reasons), dynamo.get(cell_id)]
+        for cell_id, o in results.items()
+    }
+    pathlib.Path(path).write_text(json.dumps(data))
+
+
+def load_outcomes(paths: list[str]) -> tuple[dict[str, Outcome], dict[str, int]]:
+    results, dynamo = {}, {}
+    for path in paths:
+        for cell_id, (verdict, breaks, detail, reasons, tc) in json.loads(
+            pathlib.Path(path).read_text()
+        ).items():
+            results[cell_id] = Outcome(verdict, breaks, detail, tuple(reasons))
+            if tc is not None:
+                dynamo[cell_id] = tc
+    return results, dynamo
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--filter", default="", help="regex over cell ids")
@@ -279,18 +299,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write-baseline", action="store_true")
     parser.add_argument("--write-known", action="store_true")
     parser.add_argument("--findings", help="write the wrong, crashed and gap cells here (markdown)")
+    parser.add_argument("--shard", help="K/N: run only the cells whose index is K modulo N")
+    parser.add_argument("--save", help="write the outcomes and torch.compile's counts (JSON)")
+    parser.add_argument("--load", nargs="*", help="outcomes saved by shards: read, do not run")
     args = parser.parse_args(argv)
 
     ops = operations()
     selected = [c for c in cells(ops, args.placements == "all") if re.search(args.filter, c.id)]
-    start, cpu = time.perf_counter(), time.process_time()
-    results = run_all(selected, progress=True)
-    took, cpu = time.perf_counter() - start, time.process_time() - cpu
-    dynamo = dynamo_counts(selected, results, every=args.dynamo_all)
-    print(
-        f"{len(selected)} cells, bytegraph and CPython in {took:.0f}s ({cpu:.0f}s CPU) "
-        f"({python_tag()}, torch {torch.__version__})"
-    )
+    if args.shard:
+        k, n = map(int, args.shard.split("/"))
+        selected = selected[k::n]
+    if args.load:
+        results, dynamo = load_outcomes(args.load)
+        selected = [c for c in selected if c.id in results]
+        print(f"{len(selected)} cells loaded ({python_tag()}, torch {torch.__version__})")
+    else:
+        start, cpu = time.perf_counter(), time.process_time()
+        results = run_all(selected, progress=True)
+        took, cpu = time.perf_counter() - start, time.process_time() - cpu
+        dynamo = dynamo_counts(selected, results, every=args.dynamo_all)
+        print(
+            f"{len(selected)} cells, bytegraph and CPython in {took:.0f}s ({cpu:.0f}s CPU) "
+            f"({python_tag()}, torch {torch.__version__})"
+        )
+    if args.save:
+        save_outcomes(args.save, results, dynamo)
     print(table(ops, results, dynamo))
     by_id = {c.id: c for c in selected}
     listings = {
