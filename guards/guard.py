@@ -89,7 +89,8 @@ class Guard:
     @functools.cached_property
     def _sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99
-        if isinstance(self.arg, Source):  # DUPLICATE_INPUT reads a second source: check it first
+        # DUPLICATE_INPUT and DISTINCT_INPUT read a second source: check it first
+        if isinstance(self.arg, Source):
             depth = max(depth, self.arg.depth)
         expr = self.source.expr if self.source is not None else ""
         return (depth, KINDS[self.kind].order, expr, repr(self.key))
@@ -101,6 +102,11 @@ class Guard:
     def id_match(cls, source: Source | None, value: Any) -> Guard:
         """``source`` is ``value`` (held weakly)."""
         return cls(source, "ID_MATCH", value, ("id", id(value)))
+
+    @classmethod
+    def distinct(cls, source: Source, other: Source) -> Guard:
+        """``source is not other``: two inputs the trace found to be different objects."""
+        return cls(source, "DISTINCT_INPUT", other, ("distinct", other))
 
     @classmethod
     def type_match(cls, source: Source | None, value_type: type) -> Guard:

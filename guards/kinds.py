@@ -260,6 +260,12 @@ def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [f"{expr} is {arg}"]
 
 
+@guard_kind(5)
+def DISTINCT_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``arg`` is the rendered expression of another source, holding another object."""
+    return [f"{expr} is not {arg}"]
+
+
 @guard_kind(4)
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a

@@ -337,3 +337,30 @@ def test_recompile_limit_resets_with_reset(monkeypatch):
     bytegraph.reset()
     run_same(compiled, fn, x, "ccc")  # a fresh cache: compiles again, no warning
     assert counter.frame_count == 2
+
+
+class _Config:
+    pass
+
+
+def _branch_on_identity(a, b, x):
+    if a is b:
+        return x + 1
+    return x - 1
+
+
+def test_distinct_objects_guard_their_distinctness_not_their_identity():
+    """``a is b`` false for two objects guarded by type only: fresh objects at each call reuse the
+    variant (``a is not b`` is what the trace read), and the same object passed twice retraces."""
+    compiled, counter = compile_counted(_branch_on_identity)
+    x = torch.ones(3)
+    for _ in range(5):
+        run_same(compiled, _branch_on_identity, _Config(), _Config(), x)
+    assert counter.frame_count == 1
+    same = _Config()
+    assert str(bytegraph.why(compiled, same, same, x)).splitlines() == [
+        "selected: none (would compile)",
+        "entry 0 rejected by: L['a'] is not L['b']",
+    ]
+    run_same(compiled, _branch_on_identity, same, same, x)
+    assert counter.frame_count == 2

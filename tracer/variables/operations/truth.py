@@ -95,9 +95,10 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
         if lhs.value is rhs.value:
             return True
-        if not (tx.output.side_effects.is_new(lhs) or tx.output.side_effects.is_new(rhs)):
-            pin_identity(tx, lhs)  # guarded by type only: another call may pass one twice
-            pin_identity(tx, rhs)
+        new = tx.output.side_effects.is_new
+        if not (new(lhs) or new(rhs)) and lhs.source is not None and rhs.source is not None:
+            # both guarded by type only: another call may pass one object twice
+            tx.output.add_guard(Guard.distinct(lhs.source, rhs.source))
         return False
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
@@ -112,8 +113,8 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 
 def pin_identity(tx: Translator, vt: VariableTracker) -> None:
     """Guard the identity of the object ``vt`` stands for, once the trace has decided something
-    from it (``a is b`` false, a key looked up by identity): an input object guarded only by its
-    type could be another object, or the same as another input, at the next call."""
+    from it (its ``repr``, ``id`` or ``hash``): an input object guarded only by its type could be
+    another object at the next call."""
     if isinstance(vt, UserObjectVariable) and vt.source is not None:
         tx.output.add_guard(Guard.id_match(vt.source, vt.value))
 
