@@ -1771,10 +1771,11 @@ def numpy_arange_and_array_constants():
     graphs=1,
     breaks=1,
     tc_breaks=1,
+    retraces=1,
+    why="float() of a NumPy scalar reads the data into Python (a captured scalar, issue 11 point "
+    "4, is another helper's); the resumed code is specialised on the value read",
 )
 def numpy_reduction_scalars_in_python():
-    # float() of a NumPy scalar reads the data into Python; the resumed code has no tensor work
-    # and runs as it is, so a new value traces nothing
     def fn(x):
         a = x.numpy()
         m = np.max(a)

@@ -270,10 +270,11 @@ def in_place_on_input_and_return_alias():
     graphs=1,
     breaks=1,
     tc_breaks=2,
+    retraces=1,
+    why="tolist() reads the tensor's data into Python (item() is a captured scalar); the resumed "
+    "code is specialised on the values read (torch.compile retraces too)",
 )
 def item_and_tolist():
-    # tolist() reads the tensor's data into Python (item() is a captured scalar); the resumed code
-    # has no tensor work and runs as it is, so new values trace nothing (torch.compile retraces)
     def fn(x):
         return x.sum().item() * 2, x.tolist()
 
