@@ -143,6 +143,14 @@ def load_known() -> dict[str, list[str]]:
     return json.loads(KNOWN.read_text()).get(python_tag(), {"gaps": [], "wrong": []})
 
 
+def recorded() -> bool:
+    """Whether known lists were written on the running Python and torch.compile's baseline on the
+    installed torch: the CI test compares with them."""
+    return (
+        KNOWN.exists() and python_tag() in json.loads(KNOWN.read_text()) and bool(load_baseline())
+    )
+
+
 def write_known(gap_ids: list[str], wrong_ids: list[str]) -> None:
     data = json.loads(KNOWN.read_text()) if KNOWN.exists() else {}
     data[python_tag()] = {"gaps": sorted(gap_ids), "wrong": sorted(wrong_ids)}
