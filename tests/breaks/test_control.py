@@ -28,28 +28,23 @@ def neg(*shape):
     return lambda: (-torch.rand(*shape) - 0.5,)
 
 
-def test_if_sum_positive_both_branches():
-    def fn(x):
-        y = x * 2
-        if y.sum() > 0:
-            y = y + 1
-        else:
-            y = y - 1
-        return y.cos()
+def _branch_on_sum(x):
+    y = x * 2
+    if y.sum() > 0:
+        y = y + 1
+    else:
+        y = y - 1
+    return y.cos()
 
+
+def test_if_sum_positive_both_branches():
+    fn = _branch_on_sum
     # graph before the jump, then one graph per branch
     check_breaks(fn, None, calls=[pos(3), neg(3), pos(3), neg(3)], graphs=3, breaks=1)
 
 
 def test_if_sum_positive_speculated_until_it_misses_too_often():
-    def fn(x):
-        y = x * 2
-        if y.sum() > 0:
-            y = y + 1
-        else:
-            y = y - 1
-        return y.cos()
-
+    fn = _branch_on_sum
     with bytegraph.config.patch(speculate=True, speculation_miss_limit=2):
         # one graph through the side the first call takes; the calls taking the other side rerun
         # in Python
