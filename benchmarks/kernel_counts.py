@@ -24,6 +24,9 @@ from __future__ import annotations
 import os
 
 os.environ["TRITON_INTERPRET"] = "0"  # code for a GPU; before triton is imported anywhere
+# Inductor compiles in this process: its pool of compile workers hung here on torch 2.11 (the
+# child waiting on a worker that never answered), and nothing is compiled for a GPU anyway
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 
 import argparse  # noqa: E402
 import subprocess  # noqa: E402
