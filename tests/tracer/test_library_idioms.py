@@ -502,7 +502,12 @@ def _enum_members(x):
 
 def test_iterating_an_enums_members():
     check_breaks(_enum_members, lambda: (torch.randn(3),), graphs=1, breaks=0)
-    assert_no_more_breaks(0, _enum_members, torch.randn(3))
+    assert_no_more_breaks(
+        0,
+        _enum_members,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo raises inside Enum.__members__ (runs it in Python)",
+    )
 
 
 # -- NumPy over tensors -------------------------------------------------------------------------
