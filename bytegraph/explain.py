@@ -227,10 +227,6 @@ class Report:
             if r.event.is_recompile
         ]
 
-    @property
-    def recompile_reasons(self) -> list[str]:
-        return [str(r) for r in self.recompiles]
-
     def recompile_counts(self) -> dict[int, tuple[str, int]]:
         """Recompiles per compiled function: key -> (function name, count)."""
         counts: dict[int, tuple[str, int]] = {}

@@ -173,9 +173,6 @@ class Emitter:
     def store_subscr(self) -> Emitter:
         return self.add("STORE_SUBSCR")
 
-    def compare_is(self, negate: bool = False) -> Emitter:
-        return self.add("IS_OP", int(negate))
-
     def compare(self, op: Compare) -> Emitter:
         return self.add("COMPARE_OP", op)
 

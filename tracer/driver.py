@@ -113,11 +113,6 @@ class CompileEvent:
     def is_recompile(self) -> bool:
         return bool(self.failures)
 
-    @property
-    def all_breaks(self) -> list[Unsupported]:
-        """Graph breaks plus the fallback to Python, if any: all that kept code out of a graph."""
-        return self.breaks + ([self.unsupported] if self.unsupported is not None else [])
-
 
 def format_break(e: Unsupported) -> str:
     """A break with its whole user stack (outermost frame first) and hint, for logs and reports."""

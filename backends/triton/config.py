@@ -80,8 +80,5 @@ class Options:
             fields[cls.NAMES[key]] = value
         return cls(**fields)
 
-    def to_dict(self) -> dict[str, bool]:
-        return {name: getattr(self, f) for name, f in self.NAMES.items()}
-
     def replace(self, **changes: Any) -> Options:
         return dataclasses.replace(self, **changes)

@@ -60,10 +60,10 @@ def test_generate_matches_eager_and_settles(name: str, cache: str) -> None:
     report = Report(recorder.records)
     assert torch.equal(tokens, expected)
     assert report.graph_break_count == 0, str(report)
-    assert len(recorder.records) == TRACES[cache], report.recompile_reasons
+    assert len(recorder.records) == TRACES[cache], report.recompiles
     with Recorder() as again:
         assert torch.equal(generate(model, ids, cache, tokens=10), expected)
-    assert not again.records, Report(again.records).recompile_reasons
+    assert not again.records, Report(again.records).recompiles
 
 
 def test_generate_batch_with_left_padding():

@@ -39,7 +39,6 @@ from .operations import builtin_calls
 from .operations.operators import OPERATORS as OPERATORS
 from .operations.operators import call_operator as call_operator
 from .operations.operators import getitem as getitem
-from .operations.operators import getitem_tensor as getitem_tensor
 from .operations.operators import setitem as setitem
 from .operations.truth import contains as contains
 from .operations.truth import is_none as is_none
