@@ -207,7 +207,7 @@ class OutputGraph:
         example = self.fake_results.replay(key, fake_args) if key is not None else None
         if example is None:
             example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
-            if probe.legacy_collectives():  # NOTE(issue 13): never record a collective blindly
+            if probe.legacy_collectives():  # never record a collective blindly
                 raise Unsupported(
                     "collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT
                 )
@@ -272,7 +272,7 @@ class OutputGraph:
                 return ListVariable(items)
             return TupleVariable(items, cls=type(example) if type(example) is not tuple else tuple)
         if example is None or type(example) in _CONSTANT_RESULTS:
-            # NOTE(issue 13): the one place a recorded call is erased; only a call proven pure is.
+            # The one place a recorded call is erased; only a call proven pure is.
             verdict = effects.classify(node.op, node.target, example, probe)
             if verdict is effects.Verdict.GRAPH:
                 effects.mark_effectful(node)  # e.g. an in-place store (``x[i] = v``)
@@ -377,7 +377,7 @@ class OutputGraph:
         )
 
     def graph_module(self, outputs: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
-        # NOTE(issue 13): effectful tensors nothing reads (an unused collective's result) leave the
+        # Effectful tensors nothing reads (an unused collective's result) leave the
         # graph too, after the outputs the code uses, so that no backend's partitioner drops them.
         unread = effects.unread_effects(self.graph, outputs)
         self.graph.output(tuple(outputs + unread))

@@ -51,7 +51,7 @@ from .variables.functions.cells import ClosureCellVariable
 MAX_INLINE_DEPTH = 32
 #: A trace running more instructions than this, its inlined calls included, is abandoned: the
 #: function runs in Python. Counted, not timed, so that whether a function compiles never depends
-#: on how busy the machine is (issue 20: torchvision swin_t fell back after 5 s on a loaded one).
+#: on how busy the machine is (a time limit let a large model fall back on a loaded machine).
 MAX_TRACE_INSTRUCTIONS = 2_000_000
 
 

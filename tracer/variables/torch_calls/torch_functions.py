@@ -89,7 +89,7 @@ def call_torch(
         raise Unsupported("call", f"calling a {type(fn).__name__} object") from None
     if is_tensor_method(fn) and args and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, name, list(args[1:]), kwargs)  # torch.Tensor.add(x, y)
-    if is_distributed_callable(fn):  # issue 13: collectives and world queries, before any run
+    if is_distributed_callable(fn):  # collectives and world queries, before any run
         return call_distributed(tx, fn, args, kwargs)
     ctx = state_contexts.construct(tx, fn, args, kwargs)
     if ctx is not None:
@@ -157,7 +157,7 @@ def call_torch(
         kwargs = {**kwargs, "device": ConstantVariable(device)}
     try:
         return tx.output.call_function(fn, tuple(args), kwargs)
-    except InlineInstead:  # issue 13: returned None with no operator effect; its body tells why
+    except InlineInstead:  # returned None with no operator effect; its body tells why
         return UserFunctionVariable(fn).call_function(tx, args, kwargs)
 
 
