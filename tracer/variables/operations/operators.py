@@ -215,6 +215,8 @@ def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTr
     if isinstance(args[0], ListVariable) and op is operator.iadd:
         return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
     if isinstance(args[0], ListVariable) and op is operator.imul:
+        if args[1].is_python_constant():  # CPython's TypeError for a count that is no int
+            _fold(tx, operator.imul, [[], args[1].as_python_constant()])
         return call_container_method(tx, args[0], "__imul__", [args[1]], {})
     if _python_method(args[0], OPERATORS[op].dunder):
         result = args[0].call_method(tx, OPERATORS[op].dunder, args[1:], {})

@@ -7,6 +7,7 @@ tensor's truth (or ``in`` comparing tensors) needs its data and raises ``Unsuppo
 from __future__ import annotations
 
 import inspect
+import operator
 import types
 from typing import TYPE_CHECKING
 
@@ -147,7 +148,9 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
                 raise Unsupported("data_dependent", "`in` on tensors compares their values")
         return False
     if container.is_python_constant() and item.is_python_constant():
-        return item.as_python_constant() in container.as_python_constant()
+        # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
+        # is the user's
+        return tx.fold_call(operator.contains, [container, item], {}).as_python_constant()
     if (
         isinstance(container, UserObjectVariable)
         and not isinstance(container, NNModuleVariable)

@@ -1,0 +1,130 @@
+"""CPython's exceptions for operations on values the trace knows are the user's exceptions.
+
+An operation the trace computes itself (on constants, on containers it models) that CPython would
+reject raises CPython's exception, with its type and message, in the trace: the user's ``except``
+catches it there, and an uncaught one is raised when the instruction runs in Python (a graph
+break). It is never an internal error that makes the whole function fall back.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+from difftest import check_breaks
+from dynamo_baseline import assert_no_more_breaks
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+def caught(operation):
+    """``fn(x)`` doing tensor work, then ``operation(x)`` inside ``try``: its error as a value."""
+
+    def fn(x):
+        y = x + 1
+        try:
+            result = operation(x)
+        except Exception as e:  # noqa: BLE001 (compared with CPython's)
+            return y, type(e).__name__, str(e)
+        return y, result
+
+    return fn
+
+
+def uncaught(operation):
+    def fn(x):
+        y = x * 2
+        return y, operation(x)
+
+    return fn
+
+
+def _imul(value):
+    def op(x):
+        items = [1, "b"]
+        items *= value
+        return items
+
+    return op
+
+
+# counts that are no int: CPython's "can't multiply sequence by non-int of type ..."
+NOT_COUNTS = ["ab", 2.5, None, (1, 2), [1], {"a": 1}, frozenset({1}), slice(1, 3), 1 + 2j]
+# ``item in container`` on constants that CPython rejects (TypeError)
+BAD_CONTAINS = [
+    (None, "a,b"),
+    (7, "a,b"),
+    ((1, "a"), "a,b"),
+    (None, b"a,b"),
+    ((1, "a"), b"a,b"),
+    ([1, 2], frozenset({0})),
+    ({"a": 1}, frozenset({0})),
+    (slice(1, 3), frozenset({0})),
+    (1000, b"ab"),  # a byte out of range: ValueError
+]
+
+
+@pytest.mark.parametrize("value", NOT_COUNTS, ids=repr)
+def test_list_repeated_in_place_by_a_non_int_raises_the_users_type_error(value):
+    fn = caught(_imul(value))
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(3))
+
+
+@pytest.mark.parametrize("value", [2, True, 0, -1])
+def test_list_repeated_in_place_by_an_int_still_repeats(value):
+    check_breaks(caught(_imul(value)), randn(3), graphs=1, breaks=0)
+
+
+def test_uncaught_repeat_by_a_non_int_is_raised_by_python():
+    check_breaks(uncaught(_imul("ab")), randn(3), graphs=1, breaks=1)
+
+
+@pytest.mark.parametrize(("item", "container"), BAD_CONTAINS, ids=repr)
+def test_contains_that_cpython_rejects_raises_the_users_error(item, container):
+    fn = caught(lambda x: item in container)
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_uncaught_contains_error_is_raised_by_python():
+    check_breaks(uncaught(lambda x: None in "a,b"), randn(3), graphs=1, breaks=1)
+
+
+# operators whose CPU kernel has no implementation for the operands' dtypes (the fake kernels
+# accept them): NotImplementedError when the graph would run
+KERNEL_REFUSED = {
+    "int_and_float": lambda x: 7 & x,
+    "float_or_int": lambda x: x | 7,
+    "int_lshift_float": lambda x: 7 << x,
+    "bool_rshift_float": lambda x: True >> x,
+    "complex_lt": lambda x: (1 + 2j) < x,
+    "float_xor_float": lambda x: operator.xor(x, x),
+    "iand_float": lambda x: operator.iand(x.clone(), x),
+    "float_0dim_and_int": lambda x: x.sum() & 3,
+}
+
+
+@pytest.mark.parametrize("name", KERNEL_REFUSED)
+def test_operator_the_kernel_refuses_raises_inside_the_users_try(name):
+    fn = caught(KERNEL_REFUSED[name])
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_effects_before_an_operator_the_kernel_refuses_are_kept():
+    def fn(x, log):
+        log.append(x.sum())
+        return x & 1
+
+    check_breaks(fn, lambda: (torch.randn(3), []), graphs=1, breaks=1)
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [lambda x: x.long() & 6, lambda x: (x > 0) | True, lambda x: 3 << x.int(), lambda x: 1j == x],
+    ids=["long_and_int", "bool_or_bool", "int_lshift_int", "complex_eq"],
+)
+def test_operator_the_kernel_implements_stays_in_the_graph(operation):
+    check_breaks(caught(operation), randn(3), graphs=1, breaks=0)
