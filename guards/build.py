@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .guard import KINDS, Guard
+from .guard import Guard
 from .kinds import ConstTable
 from .sources import DispatcherRoots, ModuleGlobals, Source
 
@@ -58,7 +58,7 @@ class GuardSet:
     def _render(self, guard: Guard, roots: dict[str, str]) -> list[str]:
         expr = self._expr(guard.source, roots) if guard.source is not None else ""
         arg = self._expr(guard.arg, roots) if isinstance(guard.arg, Source) else guard.arg
-        return KINDS[guard.kind].render(expr, arg, self.consts)
+        return guard.kind.render(expr, arg, self.consts)
 
     def _expr(self, source: Source, roots: dict[str, str]) -> str:
         try:

@@ -2,15 +2,15 @@
 
 Guards are frozen and ordered: cheap identity/type checks on shallow sources first, so the generated
 function fails fast and reads top-down. ``arg`` is what the check compares against (a type, a value,
-a ``TensorSpec``); ``key`` is the hashable form used to deduplicate. Each kind is declared once,
-in ``kinds.py`` with ``@guard_kind(order, identity=...)``, into ``KINDS``: its order, whether it
-compares identity, and its code. ``global_state_guards()``
-snapshots the torch global state a graph depends on (autocast, deterministic algorithms, default
-device) for the driver to add.
+a ``TensorSpec``); ``key`` is the hashable form used to deduplicate. Each ``GuardKind`` is declared
+once, in ``kinds.py`` with ``@guard_kind(order, ...)``, into ``KINDS``: its order, whether it
+compares identity, its key, its facts for the guard-set optimisations (``Absorb``, ``Fixed``) and
+its code. A guard is made by calling its kind: ``kinds.TYPE_MATCH(source, cls)``.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import weakref
 from collections.abc import Callable
@@ -22,12 +22,38 @@ import torch
 from .sources import Source
 
 
-@dataclass(frozen=True)
+class Absorb(enum.Enum):
+    """Whether a guard on a source inside a module tree moves into that tree's ``MODULE_TREE``
+    check (``module_tree.py``), which is re-run only after some module of the tree changed: only
+    facts that no change outside a module's members can falsify move."""
+
+    NEVER = "never"  #: stays a guard of its own
+    ALWAYS = "always"  #: a type or identity: fixed while the module members are
+    VALUE = "value"  #: a value, unless the source holds a mutable ``set``
+    PARAMETER = "parameter"  #: a tensor's metadata, for ``nn.Parameter`` only (buffers may change)
+    MEMBERS = "members"  #: a container's length or keys, for tuples and module member tables only
+    ALIAS = "alias"  #: another source holds the same object, when both are in the same tree
+
+
+class Fixed(enum.Enum):
+    """When a guard on a source reached from a constant of the trace (``ConstSource``) holds by
+    construction, every container on the way being immutable."""
+
+    IDENTITY = "identity"  #: always: it checks the object's identity or type, which is fixed
+    VALUE = "value"  #: when the value itself is immutable
+    NEVER = "never"  #: never: what it checks can change in place (a tensor's metadata)
+
+
+@dataclass(frozen=True, eq=False)
 class GuardKind:
     """One kind of guard, declared once in ``kinds.py`` with ``@guard_kind``: where it sorts,
-    whether its ``arg`` is an object compared by identity (held as a ``WeakArg``), and its code."""
+    whether its ``arg`` is an object compared by identity (held as a ``WeakArg``), its
+    deduplication key, what the guard-set optimisations may assume of it, and its code.
 
-    name: str  #: UPPER_SNAKE, as ``Guard.kind`` spells it
+    Calling a kind makes a guard: ``kinds.TYPE_MATCH(LocalSource("x"), int)``. Kinds compare by
+    identity: ``guard.kind is kinds.TYPE_MATCH``."""
+
+    name: str  #: UPPER_SNAKE, the name it is declared and printed with
     #: evaluation order, cheapest and most discriminating first: identity and type checks on shallow
     #: sources, then values and lengths, tensors, and last the checks that almost never fail
     #: (global torch state, ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method
@@ -35,20 +61,40 @@ class GuardKind:
     order: int
     identity: bool  #: ``arg`` is an object compared by identity: held weakly
     render: Callable[[str, Any, Any], list[str]]  #: ``(expr, arg, consts) -> Python conditions``
+    #: ``arg -> `` the hashable form of ``arg`` two guards of this kind on one source are equal by
+    #: (never an object compared by identity: only its ``id``)
+    key: Callable[[Any], Any]
+    absorb: Absorb = Absorb.NEVER  #: whether it can move into a ``MODULE_TREE`` check
+    fixed: Fixed = Fixed.VALUE  #: whether it holds by construction on a constant's path
+
+    def __call__(self, source: Source | None, arg: Any = None) -> Guard:
+        """The guard of this kind that ``source`` (None for global torch state) matches ``arg``."""
+        return Guard(source, self, arg, self.key(arg))
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 #: Every guard kind by name, filled by ``kinds.py`` (imported with this package).
 KINDS: dict[str, GuardKind] = {}
 
 
-def guard_kind(order: int, *, identity: bool = False) -> Callable[[Callable], Callable]:
-    """Declare the decorated ``KIND(expr, arg, consts)`` renderer as a guard kind."""
+def guard_kind(
+    order: int,
+    *,
+    key: Callable[[Any], Any] = lambda arg: arg,
+    identity: bool = False,
+    absorb: Absorb = Absorb.NEVER,
+    fixed: Fixed = Fixed.VALUE,
+) -> Callable[[Callable], GuardKind]:
+    """Declare the decorated ``KIND(expr, arg, consts)`` renderer as a guard kind: the name it is
+    bound to becomes the ``GuardKind``."""
 
-    def register(render: Callable[[str, Any, Any], list[str]]) -> Callable:
+    def register(render: Callable[[str, Any, Any], list[str]]) -> GuardKind:
         name = render.__name__
         assert name.isupper() and name not in KINDS, name
-        KINDS[name] = GuardKind(name, order, identity, render)
-        return render
+        KINDS[name] = GuardKind(name, order, identity, render, key, absorb, fixed)
+        return KINDS[name]
 
     return register
 
@@ -75,12 +121,12 @@ class Guard:
     ``WeakArg``)."""
 
     source: Source | None  #: what is checked (None for global torch state)
-    kind: str  #: a name in ``KINDS``
+    kind: GuardKind  #: what it checks (one of ``kinds.py``)
     arg: Any = field(default=None, compare=False, hash=False)  #: the expected value / spec
-    key: Any = None  #: hashable identity of ``arg``, for deduplication
+    key: Any = None  #: hashable identity of ``arg``, for deduplication (``GuardKind.key``)
 
     def __post_init__(self) -> None:
-        if KINDS[self.kind].identity and not isinstance(self.arg, WeakArg):
+        if self.kind.identity and not isinstance(self.arg, WeakArg):
             object.__setattr__(self, "arg", WeakArg(self.arg))
 
     def sort_key(self) -> tuple:
@@ -93,25 +139,10 @@ class Guard:
         if isinstance(self.arg, Source):
             depth = max(depth, self.arg.depth)
         expr = self.source.expr if self.source is not None else ""
-        return (depth, KINDS[self.kind].order, expr, repr(self.key))
+        return (depth, self.kind.order, expr, repr(self.key))
 
     def __lt__(self, other: Guard) -> bool:
         return self.sort_key() < other.sort_key()
-
-    @classmethod
-    def id_match(cls, source: Source | None, value: Any) -> Guard:
-        """``source`` is ``value`` (held weakly)."""
-        return cls(source, "ID_MATCH", value, ("id", id(value)))
-
-    @classmethod
-    def distinct(cls, source: Source, other: Source) -> Guard:
-        """``source is not other``: two inputs the trace found to be different objects."""
-        return cls(source, "DISTINCT_INPUT", other, ("distinct", other))
-
-    @classmethod
-    def type_match(cls, source: Source | None, value_type: type) -> Guard:
-        """``type(source) is value_type``."""
-        return cls(source, "TYPE_MATCH", value_type, ("type", id(value_type)))
 
 
 @dataclass(frozen=True)
@@ -149,17 +180,3 @@ def default_device_as_set() -> torch.device:
             return mode.device
     context = getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
     return context.device if context is not None else torch.device("cpu")
-
-
-def global_state_guards() -> list[Guard]:
-    """Guards on torch global state beyond grad mode and the default dtype (which the output graph
-    installs): autocast, deterministic algorithms and the default device (``set_default_device`` or
-    any torch function mode), as they are now (call it before tracing)."""
-    autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    device = default_device_as_set() if torch._C._len_torch_function_stack() else None
-    return [
-        Guard(None, "AUTOCAST", autocast, autocast),
-        Guard(None, "DETERMINISTIC", deterministic, deterministic),
-        Guard(None, "DEFAULT_DEVICE", device, ("device", str(device))),
-    ]

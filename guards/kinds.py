@@ -1,5 +1,7 @@
-"""One function per guard kind: ``KIND(expr, arg, consts) -> list of Python boolean expressions``,
-declared with ``@guard_kind(order, identity=...)`` (``guard.py``): the one place a kind is defined.
+"""Every guard kind, declared once as its renderer ``KIND(expr, arg, consts) -> list of Python
+boolean expressions`` with ``@guard_kind(order, key=..., identity=..., absorb=..., fixed=...)``
+(``guard.py``), which binds the name to a callable ``GuardKind``: ``TYPE_MATCH(source, cls)`` is a
+guard, its deduplication key computed here. The one place a kind is defined or named.
 
 ``expr`` is the source's expression (``L['x']`` in a variant's printed guards, ``x`` in the
 generated dispatcher). Only exact builtin literals (ints, strings, finite floats, bools, None) are
@@ -27,7 +29,16 @@ from typing import Any
 import torch
 
 from .epoch import DICT_TYPES
-from .guard import TensorSpec, WeakArg, autocast_state, default_device_as_set, guard_kind
+from .guard import (
+    Absorb,
+    Fixed,
+    Guard,
+    TensorSpec,
+    WeakArg,
+    autocast_state,
+    default_device_as_set,
+    guard_kind,
+)
 
 _LITERAL_TYPES = (int, str, bool, type(None))
 _DEAD = object()  #: stands for an object that died before its guard was rendered (matches nothing)
@@ -140,7 +151,35 @@ def literal(value: Any, consts: ConstTable) -> str:
     return consts.name(value)
 
 
-@guard_kind(0, identity=True)
+def _value_key(value: Any) -> tuple:
+    """Values compared by ``EQUALS_MATCH`` are equal keys only when of the same type (``1``,
+    ``True`` and ``1.0`` are not one guard). A slice does not hash before 3.12: its bounds do."""
+    if type(value) is slice:
+        return (slice, (value.start, value.stop, value.step))
+    return (type(value), value)
+
+
+def _keys_identity(keys: tuple) -> tuple:
+    """What tells two ``DICT_KEYS`` guards apart: the keys, those compared by identity (tensors,
+    classes, objects) by their ids."""
+    return tuple(k if _literal_key(k) else ("id", id(k)) for k in keys)
+
+
+#: keys written as themselves in a source (``G['d'][1.5]``; a float only where it is finite)
+_LITERAL_KEYS = (str, int, bool, float, bytes, type(None))
+
+
+def _literal_key(key: Any) -> bool:
+    return type(key) in _LITERAL_KEYS and (type(key) is not float or math.isfinite(key))
+
+
+def _spec_key(spec: TensorSpec) -> tuple:
+    return (spec.dtype, str(spec.device), spec.sizes, spec.strides, spec.requires_grad)
+
+
+@guard_kind(
+    0, key=lambda cls: ("type", id(cls)), identity=True, absorb=Absorb.ALWAYS, fixed=Fixed.IDENTITY
+)
 def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     cls = arg()
     if cls is None:
@@ -150,7 +189,9 @@ def TYPE_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     return [f"type({expr}) is {consts.name(cls) if _is_builtin_type(cls) else consts.ref(cls)}"]
 
 
-@guard_kind(1, identity=True)
+@guard_kind(
+    1, key=lambda obj: ("id", id(obj)), identity=True, absorb=Absorb.ALWAYS, fixed=Fixed.IDENTITY
+)
 def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     obj = arg()
     if obj is None:  # died between the trace and now: this entry can never match
@@ -160,12 +201,12 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     return [f"{expr} is {consts.ref(obj)}"]
 
 
-@guard_kind(1)
+@guard_kind(1, absorb=Absorb.ALWAYS)
 def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:
     return [f"{expr} is None"]
 
 
-@guard_kind(2)
+@guard_kind(2, key=lambda value: _value_key(value), absorb=Absorb.VALUE)
 def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin
     one."""
@@ -174,12 +215,12 @@ def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{expr} == {literal(arg, consts)}"]
 
 
-@guard_kind(2)
+@guard_kind(2, absorb=Absorb.MEMBERS)
 def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
     return [f"len({expr}) == {arg}"]
 
 
-@guard_kind(3)
+@guard_kind(3, key=lambda keys: _keys_identity(keys), absorb=Absorb.MEMBERS)
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     """The keys of a dict, or the items of a set, in iteration order: constants (numbers,
     strings, bytes, None, ranges, tuples and frozensets of them) of the same type and value, any
@@ -254,19 +295,19 @@ def no_class_attr(cls: type, names: tuple[str, ...]) -> bool:
     return not any(name in _CLASS_DICT.__get__(k) for k in _MRO.__get__(cls) for name in names)
 
 
-@guard_kind(5)
+@guard_kind(5, key=lambda other: ("alias", other), absorb=Absorb.ALIAS)
 def DUPLICATE_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` is the rendered expression of the other source holding the same object."""
     return [f"{expr} is {arg}"]
 
 
-@guard_kind(5)
+@guard_kind(5, key=lambda other: ("distinct", other))
 def DISTINCT_INPUT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``arg`` is the rendered expression of another source, holding another object."""
     return [f"{expr} is not {arg}"]
 
 
-@guard_kind(4)
+@guard_kind(4, key=lambda spec: _spec_key(spec), absorb=Absorb.PARAMETER, fixed=Fixed.NEVER)
 def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     """Cheapest checks first; one attribute read per property (``is_cpu`` instead of building a
     ``torch.device``; ``is_contiguous()`` instead of the stride tuple when the two agree)."""
@@ -311,7 +352,7 @@ def GRAD_MODE(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.is_grad_enabled)}() is {arg}"]
 
 
-@guard_kind(5)
+@guard_kind(5, key=str)
 def DEFAULT_DTYPE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch.get_default_dtype)}() is {consts.name(arg)}"]
 
@@ -329,7 +370,7 @@ def DETERMINISTIC(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch._C._get_deterministic_algorithms)}() is {arg}"]
 
 
-@guard_kind(5)
+@guard_kind(5, key=lambda device: ("device", str(device)))
 def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """``arg`` is None when no torch function mode was active (one C call: no ``set_default_device``
     and no user mode), else the default device then in force."""
@@ -338,19 +379,36 @@ def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     return [f"{consts.name(default_device_as_set)}() == {consts.name(arg)}"]
 
 
-@guard_kind(5)
-def GLOBAL_STATE(expr: str, arg: tuple[Callable[[], Any], Any], consts: ConstTable) -> list[str]:
-    getter, value = arg
+@guard_kind(5, key=lambda arg: (*arg[0], repr(arg[2])))
+def GLOBAL_STATE(
+    expr: str, arg: tuple[tuple, Callable[[], Any], Any], consts: ConstTable
+) -> list[str]:
+    """``arg`` is ``(label, getter, value)``: ``getter()`` still returns ``value``; ``label``
+    (a tuple) names the state, so that two guards on one state are one."""
+    _, getter, value = arg
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
 
 
-@guard_kind(1)
+@guard_kind(1, key=lambda tree: ("tree", id(tree)))
 def MODULE_TREE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
-    """``arg`` checks a module tree (``variables/modules/module_tree.py``: O(1) unless a module
+    """``arg`` checks a module tree (``module_tree.py``: O(1) unless a module
     changed)."""
     return [f"{consts.name(arg, 'tree')}.check({expr})"]
 
 
-@guard_kind(6)
+@guard_kind(6, key=lambda shape: ("shape", shape.template, shape.sources))
 def SHAPE_EXPR(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [arg]
+
+
+def global_state_guards() -> list[Guard]:
+    """Guards on torch global state beyond grad mode and the default dtype (which the output graph
+    installs): autocast, deterministic algorithms and the default device (``set_default_device`` or
+    any torch function mode), as they are now (call it before tracing)."""
+    autocast = autocast_state() if torch._C._is_any_autocast_enabled() else None
+    device = default_device_as_set() if torch._C._len_torch_function_stack() else None
+    return [
+        AUTOCAST(None, autocast),
+        DETERMINISTIC(None, torch.are_deterministic_algorithms_enabled()),
+        DEFAULT_DEVICE(None, device),
+    ]

@@ -18,7 +18,9 @@ import torch.fx
 from ..codegen.emit import Codegen
 from ..codegen.resume import resume_origin
 from ..codegen.transform import Numbering, make_function
+from ..guards import kinds
 from ..guards.guard import Guard
+from ..guards.module_tree import traced_modules, tree_guards
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
 from . import deferred_checks
 from .break_frames import call_start, cells_written_after, live_values, passed_cells
@@ -36,7 +38,6 @@ from .variables.iterators import generator_restart
 from .variables.iterators.iterator_trackers import GeneratorVariable
 from .variables.modules.hook_handles import HOOK_TABLES
 from .variables.modules.module_params import BlockInput, input_order, plan_inputs
-from .variables.modules.module_tree import traced_modules, tree_guards
 from .variables.tensors.tensor import TensorVariable
 
 
@@ -87,7 +88,7 @@ def convert_call(
         output.current_tx = tx
         if not function_modes_supported():
             depth = torch._C._len_torch_function_stack()
-            output.add_guard(Guard(None, "GLOBAL_STATE", (_mode_depth, depth), ("modes", depth)))
+            output.add_guard(kinds.GLOBAL_STATE(None, (("modes",), _mode_depth, depth)))
             raise Unsupported("torch_function_mode", "a torch function mode is active")
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
         enter_carried(tx)  # a resume function starting inside with blocks (variables/contexts/)

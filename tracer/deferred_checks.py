@@ -40,7 +40,7 @@ import torch
 from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..guards.guard import Guard
+from ..guards import kinds
 from . import speculation
 from .exc import Rerun, Unsupported
 from .speculation import restore_rng, save_rng
@@ -312,8 +312,8 @@ def finish(output: OutputGraph) -> list[TensorVariable]:
     deferred.record = speculation.SiteRecord(sites, owners, name) if sites else None
     for site in sites:
         site.variants += 1
-        key = ("speculating", site.filename, site.lineno, site.index, site.code.co_name)
-        output.add_guard(Guard(None, "GLOBAL_STATE", (site.speculating, True), key))
+        label = ("speculating", site.filename, site.lineno, site.index, site.code.co_name)
+        output.add_guard(kinds.GLOBAL_STATE(None, (label, site.speculating, True)))
     if len(checks) == 1:
         return checks
     vector = output.call_function(torch.stack, (ListVariable(checks),), {})

@@ -30,7 +30,8 @@ from ..codegen import route_calls
 from ..codegen.resume import ResumePoint, make_resume
 from ..codegen.transform import Numbering
 from ..guards.cache import FunctionCache, Variant
-from ..guards.guard import Guard, global_state_guards
+from ..guards.guard import Guard
+from ..guards.kinds import global_state_guards
 from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters

@@ -19,7 +19,8 @@ from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 
 from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
-from ..guards.guard import Guard, TensorSpec
+from ..guards import kinds
+from ..guards.guard import Fixed, Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
 from . import deferred_checks, eager_checks, effects, fake_run
 from .deferred_checks import DeferredChecks
@@ -80,10 +81,8 @@ class OutputGraph:
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)
         self.current_tx: Translator | None = root_tx
-        self.add_guard(Guard(None, "GRAD_MODE", torch.is_grad_enabled(), torch.is_grad_enabled()))
-        self.add_guard(
-            Guard(None, "DEFAULT_DTYPE", torch.get_default_dtype(), str(torch.get_default_dtype()))
-        )
+        self.add_guard(kinds.GRAD_MODE(None, torch.is_grad_enabled()))
+        self.add_guard(kinds.DEFAULT_DTYPE(None, torch.get_default_dtype()))
 
     # -- inputs and guards -------------------------------------------------------------------------
     def add_guard(self, guard: Guard) -> None:
@@ -123,14 +122,7 @@ class OutputGraph:
         spec = TensorSpec(
             type(value), value.dtype, value.device, value.requires_grad, sizes, strides
         )
-        self.add_guard(
-            Guard(
-                source,
-                "TENSOR_MATCH",
-                spec,
-                (spec.dtype, str(spec.device), spec.sizes, spec.strides, spec.requires_grad),
-            )
-        )
+        self.add_guard(kinds.TENSOR_MATCH(source, spec))
         vt = TensorVariable(node, fake, type(value), source)
         self.inputs[source] = vt
         self.input_values.append(value)
@@ -288,10 +280,8 @@ class OutputGraph:
                     hint="call it outside the compiled function",
                 )
             if reread is not None:  # its value may come from global state: the guards ask again
-                key = ("reread", _name(reread.func), repr(reread.args), repr(reread.keywords))
-                self.add_guard(
-                    Guard(None, "GLOBAL_STATE", (reread, example), (*key, repr(example)))
-                )
+                label = ("reread", _name(reread.func), repr(reread.args), repr(reread.keywords))
+                self.add_guard(kinds.GLOBAL_STATE(None, (label, reread, example)))
             return self._constant_result(example)
         raise Unsupported(
             "op_result", f"an op returned {type(example).__name__}, which is not traced"
@@ -433,9 +423,8 @@ def _fixed_by_constant(guard: Guard) -> bool:
     *parents, value = path
     if not all(isinstance(p, _IMMUTABLE) for p in parents):
         return False
-    return guard.kind in ("ID_MATCH", "TYPE_MATCH") or (
-        isinstance(value, _IMMUTABLE) and guard.kind != "TENSOR_MATCH"
-    )
+    fixed = guard.kind.fixed
+    return fixed is Fixed.IDENTITY or (fixed is Fixed.VALUE and isinstance(value, _IMMUTABLE))
 
 
 def _path_values(source: Source) -> list[Any] | None:

@@ -25,6 +25,7 @@ import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 
+from ..guards import kinds
 from ..guards.guard import Guard
 from ..guards.sources import ShapeExprSource, Source, TensorPropertySource
 from . import static_fakes
@@ -293,4 +294,4 @@ class ShapeTracker:
     @staticmethod
     def _guard(template: str, sources: tuple[Source, ...]) -> Guard:
         shape = ShapeExprSource(template, sources)
-        return Guard(None, "SHAPE_EXPR", shape, ("shape", template, sources))
+        return kinds.SHAPE_EXPR(None, shape)

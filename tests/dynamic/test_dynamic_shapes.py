@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import torch
+from bytegraph.guards import kinds
 from difftest import assert_same, compile_counted
 
 import bytegraph
@@ -16,7 +17,7 @@ def shape_guards(fn, entry: int) -> list[str]:
     return [
         p.code
         for p in bytegraph.cache_entries(fn)[entry].guards.parts
-        if p.guard.kind == "SHAPE_EXPR"
+        if p.guard.kind is kinds.SHAPE_EXPR
     ]
 
 

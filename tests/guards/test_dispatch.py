@@ -4,8 +4,8 @@ a guard raises, and a trie that picks the right entry among many."""
 from __future__ import annotations
 
 import torch
+from bytegraph.guards import kinds
 from bytegraph.guards.cache import FunctionCache, Variant
-from bytegraph.guards.guard import Guard
 from bytegraph.guards.sources import ItemSource, LocalSource
 from difftest import assert_same, compile_counted
 
@@ -33,9 +33,7 @@ def test_varargs_kwonly_and_kwargs_are_guarded():
 def test_guard_that_raises_takes_the_slow_path():
     cache = FunctionCache("f", {}, {}, ("xs",))
     item = ItemSource(LocalSource("xs"), 1)
-    guards = cache.new_guard_set(
-        [Guard(item, "TYPE_MATCH", int, int), Guard(item, "EQUALS_MATCH", 5, 5)]
-    )
+    guards = cache.new_guard_set([kinds.TYPE_MATCH(item, int), kinds.EQUALS_MATCH(item, 5)])
     cache.add(Variant(guards, lambda xs: "entry 0"))
     assert cache.guard_fn([0, 5]) is not None
     assert cache.guard_fn([0]) is None  # IndexError inside the guards: no entry, no crash

@@ -7,9 +7,9 @@ import gc
 import weakref
 
 import torch
+from bytegraph.guards import kinds
 from bytegraph.guards.build import GuardSet
 from bytegraph.guards.cache import FunctionCache, Variant
-from bytegraph.guards.guard import Guard
 from bytegraph.guards.sources import LocalSource
 from difftest import assert_same, compile_counted
 
@@ -93,7 +93,7 @@ def test_new_function_with_reused_id_recompiles():
 
 def test_guard_set_rejects_object_with_reused_id():
     obj = Slotted()
-    guards = GuardSet([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
+    guards = GuardSet([kinds.ID_MATCH(LocalSource("o"), obj)])
     scope = {"G": {}, "C": {}, "B": {}}
     assert guards.first_failure({"L": {"o": obj}, **scope}) is None
     old_id = id(obj)
@@ -110,7 +110,7 @@ def test_dead_entry_dropped_and_dispatcher_rebuilt():
     cache = FunctionCache("f", {}, {}, ("o",))
     a, b = Thing(), Thing()
     for obj in (a, b):
-        guard_set = cache.new_guard_set([Guard(LocalSource("o"), "ID_MATCH", obj, ("id", id(obj)))])
+        guard_set = cache.new_guard_set([kinds.ID_MATCH(LocalSource("o"), obj)])
         ident = id(obj)
         cache.add(Variant(guard_set, lambda ident=ident: ident))
     assert cache.guard_fn(b)() == id(b)

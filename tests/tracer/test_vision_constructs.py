@@ -152,16 +152,14 @@ def test_dispatcher_parenthesises_a_shape_guard_with_or():
     per number of modules left; a variant's conditions included a shape guard ``a > 0 or b > 0``
     that, joined bare to ``len(stack) == 5 and ...``, made the dispatcher pick it for 4 modules
     left (``IndexError: tuple index out of range`` in the variant)."""
+    from bytegraph.guards import kinds
     from bytegraph.guards.cache import FunctionCache, Variant
-    from bytegraph.guards.guard import Guard
     from bytegraph.guards.sources import LocalSource, ShapeExprSource
 
     cache = FunctionCache("f", {}, {}, ("n", "a", "b"))
     n, a, b = LocalSource("n"), LocalSource("a"), LocalSource("b")
     either = ShapeExprSource("{0} > 0 or {1} > 0", (a, b))
-    guards = cache.new_guard_set(
-        [Guard(n, "EQUALS_MATCH", 5, 5), Guard(None, "SHAPE_EXPR", either, ("shape", 0, (a, b)))]
-    )
+    guards = cache.new_guard_set([kinds.EQUALS_MATCH(n, 5), kinds.SHAPE_EXPR(None, either)])
     cache.add(Variant(guards, lambda n, a, b: "five left"))
     assert cache.guard_fn(5, 0, 1) is not None
     assert cache.guard_fn(4, 0, 1) is None  # 4 modules left: not this variant

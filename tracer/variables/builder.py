@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ...guards import kinds
 from ...guards.epoch import DICT_TYPES
-from ...guards.guard import Guard
 from ...guards.sources import (
     AttrSource,
     ConstSource,
@@ -99,7 +99,7 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
             and not isinstance(source.root, (ConstSource, FreshSource))
             and not isinstance(vt.source.root, FreshSource)
         ):  # the same object reached twice
-            output.add_guard(Guard(source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source)))
+            output.add_guard(kinds.DUPLICATE_INPUT(source, vt.source))
         return vt
     vt = _wrap_new(tx, value, source)
     if not _is_interned(value) and type(value) is not types.MethodType:
@@ -125,93 +125,83 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if type(value) is ContextExit:  # a with-block's exit, entered before a graph break
         return wrap_context_exit(tx, value, source)
     if cls is types.CellType:  # a frame's cell passed to a resume function (``cell_args``)
-        add(Guard.type_match(source, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         return ClosureCellVariable(value, AttrSource(source, "cell_contents"))
     if value is None:
-        add(Guard(source, "NONE_MATCH"))
+        add(kinds.NONE_MATCH(source))
         return ConstantVariable(None, source)
     if cls in (int, float) and tx.output.shapes.policy.number_is_dynamic(value, source):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         return tx.output.add_symbolic_number(value, source)
     if (
         cls in LITERAL_TYPES
         or cls is range
         or (cls in (slice, frozenset) and _literal_items(value))
     ):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
-        # the guard's key must hash: a slice does not before 3.12 (its bounds do)
-        key = (cls, (value.start, value.stop, value.step)) if cls is slice else (cls, value)
-        add(Guard(source, "EQUALS_MATCH", value, key))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.EQUALS_MATCH(source, value))
         return ConstantVariable(value, source)
     if is_numpy_array(value):
         array = wrap_array(tx, value, source)
         if array is not None:
             return array
     if is_numpy_scalar(value):  # ``np.float32(2.0)``: immutable, compared by type and value
-        add(Guard.type_match(source, cls))
-        add(Guard(source, "EQUALS_MATCH", value, ("numpy", cls.__name__, value.item())))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.EQUALS_MATCH(source, value))
         return ConstantVariable(value, source)
     if cls is slice:  # bounds that are not literals (tensors, objects): each wrapped in turn
-        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         parts = [wrap(tx, getattr(value, a), AttrSource(source, a)) for a in _SLICE_ATTRS]
         return SliceVariable(*parts, source=source)
     if cls is torch.device:
-        add(
-            Guard(source, "TYPE_MATCH", cls, cls)
-        )  # so that == is torch.device's, never a user __eq__
-        add(Guard(source, "EQUALS_MATCH", value, ("c", str(value))))
+        add(kinds.TYPE_MATCH(source, cls))  # so that == is torch.device's, never a user __eq__
+        add(kinds.EQUALS_MATCH(source, value))
         return ConstantVariable(value, source)
     if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
-        add(Guard.id_match(source, value))
+        add(kinds.ID_MATCH(source, value))
         return ConstantVariable(value, source)
     if cls is list:  # its length and items are guarded when the trace reads them
-        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         return LazyListVariable(tx, value, source)
     if cls is torch.Size or cls is tuple or _is_namedtuple(cls) or plain_tuple_subclass(cls):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.LEN_MATCH(source, len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
     if cls in DICT_TYPES and all(map(is_key_value, value)):
-        add(Guard(source, "TYPE_MATCH", dict, dict))
-        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
+        add(kinds.TYPE_MATCH(source, dict))
+        add(kinds.DICT_KEYS(source, tuple(value)))
         return DictVariable(_dict_items(tx, value, source), source)
     if cls in _DICT_SUBCLASSES and all(map(is_key_value, value)):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.DICT_KEYS(source, tuple(value)))
         factory = None
         if cls is collections.defaultdict:
             factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         items = _dict_items(tx, value, source)
         return DictVariable(items, source, cls=cls, default_factory=factory)
     if cls is collections.deque:
-        add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "LEN_MATCH", len(value), len(value)))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.LEN_MATCH(source, len(value)))
         wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         return DequeVariable(items, source, maxlen=value.maxlen)
     if cls in (set,) and all(type(v) in LITERAL_TYPES for v in value):
-        add(Guard(source, "TYPE_MATCH", cls, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
-        add(Guard(source, "EQUALS_MATCH", frozen, ("set", frozen)))
+        add(kinds.EQUALS_MATCH(source, frozen))
         return SetVariable(set(value), source)
     if cls in (set, frozenset) and all(map(is_key_value, value)):
         # its items in iteration order, the order the trace iterates them in
-        add(Guard(source, "TYPE_MATCH", cls, cls))
-        add(Guard(source, "DICT_KEYS", tuple(value), _keys_identity(value)))
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.DICT_KEYS(source, tuple(value)))
         items = {_wrap_key(tx, v, source, i) for i, v in enumerate(value)}
         return SetVariable(items, source, frozen=cls is frozenset)
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
-
-
-def _keys_identity(value: dict | set) -> tuple:
-    """What tells two ``DICT_KEYS`` guards apart: the keys, those compared by identity (tensors,
-    classes, objects) by their ids."""
-    return tuple(k if _literal_key(k) else ("id", id(k)) for k in value)
 
 
 #: keys written as themselves in a source (``G['d'][1.5]``; a float only where it is finite)
@@ -246,8 +236,8 @@ def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
         return key  # the object itself, rebuilt as that object
     vt = wrap(tx, key, key_source)
     if vt.source == key_source:
-        tx.output.guards.discard(Guard.id_match(key_source, key))
-        tx.output.guards.discard(Guard.type_match(key_source, type(key)))
+        tx.output.guards.discard(kinds.ID_MATCH(key_source, key))
+        tx.output.guards.discard(kinds.TYPE_MATCH(key_source, type(key)))
     return hash_key(vt)
 
 
@@ -259,7 +249,7 @@ def _tuple_key(tx: Translator, key: tuple, key_source: Source) -> VariableTracke
     if known is not None and known[0] is key:
         vt = known[1]
         if vt.source is not None and not isinstance(vt.source.root, (ConstSource, FreshSource)):
-            alias = Guard(key_source, "DUPLICATE_INPUT", vt.source, ("alias", vt.source))
+            alias = kinds.DUPLICATE_INPUT(key_source, vt.source)
             tx.output.add_guard(alias)
         return vt
     vt = ConstantVariable(key, key_source)
@@ -283,9 +273,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
         wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = value.__func__
-        identity = Guard.id_match(AttrSource(source, "__func__"), func)
+        identity = kinds.ID_MATCH(AttrSource(source, "__func__"), func)
     else:
-        identity = Guard.id_match(source, value)
+        identity = kinds.ID_MATCH(source, value)
     if _is_torch_value(value):
         add(identity)
         return TorchVariable(value, source)
@@ -298,14 +288,14 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, types.FunctionType) and value in REBUILT:
         # made again at each call by a graph break's code (``make_function``): as good as any
         # other function with the same code, globals and cells and nothing else
-        add(Guard(source, "TYPE_MATCH", types.FunctionType, types.FunctionType))
+        add(kinds.TYPE_MATCH(source, types.FunctionType))
         for attr in ("__code__", "__globals__"):
             part = getattr(value, attr)
-            add(Guard.id_match(AttrSource(source, attr), part))
+            add(kinds.ID_MATCH(AttrSource(source, attr), part))
         # its cells: as many as the code has free variables, their contents guarded when read
         for attr in ("__defaults__", "__kwdefaults__"):
-            add(Guard(AttrSource(source, attr), "NONE_MATCH"))
-        add(Guard(AttrSource(source, "__dict__"), "LEN_MATCH", 0, 0))
+            add(kinds.NONE_MATCH(AttrSource(source, attr)))
+        add(kinds.LEN_MATCH(AttrSource(source, "__dict__"), 0))
         return UserFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         add(identity)
@@ -313,10 +303,10 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # that are constants of the trace (exec'd globals, defaults) stay as they were traced.
         if not isinstance(source.root, ConstSource):
             code = value.__code__
-            add(Guard.id_match(AttrSource(source, "__code__"), code))
+            add(kinds.ID_MATCH(AttrSource(source, "__code__"), code))
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
-        add(Guard(source, "TYPE_MATCH", functools.partial, functools.partial))
+        add(kinds.TYPE_MATCH(source, functools.partial))
         return PartialVariable(
             wrap(tx, value.func, AttrSource(source, "func")),
             wrap(tx, value.args, AttrSource(source, "args")).items,
@@ -341,16 +331,16 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         # bound method at each read, so guard what it is bound to and its name. A type is guarded
         # by identity; an object (maybe new each call) through its own tracker. Calling it breaks
         # unless a polyfill takes it.
-        add(Guard(source, "TYPE_MATCH", type(value), type(value)))
+        add(kinds.TYPE_MATCH(source, type(value)))
         owner, owner_source = value.__self__, AttrSource(source, "__self__")
         owner_vt = None
         if isinstance(owner, type):
-            add(Guard.id_match(owner_source, owner))
+            add(kinds.ID_MATCH(owner_source, owner))
         else:
             owner_vt = wrap(tx, owner, owner_source)
         name_source = AttrSource(source, "__name__")
-        add(Guard(name_source, "TYPE_MATCH", str, str))
-        add(Guard(name_source, "EQUALS_MATCH", value.__name__, (str, value.__name__)))
+        add(kinds.TYPE_MATCH(name_source, str))
+        add(kinds.EQUALS_MATCH(name_source, value.__name__))
         if owner_vt is not None:  # ``l.append`` of a tracked list: the trace's own method
             method = bound_container_method(tx, value, owner_vt, source)
             if method is not None:
@@ -362,7 +352,7 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, LRU_CACHE_WRAPPER):
         add(identity)
         return MemoizedFunctionVariable(value, source)
-    add(Guard(source, "TYPE_MATCH", type(value), ("type", id(type(value)))))  # key: never the class
+    add(kinds.TYPE_MATCH(source, type(value)))  # key: never the class
     return UserObjectVariable(value, source)
 
 
@@ -441,7 +431,7 @@ def wrap_builtin(
     not in G``), since a global bound later would win. Unnamed globals (``None``) are constants of
     the trace."""
     if globals_source is not None:
-        tx.output.add_guard(Guard(globals_source, "KEY_ABSENT", name, name))
+        tx.output.add_guard(kinds.KEY_ABSENT(globals_source, name))
     return wrap_static(tx, value)
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards.guard import Guard
+from ...guards import kinds
 from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
 from .constants.constant import LITERAL_TYPES, ConstantVariable
@@ -76,16 +76,16 @@ def wrap_live_input(tx: Translator, value: Any, source: Source) -> VariableTrack
         return _wrap_view(tx, value, source, _VIEW_KINDS[cls])
     if cls in _TYPE_INFO:
         add = tx.output.add_guard
-        add(Guard.type_match(source, cls))
+        add(kinds.TYPE_MATCH(source, cls))
         dtype = AttrSource(source, "dtype")  # a str: ``'float32'``
-        add(Guard(dtype, "TYPE_MATCH", str, str))
-        add(Guard(dtype, "EQUALS_MATCH", value.dtype, (str, value.dtype)))
+        add(kinds.TYPE_MATCH(dtype, str))
+        add(kinds.EQUALS_MATCH(dtype, value.dtype))
         return ConstantVariable(value, source)
     return None
 
 
 def _wrap_view(tx: Translator, value: Any, source: Source, kind: str) -> VariableTracker | None:
-    tx.output.add_guard(Guard.type_match(source, type(value)))
+    tx.output.add_guard(kinds.TYPE_MATCH(source, type(value)))
     dict_vt = tx.wrap(viewed_dict(value), ViewedDictSource(source))
     if not isinstance(dict_vt, DictVariable):  # keys the trace does not model as a dict's
         return None

@@ -28,7 +28,7 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext
 
-from ....guards.guard import Guard
+from ....guards import kinds
 from ....guards.sources import AttrSource, Source
 from ...context_runtime import ContextExit, ContextRecipe
 from ...exc import PythonError, TracedException, Unsupported
@@ -258,9 +258,9 @@ def wrap_context_exit(tx: Translator, value: ContextExit, source: Source) -> Var
             "context_manager", f"an unknown context reached a resume function: {value}"
         )
     add = tx.output.add_guard
-    add(Guard(source, "TYPE_MATCH", ContextExit, ContextExit))
+    add(kinds.TYPE_MATCH(source, ContextExit))
     # keys hold only str/bool/int/None/dtype items: the tuple's own == (one check)
-    add(Guard(AttrSource(source, "key"), "EQUALS_MATCH", value.key, ("key", value.key)))
+    add(kinds.EQUALS_MATCH(AttrSource(source, "key"), value.key))
     ctx = CarriedContextVariable(log=tx.output.state, source=source, key=value.key)
     tx.output.state.carried.append(ctx)
     return ContextExitVariable(ctx, source)

@@ -28,7 +28,7 @@ from torch.overrides import _get_current_function_mode_stack
 from torch.utils._contextlib import _DecoratorContextManager
 from torch.utils._device import DeviceContext, _device_constructors
 
-from ....guards.guard import Guard
+from ....guards import kinds
 from ....guards.sources import AttrSource, Source
 from ...context_runtime import (
     ContextRecipe,
@@ -413,7 +413,7 @@ def inference_mode_query(tx: Translator) -> VariableTracker:
     """``torch.is_inference_mode_enabled()``: the state while tracing, guarded at the start."""
     start = tx.output.state.start_inference
     tx.output.add_guard(
-        Guard(None, "GLOBAL_STATE", (torch.is_inference_mode_enabled, start), ("inference", start))
+        kinds.GLOBAL_STATE(None, (("inference",), torch.is_inference_mode_enabled, start))
     )
     return ConstantVariable(torch.is_inference_mode_enabled())
 
@@ -523,7 +523,7 @@ def wrap_context_object(
 
 def _guard_identity(tx: Translator, value: Any, source: Source | None) -> None:
     if source is not None:
-        tx.output.add_guard(Guard.id_match(source, value))
+        tx.output.add_guard(kinds.ID_MATCH(source, value))
 
 
 def _instance_args(tx: Translator, value: Any, source: Source | None) -> list[VariableTracker]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ....guards.guard import Guard
+from ....guards import kinds
 from ...exc import Unsupported
 from ..base import ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
@@ -80,9 +80,7 @@ def _state_getter(name: str | None) -> Any:
 def guard_world(tx: Translator, name: str | None = None) -> tuple | None:
     """Guard the default group (or the group called ``name``) as it is now; returns its state."""
     state = group_state(name)
-    tx.output.add_guard(
-        Guard(None, "GLOBAL_STATE", (_state_getter(name), state), ("dist", name, state))
-    )
+    tx.output.add_guard(kinds.GLOBAL_STATE(None, (("dist", name), _state_getter(name), state)))
     return state
 
 
@@ -224,14 +222,14 @@ def wrap(tx: Translator, value: Any, source: Any) -> VariableTracker:
     """A group, ``dist.group`` or reduce op, from an input (``source``) or from torch (None)."""
     if type(value) in _WORLD_TYPES:
         if source is not None:
-            tx.output.add_guard(Guard.id_match(source, value))
+            tx.output.add_guard(kinds.ID_MATCH(source, value))
         return WorldVariable(value, source)
     if isinstance(value, _REDUCE_TYPES):  # pybind enum members are singletons
         if source is not None:
-            tx.output.add_guard(Guard.id_match(source, value))
+            tx.output.add_guard(kinds.ID_MATCH(source, value))
         return ConstantVariable(value, source)
     if source is not None:
-        tx.output.add_guard(Guard.id_match(source, value))
+        tx.output.add_guard(kinds.ID_MATCH(source, value))
     elif value is c10d.GroupMember.WORLD:
         guard_world(tx)
     else:
@@ -252,7 +250,7 @@ def resolve_group(tx: Translator, vt: VariableTracker | None) -> Any:
     mesh, dim = _mesh_and_dim(vt)
     if mesh is not None and mesh.source is not None and (dim is not None or mesh.value.ndim == 1):
         # a mesh's groups are fixed when it is made: guarding the mesh guards them
-        tx.output.add_guard(Guard.id_match(mesh.source, mesh.value))
+        tx.output.add_guard(kinds.ID_MATCH(mesh.source, mesh.value))
         return mesh.value.get_group(dim)
     raise Unsupported(
         "collective",

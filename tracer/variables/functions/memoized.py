@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ....backends.registry import notice_once
-from ....guards.guard import Guard
+from ....guards import kinds
 from ....guards.sources import AttrSource
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -116,7 +116,7 @@ def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
         and type(value).__hash__ is object.__hash__
         and type(value).__eq__ is object.__eq__
     ):
-        tx.output.add_guard(Guard.id_match(source, value))
+        tx.output.add_guard(kinds.ID_MATCH(source, value))
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
 

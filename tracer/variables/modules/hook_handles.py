@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ....guards.module_tree import ALL_HOOK_DICTS, GLOBAL_HOOK_DICTS
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
 from ..functions.callables import CALL_HOOKS, UserFunctionVariable
 from ..objects.existing_objects import UserObjectVariable
-from .module_tree import ALL_HOOK_DICTS, GLOBAL_HOOK_DICTS
 
 if TYPE_CHECKING:
     from ...translator import Translator

@@ -24,8 +24,8 @@ from typing import Any
 from torch import nn
 
 from ....guards.epoch import EPOCH, PerRootCache, WatchedDict
+from ....guards.module_tree import MEMBER_TABLES, observe, rebase, tree_root
 from ....guards.sources import Source
-from .module_tree import MEMBER_TABLES, observe, rebase, tree_root
 
 
 def watch_tree(root: nn.Module) -> bool:

@@ -6,7 +6,7 @@ Inside a trace a module's parameters, buffers and submodules are read through ``
 graph inputs). Calling a module inlines its forward pre-hooks, ``forward`` and forward hooks.
 
 Guards: the trace installs one ``ID_MATCH`` per module and one ``TENSOR_MATCH`` per parameter;
-``variables/modules/module_tree.py`` replaces those that only look inside a module tree by one
+``guards/module_tree.py`` replaces those that only look inside a module tree by one
 ``MODULE_TREE`` guard, O(1) while ``EPOCH`` does not move.
 
 ``EPOCH`` is bumped by every change that could invalidate an absorbed guard: the module's
@@ -35,8 +35,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from ....guards import kinds
 from ....guards.epoch import EPOCH, hidden_from_dynamo
-from ....guards.guard import Guard
+from ....guards.module_tree import (
+    ALL_HOOK_DICTS,
+    GLOBAL_HOOK_DICTS,
+    MEMBER_TABLES,
+    OBSERVED,
+    WITH_KWARGS,
+)
 from ....guards.sources import AttrSource, DictValueSource, ItemSource
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -46,7 +53,6 @@ from ..functions.callables import UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.existing_objects import UserObjectVariable, method_source
 from . import hook_handles
-from .module_tree import ALL_HOOK_DICTS, GLOBAL_HOOK_DICTS, MEMBER_TABLES, OBSERVED, WITH_KWARGS
 
 if TYPE_CHECKING:
     from ...translator import Translator
@@ -107,9 +113,7 @@ class NNModuleVariable(UserObjectVariable):
                 table
             ) in MEMBER_TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
                 if table in module.__dict__:
-                    tx.output.add_guard(
-                        Guard(AttrSource(self.source, table), "KEY_ABSENT", name, name)
-                    )
+                    tx.output.add_guard(kinds.KEY_ABSENT(AttrSource(self.source, table), name))
         return super().var_getattr(tx, name)
 
     def call_function(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ....guards.guard import Guard
+from ....guards import kinds
 from ....guards.sources import (
     AttrSource,
     ItemSource,
@@ -66,7 +66,7 @@ class ClassVariable(ConstantLikeVariable):
                         self.source if i == 0 else ItemSource(AttrSource(self.source, "__mro__"), i)
                     )
                     tx.output.add_guard(
-                        Guard(AttrSource(cls_source, "__dict__"), "KEY_ABSENT", "apply", "apply")
+                        kinds.KEY_ABSENT(AttrSource(cls_source, "__dict__"), "apply")
                     )
             if not has_torch_apply(self.value):
                 raise Unsupported(

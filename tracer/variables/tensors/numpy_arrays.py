@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ....guards.guard import Guard
+from ....guards import kinds
 from ....guards.sources import AttrSource, NumpyTensorSource, Source
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
@@ -434,10 +434,8 @@ def wrap_array(tx: Translator, value: Any, source: Source) -> NumpyArrayVariable
     except (TypeError, ValueError):
         return None
     add = tx.output.add_guard
-    add(Guard.type_match(source, np.ndarray))
-    add(
-        Guard(AttrSource(source, "dtype"), "EQUALS_MATCH", value.dtype, ("dtype", str(value.dtype)))
-    )
+    add(kinds.TYPE_MATCH(source, np.ndarray))
+    add(kinds.EQUALS_MATCH(AttrSource(source, "dtype"), value.dtype))
     return NumpyArrayVariable(tx.output.add_input(tensor, NumpyTensorSource(source)), source=source)
 
 

@@ -1,19 +1,22 @@
-"""The ``MODULE_TREE`` guard: one check per module tree whose cost does not grow with the number of
-parameters.
+"""The ``MODULE_TREE`` guard-set optimisation: one check per module tree whose cost does not grow
+with the number of parameters.
 
 ``tree_guards`` (called when a trace finishes) replaces all guards that only look *inside* a module
-tree by one ``MODULE_TREE`` guard on the tree's root, checked by a ``ModuleTree``:
+tree (as each kind's ``absorb`` allows) by one ``MODULE_TREE`` guard on the tree's root, checked by
+a ``ModuleTree``:
 
 * fast path: the root was validated before and no module changed since (``EPOCH`` unchanged) — O(1);
 * slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
   modules, so every instance of the same structure passes), then the root is remembered.
 
-What bumps ``EPOCH`` is installed by ``nn_modules.py``; hook tables are compared here
+What bumps ``EPOCH`` is installed by ``tracer/variables/modules/nn_modules.py``; hook tables are
+compared here
 (``_hooks_match``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import weakref
 from collections.abc import Callable, Iterable
@@ -21,11 +24,11 @@ from typing import Any
 
 from torch import nn
 
-from ....guards.build import GuardSet
-from ....guards.epoch import EPOCH, PerRootCache
-from ....guards.guard import Guard, WeakArg
-from ....guards.kinds import ConstTable
-from ....guards.sources import AttrSource, ItemSource, LocalSource, Source
+from .build import GuardSet
+from .epoch import EPOCH, PerRootCache
+from .guard import Absorb, Guard, WeakArg
+from .kinds import ID_MATCH, MODULE_TREE, TYPE_MATCH, ConstTable
+from .sources import AttrSource, ItemSource, LocalSource, Source
 
 #: The member dicts a module's parameters, buffers and submodules live in.
 MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
@@ -111,9 +114,7 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     tree."""
     guards = sorted(set(guards), key=Guard.sort_key)
     modules = traced_modules(guards)
-    types_of = {
-        g.source: g.arg() for g in guards if g.kind == "TYPE_MATCH" and g.source is not None
-    }
+    types_of = {g.source: g.arg() for g in guards if g.kind is TYPE_MATCH and g.source is not None}
     roots = {s for s in modules if _module_parent(s, modules) is None}
     absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
     kept: list[Guard] = []
@@ -124,7 +125,7 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
         else:
             absorbed[root].append(guard)
     for root, inside in absorbed.items():
-        kept.append(Guard(root, "MODULE_TREE", _make_tree(root, inside, modules), key=root.expr))
+        kept.append(MODULE_TREE(root, _make_tree(root, inside, modules)))
     return sorted(kept, key=Guard.sort_key)
 
 
@@ -133,7 +134,7 @@ def traced_modules(guards: Iterable[Guard]) -> dict[Source, nn.Module]:
     return {
         g.source: g.arg()
         for g in guards
-        if g.kind == "ID_MATCH" and g.source is not None and isinstance(g.arg(), nn.Module)
+        if g.kind is ID_MATCH and g.source is not None and isinstance(g.arg(), nn.Module)
     }
 
 
@@ -189,19 +190,18 @@ def _is_tuple(arg: Any) -> bool:
 def _absorbable(
     guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
 ) -> bool:
-    kind = guard.kind
-    if kind in ("TYPE_MATCH", "ID_MATCH", "NONE_MATCH"):
+    absorb, src = guard.kind.absorb, guard.source
+    if absorb is Absorb.ALWAYS:
         return True
-    if kind == "EQUALS_MATCH":
-        return not (isinstance(guard.key, tuple) and guard.key[:1] == ("set",))  # sets are mutable
-    if kind == "TENSOR_MATCH":
+    if absorb is Absorb.VALUE:
+        return types_of.get(src) is not set  # the content of a set can change in place
+    if absorb is Absorb.PARAMETER:
         return issubclass(guard.arg.type, nn.Parameter)  # buffers: plain tensors, checked per call
-    if kind in ("LEN_MATCH", "DICT_KEYS"):
-        src = guard.source
+    if absorb is Absorb.MEMBERS:
         return _is_tuple(types_of.get(src)) or (
             isinstance(src, AttrSource) and src.attr in MEMBER_TABLES and src.base in modules
         )
-    if kind == "DUPLICATE_INPUT":
+    if absorb is Absorb.ALIAS:
         other = guard.arg
         return isinstance(other, Source) and tree_root(other, modules, types_of) == root
     return False
@@ -226,16 +226,16 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
     consts = ConstTable()
     for guard in inside:
         src = rebase(guard.source, root)
-        if guard.kind == "ID_MATCH" and guard.source in modules:
+        if guard.kind is ID_MATCH and guard.source in modules:
             module = modules[guard.source]
             expr = src.render({"___R": "R"})
-            rebased.append(Guard.type_match(src, type(module)))
+            rebased.append(TYPE_MATCH(src, type(module)))
             extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
             hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
             extra.append(f"{hooks}({expr}, {refs})")
             continue
         arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
-        rebased.append(Guard(src, guard.kind, arg, guard.key))
+        rebased.append(dataclasses.replace(guard, source=src, arg=arg))
     parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
     text = "\n".join(parts)
     body = " and\n            ".join(parts) or "True"
