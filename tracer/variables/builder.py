@@ -55,7 +55,6 @@ from .functions.callables import (
     REBUILT,
     BuiltinVariable,
     PartialVariable,
-    TorchVariable,
     UserFunctionVariable,
 )
 from .functions.cells import ClosureCellVariable
@@ -70,6 +69,7 @@ from .objects.new_objects import plain_tuple_subclass
 from .operations.builtin_calls import MATH_FNS, OPERATOR_FNS
 from .tensors.numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
 from .tensors.tensor import is_tensor_method
+from .torch_calls.torch_functions import TorchVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -315,8 +315,8 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
-        wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its identity and code
-        return UserFunctionVariable(value.__func__, source, self_vt=self_vt, bound_source=True)
+        func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
+        return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
     if isinstance(value, types.ModuleType):
         add(identity)
         return PythonModuleVariable(value, source)

@@ -19,16 +19,13 @@ import torch
 
 from .. import markers, polyfills
 from ..exc import Unsupported
+from . import call_rules
 from .base import VariableTracker
+from .constants.constant import ConstantVariable
 from .containers import container_methods, dict_views
 from .containers.builtin_containers import DictVariable
 from .functions import class_factories
-from .functions.callables import (
-    BuiltinVariable,
-    MethodCallVariable,
-    TorchVariable,
-    UserFunctionVariable,
-)
+from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
 from .modules.nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
@@ -46,12 +43,11 @@ from .operations.truth import is_same as is_same
 from .operations.truth import truth as truth
 from .tensors import numpy_arrays
 from .tensors.tensor import TensorVariable
-from .torch_calls import torch_functions
+from .torch_calls.torch_functions import TorchVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
 
-call_torch = torch_functions.call_torch
 sort_order = builtin_calls.sort_order
 call_builtin = builtin_calls.call_builtin
 construct = new_objects.construct
@@ -88,7 +84,39 @@ def call(
         made = class_factories.make_class(tx, target, args, kwargs)
         if made is not None:  # ``collections.namedtuple(...)``
             return made
+        rule = call_rules.lookup(target)
+        if rule is not None:
+            made = apply_rule(tx, rule, args, kwargs)
+            if made is not None:  # None: the entry declined this form of the call
+                return made
     return fn.call_function(tx, args, kwargs)
+
+
+def apply_rule(
+    tx: Translator,
+    rule: call_rules.CallRule,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """A call of ``rule.target`` as its entry in ``call_rules`` says (see there)."""
+    name = getattr(rule.target, "__name__", repr(rule.target))
+    if rule.handler is not None:
+        return rule.handler(tx, rule.target, args, kwargs)
+    if rule.substitute is not None:
+        return UserFunctionVariable(rule.substitute).call_function(tx, args, kwargs)
+    if rule.effect == "none":
+        return ConstantVariable(None)
+    if rule.effect == "python":
+        raise Unsupported(
+            "torch_effect",
+            f"{name}() has effects outside the graph",
+            hint="call it outside the compiled function",
+        )
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        raise Unsupported("call", f"{name}() on non-constant arguments")
+    values = [a.as_python_constant() for a in args]
+    named = {k: v.as_python_constant() for k, v in kwargs.items()}
+    return ConstantVariable(rule.target(*values, **named))
 
 
 _LRU_WRAPPER = type(functools.lru_cache(None)(len))

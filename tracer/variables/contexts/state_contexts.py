@@ -10,7 +10,7 @@ torch's own tracer uses (``_set_grad_enabled``, ``_enter_autocast``/``_exit_auto
 ``torch.device`` contexts have no node: factory calls under them get the device as an explicit
 argument (``device_for``). How a resume function starting inside a block traces these contexts is
 in ``carried_contexts.py``; traced setters (``set_default_dtype``, ``set_default_device``,
-``use_deterministic_algorithms``) and queries of the state are at the end.
+``use_deterministic_algorithms``) and queries of the state are entries of ``call_rules``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from ...context_runtime import (
 from ...exc import Unsupported
 from ...global_state import StateEvent
 from ..base import VariableTracker
+from ..call_rules import call_rule, call_rules_for
 from ..constants.constant import ConstantVariable
 from .context_trackers import (
     NONE,
@@ -316,8 +317,9 @@ def _set_state(
     return NONE
 
 
+@call_rule(torch.set_default_dtype)
 def _set_default_dtype(
-    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     (dtype,), _ = constant_args("set_default_dtype", args, kwargs)
     return _set_state(
@@ -325,8 +327,9 @@ def _set_default_dtype(
     )
 
 
+@call_rule(torch.use_deterministic_algorithms)
 def _use_deterministic(
-    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     values, named = constant_args("use_deterministic_algorithms", args, kwargs)
     if len(values) != 1 or set(named) - {"warn_only"}:
@@ -341,8 +344,9 @@ def _use_deterministic(
     )
 
 
+@call_rule(torch.set_default_device)
 def _set_default_device(
-    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``torch.set_default_device(device)``: in eager it installs a ``DeviceContext`` torch function
     mode (``None`` removes it). The trace does not install it (the mode would run on the tracer's
@@ -381,35 +385,23 @@ def _plain_device_modes() -> bool:
     return len(modes) == 1 and modes[0] is current and current.prev_mode is None
 
 
-#: Traced calls setting global state: fn -> ``handler(tx, args, kwargs)``.
-STATE_SETTERS = {
-    torch.set_default_dtype: _set_default_dtype,
-    torch.set_default_device: _set_default_device,
-    torch.use_deterministic_algorithms: _use_deterministic,
-}
-
-
 #: Queries of state the trace switches for real and the guards check at its start (autocast and
 #: deterministic algorithms: ``guards.guard.global_state_guards``): answered as constants.
-STATE_QUERIES = frozenset(
-    {
-        torch.is_autocast_enabled,
-        torch.get_autocast_dtype,
-        torch.is_autocast_cache_enabled,
-        torch.are_deterministic_algorithms_enabled,
-        torch.is_deterministic_algorithms_warn_only_enabled,
-    }
+call_rules_for(
+    torch.is_autocast_enabled,
+    torch.get_autocast_dtype,
+    torch.is_autocast_cache_enabled,
+    torch.are_deterministic_algorithms_enabled,
+    torch.is_deterministic_algorithms_warn_only_enabled,
+    owner=__name__,
+    fold=True,
 )
 
 
-def query_state(
+@call_rule(torch.is_inference_mode_enabled)
+def _inference_mode_query(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
-    values, named = constant_args(fn.__name__, args, kwargs)
-    return ConstantVariable(fn(*values, **named))
-
-
-def inference_mode_query(tx: Translator) -> VariableTracker:
     """``torch.is_inference_mode_enabled()``: the state while tracing, guarded at the start."""
     start = tx.output.state.start_inference
     tx.output.add_guard(

@@ -1,7 +1,7 @@
 """Collectives inside a trace: functional collectives as graph nodes, in-place ones rewritten.
 
 ``call_distributed(tx, fn, args, kwargs)`` is where every ``torch.distributed`` callable goes (from
-``torch_calls.call_torch``), before anything runs:
+``torch_functions.call_torch_function``), before anything runs:
 
 - a functional collective (``funcol.all_reduce(x, "sum", group)``, ``all_gather_single``,
   ``reduce_scatter_single``, ``all_to_all_single``, ``broadcast``, their deprecated ``*_tensor``

@@ -3,26 +3,25 @@
 ``UserFunctionVariable`` wraps a real Python function (guarded by identity when it came from an
 input or global); ``NestedFunctionVariable`` is a closure created by ``MAKE_FUNCTION`` inside the
 trace. Both are inlined by ``tx.inline_call`` (a generator function's call gives a lazily run
-``GeneratorVariable``). ``BuiltinVariable`` routes to ``dispatch``; ``TorchVariable`` is a callable
-from torch's tensor-op namespaces, which becomes a graph node. ``PartialVariable`` is a
-``functools.partial``. Closure cells are in ``cells.py``.
+``GeneratorVariable``). ``BuiltinVariable`` routes to ``dispatch`` (torch's callables are
+``torch_calls.torch_functions.TorchVariable``). ``PartialVariable`` is a ``functools.partial``.
+Closure cells are in ``cells.py``.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ....codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
-from ....guards.sources import AttrSource, ItemSource, ModuleGlobalSource, Source
+from ....guards.sources import AttrSource, ItemSource, Source
 from ...exc import Unsupported
 from ...liveness import code_cell_writes
 from ...markers import REBUILT, graph_break
-from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
+from ..base import BoundAttributeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..containers.builtin_containers import DictVariable, TupleVariable
 from ..iterators import generator_restart
@@ -42,23 +41,9 @@ CALL_HOOKS: dict[types.CodeType, Any] = {}
 
 @dataclass(eq=False)
 class UserFunctionVariable(VariableTracker):
-    """A Python function, or one bound to ``self_vt``. ``source`` loads the function, except where
-    ``bound_source`` says it loads the bound method itself (one the trace was given, ``V =
-    obj.method``): rebuilt as that object, so ``r is V`` holds for it as in CPython. A bound
-    method's ``__defaults__``, ``__closure__`` and ``__code__`` are its function's, so guards read
-    them through either source."""
-
     fn: types.FunctionType
     source: Source | None = None
     self_vt: VariableTracker | None = None  #: the bound ``self`` for methods of user objects
-    bound_source: bool = False  #: ``source`` loads the bound method, not the function
-
-    def clone(self, **changes: Any) -> VariableTracker:
-        if self.bound_source and changes.get("self_vt", self.self_vt) is not self.self_vt:
-            # bound to something else: no longer that object, only its function
-            changes.setdefault("source", AttrSource(self.source, "__func__"))
-            changes["bound_source"] = False
-        return super().clone(**changes)
 
     def python_type(self) -> type:
         return types.MethodType if self.self_vt is not None else types.FunctionType
@@ -140,7 +125,7 @@ class UserFunctionVariable(VariableTracker):
         return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
 
     def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None and (self.self_vt is None or self.bound_source):
+        if self.source is not None and self.self_vt is None:
             return self.source.reconstruct(cg)
         if self.self_vt is not None:
             cg.load_const(types.MethodType)
@@ -414,53 +399,6 @@ class BuiltinVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
-
-
-@dataclass(eq=False)
-class TorchVariable(ConstantLikeVariable):
-    """``torch``, ``torch.nn.functional``, a torch op or class: attributes stay torch values."""
-
-    value: Any
-    source: Source | None = None
-
-    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        try:
-            attr = getattr(self.value, name)
-        except AttributeError:
-            raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
-        vt = tx.wrap_static(attr)
-        if _module_like(self.value, name, attr, vt):
-            # a module-like object of torch's (``torch.backends.cuda.matmul``) has no tracker of
-            # its own: at a graph break it is loaded again from its module (issue 24)
-            vt = vt.clone(source=ModuleGlobalSource(self.value.__name__, name))
-        return vt
-
-    def call_function(
-        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-    ) -> VariableTracker:
-        return dispatch.call_torch(tx, self.value, args, kwargs)
-
-    def reconstruct(self, cg: Codegen) -> None:
-        cg.load_const(self.value)
-
-    def __repr__(self) -> str:
-        return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"
-
-
-def _module_like(module: Any, name: str, attr: Any, vt: VariableTracker) -> bool:
-    """Is ``attr``, the global ``name`` of the torch module ``module``, a plain object that
-    ``wrap_static`` made a sourceless object tracker of (not a function, class, container or
-    constant: those have trackers that rebuild them)?"""
-    return (
-        isinstance(module, types.ModuleType)
-        and sys.modules.get(module.__name__) is module
-        and vars(module).get(name) is attr
-        and not callable(attr)
-        and not isinstance(attr, (types.ModuleType, tuple, list, dict, set))
-        and getattr(vt, "value", None) is attr
-        and getattr(vt, "source", False) is None
-        and not vt.is_python_constant()
-    )
 
 
 @dataclass(eq=False)

@@ -26,12 +26,13 @@ from ..containers.builtin_containers import (
     hash_key,
     lookup_key,
 )
-from ..functions.callables import NestedFunctionVariable, TorchVariable, UserFunctionVariable
+from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..objects.classes import ClassVariable
 from ..objects.existing_objects import UserObjectVariable
 from ..tensors.tensor import TensorVariable
+from ..torch_calls.torch_functions import TorchVariable
 
 if TYPE_CHECKING:
     from ...translator import Translator

@@ -9,7 +9,7 @@
 - ``torch._disable_dynamo`` wrappers (``zero_grad``, ``state_dict``, ``add_param_group``...):
   the call runs in Python (one break), except for ``Optimizer.zero_grad``, whose body (``p.grad =
   None`` or zeroing the gradients in place) is traced.
-Entry points: the ``CALL_HOOKS`` registered at import and ``call_torch`` (from ``torch_calls``).
+Entry points: the ``CALL_HOOKS`` and ``call_rules`` entries registered at import.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ....guards import kinds
 from ...context_runtime import ContextRecipe
 from ...exc import Unsupported
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..constants.constant import ConstantVariable
 from ..contexts import state_contexts
 from ..contexts.context_trackers import (
@@ -72,28 +73,22 @@ class RecordFunctionVariable(ContextVariable):
 
 
 #: Functions of the process's build (device lists) that torch.optim asks: folded to constants.
-CONSTANT_CALLS = frozenset(
-    {
-        foreach_utils._get_fused_kernels_supported_devices,
-        foreach_utils._get_foreach_kernels_supported_devices,
-    }
+@call_rule(
+    foreach_utils._get_fused_kernels_supported_devices,
+    foreach_utils._get_foreach_kernels_supported_devices,
 )
-
-
-def call_torch(
+def _build_constant(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """A call from torch.optim's code traced here (see the module doc), else None."""
-    if fn in CONSTANT_CALLS and not args and not kwargs:
-        return tx.fold(fn())
-    return _record_function(tx, fn, args, kwargs)
+    return tx.fold(fn()) if not args and not kwargs else None
 
 
+@call_rule(torch.autograd.profiler.record_function)
 def _record_function(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
     """The tracker of ``record_function(name)`` while no profiler runs, else None."""
-    if fn is not torch.autograd.profiler.record_function or _profiler_enabled():
+    if _profiler_enabled():
         return None
     values, named = constant_args("record_function", args, kwargs)
     if named or len(values) != 1 or not isinstance(values[0], str):

@@ -15,14 +15,19 @@ constructors (``torch.FloatTensor(...)``) are ``LEGACY_CONSTRUCTORS``.
 from __future__ import annotations
 
 import inspect
+import sys
+import types
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ....guards.epoch import HIDDEN_WRAPPERS
+from ....guards.sources import ModuleGlobalSource, Source
 from ...effects import InlineInstead
 from ...exc import Unsupported
-from ..base import VariableTracker
+from ..base import ConstantLikeVariable, VariableTracker
+from ..call_rules import call_rule, call_rules_for
 from ..constants.constant import ConstantVariable
 from ..constants.symbolic import SymNodeVariable
 from ..containers.builtin_containers import ListVariable, TupleVariable
@@ -33,11 +38,60 @@ from ..functions.callables import UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
 from ..tensors import numpy_arrays
 from ..tensors.tensor import TensorVariable, is_tensor_method
-from . import optimizers
+from . import optimizers  # noqa: F401 (registers its call rules)
 from .higher_order import bind_functions, is_higher_order
 
 if TYPE_CHECKING:
+    from ....codegen.emit import Codegen
     from ...translator import Translator
+
+
+@dataclass(eq=False)
+class TorchVariable(ConstantLikeVariable):
+    """``torch``, ``torch.nn.functional``, a torch op or class: attributes stay torch values."""
+
+    value: Any
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError:
+            raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
+        vt = tx.wrap_static(attr)
+        if _module_like(self.value, name, attr, vt):
+            # a module-like object of torch's (``torch.backends.cuda.matmul``) has no tracker of
+            # its own: at a graph break it is loaded again from its module
+            vt = vt.clone(source=ModuleGlobalSource(self.value.__name__, name))
+        return vt
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return call_torch_function(tx, self.value, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"
+
+
+def _module_like(module: Any, name: str, attr: Any, vt: VariableTracker) -> bool:
+    """Is ``attr``, the global ``name`` of the torch module ``module``, a plain object that
+    ``wrap_static`` made a sourceless object tracker of (not a function, class, container or
+    constant: those have trackers that rebuild them)?"""
+    return (
+        isinstance(module, types.ModuleType)
+        and sys.modules.get(module.__name__) is module
+        and vars(module).get(name) is attr
+        and not callable(attr)
+        and not isinstance(attr, (types.ModuleType, tuple, list, dict, set))
+        and getattr(vt, "value", None) is attr
+        and getattr(vt, "source", False) is None
+        and not vt.is_python_constant()
+    )
+
 
 #: Names in torch namespaces whose calls must run in Python (effects outside the graph).
 EFFECTFUL = frozenset(
@@ -79,9 +133,11 @@ EFFECTFUL = frozenset(
 )
 
 
-def call_torch(
+def call_torch_function(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
+    """A call of a callable from torch's namespaces that has no entry in ``call_rules`` (or whose
+    entry declined it): a tensor method, a collective, a context, an effect, or a graph node."""
     name = getattr(fn, "__name__", "")
     try:
         hash(fn)  # the tables below are looked up by it
@@ -94,59 +150,22 @@ def call_torch(
     ctx = state_contexts.construct(tx, fn, args, kwargs)
     if ctx is not None:
         return ctx
-    made = optimizers.call_torch(tx, fn, args, kwargs)
-    if made is not None:
-        return made
-    if fn in state_contexts.STATE_SETTERS:
-        return state_contexts.STATE_SETTERS[fn](tx, args, kwargs)
-    if fn in (torch.from_numpy, torch.as_tensor, torch.tensor) and len(args) == 1:
-        made = numpy_arrays.from_numpy(tx, fn, args[0], kwargs)
-        if made is not None:
-            return made
-    if fn is torch.as_tensor and _as_tensor_of_tensor(args, kwargs):
-        return args[0].call_method(tx, "to", [], dict(kwargs))
-    if fn is torch._assert:
-        return UserFunctionVariable(_assert).call_function(tx, args, kwargs)
-    if fn is torch._C._log_api_usage_once:  # telemetry: a no-op in graphs, as in torch.compile
-        return ConstantVariable(None)
-    if fn is torch.jit.annotate:  # a TorchScript type hint: the value itself
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        return bound.arguments["the_value"]
-    if fn is torch.is_grad_enabled:
-        return ConstantVariable(torch.is_grad_enabled())
-    if fn in (torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling):
-        # as under torch.compile: libraries pick their traceable path (but not bytegraph's own
-        # wrappers that hide their bumps from torch.compile: ``HIDDEN_WRAPPERS``)
-        return ConstantVariable(tx.code not in HIDDEN_WRAPPERS)
-    if fn is torch.get_default_dtype:
-        return ConstantVariable(torch.get_default_dtype())
-    if fn is torch.get_default_device:
-        return ConstantVariable(tx.output.state.default_device() or torch.get_default_device())
-    if fn in state_contexts.STATE_QUERIES:
-        return state_contexts.query_state(tx, fn, args, kwargs)
-    if fn is torch.is_inference_mode_enabled:
-        return state_contexts.inference_mode_query(tx)
-    if fn is torch.Size:
-        items = dispatch.iterate(tx, args[0]) if args else []
-        return TupleVariable(items, is_size=True)
-    if fn in LEGACY_CONSTRUCTORS:
-        return _legacy_constructor(tx, fn, args, kwargs)
-    if fn in (torch.device, torch.dtype, torch.finfo, torch.iinfo, torch.promote_types):
-        return _fold_call(tx, fn, args, kwargs)
-    if (name in EFFECTFUL or name.lstrip("_").startswith("set_")) and not (
-        fn is torch.as_tensor and _python_numbers(_as_tensor_data(args, kwargs))
-    ):
-        raise Unsupported(
-            "torch_effect",
-            f"torch.{name}() has effects outside the graph",
-            hint="call it outside the compiled function",
-        )
+    if name in EFFECTFUL or name.lstrip("_").startswith("set_"):
+        raise _effect(name)
     if isinstance(fn, type):
         raise Unsupported(
             "new_object", f"creating a {fn.__qualname__} object in the compiled function"
         )
     if not callable(fn):
         raise Unsupported("call", f"calling {fn!r}")
+    return record_torch_op(tx, fn, args, kwargs)
+
+
+def record_torch_op(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``fn(*args, **kwargs)`` as a graph node, run on fake tensors (a result that is not a tensor
+    is folded to a constant by the output graph)."""
     if is_higher_order(fn):  # ``associative_scan(combine_fn, ...)``
         fn, args, kwargs = bind_functions(fn, args, kwargs)
     # an iterator argument (``clip_grad_norm_(model.parameters())``, a generator) is consumed by
@@ -159,6 +178,104 @@ def call_torch(
         return tx.output.call_function(fn, tuple(args), kwargs)
     except InlineInstead:  # returned None with no operator effect; its body tells why
         return UserFunctionVariable(fn).call_function(tx, args, kwargs)
+
+
+def _effect(name: str) -> Unsupported:
+    return Unsupported(
+        "torch_effect",
+        f"torch.{name}() has effects outside the graph",
+        hint="call it outside the compiled function",
+    )
+
+
+# -- call rules of torch's callables ---------------------------------------------------------------
+call_rules_for(
+    torch.device,
+    torch.dtype,
+    torch.finfo,
+    torch.iinfo,
+    torch.promote_types,
+    torch.is_grad_enabled,
+    torch.get_default_dtype,
+    owner=__name__,
+    fold=True,
+)
+call_rules_for(torch._C._log_api_usage_once, owner=__name__, effect="none")  # telemetry
+# ``torch.manual_seed``, ``torch.save``...: the ``EFFECTFUL`` names that ``torch`` itself has (the
+# same names in other namespaces, and ``set_*`` functions, are refused by ``call_torch_function``)
+call_rules_for(
+    *{
+        getattr(torch, name)
+        for name in sorted(EFFECTFUL - {"as_tensor", "from_numpy"})
+        if callable(getattr(torch, name, None))
+    },
+    owner=__name__,
+    effect="python",
+)
+
+
+@call_rule(torch.from_numpy, torch.tensor)
+def _from_array(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """Of a traced NumPy array: ``numpy_arrays.from_numpy``; ``torch.tensor`` of anything else is
+    a graph node, ``torch.from_numpy`` of anything else runs in Python."""
+    made = numpy_arrays.from_numpy(tx, fn, args[0], kwargs) if len(args) == 1 else None
+    if made is not None:
+        return made
+    if fn is torch.from_numpy:
+        raise _effect(fn.__name__)
+    return None
+
+
+@call_rule(torch.as_tensor)
+def _as_tensor(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``torch.as_tensor`` of a traced NumPy array (``numpy_arrays.from_numpy``), of a tensor
+    (``_as_tensor_of_tensor``) or of Python numbers (a new tensor, a graph node as ``torch.tensor``
+    is); of anything else it runs in Python."""
+    made = numpy_arrays.from_numpy(tx, fn, args[0], kwargs) if len(args) == 1 else None
+    if made is not None:
+        return made
+    if _as_tensor_of_tensor(args, kwargs):
+        return args[0].call_method(tx, "to", [], dict(kwargs))
+    if _python_numbers(_as_tensor_data(args, kwargs)):
+        return record_torch_op(tx, fn, args, kwargs)
+    raise _effect(fn.__name__)
+
+
+@call_rule(torch.jit.annotate)
+def _annotate(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """A TorchScript type hint: the value itself."""
+    return inspect.signature(fn).bind(*args, **kwargs).arguments["the_value"]
+
+
+@call_rule(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
+def _is_compiling(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """True, as under torch.compile: libraries pick their traceable path (but not bytegraph's own
+    wrappers that hide their bumps from torch.compile: ``HIDDEN_WRAPPERS``)."""
+    return ConstantVariable(tx.code not in HIDDEN_WRAPPERS)
+
+
+@call_rule(torch.get_default_device)
+def _default_device(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """The default device as the trace has set it, else the real one."""
+    return ConstantVariable(tx.output.state.default_device() or torch.get_default_device())
+
+
+@call_rule(torch.Size)
+def _size(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    items = dispatch.iterate(tx, args[0]) if args else []
+    return TupleVariable(items, is_size=True)
 
 
 #: torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``, ``torch.LongTensor(3)``),
@@ -180,6 +297,7 @@ LEGACY_CONSTRUCTORS = {
 }
 
 
+@call_rule(*LEGACY_CONSTRUCTORS)
 def _legacy_constructor(
     tx: Translator, cls: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
@@ -258,18 +376,6 @@ def _assert(condition, message):
         raise AssertionError(message)
 
 
-def _fold_call(
-    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> VariableTracker:
-    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
-        raise Unsupported("call", f"{fn.__name__}() on non-constant arguments")
-    result = fn(
-        *[a.as_python_constant() for a in args],
-        **{k: v.as_python_constant() for k, v in kwargs.items()},
-    )
-    return ConstantVariable(result)
-
-
 def _as_tensor_data(
     args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
@@ -293,6 +399,9 @@ def _python_numbers(vt: VariableTracker | None) -> bool:
     if isinstance(vt, (ListVariable, TupleVariable)):
         return all(_python_numbers(item) for item in vt.items)
     return isinstance(vt, ConstantVariable) and type(vt.value) in (int, float, bool, complex)
+
+
+call_rules_for(torch._assert, owner=__name__, substitute=_assert)
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
