@@ -16,17 +16,25 @@ call consumes) the callable is swapped to the top, passed to ``route``, and swap
 Implicit calls (operators, attribute hooks, iteration) are not routed, nor is the call of a
 comprehension's or generator expression's own function on its iterator (``GET_ITER`` then a call
 of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
+
+Given a router with a ``table`` (``route.table``: a dict whose ``__missing__`` asks the router),
+a call site looks its callable up there, ``table[callable]``, and calls what it finds: one dict
+lookup, no Python call on the way. A callable that cannot be hashed raises inside a try region
+of the site's own, whose handler (placed after the code) asks ``route`` and jumps back. That
+needs the stack depth at the site (``_depths``); a site whose depth is not known asks ``route``
+directly.
 """
 
 from __future__ import annotations
 
 import dis
+import inspect
 import types
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from bytecode import Bytecode, Instr
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table
 from .pyversion import (
@@ -34,6 +42,7 @@ from .pyversion import (
     FUNCTIONS_HAVE_TYPE_PARAMS,
     LOAD_ATTR_TAKES_METHOD_FLAG,
     NULL_ABOVE_CALLABLE,
+    PY313,
 )
 
 #: The instructions that call, with the callable's depth below the top of the stack as a function
@@ -56,11 +65,14 @@ _CALLABLE_DEPTH: dict[str, Callable[[int], int]] = (
 
 def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.FunctionType:
     """``fn`` with every call's callable passed through ``route`` first (see the module); ``fn``
-    itself when its code makes no call. The rewritten code is made once per code and router."""
+    itself when its code makes no call. Where ``route.table`` is set (a dict whose
+    ``__missing__`` answers as ``route`` does), each call site looks its callable up there first.
+    The rewritten code is made once per code and router."""
+    table = getattr(route, "table", None)
     made = _ROUTED.get(fn.__code__)
-    if made is None or made[0] is not route:
-        made = _ROUTED[fn.__code__] = (route, _routed_code(fn.__code__, route))
-    code = made[1]
+    if made is None or made[0] is not route or made[1] is not table:
+        made = _ROUTED[fn.__code__] = (route, table, _routed_code(fn.__code__, route, table))
+    code = made[2]
     if code is None:
         return fn
     new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -70,31 +82,49 @@ def routed(fn: types.FunctionType, route: Callable[[Any], Any]) -> types.Functio
     return new
 
 
-#: code -> (the router, the code with its calls routed through it, or None if it calls nothing);
-#: the last router asked for each code (most code is routed through one).
-_ROUTED: weakref.WeakKeyDictionary[types.CodeType, tuple[Any, types.CodeType | None]] = (
+#: code -> (the router, its table, the code with its calls routed through them, or None if it
+#: calls nothing); the last router asked for each code (most code is routed through one).
+_ROUTED: weakref.WeakKeyDictionary[types.CodeType, tuple[Any, Any, types.CodeType | None]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _routed_code(original: types.CodeType, route: Callable[[Any], Any]) -> types.CodeType | None:
+def _routed_code(
+    original: types.CodeType, route: Callable[[Any], Any], table: dict[Any, Any] | None
+) -> types.CodeType | None:
     if not any(instr.opname in _CALLABLE_DEPTH for instr in dis.get_instructions(original)):
         return None
     bc = Bytecode.from_code(original)
     items = list(bc)
     depths_known = exception_table.set_try_depths(items, original)
+    depths = _depths(items, original.co_flags) if table is not None and depths_known else {}
     out: list[Any] = []
-    for item in items:
+    handlers: list[Any] = []
+    open_try: TryBegin | None = None  #: the region of ``out`` open now (a site splits it)
+    for n, item in enumerate(items):
+        if isinstance(item, TryBegin):
+            open_try = item
+        elif isinstance(item, TryEnd):
+            out.append(TryEnd(open_try) if open_try is not None else item)
+            open_try = None
+            continue
         if not isinstance(item, Instr):
             out.append(item)
             continue
         depth = _CALLABLE_DEPTH.get(item.name)
         if depth is not None and not (item.arg == 0 and out and _is_instr(out[-1], "GET_ITER")):
             at = len(out) - 1 if out and _is_instr(out[-1], "KW_NAMES") else len(out)
-            out[at:at] = _route(depth(item.arg), route, item)
+            if n in depths:
+                site, handler, open_try = _looked_up(
+                    depth(item.arg), depths[n], table, route, item, open_try
+                )
+                handlers += handler
+            else:
+                site = _route(depth(item.arg), route, item)
+            out[at:at] = site
         out += _plain_load(item)
     bc.clear()
-    bc.extend(out)
+    bc.extend(out + handlers)
     # The handlers' depths are the code's own: what is inserted leaves the stack as it was.
     code = bc.to_code(compute_exception_stack_depths=not depths_known)
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
@@ -119,17 +149,83 @@ def _is_instr(item: Any, name: str) -> bool:
 
 def _route(depth: int, route: Callable[[Any], Any], at: Instr) -> list[Instr]:
     """``callable = route(callable)`` for the callable ``depth`` items down the stack."""
+    swap = [Instr("SWAP", depth, location=at.location)] if depth > 1 else []
+    return [*swap, *_call_route(route, at), *swap]
+
+
+def _call_route(route: Callable[[Any], Any], at: Instr) -> list[Instr]:
+    """``[callable] -> [route(callable)]``."""
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
 
-    swap = [op("SWAP", depth)] if depth > 1 else []
     if NULL_ABOVE_CALLABLE:  # [callable] -> [route, NULL, callable]
         call = [op("LOAD_CONST", route), op("SWAP", 2), op("PUSH_NULL"), op("SWAP", 2)]
     else:  # [callable] -> [NULL, route, callable]
         call = [op("LOAD_CONST", route), op("PUSH_NULL"), op("SWAP", 3)]
     call += [op("PRECALL", 1)] if CALL_NEEDS_PRECALL else []
-    return [*swap, *call, op("CALL", 1), *swap]
+    return [*call, op("CALL", 1)]
+
+
+def _looked_up(
+    depth: int,
+    stack: int,
+    table: Any,
+    route: Callable[[Any], Any],
+    at: Instr,
+    open_try: TryBegin | None,
+) -> tuple[list[Any], list[Any], TryBegin | None]:
+    """``callable = table[callable]`` for the callable ``depth`` items down a stack ``stack``
+    deep, in a try region whose handler (returned apart, for the end of the code) asks
+    ``route`` instead. Returns the site, the handler and the region open after the site (the
+    enclosing one, ``open_try``, is closed before it and opened again after it)."""
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    handler, back = Label(), Label()
+    site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
+    # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
+    region = TryBegin(handler, False, stack_depth=stack)
+    site += [region, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
+    site += [TryEnd(region), back, op("SWAP", depth + 1), op("POP_TOP")]
+    reopened = None
+    if open_try is not None:
+        reopened = TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)
+        site.append(reopened)
+    # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
+    unhashable = [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at)]
+    unhashable.append(op("JUMP_BACKWARD", back))
+    return site, unhashable, reopened
+
+
+def _depths(items: list[Any], flags: int) -> dict[int, int]:
+    """The stack depth before each instruction of ``items`` (by index) that the code's flow
+    reaches: from the start, along jumps, and into each handler whose ``TryBegin`` knows its
+    depth."""
+    labels = {id(item): n for n, item in enumerate(items) if isinstance(item, Label)}
+    suspends = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+    # NOTE(3.13): RETURN_GENERATOR pushes the sent value itself; before, ``bytecode`` counts it
+    # on the stack at the start
+    start = 1 if not PY313 and flags & suspends else 0
+    depths: dict[int, int] = {}
+    work = [(0, start)]
+    while work:
+        n, depth = work.pop()
+        while n < len(items) and n not in depths:
+            item = items[n]
+            depths[n] = depth
+            if isinstance(item, TryBegin) and isinstance(item.stack_depth, int):
+                entered = item.stack_depth + 1 + int(item.push_lasti)
+                work.append((labels[id(item.target)], entered))
+            elif isinstance(item, Instr):
+                if item.has_jump():
+                    work.append((labels[id(item.arg)], depth + item.stack_effect(jump=True)))
+                if item.is_final():
+                    break
+                depth += item.stack_effect(jump=False)
+            n += 1
+    return {n: d for n, d in depths.items() if isinstance(items[n], Instr)}
 
 
 def _plain_load(instr: Instr) -> list[Instr]:

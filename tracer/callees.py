@@ -64,6 +64,21 @@ _AS_IS = object()
 _MISSING = object()  #: not in ``CalleeCompiler._known``
 
 
+class RouteTable(dict):
+    """Callable -> what routed code calls instead, for callables decided on before; a callable
+    not in it is passed to ``route``, which decides (and remembers it here where it may). It is
+    a constant of routed code, whose code objects hash and compare their constants: it hashes
+    and compares by identity."""
+
+    __slots__ = ("route",)
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+
+    def __missing__(self, obj: Any) -> Any:
+        return self.route(obj)
+
+
 class CalleeCompiler:
     """``compiler(obj)``: ``obj`` compiled if it is a user function (or a method of one), else
     ``obj``. ``compile_fn(fn)`` makes the compiled version of a function; a code object gets at
@@ -85,10 +100,14 @@ class CalleeCompiler:
         #: what ``route`` returns for them, as ``_compiled`` holds it (the callable itself for
         #: ``_AS_IS``); keeps them alive, as the module defining them does
         self._known: dict[Any, Any] = {}
+        #: ``_known`` less its routed copies (whose function may get new code): what routed code
+        #: looks its callables up in (``codegen/route_calls.py``); a miss asks ``route``
+        self.table = RouteTable()
         #: module class whose ``forward`` is user code, defined at module level -> the compiled
         #: caller of its modules, or None (called as they are)
         self._module_callers: dict[type, Any] = {}
-        self.route = self._make_route()
+        self.route = self.table.route = self._make_route()
+        self.route.table = self.table  # type: ignore[attr-defined]
         _COMPILERS.add(self)
 
     def __call__(self, obj: Any) -> Any:
@@ -133,7 +152,7 @@ class CalleeCompiler:
         if kind is types.BuiltinFunctionType:  # a builtin, or a C method bound to an object
             owner = obj.__self__
             if owner is None or type(owner) is types.ModuleType:
-                self._known[obj] = obj
+                self._remember(obj, obj)
             return obj
         if kind is types.MethodType:  # new at each call: decided through its function
             fn = obj.__func__
@@ -146,13 +165,18 @@ class CalleeCompiler:
             if "<locals>" not in obj.__qualname__:
                 kept = self._compiled.get(obj)
                 plain = kept is None or kept is _AS_IS or (type(kept) is tuple and kept[1] is obj)
-                self._known[obj] = obj if plain else kept
+                self._remember(obj, obj if plain else kept)
             return target
         if isinstance(obj, nn.Module):
             return self(obj)
         if isinstance(obj, type) and "<locals>" not in obj.__qualname__:
-            self._known[obj] = obj
+            self._remember(obj, obj)
         return obj
+
+    def _remember(self, obj: Any, target: Any) -> None:
+        self._known[obj] = target
+        if type(target) is not tuple:
+            self.table[obj] = target
 
     def _target(self, fn: types.FunctionType) -> Any:
         """What a call of ``fn`` runs: its compiled version, its routed copy, or ``fn``."""
@@ -232,6 +256,7 @@ class CalleeCompiler:
         for fn in list(self._known):
             if getattr(fn, "__code__", None) is code:
                 self._known.pop(fn, None)
+                self.table.pop(fn, None)
         for ref in self._compiled.keyrefs():
             fn = ref()
             if fn is not None and fn.__code__ is code:
@@ -268,6 +293,7 @@ def reset() -> None:
     _LEFT_ALONE.clear()
     for compiler in list(_COMPILERS):
         compiler._known.clear()
+        compiler.table.clear()
         compiler._module_callers.clear()
 
 

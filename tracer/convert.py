@@ -18,7 +18,6 @@ import torch.fx
 from ..codegen.emit import Codegen
 from ..codegen.resume import resume_origin
 from ..codegen.transform import Numbering, make_function
-from ..guards import kinds
 from ..guards.guard import Guard
 from ..guards.module_tree import traced_modules, tree_guards
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
@@ -88,7 +87,7 @@ def convert_call(
         output.current_tx = tx
         if not function_modes_supported():
             depth = torch._C._len_torch_function_stack()
-            output.add_guard(kinds.GLOBAL_STATE(None, (("modes",), _mode_depth, depth)))
+            output.assume_state(("modes",), _mode_depth, depth)
             raise Unsupported("torch_function_mode", "a torch function mode is active")
         tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
         enter_carried(tx)  # a resume function starting inside with blocks (variables/contexts/)

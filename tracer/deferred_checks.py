@@ -40,7 +40,6 @@ import torch
 from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..guards import kinds
 from . import speculation
 from .exc import Rerun, Unsupported
 from .speculation import restore_rng, save_rng
@@ -313,7 +312,7 @@ def finish(output: OutputGraph) -> list[TensorVariable]:
     for site in sites:
         site.variants += 1
         label = ("speculating", site.filename, site.lineno, site.index, site.code.co_name)
-        output.add_guard(kinds.GLOBAL_STATE(None, (label, site.speculating, True)))
+        output.assume_state(label, site.speculating, True)
     if len(checks) == 1:
         return checks
     vector = output.call_function(torch.stack, (ListVariable(checks),), {})

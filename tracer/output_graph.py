@@ -11,6 +11,7 @@ import functools
 import operator
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -97,6 +98,45 @@ class OutputGraph:
                 hint="pass the value as an argument or read it from the function's globals",
             )
         self.guards.add(guard)
+
+    # What the trace assumed of a value after ``builder.wrap`` took it in (a name it found missing,
+    # an identity it compared, a length it read) or of global state: each is the guard of one kind.
+    # Input guards are made where inputs enter (``builder.wrap``, ``add_input``); every other module
+    # states its assumption here, so guards are made in few places.
+    def assume_type(self, source: Source, cls: type) -> None:
+        """``type(source) is cls``."""
+        self.add_guard(kinds.TYPE_MATCH(source, cls))
+
+    def assume_equal(self, source: Source, value: Any) -> None:
+        """``source == value``, for a value of an exact builtin type (or one its type guards)."""
+        self.add_guard(kinds.EQUALS_MATCH(source, value))
+
+    def assume_identity(self, source: Source, value: Any) -> None:
+        """``source is value`` (held weakly)."""
+        self.add_guard(kinds.ID_MATCH(source, value))
+
+    def assume_distinct(self, source: Source, other: Source) -> None:
+        """``source is not other``: two inputs the trace found to be different objects."""
+        self.add_guard(kinds.DISTINCT_INPUT(source, other))
+
+    def assume_len(self, source: Source, length: int) -> None:
+        self.add_guard(kinds.LEN_MATCH(source, length))
+
+    def assume_key_absent(self, source: Source, key: str) -> None:
+        """``key`` is not in the dict ``source`` (a global or an instance attribute that would
+        shadow what the trace read)."""
+        self.add_guard(kinds.KEY_ABSENT(source, key))
+
+    def assume_attr_absent(self, source: Source, name: str) -> None:
+        self.add_guard(kinds.ATTR_ABSENT(source, name))
+
+    def assume_class_lacks(self, class_source: Source, names: tuple[str, ...]) -> None:
+        """No class in the MRO of ``class_source`` defines any of ``names``."""
+        self.add_guard(kinds.CLASS_ATTR_ABSENT(class_source, names))
+
+    def assume_state(self, label: tuple, getter: Callable[[], Any], value: Any) -> None:
+        """``getter()`` still returns ``value``: global state the trace read; ``label`` names it."""
+        self.add_guard(kinds.GLOBAL_STATE(None, (label, getter, value)))
 
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         if source in self.inputs:
@@ -281,7 +321,7 @@ class OutputGraph:
                 )
             if reread is not None:  # its value may come from global state: the guards ask again
                 label = ("reread", _name(reread.func), repr(reread.args), repr(reread.keywords))
-                self.add_guard(kinds.GLOBAL_STATE(None, (label, reread, example)))
+                self.assume_state(label, reread, example)
             return self._constant_result(example)
         raise Unsupported(
             "op_result", f"an op returned {type(example).__name__}, which is not traced"

@@ -148,3 +148,68 @@ def test_defaults_keywords_and_attributes_are_kept():
     assert new(1) == fn(1) and new(1, c=0) == fn(1, c=0)
     assert new.__qualname__ == fn.__qualname__ and new.marker == "kept"
     assert new.__module__ == "somewhere.else" and new.__kwdefaults__ == {"c": 3}
+
+
+class _Table(dict):
+    """A router's table as ``callees.RouteTable`` is one: a miss asks the router."""
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+    def __missing__(self, obj):
+        return self.route(obj)
+
+
+def _with_table(replace=None):
+    seen, route = _recording()
+    route.table = table = _Table(replace or {})
+    table.route = route
+    return seen, route
+
+
+class Unhashable:
+    """A callable that cannot be a dict key (``__eq__`` without ``__hash__``)."""
+
+    def __eq__(self, other):
+        return self is other
+
+    def __call__(self, x):
+        return x + 100
+
+
+def calls_in_nested_handlers(x, fn):
+    out = []
+    try:
+        for v in range(x):
+            try:
+                out.append(fn(v) + helper(v, k=2))
+                if v == 1:
+                    raise KeyError(v)
+            except KeyError as e:
+                out.append(helper(*e.args))
+    finally:
+        out.append(len(out))
+    return out
+
+
+def test_a_table_answers_call_sites_and_a_miss_asks_the_router():
+    seen, route = _with_table({helper: lambda x, k=1: x * 1000})
+    fn = routed(calls_in_nested_handlers, route)
+    assert fn(3, abs) == [0 + 0, 1 + 1000, 1000, 2 + 2000, 4]
+    assert helper not in seen  # found in the table: the router is not called
+    assert abs in seen and len in seen  # not in it: asked, at each call
+
+
+def test_an_unhashable_callable_is_routed_and_handlers_still_see_the_calls_exceptions():
+    seen, route = _with_table()
+    fn = routed(calls_in_nested_handlers, route)
+    unhashable = Unhashable()
+    assert fn(3, unhashable) == calls_in_nested_handlers(3, unhashable)
+    assert any(obj is unhashable for obj in seen)
+    assert fn(5, Unhashable()) == calls_in_nested_handlers(5, Unhashable())
+
+
+def test_generators_with_a_table_stay_generators():
+    seen, route = _with_table()
+    gen = routed(counting, route)
+    assert list(gen(3)) == list(counting(3)) and helper in seen

@@ -96,3 +96,92 @@ def test_returned_objects_are_the_callers():
         torch.ones(2), t
     )
     assert all(g is t for g in got)
+
+
+class _Methods:
+    def method(self):
+        return 1
+
+
+#: values read from globals that CPython keeps as they are through a container
+BOUND = _Methods().method
+
+#: name -> path(v): a container ``v`` goes into and comes back out of, or is returned in
+ROUND_TRIPS = {
+    "returned": lambda v: v,
+    "dict_display": lambda v: {v: "a", "b": v},
+    "dict_call": lambda v: dict([(v, 1)]),
+    "dict_of_dict": lambda v: dict({v: "a", "b": v}),
+    "dict_keys": lambda v: list({v: 1}),
+    "list_pop": lambda v: [v].pop(),
+    "set_pop": lambda v: {v}.pop(),
+    "tuple_item": lambda v: (v, 1)[0],
+    "comprehension": lambda v: [a for a in (v, v)],
+    "set_display": lambda v: {0, v},
+}
+
+GLOBALS = {"bound_method": "BOUND"}
+
+
+def _leaves(value, depth=0):
+    """The objects a result holds, containers walked in their order (dict keys and values)."""
+    yield value
+    if depth > 3:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(k, depth + 1)
+            yield from _leaves(v, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value:
+            yield from _leaves(item, depth + 1)
+
+
+def _same_objects(compiled, eager, obj):
+    """Where eager's result holds ``obj`` itself, the compiled result holds it too."""
+    assert [x is obj for x in _leaves(compiled)] == [x is obj for x in _leaves(eager)]
+
+
+@pytest.mark.parametrize("kind", list(GLOBALS))
+@pytest.mark.parametrize("path", list(ROUND_TRIPS))
+def test_a_global_through_a_container_is_itself(kind, path):
+    """A value read from a global keeps its identity through a container, returned from the
+    graph or rebuilt at a graph break (where it lives in a local)."""
+    name, trip = GLOBALS[kind], ROUND_TRIPS[path]
+    obj = globals()[name]
+    scope = {"trip": trip, name: obj}
+    exec(f"def fn(x):\n    return x + 1, trip({name})", scope)
+    lines = ["def at_break(x):", "y = x + 1", f"r = trip({name})", "print('b')", "return y * 2, r"]
+    exec("\n    ".join(lines), scope)
+    for fn, breaks in ((scope["fn"], 0), (scope["at_break"], 1)):
+        compiled = check_breaks(fn, lambda: (torch.ones(2),), graphs=1 + breaks, breaks=breaks)[0]
+        _same_objects(compiled(torch.ones(2))[1], fn(torch.ones(2))[1], obj)
+    assert_no_more_breaks(1, scope["at_break"], torch.ones(2))
+
+
+G_D = {}
+
+
+def _reset_methods_dict():
+    G_D.clear()
+    G_D.update({BOUND: "a", "b": BOUND})
+
+
+def _pops_a_global_dict(x):
+    return x + 1, G_D.popitem(), G_D.copy()
+
+
+def test_a_bound_method_popped_from_a_global_dict_is_itself():
+    """The popped value is loaded before the ``popitem`` is replayed on the real dict."""
+    compiled = check_breaks(
+        _pops_a_global_dict,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=0,
+        setup=_reset_methods_dict,
+        observe=lambda: dict(G_D),
+    )[0]
+    _reset_methods_dict()
+    _, (key, value), rest = compiled(torch.ones(2))
+    assert (key, value) == ("b", BOUND) and value is BOUND
+    assert list(rest) == [BOUND] and next(iter(rest)) is BOUND and G_D == {BOUND: "a"}

@@ -8,6 +8,8 @@ break). It is never an internal error that makes the whole function fall back.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import operator
 
 import pytest
@@ -128,3 +130,60 @@ def test_effects_before_an_operator_the_kernel_refuses_are_kept():
 )
 def test_operator_the_kernel_implements_stays_in_the_graph(operation):
     check_breaks(caught(operation), randn(3), graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(None,), ("ab",), ((1, 2),), (range(3),), (1, "x"), (int,)],
+    ids=repr,
+)
+def test_count_of_something_that_is_no_number_raises_the_users_type_error(args):
+    check_breaks(caught(lambda x: next(itertools.count(*args))), randn(3), graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(True,), (True, 2), (True, True), (2.5,), (1, 0.5), (1 + 2j,), (-3, -1), (2**70,)],
+    ids=repr,
+)
+def test_count_gives_cpythons_numbers_and_types(args):
+    def fn(x):
+        c = itertools.count(*args)
+        first, second = next(c), next(c)
+        return x + 1, first, type(first).__name__, second, type(second).__name__
+
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+class Plain:
+    def method(self):
+        return 1
+
+
+PLAIN = Plain()
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: getattr(PLAIN.method, "__reduce_ex__", None) is not None,
+        lambda: hasattr(PLAIN.method, "__reduce__"),
+    ],
+    ids=["getattr_default", "hasattr"],
+)
+def test_attribute_the_tracer_does_not_read_is_not_taken_for_absent(read):
+    """``getattr(o, name, default)`` and ``hasattr`` give the default (False) only where the
+    attribute is absent: one the trace cannot read on an object whose class has it breaks
+    (torch.compile reads a bound method's ``__reduce__``; the trace does not yet)."""
+
+    def fn(x):
+        return x + 1, read()
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1, calls=1)
+
+
+def test_shallow_copy_of_a_bound_method_is_a_bound_method():
+    def fn(x):
+        return x + 1, copy.copy(PLAIN.method)
+
+    check_breaks(fn, randn(3), graphs=1, breaks=2, calls=1)

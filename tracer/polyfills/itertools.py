@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 
 from .registry import generator_of, polyfill
 
@@ -53,9 +54,30 @@ def _count_from(state: dict) -> tuple:
     return itertools.count, (start, state["step"])
 
 
-@polyfill(itertools.count, resume=_count_from)
+@polyfill(itertools.count)
 def count(start=0, step=1):
-    """``itertools.count``."""
+    """``itertools.count``: both arguments must be numbers; counting by an int 1 from an int
+    that fits a C ``ssize_t``, CPython counts in C integers, so it gives plain ints
+    (``count(True)`` starts at 1)."""
+    if not (_is_number(start) and _is_number(step)):
+        raise TypeError("a number is required")
+    if isinstance(start, int) and type(step) in (int, bool) and step == 1:
+        if -sys.maxsize - 1 <= start < sys.maxsize:
+            start = int(start)
+    return _count(start, step)
+
+
+def _is_number(value) -> bool:
+    """CPython's ``PyNumber_Check``: a complex, or a type with ``__index__``, ``__int__`` or
+    ``__float__``."""
+    kind = type(value)
+    return isinstance(value, complex) or any(
+        hasattr(kind, name) for name in ("__index__", "__int__", "__float__")
+    )
+
+
+@generator_of(itertools.count, resume=_count_from)
+def _count(start, step):
     n = start
     while True:
         yield n

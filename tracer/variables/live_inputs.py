@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards import kinds
 from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
 from .constants.constant import LITERAL_TYPES, ConstantVariable
@@ -75,17 +74,16 @@ def wrap_live_input(tx: Translator, value: Any, source: Source) -> VariableTrack
     if cls in _VIEW_KINDS:
         return _wrap_view(tx, value, source, _VIEW_KINDS[cls])
     if cls in _TYPE_INFO:
-        add = tx.output.add_guard
-        add(kinds.TYPE_MATCH(source, cls))
+        tx.output.assume_type(source, cls)
         dtype = AttrSource(source, "dtype")  # a str: ``'float32'``
-        add(kinds.TYPE_MATCH(dtype, str))
-        add(kinds.EQUALS_MATCH(dtype, value.dtype))
+        tx.output.assume_type(dtype, str)
+        tx.output.assume_equal(dtype, value.dtype)
         return ConstantVariable(value, source)
     return None
 
 
 def _wrap_view(tx: Translator, value: Any, source: Source, kind: str) -> VariableTracker | None:
-    tx.output.add_guard(kinds.TYPE_MATCH(source, type(value)))
+    tx.output.assume_type(source, type(value))
     dict_vt = tx.wrap(viewed_dict(value), ViewedDictSource(source))
     if not isinstance(dict_vt, DictVariable):  # keys the trace does not model as a dict's
         return None

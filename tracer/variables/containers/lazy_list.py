@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ....guards import kinds
 from ....guards.sources import ItemSource, Source
 from ..base import VariableTracker
 from .builtin_containers import ListVariable
@@ -38,7 +37,7 @@ class LazyListVariable(ListVariable):
     def items(self) -> list[VariableTracker]:  # type: ignore[override]
         if self._items is None:
             tx, value, source = self._tx, self._value, self.source
-            tx.output.add_guard(kinds.LEN_MATCH(source, len(value)))
+            tx.output.assume_len(source, len(value))
             wrapped = [tx.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
             self._items = wrapped + self.appended
         return self._items

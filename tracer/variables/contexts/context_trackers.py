@@ -28,7 +28,6 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext
 
-from ....guards import kinds
 from ....guards.sources import AttrSource, Source
 from ...context_runtime import ContextExit, ContextRecipe
 from ...exc import PythonError, TracedException, Unsupported
@@ -257,10 +256,9 @@ def wrap_context_exit(tx: Translator, value: ContextExit, source: Source) -> Var
         raise Unsupported(
             "context_manager", f"an unknown context reached a resume function: {value}"
         )
-    add = tx.output.add_guard
-    add(kinds.TYPE_MATCH(source, ContextExit))
+    tx.output.assume_type(source, ContextExit)
     # keys hold only str/bool/int/None/dtype items: the tuple's own == (one check)
-    add(kinds.EQUALS_MATCH(AttrSource(source, "key"), value.key))
+    tx.output.assume_equal(AttrSource(source, "key"), value.key)
     ctx = CarriedContextVariable(log=tx.output.state, source=source, key=value.key)
     tx.output.state.carried.append(ctx)
     return ContextExitVariable(ctx, source)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ....guards import kinds
 from ...exc import Unsupported
 from ..base import ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
@@ -80,7 +79,7 @@ def _state_getter(name: str | None) -> Any:
 def guard_world(tx: Translator, name: str | None = None) -> tuple | None:
     """Guard the default group (or the group called ``name``) as it is now; returns its state."""
     state = group_state(name)
-    tx.output.add_guard(kinds.GLOBAL_STATE(None, (("dist", name), _state_getter(name), state)))
+    tx.output.assume_state(("dist", name), _state_getter(name), state)
     return state
 
 
@@ -222,14 +221,14 @@ def wrap(tx: Translator, value: Any, source: Any) -> VariableTracker:
     """A group, ``dist.group`` or reduce op, from an input (``source``) or from torch (None)."""
     if type(value) in _WORLD_TYPES:
         if source is not None:
-            tx.output.add_guard(kinds.ID_MATCH(source, value))
+            tx.output.assume_identity(source, value)
         return WorldVariable(value, source)
     if isinstance(value, _REDUCE_TYPES):  # pybind enum members are singletons
         if source is not None:
-            tx.output.add_guard(kinds.ID_MATCH(source, value))
+            tx.output.assume_identity(source, value)
         return ConstantVariable(value, source)
     if source is not None:
-        tx.output.add_guard(kinds.ID_MATCH(source, value))
+        tx.output.assume_identity(source, value)
     elif value is c10d.GroupMember.WORLD:
         guard_world(tx)
     else:
@@ -250,7 +249,7 @@ def resolve_group(tx: Translator, vt: VariableTracker | None) -> Any:
     mesh, dim = _mesh_and_dim(vt)
     if mesh is not None and mesh.source is not None and (dim is not None or mesh.value.ndim == 1):
         # a mesh's groups are fixed when it is made: guarding the mesh guards them
-        tx.output.add_guard(kinds.ID_MATCH(mesh.source, mesh.value))
+        tx.output.assume_identity(mesh.source, mesh.value)
         return mesh.value.get_group(dim)
     raise Unsupported(
         "collective",

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ....backends.registry import notice_once
-from ....guards import kinds
 from ....guards.sources import AttrSource
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -116,7 +115,7 @@ def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
         and type(value).__hash__ is object.__hash__
         and type(value).__eq__ is object.__eq__
     ):
-        tx.output.add_guard(kinds.ID_MATCH(source, value))
+        tx.output.assume_identity(source, value)
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
 

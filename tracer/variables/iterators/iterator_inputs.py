@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ....guards import kinds
 from ....guards.sources import ChainedSource, Source
 from ... import polyfills
 from ..base import VariableTracker
@@ -106,9 +105,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
         return None
     from ..builder import wrap
 
-    add = tx.output.add_guard
     cls = type(value)
-    add(kinds.TYPE_MATCH(source, cls))
+    tx.output.assume_type(source, cls)
     if cls is enumerate:
         return _wrap_enumerate(tx, value, source)
     if cls in _DICT_ITERATORS:
@@ -127,14 +125,14 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
                 return None
             iterators.append(sub)
         if cls is zip:
-            add(kinds.EQUALS_MATCH(state_source, state))
+            tx.output.assume_equal(state_source, state)
             return ZipVariable([], sources=iterators, strict=bool(state), source=source)
         fn = wrap(tx, args[0], ReducedSource(source, "arg", 0))
         kind = MapVariable if cls is map else FilterVariable
         return kind([], sources=iterators, fn=fn, source=source)
     seq_value = value.__reduce__()[1][0]
     seq = wrap(tx, seq_value, ReducedSource(source, "arg", 0))
-    add(kinds.EQUALS_MATCH(state_source, state))
+    tx.output.assume_equal(state_source, state)
     if cls in _RANGE_ITERATORS:
         return RangeIteratorVariable([], index=state or 0, value=seq_value, source=source)
     if cls is _LIST_REVERSED:
@@ -169,8 +167,8 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
     if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
         return None
     count_source = ReducedSource(source, "arg", 1)
-    tx.output.add_guard(kinds.TYPE_MATCH(count_source, int))
-    tx.output.add_guard(kinds.EQUALS_MATCH(count_source, count))
+    tx.output.assume_type(count_source, int)
+    tx.output.assume_equal(count_source, count)
     return EnumerateVariable([], sources=[sub], count=count, input_count=count, source=source)
 
 
@@ -221,8 +219,8 @@ def _wrap_dict_iterator(
     if not isinstance(container, DictVariable):
         return None
     position = DictIterPositionSource(source)
-    tx.output.add_guard(kinds.TYPE_MATCH(position, int))
-    tx.output.add_guard(kinds.EQUALS_MATCH(position, index))
+    tx.output.assume_type(position, int)
+    tx.output.assume_equal(position, index)
     return DictIteratorVariable(
         [],
         container=container,
@@ -252,8 +250,8 @@ def _wrap_count(tx: Translator, value: itertools.count, source: Source) -> Varia
     if not all(type(a) in (int, float) and math.isfinite(a) for a in args):
         return None
     shown = ReprSource(source)
-    tx.output.add_guard(kinds.TYPE_MATCH(shown, str))
-    tx.output.add_guard(kinds.EQUALS_MATCH(shown, text))
+    tx.output.assume_type(shown, str)
+    tx.output.assume_equal(shown, text)
     fn = UserFunctionVariable(polyfills.lookup(itertools.count))
     generator = fn.call_function(tx, [ConstantVariable(a) for a in args], {})
     generator.source = source  # made just now, for this input only

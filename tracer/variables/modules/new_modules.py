@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ....guards import kinds
 from ....guards.sources import FreshSource, Source
 from ... import deferred_checks
 from ...exc import Unsupported
@@ -261,7 +260,7 @@ class NewModuleVariable(NNModuleVariable):
         static = type_lookup(cls, name)
         if static is MISSING:
             if self.cls_vt.source is not None:
-                tx.output.add_guard(kinds.CLASS_ATTR_ABSENT(self.cls_vt.source, (name,)))
+                tx.output.assume_class_lacks(self.cls_vt.source, (name,))
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         source = class_attr_source(self.cls_vt.source, cls, name)
         if is_data_descriptor(static):

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ....guards import kinds
 from ....guards.epoch import EPOCH, hidden_from_dynamo
 from ....guards.module_tree import (
     ALL_HOOK_DICTS,
@@ -113,7 +112,7 @@ class NNModuleVariable(UserObjectVariable):
                 table
             ) in MEMBER_TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
                 if table in module.__dict__:
-                    tx.output.add_guard(kinds.KEY_ABSENT(AttrSource(self.source, table), name))
+                    tx.output.assume_key_absent(AttrSource(self.source, table), name)
         return super().var_getattr(tx, name)
 
     def call_function(

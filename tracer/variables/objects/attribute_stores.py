@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from ....guards import kinds
 from ....guards.sources import AttrSource, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -109,7 +108,7 @@ def generic_setattr(
             )
         if cls_vt.source is not None:  # the class must not gain a data descriptor ``name``
             if static is MISSING:
-                tx.output.add_guard(kinds.CLASS_ATTR_ABSENT(cls_vt.source, (name,)))
+                tx.output.assume_class_lacks(cls_vt.source, (name,))
             else:
                 tx.wrap(static, source)
     effects = tx.output.side_effects
@@ -132,7 +131,7 @@ def _guard_class_attr(tx: Translator, obj: VariableTracker, name: str, value: An
     source = _class_vt(tx, obj).source
     if source is not None:
         attr = AttrSource(source, name)
-        tx.output.add_guard(kinds.ID_MATCH(attr, value))
+        tx.output.assume_identity(attr, value)
 
 
 def _store_module_attribute(

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ....guards import kinds
 from ....guards.sources import (
     AttrSource,
     ItemSource,
@@ -65,9 +64,7 @@ class ClassVariable(ConstantLikeVariable):
                     cls_source = (
                         self.source if i == 0 else ItemSource(AttrSource(self.source, "__mro__"), i)
                     )
-                    tx.output.add_guard(
-                        kinds.KEY_ABSENT(AttrSource(cls_source, "__dict__"), "apply")
-                    )
+                    tx.output.assume_key_absent(AttrSource(cls_source, "__dict__"), "apply")
             if not has_torch_apply(self.value):
                 raise Unsupported(
                     "autograd_function", f"{self.value.__qualname__}.apply overridden"

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ....guards import kinds
 from ....guards.sources import (
     AttrSource,
     DictItemSource,
@@ -69,7 +68,7 @@ class PythonModuleVariable(ConstantLikeVariable):
             if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on it
                 namespace = AttrSource(self.source, "__dict__")
                 for key in (name, "__getattr__"):
-                    tx.output.add_guard(kinds.KEY_ABSENT(namespace, key))
+                    tx.output.assume_key_absent(namespace, key)
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
         module_name = getattr(self.value, "__name__", None)
@@ -224,7 +223,7 @@ class UserObjectVariable(VariableTracker):
             value = getattr(self.value, name)
         except AttributeError:
             if self.source is not None:
-                tx.output.add_guard(kinds.ATTR_ABSENT(self.source, name))
+                tx.output.assume_attr_absent(self.source, name)
             raise Unsupported(
                 "getattr", f"{type(self.value).__name__} object has no attribute {name!r}"
             ) from None
@@ -257,7 +256,7 @@ class UserObjectVariable(VariableTracker):
             self._guard_not_shadowed(tx, name)
             guard_no_class_attr(tx, TypeSource(self.source), name, None)
             hook_source = class_attr_source(TypeSource(self.source), cls, "__getattr__")
-            tx.output.add_guard(kinds.ID_MATCH(hook_source, hook))
+            tx.output.assume_identity(hook_source, hook)
         key = ConstantVariable(name)
         if isinstance(hook, types.FunctionType):
             return UserFunctionVariable(hook, None, self_vt=self).call_function(tx, [key], {})
@@ -266,7 +265,7 @@ class UserObjectVariable(VariableTracker):
     def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
         """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
         if self.source is not None and _has_instance_dict(self.value):
-            tx.output.add_guard(kinds.KEY_ABSENT(AttrSource(self.source, "__dict__"), name))
+            tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -365,7 +364,7 @@ def guard_no_class_attr(
 ) -> None:
     """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
     names = (name, getattr_name) if getattr_name else (name,)
-    tx.output.add_guard(kinds.CLASS_ATTR_ABSENT(class_source, names))
+    tx.output.assume_class_lacks(class_source, names)
 
 
 def _has_instance_dict(obj: Any) -> bool:
@@ -510,7 +509,7 @@ class DictReadVariable(BoundAttributeVariable):
             raise Unsupported("super", f"dict.{name} with key {key!r}")
         mapping, source, key, decode = self._target(tx, key)
         if not dict.__contains__(mapping, key):
-            tx.output.add_guard(kinds.KEY_ABSENT(source, key))
+            tx.output.assume_key_absent(source, key)
             if name == "__getitem__":
                 raise Unsupported("python_error", f"KeyError: {key!r}")
             return (
@@ -538,7 +537,7 @@ class DictReadVariable(BoundAttributeVariable):
             env = obj.value
             source = AttrSource(obj.source, "_data")
             # its type only (a dict): wrapping it would guard every variable of the environment
-            tx.output.add_guard(kinds.TYPE_MATCH(source, dict))
+            tx.output.assume_type(source, dict)
             return env._data, source, env.encodekey(key), env.decodevalue
         if (
             not isinstance(obj, UserObjectVariable)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from ....guards import kinds
 from ....guards.sources import AttrSource, Source, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -468,7 +467,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
         return fn.call_function(tx, [ConstantVariable(name)], {})
     if obj.cls_vt.source is not None:  # a class attribute added later would be found instead
         names = (name, "__getattr__")
-        tx.output.add_guard(kinds.CLASS_ATTR_ABSENT(obj.cls_vt.source, names))
+        tx.output.assume_class_lacks(obj.cls_vt.source, names)
     raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
 
 

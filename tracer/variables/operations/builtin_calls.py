@@ -333,17 +333,33 @@ def _read_or_missing(
             return None
         raise
     except Unsupported as e:
-        if _missing_attribute(e):
+        if _missing_attribute(e, obj, name.as_python_constant()):
             return None
         raise
     finally:
         tx.builtin_catches.pop()
 
 
-def _missing_attribute(e: Unsupported) -> bool:
+def _missing_attribute(e: Unsupported, obj: VariableTracker, name: str) -> bool:
     """The attribute is absent (guarded so), or reading it raises AttributeError, which
-    ``getattr(o, name, default)`` and ``hasattr`` catch."""
-    return e.kind == "getattr" or (isinstance(e, PythonError) and isinstance(e.exc, AttributeError))
+    ``getattr(o, name, default)`` and ``hasattr`` catch. A read the tracer does not follow (also
+    a ``getattr`` break) is no proof of absence where ``obj``'s class has the attribute
+    (``getattr(bound_method, "__reduce_ex__", None)``): that stays a break."""
+    if isinstance(e, PythonError):
+        return isinstance(e.exc, AttributeError)
+    return e.kind == "getattr" and not _on_class(obj, name)
+
+
+def _on_class(obj: VariableTracker, name: str) -> bool:
+    """Whether ``obj``'s class has ``name`` (looked up without running descriptors)."""
+    try:
+        cls = obj.python_type()
+    except Unsupported:
+        return False
+    return inspect.getattr_static(cls, name, _ABSENT) is not _ABSENT
+
+
+_ABSENT = object()
 
 
 @builtin(setattr)

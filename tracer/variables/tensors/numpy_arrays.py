@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ....guards import kinds
 from ....guards.sources import AttrSource, NumpyTensorSource, Source
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
@@ -433,9 +432,8 @@ def wrap_array(tx: Translator, value: Any, source: Source) -> NumpyArrayVariable
         tensor = torch.from_numpy(value)
     except (TypeError, ValueError):
         return None
-    add = tx.output.add_guard
-    add(kinds.TYPE_MATCH(source, np.ndarray))
-    add(kinds.EQUALS_MATCH(AttrSource(source, "dtype"), value.dtype))
+    tx.output.assume_type(source, np.ndarray)
+    tx.output.assume_equal(AttrSource(source, "dtype"), value.dtype)
     return NumpyArrayVariable(tx.output.add_input(tensor, NumpyTensorSource(source)), source=source)
 
 
