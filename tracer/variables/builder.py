@@ -315,8 +315,8 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         self_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
-        func = wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its code and defaults
-        return UserFunctionVariable(value.__func__, func.source, self_vt=self_vt)
+        wrap(tx, value.__func__, AttrSource(source, "__func__"))  # its identity and code
+        return UserFunctionVariable(value.__func__, source, self_vt=self_vt, bound_source=True)
     if isinstance(value, types.ModuleType):
         add(identity)
         return PythonModuleVariable(value, source)

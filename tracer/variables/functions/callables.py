@@ -41,9 +41,23 @@ CALL_HOOKS: dict[types.CodeType, Any] = {}
 
 @dataclass(eq=False)
 class UserFunctionVariable(VariableTracker):
+    """A Python function, or one bound to ``self_vt``. ``source`` loads the function, except where
+    ``bound_source`` says it loads the bound method itself (one the trace was given, ``V =
+    obj.method``): rebuilt as that object, so ``r is V`` holds for it as in CPython. A bound
+    method's ``__defaults__``, ``__closure__`` and ``__code__`` are its function's, so guards read
+    them through either source."""
+
     fn: types.FunctionType
     source: Source | None = None
     self_vt: VariableTracker | None = None  #: the bound ``self`` for methods of user objects
+    bound_source: bool = False  #: ``source`` loads the bound method, not the function
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        if self.bound_source and changes.get("self_vt", self.self_vt) is not self.self_vt:
+            # bound to something else: no longer that object, only its function
+            changes.setdefault("source", AttrSource(self.source, "__func__"))
+            changes["bound_source"] = False
+        return super().clone(**changes)
 
     def python_type(self) -> type:
         return types.MethodType if self.self_vt is not None else types.FunctionType
@@ -125,7 +139,7 @@ class UserFunctionVariable(VariableTracker):
         return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
 
     def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None and self.self_vt is None:
+        if self.source is not None and (self.self_vt is None or self.bound_source):
             return self.source.reconstruct(cg)
         if self.self_vt is not None:
             cg.load_const(types.MethodType)
