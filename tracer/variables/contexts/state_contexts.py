@@ -28,7 +28,6 @@ from torch.overrides import _get_current_function_mode_stack
 from torch.utils._contextlib import _DecoratorContextManager
 from torch.utils._device import DeviceContext, _device_constructors
 
-from ....guards import kinds
 from ....guards.sources import AttrSource, Source
 from ...context_runtime import (
     ContextRecipe,
@@ -404,9 +403,7 @@ def _inference_mode_query(
 ) -> VariableTracker:
     """``torch.is_inference_mode_enabled()``: the state while tracing, guarded at the start."""
     start = tx.output.state.start_inference
-    tx.output.add_guard(
-        kinds.GLOBAL_STATE(None, (("inference",), torch.is_inference_mode_enabled, start))
-    )
+    tx.output.assume_state(("inference",), torch.is_inference_mode_enabled, start)
     return ConstantVariable(torch.is_inference_mode_enabled())
 
 
@@ -515,7 +512,7 @@ def wrap_context_object(
 
 def _guard_identity(tx: Translator, value: Any, source: Source | None) -> None:
     if source is not None:
-        tx.output.add_guard(kinds.ID_MATCH(source, value))
+        tx.output.assume_identity(source, value)
 
 
 def _instance_args(tx: Translator, value: Any, source: Source | None) -> list[VariableTracker]:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ....guards import kinds
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.symbolic import SymNodeVariable
@@ -100,7 +99,7 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         new = tx.output.side_effects.is_new
         if not (new(lhs) or new(rhs)) and lhs.source is not None and rhs.source is not None:
             # both guarded by type only: another call may pass one object twice
-            tx.output.add_guard(kinds.DISTINCT_INPUT(lhs.source, rhs.source))
+            tx.output.assume_distinct(lhs.source, rhs.source)
         return False
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
@@ -118,7 +117,7 @@ def pin_identity(tx: Translator, vt: VariableTracker) -> None:
     from it (its ``repr``, ``id`` or ``hash``): an input object guarded only by its type could be
     another object at the next call."""
     if isinstance(vt, UserObjectVariable) and vt.source is not None:
-        tx.output.add_guard(kinds.ID_MATCH(vt.source, vt.value))
+        tx.output.assume_identity(vt.source, vt.value)
 
 
 #: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).

@@ -23,7 +23,6 @@ import torch
 import torch.optim.optimizer as optim_optimizer
 import torch.utils._foreach_utils as foreach_utils
 
-from ....guards import kinds
 from ...context_runtime import ContextRecipe
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -93,7 +92,7 @@ def _record_function(
     values, named = constant_args("record_function", args, kwargs)
     if named or len(values) != 1 or not isinstance(values[0], str):
         return None
-    tx.output.add_guard(kinds.GLOBAL_STATE(None, (("profiler",), _profiler_enabled, False)))
+    tx.output.assume_state(("profiler",), _profiler_enabled, False)
     return RecordFunctionVariable(log=tx.output.state, label=values[0])
 
 
