@@ -68,7 +68,11 @@ class RouteTable(dict):
     """Callable -> what routed code calls instead, for callables decided on before; a callable
     not in it is passed to ``route``, which decides (and remembers it here where it may). It is
     a constant of routed code, whose code objects hash and compare their constants: it hashes
-    and compares by identity."""
+    and compares by identity.
+
+    The callables made anew at each call, and so never found, are answered here without the
+    router: a C method bound to an object (``x.view``) is called as it is; a bound method as its
+    function is (looked up here, unbound)."""
 
     __slots__ = ("route",)
     __hash__ = object.__hash__
@@ -76,6 +80,16 @@ class RouteTable(dict):
     __ne__ = object.__ne__
 
     def __missing__(self, obj: Any) -> Any:
+        kind = obj.__class__
+        if kind is types.BuiltinMethodType:
+            owner = obj.__self__
+            if owner is not None and type(owner) is not types.ModuleType:
+                return obj
+        elif kind is types.MethodType:
+            fn = obj.__func__
+            if type(fn) is types.FunctionType:
+                target = self[fn]
+                return obj if target is fn else types.MethodType(target, obj.__self__)
         return self.route(obj)
 
 

@@ -354,3 +354,31 @@ def test_a_module_whose_trace_fails_inside_its_compiled_caller_runs_as_it_is(bro
             x = torch.randn(3)
             torch.testing.assert_close(compiled(x), run(x))
     assert bytegraph.stats()["fallback:internal_error"] == 1
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return (x * self.k).tanh()
+
+
+def _falls_back_calling_methods(x, scaler):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("handled")  # a break while an exception is handled: runs in Python
+    return scaler.apply(x).sum(0) + x.dim()
+
+
+def test_methods_called_from_a_fallback_run_compiled_and_bound_to_their_object():
+    compiled = bytegraph.compile(_falls_back_calling_methods, backend="eager")
+    with pytest.warns(UserWarning, match="in Python"):
+        for k in (2.0, 3.0, 2.0):
+            x, scaler = torch.randn(3, 2), _Scaler(k)
+            torch.testing.assert_close(compiled(x, scaler), _falls_back_calling_methods(x, scaler))
+    stats = bytegraph.stats()
+    # _falls_back_calling_methods (fails) and _Scaler.apply (with self.k a constant: traced
+    # once per value); the tensor methods run as they are
+    assert stats["fallback:exception"] == 1 and stats["frames"] == 3
