@@ -1,15 +1,15 @@
-"""Calls to callables from torch's namespaces: ops become graph nodes, a few are understood
-specially.
+"""Calls to callables from torch's namespaces: ``TorchVariable`` and what its call does.
 
-Context managers (``torch.no_grad()``, ``torch.autocast(...)``...) and state setters that are traced
-(``set_grad_enabled``, ``set_default_dtype``, ``set_default_device``,
-``use_deterministic_algorithms``) go to ``state_contexts.py``; queries of global state are answered
-as constants (the state is guarded and, while tracing, really switched); other calls with effects
-outside the tensors (seeding, saving, global flags, mode stacks) are ``Unsupported`` so they run in
-Python. Everything else is recorded as a node and run on fake tensors; results that are not tensors
-are folded to constants by the output graph. Factory calls under a ``torch.device`` context or after
-a ``set_default_device`` of the trace get the device as an argument; torch's legacy typed
-constructors (``torch.FloatTensor(...)``) are ``LEGACY_CONSTRUCTORS``.
+Callables with an entry in ``call_rules`` are answered there first (``torch.Size``, queries of
+global state as constants, ``torch.device``/``finfo`` folded, ``as_tensor``/``from_numpy`` of
+arrays and tensors, torch's legacy typed constructors ``LEGACY_CONSTRUCTORS``, ``torch._assert``,
+the ``EFFECTFUL`` names ``torch`` has): those entries are registered in this module.
+``call_torch_function`` takes the rest: tensor methods read from the class, collectives, context
+managers (``state_contexts.py``), other calls with effects outside the tensors (``EFFECTFUL`` names
+and ``set_*`` functions of any torch namespace: ``Unsupported``, so they run in Python), and
+otherwise ``record_torch_op``: a graph node run on fake tensors (results that are not tensors are
+folded to constants by the output graph; factory calls under a ``torch.device`` context of the
+trace get the device as an argument).
 """
 
 from __future__ import annotations
