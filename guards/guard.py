@@ -61,8 +61,8 @@ class GuardKind:
     order: int
     identity: bool  #: ``arg`` is an object compared by identity: held weakly
     render: Callable[[str, Any, Any], list[str]]  #: ``(expr, arg, consts) -> Python conditions``
-    #: ``arg -> `` the hashable form of ``arg`` two guards of this kind on one source are equal by
-    #: (never an object compared by identity: only its ``id``)
+    #: maps ``arg`` to the hashable form two guards of this kind on one source are equal by (an
+    #: object compared by identity appears only as its ``id``, so no guard keeps it alive)
     key: Callable[[Any], Any]
     absorb: Absorb = Absorb.NEVER  #: whether it can move into a ``MODULE_TREE`` check
     fixed: Fixed = Fixed.VALUE  #: whether it holds by construction on a constant's path
