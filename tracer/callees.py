@@ -72,9 +72,10 @@ class RouteTable(dict):
 
     The callables made anew at each call, and so never found, are answered here without the
     router: a C method bound to an object (``x.view``) is called as it is; a bound method as its
-    function is (looked up here, unbound)."""
+    function is (looked up here, unbound); a module goes to ``modules`` (its compiled caller or
+    itself)."""
 
-    __slots__ = ("route",)
+    __slots__ = ("route", "modules")
     __hash__ = object.__hash__
     __eq__ = object.__eq__
     __ne__ = object.__ne__
@@ -90,6 +91,8 @@ class RouteTable(dict):
             if type(fn) is types.FunctionType:
                 target = self[fn]
                 return obj if target is fn else types.MethodType(target, obj.__self__)
+        elif isinstance(obj, nn.Module):
+            return self.modules(obj)
         return self.route(obj)
 
 
@@ -122,12 +125,16 @@ class CalleeCompiler:
         self._module_callers: dict[type, Any] = {}
         self.route = self.table.route = self._make_route()
         self.route.table = self.table  # type: ignore[attr-defined]
+        self.table.modules = self
         _COMPILERS.add(self)
 
     def __call__(self, obj: Any) -> Any:
         if isinstance(obj, nn.Module):
-            caller = self._module_callers.get(type(obj), _MISSING)
+            cls = type(obj)
+            caller = self._module_callers.get(cls, _MISSING)
             if caller is _MISSING:
+                if not obj._modules and _LIBRARY_LEAVES.get(cls, _MISSING) is cls.forward:
+                    return obj
                 caller = self._module_caller(obj) if _user_module(obj) else None
             return obj if caller is None else functools.partial(caller, obj)
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
@@ -361,10 +368,16 @@ def _user_module(module: nn.Module) -> bool:
         known = _USER_MODULES[module] = any(
             compiles_on_its_own(type(m).forward) for m in module.modules()
         )
+        cls = type(module)
+        if not known and not module._modules and "<locals>" not in cls.__qualname__:
+            _LIBRARY_LEAVES[cls] = cls.forward
     return known
 
 
 _USER_MODULES: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
+#: Module classes defined at module level whose ``forward`` (kept: it may be replaced) is not
+#: user code: their modules without children are called as they are, with no per-module lookup.
+_LIBRARY_LEAVES: dict[type, Any] = {}
 
 
 def compiles_on_its_own(fn: Any) -> bool:

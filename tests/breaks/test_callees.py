@@ -382,3 +382,29 @@ def test_methods_called_from_a_fallback_run_compiled_and_bound_to_their_object()
     # _falls_back_calling_methods (fails) and _Scaler.apply (with self.k a constant: traced
     # once per value); the tensor methods run as they are
     assert stats["fallback:exception"] == 1 and stats["frames"] == 3
+
+
+def _falls_back_calling(module, x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("handled")  # a break while an exception is handled: runs in Python
+    return module(x) + 1
+
+
+def _doubling_forward(self, x):
+    return x * 2
+
+
+def test_a_library_module_runs_as_it_is_until_its_class_gets_a_user_forward(monkeypatch):
+    compiled = bytegraph.compile(_falls_back_calling, backend="eager")
+    identity, x = torch.nn.Identity(), torch.randn(3)
+    with pytest.warns(UserWarning, match="in Python"):
+        for _ in range(2):
+            torch.testing.assert_close(compiled(identity, x), x + 1)
+    assert bytegraph.stats()["frames"] == 1  # the fallback only: Identity runs as it is
+    monkeypatch.setattr(torch.nn.Identity, "forward", _doubling_forward)
+    fresh = torch.nn.Identity()  # (the first one keeps its answer: it is asked once per module)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(fresh, x), x * 2 + 1)
+    assert bytegraph.stats()["frames"] == 2  # its class's caller, with the user's forward
