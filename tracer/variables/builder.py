@@ -44,6 +44,8 @@ from .containers.builtin_containers import (
     compared_by_value,
     hash_key,
     is_key_value,
+    key_vt,
+    make_set,
 )
 from .containers.collection_types import DequeVariable
 from .containers.lazy_list import LazyListVariable
@@ -512,10 +514,18 @@ def fold(
     if type(value) is list:
         return ListVariable([fold(tx, v, given) for v in value])
     if type(value) is dict:
-        return DictVariable({k: fold(tx, v, given) for k, v in value.items()})
+        return DictVariable({_fold_key(tx, k, given): fold(tx, v, given) for k, v in value.items()})
     if type(value) is set:
-        return SetVariable(set(value))
+        return SetVariable({_fold_key(tx, k, given) for k in value})
+    if type(value) is frozenset and given and any(id(k) in given for k in value):
+        return make_set(frozenset(_fold_key(tx, k, given) for k in value))
     return wrap_static(tx, value)
+
+
+def _fold_key(tx: Translator, key: Any, given: dict[int, VariableTracker] | None) -> Any:
+    """A folded dict's key or set's item: the tracker of an object the call was given stays
+    beside it (``hash_key``), so the key is rebuilt as that object."""
+    return hash_key(given[id(key)]) if given and id(key) in given else key
 
 
 def fold_call(
@@ -556,3 +566,10 @@ def _record_given(vt: VariableTracker, value: Any, given: dict[int, VariableTrac
     if isinstance(vt, (TupleVariable, ListVariable)) and len(items) == len(value):
         for item_vt, item in zip(items, value, strict=True):
             _record_given(item_vt, item, given)
+    elif isinstance(vt, (DictVariable, SetVariable)) and isinstance(value, (dict, set, frozenset)):
+        keys = {key: key for key in items}  # each traced key by the real key it stands for
+        for real in value:
+            if real in keys:
+                _record_given(key_vt(keys[real]), real, given)
+                if isinstance(value, dict):
+                    _record_given(items[keys[real]], value[real], given)

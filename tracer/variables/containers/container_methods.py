@@ -448,6 +448,8 @@ def real_iterable(tx, vt):
         return vt.items
     if isinstance(vt, DictVariable):
         return dict.fromkeys(vt.items)
+    if isinstance(vt, TupleVariable):
+        return tuple(map(_key, vt.items))  # its items' trackers kept (an object read from a global)
     if vt.is_python_constant() and isinstance(
         vt.as_python_constant(), (str, range, tuple, frozenset)
     ):
