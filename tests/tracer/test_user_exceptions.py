@@ -187,3 +187,52 @@ def test_shallow_copy_of_a_bound_method_is_a_bound_method():
         return x + 1, copy.copy(PLAIN.method)
 
     check_breaks(fn, randn(3), graphs=1, breaks=2, calls=1)
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+    def __eq__(self, other):
+        return isinstance(other, Point) and other.x == self.x
+
+    __hash__ = None
+
+
+class Halves:
+    """Defines ``//`` and ``%`` but not ``divmod``, and ``|`` only reflected."""
+
+    def __floordiv__(self, other):
+        return "floordiv"
+
+    def __mod__(self, other):
+        return "mod"
+
+    def __ror__(self, other):
+        return ("ror", other)
+
+
+OBJECT_OPERATIONS = {
+    "object_or_int": lambda x: PLAIN | 7,
+    "int_or_object": lambda x: 7 | PLAIN,
+    "object_or_set": lambda x: Point(1) | {1},
+    "class_or_object": lambda x: Plain | PLAIN,
+    "object_lt_float": lambda x: Point(1) < 2.5,
+    "str_ge_object": lambda x: "a" >= PLAIN,
+    "object_add_object": lambda x: PLAIN + Point(2),
+    "object_in_place_xor": lambda x: operator.ixor(Point(1), 3),
+    "divmod_of_objects": lambda x: divmod(PLAIN, 2),
+    "divmod_without_dunder": lambda x: divmod(Halves(), 2),
+    "reflected_or": lambda x: 7 | Halves(),
+    "int_mul_object": lambda x: 3 * PLAIN,
+    "str_mod_object": lambda x: PLAIN % "s",
+}
+
+
+@pytest.mark.parametrize("name", OBJECT_OPERATIONS)
+def test_operator_no_operand_implements_raises_the_users_type_error(name):
+    """CPython's own TypeError (``unsupported operand type(s) for |: 'Plain' and 'int'``), in the
+    trace: the metaclass's ``type.__or__`` is not the object's ``__or__``."""
+    fn = caught(OBJECT_OPERATIONS[name])
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(3))

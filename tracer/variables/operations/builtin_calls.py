@@ -43,7 +43,7 @@ from ..iterators.combinators import EnumerateVariable, FilterVariable, MapVariab
 from ..iterators.iterator_trackers import IteratorVariable
 from ..objects.classes import ClassVariable, SuperVariable
 from ..objects.exceptions import ExceptionVariable, is_simple_exception
-from ..objects.existing_objects import PythonModuleVariable
+from ..objects.existing_objects import PythonModuleVariable, UserObjectVariable
 from ..tensors.tensor import TensorVariable, to_scalar
 from ..tensors.tensor import to_bool as tensor_bool
 from . import concrete, sorting
@@ -491,9 +491,16 @@ def pow_(
 
 @builtin(divmod)
 def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableTracker:
-    """Of symbolic numbers (tensors have no ``__divmod__``: CPython raises)."""
+    """Of numbers (tensors have no ``__divmod__``: CPython raises); an object's is its
+    ``__divmod__`` (or the other's ``__rdivmod__``), not its ``//`` and ``%``: a break, or
+    CPython's TypeError where neither defines it."""
     if any(isinstance(v, TensorVariable) for v in (a, b)):
         raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
+    if any(isinstance(v, UserObjectVariable) for v in (a, b)):
+        error = concrete.unsupported_operands(divmod, [a, b], {"__divmod__", "__rdivmod__"})
+        if error is not None:
+            raise PythonError(error)
+        raise Unsupported("builtin", f"divmod() of {a} and {b}")
     quotient = dispatch.call_operator(tx, operator.floordiv, [a, b])
     return TupleVariable([quotient, dispatch.call_operator(tx, operator.mod, [a, b])])
 

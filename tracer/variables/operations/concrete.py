@@ -1,6 +1,7 @@
 """Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
 ``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
-tuples and lists of them.
+tuples and lists of them; and an operation no operand implements (``unsupported_operands``), run
+on stand-ins for CPython's TypeError.
 
 An object read from the inputs (a global, an attribute) is a real object during the trace. A
 builtin that reads it only through what ``object`` itself defines (its identity, the default
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ...exc import PythonError
 from ..base import ConstantLikeVariable, VariableTracker, walk
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import BaseSequenceVariable
+from ..containers.builtin_containers import BaseSequenceVariable, DictVariable, SetVariable
 from ..functions.callables import BuiltinVariable, UserFunctionVariable
+from ..modules.nn_modules import NNModuleVariable
 from ..objects.existing_objects import UserObjectVariable
 from .truth import pin_identity
 
@@ -36,6 +38,7 @@ _READS: dict[Any, tuple[str, ...]] = {
     format: ("__format__", "__str__", "__repr__"),
 }
 _MISSING = object()
+_CONTAINERS = (BaseSequenceVariable, DictVariable, SetVariable)
 
 
 def evaluate(
@@ -90,3 +93,44 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
     ):  # a class, module, function: guarded by identity where it was read
         return vt.as_python_constant()
     return _MISSING
+
+
+def unsupported_operands(
+    fn: Any, args: list[VariableTracker], methods: set[str]
+) -> Exception | None:
+    """The TypeError CPython raises for ``fn(*args)`` where no operand implements it, or None where
+    that is not known: each operand is a builtin value (a container: its builtin type, whose
+    methods give NotImplemented for a plain object whatever it holds) or an object of a Python
+    class defining none of ``methods`` (those ``fn`` could call), one at least. The error is
+    CPython's own, from ``fn`` run on the values with each object replaced by an instance of an
+    empty class of the same name and each container by an empty one."""
+    stand_ins: dict[type, type] = {}
+    values: list[Any] = []
+    for vt in args:
+        if isinstance(vt, UserObjectVariable) and not isinstance(vt, NNModuleVariable):
+            cls = vt.python_type()
+            if not _plain_class(cls, methods):
+                return None
+            values.append(stand_ins.setdefault(cls, type(cls.__name__, (), {}))())
+        elif vt.is_python_constant() and type(vt.as_python_constant()).__module__ == "builtins":
+            values.append(vt.as_python_constant())
+        elif isinstance(vt, _CONTAINERS) and vt.python_type().__module__ == "builtins":
+            values.append(vt.python_type()())  # its items play no part against a plain object
+        else:
+            return None
+    if not stand_ins:
+        return None
+    try:
+        fn(*values)
+    except TypeError as e:
+        return e
+    return None
+
+
+def _plain_class(cls: type, methods: set[str]) -> bool:
+    """A class made of Python classes (and ``object``) none of which defines one of ``methods``."""
+    return all(
+        base is object
+        or (type(base) is type and "__dict__" in vars(base) and not methods & vars(base).keys())
+        for base in cls.__mro__
+    )

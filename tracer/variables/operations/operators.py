@@ -43,7 +43,7 @@ from ..objects import new_objects
 from ..objects.existing_objects import UserObjectVariable
 from ..tensors import numpy_arrays
 from ..tensors.tensor import TensorVariable
-from . import equality, sorting
+from . import concrete, equality, sorting
 from .truth import contains, is_same, truth
 
 if TYPE_CHECKING:
@@ -166,6 +166,29 @@ def symbolic_numbers(
         op = OPERATORS[op].binary or op
         _check_arithmetic_error(op, args)
     return tx.output.call_function(op, tuple(args), {})
+
+
+_ORDERING = ("__lt__", "__le__", "__gt__", "__ge__")
+
+
+@operator_rule(
+    *BINARY, *INPLACE, *(op for op in COMPARISONS if op not in (operator.eq, operator.ne))
+)
+def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """An object whose class implements none of the methods the operator could call, with
+    builtin values or such objects (``Plain() | 7``, ``Point(1, 2) < 3``, ``x |= Plain()``):
+    CPython's TypeError, in the trace."""
+    if not any(isinstance(a, UserObjectVariable) for a in args):
+        return None
+    declared = OPERATORS[op]
+    binary = OPERATORS[declared.binary] if declared.binary else declared
+    methods = {declared.dunder, binary.dunder, binary.reflected, "__index__"} - {None}
+    if declared.kind == "comparison":
+        methods.update(_ORDERING)
+    error = concrete.unsupported_operands(op, args, methods)
+    if error is not None:
+        raise PythonError(error)
+    return None
 
 
 operator_rule(*BINARY, *INPLACE, *COMPARISONS)(dict_views.set_operator)  # a set or a dict view
@@ -476,15 +499,21 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     return TupleVariable(items, is_size=lhs.is_size)
 
 
+def _defines(cls: type, name: str) -> bool:
+    """Whether ``cls`` or a base defines ``name``, as CPython looks an operator's method up (not
+    ``hasattr(cls, name)``, which also finds the metaclass's: ``type.__or__`` makes unions)."""
+    return any(name in vars(base) for base in cls.__mro__)
+
+
 def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     name, reflected = OPERATORS[op].dunder, OPERATORS[op].reflected
-    if name and isinstance(args[0], UserObjectVariable) and hasattr(type(args[0].value), name):
+    if name and isinstance(args[0], UserObjectVariable) and _defines(type(args[0].value), name):
         return args[0].call_method(tx, name, args[1:], {})
     if (
         reflected
         and len(args) == 2
         and isinstance(args[1], UserObjectVariable)
-        and hasattr(type(args[1].value), reflected)
+        and _defines(type(args[1].value), reflected)
     ):
         return args[1].call_method(tx, reflected, [args[0]], {})
     return None
