@@ -4,6 +4,8 @@ eager (graphs and breaks counted)."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import importlib
 import inspect
 import sys
@@ -11,6 +13,7 @@ import sys
 import bytegraph.tracer.variables.dispatch  # noqa: F401 (imports every family that registers)
 import pytest
 import torch
+from bytegraph.tracer.polyfills.registry import POLYFILLS
 from bytegraph.tracer.variables.call_rules import CALL_RULES, CallRule, call_rule, register
 from difftest import check_breaks
 
@@ -46,6 +49,13 @@ def test_the_torch_entries_name_torch_callables():
     assert kind(CALL_RULES[torch._assert]) == "substitute"
     # ``torch._dynamo`` rebinds ``torch.manual_seed`` to a wrapper of it when it is imported
     assert kind(CALL_RULES[inspect.unwrap(torch.manual_seed)]) == "effect=python"
+
+
+def test_polyfills_and_the_dispatchers_own_callables_are_entries():
+    for target, polyfill in POLYFILLS.items():
+        assert CALL_RULES[target].substitute is polyfill
+    for target in (functools.cmp_to_key, vars(type)["__call__"], collections.namedtuple):
+        assert kind(CALL_RULES[target]) == "handler"
 
 
 def test_a_second_entry_for_a_callable_is_refused():

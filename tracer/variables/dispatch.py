@@ -24,7 +24,7 @@ from .base import VariableTracker
 from .constants.constant import ConstantVariable
 from .containers import container_methods, dict_views
 from .containers.builtin_containers import DictVariable
-from .functions import class_factories
+from .functions import class_factories  # noqa: F401 (registers its call rules)
 from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
@@ -62,9 +62,9 @@ def call(
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
     """Any call the bytecode makes. A callable with a registered substitute
-    (``markers.substitute_for``) runs its Python polyfill instead, as does a C builtin with one of
-    bytegraph's polyfills (``tracer/polyfills``); an ``lru_cache``'d function runs the function it
-    wraps."""
+    (``markers.substitute_for``) runs its Python polyfill instead; one with an entry in
+    ``call_rules`` (bytegraph's polyfills of C builtins among them) is traced as the entry says;
+    an ``lru_cache``'d function runs the function it wraps."""
     substitute = markers.substitute_for(_callee(fn))
     if substitute is not None:
         return _call_substitute(tx, substitute, args, kwargs)
@@ -72,24 +72,23 @@ def call(
     if target is not None:
         if numpy_arrays.is_numpy_callable(target):
             return numpy_arrays.call_numpy(tx, target, args, kwargs)
-        replacement = polyfills.lookup(target)
-        if replacement is not None:
-            return UserFunctionVariable(replacement).call_function(tx, args, kwargs)
-        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
-            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
-        if target is _TYPE_CALL and args:  # ``type.__call__(cls, ...)`` in a metaclass's own
-            return new_objects.construct(tx, args[0], list(args[1:]), kwargs, False)
-        if target is functools.cmp_to_key and len(args) == 1 and not kwargs:
-            return builtin_calls.CmpKeyVariable(args[0])
-        made = class_factories.make_class(tx, target, args, kwargs)
-        if made is not None:  # ``collections.namedtuple(...)``
-            return made
         rule = call_rules.lookup(target)
         if rule is not None:
             made = apply_rule(tx, rule, args, kwargs)
             if made is not None:  # None: the entry declined this form of the call
                 return made
+        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
+            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
     return fn.call_function(tx, args, kwargs)
+
+
+#: bytegraph's polyfills (``tracer/polyfills``, which knows no tracker) are substitute entries.
+for _target, _polyfill in polyfills.registry.POLYFILLS.items():
+    call_rules.register(
+        call_rules.CallRule(_target, substitute=_polyfill, owner=_polyfill.__module__)
+    )
+
+_LRU_WRAPPER = type(functools.lru_cache(None)(len))
 
 
 def apply_rule(
@@ -117,10 +116,6 @@ def apply_rule(
     values = [a.as_python_constant() for a in args]
     named = {k: v.as_python_constant() for k, v in kwargs.items()}
     return ConstantVariable(rule.target(*values, **named))
-
-
-_LRU_WRAPPER = type(functools.lru_cache(None)(len))
-_TYPE_CALL = vars(type)["__call__"]
 
 
 def _callable_value(fn: VariableTracker) -> Any:

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..containers.builtin_containers import TupleVariable
 
 if TYPE_CHECKING:
     from ...translator import Translator
 
 
+@call_rule(collections.namedtuple, tuple.__new__)
 def make_class(
     tx: Translator, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
@@ -29,8 +31,6 @@ def make_class(
     namedtuple ``tuple.__new__`` makes)."""
     if target is _TUPLE_NEW:
         return _tuple_new(tx, args, kwargs)
-    if target is not collections.namedtuple:
-        return None
     if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
         raise Unsupported("class_factory", "namedtuple() called with values only known at run time")
     real_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}

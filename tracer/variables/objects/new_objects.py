@@ -28,6 +28,7 @@ from torch import nn
 from ....guards.sources import AttrSource, Source, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..constants.constant import ConstantVariable
 from ..containers import dict_subclasses
 from ..containers.builtin_containers import DictVariable, TupleVariable, key_vt
@@ -218,6 +219,14 @@ def construct(
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
     return obj
+
+
+@call_rule(vars(type)["__call__"])
+def _type_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``type.__call__(cls, ...)`` in a metaclass's own ``__call__``."""
+    return construct(tx, args[0], list(args[1:]), kwargs, False) if args else None
 
 
 def _metaclass_call(tx: Translator, cls_vt: VariableTracker, fn: types.FunctionType):

@@ -19,6 +19,7 @@ import torch
 
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..constants.constant import ConstantVariable
 from ..constants.symbolic import SymNodeVariable
 from ..containers.builtin_containers import ListVariable, TupleVariable
@@ -40,6 +41,13 @@ class CmpKeyVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(functools.cmp_to_key(len))
+
+
+@call_rule(functools.cmp_to_key)
+def _cmp_to_key(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    return CmpKeyVariable(args[0]) if len(args) == 1 and not kwargs else None
 
 
 def _index_key(
