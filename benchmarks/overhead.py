@@ -16,7 +16,9 @@ Then the costs of code that does not compile whole, for both engines (``target_r
   over eager (target: at most 1.05x; torch.compile resumes after the break instead);
 * a routed call: a tensor-free helper called from code run in plain Python (the fallback above,
   calling it in a loop), over the same code run eagerly (target: at most 1.05x), and the bare
-  routed call of the helper over its plain call (what one call site costs).
+  routed call of the helper over its plain call (what one call site costs), with the same for a
+  bound method, a tensor's method and a library module (callables made anew, or looked up anew,
+  at each call).
 
 Run::
 
@@ -146,6 +148,32 @@ def _calls_exists(vals):
     return n
 
 
+class _Counter:
+    def has(self, v):
+        return v is not None
+
+
+def _calls_a_method(vals, obj):
+    n = 0
+    for v in vals:
+        if obj.has(v):
+            n += 1
+    return n
+
+
+def _calls_a_tensor_method(vals, t):
+    n = 0
+    for _ in vals:
+        n += t.dim()
+    return n
+
+
+def _calls_a_module(vals, module, t):
+    for _ in vals:
+        t = module(t)
+    return t
+
+
 def _matrices() -> tuple:
     return torch.randn(8, 32), torch.randn(32, 32) / 6
 
@@ -206,8 +234,10 @@ def target_rows(number: int, repeat: int) -> None:
     print(row.format("a fallback: time / eager", *_over_eager(t["fallback"]), "<= 1.05"))
     helpers = _over_eager(t["fallback+helpers"])
     print(row.format("a fallback calling tensor-free helpers / eager", *helpers, "<= 1.05"))
-    bare = _bare_routed_call(vals, number, repeat)
-    print(row.format("  one routed call / one plain call (alone)", bare, float("nan"), ""))
+    bare = _bare_routed_calls(vals, number, repeat)
+    print(row.format("  one routed call / one plain call (alone)", bare["function"], nan, ""))
+    for kind in ("bound method", "tensor method", "library module"):
+        print(row.format(f"    the same, calling a {kind}", bare[kind], nan, ""))
     kinds = sorted(k for k in bytegraph.stats() if k.startswith("fallback:"))
     print(f"(bytegraph fell back in {', '.join(kinds) or 'nothing: the fallback rows are wrong'})")
 
@@ -219,20 +249,35 @@ def _over_eager(t: dict[str, float]) -> tuple[float, float]:
     return t["bytegraph"] / t["eager"], t["torch.compile"] / t["eager"]
 
 
-def _bare_routed_call(vals: list[int], number: int, repeat: int) -> float:
-    """Per loop iteration, routed over plain: ``exists(v)`` called through bytegraph's router
-    from a function run in Python (``codegen/route_calls.py``) against the plain call."""
+nan = float("nan")
+
+
+def _bare_routed_calls(vals: list[int], number: int, repeat: int) -> dict[str, float]:
+    """Per kind of callable, routed over plain: a loop calling it through bytegraph's router from
+    a function run in Python (``codegen/route_calls.py``) against the same loop run plainly. The
+    kinds: a tensor-free function (``exists(v)``), a method of a user object, a tensor's method,
+    a module of torch's (``nn.Identity``)."""
     from bytegraph.codegen.route_calls import routed
     from bytegraph.tracer.driver import CompiledCode, Settings
 
-    state = CompiledCode(_calls_exists, Settings(backend=lambda gm, inputs: gm))
-    routed_fn = routed(_calls_exists, state.callees.route)
-    routed_fn(vals)  # traces ``exists`` once: tensor-free
-    best = {"plain": float("inf"), "routed": float("inf")}
-    for _ in range(repeat):
-        for name, fn in (("plain", _calls_exists), ("routed", routed_fn)):
-            best[name] = min(best[name], per_call_us(fn, (vals,), number))
-    return best["routed"] / best["plain"]
+    t = torch.randn(4)
+    loops = {
+        "function": (_calls_exists, (vals,)),
+        "bound method": (_calls_a_method, (vals, _Counter())),
+        "tensor method": (_calls_a_tensor_method, (vals, t)),
+        "library module": (_calls_a_module, (vals, torch.nn.Identity(), t)),
+    }
+    ratios = {}
+    for kind, (loop, args) in loops.items():
+        state = CompiledCode(loop, Settings(backend=lambda gm, inputs: gm))
+        routed_fn = routed(loop, state.callees.route)
+        routed_fn(*args)  # decides on each callable once (``exists`` is traced: tensor-free)
+        best = {"plain": float("inf"), "routed": float("inf")}
+        for _ in range(repeat):
+            for name, fn in (("plain", loop), ("routed", routed_fn)):
+                best[name] = min(best[name], per_call_us(fn, args, number))
+        ratios[kind] = best["routed"] / best["plain"]
+    return ratios
 
 
 def main() -> None:
