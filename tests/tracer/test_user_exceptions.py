@@ -161,6 +161,7 @@ class Plain:
 
 
 PLAIN = Plain()
+PAIR = (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -236,3 +237,57 @@ def test_operator_no_operand_implements_raises_the_users_type_error(name):
     fn = caught(OBJECT_OPERATIONS[name])
     check_breaks(fn, randn(3), graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, torch.randn(3))
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda x: len(PLAIN),
+        lambda x: len(Point(1)),
+        lambda x: PAIR[[0]],
+        lambda x: PAIR[5],
+        lambda x: PAIR[{"a": 1}],
+        lambda x: list(PAIR)[(0,)],
+        lambda x: UnicodeDecodeError("m"),
+        lambda x: ExceptionGroup("m"),
+        lambda x: UnicodeTranslateError("a", 0),
+        lambda x: StopIteration(3).value,
+        lambda x: ValueError("m", 2).args,
+    ],
+    ids=[
+        "len_of_object",
+        "len_of_new_object",
+        "tuple_index_list",
+        "tuple_index_out_of_range",
+        "tuple_index_dict",
+        "list_index_tuple",
+        "unicode_decode_error_needs_five",
+        "exception_group_needs_two",
+        "unicode_translate_error_needs_four",
+        "stop_iteration_value",
+        "plain_exception_args",
+    ],
+)
+def test_builtins_raise_cpythons_error_on_known_values(operation):
+    fn = caught(operation)
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_os_error_making_a_subclass_breaks():
+    def fn(x):
+        return x + 1, type(OSError(2, "missing")).__name__
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1, calls=1)
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [lambda t: t * 1, lambda t: True * t, lambda t: t + (), lambda t: () + t],
+    ids=["times_one", "true_times", "plus_empty", "empty_plus"],
+)
+def test_tuple_repeated_once_or_extended_by_nothing_is_itself(operation):
+    def fn(x):
+        t = (x, "b")
+        return x + 1, operation(t) is t
+
+    check_breaks(fn, randn(3), graphs=1, breaks=0)

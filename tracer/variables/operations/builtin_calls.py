@@ -134,7 +134,7 @@ def call_builtin(
         )
     values = [*args, *kwargs.values()]
     if is_simple_exception(fn) and not kwargs:
-        return ExceptionVariable(fn, list(args))
+        return _exception(fn, args)
     if (
         fn in SYMBOLIC_MATH
         and len(args) == 1
@@ -239,7 +239,7 @@ def construct(
     if made is not None:
         return made
     if is_simple_exception(cls) and not kwargs:
-        return ExceptionVariable(cls, list(args))
+        return _exception(cls, args)
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
     if model_output.is_model_output(cls):
@@ -287,6 +287,9 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
         return ConstantVariable(len(obj.dict_vt.items))
     if hasattr(obj, "items"):
         return ConstantVariable(len(obj.items))
+    error = concrete.unsupported_operands(len, [obj], {"__len__"})
+    if error is not None:  # an object whose class has no ``__len__``
+        raise PythonError(error)
     return obj.call_method(tx, "__len__", [], {})
 
 
@@ -503,6 +506,27 @@ def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableT
         raise Unsupported("builtin", f"divmod() of {a} and {b}")
     quotient = dispatch.call_operator(tx, operator.floordiv, [a, b])
     return TupleVariable([quotient, dispatch.call_operator(tx, operator.mod, [a, b])])
+
+
+def _exception(cls: type, args: list[VariableTracker]) -> VariableTracker:
+    """``cls(*args)`` for an exception class. One with a builtin constructor of its own
+    (``UnicodeDecodeError`` takes five arguments, ``ExceptionGroup`` two, ``OSError(2, 'x')`` is a
+    ``FileNotFoundError``) is first made for real from constant arguments: CPython's error is the
+    user's, and a call making another class breaks."""
+    own = any(
+        klass.__module__ == "builtins"
+        and klass not in (BaseException, object)
+        and ("__init__" in vars(klass) or "__new__" in vars(klass))
+        for klass in cls.__mro__
+    )
+    if own and all(a.is_python_constant() for a in args):
+        try:
+            made = cls(*[a.as_python_constant() for a in args])
+        except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+            raise PythonError(e) from None
+        if type(made) is not cls:
+            raise Unsupported("new_object", f"{cls.__name__}(...) makes a {type(made).__name__}")
+    return ExceptionVariable(cls, list(args))
 
 
 def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:

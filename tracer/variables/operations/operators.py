@@ -485,18 +485,26 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
         or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
     ):
+        if _exact_tuple(lhs) and _exact_tuple(rhs) and not (lhs.items and rhs.items):
+            return rhs if not lhs.items else lhs  # CPython gives back the other tuple itself
         items = [*lhs.items, *rhs.items]
     elif (
         op is operator.mul
         and rhs.is_python_constant()
         and type(rhs.as_python_constant()) in (int, bool)
     ):
+        if _exact_tuple(lhs) and (rhs.as_python_constant() == 1 or not lhs.items):
+            return lhs  # CPython gives back the tuple itself
         items = list(lhs.items) * rhs.as_python_constant()
     else:
         raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
     if isinstance(lhs, ListVariable):
         return ListVariable(items)
     return TupleVariable(items, is_size=lhs.is_size)
+
+
+def _exact_tuple(vt: VariableTracker) -> bool:
+    return isinstance(vt, TupleVariable) and vt.python_type() is tuple
 
 
 def _defines(cls: type, name: str) -> bool:
@@ -569,8 +577,15 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
             )
         try:
             return obj.items[index]
-        except (IndexError, TypeError) as e:
-            raise PythonError(e) from None
+        except (IndexError, TypeError):
+            # CPython's message names the sequence's type ("tuple index out of range")
+            shadow = [None] * len(obj.items)
+            _fold(
+                tx,
+                operator.getitem,
+                [tuple(shadow) if isinstance(obj, TupleVariable) else shadow, index],
+            )
+            raise
     if isinstance(obj, ModelOutputVariable):
         return obj.getitem(tx, index)
     if isinstance(obj, NNModuleVariable):
