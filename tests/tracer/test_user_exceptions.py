@@ -291,3 +291,9 @@ def test_tuple_repeated_once_or_extended_by_nothing_is_itself(operation):
         return x + 1, operation(t) is t
 
     check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_class_attribute_whose_descriptor_raises_attribute_error_is_the_users():
+    """``type.__abstractmethods__`` is a descriptor of the metaclass that raises AttributeError for
+    a class without abstract methods."""
+    check_breaks(caught(lambda x: Plain.__abstractmethods__), randn(3), graphs=1, breaks=0)

@@ -91,7 +91,10 @@ class ClassVariable(ConstantLikeVariable):
                     AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
                 )
             raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
-        value = getattr(self.value, name)
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as e:  # a descriptor raising it (``type.__abstractmethods__``)
+            raise PythonError(e) from None
         return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
 
     def call_function(
