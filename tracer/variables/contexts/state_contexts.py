@@ -1,8 +1,9 @@
 """Context managers that switch torch global state: grad mode, inference mode, autocast,
 ``torch.device``, ``torch.random.fork_rng``, ``contextlib.nullcontext``.
 
-``construct(tx, fn, args, kwargs)`` turns a call of one of torch's context classes
-(``torch.no_grad()``, ``torch.autocast("cpu", dtype=...)``...) into its tracker;
+Calls of torch's context callables (``torch.no_grad()``, ``torch.set_grad_enabled(m)``,
+``torch.inference_mode()``, ``fork_rng()``) are entries of ``call_rules`` that make the tracker;
+``construct(tx, fn, args, kwargs)`` does it for ``torch.autocast`` classes and ``nullcontext``;
 ``wrap_context_object`` does the same for a real one the code reaches (``@torch.no_grad()`` and
 ``@torch.autocast(...)`` decorators hold one). Each tracker enters and exits with graph nodes
 torch's own tracer uses (``_set_grad_enabled``, ``_enter_autocast``/``_exit_autocast``,
@@ -44,6 +45,7 @@ from ...context_runtime import (
 )
 from ...exc import Unsupported
 from ...global_state import StateEvent
+from .. import call_rules
 from ..base import VariableTracker
 from ..call_rules import call_rule, call_rules_for
 from ..constants.constant import ConstantVariable
@@ -408,25 +410,49 @@ def _inference_mode_query(
 
 
 # -- building trackers ---------------------------------------------------------------------------
+@call_rule(torch.no_grad, torch.enable_grad)
+def _grad_mode(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    constant_args(fn.__name__, args, kwargs)
+    return GradModeVariable(log=tx.output.state, mode=fn is torch.enable_grad, factory=fn)
+
+
+@call_rule(torch.set_grad_enabled, torch._C._set_grad_enabled)
+def set_grad_enabled(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``torch.set_grad_enabled(mode)`` switches at once and is a context too;
+    ``torch._C._set_grad_enabled(mode)`` only switches."""
+    (mode,), _ = constant_args("set_grad_enabled", args, kwargs)
+    ctx = GradModeVariable(log=tx.output.state, mode=bool(mode), applied=True).created(tx)
+    return ctx if fn is torch.set_grad_enabled else NONE
+
+
+@call_rule(torch.inference_mode)
+def _inference_mode(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    values, named = constant_args("inference_mode", args, kwargs)
+    mode = named.get("mode", values[0] if values else True)
+    if not isinstance(mode, bool):
+        return None  # ``inference_mode(fn)``: the decorator form, made outside the trace
+    return InferenceModeVariable(log=tx.output.state, mode=mode)
+
+
+@call_rule(torch.random.fork_rng)
+def _fork_rng_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    return _fork_rng(tx, *constant_args("fork_rng", args, kwargs))
+
+
 def construct(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """The tracker for ``fn(*args, **kwargs)`` if ``fn`` makes (or, like
-    ``torch._C._set_grad_enabled``, is) a state context, else None."""
-    log = tx.output.state
-    if fn in (torch.no_grad, torch.enable_grad):
-        constant_args(fn.__name__, args, kwargs)
-        return GradModeVariable(log=log, mode=fn is torch.enable_grad, factory=fn)
-    if fn in (torch.set_grad_enabled, torch._C._set_grad_enabled):
-        (mode,), _ = constant_args("set_grad_enabled", args, kwargs)
-        ctx = GradModeVariable(log=log, mode=bool(mode), applied=True).created(tx)
-        return ctx if fn is torch.set_grad_enabled else NONE
-    if fn is torch.inference_mode:
-        values, named = constant_args("inference_mode", args, kwargs)
-        mode = named.get("mode", values[0] if values else True)
-        if not isinstance(mode, bool):
-            return None  # ``inference_mode(fn)``: the decorator form, made outside the trace
-        return InferenceModeVariable(log=log, mode=mode)
+    """The tracker for ``fn(*args, **kwargs)`` if ``fn`` is ``torch.autocast`` or a subclass of
+    it, or ``contextlib.nullcontext``, else None (torch's other context callables are the call
+    rules above)."""
     if isinstance(fn, type) and issubclass(fn, torch.autocast):
         values, named = constant_args("autocast", args, kwargs)
         try:
@@ -434,12 +460,10 @@ def construct(
         except Exception as e:  # noqa: BLE001 (it raises again when the call runs in Python)
             raise Unsupported("context_manager", f"torch.autocast(...) raised {e!r}") from None
         return _autocast_from(tx, real)
-    if fn is torch.random.fork_rng:
-        return _fork_rng(tx, *constant_args("fork_rng", args, kwargs))
     if fn is contextlib.nullcontext:
         if kwargs or len(args) > 1:
             raise Unsupported("context_manager", "nullcontext() with bad arguments")
-        return NullContextVariable(log=log, value=args[0] if args else NONE)
+        return NullContextVariable(log=tx.output.state, value=args[0] if args else NONE)
     return None
 
 
@@ -482,6 +506,14 @@ def _fork_rng(tx: Translator, values: list[Any], named: dict[str, Any]) -> Conte
     return ForkRngVariable(log=tx.output.state, device_type=device_type, devices=devices)
 
 
+def _make_context(tx: Translator, cls: type, args: list[VariableTracker]) -> VariableTracker:
+    """A new context of one of the ``_INSTANCE_KINDS``, as a call of ``cls`` in the trace makes
+    it (its entry in ``call_rules``)."""
+    ctx = call_rules.CALL_RULES[cls].handler(tx, cls, args, {})
+    assert ctx is not None
+    return ctx
+
+
 #: Real context classes whose instances the code may hold (decorators keep one): class -> tracker.
 _INSTANCE_KINDS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
 
@@ -502,7 +534,7 @@ def wrap_context_object(
         if type(value) is torch.set_grad_enabled:  # it switched when made; only its exit is left
             raise Unsupported("context_manager", "entering a set_grad_enabled object made earlier")
         _guard_identity(tx, value, source)
-        ctx = construct(tx, type(value), _instance_args(tx, value, source), {})
+        ctx = _make_context(tx, type(value), _instance_args(tx, value, source))
         return ctx.clone(source=source)
     if isinstance(value, torch.autocast):
         _guard_identity(tx, value, source)
@@ -535,9 +567,7 @@ class ContextFactoryVariable(VariableTracker):
     ) -> VariableTracker:
         if args or kwargs:
             raise Unsupported("context_manager", "clone() takes no arguments")
-        ctx = construct(tx, self.cls, list(self.args), {})
-        assert ctx is not None
-        return ctx
+        return _make_context(tx, self.cls, list(self.args))
 
 
 def _device_context(tx: Translator, vt: VariableTracker) -> ContextVariable | None:

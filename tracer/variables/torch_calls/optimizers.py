@@ -128,7 +128,7 @@ def _use_grad_call(
     defaults = args[0].var_getattr(tx, "defaults")
     differentiable = dispatch.getitem(tx, defaults, ConstantVariable("differentiable"))
     func = vt.clone(self_vt=None).closure_value(tx, "func")
-    grad_mode = state_contexts.construct(tx, torch.set_grad_enabled, [differentiable], {})
+    grad_mode = state_contexts.set_grad_enabled(tx, torch.set_grad_enabled, [differentiable], {})
     grad_mode.call_method(tx, "__enter__", [], {})
     result = func.call_function(tx, args, kwargs)
     grad_mode.call_method(tx, "__exit__", [NONE, NONE, NONE], {})
