@@ -16,7 +16,7 @@ import operator
 
 import pytest
 import torch
-from difftest import check_breaks
+from difftest import check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 
@@ -206,3 +206,43 @@ def test_a_bound_method_popped_from_a_global_dict_is_itself():
     _, (key, value), rest = compiled(torch.ones(2))
     assert (key, value) == ("b", BOUND) and value is BOUND
     assert list(rest) == [BOUND] and next(iter(rest)) is BOUND and G_D == {BOUND: "a"}
+
+
+def _frozenset_iterators(x, fs):
+    started = iter(fs)
+    first = next(started)
+    return x + 1, first, iter(fs), started, iter(FS), iter(frozenset((0, None)))
+
+
+def test_an_iterator_over_a_frozenset_is_a_set_iterator():
+    """``iter(frozenset)`` is CPython's ``set_iterator`` over that frozenset, at its position."""
+    fs = frozenset({1, 2, 9})
+    compiled, counter = compile_counted(_frozenset_iterators)
+    got, want = compiled(torch.ones(2), fs), _frozenset_iterators(torch.ones(2), fs)
+    assert counter.frame_count == 1 and got[1] == want[1]
+    for g, w in zip(got[2:], want[2:], strict=True):
+        assert type(g) is type(w) is type(iter(set()))
+        assert list(g) == list(w)
+
+
+def _frozenset_loop_with_break(x):
+    y = x + 1
+    out = []
+    for item in FS_LOOP:
+        print(item)  # a break inside the loop: the iterator is rebuilt where it stands
+        out.append(item)
+    return y * 2, out
+
+
+FS_LOOP = frozenset({3, 5, 11})
+
+
+def test_a_frozenset_iterator_live_at_a_break():
+    check_breaks(_frozenset_loop_with_break, lambda: (torch.ones(2),), graphs=2, breaks=3)
+    assert_no_more_breaks(
+        3,
+        _frozenset_loop_with_break,
+        torch.ones(2),
+        baseline_missing="torch.compile fails on the frozenset's iterator ('Failed to trace "
+        "builtin operator') and runs the call in Python",
+    )

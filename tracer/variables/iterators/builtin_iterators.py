@@ -419,7 +419,27 @@ def make_iter(tx: Translator, value: VariableTracker) -> IteratorVariable | None
             return RangeIteratorVariable([], value=value.value)
         if isinstance(value.value, (str, bytes, tuple)):
             return SeqIteratorVariable(value.unpack(tx), seq=value)
+        if isinstance(value.value, frozenset):  # CPython's set_iterator, over that frozenset
+            return dict_iter(_FrozensetItems(value), "set")
     return None
+
+
+@dataclass(eq=False)
+class _FrozensetItems(VariableTracker):
+    """A constant frozenset as the container a set iterator walks: its items in the frozenset's
+    own order (``DictIteratorVariable.keys``), rebuilt as that frozenset."""
+
+    constant: ConstantVariable
+
+    @property
+    def items(self) -> frozenset:
+        return self.constant.value
+
+    def python_type(self) -> type:
+        return frozenset
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.constant.reconstruct(cg)
 
 
 def make_reversed(tx: Translator, value: VariableTracker) -> IteratorVariable | None:
