@@ -9,6 +9,7 @@ break). It is never an internal error that makes the whole function fall back.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import operator
 
@@ -297,3 +298,19 @@ def test_class_attribute_whose_descriptor_raises_attribute_error_is_the_users():
     """``type.__abstractmethods__`` is a descriptor of the metaclass that raises AttributeError for
     a class without abstract methods."""
     check_breaks(caught(lambda x: Plain.__abstractmethods__), randn(3), graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda x: hasattr([1], "__name__"),
+        lambda x: getattr({1}, "__qualname__", "none"),
+        lambda x: [1].__module__,
+        lambda x: functools.update_wrapper(lambda: 0, [1, 2]).__wrapped__,
+        lambda x: functools.update_wrapper(lambda: 0, {"a": 1}).__wrapped__,
+    ],
+    ids=["hasattr_list_name", "getattr_set_qualname", "list_module", "wraps_list", "wraps_dict"],
+)
+def test_attributes_of_the_class_object_are_not_its_instances(operation):
+    """``list.__name__`` is the class's (its metaclass gives it); ``[1].__name__`` is missing."""
+    check_breaks(caught(operation), randn(3), graphs=1, breaks=0)

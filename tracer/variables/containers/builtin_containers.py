@@ -237,6 +237,12 @@ def _field_names(cls: type) -> list[str]:
     return []
 
 
+def on_instances(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have ``name`` from their class: found in its MRO, not in its
+    metaclass's (``list.__name__`` is the class's name; ``[].__name__`` raises AttributeError)."""
+    return any(name in vars(base) for base in cls.__mro__)
+
+
 #: Methods every namedtuple has, answered by ``_constant_method``.
 _NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 
@@ -259,9 +265,11 @@ class ListVariable(BaseSequenceVariable):
         return list
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if hasattr(self.python_type(), name):
+        if on_instances(self.python_type(), name):
             return BoundMethodVariable(self, name)
         kind = self.python_type().__name__
+        if self.python_type() is list:  # no instance dict: CPython's AttributeError
+            raise PythonError(AttributeError(f"'list' object has no attribute '{name}'"))
         raise Unsupported("getattr", f"{kind} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -316,8 +324,10 @@ class DictVariable(VariableTracker):
 
             if dict_subclasses.models(self.cls) and name not in _DICT_ATTRIBUTES:
                 return dict_subclasses.getattr_(tx, self, name)
-        if hasattr(self.cls, name):
+        if on_instances(self.cls, name):
             return BoundMethodVariable(self, name)
+        if self.cls is dict:  # no instance dict: CPython's AttributeError
+            raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -373,7 +383,7 @@ class SetVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         kind = self.python_type()
-        if hasattr(kind, name):
+        if on_instances(kind, name):
             return BoundMethodVariable(self, name)
         message = f"'{kind.__name__}' object has no attribute '{name}'"
         raise PythonError(AttributeError(message))

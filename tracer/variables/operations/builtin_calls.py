@@ -33,6 +33,7 @@ from ..containers.builtin_containers import (
     hash_key,
     key_vt,
     make_set,
+    on_instances,
 )
 from ..containers.container_methods import real_iterable
 from ..containers.dict_views import DictViewVariable
@@ -354,15 +355,12 @@ def _missing_attribute(e: Unsupported, obj: VariableTracker, name: str) -> bool:
 
 
 def _on_class(obj: VariableTracker, name: str) -> bool:
-    """Whether ``obj``'s class has ``name`` (looked up without running descriptors)."""
+    """Whether ``obj``'s class has ``name`` for its instances (in its MRO)."""
     try:
         cls = obj.python_type()
     except Unsupported:
         return False
-    return inspect.getattr_static(cls, name, _ABSENT) is not _ABSENT
-
-
-_ABSENT = object()
+    return on_instances(cls, name)
 
 
 @builtin(setattr)
