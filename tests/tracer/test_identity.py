@@ -140,6 +140,7 @@ GLOBALS = {
     "size": "SIZE",
     "tuple": "MIXED",
     "frozenset": "FROZEN",
+    "object": "OBJ",
 }
 
 
@@ -246,3 +247,35 @@ def test_a_frozenset_iterator_live_at_a_break():
         baseline_missing="torch.compile fails on the frozenset's iterator ('Failed to trace "
         "builtin operator') and runs the call in Python",
     )
+
+
+G_S = set()
+G_FS = frozenset({0, OBJ, _Plain})
+
+
+def _reset_global_set():
+    G_S.clear()
+    G_S.add(OBJ)
+
+
+def _objects_out_of_global_sets(x):
+    return x + 1, G_S.pop(), list(G_FS), next(iter(G_FS)), set(G_FS)
+
+
+def test_objects_out_of_a_global_set_are_themselves():
+    """What comes out of an input set is the object (never the tracer's key for it)."""
+    compiled = check_breaks(
+        _objects_out_of_global_sets,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=0,
+        setup=_reset_global_set,
+        observe=lambda: set(G_S),
+    )[0]
+    _reset_global_set()
+    got = compiled(torch.ones(2))
+    _reset_global_set()
+    want = _objects_out_of_global_sets(torch.ones(2))
+    for obj in (OBJ, _Plain):
+        _same_objects(got[1:], want[1:], obj)
+    assert got[1] is OBJ
