@@ -133,3 +133,25 @@ def test_every_kind_in_the_table_has_a_sample():
 )
 def test_each_kind_is_traced_like_eager(fn, graphs, breaks):
     check_breaks(fn, lambda: (torch.randn(4, 2),), graphs=graphs, breaks=breaks)
+
+
+# -- an entry applies however its callable is reached ---------------------------------------------
+def _through_partial(x):
+    make = functools.partial(torch.Size)
+    return x.reshape(make([2, 4]))
+
+
+def _through_map(x):
+    tiny = [f.tiny for f in map(torch.finfo, [torch.float32, torch.float64])]
+    return x * tiny[0] + tiny[1]
+
+
+def _through_another_module(x):
+    with torch.autograd.grad_mode.no_grad():
+        y = x * 2
+    return y + torch._C.is_grad_enabled()
+
+
+@pytest.mark.parametrize("fn", [_through_partial, _through_map, _through_another_module])
+def test_an_entry_applies_however_its_callable_is_reached(fn):
+    check_breaks(fn, lambda: (torch.randn(4, 2, requires_grad=True),), graphs=1, breaks=0)
