@@ -1,5 +1,6 @@
-"""The polyfill registry: ``{C builtin: pure-Python equivalent}`` that the call dispatch consults
-before anything else (``lookup``). Tracing a call to a registered builtin inlines its polyfill.
+"""The polyfill registry: ``{C builtin: pure-Python equivalent}``, each pair a substitute entry of
+the call-rule table (``variables/call_rules.py``; ``variables/dispatch.py`` registers them, as this
+package imports no tracker). Tracing a call to a registered builtin inlines its polyfill.
 
 Keys are compared with ``==`` (a classmethod of a C type such as ``dict.fromkeys`` is a new bound
 method on every attribute read, equal to the others, never identical).
