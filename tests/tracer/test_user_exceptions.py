@@ -314,3 +314,25 @@ def test_class_attribute_whose_descriptor_raises_attribute_error_is_the_users():
 def test_attributes_of_the_class_object_are_not_its_instances(operation):
     """``list.__name__`` is the class's (its metaclass gives it); ``[1].__name__`` is missing."""
     check_breaks(caught(operation), randn(3), graphs=1, breaks=0)
+
+
+NAN = float("nan")
+NANS = [NAN, 1.0]
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda x: NAN in [NAN],
+        lambda x: NAN in NANS,
+        lambda x: NAN in (1.0, NAN),
+        lambda x: NANS.count(NAN),
+        lambda x: NANS.index(NAN),
+        lambda x: float("nan") in NANS,
+    ],
+    ids=["in_new_list", "in_global_list", "in_tuple", "count", "index", "other_nan"],
+)
+def test_searching_a_sequence_asks_identity_first(operation):
+    """``x in seq``, ``seq.count(x)``, ``seq.index(x)`` compare ``item is x or item == x``: the same
+    NaN object is found though ``nan != nan``."""
+    check_breaks(caught(operation), randn(3), graphs=1, breaks=0)

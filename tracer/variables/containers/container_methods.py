@@ -169,7 +169,8 @@ def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
     if item is value:
         return True
     if item.is_python_constant() and value.is_python_constant():
-        return bool(item.as_python_constant() == value.as_python_constant())
+        known = item.as_python_constant()  # identity first: ``[nan].count(nan)``
+        return known is value.as_python_constant() or bool(known == value.as_python_constant())
     if isinstance(item, TensorVariable) or isinstance(value, TensorVariable):
         raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
     return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [item, value]))

@@ -142,7 +142,8 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
             if element is item:
                 return True
             if element.is_python_constant() and item.is_python_constant():
-                if element.as_python_constant() == item.as_python_constant():
+                value = item.as_python_constant()  # identity first: ``nan in [nan]``
+                if element.as_python_constant() is value or element.as_python_constant() == value:
                     return True
             elif isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
                 raise Unsupported("data_dependent", "`in` on tensors compares their values")
