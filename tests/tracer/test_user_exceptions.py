@@ -336,3 +336,33 @@ def test_searching_a_sequence_asks_identity_first(operation):
     """``x in seq``, ``seq.count(x)``, ``seq.index(x)`` compare ``item is x or item == x``: the same
     NaN object is found though ``nan != nan``."""
     check_breaks(caught(operation), randn(3), graphs=1, breaks=0)
+
+
+class Keyed:
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, Keyed) and other.key == self.key
+
+    __hash__ = None
+
+
+KEYED = Keyed(1)
+METHODS = (PLAIN.method, "b")
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda x: Keyed(1) in [Keyed(1)],
+        lambda x: KEYED in (Keyed(1), 2),
+        lambda x: Keyed(2) in [KEYED],
+        lambda x: PLAIN.method in METHODS,
+        lambda x: PLAIN.method in [PLAIN.method],
+        lambda x: operator.contains([PLAIN, KEYED], Keyed(1)),
+    ],
+    ids=["new_equal", "global_equal", "unequal", "bound_method", "new_bound_method", "operator"],
+)
+def test_searching_a_sequence_asks_eq_of_objects(operation):
+    check_breaks(caught(operation), randn(3), graphs=1, breaks=0)

@@ -33,11 +33,11 @@ from .objects import attribute_stores, new_objects
 from .objects.classes import ClassVariable
 from .objects.existing_objects import UserObjectVariable
 from .operations import builtin_calls
+from .operations.equality import contains as contains
 from .operations.operators import OPERATORS as OPERATORS
 from .operations.operators import call_operator as call_operator
 from .operations.operators import getitem as getitem
 from .operations.operators import setitem as setitem
-from .operations.truth import contains as contains
 from .operations.truth import is_none as is_none
 from .operations.truth import is_same as is_same
 from .operations.truth import truth as truth

@@ -6,19 +6,34 @@ an object whose ``__eq__`` is the default equals another list holding the same o
 whose class keeps ``object.__eq__`` (classes, functions, modules, plain objects) compare by
 identity, which ``truth.is_same`` decides and guards. Sets and dict views are compared in
 ``containers/dict_views.py``; constants fold in ``operators.py``, which registers these rules.
+``contains`` answers ``x in y``: a sequence is searched item by item the same way.
 """
 
 from __future__ import annotations
 
 import collections
+import inspect
 import operator
+import types
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import BaseSequenceVariable, DictVariable
+from ..containers import dict_views
+from ..containers.builtin_containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    SetVariable,
+    hash_key,
+    lookup_key,
+)
 from ..functions.callables import UserFunctionVariable
+from ..modules.nn_modules import NNModuleVariable
+from ..objects.existing_objects import UserObjectVariable
+from ..tensors.tensor import TensorVariable
 from .truth import is_same, truth
 
 if TYPE_CHECKING:
@@ -133,6 +148,47 @@ def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> Var
 
 def _bound_method(vt: VariableTracker) -> bool:
     return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
+
+
+def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    """``item in container``, answered at trace time (a jump may need it)."""
+    if isinstance(container, dict_views.DictViewVariable):
+        return dict_views.contains(tx, container, item)
+    if isinstance(container, SetVariable):
+        return lookup_key(item) in container.items
+    if isinstance(container, DictVariable):
+        return hash_key(item) in container.items
+    if isinstance(container, BaseSequenceVariable):
+        for element in container.items:  # ``element is item or element == item``, in order
+            if element is item:
+                return True
+            if isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
+                raise Unsupported("data_dependent", "`in` on tensors compares their values")
+            if same_items(tx, element, item):
+                return True
+        return False
+    if container.is_python_constant() and item.is_python_constant():
+        # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
+        # is the user's
+        return tx.fold_call(operator.contains, [container, item], {}).as_python_constant()
+    if (
+        isinstance(container, UserObjectVariable)
+        and not isinstance(container, NNModuleVariable)
+        and (
+            isinstance(
+                contains_fn := inspect.getattr_static(type(container.value), "__contains__", None),
+                types.FunctionType,
+            )
+            or contains_fn is dict.__contains__
+        )
+    ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
+        return truth(tx, container.call_method(tx, "__contains__", [item], {}))
+    if (
+        isinstance(container, NNModuleVariable)
+        and type(container.value).__contains__ is torch.nn.ModuleDict.__contains__
+    ):  # ``key in self._modules``, whose keys are guarded
+        return contains(tx, container.children_dict(tx), item)
+    raise Unsupported("contains", f"`in` on {container}")
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.

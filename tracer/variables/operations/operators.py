@@ -44,7 +44,8 @@ from ..objects.existing_objects import UserObjectVariable
 from ..tensors import numpy_arrays
 from ..tensors.tensor import TensorVariable
 from . import concrete, equality, sorting
-from .truth import contains, is_same, truth
+from .equality import contains
+from .truth import is_same, truth
 
 if TYPE_CHECKING:
     from ...translator import Translator

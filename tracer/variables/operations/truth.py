@@ -1,17 +1,13 @@
-"""Truth value, identity and containment: ``bool(x)`` (and ``not x``), ``x is y``, ``x in y``.
+"""Truth value and identity: ``bool(x)`` (and ``not x``), ``x is y``.
 
-Answered at trace time, as Python booleans: a jump, ``is`` and ``in`` need the answer to go on. A
-tensor's truth (or ``in`` comparing tensors) needs its data and raises ``Unsupported``.
+Answered at trace time, as Python booleans: a jump and ``is`` need the answer to go on. A
+tensor's truth needs its data and raises ``Unsupported``. ``x in y`` is in ``equality.py`` (a
+search asks ``is`` and ``==`` of each item).
 """
 
 from __future__ import annotations
 
-import inspect
-import operator
-import types
 from typing import TYPE_CHECKING
-
-import torch
 
 from ...exc import Unsupported
 from ..base import VariableTracker
@@ -22,8 +18,6 @@ from ..containers.builtin_containers import (
     DictVariable,
     ListVariable,
     SetVariable,
-    hash_key,
-    lookup_key,
 )
 from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
 from ..iterators.iterator_trackers import IteratorVariable
@@ -128,45 +122,3 @@ _ONE_TRACKER_PER_OBJECT = (
     IteratorVariable,
     dict_views.DictViewVariable,
 )
-
-
-def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
-    if isinstance(container, dict_views.DictViewVariable):
-        return dict_views.contains(tx, container, item)
-    if isinstance(container, SetVariable):
-        return lookup_key(item) in container.items
-    if isinstance(container, DictVariable):
-        return hash_key(item) in container.items
-    if isinstance(container, (BaseSequenceVariable,)):
-        for element in container.items:
-            if element is item:
-                return True
-            if element.is_python_constant() and item.is_python_constant():
-                value = item.as_python_constant()  # identity first: ``nan in [nan]``
-                if element.as_python_constant() is value or element.as_python_constant() == value:
-                    return True
-            elif isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
-                raise Unsupported("data_dependent", "`in` on tensors compares their values")
-        return False
-    if container.is_python_constant() and item.is_python_constant():
-        # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
-        # is the user's
-        return tx.fold_call(operator.contains, [container, item], {}).as_python_constant()
-    if (
-        isinstance(container, UserObjectVariable)
-        and not isinstance(container, NNModuleVariable)
-        and (
-            isinstance(
-                contains_fn := inspect.getattr_static(type(container.value), "__contains__", None),
-                types.FunctionType,
-            )
-            or contains_fn is dict.__contains__
-        )
-    ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
-        return truth(tx, container.call_method(tx, "__contains__", [item], {}))
-    if (
-        isinstance(container, NNModuleVariable)
-        and type(container.value).__contains__ is torch.nn.ModuleDict.__contains__
-    ):  # ``key in self._modules``, whose keys are guarded
-        return contains(tx, container.children_dict(tx), item)
-    raise Unsupported("contains", f"`in` on {container}")
