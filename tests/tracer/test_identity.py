@@ -279,3 +279,34 @@ def test_objects_out_of_a_global_set_are_themselves():
     for obj in (OBJ, _Plain):
         _same_objects(got[1:], want[1:], obj)
     assert got[1] is OBJ
+
+
+def _one_tuple_twice_at_a_break(x):
+    y = x + 1
+    t = (OBJ, "b")
+    pair = [t, t]
+    print("break")  # t and pair are rebuilt here: t once, both items of pair that object
+    return y * 2, pair[0] is pair[1] is t
+
+
+def _a_tuple_and_its_method_at_a_break(x):
+    y = x + 1
+    t = (OBJ, "b")
+    r = t.__getnewargs__()  # the bound method is on the stack at the break, with t in a local
+    return y * 2, r[0] is t
+
+
+def test_a_tuple_made_in_the_trace_is_one_object_after_a_break():
+    compiled = check_breaks(
+        _one_tuple_twice_at_a_break, lambda: (torch.ones(2),), graphs=2, breaks=1
+    )
+    assert compiled[0](torch.ones(2))[1] is True
+    assert_no_more_breaks(1, _one_tuple_twice_at_a_break, torch.ones(2))
+
+
+def test_a_tuple_and_a_method_bound_to_it_are_rebuilt_as_one_object():
+    """Reading the C method breaks, then calling it (torch.compile breaks once, at the call)."""
+    compiled = check_breaks(
+        _a_tuple_and_its_method_at_a_break, lambda: (torch.ones(2),), graphs=2, breaks=2
+    )
+    assert compiled[0](torch.ones(2))[1] is True

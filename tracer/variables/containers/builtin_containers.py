@@ -207,6 +207,11 @@ class TupleVariable(BaseSequenceVariable):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
+        # one object however often the code needs it (a local and a method bound to it)
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
         if self.is_size:
             cg.load_const(torch.Size)
         elif hasattr(self.cls, "_make"):  # a namedtuple takes its fields as separate arguments
@@ -217,7 +222,6 @@ class TupleVariable(BaseSequenceVariable):
         cg.build_tuple(len(self.items))
         if self.is_size or self.cls is not tuple:
             cg.call_function(1)
-        return None
 
     def __repr__(self) -> str:
         return f"TupleVariable({self.items!r})"
