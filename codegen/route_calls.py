@@ -188,11 +188,14 @@ def _looked_up(
     # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
     region = TryBegin(handler, False, stack_depth=stack)
     site += [region, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
-    site += [TryEnd(region), back, op("SWAP", depth + 1), op("POP_TOP")]
+    site.append(TryEnd(region))
     reopened = None
     if open_try is not None:
+        # NOTE(3.13): an exception coming back from a callee's frame is looked up at the
+        # instruction before the call's: what follows the lookup is in the enclosing region
         reopened = TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)
         site.append(reopened)
+    site += [back, op("SWAP", depth + 1), op("POP_TOP")]
     # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
     unhashable = [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at)]
     unhashable.append(op("JUMP_BACKWARD", back))

@@ -213,3 +213,11 @@ def test_generators_with_a_table_stay_generators():
     seen, route = _with_table()
     gen = routed(counting, route)
     assert list(gen(3)) == list(counting(3)) and helper in seen
+
+
+def test_a_called_functions_exception_reaches_the_callers_handler():
+    seen, route = _with_table({_raises: _raises})
+    fn = routed(with_handlers, route)
+    assert fn(5) == with_handlers(5) == ("too big: 5", -5)
+    chained = routed(calls_in_nested_handlers, route)
+    assert chained(3, abs) == calls_in_nested_handlers(3, abs)
