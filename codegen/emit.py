@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bytecode import CellVar, Compare, FreeVar, Instr, Label
+from bytecode.instr import const_key
 
 from .pyversion import (
     CALL_KW_ON_STACK,
@@ -236,6 +237,18 @@ class Codegen(Emitter):
         #: locals already holding an object created during the trace (set by the side-effect
         #: replay; an object is loaded from its local only after it was created)
         self.new_objects: set[str] = set()
+        #: the tuple or frozenset constant loaded first for each value (``load_const``)
+        self.consts: dict[Any, Any] = {}
+
+    def load_const(self, value: Any) -> Emitter:
+        """``LOAD_CONST value``; a tuple or frozenset equal to one loaded before but another object
+        goes through a closure cell instead: the code object's constant table keeps one object
+        per equal value, and the rewritten code must give back each object the trace saw."""
+        if type(value) in (tuple, frozenset) and value:
+            first = self.consts.setdefault(const_key(value), value)
+            if first is not value:
+                return self.load_cell_value(f"__bg_const{len(self.cells)}", value)
+        return super().load_const(value)
 
     def build_once(self, key: Any, build: Callable[[], Any]) -> Emitter:
         """Push the object identified by ``key``: built by ``build()`` the first time (and kept in a

@@ -310,3 +310,19 @@ def test_a_tuple_and_a_method_bound_to_it_are_rebuilt_as_one_object():
         _a_tuple_and_its_method_at_a_break, lambda: (torch.ones(2),), graphs=2, breaks=2
     )
     assert compiled[0](torch.ones(2))[1] is True
+
+
+def _equal_but_distinct(x):
+    fs = frozenset({0, 7})
+    t = (1, "a")
+    return x + 1, fs, fs.union([7]), fs - {1}, t, tuple([1, "a"]), t[:]
+
+
+def test_equal_constants_made_apart_stay_apart():
+    """An equal tuple or frozenset made apart (``fs.union(...)``, ``tuple(list)``) is another
+    object, as in CPython, though the code object keeps one constant per value; ``t[:]`` is
+    ``t``."""
+    compiled = check_breaks(_equal_but_distinct, lambda: (torch.ones(2),), graphs=1, breaks=0)[0]
+    got, want = compiled(torch.ones(2))[1:], _equal_but_distinct(torch.ones(2))[1:]
+    same = [[a is b for b in got] for a in got]
+    assert same == [[a is b for b in want] for a in want]
