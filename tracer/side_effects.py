@@ -355,6 +355,7 @@ def _items_list(cg: Codegen, container: VariableTracker) -> list:
     sub.graph_outputs = cg.graph_outputs
     sub.built, sub.cells = cg.built, cg.cells  # objects built once and cells: shared
     sub.new_objects = cg.new_objects
+    sub.consts = cg.consts  # one object per equal constant across the spliced code
     for item in container.items:
         item.reconstruct(sub)
     sub.build_list(len(container.items))

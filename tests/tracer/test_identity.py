@@ -326,3 +326,22 @@ def test_equal_constants_made_apart_stay_apart():
     got, want = compiled(torch.ones(2))[1:], _equal_but_distinct(torch.ones(2))[1:]
     same = [[a is b for b in got] for a in got]
     assert same == [[a is b for b in want] for a in want]
+
+
+G_L = []
+
+
+def _refills_a_global_list(x):
+    fs = frozenset({0, 7})
+    G_L.clear()
+    G_L.extend([fs.union([7]), fs])
+    return x + 1, fs
+
+
+def test_equal_constants_replayed_into_a_container_stay_apart():
+    """The same holds for the items replayed into a container changed in place."""
+    compiled = check_breaks(
+        _refills_a_global_list, lambda: (torch.ones(2),), graphs=1, breaks=0, observe=lambda: G_L[:]
+    )[0]
+    fs = compiled(torch.ones(2))[1]
+    assert G_L[0] == fs and G_L[0] is not fs and G_L[1] is fs
