@@ -24,11 +24,12 @@ decorator's wrapper that is tensor-free around one function it wraps still calls
 compiled. ``call_module``'s code, which every container's call shares, is never marked; a module
 class whose ``call_module`` is left alone is called as it is.
 
-``CalleeCompiler.route`` is what routed code calls before each call, so it is on the path of
-every call plain Python makes: for a callable decided on before that lives as long as its module
-(a function or class defined at module level, a builtin) it costs one dict lookup (and, for a
-routed copy, a check that the function kept its code); methods, modules and short-lived callables
-pass through ``_decide``.
+Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``), so this is on
+the path of every call plain Python makes: a callable decided on before that lives as long as its
+module (a function or class defined at module level, a builtin) is found there, one dict lookup
+in the calling code itself. A miss goes to ``RouteTable.__missing__``: bound methods and modules
+are answered there; the rest, and functions left alone whose routed copy runs only while they
+keep their code, go to ``CalleeCompiler.route`` (``_decide``).
 """
 
 from __future__ import annotations
