@@ -201,7 +201,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(kinds.DICT_KEYS(source, tuple(value)))
         items = {_wrap_key(tx, v, source, i) for i, v in enumerate(value)}
         return SetVariable(items, source, frozen=cls is frozenset)
-    if is_distributed_value(value):  # process groups, reduce ops: guarded constants (issue 13)
+    if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
 
@@ -264,10 +264,10 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     context = wrap_context_object(tx, value, source)  # torch.no_grad() objects, decorators' clone
     if context is not None:
         return context
-    iterator = wrap_input_iterator(tx, value, source)  # a list iterator, map, zip... (issue 24)
+    iterator = wrap_input_iterator(tx, value, source)  # a list iterator, map, zip...
     if iterator is not None:
         return iterator
-    live = wrap_live_input(tx, value, source)  # a dict view, a finfo (issue 24)
+    live = wrap_live_input(tx, value, source)  # a dict view, a finfo
     if live is not None:
         return live
     if isinstance(value, types.MethodType):
