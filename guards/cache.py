@@ -292,7 +292,7 @@ def _if(conds: list[str], pad: str) -> str:
     """``if a and b:`` on one line when short, else one condition per line. A condition that
     binds looser than ``and`` (``a > 0 or b > 0``, a shape guard) is parenthesised: joined bare,
     ``x and a > 0 or b > 0 and y`` would pass whenever ``b > 0 and y`` does, whatever ``x`` says
-    (issue 20: a resume function ran the variant of another loop length)."""
+    (a resume function would run the variant of another loop length)."""
     conds = [f"({c})" if _looser_than_and(c) else c for c in conds]
     line = f"{pad}if {' and '.join(conds)}:"
     if len(line) <= 100:

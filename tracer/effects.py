@@ -1,5 +1,5 @@
 """Effects of recorded calls: which calls the output graph may fold away, which stay as effectful
-nodes, and which must run in Python (issue 13: a dropped ``dist.all_reduce``).
+nodes, and which must run in Python (a dropped ``dist.all_reduce`` is a wrong result).
 
 Every call recorded in the graph runs once on fake tensors; the output graph's fake mode
 (``ProbedFakeTensorMode``) tells an ``EffectProbe`` each operator the call dispatches that mutates

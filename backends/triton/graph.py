@@ -334,7 +334,7 @@ def recomputable(node: torch.fx.Node, value: LazyValue) -> bool:
 
 
 def is_collective(target: Any) -> bool:
-    """A functional collective or its wait (issue 13): run with torch as an extern call, on purpose,
+    """A functional collective or its wait: run with torch as an extern call, on purpose,
     and never dropped, even unused: a rank skipping a collective its peers run would hang them."""
     return getattr(target, "namespace", None) in ("_c10d_functional", "c10d_functional")
 

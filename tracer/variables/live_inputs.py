@@ -1,5 +1,5 @@
 """Objects that reach a trace as inputs, most often because a graph break rebuilt them for the
-resume function (issue 24): dict views, ``torch.finfo``/``torch.iinfo`` objects, and C methods
+resume function: dict views, ``torch.finfo``/``torch.iinfo`` objects, and C methods
 bound to a list, dict or set (``app = l.append``).
 
 Each becomes the tracker the trace would have made itself, so the code after a break reads them as

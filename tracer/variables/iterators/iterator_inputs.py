@@ -1,4 +1,4 @@
-"""Real iterators reaching the trace as inputs (issue 24): a list, tuple, string, range or reversed
+"""Real iterators reaching the trace as inputs: a list, tuple, string, range or reversed
 list iterator, an iterator over a dict (its keys, values or items), an ``itertools.count``, and
 ``map``/``zip``/``filter``/``enumerate`` objects over such iterators.
 

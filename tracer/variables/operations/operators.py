@@ -83,7 +83,7 @@ def _binary(fn: Callable[..., Any], dunder: str | None, reflected: str, inplace:
 
 # NOTE: ``<<``, ``>>``, ``~`` and ``abs()`` inline no method of a user object on the left (a
 # graph break; ``<<`` and ``>>`` inline the reflected one), and comparisons no reflected form
-# (CPython asks the right operand for the swapped comparison): as the tracer did before this table.
+# (CPython asks the right operand for the swapped comparison).
 # In-place methods (``__iadd__``) are inlined only where a user class defines them in Python.
 _binary(operator.add, "__add__", "__radd__", operator.iadd)
 _binary(operator.sub, "__sub__", "__rsub__", operator.isub)
