@@ -497,7 +497,7 @@ def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableT
     CPython's TypeError where neither defines it."""
     if any(isinstance(v, TensorVariable) for v in (a, b)):
         raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
-    if any(isinstance(v, UserObjectVariable) for v in (a, b)):
+    if any(concrete.plain_operand(v) for v in (a, b)):
         error = concrete.unsupported_operands(divmod, [a, b], {"__divmod__", "__rdivmod__"})
         if error is not None:
             raise PythonError(error)
@@ -557,22 +557,43 @@ def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 @builtin(int)
 def int_(tx: Translator, value: VariableTracker) -> VariableTracker:
-    return _to_number(tx, value, "__int__", torch.sym_int)
+    return _to_number(tx, value, int, torch.sym_int)
 
 
 @builtin(float)
 def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
-    return _to_number(tx, value, "__float__", torch.sym_float)
+    return _to_number(tx, value, float, torch.sym_float)
 
 
-def _to_number(tx: Translator, value: VariableTracker, method: str, sym: Any) -> VariableTracker:
+def _to_number(tx: Translator, value: VariableTracker, kind: type, sym: Any) -> VariableTracker:
     """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
-    symbolic number: the conversion, in the graph."""
+    symbolic number: the conversion, in the graph; of an object whose class has no conversion (a
+    bound method, a plain object): CPython's TypeError."""
+    method = f"__{kind.__name__}__"
     if isinstance(value, TensorVariable):
         return to_scalar(tx, value, method)
     if isinstance(value, SymNodeVariable):
         return tx.output.call_function(sym, (value,), {})
+    error = concrete.unsupported_operands(kind, [value], {method, "__index__", "__trunc__"})
+    if error is not None:
+        raise PythonError(error)
     raise Unsupported("builtin", f"number conversion of {value}")
+
+
+@builtin(round)
+def round_(
+    tx: Translator, number: VariableTracker, ndigits: VariableTracker | None = None
+) -> VariableTracker:
+    """``round(x[, n])`` calls ``type(x).__round__`` (constants are folded before): a user
+    object's is inlined; a class without one (``torch.Tensor``, ``method``) raises CPython's
+    TypeError."""
+    cls = number.python_type()
+    if not hasattr(cls, "__round__"):
+        raise PythonError(concrete.error_of(round, type(cls.__name__, (), {})()))
+    if isinstance(number, UserObjectVariable):
+        args = [] if ndigits is None else [ndigits]
+        return number.call_method(tx, "__round__", args, {})
+    raise Unsupported("builtin", f"round() on {number}")
 
 
 @builtin(slice)

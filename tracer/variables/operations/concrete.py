@@ -1,7 +1,7 @@
 """Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
 ``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
 tuples and lists of them; and an operation no operand implements (``unsupported_operands``), run
-on stand-ins for CPython's TypeError.
+on stand-ins for CPython's TypeError (an object of a Python class, a bound method).
 
 An object read from the inputs (a global, an attribute) is a real object during the trace. A
 builtin that reads it only through what ``object`` itself defines (its identity, the default
@@ -112,19 +112,50 @@ def unsupported_operands(
             if not _plain_class(cls, methods):
                 return None
             values.append(stand_ins.setdefault(cls, type(cls.__name__, (), {}))())
+        elif is_bound_method(vt):
+            # ``method`` implements no operator but ``==``, ``!=`` and ``hash``, whatever it binds
+            values.append(_METHOD_STAND_IN)
         elif vt.is_python_constant() and type(vt.as_python_constant()).__module__ == "builtins":
             values.append(vt.as_python_constant())
         elif isinstance(vt, _CONTAINERS) and vt.python_type().__module__ == "builtins":
             values.append(vt.python_type()())  # its items play no part against a plain object
         else:
             return None
-    if not stand_ins:
+    if not any(map(plain_operand, args)):
         return None
     try:
         fn(*values)
     except TypeError as e:
         return e
     return None
+
+
+def error_of(fn: Any, *args: Any) -> Exception:
+    """The error CPython raises for ``fn(*args)``, which must raise."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        return e
+    raise AssertionError(f"{fn.__name__}{args} raised nothing")
+
+
+def plain_operand(vt: VariableTracker) -> bool:
+    """An object whose operators ``unsupported_operands`` knows: of a Python class (which may
+    define none), or a bound method (which defines none)."""
+    return isinstance(vt, UserObjectVariable) or is_bound_method(vt)
+
+
+def is_bound_method(vt: VariableTracker) -> bool:
+    """``obj.method`` of a Python function."""
+    return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
+
+
+class _Bound:
+    def method(self) -> None:
+        """What ``_METHOD_STAND_IN`` binds: only its type, ``method``, takes part in an error."""
+
+
+_METHOD_STAND_IN = _Bound().method
 
 
 def _plain_class(cls: type, methods: set[str]) -> bool:

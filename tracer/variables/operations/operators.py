@@ -173,17 +173,23 @@ _ORDERING = ("__lt__", "__le__", "__gt__", "__ge__")
 
 
 @operator_rule(
-    *BINARY, *INPLACE, *(op for op in COMPARISONS if op not in (operator.eq, operator.ne))
+    *BINARY,
+    *INPLACE,
+    *(op for op in COMPARISONS if op not in (operator.eq, operator.ne)),
+    *(op for op in _of("unary") if op is not operator.not_),
 )
 def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """An object whose class implements none of the methods the operator could call, with
-    builtin values or such objects (``Plain() | 7``, ``Point(1, 2) < 3``, ``x |= Plain()``):
-    CPython's TypeError, in the trace."""
-    if not any(isinstance(a, UserObjectVariable) for a in args):
+    """An object whose class implements none of the methods the operator could call (a bound
+    method implements none), with builtin values or such objects (``Plain() | 7``, ``Point(1, 2)
+    < 3``, ``x |= Plain()``, ``-Plain()``, ``{0} - obj.method``): CPython's TypeError, in the
+    trace."""
+    if not any(concrete.plain_operand(a) for a in args):
         return None
     declared = OPERATORS[op]
     binary = OPERATORS[declared.binary] if declared.binary else declared
     methods = {declared.dunder, binary.dunder, binary.reflected, "__index__"} - {None}
+    if declared.kind == "unary":
+        methods.add(f"__{op.__name__}__")  # ``__abs__``, ``__invert__``
     if declared.kind == "comparison":
         methods.update(_ORDERING)
     error = concrete.unsupported_operands(op, args, methods)
