@@ -42,7 +42,7 @@ from .liveness import live_locals
 from .output_graph import OutputGraph
 from .shapes import is_data_dependent_guard
 from .variables import builder, dispatch
-from .variables.base import VariableTracker
+from .variables.base import RUNNING, VariableTracker
 from .variables.constants.constant import ConstantVariable
 from .variables.containers.builtin_containers import DictVariable, TupleVariable
 from .variables.functions.cells import ClosureCellVariable
@@ -137,6 +137,7 @@ class Translator:
     # -- running -----------------------------------------------------------------------------------
     def run(self) -> VariableTracker:
         previous, self.output.current_tx = self.output.current_tx, self
+        running, RUNNING.tx = RUNNING.tx, self
         try:
             while True:
                 self.step()
@@ -144,6 +145,7 @@ class Translator:
             return ret.value
         finally:
             self.output.current_tx = previous
+            RUNNING.tx = running
 
     def step(self) -> None:
         index = self.ip

@@ -11,6 +11,7 @@ objects, frozensets, dtypes, devices, ranges.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import math
 
@@ -441,3 +442,134 @@ def test_a_library_registry_keyed_by_type_traces_without_breaks():
 
     check_breaks(_constrained, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert dynamo_counts(_constrained, torch.randn(3)) == (1, 0)  # torch.compile: the same
+
+
+class Keyed:
+    """Hashes and compares in Python, by ``key``."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, Keyed) and other.key == self.key
+
+    def __hash__(self):
+        return hash(("Keyed", self.key))
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+
+
+class Colliding:
+    """Every instance has the same hash; equal when ``tag`` is."""
+
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __eq__(self, other):
+        return isinstance(other, Colliding) and other.tag == self.tag
+
+    def __hash__(self):
+        return 7
+
+
+class Declines:
+    """``__eq__`` gives NotImplemented: CPython falls back to identity."""
+
+    def __eq__(self, other):
+        return NotImplemented
+
+    def __hash__(self):
+        return 2**62  # past the C range of a hash: CPython reduces it
+
+
+class BadHash:
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return "not an int"
+
+
+class EqOnly:
+    def __eq__(self, other):
+        return True
+
+
+USER_HASHED = {
+    "keyed": (Keyed(1), Keyed(1), Keyed(2)),
+    "dataclass": (Point(1, 2), Point(1, 2), Point(2, 1)),
+}
+
+
+@pytest.mark.parametrize("kind", USER_HASHED)
+def test_objects_with_their_own_hash_key_dicts_and_sets_built_in_the_call(kind):
+    v, equal, other = USER_HASHED[kind]
+    fn = _compiled_case(
+        "D = {V: 'a', 'b': V}; S = {0, V}; S.add(E); L = [V, 'b', E]\n"
+        "    return (x + 1, D[E], E in D, O in D, D.get(O, 'missing'), len(S), E in S, O in S,"
+        " {V: 1} == {E: 1}, {V: 1} == {O: 1}, hash(V) == hash(E), hash((V, 'b')),"
+        " L.count(E), L.index(E), O in L, E in (V, 'b'), (V, 'b') == (E, 'b'), V == 'b',"
+        " 'b' != V, [V] != V, D == V)",
+        V=v,
+        E=equal,
+        O=other,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_a_changed_key_attribute_traces_again():
+    v, w = Keyed(1), Keyed(1)
+    fn = _compiled_case("return x + 1, {V: 'a'}.get(W, 'missing'), V in [W]", V=v, W=w)
+    compiled, counter, _ = check_breaks(fn, _x, graphs=1, breaks=0)
+    w.key = 2
+    check_breaks(fn, _x, graphs=2, breaks=0, compiled=compiled, counter=counter)
+
+
+def test_a_key_changed_after_insertion_behaves_as_in_cpython():
+    fn = _compiled_case(
+        "V = Keyed(1); D = {V: 'a'}; V.key = 5\n"
+        "    return x + 1, V in D, Keyed(1) in D, Keyed(5) in D, list(D)[0].key, hash(V)",
+        Keyed=Keyed,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_colliding_hashes_keep_both_keys():
+    a, b, a2 = Colliding("a"), Colliding("b"), Colliding("a")
+    fn = _compiled_case(
+        "D = {A: 1, B: 2}; D[A2] = 3; S = {A, B, A2}\n"
+        "    return x + 1, len(D), D[A], D[B], len(S), list(D) == [A, B]",
+        A=a,
+        B=b,
+        A2=a2,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_eq_giving_not_implemented_falls_back_to_identity():
+    d = Declines()
+    fn = _compiled_case(
+        "return x + 1, D == Declines(), D != Declines(), D == D, D in [Declines()], D in [D],"
+        " hash(D), {D: 1}.get(Declines(), 'missing'), {D: 1}[D]",
+        D=d,
+        Declines=Declines,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["return x + 1, {B: 1}", "return x + 1, hash(B)", "return x + 1, {Q}", "return x + 1, hash(Q)"],
+)
+def test_bad_and_missing_hashes_raise_cpythons_type_error(body):
+    fn = _compiled_case(
+        f"try:\n        {body.removeprefix('return ')}\n    except TypeError as e:\n"
+        "        return x - 1, str(e)",
+        B=BadHash(),
+        Q=EqOnly(),
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)

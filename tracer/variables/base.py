@@ -10,6 +10,7 @@ when the value was created during the trace).
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +129,8 @@ class IdentityKey:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, IdentityKey) and type(other).__eq__ is not IdentityKey.__eq__:
+            return NotImplemented  # a key comparing by its own rule (user ``__eq__``) decides
         ident = other.ident if isinstance(other, IdentityKey) else other
         if ident is self.ident:
             return True
@@ -137,6 +140,17 @@ class IdentityKey:
 
     def __repr__(self) -> str:
         return f"IdentityKey({self.vt!r})"
+
+
+class _Running(threading.local):
+    """The translator stepping now, the innermost (``Translator.run`` sets it): a dict or set
+    lookup compares keys without a translator at hand, and a key whose class compares in Python
+    inlines its ``__eq__`` there."""
+
+    tx: Translator | None = None
+
+
+RUNNING = _Running()
 
 
 def walk(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 import enum
+import inspect
+import operator
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ import torch
 
 from ....guards.sources import Source
 from ...exc import PythonError, Unsupported
-from ..base import BoundAttributeVariable, IdentityKey, VariableTracker
+from ..base import RUNNING, BoundAttributeVariable, IdentityKey, VariableTracker
 from ..constants.constant import ConstantVariable
 from ..tensors.tensor import TensorVariable
 
@@ -61,7 +63,91 @@ def hash_key(vt: VariableTracker) -> Any:
     value = getattr(vt, "value", None)
     if value is not None and identity_hashed(type(value)):
         return IdentityKey(vt, value)
+    if value is not None and type(value).__hash__ is None:  # ``__eq__`` without ``__hash__``
+        raise PythonError(TypeError(f"unhashable type: '{type(value).__name__}'"))
+    if value is not None and python_hashed(type(value)) and RUNNING.tx is not None:
+        return UserHashedKey(vt, _traced_hash(RUNNING.tx, vt))
     raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def value_hash(vt: VariableTracker) -> int:
+    """``hash(vt)`` where the key model hashes as CPython: an object whose class hashes in
+    Python (its ``__hash__`` inlined), or a tuple of such objects and constants."""
+    if not _hashed_as_cpython(vt):
+        raise Unsupported("builtin", f"hash() on {vt}")
+    return hash(hash_key(vt))
+
+
+def _hashed_as_cpython(vt: VariableTracker) -> bool:
+    if vt.is_python_constant():
+        return True
+    if isinstance(vt, TupleVariable):
+        return tuple_like(vt.python_type()) and all(map(_hashed_as_cpython, vt.items))
+    value = getattr(vt, "value", None)  # unhashable (``__hash__ = None``): hash_key's TypeError
+    return value is not None and (python_hashed(type(value)) or type(value).__hash__ is None)
+
+
+def python_hashed(cls: type) -> bool:
+    """Instances of ``cls`` hash with a ``__hash__`` written in Python (a class's own, a
+    dataclass's) and compare with a Python ``__eq__`` or by identity."""
+    eq = inspect.getattr_static(cls, "__eq__", None)
+    return isinstance(inspect.getattr_static(cls, "__hash__", None), types.FunctionType) and (
+        isinstance(eq, types.FunctionType) or eq is object.__eq__
+    )
+
+
+class _HashResult:
+    """Gives back ``value`` from ``__hash__``: CPython's ``hash()`` turns it into the hash an
+    object whose ``__hash__`` returned it has (an int reduced to the C range, -1 made -2; a
+    non-int its TypeError)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return self.value
+
+
+def _traced_hash(tx: Translator, vt: VariableTracker) -> int:
+    """``hash(vt)`` by inlining its class's ``__hash__`` (the attributes it reads are guarded)."""
+    result = vt.call_method(tx, "__hash__", [], {})
+    if not result.is_python_constant():
+        raise Unsupported("dict_key", f"the hash of {vt} is not known at trace time")
+    try:
+        return hash(_HashResult(result.as_python_constant()))
+    except TypeError as error:
+        raise PythonError(TypeError(*error.args)) from None
+
+
+class UserHashedKey(IdentityKey):
+    """A key whose class hashes in Python: its hash is its inlined ``__hash__``'s, taken when the
+    key is made (a dict keeps an entry's hash, so an object changed after insertion behaves as
+    in CPython). Equality is a dict lookup's, the same object first, then ``==`` inlined in the
+    translator running now."""
+
+    __slots__ = ()
+
+    def __init__(self, vt: VariableTracker, hash_: int) -> None:
+        self.vt, self.ident, self._hash = vt, vt, hash_
+
+    def __eq__(self, other: object) -> bool:
+        other_vt = key_vt(other)
+        if other_vt is self.vt:
+            return True
+        tx = RUNNING.tx
+        if tx is None:
+            raise Unsupported("dict_key", f"comparing {self.vt} outside a trace")
+        try:
+            if dispatch.is_same(tx, self.vt, other_vt):
+                return True
+        except Unsupported:
+            pass  # identity unknown: ``==`` decides
+        return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [self.vt, other_vt]))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def _bound_method(vt: VariableTracker) -> types.MethodType | None:

@@ -34,6 +34,7 @@ from ..containers.builtin_containers import (
     key_vt,
     make_set,
     on_instances,
+    value_hash,
 )
 from ..containers.container_methods import real_iterable
 from ..containers.dict_views import DictViewVariable
@@ -292,6 +293,11 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     if error is not None:  # an object whose class has no ``__len__``
         raise PythonError(error)
     return obj.call_method(tx, "__len__", [], {})
+
+
+@builtin(hash)
+def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return ConstantVariable(value_hash(obj))
 
 
 @builtin(isinstance)

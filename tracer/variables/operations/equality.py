@@ -146,6 +146,79 @@ def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> Var
     return ConstantVariable(same == (op is operator.eq))
 
 
+def rich_equality(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a == b`` / ``a != b`` with an object whose class compares in Python, as CPython's
+    ``do_richcompare``: a subclass's method first, then the left operand's, then the right's
+    reflected one, each skipped when it gives NotImplemented; when all do, identity decides.
+    ``object.__ne__`` inverts ``__eq__``; a builtin value's method gives NotImplemented for an
+    object of another class. None for other operands."""
+    if len(args) != 2 or op not in _EQUALITY:
+        return None
+    a, b = args
+    if not any(map(_python_compared, args)) or not all(
+        _python_compared(v) or _builtin_value(v, other) for v, other in ((a, b), (b, a))
+    ):
+        return None
+    name = "__eq__" if op is operator.eq else "__ne__"
+    type_a, type_b = a.python_type(), b.python_type()
+    order = [(a, b), (b, a)]
+    if type_b is not type_a and issubclass(type_b, type_a):
+        order.reverse()
+    for first, other in order:
+        result = _rich_method(tx, first, other, name)
+        if result is not None:
+            return result
+    return ConstantVariable(is_same(tx, a, b) == (op is operator.eq))
+
+
+def _python_compared(vt: VariableTracker) -> bool:
+    """A user object whose ``__eq__`` and ``__ne__`` are Python functions or ``object``'s, at
+    least one of them Python."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return False
+    methods = [inspect.getattr_static(type(vt.value), n, None) for n in ("__eq__", "__ne__")]
+    plain = (object.__eq__, object.__ne__)
+    return all(isinstance(m, types.FunctionType) or m in plain for m in methods) and any(
+        isinstance(m, types.FunctionType) for m in methods
+    )
+
+
+def _builtin_value(vt: VariableTracker, other: VariableTracker) -> bool:
+    """A value of a builtin type whose ``==`` gives NotImplemented for ``other``'s class."""
+    if isinstance(vt, TensorVariable) or isinstance(other, TensorVariable):
+        return False
+    try:
+        cls, other_cls = vt.python_type(), other.python_type()
+    except Unsupported:
+        return False
+    return (
+        cls.__module__ == "builtins"
+        and not issubclass(other_cls, cls)
+        and (
+            vt.is_python_constant()
+            or isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable))
+        )
+    )
+
+
+def _rich_method(
+    tx: Translator, vt: VariableTracker, other: VariableTracker, name: str
+) -> VariableTracker | None:
+    """``vt.<name>(other)``, None where it gives NotImplemented."""
+    if not isinstance(vt, UserObjectVariable):
+        return None  # a builtin value's method, for another class
+    method = inspect.getattr_static(type(vt.value), name)
+    if name == "__ne__" and method is object.__ne__:
+        result = _rich_method(tx, vt, other, "__eq__")
+        return None if result is None else ConstantVariable(not truth(tx, result))
+    if method is object.__eq__:
+        return ConstantVariable(True) if is_same(tx, vt, other) else None
+    result = vt.call_method(tx, name, [other], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
+
+
 def _bound_method(vt: VariableTracker) -> bool:
     return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
 

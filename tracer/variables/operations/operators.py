@@ -286,6 +286,7 @@ def compare_sequences(
 
 operator_rule(*COMPARISONS)(equality.compare_sequences)  # items compared identity first
 operator_rule(operator.eq, operator.ne)(equality.compare_dicts)
+operator_rule(operator.eq, operator.ne)(equality.rich_equality)
 operator_rule(operator.eq, operator.ne)(equality.compare_methods)
 
 
