@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import markers, polyfills
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import call_rules
 from .base import VariableTracker
 from .constants.constant import ConstantVariable
@@ -196,6 +196,9 @@ def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
                 "python_error", f"__iter__ of {value} returned {result}, not an iterator"
             )
         return result
+    error = container_methods.not_iterable(value)
+    if error is not None:
+        raise PythonError(error)
     return IteratorVariable(iterate(tx, value))
 
 

@@ -284,9 +284,11 @@ class TupleVariable(BaseSequenceVariable):
         if (
             self.cls is not tuple
             and not hasattr(self.cls, "n_sequence_fields")  # torch's structseqs
-            and not hasattr(tuple, name)
+            and inspect.getattr_static(self.cls, name, None)
+            is not inspect.getattr_static(tuple, name, None)
             and name not in _NT_METHODS
-        ):  # methods of a namedtuple class, or of a plain tuple subclass
+        ):  # methods of a namedtuple class (its own or overriding tuple's: ``__getnewargs__``),
+            # or of a plain tuple subclass
             return dispatch.namedtuple_attribute(tx, self, name)
         return _constant_method(self, name)
 
@@ -335,11 +337,21 @@ def on_instances(cls: type, name: str) -> bool:
 
 #: Methods every namedtuple has, answered by ``_constant_method``.
 _NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
+#: Methods of ``tuple`` itself ``container_methods`` runs.
+_TUPLE_METHODS = frozenset({"count", "index", "__init__", "__getnewargs__"})
+
+
+def _tuple_method(cls: type, name: str) -> bool:
+    """Whether ``name`` is one of those methods and ``cls`` keeps ``tuple``'s (a namedtuple has
+    its own ``__getnewargs__``)."""
+    return name in _TUPLE_METHODS and (
+        inspect.getattr_static(cls, name, None) is inspect.getattr_static(tuple, name)
+    )
 
 
 def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
     namedtuple = hasattr(vt.python_type(), "_make")
-    if name in ("count", "index") or (name in ("_replace", "_asdict") and namedtuple):
+    if _tuple_method(vt.python_type(), name) or (name in ("_replace", "_asdict") and namedtuple):
         return BoundMethodVariable(vt, name)
     if name == "_fields" and hasattr(vt.python_type(), "_fields"):
         return ConstantVariable(vt.python_type()._fields)

@@ -58,6 +58,8 @@ def call_method(
     )
     if isinstance(obj, DictVariable) and obj.cls is not dict:
         methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
+    if isinstance(obj, SetVariable) and obj.frozen:
+        methods = _FROZENSET
     if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
         tx.output.side_effects.before_mutation(obj)
         for item in args if name == "append" else _extend_items(tx, args[0]):
@@ -81,6 +83,29 @@ def call_method(
 
 
 _key = hash_key
+
+
+def c_name(cls: type) -> str:
+    """The name CPython's messages give ``cls`` (its ``tp_name``): a static type outside
+    ``builtins`` is named with its module (``torch.dtype``), any other by its ``__name__``."""
+    heap = bool(cls.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
+    if heap or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def not_iterable(vt: VariableTracker) -> Exception | None:
+    """CPython's TypeError for ``iter(vt)`` where ``vt``'s type defines neither ``__iter__`` nor
+    ``__getitem__`` (looked up on the type, as ``iter`` does), or None where it may iterate."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return None
+    if isinstance(vt, TensorVariable) or any(
+        "__iter__" in vars(base) or "__getitem__" in vars(base) for base in cls.__mro__
+    ):
+        return None
+    return TypeError(f"'{c_name(cls)}' object is not iterable")
 
 
 def _key_error(key) -> Exception:
@@ -164,6 +189,13 @@ def _list_extend(tx, obj, iterable):
     return NONE
 
 
+def _list_init(tx, obj, iterable=None):
+    """``xs.__init__(iterable)`` on an existing list: emptied, then extended (``xs.__init__(xs)``
+    leaves it empty, as in CPython)."""
+    obj.items.clear()
+    return NONE if iterable is None else _list_extend(tx, obj, iterable)
+
+
 def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
     """``item is value or item == value``, as list searches compare (tensors: data-dependent)."""
     if item is value:
@@ -206,6 +238,7 @@ _LIST = {
     "__setitem__": (True, _list_setitem),
     "__delitem__": (True, _list_delitem),
     "copy": (False, lambda tx, obj: ListVariable(list(obj.items))),
+    "__init__": (True, _list_init),
     "__imul__": (True, lambda tx, obj, n: (obj.items.__imul__(_int(n)), obj)[1]),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
@@ -220,9 +253,18 @@ def _namedtuple_replace(tx, obj, **changes):
     return TupleVariable(items, cls=obj.cls)
 
 
-_DEQUE = {**{k: v for k, v in _LIST.items() if k != "sort"}, **DEQUE_METHODS}
+_DEQUE = {**{k: v for k, v in _LIST.items() if k not in ("sort", "__init__")}, **DEQUE_METHODS}
+
+
+def _getnewargs(tx, obj):
+    """``t.__getnewargs__()``: ``(tuple(t),)``, the tuple itself where it is an exact tuple."""
+    exact = obj.python_type() is tuple
+    return TupleVariable([obj if exact else TupleVariable(list(obj.items))])
+
 
 _TUPLE = {
+    "__init__": (False, lambda tx, obj, *args, **kwargs: NONE),  # ``object.__init__``
+    "__getnewargs__": (False, _getnewargs),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
     "_replace": (False, _namedtuple_replace),
@@ -266,6 +308,13 @@ def _dict_update(tx, obj, *others, **kwargs):
             obj.items[_key(items[0])] = items[1]
     obj.items.update(kwargs)
     return NONE
+
+
+def _dict_init(tx, obj, *others, **kwargs):
+    """``d.__init__(mapping_or_pairs, **kwargs)`` on an existing dict: ``d.update(...)``."""
+    if obj.cls not in (dict, collections.OrderedDict):
+        raise Unsupported("call_method", f"{obj.cls.__name__}.__init__")
+    return _dict_update(tx, obj, *others, **kwargs)
 
 
 def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> VariableTracker:
@@ -329,6 +378,7 @@ _DICT = {
     "pop": (True, _dict_pop),
     "popitem": (True, _dict_popitem),
     "update": (True, _dict_update),
+    "__init__": (True, _dict_init),
     "setdefault": (True, _dict_setdefault),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k), d)),
@@ -458,6 +508,15 @@ def real_iterable(tx, vt):
     return map(_key, dispatch.each_item(tx, vt))
 
 
+def _set_init(tx, obj, *args):
+    """``s.__init__(iterable)`` on an existing set: emptied, then updated (``s.__init__(s)``
+    leaves it empty)."""
+    if len(args) > 1:
+        raise PythonError(TypeError(f"set expected at most 1 argument, got {len(args)}"))
+    _SET["clear"][1](tx, obj)
+    return _SET["update"][1](tx, obj, *args) if args else NONE
+
+
 def _set_pop(tx, obj):
     if not obj.items:
         raise PythonError(KeyError("pop from an empty set"))
@@ -490,12 +549,18 @@ _SET = {
         )
     },
     "pop": (True, _set_pop),
+    "__init__": (True, _set_init),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
     # a frozenset's copy is itself
     "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.items))),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
 }
+
+
+#: A frozenset has the set's methods that do not change it (the others are no attributes of it)
+#: and ``object.__init__``, which does nothing.
+_FROZENSET = {**_SET, "__init__": (False, lambda tx, obj, *args, **kwargs: NONE)}
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.

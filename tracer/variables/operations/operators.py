@@ -115,6 +115,8 @@ _declare(operator.contains, "call")
 _declare(operator.is_, "call")
 _declare(operator.is_not, "call")
 _declare(operator.setitem, "call")
+_declare(operator.concat, "call")
+_declare(operator.iconcat, "call")
 
 
 def _of(*kinds: str) -> tuple[Callable[..., Any], ...]:
@@ -269,9 +271,17 @@ def not_(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracke
 
 @operator_rule(operator.add, operator.mul)
 def sequences(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    if any(isinstance(a, BaseSequenceVariable) for a in args):
-        return _sequence_op(tx, op, args)
-    return None
+    """``+`` and ``*`` of a list or tuple; with a user object defining the operator's methods,
+    those are asked (``user_methods``: CPython tries them before the sequence's own)."""
+    if not any(isinstance(a, BaseSequenceVariable) for a in args):
+        return None
+    methods = (OPERATORS[op].dunder, OPERATORS[op].reflected)
+    if any(
+        isinstance(a, UserObjectVariable) and any(_defines(type(a.value), m) for m in methods)
+        for a in args
+    ):
+        return None
+    return _sequence_op(tx, op, args)
 
 
 @operator_rule(*COMPARISONS)
@@ -355,6 +365,30 @@ def contains_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
 @operator_rule(operator.is_, operator.is_not)
 def is_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     return ConstantVariable(is_same(tx, *args) == (op is operator.is_))
+
+
+operator_rule(operator.concat, operator.iconcat)(constants)  # strings, bytes, tuples of constants
+
+
+@operator_rule(operator.concat, operator.iconcat)
+def concat(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``operator.concat(a, b)`` and ``operator.iconcat(a, b)`` (CPython's ``PySequence_Concat``
+    / ``PySequence_InPlaceConcat``: a list's or tuple's own concatenation, which asks ``b``
+    nothing): a list extended in place by any iterable, two lists or two tuples joined; with an
+    operand that cannot take part, CPython's TypeError."""
+    sequences = (ListVariable, TupleVariable)
+    if len(args) != 2:
+        return None
+    seq, other = args
+    kind = seq.python_type() if isinstance(seq, sequences) else None
+    if op is operator.iconcat and kind is list:
+        return call_container_method(tx, seq, "extend", [other], {}) and seq
+    if kind in (list, tuple) and isinstance(other, sequences) and other.python_type() is kind:
+        return _sequence_op(tx, operator.add, args)
+    error = _sequence_error(tx, op, args)
+    if error is not None:
+        raise PythonError(error)
+    return None
 
 
 @operator_rule(operator.setitem)
@@ -505,10 +539,64 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
             return lhs  # CPython gives back the tuple itself
         items = list(lhs.items) * rhs.as_python_constant()
     else:
+        error = _sequence_error(tx, op, args)
+        if error is not None:
+            raise PythonError(error)
         raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
     if isinstance(lhs, ListVariable):
         return ListVariable(items)
     return TupleVariable(items, is_size=lhs.is_size)
+
+
+#: The methods that decide whether an operand takes part, beyond the operator's own: ``*`` takes
+#: an integer (``__index__``), ``operator.concat`` a sequence (``__getitem__``).
+_SEQUENCE_METHODS = {
+    operator.add: ("__add__", "__radd__"),
+    operator.mul: ("__mul__", "__rmul__", "__index__"),
+    operator.concat: ("__add__", "__radd__", "__getitem__"),
+    operator.iconcat: ("__add__", "__radd__", "__iadd__", "__getitem__"),
+}
+
+
+def _sequence_error(tx: Translator, op: Any, args: list[VariableTracker]) -> Exception | None:
+    """CPython's TypeError for ``+``, ``*`` or ``operator.concat`` of a list or tuple with an
+    operand that cannot take part (``[x] + 1``, ``[x] * 1.5``, ``len * (x,)``,
+    ``operator.concat(7, [x])``), or None where that is not known. The error depends only on the
+    operands' types: CPython's own, from the operator run on stand-ins (``_stand_in``)."""
+    values = [_stand_in(vt, _SEQUENCE_METHODS[op]) for vt in args]
+    if any(v is _UNKNOWN for v in values):
+        return None
+    try:
+        op(*values)
+    except TypeError as e:
+        return e
+    return None
+
+
+_UNKNOWN = object()
+
+
+def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
+    """What ``vt`` is for an operation whose outcome depends only on its type: an empty builtin
+    container of its type, its value where it is an immutable constant, else an instance of an
+    empty class of the same C name where its type defines none of ``methods``; ``_UNKNOWN``
+    otherwise (a tensor, a symbolic number, a class defining one of them)."""
+    containers = (ListVariable, TupleVariable, DictVariable, SetVariable)
+    if isinstance(vt, containers) and vt.python_type() in (list, tuple, dict, set, frozenset):
+        return vt.python_type()()
+    if vt.is_python_constant() and not _mutable([vt]) and not is_symbolic(vt):
+        value = vt.as_python_constant()  # its methods, if any, are C code: none runs user code
+        if type(value).__module__ == "builtins" or not any(
+            _defines(type(value), m) for m in methods
+        ):
+            return value
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return _UNKNOWN
+    if isinstance(vt, (TensorVariable, SymNodeVariable)) or any(_defines(cls, m) for m in methods):
+        return _UNKNOWN
+    return type(container_methods.c_name(cls), (), {})()
 
 
 def _exact_tuple(vt: VariableTracker) -> bool:

@@ -1,0 +1,183 @@
+"""Operations on lists, tuples, dicts, sets and frozensets that torch.compile traces: each checked
+against CPython (results, the containers after the call, the error raised) and against
+``torch._dynamo.explain`` (no more breaks than torch.compile)."""
+
+from __future__ import annotations
+
+import collections
+import operator
+
+import pytest
+import torch
+from difftest import check, check_breaks
+from dynamo_baseline import dynamo_counts
+
+
+class Plain:
+    pass
+
+
+def _no_more_breaks_than_dynamo(fn, *args):
+    graphs, breaks = dynamo_counts(fn, *args)
+    assert breaks == 0, f"torch.compile breaks {breaks} times: not a gap"
+    check(fn, *args, calls=1)
+
+
+# -- re-initialising an existing container ---------------------------------------------------------
+def _reinit_list(x, xs):
+    a = [x, 1, Plain]
+    a.__init__()
+    b = [x, 2]
+    b.__init__((x + 1, 3))
+    xs.__init__(xs)  # emptied first: nothing left to copy
+    return a, b, xs
+
+
+def _reinit_dict(x, d):
+    a = {"k": x, Plain: 1}
+    a.__init__({"j": x + 1}, z=2)  # an update: the old keys stay
+    d.__init__([("n", x)])
+    r = d.__init__()
+    return a, d, r
+
+
+def _reinit_set(x, s):
+    a = {1, Plain}
+    a.__init__((2, len))
+    s.__init__(s)
+    return a, s, x + 1
+
+
+def _reinit_immutable(x):
+    t = (x, Plain)
+    f = frozenset({1, Plain})
+    return t.__init__(), t.__init__(1, 2), f.__init__(), f, t, x + 1
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (_reinit_list, lambda: (torch.ones(2), [1, "a"])),
+        (_reinit_dict, lambda: (torch.ones(2), {"a": 1})),
+        (_reinit_set, lambda: (torch.ones(2), {1, "a"})),
+        (_reinit_immutable, lambda: (torch.ones(2),)),
+    ],
+)
+def test_reinit_of_existing_container(fn, make):
+    _no_more_breaks_than_dynamo(fn, *make())
+
+
+def test_set_reinit_with_two_arguments_raises_cpythons_error():
+    def fn(x):
+        s = {1}
+        try:
+            s.__init__((1,), (2,))
+        except TypeError as e:
+            return x + 1, str(e), s
+        return x, "", s
+
+    check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+def test_tuple_getnewargs():
+    def fn(x, t):
+        u = (x, 1)
+        return x + 1, t.__getnewargs__(), u.__getnewargs__()
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), (1, "a"))
+
+
+def test_tuple_getnewargs_holds_the_tuple_itself():
+    def fn(x, t):
+        u = (x, Plain)
+        return x + 1, t.__getnewargs__()[0] is t, u.__getnewargs__()[0] is u
+
+    check(fn, torch.ones(2), (2, 3))
+
+
+def test_namedtuple_keeps_its_own_getnewargs():
+    pair = collections.namedtuple("pair", "a b")
+
+    def fn(x):
+        p = pair(x, 2)
+        return x + 1, p.__getnewargs__(), p.__init__()
+
+    check(fn, torch.ones(2))
+
+
+# -- + and * of lists and tuples with an operand that cannot take part ----------------------------
+def _catch(fn, *args):
+    try:
+        return fn(*args)
+    except TypeError as e:
+        return ("raised", str(e))
+
+
+@pytest.mark.parametrize(
+    "other", [True, 2.5, None, "ab", len, Plain, torch.float32, torch.device("cpu"), {1: 2}]
+)
+def test_sequence_operator_error_is_cpythons(other):
+    def fn(x, xs, other):
+        t = (x, 1)
+        return (
+            x + 1,
+            _catch(lambda: xs + other),
+            _catch(lambda: other + xs),
+            _catch(lambda: t * other),
+            _catch(lambda: other * xs),
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"], other)
+
+
+def test_sequence_operator_asks_a_user_class_first():
+    class Radd:
+        def __radd__(self, other):
+            return ("radd", len(other))
+
+    def fn(x, xs, obj):
+        return x + 1, xs + obj
+
+    check(fn, torch.ones(2), [1, 2], Radd())
+
+
+# -- extending a list by something that is not iterable --------------------------------------------
+@pytest.mark.parametrize("other", [True, 7, len, Plain(), torch.float32])
+def test_extend_by_non_iterable_raises_cpythons_error(other):
+    def fn(x, xs, other):
+        ys = [x]
+        r1 = _catch(lambda: xs.extend(other))
+        try:
+            ys += other
+        except TypeError as e:
+            r2 = str(e)
+        return x + 1, r1, r2, xs, ys
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"], other)
+
+
+# -- operator.concat and operator.iconcat ----------------------------------------------------------
+def test_operator_concat_of_sequences():
+    def fn(x, xs):
+        joined = operator.concat(xs, [x])
+        extended = operator.iconcat(xs, (x, 2))  # a list takes any iterable, in place
+        tuples = operator.iconcat((x,), (1,))  # a tuple makes a new one
+        text = operator.concat("ab", "c")
+        return x + 1, joined, extended is xs, tuples, text, xs
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"])
+
+
+@pytest.mark.parametrize("other", [(1,), 7, len, {1: 2}])
+def test_operator_concat_error_is_cpythons(other):
+    """(torch.compile fails with an internal error on these.)"""
+
+    def fn(x, xs, other):
+        return (
+            x + 1,
+            _catch(operator.concat, xs, other),
+            _catch(operator.concat, (x,), other),
+            _catch(operator.concat, other, xs),
+        )
+
+    check(fn, torch.ones(2), [1, "a"], other)
