@@ -14,10 +14,11 @@ import collections
 import dataclasses
 import enum
 import math
+import warnings
 
 import pytest
 import torch
-from difftest import check_breaks
+from difftest import assert_same, check_breaks
 
 
 class Color(enum.Enum):
@@ -573,3 +574,41 @@ def test_bad_and_missing_hashes_raise_cpythons_type_error(body):
         Q=EqOnly(),
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+@pytest.mark.parametrize("kind", USER_HASHED)
+def test_input_dicts_and_sets_keyed_by_objects_with_their_own_hash(kind):
+    v, equal, other = USER_HASHED[kind]
+    fn = _compiled_case(
+        "return (x + 1, D[E], len(D), E in D, O in D, D == {E: 'a', 'b': V}, E in S, O in S,"
+        " S == {0, E}, F & {E}, len(F - {V}), [w is V for w in D.values()], list(S) == [0, V],"
+        " D.get(O, 'missing'))",
+        D={v: "a", "b": v},
+        S={0, v},
+        F=frozenset({0, v}),
+        V=v,
+        E=equal,
+        O=other,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def test_an_input_key_changed_in_place_keeps_its_old_hash_as_in_cpython():
+    """The key's attribute read by its ``__hash__`` is guarded: changed, the dict holds the key
+    under its old hash, where CPython's lookups no longer find it; the next call traces again
+    and must see that too."""
+    v = Keyed(1)
+    fn = _compiled_case(
+        "return x + 1, V in D, Keyed(1) in D, V in S, len(D), D.get(V, 'missing')",
+        D={v: "a"},
+        S={v},
+        V=v,
+        Keyed=Keyed,
+    )
+    compiled, _, _ = check_breaks(fn, _x, graphs=1, breaks=0)
+    v.key = 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = compiled(torch.ones(3))
+    assert_same(actual, fn(torch.ones(3)))
+    assert actual[1:] == (False, False, False, 1, "missing")

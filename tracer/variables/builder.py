@@ -43,8 +43,8 @@ from .containers.builtin_containers import (
     TupleVariable,
     compared_by_value,
     hash_key,
-    is_key_value,
     key_vt,
+    keys_modelled,
     make_set,
 )
 from .containers.collection_types import DequeVariable
@@ -172,11 +172,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return TupleVariable(
             items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
         )
-    if cls in DICT_TYPES and all(map(is_key_value, value)):
+    if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
         add(kinds.DICT_KEYS(source, tuple(value)))
         return DictVariable(_dict_items(tx, value, source), source)
-    if cls in _DICT_SUBCLASSES and all(map(is_key_value, value)):
+    if cls in _DICT_SUBCLASSES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.DICT_KEYS(source, tuple(value)))
         factory = None
@@ -195,7 +195,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
         add(kinds.EQUALS_MATCH(source, frozen))
         return SetVariable(set(value), source)
-    if cls in (set, frozenset) and all(map(is_key_value, value)):
+    if cls in (set, frozenset) and keys_modelled(value):
         # its items in iteration order, the order the trace iterates them in
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.DICT_KEYS(source, tuple(value)))

@@ -202,7 +202,24 @@ def is_key_value(key: Any) -> bool:
         return key.__self__ is None or isinstance(key.__self__, types.ModuleType)
     if cls is types.MethodType:  # hashed by its object's identity and its function
         return identity_hashed(type(key.__self__)) and isinstance(key.__func__, types.FunctionType)
+    if python_hashed(cls):  # its ``__hash__`` is inlined by the translator running
+        return RUNNING.tx is not None
     return identity_hashed(cls)
+
+
+def keys_modelled(container: Any) -> bool:
+    """Whether the key model stands for every key of the real dict or set ``container``: each
+    is a key value, and each hashing in Python is found where the container keeps it (an object
+    changed since it was put in may sit under its old hash, which only CPython knows)."""
+    return all(map(is_key_value, container)) and all(
+        key in container for key in container if _python_hash_in(key)
+    )
+
+
+def _python_hash_in(key: Any) -> bool:
+    if type(key) is frozenset or tuple_like(type(key)):
+        return any(map(_python_hash_in, key))
+    return python_hashed(type(key))
 
 
 def tuple_like(cls: type) -> bool:
