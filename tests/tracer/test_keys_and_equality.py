@@ -514,7 +514,7 @@ def test_objects_with_their_own_hash_key_dicts_and_sets_built_in_the_call(kind):
         "    return (x + 1, D[E], E in D, O in D, D.get(O, 'missing'), len(S), E in S, O in S,"
         " {V: 1} == {E: 1}, {V: 1} == {O: 1}, hash(V) == hash(E), hash((V, 'b')),"
         " L.count(E), L.index(E), O in L, E in (V, 'b'), (V, 'b') == (E, 'b'), V == 'b',"
-        " 'b' != V, [V] != V, D == V)",
+        " 'b' != V, [V] != V, D == V, (V, 'b') == V, V != (V,), (V, 'b').__class__)",
         V=v,
         E=equal,
         O=other,
@@ -564,7 +564,14 @@ def test_eq_giving_not_implemented_falls_back_to_identity():
 
 @pytest.mark.parametrize(
     "body",
-    ["return x + 1, {B: 1}", "return x + 1, hash(B)", "return x + 1, {Q}", "return x + 1, hash(Q)"],
+    [
+        "return x + 1, {B: 1}",
+        "return x + 1, hash(B)",
+        "return x + 1, {Q}",
+        "return x + 1, hash(Q)",
+        "return x + 1, hash((1, {B: 1}))",
+        "return x + 1, hash([B])",
+    ],
 )
 def test_bad_and_missing_hashes_raise_cpythons_type_error(body):
     fn = _compiled_case(

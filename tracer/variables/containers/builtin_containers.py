@@ -81,6 +81,8 @@ def value_hash(vt: VariableTracker) -> int:
 def _hashed_as_cpython(vt: VariableTracker) -> bool:
     if vt.is_python_constant():
         return True
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        return vt.python_type().__hash__ is None  # hash_key's TypeError
     if isinstance(vt, TupleVariable):
         return tuple_like(vt.python_type()) and all(map(_hashed_as_cpython, vt.items))
     value = getattr(vt, "value", None)  # unhashable (``__hash__ = None``): hash_key's TypeError
@@ -295,6 +297,8 @@ class TupleVariable(BaseSequenceVariable):
         return self.cls(values)  # ``tuple``, or a plain subclass: ``cls(iterable)``
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":
+            return tx.wrap_static(self.python_type())
         fields = _field_names(self.cls)
         if name in fields:
             return self.items[list(fields).index(name)]
