@@ -181,3 +181,55 @@ def test_operator_concat_error_is_cpythons(other):
         )
 
     check(fn, torch.ones(2), [1, "a"], other)
+
+
+# -- collections' Python containers ---------------------------------------------------------------
+def test_user_dict_and_chain_map_with_any_key():
+    key = Plain()
+
+    def fn(x, d):
+        u = collections.UserDict(d)
+        u[key] = x
+        chained = collections.ChainMap({len: 3}, {key: 4}, d)
+        return x + 1, u[key], u["a"], chained[len], chained[key], chained["a"], len(u)
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), {"a": 1})
+
+
+def test_user_dict_with_tensor_key():
+    def fn(x, t):
+        u = collections.UserDict({t: 1})
+        return x + 1, u[t]
+
+    check(fn, torch.ones(2), torch.zeros(1))
+
+
+def test_str_and_repr_of_user_objects():
+    class Text:
+        def __str__(self):
+            return "text"
+
+    class Shown:
+        def __repr__(self):
+            return "shown"
+
+    class Wrong:
+        def __str__(self):
+            return 3
+
+    def fn(x, v):
+        try:
+            wrong = str(Wrong())
+        except TypeError as e:
+            wrong = str(e)
+        return (
+            x + 1,
+            str(collections.UserString(v)),
+            str(Text()),
+            repr(Shown()),
+            str(Shown()),
+            wrong,
+        )
+
+    for v in (True, 2.5, "ab", len, torch.float32):
+        _no_more_breaks_than_dynamo(fn, torch.ones(2), v)

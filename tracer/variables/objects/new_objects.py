@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from ....guards.sources import AttrSource, Source, TypeSource
-from ...exc import Unsupported
+from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
 from ..call_rules import call_rule
 from ..constants.constant import ConstantVariable
@@ -416,7 +416,37 @@ def namespace_dict(tx: Translator, vt: VariableTracker) -> VariableTracker | Non
     return attributes if isinstance(attributes, DictVariable) else None
 
 
-@builtin(repr, str)
+@builtin(repr)
+def repr_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return _text(tx, obj, "__repr__")
+
+
+@builtin(str)
+def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return _text(tx, obj, "__str__")
+
+
+def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    """``repr(obj)`` / ``str(obj)`` of a user object whose class writes the method in Python
+    (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
+    string (else CPython's TypeError); of a ``SimpleNamespace``: ``namespace_repr``; other
+    values break the graph."""
+    cls = obj.python_type() if isinstance(obj, UserObjectVariable) else None
+    if cls is not None and issubclass(cls, nn.Module):
+        cls = None  # a module's text reads its whole tree: left to Python
+    if cls is not None and name == "__str__" and type_lookup(cls, name) is object.__str__:
+        name = "__repr__"
+    if cls is not None and isinstance(type_lookup(cls, name), types.FunctionType):
+        result = obj.call_method(tx, name, [], {})
+        if not result.is_python_constant():
+            raise Unsupported("builtin", f"{name} of {obj!r} gave {result!r}")
+        if type(result.as_python_constant()) is not str:
+            kind = type(result.as_python_constant()).__name__
+            raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
+        return result
+    return namespace_repr(tx, obj)
+
+
 def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
     """``repr(ns)`` (and ``str``, which is ``repr`` for it) of a ``SimpleNamespace`` whose
     attributes are Python constants: CPython's text, ``namespace(a=1)`` (the class name for a

@@ -634,6 +634,9 @@ def getitem_tensor(
         known = _known_index(key)
         if isinstance(tensor, (TupleVariable, ListVariable)) and known is not None:
             return getitem(tx, tensor, ConstantVariable(known))
+        user = _user_item_method(tx, "__getitem__", tensor, [key])
+        if user is not None:
+            return user
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
@@ -661,6 +664,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         return obj.getitem(tx, key.as_python_constant())
     if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
         return call_container_method(tx, obj, "__getitem__", [key], {})
+    user = _user_item_method(tx, "__getitem__", obj, [key])
+    if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
+        return user
     if not key.is_python_constant():
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
@@ -707,7 +713,20 @@ def setitem(
     if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
         obj.setitem(key.as_python_constant(), value)
         return
+    if _user_item_method(tx, "__setitem__", obj, [key, value]) is not None:
+        return
     call_container_method(tx, obj, "__setitem__", [key, value], {})
+
+
+def _user_item_method(
+    tx: Translator, name: str, obj: VariableTracker, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``obj[key]`` / ``obj[key] = value`` inlined where ``obj`` is a user object (not a module)
+    whose class defines ``name`` in Python (``UserDict``, ``ChainMap``, a user mapping); None
+    otherwise."""
+    if isinstance(obj, NNModuleVariable) or not _python_method(obj, name):
+        return None
+    return obj.call_method(tx, name, args, {})
 
 
 call_container_method = container_methods.call_method
