@@ -136,3 +136,15 @@ def cell_args(
     carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
     new = getattr(cg, "passed_cells", {}).get(id(frame), ())
     return names + tuple(n for n in new if n not in names), carried + new
+
+
+def dead_on_top(tx: Translator, index: int, depth: int) -> int:
+    """How many of the ``depth`` values on top of the stack the code at ``index`` pops without
+    reading them (a run of ``POP_TOP``: the result of a call made for its effect). A resume
+    function there is given None in their place, so its guards do not check values it drops."""
+    n = 0
+    while n < depth and index + n < len(tx.instructions):
+        if tx.instructions[index + n].name != "POP_TOP":
+            break
+        n += 1
+    return n

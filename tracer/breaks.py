@@ -16,6 +16,7 @@ those starting inside a try/with block, which run in plain Python so exception h
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,10 +26,13 @@ from bytecode.instr import UNSET
 
 from ..codegen.emit import NULL_OFFSET, Codegen
 from ..codegen.pyversion import NULL_ABOVE_CALLABLE
+from ..guards import kinds
+from ..guards.sources import AttrSource
 from . import made_in_resume
 from .break_frames import (
     call_start,
     cell_args,
+    dead_on_top,
     live_by_frame,
     live_names,
     template,
@@ -39,6 +43,7 @@ from .exc import Unsupported
 from .opcodes import operand_count
 from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker, walk
+from .variables.constants.constant import ConstantVariable
 from .variables.contexts.context_trackers import ContextExitVariable
 from .variables.functions.callables import UserFunctionVariable
 from .variables.functions.cells import reconstruct_cell
@@ -46,6 +51,7 @@ from .variables.iterators import generator_restart
 from .variables.iterators.combinators import BuiltinIteratorVariable
 from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
 from .variables.modules.nn_modules import NNModuleVariable
+from .variables.objects.existing_objects import CFunctionVariable
 from .variables.tensors.tensor import TensorTruthVariable
 
 if TYPE_CHECKING:
@@ -88,6 +94,7 @@ def emit_break(
     (``CompiledCode.callees``), given a function the instruction calls in plain Python, returns
     its compiled version: what a frame hook would do for its frame."""
     leaf = frames[0]
+    _unguard_breaking_callable(frames)
     inline = len(frames) == 1 and _runs_inline(leaf)
     inst = leaf.tx.instructions[leaf.index]
     written = {inst.arg} if inline and isinstance(inst.arg, str) else set()
@@ -119,12 +126,87 @@ def emit_break(
     )
     for caller in frames[1:]:
         cg.store_local("__bg_ret")
-        _call_resume(cg, caller, caller.index + 1, [*caller.stack, LocalValue("__bg_ret")], resume)
+        # the callee's result, or None where the caller drops it unread (``dead_on_top``)
+        dropped = dead_on_top(caller.tx, caller.index + 1, 1)
+        ret = ConstantVariable(None) if dropped else LocalValue("__bg_ret")
+        _call_resume(cg, caller, caller.index + 1, [*caller.stack, ret], resume)
     if protect is not None:
         cg.instrs.append(TryEnd(protect))
     cg.return_value()
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exits[0])
+
+
+def _unguard_breaking_callable(frames: list[FrameState]) -> None:
+    """Drop the guards that only say which C function or C method the breaking call calls
+    (``sys.stdout.write``: its type, ``__name__`` and ``__self__``). The call runs in Python
+    whatever it finds there, reading the callable from its source again, so the guards add a cost
+    to every call and decide nothing. Only where nothing else in the trace could have read the
+    callable's tracker: it was wrapped once at its source and only the call's stack slot holds
+    it (its ``__name__`` folded into the graph would need its guard)."""
+    leaf = frames[0]
+    slot = _call_target_slot(leaf.tx.instructions[leaf.index], leaf.stack)
+    if slot is None or not isinstance(leaf.stack[slot], CFunctionVariable):
+        return
+    vt, output = leaf.stack[slot], leaf.tx.output
+    source = vt.source
+    if not isinstance(source, AttrSource) or not _new_at_each_read(vt.value, source.attr):
+        return
+    owner = output.wrapped.get(id(vt.value.__self__))
+    if owner is None or owner[1].source != source.base:
+        return  # not read from its owner (a method stored in another object)
+    if [v for _, v in output.wrapped.values() if v.source == source] != [vt]:
+        return  # read more than once: one of the reads may have been used
+    if any(other is vt for other in walk(_held_elsewhere(frames, slot))):
+        return
+    bound_to = AttrSource(source, "__self__")
+    output.guards.difference_update(
+        [
+            g
+            for g in output.guards
+            if g.source in (source, AttrSource(source, "__name__"))
+            or (g.source == bound_to and g.kind is kinds.DUPLICATE_INPUT)
+        ]
+    )
+
+
+def _new_at_each_read(method: Any, attr: str) -> bool:
+    """Whether ``method`` is a C method bound afresh by each read of ``owner.attr``: the class
+    defines ``attr`` as a method descriptor and the instance's own dict does not shadow it. Then
+    each read of the source is wrapped anew, and a tracker wrapped once was read once. (A method
+    stored in an instance or a module is one object, whose reads all share one tracker.)"""
+    owner = getattr(method, "__self__", None)
+    if owner is None or isinstance(owner, (type, types.ModuleType)):
+        return False
+    try:
+        own = object.__getattribute__(owner, "__dict__")
+    except AttributeError:
+        own = {}
+    if type(own) is not dict or attr in own:
+        return False
+    for klass in type.__dict__["__mro__"].__get__(type(owner)):
+        found = type.__dict__["__dict__"].__get__(klass).get(attr)
+        if found is not None:
+            return type(found) is types.MethodDescriptorType
+    return False
+
+
+def _held_elsewhere(frames: list[FrameState], slot: int) -> list[Any]:
+    """Every tracker of the trace but the one at ``frames[0].stack[slot]``: the stacks and locals
+    of all frames (the leaf's callers too) and what side effects store or change."""
+    leaf = frames[0]
+    held: list[Any] = [leaf.stack[:slot], leaf.stack[slot + 1 :]]
+    held += [f.stack for f in frames[1:]] + [f.locals for f in frames]
+    effects = leaf.tx.output.side_effects
+    held += [
+        list(effects.attr_stores.values()),
+        effects.global_stores,
+        effects.cell_stores,
+        effects.mutated,
+        effects.new_objects,
+        effects.instance_dicts,
+    ]
+    return held
 
 
 def _load_local(cg: Codegen, frame: FrameState, name: str, cells: tuple[str, ...]) -> None:
@@ -423,7 +505,21 @@ def continues_in_callee(frames: list[FrameState], reason: Unsupported) -> bool:
 
 def _callable_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
     """Where the callable of the call ``inst`` is on ``stack``, if it is a user function (or a
-    method of one) made before the call, that ``callees.py`` compiles on its own; else None.
+    method of one) made before the call, that ``callees.py`` compiles on its own; else None."""
+    base = _call_target_slot(inst, stack)
+    if base is None:
+        return None
+    vt = stack[base]
+    # a function made in the trace is a new object at each call: it would compile every call
+    if isinstance(vt, UserFunctionVariable) and compiles_on_its_own(vt.fn):
+        return base
+    if isinstance(vt, NNModuleVariable) and vt.source is not None:
+        return base  # ``callees.py`` decides, from the module, whether it compiles
+    return None
+
+
+def _call_target_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
+    """Where the callable of the call ``inst`` is on ``stack`` (None if ``inst`` is no call).
     NOTE(3.13): [callable, NULL|self, args]; 3.11/3.12: [NULL, callable, args] or [method, self,
     args]."""
     extra = {"CALL": 2, "CALL_KW": 3}.get(inst.name)
@@ -437,13 +533,7 @@ def _callable_slot(inst: Instr, stack: list[VariableTracker]) -> int | None:
         return None
     if not NULL_ABOVE_CALLABLE and isinstance(stack[base], NullVariable):
         base += 1
-    vt = stack[base]
-    # a function made in the trace is a new object at each call: it would compile every call
-    if isinstance(vt, UserFunctionVariable) and compiles_on_its_own(vt.fn):
-        return base
-    if isinstance(vt, NNModuleVariable) and vt.source is not None:
-        return base  # ``callees.py`` decides, from the module, whether it compiles
-    return None
+    return base
 
 
 def _compiled_slot(frame: FrameState) -> int | None:
@@ -500,14 +590,21 @@ def _resume_with_stack(
         cell_args=cells,
         made_locals=_made_locals(cg, frame, names),
     )
+    dead = set(range(nstack - dead_on_top(tx, index, nstack), nstack)) - set(nulls) - set(slots)
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.pop_null()
+        elif i in dead:
+            cg.pop_top()
         else:
             cg.store_local(f"__bg_s{i}")
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
-    args = list(names) + [f"__bg_s{i}" for i in range(nstack) if i not in nulls]
-    for name in args:
+    for name in names:
         cg.load_local(name)
-    cg.call(len(args))
+    for i in range(nstack):
+        if i in dead:
+            cg.load_const(None)
+        elif i not in nulls:
+            cg.load_local(f"__bg_s{i}")
+    cg.call(len(names) + nstack - len(nulls))
     cg.return_value()

@@ -1,5 +1,6 @@
 """Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the
-rewritten function (graph call, stack and locals rebuilt, print run in Python, resume call), the
+rewritten function (graph call, stack and locals rebuilt, print run in Python, resume call with
+None for print's result, which the resume code drops unread), the
 resume function (prefix pushing the stack argument and jumping into the original code) and the
 resume function's own rewritten code. One snapshot per Python version (3.11 has PRECALL; 3.13 puts
 the NULL above the callable and has LOAD_FAST_LOAD_FAST)."""
@@ -56,12 +57,12 @@ STORE_FAST b
 STORE_FAST a
 PRECALL
 CALL
-STORE_FAST __bg_s0
+POP_TOP
 PUSH_NULL
 LOAD_DEREF __resume_at_9_0
 LOAD_FAST a
 LOAD_FAST b
-LOAD_FAST __bg_s0
+LOAD_CONST None
 PRECALL
 CALL
 RETURN_VALUE
@@ -85,12 +86,12 @@ BINARY_SUBSCR
 STORE_FAST b
 STORE_FAST a
 CALL
-STORE_FAST __bg_s0
+POP_TOP
 PUSH_NULL
 LOAD_DEREF __resume_at_8_0
 LOAD_FAST a
 LOAD_FAST b
-LOAD_FAST __bg_s0
+LOAD_CONST None
 CALL
 RETURN_VALUE
 """
@@ -113,12 +114,12 @@ BINARY_SUBSCR
 STORE_FAST b
 STORE_FAST a
 CALL
-STORE_FAST __bg_s0
+POP_TOP
 LOAD_DEREF __resume_at_8_0
 PUSH_NULL
 LOAD_FAST a
 LOAD_FAST b
-LOAD_FAST __bg_s0
+LOAD_CONST None
 CALL
 RETURN_VALUE
 """
