@@ -5,6 +5,7 @@ against CPython (results, the containers after the call, the error raised) and a
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 
 import pytest
@@ -233,3 +234,49 @@ def test_str_and_repr_of_user_objects():
 
     for v in (True, 2.5, "ab", len, torch.float32):
         _no_more_breaks_than_dynamo(fn, torch.ones(2), v)
+
+
+# -- functools.cache / lru_cache wrappers made in the trace ----------------------------------------
+def test_cache_made_in_the_trace():
+    def fn(x, log):
+        def costly(v, scale=1):
+            log.append(v)
+            return [v, scale]
+
+        cached = functools.cache(costly)
+        first = cached(1)
+        hit = cached(1)  # the same result object, costly not run
+        other = cached(True)  # a one-int key is the int, True's is a tuple: a miss in CPython
+        keyed = cached(1, scale=2)
+        texts = str(functools.cache(str)(2.5))
+        return x + 1, first is hit, first is other, keyed, cached(len), texts, log
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [])
+
+
+def test_lru_cache_maxsize_and_typed():
+    def fn(x, log):
+        def costly(v):
+            log.append(v)
+            return v * 2
+
+        two = functools.lru_cache(maxsize=2)(costly)
+        for v in (1, 2, 1, 3, 2, 1):  # 2 is dropped when 3 comes, 1 stays recently used
+            two(v)
+        typed = functools.lru_cache(typed=True)(costly)
+        typed(1), typed(1.0), typed(1)
+        uncached = functools.lru_cache(0)(costly)
+        uncached(5), uncached(5)
+        bare = functools.lru_cache(costly)
+        bare(7), bare(7)
+        return x + 1, log
+
+    check(fn, torch.ones(2), [], calls=1)
+
+
+def test_cache_with_tensor_arguments_keys_them_by_identity():
+    def fn(x, y):
+        cached = functools.cache(lambda t: t + 1)
+        return cached(x) is cached(x), cached(y) is cached(x)
+
+    check(fn, torch.ones(2), torch.ones(2))

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import functools
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ....backends.registry import notice_once
 from ....guards.sources import AttrSource
 from ...exc import Unsupported
+from ...polyfills import functools as polyfill_functools
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..constants.constant import CONSTANT_TYPES
+from ..containers.builtin_containers import hash_key
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -99,6 +102,88 @@ class MemoizedFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"MemoizedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+@dataclass(eq=False)
+class NewMemoizedVariable(VariableTracker):
+    """An ``lru_cache`` wrapper made in the trace (``functools.cache(f)``, ``lru_cache(n)(f)``):
+    its cache lives in the tracker, keyed as ``lru_cache`` keys its calls (the arguments as dict
+    keys, ``1`` and ``True`` alike unless ``typed``; keyword arguments apart), so a call with
+    arguments seen before gives the same result object and runs nothing, as in CPython, and at
+    most ``maxsize`` results are kept, the least recently used dropped first. The wrapper cannot
+    leave the trace (its cache has no real counterpart)."""
+
+    fn: VariableTracker
+    maxsize: int | None
+    typed: bool
+    cache: dict[Any, VariableTracker] = field(default_factory=dict)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return LRU_CACHE_WRAPPER
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__wrapped__":
+            return self.fn
+        raise Unsupported(
+            "getattr", f"attribute {name!r} of an lru_cache wrapper made in the trace"
+        )
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.maxsize == 0:  # CPython's uncached wrapper: no key is made
+            return dispatch.call(tx, self.fn, args, kwargs)
+        key = self._key(args, kwargs)
+        if key in self.cache:
+            self.cache[key] = self.cache.pop(key)  # now the most recently used
+            return self.cache[key]
+        result = dispatch.call(tx, self.fn, args, kwargs)
+        self.cache[key] = result
+        if self.maxsize is not None and len(self.cache) > self.maxsize:
+            del self.cache[next(iter(self.cache))]
+        return result
+
+    def _key(self, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Any:
+        """CPython's ``lru_cache_make_key``: one exact int or str argument is its own key, other
+        calls the tuple of the arguments, then a mark and the keyword pairs, then (``typed``)
+        the types of all the values."""
+        keys = [hash_key(a) for a in args]
+        if not self.typed and not kwargs:
+            if len(args) == 1 and args[0].is_python_constant():
+                if type(args[0].as_python_constant()) in (int, str):
+                    return keys[0]
+            return tuple(keys)
+        flat = keys
+        if kwargs:
+            flat.append(_KWD_MARK)
+            for name, value in kwargs.items():
+                flat += [name, hash_key(value)]
+        if self.typed:
+            flat += [v.python_type() for v in [*args, *kwargs.values()]]
+        return tuple(flat)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("reconstruct", "an lru_cache wrapper made in the trace leaves it")
+
+    def __repr__(self) -> str:
+        return f"NewMemoizedVariable({self.fn!r})"
+
+
+_KWD_MARK = object()  #: between the positional and the keyword arguments of a key
+
+
+@call_rule(polyfill_functools.cache_wrapper)
+def cache_wrapper(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``lru_cache``'s wrapper of a function, made in the trace (its polyfill calls this)."""
+    user_function, maxsize, typed = args
+    if kwargs or not (maxsize.is_python_constant() and typed.is_python_constant()):
+        return None
+    return NewMemoizedVariable(
+        user_function, maxsize.as_python_constant(), bool(typed.as_python_constant())
+    )
 
 
 def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
