@@ -81,6 +81,8 @@ def value_hash(vt: VariableTracker) -> int:
 def _hashed_as_cpython(vt: VariableTracker) -> bool:
     if vt.is_python_constant():
         return True
+    if isinstance(vt, SetVariable) and vt.frozen:  # hashed from its items' hashes
+        return all(_hashed_as_cpython(key_vt(item)) for item in vt.items)
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
         return vt.python_type().__hash__ is None  # hash_key's TypeError
     if isinstance(vt, TupleVariable):
