@@ -112,3 +112,20 @@ def _unary_on_plain_objects(x):
 
 def test_unary_operators_on_a_plain_object_raise():
     check(_unary_on_plain_objects, torch.ones(2))
+
+
+def _identities(x):
+    fresh = OBJ.method
+    return x + 1, [
+        BOUND is BOUND,
+        id(BOUND) == id(BOUND),
+        fresh is BOUND,
+        BOUND is not fresh,
+        fresh is fresh,
+    ]
+
+
+def test_a_bound_method_given_is_itself_and_a_new_one_is_not():
+    # ``BOUND`` is one object at every read; ``OBJ.method`` makes a new one at each read
+    check(_identities, torch.ones(2))
+    assert_no_more_breaks(0, _identities, torch.ones(2))

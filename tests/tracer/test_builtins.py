@@ -7,7 +7,8 @@ import math
 import operator
 
 import torch
-from difftest import check
+from difftest import check, compile_counted
+from dynamo_baseline import assert_no_more_breaks
 
 
 class Box:
@@ -443,3 +444,53 @@ def test_map_filter_lazy_over_generator():
         return [x * v for v in map(lambda n: n + 1, evens)]
 
     check(fn, torch.randn(2))
+
+
+# -- id() of values the trace has no address for ---------------------------------------------------
+NUMBER, OTHER_NUMBER, NAMES = 2.5, 7.5, {"a": 1}
+HOLDER = [NUMBER, "b"]
+
+
+def _ids_compared(x):
+    made = [x]
+    return x + 1, [
+        id(NUMBER) == id(NUMBER),
+        id(HOLDER[0]) == id(NUMBER),
+        id(HOLDER[0]) != id(OTHER_NUMBER),
+        id(7) == id(7),
+        id(NAMES) == id(NAMES),
+        id(x) == id(x),
+        id(x) == id(made[0]),
+        id(made) == id(made),
+        isinstance(id(x), int),
+    ]
+
+
+def test_ids_compared_are_identities():
+    # ``id(a) == id(b)`` is ``a is b``: no number is needed
+    check(_ids_compared, torch.ones(2))
+    assert_no_more_breaks(0, _ids_compared, torch.ones(2))
+
+
+def _ids_given_back(x):
+    made = [x]
+    return x + 1, id(NUMBER), id(NAMES), id(x), made, id(made)
+
+
+def test_ids_given_back_are_the_objects_ids():
+    compiled, _ = compile_counted(_ids_given_back)
+    x = torch.ones(2)
+    _, number, names, of_x, made, of_made = compiled(x)
+    assert (number, names, of_x, of_made) == (id(NUMBER), id(NAMES), id(x), id(made))
+
+
+def test_an_equal_constant_held_elsewhere_is_another_object():
+    # identity of constants read from two inputs is guarded: an equal float is another object
+    global NUMBER
+    compiled, counter = compile_counted(_ids_compared)
+    assert compiled(torch.ones(2))[1][1] is True
+    saved, NUMBER = NUMBER, float("2.5")  # equal, another object
+    try:
+        assert compiled(torch.ones(2))[1][1] is (HOLDER[0] is NUMBER) is False
+    finally:
+        NUMBER = saved

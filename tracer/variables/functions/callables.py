@@ -154,6 +154,17 @@ class UserFunctionVariable(VariableTracker):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
+def same_bound_method(a: UserFunctionVariable, b: UserFunctionVariable) -> bool | None:
+    """``a is b`` for two bound methods, or None where that is not known. One the trace was given
+    (``bound_source``) is the object its source loads; one made in the trace (an ``obj.method``
+    read) is a new object, never one given."""
+    if a.bound_source and b.bound_source:
+        return True if a.source == b.source else None
+    if a.bound_source or b.bound_source:
+        return False
+    return None
+
+
 def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
     """``inspect.signature(f)`` of a plain Python function or method, computed at trace time
     (inlining ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with

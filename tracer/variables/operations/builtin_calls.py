@@ -101,7 +101,6 @@ BREAKING = {
     print: "print() runs in Python; move it out of the compiled function or accept the graph break",
     input: "input() needs the user",
     open: "file I/O runs in Python",
-    id: "id() of a traced value",
     exec: "dynamic code",
     eval: "dynamic code",
     breakpoint: "debugger",
@@ -298,6 +297,11 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 @builtin(hash)
 def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     return ConstantVariable(value_hash(obj))
+
+
+@builtin(id)
+def id_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return concrete.object_id(tx, obj)
 
 
 @builtin(isinstance)

@@ -1,7 +1,8 @@
 """Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
 ``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
-tuples and lists of them; and an operation no operand implements (``unsupported_operands``), run
-on stand-ins for CPython's TypeError (an object of a Python class, a bound method).
+tuples and lists of them (``id`` of anything else: ``object_id``, compared by ``compare_ids``);
+and an operation no operand implements (``unsupported_operands``), run on stand-ins for CPython's
+TypeError (an object of a Python class, a bound method).
 
 An object read from the inputs (a global, an attribute) is a real object during the trace. A
 builtin that reads it only through what ``object`` itself defines (its identity, the default
@@ -13,17 +14,19 @@ no real counterpart yet and are left to the caller; constants are folded in ``bu
 
 from __future__ import annotations
 
+import operator
 import types
 from typing import TYPE_CHECKING, Any
 
 from ...exc import PythonError
 from ..base import ConstantLikeVariable, VariableTracker, walk
 from ..constants.constant import ConstantVariable
+from ..constants.object_ids import ObjectIdVariable
 from ..containers.builtin_containers import BaseSequenceVariable, DictVariable, SetVariable
 from ..functions.callables import BuiltinVariable, UserFunctionVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..objects.existing_objects import UserObjectVariable
-from .truth import pin_identity
+from .truth import is_same, pin_identity
 
 if TYPE_CHECKING:
     from ...translator import Translator
@@ -61,6 +64,28 @@ def evaluate(
     except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
         raise PythonError(e) from None
     return ConstantVariable(result)
+
+
+def object_id(tx: Translator, vt: VariableTracker) -> VariableTracker:
+    """``id(vt)``: the real object's (``evaluate``), else a number known only by what it is the
+    id of (``ObjectIdVariable``)."""
+    known = evaluate(tx, id, [vt], {})
+    return known if known is not None else ObjectIdVariable(vt)
+
+
+def compare_ids(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``id(a) == id(b)`` (or ``!=``) is ``a is b``. Two constants read from inputs are the same
+    object only as long as each input holds that object (an equal one passes a value guard):
+    their identity is guarded, unless both were read from the same place."""
+    a, b = args
+    if not (isinstance(a, ObjectIdVariable) and isinstance(b, ObjectIdVariable)):
+        return None
+    same = is_same(tx, a.of, b.of)
+    if a.of.source != b.of.source:
+        for vt in (a.of, b.of):
+            if isinstance(vt, ConstantVariable) and vt.source is not None:
+                tx.output.assume_identity(vt.source, vt.value)
+    return ConstantVariable(same == (op is operator.eq))
 
 
 def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:

@@ -200,6 +200,7 @@ def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     return None
 
 
+operator_rule(operator.eq, operator.ne)(concrete.compare_ids)  # ``id(a) == id(b)``: ``a is b``
 operator_rule(*BINARY, *INPLACE, *COMPARISONS)(dict_views.set_operator)  # a set or a dict view
 operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
 

@@ -19,7 +19,11 @@ from ..containers.builtin_containers import (
     ListVariable,
     SetVariable,
 )
-from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
+from ..functions.callables import (
+    NestedFunctionVariable,
+    UserFunctionVariable,
+    same_bound_method,
+)
 from ..iterators.iterator_trackers import IteratorVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..objects.classes import ClassVariable
@@ -103,6 +107,10 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         return False
     if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
         return False  # distinct trackers of mutable objects stand for distinct objects
+    if isinstance(lhs, UserFunctionVariable) and None not in (lhs.self_vt, rhs.self_vt):
+        same = same_bound_method(lhs, rhs)
+        if same is not None:
+            return same
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
 
 
