@@ -280,3 +280,23 @@ def test_cache_with_tensor_arguments_keys_them_by_identity():
         return cached(x) is cached(x), cached(y) is cached(x)
 
     check(fn, torch.ones(2), torch.ones(2))
+
+
+# -- operators of builtin containers no rule combines ----------------------------------------------
+@pytest.mark.parametrize("op", [operator.and_, operator.or_, operator.sub, operator.xor])
+def test_set_operator_with_a_dict_raises_cpythons_error(op):
+    def fn(x, d):
+        f = frozenset({0})
+        return x + 1, _catch(op, f, d), _catch(op, d, f), _catch(op, {1}, d)
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), {"a": 1})
+
+
+def test_sequence_operator_with_a_tuple_subclass():
+    pair = collections.namedtuple("pair", "a b")
+
+    def fn(x, xs, size):
+        p = pair(1, 2)
+        return x + 1, _catch(lambda: xs + p), _catch(lambda: xs * size), _catch(lambda: p * xs)
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"], torch.Size([2, 3]))

@@ -317,13 +317,14 @@ def _dict_init(tx, obj, *others, **kwargs):
     return _dict_update(tx, obj, *others, **kwargs)
 
 
-def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> VariableTracker:
-    """``d | other`` (a new dict of ``d``'s type) and ``d |= other`` (``d.update(other)``)."""
+def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> VariableTracker | None:
+    """``d | other`` (a new dict of ``d``'s type) and ``d |= other`` (``d.update(other)``); None
+    where ``other`` is no dict (``dict.__or__`` gives NotImplemented: the other operand decides)."""
     if op is operator.ior:
         call_method(tx, lhs, "update", [rhs], {})
         return lhs
     if not isinstance(rhs, DictVariable):
-        raise Unsupported("python_error", "TypeError: unsupported operand type(s) for |")
+        return None
     merged = _dict_copy(tx, lhs)
     merged.items.update(rhs.items)
     return merged

@@ -398,6 +398,30 @@ def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
     return ConstantVariable(None)
 
 
+@operator_rule(*(op for op in BINARY if op is not operator.mod))
+def builtin_type_error(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Builtin values no rule above combines (``frozenset({0}) & {'a': 1}``, ``{} | [x]``,
+    ``(x,) @ 2``): CPython's TypeError, from the operator run on stand-ins (``_stand_in``: an
+    empty container of each container's type, each constant itself). ``%`` is left out: a
+    string's formatting fails or not on the items."""
+    if not all(
+        isinstance(a, (ListVariable, TupleVariable, DictVariable, SetVariable))
+        or (a.is_python_constant() and type(a.as_python_constant()).__module__ == "builtins")
+        for a in args
+    ):
+        return None
+    values = [_stand_in(a, ()) for a in args]
+    if any(v is _UNKNOWN for v in values):
+        return None
+    try:
+        op(*values)
+    except TypeError as e:
+        raise PythonError(e) from None
+    return None
+
+
 assert all(declared.rules for declared in OPERATORS.values()), "an operator without rules"
 
 
@@ -586,11 +610,9 @@ def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
     if isinstance(vt, containers) and vt.python_type() in (list, tuple, dict, set, frozenset):
         return vt.python_type()()
     if vt.is_python_constant() and not _mutable([vt]) and not is_symbolic(vt):
-        value = vt.as_python_constant()  # its methods, if any, are C code: none runs user code
-        if type(value).__module__ == "builtins" or not any(
-            _defines(type(value), m) for m in methods
-        ):
-            return value
+        value = vt.as_python_constant()
+        if not any(_python_defined(type(value), m) for m in methods):
+            return value  # what the operator calls on it is C code: no user code runs
     try:
         cls = vt.python_type()
     except Unsupported:
@@ -598,6 +620,15 @@ def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
     if isinstance(vt, (TensorVariable, SymNodeVariable)) or any(_defines(cls, m) for m in methods):
         return _UNKNOWN
     return type(container_methods.c_name(cls), (), {})()
+
+
+def _python_defined(cls: type, name: str) -> bool:
+    """Whether ``cls`` finds ``name`` in a class written in Python (not a C type's slot)."""
+    found = next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
+    return found is not None and not isinstance(found, _C_METHODS)
+
+
+_C_METHODS = (types.WrapperDescriptorType, types.MethodDescriptorType, types.BuiltinFunctionType)
 
 
 def _exact_tuple(vt: VariableTracker) -> bool:
