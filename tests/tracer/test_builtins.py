@@ -494,3 +494,44 @@ def test_an_equal_constant_held_elsewhere_is_another_object():
         assert compiled(torch.ones(2))[1][1] is (HOLDER[0] is NUMBER) is False
     finally:
         NUMBER = saved
+
+
+# -- operator.length_hint ----------------------------------------------------------------------------
+class Sized:
+    def __len__(self):
+        return 4
+
+
+class Hinted:
+    def __length_hint__(self):
+        return 6
+
+
+class NoHint:
+    def __length_hint__(self):
+        return NotImplemented
+
+
+SIZES = [1, 2, 3]
+
+
+def _length_hints(x):
+    return x + 1, [
+        operator.length_hint(SIZES),
+        operator.length_hint([x, "b"]),
+        operator.length_hint((1, 2)),
+        operator.length_hint({"a": 1}),
+        operator.length_hint(range(5)),
+        operator.length_hint("abc"),
+        operator.length_hint(x),
+        operator.length_hint(Sized()),
+        operator.length_hint(Hinted(), 2),
+        operator.length_hint(NoHint(), 2),
+        operator.length_hint((i for i in SIZES), 9),
+        operator.length_hint(7, 3),
+    ]
+
+
+def test_length_hint_is_len_or_the_hint_or_the_default():
+    check(_length_hints, torch.ones(2))
+    assert_no_more_breaks(0, _length_hints, torch.ones(2))

@@ -62,3 +62,28 @@ def indexOf(a, b, /):  # noqa: N802 (operator's name)
         if item is b or item == b:
             return i
     raise ValueError("sequence.index(x): x not in sequence")
+
+
+@polyfill(operator.length_hint)
+def length_hint(obj, default=0, /):
+    """``operator.length_hint``: ``len(obj)`` where its class has ``__len__`` (a TypeError from it
+    passes on to the hint), else its class's ``__length_hint__`` (NotImplemented: ``default``),
+    else ``default``."""
+    if not isinstance(default, int):
+        raise TypeError(f"'{type(default).__name__}' object cannot be interpreted as an integer")
+    if hasattr(type(obj), "__len__"):
+        try:
+            return len(obj)
+        except TypeError:
+            pass
+    hint = getattr(type(obj), "__length_hint__", None)
+    if hint is None:
+        return default
+    value = hint(obj)
+    if value is NotImplemented:
+        return default
+    if not isinstance(value, int):
+        raise TypeError(f"__length_hint__ must be an integer, not {type(value).__name__}")
+    if value < 0:
+        raise ValueError("__length_hint__() should return >= 0")
+    return value
