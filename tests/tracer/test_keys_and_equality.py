@@ -619,3 +619,24 @@ def test_an_input_key_changed_in_place_keeps_its_old_hash_as_in_cpython():
         actual = compiled(torch.ones(3))
     assert_same(actual, fn(torch.ones(3)))
     assert actual[1:] == (False, False, False, 1, "missing")
+
+
+@pytest.mark.parametrize("kind", ["plain_object", "bound_method", "class", "function"])
+def test_builtin_values_compared_with_objects_of_other_classes(kind):
+    """A builtin value's ``==`` gives NotImplemented for an object of another class, and so does
+    ``object``'s (or a bound method's) unless it is the same object: identity decides."""
+    v, w = KINDS[kind]
+    fn = _compiled_case(
+        "return (x + 1, L == V, V != L, T == V, D != V, S == V, F != V, R == V, SL != V, 'b' == V,"
+        " L.count(V), T.index(V), V in L, W in T, L == [V, 'b'], (W, 'b') == T)",
+        L=[v, "b"],
+        T=(v, "b"),
+        D={v: "a", "b": v},
+        S={0, v},
+        F=frozenset({0, v}),
+        R=range(3),
+        SL=slice(1, 5, 2),
+        V=v,
+        W=w,
+    )
+    check_breaks(fn, _x, graphs=1, breaks=0)

@@ -147,17 +147,21 @@ def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> Var
 
 
 def rich_equality(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """``a == b`` / ``a != b`` with an object whose class compares in Python, as CPython's
-    ``do_richcompare``: a subclass's method first, then the left operand's, then the right's
-    reflected one, each skipped when it gives NotImplemented; when all do, identity decides.
-    ``object.__ne__`` inverts ``__eq__``; a builtin value's method gives NotImplemented for an
-    object of another class. None for other operands."""
+    """``a == b`` / ``a != b`` with an object of a Python class (whose ``__eq__``/``__ne__`` are
+    Python functions or ``object``'s) or a bound method, as CPython's ``do_richcompare``: a
+    subclass's method first, then the left operand's, then the right's reflected one, each
+    skipped when it gives NotImplemented; when all do, identity decides. ``object.__ne__``
+    inverts ``__eq__``; ``object.__eq__`` is identity or NotImplemented; a builtin value's
+    method, or a bound method's, gives NotImplemented for an object of another class. None for
+    other operands (two bound methods: ``compare_methods``)."""
     if len(args) != 2 or op not in _EQUALITY:
         return None
     a, b = args
-    if not any(map(_python_compared, args)) or not all(
-        _python_compared(v) or _builtin_value(v, other) for v, other in ((a, b), (b, a))
-    ):
+    objects = [_python_compared(v) or _bound_method(v) for v in args]
+    if not any(objects) or all(map(_bound_method, args)):
+        return None
+    pairs = zip(objects, args, (b, a), strict=True)
+    if not all(known or _builtin_value(v, other) for known, v, other in pairs):
         return None
     name = "__eq__" if op is operator.eq else "__ne__"
     type_a, type_b = a.python_type(), b.python_type()
@@ -172,15 +176,12 @@ def rich_equality(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
 
 
 def _python_compared(vt: VariableTracker) -> bool:
-    """A user object whose ``__eq__`` and ``__ne__`` are Python functions or ``object``'s, at
-    least one of them Python."""
+    """A user object whose ``__eq__`` and ``__ne__`` are Python functions or ``object``'s."""
     if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
         return False
     methods = [inspect.getattr_static(type(vt.value), n, None) for n in ("__eq__", "__ne__")]
     plain = (object.__eq__, object.__ne__)
-    return all(isinstance(m, types.FunctionType) or m in plain for m in methods) and any(
-        isinstance(m, types.FunctionType) for m in methods
-    )
+    return all(isinstance(m, types.FunctionType) or m in plain for m in methods)
 
 
 def _builtin_value(vt: VariableTracker, other: VariableTracker) -> bool:
