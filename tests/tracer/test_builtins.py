@@ -496,7 +496,7 @@ def test_an_equal_constant_held_elsewhere_is_another_object():
         NUMBER = saved
 
 
-# -- operator.length_hint ----------------------------------------------------------------------------
+# -- operator.length_hint ---------------------------------------------------------------------
 class Sized:
     def __len__(self):
         return 4
