@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -137,9 +138,16 @@ def _readable(value: Any, prefix: str) -> str:
 
 
 def _is_builtin_type(cls: type) -> bool:
-    """Types that live as long as the process (builtins, torch's): fine to hold strongly."""
+    """Types that live as long as the process (builtins, torch's, those of the modules compiled
+    into the interpreter: ``_io.TextIOWrapper``): fine to hold strongly, and read without a weak
+    reference's call."""
     module = _TYPE_MODULE.__get__(cls)
-    return isinstance(module, str) and (module == "builtins" or module.split(".")[0] == "torch")
+    return isinstance(module, str) and _lives_forever(module)
+
+
+def _lives_forever(module: str) -> bool:
+    """A module (by name) that is never unloaded: builtins, torch, the interpreter's own."""
+    return module.split(".")[0] == "torch" or module in sys.builtin_module_names
 
 
 def literal(value: Any, consts: ConstTable) -> str:
@@ -196,7 +204,7 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     obj = arg()
     if obj is None:  # died between the trace and now: this entry can never match
         return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
-    if type(obj) is types.ModuleType and obj.__name__.partition(".")[0] in ("torch", "builtins"):
+    if type(obj) is types.ModuleType and _lives_forever(obj.__name__):
         return [f"{expr} is {consts.name(obj)}"]  # lives as long as the process: no weakref call
     return [f"{expr} is {consts.ref(obj)}"]
 
