@@ -640,3 +640,32 @@ def test_builtin_values_compared_with_objects_of_other_classes(kind):
         W=w,
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    dim: int
+    act: str = "relu"
+
+
+@dataclasses.dataclass(unsafe_hash=True)
+class _Spec:
+    name: str
+    scale: float
+
+
+_ACTIVATIONS = {_Config(2): torch.relu, _Config(2, "tanh"): torch.tanh}
+_SCALES = {_Spec("a", 2.0): 2.0}
+
+
+def _configured(x, act):
+    cfg = _Config(x.shape[0], act)
+    fn = _ACTIVATIONS.get(cfg, torch.sigmoid)
+    seen = {_Config(1), _Config(1), _Config(2)}
+    counts = collections.Counter([_Spec("a", 2.0), _Spec("a", 2.0), _Spec("b", 1.0)])
+    return fn(x) * _SCALES[_Spec("a", 2.0)], len(seen), counts[_Spec("a", 2.0)], cfg in _ACTIVATIONS
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh", "gelu"])
+def test_a_registry_keyed_by_dataclass_configs_made_in_the_call(act):
+    check_breaks(_configured, lambda: (torch.ones(2) - 2, act), graphs=1, breaks=0)
