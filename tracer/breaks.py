@@ -93,8 +93,17 @@ def emit_break(
     """The code after the graph call: run the instruction that broke, then resume. ``callee``
     (``CompiledCode.callees``), given a function the instruction calls in plain Python, returns
     its compiled version: what a frame hook would do for its frame."""
+    _emit_break_code(cg, frames, resume, callee)
+    _unguard_breaking_callable(frames)  # once the code is made: a failure keeps every guard
+
+
+def _emit_break_code(
+    cg: Codegen,
+    frames: list[FrameState],
+    resume: ResumeFactory,
+    callee: Callable[[Any], Any] | None,
+) -> None:
     leaf = frames[0]
-    _unguard_breaking_callable(frames)
     inline = len(frames) == 1 and _runs_inline(leaf)
     inst = leaf.tx.instructions[leaf.index]
     written = {inst.arg} if inline and isinstance(inst.arg, str) else set()
