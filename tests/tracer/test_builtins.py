@@ -3,6 +3,7 @@ mean something without reading tensor data), and generators run to exhaustion.""
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
 
@@ -535,3 +536,48 @@ def _length_hints(x):
 def test_length_hint_is_len_or_the_hint_or_the_default():
     check(_length_hints, torch.ones(2))
     assert_no_more_breaks(0, _length_hints, torch.ones(2))
+
+
+# -- dir() and vars() ----------------------------------------------------------------------------
+class Color(enum.Enum):
+    RED = 1
+
+
+def _dirs(x):
+    return x + 1, [
+        dir(7),
+        dir(NUMBER),
+        dir(SIZES),
+        dir({"a": 1}),
+        dir((1, 2)),
+        dir(range(3)),
+        dir(None),
+        dir(len),
+        dir(int),
+        dir(torch.float32),
+        dir(torch.device("cpu")),
+    ]
+
+
+def test_dir_of_values_whose_attributes_are_their_c_types_is_computed():
+    check(_dirs, torch.ones(2))
+    assert_no_more_breaks(0, _dirs, torch.ones(2))
+
+
+def test_dir_of_an_enum_member_breaks():
+    # its class is a Python class: its attributes can change between calls
+    check(lambda x: (x + 1, dir(Color.RED)), torch.ones(2), graphs=1, breaks=1)
+
+
+def _vars_without_dict(x):
+    out = []
+    for value in (7, "ab", None, NUMBER, SIZES, torch.float32):
+        try:
+            out.append(vars(value))
+        except TypeError as e:
+            out.append(str(e))
+    return x + 1, out
+
+
+def test_vars_of_values_without_dict_raises_cpythons_type_error():
+    check(_vars_without_dict, torch.ones(2))

@@ -106,7 +106,6 @@ BREAKING = {
     breakpoint: "debugger",
     globals: "frame introspection",
     locals: "frame introspection",
-    vars: "frame introspection",
 }
 
 BuiltinImpl = Callable[..., VariableTracker]
@@ -302,6 +301,50 @@ def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 @builtin(id)
 def id_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     return concrete.object_id(tx, obj)
+
+
+@builtin(dir)
+def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``dir(x)`` of a value whose attributes are all its C type's (a constant, a builtin function
+    or type, an exact list, tuple, dict or set): computed; ``dir()`` lists the frame's names."""
+    if len(args) != 1:
+        raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
+    value = _fixed_attributes(args[0])
+    if value is None:
+        raise Unsupported("builtin", f"dir() on {args[0]}")
+    return tx.fold(dir(value[0]))
+
+
+@builtin(vars)
+def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``vars(x)`` is ``x.__dict__``: of a value that has none (a constant, an exact builtin
+    container), CPython's TypeError; ``vars()`` lists the frame's names."""
+    if len(args) != 1:
+        raise Unsupported("vars", "call to vars()", hint="frame introspection")
+    value = _fixed_attributes(args[0])
+    if value is None or hasattr(value[0], "__dict__"):
+        raise Unsupported("builtin", f"vars() on {args[0]}")
+    raise PythonError(concrete.error_of(vars, value[0]))
+
+
+def _fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
+    """``(v,)``, where ``v`` has the attributes of the object ``vt`` stands for, which no code can
+    change: an instance of a C type with no instance dict (or a C type itself); for an exact
+    list, tuple, dict or set, an empty one. None for anything else."""
+    if isinstance(vt, (ListVariable, TupleVariable, DictVariable, SetVariable)):
+        cls = vt.python_type()
+        return (cls(),) if cls in (list, tuple, dict, set, frozenset) else None
+    if not vt.is_python_constant():
+        return None
+    value = vt.as_python_constant()
+    static = not type(value).__flags__ & _HEAP_TYPE
+    if isinstance(value, type):
+        return (value,) if not value.__flags__ & _HEAP_TYPE else None
+    return (value,) if static and not hasattr(value, "__dict__") else None
+
+
+#: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement (whose attributes can change)
+_HEAP_TYPE = 1 << 9
 
 
 @builtin(isinstance)
