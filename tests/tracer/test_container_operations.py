@@ -5,6 +5,7 @@ against CPython (results, the containers after the call, the error raised) and a
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import operator
 
@@ -300,3 +301,34 @@ def test_sequence_operator_with_a_tuple_subclass():
         return x + 1, _catch(lambda: xs + p), _catch(lambda: xs * size), _catch(lambda: p * xs)
 
     _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"], torch.Size([2, 3]))
+
+
+# -- copy.deepcopy of builtin containers -----------------------------------------------------------
+def test_deepcopy_of_containers_keeps_sharing_and_atomic_values():
+    def fn(x, d):
+        inner = [1, "a"]
+        shared = [inner, inner, (inner,), (2, len), frozenset({3}), {4}, Plain, None]
+        copied = copy.deepcopy(shared)
+        deep = copy.deepcopy(d)
+        return (
+            x + 1,
+            copied,
+            copied[0] is copied[1],
+            copied[0] is inner,
+            copied[2][0] is copied[0],
+            copied[3] is shared[3],  # a tuple of atomic values is itself
+            copied[4] is shared[4],  # a frozenset is rebuilt
+            deep,
+            deep["k"] is d["k"],
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), {"k": [1, {2: "b"}], 3.5: (True, b"x")})
+
+
+def test_deepcopy_of_other_values_runs_in_python():
+    def fn(x, p):
+        copied = copy.deepcopy([p, p])
+        return x + 1, copied[0] is copied[1], copied[0] is p, type(copied[0])
+
+    _, _, report = check_breaks(fn, lambda: (torch.ones(2), Plain()), graphs=1, breaks=1)
+    assert "copy.deepcopy" in str(report.break_reasons[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import (  # noqa: F401 (registration)
     builtins,
     collections,
+    copy,
     functools,
     heapq,
     itertools,
