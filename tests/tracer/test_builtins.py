@@ -581,3 +581,31 @@ def _vars_without_dict(x):
 
 def test_vars_of_values_without_dict_raises_cpythons_type_error():
     check(_vars_without_dict, torch.ones(2))
+
+
+def _deleting_fixed_attributes(x):
+    out = []
+    calls = (
+        lambda: delattr(7, "a"),
+        lambda: delattr(True, "real"),
+        lambda: delattr(NUMBER, "a"),
+        lambda: delattr((1, 2), "count"),
+        lambda: delattr(int, "a"),
+        lambda: delattr([x], "append"),
+    )
+    for call in calls:
+        try:
+            call()
+        except (AttributeError, TypeError) as e:
+            out.append((type(e).__name__, str(e)))
+    return x + 1, out
+
+
+def test_delattr_on_values_whose_attributes_cannot_change_raises():
+    check(_deleting_fixed_attributes, torch.ones(2))
+    assert_no_more_breaks(
+        0,
+        _deleting_fixed_attributes,
+        torch.ones(2),
+        baseline_missing="torch.compile runs delattr() of a constant in Python",
+    )

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from ....guards.sources import AttrSource, TypeSource
-from ...exc import Unsupported
+from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
-from ..constants.constant import ConstantVariable
+from ..constants.constant import CONSTANT_TYPES, ConstantVariable
 from ..containers import dict_subclasses
 from ..containers.builtin_containers import DictVariable
 from ..functions.callables import NestedFunctionVariable
 from ..functions.cells import ClosureCellVariable
 from ..modules.nn_modules import NNModuleVariable
-from ..operations.builtin_calls import builtin
+from ..operations import concrete
+from ..operations.builtin_calls import builtin, fixed_attributes
 from ..tensors.tensor import TensorVariable
 from .attributes import (
     MISSING,
@@ -182,6 +183,9 @@ def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
     keeps the generic ``__delattr__``: the attribute leaves the object's pending stores (a later
     read finds the class attribute, or raises), or ``AttributeError`` as CPython raises it.
     Elsewhere the deletion runs in Python (a graph break)."""
+    fixed = fixed_attributes(obj)
+    if fixed is not None and _immutable(fixed[0]):  # it raises: CPython's error
+        raise PythonError(concrete.error_of(delattr, fixed[0], name))
     effects = tx.output.side_effects
     if not (isinstance(obj, NewObjectVariable) and effects.is_new(obj)):
         raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
@@ -195,6 +199,12 @@ def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
         raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
     if not effects.delete_new_attr(obj, name):
         raise Unsupported("python_error", f"AttributeError: {cls.__name__} has no {name!r}")
+
+
+def _immutable(value: Any) -> bool:
+    """A value no attribute of which can be deleted: of an immutable builtin type, a C type, or
+    an empty builtin container standing for one (``fixed_attributes``)."""
+    return type(value) in (*CONSTANT_TYPES, list, tuple, dict, set) or isinstance(value, type)
 
 
 @builtin(delattr)

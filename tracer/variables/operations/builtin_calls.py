@@ -309,7 +309,7 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     or type, an exact list, tuple, dict or set): computed; ``dir()`` lists the frame's names."""
     if len(args) != 1:
         raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
-    value = _fixed_attributes(args[0])
+    value = fixed_attributes(args[0])
     if value is None:
         raise Unsupported("builtin", f"dir() on {args[0]}")
     return tx.fold(dir(value[0]))
@@ -321,16 +321,17 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     container), CPython's TypeError; ``vars()`` lists the frame's names."""
     if len(args) != 1:
         raise Unsupported("vars", "call to vars()", hint="frame introspection")
-    value = _fixed_attributes(args[0])
+    value = fixed_attributes(args[0])
     if value is None or hasattr(value[0], "__dict__"):
         raise Unsupported("builtin", f"vars() on {args[0]}")
     raise PythonError(concrete.error_of(vars, value[0]))
 
 
-def _fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
+def fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
     """``(v,)``, where ``v`` has the attributes of the object ``vt`` stands for, which no code can
     change: an instance of a C type with no instance dict (or a C type itself); for an exact
-    list, tuple, dict or set, an empty one. None for anything else."""
+    list, tuple, dict or set, an empty one (a stand-in: its own attributes cannot change
+    either). None for anything else."""
     if isinstance(vt, (ListVariable, TupleVariable, DictVariable, SetVariable)):
         cls = vt.python_type()
         return (cls(),) if cls in (list, tuple, dict, set, frozenset) else None
