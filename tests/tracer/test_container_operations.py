@@ -332,3 +332,58 @@ def test_deepcopy_of_other_values_runs_in_python():
 
     _, _, report = check_breaks(fn, lambda: (torch.ones(2), Plain()), graphs=1, breaks=1)
     assert "copy.deepcopy" in str(report.break_reasons[0])
+
+
+# -- a list or tuple indexed by a value that is no index -------------------------------------------
+@pytest.mark.parametrize("key", [Plain(), len, Plain.__init__, torch.float32])
+def test_index_that_is_no_integer_raises_cpythons_error(key):
+    def fn(x, xs, key):
+        t = (x, 1)
+
+        def assign():
+            xs[key] = 1
+
+        def delete():
+            del xs[key]
+
+        return (
+            x + 1,
+            _catch(lambda: xs[key]),
+            _catch(lambda: t[key]),
+            _catch(assign),
+            _catch(delete),
+            xs,
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"], key)
+
+
+@pytest.mark.parametrize("key", [Plain(), len, 2.5])
+def test_list_method_index_that_is_no_integer_raises_cpythons_error(key):
+    """(torch.compile fails with an internal error on these.)"""
+
+    def fn(x, xs, key):
+        return (
+            x + 1,
+            _catch(lambda: xs.insert(key, 1)),
+            _catch(lambda: xs.pop(key)),
+            _catch(lambda: xs.__imul__(key)),
+            xs,
+        )
+
+    check(fn, torch.ones(2), [1, "a"], key)
+
+
+def test_slice_assigned_a_non_iterable_raises_cpythons_error():
+    def fn(x, xs):
+        def assign(index, value):
+            xs[index] = value
+
+        return (
+            x + 1,
+            _catch(assign, slice(0, 1), len),
+            _catch(assign, slice(0, 2, 2), 3),
+            xs,
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [1, "a"])

@@ -119,10 +119,26 @@ def _key_error(key) -> Exception:
 
 
 def _int(vt: VariableTracker):
-    """An index or count argument: a Python constant."""
-    if not vt.is_python_constant():
+    """An index or count argument: a Python constant, or ``index_stand_in``'s stand-in."""
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    stand_in = index_stand_in(vt)
+    if stand_in is None:
         raise Unsupported("index", f"{vt} as an index (only constants are traced)")
-    return vt.as_python_constant()
+    return stand_in
+
+
+def index_stand_in(vt: VariableTracker) -> object | None:
+    """For a value whose type has no ``__index__`` (an object, a function), an instance of an
+    empty class of the same C name: a list or tuple operation run on it and on a stand-in
+    sequence (``_shadow``) raises CPython's TypeError. None for other values (a tensor)."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return None
+    if isinstance(vt, TensorVariable) or any("__index__" in vars(base) for base in cls.__mro__):
+        return None
+    return type(c_name(cls), (), {})()
 
 
 def _shadow(obj: ListVariable, action) -> None:
@@ -140,6 +156,10 @@ def _shadow(obj: ListVariable, action) -> None:
 def _list_setitem(tx, obj, key, value):
     index = _int(key)
     if isinstance(index, slice):
+        if not_iterable(value) is not None:
+            extended = index.step not in (None, 1)
+            message = "must assign iterable to extended slice" if extended else None
+            raise PythonError(TypeError(message or "can only assign an iterable"))
         values = dispatch.iterate(tx, value)
         _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
         obj.items[index] = values
@@ -160,6 +180,21 @@ def _list_pop(tx, obj, index=LAST):
     at = _int(index)
     _shadow(obj, lambda real: real.pop(at))
     return obj.items.pop(at)
+
+
+def _list_insert(tx, obj, index, value):
+    at = _int(index)
+    _shadow(obj, lambda real: real.insert(at, None))
+    obj.items.insert(at, value)
+    return NONE
+
+
+def _list_imul(tx, obj, count):
+    n = _int(count)
+    if not isinstance(n, int):  # CPython's TypeError (the stand-in list is not grown)
+        _shadow(obj, lambda real: real.__imul__(n))
+    obj.items *= n
+    return obj
 
 
 def _list_remove(tx, obj, value):
@@ -229,7 +264,7 @@ def _count(tx, obj, value):
 _LIST = {
     "append": (True, lambda tx, obj, v: (obj.items.append(v), NONE)[1]),
     "extend": (True, _list_extend),
-    "insert": (True, lambda tx, obj, i, v: (obj.items.insert(_int(i), v), NONE)[1]),
+    "insert": (True, _list_insert),
     "pop": (True, _list_pop),
     "remove": (True, _list_remove),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
@@ -239,7 +274,7 @@ _LIST = {
     "__delitem__": (True, _list_delitem),
     "copy": (False, lambda tx, obj: ListVariable(list(obj.items))),
     "__init__": (True, _list_init),
-    "__imul__": (True, lambda tx, obj, n: (obj.items.__imul__(_int(n)), obj)[1]),
+    "__imul__": (True, _list_imul),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
     "count": (False, _count),
 }

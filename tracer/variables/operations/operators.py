@@ -700,6 +700,14 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
         return user
     if not key.is_python_constant():
+        stand_in = container_methods.index_stand_in(key)
+        if isinstance(obj, (TupleVariable, ListVariable)) and stand_in is not None:
+            shadow = [None] * len(obj.items)  # CPython's TypeError, naming the key's type
+            _fold(
+                tx,
+                operator.getitem,
+                [tuple(shadow) if obj.python_type() is tuple else shadow, stand_in],
+            )
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
     if isinstance(obj, (TupleVariable, ListVariable)):
