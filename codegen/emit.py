@@ -219,6 +219,15 @@ POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if JUMPS_HAVE_DIRECTION else "PO
 POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if JUMPS_HAVE_DIRECTION else "POP_JUMP_IF_TRUE"
 
 
+def _reordered_in_code(value: Any) -> bool:
+    """A frozenset of several items, or a tuple holding one: a code object's constructor may
+    rebuild such a constant (to intern the strings in it), and the rebuilt frozenset can iterate
+    in another order than the one the trace read."""
+    if type(value) is frozenset:
+        return len(value) > 1 or any(_reordered_in_code(v) for v in value)
+    return type(value) is tuple and any(_reordered_in_code(v) for v in value)
+
+
 class Codegen(Emitter):
     """An ``Emitter`` that knows where the compiled graph's outputs are, so tracked values can
     rebuild themselves: ``graph_outputs`` maps an FX node to its index in the tuple stored in
@@ -246,7 +255,7 @@ class Codegen(Emitter):
         per equal value, and the rewritten code must give back each object the trace saw."""
         if type(value) in (tuple, frozenset) and value:
             first = self.consts.setdefault(const_key(value), value)
-            if first is not value:
+            if first is not value or _reordered_in_code(value):
                 return self.load_cell_value(f"__bg_const{len(self.cells)}", value)
         return super().load_const(value)
 

@@ -15,6 +15,7 @@ import collections
 import enum
 import functools
 import math
+import sys
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ from .containers.builtin_containers import (
     hash_key,
     key_vt,
     keys_modelled,
-    make_set,
+    ordered_keys,
 )
 from .containers.collection_types import DequeVariable
 from .containers.lazy_list import LazyListVariable
@@ -142,6 +143,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     ):
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.EQUALS_MATCH(source, value))
+        if cls is frozenset and len(value) > 1:  # the trace iterates it in its own order
+            add(kinds.DICT_KEYS(source, tuple(value)))
         return ConstantVariable(value, source)
     if is_numpy_array(value):
         array = wrap_array(tx, value, source)
@@ -190,20 +193,25 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         return DequeVariable(items, source, maxlen=value.maxlen)
-    if cls in (set,) and all(type(v) in LITERAL_TYPES for v in value):
-        add(kinds.TYPE_MATCH(source, cls))
-        frozen = frozenset(value)  # a copy: the guard must not compare the set with itself later
-        add(kinds.EQUALS_MATCH(source, frozen))
-        return SetVariable(set(value), source)
     if cls in (set, frozenset) and keys_modelled(value):
         # its items in iteration order, the order the trace iterates them in
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.DICT_KEYS(source, tuple(value)))
-        items = {_wrap_key(tx, v, source, i) for i, v in enumerate(value)}
-        return SetVariable(items, source, frozen=cls is frozenset)
+        keys = [_wrap_key(tx, v, source, i) for i, v in enumerate(value)]
+        items, known = _ordered_items(keys, value)
+        return SetVariable(
+            items, source, frozen=cls is frozenset, own_table=False, order_known=known
+        )
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+def _ordered_items(keys: list[Any], value: set | frozenset) -> tuple[set[Any], bool]:
+    """The traced items of the real set ``value`` (``keys``, in its order) as a set iterating in
+    that order, and whether one was found (else the trace breaks where it iterates them)."""
+    found = ordered_keys(keys, sys.getsizeof(value), type(value) is frozenset)
+    return (set(keys), False) if found is None else (found[1], True)
 
 
 #: keys written as themselves in a source (``G['d'][1.5]``; a float only where it is finite)
@@ -515,10 +523,11 @@ def fold(
         return ListVariable([fold(tx, v, given) for v in value])
     if type(value) is dict:
         return DictVariable({_fold_key(tx, k, given): fold(tx, v, given) for k, v in value.items()})
-    if type(value) is set:
-        return SetVariable({_fold_key(tx, k, given) for k in value})
-    if type(value) is frozenset and given and any(id(k) in given for k in value):
-        return make_set(frozenset(_fold_key(tx, k, given) for k in value))
+    if type(value) is set or (
+        type(value) is frozenset and given and any(id(k) in given for k in value)
+    ):
+        items, known = _ordered_items([_fold_key(tx, k, given) for k in value], value)
+        return SetVariable(items, frozen=type(value) is frozenset, order_known=known)
     return wrap_static(tx, value)
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import collections
 import enum
 import inspect
+import itertools
 import operator
+import struct
+import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -481,11 +484,90 @@ class DictVariable(VariableTracker):
 class SetVariable(VariableTracker):
     """A set, or a frozenset (``frozen``) holding values the trace keeps trackers of: Python
     constants and ``IdentityKey``s (tensors, classes, functions, objects hashed by identity). A
-    frozenset of constants alone is a ``ConstantVariable`` (``make_set``)."""
+    frozenset of constants alone is a ``ConstantVariable`` (``make_set``).
+
+    ``items`` is a real set, so iteration, ``pop`` and the methods follow CPython's hash table.
+    A set made in the trace is laid out as CPython lays out the same insertions. An input set's
+    ``items`` only iterate in the real set's order (``ordered_keys``): its table (size, deleted
+    slots) is not the real one, so once the trace adds a new item (``order_known`` false) its
+    order is unknown and iterating it breaks."""
 
     items: set[Any]
     source: Source | None = None
     frozen: bool = False
+    own_table: bool = True  #: ``items`` is laid out as the real set (false for an input set)
+    order_known: bool = True
+    #: an input set's in-place calls, ``(method, arguments)``, replayed on the real set as they
+    #: ran (``replay_log``): the same calls lay its table out as CPython's run would
+    log: list[tuple[str, list[Any]]] = field(default_factory=list)
+
+    def ordered(self) -> set[Any]:
+        """``items``, to read in their order: a break where the trace cannot know CPython's."""
+        if not self.order_known:
+            raise Unsupported(
+                "set_order",
+                "iterating an input set after the trace added items to it",
+                "the order of a set depends on its hash table, which the trace does not see",
+            )
+        return self.items
+
+    def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
+        """The real arguments of the in-place method ``name`` about to run on ``items``, and its
+        entry of the log, to ``log.append`` once it ran (None on a set made in the trace): an
+        iterator argument is read into it as the call reads it."""
+        if self.own_table:
+            return args, None
+        logged: list[Any] = []
+        given: list[Any] = []
+        for arg in args:
+            if name in ("add", "discard", "remove"):
+                logged.append(arg)
+            elif isinstance(arg, (set, frozenset)):
+                logged.append(_SetArgument(type(arg), list(arg), sys.getsizeof(arg)))
+            elif isinstance(arg, dict):
+                logged.append(_SetArgument(dict, list(arg), 0))
+            else:  # items one by one: a tuple of them adds them as CPython adds them
+                logged.append(_SetArgument(tuple, [], 0))
+                arg = _recording(arg, logged[-1].keys)
+            given.append(arg)
+        return given, (name, logged)
+
+    def logged(self, entry: Any) -> None:
+        if entry is not None:
+            self.log.append(entry)
+
+    def save_state(self) -> Any:
+        return list(self.items), sys.getsizeof(self.items), list(self.log), self.order_known
+
+    def restore_state(self, state: Any) -> None:
+        keys, table_bytes, log, known = state
+        found = ordered_keys(keys, table_bytes, False)
+        self.items = found[1] if found is not None else set(keys)
+        self.order_known = known and found is not None
+        self.log[:] = log
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """Emit the logged calls on the real set (True), or nothing for a set made in the trace
+        or an argument that cannot be rebuilt in its order (False)."""
+        if self.own_table or self.source is None:
+            return False
+        sets = [a for _, args in self.log for a in args if isinstance(a, _SetArgument)]
+        if any(a.kind in (set, frozenset) and a.way() is None for a in sets):
+            return False
+        for name, args in self.log:
+            self.source.reconstruct(cg)
+            cg.load_attr(name)
+            for arg in args:
+                arg.reconstruct(cg) if isinstance(arg, _SetArgument) else _reconstruct_key(cg, arg)
+            cg.call_function(len(args))
+            cg.pop_top()
+        return True
+
+    def added_to(self, before: set[Any]) -> None:
+        """The trace changed ``items`` in place from the keys ``before``: a new item in an input
+        set makes its order unknown."""
+        if not self.own_table and not self.items <= before:
+            self.order_known = False
 
     def python_type(self) -> type:
         return frozenset if self.frozen else set
@@ -498,13 +580,13 @@ class SetVariable(VariableTracker):
         rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
         only reads it. Items kept with their trackers (classes, functions) are replaced by their
         values, in the set's order (their hashes are the values' own)."""
-        items = self.items
+        items = self.ordered()
         if any(isinstance(v, IdentityKey) for v in items):
             items = {key_value(v) for v in items}
         return frozenset(items) if self.frozen else items
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [key_vt(v) for v in self.items]
+        return [key_vt(v) for v in self.ordered()]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         kind = self.python_type()
@@ -517,12 +599,24 @@ class SetVariable(VariableTracker):
         if self.source is not None:
             return self.source.reconstruct(cg)
 
+        keys = list(self.ordered())
+        found = ordered_keys(keys, sys.getsizeof(self.items), self.frozen)
+        way = 1 if found is None else found[0]
+
         def build() -> None:
-            if self.frozen:
+            if way != 1:  # not as a literal builds it: as the trace's set was built
+                cg.load_const(build_set)
+                for const in (way, sys.getsizeof(self.items), self.frozen):
+                    cg.load_const(const)
+            elif self.frozen:
                 cg.load_const(frozenset)
-            for v in self.items:
+            for v in keys:
                 _reconstruct_key(cg, v)
-            cg.build_set(len(self.items))
+            if way != 1:
+                cg.build_tuple(len(keys))
+                cg.call_function(4)
+                return
+            cg.build_set(len(keys))
             if self.frozen:
                 cg.call_function(1)
 
@@ -530,12 +624,215 @@ class SetVariable(VariableTracker):
         return None
 
 
+@dataclass
+class _SetArgument:
+    """An iterable an input set's in-place method was given, as the call read it: a set,
+    frozenset or dict (read whole, by CPython's fast paths) or other items one by one (``tuple``),
+    the keys in the order read, and a set's ``sys.getsizeof``."""
+
+    kind: type
+    keys: list[Any]
+    table_bytes: int
+
+    def way(self) -> int | None:
+        found = ordered_keys(self.keys, self.table_bytes, self.kind is frozenset)
+        return None if found is None else found[0]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.kind in (set, frozenset):
+            cg.load_const(build_set)
+            for const in (self.way(), self.table_bytes, self.kind is frozenset):
+                cg.load_const(const)
+        elif self.kind is dict:
+            cg.load_const(dict.fromkeys)
+        for key in self.keys:
+            _reconstruct_key(cg, key)
+        cg.build_tuple(len(self.keys))
+        if self.kind is not tuple:
+            cg.call_function(4 if self.kind is not dict else 1)
+
+
+def _recording(items: Any, into: list[Any]) -> Any:
+    for item in items:
+        into.append(item)
+        yield item
+
+
+def ordered_keys(
+    keys: list[Any], table_bytes: int, frozen: bool
+) -> tuple[Any, set[Any] | frozenset[Any]] | None:
+    """A real set (or frozenset) of ``keys`` (distinct, hashing as the items they stand for)
+    iterating in their order, the order of a real one whose ``sys.getsizeof`` is
+    ``table_bytes``, with the way it was built (``build_set``); None where none gives it. A
+    set's order follows its hash table, which depends on its insertion history: a plain copy
+    may iterate otherwise."""
+    wanted = [id(k) for k in keys]
+    ways = _frozen_ways(len(keys)) if frozen else range(len(_BUILDS))
+    for way in ways:
+        table = build_set(way, table_bytes, frozen, keys)
+        if [id(k) for k in table] == wanted:
+            return way, table
+    return None
+
+
+def build_set(way: Any, table_bytes: int, frozen: bool, keys: Any) -> set | frozenset:
+    """The set (or frozenset) of ``keys`` built the way ``ordered_keys`` found: the rewritten
+    code rebuilds a traced set with it, so that it iterates as the trace's. A frozenset cannot
+    lose items, so it is built from its items in some order (``way``: their indices)."""
+    if frozen:
+        return frozenset([keys[i] for i in way])
+    return _BUILDS[way](list(keys), table_bytes)
+
+
+def _frozen_ways(n: int) -> Any:
+    """Orders to put ``n`` items in a frozenset in: as given, reversed, any order of a few."""
+    yield tuple(range(n))
+    yield tuple(reversed(range(n)))
+    if n <= 6:
+        yield from itertools.permutations(range(n))
+
+
+def _copied(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As ``set(s)`` or ``s.copy()`` of a set iterating in that order: one table sized first."""
+    return set(dict.fromkeys(keys))
+
+
+def _added(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As a literal or ``add`` after ``add``: the table grown as needed."""
+    return _add_all(set(), keys)
+
+
+def _add_all(table: set[Any], keys: list[Any]) -> set[Any]:
+    for key in keys:
+        table.add(key)
+    return table
+
+
+def _placed(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As a set whose items sit where collisions and deletions put them: in a table that large
+    (or larger), each item in the first slot of its probe sequence past the previous item's."""
+    for scale, reach in itertools.product((1, 2, 4), (1, 4, 16)):
+        table = _placed_in(keys, _slots(table_bytes) * scale, reach)
+        if table is not None and [id(k) for k in table] == [id(k) for k in keys]:
+            return table
+    return set()
+
+
+def _placed_in(keys: list[Any], slots: int, reach: int) -> set[Any] | None:
+    """Each item's slot chosen in order, the lowest past the previous item's among the first
+    ``reach`` such slots of its probe sequence; the free slots the sequence passes before it are
+    held by placeholders (with more, so that the table is sized at once, as more than 4 items
+    resize one) while the items go in, each after the items sitting on its way."""
+    targets: dict[int, int] = {}  # slot -> index of the item there
+    passed: list[list[int]] = []
+    previous = -1
+    for index, key in enumerate(keys):
+        path: list[int] = []
+        found: list[int] = []
+        for slot in itertools.islice(_probes(hash(key), slots - 1), _REACH):
+            path.append(slot)
+            if slot > previous and slot not in targets:
+                found.append(slot)
+                if len(found) == reach:
+                    break
+        if not found:
+            return None
+        slot = min(found)
+        targets[slot] = index
+        passed.append(path[: path.index(slot)])
+        previous = slot
+    held = {s for before in passed for s in before if s not in targets}
+    wanted = slots // 4 + 1 if slots > 8 else 0
+    spare = (s for s in range(slots) if s not in targets and s not in held)
+    held.update(itertools.islice(spare, max(0, wanted - len(held))))
+    fillers = [_Filler(s) for s in sorted(held)]
+    table = set(dict.fromkeys(fillers))
+    table_bytes = sys.getsizeof(table)
+    if _slots(table_bytes) != slots:
+        return None
+    for index in _after_their_way(keys, passed, targets):
+        table.add(keys[index])
+    if sys.getsizeof(table) != table_bytes:  # grown: laid out anew
+        return None
+    for filler in fillers:
+        table.discard(filler)
+    return table
+
+
+def _after_their_way(keys: list[Any], passed: list[list[int]], targets: dict[int, int]) -> list:
+    """The items' indices, each after those sitting in slots its probe sequence passes."""
+    order: list[int] = []
+    state: dict[int, int] = {}  # 1: being placed, 2: placed
+
+    def place(index: int) -> None:
+        state[index] = 1
+        for slot in passed[index]:
+            other = targets.get(slot)
+            if other is not None and state.get(other) != 2:
+                if state.get(other) == 1:
+                    raise ValueError("cycle")
+                place(other)
+        state[index] = 2
+        order.append(index)
+
+    try:
+        for index in range(len(keys)):
+            if index not in state:
+                place(index)
+    except (ValueError, RecursionError):
+        return []  # the check of the order fails
+    return order
+
+
+def _slots(table_bytes: int) -> int:
+    empty = sys.getsizeof(set())
+    return 8 if table_bytes <= empty else (table_bytes - empty) // (2 * _POINTER)
+
+
+_POINTER = struct.calcsize("P")
+_LINEAR_PROBES = 9  #: slots CPython's set probes after each one its hash sequence visits
+_PERTURB_SHIFT = 5
+
+
+_REACH = 64  #: the slots of an item's probe sequence ``_placed_in`` looks at
+
+
+def _probes(hash_: int, mask: int) -> Any:
+    """The slots CPython's set looks at for an item of hash ``hash_``, in order."""
+    perturb = hash_ & (2**64 - 1)
+    i = hash_ & mask
+    while True:
+        yield from range(i, i + _LINEAR_PROBES + 1) if i + _LINEAR_PROBES <= mask else (i,)
+        perturb >>= _PERTURB_SHIFT
+        i = (i * 5 + 1 + perturb) & mask
+
+
+_BUILDS = (_copied, _added, _placed)
+
+
+class _Filler:
+    """A placeholder item of a table being grown, hashing as the slot it should fill."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def __hash__(self) -> int:
+        return self.slot
+
+
 def make_set(items: set | frozenset) -> VariableTracker:
     """The tracker of a set or frozenset of keys computed in the trace (``hash_key``'s): a
     frozenset of plain constants is a constant; any other keeps its items' trackers."""
     if isinstance(items, frozenset) and not any(isinstance(k, IdentityKey) for k in items):
         return ConstantVariable(items)
-    return SetVariable(set(items), frozen=isinstance(items, frozenset))
+    if isinstance(items, set):  # itself: a copy may iterate otherwise
+        return SetVariable(items)
+    found = ordered_keys(list(items), sys.getsizeof(items), True)
+    if found is None:
+        return SetVariable(set(items), frozen=True, order_known=False)
+    return SetVariable(found[1], frozen=True)
 
 
 @dataclass(eq=False, repr=False)

@@ -511,13 +511,18 @@ def _set_method(name: str, mutates: bool):
             else real_iterable(tx, a)
             for a in args
         ]
-        try:
-            result = getattr(dict_views.real_set(obj), name)(*real)
+        before = set(obj.items) if mutates else None
+        real, entry = obj.log_call(name, real) if mutates else (real, None)
+        try:  # changed in place, the set needs no known order
+            result = getattr(obj.items if mutates else dict_views.real_set(obj), name)(*real)
         except KeyError:  # ``remove``: the argument itself (a set searched as a frozenset)
             key = real[0]
             raise _key_error(IdentityKey(args[0], getattr(key, "ident", key))) from None
         except TypeError as e:
             raise PythonError(e) from None
+        if before is not None:
+            obj.logged(entry)
+            obj.added_to(before)
         if isinstance(result, (set, frozenset)):
             return make_set(result)
         return ConstantVariable(result)
@@ -532,7 +537,7 @@ def real_iterable(tx, vt):
     iterables some add item by item, some stop early, some read all first: a ``map`` whose
     function reads or changes the set sees what it sees in CPython)."""
     if isinstance(vt, SetVariable):
-        return vt.items
+        return vt.ordered()
     if isinstance(vt, DictVariable):
         return dict.fromkeys(vt.items)
     if isinstance(vt, TupleVariable):
@@ -553,10 +558,18 @@ def _set_init(tx, obj, *args):
     return _SET["update"][1](tx, obj, *args) if args else NONE
 
 
+def _set_clear(tx, obj):
+    obj.logged(obj.log_call("clear", [])[1])
+    obj.items.clear()
+    return NONE
+
+
 def _set_pop(tx, obj):
     if not obj.items:
         raise PythonError(KeyError("pop from an empty set"))
-    return key_vt(obj.items.pop())  # the item's own tracker (a class, an object...)
+    key = obj.ordered().pop()
+    obj.logged(obj.log_call("discard", [key])[1])  # the item the trace took out
+    return key_vt(key)  # the item's own tracker (a class, an object...)
 
 
 _SET = {
@@ -586,9 +599,9 @@ _SET = {
     },
     "pop": (True, _set_pop),
     "__init__": (True, _set_init),
-    "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
+    "clear": (True, _set_clear),
     # a frozenset's copy is itself
-    "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.items))),
+    "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.ordered()))),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
 }

@@ -114,13 +114,20 @@ _INPLACE_SET_OPS = {
     operator.isub: operator.sub,
     operator.ixor: operator.xor,
 }
+#: the method an in-place operator on a set runs (its log on an input set)
+_INPLACE_METHODS = {
+    operator.iand: "intersection_update",
+    operator.ior: "update",
+    operator.isub: "difference_update",
+    operator.ixor: "symmetric_difference_update",
+}
 _COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
 
 
 def real_set(vt: SetVariable) -> set | frozenset:
     """The keys of a set tracker as the object CPython's methods run on: the set itself (changed
     in place by the mutating ones), or a frozenset of them (results are then frozensets)."""
-    return frozenset(vt.items) if vt.frozen else vt.items
+    return frozenset(vt.ordered()) if vt.frozen else vt.ordered()
 
 
 def _real(tx: Translator, vt: VariableTracker) -> Any:
@@ -174,13 +181,19 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         if op in (operator.eq, operator.ne) and all(_builtin_non_set(a) for a in args):
             return ConstantVariable(op is operator.ne)  # a set never equals a non-set
         return None
+    real, entry = [_real(tx, rhs)], None
     if in_place:
         tx.output.side_effects.before_mutation(lhs)
-    try:
-        result = op(_real(tx, lhs), _real(tx, rhs))
+        before = set(lhs.items)
+        if isinstance(real[0], (set, frozenset)):  # else CPython's ``lhs = lhs | rhs``
+            real, entry = lhs.log_call(_INPLACE_METHODS[op], real)
+    try:  # changed in place, the set needs no known order
+        result = op(lhs.items if in_place else _real(tx, lhs), *real)
     except TypeError as e:
         raise PythonError(e) from None
     if in_place:
+        lhs.logged(entry)
+        lhs.added_to(before)
         tx.output.side_effects.mark_mutated(lhs)
         return lhs
     if isinstance(result, (set, frozenset)):

@@ -413,6 +413,7 @@ def make_iter(tx: Translator, value: VariableTracker) -> IteratorVariable | None
     if isinstance(value, DictVariable):
         return dict_iter(value, "keys")
     if isinstance(value, SetVariable):
+        value.ordered()  # a break where its order is unknown
         return dict_iter(value, "set")
     if isinstance(value, ConstantVariable):
         if isinstance(value.value, range):

@@ -1,0 +1,180 @@
+"""Sets iterate in CPython's order, compiled as eager: input sets (arguments, globals) whose
+order comes from their insertion history (collisions, deleted items, a table grown then emptied),
+sets built in the trace, and the input set after the compiled call changed it in place.
+
+Each case builds the same set twice with the same history, runs eager on one and compiled on the
+other, and compares results, iteration orders and the set afterwards."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from tests.difftest import compile_counted
+
+
+class Obj:
+    """Hashed by identity: its place in a set depends on its address."""
+
+
+OBJS = [Obj() for _ in range(12)]
+
+
+def _history(items, drop=()):
+    """A set built by adding ``items`` one by one, then discarding ``drop``: its table keeps the
+    size it grew to and the deleted slots."""
+    s = set()
+    for item in items:
+        s.add(item)
+    for item in drop:
+        s.discard(item)
+    return s
+
+
+MAKERS = {
+    "ints_grown_then_emptied": lambda: _history(
+        range(100), [i for i in range(100) if i not in (1, 64)]
+    ),
+    "ints_colliding": lambda: _history([8, 16, 0, 24, 3, 11]),
+    "strings_with_removals": lambda: _history(
+        [f"k{i}" for i in range(40)], [f"k{i}" for i in range(0, 40, 3)]
+    ),
+    "tuples": lambda: _history([(i, "t") for i in range(9)], [(2, "t")]),
+    "objects": lambda: _history(OBJS, OBJS[::4]),
+    "mixed_literal": lambda: {3, "x", (1, 2), OBJS[0], 5.5, None},
+    "add_discard_sequence": lambda: _history([5, 13, 21, "a", "b", 29, (1,)], [13, "a"]) | set(),
+}
+
+
+def _run_both(fn, make, *, graphs=None, breaks=None):
+    """Eager on one set and compiled on another built the same way (twice, to use the cache):
+    results, the sets afterwards and their iteration orders are the same."""
+    compiled, counter = compile_counted(fn)
+    for _ in range(2):
+        s_eager, s_compiled = make(), make()
+        assert list(s_eager) == list(s_compiled)  # the two histories give one order
+        x = torch.ones(2)
+        expected = fn(x, s_eager)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing fell back to Python
+            actual = compiled(x, s_compiled)
+        torch.testing.assert_close(actual[0], expected[0])
+        assert actual[1:] == expected[1:]
+        assert list(s_compiled) == list(s_eager)
+    if graphs is not None:
+        assert counter.frame_count == graphs
+    return counter
+
+
+def _read(x, s):
+    return x + 1, list(s), [v for v in s], repr(s), tuple(s)
+
+
+@pytest.mark.parametrize("kind", MAKERS)
+def test_an_input_set_iterates_in_its_own_order(kind):
+    _run_both(_read, MAKERS[kind], graphs=1)
+
+
+@pytest.mark.parametrize("kind", MAKERS)
+def test_a_set_derived_from_an_input_set_iterates_as_cpython(kind):
+    def derived(x, s):
+        copy = s.copy()
+        union = s | {1000, "zz"}
+        return (
+            x * 2,
+            list(copy),
+            list(union),
+            list(s - {OBJS[1]}),
+            list(set(s)),
+            sorted(map(repr, s)),
+        )
+
+    _run_both(derived, MAKERS[kind], graphs=1)
+
+
+@pytest.mark.parametrize("kind", MAKERS)
+def test_pop_and_discard_of_an_input_set(kind):
+    def pops(x, s):
+        first = s.pop()
+        s.discard(first)
+        second = s.pop()
+        return x - 1, first, second, list(s)
+
+    _run_both(pops, MAKERS[kind], graphs=1)
+
+
+@pytest.mark.parametrize("kind", MAKERS)
+def test_items_added_to_an_input_set_land_where_cpython_puts_them(kind):
+    """The trace cannot see the real set's table, so after an item is added reading the order is
+    a break; the set afterwards is laid out as eager's (the calls are replayed on it as made)."""
+
+    def adds(x, s):
+        s.add(72)
+        s.discard(OBJS[2])
+        s.update([(9, "t"), "k41"])
+        s |= {OBJS[3], 1}
+        y = x + 1
+        return y, list(s)
+
+    _run_both(adds, MAKERS[kind])
+
+
+@pytest.mark.parametrize("kind", MAKERS)
+def test_an_input_set_changed_but_not_read_is_replayed_in_order(kind):
+    def changes(x, s):
+        s.discard(64)
+        s.add("new")
+        s.symmetric_difference_update({"k3", 64, 8})
+        s.difference_update(["x"])
+        return (x + 1,)
+
+    _run_both(changes, MAKERS[kind], graphs=1)
+
+
+def test_a_global_set_iterates_in_its_order():
+    global G_S
+    G_S = MAKERS["strings_with_removals"]()
+    expected_order = list(G_S)
+
+    def reads(x):
+        return x + 1, list(G_S), next(iter(G_S))
+
+    compiled, counter = compile_counted(reads)
+    result = compiled(torch.ones(1))
+    assert result[1:] == (expected_order, expected_order[0])
+    assert counter.frame_count == 1
+
+
+def test_equal_frozensets_of_other_orders_are_not_mixed_up():
+    """Two equal frozensets may iterate differently: each call sees its own order."""
+    a = frozenset(_history([8, 16, 0, 24]))
+    b = frozenset(_history([0, 8, 16, 24]))
+    c = frozenset(_history(range(40), range(4, 40)) | {8, 16, 24}) - {1, 2, 3}
+    assert a == b == c
+
+    def reads(x, fs):
+        return x + 1, list(fs), list(fs | {5})
+
+    compiled, _ = compile_counted(reads)
+    for fs in (a, b, c, a):
+        expected = reads(torch.ones(1), fs)
+        assert compiled(torch.ones(1), fs)[1:] == expected[1:]
+
+
+def test_a_set_built_in_the_trace_comes_back_in_cpython_order():
+    def builds(x, items):
+        s = set()
+        for item in items:
+            s.add(item)
+        s.discard(items[0])
+        t = set(items[3:]) | s
+        return x + 1, s, t, list(s), frozenset(items)
+
+    items = [f"w{i}" for i in range(30)] + list(range(0, 400, 16))
+    compiled, _ = compile_counted(builds)
+    expected = builds(torch.ones(1), items)
+    actual = compiled(torch.ones(1), items)
+    for a, e in zip(actual[1:], expected[1:], strict=True):
+        assert a == e and list(a) == list(e)
