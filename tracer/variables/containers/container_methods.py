@@ -156,10 +156,8 @@ def _shadow(obj: ListVariable, action) -> None:
 def _list_setitem(tx, obj, key, value):
     index = _int(key)
     if isinstance(index, slice):
-        if not_iterable(value) is not None:
-            extended = index.step not in (None, 1)
-            message = "must assign iterable to extended slice" if extended else None
-            raise PythonError(TypeError(message or "can only assign an iterable"))
+        if not_iterable(value) is not None:  # CPython's message (it differs across versions)
+            _shadow(obj, lambda real: real.__setitem__(index, _NotIterable()))
         values = dispatch.iterate(tx, value)
         _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
         obj.items[index] = values
@@ -180,6 +178,10 @@ def _list_pop(tx, obj, index=LAST):
     at = _int(index)
     _shadow(obj, lambda real: real.pop(at))
     return obj.items.pop(at)
+
+
+class _NotIterable:
+    """What a slice is assigned in place of a value that is not iterable."""
 
 
 def _list_insert(tx, obj, index, value):
