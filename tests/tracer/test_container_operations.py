@@ -307,7 +307,7 @@ def test_sequence_operator_with_a_tuple_subclass():
 def test_deepcopy_of_containers_keeps_sharing_and_atomic_values():
     def fn(x, d):
         inner = [1, "a"]
-        shared = [inner, inner, (inner,), (2, len), frozenset({3}), {4}, Plain, None]
+        shared = [inner, inner, (inner,), (2, len, torch.float32), frozenset({3}), {4}, Plain, None]
         copied = copy.deepcopy(shared)
         deep = copy.deepcopy(d)
         return (

@@ -15,10 +15,12 @@ import enum
 import types
 import weakref
 
+import torch
+
 from .. import markers
 from .registry import polyfill
 
-#: the types ``copy.deepcopy`` gives back as they are (its ``_deepcopy_atomic``)
+#: the types ``copy.deepcopy`` gives back as they are (its ``_deepcopy_atomic``, and more)
 _ATOMIC = frozenset(
     {
         type(None),
@@ -37,6 +39,10 @@ _ATOMIC = frozenset(
         types.FunctionType,
         weakref.ref,
         property,
+        # torch's singletons, whose ``__reduce_ex__`` names them: copy gives them back
+        torch.dtype,
+        torch.layout,
+        torch.memory_format,
     }
 )
 
