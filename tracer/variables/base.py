@@ -153,18 +153,31 @@ class _Running(threading.local):
 RUNNING = _Running()
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
 def walk(
     values: Any, descend: Callable[[VariableTracker], bool] = lambda vt: True
 ) -> Iterator[VariableTracker]:
     """Every tracker reachable from ``values`` (trackers, or lists/tuples/dicts of them) through the
     trackers' dataclass fields (``source`` excepted), each once, parents before children. Fields of
-    a tracker for which ``descend`` is false are not visited."""
+    a tracker for which ``descend`` is false are not visited.
+
+    Each container is visited once too: a tracker's field may hold a real Python container of the
+    user's (a constant, an object's state), and a container holding itself (``a.append(a)``, a
+    namespace dict reachable from its own values) would otherwise be walked forever."""
     seen: set[int] = set()
+    held: list[Any] = []
     pending = [values]
     while pending:
         value = pending.pop()
         # the containers of trackers are builtin ones: a subclass is a user's value (a tracker's
         # field), whose own ``__len__`` or ``__iter__`` may do anything
+        if type(value) in _CONTAINERS:
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            held.append(value)  # a temporary (``walk_children``'s) keeps its id while we run
         if type(value) in (list, tuple):
             pending.extend(reversed(value))
         elif type(value) is dict:
