@@ -55,7 +55,12 @@ def _operators_on_a_bound_method(x):
 
 def test_operators_on_a_bound_method_raise_cpythons_type_error():
     check(_operators_on_a_bound_method, torch.ones(2))
-    assert_no_more_breaks(0, _operators_on_a_bound_method, torch.ones(2))
+    assert_no_more_breaks(
+        0,
+        _operators_on_a_bound_method,
+        torch.ones(2),
+        baseline_missing="torch.compile 2.11 runs a set holding a bound method in Python",
+    )
 
 
 def _in_place_on_a_bound_method(x):
@@ -91,11 +96,9 @@ def _rounds(x):
 
 
 def test_round_of_classes_without_round_raises():
-    # ``round(tensor)``: torch.Tensor defines no ``__round__`` either
+    # ``round(tensor)``: torch.Tensor defines no ``__round__`` either. No torch.compile baseline:
+    # it runs these calls in Python (torch 2.13) or fails on ``round(tensor)`` (torch 2.11)
     check(_rounds, torch.ones(2))
-    assert_no_more_breaks(
-        0, _rounds, torch.ones(2), baseline_missing="torch.compile runs round()'s error in Python"
-    )
 
 
 @pytest.mark.parametrize("ndigits", [(), (2,)])
