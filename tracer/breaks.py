@@ -147,10 +147,10 @@ def _emit_break_code(
 
 
 def _unguard_breaking_callable(frames: list[FrameState]) -> None:
-    """Drop the guards that only say which C function or C method the breaking call calls
-    (``sys.stdout.write``: its type, ``__name__`` and ``__self__``). The call runs in Python
-    whatever it finds there, reading the callable from its source again, so the guards add a cost
-    to every call and decide nothing. Only where nothing else in the trace could have read the
+    """Drop the guards that only say which C method the breaking call calls (``sys.stdout.write``:
+    its type, ``__name__`` and ``__self__``). The call runs in Python whatever it finds there,
+    reading the callable from its source again, so the guards add a cost to every call and
+    decide nothing. Only where nothing else in the trace could have read the
     callable's tracker: it was wrapped once at its source and only the call's stack slot holds
     it (its ``__name__`` folded into the graph would need its guard)."""
     leaf = frames[0]
@@ -189,8 +189,10 @@ def _new_at_each_read(method: Any, attr: str) -> bool:
         return False
     try:
         own = object.__getattribute__(owner, "__dict__")
-    except AttributeError:
+    except AttributeError:  # no instance dict (``__slots__``, most C types)
         own = {}
+    except Exception:  # noqa: BLE001 (an odd ``__dict__`` descriptor: keep the guards)
+        return False
     if type(own) is not dict or attr in own:
         return False
     for klass in type.__dict__["__mro__"].__get__(type(owner)):
