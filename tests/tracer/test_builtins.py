@@ -609,3 +609,28 @@ def test_delattr_on_values_whose_attributes_cannot_change_raises():
         torch.ones(2),
         baseline_missing="torch.compile runs delattr() of a constant in Python",
     )
+
+
+class WithSuper:
+    def classes(self):
+        return super().__class__, super(WithSuper, self).__class__  # noqa: UP008 (both forms)
+
+
+def _super_classes(x):
+    return x + 1, [
+        super(type(NUMBER), NUMBER).__class__,
+        super(type(None), None).__class__,
+        super(bool, True).__class__,
+        WithSuper().classes(),
+    ]
+
+
+def test_the_class_of_a_super_object_is_super():
+    # ``super`` answers ``__class__`` itself: not an attribute found along the MRO
+    check(_super_classes, torch.ones(2))
+    assert_no_more_breaks(
+        0,
+        _super_classes,
+        torch.ones(2),
+        baseline_missing="torch.compile on torch 2.11 and 2.15 runs the call in Python",
+    )

@@ -145,6 +145,8 @@ class SuperVariable(VariableTracker):
         )
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":  # ``super`` answers it itself, not the MRO
+            return tx.wrap_static(super)
         if self._of_class():
             return self._class_getattr(tx, name)
         mro = self.obj.python_type().__mro__
