@@ -634,3 +634,15 @@ def test_the_class_of_a_super_object_is_super():
         torch.ones(2),
         baseline_missing="torch.compile on torch 2.11 and 2.15 runs the call in Python",
     )
+
+
+def _constant_methods_read_then_called(x):
+    values = (7, NUMBER, True, None, b"ab", "ab", 1 + 2j, range(3), frozenset({1}))
+    out = [operator.methodcaller("__repr__")(v) for v in values]
+    out.append(getattr("a,b", "split")(","))  # noqa: B009 (read, then called)
+    return x + 1, out, getattr(7, "__add__")  # noqa: B009
+
+
+def test_a_method_of_a_constant_read_by_getattr_is_called_at_trace_time():
+    check(_constant_methods_read_then_called, torch.ones(2))
+    assert_no_more_breaks(0, _constant_methods_read_then_called, torch.ones(2))

@@ -453,6 +453,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         value, (*_TORCH_SINGLETONS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
+    if _constant_method(value):  # ``getattr(7, "__repr__")``: folded when called
+        return ConstantVariable(value)
     if isinstance(value, (tuple, list, dict, torch.Size)):
         return fold(tx, value)
     if is_distributed_value(value):  # e.g. ``dist.group.WORLD``: guarded by the world state
@@ -488,6 +490,18 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
             "constant_tensor", "a tensor reached without a source (e.g. a torch attribute)"
         )
     return UserObjectVariable(value)
+
+
+def _constant_method(value: Any) -> bool:
+    """A C method bound to an immutable constant (``(7).__repr__``, ``"a".split``; a builtin
+    function's ``__self__`` is its module, or None: not one)."""
+    if isinstance(value, types.MethodWrapperType):
+        return type(value.__self__) in CONSTANT_TYPES
+    return (
+        isinstance(value, types.BuiltinMethodType)
+        and value.__self__ is not None
+        and type(value.__self__) in CONSTANT_TYPES
+    )
 
 
 #: Containers whose trackers are mutable copies: one made from an object nobody can name in the
