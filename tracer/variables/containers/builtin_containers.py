@@ -601,7 +601,9 @@ class SetVariable(VariableTracker):
 
         keys = list(self.ordered())
         found = ordered_keys(keys, sys.getsizeof(self.items), self.frozen)
-        way = 1 if found is None else found[0]
+        if found is None:
+            raise Unsupported("set_order", "rebuilding a set in the order the trace gave it")
+        way = found[0]
 
         def build() -> None:
             if way != 1:  # not as a literal builds it: as the trace's set was built
@@ -711,18 +713,18 @@ def _add_all(table: set[Any], keys: list[Any]) -> set[Any]:
 def _placed(keys: list[Any], table_bytes: int) -> set[Any]:
     """As a set whose items sit where collisions and deletions put them: in a table that large
     (or larger), each item in the first slot of its probe sequence past the previous item's."""
-    for scale, reach in itertools.product((1, 2, 4), (1, 4, 16)):
-        table = _placed_in(keys, _slots(table_bytes) * scale, reach)
+    for scale, reach, grown in itertools.product((1, 2, 4), (1, 4, 16), (True, False)):
+        table = _placed_in(keys, _slots(table_bytes) * scale, reach, grown)
         if table is not None and [id(k) for k in table] == [id(k) for k in keys]:
             return table
     return set()
 
 
-def _placed_in(keys: list[Any], slots: int, reach: int) -> set[Any] | None:
+def _placed_in(keys: list[Any], slots: int, reach: int, grown: bool) -> set[Any] | None:
     """Each item's slot chosen in order, the lowest past the previous item's among the first
     ``reach`` such slots of its probe sequence; the free slots the sequence passes before it are
-    held by placeholders (with more, so that the table is sized at once, as more than 4 items
-    resize one) while the items go in, each after the items sitting on its way."""
+    held by placeholders (with more, that size the table) while the items go in, each after
+    the items sitting on its way."""
     targets: dict[int, int] = {}  # slot -> index of the item there
     passed: list[list[int]] = []
     previous = -1
@@ -741,12 +743,20 @@ def _placed_in(keys: list[Any], slots: int, reach: int) -> set[Any] | None:
         targets[slot] = index
         passed.append(path[: path.index(slot)])
         previous = slot
-    held = {s for before in passed for s in before if s not in targets}
-    wanted = slots // 4 + 1 if slots > 8 else 0
-    spare = (s for s in range(slots) if s not in targets and s not in held)
-    held.update(itertools.islice(spare, max(0, wanted - len(held))))
-    fillers = [_Filler(s) for s in sorted(held)]
-    table = set(dict.fromkeys(fillers))
+    passed_by = {s for before in passed for s in before}
+    held = sorted(passed_by - targets.keys())
+    spare = (s for s in range(slots) if s not in targets and s not in passed_by)
+    fillers = [_Filler(s) for s in held]
+    if grown:  # items added one by one: the fewest that grow the table to its size
+        table: set[Any] = set(fillers)
+        for slot in spare:
+            if _slots(sys.getsizeof(table)) >= slots:
+                break
+            fillers.append(_Filler(slot))
+            table.add(fillers[-1])
+    else:  # read from a dict: the table sized at once, for more than slots / 4 of them
+        fillers += map(_Filler, itertools.islice(spare, max(0, slots // 4 + 1 - len(held))))
+        table = set(dict.fromkeys(fillers))
     table_bytes = sys.getsizeof(table)
     if _slots(table_bytes) != slots:
         return None
