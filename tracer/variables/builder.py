@@ -105,8 +105,12 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
             output.add_guard(kinds.DUPLICATE_INPUT(source, vt.source))
         return vt
     vt = _wrap_new(tx, value, source)
-    if not _is_interned(value) and type(value) is not types.MethodType:
-        # (a bound method's tracker carries its function's source: each read makes a new one)
+    if not _is_interned(value) and (
+        type(value) is not types.MethodType or getattr(vt, "bound_source", False)
+    ):
+        # one tracker per object: a bound method the trace was given is that object wherever it
+        # is read (a global and a dict's key); one whose tracker stands for its function and
+        # object (each read of ``obj.method`` makes a new one) is not cached
         output.wrapped[id(value)] = (value, vt)
     return vt
 
