@@ -19,6 +19,10 @@ def set_display(x, items, d):
     return {*items, len((x + 1).tolist()), 7}, x * 2
 
 
+def set_display_unpacked_after(x, items, d):
+    return {len((x + 1).tolist()), *items, "a", *d}, x * 2
+
+
 def dict_display(x, items, d):
     return {**d, "a": (x + 1).tolist(), "b": x * 2}
 
@@ -29,7 +33,13 @@ def list_display_in_call(x, items, d):
 
 @pytest.mark.parametrize(
     ("fn", "graphs"),
-    [(list_display, 2), (set_display, 3), (dict_display, 2), (list_display_in_call, 3)],
+    [
+        (list_display, 2),
+        (set_display, 3),
+        (set_display_unpacked_after, 3),
+        (dict_display, 2),
+        (list_display_in_call, 3),
+    ],
     ids=lambda case: getattr(case, "__name__", ""),
 )
 def test_break_inside_a_display_keeps_what_follows(fn, graphs):

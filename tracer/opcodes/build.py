@@ -93,11 +93,25 @@ def list_append(tx: Translator, inst: Instr) -> None:
     _fill(tx, inst.arg, lambda items: items.append(item))
 
 
+def _fill_set(tx: Translator, depth: int, name: str, args: list[Any]) -> None:
+    """``_fill`` for a set: an input set under construction (a resume function's argument) logs
+    the call, replayed on the real set as the set's own ``add``/``update`` are."""
+    container = tx.peek(depth)
+    if container.source is not None:
+        tx.output.side_effects.before_mutation(container)
+    before = set(container.items)
+    given, entry = container.log_call(name, args)
+    getattr(container.items, name)(*given)
+    container.logged(entry)
+    container.added_to(before)
+    tx.output.side_effects.mark_mutated(container)
+
+
 @handler("SET_ADD")
 def set_add(tx: Translator, inst: Instr) -> None:
     """(set ... item -- set ...)"""
     item = tx.pop()
-    _fill(tx, inst.arg, lambda items: items.add(_const_key(item)))
+    _fill_set(tx, inst.arg, "add", [_const_key(item)])
 
 
 @handler("MAP_ADD")
@@ -118,7 +132,7 @@ def list_extend(tx: Translator, inst: Instr) -> None:
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
     added = real_iterable(tx, tx.pop())
-    _fill(tx, inst.arg, lambda items: items.update(added))
+    _fill_set(tx, inst.arg, "update", [added])
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")
