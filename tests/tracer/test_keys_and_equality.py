@@ -19,6 +19,7 @@ import warnings
 import pytest
 import torch
 from difftest import assert_same, check_breaks
+from python_semantics.catalogue import Keyed  # hashes and compares in Python, by ``key``
 
 
 class Color(enum.Enum):
@@ -449,19 +450,6 @@ def test_a_library_registry_keyed_by_type_traces_without_breaks():
 
     check_breaks(_constrained, lambda: (torch.randn(3),), graphs=1, breaks=0)
     assert dynamo_counts(_constrained, torch.randn(3)) == (1, 0)  # torch.compile: the same
-
-
-class Keyed:
-    """Hashes and compares in Python, by ``key``."""
-
-    def __init__(self, key):
-        self.key = key
-
-    def __eq__(self, other):
-        return isinstance(other, Keyed) and other.key == self.key
-
-    def __hash__(self):
-        return hash(("Keyed", self.key))
 
 
 @dataclasses.dataclass(frozen=True)
