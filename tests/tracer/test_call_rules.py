@@ -14,7 +14,7 @@ import bytegraph.tracer.variables.dispatch  # noqa: F401 (imports every family t
 import pytest
 import torch
 from bytegraph.tracer.polyfills.registry import POLYFILLS
-from bytegraph.tracer.variables.call_rules import CALL_RULES, CallRule, call_rule, register
+from bytegraph.tracer.variables.call_rules import CALL_RULES, CallRule, call_rule, lookup, register
 from difftest import check_breaks
 
 
@@ -49,6 +49,17 @@ def test_the_torch_entries_name_torch_callables():
     assert kind(CALL_RULES[torch._assert]) == "substitute"
     # ``torch._dynamo`` rebinds ``torch.manual_seed`` to a wrapper of it when it is imported
     assert kind(CALL_RULES[inspect.unwrap(torch.manual_seed)]) == "effect=python"
+    assert lookup(torch.manual_seed) is CALL_RULES[inspect.unwrap(torch.manual_seed)]
+
+
+def test_a_users_wrapper_of_a_torch_callable_is_not_its_entry():
+    """torch's own wrappers answer as what they wrap; a user's decorator runs the user's code."""
+
+    @functools.wraps(torch.manual_seed)
+    def seeded(seed):
+        return torch.manual_seed(seed)
+
+    assert lookup(torch.manual_seed) is not None and lookup(seeded) is None
 
 
 def test_polyfills_and_the_dispatchers_own_callables_are_entries():

@@ -21,9 +21,12 @@ This module imports no tracker family: families import it to register, ``dispatc
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import torch
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -61,8 +64,10 @@ CALL_RULES: dict[Any, CallRule] = {}
 
 
 def register(rule: CallRule) -> CallRule:
-    assert rule.target not in CALL_RULES, f"two call rules for {rule.target!r}"
-    CALL_RULES[rule.target] = rule
+    """Enter ``rule``, keyed by its target without torch's own wrappers (``lookup``)."""
+    key = unwrap_torch(rule.target)
+    assert key not in CALL_RULES, f"two call rules for {rule.target!r}"
+    CALL_RULES[key] = rule
     return rule
 
 
@@ -90,8 +95,29 @@ def call_rules_for(
 
 
 def lookup(target: Any) -> CallRule | None:
-    """The rule for calls of ``target``, or None (also for unhashable objects)."""
+    """The rule for calls of ``target``, or None (also for unhashable objects). A wrapper torch
+    put around one of its callables (``torch._dynamo`` rebinds ``torch.manual_seed`` to one when
+    it is imported, before or after the entries were made) answers as the callable it wraps."""
     try:
-        return CALL_RULES.get(target)
+        rule = CALL_RULES.get(target)
     except TypeError:
         return None
+    if rule is None and hasattr(target, "__wrapped__"):
+        inner = unwrap_torch(target)
+        if inner is not target:
+            return lookup(inner)
+    return rule
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+def unwrap_torch(fn: Any) -> Any:
+    """``fn`` without the wrappers torch's own code made around it (a user's decorator, even one
+    made with ``functools.wraps``, is kept: calling it runs the user's code)."""
+    while hasattr(fn, "__wrapped__"):
+        code = getattr(fn, "__code__", None)
+        if code is None or not code.co_filename.startswith(_TORCH_DIR):
+            return fn
+        fn = fn.__wrapped__
+    return fn
