@@ -237,7 +237,11 @@ def test_operator_no_operand_implements_raises_the_users_type_error(name):
     trace: the metaclass's ``type.__or__`` is not the object's ``__or__``."""
     fn = caught(OBJECT_OPERATIONS[name])
     check_breaks(fn, randn(3), graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, torch.randn(3))
+    # torch 2.11's Dynamo fails on the operator ("Unsupported method call", "Failed to trace
+    # builtin operator") and runs the whole call in Python: no graph to compare with there
+    assert_no_more_breaks(
+        0, fn, torch.randn(3), baseline_missing="torch 2.11's Dynamo runs the call in Python"
+    )
 
 
 @pytest.mark.parametrize(
