@@ -82,3 +82,34 @@ def assert_no_more_breaks(
         return graphs, dynamo
     assert breaks <= dynamo, f"bytegraph breaks {breaks}x, torch.compile {dynamo}x"
     return graphs, dynamo
+
+
+def dynamo_counts_in_a_fresh_process(fn, *args) -> tuple[int, int]:
+    """``dynamo_counts`` of a module-level ``fn``, measured in a new interpreter: Dynamo's walk of a
+    generator's globals (``LazyVariableTracker.realize_all``) raises RecursionError late in a long
+    test session (state the session left behind), where a fresh process shows what torch.compile
+    itself does with the function. ``args`` travel pickled."""
+    import ast
+    import pickle
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, pickle, sys\n"
+        f"sys.path[:0] = {sys.path!r}\n"
+        "from dynamo_baseline import dynamo_counts\n"
+        f"spec = importlib.util.spec_from_file_location('_baseline', {fn.__code__.co_filename!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "args = pickle.loads(sys.stdin.buffer.read())\n"
+        f"print(repr(dynamo_counts(getattr(module, {fn.__name__!r}), *args)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps(args),
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    return ast.literal_eval(done.stdout.decode().strip().splitlines()[-1])

@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 from difftest import assert_same, check_breaks, compile_counted
-from dynamo_baseline import assert_no_more_breaks, dynamo_counts
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts, dynamo_counts_in_a_fresh_process
 
 
 def _slice_live(x):
@@ -508,7 +508,7 @@ def test_a_generator_live_at_a_break(fn, counts, moved, fewer_in_dynamo):
     _, _, report = check_breaks(fn, make, graphs=graphs, breaks=breaks, calls=3)
     taken_earlier = [r for r in report.break_reasons if "taken where GeneratorVariable" in str(r)]
     assert bool(taken_earlier) == moved, [str(r) for r in report.break_reasons]
-    dynamo_graphs, dynamo_breaks = dynamo_counts(fn, *make())
+    dynamo_graphs, dynamo_breaks = dynamo_counts_in_a_fresh_process(fn, *make())
     # torch.compile runs the whole call in Python (-1 breaks), or (torch 2.15, chain) compiles up to
     # the print and runs the rest in Python, which its explain counts as 1 graph and 0 breaks
     ran_in_python = dynamo_breaks == -1 or (dynamo_graphs, dynamo_breaks) == (1, 0)
