@@ -15,9 +15,11 @@ from ..variables.constants.slices import make_slice
 from ..variables.containers.builtin_containers import (
     DictVariable,
     ListVariable,
+    SetRecipe,
     SetVariable,
     TupleVariable,
     hash_key,
+    recipe_part,
 )
 from ..variables.containers.container_methods import real_iterable
 from . import handler
@@ -41,7 +43,8 @@ def build_list(tx: Translator, inst: Instr) -> None:
 @handler("BUILD_SET", pops=lambda inst: inst.arg)
 def build_set(tx: Translator, inst: Instr) -> None:
     """(items*n -- set)  sets of Python constants only."""
-    tx.push(SetVariable({_const_key(v) for v in tx.popn(inst.arg)}))
+    keys = [_const_key(v) for v in tx.popn(inst.arg)]
+    tx.push(SetVariable(set(keys), recipe=SetRecipe(set, (("keys", keys),))))
 
 
 @handler("BUILD_MAP")
@@ -93,7 +96,9 @@ def list_append(tx: Translator, inst: Instr) -> None:
     _fill(tx, inst.arg, lambda items: items.append(item))
 
 
-def _fill_set(tx: Translator, depth: int, name: str, args: list[Any]) -> None:
+def _fill_set(
+    tx: Translator, depth: int, name: str, args: list[Any], part: tuple[str, Any] | None
+) -> None:
     """``_fill`` for a set: an input set under construction (a resume function's argument) logs
     the call, replayed on the real set as the set's own ``add``/``update`` are."""
     container = tx.peek(depth)
@@ -104,14 +109,15 @@ def _fill_set(tx: Translator, depth: int, name: str, args: list[Any]) -> None:
     getattr(container.items, name)(*given)
     container.logged(entry)
     container.added_to(before)
+    container.changed(name, [part])
     tx.output.side_effects.mark_mutated(container)
 
 
 @handler("SET_ADD")
 def set_add(tx: Translator, inst: Instr) -> None:
     """(set ... item -- set ...)"""
-    item = tx.pop()
-    _fill_set(tx, inst.arg, "add", [_const_key(item)])
+    key = _const_key(tx.pop())
+    _fill_set(tx, inst.arg, "add", [key], ("key", key))
 
 
 @handler("MAP_ADD")
@@ -131,8 +137,8 @@ def list_extend(tx: Translator, inst: Instr) -> None:
 @handler("SET_UPDATE")
 def set_update(tx: Translator, inst: Instr) -> None:
     """(set ... iterable -- set ...)"""
-    added = real_iterable(tx, tx.pop())
-    _fill_set(tx, inst.arg, "update", [added])
+    iterable = tx.pop()
+    _fill_set(tx, inst.arg, "update", [real_iterable(tx, iterable)], recipe_part(iterable))
 
 
 @handler("DICT_UPDATE", "DICT_MERGE")

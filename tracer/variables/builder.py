@@ -34,7 +34,7 @@ from ...guards.sources import (
 )
 from ..context_runtime import ContextExit
 from ..exc import PythonError, Unsupported
-from .base import VariableTracker
+from .base import IdentityKey, VariableTracker
 from .constants.constant import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable
 from .constants.slices import SliceVariable
 from .containers.builtin_containers import (
@@ -203,12 +203,28 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(kinds.DICT_KEYS(source, tuple(value)))
         keys = [_wrap_key(tx, v, source, i) for i, v in enumerate(value)]
         items, known = _ordered_items(keys, value)
+        mirror = value if all(_mirrors(k) for k in keys) else None
         return SetVariable(
-            items, source, frozen=cls is frozenset, own_table=False, order_known=known
+            items,
+            source,
+            frozen=cls is frozenset,
+            own_table=False,
+            order_known=known,
+            mirror=mirror,
         )
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+def _mirrors(key: Any) -> bool:
+    """The real value ``key`` stands for can stand in its place in a set operation (it hashes and
+    compares as the key, with no Python code run): a constant, an object hashed by identity."""
+    if not isinstance(key, IdentityKey):
+        return True
+    if type(key) is not IdentityKey or isinstance(key.ident, torch.fx.Node):
+        return False
+    return not isinstance(key.ident, tuple) or all(map(_mirrors, key.ident))
 
 
 def _ordered_items(keys: list[Any], value: set | frozenset) -> tuple[set[Any], bool]:
@@ -545,7 +561,8 @@ def fold(
         type(value) is frozenset and given and any(id(k) in given for k in value)
     ):
         items, known = _ordered_items([_fold_key(tx, k, given) for k in value], value)
-        return SetVariable(items, frozen=type(value) is frozenset, order_known=known)
+        frozen = type(value) is frozenset
+        return SetVariable(items, frozen=frozen, own_table=False, order_known=known)
     return wrap_static(tx, value)
 
 

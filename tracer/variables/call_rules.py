@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -67,7 +67,7 @@ def register(rule: CallRule) -> CallRule:
     """Enter ``rule``, keyed by its target without torch's own wrappers (``lookup``)."""
     key = unwrap_torch(rule.target)
     assert key not in CALL_RULES, f"two call rules for {rule.target!r}"
-    CALL_RULES[key] = rule
+    CALL_RULES[key] = rule = replace(rule, target=key)
     return rule
 
 

@@ -500,6 +500,18 @@ class SetVariable(VariableTracker):
     #: an input set's in-place calls, ``(method, arguments)``, replayed on the real set as they
     #: ran (``replay_log``): the same calls lay its table out as CPython's run would
     log: list[tuple[str, list[Any]]] = field(default_factory=list)
+    #: a real set of the values (or keys equal to them) laid out as CPython's real one where
+    #: ``items`` is not: an input set's own object, while the trace has not changed it; a set
+    #: computed from such sets (``computed_set``)
+    mirror: set[Any] | frozenset[Any] | None = None
+    #: for a set made in the trace, the calls that made it (the rewritten code repeats them to
+    #: rebuild it laid out as the trace's), or None where one was not of a kind it repeats
+    recipe: SetRecipe | None = None
+
+    def exact(self) -> set[Any] | frozenset[Any] | None:
+        """The set as a real one laid out as CPython's, or None: a new set computed from it (a
+        copy, a union) is then CPython's, in CPython's order. ``items`` where it is CPython's."""
+        return self.items if self.own_table else self.mirror
 
     def ordered(self) -> set[Any]:
         """``items``, to read in their order: a break where the trace cannot know CPython's."""
@@ -517,6 +529,7 @@ class SetVariable(VariableTracker):
         iterator argument is read into it as the call reads it."""
         if self.own_table:
             return args, None
+        self.mirror = None  # the real set is no longer what the trace's is
         logged: list[Any] = []
         given: list[Any] = []
         for arg in args:
@@ -532,19 +545,30 @@ class SetVariable(VariableTracker):
             given.append(arg)
         return given, (name, logged)
 
+    def changed(self, name: str, parts: list[tuple[str, Any] | None]) -> None:
+        """The trace called the in-place method ``name`` on the set, with arguments ``parts``
+        (``recipe_part``): a set made in the trace rebuilds with the call."""
+        if self.source is None:
+            self.recipe = SetRecipe.method(self.recipe, name, parts)
+
     def logged(self, entry: Any) -> None:
         if entry is not None:
             self.log.append(entry)
 
     def save_state(self) -> Any:
-        return list(self.items), sys.getsizeof(self.items), list(self.log), self.order_known
+        keys = list(self.items)
+        state = keys, sys.getsizeof(self.items), list(self.log), self.order_known
+        return state, self.mirror, self.recipe
 
     def restore_state(self, state: Any) -> None:
-        keys, table_bytes, log, known = state
+        (keys, table_bytes, log, known), self.mirror, self.recipe = state
+        self.log[:] = log
+        if [id(k) for k in self.items] == [id(k) for k in keys]:
+            return  # unchanged: its table is kept
         found = ordered_keys(keys, table_bytes, False)
         self.items = found[1] if found is not None else set(keys)
         self.order_known = known and found is not None
-        self.log[:] = log
+        self.own_table = False  # a rebuilt table iterates as the old one, but is not it
 
     def replay_log(self, cg: Codegen) -> bool:
         """Emit the logged calls on the real set (True), or nothing for a set made in the trace
@@ -572,21 +596,37 @@ class SetVariable(VariableTracker):
     def python_type(self) -> type:
         return frozenset if self.frozen else set
 
+    def in_order(self) -> list[Any]:
+        """The keys in CPython's order: as ``items`` iterate, or as the mirror does (its values
+        stand for the keys); a break where the trace does not know it."""
+        if self.order_known or self.mirror is None:
+            return list(self.ordered())
+        keys = {k: k for k in self.items}
+        return [keys[v] for v in self.mirror]
+
     def is_python_constant(self) -> bool:
-        return all(_constant_key(v) for v in self.items)
+        """Of constants, in a known order (a value iterating otherwise would be folded wrong)."""
+        known = self.order_known or self.mirror is not None
+        return known and all(_constant_key(v) for v in self.items)
 
     def as_python_constant(self) -> Any:
         """The set itself: a copy may iterate in another order (a table with deleted entries is
         rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
         only reads it. Items kept with their trackers (classes, functions) are replaced by their
         values, in the set's order (their hashes are the values' own)."""
-        items = self.ordered()
-        if any(isinstance(v, IdentityKey) for v in items):
-            items = {key_value(v) for v in items}
-        return frozenset(items) if self.frozen else items
+        table = self.exact()
+        if table is None and self.order_known:
+            table = self.items
+        if table is not None and not any(isinstance(v, IdentityKey) for v in table):
+            return frozenset(table) if self.frozen else table
+        values = [key_value(v) for v in self.in_order()]
+        found = ordered_keys(values, sys.getsizeof(self.items), self.frozen)
+        if found is None:
+            raise Unsupported("set_order", "a set of values iterating as the trace's set")
+        return found[1]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        return [key_vt(v) for v in self.ordered()]
+        return [key_vt(v) for v in self.in_order()]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         kind = self.python_type()
@@ -598,8 +638,12 @@ class SetVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
+        recipe = self.recipe
+        if recipe is not None and recipe.valid():
+            cg.build_once(self, lambda: recipe.emit(cg))
+            return None
 
-        keys = list(self.ordered())
+        keys = self.in_order()
         found = ordered_keys(keys, sys.getsizeof(self.items), self.frozen)
         if found is None:
             raise Unsupported("set_order", "rebuilding a set in the order the trace gave it")
@@ -624,6 +668,95 @@ class SetVariable(VariableTracker):
 
         cg.build_once(self, build)
         return None
+
+
+@dataclass(frozen=True)
+class SetRecipe:
+    """How the rewritten code builds a set laid out as one made in the trace: ``fn(*parts)``.
+    CPython lays a set out by the calls that made it, and the trace made its set with the same
+    calls on keys hashing as the values, so the same calls on the values lay it out the same.
+    A part is ``("key", k)``, ``("keys", [k...])`` (a tuple of them), ``("dict", [k...])`` (a
+    dict of them), ``("const", v)``, ``("recipe", r)`` (a set built by ``r``) or ``("input",
+    s)`` (an input set's tracker: its real object, while the trace has not changed it: ``log``
+    empty)."""
+
+    fn: Any
+    parts: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def call(cls, fn: Any, args: list[VariableTracker]) -> SetRecipe | None:
+        """``fn(*args)``, or None where an argument is not of a kind a recipe repeats."""
+        parts = [recipe_part(a) for a in args]
+        return None if None in parts else cls(fn, tuple(parts))  # type: ignore[arg-type]
+
+    @classmethod
+    def method(
+        cls, before: SetRecipe | None, name: str, parts: list[tuple[str, Any] | None]
+    ) -> SetRecipe | None:
+        """The set ``before`` builds, after its method ``name`` ran on ``parts``."""
+        if before is None or None in parts:
+            return None
+        if name == "add" and before.fn is set and before.parts[0][0] == "keys":
+            # ``set(keys)`` adds them one by one: one more added is one more key
+            return cls(set, (("keys", [*before.parts[0][1], parts[0][1]]),))  # type: ignore[index]
+        return cls(set_after, (("recipe", before), ("const", name), *parts))  # type: ignore[arg-type]
+
+    def valid(self) -> bool:
+        return all(
+            (kind != "recipe" or part.valid()) and (kind != "input" or not part.log)
+            for kind, part in self.parts
+        )
+
+    def emit(self, cg: Codegen) -> None:
+        if self.fn is set and self.parts[0][0] == "keys":  # a set display adds them in order
+            for key in self.parts[0][1]:
+                _reconstruct_key(cg, key)
+            cg.build_set(len(self.parts[0][1]))
+            return
+        cg.load_const(self.fn)
+        for kind, part in self.parts:
+            if kind == "key":
+                _reconstruct_key(cg, part)
+            elif kind == "const":
+                cg.load_const(part)
+            elif kind == "recipe":
+                part.emit(cg)
+            elif kind == "input":
+                part.source.reconstruct(cg)
+            else:
+                if kind == "dict":
+                    cg.load_const(dict.fromkeys)
+                for key in part:
+                    _reconstruct_key(cg, key)
+                cg.build_tuple(len(part))
+                if kind == "dict":
+                    cg.call_function(1)
+        cg.call_function(len(self.parts))
+
+
+def set_after(table: set[Any], name: str, *args: Any) -> set[Any]:
+    """``table`` after ``table.<name>(*args)`` (a ``SetRecipe``'s in-place call)."""
+    getattr(table, name)(*args)
+    return table
+
+
+def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
+    """``vt`` as an argument of a ``SetRecipe``'s call, or None where it is not of a kind a
+    recipe repeats: a set made in the trace with a recipe, an input set not changed, the items
+    of a tuple or list (an iterable read item by item), a dict's keys, a constant."""
+    if isinstance(vt, SetVariable):
+        if vt.source is None:
+            return None if vt.recipe is None else ("recipe", vt.recipe)
+        return ("input", vt) if not vt.log else None
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        return ("keys", [hash_key(v) for v in vt.items])
+    if isinstance(vt, DictVariable):
+        return ("dict", list(vt.items))
+    if isinstance(vt, ConstantVariable) and isinstance(
+        vt.value, (str, bytes, range, tuple, frozenset)
+    ):
+        return ("const", vt.value)
+    return None
 
 
 @dataclass
@@ -837,12 +970,39 @@ def make_set(items: set | frozenset) -> VariableTracker:
     frozenset of plain constants is a constant; any other keeps its items' trackers."""
     if isinstance(items, frozenset) and not any(isinstance(k, IdentityKey) for k in items):
         return ConstantVariable(items)
-    if isinstance(items, set):  # itself: a copy may iterate otherwise
-        return SetVariable(items)
-    found = ordered_keys(list(items), sys.getsizeof(items), True)
-    if found is None:
-        return SetVariable(set(items), frozen=True, order_known=False)
-    return SetVariable(found[1], frozen=True)
+    # itself: a copy, even one iterating in its order, may be laid out otherwise (a union with
+    # it then iterates otherwise)
+    return SetVariable(items, frozen=isinstance(items, frozenset))
+
+
+def computed_set(
+    result: set | frozenset, operands: list[VariableTracker], recipe: SetRecipe | None
+) -> VariableTracker:
+    """The tracker of the set ``result`` CPython computed from ``operands``, the set trackers
+    among them as their ``exact`` tables where they have them. Computed from tables laid out as
+    CPython's, it is CPython's; its keys are then those of ``operands`` (a value of an input
+    set's own object stands for that set's key), and ``result`` its mirror. From a set without
+    one (an input set the trace changed), its order is unknown. ``recipe``: the call that
+    computed it, to repeat where the rewritten code rebuilds it."""
+    sets = [o for o in operands if isinstance(o, SetVariable)]
+    exact = all(s.exact() is not None for s in sets)
+    keys_of = {k: k for s in sets if not s.own_table for k in s.items}
+    keys = [keys_of.get(v, v) for v in result]
+    if exact and not any(
+        isinstance(k, IdentityKey) and k is not v for k, v in zip(keys, result, strict=True)
+    ):
+        made = make_set(result)  # of keys (or constants): laid out as CPython's
+        if isinstance(made, SetVariable):
+            made.recipe = recipe
+        return made
+    frozen = isinstance(result, frozenset)
+    found = ordered_keys(keys, sys.getsizeof(result), frozen) if exact else None
+    items = found[1] if found is not None else set(keys)
+    mirror = result if exact else None  # which gives the order where ``items`` cannot
+    known = found is not None
+    made = SetVariable(items, frozen=frozen, own_table=False, order_known=known, mirror=mirror)
+    made.recipe = recipe
+    return made
 
 
 @dataclass(eq=False, repr=False)

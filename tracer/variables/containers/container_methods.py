@@ -20,12 +20,14 @@ from . import dict_views
 from .builtin_containers import (
     DictVariable,
     ListVariable,
+    SetRecipe,
     SetVariable,
     TupleVariable,
+    computed_set,
     hash_key,
     key_vt,
     lookup_key,
-    make_set,
+    recipe_part,
 )
 from .collection_types import DEQUE_METHODS, DICT_SUBCLASS_METHODS, DequeVariable
 from .dict_views import DictViewVariable
@@ -525,8 +527,11 @@ def _set_method(name: str, mutates: bool):
         if before is not None:
             obj.logged(entry)
             obj.added_to(before)
+            keyed = name in ("add", "discard", "remove")
+            obj.changed(name, [("key", k) for k in real] if keyed else list(map(recipe_part, args)))
         if isinstance(result, (set, frozenset)):
-            return make_set(result)
+            recipe = SetRecipe.call(getattr(obj.python_type(), name), [obj, *args])
+            return computed_set(result, [obj, *args], recipe)
         return ConstantVariable(result)
 
     return mutates, impl
@@ -539,7 +544,7 @@ def real_iterable(tx, vt):
     iterables some add item by item, some stop early, some read all first: a ``map`` whose
     function reads or changes the set sees what it sees in CPython)."""
     if isinstance(vt, SetVariable):
-        return vt.ordered()
+        return dict_views.real_set(vt)
     if isinstance(vt, DictVariable):
         return dict.fromkeys(vt.items)
     if isinstance(vt, TupleVariable):
@@ -560,9 +565,14 @@ def _set_init(tx, obj, *args):
     return _SET["update"][1](tx, obj, *args) if args else NONE
 
 
+def _set_copy(tx, obj):
+    return computed_set(set(real_iterable(tx, obj)), [obj], SetRecipe.call(set, [obj]))
+
+
 def _set_clear(tx, obj):
     obj.logged(obj.log_call("clear", [])[1])
     obj.items.clear()
+    obj.changed("clear", [])
     return NONE
 
 
@@ -571,6 +581,7 @@ def _set_pop(tx, obj):
         raise PythonError(KeyError("pop from an empty set"))
     key = obj.ordered().pop()
     obj.logged(obj.log_call("discard", [key])[1])  # the item the trace took out
+    obj.changed("pop", [])
     return key_vt(key)  # the item's own tracker (a class, an object...)
 
 
@@ -603,7 +614,7 @@ _SET = {
     "__init__": (True, _set_init),
     "clear": (True, _set_clear),
     # a frozenset's copy is itself
-    "copy": (False, lambda tx, obj: obj if obj.frozen else SetVariable(set(obj.ordered()))),
+    "copy": (False, lambda tx, obj: obj if obj.frozen else _set_copy(tx, obj)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
 }

@@ -20,11 +20,13 @@ from ..constants.constant import ConstantVariable
 from .builtin_containers import (
     BoundMethodVariable,
     DictVariable,
+    SetRecipe,
     SetVariable,
     TupleVariable,
+    computed_set,
     hash_key,
     key_vt,
-    make_set,
+    recipe_part,
 )
 
 if TYPE_CHECKING:
@@ -127,7 +129,9 @@ _COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operat
 def real_set(vt: SetVariable) -> set | frozenset:
     """The keys of a set tracker as the object CPython's methods run on: the set itself (changed
     in place by the mutating ones), or a frozenset of them (results are then frozensets)."""
-    return frozenset(vt.ordered()) if vt.frozen else vt.ordered()
+    table = vt.exact()
+    table = vt.ordered() if table is None else table
+    return frozenset(table) if vt.frozen else table
 
 
 def _real(tx: Translator, vt: VariableTracker) -> Any:
@@ -194,10 +198,11 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if in_place:
         lhs.logged(entry)
         lhs.added_to(before)
+        lhs.changed(_INPLACE_METHODS[op], [recipe_part(rhs)])
         tx.output.side_effects.mark_mutated(lhs)
         return lhs
     if isinstance(result, (set, frozenset)):
-        return make_set(result)
+        return computed_set(result, [lhs, rhs], SetRecipe.call(op, [lhs, rhs]))
     return tx.fold(result)
 
 

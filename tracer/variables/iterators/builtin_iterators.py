@@ -288,19 +288,25 @@ class DictIteratorVariable(IteratorVariable):
         note_advance(tx, self)
         if self.exhausted:
             return None
-        current = self.container.items
+        current = self._keys_now()
         if len(current) != len(self.keys):
             what = "set" if self.kind == "set" else "dictionary"
             raise Unsupported("python_error", f"RuntimeError: {what} changed size during iteration")
         if self.index >= len(self.keys):
             self.exhausted = True
             return None
-        if tuple(current) != self.keys:
+        if current != self.keys:
             raise Unsupported(
                 "python_error", "RuntimeError: dictionary keys changed during iteration"
             )
         self.index += 1
         return self._item(self.keys[self.index - 1])
+
+    def _keys_now(self) -> tuple:
+        """The container's keys now, in its order (a set's may be known from its mirror)."""
+        if isinstance(self.container, SetVariable):
+            return tuple(self.container.in_order())
+        return tuple(self.container.items)
 
     def _item(self, key: Any) -> VariableTracker:
         if self.kind in ("keys", "set"):
@@ -341,8 +347,8 @@ class DictIteratorVariable(IteratorVariable):
         if self.exhausted:
             cg.build_tuple(0)
             return
-        current = self.container.items
-        if len(current) != len(self.keys) or tuple(current) != self.keys:
+        current = self._keys_now()
+        if len(current) != len(self.keys) or current != self.keys:
             raise Unsupported(
                 "reconstruct",
                 "an iterator over a dict or set that changed cannot be rebuilt at a graph break",
@@ -359,11 +365,11 @@ class DictIteratorVariable(IteratorVariable):
         if self.exhausted:
             cg.build_once(self, lambda: self._build_exhausted(cg))
             return
-        current = self.container.items
+        current = self._keys_now()
         if len(current) != len(self.keys):  # CPython's iterator raises from now on: so does this
             cg.build_once(self, lambda: self._build_spoiled(cg))
             return
-        if tuple(current) != self.keys:
+        if current != self.keys:
             raise Unsupported("reconstruct", "an iterator over a dict whose keys changed")
 
         def build() -> None:
@@ -412,9 +418,8 @@ def make_iter(tx: Translator, value: VariableTracker) -> IteratorVariable | None
         return SeqIteratorVariable(value.items, seq=value)
     if isinstance(value, DictVariable):
         return dict_iter(value, "keys")
-    if isinstance(value, SetVariable):
-        value.ordered()  # a break where its order is unknown
-        return dict_iter(value, "set")
+    if isinstance(value, SetVariable):  # a break where its order is unknown
+        return DictIteratorVariable([], container=value, kind="set", keys=tuple(value.in_order()))
     if isinstance(value, ConstantVariable):
         if isinstance(value.value, range):
             return RangeIteratorVariable([], value=value.value)

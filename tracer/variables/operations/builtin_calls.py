@@ -28,8 +28,10 @@ from ..containers import collection_types, model_output
 from ..containers.builtin_containers import (
     DictVariable,
     ListVariable,
+    SetRecipe,
     SetVariable,
     TupleVariable,
+    computed_set,
     hash_key,
     key_vt,
     make_set,
@@ -452,14 +454,21 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
 
 @builtin(set)
 def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return SetVariable(set(real_iterable(tx, iterable)) if iterable is not None else set())
+    if iterable is None:
+        return SetVariable(set())
+    return computed_set(
+        set(real_iterable(tx, iterable)), [iterable], SetRecipe.call(set, [iterable])
+    )
 
 
 @builtin(frozenset)
 def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
     if iterable is not None and iterable.python_type() is frozenset:
         return iterable  # ``frozenset(f) is f``
-    return make_set(frozenset(real_iterable(tx, iterable)) if iterable is not None else frozenset())
+    if iterable is None:
+        return make_set(frozenset())
+    made = frozenset(real_iterable(tx, iterable))
+    return computed_set(made, [iterable], SetRecipe.call(frozenset, [iterable]))
 
 
 @builtin(enumerate)
