@@ -387,7 +387,7 @@ def _plain_device_modes() -> bool:
 
 
 #: Queries of state the trace switches for real and the guards check at its start (autocast and
-#: deterministic algorithms: ``guards.guard.global_state_guards``): answered as constants.
+#: deterministic algorithms: ``guards.kinds.global_state_guards``): answered as constants.
 call_rules_for(
     torch.is_autocast_enabled,
     torch.get_autocast_dtype,
