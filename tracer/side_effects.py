@@ -13,6 +13,7 @@ local), then applies the final state in program order of first write.
 from __future__ import annotations
 
 import collections
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -23,6 +24,18 @@ from .variables.base import VariableTracker, walk
 
 if TYPE_CHECKING:
     from ..codegen.emit import Codegen
+
+
+@dataclass(eq=False)
+class _Deleted(VariableTracker):
+    """What ``attr_stores`` holds for an attribute of an existing object that the trace deleted:
+    the replay runs ``del obj.name`` there."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+_DELETED = _Deleted()
 
 
 class SideEffects:
@@ -53,8 +66,8 @@ class SideEffects:
             str(default_device_as_set()),
             torch.is_inference_mode_enabled(),
         )
-        #: id(object made in the trace) -> its ``obj.__dict__`` as the trace read it: kept up to
-        #: date by ``store_attr`` (CPython's is live); changed through itself, it breaks
+        #: id(object) -> its ``obj.__dict__`` as the trace read it (``vars(obj)``): kept up to date
+        #: by ``store_attr`` and deletions (CPython's is live); changed through itself, it breaks
         self.instance_dicts: dict[int, VariableTracker] = {}
         self._escaping: list[VariableTracker] = []  #: set by ``plan``
         #: ``(handle, ids of the hook tables it changes)``: real ``RemovableHandle`` trackers whose
@@ -134,7 +147,7 @@ class SideEffects:
         if any(d is container for d in self.instance_dicts.values()):
             raise Unsupported(
                 "instance_dict",
-                "writing to the __dict__ of an object made in the compiled function",
+                "writing to an object's __dict__ (vars(obj)) in the compiled function",
                 hint="set the attribute with setattr()",
             )
         self._save(container)
@@ -174,14 +187,39 @@ class SideEffects:
         return any((klass, name) in self.changed_class_attrs for klass in cls.__mro__)
 
     def instance_dict(self, obj: VariableTracker, make: Any) -> VariableTracker:
-        """``obj.__dict__`` of an object made in the trace: ``make(attributes so far)`` the first
-        time, a dict tracker that later stores update (read-only for the trace; see
-        ``before_mutation``)."""
+        """``obj.__dict__``: ``make(attributes stored so far)`` the first time (the object's own
+        attributes, those stores applied), less the attributes deleted so far; a dict tracker that
+        later stores and deletions update (read-only for the trace; see ``before_mutation``)."""
         known = self.instance_dicts.get(id(obj))
         if known is None:
-            items = {n: v for o, n, v in self.attr_stores.values() if o is obj}
-            known = self.instance_dicts[id(obj)] = make(items)
+            mine = [(n, v) for o, n, v in self.attr_stores.values() if o is obj]
+            known = make({n: v for n, v in mine if v is not _DELETED})
+            for name in [n for n, v in mine if v is _DELETED]:
+                known.items.pop(name, None)
+            self.instance_dicts[id(obj)] = known
         return known
+
+    def delete_attr(self, obj: VariableTracker, name: str, replay: bool, raw: bool = False) -> None:
+        """``del obj.name`` on an existing object, as the generic ``__delattr__`` does it (the
+        attribute is there: the caller checked). ``replay``: the object had it before the call,
+        so the rewritten code deletes it; otherwise only the trace's pending store goes. ``raw``:
+        replay it with ``object.__delattr__`` (the class overrides ``__delattr__``)."""
+        self._stores = None
+        if raw:
+            self.raw_objects.add(id(obj))
+        if replay:
+            self.attr_stores[(id(obj), name)] = (obj, name, _DELETED)
+        else:
+            self.attr_stores.pop((id(obj), name), None)
+        instance_dict = self.instance_dicts.get(id(obj))
+        if instance_dict is not None:
+            self._save(instance_dict)
+            instance_dict.items.pop(name, None)
+
+    def is_deleted(self, obj: VariableTracker, name: str) -> bool:
+        """Did the trace delete ``obj.name``, which the object had before the call?"""
+        entry = self.attr_stores.get((id(obj), name))
+        return entry is not None and entry[2] is _DELETED
 
     def delete_new_attr(self, obj: VariableTracker, name: str) -> bool:
         """``del obj.name`` on an object made in the trace: its pending store goes (False when
@@ -197,8 +235,9 @@ class SideEffects:
         return True
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
+        """What the trace stored into ``obj.name`` (None: nothing, or it deleted it)."""
         entry = self.attr_stores.get((id(obj), name))
-        return entry[2] if entry else None
+        return entry[2] if entry and entry[2] is not _DELETED else None
 
     def new_name(self, prefix: str = "__bg_new") -> str:
         """A fresh local name of the rewritten code for an object made during the trace."""
@@ -232,7 +271,8 @@ class SideEffects:
 
     def _existing_values(self) -> list[VariableTracker]:
         """Values the replay writes into objects that existed before the call."""
-        values = [v for obj, _, v in self.attr_stores.values() if not self.is_new(obj)]
+        stores = self.attr_stores.values()
+        values = [v for obj, _, v in stores if not self.is_new(obj) and v is not _DELETED]
         values += list(self.global_stores.values()) + list(self.cell_stores.values())
         return values + list(self.mutated.values())
 
@@ -290,6 +330,17 @@ class SideEffects:
         for container in self.mutated.values():
             _replay_container(cg, container)
         for obj, name, value in self.attr_stores.values():
+            if value is _DELETED and id(obj) in self.raw_objects:
+                cg.load_const(object.__delattr__)  # an override ran in the trace already
+                obj.reconstruct(cg)
+                cg.load_const(name)
+                cg.call_function(2)
+                cg.pop_top()
+                continue
+            if value is _DELETED:  # the generic ``__delattr__``
+                obj.reconstruct(cg)
+                cg.add("DELETE_ATTR", name)
+                continue
             raw = (
                 getattr(obj, "raw_replay", True)
                 if id(obj) in escaping

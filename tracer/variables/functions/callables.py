@@ -383,9 +383,11 @@ def make_function(
 
 
 #: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching
-#: ``object``, ``object.__setattr__(self, n, v)``): builtins implemented in
-#: ``objects/new_objects.py``.
-OBJECT_METHODS = {name: object.__dict__[name] for name in ("__setattr__", "__init__")}
+#: ``object``, ``object.__setattr__(self, n, v)``, ``object.__delattr__(self, n)``): builtins
+#: implemented in ``objects/attribute_stores.py``.
+OBJECT_METHODS = {
+    name: object.__dict__[name] for name in ("__setattr__", "__delattr__", "__init__")
+}
 
 
 @dataclass(eq=False)

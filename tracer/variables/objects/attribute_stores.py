@@ -1,22 +1,24 @@
 """Every attribute store and deletion: ``obj.name = value`` (``STORE_ATTR``, ``setattr``) and
 ``del obj.name`` run ``__setattr__``/``__delattr__`` overrides, property setters and descriptors'
-``__set__`` as CPython would, and record a plain store (in ``side_effects``) only where CPython
-makes one; ``object.__setattr__`` and ``object.__init__`` called explicitly.
+``__set__`` as CPython would, and record a plain store or deletion (in ``side_effects``) only
+where CPython makes one, or raise CPython's error where it fails; ``vars(obj)``, the live dict
+those change; ``object.__setattr__`` and ``object.__init__`` called explicitly.
 """
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from ....guards.sources import AttrSource, TypeSource
+from ....guards.sources import AttrSource, Source, TypeSource
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
 from ..constants.constant import CONSTANT_TYPES, ConstantVariable
 from ..containers import dict_subclasses
-from ..containers.builtin_containers import DictVariable
+from ..containers.builtin_containers import DictVariable, TupleVariable
 from ..functions.callables import NestedFunctionVariable
 from ..functions.cells import ClosureCellVariable
 from ..modules.nn_modules import NNModuleVariable
@@ -31,7 +33,7 @@ from .attributes import (
     write_descriptor,
 )
 from .classes import ClassVariable
-from .existing_objects import UserObjectVariable, store_config_attribute
+from .existing_objects import PythonModuleVariable, UserObjectVariable, store_config_attribute
 from .new_objects import (
     OBJECT_INIT,
     NamedTupleObjectVariable,
@@ -85,6 +87,9 @@ def store_attribute(
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
     else:
+        error = _doomed(tx, obj, name, setattr)
+        if error is not None:
+            raise PythonError(error)
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
 
 
@@ -179,32 +184,141 @@ def _store_class_attribute(
 
 # -- deleting attributes ---------------------------------------------------------------------------
 def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
-    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) on an object made in the trace whose class
-    keeps the generic ``__delattr__``: the attribute leaves the object's pending stores (a later
-    read finds the class attribute, or raises), or ``AttributeError`` as CPython raises it.
-    Elsewhere the deletion runs in Python (a graph break)."""
-    fixed = fixed_attributes(obj)
-    if fixed is not None and _immutable(fixed[0]):  # it raises: CPython's error
-        raise PythonError(concrete.error_of(delattr, fixed[0], name))
-    effects = tx.output.side_effects
-    if not (isinstance(obj, NewObjectVariable) and effects.is_new(obj)):
+    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) as CPython runs it, on an object made in the
+    trace or one from outside it: a ``__delattr__`` written in Python is inlined, the generic one
+    is ``generic_delattr``. CPython's error where the deletion must fail; elsewhere it runs in
+    Python (a graph break)."""
+    if not _deletable(tx, obj):
+        error = _doomed(tx, obj, name, delattr)
+        if error is not None:
+            raise PythonError(error)
         raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
     cls = obj.python_type()
     check_class_unchanged(tx, cls, name)
     hook = type_lookup(cls, "__delattr__")
-    if hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR:
-        raise Unsupported("delete_attr", f"{cls.__name__} defines __delattr__")
+    if hook is _OBJECT_DELATTR or hook in _GENERIC_DELATTR:
+        _guard_class_attr(tx, obj, "__delattr__", hook)
+        generic_delattr(tx, obj, name)
+    elif isinstance(hook, types.FunctionType):  # a frozen dataclass's, say
+        fn = class_function(tx, _class_vt(tx, obj), "__delattr__", hook, obj)
+        fn.call_function(tx, [ConstantVariable(name)], {})
+    else:
+        raise Unsupported("delete_attr", f"{cls.__name__}.__delattr__ is not Python code")
+
+
+def _deletable(tx: Translator, obj: VariableTracker) -> bool:
+    """An object whose deletions the trace records: one made in the trace, or an instance of a
+    Python class reached from outside the function."""
+    if isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj):
+        return True
+    return type(obj) is UserObjectVariable and obj.source is not None
+
+
+def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
+    """``object.__delattr__(obj, name)`` on an object ``_deletable`` allows: the attribute leaves
+    the instance (a later read finds the class attribute, or raises), recorded for the replay
+    where the object had it before the call (guarded); CPython's ``AttributeError`` where it has
+    none by then. A data descriptor's ``__delete__`` runs in Python."""
+    cls = obj.python_type()
     static = type_lookup(cls, name)
-    if static is not MISSING and is_data_descriptor(static):  # a property's deleter, a slot
+    if (static is not MISSING and is_data_descriptor(static)) or not has_instance_dict(cls):
         raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
-    if not effects.delete_new_attr(obj, name):
-        raise Unsupported("python_error", f"AttributeError: {cls.__name__} has no {name!r}")
+    _guard_class_lacks_descriptor(tx, obj, name, static)
+    missing = AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    effects = tx.output.side_effects
+    if effects.is_new(obj):
+        if not effects.delete_new_attr(obj, name):
+            raise PythonError(missing)
+        return
+    own = object.__getattribute__(obj.value, "__dict__")
+    had = name in own
+    if had:  # the guard on its value fails where the object lacks it
+        tx.wrap(own[name], AttrSource(obj.source, name))
+    else:
+        tx.output.assume_key_absent(AttrSource(obj.source, "__dict__"), name)
+    stored = effects.load_attr(obj, name) is not None
+    if not stored and (not had or effects.is_deleted(obj, name)):
+        raise PythonError(missing)
+    hook = type_lookup(cls, "__delattr__")
+    raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
+    effects.delete_attr(obj, name, replay=had, raw=raw)
 
 
-def _immutable(value: Any) -> bool:
-    """A value no attribute of which can be deleted: of an immutable builtin type, a C type, or
-    an empty builtin container standing for one (``fixed_attributes``)."""
-    return type(value) in (*CONSTANT_TYPES, list, tuple, dict, set) or isinstance(value, type)
+def _guard_class_lacks_descriptor(
+    tx: Translator, obj: VariableTracker, name: str, static: Any
+) -> None:
+    """The class of ``obj`` (from outside the function) still has no data descriptor ``name``."""
+    cls_source = _class_vt(tx, obj).source
+    if cls_source is None:
+        return
+    if static is MISSING:
+        tx.output.assume_class_lacks(cls_source, (name,))
+    else:
+        tx.wrap(static, class_attr_source(cls_source, obj.python_type(), name))
+
+
+def _doomed(tx: Translator, obj: VariableTracker, name: str, op: Any) -> BaseException | None:
+    """CPython's error for ``setattr(obj, name, v)`` or ``delattr(obj, name)`` (``op``) where it
+    must fail, whatever the object's state (guarded): an immutable value or C type, a field of a
+    namedtuple; for ``delattr``, an attribute that an object of a class with the generic
+    ``__delattr__`` (an enum member, a function) lacks. None where it may succeed."""
+    args = (name, None) if op is setattr else (name,)
+    fixed = fixed_attributes(obj)
+    if fixed is not None and _refuses(fixed[0], name, op):
+        return concrete.error_of(op, fixed[0], *args)
+    try:
+        cls = obj.python_type()
+    except Unsupported:
+        return None
+    static = type_lookup(cls, name)
+    generic = type_lookup(cls, "__setattr__" if op is setattr else "__delattr__") in (
+        _OBJECT_SETATTR,
+        _OBJECT_DELATTR,
+    )
+    if isinstance(obj, TupleVariable) and type(static) is _TUPLE_GETTER and generic:
+        if obj.source is not None:
+            tx.output.assume_identity(AttrSource(TypeSource(obj.source), name), static)
+        stand_in = tuple.__new__(cls, (None,) * len(obj.items))  # a field: read-only in C
+        return concrete.error_of(op, stand_in, *args)
+    source = obj.source
+    if (
+        op is delattr
+        and generic
+        and source is not None
+        and not isinstance(obj, PythonModuleVariable)
+        and obj.is_python_constant()
+        and static is MISSING
+        and has_instance_dict(cls)
+    ):
+        value = obj.as_python_constant()
+        if name not in object.__getattribute__(value, "__dict__"):
+            _guard_absent(tx, source, name, type_lookup(cls, "__delattr__"))
+            return AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    return None
+
+
+def _guard_absent(tx: Translator, source: Source, name: str, hook: Any) -> None:
+    """Neither the object at ``source`` nor its class has ``name``; its class still deletes with
+    ``hook``."""
+    tx.output.assume_key_absent(AttrSource(source, "__dict__"), name)
+    tx.output.assume_class_lacks(TypeSource(source), (name,))
+    tx.output.assume_identity(AttrSource(TypeSource(source), "__delattr__"), hook)
+
+
+#: the type of a namedtuple's field accessors (``collections._tuplegetter``)
+_TUPLE_GETTER = type(collections.namedtuple("_Point", "x").x)
+
+
+def _refuses(value: Any, name: str, op: Any) -> bool:
+    """``op(value, name...)`` (``setattr`` or ``delattr``) fails without changing anything, on a
+    value ``fixed_attributes`` gave: of an immutable builtin type, a C type, an empty builtin
+    container standing for one, or an instance of a C type without an instance dict whose class
+    neither defines ``name`` nor sets attributes its own way."""
+    if type(value) in (*CONSTANT_TYPES, list, tuple, dict, set) or isinstance(value, type):
+        return True
+    cls = type(value)
+    hook = type_lookup(cls, "__setattr__" if op is setattr else "__delattr__")
+    return hook in (_OBJECT_SETATTR, _OBJECT_DELATTR) and type_lookup(cls, name) is MISSING
 
 
 @builtin(delattr)
@@ -213,6 +327,51 @@ def delattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> Var
         raise Unsupported("python_error", "TypeError: attribute name must be string")
     delete_attribute(tx, obj, name.as_python_constant())
     return ConstantVariable(None)
+
+
+# -- the instance dict -----------------------------------------------------------------------------
+@builtin(vars)
+def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``vars(x)`` is ``x.__dict__``: of an object of a Python class, the live dict (stores and
+    deletions update it; writes through it break); of a value that has none (a constant, an
+    exact builtin container, a namedtuple, an object with ``__slots__``), CPython's TypeError;
+    ``vars()`` lists the frame's names."""
+    if len(args) != 1:
+        raise Unsupported("vars", "call to vars()", hint="frame introspection")
+    obj = args[0]
+    fixed = fixed_attributes(obj)
+    if fixed is not None and not hasattr(fixed[0], "__dict__"):
+        raise PythonError(concrete.error_of(vars, fixed[0]))
+    new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
+    if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):
+        raise Unsupported("builtin", f"vars() on {obj}")
+    cls = obj.python_type()
+    if not _lacks_dict(cls):
+        if isinstance(obj, TupleVariable) and not new:
+            raise Unsupported("builtin", f"vars() on {obj}")
+        return obj.var_getattr(tx, "__dict__")
+    cls_source = getattr(obj, "cls_vt", None)
+    cls_source = cls_source.source if new else obj.source and TypeSource(obj.source)
+    if cls_source is None and issubclass(type(cls), type) and cls.__flags__ & _HEAP_TYPE:
+        raise Unsupported("builtin", f"vars() on {obj}: its class is not guarded")
+    if cls_source is not None:  # the class gains no ``__dict__`` nor ``__getattr__``
+        tx.output.assume_class_lacks(cls_source, ("__dict__", "__getattr__"))
+    raise PythonError(concrete.error_of(vars, None))
+
+
+def _lacks_dict(cls: type) -> bool:
+    """Instances of ``cls`` have no ``__dict__``, and the generic attribute lookup."""
+    lookup = type_lookup(cls, "__getattribute__")
+    return (
+        not has_instance_dict(cls)
+        and type_lookup(cls, "__getattr__") is MISSING
+        and lookup in (_OBJECT_GETATTRIBUTE, type_lookup(tuple, "__getattribute__"))
+    )
+
+
+_OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+#: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement (whose attributes can change)
+_HEAP_TYPE = 1 << 9
 
 
 # -- object's own slots called explicitly ----------------------------------------------------------
@@ -228,6 +387,15 @@ def object_setattr(
     if obj.source is None and not tx.output.side_effects.is_new(obj):
         raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
     generic_setattr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@builtin(_OBJECT_DELATTR)
+def object_delattr(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    """``object.__delattr__(obj, name)`` (a ``__delattr__`` override deferring to it)."""
+    if not _deletable(tx, obj) or type(name.as_python_constant()) is not str:
+        raise Unsupported("delete_attr", f"object.__delattr__ on {obj}")
+    generic_delattr(tx, obj, name.as_python_constant())
     return ConstantVariable(None)
 
 

@@ -34,6 +34,7 @@ from ....guards.sources import (
 from ...exc import PythonError, Unsupported
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
+from ..containers.builtin_containers import DictVariable
 from ..functions.callables import (
     UserFunctionVariable,
 )
@@ -69,6 +70,8 @@ class PythonModuleVariable(ConstantLikeVariable):
                 namespace = AttrSource(self.source, "__dict__")
                 for key in (name, "__getattr__"):
                     tx.output.assume_key_absent(namespace, key)
+                if "__getattr__" not in vars(self.value):  # the generic lookup's own error
+                    raise PythonError(_lookup_error(self.value, name))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
         attr_source = AttrSource(self.source, name) if self.source is not None else None
         module_name = getattr(self.value, "__name__", None)
@@ -81,6 +84,37 @@ class PythonModuleVariable(ConstantLikeVariable):
             # ``M['m']['name']`` (guarded, and what the trace mutates there is replayed)
             attr_source = ModuleGlobalSource(module_name, name)
         return tx.wrap(getattr(self.value, name), attr_source)
+
+
+@dataclass(eq=False)
+class InstanceDictVariable(DictVariable):
+    """``obj.__dict__`` (``SideEffects.instance_dict``): the trace reads it as a dict of the
+    object's attributes, the rewritten code loads the object's real one (the same object)."""
+
+    owner: VariableTracker | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr("__dict__")
+
+
+def _generic_dict(value: Any, static: Any) -> bool:
+    """``static``, found on the class as ``__dict__``, is the getter of the instance dict CPython
+    gives instances of classes written in Python."""
+    return (
+        isinstance(static, types.GetSetDescriptorType)
+        and static.__name__ == "__dict__"
+        and type(static.__get__(value, type(value))) is dict
+    )
+
+
+def _lookup_error(value: Any, name: str) -> BaseException:
+    """The ``AttributeError`` CPython raises for ``getattr(value, name)``, which must fail."""
+    try:
+        getattr(value, name)
+    except AttributeError as e:
+        return e
+    raise AssertionError(f"{value!r} has attribute {name!r}")
 
 
 #: Methods written in C: reading one binds it (nothing else), so the read is traced and a call of
@@ -99,10 +133,16 @@ class UserObjectVariable(VariableTracker):
         return type(self.value)
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        pending = tx.output.side_effects.load_attr(self, name)
+        effects = tx.output.side_effects
+        pending = effects.load_attr(self, name)
         if pending is not None:
             return pending
         cls = type(self.value)
+        if effects.is_deleted(self, name):
+            if type_lookup(cls, name) is MISSING and not _has_custom_getattr(cls):
+                message = f"'{cls.__name__}' object has no attribute '{name}'"
+                raise PythonError(AttributeError(message))
+            raise Unsupported("getattr", f"{cls.__name__}.{name} was deleted in the trace")
         if tx.output.side_effects.class_attr_changed(cls, name):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
@@ -118,6 +158,8 @@ class UserObjectVariable(VariableTracker):
                 raise Unsupported(
                     "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
                 )
+        if name == "__dict__" and self.source is not None and _generic_dict(self.value, static):
+            return effects.instance_dict(self, lambda stored: self._instance_dict(tx, stored))
         if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
             return (
                 tx.wrap(cls, TypeSource(self.source))
@@ -214,6 +256,13 @@ class UserObjectVariable(VariableTracker):
         if self.source is None:
             return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
         return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+
+    def _instance_dict(self, tx: Translator, stored: dict) -> VariableTracker:
+        """``obj.__dict__``, the object's real dict (guarded) with the trace's stores applied."""
+        real = tx.wrap(_instance_dict(self.value), AttrSource(self.source, "__dict__"))
+        if type(real) is not DictVariable:
+            raise Unsupported("instance_dict", f"{type(self.value).__name__}.__dict__ is {real}")
+        return InstanceDictVariable({**real.items, **stored}, owner=self)
 
     def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
         """``obj.name`` on an allowlisted class (``PURE_GETATTR_CLASSES``): the real lookup at trace

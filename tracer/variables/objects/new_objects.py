@@ -45,7 +45,7 @@ from .attributes import (
     read_descriptor,
     type_lookup,
 )
-from .existing_objects import UserObjectVariable, plain_partial
+from .existing_objects import InstanceDictVariable, UserObjectVariable, plain_partial
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -105,18 +105,6 @@ class NamespaceVariable(NewObjectVariable):
 
     def __repr__(self) -> str:
         return "NamespaceVariable()"
-
-
-@dataclass(eq=False)
-class InstanceDictVariable(DictVariable):
-    """``obj.__dict__`` of an object made in the trace (``SideEffects.instance_dict``): the trace
-    reads it as a dict of the attributes, the rewritten code loads the object's real one."""
-
-    owner: VariableTracker | None = None
-
-    def reconstruct(self, cg: Codegen) -> None:
-        self.owner.reconstruct(cg)
-        cg.load_attr("__dict__")
 
 
 @dataclass(eq=False)

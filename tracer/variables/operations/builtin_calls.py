@@ -317,18 +317,6 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     return tx.fold(dir(value[0]))
 
 
-@builtin(vars)
-def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
-    """``vars(x)`` is ``x.__dict__``: of a value that has none (a constant, an exact builtin
-    container), CPython's TypeError; ``vars()`` lists the frame's names."""
-    if len(args) != 1:
-        raise Unsupported("vars", "call to vars()", hint="frame introspection")
-    value = fixed_attributes(args[0])
-    if value is None or hasattr(value[0], "__dict__"):
-        raise Unsupported("builtin", f"vars() on {args[0]}")
-    raise PythonError(concrete.error_of(vars, value[0]))
-
-
 def fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
     """``(v,)``, where ``v`` has the attributes of the object ``vt`` stands for, which no code can
     change: an instance of a C type with no instance dict (or a C type itself); for an exact

@@ -1,0 +1,253 @@
+"""The attribute builtins as CPython runs them: ``vars(obj)`` is the object's live ``__dict__``
+(its identity, the stores and deletions of the trace seen through it, a write through it not
+dropped), ``delattr`` / ``del obj.name`` on objects from outside the function recorded and
+replayed like stores, and CPython's own errors (type and message) where ``vars``, ``getattr``,
+``setattr`` or ``delattr`` must fail. Each is compared with eager CPython and its graph breaks
+with torch.compile's."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import math
+
+import pytest
+import torch
+from difftest import check_breaks
+from dynamo_baseline import dynamo_counts
+
+
+class Plain:
+    def __init__(self) -> None:
+        self.a = 1
+
+
+class Slotted:
+    __slots__ = ("a",)
+
+    def __init__(self) -> None:
+        self.a = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    x: int
+
+
+class Logged:
+    """Its ``__delattr__`` is Python code deferring to ``object.__delattr__``."""
+
+    def __init__(self) -> None:
+        self.a = 1
+        self.log = []
+
+    def __delattr__(self, name: str) -> None:
+        self.log.append(name)
+        object.__delattr__(self, name)
+
+
+class Shade(enum.Enum):
+    DARK = 1
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def _plain(x=None):
+    return (torch.ones(3) if x is None else x), Plain()
+
+
+def _error(fn, *args):
+    try:
+        fn(*args)
+    except (AttributeError, TypeError) as e:
+        return type(e).__name__, str(e)
+    return None
+
+
+# -- vars ------------------------------------------------------------------------------------------
+def _vars_is_the_live_dict(x, obj):
+    d = vars(obj)
+    obj.b = 2  # a store after the read shows through the dict
+    return x + 1, sorted(d), d["b"], d is obj.__dict__, d is vars(obj)
+
+
+def test_vars_is_the_objects_own_dict_and_sees_later_stores():
+    check_breaks(_vars_is_the_live_dict, _plain, graphs=1, breaks=0)
+    assert dynamo_counts(_vars_is_the_live_dict, *_plain()) == (1, 0)
+
+
+def _vars_returned(x, obj):
+    obj.c = 3
+    return x + 1, vars(obj)
+
+
+def test_vars_returned_is_the_real_dict():
+    x, obj = _plain()
+    compiled, _, _ = check_breaks(_vars_returned, _plain, graphs=1, breaks=0)
+    _, d = compiled(x, obj)
+    assert d is obj.__dict__ and d == {"a": 1, "c": 3}
+
+
+def _vars_written_through(x, obj):
+    vars(obj)["z"] = 5  # a write through the dict: not dropped
+    return x + 1, obj.z
+
+
+def test_a_write_through_vars_is_kept():
+    check_breaks(_vars_written_through, _plain, graphs=1, breaks=1)
+
+
+def _vars_without_dict(x, values):
+    return x + 1, [_error(vars, v) for v in [*values, Slotted(), math.gcd]]
+
+
+def test_vars_of_values_without_a_dict_raises_cpythons_type_error():
+    def make():
+        return torch.ones(2), [Pair(1, 2), 3, (1, 2)]
+
+    check_breaks(_vars_without_dict, make, graphs=1, breaks=0)
+
+
+def _vars_of_new_object_after_delete(x):
+    obj = Plain()
+    obj.b = 2
+    del obj.a
+    return x + 1, vars(obj)
+
+
+def test_vars_of_an_object_made_inside_after_a_deletion():
+    check_breaks(_vars_of_new_object_after_delete, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+# -- delattr on objects from outside the function -----------------------------------------------
+def _delete_then_read(x, obj):
+    d = vars(obj)
+    delattr(obj, "a")
+    return x + 1, hasattr(obj, "a"), _error(getattr, obj, "a"), sorted(d)
+
+
+def test_delattr_on_an_input_object_is_replayed():
+    x, obj = _plain()
+    compiled, _, _ = check_breaks(_delete_then_read, _plain, graphs=1, breaks=0)
+    compiled(x, obj)
+    assert not hasattr(obj, "a")
+    assert dynamo_counts(_delete_then_read, *_plain())[0] >= 1
+
+
+def _delete_missing(x, obj):
+    try:
+        del obj.zz
+    except AttributeError as e:
+        return x + 1, str(e)
+    return x - 1, None
+
+
+def test_deleting_a_missing_attribute_raises_cpythons_error():
+    check_breaks(_delete_missing, _plain, graphs=1, breaks=0)
+
+
+def test_an_attribute_present_on_a_later_call_is_deleted_there():
+    x, obj = _plain()
+    compiled, counter, _ = check_breaks(_delete_missing, _plain, graphs=1, breaks=0)
+    obj.zz = 7  # the guard on the absent attribute fails: traced again, and deleted this time
+    result = compiled(x, obj)
+    assert result[1] is None and not hasattr(obj, "zz")
+    assert counter.frame_count == 2
+
+
+def _store_then_delete(x, obj):
+    obj.fresh = x.sum()
+    del obj.fresh
+    obj.a = 5
+    del obj.a
+    obj.a = 6
+    return x + 1, hasattr(obj, "fresh")
+
+
+def test_stores_and_deletions_replay_in_program_order():
+    check_breaks(_store_then_delete, _plain, graphs=1, breaks=0)
+
+
+def _delete_twice(x, obj):
+    del obj.a
+    try:
+        del obj.a
+    except AttributeError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+def test_a_second_deletion_raises():
+    check_breaks(_delete_twice, _plain, graphs=1, breaks=0)
+
+
+def _delete_frozen(x, obj):
+    try:
+        delattr(obj, "x")
+    except dataclasses.FrozenInstanceError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+def test_a_frozen_dataclass_refuses_as_its_delattr_does():
+    check_breaks(_delete_frozen, lambda: (torch.ones(2), Frozen(1)), graphs=1, breaks=0)
+    assert dynamo_counts(_delete_frozen, torch.ones(2), Frozen(1)) == (1, 0)
+
+
+def _delete_logged(x, obj):
+    del obj.a
+    return x + 1, list(obj.log), hasattr(obj, "a")
+
+
+def test_a_python_delattr_runs_and_defers_to_object_delattr():
+    check_breaks(_delete_logged, lambda: (torch.ones(2), Logged()), graphs=1, breaks=0)
+
+
+def _delete_on_constants(x):
+    return x + 1, [
+        _error(delattr, v, "a") for v in (Shade.DARK, math.gcd, (1, 2), frozenset(), "s")
+    ] + [_error(delattr, Pair(1, 2), "a")]
+
+
+def test_deleting_from_values_that_refuse_raises_cpythons_error():
+    check_breaks(_delete_on_constants, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+def _delete_from_function(x):
+    return x + 1, _error(delattr, _plain, "missing")
+
+
+def test_deleting_a_missing_attribute_of_a_function():
+    check_breaks(_delete_from_function, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+# -- setattr / getattr that must fail --------------------------------------------------------------
+def _set_refused(x):
+    return x + 1, [_error(setattr, v, "a", 5) for v in (Pair(1, 2), frozenset({1}), (1,))]
+
+
+def test_setattr_on_values_that_refuse_raises_cpythons_error():
+    check_breaks(_set_refused, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+def _module_missing(x):
+    return x + 1, _error(getattr, math, "missing"), getattr(math, "missing", "default")
+
+
+def test_a_module_attribute_that_is_missing_raises_cpythons_error():
+    check_breaks(_module_missing, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert dynamo_counts(_module_missing, torch.ones(2)) == (1, 0)
+
+
+@pytest.mark.parametrize("name", ["a", "zz"])
+def test_delattr_through_the_builtin_and_the_statement_agree(name):
+    def fn(x, obj):
+        try:
+            delattr(obj, name)
+        except AttributeError as e:
+            return x * 2, str(e)
+        return x + 1, sorted(vars(obj))
+
+    check_breaks(fn, _plain, graphs=1, breaks=0)
