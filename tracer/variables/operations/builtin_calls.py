@@ -13,11 +13,14 @@ import functools
 import inspect
 import math
 import operator
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ....guards import kinds
+from ....guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ...exc import PythonError, TracedException, Unsupported
 from ...polyfills.builtins import callable_iterator
 from ..base import VariableTracker
@@ -45,6 +48,7 @@ from ..functions.callables import PartialVariable, UserFunctionVariable
 from ..iterators.builtin_iterators import make_reversed
 from ..iterators.combinators import EnumerateVariable, FilterVariable, MapVariable, ZipVariable
 from ..iterators.iterator_trackers import IteratorVariable
+from ..objects.attributes import MISSING, type_lookup
 from ..objects.classes import ClassVariable, SuperVariable
 from ..objects.exceptions import ExceptionVariable, is_simple_exception
 from ..objects.existing_objects import PythonModuleVariable, UserObjectVariable
@@ -307,14 +311,95 @@ def id_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 
 @builtin(dir)
 def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
-    """``dir(x)`` of a value whose attributes are all its C type's (a constant, a builtin function
-    or type, an exact list, tuple, dict or set): computed; ``dir()`` lists the frame's names."""
+    """``dir(x)``, computed where the names it lists are known: of a value whose attributes are
+    all its C type's (a constant, a builtin function or type, an exact list, tuple, dict or set,
+    a ``torch.Size``), or of a class, module, function, namedtuple or object from outside the
+    function that lists them the default way, guarded on the keys of every ``__dict__`` it
+    reads. ``dir()`` lists the frame's names."""
     if len(args) != 1:
         raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
-    value = fixed_attributes(args[0])
-    if value is None:
+    fixed = fixed_attributes(args[0])
+    names = dir(fixed[0]) if fixed is not None else _listed(tx, args[0])
+    if names is None:
         raise Unsupported("builtin", f"dir() on {args[0]}")
-    return tx.fold(dir(value[0]))
+    return tx.fold(names)
+
+
+def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
+    """What ``dir`` of the object ``vt`` stands for lists, having guarded the keys of each
+    ``__dict__`` it reads; None where that cannot be known (a ``__dir__`` of its own, a class or
+    module the trace changed)."""
+    effects = tx.output.side_effects
+    if isinstance(vt, TupleVariable) and not vt.python_type().__flags__ & _HEAP_TYPE:
+        cls = vt.python_type()  # an instance of a C type without a dict (``torch.Size``)
+        plain = _default_dir(cls) and type_lookup(cls, "__dict__") is MISSING
+        return dir(cls) if plain else None
+    source = vt.source
+    if source is None:
+        return None
+    if isinstance(vt, ClassVariable) and type(vt.value) is type:
+        return dir(vt.value) if _guard_classes(tx, vt.value, source) else None
+    if isinstance(vt, PythonModuleVariable) and type(vt.value) is types.ModuleType:
+        namespace = vars(vt.value)
+        if "__dir__" in namespace or (namespace is tx.f_globals and effects.global_stores):
+            return None
+        _guard_keys(tx, AttrSource(source, "__dict__"), namespace)
+        return dir(vt.value)
+    if isinstance(vt, UserFunctionVariable) and vt.self_vt is None and not vt.bound_source:
+        _guard_keys(tx, AttrSource(source, "__dict__"), vars(vt.fn))
+        return dir(vt.fn)
+    if not (type(vt) is UserObjectVariable or isinstance(vt, TupleVariable)):
+        return None
+    cls = vt.python_type()
+    if not _default_dir(cls) or not _guard_classes(tx, cls, TypeSource(source)):
+        return None
+    if type_lookup(cls, "__dict__") is MISSING:
+        return dir(cls)  # no instance dict: the names its classes define
+    if isinstance(vt, TupleVariable) or type(type_lookup(cls, "__dict__")) is not _GETSET:
+        return None
+    own = vt.var_getattr(tx, "__dict__")  # the live dict: the trace's stores and deletions in it
+    if not isinstance(own, DictVariable) or not all(type(k) is str for k in own.items):
+        return None
+    return sorted({*own.items, *dir(cls)})
+
+
+def _default_dir(cls: type) -> bool:
+    """Instances of ``cls`` list their names with ``object.__dir__``, which reads their
+    ``__dict__`` and ``__class__`` by the generic lookup."""
+    return (
+        type_lookup(cls, "__dir__") is _OBJECT_DIR
+        and type_lookup(cls, "__class__") is _OBJECT_CLASS
+        and type_lookup(cls, "__getattribute__") in _GENERIC_GETATTRIBUTE
+    )
+
+
+def _guard_classes(tx: Translator, cls: type, source: Source) -> bool:
+    """Guard ``cls`` (at ``source``) and its MRO, and the keys of each class ``__dict__`` there
+    that code can change. False where the trace changed one of those classes."""
+    changed = tx.output.side_effects.changed_class_attrs
+    if any(klass in cls.__mro__ for klass, _ in changed):
+        return False
+    mro = AttrSource(source, "__mro__")
+    tx.output.assume_identity(source, cls)
+    tx.output.assume_len(mro, len(cls.__mro__))
+    for index, klass in enumerate(cls.__mro__):
+        at = source if index == 0 else ItemSource(mro, index)
+        if index:
+            tx.output.assume_identity(at, klass)
+        if klass.__flags__ & _HEAP_TYPE:
+            _guard_keys(tx, AttrSource(at, "__dict__"), vars(klass))
+    return True
+
+
+def _guard_keys(tx: Translator, source: Source, namespace: Any) -> None:
+    """The dict (or class namespace) at ``source`` has exactly the keys of ``namespace``."""
+    tx.output.add_guard(kinds.DICT_KEYS(source, tuple(namespace)))
+
+
+_OBJECT_DIR = object.__dict__["__dir__"]
+_OBJECT_CLASS = object.__dict__["__class__"]
+_GENERIC_GETATTRIBUTE = (object.__dict__["__getattribute__"], tuple.__dict__["__getattribute__"])
+_GETSET = types.GetSetDescriptorType
 
 
 def fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
