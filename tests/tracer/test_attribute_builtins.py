@@ -123,6 +123,46 @@ def test_vars_of_an_object_made_inside_after_a_deletion():
     check_breaks(_vars_of_new_object_after_delete, lambda: (torch.ones(2),), graphs=1, breaks=0)
 
 
+def _vars_of_namespaces(x, obj):
+    spaces = (vars(Listed), vars(math), vars(_function_with_attribute), vars(obj.method))
+    return (
+        x + 1,
+        vars(math) is math.__dict__,
+        vars(Listed) is vars(Listed),  # a new mappingproxy each time
+        vars(_function_with_attribute),
+        vars(obj.method),
+        len(spaces),
+        sorted(vars(Shade.DARK)) == sorted(Shade.DARK.__dict__),
+    )
+
+
+def test_vars_of_classes_modules_functions_and_enum_members():
+    check_breaks(_vars_of_namespaces, lambda: (torch.ones(2), Listed()), graphs=1, breaks=0)
+
+
+_namespace = type(math)("namespace")
+_namespace.a = 1
+
+
+def _module_dict_written(x):
+    vars(_namespace)["a"] = 5  # a later read of the attribute must see it
+    return x + 1, _namespace.a
+
+
+def test_a_write_through_a_modules_dict_is_not_read_stale():
+    def setup():
+        _namespace.a = 1
+
+    check_breaks(
+        _module_dict_written,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=1,
+        setup=setup,
+        observe=lambda: _namespace.a,
+    )
+
+
 # -- delattr on objects from outside the function -----------------------------------------------
 def _delete_then_read(x, obj):
     d = vars(obj)
@@ -265,6 +305,9 @@ class Listed:
 
     def __init__(self) -> None:
         self.a = 1
+
+    def method(self) -> None:
+        pass
 
 
 def _function_with_attribute():

@@ -8,6 +8,7 @@ those change; ``object.__setattr__`` and ``object.__init__`` called explicitly.
 from __future__ import annotations
 
 import collections
+import enum
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ..base import VariableTracker
 from ..constants.constant import CONSTANT_TYPES, ConstantVariable
 from ..containers import dict_subclasses
 from ..containers.builtin_containers import DictVariable, TupleVariable
-from ..functions.callables import NestedFunctionVariable
+from ..functions.callables import NestedFunctionVariable, UserFunctionVariable
 from ..functions.cells import ClosureCellVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..operations import concrete
@@ -33,7 +34,12 @@ from .attributes import (
     write_descriptor,
 )
 from .classes import ClassVariable
-from .existing_objects import PythonModuleVariable, UserObjectVariable, store_config_attribute
+from .existing_objects import (
+    PythonModuleVariable,
+    UserObjectVariable,
+    store_config_attribute,
+    unstored_dict,
+)
 from .new_objects import (
     OBJECT_INIT,
     NamedTupleObjectVariable,
@@ -342,6 +348,13 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     fixed = fixed_attributes(obj)
     if fixed is not None and not hasattr(fixed[0], "__dict__"):
         raise PythonError(concrete.error_of(vars, fixed[0]))
+    if obj.source is not None and isinstance(obj, (PythonModuleVariable, ClassVariable)):
+        return obj.var_getattr(tx, "__dict__")
+    if obj.source is not None and isinstance(obj, UserFunctionVariable):
+        return unstored_dict(tx, obj, obj.fn, obj.source)  # a bound method's: its function's
+    member = obj.as_python_constant() if obj.is_python_constant() else None
+    if obj.source is not None and isinstance(member, enum.Enum):
+        return unstored_dict(tx, obj, member, obj.source)
     new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
     if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):
         raise Unsupported("builtin", f"vars() on {obj}")

@@ -47,6 +47,7 @@ from .attributes import (
     read_descriptor,
     type_lookup,
 )
+from .polyfilled_methods import bind_polyfilled
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -73,6 +74,8 @@ class PythonModuleVariable(ConstantLikeVariable):
                 if "__getattr__" not in vars(self.value):  # the generic lookup's own error
                     raise PythonError(_lookup_error(self.value, name))
             raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
+        if name == "__dict__" and self.source is not None:
+            return unstored_dict(tx, self, self.value, self.source)
         attr_source = AttrSource(self.source, name) if self.source is not None else None
         module_name = getattr(self.value, "__name__", None)
         if (
@@ -96,6 +99,21 @@ class InstanceDictVariable(DictVariable):
     def reconstruct(self, cg: Codegen) -> None:
         self.owner.reconstruct(cg)
         cg.load_attr("__dict__")
+
+
+def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
+    """``value.__dict__`` (``value`` at ``source``, tracked by ``owner``) of an object whose
+    attributes the trace never stores (a module, a function, an enum member): its real dict,
+    guarded, and the owner's instance dict, so that a write through it breaks rather than leave
+    later reads of those attributes stale."""
+
+    def make(stored: dict) -> VariableTracker:
+        if stored:
+            raise Unsupported("instance_dict", f"__dict__ of {owner} after a store")
+        own = object.__getattribute__(value, "__dict__")
+        return tx.wrap(own, AttrSource(source, "__dict__"))
+
+    return tx.output.side_effects.instance_dict(owner, make)
 
 
 def _generic_dict(value: Any, static: Any) -> bool:
@@ -253,9 +271,15 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported(
                 "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
             )
+        polyfilled = None
+        if name not in _instance_dict(self.value):  # a C method with a polyfill runs it
+            polyfilled = bind_polyfilled(self, name, static)
         if self.source is None:
+            if polyfilled is not None:
+                return polyfilled
             return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
-        return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+        value = tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # guarded
+        return polyfilled if polyfilled is not None else value
 
     def _instance_dict(self, tx: Translator, stored: dict) -> VariableTracker:
         """``obj.__dict__``, the object's real dict (guarded) with the trace's stores applied."""
