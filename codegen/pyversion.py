@@ -78,6 +78,9 @@ INLINE_CACHES: tuple[int, ...] = tuple(
 #: NOTE(3.13): ``LOAD_FAST`` and friends index cell and free variables too (after the plain
 #: locals); 3.11/3.12 index ``co_varnames`` only.
 LOCALS_INDEX_CELLS = PY313
+#: NOTE(3.13): ``locals()`` in a function returns a new dict at each call (PEP 667); 3.11/3.12
+#: return the frame's one dict, updated in place at each call.
+LOCALS_SNAPSHOT = VERSION >= (3, 13)
 
 
 def compare_arg(raw: int) -> int:

@@ -20,7 +20,8 @@ from typing import Any
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
-from . import exception_table
+from . import exception_table, frame_locals
+from .frame_locals import UserFrame
 from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
 from .transform import make_function
 
@@ -167,6 +168,7 @@ def make_resume(
     fn.__bytegraph_resume__ = ResumeOrigin(template, n_prefix, first, seconds, point.cell_args)
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
+    frame_locals.register(fn.__code__, UserFrame.of(code, point.cell_args))
     return fn
 
 
@@ -190,9 +192,14 @@ def takes_cells(code: types.CodeType, names: tuple[str, ...]) -> bool:
     """Can a resume function of ``code`` take the cell variables ``names`` as cells? Not where the
     code deletes one, or (3.12+ inlined comprehensions) saves and restores its slot."""
     for instr in dis.get_instructions(code):
-        if instr.argval in names and instr.opname not in _CELL_OPS:
+        if instr.opcode in _NAMES_LOCAL and instr.argval in names and instr.opname not in _CELL_OPS:
             return False
     return True
+
+
+#: The opcodes whose argument names a local, cell or free variable (not a constant ``"c"``, a
+#: global or an attribute of that name).
+_NAMES_LOCAL = frozenset(dis.haslocal) | frozenset(dis.hasfree)
 
 
 def _cell_as_local(item: Instr, names: tuple[str, ...]) -> list[Instr] | None:
@@ -203,8 +210,8 @@ def _cell_as_local(item: Instr, names: tuple[str, ...]) -> list[Instr] | None:
     template instruction (``ResumeOrigin.seconds``)."""
     arg = item.arg
     name = arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
-    if not isinstance(name, str) or name not in names:
-        return None
+    if item.name not in _CELL_OPS or not isinstance(name, str) or name not in names:
+        return None  # (a constant or attribute named as the cell is no use of it)
     where = {"location": item.location}
     if item.name == "MAKE_CELL":
         return [Instr("NOP", **where)]

@@ -36,7 +36,7 @@ from typing import Any
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
-from . import exception_table
+from . import exception_table, frame_locals
 from .pyversion import (
     CALL_NEEDS_PRECALL,
     FUNCTIONS_HAVE_TYPE_PARAMS,
@@ -129,6 +129,9 @@ def _routed_code(
     code = bc.to_code(compute_exception_stack_depths=not depths_known)
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
         raise ValueError(f"cannot place the try-block handlers of {original.co_qualname}")
+    user = frame_locals.registered(original)  # a resume function: its frame's user locals
+    if user is not None:
+        frame_locals.register(code, user)
     return code
 
 

@@ -5,9 +5,14 @@ with closures made in the trace (``ResumePoint.cell_args``).
 
 from __future__ import annotations
 
+import dis
+import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..codegen.emit import Codegen
+from ..codegen.frame_locals import KEPT, UserFrame
+from ..codegen.pyversion import LOCALS_SNAPSHOT
 from ..codegen.resume import resume_origin, takes_cells
 from .exc import Unsupported
 from .liveness import cells_written_from, code_cell_writes
@@ -54,6 +59,8 @@ def live_names(
     the frame's first argument implicitly, so in code using it that argument is kept, and kept
     first."""
     live = tx.live_at(index)
+    if reads_frame(tx):  # what ``locals()`` may read, now or later
+        live = frozenset(UserFrame.of(user_code(tx)).names)
     names = [n for n in local_vars if n in live]
     first = (
         tx.code.co_varnames[0]
@@ -63,6 +70,27 @@ def live_names(
     if first is not None and first in local_vars:
         names = [first] + [n for n in names if n != first]
     return tuple(names)
+
+
+#: How code may read its whole frame (every local it has bound is then live there): the
+#: builtins it loads by name, the attributes it reads.
+_FRAME_BUILTINS = frozenset({"locals", "vars", "dir"})
+_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals"})
+_LOADS_NAME = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_LOADS_ATTRIBUTE = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+#: code -> whether it may read its whole frame
+_READS_FRAME: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+
+
+def _reads_frame(code: types.CodeType) -> bool:
+    found = _READS_FRAME.get(code)
+    if found is None:
+        found = _READS_FRAME[code] = any(
+            (i.opname in _LOADS_NAME and i.argval in _FRAME_BUILTINS)
+            or (i.opname in _LOADS_ATTRIBUTE and i.argval in _FRAME_ATTRIBUTES)
+            for i in dis.get_instructions(code)
+        )
+    return found
 
 
 def template(tx: Translator, index: int) -> tuple[Any, int]:
@@ -135,7 +163,32 @@ def cell_args(
     origin = getattr(frame.tx.fn, "__bytegraph_resume__", None)
     carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
     new = getattr(cg, "passed_cells", {}).get(id(frame), ())
-    return names + tuple(n for n in new if n not in names), carried + new
+    names += tuple(n for n in new if n not in names)
+    if keeps_locals(frame.tx) and KEPT not in names:
+        names += (KEPT,)
+    return names, carried + new
+
+
+def user_code(tx: Translator) -> Any:
+    """The user's code that ``tx`` runs: a resume function's template's code, else its own."""
+    origin = getattr(tx.fn, "__bytegraph_resume__", None)
+    return origin.template.__code__ if origin is not None else tx.code
+
+
+def reads_frame(tx: Translator) -> bool:
+    """Whether the user's code of ``tx`` may read its whole frame (``locals()``): then every
+    local it has bound is live."""
+    code = user_code(tx)
+    names = code.co_names
+    return not (_FRAME_BUILTINS.isdisjoint(names) and _FRAME_ATTRIBUTES.isdisjoint(names)) and (
+        _reads_frame(code)
+    )
+
+
+def keeps_locals(tx: Translator) -> bool:
+    """Whether the resume functions of ``tx`` take the dict its ``locals()`` returns: the same
+    dict at each call of one frame, before and after a break (3.11/3.12)."""
+    return not LOCALS_SNAPSHOT and reads_frame(tx)
 
 
 def dead_on_top(tx: Translator, index: int, depth: int) -> int:

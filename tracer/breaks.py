@@ -25,6 +25,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
 from ..codegen.emit import NULL_OFFSET, Codegen
+from ..codegen.frame_locals import KEPT, READERS, FrameReader, UserFrame, kept_locals
 from ..codegen.pyversion import NULL_ABOVE_CALLABLE
 from ..guards import kinds
 from ..guards.sources import AttrSource
@@ -36,6 +37,7 @@ from .break_frames import (
     live_by_frame,
     live_names,
     template,
+    user_code,
 )
 from .callees import compiles_on_its_own
 from .context_runtime import exit_with
@@ -45,7 +47,7 @@ from .translator import FrameState
 from .variables.base import NullVariable, VariableTracker, walk
 from .variables.constants.constant import ConstantVariable
 from .variables.contexts.context_trackers import ContextExitVariable
-from .variables.functions.callables import UserFunctionVariable
+from .variables.functions.callables import BuiltinVariable, UserFunctionVariable
 from .variables.functions.cells import reconstruct_cell
 from .variables.iterators import generator_restart
 from .variables.iterators.combinators import BuiltinIteratorVariable
@@ -223,7 +225,10 @@ def _held_elsewhere(frames: list[FrameState], slot: int) -> list[Any]:
 def _load_local(cg: Codegen, frame: FrameState, name: str, cells: tuple[str, ...]) -> None:
     """Push the frame's local ``name`` for a resume call: its cell, for a cell passed as one."""
     cell = frame.tx.local_cells.get(name) if name in cells else None
-    if cell is not None:
+    if name == KEPT and name not in frame.locals:  # the dict the frame's ``locals()`` returns
+        cg.push_callable(lambda: cg.load_const(kept_locals))
+        cg.call(0)
+    elif cell is not None:
         reconstruct_cell(cg, cell)
     elif _made_locals(cg, frame, (name,)):
         made_in_resume.load_recipe(cg, frame.locals[name])
@@ -289,7 +294,7 @@ def _call_resume(
     compiled = compiled and _compilable(frame, index)
     callee = None if compiled else callee
     names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
-    live_locals = [frame.locals[n] for n in names]
+    live_locals = [frame.locals[n] for n in names if n in frame.locals]
     slots, nulls = _iterator_slots(stack, len(stack), live_locals), _null_slots(stack)
     # 3.13: ``bool(tensor)`` for the jump at ``index`` travels as the tensor (see ``make_resume``),
     # so the resume function breaks on the tensor as the original would.
@@ -325,7 +330,9 @@ def _emit_inline(
     names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
     # Iterators below the operands of the instruction travel as tuples (see ``make_resume``).
     untouched = len(frame.stack) - _operands(inst)
-    slots = _iterator_slots(frame.stack, untouched, [frame.locals[n] for n in names])
+    slots = _iterator_slots(
+        frame.stack, untouched, [frame.locals[n] for n in names if n in frame.locals]
+    )
     exit_vt = _with_exit(frame)
     protect = (
         TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exit_vt is not None else None
@@ -340,6 +347,7 @@ def _emit_inline(
         as_args=False,
         begin=begin,
         compiled_at=_compiled_callee(frame, callee),
+        replaced=_frame_reader(frame, cells),
     )
     for name in names:
         _load_local(cg, frame, name, cells)
@@ -480,17 +488,21 @@ def _reconstruct_stack(
     as_args: bool,
     begin: tuple[int, TryBegin] | None = None,
     compiled_at: tuple[int | None, Any] = (None, None),
+    replaced: dict[int, Any] | None = None,
 ) -> None:
     """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
     them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it). ``begin``:
     ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed.
-    ``compiled_at``: ``(i, compile)``: item ``i`` goes through ``compile`` (a called function)."""
+    ``compiled_at``: ``(i, compile)``: item ``i`` goes through ``compile`` (a called function).
+    ``replaced``: item ``i`` is ``replaced[i]`` instead (a constant)."""
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
         if as_args and isinstance(vt, TensorTruthVariable):
             vt = vt.tensor  # the resume function's prefix converts it
-        if i in slots:
+        if replaced and i in replaced:
+            cg.load_const(replaced[i])
+        elif i in slots:
             vt.reconstruct_items(cg)
         elif i == compiled_at[0]:
             cg.load_const(compiled_at[1])
@@ -556,6 +568,19 @@ def _compiled_slot(frame: FrameState) -> int | None:
     if not frame.tx.in_try(frame.index) or _with_exit(frame) is not None:
         return None
     return _callable_slot(frame.tx.instructions[frame.index], frame.stack)
+
+
+def _frame_reader(frame: FrameState, cells: tuple[str, ...]) -> dict[int, Any]:
+    """Where the frame's instruction calls ``locals``, ``vars`` or ``dir``, which read the frame
+    calling them, and that frame is the rewritten one: the stack position of the callable and what
+    the rewritten code calls instead, which reads the user's frame it stands for (``cells``: the
+    locals the rewritten code holds as their cells)."""
+    slot = _call_target_slot(frame.tx.instructions[frame.index], frame.stack)
+    vt = frame.stack[slot] if slot is not None else None
+    if not isinstance(vt, BuiltinVariable) or not any(vt.fn is fn for fn in READERS):
+        return {}
+    user = UserFrame.of(user_code(frame.tx), cells)
+    return {slot: FrameReader(vt.fn, user)}
 
 
 def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:

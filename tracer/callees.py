@@ -44,6 +44,7 @@ from typing import Any
 
 from torch import nn
 
+from ..codegen.frame_locals import READERS
 from ..codegen.route_calls import routed
 from . import markers
 
@@ -173,9 +174,11 @@ class CalleeCompiler:
         kind = type(obj)
         if kind is types.BuiltinFunctionType:  # a builtin, or a C method bound to an object
             owner = obj.__self__
+            # ``locals()`` and its kind read the calling frame: in routed code, a generated one
+            target = READERS.get(obj, obj)
             if owner is None or type(owner) is types.ModuleType:
-                self._remember(obj, obj)
-            return obj
+                self._remember(obj, target)
+            return target
         if kind is types.MethodType:  # new at each call: decided through its function
             fn = obj.__func__
             if type(fn) is not types.FunctionType:

@@ -1,0 +1,128 @@
+"""What ``locals()``, ``vars()`` and ``dir()`` give user code that runs in generated code.
+
+Generated code runs the user's instructions in frames of its own: the rewritten function, which
+keeps the graph's outputs and its callables in locals such as ``__graph_out``, and resume
+functions, which take the stack as ``__stack0``... and may take a cell variable as the cell
+itself (``ResumePoint.cell_args``). A call of ``locals()`` there sees all of them. Code that
+calls one of these builtins in such a frame calls ``READERS[builtin]`` instead, given the
+``UserFrame`` it runs for (bound at a break, or found by its code for a resume function run in
+plain Python, ``register``): it returns what CPython gives in the user's own frame, the user's
+locals only, with their values, in the code's order.
+
+How often a new mapping is made is CPython's (``LOCALS_SNAPSHOT``): up to 3.12 ``locals()`` in a
+function returns the same dict at each call, updated in place (keys the user added stay); from
+3.13 (PEP 667) a new dict at each call.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from .pyversion import LOCALS_SNAPSHOT
+
+
+@dataclass(frozen=True)
+class UserFrame:
+    """The user's frame that a generated frame stands for."""
+
+    #: the user's code's local names, in the order CPython's ``locals()`` lists them
+    names: tuple[str, ...]
+    #: those among ``names`` the generated frame holds as a plain local holding the cell
+    cells: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, code: types.CodeType, cells: tuple[str, ...] = ()) -> UserFrame:
+        """The frame of ``code``: arguments and locals, then cells that are no arguments, then
+        free variables (the order of CPython's fast locals)."""
+        plain = code.co_varnames
+        names = plain + tuple(c for c in code.co_cellvars if c not in plain) + code.co_freevars
+        return cls(names, tuple(cells))
+
+
+#: generated code -> the user's frame it stands for (resume functions, and their routed copies)
+_FRAMES: weakref.WeakKeyDictionary[types.CodeType, UserFrame] = weakref.WeakKeyDictionary()
+#: (3.11/3.12) the name under which a generated frame keeps the dict its ``locals()`` returns:
+#: a key of its own locals dict, which CPython never writes back to the frame, or a resume
+#: function's argument (``kept_locals``), so that the calls before and after a break share it
+KEPT = "__bg_user_locals"
+_UNBOUND = object()
+
+
+def register(code: types.CodeType, frame: UserFrame) -> None:
+    """Generated ``code`` stands for the user's ``frame``."""
+    _FRAMES[code] = frame
+
+
+def registered(code: types.CodeType) -> UserFrame | None:
+    return _FRAMES.get(code)
+
+
+class KeptLocals:
+    """(3.11/3.12) Holds the dict a frame's ``locals()`` returns. A resume function takes the
+    holder, which a trace keeps as an opaque object, not the dict, whose items it would guard (and
+    which may hold itself: ``d = locals()``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: dict[str, Any] = {}
+
+
+def kept_locals() -> KeptLocals:
+    """(3.11/3.12) What keeps the dict the caller's frame gives as ``locals()`` (made if it has
+    none): the rewritten code passes it on to its resume function (as argument ``KEPT``)."""
+    return _kept(sys._getframe(1).f_locals)
+
+
+def _kept(own: dict[str, Any]) -> KeptLocals:
+    kept = own.get(KEPT)
+    if type(kept) is not KeptLocals:
+        kept = own[KEPT] = KeptLocals()  # not a fast local: CPython never writes it back
+    return kept
+
+
+def user_locals(frame: types.FrameType, user: UserFrame | None) -> dict[str, Any]:
+    """What ``locals()`` returns in the user's frame that ``frame`` runs for (``frame``'s own
+    locals where ``user`` is None: a frame of the user's code itself)."""
+    if user is None:
+        user = _FRAMES.get(frame.f_code)
+        if user is None:
+            return dict(frame.f_locals) if LOCALS_SNAPSHOT else frame.f_locals
+    own = frame.f_locals  # up to 3.12 a dict the frame keeps; from 3.13 a view of the frame
+    result: dict[str, Any] = {} if LOCALS_SNAPSHOT else _kept(own).value
+    for name in user.names:
+        value = own.get(name, _UNBOUND)
+        if name in user.cells and value is not _UNBOUND:
+            try:
+                value = value.cell_contents
+            except ValueError:  # an empty cell: the variable is unbound
+                value = _UNBOUND
+        if value is _UNBOUND:
+            result.pop(name, None)
+        else:
+            result[name] = value
+    return result
+
+
+@dataclass(frozen=True)
+class FrameReader:
+    """What generated code calls in place of ``builtin`` (``locals``, ``vars`` or ``dir``): the
+    builtin as the user's frame ``user`` would run it (None: the frame found by the caller's code,
+    ``register``)."""
+
+    builtin: Any
+    user: UserFrame | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if args:  # ``vars(obj)``, ``dir(obj)`` (and CPython's own error for ``locals(x)``)
+            return self.builtin(*args)
+        found = user_locals(sys._getframe(1), self.user)
+        return sorted(found) if self.builtin is dir else found
+
+
+#: the builtins that read their caller's frame -> what routed code calls instead
+READERS: dict[Any, FrameReader] = {fn: FrameReader(fn) for fn in (locals, vars, dir)}

@@ -1,0 +1,156 @@
+"""User code that reads its own frame at a graph break: ``locals()``, ``vars()`` and ``dir()``
+with no argument see the user's locals (with the values the user's frame has, dead ones too, in
+CPython's order), never the names of the generated code that runs them (``__graph_out``,
+``__compiled_fn_0``, a resume function's ``__stack0``), whether the call is the one that broke,
+in a resume function that is compiled or runs in plain Python, or in an inlined callee. Whether
+two calls give one dict is CPython's: the same dict up to 3.12, a new one from 3.13 (PEP 667).
+Each case is compared with eager CPython."""
+
+from __future__ import annotations
+
+import torch
+from difftest import check_breaks
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+def test_locals_at_the_break_sees_the_user_locals_in_order():
+    def fn(x):
+        unused = 7  # dead after this line, still a local of the frame
+        y = x + 1
+        r = locals()
+        return y, list(r), r["unused"], r["y"]
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_locals_holds_dead_tensors_with_their_values():
+    def fn(x):
+        t = x * 2
+        y = x + 1
+        r = locals()
+        return y, sorted(r), r["t"]
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_locals_in_a_compiled_resume_function():
+    def fn(x):
+        a = 1
+        y = x + 1
+        print("between")
+        z = y * 2
+        r = locals()
+        return z, list(r), r["a"]
+
+    check_breaks(fn, randn(3), graphs=2, breaks=2)
+
+
+def test_locals_in_a_resume_function_run_in_python():
+    def fn(x):
+        y = x + 1
+        try:
+            print("inside try")
+            r = locals()
+        except ValueError:
+            r = None
+        return y, list(r)
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def _callee_reading_its_frame(t):
+    u = t * 2
+    r = locals()
+    return u, list(r), r["t"]
+
+
+def test_locals_in_an_inlined_callee_that_breaks_there():
+    def fn(x):
+        y = x + 1
+        return _callee_reading_its_frame(y)
+
+    check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_locals_lists_cells_and_free_variables():
+    scale = 3
+
+    def fn(x):
+        c = x + 1
+
+        def inner():
+            return c * scale
+
+        r = locals()
+        return inner(), list(r), r["scale"], r["c"]
+
+    check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def test_locals_of_a_cell_a_resume_function_takes_as_its_cell():
+    def fn(x):
+        c = 1
+
+        def get():
+            return c
+
+        print("between")
+        c = 2
+        r = locals()
+        return x + get(), list(r), r["c"]
+
+    check_breaks(fn, randn(3), graphs=1, breaks=2)
+
+
+def test_vars_and_dir_without_an_argument():
+    def fn(x):
+        y = x + 1
+        v = sorted(vars())  # (the dict itself would hold itself once ``dir()`` updates it)
+        print("between")
+        d = dir()
+        return y, v, d
+
+    check_breaks(fn, randn(3), graphs=1, breaks=3)
+
+
+def test_vars_and_dir_of_an_object_at_a_break():
+    class Box:
+        def __init__(self):
+            self.w = 1
+
+    box = Box()
+
+    def fn(x):
+        y = x + 1
+        print("between")
+        return y, vars(box), [n for n in dir(box) if not n.startswith("__")], sorted(locals())
+
+    check_breaks(fn, randn(3), graphs=1, breaks=2)
+
+
+def test_one_dict_per_frame_as_cpython_gives():
+    def fn(x):
+        y = x + 1
+        same = locals() is locals()
+        return y, same
+
+    check_breaks(fn, randn(3), graphs=1, breaks=2)
+
+
+def test_a_constant_named_as_a_cell_taken_as_its_cell():
+    def fn(x):
+        c = 1
+
+        def get():
+            return c
+
+        print("between")
+        c = 2
+        r = {"x": x, "c": c}
+        print("again")
+        return x + get(), r["c"]
+
+    check_breaks(fn, randn(3), graphs=1, breaks=2)
