@@ -27,6 +27,7 @@ from ..containers.builtin_containers import (
     TupleVariable,
     key_vt,
 )
+from ..containers.dict_views import DictViewVariable
 from .iterator_trackers import IteratorVariable, take_items
 
 if TYPE_CHECKING:
@@ -283,6 +284,8 @@ class DictIteratorVariable(IteratorVariable):
     keys: tuple = ()  #: the keys (set items) when the iteration started
     exhausted: bool = False  #: it reached the end: it no longer looks at the container
     input_index: int = 0  #: an input's (``iterator_inputs``) position when the trace got it
+    #: ``reversed(d)`` (of a dict or a view): ``keys`` are the dict's keys, last first
+    reverse: bool = False
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         note_advance(tx, self)
@@ -296,6 +299,8 @@ class DictIteratorVariable(IteratorVariable):
             self.exhausted = True
             return None
         if current != self.keys:
+            if self.reverse:  # CPython's reverse iterator walks the entry table as it is now
+                raise Unsupported("iterator", "a dict's keys changed during reversed(dict)")
             raise Unsupported(
                 "python_error", "RuntimeError: dictionary keys changed during iteration"
             )
@@ -306,6 +311,8 @@ class DictIteratorVariable(IteratorVariable):
         """The container's keys now, in its order (a set's may be known from its mirror)."""
         if isinstance(self.container, SetVariable):
             return tuple(self.container.in_order())
+        if self.reverse:
+            return tuple(reversed(self.container.items))
         return tuple(self.container.items)
 
     def _item(self, key: Any) -> VariableTracker:
@@ -329,7 +336,7 @@ class DictIteratorVariable(IteratorVariable):
     def python_type(self) -> type:
         if self.kind == "set":
             return type(iter(set()))
-        return type(iter(getattr({}, self.kind)()))
+        return type((reversed if self.reverse else iter)(getattr({}, self.kind)()))
 
     def replay_log(self, cg: Codegen) -> bool:
         """An input iterator: take from it the items the trace took (and the end it reached)."""
@@ -378,29 +385,41 @@ class DictIteratorVariable(IteratorVariable):
             if self.kind != "set":
                 cg.load_attr(self.kind)
                 cg.call_function(0)
-            cg.add("GET_ITER")
+            self._iterate(cg)
             cg.load_const(self.index)
             cg.call_function(2)
 
         cg.build_once(self, build)
 
+    def _iterate(self, cg: Codegen) -> None:
+        """The container (or view) on the stack -> its iterator, of this one's kind."""
+        if self.reverse:
+            cg.load_const(reversed)
+            cg.add("SWAP", 2)
+            cg.call_function(1)
+        else:
+            cg.add("GET_ITER")
+
     def _build_exhausted(self, cg: Codegen) -> None:
         cg.load_const(exhausted_iter)
         cg.load_const(set() if self.kind == "set" else getattr({}, self.kind)())
+        self._iterate(cg)
         cg.call_function(1)
 
     def _build_spoiled(self, cg: Codegen) -> None:
         cg.load_const(resized_iter)
         cg.load_const(self.kind)
         cg.load_const(len(self.keys))
-        cg.call_function(2)
+        cg.load_const(self.reverse)
+        cg.call_function(3)
 
 
-def resized_iter(kind: str, size: int) -> Any:
-    """Runtime helper: an iterator of ``kind`` whose container changed size after it was made (every
-    ``next`` raises CPython's RuntimeError)."""
+def resized_iter(kind: str, size: int, reverse: bool = False) -> Any:
+    """Runtime helper: an iterator of ``kind`` (``reversed`` if ``reverse``) whose container
+    changed size after it was made (every ``next`` raises CPython's RuntimeError)."""
     container: Any = set(range(size)) if kind == "set" else dict.fromkeys(range(size))
-    it = iter(container) if kind in ("keys", "set") else iter(getattr(container, kind)())
+    seq = container if kind in ("keys", "set") else getattr(container, kind)()
+    it = reversed(seq) if reverse else iter(seq)
     if kind == "set":
         container.add(size)
     else:
@@ -449,12 +468,25 @@ class _FrozensetItems(VariableTracker):
 
 
 def make_reversed(tx: Translator, value: VariableTracker) -> IteratorVariable | None:
-    """``reversed(value)`` for lists and ranges (None otherwise)."""
+    """``reversed(value)`` for lists, ranges, dicts and their views (None otherwise)."""
+    if isinstance(value, DictVariable) and value.python_type().__reversed__ is dict.__reversed__:
+        return _dict_reversed(value, "keys")
+    if isinstance(value, DictViewVariable) and value.python_type() is _view_type(value.kind):
+        return _dict_reversed(value.dict_vt, value.kind)
     if isinstance(value, ListVariable):
         return ReversedIteratorVariable(value.items, seq=value, position=len(value.items) - 1)
     if isinstance(value, ConstantVariable) and isinstance(value.value, range):
         return RangeIteratorVariable([], value=value.value[::-1])
     return None
+
+
+def _view_type(kind: str) -> type:
+    return type(getattr({}, kind)())
+
+
+def _dict_reversed(container: DictVariable, kind: str) -> DictIteratorVariable:
+    keys = tuple(reversed(container.items))
+    return DictIteratorVariable([], container=container, kind=kind, keys=keys, reverse=True)
 
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.

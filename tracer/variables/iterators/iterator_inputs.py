@@ -52,6 +52,8 @@ _RANGE_ITERATORS = (type(iter(range(0))), type(iter(range(2**64))))
 _LIST_REVERSED = type(reversed([]))
 _LAZY = (map, zip, filter)
 _DICT_ITERATORS = {type(iter(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
+#: ``reversed`` of a dict or of its views
+_DICT_REVERSED = {type(reversed(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
 
 
 def reduced_part(obj: Any, part: str, position: int) -> Any:
@@ -94,6 +96,7 @@ def is_input_iterator(value: Any) -> bool:
         or cls in _LAZY
         or cls is enumerate
         or cls in _DICT_ITERATORS
+        or cls in _DICT_REVERSED
         or cls is itertools.count
     )
 
@@ -109,8 +112,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     tx.output.assume_type(source, cls)
     if cls is enumerate:
         return _wrap_enumerate(tx, value, source)
-    if cls in _DICT_ITERATORS:
-        return _wrap_dict_iterator(tx, value, source, _DICT_ITERATORS[cls])
+    if cls in _DICT_ITERATORS or cls in _DICT_REVERSED:
+        return _wrap_dict_iterator(tx, value, source)
     if cls is itertools.count:
         return _wrap_count(tx, value, source)
     state_source = ReducedSource(source, "state")
@@ -183,11 +186,12 @@ def dict_iter_position(it: Any) -> int | None:
         rest = it.__reduce__()[1][0]  # what a copy of it would give
     except RuntimeError:  # the dict changed size
         return None
-    d, kind = owner[0], _DICT_ITERATORS[type(it)]
+    d, reverse = owner[0], type(it) in _DICT_REVERSED
+    kind = (_DICT_REVERSED if reverse else _DICT_ITERATORS)[type(it)]
     start = len(d) - len(rest)
     if start < 0:
         return None
-    tail = list(getattr(d, kind)())[start:]
+    tail = list((reversed if reverse else iter)(getattr(d, kind)()))[start:]
     if kind == "items":
         same = all(a[0] is b[0] and a[1] is b[1] for a, b in zip(tail, rest, strict=True))
     else:
@@ -204,12 +208,10 @@ class DictIterPositionSource(ChainedSource):
         return f"{helper}({self.base.render(roots)})"
 
 
-def _wrap_dict_iterator(
-    tx: Translator, value: Any, source: Source, kind: str
-) -> VariableTracker | None:
-    """An iterator over a dict's keys, values or items (not exhausted, its dict unchanged since it
-    was made): a ``DictIteratorVariable`` over the dict's tracker, guarded on its position (which
-    also tells a dict changed under it)."""
+def _wrap_dict_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """An iterator over a dict's keys, values or items, forwards or reversed (not exhausted, its
+    dict unchanged since it was made): a ``DictIteratorVariable`` over the dict's tracker, guarded
+    on its position (which also tells a dict changed under it)."""
     from ..builder import wrap
 
     index = dict_iter_position(value)
@@ -221,14 +223,17 @@ def _wrap_dict_iterator(
     position = DictIterPositionSource(source)
     tx.output.assume_type(position, int)
     tx.output.assume_equal(position, index)
+    reverse = type(value) in _DICT_REVERSED
+    keys = tuple(reversed(container.items)) if reverse else tuple(container.items)
     return DictIteratorVariable(
         [],
         container=container,
-        kind=kind,
-        keys=tuple(container.items),
+        kind=(_DICT_REVERSED if reverse else _DICT_ITERATORS)[type(value)],
+        keys=keys,
         index=index,
         input_index=index,
         source=source,
+        reverse=reverse,
     )
 
 

@@ -1,0 +1,183 @@
+"""Builtin operations CPython answers from the operand's type, traced as CPython runs them:
+``reversed`` over a dict or its views (the iterator escapes the trace at its position, of its
+type); comparisons and arithmetic between builtin values and tensors (the left operand's method,
+then the tensor's reflected one, or CPython's TypeError); ``min``/``max`` of tensors, ``slice`` of
+any objects, ``tuple``/``list`` of what is not iterable, a dataclass's ``repr``.
+
+Each function runs eagerly and compiled on equal fresh inputs; results, their types, raised
+exceptions and the inputs after the call are compared, and the graph breaks beside
+torch.compile's."""
+
+import collections
+import warnings
+
+import pytest
+import torch
+from difftest import assert_same, compile_counted
+from dynamo_baseline import assert_no_more_breaks
+
+from bytegraph.explain import Recorder
+
+
+def _outcome(fn, args):
+    """What a call gives: its result (an iterator as its type, length hint and remaining items)
+    or the exception's type and message."""
+    try:
+        result = fn(*args)
+    except Exception as e:  # noqa: BLE001 (the exception is the outcome compared)
+        return ("raised", type(e), str(e))
+    return _drain(result)
+
+
+def _drain(value):
+    if isinstance(value, tuple):
+        return tuple(_drain(v) for v in value)
+    if hasattr(value, "__next__"):
+        hint = value.__length_hint__()
+        try:
+            rest = list(value)
+        except RuntimeError as e:
+            rest = ("raised", RuntimeError, str(e))
+        return ("iterator", type(value), hint, rest)
+    return value
+
+
+def run_both(fn, make_args, breaks=0, calls=2):
+    """Run ``fn`` eagerly and compiled (``calls`` times) on fresh equal inputs; compare outcomes
+    and the inputs after the call; assert the compiled calls broke ``breaks`` times in all, with
+    no fallback to Python. Returns the last compiled outcome."""
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(calls):
+        eager_args, args = make_args(), make_args()
+        expected = _outcome(fn, eager_args)
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")  # a fallback warns: a failure here
+            actual = _outcome(compiled, args)
+        assert_same(actual, expected)
+        assert_same(list(args), list(eager_args))
+    got = len(recorder.report().break_reasons)
+    assert got == breaks, recorder.report().break_reasons
+    return actual
+
+
+# -- reversed(dict), reversed(view) ----------------------------------------------------------------
+
+
+def _abc():
+    return (torch.ones(2), {"a": 1, "b": 2, "c": 3})
+
+
+def _reversed_returned(x, d):
+    return x + 1, reversed(d)
+
+
+def _reversed_items_advanced(x, d):
+    r = reversed(d.items())
+    next(r)
+    return x + 1, r
+
+
+def _reversed_values_then_resized(x, d):
+    r = reversed(d.values())
+    next(r)
+    d["q"] = 5  # every later next() raises CPython's RuntimeError
+    return x + 1, r
+
+
+def _reversed_exhausted_then_grown(x, d):
+    r = reversed(d)
+    list(r)
+    d["z"] = 1  # an exhausted iterator no longer looks at its dict
+    return x + 1, r
+
+
+def _reversed_keys_value_written(x, d):
+    r = reversed(d.keys())
+    next(r)
+    d["a"] = 9
+    return x + 1, r
+
+
+def _reversed_of_a_dict_made_here(x, d):
+    made = dict(d, extra=x.sum())
+    r = reversed(made)
+    next(r)
+    return x + 1, r
+
+
+def _reversed_key_moved_to_the_end(x, d):
+    r = reversed(d)
+    key = next(r)
+    del d[key]
+    d[key] = 3  # the same keys in the same order: the position still holds
+    return x + 1, r
+
+
+def _reversed_live_at_a_break(x, d):
+    r = reversed(d)
+    next(r)
+    print("break")
+    return x + d[next(r)], r
+
+
+def _reversed_items_in_a_comprehension(x, d):
+    return x + 1, [(k, v * x) for k, v in reversed(d.items())]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _reversed_returned,
+        _reversed_items_advanced,
+        _reversed_values_then_resized,
+        _reversed_exhausted_then_grown,
+        _reversed_keys_value_written,
+        _reversed_of_a_dict_made_here,
+        _reversed_key_moved_to_the_end,
+        _reversed_items_in_a_comprehension,
+    ],
+)
+def test_reversed_dict_escapes_at_its_position(fn):
+    run_both(fn, _abc)
+    assert_no_more_breaks(0, fn, *_abc())
+
+
+def test_reversed_dict_live_at_a_break():
+    run_both(_reversed_live_at_a_break, _abc, breaks=1)
+    assert_no_more_breaks(1, _reversed_live_at_a_break, *_abc())
+
+
+def test_reversed_of_a_defaultdict_and_its_view():
+    def make():
+        return (torch.ones(2), collections.defaultdict(int, a=1, b=2))
+
+    out = run_both(_reversed_items_advanced, make)
+    assert out[1][1] is type(reversed({}.items()))
+    run_both(_reversed_returned, make)
+
+
+def _take_two(x, r):
+    return x + next(r), next(r)
+
+
+def test_a_reversed_dict_iterator_given_to_the_trace():
+    def make():
+        d = {"a": 1, "b": 2, "c": 3}
+        r = reversed(d.values())
+        next(r)
+        return torch.ones(2), r, d
+
+    compiled, counter = compile_counted(_take_two)
+    for _ in range(2):
+        eager, args = make(), make()
+        assert_same(compiled(*args[:2]), _take_two(*eager[:2]))
+        assert_same(_drain(args[1]), _drain(eager[1]))  # the caller's iterator moved as in eager
+    assert counter.frame_count == 1
+    _, r, d = make()
+    d["b"] = 20  # a value written: seen
+    assert_same(compiled(torch.ones(2), r), (torch.ones(2) + 20, 1))
+    _, r, d = make()
+    d["z"] = 0  # resized: CPython's RuntimeError, from the real iterator
+    with pytest.raises(RuntimeError, match="changed size"):
+        compiled(torch.ones(2), r)
