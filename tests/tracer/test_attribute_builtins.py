@@ -357,3 +357,46 @@ def _dir_after_store(x, obj, pair):
 def test_dir_of_an_object_the_trace_changed_lists_its_names_now():
     check_breaks(_dir_after_store, _listed, graphs=1, breaks=0)
     assert dynamo_counts(_dir_after_store, *_listed()) == (1, 0)
+
+
+# -- deletions meeting breaks, class attributes and the live dict ----------------------------------
+class Shadowing:
+    k = "class"
+
+    def __init__(self) -> None:
+        self.k = "instance"
+        self.a = 1
+
+
+def _shadowing():
+    return torch.ones(2), Shadowing()
+
+
+def _delete_before_a_break(x, obj):
+    del obj.a
+    print("break")
+    return x + 1, hasattr(obj, "a")
+
+
+def test_a_deletion_is_replayed_before_a_break():
+    check_breaks(_delete_before_a_break, _shadowing, graphs=1, breaks=1)
+
+
+def _delete_the_shadowing_attribute(x, obj):
+    del obj.k
+    return x + 1, obj.k  # the class attribute shows again
+
+
+def test_deleting_an_instance_attribute_uncovers_the_class_one():
+    check_breaks(_delete_the_shadowing_attribute, _shadowing, graphs=1, breaks=1)
+
+
+def _live_dict_and_dir(x, obj):
+    d = vars(obj)
+    del obj.k
+    obj.z = x.sum()
+    return x + 1, sorted(d), d.get("k"), [n for n in dir(obj) if not n.startswith("__")]
+
+
+def test_the_live_dict_and_dir_follow_stores_and_deletions():
+    check_breaks(_live_dict_and_dir, _shadowing, graphs=1, breaks=0)
