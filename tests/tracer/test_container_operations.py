@@ -332,12 +332,19 @@ def test_deepcopy_of_containers_keeps_sharing_and_atomic_values():
     _no_more_breaks_than_dynamo(fn, torch.ones(2), {"k": [1, {2: "b"}], 3.5: (True, b"x")})
 
 
+class _OwnDeepcopy:
+    """An object with its own ``__deepcopy__``, which takes CPython's id-keyed memo."""
+
+    def __deepcopy__(self, memo):
+        return _OwnDeepcopy()
+
+
 def test_deepcopy_of_other_values_runs_in_python():
     def fn(x, p):
         copied = copy.deepcopy([p, p])
         return x + 1, copied[0] is copied[1], copied[0] is p, type(copied[0])
 
-    _, _, report = check_breaks(fn, lambda: (torch.ones(2), Plain()), graphs=1, breaks=1)
+    _, _, report = check_breaks(fn, lambda: (torch.ones(2), _OwnDeepcopy()), graphs=1, breaks=1)
     assert "copy.deepcopy" in str(report.break_reasons[0])
 
 

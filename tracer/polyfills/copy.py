@@ -1,17 +1,29 @@
-"""``copy.deepcopy`` in pure Python for builtin containers and atomic values.
+"""``copy.deepcopy`` and the reduction protocol ``copy`` uses (``object.__reduce_ex__``,
+``object.__getstate__``, ``copy._reconstruct``), in pure Python as CPython does them.
 
 CPython's ``copy.deepcopy`` keeps a memo keyed by ``id()`` of each object copied; this one keeps
-the pairs (original, copy) and finds an original by identity, so copies of containers of
-constants, classes, functions and tensors kept as they are trace without ids. Any other value
-(an object with ``__deepcopy__`` or ``__reduce_ex__``, a tensor, a dict subclass) is copied by
-the real ``copy.deepcopy``, run in Python: a graph break at the call (and so is a copy with a
-``memo`` given).
+the pairs (original, copy) and finds an original by identity, so copies trace without ids. It
+copies what CPython's dispatch table copies (builtin containers item by item, atomic values as
+they are) and, for any other value, follows CPython's reduction: the class's ``__reduce_ex__(4)``
+(``object``'s, written here: ``copyreg.__newobj__`` with the instance's ``__dict__`` as its
+state; ``torch.Size``'s and ``torch.device``'s ``__reduce__``, written here too), then
+``_reconstruct``: the new object made by the reduction's callable, its state deep-copied and set.
+A value the trace does not copy this way (one with ``__deepcopy__``, an entry in
+``copyreg.dispatch_table``, its own reduction in C, ``__slots__``, a builtin base type, a tensor)
+makes the whole copy run in Python, the real ``copy.deepcopy`` (a graph break at the call, which
+keeps the sharing between the items), and so does a copy with a ``memo`` given. ``copy.copy`` is
+CPython's own Python code, traced: its ``__reduce_ex__`` and ``_reconstruct`` are the ones here.
+
+A dunder method is read on the class (``type(x).__reduce_ex__(x, 4)``), where CPython reads it on
+the object: the two differ only for an object whose own ``__dict__`` holds such a method.
 """
 
 from __future__ import annotations
 
 import copy
+import copyreg
 import enum
+import operator
 import types
 import weakref
 
@@ -45,12 +57,16 @@ _ATOMIC = frozenset(
         torch.memory_format,
     }
 )
+#: types whose C ``__reduce__`` has an equivalent here
+_REDUCED_HERE = (torch.Size, torch.device)
+_HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement
 
 
 @polyfill(copy.deepcopy)
 def deepcopy(x, memo=None):
     """``copy.deepcopy``: builtin containers copied item by item (shared items stay shared,
-    a tuple whose items all come back as they are is itself), atomic values as they are."""
+    a tuple whose items all come back as they are is itself), atomic values as they are, other
+    objects through their reduction."""
     if memo is not None or not _copied_here(x, []):
         return _in_python(x, memo)
     return _copy(x, [])
@@ -64,19 +80,53 @@ def _atomic(x):
 
 
 def _copied_here(x, seen):
-    """Whether every value ``x`` holds is atomic or a builtin container (else the whole copy
-    runs in Python, which keeps the sharing of the items)."""
+    """Whether every value ``x`` holds is copied here: atomic, a builtin container, or an object
+    reduced here (else the whole copy runs in Python, which keeps the sharing of the items)."""
     if _atomic(x):
         return True
-    cls = type(x)
-    if cls not in (list, dict, tuple, set, frozenset):
-        return False
     for visited in seen:
         if visited is x:
             return True
+    cls = type(x)
+    if cls in _REDUCED_HERE:
+        return True
+    if cls in (list, tuple, set, frozenset):
+        items = x
+    elif cls is dict:
+        items = [*x.keys(), *x.values()]
+    elif _default_reduction(x):
+        items = [*vars(x).values()]
+    else:
+        return False
     seen.append(x)
-    items = [*x.keys(), *x.values()] if cls is dict else x
     return all(_copied_here(item, seen) for item in items)
+
+
+def _default_reduction(x):
+    """``x`` is an object of a Python class that keeps ``object``'s copy protocol: no
+    ``__deepcopy__``, no ``copyreg`` entry, ``object``'s ``__reduce_ex__``, ``__reduce__`` and
+    ``__getstate__``, no ``__setstate__``, no ``__slots__``, no new-arguments hook."""
+    cls = type(x)
+    return (
+        _plain_class(cls)
+        and getattr(cls, "__deepcopy__", None) is None
+        and copyreg.dispatch_table.get(cls) is None
+        and cls.__reduce_ex__ is object.__reduce_ex__
+        and cls.__reduce__ is object.__reduce__
+        and cls.__getstate__ is object.__getstate__
+        and getattr(cls, "__setstate__", None) is None
+        and getattr(cls, "__slots__", None) is None
+        and getattr(cls, "__getnewargs_ex__", None) is None
+        and getattr(cls, "__getnewargs__", None) is None
+    )
+
+
+def _plain_class(cls):
+    """Made by class statements over ``object`` alone (no builtin base's layout)."""
+    for base in cls.__mro__:
+        if base is not object and not base.__flags__ & _HEAP_TYPE:
+            return False
+    return True
 
 
 def _copy(x, pairs):
@@ -112,16 +162,164 @@ def _copy(x, pairs):
         y = cls(_copy(list(x), pairs))
         pairs.append((x, y))
         return y
-    raise AssertionError(f"{cls.__name__} is not copied here")  # ``_copied_here`` said no
+    reduced = cls.__reduce_ex__(x, 4)
+    if isinstance(reduced, str):  # a global's name: the object itself
+        return x
+    return _rebuild(x, pairs, *reduced)
 
 
+def _rebuild(x, pairs, func, args, state=None, listiter=None, dictiter=None):
+    """``copy._reconstruct``: ``func(*args)`` given ``state`` (through ``__setstate__``, else
+    into its ``__dict__`` and slots) and the items of ``listiter``/``dictiter``; deep where
+    ``pairs`` (the memo) is given, the new object entered in it before its state is copied."""
+    deep = pairs is not None
+    if deep and args:
+        args = _copy(args, pairs)
+    y = func(*args)
+    if deep:
+        pairs.append((x, y))
+    if state is not None:
+        if deep:
+            state = _copy(state, pairs)
+        if hasattr(y, "__setstate__"):
+            y.__setstate__(state)
+        else:
+            slotstate = None
+            if isinstance(state, tuple) and len(state) == 2:
+                state, slotstate = state
+            if state is not None:
+                _update_instance_dict(y, state)
+            if slotstate is not None:
+                for key, value in slotstate.items():
+                    setattr(y, key, value)
+    if listiter is not None:
+        for item in listiter:
+            y.append(_copy(item, pairs) if deep else item)
+    if dictiter is not None:
+        for key, value in dictiter:
+            y[_copy(key, pairs) if deep else key] = _copy(value, pairs) if deep else value
+    return y
+
+
+def _update_instance_dict(y, state):
+    """``y.__dict__.update(state)``: no ``__setattr__`` runs. A string key the class has no data
+    descriptor for is stored by ``object.__setattr__``, which does just that."""
+    cls = type(y)
+    for key, value in state.items():
+        if type(key) is str and not _data_descriptor(getattr(cls, key, None)):
+            object.__setattr__(y, key, value)
+        else:
+            y.__dict__[key] = value
+
+
+def _data_descriptor(attribute):
+    kind = type(attribute)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+@polyfill(copy._reconstruct)
+def reconstruct(x, memo, func, args, state=None, listiter=None, dictiter=None, *, deepcopy=None):
+    """``copy._reconstruct`` as ``copy.copy`` calls it (no memo); with a memo (the real
+    ``copy.deepcopy``'s) it runs in Python."""
+    if memo is not None:
+        return _reconstruct_in_python(x, memo, func, args, state, listiter, dictiter)
+    return _rebuild(x, None, func, args, state, listiter, dictiter)
+
+
+# -- the reduction protocol ------------------------------------------------------------------------
+@polyfill(object.__reduce_ex__)
+def object_reduce_ex(self, protocol):
+    """``object.__reduce_ex__``: the class's own ``__reduce__`` if it has one; else, from
+    protocol 2, ``(copyreg.__newobj__, (cls,), state, None, None)`` for an object of a Python
+    class (others in Python), and ``copyreg._reduce_ex`` below it."""
+    protocol = _c_int(protocol)
+    cls = type(self)
+    override = cls.__reduce__
+    if override is not object.__reduce__:
+        if isinstance(override, types.FunctionType):
+            return self.__reduce__()
+        return override(self)
+    if protocol < 2:
+        return copyreg._reduce_ex(self, protocol)
+    if (
+        not _plain_class(cls)
+        or getattr(cls, "__getnewargs_ex__", None) is not None
+        or getattr(cls, "__getnewargs__", None) is not None
+    ):
+        return _reduce_in_python(self, protocol)
+    return (copyreg.__newobj__, (cls,), _state(self), None, None)
+
+
+def _c_int(value):
+    """``value`` as CPython's argument parser takes a C ``int``: an int, or an object whose
+    type has ``__index__``."""
+    if not isinstance(value, int):
+        if getattr(type(value), "__index__", None) is None:
+            name = type(value).__name__
+            raise TypeError(f"'{name}' object cannot be interpreted as an integer")
+        value = operator.index(value)
+    if not -(2**31) <= value < 2**31:
+        raise OverflowError("Python int too large to convert to C int")
+    return value
+
+
+def _state(self):
+    """What ``object.__reduce_ex__`` takes as the state: the class's ``__getstate__()``, or
+    ``object``'s."""
+    if type(self).__getstate__ is not object.__getstate__:
+        return self.__getstate__()
+    return object_getstate(self)
+
+
+@polyfill(object.__getstate__)
+def object_getstate(self):
+    """``object.__getstate__``: the instance's ``__dict__`` itself (None where it is empty); an
+    object with slots is left to Python."""
+    if getattr(type(self), "__slots__", None) is not None or not _plain_class(type(self)):
+        return _getstate_in_python(self)
+    attributes = vars(self)
+    return attributes if attributes else None
+
+
+@polyfill(torch.Size.__reduce__)
+def size_reduce(self):
+    """``torch.Size.__reduce__``."""
+    return (torch.Size, (tuple(self),))
+
+
+@polyfill(torch.device.__reduce__)
+def device_reduce(self):
+    """``torch.device.__reduce__``."""
+    if self.index is None:
+        return (torch.device, (self.type,))
+    return (torch.device, (self.type, self.index))
+
+
+# -- in Python -------------------------------------------------------------------------------------
 def _in_python(x, memo):
     """The real ``copy.deepcopy`` (never traced)."""
     return copy.deepcopy(x, memo)
 
 
-setattr(
-    _in_python,
-    markers.DISABLED_ATTR,
-    markers.Disabled(_in_python, reason="copy.deepcopy of this value runs in Python"),
-)
+def _reconstruct_in_python(x, memo, func, args, state, listiter, dictiter):
+    """The real ``copy._reconstruct`` (never traced)."""
+    return copy._reconstruct(x, memo, func, args, state, listiter, dictiter)
+
+
+def _reduce_in_python(x, protocol):
+    """The real ``object.__reduce_ex__`` (never traced)."""
+    return object.__reduce_ex__(x, protocol)
+
+
+def _getstate_in_python(x):
+    """The real ``object.__getstate__`` (never traced)."""
+    return object.__getstate__(x)
+
+
+for _fn, _why in (
+    (_in_python, "copy.deepcopy of this value runs in Python"),
+    (_reconstruct_in_python, "copy._reconstruct with a memo runs in Python"),
+    (_reduce_in_python, "object.__reduce_ex__ of an object of a builtin base type runs in Python"),
+    (_getstate_in_python, "object.__getstate__ of an object with slots runs in Python"),
+):
+    setattr(_fn, markers.DISABLED_ATTR, markers.Disabled(_fn, reason=_why))

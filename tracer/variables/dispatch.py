@@ -29,7 +29,7 @@ from .functions.callables import BuiltinVariable, MethodCallVariable, UserFuncti
 from .iterators import builtin_iterators
 from .iterators.iterator_trackers import IteratorVariable
 from .modules.nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
-from .objects import attribute_stores, new_objects
+from .objects import attribute_stores, new_objects, type_new  # noqa: F401 (registration)
 from .objects.classes import ClassVariable
 from .objects.existing_objects import UserObjectVariable
 from .operations import builtin_calls

@@ -22,6 +22,7 @@ from ....guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ...exc import Unsupported
 from ..base import VariableTracker
 from ..functions.callables import UserFunctionVariable
+from .polyfilled_methods import bind_polyfilled
 
 if TYPE_CHECKING:
     from ...translator import Translator
@@ -164,6 +165,9 @@ def bind_class_attribute(
         return fn.clone(self_vt=cls_vt)
     if python_method(static, "__get__") is not None:
         return read_descriptor(tx, obj, cls_vt, static, source)
+    polyfilled = bind_polyfilled(obj, name, static)  # a C method with a polyfill
+    if polyfilled is not None:
+        return polyfilled
     if hasattr(type(static), "__get__") and not isinstance(static, torch.Tensor):
         raise Unsupported("descriptor", f"{name!r} is a {type(static).__name__}")
     return tx.wrap(static, source) if source is not None else tx.wrap_static(static)

@@ -1,0 +1,287 @@
+"""``copy.copy``/``copy.deepcopy`` by CPython's copy protocol (``object.__reduce_ex__``,
+``copyreg.__newobj__``, ``_reconstruct``), ``T.__new__`` called directly, and ``repr`` of
+containers holding objects: each checked against CPython (results, types, identity, the error
+raised) and against torch.compile's break counts."""
+
+from __future__ import annotations
+
+import copy
+import copyreg
+import dataclasses
+
+import pytest
+import torch
+from difftest import check, check_breaks
+from dynamo_baseline import dynamo_counts
+
+
+class Plain:
+    def __init__(self, a=1):
+        self.a = a
+        self.items = [a, "x"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    x: int
+    y: list
+
+
+class WithState:
+    """Its own ``__getstate__``/``__setstate__``, written in Python."""
+
+    def __init__(self):
+        self.a = 1
+
+    def __getstate__(self):
+        return {"a": self.a}
+
+    def __setstate__(self, state):
+        for key, value in state.items():
+            setattr(self, key, value)
+
+
+class WithReduce:
+    """Its own ``__reduce__``: a copy is made by ``__init__``, which sets ``b``."""
+
+    def __init__(self, a):
+        self.a, self.b = a, 2 * a
+
+    def __reduce__(self):
+        return (WithReduce, (self.a,))
+
+
+class OwnDeepcopy:
+    def __deepcopy__(self, memo):
+        return OwnDeepcopy()
+
+
+class Slotted:
+    __slots__ = ("a",)
+
+    def __init__(self):
+        self.a = 1
+
+    def __eq__(self, other):
+        return type(other) is Slotted and other.a == self.a
+
+    __hash__ = None
+
+
+def _no_more_breaks_than_dynamo(fn, *args):
+    """bytegraph: one graph, no break, results and inputs as CPython's; torch.compile, where it
+    traces ``fn`` at all, no break either."""
+    check(fn, *args, calls=1)
+    try:
+        graphs, breaks = dynamo_counts(fn, *args)
+    except Exception:  # noqa: BLE001 (torch.compile's internal error on this torch)
+        return
+    if breaks >= 0:
+        assert (graphs, breaks) == (1, 0), f"torch.compile: {graphs} graphs, {breaks} breaks"
+
+
+# -- copy.deepcopy through the reduction ----------------------------------------------------------
+def test_deepcopy_of_objects_makes_new_objects_in_the_trace():
+    def fn(x, p):
+        d = copy.deepcopy({"k": p, "again": p, "list": [p, (p, 1)]})
+        q = d["k"]
+        return (
+            x + 1,
+            type(q),
+            vars(q),
+            q is p,
+            q is d["again"],
+            d["list"][0] is q,
+            d["list"][1][0] is q,
+            q.items is p.items,
+            q.items == p.items,
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), Plain(3))
+
+
+def test_deepcopy_of_a_cycle_through_an_object():
+    def fn(x):
+        p = Plain()
+        p.me = p
+        p.items.append(p)
+        q = copy.deepcopy(p)
+        return x + 1, q.me is q, q.items[-1] is q, q is not p, len(q.items), type(q)
+
+    check(fn, torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Frozen(1, [2]), torch.Size([2, 3]), torch.device("cpu"), torch.device("cpu", 0)],
+    ids=["frozen_dataclass", "size", "device", "device_index"],
+)
+def test_deepcopy_of_values_with_their_own_reduction(value):
+    def fn(x, v):
+        c = copy.deepcopy(v)
+        return x + 1, c, type(c), c == v
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), value)
+
+
+def test_deepcopy_of_an_object_made_in_the_trace():
+    def fn(x):
+        p = Plain(5)
+        q = copy.deepcopy(p)
+        q.a = 7
+        return x + 1, p.a, q.a, type(q), q.items is p.items, q.items
+
+    check(fn, torch.ones(2))
+
+
+def test_deepcopy_of_a_frozen_dataclass_sets_its_fields_without_setattr():
+    def fn(x, f):
+        g = copy.deepcopy(f)
+        return x + 1, g, g.y is f.y, g == f
+
+    check(fn, torch.ones(2), Frozen(1, [2, 3]))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [OwnDeepcopy, Slotted, WithState, lambda: WithReduce(1)],
+    ids=["deepcopy", "slots", "setstate", "reduce"],
+)
+def test_deepcopy_of_objects_with_other_protocols_runs_in_python(make):
+    """``__deepcopy__`` (CPython's id-keyed memo), ``__slots__``, a Python ``__setstate__`` or
+    ``__reduce__``: the whole copy runs in Python at one graph break, as CPython's results."""
+
+    def fn(x, v):
+        c = copy.deepcopy([v, v])
+        return x + 1, type(c[0]), c[0] is c[1], c[0] is v, getattr(c[0], "__dict__", None)
+
+    _, _, report = check_breaks(fn, lambda: (torch.ones(2), make()), graphs=1, breaks=1)
+    assert "copy.deepcopy of this value runs in Python" in str(report.break_reasons[0])
+
+
+# -- copy.copy: CPython's own code, its reduction traced ------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [Plain, lambda: Frozen(1, [2]), WithState, lambda: WithReduce(4)],
+    ids=["plain", "frozen_dataclass", "setstate", "reduce"],
+)
+def test_copy_of_objects(make):
+    def fn(x, v):
+        object.__setattr__(v, "b", 0)  # a frozen dataclass too
+        c = copy.copy(v)
+        shared = [c.__dict__[k] is v.__dict__.get(k) for k in vars(c)]
+        return x + 1, type(c), vars(c), c is v, shared
+
+    check(fn, torch.ones(2), make(), calls=1)  # a second call sees ``b``: another variant
+
+
+def test_copy_of_an_object_made_in_the_trace_shares_its_attributes():
+    def fn(x):
+        p = Plain(2)
+        q = copy.copy(p)
+        q.items.append(9)
+        return x + 1, p.items, q is p, type(q)
+
+    check(fn, torch.ones(2))
+
+
+# -- object.__reduce_ex__ and object.__getstate__ ------------------------------------------------
+@pytest.mark.parametrize("protocol", [2, 4, 7])
+def test_reduce_ex_of_a_plain_object(protocol):
+    def fn(x, p):
+        bound = p.__reduce_ex__(protocol)
+        unbound = object.__reduce_ex__(p, protocol)
+        return (
+            x + 1,
+            bound[0] is copyreg.__newobj__,
+            bound[1],
+            bound[2] is p.__dict__,
+            bound[3:],
+            unbound[1:3] == bound[1:3],
+            object.__getstate__(p) is p.__dict__,
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), Plain())
+
+
+def test_reduce_ex_of_an_object_without_attributes_has_no_state():
+    class Empty:
+        pass
+
+    def fn(x, e):
+        return x + 1, e.__reduce_ex__(4)[2], object.__getstate__(e)
+
+    check(fn, torch.ones(2), Empty())
+
+
+@pytest.mark.parametrize("protocol", [None, (1, "a"), "4", 2**40])
+def test_reduce_ex_with_a_bad_protocol_raises_cpythons_error(protocol):
+    def fn(x, p):
+        try:
+            p.__reduce_ex__(protocol)
+        except (TypeError, OverflowError) as e:
+            return x + 1, type(e), str(e)
+        return x, None, None
+
+    check(fn, torch.ones(2), Plain())
+
+
+def test_reduce_ex_calls_the_classs_own_reduce():
+    def fn(x, w):
+        w.b = 0
+        return x + 1, w.__reduce_ex__(4), vars(copy.copy(w))
+
+    check(fn, torch.ones(2), WithReduce(3))
+
+
+# -- T.__new__ called directly -------------------------------------------------------------------
+def test_new_of_builtin_types():
+    def fn(x, i, f, b, xs, d):
+        return (
+            x + 1,
+            type(i).__new__(type(i)),
+            type(f).__new__(type(f), "2.5"),
+            type(b).__new__(type(b), 3),
+            type(xs).__new__(type(xs), [1, 2]),
+            type(d).__new__(type(d)),
+            int.__new__(int, "7", 8),
+            frozenset.__new__(frozenset, [1]),
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), 7, 2.5, True, [1], {"a": 1})
+
+
+def test_new_of_builtin_types_raises_cpythons_errors():
+    def fn(x):
+        out = []
+        for make in (lambda: int.__new__(int, "z"), lambda: float.__new__(float, [])):
+            try:
+                make()
+            except (TypeError, ValueError) as e:
+                out.append((type(e), str(e)))
+        return x + 1, out
+
+    check(fn, torch.ones(2))
+
+
+def test_object_new_makes_a_blank_object_without_init():
+    def fn(x):
+        p = object.__new__(Plain)
+        p.b = 2
+        return x + 1, type(p), vars(p), hasattr(p, "a")
+
+    check(fn, torch.ones(2))
+
+
+def test_object_new_with_arguments_raises_where_cpython_does():
+    class NoInit:
+        pass
+
+    def fn(x):
+        try:
+            object.__new__(NoInit, 1)
+        except TypeError as e:
+            return x + 1, str(e), type(object.__new__(Plain, 1, 2))
+        return x, None, None
+
+    check(fn, torch.ones(2))
