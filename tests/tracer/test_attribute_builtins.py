@@ -400,3 +400,52 @@ def _live_dict_and_dir(x, obj):
 
 def test_the_live_dict_and_dir_follow_stores_and_deletions():
     check_breaks(_live_dict_and_dir, _shadowing, graphs=1, breaks=0)
+
+
+# -- getattr of what a tensor or a function lacks --------------------------------------------------
+def _function_with_tag():
+    return None
+
+
+_function_with_tag.tag = 7
+
+
+def _missing_on_tensors_and_functions(x, t, obj):
+    return (
+        x + 1,
+        _error(getattr, t, "missing"),
+        getattr(t, "missing", 3),
+        hasattr(obj.method, "nope"),
+        _error(getattr, obj.method, "nope"),
+        _function_with_tag.tag,
+        getattr(_function_with_tag, "zz", 1),
+    )
+
+
+def _tensor_and_object():
+    return torch.ones(2), torch.ones(2), Listed()
+
+
+def test_getattr_of_a_missing_attribute_of_a_tensor_or_function_raises_cpythons_error():
+    check_breaks(_missing_on_tensors_and_functions, _tensor_and_object, graphs=1, breaks=0)
+    args = _tensor_and_object()
+    assert dynamo_counts(_missing_on_tensors_and_functions, *args) == (1, 0)
+
+
+def _tensor_note(x, t):
+    return x + t.note
+
+
+def test_an_attribute_set_on_an_input_tensor_is_read_and_guarded():
+    def noted():
+        t = torch.ones(2)
+        t.note = 3
+        return torch.ones(2), t
+
+    compiled, _, _ = check_breaks(_tensor_note, noted, graphs=1, breaks=0)
+    try:
+        compiled(torch.ones(2), torch.ones(2))  # no note: the guard fails, CPython's error
+    except AttributeError as e:
+        assert str(e) == "'Tensor' object has no attribute 'note'"
+    else:
+        raise AssertionError("no AttributeError")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ....guards.sources import AttrSource, ItemSource, Source
-from ...exc import Unsupported
+from ...exc import PythonError, Unsupported
 from ...liveness import code_cell_writes
 from ...markers import REBUILT, graph_break
 from ..base import BoundAttributeVariable, VariableTracker
@@ -79,6 +79,15 @@ class UserFunctionVariable(VariableTracker):
             return tx.wrap_static(self.python_type())
         if name == "__get__" and self.self_vt is None:
             return MethodCallVariable(self, name)
+        classes = (type(self.fn),) if self.self_vt is None else (type(self.fn), types.MethodType)
+        if self.source is not None and not any(hasattr(k, name) for k in classes):
+            # the function's own attribute (a bound method forwards the read to its function)
+            own = vars(self.fn)
+            if name in own:
+                return tx.wrap(own[name], AttrSource(self.source, name))
+            tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+            message = f"'{type(self.fn).__name__}' object has no attribute '{name}'"
+            raise PythonError(AttributeError(message))
         raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
 
     def call_method(

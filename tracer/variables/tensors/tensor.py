@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ....guards.sources import AttrSource, Source
-from ...exc import Unsupported
+from ....guards.sources import AttrSource, Source, TypeSource
+from ...exc import PythonError, Unsupported
 from ..base import BoundAttributeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
 
@@ -143,8 +143,23 @@ class TensorVariable(VariableTracker):
                 hint=f"read .{name} outside the compiled function",
             )
         if not hasattr(torch.Tensor, name):
-            raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
+            if hasattr(self.cls, name):  # a subclass's own attribute
+                raise Unsupported("getattr", f"{self.cls.__name__}.{name} is not traced")
+            return self._own_attribute(tx, name)
         return TensorMethodVariable(self, name)
+
+    def _own_attribute(self, tx: Translator, name: str) -> VariableTracker:
+        """``t.name`` that the tensor's class lacks: of an input, the attribute in its own
+        ``__dict__``, or CPython's ``AttributeError`` (both guarded)."""
+        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+        if not isinstance(real, torch.Tensor) or "__getattr__" in dir(self.cls):
+            raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
+        tx.output.assume_class_lacks(TypeSource(self.source), (name, "__getattr__"))
+        if name in vars(real):
+            return tx.wrap(vars(real)[name], AttrSource(self.source, name))
+        tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+        message = f"'{self.cls.__name__}' object has no attribute '{name}'"
+        raise PythonError(AttributeError(message))
 
     def _grad(self, tx: Translator) -> VariableTracker:
         """``.grad`` of an input is read (and guarded) through its source like any input; a tensor
