@@ -20,6 +20,9 @@ class Plain:
         self.a = a
         self.items = [a, "x"]
 
+    def method(self):
+        return self.a
+
 
 @dataclasses.dataclass(frozen=True)
 class Frozen:
@@ -285,3 +288,133 @@ def test_object_new_with_arguments_raises_where_cpython_does():
         return x, None, None
 
     check(fn, torch.ones(2))
+
+
+# -- repr of containers holding objects ------------------------------------------------------------
+def _same_as_eager_on_the_same_inputs(fn, *args, breaks=0):
+    """Compiled and eager on the same objects (a default ``repr`` or ``hash`` holds the object's
+    address, which a copy of the inputs would change): equal results, ``breaks`` breaks."""
+    from difftest import break_count, compile_counted
+
+    from bytegraph.explain import Recorder
+
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    with recorder:
+        actual = compiled(*args)
+    expected = fn(*args)
+    assert actual[1:] == expected[1:]
+    assert break_count(recorder.report()) == breaks, recorder.report().break_reasons
+    return compiled
+
+
+def _dynamo_traces(fn, *args):
+    """torch.compile, where it traces ``fn`` at all, takes no break on it."""
+    try:
+        graphs, breaks = dynamo_counts(fn, *args)
+    except Exception:  # noqa: BLE001 (torch.compile's internal error on this torch)
+        return
+    if breaks >= 0:
+        assert (graphs, breaks) == (1, 0), f"torch.compile: {graphs} graphs, {breaks} breaks"
+
+
+class Named:
+    def __init__(self, key):
+        self.key = key
+
+    def __repr__(self):
+        return f"Named({self.key})"
+
+    def __eq__(self, other):
+        return type(other) is Named and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def test_repr_of_containers_holding_objects():
+    def fn(x, p, n, f, d, s):
+        return (
+            x + 1,
+            repr([n, "b", p, p.method, 2.5]),
+            str((n,)),
+            repr((n, p)),
+            repr(d),
+            str(d),
+            repr(f),
+            str(f),
+            repr(s),
+            repr([[n], {"k": (p,)}]),
+        )
+
+    p, n = Plain(), Named(1)
+    args = (torch.ones(2), p, n, frozenset({0, p}), {p: "a", "b": n}, {0, p})
+    _same_as_eager_on_the_same_inputs(fn, *args)
+    _dynamo_traces(fn, *args)
+
+
+def test_repr_of_containers_made_in_the_trace():
+    def fn(x, p):
+        made = Named(2)
+        s = {0, made}
+        s.add(3)
+        f = frozenset([made, 0])
+        return x + 1, repr([made, p]), repr(s), repr(f), repr({made: [made]}), str(set(s) - s)
+
+    _same_as_eager_on_the_same_inputs(fn, torch.ones(2), Plain())
+
+
+def test_repr_of_a_container_holding_itself():
+    def fn(x, n):
+        xs = [n]
+        xs.append(xs)
+        d = {"n": n}
+        d["d"] = d
+        d["xs"] = xs
+        return x + 1, repr(xs), repr(d), str((xs,))
+
+    check(fn, torch.ones(2), Named(3))
+
+
+def test_repr_of_an_item_raising_raises_cpythons_error():
+    class Bad:
+        def __repr__(self):
+            return 5
+
+    def fn(x, b):
+        try:
+            return repr([1, b])
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(fn, torch.ones(2), Bad())
+
+
+def test_repr_of_objects_with_default_repr_follows_the_object():
+    def fn(x, xs):
+        return x + 1, repr(xs), str(frozenset(xs[:1]))
+
+    compiled = _same_as_eager_on_the_same_inputs(fn, torch.ones(2), [Plain(), 1])
+    a, b = Plain(), Plain()
+    assert compiled(torch.ones(2), [a, 1])[1] == repr([a, 1])
+    assert compiled(torch.ones(2), [b, 1])[1:] == (repr([b, 1]), str(frozenset([b])))
+
+
+# -- hash of frozensets of objects -----------------------------------------------------------------
+def test_hash_of_a_frozenset_of_objects():
+    def fn(x, f, g):
+        return x + 1, hash(f), hash(f) == hash(g), hash(frozenset()) == hash(f)
+
+    p = Plain()
+    args = (torch.ones(2), frozenset({0, p}), frozenset({p, 0}))
+    _same_as_eager_on_the_same_inputs(fn, *args)
+    _dynamo_traces(fn, *args)
+
+
+def test_hash_of_a_frozenset_follows_its_objects():
+    def fn(x, f):
+        return x + 1, hash(f)
+
+    compiled = _same_as_eager_on_the_same_inputs(fn, torch.ones(2), frozenset({0, Plain()}))
+    other = frozenset({0, Plain(), Plain.__init__})
+    assert compiled(torch.ones(2), other)[1] == hash(other)

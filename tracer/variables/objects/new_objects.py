@@ -45,6 +45,7 @@ from .attributes import (
     read_descriptor,
     type_lookup,
 )
+from .container_reprs import container_repr
 from .existing_objects import InstanceDictVariable, UserObjectVariable, plain_partial
 
 if TYPE_CHECKING:
@@ -417,8 +418,8 @@ def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     """``repr(obj)`` / ``str(obj)`` of a user object whose class writes the method in Python
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
-    string (else CPython's TypeError); of a ``SimpleNamespace``: ``namespace_repr``; other
-    values break the graph."""
+    string (else CPython's TypeError); of a builtin container: ``container_reprs``; of a
+    ``SimpleNamespace``: ``namespace_repr``; other values break the graph."""
     cls = obj.python_type() if isinstance(obj, UserObjectVariable) else None
     if cls is not None and issubclass(cls, nn.Module):
         cls = None  # a module's text reads its whole tree: left to Python
@@ -432,7 +433,8 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
             kind = type(result.as_python_constant()).__name__
             raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
         return result
-    return namespace_repr(tx, obj)
+    text = container_repr(tx, obj, lambda item: builtin_calls.call_builtin(tx, repr, [item], {}))
+    return text if text is not None else namespace_repr(tx, obj)
 
 
 def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:

@@ -1,8 +1,9 @@
 """Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
 ``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
-tuples and lists of them (``id`` of anything else: ``object_id``, compared by ``compare_ids``);
-and an operation no operand implements (``unsupported_operands``), run on stand-ins for CPython's
-TypeError (an object of a Python class, a bound method).
+tuples and lists of them, ``hash`` of frozensets of them (``id`` of anything else:
+``object_id``, compared by ``compare_ids``); and an operation no operand implements
+(``unsupported_operands``), run on stand-ins for CPython's TypeError (an object of a Python
+class, a bound method).
 
 An object read from the inputs (a global, an attribute) is a real object during the trace. A
 builtin that reads it only through what ``object`` itself defines (its identity, the default
@@ -22,7 +23,12 @@ from ...exc import PythonError
 from ..base import ConstantLikeVariable, VariableTracker, walk
 from ..constants.constant import ConstantVariable
 from ..constants.object_ids import ObjectIdVariable
-from ..containers.builtin_containers import BaseSequenceVariable, DictVariable, SetVariable
+from ..containers.builtin_containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    SetVariable,
+    key_vt,
+)
 from ..functions.callables import BuiltinVariable, UserFunctionVariable
 from ..modules.nn_modules import NNModuleVariable
 from ..objects.existing_objects import UserObjectVariable
@@ -41,6 +47,8 @@ _READS: dict[Any, tuple[str, ...]] = {
     format: ("__format__", "__str__", "__repr__"),
 }
 _MISSING = object()
+#: the sequences ``_real`` is reading, innermost last
+_READING: list[VariableTracker] = []
 _CONTAINERS = (BaseSequenceVariable, DictVariable, SetVariable)
 
 
@@ -101,10 +109,25 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         # a tuple or list of known values: its items are read through ``repr`` (``str`` of a
         # tuple is its ``repr``) or ``hash``
         each = hash if fn is hash else repr
-        items = [_real(tx, item, each) for item in vt.items]
+        if any(vt is outer for outer in _READING):
+            return _MISSING  # a list holding itself: its text is written by the caller
+        _READING.append(vt)
+        try:
+            items = [_real(tx, item, each) for item in vt.items]
+        finally:
+            _READING.pop()
         if any(item is _MISSING for item in items):
             return _MISSING
         return vt.python_type()(items) if vt.python_type() in (list, tuple) else _MISSING
+    if isinstance(vt, SetVariable) and fn is hash and vt.python_type() is frozenset:
+        # a frozenset's hash combines its items' hashes, in no order: an equal frozenset's
+        items = [key_vt(key) for key in vt.items]
+        values = [_real(tx, item, hash) for item in items]
+        if any(value is _MISSING for value in values):
+            return _MISSING
+        for item in items:
+            pin_identity(tx, item)
+        return frozenset(values)
     if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
         # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
         # hash read the object's
