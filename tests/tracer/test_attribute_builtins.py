@@ -449,3 +449,19 @@ def test_an_attribute_set_on_an_input_tensor_is_read_and_guarded():
         assert str(e) == "'Tensor' object has no attribute 'note'"
     else:
         raise AssertionError("no AttributeError")
+
+
+def _tensor_attribute_set(x, t):
+    t.note = x.sum()
+    t.tag = "tagged"
+    return x + t.note, t.tag, hasattr(t, "note")
+
+
+def test_an_attribute_set_on_an_input_tensor_is_replayed():
+    t = torch.ones(2)
+    compiled, _, _ = check_breaks(
+        _tensor_attribute_set, lambda: (torch.ones(2), torch.ones(2)), graphs=1, breaks=0
+    )
+    compiled(torch.ones(2), t)
+    assert t.tag == "tagged" and t.note.item() == 2.0
+    assert dynamo_counts(_tensor_attribute_set, torch.ones(2), torch.ones(2)) == (1, 0)

@@ -92,11 +92,25 @@ def store_attribute(
         obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
+    elif isinstance(obj, TensorVariable) and _plain_tensor_attribute(tx, obj, name):
+        tx.output.side_effects.store_attr(obj, name, value)  # into the input tensor's __dict__
     else:
         error = _doomed(tx, obj, name, setattr)
         if error is not None:
             raise PythonError(error)
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+
+
+def _plain_tensor_attribute(tx: Translator, obj: TensorVariable, name: str) -> bool:
+    """``name`` is an attribute an input tensor keeps in its own ``__dict__``: its class
+    neither defines it nor sets attributes its own way (guarded)."""
+    if obj.source is None or hasattr(obj.cls, name):
+        return False
+    if type_lookup(obj.cls, "__setattr__") is not _OBJECT_SETATTR:
+        return False
+    _guard_class_attr(tx, obj, "__setattr__", _OBJECT_SETATTR)
+    tx.output.assume_class_lacks(TypeSource(obj.source), (name,))
+    return True
 
 
 def generic_setattr(

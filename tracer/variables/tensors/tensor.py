@@ -151,6 +151,9 @@ class TensorVariable(VariableTracker):
     def _own_attribute(self, tx: Translator, name: str) -> VariableTracker:
         """``t.name`` that the tensor's class lacks: of an input, the attribute in its own
         ``__dict__``, or CPython's ``AttributeError`` (both guarded)."""
+        stored = tx.output.side_effects.load_attr(self, name)
+        if stored is not None:  # set earlier in the trace
+            return stored
         real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
         if not isinstance(real, torch.Tensor) or "__getattr__" in dir(self.cls):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
