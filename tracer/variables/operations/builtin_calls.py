@@ -632,7 +632,10 @@ def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableT
     ``__divmod__`` (or the other's ``__rdivmod__``), not its ``//`` and ``%``: a break, or
     CPython's TypeError where neither defines it."""
     if any(isinstance(v, TensorVariable) for v in (a, b)):
-        raise Unsupported("builtin", "divmod() of a tensor (CPython raises TypeError)")
+        outcome = operators.tensor_operands_outcome(divmod, [a, b])
+        if isinstance(outcome, Exception):
+            raise PythonError(outcome)
+        raise Unsupported("builtin", f"divmod() of {a} and {b}")
     if any(concrete.plain_operand(v) for v in (a, b)):
         error = concrete.unsupported_operands(divmod, [a, b], {"__divmod__", "__rdivmod__"})
         if error is not None:
@@ -779,3 +782,4 @@ def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
 
 # Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
 from .. import dispatch  # noqa: E402
+from . import operators  # noqa: E402

@@ -15,6 +15,7 @@ The opcode handlers (``opcodes/arith.py``) and the ``operator.*`` functions call
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -198,6 +199,20 @@ def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     if error is not None:
         raise PythonError(error)
     return None
+
+
+@operator_rule(*BINARY, *COMPARISONS)
+def refused_by_tensor(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """A tensor with an operand its methods do not take (``[x] < t``, ``obj == t``, ``t | {}``):
+    the tensor's method, and its reflected one, give NotImplemented, so CPython asks the other
+    operand and, where that declines too, answers ``==`` by identity and raises its TypeError
+    otherwise. Computed on stand-ins (``tensor_operands_outcome``)."""
+    result = tensor_operands_outcome(op, args)
+    if isinstance(result, Exception):
+        raise PythonError(result)
+    return None if result is _UNKNOWN else ConstantVariable(result)
 
 
 operator_rule(operator.eq, operator.ne)(concrete.compare_ids)  # ``id(a) == id(b)``: ``a is b``
@@ -620,6 +635,118 @@ def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
     if isinstance(vt, (TensorVariable, SymNodeVariable)) or any(_defines(cls, m) for m in methods):
         return _UNKNOWN
     return type(container_methods.c_name(cls), (), {})()
+
+
+#: What makes torch's argument parsing take an object where a tensor method expects a tensor or a
+#: number (or makes the result depend on the tensor's value: ``__index__`` in ``[x] * t``).
+_TENSOR_PROTOCOLS = frozenset(
+    {
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__index__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__array__",
+        "__array_ufunc__",
+        "__array_function__",
+    }
+)
+
+
+def _declines(self: Any, other: Any) -> Any:
+    return NotImplemented
+
+
+@functools.cache
+def _tensor_stand_in_class(name: str) -> type:
+    """A class named as a tensor's whose operator methods all give NotImplemented, as a tensor's
+    do for an operand they do not take (it has no ``__divmod__``, as a tensor has none)."""
+    names = {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"}
+    for declared in OPERATORS.values():
+        if declared.kind == "binary":
+            names.update(n for n in (declared.dunder, declared.reflected) if n)
+    return type(name, (), {**dict.fromkeys(names, _declines), "__hash__": object.__hash__})
+
+
+class _Bound:
+    def method(self) -> None:
+        """What a bound method is replaced by: it implements only ``==``, ``!=`` and ``hash``."""
+
+
+def _tensor_stand_in(tensor: VariableTracker) -> Any:
+    return _tensor_stand_in_class(tensor.python_type().__name__)()
+
+
+def _plain_tensor(vt: VariableTracker) -> bool:
+    return isinstance(vt, TensorVariable) and vt.python_type() in (torch.Tensor, torch.nn.Parameter)
+
+
+def _refused_stand_in(vt: VariableTracker, methods: set[str], numbers: bool) -> Any:
+    """What an operand a tensor's methods do not take stands for in ``tensor_operands_outcome``
+    (``_UNKNOWN`` where the tensor may take it, or its own methods could run Python code): a
+    builtin value other than a number (a container: an empty one of its type, whose methods give
+    NotImplemented for a tensor whatever it holds), an object of Python classes defining none of
+    ``methods`` nor a protocol torch reads (an instance of an empty class of its name), a bound
+    method. A number too where the tensor has no method for the operator (not ``numbers``)."""
+    if isinstance(vt, TensorVariable | SymNodeVariable) or is_symbolic(vt):
+        return _UNKNOWN
+    if isinstance(vt, UserObjectVariable) and not isinstance(vt, NNModuleVariable):
+        cls = vt.python_type()
+        names = methods | _TENSOR_PROTOCOLS
+        if all(
+            base is object or (type(base) is type and not names & vars(base).keys())
+            for base in cls.__mro__
+        ):
+            return type(cls.__name__, (), {})()
+        return _UNKNOWN
+    if concrete.is_bound_method(vt):
+        return _Bound().method
+    containers = (ListVariable, TupleVariable, DictVariable, SetVariable)
+    if isinstance(vt, containers) and vt.python_type() in (list, tuple, dict, set, frozenset):
+        return vt.python_type()()
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        cls = type(value)
+        if cls.__module__ == "builtins" and not (numbers and cls in (bool, int, float, complex)):
+            return value
+    return _UNKNOWN
+
+
+def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
+    """``op(a, b)`` (a binary operator, a comparison or ``divmod``) of a plain tensor and an operand
+    its methods do not take: the outcome CPython gives, the same whatever the tensor holds (the
+    TypeError it raises, or ``==``'s identity answer), or ``_UNKNOWN``. Run on stand-ins: the
+    tensor an object whose methods all decline; a sequence repeated (``*``, which reads the
+    tensor's ``__index__``) and a string formatted with ``%`` (which reads it as a mapping) are
+    left out."""
+    tensors = sum(map(_plain_tensor, args)) if len(args) == 2 else 0
+    if op is divmod and tensors == 2:  # a tensor has neither ``__divmod__`` nor ``__rdivmod__``
+        return concrete.error_of(divmod, *(_tensor_stand_in(a) for a in args))
+    if tensors != 1:
+        return _UNKNOWN
+    tensor, other = args if _plain_tensor(args[0]) else args[::-1]
+    declared = OPERATORS.get(op)
+    if declared is None:
+        methods = {f"__{op.__name__}__", f"__r{op.__name__}__"}
+    else:
+        methods = {declared.dunder, declared.reflected} - {None}
+        if declared.kind == "comparison":
+            methods.update(_ORDERING, ("__eq__", "__ne__"))
+    value = _refused_stand_in(other, methods, numbers=op is not divmod)
+    if value is _UNKNOWN:
+        return _UNKNOWN
+    if (op is operator.mul and isinstance(value, (list, tuple, str, bytes))) or (
+        op is operator.mod and isinstance(value, (str, bytes))
+    ):
+        return _UNKNOWN
+    stand_in = _tensor_stand_in(tensor)
+    values = [stand_in, value] if args[0] is tensor else [value, stand_in]
+    try:
+        result = op(*values)
+    except TypeError as e:
+        return e
+    return result if type(result) is bool else _UNKNOWN
 
 
 def _python_defined(cls: type, name: str) -> bool:
