@@ -176,7 +176,12 @@ class UserObjectVariable(VariableTracker):
                 raise Unsupported(
                     "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
                 )
-        if name == "__dict__" and self.source is not None and _generic_dict(self.value, static):
+        if (
+            name == "__dict__"
+            and self.source is not None
+            and _generic_dict(self.value, static)
+            and not isinstance(self.value, torch.nn.Module)  # its stores file members elsewhere
+        ):
             return effects.instance_dict(self, lambda stored: self._instance_dict(tx, stored))
         if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
             return (
@@ -257,13 +262,24 @@ class UserObjectVariable(VariableTracker):
             )
             source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
             return read_descriptor(tx, self, cls_vt, static, source)
+        polyfilled = None
+        if name not in _instance_dict(self.value):  # a C method with a polyfill runs it
+            owner = self
+            if isinstance(static, types.ClassMethodDescriptorType):  # bound to the class
+                owner = (
+                    tx.wrap_static(cls)
+                    if self.source is None
+                    else tx.wrap(cls, TypeSource(self.source))
+                )
+            polyfilled = bind_polyfilled(owner, name, static)
         if isinstance(static, types.MemberDescriptorType):
             # a ``__slots__`` entry (``dataclasses.Field.name``): a plain read of the slot,
             # guarded like an instance attribute; an empty slot raises AttributeError
             if not hasattr(self.value, name):
                 raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
         elif (
-            hasattr(static, "__get__")
+            polyfilled is None
+            and hasattr(static, "__get__")
             and not isinstance(static, (types.FunctionType, *_C_METHODS))
             and name not in _instance_dict(self.value)
             and not _is_plain_data(static)
@@ -271,9 +287,6 @@ class UserObjectVariable(VariableTracker):
             raise Unsupported(
                 "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
             )
-        polyfilled = None
-        if name not in _instance_dict(self.value):  # a C method with a polyfill runs it
-            polyfilled = bind_polyfilled(self, name, static)
         if self.source is None:
             if polyfilled is not None:
                 return polyfilled
