@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 import torch
-from difftest import check, check_breaks
+from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import dynamo_counts
 
 
@@ -294,7 +294,7 @@ def test_object_new_with_arguments_raises_where_cpython_does():
 def _same_as_eager_on_the_same_inputs(fn, *args, breaks=0):
     """Compiled and eager on the same objects (a default ``repr`` or ``hash`` holds the object's
     address, which a copy of the inputs would change): equal results, ``breaks`` breaks."""
-    from difftest import break_count, compile_counted
+    from difftest import break_count
 
     from bytegraph.explain import Recorder
 
@@ -418,3 +418,51 @@ def test_hash_of_a_frozenset_follows_its_objects():
     compiled = _same_as_eager_on_the_same_inputs(fn, torch.ones(2), frozenset({0, Plain()}))
     other = frozenset({0, Plain(), Plain.__init__})
     assert compiled(torch.ones(2), other)[1] == hash(other)
+
+
+# -- the class hooks every class inherits ----------------------------------------------------------
+def test_subclasshook_and_init_subclass_of_objects_and_classes():
+    def fn(x, p, cls):
+        return (
+            x + 1,
+            p.__subclasshook__(int),
+            p.__subclasshook__(),
+            p.__subclasshook__(int, str),
+            p.__init_subclass__(),
+            cls.__subclasshook__(str),
+            cls.__init_subclass__(),
+            int.__subclasshook__(int),
+            dict.__init_subclass__(),
+            issubclass(cls, object),
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), Plain(), Plain)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.__init_subclass__(1),
+        lambda c: c.__init_subclass__(k=1),
+        lambda c: c.__subclasshook__(int, k=1),
+        lambda c: int.__init_subclass__(1, 2),
+    ],
+)
+def test_class_hooks_with_bad_arguments_raise_cpythons_error(call):
+    def fn(x, p):
+        try:
+            call(p)
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, None
+
+    check(fn, torch.ones(2), Plain())
+
+
+def test_bound_class_hook_escapes_as_the_real_method():
+    def fn(x, p):
+        return x + 1, p.__subclasshook__, type(p).__init_subclass__
+
+    compiled, _ = compile_counted(fn)
+    p = Plain()
+    assert compiled(torch.ones(2), p)[1:] == fn(torch.ones(2), p)[1:]

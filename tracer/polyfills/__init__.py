@@ -19,6 +19,7 @@ from . import (  # noqa: F401 (registration)
     itertools,
     operator,
     torch_checks,
+    type_hooks,
 )
 from .registry import REBUILD, RESUME, lookup
 

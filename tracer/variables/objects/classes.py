@@ -35,6 +35,7 @@ from ..torch_calls.autograd_function import (
 )
 from .attributes import MISSING, type_lookup
 from .existing_objects import DictReadVariable, guard_no_class_attr, method_source
+from .polyfilled_methods import bind_polyfilled
 
 if TYPE_CHECKING:
     from ....codegen.emit import Codegen
@@ -95,7 +96,10 @@ class ClassVariable(ConstantLikeVariable):
             value = getattr(self.value, name)
         except AttributeError as e:  # a descriptor raising it (``type.__abstractmethods__``)
             raise PythonError(e) from None
-        return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
+        bound = tx.wrap(value, AttrSource(self.source, name) if self.source else None)
+        if isinstance(static, types.ClassMethodDescriptorType):  # ``Plain.__subclasshook__``
+            return bind_polyfilled(self, name, static) or bound
+        return bound
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]

@@ -17,13 +17,18 @@ if TYPE_CHECKING:
     from ....codegen.emit import Codegen
     from ...translator import Translator
 
-#: descriptors of methods written in C
-C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+#: descriptors of methods written in C (a class method's is bound to the class)
+C_METHODS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
 
 
 @dataclass(eq=False)
 class PolyfilledMethodVariable(VariableTracker):
-    """``descriptor`` (a C method of ``owner``'s class) bound to ``owner``."""
+    """``descriptor`` (a C method of ``owner``'s class, or a C class method of ``owner``, a
+    class) bound to ``owner``."""
 
     owner: VariableTracker
     name: str
