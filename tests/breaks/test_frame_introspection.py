@@ -1,9 +1,9 @@
-"""User code that reads its own frame at a graph break: ``locals()``, ``vars()`` and ``dir()``
-with no argument see the user's locals (with the values the user's frame has, dead ones too, in
-CPython's order), never the names of the generated code that runs them (``__graph_out``,
-``__compiled_fn_0``, a resume function's ``__stack0``), whether the call is the one that broke,
-in a resume function that is compiled or runs in plain Python, or in an inlined callee. Whether
-two calls give one dict is CPython's: the same dict up to 3.12, a new one from 3.13 (PEP 667).
+"""User code that reads its own frame: ``locals()``, ``vars()`` and ``dir()`` with no argument see
+the user's locals (with the values the user's frame has, dead ones too, in CPython's order),
+never the names of the generated code that runs them (``__graph_out``, ``__compiled_fn_0``, a
+resume function's ``__stack0``): traced, or at a graph break, in the frame that broke, in a
+resume function that is compiled or runs in plain Python, or in an inlined callee. Whether two
+calls give one dict is CPython's: the same dict up to 3.12, a new one from 3.13 (PEP 667).
 Each case is compared with eager CPython."""
 
 from __future__ import annotations
@@ -11,29 +11,75 @@ from __future__ import annotations
 import torch
 from difftest import check_breaks
 
+from bytegraph.codegen.pyversion import LOCALS_SNAPSHOT
+
 
 def randn(*shape):
     return lambda: (torch.randn(*shape),)
 
 
-def test_locals_at_the_break_sees_the_user_locals_in_order():
+def test_locals_traced_lists_the_bound_locals_in_order():
     def fn(x):
         unused = 7  # dead after this line, still a local of the frame
         y = x + 1
         r = locals()
         return y, list(r), r["unused"], r["y"]
 
-    check_breaks(fn, randn(3), graphs=1, breaks=1)
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
 
 
-def test_locals_holds_dead_tensors_with_their_values():
+def test_locals_traced_holds_dead_tensors():
     def fn(x):
         t = x * 2
         y = x + 1
         r = locals()
         return y, sorted(r), r["t"]
 
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_dir_traced_lists_the_bound_names():
+    def fn(x):
+        y = x + 1
+        if x.shape[0] > 100:
+            never = 1  # noqa: F841 (never bound: not listed)
+        return y, dir()
+
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_vars_at_the_break_in_the_frame_that_broke():
+    def fn(x):
+        unused = 7
+        y = x + 1
+        v = sorted(vars())  # (the dict itself would hold itself once a later call updates it)
+        return y, v, unused
+
     check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+def test_one_dict_per_frame_as_cpython_gives():
+    def fn(x):
+        y = x + 1
+        same = locals() is locals()
+        return y, same
+
+    # up to 3.12 both calls give the frame's one dict: they run at breaks, on the frame kept
+    check_breaks(fn, randn(3), graphs=1, breaks=0 if LOCALS_SNAPSHOT else 2)
+
+
+def test_locals_updated_by_dir_as_cpython_does():
+    def fn(x):
+        y = x + 1
+        keys = list(locals())
+        z = y * 2
+        names = dir()
+        return z, keys, names, sorted(locals())
+
+    # up to 3.12 each call runs at a break (so ``y * 2`` is in a second graph)
+    check_breaks(
+        fn, randn(3), graphs=1 if LOCALS_SNAPSHOT else 2, breaks=0 if LOCALS_SNAPSHOT else 3
+    )
 
 
 def test_locals_in_a_compiled_resume_function():
@@ -67,12 +113,19 @@ def _callee_reading_its_frame(t):
     return u, list(r), r["t"]
 
 
-def test_locals_in_an_inlined_callee_that_breaks_there():
+def _callee_reading_its_frame_at_a_break(t):
+    u = t * 2
+    print("in the callee")
+    r = locals()
+    return u, list(r), r["t"]
+
+
+def test_locals_in_an_inlined_callee():
     def fn(x):
         y = x + 1
-        return _callee_reading_its_frame(y)
+        return _callee_reading_its_frame(y), _callee_reading_its_frame_at_a_break(y)
 
-    check_breaks(fn, randn(3), graphs=1, breaks=1)
+    check_breaks(fn, randn(3), graphs=1, breaks=2)
 
 
 def test_locals_lists_cells_and_free_variables():
@@ -87,7 +140,22 @@ def test_locals_lists_cells_and_free_variables():
         r = locals()
         return inner(), list(r), r["scale"], r["c"]
 
-    check_breaks(fn, randn(3), graphs=2, breaks=1)
+    check_breaks(fn, randn(3), graphs=1, breaks=0)
+
+
+def test_locals_of_cells_and_free_variables_in_a_resume_function():
+    scale = 3
+
+    def fn(x):
+        c = x + 1
+
+        def inner():
+            return c * scale
+
+        print("between")
+        return inner(), sorted(locals()), locals()["scale"]
+
+    check_breaks(fn, randn(3), graphs=2, breaks=3)
 
 
 def test_locals_of_a_cell_a_resume_function_takes_as_its_cell():
@@ -127,15 +195,6 @@ def test_vars_and_dir_of_an_object_at_a_break():
         y = x + 1
         print("between")
         return y, vars(box), [n for n in dir(box) if not n.startswith("__")], sorted(locals())
-
-    check_breaks(fn, randn(3), graphs=1, breaks=2)
-
-
-def test_one_dict_per_frame_as_cpython_gives():
-    def fn(x):
-        y = x + 1
-        same = locals() is locals()
-        return y, same
 
     check_breaks(fn, randn(3), graphs=1, breaks=2)
 

@@ -9,6 +9,7 @@ objects; ``operator.*`` functions go to ``operators.call_operator``; ``print`` a
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import inspect
 import math
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ....codegen.frame_locals import UserFrame
+from ....codegen.pyversion import LOCALS_SNAPSHOT
 from ....guards import kinds
 from ....guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ...exc import PythonError, TracedException, Unsupported
@@ -45,6 +48,7 @@ from ..containers.container_methods import real_iterable
 from ..containers.dict_views import DictViewVariable
 from ..contexts import state_contexts
 from ..functions.callables import PartialVariable, UserFunctionVariable
+from ..functions.cells import ClosureCellVariable, LocalCellVariable
 from ..iterators.builtin_iterators import make_reversed
 from ..iterators.combinators import EnumerateVariable, FilterVariable, MapVariable, ZipVariable
 from ..iterators.iterator_trackers import IteratorVariable
@@ -111,7 +115,6 @@ BREAKING = {
     eval: "dynamic code",
     breakpoint: "debugger",
     globals: "frame introspection",
-    locals: "frame introspection",
 }
 
 BuiltinImpl = Callable[..., VariableTracker]
@@ -316,6 +319,8 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     a ``torch.Size``), or of a class, module, function, namedtuple or object from outside the
     function that lists them the default way, guarded on the keys of every ``__dict__`` it
     reads. ``dir()`` lists the frame's names."""
+    if not args and not _frame_dict_shared(tx, "dir"):
+        return tx.fold(sorted(_frame_locals(tx, "dir")))
     if len(args) != 1:
         raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
     fixed = fixed_attributes(args[0])
@@ -323,6 +328,61 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     if names is None:
         raise Unsupported("builtin", f"dir() on {args[0]}")
     return tx.fold(names)
+
+
+@builtin(locals)
+def locals_(tx: Translator) -> VariableTracker:
+    """``locals()``: a new dict of the frame's bound locals, in CPython's order. Where CPython
+    gives the frame's one dict, updated by each call of ``locals``, ``vars`` or ``dir`` (up to
+    3.12), only in code that calls one of them once (no loop around it): else the call breaks and
+    runs on the frame the rewritten code keeps (``codegen/frame_locals.py``)."""
+    if _frame_dict_shared(tx, "locals"):
+        raise Unsupported("locals", "locals() in code reading its frame more than once")
+    return DictVariable(_frame_locals(tx, "locals"))
+
+
+def _frame_locals(tx: Translator, name: str) -> dict[str, VariableTracker]:
+    """The bound locals of the frame ``tx`` runs, as ``locals()`` in it lists them. Not in a resume
+    function, whose frame holds the generated code's own names too (the call breaks there)."""
+    if getattr(tx.fn, "__bytegraph_resume__", None) is not None:
+        raise Unsupported(name, f"{name}() in a resume function", hint="frame introspection")
+    found: dict[str, VariableTracker] = {}
+    for local in UserFrame.of(tx.code).names:
+        cell = tx.closure.get(local) if local in tx.code.co_freevars else None
+        if isinstance(cell, LocalCellVariable):
+            value = cell.frame_locals.get(cell.name)
+        elif isinstance(cell, ClosureCellVariable):
+            value = cell.contents(tx, local)
+        elif cell is None:
+            value = tx.symbolic_locals.get(local)
+        else:
+            raise Unsupported(name, f"{name}() with the free variable {local!r}")
+        if value is not None:
+            found[local] = value
+    return found
+
+
+def _frame_dict_shared(tx: Translator, name: str) -> bool:
+    """Whether a frame-reading call in ``tx``'s code may see or change a dict another such call
+    gave: up to 3.12 the frame's one ``locals()`` dict, which each call updates. Code that reads
+    its frame once, outside any loop, has no such other call (``dir()`` alone returns a new list
+    each time)."""
+    if LOCALS_SNAPSHOT:
+        return False
+    reads = [
+        i
+        for i in dis.get_instructions(tx.code)
+        if (i.opname in ("LOAD_GLOBAL", "LOAD_NAME") and i.argval in ("locals", "vars", "dir"))
+        or (i.opname in ("LOAD_ATTR", "LOAD_METHOD") and i.argval in _FRAME_ATTRIBUTES)
+    ]
+    if name == "dir" and all(i.argval == "dir" for i in reads):
+        return False
+    loops = [(i.argval, i.offset) for i in dis.get_instructions(tx.code) if "BACKWARD" in i.opname]
+    return len(reads) != 1 or any(start <= reads[0].offset <= end for start, end in loops)
+
+
+#: Attributes through which code reads its frame's locals (the frame's one dict up to 3.12).
+_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals"})
 
 
 def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
