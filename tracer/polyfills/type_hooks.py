@@ -1,8 +1,8 @@
 """``object.__init_subclass__`` and ``object.__subclasshook__``, the class hooks every class
-inherits, as CPython's: the first takes no arguments and does nothing, the second takes any
-positional ones and answers ``NotImplemented`` (``issubclass`` then decides as usual). Each is
-registered for the class-method descriptor (bound to a user's class through
-``variables/objects/polyfilled_methods``) and for its binding to each builtin type
+inherits, as CPython's: the first takes no arguments and does nothing, the second takes one (or
+any positional ones, as this CPython's does) and answers ``NotImplemented`` (``issubclass`` then
+decides as usual). Each is registered for the class-method descriptor (bound to a user's class
+through ``variables/objects/polyfilled_methods``) and for its binding to each builtin type
 (``int.__subclasshook__``), as those bound methods compare equal to each other."""
 
 from __future__ import annotations
@@ -41,11 +41,34 @@ def init_subclass(cls, *args, **kwargs):
     return None
 
 
+def _subclasshook_form() -> tuple[bool, str]:
+    """How this CPython's ``object.__subclasshook__`` takes its arguments: exactly one
+    (``METH_O``) or any positional ones, and whether its errors name the class."""
+    try:
+        object.__subclasshook__()
+    except TypeError:
+        one = True
+    else:
+        one = False
+    try:
+        object.__subclasshook__(k=1)
+    except TypeError as e:
+        return one, str(e).startswith("object.")
+    raise AssertionError("object.__subclasshook__ took a keyword argument")
+
+
+_ONE_ARGUMENT, _NAMES_CLASS = _subclasshook_form()
+
+
 @polyfill(vars(object)["__subclasshook__"])
 def subclasshook(cls, *args, **kwargs):
-    """``object.__subclasshook__``: any positional arguments, ``NotImplemented``."""
+    """``object.__subclasshook__``: ``NotImplemented``, for one argument (or, where this CPython
+    takes any, for any positional ones)."""
+    name = f"{cls.__name__}.__subclasshook__()" if _NAMES_CLASS else "__subclasshook__()"
     if kwargs:
-        raise TypeError("__subclasshook__() takes no keyword arguments")
+        raise TypeError(f"{name} takes no keyword arguments")
+    if _ONE_ARGUMENT and len(args) != 1:
+        raise TypeError(f"{name} takes exactly one argument ({len(args)} given)")
     return NotImplemented
 
 
