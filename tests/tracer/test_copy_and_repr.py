@@ -436,6 +436,14 @@ def test_subclasshook_and_init_subclass_of_objects_and_classes():
     _no_more_breaks_than_dynamo(fn, torch.ones(2), Plain(), Plain)
 
 
+@pytest.mark.parametrize("value", [7, 2.5, True, "s", b"b"])
+def test_class_hooks_read_from_constants(value):
+    def fn(x, v):
+        return x + 1, v.__subclasshook__(int), v.__init_subclass__()
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), value)
+
+
 @pytest.mark.parametrize(
     "call",
     [

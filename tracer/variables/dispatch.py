@@ -128,6 +128,8 @@ def _callable_value(fn: VariableTracker) -> Any:
         return fn.value
     if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:
         return fn.fn
+    if isinstance(fn, ConstantVariable) and isinstance(fn.value, types.BuiltinMethodType):
+        return fn.value  # a C method read from a constant (``(7).__subclasshook__``)
     return None
 
 
