@@ -473,3 +473,24 @@ def test_bound_class_hook_escapes_as_the_real_method():
     compiled, _ = compile_counted(fn)
     p = Plain()
     assert compiled(torch.ones(2), p)[1:] == fn(torch.ones(2), p)[1:]
+
+
+class Forwarding:
+    """A ``__getattr__`` answering ``__deepcopy__``, which CPython's ``copy`` then calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name != "__deepcopy__":
+            raise AttributeError(name)
+        return lambda *args: ("forwarded", name)
+
+
+def test_deepcopy_looks_up_the_protocol_on_the_object():
+    def fn(x, v, w):
+        w.__deepcopy__ = lambda memo: "own"
+        return x + 1, copy.deepcopy(v), copy.deepcopy([w])
+
+    # inputs not copied (a copy of a Forwarding is a tuple): compiled and eager on the same ones
+    _same_as_eager_on_the_same_inputs(fn, torch.ones(2), Forwarding(), Plain(), breaks=2)

@@ -105,10 +105,12 @@ def _copied_here(x, seen):
 def _default_reduction(x):
     """``x`` is an object of a Python class that keeps ``object``'s copy protocol: no
     ``__deepcopy__``, no ``copyreg`` entry, ``object``'s ``__reduce_ex__``, ``__reduce__`` and
-    ``__getstate__``, no ``__setstate__``, no ``__slots__``, no new-arguments hook."""
+    ``__getstate__``, no ``__setstate__``, no ``__slots__``, no new-arguments hook; and no
+    ``__getattr__`` or instance attribute that CPython's lookups on the object would find."""
     cls = type(x)
     return (
         _plain_class(cls)
+        and getattr(cls, "__getattr__", None) is None
         and getattr(cls, "__deepcopy__", None) is None
         and copyreg.dispatch_table.get(cls) is None
         and cls.__reduce_ex__ is object.__reduce_ex__
@@ -118,6 +120,8 @@ def _default_reduction(x):
         and getattr(cls, "__slots__", None) is None
         and getattr(cls, "__getnewargs_ex__", None) is None
         and getattr(cls, "__getnewargs__", None) is None
+        and "__deepcopy__" not in vars(x)
+        and "__reduce_ex__" not in vars(x)
     )
 
 
