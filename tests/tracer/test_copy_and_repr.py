@@ -494,3 +494,20 @@ def test_deepcopy_looks_up_the_protocol_on_the_object():
 
     # inputs not copied (a copy of a Forwarding is a tuple): compiled and eager on the same ones
     _same_as_eager_on_the_same_inputs(fn, torch.ones(2), Forwarding(), Plain(), breaks=2)
+
+
+def test_deepcopy_of_an_input_object_follows_the_object_and_leaves_it_alone():
+    def fn(x, p):
+        q = copy.deepcopy(p)
+        q.items.append(3)
+        q.a = q.a + 1
+        return x + 1, q, vars(q), p.items, p.a
+
+    compiled, _ = compile_counted(fn)
+    for p in (Plain(1), Plain(2), Plain(2.5)):
+        p.extra = [p.a]
+        expected = fn(torch.ones(2), p)
+        actual = compiled(torch.ones(2), p)
+        assert type(actual[1]) is Plain and actual[1] is not p
+        assert actual[2:] == expected[2:]
+        assert vars(p) == {"a": p.a, "items": [p.a, "x"], "extra": [p.a]}
