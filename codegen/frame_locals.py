@@ -16,9 +16,12 @@ function returns the same dict at each call, updated in place (keys the user add
 
 from __future__ import annotations
 
+import itertools
 import sys
 import types
+import warnings
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,5 +127,63 @@ class FrameReader:
         return sorted(found) if self.builtin is dir else found
 
 
+#: The file name of the entry functions (``tracer/entry.py``): frames no user code has.
+ENTRY_FILE = "<bytegraph entry "
+#: The name of every resume function (``codegen/resume.py``) starts so.
+RESUME_NAME = "__resume_at_"
+
+
+def user_frames(frame: types.FrameType | None) -> Iterator[types.FrameType]:
+    """The frames of the user's stack from ``frame`` outward, each the real frame that runs it:
+    without entry functions, and a function continued by resume functions once (the innermost
+    resume function; the frames that called it wait for it to return)."""
+    continued = None  #: (file, first line) of the resume function met last
+    while frame is not None:
+        code = frame.f_code
+        key = (code.co_filename, code.co_firstlineno)
+        if not code.co_filename.startswith(ENTRY_FILE) and key != continued:
+            yield frame
+            continued = key if code.co_name.startswith(RESUME_NAME) else None
+        frame = frame.f_back
+
+
+def _real_depth(frame: types.FrameType, depth: int) -> int | None:
+    """How many real frames above ``frame`` the user's frame ``depth`` levels above it is (None
+    where the user's stack is not that deep)."""
+    target = next(itertools.islice(user_frames(frame), depth, None), None)
+    real = 0
+    while frame is not None and frame is not target:
+        frame, real = frame.f_back, real + 1
+    return real if target is not None else None
+
+
+def _warn(
+    message: Any, category: Any = None, stacklevel: Any = 1, source: Any = None, **kwargs: Any
+) -> None:
+    """``warnings.warn`` called by generated code: ``stacklevel`` counts the user's frames."""
+    if type(stacklevel) is int:
+        wanted = max(stacklevel, 1) - 1
+        real = _real_depth(sys._getframe(1), wanted)
+        stacklevel = 2 + (wanted if real is None else real)  # past this function's own frame
+    warnings.warn(message, category, stacklevel, source, **kwargs)
+
+
+def _getframe(depth: Any = 0) -> types.FrameType:
+    """``sys._getframe`` called by generated code: ``depth`` counts the user's frames."""
+    if type(depth) is not int:
+        return sys._getframe(depth)  # CPython's TypeError
+    caller = sys._getframe(1)
+    if depth <= 0:
+        return caller
+    real = _real_depth(caller, depth)
+    if real is None:
+        raise ValueError("call stack is not deep enough")
+    return sys._getframe(1 + real)
+
+
 #: the builtins that read their caller's frame -> what routed code calls instead
-READERS: dict[Any, FrameReader] = {fn: FrameReader(fn) for fn in (locals, vars, dir)}
+READERS: dict[Any, Any] = {
+    **{fn: FrameReader(fn) for fn in (locals, vars, dir)},
+    warnings.warn: _warn,
+    sys._getframe: _getframe,
+}

@@ -21,7 +21,7 @@ from typing import Any
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table, frame_locals
-from .frame_locals import UserFrame
+from .frame_locals import RESUME_NAME, UserFrame
 from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
 from .transform import make_function
 
@@ -150,7 +150,7 @@ def make_resume(
     prefix.append(Instr("JUMP_FORWARD", target))
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
-    name = f"__resume_at_{index}_{number}"
+    name = f"{RESUME_NAME}{index}_{number}"
     fn = make_function(
         template,
         body,

@@ -123,6 +123,10 @@ def _emit_break_code(
     protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exits else None
     if protect is not None:
         cg.instrs.append(protect)
+    root = frames[-1]  # the frame the rewritten code stands for, at its call while resumes run
+    line = root.tx.instructions[root.index].lineno
+    if isinstance(line, int):  # what a warning's stacklevel or a traceback shows of it
+        cg.lineno = line
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
     _call_resume(
@@ -577,10 +581,13 @@ def _frame_reader(frame: FrameState, cells: tuple[str, ...]) -> dict[int, Any]:
     locals the rewritten code holds as their cells)."""
     slot = _call_target_slot(frame.tx.instructions[frame.index], frame.stack)
     vt = frame.stack[slot] if slot is not None else None
-    if not isinstance(vt, BuiltinVariable) or not any(vt.fn is fn for fn in READERS):
+    fn = vt.fn if isinstance(vt, BuiltinVariable) else getattr(vt, "value", None)
+    reader = next((r for f, r in READERS.items() if f is fn), None) if slot is not None else None
+    if reader is None:
         return {}
-    user = UserFrame.of(user_code(frame.tx), cells)
-    return {slot: FrameReader(vt.fn, user)}
+    if isinstance(reader, FrameReader):
+        reader = FrameReader(fn, UserFrame.of(user_code(frame.tx), cells))
+    return {slot: reader}
 
 
 def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:

@@ -8,10 +8,12 @@ Each case is compared with eager CPython."""
 
 from __future__ import annotations
 
-import torch
-from difftest import check_breaks
+import sys
+import warnings
 
+import torch
 from bytegraph.codegen.pyversion import LOCALS_SNAPSHOT
+from difftest import assert_same, check_breaks, compile_counted
 
 
 def randn(*shape):
@@ -213,3 +215,51 @@ def test_a_constant_named_as_a_cell_taken_as_its_cell():
         return x + get(), r["c"]
 
     check_breaks(fn, randn(3), graphs=1, breaks=2)
+
+
+def _warns_for_its_caller(t):
+    warnings.warn("checked by the caller", UserWarning, stacklevel=2)
+    return t
+
+
+def _caller_line(t):
+    return t, sys._getframe(1).f_lineno
+
+
+def _run_warning_recorded(fn, x):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(x)
+    return result, [(w.filename, w.lineno, str(w.message)) for w in caught]
+
+
+def test_a_warning_names_the_user_line_through_generated_frames():
+    def in_the_frame(x):
+        y = x + 1
+        _warns_for_its_caller(y)
+        return y * 2
+
+    def in_a_resume_function(x):
+        y = x + 1
+        print("between")
+        _warns_for_its_caller(y)
+        return y * 2
+
+    for fn in (in_the_frame, in_a_resume_function):
+        compiled, _ = compile_counted(fn)
+        expected = _run_warning_recorded(fn, torch.ones(3))
+        for _ in range(2):
+            result, caught = _run_warning_recorded(compiled, torch.ones(3))
+            assert_same(result, expected[0])
+            assert caught == expected[1], (fn.__name__, caught, expected[1])
+
+
+def test_getframe_counts_the_user_frames():
+    def fn(x):
+        y = x + 1
+        t, line = _caller_line(y)
+        print("between")
+        u, again = _caller_line(t)
+        return u * 2, line, again
+
+    check_breaks(fn, randn(3), graphs=2, breaks=4)
