@@ -9,6 +9,8 @@ exceptions and the inputs after the call are compared, and the graph breaks besi
 torch.compile's."""
 
 import collections
+import dataclasses
+import threading
 import warnings
 
 import pytest
@@ -244,8 +246,6 @@ def test_an_operand_a_tensor_does_not_take(operand, op, swap):
         return torch.tensor([1.0, 2.0]), _OPERANDS[operand]()
 
     out = run_both(fn, make)
-    if op in ("<", "==", "|"):
-        assert_no_more_breaks(0, fn, *make())
     if op in ("==", "!="):
         assert out[1] is (op == "!=")
     else:
@@ -269,6 +269,16 @@ def test_divmod_of_a_tensor(operand, swap):
 
     out = run_both(fn, make)
     assert "divmod()" in out[1]
+
+
+def _equalities(t, o):
+    return t + 1, o == t, t != o
+
+
+@pytest.mark.parametrize("operand", ["object", "list", "dict", "frozenset", "class", "None"])
+def test_equality_with_a_tensor_beside_torch_compile(operand):
+    run_both(_equalities, lambda: (torch.ones(2), _OPERANDS[operand]()))
+    assert_no_more_breaks(0, _equalities, torch.ones(2), _OPERANDS[operand]())
 
 
 def _caught(t, o):
@@ -309,3 +319,123 @@ def test_an_object_with_methods_is_still_asked(fn):
     assert not (isinstance(out, tuple) and out and out[0] == "raised")
     torch_fn = run_both(fn, lambda: (torch.ones(2), _TorchFunction()), breaks=None)
     assert torch_fn == "handled"
+
+
+# -- min/max of tensors, slice(obj), tuple(obj), a dataclass's repr --------------------------------
+
+
+def _max_of_two(t, u):
+    try:
+        r = max(t, u)
+    except RuntimeError as e:
+        return t + 1, str(e)
+    return r, r is t, r is u
+
+
+def _min_of_three(t, u):
+    try:
+        return min(t, 2.0, u)
+    except RuntimeError as e:
+        return t - 1, str(e)
+
+
+@pytest.mark.parametrize(
+    "shapes", [((2,), (2,)), ((3,), (1,)), ((2, 2), ()), ((0,), (1,))], ids=str
+)
+def test_min_max_of_tensors_of_many_elements_raise(shapes):
+    """``bool(u > t)`` of more than one element (or none) raises, whatever the values: in the trace
+    (torch.compile instead gives the elementwise maximum, a tensor eager never returns)."""
+
+    def make():
+        return torch.ones(shapes[0]), torch.zeros(shapes[1])
+
+    out = run_both(_max_of_two, make)
+    assert "ambiguous" in out[1]
+    run_both(_min_of_three, make)
+
+
+def test_max_of_one_tensor_twice():
+    """``max(t, t)``: ``t > t`` is still a tensor, whose ``bool`` raises."""
+
+    def fn(t):
+        try:
+            return max(t, t)
+        except RuntimeError as e:
+            return t + 1, str(e)
+
+    run_both(fn, lambda: (torch.tensor([1.0, 2.0]),))
+    assert_no_more_breaks(0, fn, torch.tensor([1.0, 2.0]))
+
+
+def test_max_of_containers_gives_the_argument_itself():
+    def fn(t, a, b):
+        r = max(a, b)
+        r.append(5)
+        return t + 1, r is b, min([a, b]) is a, slice(a).stop is a
+
+    run_both(fn, lambda: (torch.ones(1), [1], [2]))
+
+
+def _slice_of(t, o):
+    s = slice(o, None, 2)
+    try:
+        picked = [1, 2, 3][s]
+    except TypeError as e:
+        picked = str(e)
+    return t + 1, type(s), s.start is o, s.stop, s.step, picked
+
+
+@pytest.mark.parametrize("operand", ["object", "bound method", "list", "class", "str"])
+def test_a_slice_holds_any_object(operand):
+    """``slice`` takes any object as a bound (and holds it itself); indexing a list with it raises
+    CPython's TypeError."""
+    out = run_both(_slice_of, lambda: (torch.ones(2), _OPERANDS[operand]()))
+    assert out[2] is True and "slice indices" in out[5]
+    # (torch.compile fails with an internal error on the list indexing: no baseline there)
+    assert_no_more_breaks(0, _slice_made, torch.ones(2), _OPERANDS[operand]())
+
+
+def _slice_made(t, o):
+    s = slice(o)
+    return t + 1, s.stop is o
+
+
+@pytest.mark.parametrize("make", [tuple, list])
+@pytest.mark.parametrize("operand", ["object", "bound method", "class", "None", "range"])
+def test_tuple_or_list_of_what_is_not_iterable(make, operand):
+    def fn(t, o):
+        try:
+            return t + 1, make(o)
+        except TypeError as e:
+            return t - 1, str(e)
+
+    run_both(fn, lambda: (torch.ones(2), _OPERANDS[operand]()))
+
+
+@dataclasses.dataclass
+class _Pt:
+    x: int
+    y: int
+
+
+def _reprs(t, points):
+    return t + 1, sorted(points, key=str), list(map(repr, points))
+
+
+def test_a_dataclass_repr_in_the_trace():
+    """A dataclass's ``repr`` (``reprlib.recursive_repr``) reads ``_thread.get_ident()``: the
+    traced thread's id, guarded, so a call on another thread compiles for that thread."""
+
+    def make():
+        return torch.ones(2), [_Pt(2, 1), _Pt(1, 2)]
+
+    run_both(_reprs, make)
+    assert_no_more_breaks(0, _reprs, *make())
+    compiled, counter = compile_counted(_reprs)
+    compiled(*make())
+    results = []
+    worker = threading.Thread(target=lambda: results.append(compiled(*make())))
+    worker.start()
+    worker.join()
+    assert_same(results[0], _reprs(*make()))
+    assert counter.frame_count == 2  # the other thread's own graph

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class SliceVariable(VariableTracker):
-    """``slice(start, stop, step)`` with trackers for bounds (at least one not a constant)."""
+    """``slice(start, stop, step)`` with trackers for bounds (at least one not a constant): a
+    symbolic number or a tensor, or any other object (a slice holds what it is given)."""
 
     start: VariableTracker
     stop: VariableTracker
@@ -48,7 +49,13 @@ class SliceVariable(VariableTracker):
         return slice
 
     def is_python_constant(self) -> bool:
-        return all(p.is_python_constant() for p in self.parts)
+        # a list bound is the list itself: a copy would not be (``slice(xs).start is xs``)
+        return all(isinstance(p, ConstantVariable) for p in self.parts)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("start", "stop", "step"):
+            return getattr(self, name)
+        return super().var_getattr(tx, name)
 
     def as_python_constant(self) -> Any:
         return slice(*(p.as_python_constant() for p in self.parts))
@@ -65,10 +72,7 @@ def make_slice(parts: list[VariableTracker]) -> VariableTracker:
         parts.append(ConstantVariable(None))
     if all(isinstance(p, ConstantVariable) for p in parts):
         return ConstantVariable(slice(*(p.value for p in parts)))
-    for part in parts:
-        if not isinstance(part, (ConstantVariable, SymNodeVariable, TensorVariable)):
-            raise Unsupported("slice", f"a slice bound {part} (only numbers and tensors)")
-    return SliceVariable(*parts)
+    return SliceVariable(*parts)  # any object is a bound: what reads it decides what it takes
 
 
 def index_for_tensor(

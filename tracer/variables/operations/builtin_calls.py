@@ -8,6 +8,7 @@ objects; ``operator.*`` functions go to ``operators.call_operator``; ``print`` a
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import dis
 import functools
@@ -27,6 +28,7 @@ from ....guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ...exc import PythonError, TracedException, Unsupported
 from ...polyfills.builtins import callable_iterator
 from ..base import VariableTracker
+from ..call_rules import call_rule
 from ..constants.constant import ConstantVariable
 from ..constants.slices import make_slice
 from ..constants.symbolic import SymNodeVariable
@@ -44,7 +46,7 @@ from ..containers.builtin_containers import (
     on_instances,
     value_hash,
 )
-from ..containers.container_methods import real_iterable
+from ..containers.container_methods import not_iterable, real_iterable
 from ..containers.dict_views import DictViewVariable
 from ..contexts import state_contexts
 from ..functions.callables import PartialVariable, UserFunctionVariable
@@ -201,6 +203,15 @@ def call_operator_fn(
 
 #: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
 _LIVE_VIEWS = frozenset({getattr, hasattr})
+#: Builtins whose result is or holds an argument, or an item of one, itself (``slice(xs).start
+#: is xs``, ``max(xs, ys) is ys``): folded on a copy, a mutable one would be another object.
+_GIVES_ITS_ARGUMENTS = frozenset({slice, min, max})
+
+
+def _holds_mutable(vt: VariableTracker) -> bool:
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        return True
+    return isinstance(vt, TupleVariable) and any(_holds_mutable(i) for i in vt.items)
 
 
 #: Builtins never folded on symbolic numbers (folding specialises them): their result does not
@@ -226,6 +237,8 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
         return False  # its type is known without its value: folding would specialise it
     mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    if fn in _GIVES_ITS_ARGUMENTS and _holds_mutable(vt):
+        return False
     if (
         fn in (getattr, hasattr)
         and isinstance(vt, (ClassVariable, PythonModuleVariable))
@@ -562,12 +575,21 @@ def setattr_(
 
 @builtin(tuple)
 def tuple_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return TupleVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
+    return TupleVariable(_items_of(tx, iterable) if iterable is not None else [])
 
 
 @builtin(list)
 def list_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    return ListVariable(dispatch.iterate(tx, iterable) if iterable is not None else [])
+    return ListVariable(_items_of(tx, iterable) if iterable is not None else [])
+
+
+def _items_of(tx: Translator, iterable: VariableTracker) -> list[VariableTracker]:
+    """The items ``tuple(x)`` and ``list(x)`` take: CPython's TypeError where ``x``'s type
+    iterates in no way (``'Point' object is not iterable``)."""
+    error = not_iterable(iterable)
+    if error is not None:
+        raise PythonError(error)
+    return dispatch.iterate(tx, iterable)
 
 
 @builtin(dict)
@@ -684,6 +706,20 @@ def pow_(
     if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
         raise Unsupported("builtin", "pow() with a modulus of traced values")
     return dispatch.call_operator(tx, operator.pow, [base, exp])
+
+
+@call_rule(_thread.get_ident)
+def _thread_ident(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``threading.get_ident()`` (``reprlib.recursive_repr``, a dataclass's ``repr``, keys its
+    running set by it): the id of the thread the call is traced on, guarded (a call on another
+    thread compiles its own)."""
+    if args or kwargs:
+        return None
+    ident = _thread.get_ident()
+    tx.output.assume_state(("thread",), _thread.get_ident, ident)
+    return ConstantVariable(ident)
 
 
 @builtin(divmod)

@@ -28,7 +28,7 @@ import torch
 from ...exc import PythonError, Unsupported
 from ..base import VariableTracker
 from ..constants.constant import ConstantVariable
-from ..constants.slices import index_for_tensor
+from ..constants.slices import SliceVariable, index_for_tensor
 from ..constants.symbolic import SymNodeVariable
 from ..containers import container_methods, dict_views
 from ..containers.builtin_containers import (
@@ -814,6 +814,23 @@ def _known_index(key: VariableTracker) -> int | None:
     return operator.index(constant)
 
 
+def _index_stand_in(key: VariableTracker) -> object | None:
+    """What a key that is not a constant stands for where a list or tuple rejects it whatever it
+    holds (``container_methods.index_stand_in``): a slice, the slice of its bounds' stand-ins
+    (``slice(obj)``: CPython's "slice indices must be integers..."); None where unknown."""
+    if not isinstance(key, SliceVariable):
+        return container_methods.index_stand_in(key)
+    bounds = []
+    for part in key.parts:
+        if isinstance(part, ConstantVariable):
+            bounds.append(part.value)
+        elif (bound := container_methods.index_stand_in(part)) is not None:
+            bounds.append(bound)
+        else:
+            return None
+    return slice(*bounds)
+
+
 def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
     if isinstance(obj, TensorVariable):
         return getitem_tensor(tx, obj, key)
@@ -827,7 +844,7 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
         return user
     if not key.is_python_constant():
-        stand_in = container_methods.index_stand_in(key)
+        stand_in = _index_stand_in(key)
         if isinstance(obj, (TupleVariable, ListVariable)) and stand_in is not None:
             shadow = [None] * len(obj.items)  # CPython's TypeError, naming the key's type
             _fold(
@@ -838,13 +855,13 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
     if isinstance(obj, (TupleVariable, ListVariable)):
-        if isinstance(index, slice):
-            return (
-                obj.clone(items=obj.items[index], source=None)
-                if isinstance(obj, ListVariable)
-                else TupleVariable(obj.items[index], is_size=obj.is_size)
-            )
         try:
+            if isinstance(index, slice):
+                return (
+                    obj.clone(items=obj.items[index], source=None)
+                    if isinstance(obj, ListVariable)
+                    else TupleVariable(obj.items[index], is_size=obj.is_size)
+                )
             return obj.items[index]
         except (IndexError, TypeError):
             # CPython's message names the sequence's type ("tuple index out of range")

@@ -179,6 +179,8 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
             return _symbolic_extremum(tx, pick, items)
         if key is None and _scalar_tensors(items):
             return _tensor_extremum(tx, pick, items)
+        if key is None and (error := _ambiguous_truth(items)) is not None:
+            raise PythonError(error)
         index_key = _index_key(tx, items, key, pick.__name__)
         try:
             return items[pick(range(len(items)), key=index_key)]
@@ -222,6 +224,39 @@ def _scalar_tensors(items: list[VariableTracker]) -> bool:
         and i.example.requires_grad == first.requires_grad
         for i in items
     )
+
+
+def _ambiguous_truth(items: list[VariableTracker]) -> Exception | None:
+    """CPython's ``min``/``max`` asks ``bool(items[1] > items[0])`` first: where one is a tensor
+    and the comparison has other than one element (``max(t, t)`` of a vector), torch's
+    RuntimeError whatever the values. None where that is not known (symbolic or mismatched
+    shapes, tensor subclasses, complex numbers)."""
+    if len(items) < 2:
+        return None
+    shapes = []
+    for item in items[:2]:
+        if isinstance(item, TensorVariable):
+            example = item.example
+            if item.python_type() not in (torch.Tensor, torch.nn.Parameter):
+                return None
+            if example.dtype.is_complex or not all(isinstance(d, int) for d in example.shape):
+                return None
+            shapes.append(tuple(example.shape))
+        elif not (_constant(item) and type(item.as_python_constant()) in (int, float, bool)):
+            return None
+    if not shapes:
+        return None
+    try:
+        numel = torch.Size(torch.broadcast_shapes(*shapes)).numel()
+    except RuntimeError:
+        return None
+    if numel == 1:
+        return None
+    try:
+        bool(torch.empty(numel, device="meta"))
+    except RuntimeError as e:
+        return e
+    return None
 
 
 def _tensor_extremum(
