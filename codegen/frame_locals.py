@@ -1,17 +1,22 @@
-"""What ``locals()``, ``vars()`` and ``dir()`` give user code that runs in generated code.
+"""What user code sees of its own frames when generated code runs it.
 
 Generated code runs the user's instructions in frames of its own: the rewritten function, which
 keeps the graph's outputs and its callables in locals such as ``__graph_out``, and resume
 functions, which take the stack as ``__stack0``... and may take a cell variable as the cell
-itself (``ResumePoint.cell_args``). A call of ``locals()`` there sees all of them. Code that
-calls one of these builtins in such a frame calls ``READERS[builtin]`` instead, given the
-``UserFrame`` it runs for (bound at a break, or found by its code for a resume function run in
-plain Python, ``register``): it returns what CPython gives in the user's own frame, the user's
-locals only, with their values, in the code's order.
+itself (``ResumePoint.cell_args``), each called through an entry function. A call of a builtin
+that reads its caller's frame there would see all of them, so generated code calls
+``READERS[builtin]`` instead:
 
-How often a new mapping is made is CPython's (``LOCALS_SNAPSHOT``): up to 3.12 ``locals()`` in a
-function returns the same dict at each call, updated in place (keys the user added stay); from
-3.13 (PEP 667) a new dict at each call.
+- ``locals()``, ``vars()``, ``dir()`` (``FrameReader``), given the ``UserFrame`` it runs for
+  (bound at a break, or found by its code for a resume function run in plain Python,
+  ``register``): what CPython gives in the user's own frame, the user's locals only, with their
+  values, in the code's order. How often a new mapping is made is CPython's
+  (``LOCALS_SNAPSHOT``): up to 3.12 ``locals()`` in a function returns the same dict at each
+  call, updated in place (keys the user added stay), which resume functions are passed on
+  (``KeptLocals``); from 3.13 (PEP 667) a new dict at each call.
+- ``warnings.warn`` and ``sys._getframe``: their ``stacklevel`` and ``depth`` count the user's
+  frames (``user_frames``), so a warning names the user's line. The frame objects are the
+  generated ones (their ``f_locals`` hold the generated names too).
 """
 
 from __future__ import annotations
