@@ -511,3 +511,30 @@ def test_deepcopy_of_an_input_object_follows_the_object_and_leaves_it_alone():
         assert type(actual[1]) is Plain and actual[1] is not p
         assert actual[2:] == expected[2:]
         assert vars(p) == {"a": p.a, "items": [p.a, "x"], "extra": [p.a]}
+
+
+# -- copy.copy of builtin containers: their own unbound copy method ------------------------------
+def test_copy_of_containers_and_their_unbound_methods():
+    def fn(x, xs, d, s):
+        c = copy.copy(xs)
+        c.append(9)
+        e = copy.copy(d)
+        e["new"] = 1
+        list.append(xs, 4)
+        dict.update(d, k=2)
+        return (
+            x + 1,
+            c,
+            c is xs,
+            c[0] is xs[0],
+            e,
+            copy.copy(s),
+            copy.copy(s) is s,
+            list.copy(xs),
+            set.union(s, {7}),
+            dict.get(d, "k"),
+            xs,
+            d,
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), [[1], 2], {"a": 1}, {1, 2})

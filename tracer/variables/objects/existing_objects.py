@@ -34,7 +34,7 @@ from ....guards.sources import (
 from ...exc import PythonError, Unsupported
 from ..base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker
 from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import DictVariable
+from ..containers.builtin_containers import BaseSequenceVariable, DictVariable, SetVariable
 from ..functions.callables import (
     UserFunctionVariable,
 )
@@ -357,6 +357,9 @@ class UserObjectVariable(VariableTracker):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         call = inspect.getattr_static(type(self.value), "__call__", None)
+        unbound = _container_method_call(tx, self.value, args, kwargs)
+        if unbound is not None:
+            return unbound
         if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
             return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
@@ -402,6 +405,28 @@ class CFunctionVariable(UserObjectVariable):
             f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
             hint="move the call out of the compiled function",
         )
+
+
+def _container_method_call(
+    tx: Translator, method: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``list.copy(xs)``, ``dict.update(d, ...)``: a C method of a builtin container type called
+    unbound on a container of exactly that type (whose own method it is) is that container's
+    method call; None for anything else."""
+    if (
+        not isinstance(method, (types.MethodDescriptorType, types.WrapperDescriptorType))
+        or not args
+    ):
+        return None
+    receiver = args[0]
+    owner = method.__objclass__
+    if owner not in (list, dict, set, frozenset, tuple):
+        return None
+    if not isinstance(receiver, (BaseSequenceVariable, DictVariable, SetVariable)):
+        return None
+    if receiver.python_type() is not owner:
+        return None
+    return receiver.call_method(tx, method.__name__, list(args[1:]), kwargs)
 
 
 def plain_partial(cls: type) -> bool:
