@@ -252,6 +252,36 @@ def test_an_operand_a_tensor_does_not_take(operand, op, swap):
         assert "Tensor" in out[1]  # CPython's TypeError, caught in the trace
 
 
+def _in_place(op, swap):
+    target, other = ("t", "o") if swap else ("o", "t")
+    code = (
+        "def f(t, o):\n"
+        "    try:\n"
+        f"        {target} {op} {other}\n"
+        "    except TypeError as e:\n"
+        "        return t - 1, str(e)\n"
+        "    return t + 1, o\n"
+    )
+    namespace = {}
+    exec(compile(code, f"<{target} {op} {other}>", "exec"), namespace)  # noqa: S102
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["o_op_t", "t_op_o"])
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "|=", "&=", "<<="])
+@pytest.mark.parametrize("operand", ["object", "dict", "tuple", "frozenset", "str", "None"])
+def test_an_in_place_operator_with_an_operand_a_tensor_does_not_take(operand, op, swap):
+    """``o += t``: the in-place method where ``o``'s type defines one (``dict |= t`` iterates the
+    tensor), else ``o + t``'s TypeError, naming ``+=``; ``t += o`` likewise."""
+    fn = _in_place(op, swap)
+    # ``d |= t`` is ``d.update(t)`` (the tensor's items); ``xs *= t`` reads ``t.__index__()``
+    reads_the_tensor = (operand, op, swap) == ("dict", "|=", False) or (
+        op == "*=" and operand in ("tuple", "str")
+    )
+    breaks = 1 if reads_the_tensor else 0
+    run_both(fn, lambda: (torch.tensor([1.0, 2.0]), _OPERANDS[operand]()), breaks=breaks)
+
+
 @pytest.mark.parametrize("operand", [3, 2.5, True, 1j, "tensor"])
 @pytest.mark.parametrize("swap", [False, True])
 def test_divmod_of_a_tensor(operand, swap):

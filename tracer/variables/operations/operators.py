@@ -201,7 +201,7 @@ def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     return None
 
 
-@operator_rule(*BINARY, *COMPARISONS)
+@operator_rule(*BINARY, *INPLACE, *COMPARISONS)
 def refused_by_tensor(
     tx: Translator, op: Any, args: list[VariableTracker]
 ) -> VariableTracker | None:
@@ -664,7 +664,7 @@ def _tensor_stand_in_class(name: str) -> type:
     do for an operand they do not take (it has no ``__divmod__``, as a tensor has none)."""
     names = {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"}
     for declared in OPERATORS.values():
-        if declared.kind == "binary":
+        if declared.kind in ("binary", "inplace"):
             names.update(n for n in (declared.dunder, declared.reflected) if n)
     return type(name, (), {**dict.fromkeys(names, _declines), "__hash__": object.__hash__})
 
@@ -727,17 +727,22 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
         return _UNKNOWN
     tensor, other = args if _plain_tensor(args[0]) else args[::-1]
     declared = OPERATORS.get(op)
+    binary = OPERATORS[declared.binary] if declared and declared.binary else declared
     if declared is None:
         methods = {f"__{op.__name__}__", f"__r{op.__name__}__"}
     else:
-        methods = {declared.dunder, declared.reflected} - {None}
+        methods = {declared.dunder, binary.dunder, binary.reflected} - {None}
         if declared.kind == "comparison":
             methods.update(_ORDERING, ("__eq__", "__ne__"))
     value = _refused_stand_in(other, methods, numbers=op is not divmod)
     if value is _UNKNOWN:
         return _UNKNOWN
-    if (op is operator.mul and isinstance(value, (list, tuple, str, bytes))) or (
-        op is operator.mod and isinstance(value, (str, bytes))
+    if declared is not None and declared.binary and args[0] is other:
+        if _defines(type(value), declared.dunder):
+            return _UNKNOWN  # ``xs += t`` extends the list by the tensor's items
+    base = binary.fn if binary else op
+    if (base is operator.mul and isinstance(value, (list, tuple, str, bytes))) or (
+        base is operator.mod and isinstance(value, (str, bytes))
     ):
         return _UNKNOWN
     stand_in = _tensor_stand_in(tensor)
