@@ -327,38 +327,17 @@ class SideEffects:
             obj.create(cg)
             cg.store_local(obj.name)
             cg.new_objects.add(obj.name)
+        # the new objects' attributes first: a container refilled with one as a key hashes it,
+        # and its ``__hash__`` may read them
+        stores = list(self.attr_stores.values())
+        for obj, name, value in stores:
+            if id(obj) in escaping:
+                self._replay_attr(cg, obj, name, value, escaping)
         for container in self.mutated.values():
             _replay_container(cg, container)
-        for obj, name, value in self.attr_stores.values():
-            if value is _DELETED and id(obj) in self.raw_objects:
-                cg.load_const(object.__delattr__)  # an override ran in the trace already
-                obj.reconstruct(cg)
-                cg.load_const(name)
-                cg.call_function(2)
-                cg.pop_top()
-                continue
-            if value is _DELETED:  # the generic ``__delattr__``
-                obj.reconstruct(cg)
-                cg.add("DELETE_ATTR", name)
-                continue
-            raw = (
-                getattr(obj, "raw_replay", True)
-                if id(obj) in escaping
-                else id(obj) in self.raw_objects
-            )
-            if raw:
-                # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``
-                # override or descriptor running again
-                cg.load_const(object.__setattr__)
-                obj.reconstruct(cg)
-                cg.load_const(name)
-                value.reconstruct(cg)
-                cg.call_function(3)
-                cg.pop_top()
-            elif id(obj) in escaping or not self.is_new(obj):
-                value.reconstruct(cg)
-                obj.reconstruct(cg)
-                cg.store_attr(name)
+        for obj, name, value in stores:
+            if id(obj) not in escaping:
+                self._replay_attr(cg, obj, name, value, escaping)
         for name, value in self.global_stores.items():
             value.reconstruct(cg)
             cg.store_global(name)
@@ -370,6 +349,38 @@ class SideEffects:
             cg.load_attr("remove")
             cg.call_function(0)
             cg.pop_top()
+
+    def _replay_attr(
+        self, cg: Codegen, obj: VariableTracker, name: str, value: Any, escaping: set[int]
+    ) -> None:
+        """Replay one attribute store (or deletion) the trace recorded."""
+        if value is _DELETED and id(obj) in self.raw_objects:
+            cg.load_const(object.__delattr__)  # an override ran in the trace already
+            obj.reconstruct(cg)
+            cg.load_const(name)
+            cg.call_function(2)
+            cg.pop_top()
+            return
+        if value is _DELETED:  # the generic ``__delattr__``
+            obj.reconstruct(cg)
+            cg.add("DELETE_ATTR", name)
+            return
+        raw = (
+            getattr(obj, "raw_replay", True) if id(obj) in escaping else id(obj) in self.raw_objects
+        )
+        if raw:
+            # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``
+            # override or descriptor running again
+            cg.load_const(object.__setattr__)
+            obj.reconstruct(cg)
+            cg.load_const(name)
+            value.reconstruct(cg)
+            cg.call_function(3)
+            cg.pop_top()
+        elif id(obj) in escaping or not self.is_new(obj):
+            value.reconstruct(cg)
+            obj.reconstruct(cg)
+            cg.store_attr(name)
 
 
 def _replay_container(cg: Codegen, container: VariableTracker) -> None:

@@ -402,3 +402,32 @@ def test_subtracting_a_bool_breaks_before_the_op():
 
     for flag in (True, torch.tensor([True, False])):
         check_breaks(fn, lambda flag=flag: (torch.ones(2), {}, flag), graphs=1, breaks=1, calls=2)
+
+
+class _HashedByKey:
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, _HashedByKey) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def test_an_object_made_in_the_call_keys_an_input_dict():
+    """Seed 7300674 (keys family, and 53 more of a 20,000-program run): an object made in the call
+    whose ``__hash__`` reads its attributes, stored as a key of an input dict. The replay refilled
+    the dict before it set the new object's attributes, so hashing it raised AttributeError where
+    eager returned. The new objects' attributes are now replayed first."""
+
+    def fn(x, d):
+        k = _HashedByKey(2)
+        d[k] = 1
+        d[_HashedByKey(3)] = len(d)
+        return x + len(d), k
+
+    compiled, _, _ = check_breaks(fn, lambda: (torch.ones(2), {"a": 0}), graphs=1, breaks=0)
+    d = {}
+    _, k = compiled(torch.ones(2), d)
+    assert list(d) == [k, _HashedByKey(3)] and d[k] == 1
