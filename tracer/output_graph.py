@@ -122,6 +122,10 @@ class OutputGraph:
     def assume_len(self, source: Source, length: int) -> None:
         self.add_guard(kinds.LEN_MATCH(source, length))
 
+    def assume_keys(self, source: Source, keys: tuple[Any, ...]) -> None:
+        """The dict (or class namespace) at ``source`` has exactly ``keys``, in that order."""
+        self.add_guard(kinds.DICT_KEYS(source, keys))
+
     def assume_key_absent(self, source: Source, key: str) -> None:
         """``key`` is not in the dict ``source`` (a global or an instance attribute that would
         shadow what the trace read)."""

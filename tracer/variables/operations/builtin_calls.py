@@ -23,7 +23,6 @@ import torch
 
 from ....codegen.frame_locals import UserFrame
 from ....codegen.pyversion import LOCALS_SNAPSHOT
-from ....guards import kinds
 from ....guards.sources import AttrSource, ItemSource, Source, TypeSource
 from ...exc import PythonError, TracedException, Unsupported
 from ...polyfills.builtins import callable_iterator
@@ -466,7 +465,7 @@ def _guard_classes(tx: Translator, cls: type, source: Source) -> bool:
 
 def _guard_keys(tx: Translator, source: Source, namespace: Any) -> None:
     """The dict (or class namespace) at ``source`` has exactly the keys of ``namespace``."""
-    tx.output.add_guard(kinds.DICT_KEYS(source, tuple(namespace)))
+    tx.output.assume_keys(source, tuple(namespace))
 
 
 _OBJECT_DIR = object.__dict__["__dir__"]
