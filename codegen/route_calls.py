@@ -7,12 +7,18 @@ which each call first passes its callable through ``route`` (``route(callable)``
 call instead: a compiled version, or the callable itself), and is otherwise the original code:
 same instructions, exception table, line numbers, closure, defaults and globals.
 
-Every call of the code is routed: ``CALL``, ``CALL_KW`` and ``CALL_FUNCTION_EX``. Method loads
-(``LOAD_METHOD``; the method form of ``LOAD_ATTR`` and ``LOAD_SUPER_ATTR``) push an unbound
-function and ``self``, which the router could not tell from a callable and its first argument:
-each is spelled as the plain load of the bound method and a ``NULL``, so the callable's slot
-holds the callable itself. Before the call (and before 3.11/3.12's ``KW_NAMES``, which the next
-call consumes) the callable is swapped to the top, passed to ``route``, and swapped back.
+Every call of the code is routed: ``CALL``, ``CALL_KW`` and ``CALL_FUNCTION_EX``. A method load
+(the method form of ``LOAD_ATTR`` and ``LOAD_SUPER_ATTR``) pushes the class's function and
+``self`` where the method is one, else the attribute and a ``NULL``. From 3.13 the callable's slot
+holds the function or the attribute either way (``self`` or ``NULL`` comes above it): the
+function is routed, and what the router returns for it is called with ``self`` as its first
+argument, which is what calling the bound method of what it returns does; no bound method is
+made, and the function, unlike a bound method, is found in the router's table. Before 3.13 the
+slot holds the method or a ``NULL``, which the code cannot tell apart: each method load
+(``LOAD_METHOD`` in 3.11) is spelled as the plain load of the bound method and a ``NULL``, so the
+callable's slot holds the callable itself. Before the call (and before 3.11/3.12's
+``KW_NAMES``, which the next call consumes) the callable is swapped to the top, passed to
+``route``, and swapped back.
 Implicit calls (operators, attribute hooks, iteration) are not routed, nor is the call of a
 comprehension's or generator expression's own function on its iterator (``GET_ITER`` then a call
 of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
@@ -235,9 +241,12 @@ def _depths(items: list[Any], flags: int) -> dict[int, int]:
 
 
 def _plain_load(instr: Instr) -> list[Instr]:
-    """A method load spelled as the load of the bound method and a ``NULL`` in the
-    convention's order; any other instruction as it is."""
+    """Before 3.13, a method load spelled as ``NULL`` and the load of the bound method; any
+    other instruction (and any from 3.13, where the callable's slot holds the function or the
+    attribute) as it is."""
     loc = instr.location
+    if NULL_ABOVE_CALLABLE:
+        return [instr]
     if instr.name == "LOAD_METHOD":  # NOTE(3.12): 3.11's method load
         plain = Instr("LOAD_ATTR", instr.arg, location=loc)
     elif instr.name == "LOAD_ATTR" and LOAD_ATTR_TAKES_METHOD_FLAG and instr.arg[0]:
@@ -246,7 +255,4 @@ def _plain_load(instr: Instr) -> list[Instr]:
         plain = Instr("LOAD_SUPER_ATTR", (False, *instr.arg[1:]), location=loc)
     else:
         return [instr]
-    null = Instr("PUSH_NULL", location=loc)
-    if NULL_ABOVE_CALLABLE:
-        return [plain, null]
-    return [plain, null, Instr("SWAP", 2, location=loc)]
+    return [plain, Instr("PUSH_NULL", location=loc), Instr("SWAP", 2, location=loc)]

@@ -27,9 +27,10 @@ class whose ``call_module`` is left alone is called as it is.
 Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``), so this is on
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
-in the calling code itself. A miss goes to ``RouteTable.__missing__``: bound methods and modules
-are answered there; the rest, and functions left alone whose routed copy runs only while they
-keep their code, go to ``CalleeCompiler.route`` (``_decide``).
+in the calling code itself; so is, from 3.13, what a method load pushes (the class's function or
+a C type's method: no bound method is made). A miss goes to ``RouteTable.__missing__``: bound
+methods and modules are answered there; the rest, and functions left alone whose routed copy
+runs only while they keep their code, go to ``CalleeCompiler.route`` (``_decide``).
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ class CalleeCompiler:
         """``route``'s answer for a callable not found in ``_known``; kept there where ``obj``
         lives as long as the code that defines it."""
         kind = type(obj)
+        if kind in _C_METHODS:  # a C type's method, pushed by a method load (3.13)
+            self._remember(obj, obj)
+            return obj
         if kind is types.BuiltinFunctionType:  # a builtin, or a C method bound to an object
             owner = obj.__self__
             # ``locals()`` and its kind read the calling frame: in routed code, a generated one
@@ -288,6 +292,10 @@ class CalleeCompiler:
                 self._compiled.pop(fn, None)
         self._module_callers.clear()  # decided again, each at its next call
 
+
+#: The kinds of a C type's methods (``list.append``, ``object.__init__``): they live as long as
+#: their type, and a call of one runs no user code.
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 #: Compiled versions made per code object, by every ``CalleeCompiler`` since ``reset``.
 _VERSIONS: weakref.WeakKeyDictionary[types.CodeType, int] = weakref.WeakKeyDictionary()
