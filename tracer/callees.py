@@ -95,6 +95,8 @@ class RouteTable(dict):
                 target = self[fn]
                 return obj if target is fn else types.MethodType(target, obj.__self__)
         elif isinstance(obj, nn.Module):
+            if not obj._modules and _LIBRARY_LEAVES.get(kind, _MISSING) is kind.forward:
+                return obj  # a library leaf (``CalleeCompiler.__call__``), without the call
             return self.modules(obj)
         return self.route(obj)
 
