@@ -8,6 +8,7 @@ import functools
 
 import pytest
 import torch
+from bytegraph.codegen.pyversion import NULL_ABOVE_CALLABLE
 from bytegraph.tracer import driver
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
@@ -382,6 +383,27 @@ def test_methods_called_from_a_fallback_run_compiled_and_bound_to_their_object()
     # _falls_back_calling_methods (fails) and _Scaler.apply (with self.k a constant: traced
     # once per value); the tensor methods run as they are
     assert stats["fallback:exception"] == 1 and stats["frames"] == 3
+
+
+def _apply_doubled(self, x):
+    return (x * self.k * 2).tanh()
+
+
+def test_a_method_replaced_on_its_class_after_the_router_knew_it_runs_the_new_one(monkeypatch):
+    compiled = bytegraph.compile(_falls_back_calling_methods, backend="eager")
+    x, scaler = torch.randn(3, 2), _Scaler(2.0)
+    with pytest.warns(UserWarning, match="in Python"):
+        torch.testing.assert_close(compiled(x, scaler), _falls_back_calling_methods(x, scaler))
+    table = compiled.__bytegraph__.callees.table
+    if NULL_ABOVE_CALLABLE:  # a method load's function is what routed code looks up
+        assert table[_Scaler.apply] is not _Scaler.apply  # its compiled version
+        # a C method, remembered (found with no call of ``__missing__``): called as it is
+        assert torch.Tensor.dim in table and table[torch.Tensor.dim] is torch.Tensor.dim
+    monkeypatch.setattr(_Scaler, "apply", _apply_doubled)
+    expected = _falls_back_calling_methods(x, scaler)
+    torch.testing.assert_close(compiled(x, scaler), expected)
+    assert not torch.allclose(expected, (x * 2.0).tanh().sum(0) + 2)  # the new method ran
+    assert bytegraph.stats()["frames"] == 3  # the fallback, then each method compiled once
 
 
 def _falls_back_calling(module, x):
