@@ -57,7 +57,7 @@ MUTANTS = [
     ),
     Mutant(
         "container method: OrderedDict.popitem(last=False) pops the last item",
-        "tracer/variables/containers/container_methods.py",
+        "tracer/variables/containers.py",
         "    key = next(iter(obj.items))\n"
         "    return TupleVariable([key_vt(key), obj.items.pop(key)])",
         "    key = next(reversed(obj.items))\n"
@@ -66,7 +66,7 @@ MUTANTS = [
     ),
     Mutant(
         "container method: OrderedDict.move_to_end ignores last=False",
-        "tracer/variables/containers/container_methods.py",
+        "tracer/variables/containers.py",
         "    at_end = True if last is None else dispatch.truth(tx, last)",
         "    at_end = True",
         ("tests/tracer/test_ordereddict_ends.py",),

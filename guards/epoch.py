@@ -2,9 +2,9 @@
 cache may have read moves.
 
 ``EPOCH[0]`` is bumped by attribute writes, registrations and ``_apply`` of such modules, by
-parameter metadata changes (hooks installed by ``variables/modules/nn_modules.py``), and by writes
+parameter metadata changes (hooks installed by ``variables/modules.py``), and by writes
 into a module's member dicts once they are ``WatchedDict``s
-(``variables/modules/module_params.py`` swaps them
+(``variables/modules.py`` swaps them
 in). While it stands still, nothing a ``MODULE_TREE`` guard or a cached parameter block read can
 have changed: both keep their per-model results in a ``PerRootCache``.
 """

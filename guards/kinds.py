@@ -12,7 +12,7 @@ concerned. Generated checks only use builtin operations (``type``, ``is``, ``len
 builtin literals, tensor attributes), never user-defined
 ``__eq__``/``__hash__``/``__getattr__``/properties. Exception: sources through objects of the
 allowlisted classes with a side-effect-free ``__getattribute__`` (``PURE_GETATTR_CLASSES`` in
-``variables/objects/existing_objects.py``, e.g. a ``transformers`` config) read attributes
+``variables/objects.py``, e.g. a ``transformers`` config) read attributes
 through that
 ``__getattribute__``, and ``ATTR_ABSENT`` calls it.
 """
@@ -288,7 +288,7 @@ def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> li
 @guard_kind(4)
 def ATTR_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     """``expr`` has no attribute ``arg``. Installed only for objects of the classes that
-    ``variables/objects/existing_objects.py`` allowlists as having a side-effect-free
+    ``variables/objects.py`` allowlists as having a side-effect-free
     ``__getattribute__``
     (``PURE_GETATTR_CLASSES``): the check runs that ``__getattribute__``."""
     return [f"not {consts.name(hasattr)}({expr}, {arg!r})"]

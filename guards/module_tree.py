@@ -9,7 +9,7 @@ a ``ModuleTree``:
 * slow path: the absorbed guards, re-rooted at the given root (types instead of identities for
   modules, so every instance of the same structure passes), then the root is remembered.
 
-What bumps ``EPOCH`` is installed by ``tracer/variables/modules/nn_modules.py``; hook tables are
+What bumps ``EPOCH`` is installed by ``tracer/variables/modules.py``; hook tables are
 compared here
 (``_hooks_match``).
 """

@@ -17,8 +17,7 @@ from ..codegen.resume import resume_origin, takes_cells
 from .exc import Unsupported
 from .liveness import cells_written_from, code_cell_writes
 from .variables.base import VariableTracker, walk
-from .variables.functions.callables import NestedFunctionVariable
-from .variables.functions.cells import LocalCellVariable, SavedCellVariable
+from .variables.functions import LocalCellVariable, NestedFunctionVariable, SavedCellVariable
 
 if TYPE_CHECKING:
     from .translator import FrameState, Translator

@@ -44,17 +44,15 @@ from .context_runtime import exit_with
 from .exc import Unsupported
 from .opcodes import operand_count
 from .translator import FrameState
+from .variables import iterators
 from .variables.base import NullVariable, VariableTracker, walk
-from .variables.constants.constant import ConstantVariable
-from .variables.contexts.context_trackers import ContextExitVariable
-from .variables.functions.callables import BuiltinVariable, UserFunctionVariable
-from .variables.functions.cells import reconstruct_cell
-from .variables.iterators import generator_restart
-from .variables.iterators.combinators import BuiltinIteratorVariable
-from .variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable
-from .variables.modules.nn_modules import NNModuleVariable
-from .variables.objects.existing_objects import CFunctionVariable
-from .variables.tensors.tensor import TensorTruthVariable
+from .variables.constants import ConstantVariable
+from .variables.contexts import ContextExitVariable
+from .variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
+from .variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
+from .variables.modules import NNModuleVariable
+from .variables.objects import CFunctionVariable
+from .variables.tensors import TensorTruthVariable
 
 if TYPE_CHECKING:
     from .translator import Translator
@@ -449,7 +447,7 @@ def _iterator_slots(
     one that shares its position with another live value (a loop over ``it`` that a local also
     holds, a ``zip`` pulling from it): taking its items ahead would leave the other behind."""
     for vt in stack:
-        if isinstance(vt, GeneratorVariable) and not generator_restart.restartable(vt):
+        if isinstance(vt, GeneratorVariable) and not iterators.restartable(vt):
             # its remaining items are not known: cannot rebuild
             raise Unsupported(
                 "generator",

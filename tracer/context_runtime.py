@@ -54,7 +54,7 @@ class ContextExit:
 
     def __init__(self, recipe: ContextRecipe, key: tuple) -> None:
         self.ctx = recipe.build()
-        #: what a compiled resume function guards (``variables/contexts/context_trackers.py``)
+        #: what a compiled resume function guards (``variables/contexts.py``)
         self.key = key
         self.done = False
 

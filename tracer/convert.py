@@ -30,14 +30,13 @@ from .global_state import function_modes_supported
 from .output_graph import OutputGraph
 from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
+from .variables import iterators
 from .variables.base import VariableTracker, walk
-from .variables.constants.symbolic import SymNodeVariable
-from .variables.contexts.context_trackers import enter_carried
-from .variables.iterators import generator_restart
-from .variables.iterators.iterator_trackers import GeneratorVariable
-from .variables.modules.hook_handles import HOOK_TABLES
-from .variables.modules.module_params import BlockInput, input_order, plan_inputs
-from .variables.tensors.tensor import TensorVariable
+from .variables.constants import SymNodeVariable
+from .variables.contexts import enter_carried
+from .variables.iterators import GeneratorVariable
+from .variables.modules import HOOK_TABLES, BlockInput, input_order, plan_inputs
+from .variables.tensors import TensorVariable
 
 
 @dataclass
@@ -341,7 +340,7 @@ def _graph_outputs(values: list[VariableTracker]) -> list[torch.fx.Node]:
     through any tracker's fields (containers, iterators, bound methods, partials...), each once, in
     a stable order: everything the code after the graph may have to rebuild."""
     nodes: dict[torch.fx.Node, None] = {}
-    for vt in generator_restart.walk_live(values, descend=_rebuilt_from_fields):
+    for vt in iterators.walk_live(values, descend=_rebuilt_from_fields):
         if isinstance(vt, (TensorVariable, SymNodeVariable)) and vt.node.op != "placeholder":
             nodes[vt.node] = None
     return list(nodes)

@@ -43,10 +43,9 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from . import speculation
 from .exc import Rerun, Unsupported
 from .speculation import restore_rng, save_rng
-from .variables.constants.constant import ConstantVariable
-from .variables.constants.symbolic import SymNodeVariable
-from .variables.containers.builtin_containers import ListVariable
-from .variables.tensors.tensor import TensorVariable
+from .variables.constants import ConstantVariable, SymNodeVariable
+from .variables.containers import ListVariable
+from .variables.tensors import TensorVariable
 
 if TYPE_CHECKING:
     from bytecode import Instr

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .exc import Unsupported
-from .variables.iterators import generator_restart
-from .variables.iterators.iterator_trackers import GeneratorVariable
+from .variables import iterators
+from .variables.iterators import GeneratorVariable
 
 if TYPE_CHECKING:
     from .translator import FrameState, Translator
@@ -54,7 +54,7 @@ def unfinished(vt: Any) -> bool:
 def unrebuildable(vt: Any) -> bool:
     """One that rewritten code could not rebuild at a break now (``GeneratorVariable.reconstruct``
     would raise): unfinished, and started (one that has not is made again by a fresh call)."""
-    return unfinished(vt) and not generator_restart.restartable(vt)
+    return unfinished(vt) and not iterators.restartable(vt)
 
 
 def note(tx: Translator, index: int, saved: tuple) -> None:
@@ -99,7 +99,7 @@ def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> A
     births: list[Birth] = [b for b in tx.output.iterator_births if b.tx is tx]
     if not births:
         return None
-    live = {id(vt) for vt in generator_restart.walk_live(live_values(frames))}
+    live = {id(vt) for vt in iterators.walk_live(live_values(frames))}
     birth = next((b for b in births if id(b.iterator) in live and unrebuildable(b.iterator)), None)
     if birth is None:
         return None

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .code_reader import parameters
+from .variables import iterators
 from .variables.base import VariableTracker
-from .variables.constants.constant import ConstantVariable
-from .variables.containers.builtin_containers import TupleVariable
-from .variables.iterators import generator_restart
-from .variables.iterators.iterator_trackers import GeneratorVariable
+from .variables.constants import ConstantVariable
+from .variables.containers import TupleVariable
+from .variables.iterators import GeneratorVariable
 
 if TYPE_CHECKING:
     from ..codegen.emit import Codegen
@@ -74,18 +74,18 @@ def _recipe(vt: Any) -> tuple[Any, list, list] | None:
     ``times=None``), which must then be known constants."""
     if not isinstance(vt, GeneratorVariable) or vt.source is not None:
         return None
-    if not generator_restart.restartable(vt):
+    if not iterators.restartable(vt):
         return None
     frame = vt.frame
-    target = generator_restart.c_function(vt)
-    defaults = generator_restart.defaults(frame.fn) if target is not None else {}
+    target = iterators.c_function(vt)
+    defaults = iterators.defaults(frame.fn) if target is not None else {}
 
     def holds_default(name: str, value: VariableTracker) -> bool:
         if name not in defaults:
             return False
         if not value.is_python_constant():
             raise _Unwritable
-        return generator_restart.is_default(defaults, name, value.as_python_constant())
+        return iterators.is_default(defaults, name, value.as_python_constant())
 
     def spread(value: VariableTracker) -> list:
         if isinstance(value, TupleVariable):
@@ -97,7 +97,7 @@ def _recipe(vt: Any) -> tuple[Any, list, list] | None:
     params = parameters(frame.code)
     values = [frame.symbolic_locals[name] for name, _ in params]
     try:
-        args, kwargs = generator_restart.call_arguments(params, values, holds_default, spread)
+        args, kwargs = iterators.call_arguments(params, values, holds_default, spread)
     except _Unwritable:
         return None
     return (target if target is not None else vt.maker), args, kwargs
@@ -117,4 +117,4 @@ def _only_holder(
     others += [value for _, _, value in effects.attr_stores.values()]
     others += [*effects.global_stores.values(), *effects.cell_stores.values()]
     others += [*effects.mutated.values(), *effects.new_objects.values()]
-    return all(vt is not target for vt in generator_restart.walk_live(others))
+    return all(vt is not target for vt in iterators.walk_live(others))

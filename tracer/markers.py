@@ -16,7 +16,7 @@
 The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
 sets the attributes below; torch's markers are read from the attributes torch sets and from
 ``torch._dynamo.trace_rules`` (only once torch has imported it). The tracer's side, what a call of
-a marked function becomes, is ``variables/functions/marked_calls.py``: this module imports nothing
+a marked function becomes, is ``variables/functions.py``: this module imports nothing
 of the tracer, so that ``import bytegraph`` loads the tracer only at the first compile.
 """
 

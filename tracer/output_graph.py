@@ -32,10 +32,9 @@ from .graph_naming import augmented_target, graph_constant, graph_target
 from .shapes import DynamicPolicy, ShapeTracker, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
-from .variables.constants.constant import ConstantVariable
-from .variables.constants.symbolic import SYMBOLIC_TYPES, SymNodeVariable
-from .variables.containers.builtin_containers import ListVariable, TupleVariable
-from .variables.tensors.tensor import TensorVariable
+from .variables.constants import SYMBOLIC_TYPES, ConstantVariable, SymNodeVariable
+from .variables.containers import ListVariable, TupleVariable
+from .variables.tensors import TensorVariable
 
 if TYPE_CHECKING:
     from .translator import Translator

@@ -43,9 +43,9 @@ from .output_graph import OutputGraph
 from .shapes import is_data_dependent_guard
 from .variables import builder, dispatch
 from .variables.base import RUNNING, VariableTracker
-from .variables.constants.constant import ConstantVariable
-from .variables.containers.builtin_containers import DictVariable, TupleVariable
-from .variables.functions.cells import ClosureCellVariable
+from .variables.constants import ConstantVariable
+from .variables.containers import DictVariable, TupleVariable
+from .variables.functions import ClosureCellVariable
 
 #: Inlining deeper than this is treated as unsupported recursion.
 MAX_INLINE_DEPTH = 32

@@ -14,7 +14,7 @@ import weakref
 import torch
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.guards.epoch import WatchedDict
-from bytegraph.tracer.variables.modules.module_params import ParameterBlock
+from bytegraph.tracer.variables.modules import ParameterBlock
 from torch import nn
 
 import bytegraph

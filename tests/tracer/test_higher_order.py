@@ -1,6 +1,6 @@
 """torch's higher-order functions called with a function made in the trace (Mamba's
 ``associative_scan(combine_fn, ...)`` inside its forward): one graph node when the function is
-pure, a graph break otherwise (``tracer/variables/torch_calls/higher_order.py``)."""
+pure, a graph break otherwise (``tracer/variables/torch_calls.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from bytegraph.tracer.variables.torch_calls import scans
+from bytegraph.tracer.variables import torch_calls
 from difftest import assert_same, check
 
 import bytegraph
@@ -47,7 +47,7 @@ def test_associative_scan_with_a_closure_breaks():
     assert_same(compiled(a, 2.0), fn(a, 2.0))
 
 
-# -- the scan without vmap (``variables/torch_calls/scans.py``) ------------------------------------
+# -- the scan without vmap (``variables/torch_calls.py``) ------------------------------------
 # Each case runs ``elementwise_scan`` and torch's ``associative_scan`` on equal inputs and requires
 # equal results (bit for bit: the same operations in the same order) and equal gradients, and
 # counts whether the vmap-free path ran.
@@ -89,13 +89,13 @@ def _leaves(n, shape, dtype=torch.float32, grad=False):
 def fast_runs(monkeypatch):
     """How many times the vmap-free path ran (torch's own path never goes through ``scans``)."""
     runs = [0]
-    original = scans.generic_associative_scan
+    original = torch_calls.generic_associative_scan
 
     def counted(*args, **kwargs):
         runs[0] += 1
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(scans, "generic_associative_scan", counted)
+    monkeypatch.setattr(torch_calls, "generic_associative_scan", counted)
     return runs
 
 
@@ -129,7 +129,7 @@ def test_elementwise_scan_equals_torchs(
     count = 1 if structure == "one" else 2
     ours_in = _leaves(count, shape, dtype, grad)
     theirs_in = [t.detach().clone().requires_grad_(grad) for t in ours_in]
-    ours = scans.elementwise_scan(
+    ours = torch_calls.elementwise_scan(
         combine, _xs(structure, ours_in), dim, reverse=reverse, combine_mode="generic"
     )
     theirs = associative_scan(
@@ -151,7 +151,7 @@ def test_elementwise_scan_equals_torchs(
 
 def test_leaves_of_different_shapes_keep_vmap(fast_runs):
     a, b = torch.rand(5, 1), torch.rand(5, 3)
-    ours = scans.elementwise_scan(_pairs, (a, b), 0, combine_mode="generic")
+    ours = torch_calls.elementwise_scan(_pairs, (a, b), 0, combine_mode="generic")
     theirs = associative_scan(_pairs, (a, b), 0, combine_mode="generic")
     assert fast_runs[0] == 0
     for x, y in zip(ours, theirs, strict=True):
@@ -172,7 +172,7 @@ def test_leaves_of_different_shapes_keep_vmap(fast_runs):
 def test_arguments_off_the_fast_path_behave_as_torchs(fast_runs, args, kwargs):
     """Whatever torch does with them (an error, or a result, depending on its release), the
     scan does the same, through torch's own implementation."""
-    assert _outcome(scans.elementwise_scan, *args, **kwargs) == _outcome(
+    assert _outcome(torch_calls.elementwise_scan, *args, **kwargs) == _outcome(
         associative_scan, *args, **kwargs
     )
     assert fast_runs[0] == 0

@@ -1,4 +1,4 @@
-"""Lists reached from inputs are read lazily (``variables/containers/lazy_list.py``): appending
+"""Lists reached from inputs are read lazily (``variables/containers.py``): appending
 to one guards nothing of its contents, reading it guards its length and items as before."""
 
 from __future__ import annotations

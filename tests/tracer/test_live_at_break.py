@@ -33,7 +33,7 @@ def test_a_slice_argument():
 
 
 # -- iterators made in the trace, live at a break: rebuilt as the real object, which the resume
-# function's trace reads back (``variables/iterators/iterator_inputs.py``) -------------------------
+# function's trace reads back (``variables/iterators.py``) -------------------------
 # Before: the resume function could not iterate the real object (one more break per call, or the
 # whole call in Python). torch.compile's counts: the same or, where it skips the resume frame
 # (zip, filter, list/reversed iterators), 1 graph 0 breaks with the code after the break run in
@@ -367,7 +367,7 @@ def test_a_closure_sharing_a_written_cell_across_a_break(fn, counts, dynamo):
 
 # -- generators made in the trace, live at a break (before: the whole call in Python, 0 graphs) ----
 # One that has not started is made again at the break by calling its function on its arguments
-# (``variables/iterators/generator_restart.py``); one that has started cannot be rebuilt (its
+# (``variables/iterators.py``); one that has started cannot be rebuilt (its
 # frame is half run), so the break is taken where it was made (rolled back,
 # ``tracer/iterator_rollback.py``).
 # Either way the resume function gets the real generator and takes its items in Python (one break

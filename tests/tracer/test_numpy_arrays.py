@@ -1,4 +1,4 @@
-"""NumPy arrays traced through ``torch._numpy`` (``tracer/variables/tensors/numpy_arrays.py``)."""
+"""NumPy arrays traced through ``torch._numpy`` (``tracer/variables/tensors.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The operator registry (``variables/operations/operators.py``): every operator the opcodes and the
+"""The operator registry (``variables/operations.py``): every operator the opcodes and the
 ``operator`` module reach is declared once, with its rules; and differential tests of the operators
 whose handling the registry brought together (``not``, ``operator.truth``/``is_``/``contains``/
 ``setitem`` called directly, the reflected and in-place forms)."""
@@ -9,8 +9,8 @@ import operator
 
 import torch
 from bytegraph.tracer.opcodes import arith
-from bytegraph.tracer.variables.operations import operators
-from bytegraph.tracer.variables.operations.operators import OPERATORS
+from bytegraph.tracer.variables import operations
+from bytegraph.tracer.variables.operations import OPERATORS
 from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
@@ -27,20 +27,20 @@ def test_every_operator_of_the_opcodes_is_declared_with_rules():
 
 
 def test_binary_operators_declare_reflected_and_in_place_forms():
-    for op in operators.BINARY:
+    for op in operations.BINARY:
         declared = OPERATORS[op]
         stem = op.__name__.rstrip("_")
         assert declared.reflected == f"__r{stem}__"
         assert declared.dunder in (f"__{stem}__", None)
         in_place = getattr(operator, f"i{stem}")
         assert OPERATORS[in_place].kind == "inplace" and OPERATORS[in_place].binary is op
-    assert {OPERATORS[op].binary for op in operators.INPLACE} == set(operators.BINARY)
+    assert {OPERATORS[op].binary for op in operations.INPLACE} == set(operations.BINARY)
 
 
 def test_a_rule_registers_once_per_operator():
-    rule = operators.operator_rule(operator.add)
+    rule = operations.operator_rule(operator.add)
     try:
-        rule(operators.tensors)
+        rule(operations.tensor_operator)
     except AssertionError:
         pass
     else:

@@ -1,4 +1,4 @@
-"""torch.optim traced (``variables/torch_calls/optimizers.py``) and the pieces it needs:
+"""torch.optim traced (``variables/torch_calls.py``) and the pieces it needs:
 tensor-keyed input dicts, ``Tensor.grad`` stores, weak reference calls, ``f.__get__``,
 ``record_function`` guarded on the profiler, foreach ops with a scalars tensor."""
 

@@ -1,4 +1,4 @@
-"""Objects created during the trace (``variables/objects/new_objects.py``) and attribute stores
+"""Objects created during the trace (``variables/objects.py``) and attribute stores
 (``store_attribute``): what is built, what escapes, what is replayed, what breaks."""
 
 from __future__ import annotations

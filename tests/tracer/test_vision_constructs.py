@@ -307,13 +307,13 @@ class EncoderOutput(BaseOutput):
 
 
 def test_ordered_dict_output_classes_are_made_in_the_trace(monkeypatch):
-    """The tracer knows diffusers' ``BaseOutput`` by name (``model_output.MODEL_OUTPUT_BASES``);
+    """The tracer knows diffusers' ``BaseOutput`` by name (``containers.MODEL_OUTPUT_BASES``);
     this copy of it is registered the same way, so the test runs without diffusers."""
-    from bytegraph.tracer.variables.containers import model_output
+    from bytegraph.tracer.variables import containers
 
-    bases = model_output.MODEL_OUTPUT_BASES | {(__name__, "BaseOutput")}
-    monkeypatch.setattr(model_output, "MODEL_OUTPUT_BASES", bases)
-    monkeypatch.setattr(model_output, "_DIFFUSERS_BASE", (__name__, "BaseOutput"))
+    bases = containers.MODEL_OUTPUT_BASES | {(__name__, "BaseOutput")}
+    monkeypatch.setattr(containers, "MODEL_OUTPUT_BASES", bases)
+    monkeypatch.setattr(containers, "_DIFFUSERS_BASE", (__name__, "BaseOutput"))
 
     def fn(x):
         out = DecoderOutput(sample=x * 2)

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 from bytecode import BinaryOp, Compare, Instr
 
 from ..exc import Unsupported
-from ..variables import dispatch
+from ..variables import containers, dispatch
 from ..variables.base import VariableTracker
-from ..variables.constants.constant import ConstantVariable
-from ..variables.constants.slices import make_slice
-from ..variables.containers.builtin_containers import TupleVariable
-from . import handler
+from ..variables.constants import ConstantVariable, make_slice
+from ..variables.containers import TupleVariable
 from .control import bool_operand, truth_operand
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -133,7 +132,7 @@ def store_subscr(tx: Translator, inst: Instr) -> None:
 def delete_subscr(tx: Translator, inst: Instr) -> None:
     """(container key --)  del container[key]"""
     key, obj = tx.pop(), tx.pop()
-    dispatch.call_container_method(tx, obj, "__delitem__", [key], {})
+    containers.call_method(tx, obj, "__delitem__", [key], {})
 
 
 @handler("BINARY_SLICE", pops=3)

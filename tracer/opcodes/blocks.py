@@ -15,13 +15,8 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import OPNAMES
-from ..variables.contexts import (  # noqa: F401 (register their kinds)
-    carried_contexts,
-    generator_contexts,
-    state_contexts,
-)
-from ..variables.contexts.context_trackers import ContextExitVariable, as_context
-from . import handler, unsupported
+from ..variables.contexts import ContextExitVariable, as_context
+from .registry import handler, unsupported
 
 if TYPE_CHECKING:
     from ..translator import Translator

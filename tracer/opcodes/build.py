@@ -10,19 +10,18 @@ from bytecode import Instr
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constants.constant import ConstantVariable
-from ..variables.constants.slices import make_slice
-from ..variables.containers.builtin_containers import (
+from ..variables.constants import ConstantVariable, make_slice
+from ..variables.containers import (
     DictVariable,
     ListVariable,
     SetRecipe,
     SetVariable,
     TupleVariable,
     hash_key,
+    real_iterable,
     recipe_part,
 )
-from ..variables.containers.container_methods import real_iterable
-from . import handler
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

@@ -16,9 +16,9 @@ from ...codegen.pyversion import MAKE_FUNCTION_TAKES_FLAGS, NULL_ABOVE_CALLABLE
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import NULL, VariableTracker
-from ..variables.containers.builtin_containers import DictVariable
-from ..variables.functions.callables import NestedFunctionVariable
-from . import handler
+from ..variables.containers import DictVariable
+from ..variables.functions import NestedFunctionVariable
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

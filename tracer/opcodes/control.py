@@ -21,11 +21,10 @@ from .. import deferred_checks
 from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constants.constant import ConstantVariable
-from ..variables.constants.symbolic import SymNodeVariable
-from ..variables.iterators.iterator_trackers import GeneratorVariable, IteratorVariable, Yielded
-from ..variables.tensors.tensor import TensorBoolVariable, TensorTruthVariable, TensorVariable
-from . import handler
+from ..variables.constants import ConstantVariable, SymNodeVariable
+from ..variables.iterators import GeneratorVariable, IteratorVariable, Yielded
+from ..variables.tensors import TensorBoolVariable, TensorTruthVariable, TensorVariable
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

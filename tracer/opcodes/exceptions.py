@@ -24,14 +24,10 @@ from ...codegen.exception_table import Entry, covering
 from ..exc import PythonError, TracedException, Unsupported
 from ..variables import dispatch
 from ..variables.base import IdentityKey, VariableTracker
-from ..variables.constants.constant import ConstantVariable
-from ..variables.objects.exceptions import (
-    ExceptionVariable,
-    is_simple_exception,
-    keyword_attributes,
-)
-from . import handler
+from ..variables.constants import ConstantVariable
+from ..variables.objects import ExceptionVariable, is_simple_exception, keyword_attributes
 from .load_store import load_deref
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

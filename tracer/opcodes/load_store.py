@@ -18,12 +18,11 @@ from ...guards.sources import ModuleGlobalSource
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import NULL
-from ..variables.functions.cells import ClosureCellVariable, LocalCellVariable, SavedCellVariable
-from ..variables.objects.attribute_stores import delete_attribute
-from ..variables.objects.classes import SuperVariable
-from ..variables.torch_calls.autograd_function import FunctionCtxVariable
-from . import handler
+from ..variables.functions import ClosureCellVariable, LocalCellVariable, SavedCellVariable
+from ..variables.objects import SuperVariable, delete_attribute
+from ..variables.torch_calls import FunctionCtxVariable
 from .calls import push_callable
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

@@ -14,9 +14,9 @@ from bytecode import Instr
 
 from ..polyfills import matching
 from ..variables import dispatch
-from ..variables.constants.constant import ConstantVariable
-from ..variables.functions.callables import BuiltinVariable, UserFunctionVariable
-from . import handler
+from ..variables.constants import ConstantVariable
+from ..variables.functions import BuiltinVariable, UserFunctionVariable
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ..variables.base import NULL
-from . import handler
+from .registry import handler
 
 if TYPE_CHECKING:
     from ..translator import Translator

@@ -48,7 +48,7 @@ def cache(user_function, /):
 
 def cache_wrapper(user_function, maxsize, typed):
     """The wrapper ``lru_cache`` makes (run as it is in Python; the tracer has a call rule for
-    it, ``functions/memoized.py``)."""
+    it, ``functions.py``)."""
     wrapper = functools._lru_cache_wrapper(user_function, maxsize, typed, functools._CacheInfo)
     wrapper.cache_parameters = lambda: {"maxsize": maxsize, "typed": typed}
     return functools.update_wrapper(wrapper, user_function)

@@ -1,8 +1,8 @@
-"""The trackers: one package per family of values (see docs/architecture.md).
+"""The trackers: one module per family of values (see docs/architecture.md).
 
-The dispatcher and the trackers import each other. Loading ``constants.constant`` first (which
-loads the dispatcher once its own classes exist) gives every module that imports a tracker the
-same working order, whichever tracker it names first.
+Layered bottom up, each module importing only those below it: ``base`` (the tracker protocol),
+``call_rules`` and ``dispatch`` (the rule tables), then ``constants``, ``tensors``, ``containers``,
+``live_inputs``, ``iterators``, ``functions``, ``objects``, ``modules``, ``contexts``,
+``distributed``, ``numpy_arrays``, ``torch_calls``, ``operations`` (the general rules of the
+protocol) and ``builder`` (real values into trackers).
 """
-
-from .constants import constant  # noqa: F401 (import order, see above)

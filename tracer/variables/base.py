@@ -2,9 +2,10 @@
 
 One subclass per kind of value (constant, tensor, container, function, module, object). The base
 contract is small: ``python_type``, ``is_python_constant``/``as_python_constant``, ``var_getattr``,
-``call_function``, ``call_method``, ``unpack`` and ``reconstruct(cg)``. Operator and builtin
-semantics live in ``dispatch.py``, not here. ``source`` says how to load the real value again (None
-when the value was created during the trace).
+``call_function``, ``call_method``, ``unpack`` and ``reconstruct(cg)``. What an operation means
+(a call, ``bool()``, ``iter()``...) is looked up in ``dispatch.py``'s rule table, not here;
+``type_lookup`` reads a class's attributes as CPython does, for every family. ``source`` says
+how to load the real value again (None when the value was created during the trace).
 """
 
 from __future__ import annotations
@@ -213,3 +214,27 @@ class NullVariable(VariableTracker):
 
 
 NULL = NullVariable()
+
+
+#: What ``type_lookup`` returns for a name no class of the MRO defines.
+MISSING: Any = object()
+
+# ``type``'s own descriptors: reading a class's MRO and namespace never runs metaclass code.
+_MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+
+
+def type_lookup(cls: type, name: str) -> Any:
+    """``name`` as ``_PyType_Lookup`` finds it: the first class of ``cls.__mro__`` defining it."""
+    for klass in _MRO.__get__(cls):
+        namespace = _CLASS_DICT.__get__(klass)
+        if name in namespace:
+            return namespace[name]
+    return MISSING
+
+
+def owner_index(cls: type, name: str) -> int:
+    """The position in ``cls.__mro__`` of the class defining ``name`` (which must exist)."""
+    for i, klass in enumerate(_MRO.__get__(cls)):
+        if name in _CLASS_DICT.__get__(klass):
+            return i
+    raise KeyError(name)

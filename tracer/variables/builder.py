@@ -34,11 +34,13 @@ from ...guards.sources import (
 )
 from ..context_runtime import ContextExit
 from ..exc import PythonError, Unsupported
+from . import modules
 from .base import IdentityKey, VariableTracker
-from .constants.constant import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable
-from .constants.slices import SliceVariable
-from .containers.builtin_containers import (
+from .constants import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable, SliceVariable
+from .containers import (
+    DequeVariable,
     DictVariable,
+    LazyListVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
@@ -48,34 +50,36 @@ from .containers.builtin_containers import (
     keys_modelled,
     ordered_keys,
 )
-from .containers.collection_types import DequeVariable
-from .containers.lazy_list import LazyListVariable
-from .contexts.context_trackers import wrap_context_exit
-from .contexts.state_contexts import wrap_context_object
-from .distributed.process_groups import is_distributed_value
-from .distributed.process_groups import wrap as wrap_distributed
-from .functions.callables import (
+from .contexts import wrap_context_exit, wrap_context_object
+from .distributed import is_distributed_value
+from .distributed import wrap as wrap_distributed
+from .functions import (
+    LRU_CACHE_WRAPPER,
     REBUILT,
     BuiltinVariable,
+    ClosureCellVariable,
+    MemoizedFunctionVariable,
     PartialVariable,
     UserFunctionVariable,
 )
-from .functions.cells import ClosureCellVariable
-from .functions.memoized import LRU_CACHE_WRAPPER, MemoizedFunctionVariable
-from .iterators.iterator_inputs import wrap_input_iterator
+from .iterators import wrap_input_iterator
 from .live_inputs import bound_container_method, wrap_live_input
-from .modules import hook_handles
-from .modules.nn_modules import NNModuleVariable
-from .objects.classes import ClassVariable
-from .objects.existing_objects import CFunctionVariable, PythonModuleVariable, UserObjectVariable
-from .objects.new_objects import plain_tuple_subclass
-from .operations.builtin_calls import MATH_FNS, OPERATOR_FNS
-from .tensors.numpy_arrays import is_numpy_array, is_numpy_scalar, wrap_array
-from .tensors.tensor import is_tensor_method
-from .torch_calls.torch_functions import TorchVariable
+from .modules import NNModuleVariable
+from .numpy_arrays import wrap_array
+from .objects import (
+    CFunctionVariable,
+    ClassVariable,
+    PythonModuleVariable,
+    UserObjectVariable,
+    plain_tuple_subclass,
+)
+from .operations import MATH_FNS, OPERATOR_FNS
+from .tensors import is_tensor_method
+from .torch_calls import TorchVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
+from .numpy_arrays import is_numpy_array, is_numpy_scalar
 
 _BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_FNS] if callable(v)}
 
@@ -87,7 +91,7 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         return wrap_static(tx, value)
     output = tx.output
     if output.side_effects.hook_removals:
-        hook_handles.check_fresh_value(tx, value)
+        modules.check_fresh_value(tx, value)
     known = output.wrapped.get(id(value))
     if (
         known is not None

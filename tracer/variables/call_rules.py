@@ -121,3 +121,19 @@ def unwrap_torch(fn: Any) -> Any:
             return fn
         fn = fn.__wrapped__
     return fn
+
+
+# -- builtins --------------------------------------------------------------------------------------
+#: What calling a builtin function means where folding it on constants is not enough, called with
+#: the trackers of its arguments: ``impl(tx, *args, **kwargs)``. Reached through ``call_builtin``.
+BuiltinImpl = Callable[..., "VariableTracker"]
+BUILTINS: dict[Any, BuiltinImpl] = {}
+
+
+def builtin(*fns: Any) -> Callable[[BuiltinImpl], BuiltinImpl]:
+    def register(impl: BuiltinImpl) -> BuiltinImpl:
+        for fn in fns:
+            BUILTINS[fn] = impl
+        return impl
+
+    return register

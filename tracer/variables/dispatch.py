@@ -1,58 +1,81 @@
-"""Operator and builtin semantics, keyed by the operation and the kinds of its operands.
+"""The operation protocol: what the opcodes and any tracker may ask of a value, and its rule table.
 
-The opcode handlers only say *which* operation runs (``operator.add``, ``len``, a call, a truth
-test); this module decides what it means: fold it when every operand is a Python constant, record a
-graph node when a tensor is involved, inline a user ``__dunder__`` method, or raise ``Unsupported``.
-Operators (``a + b``, ``a[k]``, ``not a``) have their table and rules in ``operators.py``;
-``bool()``, ``is`` and ``in`` are answered in ``truth.py``; both are reached through the names here.
+Each operation below (a call, a truth test, ``iter()``, an attribute read...) looks up the rule
+registered for the type of the tracker it is asked about, nearest class of its MRO first, and
+otherwise the operation's general rule. Families register rules with ``@rule(operation, *types)``
+(no type: the general rule, registered by the family that owns the operation's meaning, mostly
+``operations.py``). This module imports only ``base``: every family can ask for an operation of a
+family above it, and the lookup is the only thing that knows who answers.
+
+    @dispatch.rule("get_iter", IteratorVariable)
+    def _iterator_itself(tx, value):
+        return value
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import types
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import torch
-
-from .. import markers, polyfills
-from ..exc import PythonError, Unsupported
-from . import call_rules
 from .base import VariableTracker
-from .constants.constant import ConstantVariable
-from .containers import container_methods, dict_views
-from .containers.builtin_containers import DictVariable
-from .functions import class_factories  # noqa: F401 (registers its call rules)
-from .functions.callables import BuiltinVariable, MethodCallVariable, UserFunctionVariable
-from .iterators import builtin_iterators
-from .iterators.iterator_trackers import IteratorVariable
-from .modules.nn_modules import MODULE_MEMBER_METHODS, NNModuleVariable
-from .objects import attribute_stores, new_objects, type_new  # noqa: F401 (registration)
-from .objects.classes import ClassVariable
-from .objects.existing_objects import UserObjectVariable
-from .operations import builtin_calls
-from .operations.equality import contains as contains
-from .operations.operators import OPERATORS as OPERATORS
-from .operations.operators import call_operator as call_operator
-from .operations.operators import getitem as getitem
-from .operations.operators import setitem as setitem
-from .operations.truth import is_none as is_none
-from .operations.truth import is_same as is_same
-from .operations.truth import truth as truth
-from .tensors import numpy_arrays
-from .tensors.tensor import TensorVariable
-from .torch_calls.torch_functions import TorchVariable
 
 if TYPE_CHECKING:
     from ..translator import Translator
 
-sort_order = builtin_calls.sort_order
-call_builtin = builtin_calls.call_builtin
-construct = new_objects.construct
-store_attr = attribute_stores.store_attribute
-namedtuple_attribute = new_objects.namedtuple_attribute
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: operation -> tracker class -> rule; ``VariableTracker`` holds the general rule.
+RULES: dict[str, dict[type, Callable[..., Any]]] = {
+    name: {}
+    for name in (
+        "call",
+        "iterate",
+        "get_iter",
+        "truth",
+        "is_none",
+        "is_same",
+        "contains",
+        "call_operator",
+        "call_builtin",
+        "getitem",
+        "setitem",
+        "getattr",
+        "store_attr",
+        "construct",
+        "sort_order",
+        "namedtuple_attribute",
+    )
+}
+_FOUND: dict[tuple[str, type], Callable[..., Any]] = {}
+
+
+def rule(operation: str, *types: type) -> Callable[[F], F]:
+    """Registers the decorated function as what ``operation`` does on trackers of ``types`` (and
+    their subclasses without a rule of their own); with no type, as its general rule."""
+
+    def register(fn: F) -> F:
+        table = RULES[operation]
+        for cls in types or (VariableTracker,):
+            assert cls not in table, f"{operation} has a rule for {cls.__name__} already"
+            table[cls] = fn
+        _FOUND.clear()
+        return fn
+
+    return register
+
+
+def lookup(operation: str, cls: type) -> Callable[..., Any]:
+    """The rule of ``operation`` for trackers of class ``cls``."""
+    try:
+        return _FOUND[operation, cls]
+    except KeyError:
+        pass
+    table = RULES[operation]
+    found = next((table[c] for c in cls.__mro__ if c in table), None)
+    if found is None:
+        raise LookupError(f"no rule for {operation} on {cls.__name__}: its family is not loaded")
+    _FOUND[operation, cls] = found
+    return found
 
 
 def call(
@@ -61,114 +84,18 @@ def call(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """Any call the bytecode makes. A callable with a registered substitute
-    (``markers.substitute_for``) runs its Python polyfill instead; one with an entry in
-    ``call_rules`` (bytegraph's polyfills of C builtins among them) is traced as the entry says;
-    an ``lru_cache``'d function runs the function it wraps."""
-    substitute = markers.substitute_for(_callee(fn))
-    if substitute is not None:
-        return _call_substitute(tx, substitute, args, kwargs)
-    target = _callable_value(fn)
-    if target is not None:
-        if numpy_arrays.is_numpy_callable(target):
-            return numpy_arrays.call_numpy(tx, target, args, kwargs)
-        rule = call_rules.lookup(target)
-        if rule is not None:
-            made = apply_rule(tx, rule, args, kwargs)
-            if made is not None:  # None: the entry declined this form of the call
-                return made
-        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
-            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
-    return fn.call_function(tx, args, kwargs)
-
-
-#: bytegraph's polyfills (``tracer/polyfills``, which knows no tracker) are substitute entries.
-for _target, _polyfill in polyfills.registry.POLYFILLS.items():
-    call_rules.register(
-        call_rules.CallRule(_target, substitute=_polyfill, owner=_polyfill.__module__)
-    )
-
-_LRU_WRAPPER = type(functools.lru_cache(None)(len))
-
-
-def apply_rule(
-    tx: Translator,
-    rule: call_rules.CallRule,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker | None:
-    """A call of ``rule.target`` as its entry in ``call_rules`` says (see there)."""
-    name = getattr(rule.target, "__name__", repr(rule.target))
-    if rule.handler is not None:
-        return rule.handler(tx, rule.target, args, kwargs)
-    if rule.substitute is not None:
-        return UserFunctionVariable(rule.substitute).call_function(tx, args, kwargs)
-    if rule.effect == "none":
-        return ConstantVariable(None)
-    if rule.effect == "python":
-        raise Unsupported(
-            "torch_effect",
-            f"{name}() has effects outside the graph",
-            hint="call it outside the compiled function",
-        )
-    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
-        raise Unsupported("call", f"{name}() on non-constant arguments")
-    values = [a.as_python_constant() for a in args]
-    named = {k: v.as_python_constant() for k, v in kwargs.items()}
-    return ConstantVariable(rule.target(*values, **named))
-
-
-def _callable_value(fn: VariableTracker) -> Any:
-    """The real callable a tracker stands for, when it is one (a class, a C function)."""
-    if isinstance(fn, BuiltinVariable):
-        return fn.fn
-    if isinstance(fn, TorchVariable):  # ``torch.is_tensor``: torch's own Python helpers
-        return fn.value
-    if isinstance(fn, (ClassVariable, UserObjectVariable)):
-        return fn.value
-    if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:
-        return fn.fn
-    if isinstance(fn, ConstantVariable) and isinstance(fn.value, types.BuiltinMethodType):
-        return fn.value  # a C method read from a constant (``(7).__subclasshook__``)
-    return None
-
-
-def _callee(fn: VariableTracker) -> Any:
-    """The real callable behind ``fn`` where the trace knows it (a constant or a real object)."""
-    if fn.is_python_constant():
-        return fn.as_python_constant()
-    return fn.value if isinstance(fn, UserObjectVariable) else None
-
-
-def _call_substitute(
-    tx: Translator,
-    substitute: markers.Substitute,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    values = [*args, *kwargs.values()]
-    if substitute.can_constant_fold_through and all(v.is_python_constant() for v in values):
-        try:
-            result = substitute.original(
-                *[a.as_python_constant() for a in args],
-                **{k: v.as_python_constant() for k, v in kwargs.items()},
-            )
-        except Exception:  # it raises: trace the polyfill, which raises the same in the trace
-            pass
-        else:
-            return tx.fold(result)
-    return UserFunctionVariable(substitute.polyfill).call_function(tx, args, kwargs)
+    """Any call the bytecode makes (the call-rule table first, then the tracker's own)."""
+    return lookup("call", type(fn))(tx, fn, args, kwargs)
 
 
 def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     """The items of an iterable whose length is known at trace time."""
-    if isinstance(value, IteratorVariable):
-        return value.unpack(tx)
-    if isinstance(value, DictVariable):
-        return value.unpack(tx)
-    if _user_iter(value):
-        return get_iter(tx, value).unpack(tx)
-    return value.unpack(tx)
+    return lookup("iterate", type(value))(tx, value)
+
+
+def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
+    """``iter(value)``: an iterator tracker."""
+    return lookup("get_iter", type(value))(tx, value)
 
 
 def each_item(tx: Translator, value: VariableTracker) -> Iterator[VariableTracker]:
@@ -180,51 +107,75 @@ def each_item(tx: Translator, value: VariableTracker) -> Iterator[VariableTracke
         yield item
 
 
-def get_iter(tx: Translator, value: VariableTracker) -> IteratorVariable:
-    """``iter(value)``: builtin containers give CPython-like iterators
-    (``iterators/builtin_iterators.py``: lists are iterated live, dicts and sets are watched for
-    changes), user ``__iter__`` methods are inlined (a generator one stays lazy)."""
-    if isinstance(value, IteratorVariable):
-        return value
-    if isinstance(value, dict_views.DictViewVariable):
-        return builtin_iterators.dict_iter(value.dict_vt, value.kind)
-    made = builtin_iterators.make_iter(tx, value)
-    if made is not None:
-        return made
-    if _user_iter(value):
-        result = value.call_method(tx, "__iter__", [], {})
-        if not isinstance(result, IteratorVariable):
-            raise Unsupported(
-                "python_error", f"__iter__ of {value} returned {result}, not an iterator"
-            )
-        return result
-    error = container_methods.not_iterable(value)
-    if error is not None:
-        raise PythonError(error)
-    return IteratorVariable(iterate(tx, value))
+def truth(tx: Translator, value: VariableTracker) -> bool:
+    """``bool(value)`` where the trace needs its answer (a jump, ``not``)."""
+    return lookup("truth", type(value))(tx, value)
 
 
-def _user_iter(value: VariableTracker) -> bool:
-    """A user object whose class defines ``__iter__`` in Python (modules have their own
-    iteration)."""
-    if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
-        return False
-    return isinstance(
-        inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType
-    )
+def is_none(tx: Translator, value: VariableTracker) -> bool:
+    """``value is None``."""
+    return lookup("is_none", type(value))(tx, value)
+
+
+def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """``lhs is rhs``."""
+    return lookup("is_same", type(lhs))(tx, lhs, rhs)
+
+
+def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    """``item in container``."""
+    return lookup("contains", type(container))(tx, container, item)
+
+
+def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``op(*args)`` for an ``operator`` function (its rules: the operator registry)."""
+    return lookup("call_operator", VariableTracker)(tx, op, args)
+
+
+def call_builtin(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """A call of the builtin ``fn`` (its rules: the builtin registry)."""
+    return lookup("call_builtin", VariableTracker)(tx, fn, args, kwargs)
+
+
+def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
+    """``obj[key]``."""
+    return lookup("getitem", type(obj))(tx, obj, key)
+
+
+def setitem(
+    tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
+) -> None:
+    """``obj[key] = value``."""
+    lookup("setitem", type(obj))(tx, obj, key, value)
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
-    if isinstance(obj, TensorVariable) and name == "numpy" and numpy_arrays.np is not None:
-        return numpy_arrays.TensorNumpyMethod(obj)
-    if (
-        isinstance(obj, NNModuleVariable)
-        and name in MODULE_MEMBER_METHODS
-        and getattr(type(obj.value), name, None) is getattr(torch.nn.Module, name)
-    ):
-        return MethodCallVariable(obj, name)
-    return obj.var_getattr(tx, name)
+    """``obj.name``."""
+    return lookup("getattr", type(obj))(tx, obj, name)
 
 
-# -- methods of lists, dicts, sets, tuples ---------------------------------------------------------
-call_container_method = container_methods.call_method
+def store_attr(tx: Translator, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``obj.name = value``."""
+    lookup("store_attr", type(obj))(tx, obj, name, value)
+
+
+def construct(
+    tx: Translator,
+    cls: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a class tracker."""
+    return lookup("construct", type(cls))(tx, cls, args, kwargs)
+
+
+def sort_order(tx: Translator, *args: Any) -> list[int]:
+    """The order ``sorted`` gives items (see its rule)."""
+    return lookup("sort_order", VariableTracker)(tx, *args)
+
+
+def namedtuple_attribute(tx: Translator, tup: VariableTracker, name: str) -> VariableTracker:
+    """A field or method of a namedtuple."""
+    return lookup("namedtuple_attribute", type(tup))(tx, tup, name)

@@ -27,14 +27,16 @@ import torch
 
 from ...guards.sources import AttrSource, ChainedSource, Source
 from .base import VariableTracker
-from .constants.constant import LITERAL_TYPES, ConstantVariable
-from .containers.builtin_containers import (
+from .constants import LITERAL_TYPES, ConstantVariable
+from .containers import (
+    _ORDERED_VIEW_TYPES,
+    _VIEW_TYPES,
     BoundMethodVariable,
     DictVariable,
+    DictViewVariable,
     ListVariable,
     SetVariable,
 )
-from .containers.dict_views import _ORDERED_VIEW_TYPES, _VIEW_TYPES, DictViewVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Emitter

@@ -1,11 +1,5 @@
-"""``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
-shapes/dtypes/devices).
-
-Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
-method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
-symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
-``TensorMethodVariable`` is ``t.relu`` before it is called; ``TensorTruthVariable`` is ``bool(t)``
-that a conditional jump is about to read (3.13).
+"""Tensors in the graph: ``TensorVariable``, its methods and attributes, and what converts a
+tensor to a Python value (a graph break where the value is data).
 """
 
 from __future__ import annotations
@@ -17,14 +11,24 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ....guards.sources import AttrSource, Source, TypeSource
-from ...exc import PythonError, Unsupported
-from ..base import BoundAttributeVariable, VariableTracker
-from ..constants.constant import ConstantVariable
+from ...guards.sources import AttrSource, Source, TypeSource
+from ..exc import PythonError, Unsupported
+from .base import BoundAttributeVariable, VariableTracker
+from .constants import ConstantVariable
 
 if TYPE_CHECKING:
-    from ....codegen.emit import Codegen
-    from ...translator import Translator
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+# ``TensorVariable``: a tensor in the graph (an FX node plus its fake value for
+# shapes/dtypes/devices).
+#
+# Metadata reads (``shape``, ``dtype``, ``ndim``...) are answered from the fake value, as constants;
+# method calls become ``call_method`` nodes; ``item()``/``int(t)``/``float(t)`` become unbacked
+# symbolic numbers; other conversions to Python values (``tolist``, ``bool(t)``) are graph breaks.
+# ``TensorMethodVariable`` is ``t.relu`` before it is called; ``TensorTruthVariable`` is ``bool(t)``
+# that a conditional jump is about to read (3.13).
 
 #: Attributes answered from the fake tensor as constants.
 CONSTANT_ATTRS = frozenset(

@@ -1,13 +1,13 @@
 """NumPy arrays traced through torch ops, as torch.compile traces them.
 
 ``x.numpy()`` gives a ``NumpyArrayVariable`` over the very tensor ``x`` (they share memory, so an
-in-place change of either is seen by the other). NumPy functions (``np.sin``, ``np.sum``...), array
-methods, attributes and operators become graph nodes running ``torch._numpy`` (NumPy's API written
-over tensors) on the tensors: a ``NumpyCall`` node converts its tensor arguments to
-``torch._numpy.ndarray``, calls the function and hands back tensors. ``torch.from_numpy(a)`` is the
-array's tensor again. An array leaving the graph is made with ``tensor.numpy()``; a 0-d result of
-a NumPy function leaves as the NumPy scalar NumPy returns (``np.float32``). What ``torch._numpy``
-cannot do fails on the fake tensors: a graph break, the code runs in NumPy.
+in-place change of either is seen by the other). NumPy functions (``np.sin``, ``np.sum``...),
+array methods, attributes and operators become graph nodes running ``torch._numpy`` (NumPy's API
+written over tensors) on the tensors: a ``NumpyCall`` node converts its tensor arguments to
+``torch._numpy.ndarray``, calls the function and hands back tensors. ``torch.from_numpy(a)`` is
+the array's tensor again. An array leaving the graph is made with ``tensor.numpy()``; a 0-d result
+of a NumPy function leaves as the NumPy scalar NumPy returns (``np.float32``). What
+``torch._numpy`` cannot do fails on the fake tensors: a graph break, the code runs in NumPy.
 """
 
 from __future__ import annotations
@@ -18,17 +18,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.fx
 
-from ....guards.sources import AttrSource, NumpyTensorSource, Source
-from ...exc import PythonError, Unsupported
-from ..base import VariableTracker
-from ..constants.constant import ConstantVariable
-from ..containers.builtin_containers import DictVariable, ListVariable, TupleVariable
-from .tensor import TensorVariable
+from ...guards.sources import AttrSource, NumpyTensorSource, Source
+from ..exc import PythonError, Unsupported
+from . import dispatch
+from .base import VariableTracker
+from .constants import ConstantVariable
+from .containers import DictVariable, ListVariable, TupleVariable
+from .tensors import TensorVariable
 
 if TYPE_CHECKING:
-    from ....codegen.emit import Codegen
-    from ...translator import Translator
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
 
 try:
     import numpy as np
@@ -476,5 +478,9 @@ def tensor_numpy(tx: Translator, tensor: TensorVariable) -> NumpyArrayVariable:
     return NumpyArrayVariable(tensor)
 
 
-# Bound last: the dispatcher imports this module (a cycle), and needs what it defines above.
-from .. import dispatch  # noqa: E402
+@dispatch.rule("getattr", TensorVariable)
+def _tensor_attribute(tx: Translator, obj: TensorVariable, name: str) -> VariableTracker:
+    """``x.numpy`` is the array view's maker; every other attribute is the tensor's own."""
+    if name == "numpy" and np is not None:
+        return TensorNumpyMethod(obj)
+    return obj.var_getattr(tx, name)

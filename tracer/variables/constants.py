@@ -1,0 +1,258 @@
+"""Python values known at trace time: constants, symbolic numbers (SymInt and friends), slices."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+
+from ...guards.sources import Source
+from ..exc import PythonError, Unsupported
+from ..shapes import unbacked_symbols
+from . import dispatch
+from .base import ConstantLikeVariable, VariableTracker
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+# ``ConstantVariable``: an immutable Python value known at trace time (int, str, None, dtype...).
+#
+# Operations on constants are folded: the translator computes them in Python and the graph never
+# sees them. Constants that came from inputs were guarded when they were wrapped (``builder.wrap``).
+
+#: The Python scalars a literal spells: guarded and folded by value wherever they are read.
+LITERAL_TYPES = (int, float, bool, str, bytes, complex)
+
+#: Types whose values are immutable and cheap to copy, so we can fold operations on them.
+CONSTANT_TYPES = (
+    int,
+    float,
+    bool,
+    complex,
+    str,
+    bytes,
+    type(None),
+    type(Ellipsis),
+    type(NotImplemented),
+    range,
+    slice,
+    frozenset,
+)
+
+
+@dataclass(eq=False)
+class ConstantVariable(ConstantLikeVariable):
+    value: Any
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        try:
+            value = getattr(self.value, name)
+        except AttributeError:
+            raise Unsupported(
+                "getattr", f"{type(self.value).__name__} has no attribute {name!r}"
+            ) from None
+        if type(value) is tuple:  # ``code.co_varnames``: a tuple of constants, with its methods
+            return tx.fold(value)
+        if isinstance(self.value, inspect.Signature) and name == "parameters":
+            # a read-only mapping of constants (name -> Parameter): read as a dict of them, so
+            # ``.keys()``, ``in``, iteration and views are traced (diffusers' attention processors)
+            return tx.fold(dict(value))
+        return ConstantVariable(value)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """Calling a constant: bound methods of immutable builtins (``"a,b".split``), folded."""
+        owner = getattr(self.value, "__self__", None)
+        if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
+            raise Unsupported("call", f"calling {self.value!r}")
+        if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
+            args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
+        try:
+            result = self.value(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
+            raise PythonError(e) from None
+        return tx.fold(result)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        try:
+            return [ConstantVariable(v) for v in self.value]
+        except TypeError:
+            kind = type(self.value).__name__
+            raise Unsupported("unpack", f"cannot iterate over {kind}") from None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
+
+
+# ``ObjectIdVariable``: ``id(obj)`` of a value the trace has no address for (a constant, a tensor,
+# a container or object made in the trace).
+#
+# Its number is unknown at trace time, but what code does with ids mostly needs none: ``id(a) ==
+# id(b)`` is ``a is b`` (``operations.compare_ids`` decides it). Given back to Python, it
+# is rebuilt as ``id(obj)`` on the object the rewritten code holds, which is the object eager code
+# would have. Ids of real input objects whose identity is guarded are computed instead
+# (``operations.evaluate``).
+
+
+@dataclass(eq=False)
+class ObjectIdVariable(VariableTracker):
+    """``id(of)``: an int, the same for two trackers exactly when they stand for one object."""
+
+    of: VariableTracker
+
+    def python_type(self) -> type:
+        return int
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(id)
+        if isinstance(self.of, ConstantVariable):
+            # through a cell: the code's constant table would keep one of several equal values
+            cg.load_cell_value(f"__bg_id{len(cg.cells)}", self.of.value)
+        else:
+            self.of.reconstruct(cg)
+        cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"ObjectIdVariable({self.of!r})"
+
+
+# ``SymNodeVariable``: an int/float/bool that is symbolic (a ``torch.SymInt`` and friends), with
+# the FX node computing it.
+#
+# Sizes of dynamic dimensions and ints traced as dynamic are symbolic: arithmetic on them is
+# recorded in the graph; branching on them evaluates the condition through torch's ``ShapeEnv``,
+# which records a guard (e.g. ``2*s0 < 16``) that the output graph later renders as Python over the
+# inputs. Using one as a plain Python value (``range(n)``, a list index) specialises it to its
+# current value, with a guard.
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_PYTHON_TYPE = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+
+
+@dataclass(eq=False)
+class SymNodeVariable(VariableTracker):
+    node: torch.fx.Node
+    value: Any  #: the SymInt/SymFloat/SymBool (its hint is the value seen while tracing)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return _PYTHON_TYPE[type(self.value)]
+
+    @property
+    def unbacked(self) -> bool:
+        """Computed from tensor data (``t.item()``): no value is known while tracing."""
+        return bool(unbacked_symbols(self.value))
+
+    def is_python_constant(self) -> bool:
+        """Yes, by specialising: code that needs a plain value (``range(n)``, a dict key) gets the
+        current one and the trace is guarded on it. Operators, branches and tensor ops check for
+        ``SymNodeVariable`` first and stay symbolic. Unbacked numbers have no value to specialise
+        to."""
+        return not self.unbacked
+
+    def as_python_constant(self) -> Any:
+        """Specialise: the value it has now, guarded to stay so."""
+        if self.unbacked:
+            raise Unsupported(
+                "data_dependent",
+                "a number computed from tensor data is used as a Python value",
+                hint="keep it in tensor operations, or move this use out of the compiled function",
+            )
+        return self.python_type()(self.value)
+
+    def evaluate(self) -> Any:
+        return self.as_python_constant()
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        return tx.fold(getattr(self.as_python_constant(), name))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.node in cg.graph_outputs:
+            cg.load_graph_output(self.node)
+        elif self.source is not None:
+            self.source.reconstruct(cg)
+        else:
+            cg.load_const(self.as_python_constant())
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}: {self.value})"
+
+
+# Slices whose bounds are not Python constants, and tensor indices built from them.
+#
+# ``BUILD_SLICE`` on constants stays a constant ``slice``; with a symbolic number or a tensor among
+# its bounds it makes a ``SliceVariable``. Indexing a list or tuple needs concrete bounds (a backed
+# symbol specialises, with a guard; anything else breaks). Indexing a tensor keeps the bounds
+# symbolic: ``operations.index_for_tensor`` turns tensor bounds into unbacked symbolic ints (what
+# Python's ``__index__`` does eagerly) and rewrites each unbacked bound into the value CPython's
+# slice semantics give it, ``clamp(b + n if b < 0 else b, 0, n)``, so the graph computes exactly
+# eager's view for every value and torch's shape checks need no assumption that could fail at run
+# time.
+
+
+@dataclass(eq=False)
+class SliceVariable(VariableTracker):
+    """``slice(start, stop, step)`` with trackers for bounds (at least one not a constant): a
+    symbolic number or a tensor, or any other object (a slice holds what it is given)."""
+
+    start: VariableTracker
+    stop: VariableTracker
+    step: VariableTracker
+    source: Source | None = None
+
+    @property
+    def parts(self) -> tuple[VariableTracker, VariableTracker, VariableTracker]:
+        return self.start, self.stop, self.step
+
+    def python_type(self) -> type:
+        return slice
+
+    def is_python_constant(self) -> bool:
+        # a list bound is the list itself: a copy would not be (``slice(xs).start is xs``)
+        return all(isinstance(p, ConstantVariable) for p in self.parts)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("start", "stop", "step"):
+            return getattr(self, name)
+        return super().var_getattr(tx, name)
+
+    def as_python_constant(self) -> Any:
+        return slice(*(p.as_python_constant() for p in self.parts))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        for part in self.parts:
+            part.reconstruct(cg)
+        cg.build_slice(3)
+
+
+def make_slice(parts: list[VariableTracker]) -> VariableTracker:
+    """What ``BUILD_SLICE`` (or 3.12's slice opcodes) push for these bounds."""
+    while len(parts) < 3:
+        parts.append(ConstantVariable(None))
+    if all(isinstance(p, ConstantVariable) for p in parts):
+        return ConstantVariable(slice(*(p.value for p in parts)))
+    return SliceVariable(*parts)  # any object is a bound: what reads it decides what it takes
+
+
+def error_of(fn: Any, *args: Any) -> Exception:
+    """The error CPython raises for ``fn(*args)``, which must raise."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        return e
+    raise AssertionError(f"{fn.__name__}{args} raised nothing")

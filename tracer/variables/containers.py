@@ -1,0 +1,2348 @@
+"""Containers: CPython's list, tuple, dict and set, their methods and dict views, the
+``collections`` types, dict subclasses, lazily read input lists and ``ModelOutput``.
+"""
+
+from __future__ import annotations
+
+import collections
+import collections.abc
+import dataclasses
+import enum
+import heapq
+import inspect
+import itertools
+import operator
+import struct
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...guards.sources import ItemSource, Source
+from ..exc import PythonError, Unsupported
+from . import dispatch
+from .base import (
+    MISSING,
+    RUNNING,
+    BoundAttributeVariable,
+    IdentityKey,
+    VariableTracker,
+    type_lookup,
+)
+from .constants import ConstantVariable
+from .tensors import TensorVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+# Containers: ``TupleVariable``, ``ListVariable``, ``DictVariable``, ``SetVariable``.
+#
+# Items are VariableTrackers. Tuples are immutable. Lists, dicts and sets are mutated in place
+# during the trace (they are the value); when such a container came from an input (it has a
+# ``source``) the mutation is also recorded in ``tx.output.side_effects`` so the rewritten code
+# replays it.
+#
+# Their iterators are in ``iterators/``.
+
+
+def hash_key(vt: VariableTracker) -> Any:
+    """``vt`` as a key of a traced dict or item of a traced set, hashing and comparing as CPython
+    hashes and compares the value: a constant (int, str, float, None, a tuple or frozenset of
+    constants, an enum member, a dtype, a device, a range) is the key itself; a value whose
+    tracker matters (a class, function, module or builtin function, an object with the default
+    ``__eq__``/``__hash__``, a tuple holding one) is an ``IdentityKey`` keeping its tracker beside
+    the value it compares as; a tensor compares by identity (its graph node). Unhashable builtin
+    containers raise CPython's ``TypeError``; objects with their own ``__hash__`` break."""
+    if isinstance(vt, TensorVariable):
+        return IdentityKey(vt, vt.node)
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        try:
+            hash(value)
+        except TypeError:
+            kind = type(value).__name__
+            raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
+        if isinstance(vt, ConstantVariable) or not _pure_hash(value):
+            return value
+        return IdentityKey(vt, value)  # a tuple too: rebuilt as the object it was read from
+    if isinstance(vt, TupleVariable):  # a tuple holding an object: by value, item by item
+        return IdentityKey(vt, tuple(hash_key(item) for item in vt.items))
+    if isinstance(vt, SetVariable) and vt.frozen:
+        return IdentityKey(vt, frozenset(vt.items))
+    method = _bound_method(vt)
+    if method is not None:
+        return IdentityKey(vt, method)
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        kind = vt.python_type().__name__
+        raise PythonError(TypeError(f"unhashable type: '{kind}'"))
+    value = getattr(vt, "value", None)
+    if value is not None and identity_hashed(type(value)):
+        return IdentityKey(vt, value)
+    if value is not None and type(value).__hash__ is None:  # ``__eq__`` without ``__hash__``
+        raise PythonError(TypeError(f"unhashable type: '{type(value).__name__}'"))
+    if value is not None and python_hashed(type(value)) and RUNNING.tx is not None:
+        return UserHashedKey(vt, _traced_hash(RUNNING.tx, vt))
+    raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def value_hash(vt: VariableTracker) -> int:
+    """``hash(vt)`` where the key model hashes as CPython: an object whose class hashes in
+    Python (its ``__hash__`` inlined), or a tuple of such objects and constants."""
+    if not _hashed_as_cpython(vt):
+        raise Unsupported("builtin", f"hash() on {vt}")
+    return hash(hash_key(vt))
+
+
+def _hashed_as_cpython(vt: VariableTracker) -> bool:
+    if vt.is_python_constant():
+        return True
+    if isinstance(vt, SetVariable) and vt.frozen:  # hashed from its items' hashes
+        return all(_hashed_as_cpython(key_vt(item)) for item in vt.items)
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        return vt.python_type().__hash__ is None  # hash_key's TypeError
+    if isinstance(vt, TupleVariable):
+        return tuple_like(vt.python_type()) and all(map(_hashed_as_cpython, vt.items))
+    value = getattr(vt, "value", None)  # unhashable (``__hash__ = None``): hash_key's TypeError
+    return value is not None and (python_hashed(type(value)) or type(value).__hash__ is None)
+
+
+def python_hashed(cls: type) -> bool:
+    """Instances of ``cls`` hash with a ``__hash__`` written in Python (a class's own, a
+    dataclass's) and compare with a Python ``__eq__`` or by identity."""
+    eq = inspect.getattr_static(cls, "__eq__", None)
+    return isinstance(inspect.getattr_static(cls, "__hash__", None), types.FunctionType) and (
+        isinstance(eq, types.FunctionType) or eq is object.__eq__
+    )
+
+
+class _HashResult:
+    """Gives back ``value`` from ``__hash__``: CPython's ``hash()`` turns it into the hash an
+    object whose ``__hash__`` returned it has (an int reduced to the C range, -1 made -2; a
+    non-int its TypeError)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return self.value
+
+
+def _traced_hash(tx: Translator, vt: VariableTracker) -> int:
+    """``hash(vt)`` by inlining its class's ``__hash__`` (the attributes it reads are guarded)."""
+    result = vt.call_method(tx, "__hash__", [], {})
+    if not result.is_python_constant():
+        raise Unsupported("dict_key", f"the hash of {vt} is not known at trace time")
+    try:
+        return hash(_HashResult(result.as_python_constant()))
+    except TypeError as error:
+        raise PythonError(TypeError(*error.args)) from None
+
+
+class UserHashedKey(IdentityKey):
+    """A key whose class hashes in Python: its hash is its inlined ``__hash__``'s, taken when the
+    key is made (a dict keeps an entry's hash, so an object changed after insertion behaves as
+    in CPython). Equality is a dict lookup's, the same object first, then ``==`` inlined in the
+    translator running now."""
+
+    __slots__ = ()
+
+    def __init__(self, vt: VariableTracker, hash_: int) -> None:
+        self.vt, self.ident, self._hash = vt, vt, hash_
+
+    def __eq__(self, other: object) -> bool:
+        other_vt = key_vt(other)
+        if other_vt is self.vt:
+            return True
+        tx = RUNNING.tx
+        if tx is None:
+            raise Unsupported("dict_key", f"comparing {self.vt} outside a trace")
+        try:
+            if dispatch.is_same(tx, self.vt, other_vt):
+                return True
+        except Unsupported:
+            pass  # identity unknown: ``==`` decides
+        return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [self.vt, other_vt]))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def _bound_method(vt: VariableTracker) -> types.MethodType | None:
+    """``obj.method`` of a function bound to an object the trace knows: the real bound method,
+    which hashes and compares by the object's identity and the function (no user code)."""
+    fn, owner = getattr(vt, "fn", None), getattr(vt, "self_vt", None)
+    if not isinstance(fn, types.FunctionType) or owner is None:
+        return None
+    if owner.is_python_constant():
+        return types.MethodType(fn, owner.as_python_constant())
+    value = getattr(owner, "value", None)
+    return types.MethodType(fn, value) if value is not None else None
+
+
+def lookup_key(vt: VariableTracker) -> Any:
+    """``vt`` as the key a set lookup (``in``, ``remove``, ``discard``) searches for: a set is
+    searched for as the frozenset of its items, as CPython's ``set_contains`` does."""
+    if isinstance(vt, SetVariable) and not vt.frozen:
+        return hash_key(SetVariable(vt.items, frozen=True))
+    return hash_key(vt)
+
+
+def identity_hashed(cls: type) -> bool:
+    """Instances of ``cls`` hash and compare by identity (classes, functions, modules, plain
+    objects): ``object``'s ``__hash__`` and ``__eq__``."""
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
+def _pure_hash(value: Any) -> bool:
+    """``hash(value)`` and ``==`` run no user code: identity, or a builtin type's own."""
+    cls = type(value)
+    return identity_hashed(cls) or cls.__module__ == "builtins" or tuple_like(cls)
+
+
+#: real keys the key model compares by value, when all their parts are such keys
+_VALUE_KEY_TYPES = (int, float, bool, complex, str, bytes, type(None), range, type(Ellipsis))
+_SINGLETON_KEY_TYPES = (torch.dtype, torch.layout, torch.memory_format, torch.device)
+
+
+def is_key_value(key: Any) -> bool:
+    """Whether ``hash_key`` can stand for the real ``key`` of an input dict or set: a constant
+    (also inside tuples and frozensets), an enum member, a dtype or device, a tensor, a builtin
+    function of a module, or a value hashed by identity."""
+    cls = type(key)
+    if cls in _VALUE_KEY_TYPES or cls in _SINGLETON_KEY_TYPES or isinstance(key, torch.Tensor):
+        return True
+    if cls is frozenset or tuple_like(cls):
+        return all(is_key_value(k) for k in key)
+    if isinstance(key, enum.Enum):
+        return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
+    if isinstance(key, types.BuiltinFunctionType):
+        return key.__self__ is None or isinstance(key.__self__, types.ModuleType)
+    if cls is types.MethodType:  # hashed by its object's identity and its function
+        return identity_hashed(type(key.__self__)) and isinstance(key.__func__, types.FunctionType)
+    if python_hashed(cls):  # its ``__hash__`` is inlined by the translator running
+        return RUNNING.tx is not None
+    return identity_hashed(cls)
+
+
+def keys_modelled(container: Any) -> bool:
+    """Whether the key model stands for every key of the real dict or set ``container``: each
+    is a key value, and each hashing in Python is found where the container keeps it (an object
+    changed since it was put in may sit under its old hash, which only CPython knows)."""
+    return all(map(is_key_value, container)) and all(
+        key in container for key in container if _python_hash_in(key)
+    )
+
+
+def _python_hash_in(key: Any) -> bool:
+    if type(key) is frozenset or tuple_like(type(key)):
+        return any(map(_python_hash_in, key))
+    return python_hashed(type(key))
+
+
+def tuple_like(cls: type) -> bool:
+    """A tuple, ``torch.Size`` or namedtuple class: hashed and compared as its items' tuple."""
+    return issubclass(cls, tuple) and cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
+
+
+def compared_by_value(key: Any) -> bool:
+    """Whether the real ``key`` is a constant of the key model, compared by value (a literal, a
+    range, or a tuple or frozenset of such), rather than by identity."""
+    cls = type(key)
+    if cls is frozenset or tuple_like(cls):
+        return all(compared_by_value(k) for k in key)
+    return cls in _VALUE_KEY_TYPES
+
+
+def key_value(key: Any) -> Any:
+    """The real value a key of a traced dict or set stands for (a tensor's key: its tracker)."""
+    if isinstance(key, IdentityKey):
+        return key.vt.as_python_constant()
+    return key
+
+
+def key_vt(key: Any) -> VariableTracker:
+    """The tracker of a traced dict's key (``hash_key`` the other way)."""
+    return key.vt if isinstance(key, IdentityKey) else ConstantVariable(key)
+
+
+def _constant_key(key: Any) -> bool:
+    return not isinstance(key, IdentityKey) or key.vt.is_python_constant()
+
+
+def _reconstruct_key(cg: Codegen, key: Any) -> None:
+    if isinstance(key, IdentityKey):
+        key.vt.reconstruct(cg)
+    else:
+        cg.load_const(key)
+
+
+class BaseSequenceVariable(VariableTracker):
+    items: list[VariableTracker]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return list(self.items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()(i.as_python_constant() for i in self.items)
+
+    def _reconstruct_items(self, cg: Codegen) -> None:
+        for item in self.items:
+            item.reconstruct(cg)
+
+
+@dataclass(eq=False)
+class TupleVariable(BaseSequenceVariable):
+    items: list[VariableTracker]
+    source: Source | None = None
+    is_size: bool = False  #: a ``torch.Size`` (from ``t.shape``/``t.size()``)
+    cls: type = tuple  #: the tuple type (a namedtuple class, ``torch.return_types.max``...)
+
+    def python_type(self) -> type:
+        return torch.Size if self.is_size else self.cls
+
+    def as_python_constant(self) -> Any:
+        values = [i.as_python_constant() for i in self.items]
+        if self.is_size:
+            return torch.Size(values)
+        if hasattr(self.cls, "_fields") or hasattr(self.cls, "n_sequence_fields"):
+            return self.cls(*values)
+        return self.cls(values)  # ``tuple``, or a plain subclass: ``cls(iterable)``
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":
+            return tx.wrap_static(self.python_type())
+        fields = _field_names(self.cls)
+        if name in fields:
+            return self.items[list(fields).index(name)]
+        if (
+            self.cls is not tuple
+            and not hasattr(self.cls, "n_sequence_fields")  # torch's structseqs
+            and inspect.getattr_static(self.cls, name, None)
+            is not inspect.getattr_static(tuple, name, None)
+            and name not in _NT_METHODS
+        ):  # methods of a namedtuple class (its own or overriding tuple's: ``__getnewargs__``),
+            # or of a plain tuple subclass
+            return dispatch.namedtuple_attribute(tx, self, name)
+        return _constant_method(self, name)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        # one object however often the code needs it (a local and a method bound to it)
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        if self.is_size:
+            cg.load_const(torch.Size)
+        elif hasattr(self.cls, "_make"):  # a namedtuple takes its fields as separate arguments
+            cg.load_const(self.cls._make)
+        elif self.cls is not tuple:
+            cg.load_const(self.cls)
+        self._reconstruct_items(cg)
+        cg.build_tuple(len(self.items))
+        if self.is_size or self.cls is not tuple:
+            cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"TupleVariable({self.items!r})"
+
+
+def _field_names(cls: type) -> list[str]:
+    """Field names of a namedtuple or of a torch structseq type (``torch.return_types.max``)."""
+    if hasattr(cls, "_fields"):
+        return list(cls._fields)
+    if hasattr(cls, "n_sequence_fields"):  # structseq: fields are the member descriptors, in order
+        members = [
+            (v.__doc__ or "", k)
+            for k, v in vars(cls).items()
+            if type(v).__name__ == "member_descriptor"
+        ]
+        return [k for _, k in members][: cls.n_sequence_fields]
+    return []
+
+
+def on_instances(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have ``name`` from their class: found in its MRO, not in its
+    metaclass's (``list.__name__`` is the class's name; ``[].__name__`` raises AttributeError)."""
+    return any(name in vars(base) for base in cls.__mro__)
+
+
+#: Methods every namedtuple has, answered by ``_constant_method``.
+_NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
+#: Methods of ``tuple`` itself ``container_methods`` runs.
+_TUPLE_METHODS = frozenset({"count", "index", "__init__", "__getnewargs__"})
+
+
+def _tuple_method(cls: type, name: str) -> bool:
+    """Whether ``name`` is one of those methods and ``cls`` keeps ``tuple``'s (a namedtuple has
+    its own ``__getnewargs__``)."""
+    return name in _TUPLE_METHODS and (
+        inspect.getattr_static(cls, name, None) is inspect.getattr_static(tuple, name)
+    )
+
+
+def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
+    namedtuple = hasattr(vt.python_type(), "_make")
+    if _tuple_method(vt.python_type(), name) or (name in ("_replace", "_asdict") and namedtuple):
+        return BoundMethodVariable(vt, name)
+    if name == "_fields" and hasattr(vt.python_type(), "_fields"):
+        return ConstantVariable(vt.python_type()._fields)
+    raise Unsupported("getattr", f"{vt.python_type().__name__} has no attribute {name!r}")
+
+
+@dataclass(eq=False)
+class ListVariable(BaseSequenceVariable):
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return list
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if on_instances(self.python_type(), name):
+            return BoundMethodVariable(self, name)
+        kind = self.python_type().__name__
+        if self.python_type() is list:  # no instance dict: CPython's AttributeError
+            raise PythonError(AttributeError(f"'list' object has no attribute '{name}'"))
+        raise Unsupported("getattr", f"{kind} has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.build_once(self, lambda: (self._reconstruct_items(cg), cg.build_list(len(self.items))))
+        return None
+
+    def __repr__(self) -> str:
+        return f"ListVariable({self.items!r})"
+
+
+#: dict and the ``collections`` dicts ``collection_types`` models; other ``cls`` are user subclasses
+_DICT_CLASSES = frozenset(
+    {dict, collections.OrderedDict, collections.defaultdict, collections.Counter}
+)
+_DICT_ATTRIBUTES = frozenset(n for n in vars(dict) if not n.startswith("__"))
+
+
+@dataclass(eq=False)
+class DictVariable(VariableTracker):
+    items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
+    source: Source | None = None
+    cls: type = dict
+    default_factory: VariableTracker | None = None  #: of a ``collections.defaultdict``
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def is_python_constant(self) -> bool:
+        factory = self.default_factory
+        return (
+            all(v.is_python_constant() for v in self.items.values())
+            and all(_constant_key(k) for k in self.items)
+            and (factory is None or factory.is_python_constant())
+        )
+
+    def as_python_constant(self) -> Any:
+        pairs = {key_value(k): v.as_python_constant() for k, v in self.items.items()}
+        if self.default_factory is not None:
+            return self.cls(self.default_factory.as_python_constant(), pairs)
+        return self.cls(pairs)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return [key_vt(k) for k in self.items]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "default_factory" and self.default_factory is not None:
+            return self.default_factory
+        if self.cls not in _DICT_CLASSES:
+            if models(self.cls) and name not in _DICT_ATTRIBUTES:
+                return getattr_(tx, self, name)
+        if on_instances(self.cls, name):
+            return BoundMethodVariable(self, name)
+        if self.cls is dict:  # no instance dict: CPython's AttributeError
+            raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
+        raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        if self.cls is not dict:
+            cg.load_const(self.cls)
+            if self.default_factory is not None:  # defaultdict(factory, mapping)
+                self.default_factory.reconstruct(cg)
+        for key, value in self.items.items():
+            _reconstruct_key(cg, key)
+            value.reconstruct(cg)
+        cg.build_map(len(self.items))
+        if self.cls is not dict:
+            cg.call_function(1 if self.default_factory is None else 2)
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items!r})"
+
+
+@dataclass(eq=False)
+class SetVariable(VariableTracker):
+    """A set, or a frozenset (``frozen``) holding values the trace keeps trackers of: Python
+    constants and ``IdentityKey``s (tensors, classes, functions, objects hashed by identity). A
+    frozenset of constants alone is a ``ConstantVariable`` (``make_set``).
+
+    ``items`` is a real set, so iteration, ``pop`` and the methods follow CPython's hash table.
+    A set made in the trace is laid out as CPython lays out the same insertions. An input set's
+    ``items`` only iterate in the real set's order (``ordered_keys``): its table (size, deleted
+    slots) is not the real one, so once the trace adds a new item (``order_known`` false) its
+    order is unknown and iterating it breaks."""
+
+    items: set[Any]
+    source: Source | None = None
+    frozen: bool = False
+    own_table: bool = True  #: ``items`` is laid out as the real set (false for an input set)
+    order_known: bool = True
+    #: an input set's in-place calls, ``(method, arguments)``, replayed on the real set as they
+    #: ran (``replay_log``): the same calls lay its table out as CPython's run would
+    log: list[tuple[str, list[Any]]] = field(default_factory=list)
+    #: a real set of the values (or keys equal to them) laid out as CPython's real one where
+    #: ``items`` is not: an input set's own object, while the trace has not changed it; a set
+    #: computed from such sets (``computed_set``)
+    mirror: set[Any] | frozenset[Any] | None = None
+    #: for a set made in the trace, the calls that made it (the rewritten code repeats them to
+    #: rebuild it laid out as the trace's), or None where one was not of a kind it repeats
+    recipe: SetRecipe | None = None
+
+    def exact(self) -> set[Any] | frozenset[Any] | None:
+        """The set as a real one laid out as CPython's, or None: a new set computed from it (a
+        copy, a union) is then CPython's, in CPython's order. ``items`` where it is CPython's."""
+        return self.items if self.own_table else self.mirror
+
+    def ordered(self) -> set[Any]:
+        """``items``, to read in their order: a break where the trace cannot know CPython's."""
+        if not self.order_known:
+            raise Unsupported(
+                "set_order",
+                "iterating an input set after the trace added items to it",
+                "the order of a set depends on its hash table, which the trace does not see",
+            )
+        return self.items
+
+    def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
+        """The real arguments of the in-place method ``name`` about to run on ``items``, and its
+        entry of the log, to ``log.append`` once it ran (None on a set made in the trace): an
+        iterator argument is read into it as the call reads it."""
+        if self.own_table:
+            return args, None
+        self.mirror = None  # the real set is no longer what the trace's is
+        logged: list[Any] = []
+        given: list[Any] = []
+        for arg in args:
+            if name in ("add", "discard", "remove"):
+                logged.append(arg)
+            elif isinstance(arg, (set, frozenset)):
+                logged.append(_SetArgument(type(arg), list(arg), sys.getsizeof(arg)))
+            elif isinstance(arg, dict):
+                logged.append(_SetArgument(dict, list(arg), 0))
+            else:  # items one by one: a tuple of them adds them as CPython adds them
+                logged.append(_SetArgument(tuple, [], 0))
+                arg = _recording(arg, logged[-1].keys)
+            given.append(arg)
+        return given, (name, logged)
+
+    def changed(self, name: str, parts: list[tuple[str, Any] | None]) -> None:
+        """The trace called the in-place method ``name`` on the set, with arguments ``parts``
+        (``recipe_part``): a set made in the trace rebuilds with the call."""
+        if self.source is None:
+            self.recipe = SetRecipe.method(self.recipe, name, parts)
+
+    def logged(self, entry: Any) -> None:
+        if entry is not None:
+            self.log.append(entry)
+
+    def save_state(self) -> Any:
+        keys = list(self.items)
+        state = keys, sys.getsizeof(self.items), list(self.log), self.order_known
+        return state, self.mirror, self.recipe
+
+    def restore_state(self, state: Any) -> None:
+        (keys, table_bytes, log, known), self.mirror, self.recipe = state
+        self.log[:] = log
+        if [id(k) for k in self.items] == [id(k) for k in keys]:
+            return  # unchanged: its table is kept
+        found = ordered_keys(keys, table_bytes, False)
+        self.items = found[1] if found is not None else set(keys)
+        self.order_known = known and found is not None
+        self.own_table = False  # a rebuilt table iterates as the old one, but is not it
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """Emit the logged calls on the real set (True), or nothing for a set made in the trace
+        or an argument that cannot be rebuilt in its order (False)."""
+        if self.own_table or self.source is None:
+            return False
+        sets = [a for _, args in self.log for a in args if isinstance(a, _SetArgument)]
+        if any(a.kind in (set, frozenset) and a.way() is None for a in sets):
+            return False
+        for name, args in self.log:
+            self.source.reconstruct(cg)
+            cg.load_attr(name)
+            for arg in args:
+                arg.reconstruct(cg) if isinstance(arg, _SetArgument) else _reconstruct_key(cg, arg)
+            cg.call_function(len(args))
+            cg.pop_top()
+        return True
+
+    def added_to(self, before: set[Any]) -> None:
+        """The trace changed ``items`` in place from the keys ``before``: a new item in an input
+        set makes its order unknown."""
+        if not self.own_table and not self.items <= before:
+            self.order_known = False
+
+    def python_type(self) -> type:
+        return frozenset if self.frozen else set
+
+    def in_order(self) -> list[Any]:
+        """The keys in CPython's order: as ``items`` iterate, or as the mirror does (its values
+        stand for the keys); a break where the trace does not know it."""
+        if self.order_known or self.mirror is None:
+            return list(self.ordered())
+        keys = {k: k for k in self.items}
+        return [keys[v] for v in self.mirror]
+
+    def is_python_constant(self) -> bool:
+        """Of constants, in a known order (a value iterating otherwise would be folded wrong)."""
+        known = self.order_known or self.mirror is not None
+        return known and all(_constant_key(v) for v in self.items)
+
+    def as_python_constant(self) -> Any:
+        """The set itself: a copy may iterate in another order (a table with deleted entries is
+        rebuilt), and folded builtins (``list(s)``, ``str(s)``) must see CPython's order. Folding
+        only reads it. Items kept with their trackers (classes, functions) are replaced by their
+        values, in the set's order (their hashes are the values' own)."""
+        table = self.exact()
+        if table is None and self.order_known:
+            table = self.items
+        if table is not None and not any(isinstance(v, IdentityKey) for v in table):
+            return frozenset(table) if self.frozen else table
+        values = [key_value(v) for v in self.in_order()]
+        found = ordered_keys(values, sys.getsizeof(self.items), self.frozen)
+        if found is None:
+            raise Unsupported("set_order", "a set of values iterating as the trace's set")
+        return found[1]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return [key_vt(v) for v in self.in_order()]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        kind = self.python_type()
+        if on_instances(kind, name):
+            return BoundMethodVariable(self, name)
+        message = f"'{kind.__name__}' object has no attribute '{name}'"
+        raise PythonError(AttributeError(message))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        recipe = self.recipe
+        if recipe is not None and recipe.valid():
+            cg.build_once(self, lambda: recipe.emit(cg))
+            return None
+
+        keys = self.in_order()
+        found = ordered_keys(keys, sys.getsizeof(self.items), self.frozen)
+        if found is None:
+            raise Unsupported("set_order", "rebuilding a set in the order the trace gave it")
+        way = found[0]
+
+        def build() -> None:
+            if way != 1:  # not as a literal builds it: as the trace's set was built
+                cg.load_const(build_set)
+                for const in (way, sys.getsizeof(self.items), self.frozen):
+                    cg.load_const(const)
+            elif self.frozen:
+                cg.load_const(frozenset)
+            for v in keys:
+                _reconstruct_key(cg, v)
+            if way != 1:
+                cg.build_tuple(len(keys))
+                cg.call_function(4)
+                return
+            cg.build_set(len(keys))
+            if self.frozen:
+                cg.call_function(1)
+
+        cg.build_once(self, build)
+        return None
+
+
+@dataclass(frozen=True)
+class SetRecipe:
+    """How the rewritten code builds a set laid out as one made in the trace: ``fn(*parts)``.
+    CPython lays a set out by the calls that made it, and the trace made its set with the same
+    calls on keys hashing as the values, so the same calls on the values lay it out the same.
+    A part is ``("key", k)``, ``("keys", [k...])`` (a tuple of them), ``("dict", [k...])`` (a
+    dict of them), ``("const", v)``, ``("recipe", r)`` (a set built by ``r``) or ``("input",
+    s)`` (an input set's tracker: its real object, while the trace has not changed it: ``log``
+    empty)."""
+
+    fn: Any
+    parts: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def call(cls, fn: Any, args: list[VariableTracker]) -> SetRecipe | None:
+        """``fn(*args)``, or None where an argument is not of a kind a recipe repeats."""
+        parts = [recipe_part(a) for a in args]
+        return None if None in parts else cls(fn, tuple(parts))  # type: ignore[arg-type]
+
+    @classmethod
+    def method(
+        cls, before: SetRecipe | None, name: str, parts: list[tuple[str, Any] | None]
+    ) -> SetRecipe | None:
+        """The set ``before`` builds, after its method ``name`` ran on ``parts``."""
+        if before is None or None in parts:
+            return None
+        if name == "add" and before.fn is set and before.parts[0][0] == "keys":
+            # ``set(keys)`` adds them one by one: one more added is one more key
+            return cls(set, (("keys", [*before.parts[0][1], parts[0][1]]),))  # type: ignore[index]
+        return cls(set_after, (("recipe", before), ("const", name), *parts))  # type: ignore[arg-type]
+
+    def valid(self) -> bool:
+        return all(
+            (kind != "recipe" or part.valid()) and (kind != "input" or not part.log)
+            for kind, part in self.parts
+        )
+
+    def emit(self, cg: Codegen) -> None:
+        if self.fn is set and self.parts[0][0] == "keys":  # a set display adds them in order
+            for key in self.parts[0][1]:
+                _reconstruct_key(cg, key)
+            cg.build_set(len(self.parts[0][1]))
+            return
+        cg.load_const(self.fn)
+        for kind, part in self.parts:
+            if kind == "key":
+                _reconstruct_key(cg, part)
+            elif kind == "const":
+                cg.load_const(part)
+            elif kind == "recipe":
+                part.emit(cg)
+            elif kind == "input":
+                part.source.reconstruct(cg)
+            else:
+                if kind == "dict":
+                    cg.load_const(dict.fromkeys)
+                for key in part:
+                    _reconstruct_key(cg, key)
+                cg.build_tuple(len(part))
+                if kind == "dict":
+                    cg.call_function(1)
+        cg.call_function(len(self.parts))
+
+
+def set_after(table: set[Any], name: str, *args: Any) -> set[Any]:
+    """``table`` after ``table.<name>(*args)`` (a ``SetRecipe``'s in-place call)."""
+    getattr(table, name)(*args)
+    return table
+
+
+def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
+    """``vt`` as an argument of a ``SetRecipe``'s call, or None where it is not of a kind a
+    recipe repeats: a set made in the trace with a recipe, an input set not changed, the items
+    of a tuple or list (an iterable read item by item), a dict's keys, a constant."""
+    if isinstance(vt, SetVariable):
+        if vt.source is None:
+            return None if vt.recipe is None else ("recipe", vt.recipe)
+        return ("input", vt) if not vt.log else None
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        return ("keys", [hash_key(v) for v in vt.items])
+    if isinstance(vt, DictVariable):
+        return ("dict", list(vt.items))
+    if isinstance(vt, ConstantVariable) and isinstance(
+        vt.value, (str, bytes, range, tuple, frozenset)
+    ):
+        return ("const", vt.value)
+    return None
+
+
+@dataclass
+class _SetArgument:
+    """An iterable an input set's in-place method was given, as the call read it: a set,
+    frozenset or dict (read whole, by CPython's fast paths) or other items one by one (``tuple``),
+    the keys in the order read, and a set's ``sys.getsizeof``."""
+
+    kind: type
+    keys: list[Any]
+    table_bytes: int
+
+    def way(self) -> int | None:
+        found = ordered_keys(self.keys, self.table_bytes, self.kind is frozenset)
+        return None if found is None else found[0]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.kind in (set, frozenset):
+            cg.load_const(build_set)
+            for const in (self.way(), self.table_bytes, self.kind is frozenset):
+                cg.load_const(const)
+        elif self.kind is dict:
+            cg.load_const(dict.fromkeys)
+        for key in self.keys:
+            _reconstruct_key(cg, key)
+        cg.build_tuple(len(self.keys))
+        if self.kind is not tuple:
+            cg.call_function(4 if self.kind is not dict else 1)
+
+
+def _recording(items: Any, into: list[Any]) -> Any:
+    for item in items:
+        into.append(item)
+        yield item
+
+
+def ordered_keys(
+    keys: list[Any], table_bytes: int, frozen: bool
+) -> tuple[Any, set[Any] | frozenset[Any]] | None:
+    """A real set (or frozenset) of ``keys`` (distinct, hashing as the items they stand for)
+    iterating in their order, the order of a real one whose ``sys.getsizeof`` is
+    ``table_bytes``, with the way it was built (``build_set``); None where none gives it. A
+    set's order follows its hash table, which depends on its insertion history: a plain copy
+    may iterate otherwise."""
+    wanted = [id(k) for k in keys]
+    ways = _frozen_ways(len(keys)) if frozen else range(len(_BUILDS))
+    for way in ways:
+        table = build_set(way, table_bytes, frozen, keys)
+        if [id(k) for k in table] == wanted:
+            return way, table
+    return None
+
+
+def build_set(way: Any, table_bytes: int, frozen: bool, keys: Any) -> set | frozenset:
+    """The set (or frozenset) of ``keys`` built the way ``ordered_keys`` found: the rewritten
+    code rebuilds a traced set with it, so that it iterates as the trace's. A frozenset cannot
+    lose items, so it is built from its items in some order (``way``: their indices)."""
+    if frozen:
+        return frozenset([keys[i] for i in way])
+    return _BUILDS[way](list(keys), table_bytes)
+
+
+def _frozen_ways(n: int) -> Any:
+    """Orders to put ``n`` items in a frozenset in: as given, reversed, any order of a few."""
+    yield tuple(range(n))
+    yield tuple(reversed(range(n)))
+    if n <= 6:
+        yield from itertools.permutations(range(n))
+
+
+def _copied(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As ``set(s)`` or ``s.copy()`` of a set iterating in that order: one table sized first."""
+    return set(dict.fromkeys(keys))
+
+
+def _added(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As a literal or ``add`` after ``add``: the table grown as needed."""
+    return _add_all(set(), keys)
+
+
+def _add_all(table: set[Any], keys: list[Any]) -> set[Any]:
+    for key in keys:
+        table.add(key)
+    return table
+
+
+def _placed(keys: list[Any], table_bytes: int) -> set[Any]:
+    """As a set whose items sit where collisions and deletions put them: in a table that large
+    (or larger), each item in the first slot of its probe sequence past the previous item's."""
+    for scale, reach, grown in itertools.product((1, 2, 4), (1, 4, 16), (True, False)):
+        table = _placed_in(keys, _slots(table_bytes) * scale, reach, grown)
+        if table is not None and [id(k) for k in table] == [id(k) for k in keys]:
+            return table
+    return set()
+
+
+def _placed_in(keys: list[Any], slots: int, reach: int, grown: bool) -> set[Any] | None:
+    """Each item's slot chosen in order, the lowest past the previous item's among the first
+    ``reach`` such slots of its probe sequence; the free slots the sequence passes before it are
+    held by placeholders (with more, that size the table) while the items go in, each after
+    the items sitting on its way."""
+    targets: dict[int, int] = {}  # slot -> index of the item there
+    passed: list[list[int]] = []
+    previous = -1
+    for index, key in enumerate(keys):
+        path: list[int] = []
+        found: list[int] = []
+        for slot in itertools.islice(_probes(hash(key), slots - 1), _REACH):
+            path.append(slot)
+            if slot > previous and slot not in targets:
+                found.append(slot)
+                if len(found) == reach:
+                    break
+        if not found:
+            return None
+        slot = min(found)
+        targets[slot] = index
+        passed.append(path[: path.index(slot)])
+        previous = slot
+    passed_by = {s for before in passed for s in before}
+    held = sorted(passed_by - targets.keys())
+    spare = (s for s in range(slots) if s not in targets and s not in passed_by)
+    fillers = [_Filler(s) for s in held]
+    if grown:  # items added one by one: the fewest that grow the table to its size
+        table: set[Any] = set(fillers)
+        for slot in spare:
+            if _slots(sys.getsizeof(table)) >= slots:
+                break
+            fillers.append(_Filler(slot))
+            table.add(fillers[-1])
+    else:  # read from a dict: the table sized at once, for more than slots / 4 of them
+        fillers += map(_Filler, itertools.islice(spare, max(0, slots // 4 + 1 - len(held))))
+        table = set(dict.fromkeys(fillers))
+    table_bytes = sys.getsizeof(table)
+    if _slots(table_bytes) != slots:
+        return None
+    for index in _after_their_way(keys, passed, targets):
+        table.add(keys[index])
+    if sys.getsizeof(table) != table_bytes:  # grown: laid out anew
+        return None
+    for filler in fillers:
+        table.discard(filler)
+    return table
+
+
+def _after_their_way(keys: list[Any], passed: list[list[int]], targets: dict[int, int]) -> list:
+    """The items' indices, each after those sitting in slots its probe sequence passes."""
+    order: list[int] = []
+    state: dict[int, int] = {}  # 1: being placed, 2: placed
+
+    def place(index: int) -> None:
+        state[index] = 1
+        for slot in passed[index]:
+            other = targets.get(slot)
+            if other is not None and state.get(other) != 2:
+                if state.get(other) == 1:
+                    raise ValueError("cycle")
+                place(other)
+        state[index] = 2
+        order.append(index)
+
+    try:
+        for index in range(len(keys)):
+            if index not in state:
+                place(index)
+    except (ValueError, RecursionError):
+        return []  # the check of the order fails
+    return order
+
+
+def _slots(table_bytes: int) -> int:
+    empty = sys.getsizeof(set())
+    return 8 if table_bytes <= empty else (table_bytes - empty) // (2 * _POINTER)
+
+
+_POINTER = struct.calcsize("P")
+_LINEAR_PROBES = 9  #: slots CPython's set probes after each one its hash sequence visits
+_PERTURB_SHIFT = 5
+
+
+_REACH = 64  #: the slots of an item's probe sequence ``_placed_in`` looks at
+
+
+def _probes(hash_: int, mask: int) -> Any:
+    """The slots CPython's set looks at for an item of hash ``hash_``, in order."""
+    perturb = hash_ & (2**64 - 1)
+    i = hash_ & mask
+    while True:
+        yield from range(i, i + _LINEAR_PROBES + 1) if i + _LINEAR_PROBES <= mask else (i,)
+        perturb >>= _PERTURB_SHIFT
+        i = (i * 5 + 1 + perturb) & mask
+
+
+_BUILDS = (_copied, _added, _placed)
+
+
+class _Filler:
+    """A placeholder item of a table being grown, hashing as the slot it should fill."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def __hash__(self) -> int:
+        return self.slot
+
+
+def make_set(items: set | frozenset) -> VariableTracker:
+    """The tracker of a set or frozenset of keys computed in the trace (``hash_key``'s): a
+    frozenset of plain constants is a constant; any other keeps its items' trackers."""
+    if isinstance(items, frozenset) and not any(isinstance(k, IdentityKey) for k in items):
+        return ConstantVariable(items)
+    # itself: a copy, even one iterating in its order, may be laid out otherwise (a union with
+    # it then iterates otherwise)
+    return SetVariable(items, frozen=isinstance(items, frozenset))
+
+
+def computed_set(
+    result: set | frozenset, operands: list[VariableTracker], recipe: SetRecipe | None
+) -> VariableTracker:
+    """The tracker of the set ``result`` CPython computed from ``operands``, the set trackers
+    among them as their ``exact`` tables where they have them. Computed from tables laid out as
+    CPython's, it is CPython's; its keys are then those of ``operands`` (a value of an input
+    set's own object stands for that set's key), and ``result`` its mirror. From a set without
+    one (an input set the trace changed), its order is unknown. ``recipe``: the call that
+    computed it, to repeat where the rewritten code rebuilds it."""
+    sets = [o for o in operands if isinstance(o, SetVariable)]
+    exact = all(s.exact() is not None for s in sets)
+    keys_of = {k: k for s in sets if not s.own_table for k in s.items}
+    keys = [keys_of.get(v, v) for v in result]
+    if exact and not any(
+        isinstance(k, IdentityKey) and k is not v for k, v in zip(keys, result, strict=True)
+    ):
+        made = make_set(result)  # of keys (or constants): laid out as CPython's
+        if isinstance(made, SetVariable):
+            made.recipe = recipe
+        return made
+    frozen = isinstance(result, frozenset)
+    found = ordered_keys(keys, sys.getsizeof(result), frozen) if exact else None
+    items = found[1] if found is not None else set(keys)
+    mirror = result if exact else None  # which gives the order where ``items`` cannot
+    known = found is not None
+    made = SetVariable(items, frozen=frozen, own_table=False, order_known=known, mirror=mirror)
+    made.recipe = recipe
+    return made
+
+
+@dataclass(eq=False, repr=False)
+class BoundMethodVariable(BoundAttributeVariable):
+    """``xs.append`` and friends before the call; ``call_method`` runs them."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return call_method(tx, self.obj, self.name, args, kwargs)
+
+
+# The ``collections`` module's containers made during the trace.
+#
+# ``DequeVariable`` is a ``collections.deque`` (a list tracker with a ``maxlen``); ``defaultdict``,
+# ``OrderedDict`` and ``Counter`` are ``DictVariable``s whose ``cls`` says which
+# (``construct_collection`` builds them). Their own methods are the tables ``DEQUE_METHODS`` and
+# ``DICT_SUBCLASS_METHODS`` that ``container_methods.call_method`` consults; everything else is a
+# dict's or a list's method.
+
+NONE = ConstantVariable(None)
+
+
+@dataclass(eq=False)
+class DequeVariable(ListVariable):
+    """A ``collections.deque`` made in the trace; ``items`` in order, at most ``maxlen`` of them."""
+
+    maxlen: int | None = None
+
+    def python_type(self) -> type:
+        return collections.deque
+
+    def reconstruct(self, cg: Codegen) -> None:
+        def build() -> None:
+            cg.load_const(collections.deque)
+            self._reconstruct_items(cg)
+            cg.build_list(len(self.items))
+            cg.load_const(self.maxlen)
+            cg.call_function(2)
+
+        cg.build_once(self, build)
+
+    def trim(self, from_left: bool) -> None:
+        """Drop items past ``maxlen`` from the other end, as a bounded deque does."""
+        while self.maxlen is not None and len(self.items) > self.maxlen:
+            self.items.pop(0 if from_left else -1)
+
+    def __repr__(self) -> str:
+        return f"DequeVariable({self.items!r})"
+
+
+#: The classes ``construct_collection`` makes.
+CLASSES = frozenset(
+    {collections.deque, collections.defaultdict, collections.OrderedDict, collections.Counter}
+)
+
+
+def construct_collection(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``deque(...)``, ``defaultdict(...)``, ``OrderedDict(...)``, ``Counter(...)``; None for
+    other classes."""
+    if cls is collections.deque:
+        return _deque(tx, *args, **kwargs)
+    if cls is collections.defaultdict:
+        factory = args[0] if args else NONE
+        items = _dict_items(tx, args[1:], kwargs)
+        return DictVariable(items, cls=cls, default_factory=factory)
+    if cls is collections.OrderedDict:
+        return DictVariable(_dict_items(tx, args, kwargs), cls=cls)
+    if cls is collections.Counter:
+        counter = DictVariable({}, cls=cls)
+        _counter_update(tx, counter, *args, **kwargs)
+        return counter
+    return None
+
+
+def _deque(
+    tx: Translator, iterable: VariableTracker | None = None, maxlen: VariableTracker = NONE
+) -> DequeVariable:
+    bound = maxlen.as_python_constant()
+    items = dispatch.iterate(tx, iterable) if iterable is not None else []
+    deque = DequeVariable(list(items), maxlen=bound)
+    deque.trim(from_left=True)
+    return deque
+
+
+def _dict_items(
+    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> dict[Any, VariableTracker]:
+    made = dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
+    return dict(made.items)
+
+
+# -- deque -----------------------------------------------------------------------------------------
+def _append(tx, obj, value):
+    obj.items.append(value)
+    obj.trim(from_left=True)
+    return NONE
+
+
+def _appendleft(tx, obj, value):
+    obj.items.insert(0, value)
+    obj.trim(from_left=False)
+    return NONE
+
+
+def _items_for(tx, obj, iterable):
+    """What ``extend``/``extendleft`` add, taken one at a time as CPython's deque takes them (a
+    ``map`` reading the deque sees it grow); the deque itself is copied first, as CPython does."""
+    if iterable is obj:
+        return list(obj.items)
+    return dispatch.each_item(tx, iterable)
+
+
+def _extend(tx, obj, iterable):
+    for item in _items_for(tx, obj, iterable):
+        _append(tx, obj, item)
+    return NONE
+
+
+def _extendleft(tx, obj, iterable):
+    for item in _items_for(tx, obj, iterable):
+        _appendleft(tx, obj, item)
+    return NONE
+
+
+def _pop(tx, obj, left: bool = False):
+    if not obj.items:
+        raise PythonError(IndexError("pop from an empty deque"))
+    return obj.items.pop(0 if left else -1)
+
+
+def _rotate(tx, obj, n=ConstantVariable(1)):  # noqa: B008 (an immutable constant)
+    steps = n.as_python_constant()
+    if obj.items:
+        steps %= len(obj.items)
+        obj.items[:] = obj.items[-steps:] + obj.items[:-steps]
+    return NONE
+
+
+DEQUE_METHODS = {
+    "append": (True, _append),
+    "appendleft": (True, _appendleft),
+    "extend": (True, _extend),
+    "extendleft": (True, _extendleft),
+    "pop": (True, lambda tx, obj: _pop(tx, obj)),
+    "popleft": (True, lambda tx, obj: _pop(tx, obj, left=True)),
+    "rotate": (True, _rotate),
+    "copy": (False, lambda tx, obj: DequeVariable(list(obj.items), maxlen=obj.maxlen)),
+}
+
+
+# -- Counter ---------------------------------------------------------------------------------------
+def _counted(vt: VariableTracker | None) -> Any:
+    if vt is None:
+        return 0
+    if not vt.is_python_constant():
+        raise Unsupported("data_dependent", f"a Counter holding {vt}")
+    return vt.as_python_constant()
+
+
+def _counter_update(tx, obj, iterable=None, **kwargs):
+    """``Counter.update``: counts the items of an iterable one at a time as they come (CPython's
+    ``_count_elements``), adds the counts of a mapping."""
+    if isinstance(iterable, DictVariable):
+        pairs = [(k, _counted(v)) for k, v in iterable.items.items()]
+    elif iterable is not None:
+        pairs = ((_key(item), 1) for item in dispatch.each_item(tx, iterable))
+    else:
+        pairs = []
+    for key, n in itertools.chain(pairs, [(k, _counted(v)) for k, v in kwargs.items()]):
+        obj.items[key] = ConstantVariable(_counted(obj.items.get(key)) + n)
+    return NONE
+
+
+_key = hash_key
+
+
+def _most_common(tx, obj, n=NONE):
+    counts = [(k, _counted(v)) for k, v in obj.items.items()]
+    limit = n.as_python_constant()
+    if limit is None:
+        ordered = sorted(counts, key=lambda kv: kv[1], reverse=True)
+    else:
+        ordered = heapq.nlargest(limit, counts, key=lambda kv: kv[1])
+    return ListVariable([TupleVariable([key_vt(k), ConstantVariable(c)]) for k, c in ordered])
+
+
+def _counter_getitem(tx, obj, key):
+    return obj.items.get(_key(key), ConstantVariable(0))  # ``__missing__`` gives 0, stores nothing
+
+
+DICT_SUBCLASS_METHODS = {
+    collections.Counter: {
+        "update": (True, _counter_update),
+        "most_common": (False, _most_common),
+        "total": (False, lambda tx, obj: ConstantVariable(sum(map(_counted, obj.items.values())))),
+        "__getitem__": (False, _counter_getitem),
+    },
+}
+
+
+# Instances of user ``dict`` subclasses made in the trace: the ``AttrDict``/``EasyDict`` config
+# pattern (``class AttrDict(dict): __getattr__ = dict.__getitem__``) and dicts with methods.
+#
+# Such an instance is a ``DictVariable`` whose ``cls`` is the subclass, when the subclass keeps all
+# of dict's behaviour (``models``): it overrides none of dict's methods (``__init__``,
+# ``__getitem__``, ``update``...), only adds methods, class attributes and the attribute hooks
+# ``__getattr__`` / ``__setattr__`` (dict's item methods or Python functions). Attribute reads
+# follow CPython's generic lookup (the class's attributes, then ``__getattr__``); attribute writes
+# go through ``__setattr__``. An instance ``__dict__`` is not modelled: a write into it (no
+# ``__setattr__`` hook) is a graph break. At a break or return the object is rebuilt as
+# ``cls({...})``.
+
+#: What a subclass may define besides new names: the attribute hooks, and the class's bookkeeping.
+_ALLOWED = frozenset(
+    {
+        "__getattr__",
+        "__setattr__",
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__slots__",
+        "__orig_bases__",
+        "__parameters__",
+    }
+)
+_DICT_METHODS = {name: value for name, value in vars(dict).items() if callable(value)}
+
+
+def models(cls: Any) -> bool:
+    """Whether a ``DictVariable`` with this ``cls`` behaves as ``cls`` does (see the module)."""
+    if not isinstance(cls, type) or not issubclass(cls, dict) or cls is dict:
+        return False
+    if type(cls).__call__ is not type.__call__:
+        return False
+    for klass in cls.__mro__:
+        if klass is dict:
+            return True
+        if any(name not in _ALLOWED and hasattr(dict, name) for name in vars(klass)):
+            return (
+                False  # overrides dict (or is OrderedDict/defaultdict/Counter: their own trackers)
+            )
+    return False
+
+
+def construct_dict_subclass(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> DictVariable:
+    """``cls(*args, **kwargs)``: dict's constructor (a mapping or pairs, and keyword items)."""
+    made = dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
+    return DictVariable(dict(made.items), cls=cls)
+
+
+def getattr_(tx: Translator, obj: DictVariable, name: str) -> VariableTracker:
+    """``obj.name``: the class's attribute (dict's methods, Python methods and properties, class
+    data), else ``__getattr__``, else CPython's AttributeError."""
+    cls = obj.cls
+    if name == "__class__":
+        return tx.wrap_static(cls)
+    static = type_lookup(cls, name)
+    if static is MISSING:
+        hook = type_lookup(cls, "__getattr__")
+        if hook is MISSING:
+            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        return _call_hook(tx, obj, hook, [ConstantVariable(name)])
+    if name in _DICT_METHODS and static is _DICT_METHODS[name]:
+        return obj.var_getattr(tx, name)  # dict's own method, bound to the dict
+    if isinstance(static, types.FunctionType):
+        return _function(tx, static, obj)
+    if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
+        return _function(tx, static.fget).call_function(tx, [obj], {})
+    if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
+        return _function(tx, static.__func__)
+    if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+        return _function(tx, static.__func__, tx.wrap_static(cls))
+    if hasattr(type(static), "__get__"):
+        raise Unsupported("descriptor", f"{cls.__name__}.{name} is a descriptor")
+    return tx.wrap_static(static)  # class data
+
+
+def _function(
+    tx: Translator, fn: types.FunctionType, self_vt: VariableTracker | None = None
+) -> VariableTracker:
+    """The Python function ``fn`` of the class, bound to ``self_vt`` where one is given."""
+    made = tx.wrap_static(fn)
+    if self_vt is None:
+        return made
+    if not hasattr(made, "self_vt"):
+        raise Unsupported("descriptor", f"{fn.__qualname__} is not a plain Python function")
+    return made.clone(self_vt=self_vt)
+
+
+def store_attr(tx: Translator, obj: DictVariable, name: str, value: VariableTracker) -> None:
+    """``obj.name = value`` through the class's ``__setattr__``."""
+    hook = type_lookup(obj.cls, "__setattr__")
+    if hook is object.__setattr__:
+        raise Unsupported(
+            "store_attr",
+            f"an instance attribute of a {obj.cls.__name__} (a dict subclass) made in the trace",
+        )
+    _call_hook(tx, obj, hook, [ConstantVariable(name), value])
+
+
+def _call_hook(
+    tx: Translator, obj: DictVariable, hook: Any, args: list[VariableTracker]
+) -> VariableTracker:
+    """Call ``__getattr__``/``__setattr__`` of the class: a Python function, or one of dict's
+    methods (``__getattr__ = dict.__getitem__``, ``__setattr__ = dict.__setitem__``)."""
+    if isinstance(hook, types.FunctionType):
+        return _function(tx, hook, obj).call_function(tx, args, {})
+    name = next((n for n, m in _DICT_METHODS.items() if m is hook), None)
+    if name == "__getitem__":
+        return dispatch.getitem(tx, obj, args[0])
+    if name == "__setitem__":
+        dispatch.setitem(tx, obj, args[0], args[1])
+        return ConstantVariable(None)
+    if name is not None:
+        return call_method(tx, obj, name, args, {})
+    raise Unsupported("custom_getattr", f"{obj.cls.__name__}'s attribute hook {hook!r}")
+
+
+# Dict views (``d.keys()``, ``d.values()``, ``d.items()``) and the set algebra shared with sets.
+#
+# A ``DictViewVariable`` holds the dict tracker itself, never a copy: like CPython's views it sees
+# every later insertion and deletion, and it escapes the trace as ``d.keys()`` of the rebuilt dict.
+# ``set_operator`` gives ``&``, ``|``, ``-``, ``^`` (and the in-place forms on sets) for sets,
+# frozensets and key/item views; ``contains`` answers ``in``. Methods are in ``container_methods``.
+
+_VIEW_TYPES = {kind: type(getattr({}, kind)()) for kind in ("keys", "values", "items")}
+#: an ``OrderedDict``'s views have types of their own (``odict_keys``...)
+_ORDERED_VIEW_TYPES = {
+    kind: type(getattr(collections.OrderedDict(), kind)()) for kind in ("keys", "values", "items")
+}
+
+
+@dataclass(eq=False)
+class DictViewVariable(VariableTracker):
+    dict_vt: DictVariable
+    kind: str  #: "keys", "values" or "items"
+    source: Any = None
+
+    def python_type(self) -> type:
+        if issubclass(self.dict_vt.python_type(), collections.OrderedDict):
+            return _ORDERED_VIEW_TYPES[self.kind]
+        return _VIEW_TYPES[self.kind]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [key_vt(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([key_vt(k), v]) for k, v in items.items()]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "mapping":
+            raise Unsupported("getattr", "the mapping proxy of a dict view")
+        if hasattr(self.python_type(), name):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"{self.python_type().__name__} has no attribute {name!r}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # a view given to the trace (``live_inputs``): that object
+            self.source.reconstruct(cg)
+            return
+
+        def build() -> None:
+            self.dict_vt.reconstruct(cg)
+            cg.load_attr(self.kind)
+            cg.call_function(0)
+
+        cg.build_once(self, build)
+
+    def __repr__(self) -> str:
+        return f"DictViewVariable({self.kind})"
+
+
+def _constant(tx: Translator, vt: VariableTracker) -> Any:
+    return hash_key(vt)
+
+
+def contains(tx: Translator, view: DictViewVariable, item: VariableTracker) -> bool:
+    """``item in view``: keys by hash, items by key then value equality, values by equality."""
+    items = view.dict_vt.items
+    if view.kind == "keys":
+        return _constant(tx, item) in items
+    if view.kind == "items":
+        pair = dispatch.iterate(tx, item)
+        if len(pair) != 2:
+            return False
+        key = _constant(tx, pair[0])
+        if key not in items:
+            return False
+        return _pair_equal(tx, items[key], pair[1])
+    return any(_pair_equal(tx, v, item) for v in items.values())
+
+
+def _pair_equal(tx: Translator, a: VariableTracker, b: VariableTracker) -> bool:
+    if a is b:
+        return True
+    result = dispatch.call_operator(tx, operator.eq, [a, b])
+    return dispatch.truth(tx, result)
+
+
+_SET_OPS = frozenset({operator.and_, operator.or_, operator.sub, operator.xor})
+_INPLACE_SET_OPS = {
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.isub: operator.sub,
+    operator.ixor: operator.xor,
+}
+#: the method an in-place operator on a set runs (its log on an input set)
+_INPLACE_METHODS = {
+    operator.iand: "intersection_update",
+    operator.ior: "update",
+    operator.isub: "difference_update",
+    operator.ixor: "symmetric_difference_update",
+}
+_COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def real_set(vt: SetVariable) -> set | frozenset:
+    """The keys of a set tracker as the object CPython's methods run on: the set itself (changed
+    in place by the mutating ones), or a frozenset of them (results are then frozensets)."""
+    table = vt.exact()
+    table = vt.ordered() if table is None else table
+    return frozenset(table) if vt.frozen else table
+
+
+def _real(tx: Translator, vt: VariableTracker) -> Any:
+    """An object CPython applies the same operation to: the set itself, a dict of constants
+    standing for the viewed dict (a keys view only depends on the keys), or the constant."""
+    if isinstance(vt, SetVariable):
+        return real_set(vt)
+    if isinstance(vt, DictViewVariable):
+        items = vt.dict_vt.items
+        if vt.kind == "keys":
+            return dict.fromkeys(items).keys()
+        if vt.kind == "items":
+            return {k: _constant(tx, v) for k, v in items.items()}.items()
+        return {k: None for k in items}.values()
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    raise Unsupported("operator", f"set operation on {vt}")
+
+
+def _builtin_non_set(vt: VariableTracker) -> bool:
+    """A set, a view, or a value of a builtin type that is not set-like: its ``==`` with a set
+    gives NotImplemented both ways (a real set held by an object, or a user object whose
+    ``__eq__`` may answer, does not qualify)."""
+    if isinstance(vt, (SetVariable, DictViewVariable)):
+        return True
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return False
+    return cls.__module__ == "builtins" and not issubclass(cls, collections.abc.Set)
+
+
+def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a & b`` and friends where an operand is a set or a dict view; None when it does not apply.
+    The operation runs on real objects standing for the operands (so results, their order and
+    errors are CPython's); the in-place forms change a set tracker in place (a side effect when it
+    is an input)."""
+    if len(args) != 2 or not any(isinstance(a, (SetVariable, DictViewVariable)) for a in args):
+        return None
+    if op not in _SET_OPS and op not in _INPLACE_SET_OPS and op not in _COMPARE:
+        return None
+    lhs, rhs = args
+    in_place = op in _INPLACE_SET_OPS and isinstance(lhs, SetVariable) and not lhs.frozen
+    if op in _INPLACE_SET_OPS and not in_place:
+        op = _INPLACE_SET_OPS[op]  # ``view |= x`` has no in-place form: ``view = view | x``
+    if op in _COMPARE and not all(
+        isinstance(a, (SetVariable, DictViewVariable))
+        or (a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset)))
+        for a in args
+    ):
+        if op in (operator.eq, operator.ne) and all(_builtin_non_set(a) for a in args):
+            return ConstantVariable(op is operator.ne)  # a set never equals a non-set
+        return None
+    real, entry = [_real(tx, rhs)], None
+    if in_place:
+        tx.output.side_effects.before_mutation(lhs)
+        before = set(lhs.items)
+        if isinstance(real[0], (set, frozenset)):  # else CPython's ``lhs = lhs | rhs``
+            real, entry = lhs.log_call(_INPLACE_METHODS[op], real)
+    try:  # changed in place, the set needs no known order
+        result = op(lhs.items if in_place else _real(tx, lhs), *real)
+    except TypeError as e:
+        raise PythonError(e) from None
+    if in_place:
+        lhs.logged(entry)
+        lhs.added_to(before)
+        lhs.changed(_INPLACE_METHODS[op], [recipe_part(rhs)])
+        tx.output.side_effects.mark_mutated(lhs)
+        return lhs
+    if isinstance(result, (set, frozenset)):
+        return computed_set(result, [lhs, rhs], SetRecipe.call(op, [lhs, rhs]))
+    return tx.fold(result)
+
+
+# ``LazyListVariable``: a list reached from an input whose items are read only when the trace
+# needs them.
+#
+# ``builder.wrap`` guards a list's type at once but its length and items only when the trace first
+# reads them (``items``). Until then, ``append`` and ``extend`` are kept as a log and replayed as
+# ``src.extend([...])``: a list that a hook or a callee only appends to (a list of recorded losses,
+# a log) is not guarded on its length, so the next call, after the list grew, still hits the cache.
+# Any other use reads the items, adds the guards ``builder`` would have added, and from then on the
+# list is an ordinary ``ListVariable`` (replayed as ``src[:] = [...]``).
+
+
+class LazyListVariable(ListVariable):
+    """Invariant: while ``_items`` is None the trace has read nothing of the real list ``_value``
+    (no guard on its length or items) and ``appended`` holds what was appended since the call began;
+    once read, ``_items`` is the real items (wrapped through ``ItemSource``) followed by them."""
+
+    def __init__(self, tx: Translator, value: list, source: Source) -> None:
+        self._tx, self._value = tx, value
+        self._items: list[VariableTracker] | None = None
+        self.appended: list[VariableTracker] = []
+        self.source = source
+
+    @property
+    def items(self) -> list[VariableTracker]:  # type: ignore[override]
+        if self._items is None:
+            tx, value, source = self._tx, self._value, self.source
+            tx.output.assume_len(source, len(value))
+            wrapped = [tx.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
+            self._items = wrapped + self.appended
+        return self._items
+
+    @items.setter
+    def items(self, items: list[VariableTracker]) -> None:
+        self._items = items
+
+    @property
+    def read(self) -> bool:
+        """Has the trace read the items (so the length and items are guarded)?"""
+        return self._items is not None
+
+    def append_unread(self, item: VariableTracker) -> None:
+        """``append``/``extend`` begun before any read: only the log grows, unless the items were
+        read meanwhile (``xs.extend(map(lambda v: len(xs), ...))`` reads them while it appends)."""
+        (self.appended if self._items is None else self._items).append(item)
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        return ListVariable(**{"items": list(self.items), "source": self.source, **changes})
+
+    def walk_children(self) -> list[VariableTracker]:
+        """What ``base.walk`` visits (without reading the real list)."""
+        return list(self.items) if self.read else list(self.appended)
+
+    def save_state(self) -> Any:
+        return (None if self._items is None else list(self._items), list(self.appended))
+
+    def restore_state(self, state: Any) -> None:
+        items, appended = state
+        self._items = items
+        self.appended[:] = appended
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """Emit ``src.extend([appended])`` if the items were never read (True), else nothing."""
+        if self.read:
+            return False
+        self.source.reconstruct(cg)
+        cg.load_attr("extend")
+        for item in self.appended:
+            item.reconstruct(cg)
+        cg.build_list(len(self.appended))
+        cg.call_function(1)
+        cg.pop_top()
+        return True
+
+    def __repr__(self) -> str:
+        state = f"{len(self._items)} items" if self.read else f"+{len(self.appended)} unread"
+        return f"LazyListVariable({state})"
+
+
+# Methods of lists, dicts, sets and tuples, applied to the tracked items.
+#
+# A container created during the trace is simply changed; one that came from an input is also marked
+# mutated, so the rewritten code writes its final contents back into the real object.
+
+LAST, FALSE = ConstantVariable(-1), ConstantVariable(False)
+
+
+def call_method(
+    tx: Translator,
+    obj: VariableTracker,
+    name: str,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    methods = METHODS.get(type(obj)) or next(
+        (m for kind, m in METHODS.items() if isinstance(obj, kind)), {}
+    )
+    if isinstance(obj, DictVariable) and obj.cls is not dict:
+        methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
+    if isinstance(obj, SetVariable) and obj.frozen:
+        methods = _FROZENSET
+    if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
+        tx.output.side_effects.before_mutation(obj)
+        for item in args if name == "append" else _extend_items(tx, args[0]):
+            obj.append_unread(item)
+        tx.output.side_effects.mark_mutated(obj)
+        return NONE
+    if name not in methods:
+        raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
+    mutates, impl = methods[name]
+    try:
+        inspect.signature(impl).bind(tx, obj, *args, **kwargs)
+    except TypeError as e:
+        kind = obj.python_type().__name__
+        raise Unsupported("python_error", f"TypeError: {kind}.{name}(): {e}") from None
+    if mutates:
+        tx.output.side_effects.before_mutation(obj)
+    result = impl(tx, obj, *args, **kwargs)
+    if mutates:
+        tx.output.side_effects.mark_mutated(obj)
+    return result
+
+
+def c_name(cls: type) -> str:
+    """The name CPython's messages give ``cls`` (its ``tp_name``): a static type outside
+    ``builtins`` is named with its module (``torch.dtype``), any other by its ``__name__``."""
+    heap = bool(cls.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
+    if heap or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def not_iterable(vt: VariableTracker) -> Exception | None:
+    """CPython's TypeError for ``iter(vt)`` where ``vt``'s type defines neither ``__iter__`` nor
+    ``__getitem__`` (looked up on the type, as ``iter`` does), or None where it may iterate."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return None
+    if isinstance(vt, TensorVariable) or any(
+        "__iter__" in vars(base) or "__getitem__" in vars(base) for base in cls.__mro__
+    ):
+        return None
+    return TypeError(f"'{c_name(cls)}' object is not iterable")
+
+
+def _key_error(key) -> Exception:
+    """CPython's KeyError for a missing ``key``: the key itself, its tracker where it has one
+    (the exception is rebuilt with it); for a tensor key or a tuple holding objects, CPython
+    raises it (its message would be the object's repr)."""
+    if isinstance(key, IdentityKey) and not key.vt.is_python_constant():
+        if not hasattr(key.vt, "value") or isinstance(key.ident, tuple):
+            return Unsupported("python_error", "KeyError on an object key")
+    return PythonError(KeyError(key))
+
+
+def _int(vt: VariableTracker):
+    """An index or count argument: a Python constant, or ``index_stand_in``'s stand-in."""
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    stand_in = index_stand_in(vt)
+    if stand_in is None:
+        raise Unsupported("index", f"{vt} as an index (only constants are traced)")
+    return stand_in
+
+
+def index_stand_in(vt: VariableTracker) -> object | None:
+    """For a value whose type has no ``__index__`` (an object, a function), an instance of an
+    empty class of the same C name: a list or tuple operation run on it and on a stand-in
+    sequence (``_shadow``) raises CPython's TypeError. None for other values (a tensor)."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return None
+    if isinstance(vt, TensorVariable) or any("__index__" in vars(base) for base in cls.__mro__):
+        return None
+    return type(c_name(cls), (), {})()
+
+
+def _shadow(obj: ListVariable, action) -> None:
+    """Run ``action`` on a stand-in of ``obj`` first (same type and length, items ``None``): an
+    index or slice CPython rejects raises CPython's exact error here, before anything changes."""
+    n = len(obj.items)
+    shadow = obj.python_type()([None] * n, obj.maxlen) if hasattr(obj, "maxlen") else [None] * n
+    try:
+        action(shadow)
+    except (IndexError, ValueError, TypeError) as e:
+        raise PythonError(e) from None
+
+
+# -- list ------------------------------------------------------------------------------------------
+def _list_setitem(tx, obj, key, value):
+    index = _int(key)
+    if isinstance(index, slice):
+        if not_iterable(value) is not None:  # CPython's message (it differs across versions)
+            _shadow(obj, lambda real: real.__setitem__(index, _NotIterable()))
+        values = dispatch.iterate(tx, value)
+        _shadow(obj, lambda real: real.__setitem__(index, [None] * len(values)))
+        obj.items[index] = values
+    else:
+        _shadow(obj, lambda real: real.__setitem__(index, None))
+        obj.items[index] = value
+    return NONE
+
+
+def _list_delitem(tx, obj, key):
+    index = _int(key)
+    _shadow(obj, lambda real: real.__delitem__(index))
+    del obj.items[index]
+    return NONE
+
+
+def _list_pop(tx, obj, index=LAST):
+    at = _int(index)
+    _shadow(obj, lambda real: real.pop(at))
+    return obj.items.pop(at)
+
+
+class _NotIterable:
+    """What a slice is assigned in place of a value that is not iterable."""
+
+
+def _list_insert(tx, obj, index, value):
+    at = _int(index)
+    _shadow(obj, lambda real: real.insert(at, None))
+    obj.items.insert(at, value)
+    return NONE
+
+
+def _list_imul(tx, obj, count):
+    n = _int(count)
+    if not isinstance(n, int):  # CPython's TypeError (the stand-in list is not grown)
+        _shadow(obj, lambda real: real.__imul__(n))
+    obj.items *= n
+    return obj
+
+
+def _list_remove(tx, obj, value):
+    del obj.items[_find(tx, obj, value, "list.remove(x): x not in list")]
+    return NONE
+
+
+def _list_sort(tx, obj, *, key=NONE, reverse=FALSE):
+    items = list(obj.items)
+    order = dispatch.sort_order(tx, items, key, reverse, "list.sort")
+    obj.items[:] = [items[i] for i in order]
+    return NONE
+
+
+def _extend_items(tx, iterable):
+    """What ``list.extend`` appends: a list or tuple copied first (``xs.extend(xs)`` doubles),
+    any other iterable's items one at a time as they are taken (a ``map`` whose function reads or
+    appends to the list sees it grow, as in CPython)."""
+    if isinstance(iterable, (ListVariable, TupleVariable)):
+        return list(iterable.items)
+    return dispatch.each_item(tx, iterable)
+
+
+def _list_extend(tx, obj, iterable):
+    for item in _extend_items(tx, iterable):
+        obj.items.append(item)
+    return NONE
+
+
+def _list_init(tx, obj, iterable=None):
+    """``xs.__init__(iterable)`` on an existing list: emptied, then extended (``xs.__init__(xs)``
+    leaves it empty, as in CPython)."""
+    obj.items.clear()
+    return NONE if iterable is None else _list_extend(tx, obj, iterable)
+
+
+def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
+    """``item is value or item == value``, as list searches compare (tensors: data-dependent)."""
+    if item is value:
+        return True
+    if item.is_python_constant() and value.is_python_constant():
+        known = item.as_python_constant()  # identity first: ``[nan].count(nan)``
+        return known is value.as_python_constant() or bool(known == value.as_python_constant())
+    if isinstance(item, TensorVariable) or isinstance(value, TensorVariable):
+        raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
+    return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [item, value]))
+
+
+def _find(tx, obj, value, message=None):
+    for i, item in enumerate(obj.items):
+        if _equal(tx, item, value):
+            return i
+    kind = obj.python_type().__name__ if obj.python_type() in (list, tuple) else "sequence"
+    if message is None and value.is_python_constant():
+        message = f"{value.as_python_constant()!r} is not in {kind}"
+        if kind == "tuple":
+            message = "tuple.index(x): x not in tuple"
+    if message is None:
+        raise Unsupported("python_error", "ValueError: x not in sequence")
+    raise PythonError(ValueError(message))
+
+
+def _count(tx, obj, value):
+    return ConstantVariable(sum(1 for item in obj.items if _equal(tx, item, value)))
+
+
+_LIST = {
+    "append": (True, lambda tx, obj, v: (obj.items.append(v), NONE)[1]),
+    "extend": (True, _list_extend),
+    "insert": (True, _list_insert),
+    "pop": (True, _list_pop),
+    "remove": (True, _list_remove),
+    "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
+    "reverse": (True, lambda tx, obj: (obj.items.reverse(), NONE)[1]),
+    "sort": (True, _list_sort),
+    "__setitem__": (True, _list_setitem),
+    "__delitem__": (True, _list_delitem),
+    "copy": (False, lambda tx, obj: ListVariable(list(obj.items))),
+    "__init__": (True, _list_init),
+    "__imul__": (True, _list_imul),
+    "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
+    "count": (False, _count),
+}
+
+
+def _namedtuple_replace(tx, obj, **changes):
+    fields = list(obj.cls._fields)
+    if set(changes) - set(fields):
+        raise Unsupported("python_error", f"{obj.cls.__name__}._replace() got unexpected fields")
+    items = [changes.get(f, item) for f, item in zip(fields, obj.items, strict=True)]
+    return TupleVariable(items, cls=obj.cls)
+
+
+_DEQUE = {**{k: v for k, v in _LIST.items() if k not in ("sort", "__init__")}, **DEQUE_METHODS}
+
+
+def _getnewargs(tx, obj):
+    """``t.__getnewargs__()``: ``(tuple(t),)``, the tuple itself where it is an exact tuple."""
+    exact = obj.python_type() is tuple
+    return TupleVariable([obj if exact else TupleVariable(list(obj.items))])
+
+
+_TUPLE = {
+    "__init__": (False, lambda tx, obj, *args, **kwargs: NONE),  # ``object.__init__``
+    "__getnewargs__": (False, _getnewargs),
+    "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
+    "count": (False, _count),
+    "_replace": (False, _namedtuple_replace),
+    "_asdict": (
+        False,
+        lambda tx, obj: DictVariable(dict(zip(obj.cls._fields, obj.items, strict=True))),
+    ),
+}
+
+
+# -- dict ------------------------------------------------------------------------------------------
+def _dict_pop(tx, obj, key, default=None):
+    k = _key(key)
+    if k in obj.items:
+        return obj.items.pop(k)
+    if default is None:
+        raise _key_error(k)
+    return default
+
+
+def _dict_popitem(tx, obj):
+    if not obj.items:
+        raise PythonError(KeyError("popitem(): dictionary is empty"))
+    key, value = obj.items.popitem()
+    return TupleVariable([key_vt(key), value])
+
+
+def _dict_update(tx, obj, *others, **kwargs):
+    """``d.update(mapping_or_pairs, **kwargs)``: pairs are taken one by one and stored as they
+    come, like CPython (a ``map`` making them sees the pairs stored before)."""
+    if len(others) > 1:
+        raise Unsupported("python_error", "TypeError: update expected at most 1 argument")
+    for other in others:
+        if isinstance(other, DictVariable):
+            obj.items.update(other.items)
+            continue
+        for pair in dispatch.each_item(tx, other):
+            items = dispatch.iterate(tx, pair)
+            if len(items) != 2:
+                raise Unsupported("python_error", "ValueError: dictionary update sequence element")
+            obj.items[_key(items[0])] = items[1]
+    obj.items.update(kwargs)
+    return NONE
+
+
+def _dict_init(tx, obj, *others, **kwargs):
+    """``d.__init__(mapping_or_pairs, **kwargs)`` on an existing dict: ``d.update(...)``."""
+    if obj.cls not in (dict, collections.OrderedDict):
+        raise Unsupported("call_method", f"{obj.cls.__name__}.__init__")
+    return _dict_update(tx, obj, *others, **kwargs)
+
+
+def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> VariableTracker | None:
+    """``d | other`` (a new dict of ``d``'s type) and ``d |= other`` (``d.update(other)``); None
+    where ``other`` is no dict (``dict.__or__`` gives NotImplemented: the other operand decides)."""
+    if op is operator.ior:
+        call_method(tx, lhs, "update", [rhs], {})
+        return lhs
+    if not isinstance(rhs, DictVariable):
+        return None
+    merged = _dict_copy(tx, lhs)
+    merged.items.update(rhs.items)
+    return merged
+
+
+def _dict_setdefault(tx, obj, key, default=NONE):
+    return obj.items.setdefault(_key(key), default)
+
+
+def _dict_delitem(tx, obj, key):
+    k = _key(key)
+    if k not in obj.items:
+        raise _key_error(k)
+    del obj.items[k]
+    return NONE
+
+
+def _dict_getitem(tx, obj, key):
+    k = _key(key)
+    if k in obj.items:
+        return obj.items[k]
+    factory = obj.default_factory
+    if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
+        raise _key_error(k)
+    value = dispatch.call(tx, factory, [], {})  # ``defaultdict.__missing__``
+    tx.output.side_effects.before_mutation(obj)
+    obj.items[k] = value
+    tx.output.side_effects.mark_mutated(obj)
+    return value
+
+
+def _dict_copy(tx, obj):
+    return DictVariable(dict(obj.items), cls=obj.cls, default_factory=obj.default_factory)
+
+
+def _dict_fromkeys(tx, obj, iterable, value=NONE):
+    """``d.fromkeys(keys, value)`` called on a dict: a new dict of its class (a ``defaultdict``
+    without a factory), the keys in the iterable's order."""
+    if obj.cls not in (dict, collections.OrderedDict, collections.defaultdict):
+        raise Unsupported("call_method", f"{obj.cls.__name__}.fromkeys")
+    items = {}
+    for key in dispatch.each_item(tx, iterable):
+        items[_key(key)] = value
+    factory = NONE if obj.cls is collections.defaultdict else None
+    return DictVariable(items, cls=obj.cls, default_factory=factory)
+
+
+_DICT = {
+    "__setitem__": (True, lambda tx, obj, k, v: (obj.items.__setitem__(_key(k), v), NONE)[1]),
+    "__delitem__": (True, _dict_delitem),
+    "__getitem__": (False, _dict_getitem),
+    "pop": (True, _dict_pop),
+    "popitem": (True, _dict_popitem),
+    "update": (True, _dict_update),
+    "__init__": (True, _dict_init),
+    "setdefault": (True, _dict_setdefault),
+    "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
+    "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k), d)),
+    "keys": (False, lambda tx, obj: DictViewVariable(obj, "keys")),
+    "values": (False, lambda tx, obj: DictViewVariable(obj, "values")),
+    "items": (False, lambda tx, obj: DictViewVariable(obj, "items")),
+    "copy": (False, _dict_copy),
+    "fromkeys": (False, _dict_fromkeys),
+    "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k) in obj.items)),
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
+}
+
+
+def _move_to_end(tx, obj, key, last=None):
+    k = _key(key)
+    if k not in obj.items:
+        raise _key_error(k)
+    at_end = True if last is None else dispatch.truth(tx, last)
+    value = obj.items.pop(k)
+    if at_end:
+        obj.items[k] = value
+    else:
+        rest = dict(obj.items)
+        obj.items.clear()
+        obj.items[k] = value
+        obj.items.update(rest)
+    return NONE
+
+
+def _ordered_popitem(tx, obj, last=None):
+    if last is None or dispatch.truth(tx, last):
+        return _dict_popitem(tx, obj)
+    if not obj.items:
+        raise Unsupported("python_error", "KeyError: 'dictionary is empty'")
+    key = next(iter(obj.items))
+    return TupleVariable([key_vt(key), obj.items.pop(key)])
+
+
+#: Methods a dict subclass adds or changes.
+_DICT_SUBCLASS = {
+    collections.OrderedDict: {
+        "move_to_end": (True, _move_to_end),
+        "popitem": (True, _ordered_popitem),
+    },
+    **DICT_SUBCLASS_METHODS,
+}
+
+
+# -- dict views ------------------------------------------------------------------------------------
+def _view_isdisjoint(tx, obj, other):
+    return ConstantVariable(
+        not any(contains(tx, obj, item) for item in dispatch.iterate(tx, other))
+    )
+
+
+_VIEW = {
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.dict_vt.items))),
+    "__contains__": (False, lambda tx, obj, v: ConstantVariable(contains(tx, obj, v))),
+    "isdisjoint": (False, _view_isdisjoint),
+}
+
+
+# -- set -------------------------------------------------------------------------------------------
+def _set_method(name: str, mutates: bool):
+    """A set method run by CPython on the real set of constants (iterable arguments are read
+    into sets of constants first), so results, order and errors are CPython's."""
+
+    def impl(tx, obj, *args):
+        real = [
+            _key(a)
+            if name == "add"
+            else lookup_key(a)
+            if name in ("discard", "remove")
+            else real_iterable(tx, a)
+            for a in args
+        ]
+        before = set(obj.items) if mutates else None
+        real, entry = obj.log_call(name, real) if mutates else (real, None)
+        try:  # changed in place, the set needs no known order
+            result = getattr(obj.items if mutates else real_set(obj), name)(*real)
+        except KeyError:  # ``remove``: the argument itself (a set searched as a frozenset)
+            key = real[0]
+            raise _key_error(IdentityKey(args[0], getattr(key, "ident", key))) from None
+        except TypeError as e:
+            raise PythonError(e) from None
+        if before is not None:
+            obj.logged(entry)
+            obj.added_to(before)
+            keyed = name in ("add", "discard", "remove")
+            obj.changed(name, [("key", k) for k in real] if keyed else list(map(recipe_part, args)))
+        if isinstance(result, (set, frozenset)):
+            recipe = SetRecipe.call(getattr(obj.python_type(), name), [obj, *args])
+            return computed_set(result, [obj, *args], recipe)
+        return ConstantVariable(result)
+
+    return mutates, impl
+
+
+def real_iterable(tx, vt):
+    """What a set method is given: the real set or immutable constant, a dict of the keys, or a
+    real iterator over the items that takes each from the traced iterable when CPython asks for
+    it (CPython's methods take fast paths for sets and dicts that change orders; on other
+    iterables some add item by item, some stop early, some read all first: a ``map`` whose
+    function reads or changes the set sees what it sees in CPython)."""
+    if isinstance(vt, SetVariable):
+        return real_set(vt)
+    if isinstance(vt, DictVariable):
+        return dict.fromkeys(vt.items)
+    if isinstance(vt, TupleVariable):
+        return tuple(map(_key, vt.items))  # its items' trackers kept (an object read from a global)
+    if vt.is_python_constant() and isinstance(
+        vt.as_python_constant(), (str, range, tuple, frozenset)
+    ):
+        return vt.as_python_constant()
+    return map(_key, dispatch.each_item(tx, vt))
+
+
+def _set_init(tx, obj, *args):
+    """``s.__init__(iterable)`` on an existing set: emptied, then updated (``s.__init__(s)``
+    leaves it empty)."""
+    if len(args) > 1:
+        raise PythonError(TypeError(f"set expected at most 1 argument, got {len(args)}"))
+    _SET["clear"][1](tx, obj)
+    return _SET["update"][1](tx, obj, *args) if args else NONE
+
+
+def _set_copy(tx, obj):
+    return computed_set(set(real_iterable(tx, obj)), [obj], SetRecipe.call(set, [obj]))
+
+
+def _set_clear(tx, obj):
+    obj.logged(obj.log_call("clear", [])[1])
+    obj.items.clear()
+    obj.changed("clear", [])
+    return NONE
+
+
+def _set_pop(tx, obj):
+    if not obj.items:
+        raise PythonError(KeyError("pop from an empty set"))
+    key = obj.ordered().pop()
+    obj.logged(obj.log_call("discard", [key])[1])  # the item the trace took out
+    obj.changed("pop", [])
+    return key_vt(key)  # the item's own tracker (a class, an object...)
+
+
+_SET = {
+    **{
+        name: _set_method(name, mutates=True)
+        for name in (
+            "add",
+            "discard",
+            "remove",
+            "update",
+            "intersection_update",
+            "difference_update",
+            "symmetric_difference_update",
+        )
+    },
+    **{
+        name: _set_method(name, mutates=False)
+        for name in (
+            "union",
+            "intersection",
+            "difference",
+            "symmetric_difference",
+            "issubset",
+            "issuperset",
+            "isdisjoint",
+        )
+    },
+    "pop": (True, _set_pop),
+    "__init__": (True, _set_init),
+    "clear": (True, _set_clear),
+    # a frozenset's copy is itself
+    "copy": (False, lambda tx, obj: obj if obj.frozen else _set_copy(tx, obj)),
+    "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
+    "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
+}
+
+
+#: A frozenset has the set's methods that do not change it (the others are no attributes of it)
+#: and ``object.__init__``, which does nothing.
+_FROZENSET = {**_SET, "__init__": (False, lambda tx, obj, *args, **kwargs: NONE)}
+
+
+# ``ModelOutputVariable``: a ``transformers`` ``ModelOutput`` (an ``OrderedDict`` subclass and a
+# dataclass whose fields are also readable as attributes) created during the trace, or a
+# ``diffusers`` ``BaseOutput`` (``DecoderOutput``, ``AutoencoderKLOutput``...: the same class,
+# copied; its ``__post_init__`` differs only for a lone first field, which
+# ``construct_model_output`` leaves to Python).
+#
+# Its real ``__init__``/``__post_init__`` are not inlined (they call ``dataclasses.fields`` and
+# write through ``super().__setitem__``); ``construct_model_output`` applies their effect for the
+# usual call shape (fields given by keyword or position, the non-``None`` ones become keys in field
+# order). Keys and attributes stay in step as in ``ModelOutput``: ``out.name`` is ``out["name"]``,
+# or ``None`` for an unset field; ``out[i]``/``out.to_tuple()`` index the values. At a graph break
+# or return it is rebuilt as ``cls(field=None, ...)`` followed by one ``out[key] = value`` per key,
+# which gives the same keys in the same order. Objects of these classes that come from inputs stay
+# ``UserObjectVariable``: their attributes are read (and guarded) as instance attributes; item
+# access and dict methods on them break the graph.
+
+#: ``(module, qualname)`` of the base classes handled here.
+_DIFFUSERS_BASE = ("diffusers.utils.outputs", "BaseOutput")
+MODEL_OUTPUT_BASES = frozenset({("transformers.utils.generic", "ModelOutput"), _DIFFUSERS_BASE})
+
+#: Read-only dict methods, answered on the items (``ModelOutput`` forbids the mutating ones).
+_DICT_READS = frozenset({"keys", "values", "items", "get", "__contains__", "__len__", "__iter__"})
+
+
+def is_model_output(cls: type) -> bool:
+    return (
+        isinstance(cls, type)
+        and dataclasses.is_dataclass(cls)
+        and issubclass(cls, dict)
+        and any((k.__module__, k.__qualname__) in MODEL_OUTPUT_BASES for k in cls.__mro__)
+    )
+
+
+def construct_model_output(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> ModelOutputVariable:
+    """``cls(*args, **kwargs)`` as ``ModelOutput.__post_init__`` would fill it."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args) :]):
+        raise Unsupported("new_object", f"{cls.__name__}() with these arguments")
+    values = dict(zip(fields, args, strict=False)) | kwargs
+    # a field left out takes its default: traced when that is None (a required one raises)
+    if any(f.name not in values and f.default is not None for f in dataclasses.fields(cls)):
+        raise Unsupported("new_object", f"{cls.__name__}() without a field it needs")
+    present = {k: v for k, v in values.items() if not _is_none(v)}
+    first = fields[0] if fields else None
+    lone_first = list(present) == [first]
+    if lone_first and _read_as_pairs(cls, present[first]):
+        raise Unsupported("new_object", f"{cls.__name__}() from a single non-tensor value")
+    return ModelOutputVariable({k: present[k] for k in fields if k in present}, cls=cls)
+
+
+def _read_as_pairs(cls: type, value: VariableTracker) -> bool:
+    """Whether ``__post_init__`` may take a lone first field as the object's (key, value) pairs:
+    ``ModelOutput`` tries any non-tensor, ``BaseOutput`` a dict only (a diffusers VAE's
+    ``AutoencoderKLOutput(latent_dist=posterior)`` holds a distribution object)."""
+    if isinstance(value, TensorVariable):
+        return False
+    if not any((k.__module__, k.__qualname__) == _DIFFUSERS_BASE for k in cls.__mro__):
+        return True
+    try:
+        kind = value.python_type()
+    except Unsupported:  # a tracker that cannot tell: assume the worst
+        return True
+    return issubclass(kind, dict)
+
+
+def _is_none(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is None
+
+
+def rebuild(cls: type, items: dict[str, Any]) -> Any:
+    """The real object for a ``ModelOutputVariable`` (called by the rewritten code): every field
+    None (no keys; a field may be required), then the keys set in order."""
+    out = cls(**{f.name: None for f in dataclasses.fields(cls) if f.init})
+    for key, value in items.items():
+        out[key] = value
+    return out
+
+
+@dataclass(eq=False)
+class ModelOutputVariable(DictVariable):
+    """``items``: the keys present (non-``None`` fields, in insertion order); ``cls``: the class."""
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def fields(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self.cls)]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.items:
+            return self.items[name]
+        if name in self.fields():
+            return ConstantVariable(None)
+        if name == "to_tuple" or name in _DICT_READS:
+            return ModelOutputMethodVariable(self, name)
+        raise Unsupported(
+            "getattr", f"{self.cls.__name__}.{name} (only fields and dict reads are traced)"
+        )
+
+    def getitem(self, tx: Translator, key: Any) -> VariableTracker:
+        """``out["name"]`` reads a key; ``out[0]``/``out[1:]`` index ``to_tuple()``."""
+        if isinstance(key, str):
+            if key not in self.items:
+                raise Unsupported("python_error", f"KeyError: {key!r}")
+            return self.items[key]
+        values = list(self.items.values())
+        if isinstance(key, slice):
+            return TupleVariable(values[key])
+        if type(key) is int and -len(values) <= key < len(values):
+            return values[key]
+        raise Unsupported("python_error", f"{self.cls.__name__}[{key!r}]")
+
+    def setitem(self, key: Any, value: VariableTracker) -> None:
+        """``out[key] = value`` sets the key and the attribute (``ModelOutput.__setitem__``)."""
+        if not isinstance(key, str) or self.source is not None:
+            raise Unsupported("setitem", f"{self.cls.__name__}[{key!r}] = ...")
+        self.items[key] = value
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.load_const(rebuild)
+        cg.load_const(self.cls)
+        DictVariable(self.items).reconstruct(cg)
+        cg.call_function(2)
+        return None
+
+    def __repr__(self) -> str:
+        return f"ModelOutputVariable({self.cls.__name__}, {list(self.items)})"
+
+
+@dataclass(eq=False)
+class ModelOutputMethodVariable(VariableTracker):
+    """``out.to_tuple`` or a read-only dict method of a ``ModelOutputVariable`` before the call."""
+
+    obj: ModelOutputVariable
+    name: str
+    source: Any = None
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.name == "to_tuple" and not args and not kwargs:
+            return TupleVariable(list(self.obj.items.values()))
+        view = DictVariable(self.obj.items)  # shares the items: a plain dict's reads
+        if self.name == "__len__":
+            return ConstantVariable(len(view.items))
+        if self.name == "__iter__":
+            return dispatch.get_iter(tx, view)
+        return call_method(tx, view, self.name, args, kwargs)
+
+
+#: The methods of each kind of container: name -> (whether it mutates, implementation). Other
+#: families add their kinds (generators: ``iterators.py``).
+METHODS: dict[type, dict[str, tuple[bool, Any]]] = {
+    ListVariable: _LIST,
+    DequeVariable: _DEQUE,
+    DictVariable: _DICT,
+    SetVariable: _SET,
+    TupleVariable: _TUPLE,
+    DictViewVariable: _VIEW,
+}
+
+
+def namedtuple_fields(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> list[VariableTracker]:
+    fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+    if len(args) > len(fields) or set(kwargs) - set(fields[len(args) :]):
+        raise Unsupported("python_error", f"bad arguments to {cls.__name__}()")
+    values = list(args)
+    for name in fields[len(args) :]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in defaults:
+            values.append(tx.fold(defaults[name]))
+        else:
+            raise Unsupported("python_error", f"{cls.__name__}() missing argument {name!r}")
+    return values

@@ -1,0 +1,951 @@
+"""Functions and methods: user functions (inlined), builtins and torch callables, closure cells,
+``functools`` caches, functions marked for the tracer, and calls that make classes.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...backends.registry import notice_once
+from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
+from ...guards.sources import AttrSource, ItemSource, Source
+from ..exc import PythonError, Unsupported
+from ..liveness import code_cell_writes
+from ..markers import (
+    REBUILT,
+    REGION_ATTR,
+    disabled_by,
+    display_name,
+    graph_break,
+    has_constant_result,
+    is_allowed,
+    patched_by_torch_compile,
+)
+from ..polyfills import functools as polyfill_functools
+from . import dispatch, iterators
+from .base import BoundAttributeVariable, VariableTracker
+from .call_rules import call_rule
+from .constants import CONSTANT_TYPES, ConstantVariable
+from .containers import DictVariable, TupleVariable, hash_key
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ...guards.sources import Source
+    from ..translator import Translator
+
+
+# Closure cells during a trace: ``ClosureCellVariable`` is a real cell (of a function the trace
+# reached, or one a resume function took as an argument: ``ResumePoint.cell_args``), one tracker per
+# cell object (``closure_cell``), read through its contents and written as a side effect;
+# ``LocalCellVariable`` is a cell of a frame being traced, whose value lives in the frame's symbolic
+# locals; ``SavedCellVariable`` is 3.12's saved cell around an inlined comprehension.
+# ``reconstruct_cell`` pushes a cell for rewritten code (a closure made in the trace, a resume
+# call).
+
+
+@dataclass(eq=False)
+class ClosureCellVariable(VariableTracker):
+    """A real closure cell of a user function; its contents are wrapped (and guarded) when read.
+    A cell a resume function takes as an argument (``ResumePoint.cell_args``: the frame's cell,
+    shared with closures made before the break) is one too: its code reads and writes
+    ``cell_contents``, writes are side effects replayed on the cell."""
+
+    cell: types.CellType
+    source: Source | None = None  #: source of the cell *contents*
+
+    def cell_source(self) -> Source | None:
+        """Where the cell object itself is found (``f.__closure__[i]``, a resume argument)."""
+        source = self.source
+        if isinstance(source, AttrSource) and source.attr == "cell_contents":
+            return source.base
+        return None
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def contents(self, tx: Translator, name: str) -> VariableTracker:
+        """What the cell holds now: a value stored in the trace, else its real contents."""
+        pending = tx.output.side_effects.load_attr(self, "cell_contents")
+        if pending is not None:
+            return pending
+        try:
+            contents = self.cell.cell_contents
+        except ValueError:
+            raise Unsupported("unbound_local", f"free variable {name!r} is empty") from None
+        if self.source is None:  # a cell of a function reached without a source
+            return tx.wrap_unsourced(contents, f"free variable {name!r}")
+        return tx.wrap(contents, self.source)
+
+    def store(self, tx: Translator, value: VariableTracker) -> None:
+        """``cell.cell_contents = value``: replayed on the cell after the graph."""
+        if self.cell_source() is None:
+            raise Unsupported("closure_store", "a store to a cell that cannot be reached again")
+        tx.output.side_effects.store_attr(self, "cell_contents", value)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name != "cell_contents":
+            raise Unsupported("getattr", f"cell.{name}")
+        return self.contents(tx, "cell_contents")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        base = self.cell_source()
+        if base is not None:
+            base.reconstruct(cg)  # ``f.__closure__[i]`` of this call's ``f``, a resume argument
+        else:
+            cg.load_cell_value(f"__bg_cell_{id(self.cell)}", self.cell)
+
+
+def closure_cell(tx: Translator, cell: types.CellType, source: Source | None) -> VariableTracker:
+    """The tracker of a real cell, one per cell object in a trace (the cell a resume function took
+    as an argument and the same cell in a closure it calls must see the same stores)."""
+    known = tx.output.wrapped.get(id(cell))
+    if known is not None and known[0] is cell and isinstance(known[1], ClosureCellVariable):
+        return known[1]
+    vt = ClosureCellVariable(cell, source)
+    if source is not None:
+        tx.output.wrapped[id(cell)] = (cell, vt)
+    return vt
+
+
+@dataclass(eq=False)
+class LocalCellVariable(VariableTracker):
+    """A cell of a frame being traced: reads and writes go to ``frame_locals[name]``, the frame's
+    symbolic locals while the cell is the frame's current one. A cell the frame replaced (3.12
+    comprehensions make a new cell for their variable) is detached: ``frame_locals`` becomes a
+    private dict holding its last value. Mutable on purpose, like the cell it stands for."""
+
+    frame_locals: dict[str, VariableTracker]
+    name: str
+
+    def detach(self) -> None:
+        value = self.frame_locals.get(self.name)
+        self.frame_locals = {} if value is None else {self.name: value}
+
+
+@dataclass(eq=False)
+class SavedCellVariable(VariableTracker):
+    """3.12: what LOAD_FAST_AND_CLEAR saves for a cell variable around an inlined comprehension: the
+    outer cell (if a closure holds it) and the outer value, restored by the matching STORE_FAST."""
+
+    cell: LocalCellVariable | None
+    value: VariableTracker | None
+
+
+def reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
+    if isinstance(cell, ClosureCellVariable):  # a real cell: the same cell object
+        cell.reconstruct(cg)
+        return
+    if not isinstance(cell, LocalCellVariable):
+        raise Unsupported("escaping_closure", f"a closure over {cell}")
+
+    def build() -> None:
+        cg.load_const(types.CellType)
+        if cell.name in cell.frame_locals:
+            cell.frame_locals[cell.name].reconstruct(cg)
+            cg.call_function(1)
+        else:
+            cg.call_function(0)
+
+    cg.build_once(cell, build)
+
+
+# Calls that make a new class: ``collections.namedtuple(...)`` called in the compiled function,
+# and ``tuple.__new__(cls, items)``, which the methods of the class it made call (``P._make``).
+#
+# CPython's factory builds the class with ``eval`` (its ``__new__``) and ``type(name, bases, ns)``,
+# which the trace cannot follow; called on Python constants it is a pure function of them (as
+# torch.compile treats it), so the trace runs the real factory once, when the call is traced, and
+# the class it made is a constant of the trace. Its ``__module__`` is the caller's ``__name__``, as
+# CPython gives it (the real caller, while tracing, would be the tracer). Arguments only known at
+# run time (a tensor as a default) are a graph break.
+
+
+@call_rule(collections.namedtuple, tuple.__new__)
+def make_class(
+    tx: Translator, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """The class ``target(*args, **kwargs)`` makes, when ``target`` is a class factory (or the
+    namedtuple ``tuple.__new__`` makes)."""
+    if target is _TUPLE_NEW:
+        return _tuple_new(tx, args, kwargs)
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        raise Unsupported("class_factory", "namedtuple() called with values only known at run time")
+    real_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if real_kwargs.get("module") is None:
+        real_kwargs["module"] = tx.f_globals.get("__name__", "__main__")
+    try:
+        cls = target(*[a.as_python_constant() for a in args], **real_kwargs)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    return tx.fold(cls)
+
+
+_TUPLE_NEW = tuple.__new__
+
+
+def _tuple_new(
+    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``tuple.__new__(cls, iterable=())`` for ``tuple`` and ``namedtuple()`` classes (whose
+    instances are ``TupleVariable``s); other subclasses are left to the caller."""
+    if kwargs or not 1 <= len(args) <= 2 or not args[0].is_python_constant():
+        return None
+    cls = args[0].as_python_constant()
+    if not (cls is tuple or (isinstance(cls, type) and _is_namedtuple_class(cls))):
+        return None
+    items = dispatch.iterate(tx, args[1]) if len(args) == 2 else []
+    return TupleVariable(list(items), cls=cls)
+
+
+def _is_namedtuple_class(cls: type) -> bool:
+    """Made by ``namedtuple()`` (a direct subclass of tuple with ``_fields``, no ``__dict__``)."""
+    return cls.__bases__ == (tuple,) and "_fields" in vars(cls) and "__dict__" not in vars(cls)
+
+
+# Calls of functions the user marked for the tracer (the registries are ``tracer/markers.py``): a
+# disabled function breaks the graph at the call, an allowed one becomes one graph node, one with a
+# constant result is called now, and an ``error_on_graph_break`` region marks the breaks inside it.
+# Entry point: ``call_marked``.
+
+
+def call_marked(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """Trace a call of a marked function, or None when ``vt.fn`` carries no mark."""
+    fn = vt.fn
+    disabled = disabled_by(fn)
+    if disabled is not None and patched_by_torch_compile(fn):
+        return vt.clone(fn=fn.__wrapped__, source=None).call_function(tx, args, kwargs)
+    if disabled is not None:
+        by, reason = disabled
+        raise Unsupported(
+            "disabled",
+            f"{display_name(fn)} is marked with {by}: it runs in Python",
+            hint=reason or f"remove {by} to trace it into the graph",
+        )
+    if is_allowed(fn):
+        if vt.self_vt is not None:
+            args = [vt.self_vt, *args]
+        return tx.output.call_function(fn, tuple(args), kwargs)
+    if has_constant_result(fn):
+        return _call_for_constant(tx, vt, args, kwargs)
+    region = getattr(fn, REGION_ATTR, None)
+    if isinstance(region, tuple):
+        return _call_in_region(tx, vt, region, args, kwargs)
+    return None
+
+
+def _call_for_constant(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``assume_constant_result``: call the real function now; its result is a constant."""
+    values = [*args, *kwargs.values()]
+    if not all(a.is_python_constant() for a in values):
+        raise Unsupported(
+            "constant_result",
+            f"{display_name(vt.fn)} (assume_constant_result) called with non-constant arguments",
+            hint="call it with Python constants, or drop assume_constant_result",
+        )
+    real_args = [a.as_python_constant() for a in args]
+    if vt.self_vt is not None:
+        owner = vt.self_vt
+        if owner.source is None or not hasattr(owner, "value"):
+            raise Unsupported(
+                "constant_result",
+                f"{display_name(vt.fn)} is a method of an object made in the trace",
+            )
+        real_args.insert(0, owner.value)
+    result = vt.fn(*real_args, **{k: v.as_python_constant() for k, v in kwargs.items()})
+    return tx.fold(result)
+
+
+def _call_in_region(
+    tx: Translator,
+    vt: UserFunctionVariable,
+    region: tuple[bool, Any],
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """Trace the function an ``error_on_graph_break(value)`` decorator wraps, marking a break in
+    it (if no inner region marked it first) with ``value``."""
+    value, wrapped = region
+    inner = vt.clone(fn=wrapped, source=None)
+    try:
+        return inner.call_function(tx, args, kwargs)
+    except Exception as e:  # Unsupported, or the translator's GraphBreak carrying one
+        reason = e if isinstance(e, Unsupported) else getattr(e, "reason", None)
+        if isinstance(reason, Unsupported) and reason.strict is None:
+            reason.strict = value
+        raise
+
+
+# Callables: user Python functions (inlined), functions made during the trace, builtins, torch ops.
+#
+# ``UserFunctionVariable`` wraps a real Python function (guarded by identity when it came from an
+# input or global); ``NestedFunctionVariable`` is a closure created by ``MAKE_FUNCTION`` inside the
+# trace. Both are inlined by ``tx.inline_call`` (a generator function's call gives a lazily run
+# ``GeneratorVariable``). ``BuiltinVariable`` routes to ``dispatch`` (torch's callables are
+# ``torch_calls.TorchVariable``). ``PartialVariable`` is a ``functools.partial``.
+# Closure cells are in ``cells.py``.
+
+#: Functions traced specially, by code object (``@contextmanager``'s wrapper:
+#: ``generator_contexts``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
+#: function.
+CALL_HOOKS: dict[types.CodeType, Any] = {}
+
+
+@dataclass(eq=False)
+class UserFunctionVariable(VariableTracker):
+    """A Python function, or one bound to ``self_vt``. ``source`` loads the function, except where
+    ``bound_source`` says it loads the bound method itself (one the trace was given, ``V =
+    obj.method``): rebuilt as that object, so ``r is V`` holds for it as in CPython. A bound
+    method's ``__defaults__``, ``__closure__`` and ``__code__`` are its function's, so guards read
+    them through either source."""
+
+    fn: types.FunctionType
+    source: Source | None = None
+    self_vt: VariableTracker | None = None  #: the bound ``self`` for methods of user objects
+    bound_source: bool = False  #: ``source`` loads the bound method, not the function
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        if self.bound_source and changes.get("self_vt", self.self_vt) is not self.self_vt:
+            # bound to something else: no longer that object, only its function
+            changes.setdefault("source", AttrSource(self.source, "__func__"))
+            changes["bound_source"] = False
+        return super().clone(**changes)
+
+    def python_type(self) -> type:
+        return types.MethodType if self.self_vt is not None else types.FunctionType
+
+    def is_python_constant(self) -> bool:
+        return self.self_vt is None
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        if (
+            name == "__code__"
+        ):  # a sourced function's code is guarded by identity (``builder.wrap``)
+            return ConstantVariable(self.fn.__code__)
+        if name == "__class__":  # ``type(f)``: torchvision's ``_log_api_usage_once(f)`` reads it
+            return tx.wrap_static(self.python_type())
+        if name == "__get__" and self.self_vt is None:
+            return MethodCallVariable(self, name)
+        classes = (type(self.fn),) if self.self_vt is None else (type(self.fn), types.MethodType)
+        if self.source is not None and not any(hasattr(k, name) for k in classes):
+            # the function's own attribute (a bound method forwards the read to its function)
+            own = vars(self.fn)
+            if name in own:
+                return tx.wrap(own[name], AttrSource(self.source, name))
+            tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+            message = f"'{type(self.fn).__name__}' object has no attribute '{name}'"
+            raise PythonError(AttributeError(message))
+        raise Unsupported("getattr", f"attribute {name!r} of function {self.fn.__qualname__}")
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        """``f.__get__(obj[, cls])``: ``f`` bound to ``obj`` (``f`` itself for ``obj`` None)."""
+        if name == "__get__" and self.self_vt is None and not kwargs and 1 <= len(args) <= 2:
+            obj = args[0]
+            if isinstance(obj, ConstantVariable) and obj.value is None:
+                return self
+            return self.clone(self_vt=obj)
+        return super().call_method(tx, name, args, kwargs)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.fn is graph_break:
+            raise Unsupported(
+                "graph_break",
+                "explicit bytegraph.graph_break()",
+                hint="remove the graph_break() call to get one graph",
+            )
+        if self.fn is inspect.signature and len(args) == 1 and not kwargs:
+            return _signature(tx, args[0])
+        marked = call_marked(tx, self, args, kwargs)
+        if marked is not None:
+            return marked
+        hook = CALL_HOOKS.get(self.fn.__code__)
+        if hook is not None and (self.self_vt is None or getattr(hook, "accepts_bound", False)):
+            hooked = hook(tx, self, args, kwargs)
+            if hooked is not None:  # None: the hook only looked; the call is inlined as usual
+                return hooked
+        if self.self_vt is not None:
+            args = [self.self_vt, *args]
+        closure = {}
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
+            closure[name] = closure_cell(tx, cell, _cell_source(self.source, self.fn, name))
+        result = tx.inline_call(
+            self.fn.__code__,
+            self.fn.__globals__,
+            args,
+            kwargs,
+            defaults=_defaults_vt(tx, self.fn, self.source),
+            closure=closure,
+            fn=self.fn,
+        )
+        return iterators.made_by(result, self.fn)
+
+    def closure_value(self, tx: Translator, name: str) -> VariableTracker:
+        """The contents of the function's closure cell ``name`` (guarded through the function)."""
+        index = self.fn.__code__.co_freevars.index(name)
+        value = self.fn.__closure__[index].cell_contents
+        source = _cell_source(self.source, self.fn, name)
+        return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None and (self.self_vt is None or self.bound_source):
+            return self.source.reconstruct(cg)
+        if self.self_vt is not None:
+            cg.load_const(types.MethodType)
+            cg.load_const(self.fn)
+            self.self_vt.reconstruct(cg)
+            cg.call_function(2)
+            return None
+        cg.load_const(self.fn)
+        return None
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def same_bound_method(a: UserFunctionVariable, b: UserFunctionVariable) -> bool | None:
+    """``a is b`` for two bound methods, or None where that is not known. One the trace was given
+    (``bound_source``) is the object its source loads; one made in the trace (an ``obj.method``
+    read) is a new object, never one given."""
+    if a.bound_source and b.bound_source:
+        return True if a.source == b.source else None
+    if a.bound_source or b.bound_source:
+        return False
+    return None
+
+
+def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
+    """``inspect.signature(f)`` of a plain Python function or method, computed at trace time
+    (inlining ``inspect`` would walk descriptors and wrappers). What it depends on is guarded with
+    the function: its identity and code (``builder.wrap``) and its defaults (``_defaults_vt``).
+    Functions carrying a ``__signature__`` or ``__wrapped__`` (decorators) are left to Python."""
+    if not isinstance(fn, UserFunctionVariable) or {"__signature__", "__wrapped__"} & set(
+        vars(fn.fn)
+    ):
+        raise Unsupported("call", f"inspect.signature of {fn}")
+    _defaults_vt(tx, fn.fn, fn.source)
+    real = fn.fn if fn.self_vt is None else types.MethodType(fn.fn, object())
+    return ConstantVariable(inspect.signature(real))
+
+
+def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) -> Source | None:
+    if fn_source is None:
+        return None
+    index = fn.__code__.co_freevars.index(name)
+
+    return AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), index), "cell_contents")
+
+
+def _defaults_vt(
+    tx: Translator, fn: types.FunctionType, source: Source | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Positional and keyword-only defaults. Those of a function with a source are wrapped (so
+    guarded) through it, ``G['f'].__defaults__[0]``: ``__defaults__`` can be rebound and a mutable
+    default mutated. Otherwise real values (wrapped by the inliner as constants of the trace)."""
+    code = fn.__code__
+    pos = fn.__defaults__ or ()
+    names = code.co_varnames[code.co_argcount - len(pos) : code.co_argcount]
+    if source is None:
+        return dict(zip(names, pos, strict=True)), dict(fn.__kwdefaults__ or {})
+    # No defaults now: the call binds every parameter, so defaults added later change nothing.
+    pos_vt = tx.wrap(fn.__defaults__, AttrSource(source, "__defaults__")) if pos else None
+    kw_vt = (
+        tx.wrap(fn.__kwdefaults__, AttrSource(source, "__kwdefaults__"))
+        if fn.__kwdefaults__
+        else None
+    )
+    pos_items = pos_vt.items if isinstance(pos_vt, TupleVariable) else []
+    kw_items = kw_vt.items if isinstance(kw_vt, DictVariable) else {}
+    return dict(zip(names, pos_items, strict=True)), dict(kw_items)
+
+
+@dataclass(eq=False)
+class NestedFunctionVariable(VariableTracker):
+    """A function made during the trace by MAKE_FUNCTION (a lambda, closure, comprehension)."""
+
+    code: types.CodeType
+    f_globals: dict[str, Any]
+    defaults: tuple[VariableTracker, ...] = ()
+    kwdefaults: dict[str, VariableTracker] = field(default_factory=dict)
+    closure: dict[str, VariableTracker] = field(default_factory=dict)  #: name -> cell variable
+    source: Source | None = None
+    #: attributes stored on it in the trace (``functools.wraps``: ``__name__``, ``__wrapped__``,
+    #: ``__dict__``...), mutable like a container's items; set again when it is rebuilt
+    attrs: dict[str, VariableTracker] = field(default_factory=dict)
+    has_annotations: bool = False
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__name__":
+            return ConstantVariable(self.code.co_name)
+        if name == "__qualname__":
+            return ConstantVariable(self.code.co_qualname)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":  # CPython's function takes its first constant when a str
+            consts = self.code.co_consts
+            return ConstantVariable(consts[0] if consts and isinstance(consts[0], str) else None)
+        if name == "__class__":
+            return tx.wrap_static(types.FunctionType)
+        if name == "__type_params__" and FUNCTIONS_HAVE_TYPE_PARAMS:
+            return ConstantVariable(())
+        if name == "__dict__" or (name == "__annotations__" and not self.has_annotations):
+            tx.output.side_effects.before_mutation(self)
+            self.attrs[name] = made = DictVariable({})  # made on first read, as CPython does
+            return made
+        namespace = self.attrs.get("__dict__")
+        if namespace is not None and name in namespace.items:
+            return namespace.items[name]
+        raise Unsupported("getattr", f"attribute {name!r} of a function made in the trace")
+
+    def store_attr(self, tx: Translator, name: str, value: VariableTracker) -> None:
+        """``fn.name = value`` (``functools.update_wrapper``): the function's own fields, or an
+        item of its ``__dict__``."""
+        if name in ("__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__"):
+            raise Unsupported("store_attr", f"{name} of a function made in the trace")
+        if name in ("__name__", "__qualname__") and not (
+            value.is_python_constant() and isinstance(value.as_python_constant(), str)
+        ):
+            raise Unsupported("store_attr", f"{name} set to {value}")
+        if name in _FUNCTION_FIELDS:
+            tx.output.side_effects.before_mutation(self)
+            self.attrs[name] = value
+            return
+        dispatch.setitem(tx, self.var_getattr(tx, "__dict__"), ConstantVariable(name), value)
+
+    def save_state(self) -> Any:
+        return dict(self.attrs)
+
+    def restore_state(self, state: Any) -> None:
+        self.attrs.clear()
+        self.attrs.update(state)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        code = self.code
+        names = code.co_varnames[code.co_argcount - len(self.defaults) : code.co_argcount]
+        result = tx.inline_call(
+            code,
+            self.f_globals,
+            args,
+            kwargs,
+            defaults=(dict(zip(names, self.defaults, strict=True)), dict(self.kwdefaults)),
+            closure=dict(self.closure),
+            fn=None,
+        )
+        return iterators.made_by(result, self)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """The function made again by ``make_function`` (code, globals, defaults, cells). A cell of
+        a traced frame becomes a new cell holding its final value. At a graph break the frame goes
+        on in a resume function with cells of its own: the new cell stands for the frame's only
+        while neither this function nor the resumed frame writes it (``_cells_rebuildable``); else
+        the closure cannot escape there (the call runs in Python)."""
+        if id(self) in _BUILDING:
+            raise Unsupported("escaping_closure", f"{self.code.co_name} refers to itself")
+        cells = [self.closure[name] for name in self.code.co_freevars]
+        if cg.resumes and not self._cells_rebuildable(cg, cells):
+            raise Unsupported(
+                "escaping_closure",
+                f"function {self.code.co_name} made in the trace escapes at a graph break",
+                hint="define the function outside the compiled region",
+            )
+        _BUILDING.add(id(self))
+        try:
+            cg.build_once(self, lambda: self._build(cg, cells))
+        finally:
+            _BUILDING.discard(id(self))
+
+    def _cells_rebuildable(self, cg: Codegen, cells: list[VariableTracker]) -> bool:
+        """At a graph break, may the cells of the traced frames be rebuilt as new cells? Yes while
+        no one writes them after the break: not this function (``nonlocal``), nor its frame once
+        resumed (``cg.shared_cells``, from ``break_frames.cells_written_after``); a frame that has
+        returned no longer writes its cells. A cell its resumed frame takes as the cell itself
+        (``break_frames.passed_cells``) is shared whoever writes it."""
+        shared = getattr(cg, "shared_cells", None)
+        passed = {id(c) for c in getattr(cg, "passed_cell_vts", ())}
+        own = code_cell_writes(self.code)
+        for name, cell in zip(self.code.co_freevars, cells, strict=True):
+            if isinstance(cell, ClosureCellVariable) or id(cell) in passed:
+                continue  # the same cell object: shared with the resumed frame
+            if shared is None or name in own or id(cell) in shared:
+                return False
+        return True
+
+    def _build(self, cg: Codegen, cells: list[VariableTracker]) -> None:
+        cg.load_const(make_function)
+        cg.load_const(self.code)
+        cg.load_cell_value(f"__bg_globals_{id(self.f_globals)}", self.f_globals)
+        for value in self.defaults:
+            value.reconstruct(cg)
+        cg.build_tuple(len(self.defaults))
+        for name, value in self.kwdefaults.items():
+            cg.load_const(name)
+            value.reconstruct(cg)
+        cg.build_map(len(self.kwdefaults))
+        for cell in cells:
+            reconstruct_cell(cg, cell)
+        cg.build_tuple(len(cells))
+        for name, value in self.attrs.items():
+            cg.load_const(name)
+            value.reconstruct(cg)
+        cg.build_map(len(self.attrs))
+        cg.call_function(6)
+
+    def __repr__(self) -> str:
+        return f"NestedFunctionVariable({self.code.co_name})"
+
+
+#: A function's attributes that are not items of its ``__dict__``.
+_FUNCTION_FIELDS = frozenset(
+    {"__name__", "__qualname__", "__doc__", "__module__", "__annotations__", "__type_params__"}
+)
+_BUILDING: set[int] = set()  #: closures being rebuilt (a closure reaching itself cannot be)
+
+
+def make_function(
+    code: types.CodeType,
+    f_globals: dict[str, Any],
+    defaults: tuple,
+    kwdefaults: dict[str, Any],
+    closure: tuple[types.CellType, ...],
+    attrs: dict[str, Any],
+) -> types.FunctionType:
+    """Runtime helper of the rewritten code: a function made in the trace, made again (with the
+    attributes the trace stored on it)."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
+    fn.__kwdefaults__ = kwdefaults or None
+    fn.__qualname__ = code.co_qualname
+    for name, value in attrs.items():
+        if name == "__dict__":
+            fn.__dict__.update(value)
+        else:
+            setattr(fn, name, value)
+    if not (defaults or kwdefaults or attrs):
+        REBUILT.add(fn)  # a resume function's argument: guarded by what it is made of
+    return fn
+
+
+#: ``object``'s own methods that traced code may call explicitly (``super().__init__()`` reaching
+#: ``object``, ``object.__setattr__(self, n, v)``, ``object.__delattr__(self, n)``): builtins
+#: implemented in ``objects.py``.
+OBJECT_METHODS = {
+    name: object.__dict__[name] for name in ("__setattr__", "__delattr__", "__init__")
+}
+
+
+@dataclass(eq=False)
+class BuiltinVariable(VariableTracker):
+    fn: Any  #: a builtin such as ``len`` or ``isinstance``
+    source: Source | None = None
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return dispatch.call_builtin(tx, self.fn, args, kwargs)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """Attributes of a builtin: its name, a type's methods (``dict.fromkeys``: calls go through
+        the polyfill registry)."""
+        if self.fn is object and name in OBJECT_METHODS:
+            return BuiltinVariable(OBJECT_METHODS[name])
+        try:
+            attr = getattr(self.fn, name)
+        except AttributeError:
+            kind = getattr(self.fn, "__name__", self.fn)
+            raise Unsupported("getattr", f"{kind} has no attribute {name!r}") from None
+        return tx.wrap_static(attr)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+@dataclass(eq=False)
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)``: calls ``fn`` with the stored arguments first."""
+
+    fn: VariableTracker
+    args: list[VariableTracker]
+    kwargs: dict[str, VariableTracker]
+    source: Source | None = None
+    cls: type = functools.partial  #: or a subclass that keeps partial's call and parts
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return DictVariable(dict(self.kwargs))
+        raise Unsupported("getattr", f"functools.partial has no attribute {name!r}")
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return dispatch.call(tx, self.fn, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+
+        def build() -> None:
+            cg.load_const(self.cls)
+            self.fn.reconstruct(cg)
+            for arg in self.args:
+                arg.reconstruct(cg)
+            for value in self.kwargs.values():
+                value.reconstruct(cg)
+            cg.call_function(1 + len(self.args) + len(self.kwargs), tuple(self.kwargs))
+
+        cg.build_once(self, build)
+        return None
+
+    def __repr__(self) -> str:
+        return f"PartialVariable({self.fn!r})"
+
+
+@dataclass(eq=False, repr=False)
+class MethodCallVariable(BoundAttributeVariable):
+    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+
+# ``functools.lru_cache``/``functools.cache`` wrappers: a call with constant arguments is made
+# once, for real, at trace time, and its (immutable) result becomes a constant of the trace.
+#
+# That is what the eager program does on its first call: the wrapped function runs once per distinct
+# arguments (a miss), later calls return the cached result with no effect (hits). Tracing happens
+# during the first call, so the real call at trace time has the effect eager's would have had (a
+# ``logger.warning_once`` message appears once); the compiled code then skips the call, as eager's
+# cache hits do. transformers calls ``is_torch_greater_or_equal("2.9.0")`` and
+# ``logger.warning_once(...)`` this way. Arguments must be constants or objects reached through a
+# source and hashed by identity (the logger of ``warning_once``), guarded by identity; results must
+# be immutable constants (a cached list or tensor could be changed by its callers). A call with
+# tensors traces the wrapped function instead, without the cache, as torch.compile does (with a
+# notice). What does not fit otherwise is a graph break at the call. The cache being cleared later
+# (``cache_clear()``) is not noticed: the function is assumed to return the same result again, which
+# is what memoizing it asserts.
+
+LRU_CACHE_WRAPPER = functools._lru_cache_wrapper
+
+
+@dataclass(eq=False)
+class MemoizedFunctionVariable(VariableTracker):
+    """An ``lru_cache`` wrapper (``value``), or one bound to ``self_vt`` as a method."""
+
+    value: Any
+    source: Source | None = None
+    self_vt: VariableTracker | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.self_vt is not None:
+            args = [self.self_vt, *args]
+        name = getattr(self.value, "__qualname__", repr(self.value))
+        try:
+            real_args = [_argument(tx, a, name) for a in args]
+            real_kwargs = {k: _argument(tx, v, name) for k, v in kwargs.items()}
+        except Unsupported:
+            return self._call_wrapped(tx, args, kwargs, name)
+        try:
+            result = self.value(*real_args, **real_kwargs)
+        except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
+            raise Unsupported("python_error", f"{name}() raised {type(e).__name__}: {e}") from None
+        if not _immutable(result):
+            raise Unsupported(
+                "memoized_call", f"{name}() returned a {type(result).__name__}, not a constant"
+            )
+        return tx.fold(result)
+
+    def _call_wrapped(
+        self,
+        tx: Translator,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        name: str,
+    ) -> VariableTracker:
+        """Arguments that are no constants (tensors): the wrapped function is traced, the cache
+        left aside, as torch.compile does (with a notice, as it warns). Eager would store the
+        result in the cache and return it again for the same argument objects; the compiled call
+        computes it anew, which is the same value unless the function has effects."""
+        wrapped = getattr(self.value, "__wrapped__", None)
+        if not isinstance(wrapped, types.FunctionType):
+            raise Unsupported("memoized_call", f"{name}() called with values that are no constants")
+        notice_once(
+            f"lru_cache:{id(self.value)}",
+            f"{name}() is a functools.lru_cache wrapper called with tensors (or other values "
+            "that are no constants): its function is traced, without the cache",
+        )
+        source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+        fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
+        return dispatch.call(tx, fn, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.self_vt is None and self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        raise Unsupported("reconstruct", f"a bound {self.value!r} escapes the trace")
+
+    def __repr__(self) -> str:
+        return f"MemoizedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+@dataclass(eq=False)
+class NewMemoizedVariable(VariableTracker):
+    """An ``lru_cache`` wrapper made in the trace (``functools.cache(f)``, ``lru_cache(n)(f)``):
+    its cache lives in the tracker, keyed as ``lru_cache`` keys its calls (the arguments as dict
+    keys, ``1`` and ``True`` alike unless ``typed``; keyword arguments apart), so a call with
+    arguments seen before gives the same result object and runs nothing, as in CPython, and at
+    most ``maxsize`` results are kept, the least recently used dropped first. The wrapper cannot
+    leave the trace (its cache has no real counterpart)."""
+
+    fn: VariableTracker
+    maxsize: int | None
+    typed: bool
+    cache: dict[Any, VariableTracker] = field(default_factory=dict)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return LRU_CACHE_WRAPPER
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__wrapped__":
+            return self.fn
+        raise Unsupported(
+            "getattr", f"attribute {name!r} of an lru_cache wrapper made in the trace"
+        )
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.maxsize == 0:  # CPython's uncached wrapper: no key is made
+            return dispatch.call(tx, self.fn, args, kwargs)
+        key = self._key(args, kwargs)
+        if key in self.cache:
+            self.cache[key] = self.cache.pop(key)  # now the most recently used
+            return self.cache[key]
+        result = dispatch.call(tx, self.fn, args, kwargs)
+        self.cache[key] = result
+        if self.maxsize is not None and len(self.cache) > self.maxsize:
+            del self.cache[next(iter(self.cache))]
+        return result
+
+    def _key(self, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Any:
+        """CPython's ``lru_cache_make_key``: one exact int or str argument is its own key, other
+        calls the tuple of the arguments, then a mark and the keyword pairs, then (``typed``)
+        the types of all the values."""
+        keys = [hash_key(a) for a in args]
+        if not self.typed and not kwargs:
+            if len(args) == 1 and args[0].is_python_constant():
+                if type(args[0].as_python_constant()) in (int, str):
+                    return keys[0]
+            return tuple(keys)
+        flat = keys
+        if kwargs:
+            flat.append(_KWD_MARK)
+            for name, value in kwargs.items():
+                flat += [name, hash_key(value)]
+        if self.typed:
+            flat += [v.python_type() for v in [*args, *kwargs.values()]]
+        return tuple(flat)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("reconstruct", "an lru_cache wrapper made in the trace leaves it")
+
+    def __repr__(self) -> str:
+        return f"NewMemoizedVariable({self.fn!r})"
+
+
+_KWD_MARK = object()  #: between the positional and the keyword arguments of a key
+
+
+@call_rule(polyfill_functools.cache_wrapper)
+def cache_wrapper(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``lru_cache``'s wrapper of a function, made in the trace (its polyfill calls this)."""
+    user_function, maxsize, typed = args
+    if kwargs or not (maxsize.is_python_constant() and typed.is_python_constant()):
+        return None
+    return NewMemoizedVariable(
+        user_function, maxsize.as_python_constant(), bool(typed.as_python_constant())
+    )
+
+
+def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
+    """The real value of one argument: a constant, or an object hashed by identity (guarded)."""
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        if _immutable(value):
+            return value
+    value = getattr(vt, "value", None)
+    source = getattr(vt, "source", None)
+    if (
+        source is not None
+        and value is not None
+        and type(value).__hash__ is object.__hash__
+        and type(value).__eq__ is object.__eq__
+    ):
+        tx.output.assume_identity(source, value)
+        return value
+    raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
+
+
+def _immutable(value: Any) -> bool:
+    if type(value) in (tuple, frozenset):
+        return all(_immutable(v) for v in value)
+    return type(value) in CONSTANT_TYPES

@@ -1,0 +1,1389 @@
+"""Iterators and generators that behave like CPython's, real iterators reaching the trace as
+inputs, and generators rebuilt at a graph break.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import inspect
+import itertools
+import math
+import operator
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...guards.sources import ChainedSource, Source
+from .. import polyfills
+from ..code_reader import parameters
+from ..exc import PythonError, Unsupported
+from ..polyfills.registry import RESTART
+from . import containers, dispatch
+from .base import VariableTracker, walk
+from .constants import ConstantVariable
+from .containers import (
+    BoundMethodVariable,
+    DictVariable,
+    DictViewVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    key_vt,
+)
+from .live_inputs import ViewedDictSource
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen, Emitter
+    from ...guards.sources import Source
+    from ..translator import Translator
+
+
+# A generator made in the trace that has not started yet, rebuilt at a graph break as a fresh call.
+#
+# Until its first item is taken, a generator object is its function and its arguments: eager code
+# holding one at the break holds a generator that will run its whole body later, reading whatever
+# its arguments and closure cells hold then. Rewritten code therefore makes it again by calling the
+# same function on the same (rebuilt) arguments: a generator expression's function on its
+# iterator, a user generator function on its arguments, the C ``itertools`` function behind a
+# polyfilled one (``itertools.product(...)``, not the polyfill's plain generator). A generator that
+# has started cannot be rebuilt so (its frame is half run): ``tracer/iterator_rollback.py`` takes
+# the break where it was made instead.
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def made_by(result: VariableTracker, maker: Any) -> VariableTracker:
+    """``result`` of calling ``maker`` (a function object, or the tracker of a function made in
+    the trace); a generator remembers what made it."""
+    if isinstance(result, GeneratorVariable) and result.maker is None:
+        result.maker = maker
+    return result
+
+
+def restartable(gen: GeneratorVariable) -> bool:
+    """Has ``gen`` not started, and is what made it known?"""
+    frame = gen.frame
+    if gen.spoiled or gen.done or gen.given or gen.items or frame is None or frame.ip != 0:
+        return False
+    if c_function(gen) is None and gen.maker is None:
+        return False
+    return all(name in frame.symbolic_locals for name, _ in parameters(frame.code))
+
+
+def reconstruct(gen: GeneratorVariable, cg: Codegen) -> None:
+    """Emit ``start(function, parameter kinds, arguments)``: the generator made again."""
+    frame = gen.frame
+    params = parameters(frame.code)
+    target = c_function(gen)
+
+    def build() -> None:
+        cg.load_const(start)
+        if target is not None:
+            cg.load_const(target)
+        elif isinstance(gen.maker, VariableTracker):
+            gen.maker.reconstruct(cg)  # a function made in the trace
+        else:
+            cg.load_const(gen.maker)  # a function object (its identity is guarded by the trace)
+        cg.load_const(tuple(params))
+        for name, _ in params:
+            frame.symbolic_locals[name].reconstruct(cg)
+        cg.build_tuple(len(params))
+        # a C function's optional arguments are left out where the polyfill's default stands in
+        # for "not given" (itertools.repeat(x) has no times=None)
+        cg.load_const(defaults(frame.fn) if target is not None else {})
+        cg.call_function(4)
+
+    cg.build_once(gen, build)
+
+
+def walk_live(values: Any, descend: Any = lambda vt: True) -> list[VariableTracker]:
+    """``walk(values, descend)``, and also through what each not-started generator reached is made
+    again from at a break (its function and arguments): what rebuilding ``values`` there reads."""
+    found: list[VariableTracker] = []
+    seen: set[int] = set()
+    pending = [values]
+    while pending:
+        for vt in walk(pending.pop(), descend):
+            if id(vt) in seen:
+                continue
+            seen.add(id(vt))
+            found.append(vt)
+            if isinstance(vt, GeneratorVariable) and restartable(vt):
+                pending.append([vt.maker, *vt.frame.symbolic_locals.values()])
+    return found
+
+
+def start(fn: Any, params: tuple, values: tuple, defaults: dict[str, Any]) -> Any:
+    """Runtime helper: call ``fn`` with ``values``, one per parameter of ``params`` (name, kind),
+    leaving out optional ones that hold their ``defaults`` (trailing positional, or keyword)."""
+    args, kwargs = call_arguments(
+        params,
+        values,
+        lambda name, value: is_default(defaults, name, value),
+        lambda value: list(value.items()) if isinstance(value, dict) else list(value),
+    )
+    return fn(*args, **dict(kwargs))
+
+
+def call_arguments(
+    params: Any,
+    values: Any,
+    holds_default: Callable[[str, Any], bool],
+    spread: Callable[[Any], list],
+) -> tuple[list, list[tuple[str, Any]]]:
+    """The positional arguments and ``(name, value)`` keyword arguments that call a function with
+    parameters ``params`` (name, kind) on ``values``: optional ones are left out where
+    ``holds_default(name, value)`` (trailing positional, or keyword); ``spread(value)`` gives the
+    items of a ``*args`` value, or the pairs of a ``**kwargs`` one. For real values here, and for
+    the trace's (``made_in_resume``)."""
+    args: list[Any] = []
+    kwargs: list[tuple[str, Any]] = []
+    droppable = 0  #: trailing positional arguments that hold their defaults
+    for (name, kind), value in zip(params, values, strict=True):
+        if kind in _POSITIONAL:
+            args.append(value)
+            droppable = droppable + 1 if holds_default(name, value) else 0
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            items = spread(value)
+            args += items
+            droppable = 0 if items else droppable
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            if not holds_default(name, value):
+                kwargs.append((name, value))
+        else:
+            kwargs += spread(value)
+    return args[: len(args) - droppable], kwargs
+
+
+def is_default(defaults: dict[str, Any], name: str, value: Any) -> bool:
+    default = defaults.get(name, _NO_DEFAULT)
+    return value is default or (type(value) is type(default) and value == default)
+
+
+_NO_DEFAULT = object()
+
+
+def defaults(fn: Any) -> dict[str, Any]:
+    """The parameter defaults of the Python function ``fn``."""
+    return {
+        name: p.default
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+def c_function(gen: GeneratorVariable) -> Any:
+    """The C function a polyfilled generator stands for (``itertools.product``), if it is one."""
+    return RESTART.get(getattr(gen.frame, "fn", None))
+
+
+# The iterator protocol's trackers: ``IteratorVariable`` walks known items (a list's own item list,
+# so appends in a loop body are seen; dicts and sets are watched for size changes);
+# ``LazyIteratorVariable`` makes items on demand, and ``GeneratorVariable`` is a suspended generator
+# frame. CPython's iterators (``zip``, ``enumerate``, ``map``, ``filter``, over lists, dicts,
+# ranges) are in ``builtin_iterators.py``.
+
+
+@dataclass(eq=False)
+class IteratorVariable(VariableTracker):
+    """An iterator over already-known items (lists, tuples, dicts, ranges, zip, enumerate...)."""
+
+    items: list[VariableTracker]
+    index: int = 0
+    source: Source | None = None
+    #: the dict or set iterated over: CPython raises if its size changes during the iteration
+    watched: VariableTracker | None = None
+    watched_len: int = 0
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
+        if self.watched is not None and len(self.watched.items) != self.watched_len:
+            kind = self.watched.python_type().__name__
+            raise Unsupported("python_error", f"RuntimeError: {kind} changed size during iteration")
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
+        rest = self.items[self.index :]
+        self.index = len(self.items)
+        return rest
+
+    def save_state(self) -> Any:
+        """What ``SideEffects.before_mutation`` keeps to roll the position back."""
+        return self.index
+
+    def restore_state(self, state: Any) -> None:
+        self.index = state
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.build_once(self, lambda: (self.reconstruct_items(cg), cg.add("GET_ITER")))
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        """The remaining items as a tuple (a resume function turns it back into an iterator)."""
+        if self.watched is not None:
+            raise Unsupported(
+                "reconstruct",
+                "an iterator over a dict or set cannot be rebuilt",
+                hint="a tuple of the remaining keys would not see dict changes",
+            )
+        for item in self.items[self.index :]:
+            item.reconstruct(cg)
+        cg.build_tuple(len(self.items) - self.index)
+
+
+#: A generator yielding more than this many items to ``unpack`` is treated as unbounded.
+MAX_YIELDS = 10_000
+
+
+class Yielded(Exception):  # noqa: N818 (control flow, not an error)
+    """Raised by YIELD_VALUE to suspend a generator frame; carries the yielded variable."""
+
+    def __init__(self, value: VariableTracker) -> None:
+        self.value = value
+
+
+def take_items(it: Any, count: int, exhaust: bool) -> None:
+    """Runtime helper: take ``count`` items from the iterator ``it`` (then its end, if
+    ``exhaust``), as the trace did (a dict iterator or ``itertools`` object cannot be moved any
+    other way)."""
+    for _ in range(count):
+        next(it)
+    if exhaust:
+        next(it, None)
+
+
+@dataclass(eq=False)
+class LazyIteratorVariable(IteratorVariable):
+    """An iterator whose items are made on demand by ``pull()``, as CPython would make them (so a
+    loop body's effects are seen by later items). ``items`` holds items already forced."""
+
+    done: bool = False
+
+    def pull(self) -> VariableTracker | None:
+        raise NotImplementedError
+
+    def rebuildable(self) -> bool:
+        """Can the remaining items be forced now and rebuilt as a tuple (at a graph break)?"""
+        return False
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if self.index < len(self.items) or self.done:
+            return super().next_item(tx)
+        if tx is not None:
+            tx.output.side_effects.before_mutation(self)
+        item = self.pull()
+        if item is None:
+            self.done = True
+        return item
+
+    def save_state(self) -> Any:
+        return self.index, self.done, len(self.items)
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.done, count = state
+        del self.items[count:]
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        items: list[VariableTracker] = []
+        while (item := self.next_item(tx)) is not None:
+            if len(items) >= MAX_YIELDS:
+                raise Unsupported(
+                    "generator",
+                    f"an iterator gave more than {MAX_YIELDS} items",
+                    hint="unbounded iterators cannot be unrolled",
+                )
+            items.append(item)
+        return items
+
+    def force(self) -> None:
+        """Make every remaining item now (into ``items``) without taking any."""
+        start = self.index
+        rest = self.unpack(None)
+        self.items, self.index = [*self.items[:start], *rest], start
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        if not self.rebuildable():
+            raise Unsupported(
+                "reconstruct",
+                f"{self!r} cannot be rebuilt outside the trace",
+                hint="consume the generator inside the compiled function",
+            )
+        self.items, self.index = self.unpack(None), 0
+        super().reconstruct_items(cg)
+
+
+@dataclass(eq=False)
+class GeneratorVariable(LazyIteratorVariable):
+    """A generator object made by calling a user generator function: a suspended translator frame
+    (``frame``) run lazily, one yield per item."""
+
+    frame: Any = None  #: the Translator of the generator's code, kept between items
+    #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
+    spoiled: bool = False
+    result: VariableTracker | None = None  #: the frame's return value, once it returned
+    #: one given to the trace (``iterator_inputs``: an ``itertools.count``), with a ``source``:
+    #: the items its frame gave, taken from the real object afterwards (``replay_log``)
+    given: int = 0
+    #: the function that made it (``generator_restart``: rebuilt by calling it, if not started)
+    maker: Any = None
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if self.source is not None:
+            if tx is None:  # items forced outside the trace's steps: never taken again
+                raise Unsupported("generator", f"items of {self!r} taken in advance")
+            tx.output.side_effects.mark_mutated(self)
+        return super().next_item(tx)
+
+    def escapes_as_is(self) -> bool:
+        """Does it escape as the object it is, with no need to run it to its end: the caller's
+        own object, or an endless ``itertools`` one rebuilt from its state (``_resume``)?"""
+        return self.source is not None or getattr(self.frame, "fn", None) in polyfills.RESUME
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input: take from the real object as many items as the trace took."""
+        if self.spoiled:  # a rolled-back instruction resumed the frame: the count is lost
+            raise Unsupported("reconstruct", f"{self!r} was resumed by an undone instruction")
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(self.given)
+        cg.load_const(False)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
+
+    def save_state(self) -> Any:
+        return None
+
+    def restore_state(self, state: Any) -> None:
+        self.spoiled = True
+
+    def pull(self) -> VariableTracker | None:
+        try:
+            self.result = self.frame.run()  # what ``yield from`` over this generator gives
+        except Yielded as y:
+            self.given += 1
+            return y.value
+        return None
+
+    def rebuildable(self) -> bool:
+        """Only once all its items are known (``convert`` takes them when the generator escapes)."""
+        return self.done and not self.spoiled
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("send", "__next__"):
+            return BoundMethodVariable(self, name)
+        raise Unsupported("getattr", f"generator.{name} is not traced")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """Escaping: an iterator over the remaining items; a polyfilled ``itertools`` object as
+        the C object of its type (``polyfills.REBUILD``)."""
+        if self.source is not None:  # the caller's own object
+            self.source.reconstruct(cg)
+            return None
+        if restartable(self):  # not started: made again by its function
+            return reconstruct(self, cg)
+        fn = getattr(self.frame, "fn", None)
+        if fn in polyfills.RESUME and not self.spoiled and self.index >= len(self.items):
+            return self._resume(cg, polyfills.RESUME[fn])
+        rebuild = polyfills.REBUILD.get(fn)
+        if rebuild is None:
+            return super().reconstruct(cg)  # a plain iterator (as torch.compile rebuilds it)
+
+        def build() -> None:
+            cg.load_const(rebuild)
+            self.reconstruct_items(cg)
+            cg.call_function(1)
+
+        cg.build_once(self, build)
+        return None
+
+    def _resume(self, cg: Codegen, resume: Any) -> None:
+        """An endless polyfilled ``itertools`` object (``count``): the C object going on from
+        the suspended frame's locals (Python constants only, else it cannot be rebuilt)."""
+        state = self.frame.symbolic_locals
+        if not all(v.is_python_constant() for v in state.values()):
+            raise Unsupported("reconstruct", f"{self!r} holds values that are not constants")
+        make, args = resume({k: v.as_python_constant() for k, v in state.items()})
+
+        def build() -> None:
+            cg.load_const(make)
+            for arg in args:
+                cg.load_const(arg)
+            cg.call_function(len(args))
+
+        cg.build_once(self, build)
+
+    def python_type(self) -> type:
+        """A polyfilled C iterator's type (``itertools.product``): ``type(p)`` in the trace is what
+        CPython gives."""
+        target = c_function(self)
+        if isinstance(target, type):
+            return target
+        if isinstance(getattr(target, "__self__", None), type):  # ``chain.from_iterable``
+            return target.__self__
+        return types.GeneratorType
+
+    def __repr__(self) -> str:
+        return f"GeneratorVariable({self.frame.code.co_name})"
+
+
+# Iterators that behave like CPython's: they keep their position, see their container change, and
+# escape the trace as the same kind of object at the same position.
+#
+# ``SeqIteratorVariable`` (``iter(list)``, tuples, strings), ``ReversedIteratorVariable``,
+# ``RangeIteratorVariable``, ``DictIteratorVariable`` (dicts, their views and sets: live, with
+# CPython's "changed size during iteration" check); the lazy ``zip``/``map``/``filter``/
+# ``enumerate`` are in ``combinators.py``. ``make_iter`` is ``iter(value)`` for builtin values (the
+# entry point ``dispatch.get_iter`` uses). Advancing one records its old position in the undo log
+# (``save_state``/``restore_state``) so an instruction rolled back at a graph break leaves it where
+# it was. ``reconstruct`` rebuilds the real iterator (``it = iter(seq); it.__setstate__(i)``);
+# ``reconstruct_items`` (iterators on the stack at a break) passes the remaining items instead.
+
+
+def iter_at(seq: Any, index: int) -> Any:
+    """Runtime helper of the rewritten code: ``iter(seq)`` moved to ``index`` (nothing read)."""
+    it = iter(seq)
+    if index:
+        it.__setstate__(index)
+    return it
+
+
+def exhausted_iter(seq: Any) -> Any:
+    """Runtime helper: an exhausted iterator of ``seq``'s kind (it no longer sees ``seq`` grow)."""
+    it = iter(seq)
+    for _ in it:
+        pass
+    return it
+
+
+def reversed_at(seq: Any, index: int) -> Any:
+    """Runtime helper: ``reversed(seq)`` whose next item is ``seq[index]``."""
+    it = reversed(seq)
+    it.__setstate__(index)
+    return it
+
+
+def advanced(it: Any, count: int) -> Any:
+    """Runtime helper: ``it`` after ``count`` items were taken (dict and set iterators have no
+    ``__setstate__``; taking their items has no effect)."""
+    for _ in range(count):
+        next(it)
+    return it
+
+
+def set_position(it: Any, state: int | None) -> None:
+    """Runtime helper: move the real iterator ``it`` to ``state`` (None: exhaust it, as taking
+    its last item does)."""
+    if state is None:
+        for _ in it:
+            pass
+    else:
+        it.__setstate__(state)
+
+
+def count_taken(it: enumerate, taken: int) -> None:
+    """Runtime helper: raise the count of the enumerate ``it`` by ``taken``, taking that many
+    items from its iterator, which is where the trace first found it (its own replay, after this
+    one, puts it where the trace left it)."""
+    for _ in range(taken):
+        next(it)
+
+
+def take_to_remaining(it: Any, remaining: int) -> None:
+    """Runtime helper: take items from the range iterator ``it`` until ``remaining`` are left.
+    (Where it stands is known by its length alone: ``__setstate__`` puts it at an index on 3.11
+    but moves it on by as many items since 3.12.)"""
+    for _ in range(operator.length_hint(it) - remaining):
+        next(it)
+
+
+def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
+    """Emit ``set_position(<source>, state)``: the items the trace took, taken from the real
+    iterator."""
+    cg.load_const(set_position)
+    source.reconstruct(cg)
+    cg.load_const(state)
+    cg.call_function(2)
+    cg.pop_top()
+
+
+def _iter_type(seq: VariableTracker, make: Any) -> type:
+    if isinstance(seq, ConstantVariable):
+        return type(make(seq.value))
+    return type(make([] if isinstance(seq, ListVariable) else ()))
+
+
+def note_advance(tx: Translator | None, vt: VariableTracker) -> None:
+    """``vt`` is about to advance: saved for a rollback, and, a real input iterator, replayed."""
+    if tx is not None:
+        tx.output.side_effects.before_mutation(vt)
+        if vt.source is not None and hasattr(vt, "replay_log"):  # a real input iterator
+            tx.output.side_effects.mark_mutated(vt)
+
+
+@dataclass(eq=False)
+class SeqIteratorVariable(IteratorVariable):
+    """``iter(seq)`` of a list, tuple or string: ``items`` is the list tracker's own item list, so
+    appends made while iterating are seen, as in CPython."""
+
+    seq: VariableTracker | None = None
+    exhausted: bool = False
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        if self.exhausted or self.index >= len(self.items):
+            self.exhausted = True
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        note_advance(tx, self)
+        rest = [] if self.exhausted else self.items[self.index :]
+        self.index, self.exhausted = max(self.index, len(self.items)), True
+        return rest
+
+    def save_state(self) -> Any:
+        return self.index, self.exhausted
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.exhausted = state
+
+    def python_type(self) -> type:
+        return _iter_type(self.seq, iter)
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input iterator (``iterator_inputs``): take the items the trace took."""
+        replay_position(cg, self.source, None if self.exhausted else self.index)
+        return True
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # the caller's own iterator
+            self.source.reconstruct(cg)
+            return
+
+        def build() -> None:
+            cg.load_const(exhausted_iter if self.exhausted else iter_at)
+            self.seq.reconstruct(cg)
+            if self.exhausted:
+                cg.call_function(1)
+            else:
+                cg.load_const(self.index)
+                cg.call_function(2)
+
+        cg.build_once(self, build)
+
+
+@dataclass(eq=False)
+class ReversedIteratorVariable(IteratorVariable):
+    """``reversed(list)``: walks the list's own items backwards from ``position``."""
+
+    seq: VariableTracker | None = None
+    position: int = -1  #: index of the next item; -1 when exhausted
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        if not 0 <= self.position < len(self.items):
+            self.position = -1
+            return None
+        self.position -= 1
+        return self.items[self.position + 1]
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        rest = [] if self.position < 0 else list(reversed(self.items[: self.position + 1]))
+        for item in rest:
+            item.reconstruct(cg)
+        cg.build_tuple(len(rest))
+
+    def save_state(self) -> Any:
+        return self.position
+
+    def restore_state(self, state: Any) -> None:
+        self.position = state
+
+    def python_type(self) -> type:
+        return _iter_type(self.seq, reversed)
+
+    def replay_log(self, cg: Codegen) -> bool:
+        position = self.position if self.position < len(self.items) else -1
+        replay_position(cg, self.source, position)
+        return True
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        # past the end: exhausted (``__setstate__`` would clamp the position back into the list)
+        position = self.position if self.position < len(self.items) else -1
+
+        def build() -> None:
+            cg.load_const(reversed_at)
+            self.seq.reconstruct(cg)
+            cg.load_const(position)
+            cg.call_function(2)
+
+        cg.build_once(self, build)
+
+
+@dataclass(eq=False)
+class RangeIteratorVariable(IteratorVariable):
+    """``iter(range(...))``: items are computed when taken (a range may be long)."""
+
+    value: range = range(0)
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        if self.index >= len(self.value):
+            return None
+        self.index += 1
+        return ConstantVariable(self.value[self.index - 1])
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        note_advance(tx, self)
+        rest = [ConstantVariable(v) for v in self.value[self.index :]]
+        self.index = len(self.value)
+        return rest
+
+    def save_state(self) -> Any:
+        return self.index
+
+    def restore_state(self, state: Any) -> None:
+        self.index = state
+
+    def python_type(self) -> type:
+        return type(iter(range(0)))
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        cg.load_const(self.value[self.index :])  # the resume function iterates over the range
+
+    def replay_log(self, cg: Codegen) -> bool:
+        cg.load_const(take_to_remaining)
+        self.source.reconstruct(cg)
+        cg.load_const(max(len(self.value) - self.index, 0))
+        cg.call_function(2)
+        cg.pop_top()
+        return True
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        cg.build_once(self, lambda: (cg.load_const(self.value[self.index :]), cg.add("GET_ITER")))
+
+
+@dataclass(eq=False)
+class DictIteratorVariable(IteratorVariable):
+    """Iteration over a dict, one of its views, or a set: live (values written meanwhile are seen);
+    a size change raises CPython's RuntimeError, a key set changed at the same size breaks the graph
+    (CPython's behaviour there depends on the hash table)."""
+
+    container: VariableTracker | None = None  #: the DictVariable or SetVariable
+    kind: str = "keys"
+    keys: tuple = ()  #: the keys (set items) when the iteration started
+    exhausted: bool = False  #: it reached the end: it no longer looks at the container
+    input_index: int = 0  #: an input's (``iterator_inputs``) position when the trace got it
+    #: ``reversed(d)`` (of a dict or a view): ``keys`` are the dict's keys, last first
+    reverse: bool = False
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        if self.exhausted:
+            return None
+        current = self._keys_now()
+        if len(current) != len(self.keys):
+            what = "set" if self.kind == "set" else "dictionary"
+            raise Unsupported("python_error", f"RuntimeError: {what} changed size during iteration")
+        if self.index >= len(self.keys):
+            self.exhausted = True
+            return None
+        if current != self.keys:
+            if self.reverse:  # CPython's reverse iterator walks the entry table as it is now
+                raise Unsupported("iterator", "a dict's keys changed during reversed(dict)")
+            raise Unsupported(
+                "python_error", "RuntimeError: dictionary keys changed during iteration"
+            )
+        self.index += 1
+        return self._item(self.keys[self.index - 1])
+
+    def _keys_now(self) -> tuple:
+        """The container's keys now, in its order (a set's may be known from its mirror)."""
+        if isinstance(self.container, SetVariable):
+            return tuple(self.container.in_order())
+        if self.reverse:
+            return tuple(reversed(self.container.items))
+        return tuple(self.container.items)
+
+    def _item(self, key: Any) -> VariableTracker:
+        if self.kind in ("keys", "set"):
+            return key_vt(key)
+        value = self.container.items[key]
+        return value if self.kind == "values" else TupleVariable([key_vt(key), value])
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def save_state(self) -> Any:
+        return self.index, self.exhausted
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.exhausted = state
+
+    def python_type(self) -> type:
+        if self.kind == "set":
+            return type(iter(set()))
+        return type((reversed if self.reverse else iter)(getattr({}, self.kind)()))
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input iterator: take from it the items the trace took (and the end it reached)."""
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(self.index - self.input_index)
+        cg.load_const(self.exhausted)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        """At a graph break inside the loop: the remaining items, as torch.compile passes them (the
+        resumed loop no longer sees the dict change). Not once the dict changed: CPython raises."""
+        if self.exhausted:
+            cg.build_tuple(0)
+            return
+        current = self._keys_now()
+        if len(current) != len(self.keys) or current != self.keys:
+            raise Unsupported(
+                "reconstruct",
+                "an iterator over a dict or set that changed cannot be rebuilt at a graph break",
+            )
+        rest = [self._item(key) for key in self.keys[self.index :]]
+        for item in rest:
+            item.reconstruct(cg)
+        cg.build_tuple(len(rest))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # the caller's own iterator
+            self.source.reconstruct(cg)
+            return
+        if self.exhausted:
+            cg.build_once(self, lambda: self._build_exhausted(cg))
+            return
+        current = self._keys_now()
+        if len(current) != len(self.keys):  # CPython's iterator raises from now on: so does this
+            cg.build_once(self, lambda: self._build_spoiled(cg))
+            return
+        if current != self.keys:
+            raise Unsupported("reconstruct", "an iterator over a dict whose keys changed")
+
+        def build() -> None:
+            cg.load_const(advanced)
+            self.container.reconstruct(cg)
+            if self.kind != "set":
+                cg.load_attr(self.kind)
+                cg.call_function(0)
+            self._iterate(cg)
+            cg.load_const(self.index)
+            cg.call_function(2)
+
+        cg.build_once(self, build)
+
+    def _iterate(self, cg: Codegen) -> None:
+        """The container (or view) on the stack -> its iterator, of this one's kind."""
+        if self.reverse:
+            cg.load_const(reversed)
+            cg.add("SWAP", 2)
+            cg.call_function(1)
+        else:
+            cg.add("GET_ITER")
+
+    def _build_exhausted(self, cg: Codegen) -> None:
+        cg.load_const(exhausted_iter)
+        cg.load_const(set() if self.kind == "set" else getattr({}, self.kind)())
+        self._iterate(cg)
+        cg.call_function(1)
+
+    def _build_spoiled(self, cg: Codegen) -> None:
+        cg.load_const(resized_iter)
+        cg.load_const(self.kind)
+        cg.load_const(len(self.keys))
+        cg.load_const(self.reverse)
+        cg.call_function(3)
+
+
+def resized_iter(kind: str, size: int, reverse: bool = False) -> Any:
+    """Runtime helper: an iterator of ``kind`` (``reversed`` if ``reverse``) whose container
+    changed size after it was made (every ``next`` raises CPython's RuntimeError)."""
+    container: Any = set(range(size)) if kind == "set" else dict.fromkeys(range(size))
+    seq = container if kind in ("keys", "set") else getattr(container, kind)()
+    it = reversed(seq) if reverse else iter(seq)
+    if kind == "set":
+        container.add(size)
+    else:
+        container[size] = None
+    return it
+
+
+def dict_iter(container: VariableTracker, kind: str) -> DictIteratorVariable:
+    return DictIteratorVariable([], container=container, kind=kind, keys=tuple(container.items))
+
+
+def make_iter(tx: Translator, value: VariableTracker) -> IteratorVariable | None:
+    """``iter(value)`` for lists, tuples, strings, ranges, dicts and sets (None otherwise)."""
+    if isinstance(value, (ListVariable, TupleVariable)):
+        return SeqIteratorVariable(value.items, seq=value)
+    if isinstance(value, DictVariable):
+        return dict_iter(value, "keys")
+    if isinstance(value, SetVariable):  # a break where its order is unknown
+        return DictIteratorVariable([], container=value, kind="set", keys=tuple(value.in_order()))
+    if isinstance(value, ConstantVariable):
+        if isinstance(value.value, range):
+            return RangeIteratorVariable([], value=value.value)
+        if isinstance(value.value, (str, bytes, tuple)):
+            return SeqIteratorVariable(value.unpack(tx), seq=value)
+        if isinstance(value.value, frozenset):  # CPython's set_iterator, over that frozenset
+            return dict_iter(_FrozensetItems(value), "set")
+    return None
+
+
+@dataclass(eq=False)
+class _FrozensetItems(VariableTracker):
+    """A constant frozenset as the container a set iterator walks: its items in the frozenset's
+    own order (``DictIteratorVariable.keys``), rebuilt as that frozenset."""
+
+    constant: ConstantVariable
+
+    @property
+    def items(self) -> frozenset:
+        return self.constant.value
+
+    def python_type(self) -> type:
+        return frozenset
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.constant.reconstruct(cg)
+
+
+def make_reversed(tx: Translator, value: VariableTracker) -> IteratorVariable | None:
+    """``reversed(value)`` for lists, ranges, dicts and their views (None otherwise)."""
+    if isinstance(value, DictVariable) and value.python_type().__reversed__ is dict.__reversed__:
+        return _dict_reversed(value, "keys")
+    if isinstance(value, DictViewVariable) and value.python_type() is _view_type(value.kind):
+        return _dict_reversed(value.dict_vt, value.kind)
+    if isinstance(value, ListVariable):
+        return ReversedIteratorVariable(value.items, seq=value, position=len(value.items) - 1)
+    if isinstance(value, ConstantVariable) and isinstance(value.value, range):
+        return RangeIteratorVariable([], value=value.value[::-1])
+    return None
+
+
+def _view_type(kind: str) -> type:
+    return type(getattr({}, kind)())
+
+
+def _dict_reversed(container: DictVariable, kind: str) -> DictIteratorVariable:
+    keys = tuple(reversed(container.items))
+    return DictIteratorVariable([], container=container, kind=kind, keys=keys, reverse=True)
+
+
+# CPython's iterator combinators over traced values: ``zip``, ``enumerate``, ``map``,
+# ``filter``, and the C iterators of other builtins (``BuiltinIteratorVariable``). They keep their
+# position as CPython's do, take items lazily from what they wrap, and are rebuilt at a graph break
+# as the real objects over what they wrap.
+
+
+# -- zip, map, filter, enumerate -------------------------------------------------------------------
+@dataclass(eq=False)
+class BuiltinIteratorVariable(LazyIteratorVariable):
+    """``zip``/``map``/``filter``/``enumerate`` over iterators (``sources``): items are made one at
+    a time by ``pull``, as CPython makes them, so a function with side effects runs in order."""
+
+    sources: list[IteratorVariable] = field(default_factory=list)
+
+    def pull(self) -> VariableTracker | None:
+        raise NotImplementedError
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        """Unlike a generator, these never stop for good: each ``next`` asks the sources again
+        (a dict iterator below may raise on a later call, a list iterator may see new items)."""
+        self._tx = tx
+        if self.index < len(self.items):
+            return super().next_item(tx)
+        note_advance(tx, self)
+        return self.pull()
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        items: list[VariableTracker] = []
+        while (item := self.next_item(tx)) is not None:
+            if len(items) >= MAX_YIELDS:
+                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items")
+            items.append(item)
+        return items
+
+    def save_state(self) -> Any:
+        return super().save_state(), self._extra_state()
+
+    def restore_state(self, state: Any) -> None:
+        super().restore_state(state[0])
+        self._restore_extra(state[1])
+
+    def _extra_state(self) -> Any:
+        return None
+
+    def _restore_extra(self, state: Any) -> None:
+        pass
+
+    def _sources_rebuildable(self) -> bool:
+        return all(
+            s.rebuildable() if isinstance(s, LazyIteratorVariable) else _rebuildable(s)
+            for s in self.sources
+        )
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.index < len(
+            self.items
+        ):  # items taken ahead (never by ``next``): rebuild as a tuple
+            return IteratorVariable.reconstruct(self, cg)
+        if self.source is not None:  # an input (``iterator_inputs``): the same object
+            self.source.reconstruct(cg)
+            return None
+        cg.build_once(self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        raise NotImplementedError
+
+
+def _rebuildable(it: IteratorVariable) -> bool:
+    return not isinstance(it, DictIteratorVariable)
+
+
+@dataclass(eq=False)
+class ZipVariable(BuiltinIteratorVariable):
+    strict: bool = False
+
+    def pull(self) -> VariableTracker | None:
+        tx, group = self._tx, []
+        for source in self.sources:  # pulls in order and stops at the first exhausted one, like zip
+            item = source.next_item(tx)
+            if item is None:
+                if self.strict and (
+                    group or any(s.next_item(tx) is not None for s in self.sources[1:])
+                ):
+                    raise Unsupported("python_error", "zip() raised ValueError: unequal lengths")
+                return None
+            group.append(item)
+        return TupleVariable(group) if self.sources else None
+
+    def rebuildable(self) -> bool:
+        return self._sources_rebuildable()
+
+    def python_type(self) -> type:
+        return zip
+
+    def _build(self, cg: Codegen) -> None:
+        cg.load_const(zip)
+        for source in self.sources:
+            source.reconstruct(cg)
+        if self.strict:
+            cg.load_const(True)
+            cg.call_function(len(self.sources) + 1, ("strict",))
+        else:
+            cg.call_function(len(self.sources))
+
+
+@dataclass(eq=False)
+class EnumerateVariable(BuiltinIteratorVariable):
+    """``enumerate(iterator, start)``. One given to the trace (``iterator_inputs``: a source, and
+    ``input_count``, its count then) has its count raised afterwards by taking as many items from
+    the real object as the trace took through it (``replay_log``): CPython's enumerate has no other
+    way to set it."""
+
+    count: int = 0  #: the number the next item gets
+    input_count: int | None = None  #: an input's count when the trace got it
+    pulled: bool = False  #: an input's: the trace took an item through it
+
+    def pull(self) -> VariableTracker | None:
+        sub = self.sources[0]
+        if self.source is not None:
+            self._check_replayable(sub)
+        item = sub.next_item(self._tx)
+        if item is None:
+            return None
+        self.count += 1
+        return TupleVariable([ConstantVariable(self.count - 1), item])
+
+    def _check_replayable(self, sub: IteratorVariable) -> None:
+        """The replay takes the items again from the real iterator, first of all replays (this
+        enumerate changed before its iterator): so the trace must not have moved that iterator
+        itself before, nor changed the list under it (the items taken again would not be the
+        ones the trace counted)."""
+        if self._tx is None:  # items forced outside the trace's steps: never counted again
+            raise Unsupported("enumerate_input", "an input enumerate's items taken in advance")
+        mutated = self._tx.output.side_effects.mutated
+        seq = getattr(sub, "seq", None)
+        if (not self.pulled and id(sub) in mutated) or (seq is not None and id(seq) in mutated):
+            raise Unsupported(
+                "enumerate_input",
+                "an enumerate given to the trace, over an iterator or list the trace changed",
+            )
+        self.pulled = True
+
+    def _extra_state(self) -> Any:
+        return self.count, self.pulled
+
+    def _restore_extra(self, state: Any) -> None:
+        self.count, self.pulled = state
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """An input enumerate: count what the trace took (its iterator's own replay, which comes
+        after this one, then puts the iterator where the trace left it)."""
+        taken = self.count - self.input_count
+        if taken:
+            cg.load_const(count_taken)
+            self.source.reconstruct(cg)
+            cg.load_const(taken)
+            cg.call_function(2)
+            cg.pop_top()
+        return True
+
+    def rebuildable(self) -> bool:
+        return self._sources_rebuildable()
+
+    def python_type(self) -> type:
+        return enumerate
+
+    def _build(self, cg: Codegen) -> None:
+        cg.load_const(enumerate)
+        self.sources[0].reconstruct(cg)
+        cg.load_const(self.count)
+        cg.call_function(2)
+
+
+@dataclass(eq=False)
+class MapVariable(BuiltinIteratorVariable):
+    fn: VariableTracker | None = None
+
+    def pull(self) -> VariableTracker | None:
+        tx, args = self._tx, []
+        for source in self.sources:
+            item = source.next_item(tx)
+            if item is None:
+                return None
+            args.append(item)
+        return dispatch.call(tx, self.fn, args, {})
+
+    def python_type(self) -> type:
+        return map
+
+    def _build(self, cg: Codegen) -> None:
+        cg.load_const(map)
+        self.fn.reconstruct(cg)
+        for source in self.sources:
+            source.reconstruct(cg)
+        cg.call_function(len(self.sources) + 1)
+
+
+@dataclass(eq=False)
+class FilterVariable(BuiltinIteratorVariable):
+    fn: VariableTracker | None = None
+
+    def pull(self) -> VariableTracker | None:
+        tx = self._tx
+        keep_truthy = self.fn.is_python_constant() and self.fn.as_python_constant() is None
+        while (item := self.sources[0].next_item(tx)) is not None:
+            test = item if keep_truthy else dispatch.call(tx, self.fn, [item], {})
+            if dispatch.truth(tx, test):
+                return item
+        return None
+
+    def python_type(self) -> type:
+        return filter
+
+    def _build(self, cg: Codegen) -> None:
+        cg.load_const(filter)
+        self.fn.reconstruct(cg)
+        self.sources[0].reconstruct(cg)
+        cg.call_function(2)
+
+
+# Real iterators reaching the trace as inputs: a list, tuple, string, range or reversed
+# list iterator, an iterator over a dict (its keys, values or items), an ``itertools.count``, and
+# ``map``/``zip``/``filter``/``enumerate`` objects over such iterators.
+#
+# The usual way there is a graph break: a ``map``/``zip`` object or a list iterator made in the
+# trace and still live is rebuilt as the real object (``reconstruct``) and handed to the resume
+# function, whose trace meets it as an argument. Read through ``__reduce__`` (the sequence and
+# position of a sequence iterator, the function and sub-iterators of ``map``...), each becomes the
+# tracker the trace would have made itself, guarded on what it read: the iterator's type, the
+# sequence (a list with its usual guards, a string or range by value) and the position. Items the
+# trace takes are taken from the real object afterwards (``replay_position``), so the caller's
+# iterator ends where CPython's would; ``reconstruct`` gives back the same object (its source).
+#
+# An ``enumerate`` over such a sequence or range iterator is read too: its count cannot be set on
+# the real object, so the items the trace took through it are taken again from the real object,
+# before its iterator's own replay (``EnumerateVariable.replay_log``).
+
+_SEQ_ITERATORS = tuple(
+    {type(iter(v)) for v in ([], (), "", "\u00e9", b"")}
+)  #: ``iter()`` of a list, tuple, str (ASCII or not), bytes
+_RANGE_ITERATORS = (type(iter(range(0))), type(iter(range(2**64))))
+_LIST_REVERSED = type(reversed([]))
+_LAZY = (map, zip, filter)
+_DICT_ITERATORS = {type(iter(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
+#: ``reversed`` of a dict or of its views
+_DICT_REVERSED = {type(reversed(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
+
+
+def reduced_part(obj: Any, part: str, position: int) -> Any:
+    """Runtime helper (and what guards render): a part of ``obj.__reduce__()``: ``"arg"``, the
+    ``position``-th constructor argument; ``"state"``, the state (None when there is none)."""
+    reduced = obj.__reduce__()
+    if part == "arg":
+        return reduced[1][position]
+    return reduced[2] if len(reduced) > 2 else None
+
+
+@dataclass(frozen=True)
+class ReducedSource(ChainedSource):
+    """A part of ``base.__reduce__()`` (see ``reduced_part``): how an iterator's sequence, position
+    and sub-iterators are read."""
+
+    part: str
+    position: int = 0
+
+    def render(self, roots: dict[str, str]) -> str:
+        base = self.base.render(roots)
+        if self.part == "arg":
+            return f"{base}.__reduce__()[1][{self.position}]"
+        return f"({base}.__reduce__() + (None,))[2]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(reduced_part)
+        self.base.reconstruct(cg)
+        cg.load_const(self.part)
+        cg.load_const(self.position)
+        cg.call_function(3)
+
+
+def is_input_iterator(value: Any) -> bool:
+    cls = type(value)
+    return (
+        cls in _SEQ_ITERATORS
+        or cls in _RANGE_ITERATORS
+        or cls is _LIST_REVERSED
+        or cls in _LAZY
+        or cls is enumerate
+        or cls in _DICT_ITERATORS
+        or cls in _DICT_REVERSED
+        or cls is itertools.count
+    )
+
+
+def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """The tracker for a real iterator read through ``source`` (None: not one of these kinds, or
+    over something the trace cannot iterate)."""
+    if not is_input_iterator(value):
+        return None
+    cls = type(value)
+    tx.output.assume_type(source, cls)
+    if cls is enumerate:
+        return _wrap_enumerate(tx, value, source)
+    if cls in _DICT_ITERATORS or cls in _DICT_REVERSED:
+        return _wrap_dict_iterator(tx, value, source)
+    if cls is itertools.count:
+        return _wrap_count(tx, value, source)
+    state_source = ReducedSource(source, "state")
+    state = reduced_part(value, "state", 0)
+    if cls in _LAZY:
+        args = value.__reduce__()[1]
+        first = 1 if cls in (map, filter) else 0
+        iterators = []
+        for k in range(first, len(args)):
+            sub = tx.wrap(args[k], ReducedSource(source, "arg", k))
+            if not isinstance(sub, IteratorVariable):
+                return None
+            iterators.append(sub)
+        if cls is zip:
+            tx.output.assume_equal(state_source, state)
+            return ZipVariable([], sources=iterators, strict=bool(state), source=source)
+        fn = tx.wrap(args[0], ReducedSource(source, "arg", 0))
+        kind = MapVariable if cls is map else FilterVariable
+        return kind([], sources=iterators, fn=fn, source=source)
+    seq_value = value.__reduce__()[1][0]
+    seq = tx.wrap(seq_value, ReducedSource(source, "arg", 0))
+    tx.output.assume_equal(state_source, state)
+    if cls in _RANGE_ITERATORS:
+        return RangeIteratorVariable([], index=state or 0, value=seq_value, source=source)
+    if cls is _LIST_REVERSED:
+        if not isinstance(seq, ListVariable):  # exhausted: ``iter(())``
+            return ReversedIteratorVariable([], seq=seq, position=-1, source=source)
+        return ReversedIteratorVariable(seq.items, seq=seq, position=state, source=source)
+    if isinstance(seq, (ListVariable, TupleVariable)):
+        items = seq.items
+    elif isinstance(seq, ConstantVariable) and isinstance(seq.value, (str, bytes)):
+        items = seq.unpack(tx)
+    else:
+        return None
+    if state is None:  # exhausted (its sequence let go): stays so
+        return SeqIteratorVariable(items, index=len(items), seq=seq, exhausted=True, source=source)
+    return SeqIteratorVariable(items, index=state, seq=seq, source=source)
+
+
+#: Iterators an input ``enumerate`` may read: taking their items again has no effects.
+_POSITIONED = (*_SEQ_ITERATORS, _LIST_REVERSED, *_RANGE_ITERATORS)
+
+
+def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> VariableTracker | None:
+    """An ``enumerate`` over a list, tuple, string, range or reversed list iterator (items taken
+    again at run time, to count them, must have no effects: not over ``map`` and the like), its
+    count guarded."""
+    sub_value, count = value.__reduce__()[1]
+    if type(sub_value) not in _POSITIONED:
+        return None
+    sub = tx.wrap(sub_value, ReducedSource(source, "arg", 0))
+    if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
+        return None
+    count_source = ReducedSource(source, "arg", 1)
+    tx.output.assume_type(count_source, int)
+    tx.output.assume_equal(count_source, count)
+    return EnumerateVariable([], sources=[sub], count=count, input_count=count, source=source)
+
+
+def dict_iter_position(it: Any) -> int | None:
+    """Runtime helper (and what guards render): how many items the dict iterator ``it`` gave, if
+    its dict is as it was made over (None: exhausted, or the dict changed: its next item raises,
+    or comes from the hash table's order rather than the keys')."""
+    owner = gc.get_referents(it)
+    if not owner or not isinstance(owner[0], dict):  # exhausted: it let go of its dict
+        return None
+    try:
+        rest = it.__reduce__()[1][0]  # what a copy of it would give
+    except RuntimeError:  # the dict changed size
+        return None
+    d, reverse = owner[0], type(it) in _DICT_REVERSED
+    kind = (_DICT_REVERSED if reverse else _DICT_ITERATORS)[type(it)]
+    start = len(d) - len(rest)
+    if start < 0:
+        return None
+    tail = list((reversed if reverse else iter)(getattr(d, kind)()))[start:]
+    if kind == "items":
+        same = all(a[0] is b[0] and a[1] is b[1] for a, b in zip(tail, rest, strict=True))
+    else:
+        same = all(a is b for a, b in zip(tail, rest, strict=True))
+    return start if same else None
+
+
+@dataclass(frozen=True)
+class DictIterPositionSource(ChainedSource):
+    """``dict_iter_position(base)``, read by guards."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        helper = f"__import__({__name__!r}, fromlist=['_']).dict_iter_position"
+        return f"{helper}({self.base.render(roots)})"
+
+
+def _wrap_dict_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """An iterator over a dict's keys, values or items, forwards or reversed (not exhausted, its
+    dict unchanged since it was made): a ``DictIteratorVariable`` over the dict's tracker, guarded
+    on its position (which also tells a dict changed under it)."""
+    index = dict_iter_position(value)
+    if index is None:
+        return None
+    container = tx.wrap(gc.get_referents(value)[0], ViewedDictSource(source))
+    if not isinstance(container, DictVariable):
+        return None
+    position = DictIterPositionSource(source)
+    tx.output.assume_type(position, int)
+    tx.output.assume_equal(position, index)
+    reverse = type(value) in _DICT_REVERSED
+    keys = tuple(reversed(container.items)) if reverse else tuple(container.items)
+    return DictIteratorVariable(
+        [],
+        container=container,
+        kind=(_DICT_REVERSED if reverse else _DICT_ITERATORS)[type(value)],
+        keys=keys,
+        index=index,
+        input_index=index,
+        source=source,
+        reverse=reverse,
+    )
+
+
+@dataclass(frozen=True)
+class ReprSource(ChainedSource):
+    """``repr(base)``, read by guards (an ``itertools.count`` shows its state only there)."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"repr({self.base.render(roots)})"
+
+
+def _wrap_count(tx: Translator, value: itertools.count, source: Source) -> VariableTracker | None:
+    """An ``itertools.count`` of ints or floats: its polyfill's generator started from the count's
+    state (``count(3, 2)`` as its repr shows it, guarded), the items the trace takes taken from
+    the real object afterwards (``GeneratorVariable.replay_log``)."""
+    text = repr(value)
+    args = ast.literal_eval(text[len("count") :])
+    args = args if isinstance(args, tuple) else (args,)
+    if not all(type(a) in (int, float) and math.isfinite(a) for a in args):
+        return None
+    shown = ReprSource(source)
+    tx.output.assume_type(shown, str)
+    tx.output.assume_equal(shown, text)
+    fn = tx.wrap_static(polyfills.lookup(itertools.count))
+    generator = fn.call_function(tx, [ConstantVariable(a) for a in args], {})
+    generator.source = source  # made just now, for this input only
+    return generator
+
+
+# -- methods of generators, in the container method table ------------------------------------------
+_NONE = ConstantVariable(None)
+
+
+def _generator_next(tx, obj, value=_NONE):
+    """``next(g)`` and ``g.send(None)`` (the value sent is what ``yield`` gives: only None is)."""
+    if not (value.is_python_constant() and value.as_python_constant() is None):
+        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+    item = obj.next_item(tx)
+    if item is None:
+        if obj.result is not None and not obj.result.is_python_constant():
+            raise Unsupported("generator", "a generator returning a traced value stopped")
+        result = obj.result.as_python_constant() if obj.result is not None else None
+        raise PythonError(StopIteration(result) if result is not None else StopIteration())
+    return item
+
+
+_GENERATOR_METHODS = {
+    "send": (False, _generator_next),
+    "__next__": (False, _generator_next),
+}
+
+containers.METHODS[GeneratorVariable] = _GENERATOR_METHODS
+
+
+# -- ``iter()`` of an iterator and of a dict view --------------------------------------------------
+@dispatch.rule("get_iter", IteratorVariable)
+def _iterator_itself(tx: Translator, value: IteratorVariable) -> IteratorVariable:
+    return value
+
+
+@dispatch.rule("get_iter", containers.DictViewVariable)
+def _view_iterator(tx: Translator, value: containers.DictViewVariable) -> IteratorVariable:
+    return dict_iter(value.dict_vt, value.kind)

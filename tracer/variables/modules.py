@@ -1,0 +1,1058 @@
+"""``nn.Module``: existing modules and their guards (the module tree, parameters), and modules
+made in the trace.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo
+from ...guards.module_tree import (
+    ALL_HOOK_DICTS,
+    GLOBAL_HOOK_DICTS,
+    MEMBER_TABLES,
+    OBSERVED,
+    WITH_KWARGS,
+    observe,
+    rebase,
+    tree_root,
+)
+from ...guards.sources import AttrSource, DictValueSource, FreshSource, ItemSource, Source
+from .. import deferred_checks
+from ..exc import Unsupported
+from . import dispatch
+from .base import VariableTracker
+from .constants import ConstantVariable
+from .containers import DictVariable, ListVariable, TupleVariable
+from .functions import CALL_HOOKS, MethodCallVariable, UserFunctionVariable
+from .iterators import IteratorVariable
+from .objects import (
+    MISSING,
+    UserObjectVariable,
+    bind_class_attribute,
+    class_attr_source,
+    class_vt,
+    is_data_descriptor,
+    method_source,
+    read_descriptor,
+    type_lookup,
+    write_descriptor,
+)
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+# Hooks (un)registered inside the compiled function: ``h = m.register_forward_hook(fn)``,
+# ``m(x)``, ``h.remove()``.
+#
+# Registration runs in Python, as one graph break at the call: a handle's id is
+# ``RemovableHandle.next_id``, a process-wide counter that an inlined registration would read, and
+# so guard, anew at every call.
+#
+# ``h.remove()`` on a real handle (one made before the call, or by such a break) is traced: the
+# replay calls it after the graph (``SideEffects.hook_removals``), where eager calls it in program
+# order. Until then the trace's view of the tables it changes is stale, so every later read of a
+# hook table in the same trace is refused (a graph break there, after which Python sees the
+# removal): a call of a module with hooks (any module: which table the handle belongs to is not
+# guarded), a read of a module's hook table, and the table object itself reached another way
+# (``h.hooks_dict_ref()``). A removal from a table the trace already holds a tracker for breaks at
+# the removal. Entry points: the ``CALL_HOOKS`` that ``install`` registers, ``check_fresh_module``
+# (module calls and hook table reads), ``check_fresh_value`` (``builder.wrap``).
+
+#: Attribute names of hook tables (a module's, the extra ones its handles also change, the
+#: global ones): values read through them are stale once a removal is replayed
+#: (``convert._preload_stale`` loads them before the replay).
+HOOK_TABLES = frozenset(
+    {
+        *ALL_HOOK_DICTS,
+        "_forward_hooks_with_kwargs",
+        "_forward_hooks_always_called",
+        "_forward_pre_hooks_with_kwargs",
+        *GLOBAL_HOOK_DICTS,
+    }
+)
+
+
+def _registration_call(
+    tx: Translator,
+    fn_vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``m.register_forward_hook(fn)`` and the other registrations: run in Python (one break)."""
+    raise Unsupported(
+        "module_hooks",
+        f"{fn_vt.fn.__qualname__}() registers a hook: it runs in Python",
+        hint="register hooks outside the compiled function to keep one graph",
+    )
+
+
+def _removal_call(
+    tx: Translator,
+    fn_vt: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``h.remove()`` (also from an inlined ``h.__exit__``) on a real ``RemovableHandle``: replayed
+    after the graph; its tables are stale for the rest of the trace."""
+    handle = fn_vt.self_vt
+    if (
+        args
+        or kwargs
+        or not isinstance(handle, UserObjectVariable)
+        or handle.source is None
+        or type(handle.value) is not RemovableHandle
+    ):
+        raise Unsupported(
+            "module_hooks",
+            "RemovableHandle.remove() of a handle made in the trace: it runs in Python",
+            hint="register hooks outside the compiled function to keep one graph",
+        )
+    value = handle.value
+    refs = (value.hooks_dict_ref, *value.extra_dict_ref)
+    tables = [t for t in (ref() for ref in refs) if t is not None]
+    if any(id(t) in tx.output.wrapped for t in tables):
+        raise Unsupported(
+            "module_hooks", "a hook table the trace read is changed by RemovableHandle.remove()"
+        )
+    tx.output.side_effects.remove_hook(handle, tables)
+    return ConstantVariable(None)
+
+
+def check_fresh_module(tx: Translator, module: nn.Module, table: str | None = None) -> None:
+    """Refuse to read ``module``'s hook tables (``table``, or all of them and the global ones for
+    a call) once a traced ``remove()`` made the trace's view of hook tables stale."""
+    if not tx.output.side_effects.hook_removals:
+        return
+    glob = nn.modules.module
+    names = ALL_HOOK_DICTS if table is None else (table,)
+    tables = [vars(module).get(name) for name in names]
+    if table is None:
+        tables += [getattr(glob, name) for name in GLOBAL_HOOK_DICTS]
+    if any(tables):
+        raise Unsupported(
+            "module_hooks",
+            f"hooks of {type(module).__name__} read after RemovableHandle.remove() in the trace",
+            hint="remove hooks after the last call of the hooked modules",
+        )
+
+
+def check_fresh_value(tx: Translator, value: Any) -> None:
+    """``builder.wrap``: a hook table a traced ``remove()`` changed, reached another way."""
+    if id(value) in tx.output.side_effects.stale_hook_tables:
+        raise Unsupported(
+            "module_hooks", "a hook table read after RemovableHandle.remove() in the trace"
+        )
+
+
+_registration_call.accepts_bound = True  # type: ignore[attr-defined]
+_removal_call.accepts_bound = True  # type: ignore[attr-defined]
+
+
+def install() -> None:
+    """Route the (un)registration methods to this module, as ``nn_modules`` patched them (its
+    wrappers moving ``EPOCH`` are what a trace reaches)."""
+    for owner in (nn.Module, nn.modules.module):
+        for name, fn in vars(owner).items():
+            if name.lstrip("_").startswith("register") and "hook" in name:
+                if isinstance(fn, types.FunctionType):
+                    CALL_HOOKS[fn.__code__] = _registration_call
+    CALL_HOOKS[RemovableHandle.remove.__code__] = _removal_call
+
+
+# Graph inputs that are parameters of a module tree, fetched once per tree change instead of per
+# call.
+#
+# A model's graph takes every parameter as an input (so one graph serves every instance of the same
+# structure). Loading them one source at a time (``self._modules['layers']._modules['3']._parameters
+# ['weight']``) costs a few bytecodes per parameter on every call: the call overhead would grow with
+# the model. Instead the rewritten code calls one ``ParameterBlock`` per tree root, which returns
+# the tuple of those parameters, cached per root until ``EPOCH`` moves.
+#
+# Soundness rests on ``EPOCH`` (``guards/epoch.py``): module attribute writes, registrations and
+# ``_apply`` bump it. Writes straight into a module's member dicts (``module._parameters[name] =
+# t``, as ``torch.func.functional_call`` does) would not, so filling a block also swaps each member
+# dict of the tree's modules for a ``WatchedDict``: the same dict, bumping on every write, pickled
+# and copied as a plain dict, accepted wherever a guard expects a dict. A tree whose member dicts
+# cannot be swapped (not plain dicts) is not cached.
+
+
+def watch_tree(root: nn.Module) -> bool:
+    """Swap the member dicts of every module under ``root`` for ``WatchedDict``s; False if one of
+    them is not a plain dict (then writes to it cannot be seen)."""
+    for module in root.modules():
+        members = module.__dict__
+        for name in MEMBER_TABLES:
+            table = members.get(name)
+            if type(table) is WatchedDict:
+                continue
+            if type(table) is not dict:
+                return False
+            members[name] = WatchedDict(table)  # not through __setattr__: no epoch bump
+    return True
+
+
+class ParameterBlock(PerRootCache):
+    """Returns the parameters one graph reads under the module tree at ``root`` (a tuple, in the
+    graph's input order); cached per root object while ``EPOCH`` stands still. The cache never
+    keeps a dead model's parameters alive (``PerRootCache`` drops an entry with its root)."""
+
+    __slots__ = ("fetch", "source")
+
+    def __init__(self, fetch: Callable[[Any], tuple], source: str) -> None:
+        super().__init__()
+        self.fetch = fetch  #: root -> the parameters, read through their sources
+        self.source = source  #: the expressions ``fetch`` evaluates, for reports
+
+    def __call__(self, root: Any) -> tuple:
+        if self.epoch == EPOCH[0]:
+            hit = self.valid.get(id(root))
+            if hit is not None and hit[0]() is root:
+                return hit[1]
+        if isinstance(root, nn.Module):
+            observe(root)
+        epoch = EPOCH[0]
+        values = self.fetch(root)
+        if isinstance(root, nn.Module) and watch_tree(root):
+            self.remember(root, values, epoch)
+        return values
+
+    def __repr__(self) -> str:
+        return f"<ParameterBlock: {self.source.count(',') + 1} parameters>"
+
+
+@dataclass(frozen=True)
+class BlockInput:
+    """Graph inputs ``sources`` (parameters under the module at ``root``), fetched by ``block``."""
+
+    root: Source
+    block: ParameterBlock
+    sources: tuple[Source, ...]
+
+
+def plan_inputs(
+    inputs: list[Source], values: list[Any], modules: dict[Source, Any]
+) -> list[Source | BlockInput]:
+    """Group the graph's ``inputs``: the parameters under one traced module tree (two or more) form
+    a block, placed where its first parameter was. Returns the inputs in their new order, blocks
+    as ``BlockInput``s."""
+    members: dict[Source, list[Source]] = {}
+    for source, value in zip(inputs, values, strict=True):
+        if isinstance(value, nn.Parameter):
+            root = tree_root(source, modules, {})
+            if root is not None:
+                members.setdefault(root, []).append(source)
+    blocks: dict[Source, BlockInput] = {}
+    for root, sources in members.items():
+        if len(sources) < 2:
+            continue
+        exprs = ", ".join(rebase(s, root).render({"___R": "R"}) for s in sources)
+        namespace: dict[str, Any] = {}
+        code = compile(f"def fetch(R):\n    return ({exprs},)\n", "<bytegraph parameters>", "exec")
+        exec(code, namespace)
+        blocks[root] = BlockInput(root, ParameterBlock(namespace["fetch"], exprs), tuple(sources))
+    in_block = {s: b for b in blocks.values() for s in b.sources}
+    plan: list[Source | BlockInput] = []
+    for source in inputs:
+        block = in_block.get(source)
+        if block is None:
+            plan.append(source)
+        elif source == block.sources[0]:
+            plan.append(block)
+    return plan
+
+
+def input_order(plan: list[Source | BlockInput]) -> list[Source]:
+    """The graph's input sources in ``plan``'s order."""
+    return [s for step in plan for s in (step.sources if isinstance(step, BlockInput) else (step,))]
+
+
+# ``nn.Module`` support: ``NNModuleVariable`` and module-tree guards whose cost does not grow with
+# the number of parameters.
+#
+# Inside a trace a module's parameters, buffers and submodules are read through ``_parameters``,
+# ``_buffers`` and ``_modules`` (cheap dict loads in the rewritten code; parameters and buffers
+# become graph inputs). Calling a module inlines its forward pre-hooks, ``forward`` and forward
+# hooks.
+#
+# Guards: the trace installs one ``ID_MATCH`` per module and one ``TENSOR_MATCH`` per parameter;
+# ``guards/module_tree.py`` replaces those that only look inside a module tree by one
+# ``MODULE_TREE`` guard, O(1) while ``EPOCH`` does not move.
+#
+# ``EPOCH`` is bumped by every change that could invalidate an absorbed guard: the module's
+# ``__setattr__``/``__delattr__`` (assigning a parameter, submodule, buffer or attribute;
+# ``train()``/``eval()``; ``forward =``), ``register_*`` (the global registration hooks), ``_apply``
+# (``.to()``, ``.half()``, ``.cuda()``), hook (un)registration (``RemovableHandle``), the container
+# methods that write ``_modules`` directly, and metadata changes of parameters (``p.data =``,
+# ``p.requires_grad_()``, ``p.requires_grad =``, in-place metadata ops such as ``p.resize_``). The
+# module methods bump only for a module in ``module_tree.OBSERVED`` (one a validated tree or a
+# parameter block may have read): building a module that nothing has read, such as a loss made in
+# ``forward`` on every call, invalidates nothing. In-place *value* updates (an optimizer step) bump
+# nothing. Buffers keep their per-tensor ``TENSOR_MATCH`` in the fast path (they are plain tensors
+# that nothing here hooks). Not detected: writes straight into the private dicts
+# (``m._parameters['w'] = p``) other than torch's own container methods, and aten calls
+# (``torch.ops.aten.set_``) on parameters.
+
+#: ``nn.Module`` methods listing members: ``NNModuleVariable.call_method`` answers them from the
+#: guarded member tables (inlining them would need ``yield from`` and sets of tensors).
+MODULE_MEMBER_METHODS = frozenset(
+    {
+        "parameters",
+        "buffers",
+        "children",
+        "modules",
+        "named_parameters",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+    }
+)
+
+
+@dataclass(eq=False)
+class NNModuleVariable(UserObjectVariable):
+    """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph
+    inputs and guards); calling it runs pre-hooks, ``forward`` and forward hooks as
+    ``nn.Module.__call__``."""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        module = self.value
+        for table in MEMBER_TABLES:
+            entries = module.__dict__.get(table, {})
+            if name in entries:
+                pending = tx.output.side_effects.load_attr(self, name)
+                if pending is not None:
+                    return pending
+                source = ItemSource(AttrSource(self.source, table), name) if self.source else None
+                return tx.wrap(entries[name], source)
+        if name in ALL_HOOK_DICTS and name in module.__dict__:
+            check_fresh_module(tx, module, name)
+            table = module.__dict__[name]
+            if self.source is not None:  # the live table, guarded like any input dict
+                return tx.wrap(table, AttrSource(self.source, name))
+            return DictVariable({k: tx.wrap(v, None) for k, v in table.items()})
+        if name == "_update_flat_weights" and isinstance(module, nn.RNNBase):
+            if module._weights_have_changed():
+                raise Unsupported(
+                    "rnn_weights", "an RNN's parameters were replaced since its last call"
+                )
+            return UserFunctionVariable(
+                _no_op
+            )  # parameter swaps bump EPOCH: the tree check re-runs
+        if (
+            self.source is not None
+            and name not in module.__dict__
+            and inspect.getattr_static(module, name, None) is None
+        ):
+            for (
+                table
+            ) in MEMBER_TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
+                if table in module.__dict__:
+                    tx.output.assume_key_absent(AttrSource(self.source, table), name)
+        return super().var_getattr(tx, name)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if inspect.getattr_static(type(self.value), "__call__") is not _MODULE_CALL:
+            # the class's own ``__call__`` (GPyTorch's modules) runs, as CPython runs it; its
+            # ``super().__call__(...)`` comes back to ``module_call``
+            return super().call_function(tx, args, kwargs)
+        return self.module_call(tx, args, kwargs)
+
+    def module_call(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """What ``nn.Module.__call__`` runs: pre-hooks, ``forward``, forward hooks."""
+        module = self.value
+        _check_hooks(module)
+        check_fresh_module(tx, module)
+        call = self._forward(tx)
+        for hook, with_kwargs in self._hooks(tx, "_forward_pre_hooks"):
+            if with_kwargs:  # ``hook(module, args, kwargs)``: None or ``(args, kwargs)``
+                kwargs_vt = DictVariable(dict(kwargs))
+                result = hook.call_function(tx, [self, TupleVariable(list(args)), kwargs_vt], {})
+                if _is_none(result):
+                    kwargs = _keywords(tx, kwargs_vt)  # changed in place, maybe
+                    continue
+                if not (isinstance(result, TupleVariable) and len(result.items) == 2):
+                    raise Unsupported(
+                        "python_error", "RuntimeError: forward pre-hook must return None or a tuple"
+                    )
+                args, kwargs = dispatch.iterate(tx, result.items[0]), result.items[1]
+                kwargs = _keywords(tx, kwargs)
+            else:
+                result = hook.call_function(tx, [self, TupleVariable(list(args))], {})
+                if not _is_none(result):
+                    args = list(result.items) if isinstance(result, TupleVariable) else [result]
+        output = call.call_function(tx, args, kwargs)
+        for hook, with_kwargs in self._hooks(tx, "_forward_hooks"):
+            extra = [DictVariable(dict(kwargs))] if with_kwargs else []
+            result = hook.call_function(tx, [self, TupleVariable(list(args)), *extra, output], {})
+            if not _is_none(result):
+                output = result
+        return output
+
+    def _forward(self, tx: Translator) -> VariableTracker:
+        """The ``forward`` that ``__call__`` runs, bound, read through a source where it has one
+        (guarded, and what it mutates through its closure is replayed)."""
+        forward = _forward_function(self.value)
+        class_source = self.class_source()
+        if "forward" in vars(self.value):  # ``m.forward = bytegraph.compile(m.forward)``
+            found = vars(self.value)["forward"].__func__
+            source = None if self.source is None else AttrSource(self.source, "forward")
+            source = None if source is None else AttrSource(source, "__func__")
+        else:
+            found = inspect.getattr_static(self.value, "forward")
+            source = None if class_source is None else AttrSource(class_source, "forward")
+        if found is not forward and source is not None:  # a compiled function: its original
+            source = AttrSource(AttrSource(source, "__bytegraph__"), "fn")
+        source = None if source is None else method_source(tx, self, source, forward)
+        return UserFunctionVariable(forward, source, self_vt=self)
+
+    def _hooks(self, tx: Translator, table: str) -> list[tuple[VariableTracker, bool]]:
+        """The hooks in ``module.<table>``, each read through its own source (by position:
+        ``[*L['m']._forward_hooks.values()][0]``; the keys are handle ids, new at each
+        registration) so that what a hook reaches (a list in its closure, an object attribute) is
+        guarded and its mutations replayed like any input's, each with whether it takes the call's
+        keyword arguments. Which hooks are registered, and which take them, is part of the
+        module's ``MODULE_TREE`` check (``_hooks_match``)."""
+        hooks = getattr(self.value, table)
+        if hooks and self.source is None:
+            raise Unsupported("module_hooks", f"hooks of a module reached without a source: {self}")
+        with_kwargs = vars(self.value).get(WITH_KWARGS[table], {})
+        return [
+            (tx.wrap(hook, DictValueSource(AttrSource(self.source, table), i)), key in with_kwargs)
+            for i, (key, hook) in enumerate(hooks.items())
+        ]
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        if (
+            name
+            in (
+                "parameters",
+                "buffers",
+                "children",
+                "named_parameters",
+                "named_buffers",
+                "named_children",
+                "modules",
+                "named_modules",
+            )
+            and not args
+            and not kwargs
+        ):
+            return self._members(tx, name)
+        if name in _MODULE_CALL_NAMES and getattr(type(self.value), name) is getattr(
+            nn.Module, name
+        ):
+            return self.module_call(tx, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
+
+    def children_dict(self, tx: Translator) -> VariableTracker:
+        """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity)."""
+        return tx.wrap(
+            self.value._modules, AttrSource(self.source, "_modules") if self.source else None
+        )
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        cls = type(self.value)
+        children = self.children_dict(tx)
+        if cls.__iter__ in (nn.Sequential.__iter__, nn.ModuleList.__iter__):
+            return list(children.items.values())
+        if cls.__iter__ is nn.ModuleDict.__iter__:
+            return [ConstantVariable(k) for k in children.items]
+        if cls.__iter__ is nn.ParameterList.__iter__ and cls.__len__ is nn.ParameterList.__len__:
+            return [self.getitem(tx, i) for i in range(self._parameter_list_size(tx))]
+        raise Unsupported("unpack", f"iteration over a {cls.__name__} module")
+
+    def _parameter_list_size(self, tx: Translator) -> int:
+        """A ``ParameterList``'s length (``_size``), guarded: ``append`` changes it."""
+        source = AttrSource(self.source, "_size") if self.source else None
+        return tx.wrap(self.value._size, source).as_python_constant()
+
+    def getitem(self, tx: Translator, key: Any) -> VariableTracker:
+        """``seq[i]`` / ``module_list[i]`` / ``module_dict["k"]`` for the standard containers."""
+        cls = type(self.value)
+        getitem = cls.__getitem__
+        if getitem is nn.ModuleDict.__getitem__ and isinstance(key, str):
+            return self.children_dict(tx).items[key]
+        if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is int:
+            children = list(self.children_dict(tx).items.values())
+            if not -len(children) <= key < len(children):
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return children[key]
+        if getitem is nn.ParameterList.__getitem__ and type(key) is int:
+            # ``self[i]`` is ``getattr(self, str(i))``: the parameter, read (and guarded) by name
+            size = self._parameter_list_size(tx)
+            if not -size <= key < size:
+                raise Unsupported("python_error", f"IndexError: index {key} out of range")
+            return self.var_getattr(tx, str(key % size))
+        if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
+            return ListVariable(list(self.children_dict(tx).items.values())[key])
+        raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
+
+    def _members(self, tx: Translator, name: str) -> VariableTracker:
+        """``parameters()``, ``named_children()``, ``modules()``...: each member read through
+        ``_parameters``, ``_buffers`` or ``_modules`` of its owner, so it is guarded like an
+        attribute read. Shared members are listed once, as ``nn.Module`` does."""
+        kind = name.removeprefix("named_")
+        owners = [("", self)] if kind == "children" else list(_submodules(tx, "", self, set()))
+        if kind == "modules":
+            return IteratorVariable(
+                [
+                    TupleVariable([ConstantVariable(p.rstrip(".")), m])
+                    if name.startswith("named_")
+                    else m
+                    for p, m in owners
+                ]
+            )
+        table = {"parameters": "_parameters", "buffers": "_buffers", "children": "_modules"}[kind]
+        items: list[VariableTracker] = []
+        seen: set[int] = set()
+        for prefix, owner in owners:
+            entries = tx.wrap(
+                getattr(owner.value, table),
+                AttrSource(owner.source, table) if owner.source else None,
+            )
+            for key, vt in entries.items.items():
+                if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
+                    continue
+                seen.add(id(vt))
+                items.append(
+                    TupleVariable([ConstantVariable(prefix + key), vt])
+                    if name.startswith("named_")
+                    else vt
+                )
+        return IteratorVariable(items)  # a generator in CPython: ``next(m.parameters())``
+
+
+#: ``nn.Module.__call__`` (``_wrapped_call_impl``) and the methods it runs: each is ``module_call``
+_MODULE_CALL = vars(nn.Module)["__call__"]
+_MODULE_CALL_NAMES = ("_wrapped_call_impl", "_call_impl")
+
+
+def _no_op() -> None:
+    return None
+
+
+def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
+    """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each
+    once."""
+    if id(module.value) in seen:
+        return
+    seen.add(id(module.value))
+    yield prefix, module
+    for key, child in module.children_dict(tx).items.items():
+        if isinstance(child, NNModuleVariable):
+            yield from _submodules(tx, f"{prefix}{key}.", child, seen)
+
+
+def _forward_function(module: nn.Module) -> types.FunctionType:
+    """The Python function ``module.__call__`` would run as ``forward``; a forward compiled by
+    bytegraph (monkeypatched on the instance or the class) is inlined as its original function."""
+    forward = inspect.getattr_static(module, "forward")
+    if isinstance(forward, types.MethodType) and forward.__self__ is module:
+        forward = forward.__func__  # ``model.forward = bytegraph.compile(model.forward)``
+    elif "forward" in module.__dict__:
+        raise Unsupported(
+            "module_forward", f"{type(module).__name__}.forward is set on the instance"
+        )
+    state = getattr(forward, "__bytegraph__", None)
+    if state is not None:
+        forward = state.fn
+    if not isinstance(forward, types.FunctionType):
+        raise Unsupported(
+            "module_forward", f"{type(module).__name__}.forward is not a Python function"
+        )
+    return forward
+
+
+def _check_hooks(module: nn.Module) -> None:
+    """Hooks the inliner cannot honour exactly raise ``Unsupported`` (the module then runs in
+    Python)."""
+    if not all(name in vars(module) for name in ALL_HOOK_DICTS):
+        raise Unsupported("module_init", f"{type(module).__name__} never ran nn.Module.__init__")
+    if any(getattr(nn.modules.module, name) for name in GLOBAL_HOOK_DICTS):
+        raise Unsupported("module_hooks", "global module hooks are registered")
+    if module._backward_hooks or module._backward_pre_hooks:
+        raise Unsupported(
+            "module_hooks",
+            f"{type(module).__name__} has backward hooks",
+            hint="compile the module itself (bytegraph.compile(model)) to keep hooks",
+        )
+    if module._forward_hooks_always_called:  # run even when forward raises
+        raise Unsupported("module_hooks", f"{type(module).__name__} has always-called hooks")
+
+
+def _is_none(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is None
+
+
+def _keywords(tx: Translator, vt: VariableTracker) -> dict[str, VariableTracker]:
+    """The keyword arguments a pre-hook gives the call (a dict of string keys)."""
+    if not (isinstance(vt, DictVariable) and all(type(k) is str for k in vt.items)):
+        raise Unsupported("module_hooks", f"a forward pre-hook gave keyword arguments {vt}")
+    return dict(vt.items)
+
+
+# -- change detection ------------------------------------------------------------------------------
+
+
+def _bump_observed(module: nn.Module, *_: Any) -> None:
+    """A registration hook: a parameter, buffer or submodule was registered on ``module``."""
+    if module in OBSERVED:
+        EPOCH[0] += 1
+
+
+def _bumping(
+    fn: Callable[..., Any],
+    observed_only: bool = False,
+    unchanged: Callable[..., bool] | None = None,
+) -> Callable[..., Any]:
+    """``fn`` moving ``EPOCH`` before and after; with ``observed_only`` (a method of ``nn.Module``
+    or a container of modules) only when its ``self`` is in ``OBSERVED``, and not when
+    ``unchanged(*args)`` says the call changes nothing."""
+
+    def bumps(*args: Any, **kwargs: Any) -> Any:
+        if observed_only and args[0] not in OBSERVED:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if args[0] in OBSERVED:  # a check (another thread) began to read it meanwhile
+                    EPOCH[0] += 1
+        if unchanged is not None and unchanged(*args, **kwargs):
+            return fn(*args, **kwargs)
+        EPOCH[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
+
+    return hidden_from_dynamo(bumps, fn)
+
+
+def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:
+    """Does ``module.name = value`` store what is already there (the same object, or an equal int,
+    bool or string, or a tuple of them)? Swin sets its window sizes in every ``forward``: such a
+    write leaves every check as it was. (A write racing with another thread's write to the same
+    attribute is a data race in the program; it may then go unseen.)"""
+    members = vars(module)
+    for table in MEMBER_TABLES:
+        entries = members.get(table)
+        if entries is not None and name in entries:
+            return entries[name] is value
+    if isinstance(value, (nn.Module, torch.Tensor)):
+        return False  # one held in ``__dict__`` would now be registered: a change of structure
+    return name in members and _same_value(members[name], value)
+
+
+def _same_value(old: Any, new: Any) -> bool:
+    if old is new:
+        return True
+    if type(old) is not type(new):
+        return False
+    if type(new) in (int, bool, str):
+        return old == new
+    return (
+        type(new) is tuple
+        and len(old) == len(new)
+        and all(_same_value(a, b) for a, b in zip(old, new, strict=True))
+    )
+
+
+#: In-place ops that change a tensor's metadata (not its values): hooked on ``nn.Parameter``.
+_METADATA_OPS = (
+    "requires_grad_",
+    "set_",
+    "resize_",
+    "resize_as_",
+    "as_strided_",
+    "t_",
+    "transpose_",
+    "squeeze_",
+    "unsqueeze_",
+    "swapdims_",
+    "swapaxes_",
+    "detach_",
+)
+_METADATA_ATTRS = frozenset({"data", "requires_grad", "__class__"})
+
+
+def _parameter_setattr(self: nn.Parameter, name: str, value: Any) -> None:
+    if name in _METADATA_ATTRS:
+        EPOCH[0] += 1
+    object.__setattr__(self, name, value)
+
+
+def _install() -> None:
+    """Install the hooks that bump ``EPOCH`` (once per process)."""
+    if getattr(nn.Module.__setattr__, "__bytegraph_bumps__", False):
+        return
+    module_methods: list[tuple[type, str]] = [
+        (nn.Module, "__setattr__"),
+        (nn.Module, "__delattr__"),
+        (nn.Module, "_apply"),
+        (nn.ModuleList, "insert"),
+        (nn.Sequential, "insert"),
+        (nn.ModuleDict, "__delitem__"),
+        (nn.ModuleDict, "clear"),
+    ]
+    for cls, name in module_methods:
+        same = _rewrites_same_value if name == "__setattr__" else None
+        setattr(cls, name, _bumping(getattr(cls, name), observed_only=True, unchanged=same))
+    others = [
+        (torch.utils.hooks.RemovableHandle, "__init__"),  # hook tables of any module
+        (torch.utils.hooks.RemovableHandle, "remove"),
+        *[(nn.Parameter, op) for op in _METADATA_OPS],
+    ]
+    for cls, name in others:
+        setattr(cls, name, _bumping(getattr(cls, name)))
+    nn.Parameter.__setattr__ = _parameter_setattr
+    glob = nn.modules.module
+    bump_observed = hidden_from_dynamo(_bump_observed)
+    glob.register_module_buffer_registration_hook(bump_observed)
+    glob.register_module_module_registration_hook(bump_observed)
+    glob.register_module_parameter_registration_hook(bump_observed)
+
+
+_install()
+install()
+
+
+__all__ = ["EPOCH", "NNModuleVariable"]
+
+
+# ``nn.Module`` instances created during the trace.
+#
+# ``construct_module(tx, cls_vt, args, kwargs)`` is ``cls(...)`` for a module class. Two cases:
+#
+# * a class of ``torch`` itself (``nn.CrossEntropyLoss()``, ``nn.Linear(4, 3)``) built from
+#   constants: the module is built for real now and rebuilt by the rewritten code before the graph
+#   runs (``SideEffects.prologue``), see ``_build_torch_module``. Like everything in ``torch``'s
+#   namespaces, its classes are constants of the trace: nothing reached from it is guarded;
+# * a user subclass of ``nn.Module`` (its ``__init__``, if any, chaining through user classes to
+#   ``nn.Module.__init__``): a ``NewModuleVariable``, whose ``__init__`` is inlined like any new
+#   object's and whose class attributes are guarded through its class, see ``_trace_user_module``.
+#
+# Anything else (a ``__setattr__`` override, a ``torch`` base class with its own ``__init__`` under
+# a user one, non-constant arguments to a ``torch`` module) raises ``Unsupported``.
+
+
+def construct_module(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a subclass ``cls`` of ``nn.Module``."""
+    cls = cls_vt.as_python_constant()
+    if all(_is_torch_class(k) for k in cls.__mro__ if k is not object):
+        return _build_torch_module(tx, cls, args, kwargs)
+    return _trace_user_module(tx, cls_vt, args, kwargs)
+
+
+#: Types of constructor arguments a ``torch.nn`` module may be rebuilt from (immutable values,
+#: loaded as constants by the rewritten code).
+_MODULE_ARG_TYPES = (int, float, bool, str, type(None), torch.dtype, torch.device, enum.Enum)
+_CLASS_HOOKS = ("__init__", "__new__", "__setattr__", "__getattr__", "__getattribute__", "__del__")
+#: Substrings of the names of ops that draw from the random number generator.
+_RANDOM_OPS = (
+    "rand",
+    "dropout",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+    "uniform",
+    "exponential",
+    "geometric",
+    "cauchy",
+    "gumbel",
+    "rrelu",
+    "fractional",
+)
+
+
+def _build_torch_module(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``nn.CrossEntropyLoss()``, ``nn.Linear(4, 3)`` in a traced function: a module of a class
+    whose construction is ``torch.nn``'s own code, from constant arguments. It is built now (the
+    random number generator is put back as it was), traced as a module reached through a
+    ``FreshSource``, and the rewritten code builds the same module *before the graph runs*
+    (``SideEffects.prologue``): a fresh one on every call, with fresh parameters, as eager.
+    Building it earlier than eager does is only visible through the random number generator:
+    refused when the constructor draws from it and the graph already drew before this point."""
+    values = [_module_arg(cls, a) for a in args]
+    kwvalues = {k: _module_arg(cls, v) for k, v in kwargs.items()}
+    _check_entry_state(tx, cls)
+    module, drew = _build_keeping_rng(cls, values, kwvalues)
+    if drew and any(_is_random(node) for node in tx.output.graph.nodes):
+        raise Unsupported(
+            "rng_order",
+            f"{cls.__name__}() draws random numbers after random ops of the graph",
+            hint="create the module before the random ops (or outside the compiled function)",
+        )
+    effects = tx.output.side_effects
+    # built by the rewritten code before the graph runs (its __init__ may draw random numbers)
+    deferred_checks.note_effect(tx.output, f"creating a {cls.__name__} module")
+    name = effects.new_name("__bg_fresh")
+    effects.add_prologue((name, cls, tuple(values), kwvalues))
+    return tx.wrap(module, FreshSource(name))
+
+
+def _is_torch_class(cls: type) -> bool:
+    return cls.__module__ == "torch" or cls.__module__.startswith("torch.")
+
+
+def _module_arg(cls: type, vt: VariableTracker) -> Any:
+    value = vt.as_python_constant() if vt.is_python_constant() else MISSING
+    if not _immutable(value):
+        raise Unsupported(
+            "new_object", f"creating a {cls.__name__} module from non-constant argument {vt}"
+        )
+    return value
+
+
+def _immutable(value: Any) -> bool:
+    if type(value) is tuple:
+        return all(_immutable(v) for v in value)
+    return isinstance(value, _MODULE_ARG_TYPES) and value is not MISSING
+
+
+def _check_entry_state(tx: Translator, cls: type) -> None:
+    """The prologue builds the module under the state the call started with; the trace must be
+    under the same state here (parameters take the default dtype and device; a ``torch.device``
+    block of the trace is not entered for real while tracing: its device is the trace's)."""
+    device = tx.output.state.default_device() or torch.get_default_device()
+    now = (torch.get_default_dtype(), str(device))
+    now += (torch.is_inference_mode_enabled(),)
+    if now != tx.output.side_effects.entry_state:
+        raise Unsupported(
+            "new_object", f"creating a {cls.__name__} module under a changed default dtype/device"
+        )
+
+
+def _build_keeping_rng(
+    cls: type, args: list[Any], kwargs: dict[str, Any]
+) -> tuple[nn.Module, bool]:
+    """Build the module now; put the random number generators back. Returns whether it drew."""
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    cpu_state = torch.random.get_rng_state()
+    cuda_states = [torch.cuda.get_rng_state(d) for d in cuda]
+    try:
+        module = cls(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (runs again in Python, where it raises for the user)
+        raise Unsupported(
+            "python_error", f"{cls.__name__}() raised {type(e).__name__}: {e}"
+        ) from None
+    finally:
+        drew = not torch.equal(cpu_state, torch.random.get_rng_state()) or any(
+            not torch.equal(s, torch.cuda.get_rng_state(d))
+            for d, s in zip(cuda, cuda_states, strict=True)
+        )
+        torch.random.set_rng_state(cpu_state)
+        for d, s in zip(cuda, cuda_states, strict=True):
+            torch.cuda.set_rng_state(s, d)
+    return module, drew
+
+
+def _is_random(node: torch.fx.Node) -> bool:
+    if not node.op.startswith("call_"):
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return any(word in str(name).lower() for word in _RANDOM_OPS)
+
+
+# -- user subclasses with their own __init__ ------------------------------------------------------
+def _blank_module(cls: type) -> nn.Module:
+    """An instance of ``cls`` on which only ``nn.Module.__init__`` ran (an empty module)."""
+    module = object.__new__(cls)
+    nn.Module.__init__(module)
+    return module
+
+
+def _trace_user_module(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """A user subclass whose ``__init__`` chains (through user classes only) to
+    ``nn.Module.__init__``: that one ran already on the blank instance, the user's are inlined."""
+    cls = cls_vt.as_python_constant()
+    first_torch = next(k for k in cls.__mro__ if _is_torch_class(k))
+    user = [k for k in cls.__mro__ if not _is_torch_class(k) and k is not object]
+    why = None
+    if any(set(vars(k)) & (set(_CLASS_HOOKS) - {"__init__"}) for k in user):
+        why = "a user class of its MRO defines __new__, __setattr__, __getattr__ or __del__"
+    elif first_torch is not nn.Module:
+        why = f"it derives from {first_torch.__name__}, whose __init__ is not traced"
+    elif type(cls).__call__ is not type.__call__:
+        why = "its metaclass defines __call__"
+    if why is not None:
+        raise Unsupported(
+            "new_object",
+            f"creating a {cls.__name__} module: {why}",
+            hint="create the module outside the compiled function (e.g. in __init__)",
+        )
+    effects = tx.output.side_effects
+    module = NewModuleVariable(_blank_module(cls), cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(module)
+    init = type_lookup(cls, "__init__")
+    if init is vars(nn.Module)["__init__"]:  # no __init__ of its own: the blank is the module
+        if args or kwargs:
+            raise Unsupported("python_error", f"TypeError: {cls.__name__}() takes no arguments")
+        module.init_called = True
+        return module
+    method = (
+        tx.wrap(init, class_attr_source(cls_vt.source, cls, "__init__")) if cls_vt.source else None
+    )
+    fn = UserFunctionVariable(init, getattr(method, "source", None), self_vt=module)
+    result = fn.call_function(tx, args, kwargs)
+    if not (result.is_python_constant() and result.as_python_constant() is None):
+        raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
+    if not module.init_called:  # eager fails later, on the first use of the module's tables
+        raise Unsupported("new_module", f"{cls.__name__}.__init__ does not call super().__init__()")
+    return module
+
+
+@dataclass(eq=False)
+class NewModuleVariable(NNModuleVariable):
+    """A user ``nn.Module`` created during the trace. ``value`` is a blank instance (only
+    ``nn.Module.__init__`` ran on it) used for its type, its empty tables and its class
+    attributes; what the inlined ``__init__`` stores lives in ``side_effects`` and is replayed with
+    ``STORE_ATTR`` (``nn.Module.__setattr__`` files submodules and buffers) if the module
+    escapes. Listing members (``parameters()``, iteration, indexing) is refused: the blank tables
+    do not show the pending stores."""
+
+    value: Any = None
+    source: Source | None = None
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+    #: set when ``super().__init__()`` reaches ``nn.Module.__init__``, which then does nothing
+    #: (it ran on ``value``): see ``SuperVariable``
+    init_called: bool = False
+    #: stores are replayed with ``STORE_ATTR``, not ``object.__setattr__``
+    raw_replay = False
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """Pending stores, then the blank instance's own scalars (``training``), then the class
+        (guarded through ``cls_vt``); ``nn.Module.__getattr__`` would only look in the (empty)
+        member tables."""
+        pending = tx.output.side_effects.load_attr(self, name)
+        if pending is not None:
+            return pending
+        own = self.value.__dict__
+        if name in own:
+            if not isinstance(own[name], (bool, int, float, str, type(None))):
+                raise Unsupported("new_module", f"{name} of a module made in the trace")
+            return ConstantVariable(own[name])
+        cls = self.python_type()
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
+        static = type_lookup(cls, name)
+        if static is MISSING:
+            if self.cls_vt.source is not None:
+                tx.output.assume_class_lacks(self.cls_vt.source, (name,))
+            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        source = class_attr_source(self.cls_vt.source, cls, name)
+        if is_data_descriptor(static):
+            return read_descriptor(tx, self, self.cls_vt, static, source)
+        return bind_class_attribute(tx, self, self.cls_vt, static, name, source)
+
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        if name in _REFUSED_METHODS:
+            raise Unsupported("new_module", f"{name}() of a module made in the trace")
+        return super().call_method(tx, name, args, kwargs)
+
+    def children_dict(self, tx: Translator) -> VariableTracker:
+        raise Unsupported("new_module", "the submodules of a module made in the trace")
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(_blank_module)
+        cg.load_const(self.python_type())
+        cg.call_function(1)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.name not in cg.new_objects:
+            raise AssertionError(f"module {self.name} made in the trace used before it is created")
+        cg.load_local(self.name)
+
+    def __repr__(self) -> str:
+        return f"NewModuleVariable({self.python_type().__name__})"
+
+
+#: Methods refused on a module made in the trace: its members are not in guarded tables (the
+#: listings), and what changes or reads them all is not modelled for it.
+_REFUSED_METHODS = MODULE_MEMBER_METHODS | {"state_dict", "apply", "to", "train", "eval"}
+
+
+@dispatch.rule("getattr", NNModuleVariable)
+def _module_attribute(tx: Translator, obj: NNModuleVariable, name: str) -> VariableTracker:
+    """``nn.Module``'s own member methods (``m.parameters``...) where the class keeps them: a
+    method call the tracer knows; every other attribute through the module's own protocol."""
+    if name in MODULE_MEMBER_METHODS and getattr(type(obj.value), name, None) is getattr(
+        torch.nn.Module, name
+    ):
+        return MethodCallVariable(obj, name)
+    return obj.var_getattr(tx, name)
+
+
+@dispatch.rule("store_attr", NNModuleVariable)
+def _store_module_attribute(
+    tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker
+) -> None:
+    """``module.name = value``: recorded and replayed with ``STORE_ATTR`` (``nn.Module.__setattr__``
+    then files parameters, buffers and submodules); a property of the module class runs its
+    setter."""
+    cls = obj.python_type()
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
+        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+    if type_lookup(cls, "__setattr__") is not nn.Module.__setattr__:
+        raise Unsupported("store_attr", f"{cls.__name__} overrides nn.Module.__setattr__")
+    static = type_lookup(cls, name)
+    cls_source = class_vt(tx, obj).source
+    source = class_attr_source(cls_source, cls, name) if static is not MISSING else None
+    registered = (
+        issubclass(value.python_type(), (nn.Parameter, nn.Module)) if _typed(value) else True
+    )
+    if static is not MISSING and is_data_descriptor(static) and not registered:
+        if write_descriptor(tx, obj, static, name, value, source):
+            return
+    tx.output.side_effects.store_attr(obj, name, value)
+
+
+def _typed(vt: VariableTracker) -> bool:
+    try:
+        vt.python_type()
+    except Unsupported:
+        return False
+    return True

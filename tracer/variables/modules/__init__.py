@@ -1,2 +1,0 @@
-"""``nn.Module``: existing modules and their guards (the module tree, parameters), and modules
-made in the trace."""

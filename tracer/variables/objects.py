@@ -1,0 +1,2213 @@
+"""User objects: existing objects, classes and Python modules, objects made in the trace, the
+attribute protocol, exceptions and weak references.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import enum
+import functools
+import inspect
+import os
+import sys
+import types
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ...guards.sources import (
+    AttrSource,
+    DictItemSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+    TypeSource,
+    WeakRefSource,
+)
+from .. import polyfills
+from ..exc import PythonError, Unsupported
+from . import containers, dispatch
+from .base import (
+    MISSING,
+    BoundAttributeVariable,
+    ConstantLikeVariable,
+    VariableTracker,
+    owner_index,
+    type_lookup,
+)
+from .call_rules import builtin, call_rule
+from .constants import CONSTANT_TYPES, ConstantVariable, error_of
+from .containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    key_vt,
+)
+from .functions import (
+    LRU_CACHE_WRAPPER,
+    OBJECT_METHODS,
+    BuiltinVariable,
+    ClosureCellVariable,
+    MemoizedFunctionVariable,
+    MethodCallVariable,
+    NestedFunctionVariable,
+    PartialVariable,
+    UserFunctionVariable,
+)
+from .tensors import TensorVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ..translator import Translator
+
+
+# ``repr`` of the builtin containers (``list``, ``tuple``, ``dict``, ``set``, ``frozenset``, and
+# ``str`` of them, which is their ``repr``) as CPython writes it: the container's format around the
+# ``repr`` of each item, each item's found as ``repr(item)`` would find it in the trace (a user's
+# ``__repr__`` inlined, an input object's default one computed on the real object with its identity
+# guarded, a constant's folded). A set's items come in CPython's order (a break where the trace does
+# not know it); a container reached again inside itself is written ``[...]``, ``{...}``, ``(...)``
+# or ``set(...)``, as CPython's reentrancy guard writes it.
+
+ItemRepr = Callable[[VariableTracker], VariableTracker]
+
+#: the containers whose ``repr`` is being written, innermost last (CPython's ``Py_ReprEnter``)
+_RUNNING: list[VariableTracker] = []
+
+
+def container_repr(
+    tx: Translator, vt: VariableTracker, item_repr: ItemRepr
+) -> VariableTracker | None:
+    """``repr(vt)`` for an exact builtin container, else None."""
+    cls = _container_type(vt)
+    if cls is None:
+        return None
+    if any(running is vt for running in _RUNNING):
+        return ConstantVariable(_REENTERED[cls])
+    _RUNNING.append(vt)
+    try:
+        return ConstantVariable(_write(tx, vt, cls, lambda item: _item_text(item_repr, item)))
+    finally:
+        _RUNNING.pop()
+
+
+_REENTERED = {
+    list: "[...]",
+    tuple: "(...)",
+    dict: "{...}",
+    set: "set(...)",
+    frozenset: "frozenset(...)",
+}
+
+
+def _container_type(vt: VariableTracker) -> type | None:
+    if isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable)):
+        cls = vt.python_type()
+        return cls if cls in _REENTERED else None
+    return None
+
+
+def _write(
+    tx: Translator, vt: VariableTracker, cls: type, text: Callable[[VariableTracker], str]
+) -> str:
+    if cls is dict:
+        pairs = [f"{text(key_vt(k))}: {text(v)}" for k, v in vt.items.items()]
+        return "{" + ", ".join(pairs) + "}"
+    if cls in (set, frozenset):
+        items = [text(key_vt(k)) for k in vt.in_order()]
+        if not items:
+            return f"{cls.__name__}()"
+        inner = "{" + ", ".join(items) + "}"
+        return inner if cls is set else f"frozenset({inner})"
+    items = [text(item) for item in vt.unpack(tx)]
+    if cls is list:
+        return "[" + ", ".join(items) + "]"
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _item_text(item_repr: ItemRepr, item: VariableTracker) -> str:
+    made = item_repr(item)
+    if not made.is_python_constant() or type(made.as_python_constant()) is not str:
+        raise Unsupported("builtin", f"repr() of an item {item!r} gave {made!r}")
+    return made.as_python_constant()
+
+
+# ``ExceptionVariable``: an exception object made in the trace (``ValueError("bad")``, a
+# ``KeyError`` the traced code raises), as a value that can be raised, caught, inspected
+# (``e.args``, ``str(e)``, ``isinstance``) and returned. Raising and catching are in
+# ``opcodes/exceptions.py``.
+
+
+@dataclass(eq=False)
+class ExceptionVariable(VariableTracker):
+    cls: type
+    args: list[VariableTracker] = field(default_factory=list)
+    source: Any = None
+    cause: VariableTracker | None = None  #: ``raise ... from cause``
+    #: attributes CPython sets apart from ``args`` (``AttributeError``'s ``name`` and ``obj``)
+    attrs: dict[str, VariableTracker] = field(default_factory=dict)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def is_python_constant(self) -> bool:
+        return all(a.is_python_constant() for a in self.args)
+
+    def as_python_constant(self) -> Any:
+        """An equal exception (``str``, ``repr`` and comparisons of its type and arguments)."""
+        exc = self.cls(*[a.as_python_constant() for a in self.args])
+        for name, vt in self.attrs.items():
+            if vt.is_python_constant():
+                setattr(exc, name, vt.as_python_constant())
+        return exc
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "__class__":
+            return tx.wrap_static(self.cls)
+        if name == "__cause__":
+            return self.cause or ConstantVariable(None)
+        if name in ("__context__", "__traceback__"):
+            raise Unsupported("exception", f"{name} of an exception raised in the trace")
+        if self.is_python_constant() and name in _PLAIN_ATTRIBUTES:
+            return tx.fold(getattr(self.as_python_constant(), name))
+        raise Unsupported("getattr", f"attribute {name!r} of {self.cls.__name__}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        def build() -> None:
+            cg.load_const(self.cls)
+            for arg in self.args:
+                arg.reconstruct(cg)
+            cg.call_function(len(self.args))
+            if self.cause is not None:
+                cg.copy(1)
+                self.cause.reconstruct(cg)
+                cg.swap(2)
+                cg.store_attr("__cause__")
+            for name, vt in self.attrs.items():
+                cg.copy(1)
+                vt.reconstruct(cg)
+                cg.swap(2)
+                cg.store_attr(name)
+
+        cg.build_once(self, build)
+
+    def __repr__(self) -> str:
+        return f"ExceptionVariable({self.cls.__name__})"
+
+
+#: Attributes builtin exceptions derive from their arguments.
+_PLAIN_ATTRIBUTES = frozenset({"errno", "strerror", "filename", "code", "msg", "name", "value"})
+
+
+#: Attributes builtin exceptions take as keyword arguments, not from their arguments.
+_KEYWORD_ATTRIBUTES = {
+    AttributeError: ("name", "obj"),
+    NameError: ("name",),
+    ImportError: ("name", "path"),
+}
+
+
+def keyword_attributes(tx: Translator, exc: BaseException) -> dict[str, VariableTracker]:
+    """The attributes a builtin exception raised in the trace's place (a missing attribute's
+    ``AttributeError``) was given by keyword, as trackers: ``e.name`` is what CPython's has."""
+    for cls, names in _KEYWORD_ATTRIBUTES.items():
+        if isinstance(exc, cls):
+            return {n: tx.fold(getattr(exc, n)) for n in names if getattr(exc, n) is not None}
+    return {}
+
+
+def is_simple_exception(cls: type) -> bool:
+    """An exception class whose instances are just their arguments: no ``__init__``/``__new__``
+    written in Python anywhere in its MRO."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return False
+    for klass in cls.__mro__:
+        if klass.__module__ == "builtins":
+            continue
+        if "__init__" in vars(klass) or "__new__" in vars(klass):
+            return False
+    return True
+
+
+# ``obj.name`` where the class's ``name`` is a C method that has a polyfill (``obj.__reduce_ex__``
+# of a plain object is ``object.__reduce_ex__`` bound to it): a bound method whose call runs the
+# polyfill with the object first, as the C method would run with it as ``self``. Escaping the trace
+# it is read again from the object (``obj.name``), the real bound method.
+
+#: descriptors of methods written in C (a class method's is bound to the class)
+C_METHODS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+
+
+@dataclass(eq=False)
+class PolyfilledMethodVariable(VariableTracker):
+    """``descriptor`` (a C method of ``owner``'s class, or a C class method of ``owner``, a
+    class) bound to ``owner``."""
+
+    owner: VariableTracker
+    name: str
+    descriptor: Any
+
+    def python_type(self) -> type:
+        return (
+            types.MethodWrapperType
+            if isinstance(self.descriptor, types.WrapperDescriptorType)
+            else types.BuiltinMethodType
+        )
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        fn = polyfills.lookup(self.descriptor)
+        return UserFunctionVariable(fn).call_function(tx, [self.owner, *args], kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr(self.name)
+
+    def __repr__(self) -> str:
+        return f"PolyfilledMethodVariable({self.name})"
+
+
+def bind_polyfilled(owner: VariableTracker, name: str, static: Any) -> VariableTracker | None:
+    """``owner.name`` for ``static``, found on the class, if it is a C method with a polyfill."""
+    if isinstance(static, C_METHODS) and polyfills.lookup(static) is not None:
+        return PolyfilledMethodVariable(owner, name, static)
+    return None
+
+
+# CPython's attribute protocol, for the objects bytegraph traces: where ``obj.name`` is found and
+# what ``obj.name = value`` runs.
+#
+# ``type_lookup`` finds a name on a class's MRO without running metaclass code,
+# ``is_data_descriptor`` says which class attributes take precedence over the instance dict,
+# ``read_descriptor`` and ``write_descriptor`` inline a Python property's ``fget``/``fset`` or a
+# descriptor's ``__get__``/ ``__set__``, ``bind_class_attribute`` binds what an instance finds on
+# its class, and ``class_attr_source`` names a class attribute for guards without running it. What
+# is not modelled raises ``Unsupported``: a write is never recorded as a plain store unless CPython
+# would make one. The entry points are ``attribute_stores.store_attribute`` (every attribute store)
+# and the ``var_getattr`` of ``existing_objects.py`` and ``new_objects.py``.
+
+
+def is_data_descriptor(value: Any) -> bool:
+    """A class attribute whose type defines ``__set__`` or ``__delete__``: it wins over the instance
+    dict on reads, and writes go through it."""
+    kind = type(value)
+    return (
+        type_lookup(kind, "__set__") is not MISSING
+        or type_lookup(kind, "__delete__") is not MISSING
+    )
+
+
+def class_attr_source(cls_source: Source | None, cls: type, name: str) -> Source | None:
+    """Where a guard reads the class attribute ``name`` of ``cls`` (at ``cls_source``) without
+    calling its ``__get__``: ``C['K'].__dict__['name']``, or through ``__mro__[i]`` when a base
+    class defines it."""
+    if cls_source is None:
+        return None
+    index = owner_index(cls, name)
+    owner = cls_source if index == 0 else ItemSource(AttrSource(cls_source, "__mro__"), index)
+    return ItemSource(AttrSource(owner, "__dict__"), name)
+
+
+def python_method(descriptor: Any, name: str) -> types.FunctionType | None:
+    """``type(descriptor).name`` when it is a plain Python function (``__get__``, ``__set__``)."""
+    method = type_lookup(type(descriptor), name)
+    return method if isinstance(method, types.FunctionType) else None
+
+
+def read_descriptor(
+    tx: Translator,
+    obj: VariableTracker,
+    cls_vt: VariableTracker,
+    static: Any,
+    source: Source | None,
+) -> VariableTracker:
+    """``obj.name`` through the class attribute ``static`` (found at ``source``): a property's
+    ``fget`` or a Python descriptor's ``__get__(obj, cls)``, inlined."""
+    if isinstance(static, property):
+        if not isinstance(static.fget, types.FunctionType):
+            raise Unsupported("descriptor", "a property whose getter is not a Python function")
+        fget = _wrap_part(tx, static.fget, source, "fget")
+        return fget.call_function(tx, [obj], {})
+    getter = python_method(static, "__get__")
+    if getter is None:
+        raise Unsupported(
+            "descriptor", f"a {type(static).__name__} descriptor bytegraph cannot run"
+        )
+    return _bound_method(tx, static, getter, "__get__", source).call_function(tx, [obj, cls_vt], {})
+
+
+def write_descriptor(
+    tx: Translator,
+    obj: VariableTracker,
+    static: Any,
+    name: str,
+    value: VariableTracker,
+    source: Source | None,
+) -> bool:
+    """``obj.name = value`` where the class attribute ``static`` is a data descriptor: run a
+    property's ``fset`` or a Python ``__set__`` (True), or say that the write goes to a slot of the
+    instance (False: the caller records a plain store). Anything else raises ``Unsupported``."""
+    if isinstance(static, types.MemberDescriptorType):
+        return False  # a ``__slots__`` entry: the store lands in the instance, like a dict entry
+    if isinstance(static, property):
+        if static.fset is None:
+            raise Unsupported("python_error", f"AttributeError: property {name!r} has no setter")
+        if not isinstance(static.fset, types.FunctionType):
+            raise Unsupported("store_attr", f"the setter of property {name!r} is not Python code")
+        fset = _wrap_part(tx, static.fset, source, "fset")
+        fset.call_function(tx, [obj, value], {})
+        return True
+    setter = python_method(static, "__set__")
+    if setter is None:
+        raise Unsupported(
+            "store_attr", f"{name!r} is a {type(static).__name__} descriptor bytegraph cannot run"
+        )
+    _bound_method(tx, static, setter, "__set__", source).call_function(tx, [obj, value], {})
+    return True
+
+
+def _bound_method(
+    tx: Translator, descriptor: Any, fn: types.FunctionType, name: str, source: Source | None
+) -> UserFunctionVariable:
+    """``descriptor.name`` bound, the descriptor and its class's method guarded when sourced."""
+    if source is None:
+        return UserFunctionVariable(fn, None, self_vt=tx.wrap_static(descriptor))
+    method = tx.wrap(fn, AttrSource(TypeSource(source), name))
+    return UserFunctionVariable(fn, method.source, self_vt=tx.wrap(descriptor, source))
+
+
+def bind_class_attribute(
+    tx: Translator,
+    obj: VariableTracker,
+    cls_vt: VariableTracker,
+    static: Any,
+    name: str,
+    source: Source | None,
+) -> VariableTracker:
+    """``obj.name`` found on the class (no instance attribute shadows it): methods are bound,
+    static and class methods unwrapped, Python descriptors' ``__get__`` run, plain values wrapped
+    (and guarded through ``source``)."""
+    if isinstance(static, types.FunctionType):
+        fn = tx.wrap(static, source) if source is not None else UserFunctionVariable(static)
+        return UserFunctionVariable(static, fn.source, self_vt=obj)
+    if isinstance(static, (staticmethod, classmethod)):
+        inner = static.__func__
+        inner_source = AttrSource(source, "__func__") if source is not None else None
+        fn = tx.wrap(inner, inner_source) if inner_source is not None else tx.wrap_static(inner)
+        if isinstance(static, staticmethod):
+            return fn
+        if not isinstance(fn, UserFunctionVariable):
+            raise Unsupported("descriptor", f"classmethod {name!r} is not a Python function")
+        return fn.clone(self_vt=cls_vt)
+    if python_method(static, "__get__") is not None:
+        return read_descriptor(tx, obj, cls_vt, static, source)
+    polyfilled = bind_polyfilled(obj, name, static)  # a C method with a polyfill
+    if polyfilled is not None:
+        return polyfilled
+    if hasattr(type(static), "__get__") and not isinstance(static, torch.Tensor):
+        raise Unsupported("descriptor", f"{name!r} is a {type(static).__name__}")
+    return tx.wrap(static, source) if source is not None else tx.wrap_static(static)
+
+
+def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, part: str):
+    """A property's ``fget``/``fset``, guarded through the property when it has a source."""
+    if source is None:
+        return UserFunctionVariable(fn)
+    return tx.wrap(fn, AttrSource(source, part))
+
+
+# Existing user objects and Python modules (classes are in ``classes.py``, ``nn.Module`` instances
+# in ``modules/``).
+#
+# Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every
+# attribute the trace depends on is guarded. Methods are inlined with ``self`` bound. Attribute
+# writes on objects that came from inputs are side effects (replayed by the rewritten code). Classes
+# with a custom ``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the
+# allowlist ``PURE_GETATTR_CLASSES`` (``transformers`` configs), whose reads use the real
+# ``getattr`` and whose guards therefore call that ``__getattribute__``.
+
+
+@dataclass(eq=False)
+class PythonModuleVariable(ConstantLikeVariable):
+    value: types.ModuleType
+    source: Source | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.load_const(self.value)  # a module reached without a source (a key folded back)
+        return None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if not hasattr(self.value, name):
+            if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on it
+                namespace = AttrSource(self.source, "__dict__")
+                for key in (name, "__getattr__"):
+                    tx.output.assume_key_absent(namespace, key)
+                if "__getattr__" not in vars(self.value):  # the generic lookup's own error
+                    raise PythonError(_lookup_error(self.value, name))
+            raise Unsupported("getattr", f"module {self.value.__name__} has no attribute {name!r}")
+        if name == "__dict__" and self.source is not None:
+            return unstored_dict(tx, self, self.value, self.source)
+        attr_source = AttrSource(self.source, name) if self.source is not None else None
+        module_name = getattr(self.value, "__name__", None)
+        if (
+            attr_source is None
+            and name in vars(self.value)
+            and sys.modules.get(module_name) is self.value
+        ):
+            # a module from ``import m`` inside the function: its attributes are its globals,
+            # ``M['m']['name']`` (guarded, and what the trace mutates there is replayed)
+            attr_source = ModuleGlobalSource(module_name, name)
+        return tx.wrap(getattr(self.value, name), attr_source)
+
+
+@dataclass(eq=False)
+class InstanceDictVariable(DictVariable):
+    """``obj.__dict__`` (``SideEffects.instance_dict``): the trace reads it as a dict of the
+    object's attributes, the rewritten code loads the object's real one (the same object)."""
+
+    owner: VariableTracker | None = None
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.owner.reconstruct(cg)
+        cg.load_attr("__dict__")
+
+
+def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
+    """``value.__dict__`` (``value`` at ``source``, tracked by ``owner``) of an object whose
+    attributes the trace never stores (a module, a function, an enum member): its real dict,
+    guarded, and the owner's instance dict, so that a write through it breaks rather than leave
+    later reads of those attributes stale."""
+
+    def make(stored: dict) -> VariableTracker:
+        if stored:
+            raise Unsupported("instance_dict", f"__dict__ of {owner} after a store")
+        own = object.__getattribute__(value, "__dict__")
+        return tx.wrap(own, AttrSource(source, "__dict__"))
+
+    return tx.output.side_effects.instance_dict(owner, make)
+
+
+def _generic_dict(value: Any, static: Any) -> bool:
+    """``static``, found on the class as ``__dict__``, is the getter of the instance dict CPython
+    gives instances of classes written in Python."""
+    return (
+        isinstance(static, types.GetSetDescriptorType)
+        and static.__name__ == "__dict__"
+        and type(static.__get__(value, type(value))) is dict
+    )
+
+
+def _lookup_error(value: Any, name: str) -> BaseException:
+    """The ``AttributeError`` CPython raises for ``getattr(value, name)``, which must fail."""
+    try:
+        getattr(value, name)
+    except AttributeError as e:
+        return e
+    raise AssertionError(f"{value!r} has attribute {name!r}")
+
+
+#: Methods written in C: reading one binds it (nothing else), so the read is traced and a call of
+#: it is what breaks, once.
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+@dataclass(eq=False)
+class UserObjectVariable(VariableTracker):
+    """An instance of a user class (or any object bytegraph has no special tracker for)."""
+
+    value: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        pending = effects.load_attr(self, name)
+        if pending is not None:
+            return pending
+        cls = type(self.value)
+        if effects.is_deleted(self, name):
+            if type_lookup(cls, name) is MISSING and not _has_custom_getattr(cls):
+                message = f"'{cls.__name__}' object has no attribute '{name}'"
+                raise PythonError(AttributeError(message))
+            raise Unsupported("getattr", f"{cls.__name__}.{name} was deleted in the trace")
+        if tx.output.side_effects.class_attr_changed(cls, name):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
+        if cls is os._Environ and name in DictReadVariable.METHODS and self.source is not None:
+            return DictReadVariable(self, name)  # ``os.environ`` reads, guarded key by key
+        static = inspect.getattr_static(self.value, name, MISSING)
+        if _has_custom_getattr(cls):
+            if _pure_getattr(cls):
+                return self._pure_getattr(tx, name)
+            hook = _getattr_fallback(cls)
+            if hook is not None and static is MISSING:
+                return self._call_getattr_hook(tx, name, hook)
+            if hook is None or not _plain_lookup(self.value, static, name):
+                raise Unsupported(
+                    "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
+                )
+        if (
+            name == "__dict__"
+            and self.source is not None
+            and _generic_dict(self.value, static)
+            and not isinstance(self.value, torch.nn.Module)  # its stores file members elsewhere
+        ):
+            return effects.instance_dict(self, lambda stored: self._instance_dict(tx, stored))
+        if name == "__class__" and static is _OBJECT_CLASS:  # ``obj.__class__`` is ``type(obj)``
+            return (
+                tx.wrap(cls, TypeSource(self.source))
+                if self.source is not None
+                else tx.wrap_static(cls)
+            )
+        if static is MISSING:
+            if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on it
+                self._guard_not_shadowed(tx, name)
+                # ``nn.Module.__getattr__`` only reads the member tables (NNModuleVariable guards
+                # them): the class must not gain ``name``, and its ``__getattr__`` must stay torch's
+                module_getattr = (
+                    isinstance(self.value, torch.nn.Module)
+                    and cls.__getattr__ is torch.nn.Module.__getattr__
+                )
+                guard_no_class_attr(
+                    tx, TypeSource(self.source), name, "__getattr__" if not module_getattr else None
+                )
+                if not module_getattr and not _has_custom_getattr(cls):
+                    # CPython's AttributeError, which a traced ``except AttributeError`` catches
+                    raise PythonError(
+                        AttributeError(
+                            f"'{cls.__name__}' object has no attribute '{name}'",
+                            name=name,
+                            obj=self.value,
+                        )
+                    )
+            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        # Attributes found on the class are guarded where they live (``type(obj).name``): a class
+        # attribute can be monkeypatched after compiling, and an instance attribute set later would
+        # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it
+        # cannot be shadowed).
+        class_source = None if self.source is None else AttrSource(TypeSource(self.source), name)
+        if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
+            self._guard_not_shadowed(tx, name)
+            method = tx.wrap(static, class_source)
+            return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+        if isinstance(static, LRU_CACHE_WRAPPER) and name not in _instance_dict(self.value):
+            self._guard_not_shadowed(tx, name)  # ``logger.warning_once``: a memoized method
+            method = tx.wrap(static, class_source)
+            return MemoizedFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+        if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
+            fget_source = None if class_source is None else AttrSource(class_source, "fget")
+            if fget_source is not None:
+                tx.wrap(static.fget, fget_source)
+            return UserFunctionVariable(static.fget, fget_source).call_function(tx, [self], {})
+        if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(
+            self.value
+        ):
+            self._guard_not_shadowed(tx, name)
+            fn = static.__func__
+            fn_source = class_source
+            if class_source is not None and isinstance(static, classmethod):
+                fn_source = AttrSource(class_source, "__func__")
+            if fn_source is not None:
+                tx.wrap(fn, fn_source)
+            bound = UserFunctionVariable(fn, fn_source)
+            if isinstance(static, staticmethod):
+                return bound
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
+            return bound.clone(self_vt=cls_vt)
+        if name in DictReadVariable.METHODS and static is vars(dict).get(name):
+            return DictReadVariable(self, name)  # a dict read by key, guarded key by key
+        if python_method(static, "__get__") is not None and (
+            is_data_descriptor(static) or name not in _instance_dict(self.value)
+        ):  # a descriptor written in Python: its ``__get__`` is inlined
+            if not is_data_descriptor(static):
+                self._guard_not_shadowed(tx, name)
+            cls_vt = (
+                tx.wrap_static(cls)
+                if self.source is None
+                else tx.wrap(cls, TypeSource(self.source))
+            )
+            source = None if self.source is None else class_attr_source(cls_vt.source, cls, name)
+            return read_descriptor(tx, self, cls_vt, static, source)
+        polyfilled = None
+        if name not in _instance_dict(self.value):  # a C method with a polyfill runs it
+            owner = self
+            if isinstance(static, types.ClassMethodDescriptorType):  # bound to the class
+                owner = (
+                    tx.wrap_static(cls)
+                    if self.source is None
+                    else tx.wrap(cls, TypeSource(self.source))
+                )
+            polyfilled = bind_polyfilled(owner, name, static)
+        if isinstance(static, types.MemberDescriptorType):
+            # a ``__slots__`` entry (``dataclasses.Field.name``): a plain read of the slot,
+            # guarded like an instance attribute; an empty slot raises AttributeError
+            if not hasattr(self.value, name):
+                raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
+        elif (
+            polyfilled is None
+            and hasattr(static, "__get__")
+            and not isinstance(static, (types.FunctionType, *_C_METHODS))
+            and name not in _instance_dict(self.value)
+            and not _is_plain_data(static)
+        ):
+            raise Unsupported(
+                "descriptor", f"{cls.__name__}.{name} is a descriptor bytegraph cannot trace"
+            )
+        if self.source is None:
+            if polyfilled is not None:
+                return polyfilled
+            return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
+        value = tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # guarded
+        return polyfilled if polyfilled is not None else value
+
+    def _instance_dict(self, tx: Translator, stored: dict) -> VariableTracker:
+        """``obj.__dict__``, the object's real dict (guarded) with the trace's stores applied."""
+        real = tx.wrap(_instance_dict(self.value), AttrSource(self.source, "__dict__"))
+        if type(real) is not DictVariable:
+            raise Unsupported("instance_dict", f"{type(self.value).__name__}.__dict__ is {real}")
+        return InstanceDictVariable({**real.items, **stored}, owner=self)
+
+    def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """``obj.name`` on an allowlisted class (``PURE_GETATTR_CLASSES``): the real lookup at trace
+        time, guarded through ``AttrSource`` (present) or ``ATTR_ABSENT`` (missing); both guards run
+        the class's ``__getattribute__``. Functions found on the class are inlined as methods."""
+        try:
+            value = getattr(self.value, name)
+        except AttributeError:
+            if self.source is not None:
+                tx.output.assume_attr_absent(self.source, name)
+            raise Unsupported(
+                "getattr", f"{type(self.value).__name__} object has no attribute {name!r}"
+            ) from None
+        except Exception as e:  # noqa: BLE001 (an error of the real lookup runs again in Python)
+            raise Unsupported(
+                "custom_getattr", f"{type(self.value).__name__}.{name} raised {e!r}"
+            ) from None
+        if isinstance(value, types.MethodType) and value.__self__ is self.value:
+            static = inspect.getattr_static(self.value, name, MISSING)
+            if isinstance(static, types.FunctionType) and name not in _instance_dict(self.value):
+                self._guard_not_shadowed(tx, name)
+                source = (
+                    AttrSource(TypeSource(self.source), name) if self.source is not None else None
+                )
+                method = tx.wrap(static, source)
+                return UserFunctionVariable(static, getattr(method, "source", None), self_vt=self)
+            raise Unsupported(
+                "descriptor", f"{type(self.value).__name__}.{name} is not a plain method"
+            )
+        if self.source is None:
+            return tx.wrap_unsourced(value, f"{type(self.value).__name__}.{name}")
+        return tx.wrap(value, AttrSource(self.source, name))
+
+    def _call_getattr_hook(self, tx: Translator, name: str, hook: Any) -> VariableTracker:
+        """``obj.name`` that the generic lookup does not find: the class's ``__getattr__`` (a
+        Python function, or ``dict.__getitem__`` on a dict subclass: the ``AttrDict`` pattern).
+        Guarded: no instance or class attribute ``name`` appears, the hook stays the same."""
+        cls = type(self.value)
+        if self.source is not None:
+            self._guard_not_shadowed(tx, name)
+            guard_no_class_attr(tx, TypeSource(self.source), name, None)
+            hook_source = class_attr_source(TypeSource(self.source), cls, "__getattr__")
+            tx.output.assume_identity(hook_source, hook)
+        key = ConstantVariable(name)
+        if isinstance(hook, types.FunctionType):
+            return UserFunctionVariable(hook, None, self_vt=self).call_function(tx, [key], {})
+        return DictReadVariable(self, "__getitem__").call_function(tx, [key], {})
+
+    def _guard_not_shadowed(self, tx: Translator, name: str) -> None:
+        """Guard that no instance attribute ``name`` hides the class attribute the trace used."""
+        if self.source is not None and _has_instance_dict(self.value):
+            tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        call = inspect.getattr_static(type(self.value), "__call__", None)
+        unbound = _container_method_call(tx, self.value, args, kwargs)
+        if unbound is not None:
+            return unbound
+        if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
+            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
+        if isinstance(call, types.FunctionType):
+            return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
+        if self.source is not None and plain_partial(type(self.value)):
+            # an instance of a ``functools.partial`` subclass that keeps partial's call: its
+            # function with the stored arguments first, each read (and guarded) through it
+            func, stored, keywords = (
+                tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+                for name in ("func", "args", "keywords")
+            )
+            return dispatch.call(
+                tx, func, [*stored.items, *args], {**_keywords(keywords), **kwargs}
+            )
+        raise Unsupported("call", f"calling a {type(self.value).__name__} object")
+
+    def class_source(self) -> Source | None:
+        """Where guards read this object's class (``type(L['obj'])``), if anywhere."""
+        return TypeSource(self.source) if self.source is not None else None
+
+    def class_method(self, tx: Translator, name: str, fn: types.FunctionType) -> VariableTracker:
+        """``fn``, found as ``name`` on the class, bound to this object and read through the class
+        (see ``method_source``)."""
+        source = self.class_source()
+        source = None if source is None else method_source(tx, self, AttrSource(source, name), fn)
+        return UserFunctionVariable(fn, source, self_vt=self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({type(self.value).__name__})"
+
+
+@dataclass(eq=False)
+class CFunctionVariable(UserObjectVariable):
+    """A C function or method bytegraph cannot trace (``os.getpid``, ``np.asarray``): loading it is
+    fine, calling it is a graph break *at the call*, which then runs inline in the rewritten
+    code."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        raise Unsupported(
+            "c_function",
+            f"call to the C function {getattr(self.value, '__qualname__', self.value)}",
+            hint="move the call out of the compiled function",
+        )
+
+
+def _container_method_call(
+    tx: Translator, method: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``list.copy(xs)``, ``dict.update(d, ...)``: a C method of a builtin container type called
+    unbound on a container of exactly that type (whose own method it is) is that container's
+    method call; None for anything else."""
+    if (
+        not isinstance(method, (types.MethodDescriptorType, types.WrapperDescriptorType))
+        or not args
+    ):
+        return None
+    receiver = args[0]
+    owner = method.__objclass__
+    if owner not in (list, dict, set, frozenset, tuple):
+        return None
+    if not isinstance(receiver, (BaseSequenceVariable, DictVariable, SetVariable)):
+        return None
+    if receiver.python_type() is not owner:
+        return None
+    return receiver.call_method(tx, method.__name__, list(args[1:]), kwargs)
+
+
+def plain_partial(cls: type) -> bool:
+    """A subclass of ``functools.partial`` whose construction, call and stored parts are
+    partial's own (it may add methods)."""
+    return issubclass(cls, functools.partial) and all(
+        type_lookup(cls, name) is type_lookup(functools.partial, name)
+        for name in ("__new__", "__init__", "__call__", "func", "args", "keywords")
+    )
+
+
+def _keywords(vt: VariableTracker) -> dict[str, VariableTracker]:
+    """The stored keyword arguments of a partial, a dict of str keys."""
+    items = getattr(vt, "items", None)
+    if not isinstance(items, dict) or not all(type(k) is str for k in items):
+        raise Unsupported("call", f"keyword arguments of a partial: {vt}")
+    return dict(items)
+
+
+def method_source(
+    tx: Translator, obj: VariableTracker, source: Source, fn: types.FunctionType
+) -> Source | None:
+    """The source to inline ``fn``, a method of ``obj``'s class read at ``source``, with. It is
+    guarded (the class can be monkeypatched), and its closure cells get sources: what it reads
+    there is guarded, what it mutates there is replayed. The class of a module reached from an
+    input is trusted as its ``MODULE_TREE`` check trusts it (one guard per layer would make guards
+    grow with depth): no guard, a source only when the method has closure cells."""
+    if isinstance(getattr(obj, "value", None), torch.nn.Module) and obj.source is not None:
+        closure = [n for n in fn.__code__.co_freevars if n != "__class__"]
+        return source if closure else None
+    return getattr(tx.wrap(fn, source), "source", None)
+
+
+_OBJECT_CLASS = vars(object)["__class__"]
+
+
+def _instance_dict(obj: Any) -> dict[str, Any]:
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return {}
+
+
+def guard_no_class_attr(
+    tx: Translator, class_source: Source, name: str, getattr_name: str | None = "__getattr__"
+) -> None:
+    """Guard that no class of the MRO gains ``name`` (or a ``__getattr__`` that would supply it)."""
+    names = (name, getattr_name) if getattr_name else (name,)
+    tx.output.assume_class_lacks(class_source, names)
+
+
+def _has_instance_dict(obj: Any) -> bool:
+    try:
+        object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return False
+    return True
+
+
+#: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
+#: Classes whose ``__getattribute__`` (if in their ``__dict__``) is the generic lookup. NOTE(3.13):
+#: 3.11 and 3.12 list ``SimpleNamespace``'s generic slot wrapper in its ``__dict__``, 3.13 does not.
+_GENERIC_GETATTR_BASES = frozenset(
+    {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
+)
+
+
+def _getattr_fallback(cls: type) -> Any:
+    """The ``__getattr__`` of a class whose ``__getattribute__`` is the generic one, when the trace
+    can call it (a Python function, or ``dict.__getitem__`` of a dict subclass); else None."""
+    if any(
+        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        for klass in cls.__mro__
+    ):
+        return None
+    hook = type_lookup(cls, "__getattr__")
+    if isinstance(hook, types.FunctionType):
+        return hook
+    if hook is dict.__getitem__ and type_lookup(cls, "__getitem__") is dict.__getitem__:
+        return hook
+    return None
+
+
+def _plain_lookup(obj: Any, static: Any, name: str) -> bool:
+    """A found attribute whose read cannot raise AttributeError (which would call ``__getattr__``):
+    an instance attribute, a function or C method, or plain class data."""
+    return (
+        name in _instance_dict(obj)
+        or isinstance(static, (types.FunctionType, *_C_METHODS))
+        or _is_plain_data(static)
+    )
+
+
+def _has_custom_getattr(cls: type) -> bool:
+    """A ``__getattr__`` anywhere in the MRO, or a ``__getattribute__`` other than the generic one
+    (an ``OrderedDict`` subclass inherits dict's slot wrapper, which is the generic lookup)."""
+    if issubclass(cls, torch.nn.Module):
+        return False  # nn.Module.__getattr__ is understood by NNModuleVariable
+    return hasattr(cls, "__getattr__") or any(
+        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        for klass in cls.__mro__
+    )
+
+
+#: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
+#: known to be free of side effects and deterministic for a given instance state, so the tracer may
+#: read attributes with the real ``getattr``. ``transformers``'
+#: ``PreTrainedConfig.__getattribute__`` only maps aliases through the class's ``attribute_map``
+#: before the generic lookup; its ``HeterogeneousConfigMixin`` only raises (or warns once) for
+#: per-layer attributes of heterogeneous configs (an error at trace time becomes a graph break, the
+#: read then runs in Python). Such reads are guarded through their ``AttrSource``
+#: (``L['self'].config.use_cache``), so *these guards call that ``__getattribute__``*: the one
+#: exception to "guards never run user code".
+PURE_GETATTR_CLASSES = frozenset(
+    {
+        ("transformers.configuration_utils", "PreTrainedConfig"),
+        ("transformers.configuration_utils", "PretrainedConfig"),
+        ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
+    }
+)
+
+
+def store_config_attribute(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> bool:
+    """``config.name = constant`` on an allowlisted class (``PURE_GETATTR_CLASSES``: its
+    ``__setattr__`` maps aliases through ``attribute_map`` and runs the strict dataclass
+    validators of the field before setting it). The validators run now, on the constant (an
+    invalid value raises in Python, at the store); the store is a side effect replayed with the
+    real ``__setattr__``. Aliased names are refused: reads of the other name would not see it.
+    False when this does not apply (not such a class, not a constant)."""
+    cls = obj.python_type()
+    if obj.source is None or not _pure_getattr(cls) or not value.is_python_constant():
+        return False
+    aliases = getattr(cls, "attribute_map", None) or {}
+    if name in aliases or name in aliases.values():
+        raise Unsupported("store_attr", f"{cls.__name__}.{name} has an alias")
+    constant = value.as_python_constant()
+    try:
+        for validator in (getattr(cls, "__validators__", None) or {}).get(name, ()):
+            validator(constant)
+    except Exception as e:  # noqa: BLE001 (the store runs in Python, where it raises)
+        raise Unsupported("python_error", f"{cls.__name__}.{name} = {constant!r}: {e}") from None
+    tx.output.side_effects.store_attr(obj, name, value)
+    return True
+
+
+def _pure_getattr(cls: type) -> bool:
+    """Whether every custom attribute hook of ``cls`` comes from an allowlisted class."""
+    if hasattr(cls, "__getattr__"):
+        return False
+    allowed = {k for k in cls.__mro__ if (k.__module__, k.__qualname__) in PURE_GETATTR_CLASSES}
+    return bool(allowed) and all(
+        k in allowed or k in _GENERIC_GETATTR_BASES
+        for k in cls.__mro__
+        if "__getattribute__" in vars(k)
+    )
+
+
+def _is_plain_data(value: Any) -> bool:
+    return isinstance(value, (int, float, str, bool, bytes, tuple, type(None), torch.Tensor))
+
+
+#: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.
+_KEY_TYPES = (str, int, bytes, bool, type(None))
+
+
+@dataclass(eq=False, repr=False)
+class DictReadVariable(BoundAttributeVariable):
+    """``dict.get``/``dict.__getitem__``/``dict.__contains__`` on an input-reachable dict that is
+    not a ``DictVariable``: an instance of a ``dict`` subclass (``super().get(key)`` in a registry
+    class), a dict with keys other than str/int, or ``os.environ`` (keyed by bytes). Only
+    constant str, int, bytes, bool or None keys; a present key is read and guarded through
+    ``ItemSource`` (``G['reg']['key']``), an absent one by ``KEY_ABSENT``: only the keys read are
+    guarded. Both checks run ``dict``'s own lookup, so the class must not override ``__getitem__``
+    or ``__contains__`` in Python."""
+
+    METHODS = ("get", "__getitem__", "__contains__")
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        name = self.name
+        if kwargs or not args or not all(a.is_python_constant() for a in args):
+            raise Unsupported("super", f"dict.{name} on {self.obj} with these arguments")
+        key = args[0].as_python_constant()
+        if type(key) not in _KEY_TYPES or len(args) > (2 if name == "get" else 1):
+            raise Unsupported("super", f"dict.{name} with key {key!r}")
+        mapping, source, key, decode = self._target(tx, key)
+        if not dict.__contains__(mapping, key):
+            tx.output.assume_key_absent(source, key)
+            if name == "__getitem__":
+                raise Unsupported("python_error", f"KeyError: {key!r}")
+            return (
+                ConstantVariable(False)
+                if name == "__contains__"
+                else (args[1] if len(args) > 1 else ConstantVariable(None))
+            )
+        raw = dict.__getitem__(mapping, key)
+        # a Python ``__getitem__`` (``super().__getitem__`` in an override) must not run in guards
+        item = ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
+        value = tx.wrap(raw, item(source, key))
+        if name == "__contains__":
+            return ConstantVariable(True)
+        return value if decode is None else ConstantVariable(decode(raw))
+
+    def _target(self, tx: Translator, key: Any) -> tuple[dict, Source, Any, Any]:
+        """The real dict, its source, the key in it and how to decode its values. ``os.environ``
+        keeps encoded keys and values in ``_data``: reads go there (``G['os'].environ._data[b'K']``)
+        and the value read is decoded at trace time."""
+        obj = self.obj
+        cls = type(getattr(obj, "value", None))
+        if isinstance(obj, UserObjectVariable) and obj.source is not None and cls is os._Environ:
+            if type(key) is not str:
+                raise Unsupported("super", f"os.environ[{key!r}]")
+            env = obj.value
+            source = AttrSource(obj.source, "_data")
+            # its type only (a dict): wrapping it would guard every variable of the environment
+            tx.output.assume_type(source, dict)
+            return env._data, source, env.encodekey(key), env.decodevalue
+        if (
+            not isinstance(obj, UserObjectVariable)
+            or obj.source is None
+            or not issubclass(cls, dict)
+            or cls.__contains__ is not dict.__contains__  # the ``KEY_ABSENT`` guard uses ``in``
+        ):
+            raise Unsupported("super", f"dict.{self.name} on {obj}")
+        return obj.value, obj.source, key, None
+
+
+# Classes in the trace: ``ClassVariable`` (a class reached from an input or a global: calling it
+# constructs, its attributes are read through the class with guards) and ``super()``
+# (``SuperVariable``: attribute lookups that start after a class in an object's MRO).
+
+
+#: Attributes of classes that another family answers: name -> ``rule(tx, cls_vt)``, giving the
+#: attribute's tracker, or None where the class is not one it knows (``Function.apply``:
+#: ``torch_calls.py``).
+CLASS_ATTRIBUTES: dict[str, Callable[[Translator, VariableTracker], VariableTracker | None]] = {}
+
+
+@dataclass(eq=False)
+class ClassVariable(ConstantLikeVariable):
+    """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
+    objects."""
+
+    value: type
+    source: Source | None = None
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        effects = tx.output.side_effects
+        if effects.class_attr_changed(self.value, name):
+            pending = effects.load_attr(self, name)
+            if pending is None:  # assigned through another tracker of the same class
+                raise Unsupported(
+                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
+                )
+            return pending
+        rule = CLASS_ATTRIBUTES.get(name)
+        if rule is not None and (made := rule(tx, self)) is not None:
+            return made
+        if name == "__members__" and _enum_members(self.value):
+            # a read-only view of the members, which an enum class never changes: read as a dict
+            # of them (as ``Signature.parameters``), so iteration, views and lookups are traced
+            return tx.fold(dict(self.value.__members__))
+        static = inspect.getattr_static(self.value, name, MISSING)
+        if isinstance(static, types.FunctionType):
+            if self.source is None:
+                return UserFunctionVariable(static, None)
+            return tx.wrap(
+                static, AttrSource(self.source, name)
+            )  # guarded: it can be monkeypatched
+        if static is MISSING:
+            if self.source is not None:
+                guard_no_class_attr(tx, self.source, name)
+            meta = type(self.value)
+            if meta.__getattribute__ is type.__getattribute__ and not hasattr(meta, "__getattr__"):
+                # CPython's AttributeError, which a traced ``except AttributeError`` can catch
+                raise PythonError(
+                    AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
+                )
+            raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as e:  # a descriptor raising it (``type.__abstractmethods__``)
+            raise PythonError(e) from None
+        bound = tx.wrap(value, AttrSource(self.source, name) if self.source else None)
+        if isinstance(static, types.ClassMethodDescriptorType):  # ``Plain.__subclasshook__``
+            return bind_polyfilled(self, name, static) or bound
+        return bound
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return dispatch.construct(tx, self, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        cg.load_const(self.value)
+        return None
+
+
+@dataclass(eq=False)
+class SuperVariable(VariableTracker):
+    """``super()`` inside a traced method: attribute lookups start after ``cls`` in the MRO of
+    ``self``'s class; functions found there are bound to ``self``. In a classmethod ``obj`` is a
+    class (a subclass of ``cls``): lookups go through its own MRO, classmethods found there are
+    bound to it, plain functions stay unbound."""
+
+    cls: type
+    obj: VariableTracker
+    source: Source | None = None
+
+    @classmethod
+    def of(cls, tx: Translator, start: VariableTracker, obj: VariableTracker) -> SuperVariable:
+        """``super(start, obj)`` written out (two arguments) for an instance ``obj`` of the class
+        ``start``; other forms (``super(C, cls)`` in a classmethod, an unbound super) break."""
+        klass = start.as_python_constant() if start.is_python_constant() else None
+        if not isinstance(klass, type):
+            raise Unsupported("super", f"super() of {start}")
+        return cls(klass, obj)
+
+    def __post_init__(self) -> None:
+        if not (self._of_class() or self.cls in self.obj.python_type().__mro__):
+            # the frame's first argument is no instance of its class: CPython raises TypeError
+            raise Unsupported("super", f"super({self.cls.__name__}, {self.obj})")
+
+    def _of_class(self) -> bool:
+        """``super(cls, klass)`` for a subclass ``klass`` (in a classmethod)."""
+        obj = self.obj
+        return (
+            isinstance(obj, ClassVariable)
+            and isinstance(obj.value, type)
+            and self.cls in obj.value.__mro__
+            and self.cls not in type(obj.value).__mro__  # a metaclass's own super(): instance
+        )
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":  # ``super`` answers it itself, not the MRO
+            return tx.wrap_static(super)
+        if self._of_class():
+            return self._class_getattr(tx, name)
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1 :]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                if (
+                    klass is torch.nn.Module
+                    and name == "__init__"
+                    and hasattr(self.obj, "init_called")
+                ):  # (whatever ``nn.Module.__init__`` is now: torch._dynamo replaces it)
+                    self.obj.init_called = True  # a module made in the trace: already done
+                    return UserFunctionVariable(_module_init_done)
+                if klass is torch.nn.Module and name in _MODULE_CALLS:
+                    # ``super().__call__(x)`` under a module class's own ``__call__``: the
+                    # module's standard call (hooks, ``forward``), which its tracker runs
+                    return MethodCallVariable(self.obj, _MODULE_CALLS[name])
+                if isinstance(attr, types.FunctionType):
+                    return UserFunctionVariable(
+                        attr, self._method_source(tx, mro.index(klass), name, attr), self.obj
+                    )
+                if klass is type and name == "__call__":  # in a metaclass's ``__call__``
+                    return PartialVariable(BuiltinVariable(type.__call__), [self.obj], {})
+                if klass is dict and name in DictReadVariable.METHODS:
+                    return DictReadVariable(self.obj, name)
+                if klass is object and name in OBJECT_METHODS:  # bound to ``self``
+                    return PartialVariable(BuiltinVariable(OBJECT_METHODS[name]), [self.obj], {})
+                break
+        raise Unsupported("super", f"super().{name} is not a plain method")
+
+    def _class_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """``super().name`` in a classmethod: the class's MRO after ``cls``."""
+        mro = self.obj.value.__mro__
+        for index in range(mro.index(self.cls) + 1, len(mro)):
+            if name not in vars(mro[index]):
+                continue
+            attr = vars(mro[index])[name]
+            fn = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
+            if not isinstance(fn, types.FunctionType):
+                break
+            source = None
+            if self.obj.source is not None:
+                owner = ItemSource(AttrSource(self.obj.source, "__mro__"), index)
+                source = ItemSource(AttrSource(owner, "__dict__"), name)
+                source = AttrSource(source, "__func__") if fn is not attr else source
+                source = method_source(tx, self.obj, source, fn)
+            bound = self.obj if isinstance(attr, classmethod) else None
+            return UserFunctionVariable(fn, source, bound)
+        raise Unsupported("super", f"super().{name} in a classmethod is not a plain method")
+
+    def _method_source(
+        self, tx: Translator, index: int, name: str, fn: types.FunctionType
+    ) -> Source | None:
+        """``type(self).__mro__[index].__dict__[name]``, guarded (the method's closure cells then
+        get sources too)."""
+        class_source = getattr(self.obj, "class_source", lambda: None)()
+        if class_source is None:
+            return None
+        owner = ItemSource(AttrSource(class_source, "__mro__"), index)
+        return method_source(tx, self.obj, ItemSource(AttrSource(owner, "__dict__"), name), fn)
+
+
+def _enum_members(cls: type) -> bool:
+    """Is ``cls.__members__`` the enum metaclass's own read-only view of the members?"""
+    return isinstance(cls, enum.EnumMeta) and type_lookup(type(cls), "__members__") is _MEMBERS
+
+
+_MEMBERS = vars(enum.EnumMeta)["__members__"]
+
+#: ``nn.Module``'s call methods, each as the name its tracker's ``call_method`` answers
+_MODULE_CALLS = {
+    "__call__": "_wrapped_call_impl",
+    "_wrapped_call_impl": "_wrapped_call_impl",
+    "_call_impl": "_call_impl",
+}
+
+
+def _module_init_done() -> None:
+    """``nn.Module.__init__()`` of a module made in the trace (``modules.py``): its
+    blank instance was initialized when it was made."""
+
+
+# ``weakref.ref(obj)`` made in the trace: calling it gives ``obj`` back (the trace holds it, so it
+# is alive), and the rewritten code makes it again as ``weakref.ref(obj)``, which CPython answers
+# with the object's one callback-less reference: the same object eager code would hold. A callback,
+# or an object that cannot be weakly referenced, is not traced (the call runs in Python).
+
+
+@dataclass(eq=False)
+class WeakRefVariable(VariableTracker):
+    referent: VariableTracker
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if args or kwargs:
+            raise Unsupported("python_error", "TypeError: weakref() takes no arguments")
+        return self.referent
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__callback__":
+            return ConstantVariable(None)
+        raise Unsupported("getattr", f"weakref.{name}")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_callable(lambda: cg.load_const(weakref.ref))
+        self.referent.reconstruct(cg)
+        cg.call(1)
+
+
+def make_ref(
+    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> WeakRefVariable:
+    """``weakref.ref(obj)`` called in the trace."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("weakref", "weakref.ref() with a callback")
+    referent = args[0]
+    if not type.__dict__["__weakrefoffset__"].__get__(referent.python_type()):
+        raise Unsupported("weakref", f"weakref.ref() of a {referent.python_type().__name__}")
+    return WeakRefVariable(referent)
+
+
+# Objects created during the trace.
+#
+# ``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
+# dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
+# object's attributes live in ``side_effects`` like writes to existing objects. A namedtuple
+# subclass whose instances have a ``__dict__`` becomes a ``NamedTupleObjectVariable``. ``nn.Module``
+# classes are ``new_modules.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape
+# (returned, stored in a global, an attribute or a container that outlives the call, or live at a
+# graph break) are rebuilt after the graph with their final attributes
+# (``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on
+# their identity.
+#
+# Attribute stores, on these and on existing objects, are ``attribute_stores.py``'s.
+
+_OBJECT_NEW = object.__dict__["__new__"]
+OBJECT_INIT = object.__dict__["__init__"]
+_OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+#: ``__setattr__``/``__delattr__`` slots that are ``object``'s generic ones (3.11 and 3.12 list
+#: SimpleNamespace's in its ``__dict__``, 3.13 does not)
+_NAMESPACE_DICT = vars(types.SimpleNamespace)["__dict__"]  #: a member descriptor, not a getset
+
+
+@dataclass(eq=False)
+class NewObjectVariable(UserObjectVariable):
+    """An instance of a user class created during the trace.
+
+    ``value`` is a blank instance (``object.__new__(cls)``) used only for its type and identity: it
+    is never written to. The object's attributes are pending stores in ``side_effects``; ``cls_vt``
+    is the class as the trace reached it (class attributes are guarded through its source). If the
+    object escapes, the rewritten code creates it into the local ``name``."""
+
+    value: Any = None
+    source: Source | None = None
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        return load_new_attribute(tx, self, name)
+
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(object.__new__)
+        cg.load_const(self.python_type())
+        cg.call_function(1)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        _load_created(cg, self.name)
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.python_type().__name__})"
+
+
+@dataclass(eq=False)
+class NamespaceVariable(NewObjectVariable):
+    """A ``types.SimpleNamespace`` created during the trace: its attributes (the constructor's
+    arguments first) are pending stores, as any new object's; it is made as ``SimpleNamespace()``
+    and given them with ``STORE_ATTR`` (its ``__setattr__`` is the generic one)."""
+
+    raw_replay = False
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(self.python_type())
+        cg.call_function(0)
+
+    def __repr__(self) -> str:
+        return "NamespaceVariable()"
+
+
+@dataclass(eq=False)
+class NamedTupleObjectVariable(TupleVariable):
+    """An instance of a namedtuple subclass with a ``__dict__``, or of a plain ``tuple`` subclass
+    (``class Shape(tuple)``), created during the trace: a tuple (``items``) that also has
+    attributes (pending stores in ``side_effects``), its class's methods and an identity."""
+
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        fields = getattr(self.cls, "_fields", ())
+        if name in fields:
+            return self.items[fields.index(name)]
+        pending = tx.output.side_effects.load_attr(self, name)
+        if pending is not None:
+            return pending
+        if not fields and _defined_by_subclass(self.cls, name):  # the class's own methods
+            return namedtuple_attribute(tx, self, name)
+        return super().var_getattr(tx, name)
+
+    def create(self, cg: Codegen) -> None:
+        made = getattr(self.cls, "_make", None)
+        cg.load_const(made if made is not None else self.cls)  # ``cls(iterable)`` otherwise
+        self._reconstruct_items(cg)
+        cg.build_tuple(len(self.items))
+        cg.call_function(1)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        _load_created(cg, self.name)
+
+    def __repr__(self) -> str:
+        return f"NamedTupleObjectVariable({self.cls.__name__})"
+
+
+def _load_created(cg: Codegen, name: str) -> None:
+    if name not in cg.new_objects:  # the escape analysis (``SideEffects.plan``) missed it
+        raise AssertionError(f"object {name} made in the trace is used before it is created")
+    cg.load_local(name)
+
+
+# -- creating objects ------------------------------------------------------------------------------
+def construct_instance(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    through_metaclass: bool = True,
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` of a plain Python class: a ``NewObjectVariable`` made by
+    ``object.__new__``, its ``__init__`` inlined."""
+    cls = cls_vt.as_python_constant()
+    _check_plain_class(cls, through_metaclass)
+    try:
+        blank = object.__new__(cls)
+    except TypeError as e:  # an abstract class
+        raise Unsupported("python_error", f"{cls.__name__}(): TypeError: {e}") from None
+    effects = tx.output.side_effects
+    obj = NewObjectVariable(blank, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    init = type_lookup(cls, "__init__")
+    if init is OBJECT_INIT:
+        if args or kwargs:
+            raise Unsupported("python_error", f"TypeError: {cls.__name__}() takes no arguments")
+        return obj
+    if not isinstance(init, types.FunctionType):
+        raise Unsupported("new_object", f"{cls.__name__}.__init__ is not a Python function")
+    result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
+    if not (result.is_python_constant() and result.as_python_constant() is None):
+        raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
+    return obj
+
+
+def metaclass_call(tx: Translator, cls_vt: VariableTracker, fn: types.FunctionType):
+    """The metaclass's ``__call__`` bound to the class, read (and guarded) through it."""
+    source = cls_vt.source
+    if source is not None:
+        source = getattr(tx.wrap(fn, AttrSource(TypeSource(source), "__call__")), "source", None)
+    return UserFunctionVariable(fn, source, self_vt=cls_vt)
+
+
+def _check_plain_class(cls: type, through_metaclass: bool = True) -> None:
+    """Classes whose instances ``NewObjectVariable`` models exactly: made by ``object.__new__``
+    through ``type.__call__``, with the generic attribute lookup and no finalizer."""
+    why = None
+    if issubclass(cls, contextlib._GeneratorContextManagerBase):
+        # holds a suspended generator, which cannot be rebuilt at a graph break: left to
+        # ``contexts.py`` (``@contextmanager`` functions used in ``with``)
+        why = "a @contextmanager context (not traced as an object)"
+    elif through_metaclass and type(cls).__call__ is not type.__call__:
+        why = f"its metaclass {type(cls).__name__} defines __call__"
+    elif type_lookup(cls, "__new__") is not _OBJECT_NEW:
+        why = "it defines __new__ (or derives from a builtin type)"
+    elif type_lookup(cls, "__del__") is not MISSING:
+        why = "it defines __del__ (the finalizer would run when the object dies)"
+    elif type_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        why = "it defines __getattribute__"
+    if why is not None:
+        raise Unsupported(
+            "new_object",
+            f"creating a {cls.__name__} object: {why}",
+            hint="create the object outside the compiled function",
+        )
+
+
+def has_instance_dict(cls: type) -> bool:
+    return type_lookup(cls, "__dict__") is not MISSING
+
+
+def construct_namedtuple_object(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    cls = cls_vt.as_python_constant()
+    base = next(k for k in cls.__mro__ if "_fields" in vars(k))  # made by ``namedtuple()``
+    if type_lookup(cls, "__new__") is not vars(base).get("__new__") or (
+        type_lookup(cls, "__init__") is not OBJECT_INIT
+    ):
+        raise Unsupported("new_object", f"{cls.__name__} overrides __new__ or __init__")
+    items = containers.namedtuple_fields(tx, cls, args, kwargs)
+    effects = tx.output.side_effects
+    obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+def _defined_by_subclass(cls: type, name: str) -> bool:
+    owner = next((k for k in cls.__mro__ if name in vars(k)), tuple)
+    return owner is not tuple and owner is not object
+
+
+#: What a plain ``tuple`` subclass must keep of ``tuple`` for its instances to be tuples of their
+#: items (made by ``tuple.__new__(cls, iterable)``, read and compared as tuples).
+_TUPLE_PROTOCOL = (
+    "__new__",
+    "__init__",
+    "__getattribute__",
+    "__iter__",
+    "__len__",
+    "__getitem__",
+    "__contains__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+    "__bool__",
+    "__reversed__",
+    "index",
+    "count",
+)
+
+
+def plain_tuple_subclass(cls: type) -> bool:
+    """A ``tuple`` subclass (not a namedtuple) that adds methods or attributes only: its objects
+    are tuples of their items, made, read and compared as tuples are."""
+    return (
+        issubclass(cls, tuple)
+        and cls is not tuple
+        and not hasattr(cls, "_fields")
+        and not _tuple_overrides(cls)
+    )
+
+
+def _tuple_overrides(cls: type) -> list[str]:
+    return [n for n in _TUPLE_PROTOCOL if type_lookup(cls, n) is not type_lookup(tuple, n)]
+
+
+def construct_tuple_subclass(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``Shape((2, 3))`` for a ``tuple`` subclass that adds methods or attributes only."""
+    cls = cls_vt.as_python_constant()
+    changed = _tuple_overrides(cls)
+    if changed:
+        raise Unsupported("new_object", f"{cls.__name__} overrides tuple's {', '.join(changed)}")
+    if kwargs or len(args) > 1:
+        raise Unsupported("python_error", f"TypeError: bad arguments to {cls.__name__}()")
+    items = dispatch.iterate(tx, args[0]) if args else []
+    effects = tx.output.side_effects
+    obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+def _takes_mapping() -> bool:
+    """Does this Python's ``SimpleNamespace`` take a positional mapping (3.13 does)?"""
+    try:
+        types.SimpleNamespace({})
+    except TypeError:
+        return False
+    return True
+
+
+_NAMESPACE_TAKES_MAPPING = _takes_mapping()
+
+
+def construct_namespace(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``SimpleNamespace(mapping_or_pairs, /, **kwargs)`` with CPython's checks: at most one
+    positional argument (none before 3.13), a mapping or pairs with string keys, then ``kwargs``.
+    They fill its ``__dict__`` directly (no ``__setattr__`` runs)."""
+    if len(args) > (1 if _NAMESPACE_TAKES_MAPPING else 0):
+        raise Unsupported("python_error", "TypeError: SimpleNamespace(): too many arguments")
+    pairs = _namespace_pairs(tx, args[0]) if args else []
+    pairs += [(ConstantVariable(k), v) for k, v in kwargs.items()]
+    effects = tx.output.side_effects
+    obj = NamespaceVariable(types.SimpleNamespace(), cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    for key, value in pairs:
+        if not (key.is_python_constant() and type(key.as_python_constant()) is str):
+            raise Unsupported("python_error", "TypeError: keywords must be strings")
+        effects.store_attr(obj, key.as_python_constant(), value)
+    return obj
+
+
+def _namespace_pairs(
+    tx: Translator, arg: VariableTracker
+) -> list[tuple[VariableTracker, VariableTracker]]:
+    """The (key, value) pairs of ``SimpleNamespace``'s positional argument."""
+    if isinstance(arg, DictVariable):
+        return [(key_vt(k), v) for k, v in arg.items.items()]
+    pairs = []
+    for item in dispatch.iterate(tx, arg):
+        pair = dispatch.iterate(tx, item)
+        if len(pair) != 2:
+            raise Unsupported("python_error", "ValueError: SimpleNamespace() takes pairs")
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def namespace_dict(tx: Translator, vt: VariableTracker) -> VariableTracker | None:
+    """The attributes of ``vt`` as a dict tracker if it is a ``SimpleNamespace`` (made in the
+    trace or given to it) whose class keeps SimpleNamespace's ``__eq__`` and ``__repr__``, which
+    only read them; else None."""
+    if not isinstance(vt, UserObjectVariable) or not isinstance(vt.value, types.SimpleNamespace):
+        return None
+    cls, own = type(vt.value), vars(types.SimpleNamespace)
+    if any(type_lookup(cls, m) is not own[m] for m in ("__eq__", "__repr__")):
+        return None
+    if vt.source is None and not isinstance(vt, NewObjectVariable):
+        return None
+    attributes = vt.var_getattr(tx, "__dict__")
+    return attributes if isinstance(attributes, DictVariable) else None
+
+
+@builtin(repr)
+def repr_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return _text(tx, obj, "__repr__")
+
+
+@builtin(str)
+def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return _text(tx, obj, "__str__")
+
+
+def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    """``repr(obj)`` / ``str(obj)`` of a user object whose class writes the method in Python
+    (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
+    string (else CPython's TypeError); of a builtin container: ``container_reprs``; of a
+    ``SimpleNamespace``: ``namespace_repr``; other values break the graph."""
+    cls = obj.python_type() if isinstance(obj, UserObjectVariable) else None
+    if cls is not None and issubclass(cls, nn.Module):
+        cls = None  # a module's text reads its whole tree: left to Python
+    if cls is not None and name == "__str__" and type_lookup(cls, name) is object.__str__:
+        name = "__repr__"
+    if cls is not None and isinstance(type_lookup(cls, name), types.FunctionType):
+        result = obj.call_method(tx, name, [], {})
+        if not result.is_python_constant():
+            raise Unsupported("builtin", f"{name} of {obj!r} gave {result!r}")
+        if type(result.as_python_constant()) is not str:
+            kind = type(result.as_python_constant()).__name__
+            raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
+        return result
+    text = container_repr(tx, obj, lambda item: dispatch.call_builtin(tx, repr, [item], {}))
+    return text if text is not None else namespace_repr(tx, obj)
+
+
+def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """``repr(ns)`` (and ``str``, which is ``repr`` for it) of a ``SimpleNamespace`` whose
+    attributes are Python constants: CPython's text, ``namespace(a=1)`` (the class name for a
+    subclass). Other values break the graph as before."""
+    attributes = namespace_dict(tx, obj)
+    if attributes is None or not attributes.is_python_constant():
+        raise Unsupported("builtin", f"repr() on {obj!r}")
+    real = types.SimpleNamespace.__new__(obj.python_type())
+    vars(real).update(attributes.as_python_constant())
+    return ConstantVariable(repr(real))
+
+
+def enum_member(
+    cls: enum.EnumMeta, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``Color(1)``: a lookup of an existing member, folded (``_missing_`` hooks are not run)."""
+    if kwargs or len(args) != 1 or not args[0].is_python_constant():
+        raise Unsupported("new_object", f"{cls.__name__}(...) creating a new enum class")
+    if type_lookup(cls, "_missing_") is not enum.Enum.__dict__["_missing_"]:
+        raise Unsupported("new_object", f"{cls.__name__} defines _missing_")
+    try:
+        return ConstantVariable(cls(args[0].as_python_constant()))
+    except ValueError as e:
+        raise Unsupported("python_error", f"ValueError: {e}") from None
+
+
+# -- reading attributes of new objects -------------------------------------------------------------
+def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> VariableTracker:
+    """``obj.name`` by CPython's generic lookup: data descriptors of the class, then the object's
+    own attributes, then other class attributes, then ``__getattr__``."""
+    cls = obj.python_type()
+    effects = tx.output.side_effects
+    check_class_unchanged(tx, cls, name)
+    if name == "__class__":
+        return obj.cls_vt
+    static = type_lookup(cls, name)
+    if name == "__dict__" and (
+        isinstance(static, types.GetSetDescriptorType) or static is _NAMESPACE_DICT
+    ):
+        return effects.instance_dict(obj, lambda items: InstanceDictVariable(items, owner=obj))
+    source = class_attr_source(obj.cls_vt.source, cls, name) if static is not MISSING else None
+    if static is not MISSING and is_data_descriptor(static):
+        if isinstance(static, types.MemberDescriptorType):  # a slot
+            pending = effects.load_attr(obj, name)
+            if pending is None:
+                raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+            return pending
+        return read_descriptor(tx, obj, obj.cls_vt, static, source)
+    pending = effects.load_attr(obj, name)
+    if pending is not None:
+        return pending
+    if static is not MISSING:
+        return bind_class_attribute(tx, obj, obj.cls_vt, static, name, source)
+    hook = type_lookup(cls, "__getattr__")
+    if isinstance(hook, types.FunctionType):
+        fn = class_function(tx, obj.cls_vt, "__getattr__", hook, obj)
+        return fn.call_function(tx, [ConstantVariable(name)], {})
+    if obj.cls_vt.source is not None:  # a class attribute added later would be found instead
+        names = (name, "__getattr__")
+        tx.output.assume_class_lacks(obj.cls_vt.source, names)
+    raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+
+
+@dispatch.rule("namedtuple_attribute")
+def namedtuple_attribute(tx: Translator, tup: TupleVariable, name: str) -> VariableTracker:
+    """``tup.name`` for a method, property or class attribute a namedtuple class defines
+    (``typing.NamedTuple`` classes with methods, subclasses of ``namedtuple()`` classes)."""
+    cls = tup.python_type()
+    static = type_lookup(cls, name)
+    owner = next((k for k in cls.__mro__ if name in vars(k)), tuple)
+    if static is MISSING or owner is tuple or owner is object:
+        raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
+    cls_vt = getattr(tup, "cls_vt", None)
+    if cls_vt is None:
+        cls_vt = tx.wrap(cls, TypeSource(tup.source)) if tup.source else tx.wrap_static(cls)
+    source = class_attr_source(cls_vt.source, cls, name)
+    if is_data_descriptor(static) and not isinstance(static, property):
+        raise Unsupported("descriptor", f"{cls.__name__}.{name} is a {type(static).__name__}")
+    if isinstance(static, property):
+        return read_descriptor(tx, tup, cls_vt, static, source)
+    return bind_class_attribute(tx, tup, cls_vt, static, name, source)
+
+
+def class_function(
+    tx: Translator, cls_vt: VariableTracker, name: str, fn: types.FunctionType, obj: VariableTracker
+) -> UserFunctionVariable:
+    """``type(obj).name`` (a Python function) bound to ``obj``, guarded through the class."""
+    source = cls_vt.source
+    if source is None:
+        return UserFunctionVariable(fn, None, self_vt=obj)
+    cls = cls_vt.as_python_constant()
+    method = tx.wrap(fn, class_attr_source(source, cls, name))
+    return UserFunctionVariable(fn, method.source, self_vt=obj)
+
+
+def check_class_unchanged(tx: Translator, cls: type, name: str) -> None:
+    """An attribute of a class stored earlier in the trace is not seen by instance lookups
+    (they read the real class): refuse instead."""
+    if tx.output.side_effects.class_attr_changed(cls, name):
+        raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned earlier in the trace")
+
+
+# Every attribute store and deletion: ``obj.name = value`` (``STORE_ATTR``, ``setattr``) and
+# ``del obj.name`` run ``__setattr__``/``__delattr__`` overrides, property setters and descriptors'
+# ``__set__`` as CPython would, and record a plain store or deletion (in ``side_effects``) only
+# where CPython makes one, or raise CPython's error where it fails; ``vars(obj)``, the live dict
+# those change; ``object.__setattr__`` and ``object.__init__`` called explicitly.
+
+_OBJECT_SETATTR = object.__dict__["__setattr__"]
+_OBJECT_DELATTR = object.__dict__["__delattr__"]
+_GENERIC_SETATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__setattr__")] if v)
+_GENERIC_DELATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__delattr__")] if v)
+
+
+# -- storing attributes ----------------------------------------------------------------------------
+@dispatch.rule("store_attr")
+def store_attribute(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> None:
+    """``obj.name = value``, as CPython would run it."""
+    effects = tx.output.side_effects
+    if isinstance(obj, ClassVariable) and obj.source is not None:
+        _store_class_attribute(tx, obj, name, value)
+    elif isinstance(obj, NamedTupleObjectVariable) or (
+        isinstance(obj, UserObjectVariable) and (obj.source is not None or effects.is_new(obj))
+    ):
+        cls = obj.python_type()
+        check_class_unchanged(tx, cls, name)
+        if store_config_attribute(tx, obj, name, value):
+            return
+        hook = type_lookup(cls, "__setattr__")
+        if hook is _OBJECT_SETATTR or hook in _GENERIC_SETATTR:
+            _guard_class_attr(tx, obj, "__setattr__", hook)
+            generic_setattr(tx, obj, name, value)
+        elif isinstance(hook, types.FunctionType):
+            fn = class_function(tx, class_vt(tx, obj), "__setattr__", hook, obj)
+            fn.call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+    elif isinstance(obj, DictVariable) and containers.models(obj.cls):
+        containers.store_attr(tx, obj, name, value)
+    elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
+        obj.store_attr(tx, name, value)
+    elif isinstance(obj, ClosureCellVariable) and name == "cell_contents":
+        obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
+    elif isinstance(obj, TensorVariable) and name == "grad":
+        obj.store_grad(tx, value)
+    elif isinstance(obj, TensorVariable) and _plain_tensor_attribute(tx, obj, name):
+        tx.output.side_effects.store_attr(obj, name, value)  # into the input tensor's __dict__
+    else:
+        error = _doomed(tx, obj, name, setattr)
+        if error is not None:
+            raise PythonError(error)
+        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+
+
+def _plain_tensor_attribute(tx: Translator, obj: TensorVariable, name: str) -> bool:
+    """``name`` is an attribute an input tensor keeps in its own ``__dict__``: its class
+    neither defines it nor sets attributes its own way (guarded)."""
+    if obj.source is None or hasattr(obj.cls, name):
+        return False
+    if type_lookup(obj.cls, "__setattr__") is not _OBJECT_SETATTR:
+        return False
+    _guard_class_attr(tx, obj, "__setattr__", _OBJECT_SETATTR)
+    tx.output.assume_class_lacks(TypeSource(obj.source), (name,))
+    return True
+
+
+def generic_setattr(
+    tx: Translator, obj: VariableTracker, name: str, value: VariableTracker
+) -> None:
+    """``object.__setattr__(obj, name, value)``: through a data descriptor of the class if there is
+    one, else into the instance."""
+    cls = obj.python_type()
+    cls_vt = class_vt(tx, obj)
+    static = type_lookup(cls, name)
+    source = class_attr_source(cls_vt.source, cls, name) if static is not MISSING else None
+    if static is not MISSING and is_data_descriptor(static):
+        if write_descriptor(tx, obj, static, name, value, source):
+            return
+        if isinstance(obj, NamedTupleObjectVariable):
+            raise Unsupported("python_error", f"AttributeError: can't set attribute {name!r}")
+    else:
+        if not has_instance_dict(cls):
+            raise Unsupported(
+                "python_error", f"AttributeError: {cls.__name__} object has no attribute {name!r}"
+            )
+        if cls_vt.source is not None:  # the class must not gain a data descriptor ``name``
+            if static is MISSING:
+                tx.output.assume_class_lacks(cls_vt.source, (name,))
+            else:
+                tx.wrap(static, source)
+    effects = tx.output.side_effects
+    raw = type_lookup(cls, "__setattr__") is not _OBJECT_SETATTR and not effects.is_new(obj)
+    effects.store_attr(obj, name, value, raw=raw)
+
+
+def class_vt(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """The class of ``obj`` as a tracker whose source guards it (``type(L['obj'])``)."""
+    if getattr(obj, "cls_vt", None) is not None:  # made in the trace
+        return obj.cls_vt
+    cls = obj.python_type()
+    if obj.source is None:
+        return tx.wrap_static(cls)
+    return tx.wrap(cls, TypeSource(obj.source))
+
+
+def _guard_class_attr(tx: Translator, obj: VariableTracker, name: str, value: Any) -> None:
+    """Guard that the class of ``obj`` still finds ``value`` as ``name`` (a builtin slot)."""
+    source = class_vt(tx, obj).source
+    if source is not None:
+        attr = AttrSource(source, name)
+        tx.output.assume_identity(attr, value)
+
+
+def _store_class_attribute(
+    tx: Translator, obj: ClassVariable, name: str, value: VariableTracker
+) -> None:
+    cls = obj.value
+    if type(cls).__setattr__ is not type.__setattr__ or (
+        name.startswith("__") and name.endswith("__")
+    ):
+        raise Unsupported("store_attr", f"class attribute store {cls.__name__}.{name}")
+    tx.output.side_effects.store_class_attr(obj, name, value)
+
+
+# -- deleting attributes ---------------------------------------------------------------------------
+def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
+    """``del obj.name`` (``DELETE_ATTR``, ``delattr``) as CPython runs it, on an object made in the
+    trace or one from outside it: a ``__delattr__`` written in Python is inlined, the generic one
+    is ``generic_delattr``. CPython's error where the deletion must fail; elsewhere it runs in
+    Python (a graph break)."""
+    if not _deletable(tx, obj):
+        error = _doomed(tx, obj, name, delattr)
+        if error is not None:
+            raise PythonError(error)
+        raise Unsupported("delete_attr", f"del .{name} on {obj}", hint="deleting runs in Python")
+    cls = obj.python_type()
+    check_class_unchanged(tx, cls, name)
+    hook = type_lookup(cls, "__delattr__")
+    if hook is _OBJECT_DELATTR or hook in _GENERIC_DELATTR:
+        _guard_class_attr(tx, obj, "__delattr__", hook)
+        generic_delattr(tx, obj, name)
+    elif isinstance(hook, types.FunctionType):  # a frozen dataclass's, say
+        fn = class_function(tx, class_vt(tx, obj), "__delattr__", hook, obj)
+        fn.call_function(tx, [ConstantVariable(name)], {})
+    else:
+        raise Unsupported("delete_attr", f"{cls.__name__}.__delattr__ is not Python code")
+
+
+def _deletable(tx: Translator, obj: VariableTracker) -> bool:
+    """An object whose deletions the trace records: one made in the trace, or an instance of a
+    Python class reached from outside the function."""
+    if isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj):
+        return True
+    return type(obj) is UserObjectVariable and obj.source is not None
+
+
+def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
+    """``object.__delattr__(obj, name)`` on an object ``_deletable`` allows: the attribute leaves
+    the instance (a later read finds the class attribute, or raises), recorded for the replay
+    where the object had it before the call (guarded); CPython's ``AttributeError`` where it has
+    none by then. A data descriptor's ``__delete__`` runs in Python."""
+    cls = obj.python_type()
+    static = type_lookup(cls, name)
+    if (static is not MISSING and is_data_descriptor(static)) or not has_instance_dict(cls):
+        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
+    _guard_class_lacks_descriptor(tx, obj, name, static)
+    missing = AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    effects = tx.output.side_effects
+    if effects.is_new(obj):
+        if not effects.delete_new_attr(obj, name):
+            raise PythonError(missing)
+        return
+    own = object.__getattribute__(obj.value, "__dict__")
+    had = name in own
+    if had:  # the guard on its value fails where the object lacks it
+        tx.wrap(own[name], AttrSource(obj.source, name))
+    else:
+        tx.output.assume_key_absent(AttrSource(obj.source, "__dict__"), name)
+    stored = effects.load_attr(obj, name) is not None
+    if not stored and (not had or effects.is_deleted(obj, name)):
+        raise PythonError(missing)
+    hook = type_lookup(cls, "__delattr__")
+    raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
+    effects.delete_attr(obj, name, replay=had, raw=raw)
+
+
+def _guard_class_lacks_descriptor(
+    tx: Translator, obj: VariableTracker, name: str, static: Any
+) -> None:
+    """The class of ``obj`` (from outside the function) still has no data descriptor ``name``."""
+    cls_source = class_vt(tx, obj).source
+    if cls_source is None:
+        return
+    if static is MISSING:
+        tx.output.assume_class_lacks(cls_source, (name,))
+    else:
+        tx.wrap(static, class_attr_source(cls_source, obj.python_type(), name))
+
+
+def _doomed(tx: Translator, obj: VariableTracker, name: str, op: Any) -> BaseException | None:
+    """CPython's error for ``setattr(obj, name, v)`` or ``delattr(obj, name)`` (``op``) where it
+    must fail, whatever the object's state (guarded): an immutable value or C type, a field of a
+    namedtuple; for ``delattr``, an attribute that an object of a class with the generic
+    ``__delattr__`` (an enum member, a function) lacks. None where it may succeed."""
+    args = (name, None) if op is setattr else (name,)
+    fixed = fixed_attributes(obj)
+    if fixed is not None and _refuses(fixed[0], name, op):
+        return error_of(op, fixed[0], *args)
+    try:
+        cls = obj.python_type()
+    except Unsupported:
+        return None
+    static = type_lookup(cls, name)
+    generic = type_lookup(cls, "__setattr__" if op is setattr else "__delattr__") in (
+        _OBJECT_SETATTR,
+        _OBJECT_DELATTR,
+    )
+    if isinstance(obj, TupleVariable) and type(static) is _TUPLE_GETTER and generic:
+        if obj.source is not None:
+            tx.output.assume_identity(AttrSource(TypeSource(obj.source), name), static)
+        stand_in = tuple.__new__(cls, (None,) * len(obj.items))  # a field: read-only in C
+        return error_of(op, stand_in, *args)
+    source = obj.source
+    if (
+        op is delattr
+        and generic
+        and source is not None
+        and not isinstance(obj, PythonModuleVariable)
+        and obj.is_python_constant()
+        and static is MISSING
+        and has_instance_dict(cls)
+    ):
+        value = obj.as_python_constant()
+        if name not in object.__getattribute__(value, "__dict__"):
+            _guard_absent(tx, source, name, type_lookup(cls, "__delattr__"))
+            return AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    return None
+
+
+def _guard_absent(tx: Translator, source: Source, name: str, hook: Any) -> None:
+    """Neither the object at ``source`` nor its class has ``name``; its class still deletes with
+    ``hook``."""
+    tx.output.assume_key_absent(AttrSource(source, "__dict__"), name)
+    tx.output.assume_class_lacks(TypeSource(source), (name,))
+    tx.output.assume_identity(AttrSource(TypeSource(source), "__delattr__"), hook)
+
+
+#: the type of a namedtuple's field accessors (``collections._tuplegetter``)
+_TUPLE_GETTER = type(collections.namedtuple("_Point", "x").x)
+
+
+def _refuses(value: Any, name: str, op: Any) -> bool:
+    """``op(value, name...)`` (``setattr`` or ``delattr``) fails without changing anything, on a
+    value ``fixed_attributes`` gave: of an immutable builtin type, a C type, an empty builtin
+    container standing for one, or an instance of a C type without an instance dict whose class
+    neither defines ``name`` nor sets attributes its own way."""
+    if type(value) in (*CONSTANT_TYPES, list, tuple, dict, set) or isinstance(value, type):
+        return True
+    cls = type(value)
+    hook = type_lookup(cls, "__setattr__" if op is setattr else "__delattr__")
+    return hook in (_OBJECT_SETATTR, _OBJECT_DELATTR) and type_lookup(cls, name) is MISSING
+
+
+def fixed_attributes(vt: VariableTracker) -> tuple[Any] | None:
+    """``(v,)``, where ``v`` has the attributes of the object ``vt`` stands for, which no code can
+    change: an instance of a C type with no instance dict (or a C type itself); for an exact
+    list, tuple, dict or set, an empty one (a stand-in: its own attributes cannot change
+    either). None for anything else."""
+    if isinstance(vt, (ListVariable, TupleVariable, DictVariable, SetVariable)):
+        cls = vt.python_type()
+        return (cls(),) if cls in (list, tuple, dict, set, frozenset) else None
+    if not vt.is_python_constant():
+        return None
+    value = vt.as_python_constant()
+    static = not type(value).__flags__ & HEAP_TYPE
+    if isinstance(value, type):
+        return (value,) if not value.__flags__ & HEAP_TYPE else None
+    return (value,) if static and not hasattr(value, "__dict__") else None
+
+
+@builtin(delattr)
+def delattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    if not (name.is_python_constant() and type(name.as_python_constant()) is str):
+        raise Unsupported("python_error", "TypeError: attribute name must be string")
+    delete_attribute(tx, obj, name.as_python_constant())
+    return ConstantVariable(None)
+
+
+# -- the instance dict -----------------------------------------------------------------------------
+@builtin(vars)
+def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``vars(x)`` is ``x.__dict__``: of an object of a Python class, the live dict (stores and
+    deletions update it; writes through it break); of a value that has none (a constant, an
+    exact builtin container, a namedtuple, an object with ``__slots__``), CPython's TypeError;
+    ``vars()`` lists the frame's names."""
+    if len(args) != 1:
+        raise Unsupported("vars", "call to vars()", hint="frame introspection")
+    obj = args[0]
+    fixed = fixed_attributes(obj)
+    if fixed is not None and not hasattr(fixed[0], "__dict__"):
+        raise PythonError(error_of(vars, fixed[0]))
+    if obj.source is not None and isinstance(obj, (PythonModuleVariable, ClassVariable)):
+        return obj.var_getattr(tx, "__dict__")
+    if obj.source is not None and isinstance(obj, UserFunctionVariable):
+        return unstored_dict(tx, obj, obj.fn, obj.source)  # a bound method's: its function's
+    member = obj.as_python_constant() if obj.is_python_constant() else None
+    if obj.source is not None and isinstance(member, enum.Enum):
+        return unstored_dict(tx, obj, member, obj.source)
+    new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
+    if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):
+        raise Unsupported("builtin", f"vars() on {obj}")
+    cls = obj.python_type()
+    if not _lacks_dict(cls):
+        if isinstance(obj, TupleVariable) and not new:
+            raise Unsupported("builtin", f"vars() on {obj}")
+        return obj.var_getattr(tx, "__dict__")
+    cls_source = getattr(obj, "cls_vt", None)
+    cls_source = cls_source.source if new else obj.source and TypeSource(obj.source)
+    if cls_source is None and issubclass(type(cls), type) and cls.__flags__ & HEAP_TYPE:
+        raise Unsupported("builtin", f"vars() on {obj}: its class is not guarded")
+    if cls_source is not None:  # the class gains no ``__dict__`` nor ``__getattr__``
+        tx.output.assume_class_lacks(cls_source, ("__dict__", "__getattr__"))
+    raise PythonError(error_of(vars, None))
+
+
+def _lacks_dict(cls: type) -> bool:
+    """Instances of ``cls`` have no ``__dict__``, and the generic attribute lookup."""
+    lookup = type_lookup(cls, "__getattribute__")
+    return (
+        not has_instance_dict(cls)
+        and type_lookup(cls, "__getattr__") is MISSING
+        and lookup in (_OBJECT_GETATTRIBUTE, type_lookup(tuple, "__getattribute__"))
+    )
+
+
+#: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement (whose attributes can change)
+HEAP_TYPE = 1 << 9
+
+
+# -- object's own slots called explicitly ----------------------------------------------------------
+@builtin(_OBJECT_SETATTR)
+def object_setattr(
+    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
+) -> VariableTracker:
+    """``object.__setattr__(obj, name, value)`` (frozen dataclasses, ``__setattr__`` overrides)."""
+    if not (isinstance(obj, (UserObjectVariable, NamedTupleObjectVariable))) or issubclass(
+        obj.python_type(), nn.Module
+    ):
+        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
+        raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
+    generic_setattr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@builtin(_OBJECT_DELATTR)
+def object_delattr(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    """``object.__delattr__(obj, name)`` (a ``__delattr__`` override deferring to it)."""
+    if not _deletable(tx, obj) or type(name.as_python_constant()) is not str:
+        raise Unsupported("delete_attr", f"object.__delattr__ on {obj}")
+    generic_delattr(tx, obj, name.as_python_constant())
+    return ConstantVariable(None)
+
+
+@builtin(OBJECT_INIT)
+def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) -> VariableTracker:
+    """``object.__init__(self)`` / ``super().__init__()`` reaching ``object``: nothing to do."""
+    if args:
+        raise Unsupported("python_error", "TypeError: object.__init__() takes no arguments")
+    return ConstantVariable(None)
+
+
+# ``T.__new__(cls, ...)`` called directly: the allocation step of making an object, without
+# ``__init__`` (what ``copy``, ``pickle`` and a class's own ``__new__`` calling ``super().__new__``
+# do).
+#
+# ``object.__new__(cls)`` of a plain Python class makes a blank ``NewObjectVariable`` (its
+# attributes set afterwards, as pending stores); with extra arguments it raises CPython's TypeError
+# where CPython does. ``__new__`` of a builtin type called with that exact type (``int.__new__(int,
+# "7")``, ``list.__new__(list)``) makes what the type's allocation makes: the value for an immutable
+# type (folded), an empty container for a mutable one (whose ``__init__`` is not run). Other forms
+# (a subclass of a builtin type, a class with its own allocation) break the graph.
+
+#: builtin types whose ``__new__`` makes the whole value from its arguments (``tuple.__new__``
+#: is ``class_factories``')
+_IMMUTABLE = (int, float, bool, complex, str, bytes, frozenset)
+#: builtin containers whose ``__new__`` makes an empty one whatever the arguments
+_MUTABLE = (list, dict, set)
+
+
+@call_rule(*(vars(t)["__new__"] for t in (*_IMMUTABLE, *_MUTABLE)))
+def builtin_type_new(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``T.__new__(T, ...)`` of a builtin type: folded on constants (CPython's errors raised in
+    the trace), an empty container for ``list``/``dict``/``set``."""
+    cls = _class_argument(fn, args)
+    if cls is None or cls is not fn.__self__:
+        return None  # a subclass (or no class): its instances are not modelled here
+    if cls in _MUTABLE:
+        return dispatch.call_builtin(tx, cls, [], {})
+    if not all(a.is_python_constant() for a in [*args[1:], *kwargs.values()]):
+        return None
+    values = [a.as_python_constant() for a in args[1:]]
+    named = {k: v.as_python_constant() for k, v in kwargs.items()}
+    try:
+        return ConstantVariable(fn(cls, *values, **named))
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+
+
+@call_rule(_OBJECT_NEW)
+def object_new(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``object.__new__(cls, ...)``: a blank object of a plain Python class, made in the trace;
+    ``object.__new__(object)`` is left to the caller."""
+    cls = _class_argument(fn, args)
+    if cls is None:
+        return None
+    if (args[1:] or kwargs) and (
+        type_lookup(cls, "__new__") is not _OBJECT_NEW
+        or type_lookup(cls, "__init__") is OBJECT_INIT
+    ):
+        raise PythonError(_error(cls, len(args) - 1, kwargs))
+    if cls is object:
+        return None  # a bare ``object()``: not modelled
+    why = _not_plain(cls)
+    if why is not None:
+        raise Unsupported("new_object", f"object.__new__({cls.__name__}): {why}")
+    try:
+        blank = object.__new__(cls)
+    except TypeError as e:  # an abstract class: CPython's own error
+        raise PythonError(e) from None
+    effects = tx.output.side_effects
+    obj = NewObjectVariable(blank, cls_vt=args[0], name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+def _class_argument(fn: Any, args: list[VariableTracker]) -> type | None:
+    if not args or not args[0].is_python_constant():
+        return None
+    cls = args[0].as_python_constant()
+    return cls if isinstance(cls, type) else None
+
+
+def _error(cls: type, count: int, kwargs: dict[str, VariableTracker]) -> TypeError:
+    """CPython's error for ``object.__new__(cls, *args)`` with arguments it does not take."""
+    try:
+        object.__new__(cls, *([None] * count), **dict.fromkeys(kwargs))
+    except TypeError as e:
+        return e
+    raise AssertionError(f"object.__new__({cls.__name__}, ...) raised nothing")
+
+
+def _not_plain(cls: type) -> str | None:
+    """Why objects of ``cls`` are not modelled by ``NewObjectVariable`` (None: they are): a
+    builtin base's layout, a finalizer, its own attribute lookup."""
+    if any(base is not object and not base.__flags__ & HEAP_TYPE for base in cls.__mro__):
+        return "it derives from a builtin type"
+    if type_lookup(cls, "__del__") is not MISSING:
+        return "it defines __del__ (the finalizer would run when the object dies)"
+    if type_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        return "it defines __getattribute__"
+    return None

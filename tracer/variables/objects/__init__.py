@@ -1,2 +1,0 @@
-"""User objects: existing objects, classes and Python modules, objects made in the trace, the
-attribute protocol, exceptions and weak references."""

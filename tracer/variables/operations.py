@@ -1,0 +1,2806 @@
+"""Python's operations on traced values: operators (a registry), builtins, truth/identity/
+containment and ordering.
+"""
+
+from __future__ import annotations
+
+import _thread
+import builtins
+import collections
+import contextlib
+import dis
+import enum
+import functools
+import inspect
+import math
+import operator
+import types
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ...codegen.frame_locals import UserFrame
+from ...codegen.pyversion import LOCALS_SNAPSHOT
+from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
+from .. import markers, polyfills
+from ..exc import PythonError, TracedException, Unsupported
+from ..polyfills.builtins import callable_iterator
+from ..shapes import unbacked_symbols
+from . import call_rules, containers, contexts, dispatch, iterators, modules, numpy_arrays, objects
+from .base import ConstantLikeVariable, VariableTracker, walk
+from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule
+from .constants import (
+    ConstantVariable,
+    ObjectIdVariable,
+    SliceVariable,
+    SymNodeVariable,
+    error_of,
+    make_slice,
+)
+from .containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    DictViewVariable,
+    ListVariable,
+    ModelOutputVariable,
+    SetRecipe,
+    SetVariable,
+    TupleVariable,
+    computed_set,
+    hash_key,
+    key_vt,
+    lookup_key,
+    make_set,
+    namedtuple_fields,
+    not_iterable,
+    on_instances,
+    real_iterable,
+    value_hash,
+)
+from .functions import (
+    BuiltinVariable,
+    ClosureCellVariable,
+    LocalCellVariable,
+    NestedFunctionVariable,
+    PartialVariable,
+    UserFunctionVariable,
+    same_bound_method,
+)
+from .iterators import (
+    EnumerateVariable,
+    FilterVariable,
+    IteratorVariable,
+    MapVariable,
+    ZipVariable,
+    make_reversed,
+)
+from .modules import NNModuleVariable
+from .objects import (
+    HEAP_TYPE,
+    MISSING,
+    ClassVariable,
+    ExceptionVariable,
+    PythonModuleVariable,
+    SuperVariable,
+    UserObjectVariable,
+    fixed_attributes,
+    is_simple_exception,
+    type_lookup,
+)
+from .tensors import TensorVariable, to_scalar
+from .tensors import to_bool as tensor_bool
+from .torch_calls import TorchVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+# Ordering traced values: ``sorted``, ``list.sort``, ``min`` and ``max``.
+#
+# Python's own sort runs at trace time over item indices, with a key that compares the trackers as
+# CPython compares the values: constants directly, tuples and lists item by item (``_Ordered``),
+# ``functools.cmp_to_key`` keys by calling the traced comparison function (``CmpKeyVariable``), in
+# the order CPython's sort would call it. Comparing tensors needs their data: a graph break.
+
+FALSE = ConstantVariable(False)
+
+
+@dataclass(eq=False)
+class CmpKeyVariable(VariableTracker):
+    """``functools.cmp_to_key(cmp)``: only used as the ``key`` of a sort, ``min`` or ``max``, which
+    then compares items by calling ``cmp`` (traced) in the order CPython's sort calls it."""
+
+    cmp: VariableTracker
+    source: Any = None
+
+    def python_type(self) -> type:
+        return type(functools.cmp_to_key(len))
+
+
+@call_rule(functools.cmp_to_key)
+def _cmp_to_key(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    return CmpKeyVariable(args[0]) if len(args) == 1 and not kwargs else None
+
+
+def _index_key(
+    tx: Translator, items: list[VariableTracker], key: VariableTracker | None, what: str
+) -> Callable[[int], Any]:
+    """A Python key function over item indices comparing as ``key(item)`` (or the item) would:
+    constants directly, a ``cmp_to_key`` by calling the traced comparison function."""
+    if isinstance(key, CmpKeyVariable):
+
+        def compare(i: int, j: int) -> int:
+            result = dispatch.call(tx, key.cmp, [items[i], items[j]], {})
+            if not result.is_python_constant() or isinstance(result, TensorVariable):
+                raise Unsupported("data_dependent", f"the {what}() comparison returned {result}")
+            return result.as_python_constant()
+
+        return functools.cmp_to_key(compare)
+    if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+        items = [dispatch.call(tx, key, [item], {}) for item in items]
+    if all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
+        return [i.as_python_constant() for i in items].__getitem__
+    return lambda i: _Ordered(items[i], what)
+
+
+class _Ordered:
+    """A sort key comparing trackers as CPython compares the values: constants directly, tuples and
+    lists item by item (the first pair that is not equal decides), so ``sorted(d.items())`` with
+    distinct keys never looks at the tensors; comparing a tensor needs its value (a break)."""
+
+    __slots__ = ("vt", "what")
+
+    def __init__(self, vt: VariableTracker, what: str) -> None:
+        self.vt, self.what = vt, what
+
+    def __lt__(self, other: _Ordered) -> bool:
+        return _less(self.vt, other.vt, self.what)
+
+
+def _less(a: VariableTracker, b: VariableTracker, what: str) -> bool:
+    if _constant(a) and _constant(b):
+        return a.as_python_constant() < b.as_python_constant()
+    sequences = (TupleVariable, ListVariable)
+    if isinstance(a, sequences) and type(a) is type(b):
+        for x, y in zip(a.items, b.items, strict=False):
+            if x is y or (
+                _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
+            ):
+                continue
+            return _less(x, y, what)
+        return len(a.items) < len(b.items)
+    raise Unsupported(
+        "data_dependent",
+        f"{what}() compares values only known at run time",
+        hint="use torch.sort/torch.min/torch.max on tensors",
+    )
+
+
+def compare_sequences(
+    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
+) -> VariableTracker | None:
+    """``a < b`` (and ``<=``, ``>``, ``>=``, ``==``, ``!=``) of two tuples or two lists, as CPython
+    compares them: the first pair of items that are not the same object nor equal constants
+    decides (with ``op``); equal prefixes compare by length. None for other operands."""
+    sequences = (TupleVariable, ListVariable)
+    if op not in _ORDERINGS or not (isinstance(a, sequences) and type(a) is type(b)):
+        return None
+    for x, y in zip(a.items, b.items, strict=False):
+        if x is y or (
+            _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
+        ):
+            continue
+        if not (_constant(x) and _constant(y)):
+            return None  # CPython first asks ``bool(x == y)``: for tensors, their data
+        if op in (operator.eq, operator.ne):
+            return ConstantVariable(op is operator.ne)
+        return ConstantVariable(op(x.as_python_constant(), y.as_python_constant()))
+    return ConstantVariable(op(len(a.items), len(b.items)))
+
+
+_ORDERINGS = frozenset(
+    {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
+)
+
+
+def _constant(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and not isinstance(vt, TensorVariable)
+
+
+def sort_order(
+    tx: Translator,
+    items: list[VariableTracker],
+    key: VariableTracker | None,
+    reverse: VariableTracker,
+    what: str,
+) -> list[int]:
+    """The permutation ``sorted(items, key=key, reverse=reverse)`` applies (stable, as CPython)."""
+    index_key = _index_key(tx, items, key, what)
+    try:
+        return sorted(range(len(items)), key=index_key, reverse=bool(dispatch.truth(tx, reverse)))
+    except TypeError as e:
+        raise PythonError(e) from None
+
+
+def sorted_(
+    tx: Translator,
+    iterable: VariableTracker,
+    *,
+    key: VariableTracker | None = None,
+    reverse: VariableTracker = FALSE,
+) -> VariableTracker:
+    items = dispatch.iterate(tx, iterable)
+    return ListVariable([items[i] for i in sort_order(tx, items, key, reverse, "sorted")])
+
+
+def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
+    def min_max(
+        tx: Translator,
+        *args: VariableTracker,
+        key: VariableTracker | None = None,
+        default: VariableTracker | None = None,
+    ) -> VariableTracker:
+        if not args:
+            raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
+        items = list(args) if len(args) > 1 else dispatch.iterate(tx, args[0])
+        if not items:
+            if default is None:
+                raise PythonError(ValueError(f"{pick.__name__}() arg is an empty sequence"))
+            return default
+        if key is None and _symbolic_numbers(items):
+            return _symbolic_extremum(tx, pick, items)
+        if key is None and _scalar_tensors(items):
+            return _tensor_extremum(tx, pick, items)
+        if key is None and (error := _ambiguous_truth(items)) is not None:
+            raise PythonError(error)
+        index_key = _index_key(tx, items, key, pick.__name__)
+        try:
+            return items[pick(range(len(items)), key=index_key)]
+        except TypeError as e:
+            raise PythonError(e) from None
+
+    return min_max
+
+
+def _symbolic_numbers(items: list[VariableTracker]) -> bool:
+    """Numbers, some of them symbolic, the others Python ints or floats (no tensor)."""
+    return any(isinstance(i, SymNodeVariable) for i in items) and all(
+        isinstance(i, SymNodeVariable)
+        or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
+        for i in items
+    )
+
+
+def _symbolic_extremum(
+    tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
+) -> VariableTracker:
+    """``min``/``max`` of symbolic numbers as ``torch.sym_min``/``sym_max`` graph nodes: no guard
+    on which one is smaller (``min(cache_len, max_len)`` stays symbolic in generate())."""
+    op = torch.sym_max if pick is builtins.max else torch.sym_min
+    result = items[0]
+    for item in items[1:]:
+        result = tx.output.call_function(op, (result, item), {})
+    return result
+
+
+def _scalar_tensors(items: list[VariableTracker]) -> bool:
+    """0-dim tensors of one dtype, device and ``requires_grad`` (what ``min``/``max`` returns is
+    then one of them in all but identity)."""
+    if len(items) < 2 or not all(isinstance(i, TensorVariable) for i in items):
+        return False
+    first = items[0].example
+    return all(
+        i.example.dim() == 0
+        and i.example.dtype == first.dtype
+        and i.example.device == first.device
+        and i.example.requires_grad == first.requires_grad
+        for i in items
+    )
+
+
+def _ambiguous_truth(items: list[VariableTracker]) -> Exception | None:
+    """CPython's ``min``/``max`` asks ``bool(items[1] > items[0])`` first: where one is a tensor
+    and the comparison has other than one element (``max(t, t)`` of a vector), torch's
+    RuntimeError whatever the values. None where that is not known (symbolic or mismatched
+    shapes, tensor subclasses, complex numbers)."""
+    if len(items) < 2:
+        return None
+    shapes = []
+    for item in items[:2]:
+        if isinstance(item, TensorVariable):
+            example = item.example
+            if item.python_type() not in (torch.Tensor, torch.nn.Parameter):
+                return None
+            if example.dtype.is_complex or not all(isinstance(d, int) for d in example.shape):
+                return None
+            shapes.append(tuple(example.shape))
+        elif not (_constant(item) and type(item.as_python_constant()) in (int, float, bool)):
+            return None
+    if not shapes:
+        return None
+    try:
+        numel = torch.Size(torch.broadcast_shapes(*shapes)).numel()
+    except RuntimeError:
+        return None
+    if numel == 1:
+        return None
+    try:
+        bool(torch.empty(numel, device="meta"))
+    except RuntimeError as e:
+        return e
+    return None
+
+
+def _tensor_extremum(
+    tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
+) -> VariableTracker:
+    """``max(a, b, ...)`` of 0-dim tensors kept in the graph (as torch.compile keeps it) with
+    CPython's rule: a later item replaces the current one only when strictly greater (``max``) or
+    smaller (``min``), so ties and NaNs keep the earlier item: ``torch.where(b > a, b, a)``."""
+    better = operator.gt if pick is builtins.max else operator.lt
+    result = items[0]
+    for item in items[1:]:
+        condition = tx.output.call_function(better, (item, result), {})
+        result = tx.output.call_function(torch.where, (condition, item, result), {})
+    return result
+
+
+min_ = _extremum(builtins.min)
+max_ = _extremum(builtins.max)
+
+
+# Truth value and identity: ``bool(x)`` (and ``not x``), ``x is y``.
+#
+# Answered at trace time, as Python booleans: a jump and ``is`` need the answer to go on. A
+# tensor's truth needs its data and raises ``Unsupported``. ``x in y`` is in ``equality.py`` (a
+# search asks ``is`` and ``==`` of each item).
+
+
+def truth(tx: Translator, value: VariableTracker) -> bool:
+    """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
+    if isinstance(value, SymNodeVariable):
+        return bool(value.value)  # ShapeEnv records the guard (e.g. 2*s0 >= 16)
+    if isinstance(value, TensorVariable):
+        raise Unsupported(
+            "data_dependent",
+            "branching on the value of a tensor",
+            hint="use torch.where, or move the condition out of the compiled function",
+        )
+    if value.is_python_constant():
+        return bool(value.as_python_constant())
+    if isinstance(value, (BaseSequenceVariable, DictVariable)):
+        return len(value.items) > 0
+    if isinstance(value, containers.DictViewVariable):
+        return len(value.dict_vt.items) > 0
+    if isinstance(value, IteratorVariable):
+        return True
+    if isinstance(
+        value,
+        (
+            UserFunctionVariable,
+            NestedFunctionVariable,
+            TorchVariable,
+            ClassVariable,
+            NNModuleVariable,
+        ),
+    ):
+        return True
+    if isinstance(value, UserObjectVariable):
+        cls = type(value.value)
+        if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
+            return True
+        method = "__bool__" if hasattr(cls, "__bool__") else "__len__"
+        return bool(value.call_method(tx, method, [], {}).as_python_constant())
+    raise Unsupported("truth", f"truth value of {value}")
+
+
+def is_none(tx: Translator, value: VariableTracker) -> bool:
+    if isinstance(value, SymNodeVariable):
+        return False
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """``lhs is rhs``. Trackers wrap distinct objects unless they are the same tracker (``wrap``
+    caches by identity), the same graph node or fake tensor, or the same constant."""
+    if lhs is rhs:
+        return True
+    if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
+        if lhs.python_type() is not rhs.python_type():
+            return False  # e.g. `n is None`: no need to specialise n
+    if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
+        # an in-place op (``x.add_(y)``, ``x += y`` on a tensor) returns its input: the fake
+        # tensors are the same object too
+        return lhs.node is rhs.node or lhs.example is rhs.example
+    if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
+        if lhs.value is rhs.value:
+            return True
+        new = tx.output.side_effects.is_new
+        if not (new(lhs) or new(rhs)) and lhs.source is not None and rhs.source is not None:
+            # both guarded by type only: another call may pass one object twice
+            tx.output.assume_distinct(lhs.source, rhs.source)
+        return False
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return lhs.as_python_constant() is rhs.as_python_constant()
+    if lhs.is_python_constant() or rhs.is_python_constant():
+        return False  # a tensor, container or object is never a constant such as None
+    if type(lhs) is not type(rhs):
+        return False
+    if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
+        return False  # distinct trackers of mutable objects stand for distinct objects
+    if isinstance(lhs, UserFunctionVariable) and None not in (lhs.self_vt, rhs.self_vt):
+        same = same_bound_method(lhs, rhs)
+        if same is not None:
+            return same
+    raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+def pin_identity(tx: Translator, vt: VariableTracker) -> None:
+    """Guard the identity of the object ``vt`` stands for, once the trace has decided something
+    from it (its ``repr``, ``id`` or ``hash``): an input object guarded only by its type could be
+    another object at the next call."""
+    if isinstance(vt, UserObjectVariable) and vt.source is not None:
+        tx.output.assume_identity(vt.source, vt.value)
+
+
+#: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
+_ONE_TRACKER_PER_OBJECT = (
+    ListVariable,
+    DictVariable,
+    SetVariable,
+    IteratorVariable,
+    containers.DictViewVariable,
+)
+
+
+# Builtins run for real at trace time on objects the trace knows: ``id``, ``hash``, ``repr``,
+# ``str``, ``ascii`` and ``format`` of a plain object, a class, a function or a module, and of
+# tuples and lists of them, ``hash`` of frozensets of them (``id`` of anything else:
+# ``object_id``, compared by ``compare_ids``); and an operation no operand implements
+# (``unsupported_operands``), run on stand-ins for CPython's TypeError (an object of a Python
+# class, a bound method).
+#
+# An object read from the inputs (a global, an attribute) is a real object during the trace. A
+# builtin that reads it only through what ``object`` itself defines (its identity, the default
+# ``__hash__``, ``__repr__``, ``__str__``, ``__format__``) runs no user code, so it is computed
+# here, on that object, instead of breaking the graph; what it read is guarded: the object's
+# identity (the result holds its address or is derived from it). Objects made in the trace have
+# no real counterpart yet and are left to the caller; constants are folded in ``builtin_calls``.
+
+#: builtin -> the methods of ``object`` it calls (it is computed only where the class keeps them)
+_READS: dict[Any, tuple[str, ...]] = {
+    id: (),
+    hash: ("__hash__",),
+    repr: ("__repr__",),
+    ascii: ("__repr__",),
+    str: ("__str__", "__repr__"),
+    format: ("__format__", "__str__", "__repr__"),
+}
+_MISSING = object()
+#: the sequences ``_real`` is reading, innermost last
+_READING: list[VariableTracker] = []
+_CONTAINERS = (BaseSequenceVariable, DictVariable, SetVariable)
+
+
+def evaluate(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``fn(*args)`` computed on the real objects, or None where an argument is not one the
+    trace knows (a tensor, a container, an object made in the trace, a class overriding what
+    ``fn`` calls)."""
+    if fn not in _READS or kwargs:
+        return None
+    values = [_real(tx, a, fn) for a in args]
+    if any(v is _MISSING for v in values):
+        return None
+    for vt in walk(
+        args, descend=lambda vt: isinstance(vt, (BaseSequenceVariable, UserFunctionVariable))
+    ):
+        pin_identity(tx, vt)
+    try:
+        result = fn(*values)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    return ConstantVariable(result)
+
+
+def object_id(tx: Translator, vt: VariableTracker) -> VariableTracker:
+    """``id(vt)``: the real object's (``evaluate``), else a number known only by what it is the
+    id of (``ObjectIdVariable``)."""
+    known = evaluate(tx, id, [vt], {})
+    return known if known is not None else ObjectIdVariable(vt)
+
+
+def compare_ids(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``id(a) == id(b)`` (or ``!=``) is ``a is b``. Two constants read from inputs are the same
+    object only as long as each input holds that object (an equal one passes a value guard):
+    their identity is guarded, unless both were read from the same place."""
+    a, b = args
+    if not (isinstance(a, ObjectIdVariable) and isinstance(b, ObjectIdVariable)):
+        return None
+    same = is_same(tx, a.of, b.of)
+    if a.of.source != b.of.source:
+        for vt in (a.of, b.of):
+            if isinstance(vt, ConstantVariable) and vt.source is not None:
+                tx.output.assume_identity(vt.source, vt.value)
+    return ConstantVariable(same == (op is operator.eq))
+
+
+def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
+    """The real object ``vt`` stands for, where ``fn`` of it is computed here."""
+    if isinstance(vt, UserObjectVariable):
+        if tx.output.side_effects.is_new(vt):
+            return _MISSING  # a stand-in: the object the rewritten code makes is another
+        cls = type(vt.value)
+        if all(getattr(cls, name) is getattr(object, name) for name in _READS[fn]):
+            return vt.value
+        return _MISSING
+    if isinstance(vt, BaseSequenceVariable) and fn is not id:
+        # a tuple or list of known values: its items are read through ``repr`` (``str`` of a
+        # tuple is its ``repr``) or ``hash``
+        each = hash if fn is hash else repr
+        if any(vt is outer for outer in _READING):
+            return _MISSING  # a list holding itself: its text is written by the caller
+        _READING.append(vt)
+        try:
+            items = [_real(tx, item, each) for item in vt.items]
+        finally:
+            _READING.pop()
+        if any(item is _MISSING for item in items):
+            return _MISSING
+        return vt.python_type()(items) if vt.python_type() in (list, tuple) else _MISSING
+    if isinstance(vt, SetVariable) and fn is hash and vt.python_type() is frozenset:
+        # a frozenset's hash combines its items' hashes, in no order: an equal frozenset's
+        items = [key_vt(key) for key in vt.items]
+        values = [_real(tx, item, hash) for item in items]
+        if any(value is _MISSING for value in values):
+            return _MISSING
+        for item in items:
+            pin_identity(tx, item)
+        return frozenset(values)
+    if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
+        # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
+        # hash read the object's
+        owner = _real(tx, vt.self_vt, hash if fn is hash else repr)
+        return _MISSING if owner is _MISSING else types.MethodType(vt.fn, owner)
+    if isinstance(vt, ConstantVariable):
+        # a constant's identity is not kept (an equal one may come next call): id() breaks
+        return vt.value if fn is not id else _MISSING
+    if isinstance(vt, (ConstantLikeVariable, BuiltinVariable)) or (
+        isinstance(vt, UserFunctionVariable) and vt.is_python_constant()
+    ):  # a class, module, function: guarded by identity where it was read
+        return vt.as_python_constant()
+    return _MISSING
+
+
+def unsupported_operands(
+    fn: Any, args: list[VariableTracker], methods: set[str]
+) -> Exception | None:
+    """The TypeError CPython raises for ``fn(*args)`` where no operand implements it, or None where
+    that is not known: each operand is a builtin value (a container: its builtin type, whose
+    methods give NotImplemented for a plain object whatever it holds) or an object of a Python
+    class defining none of ``methods`` (those ``fn`` could call), one at least. The error is
+    CPython's own, from ``fn`` run on the values with each object replaced by an instance of an
+    empty class of the same name and each container by an empty one."""
+    stand_ins: dict[type, type] = {}
+    values: list[Any] = []
+    for vt in args:
+        if isinstance(vt, UserObjectVariable) and not isinstance(vt, NNModuleVariable):
+            cls = vt.python_type()
+            if not _plain_class(cls, methods):
+                return None
+            values.append(stand_ins.setdefault(cls, type(cls.__name__, (), {}))())
+        elif is_bound_method(vt):
+            # ``method`` implements no operator but ``==``, ``!=`` and ``hash``, whatever it binds
+            values.append(_METHOD_STAND_IN)
+        elif vt.is_python_constant() and type(vt.as_python_constant()).__module__ == "builtins":
+            values.append(vt.as_python_constant())
+        elif isinstance(vt, _CONTAINERS) and vt.python_type().__module__ == "builtins":
+            values.append(vt.python_type()())  # its items play no part against a plain object
+        else:
+            return None
+    if not any(map(plain_operand, args)):
+        return None
+    try:
+        fn(*values)
+    except TypeError as e:
+        return e
+    return None
+
+
+def plain_operand(vt: VariableTracker) -> bool:
+    """An object whose operators ``unsupported_operands`` knows: of a Python class (which may
+    define none), or a bound method (which defines none)."""
+    return isinstance(vt, UserObjectVariable) or is_bound_method(vt)
+
+
+def is_bound_method(vt: VariableTracker) -> bool:
+    """``obj.method`` of a Python function."""
+    return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
+
+
+class _Bound:
+    def method(self) -> None:
+        """What ``_METHOD_STAND_IN`` binds: only its type, ``method``, takes part in an error."""
+
+
+_METHOD_STAND_IN = _Bound().method
+
+
+def _plain_class(cls: type, methods: set[str]) -> bool:
+    """A class made of Python classes (and ``object``) none of which defines one of ``methods``."""
+    return all(
+        base is object
+        or (type(base) is type and "__dict__" in vars(base) and not methods & vars(base).keys())
+        for base in cls.__mro__
+    )
+
+
+# ``==``, ``!=`` and the orderings of containers by CPython's rules, where the tracer decides them.
+#
+# Lists, tuples, deques and dicts compare by value, their items identity first: CPython's container
+# comparisons ask ``x is y or x == y`` of each pair (``PyObject_RichCompareBool``), so a list
+# holding an object whose ``__eq__`` is the default equals another list holding the same object.
+# Objects whose class keeps ``object.__eq__`` (classes, functions, modules, plain objects) compare
+# by identity, which ``truth.is_same`` decides and guards. Sets and dict views are compared in
+# ``containers.py``; constants fold in ``operators.py``, which registers these rules.
+# ``contains`` answers ``x in y``: a sequence is searched item by item the same way.
+
+_EQUALITY = (operator.eq, operator.ne)
+#: dict classes whose ``==`` is ``dict.__eq__`` over the items (OrderedDict: also their order)
+_PLAIN_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def identity_compared(vt: VariableTracker) -> bool:
+    """Whether ``vt``'s class keeps ``object.__eq__`` and ``object.__ne__`` (a class, function,
+    module or plain object): ``==`` between two such values is ``is``."""
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return False
+    return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
+
+
+def same_items(tx: Translator, x: VariableTracker, y: VariableTracker) -> bool:
+    """``x is y or x == y``: how CPython's containers compare their items."""
+    if x is y:
+        return True
+    try:
+        if is_same(tx, x, y):
+            return True
+    except Unsupported:
+        pass  # identity unknown: ``==`` decides (CPython asks it after ``is`` anyway)
+    return truth(tx, dispatch.call_operator(tx, operator.eq, [x, y]))
+
+
+def _sequence_family(vt: VariableTracker) -> type | None:
+    """``list``, ``tuple`` or ``deque`` for a sequence tracker whose comparison is that type's
+    own (a namedtuple or ``torch.Size`` compares as a tuple), else None."""
+    if not isinstance(vt, BaseSequenceVariable):
+        return None
+    cls = vt.python_type()
+    for family in (list, tuple, collections.deque):
+        if issubclass(cls, family) and cls.__eq__ is family.__eq__:
+            return family
+    return None
+
+
+def compare_sequences_as_cpython(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Two lists, two tuples or two deques, as CPython's ``list_richcompare`` does: for ``==``
+    and ``!=``, lengths first; then the first pair that is neither the same object nor equal
+    decides (``op`` applied to it), or, when there is none, the lengths. Sequences of different
+    families are never equal. None for other operands."""
+    if len(args) != 2 or op not in _ORDERINGS:
+        return None
+    a, b = args
+    family_a, family_b = _sequence_family(a), _sequence_family(b)
+    if family_a is None or family_b is None:
+        return None
+    if family_a is not family_b:
+        return ConstantVariable(op is operator.ne) if op in _EQUALITY else None
+    xs, ys = list(a.items), list(b.items)
+    if op in _EQUALITY and len(xs) != len(ys):
+        return ConstantVariable(op is operator.ne)
+    for x, y in zip(xs, ys, strict=False):
+        if same_items(tx, x, y):
+            continue
+        if op in _EQUALITY:
+            return ConstantVariable(op is operator.ne)
+        return dispatch.call_operator(tx, op, [x, y])
+    return ConstantVariable(op(len(xs), len(ys)))
+
+
+def compare_dicts(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``d1 == d2`` of two traced dicts, as ``dict_richcompare``: the same keys (hash and
+    equality of the key model), each pair of values the same object or equal; two
+    ``OrderedDict``s also in the same order. None for other operands (a ``Counter``, a dict
+    subclass with its own ``__eq__``)."""
+    if len(args) != 2 or op not in _EQUALITY:
+        return None
+    a, b = args
+    if not (isinstance(a, DictVariable) and isinstance(b, DictVariable)):
+        return None
+    if not all(issubclass(d.cls, _PLAIN_DICTS) and d.cls.__eq__ in _DICT_EQS for d in (a, b)):
+        return None
+    equal = len(a.items) == len(b.items)
+    ordered = all(issubclass(d.cls, collections.OrderedDict) for d in (a, b))
+    if equal and ordered:
+        equal = list(a.items) == list(b.items)
+    if equal:
+        for key, value in list(a.items.items()):
+            other = b.items.get(key)
+            if other is None or not same_items(tx, value, other):
+                equal = False
+                break
+    return ConstantVariable(equal == (op is operator.eq))
+
+
+_DICT_EQS = (dict.__eq__, collections.OrderedDict.__eq__)
+
+
+def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a.f == b.g`` of two Python functions bound to objects: CPython's ``method_richcompare``,
+    the same object (``is``) and the same function."""
+    if len(args) != 2 or op not in _EQUALITY or not all(map(_bound_method, args)):
+        return None
+    a, b = args
+    same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
+    return ConstantVariable(same == (op is operator.eq))
+
+
+def rich_equality(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a == b`` / ``a != b`` with an object of a Python class (whose ``__eq__``/``__ne__`` are
+    Python functions or ``object``'s) or a bound method, as CPython's ``do_richcompare``: a
+    subclass's method first, then the left operand's, then the right's reflected one, each
+    skipped when it gives NotImplemented; when all do, identity decides. ``object.__ne__``
+    inverts ``__eq__``; ``object.__eq__`` is identity or NotImplemented; a builtin value's
+    method, or a bound method's, gives NotImplemented for an object of another class. None for
+    other operands (two bound methods: ``compare_methods``)."""
+    if len(args) != 2 or op not in _EQUALITY:
+        return None
+    a, b = args
+    compared = [_python_compared(v) or _bound_method(v) for v in args]
+    if not any(compared) or all(map(_bound_method, args)):
+        return None
+    pairs = zip(compared, args, (b, a), strict=True)
+    if not all(known or _builtin_value(v, other) for known, v, other in pairs):
+        return None
+    name = "__eq__" if op is operator.eq else "__ne__"
+    type_a, type_b = a.python_type(), b.python_type()
+    order = [(a, b), (b, a)]
+    if type_b is not type_a and issubclass(type_b, type_a):
+        order.reverse()
+    for first, other in order:
+        result = _rich_method(tx, first, other, name)
+        if result is not None:
+            return result
+    return ConstantVariable(is_same(tx, a, b) == (op is operator.eq))
+
+
+def _python_compared(vt: VariableTracker) -> bool:
+    """A user object whose ``__eq__`` and ``__ne__`` are Python functions or ``object``'s."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return False
+    methods = [inspect.getattr_static(type(vt.value), n, None) for n in ("__eq__", "__ne__")]
+    plain = (object.__eq__, object.__ne__)
+    return all(isinstance(m, types.FunctionType) or m in plain for m in methods)
+
+
+def _builtin_value(vt: VariableTracker, other: VariableTracker) -> bool:
+    """A value of a builtin type whose ``==`` gives NotImplemented for ``other``'s class."""
+    if isinstance(vt, TensorVariable) or isinstance(other, TensorVariable):
+        return False
+    try:
+        cls, other_cls = vt.python_type(), other.python_type()
+    except Unsupported:
+        return False
+    return (
+        cls.__module__ == "builtins"
+        and not issubclass(other_cls, cls)
+        and (
+            vt.is_python_constant()
+            or isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable))
+        )
+    )
+
+
+def _rich_method(
+    tx: Translator, vt: VariableTracker, other: VariableTracker, name: str
+) -> VariableTracker | None:
+    """``vt.<name>(other)``, None where it gives NotImplemented."""
+    if not isinstance(vt, UserObjectVariable):
+        return None  # a builtin value's method, for another class
+    method = inspect.getattr_static(type(vt.value), name)
+    if name == "__ne__" and method is object.__ne__:
+        result = _rich_method(tx, vt, other, "__eq__")
+        return None if result is None else ConstantVariable(not truth(tx, result))
+    if method is object.__eq__:
+        return ConstantVariable(True) if is_same(tx, vt, other) else None
+    result = vt.call_method(tx, name, [other], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
+
+
+def _bound_method(vt: VariableTracker) -> bool:
+    return isinstance(vt, UserFunctionVariable) and vt.self_vt is not None
+
+
+def contains(tx: Translator, container: VariableTracker, item: VariableTracker) -> bool:
+    """``item in container``, answered at trace time (a jump may need it)."""
+    if isinstance(container, containers.DictViewVariable):
+        return containers.contains(tx, container, item)
+    if isinstance(container, SetVariable):
+        return lookup_key(item) in container.items
+    if isinstance(container, DictVariable):
+        return hash_key(item) in container.items
+    if isinstance(container, BaseSequenceVariable):
+        for element in container.items:  # ``element is item or element == item``, in order
+            if element is item:
+                return True
+            if isinstance(element, TensorVariable) or isinstance(item, TensorVariable):
+                raise Unsupported("data_dependent", "`in` on tensors compares their values")
+            if same_items(tx, element, item):
+                return True
+        return False
+    if container.is_python_constant() and item.is_python_constant():
+        # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
+        # is the user's
+        return tx.fold_call(operator.contains, [container, item], {}).as_python_constant()
+    if (
+        isinstance(container, UserObjectVariable)
+        and not isinstance(container, NNModuleVariable)
+        and (
+            isinstance(
+                contains_fn := inspect.getattr_static(type(container.value), "__contains__", None),
+                types.FunctionType,
+            )
+            or contains_fn is dict.__contains__
+        )
+    ):  # a Python ``__contains__`` (``Mapping``'s), inlined, or ``dict``'s (``DictReadVariable``)
+        return truth(tx, container.call_method(tx, "__contains__", [item], {}))
+    if (
+        isinstance(container, NNModuleVariable)
+        and type(container.value).__contains__ is torch.nn.ModuleDict.__contains__
+    ):  # ``key in self._modules``, whose keys are guarded
+        return contains(tx, container.children_dict(tx), item)
+    raise Unsupported("contains", f"`in` on {container}")
+
+
+# Operators: one declaration per ``operator`` function, and the rules that trace it.
+#
+# ``OPERATORS`` declares each operator once: the method a user object's class defines for it
+# (``__add__``, inlined when the object is on the left), its reflected form (``__radd__``, asked of
+# a user object on the right), and for a binary operator its in-place form (``operator.iadd``, an
+# entry of its own that falls back to the binary operator). ``@operator_rule(op, ...)`` registers a
+# rule for operators; ``call_operator`` tries an operator's rules in the order this file registers
+# them, and the first that gives a value answers: a rule gives None where the operands are not its
+# kind, and raises ``Unsupported`` where they are but the operation cannot be traced. When no rule
+# answers, the operator breaks the graph.
+#
+# The opcode handlers (``opcodes/arith.py``) and the ``operator.*`` functions called directly
+# (``builtin_calls``) both come here. ``bool()``, ``is`` and ``in`` are answered in ``truth.py``.
+
+#: ``rule(tx, op, args)``: the result, or None where the operands are not the rule's kind.
+Rule = Callable[..., "VariableTracker | None"]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An ``operator`` function as the tracer knows it."""
+
+    fn: Callable[..., Any]
+    #: "binary", "inplace", "comparison", "unary", "subscript", or "call" (only called directly:
+    #: ``operator.truth(x)``, ``operator.setitem(d, k, v)``)
+    kind: str
+    dunder: str | None = None  #: the method inlined on a user object on the left
+    reflected: str | None = None  #: the method inlined on a user object on the right
+    binary: Callable[..., Any] | None = None  #: an in-place operator's binary form
+    rules: list[Rule] = field(default_factory=list, compare=False)
+
+
+OPERATORS: dict[Callable[..., Any], Operator] = {}
+
+
+def _declare(fn: Callable[..., Any], kind: str, dunder: str | None = None, **facts: Any) -> None:
+    assert fn not in OPERATORS, f"operator.{fn.__name__} declared twice"
+    OPERATORS[fn] = Operator(fn, kind, dunder, **facts)
+
+
+def _binary(fn: Callable[..., Any], dunder: str | None, reflected: str, inplace: Any) -> None:
+    _declare(fn, "binary", dunder, reflected=reflected)
+    _declare(inplace, "inplace", "__i" + reflected.removeprefix("__r"), binary=fn)  # ``__iadd__``
+
+
+# NOTE: ``<<``, ``>>``, ``~`` and ``abs()`` inline no method of a user object on the left (a
+# graph break; ``<<`` and ``>>`` inline the reflected one), and comparisons no reflected form
+# (CPython asks the right operand for the swapped comparison).
+# In-place methods (``__iadd__``) are inlined only where a user class defines them in Python.
+_binary(operator.add, "__add__", "__radd__", operator.iadd)
+_binary(operator.sub, "__sub__", "__rsub__", operator.isub)
+_binary(operator.mul, "__mul__", "__rmul__", operator.imul)
+_binary(operator.truediv, "__truediv__", "__rtruediv__", operator.itruediv)
+_binary(operator.floordiv, "__floordiv__", "__rfloordiv__", operator.ifloordiv)
+_binary(operator.mod, "__mod__", "__rmod__", operator.imod)
+_binary(operator.pow, "__pow__", "__rpow__", operator.ipow)
+_binary(operator.matmul, "__matmul__", "__rmatmul__", operator.imatmul)
+_binary(operator.and_, "__and__", "__rand__", operator.iand)
+_binary(operator.or_, "__or__", "__ror__", operator.ior)
+_binary(operator.xor, "__xor__", "__rxor__", operator.ixor)
+_binary(operator.lshift, None, "__rlshift__", operator.ilshift)
+_binary(operator.rshift, None, "__rrshift__", operator.irshift)
+_declare(operator.lt, "comparison", "__lt__")
+_declare(operator.le, "comparison", "__le__")
+_declare(operator.gt, "comparison", "__gt__")
+_declare(operator.ge, "comparison", "__ge__")
+_declare(operator.eq, "comparison", "__eq__")
+_declare(operator.ne, "comparison", "__ne__")
+_declare(operator.neg, "unary", "__neg__")
+_declare(operator.pos, "unary", "__pos__")
+_declare(operator.invert, "unary")
+_declare(operator.abs, "unary")
+_declare(operator.not_, "unary")
+_declare(operator.getitem, "subscript", "__getitem__")
+_declare(operator.truth, "call")
+_declare(operator.contains, "call")
+_declare(operator.is_, "call")
+_declare(operator.is_not, "call")
+_declare(operator.setitem, "call")
+_declare(operator.concat, "call")
+_declare(operator.iconcat, "call")
+
+
+def _of(*kinds: str) -> tuple[Callable[..., Any], ...]:
+    return tuple(op for op, declared in OPERATORS.items() if declared.kind in kinds)
+
+
+BINARY, INPLACE, COMPARISONS = _of("binary"), _of("inplace"), _of("comparison")
+#: The operators of the operator syntax (``a + b``, ``a += b``, ``a < b``, ``-a``, ``a[k]``).
+SYNTAX = _of("binary", "inplace", "comparison", "unary", "subscript")
+#: ``not`` has its own rule (its operand's truth value): these operate on the operands' values.
+_BY_VALUE = tuple(op for op in SYNTAX if op is not operator.not_)
+
+
+def operator_rule(*ops: Callable[..., Any]) -> Callable[[Rule], Rule]:
+    """Register ``rule`` for each of ``ops`` (declared above), after their rules so far."""
+
+    def register(rule: Rule) -> Rule:
+        for op in ops:
+            rules = OPERATORS[op].rules
+            assert rule not in rules, f"{rule.__name__} registered twice for {op.__name__}"
+            rules.append(rule)
+        return rule
+
+    return register
+
+
+def call_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``op(*args)`` for an operator declared in ``OPERATORS``: the first of its rules that
+    answers."""
+    for rule in OPERATORS[op].rules:
+        result = rule(tx, op, args)
+        if result is not None:
+            return result
+    raise Unsupported("operator", f"{op.__name__} on {', '.join(map(repr, args))}")
+
+
+# -- the rules, in the order they are tried --------------------------------------------------------
+@operator_rule(*_BY_VALUE)
+def symbolic_numbers(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """A symbolic number with numbers or tensors: a graph node (the number stays symbolic)."""
+    if not any(isinstance(a, SymNodeVariable) for a in args) or not all(
+        isinstance(a, (SymNodeVariable, ConstantVariable, TensorVariable)) for a in args
+    ):
+        return None
+    if not isinstance(args[0], TensorVariable):
+        # numbers are immutable: ``j += n`` is ``j + n`` (an ``iadd`` node would be generated as
+        # ``add += ...``, rebinding the variable every later use of ``add`` reads)
+        op = OPERATORS[op].binary or op
+        _check_arithmetic_error(op, args)
+    return tx.output.call_function(op, tuple(args), {})
+
+
+_ORDERING = ("__lt__", "__le__", "__gt__", "__ge__")
+
+
+@operator_rule(
+    *BINARY,
+    *INPLACE,
+    *(op for op in COMPARISONS if op not in (operator.eq, operator.ne)),
+    *(op for op in _of("unary") if op is not operator.not_),
+)
+def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """An object whose class implements none of the methods the operator could call (a bound
+    method implements none), with builtin values or such objects (``Plain() | 7``, ``Point(1, 2)
+    < 3``, ``x |= Plain()``, ``-Plain()``, ``{0} - obj.method``): CPython's TypeError, in the
+    trace."""
+    if not any(plain_operand(a) for a in args):
+        return None
+    declared = OPERATORS[op]
+    binary = OPERATORS[declared.binary] if declared.binary else declared
+    methods = {declared.dunder, binary.dunder, binary.reflected, "__index__"} - {None}
+    if declared.kind == "unary":
+        methods.add(f"__{op.__name__}__")  # ``__abs__``, ``__invert__``
+    if declared.kind == "comparison":
+        methods.update(_ORDERING)
+    error = unsupported_operands(op, args, methods)
+    if error is not None:
+        raise PythonError(error)
+    return None
+
+
+@operator_rule(*BINARY, *INPLACE, *COMPARISONS)
+def refused_by_tensor(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """A tensor with an operand its methods do not take (``[x] < t``, ``obj == t``, ``t | {}``):
+    the tensor's method, and its reflected one, give NotImplemented, so CPython asks the other
+    operand and, where that declines too, answers ``==`` by identity and raises its TypeError
+    otherwise. Computed on stand-ins (``tensor_operands_outcome``)."""
+    result = tensor_operands_outcome(op, args)
+    if isinstance(result, Exception):
+        raise PythonError(result)
+    return None if result is _UNKNOWN else ConstantVariable(result)
+
+
+operator_rule(operator.eq, operator.ne)(compare_ids)  # ``id(a) == id(b)``: ``a is b``
+operator_rule(*BINARY, *INPLACE, *COMPARISONS)(containers.set_operator)  # a set or a dict view
+operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
+
+
+@operator_rule(operator.or_, operator.ior)
+def dict_union(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``d | other`` and ``d |= other``."""
+    if isinstance(args[0], DictVariable):
+        return containers.dict_or(tx, op, args[0], args[1])
+    return None
+
+
+@operator_rule(*_BY_VALUE)
+def tensor_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """An operator on a tensor: a graph node."""
+    if not any(isinstance(a, TensorVariable) for a in args):
+        return None
+    if op is operator.getitem:
+        return getitem_tensor(tx, args[0], args[1])
+    return tx.output.call_function(op, tuple(args), {})
+
+
+@operator_rule(*SYNTAX)
+def constants(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """Constant operands: folded (comparisons never mutate: on constant containers too)."""
+    if (
+        all(a.is_python_constant() for a in args)
+        and (op in COMPARISONS or not _mutable(args))
+        and not any(is_symbolic(a) for a in args)
+    ):
+        return tx.fold_call(op, args, {})  # ``(t, t)[0] is t``: the object given back
+    return None
+
+
+@operator_rule(operator.getitem)
+def subscript(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return getitem(tx, args[0], args[1])
+
+
+@operator_rule(*INPLACE)
+def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``a += b``: a list extended or repeated in place, a user object's Python ``__iadd__``
+    inlined (it changes the object; unless it gives NotImplemented), anything else
+    ``a = a + b``."""
+    if isinstance(args[0], ListVariable) and op is operator.iadd:
+        return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
+    if isinstance(args[0], ListVariable) and op is operator.imul:
+        if args[1].is_python_constant():  # CPython's TypeError for a count that is no int
+            _fold(tx, operator.imul, [[], args[1].as_python_constant()])
+        return call_container_method(tx, args[0], "__imul__", [args[1]], {})
+    if _python_method(args[0], OPERATORS[op].dunder):
+        result = args[0].call_method(tx, OPERATORS[op].dunder, args[1:], {})
+        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            return result
+    return call_operator(tx, OPERATORS[op].binary, args)
+
+
+@operator_rule(operator.not_)
+def not_(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``not value``: its truth value, inverted (a tensor's would need its data)."""
+    if any(isinstance(a, TensorVariable) for a in args):
+        raise Unsupported(
+            "data_dependent",
+            "`not` on a tensor needs its value",
+            hint="use torch.logical_not or keep the condition a tensor",
+        )
+    return ConstantVariable(not truth(tx, args[0]))
+
+
+@operator_rule(operator.add, operator.mul)
+def sequences(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``+`` and ``*`` of a list or tuple; with a user object defining the operator's methods,
+    those are asked (``user_methods``: CPython tries them before the sequence's own)."""
+    if not any(isinstance(a, BaseSequenceVariable) for a in args):
+        return None
+    methods = (OPERATORS[op].dunder, OPERATORS[op].reflected)
+    if any(
+        isinstance(a, UserObjectVariable) and any(_defines(type(a.value), m) for m in methods)
+        for a in args
+    ):
+        return None
+    return _sequence_op(tx, op, args)
+
+
+@operator_rule(*COMPARISONS)
+def compare_sequence_operands(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Two tuples or two lists, compared item by item."""
+    if len(args) == 2:
+        return compare_sequences(tx, op, args[0], args[1])
+    return None
+
+
+operator_rule(*COMPARISONS)(compare_sequences_as_cpython)  # items compared identity first
+operator_rule(operator.eq, operator.ne)(compare_dicts)
+operator_rule(operator.eq, operator.ne)(rich_equality)
+operator_rule(operator.eq, operator.ne)(compare_methods)
+
+
+@operator_rule(operator.eq, operator.ne)
+def same_object(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a == b`` of non-constants known to be the same object, or known not to be where neither
+    class compares by value (a list, a set, a tensor do: two of them may be equal)."""
+    if len(args) != 2 or _comparable(args):
+        return None
+    by_value = any(_compares_by_value(a) for a in args)
+    if (by_value and args[0] is not args[1]) or isinstance(args[0], UserObjectVariable):
+        return None
+    same = is_same(tx, args[0], args[1])
+    return ConstantVariable(same if op is operator.eq else not same)
+
+
+@operator_rule(operator.eq, operator.ne)
+def identity_equality(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    if len(args) == 2 and _identity_equality(args):
+        same = is_same(tx, args[0], args[1])
+        return ConstantVariable(same if op is operator.eq else not same)
+    return None
+
+
+@operator_rule(operator.eq, operator.ne)
+def derived_equality(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    return _derived_equality(tx, op, args[0], args[1]) if len(args) == 2 else None
+
+
+@operator_rule(operator.eq, operator.ne)
+def namespaces(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``types.SimpleNamespace`` objects: equal when their attribute dicts are; with anything
+    else CPython's comparison gives NotImplemented both ways, so only identity counts."""
+    if len(args) != 2:
+        return None
+    dicts = [objects.namespace_dict(tx, a) for a in args]
+    if all(d is not None for d in dicts):
+        return call_operator(tx, op, dicts)
+    if any(d is not None for d in dicts) and any(
+        isinstance(a, ConstantVariable) and type(a.value) in _BUILTIN_VALUES for a in args
+    ):
+        return ConstantVariable(op is operator.ne)
+    return None
+
+
+@operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))
+def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """A user object's ``__add__`` (left operand) or ``__radd__`` (right operand), inlined."""
+    return _user_dunder(tx, op, args)
+
+
+@operator_rule(operator.truth)
+def truth_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(truth(tx, *args))
+
+
+@operator_rule(operator.contains)
+def contains_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(contains(tx, *args))
+
+
+@operator_rule(operator.is_, operator.is_not)
+def is_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    return ConstantVariable(is_same(tx, *args) == (op is operator.is_))
+
+
+operator_rule(operator.concat, operator.iconcat)(constants)  # strings, bytes, tuples of constants
+
+
+@operator_rule(operator.concat, operator.iconcat)
+def concat(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``operator.concat(a, b)`` and ``operator.iconcat(a, b)`` (CPython's ``PySequence_Concat``
+    / ``PySequence_InPlaceConcat``: a list's or tuple's own concatenation, which asks ``b``
+    nothing): a list extended in place by any iterable, two lists or two tuples joined; with an
+    operand that cannot take part, CPython's TypeError."""
+    sequences = (ListVariable, TupleVariable)
+    if len(args) != 2:
+        return None
+    seq, other = args
+    kind = seq.python_type() if isinstance(seq, sequences) else None
+    if op is operator.iconcat and kind is list:
+        return call_container_method(tx, seq, "extend", [other], {}) and seq
+    if kind in (list, tuple) and isinstance(other, sequences) and other.python_type() is kind:
+        return _sequence_op(tx, operator.add, args)
+    error = _sequence_error(tx, op, args)
+    if error is not None:
+        raise PythonError(error)
+    return None
+
+
+@operator_rule(operator.setitem)
+def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    setitem(tx, *args)
+    return ConstantVariable(None)
+
+
+@operator_rule(*(op for op in BINARY if op is not operator.mod))
+def builtin_type_error(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """Builtin values no rule above combines (``frozenset({0}) & {'a': 1}``, ``{} | [x]``,
+    ``(x,) @ 2``): CPython's TypeError, from the operator run on stand-ins (``_stand_in``: an
+    empty container of each container's type, each constant itself). ``%`` is left out: a
+    string's formatting fails or not on the items."""
+    if not all(
+        isinstance(a, (ListVariable, TupleVariable, DictVariable, SetVariable))
+        or (a.is_python_constant() and type(a.as_python_constant()).__module__ == "builtins")
+        for a in args
+    ):
+        return None
+    values = [_stand_in(a, ()) for a in args]
+    if any(v is _UNKNOWN for v in values):
+        return None
+    try:
+        op(*values)
+    except TypeError as e:
+        raise PythonError(e) from None
+    return None
+
+
+assert all(declared.rules for declared in OPERATORS.values()), "an operator without rules"
+
+
+# -- helpers of the rules --------------------------------------------------------------------------
+_BUILTIN_VALUES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _python_method(vt: VariableTracker, name: str) -> bool:
+    """A user object (not a module) whose class defines ``name`` in Python."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return False
+    return isinstance(inspect.getattr_static(type(vt.value), name, None), types.FunctionType)
+
+
+def _python_eq(vt: VariableTracker) -> bool:
+    """A user object whose class defines ``__eq__`` in Python but keeps ``object.__ne__``."""
+    if not isinstance(vt, UserObjectVariable):
+        return False
+    cls = type(vt.value)
+    return isinstance(inspect.getattr_static(cls, "__eq__"), types.FunctionType) and (
+        cls.__ne__ is object.__ne__
+    )
+
+
+def _derived_equality(
+    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
+) -> VariableTracker | None:
+    """``a != b`` where ``a``'s class defines only ``__eq__`` (``object.__ne__`` inverts it), and
+    ``a == b`` / ``a != b`` where only ``b``'s class defines ``__eq__`` (``a``'s ``object.__eq__``
+    gives NotImplemented, so CPython asks ``b``): None where the rules do not apply."""
+    if _python_eq(a) and op is operator.ne:
+        first, other = a, b
+        if _python_eq(b) and type(b.value) is not type(a.value):
+            if issubclass(type(b.value), type(a.value)):  # CPython asks the subclass first
+                first, other = b, a
+        result = first.call_method(tx, "__eq__", [other], {})
+    elif _identity_equality([a, a]) and _python_eq(b):
+        if is_same(tx, a, b):
+            return ConstantVariable(op is operator.eq)
+        result = b.call_method(tx, "__eq__", [a], {})
+    else:
+        return None
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    if op is operator.eq:
+        return result
+    return ConstantVariable(not truth(tx, result))
+
+
+def _identity_equality(args: list[VariableTracker]) -> bool:
+    """``a == b`` / ``a != b`` that CPython answers with ``a is b``: an object whose class keeps
+    ``object.__eq__``/``__ne__`` (a wrapper descriptor: ``MyCls() == None``), compared with such an
+    object or a builtin value (whose ``__eq__`` gives NotImplemented for other types)."""
+
+    def plain_object(vt: VariableTracker) -> bool:
+        if not isinstance(vt, UserObjectVariable):
+            return False
+        cls = type(vt.value)
+        return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
+
+    def plain(vt: VariableTracker) -> bool:
+        return plain_object(vt) or (
+            isinstance(vt, ConstantVariable) and type(vt.value) in _BUILTIN_VALUES
+        )
+
+    return any(plain_object(a) for a in args) and all(plain(a) for a in args)
+
+
+def _compares_by_value(vt: VariableTracker) -> bool:
+    """Whether ``vt``'s class has an ``==`` of its own (two distinct objects may be equal)."""
+    try:
+        vt.python_type()
+    except Unsupported:
+        return False
+    return not identity_compared(vt)
+
+
+def is_symbolic(vt: VariableTracker) -> bool:
+    """Does ``vt`` hold a symbolic value (folding it would specialise it)?"""
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(is_symbolic(i) for i in vt.items)
+
+
+def _comparable(args: list[VariableTracker]) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+_DIVISIONS = frozenset({operator.truediv, operator.floordiv, operator.mod})
+
+
+def _check_arithmetic_error(op: Any, args: list[VariableTracker]) -> None:
+    """Symbolic numbers are computed inside the graph, after which the trace's side effects are
+    replayed: a ``ZeroDivisionError`` raised there would skip the mutations that, in Python,
+    happened before it. So decide at trace time (guarded: ``Ne(s0 - 5, 0)``) whether the operation
+    raises, and when it does, run it in Python (a graph break) like the same error on constants."""
+    if len(args) != 2 or isinstance(args[1], TensorVariable):
+        return
+    lhs, rhs = (a.value if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args)
+    if op in _DIVISIONS:
+        raises = bool(rhs == 0)
+    elif op is operator.pow:
+        raises = bool(rhs < 0) and bool(lhs == 0)
+    else:
+        return
+    if raises:
+        raise Unsupported("python_error", f"{op.__name__} raises ZeroDivisionError here")
+
+
+def _mutable(args: list[VariableTracker]) -> bool:
+    return any(isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args)
+
+
+def _fold(tx: Translator, op: Any, values: list[Any]) -> VariableTracker:
+    try:
+        result = op(*values)
+    except Exception as e:
+        raise PythonError(e) from None
+    return tx.fold(result)
+
+
+def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
+    """``+`` and ``*`` of lists and tuples (a namedtuple gives a plain tuple, a Size a Size)."""
+    lhs, rhs = args
+    if op is operator.mul and isinstance(rhs, BaseSequenceVariable):
+        lhs, rhs = rhs, lhs  # 3 * [x]
+    if op is operator.add and (
+        (isinstance(lhs, ListVariable) and isinstance(rhs, ListVariable))
+        or (isinstance(lhs, TupleVariable) and isinstance(rhs, TupleVariable))
+    ):
+        if _exact_tuple(lhs) and _exact_tuple(rhs) and not (lhs.items and rhs.items):
+            return rhs if not lhs.items else lhs  # CPython gives back the other tuple itself
+        items = [*lhs.items, *rhs.items]
+    elif (
+        op is operator.mul
+        and rhs.is_python_constant()
+        and type(rhs.as_python_constant()) in (int, bool)
+    ):
+        if _exact_tuple(lhs) and (rhs.as_python_constant() == 1 or not lhs.items):
+            return lhs  # CPython gives back the tuple itself
+        items = list(lhs.items) * rhs.as_python_constant()
+    else:
+        error = _sequence_error(tx, op, args)
+        if error is not None:
+            raise PythonError(error)
+        raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
+    if isinstance(lhs, ListVariable):
+        return ListVariable(items)
+    return TupleVariable(items, is_size=lhs.is_size)
+
+
+#: The methods that decide whether an operand takes part, beyond the operator's own: ``*`` takes
+#: an integer (``__index__``), ``operator.concat`` a sequence (``__getitem__``).
+_SEQUENCE_METHODS = {
+    operator.add: ("__add__", "__radd__"),
+    operator.mul: ("__mul__", "__rmul__", "__index__"),
+    operator.concat: ("__add__", "__radd__", "__getitem__"),
+    operator.iconcat: ("__add__", "__radd__", "__iadd__", "__getitem__"),
+}
+
+
+def _sequence_error(tx: Translator, op: Any, args: list[VariableTracker]) -> Exception | None:
+    """CPython's TypeError for ``+``, ``*`` or ``operator.concat`` of a list or tuple with an
+    operand that cannot take part (``[x] + 1``, ``[x] * 1.5``, ``len * (x,)``,
+    ``operator.concat(7, [x])``), or None where that is not known. The error depends only on the
+    operands' types: CPython's own, from the operator run on stand-ins (``_stand_in``)."""
+    values = [_stand_in(vt, _SEQUENCE_METHODS[op]) for vt in args]
+    if any(v is _UNKNOWN for v in values):
+        return None
+    try:
+        op(*values)
+    except TypeError as e:
+        return e
+    return None
+
+
+_UNKNOWN = object()
+
+
+def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
+    """What ``vt`` is for an operation whose outcome depends only on its type: an empty builtin
+    container of its type, its value where it is an immutable constant, else an instance of an
+    empty class of the same C name where its type defines none of ``methods``; ``_UNKNOWN``
+    otherwise (a tensor, a symbolic number, a class defining one of them)."""
+    builtin_types = (ListVariable, TupleVariable, DictVariable, SetVariable)
+    if isinstance(vt, builtin_types) and vt.python_type() in (list, tuple, dict, set, frozenset):
+        return vt.python_type()()
+    if vt.is_python_constant() and not _mutable([vt]) and not is_symbolic(vt):
+        value = vt.as_python_constant()
+        if not any(_python_defined(type(value), m) for m in methods):
+            return value  # what the operator calls on it is C code: no user code runs
+    try:
+        cls = vt.python_type()
+    except Unsupported:
+        return _UNKNOWN
+    if isinstance(vt, (TensorVariable, SymNodeVariable)) or any(_defines(cls, m) for m in methods):
+        return _UNKNOWN
+    return type(containers.c_name(cls), (), {})()
+
+
+#: What makes torch's argument parsing take an object where a tensor method expects a tensor or a
+#: number (or makes the result depend on the tensor's value: ``__index__`` in ``[x] * t``).
+_TENSOR_PROTOCOLS = frozenset(
+    {
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__index__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__array__",
+        "__array_ufunc__",
+        "__array_function__",
+    }
+)
+
+
+def _declines(self: Any, other: Any) -> Any:
+    return NotImplemented
+
+
+@functools.cache
+def _tensor_stand_in_class(name: str) -> type:
+    """A class named as a tensor's whose operator methods all give NotImplemented, as a tensor's
+    do for an operand they do not take (it has no ``__divmod__``, as a tensor has none)."""
+    names = {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"}
+    for declared in OPERATORS.values():
+        if declared.kind in ("binary", "inplace"):
+            names.update(n for n in (declared.dunder, declared.reflected) if n)
+    return type(name, (), {**dict.fromkeys(names, _declines), "__hash__": object.__hash__})
+
+
+def _tensor_stand_in(tensor: VariableTracker) -> Any:
+    return _tensor_stand_in_class(tensor.python_type().__name__)()
+
+
+def _plain_tensor(vt: VariableTracker) -> bool:
+    return isinstance(vt, TensorVariable) and vt.python_type() in (torch.Tensor, torch.nn.Parameter)
+
+
+def _refused_stand_in(vt: VariableTracker, methods: set[str], numbers: bool) -> Any:
+    """What an operand a tensor's methods do not take stands for in ``tensor_operands_outcome``
+    (``_UNKNOWN`` where the tensor may take it, or its own methods could run Python code): a
+    builtin value other than a number (a container: an empty one of its type, whose methods give
+    NotImplemented for a tensor whatever it holds), an object of Python classes defining none of
+    ``methods`` nor a protocol torch reads (an instance of an empty class of its name), a bound
+    method. A number too where the tensor has no method for the operator (not ``numbers``)."""
+    if isinstance(vt, TensorVariable | SymNodeVariable) or is_symbolic(vt):
+        return _UNKNOWN
+    if isinstance(vt, UserObjectVariable) and not isinstance(vt, NNModuleVariable):
+        cls = vt.python_type()
+        names = methods | _TENSOR_PROTOCOLS
+        if all(
+            base is object or (type(base) is type and not names & vars(base).keys())
+            for base in cls.__mro__
+        ):
+            return type(cls.__name__, (), {})()
+        return _UNKNOWN
+    if is_bound_method(vt):
+        return _METHOD_STAND_IN
+    builtin_types = (ListVariable, TupleVariable, DictVariable, SetVariable)
+    if isinstance(vt, builtin_types) and vt.python_type() in (list, tuple, dict, set, frozenset):
+        return vt.python_type()()
+    if vt.is_python_constant():
+        value = vt.as_python_constant()
+        cls = type(value)
+        if cls.__module__ == "builtins" and not (numbers and cls in (bool, int, float, complex)):
+            return value
+    return _UNKNOWN
+
+
+def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
+    """``op(a, b)`` (a binary operator, a comparison or ``divmod``) of a plain tensor and an operand
+    its methods do not take: the outcome CPython gives, the same whatever the tensor holds (the
+    TypeError it raises, or ``==``'s identity answer), or ``_UNKNOWN``. Run on stand-ins: the
+    tensor an object whose methods all decline; a sequence repeated (``*``, which reads the
+    tensor's ``__index__``) and a string formatted with ``%`` (which reads it as a mapping) are
+    left out."""
+    n_tensors = sum(map(_plain_tensor, args)) if len(args) == 2 else 0
+    if op is divmod and n_tensors == 2:  # a tensor has neither ``__divmod__`` nor ``__rdivmod__``
+        return error_of(divmod, *(_tensor_stand_in(a) for a in args))
+    if n_tensors != 1:
+        return _UNKNOWN
+    tensor, other = args if _plain_tensor(args[0]) else args[::-1]
+    declared = OPERATORS.get(op)
+    binary = OPERATORS[declared.binary] if declared and declared.binary else declared
+    if declared is None:
+        methods = {f"__{op.__name__}__", f"__r{op.__name__}__"}
+    else:
+        methods = {declared.dunder, binary.dunder, binary.reflected} - {None}
+        if declared.kind == "comparison":
+            methods.update(_ORDERING, ("__eq__", "__ne__"))
+    value = _refused_stand_in(other, methods, numbers=op is not divmod)
+    if value is _UNKNOWN:
+        return _UNKNOWN
+    if declared is not None and declared.binary and args[0] is other:
+        if _defines(type(value), declared.dunder):
+            return _UNKNOWN  # ``xs += t`` extends the list by the tensor's items
+    base = binary.fn if binary else op
+    if (base is operator.mul and isinstance(value, (list, tuple, str, bytes))) or (
+        base is operator.mod and isinstance(value, (str, bytes))
+    ):
+        return _UNKNOWN
+    stand_in = _tensor_stand_in(tensor)
+    values = [stand_in, value] if args[0] is tensor else [value, stand_in]
+    try:
+        result = op(*values)
+    except TypeError as e:
+        return e
+    return result if type(result) is bool else _UNKNOWN
+
+
+def _python_defined(cls: type, name: str) -> bool:
+    """Whether ``cls`` finds ``name`` in a class written in Python (not a C type's slot)."""
+    found = next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
+    return found is not None and not isinstance(found, _C_METHODS)
+
+
+_C_METHODS = (types.WrapperDescriptorType, types.MethodDescriptorType, types.BuiltinFunctionType)
+
+
+def _exact_tuple(vt: VariableTracker) -> bool:
+    return isinstance(vt, TupleVariable) and vt.python_type() is tuple
+
+
+def _defines(cls: type, name: str) -> bool:
+    """Whether ``cls`` or a base defines ``name``, as CPython looks an operator's method up (not
+    ``hasattr(cls, name)``, which also finds the metaclass's: ``type.__or__`` makes unions)."""
+    return any(name in vars(base) for base in cls.__mro__)
+
+
+def _user_dunder(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    name, reflected = OPERATORS[op].dunder, OPERATORS[op].reflected
+    if name and isinstance(args[0], UserObjectVariable) and _defines(type(args[0].value), name):
+        return args[0].call_method(tx, name, args[1:], {})
+    if (
+        reflected
+        and len(args) == 2
+        and isinstance(args[1], UserObjectVariable)
+        and _defines(type(args[1].value), reflected)
+    ):
+        return args[1].call_method(tx, reflected, [args[0]], {})
+    return None
+
+
+def index_for_tensor(
+    tx: Translator, tensor: TensorVariable, key: VariableTracker
+) -> VariableTracker:
+    """``key`` as a graph argument indexing ``tensor``: tensor bounds become unbacked symbolic ints,
+    unbacked bounds are clamped as CPython would. Keys with nothing symbolic are returned as they
+    are (torch checks them)."""
+    items = list(key.items) if isinstance(key, TupleVariable) else [key]
+    if not any(isinstance(i, SliceVariable) for i in items):
+        return key
+    dims = _dims_of(items, tensor.example.dim())  # a slice's dimension is never None
+    rewritten = [
+        _clamped_slice(tx, item, tensor, dim) if isinstance(item, SliceVariable) else item
+        for item, dim in zip(items, dims, strict=True)
+    ]
+    return TupleVariable(rewritten) if isinstance(key, TupleVariable) else rewritten[0]
+
+
+def _dims_of(items: list[VariableTracker], ndim: int) -> list[int | None]:
+    """For each index item, the dimension of the tensor it applies to (None: not a slice's)."""
+    consuming = [
+        not (i.is_python_constant() and i.as_python_constant() in (None, Ellipsis)) for i in items
+    ]
+    if any(isinstance(i, TensorVariable) for i in items):
+        raise Unsupported("slice", "symbolic slice bounds mixed with advanced (tensor) indexing")
+    dims, dim = [], 0
+    for item, consumes in zip(items, consuming, strict=True):
+        if item.is_python_constant() and item.as_python_constant() is Ellipsis:
+            dim += ndim - sum(consuming)
+        dims.append(dim if isinstance(item, SliceVariable) else None)
+        dim += consumes
+    return dims
+
+
+def _clamped_slice(
+    tx: Translator, item: SliceVariable, tensor: TensorVariable, dim: int
+) -> SliceVariable:
+    step = item.step
+    if not step.is_python_constant() or (step.as_python_constant() or 1) <= 0:
+        raise Unsupported("slice", "a tensor slice needs a constant positive step")
+    start, stop = (_bound(tx, part, tensor, dim) for part in (item.start, item.stop))
+    return SliceVariable(start, stop, step)
+
+
+def _bound(tx: Translator, part: VariableTracker, tensor: TensorVariable, dim: int):
+    """``part`` as a slice bound of ``tensor``'s dimension ``dim``: unbacked ones clamped."""
+    if isinstance(part, TensorVariable):
+        part = to_scalar(tx, part, "__index__")
+    if not isinstance(part, SymNodeVariable) or not unbacked_symbols(part.value):
+        return part
+    size = tensor.example.size(dim)
+    out = tx.output
+    n = (
+        ConstantVariable(size)
+        if isinstance(size, int)
+        else out.call_method("size", (tensor, ConstantVariable(dim)), {})
+    )
+    is_negative = out.call_function(operator.lt, (part, ConstantVariable(0)), {})
+    wrapped = out.call_function(operator.add, (part, n), {})
+    normalized = out.call_function(torch.sym_ite, (is_negative, wrapped, part), {})
+    at_most_n = out.call_function(torch.sym_min, (normalized, n), {})
+    return out.call_function(torch.sym_max, (ConstantVariable(0), at_most_n), {})
+
+
+def getitem_tensor(
+    tx: Translator, tensor: VariableTracker, key: VariableTracker
+) -> VariableTracker:
+    if not isinstance(tensor, TensorVariable):
+        if isinstance(tensor, (TupleVariable, ListVariable)) and key.is_python_constant():
+            return getitem(tx, tensor, key)
+        if isinstance(tensor, DictVariable) and not isinstance(tensor, ModelOutputVariable):
+            return call_container_method(tx, tensor, "__getitem__", [key], {})
+        known = _known_index(key)
+        if isinstance(tensor, (TupleVariable, ListVariable)) and known is not None:
+            return getitem(tx, tensor, ConstantVariable(known))
+        user = _user_item_method(tx, "__getitem__", tensor, [key])
+        if user is not None:
+            return user
+        raise Unsupported("index", f"indexing {tensor} with a tensor")
+    key = index_for_tensor(tx, tensor, key)
+    return tx.output.call_function(operator.getitem, (tensor, key), {})
+
+
+def _known_index(key: VariableTracker) -> int | None:
+    """The value ``operator.index`` gives for an integer 0-dim tensor made in the trace from
+    Python numbers (``torch.as_tensor(2)``), which its fake tensor carries (``constant``, kept
+    through the ops fake tensors can fold, dropped by the others); None when it is not known."""
+    fake = getattr(key, "example", None) if isinstance(key, TensorVariable) else None
+    constant = getattr(fake, "constant", None)
+    if constant is None or constant.dim() != 0 or constant.is_floating_point():
+        return None
+    if constant.dtype in (torch.bool, torch.complex64, torch.complex128):
+        return None
+    return operator.index(constant)
+
+
+def _index_stand_in(key: VariableTracker) -> object | None:
+    """What a key that is not a constant stands for where a list or tuple rejects it whatever it
+    holds (``containers.index_stand_in``): a slice, the slice of its bounds' stand-ins
+    (``slice(obj)``: CPython's "slice indices must be integers..."); None where unknown."""
+    if not isinstance(key, SliceVariable):
+        return containers.index_stand_in(key)
+    bounds = []
+    for part in key.parts:
+        if isinstance(part, ConstantVariable):
+            bounds.append(part.value)
+        elif (bound := containers.index_stand_in(part)) is not None:
+            bounds.append(bound)
+        else:
+            return None
+    return slice(*bounds)
+
+
+def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
+    if isinstance(obj, TensorVariable):
+        return getitem_tensor(tx, obj, key)
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        return numpy_arrays.getitem(tx, obj, key)
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        return obj.getitem(tx, key.as_python_constant())
+    if isinstance(obj, DictVariable):  # ``__missing__`` of defaultdict and Counter included
+        return call_container_method(tx, obj, "__getitem__", [key], {})
+    user = _user_item_method(tx, "__getitem__", obj, [key])
+    if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
+        return user
+    if not key.is_python_constant():
+        stand_in = _index_stand_in(key)
+        if isinstance(obj, (TupleVariable, ListVariable)) and stand_in is not None:
+            shadow = [None] * len(obj.items)  # CPython's TypeError, naming the key's type
+            _fold(
+                tx,
+                operator.getitem,
+                [tuple(shadow) if obj.python_type() is tuple else shadow, stand_in],
+            )
+        raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
+    index = key.as_python_constant()
+    if isinstance(obj, (TupleVariable, ListVariable)):
+        try:
+            if isinstance(index, slice):
+                return (
+                    obj.clone(items=obj.items[index], source=None)
+                    if isinstance(obj, ListVariable)
+                    else TupleVariable(obj.items[index], is_size=obj.is_size)
+                )
+            return obj.items[index]
+        except (IndexError, TypeError):
+            # CPython's message names the sequence's type ("tuple index out of range")
+            shadow = [None] * len(obj.items)
+            _fold(
+                tx,
+                operator.getitem,
+                [tuple(shadow) if isinstance(obj, TupleVariable) else shadow, index],
+            )
+            raise
+    if isinstance(obj, ModelOutputVariable):
+        return obj.getitem(tx, index)
+    if isinstance(obj, NNModuleVariable):
+        return obj.getitem(tx, index)
+    if obj.is_python_constant():
+        return _fold(tx, operator.getitem, [obj.as_python_constant(), index])
+    user = _user_dunder(tx, operator.getitem, [obj, key])
+    if user is not None:
+        return user
+    raise Unsupported("index", f"indexing {obj}")
+
+
+def setitem(
+    tx: Translator, obj: VariableTracker, key: VariableTracker, value: VariableTracker
+) -> None:
+    if isinstance(obj, numpy_arrays.NumpyArrayVariable):
+        numpy_arrays.setitem(tx, obj, key, value)
+        return
+    if isinstance(obj, TensorVariable):
+        key = index_for_tensor(tx, obj, key)
+        tx.output.call_function(operator.setitem, (obj, key, value), {})
+        return
+    if isinstance(obj, ModelOutputVariable) and key.is_python_constant():
+        obj.setitem(key.as_python_constant(), value)
+        return
+    if _user_item_method(tx, "__setitem__", obj, [key, value]) is not None:
+        return
+    call_container_method(tx, obj, "__setitem__", [key, value], {})
+
+
+def _user_item_method(
+    tx: Translator, name: str, obj: VariableTracker, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``obj[key]`` / ``obj[key] = value`` inlined where ``obj`` is a user object (not a module)
+    whose class defines ``name`` in Python (``UserDict``, ``ChainMap``, a user mapping); None
+    otherwise."""
+    if isinstance(obj, NNModuleVariable) or not _python_method(obj, name):
+        return None
+    return obj.call_method(tx, name, args, {})
+
+
+call_container_method = containers.call_method
+
+
+# Calls to Python builtins (``len``, ``isinstance``, ``range``, ``zip``, ``min``, ``print``...).
+#
+# When every argument is a Python constant a pure builtin (or a ``math`` function) is simply
+# evaluated (constant folding). The entries of ``BUILTINS`` handle the cases that involve tensors,
+# containers or objects; ``operator.*`` functions go to ``operators.call_operator``; ``print`` and
+# friends raise ``Unsupported`` (graph breaks). ``construct_builtin_like`` builds namedtuples and
+# ``functools.partial``.
+
+#: Builtins safe to evaluate when all arguments are immutable constants. (``set`` and
+#: ``frozenset`` have their own rules: their items keep their trackers, so ``k is t`` holds.)
+PURE = frozenset(
+    {
+        abs,
+        all,
+        any,
+        ascii,
+        bin,
+        bool,
+        bytes,
+        callable,
+        chr,
+        complex,
+        divmod,
+        float,
+        format,
+        hash,
+        hex,
+        int,
+        isinstance,
+        issubclass,
+        len,
+        max,
+        min,
+        oct,
+        ord,
+        pow,
+        range,
+        repr,
+        round,
+        slice,
+        sorted,
+        str,
+        sum,
+        tuple,
+        type,
+        list,
+        dict,
+        getattr,
+        hasattr,
+    }
+)
+#: Builtins that never go in a graph, with the hint users see.
+BREAKING = {
+    print: "print() runs in Python; move it out of the compiled function or accept the graph break",
+    input: "input() needs the user",
+    open: "file I/O runs in Python",
+    exec: "dynamic code",
+    eval: "dynamic code",
+    breakpoint: "debugger",
+    globals: "frame introspection",
+}
+
+ZERO = ConstantVariable(0)
+
+
+def call_builtin(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    known = evaluate(tx, fn, args, kwargs)  # ``id(obj)``, ``repr(obj)`` of real objects
+    if known is not None:
+        return known
+    if fn in BREAKING:
+        raise Unsupported(
+            getattr(fn, "__name__", "builtin"), f"call to {fn.__name__}()", hint=BREAKING[fn]
+        )
+    values = [*args, *kwargs.values()]
+    if is_simple_exception(fn) and not kwargs:
+        return _exception(fn, args)
+    if (
+        fn in SYMBOLIC_MATH
+        and len(args) == 1
+        and not kwargs
+        and isinstance(args[0], SymNodeVariable)
+    ):
+        return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
+    if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
+        return tx.fold_call(fn, args, kwargs)
+    if fn in OPERATOR_FNS:
+        return call_operator_fn(tx, fn, args, kwargs)
+    impl = BUILTINS.get(fn)
+    if impl is None:
+        raise Unsupported(
+            "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
+        )
+    try:
+        inspect.signature(impl).bind(tx, *args, **kwargs)
+    except TypeError as e:  # a form of the builtin that is not traced
+        name = getattr(fn, "__name__", fn)
+        raise Unsupported("builtin", f"{name}() with these arguments: {e}") from None
+    return impl(tx, *args, **kwargs)
+
+
+#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read data).
+MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
+#: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
+#: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
+#: specialising it.
+SYMBOLIC_MATH = {
+    getattr(math, name): getattr(torch, f"_sym_{name}")
+    for name in ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan")
+}
+
+#: Functions of the ``operator`` module (``operator.add``...), traced like the operators they are.
+OPERATOR_FNS = frozenset(
+    v for k, v in vars(operator).items() if not k.startswith("_") and type(v) is type(len)
+)
+
+
+def call_operator_fn(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
+    if kwargs:
+        raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
+    if fn in OPERATORS:  # their rules: the operator registry above
+        return dispatch.call_operator(tx, fn, list(args))
+    if all(a.is_python_constant() for a in args) and not any(
+        isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
+    ):  # the other operator functions are pure on immutable constants (``operator.index``)
+        return tx.fold_call(fn, args, {})
+    raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
+
+
+#: Builtins whose result keeps reading a mutable argument (a copy would miss later changes).
+_LIVE_VIEWS = frozenset({getattr, hasattr})
+#: Builtins whose result is or holds an argument, or an item of one, itself (``slice(xs).start
+#: is xs``, ``max(xs, ys) is ys``): folded on a copy, a mutable one would be another object.
+_GIVES_ITS_ARGUMENTS = frozenset({slice, min, max})
+
+
+def _holds_mutable(vt: VariableTracker) -> bool:
+    if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        return True
+    return isinstance(vt, TupleVariable) and any(_holds_mutable(i) for i in vt.items)
+
+
+#: Builtins never folded on symbolic numbers (folding specialises them): their result does not
+#: depend on the values (``len(t.shape)`` of a dynamic tensor, ``isinstance(n, torch.Tensor)`` of
+#: a size), or they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``).
+_SYMBOLIC_AWARE = frozenset({isinstance, type, len, min, max})
+
+
+def _symbolic(vt: VariableTracker) -> bool:
+    if isinstance(vt, SymNodeVariable):
+        return True
+    return isinstance(vt, (TupleVariable, ListVariable)) and any(_symbolic(i) for i in vt.items)
+
+
+def _foldable(fn: Any, vt: VariableTracker) -> bool:
+    """Constants can be folded; a mutable container is folded as a copy, which is right for every
+    pure builtin except attribute lookups (a bound method of the copy would miss later
+    mutations)."""
+    if not vt.is_python_constant():
+        return False
+    if fn in _SYMBOLIC_AWARE and _symbolic(vt):
+        return False  # answered without specialising the numbers (``len_``, ``min_max``...)
+    if fn in (isinstance, type) and isinstance(vt, SymNodeVariable):
+        return False  # its type is known without its value: folding would specialise it
+    mutable = isinstance(vt, (ListVariable, DictVariable, SetVariable))
+    if fn in _GIVES_ITS_ARGUMENTS and _holds_mutable(vt):
+        return False
+    if (
+        fn in (getattr, hasattr)
+        and isinstance(vt, (ClassVariable, PythonModuleVariable))
+        and vt.source is not None
+    ):
+        return False  # a module's or class's attributes can change: var_getattr guards them
+    return fn not in _LIVE_VIEWS or not mutable
+
+
+def construct_builtin_like(
+    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``cls(...)`` for a class that is not a builtin: namedtuples; others are not traced yet."""
+    context = contexts.construct(tx, cls, args, kwargs)  # contextlib.nullcontext(...)
+    if context is not None:
+        return context
+    if cls is functools.partial and args:
+        return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+    made = containers.construct_collection(tx, cls, args, kwargs)
+    if made is not None:
+        return made
+    if is_simple_exception(cls) and not kwargs:
+        return _exception(cls, args)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return TupleVariable(namedtuple_fields(tx, cls, args, kwargs), cls=cls)
+    if containers.is_model_output(cls):
+        return containers.construct_model_output(tx, cls, args, kwargs)
+    raise Unsupported(
+        "new_object",
+        f"creating a {cls.__name__} object",
+        hint="create the object outside the compiled function",
+    )
+
+
+def makes_builtin_like(cls: type) -> bool:
+    """Classes whose objects ``construct_builtin_like`` makes as builtin-like trackers: the
+    ``collections`` containers (``deque``, ``defaultdict``...) and exceptions that are just their
+    arguments."""
+    return cls in containers.CLASSES or is_simple_exception(cls)
+
+
+@builtin(len)
+def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            raise Unsupported("python_error", "len() of a 0-d tensor")
+        return ConstantVariable(int(obj.example.shape[0]))
+    if isinstance(obj, IteratorVariable):
+        kind = obj.python_type().__name__
+        raise PythonError(TypeError(f"object of type '{kind}' has no len()"))
+    if isinstance(obj, DictViewVariable):
+        return ConstantVariable(len(obj.dict_vt.items))
+    if hasattr(obj, "items"):
+        return ConstantVariable(len(obj.items))
+    error = unsupported_operands(len, [obj], {"__len__"})
+    if error is not None:  # an object whose class has no ``__len__``
+        raise PythonError(error)
+    return obj.call_method(tx, "__len__", [], {})
+
+
+@builtin(hash)
+def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return ConstantVariable(value_hash(obj))
+
+
+@builtin(id)
+def id_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return object_id(tx, obj)
+
+
+@builtin(dir)
+def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``dir(x)``, computed where the names it lists are known: of a value whose attributes are
+    all its C type's (a constant, a builtin function or type, an exact list, tuple, dict or set,
+    a ``torch.Size``), or of a class, module, function, namedtuple or object from outside the
+    function that lists them the default way, guarded on the keys of every ``__dict__`` it
+    reads. ``dir()`` lists the frame's names."""
+    if not args and not _frame_dict_shared(tx, "dir"):
+        return tx.fold(sorted(_frame_locals(tx, "dir")))
+    if len(args) != 1:
+        raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
+    fixed = fixed_attributes(args[0])
+    names = dir(fixed[0]) if fixed is not None else _listed(tx, args[0])
+    if names is None:
+        raise Unsupported("builtin", f"dir() on {args[0]}")
+    return tx.fold(names)
+
+
+@builtin(locals)
+def locals_(tx: Translator) -> VariableTracker:
+    """``locals()``: a new dict of the frame's bound locals, in CPython's order. Where CPython
+    gives the frame's one dict, updated by each call of ``locals``, ``vars`` or ``dir`` (up to
+    3.12), only in code that calls one of them once (no loop around it): else the call breaks and
+    runs on the frame the rewritten code keeps (``codegen/frame_locals.py``)."""
+    if _frame_dict_shared(tx, "locals"):
+        raise Unsupported("locals", "locals() in code reading its frame more than once")
+    return DictVariable(_frame_locals(tx, "locals"))
+
+
+def _frame_locals(tx: Translator, name: str) -> dict[str, VariableTracker]:
+    """The bound locals of the frame ``tx`` runs, as ``locals()`` in it lists them. Not in a resume
+    function, whose frame holds the generated code's own names too (the call breaks there)."""
+    if getattr(tx.fn, "__bytegraph_resume__", None) is not None:
+        raise Unsupported(name, f"{name}() in a resume function", hint="frame introspection")
+    found: dict[str, VariableTracker] = {}
+    for local in UserFrame.of(tx.code).names:
+        cell = tx.closure.get(local) if local in tx.code.co_freevars else None
+        if isinstance(cell, LocalCellVariable):
+            value = cell.frame_locals.get(cell.name)
+        elif isinstance(cell, ClosureCellVariable):
+            value = cell.contents(tx, local)
+        elif cell is None:
+            value = tx.symbolic_locals.get(local)
+        else:
+            raise Unsupported(name, f"{name}() with the free variable {local!r}")
+        if value is not None:
+            found[local] = value
+    return found
+
+
+def _frame_dict_shared(tx: Translator, name: str) -> bool:
+    """Whether a frame-reading call in ``tx``'s code may see or change a dict another such call
+    gave: up to 3.12 the frame's one ``locals()`` dict, which each call updates. Code that reads
+    its frame once, outside any loop, has no such other call (``dir()`` alone returns a new list
+    each time)."""
+    if LOCALS_SNAPSHOT:
+        return False
+    reads = [
+        i
+        for i in dis.get_instructions(tx.code)
+        if (i.opname in ("LOAD_GLOBAL", "LOAD_NAME") and i.argval in ("locals", "vars", "dir"))
+        or (i.opname in ("LOAD_ATTR", "LOAD_METHOD") and i.argval in _FRAME_ATTRIBUTES)
+    ]
+    if name == "dir" and all(i.argval == "dir" for i in reads):
+        return False
+    loops = [(i.argval, i.offset) for i in dis.get_instructions(tx.code) if "BACKWARD" in i.opname]
+    return len(reads) != 1 or any(start <= reads[0].offset <= end for start, end in loops)
+
+
+#: Attributes through which code reads its frame's locals (the frame's one dict up to 3.12).
+_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals"})
+
+
+def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
+    """What ``dir`` of the object ``vt`` stands for lists, having guarded the keys of each
+    ``__dict__`` it reads; None where that cannot be known (a ``__dir__`` of its own, a class or
+    module the trace changed)."""
+    effects = tx.output.side_effects
+    if isinstance(vt, TupleVariable) and not vt.python_type().__flags__ & HEAP_TYPE:
+        cls = vt.python_type()  # an instance of a C type without a dict (``torch.Size``)
+        plain = _default_dir(cls) and type_lookup(cls, "__dict__") is MISSING
+        return dir(cls) if plain else None
+    source = vt.source
+    if source is None:
+        return None
+    if isinstance(vt, ClassVariable) and type(vt.value) is type:
+        return dir(vt.value) if _guard_classes(tx, vt.value, source) else None
+    if isinstance(vt, PythonModuleVariable) and type(vt.value) is types.ModuleType:
+        namespace = vars(vt.value)
+        if "__dir__" in namespace or (namespace is tx.f_globals and effects.global_stores):
+            return None
+        _guard_keys(tx, AttrSource(source, "__dict__"), namespace)
+        return dir(vt.value)
+    if isinstance(vt, UserFunctionVariable) and vt.self_vt is None and not vt.bound_source:
+        _guard_keys(tx, AttrSource(source, "__dict__"), vars(vt.fn))
+        return dir(vt.fn)
+    if not (type(vt) is UserObjectVariable or isinstance(vt, TupleVariable)):
+        return None
+    cls = vt.python_type()
+    if not _default_dir(cls) or not _guard_classes(tx, cls, TypeSource(source)):
+        return None
+    if type_lookup(cls, "__dict__") is MISSING:
+        return dir(cls)  # no instance dict: the names its classes define
+    if isinstance(vt, TupleVariable) or type(type_lookup(cls, "__dict__")) is not _GETSET:
+        return None
+    own = vt.var_getattr(tx, "__dict__")  # the live dict: the trace's stores and deletions in it
+    if not isinstance(own, DictVariable) or not all(type(k) is str for k in own.items):
+        return None
+    return sorted({*own.items, *dir(cls)})
+
+
+def _default_dir(cls: type) -> bool:
+    """Instances of ``cls`` list their names with ``object.__dir__``, which reads their
+    ``__dict__`` and ``__class__`` by the generic lookup."""
+    return (
+        type_lookup(cls, "__dir__") is _OBJECT_DIR
+        and type_lookup(cls, "__class__") is _OBJECT_CLASS
+        and type_lookup(cls, "__getattribute__") in _GENERIC_GETATTRIBUTE
+    )
+
+
+def _guard_classes(tx: Translator, cls: type, source: Source) -> bool:
+    """Guard ``cls`` (at ``source``) and its MRO, and the keys of each class ``__dict__`` there
+    that code can change. False where the trace changed one of those classes."""
+    changed = tx.output.side_effects.changed_class_attrs
+    if any(klass in cls.__mro__ for klass, _ in changed):
+        return False
+    mro = AttrSource(source, "__mro__")
+    tx.output.assume_identity(source, cls)
+    tx.output.assume_len(mro, len(cls.__mro__))
+    for index, klass in enumerate(cls.__mro__):
+        at = source if index == 0 else ItemSource(mro, index)
+        if index:
+            tx.output.assume_identity(at, klass)
+        if klass.__flags__ & HEAP_TYPE:
+            _guard_keys(tx, AttrSource(at, "__dict__"), vars(klass))
+    return True
+
+
+def _guard_keys(tx: Translator, source: Source, namespace: Any) -> None:
+    """The dict (or class namespace) at ``source`` has exactly the keys of ``namespace``."""
+    tx.output.assume_keys(source, tuple(namespace))
+
+
+_OBJECT_DIR = object.__dict__["__dir__"]
+_OBJECT_CLASS = object.__dict__["__class__"]
+_GENERIC_GETATTRIBUTE = (object.__dict__["__getattribute__"], tuple.__dict__["__getattribute__"])
+_GETSET = types.GetSetDescriptorType
+
+
+@builtin(isinstance)
+def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
+    return ConstantVariable(issubclass(obj.python_type(), classes.as_python_constant()))
+
+
+@builtin(type)
+def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    return tx.wrap_static(obj.python_type())
+
+
+@builtin(getattr)
+def getattr_(
+    tx: Translator,
+    obj: VariableTracker,
+    name: VariableTracker,
+    default: VariableTracker | None = None,
+) -> VariableTracker:
+    if default is None:
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
+    found = _read_or_missing(tx, obj, name)
+    return default if found is None else found
+
+
+@builtin(hasattr)
+def hasattr_(tx: Translator, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    return ConstantVariable(_read_or_missing(tx, obj, name) is not None)
+
+
+def _read_or_missing(
+    tx: Translator, obj: VariableTracker, name: VariableTracker
+) -> VariableTracker | None:
+    """``obj.name``, or None where the read raises AttributeError, which ``hasattr`` and
+    ``getattr(o, name, default)`` catch (and only that, as in CPython): the attribute is absent
+    (guarded so), a C-level read raises it, or traced code raises it (a class's ``__getattr__``, a
+    property getter): ``builtin_catches`` makes that exception caught here, not a break."""
+    tx.builtin_catches.append(AttributeError)
+    try:
+        return dispatch.getattr_(tx, obj, name.as_python_constant())
+    except TracedException as te:
+        if issubclass(te.exc.cls, AttributeError):
+            return None
+        raise
+    except Unsupported as e:
+        if _missing_attribute(e, obj, name.as_python_constant()):
+            return None
+        raise
+    finally:
+        tx.builtin_catches.pop()
+
+
+def _missing_attribute(e: Unsupported, obj: VariableTracker, name: str) -> bool:
+    """The attribute is absent (guarded so), or reading it raises AttributeError, which
+    ``getattr(o, name, default)`` and ``hasattr`` catch. A read the tracer does not follow (also
+    a ``getattr`` break) is no proof of absence where ``obj``'s class has the attribute
+    (``getattr(bound_method, "__reduce_ex__", None)``): that stays a break."""
+    if isinstance(e, PythonError):
+        return isinstance(e.exc, AttributeError)
+    return e.kind == "getattr" and not _on_class(obj, name)
+
+
+def _on_class(obj: VariableTracker, name: str) -> bool:
+    """Whether ``obj``'s class has ``name`` for its instances (in its MRO)."""
+    try:
+        cls = obj.python_type()
+    except Unsupported:
+        return False
+    return on_instances(cls, name)
+
+
+@builtin(setattr)
+def setattr_(
+    tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
+) -> VariableTracker:
+    dispatch.store_attr(tx, obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@builtin(tuple)
+def tuple_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return TupleVariable(_items_of(tx, iterable) if iterable is not None else [])
+
+
+@builtin(list)
+def list_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    return ListVariable(_items_of(tx, iterable) if iterable is not None else [])
+
+
+def _items_of(tx: Translator, iterable: VariableTracker) -> list[VariableTracker]:
+    """The items ``tuple(x)`` and ``list(x)`` take: CPython's TypeError where ``x``'s type
+    iterates in no way (``'Point' object is not iterable``)."""
+    error = not_iterable(iterable)
+    if error is not None:
+        raise PythonError(error)
+    return dispatch.iterate(tx, iterable)
+
+
+@builtin(dict)
+def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    items: dict[Any, VariableTracker] = {}
+    if args:
+        source = args[0]
+        if isinstance(source, DictVariable):
+            items.update(source.items)
+        else:
+            for pair in dispatch.iterate(tx, source):
+                key, value = dispatch.iterate(tx, pair)
+                items[hash_key(key)] = value
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+@builtin(set)
+def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    if iterable is None:
+        return SetVariable(set())
+    return computed_set(
+        set(real_iterable(tx, iterable)), [iterable], SetRecipe.call(set, [iterable])
+    )
+
+
+@builtin(frozenset)
+def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
+    if iterable is not None and iterable.python_type() is frozenset:
+        return iterable  # ``frozenset(f) is f``
+    if iterable is None:
+        return make_set(frozenset())
+    made = frozenset(real_iterable(tx, iterable))
+    return computed_set(made, [iterable], SetRecipe.call(frozenset, [iterable]))
+
+
+@builtin(enumerate)
+def enumerate_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
+    source = dispatch.get_iter(tx, iterable)
+    return EnumerateVariable([], sources=[source], count=start.as_python_constant())
+
+
+@builtin(zip)
+def zip_(
+    tx: Translator, *iterables: VariableTracker, strict: VariableTracker | None = None
+) -> VariableTracker:
+    sources = [dispatch.get_iter(tx, it) for it in iterables]  # made now, as CPython does
+    return ZipVariable([], sources=sources, strict=bool(strict and strict.as_python_constant()))
+
+
+@builtin(reversed)
+def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
+    made = make_reversed(tx, seq)
+    if made is not None:
+        return made
+    if isinstance(seq, DictVariable):
+        return IteratorVariable(
+            [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
+        )
+    return IteratorVariable(list(reversed(dispatch.iterate(tx, seq))))
+
+
+@builtin(iter)
+def iter_(
+    tx: Translator, obj: VariableTracker, sentinel: VariableTracker | None = None
+) -> VariableTracker:
+    if sentinel is not None:
+        return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
+    return dispatch.get_iter(tx, obj)
+
+
+@builtin(next)
+def next_(
+    tx: Translator, it: VariableTracker, default: VariableTracker | None = None
+) -> VariableTracker:
+    if not isinstance(it, IteratorVariable):
+        raise Unsupported("builtin", f"next() on {it}")
+    item = it.next_item(tx)
+    if item is None:
+        if default is None:
+            raise PythonError(StopIteration())
+        return default
+    return item
+
+
+@builtin(sum)
+def sum_(
+    tx: Translator, iterable: VariableTracker, start: VariableTracker = ZERO
+) -> VariableTracker:
+    total = start
+    for item in dispatch.iterate(tx, iterable):
+        total = dispatch.call_operator(tx, operator.add, [total, item])
+    return total
+
+
+BUILTINS[sorted] = sorted_
+BUILTINS[min] = min_
+BUILTINS[max] = max_
+
+
+@builtin(abs)
+def abs_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return dispatch.call_operator(tx, operator.abs, [value])
+
+
+@builtin(pow)
+def pow_(
+    tx: Translator, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None
+) -> VariableTracker:
+    if mod is not None and not (mod.is_python_constant() and mod.as_python_constant() is None):
+        raise Unsupported("builtin", "pow() with a modulus of traced values")
+    return dispatch.call_operator(tx, operator.pow, [base, exp])
+
+
+@call_rule(_thread.get_ident)
+def _thread_ident(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``threading.get_ident()`` (``reprlib.recursive_repr``, a dataclass's ``repr``, keys its
+    running set by it): the id of the thread the call is traced on, guarded (a call on another
+    thread compiles its own)."""
+    if args or kwargs:
+        return None
+    ident = _thread.get_ident()
+    tx.output.assume_state(("thread",), _thread.get_ident, ident)
+    return ConstantVariable(ident)
+
+
+@builtin(divmod)
+def divmod_(tx: Translator, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """Of numbers (tensors have no ``__divmod__``: CPython raises); an object's is its
+    ``__divmod__`` (or the other's ``__rdivmod__``), not its ``//`` and ``%``: a break, or
+    CPython's TypeError where neither defines it."""
+    if any(isinstance(v, TensorVariable) for v in (a, b)):
+        outcome = tensor_operands_outcome(divmod, [a, b])
+        if isinstance(outcome, Exception):
+            raise PythonError(outcome)
+        raise Unsupported("builtin", f"divmod() of {a} and {b}")
+    if any(plain_operand(v) for v in (a, b)):
+        error = unsupported_operands(divmod, [a, b], {"__divmod__", "__rdivmod__"})
+        if error is not None:
+            raise PythonError(error)
+        raise Unsupported("builtin", f"divmod() of {a} and {b}")
+    quotient = dispatch.call_operator(tx, operator.floordiv, [a, b])
+    return TupleVariable([quotient, dispatch.call_operator(tx, operator.mod, [a, b])])
+
+
+def _exception(cls: type, args: list[VariableTracker]) -> VariableTracker:
+    """``cls(*args)`` for an exception class. One with a builtin constructor of its own
+    (``UnicodeDecodeError`` takes five arguments, ``ExceptionGroup`` two, ``OSError(2, 'x')`` is a
+    ``FileNotFoundError``) is first made for real from constant arguments: CPython's error is the
+    user's, and a call making another class breaks."""
+    own = any(
+        klass.__module__ == "builtins"
+        and klass not in (BaseException, object)
+        and ("__init__" in vars(klass) or "__new__" in vars(klass))
+        for klass in cls.__mro__
+    )
+    if own and all(a.is_python_constant() for a in args):
+        try:
+            made = cls(*[a.as_python_constant() for a in args])
+        except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+            raise PythonError(e) from None
+        if type(made) is not cls:
+            raise Unsupported("new_object", f"{cls.__name__}(...) makes a {type(made).__name__}")
+    return ExceptionVariable(cls, list(args))
+
+
+def _any_all(pick: Callable[..., Any]) -> BuiltinImpl:
+    """``any``/``all``: items are taken one by one and the first that decides stops it (a generator
+    with side effects runs no further than in CPython)."""
+    stop_on = pick is builtins.any
+
+    def any_all(tx: Translator, iterable: VariableTracker) -> VariableTracker:
+        it = dispatch.get_iter(tx, iterable)
+        while (item := it.next_item(tx)) is not None:
+            if dispatch.truth(tx, item) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
+
+    return any_all
+
+
+BUILTINS[any] = _any_all(builtins.any)
+BUILTINS[all] = _any_all(builtins.all)
+
+
+@builtin(bool)
+def to_bool(tx: Translator, value: VariableTracker) -> VariableTracker:
+    if isinstance(value, TensorVariable):  # data the trace does not know: kept for a jump on it
+        made = tensor_bool(tx, value)
+        if made is not None:
+            return made
+    return ConstantVariable(dispatch.truth(tx, value))
+
+
+@builtin(int)
+def int_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, int, torch.sym_int)
+
+
+@builtin(float)
+def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    return _to_number(tx, value, float, torch.sym_float)
+
+
+def _to_number(tx: Translator, value: VariableTracker, kind: type, sym: Any) -> VariableTracker:
+    """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
+    symbolic number: the conversion, in the graph; of an object whose class has no conversion (a
+    bound method, a plain object): CPython's TypeError."""
+    method = f"__{kind.__name__}__"
+    if isinstance(value, TensorVariable):
+        return to_scalar(tx, value, method)
+    if isinstance(value, SymNodeVariable):
+        return tx.output.call_function(sym, (value,), {})
+    error = unsupported_operands(kind, [value], {method, "__index__", "__trunc__"})
+    if error is not None:
+        raise PythonError(error)
+    raise Unsupported("builtin", f"number conversion of {value}")
+
+
+@builtin(round)
+def round_(
+    tx: Translator, number: VariableTracker, ndigits: VariableTracker | None = None
+) -> VariableTracker:
+    """``round(x[, n])`` calls ``type(x).__round__`` (constants are folded before): a user
+    object's is inlined; a class without one (``torch.Tensor``, ``method``) raises CPython's
+    TypeError."""
+    cls = number.python_type()
+    if not hasattr(cls, "__round__"):
+        raise PythonError(error_of(round, type(cls.__name__, (), {})()))
+    if isinstance(number, UserObjectVariable):
+        args = [] if ndigits is None else [ndigits]
+        return number.call_method(tx, "__round__", args, {})
+    raise Unsupported("builtin", f"round() on {number}")
+
+
+@builtin(slice)
+def slice_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """``slice(stop)``, ``slice(start, stop[, step])`` with symbolic or tensor bounds."""
+    if not 1 <= len(args) <= 3:
+        raise Unsupported("python_error", "TypeError: slice expected 1 to 3 arguments")
+    return make_slice([ConstantVariable(None), args[0]] if len(args) == 1 else list(args))
+
+
+@builtin(callable)
+def callable_(tx: Translator, value: VariableTracker) -> VariableTracker:
+    cls = value.python_type()
+    return ConstantVariable(any("__call__" in vars(c) for c in cls.__mro__))
+
+
+@builtin(map)
+def map_(tx: Translator, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
+    sources = [dispatch.get_iter(tx, it) for it in iterables]
+    return MapVariable([], sources=sources, fn=fn)
+
+
+@builtin(filter)
+def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
+    return FilterVariable([], sources=[dispatch.get_iter(tx, iterable)], fn=fn)
+
+
+@builtin(super)
+def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
+    """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
+    if len(args) == 2:
+        return SuperVariable.of(tx, *args)
+    code = tx.code
+    cell = tx.closure.get("__class__")
+    if (
+        args
+        or cell is None
+        or not code.co_argcount
+        or code.co_varnames[0] not in tx.symbolic_locals
+    ):
+        raise Unsupported("super", "super() with arguments or outside a method")
+    cls = getattr(cell, "cell", None)
+    if cls is None:
+        raise Unsupported("super", "super() in a class made during the trace")
+    return SuperVariable(cls.cell_contents, tx.symbolic_locals[code.co_varnames[0]])
+
+
+# -- calls, iteration and attribute reads ----------------------------------------------------------
+@dispatch.rule("call")
+def call_callable(
+    tx: Translator,
+    fn: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """Any call the bytecode makes. A callable with a registered substitute
+    (``markers.substitute_for``) runs its Python polyfill instead; one with an entry in
+    ``call_rules`` (bytegraph's polyfills of C builtins among them) is traced as the entry says;
+    an ``lru_cache``'d function runs the function it wraps."""
+    substitute = markers.substitute_for(_callee(fn))
+    if substitute is not None:
+        return _call_substitute(tx, substitute, args, kwargs)
+    target = _callable_value(fn)
+    if target is not None:
+        if numpy_arrays.is_numpy_callable(target):
+            return numpy_arrays.call_numpy(tx, target, args, kwargs)
+        rule = call_rules.lookup(target)
+        if rule is not None:
+            made = apply_rule(tx, rule, args, kwargs)
+            if made is not None:  # None: the entry declined this form of the call
+                return made
+        if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
+            return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+    return fn.call_function(tx, args, kwargs)
+
+
+#: bytegraph's polyfills (``tracer/polyfills``, which knows no tracker) are substitute entries.
+for _target, _polyfill in polyfills.registry.POLYFILLS.items():
+    call_rules.register(
+        call_rules.CallRule(_target, substitute=_polyfill, owner=_polyfill.__module__)
+    )
+
+_LRU_WRAPPER = type(functools.lru_cache(None)(len))
+
+
+def apply_rule(
+    tx: Translator,
+    rule: call_rules.CallRule,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """A call of ``rule.target`` as its entry in ``call_rules`` says (see there)."""
+    name = getattr(rule.target, "__name__", repr(rule.target))
+    if rule.handler is not None:
+        return rule.handler(tx, rule.target, args, kwargs)
+    if rule.substitute is not None:
+        return UserFunctionVariable(rule.substitute).call_function(tx, args, kwargs)
+    if rule.effect == "none":
+        return ConstantVariable(None)
+    if rule.effect == "python":
+        raise Unsupported(
+            "torch_effect",
+            f"{name}() has effects outside the graph",
+            hint="call it outside the compiled function",
+        )
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        raise Unsupported("call", f"{name}() on non-constant arguments")
+    values = [a.as_python_constant() for a in args]
+    named = {k: v.as_python_constant() for k, v in kwargs.items()}
+    return ConstantVariable(rule.target(*values, **named))
+
+
+def _callable_value(fn: VariableTracker) -> Any:
+    """The real callable a tracker stands for, when it is one (a class, a C function)."""
+    if isinstance(fn, BuiltinVariable):
+        return fn.fn
+    if isinstance(fn, TorchVariable):  # ``torch.is_tensor``: torch's own Python helpers
+        return fn.value
+    if isinstance(fn, (ClassVariable, UserObjectVariable)):
+        return fn.value
+    if isinstance(fn, UserFunctionVariable) and fn.self_vt is None:
+        return fn.fn
+    if isinstance(fn, ConstantVariable) and isinstance(fn.value, types.BuiltinMethodType):
+        return fn.value  # a C method read from a constant (``(7).__subclasshook__``)
+    return None
+
+
+def _callee(fn: VariableTracker) -> Any:
+    """The real callable behind ``fn`` where the trace knows it (a constant or a real object)."""
+    if fn.is_python_constant():
+        return fn.as_python_constant()
+    return fn.value if isinstance(fn, UserObjectVariable) else None
+
+
+def _call_substitute(
+    tx: Translator,
+    substitute: markers.Substitute,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    values = [*args, *kwargs.values()]
+    if substitute.can_constant_fold_through and all(v.is_python_constant() for v in values):
+        try:
+            result = substitute.original(
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+        except Exception:  # it raises: trace the polyfill, which raises the same in the trace
+            pass
+        else:
+            return tx.fold(result)
+    return UserFunctionVariable(substitute.polyfill).call_function(tx, args, kwargs)
+
+
+@dispatch.rule("iterate")
+def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
+    """The items of an iterable whose length is known at trace time: a user ``__iter__`` is
+    inlined; other trackers list their own items."""
+    if _user_iter(value):
+        return dispatch.get_iter(tx, value).unpack(tx)
+    return value.unpack(tx)
+
+
+@dispatch.rule("get_iter")
+def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
+    """``iter(value)`` of anything but an iterator or a dict view: builtin containers give
+    CPython-like iterators (``iterators.py``: lists are iterated live, dicts and sets are watched
+    for changes), user ``__iter__`` methods are inlined (a generator one stays lazy)."""
+    made = iterators.make_iter(tx, value)
+    if made is not None:
+        return made
+    if _user_iter(value):
+        result = value.call_method(tx, "__iter__", [], {})
+        if not isinstance(result, IteratorVariable):
+            raise Unsupported(
+                "python_error", f"__iter__ of {value} returned {result}, not an iterator"
+            )
+        return result
+    error = containers.not_iterable(value)
+    if error is not None:
+        raise PythonError(error)
+    return IteratorVariable(iterate(tx, value))
+
+
+def _user_iter(value: VariableTracker) -> bool:
+    """A user object whose class defines ``__iter__`` in Python (modules have their own
+    iteration)."""
+    if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
+        return False
+    return isinstance(
+        inspect.getattr_static(type(value.value), "__iter__", None), types.FunctionType
+    )
+
+
+@dispatch.rule("getattr")
+def read_attribute(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
+    """``obj.name``: the tracker's own attribute protocol."""
+    return obj.var_getattr(tx, name)
+
+
+# -- the general rules of the operation protocol ---------------------------------------------------
+# What the opcodes and every family ask through ``dispatch`` (calls, ``iter()`` and attribute reads
+# are above); rules of other families for their own trackers take precedence.
+dispatch.rule("truth")(truth)
+dispatch.rule("is_none")(is_none)
+dispatch.rule("is_same")(is_same)
+dispatch.rule("contains")(contains)
+dispatch.rule("call_operator")(call_operator)
+dispatch.rule("call_builtin")(call_builtin)
+dispatch.rule("getitem")(getitem)
+dispatch.rule("setitem")(setitem)
+dispatch.rule("sort_order")(sort_order)
+
+
+# -- calling a class ----------------------------------------------------------------------------
+@dispatch.rule("construct")
+def construct_class(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    through_metaclass: bool = True,
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a class that is not a builtin type; ``through_metaclass``
+    false: ``type.__call__(cls, ...)``, what a metaclass's own ``__call__`` calls to make the
+    instance."""
+    cls = cls_vt.as_python_constant()
+    meta_call = type_lookup(type(cls), "__call__")
+    if (
+        through_metaclass
+        and isinstance(meta_call, types.FunctionType)
+        and not isinstance(cls, enum.EnumMeta)
+    ):  # a metaclass's own ``__call__`` (a constructor returning a cached or other object)
+        return objects.metaclass_call(tx, cls_vt, meta_call).call_function(tx, args, kwargs)
+    if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
+        return construct_builtin_like(tx, cls, args, kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and objects.has_instance_dict(cls):
+        return objects.construct_namedtuple_object(tx, cls_vt, args, kwargs)
+    if issubclass(cls, tuple) and not hasattr(cls, "_fields") and cls is not tuple:
+        return objects.construct_tuple_subclass(tx, cls_vt, args, kwargs)
+    if cls is functools.partial or issubclass(cls, tuple):
+        return construct_builtin_like(tx, cls, args, kwargs)
+    if objects.plain_partial(cls) and args:  # ``class P(functools.partial)`` adding methods only
+        return PartialVariable(args[0], list(args[1:]), dict(kwargs), cls=cls)
+    if isinstance(cls, enum.EnumMeta):
+        return objects.enum_member(cls, args, kwargs)
+    if issubclass(cls, nn.Module):
+        return modules.construct_module(tx, cls_vt, args, kwargs)
+    if containers.is_model_output(cls) or makes_builtin_like(cls):
+        return construct_builtin_like(tx, cls, args, kwargs)
+    if containers.models(cls):  # ``class AttrDict(dict)``: a DictVariable of that class
+        return containers.construct_dict_subclass(tx, cls, args, kwargs)
+    if cls is types.SimpleNamespace:
+        return objects.construct_namespace(tx, cls_vt, args, kwargs)
+    if cls is weakref.ref:
+        return objects.make_ref(tx, args, kwargs)
+    return objects.construct_instance(tx, cls_vt, args, kwargs, through_metaclass)
+
+
+@call_rule(vars(type)["__call__"])
+def _type_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``type.__call__(cls, ...)`` in a metaclass's own ``__call__``."""
+    return construct_class(tx, args[0], list(args[1:]), kwargs, False) if args else None

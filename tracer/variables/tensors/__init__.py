@@ -1,1 +1,0 @@
-"""Tensors in the graph and NumPy arrays traced through torch ops."""

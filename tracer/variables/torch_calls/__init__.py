@@ -1,2 +1,0 @@
-"""Calls into torch: its namespaces' functions, custom autograd Functions, higher-order
-functions and scans, torch.optim's step wrappers."""
