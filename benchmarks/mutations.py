@@ -73,7 +73,7 @@ MUTANTS = [
     ),
     Mutant(
         "shape rule: an elementwise result of permuted operands is laid out row-major",
-        "tracer/layouts.py",
+        "tracer/fakes/layouts.py",
         "    else:\n        perm = _sorted_dims(shape, operands)",
         "    else:\n        perm = list(range(ndim))",
         ("tests/guards/test_stride_changes.py",),

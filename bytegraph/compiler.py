@@ -25,7 +25,8 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
-from .tracer import callees, driver, markers, process, speculation
+from .tracer import callees, driver, markers, process
+from .tracer.breaks import speculation
 from .tracer.entry import make_entry
 from .tracer.exc import BytegraphError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .tracer.shapes import DYNAMIC_ATTRS, MAYBE_DYNAMIC_ATTRS, STATIC_ATTRS
+from .tracer.fakes.shapes import DYNAMIC_ATTRS, MAYBE_DYNAMIC_ATTRS, STATIC_ATTRS
 
 
 def _mark(t: torch.Tensor, dims: int | list[int] | tuple[int, ...], attr: str) -> None:

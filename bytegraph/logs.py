@@ -2,8 +2,8 @@
 
 Each artifact is a ``logging`` logger named ``bytegraph.<artifact>``; the layers below log to it and
 know nothing of this module (``tracer/driver.py``: graph_code, graph_breaks, guards, recompiles;
-``tracer/speculation.py``: speculation, each miss of a speculated branch; ``backends/triton``:
-output_code, fusion). The one artifact produced here is ``bytecode``: a driver
+``tracer/breaks/speculation.py``: speculation, each miss of a speculated branch;
+``backends/triton``: output_code, fusion). The one artifact produced here is ``bytecode``: a driver
 listener that logs the original and rewritten bytecode of every function it installs.
 
     BYTEGRAPH_LOGS=graph_code,+guards python train.py  # +name: DEBUG level; "all": every artifact

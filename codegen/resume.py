@@ -48,7 +48,7 @@ class ResumePoint:
     cell_args: tuple[str, ...] = ()
     #: locals (among ``names``) passed as ``(function, args, kwargs)`` and made by the prefix
     #: (``make_local``): a generator that has not started, made in the resume function
-    #: rather than before the break (``tracer/made_in_resume.py``)
+    #: rather than before the break (``tracer/breaks/made_in_resume.py``)
     made_locals: tuple[str, ...] = ()
 
 

@@ -1,9 +1,9 @@
 """A cold start loads none of torch.compile's machinery: compiling and running a module and a
 function with a graph break (default and eager backends) in a fresh process imports no
 ``torch._inductor`` and no Dynamo (``torch._dynamo``'s ``__init__`` never runs: only the modules
-torch's fake tensors read, ``tracer/deferred_dynamo.py``; not even ``torch._dynamo.source``, which
-imports ``torch._dynamo.utils``), no ``torch.export`` beyond what ``import torch`` loads, and no
-``torch.distributed.tensor``.
+torch's fake tensors read, ``tracer/fakes/deferred_dynamo.py``; not even ``torch._dynamo.source``,
+which imports ``torch._dynamo.utils``), no ``torch.export`` beyond what ``import torch`` loads, and
+no ``torch.distributed.tensor``.
 torch.compile and ``torch._dynamo.explain`` still work afterwards, and the stand-in for
 ``torch._dynamo.source`` answers as the real module does before and after it is loaded."""
 

@@ -1,5 +1,5 @@
-"""After bytegraph deferred ``torch._dynamo`` (``tracer/deferred_dynamo.py``), importing one of
-Dynamo's submodules first by name loads each module once: the user's ``from torch._dynamo.utils
+"""After bytegraph deferred ``torch._dynamo`` (``tracer/fakes/deferred_dynamo.py``), importing one
+of Dynamo's submodules first by name loads each module once: the user's ``from torch._dynamo.utils
 import counters`` gets the counters torch.compile itself increments."""
 
 from __future__ import annotations

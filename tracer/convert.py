@@ -21,14 +21,14 @@ from ..codegen.transform import Numbering, make_function
 from ..guards.guard import Guard
 from ..guards.module_tree import traced_modules, tree_guards
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
-from . import deferred_checks
-from .break_frames import call_start, cells_written_after, live_values, passed_cells
-from .breaks import ResumeFactory, continues_in_callee, emit_break
+from .breaks import deferred_checks
+from .breaks.break_frames import call_start, cells_written_after, live_values, passed_cells
+from .breaks.continuation import ResumeFactory, continues_in_callee, emit_break
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
+from .fakes.shapes import DynamicPolicy
 from .global_state import function_modes_supported
 from .output_graph import OutputGraph
-from .shapes import DynamicPolicy
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables import iterators
 from .variables.base import VariableTracker, walk

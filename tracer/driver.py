@@ -37,8 +37,8 @@ from .callees import CalleeCompiler
 from .code_reader import parameters
 from .entry import make_entry
 from .exc import BytegraphError, InternalError, TraceTooLong, Unsupported
+from .fakes.shapes import DynamicPolicy
 from .process import COMPILE_LOCK
-from .shapes import DynamicPolicy
 
 if TYPE_CHECKING:
     from .convert import TraceResult
@@ -253,8 +253,8 @@ class CompiledCode:
         self.compile_number = next(COMPILES)
         state_guards = global_state_guards()  # autocast etc. as the call sees them, before tracing
         backend = TimedBackend(self.settings.backend)
+        from .breaks.speculation import Policy
         from .convert import convert_call  # the tracer's modules load at the first compile
-        from .speculation import Policy
 
         speculation = Policy(
             settings.speculate, settings.speculation_miss_limit, settings.speculation_unroll_limit

@@ -39,8 +39,8 @@ import torch.fx
 from torch._library.utils import is_impure
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from . import fast_meta
 from .exc import Unsupported
+from .fakes import fast_meta
 from .graph_naming import graph_target
 
 

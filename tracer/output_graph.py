@@ -23,13 +23,15 @@ from ..backends.state_nodes import RUNTIME
 from ..guards import kinds
 from ..guards.guard import Fixed, Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
-from . import deferred_checks, eager_checks, effects, fake_run
-from .deferred_checks import DeferredChecks
+from . import effects
+from .breaks import deferred_checks
+from .breaks.deferred_checks import DeferredChecks
 from .exc import Unsupported
-from .fake_reuse import FakeResults
+from .fakes import eager_checks, fake_run
+from .fakes.fake_reuse import FakeResults
+from .fakes.shapes import DynamicPolicy, ShapeTracker, unbacked_symbols
 from .global_state import GlobalStateLog
 from .graph_naming import augmented_target, graph_constant, graph_target
-from .shapes import DynamicPolicy, ShapeTracker, unbacked_symbols
 from .side_effects import SideEffects
 from .variables.base import VariableTracker
 from .variables.constants import SYMBOLIC_TYPES, ConstantVariable, SymNodeVariable

@@ -7,7 +7,7 @@ import threading
 
 import torch
 
-from .deferred_dynamo import defer_dynamo
+from .fakes.deferred_dynamo import defer_dynamo
 
 #: One lock for every compile of the process, as torch.compile has: tracing and the backends import
 #: parts of torch lazily, and those imports are circular; six threads making their first compiles

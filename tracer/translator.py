@@ -36,11 +36,12 @@ from ..guards.sources import (
     ModuleGlobalSource,
     Source,
 )
-from . import code_reader, iterator_rollback, opcodes
+from . import code_reader, opcodes
+from .breaks import iterator_rollback
+from .breaks.liveness import live_locals
 from .exc import ReturnValue, TracedException, TraceTooLong, Unsupported, UserLocation
-from .liveness import live_locals
+from .fakes.shapes import is_data_dependent_guard
 from .output_graph import OutputGraph
-from .shapes import is_data_dependent_guard
 from .variables import builder, dispatch
 from .variables.base import RUNNING, VariableTracker
 from .variables.constants import ConstantVariable

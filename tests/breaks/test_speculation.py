@@ -1,12 +1,12 @@
-"""Speculation on branches on tensor data (``tracer/speculation.py``): the trace follows the side
-the call's own values take and the graph checks it; a call that takes the other side reruns in
+"""Speculation on branches on tensor data (``tracer/breaks/speculation.py``): the trace follows the
+side the call's own values take and the graph checks it; a call that takes the other side reruns in
 Python (exactly eager: value, dtype, autograd, side effects, printed output, RNG state, global torch
 state), and a branch that misses too often breaks as torch.compile does. Each differential test
 prints bytegraph's graphs and breaks beside ``torch._dynamo.explain``'s."""
 
 import pytest
 import torch
-from bytegraph.tracer import speculation
+from bytegraph.tracer.breaks import speculation
 from bytegraph.tracer.driver import COUNTERS
 from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import dynamo_counts

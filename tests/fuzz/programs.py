@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from bytegraph.tracer import driver, speculation
+from bytegraph.tracer import driver
+from bytegraph.tracer.breaks import speculation
 
 import bytegraph
 

@@ -1,8 +1,8 @@
 """Issue 24: a branch on tensor data whose other side only raises (a validation check) is deferred
-to after the graph (``tracer/deferred_checks.py``): one graph, no break, and a failed check reruns
-the call in Python, which raises exactly what eager raises. torch.distributions validates every
-distribution it makes this way (``validate_args``, on by default; torch.compile turns it off for
-the whole process when it first compiles, so these tests ask for it explicitly)."""
+to after the graph (``tracer/breaks/deferred_checks.py``): one graph, no break, and a failed check
+reruns the call in Python, which raises exactly what eager raises. torch.distributions validates
+every distribution it makes this way (``validate_args``, on by default; torch.compile turns it off
+for the whole process when it first compiles, so these tests ask for it explicitly)."""
 
 import copy
 

@@ -1,7 +1,7 @@
 """Issue 24: torch.distributions in a compiled function. Distributions are Python classes: the trace
 runs their ``__init__`` and methods like user code (``builder.INLINED_TORCH_MODULES``), and their
 argument and sample validation (``validate_args``, on by default) becomes deferred checks
-(``tracer/deferred_checks.py``): one graph where torch.compile breaks on each check or turns
+(``tracer/breaks/deferred_checks.py``): one graph where torch.compile breaks on each check or turns
 validation off for the whole process (it does when it first compiles: each test turns it back on).
 Values, dtypes, the RNG state after sampling and break counts are compared with eager and with
 torch.compile's."""

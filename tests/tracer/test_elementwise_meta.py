@@ -1,5 +1,5 @@
-"""``tracer/elementwise_meta.py`` decides the output of an elementwise operator without its meta
-kernel only where that output is the fake mode's own: every listed operator, on seeded random
+"""``tracer/fakes/elementwise_meta.py`` decides the output of an elementwise operator without its
+meta kernel only where that output is the fake mode's own: every listed operator, on seeded random
 inputs of many shapes, dtypes and layouts (contiguous, permuted, sliced, broadcast, odd strides on
 size-1 dimensions, empty, 0-d), either gets no answer or the mode's shape, strides and dtype; and
 each operator is decided on some of them."""
@@ -11,8 +11,8 @@ import random
 
 import pytest
 import torch
-from bytegraph.tracer import elementwise_meta
 from bytegraph.tracer.effects import ProbedFakeTensorMode
+from bytegraph.tracer.fakes import elementwise_meta
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 

@@ -1,14 +1,14 @@
-"""Fake results reused within a trace (``tracer/fake_reuse.py``): a call whose target, argument
-metadata and global state match an earlier call's gets fresh fake tensors of the earlier result's
-metadata instead of running on fake tensors again; views, in-place ops, symbolic sizes and results
-that require grad always run."""
+"""Fake results reused within a trace (``tracer/fakes/fake_reuse.py``): a call whose target,
+argument metadata and global state match an earlier call's gets fresh fake tensors of the earlier
+result's metadata instead of running on fake tensors again; views, in-place ops, symbolic sizes and
+results that require grad always run."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from bytegraph.tracer import output_graph
-from bytegraph.tracer.fake_reuse import FakeResults
+from bytegraph.tracer.fakes.fake_reuse import FakeResults
 from difftest import assert_same, compile_counted
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv

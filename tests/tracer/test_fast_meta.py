@@ -1,4 +1,4 @@
-"""The short way through the fake mode (``tracer/fast_meta.py``): for each listed operator, on
+"""The short way through the fake mode (``tracer/fakes/fast_meta.py``): for each listed operator, on
 contiguous, transposed, offset and broadcast inputs of several dtypes, the result must be the one
 the fake mode gives by its own path (and the eager result's metadata): same shape, strides, storage
 offset, dtype, device, and the same aliasing of the inputs. Anything the short way does not model
@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from bytegraph.tracer import effects, fast_meta
+from bytegraph.tracer import effects
+from bytegraph.tracer.fakes import fast_meta
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 

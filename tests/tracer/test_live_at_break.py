@@ -369,7 +369,7 @@ def test_a_closure_sharing_a_written_cell_across_a_break(fn, counts, dynamo):
 # One that has not started is made again at the break by calling its function on its arguments
 # (``variables/iterators.py``); one that has started cannot be rebuilt (its
 # frame is half run), so the break is taken where it was made (rolled back,
-# ``tracer/iterator_rollback.py``).
+# ``tracer/breaks/iterator_rollback.py``).
 # Either way the resume function gets the real generator and takes its items in Python (one break
 # where it does). torch.compile runs the generator and user-generator cases wholly in Python.
 
@@ -477,8 +477,8 @@ def _product_live_type(x, xs):
 #: generator was made, whether torch.compile breaks fewer times: None where that depends on the
 #: torch release).
 #: A generator that has not started and that only a local holds is made by the resume function
-#: (``tracer/made_in_resume.py``), whose trace takes its items in the graph: one break, the print.
-#: Where something else holds it, or the breaking instruction reads it, it is made before the
+#: (``tracer/breaks/made_in_resume.py``), whose trace takes its items in the graph: one break, the
+#: print. Where something else holds it, or the breaking instruction reads it, it is made before the
 #: break, and the resume function breaks where it takes items from the real itertools object.
 GENERATOR_CASES = [
     (_genexpr_live, (2, 1), False, False),

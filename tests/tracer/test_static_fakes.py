@@ -1,4 +1,4 @@
-"""``tracer/static_fakes.py`` makes a fake only for a plain input, and that fake is the one
+"""``tracer/fakes/static_fakes.py`` makes a fake only for a plain input, and that fake is the one
 ``from_tensor`` makes: same sizes, strides, storage offset and size, dtype, device, autograd state,
 parameter mark; anything else (views, shared or larger storages, offsets, ``.grad``, inference
 tensors, 0-d and empty tensors, non-leaves, subclasses) is left to ``from_tensor``. A trace gives
@@ -7,7 +7,7 @@ the same tensor one fake, and two inputs sharing a storage fakes that share one.
 from __future__ import annotations
 
 import torch
-from bytegraph.tracer import static_fakes
+from bytegraph.tracer.fakes import static_fakes
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 

@@ -1,7 +1,8 @@
-"""``tracer/static_meta.py`` decides the output of a matrix product, reduction, softmax or embedding
-without its meta kernel only where that output is the fake mode's own: each rule, on seeded random
-arguments (fitting and not, several dtypes and layouts, keepdim, negative and repeated dims), either
-gives no answer or the mode's shape, strides and dtype; and each rule decides some of them."""
+"""``tracer/fakes/static_meta.py`` decides the output of a matrix product, reduction, softmax or
+embedding without its meta kernel only where that output is the fake mode's own: each rule, on
+seeded random arguments (fitting and not, several dtypes and layouts, keepdim, negative and repeated
+dims), either gives no answer or the mode's shape, strides and dtype; and each rule decides some of
+them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 
 import pytest
 import torch
-from bytegraph.tracer import static_meta
+from bytegraph.tracer.fakes import static_meta
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 aten = torch.ops.aten
@@ -149,7 +150,7 @@ def test_what_does_not_fit_goes_to_the_kernel():
 
 
 def test_arange_is_the_mode_s_own():
-    from bytegraph.tracer import fast_meta
+    from bytegraph.tracer.fakes import fast_meta
 
     cases = [(16,), (2, 10), (2, 11, 3), (10, 2, -3), (0, 5, 7), (5, 5), (3, 1), (2.5,), (0, 1, 0)]
     factory = {1: aten.arange.default, 2: aten.arange.start, 3: aten.arange.start_step}

@@ -70,8 +70,8 @@ _DYNAMO_ASSERT_COUNTS = (
 
 def test_assert_on_a_tensor_is_a_deferred_check():
     """A tensor's truth is data the trace does not know: the check is deferred to after the graph
-    (``tracer/deferred_checks.py``): one graph, no break, and a failing check reruns the call in
-    Python, which raises eager's AssertionError (torch 2.15's Dynamo raises RuntimeError)."""
+    (``tracer/breaks/deferred_checks.py``): one graph, no break, and a failing check reruns the call
+    in Python, which raises eager's AssertionError (torch 2.15's Dynamo raises RuntimeError)."""
 
     def fn(x):
         y = x * 2

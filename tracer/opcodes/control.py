@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import FOR_ITER_EXIT_SKIPS, SEND_KEEPS_RECEIVER
-from .. import deferred_checks
+from ..breaks import deferred_checks
 from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker

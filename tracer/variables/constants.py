@@ -11,7 +11,7 @@ import torch.fx
 
 from ...guards.sources import Source
 from ..exc import PythonError, Unsupported
-from ..shapes import unbacked_symbols
+from ..fakes.shapes import unbacked_symbols
 from . import dispatch
 from .base import ConstantLikeVariable, VariableTracker
 

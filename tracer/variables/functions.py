@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ...guards.sources import AttrSource, ItemSource, Source
+from ..breaks.liveness import code_cell_writes
 from ..exc import PythonError, Unsupported
-from ..liveness import code_cell_writes
 from ..markers import (
     REBUILT,
     REGION_ATTR,

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 # same function on the same (rebuilt) arguments: a generator expression's function on its
 # iterator, a user generator function on its arguments, the C ``itertools`` function behind a
 # polyfilled one (``itertools.product(...)``, not the polyfill's plain generator). A generator that
-# has started cannot be rebuilt so (its frame is half run): ``tracer/iterator_rollback.py`` takes
-# the break where it was made instead.
+# has started cannot be rebuilt so (its frame is half run): ``tracer/breaks/iterator_rollback.py``
+# takes the break where it was made instead.
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

@@ -27,7 +27,7 @@ from ...guards.module_tree import (
     tree_root,
 )
 from ...guards.sources import AttrSource, DictValueSource, FreshSource, ItemSource, Source
-from .. import deferred_checks
+from ..breaks import deferred_checks
 from ..exc import Unsupported
 from . import dispatch
 from .base import VariableTracker

@@ -28,8 +28,8 @@ from ...codegen.pyversion import LOCALS_SNAPSHOT
 from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from .. import markers, polyfills
 from ..exc import PythonError, TracedException, Unsupported
+from ..fakes.shapes import unbacked_symbols
 from ..polyfills.builtins import callable_iterator
-from ..shapes import unbacked_symbols
 from . import call_rules, containers, contexts, dispatch, iterators, modules, numpy_arrays, objects
 from .base import ConstantLikeVariable, VariableTracker, walk
 from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule

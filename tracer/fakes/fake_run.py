@@ -14,11 +14,11 @@ from typing import Any
 import torch
 from torch._dispatch.python import enable_python_dispatcher
 
-from .exc import Unsupported
+from ..exc import Unsupported
+from ..variables.constants import SliceVariable, SymNodeVariable
+from ..variables.containers import DictVariable, ListVariable, TupleVariable
+from ..variables.tensors import TensorVariable
 from .shapes import ShapeTracker, is_data_dependent_guard, unbacked_symbols
-from .variables.constants import SliceVariable, SymNodeVariable
-from .variables.containers import DictVariable, ListVariable, TupleVariable
-from .variables.tensors import TensorVariable
 
 #: What fake tensors raise for an op whose output depends on data, without a ShapeEnv to give it
 #: a symbol (``t.item()``, ``nonzero``): the trace then makes one and runs the op again.

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .code_reader import parameters
-from .variables import iterators
-from .variables.base import VariableTracker
-from .variables.constants import ConstantVariable
-from .variables.containers import TupleVariable
-from .variables.iterators import GeneratorVariable
+from ..code_reader import parameters
+from ..variables import iterators
+from ..variables.base import VariableTracker
+from ..variables.constants import ConstantVariable
+from ..variables.containers import TupleVariable
+from ..variables.iterators import GeneratorVariable
 
 if TYPE_CHECKING:
-    from ..codegen.emit import Codegen
-    from .translator import FrameState
+    from ...codegen.emit import Codegen
+    from ..translator import FrameState
 
 
 def made_locals(

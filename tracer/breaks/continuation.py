@@ -24,11 +24,25 @@ from typing import TYPE_CHECKING, Any
 from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
-from ..codegen.emit import NULL_OFFSET, Codegen
-from ..codegen.frame_locals import KEPT, READERS, FrameReader, UserFrame, kept_locals
-from ..codegen.pyversion import NULL_ABOVE_CALLABLE
-from ..guards import kinds
-from ..guards.sources import AttrSource
+from ...codegen.emit import NULL_OFFSET, Codegen
+from ...codegen.frame_locals import KEPT, READERS, FrameReader, UserFrame, kept_locals
+from ...codegen.pyversion import NULL_ABOVE_CALLABLE
+from ...guards import kinds
+from ...guards.sources import AttrSource
+from ..callees import compiles_on_its_own
+from ..context_runtime import exit_with
+from ..exc import Unsupported
+from ..opcodes import operand_count
+from ..translator import FrameState
+from ..variables import iterators
+from ..variables.base import NullVariable, VariableTracker, walk
+from ..variables.constants import ConstantVariable
+from ..variables.contexts import ContextExitVariable
+from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
+from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
+from ..variables.modules import NNModuleVariable
+from ..variables.objects import CFunctionVariable
+from ..variables.tensors import TensorTruthVariable
 from . import made_in_resume
 from .break_frames import (
     call_start,
@@ -39,23 +53,9 @@ from .break_frames import (
     template,
     user_code,
 )
-from .callees import compiles_on_its_own
-from .context_runtime import exit_with
-from .exc import Unsupported
-from .opcodes import operand_count
-from .translator import FrameState
-from .variables import iterators
-from .variables.base import NullVariable, VariableTracker, walk
-from .variables.constants import ConstantVariable
-from .variables.contexts import ContextExitVariable
-from .variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
-from .variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
-from .variables.modules import NNModuleVariable
-from .variables.objects import CFunctionVariable
-from .variables.tensors import TensorTruthVariable
 
 if TYPE_CHECKING:
-    from .translator import Translator
+    from ..translator import Translator
 
 #: ``(template_fn, index, nstack, names, iter_slots, null_slots, compiled[, bool_slots,
 #: continues]) -> callable``, from the driver (which caches them). ``continues``: the resume

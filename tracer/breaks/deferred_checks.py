@@ -40,21 +40,21 @@ import torch
 from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from ..exc import Rerun, Unsupported
+from ..variables.constants import ConstantVariable, SymNodeVariable
+from ..variables.containers import ListVariable
+from ..variables.tensors import TensorVariable
 from . import speculation
-from .exc import Rerun, Unsupported
 from .speculation import restore_rng, save_rng
-from .variables.constants import ConstantVariable, SymNodeVariable
-from .variables.containers import ListVariable
-from .variables.tensors import TensorVariable
 
 if TYPE_CHECKING:
     from bytecode import Instr
 
-    from ..codegen.emit import Codegen
-    from .effects import EffectProbe
-    from .output_graph import OutputGraph
-    from .translator import Translator
-    from .variables.base import VariableTracker
+    from ...codegen.emit import Codegen
+    from ..effects import EffectProbe
+    from ..output_graph import OutputGraph
+    from ..translator import Translator
+    from ..variables.base import VariableTracker
 
 
 #: How many instructions ``raises_only`` looks at before it gives up.

@@ -30,7 +30,7 @@ import torch
 import torch.fx
 
 if TYPE_CHECKING:
-    from .output_graph import OutputGraph
+    from ..output_graph import OutputGraph
 
 log = logging.getLogger("bytegraph.speculation")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .exc import PythonError, Unsupported
+from ..exc import PythonError, Unsupported
 
 _PRODUCTS = frozenset(
     {

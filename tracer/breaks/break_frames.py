@@ -10,17 +10,17 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..codegen.emit import Codegen
-from ..codegen.frame_locals import KEPT, UserFrame
-from ..codegen.pyversion import LOCALS_SNAPSHOT
-from ..codegen.resume import resume_origin, takes_cells
-from .exc import Unsupported
+from ...codegen.emit import Codegen
+from ...codegen.frame_locals import KEPT, UserFrame
+from ...codegen.pyversion import LOCALS_SNAPSHOT
+from ...codegen.resume import resume_origin, takes_cells
+from ..exc import Unsupported
+from ..variables.base import VariableTracker, walk
+from ..variables.functions import LocalCellVariable, NestedFunctionVariable, SavedCellVariable
 from .liveness import cells_written_from, code_cell_writes
-from .variables.base import VariableTracker, walk
-from .variables.functions import LocalCellVariable, NestedFunctionVariable, SavedCellVariable
 
 if TYPE_CHECKING:
-    from .translator import FrameState, Translator
+    from ..translator import FrameState, Translator
 
 
 def live_values(frames: list[FrameState]) -> list[VariableTracker]:

@@ -25,9 +25,9 @@ import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 
-from ..guards import kinds
-from ..guards.guard import Guard
-from ..guards.sources import ShapeExprSource, Source, TensorPropertySource
+from ...guards import kinds
+from ...guards.guard import Guard
+from ...guards.sources import ShapeExprSource, Source, TensorPropertySource
 from . import static_fakes
 
 if TYPE_CHECKING:
