@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..exc import Unsupported
 from ..variables import iterators
 from ..variables.iterators import GeneratorVariable
+from .break_frames import live_values
 
 if TYPE_CHECKING:
     from ..translator import FrameState, Translator
@@ -94,8 +95,6 @@ def rollback(tx: Translator, frames: list[FrameState], reason: Unsupported) -> A
     """The ``GraphBreak`` at the birth, in ``tx``'s frame, of the first iterator live in
     ``frames`` that cannot be rebuilt, or None when there is none (the break stays where it
     is)."""
-    from .break_frames import live_values
-
     births: list[Birth] = [b for b in tx.output.iterator_births if b.tx is tx]
     if not births:
         return None
