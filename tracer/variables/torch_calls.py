@@ -783,18 +783,30 @@ call_rules_for(
 )
 
 
-@call_rule(torch.from_numpy, torch.tensor)
-def _from_array(
+def _of_array(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """Of a traced NumPy array: ``numpy_arrays.from_numpy``; ``torch.tensor`` of anything else is
-    a graph node, ``torch.from_numpy`` of anything else runs in Python."""
-    made = numpy_arrays.from_numpy(tx, fn, args[0], kwargs) if len(args) == 1 else None
-    if made is not None:
-        return made
-    if fn is torch.from_numpy:
+    """``fn(array)`` of a traced NumPy array: ``numpy_arrays.from_numpy``; None otherwise."""
+    return numpy_arrays.from_numpy(tx, fn, args[0], kwargs) if len(args) == 1 else None
+
+
+@call_rule(torch.tensor)
+def _tensor(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """Of a traced NumPy array: its data; of anything else a graph node (the call goes on)."""
+    return _of_array(tx, fn, args, kwargs)
+
+
+@call_rule(torch.from_numpy)
+def _from_numpy(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """Of a traced NumPy array: its tensor; of anything else it runs in Python."""
+    made = _of_array(tx, fn, args, kwargs)
+    if made is None:
         raise _effect(fn.__name__)
-    return None
+    return made
 
 
 @call_rule(torch.as_tensor)
