@@ -29,7 +29,7 @@ Run::
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
     python benchmarks/overhead.py --targets     # only the targets
 
-A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases (issue 4) add entries
+A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases add entries
 to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
 """
 

@@ -1,4 +1,4 @@
-"""The vision model suite side by side (issue 20): every model of ``tests/models/vision_zoo.py``
+"""The vision model suite side by side: every model of ``tests/models/vision_zoo.py``
 (timm and torchvision architectures of every family from their default configs at small inputs,
 diffusers' UNet and VAE from tiny configs; random weights, CPU), inference then one training step,
 through bytegraph and through ``torch.compile`` (both with backend ``eager``), each compared with

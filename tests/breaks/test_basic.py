@@ -296,7 +296,7 @@ def triple(t, s=1):
 
 class Dynamic:
     """Its methods come from a custom ``__getattribute__``, which the tracer does not run: loading
-    one breaks. (A ``__getattr__`` is traced now: issue 24's ``AttrDict``/``EasyDict`` pattern.)"""
+    one breaks. (A ``__getattr__`` is traced: the ``AttrDict``/``EasyDict`` pattern.)"""
 
     def __getattribute__(self, name):
         if name == "scale":

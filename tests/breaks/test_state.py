@@ -193,7 +193,7 @@ def test_nested_function_closure_alive():
         print("closure")
         return add_k(x)
 
-    # issue 24: the closure gets a new cell holding k, which neither it nor the resumed frame
+    # The closure gets a new cell holding k, which neither it nor the resumed frame
     # writes (before: the call ran in Python). torch.compile: 2 graphs, 1 break
     check_breaks(fn, randn(3), graphs=2, breaks=1, calls=3)
 
@@ -243,7 +243,7 @@ def test_iterator_alive_across_break():
         second = next(it)
         return first + second
 
-    # issue 24: the resume function reads the list iterator passed to it (``iterator_inputs``);
+    # The resume function reads the list iterator passed to it (``iterator_inputs``);
     # before, it broke again on it (1 graph, 2 breaks); the graph is the sum after the break
     check_breaks(
         fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=1
@@ -262,7 +262,7 @@ def test_generator_alive_across_break():
         b = next(g)
         return a + b
 
-    # issue 24: g has started, so it cannot be rebuilt at the print: the break is taken where g was
+    # G has started, so it cannot be rebuilt at the print: the break is taken where g was
     # made (``iterator_rollback``), and the resume functions take its items in Python (before: the
     # whole call in Python). torch.compile: 2 graphs, 1 break, computing the generator's remaining
     # items at the break, before the print runs, which is right only when nothing the break does
@@ -283,7 +283,7 @@ def test_generator_consumed_with_break_in_loop():
             print("v")
         return total
 
-    # issue 24: the loop's generator has started at the print: the break is taken where it was made
+    # The loop's generator has started at the print: the break is taken where it was made
     # and the loop runs over the real generator (no graph: all the tensor work is in the loop);
     # before, the whole call in Python. torch.compile runs the whole call in Python.
     check_breaks(fn, randn(2), graphs=0, breaks=3)

@@ -1,5 +1,5 @@
 """torch.compiler's API used inside compiled code: disable, allow_in_graph,
-assume_constant_result, substitute_in_graph and is_compiling (issue 15)."""
+assume_constant_result, substitute_in_graph and is_compiling."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Context managers and torch global state (issue 11, item 1): autocast, grad and inference mode,
+"""Context managers and torch global state: autocast, grad and inference mode,
 ``torch.device``, default dtype, deterministic algorithms, function modes, ``fork_rng``,
 ``@contextmanager`` generators, ``nullcontext``; as blocks, decorators, nested, with a graph break
 inside and with an exception raised inside. Every case also compares torch's global state after each

@@ -1,4 +1,4 @@
-"""Optimizers and training steps (issue 11, item 3): ``opt.step()`` of torch.optim's SGD, Adam and
+"""Optimizers and training steps: ``opt.step()`` of torch.optim's SGD, Adam and
 AdamW (single-tensor and foreach), LR schedulers, ``clip_grad_norm_`` and ``zero_grad``.
 
 Each world is a small ``nn.Linear`` with its optimizer. ``observe`` exposes the module (parameters

@@ -1,4 +1,4 @@
-"""No silent rank divergence (issue 13, part 4): compile fingerprints compared across ranks.
+"""No silent rank divergence: compile fingerprints compared across ranks.
 
 When ranks compile different code (a data-dependent branch taken on one rank only, a recompile on
 one rank only) they would reach collectives in different orders and hang. With

@@ -1,4 +1,4 @@
-"""Data parallelism compiled by bytegraph trains like eager (issue 13, part 3), on gloo CPU ranks.
+"""Data parallelism compiled by bytegraph trains like eager, on gloo CPU ranks.
 
 - DDP: ``bytegraph.compile(ddp_model)`` compiles the wrapped module (DDP's own forward, the
   reducer's bookkeeping, runs in Python, as under torch.compile); after several SGD steps on

@@ -1,4 +1,4 @@
-"""The vision model suite, small form (issue 20): a few models per family of ``vision_zoo.py``
+"""The vision model suite, small form: a few models per family of ``vision_zoo.py``
 (``VisionArch.small``: timm and torchvision CNNs, a ViT, a Swin, an MLP mixer, mobile nets, and
 diffusers' UNet and VAE from tiny configs), compiled by bytegraph (backend ``eager``), inference
 then one training step compared with eager on outputs (values, dtype, shape, ``requires_grad``),

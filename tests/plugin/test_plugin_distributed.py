@@ -1,4 +1,4 @@
-"""The pytest plugin and distributed code (issue 13): it turns the cross-rank consistency check on
+"""The pytest plugin and distributed code: it turns the cross-rank consistency check on
 (``BYTEGRAPH_DISTRIBUTED_CHECK=1`` for the processes tests start) and its summary gives a census
 (graphs, breaks, collectives per graph) of tests whose graphs run collectives."""
 

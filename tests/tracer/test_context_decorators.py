@@ -1,5 +1,5 @@
 """torch's context managers used as decorators on functions made in the compiled function
-(``@torch.no_grad()`` on a nested function, issue 24): each call runs inside a fresh copy of the
+(``@torch.no_grad()`` on a nested function): each call runs inside a fresh copy of the
 context, and the state is restored after it, also when the function raises."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 24: a branch on tensor data whose other side only raises (a validation check) is deferred
+"""A branch on tensor data whose other side only raises (a validation check) is deferred
 to after the graph (``tracer/breaks/deferred_checks.py``): one graph, no break, and a failed check
 reruns the call in Python, which raises exactly what eager raises. torch.distributions validates
 every distribution it makes this way (``validate_args``, on by default; torch.compile turns it off

@@ -1,4 +1,4 @@
-"""Issue 24: torch.distributions in a compiled function. Distributions are Python classes: the trace
+"""Torch.distributions in a compiled function. Distributions are Python classes: the trace
 runs their ``__init__`` and methods like user code (``builder.INLINED_TORCH_MODULES``), and their
 argument and sample validation (``validate_args``, on by default) becomes deferred checks
 (``tracer/breaks/deferred_checks.py``): one graph where torch.compile breaks on each check or turns

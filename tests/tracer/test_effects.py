@@ -1,4 +1,4 @@
-"""Never drop a side effect (issue 13, part 1): a recorded call whose result is not a tensor is
+"""Never drop a side effect: a recorded call whose result is not a tensor is
 erased only when proven pure; one operator with an effect its schema states stays in the graph as an
 effectful node; anything else breaks the graph and runs in Python.
 

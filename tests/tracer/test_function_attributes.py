@@ -1,4 +1,4 @@
-"""Attributes of functions made in the compiled function (issue 24): ``functools.wraps`` /
+"""Attributes of functions made in the compiled function: ``functools.wraps`` /
 ``functools.update_wrapper`` applied inside it copy ``__name__``, ``__doc__``, ``__dict__``... onto
 the wrapper and set ``__wrapped__``; the wrapper keeps them when it leaves the trace."""
 

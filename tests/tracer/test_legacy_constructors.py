@@ -1,4 +1,4 @@
-"""Issue 24: torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``,
+"""Torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``,
 ``torch.LongTensor(3)``...) in the graph, with eager's semantics: always a CPU tensor of the class's
 dtype (whatever the default dtype or device), data copied, sizes uninitialised, a tensor of the
 same dtype aliased; bad arguments run in Python and raise what eager raises. Before, every call

@@ -1,4 +1,4 @@
-"""Issue 24: a value made or reached in the trace that is live at a graph break is rebuilt there, so
+"""A value made or reached in the trace that is live at a graph break is rebuilt there, so
 the call still compiles graphs on both sides of the break (before: it ran in Python, 0 graphs).
 Each kind's counts are compared with torch.compile's."""
 

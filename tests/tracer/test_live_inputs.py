@@ -1,4 +1,4 @@
-"""Issue 24: values live at a graph break that the resume function gets as real objects: dict
+"""Values live at a graph break that the resume function gets as real objects: dict
 views, enumerate objects, C methods bound to a container, ``torch.finfo``/``iinfo``,
 ``types.SimpleNamespace`` objects and torch's module-like objects (``torch.backends.cuda.matmul``).
 Each is rebuilt at the break and read back by the resume function's trace

@@ -1,4 +1,4 @@
-"""Issue 24: a ``functools.lru_cache`` wrapper called with tensors: its function is traced (the
+"""A ``functools.lru_cache`` wrapper called with tensors: its function is traced (the
 cache left aside), with a notice, as torch.compile does (1 graph, 0 breaks, and a warning). Before,
 the call broke ("not a constant")."""
 

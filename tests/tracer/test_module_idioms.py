@@ -1,10 +1,9 @@
-"""Module idioms of everyday model code (issue 24): ``next(self.parameters())`` to probe the dtype
+"""Module idioms of everyday model code: ``next(self.parameters())`` to probe the dtype
 or device (``parameters()`` is a generator: one ``next`` takes the first), ``name in
 self.module_dict``.
 
 torch.compile's counts are taken first, on a fresh module: once bytegraph has compiled a module,
-Dynamo traces into bytegraph's module hooks (issue 24, "Wrong results and crashes" item 6, another
-engineer's part) and counts more breaks."""
+Dynamo traces into bytegraph's module hooks and counts more breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NumPy value objects made in the compiled function (issue 24): ``np.iinfo``, ``np.finfo``,
+"""NumPy value objects made in the compiled function: ``np.iinfo``, ``np.finfo``,
 ``np.dtype(...)`` are immutable, folded on constant arguments as torch.compile folds them;
 ``np.ones_like``/``np.full_like`` with a dtype on an array of a tensor."""
 

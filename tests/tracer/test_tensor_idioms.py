@@ -1,4 +1,4 @@
-"""Tensor idioms kept in the graph as torch.compile keeps them (issue 24): ``min``/``max`` of 0-dim
+"""Tensor idioms kept in the graph as torch.compile keeps them: ``min``/``max`` of 0-dim
 tensors (CPython's rule: a later item wins only when strictly greater/smaller, so ties and NaNs keep
 the earlier one) and ``x.type(torch.HalfTensor)``."""
 

@@ -3,8 +3,8 @@
 Code that validates tensors branches on their data only to refuse bad input: ``if not
 valid.all(): raise ValueError(...)`` (torch.distributions' ``validate_args``, on every
 distribution made and every ``log_prob``), ``assert (x >= 0).all()``, ``torch._assert(t, msg)``,
-``if torch.isnan(loss).any(): raise``. The trace cannot know the data, so such a branch used to be a
-graph break (torch.compile breaks there too). Instead, the trace assumes the side that goes on and
+``if torch.isnan(loss).any(): raise``. The trace cannot know the data, so such a branch would be a
+graph break (torch.compile breaks there). Instead, the trace assumes the side that goes on and
 records the condition as a *check*: a boolean graph output. The rewritten code tests the checks
 right after the graph returns, before anything the call does outside the graph (side effects are
 replayed after it); when one fails, the entry runs the call again from its start as plain Python
@@ -16,14 +16,14 @@ check is made the same way; a failed one is a miss, counted on its site.
 Running the call twice is only invisible if the graph did nothing a second run would see, so a
 check is deferred only while the graph mutates no input and runs no effectful operator
 (``note_op``; an operator mutates an input when what its schema writes shares an input's storage):
-once one of those is recorded, branches on tensor data break as before; once a check is pending,
+once one of those is recorded, branches on tensor data break; once a check is pending,
 such an operator breaks the graph before it instead (the check then guards a graph that does none
 of them). Random draws from the default generators are allowed: a graph with checks and
 random operators has the generators' states saved before it runs and put back before a rerun.
 Which side "only raises" is a heuristic on the bytecode (``raises_only``); soundness does not
 depend on it, since a failed check always reruns.
 Contexts carried into a resume function (exited before its graph) and generator code are not
-rerun: their branches break as before.
+rerun: their branches break.
 
 Entry points: ``assume`` (the conditional jumps), ``note_op`` (every recorded operator) and
 ``note_effect`` (what the rewritten code does before the graph: modules the trace made),

@@ -80,7 +80,7 @@ def pending(tx: Translator) -> bool:
     for one the root frame still holds on its stack or in a local: one it let go of (a
     ``next(self.parameters())`` probe) would otherwise keep every later undo record alive. One
     held elsewhere (in a list, an attribute) is then not rolled back to: at a break where it is
-    live, the call runs in Python, as before."""
+    live, the call runs in Python."""
     births: list[Birth] = tx.output.iterator_births
     if not births:  # asked after every root instruction: the usual answer, at no cost
         return False

@@ -10,7 +10,7 @@ sharing no storage with the arguments or with each other, or notes that the call
 its arguments itself; ``replay`` builds fresh fake tensors with that metadata (or returns that
 argument) for a later call of the same key. Anything else (symbolic sizes, constant-valued fakes,
 views, results that require grad, effects, autocast) is never keyed or remembered: it runs on fake
-tensors as before. ``remember`` only notes the call and its result's metadata: the result is
+tensors. ``remember`` only notes the call and its result's metadata: the result is
 described when a call of the same key first comes (a model compiled layer by layer never repeats a
 call within one trace), unless an in-place change of its metadata (``unsqueeze_``, ``detach_``)
 came between.

@@ -6,7 +6,7 @@ whose import loads sympy: a quarter of a second of a fresh process's first trace
 need no symbol. Most inputs of a forward pass are the simplest kind: a dense tensor or parameter
 that is the only user of its storage, with no ``.grad``. Its fake is a meta tensor of the same
 sizes, strides and dtype on the same device, requiring grad as it does: ``fresh_fake`` builds that
-directly and returns None for anything else, which goes through ``from_tensor`` as before.
+directly and returns None for anything else, which goes through ``from_tensor``.
 ``tests/tracer/test_static_fakes.py`` compares both kinds of fake on many inputs.
 """
 

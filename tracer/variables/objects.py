@@ -1646,7 +1646,7 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
 def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
     """``repr(ns)`` (and ``str``, which is ``repr`` for it) of a ``SimpleNamespace`` whose
     attributes are Python constants: CPython's text, ``namespace(a=1)`` (the class name for a
-    subclass). Other values break the graph as before."""
+    subclass). Other values break the graph."""
     attributes = namespace_dict(tx, obj)
     if attributes is None or not attributes.is_python_constant():
         raise Unsupported("builtin", f"repr() on {obj!r}")

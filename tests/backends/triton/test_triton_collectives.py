@@ -1,4 +1,4 @@
-"""Collectives through the triton backend (issue 13): functional collectives and their waits are
+"""Collectives through the triton backend: functional collectives and their waits are
 extern calls run with torch (on purpose: not counted as fallbacks), between generated kernels, and
 one whose result is unused is still run. A single-process world of the ``fake`` backend stands in
 for real ranks (its collectives return their input); tests/distributed runs real gloo ranks."""
