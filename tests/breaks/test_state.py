@@ -262,7 +262,7 @@ def test_generator_alive_across_break():
         b = next(g)
         return a + b
 
-    # G has started, so it cannot be rebuilt at the print: the break is taken where g was
+    # Here g has started, so it cannot be rebuilt at the print: the break is taken where g was
     # made (``iterator_rollback``), and the resume functions take its items in Python (before: the
     # whole call in Python). torch.compile: 2 graphs, 1 break, computing the generator's remaining
     # items at the break, before the print runs, which is right only when nothing the break does
