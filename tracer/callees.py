@@ -28,9 +28,11 @@ Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``),
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
 in the calling code itself; so is, from 3.13, what a method load pushes (the class's function or
-a C type's method: no bound method is made). A miss goes to ``RouteTable.__missing__``: bound
-methods and modules are answered there; the rest, and functions left alone whose routed copy
-runs only while they keep their code, go to ``CalleeCompiler.route`` (``_decide``).
+a C type's method: no bound method is made). A function left alone is found with its routed
+copy behind a check that it keeps its code (``entry.make_code_checked``: the copy runs that code
+only; a function given new code is decided anew). A miss goes to ``RouteTable.__missing__``:
+bound methods and modules are answered there; the rest go to ``CalleeCompiler.route``
+(``_decide``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from torch import nn
 from ..codegen.frame_locals import READERS
 from ..codegen.route_calls import routed
 from . import markers
+from .entry import make_code_checked
 
 #: Top-level packages whose functions a break's call runs as they are (torch's own Python code is
 #: traced when user code calls it, never compiled on its own, as in torch.compile).
@@ -122,8 +125,9 @@ class CalleeCompiler:
         #: what ``route`` returns for them, as ``_compiled`` holds it (the callable itself for
         #: ``_AS_IS``); keeps them alive, as the module defining them does
         self._known: dict[Any, Any] = {}
-        #: ``_known`` less its routed copies (whose function may get new code): what routed code
-        #: looks its callables up in (``codegen/route_calls.py``); a miss asks ``route``
+        #: ``_known`` with each routed copy behind a check that its function keeps its code:
+        #: what routed code looks its callables up in (``codegen/route_calls.py``); a miss asks
+        #: ``route``
         self.table = RouteTable()
         #: module class whose ``forward`` is user code, defined at module level -> the compiled
         #: caller of its modules, or None (called as they are)
@@ -206,8 +210,9 @@ class CalleeCompiler:
 
     def _remember(self, obj: Any, target: Any) -> None:
         self._known[obj] = target
-        if type(target) is not tuple:
-            self.table[obj] = target
+        if type(target) is tuple:  # a routed copy, behind the check that ``obj`` keeps its code
+            target = make_code_checked(obj, target[1], self.route)
+        self.table[obj] = target
 
     def _target(self, fn: types.FunctionType) -> Any:
         """What a call of ``fn`` runs: its compiled version, its routed copy, or ``fn``."""

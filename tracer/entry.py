@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..codegen.frame_locals import ENTRY_FILE
 from .code_reader import parameters
 from .exc import Rerun
 
@@ -49,33 +50,7 @@ def make_entry(
     ``resume``: ``fn`` is a resume function, which only the code its compiled caller's entry
     chose calls (torch.compile's tracing took the caller itself), and whose code is bytegraph's:
     its entry goes straight to the guards."""
-    params, call_args, names, keys = [], [], [], []
-    saw_kwonly = False
-    for i, (name, kind) in enumerate(parameters(fn.__code__)):
-        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
-        # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
-        # positional.
-        param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
-        names.append(param)
-        keys.append(name)
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            params.append(f"*{param}")
-            call_args.append(f"*{param}")
-            saw_kwonly = True
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            params.append(f"**{param}")
-            call_args.append(f"**{param}")
-        elif kind is inspect.Parameter.KEYWORD_ONLY:
-            if not saw_kwonly:
-                params.append("*")
-                saw_kwonly = True
-            params.append(param)
-            call_args.append(f"{param}={param}")
-        else:
-            params.append(param)
-            call_args.append(param)
-    if fn.__code__.co_posonlyargcount:
-        params.insert(fn.__code__.co_posonlyargcount, "/")
+    params, call_args, names, keys = _signature(fn)
     locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
     checks = (
         # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
@@ -106,10 +81,80 @@ def make_entry(
         "___is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
         "___compiler": torch.compiler,
     }
-    exec(compile(source, f"<bytegraph entry {fn.__qualname__}>", "exec"), namespace)
-    entry = namespace["___entry"]
-    entry.__defaults__ = fn.__defaults__
-    entry.__kwdefaults__ = fn.__kwdefaults__
-    functools.update_wrapper(entry, fn)
+    entry = _made(source, namespace, "___entry", fn)
     entry.__bytegraph__ = state
     return entry
+
+
+def make_code_checked(
+    fn: types.FunctionType, copy: types.FunctionType, on_new_code: Any
+) -> types.FunctionType:
+    """A function with ``fn``'s exact signature that calls ``copy`` (which runs ``fn``'s code as
+    it is now) while ``fn`` keeps that code, and once ``fn.__code__`` is replaced calls what
+    ``on_new_code(fn)`` returns instead::
+
+        def fn(a, b):
+            if ___fn.__code__ is ___code:
+                return ___copy(a, b)
+            return ___on_new_code(___fn)(a, b)
+
+    A call of it is a call of ``fn`` as it is now, so a table may hold it for ``fn`` for good
+    (``callees.py``: the routed copy of a function left alone)."""
+    params, call_args, _, _ = _signature(fn)
+    args = ", ".join(call_args)
+    source = (
+        f"def ___checked({', '.join(params)}):\n"
+        f"    if ___fn.__code__ is ___code:\n"
+        f"        return ___copy({args})\n"
+        f"    return ___on_new_code(___fn)({args})\n"
+    )
+    namespace = {"___fn": fn, "___code": fn.__code__, "___copy": copy}
+    namespace["___on_new_code"] = on_new_code
+    return _made(source, namespace, "___checked", fn)
+
+
+def _signature(fn: types.FunctionType) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``fn``'s parameters as generated code declares them (``*``, ``/`` and ``**`` included),
+    the arguments that pass them on, their names in generated code, and their real names."""
+    params, call_args, names, keys = [], [], [], []
+    saw_kwonly = False
+    for i, (name, kind) in enumerate(parameters(fn.__code__)):
+        # Names that are not identifiers (pytest's ``@py_assert1`` locals reach resume functions)
+        # get a safe parameter name; ``L`` keeps the real one. Such parameters are always
+        # positional.
+        param = name if name.isidentifier() and not keyword.iskeyword(name) else f"___p{i}"
+        names.append(param)
+        keys.append(name)
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            params.append(f"*{param}")
+            call_args.append(f"*{param}")
+            saw_kwonly = True
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            params.append(f"**{param}")
+            call_args.append(f"**{param}")
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            if not saw_kwonly:
+                params.append("*")
+                saw_kwonly = True
+            params.append(param)
+            call_args.append(f"{param}={param}")
+        else:
+            params.append(param)
+            call_args.append(param)
+    if fn.__code__.co_posonlyargcount:
+        params.insert(fn.__code__.co_posonlyargcount, "/")
+    return params, call_args, names, keys
+
+
+def _made(
+    source: str, namespace: dict[str, Any], name: str, fn: types.FunctionType
+) -> types.FunctionType:
+    """The function ``name`` that ``source`` defines, with ``fn``'s defaults, names and
+    attributes; its file is the entry functions' (``ENTRY_FILE``: frames the user's stack, as
+    ``locals()`` and ``warnings.warn`` in generated code count it, leaves out)."""
+    exec(compile(source, f"{ENTRY_FILE}{fn.__qualname__}>", "exec"), namespace)
+    made = namespace[name]
+    made.__defaults__ = fn.__defaults__
+    made.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(made, fn)
+    return made

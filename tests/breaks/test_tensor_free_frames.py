@@ -154,6 +154,41 @@ def test_new_code_is_traced_again():
     assert counter.frame_count == 1, "the new code was not compiled"
 
 
+def _falls_back_calling_exists(v):
+    """Left alone (its trace fails), and it makes a call: routed code calls its routed copy."""
+    try:
+        raise KeyError(v)
+    except KeyError:
+        print("handled")  # a break while an exception is handled: runs in Python
+    return exists(v)
+
+
+def _is_none(v):
+    return v is None
+
+
+def _counting_through_a_fallback(x, vals):
+    y = x + 1
+    with _entered():
+        print("inside")
+        for v in vals:
+            if _falls_back_calling_exists(v):
+                y = y * 2
+    return y
+
+
+def test_a_function_left_alone_given_new_code_runs_the_new_code(monkeypatch):
+    compiled = bytegraph.compile(_counting_through_a_fallback, backend="eager")
+    x, vals = torch.randn(3), [1, None, 2]
+    for _ in range(3):  # the router knows the function's routed copy from the first call
+        torch.testing.assert_close(compiled(x, vals), _counting_through_a_fallback(x, vals))
+    assert bytegraph.stats()["fallback:exception"] == 1
+    monkeypatch.setattr(_falls_back_calling_exists, "__code__", _is_none.__code__)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x, vals), (x + 1) * 2)  # one None: doubled once
+    assert _counting_through_a_fallback(x, vals).equal((x + 1) * 2)
+
+
 @pytest.mark.parametrize("first", [None, 3])
 def test_a_frame_marked_on_other_values_stays_correct(first):
     """Marked on a call without tensor work, the code runs as it is for values that would have
