@@ -1,4 +1,9 @@
-"""Python values known at trace time: constants, symbolic numbers (SymInt and friends), slices."""
+"""Python values known at trace time: ``ConstantVariable`` (folded: operations on it are computed
+by CPython during the trace), ``SymNodeVariable`` (a symbolic int/float/bool recorded in the graph),
+``SliceVariable`` (a slice with a non-constant bound, ``make_slice``) and the ids of objects
+(``id(a) == id(b)`` as ``a is b``). The bottom family: it imports no other. What operations on
+these mean lives in ``operations.py``.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Containers: CPython's list, tuple, dict and set, their methods and dict views, the
-``collections`` types, dict subclasses, lazily read input lists and ``ModelOutput``.
+"""Containers as CPython has them: ``ListVariable``, ``TupleVariable``, ``DictVariable``,
+``SetVariable`` (sets in CPython's table order), their methods (``call_method`` over ``METHODS``),
+dict views, the ``collections`` types (``deque``, ``OrderedDict``, ``Counter``, ``defaultdict``),
+dict subclasses, namedtuples, lists read lazily from inputs and ``ModelOutput``. ``hash_key`` is
+the key model every dict and set uses. Iteration over them is ``iterators.py``'s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Context managers and torch's global state: the tracker family and ``with`` exits, torch's state
-switches (grad mode, autocast, devices...), Python-written context managers, contexts carried
-into a resume function.
+"""Context managers and torch's global state: the ``ContextVariable`` family and ``with`` exits,
+torch's state switches (grad mode, inference mode, autocast, devices, default dtype...) and what
+each changes in the trace's ``GlobalStateLog``, Python-written context managers
+(``contextlib.contextmanager``), and contexts carried into a resume function (``enter_carried``).
 """
 
 from __future__ import annotations

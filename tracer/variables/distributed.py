@@ -1,4 +1,7 @@
-"""``torch.distributed`` in a trace: process groups, ranks and collectives as graph nodes."""
+"""``torch.distributed`` in a trace: process groups (constants of the trace, guarded), ranks and
+world sizes (folded), collectives as effectful graph nodes (``call_distributed``) and functional
+collectives' results. A call it does not model breaks the graph.
+"""
 
 from __future__ import annotations
 

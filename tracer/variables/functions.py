@@ -1,5 +1,8 @@
-"""Functions and methods: user functions (inlined), builtins and torch callables, closure cells,
-``functools`` caches, functions marked for the tracer, and calls that make classes.
+"""Functions and methods: ``UserFunctionVariable`` (a Python function, inlined by a nested
+translator), ``BuiltinVariable``, bound methods, closure cells (``ClosureCellVariable``),
+``functools`` caches and partials, functions marked for the tracer (``CALL_HOOKS``) and calls that
+make classes (``namedtuple``, ``type``). What calling a known callable means is first
+``call_rules.py``'s table.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Iterators and generators that behave like CPython's, real iterators reaching the trace as
-inputs, and generators rebuilt at a graph break.
+"""Iterators and generators that behave like CPython's: ``IteratorVariable`` and the iterators
+over lists, dicts and sets at their positions (``make_iter``, ``dict_iter``), the combinators
+(``zip``, ``enumerate``, ``map``, ``filter``...), ``GeneratorVariable`` (a user generator run
+lazily), real iterators reaching the trace as inputs (``wrap_input_iterator``) and generators
+rebuilt at a graph break. Registers the ``get_iter`` rules of iterators and dict views.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""``nn.Module``: existing modules and their guards (the module tree, parameters), and modules
-made in the trace.
+"""``nn.Module``: ``NNModuleVariable`` for existing modules and their guards (the module tree,
+parameters and buffers as inputs), hooks registered and removed in the trace, and modules made in
+the trace (``construct_module``). Registers the ``getattr`` rule of module member methods and the
+``store_attr`` rule of modules.
 """
 
 from __future__ import annotations

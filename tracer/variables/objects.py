@@ -1,5 +1,8 @@
-"""User objects: existing objects, classes and Python modules, objects made in the trace, the
-attribute protocol, exceptions and weak references.
+"""User objects: existing objects (``UserObjectVariable``), classes (``ClassVariable``,
+``super()``), Python modules, objects made in the trace (``NewObjectVariable``,
+``construct_instance``), the attribute protocol (``type_lookup`` order, descriptors,
+``store_attribute``: the general ``store_attr`` rule), exceptions, weak references and the reprs of
+containers of objects. Which class a call makes is decided by ``operations.construct_class``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Python's operations on traced values: operators (a registry), builtins, truth/identity/
-containment and ordering.
+"""Python's operations on traced values: operators (the ``OPERATORS`` registry and its
+``@operator_rule``s), builtins (``call_builtin`` over ``call_rules.BUILTINS``), truth, identity and
+containment, ordering and ``sorted``, computation on real values (``evaluate``), and the general
+rule of every operation of ``dispatch`` (``call_callable``, ``iterate``, ``get_iter``,
+``construct_class``...). The top family: it may use every other.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Tensors in the graph: ``TensorVariable``, its methods and attributes, and what converts a
-tensor to a Python value (a graph break where the value is data).
+"""Tensors in the graph: ``TensorVariable`` (an FX node and its fake example value), its
+attributes and methods (``call_method``: a graph node, or folded metadata), and what turns a tensor
+into a Python value (``to_scalar``, ``to_bool``: a graph break, or a deferred check, where the
+value is data). Operators on tensors are ``operations.py``'s; NumPy arrays are
+``numpy_arrays.py``'s.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Calls into torch: its namespaces' functions, custom autograd Functions, higher-order
-functions and scans, torch.optim's step wrappers.
+"""Calls into torch: ``TorchVariable`` for its namespaces' functions (``call_torch_function``,
+``record_torch_op``: a graph node, or a break for what has effects), custom autograd Functions
+(``Function.apply`` as one node), higher-order functions and scans, torch.optim's step wrappers,
+and the call-rule entries for torch's callables (state queries, constructors).
 """
 
 from __future__ import annotations
