@@ -21,7 +21,7 @@ Then the costs of code that does not compile whole, for both engines (``target_r
   calling it in a loop), over the same code run eagerly (target: at most 1.05x), and the bare
   routed call of the helper over its plain call (what one call site costs), with the same for a
   bound method, a tensor's method and a library module (callables made anew, or looked up anew,
-  at each call).
+  at each call) and a function that falls back (run as its routed copy).
 
 Run::
 
@@ -151,6 +151,24 @@ def _calls_exists(vals):
     return n
 
 
+def _fell_back(v):
+    """Runs in Python (a break while an exception is handled) and calls something: routed code
+    calls its routed copy."""
+    try:
+        raise KeyError(v)
+    except KeyError:
+        sys.stdout.write("")
+    return v is not None
+
+
+def _calls_a_fallback(vals):
+    n = 0
+    for v in vals:
+        if _fell_back(v):
+            n += 1
+    return n
+
+
 class _Counter:
     def has(self, v):
         return v is not None
@@ -242,10 +260,16 @@ def target_rows(number: int, repeat: int) -> None:
     print(row.format("a fallback calling tensor-free helpers / eager", *helpers, "<= 1.05"))
     bare = _bare_routed_calls(vals, number, repeat)
     print(row.format("  one routed call / one plain call (alone)", bare["function"], nan, ""))
-    for kind in ("bound method", "tensor method", "library module"):
+    for kind in ("bound method", "tensor method", "library module", "fallback function"):
         print(row.format(f"    the same, calling a {kind}", bare[kind], nan, ""))
     kinds = sorted(k for k in bytegraph.stats() if k.startswith("fallback:"))
     print(f"(bytegraph fell back in {', '.join(kinds) or 'nothing: the fallback rows are wrong'})")
+    reads = timeit.Timer("f.__code__", timer=CLOCK[0], globals={"f": no_break})
+    code_ns = min(reads.repeat(repeat, number)) / number * 1e9
+    print(
+        f"(reading a function's __code__, as each call of a compiled function does: {code_ns:.0f} "
+        "ns; an audit hook in the process, as filelock installs, makes each read call it)"
+    )
 
 
 ENGINES = ("bytegraph", "torch.compile")
@@ -262,7 +286,8 @@ def _bare_routed_calls(vals: list[int], number: int, repeat: int) -> dict[str, f
     """Per kind of callable, routed over plain: a loop calling it through bytegraph's router from
     a function run in Python (``codegen/route_calls.py``) against the same loop run plainly. The
     kinds: a tensor-free function (``exists(v)``), a method of a user object, a tensor's method,
-    a module of torch's (``nn.Identity``)."""
+    a module of torch's (``nn.Identity``), a function whose trace fails (run as its routed
+    copy)."""
     from bytegraph.codegen.route_calls import routed
     from bytegraph.tracer.driver import CompiledCode, Settings
 
@@ -272,6 +297,7 @@ def _bare_routed_calls(vals: list[int], number: int, repeat: int) -> dict[str, f
         "bound method": (_calls_a_method, (vals, _Counter())),
         "tensor method": (_calls_a_tensor_method, (vals, t)),
         "library module": (_calls_a_module, (vals, torch.nn.Identity(), t)),
+        "fallback function": (_calls_a_fallback, (vals,)),
     }
     ratios = {}
     for kind, (loop, args) in loops.items():
