@@ -50,6 +50,12 @@ CONSTANT_TYPES = (
 )
 
 
+#: Methods of constants that take only indices (converted with ``__index__``), as (type, name).
+INDEX_METHODS = frozenset(
+    {(slice, "indices")} | {(t, "__getitem__") for t in (tuple, range, str, bytes)}
+)
+
+
 @dataclass(eq=False)
 class ConstantVariable(ConstantLikeVariable):
     value: Any
@@ -80,6 +86,7 @@ class ConstantVariable(ConstantLikeVariable):
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            self._reject_indices(args, kwargs)
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
         try:
             result = self.value(
@@ -89,6 +96,25 @@ class ConstantVariable(ConstantLikeVariable):
         except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
             raise PythonError(e) from None
         return tx.fold(result)
+
+    def _reject_indices(self, args: list[VariableTracker], kwargs: dict) -> None:
+        """A method whose arguments are all indices (``INDEX_METHODS``) called with values whose
+        index stand-ins it rejects: CPython's TypeError, raised."""
+        method = (type(self.value.__self__), self.value.__name__)
+        if method not in INDEX_METHODS or kwargs:
+            return
+        stand_ins = [None if a.is_python_constant() else dispatch.index_stand_in(a) for a in args]
+        if any(
+            s is None and not a.is_python_constant() for s, a in zip(stand_ins, args, strict=True)
+        ):
+            return
+        values = [
+            a.as_python_constant() if s is None else s for s, a in zip(stand_ins, args, strict=True)
+        ]
+        try:
+            self.value(*values)
+        except TypeError as e:
+            raise PythonError(e) from None
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         try:

@@ -1687,21 +1687,23 @@ def _int(vt: VariableTracker):
     """An index or count argument: a Python constant, or ``index_stand_in``'s stand-in."""
     if vt.is_python_constant():
         return vt.as_python_constant()
-    stand_in = index_stand_in(vt)
+    stand_in = dispatch.index_stand_in(vt)
     if stand_in is None:
         raise Unsupported("index", f"{vt} as an index (only constants are traced)")
     return stand_in
 
 
+@dispatch.rule("index_stand_in")
 def index_stand_in(vt: VariableTracker) -> object | None:
     """For a value whose type has no ``__index__`` (an object, a function), an instance of an
     empty class of the same C name: a list or tuple operation run on it and on a stand-in
-    sequence (``_shadow``) raises CPython's TypeError. None for other values (a tensor)."""
+    sequence (``_shadow``) raises CPython's TypeError. None for other values (tensors have their
+    own rule)."""
     try:
         cls = vt.python_type()
     except Unsupported:
         return None
-    if isinstance(vt, TensorVariable) or any("__index__" in vars(base) for base in cls.__mro__):
+    if any("__index__" in vars(base) for base in cls.__mro__):
         return None
     return type(c_name(cls), (), {})()
 
@@ -1799,15 +1801,18 @@ def _list_init(tx, obj, iterable=None):
 
 
 def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
-    """``item is value or item == value``, as list searches compare (tensors: data-dependent)."""
+    """``item is value or item == value``, as list searches compare (a tensor's ``==``: known
+    where it gives no tensor, ``'b' == t`` is False; data-dependent where it does)."""
     if item is value:
         return True
     if item.is_python_constant() and value.is_python_constant():
         known = item.as_python_constant()  # identity first: ``[nan].count(nan)``
         return known is value.as_python_constant() or bool(known == value.as_python_constant())
+    equal = dispatch.call_operator(tx, operator.eq, [item, value])
     if isinstance(item, TensorVariable) or isinstance(value, TensorVariable):
-        raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
-    return dispatch.truth(tx, dispatch.call_operator(tx, operator.eq, [item, value]))
+        if not equal.is_python_constant():
+            raise Unsupported("data_dependent", f"comparing {item} with {value} needs their values")
+    return dispatch.truth(tx, equal)
 
 
 def _find(tx, obj, value, message=None):

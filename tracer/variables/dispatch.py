@@ -44,6 +44,7 @@ RULES: dict[str, dict[type, Callable[..., Any]]] = {
         "construct",
         "sort_order",
         "namedtuple_attribute",
+        "index_stand_in",
     )
 }
 _FOUND: dict[tuple[str, type], Callable[..., Any]] = {}
@@ -179,3 +180,11 @@ def sort_order(tx: Translator, *args: Any) -> list[int]:
 def namedtuple_attribute(tx: Translator, tup: VariableTracker, name: str) -> VariableTracker:
     """A field or method of a namedtuple."""
     return lookup("namedtuple_attribute", type(tup))(tx, tup, name)
+
+
+def index_stand_in(value: VariableTracker) -> object | None:
+    """What ``value``, not known at trace time, stands for in an operation that takes it as an
+    index (``xs[i]``, ``slice.indices(n)``, ``operator.index``): a real object that CPython
+    rejects there with the error the value itself would get; None where the value could be an
+    index (its type has ``__index__`` and what it gives is data)."""
+    return lookup("index_stand_in", type(value))(value)

@@ -1700,6 +1700,7 @@ def getitem_tensor(
         user = _user_item_method(tx, "__getitem__", tensor, [key])
         if user is not None:
             return user
+        _reject_index(tx, tensor, key)
         raise Unsupported("index", f"indexing {tensor} with a tensor")
     key = index_for_tensor(tx, tensor, key)
     return tx.output.call_function(operator.getitem, (tensor, key), {})
@@ -1723,16 +1724,41 @@ def _index_stand_in(key: VariableTracker) -> object | None:
     holds (``containers.index_stand_in``): a slice, the slice of its bounds' stand-ins
     (``slice(obj)``: CPython's "slice indices must be integers..."); None where unknown."""
     if not isinstance(key, SliceVariable):
-        return containers.index_stand_in(key)
+        return dispatch.index_stand_in(key)
     bounds = []
     for part in key.parts:
         if isinstance(part, ConstantVariable):
             bounds.append(part.value)
-        elif (bound := containers.index_stand_in(part)) is not None:
+        elif (bound := dispatch.index_stand_in(part)) is not None:
             bounds.append(bound)
         else:
             return None
     return slice(*bounds)
+
+
+#: Builtin sequences whose ``seq[key]`` rejects a key that is no index (or whose ``__index__``
+#: raises) whatever the sequence holds, each as an empty one.
+_EMPTY_SEQUENCES = {list: [], tuple: (), range: range(0), str: "", bytes: b""}
+
+
+def _reject_index(tx: Translator, seq: VariableTracker, key: VariableTracker) -> None:
+    """Raises CPython's TypeError for ``seq[key]`` where ``seq`` is one of ``_EMPTY_SEQUENCES``
+    and the key's stand-in (``_index_stand_in``) is rejected; returns where it is not known."""
+    stand_in = _index_stand_in(key)
+    try:
+        empty = _EMPTY_SEQUENCES.get(seq.python_type()) if stand_in is not None else None
+    except Unsupported:
+        return
+    if empty is not None:  # the error names the key's type, or is its ``__index__``'s own
+        _raise_rejection(operator.getitem, empty, stand_in)
+
+
+def _raise_rejection(fn: Any, *values: Any) -> None:
+    """Raises the TypeError ``fn(*values)`` raises on index stand-ins; returns if it does not."""
+    try:
+        fn(*values)
+    except TypeError as e:
+        raise PythonError(e) from None
 
 
 def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> VariableTracker:
@@ -1748,14 +1774,7 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
         return user
     if not key.is_python_constant():
-        stand_in = _index_stand_in(key)
-        if isinstance(obj, (TupleVariable, ListVariable)) and stand_in is not None:
-            shadow = [None] * len(obj.items)  # CPython's TypeError, naming the key's type
-            _fold(
-                tx,
-                operator.getitem,
-                [tuple(shadow) if obj.python_type() is tuple else shadow, stand_in],
-            )
+        _reject_index(tx, obj, key)
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
     if isinstance(obj, (TupleVariable, ListVariable)):
@@ -1946,6 +1965,10 @@ def call_operator_fn(
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
     if fn in OPERATORS:  # their rules: the operator registry above
         return dispatch.call_operator(tx, fn, list(args))
+    if fn is operator.index and len(args) == 1 and not args[0].is_python_constant():
+        stand_in = dispatch.index_stand_in(args[0])
+        if stand_in is not None:
+            _raise_rejection(operator.index, stand_in)
     if all(a.is_python_constant() for a in args) and not any(
         isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
     ):  # the other operator functions are pure on immutable constants (``operator.index``)

@@ -16,6 +16,7 @@ import torch.fx
 
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
+from . import dispatch
 from .base import BoundAttributeVariable, VariableTracker
 from .constants import ConstantVariable
 
@@ -336,20 +337,53 @@ def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTr
     example = tensor.example
     dtype = example.dtype
     numel = example.numel()
+    if method == "__index__" and (error := index_error(example)) is not None:
+        raise PythonError(error)
     if not isinstance(numel, int) or numel != 1 or dtype.is_complex or dtype is torch.bool:
         raise Unsupported(
             "tensor_to_python",
             f"Tensor.{method}() of a {dtype} tensor of {numel} elements",
             hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
         )
-    if method == "__index__" and dtype.is_floating_point:
-        raise Unsupported("python_error", "TypeError: only integer tensors can be an index")
     value = tx.output.call_method("item", (tensor,), {})
     if method == "__int__" and dtype.is_floating_point:
         value = tx.output.call_function(torch.sym_int, (value,), {})
     elif method == "__float__" and not dtype.is_floating_point:
         value = tx.output.call_function(torch.sym_float, (value,), {})
     return value
+
+
+#: ``Tensor.__index__``'s error for a tensor that is not one integer (or bool) element.
+INDEX_ERROR = "only integer tensors of a single element can be converted to an index"
+
+
+def index_error(example: torch.Tensor) -> TypeError | None:
+    """The TypeError ``operator.index(t)`` raises, decided by the dtype and a static element
+    count; None where it can give a number (its value is data) or the count is symbolic."""
+    numel = example.numel()
+    integral = not (example.dtype.is_floating_point or example.dtype.is_complex)
+    if integral and (not isinstance(numel, int) or numel == 1):
+        return None
+    return TypeError(INDEX_ERROR)
+
+
+class _RejectedTensorIndex:
+    """A tensor whose ``__index__`` raises: what ``dispatch.index_stand_in`` gives for it."""
+
+    def __index__(self):
+        raise TypeError(INDEX_ERROR)
+
+
+_RejectedTensorIndex.__name__ = _RejectedTensorIndex.__qualname__ = "Tensor"
+
+
+@dispatch.rule("index_stand_in", TensorVariable)
+def _tensor_index_stand_in(value: TensorVariable) -> object | None:
+    """A tensor of torch's classes (a subclass may answer ``__index__`` itself) that
+    ``index_error`` rejects."""
+    if value.cls not in (torch.Tensor, torch.nn.Parameter) or index_error(value.example) is None:
+        return None
+    return _RejectedTensorIndex()
 
 
 def is_tensor_method(value: Any) -> bool:
