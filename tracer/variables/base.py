@@ -155,6 +155,9 @@ RUNNING = _Running()
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
+#: Types of plain objects held in trackers' fields whose ``walk_children()`` hold trackers too
+#: (a set's recipe, which the rewritten code runs: the objects it names must be built first).
+WALKED: set[type] = set()
 
 
 def walk(
@@ -187,6 +190,10 @@ def walk(
             pending.extend(value)
         elif isinstance(value, IdentityKey):
             pending.append(value.vt)
+        elif type(value) in WALKED and id(value) not in seen:
+            seen.add(id(value))
+            held.append(value)
+            pending.extend(reversed(value.walk_children()))
         elif isinstance(value, VariableTracker) and id(value) not in seen:
             seen.add(id(value))
             yield value

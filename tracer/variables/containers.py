@@ -29,6 +29,7 @@ from . import dispatch
 from .base import (
     MISSING,
     RUNNING,
+    WALKED,
     BoundAttributeVariable,
     IdentityKey,
     VariableTracker,
@@ -724,6 +725,10 @@ class SetRecipe:
             for kind, part in self.parts
         )
 
+    def walk_children(self) -> list[Any]:
+        """What ``emit`` reads (``base.walk``): the keys, the sets and recipes it builds from."""
+        return [part for _, part in self.parts]
+
     def emit(self, cg: Codegen) -> None:
         if self.fn is set and self.parts[0][0] == "keys":  # a set display adds them in order
             for key in self.parts[0][1]:
@@ -755,6 +760,9 @@ def set_after(table: set[Any], name: str, *args: Any) -> set[Any]:
     """``table`` after ``table.<name>(*args)`` (a ``SetRecipe``'s in-place call)."""
     getattr(table, name)(*args)
     return table
+
+
+WALKED.add(SetRecipe)
 
 
 def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
