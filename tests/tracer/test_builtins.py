@@ -8,7 +8,7 @@ import math
 import operator
 
 import torch
-from difftest import check, compile_counted
+from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 
@@ -564,9 +564,32 @@ def test_dir_of_values_whose_attributes_are_their_c_types_is_computed():
     assert_no_more_breaks(0, _dirs, torch.ones(2))
 
 
-def test_dir_of_an_enum_member_breaks():
-    # its class is a Python class: its attributes can change between calls
-    check(lambda x: (x + 1, dir(Color.RED)), torch.ones(2), graphs=1, breaks=1)
+class Level(enum.IntEnum):
+    LOW = 1
+
+    def describe(self):
+        return self.name
+
+
+def _enum_dirs(x, member):
+    return x + 1, dir(Color.RED), dir(member)
+
+
+def test_dir_of_an_enum_member_is_computed_and_sees_later_changes():
+    """``Enum.__dir__`` lists the member's own names and its classes': guarded on their keys."""
+    compiled, counter = check(_enum_dirs, torch.ones(2), Level.LOW)
+    assert_no_more_breaks(0, _enum_dirs, torch.ones(2), Level.LOW)
+    Level.LOW.tag = 1  # a name of the member's own
+    try:
+        assert compiled(torch.ones(2), Level.LOW)[2] == dir(Level.LOW)
+    finally:
+        del Level.LOW.tag
+    Color.extra = 2  # a name of its class
+    try:
+        assert "extra" in compiled(torch.ones(2), Level.LOW)[1]
+    finally:
+        del Color.extra
+    assert counter.frame_count == 3
 
 
 def _vars_without_dict(x):
@@ -646,3 +669,23 @@ def _constant_methods_read_then_called(x):
 def test_a_method_of_a_constant_read_by_getattr_is_called_at_trace_time():
     check(_constant_methods_read_then_called, torch.ones(2))
     assert_no_more_breaks(0, _constant_methods_read_then_called, torch.ones(2))
+
+
+class Described:
+    """``dir`` lists what its own ``__dir__`` (Python code) gives, sorted."""
+
+    def __init__(self) -> None:
+        self.names = ["zeta", "alpha"]
+
+    def __dir__(self):
+        return (n.upper() for n in self.names)
+
+
+def _own_dir(x, obj):
+    obj.names.append("mid")
+    return x + 1, dir(obj)
+
+
+def test_dir_of_an_object_with_its_own_dir_traces_it_and_sorts():
+    check_breaks(_own_dir, lambda: (torch.ones(2), Described()), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _own_dir, torch.ones(2), Described())

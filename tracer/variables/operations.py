@@ -2097,9 +2097,23 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
         raise Unsupported("dir", "dir() without an argument", hint="frame introspection")
     fixed = fixed_attributes(args[0])
     names = dir(fixed[0]) if fixed is not None else _listed(tx, args[0])
-    if names is None:
+    if names is not None:
+        return tx.fold(names)
+    own = _python_dir(args[0])
+    if own is None:
         raise Unsupported("builtin", f"dir() on {args[0]}")
-    return tx.fold(names)
+    listed = dispatch.call(tx, tx.wrap_static(own), [args[0]], {})
+    return dispatch.call(tx, tx.wrap_static(sorted), [listed], {})
+
+
+def _python_dir(vt: VariableTracker) -> types.FunctionType | None:
+    """The ``__dir__`` that ``dir(vt)`` calls where its class defines it in Python (an
+    object's own): traced, and its names sorted, as CPython's ``dir`` does."""
+    try:
+        method = type_lookup(vt.python_type(), "__dir__")
+    except Unsupported:
+        return None
+    return method if isinstance(method, types.FunctionType) else None
 
 
 @builtin(locals)
@@ -2180,6 +2194,13 @@ def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
     if isinstance(vt, UserFunctionVariable) and vt.self_vt is None and not vt.bound_source:
         _guard_keys(tx, AttrSource(source, "__dict__"), vars(vt.fn))
         return dir(vt.fn)
+    member = vt.as_python_constant() if vt.is_python_constant() else None
+    if isinstance(member, enum.Enum) and type_lookup(type(member), "__dir__") is _ENUM_DIR:
+        # ``Enum.__dir__`` reads the member's own names and its classes' namespaces
+        if not _guard_classes(tx, type(member), TypeSource(source)):
+            return None
+        _guard_keys(tx, AttrSource(source, "__dict__"), vars(member))
+        return dir(member)
     if not (type(vt) is UserObjectVariable or isinstance(vt, TupleVariable)):
         return None
     cls = vt.python_type()
@@ -2229,6 +2250,7 @@ def _guard_keys(tx: Translator, source: Source, namespace: Any) -> None:
 
 
 _OBJECT_DIR = object.__dict__["__dir__"]
+_ENUM_DIR = enum.Enum.__dict__["__dir__"]
 _OBJECT_CLASS = object.__dict__["__class__"]
 _GENERIC_GETATTRIBUTE = (object.__dict__["__getattribute__"], tuple.__dict__["__getattribute__"])
 _GETSET = types.GetSetDescriptorType
