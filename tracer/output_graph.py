@@ -73,6 +73,7 @@ class OutputGraph:
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
+        self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
         self.side_effects = SideEffects()
         self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes

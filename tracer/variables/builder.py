@@ -108,7 +108,15 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         ):  # the same object reached twice
             output.add_guard(kinds.DUPLICATE_INPUT(source, vt.source))
         return vt
-    vt = _wrap_new(tx, value, source)
+    if id(value) in output.wrapping:  # ``d["self"] = d``: its tracker would hold itself
+        raise Unsupported(
+            "input", f"a {type(value).__name__} that contains itself, reached through {source.expr}"
+        )
+    output.wrapping.add(id(value))
+    try:
+        vt = _wrap_new(tx, value, source)
+    finally:
+        output.wrapping.discard(id(value))
     if not _is_interned(value) and (
         type(value) is not types.MethodType or getattr(vt, "bound_source", False)
     ):

@@ -11,6 +11,7 @@ import collections
 import collections.abc
 import dataclasses
 import enum
+import functools
 import heapq
 import inspect
 import itertools
@@ -18,6 +19,7 @@ import operator
 import struct
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -286,12 +288,52 @@ def _reconstruct_key(cg: Codegen, key: Any) -> None:
         cg.load_const(key)
 
 
+_ASKED: set[int] = set()  #: containers whose ``is_python_constant`` is running
+
+
+def _not_cyclic(is_python_constant: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``is_python_constant`` of a container that may hold itself (``xs.append(xs)``): a
+    container reached again while its own answer is being worked out is not a constant, so one
+    that holds itself is never folded."""
+
+    @functools.wraps(is_python_constant)
+    def asked(self: Any) -> bool:
+        if id(self) in _ASKED:
+            return False
+        _ASKED.add(id(self))
+        try:
+            return is_python_constant(self)
+        finally:
+            _ASKED.discard(id(self))
+
+    return asked
+
+
+_BUILDING: set[int] = set()  #: containers the rewritten code is building now
+
+
+def _build_once(cg: Codegen, vt: VariableTracker, build: Callable[[], Any]) -> None:
+    """``cg.build_once`` for a container made in the trace; one that holds itself (``xs.append(
+    xs)`` returned or live at a break) would be built inside its own build: not rebuilt (a break
+    before the code that needs it)."""
+    if id(vt) in _BUILDING:
+        raise Unsupported(
+            "container_cycle", f"rebuilding a {vt.python_type().__name__} that holds itself"
+        )
+    _BUILDING.add(id(vt))
+    try:
+        cg.build_once(vt, build)
+    finally:
+        _BUILDING.discard(id(vt))
+
+
 class BaseSequenceVariable(VariableTracker):
     items: list[VariableTracker]
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         return list(self.items)
 
+    @_not_cyclic
     def is_python_constant(self) -> bool:
         return all(i.is_python_constant() for i in self.items)
 
@@ -342,7 +384,7 @@ class TupleVariable(BaseSequenceVariable):
         if self.source is not None:
             return self.source.reconstruct(cg)
         # one object however often the code needs it (a local and a method bound to it)
-        cg.build_once(self, lambda: self._build(cg))
+        _build_once(cg, self, lambda: self._build(cg))
         return None
 
     def _build(self, cg: Codegen) -> None:
@@ -423,7 +465,7 @@ class ListVariable(BaseSequenceVariable):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        cg.build_once(self, lambda: (self._reconstruct_items(cg), cg.build_list(len(self.items))))
+        _build_once(cg, self, lambda: (self._reconstruct_items(cg), cg.build_list(len(self.items))))
         return None
 
     def __repr__(self) -> str:
@@ -447,6 +489,7 @@ class DictVariable(VariableTracker):
     def python_type(self) -> type:
         return self.cls
 
+    @_not_cyclic
     def is_python_constant(self) -> bool:
         factory = self.default_factory
         return (
@@ -479,7 +522,7 @@ class DictVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        cg.build_once(self, lambda: self._build(cg))
+        _build_once(cg, self, lambda: self._build(cg))
         return None
 
     def _build(self, cg: Codegen) -> None:
@@ -658,7 +701,7 @@ class SetVariable(VariableTracker):
             return self.source.reconstruct(cg)
         recipe = self.recipe
         if recipe is not None and recipe.valid():
-            cg.build_once(self, lambda: recipe.emit(cg))
+            _build_once(cg, self, lambda: recipe.emit(cg))
             return None
 
         keys = self.in_order()
@@ -684,7 +727,7 @@ class SetVariable(VariableTracker):
             if self.frozen:
                 cg.call_function(1)
 
-        cg.build_once(self, build)
+        _build_once(cg, self, build)
         return None
 
 
@@ -1068,7 +1111,7 @@ class DequeVariable(ListVariable):
             cg.load_const(self.maxlen)
             cg.call_function(2)
 
-        cg.build_once(self, build)
+        _build_once(cg, self, build)
 
     def trim(self, from_left: bool) -> None:
         """Drop items past ``maxlen`` from the other end, as a bounded deque does."""
@@ -1406,7 +1449,7 @@ class DictViewVariable(VariableTracker):
             cg.load_attr(self.kind)
             cg.call_function(0)
 
-        cg.build_once(self, build)
+        _build_once(cg, self, build)
 
     def __repr__(self) -> str:
         return f"DictViewVariable({self.kind})"
@@ -2141,6 +2184,30 @@ def _set_pop(tx, obj):
     return key_vt(key)  # the item's own tracker (a class, an object...)
 
 
+def _set_reduce(tx, obj):
+    """``s.__reduce__()``: ``(type(s), (list(s),), None)``, the items in the set's order (a
+    subclass's, whose state is its ``__dict__``, is not traced)."""
+    cls = obj.python_type()
+    if cls not in (set, frozenset):
+        raise Unsupported("call_method", f"{cls.__name__}.__reduce__")
+    items = ListVariable(list(dispatch.iterate(tx, obj)))
+    return TupleVariable([tx.wrap_static(cls), TupleVariable([items]), NONE])
+
+
+def _set_reduce_ex(tx, obj, protocol):
+    """``object.__reduce_ex__``: the protocol taken as CPython takes a C int (its errors from an
+    empty set's own method), then the set's ``__reduce__``."""
+    if protocol.is_python_constant():
+        value = protocol.as_python_constant()
+    elif (value := dispatch.index_stand_in(protocol)) is None:
+        raise Unsupported("call_method", f"__reduce_ex__ of a set with the protocol {protocol}")
+    try:
+        obj.python_type()().__reduce_ex__(value)
+    except (TypeError, OverflowError) as e:
+        raise PythonError(e) from None
+    return _set_reduce(tx, obj)
+
+
 _SET = {
     **{
         name: _set_method(name, mutates=True)
@@ -2173,6 +2240,8 @@ _SET = {
     "copy": (False, lambda tx, obj: obj if obj.frozen else _set_copy(tx, obj)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
+    "__reduce__": (False, _set_reduce),
+    "__reduce_ex__": (False, _set_reduce_ex),
 }
 
 
