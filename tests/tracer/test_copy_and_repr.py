@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 import torch
 from difftest import check, check_breaks, compile_counted
-from dynamo_baseline import dynamo_counts
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 
 
 class Plain:
@@ -538,3 +538,44 @@ def test_copy_of_containers_and_their_unbound_methods():
         )
 
     _no_more_breaks_than_dynamo(fn, torch.ones(2), [[1], 2], {"a": 1}, {1, 2})
+
+
+# -- a bound method's and a set's reductions -------------------------------------------------------
+def _copied_method(x, obj):
+    c = copy.copy(obj.method)
+    reduced = obj.method.__reduce_ex__(3)
+    return x * c(), c == obj.method, c.__self__ is obj, reduced[0] is getattr, reduced[1][1]
+
+
+def test_copy_of_a_bound_method_is_the_method_read_again():
+    """``method.__reduce__`` is ``(getattr, (obj, name))``: the copy is ``getattr(obj, name)``."""
+    check_breaks(_copied_method, lambda: (torch.ones(2), Plain(4)), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _copy_of_method, torch.ones(2), Plain(4))
+
+
+def _copy_of_method(x, obj):
+    return x * copy.copy(obj.method)()
+
+
+def _set_reductions(x, obj):
+    cls, (items,), state = frozenset({obj}).__reduce_ex__(4)
+    out = [
+        {x.dim(), "k"}.__reduce__(),
+        (cls, items[0] is obj, state),
+        frozenset({3, 1}).__reduce__(),
+    ]
+    for protocol in (1.5, obj, 2**40):
+        try:
+            out.append({1}.__reduce_ex__(protocol))
+        except (TypeError, OverflowError) as e:
+            out.append((type(e).__name__, str(e)))
+    return x + 1, out
+
+
+def test_reduce_of_sets_gives_their_items_in_order_and_checks_the_protocol():
+    check_breaks(_set_reductions, lambda: (torch.ones(2), Plain()), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _set_reduced, torch.ones(2))
+
+
+def _set_reduced(x):
+    return x + 1, {x.dim(), "k"}.__reduce_ex__(2)

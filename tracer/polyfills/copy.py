@@ -254,6 +254,12 @@ def object_reduce_ex(self, protocol):
     return (copyreg.__newobj__, (cls,), _state(self), None, None)
 
 
+@polyfill(types.MethodType.__reduce__)
+def method_reduce(self):
+    """``method.__reduce__``: ``getattr`` of the object it is bound to and its function's name."""
+    return getattr, (self.__self__, self.__func__.__name__)
+
+
 def _c_int(value):
     """``value`` as CPython's argument parser takes a C ``int``: an int, or an object whose
     type has ``__index__``."""

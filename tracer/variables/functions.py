@@ -348,6 +348,10 @@ class UserFunctionVariable(VariableTracker):
             return tx.wrap_static(self.python_type())
         if name == "__get__" and self.self_vt is None:
             return MethodCallVariable(self, name)
+        if name == "__self__" and self.self_vt is not None:
+            return self.self_vt
+        if name == "__func__" and self.self_vt is not None:
+            return self.clone(self_vt=None)
         classes = (type(self.fn),) if self.self_vt is None else (type(self.fn), types.MethodType)
         if self.source is not None and not any(hasattr(k, name) for k in classes):
             # the function's own attribute (a bound method forwards the read to its function)

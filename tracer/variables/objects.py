@@ -293,6 +293,18 @@ def bind_polyfilled(owner: VariableTracker, name: str, static: Any) -> VariableT
     return None
 
 
+@dispatch.rule("getattr", UserFunctionVariable)
+def _function_attribute(tx: Translator, obj: UserFunctionVariable, name: str) -> VariableTracker:
+    """A bound method finds a name on its class first (``method_getattro``), then on its
+    function: a C method of ``MethodType`` with a polyfill (``m.__reduce_ex__``, ``object``'s)
+    is bound to the method; every other attribute is the function's own protocol."""
+    if obj.self_vt is not None:
+        bound = bind_polyfilled(obj, name, type_lookup(types.MethodType, name))
+        if bound is not None:
+            return bound
+    return obj.var_getattr(tx, name)
+
+
 # CPython's attribute protocol, for the objects bytegraph traces: where ``obj.name`` is found and
 # what ``obj.name = value`` runs.
 #
