@@ -217,7 +217,7 @@ def test_symbolic_shapes_half_imported_by_another_thread():
         """
         import importlib.abc, sys, threading, time
         import torch
-        from bytegraph.tracer import shapes
+        from bytegraph.tracer.fakes import shapes
 
         NAME = "torch.fx.experimental.symbolic_shapes"
         started = threading.Event()
