@@ -138,15 +138,40 @@ ENTRY_FILE = "<bytegraph entry "
 RESUME_NAME = "__resume_at_"
 
 
-def user_frames(frame: types.FrameType | None) -> Iterator[types.FrameType]:
+#: The local in which rewritten code keeps, while a callee's resume function runs, the callers of
+#: that callee that wait for it (``WaitingFrame``s, innermost first): their frames do not exist
+#: yet (each one's resume function runs once the callee returns), but the user's stack has them.
+WAITING = "__bg_waiting"
+
+
+@dataclass(frozen=True)
+class WaitingFrame:
+    """A caller of the function a break resumed in, waiting for it: where its call is."""
+
+    filename: str
+    lineno: int
+    module: str  #: the ``__name__`` of its globals
+
+    @property
+    def globals(self) -> dict[str, Any]:
+        found = sys.modules.get(self.module)
+        return found.__dict__ if found is not None else {"__name__": self.module}
+
+
+def user_frames(
+    frame: types.FrameType | None,
+) -> Iterator[types.FrameType | WaitingFrame]:
     """The frames of the user's stack from ``frame`` outward, each the real frame that runs it:
     without entry functions, and a function continued by resume functions once (the innermost
-    resume function; the frames that called it wait for it to return)."""
+    resume function; the frames that called it wait for it to return). Callers that wait for a
+    resumed callee (``WAITING``) come where the user's stack has them, as ``WaitingFrame``s."""
     continued = None  #: (file, first line) of the resume function met last
     while frame is not None:
         code = frame.f_code
         key = (code.co_filename, code.co_firstlineno)
         if not code.co_filename.startswith(ENTRY_FILE) and key != continued:
+            if WAITING in code.co_varnames:
+                yield from frame.f_locals.get(WAITING) or ()
             yield frame
             continued = key if code.co_name.startswith(RESUME_NAME) else None
         frame = frame.f_back
@@ -154,8 +179,9 @@ def user_frames(frame: types.FrameType | None) -> Iterator[types.FrameType]:
 
 def _real_depth(frame: types.FrameType, depth: int) -> int | None:
     """How many real frames above ``frame`` the user's frame ``depth`` levels above it is (None
-    where the user's stack is not that deep)."""
-    target = next(itertools.islice(user_frames(frame), depth, None), None)
+    where the user's stack is not that deep, or that frame waits for a resumed callee)."""
+    real_frames = (f for f in user_frames(frame) if not isinstance(f, WaitingFrame))
+    target = next(itertools.islice(real_frames, depth, None), None)
     real = 0
     while frame is not None and frame is not target:
         frame, real = frame.f_back, real + 1
@@ -165,10 +191,26 @@ def _real_depth(frame: types.FrameType, depth: int) -> int | None:
 def _warn(
     message: Any, category: Any = None, stacklevel: Any = 1, source: Any = None, **kwargs: Any
 ) -> None:
-    """``warnings.warn`` called by generated code: ``stacklevel`` counts the user's frames."""
-    if type(stacklevel) is int:
+    """``warnings.warn`` called by generated code: ``stacklevel`` counts the user's frames; one
+    that waits for a resumed callee is named as ``warnings.warn`` would name its frame."""
+    if type(stacklevel) is int and not kwargs:
+        caller = sys._getframe(1)
         wanted = max(stacklevel, 1) - 1
-        real = _real_depth(sys._getframe(1), wanted)
+        found = list(itertools.islice(user_frames(caller), wanted + 1))
+        if len(found) > wanted and isinstance(found[wanted], WaitingFrame):
+            at = found[wanted]
+            if category is None:
+                category = UserWarning
+            if isinstance(message, Warning):
+                category = message.__class__
+            registry = at.globals.setdefault("__warningregistry__", {})
+            # as ``warnings.warn`` calls it: the line is read from the file, not from a loader
+            warnings.warn_explicit(
+                message, category, at.filename, at.lineno, at.module, registry, source=source
+            )
+            return
+        real_wanted = sum(1 for f in found[:wanted] if not isinstance(f, WaitingFrame))
+        real = _real_depth(caller, real_wanted)
         stacklevel = 2 + (wanted if real is None else real)  # past this function's own frame
     warnings.warn(message, category, stacklevel, source, **kwargs)
 

@@ -8,6 +8,7 @@ Each case is compared with eager CPython."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 
@@ -252,6 +253,38 @@ def test_a_warning_names_the_user_line_through_generated_frames():
             result, caught = _run_warning_recorded(compiled, torch.ones(3))
             assert_same(result, expected[0])
             assert caught == expected[1], (fn.__name__, caught, expected[1])
+
+
+def _warns_at(t, level):
+    warnings.warn(f"stacklevel {level}", UserWarning, stacklevel=level)
+    return t + 1
+
+
+def _inner(t, level):
+    return _warns_at(t, level) * 2
+
+
+def _middle(t, level):
+    return _inner(t, level) * 3
+
+
+def test_a_warning_counts_callers_waiting_for_a_resumed_callee():
+    """The warning breaks in a function three calls deep: its resume function runs first, while
+    its callers' frames do not exist yet (their resume functions run after it). ``stacklevel``
+    counts them as the user's stack has them, each naming the line of its call."""
+
+    def fn(x, level):
+        y = _middle(x, level)
+        return y - 1
+
+    for level in (1, 2, 3, 4, 5):
+        compiled, _ = compile_counted(fn)
+        expected = _run_warning_recorded(functools.partial(fn, level=level), torch.ones(3))
+        result, caught = _run_warning_recorded(
+            functools.partial(compiled, level=level), torch.ones(3)
+        )
+        assert_same(result, expected[0])
+        assert caught == expected[1], (level, caught, expected[1])
 
 
 def test_getframe_counts_the_user_frames():

@@ -25,7 +25,15 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from bytecode.instr import UNSET
 
 from ...codegen.emit import NULL_OFFSET, Codegen
-from ...codegen.frame_locals import KEPT, READERS, FrameReader, UserFrame, kept_locals
+from ...codegen.frame_locals import (
+    KEPT,
+    READERS,
+    WAITING,
+    FrameReader,
+    UserFrame,
+    WaitingFrame,
+    kept_locals,
+)
 from ...codegen.pyversion import NULL_ABOVE_CALLABLE
 from ...guards import kinds
 from ...guards.sources import AttrSource
@@ -127,6 +135,7 @@ def _emit_break_code(
         cg.lineno = line
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
+    _note_waiting(cg, frames, 1)
     _call_resume(
         cg,
         leaf,
@@ -137,8 +146,9 @@ def _emit_break_code(
         continues=len(frames) > 1,
         callee=callee,
     )
-    for caller in frames[1:]:
+    for depth, caller in enumerate(frames[1:], 2):
         cg.store_local("__bg_ret")
+        _note_waiting(cg, frames, depth)
         # the callee's result, or None where the caller drops it unread (``dead_on_top``)
         dropped = dead_on_top(caller.tx, caller.index + 1, 1)
         ret = ConstantVariable(None) if dropped else LocalValue("__bg_ret")
@@ -148,6 +158,25 @@ def _emit_break_code(
     cg.return_value()
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exits[0])
+
+
+def _note_waiting(cg: Codegen, frames: list[FrameState], depth: int) -> None:
+    """Before the resume function of ``frames[depth - 1]`` runs: the callers between it and the
+    rewritten code's own frame wait for it, with no frame of their own yet, and a warning's
+    ``stacklevel`` counts them (``frame_locals.WAITING``). Nothing where there are none now and
+    were none before."""
+    if len(frames) < 3:
+        return
+    waiting = tuple(
+        WaitingFrame(
+            f.tx.code.co_filename,
+            f.tx.instructions[f.index].lineno or f.tx.code.co_firstlineno,
+            f.tx.f_globals.get("__name__", "<string>"),
+        )
+        for f in frames[depth:-1]
+    )
+    cg.load_const(waiting)
+    cg.store_local(WAITING)
 
 
 def _unguard_breaking_callable(frames: list[FrameState]) -> None:
