@@ -579,3 +579,57 @@ def test_reduce_of_sets_gives_their_items_in_order_and_checks_the_protocol():
 
 def _set_reduced(x):
     return x + 1, {x.dim(), "k"}.__reduce_ex__(2)
+
+
+# -- str.format of objects -------------------------------------------------------------------------
+class Shown:
+    """A ``__repr__`` in Python that records its calls: traced, in CPython's order."""
+
+    def __init__(self, a):
+        self.a = a
+        self.table = {"k": [5, 6]}
+        self.shown = []
+
+    def __repr__(self):
+        self.shown.append(self.a)
+        return f"Shown({self.a})"
+
+
+def _formatted(x, obj, plain):
+    out = [
+        "{}|{!r}|{!s}|{!a}".format(obj, obj, obj, obj),  # noqa: UP032 (str.format itself)
+        "{0.a:>4}|{0.table[k][1]}|{p!r:.8}".format(obj, p=plain),  # noqa: UP032 (str.format itself)
+        "{:}".format(plain) == repr(plain),  # noqa: UP032 (str.format itself)
+    ]
+    for template in ("{:d}", "{0.missing}", "{.table[z]}"):
+        try:
+            out.append(template.format(plain if template == "{:d}" else obj))
+        except (TypeError, AttributeError, KeyError) as e:
+            out.append((type(e).__name__, str(e)))
+    return x + 1, out, obj.shown
+
+
+#: one object across calls: its repr, computed from its address, is guarded by its identity
+_SHOWN_PLAIN = Plain()
+
+
+def test_str_format_of_objects_is_computed_in_cpythons_order():
+    make = lambda: (torch.ones(2), Shown(3), _SHOWN_PLAIN)  # noqa: E731
+    check_breaks(_formatted, make, graphs=1, breaks=0)
+
+
+def _formatted_plainly(x, obj):
+    same = "{}-{!r}".format(obj, obj) == "{0}-{0}".format(repr(obj))  # noqa: UP032
+    return x + 1, same
+
+
+def test_str_format_of_an_object_breaks_no_more_than_torch_compile():
+    assert_no_more_breaks(0, _formatted_plainly, torch.ones(2), Plain())
+
+
+def _formatted_tensor(x):
+    return "{:.2}".format(x + 1)  # noqa: UP032 (str.format itself)
+
+
+def test_str_format_of_a_tensor_needs_its_values():
+    check(_formatted_tensor, torch.tensor(1.5), graphs=1, breaks=1)

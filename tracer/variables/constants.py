@@ -15,10 +15,10 @@ import torch
 import torch.fx
 
 from ...guards.sources import Source
-from ..exc import PythonError, Unsupported
+from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from . import dispatch
-from .base import ConstantLikeVariable, VariableTracker
+from .base import ConstantLikeVariable, VariableTracker, type_lookup
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -56,6 +56,57 @@ INDEX_METHODS = frozenset(
 )
 
 
+#: Methods of constants that read their arguments only through ``format``, ``str``, ``repr``,
+#: ``ascii``, attribute reads and item reads (``str.format``'s replacement fields).
+FORMATTING_METHODS = frozenset({(str, "format")})
+
+
+def _formatted(tx: Translator, vt: VariableTracker) -> Any:
+    """``vt``'s value for a formatting method: a constant's own, else ``_FormattedValue``."""
+    return vt.as_python_constant() if vt.is_python_constant() else _FormattedValue(tx, vt)
+
+
+_OBJECT_FORMAT = object.__dict__["__format__"]
+
+
+class _FormattedValue:
+    """A value not known at trace time, as a formatting method sees it: each conversion it asks
+    for is the traced builtin's result (a user ``__repr__`` inlined, in CPython's order), which
+    must be a constant; anything else breaks the graph."""
+
+    def __init__(self, tx: Translator, vt: VariableTracker) -> None:
+        self._tx, self._vt = tx, vt
+
+    def _text(self, fn: Any, *args: Any) -> str:
+        extra = [ConstantVariable(a) for a in args]
+        result = dispatch.call_builtin(self._tx, fn, [self._vt, *extra], {})
+        if not (result.is_python_constant() and type(result.as_python_constant()) is str):
+            raise Unsupported("call", f"{fn.__name__}() of {self._vt} is not known in the trace")
+        return result.as_python_constant()
+
+    def __format__(self, spec: str) -> str:
+        cls = self._vt.python_type()
+        if type_lookup(cls, "__format__") is not _OBJECT_FORMAT:
+            return self._text(format, spec)
+        if spec:  # ``object.__format__``: ``str(self)`` for an empty spec only
+            raise TypeError(f"unsupported format string passed to {cls.__name__}.__format__")
+        return self._text(str)
+
+    def __str__(self) -> str:
+        return self._text(str)
+
+    def __repr__(self) -> str:
+        return self._text(repr)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # a protocol the formatting method probes: not modelled
+            raise Unsupported("call", f"a formatting method asks {self._vt} for {name}")
+        return _formatted(self._tx, dispatch.getattr_(self._tx, self._vt, name))
+
+    def __getitem__(self, key: Any) -> Any:
+        return _formatted(self._tx, dispatch.getitem(self._tx, self._vt, ConstantVariable(key)))
+
+
 @dataclass(eq=False)
 class ConstantVariable(ConstantLikeVariable):
     value: Any
@@ -85,14 +136,17 @@ class ConstantVariable(ConstantLikeVariable):
             raise Unsupported("call", f"calling {self.value!r}")
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
-        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if not constant and (type(owner), self.value.__name__) not in FORMATTING_METHODS:
             self._reject_indices(args, kwargs)
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
         try:
             result = self.value(
-                *[a.as_python_constant() for a in args],
-                **{k: v.as_python_constant() for k, v in kwargs.items()},
+                *[_formatted(tx, a) for a in args],
+                **{k: _formatted(tx, v) for k, v in kwargs.items()},
             )
+        except (Unsupported, TracedException):  # from a traced conversion of an argument
+            raise
         except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
             raise PythonError(e) from None
         return tx.fold(result)
