@@ -689,3 +689,44 @@ def _own_dir(x, obj):
 def test_dir_of_an_object_with_its_own_dir_traces_it_and_sorts():
     check_breaks(_own_dir, lambda: (torch.ones(2), Described()), graphs=1, breaks=0)
     assert_no_more_breaks(0, _own_dir, torch.ones(2), Described())
+
+
+# -- staticmethod() and classmethod() of any value -------------------------------------------------
+def _method_objects(x, obj):
+    s, c = staticmethod(x), classmethod(obj.method)
+    out = [s.__func__ is x, s.__wrapped__ is x, c.__func__ == obj.method, staticmethod(abs)(-2)]
+    for make in (lambda: staticmethod(), lambda: classmethod(x, x)):
+        try:
+            make()
+        except TypeError as e:
+            out.append(str(e))
+    return x + 1, out
+
+
+def _returned_twice(x, obj):
+    s = staticmethod(x)
+    return x + 1, s, s, classmethod(obj.method)
+
+
+class _Holder:
+    def method(self):
+        return 1
+
+
+def test_staticmethod_and_classmethod_objects_of_any_value():
+    """Each object rebuilt once: returned twice, it is one object, as in CPython."""
+    check_breaks(_method_objects, lambda: (torch.ones(2), _Holder()), graphs=1, breaks=0)
+    compiled, counter = compile_counted(_returned_twice)
+    x, obj = torch.ones(2), _Holder()
+    _, s, again, c = compiled(x, obj)
+    assert type(s) is staticmethod and s is again and s.__func__ is x
+    assert type(c) is classmethod and c.__func__ == obj.method
+    assert counter.frame_count == 1
+
+
+def _static_func(x):
+    return x + 1, staticmethod(x).__func__
+
+
+def test_staticmethod_breaks_no_more_than_torch_compile():
+    assert_no_more_breaks(0, _static_func, torch.ones(2))

@@ -11,6 +11,7 @@ import collections
 import functools
 import inspect
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from ..markers import (
 from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
 from .base import BoundAttributeVariable, VariableTracker
-from .call_rules import call_rule
+from .call_rules import builtin, call_rule
 from .constants import CONSTANT_TYPES, ConstantVariable
 from .containers import DictVariable, TupleVariable, hash_key
 
@@ -956,3 +957,56 @@ def _immutable(value: Any) -> bool:
     if type(value) in (tuple, frozenset):
         return all(_immutable(v) for v in value)
     return type(value) in CONSTANT_TYPES
+
+
+# ``staticmethod(v)`` and ``classmethod(v)`` made in the trace, of any value: the wrapper CPython
+# makes, whose ``__func__`` (and ``__wrapped__``) is ``v`` itself; a staticmethod object calls it.
+@dataclass(eq=False)
+class MethodDescriptorObjectVariable(VariableTracker):
+    """A ``staticmethod`` or ``classmethod`` object made in the trace around ``func``'s value;
+    rebuilt once (one object however often it is returned)."""
+
+    kind: type  #: ``staticmethod`` or ``classmethod``
+    func: VariableTracker
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("__func__", "__wrapped__"):
+            return self.func
+        if name == "__class__":
+            return tx.wrap_static(self.kind)
+        raise Unsupported("getattr", f"attribute {name!r} of a {self.kind.__name__} object")
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        if self.kind is not staticmethod:
+            raise PythonError(TypeError(f"'{self.kind.__name__}' object is not callable"))
+        return dispatch.call(tx, self.func, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        def build() -> None:
+            cg.push_callable(lambda: cg.load_const(self.kind))
+            self.func.reconstruct(cg)
+            cg.call(1)
+
+        cg.build_once(self, build)
+
+
+def _wrapper_of(kind: type) -> Callable[..., VariableTracker]:
+    def wrap(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        if kwargs:
+            raise PythonError(TypeError(f"{kind.__name__}() takes no keyword arguments"))
+        if len(args) != 1:
+            message = f"{kind.__name__} expected 1 argument, got {len(args)}"
+            raise PythonError(TypeError(message))
+        return MethodDescriptorObjectVariable(kind, args[0])
+
+    return wrap
+
+
+builtin(staticmethod)(_wrapper_of(staticmethod))
+builtin(classmethod)(_wrapper_of(classmethod))
