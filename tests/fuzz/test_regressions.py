@@ -477,3 +477,29 @@ def test_a_set_of_new_objects_dropping_an_equal_one_is_rebuilt(fn, graphs, break
     if fn is _set_of_equal_new_objects:
         _, s, k = compiled(torch.ones(2))
         assert len(s) == 2 and any(item is k for item in s)
+
+
+_PAIR = (1, "a")
+
+
+def _tuple_identities(x, t):
+    k = (1, "a")
+    same_constant = k is (1, "a")  # noqa: F632 (one constant of the code object)
+    module_constant = k is _PAIR  # the module's compilation merges equal constants too
+    argument = t is _PAIR
+    built = k is tuple([1, "a"])
+    return x + 1, (same_constant, module_constant, argument, built, () is ())  # noqa: F632
+
+
+def test_tuples_are_the_objects_they_stand_for():
+    """Seed 7401197 (keys family): ``k1 = (1, 'a'); k1 is (1, 'a')`` is True in CPython (equal
+    constants of a code object are one object) and was False in the trace, which compared two
+    tuples it had rebuilt. A tuple folded from a real one, or read from an input, now keeps that
+    object: ``is`` compares the objects, guarded by identity where the next call may pass another
+    tuple (the argument below: the same object, then an equal one, traced again: two graphs)."""
+    calls = [
+        lambda: (torch.ones(2), _PAIR),
+        lambda: (torch.ones(2), tuple([1, "a"])),
+        lambda: (torch.ones(2), _PAIR),
+    ]
+    check_breaks(_tuple_identities, None, graphs=2, breaks=0, calls=calls)

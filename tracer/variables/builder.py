@@ -189,7 +189,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(kinds.LEN_MATCH(source, len(value)))
         items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
         return TupleVariable(
-            items, source, is_size=cls is torch.Size, cls=cls if cls is not torch.Size else tuple
+            items,
+            source,
+            is_size=cls is torch.Size,
+            cls=cls if cls is not torch.Size else tuple,
+            real=value,
         )
     if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
@@ -562,9 +566,9 @@ def fold(
     if given and id(value) in given:
         return given[id(value)]
     if isinstance(value, torch.Size):
-        return TupleVariable([fold(tx, v, given) for v in value], is_size=True)
+        return TupleVariable([fold(tx, v, given) for v in value], is_size=True, real=value)
     if type(value) is tuple or _is_namedtuple(type(value)):
-        return TupleVariable([fold(tx, v, given) for v in value], cls=type(value))
+        return TupleVariable([fold(tx, v, given) for v in value], cls=type(value), real=value)
     if type(value) is list:
         return ListVariable([fold(tx, v, given) for v in value])
     if type(value) is dict:

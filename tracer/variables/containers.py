@@ -351,6 +351,14 @@ class TupleVariable(BaseSequenceVariable):
     source: Source | None = None
     is_size: bool = False  #: a ``torch.Size`` (from ``t.shape``/``t.size()``)
     cls: type = tuple  #: the tuple type (a namedtuple class, ``torch.return_types.max``...)
+    #: the real tuple this one is, where it was folded from one (a constant of the code: equal
+    #: constants of one code object are one object, so ``t is (1, 'a')`` can be true)
+    real: tuple | None = None
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        if changes.keys() & {"items", "is_size", "cls"}:
+            changes.setdefault("real", None)  # another tuple
+        return super().clone(**changes)
 
     def python_type(self) -> type:
         return torch.Size if self.is_size else self.cls

@@ -429,6 +429,12 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
             # both guarded by type only: another call may pass one object twice
             tx.output.assume_distinct(lhs.source, rhs.source)
         return False
+    real = [getattr(vt, "real", None) for vt in (lhs, rhs)]
+    if None not in real:  # tuples that are real ones (inputs, constants of the code): their
+        for vt in (lhs, rhs):  # identity, guarded where another call may pass another tuple
+            if vt.source is not None:
+                tx.output.assume_identity(vt.source, vt.real)
+        return real[0] is real[1]
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
     if lhs.is_python_constant() or rhs.is_python_constant():
