@@ -175,20 +175,22 @@ PAIR = (1, 2)
 )
 def test_attribute_the_tracer_does_not_read_is_not_taken_for_absent(read):
     """``getattr(o, name, default)`` and ``hasattr`` give the default (False) only where the
-    attribute is absent: one the trace cannot read on an object whose class has it breaks
-    (torch.compile reads a bound method's ``__reduce__``; the trace does not yet)."""
+    attribute is absent: a bound method's ``__reduce__`` and ``__reduce_ex__`` are read, as
+    ``MethodType`` has them (torch.compile reads them too)."""
 
     def fn(x):
         return x + 1, read()
 
-    check_breaks(fn, randn(3), graphs=1, breaks=1, calls=1)
+    check_breaks(fn, randn(3), graphs=1, breaks=0, calls=1)
 
 
 def test_shallow_copy_of_a_bound_method_is_a_bound_method():
+    """``copy.copy`` follows the method's ``__reduce_ex__``: ``getattr(obj, name)``, traced."""
+
     def fn(x):
         return x + 1, copy.copy(PLAIN.method)
 
-    check_breaks(fn, randn(3), graphs=1, breaks=2, calls=1)
+    check_breaks(fn, randn(3), graphs=1, breaks=0, calls=1)
 
 
 class Point:
