@@ -41,9 +41,8 @@ assume_static_by_default: bool = True
 #: A branch on tensor data (``if t.any():``, ``while j < n and t1 >= t[j]:``, ``if x.item() > 0:``)
 #: does not break the graph: the trace follows the side the call's own values take and the graph
 #: checks it; a later call taking the other side reruns in Python
-#: (``tracer/breaks/speculation.py``).
-#: False (the default for now): such branches break, as in torch.compile.
-speculate: bool = False
+#: (``tracer/breaks/speculation.py``). False: such branches break, as in torch.compile.
+speculate: bool = True
 #: Misses (calls rerun because a speculated branch went the other way) at one branch after which
 #: traces break there instead.
 speculation_miss_limit: int = 2
