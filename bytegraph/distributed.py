@@ -65,7 +65,7 @@ class Fingerprint:
     #: per graph, e.g. "all_reduce(sum, 0)" (the last argument is the group's name)
     collectives: list[list[str]] = field(default_factory=list)
     fell_back: str = ""  #: "kind at file:line" when the whole call ran in Python
-    #: ``collectives`` with each group named by its size: ranks of different subgroups (each its
+    #: the collectives with each group named by its size: ranks of different subgroups (each its
     #: own tensor-parallel group, say) run the "same" collective on groups of other names
     collective_keys: list[list[str]] = field(default_factory=list)
 

@@ -22,8 +22,8 @@ import torch
 #: Moved by every change to any module that could invalidate what was checked or cached about it.
 EPOCH = [0]
 #: Code objects of the wrappers that hide the bumps from torch.compile (``WatchedDict`` writes,
-#: ``nn_modules.py``'s patches): Dynamo folds ``torch.compiler.is_dynamo_compiling()`` in
-#: them to True and traces torch's own method; bytegraph's tracer, which folds it to True in user
+#: ``tracer/variables/modules.py``'s patches): Dynamo folds ``torch.compiler.is_dynamo_compiling()``
+#: in them to True and traces torch's own method; bytegraph's tracer, which folds it to True in user
 #: code, folds it to False in their frames and traces the bumps (they are bytegraph's, not user
 #: code; inlined or compiled on their own, the bumps of a traced call are replayed).
 HIDDEN_WRAPPERS: set[types.CodeType] = set()

@@ -34,7 +34,7 @@ from .sources import AttrSource, ItemSource, LocalSource, Source
 MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 
 #: Modules that a cached result (a validated tree, a parameter block) may have read: writes to them
-#: move ``EPOCH`` (``nn_modules.py``). Writes to any other module cannot make a cached
+#: move ``EPOCH`` (``tracer/variables/modules.py``). Writes to any other module cannot make a cached
 #: result stale, so they leave the caches alone (a loss module that ``forward`` builds on every
 #: call would otherwise move ``EPOCH``, and every call would re-run the tree checks).
 OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()

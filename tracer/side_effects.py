@@ -52,7 +52,7 @@ class SideEffects:
         #: ``create(cg)`` method pushing a blank instance and a ``name``, the local it lives in
         self.new_objects: dict[int, VariableTracker] = {}
         #: ``(local, cls, args, kwargs)``: ``torch.nn`` modules the rewritten code builds before the
-        #: graph runs (see ``new_modules.construct_module``), in creation order
+        #: graph runs (see ``modules.construct_module``), in creation order
         self.prologue: list[tuple[str, type, tuple, dict]] = []
         self.counter = 0  #: numbers the locals of new objects (never reused within a trace)
         #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
@@ -166,7 +166,7 @@ class SideEffects:
         self, obj: VariableTracker, name: str, value: VariableTracker, raw: bool = False
     ) -> None:
         """``obj.name = value`` as a plain store (descriptors and ``__setattr__`` overrides were
-        run by the caller, ``attribute_stores.store_attribute``); ``raw``: replay it with
+        run by the caller, ``objects.store_attribute``); ``raw``: replay it with
         ``object.__setattr__`` (the class overrides ``__setattr__``)."""
         self._stores = None
         self.attr_stores[(id(obj), name)] = (obj, name, value)

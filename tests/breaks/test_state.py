@@ -243,7 +243,7 @@ def test_iterator_alive_across_break():
         second = next(it)
         return first + second
 
-    # The resume function reads the list iterator passed to it (``iterator_inputs``);
+    # The resume function reads the list iterator passed to it (``iterators.wrap_input_iterator``);
     # before, it broke again on it (1 graph, 2 breaks); the graph is the sum after the break
     check_breaks(
         fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=1, breaks=1

@@ -87,7 +87,8 @@ def _leaves(n, shape, dtype=torch.float32, grad=False):
 
 @pytest.fixture
 def fast_runs(monkeypatch):
-    """How many times the vmap-free path ran (torch's own path never goes through ``scans``)."""
+    """How many times the vmap-free path ran (torch's own path never goes through
+    ``torch_calls.generic_associative_scan``)."""
     runs = [0]
     original = torch_calls.generic_associative_scan
 

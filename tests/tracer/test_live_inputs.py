@@ -2,7 +2,7 @@
 views, enumerate objects, C methods bound to a container, ``torch.finfo``/``iinfo``,
 ``types.SimpleNamespace`` objects and torch's module-like objects (``torch.backends.cuda.matmul``).
 Each is rebuilt at the break and read back by the resume function's trace
-(``tracer/variables/live_inputs.py``, ``iterator_inputs.py``), so the call compiles graphs on both
+(``tracer/variables/live_inputs.py``, ``iterators.py``), so the call compiles graphs on both
 sides of the break. Before: one more break per call, or the whole call in Python. Counts are
 compared with torch.compile's."""
 

@@ -472,9 +472,10 @@ def _iterator_slots(
     stack: list[VariableTracker], limit: int, live_locals: list[VariableTracker]
 ) -> tuple[int, ...]:
     """The stack positions below ``limit`` whose iterators travel as tuples of their remaining
-    items. An input iterator (``iterator_inputs``) goes on as the caller's own object, and so does
-    one that shares its position with another live value (a loop over ``it`` that a local also
-    holds, a ``zip`` pulling from it): taking its items ahead would leave the other behind."""
+    items. An input iterator (``iterators.wrap_input_iterator``) goes on as the caller's own object,
+    and so does one that shares its position with another live value (a loop over ``it`` that a
+    local also holds, a ``zip`` pulling from it): taking its items ahead would leave the other
+    behind."""
     for vt in stack:
         if isinstance(vt, GeneratorVariable) and not iterators.restartable(vt):
             # its remaining items are not known: cannot rebuild

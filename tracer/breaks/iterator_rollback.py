@@ -10,7 +10,8 @@ without this the whole call ran in Python (torch.compile skips such frames too).
 made it may be the root frame or a callee still running when the break comes (``sum(f(t) for t in
 xs)`` in a helper whose ``f`` breaks a few calls deeper): the callee's frame is then rolled back,
 and its callers resume after their calls as for any break in a callee. (``map``/``zip``/
-``filter`` and container iterators are rebuilt as they are: ``iterator_inputs``, ``breaks``.)
+``filter`` and container iterators are rebuilt as they are: ``iterators.wrap_input_iterator``,
+``continuation``.)
 
 The translator notes each such iterator when an instruction of any frame leaves it on the stack
 (``note``), and keeps every checkpoint taken since restorable while the root frame holds one

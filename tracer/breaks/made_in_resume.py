@@ -1,7 +1,7 @@
 """Generators that a resume function makes itself, rather than receiving them.
 
 A generator made in the trace that has not started is rebuilt at a graph break by calling what
-made it on the same arguments (``generator_restart``): ``itertools.product(*pools)`` for a
+made it on the same arguments (``iterators.made_by``): ``itertools.product(*pools)`` for a
 product, its function for a generator expression. Handed to the resume function as an object, a
 C ``itertools`` object stops that function's trace at its first item (its position cannot be
 read). Where a local of a frame is the only thing holding the generator, nothing that runs at the

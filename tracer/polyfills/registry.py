@@ -23,7 +23,7 @@ REBUILD: dict[Callable[..., Any], Callable[[tuple], Any]] = {}
 RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple]] = {}
 #: polyfill generator function -> the C function that, called with the same arguments, makes the
 #: same items: a generator of it that has not started is made again as the C object at a graph
-#: break (``generator_restart``). A polyfill that is a generator function is its own entry; one
+#: break (``variables/iterators.py``). A polyfill that is a generator function is its own entry; one
 #: that must do work when called (``itertools.product`` reads its pools then) returns a generator
 #: of an inner function registered with ``generator_of``.
 RESTART: dict[Callable[..., Any], Any] = {}

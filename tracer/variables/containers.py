@@ -433,7 +433,7 @@ def on_instances(cls: type, name: str) -> bool:
 
 #: Methods every namedtuple has, answered by ``_constant_method``.
 _NT_METHODS = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
-#: Methods of ``tuple`` itself ``container_methods`` runs.
+#: Methods of ``tuple`` itself ``call_method`` runs.
 _TUPLE_METHODS = frozenset({"count", "index", "__init__", "__getnewargs__"})
 
 
@@ -480,7 +480,8 @@ class ListVariable(BaseSequenceVariable):
         return f"ListVariable({self.items!r})"
 
 
-#: dict and the ``collections`` dicts ``collection_types`` models; other ``cls`` are user subclasses
+#: dict and the ``collections`` dicts ``construct_collection`` makes; other ``cls`` are user
+#: subclasses
 _DICT_CLASSES = frozenset(
     {dict, collections.OrderedDict, collections.defaultdict, collections.Counter}
 )
@@ -1096,7 +1097,7 @@ class BoundMethodVariable(BoundAttributeVariable):
 # ``DequeVariable`` is a ``collections.deque`` (a list tracker with a ``maxlen``); ``defaultdict``,
 # ``OrderedDict`` and ``Counter`` are ``DictVariable``s whose ``cls`` says which
 # (``construct_collection`` builds them). Their own methods are the tables ``DEQUE_METHODS`` and
-# ``DICT_SUBCLASS_METHODS`` that ``container_methods.call_method`` consults; everything else is a
+# ``DICT_SUBCLASS_METHODS`` that ``call_method`` consults; everything else is a
 # dict's or a list's method.
 
 NONE = ConstantVariable(None)
@@ -1412,7 +1413,7 @@ def _call_hook(
 # A ``DictViewVariable`` holds the dict tracker itself, never a copy: like CPython's views it sees
 # every later insertion and deletion, and it escapes the trace as ``d.keys()`` of the rebuilt dict.
 # ``set_operator`` gives ``&``, ``|``, ``-``, ``^`` (and the in-place forms on sets) for sets,
-# frozensets and key/item views; ``contains`` answers ``in``. Methods are in ``container_methods``.
+# frozensets and key/item views; ``contains`` answers ``in``. Methods are ``call_method``'s.
 
 _VIEW_TYPES = {kind: type(getattr({}, kind)()) for kind in ("keys", "values", "items")}
 #: an ``OrderedDict``'s views have types of their own (``odict_keys``...)

@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 # Context managers in traced code: the tracker family, ``with`` exit slots and carried contexts.
 #
 # ``ContextVariable`` is the base of every context manager the tracer understands (the kinds are in
-# ``state_contexts.py``: grad mode, inference mode, autocast, ``torch.device``, ``fork_rng``,
-# ``nullcontext``; and ``generator_contexts.py``: ``@contextmanager`` functions, user classes).
+# torch's state switches below: grad mode, inference mode, autocast, ``torch.device``, ``fork_rng``,
+# ``nullcontext``; and Python-written contexts: ``@contextmanager`` functions, user classes).
 # BEFORE_WITH pushes a ``ContextExitVariable`` (the block's exit slot) and calls ``enter``; the
 # block's exit calls ``exit``. What they change is recorded in the trace's ``GlobalStateLog``
 # (``tracer/global_state.py``).
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 # ``recipe()``; the exit slot then holds that ``ContextExit``. A compiled resume function receiving
 # one wraps it as a ``CarriedContextVariable`` (guarded on its key, not its identity): its rewritten
 # code leaves the real context just before the graph, which enters it again and ends it where the
-# block ends (``CarriedKind``, kinds in ``carried_contexts.py``). Contexts that cannot be rebuilt
+# block ends (``CarriedKind``, kinds in ``CARRIED_KINDS``). Contexts that cannot be rebuilt
 # that way (``reenterable = False``: a suspended generator, user code) make a break inside their
 # block a break at their ``with`` instead (``GlobalStateLog.rollback_point``).
 
@@ -244,7 +244,7 @@ class CarriedKind:
     leave: Callable[[tuple], Callable[[], None]]
 
 
-#: ``ContextExit.key[0]`` -> its ``CarriedKind`` (registered by ``state_contexts.py``).
+#: ``ContextExit.key[0]`` -> its ``CarriedKind`` (registered by the state switches below).
 CARRIED_KINDS: dict[str, CarriedKind] = {}
 
 
@@ -513,7 +513,7 @@ WITH_CONVERTERS.append(_user_context)
 # ``_enter_inference_mode``...), switching the real state at the same time while tracing.
 # ``torch.device`` contexts have no node: factory calls under them get the device as an explicit
 # argument (``device_for``). How a resume function starting inside a block traces these contexts is
-# in ``carried_contexts.py``; traced setters (``set_default_dtype``, ``set_default_device``,
+# in ``CARRIED_KINDS``; traced setters (``set_default_dtype``, ``set_default_device``,
 # ``use_deterministic_algorithms``) and queries of the state are entries of ``call_rules``.
 
 _GRAD = frozenset({"grad"})

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 #   ``group_state``), so ranks and world sizes folded into the graph are guarded constants.
 #   ``ReduceOp`` values are constants.
 # - ``query(tx, fn, args, kwargs)``: ``get_rank``, ``get_world_size``... fold to guarded
-#   constants. Collectives themselves are in ``collectives.py`` (which every ``torch.distributed``
+#   constants. Collectives themselves are ``call_distributed``'s (which every ``torch.distributed``
 #   call reaches).
 # - ``WorkVariable``: what ``async_op=True`` returns (the collective already completed in the
 #   graph).
@@ -351,7 +351,7 @@ def _query_arg(tx: Translator, vt: VariableTracker) -> Any:
 # Collectives inside a trace: functional collectives as graph nodes, in-place ones rewritten.
 #
 # ``call_distributed(tx, fn, args, kwargs)`` is where every ``torch.distributed`` callable goes
-# (from ``torch_functions.call_torch_function``), before anything runs:
+# (from ``torch_calls.call_torch_function``), before anything runs:
 #
 # - a functional collective (``funcol.all_reduce(x, "sum", group)``, ``all_gather_single``,
 #   ``reduce_scatter_single``, ``all_to_all_single``, ``broadcast``, their deprecated ``*_tensor``

@@ -301,10 +301,10 @@ def _call_in_region(
 # trace. Both are inlined by ``tx.inline_call`` (a generator function's call gives a lazily run
 # ``GeneratorVariable``). ``BuiltinVariable`` routes to ``dispatch`` (torch's callables are
 # ``torch_calls.TorchVariable``). ``PartialVariable`` is a ``functools.partial``.
-# Closure cells are in ``cells.py``.
+# Closure cells are ``ClosureCellVariable`` (below).
 
 #: Functions traced specially, by code object (``@contextmanager``'s wrapper:
-#: ``generator_contexts``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
+#: ``contexts.py``): ``hook(tx, fn_vt, args, kwargs)`` is called instead of inlining the
 #: function.
 CALL_HOOKS: dict[types.CodeType, Any] = {}
 

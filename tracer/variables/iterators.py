@@ -186,7 +186,7 @@ def c_function(gen: GeneratorVariable) -> Any:
 # so appends in a loop body are seen; dicts and sets are watched for size changes);
 # ``LazyIteratorVariable`` makes items on demand, and ``GeneratorVariable`` is a suspended generator
 # frame. CPython's iterators (``zip``, ``enumerate``, ``map``, ``filter``, over lists, dicts,
-# ranges) are in ``builtin_iterators.py``.
+# ranges) are below.
 
 
 @dataclass(eq=False)
@@ -334,10 +334,10 @@ class GeneratorVariable(LazyIteratorVariable):
     #: a rolled-back instruction had resumed the frame, which cannot be undone: not rebuildable
     spoiled: bool = False
     result: VariableTracker | None = None  #: the frame's return value, once it returned
-    #: one given to the trace (``iterator_inputs``: an ``itertools.count``), with a ``source``:
+    #: one given to the trace (``wrap_input_iterator``: an ``itertools.count``), with a ``source``:
     #: the items its frame gave, taken from the real object afterwards (``replay_log``)
     given: int = 0
-    #: the function that made it (``generator_restart``: rebuilt by calling it, if not started)
+    #: the function that made it (rebuilt by calling it, if not started)
     maker: Any = None
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
@@ -446,7 +446,7 @@ class GeneratorVariable(LazyIteratorVariable):
 # ``SeqIteratorVariable`` (``iter(list)``, tuples, strings), ``ReversedIteratorVariable``,
 # ``RangeIteratorVariable``, ``DictIteratorVariable`` (dicts, their views and sets: live, with
 # CPython's "changed size during iteration" check); the lazy ``zip``/``map``/``filter``/
-# ``enumerate`` are in ``combinators.py``. ``make_iter`` is ``iter(value)`` for builtin values (the
+# ``enumerate`` are below. ``make_iter`` is ``iter(value)`` for builtin values (the
 # entry point ``dispatch.get_iter`` uses). Advancing one records its old position in the undo log
 # (``save_state``/``restore_state``) so an instruction rolled back at a graph break leaves it where
 # it was. ``reconstruct`` rebuilds the real iterator (``it = iter(seq); it.__setstate__(i)``);
@@ -566,7 +566,7 @@ class SeqIteratorVariable(IteratorVariable):
         return _iter_type(self.seq, iter)
 
     def replay_log(self, cg: Codegen) -> bool:
-        """An input iterator (``iterator_inputs``): take the items the trace took."""
+        """An input iterator (``wrap_input_iterator``): take the items the trace took."""
         replay_position(cg, self.source, None if self.exhausted else self.index)
         return True
 
@@ -700,7 +700,7 @@ class DictIteratorVariable(IteratorVariable):
     kind: str = "keys"
     keys: tuple = ()  #: the keys (set items) when the iteration started
     exhausted: bool = False  #: it reached the end: it no longer looks at the container
-    input_index: int = 0  #: an input's (``iterator_inputs``) position when the trace got it
+    input_index: int = 0  #: an input's (``wrap_input_iterator``) position when the trace got it
     #: ``reversed(d)`` (of a dict or a view): ``keys`` are the dict's keys, last first
     reverse: bool = False
 
@@ -964,7 +964,7 @@ class BuiltinIteratorVariable(LazyIteratorVariable):
             self.items
         ):  # items taken ahead (never by ``next``): rebuild as a tuple
             return IteratorVariable.reconstruct(self, cg)
-        if self.source is not None:  # an input (``iterator_inputs``): the same object
+        if self.source is not None:  # an input (``wrap_input_iterator``): the same object
             self.source.reconstruct(cg)
             return None
         cg.build_once(self, lambda: self._build(cg))
@@ -1014,10 +1014,10 @@ class ZipVariable(BuiltinIteratorVariable):
 
 @dataclass(eq=False)
 class EnumerateVariable(BuiltinIteratorVariable):
-    """``enumerate(iterator, start)``. One given to the trace (``iterator_inputs``: a source, and
-    ``input_count``, its count then) has its count raised afterwards by taking as many items from
-    the real object as the trace took through it (``replay_log``): CPython's enumerate has no other
-    way to set it."""
+    """``enumerate(iterator, start)``. One given to the trace (``wrap_input_iterator``: a source,
+    and ``input_count``, its count then) has its count raised afterwards by taking as many items
+    from the real object as the trace took through it (``replay_log``): CPython's enumerate has no
+    other way to set it."""
 
     count: int = 0  #: the number the next item gets
     input_count: int | None = None  #: an input's count when the trace got it

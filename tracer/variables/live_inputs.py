@@ -14,7 +14,7 @@ the code before it did:
 - ``l.append`` bound to a tracked container is that container's method (``BoundMethodVariable``),
   so calling it changes the container as the trace records it; ``",".join`` is a constant.
 
-Iterators given as inputs are ``iterator_inputs.py``'s.
+Iterators given as inputs are ``iterators.wrap_input_iterator``'s.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ _removal_call.accepts_bound = True  # type: ignore[attr-defined]
 
 
 def install() -> None:
-    """Route the (un)registration methods to this module, as ``nn_modules`` patched them (its
+    """Route the (un)registration methods to this module, as this module patched them (its
     wrappers moving ``EPOCH`` are what a trace reaches)."""
     for owner in (nn.Module, nn.modules.module):
         for name, fn in vars(owner).items():

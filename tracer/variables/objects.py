@@ -314,8 +314,8 @@ def _function_attribute(tx: Translator, obj: UserFunctionVariable, name: str) ->
 # descriptor's ``__get__``/ ``__set__``, ``bind_class_attribute`` binds what an instance finds on
 # its class, and ``class_attr_source`` names a class attribute for guards without running it. What
 # is not modelled raises ``Unsupported``: a write is never recorded as a plain store unless CPython
-# would make one. The entry points are ``attribute_stores.store_attribute`` (every attribute store)
-# and the ``var_getattr`` of ``existing_objects.py`` and ``new_objects.py``.
+# would make one. The entry points are ``store_attribute`` (every attribute store)
+# and the ``var_getattr`` of ``UserObjectVariable`` and ``NewObjectVariable``.
 
 
 def is_data_descriptor(value: Any) -> bool:
@@ -447,7 +447,7 @@ def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, pa
     return tx.wrap(fn, AttrSource(source, part))
 
 
-# Existing user objects and Python modules (classes are in ``classes.py``, ``nn.Module`` instances
+# Existing user objects and Python modules (classes are ``ClassVariable``, ``nn.Module`` instances
 # in ``modules/``).
 #
 # Attribute reads on these go back through ``builder.wrap`` with an ``AttrSource``, so every
@@ -1299,17 +1299,17 @@ def make_ref(
 
 # Objects created during the trace.
 #
-# ``construct(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain Python class (or a
-# dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and ``__post_init__``) are inlined, the
-# object's attributes live in ``side_effects`` like writes to existing objects. A namedtuple
-# subclass whose instances have a ``__dict__`` becomes a ``NamedTupleObjectVariable``. ``nn.Module``
-# classes are ``new_modules.py``'s. Enum lookups (``Color(1)``) are folded. New objects that escape
-# (returned, stored in a global, an attribute or a container that outlives the call, or live at a
-# graph break) are rebuilt after the graph with their final attributes
-# (``SideEffects.plan``/``codegen``); the others never exist at run time. Nothing is guarded on
-# their identity.
+# ``operations.construct_class(tx, cls_vt, args, kwargs)`` is what calling a class does. A plain
+# Python class (or a dataclass) becomes a ``NewObjectVariable``: ``__init__`` (and
+# ``__post_init__``) are inlined, the object's attributes live in ``side_effects`` like writes to
+# existing objects. A namedtuple subclass whose instances have a ``__dict__`` becomes a
+# ``NamedTupleObjectVariable``. ``nn.Module`` classes are ``modules.construct_module``'s. Enum
+# lookups (``Color(1)``) are folded. New objects that escape (returned, stored in a global, an
+# attribute or a container that outlives the call, or live at a graph break) are rebuilt after the
+# graph with their final attributes (``SideEffects.plan``/``codegen``); the others never exist at
+# run time. Nothing is guarded on their identity.
 #
-# Attribute stores, on these and on existing objects, are ``attribute_stores.py``'s.
+# Attribute stores, on these and on existing objects, are ``store_attribute``'s.
 
 _OBJECT_NEW = object.__dict__["__new__"]
 OBJECT_INIT = object.__dict__["__init__"]
@@ -1639,7 +1639,7 @@ def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     """``repr(obj)`` / ``str(obj)`` of a user object whose class writes the method in Python
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
-    string (else CPython's TypeError); of a builtin container: ``container_reprs``; of a
+    string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; other values break the graph."""
     cls = obj.python_type() if isinstance(obj, UserObjectVariable) else None
     if cls is not None and issubclass(cls, nn.Module):
@@ -2144,7 +2144,7 @@ def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) ->
 # (a subclass of a builtin type, a class with its own allocation) break the graph.
 
 #: builtin types whose ``__new__`` makes the whole value from its arguments (``tuple.__new__``
-#: is ``class_factories``')
+#: is ``functions.py``'s)
 _IMMUTABLE = (int, float, bool, complex, str, bytes, frozenset)
 #: builtin containers whose ``__new__`` makes an empty one whatever the arguments
 _MUTABLE = (list, dict, set)

@@ -361,7 +361,7 @@ max_ = _extremum(builtins.max)
 # Truth value and identity: ``bool(x)`` (and ``not x``), ``x is y``.
 #
 # Answered at trace time, as Python booleans: a jump and ``is`` need the answer to go on. A
-# tensor's truth needs its data and raises ``Unsupported``. ``x in y`` is in ``equality.py`` (a
+# tensor's truth needs its data and raises ``Unsupported``. ``x in y`` is ``contains`` (a
 # search asks ``is`` and ``==`` of each item).
 
 
@@ -480,7 +480,7 @@ _ONE_TRACKER_PER_OBJECT = (
 # ``__hash__``, ``__repr__``, ``__str__``, ``__format__``) runs no user code, so it is computed
 # here, on that object, instead of breaking the graph; what it read is guarded: the object's
 # identity (the result holds its address or is derived from it). Objects made in the trace have
-# no real counterpart yet and are left to the caller; constants are folded in ``builtin_calls``.
+# no real counterpart yet and are left to the caller; constants are folded in ``call_builtin``.
 
 #: builtin -> the methods of ``object`` it calls (it is computed only where the class keeps them)
 _READS: dict[Any, tuple[str, ...]] = {
@@ -658,7 +658,7 @@ def _plain_class(cls: type, methods: set[str]) -> bool:
 # holding an object whose ``__eq__`` is the default equals another list holding the same object.
 # Objects whose class keeps ``object.__eq__`` (classes, functions, modules, plain objects) compare
 # by identity, which ``truth.is_same`` decides and guards. Sets and dict views are compared in
-# ``containers.py``; constants fold in ``operators.py``, which registers these rules.
+# ``containers.py``; constants fold in ``call_operator``, whose table these rules join.
 # ``contains`` answers ``x in y``: a sequence is searched item by item the same way.
 
 _EQUALITY = (operator.eq, operator.ne)
@@ -896,7 +896,8 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
 # answers, the operator breaks the graph.
 #
 # The opcode handlers (``opcodes/arith.py``) and the ``operator.*`` functions called directly
-# (``builtin_calls``) both come here. ``bool()``, ``is`` and ``in`` are answered in ``truth.py``.
+# (``call_builtin``) both come here. ``bool()``, ``is`` and ``in`` are answered by ``truth``,
+# ``is_same`` and ``contains``.
 
 #: ``rule(tx, op, args)``: the result, or None where the operands are not the rule's kind.
 Rule = Callable[..., "VariableTracker | None"]
@@ -2827,7 +2828,7 @@ def construct_class(
         and not isinstance(cls, enum.EnumMeta)
     ):  # a metaclass's own ``__call__`` (a constructor returning a cached or other object)
         return objects.metaclass_call(tx, cls_vt, meta_call).call_function(tx, args, kwargs)
-    if cls is contextlib.nullcontext:  # a context the tracer knows (``state_contexts.py``)
+    if cls is contextlib.nullcontext:  # a context the tracer knows (``contexts.py``)
         return construct_builtin_like(tx, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and objects.has_instance_dict(cls):
         return objects.construct_namedtuple_object(tx, cls_vt, args, kwargs)

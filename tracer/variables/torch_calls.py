@@ -389,9 +389,10 @@ CALL_HOOKS[_DISABLE_DYNAMO_CODE] = _disabled_call
 # *Elementwise* is decided by running ``combine_fn`` once on probes, stand-ins for its tensors that
 # allow only the arithmetic operators, with each other and with Python numbers: indexing, iterating,
 # ``@`` or anything else fails, and so does an output that is not one probe per leaf in the input's
-# structure. ``higher_order.py`` has already allowed only functions made of locals, constants,
-# operators and packing; the in-place operators (``a += b`` writes into the slices it is given) are
-# refused from the bytecode. Everything else goes to torch's ``associative_scan`` unchanged.
+# structure. The higher-order section above has already allowed only functions made of locals,
+# constants, operators and packing; the in-place operators (``a += b`` writes into the slices it is
+# given) are refused from the bytecode. Everything else goes to torch's ``associative_scan``
+# unchanged.
 
 try:
     from torch._higher_order_ops.associative_scan import (
@@ -515,7 +516,7 @@ def _writes_in_place(code: types.CodeType) -> bool:
 # no closure cells, no default values, no global reads and no calls, only arithmetic, indexing and
 # packing/unpacking of their arguments (``combine_fn`` is ``a_l * a_r, a_r * b_l + b_r``), so that
 # the function made now computes the same thing on every later call. Anything else is
-# ``Unsupported``. The node runs ``scans.faster(fn)``: for ``associative_scan``, the same scan
+# ``Unsupported``. The node runs ``faster(fn)``: for ``associative_scan``, the same scan
 # without ``torch.vmap`` where the function is elementwise.
 
 #: ``(module, name)`` of the higher-order functions handled here.
