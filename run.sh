@@ -67,7 +67,7 @@ case "${1:-}" in
         export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
         start=$SECONDS
         rc=0
-        "${dirs[$py]}/bin/python" -m pytest -q -p no:cacheprovider "$@" tests >"$logs/$py.log" 2>&1 || rc=$?
+        "${dirs[$py]}/bin/python" -m pytest -q -p no:cacheprovider --durations=30 "$@" tests >"$logs/$py.log" 2>&1 || rc=$?
         echo $rc >"$logs/$py.rc"
         echo "[run.sh] Python $py: $((SECONDS - start)) s" >>"$logs/$py.log"
       ) &
