@@ -170,7 +170,7 @@ class FunctionCache:
         name = f"__guard_{self.name}_{self.counter}"
         params = ", ".join(self.roots[n] for n in self.arg_names)
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
-        body = _trie(_shared_first([[p.fast for p in v.guards.parts] for v in self.variants]), 2)
+        body = _trie(_shared_first([v.guards.dispatch for v in self.variants]), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):

@@ -336,6 +336,53 @@ def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     return parts
 
 
+def checked_in_c(spec: TensorSpec) -> bool:
+    """Whether ``tensor_checker`` can check a tensor against ``spec``: a plain ``Tensor`` or a
+    ``Parameter``, on the CPU or a CUDA device."""
+    return spec.type in (torch.Tensor, torch.nn.Parameter) and spec.device.type in ("cpu", "cuda")
+
+
+def tensor_checker(specs: tuple[TensorSpec, ...]) -> Any:
+    """One C call checking tensors against ``specs`` (each ``checked_in_c``) at once,
+    ``checker.check(*tensors)``: torch's ``TensorGuards``, which compares each tensor's exact
+    type, dispatch keys (so its device type), dtype, device index, ``requires_grad``, sizes and
+    strides (``None``: any) with those given. That implies every part ``TENSOR_MATCH`` renders for
+    the spec, so the dispatcher writes ``checker.check(...) or (the parts)``: a tensor the checker
+    turns down (a view with other strides at a size-1 dimension, a conjugate, an inference
+    tensor, other thread-local dispatch state) is judged by the parts, as before.
+
+    The keys compared are those under the thread-local dispatch state the checker is made in (the
+    call's: inference mode excludes autograd's keys, say), so calls made in the same state pass.
+    One checker per tuple of specs and state, so that the variants of a function share the
+    condition where their tensors agree."""
+    # no mode sees the examples being made: a user's mode would run, a fake mode would make them
+    with torch._C.DisableTorchFunction(), torch.utils._python_dispatch._disable_current_modes():
+        key = (specs, str(_tls_included()), str(_tls_excluded()))
+        checker = _CHECKERS.get(key)
+        if checker is None:
+            if len(_CHECKERS) >= 4096:
+                _CHECKERS.clear()
+            checker = _CHECKERS[key] = torch._C._dynamo.guards.TensorGuards(
+                *map(_example, specs),
+                dynamic_dims_sizes=[list(spec.sizes) for spec in specs],
+                dynamic_dims_strides=[list(spec.strides) for spec in specs],
+            )
+    return checker
+
+
+_CHECKERS: dict[tuple, Any] = {}
+_tls_included = torch._C._dispatch_tls_local_include_set
+_tls_excluded = torch._C._dispatch_tls_local_exclude_set
+
+
+def _example(spec: TensorSpec) -> torch.Tensor:
+    """A tensor of no elements with ``spec``'s type, dtype, device and ``requires_grad``."""
+    example = torch.empty(0, dtype=spec.dtype, device=spec.device)
+    if spec.type is torch.nn.Parameter:
+        return torch.nn.Parameter(example, requires_grad=spec.requires_grad)
+    return example.requires_grad_(spec.requires_grad)
+
+
 def _contiguous_only(sizes: tuple[int | None, ...], strides: tuple[int | None, ...]) -> bool:
     """True when ``is_contiguous()`` pins the strides exactly: static sizes all > 1 (a size-1 or
     empty dimension leaves its stride free) and row-major strides."""

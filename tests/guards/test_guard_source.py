@@ -1,7 +1,8 @@
 """Snapshots of the generated guard code: the dispatcher (``guard_source``) and one entry's guards.
 
 The dispatcher takes the function's arguments as parameters, tests the conditions shared by every
-entry once, then branches on what differs.
+entry once, then branches on what differs. The tensors it takes are checked in one C call first
+(``kinds.tensor_checker``), their parts only where that call says no.
 """
 
 from __future__ import annotations
@@ -58,12 +59,8 @@ def __guard_fn_2(x, mode):
     try:
         if (type(mode) is ___str
                 and G['torch'] is ___torch
-                and type(x) is ___Tensor
-                and x.dtype is ___torch_float32
-                and x.is_cpu
-                and x.requires_grad is False
-                and x.shape == (2, 3)
-                and x.is_contiguous()
+                and (___tensors.check(x) or (type(x) is ___Tensor and x.dtype is ___torch_float32 \
+and x.is_cpu and x.requires_grad is False and x.shape == (2, 3) and x.is_contiguous()))
                 and ___get_default_dtype() is ___torch_float32
                 and ___len_torch_function_stack() == 0
                 and ___get_deterministic_algorithms() is False
