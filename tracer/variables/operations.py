@@ -2657,6 +2657,8 @@ def call_callable(
     if substitute is not None:
         return _call_substitute(tx, substitute, args, kwargs)
     target = _callable_value(fn)
+    if isinstance(target, _UNBOUND_C_METHODS) and not args and not kwargs:
+        raise PythonError(_unbound_error(target))
     if target is not None:
         if numpy_arrays.is_numpy_callable(target):
             return numpy_arrays.call_numpy(tx, target, args, kwargs)
@@ -2704,6 +2706,21 @@ def apply_rule(
     values = [a.as_python_constant() for a in args]
     named = {k: v.as_python_constant() for k, v in kwargs.items()}
     return ConstantVariable(rule.target(*values, **named))
+
+
+#: a C method read from its class (``object.__repr__``, ``list.append``): its first argument is
+#: the object it runs on
+_UNBOUND_C_METHODS = (types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def _unbound_error(method: Any) -> TypeError:
+    """CPython's TypeError for a C method called from its class with no object to run on: the
+    call is refused when its arguments are parsed, before the method runs."""
+    try:
+        method()
+    except TypeError as e:
+        return e
+    raise AssertionError(f"{method!r}() raised nothing")
 
 
 def _callable_value(fn: VariableTracker) -> Any:
