@@ -36,7 +36,13 @@ from ..context_runtime import ContextExit
 from ..exc import PythonError, Unsupported
 from . import modules
 from .base import IdentityKey, VariableTracker
-from .constants import CONSTANT_TYPES, LITERAL_TYPES, ConstantVariable, SliceVariable
+from .constants import (
+    CONSTANT_TYPES,
+    LITERAL_TYPES,
+    ConstantVariable,
+    SliceVariable,
+    reading_method,
+)
 from .containers import (
     DequeVariable,
     DictVariable,
@@ -530,7 +536,10 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
 
 def _constant_method(value: Any) -> bool:
     """A C method bound to an immutable constant (``(7).__repr__``, ``"a".split``; a builtin
-    function's ``__self__`` is its module, or None: not one)."""
+    function's ``__self__`` is its module, or None: not one), or a method that only reads a
+    fixed value (``device.__repr__``, an enum member's ``__str__``)."""
+    if reading_method(value):
+        return True
     if isinstance(value, types.MethodWrapperType):
         return type(value.__self__) in CONSTANT_TYPES
     return (

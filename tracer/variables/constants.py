@@ -7,6 +7,7 @@ these mean lives in ``operations.py``.
 
 from __future__ import annotations
 
+import enum
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,48 @@ CONSTANT_TYPES = (
 INDEX_METHODS = frozenset(
     {(slice, "indices")} | {(t, "__getitem__") for t in (tuple, range, str, bytes)}
 )
+
+
+#: Values a ``ConstantVariable`` holds that are immutable and fixed by their guards.
+CONSTANT_KINDS = frozenset(
+    {*CONSTANT_TYPES, torch.device, torch.dtype, torch.layout, torch.memory_format}
+)
+
+#: Methods that only read the object they are bound to and give a new value: bound to a constant
+#: of any kind (a device, a dtype, an enum member), a call of one is computed at trace time, as
+#: ``repr(constant)`` is.
+READING_METHODS = frozenset(
+    {
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__hash__",
+        "__sizeof__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__reduce__",
+        "__reduce_ex__",
+    }
+)
+
+
+def fixed_value(value: Any) -> bool:
+    """Whether ``value`` is immutable through and through: a constant kind, an enum member, or a
+    tuple of such values."""
+    if type(value) in CONSTANT_KINDS or isinstance(value, enum.Enum):
+        return True
+    return isinstance(value, tuple) and all(fixed_value(item) for item in value)
+
+
+def reading_method(method: Any) -> bool:
+    """Whether ``method`` is one of the ``READING_METHODS`` bound to a fixed value."""
+    if getattr(method, "__name__", None) not in READING_METHODS or not hasattr(method, "__self__"):
+        return False  # an unbound method (``object.__repr__``) reads its argument
+    return not isinstance(method.__self__, type) and fixed_value(method.__self__)
 
 
 #: Methods of constants that read their arguments only through ``format``, ``str``, ``repr``,
@@ -115,10 +158,8 @@ class ConstantVariable(ConstantLikeVariable):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         try:
             value = getattr(self.value, name)
-        except AttributeError:
-            raise Unsupported(
-                "getattr", f"{type(self.value).__name__} has no attribute {name!r}"
-            ) from None
+        except AttributeError as e:  # CPython's own error: the value is fixed by its guards
+            raise PythonError(e) from None
         if type(value) is tuple:  # ``code.co_varnames``: a tuple of constants, with its methods
             return tx.fold(value)
         if isinstance(self.value, inspect.Signature) and name == "parameters":
@@ -130,9 +171,12 @@ class ConstantVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        """Calling a constant: bound methods of immutable builtins (``"a,b".split``), folded."""
+        """Calling a constant: bound methods of immutable builtins (``"a,b".split``) and the
+        reading methods of any constant (``device.__repr__``), folded."""
         owner = getattr(self.value, "__self__", None)
-        if not callable(self.value) or type(owner) not in CONSTANT_TYPES:
+        if not callable(self.value) or (
+            type(owner) not in CONSTANT_TYPES and not reading_method(self.value)
+        ):
             raise Unsupported("call", f"calling {self.value!r}")
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
