@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...guards.sources import ItemSource, Source
+from .. import polyfills
 from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import (
@@ -386,7 +387,7 @@ class TupleVariable(BaseSequenceVariable):
         ):  # methods of a namedtuple class (its own or overriding tuple's: ``__getnewargs__``),
             # or of a plain tuple subclass
             return dispatch.namedtuple_attribute(tx, self, name)
-        return _constant_method(self, name)
+        return _constant_method(tx, self, name)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -439,19 +440,40 @@ _TUPLE_METHODS = frozenset({"count", "index", "__init__", "__getnewargs__"})
 
 def _tuple_method(cls: type, name: str) -> bool:
     """Whether ``name`` is one of those methods and ``cls`` keeps ``tuple``'s (a namedtuple has
-    its own ``__getnewargs__``)."""
-    return name in _TUPLE_METHODS and (
-        inspect.getattr_static(cls, name, None) is inspect.getattr_static(tuple, name)
-    )
+    its own ``__getnewargs__``), or one of the ``SPELLED`` methods written in C (``torch.Size``
+    has its own ``__repr__``, which ``repr`` calls)."""
+    static = inspect.getattr_static(cls, name, None)
+    if name in SPELLED:
+        return isinstance(static, (types.WrapperDescriptorType, types.MethodDescriptorType))
+    return name in _TUPLE_METHODS and static is inspect.getattr_static(tuple, name)
 
 
-def _constant_method(vt: VariableTracker, name: str) -> VariableTracker:
+#: descriptors of methods written in C, bound to the object they are read from
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement or ``type()``
+
+
+def _constant_method(tx: Translator, vt: VariableTracker, name: str) -> VariableTracker:
     namedtuple = hasattr(vt.python_type(), "_make")
     if _tuple_method(vt.python_type(), name) or (name in ("_replace", "_asdict") and namedtuple):
         return BoundMethodVariable(vt, name)
     if name == "_fields" and hasattr(vt.python_type(), "_fields"):
         return ConstantVariable(vt.python_type()._fields)
-    raise Unsupported("getattr", f"{vt.python_type().__name__} has no attribute {name!r}")
+    cls = vt.python_type()
+    if not on_instances(cls, name):
+        if cls.__flags__ & _HEAP_TYPE:  # a namedtuple class, which may gain it: guarded there
+            return dispatch.namedtuple_attribute(tx, vt, name)
+        raise PythonError(AttributeError(f"'{c_name(cls)}' object has no attribute '{name}'"))
+    static = type_lookup(cls, name)
+    owner = next(k for k in cls.__mro__ if name in vars(k))
+    if not owner.__flags__ & _HEAP_TYPE:  # found on ``tuple`` or ``object``, which never change
+        if isinstance(static, (str, type(None))):  # ``().__doc__``
+            return ConstantVariable(static)
+        if isinstance(static, types.ClassMethodDescriptorType):  # bound to the class
+            return tx.wrap_static(getattr(cls, name))
+        if isinstance(static, _C_METHODS):
+            return BoundMethodVariable(vt, name)  # its call: ``call_method``
+    raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
 
 
 @dataclass(eq=False)
@@ -1695,6 +1717,12 @@ def call_method(
         tx.output.side_effects.mark_mutated(obj)
         return NONE
     if name not in methods:
+        # a C method of the class with a Python equivalent (``t.__reduce_ex__(2)``): run with
+        # the container first, as the C method runs with it as ``self``
+        static = type_lookup(obj.python_type(), name)
+        polyfill = polyfills.lookup(static) if isinstance(static, _C_METHODS) else None
+        if polyfill is not None:
+            return dispatch.call(tx, tx.wrap_static(polyfill), [obj, *args], kwargs)
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
     try:
@@ -1893,7 +1921,25 @@ def _count(tx, obj, value):
     return ConstantVariable(sum(1 for item in obj.items if _equal(tx, item, value)))
 
 
+def _format_method(tx, obj, spec):
+    """``obj.__format__(spec)``: ``format(obj, spec)`` for a string spec (another is refused
+    with the method's own message: left to Python)."""
+    if not (spec.is_python_constant() and type(spec.as_python_constant()) is str):
+        raise Unsupported("call_method", f"{obj.python_type().__name__}.__format__ of {spec}")
+    return dispatch.call_builtin(tx, format, [obj, spec], {})
+
+
+#: A container's ``__repr__``, ``__str__`` and ``__format__``, its class's C methods, called as
+#: methods: what the builtin that calls them (``repr(xs)``) computes.
+SPELLED = {
+    "__repr__": (False, lambda tx, obj: dispatch.call_builtin(tx, repr, [obj], {})),
+    "__str__": (False, lambda tx, obj: dispatch.call_builtin(tx, str, [obj], {})),
+    "__format__": (False, _format_method),
+}
+
+
 _LIST = {
+    **SPELLED,
     "append": (True, lambda tx, obj, v: (obj.items.append(v), NONE)[1]),
     "extend": (True, _list_extend),
     "insert": (True, _list_insert),
@@ -1929,7 +1975,16 @@ def _getnewargs(tx, obj):
     return TupleVariable([obj if exact else TupleVariable(list(obj.items))])
 
 
+def _tuple_sizeof(tx, obj):
+    """``t.__sizeof__()`` of an exact tuple: its size depends on its length only."""
+    if obj.python_type() is not tuple:
+        raise Unsupported("call_method", f"{obj.python_type().__name__}.__sizeof__")
+    return ConstantVariable(((None,) * len(obj.items)).__sizeof__())
+
+
 _TUPLE = {
+    **SPELLED,
+    "__sizeof__": (False, _tuple_sizeof),
     "__init__": (False, lambda tx, obj, *args, **kwargs: NONE),  # ``object.__init__``
     "__getnewargs__": (False, _getnewargs),
     "index": (False, lambda tx, obj, v: ConstantVariable(_find(tx, obj, v))),
@@ -2040,6 +2095,7 @@ def _dict_fromkeys(tx, obj, iterable, value=NONE):
 
 
 _DICT = {
+    **SPELLED,
     "__setitem__": (True, lambda tx, obj, k, v: (obj.items.__setitem__(_key(k), v), NONE)[1]),
     "__delitem__": (True, _dict_delitem),
     "__getitem__": (False, _dict_getitem),
@@ -2251,6 +2307,7 @@ _SET = {
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
     "__reduce__": (False, _set_reduce),
     "__reduce_ex__": (False, _set_reduce_ex),
+    **SPELLED,
 }
 
 

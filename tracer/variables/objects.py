@@ -1728,6 +1728,15 @@ def namedtuple_attribute(tx: Translator, tup: TupleVariable, name: str) -> Varia
     cls = tup.python_type()
     static = type_lookup(cls, name)
     owner = next((k for k in cls.__mro__ if name in vars(k)), tuple)
+    if static is MISSING and not has_instance_dict(cls) and not _has_custom_getattr(cls):
+        # no instance attributes: absent as long as no class of the MRO gains it
+        where = getattr(getattr(tup, "cls_vt", None), "source", None)
+        if tup.source is not None:
+            where = TypeSource(tup.source)
+        if where is None:
+            raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
+        guard_no_class_attr(tx, where, name)
+        raise PythonError(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
     if static is MISSING or owner is tuple or owner is object:
         raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
     cls_vt = getattr(tup, "cls_vt", None)
