@@ -17,7 +17,7 @@ import torch.fx
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
-from .base import BoundAttributeVariable, VariableTracker
+from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
 from .constants import ConstantVariable
 
 if TYPE_CHECKING:
@@ -150,10 +150,15 @@ class TensorVariable(VariableTracker):
                 f"Tensor.{name} is not traced",
                 hint=f"read .{name} outside the compiled function",
             )
-        if not hasattr(torch.Tensor, name):
-            if hasattr(self.cls, name):  # a subclass's own attribute
+        # found on the classes of the tensor's MRO, not on their metaclass (``Tensor.__name__``
+        # is no attribute of a tensor)
+        static = type_lookup(torch.Tensor, name)
+        if static is MISSING:
+            if type_lookup(self.cls, name) is not MISSING:  # a subclass's own attribute
                 raise Unsupported("getattr", f"{self.cls.__name__}.{name} is not traced")
             return self._own_attribute(tx, name)
+        if isinstance(static, (str, type(None))):  # ``t.__module__``: plain class data
+            return ConstantVariable(static)
         return TensorMethodVariable(self, name)
 
     def _own_attribute(self, tx: Translator, name: str) -> VariableTracker:
