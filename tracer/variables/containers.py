@@ -215,6 +215,9 @@ def _pure_hash(value: Any) -> bool:
 #: real keys the key model compares by value, when all their parts are such keys
 _VALUE_KEY_TYPES = (int, float, bool, complex, str, bytes, type(None), range, type(Ellipsis))
 _SINGLETON_KEY_TYPES = (torch.dtype, torch.layout, torch.memory_format, torch.device)
+#: whether the running Python hashes slices (3.12+, as the tuple of their bounds): a fact read
+#: from ``slice`` itself, so dicts and sets hold them exactly where CPython lets them
+HASHABLE_SLICES = slice.__hash__ is not None
 
 
 def is_key_value(key: Any) -> bool:
@@ -226,6 +229,8 @@ def is_key_value(key: Any) -> bool:
         return True
     if cls is frozenset or tuple_like(cls):
         return all(is_key_value(k) for k in key)
+    if cls is slice:  # hashable where the running Python hashes it (3.12+): as its bounds' tuple
+        return HASHABLE_SLICES and all(map(compared_by_value, _bounds(key)))
     if isinstance(key, enum.Enum):
         return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
     if isinstance(key, types.BuiltinFunctionType):
@@ -235,6 +240,10 @@ def is_key_value(key: Any) -> bool:
     if python_hashed(cls):  # its ``__hash__`` is inlined by the translator running
         return RUNNING.tx is not None
     return identity_hashed(cls)
+
+
+def _bounds(key: slice) -> tuple[Any, Any, Any]:
+    return key.start, key.stop, key.step
 
 
 def keys_modelled(container: Any) -> bool:
