@@ -103,6 +103,35 @@ def test_operator_functions_called_directly():
     assert_no_more_breaks(0, fn, torch.randn(3), {"a": 1})
 
 
+class Registry:
+    """A mapping whose item deletion is written in Python."""
+
+    def __init__(self):
+        self.items = {"a": 1, "b": 2}
+
+    def __delitem__(self, key):
+        del self.items[key]
+
+
+def test_item_deletion_by_operator_delitem_and_by_del():
+    def fn(x, d, xs, registry):
+        operator.delitem(d, "a")
+        operator.delitem(xs, slice(0, 2))
+        del xs[0]
+        operator.delitem(registry, "a")
+        del registry["b"]
+        try:
+            operator.delitem(d, "missing")
+        except KeyError as e:
+            missing = e.args
+        return x + len(d) + len(xs), d, xs, registry.items, missing
+
+    def args():
+        return torch.randn(3), {"a": 1, "b": 2}, [1, 2, 3, 4], Registry()
+
+    check_breaks(fn, args, graphs=1, breaks=0)
+
+
 class Scaled:
     def __init__(self, k):
         self.k = k

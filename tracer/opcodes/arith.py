@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bytecode import BinaryOp, Compare, Instr
 
 from ..exc import Unsupported
-from ..variables import containers, dispatch
+from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constants import ConstantVariable, make_slice
 from ..variables.containers import TupleVariable
@@ -132,7 +132,7 @@ def store_subscr(tx: Translator, inst: Instr) -> None:
 def delete_subscr(tx: Translator, inst: Instr) -> None:
     """(container key --)  del container[key]"""
     key, obj = tx.pop(), tx.pop()
-    containers.call_method(tx, obj, "__delitem__", [key], {})
+    dispatch.call_operator(tx, operator.delitem, [obj, key])
 
 
 @handler("BINARY_SLICE", pops=3)

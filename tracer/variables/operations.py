@@ -964,6 +964,7 @@ _declare(operator.contains, "call")
 _declare(operator.is_, "call")
 _declare(operator.is_not, "call")
 _declare(operator.setitem, "call")
+_declare(operator.delitem, "call")
 _declare(operator.concat, "call")
 _declare(operator.iconcat, "call")
 
@@ -1258,6 +1259,15 @@ def concat(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTrac
 @operator_rule(operator.setitem)
 def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
     setitem(tx, *args)
+    return ConstantVariable(None)
+
+
+@operator_rule(operator.delitem)
+def delitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``del obj[key]`` (``DELETE_SUBSCR``) and ``operator.delitem(obj, key)``: one rule."""
+    if len(args) != 2:
+        return None
+    delitem(tx, *args)
     return ConstantVariable(None)
 
 
@@ -1832,12 +1842,18 @@ def setitem(
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
 
+def delitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> None:
+    if _user_item_method(tx, "__delitem__", obj, [key]) is not None:
+        return
+    call_container_method(tx, obj, "__delitem__", [key], {})
+
+
 def _user_item_method(
     tx: Translator, name: str, obj: VariableTracker, args: list[VariableTracker]
 ) -> VariableTracker | None:
-    """``obj[key]`` / ``obj[key] = value`` inlined where ``obj`` is a user object (not a module)
-    whose class defines ``name`` in Python (``UserDict``, ``ChainMap``, a user mapping); None
-    otherwise."""
+    """``obj[key]`` / ``obj[key] = value`` / ``del obj[key]`` inlined where ``obj`` is a user
+    object (not a module) whose class defines ``name`` in Python (``UserDict``, ``ChainMap``, a
+    user mapping); None otherwise."""
     if isinstance(obj, NNModuleVariable) or not _python_method(obj, name):
         return None
     return obj.call_method(tx, name, args, {})
