@@ -84,11 +84,12 @@ def assert_no_more_breaks(
     return graphs, dynamo
 
 
-def dynamo_counts_in_a_fresh_process(fn, *args) -> tuple[int, int]:
-    """``dynamo_counts`` of a module-level ``fn``, measured in a new interpreter: Dynamo's walk of a
-    generator's globals (``LazyVariableTracker.realize_all``) raises RecursionError late in a long
-    test session (state the session left behind), where a fresh process shows what torch.compile
-    itself does with the function. ``args`` travel pickled."""
+def dynamo_counts_in_a_fresh_process(calls: list[tuple]) -> list[tuple[int, int]]:
+    """``dynamo_counts`` of each ``(fn, *args)`` in ``calls`` (module-level functions), measured
+    in one new interpreter: Dynamo's walk of a generator's globals
+    (``LazyVariableTracker.realize_all``) raises RecursionError late in a long test session
+    (state the session left behind), where a fresh process shows what torch.compile itself does
+    with the function. ``args`` travel pickled."""
     import ast
     import pickle
     import subprocess
@@ -98,15 +99,20 @@ def dynamo_counts_in_a_fresh_process(fn, *args) -> tuple[int, int]:
         "import importlib.util, pickle, sys\n"
         f"sys.path[:0] = {sys.path!r}\n"
         "from dynamo_baseline import dynamo_counts\n"
-        f"spec = importlib.util.spec_from_file_location('_baseline', {fn.__code__.co_filename!r})\n"
-        "module = importlib.util.module_from_spec(spec)\n"
-        "spec.loader.exec_module(module)\n"
-        "args = pickle.loads(sys.stdin.buffer.read())\n"
-        f"print(repr(dynamo_counts(getattr(module, {fn.__name__!r}), *args)))\n"
+        "modules = {}\n"
+        "def function(path, name):\n"
+        "    if path not in modules:\n"
+        "        spec = importlib.util.spec_from_file_location('_baseline', path)\n"
+        "        modules[path] = importlib.util.module_from_spec(spec)\n"
+        "        spec.loader.exec_module(modules[path])\n"
+        "    return getattr(modules[path], name)\n"
+        "calls = pickle.loads(sys.stdin.buffer.read())\n"
+        "print(repr([dynamo_counts(function(*where), *args) for where, args in calls]))\n"
     )
+    shipped = [((fn.__code__.co_filename, fn.__name__), args) for fn, *args in calls]
     done = subprocess.run(
         [sys.executable, "-c", code],
-        input=pickle.dumps(args),
+        input=pickle.dumps(shipped),
         capture_output=True,
         timeout=600,
         check=False,

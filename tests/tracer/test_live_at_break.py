@@ -496,19 +496,29 @@ GENERATOR_CASES = [
 ]
 
 
+def _generator_inputs():
+    return torch.randn(3), [torch.randn(3) for _ in range(3)]
+
+
+@pytest.fixture(scope="module")
+def dynamo_generator_counts() -> dict:
+    """torch.compile's (graphs, breaks) for every generator case, from one fresh interpreter."""
+    fns = [case[0] for case in GENERATOR_CASES]
+    counts = dynamo_counts_in_a_fresh_process([(fn, *_generator_inputs()) for fn in fns])
+    return dict(zip(fns, counts, strict=True))
+
+
 @pytest.mark.parametrize(
     "fn,counts,moved,fewer_in_dynamo", GENERATOR_CASES, ids=lambda v: getattr(v, "__name__", "")
 )
-def test_a_generator_live_at_a_break(fn, counts, moved, fewer_in_dynamo):
+def test_a_generator_live_at_a_break(fn, counts, moved, fewer_in_dynamo, dynamo_generator_counts):
     graphs, breaks = counts
-
-    def make():
-        return torch.randn(3), [torch.randn(3) for _ in range(3)]
+    make = _generator_inputs
 
     _, _, report = check_breaks(fn, make, graphs=graphs, breaks=breaks, calls=3)
     taken_earlier = [r for r in report.break_reasons if "taken where GeneratorVariable" in str(r)]
     assert bool(taken_earlier) == moved, [str(r) for r in report.break_reasons]
-    dynamo_graphs, dynamo_breaks = dynamo_counts_in_a_fresh_process(fn, *make())
+    dynamo_graphs, dynamo_breaks = dynamo_generator_counts[fn]
     # torch.compile runs the whole call in Python (-1 breaks), or (torch 2.15, chain) compiles up to
     # the print and runs the rest in Python, which its explain counts as 1 graph and 0 breaks
     ran_in_python = dynamo_breaks == -1 or (dynamo_graphs, dynamo_breaks) == (1, 0)
