@@ -132,6 +132,19 @@ def test_item_deletion_by_operator_delitem_and_by_del():
     check_breaks(fn, args, graphs=1, breaks=0)
 
 
+def test_operator_index_of_a_container_raises_cpythons_type_error():
+    def fn(x, xs, d):
+        errors = []
+        for value in (xs, d, {1}, [x]):
+            try:
+                operator.index(value)
+            except TypeError as e:
+                errors.append(str(e))
+        return x + 1, errors
+
+    check_breaks(fn, lambda: (torch.randn(3), [1, 2], {"a": 1}), graphs=1, breaks=0)
+
+
 class Scaled:
     def __init__(self, k):
         self.k = k

@@ -34,6 +34,9 @@ SAMPLES = {
     itertools.count: [],
     itertools.repeat: [("x", 3)],
 }
+HAS_BATCHED = hasattr(itertools, "batched")  # the running Python has it (3.12+)
+if HAS_BATCHED:
+    SAMPLES[itertools.batched] = [("abcdefg", 3), (range(4), 2), ((), 1), ([1], 5)]
 
 
 @pytest.mark.parametrize("target", list(SAMPLES), ids=lambda t: t.__qualname__)
@@ -144,6 +147,8 @@ CALLED_WITH_A_DICT = {
     itertools.combinations: lambda d: (d, 1),
     itertools.combinations_with_replacement: lambda d: (d, 1),
 }
+if HAS_BATCHED:
+    CALLED_WITH_A_DICT[itertools.batched] = lambda d: (d, 1)
 
 
 def _first_items_after_growing(make, args_of):
@@ -175,6 +180,15 @@ BAD_ARGUMENTS = [
     (itertools.permutations, ("ab", 1.5)),
     (itertools.combinations, ("ab", -2)),
 ]
+if HAS_BATCHED:
+    BAD_ARGUMENTS += [
+        (itertools.batched, ("ab", 0)),
+        (itertools.batched, ("ab", 1.5)),
+        (itertools.batched, ("ab", [1])),
+        (itertools.batched, ("ab", 2**64)),
+        (itertools.batched, (3, 2)),
+        (itertools.batched, ([], -1)),
+    ]
 
 
 @pytest.mark.parametrize("case", BAD_ARGUMENTS, ids=lambda c: f"{c[0].__qualname__}{c[1][1:]}")
@@ -198,6 +212,58 @@ def _pools_read_when_called(x):
 
 def test_combinatorics_made_in_the_trace_read_their_pools_when_called():
     check_breaks(_pools_read_when_called, lambda: (torch.randn(3),), graphs=1, breaks=0)
+
+
+class _Resuming:
+    """An iterator that gives more items after ending once (``batched`` asks it again)."""
+
+    def __init__(self):
+        self.items = [[1, 2, 3], [4, 5]]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.items[0]:
+            self.items.pop(0)
+            raise StopIteration
+        return self.items[0].pop(0)
+
+
+@pytest.mark.skipif(not HAS_BATCHED, reason="itertools.batched is 3.12+")
+def test_batched_asks_its_source_again_after_a_short_batch():
+    expected = list(itertools.batched(_Resuming(), 2))
+    assert expected == [(1, 2), (3,), (4, 5)]
+    assert list(polyfills.lookup(itertools.batched)(_Resuming(), 2)) == expected
+
+
+@pytest.mark.skipif(not HAS_BATCHED, reason="itertools.batched is 3.12+")
+def test_batched_in_the_trace():
+    def fn(x, xs):
+        whole = [sum(b) for b in itertools.batched(xs, 2)]
+        resumed = list(itertools.batched(iter(xs), 3))
+        try:
+            list(itertools.batched(xs, 0))
+        except ValueError as e:
+            zero = str(e)
+        return x * len(whole), whole, resumed, zero, type(itertools.batched(xs, 3))
+
+    check_breaks(fn, lambda: (torch.randn(3), [1, 2, 3, 4, 5]), graphs=1, breaks=0)
+
+
+@pytest.mark.skipif(
+    not HAS_BATCHED or "strict" not in itertools.batched.__text_signature__,
+    reason="batched(strict=) is 3.13+",
+)
+def test_batched_strict_in_the_trace():
+    def fn(x, xs):
+        return x + 1, list(itertools.batched(xs, 2, strict=1))
+
+    check_breaks(fn, lambda: (torch.randn(3), [1, 2, 3, 4]), graphs=1, breaks=0)
+    with pytest.raises(ValueError, match=r"^batched\(\): incomplete batch$"):
+        list(itertools.batched([1, 2, 3], 2, strict=True))
+    with pytest.raises(ValueError, match=r"^batched\(\): incomplete batch$"):
+        list(polyfills.lookup(itertools.batched)([1, 2, 3], 2, strict=True))
     assert_no_more_breaks(0, _pools_read_when_called, torch.randn(3))
 
 

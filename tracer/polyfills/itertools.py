@@ -295,6 +295,41 @@ def _pairwise(it):
         a = b
 
 
+if hasattr(itertools, "batched"):  # the running Python has it (3.12+; ``strict`` 3.13+)
+    _BATCHED_STRICT = "strict" in (itertools.batched.__text_signature__ or "")
+
+    @polyfill(itertools.batched)
+    def batched(iterable, n, *, strict=_MISSING):
+        """``itertools.batched``: ``n`` read as a C ``Py_ssize_t`` and ``strict`` as a truth
+        value, then ``n`` checked and the source made an iterator, when called."""
+        if strict is not _MISSING and not _BATCHED_STRICT:
+            raise TypeError("batched() got an unexpected keyword argument 'strict'")
+        n = operator.index(n)
+        if not -sys.maxsize - 1 <= n <= sys.maxsize:
+            raise OverflowError("Python int too large to convert to C ssize_t")
+        strict = strict is not _MISSING and bool(strict)
+        if n < 1:
+            raise ValueError("n must be at least one")
+        return _batched(iter(iterable), n, strict)
+
+    @generator_of(itertools.batched)
+    def _batched(it, n, strict):
+        """A short batch does not end it: the next batch asks the source again, as CPython
+        does; an empty one does."""
+        while True:
+            batch = []
+            while len(batch) < n:
+                item = next(it, _MISSING)
+                if item is _MISSING:
+                    break
+                batch.append(item)
+            if not batch:
+                return
+            if strict and len(batch) < n:
+                raise ValueError("batched(): incomplete batch")
+            yield tuple(batch)
+
+
 @polyfill(itertools.starmap)
 def starmap(function, iterable):
     """``itertools.starmap``."""

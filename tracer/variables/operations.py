@@ -1988,13 +1988,13 @@ def call_operator_fn(
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
     if fn in OPERATORS:  # their rules: the operator registry above
         return dispatch.call_operator(tx, fn, list(args))
-    if fn is operator.index and len(args) == 1 and not args[0].is_python_constant():
-        stand_in = dispatch.index_stand_in(args[0])
+    mutable = any(isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args)
+    if fn is operator.index and len(args) == 1 and (mutable or not args[0].is_python_constant()):
+        stand_in = dispatch.index_stand_in(args[0])  # ``operator.index([])``: its TypeError
         if stand_in is not None:
             _raise_rejection(operator.index, stand_in)
-    if all(a.is_python_constant() for a in args) and not any(
-        isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args
-    ):  # the other operator functions are pure on immutable constants (``operator.index``)
+    if all(a.is_python_constant() for a in args) and not mutable:
+        # the other operator functions are pure on immutable constants (``operator.index``)
         return tx.fold_call(fn, args, {})
     raise Unsupported("builtin", f"operator.{fn.__name__} is not traced")
 
