@@ -730,3 +730,53 @@ def _static_func(x):
 
 def test_staticmethod_breaks_no_more_than_torch_compile():
     assert_no_more_breaks(0, _static_func, torch.ones(2))
+
+
+class _NoIndex:
+    """An object with no ``__index__``, no items and no buffer."""
+
+
+class _Items:
+    def __iter__(self):
+        return iter([1, 2])
+
+
+def test_builtins_taking_an_index_raise_cpythons_error_on_other_values():
+    def fn(x, obj, t):
+        errors = []
+        for call in (bin, hex, oct, range, bytearray):
+            for value in (obj, len) if call is bytearray else (obj, t, len):
+                try:
+                    call(value)
+                except TypeError as e:
+                    errors.append(str(e))
+        for args in ((1, obj), (1.5, obj), (obj, "x")):
+            try:
+                range(*args)
+            except TypeError as e:
+                errors.append(str(e))
+        return x + 1, errors
+
+    check_breaks(
+        fn, lambda: (torch.randn(2), _NoIndex(), torch.tensor([1.0, 2.0])), graphs=1, breaks=0
+    )
+
+
+def test_bytearray_raises_cpythons_error_and_breaks_where_it_makes_one():
+    def fn(x, values):
+        errors = []
+        for value in values:
+            try:
+                bytearray(value)
+            except (TypeError, ValueError) as e:
+                errors.append(str(e))
+        return x + 1, errors
+
+    bad = [None, 2.5, "ab", (1, "a"), [256], {"a": 1}, torch.float32, torch.device("cpu"), _NoIndex]
+    check_breaks(fn, lambda: (torch.randn(2), bad), graphs=1, breaks=0)
+
+    def made(x, value):
+        return x + 1, bytearray(value)
+
+    check_breaks(made, lambda: (torch.randn(2), [1, 2]), graphs=1, breaks=1)
+    check_breaks(made, lambda: (torch.randn(2), _Items()), graphs=1, breaks=1)

@@ -2612,6 +2612,77 @@ def round_(
     raise Unsupported("builtin", f"round() on {number}")
 
 
+def _index_builtin(fn: Callable[..., Any]) -> BuiltinImpl:
+    """``bin(x)``, ``hex(x)``, ``oct(x)``, ``range(...)`` given a value that is no index (an
+    object whose type has no ``__index__``, a float tensor): CPython's TypeError, from ``fn`` run
+    on the constants and on a stand-in of each other value (``index_stand_in``). All-constant
+    calls were folded before."""
+
+    def rule(tx: Translator, *args: VariableTracker) -> VariableTracker:
+        values = []
+        for arg in args:
+            stand_in = None if arg.is_python_constant() else dispatch.index_stand_in(arg)
+            if stand_in is None and not _foldable(fn, arg):
+                raise Unsupported("builtin", f"{fn.__name__}() on {arg}")
+            values.append(arg.as_python_constant() if stand_in is None else stand_in)
+        _raise_rejection(fn, *values)
+        raise Unsupported("builtin", f"{fn.__name__}() on {', '.join(map(repr, args))}")
+
+    rule.__name__ = rule.__qualname__ = f"{fn.__name__}_of_a_non_index"
+    return rule
+
+
+for _fn in (bin, hex, oct, range):
+    builtin(_fn)(_index_builtin(_fn))
+
+
+#: what ``bytearray(x)`` may read of ``x``, looked up on its type: an int's size, a buffer, items
+_BYTEARRAY_READS = ("__index__", "__buffer__", "__iter__", "__getitem__")
+
+
+@builtin(bytearray)
+def bytearray_(
+    tx: Translator, *args: VariableTracker, **kwargs: VariableTracker
+) -> VariableTracker:
+    """``bytearray(...)`` computed at trace time on constants of C types, an object whose type
+    defines none of ``_BYTEARRAY_READS`` standing in as an empty instance of a class of its C
+    name: CPython's error is raised where it raises. A bytearray it makes breaks: a mutable
+    object the trace does not model."""
+    values = [_bytearray_operand(v) for v in args]
+    keywords = {k: _bytearray_operand(v) for k, v in kwargs.items()}
+    try:
+        bytearray(*values, **keywords)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    raise Unsupported("builtin", "bytearray() makes a mutable bytearray, not traced")
+
+
+def _bytearray_operand(vt: VariableTracker) -> Any:
+    if vt.is_python_constant() and _of_c_types(vt.as_python_constant()):
+        return vt.as_python_constant()
+    cls = vt.python_type()
+    if any(name in vars(base) for base in cls.__mro__ for name in _BYTEARRAY_READS):
+        raise Unsupported("builtin", f"bytearray() on {vt}")
+    return type(containers.c_name(cls), (), {})()
+
+
+def _of_c_types(value: Any) -> bool:
+    """``value`` and what ``bytearray`` reads of it run no Python code: a value of a builtin
+    type (or a tuple subclass reading as a tuple: ``torch.Size``, a namedtuple), its items too."""
+    cls = type(value)
+    if cls.__module__ != "builtins" and not (
+        issubclass(cls, tuple)
+        and all(
+            inspect.getattr_static(cls, n, None) is getattr(tuple, n, None)
+            for n in _BYTEARRAY_READS
+        )
+    ):
+        return False
+    if isinstance(value, (tuple, list, set, frozenset, dict)):
+        return all(map(_of_c_types, value))
+    return True
+
+
 @builtin(slice)
 def slice_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     """``slice(stop)``, ``slice(start, stop[, step])`` with symbolic or tensor bounds."""
