@@ -145,6 +145,27 @@ def test_operator_index_of_a_container_raises_cpythons_type_error():
     check_breaks(fn, lambda: (torch.randn(3), [1, 2], {"a": 1}), graphs=1, breaks=0)
 
 
+def test_operator_call_and_calling_what_is_not_callable():
+    def fn(x, obj, xs):
+        results = [
+            operator.call(max, 1, 3),
+            operator.call(dict, a=1),
+            operator.call(Registry).items,
+        ]
+        for value in (True, 2.5, xs, {"a": 1}, (1,), {1}, x, obj):
+            try:
+                operator.call(value)
+            except TypeError as e:
+                results.append(str(e))
+            try:
+                value(1)
+            except TypeError as e:
+                results.append(str(e))
+        return x + 1, results
+
+    check_breaks(fn, lambda: (torch.randn(3), Registry(), [1]), graphs=1, breaks=0)
+
+
 class Scaled:
     def __init__(self, k):
         self.k = k

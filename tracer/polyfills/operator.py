@@ -87,3 +87,9 @@ def length_hint(obj, default=0, /):
     if value < 0:
         raise ValueError("__length_hint__() should return >= 0")
     return value
+
+
+@polyfill(operator.call)
+def call(obj, /, *args, **kwargs):
+    """``operator.call``: ``obj(*args, **kwargs)``."""
+    return obj(*args, **kwargs)

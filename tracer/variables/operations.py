@@ -2756,7 +2756,33 @@ def call_callable(
                 return made
         if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
             return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+    error = _not_callable(fn)
+    if error is not None:
+        raise PythonError(error)
     return fn.call_function(tx, args, kwargs)
+
+
+#: trackers whose ``python_type`` is the real value's class
+_TYPED_VALUES = (
+    ConstantVariable,
+    ListVariable,
+    TupleVariable,
+    DictVariable,
+    SetVariable,
+    TensorVariable,
+    UserObjectVariable,
+)
+
+
+def _not_callable(fn: VariableTracker) -> TypeError | None:
+    """CPython's TypeError for calling a value whose class has no ``__call__`` (``True()``,
+    ``[1]()``, a tensor, a plain object), or None where it may be callable."""
+    if not isinstance(fn, _TYPED_VALUES):
+        return None
+    cls = fn.python_type()
+    if any("__call__" in vars(base) for base in cls.__mro__):
+        return None
+    return TypeError(f"'{containers.c_name(cls)}' object is not callable")
 
 
 #: bytegraph's polyfills (``tracer/polyfills``, which knows no tracker) are substitute entries.
