@@ -780,3 +780,21 @@ def test_bytearray_raises_cpythons_error_and_breaks_where_it_makes_one():
 
     check_breaks(made, lambda: (torch.randn(2), [1, 2]), graphs=1, breaks=1)
     check_breaks(made, lambda: (torch.randn(2), _Items()), graphs=1, breaks=1)
+
+
+def test_class_methods_of_constant_types_read_from_instances():
+    def fn(x, n, f, flag, values):
+        out = [n.from_bytes(b"\x01\x02", "big"), f.fromhex("0x1.8p1"), flag.from_bytes(b"\x01")]
+        for value in values:
+            try:
+                out.append(n.from_bytes(value))
+            except TypeError as e:
+                out.append(str(e))
+            try:
+                out.append(f.fromhex(value))
+            except (TypeError, ValueError) as e:
+                out.append(str(e))
+        return x + 1, out
+
+    values = [7, None, (1, "a"), [1, 2], "0x1p2"]
+    check_breaks(fn, lambda: (torch.randn(2), 7, 2.5, True, values), graphs=1, breaks=0)

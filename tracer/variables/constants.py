@@ -171,11 +171,16 @@ class ConstantVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        """Calling a constant: bound methods of immutable builtins (``"a,b".split``) and the
-        reading methods of any constant (``device.__repr__``), folded."""
+        """Calling a constant: bound methods of immutable builtins (``"a,b".split``) and their
+        class methods (``(7).from_bytes``), and the reading methods of any constant
+        (``device.__repr__``), folded."""
         owner = getattr(self.value, "__self__", None)
+        # a C class method bound to a constant type (``n.from_bytes``, ``x.fromhex``): pure
+        of_constant_type = any(owner is cls for cls in CONSTANT_TYPES)
         if not callable(self.value) or (
-            type(owner) not in CONSTANT_TYPES and not reading_method(self.value)
+            type(owner) not in CONSTANT_TYPES
+            and not of_constant_type
+            and not reading_method(self.value)
         ):
             raise Unsupported("call", f"calling {self.value!r}")
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
