@@ -42,8 +42,9 @@ import bytegraph  # noqa: E402
 TIMEOUT = 120
 
 
-class ProgramTimeout(Exception):
-    pass
+class ProgramTimeout(BaseException):
+    """Raised by the alarm: not an ``Exception``, so that neither the program's own handlers nor
+    bytegraph's (an internal error falls back to Python) take it for theirs."""
 
 
 def _alarm(signum, frame):

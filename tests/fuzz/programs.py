@@ -768,7 +768,7 @@ class Gen:
             bound = self.rng.randint(1, 5)
             step = self.rng.randint(1, 2)
             return (
-                f"{r} = 0\nwhile {cond} and {r} < {bound}:\n    {r} += 1\n"
+                f"{r} = 0\nwhile ({cond}) and {r} < {bound}:\n    {r} += 1\n"
                 f"    {t} = {t} - {step}\n{self.block(depth, 1)}"
             )
         if kind == 2:
