@@ -468,3 +468,41 @@ def test_an_attribute_set_on_an_input_tensor_is_replayed():
     compiled(torch.ones(2), t)
     assert t.tag == "tagged" and t.note.item() == 2.0
     assert dynamo_counts(_tensor_attribute_set, torch.ones(2), torch.ones(2)) == (1, 0)
+
+
+# -- __class__ -------------------------------------------------------------------------------------
+def _class_name(obj):
+    cls = obj.__class__  # read as ``copy.replace`` reads it, then used as the class
+    return cls.__name__, cls is type(obj)
+
+
+def _classes_of_every_kind(x, values):
+    made = [{"a": 1}, [1], {1}, (1,), Pair(1, 2), range(2), slice(1), Plain(), x + 1, math]
+    made += [math.gcd, _error, Listed().method, Shade.DARK]
+    views = [made[0].keys(), made[0].items(), iter(made[1]), (i for i in made[1])]
+    return x + 1, [_class_name(v) for v in [*values, *made, *views]]
+
+
+def test_class_attribute_is_the_type_for_every_kind_of_value():
+    def make():
+        values = [
+            {"a": 1},
+            [1, 2],
+            {1, 2},
+            frozenset({1}),
+            (1, 2),
+            Pair(1, 2),
+            collections.OrderedDict(a=1),
+            collections.defaultdict(list),
+            collections.deque([1]),
+            3,
+            2.5,
+            "s",
+            None,
+            range(3),
+            Plain(),
+            torch.ones(2),
+        ]
+        return torch.ones(2), values
+
+    check_breaks(_classes_of_every_kind, make, graphs=1, breaks=0)

@@ -2920,8 +2920,24 @@ def _user_iter(value: VariableTracker) -> bool:
 
 @dispatch.rule("getattr")
 def read_attribute(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
-    """``obj.name``: the tracker's own attribute protocol."""
+    """``obj.name``: the tracker's own attribute protocol; ``obj.__class__`` is ``type(obj)``
+    wherever the class keeps ``object``'s descriptor and generic lookup (a tracker whose own
+    protocol found the name on ``object`` would otherwise bind it as a method)."""
+    if name == "__class__" and _plain_class_attribute(obj):
+        return tx.wrap_static(obj.python_type())
     return obj.var_getattr(tx, name)
+
+
+def _plain_class_attribute(obj: VariableTracker) -> bool:
+    """Whether ``obj.__class__`` reads ``object``'s descriptor: its class is known, defines no
+    ``__class__`` of its own and looks attributes up in C (no ``__getattribute__`` in Python)."""
+    try:
+        cls = obj.python_type()
+    except Unsupported:
+        return False
+    return type_lookup(cls, "__class__") is _OBJECT_CLASS and isinstance(
+        type_lookup(cls, "__getattribute__"), types.WrapperDescriptorType
+    )
 
 
 # -- the general rules of the operation protocol ---------------------------------------------------
