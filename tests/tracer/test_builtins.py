@@ -18,6 +18,9 @@ class Box:
     def __init__(self):
         self.value = 2.0
 
+    def method(self):
+        return self.value
+
 
 def gen_squares(n):
     for i in range(n):
@@ -798,3 +801,31 @@ def test_class_methods_of_constant_types_read_from_instances():
 
     values = [7, None, (1, "a"), [1, 2], "0x1p2"]
     check_breaks(fn, lambda: (torch.randn(2), 7, 2.5, True, values), graphs=1, breaks=0)
+
+
+def _order_error(fn, *args):
+    try:
+        fn(*args)
+    except TypeError as e:
+        return str(e)
+    return None
+
+
+def _orders_without_an_ordering(x, obj):
+    unordered = [obj, obj.method, x]
+    return x + 1, [
+        (
+            _order_error(sorted, [v, "b"]),
+            _order_error(sorted, ["b", v]),
+            _order_error(lambda ls: ls.sort(), [v, "b"]),
+            _order_error(min, v, "b"),
+            _order_error(max, v, "b"),
+        )
+        for v in unordered
+    ], _order_error(max, obj.method, obj.method)
+
+
+def test_sorting_values_no_ordering_compares_raises_cpythons_type_error():
+    # '<' (sorted, min) and '>' (max) between a str and a plain object, a bound method or a
+    # tensor: no operand implements it, so CPython's TypeError whatever they hold
+    check_breaks(_orders_without_an_ordering, lambda: (torch.ones(2), Box()), graphs=1, breaks=0)

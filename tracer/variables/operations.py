@@ -162,13 +162,17 @@ class _Ordered:
     def __init__(self, vt: VariableTracker, what: str) -> None:
         self.vt, self.what = vt, what
 
-    def __lt__(self, other: _Ordered) -> bool:
-        return _less(self.vt, other.vt, self.what)
+    def __lt__(self, other: _Ordered) -> bool:  # ``sorted`` and ``min``
+        return _order(operator.lt, self.vt, other.vt, self.what)
+
+    def __gt__(self, other: _Ordered) -> bool:  # ``max``
+        return _order(operator.gt, self.vt, other.vt, self.what)
 
 
-def _less(a: VariableTracker, b: VariableTracker, what: str) -> bool:
+def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str) -> bool:
+    """``op(a, b)`` for ``<`` or ``>``: tuples and lists by their first differing items."""
     if _constant(a) and _constant(b):
-        return a.as_python_constant() < b.as_python_constant()
+        return op(a.as_python_constant(), b.as_python_constant())
     sequences = (TupleVariable, ListVariable)
     if isinstance(a, sequences) and type(a) is type(b):
         for x, y in zip(a.items, b.items, strict=False):
@@ -176,8 +180,11 @@ def _less(a: VariableTracker, b: VariableTracker, what: str) -> bool:
                 _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
             ):
                 continue
-            return _less(x, y, what)
-        return len(a.items) < len(b.items)
+            return _order(op, x, y, what)
+        return op(len(a.items), len(b.items))
+    error = operands_error(op, [a, b])
+    if error is not None:  # ``sorted([obj, 'b'])``: neither operand orders the other
+        raise error
     raise Unsupported(
         "data_dependent",
         f"{what}() compares values only known at run time",
@@ -1035,6 +1042,14 @@ def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     method implements none), with builtin values or such objects (``Plain() | 7``, ``Point(1, 2)
     < 3``, ``x |= Plain()``, ``-Plain()``, ``{0} - obj.method``): CPython's TypeError, in the
     trace."""
+    error = _plain_operands_error(op, args)
+    if error is not None:
+        raise PythonError(error)
+    return None
+
+
+def _plain_operands_error(op: Any, args: list[VariableTracker]) -> Exception | None:
+    """The TypeError of ``unsupported``, or None where it is not known."""
     if not any(plain_operand(a) for a in args):
         return None
     declared = OPERATORS[op]
@@ -1044,10 +1059,17 @@ def unsupported(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
         methods.add(f"__{op.__name__}__")  # ``__abs__``, ``__invert__``
     if declared.kind == "comparison":
         methods.update(_ORDERING)
-    error = unsupported_operands(op, args, methods)
+    return unsupported_operands(op, args, methods)
+
+
+def operands_error(op: Any, args: list[VariableTracker]) -> Exception | None:
+    """The TypeError CPython raises for ``op(*args)`` whatever the values (no operand implements
+    it: ``unsupported``, ``refused_by_tensor``), or None where that is not known."""
+    error = _plain_operands_error(op, args)
     if error is not None:
-        raise PythonError(error)
-    return None
+        return error
+    outcome = tensor_operands_outcome(op, args)
+    return outcome if isinstance(outcome, Exception) else None
 
 
 @operator_rule(*BINARY, *INPLACE, *COMPARISONS)
