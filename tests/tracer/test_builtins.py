@@ -813,16 +813,20 @@ def _order_error(fn, *args):
 
 def _orders_without_an_ordering(x, obj):
     unordered = [obj, obj.method, x]
-    return x + 1, [
-        (
-            _order_error(sorted, [v, "b"]),
-            _order_error(sorted, ["b", v]),
-            _order_error(lambda ls: ls.sort(), [v, "b"]),
-            _order_error(min, v, "b"),
-            _order_error(max, v, "b"),
-        )
-        for v in unordered
-    ], _order_error(max, obj.method, obj.method)
+    return (
+        x + 1,
+        [
+            (
+                _order_error(sorted, [v, "b"]),
+                _order_error(sorted, ["b", v]),
+                _order_error(lambda ls: ls.sort(), [v, "b"]),
+                _order_error(min, v, "b"),
+                _order_error(max, v, "b"),
+            )
+            for v in unordered
+        ],
+        _order_error(max, obj.method, obj.method),
+    )
 
 
 def test_sorting_values_no_ordering_compares_raises_cpythons_type_error():
