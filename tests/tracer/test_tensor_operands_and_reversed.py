@@ -274,12 +274,30 @@ def test_an_in_place_operator_with_an_operand_a_tensor_does_not_take(operand, op
     """``o += t``: the in-place method where ``o``'s type defines one (``dict |= t`` iterates the
     tensor), else ``o + t``'s TypeError, naming ``+=``; ``t += o`` likewise."""
     fn = _in_place(op, swap)
-    # ``d |= t`` is ``d.update(t)`` (the tensor's items); ``xs *= t`` reads ``t.__index__()``
+    # ``d |= t`` is ``d.update(t)`` (the tensor's items); ``xs *= t`` reads ``t.__index__()``,
+    # which a tensor of two floats refuses whatever it holds; ``t *= xs`` is not decided
     reads_the_tensor = (operand, op, swap) == ("dict", "|=", False) or (
-        op == "*=" and operand in ("tuple", "str")
+        op == "*=" and swap and operand in ("tuple", "str")
     )
     breaks = 1 if reads_the_tensor else 0
     run_both(fn, lambda: (torch.tensor([1.0, 2.0]), _OPERANDS[operand]()), breaks=breaks)
+
+
+_NO_INDEX = {
+    "floats": lambda: torch.tensor([1.0, 2.0]),
+    "ints": lambda: torch.tensor([1, 2]),
+    "a float": lambda: torch.tensor(2.0),
+}
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["o_op_t", "t_op_o"])
+@pytest.mark.parametrize("operand", ["list", "tuple", "str", "bytes"])
+@pytest.mark.parametrize("tensor", list(_NO_INDEX))
+def test_a_sequence_repeated_by_a_tensor_that_is_no_index(tensor, operand, swap):
+    """``xs * t``: the repeat count is ``t.__index__()``, which a tensor not of one integer
+    refuses whatever it holds: CPython's TypeError, in the trace."""
+    out = run_both(_binary("*", swap), lambda: (_NO_INDEX[tensor](), _OPERANDS[operand]()))
+    assert "index" in out[1]
 
 
 @pytest.mark.parametrize("operand", [3, 2.5, True, 1j, "tensor"])

@@ -1592,9 +1592,9 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
     """``op(a, b)`` (a binary operator, a comparison or ``divmod``) of a plain tensor and an operand
     its methods do not take: the outcome CPython gives, the same whatever the tensor holds (the
     TypeError it raises, or ``==``'s identity answer), or ``_UNKNOWN``. Run on stand-ins: the
-    tensor an object whose methods all decline; a sequence repeated (``*``, which reads the
-    tensor's ``__index__``) and a string formatted with ``%`` (which reads it as a mapping) are
-    left out."""
+    tensor an object whose methods all decline; a sequence repeated (``*``) reads the tensor's
+    ``__index__`` (``_index_outcome``); a string formatted with ``%`` (which reads it as a
+    mapping) is left out."""
     n_tensors = sum(map(_plain_tensor, args)) if len(args) == 2 else 0
     if op is divmod and n_tensors == 2:  # a tensor has neither ``__divmod__`` nor ``__rdivmod__``
         return error_of(divmod, *(_tensor_stand_in(a) for a in args))
@@ -1612,13 +1612,15 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
     value = _refused_stand_in(other, methods, numbers=op is not divmod)
     if value is _UNKNOWN:
         return _UNKNOWN
+    base = binary.fn if binary else op
+    if base is operator.mul and isinstance(value, (list, tuple, str, bytes)):
+        if args[0] is tensor and op is not base:
+            return _UNKNOWN  # ``t *= xs``: a tensor is a sequence without repeat, unlike a stand-in
+        return _index_outcome(tensor)  # the sequence repeated: the tensor's ``__index__``
     if declared is not None and declared.binary and args[0] is other:
         if _defines(type(value), declared.dunder):
             return _UNKNOWN  # ``xs += t`` extends the list by the tensor's items
-    base = binary.fn if binary else op
-    if (base is operator.mul and isinstance(value, (list, tuple, str, bytes))) or (
-        base is operator.mod and isinstance(value, (str, bytes))
-    ):
+    if base is operator.mod and isinstance(value, (str, bytes)):
         return _UNKNOWN
     stand_in = _tensor_stand_in(tensor)
     values = [stand_in, value] if args[0] is tensor else [value, stand_in]
@@ -1627,6 +1629,21 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
     except TypeError as e:
         return e
     return result if type(result) is bool else _UNKNOWN
+
+
+def _index_outcome(tensor: VariableTracker) -> Any:
+    """The TypeError a plain tensor's ``__index__`` raises whatever it holds (not one element, or
+    not an integer), computed on a meta tensor of its shape and dtype; else ``_UNKNOWN``."""
+    example = tensor.example
+    if not all(isinstance(d, int) for d in example.shape):
+        return _UNKNOWN
+    try:
+        operator.index(torch.empty(tuple(example.shape), dtype=example.dtype, device="meta"))
+    except TypeError as e:
+        return e
+    except RuntimeError:  # an integer of one element: its value, which a meta tensor has not
+        return _UNKNOWN
+    return _UNKNOWN
 
 
 def _python_defined(cls: type, name: str) -> bool:
