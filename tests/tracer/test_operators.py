@@ -234,3 +234,40 @@ def test_in_place_operator_runs_the_objects_own_method():
     check_breaks(fn, lambda: (torch.randn(2), Total(1)), graphs=1, breaks=0)
     check_breaks(fn, lambda: (torch.randn(2), NoInPlace(1)), graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, torch.randn(2), Total(1))
+
+
+def _outcomes(fns, *args):
+    out = []
+    for fn in fns:
+        try:
+            out.append(fn(*args))
+        except (TypeError, RuntimeError) as e:
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+class _Plain:
+    pass
+
+
+_REFUSED = (operator.not_, operator.truth, operator.invert, operator.inv)
+
+
+def _refused_by_every_value(x, vector, empty, obj):
+    # ``not``/``bool`` of a tensor of other than one element and ``~`` of a float one raise
+    # whatever the tensors hold; ``operator.inv`` is ``operator.invert``
+    return x + 1, [_outcomes(_REFUSED, v) for v in (vector, empty, obj)]
+
+
+def test_truth_and_invert_errors_decided_by_shape_and_dtype():
+    def make():
+        return torch.ones(1), torch.ones(2), torch.ones(0), _Plain()
+
+    check_breaks(_refused_by_every_value, make, graphs=1, breaks=0)
+
+
+def test_invert_of_integer_tensors_is_still_traced():
+    def fn(x):
+        return operator.inv(x), ~x, operator.invert(x > 0)
+
+    check(fn, torch.tensor([1, -2, 3]))

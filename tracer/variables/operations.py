@@ -94,7 +94,7 @@ from .objects import (
     is_simple_exception,
     type_lookup,
 )
-from .tensors import TensorVariable, to_scalar
+from .tensors import TensorVariable, index_error, to_scalar
 from .tensors import to_bool as tensor_bool
 from .torch_calls import TorchVariable
 
@@ -372,11 +372,28 @@ max_ = _extremum(builtins.max)
 # search asks ``is`` and ``==`` of each item).
 
 
+def _ambiguous_tensor_truth(value: TensorVariable) -> RuntimeError | None:
+    """The RuntimeError ``bool(t)`` raises whatever ``t`` holds (a plain tensor of a static
+    element count other than one: computed on a meta tensor), else None."""
+    numel = value.example.numel()
+    if value.python_type() not in (torch.Tensor, torch.nn.Parameter) or not isinstance(numel, int):
+        return None
+    if numel == 1:
+        return None
+    try:
+        bool(torch.empty(numel, device="meta"))
+    except RuntimeError as e:
+        return e
+    return None
+
+
 def truth(tx: Translator, value: VariableTracker) -> bool:
     """``bool(value)`` for a jump: only decidable when it does not depend on tensor data."""
     if isinstance(value, SymNodeVariable):
         return bool(value.value)  # ShapeEnv records the guard (e.g. 2*s0 >= 16)
     if isinstance(value, TensorVariable):
+        if (error := _ambiguous_tensor_truth(value)) is not None:
+            raise PythonError(error)
         raise Unsupported(
             "data_dependent",
             "branching on the value of a tensor",
@@ -1086,6 +1103,23 @@ def refused_by_tensor(
     return None if result is _UNKNOWN else ConstantVariable(result)
 
 
+@operator_rule(operator.invert)
+def invert_refused_by_dtype(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``~t`` of a plain tensor of a dtype that has no ``~`` (floating, complex): torch's
+    TypeError whatever it holds, computed on a meta tensor of that dtype."""
+    if not _plain_tensor(args[0]) or not (
+        args[0].example.dtype.is_floating_point or args[0].example.dtype.is_complex
+    ):
+        return None
+    try:
+        operator.invert(torch.empty(0, dtype=args[0].example.dtype, device="meta"))
+    except TypeError as e:
+        raise PythonError(e) from None
+    return None
+
+
 operator_rule(operator.eq, operator.ne)(compare_ids)  # ``id(a) == id(b)``: ``a is b``
 operator_rule(*BINARY, *INPLACE, *COMPARISONS)(containers.set_operator)  # a set or a dict view
 operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
@@ -1146,8 +1180,11 @@ def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTr
 
 @operator_rule(operator.not_)
 def not_(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``not value``: its truth value, inverted (a tensor's would need its data)."""
-    if any(isinstance(a, TensorVariable) for a in args):
+    """``not value``: its truth value, inverted (a tensor's would need its data, unless it is
+    ambiguous whatever it holds)."""
+    if isinstance(args[0], TensorVariable):
+        if (error := _ambiguous_tensor_truth(args[0])) is not None:
+            raise PythonError(error)
         raise Unsupported(
             "data_dependent",
             "`not` on a tensor needs its value",
@@ -1632,18 +1669,9 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
 
 
 def _index_outcome(tensor: VariableTracker) -> Any:
-    """The TypeError a plain tensor's ``__index__`` raises whatever it holds (not one element, or
-    not an integer), computed on a meta tensor of its shape and dtype; else ``_UNKNOWN``."""
-    example = tensor.example
-    if not all(isinstance(d, int) for d in example.shape):
-        return _UNKNOWN
-    try:
-        operator.index(torch.empty(tuple(example.shape), dtype=example.dtype, device="meta"))
-    except TypeError as e:
-        return e
-    except RuntimeError:  # an integer of one element: its value, which a meta tensor has not
-        return _UNKNOWN
-    return _UNKNOWN
+    """The TypeError a plain tensor's ``__index__`` raises whatever it holds, else ``_UNKNOWN``."""
+    error = index_error(tensor.example)
+    return _UNKNOWN if error is None else error
 
 
 def _python_defined(cls: type, name: str) -> bool:
@@ -2019,12 +2047,18 @@ OPERATOR_FNS = frozenset(
 )
 
 
+#: Functions of the ``operator`` module that are other names of a declared operator (CPython's C
+#: module makes them separate functions).
+_OPERATOR_ALIASES = {operator.inv: operator.invert}
+
+
 def call_operator_fn(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``operator.add(a, b)`` and friends: the same semantics as the operator syntax."""
     if kwargs:
         raise Unsupported("builtin", f"operator.{fn.__name__} with keyword arguments")
+    fn = _OPERATOR_ALIASES.get(fn, fn)
     if fn in OPERATORS:  # their rules: the operator registry above
         return dispatch.call_operator(tx, fn, list(args))
     mutable = any(isinstance(a, (ListVariable, DictVariable, SetVariable)) for a in args)
