@@ -4,7 +4,10 @@ iterators that keep their position across loops and escape the call."""
 
 from __future__ import annotations
 
+import pytest
+import torch
 from conformance import Op, check_conformance
+from difftest import check_breaks
 
 RANGES = ["range(5)", "range(2, 11, 3)", "range(10, 0, -2)", "range(0)", "range(-3, 3)"]
 
@@ -55,3 +58,33 @@ pairs = []
 
 def test_range_operations_match_cpython():
     check_conformance(OPS, _fill, setup=SETUP, finals="r, it, rit, acc", seed=13)
+
+
+# -- searching a range for what is no int: each number compared with ``==`` --------------------
+class _Plain:
+    pass
+
+
+class _EqualToAll:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+def _searches(x, item, r):
+    out = []
+    for search in (lambda: item in r, lambda: r.index(item), r.count, r.__contains__):
+        try:
+            out.append(search() if search.__name__ == "<lambda>" else search(item))
+        except (ValueError, RuntimeError) as e:
+            out.append(str(e))
+    return x + 1, out
+
+
+@pytest.mark.parametrize("r", [range(1, 7, 2), range(0)])
+@pytest.mark.parametrize("item", [_Plain, _EqualToAll, lambda: torch.ones(2)])
+def test_a_range_searched_for_an_object_or_a_tensor(item, r):
+    # a plain object equals no number, one whose __eq__ says True every number; a tensor of two
+    # elements makes ``n == t`` ambiguous whatever it holds; an empty range compares nothing
+    check_breaks(_searches, lambda: (torch.ones(1), item(), r), graphs=1, breaks=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,10 @@ class ConstantVariable(ConstantLikeVariable):
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if not constant and type(owner) is range and len(args) == 1 and not kwargs:
+            searched = _range_method(tx, owner, self.value.__name__, args[0])
+            if searched is not None:
+                return searched
         if not constant and (type(owner), self.value.__name__) not in FORMATTING_METHODS:
             self._reject_indices(args, kwargs)
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
@@ -372,6 +377,45 @@ class SliceVariable(VariableTracker):
         for part in self.parts:
             part.reconstruct(cg)
         cg.build_slice(3)
+
+
+#: The longest range searched number by number (``obj in range(n)``) at trace time.
+_RANGE_SEARCH_LIMIT = 64
+
+
+def range_matches(
+    tx: Translator, r: range, item: VariableTracker, first: bool = True
+) -> list[bool]:
+    """``n == item`` for each number ``n`` of ``r``, in order (``first``: up to the first match):
+    how CPython searches a range for an item that is no int (``in``, ``index``, ``count`` iterate
+    it). Not for constants, nor symbolic ints (they would be specialised number by number)."""
+    if isinstance(item, SymNodeVariable) or item.is_python_constant():
+        raise Unsupported("contains", f"search of a range for {item}")
+    if len(r) > _RANGE_SEARCH_LIMIT:
+        raise Unsupported("contains", f"search of a range of {len(r)} numbers")
+    found = []
+    for n in r:
+        equal = dispatch.call_operator(tx, operator.eq, [ConstantVariable(n), item])
+        found.append(dispatch.truth(tx, equal))
+        if found[-1] and first:
+            break
+    return found
+
+
+def _range_method(
+    tx: Translator, r: range, name: str, item: VariableTracker
+) -> VariableTracker | None:
+    """``r.index(item)``, ``r.count(item)``, ``r.__contains__(item)`` by ``range_matches``."""
+    if name not in ("index", "count", "__contains__"):
+        return None
+    found = range_matches(tx, r, item, first=name != "count")
+    if name == "__contains__":
+        return ConstantVariable(any(found))
+    if name == "count":
+        return ConstantVariable(sum(found))
+    if not any(found):
+        raise PythonError(ValueError("sequence.index(x): x not in sequence"))
+    return ConstantVariable(len(found) - 1)
 
 
 def make_slice(parts: list[VariableTracker]) -> VariableTracker:

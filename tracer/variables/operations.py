@@ -43,6 +43,7 @@ from .constants import (
     SymNodeVariable,
     error_of,
     make_slice,
+    range_matches,
 )
 from .containers import (
     BaseSequenceVariable,
@@ -884,6 +885,12 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
             if same_items(tx, element, item):
                 return True
         return False
+    if (
+        container.is_python_constant()
+        and type(container.as_python_constant()) is range
+        and not item.is_python_constant()
+    ):
+        return any(range_matches(tx, container.as_python_constant(), item))
     if container.is_python_constant() and item.is_python_constant():
         # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
         # is the user's
