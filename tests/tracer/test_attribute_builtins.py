@@ -506,3 +506,17 @@ def test_class_attribute_is_the_type_for_every_kind_of_value():
         return torch.ones(2), values
 
     check_breaks(_classes_of_every_kind, make, graphs=1, breaks=0)
+
+
+def _method_attributes_refused(x, obj):
+    stores = [("a", 1), ("__doc__", "d"), ("__func__", None)]
+    deletions = ["a", "__func__", "__self__"]
+    return (
+        x + 1,
+        [_error(setattr, obj.method, n, v) for n, v in stores],
+        [_error(delattr, obj.method, n) for n in deletions],
+    )
+
+
+def test_setattr_and_delattr_on_a_bound_method_raise_cpythons_error():
+    check_breaks(_method_attributes_refused, lambda: (torch.ones(2), Listed()), graphs=1, breaks=0)

@@ -1974,6 +1974,8 @@ def _doomed(tx: Translator, obj: VariableTracker, name: str, op: Any) -> BaseExc
     namedtuple; for ``delattr``, an attribute that an object of a class with the generic
     ``__delattr__`` (an enum member, a function) lacks. None where it may succeed."""
     args = (name, None) if op is setattr else (name,)
+    if isinstance(obj, UserFunctionVariable) and obj.self_vt is not None:
+        return error_of(op, _StandIn().method, *args)  # a method object: nothing to set or delete
     fixed = fixed_attributes(obj)
     if fixed is not None and _refuses(fixed[0], name, op):
         return error_of(op, fixed[0], *args)
@@ -2014,6 +2016,14 @@ def _guard_absent(tx: Translator, source: Source, name: str, hook: Any) -> None:
     tx.output.assume_key_absent(AttrSource(source, "__dict__"), name)
     tx.output.assume_class_lacks(TypeSource(source), (name,))
     tx.output.assume_identity(AttrSource(TypeSource(source), "__delattr__"), hook)
+
+
+class _StandIn:
+    """Its bound method stands for any: a method object has no instance dict and read-only
+    attributes of its own, whatever function and object it binds."""
+
+    def method(self) -> None:
+        pass
 
 
 #: the type of a namedtuple's field accessors (``collections._tuplegetter``)
