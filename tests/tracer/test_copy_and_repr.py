@@ -5,6 +5,7 @@ raised) and against torch.compile's break counts."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import copyreg
 import dataclasses
@@ -633,3 +634,20 @@ def _formatted_tensor(x):
 
 def test_str_format_of_a_tensor_needs_its_values():
     check(_formatted_tensor, torch.tensor(1.5), graphs=1, breaks=1)
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
+def _namedtuple_class_methods(x, p):
+    made = (p._make([3, x]), _Pair._make([1, 2]), p._replace(a=5), copy.copy(p))
+    replaced = copy.replace(p, b=x) if hasattr(copy, "replace") else None  # Python 3.13
+    return x + 1, made, replaced
+
+
+def test_a_namedtuples_class_methods_read_from_an_instance():
+    # ``p._make`` is the class's classmethod (``copy.replace`` calls ``__replace__``, which
+    # calls ``self._make``)
+    check_breaks(
+        _namedtuple_class_methods, lambda: (torch.ones(2), _Pair(1, 2)), graphs=1, breaks=0
+    )

@@ -482,7 +482,8 @@ def _constant_method(tx: Translator, vt: VariableTracker, name: str) -> Variable
             return tx.wrap_static(getattr(cls, name))
         if isinstance(static, _C_METHODS):
             return BoundMethodVariable(vt, name)  # its call: ``call_method``
-    raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
+        raise Unsupported("getattr", f"{cls.__name__} has no attribute {name!r}")
+    return dispatch.namedtuple_attribute(tx, vt, name)  # the class's own (``_make``), guarded
 
 
 @dataclass(eq=False)
