@@ -332,6 +332,20 @@ def test_deepcopy_of_containers_keeps_sharing_and_atomic_values():
     _no_more_breaks_than_dynamo(fn, torch.ones(2), {"k": [1, {2: "b"}], 3.5: (True, b"x")})
 
 
+def test_deepcopy_of_slices_makes_new_slices_of_copied_parts():
+    def fn(x, s, t):
+        copied = copy.deepcopy({"a": s, "b": [s, t]})
+        return (
+            x + 1,
+            copied,
+            copied["a"] is copied["b"][0],  # shared: copied once
+            copied["a"] is s,  # a new slice, as CPython's reduction makes
+            copied["b"][1].start is t.start,  # its list part copied too
+        )
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), slice(1, 3), slice([1], None, 2))
+
+
 class _OwnDeepcopy:
     """An object with its own ``__deepcopy__``, which takes CPython's id-keyed memo."""
 

@@ -92,6 +92,8 @@ def _copied_here(x, seen):
         return True
     if cls in (list, tuple, set, frozenset):
         items = x
+    elif cls is slice:
+        items = [x.start, x.stop, x.step]
     elif cls is dict:
         items = [*x.keys(), *x.values()]
     elif _default_reduction(x):
@@ -160,6 +162,10 @@ def _copy(x, pairs):
         if all(a is b for a, b in zip(x, items, strict=True)):
             return x
         y = tuple(items)
+        pairs.append((x, y))
+        return y
+    if cls is slice:  # reduced to ``slice(start, stop, step)``: a new slice of copied parts
+        y = slice(*[_copy(part, pairs) for part in (x.start, x.stop, x.step)])
         pairs.append((x, y))
         return y
     if cls is set or cls is frozenset:  # CPython rebuilds them from a copy of their items
