@@ -520,3 +520,14 @@ def _method_attributes_refused(x, obj):
 
 def test_setattr_and_delattr_on_a_bound_method_raise_cpythons_error():
     check_breaks(_method_attributes_refused, lambda: (torch.ones(2), Listed()), graphs=1, breaks=0)
+
+
+_BUILTIN_TYPE = int
+
+
+def _vars_of_a_builtin_type(x):
+    return x + 1, vars(_BUILTIN_TYPE)
+
+
+def test_vars_of_a_builtin_type_is_its_namespace():
+    check_breaks(_vars_of_a_builtin_type, lambda: (torch.ones(2),), graphs=1, breaks=0)
