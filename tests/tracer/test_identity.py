@@ -16,7 +16,7 @@ import operator
 
 import pytest
 import torch
-from difftest import check_breaks, compile_counted
+from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 
@@ -344,3 +344,34 @@ def test_equal_constants_replayed_into_a_container_stay_apart():
     )[0]
     fs = compiled(torch.ones(2))[1]
     assert G_L[0] == fs and G_L[0] is not fs and G_L[1] is fs
+
+
+class _Inherits:
+    pass
+
+
+class _Overrides:
+    def __init__(self):
+        pass
+
+
+def _inherited_slots(x, other):
+    return (
+        x + 1,
+        _Inherits.__init__ is object.__init__,
+        _Overrides.__init__ is object.__init__,
+        _Inherits.__repr__ is object.__repr__,
+        object.__eq__ is _Inherits.__eq__,
+        other.__init__ is object.__init__,
+        _Inherits.__init__ is None,
+    )
+
+
+def test_an_inherited_slot_wrapper_is_objects_own():
+    """A class that inherits ``object.__init__`` hands back that slot wrapper itself, so ``is``
+    with ``object.__init__`` holds; the attribute of an input object is guarded, so another
+    class's comes back False."""
+    compiled, _ = compile_counted(_inherited_slots)
+    for other in (_Inherits(), _Overrides(), _Inherits()):
+        x = torch.ones(2)
+        assert_same(compiled(x, other), _inherited_slots(x, other))

@@ -463,7 +463,13 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
     if lhs.is_python_constant() or rhs.is_python_constant():
-        return False  # a tensor, container or object is never a constant such as None
+        const, other = (lhs, rhs) if lhs.is_python_constant() else (rhs, lhs)
+        if isinstance(other, UserObjectVariable) and not tx.output.side_effects.is_new(other):
+            # an object from outside the call may be the constant itself (``P.__init__ is
+            # object.__init__``: the slot wrapper P inherits): compared, its identity guarded
+            pin_identity(tx, other)
+            return other.value is const.as_python_constant()
+        return False  # a tensor, container or new object is never a constant such as None
     if type(lhs) is not type(rhs):
         return False
     if isinstance(lhs, _ONE_TRACKER_PER_OBJECT):
