@@ -339,6 +339,12 @@ def _ambiguous_truth(items: list[VariableTracker]) -> Exception | None:
         numel = torch.Size(torch.broadcast_shapes(*shapes)).numel()
     except RuntimeError:
         return None
+    return _truth_error(numel)
+
+
+def _truth_error(numel: int) -> RuntimeError | None:
+    """The RuntimeError ``bool`` of a tensor of ``numel`` elements raises whatever it holds
+    (computed on a meta tensor), or None for one element."""
     if numel == 1:
         return None
     try:
@@ -379,13 +385,7 @@ def _ambiguous_tensor_truth(value: TensorVariable) -> RuntimeError | None:
     numel = value.example.numel()
     if value.python_type() not in (torch.Tensor, torch.nn.Parameter) or not isinstance(numel, int):
         return None
-    if numel == 1:
-        return None
-    try:
-        bool(torch.empty(numel, device="meta"))
-    except RuntimeError as e:
-        return e
-    return None
+    return _truth_error(numel)
 
 
 def truth(tx: Translator, value: VariableTracker) -> bool:
@@ -464,7 +464,11 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         return lhs.as_python_constant() is rhs.as_python_constant()
     if lhs.is_python_constant() or rhs.is_python_constant():
         const, other = (lhs, rhs) if lhs.is_python_constant() else (rhs, lhs)
-        if isinstance(other, UserObjectVariable) and not tx.output.side_effects.is_new(other):
+        if (
+            isinstance(other, UserObjectVariable)
+            and type(const.as_python_constant()) is other.python_type()  # else guarded apart
+            and not tx.output.side_effects.is_new(other)
+        ):
             # an object from outside the call may be the constant itself (``P.__init__ is
             # object.__init__``: the slot wrapper P inherits): compared, its identity guarded
             pin_identity(tx, other)
