@@ -51,33 +51,36 @@ class GuardSet:
                 if code not in seen:
                     seen.add(code)
                     self.parts.append(GuardPart(code, guard, fast_code))
-        self.dispatch = self._dispatch_conditions(fast_roots)
+        self.fused, self.dispatch = self._dispatch_conditions(fast_roots)
         self.consts.used = None
         self.ref_ids = {id(ref) for ref in self.refs}
         self._checkers: list[Any] | None = None
 
-    def _dispatch_conditions(self, roots: dict[str, str] | None) -> list[str]:
-        """The parts as the dispatcher tests them: the ``TENSOR_MATCH`` parts of the tensors the
-        function takes as arguments become one condition, ``checker.check(a, b) or (their
-        parts)`` (``kinds.tensor_checker``: one C call where the tensors are as traced), placed
-        where the first of them was (reading an argument runs nothing)."""
+    def _dispatch_conditions(self, roots: dict[str, str] | None) -> tuple[str | None, list[str]]:
+        """The parts as the dispatcher may test them, and the one condition they put first: the
+        ``TENSOR_MATCH`` parts of the tensors the function takes as arguments become
+        ``checker.check(a, b) or (their parts)`` (``kinds.tensor_checker``: one C call where the
+        tensors are as traced), placed where the first of them was (reading an argument runs
+        nothing). ``(None, the parts)`` where no tensor argument can be checked so."""
+        parts = [part.fast for part in self.parts]
+        if roots is None:
+            return None, parts
         fused = [
             part
             for part in self.parts
-            if roots is not None
-            and part.guard.kind is TENSOR_MATCH
+            if part.guard.kind is TENSOR_MATCH
             and isinstance(part.guard.source, LocalSource)
             and part.guard.source.name in roots
             and checked_in_c(part.guard.arg)
         ]
         if not fused:
-            return [part.fast for part in self.parts]
+            return None, parts
         guards = list(dict.fromkeys(part.guard for part in fused))
         checker = self.consts.name(tensor_checker(tuple(g.arg for g in guards)), "tensors")
         args = ", ".join(guard.source.render(roots) for guard in guards)
         condition = f"{checker}.check({args}) or ({' and '.join(p.fast for p in fused)})"
         rest = {id(part) for part in fused[1:]}
-        return [
+        return condition, [
             condition if part is fused[0] else part.fast
             for part in self.parts
             if id(part) not in rest

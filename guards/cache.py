@@ -170,7 +170,7 @@ class FunctionCache:
         name = f"__guard_{self.name}_{self.counter}"
         params = ", ".join(self.roots[n] for n in self.arg_names)
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
-        body = _trie(_shared_first([v.guards.dispatch for v in self.variants]), 2)
+        body = _trie(_shared_first(_conditions(self.variants)), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
@@ -239,6 +239,17 @@ def _death_callback(cache_ref: weakref.ref) -> Callable[[weakref.ref], None]:
 
 def _always_miss(*args: Any) -> None:
     return None
+
+
+def _conditions(variants: list[Variant]) -> list[list[str]]:
+    """Each variant's conditions, in order. Where every variant checks its tensor arguments the
+    same way (one C call of the same checker, ``GuardSet.fused``: variants told apart by other
+    values), that call stands for their parts; where the tensors differ between variants (a
+    shape each), the parts are kept, so that the trie tests what they share once and each
+    variant only what tells it apart."""
+    if len({variant.guards.fused for variant in variants}) == 1:
+        return [variant.guards.dispatch for variant in variants]
+    return [[part.fast for part in variant.guards.parts] for variant in variants]
 
 
 def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:

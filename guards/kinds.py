@@ -348,8 +348,8 @@ def tensor_checker(specs: tuple[TensorSpec, ...]) -> Any:
     type, dispatch keys (so its device type), dtype, device index, ``requires_grad``, sizes and
     strides (``None``: any) with those given. That implies every part ``TENSOR_MATCH`` renders for
     the spec, so the dispatcher writes ``checker.check(...) or (the parts)``: a tensor the checker
-    turns down (a view with other strides at a size-1 dimension, a conjugate, an inference
-    tensor, other thread-local dispatch state) is judged by the parts, as before.
+    turns down whose parts hold (an inference tensor, a tensor in another thread-local dispatch
+    state) is judged by the parts, as before.
 
     The keys compared are those under the thread-local dispatch state the checker is made in (the
     call's: inference mode excludes autograd's keys, say), so calls made in the same state pass.

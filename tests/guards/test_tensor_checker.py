@@ -123,3 +123,22 @@ def test_a_checker_made_in_inference_mode_passes_calls_made_in_it():
         assert tensor_checker((guard.arg,)).check(x)
         assert_same(compiled(x), fn(x))
     assert len(bytegraph.cache_entries(compiled)) == 1
+
+
+def test_variants_told_apart_by_their_tensors_keep_the_shared_parts():
+    """Variants of one shape each: a checker per variant would test every variant's tensors in
+    full before the one that matches; the parts let the dispatcher test what the variants share
+    once and then one shape per variant."""
+
+    def fn(x):
+        return x * 2
+
+    compiled = bytegraph.compile(fn, dynamic=False)
+    for n in (2, 3, 4):
+        x = torch.randn(n)
+        assert_same(compiled(x), fn(x))
+    source = bytegraph.guard_source(compiled)
+    assert ".check(" not in source
+    assert source.count("x.dtype is") == 1, source
+    assert all(f"x.shape == ({n},)" in source for n in (2, 3, 4))
+    assert len(bytegraph.cache_entries(compiled)) == 3
