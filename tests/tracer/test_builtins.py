@@ -833,3 +833,17 @@ def test_sorting_values_no_ordering_compares_raises_cpythons_type_error():
     # '<' (sorted, min) and '>' (max) between a str and a plain object, a bound method or a
     # tensor: no operand implements it, so CPython's TypeError whatever they hold
     check_breaks(_orders_without_an_ordering, lambda: (torch.ones(2), Box()), graphs=1, breaks=0)
+
+
+def _plain_objects(x):
+    a, b = object(), object()
+    return x + 1, type(a), a is b, a == a, a != b, isinstance(a, object), hasattr(a, "__dict__")
+
+
+def test_object_makes_a_new_plain_object():
+    check_breaks(_plain_objects, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, lambda x: (x + 1, type(object())), torch.ones(2))
+    compiled, counter = compile_counted(lambda x: (x + 1, [object()] * 2, object()))
+    _, (a, b), c = compiled(torch.ones(2))
+    assert type(a) is object and a is b and a is not c  # one new object however often returned
+    assert counter.frame_count == 1

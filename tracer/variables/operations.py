@@ -2798,6 +2798,13 @@ def filter_(tx: Translator, fn: VariableTracker, iterable: VariableTracker) -> V
     return FilterVariable([], sources=[dispatch.get_iter(tx, iterable)], fn=fn)
 
 
+@builtin(object)
+def object_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    """``object()``: a new plain object, made as any class's instance is (``construct_instance``:
+    ``object.__new__(object)``, with no attributes and no instance dict)."""
+    return objects.construct_instance(tx, tx.wrap_static(object), list(args), kwargs)
+
+
 @builtin(super)
 def super_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     """Zero-argument ``super()``: the ``__class__`` cell and the frame's first argument."""
