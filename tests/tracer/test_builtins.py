@@ -674,6 +674,42 @@ def test_a_method_of_a_constant_read_by_getattr_is_called_at_trace_time():
     assert_no_more_breaks(0, _constant_methods_read_then_called, torch.ones(2))
 
 
+def _plain_function():
+    return 0
+
+
+class FunctionHolder:
+    function = staticmethod(_plain_function)
+
+
+def _reading_methods_of_functions(x, fn):
+    held = FunctionHolder.function
+    out = [operator.methodcaller(name)(v) for name in ("__repr__", "__str__") for v in (fn, held)]
+    out += [len.__repr__(), getattr(len, "__str__")(), fn.__hash__() == hash(fn)]  # noqa: B009
+    out += [held.__eq__(held), fn.__ne__(held), held.__format__(""), fn.__sizeof__() > 0]
+    return x + 1, out
+
+
+def test_reading_methods_of_functions_are_called_at_trace_time():
+    # a C method that only reads a function guarded by identity (its repr, hash, equality)
+    check(_reading_methods_of_functions, torch.ones(2), len)
+    check(_reading_methods_of_functions, torch.ones(2), _plain_function)
+    assert_no_more_breaks(0, _reading_methods_of_functions, torch.ones(2), _plain_function)
+
+
+def test_a_functions_own_attribute_shadows_its_reading_method():
+    def fn(x, f):
+        return x + 1, f.__repr__()
+
+    def shadowed():
+        return 0
+
+    compiled, counter = compile_counted(fn)
+    assert compiled(torch.ones(2), shadowed)[1] == repr(shadowed)
+    shadowed.__repr__ = lambda: "its own"
+    assert compiled(torch.ones(2), shadowed)[1] == "its own"
+
+
 class Described:
     """``dir`` lists what its own ``__dir__`` (Python code) gives, sorted."""
 

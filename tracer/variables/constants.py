@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import inspect
 import operator
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ import torch.fx
 from ...guards.sources import Source
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
+from ..markers import REBUILT
 from . import dispatch
 from .base import ConstantLikeVariable, VariableTracker, type_lookup
 
@@ -93,11 +95,29 @@ def fixed_value(value: Any) -> bool:
     return isinstance(value, tuple) and all(fixed_value(item) for item in value)
 
 
+#: C methods bound to an object (``len.__repr__``, ``f.__format__``)
+_C_BOUND_METHODS = (types.MethodWrapperType, types.BuiltinMethodType)
+
+
 def reading_method(method: Any) -> bool:
-    """Whether ``method`` is one of the ``READING_METHODS`` bound to a fixed value."""
+    """Whether ``method`` is one of the ``READING_METHODS`` bound to a fixed value, or to a
+    function whose identity the trace fixes (``len.__repr__``, ``f.__hash__``: a module's builtin
+    function, or a Python function guarded by identity, not one ``REBUILT`` at each call): a C
+    method that reads nothing else."""
     if getattr(method, "__name__", None) not in READING_METHODS or not hasattr(method, "__self__"):
         return False  # an unbound method (``object.__repr__``) reads its argument
-    return not isinstance(method.__self__, type) and fixed_value(method.__self__)
+    owner = method.__self__
+    if isinstance(owner, types.FunctionType) or _module_function(owner):
+        return isinstance(method, _C_BOUND_METHODS) and owner not in REBUILT
+    return not isinstance(owner, type) and fixed_value(owner)
+
+
+def _module_function(value: Any) -> bool:
+    """A builtin function of a module (``len``, ``math.sqrt``), not a C method bound to an object
+    (``xs.append``)."""
+    return isinstance(value, types.BuiltinFunctionType) and isinstance(
+        value.__self__, (types.ModuleType, type(None))
+    )
 
 
 #: Methods of constants that read their arguments only through ``format``, ``str``, ``repr``,

@@ -34,7 +34,7 @@ from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
 from .base import BoundAttributeVariable, VariableTracker
 from .call_rules import builtin, call_rule
-from .constants import CONSTANT_TYPES, ConstantVariable
+from .constants import CONSTANT_TYPES, READING_METHODS, ConstantVariable, reading_method
 from .containers import DictVariable, TupleVariable, hash_key
 
 if TYPE_CHECKING:
@@ -353,6 +353,12 @@ class UserFunctionVariable(VariableTracker):
             return self.self_vt
         if name == "__func__" and self.self_vt is not None:
             return self.clone(self_vt=None)
+        if self.self_vt is None and name in READING_METHODS and name not in vars(self.fn):
+            method = getattr(self.fn, name)  # ``f.__repr__``: folded when called
+            if reading_method(method):
+                if self.source is not None:  # not shadowed by the function's own attribute
+                    tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+                return ConstantVariable(method)
         classes = (type(self.fn),) if self.self_vt is None else (type(self.fn), types.MethodType)
         if self.source is not None and not any(hasattr(k, name) for k in classes):
             # the function's own attribute (a bound method forwards the read to its function)
