@@ -5,6 +5,7 @@ unpacking."""
 from __future__ import annotations
 
 import functools
+import math
 import types
 import warnings
 
@@ -585,3 +586,20 @@ def test_simple_namespace_attribute_is_traced_and_guarded():
         CFG.scale = 2.0
     assert counter.frame_count == 2  # a recompile on the new value
     assert not [kind for kind in bytegraph.stats() if kind.startswith("break:")]
+
+
+NOT_CALLABLE = (math, torch.float32, 3, "s", types)  # classes without ``__call__``
+
+
+def _call_values_without_call(x):
+    errors = []
+    for value in NOT_CALLABLE:
+        try:
+            value()
+        except TypeError as e:
+            errors.append(str(e))
+    return x + 1, errors
+
+
+def test_calling_a_value_whose_class_has_no_call_raises_cpythons_type_error():
+    check(_call_values_without_call, torch.ones(2))

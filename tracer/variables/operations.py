@@ -2861,7 +2861,7 @@ def call_callable(
 
 #: trackers whose ``python_type`` is the real value's class
 _TYPED_VALUES = (
-    ConstantVariable,
+    ConstantLikeVariable,  # a constant, a module, a class, a torch value
     ListVariable,
     TupleVariable,
     DictVariable,
