@@ -188,9 +188,9 @@ class DictValueSource(ChainedSource):
 
 
 @dataclass(frozen=True)
-class WeakRefSource(ChainedSource):
-    """The object the weak reference ``base`` points to: ``C['opt_ref'].cell_contents()`` (None
-    once it died)."""
+class CallSource(ChainedSource):
+    """What calling ``base`` with no arguments gives: the object a weak reference points to
+    (``C['opt_ref'].cell_contents()``, None once it died), a class's ``__subclasses__()``."""
 
     def render(self, roots: dict[str, str]) -> str:
         return f"{self.base.render(roots)}()"

@@ -383,3 +383,28 @@ def test_class_attributes_of_modules_made_in_the_trace_are_guarded():
     assert_same(compiled(torch.ones(2)), torch.ones(2) + 3)
     Shift.forward = lambda self, x: x * self.offset
     assert_same(compiled(torch.ones(2)), torch.ones(2) * 3)
+
+
+class Family:
+    pass
+
+
+class FirstChild(Family):
+    pass
+
+
+def _subclasses_listed(x):
+    children = Family.__subclasses__()
+    children.append(int)  # a new list each call
+    return x + 1, children, Family.__subclasses__()
+
+
+def test_subclasses_is_a_new_list_guarded_by_the_classes_alive():
+    compiled, counter = compile_counted(_subclasses_listed)
+    assert_same(compiled(torch.ones(2)), _subclasses_listed(torch.ones(2)))
+
+    class SecondChild(Family):  # read again at the next call: a recompile
+        pass
+
+    assert_same(compiled(torch.ones(2)), _subclasses_listed(torch.ones(2)))
+    assert counter.frame_count == 2

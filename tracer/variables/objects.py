@@ -25,12 +25,12 @@ from torch import nn
 
 from ...guards.sources import (
     AttrSource,
+    CallSource,
     DictItemSource,
     ItemSource,
     ModuleGlobalSource,
     Source,
     TypeSource,
-    WeakRefSource,
 )
 from .. import polyfills
 from ..exc import PythonError, Unsupported
@@ -765,7 +765,7 @@ class UserObjectVariable(VariableTracker):
         if unbound is not None:
             return unbound
         if type(self.value) is weakref.ref and self.source is not None and not args and not kwargs:
-            return tx.wrap(self.value(), WeakRefSource(self.source))  # guarded like any input
+            return tx.wrap(self.value(), CallSource(self.source))  # guarded like any input
         if isinstance(call, types.FunctionType):
             return self.class_method(tx, "__call__", call).call_function(tx, args, kwargs)
         if self.source is not None and plain_partial(type(self.value)):
@@ -1070,6 +1070,40 @@ class DictReadVariable(BoundAttributeVariable):
 #: attribute's tracker, or None where the class is not one it knows (``Function.apply``:
 #: ``torch_calls.py``).
 CLASS_ATTRIBUTES: dict[str, Callable[[Translator, VariableTracker], VariableTracker | None]] = {}
+
+
+@dataclass(eq=False, repr=False)
+class SubclassesMethodVariable(BoundAttributeVariable):
+    """``cls.__subclasses__`` where ``cls`` keeps ``type``'s: a call gives a new list of the
+    subclasses alive now, each read through the call (``G['K'].__subclasses__()`` guarded as an
+    input list is: its length, each class by identity), so a class defined later recompiles."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        cls_vt = self.obj
+        if args or kwargs or cls_vt.source is None:  # unguarded, a list nobody reads again
+            raise Unsupported("c_function", f"{cls_vt.value.__name__}.__subclasses__()")
+        source = CallSource(AttrSource(cls_vt.source, "__subclasses__"))
+        subclasses = cls_vt.value.__subclasses__()
+        tx.output.assume_len(source, len(subclasses))
+        return ListVariable([tx.wrap(c, ItemSource(source, i)) for i, c in enumerate(subclasses)])
+
+
+def _subclasses(tx: Translator, cls_vt: VariableTracker) -> VariableTracker | None:
+    """``cls.__subclasses__`` found on ``type`` (no class of the MRO defines it, guarded)."""
+    cls = cls_vt.value
+    if type_lookup(type(cls), "__subclasses__") is not _TYPE_SUBCLASSES:
+        return None
+    if type_lookup(cls, "__subclasses__") is not MISSING:
+        return None
+    if cls_vt.source is not None:
+        guard_no_class_attr(tx, cls_vt.source, "__subclasses__", None)
+    return SubclassesMethodVariable(cls_vt, "__subclasses__")
+
+
+_TYPE_SUBCLASSES = vars(type)["__subclasses__"]
+CLASS_ATTRIBUTES["__subclasses__"] = _subclasses
 
 
 @dataclass(eq=False)
