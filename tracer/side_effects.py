@@ -13,14 +13,15 @@ local), then applies the final state in program order of first write.
 from __future__ import annotations
 
 import collections
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..guards.guard import default_device_as_set
-from .exc import Unsupported
-from .variables.base import VariableTracker, walk
+from .exc import PythonError, Unsupported
+from .variables.base import MISSING, VariableTracker, type_lookup, walk
 
 if TYPE_CHECKING:
     from ..codegen.emit import Codegen
@@ -75,6 +76,8 @@ class SideEffects:
         self.hook_removals: list[tuple[VariableTracker, frozenset[int]]] = []
         #: copies of the stores for ``snapshot``, dropped by every store (see ``_stored``)
         self._stores: tuple | None = None
+        #: id(object) -> (the object, the tracker its attributes are filed under): see ``owner``
+        self.owners: dict[int, tuple[Any, VariableTracker]] = {}
 
     def __bool__(self) -> bool:
         return bool(
@@ -233,6 +236,39 @@ class SideEffects:
             self._save(instance_dict)
             del instance_dict.items[name]
         return True
+
+    def owner(self, vt: VariableTracker, real: Any) -> VariableTracker:
+        """The tracker under which the log files the attributes of ``real``, an existing object
+        that several trackers may stand for (an enum member, interned; a module or a function
+        wrapped without a source): the first one seen, so that each attribute has one entry in
+        program order whichever tracker wrote or reads it."""
+        known = self.owners.setdefault(id(real), (real, vt))
+        return known[1] if known[0] is real else vt
+
+    def own_attr(self, vt: VariableTracker, real: Any, name: str) -> VariableTracker | None:
+        """``real.name`` (``real`` an existing object tracked by ``vt``) as the trace left it in
+        the object's own ``__dict__``: what it stored there, None where it stored nothing; where it
+        deleted it, CPython's AttributeError if the class lacks ``name`` (else the read would find
+        the class's, which is not modelled here: a break)."""
+        if id(real) not in self.owners:
+            return None
+        owner = self.owner(vt, real)
+        if not self.is_deleted(owner, name):
+            return self.load_attr(owner, name)
+        cls = owner.python_type()
+        if type_lookup(cls, name) is not MISSING:
+            raise Unsupported("getattr", f"{cls.__name__}.{name} was deleted in the trace")
+        raise PythonError(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+
+    def namespace_store(self, namespace: dict, name: str) -> VariableTracker | None:
+        """What the trace stored as attribute ``name`` of the module whose namespace is
+        ``namespace`` (the globals of a function inlined from it read it), None where nothing."""
+        for real, vt in self.owners.values():
+            if isinstance(real, types.ModuleType) and vars(real) is namespace:
+                if self.is_deleted(vt, name):  # a global then: a builtin of its name, or none
+                    raise Unsupported("global", f"{name!r} was deleted from {real.__name__}")
+                return self.load_attr(vt, name)
+        return None
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         """What the trace stored into ``obj.name`` (None: nothing, or it deleted it)."""

@@ -310,7 +310,10 @@ class Translator:
         return builder.fold_call(self, fn, args, kwargs)
 
     def load_global(self, name: str) -> VariableTracker:
-        pending = self.output.side_effects.global_stores.get(name) if self.parent is None else None
+        effects = self.output.side_effects
+        pending = effects.global_stores.get(name) if self.parent is None else None
+        if pending is None and self.parent is not None:  # set as an attribute of its module
+            pending = effects.namespace_store(self.f_globals, name)
         if pending is not None:
             return pending
         if name in self.f_globals:

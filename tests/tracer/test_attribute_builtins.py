@@ -531,3 +531,105 @@ def _vars_of_a_builtin_type(x):
 
 def test_vars_of_a_builtin_type_is_its_namespace():
     check_breaks(_vars_of_a_builtin_type, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+# -- attributes of enum members, functions, modules and tensors -----------------------------------
+class Hue(enum.Enum):
+    WARM = 1
+
+
+def _hued():
+    pass
+
+
+_hue_module = type(math)("hue_module")
+exec("def read_tone():\n    return tone\n", vars(_hue_module))  # its globals: the module's
+
+
+def _reset_own_attributes():
+    for obj in (Hue.WARM, _hued, _hue_module):
+        vars(obj).pop("tone", None)
+        vars(obj).pop("shade", None)
+
+
+def _own_attributes():
+    kept = ("tone", "shade")
+    return [{k: v for k, v in vars(o).items() if k in kept} for o in (Hue.WARM, _hued, _hue_module)]
+
+
+def _set_on_shared_objects(x, name="tone"):
+    setattr(Hue.WARM, name, 5)
+    _hued.tone = 6
+    _hue_module.tone = x.sum()
+    member = Hue.WARM  # the same member, another tracker (one per read)
+    member.shade = Hue(1).tone + 1
+    return (
+        x + 1,
+        Hue.WARM.shade,
+        getattr(_hued, name),
+        hasattr(_hue_module, "tone"),
+        _hue_module.read_tone(),  # the module's globals are its attributes
+        getattr(_hued, "shade", "none"),
+    )
+
+
+def test_attributes_set_on_enum_members_functions_and_modules_are_read_and_replayed():
+    check_breaks(
+        _set_on_shared_objects,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=0,
+        setup=_reset_own_attributes,
+        observe=_own_attributes,
+    )
+
+
+def _set_then_delete_through_two_reads(x):
+    Hue.WARM.tone = 1
+    Hue.WARM.tone = 2  # each read of a member is a tracker of its own
+    del Hue.WARM.tone
+    Hue.WARM.tone = 3
+    del _hued.tone
+    return x + 1, Hue(1).tone, _error(getattr, _hued, "tone")
+
+
+def test_stores_and_deletions_of_one_member_replay_in_program_order():
+    def setup():
+        _reset_own_attributes()
+        _hued.tone = 0
+
+    check_breaks(
+        _set_then_delete_through_two_reads,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=0,
+        setup=setup,
+        observe=_own_attributes,
+    )
+
+
+_noted = torch.ones(2)
+
+
+def _delete_from_tensor(x):
+    del _noted.note
+    return (
+        x + 1,
+        hasattr(_noted, "note"),
+        _error(delattr, _noted, "note"),
+        _error(delattr, _noted, "other"),
+    )
+
+
+def test_delattr_on_a_tensor_is_replayed_and_raises_cpythons_error():
+    def setup():
+        _noted.note = 1
+
+    check_breaks(
+        _delete_from_tensor,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=0,
+        setup=setup,
+        observe=lambda: dict(vars(_noted)),
+    )

@@ -71,6 +71,10 @@ def import_from(tx: Translator, inst: Instr) -> None:
     module = tx.stack[-1].as_python_constant()
     if not isinstance(module, types.ModuleType) or inst.arg not in vars(module):
         raise Unsupported("import", f"from {getattr(module, '__name__', module)} import {inst.arg}")
+    stored = tx.output.side_effects.namespace_store(vars(module), inst.arg)
+    if stored is not None:  # set as an attribute of the module in the trace
+        tx.push(stored)
+        return
     tx.push(tx.wrap(vars(module)[inst.arg], ModuleGlobalSource(module.__name__, inst.arg)))
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ...guards.sources import Source
+from ...guards.sources import AttrSource, Source
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
@@ -171,12 +171,37 @@ class _FormattedValue:
         return _formatted(self._tx, dispatch.getitem(self._tx, self._vt, ConstantVariable(key)))
 
 
+def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
+    """``value.__dict__`` (``value`` at ``source``, tracked by ``owner``) of an object from outside
+    the call whose own attributes the side-effect log keeps (a module, a function, an enum
+    member): its real dict, guarded, as the object's instance dict (``SideEffects.instance_dict``),
+    which later stores and deletions update and a write through it breaks on. Read after a store,
+    it breaks: the dict of the object as the trace left it is not rebuilt."""
+
+    def make(stored: dict) -> VariableTracker:
+        if stored:
+            raise Unsupported("instance_dict", f"__dict__ of {owner} after a store")
+        own = object.__getattribute__(value, "__dict__")
+        return tx.wrap(own, AttrSource(source, "__dict__"))
+
+    effects = tx.output.side_effects
+    return effects.instance_dict(effects.owner(owner, value), make)
+
+
 @dataclass(eq=False)
 class ConstantVariable(ConstantLikeVariable):
     value: Any
     source: Source | None = None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if isinstance(self.value, enum.Enum):  # an enum member's own attributes may be set
+            stored = tx.output.side_effects.own_attr(self, self.value, name)
+            if stored is not None:
+                return stored
+            if name == "__dict__" and self.source is not None:
+                return unstored_dict(tx, self, self.value, self.source)
+            if name == "__dict__":  # no source to read it through: a store would leave it stale
+                raise Unsupported("instance_dict", f"__dict__ of {self.value} without a source")
         try:
             value = getattr(self.value, name)
         except AttributeError as e:  # CPython's own error: the value is fixed by its guards

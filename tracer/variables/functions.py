@@ -353,6 +353,9 @@ class UserFunctionVariable(VariableTracker):
             return self.self_vt
         if name == "__func__" and self.self_vt is not None:
             return self.clone(self_vt=None)
+        stored = tx.output.side_effects.own_attr(self, self.fn, name)
+        if stored is not None:  # set in the trace (a bound method reads its function's)
+            return stored
         if self.self_vt is None and name in READING_METHODS and name not in vars(self.fn):
             method = getattr(self.fn, name)  # ``f.__repr__``: folded when called
             if reading_method(method):

@@ -44,7 +44,7 @@ from .base import (
     type_lookup,
 )
 from .call_rules import builtin, call_rule
-from .constants import CONSTANT_TYPES, ConstantVariable, error_of
+from .constants import CONSTANT_TYPES, ConstantVariable, error_of, unstored_dict
 from .containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -470,6 +470,9 @@ class PythonModuleVariable(ConstantLikeVariable):
         return None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        stored = tx.output.side_effects.own_attr(self, self.value, name)
+        if stored is not None:
+            return stored
         if not hasattr(self.value, name):
             if self.source is not None:  # ``hasattr``/``getattr(m, name, default)`` rely on it
                 namespace = AttrSource(self.source, "__dict__")
@@ -503,21 +506,6 @@ class InstanceDictVariable(DictVariable):
     def reconstruct(self, cg: Codegen) -> None:
         self.owner.reconstruct(cg)
         cg.load_attr("__dict__")
-
-
-def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
-    """``value.__dict__`` (``value`` at ``source``, tracked by ``owner``) of an object whose
-    attributes the trace never stores (a module, a function, an enum member): its real dict,
-    guarded, and the owner's instance dict, so that a write through it breaks rather than leave
-    later reads of those attributes stale."""
-
-    def make(stored: dict) -> VariableTracker:
-        if stored:
-            raise Unsupported("instance_dict", f"__dict__ of {owner} after a store")
-        own = object.__getattribute__(value, "__dict__")
-        return tx.wrap(own, AttrSource(source, "__dict__"))
-
-    return tx.output.side_effects.instance_dict(owner, make)
 
 
 def _generic_dict(value: Any, static: Any) -> bool:
@@ -1811,8 +1799,13 @@ def check_class_unchanged(tx: Translator, cls: type, name: str) -> None:
 
 _OBJECT_SETATTR = object.__dict__["__setattr__"]
 _OBJECT_DELATTR = object.__dict__["__delattr__"]
-_GENERIC_SETATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__setattr__")] if v)
-_GENERIC_DELATTR = tuple(v for v in [vars(types.SimpleNamespace).get("__delattr__")] if v)
+#: C types' own slot wrappers that run the generic protocol (3.11 lists them on these types)
+_GENERIC_SETATTR = tuple(
+    v for t in (types.SimpleNamespace, types.ModuleType) if (v := vars(t).get("__setattr__"))
+)
+_GENERIC_DELATTR = tuple(
+    v for t in (types.SimpleNamespace, types.ModuleType) if (v := vars(t).get("__delattr__"))
+)
 
 
 # -- storing attributes ----------------------------------------------------------------------------
@@ -1848,8 +1841,8 @@ def store_attribute(
         obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
-    elif isinstance(obj, TensorVariable) and _plain_tensor_attribute(tx, obj, name):
-        tx.output.side_effects.store_attr(obj, name, value)  # into the input tensor's __dict__
+    elif _plain_own_attribute(tx, obj, name, "__setattr__"):
+        effects.store_attr(_log_owner(tx, obj), name, value)  # into the object's own __dict__
     else:
         error = _doomed(tx, obj, name, setattr)
         if error is not None:
@@ -1857,16 +1850,64 @@ def store_attribute(
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
 
 
-def _plain_tensor_attribute(tx: Translator, obj: TensorVariable, name: str) -> bool:
-    """``name`` is an attribute an input tensor keeps in its own ``__dict__``: its class
-    neither defines it nor sets attributes its own way (guarded)."""
-    if obj.source is None or hasattr(obj.cls, name):
+def existing_object(tx: Translator, obj: VariableTracker) -> Any:
+    """The object from outside the call that ``obj`` stands for, where its attributes are its own
+    ``__dict__``'s and no Python class of its own decides them: an input tensor, a module, a plain
+    function, an enum member (``MISSING`` for anything else; user objects have their own rules)."""
+    if isinstance(obj, TensorVariable):
+        if obj.source is None:
+            return MISSING
+        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(obj.source)
+        return real if isinstance(real, torch.Tensor) else MISSING
+    if type(obj) is PythonModuleVariable:
+        return obj.value
+    if type(obj) is UserFunctionVariable and obj.self_vt is None:
+        return obj.fn
+    if type(obj) is ConstantVariable and isinstance(obj.value, enum.Enum):
+        return obj.value
+    return MISSING
+
+
+def _log_owner(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """The tracker the side-effect log files the attributes of ``obj``'s object under (one per
+    object: an enum member has a tracker per read)."""
+    real = existing_object(tx, obj)
+    return obj if isinstance(obj, TensorVariable) else tx.output.side_effects.owner(obj, real)
+
+
+def _plain_own_attribute(tx: Translator, obj: VariableTracker, name: str, hook: str) -> bool:
+    """``name`` is an attribute that the existing object ``obj`` stands for (``existing_object``)
+    keeps in its own ``__dict__``, which ``hook`` (``__setattr__`` or ``__delattr__``) changes as
+    ``object``'s does: its class neither defines it nor has its own hook (both guarded through the
+    object's source, which it must have). Special names are left to Python (a module's
+    ``__getattr__`` changes its lookup), and so are the globals of the compiled function."""
+    real = existing_object(tx, obj)
+    if real is MISSING or (name.startswith("__") and name.endswith("__")):
         return False
-    if type_lookup(obj.cls, "__setattr__") is not _OBJECT_SETATTR:
+    cls = type(real)
+    found = type_lookup(cls, hook)
+    generic = (
+        (_OBJECT_SETATTR, *_GENERIC_SETATTR)
+        if hook == "__setattr__"
+        else (_OBJECT_DELATTR, *_GENERIC_DELATTR)
+    )
+    if hasattr(cls, name) or found not in generic or not has_instance_dict(cls):
         return False
-    _guard_class_attr(tx, obj, "__setattr__", _OBJECT_SETATTR)
+    if isinstance(real, types.ModuleType) and (
+        vars(real) is _root(tx).f_globals or (hook == "__delattr__" and "__getattr__" in vars(real))
+    ):
+        return False  # its globals (``global_stores``), or a lookup that ``__getattr__`` ends
+    if obj.source is None:  # its class and its ``__dict__`` cannot be guarded, nor read live
+        return False
+    _guard_class_attr(tx, obj, hook, found)
     tx.output.assume_class_lacks(TypeSource(obj.source), (name,))
     return True
+
+
+def _root(tx: Translator) -> Translator:
+    while tx.parent is not None:
+        tx = tx.parent
+    return tx
 
 
 def generic_setattr(
@@ -1933,6 +1974,11 @@ def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
     trace or one from outside it: a ``__delattr__`` written in Python is inlined, the generic one
     is ``generic_delattr``. CPython's error where the deletion must fail; elsewhere it runs in
     Python (a graph break)."""
+    if _plain_own_attribute(tx, obj, name, "__delattr__"):
+        cls = type(existing_object(tx, obj))
+        missing = AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+        _delete_existing(tx, obj, _log_owner(tx, obj), name, missing, raw=False)
+        return
     if not _deletable(tx, obj):
         error = _doomed(tx, obj, name, delattr)
         if error is not None:
@@ -1975,18 +2021,34 @@ def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
         if not effects.delete_new_attr(obj, name):
             raise PythonError(missing)
         return
-    own = object.__getattribute__(obj.value, "__dict__")
+    hook = type_lookup(cls, "__delattr__")
+    raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
+    _delete_existing(tx, obj, obj, name, missing, raw)
+
+
+def _delete_existing(
+    tx: Translator,
+    obj: VariableTracker,
+    owner: VariableTracker,
+    name: str,
+    missing: BaseException,
+    raw: bool,
+) -> None:
+    """``del obj.name`` from the own ``__dict__`` of an object from outside the call (at
+    ``obj.source``; ``owner`` files its attributes in the log): recorded for the replay where the
+    object had it before the call (guarded); ``missing`` where it has none by then."""
+    effects = tx.output.side_effects
+    real = obj.value if isinstance(obj, UserObjectVariable) else existing_object(tx, obj)
+    own = object.__getattribute__(real, "__dict__")
     had = name in own
     if had:  # the guard on its value fails where the object lacks it
         tx.wrap(own[name], AttrSource(obj.source, name))
     else:
         tx.output.assume_key_absent(AttrSource(obj.source, "__dict__"), name)
-    stored = effects.load_attr(obj, name) is not None
-    if not stored and (not had or effects.is_deleted(obj, name)):
+    stored = effects.load_attr(owner, name) is not None
+    if not stored and (not had or effects.is_deleted(owner, name)):
         raise PythonError(missing)
-    hook = type_lookup(cls, "__delattr__")
-    raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
-    effects.delete_attr(obj, name, replay=had, raw=raw)
+    effects.delete_attr(owner, name, replay=had, raw=raw)
 
 
 def _guard_class_lacks_descriptor(

@@ -2031,7 +2031,11 @@ def call_builtin(
         and isinstance(args[0], SymNodeVariable)
     ):
         return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
-    if (fn in PURE or fn in MATH_FNS) and all(_foldable(fn, v) for v in values):
+    if (
+        (fn in PURE or fn in MATH_FNS)
+        and all(_foldable(fn, v) for v in values)
+        and not _reads_own_attribute(fn, args)
+    ):
         return tx.fold_call(fn, args, kwargs)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
@@ -2134,6 +2138,22 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
     ):
         return False  # a module's or class's attributes can change: var_getattr guards them
     return fn not in _LIVE_VIEWS or not mutable
+
+
+def _reads_own_attribute(fn: Any, args: list[VariableTracker]) -> bool:
+    """``getattr``/``hasattr`` of a name a function or an enum member keeps in its own
+    ``__dict__``: read through the value's tracker, which sees the trace's stores and deletions
+    and guards what it reads (a fold would read the real object now, unguarded)."""
+    if fn not in _LIVE_VIEWS or len(args) < 2 or not args[1].is_python_constant():
+        return False
+    obj, name = args[0], args[1].as_python_constant()
+    if isinstance(obj, UserFunctionVariable) and obj.self_vt is None and obj.source is not None:
+        real = obj.fn
+    elif isinstance(obj, ConstantVariable) and isinstance(obj.value, enum.Enum):
+        real = obj.value
+    else:
+        return False
+    return isinstance(name, str) and not hasattr(type(real), name)
 
 
 def construct_builtin_like(

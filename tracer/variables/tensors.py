@@ -164,9 +164,13 @@ class TensorVariable(VariableTracker):
     def _own_attribute(self, tx: Translator, name: str) -> VariableTracker:
         """``t.name`` that the tensor's class lacks: of an input, the attribute in its own
         ``__dict__``, or CPython's ``AttributeError`` (both guarded)."""
-        stored = tx.output.side_effects.load_attr(self, name)
+        effects = tx.output.side_effects
+        stored = effects.load_attr(self, name)
         if stored is not None:  # set earlier in the trace
             return stored
+        if effects.is_deleted(self, name):
+            message = f"'{self.cls.__name__}' object has no attribute '{name}'"
+            raise PythonError(AttributeError(message))
         real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
         if not isinstance(real, torch.Tensor) or "__getattr__" in dir(self.cls):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
