@@ -801,7 +801,7 @@ def test_builtins_taking_an_index_raise_cpythons_error_on_other_values():
     )
 
 
-def test_bytearray_raises_cpythons_error_and_breaks_where_it_makes_one():
+def test_bytearray_raises_cpythons_error_and_breaks_where_it_reads_python_code():
     def fn(x, values):
         errors = []
         for value in values:
@@ -817,8 +817,46 @@ def test_bytearray_raises_cpythons_error_and_breaks_where_it_makes_one():
     def made(x, value):
         return x + 1, bytearray(value)
 
-    check_breaks(made, lambda: (torch.randn(2), [1, 2]), graphs=1, breaks=1)
+    check_breaks(made, lambda: (torch.randn(2), [1, 2]), graphs=1, breaks=0)
+    check_breaks(made, lambda: (torch.randn(2), torch.Size([2, 3])), graphs=1, breaks=0)
     check_breaks(made, lambda: (torch.randn(2), _Items()), graphs=1, breaks=1)
+
+
+def _bytearray_changed(x):
+    ba = bytearray(b"ab")
+    held = [ba, ba]
+    ba.append(99)
+    ba += b"xy"
+    ba[0] = 65
+    del ba[1]
+    copy = ba.copy()
+    copy.reverse()
+    facts = [len(ba), ba[0], ba[1:3], b"x" in ba, ba == copy, ba * 2, ba.split(b"x"), ba.hex()]
+    try:
+        ba.append(256)
+    except ValueError as e:
+        facts.append(str(e))
+    return x + 1, held, copy, facts, bool(bytearray()), held[0] is held[1]
+
+
+def test_bytearray_made_in_the_trace_is_changed_in_place_and_rebuilt():
+    check_breaks(_bytearray_changed, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    compiled, _ = compile_counted(_bytearray_changed)
+    _, (a, b), copy, *_ = compiled(torch.ones(2))
+    assert a is b and a is not copy  # one object however often it is returned
+
+
+def _bytearray_across_a_break(x):
+    ba = bytearray(b"a")
+    ba.append(98)
+    held = [ba]
+    y = x + 1
+    print("break")
+    return y, ba, held[0] is ba
+
+
+def test_bytearray_live_at_a_break_is_the_same_object_after_it():
+    check_breaks(_bytearray_across_a_break, lambda: (torch.ones(2),), graphs=1, breaks=1)
 
 
 def test_class_methods_of_constant_types_read_from_instances():

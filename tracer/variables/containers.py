@@ -2480,6 +2480,165 @@ class ModelOutputMethodVariable(VariableTracker):
         return call_method(tx, view, self.name, args, kwargs)
 
 
+# -- bytearray -------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class ByteArrayVariable(VariableTracker):
+    """A ``bytearray`` made in the trace. ``value`` is a real bytearray, the object's contents
+    (all known: small ints), changed in place by its methods, which are C code computed here on
+    constant arguments (``_BYTEARRAY``); it is rebuilt as ``bytearray(b'...')``, one object however
+    often the code needs it. Not a constant: it is mutable, and the object itself matters."""
+
+    value: bytearray
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return bytearray
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":
+            return tx.wrap_static(bytearray)
+        if on_instances(bytearray, name):
+            return BoundMethodVariable(self, name)
+        raise PythonError(AttributeError(f"'bytearray' object has no attribute '{name}'"))
+
+    def save_state(self) -> bytes:
+        return bytes(self.value)
+
+    def restore_state(self, saved: bytes) -> None:
+        self.value[:] = saved
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        _build_once(cg, self, lambda: self._build(cg))
+        return None
+
+    def _build(self, cg: Codegen) -> None:
+        cg.load_const(bytearray)
+        cg.load_const(bytes(self.value))
+        cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"ByteArrayVariable({bytes(self.value)!r})"
+
+
+def bytearray_operand(vt: VariableTracker) -> Any:
+    """``vt`` as a bytearray's C code reads it, or ``MISSING``: a constant (an immutable copy of
+    its value), another bytearray made in the trace (its value itself)."""
+    if isinstance(vt, ByteArrayVariable):
+        return vt.value
+    if vt.is_python_constant() and not isinstance(vt, (ListVariable, DictVariable, SetVariable)):
+        return vt.as_python_constant()
+    return MISSING
+
+
+def _bytearray_call(name: str):
+    def impl(tx, obj, *args, **kwargs):
+        values = [bytearray_operand(a) for a in args]
+        named = {k: bytearray_operand(v) for k, v in kwargs.items()}
+        if any(v is MISSING for v in [*values, *named.values()]):
+            raise Unsupported("call_method", f"bytearray.{name} on values not known here")
+        try:
+            result = getattr(obj.value, name)(*values, **named)
+        except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+            raise PythonError(e) from None
+        return _bytearray_result(tx, obj, result)
+
+    impl.__name__ = f"_bytearray_{name}"
+    return impl
+
+
+def _bytearray_result(tx: Translator, obj: ByteArrayVariable, result: Any) -> VariableTracker:
+    """What a bytearray method gave: the bytearray itself, new bytearrays (alone or in the list or
+    tuple ``split`` and ``partition`` give), or constants."""
+    if result is obj.value:
+        return obj
+    if type(result) is bytearray:
+        return ByteArrayVariable(result)
+    if type(result) in (list, tuple) and any(type(item) is bytearray for item in result):
+        items = [_bytearray_result(tx, obj, item) for item in result]
+        return ListVariable(items) if type(result) is list else TupleVariable(items)
+    return tx.fold(result)
+
+
+#: bytearray's attributes not run here: the attribute protocol, class-level ones, what depends on
+#: the real object's allocation (``__alloc__``, ``__sizeof__``) and what lends its buffer out
+_BYTEARRAY_UNTRACED = frozenset(
+    {
+        "__getattribute__",
+        "__new__",
+        "__init_subclass__",
+        "__subclasshook__",
+        "__class_getitem__",
+        "__buffer__",
+        "__release_buffer__",
+        "__iter__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__alloc__",
+        "__sizeof__",
+        "fromhex",
+        "maketrans",
+        "__setattr__",
+        "__delattr__",
+        "__dir__",
+        "__format__",
+    }
+)
+#: bytearray's methods, C code computed here on the real bytearray and constant arguments
+_BYTEARRAY = {
+    name: (True, _bytearray_call(name))
+    for name, member in vars(bytearray).items()
+    if callable(member) and name not in _BYTEARRAY_UNTRACED
+}
+
+
+def bytearray_operation(
+    tx: Translator, fn: Callable[..., Any], args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``fn(*args)`` (an operator, ``bool``) with a bytearray made in the trace among constants
+    and such bytearrays: C code, run here on the real ones (saved first: it may change them in
+    place), or None where an operand is another value."""
+    values = [bytearray_operand(a) for a in args]
+    if any(v is MISSING for v in values):
+        return None
+    made = [a for a in args if isinstance(a, ByteArrayVariable)]
+    for vt in made:
+        tx.output.side_effects.before_mutation(vt)
+    try:
+        result = fn(*values)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    return _bytearray_result(tx, made[0], result)
+
+
+@dispatch.rule("truth", ByteArrayVariable)
+def _bytearray_truth(tx: Translator, vt: ByteArrayVariable) -> bool:
+    return bool(vt.value)
+
+
+@dispatch.rule("contains", ByteArrayVariable)
+def _bytearray_contains(tx: Translator, vt: ByteArrayVariable, item: VariableTracker) -> bool:
+    found = bytearray_operation(tx, operator.contains, [vt, item])
+    if found is None:
+        raise Unsupported("contains", f"`in` on {vt} of {item}")
+    return found.as_python_constant()
+
+
+@dispatch.rule("getitem", ByteArrayVariable)
+def _bytearray_getitem(tx: Translator, vt: ByteArrayVariable, key: VariableTracker):
+    found = bytearray_operation(tx, operator.getitem, [vt, key])
+    if found is None:
+        raise Unsupported("index", f"indexing {vt} with {key}")
+    return found
+
+
+@dispatch.rule("setitem", ByteArrayVariable)
+def _bytearray_setitem(tx: Translator, vt: ByteArrayVariable, key, value) -> None:
+    if bytearray_operation(tx, operator.setitem, [vt, key, value]) is None:
+        raise Unsupported("index", f"{vt}[{key}] = {value}")
+
+
 #: The methods of each kind of container: name -> (whether it mutates, implementation). Other
 #: families add their kinds (generators: ``iterators.py``).
 METHODS: dict[type, dict[str, tuple[bool, Any]]] = {
@@ -2489,6 +2648,7 @@ METHODS: dict[type, dict[str, tuple[bool, Any]]] = {
     SetVariable: _SET,
     TupleVariable: _TUPLE,
     DictViewVariable: _VIEW,
+    ByteArrayVariable: _BYTEARRAY,
 }
 
 

@@ -47,6 +47,7 @@ from .constants import (
 )
 from .containers import (
     BaseSequenceVariable,
+    ByteArrayVariable,
     DictVariable,
     DictViewVariable,
     ListVariable,
@@ -1021,14 +1022,15 @@ SYNTAX = _of("binary", "inplace", "comparison", "unary", "subscript")
 _BY_VALUE = tuple(op for op in SYNTAX if op is not operator.not_)
 
 
-def operator_rule(*ops: Callable[..., Any]) -> Callable[[Rule], Rule]:
-    """Register ``rule`` for each of ``ops`` (declared above), after their rules so far."""
+def operator_rule(*ops: Callable[..., Any], first: bool = False) -> Callable[[Rule], Rule]:
+    """Register ``rule`` for each of ``ops`` (declared above), after their rules so far, or
+    before them (``first``: a kind of value whose operators the general rules must not see)."""
 
     def register(rule: Rule) -> Rule:
         for op in ops:
             rules = OPERATORS[op].rules
             assert rule not in rules, f"{rule.__name__} registered twice for {op.__name__}"
-            rules.append(rule)
+            rules.insert(0, rule) if first else rules.append(rule)
         return rule
 
     return register
@@ -1174,7 +1176,7 @@ def constants(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableT
 
 @operator_rule(operator.getitem)
 def subscript(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    return getitem(tx, args[0], args[1])
+    return dispatch.getitem(tx, args[0], args[1])  # a family's rule for its trackers first
 
 
 @operator_rule(*INPLACE)
@@ -2754,20 +2756,21 @@ _BYTEARRAY_READS = ("__index__", "__buffer__", "__iter__", "__getitem__")
 def bytearray_(
     tx: Translator, *args: VariableTracker, **kwargs: VariableTracker
 ) -> VariableTracker:
-    """``bytearray(...)`` computed at trace time on constants of C types, an object whose type
-    defines none of ``_BYTEARRAY_READS`` standing in as an empty instance of a class of its C
-    name: CPython's error is raised where it raises. A bytearray it makes breaks: a mutable
-    object the trace does not model."""
+    """``bytearray(...)`` computed at trace time on constants of C types and bytearrays made in
+    the trace, an object whose type defines none of ``_BYTEARRAY_READS`` standing in as an empty
+    instance of a class of its C name: CPython's error is raised where it raises. The bytearray it
+    makes is a ``ByteArrayVariable``."""
     values = [_bytearray_operand(v) for v in args]
     keywords = {k: _bytearray_operand(v) for k, v in kwargs.items()}
     try:
-        bytearray(*values, **keywords)
+        return ByteArrayVariable(bytearray(*values, **keywords))
     except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
         raise PythonError(e) from None
-    raise Unsupported("builtin", "bytearray() makes a mutable bytearray, not traced")
 
 
 def _bytearray_operand(vt: VariableTracker) -> Any:
+    if isinstance(vt, ByteArrayVariable):
+        return vt.value  # read, not kept: the new bytearray is a copy
     if vt.is_python_constant() and _of_c_types(vt.as_python_constant()):
         return vt.as_python_constant()
     cls = vt.python_type()
@@ -2785,12 +2788,22 @@ def _of_c_types(value: Any) -> bool:
         and all(
             inspect.getattr_static(cls, n, None) is getattr(tuple, n, None)
             for n in _BYTEARRAY_READS
+            if n != "__getitem__"  # tuple's ``__iter__`` reads the items, not ``__getitem__``
         )
     ):
         return False
     if isinstance(value, (tuple, list, set, frozenset, dict)):
         return all(map(_of_c_types, value))
     return True
+
+
+@operator_rule(*OPERATORS, first=True)  # ``ba += b"x"`` changes it in place: not ``ba + b"x"``
+def bytearrays(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """An operator on a bytearray made in the trace and constants (``ba += b"!"``, ``ba * 2``,
+    ``del ba[0]``, ``b"a" == ba``): computed on the real bytearray (``bytearray_operation``)."""
+    if not any(isinstance(a, ByteArrayVariable) for a in args):
+        return None
+    return containers.bytearray_operation(tx, op, args)
 
 
 @builtin(slice)
