@@ -283,6 +283,16 @@ def test_an_in_place_operator_with_an_operand_a_tensor_does_not_take(operand, op
     run_both(fn, lambda: (torch.tensor([1.0, 2.0]), _OPERANDS[operand]()), breaks=breaks)
 
 
+@pytest.mark.parametrize("op", ["%", "%="])
+@pytest.mark.parametrize("operand", ["str", "bytes"])
+def test_a_string_a_tensor_would_format(operand, op):
+    """``t % "a,b"``: the tensor's ``__mod__`` declines a string, and a string formats only as
+    the left operand (``"%s" % t`` reads the tensor): CPython's TypeError, in the trace."""
+    fn = _binary(op, swap=True) if op == "%" else _in_place(op, swap=True)
+    out = run_both(fn, lambda: (torch.tensor([1.0, 2.0]), _OPERANDS[operand]()))
+    assert "unsupported operand" in out[1]
+
+
 _NO_INDEX = {
     "floats": lambda: torch.tensor([1.0, 2.0]),
     "ints": lambda: torch.tensor([1, 2]),

@@ -1649,8 +1649,8 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
     its methods do not take: the outcome CPython gives, the same whatever the tensor holds (the
     TypeError it raises, or ``==``'s identity answer), or ``_UNKNOWN``. Run on stand-ins: the
     tensor an object whose methods all decline; a sequence repeated (``*``) reads the tensor's
-    ``__index__`` (``_index_outcome``); a string formatted with ``%`` (which reads it as a
-    mapping) is left out."""
+    ``__index__`` (``_index_outcome``); a string formatted with ``%`` by the tensor (which reads it
+    as a mapping) is left out."""
     n_tensors = sum(map(_plain_tensor, args)) if len(args) == 2 else 0
     if op is divmod and n_tensors == 2:  # a tensor has neither ``__divmod__`` nor ``__rdivmod__``
         return error_of(divmod, *(_tensor_stand_in(a) for a in args))
@@ -1676,8 +1676,8 @@ def tensor_operands_outcome(op: Any, args: list[VariableTracker]) -> Any:
     if declared is not None and declared.binary and args[0] is other:
         if _defines(type(value), declared.dunder):
             return _UNKNOWN  # ``xs += t`` extends the list by the tensor's items
-    if base is operator.mod and isinstance(value, (str, bytes)):
-        return _UNKNOWN
+    if base is operator.mod and isinstance(value, (str, bytes)) and args[0] is other:
+        return _UNKNOWN  # the string formats the tensor (``%`` on a tensor declines a string)
     stand_in = _tensor_stand_in(tensor)
     values = [stand_in, value] if args[0] is tensor else [value, stand_in]
     try:
