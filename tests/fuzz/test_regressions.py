@@ -503,3 +503,42 @@ def test_tuples_are_the_objects_they_stand_for():
         lambda: (torch.ones(2), _PAIR),
     ]
     check_breaks(_tuple_identities, None, graphs=2, breaks=0, calls=calls)
+
+
+_PAIR_SET = {None, _PAIR}
+
+
+def _tuple_read_first_as_a_set_item(x):
+    found = (1 + 2j) in _PAIR_SET  # reads the set's items: the tuple as a key constant
+    k = (1, "a")
+    return x + 1, found, k is _PAIR, _PAIR is k
+
+
+def test_a_tuple_read_as_a_set_item_keeps_its_identity():
+    """Seed 9503745 (keys family): a tuple of constants first reached as an item of a global set
+    is a constant of the key model, and reading the global again finds that tracker; ``k is
+    _PAIR`` compared a tuple rebuilt from it (False) where CPython's module compilation made both
+    one object. A constant holding a tuple is that real tuple."""
+    check_breaks(_tuple_read_first_as_a_set_item, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+_NAN = float("nan")
+
+
+def _sequences_holding_one_nan(x):
+    k = _NAN
+    return (
+        x + 1,
+        (x, _NAN) == (x, _NAN),
+        [k, 1] == [k, 1],
+        (_NAN, 1) != (_NAN, 1),
+        (1, _NAN) < (1, _NAN),
+        (k, x) == (float("nan"), x),
+    )
+
+
+def test_sequences_compare_their_items_identity_first():
+    """Seed 9506297 (keys family): ``(k, NAN) == (k, NAN)`` was False in the trace: one of two
+    rules for sequence comparison compared constant items with ``==`` only, where CPython asks
+    ``x is y or x == y`` (the same NaN equals itself). One rule compares sequences now."""
+    check_breaks(_sequences_holding_one_nan, lambda: (torch.ones(2),), graphs=1, breaks=0)

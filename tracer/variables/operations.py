@@ -178,9 +178,7 @@ def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str) -> bool:
     sequences = (TupleVariable, ListVariable)
     if isinstance(a, sequences) and type(a) is type(b):
         for x, y in zip(a.items, b.items, strict=False):
-            if x is y or (
-                _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
-            ):
+            if x is y or (_constant(x) and _constant(y) and _same_or_equal(x, y)):
                 continue
             return _order(op, x, y, what)
         return op(len(a.items), len(b.items))
@@ -194,26 +192,11 @@ def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str) -> bool:
     )
 
 
-def compare_sequences(
-    tx: Translator, op: Any, a: VariableTracker, b: VariableTracker
-) -> VariableTracker | None:
-    """``a < b`` (and ``<=``, ``>``, ``>=``, ``==``, ``!=``) of two tuples or two lists, as CPython
-    compares them: the first pair of items that are not the same object nor equal constants
-    decides (with ``op``); equal prefixes compare by length. None for other operands."""
-    sequences = (TupleVariable, ListVariable)
-    if op not in _ORDERINGS or not (isinstance(a, sequences) and type(a) is type(b)):
-        return None
-    for x, y in zip(a.items, b.items, strict=False):
-        if x is y or (
-            _constant(x) and _constant(y) and x.as_python_constant() == y.as_python_constant()
-        ):
-            continue
-        if not (_constant(x) and _constant(y)):
-            return None  # CPython first asks ``bool(x == y)``: for tensors, their data
-        if op in (operator.eq, operator.ne):
-            return ConstantVariable(op is operator.ne)
-        return ConstantVariable(op(x.as_python_constant(), y.as_python_constant()))
-    return ConstantVariable(op(len(a.items), len(b.items)))
+def _same_or_equal(x: VariableTracker, y: VariableTracker) -> bool:
+    """``x is y or x == y`` of two constants, as CPython's containers compare their items (a NaN
+    equals itself there)."""
+    a, b = x.as_python_constant(), y.as_python_constant()
+    return a is b or a == b
 
 
 _ORDERINGS = frozenset(
@@ -455,11 +438,11 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
             # both guarded by type only: another call may pass one object twice
             tx.output.assume_distinct(lhs.source, rhs.source)
         return False
-    real = [getattr(vt, "real", None) for vt in (lhs, rhs)]
+    real = [_real_tuple(vt) for vt in (lhs, rhs)]
     if None not in real:  # tuples that are real ones (inputs, constants of the code): their
-        for vt in (lhs, rhs):  # identity, guarded where another call may pass another tuple
-            if vt.source is not None:
-                tx.output.assume_identity(vt.source, vt.real)
+        for vt, obj in zip((lhs, rhs), real, strict=True):  # identity, guarded where another
+            if vt.source is not None:  # call may pass another tuple
+                tx.output.assume_identity(vt.source, obj)
         return real[0] is real[1]
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
@@ -484,6 +467,15 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         if same is not None:
             return same
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+def _real_tuple(vt: VariableTracker) -> tuple | None:
+    """The real tuple ``vt`` stands for, where it is one: a tuple tracker's ``real``, or the
+    value of a constant that is a tuple (an input's tuple of constants read as a set's item or a
+    dict's key, then found by identity when read again: ``T in S`` then ``T is (1, 'a')``)."""
+    if isinstance(vt, ConstantVariable):
+        return vt.value if type(vt.value) is tuple else None
+    return getattr(vt, "real", None)
 
 
 def pin_identity(tx: Translator, vt: VariableTracker) -> None:
@@ -1225,16 +1217,6 @@ def sequences(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableT
     ):
         return None
     return _sequence_op(tx, op, args)
-
-
-@operator_rule(*COMPARISONS)
-def compare_sequence_operands(
-    tx: Translator, op: Any, args: list[VariableTracker]
-) -> VariableTracker | None:
-    """Two tuples or two lists, compared item by item."""
-    if len(args) == 2:
-        return compare_sequences(tx, op, args[0], args[1])
-    return None
 
 
 operator_rule(*COMPARISONS)(compare_sequences_as_cpython)  # items compared identity first
