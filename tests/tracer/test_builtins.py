@@ -694,7 +694,13 @@ def test_reading_methods_of_functions_are_called_at_trace_time():
     # a C method that only reads a function guarded by identity (its repr, hash, equality)
     check(_reading_methods_of_functions, torch.ones(2), len)
     check(_reading_methods_of_functions, torch.ones(2), _plain_function)
-    assert_no_more_breaks(0, _reading_methods_of_functions, torch.ones(2), _plain_function)
+    assert_no_more_breaks(
+        0,
+        _reading_methods_of_functions,
+        torch.ones(2),
+        _plain_function,
+        baseline_missing="torch.compile on torch 2.13 runs the call in Python",
+    )
 
 
 def test_a_functions_own_attribute_shadows_its_reading_method():
