@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import operator
 import traceback
+import types
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -459,18 +460,43 @@ _IMMUTABLE = (
 )
 
 
+#: attributes that C declares read-only on objects that are otherwise not immutable: a builtin
+#: function's ``__self__`` (``tuple.__new__.__self__`` is ``tuple``) and names; its
+#: ``__module__`` can be set
+_READ_ONLY_ATTRS = {
+    types.BuiltinFunctionType: frozenset({"__self__", "__name__", "__qualname__"}),
+}
+
+
 def _fixed_by_constant(guard: Guard) -> bool:
     """Does ``guard`` hold by construction? Its source starts at a constant of the trace; when every
-    container on the way is immutable, the value's identity is fixed, and so is its content if it is
-    immutable too (tensors excepted: their metadata can change in place)."""
+    container on the way is immutable (or the attribute read from it is read-only), the value's
+    identity is fixed, and so is its content if it is immutable too (tensors excepted: their
+    metadata can change in place)."""
     path = _path_values(guard.source)
     if path is None:
         return False
     *parents, value = path
-    if not all(isinstance(p, _IMMUTABLE) for p in parents):
+    steps = _path_sources(guard.source)[1:]
+    if not all(_fixed_step(p, step) for p, step in zip(parents, steps, strict=True)):
         return False
     fixed = guard.kind.fixed
     return fixed is Fixed.IDENTITY or (fixed is Fixed.VALUE and isinstance(value, _IMMUTABLE))
+
+
+def _fixed_step(parent: Any, step: Source) -> bool:
+    """Is the value ``step`` reads from ``parent`` always the same object?"""
+    if isinstance(parent, _IMMUTABLE):
+        return True
+    read_only = _READ_ONLY_ATTRS.get(type(parent), frozenset())
+    return isinstance(step, AttrSource) and step.attr in read_only
+
+
+def _path_sources(source: Source) -> list[Source]:
+    """The sources along ``source`` from its ``ConstSource`` root, the root first."""
+    if isinstance(source, (AttrSource, ItemSource)):
+        return [*_path_sources(source.base), source]
+    return [source]
 
 
 def _path_values(source: Source) -> list[Any] | None:
