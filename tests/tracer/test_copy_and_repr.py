@@ -163,6 +163,58 @@ def test_deepcopy_of_objects_with_other_protocols_runs_in_python(make):
     assert "copy.deepcopy of this value runs in Python" in str(report.break_reasons[0])
 
 
+Point = collections.namedtuple("Point", "x y")
+POINT = Point(1, [2])
+
+
+class PointHolder:
+    point = Point(3, 4)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda p: p, lambda p: POINT, lambda p: PointHolder.point, lambda p: Point(p.x, p.y)],
+    ids=["argument", "global", "attribute", "local"],
+)
+def test_deepcopy_of_a_namedtuple_makes_a_new_one_in_the_trace(read):
+    def fn(x, p):
+        v = read(p)
+        d = copy.deepcopy({"k": v, "again": v})
+        c = d["k"]
+        return x + 1, c, type(c), c is v, c is d["again"], c[1] is v[1]
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), Point(5, [6]))
+
+
+def test_deepcopy_of_a_namedtuple_shares_its_items_as_cpython():
+    def fn(x, items):
+        p = Point(items, items)
+        c = copy.deepcopy([p, items])
+        return x + 1, c[0].x is c[0].y, c[0].x is c[1], c[0].x is items
+
+    check(fn, torch.ones(2), [1])
+
+
+@pytest.mark.parametrize(
+    "read", [lambda p: p, lambda p: PointHolder.point], ids=["argument", "attribute"]
+)
+def test_copy_of_a_namedtuple_is_a_new_one(read):
+    def fn(x, p):
+        v = read(p)
+        c = copy.copy(v)
+        return x + 1, c, type(c), c is v, c[1] is v[1]
+
+    check(fn, torch.ones(2), Point(5, 6))
+
+
+def test_reduce_ex_of_a_namedtuple():
+    def fn(x, p):
+        reduced = p.__reduce_ex__(4)
+        return x + 1, reduced[0] is copyreg.__newobj__, reduced[1:], object.__getstate__(p)
+
+    check(fn, torch.ones(2), Point(1, 2))
+
+
 # -- copy.copy: CPython's own code, its reduction traced ------------------------------------------
 @pytest.mark.parametrize(
     "make",

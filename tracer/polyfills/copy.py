@@ -6,11 +6,12 @@ the pairs (original, copy) and finds an original by identity, so copies trace wi
 copies what CPython's dispatch table copies (builtin containers item by item, atomic values as
 they are) and, for any other value, follows CPython's reduction: the class's ``__reduce_ex__(4)``
 (``object``'s, written here: ``copyreg.__newobj__`` with the instance's ``__dict__`` as its
-state; ``torch.Size``'s and ``torch.device``'s ``__reduce__``, written here too), then
-``_reconstruct``: the new object made by the reduction's callable, its state deep-copied and set.
-A value the trace does not copy this way (one with ``__deepcopy__``, an entry in
-``copyreg.dispatch_table``, its own reduction in C, ``__slots__``, a builtin base type, a tensor)
-makes the whole copy run in Python, the real ``copy.deepcopy`` (a graph break at the call, which
+state, or a namedtuple's items as ``copyreg.__newobj__``'s arguments; ``torch.Size``'s and
+``torch.device``'s ``__reduce__``, written here too), then ``_reconstruct``: the new object made
+by the reduction's callable, its state deep-copied and set. A value the trace does not copy this
+way (one with ``__deepcopy__``, an entry in ``copyreg.dispatch_table``, its own reduction in C,
+``__slots__``, a builtin base type other than a namedtuple's, a tensor) makes the whole copy run
+in Python, the real ``copy.deepcopy`` (a graph break at the call, which
 keeps the sharing between the items), and so does a copy with a ``memo`` given. ``copy.copy`` is
 CPython's own Python code, traced: its ``__reduce_ex__`` and ``_reconstruct`` are the ones here.
 
@@ -20,6 +21,7 @@ the object: the two differ only for an object whose own ``__dict__`` holds such 
 
 from __future__ import annotations
 
+import collections
 import copy
 import copyreg
 import enum
@@ -60,6 +62,8 @@ _ATOMIC = frozenset(
 #: types whose C ``__reduce__`` has an equivalent here
 _REDUCED_HERE = (torch.Size, torch.device)
 _HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement
+#: the code of the ``__getnewargs__`` every ``namedtuple()`` class is made with
+_NAMEDTUPLE_GETNEWARGS = collections.namedtuple("_", "").__getnewargs__.__code__
 
 
 @polyfill(copy.deepcopy)
@@ -98,6 +102,8 @@ def _copied_here(x, seen):
         items = [*x.keys(), *x.values()]
     elif _default_reduction(x):
         items = [*vars(x).values()]
+    elif _namedtuple_reduction(x):
+        items = x
     else:
         return False
     seen.append(x)
@@ -112,18 +118,47 @@ def _default_reduction(x):
     cls = type(x)
     return (
         _plain_class(cls)
-        and getattr(cls, "__getattr__", None) is None
+        and _object_protocol(cls)
+        and getattr(cls, "__slots__", None) is None
+        and getattr(cls, "__getnewargs__", None) is None
+        and "__deepcopy__" not in vars(x)
+        and "__reduce_ex__" not in vars(x)
+    )
+
+
+def _namedtuple_reduction(x):
+    """``x`` is an instance of a ``namedtuple()`` class that keeps the protocol it was made
+    with: ``object``'s, whose ``__getnewargs__`` (the namedtuple's) gives the items, reduced to
+    ``copyreg.__newobj__(cls, *items)`` with no state (no ``__dict__``, no slot names)."""
+    cls = type(x)
+    return _namedtuple_class(cls) and _object_protocol(cls)
+
+
+def _namedtuple_class(cls):
+    """A direct subclass of ``tuple`` without instance ``__dict__`` (so without slot names: a
+    tuple subclass has none) whose ``__getnewargs__`` is the one ``namedtuple()`` makes."""
+    getnewargs = getattr(cls, "__getnewargs__", None)
+    return (
+        cls.__bases__ == (tuple,)
+        and cls.__dictoffset__ == 0
+        and isinstance(getnewargs, types.FunctionType)
+        and getnewargs.__code__ is _NAMEDTUPLE_GETNEWARGS
+    )
+
+
+def _object_protocol(cls):
+    """``cls`` copies by ``object``'s protocol: no ``__deepcopy__``, no ``copyreg`` entry,
+    ``object``'s ``__reduce_ex__``, ``__reduce__`` and ``__getstate__``, no ``__setstate__``, no
+    ``__getnewargs_ex__``, no ``__getattr__`` (which CPython's lookups on an object reach)."""
+    return (
+        getattr(cls, "__getattr__", None) is None
         and getattr(cls, "__deepcopy__", None) is None
         and copyreg.dispatch_table.get(cls) is None
         and cls.__reduce_ex__ is object.__reduce_ex__
         and cls.__reduce__ is object.__reduce__
         and cls.__getstate__ is object.__getstate__
         and getattr(cls, "__setstate__", None) is None
-        and getattr(cls, "__slots__", None) is None
         and getattr(cls, "__getnewargs_ex__", None) is None
-        and getattr(cls, "__getnewargs__", None) is None
-        and "__deepcopy__" not in vars(x)
-        and "__reduce_ex__" not in vars(x)
     )
 
 
@@ -144,13 +179,13 @@ def _copy(x, pairs):
         return x
     if cls is list:
         y = []
-        pairs.append((x, y))
+        _remember(pairs, x, y)
         for item in x:
             y.append(_copy(item, pairs))
         return y
     if cls is dict:
         y = {}
-        pairs.append((x, y))
+        _remember(pairs, x, y)
         for key, value in x.items():
             y[_copy(key, pairs)] = _copy(value, pairs)
         return y
@@ -162,20 +197,27 @@ def _copy(x, pairs):
         if all(a is b for a, b in zip(x, items, strict=True)):
             return x
         y = tuple(items)
-        pairs.append((x, y))
+        _remember(pairs, x, y)
         return y
     if cls is slice:  # reduced to ``slice(start, stop, step)``: a new slice of copied parts
         y = slice(*[_copy(part, pairs) for part in (x.start, x.stop, x.step)])
-        pairs.append((x, y))
+        _remember(pairs, x, y)
         return y
     if cls is set or cls is frozenset:  # CPython rebuilds them from a copy of their items
         y = cls(_copy(list(x), pairs))
-        pairs.append((x, y))
+        _remember(pairs, x, y)
         return y
     reduced = cls.__reduce_ex__(x, 4)
     if isinstance(reduced, str):  # a global's name: the object itself
         return x
     return _rebuild(x, pairs, *reduced)
+
+
+def _remember(pairs, x, y):
+    """Enter ``y`` as the copy of ``x``, first, where lookups find it: CPython's memo keeps the
+    last copy made of an object (one reached again through its reduction's arguments, a
+    namedtuple holding a list that holds it, is made twice)."""
+    pairs.insert(0, (x, y))
 
 
 def _rebuild(x, pairs, func, args, state=None, listiter=None, dictiter=None):
@@ -187,7 +229,7 @@ def _rebuild(x, pairs, func, args, state=None, listiter=None, dictiter=None):
         args = _copy(args, pairs)
     y = func(*args)
     if deep:
-        pairs.append((x, y))
+        _remember(pairs, x, y)
     if state is not None:
         if deep:
             state = _copy(state, pairs)
@@ -240,8 +282,9 @@ def reconstruct(x, memo, func, args, state=None, listiter=None, dictiter=None, *
 @polyfill(object.__reduce_ex__)
 def object_reduce_ex(self, protocol):
     """``object.__reduce_ex__``: the class's own ``__reduce__`` if it has one; else, from
-    protocol 2, ``(copyreg.__newobj__, (cls,), state, None, None)`` for an object of a Python
-    class (others in Python), and ``copyreg._reduce_ex`` below it."""
+    protocol 2, ``(copyreg.__newobj__, (cls, *args), state, None, None)``, ``args`` what the
+    class's ``__getnewargs__`` (a Python function) gives (a namedtuple's items), none for an
+    object of a Python class without it (others in Python); ``copyreg._reduce_ex`` below 2."""
     protocol = _c_int(protocol)
     cls = type(self)
     override = cls.__reduce__
@@ -251,13 +294,20 @@ def object_reduce_ex(self, protocol):
         return override(self)
     if protocol < 2:
         return copyreg._reduce_ex(self, protocol)
-    if (
-        not _plain_class(cls)
-        or getattr(cls, "__getnewargs_ex__", None) is not None
-        or getattr(cls, "__getnewargs__", None) is not None
-    ):
+    if getattr(cls, "__getnewargs_ex__", None) is not None or isinstance(self, (list, dict)):
         return _reduce_in_python(self, protocol)
-    return (copyreg.__newobj__, (cls,), _state(self), None, None)
+    getnewargs = getattr(cls, "__getnewargs__", None)
+    if getnewargs is None:
+        if not _plain_class(cls):
+            return _reduce_in_python(self, protocol)
+        return (copyreg.__newobj__, (cls,), _state(self), None, None)
+    if not isinstance(getnewargs, types.FunctionType):
+        return _reduce_in_python(self, protocol)
+    args = getnewargs(self)
+    if not isinstance(args, tuple):
+        name = type(args).__name__
+        raise TypeError(f"__getnewargs__ should return a tuple, not '{name}'")
+    return (copyreg.__newobj__, (cls, *args), _state(self), None, None)
 
 
 @polyfill(types.MethodType.__reduce__)
@@ -289,9 +339,12 @@ def _state(self):
 
 @polyfill(object.__getstate__)
 def object_getstate(self):
-    """``object.__getstate__``: the instance's ``__dict__`` itself (None where it is empty); an
-    object with slots is left to Python."""
-    if getattr(type(self), "__slots__", None) is not None or not _plain_class(type(self)):
+    """``object.__getstate__``: the instance's ``__dict__`` itself (None where it is empty, or
+    for a namedtuple: no ``__dict__``, no slot names); an object with slots is left to Python."""
+    cls = type(self)
+    if _namedtuple_class(cls):
+        return None
+    if getattr(cls, "__slots__", None) is not None or not _plain_class(cls):
         return _getstate_in_python(self)
     attributes = vars(self)
     return attributes if attributes else None
