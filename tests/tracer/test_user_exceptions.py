@@ -92,6 +92,24 @@ def test_contains_that_cpython_rejects_raises_the_users_error(item, container):
     check_breaks(fn, randn(3), graphs=1, breaks=0)
 
 
+class _Plain:
+    pass
+
+
+_PLAIN = _Plain()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [lambda x: x in "a,b", lambda x: _PLAIN in "a,b", lambda x: x.sum() in "a,b"],
+    ids=["tensor", "object", "scalar_tensor"],
+)
+def test_a_value_that_is_no_string_searched_for_in_a_string_raises_the_users_error(operation):
+    """``str.__contains__`` reads only its operand's type: a tensor or an object is CPython's
+    TypeError, in the trace."""
+    check_breaks(caught(operation), randn(3), graphs=1, breaks=0)
+
+
 def test_uncaught_contains_error_is_raised_by_python():
     check_breaks(uncaught(lambda x: None in "a,b"), randn(3), graphs=1, breaks=1)
 

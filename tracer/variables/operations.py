@@ -898,6 +898,14 @@ def contains(tx: Translator, container: VariableTracker, item: VariableTracker) 
         # computed as CPython would: its TypeError (``None in 'a,b'``, ``[1] in frozenset()``)
         # is the user's
         return tx.fold_call(operator.contains, [container, item], {}).as_python_constant()
+    if type(container.as_python_constant() if container.is_python_constant() else None) is str:
+        # ``str.__contains__`` reads nothing of its operand but its type: a tensor or an object
+        # is CPython's TypeError (a str subclass's object would be searched for)
+        cls = item.python_type()
+        if not issubclass(cls, str):
+            raise PythonError(
+                TypeError(f"'in <string>' requires string as left operand, not {cls.__name__}")
+            )
     if (
         isinstance(container, UserObjectVariable)
         and not isinstance(container, NNModuleVariable)
