@@ -54,6 +54,8 @@ KNOWN = HERE / "known_cells.json"
 #   graph), so it formats the tensors as they are when the graph ends: after
 #   ``s = '{}'.format(t); t.add_(1)`` its ``s`` shows the incremented values. bytegraph breaks where
 #   the text is made (once per tensor ``repr``: ``%`` of two counts two breaks, torch.compile one).
+#   The same holds for ``repr`` of a dict or set holding a tensor (``dict.__repr__#0/tensor``,
+#   ``set.__repr__#0/tensor``: gaps against torch 2.11 only, whose Dynamo defers them too).
 VERDICTS = ("clean", "breaking", "wrong", "crashed", "order")
 RESET_EVERY = 200
 
