@@ -2,7 +2,8 @@
 # bytegraph developer entry point: does all set-up on a fresh machine.
 #   ./run.sh example        create the Python 3.11 venv if needed, run examples/quickstart.py
 #   ./run.sh test [ARGS]    create the 3.11, 3.12 and 3.13 venvs if needed, run the test suite on all
-#                           three at once (one log each, printed in order; BYTEGRAPH_PYTHONS="3.11"
+#                           three at once, each in BYTEGRAPH_TEST_WORKERS pytest-xdist workers (2) that
+#                           take whole files (one log each, printed in order; BYTEGRAPH_PYTHONS="3.11"
 #                           picks versions)
 # Every install is pinned by constraints.txt: 3.11 gets torch 2.13, 3.13 torch 2.15, 3.12 the GPU machines'
 # stack (torch 2.11, triton 3.6). Virtual environments live outside the checkout, keyed by the
@@ -60,14 +61,16 @@ case "${1:-}" in
     logs=$(mktemp -d)
     declare -A dirs
     for py in $PYTHONS; do dirs[$py]=$(venv_for "$py"); done
-    # The versions run at once (2 cores, one torch thread each); each log is printed when its turn
-    # comes, in order.
+    # The versions run at once, each in its own xdist workers (one torch thread each): while any
+    # version still runs, every core has work, where three processes on two cores left one idle once
+    # two versions were done. Each log is printed when its turn comes, in order.
     for py in $PYTHONS; do
       (
         export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
         start=$SECONDS
         rc=0
-        "${dirs[$py]}/bin/python" -m pytest -q -p no:cacheprovider --durations=30 "$@" tests >"$logs/$py.log" 2>&1 || rc=$?
+        "${dirs[$py]}/bin/python" -m pytest -q -p no:cacheprovider --durations=30 \
+          -n "${BYTEGRAPH_TEST_WORKERS:-2}" --dist loadfile "$@" tests >"$logs/$py.log" 2>&1 || rc=$?
         echo $rc >"$logs/$py.rc"
         echo "[run.sh] Python $py: $((SECONDS - start)) s" >>"$logs/$py.log"
       ) &
