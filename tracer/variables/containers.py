@@ -337,6 +337,21 @@ def _build_once(cg: Codegen, vt: VariableTracker, build: Callable[[], Any]) -> N
         _BUILDING.discard(id(vt))
 
 
+class BuiltOnce:
+    """A tracker rebuilt by its ``_build``: an input's value is read through its source; one made
+    in the trace is built once however often the code needs it (a local and a method bound to
+    it: one object)."""
+
+    source: Any
+    _build: Callable[[Codegen], None]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+        _build_once(cg, self, lambda: self._build(cg))  # type: ignore[arg-type]
+        return None
+
+
 class BaseSequenceVariable(VariableTracker):
     items: list[VariableTracker]
 
@@ -356,7 +371,7 @@ class BaseSequenceVariable(VariableTracker):
 
 
 @dataclass(eq=False)
-class TupleVariable(BaseSequenceVariable):
+class TupleVariable(BuiltOnce, BaseSequenceVariable):
     items: list[VariableTracker]
     source: Source | None = None
     is_size: bool = False  #: a ``torch.Size`` (from ``t.shape``/``t.size()``)
@@ -397,13 +412,6 @@ class TupleVariable(BaseSequenceVariable):
             # or of a plain tuple subclass
             return dispatch.namedtuple_attribute(tx, self, name)
         return _constant_method(tx, self, name)
-
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            return self.source.reconstruct(cg)
-        # one object however often the code needs it (a local and a method bound to it)
-        _build_once(cg, self, lambda: self._build(cg))
-        return None
 
     def _build(self, cg: Codegen) -> None:
         if self.is_size:
@@ -521,7 +529,7 @@ _DICT_ATTRIBUTES = frozenset(n for n in vars(dict) if not n.startswith("__"))
 
 
 @dataclass(eq=False)
-class DictVariable(VariableTracker):
+class DictVariable(BuiltOnce, VariableTracker):
     items: dict[Any, VariableTracker]  #: keys are Python constants (str, int, ...)
     source: Source | None = None
     cls: type = dict
@@ -559,12 +567,6 @@ class DictVariable(VariableTracker):
         if self.cls is dict:  # no instance dict: CPython's AttributeError
             raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
-
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            return self.source.reconstruct(cg)
-        _build_once(cg, self, lambda: self._build(cg))
-        return None
 
     def _build(self, cg: Codegen) -> None:
         if self.cls is not dict:
@@ -2482,7 +2484,7 @@ class ModelOutputMethodVariable(VariableTracker):
 
 # -- bytearray -------------------------------------------------------------------------------------
 @dataclass(eq=False)
-class ByteArrayVariable(VariableTracker):
+class ByteArrayVariable(BuiltOnce, VariableTracker):
     """A ``bytearray`` made in the trace. ``value`` is a real bytearray, the object's contents
     (all known: small ints), changed in place by its methods, which are C code computed here on
     constant arguments (``_BYTEARRAY``); it is rebuilt as ``bytearray(b'...')``, one object however
@@ -2506,12 +2508,6 @@ class ByteArrayVariable(VariableTracker):
 
     def restore_state(self, saved: bytes) -> None:
         self.value[:] = saved
-
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            return self.source.reconstruct(cg)
-        _build_once(cg, self, lambda: self._build(cg))
-        return None
 
     def _build(self, cg: Codegen) -> None:
         cg.load_const(bytearray)
