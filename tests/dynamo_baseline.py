@@ -69,10 +69,16 @@ def assert_no_more_breaks(
     """bytegraph's ``breaks`` for one call of ``fn`` are at most torch.compile's
     (``dynamo_breaks``). Returns Dynamo's ``(graphs, breaks)``.
 
-    Where torch.compile compiles no graph at all (it ran the whole call in Python) there is no
-    baseline to compare with, and the assertion fails unless the test says why it expects that:
+    Where torch.compile compiles no graph at all (it ran the whole call in Python) or fails on
+    the code (an internal error of Dynamo's) there is no baseline to compare with, and the
+    assertion fails unless the test says why it expects that:
     ``baseline_missing="torch.compile runs the generator in Python"``."""
-    graphs, dynamo, reasons = dynamo_run(fn, *args, **kwargs)
+    import torch._dynamo
+
+    try:
+        graphs, dynamo, reasons = dynamo_run(fn, *args, **kwargs)
+    except torch._dynamo.exc.InternalTorchDynamoError as e:
+        graphs, dynamo, reasons = 0, -1, [f"internal error: {str(e).splitlines()[0]}"]
     if graphs == 0:
         assert baseline_missing, (
             f"torch.compile compiled no graph for {getattr(fn, '__qualname__', fn)} "
