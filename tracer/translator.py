@@ -106,6 +106,8 @@ class Translator:
         self.kw_names: tuple[str, ...] = ()
         self.local_cells: dict[str, VariableTracker] = {}  #: cell var -> its LocalCellVariable
         self.depth = parent.depth + 1 if parent is not None else 0
+        #: the translator of the compiled function itself, which every inlined call's comes from
+        self.root: Translator = parent.root if parent is not None else self
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
         #: exceptions that a builtin run by this frame's current instruction catches when its
@@ -381,10 +383,7 @@ def _global_source(tx: Translator, name: str) -> Source:
 
 def _globals_source(tx: Translator) -> GlobalsSource | None:
     """The globals dict of ``tx``'s code as a guard can read it (``G`` or ``M['mod']``), or None."""
-    root = tx
-    while root.parent is not None:
-        root = root.parent
-    if tx.f_globals is root.f_globals:
+    if tx.f_globals is tx.root.f_globals:
         return GlobalsSource()
     module = tx.f_globals.get("__name__")
     if (

@@ -251,9 +251,7 @@ def _flat(values: Any) -> list[Any]:
 
 
 def _in_generator(tx: Translator) -> bool:
-    while tx.parent is not None:
-        tx = tx.parent
-    return bool(tx.code.co_flags & _GENERATOR_FLAGS)
+    return bool(tx.root.code.co_flags & _GENERATOR_FLAGS)
 
 
 # -- a graph that raises -------------------------------------------------------------------------

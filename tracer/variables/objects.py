@@ -1841,8 +1841,8 @@ def store_attribute(
         obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
-    elif _plain_own_attribute(tx, obj, name, "__setattr__"):
-        effects.store_attr(_log_owner(tx, obj), name, value)  # into the object's own __dict__
+    elif (real := _plain_own_attribute(tx, obj, name, "__setattr__")) is not MISSING:
+        effects.store_attr(_log_owner(tx, obj, real), name, value)  # into its own __dict__
     else:
         error = _doomed(tx, obj, name, setattr)
         if error is not None:
@@ -1868,22 +1868,22 @@ def existing_object(tx: Translator, obj: VariableTracker) -> Any:
     return MISSING
 
 
-def _log_owner(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    """The tracker the side-effect log files the attributes of ``obj``'s object under (one per
-    object: an enum member has a tracker per read)."""
-    real = existing_object(tx, obj)
+def _log_owner(tx: Translator, obj: VariableTracker, real: Any) -> VariableTracker:
+    """The tracker the side-effect log files the attributes of ``real``, ``obj``'s object, under
+    (one per object: an enum member has a tracker per read)."""
     return obj if isinstance(obj, TensorVariable) else tx.output.side_effects.owner(obj, real)
 
 
-def _plain_own_attribute(tx: Translator, obj: VariableTracker, name: str, hook: str) -> bool:
-    """``name`` is an attribute that the existing object ``obj`` stands for (``existing_object``)
-    keeps in its own ``__dict__``, which ``hook`` (``__setattr__`` or ``__delattr__``) changes as
+def _plain_own_attribute(tx: Translator, obj: VariableTracker, name: str, hook: str) -> Any:
+    """The existing object ``obj`` stands for (``existing_object``), where it keeps ``name`` in its
+    own ``__dict__``, which ``hook`` (``__setattr__`` or ``__delattr__``) changes as
     ``object``'s does: its class neither defines it nor has its own hook (both guarded through the
     object's source, which it must have). Special names are left to Python (a module's
-    ``__getattr__`` changes its lookup), and so are the globals of the compiled function."""
+    ``__getattr__`` changes its lookup), and so are the globals of the compiled function
+    (``MISSING`` for all of these)."""
     real = existing_object(tx, obj)
     if real is MISSING or (name.startswith("__") and name.endswith("__")):
-        return False
+        return MISSING
     cls = type(real)
     found = type_lookup(cls, hook)
     generic = (
@@ -1892,22 +1892,16 @@ def _plain_own_attribute(tx: Translator, obj: VariableTracker, name: str, hook: 
         else (_OBJECT_DELATTR, *_GENERIC_DELATTR)
     )
     if hasattr(cls, name) or found not in generic or not has_instance_dict(cls):
-        return False
+        return MISSING
     if isinstance(real, types.ModuleType) and (
-        vars(real) is _root(tx).f_globals or (hook == "__delattr__" and "__getattr__" in vars(real))
+        vars(real) is tx.root.f_globals or (hook == "__delattr__" and "__getattr__" in vars(real))
     ):
-        return False  # its globals (``global_stores``), or a lookup that ``__getattr__`` ends
+        return MISSING  # its globals (``global_stores``), or a lookup that ``__getattr__`` ends
     if obj.source is None:  # its class and its ``__dict__`` cannot be guarded, nor read live
-        return False
+        return MISSING
     _guard_class_attr(tx, obj, hook, found)
     tx.output.assume_class_lacks(TypeSource(obj.source), (name,))
-    return True
-
-
-def _root(tx: Translator) -> Translator:
-    while tx.parent is not None:
-        tx = tx.parent
-    return tx
+    return real
 
 
 def generic_setattr(
@@ -1974,10 +1968,9 @@ def delete_attribute(tx: Translator, obj: VariableTracker, name: str) -> None:
     trace or one from outside it: a ``__delattr__`` written in Python is inlined, the generic one
     is ``generic_delattr``. CPython's error where the deletion must fail; elsewhere it runs in
     Python (a graph break)."""
-    if _plain_own_attribute(tx, obj, name, "__delattr__"):
-        cls = type(existing_object(tx, obj))
-        missing = AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
-        _delete_existing(tx, obj, _log_owner(tx, obj), name, missing, raw=False)
+    if (real := _plain_own_attribute(tx, obj, name, "__delattr__")) is not MISSING:
+        missing = AttributeError(f"'{type(real).__name__}' object has no attribute '{name}'")
+        _delete_existing(tx, obj, _log_owner(tx, obj, real), real, name, missing, raw=False)
         return
     if not _deletable(tx, obj):
         error = _doomed(tx, obj, name, delattr)
@@ -2023,22 +2016,22 @@ def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
         return
     hook = type_lookup(cls, "__delattr__")
     raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
-    _delete_existing(tx, obj, obj, name, missing, raw)
+    _delete_existing(tx, obj, obj, obj.value, name, missing, raw)
 
 
 def _delete_existing(
     tx: Translator,
     obj: VariableTracker,
     owner: VariableTracker,
+    real: Any,
     name: str,
     missing: BaseException,
     raw: bool,
 ) -> None:
-    """``del obj.name`` from the own ``__dict__`` of an object from outside the call (at
+    """``del obj.name`` from the own ``__dict__`` of ``real``, an object from outside the call (at
     ``obj.source``; ``owner`` files its attributes in the log): recorded for the replay where the
     object had it before the call (guarded); ``missing`` where it has none by then."""
     effects = tx.output.side_effects
-    real = obj.value if isinstance(obj, UserObjectVariable) else existing_object(tx, obj)
     own = object.__getattribute__(real, "__dict__")
     had = name in own
     if had:  # the guard on its value fails where the object lacks it
