@@ -122,6 +122,7 @@ def test_torch_error_on_recompile_is_honoured():
 
 def test_torch_setting_without_an_equivalent_is_warned_about_once(monkeypatch):
     monkeypatch.setattr(dynamo_config, "_warned", set())
+    monkeypatch.setattr(dynamo_config, "_last_read", None)  # a read before this test's
     fn = bytegraph.compile(add_n, dynamic=False)
     with torch._dynamo.config.patch(optimize_ddp=False):
         with pytest.warns(UserWarning, match=r"torch._dynamo.config.optimize_ddp = False"):
@@ -133,6 +134,7 @@ def test_torch_setting_without_an_equivalent_is_warned_about_once(monkeypatch):
 
 def test_torch_settings_bytegraph_already_follows_are_not_warned_about(monkeypatch):
     monkeypatch.setattr(dynamo_config, "_warned", set())
+    monkeypatch.setattr(dynamo_config, "_last_read", None)  # a read before this test's
     fn = bytegraph.compile(add_n, dynamic=False)
     with torch._dynamo.config.patch(capture_scalar_outputs=True, suppress_errors=True):
         with warnings.catch_warnings():

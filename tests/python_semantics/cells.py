@@ -391,8 +391,10 @@ _TORCH_LOGGERS = ("torch._dynamo", "torch._guards", "torch._subclasses.fake_tens
 @contextlib.contextmanager
 def quiet_torch() -> Iterator[None]:
     """torch's logs of graph breaks and of fake-tensor failures, silenced: a cell's outcome and
-    counts say what happened."""
+    counts say what happened. Loggers already silenced (``run_all`` silences them once for all
+    cells) are left alone: each ``setLevel`` walks every logger of the process."""
     loggers = [logging.getLogger(name) for name in _TORCH_LOGGERS]
+    loggers = [logger for logger in loggers if logger.level != logging.CRITICAL]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)

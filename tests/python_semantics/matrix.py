@@ -39,6 +39,7 @@ from .cells import (
     Outcome,
     container_source,
     dynamo_breaks,
+    quiet_torch,
     run,
     source,
 )
@@ -97,12 +98,13 @@ def cells(ops: Iterable[Operation] | None = None, all_placements: bool = False) 
 
 def run_all(selected: list[Cell], progress: bool = False) -> dict[str, Outcome]:
     results = {}
-    for number, cell in enumerate(selected):
-        if number % RESET_EVERY == 0:
-            bytegraph.reset()  # drops the compiled cells so far (it visits them all: not per cell)
-        results[cell.id] = run(cell)
-        if progress and number % 500 == 0:
-            print(f"  {number}/{len(selected)} cells", file=sys.stderr, flush=True)
+    with quiet_torch():
+        for number, cell in enumerate(selected):
+            if number % RESET_EVERY == 0:
+                bytegraph.reset()  # drops the cells so far (it visits them all: not per cell)
+            results[cell.id] = run(cell)
+            if progress and number % 500 == 0:
+                print(f"  {number}/{len(selected)} cells", file=sys.stderr, flush=True)
     return results
 
 
