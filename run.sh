@@ -70,7 +70,8 @@ case "${1:-}" in
         start=$SECONDS
         rc=0
         "${dirs[$py]}/bin/python" -m pytest -q -p no:cacheprovider --durations=30 \
-          -n "${BYTEGRAPH_TEST_WORKERS:-2}" --dist loadfile "$@" tests >"$logs/$py.log" 2>&1 || rc=$?
+          -n "${BYTEGRAPH_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" tests \
+          >"$logs/$py.log" 2>&1 || rc=$?
         echo $rc >"$logs/$py.rc"
         echo "[run.sh] Python $py: $((SECONDS - start)) s" >>"$logs/$py.log"
       ) &

@@ -16,6 +16,13 @@ import bytegraph
 bytegraph.config.default_backend = "eager"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked ``heavy`` (minutes of work each) first, the rest in their order: ``run.sh``'s
+    xdist workers take whole files in this order (``--no-loadscope-reorder``), and a long file
+    taken last leaves the other worker's core idle until it ends."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_state():
     bytegraph.reset()

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 SCRIPT = r"""
 import json, sys
 import torch

@@ -19,6 +19,8 @@ from torch import nn
 
 import bytegraph
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 
 @pytest.fixture(autouse=True)
 def _no_interpreter(monkeypatch):

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.py"))
 
 

@@ -17,6 +17,8 @@ import warnings
 import pytest
 from fuzz import programs
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 #: (family, first seed, programs) per chunk; the branch family's programs make 5 calls, not 3
 CHUNKS = [
     ("base", 0, 70),

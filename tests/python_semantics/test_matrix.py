@@ -21,6 +21,8 @@ from python_semantics import matrix
 from python_semantics.cells import dynamo_breaks
 from python_semantics.operations import SKIP, operations
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 SAMPLE_EVERY = 64  #: one baseline cell in this many is rerun through torch.compile
 REWRITE = "python -m tests.python_semantics.matrix --write-known"
 #: The matrix is compared with lists recorded on one Python and torch (``known_cells.json``,

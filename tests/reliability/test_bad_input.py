@@ -17,6 +17,8 @@ from bytegraph.tracer.exc import BytegraphError
 import bytegraph
 from bytegraph.explain import Recorder
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 
 def _quiet(fn, *args):
     with warnings.catch_warnings():

@@ -27,6 +27,8 @@ from bytegraph.tracer import driver
 
 import bytegraph
 
+pytestmark = pytest.mark.heavy  # minutes of work: run first (tests/conftest.py)
+
 CLOSURES, WARM_CALLS = 10_000, 1_000_000
 #: Closures churned under pytest: all of them on one Python, a fifth on the others.
 CI_CLOSURES = CLOSURES if VERSION == (3, 11) else CLOSURES // 5
