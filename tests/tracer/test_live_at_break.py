@@ -526,3 +526,38 @@ def test_a_generator_live_at_a_break(fn, counts, moved, fewer_in_dynamo, dynamo_
         assert ran_in_python or dynamo_breaks <= breaks
     else:
         assert (ran_in_python or breaks <= dynamo_breaks) != fewer_in_dynamo
+
+
+# -- a method bound to an input tensor, live at a break: the resume function calls it on its graph
+# input (``t.split(...)`` traced), never on the real tensor of the first call (a constant of the
+# graph, stale for the next call's tensor) ------------------------------------------------------
+def _python_method_live(x):
+    m = x.split  # a Python method of Tensor
+    y = x + 1
+    print("break")
+    return y, m(1)
+
+
+def _c_method_live(x):
+    m = x.mul  # a C method of Tensor
+    y = x + 1
+    print("break")
+    return y, m(2) + 1
+
+
+def _repr_live(x):
+    r = x.__repr__  # its text is the tensor's values: a break where it is called
+    y = x + 1
+    print("break")
+    return y, r()
+
+
+@pytest.mark.parametrize(
+    "fn,graphs,breaks",
+    [(_python_method_live, 2, 1), (_c_method_live, 2, 1), (_repr_live, 1, 2)],
+    ids=["python_method", "c_method", "repr"],
+)
+def test_a_tensor_method_live_at_a_break(fn, graphs, breaks):
+    inputs = iter([torch.ones(2), torch.full((2,), 3.0), torch.arange(2.0)])
+    check_breaks(fn, lambda: (next(inputs),), graphs=graphs, breaks=breaks, calls=3)
+    assert_no_more_breaks(breaks, fn, torch.ones(2))

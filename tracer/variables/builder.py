@@ -323,9 +323,13 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if isinstance(value, types.MethodType):
         # Each read of a method makes a new bound object, which later calls never see again: guard
         # what it is bound from (``src.__self__``, and ``src.__func__`` by identity) instead.
-        wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        owner_vt = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         func = value.__func__
         identity = kinds.ID_MATCH(AttrSource(source, "__func__"), func)
+        method = bound_container_method(tx, value, owner_vt, source)  # ``t.split`` of a tensor
+        if method is not None:
+            add(identity)
+            return method
     else:
         identity = kinds.ID_MATCH(source, value)
     if _is_torch_value(value):

@@ -1,6 +1,6 @@
 """Objects that reach a trace as inputs, most often because a graph break rebuilt them for the
-resume function: dict views, ``torch.finfo``/``torch.iinfo`` objects, and C methods
-bound to a list, dict or set (``app = l.append``).
+resume function: dict views, ``torch.finfo``/``torch.iinfo`` objects, and methods
+bound to a list, dict, set or tensor (``app = l.append``, ``split = t.split``).
 
 Each becomes the tracker the trace would have made itself, so the code after a break reads them as
 the code before it did:
@@ -12,7 +12,10 @@ the code before it did:
 - a ``finfo``/``iinfo`` is a constant, guarded on the dtype it describes (its attributes are
   read-only functions of the dtype);
 - ``l.append`` bound to a tracked container is that container's method (``BoundMethodVariable``),
-  so calling it changes the container as the trace records it; ``",".join`` is a constant.
+  so calling it changes the container as the trace records it; ``",".join`` is a constant;
+- ``t.split`` bound to a tensor input is that tensor's method (``TensorMethodVariable``), so a
+  call is traced on the graph input as ``t.split(...)`` is, never run on the real tensor at trace
+  time (whose result would be a constant of the graph: stale for the next call's tensor).
 
 Iterators given as inputs are ``iterators.wrap_input_iterator``'s.
 """
@@ -37,6 +40,7 @@ from .containers import (
     ListVariable,
     SetVariable,
 )
+from .tensors import TensorMethodVariable, TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Emitter
@@ -95,13 +99,16 @@ def _wrap_view(tx: Translator, value: Any, source: Source, kind: str) -> Variabl
 def bound_container_method(
     tx: Translator, method: Any, owner: VariableTracker, source: Source
 ) -> VariableTracker | None:
-    """``method``, a C method bound to the object ``owner`` tracks (its type and the method's name
-    guarded by the caller), as the trace's own ``owner.name``; None unless ``owner`` is a list, dict
-    or set tracker, or a literal (``",".join``: a constant, as its owner is), and ``method`` is the
-    method its type gives that name."""
+    """``method``, a method bound to the object ``owner`` tracks (what it is bound to guarded by
+    the caller), as the trace's own ``owner.name``; None unless ``owner`` is a list, dict or set
+    tracker (a C method), a literal (``",".join``: a constant, as its owner is) or a tensor (a
+    C or Python method), and ``method`` is the method its type gives that name."""
     name = method.__name__
     if getattr(method.__self__, name, None) != method:  # e.g. ``dict.get`` bound to a subclass
         return None
+    if isinstance(owner, TensorVariable):
+        bound = owner.var_getattr(tx, name)
+        return bound.clone(source=source) if isinstance(bound, TensorMethodVariable) else None
     if isinstance(owner, ConstantVariable) and type(owner.value) in LITERAL_TYPES:
         return ConstantVariable(method, source)
     if not isinstance(owner, (ListVariable, DictVariable, SetVariable)):
