@@ -241,6 +241,90 @@ def test_copy_of_an_object_made_in_the_trace_shares_its_attributes():
     check(fn, torch.ones(2))
 
 
+# -- copy.copy of a tensor: the real copy.copy, run in Python at one break -------------------------
+def _tagged():
+    t = torch.arange(3.0)
+    t.tag = ["a"]
+    return t
+
+
+TENSORS = {
+    "plain": lambda: torch.arange(3.0),
+    "leaf_requiring_grad": lambda: torch.arange(3.0, requires_grad=True),
+    "non_leaf": lambda: torch.arange(3.0, requires_grad=True) * 2,
+    "view_with_offset": lambda: torch.arange(6.0)[2:5],
+    "with_attributes": _tagged,
+    "parameter": lambda: torch.nn.Parameter(torch.arange(3.0)),
+}
+GLOBAL_TENSOR = torch.arange(3.0)
+
+
+def _copied(x, t):
+    y = x + 1
+    c = copy.copy(t)
+    return y, c
+
+
+def _copied_global(x):
+    y = x + 1
+    c = copy.copy(GLOBAL_TENSOR)
+    return y, c
+
+
+def _copied_and_written(x, t):
+    c = copy.copy(t)
+    c.add_(x)  # the copy's storage is the original's: CPython's copy writes through to ``t``
+    return c * 2
+
+
+def _copy_facts(c, t):
+    """What CPython's ``copy.copy`` of a tensor makes: a new leaf of the same class over the same
+    storage, its ``requires_grad`` and ``__dict__`` (a shallow copy of it) as the original's."""
+    return (
+        type(c),
+        c is t,
+        c.tolist(),
+        (c.requires_grad, c.is_leaf, c.grad_fn),
+        (c.data_ptr() == t.data_ptr(), c.storage_offset(), c.stride()),
+        (vars(c), vars(c) is vars(t), [vars(c)[k] is v for k, v in vars(t).items()]),
+    )
+
+
+@pytest.mark.parametrize("make", list(TENSORS.values()), ids=list(TENSORS))
+def test_copy_of_a_tensor_runs_in_python_at_one_break(make):
+    compiled, counter = compile_counted(_copied)
+    from difftest import break_count
+
+    from bytegraph.explain import Recorder
+
+    recorder = Recorder()
+    for _ in range(2):
+        x, t, t_eager = torch.ones(3), make(), make()
+        with recorder:
+            y, c = compiled(x, t)
+        y_eager, c_eager = _copied(x, t_eager)
+        assert y.tolist() == y_eager.tolist()
+        assert _copy_facts(c, t) == _copy_facts(c_eager, t_eager)
+    assert (counter.frame_count, break_count(recorder.report())) == (1, 1)
+    assert "copy.copy of a tensor runs in Python" in str(recorder.report().break_reasons[0])
+    assert_no_more_breaks(1, _copied, torch.ones(3), make())
+
+
+def test_copy_of_a_global_tensor_runs_in_python_at_one_break():
+    compiled, _ = compile_counted(_copied_global)
+    y, c = compiled(torch.ones(3))
+    assert y.tolist() == [2.0, 2.0, 2.0]
+    assert _copy_facts(c, GLOBAL_TENSOR) == _copy_facts(copy.copy(GLOBAL_TENSOR), GLOBAL_TENSOR)
+    check(_copied_global, torch.ones(3), graphs=1, breaks=1)
+    assert_no_more_breaks(1, _copied_global, torch.ones(3))
+
+
+def test_copy_of_a_tensor_shares_its_storage():
+    check_breaks(
+        _copied_and_written, lambda: (torch.ones(3), torch.arange(3.0)), graphs=1, breaks=1
+    )
+
+
 # -- object.__reduce_ex__ and object.__getstate__ ------------------------------------------------
 @pytest.mark.parametrize("protocol", [2, 4, 7])
 def test_reduce_ex_of_a_plain_object(protocol):

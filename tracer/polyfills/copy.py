@@ -13,7 +13,9 @@ way (one with ``__deepcopy__``, an entry in ``copyreg.dispatch_table``, its own 
 ``__slots__``, a builtin base type other than a namedtuple's, a tensor) makes the whole copy run
 in Python, the real ``copy.deepcopy`` (a graph break at the call, which
 keeps the sharing between the items), and so does a copy with a ``memo`` given. ``copy.copy`` is
-CPython's own Python code, traced: its ``__reduce_ex__`` and ``_reconstruct`` are the ones here.
+CPython's own Python code, traced: its ``__reduce_ex__`` and ``_reconstruct`` are the ones here;
+``copy.copy`` of a tensor runs in Python, whole, at one graph break (its reduction is the
+tensor's storage, which no graph holds, and the copy a new tensor over that storage).
 
 A dunder method is read on the class (``type(x).__reduce_ex__(x, 4)``), where CPython reads it on
 the object: the two differ only for an object whose own ``__dict__`` holds such a method.
@@ -74,6 +76,20 @@ def deepcopy(x, memo=None):
     if memo is not None or not _copied_here(x, []):
         return _in_python(x, memo)
     return _copy(x, [])
+
+
+@polyfill(copy.copy)
+def shallow_copy(x):
+    """``copy.copy``: CPython's own code (``_cpython_copy``), traced; for a tensor whose class has
+    no ``__copy__``, the real ``copy.copy`` run in Python: a new leaf tensor over the same storage,
+    its ``requires_grad`` and ``__dict__`` as the original's."""
+    if isinstance(x, torch.Tensor) and getattr(type(x), "__copy__", None) is None:
+        return _copy_in_python(x)
+    return _cpython_copy(x)
+
+
+#: ``copy.copy`` itself under another identity (a call of ``copy.copy`` is ``shallow_copy``)
+_cpython_copy = types.FunctionType(copy.copy.__code__, copy.copy.__globals__, "copy")
 
 
 def _atomic(x):
@@ -370,6 +386,11 @@ def _in_python(x, memo):
     return copy.deepcopy(x, memo)
 
 
+def _copy_in_python(x):
+    """The real ``copy.copy`` (never traced)."""
+    return copy.copy(x)
+
+
 def _reconstruct_in_python(x, memo, func, args, state, listiter, dictiter):
     """The real ``copy._reconstruct`` (never traced)."""
     return copy._reconstruct(x, memo, func, args, state, listiter, dictiter)
@@ -387,6 +408,7 @@ def _getstate_in_python(x):
 
 for _fn, _why in (
     (_in_python, "copy.deepcopy of this value runs in Python"),
+    (_copy_in_python, "copy.copy of a tensor runs in Python"),
     (_reconstruct_in_python, "copy._reconstruct with a memo runs in Python"),
     (_reduce_in_python, "object.__reduce_ex__ of an object of a builtin base type runs in Python"),
     (_getstate_in_python, "object.__getstate__ of an object with slots runs in Python"),
