@@ -300,6 +300,9 @@ class Translator:
     def wrap_static(self, value: Any) -> VariableTracker:
         return builder.wrap_static(self, value)
 
+    def wrap_fixed(self, value: Any, label: str) -> VariableTracker:
+        return builder.wrap_fixed(self, value, label)
+
     def wrap_unsourced(self, value: Any, what: str) -> VariableTracker:
         return builder.wrap_unsourced(self, value, what)
 

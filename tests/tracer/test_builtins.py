@@ -928,3 +928,38 @@ def test_object_makes_a_new_plain_object():
     _, (a, b), c = compiled(torch.ones(2))
     assert type(a) is object and a is b and a is not c  # one new object however often returned
     assert counter.frame_count == 1
+
+
+def _class_and_static_methods_of_constant_types(x):
+    return (
+        x * int.from_bytes(b"\x01\x02", "big"),
+        bool.from_bytes(b"\x00", "little"),
+        float.fromhex("0x1p-2") * x,
+        bytes.fromhex("00ff"),
+        "abc".translate(str.maketrans("a", "z")),
+        str.maketrans({"a": "b"}),
+        bytes.maketrans(b"a", b"b"),
+        (7).from_bytes(b"\x07", "big"),
+    )
+
+
+def test_class_and_static_methods_of_constant_types_are_computed():
+    # every class and static method of int, float, bytes, str...: they build a new value from
+    # their arguments alone (enumerated from the types: ``builder._constant_method``)
+    check(_class_and_static_methods_of_constant_types, torch.ones(2))
+    assert_no_more_breaks(0, _class_and_static_methods_of_constant_types, torch.ones(2))
+
+
+def _method_of_a_builtin_type_live_at_a_break(x):
+    make = bytearray.fromhex  # a C method the trace does not model, live across the call's break
+    y = x * 2
+    return y, make("0a"), bytearray.fromhex("ff")
+
+
+def test_a_builtin_types_method_is_rebuilt_at_a_break():
+    # the call breaks (as torch.compile's does); the method read from the builtin type is loaded as
+    # the constant it is, where the whole function used to run in Python (nothing could rebuild it)
+    check_breaks(
+        _method_of_a_builtin_type_live_at_a_break, lambda: (torch.ones(2),), graphs=1, breaks=2
+    )
+    assert_no_more_breaks(2, _method_of_a_builtin_type_live_at_a_break, torch.ones(2))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import dataclasses
 import enum
 import functools
 import math
@@ -538,19 +539,43 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     return UserObjectVariable(value)
 
 
+def wrap_fixed(tx: Translator, value: Any, label: str) -> VariableTracker:
+    """A value something immutable holds for good (an attribute of a builtin type or function,
+    ``bytearray.fromhex``): what ``wrap_static`` makes of it, where that is an object the trace
+    does not model, with a source that rebuilds it by ``LOAD_CONST`` (it is the same object on
+    every call), so that it can be live at a graph break."""
+    wrapped = wrap_static(tx, value)
+    if isinstance(wrapped, UserObjectVariable) and wrapped.source is None:
+        return dataclasses.replace(wrapped, source=ConstSource(value, label))
+    return wrapped
+
+
 def _constant_method(value: Any) -> bool:
     """A C method bound to an immutable constant (``(7).__repr__``, ``"a".split``; a builtin
-    function's ``__self__`` is its module, or None: not one), or a method that only reads a
-    fixed value (``device.__repr__``, an enum member's ``__str__``)."""
+    function's ``__self__`` is its module, or None: not one), a class or static method of a
+    constant's type (``int.from_bytes``, ``str.maketrans``: they build new values from their
+    arguments alone), or a method that only reads a fixed value (``device.__repr__``, an enum
+    member's ``__str__``)."""
     if reading_method(value):
         return True
     if isinstance(value, types.MethodWrapperType):
         return type(value.__self__) in CONSTANT_TYPES
-    return (
-        isinstance(value, types.BuiltinMethodType)
-        and value.__self__ is not None
-        and type(value.__self__) in CONSTANT_TYPES
-    )
+    if not isinstance(value, types.BuiltinMethodType):
+        return False
+    owner = value.__self__
+    if owner is None:
+        return value in _CONSTANT_TYPES_STATIC
+    return type(owner) in CONSTANT_TYPES or any(owner is t for t in CONSTANT_TYPES)
+
+
+#: Static methods of the constants' types (``str.maketrans``, ``bytes.maketrans``): C functions
+#: bound to nothing, enumerated from the types.
+_CONSTANT_TYPES_STATIC = frozenset(
+    method
+    for cls in CONSTANT_TYPES
+    for method in (getattr(cls, name) for name in dir(cls))
+    if isinstance(method, types.BuiltinFunctionType) and method.__self__ is None
+)
 
 
 #: Containers whose trackers are mutable copies: one made from an object nobody can name in the

@@ -711,7 +711,8 @@ class BuiltinVariable(VariableTracker):
         except AttributeError:
             kind = getattr(self.fn, "__name__", self.fn)
             raise Unsupported("getattr", f"{kind} has no attribute {name!r}") from None
-        return tx.wrap_static(attr)
+        # a builtin type or function takes no attributes: what it holds is fixed
+        return tx.wrap_fixed(attr, f"{getattr(self.fn, '__name__', 'builtin')}.{name}")
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(self.fn)
