@@ -61,6 +61,9 @@ class SideEffects:
         self.raw_objects: set[int] = set()
         #: ``(class, name)`` of class attributes assigned during the trace
         self.changed_class_attrs: set[tuple[type, str]] = set()
+        #: ids of the classes whose ``__dict__`` the trace read as a mapping (which no store may
+        #: then change: ``objects._namespace``)
+        self.namespaces: set[int] = set()
         #: default dtype, device and inference mode when the call started: what the prologue sees
         self.entry_state = (
             torch.get_default_dtype(),

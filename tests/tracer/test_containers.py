@@ -481,3 +481,40 @@ def test_compare_constant_lists_and_dicts():
         return x * (xs == [1, 2]) + (d != {"a": 1}) + ([1] < [2])
 
     check(fn, torch.randn(2), [1, 2], {"a": 1})
+
+
+class _KeysMapping:
+    """A mapping by ``keys()`` and ``[k]`` (its iteration gives the keys, which ``dict()`` never
+    uses on a value that has ``keys``)."""
+
+    def __init__(self):
+        self.data = {"ab": 1, "cd": 2}
+
+    def keys(self):
+        return list(self.data)
+
+    def __getitem__(self, key):
+        return self.data[key] * 10
+
+    def __iter__(self):
+        return iter(self.data)
+
+
+def test_dict_of_a_mapping_reads_keys_and_items():
+    def fn(x, m):
+        updated = {"z": 0}
+        updated.update(m)
+        return x + 1, dict(m), updated, dict(m, ef=3)
+
+    check(fn, torch.ones(2), _KeysMapping())
+
+
+def test_dict_of_pairs_of_another_length_raises_cpythons_error():
+    def fn(x, pairs):
+        try:
+            return x + 1, dict(pairs)
+        except ValueError as e:
+            return x - 1, str(e)
+
+    check(fn, torch.ones(2), [(1, 2), (3, 4, 5)])
+    check(fn, torch.ones(2), [(1, 2), "ab"])

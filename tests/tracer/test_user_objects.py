@@ -408,3 +408,89 @@ def test_subclasses_is_a_new_list_guarded_by_the_classes_alive():
 
     assert_same(compiled(torch.ones(2)), _subclasses_listed(torch.ones(2)))
     assert counter.frame_count == 2
+
+
+# -- a class's namespace: ``cls.__dict__``, CPython's read-only proxy, read at trace time ---------
+class Namespaced:
+    """doc"""
+
+    scale = 2
+
+    def method(self):
+        return self.scale
+
+
+READS = {
+    "type": lambda d: type(d),
+    "len": lambda d: len(d),
+    "in": lambda d: ("scale" in d, "nope" in d),
+    "getitem": lambda d: d["scale"],
+    "get": lambda d: (d.get("scale"), d.get("nope", 5), d.get("method") is Namespaced.method),
+    "iter": lambda d: (list(d), type(iter(d)), tuple(reversed(d))),
+    "views": lambda d: (sorted(d.keys()), [k for k, _ in d.items()], len(d.values())),
+    "dict": lambda d: dict(d) == dict(vars(Namespaced)),
+    "copy": lambda d: (type(d.copy()), d.copy() == dict(d)),
+    "truth": lambda d: bool(d),
+    "missing": lambda d: d["nope"],
+    "assign": lambda d: d.__setitem__("scale", 3),
+    "missing_attribute": lambda d: d.nope,
+}
+
+
+@pytest.mark.parametrize("read", list(READS.values()), ids=list(READS))
+def test_reads_of_a_class_namespace(read):
+    def fn(x, cls):
+        try:
+            return x * cls.scale, read(cls.__dict__)
+        except (KeyError, TypeError, AttributeError) as e:
+            return x + 1, (type(e), str(e))
+
+    check(fn, torch.ones(2), Namespaced)
+    assert "scale" in vars(Namespaced) and Namespaced.scale == 2  # never written
+
+
+def test_a_class_namespace_follows_the_class():
+    """A class attribute added or changed between calls: the guards see it (a new trace)."""
+
+    def fn(x, cls):
+        return x + 1, sorted(cls.__dict__), cls.__dict__["value"]
+
+    compiled, _ = compile_counted(fn)
+    cls = type("Changing", (), {"value": 1})
+    assert compiled(torch.ones(2), cls)[1:] == fn(torch.ones(2), cls)[1:]
+    cls.value = 2
+    assert compiled(torch.ones(2), cls)[1:] == fn(torch.ones(2), cls)[1:]
+    cls.added = 3
+    assert compiled(torch.ones(2), cls)[1:] == fn(torch.ones(2), cls)[1:]
+
+
+def test_a_store_to_a_class_after_reading_its_namespace_breaks():
+    """The namespace the trace read would be stale after the store: the store runs in Python."""
+
+    def fn(x, cls):
+        n = len(cls.__dict__)
+        cls.extra = 1
+        return x + 1, n
+
+    compiled, _ = compile_counted(fn)
+    with Recorder() as recorder:
+        for _ in range(2):  # a new class each call: a new trace, whose store breaks again
+            compiled_cls, eager_cls = type("Fresh", (), {}), type("Fresh", (), {})
+            assert compiled(torch.ones(2), compiled_cls)[1:] == fn(torch.ones(2), eager_cls)[1:]
+            assert sorted(vars(compiled_cls)) == sorted(vars(eager_cls))
+    assert {r.kind for r in recorder.report().break_reasons} == {"store_attr"}
+
+
+def test_update_wrapper_of_a_class():
+    """``functools.update_wrapper(wrapper, cls)`` copies the class's namespace into the wrapper's
+    ``__dict__``."""
+    import functools
+
+    from dynamo_baseline import assert_no_more_breaks
+
+    def fn(x, cls):
+        w = functools.update_wrapper(lambda: 0, cls)
+        return x + 1, w.__wrapped__ is cls, w.__name__, w.__doc__, w.scale, w.method
+
+    check(fn, torch.ones(2), Namespaced)
+    assert_no_more_breaks(0, fn, torch.ones(2), Namespaced)

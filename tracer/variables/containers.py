@@ -1498,6 +1498,64 @@ class DictViewVariable(VariableTracker):
         return f"DictViewVariable({self.kind})"
 
 
+@dataclass(eq=False)
+class MappingProxyVariable(VariableTracker):
+    """``cls.__dict__`` of a class from outside the call: CPython's read-only proxy of the class's
+    namespace, over ``mapping``, a dict tracker of the items read through the proxy (``source``,
+    its keys and values guarded). Reads are the dict's (``get``, ``keys()``, ``[k]``, ``in``,
+    ``len``, iteration, ``copy()``); an item assignment raises CPython's TypeError. The class
+    takes no attribute store in a trace that read its namespace (``SideEffects.namespaces``),
+    so ``mapping`` is the namespace wherever the trace reads it."""
+
+    mapping: DictVariable
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.MappingProxyType
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return self.mapping.unpack(tx)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in _PROXY_READS:
+            return BoundMethodVariable(self.mapping, name)
+        if hasattr(types.MappingProxyType, name):
+            raise Unsupported("getattr", f"mappingproxy.{name}")
+        raise PythonError(AttributeError(f"'mappingproxy' object has no attribute '{name}'"))
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.mapping.reconstruct(cg)  # the proxy itself, read again through its source
+
+    def __repr__(self) -> str:
+        return "MappingProxyVariable()"
+
+
+#: what a mappingproxy reads from its mapping: the dict's own methods answer them
+_PROXY_READS = frozenset(
+    {"get", "keys", "values", "items", "copy", "__getitem__", "__contains__", "__len__"}
+)
+
+
+@dispatch.rule("truth", MappingProxyVariable)
+def _proxy_truth(tx: Translator, vt: MappingProxyVariable) -> bool:
+    return bool(vt.mapping.items)
+
+
+@dispatch.rule("contains", MappingProxyVariable)
+def _proxy_contains(tx: Translator, vt: MappingProxyVariable, item: VariableTracker) -> bool:
+    return dispatch.contains(tx, vt.mapping, item)
+
+
+@dispatch.rule("getitem", MappingProxyVariable)
+def _proxy_getitem(tx: Translator, vt: MappingProxyVariable, key: VariableTracker):
+    return dispatch.getitem(tx, vt.mapping, key)
+
+
+@dispatch.rule("setitem", MappingProxyVariable)
+def _proxy_setitem(tx: Translator, vt: MappingProxyVariable, key, value) -> None:
+    raise PythonError(TypeError("'mappingproxy' object does not support item assignment"))
+
+
 def _constant(tx: Translator, vt: VariableTracker) -> Any:
     return hash_key(vt)
 
@@ -2027,21 +2085,38 @@ def _dict_popitem(tx, obj):
 
 
 def _dict_update(tx, obj, *others, **kwargs):
-    """``d.update(mapping_or_pairs, **kwargs)``: pairs are taken one by one and stored as they
-    come, like CPython (a ``map`` making them sees the pairs stored before)."""
+    """``d.update(mapping_or_pairs, **kwargs)``."""
     if len(others) > 1:
         raise Unsupported("python_error", "TypeError: update expected at most 1 argument")
     for other in others:
-        if isinstance(other, DictVariable):
-            obj.items.update(other.items)
-            continue
-        for pair in dispatch.each_item(tx, other):
-            items = dispatch.iterate(tx, pair)
-            if len(items) != 2:
-                raise Unsupported("python_error", "ValueError: dictionary update sequence element")
-            obj.items[_key(items[0])] = items[1]
+        update_items(tx, obj.items, other)
     obj.items.update(kwargs)
     return NONE
+
+
+def update_items(tx: Translator, items: dict[Any, VariableTracker], other: VariableTracker) -> None:
+    """Store into ``items`` what ``dict(other)`` and ``d.update(other)`` take (CPython's
+    ``dict_update_arg``): a dict's items; for any other value whose type has ``keys``, a mapping,
+    ``other[k]`` for each ``k`` of ``other.keys()``; else pairs, taken one by one and stored as
+    they come (a ``map`` making them sees the pairs stored before)."""
+    if isinstance(other, DictVariable):
+        items.update(other.items)
+        return
+    if hasattr(other.python_type(), "keys"):
+        keys = dispatch.getattr_(tx, other, "keys").call_function(tx, [], {})
+        for key in dispatch.each_item(tx, keys):
+            items[_key(key)] = dispatch.getitem(tx, other, key)
+        return
+    for index, pair in enumerate(dispatch.each_item(tx, other)):
+        parts = dispatch.iterate(tx, pair)
+        if len(parts) != 2:
+            raise PythonError(
+                ValueError(
+                    f"dictionary update sequence element #{index} has length {len(parts)}; "
+                    "2 is required"
+                )
+            )
+        items[_key(parts[0])] = parts[1]
 
 
 def _dict_init(tx, obj, *others, **kwargs):

@@ -1390,3 +1390,8 @@ def _iterator_itself(tx: Translator, value: IteratorVariable) -> IteratorVariabl
 @dispatch.rule("get_iter", containers.DictViewVariable)
 def _view_iterator(tx: Translator, value: containers.DictViewVariable) -> IteratorVariable:
     return dict_iter(value.dict_vt, value.kind)
+
+
+@dispatch.rule("get_iter", containers.MappingProxyVariable)
+def _namespace_iterator(tx: Translator, value: containers.MappingProxyVariable) -> IteratorVariable:
+    return dict_iter(value.mapping, "keys")

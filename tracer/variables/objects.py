@@ -1094,6 +1094,36 @@ _TYPE_SUBCLASSES = vars(type)["__subclasses__"]
 CLASS_ATTRIBUTES["__subclasses__"] = _subclasses
 
 
+def _namespace(tx: Translator, cls_vt: VariableTracker) -> VariableTracker | None:
+    """``cls.__dict__`` where the metaclass keeps ``type``'s: the class's namespace, a read-only
+    proxy (``MappingProxyVariable``) over its items read through it, its keys and the values
+    guarded as inputs are; None for a class reached without a source, or a namespace with a key
+    that is no string."""
+    cls = cls_vt.value
+    meta = type(cls)
+    if (
+        cls_vt.source is None
+        or type_lookup(meta, "__dict__") is not _TYPE_DICT
+        or meta.__getattribute__ is not type.__getattribute__
+    ):
+        return None
+    namespace = vars(cls)
+    if not all(type(k) is str for k in namespace):
+        return None
+    effects = tx.output.side_effects
+    if any(klass is cls for klass, _ in effects.changed_class_attrs):
+        raise Unsupported("class_dict", f"{cls.__name__}.__dict__ after a store to the class")
+    source = AttrSource(cls_vt.source, "__dict__")
+    tx.output.assume_keys(source, tuple(namespace))
+    items = {k: tx.wrap(v, ItemSource(source, k)) for k, v in namespace.items()}
+    effects.namespaces.add(id(cls))
+    return containers.MappingProxyVariable(DictVariable(items, source), source)
+
+
+_TYPE_DICT = vars(type)["__dict__"]
+CLASS_ATTRIBUTES["__dict__"] = _namespace
+
+
 @dataclass(eq=False)
 class ClassVariable(ConstantLikeVariable):
     """A class used as a value: ``isinstance`` targets, ``type(x) is Foo``, constructing simple
@@ -1148,6 +1178,15 @@ class ClassVariable(ConstantLikeVariable):
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
         return dispatch.construct(tx, self, args, kwargs)
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        """Iterating an enum class (``for c in Color``, ``list(Color)``): its members in order,
+        where its metaclass iterates as the enum metaclass does; like ``__members__``, the members
+        of an enum class never change."""
+        cls = self.value
+        if isinstance(cls, enum.EnumMeta) and type_lookup(type(cls), "__iter__") is _ITER:
+            return [tx.wrap_static(member) for member in cls]
+        return super().unpack(tx)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
@@ -1262,6 +1301,7 @@ def _enum_members(cls: type) -> bool:
 
 
 _MEMBERS = vars(enum.EnumMeta)["__members__"]
+_ITER = vars(enum.EnumMeta)["__iter__"]
 
 #: ``nn.Module``'s call methods, each as the name its tracker's ``call_method`` answers
 _MODULE_CALLS = {
@@ -1959,6 +1999,8 @@ def _store_class_attribute(
         name.startswith("__") and name.endswith("__")
     ):
         raise Unsupported("store_attr", f"class attribute store {cls.__name__}.{name}")
+    if id(cls) in tx.output.side_effects.namespaces:  # its ``__dict__`` read would be stale
+        raise Unsupported("store_attr", f"{cls.__name__}.{name} = ... after reading its __dict__")
     tx.output.side_effects.store_class_attr(obj, name, value)
 
 

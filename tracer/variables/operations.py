@@ -2481,13 +2481,7 @@ def _items_of(tx: Translator, iterable: VariableTracker) -> list[VariableTracker
 def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
     if args:
-        source = args[0]
-        if isinstance(source, DictVariable):
-            items.update(source.items)
-        else:
-            for pair in dispatch.iterate(tx, source):
-                key, value = dispatch.iterate(tx, pair)
-                items[hash_key(key)] = value
+        containers.update_items(tx, items, args[0])
     items.update(kwargs)
     return DictVariable(items)
 
