@@ -1,7 +1,8 @@
 """Idioms of other libraries' code, each compared with eager (values, identity, exceptions) and
 with torch.compile's break count: modules whose class defines its own ``__call__`` (GPyTorch's
 kernels and likelihoods), classes whose metaclass defines ``__call__``, subclasses of ``tuple``
-and ``functools.partial``, two-argument ``super``, an enum's ``__members__``."""
+and ``functools.partial``, two-argument ``super``, an enum's ``__members__``, an enum class
+iterated."""
 
 from __future__ import annotations
 
@@ -507,6 +508,42 @@ def test_iterating_an_enums_members():
         _enum_members,
         torch.randn(3),
         baseline_missing="torch 2.11's Dynamo raises inside Enum.__members__ (runs it in Python)",
+    )
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 3
+
+
+class _Bits(enum.Flag):
+    R = 1
+    W = 2
+
+
+def _enum_classes_iterated(x):
+    out = x
+    for level in _Level:  # the class itself: its members in order, aliases left out
+        out = out * level
+    return (
+        out,
+        [m.name for m in _Act],
+        list(reversed(_Act)),
+        len(_Act),
+        _Act.GELU in _Act,
+        sorted(_Level, reverse=True),
+        list(_Bits),
+        dict(zip(_Level, _Act, strict=True)),
+    )
+
+
+def test_iterating_an_enum_class():
+    check_breaks(_enum_classes_iterated, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        _enum_classes_iterated,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo fails inside EnumType.__iter__ (runs it in Python)",
     )
 
 
