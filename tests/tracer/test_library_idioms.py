@@ -2,7 +2,7 @@
 with torch.compile's break count: modules whose class defines its own ``__call__`` (GPyTorch's
 kernels and likelihoods), classes whose metaclass defines ``__call__``, subclasses of ``tuple``
 and ``functools.partial``, two-argument ``super``, an enum's ``__members__``, an enum class
-iterated."""
+iterated, C struct sequences (``sys.version_info``)."""
 
 from __future__ import annotations
 
@@ -575,3 +575,33 @@ def test_numpy_asarray_of_a_tensor_requiring_grad_raises_as_eager():
         return np.asarray(x * 2)
 
     check_breaks(fn, lambda: (torch.randn(3, requires_grad=True),), graphs=1, breaks=1)
+
+
+# -- C struct sequences (``sys.version_info``) ---------------------------------------------------
+
+
+def _struct_sequences(x):
+    import sys
+
+    scale = 2 if sys.version_info >= (3, 10) else 3  # the commonest version check in libraries
+    return (
+        x * scale,
+        sys.version_info[:2],
+        sys.version_info.major,
+        tuple(sys.version_info) == sys.version_info,
+        sys.float_info.epsilon,
+        sys.flags.optimize,
+        max(sys.version_info[:3], (3, 9, 0)),
+    )
+
+
+def test_struct_sequences_read_from_modules():
+    # ``sys.version_info`` cannot be made anew, so folding a comparison with it needs the real
+    # one (the whole function ran in Python, an internal error of the tracer)
+    check_breaks(_struct_sequences, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        _struct_sequences,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo raises on sys.version_info (runs it in Python)",
+    )

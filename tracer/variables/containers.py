@@ -392,7 +392,12 @@ class TupleVariable(BuiltOnce, BaseSequenceVariable):
         values = [i.as_python_constant() for i in self.items]
         if self.is_size:
             return torch.Size(values)
-        if hasattr(self.cls, "_fields") or hasattr(self.cls, "n_sequence_fields"):
+        if hasattr(self.cls, "n_sequence_fields"):
+            # A C struct sequence (``sys.version_info``, ``torch.return_types.max``): the real one
+            # where it was read, as some cannot be made anew (``sys.version_info``) or hold more
+            # than their items (``os.stat_result``); else made from one sequence, as CPython's are.
+            return self.real if self.real is not None else self.cls(values)
+        if hasattr(self.cls, "_fields"):
             return self.cls(*values)
         return self.cls(values)  # ``tuple``, or a plain subclass: ``cls(iterable)``
 
