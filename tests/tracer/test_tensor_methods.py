@@ -391,3 +391,20 @@ def test_tensor_new_of_a_tensor_is_an_alias():
         return z.size() == y.size(), z
 
     check_breaks(fn, lambda: (torch.ones(2), torch.zeros(3, 5)), graphs=1, breaks=0)
+
+
+def _types_of_tensor_methods(x):
+    import types
+
+    return (
+        x + 1,
+        type(x.add),  # a C method
+        type(x.split),  # defined in Python by torch.Tensor: a bound method
+        type(x.__len__),
+        isinstance(x.mul, types.BuiltinMethodType),
+        callable(x.mul),
+    )
+
+
+def test_type_of_a_tensor_method_is_cpythons():
+    check(_types_of_tensor_methods, torch.randn(4))

@@ -8,6 +8,7 @@ value is data). Operators on tensors are ``operations.py``'s; NumPy arrays are
 from __future__ import annotations
 
 import operator
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -248,6 +249,16 @@ class TensorMethodVariable(BoundAttributeVariable):
     conversion to Python data."""
 
     obj: TensorVariable
+
+    def python_type(self) -> type:
+        """What ``type(t.name)`` is in CPython: a bound method where the class defines the method
+        in Python (``split``), a method-wrapper for a slot wrapper, else a C method (``add``)."""
+        method = type_lookup(self.obj.python_type(), self.name)
+        if isinstance(method, types.FunctionType):
+            return types.MethodType
+        if isinstance(method, types.WrapperDescriptorType):
+            return types.MethodWrapperType
+        return types.BuiltinMethodType
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
