@@ -1,5 +1,5 @@
 """Assemble instruction lists into real Python functions (``bytecode`` computes stack size and
-tables).
+tables; straight-line code, most rewritten functions, gets its stack size from one scan here).
 
 ``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure
 plus extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and
@@ -16,10 +16,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bytecode import Bytecode, Instr
+from bytecode import Bytecode, CompilerFlags, Instr, SetLineno
 
 _SIGNATURE_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _PLAIN_FLAGS = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
+#: code starting with a value on the stack (before 3.13), which ``straight_stacksize`` leaves to
+#: ``bytecode``
+_RESUMABLE_FLAGS = CompilerFlags.GENERATOR | CompilerFlags.COROUTINE | CompilerFlags.ASYNC_GENERATOR
 
 
 def make_function(
@@ -70,7 +73,11 @@ def make_function(
         bc.flags = _PLAIN_FLAGS
     if freevars:
         bc.flags |= inspect.CO_NESTED
-    new_code = bc.to_code(compute_exception_stack_depths=compute_exception_depths)
+    stacksize = straight_stacksize(bc)
+    if stacksize is not None:  # no exception ranges: none of their depths to compute
+        new_code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
+    else:
+        new_code = bc.to_code(compute_exception_stack_depths=compute_exception_depths)
     closure = tuple(func.__closure__ or ()) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
     if globals_ is None:
@@ -80,6 +87,30 @@ def make_function(
         fn.__defaults__ = func.__defaults__
         fn.__kwdefaults__ = func.__kwdefaults__
     return fn
+
+
+def straight_stacksize(bc: Bytecode) -> int | None:
+    """The stack size ``bytecode`` computes for ``bc``, where it is straight-line code (no label,
+    jump or exception range anywhere) that is not a generator; None otherwise. Its control flow
+    graph (built, walked and flattened back in ``Bytecode.to_code``) is then one block read up to
+    its first final instruction (what follows one is never reached): the deepest the stack gets
+    there, each instruction's pops applied before its pushes."""
+    if bc.flags & _RESUMABLE_FLAGS:
+        return None
+    code = [instr for instr in bc if not isinstance(instr, SetLineno)]
+    if not all(isinstance(instr, Instr) and not instr.has_jump() for instr in code):
+        return None
+    size = deepest = 0
+    for instr in code:
+        pre, post = instr.pre_and_post_stack_effect(jump=False)
+        size += pre
+        if size < 0:
+            return None  # malformed: ``bytecode`` raises its own error
+        size += post
+        deepest = max(deepest, size)
+        if instr.is_final():
+            break
+    return deepest
 
 
 def _prologue(nfree: int) -> list[Instr]:
