@@ -8,6 +8,8 @@ to say which guard rejects some inputs: the per-call answer to "why did this ent
 
 from __future__ import annotations
 
+import functools
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,10 +135,25 @@ def exec_function(source: str, name: str, closure: dict[str, Any], filename: str
     params = ", ".join(closure)
     wrapper = f"def ___make({params}):\n" + _indent(source) + f"\n    return {name}\n"
     ns: dict[str, Any] = {}
-    exec(compile(wrapper, filename, "exec"), ns)
+    shared = len(wrapper) <= _SHARED_TEXT
+    exec(_shared_code(wrapper, filename) if shared else compile(wrapper, filename, "exec"), ns)
     fn = ns["___make"](**closure)
     fn.__guard_source__ = source
     return fn
+
+
+#: the longest wrapper text whose code ``_shared_code`` keeps (a small function's guards; a large
+#: model's are compiled each time rather than kept)
+_SHARED_TEXT = 16_000
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_code(wrapper: str, filename: str) -> types.CodeType:
+    """``wrapper`` compiled. The same text makes the same code, holding only what the text says
+    (the objects it reads are the closure's values), so functions whose guards read alike (a
+    closure made again, a function compiled again after ``reset``) share it: compiling is most of
+    the cost of making a small guard function."""
+    return compile(wrapper, filename, "exec")
 
 
 def _indent(text: str) -> str:
