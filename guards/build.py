@@ -48,7 +48,9 @@ class GuardSet:
         self.module_globals = ModuleGlobals(fast_roots.bound if fast_roots is not None else None)
         for guard in self.guards:
             shown = self._render(guard, {})
-            fast = self._render(guard, fast_roots) if fast_roots is not None else shown
+            # a guard reading no source (global state) renders alike for the dispatcher
+            reads = guard.source is not None or isinstance(guard.arg, Source)
+            fast = self._render(guard, fast_roots) if fast_roots is not None and reads else shown
             for code, fast_code in zip(shown, fast, strict=True):
                 if code not in seen:
                     seen.add(code)
