@@ -136,9 +136,10 @@ def _finish(
             f.tx.local_cells[name] for f in frames for name in cg.passed_cells.get(id(f), ())
         ]
     live = [result] if frames is None else live_values(frames)
-    if frames is None:  # before the graph is compiled: forcing a generator may add to it
-        _finish_escaping_generators(output, [*live, *output.side_effects.plan(live)])
     replayed = output.side_effects.plan(live)  # which objects made in the trace escape
+    # before the graph is compiled: forcing a generator may add to it, and to what escapes
+    if frames is None and _finish_escaping_generators(output, [*live, *replayed]):
+        replayed = output.side_effects.plan(live)
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     checked = deferred_checks.finish(output)
     if checked:
@@ -239,13 +240,15 @@ def _preload_stale(
     return swapped
 
 
-def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> None:
+def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> bool:
     """A generator made in the trace that escapes the call (returned, stored) is run to its end
     now, while its tensor operations can still join the graph, and escapes as an iterator over the
     items it had left (as torch.compile does). Only if that has no effect outside the generator:
-    otherwise the effects would happen too early, and the function runs in Python."""
+    otherwise the effects would happen too early, and the function runs in Python. Returns whether
+    it ran one (the trace's state may have changed)."""
     reachable = list(walk(values))
     seen = {id(vt) for vt in reachable}
+    forced = False
     for vt in reachable:
         if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled or vt.escapes_as_is():
             continue
@@ -259,6 +262,8 @@ def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracke
                 "a generator with side effects escapes the compiled function",
                 hint="consume the generator inside the compiled function",
             )
+        forced = True
+    return forced
 
 
 def _guards_so_far(output: OutputGraph) -> list[Guard]:
