@@ -559,9 +559,9 @@ class CompiledCode:
             self.warned_fallback = False
 
     def _new_policy(self) -> DynamicPolicy:
-        policy = DynamicPolicy()
-        self._apply_settings(policy, global_settings())
-        return policy
+        """A policy that has seen nothing; what is dynamic is set from the settings at each miss
+        (``on_miss``), before a trace reads it."""
+        return DynamicPolicy()
 
     def _apply_settings(self, policy: DynamicPolicy, settings: GlobalSettings) -> None:
         """What is dynamic follows ``compile(dynamic=)``, else the settings now (read per miss)."""
