@@ -47,14 +47,14 @@ def is_available_for(example_inputs: list[Any]) -> bool:
     True under ``TRITON_INTERPRET=1`` (any device; kernels run on the CPU), else when triton is
     importable, a CUDA GPU is present and every tensor input lives on it.
     """
-    if importlib.util.find_spec("triton") is None:
-        return False
-    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
-    if config.interpret():
-        return True
-    if not torch.cuda.is_available():
-        return False
-    return bool(tensors) and all(t.device.type == "cuda" for t in tensors)
+    if not config.interpret():
+        tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+        # the inputs first: looking for triton walks the import path (a CPU graph never needs it)
+        if not tensors or any(t.device.type != "cuda" for t in tensors):
+            return False
+        if not torch.cuda.is_available():
+            return False
+    return importlib.util.find_spec("triton") is not None
 
 
 @register_backend("triton", options=Options.from_dict)
