@@ -963,3 +963,77 @@ def test_a_builtin_types_method_is_rebuilt_at_a_break():
         _method_of_a_builtin_type_live_at_a_break, lambda: (torch.ones(2),), graphs=1, breaks=2
     )
     assert_no_more_breaks(2, _method_of_a_builtin_type_live_at_a_break, torch.ones(2))
+
+
+def _tagged():
+    return 0
+
+
+_tagged.tag = "t"
+
+
+def _function_namespace(x):
+    import functools
+
+    wrapper = functools.update_wrapper(lambda: 0, _tagged)  # copies _tagged.__dict__
+    own = _tagged.__dict__
+    return x + 1, wrapper.__wrapped__ is _tagged, wrapper.tag, dict(own), "tag" in own, len(own)
+
+
+def test_a_functions_dict_is_its_namespace():
+    # ``f.__dict__`` of a function from outside the call is its real dict, guarded (it broke, and
+    # ``update_wrapper(w, f)`` with it: 2 breaks, torch.compile 0)
+    compiled = check_breaks(_function_namespace, lambda: (torch.ones(2),), graphs=1, breaks=0)[0]
+    assert_no_more_breaks(
+        0,
+        _function_namespace,
+        torch.ones(2),
+        baseline_missing="torch 2.11's Dynamo runs update_wrapper's dict update in Python",
+    )
+    _tagged.tag = "changed"  # the guard on the namespace sees it
+    try:
+        assert compiled(torch.ones(2))[2] == "changed"
+    finally:
+        _tagged.tag = "t"
+
+
+def _function_namespace_after_a_store(x):
+    _tagged.extra = 1
+    return x + 1, sorted(_tagged.__dict__)
+
+
+def test_a_functions_dict_after_a_store_breaks():
+    # the namespace as the trace left it is not rebuilt: the read breaks, the store still happens
+    try:
+        check_breaks(
+            _function_namespace_after_a_store, lambda: (torch.ones(2),), graphs=1, breaks=1
+        )
+    finally:
+        vars(_tagged).pop("extra", None)
+
+
+def _builtin_type_namespace(x):
+    import functools
+
+    wrapper = functools.update_wrapper(lambda: 0, int)
+    space = int.__dict__
+    return (
+        x + 1,
+        wrapper.__wrapped__ is int,
+        wrapper.__doc__ == int.__doc__,
+        "__add__" in space,
+        space["real"] is int.real,
+        len(space) == len(vars(int)),
+    )
+
+
+def test_a_builtin_types_dict_is_its_namespace():
+    # ``int.__dict__``, fixed as all a builtin type holds: read as the class namespaces are (the
+    # whole function ran in Python: nothing could rebuild the proxy)
+    check_breaks(_builtin_type_namespace, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        _builtin_type_namespace,
+        torch.ones(2),
+        baseline_missing="torch 2.11's Dynamo runs update_wrapper's dict update in Python",
+    )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
-from ...guards.sources import AttrSource, ItemSource, Source
+from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
 from ..breaks.liveness import code_cell_writes
 from ..exc import PythonError, Unsupported
 from ..markers import (
@@ -34,8 +34,14 @@ from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
 from .base import BoundAttributeVariable, VariableTracker
 from .call_rules import builtin, call_rule
-from .constants import CONSTANT_TYPES, READING_METHODS, ConstantVariable, reading_method
-from .containers import DictVariable, TupleVariable, hash_key
+from .constants import (
+    CONSTANT_TYPES,
+    READING_METHODS,
+    ConstantVariable,
+    reading_method,
+    unstored_dict,
+)
+from .containers import DictVariable, MappingProxyVariable, TupleVariable, hash_key
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -341,6 +347,8 @@ class UserFunctionVariable(VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
+        if name == "__type_params__":  # 3.12+: read by update_wrapper, through bound methods too
+            return tx.wrap_static(getattr(self.fn, name))
         if (
             name == "__code__"
         ):  # a sourced function's code is guarded by identity (``builder.wrap``)
@@ -362,6 +370,8 @@ class UserFunctionVariable(VariableTracker):
                 if self.source is not None:  # not shadowed by the function's own attribute
                     tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
                 return ConstantVariable(method)
+        if name == "__dict__" and self.self_vt is None and self.source is not None:
+            return unstored_dict(tx, self, self.fn, self.source)  # ``functools.update_wrapper``
         classes = (type(self.fn),) if self.self_vt is None else (type(self.fn), types.MethodType)
         if self.source is not None and not any(hasattr(k, name) for k in classes):
             # the function's own attribute (a bound method forwards the read to its function)
@@ -712,7 +722,13 @@ class BuiltinVariable(VariableTracker):
             kind = getattr(self.fn, "__name__", self.fn)
             raise Unsupported("getattr", f"{kind} has no attribute {name!r}") from None
         # a builtin type or function takes no attributes: what it holds is fixed
-        return tx.wrap_fixed(attr, f"{getattr(self.fn, '__name__', 'builtin')}.{name}")
+        label = f"{getattr(self.fn, '__name__', 'builtin')}.{name}"
+        if name == "__dict__" and isinstance(attr, types.MappingProxyType):
+            # a builtin type's namespace (``functools.update_wrapper(w, int)`` copies it)
+            source = ConstSource(attr, label)
+            items = {k: tx.wrap_fixed(v, f"{label}[{k!r}]") for k, v in attr.items()}
+            return MappingProxyVariable(DictVariable(items, source), source)
+        return tx.wrap_fixed(attr, label)
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(self.fn)

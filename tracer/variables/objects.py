@@ -2216,8 +2216,10 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     if obj.source is not None and isinstance(obj, UserFunctionVariable):
         return unstored_dict(tx, obj, obj.fn, obj.source)  # a bound method's: its function's
     member = obj.as_python_constant() if obj.is_python_constant() else None
-    if isinstance(member, type) and not member.__flags__ & HEAP_TYPE and obj.source is not None:
-        return tx.wrap(vars(member), AttrSource(obj.source, "__dict__"))  # ``vars(int)``
+    if isinstance(member, type) and not member.__flags__ & HEAP_TYPE:  # ``vars(int)``
+        if obj.source is None:  # a builtin: its fixed namespace
+            return obj.var_getattr(tx, "__dict__")
+        return tx.wrap(vars(member), AttrSource(obj.source, "__dict__"))
     if obj.source is not None and isinstance(member, enum.Enum):
         return unstored_dict(tx, obj, member, obj.source)
     new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
