@@ -374,6 +374,116 @@ def test_reduce_ex_calls_the_classs_own_reduce():
     check(fn, torch.ones(2), WithReduce(3))
 
 
+# -- the slot names object.__getstate__ caches on the class ---------------------------------------
+def _plain_class():
+    class Fresh:
+        def __init__(self):
+            self.a = 1
+
+    return Fresh
+
+
+def _namedtuple_class():
+    return collections.namedtuple("Fresh", "a b")
+
+
+SLOT_NAME_READERS = {
+    "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
+    "getstate": lambda v: v.__getstate__(),
+    "reduce_ex": lambda v: v.__reduce_ex__(4)[1:3],
+}
+
+
+def _slot_names_run(fn, make_class, make_value):
+    """A fresh class for each run (the cache is the class's): its ``__slotnames__`` after each of
+    two calls, the cached list the same object across them, and what the calls gave."""
+    cls = make_class()
+    values = [make_value(cls) for _ in range(2)]
+    results = []
+    for value in values:
+        results.append(_plainly(fn(torch.ones(2), value)[1], cls, value))
+        cached = vars(cls).get("__slotnames__", "absent")
+        results.append((cached, cached is vars(cls).get("__slotnames__")))
+    return cls, results
+
+
+def _plainly(result, cls, value):
+    """``result`` comparable across runs: an object of ``cls`` as its items or attributes."""
+    if isinstance(result, cls):
+        items = tuple(result) if isinstance(result, tuple) else vars(result)
+        return ("copy", result is value, items)
+    if isinstance(result, tuple):
+        return tuple(_plainly(item, cls, value) for item in result)
+    return cls.__name__ if result is cls else result
+
+
+@pytest.mark.parametrize("read", list(SLOT_NAME_READERS.values()), ids=list(SLOT_NAME_READERS))
+@pytest.mark.parametrize(
+    "make_class, make_value",
+    [(_plain_class, lambda cls: cls()), (_namedtuple_class, lambda cls: cls(1, "s"))],
+    ids=["plain", "namedtuple"],
+)
+def test_getstate_caches_the_classs_slot_names_as_cpython(read, make_class, make_value):
+    """``object.__getstate__`` (reached by copies and reductions) caches ``cls.__slotnames__``,
+    found at trace time: the class holds it after the compiled call as after CPython's, and later
+    calls keep the same list."""
+    from difftest import break_count
+
+    from bytegraph.explain import Recorder
+
+    def fn(x, v):
+        return x + 1, read(v)
+
+    compiled, counter = compile_counted(fn)
+    recorder = Recorder()
+    with recorder:
+        cls, got = _slot_names_run(compiled, make_class, make_value)
+    _, expected = _slot_names_run(fn, make_class, make_value)
+    assert got == expected
+    assert got[1] == expected[1] == ([], True)
+    assert (counter.frame_count, break_count(recorder.report())) == (1, 0)
+    missing = ""
+    if make_class is _namedtuple_class:
+        missing = "torch.compile's trace of a namedtuple's reduction raises: it runs it in Python"
+    assert_no_more_breaks(0, fn, torch.ones(2), make_value(make_class()), baseline_missing=missing)
+
+
+def test_slot_names_deleted_between_calls_are_cached_again():
+    cls = _plain_class()
+
+    def fn(x, v):
+        return x + 1, copy.copy(v).a
+
+    compiled, counter = compile_counted(fn)
+    compiled(torch.ones(2), cls())
+    first = cls.__slotnames__
+    del cls.__slotnames__
+    compiled(torch.ones(2), cls())
+    assert cls.__slotnames__ == [] and cls.__slotnames__ is not first
+    assert counter.frame_count == 2  # the cache the trace found is gone: a new trace
+
+
+def test_slot_names_given_by_hand_are_state_as_in_cpython():
+    """A class whose ``__slotnames__`` was set by hand: ``object.__getstate__`` adds those
+    attributes' values as slot state (run in Python), or raises CPython's error for a value that
+    is not a list."""
+
+    def fn(x, v):
+        try:
+            return x + 1, v.__getstate__()
+        except TypeError as e:
+            return x + 1, str(e)
+
+    for names in (["b"], ("b",)):
+        cls = _plain_class()
+        cls.__slotnames__ = names
+        compiled, _ = compile_counted(fn)
+        value = cls()
+        value.b = 2
+        assert compiled(torch.ones(2), value)[1:] == fn(torch.ones(2), value)[1:]
+
+
 # -- T.__new__ called directly -------------------------------------------------------------------
 def test_new_of_builtin_types():
     def fn(x, i, f, b, xs, d):

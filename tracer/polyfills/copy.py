@@ -64,6 +64,7 @@ _ATOMIC = frozenset(
 #: types whose C ``__reduce__`` has an equivalent here
 _REDUCED_HERE = (torch.Size, torch.device)
 _HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement
+_CLASS_DICT = vars(type)["__dict__"]  #: a class's own namespace, whatever its metaclass says
 #: the code of the ``__getnewargs__`` every ``namedtuple()`` class is made with
 _NAMEDTUPLE_GETNEWARGS = collections.namedtuple("_", "").__getnewargs__.__code__
 
@@ -356,14 +357,36 @@ def _state(self):
 @polyfill(object.__getstate__)
 def object_getstate(self):
     """``object.__getstate__``: the instance's ``__dict__`` itself (None where it is empty, or
-    for a namedtuple: no ``__dict__``, no slot names); an object with slots is left to Python."""
+    for a namedtuple: no ``__dict__``, no slot names); an object with slots, or whose class was
+    given slot names, is left to Python. Like CPython's, it caches the class's slot names."""
     cls = type(self)
-    if _namedtuple_class(cls):
-        return None
-    if getattr(cls, "__slots__", None) is not None or not _plain_class(cls):
+    namedtuple = _namedtuple_class(cls)
+    if not namedtuple and (getattr(cls, "__slots__", None) is not None or not _plain_class(cls)):
         return _getstate_in_python(self)
+    if slot_names(cls):  # names the class was given by hand: their values are state too
+        return _getstate_in_python(self)
+    if namedtuple:
+        return None
     attributes = vars(self)
     return attributes if attributes else None
+
+
+def slot_names(cls):
+    """The names ``object.__getstate__`` reads from the slots, as a tuple: CPython's
+    ``_PyType_GetSlotNames``, the class's own ``__slotnames__`` (a list or None), else
+    ``copyreg._slotnames(cls)``, which finds them and caches them as ``cls.__slotnames__``. The
+    trace runs it for real on a class it knows (``variables/objects.py``, ``slot_names``)."""
+    namespace = _CLASS_DICT.__get__(cls)
+    if "__slotnames__" in namespace:
+        names = namespace["__slotnames__"]
+        if names is not None and not isinstance(names, list):
+            kind = type(names).__name__
+            raise TypeError(f"{cls.__name__}.__slotnames__ should be a list or None, not {kind}")
+    else:
+        names = copyreg._slotnames(cls)
+        if names is not None and not isinstance(names, list):
+            raise TypeError("copyreg._slotnames didn't return a list or None")
+    return tuple(names) if names else ()
 
 
 @polyfill(torch.Size.__reduce__)
@@ -411,6 +434,6 @@ for _fn, _why in (
     (_copy_in_python, "copy.copy of a tensor runs in Python"),
     (_reconstruct_in_python, "copy._reconstruct with a memo runs in Python"),
     (_reduce_in_python, "object.__reduce_ex__ of an object of a builtin base type runs in Python"),
-    (_getstate_in_python, "object.__getstate__ of an object with slots runs in Python"),
+    (_getstate_in_python, "object.__getstate__ with slot names runs in Python"),
 ):
     setattr(_fn, markers.DISABLED_ATTR, markers.Disabled(_fn, reason=_why))

@@ -2380,3 +2380,45 @@ def _not_plain(cls: type) -> str | None:
     if type_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
         return "it defines __getattribute__"
     return None
+
+
+# -- slot names ------------------------------------------------------------------------------------
+# ``object.__getstate__`` (so ``copy.copy``, ``copy.deepcopy`` and ``pickle`` of a plain object)
+# asks for the class's slot names, which ``copyreg._slotnames`` finds and caches on the class as
+# ``cls.__slotnames__``. The trace runs that lookup for real on a class it knows rather than
+# tracing it and replaying the cache's store after the graph. The names are a function of the
+# class alone, and caching them is idempotent: once the cache is there, CPython's later calls read
+# it and set nothing, and the compiled code's calls do nothing either, the guard below checking
+# that the cache is still there and unchanged (a deleted or changed one makes a new trace, which
+# reads or caches again as CPython's next call would). The cache is made by the call that makes
+# CPython make it, before its graph runs rather than when the run reaches the copy: no Python code
+# of that call runs in between. A replayed store would instead have read the class's namespace in
+# the trace (guarding all its keys), stored a new list on every call, and made a second trace
+# once the cache was there.
+@call_rule(polyfills.copy.slot_names)
+def slot_names(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """The slot names of a class known to the trace (``polyfills/copy.py``), found and cached at
+    trace time: a constant tuple."""
+    if kwargs or len(args) != 1 or not isinstance(args[0], ClassVariable):
+        return None
+    cls = args[0].value
+    try:
+        names = fn(cls)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    check = functools.partial(_slot_names_cache, weakref.ref(cls))
+    tx.output.assume_state(("slotnames", id(cls)), check, check())
+    return ConstantVariable(names)
+
+
+def _slot_names_cache(ref: weakref.ref) -> tuple:
+    """What the class holds as ``__slotnames__``: ``()`` where it has none of its own, else
+    ``(names,)``, a list's items as a tuple."""
+    cls = ref()
+    namespace = _TYPE_DICT.__get__(cls) if cls is not None else {}
+    if "__slotnames__" not in namespace:
+        return ()
+    names = namespace["__slotnames__"]
+    return (tuple(names) if isinstance(names, list) else names,)
