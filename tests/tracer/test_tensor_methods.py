@@ -408,3 +408,21 @@ def _types_of_tensor_methods(x):
 
 def test_type_of_a_tensor_method_is_cpythons():
     check(_types_of_tensor_methods, torch.randn(4))
+
+
+_GLOBAL_TENSOR = torch.tensor([1.0, 2.0])
+
+
+def _types_of_tensor_attributes(x):
+    return (
+        x + 1,
+        type(x.__dict__),  # a dict, not a method: attributes found on the class that are not
+        type(getattr(_GLOBAL_TENSOR, "__dict__", {})),  # methods have no known type in the trace
+        type(x.nbytes),
+    )
+
+
+def test_type_of_a_tensor_attribute_that_is_no_method():
+    # was a silent wrong answer (builtin_function_or_method) once a tensor method had a type;
+    # each type() of such an attribute breaks (run in Python)
+    check_breaks(_types_of_tensor_attributes, lambda: (torch.randn(4),), graphs=1, breaks=3)

@@ -251,14 +251,18 @@ class TensorMethodVariable(BoundAttributeVariable):
     obj: TensorVariable
 
     def python_type(self) -> type:
-        """What ``type(t.name)`` is in CPython: a bound method where the class defines the method
-        in Python (``split``), a method-wrapper for a slot wrapper, else a C method (``add``)."""
+        """What ``type(t.name)`` is in CPython, for a method: a bound method where the class
+        defines it in Python (``split``), a method-wrapper for a slot wrapper, a C method for a
+        method descriptor (``add``). This tracker also stands for other attributes found on the
+        class, read after the graph (``t.__dict__``, ``t.nbytes``): their type is not known."""
         method = type_lookup(self.obj.python_type(), self.name)
         if isinstance(method, types.FunctionType):
             return types.MethodType
         if isinstance(method, types.WrapperDescriptorType):
             return types.MethodWrapperType
-        return types.BuiltinMethodType
+        if isinstance(method, types.MethodDescriptorType):
+            return types.BuiltinMethodType
+        return super().python_type()
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
