@@ -424,5 +424,26 @@ def _types_of_tensor_attributes(x):
 
 def test_type_of_a_tensor_attribute_that_is_no_method():
     # was a silent wrong answer (builtin_function_or_method) once a tensor method had a type;
-    # each type() of such an attribute breaks (run in Python)
-    check_breaks(_types_of_tensor_attributes, lambda: (torch.randn(4),), graphs=1, breaks=3)
+    # ``__dict__`` is read as the dict it is, type() of another such attribute breaks
+    check_breaks(_types_of_tensor_attributes, lambda: (torch.randn(4),), graphs=1, breaks=1)
+
+
+def _tensor_namespaces(x):
+    import functools
+
+    wrapper = functools.update_wrapper(lambda: 0, _GLOBAL_TENSOR)  # copies its __dict__
+    return x + 1, dict(_GLOBAL_TENSOR.__dict__), "tag" in x.__dict__, wrapper.__wrapped__ is None
+
+
+def test_a_tensor_inputs_dict_is_its_own_attributes():
+    # ``t.__dict__`` of an input: its own attributes, as a guarded dict (it broke)
+    def make():
+        t = torch.randn(4)
+        t.tag = "in"
+        return (t,)
+
+    _GLOBAL_TENSOR.mark = 1
+    try:
+        check_breaks(_tensor_namespaces, make, graphs=1, breaks=0)
+    finally:
+        del _GLOBAL_TENSOR.mark

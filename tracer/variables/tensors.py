@@ -19,7 +19,7 @@ from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
-from .constants import ConstantVariable
+from .constants import ConstantVariable, unstored_dict
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -151,6 +151,10 @@ class TensorVariable(VariableTracker):
                 f"Tensor.{name} is not traced",
                 hint=f"read .{name} outside the compiled function",
             )
+        if name == "__dict__" and self.source is not None:
+            real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+            if isinstance(real, torch.Tensor):  # an input's own attributes, as a guarded dict
+                return unstored_dict(tx, self, real, self.source)
         # found on the classes of the tensor's MRO, not on their metaclass (``Tensor.__name__``
         # is no attribute of a tensor)
         static = type_lookup(torch.Tensor, name)
