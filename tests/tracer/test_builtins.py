@@ -7,6 +7,7 @@ import enum
 import math
 import operator
 
+import pytest
 import torch
 from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
@@ -440,6 +441,24 @@ def test_zip_strict_equal_lengths():
         return [a * b for a, b in zip(xs, (1, 2), strict=True)]
 
     check(fn, [torch.randn(2), torch.randn(2)])
+
+
+def _zip_strict_mismatch(x, *iterables):
+    try:
+        pairs = list(zip(*iterables, strict=True))
+    except ValueError as e:  # caught in the trace: CPython's message, which names the argument
+        pairs = str(e)
+    return x + 1, pairs
+
+
+@pytest.mark.parametrize(
+    "iterables",
+    [([1, 2], [3]), ([1], [3, 4]), ([1, 2], [3, 4], [5]), ([1], [3], [5, 6]), ([], [1])],
+    ids=["shorter", "longer", "third-shorter", "third-longer", "first-empty"],
+)
+def test_zip_strict_unequal_lengths_raise_cpythons_error(iterables):
+    # the error was no Python exception of the trace: the whole function ran in Python
+    check(_zip_strict_mismatch, torch.randn(2), *iterables)
 
 
 def test_map_filter_lazy_over_generator():

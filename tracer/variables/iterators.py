@@ -978,6 +978,21 @@ def _rebuildable(it: IteratorVariable) -> bool:
     return not isinstance(it, DictIteratorVariable)
 
 
+def _zip_strict_check(tx: Translator, sources: list[IteratorVariable], index: int) -> None:
+    """``zip(..., strict=True)`` once argument ``index`` ended: CPython's ValueError if it is
+    shorter than those before it, or, where the first ended, if a later one still yields (taking
+    items up to the first that does, as CPython does)."""
+    if index == 0:
+        index = next((i for i, s in enumerate(sources[1:], 1) if s.next_item(tx) is not None), 0)
+        relation = "longer"
+    else:
+        relation = "shorter"
+    if index:
+        span = " 1" if index == 1 else f"s 1-{index}"
+        message = f"zip() argument {index + 1} is {relation} than argument{span}"
+        raise PythonError(ValueError(message))
+
+
 @dataclass(eq=False)
 class ZipVariable(BuiltinIteratorVariable):
     strict: bool = False
@@ -987,10 +1002,8 @@ class ZipVariable(BuiltinIteratorVariable):
         for source in self.sources:  # pulls in order and stops at the first exhausted one, like zip
             item = source.next_item(tx)
             if item is None:
-                if self.strict and (
-                    group or any(s.next_item(tx) is not None for s in self.sources[1:])
-                ):
-                    raise Unsupported("python_error", "zip() raised ValueError: unequal lengths")
+                if self.strict:
+                    _zip_strict_check(tx, self.sources, len(group))
                 return None
             group.append(item)
         return TupleVariable(group) if self.sources else None
