@@ -493,6 +493,7 @@ _ONE_TRACKER_PER_OBJECT = (
     SetVariable,
     IteratorVariable,
     containers.DictViewVariable,
+    containers.MappingProxyVariable,  # each ``cls.__dict__`` read makes a new proxy
 )
 
 
