@@ -152,9 +152,17 @@ def _made(
     """The function ``name`` that ``source`` defines, with ``fn``'s defaults, names and
     attributes; its file is the entry functions' (``ENTRY_FILE``: frames the user's stack, as
     ``locals()`` and ``warnings.warn`` in generated code count it, leaves out)."""
-    exec(compile(source, f"{ENTRY_FILE}{fn.__qualname__}>", "exec"), namespace)
+    exec(_compiled(source, f"{ENTRY_FILE}{fn.__qualname__}>"), namespace)
     made = namespace[name]
     made.__defaults__ = fn.__defaults__
     made.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(made, fn)
     return made
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str, filename: str) -> types.CodeType:
+    """The code of an entry's text, compiled once: entries of functions with the same signature
+    and name (closures made again and again) share it; each ``exec`` makes a new function over
+    its own namespace."""
+    return compile(source, filename, "exec")
