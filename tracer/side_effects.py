@@ -372,6 +372,9 @@ class SideEffects:
         for obj, name, value in stores:
             if id(obj) in escaping:
                 self._replay_attr(cg, obj, name, value, escaping)
+        for obj in self._escaping:  # contents set once every new object exists (a dict object)
+            if hasattr(obj, "fill"):
+                obj.fill(cg)
         for container in self.mutated.values():
             _replay_container(cg, container)
         for obj, name, value in stores:

@@ -18,6 +18,7 @@ from ..variables.containers import (
     SetVariable,
     TupleVariable,
     hash_key,
+    mapping_items,
     real_iterable,
     recipe_part,
 )
@@ -146,7 +147,8 @@ def dict_update(tx: Translator, inst: Instr) -> None:
     mapping = tx.pop()
     if not isinstance(mapping, DictVariable):
         raise Unsupported("dict_merge", f"** of {mapping}")
-    _fill(tx, inst.arg, lambda items: items.update(mapping.items))
+    merged = mapping_items(tx, mapping)
+    _fill(tx, inst.arg, lambda items: items.update(merged))
 
 
 @handler("LIST_TO_TUPLE", until=(3, 11))

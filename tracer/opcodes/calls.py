@@ -16,7 +16,7 @@ from ...codegen.pyversion import MAKE_FUNCTION_TAKES_FLAGS, NULL_ABOVE_CALLABLE
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import NULL, VariableTracker
-from ..variables.containers import DictVariable
+from ..variables.containers import DictVariable, mapping_items
 from ..variables.functions import NestedFunctionVariable
 from .registry import handler
 
@@ -95,7 +95,7 @@ def call_function_ex(tx: Translator, inst: Instr) -> None:
     if not isinstance(kwargs, DictVariable):
         raise Unsupported("call_ex", f"**kwargs must be a dict, got {kwargs}")
     positional = dispatch.iterate(tx, args)
-    tx.push(tx.call_direct(fn, positional, dict(kwargs.items)))
+    tx.push(tx.call_direct(fn, positional, mapping_items(tx, kwargs)))
 
 
 @handler("MAKE_FUNCTION")

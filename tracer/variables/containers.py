@@ -530,7 +530,6 @@ class ListVariable(BaseSequenceVariable):
 _DICT_CLASSES = frozenset(
     {dict, collections.OrderedDict, collections.defaultdict, collections.Counter}
 )
-_DICT_ATTRIBUTES = frozenset(n for n in vars(dict) if not n.startswith("__"))
 
 
 @dataclass(eq=False)
@@ -564,9 +563,6 @@ class DictVariable(BuiltOnce, VariableTracker):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "default_factory" and self.default_factory is not None:
             return self.default_factory
-        if self.cls not in _DICT_CLASSES:
-            if models(self.cls) and name not in _DICT_ATTRIBUTES:
-                return getattr_(tx, self, name)
         if on_instances(self.cls, name):
             return BoundMethodVariable(self, name)
         if self.cls is dict:  # no instance dict: CPython's AttributeError
@@ -1322,129 +1318,78 @@ DICT_SUBCLASS_METHODS = {
 }
 
 
-# Instances of user ``dict`` subclasses made in the trace: the ``AttrDict``/``EasyDict`` config
-# pattern (``class AttrDict(dict): __getattr__ = dict.__getitem__``) and dicts with methods.
-#
-# Such an instance is a ``DictVariable`` whose ``cls`` is the subclass, when the subclass keeps all
-# of dict's behaviour (``models``): it overrides none of dict's methods (``__init__``,
-# ``__getitem__``, ``update``...), only adds methods, class attributes and the attribute hooks
-# ``__getattr__`` / ``__setattr__`` (dict's item methods or Python functions). Attribute reads
-# follow CPython's generic lookup (the class's attributes, then ``__getattr__``); attribute writes
-# go through ``__setattr__``. An instance ``__dict__`` is not modelled: a write into it (no
-# ``__setattr__`` hook) is a graph break. At a break or return the object is rebuilt as
-# ``cls({...})``.
-
-#: What a subclass may define besides new names: the attribute hooks, and the class's bookkeeping.
-_ALLOWED = frozenset(
-    {
-        "__getattr__",
-        "__setattr__",
-        "__module__",
-        "__qualname__",
-        "__doc__",
-        "__dict__",
-        "__weakref__",
-        "__annotations__",
-        "__firstlineno__",
-        "__static_attributes__",
-        "__slots__",
-        "__orig_bases__",
-        "__parameters__",
-    }
-)
-_DICT_METHODS = {name: value for name, value in vars(dict).items() if callable(value)}
+# Instances of user ``dict`` and ``OrderedDict`` subclasses (``objects.DictObjectVariable``) keep
+# their items in ``DictVariable.items``, the dict's own storage: the C methods they inherit act on
+# it as CPython's do. Where CPython's C code reads another mapping's storage it reads it directly
+# only for a dict whose iteration is dict's own; any other (an ``OrderedDict``, a subclass of
+# one) through its ``keys()`` and ``__getitem__`` (``mapping_items``). The C methods of an
+# ``OrderedDict`` that store or read items through the object's own ``__setitem__`` /
+# ``__getitem__`` / ``__delitem__`` on a subclass (``update``, ``__init__``, ``setdefault``,
+# ``pop``...) do so here too (``_update_through_setitem``), or break.
 
 
-def models(cls: Any) -> bool:
-    """Whether a ``DictVariable`` with this ``cls`` behaves as ``cls`` does (see the module)."""
-    if not isinstance(cls, type) or not issubclass(cls, dict) or cls is dict:
-        return False
-    if type(cls).__call__ is not type.__call__:
-        return False
-    for klass in cls.__mro__:
-        if klass is dict:
-            return True
-        if any(name not in _ALLOWED and hasattr(dict, name) for name in vars(klass)):
-            return (
-                False  # overrides dict (or is OrderedDict/defaultdict/Counter: their own trackers)
-            )
-    return False
+def dict_base(cls: type) -> type:
+    """The builtin dict class whose storage and C methods ``cls``'s instances have."""
+    return next(k for k in cls.__mro__ if k in _DICT_CLASSES)
 
 
-def construct_dict_subclass(
-    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> DictVariable:
-    """``cls(*args, **kwargs)``: dict's constructor (a mapping or pairs, and keyword items)."""
-    made = dispatch.call_builtin(tx, dict, list(args), dict(kwargs))
-    return DictVariable(dict(made.items), cls=cls)
+def is_user_dict(cls: type) -> bool:
+    """A user subclass of a dict class (its instances: ``objects.DictObjectVariable``)."""
+    return cls not in _DICT_CLASSES
 
 
-def getattr_(tx: Translator, obj: DictVariable, name: str) -> VariableTracker:
-    """``obj.name``: the class's attribute (dict's methods, Python methods and properties, class
-    data), else ``__getattr__``, else CPython's AttributeError."""
-    cls = obj.cls
-    if name == "__class__":
-        return tx.wrap_static(cls)
-    static = type_lookup(cls, name)
-    if static is MISSING:
-        hook = type_lookup(cls, "__getattr__")
-        if hook is MISSING:
-            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
-        return _call_hook(tx, obj, hook, [ConstantVariable(name)])
-    if name in _DICT_METHODS and static is _DICT_METHODS[name]:
-        return obj.var_getattr(tx, name)  # dict's own method, bound to the dict
-    if isinstance(static, types.FunctionType):
-        return _function(tx, static, obj)
-    if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-        return _function(tx, static.fget).call_function(tx, [obj], {})
-    if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
-        return _function(tx, static.__func__)
-    if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
-        return _function(tx, static.__func__, tx.wrap_static(cls))
-    if hasattr(type(static), "__get__"):
-        raise Unsupported("descriptor", f"{cls.__name__}.{name} is a descriptor")
-    return tx.wrap_static(static)  # class data
+def mapping_items(tx: Translator, mapping: DictVariable) -> dict[Any, VariableTracker]:
+    """What CPython's ``dict_merge`` (``dict(m)``, ``d.update(m)``, ``{**m}``, ``f(**m)``) reads
+    from the dict ``mapping``: its storage where its class iterates as ``dict`` does, else
+    ``m[k]`` for each ``k`` of ``m.keys()``, through the class's own methods."""
+    if dict_base(mapping.cls) is not collections.OrderedDict or not is_user_dict(mapping.cls):
+        return dict(mapping.items)  # a plain ``OrderedDict``'s reads give its storage too
+    keys = dispatch.getattr_(tx, mapping, "keys").call_function(tx, [], {})
+    return {_key(k): dispatch.getitem(tx, mapping, k) for k in dispatch.iterate(tx, keys)}
 
 
-def _function(
-    tx: Translator, fn: types.FunctionType, self_vt: VariableTracker | None = None
-) -> VariableTracker:
-    """The Python function ``fn`` of the class, bound to ``self_vt`` where one is given."""
-    made = tx.wrap_static(fn)
-    if self_vt is None:
-        return made
-    if not hasattr(made, "self_vt"):
-        raise Unsupported("descriptor", f"{fn.__qualname__} is not a plain Python function")
-    return made.clone(self_vt=self_vt)
+def _calls_back(obj: DictVariable) -> bool:
+    """Whether ``obj``'s C methods store items through its class's ``__setitem__`` (CPython's
+    ``OrderedDict`` on a subclass: ``mutablemapping_update``)."""
+    return is_user_dict(obj.cls) and dict_base(obj.cls) is collections.OrderedDict
 
 
-def store_attr(tx: Translator, obj: DictVariable, name: str, value: VariableTracker) -> None:
-    """``obj.name = value`` through the class's ``__setattr__``."""
-    hook = type_lookup(obj.cls, "__setattr__")
-    if hook is object.__setattr__:
-        raise Unsupported(
-            "store_attr",
-            f"an instance attribute of a {obj.cls.__name__} (a dict subclass) made in the trace",
-        )
-    _call_hook(tx, obj, hook, [ConstantVariable(name), value])
+#: ``OrderedDict`` methods that read or change items through a subclass's item methods
+_ORDERED_CALLBACKS = frozenset({"setdefault", "pop", "popitem", "__reduce__", "__reduce_ex__"})
 
 
-def _call_hook(
-    tx: Translator, obj: DictVariable, hook: Any, args: list[VariableTracker]
-) -> VariableTracker:
-    """Call ``__getattr__``/``__setattr__`` of the class: a Python function, or one of dict's
-    methods (``__getattr__ = dict.__getitem__``, ``__setattr__ = dict.__setitem__``)."""
-    if isinstance(hook, types.FunctionType):
-        return _function(tx, hook, obj).call_function(tx, args, {})
-    name = next((n for n, m in _DICT_METHODS.items() if m is hook), None)
-    if name == "__getitem__":
-        return dispatch.getitem(tx, obj, args[0])
-    if name == "__setitem__":
-        dispatch.setitem(tx, obj, args[0], args[1])
-        return ConstantVariable(None)
-    if name is not None:
-        return call_method(tx, obj, name, args, {})
-    raise Unsupported("custom_getattr", f"{obj.cls.__name__}'s attribute hook {hook!r}")
+def _item_methods_overridden(cls: type) -> bool:
+    return any(
+        type_lookup(cls, n) is not type_lookup(collections.OrderedDict, n)
+        for n in ("__getitem__", "__setitem__", "__delitem__", "__contains__")
+    )
+
+
+def _update_through_setitem(tx, obj, others, kwargs) -> VariableTracker:
+    """``OrderedDict.update(obj, other, **kwargs)`` on a subclass (CPython's
+    ``mutablemapping_update``): each item stored by ``obj[key] = value``."""
+    if len(others) > 1:
+        raise PythonError(TypeError(f"update expected at most 1 argument, got {len(others)}"))
+    pairs: list[tuple[VariableTracker, VariableTracker]] = []
+    for other in others:
+        kind = other.python_type()
+        if isinstance(other, DictVariable) and kind is dict:
+            pairs += [(key_vt(k), v) for k, v in other.items.items()]
+        elif hasattr(kind, "keys"):
+            keys = dispatch.getattr_(tx, other, "keys").call_function(tx, [], {})
+            pairs += [(k, dispatch.getitem(tx, other, k)) for k in dispatch.iterate(tx, keys)]
+        elif hasattr(kind, "items"):
+            raise Unsupported("call_method", f"OrderedDict.update from a {kind.__name__}")
+        else:
+            for pair in dispatch.iterate(tx, other):
+                parts = dispatch.iterate(tx, pair)
+                if len(parts) != 2:
+                    raise Unsupported("python_error", "ValueError: update takes pairs")
+                pairs.append((parts[0], parts[1]))
+    pairs += [(ConstantVariable(k), v) for k, v in kwargs.items()]
+    for key, value in pairs:
+        dispatch.setitem(tx, obj, key, value)
+    return NONE
 
 
 # Dict views (``d.keys()``, ``d.values()``, ``d.items()``) and the set algebra shared with sets.
@@ -1782,7 +1727,9 @@ def call_method(
         (m for kind, m in METHODS.items() if isinstance(obj, kind)), {}
     )
     if isinstance(obj, DictVariable) and obj.cls is not dict:
-        methods = {**methods, **_DICT_SUBCLASS.get(obj.cls, {})}
+        methods = {**methods, **_DICT_SUBCLASS.get(dict_base(obj.cls), {})}
+        if _calls_back(obj) and name in _ORDERED_CALLBACKS and _item_methods_overridden(obj.cls):
+            raise Unsupported("call_method", f"{obj.cls.__name__}.{name} through its item methods")
     if isinstance(obj, SetVariable) and obj.frozen:
         methods = _FROZENSET
     if isinstance(obj, LazyListVariable) and not obj.read and name in ("append", "extend"):
@@ -1798,6 +1745,13 @@ def call_method(
         polyfill = polyfills.lookup(static) if isinstance(static, _C_METHODS) else None
         if polyfill is not None:
             return dispatch.call(tx, tx.wrap_static(polyfill), [obj, *args], kwargs)
+        values = [obj, *args, *kwargs.values()]
+        if (
+            isinstance(obj, TupleVariable)
+            and isinstance(static, _C_METHODS)
+            and all(v.is_python_constant() for v in values)
+        ):  # a tuple's own C method on values known at trace time (``t.__len__()``): computed
+            return tx.fold_call(static, [obj, *args], kwargs)
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
     try:
@@ -2091,6 +2045,8 @@ def _dict_popitem(tx, obj):
 
 def _dict_update(tx, obj, *others, **kwargs):
     """``d.update(mapping_or_pairs, **kwargs)``."""
+    if _calls_back(obj):
+        return _update_through_setitem(tx, obj, others, kwargs)
     if len(others) > 1:
         raise Unsupported("python_error", "TypeError: update expected at most 1 argument")
     for other in others:
@@ -2105,7 +2061,7 @@ def update_items(tx: Translator, items: dict[Any, VariableTracker], other: Varia
     ``other[k]`` for each ``k`` of ``other.keys()``; else pairs, taken one by one and stored as
     they come (a ``map`` making them sees the pairs stored before)."""
     if isinstance(other, DictVariable):
-        items.update(other.items)
+        items.update(mapping_items(tx, other))
         return
     if hasattr(other.python_type(), "keys"):
         keys = dispatch.getattr_(tx, other, "keys").call_function(tx, [], {})
@@ -2126,7 +2082,7 @@ def update_items(tx: Translator, items: dict[Any, VariableTracker], other: Varia
 
 def _dict_init(tx, obj, *others, **kwargs):
     """``d.__init__(mapping_or_pairs, **kwargs)`` on an existing dict: ``d.update(...)``."""
-    if obj.cls not in (dict, collections.OrderedDict):
+    if dict_base(obj.cls) not in (dict, collections.OrderedDict):
         raise Unsupported("call_method", f"{obj.cls.__name__}.__init__")
     return _dict_update(tx, obj, *others, **kwargs)
 
@@ -2140,7 +2096,7 @@ def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> Vari
     if not isinstance(rhs, DictVariable):
         return None
     merged = _dict_copy(tx, lhs)
-    merged.items.update(rhs.items)
+    merged.items.update(mapping_items(tx, rhs))
     return merged
 
 
@@ -2171,7 +2127,14 @@ def _dict_getitem(tx, obj, key):
 
 
 def _dict_copy(tx, obj):
-    return DictVariable(dict(obj.items), cls=obj.cls, default_factory=obj.default_factory)
+    """``d.copy()`` (and ``d | other``'s first step): ``dict``'s gives a plain dict for a
+    subclass; ``OrderedDict``'s calls a subclass, which is not traced here."""
+    cls = obj.cls
+    if is_user_dict(cls):
+        if dict_base(cls) is not dict:
+            raise Unsupported("call_method", f"{cls.__name__}.copy calls the class")
+        cls = dict
+    return DictVariable(dict(obj.items), cls=cls, default_factory=obj.default_factory)
 
 
 def _dict_fromkeys(tx, obj, iterable, value=NONE):

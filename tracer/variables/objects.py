@@ -812,6 +812,13 @@ def _container_method_call(
         return None
     receiver = args[0]
     owner = method.__objclass__
+    if isinstance(receiver, DictObjectVariable) and issubclass(receiver.cls, owner):
+        # ``dict.__getitem__(obj, k)`` in a subclass's method: the storage's. ``dict``'s own
+        # methods that change an ``OrderedDict`` bypass its order, which is not modelled
+        reads = method.__name__ in _DICT_READS
+        if owner is containers.dict_base(receiver.cls) or (owner is dict and reads):
+            return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
+        raise Unsupported("call_method", f"{owner.__name__}.{method.__name__} on a subclass")
     if owner not in (list, dict, set, frozenset, tuple):
         return None
     if not isinstance(receiver, (BaseSequenceVariable, DictVariable, SetVariable)):
@@ -819,6 +826,12 @@ def _container_method_call(
     if receiver.python_type() is not owner:
         return None
     return receiver.call_method(tx, method.__name__, list(args[1:]), kwargs)
+
+
+#: dict's methods that only read the storage
+_DICT_READS = frozenset(
+    {"__getitem__", "get", "keys", "values", "items", "__contains__", "__len__"}
+)
 
 
 def plain_partial(cls: type) -> bool:
@@ -1256,6 +1269,9 @@ class SuperVariable(VariableTracker):
                     )
                 if klass is type and name == "__call__":  # in a metaclass's ``__call__``
                     return PartialVariable(BuiltinVariable(type.__call__), [self.obj], {})
+                bound = storage_method(self.obj, attr)
+                if bound is not None:  # ``super().__init__(**kw)`` in a dict subclass
+                    return bound
                 if klass is dict and name in DictReadVariable.METHODS:
                     return DictReadVariable(self.obj, name)
                 if klass is object and name in OBJECT_METHODS:  # bound to ``self``
@@ -1463,6 +1479,70 @@ class NamedTupleObjectVariable(TupleVariable):
         return f"NamedTupleObjectVariable({self.cls.__name__})"
 
 
+@dataclass(eq=False)
+class DictObjectVariable(DictVariable):
+    """An instance of a user subclass of ``dict`` or ``OrderedDict`` created during the trace: the
+    dict's storage (``items``, changed in place by the C methods it inherits, as a dict's) plus
+    the object's own attributes (pending stores in ``side_effects``, as any new object's). Its
+    attributes follow CPython's generic lookup (``load_new_attribute``): the class's Python
+    methods are inlined with ``self`` bound to it, dict's C methods act on the storage, then
+    ``__getattr__``. ``obj[k]`` and ``obj[k] = v`` run the class's ``__getitem__`` /
+    ``__setitem__`` where it defines them in Python. Escaping, it is made blank by the base's
+    ``__new__`` (``create``), given its items by the base's own ``__setitem__`` (``fill``: no
+    Python code of the class runs again), then its attributes by ``object.__setattr__``."""
+
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        return load_new_attribute(tx, self, name)
+
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(type_lookup(self.cls, "__new__"))
+        cg.load_const(self.cls)
+        cg.call_function(1)
+
+    def fill(self, cg: Codegen) -> None:
+        cg.load_const(fill_dict_object)
+        cg.load_local(self.name)
+        cg.load_const(containers.dict_base(self.cls).__setitem__)
+        DictVariable(self.items).reconstruct(cg)
+        cg.call_function(3)
+        cg.pop_top()
+
+    def reconstruct(self, cg: Codegen) -> None:
+        _load_created(cg, self.name)
+
+    def __repr__(self) -> str:
+        return f"DictObjectVariable({self.cls.__name__}, {list(self.items)})"
+
+
+def fill_dict_object(obj: dict, setitem: Any, items: dict) -> None:
+    """Called by the rewritten code: the items of a dict object made in the trace, stored in
+    order by its base class's own ``__setitem__``."""
+    for key, value in items.items():
+        setitem(obj, key, value)
+
+
+def storage_method(obj: VariableTracker, static: Any) -> VariableTracker | None:
+    """``static`` (a class attribute of ``obj``'s class) bound to the dict object ``obj`` where it
+    is a C method of its dict base, acting on the storage; None otherwise."""
+    if not isinstance(obj, DictObjectVariable):
+        return None
+    for base in obj.cls.__mro__:
+        if base in (dict, collections.OrderedDict):
+            name = next((n for n, v in vars(base).items() if v is static), None)
+            if name is not None and callable(static):
+                return containers.BoundMethodVariable(obj, name)
+    return None
+
+
 def _load_created(cg: Codegen, name: str) -> None:
     if name not in cg.new_objects:  # the escape analysis (``SideEffects.plan``) missed it
         raise AssertionError(f"object {name} made in the trace is used before it is created")
@@ -1623,6 +1703,87 @@ def construct_tuple_subclass(
     return obj
 
 
+#: dict's and OrderedDict's methods a subclass may define in Python: the item methods the
+#: tracker runs through the class, and methods read as attributes; other dunders that the C code
+#: and the tracer read the storage behind (``__len__``, ``__iter__``, ``__eq__``, ``__repr__``...)
+#: are not modelled.
+_DICT_OVERRIDABLE = frozenset(
+    {"__init__", "__getitem__", "__setitem__", "__setattr__", "__class_getitem__"}
+    | {"__module__", "__qualname__", "__doc__", "__dict__", "__init_subclass__"}
+    | {n for n in vars(dict) if not n.startswith("__")}
+    | {n for n in vars(collections.OrderedDict) if not n.startswith("__")}
+)
+
+
+def _dict_class_refused(cls: type) -> str | None:
+    """Why instances of the dict subclass ``cls`` are not traced as ``DictObjectVariable``s."""
+    base = containers.dict_base(cls)
+    if base not in (dict, collections.OrderedDict):
+        return f"a subclass of {base.__name__}"
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} defines __call__"
+    for name in ("__new__", "__getattribute__", "__delattr__"):
+        if type_lookup(cls, name) is not type_lookup(base, name):
+            return f"it defines {name}"
+    if type_lookup(cls, "__del__") is not MISSING or not has_instance_dict(cls):
+        return "it defines __del__ or __slots__"
+    for klass in cls.__mro__[: cls.__mro__.index(base)]:
+        for name in vars(klass):
+            if name not in _DICT_OVERRIDABLE and (hasattr(base, name) or name == "__missing__"):
+                return f"it defines {name}"
+    return None
+
+
+def construct_dict_object(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user subclass of ``dict`` or ``OrderedDict``: an empty
+    ``DictObjectVariable`` (the base's ``__new__`` ignores the arguments), then ``__init__``:
+    the class's Python one inlined, or the base's on the storage."""
+    cls = cls_vt.as_python_constant()
+    why = _dict_class_refused(cls)
+    if why is not None:
+        raise Unsupported("new_object", f"creating a {cls.__name__} object: {why}")
+    effects = tx.output.side_effects
+    obj = DictObjectVariable({}, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    init = type_lookup(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
+        if not (result.is_python_constant() and result.as_python_constant() is None):
+            raise PythonError(TypeError("__init__() should return None"))
+    else:
+        containers.call_method(tx, obj, "__init__", args, kwargs)
+    return obj
+
+
+def _dict_object_item_method(
+    tx: Translator, obj: DictObjectVariable, name: str, args: list[VariableTracker]
+) -> VariableTracker:
+    """``obj.name(*args)`` of an item method: the class's Python one, else the storage's."""
+    method = type_lookup(obj.cls, name)
+    if isinstance(method, types.FunctionType):
+        return class_function(tx, obj.cls_vt, name, method, obj).call_function(tx, args, {})
+    return containers.call_method(tx, obj, name, args, {})
+
+
+@dispatch.rule("getitem", DictObjectVariable)
+def _dict_object_getitem(
+    tx: Translator, obj: DictObjectVariable, key: VariableTracker
+) -> VariableTracker:
+    return _dict_object_item_method(tx, obj, "__getitem__", [key])
+
+
+@dispatch.rule("setitem", DictObjectVariable)
+def _dict_object_setitem(
+    tx: Translator, obj: DictObjectVariable, key: VariableTracker, value: VariableTracker
+) -> None:
+    _dict_object_item_method(tx, obj, "__setitem__", [key, value])
+
+
 def _takes_mapping() -> bool:
     """Does this Python's ``SimpleNamespace`` take a positional mapping (3.13 does)?"""
     try:
@@ -1772,11 +1933,22 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if pending is not None:
         return pending
     if static is not MISSING:
+        bound = storage_method(obj, static)
+        if bound is not None:
+            return bound
         return bind_class_attribute(tx, obj, obj.cls_vt, static, name, source)
     hook = type_lookup(cls, "__getattr__")
     if isinstance(hook, types.FunctionType):
         fn = class_function(tx, obj.cls_vt, "__getattr__", hook, obj)
         return fn.call_function(tx, [ConstantVariable(name)], {})
+    bound = storage_method(obj, hook)  # ``__getattr__ = dict.__getitem__``
+    if bound is not None:
+        return bound.call_function(tx, [ConstantVariable(name)], {})
+    if isinstance(obj, DictObjectVariable):
+        if obj.cls_vt.source is not None:
+            tx.output.assume_class_lacks(obj.cls_vt.source, (name, "__getattr__"))
+        error = f"'{cls.__name__}' object has no attribute '{name}'"
+        raise PythonError(AttributeError(error))
     if obj.cls_vt.source is not None:  # a class attribute added later would be found instead
         names = (name, "__getattr__")
         tx.output.assume_class_lacks(obj.cls_vt.source, names)
@@ -1857,7 +2029,7 @@ def store_attribute(
     effects = tx.output.side_effects
     if isinstance(obj, ClassVariable) and obj.source is not None:
         _store_class_attribute(tx, obj, name, value)
-    elif isinstance(obj, NamedTupleObjectVariable) or (
+    elif isinstance(obj, (NamedTupleObjectVariable, DictObjectVariable)) or (
         isinstance(obj, UserObjectVariable) and (obj.source is not None or effects.is_new(obj))
     ):
         cls = obj.python_type()
@@ -1871,10 +2043,10 @@ def store_attribute(
         elif isinstance(hook, types.FunctionType):
             fn = class_function(tx, class_vt(tx, obj), "__setattr__", hook, obj)
             fn.call_function(tx, [ConstantVariable(name), value], {})
+        elif (bound := storage_method(obj, hook)) is not None:  # ``= dict.__setitem__``
+            bound.call_function(tx, [ConstantVariable(name), value], {})
         else:
             raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
-    elif isinstance(obj, DictVariable) and containers.models(obj.cls):
-        containers.store_attr(tx, obj, name, value)
     elif isinstance(obj, NestedFunctionVariable):  # ``functools.update_wrapper``
         obj.store_attr(tx, name, value)
     elif isinstance(obj, ClosureCellVariable) and name == "cell_contents":
@@ -2259,9 +2431,8 @@ def object_setattr(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
     """``object.__setattr__(obj, name, value)`` (frozen dataclasses, ``__setattr__`` overrides)."""
-    if not (isinstance(obj, (UserObjectVariable, NamedTupleObjectVariable))) or issubclass(
-        obj.python_type(), nn.Module
-    ):
+    kinds = (UserObjectVariable, NamedTupleObjectVariable, DictObjectVariable)
+    if not isinstance(obj, kinds) or issubclass(obj.python_type(), nn.Module):
         raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
     if obj.source is None and not tx.output.side_effects.is_new(obj):
         raise Unsupported("store_attr", f"object.__setattr__ on {obj}")

@@ -2112,9 +2112,10 @@ def _symbolic(vt: VariableTracker) -> bool:
 
 
 def _foldable(fn: Any, vt: VariableTracker) -> bool:
-    """Constants can be folded; a mutable container is folded as a copy, which is right for every
-    pure builtin except attribute lookups (a bound method of the copy would miss later
-    mutations)."""
+    """Constants can be folded; a container is folded as a copy, which is right for every pure
+    builtin except attribute lookups on a mutable one (a bound method of the copy would miss later
+    mutations) and ``getattr`` on a tuple (its method would be bound to the copy, another object
+    than the one the trace holds, which the code cannot rebuild)."""
     if not vt.is_python_constant():
         return False
     if fn in _SYMBOLIC_AWARE and _symbolic(vt):
@@ -2130,6 +2131,8 @@ def _foldable(fn: Any, vt: VariableTracker) -> bool:
         and vt.source is not None
     ):
         return False  # a module's or class's attributes can change: var_getattr guards them
+    if fn is getattr and isinstance(vt, TupleVariable):
+        return False
     return fn not in _LIVE_VIEWS or not mutable
 
 
@@ -3105,8 +3108,8 @@ def construct_class(
         return modules.construct_module(tx, cls_vt, args, kwargs)
     if containers.is_model_output(cls) or makes_builtin_like(cls):
         return construct_builtin_like(tx, cls, args, kwargs)
-    if containers.models(cls):  # ``class AttrDict(dict)``: a DictVariable of that class
-        return containers.construct_dict_subclass(tx, cls, args, kwargs)
+    if issubclass(cls, dict) and containers.is_user_dict(cls):  # ``class AttrDict(dict)``
+        return objects.construct_dict_object(tx, cls_vt, args, kwargs)
     if cls is types.SimpleNamespace:
         return objects.construct_namespace(tx, cls_vt, args, kwargs)
     if cls is weakref.ref:
