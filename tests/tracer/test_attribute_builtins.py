@@ -17,6 +17,8 @@ import torch
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
 
+import bytegraph
+
 
 class Plain:
     def __init__(self) -> None:
@@ -633,3 +635,44 @@ def test_delattr_on_a_tensor_is_replayed_and_raises_cpythons_error():
         setup=setup,
         observe=lambda: dict(vars(_noted)),
     )
+
+
+Pair = collections.namedtuple("Pair", "a b")
+PAIR = Pair(2, [2])
+PLAIN_TUPLE = (2, [2])
+
+
+class TupleHolder:
+    pair = Pair(2, "s")
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda p: p,
+        lambda p: PAIR,
+        lambda p: PLAIN_TUPLE,
+        lambda p: TupleHolder.pair,
+        lambda p: Pair(2, [p.a]),
+        lambda p: torch.Size([2, p.a]),
+    ],
+    ids=["argument", "global", "plain_global", "attribute", "local", "size"],
+)
+def test_getattr_of_a_tuples_method_is_bound_to_that_tuple(read):
+    """``getattr(t, name)`` of a tuple (a namedtuple, ``torch.Size``) gives the method bound to
+    ``t`` itself, not to a copy: called, escaping, and with a default."""
+
+    def fn(x, p):
+        t = read(p)
+        count = getattr(t, "count", None)
+        index = getattr(t, "index")  # noqa: B009 (the builtin itself)
+        length = getattr(t, "__len__")  # noqa: B009
+        return x + 1, count(2), index(2), length(), getattr(t, "missing", 7)
+
+    def escaping(x, p):
+        t = read(p)
+        return x + 1, getattr(t, "count"), t  # noqa: B009
+
+    check_breaks(fn, lambda: (torch.ones(2), Pair(2, [2])), graphs=1, breaks=0)
+    _, method, t = bytegraph.compile(escaping)(torch.ones(2), Pair(2, [2]))
+    assert method.__self__ is t

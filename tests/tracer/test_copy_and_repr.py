@@ -207,6 +207,34 @@ def test_copy_of_a_namedtuple_is_a_new_one(read):
     check(fn, torch.ones(2), Point(5, 6))
 
 
+NESTED_POINT = Point(Point(1, [2]), {"k": [3]})
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda p: p,
+        lambda p: POINT,
+        lambda p: NESTED_POINT,
+        lambda p: PointHolder.point,
+        lambda p: Point(p.x, [p.y]),
+        lambda p: Point(p, {"k": p.y}),
+    ],
+    ids=["argument", "global", "nested_global", "attribute", "local", "nested_local"],
+)
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_copy_of_a_namedtuple_holding_containers(read, copier):
+    """A namedtuple whose items are lists and dicts (``getattr(x, "__reduce_ex__", None)`` is
+    its own method, not one of a copy): a new one, its items shared or copied as CPython's."""
+
+    def fn(x, p):
+        v = read(p)
+        c = copier(v)
+        return x + 1, c, type(c), c[1] is v[1], c[0] is v[0]
+
+    _no_more_breaks_than_dynamo(fn, torch.ones(2), Point(5, [6]))
+
+
 def test_reduce_ex_of_a_namedtuple():
     def fn(x, p):
         reduced = p.__reduce_ex__(4)
