@@ -8,9 +8,10 @@ torch.compile."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from difftest import check_breaks
-from dynamo_baseline import assert_no_more_breaks
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts_in_a_fresh_process
 from torch import nn
 
 
@@ -97,7 +98,17 @@ def _generator_in_a_callee(x):
     return _sum_of_generator(y.chunk(2)) + y.sum()
 
 
-def test_generator_made_and_consumed_in_a_callee():
+@pytest.fixture(scope="module")
+def dynamo_generator_counts() -> dict:
+    """torch.compile's ``(graphs, breaks)`` for the generator cases, from one fresh interpreter:
+    late in a long session Dynamo's walk of a generator's globals can raise RecursionError
+    (``dynamo_counts_in_a_fresh_process``), which says nothing of what torch.compile does."""
+    fns = [_generator_in_a_callee, _user_generator_in_a_callee]
+    counts = dynamo_counts_in_a_fresh_process([(fn, torch.randn(6)) for fn in fns])
+    return dict(zip(fns, counts, strict=True))
+
+
+def test_generator_made_and_consumed_in_a_callee(dynamo_generator_counts):
     """The callee's frame is rolled back to where it made the generator (not the whole call
     run in Python): the graph before the call stays, each effect happens once."""
 
@@ -112,7 +123,8 @@ def test_generator_made_and_consumed_in_a_callee():
         setup=setup,
         observe=lambda: list(LOG),
     )
-    assert_no_more_breaks(2, _generator_in_a_callee, torch.randn(6))
+    graphs, dynamo = dynamo_generator_counts[_generator_in_a_callee]
+    assert graphs > 0 and 2 <= dynamo, (graphs, dynamo)
 
 
 def _pairs(xs):
@@ -129,6 +141,7 @@ def _user_generator_in_a_callee(x):
     return _unpack_user_generator(x.cos().chunk(2)) + 1
 
 
-def test_user_generator_made_in_a_callee():
+def test_user_generator_made_in_a_callee(dynamo_generator_counts):
     check_breaks(_user_generator_in_a_callee, lambda: (torch.randn(6),), graphs=3, breaks=2)
-    assert_no_more_breaks(2, _user_generator_in_a_callee, torch.randn(6))
+    graphs, dynamo = dynamo_generator_counts[_user_generator_in_a_callee]
+    assert graphs > 0 and 2 <= dynamo, (graphs, dynamo)
