@@ -145,6 +145,13 @@ class OutputGraph:
         """``getter()`` still returns ``value``: global state the trace read; ``label`` names it."""
         self.add_guard(kinds.GLOBAL_STATE(None, (label, getter, value)))
 
+    def input_value(self, source: Source | None) -> Any:
+        """The real value of the graph input read at ``source``; None where no input was."""
+        for input_source, value in zip(self.inputs, self.input_values, strict=True):
+            if input_source == source:
+                return value
+        return None
+
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         if source in self.inputs:
             return self.inputs[source]

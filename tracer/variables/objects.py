@@ -2069,7 +2069,7 @@ def existing_object(tx: Translator, obj: VariableTracker) -> Any:
     if isinstance(obj, TensorVariable):
         if obj.source is None:
             return MISSING
-        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(obj.source)
+        real = tx.output.input_value(obj.source)
         return real if isinstance(real, torch.Tensor) else MISSING
     if type(obj) is PythonModuleVariable:
         return obj.value

@@ -152,7 +152,7 @@ class TensorVariable(VariableTracker):
                 hint=f"read .{name} outside the compiled function",
             )
         if name == "__dict__" and self.source is not None:
-            real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+            real = tx.output.input_value(self.source)
             if isinstance(real, torch.Tensor):  # an input's own attributes, as a guarded dict
                 return unstored_dict(tx, self, real, self.source)
         # found on the classes of the tensor's MRO, not on their metaclass (``Tensor.__name__``
@@ -176,7 +176,7 @@ class TensorVariable(VariableTracker):
         if effects.is_deleted(self, name):
             message = f"'{self.cls.__name__}' object has no attribute '{name}'"
             raise PythonError(AttributeError(message))
-        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+        real = tx.output.input_value(self.source)
         if not isinstance(real, torch.Tensor) or "__getattr__" in dir(self.cls):
             raise Unsupported("getattr", f"Tensor has no attribute {name!r}")
         tx.output.assume_class_lacks(TypeSource(self.source), (name, "__getattr__"))
@@ -194,7 +194,7 @@ class TensorVariable(VariableTracker):
         stored = _stored_grad(tx, self.source)
         if stored is not None:
             return stored
-        real = dict(zip(tx.output.inputs, tx.output.input_values, strict=True)).get(self.source)
+        real = tx.output.input_value(self.source)
         if not isinstance(real, torch.Tensor):
             raise Unsupported("tensor_attr", "Tensor.grad of a value that is not a graph input")
         return tx.wrap(real.grad, AttrSource(self.source, "grad"))
