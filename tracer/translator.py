@@ -388,12 +388,15 @@ def _globals_source(tx: Translator) -> GlobalsSource | None:
     """The globals dict of ``tx``'s code as a guard can read it (``G`` or ``M['mod']``), or None."""
     if tx.f_globals is tx.root.f_globals:
         return GlobalsSource()
-    module = tx.f_globals.get("__name__")
-    if (
-        isinstance(module, str)
-        and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals
-    ):
-        return GlobalsSource(module)
+    # a module may rename itself (``_collections_abc`` sets ``__name__ = "collections.abc"``):
+    # its import name is its spec's
+    spec = tx.f_globals.get("__spec__")
+    for module in (tx.f_globals.get("__name__"), getattr(spec, "name", None)):
+        if (
+            isinstance(module, str)
+            and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals
+        ):
+            return GlobalsSource(module)
     return None
 
 
