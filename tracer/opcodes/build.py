@@ -18,6 +18,7 @@ from ..variables.containers import (
     SetVariable,
     TupleVariable,
     hash_key,
+    is_mapping,
     mapping_items,
     real_iterable,
     recipe_part,
@@ -143,11 +144,15 @@ def set_update(tx: Translator, inst: Instr) -> None:
 
 @handler("DICT_UPDATE", "DICT_MERGE")
 def dict_update(tx: Translator, inst: Instr) -> None:
-    """(dict ... mapping -- dict ...)  ``{**a}`` and ``f(**a)``."""
+    """(dict ... mapping -- dict ...)  ``{**a}`` (DICT_UPDATE) and ``f(**a)`` (DICT_MERGE): any
+    object whose type has ``keys`` is a mapping, read as ``dict(a)`` reads it (``mapping_items``).
+    DICT_MERGE refuses a key already given (CPython's TypeError names the callee: a break)."""
     mapping = tx.pop()
-    if not isinstance(mapping, DictVariable):
-        raise Unsupported("dict_merge", f"** of {mapping}")
+    if not is_mapping(mapping):
+        raise Unsupported("dict_merge", f"** of {mapping}, which is not a mapping")
     merged = mapping_items(tx, mapping)
+    if inst.name == "DICT_MERGE" and any(k in tx.peek(inst.arg).items for k in merged):
+        raise Unsupported("dict_merge", "a keyword argument given twice")
     _fill(tx, inst.arg, lambda items: items.update(merged))
 
 

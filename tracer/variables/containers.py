@@ -1338,14 +1338,37 @@ def is_user_dict(cls: type) -> bool:
     return cls not in _DICT_CLASSES
 
 
-def mapping_items(tx: Translator, mapping: DictVariable) -> dict[Any, VariableTracker]:
+def mapping_items(tx: Translator, mapping: VariableTracker) -> dict[Any, VariableTracker]:
     """What CPython's ``dict_merge`` (``dict(m)``, ``d.update(m)``, ``{**m}``, ``f(**m)``) reads
-    from the dict ``mapping``: its storage where its class iterates as ``dict`` does, else
-    ``m[k]`` for each ``k`` of ``m.keys()``, through the class's own methods."""
-    if dict_base(mapping.cls) is not collections.OrderedDict or not is_user_dict(mapping.cls):
-        return dict(mapping.items)  # a plain ``OrderedDict``'s reads give its storage too
+    from the mapping ``mapping`` (see ``merge_mapping``), as a new dict's items."""
+    items: dict[Any, VariableTracker] = {}
+    merge_mapping(tx, items, mapping)
+    return items
+
+
+def merge_mapping(
+    tx: Translator, items: dict[Any, VariableTracker], mapping: VariableTracker
+) -> None:
+    """CPython's ``dict_merge`` of ``mapping`` into ``items``: a dict's storage where its class
+    iterates as ``dict`` does (its ``__iter__`` is dict's: CPython's test of ``tp_iter``); for any
+    other mapping, ``m[k]`` stored for each ``k`` of ``list(m.keys())``, all keys taken first,
+    through the class's own methods (Python ones inlined)."""
+    kind = mapping.python_type()
+    if issubclass(kind, dict) and (
+        not is_user_dict(kind) or type_lookup(kind, "__iter__") is dict.__iter__
+    ):  # a builtin ``OrderedDict``'s, ``defaultdict``'s reads give its storage too
+        if not isinstance(mapping, DictVariable):
+            raise Unsupported("dict_merge", f"the storage of a {kind.__name__} object")
+        items.update(mapping.items)
+        return
     keys = dispatch.getattr_(tx, mapping, "keys").call_function(tx, [], {})
-    return {_key(k): dispatch.getitem(tx, mapping, k) for k in dispatch.iterate(tx, keys)}
+    for key in list(dispatch.each_item(tx, keys)):
+        items[_key(key)] = dispatch.getitem(tx, mapping, key)
+
+
+def is_mapping(value: VariableTracker) -> bool:
+    """Whether CPython's ``dict_merge`` takes ``value`` as a mapping: its type has ``keys``."""
+    return isinstance(value, DictVariable) or hasattr(value.python_type(), "keys")
 
 
 def _calls_back(obj: DictVariable) -> bool:
@@ -2060,13 +2083,8 @@ def update_items(tx: Translator, items: dict[Any, VariableTracker], other: Varia
     ``dict_update_arg``): a dict's items; for any other value whose type has ``keys``, a mapping,
     ``other[k]`` for each ``k`` of ``other.keys()``; else pairs, taken one by one and stored as
     they come (a ``map`` making them sees the pairs stored before)."""
-    if isinstance(other, DictVariable):
-        items.update(mapping_items(tx, other))
-        return
-    if hasattr(other.python_type(), "keys"):
-        keys = dispatch.getattr_(tx, other, "keys").call_function(tx, [], {})
-        for key in dispatch.each_item(tx, keys):
-            items[_key(key)] = dispatch.getitem(tx, other, key)
+    if is_mapping(other):
+        merge_mapping(tx, items, other)
         return
     for index, pair in enumerate(dispatch.each_item(tx, other)):
         parts = dispatch.iterate(tx, pair)
