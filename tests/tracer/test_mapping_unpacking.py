@@ -137,3 +137,13 @@ def _not_a_mapping(x):
 
 def test_star_of_a_non_mapping_raises_as_eager():
     check_breaks(_not_a_mapping, lambda: (torch.randn(3),), graphs=1, breaks=1, **_LOGGED)
+
+
+def _twice_from_dicts(x, a, b):
+    return x + 1, keywords(**a, **b)
+
+
+def test_keyword_in_two_dicts_raises_as_eager():
+    check_breaks(
+        _twice_from_dicts, lambda: (torch.randn(3), {"a": 1}, {"a": 2}), graphs=1, breaks=1
+    )
