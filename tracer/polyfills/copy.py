@@ -28,6 +28,7 @@ import copy
 import copyreg
 import enum
 import operator
+import re
 import types
 import weakref
 
@@ -55,6 +56,8 @@ _ATOMIC = frozenset(
         types.FunctionType,
         weakref.ref,
         property,
+        re.Pattern,  # immutable: their ``__deepcopy__`` gives them back
+        re.Match,
         # torch's singletons, whose ``__reduce_ex__`` names them: copy gives them back
         torch.dtype,
         torch.layout,

@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import functools
 import math
+import re
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from . import modules
 from .base import IdentityKey, VariableTracker
 from .constants import (
     CONSTANT_TYPES,
+    IMMUTABLE_C_KINDS,
     LITERAL_TYPES,
     ConstantVariable,
     SliceVariable,
@@ -80,7 +82,7 @@ from .objects import (
     UserObjectVariable,
     plain_tuple_subclass,
 )
-from .operations import MATH_FNS, OPERATOR_FNS
+from .operations import OPERATOR_FNS, PURE_MODULE_FNS
 from .tensors import is_tensor_method
 from .torch_calls import TorchVariable
 
@@ -88,7 +90,9 @@ if TYPE_CHECKING:
     from ..translator import Translator
 from .numpy_arrays import is_numpy_array, is_numpy_scalar
 
-_BUILTIN_IDS = {id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *MATH_FNS] if callable(v)}
+_BUILTIN_IDS = {
+    id(v) for v in [*vars(builtins).values(), *OPERATOR_FNS, *PURE_MODULE_FNS] if callable(v)
+}
 
 
 def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
@@ -188,6 +192,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
         add(kinds.ID_MATCH(source, value))
         return ConstantVariable(value, source)
+    if cls in IMMUTABLE_C_KINDS and _immutable_parts(value):
+        add(kinds.ID_MATCH(source, value))  # the object fixes all it holds
+        return ConstantVariable(value, source)
     if cls is list:  # its length and items are guarded when the trace reads them
         add(kinds.TYPE_MATCH(source, cls))
         return LazyListVariable(tx, value, source)
@@ -238,6 +245,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+def _immutable_parts(value: Any) -> bool:
+    """A pattern, or a match of a str or bytes (not of a buffer that may change)."""
+    return type(value) is not re.Match or type(value.string) in (str, bytes)
 
 
 def _mirrors(key: Any) -> bool:
@@ -402,6 +414,8 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
             method = bound_container_method(tx, value, owner_vt, source)
             if method is not None:
                 return method
+        if isinstance(owner_vt, ConstantVariable):  # ``keyword.iskeyword``: a constant's method
+            return ConstantVariable(value, source)
         return CFunctionVariable(value, source)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         add(identity)
@@ -497,7 +511,7 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if is_numpy_scalar(value):
         return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
-        value, (*_TORCH_SINGLETONS, torch.device, enum.Enum, types.CodeType)
+        value, (*_TORCH_SINGLETONS, *IMMUTABLE_C_KINDS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
     if _constant_method(value):  # ``getattr(7, "__repr__")``: folded when called

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import inspect
 import operator
+import re
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
 from . import dispatch
 from .base import ConstantLikeVariable, VariableTracker, type_lookup
+from .call_rules import call_rules_for
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -60,9 +62,41 @@ INDEX_METHODS = frozenset(
 )
 
 
+#: C types whose objects are immutable values and whose methods are pure: given constants, a
+#: method computes a new value from them and reads nothing else (``pattern.match(s)``,
+#: ``m.group(1)``). Their objects are constants of the trace, made or read, and their methods are
+#: computed at trace time. A ``re.Match`` keeps no identity of its own that CPython lets code use
+#: (``copy.copy(m) is m``), so one made in the trace is rebuilt as that object.
+IMMUTABLE_C_KINDS = (re.Pattern, re.Match)
+
+#: The ``re`` module's functions of a pattern and a string, computed whole at trace time on
+#: constants rather than traced through the pattern compiler: pure (the cache of compiled
+#: patterns they fill gives the same pattern for the same key, which nothing can tell from a new
+#: one). ``finditer`` (an iterator) and ``purge`` (empties the cache) are traced as Python.
+call_rules_for(
+    re.compile,
+    re.match,
+    re.fullmatch,
+    re.search,
+    re.sub,
+    re.subn,
+    re.split,
+    re.findall,
+    re.escape,
+    owner=__name__,
+    fold=True,
+)
+
 #: Values a ``ConstantVariable`` holds that are immutable and fixed by their guards.
 CONSTANT_KINDS = frozenset(
-    {*CONSTANT_TYPES, torch.device, torch.dtype, torch.layout, torch.memory_format}
+    {
+        *CONSTANT_TYPES,
+        *IMMUTABLE_C_KINDS,
+        torch.device,
+        torch.dtype,
+        torch.layout,
+        torch.memory_format,
+    }
 )
 
 #: Methods that only read the object they are bound to and give a new value: bound to a constant
@@ -93,6 +127,18 @@ def fixed_value(value: Any) -> bool:
     if type(value) in CONSTANT_KINDS or isinstance(value, enum.Enum):
         return True
     return isinstance(value, tuple) and all(fixed_value(item) for item in value)
+
+
+def folded_value(value: Any) -> bool:
+    """Whether ``value``, the result of a call computed at trace time, can be the trace's: a fixed
+    value, or a new list, tuple or dict of such values (``re.findall``, ``m.groupdict()``)."""
+    if fixed_value(value):
+        return True
+    if type(value) in (list, tuple):
+        return all(map(folded_value, value))
+    if type(value) is dict:
+        return all(folded_value(k) and folded_value(v) for k, v in value.items())
+    return False
 
 
 #: C methods bound to an object (``len.__repr__``, ``f.__format__``)
@@ -225,6 +271,7 @@ class ConstantVariable(ConstantLikeVariable):
         of_constant_type = any(owner is cls for cls in CONSTANT_TYPES)
         if not callable(self.value) or (
             type(owner) not in CONSTANT_TYPES
+            and type(owner) not in IMMUTABLE_C_KINDS
             and not of_constant_type
             and not reading_method(self.value)
         ):
@@ -248,6 +295,9 @@ class ConstantVariable(ConstantLikeVariable):
             raise
         except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
             raise PythonError(e) from None
+        if type(owner) in IMMUTABLE_C_KINDS and not folded_value(result):
+            # ``pattern.finditer(s)``: an iterator, not a value
+            raise Unsupported("call", f"{self.value.__qualname__} gives a {type(result).__name__}")
         return tx.fold(result)
 
     def _reject_indices(self, args: list[VariableTracker], kwargs: dict) -> None:

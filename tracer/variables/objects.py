@@ -44,7 +44,13 @@ from .base import (
     type_lookup,
 )
 from .call_rules import builtin, call_rule
-from .constants import CONSTANT_TYPES, ConstantVariable, error_of, unstored_dict
+from .constants import (
+    CONSTANT_TYPES,
+    IMMUTABLE_C_KINDS,
+    ConstantVariable,
+    error_of,
+    unstored_dict,
+)
 from .containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -819,6 +825,13 @@ def _container_method_call(
         if owner is containers.dict_base(receiver.cls) or (owner is dict and reads):
             return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
         raise Unsupported("call_method", f"{owner.__name__}.{method.__name__} on a subclass")
+    if owner in (*CONSTANT_TYPES, *IMMUTABLE_C_KINDS) and all(
+        a.is_python_constant() for a in [*args, *kwargs.values()]
+    ):
+        # ``str.lower(s)``, ``map(str.capitalize, words)``, ``re.Match.__copy__(m)``: a method
+        # of an immutable type, pure on constants (it checks its receiver's type itself, raising
+        # CPython's TypeError)
+        return tx.fold_call(method, args, kwargs)
     if owner not in (list, dict, set, frozenset, tuple):
         return None
     if not isinstance(receiver, (BaseSequenceVariable, DictVariable, SetVariable)):

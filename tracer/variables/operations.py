@@ -7,8 +7,11 @@ rule of every operation of ``dispatch`` (``call_callable``, ``iterate``, ``get_i
 
 from __future__ import annotations
 
+import _struct
 import _thread
+import binascii
 import builtins
+import cmath
 import collections
 import contextlib
 import dis
@@ -17,8 +20,11 @@ import functools
 import inspect
 import math
 import operator
+import os
 import types
+import unicodedata
 import weakref
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -2025,7 +2031,7 @@ def call_builtin(
     ):
         return tx.output.call_function(SYMBOLIC_MATH[fn], (args[0],), {})  # stays symbolic
     if (
-        (fn in PURE or fn in MATH_FNS)
+        (fn in PURE or fn in PURE_MODULE_FNS)
         and all(_foldable(fn, v) for v in values)
         and not _reads_own_attribute(fn, args)
     ):
@@ -2045,8 +2051,22 @@ def call_builtin(
     return impl(tx, *args, **kwargs)
 
 
-#: Functions of the ``math`` module: pure, folded on constants (on tensors they would read data).
-MATH_FNS = frozenset(v for k, v in vars(math).items() if not k.startswith("_") and callable(v))
+#: C modules whose functions are pure: on immutable constants each computes a new value and reads
+#: nothing else (on tensors they would read data), so a call is folded. ``_struct`` is
+#: ``struct``'s (less the forms that write a buffer or give an iterator).
+_PURE_C_MODULES = (math, cmath, unicodedata, binascii, _struct)
+_NOT_PURE = frozenset({_struct.pack_into, _struct.iter_unpack})
+#: The functions of ``_PURE_C_MODULES``, and the pure functions of other modules
+#: (``os.fspath``, ``zlib.crc32``), folded on constants.
+PURE_MODULE_FNS = frozenset(
+    {
+        v
+        for module in _PURE_C_MODULES
+        for k, v in vars(module).items()
+        if not k.startswith("_") and type(v) is types.BuiltinFunctionType and v not in _NOT_PURE
+    }
+    | {os.fspath, zlib.crc32, zlib.adler32}
+)
 #: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
 #: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
 #: specialising it.
@@ -2936,7 +2956,13 @@ def apply_rule(
         raise Unsupported("call", f"{name}() on non-constant arguments")
     values = [a.as_python_constant() for a in args]
     named = {k: v.as_python_constant() for k, v in kwargs.items()}
-    return ConstantVariable(rule.target(*values, **named))
+    try:
+        result = rule.target(*values, **named)
+    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+        raise PythonError(e) from None
+    if type(result) in (list, tuple, dict):  # ``re.findall``: a new container of constants
+        return tx.fold(result)
+    return ConstantVariable(result)
 
 
 #: a C method read from its class (``object.__repr__``, ``list.append``): its first argument is

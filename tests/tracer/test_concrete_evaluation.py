@@ -1,0 +1,275 @@
+"""Pure C functions and methods computed at trace time on values known there: the ``re`` module's
+functions and the methods of its immutable objects (``re.Pattern``, ``re.Match``), the functions
+of pure C modules (``struct``, ``unicodedata``, ``binascii``, ``cmath``), ``os.fspath`` and the
+``os.path`` functions over it, a constant's C method read unbound (``str.lower``) or bound to a
+global (``keyword.iskeyword``). Each is compared with eager (values, exceptions) and with
+torch.compile's break count; none breaks."""
+
+from __future__ import annotations
+
+import binascii
+import cmath
+import copy
+import keyword
+import os.path
+import re
+import string
+import struct
+import unicodedata
+import zlib
+
+import pytest
+import torch
+
+import bytegraph
+from tests.difftest import check
+from tests.dynamo_baseline import assert_no_more_breaks
+
+PATTERN = re.compile(r"(?P<name>\w+)\.(?P<index>\d+)")
+MATCH = PATTERN.match("layer.3")
+
+
+def re_match(t):
+    m = re.match(r"(\w+)\.(\d+)", "layer.3")
+    return t * int(m.group(2)), m.group(1), m.groups(), m.span(2), m.start(), m.end(1)
+
+
+def re_match_flags(t):
+    m = re.match("LAYER", "layer.7", re.IGNORECASE)
+    return t + (m is not None), m.group(), m[0]
+
+
+def re_no_match(t):
+    m = re.fullmatch(r"\d+", "12a")
+    return t + (m is None), m
+
+
+def re_search_dict(t):
+    m = re.search(r"(?P<a>\d)(?P<b>\d)?", "x5")
+    return t + int(m["a"]), m.groupdict(), m.groupdict("none"), m.lastindex, m.lastgroup
+
+
+def re_sub_split_findall(t):
+    subbed, n = re.subn(r"\d", "#", "a1b22")
+    return (
+        t + len(re.findall(r"\d", "a1b2c3")),
+        re.sub(r"(\w)(\d)", r"\2\1", "a1 b2"),
+        subbed,
+        n,
+        re.split(r"[,;]", "a,b;c"),
+        re.findall(r"(\w)=(\d)", "a=1 b=2"),
+        re.escape("a.b*c"),
+    )
+
+
+def global_pattern(t):
+    m = PATTERN.search("head: block.12")
+    return t + int(m.group("index")), m.group("name"), PATTERN.pattern, PATTERN.groups
+
+
+def global_pattern_methods(t):
+    return (
+        t + len(PATTERN.findall("a.1 b.2")),
+        PATTERN.sub(r"\g<index>", "a.1 b.2"),
+        PATTERN.split("x a.1 y"),
+        PATTERN.fullmatch("a.1").end(),
+        PATTERN.groupindex["index"],
+    )
+
+
+def global_match(t):
+    return t * int(MATCH.group(2)), MATCH.group("name"), MATCH.re is PATTERN, MATCH.string
+
+
+def compiled_in_trace(t):
+    p = re.compile(r"(\d+)-(\d+)")
+    lo, hi = p.match("3-9").groups()
+    return t + int(hi) - int(lo), p.pattern, p is re.compile(r"(\d+)-(\d+)")
+
+
+def match_copy_is_itself(t):
+    m = re.match("a", "ab")
+    return t + 1, copy.copy(m) is m, copy.deepcopy(m) is m
+
+
+def match_returned(t):
+    return t + 1, re.match(r"(\w)(\w)", "xy")
+
+
+#: cases torch.compile compiles no graph for, and why
+NO_BASELINE = {
+    "re_search_dict": "torch.compile fails on m.groupdict(): an unsupported return type",
+    "match_copy_is_itself": "torch.compile fails on copy.copy of a match",
+    "struct_error": "torch.compile fails on struct.error (an internal error)",
+}
+
+RE_CASES = [
+    re_match,
+    re_match_flags,
+    re_no_match,
+    re_search_dict,
+    re_sub_split_findall,
+    global_pattern,
+    global_pattern_methods,
+    global_match,
+    compiled_in_trace,
+    match_copy_is_itself,
+]
+
+
+@pytest.mark.parametrize("fn", RE_CASES, ids=lambda f: f.__name__)
+def test_re_on_constants_is_computed(fn):
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.ones(2), baseline_missing=NO_BASELINE.get(fn.__name__, ""))
+
+
+def test_match_made_in_trace_is_returned():
+    """A match made in the trace comes back with its groups and its pattern."""
+    bytegraph.reset()
+    t, m = bytegraph.compile(match_returned)(torch.ones(2))
+    assert type(m) is re.Match and m.groups() == ("x", "y") and m.re.pattern == r"(\w)(\w)"
+    torch.testing.assert_close(t, torch.ones(2) + 1)
+
+
+def test_pattern_not_compiled_before():
+    """A pattern the ``re`` cache has never seen: computed whole, not traced through the
+    compiler."""
+    source = r"(q{2})(\d{3})_unseen"
+    re.purge()
+
+    def fn(t):
+        return t + int(re.search(source, "aqq123_unseen").group(2))
+
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+
+
+def re_error(t):
+    try:
+        re.compile("(")
+    except re.error as e:
+        return t + 1, e.msg
+    return t, None
+
+
+def re_type_error(t):
+    try:
+        re.match(r"\d", 5)
+    except TypeError as e:
+        return t + 1, str(e)
+    return t, None
+
+
+def match_group_error(t):
+    try:
+        re.match("a", "a").group(3)
+    except IndexError as e:
+        return t + 1, str(e)
+    return t, None
+
+
+@pytest.mark.parametrize("fn", [re_type_error, match_group_error], ids=lambda f: f.__name__)
+def test_re_errors_are_cpythons(fn):
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+
+
+def test_re_error_is_cpythons():
+    """``re.error`` (an exception whose class takes more than its arguments) is CPython's."""
+    bytegraph.reset()
+    assert bytegraph.compile(re_error)(torch.ones(2))[1] == re_error(torch.ones(2))[1]
+
+
+def re_finditer(t):
+    return t + sum(1 for _ in re.finditer(r"\d", "a1b2"))
+
+
+def test_finditer_is_not_folded():
+    """``finditer`` gives an iterator, not a value: it is not computed as a constant (its count
+    stays right, whatever the trace does with it)."""
+    bytegraph.reset()
+    out = bytegraph.compile(re_finditer)(torch.ones(2))
+    torch.testing.assert_close(out, re_finditer(torch.ones(2)))
+
+
+def pure_modules(t):
+    packed = struct.pack("<iH", 3, 7)
+    return (
+        t + struct.unpack("<iH", packed)[1],
+        packed,
+        struct.calcsize("<iq"),
+        unicodedata.category("a"),
+        unicodedata.normalize("NFKD", "ﬁ"),
+        binascii.hexlify(b"ab"),
+        binascii.crc32(b"ab"),
+        zlib.crc32(b"ab"),
+        cmath.sqrt(-4),
+    )
+
+
+def path_functions(t):
+    return (
+        t + len(os.path.join("a", "b", "c.txt")),
+        os.path.basename("/x/y.pt"),
+        os.path.splitext("model.ckpt.pt"),
+        os.path.dirname("/x/y/z"),
+        os.fspath("p"),
+    )
+
+
+def constant_methods_unbound(t):
+    return (
+        t + sorted(["b", "A", "c"], key=str.lower).index("A"),
+        string.capwords("hello big world"),
+        list(map(str.upper, ("a", "b"))),
+        int.bit_length(255),
+        keyword.iskeyword("for"),
+        keyword.iskeyword("x"),
+    )
+
+
+def struct_error(t):
+    try:
+        struct.pack("<i", "x")
+    except struct.error as e:
+        return t + 1, str(e)
+    return t, None
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [pure_modules, path_functions, constant_methods_unbound, struct_error],
+    ids=lambda f: f.__name__,
+)
+def test_pure_c_functions_on_constants(fn):
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.ones(2), baseline_missing=NO_BASELINE.get(fn.__name__, ""))
+
+
+def test_unbound_str_method_on_wrong_type():
+    """``str.lower(5)``: the method's own TypeError, as CPython raises it."""
+
+    def fn(t):
+        try:
+            str.lower(5)
+        except TypeError as e:
+            return t + 1, str(e)
+        return t, None
+
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+
+
+def test_struct_pack_into_a_buffer_is_not_folded():
+    """``struct.pack_into`` writes its buffer: the write happens."""
+    buf = bytearray(4)
+
+    def fn(t):
+        struct.pack_into("<i", buf, 0, 5)
+        return t + 1
+
+    bytegraph.reset()
+    bytegraph.compile(fn)(torch.ones(2))
+    assert bytes(buf) == struct.pack("<i", 5)
