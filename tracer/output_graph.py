@@ -85,6 +85,8 @@ class OutputGraph:
             torch.fx.Node
         ] = []  #: non-placeholder nodes in creation order (for restore)
         self.current_tx: Translator | None = root_tx
+        #: modules the graph's ``get_attr`` nodes name (the subgraphs of higher-order ops)
+        self.subgraphs: dict[str, torch.nn.Module] = {}
         self.add_guard(kinds.GRAD_MODE(None, torch.is_grad_enabled()))
         self.add_guard(kinds.DEFAULT_DTYPE(None, torch.get_default_dtype()))
 
@@ -410,6 +412,12 @@ class OutputGraph:
         self.created.append(node)
         return node
 
+    def add_subgraph(self, module: torch.nn.Module) -> str:
+        """Make ``module`` an attribute of the graph module to come; its name there."""
+        name = f"subgraph_{len(self.subgraphs)}"
+        self.subgraphs[name] = module
+        return name
+
     # -- finishing ---------------------------------------------------------------------------------
     def count_calls(self) -> int:
         """Operations in the graph (state changes are not: a graph of those alone is not
@@ -434,7 +442,10 @@ class OutputGraph:
                 and not effects.is_effectful(node)
             ):
                 self.graph.erase_node(node)
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name=name)
+        root = torch.nn.Module()
+        for attr, module in self.subgraphs.items():
+            root.add_module(attr, module)
+        gm = torch.fx.GraphModule(root, self.graph, class_name=name)
         if self.shapes.shape_env is not None and self.shapes.shape_env.deferred_runtime_asserts:
             # What torch's shape checks assumed about numbers computed from tensor data (``0 <= u0``
             # for a size made from ``t.item()``) is checked where each number is computed.

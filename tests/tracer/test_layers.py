@@ -108,6 +108,7 @@ def test_trackers_import_only_the_layers_below_them():
         "distributed",
         "numpy_arrays",
         "torch_calls",
+        "subgraphs",
         "operations",
         "builder",
     ]

@@ -36,7 +36,7 @@ from ...guards.sources import (
 )
 from ..context_runtime import ContextExit
 from ..exc import PythonError, Unsupported
-from . import modules
+from . import modules, subgraphs  # noqa: F401 (subgraphs: its call rules register)
 from .base import IdentityKey, VariableTracker
 from .constants import (
     CONSTANT_TYPES,

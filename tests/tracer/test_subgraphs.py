@@ -1,0 +1,297 @@
+"""``torch.utils.checkpoint.checkpoint`` traced as a subgraph (``tracer/variables/subgraphs.py``):
+one node calling the traced body, with the same values, gradients (of inputs and parameters) and
+recomputation as eager, on the ``eager`` and ``aot_eager`` backends; bodies with effects break."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+import torch
+import torch.utils.checkpoint as ck
+from bytegraph.tracer.variables.subgraphs import checkpoint_region
+from difftest import assert_same
+from dynamo_baseline import dynamo_counts
+from torch import nn
+
+import bytegraph
+
+torch.manual_seed(0)
+LIN = nn.Linear(4, 4)
+MLP = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4))
+
+
+def lambda_body(t):
+    return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=False).sum()
+
+
+def nested_function(t):
+    def body(x):
+        return torch.tanh(LIN(x)) * 2
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def module_as_function(t):
+    return ck.checkpoint(MLP, t, use_reentrant=False)
+
+
+def with_kwargs(t, u):
+    def body(x, scale=1.0, bias=None):
+        return LIN(x) * scale + bias
+
+    return ck.checkpoint(body, t, use_reentrant=False, scale=3.0, bias=u)
+
+
+def several_outputs(t):
+    def body(x):
+        y = LIN(x)
+        return y.sin(), {"cos": y.cos(), "n": 3}
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def reentrant(t):
+    return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, hidden, mask=None):
+        return (self.b(torch.relu(self.a(hidden))) + hidden,)
+
+
+class Model(nn.Module):
+    """transformers' gradient checkpointing: a partial of ``checkpoint`` called with
+    ``layer.__call__``."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer(), Layer()])
+        self.gradient_checkpointing = True
+        self._gradient_checkpointing_func = functools.partial(ck.checkpoint, use_reentrant=False)
+
+    def forward(self, hidden):
+        for layer in self.layers:
+            if self.gradient_checkpointing and self.training:
+                hidden = self._gradient_checkpointing_func(layer.__call__, hidden, None)[0]
+            else:
+                hidden = layer(hidden)[0]
+        return hidden
+
+
+MODEL = Model()
+
+
+def grad_input(*shape):
+    return lambda: (torch.randn(*shape, requires_grad=True),)
+
+
+CASES = {
+    "lambda": (lambda_body, grad_input(2, 4), [LIN]),
+    "nested_function": (nested_function, grad_input(3, 4), [LIN]),
+    "module": (module_as_function, grad_input(2, 4), [MLP]),
+    "kwargs": (
+        with_kwargs,
+        lambda: (torch.randn(2, 4, requires_grad=True), torch.randn(4, requires_grad=True)),
+        [LIN],
+    ),
+    "several_outputs": (several_outputs, grad_input(2, 4), [LIN]),
+    "reentrant": (reentrant, grad_input(2, 4), [LIN]),
+    "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
+}
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _run(fn, args, modules):
+    """The result, the gradients of the arguments and of the modules' parameters after a backward
+    of every output."""
+    for module in modules:
+        module.zero_grad(set_to_none=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager's warnings (a reentrant checkpoint's)
+        result = fn(*args)
+    outputs = _tensors(result)
+    torch.autograd.backward([o.sum() for o in outputs if o.requires_grad])
+    arg_grads = [a.grad for a in args]
+    params = [p.grad for module in modules for p in module.parameters()]
+    return result, arg_grads, params
+
+
+def _explain(fn, args):
+    bytegraph.reset()
+    report = bytegraph.explain(fn)(*args)
+    bytegraph.reset()
+    return report.graph_count, report.graph_break_count
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_checkpoint_traced_like_eager(name, backend):
+    fn, make_args, modules = CASES[name]
+    compiled = bytegraph.compile(fn, backend=backend)
+    for _ in range(2):
+        args = make_args()
+        eager_args = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+        expected = _run(fn, eager_args, modules)
+        actual = _run(compiled, args, modules)
+        assert_same(actual, expected)
+    assert _explain(fn, make_args()) == (1, 0)
+    assert dynamo_counts(fn, *make_args()) == (1, 0)
+
+
+def test_checkpoint_node_in_the_graph():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    bytegraph.reset()
+    bytegraph.compile(nested_function, backend=backend)(torch.randn(2, 4, requires_grad=True))
+    (gm,) = graphs
+    calls = [n for n in gm.graph.nodes if n.target is checkpoint_region]
+    assert len(calls) == 1
+    body = getattr(gm, calls[0].args[0].target)
+    assert isinstance(body, torch.fx.GraphModule)
+    # the argument and the Linear's weight and bias are lifted into the body
+    assert len(calls[0].args) == 4
+    assert [n.op for n in gm.graph.nodes].count("call_function") == 2  # the call, its output
+
+
+def _saved_tensors(fn, x):
+    """How many tensors the forward saves for the backward besides ``x`` and the parameters (the
+    activations a checkpoint recomputes instead)."""
+    count = 0
+    leaves = {t.data_ptr() for t in [x, *MLP.parameters()]}
+
+    def pack(t):
+        nonlocal count
+        count += t.data_ptr() not in leaves
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(x)
+    out.sum().backward()
+    return count
+
+
+def test_checkpoint_saves_what_eager_saves():
+    """Recomputation happens: the compiled call (eager backend) saves as few activations for the
+    backward as eager's checkpoint, fewer than the same body without it."""
+
+    def plain(t):
+        return MLP(t)
+
+    x = torch.randn(2, 4, requires_grad=True)
+    compiled = bytegraph.compile(module_as_function, backend="eager")
+    compiled(x)
+    eager = _saved_tensors(module_as_function, x)
+    assert _saved_tensors(compiled, x) == eager < _saved_tensors(plain, x)
+
+
+def dropout_body(t):
+    def body(x):
+        return nn.functional.dropout(LIN(x), 0.5, training=True).relu()
+
+    return ck.checkpoint(body, t, use_reentrant=False, preserve_rng_state=True).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_dropout_in_checkpoint_same_gradients_as_eager(backend):
+    """The recomputation draws the same dropout mask as the forward (torch.compile's eager
+    backend runs the higher-order op without preserving the random state, and differs here)."""
+    compiled = bytegraph.compile(dropout_body, backend=backend)
+    for seed in (1, 2):
+        x = torch.randn(8, 4, requires_grad=True)
+        results = []
+        for fn in (dropout_body, compiled):
+            LIN.zero_grad(set_to_none=True)
+            xi = x.detach().clone().requires_grad_()
+            torch.manual_seed(seed)
+            out = fn(xi)
+            out.backward()
+            results.append((out, xi.grad, LIN.weight.grad, LIN.bias.grad))
+        assert_same(results[1], results[0])
+
+
+def test_two_shapes():
+    compiled = bytegraph.compile(nested_function, backend="eager")
+    for shape in [(2, 4), (5, 4), (7, 4)]:
+        x = torch.randn(*shape, requires_grad=True)
+        expected = _run(nested_function, [x.detach().clone().requires_grad_()], [LIN])
+        assert_same(_run(compiled, [x], [LIN]), expected)
+
+
+LOG: list[int] = []
+
+
+def side_effect(t):
+    def body(x):
+        LOG.append(1)
+        return x.sin()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def in_place_on_input(t):
+    def body(x):
+        x.mul_(2)
+        return x.sin()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def reentrant_without_grad(t):
+    return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
+
+
+def breaking_body(t):
+    def body(x):
+        print("inside")
+        return x.cos()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+@pytest.mark.parametrize(
+    ("fn", "dynamo"),
+    [
+        (side_effect, (0, -1)),  # torch.compile runs the whole call in Python
+        (in_place_on_input, (1, 0)),
+        (reentrant_without_grad, (1, 0)),
+        (breaking_body, (0, -1)),
+    ],
+)
+def test_refused_bodies_break_and_stay_correct(fn, dynamo, capsys):
+    """A body with effects (a store, an in-place write into its input, a print), or a reentrant
+    checkpoint whose outputs would not require grad, breaks at the call: eager's results.
+    (torch.compile traces the in-place write and the reentrant call without a break.)"""
+    x = torch.randn(2, 4)
+    LOG.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager_x = x.clone()
+        expected = fn(eager_x)
+        eager_log = list(LOG)
+        LOG.clear()
+        bytegraph.reset()
+        actual = bytegraph.compile(fn, backend="eager")(x)
+    assert_same(actual, expected)
+    assert_same(x, eager_x)
+    assert LOG == eager_log
+    assert _explain(fn, (torch.randn(2, 4),)) == (0, 1)
+    assert dynamo_counts(fn, torch.randn(2, 4)) == dynamo

@@ -1,0 +1,282 @@
+"""Subgraph tracing: a callable's body traced on its arguments into an FX ``GraphModule`` of its
+own, which the outer graph calls with one node (a higher-order op), and
+``torch.utils.checkpoint.checkpoint`` traced that way.
+
+``trace_subgraph(tx, fn, args, kwargs)`` inlines ``fn`` into the outer graph, takes the nodes it
+added out into a graph of their own and undoes the call (``OutputGraph.restore``). Every value of
+the outer graph that the body reads (an argument, a parameter of a module it calls, a tensor it
+closes over) becomes a placeholder of the subgraph, and is *lifted*: passed to the node that calls
+it. The subgraph returns a tuple of the tensors of the body's result; the caller puts the call node
+in the outer graph (``call_subgraph``) and gets the result back with the subgraph's outputs in
+place of the body's tensors.
+
+A body is refused (``Unsupported``: the call breaks and runs in Python, as without this module)
+when it breaks inside, stores to Python objects (attributes, globals, cells, containers it was
+given), changes global state (grad mode, autocast: their nodes would run in the subgraph),
+defers checks on tensor data, writes in place into a tensor it did not compute (an argument, a
+parameter), or returns something other than tensors it computed, constants, and tuples, lists
+and dicts of those.
+
+``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, ...)`` is one such call: its
+node runs ``checkpoint_region``, which calls torch's ``checkpoint`` on the subgraph with the
+checkpoint's own options when the graph runs as it is (the ``eager`` backend: the same
+recomputation, random state preserved as the user asked), and torch's higher-order op
+``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd, whose partitioner then
+recomputes the tagged region in the backward). The reentrant variant (``use_reentrant=True``, or
+not given: torch then warns and uses it) computes the same values and gradients as the other one
+when a tensor argument requires grad and no keyword goes to the function; it is traced then, and
+refused otherwise (its outputs would not require grad in eager). A ``context_fn`` other than the
+default (selective checkpointing) is refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+import torch.utils.checkpoint as torch_checkpoint
+from torch._higher_order_ops.wrap import tag_activation_checkpoint
+
+from ..exc import Unsupported
+from . import dispatch
+from .base import VariableTracker, walk
+from .call_rules import call_rule
+from .constants import ConstantVariable, SymNodeVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .tensors import TensorVariable
+
+if TYPE_CHECKING:
+    from ..translator import Translator
+
+
+@dataclass
+class Subgraph:
+    """A traced body: its module, the outer trackers it reads (its inputs, in order), the body's
+    result and the tensors of that result the module returns (in order)."""
+
+    module: torch.fx.GraphModule
+    lifted: list[VariableTracker]
+    result: VariableTracker
+    outputs: list[TensorVariable]
+
+
+def trace_subgraph(
+    tx: Translator,
+    fn: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    what: str,
+) -> Subgraph:
+    """``fn(*args, **kwargs)`` traced into a subgraph (see the module's docstring); the outer
+    graph is left as it was. ``what`` names the call in the reasons of a refusal."""
+    output = tx.output
+    checkpoint = output.checkpoint()
+    start = len(output.created)
+    deferred = len(output.deferred.checks)
+    containers = [vt for vt in walk([fn, args, kwargs]) if isinstance(vt, _CONTAINERS)]
+    before = [_items(c) for c in containers]
+    try:
+        try:
+            result = dispatch.call(tx, fn, args, kwargs)
+        except Unsupported as e:
+            raise Unsupported("subgraph", f"{what}: its body breaks ({e})") from None
+        body = output.created[start:]
+        if (
+            output.side_effects.changed_since(checkpoint[1])
+            or any(_items(c) != items for c, items in zip(containers, before, strict=True))
+            or output.state.checkpoint() != checkpoint[2]
+        ):
+            raise Unsupported(
+                "subgraph",
+                f"{what}: its body has side effects on Python objects or global state",
+                hint="keep the body free of stores, container mutations and state changes",
+            )
+        sub = _extract(body, result, what)
+        if len(output.deferred.checks) != deferred:
+            raise Unsupported("subgraph", f"{what}: its body branches on tensor data")
+        # what a rerun of the graph would repeat (draws, effects) is the call node's now
+        drawn = output.deferred.unsafe, output.deferred.random
+    finally:
+        output.restore(checkpoint)
+    output.deferred.unsafe, output.deferred.random = drawn
+    return sub
+
+
+_CONTAINERS = (ListVariable, DictVariable, SetVariable)
+
+
+def _items(container: VariableTracker) -> list[tuple[Any, int]]:
+    items = container.items
+    if isinstance(items, set):  # of constants
+        return sorted((repr(v), 0) for v in items)
+    pairs = items.items() if isinstance(items, dict) else enumerate(items)
+    return [(k, id(v)) for k, v in pairs]
+
+
+def _extract(body: list[torch.fx.Node], result: VariableTracker, what: str) -> Subgraph:
+    """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result``."""
+    inside = set(body)
+    for node in body:
+        _check_node(node, inside, what)
+    outputs = _result_tensors(result, inside, what)
+    outer: dict[torch.fx.Node, None] = {}
+    for node in body:
+        torch.fx.node.map_arg((node.args, node.kwargs), lambda n: outer.setdefault(n) or n)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    lifted: list[VariableTracker] = []
+    for node in (n for n in outer if n not in inside):
+        placeholder = graph.placeholder(f"lifted_{len(lifted)}")
+        placeholder.meta.update(node.meta)
+        env[node] = placeholder
+        lifted.append(_tracker(node))
+    for node in body:
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    unique = list(dict.fromkeys(vt.node for vt in outputs))
+    graph.output(tuple(env[n] for n in unique))
+    module = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="subgraph")
+    return Subgraph(module, lifted, result, [_tracker(n) for n in unique])
+
+
+def _tracker(node: torch.fx.Node) -> VariableTracker:
+    example = node.meta.get("example_value")
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example)
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return SymNodeVariable(node, example)
+    raise Unsupported("subgraph", f"the body reads {node.name}, which is not a tensor or number")
+
+
+#: Targets that store into their first argument although their names do not end in ``_``.
+_STORES = frozenset({operator.setitem, torch.Tensor.__setitem__, "__setitem__"})
+
+
+def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> None:
+    """Refuse a node that changes state or writes into a tensor the body did not compute."""
+    if node.meta.get("bytegraph_state") or node.op not in ("call_function", "call_method"):
+        raise Unsupported("subgraph", f"{what}: its body changes global state ({node.name})")
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    in_place = node.target in _STORES or (name.endswith("_") and not name.endswith("__"))
+    written = [node.args[0]] if in_place and node.args else []
+    if "out" in node.kwargs:
+        written.append(node.kwargs["out"])
+    for target in written:
+        if isinstance(target, torch.fx.Node) and target not in inside:
+            raise Unsupported(
+                "subgraph", f"{what}: its body writes in place into a tensor it was given ({name})"
+            )
+    if node.meta.get("effectful") and not in_place:
+        raise Unsupported("subgraph", f"{what}: its body calls {name}, which has effects")
+
+
+def _result_tensors(
+    result: VariableTracker, inside: set[torch.fx.Node], what: str
+) -> list[TensorVariable]:
+    """The tensors of ``result`` in order; ``Unsupported`` for a result of another kind."""
+    if isinstance(result, TensorVariable):
+        if result.node not in inside:
+            raise Unsupported("subgraph", f"{what}: its body returns a tensor it did not compute")
+        return [result]
+    if isinstance(result, (TupleVariable, ListVariable)):
+        return [t for item in result.items for t in _result_tensors(item, inside, what)]
+    if isinstance(result, DictVariable) and type(result.items) is dict:
+        return [t for item in result.items.values() for t in _result_tensors(item, inside, what)]
+    if isinstance(result, ConstantVariable):
+        return []
+    raise Unsupported("subgraph", f"{what}: its body returns {result}, which is not traced")
+
+
+def _replace(result: VariableTracker, new: dict[torch.fx.Node, VariableTracker]) -> Any:
+    """``result`` with each tensor replaced by ``new[its node]``."""
+    if isinstance(result, TensorVariable):
+        return new[result.node]
+    if isinstance(result, (TupleVariable, ListVariable)):
+        return result.clone(items=[_replace(item, new) for item in result.items])
+    if isinstance(result, DictVariable):
+        return result.clone(items={k: _replace(v, new) for k, v in result.items.items()})
+    return result
+
+
+def call_subgraph(
+    tx: Translator, target: Any, sub: Subgraph, kwargs: dict[str, Any]
+) -> VariableTracker:
+    """One node of the outer graph calling ``target(subgraph, *lifted, **kwargs)`` (``kwargs``:
+    constants), and the body's result with the node's outputs in place of its tensors."""
+    output = tx.output
+    graph = output.graph
+    attr = graph.create_node("get_attr", output.add_subgraph(sub.module))
+    output.created.append(attr)
+    args = (attr, *(vt.node for vt in sub.lifted))
+    node = graph.create_node("call_function", target, args, kwargs)
+    node.meta["example_value"] = tuple(vt.example for vt in sub.outputs)
+    node.meta["stack_trace"] = output._stack_trace()
+    output.created.append(node)
+    new: dict[torch.fx.Node, VariableTracker] = {}
+    for i, vt in enumerate(sub.outputs):
+        item = graph.create_node("call_function", operator.getitem, (node, i), {})
+        item.meta["example_value"] = vt.example
+        item.meta["stack_trace"] = node.meta["stack_trace"]
+        output.created.append(item)
+        new[vt.node] = TensorVariable(item, vt.example, vt.python_type())
+    return _replace(sub.result, new)
+
+
+# -- torch.utils.checkpoint.checkpoint -------------------------------------------------------------
+
+
+def checkpoint_region(gmod: torch.fx.GraphModule, *args: Any, **options: Any) -> Any:
+    """What a checkpoint's node runs: torch's ``checkpoint`` of the subgraph with the user's
+    options (non-reentrant) when the graph runs as it is, the higher-order op
+    ``tag_activation_checkpoint`` when a tracer runs it (a dispatch mode is on: AOTAutograd's,
+    or fake tensors')."""
+    if torch._C._len_torch_dispatch_stack() == 0:
+        return torch_checkpoint.checkpoint(gmod, *args, use_reentrant=False, **options)
+    return tag_activation_checkpoint(gmod, *args, use_reentrant=False)
+
+
+#: The keywords ``checkpoint`` takes for itself (the rest go to the function).
+_CHECKPOINT_KEYWORDS = frozenset(
+    name
+    for name in inspect.signature(torch_checkpoint.checkpoint).parameters
+    if name not in ("function", "args", "kwargs")
+) | {"preserve_rng_state"}
+
+
+@call_rule(torch_checkpoint.checkpoint)
+def _checkpoint(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``checkpoint(function, *args, **kwargs)`` as one node calling its traced body."""
+    if not args:
+        raise Unsupported("subgraph", "checkpoint() without a function")
+    function, fn_args = args[0], list(args[1:])
+    options: dict[str, Any] = {}
+    for name in sorted(set(kwargs) & _CHECKPOINT_KEYWORDS):
+        if not kwargs[name].is_python_constant():
+            raise Unsupported("subgraph", f"checkpoint()'s {name} is not a constant")
+        options[name] = kwargs[name].as_python_constant()
+    fn_kwargs = {k: v for k, v in kwargs.items() if k not in _CHECKPOINT_KEYWORDS}
+    if options.pop("context_fn", torch_checkpoint.noop_context_fn) is not (
+        torch_checkpoint.noop_context_fn
+    ):
+        raise Unsupported("subgraph", "checkpoint() with a context_fn (selective checkpointing)")
+    reentrant = options.pop("use_reentrant", None) is not False
+    if reentrant and (fn_kwargs or not _some_requires_grad(fn_args)):
+        raise Unsupported(
+            "subgraph",
+            "a reentrant checkpoint() with keywords for the function or no input requiring grad",
+            hint="pass use_reentrant=False",
+        )
+    sub = trace_subgraph(tx, function, fn_args, fn_kwargs, "checkpoint()")
+    for name, value in options.items():
+        if not isinstance(value, (bool, str, int, type(None))):
+            raise Unsupported("subgraph", f"checkpoint()'s {name}={value!r}")
+    return call_subgraph(tx, checkpoint_region, sub, options)
+
+
+def _some_requires_grad(args: list[VariableTracker]) -> bool:
+    return any(isinstance(a, TensorVariable) and a.example.requires_grad for a in args)
