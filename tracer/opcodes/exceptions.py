@@ -168,7 +168,9 @@ def traced_python_error(tx: Translator, error: Unsupported) -> TracedException |
         return None
     args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
     attrs = keyword_attributes(tx, error.exc)
-    return TracedException(ExceptionVariable(type(error.exc), args, attrs=attrs))
+    exc = ExceptionVariable(type(error.exc), args, attrs=attrs)
+    exc.set_context(_handled(tx))
+    return TracedException(exc)
 
 
 def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
@@ -225,7 +227,14 @@ def raise_varargs(tx: Translator, inst: Instr) -> None:
             if cause.is_python_constant() and cause.as_python_constant() is None
             else (to_exception(tx, cause))
         )
+        exc.suppress_context = True
+    exc.set_context(_handled(tx))
     raise_traced(tx, exc)
+
+
+def _handled(tx: Translator) -> VariableTracker | None:
+    """The exception being handled at ``tx``'s instruction, if any."""
+    return tx.output.exc_info[-1] if tx.output.exc_info else None
 
 
 @handler("RERAISE")

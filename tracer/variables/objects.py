@@ -162,6 +162,10 @@ class ExceptionVariable(VariableTracker):
     cause: VariableTracker | None = None  #: ``raise ... from cause``
     #: attributes CPython sets apart from ``args`` (``AttributeError``'s ``name`` and ``obj``)
     attrs: dict[str, VariableTracker] = field(default_factory=dict)
+    #: ``__context__``: the exception being handled where this one was raised (``set_context``)
+    context: ExceptionVariable | None = None
+    #: ``__suppress_context__``: set by ``raise ... from ...`` (``None`` included)
+    suppress_context: bool = False
 
     def python_type(self) -> type:
         return self.cls
@@ -186,7 +190,11 @@ class ExceptionVariable(VariableTracker):
             return tx.wrap_static(self.cls)
         if name == "__cause__":
             return self.cause or ConstantVariable(None)
-        if name in ("__context__", "__traceback__"):
+        if name == "__context__":
+            return self.context or ConstantVariable(None)
+        if name == "__suppress_context__":
+            return ConstantVariable(self.suppress_context)
+        if name == "__traceback__":
             raise Unsupported("exception", f"{name} of an exception raised in the trace")
         if self.is_python_constant() and name in _PLAIN_ATTRIBUTES:
             return tx.fold(getattr(self.as_python_constant(), name))
@@ -198,18 +206,34 @@ class ExceptionVariable(VariableTracker):
             for arg in self.args:
                 arg.reconstruct(cg)
             cg.call_function(len(self.args))
+            parts = dict(self.attrs)
             if self.cause is not None:
-                cg.copy(1)
-                self.cause.reconstruct(cg)
-                cg.swap(2)
-                cg.store_attr("__cause__")
-            for name, vt in self.attrs.items():
+                parts["__cause__"] = self.cause
+            if self.context is not None:
+                parts["__context__"] = self.context
+            if self.suppress_context:
+                parts["__suppress_context__"] = ConstantVariable(True)
+            for name, vt in parts.items():
                 cg.copy(1)
                 vt.reconstruct(cg)
                 cg.swap(2)
                 cg.store_attr(name)
 
         cg.build_once(self, build)
+
+    def set_context(self, handled: VariableTracker | None) -> None:
+        """This exception is raised while ``handled`` is handled (None: while none is): its
+        context becomes that one, as CPython's ``_PyErr_SetObject`` sets it; a link of the
+        handled one's context chain back to this one is cut, so that the chain has no cycle."""
+        if not isinstance(handled, ExceptionVariable) or handled is self:
+            return
+        link = handled
+        while link.context is not None:
+            if link.context is self:
+                link.context = None
+                break
+            link = link.context
+        self.context = handled
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.cls.__name__})"
