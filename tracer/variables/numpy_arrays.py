@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -445,6 +446,9 @@ class TensorNumpyMethod(VariableTracker):
 
     tensor: TensorVariable
     source: Any = None
+
+    def python_type(self) -> type:
+        return types.BuiltinMethodType  # ``Tensor.numpy`` is a C method
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]

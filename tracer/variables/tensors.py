@@ -7,6 +7,7 @@ value is data). Operators on tensors are ``operations.py``'s; NumPy arrays are
 
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 from dataclasses import dataclass
@@ -54,6 +55,18 @@ CONSTANT_ATTRS = frozenset(
         "is_contiguous",
         "is_nested",
         "itemsize",
+        # the other device kinds and layouts: functions of the device and layout the guards pin
+        "is_ipu",
+        "is_maia",
+        "is_mkldnn",
+        "is_mps",
+        "is_mtia",
+        "is_sparse_csr",
+        "is_vulkan",
+        "is_xla",
+        "is_xpu",
+        "name",  # of a tensor without named dimensions (torch traces no named tensors): None
+        "nbytes",
     }
 )
 #: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
@@ -132,6 +145,8 @@ class TensorVariable(VariableTracker):
             return tx.fold(tuple(self.example.shape)).clone(is_size=True)
         if name in CONSTANT_ATTRS:
             value = getattr(self.example, name)
+            if _has_symbols(value):  # ``nbytes`` of symbolic sizes
+                raise Unsupported("tensor_attr", f"Tensor.{name} of a tensor with symbolic sizes")
             return (
                 ConstantVariable(value) if not callable(value) else TensorMethodVariable(self, name)
             )
@@ -162,7 +177,7 @@ class TensorVariable(VariableTracker):
             if type_lookup(self.cls, name) is not MISSING:  # a subclass's own attribute
                 raise Unsupported("getattr", f"{self.cls.__name__}.{name} is not traced")
             return self._own_attribute(tx, name)
-        if isinstance(static, (str, type(None))):  # ``t.__module__``: plain class data
+        if type(static) in (str, int, float, bool, type(None)):  # ``t.__module__``: class data
             return ConstantVariable(static)
         return TensorMethodVariable(self, name)
 
@@ -266,6 +281,12 @@ class TensorMethodVariable(BoundAttributeVariable):
             return types.MethodWrapperType
         if isinstance(method, types.MethodDescriptorType):
             return types.BuiltinMethodType
+        if isinstance(method, classmethod) and inspect.isfunction(method.__func__):
+            return types.MethodType  # bound to the class
+        if isinstance(method, staticmethod) and callable(method.__func__):
+            return type(method.__func__)  # unbound: a function, or a C function
+        if isinstance(method, (types.ClassMethodDescriptorType, types.BuiltinMethodType)):
+            return types.BuiltinMethodType  # a C class method, or ``__new__``, bound to the class
         return super().python_type()
 
     def call_function(
