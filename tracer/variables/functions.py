@@ -7,6 +7,7 @@ make classes (``namedtuple``, ``type``). What calling a known callable means is 
 
 from __future__ import annotations
 
+import abc
 import collections
 import functools
 import inspect
@@ -17,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
-from ...guards.sources import AttrSource, ConstSource, ItemSource, Source
+from ...guards.sources import (
+    AttrSource,
+    CallSource,
+    ConstSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+)
 from ..breaks.liveness import code_cell_writes
 from ..exc import PythonError, Unsupported
 from ..markers import (
@@ -45,7 +53,6 @@ from .containers import DictVariable, MappingProxyVariable, TupleVariable, hash_
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
-    from ...guards.sources import Source
     from ..translator import Translator
 
 
@@ -983,6 +990,47 @@ def _immutable(value: Any) -> bool:
     if type(value) in (tuple, frozenset):
         return all(_immutable(v) for v in value)
     return type(value) in CONSTANT_TYPES
+
+
+# ``functools.singledispatch``: its ``dispatch(cls)`` is a function of the class alone, given the
+# registry (a dict keyed by classes, changed only by ``register``) and, where the registry holds an
+# abstract class, the ``abc`` cache token (``register`` of a virtual subclass bumps it). Its caches
+# are weak-keyed dicts, which the trace does not model; so the call is made for real at trace time
+# on a class the trace knows (the effect is the eager call's own: the cache filled), and its result
+# is the registry's value, read through the function's closure. The registry is guarded (its keys,
+# each value's identity) and so is the token where the lookup reads it: a later ``register``
+# changes a guarded value and the next call traces again.
+_SINGLEDISPATCH_CODE = functools.singledispatch(lambda x: x).dispatch.__code__
+
+
+def _singledispatch_call(
+    tx: Translator,
+    fn: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """``dispatch(cls)`` of a singledispatch function, on a class known at trace time."""
+    if kwargs or len(args) != 1 or fn.source is None or fn.self_vt is not None:
+        return None
+    if not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), type):
+        return None
+    real = fn.fn
+    cells = dict(zip(real.__code__.co_freevars, real.__closure__, strict=True))
+    registry = cells["registry"].cell_contents
+    impl = real(args[0].as_python_constant())
+    chosen = next((i for i, v in enumerate(registry.values()) if v is impl), None)
+    if type(registry) is not dict or chosen is None:
+        return None
+    registry_vt = fn.closure_value(tx, "registry")  # its keys and values guarded
+    if not isinstance(registry_vt, DictVariable) or len(registry_vt.items) != len(registry):
+        return None
+    if cells["cache_token"].cell_contents is not None:  # the registry holds an abstract class
+        token = CallSource(ModuleGlobalSource("abc", "get_cache_token"))
+        tx.output.assume_equal(token, abc.get_cache_token())
+    return list(registry_vt.items.values())[chosen]
+
+
+CALL_HOOKS[_SINGLEDISPATCH_CODE] = _singledispatch_call
 
 
 # ``staticmethod(v)`` and ``classmethod(v)`` made in the trace, of any value: the wrapper CPython
