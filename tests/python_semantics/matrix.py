@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import random
 import re
 import sys
 import time
@@ -321,6 +322,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shard", help="K/N: run only the cells whose index is K modulo N")
     parser.add_argument("--save", help="write the outcomes and torch.compile's counts (JSON)")
     parser.add_argument("--load", nargs="*", help="outcomes saved by shards: read, do not run")
+    parser.add_argument(
+        "--shuffle",
+        type=int,
+        help="run the cells in an order drawn from this seed: a verdict "
+        "that changes with the order shows state one cell leaves to the next",
+    )
     args = parser.parse_args(argv)
 
     ops = operations()
@@ -328,6 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.shard:
         k, n = map(int, args.shard.split("/"))
         selected = selected[k::n]
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(selected)
     if args.load:
         results, dynamo = load_outcomes(args.load)
         selected = [c for c in selected if c.id in results]
