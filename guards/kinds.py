@@ -279,6 +279,12 @@ def KEY_ABSENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
 
 
 @guard_kind(5)
+def KEY_PRESENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``arg`` (a str) is a key of the dict ``expr`` (a global name ``name in globals()`` found)."""
+    return [f"{arg!r} in {expr}"]
+
+
+@guard_kind(5)
 def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> list[str]:
     """No class in the MRO of the class ``expr`` defines any of the names ``arg`` (an attribute the
     trace found missing, plus ``__getattr__``, which would supply it)."""

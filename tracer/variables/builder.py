@@ -78,6 +78,7 @@ from .numpy_arrays import wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
+    GlobalsVariable,
     PythonModuleVariable,
     UserObjectVariable,
     plain_tuple_subclass,
@@ -157,6 +158,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is types.CellType:  # a frame's cell passed to a resume function (``cell_args``)
         add(kinds.TYPE_MATCH(source, cls))
         return ClosureCellVariable(value, AttrSource(source, "cell_contents"))
+    if value is tx.root.f_globals:  # ``globals()`` live at a break: read name by name
+        add(kinds.ID_MATCH(source, value))
+        return GlobalsVariable(value)
     if value is None:
         add(kinds.NONE_MATCH(source))
         return ConstantVariable(None, source)

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from ...guards import kinds
 from ...guards.sources import (
     AttrSource,
     CallSource,
     DictItemSource,
+    GlobalsSource,
     ItemSource,
     ModuleGlobalSource,
     Source,
@@ -486,6 +488,72 @@ def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, pa
 # with a custom ``__getattr__``/``__getattribute__`` are refused (``custom_getattr``) except the
 # allowlist ``PURE_GETATTR_CLASSES`` (``transformers`` configs), whose reads use the real
 # ``getattr`` and whose guards therefore call that ``__getattribute__``.
+
+
+# ``GlobalsVariable``: ``globals()`` of the compiled function's own module, a dict read name by name
+# as ``LOAD_GLOBAL`` reads it: ``name in globals()`` guards the key's presence or absence,
+# ``globals()[name]`` is the global (its pending store, else its value guarded),
+# ``globals()[name] = v`` a store to it. Given back to Python it is ``globals()`` again.
+
+
+@dataclass(eq=False)
+class GlobalsVariable(VariableTracker):
+    """The globals dict of the compiled function (``G``), which only the root frame's code and
+    functions of its module share."""
+
+    f_globals: dict
+
+    def python_type(self) -> type:
+        return dict
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(globals)  # the rewritten code runs in the compiled function's globals
+        cg.call_function(0)
+
+    def __repr__(self) -> str:
+        return "GlobalsVariable()"
+
+
+def _global_name(vt: VariableTracker) -> str:
+    if not vt.is_python_constant() or type(vt.as_python_constant()) is not str:
+        raise Unsupported("globals", f"globals() indexed by {vt}")
+    return vt.as_python_constant()
+
+
+@dispatch.rule("contains", GlobalsVariable)
+def _globals_contains(tx: Translator, vt: GlobalsVariable, item: VariableTracker) -> bool:
+    name = _global_name(item)
+    if name in tx.output.side_effects.global_stores:
+        return True
+    present = name in vt.f_globals
+    guard = kinds.KEY_PRESENT if present else kinds.KEY_ABSENT
+    tx.output.add_guard(guard(GlobalsSource(), name))
+    return present
+
+
+@dispatch.rule("getitem", GlobalsVariable)
+def _globals_getitem(tx: Translator, vt: GlobalsVariable, key: VariableTracker) -> VariableTracker:
+    if not _globals_contains(tx, vt, key):
+        raise PythonError(KeyError(key.as_python_constant()))
+    return tx.root.load_global(key.as_python_constant())
+
+
+@dispatch.rule("setitem", GlobalsVariable)
+def _globals_setitem(
+    tx: Translator, vt: GlobalsVariable, key: VariableTracker, value: VariableTracker
+) -> None:
+    if tx.parent is not None:  # as ``STORE_GLOBAL``: inlined code reads no pending store
+        raise Unsupported("global_store", "a store to globals() inside an inlined function")
+    tx.output.side_effects.store_global(_global_name(key), value)
+
+
+@builtin(globals)
+def _globals(tx: Translator) -> VariableTracker:
+    if tx.f_globals is not tx.root.f_globals:
+        raise Unsupported(
+            "globals", "globals() of another module", hint="frame introspection runs in Python"
+        )
+    return GlobalsVariable(tx.f_globals)
 
 
 @dataclass(eq=False)

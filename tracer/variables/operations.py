@@ -2004,7 +2004,6 @@ BREAKING = {
     exec: "dynamic code",
     eval: "dynamic code",
     breakpoint: "debugger",
-    globals: "frame introspection",
 }
 
 ZERO = ConstantVariable(0)
