@@ -273,6 +273,15 @@ class SideEffects:
                 return self.load_attr(vt, name)
         return None
 
+    def forget_store(self, obj: VariableTracker, name: str, previous: tuple | None) -> None:
+        """Undo a ``store_attr`` of ``obj.name`` (``previous``: the entry it replaced, or None);
+        ``obj`` has no instance dict tracker."""
+        self._stores = None
+        if previous is None:
+            del self.attr_stores[(id(obj), name)]
+        else:
+            self.attr_stores[(id(obj), name)] = previous
+
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         """What the trace stored into ``obj.name`` (None: nothing, or it deleted it)."""
         entry = self.attr_stores.get((id(obj), name))

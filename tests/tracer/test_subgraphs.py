@@ -52,6 +52,16 @@ def several_outputs(t):
     return ck.checkpoint(body, t, use_reentrant=False)
 
 
+def nested(t):
+    def inner(x):
+        return LIN(x).sin()
+
+    def outer(x):
+        return ck.checkpoint(inner, x * 2, use_reentrant=False).cos() + x
+
+    return ck.checkpoint(outer, t, use_reentrant=False)
+
+
 def reentrant(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
@@ -101,6 +111,7 @@ CASES = {
         [LIN],
     ),
     "several_outputs": (several_outputs, grad_input(2, 4), [LIN]),
+    "nested": (nested, grad_input(2, 4), [LIN]),
     "reentrant": (reentrant, grad_input(2, 4), [LIN]),
     "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
 }
@@ -234,6 +245,27 @@ def test_two_shapes():
         x = torch.randn(*shape, requires_grad=True)
         expected = _run(nested_function, [x.detach().clone().requires_grad_()], [LIN])
         assert_same(_run(compiled, [x], [LIN]), expected)
+
+
+def around_a_break(t):
+    y = ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=False)
+    print("between")
+    return ck.checkpoint(lambda x: LIN(x).tanh(), y, use_reentrant=False) + y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_checkpoints_around_a_break(backend, capsys):
+    compiled = bytegraph.compile(around_a_break, backend=backend)
+    for _ in range(2):
+        x = torch.randn(2, 4, requires_grad=True)
+        expected = _run(around_a_break, [_copy(x)], [LIN])
+        assert_same(_run(compiled, [x], [LIN]), expected)
+    assert _explain(around_a_break, (torch.randn(2, 4, requires_grad=True),)) == (2, 1)
+    assert dynamo_counts(around_a_break, torch.randn(2, 4, requires_grad=True)) == (2, 1)
+
+
+def _copy(t):
+    return t.detach().clone().requires_grad_(t.requires_grad)
 
 
 LOG: list[int] = []

@@ -33,6 +33,7 @@ from ..breaks import deferred_checks
 from ..exc import Unsupported
 from . import dispatch
 from .base import VariableTracker
+from .call_rules import call_rule
 from .constants import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable
 from .functions import CALL_HOOKS, MethodCallVariable, UserFunctionVariable
@@ -535,6 +536,7 @@ class NNModuleVariable(UserObjectVariable):
                 AttrSource(owner.source, table) if owner.source else None,
             )
             for key, vt in entries.items.items():
+                vt = tx.output.side_effects.load_attr(owner, key) or vt  # a store of the trace
                 if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
                     continue
                 seen.add(id(vt))
@@ -1058,3 +1060,114 @@ def _typed(vt: VariableTracker) -> bool:
     except Unsupported:
         return False
     return True
+
+
+# ``torch.func.functional_call(module, parameters_and_buffers, args, kwargs)``: the module's call
+# with the given tensors standing in for its parameters and buffers, as torch's
+# ``_reparametrize_module`` swaps them in and back out around the call. Each stand-in is a pending
+# store on its owner (``SideEffects.store_attr``), which the module's attribute reads and member
+# listings see, and which is forgotten after the call: the module is left as it was. Refused (the
+# call runs in Python): a module made in the trace, keys that are not existing parameters or
+# buffers, ``strict=True``, dictionaries that repeat a key, and a call whose forward stores to
+# Python objects (its stores would have to be told apart from the stand-ins). With
+# ``tie_weights=True`` (the default) a tensor given for one of several names of the same tensor
+# stands for all of them; every parameter and buffer of the module tree is guarded by identity,
+# so that which names are tied holds for the calls the trace serves.
+
+
+@call_rule(torch.func.functional_call)
+def _functional_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    try:
+        bound = inspect.signature(torch.func.functional_call).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported("functional_call", f"functional_call(): {e}") from None
+    bound.apply_defaults()
+    module = bound.arguments["module"]
+    if not isinstance(module, NNModuleVariable) or module.source is None:
+        raise Unsupported("functional_call", f"functional_call() of {module}")
+    options = {}
+    for name in ("tie_weights", "strict"):
+        value = bound.arguments[name]
+        options[name] = value.as_python_constant() if isinstance(value, VariableTracker) else value
+    if options["strict"] is not False:
+        raise Unsupported("functional_call", "functional_call(strict=True)")
+    stand_ins = _stand_ins(bound.arguments["parameter_and_buffer_dicts"])
+    call_args = bound.arguments["args"]
+    if call_args is None or _is_none(call_args):
+        call_args = []
+    elif isinstance(call_args, TupleVariable):
+        call_args = list(call_args.items)
+    else:
+        call_args = [call_args]
+    call_kwargs = bound.arguments["kwargs"]
+    call_kwargs = {} if call_kwargs is None or _is_none(call_kwargs) else _keywords(tx, call_kwargs)
+    targets = _reparametrized(tx, module, stand_ins, options["tie_weights"])
+    effects = tx.output.side_effects
+    if any(id(owner) in effects.instance_dicts for owner, _, _ in targets):
+        raise Unsupported("functional_call", "functional_call() of a module whose vars() is read")
+    previous = [effects.attr_stores.get((id(owner), name)) for owner, name, _ in targets]
+    for owner, name, value in targets:
+        effects.store_attr(owner, name, value)
+    swapped = effects.snapshot()
+    result = module.call_function(tx, call_args, call_kwargs)
+    if effects.changed_since(swapped):
+        raise Unsupported("functional_call", "the forward under functional_call() has side effects")
+    for (owner, name, _), entry in zip(targets, previous, strict=True):
+        effects.forget_store(owner, name, entry)
+    return result
+
+
+def _stand_ins(dicts: VariableTracker) -> dict[str, VariableTracker]:
+    """The given name -> tensor entries, merged (a key in two dictionaries is refused)."""
+    parts = dicts.items if isinstance(dicts, (TupleVariable, ListVariable)) else [dicts]
+    merged: dict[str, VariableTracker] = {}
+    for part in parts:
+        if not isinstance(part, DictVariable) or type(part.items) is not dict:
+            raise Unsupported("functional_call", f"functional_call() with {part} as a dict")
+        for key, value in part.items.items():
+            key = getattr(key, "value", key)
+            if not isinstance(key, str) or key in merged:
+                raise Unsupported("functional_call", f"functional_call() with the key {key!r}")
+            merged[key] = value
+    return merged
+
+
+def _reparametrized(
+    tx: Translator, module: NNModuleVariable, stand_ins: dict[str, VariableTracker], tie: bool
+) -> list[tuple[NNModuleVariable, str, VariableTracker]]:
+    """``(owner, name, stand-in)`` for each member the call replaces (tied names included)."""
+    names: dict[int, list[str]] = {}  # id of a member tensor -> its names in the tree
+    real = module.value
+    members = [
+        *real.named_parameters(remove_duplicate=False),
+        *real.named_buffers(remove_duplicate=False),
+    ]
+    for path, tensor in members:
+        names.setdefault(id(tensor), []).append(path)
+        owner, name = _member_owner(tx, module, path)
+        table = "_parameters" if name in owner.value._parameters else "_buffers"
+        tx.output.assume_identity(ItemSource(AttrSource(owner.source, table), name), tensor)
+    by_path = {path: tensor for path, tensor in members}
+    chosen: dict[str, VariableTracker] = {}
+    for path, value in stand_ins.items():
+        if path not in by_path:
+            raise Unsupported("functional_call", f"functional_call() with the key {path!r}")
+        tied = names[id(by_path[path])] if tie else [path]
+        for other in tied:
+            if chosen.get(other, value) is not value:
+                raise Unsupported("functional_call", f"functional_call() ties {path} and {other}")
+            chosen[other] = value
+    return [(*_member_owner(tx, module, path), value) for path, value in chosen.items()]
+
+
+def _member_owner(tx: Translator, module: NNModuleVariable, path: str) -> tuple[Any, str]:
+    """The tracker of the submodule holding ``path``'s member, and the member's name there."""
+    *prefix, name = path.split(".")
+    owner = module
+    for part in prefix:
+        owner = owner.var_getattr(tx, part)
+        if not isinstance(owner, NNModuleVariable) or owner.source is None:
+            raise Unsupported("functional_call", f"functional_call(): {path} is not reached")
+    return owner, name

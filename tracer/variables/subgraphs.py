@@ -95,7 +95,7 @@ def trace_subgraph(
                 f"{what}: its body has side effects on Python objects or global state",
                 hint="keep the body free of stores, container mutations and state changes",
             )
-        sub = _extract(body, result, what)
+        sub = _extract(body, result, what, output.subgraphs)
         if len(output.deferred.checks) != deferred:
             raise Unsupported("subgraph", f"{what}: its body branches on tensor data")
         # what a rerun of the graph would repeat (draws, effects) is the call node's now
@@ -117,11 +117,18 @@ def _items(container: VariableTracker) -> list[tuple[Any, int]]:
     return [(k, id(v)) for k, v in pairs]
 
 
-def _extract(body: list[torch.fx.Node], result: VariableTracker, what: str) -> Subgraph:
-    """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result``."""
+def _extract(
+    body: list[torch.fx.Node],
+    result: VariableTracker,
+    what: str,
+    subgraphs: dict[str, torch.nn.Module],
+) -> Subgraph:
+    """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result``; the
+    subgraphs its ``get_attr`` nodes name (``subgraphs``: the outer graph's) go with it."""
     inside = set(body)
     for node in body:
-        _check_node(node, inside, what)
+        if not (node.op == "get_attr" and node.target in subgraphs):
+            _check_node(node, inside, what)
     outputs = _result_tensors(result, inside, what)
     outer: dict[torch.fx.Node, None] = {}
     for node in body:
@@ -138,7 +145,11 @@ def _extract(body: list[torch.fx.Node], result: VariableTracker, what: str) -> S
         env[node] = graph.node_copy(node, lambda n: env[n])
     unique = list(dict.fromkeys(vt.node for vt in outputs))
     graph.output(tuple(env[n] for n in unique))
-    module = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="subgraph")
+    root = torch.nn.Module()
+    for node in body:
+        if node.op == "get_attr":  # a subgraph called inside (a nested checkpoint)
+            root.add_module(node.target, subgraphs[node.target])
+    module = torch.fx.GraphModule(root, graph, class_name="subgraph")
     return Subgraph(module, lifted, result, [_tracker(n) for n in unique])
 
 
