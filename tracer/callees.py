@@ -249,11 +249,12 @@ class CalleeCompiler:
         return compiled
 
     def _shared_caller(self, fn: types.FunctionType) -> Any:
-        """For a function made in another function's body of its code and cells alone (a closure
-        made anew at each call, most often): the compiled ``call_function`` that every function
-        with its code goes through, with the function as its input, guarded by what it is made
-        of (``markers.REBUILT``); else None."""
-        if "<locals>" not in fn.__qualname__ or fn.__defaults__ or fn.__kwdefaults__:
+        """For a function made in another function's body of its code, cells and defaults alone
+        (a closure made anew at each call, most often, ``def inner(x, cache=None)`` too): the
+        compiled ``call_function`` that every function with its code goes through, with the
+        function as its input, guarded by what it is made of (``markers.REBUILT``); else
+        None."""
+        if "<locals>" not in fn.__qualname__:
             return None
         code = fn.__code__
         if fn.__dict__ or code in _LEFT_ALONE or not compiles_on_its_own(fn):

@@ -63,9 +63,9 @@ class Substitute:
 
 #: Functions guarded by what they are made of (code, globals, the cells the trace reads), not by
 #: identity, as torch.compile guards a nested function (``builder``): each is made anew at each
-#: call, of its code and cells alone (no defaults or attributes). ``make_function`` adds what a
-#: graph break's code makes again; ``callees.py`` what user code made in a function's body that
-#: runs through its code's shared compiled caller.
+#: call, of its code, cells and defaults (the defaults guarded where a call binds them), with no
+#: attributes. ``make_function`` adds what a graph break's code makes again; ``callees.py`` what
+#: user code made in a function's body that runs through its code's shared compiled caller.
 REBUILT: weakref.WeakSet[types.FunctionType] = weakref.WeakSet()
 
 #: id(original) -> Substitute (ids, so a lookup never calls a user ``__hash__``/``__eq__``).

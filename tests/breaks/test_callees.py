@@ -259,21 +259,46 @@ def test_a_closure_made_at_each_call_is_traced_once(broken_build_set):
     assert bytegraph.stats()["frames"] == 1 + 2 + 1  # _falls_back; _inner and call_module; shift
 
 
-def _falls_back_with_a_default(x):
+def _falls_back_with_a_default(x, k):
     tags = {1, 2}  # its trace fails here (``broken_build_set``)
 
-    def shift(v, n=len(tags)):  # noqa: B008 (a default: not shared, compiled per function)
+    def shift(v, n=len(tags) * k):  # noqa: B008 (a default, made at each call)
         return v - n
 
     return shift(_inner(x))
 
 
-def test_a_function_made_at_each_call_is_compiled_a_bounded_number_of_times(broken_build_set):
+def test_a_closure_with_a_default_made_at_each_call_is_traced_once_per_default(broken_build_set):
+    # x-transformers' ``def _attn_layers_forward(inp, cache=None, **kwargs)`` in ``forward``: the
+    # closure goes through its code's shared caller like one without defaults, its defaults
+    # guarded where the call binds them, so identical calls never trace it again (it was
+    # compiled per function object: traced at each call up to the recompile limit)
     compiled = bytegraph.compile(_falls_back_with_a_default, backend="eager")
+    with pytest.warns(UserWarning):
+        for k in (1, 1, 1, 2, 2, 1, 2):
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x, k), _falls_back_with_a_default(x, k))
+    # the function once per k (its fallback keeps the guards it reached); _inner; shift once
+    # per value of its default (2, then 4)
+    assert bytegraph.stats()["frames"] == 2 + 1 + 2
+
+
+def _falls_back_with_an_attribute(x):
+    tags = {1, 2}  # its trace fails here (``broken_build_set``)
+
+    def shift(v):
+        return v - len(tags)
+
+    shift.tag = "shift"  # an attribute: not made of its code, cells and defaults alone
+    return shift(_inner(x))
+
+
+def test_a_function_made_at_each_call_is_compiled_a_bounded_number_of_times(broken_build_set):
+    compiled = bytegraph.compile(_falls_back_with_an_attribute, backend="eager")
     with bytegraph.config.patch(recompile_limit=2), pytest.warns(UserWarning):
         for _ in range(5):
             x = torch.randn(3)
-            torch.testing.assert_close(compiled(x), _falls_back_with_a_default(x))
+            torch.testing.assert_close(compiled(x), _falls_back_with_an_attribute(x))
     assert bytegraph.stats()["frames"] == 1 + 1 + 2  # the function; _inner; shift
 
 

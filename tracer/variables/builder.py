@@ -359,15 +359,19 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(identity)
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType) and value in REBUILT:
-        # made again at each call by a graph break's code (``make_function``): as good as any
-        # other function with the same code, globals and cells and nothing else
+        # made again at each call by a graph break's code (``make_function``) or by the body of
+        # a function (a closure routed through its code's shared caller, ``callees.py``): as
+        # good as any other function with the same code, globals, cells and defaults and nothing
+        # else
         add(kinds.TYPE_MATCH(source, types.FunctionType))
         for attr in ("__code__", "__globals__"):
             part = getattr(value, attr)
             add(kinds.ID_MATCH(AttrSource(source, attr), part))
-        # its cells: as many as the code has free variables, their contents guarded when read
+        # its cells: as many as the code has free variables, their contents guarded when read;
+        # the defaults it has are guarded where a call binds them (``functions._defaults_vt``)
         for attr in ("__defaults__", "__kwdefaults__"):
-            add(kinds.NONE_MATCH(AttrSource(source, attr)))
+            if getattr(value, attr) is None:
+                add(kinds.NONE_MATCH(AttrSource(source, attr)))
         add(kinds.LEN_MATCH(AttrSource(source, "__dict__"), 0))
         return UserFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
