@@ -239,12 +239,19 @@ def call_subgraph(
 # -- torch.utils.checkpoint.checkpoint -------------------------------------------------------------
 
 
+_TRACING_MODES = (
+    torch._C._TorchDispatchModeKey.PROXY,
+    torch._C._TorchDispatchModeKey.FAKE,
+    torch._C._TorchDispatchModeKey.FUNCTIONAL,
+)
+
+
 def checkpoint_region(gmod: torch.fx.GraphModule, *args: Any, **options: Any) -> Any:
     """What a checkpoint's node runs: torch's ``checkpoint`` of the subgraph with the user's
-    options (non-reentrant) when the graph runs as it is, the higher-order op
-    ``tag_activation_checkpoint`` when a tracer runs it (a dispatch mode is on: AOTAutograd's,
-    or fake tensors')."""
-    if torch._C._len_torch_dispatch_stack() == 0:
+    options (non-reentrant) when the graph runs as it is (a user's dispatch mode may be on), the
+    higher-order op ``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd's proxy and
+    functional modes, fake tensors)."""
+    if not any(torch._C._get_dispatch_mode(key) is not None for key in _TRACING_MODES):
         return torch_checkpoint.checkpoint(gmod, *args, use_reentrant=False, **options)
     return tag_activation_checkpoint(gmod, *args, use_reentrant=False)
 
