@@ -439,6 +439,9 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     sets."""
     if hasattr(container, "replay_log") and container.replay_log(cg):
         return  # a lazy list only appended to: ``src.extend([...])``
+    if hasattr(container, "replay_items"):
+        container.replay_items(cg)  # a dict subclass's object: through its base's methods
+        return
     source = container.source
     kind = container.python_type()
     if kind is list:

@@ -28,16 +28,18 @@ from ...guards.epoch import DICT_TYPES
 from ...guards.sources import (
     AttrSource,
     ConstSource,
+    DictItemSource,
     DictKeySource,
     DictValueSource,
     FreshSource,
     ItemSource,
     Source,
+    TypeSource,
 )
 from ..context_runtime import ContextExit
 from ..exc import PythonError, Unsupported
 from . import modules, subgraphs  # noqa: F401 (subgraphs: its call rules register)
-from .base import IdentityKey, VariableTracker
+from .base import IdentityKey, VariableTracker, type_lookup
 from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
@@ -54,7 +56,9 @@ from .containers import (
     SetVariable,
     TupleVariable,
     compared_by_value,
+    dict_base,
     hash_key,
+    is_user_dict,
     key_vt,
     keys_modelled,
     ordered_keys,
@@ -78,9 +82,11 @@ from .numpy_arrays import wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
+    DictObjectVariable,
     GlobalsVariable,
     PythonModuleVariable,
     UserObjectVariable,
+    dict_class_refused,
     plain_tuple_subclass,
 )
 from .operations import OPERATOR_FNS, PURE_MODULE_FNS
@@ -225,6 +231,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
             factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         items = _dict_items(tx, value, source)
         return DictVariable(items, source, cls=cls, default_factory=factory)
+    if isinstance(value, dict) and is_user_dict(cls) and keys_modelled(value):
+        obj = _wrap_dict_object(tx, value, source)
+        if obj is not None:
+            return obj
     if cls is collections.deque:
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.LEN_MATCH(source, len(value)))
@@ -291,6 +301,41 @@ def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, Variab
         else:
             items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
     return items
+
+
+def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTracker | None:
+    """An object of a user subclass of ``dict``, ``OrderedDict`` or ``defaultdict``
+    (``DictObjectVariable``; None where its class is not traced so): its storage, keys guarded and
+    values read with the base's own lookup (``dict.__getitem__``, or by position through
+    ``values()`` where the class keeps the base's: no Python method of the class runs in a
+    guard), and the object, whose attributes are read from it as the trace asks
+    (``DictObjectVariable.own_attribute``)."""
+    cls = type(value)
+    if dict_class_refused(cls, made=False) is not None:
+        return None
+    base = dict_base(cls)
+    literal = all(map(_literal_key, value))
+    if not literal and type_lookup(cls, "values") is not type_lookup(base, "values"):
+        return None  # ``DictValueSource`` reads ``values()``
+    tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
+    tx.output.add_guard(kinds.DICT_KEYS(source, tuple(value)))
+    items: dict[Any, VariableTracker] = {}
+    for i, (k, v) in enumerate(dict.items(value)):
+        if _literal_key(k):
+            items[k] = wrap(tx, v, DictItemSource(source, k))
+        else:
+            items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
+    factory = None
+    if base is collections.defaultdict:
+        factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
+    return DictObjectVariable(
+        items,
+        source,
+        cls=cls,
+        default_factory=factory,
+        cls_vt=wrap(tx, cls, TypeSource(source)),
+        real=value,
+    )
 
 
 def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:

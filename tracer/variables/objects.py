@@ -1598,12 +1598,51 @@ class DictObjectVariable(DictVariable):
 
     cls_vt: VariableTracker | None = None
     name: str = ""
+    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
+    real: Any = None
 
     def is_python_constant(self) -> bool:
         return False
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         return load_new_attribute(tx, self, name)
+
+    def own_attribute(self, tx: Translator, name: str) -> VariableTracker | None:
+        """The object's own attribute ``name`` from before the call (None where it has none,
+        guarded), for one from outside the call; None for one made in the trace."""
+        if self.real is None or tx.output.side_effects.is_deleted(self, name):
+            return None
+        if name in vars(self.real):
+            return tx.wrap(vars(self.real)[name], AttrSource(self.source, name))
+        tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
+        return None
+
+    def own_attributes(self, tx: Translator) -> dict[Any, VariableTracker]:
+        """The attributes the object had before the call (its ``__dict__``, guarded)."""
+        if self.real is None:
+            return {}
+        own = tx.wrap(vars(self.real), AttrSource(self.source, "__dict__"))
+        if type(own) is not DictVariable:
+            raise Unsupported("instance_dict", f"{self.cls.__name__}.__dict__ is {own}")
+        return own.items
+
+    def replay_items(self, cg: Codegen) -> None:
+        """Refill one from outside the call with the items the trace left it: its base's own
+        ``clear`` and ``__setitem__`` (no Python method of the class runs again: the trace ran
+        them where CPython does)."""
+        base = containers.dict_base(self.cls)
+        DictVariable(dict(self.items)).reconstruct(cg)
+        cg.store_local("__bg_contents")
+        cg.load_const(base.clear)
+        self.source.reconstruct(cg)
+        cg.call_function(1)
+        cg.pop_top()
+        cg.load_const(fill_dict_object)
+        self.source.reconstruct(cg)
+        cg.load_const(base.__setitem__)
+        cg.load_local("__bg_contents")
+        cg.call_function(3)
+        cg.pop_top()
 
     def class_source(self) -> Source | None:
         return self.cls_vt.source
@@ -1622,6 +1661,9 @@ class DictObjectVariable(DictVariable):
         cg.pop_top()
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
         _load_created(cg, self.name)
 
     def __repr__(self) -> str:
@@ -1820,10 +1862,16 @@ _DICT_OVERRIDABLE = frozenset(
 )
 
 
-def _dict_class_refused(cls: type) -> str | None:
-    """Why instances of the dict subclass ``cls`` are not traced as ``DictObjectVariable``s."""
+_DICT_OBJECT_BASES = (collections.OrderedDict, collections.defaultdict)
+
+
+def dict_class_refused(cls: type, made: bool = True) -> str | None:
+    """Why instances of the dict subclass ``cls`` are not traced as ``DictObjectVariable``s:
+    those ``made`` in the trace, or those from outside the call (which may also have a
+    ``defaultdict`` base: its ``__init__``, which takes the factory, never runs then)."""
     base = containers.dict_base(cls)
-    if base not in (dict, collections.OrderedDict):
+    bases = (dict, collections.OrderedDict) if made else (*_DICT_OBJECT_BASES, dict)
+    if base not in bases:
         return f"a subclass of {base.__name__}"
     if type(cls).__call__ is not type.__call__:
         return f"its metaclass {type(cls).__name__} defines __call__"
@@ -1849,7 +1897,7 @@ def construct_dict_object(
     ``DictObjectVariable`` (the base's ``__new__`` ignores the arguments), then ``__init__``:
     the class's Python one inlined, or the base's on the storage."""
     cls = cls_vt.as_python_constant()
-    why = _dict_class_refused(cls)
+    why = dict_class_refused(cls)
     if why is not None:
         raise Unsupported("new_object", f"creating a {cls.__name__} object: {why}")
     effects = tx.output.side_effects
@@ -2025,7 +2073,10 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if name == "__dict__" and (
         isinstance(static, types.GetSetDescriptorType) or static is _NAMESPACE_DICT
     ):
-        return effects.instance_dict(obj, lambda items: InstanceDictVariable(items, owner=obj))
+        own = obj.own_attributes(tx) if isinstance(obj, DictObjectVariable) else {}
+        return effects.instance_dict(
+            obj, lambda items: InstanceDictVariable({**own, **items}, owner=obj)
+        )
     source = class_attr_source(obj.cls_vt.source, cls, name) if static is not MISSING else None
     if static is not MISSING and is_data_descriptor(static):
         if isinstance(static, types.MemberDescriptorType):  # a slot
@@ -2037,6 +2088,9 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     pending = effects.load_attr(obj, name)
     if pending is not None:
         return pending
+    own = obj.own_attribute(tx, name) if isinstance(obj, DictObjectVariable) else None
+    if own is not None:
+        return own
     if static is not MISSING:
         bound = storage_method(obj, static)
         if bound is not None:
@@ -2314,6 +2368,8 @@ def _deletable(tx: Translator, obj: VariableTracker) -> bool:
     Python class reached from outside the function."""
     if isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj):
         return True
+    if isinstance(obj, DictObjectVariable):  # made in the trace, or from outside it
+        return obj.real is not None or tx.output.side_effects.is_new(obj)
     return type(obj) is UserObjectVariable and obj.source is not None
 
 
@@ -2335,7 +2391,8 @@ def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
         return
     hook = type_lookup(cls, "__delattr__")
     raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
-    _delete_existing(tx, obj, obj, obj.value, name, missing, raw)
+    real = obj.real if isinstance(obj, DictObjectVariable) else obj.value
+    _delete_existing(tx, obj, obj, real, name, missing, raw)
 
 
 def _delete_existing(
@@ -2500,6 +2557,8 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     if obj.source is not None and isinstance(member, enum.Enum):
         return unstored_dict(tx, obj, member, obj.source)
     new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
+    if isinstance(obj, DictObjectVariable):
+        return obj.var_getattr(tx, "__dict__")
     if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):
         raise Unsupported("builtin", f"vars() on {obj}")
     cls = obj.python_type()
