@@ -361,3 +361,19 @@ def test_dropout_under_a_user_dispatch_mode():
             out.backward()
         results.append((out, xi.grad, LIN.weight.grad))
     assert_same(results[1], results[0])
+
+
+def test_reentrant_runs_as_reentrant():
+    """The reentrant checkpoint keeps eager's behaviour: ``torch.autograd.grad`` through it raises
+    in both."""
+    compiled = bytegraph.compile(reentrant, backend="eager")
+    errors = []
+    for fn in (reentrant, compiled):
+        x = torch.randn(2, 4, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(x)
+        with pytest.raises(RuntimeError) as error:
+            torch.autograd.grad(out.sum(), [x])
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]

@@ -13,9 +13,9 @@ place of the body's tensors.
 A body is refused (``Unsupported``: the call breaks and runs in Python, as without this module)
 when it breaks inside, stores to Python objects (attributes, globals, cells, containers it was
 given), changes global state (grad mode, autocast: their nodes would run in the subgraph),
-defers checks on tensor data, writes in place into a tensor it did not compute (an argument, a
-parameter), or returns something other than tensors it computed, constants, and tuples, lists
-and dicts of those.
+defers checks on tensor data or reads it (``t.item()``), writes in place into a tensor it did
+not compute (an argument, a parameter), or returns something other than tensors it computed,
+constants, and tuples, lists and dicts of those.
 
 ``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, ...)`` is one such call: its
 node runs ``checkpoint_region``, which calls torch's ``checkpoint`` on the subgraph with the
@@ -23,10 +23,11 @@ checkpoint's own options when the graph runs as it is (the ``eager`` backend: th
 recomputation, random state preserved as the user asked), and torch's higher-order op
 ``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd, whose partitioner then
 recomputes the tagged region in the backward). The reentrant variant (``use_reentrant=True``, or
-not given: torch then warns and uses it) computes the same values and gradients as the other one
-when a tensor argument requires grad and no keyword goes to the function; it is traced then, and
-refused otherwise (its outputs would not require grad in eager). A ``context_fn`` other than the
-default (selective checkpointing) is refused.
+not given: torch then warns and uses it) runs as such, on the subgraph whose inputs include the
+tensors the body closes over (their gradients come back as the inputs' ones, equal to eager's
+accumulated ones); it is traced where a tensor argument requires grad and no keyword goes to
+the function, and refused otherwise (eager's outputs would not require grad, or it raises). A
+``context_fn`` other than the default (selective checkpointing) is refused.
 """
 
 from __future__ import annotations
@@ -180,6 +181,8 @@ def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> N
             raise Unsupported(
                 "subgraph", f"{what}: its body writes in place into a tensor it was given ({name})"
             )
+    if "unbacked_bindings" in node.meta:
+        raise Unsupported("subgraph", f"{what}: its body reads tensor data ({name})")
     if node.meta.get("effectful") and not in_place:
         raise Unsupported("subgraph", f"{what}: its body calls {name}, which has effects")
 
@@ -248,11 +251,11 @@ _TRACING_MODES = (
 
 def checkpoint_region(gmod: torch.fx.GraphModule, *args: Any, **options: Any) -> Any:
     """What a checkpoint's node runs: torch's ``checkpoint`` of the subgraph with the user's
-    options (non-reentrant) when the graph runs as it is (a user's dispatch mode may be on), the
-    higher-order op ``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd's proxy and
-    functional modes, fake tensors)."""
+    options (``use_reentrant`` as given) when the graph runs as it is (a user's dispatch mode
+    may be on), the higher-order op ``tag_activation_checkpoint`` when a tracer runs it
+    (AOTAutograd's proxy and functional modes, fake tensors)."""
     if not any(torch._C._get_dispatch_mode(key) is not None for key in _TRACING_MODES):
-        return torch_checkpoint.checkpoint(gmod, *args, use_reentrant=False, **options)
+        return torch_checkpoint.checkpoint(gmod, *args, **options)
     return tag_activation_checkpoint(gmod, *args, use_reentrant=False)
 
 
@@ -282,7 +285,7 @@ def _checkpoint(
         torch_checkpoint.noop_context_fn
     ):
         raise Unsupported("subgraph", "checkpoint() with a context_fn (selective checkpointing)")
-    reentrant = options.pop("use_reentrant", None) is not False
+    reentrant = options.get("use_reentrant") is not False
     if reentrant and (fn_kwargs or not _some_requires_grad(fn_args)):
         raise Unsupported(
             "subgraph",
