@@ -113,6 +113,9 @@ class Translator:
         #: exceptions that a builtin run by this frame's current instruction catches when its
         #: traced callees raise them (``hasattr``: AttributeError; see ``will_be_caught``)
         self.builtin_catches: list[type[BaseException]] = []
+        #: a generator's frame: the frame that resumed it last, where an exception it lets out
+        #: goes on (see ``will_be_caught``)
+        self.resumed_by: Translator | None = None
         #: instructions traced by this trace, all its inlined frames together (``[count]``)
         self.traced: list[int] = parent.traced if parent is not None else [0]
 
@@ -141,6 +144,8 @@ class Translator:
     def run(self) -> VariableTracker:
         previous, self.output.current_tx = self.output.current_tx, self
         running, RUNNING.tx = RUNNING.tx, self
+        if self.code.co_flags & CO_GENERATOR:
+            self.resumed_by = previous
         try:
             while True:
                 self.step()

@@ -65,7 +65,9 @@ def note(tx: Translator, index: int, saved: tuple) -> None:
     births: list[Birth] = tx.output.iterator_births
     if _suspends(tx):
         return  # a generator's own frame is not rolled back (it outlives its consumer's step)
-    if unfinished(top) and not any(b.iterator is top for b in births):
+    # a callee that made it and returned it (a polyfill's ``return _filterfalse(...)``) left its
+    # own birth, dropped once the callee is gone: the caller that now holds it records its own
+    if unfinished(top) and not any(b.iterator is top and b.tx is tx for b in births):
         births.append(Birth(top, index, saved, tx))
 
 

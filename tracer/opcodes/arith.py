@@ -162,5 +162,9 @@ def call_intrinsic_1(tx: Translator, inst: Instr) -> None:
         tx.push(dispatch.call_operator(tx, operator.pos, [value]))
     elif kind == "INTRINSIC_LIST_TO_TUPLE":
         tx.push(TupleVariable(value.unpack(tx)))
+    elif kind == "INTRINSIC_STOPITERATION_ERROR" and not issubclass(
+        value.python_type(), StopIteration
+    ):
+        tx.push(value)  # a generator lets out an exception other than StopIteration unchanged
     else:
         raise Unsupported("opcode", f"CALL_INTRINSIC_1 {kind}")

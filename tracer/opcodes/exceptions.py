@@ -50,7 +50,8 @@ def will_be_caught(tx: Translator, cls: type) -> bool:
         if _frame_catches(frame, frame.ip - 1, cls):
             return True
         if frame.code.co_flags & CO_GENERATOR:  # the exception goes to whoever resumed it
-            return False
+            frame = frame.resumed_by
+            continue
         frame = frame.parent
         if frame is not None and issubclass(cls, tuple(frame.builtin_catches)):
             return True
@@ -78,11 +79,21 @@ def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
             index = found if found is not None else target + 1  # no match / a ``finally`` body
         elif names[:3] == ["COPY", "POP_EXCEPT", "RERAISE"]:
             index = target + 2
+        elif names[:2] == ["CALL_INTRINSIC_1", "RERAISE"] and _stop_iteration_wrapper(ins[target]):
+            # NOTE(3.12): a generator's body is covered by a handler that turns a StopIteration
+            # it lets out into a RuntimeError and lets any other exception out as it is
+            if issubclass(cls, StopIteration):
+                raise Unsupported("exception", "a StopIteration let out of a generator")
+            return False
         elif names == ["LOAD_CONST", "STORE_FAST", "DELETE_FAST", "RERAISE"]:
             index = target + 3  # the cleanup of ``except ... as e``
         else:
             raise Unsupported("exception", f"unrecognised exception handler at {target}")
     raise Unsupported("exception", "exception handlers nested too deeply")
+
+
+def _stop_iteration_wrapper(inst: Instr) -> bool:
+    return getattr(inst.arg, "name", None) == "INTRINSIC_STOPITERATION_ERROR"
 
 
 def _clauses(tx: Translator, pos: int, cls: type) -> bool | int | None:

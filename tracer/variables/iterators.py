@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ...guards.sources import ChainedSource, Source
 from .. import polyfills
 from ..code_reader import parameters
-from ..exc import PythonError, Unsupported
+from ..exc import PythonError, TracedException, Unsupported
 from ..polyfills.registry import RESTART
 from . import containers, dispatch
 from .base import VariableTracker, walk
@@ -376,6 +376,9 @@ class GeneratorVariable(LazyIteratorVariable):
         except Yielded as y:
             self.given += 1
             return y.value
+        except TracedException:  # let out to the frame that resumed it: the generator is over
+            self.done = True
+            raise
         return None
 
     def rebuildable(self) -> bool:
