@@ -12,7 +12,7 @@ import torch
 import torch.utils.checkpoint as ck
 from bytegraph.tracer.variables.subgraphs import checkpoint_region
 from difftest import assert_same
-from dynamo_baseline import dynamo_counts
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 from torch import nn
 
 import bytegraph
@@ -377,3 +377,38 @@ def test_reentrant_runs_as_reentrant():
             torch.autograd.grad(out.sum(), [x])
         errors.append(str(error.value))
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_transformers_gradient_checkpointing(backend):
+    """A tiny Llama with transformers' gradient checkpointing, one training step: one graph
+    (torch.compile breaks once), the loss and every parameter's gradient as in eager."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
+    model = transformers.LlamaForCausalLM(config)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    ids = torch.randint(0, 64, (2, 8))
+
+    def step(ids):
+        return model(input_ids=ids, labels=ids).loss
+
+    results = []
+    for fn in (step, bytegraph.compile(step, backend=backend)):
+        model.zero_grad(set_to_none=True)
+        loss = fn(ids)
+        loss.backward()
+        results.append((loss, [p.grad for p in model.parameters()]))
+    assert_same(results[1], results[0])
+    assert _explain(step, (ids,)) == (1, 0)
+    assert_no_more_breaks(0, step, ids)
