@@ -62,6 +62,12 @@ def nested(t):
     return ck.checkpoint(outer, t, use_reentrant=False)
 
 
+def under_autocast(t):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=False)
+    return y.float() * 2
+
+
 def reentrant(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
@@ -112,6 +118,7 @@ CASES = {
     ),
     "several_outputs": (several_outputs, grad_input(2, 4), [LIN]),
     "nested": (nested, grad_input(2, 4), [LIN]),
+    "under_autocast": (under_autocast, grad_input(2, 4), [LIN]),
     "reentrant": (reentrant, grad_input(2, 4), [LIN]),
     "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
 }
@@ -412,3 +419,16 @@ def test_transformers_gradient_checkpointing(backend):
     assert_same(results[1], results[0])
     assert _explain(step, (ids,)) == (1, 0)
     assert_no_more_breaks(0, step, ids)
+
+
+def under_no_grad(t):
+    with torch.no_grad():
+        return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=False)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_checkpoint_under_no_grad(backend):
+    x = torch.randn(2, 4, requires_grad=True)
+    assert_same(bytegraph.compile(under_no_grad, backend=backend)(x), under_no_grad(x))
+    assert _explain(under_no_grad, (x,)) == (1, 0)
+    assert dynamo_counts(under_no_grad, x) == (1, 0)
