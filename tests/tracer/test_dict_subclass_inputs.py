@@ -185,6 +185,15 @@ def test_attributes_of_a_subclass_object():
     _check(_attributes, lambda: (torch.randn(3), Config("n", a=2)))
 
 
+def _text(x, c):
+    made = Plain(b=x.shape[0])
+    return x + 1, repr(c), str(c), repr([c, made]), str(made)
+
+
+def test_repr_of_a_subclass_object_is_dicts():
+    _check(_text, lambda: (torch.randn(3), Config("n", a=2)))
+
+
 def test_attribute_of_a_subclass_object_deleted():
     _check(_attribute_deleted, lambda: (torch.randn(3), Config("n", a=2)))
 

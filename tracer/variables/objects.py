@@ -119,8 +119,12 @@ _REENTERED = {
 
 
 def _container_type(vt: VariableTracker) -> type | None:
+    """The builtin container whose repr ``vt``'s is: its own type, or ``dict`` for an object of a
+    ``dict`` subclass keeping dict's ``__repr__`` (CPython writes its items, not its class)."""
     if isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable)):
         cls = vt.python_type()
+        if isinstance(vt, DictObjectVariable) and containers.dict_base(cls) is dict:
+            return dict if type_lookup(cls, "__repr__") is dict.__repr__ else None
         return cls if cls in _REENTERED else None
     return None
 
@@ -2017,13 +2021,17 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
     string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; other values break the graph."""
-    cls = obj.python_type() if isinstance(obj, UserObjectVariable) else None
+    objects = (UserObjectVariable, DictObjectVariable)
+    cls = obj.python_type() if isinstance(obj, objects) else None
     if cls is not None and issubclass(cls, nn.Module):
         cls = None  # a module's text reads its whole tree: left to Python
     if cls is not None and name == "__str__" and type_lookup(cls, name) is object.__str__:
         name = "__repr__"
     if cls is not None and isinstance(type_lookup(cls, name), types.FunctionType):
-        result = obj.call_method(tx, name, [], {})
+        if isinstance(obj, DictObjectVariable):  # its methods are its attributes' (inlined)
+            result = obj.var_getattr(tx, name).call_function(tx, [], {})
+        else:
+            result = obj.call_method(tx, name, [], {})
         if not result.is_python_constant():
             raise Unsupported("builtin", f"{name} of {obj!r} gave {result!r}")
         if type(result.as_python_constant()) is not str:
