@@ -68,6 +68,17 @@ def under_autocast(t):
     return y.float() * 2
 
 
+def with_blocks_inside(t):
+    def body(x):
+        with torch.no_grad():
+            y = LIN(x) * 2
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = LIN(y + x)
+        return z.float().relu()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
 def reentrant(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
@@ -119,6 +130,7 @@ CASES = {
     "several_outputs": (several_outputs, grad_input(2, 4), [LIN]),
     "nested": (nested, grad_input(2, 4), [LIN]),
     "under_autocast": (under_autocast, grad_input(2, 4), [LIN]),
+    "with_blocks_inside": (with_blocks_inside, grad_input(2, 4), [LIN]),
     "reentrant": (reentrant, grad_input(2, 4), [LIN]),
     "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
 }
@@ -304,6 +316,16 @@ def reentrant_without_grad(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
 
+def grad_mode_left_changed(t):
+    def body(x):
+        torch.set_grad_enabled(False)
+        y = x * 2
+        torch.set_grad_enabled(True)
+        return y.sin()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
 def breaking_body(t):
     def body(x):
         print("inside")
@@ -318,6 +340,7 @@ def breaking_body(t):
         (side_effect, (0, -1)),  # torch.compile runs the whole call in Python
         (in_place_on_input, (1, 0)),
         (reentrant_without_grad, (1, 0)),
+        (grad_mode_left_changed, (1, 0)),
         (breaking_body, (0, -1)),
     ],
 )

@@ -12,10 +12,10 @@ place of the body's tensors.
 
 A body is refused (``Unsupported``: the call breaks and runs in Python, as without this module)
 when it breaks inside, stores to Python objects (attributes, globals, cells, containers it was
-given), changes global state (grad mode, autocast: their nodes would run in the subgraph),
-defers checks on tensor data or reads it (``t.item()``), writes in place into a tensor it did
-not compute (an argument, a parameter), or returns something other than tensors it computed,
-constants, and tuples, lists and dicts of those.
+given), changes global state (but for ``with`` blocks it leaves again, grad mode or autocast,
+whose nodes run in the subgraph), defers checks on tensor data or reads it (``t.item()``),
+writes in place into a tensor it did not compute (an argument, a parameter), or returns
+something other than tensors it computed, constants, and tuples, lists and dicts of those.
 
 ``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, ...)`` is one such call: its
 node runs ``checkpoint_region``, which calls torch's ``checkpoint`` on the subgraph with the
@@ -42,6 +42,7 @@ import torch.fx
 import torch.utils.checkpoint as torch_checkpoint
 from torch._higher_order_ops.wrap import tag_activation_checkpoint
 
+from ...backends.state_nodes import RUNTIME
 from ..exc import Unsupported
 from . import dispatch
 from .base import VariableTracker, walk
@@ -89,7 +90,7 @@ def trace_subgraph(
         if (
             output.side_effects.changed_since(checkpoint[1])
             or any(_items(c) != items for c, items in zip(containers, before, strict=True))
-            or output.state.checkpoint() != checkpoint[2]
+            or not _balanced_blocks(output.state.events[checkpoint[2] :])
         ):
             raise Unsupported(
                 "subgraph",
@@ -108,6 +109,22 @@ def trace_subgraph(
 
 
 _CONTAINERS = (ListVariable, DictVariable, SetVariable)
+
+
+def _balanced_blocks(events: list[Any]) -> bool:
+    """Do the state events of a body only enter and leave contexts (grad mode, autocast), each
+    left in the body (``with torch.no_grad():``)? Their nodes then run in the subgraph, which
+    ends in the state it began in (nodes that act only at run time were refused by
+    ``_check_node``; a context that touches more than grad mode refuses the body)."""
+    opened: list[Any] = []
+    for event in events:
+        if event.touches - {"grad"} or event.kind not in ("enter", "exit"):
+            return False
+        if event.kind == "enter":
+            opened.append(event.ctx)
+        elif not opened or opened.pop() is not event.ctx:
+            return False
+    return not opened
 
 
 def _items(container: VariableTracker) -> list[tuple[Any, int]]:
@@ -169,8 +186,10 @@ _STORES = frozenset({operator.setitem, torch.Tensor.__setitem__, "__setitem__"})
 
 def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> None:
     """Refuse a node that changes state or writes into a tensor the body did not compute."""
-    if node.meta.get("bytegraph_state") or node.op not in ("call_function", "call_method"):
+    if node.meta.get(RUNTIME) or node.op not in ("call_function", "call_method"):
         raise Unsupported("subgraph", f"{what}: its body changes global state ({node.name})")
+    if node.meta.get("bytegraph_state"):
+        return  # a grad-mode block's (``_balanced_blocks``)
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     in_place = node.target in _STORES or (name.endswith("_") and not name.endswith("__"))
     written = [node.args[0]] if in_place and node.args else []
