@@ -187,7 +187,7 @@ def test_attributes_of_a_subclass_object():
 
 def _text(x, c):
     made = Plain(b=x.shape[0])
-    return x + 1, repr(c), str(c), repr([c, made]), str(made)
+    return x + 1, repr(c), str(c), repr([c, made]), str(made), f"{c}", f"{made!r:>30}"
 
 
 def test_repr_of_a_subclass_object_is_dicts():

@@ -770,7 +770,11 @@ class UserObjectVariable(VariableTracker):
             # a ``__slots__`` entry (``dataclasses.Field.name``): a plain read of the slot,
             # guarded like an instance attribute; an empty slot raises AttributeError
             if not hasattr(self.value, name):
-                raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
+                if type_lookup(cls, "__getattr__") is not MISSING:  # the hook runs next
+                    raise Unsupported("getattr", f"slot {cls.__name__}.{name} is empty")
+                if self.source is not None:  # read by the slot's getter alone: no code runs
+                    tx.output.assume_attr_absent(self.source, name)
+                raise PythonError(error_of(getattr, self.value, name))
         elif (
             polyfilled is None
             and hasattr(static, "__get__")
@@ -2089,6 +2093,10 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if static is not MISSING and is_data_descriptor(static):
         if isinstance(static, types.MemberDescriptorType):  # a slot
             pending = effects.load_attr(obj, name)
+            if pending is None and type_lookup(cls, "__getattr__") is MISSING:  # empty
+                error = error_of(static.__get__, _OBJECT_NEW(cls), cls)  # CPython's message
+                error.name = name
+                raise PythonError(error)
             if pending is None:
                 raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
             return pending
