@@ -121,7 +121,7 @@ def _copied_here(x, seen):
     elif cls is dict:
         items = [*x.keys(), *x.values()]
     elif _default_reduction(x):
-        items = [*vars(x).values()]
+        items = _state_values(x)
     elif _namedtuple_reduction(x):
         items = x
     else:
@@ -133,17 +133,29 @@ def _copied_here(x, seen):
 def _default_reduction(x):
     """``x`` is an object of a Python class that keeps ``object``'s copy protocol: no
     ``__deepcopy__``, no ``copyreg`` entry, ``object``'s ``__reduce_ex__``, ``__reduce__`` and
-    ``__getstate__``, no ``__setstate__``, no ``__slots__``, no new-arguments hook; and no
-    ``__getattr__`` or instance attribute that CPython's lookups on the object would find."""
+    ``__getstate__``, no ``__setstate__``, no new-arguments hook; and no ``__getattr__`` or
+    instance attribute that CPython's lookups on the object would find."""
     cls = type(x)
+    if not (_plain_class(cls) and _object_protocol(cls)):
+        return False
+    own = vars(x) if cls.__dictoffset__ != 0 else {}
     return (
-        _plain_class(cls)
-        and _object_protocol(cls)
-        and getattr(cls, "__slots__", None) is None
-        and getattr(cls, "__getnewargs__", None) is None
-        and "__deepcopy__" not in vars(x)
-        and "__reduce_ex__" not in vars(x)
+        getattr(cls, "__getnewargs__", None) is None
+        and "__deepcopy__" not in own
+        and "__reduce_ex__" not in own
     )
+
+
+def _state_values(x):
+    """The values ``object.__getstate__`` gives as the state of ``x``: its ``__dict__``'s and
+    those of its slots that are set."""
+    values = [*vars(x).values()] if type(x).__dictoffset__ != 0 else []
+    for name in slot_names(type(x)):
+        try:
+            values.append(getattr(x, name))
+        except AttributeError:  # an empty slot
+            pass
+    return values
 
 
 def _namedtuple_reduction(x):
@@ -359,19 +371,29 @@ def _state(self):
 
 @polyfill(object.__getstate__)
 def object_getstate(self):
-    """``object.__getstate__``: the instance's ``__dict__`` itself (None where it is empty, or
-    for a namedtuple: no ``__dict__``, no slot names); an object with slots, or whose class was
-    given slot names, is left to Python. Like CPython's, it caches the class's slot names."""
+    """``object.__getstate__`` (CPython's ``object_getstate_default``) of an object of a class
+    made over ``object`` alone, or of a namedtuple: the instance's ``__dict__`` itself (None where
+    it has none or it is empty), and where the class has slot names (its ``__slots__`` and its
+    bases', or names it was given), ``(that, {name: value})`` of the slots that are set, each
+    read by ``getattr``, when any is. Like CPython's, it caches the class's slot names."""
     cls = type(self)
     namedtuple = _namedtuple_class(cls)
-    if not namedtuple and (getattr(cls, "__slots__", None) is not None or not _plain_class(cls)):
+    if not namedtuple and not _plain_class(cls):
         return _getstate_in_python(self)
-    if slot_names(cls):  # names the class was given by hand: their values are state too
+    names = slot_names(cls)
+    if namedtuple and names:
         return _getstate_in_python(self)
-    if namedtuple:
-        return None
-    attributes = vars(self)
-    return attributes if attributes else None
+    state = None
+    if cls.__dictoffset__ != 0:
+        attributes = vars(self)
+        state = attributes if attributes else None
+    slots = {}
+    for name in names:
+        try:
+            slots[name] = getattr(self, name)
+        except AttributeError:  # an empty slot
+            pass
+    return (state, slots) if slots else state
 
 
 def slot_names(cls):
