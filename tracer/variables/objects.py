@@ -1594,7 +1594,9 @@ class NamedTupleObjectVariable(TupleVariable):
 
 @dataclass(eq=False)
 class DictObjectVariable(DictVariable):
-    """An instance of a user subclass of ``dict`` or ``OrderedDict`` created during the trace: the
+    """An instance of a user subclass of ``dict`` or ``OrderedDict`` created during the trace, or
+    of one of those or of ``defaultdict`` from outside the call (``real``, at ``source``: its
+    items refilled after the graph where the trace changed them, ``replay_items``): the
     dict's storage (``items``, changed in place by the C methods it inherits, as a dict's) plus
     the object's own attributes (pending stores in ``side_effects``, as any new object's). Its
     attributes follow CPython's generic lookup (``load_new_attribute``): the class's Python
@@ -2018,6 +2020,22 @@ def repr_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 @builtin(str)
 def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     return _text(tx, obj, "__str__")
+
+
+@builtin(format)
+def format_(
+    tx: Translator, obj: VariableTracker, spec: VariableTracker | None = None
+) -> VariableTracker:
+    """``format(obj, spec)`` (an f-string's field) where the class keeps ``object.__format__``:
+    ``str(obj)`` for an empty spec, CPython's TypeError for any other."""
+    text = "" if spec is None else spec.as_python_constant() if spec.is_python_constant() else None
+    cls = obj.python_type()
+    if type(text) is not str or type_lookup(cls, "__format__") is not object.__format__:
+        raise Unsupported("builtin", f"format() of {obj} with {spec}")
+    if text:
+        name = containers.c_name(cls)
+        raise PythonError(TypeError(f"unsupported format string passed to {name}.__format__"))
+    return str_(tx, obj)
 
 
 def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
