@@ -96,7 +96,13 @@ _LOGGED = {"setup": _setup, "observe": _observe}
 
 def _check(fn, make_args):
     check_breaks(fn, make_args, graphs=1, breaks=0, **_LOGGED)
-    assert_no_more_breaks(0, fn, *make_args())
+    assert_no_more_breaks(
+        0,
+        fn,
+        *make_args(),
+        baseline_missing="torch.compile of torch 2.11 runs the call in Python: an exception it "
+        "observes reading a user mapping",
+    )
 
 
 def test_star_of_a_global_mapping():
