@@ -455,3 +455,23 @@ def test_checkpoint_under_no_grad(backend):
     assert_same(bytegraph.compile(under_no_grad, backend=backend)(x), under_no_grad(x))
     assert _explain(under_no_grad, (x,)) == (1, 0)
     assert dynamo_counts(under_no_grad, x) == (1, 0)
+
+
+SEQ = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+
+
+def sequential(t):
+    return ck.checkpoint_sequential(SEQ, 2, t, use_reentrant=False)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_checkpoint_sequential(backend):
+    """``checkpoint_sequential``'s body is traced, one checkpoint per segment: one graph where
+    torch.compile runs the call in Python."""
+    compiled = bytegraph.compile(sequential, backend=backend)
+    for _ in range(2):
+        x = torch.randn(3, 4, requires_grad=True)
+        expected = _run(sequential, [_copy(x)], [SEQ])
+        assert_same(_run(compiled, [x], [SEQ]), expected)
+    assert _explain(sequential, (torch.randn(3, 4, requires_grad=True),)) == (1, 0)
+    assert dynamo_counts(sequential, torch.randn(3, 4, requires_grad=True)) == (0, -1)

@@ -46,7 +46,7 @@ from ...backends.state_nodes import RUNTIME
 from ..exc import Unsupported
 from . import dispatch
 from .base import VariableTracker, walk
-from .call_rules import call_rule
+from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .tensors import TensorVariable
@@ -320,3 +320,12 @@ def _checkpoint(
 
 def _some_requires_grad(args: list[VariableTracker]) -> bool:
     return any(isinstance(a, TensorVariable) and a.example.requires_grad for a in args)
+
+
+#: ``checkpoint_sequential(functions, segments, input, ...)``: its Python body is traced (it calls
+#: ``checkpoint`` once per segment, each traced by the rule above), not recorded as a torch op.
+call_rules_for(
+    torch_checkpoint.checkpoint_sequential,
+    owner=__name__,
+    substitute=torch_checkpoint.checkpoint_sequential,
+)
