@@ -279,3 +279,25 @@ def test_max_of_symbolic_numbers_stays_symbolic():
         x = torch.randn(3, 16)
         assert_same(compiled(x, length), fn(x, length))
     assert counter.frame_count == 2
+
+
+def _specialised_view(x):
+    if x.shape[1] == 3 and x.shape[2] == 16 and x.shape[3] == 8:
+        return x.permute(0, 2, 1, 3).reshape(2, 16, 24) * 2
+    return x * 3
+
+
+def test_a_view_input_made_dynamic_keeps_its_base_static():
+    """A view (``qkv.view(b, h, n, d)``, as einops' ``_apply_recipe`` gets from vit-pytorch's CCT)
+    whose sizes became dynamic: torch gave its base symbols of its own (all dynamic), with no
+    source of ours; sizes specialised in the trace left static tensors on the symbolic storage,
+    and the next operator's bound on that storage (``131072 <= 32768*s7``) was a guard that could
+    not be rendered: an internal error, the function run in Python from then on. The base is
+    static now: no symbol without a source."""
+    compiled, counter = compile_counted(_specialised_view)
+    for h, n, d in ((2, 8, 4), (3, 16, 8), (3, 16, 8), (2, 8, 4), (4, 4, 16)):
+        x = torch.randn(2 * h, n, d).view(2, h, n, d)
+        assert_same(compiled(x), _specialised_view(x))
+    assert "fallback:internal_error" not in bytegraph.stats()
+    # static; the sizes the branch compared (3, 16, 8); the other side of the branch
+    assert counter.frame_count == 3

@@ -134,6 +134,13 @@ def _loaded_symbolic_shapes() -> Any:
     return importlib.import_module(_SYMBOLIC_SHAPES)
 
 
+def _static_context(symbolic_shapes: Any, value: torch.Tensor) -> Any:
+    static = symbolic_shapes.DimDynamic.STATIC
+    return symbolic_shapes.StatelessSymbolicContext(
+        dynamic_sizes=[static] * value.dim(), constraint_sizes=[None] * value.dim()
+    )
+
+
 def _finite(bound: Any) -> int | None:
     """A range bound as an int, or None for (torch's) infinities."""
     try:
@@ -188,8 +195,15 @@ class ShapeTracker:
         dim_kind = symbolic_shapes.DimDynamic
         kind = dim_kind.DUCK if self.policy.duck_shape else dim_kind.DYNAMIC
         sizes = [kind if i in dims else dim_kind.STATIC for i in range(value.dim())]
+        base = value._base if value._is_view() else None
         context = symbolic_shapes.StatelessSymbolicContext(
-            dynamic_sizes=sizes, constraint_sizes=[None] * value.dim()
+            dynamic_sizes=sizes,
+            constraint_sizes=[None] * value.dim(),
+            # a view's base made static: torch would give it symbols of its own (all dynamic),
+            # with no source of ours, and the bounds it assumed of them (the view inside its
+            # base's storage) could not be guarded; static, they are bounds on the view's own
+            # symbols
+            view_base_context=None if base is None else _static_context(symbolic_shapes, base),
         )
         fake = self.fake_mode.from_tensor(
             value, symbolic_context=context, source=Origin(source.expr), trace=False
