@@ -153,3 +153,33 @@ def test_keyword_in_two_dicts_raises_as_eager():
     check_breaks(
         _twice_from_dicts, lambda: (torch.randn(3), {"a": 1}, {"a": 2}), graphs=1, breaks=1
     )
+
+
+class IntKeys:
+    def keys(self):
+        return [1]
+
+    def __getitem__(self, key):
+        return 5
+
+
+def _int_keyword(x, m):
+    try:
+        keywords(**m)
+    except TypeError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+def test_keywords_that_are_not_strings_raise_as_eager():
+    for make in (lambda: (torch.randn(3), {1: 2}), lambda: (torch.randn(3), IntKeys())):
+        check_breaks(_int_keyword, make, graphs=1, breaks=0)
+
+
+def _int_keyword_uncaught(x, m):
+    return x + 1, keywords(**m)
+
+
+def test_keywords_that_are_not_strings_raise_uncaught_as_eager():
+    for make in (lambda: (torch.randn(3), {1: 2}), lambda: (torch.randn(3), IntKeys())):
+        check_breaks(_int_keyword_uncaught, make, graphs=1, breaks=1)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bytecode import Instr
 
 from ...codegen.pyversion import MAKE_FUNCTION_TAKES_FLAGS, NULL_ABOVE_CALLABLE
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from ..variables import dispatch
 from ..variables.base import NULL, VariableTracker
 from ..variables.containers import DictVariable, mapping_items
@@ -95,7 +95,10 @@ def call_function_ex(tx: Translator, inst: Instr) -> None:
     if not isinstance(kwargs, DictVariable):
         raise Unsupported("call_ex", f"**kwargs must be a dict, got {kwargs}")
     positional = dispatch.iterate(tx, args)
-    tx.push(tx.call_direct(fn, positional, mapping_items(tx, kwargs)))
+    keywords = mapping_items(tx, kwargs)
+    if not all(isinstance(key, str) for key in keywords):  # CPython's check of every call
+        raise PythonError(TypeError("keywords must be strings"))
+    tx.push(tx.call_direct(fn, positional, keywords))
 
 
 @handler("MAKE_FUNCTION")
