@@ -60,7 +60,9 @@ def observe(root: Any) -> None:
             continue
         seen.add(id(value))
         if isinstance(value, tuple):
-            pending.extend(value)
+            # the tuple's own items: a subclass's ``__iter__``/``__len__`` may be anything (e3nn's
+            # ``Irreps`` raises in ``__len__``), and the walk must not fail (nor run user code)
+            pending.extend(tuple.__iter__(value))
         elif isinstance(value, nn.Module):
             add(value)
             members = value.__dict__

@@ -211,6 +211,41 @@ def test_change_to_module_in_a_tuple_attribute_recompiles():
     assert counter.frame_count == 2
 
 
+class Irreps(tuple):
+    """A tuple subclass that will not be measured (e3nn's ``Irreps.__len__`` raises)."""
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class HoldsIrreps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.irreps = Irreps((1, 2))
+        self.linear = nn.Linear(4, 4)
+        self.calls = 0  # written between calls, never read by ``forward``
+
+    def forward(self, x):
+        return self.linear(x) * 2
+
+
+def test_a_tuple_subclass_attribute_that_cannot_be_measured_keeps_the_tree_check():
+    # the walk of a tree checked again (after a write to the model) extended its list with the
+    # tuple subclass, whose __len__ raised: the check failed, and each identical call after a
+    # write traced again (e3nn's Irreps attributes, in issue 37's sweep: at every call)
+    model, counter = HoldsIrreps(), CompileCounter()
+    bytegraph.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    model(x)
+    for step in range(3):
+        model.calls = step + 1  # a write to the checked model: its tree is checked again
+        assert_same(model(x), HoldsIrreps.forward(model, x))
+    assert counter.frame_count == 1
+
+
 def test_module_built_after_the_check_then_attached_is_watched():
     model, counter, x = _compiled()
     model(x)
