@@ -130,3 +130,38 @@ def test_virtual_subclass_registered_after_compiling_is_seen():
     assert compiled(x, obj)[1] == "plain"
     Sized.register(Plain)
     assert compiled(x, obj)[1] == _measure(x, obj)[1] == "sized"
+
+
+@functools.singledispatch
+def ambiguous(value):
+    return 0
+
+
+@ambiguous.register(collections.abc.Sized)
+def _(value):
+    return 1
+
+
+@ambiguous.register(collections.abc.Iterable)
+def _(value):
+    return 2
+
+
+class SizedAndIterable:
+    def __len__(self):
+        return 0
+
+    def __iter__(self):
+        return iter(())
+
+
+def _ambiguous(x, obj):
+    try:
+        return x + ambiguous(obj), None
+    except RuntimeError as e:
+        return x - 1, str(e)
+
+
+def test_ambiguous_dispatch_raises_as_eager():
+    """The lookup raises: it is left to the traced code, which breaks where it reads the caches."""
+    check_breaks(_ambiguous, lambda: (torch.randn(3), SizedAndIterable()), graphs=0, breaks=2)

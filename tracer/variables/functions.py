@@ -44,6 +44,7 @@ from .base import BoundAttributeVariable, VariableTracker
 from .call_rules import builtin, call_rule
 from .constants import (
     CONSTANT_TYPES,
+    IMMUTABLE_C_KINDS,
     READING_METHODS,
     ConstantVariable,
     reading_method,
@@ -987,9 +988,13 @@ def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
 
 
 def _immutable(value: Any) -> bool:
+    """A constant, an immutable C value (a compiled pattern), a C method bound to either
+    (``fnmatch``'s cached ``re.compile(p).match``), or a tuple or frozenset of them."""
     if type(value) in (tuple, frozenset):
         return all(_immutable(v) for v in value)
-    return type(value) in CONSTANT_TYPES
+    if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, type):
+        value = value.__self__
+    return type(value) in CONSTANT_TYPES or type(value) in IMMUTABLE_C_KINDS
 
 
 # ``functools.singledispatch``: its ``dispatch(cls)`` is a function of the class alone, given the
@@ -1017,7 +1022,10 @@ def _singledispatch_call(
     real = fn.fn
     cells = dict(zip(real.__code__.co_freevars, real.__closure__, strict=True))
     registry = cells["registry"].cell_contents
-    impl = real(args[0].as_python_constant())
+    try:
+        impl = real(args[0].as_python_constant())
+    except Exception:  # noqa: BLE001 (an ambiguous MRO: the call raises it again, in Python)
+        return None
     chosen = next((i for i, v in enumerate(registry.values()) if v is impl), None)
     if type(registry) is not dict or chosen is None:
         return None
