@@ -10,6 +10,7 @@ from __future__ import annotations
 import binascii
 import cmath
 import copy
+import fnmatch
 import keyword
 import os.path
 import re
@@ -215,6 +216,16 @@ def path_functions(t):
         os.path.splitext("model.ckpt.pt"),
         os.path.dirname("/x/y/z"),
         os.fspath("p"),
+        os.path.normpath("a//b/../c"),
+    )
+
+
+def name_patterns(t):
+    """``fnmatch``: a cached ``re.compile(p).match`` (a pattern's bound method), called."""
+    return (
+        t + fnmatch.fnmatch("layer.1.weight", "*.weight"),
+        fnmatch.fnmatch("layer.1.bias", "*.weight"),
+        fnmatch.filter(["a.weight", "b.bias"], "*.bias"),
     )
 
 
@@ -239,7 +250,7 @@ def struct_error(t):
 
 @pytest.mark.parametrize(
     "fn",
-    [pure_modules, path_functions, constant_methods_unbound, struct_error],
+    [pure_modules, path_functions, name_patterns, constant_methods_unbound, struct_error],
     ids=lambda f: f.__name__,
 )
 def test_pure_c_functions_on_constants(fn):

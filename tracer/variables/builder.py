@@ -632,6 +632,8 @@ def _constant_method(value: Any) -> bool:
     owner = value.__self__
     if owner is None:
         return value in _CONSTANT_TYPES_STATIC
+    if type(owner) in IMMUTABLE_C_KINDS:  # ``pattern.match``: computed when called
+        return True
     return type(owner) in CONSTANT_TYPES or any(owner is t for t in CONSTANT_TYPES)
 
 

@@ -21,6 +21,7 @@ import inspect
 import math
 import operator
 import os
+import posixpath
 import types
 import unicodedata
 import weakref
@@ -2065,6 +2066,12 @@ PURE_MODULE_FNS = frozenset(
         if not k.startswith("_") and type(v) is types.BuiltinFunctionType and v not in _NOT_PURE
     }
     | {os.fspath, zlib.crc32, zlib.adler32}
+    # ``os.path.normpath`` where it is C, or its C helper
+    | {
+        f
+        for f in (posixpath.normpath, getattr(posixpath, "_path_normpath", None))
+        if type(f) is types.BuiltinFunctionType
+    }
 )
 #: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
 #: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
