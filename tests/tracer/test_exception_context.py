@@ -126,7 +126,21 @@ def bare_reraise_keeps_context(t):
         return t + 1, type(e.__context__), e.__context__.args
 
 
+def traceback_set_by_raise(t):
+    made = ValueError("not raised")
+    try:
+        raise KeyError("b")
+    except KeyError as e:
+        raised = e.__traceback__ is not None
+    try:
+        {}["k"]
+    except KeyError as e:
+        builtin = e.__traceback__ is None
+    return t + 1, made.__traceback__ is None, raised, builtin
+
+
 CASES = [
+    traceback_set_by_raise,
     implicit_context,
     explicit_cause,
     cause_none,
@@ -166,3 +180,20 @@ def test_escaping_exception_keeps_its_context():
     assert got.__context__.args == want.__context__.args
     assert got.__suppress_context__ is want.__suppress_context__ is True
     assert got.__cause__ is want.__cause__ is None
+
+
+def traceback_escaping(t):
+    try:
+        raise KeyError("b")
+    except KeyError as e:
+        tb = e.__traceback__
+    return t + 1, type(tb).__name__, tb.tb_lineno > 0
+
+
+def test_traceback_escaping_is_cpythons():
+    """A traceback the trace cannot rebuild: the code that needs it runs as CPython runs it."""
+    bytegraph.reset()
+    got = bytegraph.compile(traceback_escaping)(torch.ones(2))
+    want = traceback_escaping(torch.ones(2))
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1:] == want[1:]

@@ -160,6 +160,7 @@ def _matches(cls: type, expected: VariableTracker) -> bool:
 def raise_traced(tx: Translator, exc: ExceptionVariable) -> None:
     """Raise ``exc`` at ``tx``'s current instruction: caught in the trace, or a graph break."""
     if will_be_caught(tx, exc.cls):
+        exc.raised = True
         raise TracedException(exc)
     raise Unsupported(
         "raise",
@@ -179,7 +180,7 @@ def traced_python_error(tx: Translator, error: Unsupported) -> TracedException |
         return None
     args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
     attrs = keyword_attributes(tx, error.exc)
-    exc = ExceptionVariable(type(error.exc), args, attrs=attrs)
+    exc = ExceptionVariable(type(error.exc), args, attrs=attrs, raised=True)
     exc.set_context(_handled(tx))
     return TracedException(exc)
 

@@ -172,6 +172,8 @@ class ExceptionVariable(VariableTracker):
     context: ExceptionVariable | None = None
     #: ``__suppress_context__``: set by ``raise ... from ...`` (``None`` included)
     suppress_context: bool = False
+    #: raised in the trace: its ``__traceback__`` is a traceback, else None
+    raised: bool = False
 
     def python_type(self) -> type:
         return self.cls
@@ -201,7 +203,7 @@ class ExceptionVariable(VariableTracker):
         if name == "__suppress_context__":
             return ConstantVariable(self.suppress_context)
         if name == "__traceback__":
-            raise Unsupported("exception", f"{name} of an exception raised in the trace")
+            return TracebackVariable() if self.raised else ConstantVariable(None)
         if self.is_python_constant() and name in _PLAIN_ATTRIBUTES:
             return tx.fold(getattr(self.as_python_constant(), name))
         raise Unsupported("getattr", f"attribute {name!r} of {self.cls.__name__}")
@@ -243,6 +245,18 @@ class ExceptionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.cls.__name__})"
+
+
+@dataclass(eq=False)
+class TracebackVariable(VariableTracker):
+    """The ``__traceback__`` of an exception raised in the trace: a traceback, which the trace
+    knows to be one (``tb is None`` is false) and does not model further."""
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("reconstruct", "a traceback of the trace cannot be rebuilt outside it")
 
 
 #: Attributes builtin exceptions derive from their arguments.
