@@ -79,6 +79,17 @@ def with_blocks_inside(t):
     return ck.checkpoint(body, t, use_reentrant=False)
 
 
+def fills_its_own_list(t):
+    def body(x):
+        found = []
+        for layer in MLP:
+            x = layer(x)
+            found.append(x)
+        return found
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
 def reentrant(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
@@ -131,6 +142,7 @@ CASES = {
     "nested": (nested, grad_input(2, 4), [LIN]),
     "under_autocast": (under_autocast, grad_input(2, 4), [LIN]),
     "with_blocks_inside": (with_blocks_inside, grad_input(2, 4), [LIN]),
+    "fills_its_own_list": (fills_its_own_list, grad_input(2, 4), [MLP]),
     "reentrant": (reentrant, grad_input(2, 4), [LIN]),
     "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
 }
@@ -326,6 +338,32 @@ def grad_mode_left_changed(t):
     return ck.checkpoint(body, t, use_reentrant=False)
 
 
+class Holder:
+    def __init__(self):
+        self.items = []
+
+
+def into_an_object_of_the_trace(t):
+    holder = Holder()
+
+    def body(x):
+        y = x.sin()
+        holder.items.append(y)
+        return y * 2
+
+    return ck.checkpoint(body, t, use_reentrant=False), holder.items[0]
+
+
+def into_a_local_dict(t):
+    found = {}
+
+    def body(x):
+        found["cos"] = x.cos()
+        return x * 2
+
+    return ck.checkpoint(body, t, use_reentrant=False), found
+
+
 def breaking_body(t):
     def body(x):
         print("inside")
@@ -341,6 +379,8 @@ def breaking_body(t):
         (in_place_on_input, (1, 0)),
         (reentrant_without_grad, (1, 0)),
         (grad_mode_left_changed, (1, 0)),
+        (into_an_object_of_the_trace, (0, -1)),
+        (into_a_local_dict, (0, -1)),
         (breaking_body, (0, -1)),
     ],
 )

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,7 @@ def trace_subgraph(
         body = output.created[start:]
         if (
             output.side_effects.changed_since(checkpoint[1])
+            or _mutates(tx, checkpoint[1], [fn, args, kwargs])
             or any(_items(c) != items for c, items in zip(containers, before, strict=True))
             or not _balanced_blocks(output.state.events[checkpoint[2] :])
         ):
@@ -98,6 +100,8 @@ def trace_subgraph(
                 hint="keep the body free of stores, container mutations and state changes",
             )
         sub = _extract(body, result, what, output.subgraphs)
+        # the result's containers as they are now: undoing the call empties a list it filled
+        sub.result = _replace(result, lambda vt: vt)
         if len(output.deferred.checks) != deferred:
             raise Unsupported("subgraph", f"{what}: its body branches on tensor data")
         # what a rerun of the graph would repeat (draws, effects) is the call node's now
@@ -109,6 +113,35 @@ def trace_subgraph(
 
 
 _CONTAINERS = (ListVariable, DictVariable, SetVariable)
+
+
+def _mutates(tx: Translator, snapshot: tuple, called: list[Any]) -> bool:
+    """Did the body change, in place, a container or object that outlives it: one made in the
+    trace before it (``changed_since`` leaves those out) and reachable from the frames, from what
+    was called (``called``: the function, arguments) or from the side-effect log? What the body
+    made and dropped (a list it filled, an iterator it ran) may have changed."""
+    effects = tx.output.side_effects
+    *stores, undo_len = snapshot
+    changed = {id(c) for c, _ in effects.undo[undo_len:]}
+    changed |= {
+        id(obj)
+        for key, (obj, _, value) in effects.attr_stores.items()
+        if key not in stores[0] or stores[0][key][2] is not value
+    }
+    if not changed:
+        return False
+    roots: list[Any] = [called, list(effects.global_stores.values())]
+    roots += [list(effects.cell_stores.items())]
+    frame = tx
+    while frame is not None:
+        roots += [list(frame.symbolic_locals.values()), list(frame.stack)]
+        frame = frame.parent
+    reached: set[int] = set()
+    while roots:
+        found = {id(vt) for vt in walk(roots)} - reached
+        reached |= found
+        roots = [[obj, v] for obj, _, v in effects.attr_stores.values() if id(obj) in found]
+    return bool(changed & reached)
 
 
 def _balanced_blocks(events: list[Any]) -> bool:
@@ -223,10 +256,10 @@ def _result_tensors(
     raise Unsupported("subgraph", f"{what}: its body returns {result}, which is not traced")
 
 
-def _replace(result: VariableTracker, new: dict[torch.fx.Node, VariableTracker]) -> Any:
-    """``result`` with each tensor replaced by ``new[its node]``."""
+def _replace(result: VariableTracker, new: Callable[[TensorVariable], VariableTracker]) -> Any:
+    """``result`` in new containers, with each tensor replaced by ``new(tensor)``."""
     if isinstance(result, TensorVariable):
-        return new[result.node]
+        return new(result)
     if isinstance(result, (TupleVariable, ListVariable)):
         return result.clone(items=[_replace(item, new) for item in result.items])
     if isinstance(result, DictVariable):
@@ -255,7 +288,7 @@ def call_subgraph(
         item.meta["stack_trace"] = node.meta["stack_trace"]
         output.created.append(item)
         new[vt.node] = TensorVariable(item, vt.example, vt.python_type())
-    return _replace(sub.result, new)
+    return _replace(sub.result, lambda vt: new[vt.node])
 
 
 # -- torch.utils.checkpoint.checkpoint -------------------------------------------------------------
