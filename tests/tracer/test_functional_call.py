@@ -178,8 +178,8 @@ class Counting(nn.Module):
         return self.lin(x)
 
 
-def test_forward_with_side_effects_breaks():
-    """A forward that stores to the module runs in Python: the store happens once per call."""
+def test_forward_with_side_effects():
+    """A forward that stores to the module keeps its store, once per call."""
     module = Counting()
 
     def fn(x, params):
@@ -187,13 +187,44 @@ def test_forward_with_side_effects_breaks():
 
     params = {k: torch.randn_like(v) for k, v in module.named_parameters()}
     x = torch.randn(2, 4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        expected = fn(x, params)
-        bytegraph.reset()
-        actual = bytegraph.compile(fn, backend="eager")(x, params)
-    assert_same(actual, expected)
-    assert module.calls == 2
+    expected = fn(x, params)
+    compiled = bytegraph.compile(fn, backend="eager")
+    assert_same(compiled(x, params), expected)
+    assert_same(compiled(x, params), expected)
+    assert module.calls == 3
     bytegraph.reset()
     report = bytegraph.explain(fn)(x, params)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert dynamo_counts(fn, x, params) == (1, 0)
+
+
+class Reassigns(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        out = x @ self.weight
+        self.weight = nn.Parameter(self.weight.detach() * 2)
+        return out
+
+
+def test_forward_assigning_a_replaced_member_breaks():
+    """torch swaps the original back after the call, undoing the forward's assignment: that call
+    runs in Python."""
+    module = Reassigns()
+    eager_module = copy.deepcopy(module)
+
+    def fn(m, x, weight):
+        return functional_call(m, {"weight": weight}, (x,)), m.weight
+
+    x, weight = torch.randn(2, 4), torch.randn(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = fn(eager_module, x, weight)
+        bytegraph.reset()
+        actual = bytegraph.compile(fn, backend="eager")(module, x, weight)
+    assert_same(actual, expected)
+    bytegraph.reset()
+    report = bytegraph.explain(fn)(copy.deepcopy(module), x, weight)
     assert report.graph_break_count == 1

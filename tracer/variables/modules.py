@@ -1068,8 +1068,8 @@ def _typed(vt: VariableTracker) -> bool:
 # store on its owner (``SideEffects.store_attr``), which the module's attribute reads and member
 # listings see, and which is forgotten after the call: the module is left as it was. Refused (the
 # call runs in Python): a module made in the trace, keys that are not existing parameters or
-# buffers, ``strict=True``, dictionaries that repeat a key, and a call whose forward stores to
-# Python objects (its stores would have to be told apart from the stand-ins). With
+# buffers, ``strict=True``, dictionaries that repeat a key, and a forward assigning a member that
+# a stand-in replaces (torch's swap back would undo it); its other effects stay. With
 # ``tie_weights=True`` (the default) a tensor given for one of several names of the same tensor
 # stands for all of them; every parameter and buffer of the module tree is guarded by identity,
 # so that which names are tied holds for the calls the trace serves.
@@ -1110,10 +1110,12 @@ def _functional_call(
     previous = [effects.attr_stores.get((id(owner), name)) for owner, name, _ in targets]
     for owner, name, value in targets:
         effects.store_attr(owner, name, value)
-    swapped = effects.snapshot()
     result = module.call_function(tx, call_args, call_kwargs)
-    if effects.changed_since(swapped):
-        raise Unsupported("functional_call", "the forward under functional_call() has side effects")
+    for owner, name, value in targets:
+        if effects.load_attr(owner, name) is not value:
+            raise Unsupported(
+                "functional_call", f"the forward under functional_call() assigns {name}"
+            )
     for (owner, name, _), entry in zip(targets, previous, strict=True):
         effects.forget_store(owner, name, entry)
     return result
