@@ -198,6 +198,20 @@ def test_attribute_of_a_subclass_object_deleted():
     _check(_attribute_deleted, lambda: (torch.randn(3), Config("n", a=2)))
 
 
+class Holder:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+
+def _attribute_object(x, holder):
+    holder.cfg["k"] = 3  # Logged.__setitem__, on an object read as an attribute
+    return x * holder.cfg["k"], list(dict.items(holder.cfg)), holder.cfg
+
+
+def test_subclass_object_read_as_an_attribute():
+    _check(_attribute_object, lambda: (torch.randn(3), Holder(Logged(a=1))))
+
+
 def _across_a_break(x, d):
     d["before"] = 1
     y = x * d["a"]
