@@ -72,3 +72,19 @@ def test_a_name_defined_later_is_seen():
     finally:
         del globals()["LATE"]
     torch.testing.assert_close(compiled(torch.ones(2)), torch.ones(2))
+
+
+def present(t):
+    return t + ("DELETED_LATER" in globals())
+
+
+def test_a_name_deleted_later_is_seen():
+    """The presence of a name is guarded: deleting it makes ``in`` false on the next call."""
+    bytegraph.reset()
+    globals()["DELETED_LATER"] = 1
+    compiled = bytegraph.compile(present)
+    try:
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.ones(2) + 1)
+    finally:
+        del globals()["DELETED_LATER"]
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.ones(2))
