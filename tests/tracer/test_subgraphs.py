@@ -276,11 +276,21 @@ def test_dropout_in_checkpoint_same_gradients_as_eager(backend):
         assert_same(results[1], results[0])
 
 
-def test_two_shapes():
-    compiled = bytegraph.compile(nested_function, backend="eager")
+def reshaping(t):
+    def body(x):
+        return LIN(x.reshape(-1, 4)).reshape(x.shape[0], -1).relu()
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+@pytest.mark.parametrize("fn", [nested_function, reshaping])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_two_shapes(fn, backend):
+    """Calls with other sizes: the body is traced again, then with symbolic sizes."""
+    compiled = bytegraph.compile(fn, backend=backend)
     for shape in [(2, 4), (5, 4), (7, 4)]:
         x = torch.randn(*shape, requires_grad=True)
-        expected = _run(nested_function, [x.detach().clone().requires_grad_()], [LIN])
+        expected = _run(fn, [x.detach().clone().requires_grad_()], [LIN])
         assert_same(_run(compiled, [x], [LIN]), expected)
 
 
