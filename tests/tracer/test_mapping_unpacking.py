@@ -6,8 +6,10 @@ counts beside torch.compile's."""
 
 from __future__ import annotations
 
+import types
+
 import torch
-from difftest import check_breaks
+from difftest import check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 LOG: list = []
@@ -183,3 +185,67 @@ def _int_keyword_uncaught(x, m):
 def test_keywords_that_are_not_strings_raise_uncaught_as_eager():
     for make in (lambda: (torch.randn(3), {1: 2}), lambda: (torch.randn(3), IntKeys())):
         check_breaks(_int_keyword_uncaught, make, graphs=1, breaks=1)
+
+
+G_PROXIED = {"a": 1}
+G_PROXY = types.MappingProxyType(G_PROXIED)
+#: proxies are read from globals: the harness deep-copies arguments, which a proxy refuses
+G_PROXIES = [types.MappingProxyType({"p": 2})]
+
+
+def _proxy(x):
+    merged = {**G_PROXY}
+    return x + G_PROXY["a"], merged, keywords(**G_PROXY), dict(G_PROXY), "a" in G_PROXY
+
+
+def _proxy_in_a_list(x):
+    proxy = G_PROXIES[0]
+    return x + len(proxy), {**proxy}, proxy.copy(), list(proxy.items())
+
+
+def test_star_of_a_mappingproxy():
+    _check(_proxy, lambda: (torch.randn(3),))
+    _check(_proxy_in_a_list, lambda: (torch.randn(3),))
+
+
+def test_mappingproxy_sees_its_dict_change_between_calls():
+    compiled, _ = compile_counted(_proxy)
+    x = torch.randn(3)
+    compiled(x)
+    G_PROXIED["a"] = 5
+    G_PROXIED["b"] = 6
+    try:
+        result, expected = compiled(x), _proxy(x)
+    finally:
+        G_PROXIED.clear()
+        G_PROXIED["a"] = 1
+    torch.testing.assert_close(result[0], expected[0])
+    assert result[1:] == expected[1:]
+
+
+class Namespace:
+    value = 1
+
+
+G_NAMESPACE = Namespace.__dict__
+
+
+def _class_namespace(x):
+    Namespace.value = 2
+    return x + 1, G_NAMESPACE["value"]
+
+
+def test_class_namespace_proxy_sees_a_class_store():
+    """A class's namespace is not read as a plain proxied dict (the class store would not reach
+    what the trace read): left to Python, where the read sees the store."""
+    try:
+        check_breaks(
+            _class_namespace,
+            lambda: (torch.randn(3),),
+            graphs=1,
+            breaks=1,
+            setup=lambda: setattr(Namespace, "value", 1),
+            observe=lambda: Namespace.value,
+        )
+    finally:
+        Namespace.value = 1

@@ -15,6 +15,7 @@ import collections
 import dataclasses
 import enum
 import functools
+import gc
 import math
 import re
 import sys
@@ -53,6 +54,7 @@ from .containers import (
     DictVariable,
     LazyListVariable,
     ListVariable,
+    MappingProxyVariable,
     SetVariable,
     TupleVariable,
     compared_by_value,
@@ -235,6 +237,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         obj = _wrap_dict_object(tx, value, source)
         if obj is not None:
             return obj
+    if cls is types.MappingProxyType:
+        proxy = _wrap_proxy(tx, value, source)
+        if proxy is not None:
+            return proxy
     if cls is collections.deque:
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.LEN_MATCH(source, len(value)))
@@ -336,6 +342,22 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
         cls_vt=wrap(tx, cls, TypeSource(source)),
         real=value,
     )
+
+
+def _wrap_proxy(
+    tx: Translator, value: types.MappingProxyType, source: Source
+) -> VariableTracker | None:
+    """A ``types.MappingProxyType`` over a dict (``MappingProxyVariable``; None for any other):
+    read through, as the dict, its keys and values guarded through the proxy. Its identity is
+    guarded first: another proxy may be over a mapping whose reads run Python code, which a
+    guard must not run. A class's namespace (every one holds ``__doc__``) is left to Python:
+    the class's attribute stores in the trace would not reach the items read here."""
+    (mapping,) = gc.get_referents(value)  # the proxied mapping, the only object a proxy holds
+    if type(mapping) is not dict or "__doc__" in mapping or not keys_modelled(mapping):
+        return None
+    tx.output.add_guard(kinds.ID_MATCH(source, value))
+    tx.output.add_guard(kinds.DICT_KEYS(source, tuple(mapping)))
+    return MappingProxyVariable(DictVariable(_dict_items(tx, mapping, source), source), source)
 
 
 def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
