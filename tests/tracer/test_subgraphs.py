@@ -525,3 +525,28 @@ def test_checkpoint_sequential(backend):
         assert_same(_run(compiled, [x], [SEQ]), expected)
     assert _explain(sequential, (torch.randn(3, 4, requires_grad=True),)) == (1, 0)
     assert dynamo_counts(sequential, torch.randn(3, 4, requires_grad=True)) == (0, -1)
+
+
+def raising_body(t):
+    def body(x):
+        LOG.append(1)
+        x.sin()
+        raise ValueError("no")
+
+    try:
+        return ck.checkpoint(body, t, use_reentrant=False)
+    except ValueError:
+        return t + len(LOG)
+
+
+def test_body_raising_to_a_handler_outside_breaks():
+    """What the body did before it raised stays, as in eager: the call runs in Python."""
+    x = torch.zeros(2)
+    LOG.clear()
+    expected = raising_body(x)
+    LOG.clear()
+    bytegraph.reset()
+    assert_same(bytegraph.compile(raising_body, backend="eager")(x), expected)
+    assert LOG == [1]
+    assert _explain(raising_body, (x,)) == (0, 1)
+    assert dynamo_counts(raising_body, x) == (0, -1)

@@ -44,7 +44,7 @@ import torch.utils.checkpoint as torch_checkpoint
 from torch._higher_order_ops.wrap import tag_activation_checkpoint
 
 from ...backends.state_nodes import RUNTIME
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from . import dispatch
 from .base import VariableTracker, walk
 from .call_rules import call_rule, call_rules_for
@@ -87,6 +87,8 @@ def trace_subgraph(
             result = dispatch.call(tx, fn, args, kwargs)
         except Unsupported as e:
             raise Unsupported("subgraph", f"{what}: its body breaks ({e})") from None
+        except TracedException as e:  # caught outside the body: what it did before stays in eager
+            raise Unsupported("subgraph", f"{what}: its body raises {e}") from None
         body = output.created[start:]
         if (
             output.side_effects.changed_since(checkpoint[1])
