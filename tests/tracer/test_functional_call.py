@@ -228,3 +228,33 @@ def test_forward_assigning_a_replaced_member_breaks():
     bytegraph.reset()
     report = bytegraph.explain(fn)(copy.deepcopy(module), x, weight)
     assert report.graph_break_count == 1
+
+
+class Raises(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if x.shape[0] > 1:
+            raise ValueError("too many")
+        return y
+
+
+def test_forward_raising_leaves_the_module_as_it_was():
+    """The exception reaches the caller's handler with the module's own parameters back."""
+    module = Raises()
+
+    def fn(x, params):
+        try:
+            return functional_call(module, params, (x,))
+        except ValueError:
+            return module.lin(x), module.lin.weight
+
+    params = {k: torch.randn_like(v) for k, v in module.named_parameters()}
+    x = torch.randn(2, 4)
+    expected = fn(x, params)
+    actual = bytegraph.compile(fn, backend="eager")(x, params)
+    assert_same(actual, expected)
+    assert actual[1] is module.lin.weight

@@ -1110,14 +1110,17 @@ def _functional_call(
     previous = [effects.attr_stores.get((id(owner), name)) for owner, name, _ in targets]
     for owner, name, value in targets:
         effects.store_attr(owner, name, value)
-    result = module.call_function(tx, call_args, call_kwargs)
-    for owner, name, value in targets:
-        if effects.load_attr(owner, name) is not value:
-            raise Unsupported(
-                "functional_call", f"the forward under functional_call() assigns {name}"
-            )
-    for (owner, name, _), entry in zip(targets, previous, strict=True):
-        effects.forget_store(owner, name, entry)
+    try:
+        result = module.call_function(tx, call_args, call_kwargs)
+        for owner, name, value in targets:
+            if effects.load_attr(owner, name) is not value:
+                raise Unsupported(
+                    "functional_call", f"the forward under functional_call() assigns {name}"
+                )
+    finally:  # also where the forward raises to a handler of the trace, as torch's swap back
+        for (owner, name, _), entry in zip(targets, previous, strict=True):
+            if (id(owner), name) in effects.attr_stores or entry is not None:
+                effects.forget_store(owner, name, entry)
     return result
 
 
