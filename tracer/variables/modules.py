@@ -536,7 +536,8 @@ class NNModuleVariable(UserObjectVariable):
                 AttrSource(owner.source, table) if owner.source else None,
             )
             for key, vt in entries.items.items():
-                vt = tx.output.side_effects.load_attr(owner, key) or vt  # a store of the trace
+                stored = tx.output.side_effects.load_attr(owner, key)  # a store of the trace
+                vt = vt if stored is None else stored
                 if id(vt) in seen or (vt.is_python_constant() and vt.as_python_constant() is None):
                     continue
                 seen.add(id(vt))
