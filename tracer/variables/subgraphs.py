@@ -149,8 +149,9 @@ def _mutates(tx: Translator, snapshot: tuple, called: list[Any]) -> bool:
 def _balanced_blocks(events: list[Any]) -> bool:
     """Do the state events of a body only enter and leave contexts (grad mode, autocast), each
     left in the body (``with torch.no_grad():``)? Their nodes then run in the subgraph, which
-    ends in the state it began in (nodes that act only at run time were refused by
-    ``_check_node``; a context that touches more than grad mode refuses the body)."""
+    ends in the state it began in (nodes that act only at run time are refused by
+    ``_check_node``; a context setting the default dtype or deterministic algorithms, which a
+    graph's end resets, refuses the body)."""
     opened: list[Any] = []
     for event in events:
         if event.touches - {"grad"} or event.kind not in ("enter", "exit"):
