@@ -284,3 +284,23 @@ def test_struct_pack_into_a_buffer_is_not_folded():
     bytegraph.reset()
     bytegraph.compile(fn)(torch.ones(2))
     assert bytes(buf) == struct.pack("<i", 5)
+
+
+def test_a_function_given_to_a_pure_c_call_runs_on_every_call():
+    """``re.sub(p, fn, s)`` and ``pattern.sub(fn, s)`` call ``fn`` back: never computed at trace
+    time, where ``fn``'s effects would happen once only."""
+    calls = []
+
+    def upper(m):
+        calls.append(m.group())
+        return m.group().upper()
+
+    def fn(t):
+        return t + 1, re.sub("a", upper, "aba"), PATTERN.sub(upper, "x.1")
+
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn)
+    for _ in range(2):
+        got = compiled(torch.ones(2))
+        assert got[1:] == ("AbA", "X.1")
+    assert calls == ["a", "a", "x.1"] * 2

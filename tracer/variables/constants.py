@@ -141,6 +141,14 @@ def folded_value(value: Any) -> bool:
     return False
 
 
+def value_arguments(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """Whether every argument is a value known at trace time (``folded_value``): a pure C
+    function given them computes its result from them alone. A function is not one: called back
+    by the C code (``re.sub(p, fn, s)``), it would run at trace time only."""
+    values = [*args, *kwargs.values()]
+    return all(v.is_python_constant() and folded_value(v.as_python_constant()) for v in values)
+
+
 #: C methods bound to an object (``len.__repr__``, ``f.__format__``)
 _C_BOUND_METHODS = (types.MethodWrapperType, types.BuiltinMethodType)
 
@@ -279,6 +287,8 @@ class ConstantVariable(ConstantLikeVariable):
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if type(owner) in IMMUTABLE_C_KINDS:  # ``pattern.sub(fn, s)`` would call ``fn``
+            constant = value_arguments(args, kwargs)
         if not constant and type(owner) is range and len(args) == 1 and not kwargs:
             searched = _range_method(tx, owner, self.value.__name__, args[0])
             if searched is not None:

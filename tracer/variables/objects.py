@@ -52,6 +52,7 @@ from .constants import (
     ConstantVariable,
     error_of,
     unstored_dict,
+    value_arguments,
 )
 from .containers import (
     BaseSequenceVariable,
@@ -939,9 +940,7 @@ def _container_method_call(
         if owner is containers.dict_base(receiver.cls) or (owner is dict and reads):
             return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
         raise Unsupported("call_method", f"{owner.__name__}.{method.__name__} on a subclass")
-    if owner in (*CONSTANT_TYPES, *IMMUTABLE_C_KINDS) and all(
-        a.is_python_constant() for a in [*args, *kwargs.values()]
-    ):
+    if owner in (*CONSTANT_TYPES, *IMMUTABLE_C_KINDS) and value_arguments(args, kwargs):
         # ``str.lower(s)``, ``map(str.capitalize, words)``, ``re.Match.__copy__(m)``: a method
         # of an immutable type, pure on constants (it checks its receiver's type itself, raising
         # CPython's TypeError)

@@ -51,6 +51,7 @@ from .constants import (
     error_of,
     make_slice,
     range_matches,
+    value_arguments,
 )
 from .containers import (
     BaseSequenceVariable,
@@ -2958,8 +2959,8 @@ def apply_rule(
             f"{name}() has effects outside the graph",
             hint="call it outside the compiled function",
         )
-    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
-        raise Unsupported("call", f"{name}() on non-constant arguments")
+    if not value_arguments(args, kwargs):  # a function given would run at trace time only
+        raise Unsupported("call", f"{name}() on arguments that are not values known here")
     values = [a.as_python_constant() for a in args]
     named = {k: v.as_python_constant() for k, v in kwargs.items()}
     try:
