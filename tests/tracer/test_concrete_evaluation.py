@@ -304,3 +304,22 @@ def test_a_function_given_to_a_pure_c_call_runs_on_every_call():
         got = compiled(torch.ones(2))
         assert got[1:] == ("AbA", "X.1")
     assert calls == ["a", "a", "x.1"] * 2
+
+
+def test_a_python_key_runs_on_every_call():
+    """``sorted``/``min``/``max`` of constants with a Python ``key=``: the key is traced, not
+    called at trace time only (its effects happen on every call)."""
+    calls = []
+
+    def key(v):
+        calls.append(v)
+        return -v
+
+    def fn(t):
+        return t + 1, sorted([1, 2], key=key), max([1, 2], key=key), min(3, 4, key=key)
+
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn)
+    for _ in range(2):
+        assert compiled(torch.ones(2))[1:] == ([2, 1], 1, 4)
+    assert calls == [1, 2, 1, 2, 3, 4] * 2

@@ -2035,6 +2035,8 @@ def call_builtin(
         (fn in PURE or fn in PURE_MODULE_FNS)
         and all(_foldable(fn, v) for v in values)
         and not _reads_own_attribute(fn, args)
+        # a Python ``key=`` is called back: folded, it would run at trace time only
+        and not any(isinstance(v, UserFunctionVariable) for v in kwargs.values())
     ):
         return tx.fold_call(fn, args, kwargs)
     if fn in OPERATOR_FNS:
