@@ -81,6 +81,17 @@ class SideEffects:
         self._stores: tuple | None = None
         #: id(object) -> (the object, the tracker its attributes are filed under): see ``owner``
         self.owners: dict[int, tuple[Any, VariableTracker]] = {}
+        #: calls of real ``lru_cache`` wrappers whose bodies the trace ran in their place
+        #: (``functions.MemoizedFunctionVariable``): ``(wrapper, args, kwargs, local)``, in call
+        #: order; the replay makes each call again, so that the cache ends as eager leaves it and
+        #: each result is the object eager's call returned, kept in ``local``
+        self.memo_calls: list[tuple[Any, tuple, dict, str]] = []
+        #: id(tracker) -> (tracker, where the real object lives): what such a call returned and
+        #: everything made in its body that it holds; the trace must not change it (it is the
+        #: cached object), and if it escapes it is that object, reached from ``local``
+        self.frozen: dict[int, tuple[VariableTracker, Any]] = {}
+        #: ``(wrapper, key, result tracker)`` of those calls whose body the trace ran
+        self.memo_results: list[tuple[Any, Any, VariableTracker]] = []
 
     def __bool__(self) -> bool:
         return bool(
@@ -105,6 +116,9 @@ class SideEffects:
                 dict(self.new_objects),
                 list(self.prologue),
                 list(self.hook_removals),
+                list(self.memo_calls),
+                dict(self.frozen),
+                list(self.memo_results),
             )
         return (*self._stores, len(self.undo))
 
@@ -119,6 +133,9 @@ class SideEffects:
         ) = (dict(s) for s in stores[:5])
         self.prologue = list(stores[5])
         self.hook_removals = list(stores[6])
+        self.memo_calls = list(stores[7])
+        self.frozen = dict(stores[8])
+        self.memo_results = list(stores[9])
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -150,6 +167,7 @@ class SideEffects:
         """``container`` (a list, dict or set tracker) is about to change in place: keep its items
         so that rolling back a partly run instruction (a call that broke inside the callee) also
         undoes what the callee did to it."""
+        self.check_unfrozen(container)
         if any(d is container for d in self.instance_dicts.values()):
             raise Unsupported(
                 "instance_dict",
@@ -174,6 +192,7 @@ class SideEffects:
         """``obj.name = value`` as a plain store (descriptors and ``__setattr__`` overrides were
         run by the caller, ``objects.store_attribute``); ``raw``: replay it with
         ``object.__setattr__`` (the class overrides ``__setattr__``)."""
+        self.check_unfrozen(obj)
         self._stores = None
         self.attr_stores[(id(obj), name)] = (obj, name, value)
         instance_dict = self.instance_dicts.get(id(obj))
@@ -210,6 +229,7 @@ class SideEffects:
         attribute is there: the caller checked). ``replay``: the object had it before the call,
         so the rewritten code deletes it; otherwise only the trace's pending store goes. ``raw``:
         replay it with ``object.__delattr__`` (the class overrides ``__delattr__``)."""
+        self.check_unfrozen(obj)
         self._stores = None
         if raw:
             self.raw_objects.add(id(obj))
@@ -230,6 +250,7 @@ class SideEffects:
     def delete_new_attr(self, obj: VariableTracker, name: str) -> bool:
         """``del obj.name`` on an object made in the trace: its pending store goes (False when
         there is none: CPython's AttributeError). The object is made without it."""
+        self.check_unfrozen(obj)
         if (id(obj), name) not in self.attr_stores:
             return False
         self._stores = None
@@ -286,6 +307,29 @@ class SideEffects:
         """What the trace stored into ``obj.name`` (None: nothing, or it deleted it)."""
         entry = self.attr_stores.get((id(obj), name))
         return entry[2] if entry and entry[2] is not _DELETED else None
+
+    def check_unfrozen(self, obj: VariableTracker) -> None:
+        if id(obj) in self.frozen:
+            raise Unsupported(
+                "memoized_call",
+                "changing an object an lru_cache'd call returned (eager changes the cached object)",
+            )
+
+    def memo_call(
+        self, wrapper: Any, args: tuple, kwargs: dict, key: Any, result: VariableTracker
+    ) -> str:
+        """Record a call of a real cached function whose body the trace ran (``result``: what
+        it gave, for ``key``); returns the local the replay keeps its result in."""
+        self._stores = None
+        name = self.new_name("__bg_memo")
+        self.memo_calls.append((wrapper, args, kwargs, name))
+        self.memo_results.append((wrapper, key, result))
+        return name
+
+    def freeze(self, vt: VariableTracker, place: Any) -> None:
+        """``vt`` is (part of) a cached call's result, the real object at ``place`` (a source)."""
+        self._stores = None
+        self.frozen[id(vt)] = (vt, place)
 
     def new_name(self, prefix: str = "__bg_new") -> str:
         """A fresh local name of the rewritten code for an object made during the trace."""
@@ -370,16 +414,25 @@ class SideEffects:
     def codegen(self, cg: Codegen) -> None:
         """Emit the replay: new objects that escape (see ``plan``), container contents,
         attributes, globals, cells."""
+        for wrapper, args, kwargs, local in self.memo_calls:  # in call order: eager's cache
+            cg.load_const(wrapper)
+            for value in [*args, *kwargs.values()]:
+                cg.load_const(value)
+            cg.call_function(len(args) + len(kwargs), tuple(kwargs))
+            cg.store_local(local)
         escaping = {id(vt) for vt in self._escaping}
         for obj in self._escaping:
-            obj.create(cg)
+            if id(obj) in self.frozen:  # the cached object (its attributes are set already)
+                self.frozen[id(obj)][1].reconstruct(cg)
+            else:
+                obj.create(cg)
             cg.store_local(obj.name)
             cg.new_objects.add(obj.name)
         # the new objects' attributes first: a container refilled with one as a key hashes it,
         # and its ``__hash__`` may read them
         stores = list(self.attr_stores.values())
         for obj, name, value in stores:
-            if id(obj) in escaping:
+            if id(obj) in escaping and id(obj) not in self.frozen:
                 self._replay_attr(cg, obj, name, value, escaping)
         for obj in self._escaping:  # contents set once every new object exists (a dict object)
             if hasattr(obj, "fill"):

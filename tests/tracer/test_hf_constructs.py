@@ -301,19 +301,32 @@ def test_warning_once_is_emitted_once_without_a_break():
     assert messages == ["`loss_type=None` is unrecognized"]
 
 
-def test_lru_cache_with_a_mutable_result_breaks():
+def test_lru_cache_with_a_mutable_result_is_the_cached_list():
+    # its body is traced (no break); the list escaping is the cached one, and a change to it in
+    # the trace breaks there (eager changes the cached list)
     @functools.lru_cache
     def table():
         return [1, 2]
 
     def fn(x):
-        return x * table()[0]
+        return x * table()[0], table()
+
+    def grows(x):
+        table().append(3)
+        return x * len(table())
 
     compiled, _ = compile_counted(fn)
     x = torch.randn(3)
-    assert_same(compiled(x), fn(x))
-    report = bytegraph.explain(fn)(x)
-    assert [r.kind for r in report.break_reasons] == ["memoized_call"]
+    out, cached = compiled(x)
+    assert_same(out, fn(x)[0])
+    assert cached is table()
+    assert bytegraph.explain(fn)(x).graph_break_count == 0
+    report = bytegraph.explain(grows)(x)
+    # the append, then ``len(table())``: the cached list is no longer what the body makes
+    assert [r.kind for r in report.break_reasons] == ["memoized_call", "memoized_call"]
+    assert table() == [1, 2, 3]
+    assert_same(bytegraph.compile(grows)(x), x * 4)
+    assert table() == [1, 2, 3, 3]
 
 
 def test_super_getitem_in_an_overriding_dict_subclass():

@@ -22,6 +22,7 @@ from ...guards.sources import (
     AttrSource,
     CallSource,
     ConstSource,
+    FreshSource,
     ItemSource,
     ModuleGlobalSource,
     Source,
@@ -40,7 +41,7 @@ from ..markers import (
 )
 from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
-from .base import BoundAttributeVariable, VariableTracker
+from .base import BoundAttributeVariable, VariableTracker, type_lookup
 from .call_rules import builtin, call_rule
 from .constants import (
     CONSTANT_TYPES,
@@ -50,7 +51,15 @@ from .constants import (
     reading_method,
     unstored_dict,
 )
-from .containers import DictVariable, MappingProxyVariable, TupleVariable, hash_key
+from .containers import (
+    DictVariable,
+    ListVariable,
+    MappingProxyVariable,
+    TupleVariable,
+    hash_key,
+    is_key_value,
+    key_value,
+)
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -848,10 +857,61 @@ class MemoizedFunctionVariable(VariableTracker):
         except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
             raise Unsupported("python_error", f"{name}() raised {type(e).__name__}: {e}") from None
         if not _immutable(result):
+            return self._trace_cached(tx, args, kwargs, real_args, real_kwargs, result)
+        return tx.fold(result)
+
+    def _trace_cached(
+        self,
+        tx: Translator,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        real_args: list[Any],
+        real_kwargs: dict[str, Any],
+        result: Any,
+    ) -> VariableTracker:
+        """A cached result that is no constant (an object of the user's): the wrapped function's
+        body is traced on the same arguments, where it has no effect on what existed before the
+        call and puts nothing in the graph (else a break, the call made by CPython). Its result is
+        the cached object: the same tracker for a key called again in the trace unless ``maxsize``
+        other keys were called in between (``lru_cache`` dropped it then); the trace may not
+        change it; the replay calls the wrapper again, in call order, which gives eager's object
+        (and leaves the cache as eager does) for wherever the result escapes."""
+        name = getattr(self.value, "__qualname__", repr(self.value))
+        wrapped = getattr(self.value, "__wrapped__", None)
+        if self.self_vt is not None or not isinstance(wrapped, types.FunctionType):
             raise Unsupported(
                 "memoized_call", f"{name}() returned a {type(result).__name__}, not a constant"
             )
-        return tx.fold(result)
+        effects = tx.output.side_effects
+        key = (tuple(real_args), tuple(real_kwargs.items()))
+        earlier = _cached_in_trace(effects, self.value, key)
+        if earlier is not None:
+            effects.memo_call(self.value, tuple(real_args), real_kwargs, key, earlier)
+            return earlier
+        snapshot = effects.snapshot()
+        nodes = len(tx.output.graph.nodes)
+        source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+        fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
+        traced = dispatch.call(tx, fn, args, kwargs)
+        if effects.changed_since(snapshot) or len(tx.output.graph.nodes) != nodes:
+            raise Unsupported(
+                "memoized_call", f"the body of the lru_cache'd {name}() has effects or uses tensors"
+            )
+        # the trace computed a fresh result; eager's is the cached object, which may have been
+        # changed since it was cached: both must be alike now (the body runs for real, having no
+        # effects), and stay alike on later calls (a guard, checked after all others, so the body
+        # it may run on a miss is the traced one: eager would run it in this call too)
+        fresh = _memo_state(wrapped, tuple(real_args), real_kwargs)
+        state = _state_of(result)
+        if state is _UNREADABLE or state != fresh:
+            raise Unsupported(
+                "memoized_call", f"{name}()'s cached object is not what its body makes now"
+            )
+        getter = functools.partial(_memo_state, self.value, tuple(real_args), real_kwargs)
+        tx.output.assume_state(("lru_cache", id(self.value), repr(key)), getter, state)
+        local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, traced)
+        _freeze(effects, traced, FreshSource(local))
+        return traced
 
     def _call_wrapped(
         self,
@@ -985,6 +1045,91 @@ def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
         tx.output.assume_identity(source, value)
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
+
+
+_UNREADABLE = object()  #: the state of a value ``_state_of`` cannot read without running code
+
+
+def _memo_state(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """What ``fn(*args, **kwargs)`` holds now (``_state_of``), for the guard on a cached result."""
+    try:
+        return _state_of(fn(*args, **kwargs))
+    except Exception:  # noqa: BLE001 (the guard fails; the call raises again in the trace)
+        return _UNREADABLE
+
+
+def _state_of(value: Any, depth: int = 0) -> Any:
+    """The contents of ``value`` as a tree of constants, read without running the user's code:
+    constants, builtin lists, tuples and dicts, and objects by their type and ``__dict__``."""
+    kind = type(value)
+    if depth > 32:
+        return _UNREADABLE
+    if kind in CONSTANT_TYPES and kind is not frozenset:
+        return (kind, value)
+    if kind in (list, tuple):
+        items = tuple(_state_of(v, depth + 1) for v in value)
+        return _UNREADABLE if _UNREADABLE in items else (kind, items)
+    if kind is dict:
+        if not all(type(k) in (int, str) for k in value):
+            return _UNREADABLE
+        items = tuple((k, _state_of(v, depth + 1)) for k, v in value.items())
+        return _UNREADABLE if any(v is _UNREADABLE for _, v in items) else (kind, items)
+    descriptor = type_lookup(kind, "__dict__")
+    if not isinstance(descriptor, types.GetSetDescriptorType) or "__slots__" in kind.__dict__:
+        return _UNREADABLE  # no plain instance dict (a C type's objects, or slots)
+    namespace = descriptor.__get__(value, kind)
+    if type(namespace) is not dict:
+        return _UNREADABLE
+    state = _state_of(dict(namespace), depth + 1)
+    return _UNREADABLE if state is _UNREADABLE else (kind, state)
+
+
+def _cached_in_trace(effects: Any, wrapper: Any, key: Any) -> VariableTracker | None:
+    """The tracker an earlier call of ``wrapper`` with ``key`` in this trace returned, if
+    ``lru_cache`` still holds it: fewer than ``maxsize`` other keys called since (each a hit moving
+    it up or a miss adding it; at ``maxsize`` more recent keys it is gone)."""
+    maxsize = wrapper.cache_parameters()["maxsize"]
+    others: set[Any] = set()
+    for fn, k, vt in reversed(effects.memo_results):
+        if fn is not wrapper:
+            continue
+        if k == key:
+            return vt if maxsize is None or len(others) < maxsize else None
+        others.add(k)
+    return None
+
+
+def _freeze(effects: Any, vt: VariableTracker, place: Source) -> None:
+    """Mark ``vt`` and what it holds that the body made as the real objects at ``place``: the
+    trace may not change them, and where they escape they are read from there."""
+    if id(vt) in effects.frozen or vt.source is not None:
+        return  # an object from before the call is rebuilt from where it lives
+    if vt.is_python_constant() and _immutable(vt.as_python_constant()):
+        return
+    effects.freeze(vt, place)
+    if effects.is_new(vt):  # an object the body made: what its attributes hold
+        for obj, attr, value in list(effects.attr_stores.values()):
+            if obj is vt:
+                _freeze(effects, value, AttrSource(place, attr))
+        return
+    if isinstance(vt, (ListVariable, TupleVariable)):
+        vt.source = place
+        for i, item in enumerate(vt.items):
+            _freeze(effects, item, ItemSource(place, i))
+        return
+    if type(vt) is DictVariable and vt.default_factory is None:
+        vt.source = place
+        for k, item in vt.items.items():
+            if not is_key_value(k):
+                raise Unsupported(
+                    "memoized_call", "an lru_cache'd result holds a dict with such keys"
+                )
+            _freeze(effects, item, ItemSource(place, key_value(k)))
+        return
+    raise Unsupported(
+        "memoized_call",
+        f"an lru_cache'd result holds a {vt.python_type().__name__} made in its body",
+    )
 
 
 def _immutable(value: Any) -> bool:
