@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .registry import polyfill
+from .registry import generator_of, polyfill
 
 
 @polyfill(dict.fromkeys)
@@ -49,6 +49,7 @@ def _c_name(cls):
     return f"{cls.__module__}.{cls.__name__}"
 
 
+@generator_of(iter, kind=type(iter(int, 1)))
 def callable_iterator(fn, sentinel):
     """``iter(fn, sentinel)``: calls ``fn`` until it returns ``sentinel``."""
     while True:
@@ -56,3 +57,23 @@ def callable_iterator(fn, sentinel):
         if value == sentinel:
             return
         yield value
+
+
+class _Sequence:
+    def __getitem__(self, index):
+        raise IndexError(index)
+
+
+@generator_of(iter, kind=type(iter(_Sequence())))
+def sequence_items(seq):
+    """``iter(seq)`` of an object whose class has ``__getitem__`` and no ``__iter__`` (CPython's
+    sequence iterator): ``seq[0]``, ``seq[1]``... until one raises ``IndexError`` or
+    ``StopIteration``, each item asked for when the consumer takes it."""
+    index = 0
+    while True:
+        try:
+            item = seq[index]
+        except (IndexError, StopIteration):
+            return
+        yield item
+        index += 1

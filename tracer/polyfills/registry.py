@@ -27,6 +27,9 @@ RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple]] = {}
 #: that must do work when called (``itertools.product`` reads its pools then) returns a generator
 #: of an inner function registered with ``generator_of``.
 RESTART: dict[Callable[..., Any], Any] = {}
+#: polyfill generator function -> the C iterator type it stands for, where its ``RESTART`` function
+#: is no type (``iter``'s ``callable_iterator`` and sequence ``iterator``): ``type()`` in the trace
+KINDS: dict[Callable[..., Any], type] = {}
 
 
 def polyfill(
@@ -52,13 +55,17 @@ def generator_of(
     *,
     rebuild: Callable[[tuple], Any] | None = None,
     resume: Callable[[dict[str, Any]], tuple] | None = None,
+    kind: type | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated generator function as the lazy part of ``target``'s polyfill: called
     with the arguments ``target`` would take once its eager part ran (a ``product``'s pools as
-    tuples), it makes ``target``'s items."""
+    tuples), it makes ``target``'s items. ``kind``: the type of the C iterator it stands for,
+    where ``target`` is no type."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         _register_generator(fn, target, rebuild, resume)
+        if kind is not None:
+            KINDS[fn] = kind
         return fn
 
     return register

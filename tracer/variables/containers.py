@@ -1806,9 +1806,12 @@ def not_iterable(vt: VariableTracker) -> Exception | None:
         cls = vt.python_type()
     except Unsupported:
         return None
-    if isinstance(vt, TensorVariable) or any(
-        "__iter__" in vars(base) or "__getitem__" in vars(base) for base in cls.__mro__
-    ):
+    if isinstance(vt, TensorVariable):
+        return None
+    iter_ = type_lookup(cls, "__iter__")
+    if iter_ is None:  # ``__iter__ = None``: not iterable, whatever else the class has
+        return TypeError(f"'{c_name(cls)}' object is not iterable")
+    if iter_ is not MISSING or type_lookup(cls, "__getitem__") is not MISSING:
         return None
     return TypeError(f"'{c_name(cls)}' object is not iterable")
 

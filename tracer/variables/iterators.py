@@ -432,6 +432,9 @@ class GeneratorVariable(LazyIteratorVariable):
     def python_type(self) -> type:
         """A polyfilled C iterator's type (``itertools.product``): ``type(p)`` in the trace is what
         CPython gives."""
+        kind = polyfills.KINDS.get(getattr(self.frame, "fn", None))
+        if kind is not None:  # ``iter``'s own iterators
+            return kind
         target = c_function(self)
         if isinstance(target, type):
             return target

@@ -39,7 +39,7 @@ from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
 from .. import markers, polyfills
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
-from ..polyfills.builtins import callable_iterator
+from ..polyfills.builtins import callable_iterator, sequence_items
 from . import call_rules, containers, contexts, dispatch, iterators, modules, numpy_arrays, objects
 from .base import ConstantLikeVariable, VariableTracker, walk
 from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule
@@ -3035,7 +3035,7 @@ def _call_substitute(
 def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     """The items of an iterable whose length is known at trace time: a user ``__iter__`` is
     inlined; other trackers list their own items."""
-    if _user_iter(value):
+    if _user_iter(value) or _sequence_protocol(value):
         return dispatch.get_iter(tx, value).unpack(tx)
     return value.unpack(tx)
 
@@ -3055,10 +3055,23 @@ def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
                 "python_error", f"__iter__ of {value} returned {result}, not an iterator"
             )
         return result
+    if _sequence_protocol(value):
+        return UserFunctionVariable(sequence_items).call_function(tx, [value], {})
     error = containers.not_iterable(value)
     if error is not None:
         raise PythonError(error)
     return IteratorVariable(iterate(tx, value))
+
+
+def _sequence_protocol(value: VariableTracker) -> bool:
+    """A user object that ``iter`` walks by index: its class has ``__getitem__`` in Python and
+    no ``__iter__`` (CPython's sequence iterator; ``__iter__ = None`` makes it not iterable)."""
+    if not isinstance(value, UserObjectVariable) or isinstance(value, NNModuleVariable):
+        return False
+    cls = type(value.value)
+    return type_lookup(cls, "__iter__") is MISSING and isinstance(
+        type_lookup(cls, "__getitem__"), types.FunctionType
+    )
 
 
 def _user_iter(value: VariableTracker) -> bool:
