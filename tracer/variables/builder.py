@@ -535,8 +535,10 @@ def _is_namedtuple(cls: type) -> bool:
 
 #: torch modules whose Python functions are inlined like user code (not run as one graph op):
 #: torch.optim's step functions update Python state (``state[p]["step"]``, lists of tensors) that
-#: a graph op on fake tensors would not see (``variables/optimizers.py``).
-INLINED_TORCH_MODULES = ("torch.optim.", "torch.distributions.")
+#: a graph op on fake tensors would not see (``variables/optimizers.py``). ``torch.fx``'s
+#: GraphModule calls itself through its class's ``_WrappedCall``, Python code calling
+#: ``nn.Module.__call__`` (a module held by a module: as if called directly).
+INLINED_TORCH_MODULES = ("torch.optim.", "torch.distributions.", "torch.fx.graph_module.")
 
 
 def _is_torch_value(value: Any) -> bool:
@@ -550,14 +552,14 @@ def _is_torch_value(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) or ""
     function = value.__func__ if isinstance(value, types.MethodType) else value
-    if module.startswith(INLINED_TORCH_MODULES) and (
+    if f"{module}.".startswith(INLINED_TORCH_MODULES) and (
         isinstance(function, types.FunctionType) or not isinstance(value, type)
     ):  # their functions, and instances of their classes (a distribution's ``Transform``)
         return False
     if isinstance(value, type):
         return module == "torch" or (
             module.startswith("torch.")
-            and not module.startswith(INLINED_TORCH_MODULES)
+            and not f"{module}.".startswith(INLINED_TORCH_MODULES)
             and not issubclass(value, torch.nn.Module)
         )
     if callable(value):
