@@ -984,11 +984,19 @@ def method_source(
     guarded (the class can be monkeypatched), and its closure cells get sources: what it reads
     there is guarded, what it mutates there is replayed. The class of a module reached from an
     input is trusted as its ``MODULE_TREE`` check trusts it (one guard per layer would make guards
-    grow with depth): no guard, a source only when the method has closure cells."""
+    grow with depth): no guard, a source only when the method has closure cells or a mutable
+    default (a ``dict()`` default: its contents are read through the source, guarded there)."""
     if isinstance(getattr(obj, "value", None), torch.nn.Module) and obj.source is not None:
         closure = [n for n in fn.__code__.co_freevars if n != "__class__"]
-        return source if closure else None
+        return source if closure or _mutable_defaults(fn) else None
     return getattr(tx.wrap(fn, source), "source", None)
+
+
+def _mutable_defaults(fn: types.FunctionType) -> bool:
+    """Does ``fn`` have a default that is a builtin mutable container (its contents may change
+    between calls)?"""
+    values = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    return any(type(v) in (list, dict, set, bytearray) for v in values)
 
 
 _OBJECT_CLASS = vars(object)["__class__"]
