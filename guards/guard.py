@@ -11,7 +11,6 @@ its code. A guard is made by calling its kind: ``kinds.TYPE_MATCH(source, cls)``
 from __future__ import annotations
 
 import enum
-import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .sources import Source
+from .sources import Source, cached
 
 
 class Absorb(enum.Enum):
@@ -132,7 +131,7 @@ class Guard:
     def sort_key(self) -> tuple:
         return self._sort_key
 
-    @functools.cached_property
+    @cached
     def _sort_key(self) -> tuple:
         depth = self.source.depth if self.source is not None else 99
         # DUPLICATE_INPUT and DISTINCT_INPUT read a second source: check it first

@@ -11,7 +11,6 @@ inputs and guards.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,31 @@ from typing import Any
 import torch
 
 from ..codegen.emit import Emitter
+
+
+class cached:  # noqa: N801 (used as a decorator, like ``functools.cached_property``)
+    """``functools.cached_property`` without its lock (Python 3.11 takes one per first read): the
+    value is computed on the first read and stored in the instance ``__dict__``, which later reads
+    find first. Two threads reading it at once both compute the same value (as 3.12's does)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+#: Each source class's dataclass field names, for ``Source.__hash__`` (``dataclasses.fields`` builds
+#: its answer on every call).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -36,11 +60,13 @@ class Source:
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
         if cached is None:
-            fields = (getattr(self, f.name) for f in dataclasses.fields(self))
-            cached = self.__dict__["_hash"] = hash((type(self), *fields))
+            names = _FIELD_NAMES.get(type(self))
+            if names is None:
+                names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+            cached = self.__dict__["_hash"] = hash((type(self), *map(self.__getattribute__, names)))
         return cached
 
-    @functools.cached_property
+    @cached
     def expr(self) -> str:
         return self.render({})
 
@@ -48,7 +74,7 @@ class Source:
         """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError
 
-    @functools.cached_property
+    @cached
     def depth(self) -> int:
         return 0
 
@@ -69,13 +95,16 @@ class ChainedSource(Source):
 
     base: Source
 
-    @functools.cached_property
+    @cached
     def depth(self) -> int:
         return self.base.depth + 1
 
     @property
     def root(self) -> Source:
-        return self.base.root
+        root = self.__dict__.get("_root")
+        if root is None:
+            root = self.__dict__["_root"] = self.base.root
+        return root
 
 
 @dataclass(frozen=True)
@@ -302,7 +331,7 @@ class ShapeExprSource(Source):
     def render(self, roots: dict[str, str]) -> str:
         return self.template.format(*(s.render(roots) for s in self.sources))
 
-    @functools.cached_property
+    @cached
     def depth(self) -> int:
         return max((s.depth for s in self.sources), default=0) + 1
 

@@ -592,5 +592,14 @@ def _node_leaf(vt: Any) -> Any:
 @functools.lru_cache(maxsize=256)
 def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
     """``traceback.format_list`` of ``(filename, lineno, function)`` frames (with source lines),
-    cached: the nodes made on one line share their stack, and reading source lines is slow."""
-    return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))
+    cached: the nodes made on one line share their stack, and reading source lines is slow. The
+    stacks of one trace share their outer frames: each frame is formatted once (``_format_frame``),
+    unless a frame repeats at once, which ``format_list`` folds into "[Previous line repeated]"."""
+    if any(a == b for a, b in zip(frames, frames[1:], strict=False)):
+        return "".join(traceback.format_list([traceback.FrameSummary(*f) for f in frames]))
+    return "".join(map(_format_frame, frames))
+
+
+@functools.lru_cache(maxsize=1024)
+def _format_frame(frame: tuple[str, int, str]) -> str:
+    return "".join(traceback.format_list([traceback.FrameSummary(*frame)]))
