@@ -16,7 +16,6 @@ compared here
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import weakref
 from collections.abc import Callable, Iterable
@@ -209,14 +208,24 @@ def _absorbable(
     return False
 
 
-def rebase(source: Source, root: Source) -> Source:
+def rebase(source: Source, root: Source, memo: dict[Source, Source] | None = None) -> Source:
+    """``source`` read from ``___R`` instead of ``root``. ``memo`` (source -> rebased) lets the
+    sources of one tree share their rebased prefixes (each made, hashed and rendered once)."""
+    if memo is None:
+        memo = {}
+    hit = memo.get(source)
+    if hit is not None:
+        return hit
     if source == root:
-        return _ROOT
-    if isinstance(source, AttrSource):
-        return AttrSource(rebase(source.base, root), source.attr)
-    if isinstance(source, ItemSource):
-        return ItemSource(rebase(source.base, root), source.index, source.is_dict_key)
-    raise ValueError(f"{source.expr} is not under {root.expr}")
+        hit = _ROOT
+    elif isinstance(source, AttrSource):
+        hit = AttrSource(rebase(source.base, root, memo), source.attr)
+    elif isinstance(source, ItemSource):
+        hit = ItemSource(rebase(source.base, root, memo), source.index, source.is_dict_key)
+    else:
+        raise ValueError(f"{source.expr} is not under {root.expr}")
+    memo[source] = hit
+    return hit
 
 
 def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
@@ -226,8 +235,9 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
     rebased: list[Guard] = []
     extra: list[str] = []
     consts = ConstTable()
+    memo: dict[Source, Source] = {}
     for guard in inside:
-        src = rebase(guard.source, root)
+        src = rebase(guard.source, root, memo)
         if guard.kind is ID_MATCH and guard.source in modules:
             module = modules[guard.source]
             expr = src.render({"___R": "R"})
@@ -236,8 +246,8 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
             hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
             extra.append(f"{hooks}({expr}, {refs})")
             continue
-        arg = rebase(guard.arg, root) if isinstance(guard.arg, Source) else guard.arg
-        rebased.append(dataclasses.replace(guard, source=src, arg=arg))
+        arg = rebase(guard.arg, root, memo) if isinstance(guard.arg, Source) else guard.arg
+        rebased.append(Guard(src, guard.kind, arg, guard.key))
     parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
     text = "\n".join(parts)
     body = " and\n            ".join(parts) or "True"
