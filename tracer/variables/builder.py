@@ -55,11 +55,13 @@ from .containers import (
     LazyListVariable,
     ListVariable,
     MappingProxyVariable,
+    ModelOutputVariable,
     SetVariable,
     TupleVariable,
     compared_by_value,
     dict_base,
     hash_key,
+    is_model_output,
     is_user_dict,
     key_vt,
     keys_modelled,
@@ -233,6 +235,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
             factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         items = _dict_items(tx, value, source)
         return DictVariable(items, source, cls=cls, default_factory=factory)
+    if isinstance(value, dict) and is_model_output(cls) and all(type(k) is str for k in value):
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.DICT_KEYS(source, tuple(value)))
+        items = {k: wrap(tx, dict.__getitem__(value, k), DictItemSource(source, k)) for k in value}
+        return ModelOutputVariable(items, source, cls=cls, real=value)
     if isinstance(value, dict) and is_user_dict(cls) and keys_modelled(value):
         obj = _wrap_dict_object(tx, value, source)
         if obj is not None:

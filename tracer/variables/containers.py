@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards.sources import ItemSource, Source
+from ...guards.sources import AttrSource, ItemSource, Source
 from .. import polyfills
 from ..exc import PythonError, Unsupported
 from . import dispatch
@@ -2404,9 +2404,10 @@ _FROZENSET = {**_SET, "__init__": (False, lambda tx, obj, *args, **kwargs: NONE)
 # order). Keys and attributes stay in step as in ``ModelOutput``: ``out.name`` is ``out["name"]``,
 # or ``None`` for an unset field; ``out[i]``/``out.to_tuple()`` index the values. At a graph break
 # or return it is rebuilt as ``cls(field=None, ...)`` followed by one ``out[key] = value`` per key,
-# which gives the same keys in the same order. Objects of these classes that come from inputs stay
-# ``UserObjectVariable``: their attributes are read (and guarded) as instance attributes; item
-# access and dict methods on them break the graph.
+# which gives the same keys in the same order. An object of these classes given to the trace (a
+# loss function's ``outputs``) is one too, read only: its keys guarded, its values read with
+# ``dict.__getitem__`` (no Python method of the class runs in a guard), a field without a key read
+# as its attribute.
 
 #: ``(module, qualname)`` of the base classes handled here.
 _DIFFUSERS_BASE = ("diffusers.utils.outputs", "BaseOutput")
@@ -2474,7 +2475,11 @@ def rebuild(cls: type, items: dict[str, Any]) -> Any:
 
 @dataclass(eq=False)
 class ModelOutputVariable(DictVariable):
-    """``items``: the keys present (non-``None`` fields, in insertion order); ``cls``: the class."""
+    """``items``: the keys present (non-``None`` fields, in insertion order); ``cls``: the class;
+    ``real``: the object, for one given to the trace (``builder``: its keys guarded, its values
+    read with ``dict.__getitem__``), which is read only."""
+
+    real: Any = None
 
     def is_python_constant(self) -> bool:
         return False
@@ -2486,9 +2491,14 @@ class ModelOutputVariable(DictVariable):
         if name in self.items:
             return self.items[name]
         if name in self.fields():
+            if self.source is not None:  # given: a field without a key may still be set
+                return tx.wrap(getattr(self.real, name), AttrSource(self.source, name))
             return ConstantVariable(None)
         if name == "to_tuple" or name in _DICT_READS:
             return ModelOutputMethodVariable(self, name)
+        prop = type_lookup(self.cls, name)
+        if isinstance(prop, property) and isinstance(prop.fget, types.FunctionType):
+            return dispatch.call(tx, tx.wrap_static(prop.fget), [self], {})  # a subclass's
         raise Unsupported(
             "getattr", f"{self.cls.__name__}.{name} (only fields and dict reads are traced)"
         )
@@ -2515,10 +2525,14 @@ class ModelOutputVariable(DictVariable):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None:
             return self.source.reconstruct(cg)
-        cg.load_const(rebuild)
-        cg.load_const(self.cls)
-        DictVariable(self.items).reconstruct(cg)
-        cg.call_function(2)
+
+        def build() -> None:  # one object, however often the code needs it
+            cg.load_const(rebuild)
+            cg.load_const(self.cls)
+            DictVariable(self.items).reconstruct(cg)
+            cg.call_function(2)
+
+        _build_once(cg, self, build)
         return None
 
     def __repr__(self) -> str:
