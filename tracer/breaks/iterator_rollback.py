@@ -62,9 +62,10 @@ def unrebuildable(vt: Any) -> bool:
 def note(tx: Translator, index: int, saved: tuple) -> None:
     """After instruction ``index`` of ``tx`` ran: remember a generator it left on the stack."""
     top = tx.stack[-1] if tx.stack else None
-    births: list[Birth] = tx.output.iterator_births
-    if _suspends(tx):
+    # asked after every instruction: the usual answer (no generator on top) first, at least cost
+    if not isinstance(top, GeneratorVariable) or _suspends(tx):
         return  # a generator's own frame is not rolled back (it outlives its consumer's step)
+    births: list[Birth] = tx.output.iterator_births
     # a callee that made it and returned it (a polyfill's ``return _filterfalse(...)``) left its
     # own birth, dropped once the callee is gone: the caller that now holds it records its own
     if unfinished(top) and not any(b.iterator is top and b.tx is tx for b in births):
