@@ -157,3 +157,37 @@ def test_a_cached_object_changed_outside_is_read_as_it_is_now():
     torch.testing.assert_close(compiled(x), x + 5)
     recipe.cache_clear()
     torch.testing.assert_close(compiled(x), x + 5)
+
+
+class _SlotBase:
+    __slots__ = ("n",)
+
+
+class _Slotted(_SlotBase):  # has a __dict__ too, but n lives in the base's slot
+    def __init__(self, n):
+        self.n = n
+
+
+@functools.lru_cache(4)
+def slotted(k):
+    return _Slotted(k)
+
+
+@functools.lru_cache(4)
+def big(k):
+    return list(range(k))
+
+
+def reads_a_slot_and_a_big_list(x):
+    return x + slotted(2).n + big(5000)[-1]
+
+
+def test_results_whose_state_cannot_be_read_cheaply_break_and_stay_right():
+    # a slot is not in the instance dict, and a long list would make a slow guard: both break
+    x = torch.randn(3)
+    compiled = bytegraph.compile(reads_a_slot_and_a_big_list)
+    torch.testing.assert_close(compiled(x), x + 5001)
+    slotted(2).n = 7
+    torch.testing.assert_close(compiled(x), x + 5006)
+    report = bytegraph.explain(reads_a_slot_and_a_big_list)(x)
+    assert [r.kind for r in report.break_reasons] == ["memoized_call", "memoized_call"]

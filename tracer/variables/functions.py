@@ -1058,30 +1058,38 @@ def _memo_state(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return _UNREADABLE
 
 
-def _state_of(value: Any, depth: int = 0) -> Any:
+def _state_of(value: Any, budget: list[int] | None = None) -> Any:
     """The contents of ``value`` as a tree of constants, read without running the user's code:
-    constants, builtin lists, tuples and dicts, and objects by their type and ``__dict__``."""
-    kind = type(value)
-    if depth > 32:
+    constants, builtin lists, tuples and dicts, and objects by their type and ``__dict__``; at most
+    ``_STATE_ITEMS`` values (a guard reads it on every call)."""
+    budget = [_STATE_ITEMS] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
         return _UNREADABLE
+    kind = type(value)
     if kind in CONSTANT_TYPES and kind is not frozenset:
         return (kind, value)
     if kind in (list, tuple):
-        items = tuple(_state_of(v, depth + 1) for v in value)
-        return _UNREADABLE if _UNREADABLE in items else (kind, items)
+        items = tuple(_state_of(v, budget) for v in value)
+        return _UNREADABLE if any(v is _UNREADABLE for v in items) else (kind, items)
     if kind is dict:
         if not all(type(k) in (int, str) for k in value):
             return _UNREADABLE
-        items = tuple((k, _state_of(v, depth + 1)) for k, v in value.items())
+        items = tuple((k, _state_of(v, budget)) for k, v in value.items())
         return _UNREADABLE if any(v is _UNREADABLE for _, v in items) else (kind, items)
     descriptor = type_lookup(kind, "__dict__")
-    if not isinstance(descriptor, types.GetSetDescriptorType) or "__slots__" in kind.__dict__:
-        return _UNREADABLE  # no plain instance dict (a C type's objects, or slots)
+    if not isinstance(descriptor, types.GetSetDescriptorType) or any(
+        "__slots__" in vars(c) for c in kind.__mro__[:-1]
+    ):
+        return _UNREADABLE  # no plain instance dict (a C type's objects), or slots beside it
     namespace = descriptor.__get__(value, kind)
     if type(namespace) is not dict:
         return _UNREADABLE
-    state = _state_of(dict(namespace), depth + 1)
+    state = _state_of(dict(namespace), budget)
     return _UNREADABLE if state is _UNREADABLE else (kind, state)
+
+
+_STATE_ITEMS = 2000
 
 
 def _cached_in_trace(effects: Any, wrapper: Any, key: Any) -> VariableTracker | None:
