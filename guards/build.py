@@ -96,6 +96,8 @@ class GuardSet:
         return guard.kind.render(expr, arg, self.consts)
 
     def _expr(self, source: Source, roots: dict[str, str]) -> str:
+        if type(roots) is dict and not roots:
+            return source.expr  # ``render({})``, computed once per source (the sort key read it)
         try:
             return source.render(roots)
         except NotImplementedError:  # a Source subclass that only defines ``expr``
