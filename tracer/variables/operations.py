@@ -420,9 +420,21 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
     raise Unsupported("truth", f"truth value of {value}")
 
 
+#: trackers that are Python constants when every number in them is, a symbolic one read as a
+#: constant being specialised: where the answer is known from their type, they are not read
+_READ_AS_CONSTANTS = (SymNodeVariable, BaseSequenceVariable, DictVariable, SetVariable)
+
+
+def _known_type(vt: VariableTracker) -> type | None:
+    try:
+        return vt.python_type()
+    except Unsupported:
+        return None
+
+
 def is_none(tx: Translator, value: VariableTracker) -> bool:
-    if isinstance(value, SymNodeVariable):
-        return False
+    if isinstance(value, _READ_AS_CONSTANTS):
+        return False  # a number or a builtin container is never None
     return value.is_python_constant() and value.as_python_constant() is None
 
 
@@ -431,9 +443,10 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     caches by identity), the same graph node or fake tensor, or the same constant."""
     if lhs is rhs:
         return True
-    if isinstance(lhs, SymNodeVariable) or isinstance(rhs, SymNodeVariable):
-        if lhs.python_type() is not rhs.python_type():
-            return False  # e.g. `n is None`: no need to specialise n
+    if isinstance(lhs, _READ_AS_CONSTANTS) or isinstance(rhs, _READ_AS_CONSTANTS):
+        types_ = _known_type(lhs), _known_type(rhs)
+        if None not in types_ and types_[0] is not types_[1]:
+            return False  # e.g. `n is None`, `shape is None`: no need to specialise n, shape
     if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
         # an in-place op (``x.add_(y)``, ``x += y`` on a tensor) returns its input: the fake
         # tensors are the same object too
