@@ -542,3 +542,32 @@ def test_sequences_compare_their_items_identity_first():
     rules for sequence comparison compared constant items with ``==`` only, where CPython asks
     ``x is y or x == y`` (the same NaN equals itself). One rule compares sequences now."""
     check_breaks(_sequences_holding_one_nan, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+G_STORES: list[int] = []
+
+
+def _store_then_write_into_an_inference_view(x):
+    x.view(-1).mul_(0)  # the graph changes an input: it cannot be run again from the start
+    G_STORES.append(x.size(0))  # an effect the graph's end would replay
+    with torch.inference_mode():
+        a = x + 1
+    a.view(-1)[-1:].add_(1)  # eager raises: a view of an inference tensor written outside the mode
+    return a
+
+
+def test_a_write_into_a_view_of_an_inference_tensor_keeps_the_effects_before_it():
+    """Seed 9812280 (base family): the global store before ``a.view(-1)[-1:].add_(...)`` was
+    lost. Fake tensors let that write through (the fast meta path made the slice a tensor that
+    is not an inference tensor, and the fake kernels raise only for the inference tensor itself),
+    so the write went into the graph, which raised at run time, after the input it had changed
+    made a rerun impossible, and before the store it would replay. It is now ``op_error`` at
+    trace time: the call goes on in Python from there, after the graph and its effects."""
+    check_breaks(
+        _store_then_write_into_an_inference_view,
+        lambda: (torch.ones(4),),
+        graphs=1,
+        breaks=1,
+        setup=G_STORES.clear,
+        observe=lambda: list(G_STORES),
+    )

@@ -50,8 +50,11 @@ def run(
         dispatcher = enable_python_dispatcher() if _symbolic(args) else contextlib.nullcontext()
         with fake_mode, dispatcher, probe.watching(fake_mode):
             if op == "call_method":
-                return getattr(args[0], target)(*args[1:], **kwargs)
-            return target(*args, **kwargs)
+                result = getattr(args[0], target)(*args[1:], **kwargs)
+            else:
+                result = target(*args, **kwargs)
+        _check_inference_writes(probe, name)
+        return result
     except _DATA_DEPENDENT as e:
         if shapes.shape_env is None:  # the first number computed from data: a symbol
             shapes.ensure_env()
@@ -74,6 +77,20 @@ def run(
         raise Unsupported(
             "op_error", f"{name} failed on fake inputs: {type(e).__name__}: {e}"
         ) from e
+
+
+def _check_inference_writes(probe: Any, name: str) -> None:
+    """What autograd refuses and fake tensors let through: an operator writing into an inference
+    tensor (or a view of one: fakes raise only for the tensor itself) while inference mode is off
+    raises in eager, at run time, which a graph must not do (what the call did before it, waiting
+    for the graph's end, would be lost): ``op_error``, so the call runs in Python."""
+    if torch.is_inference_mode_enabled():
+        return
+    if any(t.is_inference() for t in probe.written):
+        raise Unsupported(
+            "op_error",
+            f"{name} writes into an inference tensor outside inference mode, which raises",
+        )
 
 
 def as_fake(vt: Any) -> Any:

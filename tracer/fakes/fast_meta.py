@@ -155,6 +155,11 @@ def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) ->
         return NOT_FAST
     if not _plain_kwargs(kwargs):
         return NOT_FAST
+    if not torch.is_inference_mode_enabled() and any(
+        isinstance(a, torch.Tensor) and a.is_inference() for a in args
+    ):
+        return NOT_FAST  # a view of an inference tensor is one: the mode's kernels keep that
+
     tensor_kwargs = tuple(v for v in kwargs.values() if isinstance(v, torch.Tensor))
     device = _common_device(mode, (*args, *tensor_kwargs))
     if device is None:
