@@ -51,6 +51,7 @@ from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .tensors import TensorVariable
+from .torch_calls import content_ids
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -81,7 +82,7 @@ def trace_subgraph(
     start = len(output.created)
     deferred = len(output.deferred.checks)
     containers = [vt for vt in walk([fn, args, kwargs]) if isinstance(vt, _CONTAINERS)]
-    before = [_items(c) for c in containers]
+    before = [content_ids(c) for c in containers]
     try:
         try:
             result = dispatch.call(tx, fn, args, kwargs)
@@ -93,7 +94,7 @@ def trace_subgraph(
         if (
             output.side_effects.changed_since(checkpoint[1])
             or _mutates(tx, checkpoint[1], [fn, args, kwargs])
-            or any(_items(c) != items for c, items in zip(containers, before, strict=True))
+            or any(content_ids(c) != items for c, items in zip(containers, before, strict=True))
             or not _balanced_blocks(output.state.events[checkpoint[2] :])
         ):
             raise Unsupported(
@@ -161,14 +162,6 @@ def _balanced_blocks(events: list[Any]) -> bool:
         elif not opened or opened.pop() is not event.ctx:
             return False
     return not opened
-
-
-def _items(container: VariableTracker) -> list[tuple[Any, int]]:
-    items = container.items
-    if isinstance(items, set):  # of constants
-        return sorted((repr(v), 0) for v in items)
-    pairs = items.items() if isinstance(items, dict) else enumerate(items)
-    return [(k, id(v)) for k, v in pairs]
 
 
 def _extract(

@@ -158,10 +158,10 @@ def _check_forward(
     output = tx.output
     checkpoint = output.checkpoint()
     containers = [vt for vt in walk([args, kwargs]) if isinstance(vt, _CONTAINERS)]
-    before = [_items(c) for c in containers]
+    before = [content_ids(c) for c in containers]
     try:
         UserFunctionVariable(forward.__func__).call_function(tx, forward_args, kwargs)
-        mutated = any(_items(c) != items for c, items in zip(containers, before, strict=True))
+        mutated = any(content_ids(c) != items for c, items in zip(containers, before, strict=True))
         if mutated or output.side_effects.changed_since(checkpoint[1]):
             raise Unsupported(
                 "autograd_function",
@@ -175,8 +175,9 @@ def _check_forward(
 _CONTAINERS = (ListVariable, DictVariable, SetVariable)
 
 
-def _items(container: VariableTracker) -> list[tuple[Any, int]]:
-    """What identifies a container's contents: its keys (or positions) and item trackers."""
+def content_ids(container: VariableTracker) -> list[tuple[Any, int]]:
+    """What identifies a container's contents: its keys (or positions) and item trackers (to
+    tell whether a traced body changed a container it was given: ``subgraphs.py`` too)."""
     items = container.items
     if isinstance(items, set):  # of constants
         return sorted((repr(v), 0) for v in items)
