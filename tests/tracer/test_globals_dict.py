@@ -44,7 +44,9 @@ def live_at_break(t):
 
 
 @pytest.mark.parametrize(
-    "fn, breaks", [(contains, 0), (item, 0), (store, 0), (live_at_break, 1)], ids=str
+    "fn, breaks",
+    [(contains, 0), (item, 0), (store, 0), (live_at_break, 1)],
+    ids=lambda value: getattr(value, "__name__", str(value)),  # no address: xdist compares ids
 )
 def test_globals(fn, breaks):
     bytegraph.reset()
