@@ -8,6 +8,8 @@ for the whole session (triton picks interpreter mode when it is imported). ``tes
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -21,6 +23,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     xdist workers take whole files in this order (``--no-loadscope-reorder``), and a long file
     taken last leaves the other worker's core idle until it ends."""
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+    # Every worker must collect the same ids: an object's address in one (a parametrised
+    # function's default repr) differs per process, and xdist then refuses the whole run.
+    addressed = [item.nodeid for item in items if _ADDRESS.search(item.nodeid)]
+    if addressed:
+        raise pytest.UsageError(f"test ids holding an address (give ids=): {addressed[:3]}")
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
 @pytest.fixture(autouse=True)
