@@ -43,6 +43,7 @@ STATE = frozenset(
         "output_nr",
         "retains_grad",
         "__annotations__",  # a mutable dict of the class
+        "__slotnames__",  # a list copyreg caches on the class once a tensor was copied
         "__static_attributes__",  # 3.13: a tuple of the class (class data that is no constant)
         "__dlpack_c_exchange_api__",  # a capsule
         "__weakref__",

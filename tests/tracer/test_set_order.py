@@ -252,4 +252,5 @@ def test_sets_computed_from_sets_iterate_as_cpythons(expr):
         assert [id(v) for v in got[1]] == [id(v) for v in want[1]], expr
         assert [id(v) for v in got[2]] == [id(v) for v in want[2]], expr
         assert type(got[1]) is type(want[1])
-        assert (counter.frame_count, break_count(recorder.report())) == (1, 0), expr
+        reasons = [str(b.reason) for b in recorder.report().break_reasons]
+        assert (counter.frame_count, break_count(recorder.report())) == (1, 0), (expr, reasons)
