@@ -16,12 +16,21 @@ difference from eager, bytegraph raising, an internal-error fallback, a timeout,
 itself failing) is written to ``<out>/seed_<n>.py`` (the full program, message on top) and, with
 ``--minimize``, also minimised to ``<out>/seed_<n>.min.py``. Turn each into a regression test in
 ``tests/fuzz/test_regressions.py``. Exit status 1 when anything failed.
+
+Each chunk of seeds runs in a process of its own, forked for it, which sends its summary back
+through a pipe. A process that dies before sending it (a segfault or abort in torch, a stack
+overflow, a kill) costs no other chunk: its seeds are run again one per process, and the seed
+whose process dies again is a crash named by the signal or exit status (the other seeds count as
+they run). A chunk that outlives its alarms (stuck in C code, where the alarm cannot raise) is
+killed and counted the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import multiprocessing
+import multiprocessing.connection
 import pathlib
 import random
 import signal
@@ -64,6 +73,7 @@ def run_chunk(job: tuple[list[int], str, bool, str]) -> programs.Summary:
     seeds, out, minimize, family = job
     summary = programs.Summary()
     baseline = programs._global_state()
+    signal.signal(signal.SIGALRM, _alarm)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in seeds:
@@ -88,6 +98,74 @@ def run_chunk(job: tuple[list[int], str, bool, str]) -> programs.Summary:
             summary.add(seed, outcome)
             if outcome.kind != "ok":
                 _save(program, outcome, pathlib.Path(out), minimize)
+    return summary
+
+
+def _child(writer: multiprocessing.connection.Connection, job) -> None:
+    writer.send(run_chunk(job))
+
+
+def run_jobs(jobs: list, processes: int):
+    """Yield the summary of every job, each run in a fresh forked process, ``processes`` at a time.
+
+    A job whose process dies (or runs past all its alarms) is split into one job per seed, run the
+    same way; a single seed whose process dies is a crash."""
+    context = multiprocessing.get_context("fork")
+    pending, running = collections.deque(jobs), {}
+    while pending or running:
+        while pending and len(running) < processes:
+            job = pending.popleft()
+            reader, writer = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(writer, job), daemon=True)
+            process.start()
+            writer.close()
+            running[reader] = (process, job, time.monotonic() + TIMEOUT * (len(job[0]) + 1))
+        ready = multiprocessing.connection.wait(list(running), timeout=min(10, TIMEOUT))
+        for reader, (process, job, deadline) in list(running.items()):
+            if reader not in ready and time.monotonic() < deadline:
+                continue
+            del running[reader]
+            summary = _receive(reader) if reader in ready else None
+            if summary is None:
+                process.kill()
+            reader.close()
+            process.join()
+            if summary is not None:
+                yield summary
+            elif len(job[0]) > 1:
+                print(
+                    f"{_death(process)} in seeds {job[0][0]}..{job[0][-1]}: one per process",
+                    flush=True,
+                )
+                pending.extendleft(([seed], *job[1:]) for seed in reversed(job[0]))
+            else:
+                yield _died(job, _death(process))
+
+
+def _receive(reader: multiprocessing.connection.Connection) -> programs.Summary | None:
+    """The summary the process sent, or None when it closed the pipe by dying first."""
+    try:
+        return reader.recv()
+    except EOFError:
+        return None
+
+
+def _death(process: multiprocessing.Process) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        return f"the process died of {signal.Signals(-code).name}"
+    return f"the process died (exit status {code})"
+
+
+def _died(job, message: str) -> programs.Summary:
+    """The summary of a single seed whose process died: a crash, saved like any other failure (not
+    minimised: that would run the program in this process)."""
+    (seed,), out, _, family = job
+    program = programs.generate(seed, family_of(seed, family))
+    outcome = programs.Outcome(False, message=message, crashed=True)
+    summary = programs.Summary()
+    summary.add(seed, outcome)
+    _save(program, outcome, pathlib.Path(out), small=False)
     return summary
 
 
@@ -142,12 +220,11 @@ def main() -> int:
     ]
     start, summary, shown = time.time(), programs.Summary(), 0
     torch.set_num_threads(1)
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        for part in pool.imap_unordered(run_chunk, jobs):
-            summary.merge(part)
-            if summary.programs - shown >= args.every:
-                shown = summary.programs
-                print(f"{summary.line()}, {time.time() - start:.0f}s", flush=True)
+    for part in run_jobs(jobs, args.jobs):
+        summary.merge(part)
+        if summary.programs - shown >= args.every:
+            shown = summary.programs
+            print(f"{summary.line()}, {time.time() - start:.0f}s", flush=True)
     elapsed = time.time() - start
     print(
         f"seeds {first}..{first + args.n - 1}: {summary.line()}, {elapsed:.0f}s "
