@@ -24,6 +24,17 @@ def compile_counted(fn, **kwargs):
     return bytegraph.compile(fn, backend=counter, **kwargs), counter
 
 
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors of a result: the value itself, or those nested in its tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v)]
+    return []
+
+
 def assert_same(actual: Any, expected: Any) -> None:
     assert type(actual) is type(expected), f"{type(actual)} != {type(expected)}"
     if isinstance(expected, torch.Tensor):

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 import torch
-from difftest import assert_same
+from difftest import assert_same, tensors_in
 from dynamo_baseline import dynamo_counts
 from torch import nn
 from torch.func import functional_call
@@ -112,21 +112,11 @@ CASES = {
 }
 
 
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
-
-
 def _run(fn, args, module):
     module.zero_grad(set_to_none=True)
     result = fn(*args)
-    torch.autograd.backward([t.sum() for t in _tensors(result) if t.requires_grad])
-    grads = [t.grad for t in _tensors(args)]
+    torch.autograd.backward([t.sum() for t in tensors_in(result) if t.requires_grad])
+    grads = [t.grad for t in tensors_in(args)]
     state = {k: (v, v.grad) for k, v in module.state_dict(keep_vars=True).items()}
     return result, grads, args, state
 

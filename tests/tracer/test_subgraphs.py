@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.utils.checkpoint as ck
 from bytegraph.tracer.variables.subgraphs import checkpoint_region
-from difftest import assert_same
+from difftest import assert_same, tensors_in
 from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 from torch import nn
 
@@ -148,16 +148,6 @@ CASES = {
 }
 
 
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
-
-
 def _run(fn, args, modules):
     """The result, the gradients of the arguments and of the modules' parameters after a backward
     of every output."""
@@ -166,7 +156,7 @@ def _run(fn, args, modules):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager's warnings (a reentrant checkpoint's)
         result = fn(*args)
-    outputs = _tensors(result)
+    outputs = tensors_in(result)
     torch.autograd.backward([o.sum() for o in outputs if o.requires_grad])
     arg_grads = [a.grad for a in args]
     params = [p.grad for module in modules for p in module.parameters()]
