@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import bytegraph
-from tests.difftest import check
+from tests.difftest import check, check_breaks
 from tests.dynamo_baseline import assert_no_more_breaks
 
 PATTERN = re.compile(r"(?P<name>\w+)\.(?P<index>\d+)")
@@ -323,3 +323,85 @@ def test_a_python_key_runs_on_every_call():
     for _ in range(2):
         assert compiled(torch.ones(2))[1:] == ([2, 1], 1, 4)
     assert calls == [1, 2, 1, 2, 3, 4] * 2
+
+
+CALLBACK_LOG: list = []
+
+
+def _logged_upper(m):
+    CALLBACK_LOG.append((m.group(), m.span()))
+    return m.group().upper()
+
+
+def _odd_only(m):
+    CALLBACK_LOG.append(m.group())
+    return None if int(m.group()) % 2 == 0 else f"<{m.group()}>"
+
+
+def re_sub_with_callback(t):
+    return (
+        t + 1,
+        re.sub("a", _logged_upper, "abca"),
+        re.subn(r"\d", _odd_only, "a1b2c3", count=2),
+        PATTERN.sub(_logged_upper, "x.1 y.2"),
+        PATTERN.subn(_logged_upper, "z.3", count=1),
+        re.sub(b"b", lambda m: m.group() * 2, b"abc"),
+        re.sub("x*", lambda m: "-", "abc"),
+        re.sub("[a-c]", lambda m: m.group() * t.shape[0], "abcd", flags=re.I),
+    )
+
+
+def re_sub_callback_bad_result(t):
+    return t + 1, re.sub("a", lambda m: 1, "bab")
+
+
+def re_sub_callback_raises(t):
+    return t + 1, re.sub("a", lambda m: {}["missing"], "bab")
+
+
+def template_substitute(t):
+    words = {"who": "world"}
+    text = string.Template("hello $who, ${n}x $$").substitute(words, n=t.shape[0])
+    safe = string.Template("$who $missing").safe_substitute(who="me")
+    return t + len(text), text, safe
+
+
+def template_missing_key(t):
+    return t + 1, string.Template("$who").substitute(other=1)
+
+
+#: (function, breaks): a function raising in the substitution breaks where it raises, as any
+#: uncaught error does, and the same error comes out
+SUB_CASES = [
+    (re_sub_with_callback, 0),
+    (template_substitute, 0),
+    (re_sub_callback_bad_result, 1),
+    (re_sub_callback_raises, 1),
+    (template_missing_key, 1),
+]
+NO_BASELINE["template_substitute"] = "torch.compile runs it in Python: pattern.sub(convert, ...)"
+NO_BASELINE["template_missing_key"] = NO_BASELINE["template_substitute"]
+NO_BASELINE["re_sub_callback_bad_result"] = "torch.compile fails with the error (internal error)"
+NO_BASELINE["re_sub_callback_raises"] = NO_BASELINE["re_sub_callback_bad_result"]
+
+
+@pytest.mark.parametrize(("fn", "breaks"), SUB_CASES, ids=lambda c: getattr(c, "__name__", c))
+def test_substitution_with_a_function_is_traced(fn, breaks):
+    """``re.sub(p, fn, s)``, ``pattern.sub(fn, s)`` and ``string.Template.substitute`` (whose
+    ``convert`` is such a function) on constants: the matches are computed, the function is
+    traced on each, in CPython's order, with its effects and errors on every call."""
+    bytegraph.reset()
+
+    def observe():
+        logged = list(CALLBACK_LOG)
+        CALLBACK_LOG.clear()
+        return logged
+
+    check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=breaks, calls=3, observe=observe)
+    CALLBACK_LOG.clear()
+    baseline = NO_BASELINE.get(fn.__name__, "")
+    try:
+        assert_no_more_breaks(breaks, fn, torch.ones(2), baseline_missing=baseline)
+    except KeyError:  # torch.compile ran it in Python, which raised the user's error
+        assert fn is template_missing_key
+    CALLBACK_LOG.clear()

@@ -22,9 +22,10 @@ from ...guards.sources import AttrSource, Source
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
+from ..polyfills import substitution
 from . import dispatch
 from .base import ConstantLikeVariable, VariableTracker, type_lookup
-from .call_rules import call_rules_for
+from .call_rules import call_rule, call_rules_for
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -72,20 +73,99 @@ IMMUTABLE_C_KINDS = (re.Pattern, re.Match)
 #: The ``re`` module's functions of a pattern and a string, computed whole at trace time on
 #: constants rather than traced through the pattern compiler: pure (the cache of compiled
 #: patterns they fill gives the same pattern for the same key, which nothing can tell from a new
-#: one). ``finditer`` (an iterator) and ``purge`` (empties the cache) are traced as Python.
+#: one). ``finditer`` (an iterator) and ``purge`` (empties the cache) are traced as Python;
+#: ``sub`` and ``subn`` have a rule of their own (``_module_substitution``). The matches a
+#: substitution with a function finds are computed the same way (``substitution.matches``).
 call_rules_for(
     re.compile,
     re.match,
     re.fullmatch,
     re.search,
-    re.sub,
-    re.subn,
     re.split,
     re.findall,
     re.escape,
+    substitution.matches,
     owner=__name__,
     fold=True,
 )
+
+
+def _module_sub_arguments(
+    pattern: VariableTracker,
+    repl: VariableTracker,
+    string: VariableTracker,
+    *,
+    count: VariableTracker | None = None,
+    flags: VariableTracker | None = None,
+) -> tuple[VariableTracker, ...]:
+    """``re.sub``'s arguments, ``count`` and ``flags`` by keyword only (given by position they
+    warn on some Pythons: such a call is not traced)."""
+    return pattern, repl, string, count or ConstantVariable(0), flags or ConstantVariable(0)
+
+
+@call_rule(re.sub, re.subn)
+def _module_substitution(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``re.sub``/``re.subn``: computed whole on values; with a function as the replacement, the
+    pattern compiled at trace time and the substitution traced (``traced_substitution``)."""
+    if value_arguments(args, kwargs):
+        return tx.fold_call(fn, args, kwargs)
+    try:
+        pattern, repl, string, count, flags = _module_sub_arguments(*args, **kwargs)
+    except TypeError:
+        raise Unsupported("call", f"re.{fn.__name__}() with these arguments") from None
+    if not value_arguments([pattern, flags], {}):
+        raise Unsupported("call", f"re.{fn.__name__}() of a pattern not known here")
+    compiled = tx.fold_call(re.compile, [pattern, flags], {}).as_python_constant()
+    return traced_substitution(tx, compiled, repl, string, count, fn is re.subn)
+
+
+def _pattern_sub_arguments(
+    repl: VariableTracker, string: VariableTracker, count: VariableTracker | None = None
+) -> tuple[VariableTracker, ...]:
+    """``Pattern.sub``'s arguments."""
+    return repl, string, count or ConstantVariable(0)
+
+
+def _pattern_substitution(
+    tx: Translator,
+    pattern: re.Pattern,
+    name: str,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``pattern.sub(...)``/``pattern.subn(...)`` on arguments that are not all values."""
+    try:
+        repl, string, count = _pattern_sub_arguments(*args, **kwargs)
+    except TypeError:
+        raise Unsupported("call", f"Pattern.{name} with these arguments") from None
+    return traced_substitution(tx, pattern, repl, string, count, name == "subn")
+
+
+def traced_substitution(
+    tx: Translator,
+    pattern: re.Pattern,
+    repl: VariableTracker,
+    string: VariableTracker,
+    count: VariableTracker,
+    with_count: bool,
+) -> VariableTracker:
+    """``pattern.sub(repl, string, count)`` (``subn`` if ``with_count``) where ``repl`` is not a
+    value: the matches computed on the constant string, then ``substitution.subn`` inlined, which
+    calls ``repl`` on each, so the function is traced, with its effects, on every call. Anything
+    else is not traced: a string or count not known here, or a ``repl`` that is not callable (a
+    template CPython rejects)."""
+    what = f"{pattern!r}.{'subn' if with_count else 'sub'}"
+    if not value_arguments([string, count], {}):
+        raise Unsupported("call", f"{what} of a string not known here")
+    callable_ = dispatch.call_builtin(tx, callable, [repl], {})
+    if not (callable_.is_python_constant() and callable_.as_python_constant()):
+        raise Unsupported("call", f"{what} with a replacement {repl} that is not a function")
+    found = tx.fold_call(substitution.matches, [ConstantVariable(pattern), string, count], {})
+    polyfill = tx.wrap_static(substitution.subn)
+    return dispatch.call(tx, polyfill, [found, repl, string, ConstantVariable(with_count)], {})
+
 
 #: Values a ``ConstantVariable`` holds that are immutable and fixed by their guards.
 CONSTANT_KINDS = frozenset(
@@ -289,6 +369,8 @@ class ConstantVariable(ConstantLikeVariable):
         constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
         if type(owner) in IMMUTABLE_C_KINDS:  # ``pattern.sub(fn, s)`` would call ``fn``
             constant = value_arguments(args, kwargs)
+        if not constant and type(owner) is re.Pattern and self.value.__name__ in ("sub", "subn"):
+            return _pattern_substitution(tx, owner, self.value.__name__, args, kwargs)
         if not constant and type(owner) is range and len(args) == 1 and not kwargs:
             searched = _range_method(tx, owner, self.value.__name__, args[0])
             if searched is not None:
