@@ -11,6 +11,7 @@ import binascii
 import cmath
 import copy
 import fnmatch
+import json
 import keyword
 import os.path
 import re
@@ -399,9 +400,99 @@ def test_substitution_with_a_function_is_traced(fn, breaks):
 
     check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=breaks, calls=3, observe=observe)
     CALLBACK_LOG.clear()
+    assert_breaks_at_most_dynamos(fn, breaks)
+    CALLBACK_LOG.clear()
+
+
+def assert_breaks_at_most_dynamos(fn, breaks):
+    """``assert_no_more_breaks`` on ``fn(torch.ones(2))``; where torch.compile raises the error
+    eager raises (it ran the code in Python), it gives no count to compare with."""
+    try:
+        fn(torch.ones(2))
+        eager_error = None
+    except Exception as e:  # noqa: BLE001 (compared below)
+        eager_error = type(e)
     baseline = NO_BASELINE.get(fn.__name__, "")
     try:
         assert_no_more_breaks(breaks, fn, torch.ones(2), baseline_missing=baseline)
-    except KeyError:  # torch.compile ran it in Python, which raised the user's error
-        assert fn is template_missing_key
-    CALLBACK_LOG.clear()
+    except Exception as e:
+        if eager_error is None or type(e) is not eager_error:
+            raise
+
+
+CONFIG = {"width": 4, "names": ["a", "b"], "scale": 0.5, "on": True, "none": None}
+
+
+def json_dumps_constants(t):
+    text = json.dumps({"b": [1, 2.5, None], "a": (True, "x")})
+    pretty = json.dumps([1, {"k": "v"}], indent=2, sort_keys=True, separators=(",", ": "))
+    return t + len(text), text, pretty, json.dumps("é", ensure_ascii=False)
+
+
+def json_dumps_global(t):
+    return t * CONFIG["scale"], json.dumps(CONFIG, sort_keys=True)
+
+
+def json_loads_constants(t):
+    d = json.loads('{"a": [1, 2], "b": 3.5, "c": null}')
+    d["a"].append(3)  # a new dict and list, as eager's
+    return t * d["b"], d, json.loads(b"[1, 2]")
+
+
+def json_errors(t):
+    return t + 1, json.dumps({(1, 2): 1})
+
+
+def json_decode_error(t):
+    return t + 1, json.loads("{bad")
+
+
+JSON_CASES = [
+    (json_dumps_constants, 0),
+    (json_dumps_global, 0),
+    (json_loads_constants, 0),
+    (json_errors, 1),
+    (json_decode_error, 1),
+]
+NO_BASELINE["json_errors"] = "torch.compile fails with the error (internal error)"
+NO_BASELINE["json_decode_error"] = NO_BASELINE["json_errors"]
+
+
+@pytest.mark.parametrize(("fn", "breaks"), JSON_CASES, ids=lambda c: getattr(c, "__name__", c))
+def test_json_on_plain_data_is_computed(fn, breaks):
+    """``json.dumps``/``json.loads`` of plain data known at trace time (constants, a guarded
+    global) are computed, their errors raised as CPython's."""
+    bytegraph.reset()
+    check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=breaks, calls=2)
+    assert_breaks_at_most_dynamos(fn, breaks)
+
+
+def test_json_of_a_changed_global_is_recomputed():
+    """A global read into ``json.dumps`` is guarded: changing it gives eager's text."""
+    bytegraph.reset()
+    compiled = bytegraph.compile(json_dumps_global)
+    assert compiled(torch.ones(2))[1] == json_dumps_global(torch.ones(2))[1]
+    CONFIG["names"].append("c")
+    try:
+        assert compiled(torch.ones(2))[1] == json_dumps_global(torch.ones(2))[1]
+    finally:
+        CONFIG["names"].pop()
+
+
+def test_json_with_a_function_is_not_computed():
+    """A ``default=`` function is called back by the encoder: never computed at trace time, where
+    its effects would happen once only."""
+    calls = []
+
+    def default(o):
+        calls.append(o)
+        return str(o)
+
+    def fn(t):
+        return t + 1, json.dumps({"a": {1, 2}}, default=default)
+
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn)
+    for _ in range(2):
+        assert compiled(torch.ones(2))[1] == fn(torch.ones(2))[1]
+    assert len(calls) == 4

@@ -18,6 +18,7 @@ import dis
 import enum
 import functools
 import inspect
+import json
 import math
 import operator
 import os
@@ -2089,6 +2090,36 @@ PURE_MODULE_FNS = frozenset(
         if type(f) is types.BuiltinFunctionType
     }
 )
+#: Python functions of the standard library that are pure on plain data (``plain_data``: str,
+#: bytes, int, float, bool, None, and lists, tuples and dicts of those) and read nothing else: given
+#: only such values (options included; a ``default=``/``object_hook=`` function is no value) a
+#: call is computed at trace time, where tracing their Python would meet their C accelerators.
+PURE_ON_DATA = frozenset({json.dumps, json.loads})
+
+
+def plain_data(value: Any) -> bool:
+    """Whether ``value`` is plain data of exact builtin types, which no user code can take part
+    in handling (an enum member or a subclass could)."""
+    if type(value) in (str, bytes, int, float, bool, type(None)):
+        return True
+    if type(value) in (list, tuple):
+        return all(map(plain_data, value))
+    if type(value) is dict:
+        return all(plain_data(k) and plain_data(v) for k, v in value.items())
+    return False
+
+
+@call_rule(*PURE_ON_DATA)
+def _pure_on_data(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """A ``PURE_ON_DATA`` function: computed on plain data, else its Python traced."""
+    values = [*args, *kwargs.values()]
+    if all(v.is_python_constant() and plain_data(v.as_python_constant()) for v in values):
+        return tx.fold_call(fn, args, kwargs)
+    return UserFunctionVariable(fn).call_function(tx, args, kwargs)
+
+
 #: ``math`` functions of one number with a symbolic counterpart (``math.cos``: ``torch._sym_cos``):
 #: on a symbolic number (an LR scheduler's epoch) they give a symbolic result instead of
 #: specialising it.
