@@ -21,8 +21,8 @@ Each chunk of seeds runs in a process of its own, forked for it, which sends its
 through a pipe. A process that dies before sending it (a segfault or abort in torch, a stack
 overflow, a kill) costs no other chunk: its seeds are run again one per process, and the seed
 whose process dies again is a crash named by the signal or exit status (the other seeds count as
-they run). A chunk that outlives its alarms (stuck in C code, where the alarm cannot raise) is
-killed and counted the same way.
+they run). Timeouts count CPU time, not wall time, so that a machine busy with other work cannot
+turn a slow program into a failure.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import multiprocessing
 import multiprocessing.connection
 import pathlib
 import random
+import resource
 import signal
 import sys
 import time
@@ -47,7 +48,8 @@ import torch  # noqa: E402
 
 import bytegraph  # noqa: E402
 
-#: Seconds one program may run (eager and compiled, all calls) before it counts as a timeout.
+#: Seconds of CPU time one program may take (eager and compiled, all calls) before it counts as a
+#: timeout.
 TIMEOUT = 120
 
 
@@ -73,23 +75,25 @@ def run_chunk(job: tuple[list[int], str, bool, str]) -> programs.Summary:
     seeds, out, minimize, family = job
     summary = programs.Summary()
     baseline = programs._global_state()
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in seeds:
             program = programs.generate(seed, family_of(seed, family))
             bytegraph.reset()
-            signal.alarm(TIMEOUT)
+            signal.setitimer(signal.ITIMER_PROF, TIMEOUT)
             try:
                 outcome = programs.run_program(program)
             except ProgramTimeout:
-                outcome = programs.Outcome(False, message=f"timeout after {TIMEOUT}s", crashed=True)
+                outcome = programs.Outcome(
+                    False, message=f"timeout after {TIMEOUT}s of CPU time", crashed=True
+                )
             except Exception:  # noqa: BLE001 (the harness or generator failed: reported as a crash)
                 outcome = programs.Outcome(
                     False, message="harness error\n" + traceback.format_exc(), crashed=True
                 )
             finally:
-                signal.alarm(0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
             if (state := programs._global_state()) != baseline:
                 outcome = programs.Outcome(
                     False, message=f"global state after the program {state} != {baseline}"
@@ -102,14 +106,18 @@ def run_chunk(job: tuple[list[int], str, bool, str]) -> programs.Summary:
 
 
 def _child(writer: multiprocessing.connection.Connection, job) -> None:
+    """Run ``job`` and send its summary. The kernel ends the process (SIGXCPU) once it has taken
+    more CPU time than all its programs may: a program stuck in C code never sees its alarm."""
+    limit = TIMEOUT * (len(job[0]) + 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 10))
     writer.send(run_chunk(job))
 
 
 def run_jobs(jobs: list, processes: int):
     """Yield the summary of every job, each run in a fresh forked process, ``processes`` at a time.
 
-    A job whose process dies (or runs past all its alarms) is split into one job per seed, run the
-    same way; a single seed whose process dies is a crash."""
+    A job whose process dies is split into one job per seed, run the same way; a single seed whose
+    process dies is a crash."""
     context = multiprocessing.get_context("fork")
     pending, running = collections.deque(jobs), {}
     while pending or running:
@@ -119,15 +127,10 @@ def run_jobs(jobs: list, processes: int):
             process = context.Process(target=_child, args=(writer, job), daemon=True)
             process.start()
             writer.close()
-            running[reader] = (process, job, time.monotonic() + TIMEOUT * (len(job[0]) + 1))
-        ready = multiprocessing.connection.wait(list(running), timeout=min(10, TIMEOUT))
-        for reader, (process, job, deadline) in list(running.items()):
-            if reader not in ready and time.monotonic() < deadline:
-                continue
-            del running[reader]
-            summary = _receive(reader) if reader in ready else None
-            if summary is None:
-                process.kill()
+            running[reader] = (process, job)
+        for reader in multiprocessing.connection.wait(list(running)):
+            process, job = running.pop(reader)
+            summary = _receive(reader)
             reader.close()
             process.join()
             if summary is not None:

@@ -47,18 +47,27 @@ def test_a_dying_process_names_its_seed_and_the_run_goes_on(monkeypatch, tmp_pat
     assert (tmp_path / "seed_3.py").read_text().startswith("# crash: the process died of SIGKILL")
 
 
-def test_a_process_stuck_past_its_alarms_is_killed(monkeypatch, tmp_path):
-    monkeypatch.setattr(runner, "TIMEOUT", 0.5)
-    total = _run(monkeypatch, tmp_path, 5, lambda: time.sleep(60))
-    assert (total.programs, total.crashes) == (6, 1)
-    assert total.failures == [(5, "the process died of SIGKILL")]
+def _spin():
+    while True:
+        pass
 
 
-def test_a_program_past_its_alarm_is_a_timeout_and_its_process_lives_on(monkeypatch, tmp_path):
-    """SIGALRM's default action ends the process: the runner must catch the alarm itself."""
+def test_a_process_computing_past_all_its_timeouts_is_ended(monkeypatch, tmp_path):
+    """A program stuck in C code never sees its alarm: the kernel's CPU limit ends its process."""
     monkeypatch.setattr(runner, "TIMEOUT", 1)
-    monkeypatch.setattr(runner.programs, "run_program", lambda program: time.sleep(30))
+    total = _run(monkeypatch, tmp_path, 5, _spin)
+    assert (total.programs, total.crashes) == (6, 1)
+    assert total.failures == [(5, "the process died of SIGXCPU")]
+
+
+def test_a_program_past_its_cpu_time_is_a_timeout_and_its_process_lives_on(monkeypatch, tmp_path):
+    """The alarm's signal would end the process by default: the runner catches it itself. It counts
+    CPU time: a program that waits (here, sleeps) is no timeout, however busy the machine."""
+    monkeypatch.setattr(runner, "TIMEOUT", 1)
+    runs = iter([_spin, lambda: time.sleep(2) or programs.Outcome(True)])
+    monkeypatch.setattr(runner.programs, "run_program", lambda program: next(runs)())
     total = programs.Summary()
     for part in runner.run_jobs([([1, 2], str(tmp_path), False, "base")], processes=1):
         total.merge(part)
-    assert total.failures == [(1, "timeout after 1s"), (2, "timeout after 1s")]
+    assert total.failures == [(1, "timeout after 1s of CPU time")]
+    assert (total.programs, total.crashes) == (2, 1)
