@@ -11,6 +11,7 @@ import binascii
 import cmath
 import copy
 import fnmatch
+import fractions
 import json
 import keyword
 import os.path
@@ -496,3 +497,77 @@ def test_json_with_a_function_is_not_computed():
     for _ in range(2):
         assert compiled(torch.ones(2))[1] == fn(torch.ones(2))[1]
     assert len(calls) == 4
+
+
+THIRD = fractions.Fraction(1, 3)
+
+
+def fraction_arithmetic(t):
+    f = fractions.Fraction(1, 3) + 1
+    g = (f * 3 - THIRD) / 2
+    return (
+        t * float(f),
+        f,
+        g,
+        f == fractions.Fraction(4, 3),
+        f < 2,
+        f.numerator,
+        f.limit_denominator(1),
+        fractions.Fraction("2/6"),
+        fractions.Fraction(0.25),
+        round(g, 1),
+        str(g),
+        hash(f) == hash(fractions.Fraction(4, 3)),
+        f + 0.5,
+    )
+
+
+def fraction_returned_twice(t):
+    f = fractions.Fraction(2, 4)
+    return t + 1, f, f, [f]
+
+
+def fraction_error(t):
+    return t + 1, fractions.Fraction(1, 0)
+
+
+FRACTION_CASES = [(fraction_arithmetic, 0), (fraction_returned_twice, 0), (fraction_error, 1)]
+NO_BASELINE["fraction_error"] = "torch.compile fails with the error (internal error)"
+
+
+@pytest.mark.parametrize(("fn", "breaks"), FRACTION_CASES, ids=lambda c: getattr(c, "__name__", c))
+def test_fractions_are_values(fn, breaks):
+    """``fractions.Fraction``s (made in the trace or a guarded global) are constants: made,
+    operated on and their methods computed at trace time; one given back is a new object on each
+    call (its slots can be written), the same object where eager gives one object twice."""
+    bytegraph.reset()
+    compiled, _, _ = check_breaks(fn, lambda: (torch.ones(2),), graphs=1, breaks=breaks)
+    assert_breaks_at_most_dynamos(fn, breaks)
+    if fn is fraction_returned_twice:
+        first, second = compiled(torch.ones(2)), compiled(torch.ones(2))
+        assert first[1] is first[2] is first[3][0] and first[1] is not second[1]
+
+
+def test_a_changed_global_fraction_is_seen():
+    """A global fraction is guarded by value: written through its slot, the next call sees it."""
+    global THIRD
+    bytegraph.reset()
+    compiled = bytegraph.compile(fraction_arithmetic)
+    compiled(torch.ones(2))
+    saved = THIRD
+    THIRD = fractions.Fraction(1, 5)
+    try:
+        assert compiled(torch.ones(2))[2] == fraction_arithmetic(torch.ones(2))[2]
+        THIRD._numerator = 2  # noqa: SLF001 (a program can write it)
+        assert compiled(torch.ones(2))[2] == fraction_arithmetic(torch.ones(2))[2]
+    finally:
+        THIRD = saved
+
+
+def global_fraction_returned(t):
+    return t + 1, THIRD
+
+
+def test_a_global_fraction_given_back_is_itself():
+    bytegraph.reset()
+    assert bytegraph.compile(global_fraction_returned)(torch.ones(2))[1] is THIRD

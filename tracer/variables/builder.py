@@ -44,10 +44,13 @@ from .base import IdentityKey, VariableTracker, type_lookup
 from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
+    IMMUTABLE_KINDS,
+    IMMUTABLE_PY_KINDS,
     LITERAL_TYPES,
     ConstantVariable,
     SliceVariable,
     reading_method,
+    value_copy,
 )
 from .containers import (
     DequeVariable,
@@ -205,6 +208,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return ConstantVariable(value, source)
     if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
         add(kinds.ID_MATCH(source, value))
+        return ConstantVariable(value, source)
+    if cls in IMMUTABLE_PY_KINDS:  # its fields can be written: guarded by value, on a copy
+        add(kinds.TYPE_MATCH(source, cls))
+        add(kinds.EQUALS_MATCH(source, value_copy(value)))
         return ConstantVariable(value, source)
     if cls in IMMUTABLE_C_KINDS and _immutable_parts(value):
         add(kinds.ID_MATCH(source, value))  # the object fixes all it holds
@@ -595,7 +602,7 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if is_numpy_scalar(value):
         return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
-        value, (*_TORCH_SINGLETONS, *IMMUTABLE_C_KINDS, torch.device, enum.Enum, types.CodeType)
+        value, (*_TORCH_SINGLETONS, *IMMUTABLE_KINDS, torch.device, enum.Enum, types.CodeType)
     ):
         return ConstantVariable(value)
     if _constant_method(value):  # ``getattr(7, "__repr__")``: folded when called
@@ -663,7 +670,7 @@ def _constant_method(value: Any) -> bool:
     owner = value.__self__
     if owner is None:
         return value in _CONSTANT_TYPES_STATIC
-    if type(owner) in IMMUTABLE_C_KINDS:  # ``pattern.match``: computed when called
+    if type(owner) in IMMUTABLE_KINDS:  # ``pattern.match``: computed when called
         return True
     return type(owner) in CONSTANT_TYPES or any(owner is t for t in CONSTANT_TYPES)
 

@@ -8,10 +8,12 @@ these mean lives in ``operations.py``.
 from __future__ import annotations
 
 import enum
+import fractions
 import inspect
 import operator
 import re
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,18 @@ INDEX_METHODS = frozenset(
 #: computed at trace time. A ``re.Match`` keeps no identity of its own that CPython lets code use
 #: (``copy.copy(m) is m``), so one made in the trace is rebuilt as that object.
 IMMUTABLE_C_KINDS = (re.Pattern, re.Match)
+
+#: Value types written in Python that are immutable by their API (every operation gives a new
+#: value, ``copy.copy(f) is f``) and pure on values: a ``Fraction`` is a constant of the trace
+#: like an ``IMMUTABLE_C_KINDS`` object, made (``Fraction(1, 3)``, a call rule of kind fold),
+#: operated on and its methods called at trace time. Its fields are slots a program can still
+#: write, so one the trace gives back is made anew on each call (``ConstantVariable.reconstruct``)
+#: from the arguments this table gives, and one read from outside is guarded by value.
+IMMUTABLE_PY_KINDS: dict[type, Callable[[Any], tuple]] = {
+    fractions.Fraction: lambda f: (f.numerator, f.denominator),
+}
+IMMUTABLE_KINDS = (*IMMUTABLE_C_KINDS, *IMMUTABLE_PY_KINDS)
+call_rules_for(*IMMUTABLE_PY_KINDS, owner=__name__, fold=True)
 
 #: The ``re`` module's functions of a pattern and a string, computed whole at trace time on
 #: constants rather than traced through the pattern compiler: pure (the cache of compiled
@@ -171,7 +185,7 @@ def traced_substitution(
 CONSTANT_KINDS = frozenset(
     {
         *CONSTANT_TYPES,
-        *IMMUTABLE_C_KINDS,
+        *IMMUTABLE_KINDS,
         torch.device,
         torch.dtype,
         torch.layout,
@@ -199,6 +213,11 @@ READING_METHODS = frozenset(
         "__reduce_ex__",
     }
 )
+
+
+def value_copy(value: Any) -> Any:
+    """A new object equal to ``value``, of one of the ``IMMUTABLE_PY_KINDS``."""
+    return type(value)(*IMMUTABLE_PY_KINDS[type(value)](value))
 
 
 def fixed_value(value: Any) -> bool:
@@ -359,7 +378,7 @@ class ConstantVariable(ConstantLikeVariable):
         of_constant_type = any(owner is cls for cls in CONSTANT_TYPES)
         if not callable(self.value) or (
             type(owner) not in CONSTANT_TYPES
-            and type(owner) not in IMMUTABLE_C_KINDS
+            and type(owner) not in IMMUTABLE_KINDS
             and not of_constant_type
             and not reading_method(self.value)
         ):
@@ -367,7 +386,7 @@ class ConstantVariable(ConstantLikeVariable):
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
-        if type(owner) in IMMUTABLE_C_KINDS:  # ``pattern.sub(fn, s)`` would call ``fn``
+        if type(owner) in IMMUTABLE_KINDS:  # ``pattern.sub(fn, s)`` would call ``fn``
             constant = value_arguments(args, kwargs)
         if not constant and type(owner) is re.Pattern and self.value.__name__ in ("sub", "subn"):
             return _pattern_substitution(tx, owner, self.value.__name__, args, kwargs)
@@ -387,7 +406,7 @@ class ConstantVariable(ConstantLikeVariable):
             raise
         except Exception as e:  # noqa: BLE001 (the method's own error, raised as CPython would)
             raise PythonError(e) from None
-        if type(owner) in IMMUTABLE_C_KINDS and not folded_value(result):
+        if type(owner) in IMMUTABLE_KINDS and not folded_value(result):
             # ``pattern.finditer(s)``: an iterator, not a value
             raise Unsupported("call", f"{self.value.__qualname__} gives a {type(result).__name__}")
         return tx.fold(result)
@@ -419,7 +438,22 @@ class ConstantVariable(ConstantLikeVariable):
             raise Unsupported("unpack", f"cannot iterate over {kind}") from None
 
     def reconstruct(self, cg: Codegen) -> None:
-        cg.load_const(self.value)
+        rebuild = IMMUTABLE_PY_KINDS.get(type(self.value))
+        if rebuild is None:
+            cg.load_const(self.value)
+            return
+        if self.source is not None:  # the object read from outside, itself
+            self.source.reconstruct(cg)
+            return
+
+        def build() -> None:  # a new object on each call, as eager makes (``value_copy``)
+            cg.load_const(type(self.value))
+            arguments = rebuild(self.value)
+            for argument in arguments:
+                cg.load_const(argument)
+            cg.call_function(len(arguments))
+
+        cg.build_once(self.value, build)
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
