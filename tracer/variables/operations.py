@@ -2174,8 +2174,13 @@ def _holds_mutable(vt: VariableTracker) -> bool:
 
 #: Builtins never folded on symbolic numbers (folding specialises them): their result does not
 #: depend on the values (``len(t.shape)`` of a dynamic tensor, ``isinstance(n, torch.Tensor)`` of
-#: a size), or they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``).
-_SYMBOLIC_AWARE = frozenset({isinstance, type, len, min, max})
+#: a size), they stay symbolic (``max(cache_length - window + 1, 0)``: ``torch.sym_max``;
+#: ``sum``, ``abs``, ``pow``, ``int``, ``float``: the operators or conversions in the graph;
+#: ``slice(0, n)``), they copy the numbers into a container (``list(t.shape)``, ``tuple(...)``,
+#: ``dict(...)``), or ``bool`` guards only the truth (``n != 0``), not the value.
+_SYMBOLIC_AWARE = frozenset(
+    {isinstance, type, len, min, max, sum, abs, pow, int, float, bool, slice, tuple, list, dict}
+)
 
 
 def _symbolic(vt: VariableTracker) -> bool:
