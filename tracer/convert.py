@@ -307,7 +307,8 @@ def _emit_graph_call(
     if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
         compiled = StateSafeGraph(compiled, name)
     if deferred_checks.rerun_on_error(output, code_flags):  # side effects wait for it
-        compiled = deferred_checks.RerunOnError(compiled, name, output.deferred.random)
+        written = deferred_checks.written_positions(output)
+        compiled = deferred_checks.RerunOnError(compiled, name, output.deferred.random, written)
     if output.state.carried:  # contexts open at the start are left here and entered in the graph
         output.state.codegen_exit_carried(cg)
     cg.push_callable(lambda: cg.load_cell_value(name, compiled))

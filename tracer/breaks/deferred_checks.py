@@ -75,16 +75,32 @@ class DeferredChecks:
         self.checks: list[tuple[TensorVariable, str, speculation.Site | None]] = []
         self.unsafe: str | None = None
         self.random = False  #: the graph draws from the default random generators
+        #: what a rerun would repeat that no input's version counter shows (an operator with
+        #: effects outside its result, a module built before the graph); None while ``unsafe`` is
+        #: at most a write into inputs (``written``)
+        self.effectful: str | None = None
+        #: the storages of the inputs the graph writes to
+        self.written: frozenset[StorageWeakRef] = frozenset()
+        #: the first operator that may raise on tensor data while side effects wait (``fallible``)
+        self.fallible: str | None = None
         self.policy = speculation.Policy()  #: set by ``convert_call`` from the settings
         self.shadow: speculation.Shadow | None = None  #: made at the first speculated branch
         self.record: speculation.SiteRecord | None = None  #: set by ``finish``
 
-    def checkpoint(self) -> tuple[int, str | None, bool]:
-        return len(self.checks), self.unsafe, self.random
+    def checkpoint(self) -> tuple:
+        return len(self.checks), *self.drawn()
 
-    def restore(self, checkpoint: tuple[int, str | None, bool]) -> None:
-        count, self.unsafe, self.random = checkpoint
+    def restore(self, checkpoint: tuple) -> None:
+        count, *drawn = checkpoint
+        self.carry(tuple(drawn))
         del self.checks[count:]
+
+    def drawn(self) -> tuple:
+        """What the recorded operators did that a rerun or a raising graph must know of."""
+        return self.unsafe, self.random, self.effectful, self.written, self.fallible
+
+    def carry(self, drawn: tuple) -> None:
+        self.unsafe, self.random, self.effectful, self.written, self.fallible = drawn
 
     def speculated(self) -> list[speculation.Site]:
         """The sites of the checks, each once, in the order first checked."""
@@ -196,16 +212,32 @@ def note_op(
 ) -> None:
     """Called for every operator about to be recorded (``args``: its fake arguments): remember the
     first one a rerun would repeat visibly, or, when a check is pending, break the graph before it
-    so that the check guards a graph without it."""
-    unsafe = _unsafe(output, name, (*args, *kwargs.values()), probe)
+    so that the check guards a graph without it. An operator that may raise on tensor data while
+    side effects wait breaks the graph before it when a raise there could not rerun the call
+    (see "a graph that raises" below)."""
+    deferred, flat = output.deferred, _flat((*args, *kwargs.values()))
+    fallible = bool(output.side_effects) and may_raise_on_data(name, flat)
+    if fallible and deferred.unsafe is not None:
+        if deferred.effectful is not None:
+            _break_before(name, f"after {deferred.effectful}")
+        if any(not _saved(vt.example) for vt in _written(output)):
+            _break_before(name, f"after {deferred.unsafe}")
+    written = _written_inputs(output, tuple(probe.written) or tuple(flat), probe)
+    unsafe, effectful = _unsafe(output, name, flat, probe, written)
     if unsafe is not None:
-        note_effect(output, unsafe)
+        if effectful and deferred.fallible is not None:
+            _break_before(name, f"after {deferred.fallible}, which may raise on tensor data")
+        note_effect(output, unsafe, effectful=effectful)
+        deferred.written |= written
+    if fallible and deferred.fallible is None:
+        deferred.fallible = name
 
 
-def note_effect(output: OutputGraph, what: str) -> None:
+def note_effect(output: OutputGraph, what: str, effectful: bool = True) -> None:
     """Something the rewritten code does before the graph runs (``what``: building a module the
     trace made, whose ``__init__`` may draw random numbers): a rerun would do it again, so it is
-    unsafe like an effectful operator (``note_op``)."""
+    unsafe like an effectful operator (``note_op``; ``effectful=False`` for a write into inputs,
+    which their version counters show)."""
     deferred = output.deferred
     if deferred.checks:
         raise Unsupported(
@@ -215,32 +247,58 @@ def note_effect(output: OutputGraph, what: str) -> None:
         )
     if deferred.unsafe is None:
         deferred.unsafe = what
+    if effectful and deferred.effectful is None:
+        deferred.effectful = what
 
 
-def _unsafe(output: OutputGraph, name: str, args: tuple, probe: EffectProbe) -> str | None:
+def _unsafe(
+    output: OutputGraph,
+    name: str,
+    flat: list[Any],
+    probe: EffectProbe,
+    written: frozenset[StorageWeakRef],
+) -> tuple[str | None, bool]:
+    """What a rerun would repeat visibly, if anything, and whether it is more than a write into
+    inputs (their version counters show a write, not the rest)."""
     if probe.random:
-        if any(isinstance(a, torch.Generator) for a in _flat(args)):
-            return f"{name} draws from a generator of its own"
+        if any(isinstance(a, torch.Generator) for a in flat):
+            return f"{name} draws from a generator of its own", True
         output.deferred.random = True
-    kinds = probe.kinds()
-    if kinds - {"mutation"}:
-        return f"{name} has effects outside its result"
-    # what its operators wrote to, where their schemas say (else any argument may have changed)
-    if kinds and _touches_input(output, tuple(probe.written) or args):
-        return f"{name} changes an input in place"
-    return None
+    if probe.kinds() - {"mutation"}:
+        return f"{name} has effects outside its result", True
+    if written:
+        return f"{name} changes an input in place", False
+    return None, False
 
 
-def _touches_input(output: OutputGraph, args: tuple) -> bool:
-    """Does any tensor in ``args`` share its storage with a graph input (is one, or a view)?"""
-    inputs = {
+def _written_inputs(
+    output: OutputGraph, written: tuple, probe: EffectProbe
+) -> frozenset[StorageWeakRef]:
+    """The storages of graph inputs that an operator writes to (``written``: what its schemas
+    say it wrote, else every argument), as an input or a view of one."""
+    if not probe.kinds():
+        return frozenset()
+    inputs = _input_storages(output)
+    return frozenset(
+        ref
+        for a in _flat(written)
+        if isinstance(a, torch.Tensor) and (ref := StorageWeakRef(a.untyped_storage())) in inputs
+    )
+
+
+def _input_storages(output: OutputGraph) -> set[StorageWeakRef]:
+    return {
         StorageWeakRef(vt.example.untyped_storage())
         for vt in output.inputs.values()
         if isinstance(vt, TensorVariable)
     }
-    return any(
-        isinstance(a, torch.Tensor) and StorageWeakRef(a.untyped_storage()) in inputs
-        for a in _flat(args)
+
+
+def _break_before(name: str, after: str) -> None:
+    raise Unsupported(
+        "effect_order",
+        f"{name} may raise on tensor data {after}, while Python side effects wait for the graph",
+        hint="the graph ends before it, so that the side effects before it happen if it raises",
     )
 
 
@@ -255,41 +313,162 @@ def _in_generator(tx: Translator) -> bool:
 
 
 # -- a graph that raises -------------------------------------------------------------------------
-# The same rerun serves a graph that raises when it runs (a kernel refusing what its fake kernel
-# let through, ``x - True``): the side effects the trace recorded before the failing operation are
-# replayed only after the graph, so raising out of it would lose them (a dict eager updated before
-# the error stays empty). While the graph is safe to run twice, its error reruns the call in
-# Python, which does those effects and raises at the failing line, as eager.
+# The same rerun serves a graph that raises when it runs (an index out of range, a kernel refusing
+# what its fake kernel let through, ``x - True``): the side effects the trace recorded before the
+# failing operation are replayed only after the graph, so raising out of it would lose them (a
+# dict eager updated before the error stays empty). While nothing the graph did before it raised
+# is visible, its error reruns the call in Python, which does those effects and raises at the
+# failing line, as eager. A graph that writes into its inputs qualifies as long as it raised before
+# its first write: the inputs' version counters tell (AOT backends write inputs back only at the
+# end). So that a graph raising after a write (or after an operator with other effects) never has
+# side effects waiting before the raising operator, ``note_op`` ends the graph before any operator
+# that may raise on tensor data (``may_raise_on_data``) after a write while side effects wait, and
+# before an effectful operator that follows such an operator.
+
+#: Operators that raise on the values of their tensor arguments (an index out of range, a matrix
+#: that is not invertible, bad probabilities), by name without leading or trailing underscores.
+#: Indexing (``getitem``/``setitem``) and integer division qualify only with integer tensors.
+_RAISE_ON_DATA = frozenset(
+    {
+        "index", "index_select", "index_add", "index_copy", "index_fill", "index_put",
+        "index_reduce", "gather", "scatter", "scatter_add", "scatter_reduce", "take",
+        "take_along_dim", "put", "embedding", "embedding_bag", "one_hot", "nll_loss",
+        "nll_loss2d", "nll_loss_nd", "cross_entropy", "multi_margin_loss",
+        "multilabel_margin_loss", "ctc_loss", "bincount", "multinomial", "repeat_interleave",
+        "narrow", "narrow_copy", "max_unpool1d", "max_unpool2d", "max_unpool3d", "assert_async",
+        "masked_scatter", "cholesky", "cholesky_solve", "cholesky_inverse", "inverse", "lu_solve",
+        "triangular_solve", "segment_reduce",
+    }
+)  # fmt: skip
+_INTEGER_ONLY = frozenset(
+    {
+        "div", "divide", "floor_divide", "floordiv", "rfloordiv", "remainder", "fmod", "mod",
+        "rmod", "ifloordiv", "imod",
+    }
+)  # fmt: skip
+#: Indexing raises on the data of an integer tensor in its index (not in what it indexes or stores).
+_INDEXING = {"getitem": slice(1, None), "setitem": slice(1, -1)}
+
+
+def may_raise_on_data(name: str, flat: list[Any]) -> bool:
+    """May the operator ``name`` raise on the data of its arguments (``flat``: the fake ones)?"""
+    bare = name.rsplit(".", 1)[-1].strip("_")
+    if bare in _RAISE_ON_DATA or bare.startswith("linalg"):
+        return True
+    if bare in _INDEXING:
+        return any(_integral(a) for a in flat[_INDEXING[bare]])
+    return bare in _INTEGER_ONLY and any(_integral(a) for a in flat)
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and not (
+        value.dtype.is_floating_point or value.dtype.is_complex or value.dtype is torch.bool
+    )
 
 
 def rerun_on_error(output: OutputGraph, code_flags: int) -> bool:
     """Should the graph's errors rerun the call: it has side effects waiting for it, and running
-    it twice is invisible (as for a deferred check)?"""
+    it twice is invisible (as for a deferred check) unless the inputs' version counters show a
+    write?"""
     return (
         bool(output.side_effects)
-        and output.deferred.unsafe is None
+        and output.deferred.effectful is None
         and not output.state.carried
         and not code_flags & _GENERATOR_FLAGS
     )
 
 
+#: Inputs of at most this many elements that a graph with side effects writes into are copied
+#: before each call, so that a raise after the write can put them back and rerun (a step counter
+#: like a static KV cache's ``cumulative_length``); a larger one written before an operator that may
+#: raise ends the graph before that operator instead.
+SAVED_NUMEL = 4096
+
+
+def _saved(example: torch.Tensor) -> bool:
+    numel = example.numel()
+    return isinstance(numel, int) and numel <= SAVED_NUMEL and example.layout is torch.strided
+
+
+def _written(output: OutputGraph) -> list[TensorVariable]:
+    written = output.deferred.written
+    return [
+        vt
+        for vt in output.inputs.values()
+        if isinstance(vt, TensorVariable)
+        and StorageWeakRef(vt.example.untyped_storage()) in written
+    ]
+
+
+def written_positions(output: OutputGraph) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The positions among the graph's inputs of those it writes into (as such or through a
+    view): those copied before each call (small), and those whose version counters only tell
+    whether the graph got to them."""
+    written = {id(vt) for vt in _written(output)}
+    positions = [(i, vt) for i, vt in enumerate(output.inputs.values()) if id(vt) in written]
+    saved = tuple(i for i, vt in positions if _saved(vt.example))
+    return saved, tuple(i for i, _ in positions if i not in saved)
+
+
 class RerunOnError:
     """A compiled graph whose exception becomes ``Rerun`` (after the default generators' states,
-    if it draws from them, are put back)."""
+    if it draws from them, are put back), unless it wrote into an input it cannot put back before
+    it raised. ``saved``: the positions of the small inputs it writes into, copied before each call
+    and put back; ``watched``: those of the others, whose version counters tell whether the graph
+    got to them."""
 
-    __slots__ = ("__name__", "fn", "random")
+    __slots__ = ("__name__", "fn", "random", "saved", "watched")
 
-    def __init__(self, fn: Any, name: str, random: bool) -> None:
+    def __init__(self, fn: Any, name: str, random: bool, written: tuple) -> None:
         self.fn, self.__name__, self.random = fn, name, random
+        self.saved, self.watched = written
 
     def __call__(self, *args: Any) -> Any:
         state = save_rng() if self.random else None
+        versions = _versions(args, self.watched)
+        copies = _copies(args, self.saved)
         try:
             return self.fn(*args)
         except Exception:
+            if versions is None or versions != _versions(args, self.watched):
+                raise  # it wrote into an input it cannot put back: running it again would show
+            if copies is None or not _put_back(args, copies):
+                raise
             if state is not None:
                 restore_rng(state)
             raise Rerun from None
+
+
+def _versions(args: tuple, positions: tuple[int, ...]) -> list[int] | None:
+    """The version counters of ``args`` at ``positions`` (None for an inference tensor, which
+    has none)."""
+    try:
+        return [args[i]._version for i in positions]
+    except RuntimeError:
+        return None
+
+
+def _copies(args: tuple, positions: tuple[int, ...]) -> list[tuple[int, int, torch.Tensor]] | None:
+    """``(position, version, copy)`` of the inputs at ``positions`` (None if one is an inference
+    tensor)."""
+    try:
+        return [(i, args[i]._version, args[i].detach().clone()) for i in positions]
+    except RuntimeError:
+        return None
+
+
+def _put_back(args: tuple, copies: list[tuple[int, int, torch.Tensor]]) -> bool:
+    """Write the values copied before the call (``(position, version, copy)``) back into the
+    inputs written since; False if one cannot be written (an inference tensor outside inference
+    mode)."""
+    try:
+        with torch.no_grad():
+            for i, version, copy in copies:
+                if args[i]._version != version:
+                    args[i].copy_(copy)
+    except RuntimeError:
+        return False
+    return True
 
 
 def finish(output: OutputGraph) -> list[TensorVariable]:

@@ -108,10 +108,10 @@ def trace_subgraph(
         if len(output.deferred.checks) != deferred:
             raise Unsupported("subgraph", f"{what}: its body branches on tensor data")
         # what a rerun of the graph would repeat (draws, effects) is the call node's now
-        drawn = output.deferred.unsafe, output.deferred.random
+        drawn = output.deferred.drawn()
     finally:
         output.restore(checkpoint)
-    output.deferred.unsafe, output.deferred.random = drawn
+    output.deferred.carry(drawn)
     return sub
 
 

@@ -1,0 +1,121 @@
+"""A graph that raises on tensor data at run time (an index out of range) keeps the Python side
+effects eager did before the raising line, also when the graph wrote into an input first.
+
+Side effects are replayed after the graph, so a graph that raises must not leave them waiting: it
+reruns the call in Python (``deferred_checks.RerunOnError``), which is only invisible while the
+graph did nothing a second run would repeat visibly. A write into an input is undone first when
+the input is small (copied before each call); a write into a large input ends the graph before the
+next operator that may raise on data while side effects wait. torch.compile loses these effects
+(torch 2.13, eager backend: ``G == []`` after each raising call below), so its counts are no
+baseline here: the break counts are this design's.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from difftest import check_breaks
+
+import bytegraph
+
+G: list = []
+
+
+def _observe():
+    return list(G)
+
+
+def _calls(size, good, bad):
+    """A call that runs, then one that raises on its index."""
+    return [
+        lambda: (torch.zeros(size), torch.tensor([good])),
+        lambda: (torch.zeros(size), torch.tensor([bad])),
+    ]
+
+
+def write_store_then_index(x, idx):
+    x.add_(1)
+    G.append(1)
+    return x[idx] * 2
+
+
+def store_index_then_write(x, idx):
+    G.append(1)
+    y = torch.index_select(x, 0, idx) * 2
+    x.mul_(2)
+    G.append(2)
+    return y + 1
+
+
+def counter_step(counter, x, idx):
+    """A step counter written in place (a static KV cache's ``cumulative_length.add_``), then an
+    index into a buffer (its ``index_copy_``)."""
+    G.append(0)  # a store waiting for the graph
+    counter.add_(1)
+    return x.index_copy(0, idx, torch.ones(1))
+
+
+def test_a_write_into_a_small_input_is_put_back_and_the_call_reruns():
+    check_breaks(
+        write_store_then_index,
+        None,
+        graphs=1,
+        breaks=0,
+        calls=_calls(3, 1, 5),
+        setup=G.clear,
+        observe=_observe,
+    )
+
+
+def test_a_write_into_a_large_input_ends_the_graph_before_an_index():
+    _, _, report = check_breaks(
+        write_store_then_index,
+        None,
+        graphs=2,
+        breaks=1,
+        calls=_calls(5000, 1, 9000),
+        setup=G.clear,
+        observe=_observe,
+    )
+    assert "effect_order" in str(report), report
+
+
+def test_a_raise_before_the_first_write_reruns():
+    for size in (3, 5000):  # the write comes after the index: no break either way
+        check_breaks(
+            store_index_then_write,
+            None,
+            graphs=1,
+            breaks=0,
+            calls=_calls(size, 1, size + 7),
+            setup=G.clear,
+            observe=_observe,
+        )
+
+
+def test_a_step_counter_then_an_index_copy():
+    calls = [
+        lambda: (torch.zeros(1, dtype=torch.long), torch.zeros(4), torch.tensor([2])),
+        lambda: (torch.zeros(1, dtype=torch.long), torch.zeros(4), torch.tensor([4])),
+    ]
+    check_breaks(
+        counter_step, None, graphs=1, breaks=0, calls=calls, setup=G.clear, observe=_observe
+    )
+
+
+@pytest.mark.parametrize("size", [3, 5000])
+def test_aot_backends_write_inputs_at_the_end(size):
+    """AOTAutograd writes mutated inputs back after the graph: a raise leaves them untouched."""
+    compiled = bytegraph.compile(write_store_then_index, backend="aot_eager")
+    for idx, fails in ((1, False), (size + 7, True), (2, False)):
+        for fn in (write_store_then_index, compiled):
+            G.clear()
+            x = torch.zeros(size)
+            if fails:
+                with pytest.raises(IndexError):
+                    fn(x, torch.tensor([idx]))
+            else:
+                out = fn(x, torch.tensor([idx]))
+                assert torch.equal(out, torch.tensor([2.0]))
+            assert G == [1]
+            assert torch.equal(x, torch.ones(size))
