@@ -12,7 +12,13 @@
             return ___state.rerun()(a, b)               # (``deferred_checks``): run it in Python
 
 ``state`` is the function's ``driver.CompiledCode``. This is the per-call hot path: it does nothing
-a compile could do instead.
+a compile could do instead. A function left alone (``callees.py``: every call runs it in Python,
+whatever the arguments) has no guards to ask: ``run_directly`` gives its entry code that, after
+the checks before the guards, calls what runs it (``dispatch`` gives the first code back)::
+
+    def fn(a, b):
+        ...                                             # torch.compile tracing; code replaced
+        return ___direct(a, b)
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import functools
 import inspect
 import keyword
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -60,9 +67,9 @@ def make_entry(
         f"    if ___fn.__code__ is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
     )
+    head = f"def ___entry({', '.join(params)}):\n{'' if resume else checks}"
     source = (
-        f"def ___entry({', '.join(params)}):\n"
-        f"{'' if resume else checks}"
+        f"{head}"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
         f"    if ___v is None:\n"
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
@@ -83,7 +90,24 @@ def make_entry(
     }
     entry = _made(source, namespace, "___entry", fn)
     entry.__bytegraph__ = state
+    state.entry = weakref.ref(entry)
+    namespace["___dispatch"] = entry.__code__
+    direct: dict[str, Any] = {}
+    exec(_compiled(f"{head}    return ___direct({', '.join(call_args)})\n", _filename(fn)), direct)
+    namespace["___direct_code"] = direct["___entry"].__code__
     return entry
+
+
+def run_directly(entry: types.FunctionType, target: Any) -> None:
+    """From now on ``entry`` calls ``target`` after its checks, without asking guards (see the
+    module)."""
+    entry.__globals__["___direct"] = target
+    entry.__code__ = entry.__globals__["___direct_code"]
+
+
+def dispatch(entry: types.FunctionType) -> None:
+    """``entry`` asks its guards again (undoes ``run_directly``)."""
+    entry.__code__ = entry.__globals__["___dispatch"]
 
 
 def make_code_checked(
@@ -152,12 +176,16 @@ def _made(
     """The function ``name`` that ``source`` defines, with ``fn``'s defaults, names and
     attributes; its file is the entry functions' (``ENTRY_FILE``: frames the user's stack, as
     ``locals()`` and ``warnings.warn`` in generated code count it, leaves out)."""
-    exec(_compiled(source, f"{ENTRY_FILE}{fn.__qualname__}>"), namespace)
+    exec(_compiled(source, _filename(fn)), namespace)
     made = namespace[name]
     made.__defaults__ = fn.__defaults__
     made.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(made, fn)
     return made
+
+
+def _filename(fn: types.FunctionType) -> str:
+    return f"{ENTRY_FILE}{fn.__qualname__}>"
 
 
 @functools.lru_cache(maxsize=256)

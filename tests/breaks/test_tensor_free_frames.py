@@ -78,6 +78,41 @@ def test_a_compiled_function_without_tensor_work_is_left_alone_for_any_argument(
     assert state.cache.variants == []  # no guards: every call runs the original
 
 
+_DOUBLE = False
+
+
+def _doubles_when_asked(x):
+    return x * 2 if _DOUBLE else x
+
+
+def _no_guards(*args):
+    raise AssertionError("the entry of a function left alone asked its guards")
+
+
+def test_the_entry_of_a_function_left_alone_asks_no_guards_until_reset(monkeypatch):
+    counter = CompileCounter()
+    compiled = bytegraph.compile(_doubles_when_asked, backend=counter)
+    x = torch.ones(2)
+    assert compiled(x) is x and counter.frame_count == 0  # tensor-free: left alone
+    (state,) = _states(_doubles_when_asked)
+    monkeypatch.setattr(state.cache, "guard_fn", _no_guards)
+    monkeypatch.setitem(globals(), "_DOUBLE", True)
+    torch.testing.assert_close(compiled(x), x * 2)  # the original code, as it runs now
+    monkeypatch.undo()
+    bytegraph.reset()  # asked again: traced, with tensor work now
+    monkeypatch.setitem(globals(), "_DOUBLE", True)
+    torch.testing.assert_close(compiled(x), x * 2)
+    assert counter.frame_count == 1 and state.cache.variants
+
+
+def test_a_function_left_alone_given_new_code_runs_it_from_its_entry(monkeypatch):
+    compiled = bytegraph.compile(_falls_back_calling_exists, backend="eager")
+    assert compiled(1) is True and compiled(None) is False  # left alone: its first trace failed
+    monkeypatch.setattr(_falls_back_calling_exists, "__code__", _is_none.__code__)
+    with pytest.warns(UserWarning, match="was replaced after compile"):
+        assert compiled(None) is True and compiled(1) is False
+
+
 def test_tensor_work_is_compiled_as_before():
     def scale(x, n):
         return x * n
