@@ -179,7 +179,6 @@ class CompiledCode:
         self.warned_limit = False
         self.warned_code = False
         self.warned_fallback = False  #: the fallback warning is given once per code object
-        self.following = False  #: tracing what a variant's first run left (_then_what_it_leaves)
         #: the entry calling this (``entry.make_entry``), held weakly: it holds this
         self.entry: weakref.ref[types.FunctionType] | None = None
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
@@ -319,29 +318,7 @@ class CompiledCode:
             COUNTERS[f"break:{brk.kind}"] += 1
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
-        if self.following:
-            return result.fn
-        return self._then_what_it_leaves(result.fn, L, variant)
-
-    def _then_what_it_leaves(self, fn: Any, L: dict[str, Any], variant: Variant) -> Any:
-        """``fn``, the variant just traced for ``L``, for its first run; where that run changed
-        state outside the arguments that its own guards read (a module tree: a buffer registered
-        on the first call; a global: a registry a library fills on first use), the variant for
-        the state it leaves is traced right after it, as the next identical call would trace it
-        (``following``: once, not in turn followed), so that call finds it."""
-
-        def first_run(*args: Any, **kwargs: Any) -> Any:
-            result = fn(*args, **kwargs)
-            part = variant.guards.first_failure({"L": L, **self.cache.scope})
-            if part is not None and _outside_arguments(part.guard):
-                self.following = True
-                try:
-                    self.on_miss(L)
-                finally:
-                    self.following = False
-            return result
-
-        return first_run
+        return result.fn
 
     def _tensor_free(self, result: TraceResult, settings: GlobalSettings) -> bool:
         """Did the trace return without recording a tensor operation (no graph, no break), where
@@ -617,14 +594,3 @@ def _no_gc() -> Any:
     finally:
         if enabled:
             gc.enable()
-
-
-def _outside_arguments(guard: Guard) -> bool:
-    """Does ``guard`` read state that outlives a call's arguments: a module tree, or a global?"""
-    from ..guards import kinds
-    from ..guards.sources import GlobalSource, GlobalsSource, ModuleGlobalSource
-
-    if guard.kind is kinds.MODULE_TREE:
-        return True
-    source = getattr(guard.source, "root", None)
-    return isinstance(source, (GlobalSource, GlobalsSource, ModuleGlobalSource))
