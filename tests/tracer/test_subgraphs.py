@@ -94,6 +94,44 @@ def reentrant(t):
     return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
 
 
+def returns_its_inputs(t):
+    def body(x, y):
+        return x, {"y": y, "cos": y.cos()}
+
+    y = t * 2
+    same, found = ck.checkpoint(body, y, t, use_reentrant=False)
+    return same + found["cos"], same is y, found["y"] is t
+
+
+def set_grad_enabled_block(t):
+    def body(x):
+        with torch.set_grad_enabled(False):
+            y = LIN(x) * 2
+        return LIN(x).sin() + y, y.requires_grad
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def set_grad_enabled_calls(t):
+    def body(x):
+        torch.set_grad_enabled(False)
+        y = x * 2
+        torch.set_grad_enabled(True)
+        return LIN(y).sin() + x, y.requires_grad
+
+    return ck.checkpoint(body, t, use_reentrant=False)
+
+
+def reentrant_without_grad(t):
+    """No argument requires grad: eager runs the body under no_grad (LIN's parameters do)."""
+
+    def body(x):
+        y = LIN(x)
+        return y.relu(), y.requires_grad, torch.is_grad_enabled()
+
+    return ck.checkpoint(body, t, use_reentrant=True)
+
+
 class Layer(nn.Module):
     def __init__(self):
         super().__init__()
@@ -144,6 +182,10 @@ CASES = {
     "with_blocks_inside": (with_blocks_inside, grad_input(2, 4), [LIN]),
     "fills_its_own_list": (fills_its_own_list, grad_input(2, 4), [MLP]),
     "reentrant": (reentrant, grad_input(2, 4), [LIN]),
+    "returns_its_inputs": (returns_its_inputs, grad_input(2, 4), []),
+    "set_grad_enabled_block": (set_grad_enabled_block, grad_input(2, 4), [LIN]),
+    "set_grad_enabled_calls": (set_grad_enabled_calls, grad_input(2, 4), [LIN]),
+    "reentrant_without_grad": (reentrant_without_grad, lambda: (torch.randn(2, 4),), [LIN]),
     "transformers_layers": (MODEL, grad_input(2, 4), [MODEL]),
 }
 
@@ -156,8 +198,9 @@ def _run(fn, args, modules):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager's warnings (a reentrant checkpoint's)
         result = fn(*args)
-    outputs = tensors_in(result)
-    torch.autograd.backward([o.sum() for o in outputs if o.requires_grad])
+    needed = [o.sum() for o in tensors_in(result) if o.requires_grad]
+    if needed:
+        torch.autograd.backward(needed)
     arg_grads = [a.grad for a in args]
     params = [p.grad for module in modules for p in module.parameters()]
     return result, arg_grads, params
@@ -324,18 +367,18 @@ def in_place_on_input(t):
     return ck.checkpoint(body, t, use_reentrant=False)
 
 
-def reentrant_without_grad(t):
-    return ck.checkpoint(lambda x: LIN(x).relu(), t, use_reentrant=True)
-
-
 def grad_mode_left_changed(t):
     def body(x):
         torch.set_grad_enabled(False)
-        y = x * 2
-        torch.set_grad_enabled(True)
-        return y.sin()
+        return x.sin() * 2
 
-    return ck.checkpoint(body, t, use_reentrant=False)
+    y = ck.checkpoint(body, t, use_reentrant=False)
+    torch.set_grad_enabled(True)
+    return y
+
+
+def reentrant_returns_its_input(t):
+    return ck.checkpoint(lambda x: (x, x.sin()), t, use_reentrant=True)
 
 
 class Holder:
@@ -377,17 +420,18 @@ def breaking_body(t):
     [
         (side_effect, (0, -1)),  # torch.compile runs the whole call in Python
         (in_place_on_input, (1, 0)),
-        (reentrant_without_grad, (1, 0)),
         (grad_mode_left_changed, (1, 0)),
+        (reentrant_returns_its_input, (1, 0)),
         (into_an_object_of_the_trace, (0, -1)),
         (into_a_local_dict, (0, -1)),
         (breaking_body, (0, -1)),
     ],
 )
 def test_refused_bodies_break_and_stay_correct(fn, dynamo, capsys):
-    """A body with effects (a store, an in-place write into its input, a print), or a reentrant
-    checkpoint whose outputs would not require grad, breaks at the call: eager's results.
-    (torch.compile traces the in-place write and the reentrant call without a break.)"""
+    """A body with effects (a store, an in-place write into its input, a print, grad mode left
+    changed), or a reentrant checkpoint giving back its input (eager's autograd Function takes it
+    over), breaks at the call: eager's results. (torch.compile traces the in-place write, the
+    grad mode and the reentrant call without a break.)"""
     x = torch.randn(2, 4)
     LOG.clear()
     with warnings.catch_warnings():
@@ -431,6 +475,20 @@ def test_dropout_under_a_user_dispatch_mode():
             out.backward()
         results.append((out, xi.grad, LIN.weight.grad))
     assert_same(results[1], results[0])
+
+
+def test_reentrant_without_grad_warns_as_eager():
+    """A reentrant checkpoint none of whose arguments requires grad warns as eager's does, on
+    every call the warning filters let through."""
+    compiled = bytegraph.compile(reentrant_without_grad, backend="eager")
+    messages = []
+    for fn in (reentrant_without_grad, compiled, compiled):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(torch.randn(2, 4))
+        messages.append([str(w.message) for w in caught])
+    assert messages[0] == ["None of the inputs have requires_grad=True. Gradients will be None"]
+    assert messages[1] == messages[2] == messages[0]
 
 
 def test_reentrant_runs_as_reentrant():

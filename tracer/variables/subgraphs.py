@@ -13,21 +13,26 @@ place of the body's tensors.
 A body is refused (``Unsupported``: the call breaks and runs in Python, as without this module)
 when it breaks inside, stores to Python objects (attributes, globals, cells, containers it was
 given), changes global state (but for ``with`` blocks it leaves again, grad mode or autocast,
-whose nodes run in the subgraph), defers checks on tensor data or reads it (``t.item()``),
-writes in place into a tensor it did not compute (an argument, a parameter), or returns
-something other than tensors it computed, constants, and tuples, lists and dicts of those.
+and grad mode switched and set back, whose nodes run in the subgraph), defers checks on tensor
+data or reads it (``t.item()``), writes in place into a tensor it did not compute (an argument,
+a parameter), or returns something other than tensors it computed, constants, and tuples, lists
+and dicts of those (a caller may also let it give back tensors it was given, as they are).
 
 ``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, ...)`` is one such call: its
 node runs ``checkpoint_region``, which calls torch's ``checkpoint`` on the subgraph with the
 checkpoint's own options when the graph runs as it is (the ``eager`` backend: the same
 recomputation, random state preserved as the user asked), and torch's higher-order op
 ``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd, whose partitioner then
-recomputes the tagged region in the backward). The reentrant variant (``use_reentrant=True``, or
-not given: torch then warns and uses it) runs as such, on the subgraph whose inputs include the
-tensors the body closes over (their gradients come back as the inputs' ones, equal to eager's
-accumulated ones); it is traced where a tensor argument requires grad and no keyword goes to
-the function, and refused otherwise (eager's outputs would not require grad, or it raises). A
-``context_fn`` other than the default (selective checkpointing) is refused.
+recomputes the tagged region in the backward). A tensor the body gives back without computing
+it is that tensor itself, as the non-reentrant checkpoint gives it. The reentrant variant
+(``use_reentrant=True``, or not given: torch then warns and uses it) runs as such, on the
+subgraph whose inputs include the tensors the body closes over (their gradients come back as
+the inputs' ones, equal to eager's accumulated ones); where no tensor argument requires grad,
+its body is traced under no_grad and its inputs are detached when it runs
+(``reentrant_region_without_grad``: nothing requires grad, as in eager); it is refused where a
+keyword goes to the function (torch raises) or the body gives back an argument (eager's autograd
+Function takes it over). A ``context_fn`` other than the default (selective checkpointing) is
+refused.
 """
 
 from __future__ import annotations
@@ -74,11 +79,15 @@ def trace_subgraph(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
     what: str,
+    given_back: bool = False,
 ) -> Subgraph:
     """``fn(*args, **kwargs)`` traced into a subgraph (see the module's docstring); the outer
-    graph is left as it was. ``what`` names the call in the reasons of a refusal."""
+    graph is left as it was. ``what`` names the call in the reasons of a refusal. ``given_back``:
+    the caller gives back a tensor the body returns without computing it (an argument) as that
+    tensor itself, not as an output of the subgraph."""
     output = tx.output
     checkpoint = output.checkpoint()
+    grad = torch.is_grad_enabled()
     start = len(output.created)
     deferred = len(output.deferred.checks)
     containers = [vt for vt in walk([fn, args, kwargs]) if isinstance(vt, _CONTAINERS)]
@@ -96,13 +105,14 @@ def trace_subgraph(
             or _mutates(tx, checkpoint[1], [fn, args, kwargs])
             or any(content_ids(c) != items for c, items in zip(containers, before, strict=True))
             or not _balanced_blocks(output.state.events[checkpoint[2] :])
+            or torch.is_grad_enabled() != grad
         ):
             raise Unsupported(
                 "subgraph",
                 f"{what}: its body has side effects on Python objects or global state",
                 hint="keep the body free of stores, container mutations and state changes",
             )
-        sub = _extract(body, result, what, output.subgraphs)
+        sub = _extract(body, result, what, output.subgraphs, given_back)
         # the result's containers as they are now: undoing the call empties a list it filled
         sub.result = _replace(result, lambda vt: vt)
         if len(output.deferred.checks) != deferred:
@@ -149,12 +159,16 @@ def _mutates(tx: Translator, snapshot: tuple, called: list[Any]) -> bool:
 
 def _balanced_blocks(events: list[Any]) -> bool:
     """Do the state events of a body only enter and leave contexts (grad mode, autocast), each
-    left in the body (``with torch.no_grad():``)? Their nodes then run in the subgraph, which
-    ends in the state it began in (nodes that act only at run time are refused by
+    left in the body (``with torch.no_grad():``), or switch grad mode
+    (``torch.set_grad_enabled(m)``, which switches when called)? Their nodes then run in the
+    subgraph, which ends in the state it began in where the grad mode is back as the body found
+    it (``trace_subgraph`` checks; nodes that act only at run time are refused by
     ``_check_node``; a context setting the default dtype or deterministic algorithms, which a
     graph's end resets, refuses the body)."""
     opened: list[Any] = []
     for event in events:
+        if event.kind == "create" and event.touches == {"grad"}:
+            continue
         if event.touches - {"grad"} or event.kind not in ("enter", "exit"):
             return False
         if event.kind == "enter":
@@ -169,14 +183,16 @@ def _extract(
     result: VariableTracker,
     what: str,
     subgraphs: dict[str, torch.nn.Module],
+    given_back: bool,
 ) -> Subgraph:
-    """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result``; the
-    subgraphs its ``get_attr`` nodes name (``subgraphs``: the outer graph's) go with it."""
+    """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result`` it
+    computes (``given_back``: see ``trace_subgraph``); the subgraphs its ``get_attr`` nodes name
+    (``subgraphs``: the outer graph's) go with it."""
     inside = set(body)
     for node in body:
         if not (node.op == "get_attr" and node.target in subgraphs):
             _check_node(node, inside, what)
-    outputs = _result_tensors(result, inside, what)
+    outputs = _result_tensors(result, inside, what, given_back)
     outer: dict[torch.fx.Node, None] = {}
     for node in body:
         torch.fx.node.map_arg((node.args, node.kwargs), lambda n: outer.setdefault(n) or n)
@@ -236,17 +252,21 @@ def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> N
 
 
 def _result_tensors(
-    result: VariableTracker, inside: set[torch.fx.Node], what: str
+    result: VariableTracker, inside: set[torch.fx.Node], what: str, given_back: bool
 ) -> list[TensorVariable]:
-    """The tensors of ``result`` in order; ``Unsupported`` for a result of another kind."""
+    """The tensors of ``result`` the body computed, in order (``given_back``: one it did not
+    compute is left out, given back as it is); ``Unsupported`` for a result of another kind."""
     if isinstance(result, TensorVariable):
-        if result.node not in inside:
-            raise Unsupported("subgraph", f"{what}: its body returns a tensor it did not compute")
-        return [result]
+        if result.node in inside:
+            return [result]
+        if given_back:
+            return []
+        raise Unsupported("subgraph", f"{what}: its body returns a tensor it did not compute")
     if isinstance(result, (TupleVariable, ListVariable)):
-        return [t for item in result.items for t in _result_tensors(item, inside, what)]
+        return [t for i in result.items for t in _result_tensors(i, inside, what, given_back)]
     if isinstance(result, DictVariable) and type(result.items) is dict:
-        return [t for item in result.items.values() for t in _result_tensors(item, inside, what)]
+        items = result.items.values()
+        return [t for i in items for t in _result_tensors(i, inside, what, given_back)]
     if isinstance(result, ConstantVariable):
         return []
     raise Unsupported("subgraph", f"{what}: its body returns {result}, which is not traced")
@@ -284,7 +304,7 @@ def call_subgraph(
         item.meta["stack_trace"] = node.meta["stack_trace"]
         output.created.append(item)
         new[vt.node] = TensorVariable(item, vt.example, vt.python_type())
-    return _replace(sub.result, lambda vt: new[vt.node])
+    return _replace(sub.result, lambda vt: new.get(vt.node, vt))  # else given back as it is
 
 
 # -- torch.utils.checkpoint.checkpoint -------------------------------------------------------------
@@ -334,17 +354,44 @@ def _checkpoint(
     ):
         raise Unsupported("subgraph", "checkpoint() with a context_fn (selective checkpointing)")
     reentrant = options.get("use_reentrant") is not False
-    if reentrant and (fn_kwargs or not _some_requires_grad(fn_args)):
+    if reentrant and fn_kwargs:  # torch raises
         raise Unsupported(
             "subgraph",
-            "a reentrant checkpoint() with keywords for the function or no input requiring grad",
+            "a reentrant checkpoint() with keywords for the function",
             hint="pass use_reentrant=False",
         )
-    sub = trace_subgraph(tx, function, fn_args, fn_kwargs, "checkpoint()")
+    region = checkpoint_region
+    if reentrant and not _some_requires_grad(fn_args):
+        # ``CheckpointFunction.forward``: the body under no_grad; nothing it gives requires grad
+        fn_args, function = [function, *fn_args], tx.wrap_static(_without_grad)
+        region = reentrant_region_without_grad
+    # a tensor the body gives back without computing it: itself, as the non-reentrant
+    # checkpoint gives it (the reentrant one makes it an output of its autograd Function)
+    sub = trace_subgraph(tx, function, fn_args, fn_kwargs, "checkpoint()", given_back=not reentrant)
     for name, value in options.items():
         if not isinstance(value, (bool, str, int, type(None))):
             raise Unsupported("subgraph", f"checkpoint()'s {name}={value!r}")
-    return call_subgraph(tx, checkpoint_region, sub, options)
+    return call_subgraph(tx, region, sub, options)
+
+
+def _without_grad(function: Callable[..., Any], *args: Any) -> Any:
+    """What a reentrant checkpoint none of whose arguments requires grad computes, traced as the
+    body: ``function`` under ``torch.no_grad()``."""
+    with torch.no_grad():
+        return function(*args)
+
+
+def reentrant_region_without_grad(gmod: torch.fx.GraphModule, *args: Any, **options: Any) -> Any:
+    """What the node of a reentrant checkpoint none of whose arguments requires grad runs:
+    ``checkpoint_region`` on the subgraph's inputs detached. Eager's outputs do not require grad
+    (its body runs under no_grad, in an autograd Function none of whose inputs requires grad),
+    where the subgraph's lifted inputs (a parameter the body closes over) would make them; torch
+    warns that none of the inputs requires grad, as in eager (under a tracing backend, when the
+    graph is compiled)."""
+    detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    if any(torch._C._get_dispatch_mode(key) is not None for key in _TRACING_MODES):
+        torch_checkpoint.check_backward_validity(detached)
+    return checkpoint_region(gmod, *detached, **options)
 
 
 def _some_requires_grad(args: list[VariableTracker]) -> bool:
