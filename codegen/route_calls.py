@@ -23,12 +23,15 @@ Implicit calls (operators, attribute hooks, iteration) are not routed, nor is th
 comprehension's or generator expression's own function on its iterator (``GET_ITER`` then a call
 of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
 
-Given a router with a ``table`` (``route.table``: a dict whose ``__missing__`` asks the router),
-a call site looks its callable up there, ``table[callable]``, and calls what it finds: one dict
-lookup, no Python call on the way. A callable that cannot be hashed raises inside a try region
-of the site's own, whose handler (placed after the code) asks ``route`` and jumps back. That
-needs the stack depth at the site (``_depths``); a site whose depth is not known asks ``route``
-directly.
+Given a router with a ``table`` (``route.table``: a dict whose ``__missing__`` asks the router,
+and its ``as_is``, a set of the callables it holds that are called as they are), a call site
+tests ``callable in table.as_is``, and where it is not, looks it up, ``table[callable]``, and
+calls what it finds: one set test for a callable called as it is (a builtin, a class, a
+function left alone), and a dict lookup beside for the others, no Python call on the way. The
+lookup is placed after the code, off the way of the calls that need none. A callable that cannot
+be hashed raises inside a try region of the site's own, whose handler (placed after the code)
+asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a site whose
+depth is not known asks ``route`` directly.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Any
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table, frame_locals
+from .emit import POP_JUMP_IF_FALSE
 from .pyversion import (
     CALL_NEEDS_PRECALL,
     FUNCTIONS_HAVE_TYPE_PARAMS,
@@ -184,31 +188,38 @@ def _looked_up(
     at: Instr,
     open_try: TryBegin | None,
 ) -> tuple[list[Any], list[Any], TryBegin | None]:
-    """``callable = table[callable]`` for the callable ``depth`` items down a stack ``stack``
-    deep, in a try region whose handler (returned apart, for the end of the code) asks
-    ``route`` instead. Returns the site, the handler and the region open after the site (the
-    enclosing one, ``open_try``, is closed before it and opened again after it)."""
+    """For the callable ``depth`` items down a stack ``stack`` deep: nothing where it is in
+    ``table.as_is`` (called as it is), else ``callable = table[callable]``, placed apart (returned
+    for the end of the code, with the handler of the try regions of both tests, which asks
+    ``route`` instead: an unhashable callable). Returns the site, what is placed apart and the
+    region open after the site (the enclosing one, ``open_try``, is closed before it and opened
+    again after it)."""
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
 
-    handler, back = Label(), Label()
+    handler, lookup, back = Label(), Label(), Label()
     site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
-    # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
+    # [callable, *args] -> [callable, *args, callable in table.as_is]
     region = TryBegin(handler, False, stack_depth=stack)
-    site += [region, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
-    site.append(TryEnd(region))
+    as_is = (False, "as_is") if LOAD_ATTR_TAKES_METHOD_FLAG else "as_is"
+    site += [region, op("COPY", depth), op("LOAD_CONST", table), op("LOAD_ATTR", as_is)]
+    site += [op("CONTAINS_OP", 0), TryEnd(region)]
     reopened = None
     if open_try is not None:
         # NOTE(3.13): an exception coming back from a callee's frame is looked up at the
-        # instruction before the call's: what follows the lookup is in the enclosing region
+        # instruction before the call's: what follows the test is in the enclosing region
         reopened = TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)
         site.append(reopened)
-    site += [back, op("SWAP", depth + 1), op("POP_TOP")]
+    site += [op(POP_JUMP_IF_FALSE, lookup), back]
+    # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
+    found = TryBegin(handler, False, stack_depth=stack)
+    apart = [lookup, found, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
+    replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
+    apart += [TryEnd(found), *replace]
     # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
-    unhashable = [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at)]
-    unhashable.append(op("JUMP_BACKWARD", back))
-    return site, unhashable, reopened
+    apart += [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at), *replace]
+    return site, apart, reopened
 
 
 def _depths(items: list[Any], flags: int) -> dict[int, int]:

@@ -27,8 +27,9 @@ class whose ``call_module`` is left alone is called as it is.
 Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``), so this is on
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
-in the calling code itself; so is, from 3.13, what a method load pushes (the class's function or
-a C type's method: no bound method is made). A function left alone is found with its routed
+in the calling code itself (one set test, ``RouteTable.as_is``, for one called as it is); so is,
+from 3.13, what a method load pushes (the class's function or a C type's method: no bound method
+is made). A function left alone is found with its routed
 copy behind a check that it keeps its code (``entry.make_code_checked``: the copy runs that code
 only; a function given new code is decided anew). A miss goes to ``RouteTable.__missing__``:
 bound methods and modules are answered there; the rest go to ``CalleeCompiler.route``
@@ -70,6 +71,11 @@ _AS_IS = object()
 _MISSING = object()  #: not in ``CalleeCompiler._known``
 
 
+#: What ``RouteTable.__missing__`` (on the path of calls made anew) compares with, read as globals.
+_BUILTIN_METHOD, _METHOD = types.BuiltinMethodType, types.MethodType
+_FUNCTION, _MODULE = types.FunctionType, types.ModuleType
+
+
 class RouteTable(dict):
     """Callable -> what routed code calls instead, for callables decided on before; a callable
     not in it is passed to ``route``, which decides (and remembers it here where it may). It is
@@ -81,22 +87,42 @@ class RouteTable(dict):
     function is (looked up here, unbound); a module goes to ``modules`` (its compiled caller or
     itself)."""
 
-    __slots__ = ("route", "modules")
+    __slots__ = ("route", "modules", "as_is")
     __hash__ = object.__hash__
     __eq__ = object.__eq__
     __ne__ = object.__ne__
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: the keys held for themselves (called as they are): what a call site tests first
+        self.as_is: set[Any] = set()
+
+    def put(self, obj: Any, target: Any) -> None:
+        self[obj] = target
+        if target is obj:
+            self.as_is.add(obj)
+
+    def discard(self, obj: Any) -> None:
+        self.as_is.discard(obj)  # first: a call site finding it there reads no more
+        self.pop(obj, None)
+
+    def clear(self) -> None:
+        self.as_is.clear()
+        super().clear()
+
     def __missing__(self, obj: Any) -> Any:
-        kind = obj.__class__
-        if kind is types.BuiltinMethodType:
+        kind = type(obj)
+        if kind is _BUILTIN_METHOD:
             owner = obj.__self__
-            if owner is not None and type(owner) is not types.ModuleType:
+            if owner is not None and type(owner) is not _MODULE:
                 return obj
-        elif kind is types.MethodType:
+        elif kind is _METHOD:
             fn = obj.__func__
-            if type(fn) is types.FunctionType:
+            if type(fn) is _FUNCTION:
+                if fn in self.as_is:
+                    return obj
                 target = self[fn]
-                return obj if target is fn else types.MethodType(target, obj.__self__)
+                return obj if target is fn else _METHOD(target, obj.__self__)
         elif isinstance(obj, nn.Module):
             if not obj._modules and _LIBRARY_LEAVES.get(kind, _MISSING) is kind.forward:
                 return obj  # a library leaf (``CalleeCompiler.__call__``), without the call
@@ -212,7 +238,7 @@ class CalleeCompiler:
         self._known[obj] = target
         if type(target) is tuple:  # a routed copy, behind the check that ``obj`` keeps its code
             target = make_code_checked(obj, target[1], self.route)
-        self.table[obj] = target
+        self.table.put(obj, target)
 
     def _target(self, fn: types.FunctionType) -> Any:
         """What a call of ``fn`` runs: its compiled version, its routed copy, or ``fn``."""
@@ -293,7 +319,7 @@ class CalleeCompiler:
         for fn in list(self._known):
             if getattr(fn, "__code__", None) is code:
                 self._known.pop(fn, None)
-                self.table.pop(fn, None)
+                self.table.discard(fn)
         for ref in self._compiled.keyrefs():
             fn = ref()
             if fn is not None and fn.__code__ is code:

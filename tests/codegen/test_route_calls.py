@@ -175,7 +175,8 @@ def test_defaults_keywords_and_attributes_are_kept():
 
 
 class _Table(dict):
-    """A router's table as ``callees.RouteTable`` is one: a miss asks the router."""
+    """A router's table as ``callees.RouteTable`` is one: a miss asks the router; ``as_is``
+    holds the callables called as they are."""
 
     __hash__ = object.__hash__
     __eq__ = object.__eq__
@@ -184,10 +185,10 @@ class _Table(dict):
         return self.route(obj)
 
 
-def _with_table(replace=None):
+def _with_table(replace=None, as_is=()):
     seen, route = _recording()
     route.table = table = _Table(replace or {})
-    table.route = route
+    table.route, table.as_is = route, set(as_is)
     return seen, route
 
 
@@ -222,6 +223,14 @@ def test_a_table_answers_call_sites_and_a_miss_asks_the_router():
     assert fn(3, abs) == [0 + 0, 1 + 1000, 1000, 2 + 2000, 4]
     assert helper not in seen  # found in the table: the router is not called
     assert abs in seen and len in seen  # not in it: asked, at each call
+
+
+def test_a_callable_in_the_tables_as_is_set_is_called_without_a_lookup():
+    # the table would answer otherwise for ``helper``: the set is tested first
+    seen, route = _with_table({helper: lambda x, k=1: x * 1000, len: len}, as_is={helper})
+    fn = routed(calls_in_nested_handlers, route)
+    assert fn(3, abs) == calls_in_nested_handlers(3, abs)
+    assert helper not in seen and len not in seen and abs in seen
 
 
 def test_an_unhashable_callable_is_routed_and_handlers_still_see_the_calls_exceptions():
