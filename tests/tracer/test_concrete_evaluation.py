@@ -12,6 +12,7 @@ import cmath
 import copy
 import fnmatch
 import fractions
+import hashlib
 import json
 import keyword
 import os.path
@@ -25,7 +26,7 @@ import pytest
 import torch
 
 import bytegraph
-from tests.difftest import check, check_breaks
+from tests.difftest import assert_same, check, check_breaks
 from tests.dynamo_baseline import assert_no_more_breaks
 
 PATTERN = re.compile(r"(?P<name>\w+)\.(?P<index>\d+)")
@@ -571,3 +572,69 @@ def global_fraction_returned(t):
 def test_a_global_fraction_given_back_is_itself():
     bytegraph.reset()
     assert bytegraph.compile(global_fraction_returned)(torch.ones(2))[1] is THIRD
+
+
+def hash_digests(t):
+    key = hashlib.sha256(b"model-" + str(t.shape[0]).encode()).hexdigest()
+    h = hashlib.new("sha1", b"a")
+    copied = h.copy()
+    return (
+        t + len(key),
+        key,
+        hashlib.md5(b"abc").digest(),
+        hashlib.blake2b(b"z", digest_size=8).hexdigest(),
+        hashlib.shake_128(b"q").hexdigest(4),
+        copied.hexdigest(),
+    )
+
+
+def hash_given_back(t):
+    h = hashlib.md5(b"abc")
+    return t + 1, h, [h], id(h)
+
+
+def hash_updated(t):
+    h = hashlib.sha1(b"a")
+    before = h.hexdigest()
+    h.update(b"b")  # changes it: a break, on the copy the call gives back
+    return t + 1, before, h.hexdigest(), h  # read after the break: another break
+
+
+HASH_CASES = [(hash_digests, 0), (hash_given_back, 0), (hash_updated, 2)]
+
+
+def _digests(value):
+    """Hash objects (compared by state and identity of their own) as their digests."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(map(_digests, value))
+    return ("digest", value.hexdigest()) if hasattr(value, "hexdigest") else value
+
+
+@pytest.mark.parametrize(("fn", "breaks"), HASH_CASES, ids=lambda c: getattr(c, "__name__", c))
+def test_hashes_of_values_are_computed(fn, breaks):
+    """``hashlib``'s hashes of values are computed at trace time (a hash object made from values
+    is read there: digest, hexdigest, copy); one given back is a new copy on each call, one
+    object within a call (``id`` and the list agree), which code after a break may change."""
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn)
+    results = []
+    for _ in range(3):
+        got, expected = compiled(torch.ones(2)), fn(torch.ones(2))
+        kept = 3 if fn is hash_given_back else len(got)  # not the id: another object's
+        assert_same(_digests(got[:kept]), _digests(expected[:kept]))
+        results.append(got)
+    if fn is hash_given_back:
+        first, second = results[0], results[1]
+        assert first[1] is first[2][0] and id(first[1]) == first[3]
+        assert first[1] is not second[1]
+        first[1].update(b"more")  # the caller changes its copy: the next call's is eager's
+        assert compiled(torch.ones(2))[1].hexdigest() == fn(torch.ones(2))[1].hexdigest()
+    if fn is hash_updated:
+        assert results[0][3] is not results[1][3]
+    assert _explain_breaks(fn) == breaks
+    assert_breaks_at_most_dynamos(fn, breaks)
+
+
+def _explain_breaks(fn):
+    bytegraph.reset()
+    return bytegraph.explain(fn)(torch.ones(2)).graph_break_count

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import fractions
+import hashlib
 import inspect
 import operator
 import re
@@ -83,6 +84,17 @@ IMMUTABLE_PY_KINDS: dict[type, Callable[[Any], tuple]] = {
 }
 IMMUTABLE_KINDS = (*IMMUTABLE_C_KINDS, *IMMUTABLE_PY_KINDS)
 call_rules_for(*IMMUTABLE_PY_KINDS, owner=__name__, fold=True)
+
+#: ``hashlib``'s constructors, pure on values: computed at trace time (``hashlib.sha256(b"..")``).
+_HASH_CONSTRUCTORS = [getattr(hashlib, name) for name in sorted(hashlib.algorithms_guaranteed)]
+call_rules_for(*_HASH_CONSTRUCTORS, hashlib.new, owner=__name__, fold=True)
+#: C types whose objects change only through methods outside a known set of reading ones (a
+#: hash's ``update``): one made at trace time from values is a constant of the trace on which
+#: only those methods are computed (any other call breaks: the trace never changes it), given
+#: back as a ``copy()`` of it, made on each call, which code after a break may change.
+READ_ONLY_C_METHODS: dict[type, frozenset[str]] = {
+    type(make()): frozenset({"digest", "hexdigest", "copy"}) for make in _HASH_CONSTRUCTORS
+}
 
 #: The ``re`` module's functions of a pattern and a string, computed whole at trace time on
 #: constants rather than traced through the pattern compiler: pure (the cache of compiled
@@ -179,6 +191,13 @@ def traced_substitution(
     found = tx.fold_call(substitution.matches, [ConstantVariable(pattern), string, count], {})
     polyfill = tx.wrap_static(substitution.subn)
     return dispatch.call(tx, polyfill, [found, repl, string, ConstantVariable(with_count)], {})
+
+
+def _read_only_c(value: Any) -> bool:
+    """A ``READ_ONLY_C_METHODS`` object, or a method bound to one."""
+    return type(value) in READ_ONLY_C_METHODS or (
+        type(getattr(value, "__self__", None)) in READ_ONLY_C_METHODS
+    )
 
 
 #: Values a ``ConstantVariable`` holds that are immutable and fixed by their guards.
@@ -376,17 +395,19 @@ class ConstantVariable(ConstantLikeVariable):
         owner = getattr(self.value, "__self__", None)
         # a C class method bound to a constant type (``n.from_bytes``, ``x.fromhex``): pure
         of_constant_type = any(owner is cls for cls in CONSTANT_TYPES)
+        reading = READ_ONLY_C_METHODS.get(type(owner), ())
         if not callable(self.value) or (
             type(owner) not in CONSTANT_TYPES
             and type(owner) not in IMMUTABLE_KINDS
             and not of_constant_type
             and not reading_method(self.value)
+            and getattr(self.value, "__name__", None) not in reading
         ):
             raise Unsupported("call", f"calling {self.value!r}")
         if getattr(self.value, "__name__", "") == "join" and len(args) == 1 and not kwargs:
             args = [tx.fold(tuple(v.as_python_constant() for v in dispatch.iterate(tx, args[0])))]
         constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
-        if type(owner) in IMMUTABLE_KINDS:  # ``pattern.sub(fn, s)`` would call ``fn``
+        if type(owner) in (*IMMUTABLE_KINDS, *READ_ONLY_C_METHODS):  # ``pattern.sub(fn, s)``
             constant = value_arguments(args, kwargs)
         if not constant and type(owner) is re.Pattern and self.value.__name__ in ("sub", "subn"):
             return _pattern_substitution(tx, owner, self.value.__name__, args, kwargs)
@@ -409,6 +430,8 @@ class ConstantVariable(ConstantLikeVariable):
         if type(owner) in IMMUTABLE_KINDS and not folded_value(result):
             # ``pattern.finditer(s)``: an iterator, not a value
             raise Unsupported("call", f"{self.value.__qualname__} gives a {type(result).__name__}")
+        if type(result) in READ_ONLY_C_METHODS:  # ``h.copy()``: a new one, read here in turn
+            return ConstantVariable(result)
         return tx.fold(result)
 
     def _reject_indices(self, args: list[VariableTracker], kwargs: dict) -> None:
@@ -437,7 +460,30 @@ class ConstantVariable(ConstantLikeVariable):
             kind = type(self.value).__name__
             raise Unsupported("unpack", f"cannot iterate over {kind}") from None
 
+    def is_python_constant(self) -> bool:
+        """Not for a ``READ_ONLY_C_METHODS`` object or its method: what it is given back as is
+        another object (its id, hash and repr are that object's, not known here)."""
+        return not _read_only_c(self.value)
+
+    def as_python_constant(self) -> Any:
+        if _read_only_c(self.value):
+            raise Unsupported("not_constant", f"{self} is given back as a copy")
+        return self.value
+
     def reconstruct(self, cg: Codegen) -> None:
+        owner = getattr(self.value, "__self__", None)
+        if type(owner) in READ_ONLY_C_METHODS:  # ``h.update``: bound to the copy given back
+            ConstantVariable(owner).reconstruct(cg)
+            cg.load_attr(self.value.__name__)
+            return
+        if type(self.value) in READ_ONLY_C_METHODS:  # a copy made on each call, once per object
+            cg.build_once(
+                self.value,
+                lambda: (
+                    cg.load_const(type(self.value).copy).load_const(self.value).call_function(1)
+                ),
+            )
+            return
         rebuild = IMMUTABLE_PY_KINDS.get(type(self.value))
         if rebuild is None:
             cg.load_const(self.value)
@@ -480,7 +526,7 @@ class ObjectIdVariable(VariableTracker):
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(id)
-        if isinstance(self.of, ConstantVariable):
+        if isinstance(self.of, ConstantVariable) and self.of.is_python_constant():
             # through a cell: the code's constant table would keep one of several equal values
             cg.load_cell_value(f"__bg_id{len(cg.cells)}", self.of.value)
         else:

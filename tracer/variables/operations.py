@@ -630,8 +630,9 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         owner = _real(tx, vt.self_vt, hash if fn is hash else repr)
         return _MISSING if owner is _MISSING else types.MethodType(vt.fn, owner)
     if isinstance(vt, ConstantVariable):
-        # a constant's identity is not kept (an equal one may come next call): id() breaks
-        return vt.value if fn is not id else _MISSING
+        # a constant's identity is not kept (an equal one may come next call): id() breaks; an
+        # object given back as a copy (``constants.READ_ONLY_C_METHODS``) is not the one here
+        return vt.value if fn is not id and vt.is_python_constant() else _MISSING
     if isinstance(vt, (ConstantLikeVariable, BuiltinVariable)) or (
         isinstance(vt, UserFunctionVariable) and vt.is_python_constant()
     ):  # a class, module, function: guarded by identity where it was read
@@ -2470,7 +2471,14 @@ def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) 
 
 @builtin(type)
 def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    return tx.wrap_static(obj.python_type())
+    """The class; of an object from outside the call, read through it (``type(L['self'])``, its
+    identity the object's type guard), so that what the trace reads from the class is guarded
+    and rebuilt through it (``type(self).__dict__``, live at a graph break)."""
+    cls = obj.python_type()
+    if isinstance(obj, objects.UserObjectVariable) and obj.source is not None:
+        if type(obj.value) is cls:
+            return tx.wrap(cls, TypeSource(obj.source))
+    return tx.wrap_static(cls)
 
 
 @builtin(getattr)
@@ -3105,7 +3113,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
             )
         return result
     if _sequence_protocol(value):
-        return UserFunctionVariable(sequence_items).call_function(tx, [value], {})
+        index = ConstantVariable(0)
+        return UserFunctionVariable(sequence_items).call_function(tx, [value, index], {})
     error = containers.not_iterable(value)
     if error is not None:
         raise PythonError(error)
