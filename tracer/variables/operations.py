@@ -2471,14 +2471,7 @@ def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) 
 
 @builtin(type)
 def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    """The class; of an object from outside the call, read through it (``type(L['self'])``, its
-    identity the object's type guard), so that what the trace reads from the class is guarded
-    and rebuilt through it (``type(self).__dict__``, live at a graph break)."""
-    cls = obj.python_type()
-    if isinstance(obj, objects.UserObjectVariable) and obj.source is not None:
-        if type(obj.value) is cls:
-            return tx.wrap(cls, TypeSource(obj.source))
-    return tx.wrap_static(cls)
+    return tx.wrap_static(obj.python_type())
 
 
 @builtin(getattr)
@@ -3113,8 +3106,7 @@ def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
             )
         return result
     if _sequence_protocol(value):
-        index = ConstantVariable(0)
-        return UserFunctionVariable(sequence_items).call_function(tx, [value, index], {})
+        return UserFunctionVariable(sequence_items).call_function(tx, [value], {})
     error = containers.not_iterable(value)
     if error is not None:
         raise PythonError(error)
