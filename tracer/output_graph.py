@@ -24,7 +24,7 @@ from ..backends.state_nodes import RUNTIME
 from ..guards import kinds
 from ..guards.guard import Fixed, Guard, TensorSpec
 from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
-from . import effects
+from . import effects, generator_draws
 from .breaks import deferred_checks
 from .breaks.deferred_checks import DeferredChecks
 from .exc import Unsupported
@@ -147,6 +147,16 @@ class OutputGraph:
         """``getter()`` still returns ``value``: global state the trace read; ``label`` names it."""
         self.add_guard(kinds.GLOBAL_STATE(None, (label, getter, value)))
 
+    def check_prologue_state(self, what: str) -> None:
+        """The prologue (``SideEffects.prologue``) runs under the state the call started with:
+        ``what`` the trace makes for it must be made under the same state (default dtype and
+        device; a ``torch.device`` block of the trace is not entered for real while tracing: its
+        device is the trace's)."""
+        device = self.state.default_device() or torch.get_default_device()
+        now = (torch.get_default_dtype(), str(device), torch.is_inference_mode_enabled())
+        if now != self.side_effects.entry_state:
+            raise Unsupported("new_object", f"{what} under a changed default dtype/device")
+
     def input_value(self, source: Source | None) -> Any:
         """The real value of the graph input read at ``source``; None where no input was."""
         for input_source, value in zip(self.inputs, self.input_values, strict=True):
@@ -241,8 +251,13 @@ class OutputGraph:
         return self._create("call_method", name, args, kwargs)
 
     def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
-        fake_args = tuple(fake_run.as_fake(a) for a in args)
-        fake_kwargs = {k: fake_run.as_fake(v) for k, v in kwargs.items()}
+        try:
+            fake_args = tuple(fake_run.as_fake(a) for a in args)
+            fake_kwargs = {k: fake_run.as_fake(v) for k, v in kwargs.items()}
+        except Unsupported:
+            if generator_draws.takes_generator(args, kwargs):  # ``generator=g``: no graph input
+                return generator_draws.draw_before_graph(self, op, target, args, kwargs)
+            raise
         eager_checks.check(op, target, fake_args, fake_kwargs)
         called = target
         if op == "call_function":
@@ -399,6 +414,14 @@ class OutputGraph:
         del self.created[count:]
         self.side_effects.restore(effects)
         self.state.restore(state)
+        # the inputs read from the locals of prologue draws undone here: nothing sets those locals
+        made = {entry[0] for entry in self.side_effects.prologue}
+        for source in [s for s in self.inputs if generator_draws.undone(s, made)]:
+            del self.input_values[list(self.inputs).index(source)]
+            node = self.inputs.pop(source).node
+            if self._last_placeholder is node:
+                self._last_placeholder = None
+            self.graph.erase_node(node)
 
     def state_node(self, fn: Any, args: tuple, runtime: bool = False) -> torch.fx.Node:
         """A node changing torch global state (``_set_grad_enabled``, ``enter_autocast``...): kept

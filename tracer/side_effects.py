@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..guards.guard import default_device_as_set
+from ..guards.sources import Source
 from .exc import PythonError, Unsupported
 from .variables.base import MISSING, VariableTracker, type_lookup, walk
 
@@ -52,9 +53,10 @@ class SideEffects:
         #: objects created during the trace, by id of their tracker, in creation order; each has a
         #: ``create(cg)`` method pushing a blank instance and a ``name``, the local it lives in
         self.new_objects: dict[int, VariableTracker] = {}
-        #: ``(local, cls, args, kwargs)``: ``torch.nn`` modules the rewritten code builds before the
-        #: graph runs (see ``modules.construct_module``), in creation order
-        self.prologue: list[tuple[str, type, tuple, dict]] = []
+        #: ``(local, fn, args, kwargs)``: calls the rewritten code makes before the graph runs
+        #: (``torch.nn`` modules built, ``modules._build_torch_module``; draws from a
+        #: ``torch.Generator``, ``generator_draws``), in creation order
+        self.prologue: list[tuple[str, Any, tuple, dict]] = []
         self.counter = 0  #: numbers the locals of new objects (never reused within a trace)
         #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
         #: inlined override) are replayed with ``object.__setattr__``, not ``STORE_ATTR``
@@ -397,17 +399,23 @@ class SideEffects:
         """Ids of the hook tables a removal the replay will make changes."""
         return frozenset().union(*(ids for _, ids in self.hook_removals))
 
-    def add_prologue(self, entry: tuple[str, type, tuple, dict]) -> None:
-        """A ``torch.nn`` module the rewritten code builds before the graph runs."""
+    def add_prologue(self, entry: tuple[str, Any, tuple, dict]) -> None:
+        """A call the rewritten code makes before the graph runs: a ``torch.nn`` module built,
+        a draw from a ``torch.Generator`` (``generator_draws``)."""
         self._stores = None
         self.prologue.append(entry)
 
     def emit_prologue(self, cg: Codegen) -> None:
-        """Before the graph runs: build the ``torch.nn`` modules made during the trace."""
-        for name, cls, args, kwargs in self.prologue:
-            cg.load_const(cls)
+        """Before the graph runs: ``local = fn(*args, **kwargs)`` for each prologue entry, in the
+        order the trace made them; an argument that is a ``Source`` is read from it (a generator,
+        an earlier entry's local), any other is a constant."""
+        for name, fn, args, kwargs in self.prologue:
+            cg.load_const(fn)
             for value in [*args, *kwargs.values()]:
-                cg.load_const(value)
+                if isinstance(value, Source):
+                    value.reconstruct(cg)
+                else:
+                    cg.load_const(value)
             cg.call_function(len(args) + len(kwargs), tuple(kwargs))
             cg.store_local(name)
 

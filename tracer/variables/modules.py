@@ -808,7 +808,7 @@ def _build_torch_module(
     refused when the constructor draws from it and the graph already drew before this point."""
     values = [_module_arg(cls, a) for a in args]
     kwvalues = {k: _module_arg(cls, v) for k, v in kwargs.items()}
-    _check_entry_state(tx, cls)
+    tx.output.check_prologue_state(f"creating a {cls.__name__} module")
     module, drew = _build_keeping_rng(cls, values, kwvalues)
     if drew and any(_is_random(node) for node in tx.output.graph.nodes):
         raise Unsupported(
@@ -817,8 +817,10 @@ def _build_torch_module(
             hint="create the module before the random ops (or outside the compiled function)",
         )
     effects = tx.output.side_effects
-    # built by the rewritten code before the graph runs (its __init__ may draw random numbers)
-    deferred_checks.note_effect(tx.output, f"creating a {cls.__name__} module")
+    # built by the rewritten code before the graph runs: a rerun builds another, which only
+    # shows when its __init__ draws random numbers
+    if drew:
+        deferred_checks.note_effect(tx.output, f"creating a {cls.__name__} module")
     name = effects.new_name("__bg_fresh")
     effects.add_prologue((name, cls, tuple(values), kwvalues))
     return tx.wrap(module, FreshSource(name))
@@ -841,19 +843,6 @@ def _immutable(value: Any) -> bool:
     if type(value) is tuple:
         return all(_immutable(v) for v in value)
     return isinstance(value, _MODULE_ARG_TYPES) and value is not MISSING
-
-
-def _check_entry_state(tx: Translator, cls: type) -> None:
-    """The prologue builds the module under the state the call started with; the trace must be
-    under the same state here (parameters take the default dtype and device; a ``torch.device``
-    block of the trace is not entered for real while tracing: its device is the trace's)."""
-    device = tx.output.state.default_device() or torch.get_default_device()
-    now = (torch.get_default_dtype(), str(device))
-    now += (torch.is_inference_mode_enabled(),)
-    if now != tx.output.side_effects.entry_state:
-        raise Unsupported(
-            "new_object", f"creating a {cls.__name__} module under a changed default dtype/device"
-        )
 
 
 def _build_keeping_rng(
