@@ -218,15 +218,26 @@ class DictValueSource(ChainedSource):
 
 @dataclass(frozen=True)
 class CallSource(ChainedSource):
-    """What calling ``base`` with no arguments gives: the object a weak reference points to
-    (``C['opt_ref'].cell_contents()``, None once it died), a class's ``__subclasses__()``."""
+    """What calling ``base`` gives, with no arguments or those read at ``args``: the object a weak
+    reference points to (``C['opt_ref'].cell_contents()``, None once it died), a class's
+    ``__subclasses__()``, the method a caching descriptor gives an instance
+    (``type(L['a']).__dict__['f'].__get__(L['a'], type(L['a']))``). Only for calls that give the
+    same object each time once made."""
+
+    args: tuple[Source, ...] = ()
+
+    @cached
+    def depth(self) -> int:
+        return max((self.base.depth, *(a.depth for a in self.args))) + 1
 
     def render(self, roots: dict[str, str]) -> str:
-        return f"{self.base.render(roots)}()"
+        return f"{self.base.render(roots)}({', '.join(a.render(roots) for a in self.args)})"
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
-        cg.call_function(0)
+        for arg in self.args:
+            arg.reconstruct(cg)
+        cg.call_function(len(self.args))
 
 
 @dataclass(frozen=True)

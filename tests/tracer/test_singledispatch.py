@@ -165,3 +165,68 @@ def _ambiguous(x, obj):
 def test_ambiguous_dispatch_raises_as_eager():
     """The lookup raises: it is left to the traced code, which breaks where it reads the caches."""
     check_breaks(_ambiguous, lambda: (torch.randn(3), SizedAndIterable()), graphs=0, breaks=2)
+
+
+# ``functools.singledispatchmethod``: on 3.13 its ``__get__`` caches the method it makes for each
+# instance in a weak-keyed dict, read and filled for real at trace time (as eager fills it); before
+# 3.13 ``__get__`` makes a new method each time and is traced as written.
+class Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    @functools.singledispatchmethod
+    def apply(self, value):
+        return value + self.factor
+
+    @apply.register
+    def _(self, value: int):
+        return value * self.factor
+
+    @apply.register
+    def _(self, value: torch.Tensor):
+        return value * self.factor - 1
+
+
+class Renamer:
+    @functools.singledispatchmethod
+    def name(self, value):
+        return "default"
+
+
+_SCALER = Scaler(3)
+
+
+def _method_dispatches(x):
+    return _SCALER.apply(x) + _SCALER.apply(4), _SCALER.apply(2.5)
+
+
+def _method_of(x, obj):
+    return obj.apply(x) + obj.apply(2), obj.apply
+
+
+def test_singledispatchmethod_dispatches_in_the_graph():
+    check_breaks(_method_dispatches, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _method_dispatches, torch.randn(3))
+
+
+def test_singledispatchmethod_gives_eager_method_for_each_instance():
+    compiled, counter = compile_counted(_method_of)
+    x, first = torch.randn(3), Scaler(2)
+    for obj in (first, Scaler(5), first):
+        result, method = compiled(x, obj)
+        expected, eager_method = _method_of(x, obj)
+        torch.testing.assert_close(result, expected)
+        assert (method is obj.apply) == (eager_method is obj.apply)  # the cached one (3.13)
+        assert method(7) == eager_method(7) == 7 * obj.factor
+    assert counter.frame_count == 2  # one variant per instance seen (its factor is a constant)
+
+
+def test_singledispatchmethod_register_after_compiling_is_seen():
+    def fn(x, obj):
+        return x + 1, obj.name("s"), obj.name(1.5)
+
+    compiled, _ = compile_counted(fn)
+    x, obj = torch.randn(3), Renamer()
+    assert compiled(x, obj)[1:] == ("default", "default")
+    Renamer.name.register(str, lambda self, value: "str")
+    assert compiled(x, obj)[1:] == fn(x, obj)[1:] == ("str", "default")

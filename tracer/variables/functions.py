@@ -1194,6 +1194,46 @@ def _singledispatch_call(
 CALL_HOOKS[_SINGLEDISPATCH_CODE] = _singledispatch_call
 
 
+# ``functools.singledispatchmethod.__get__`` where the descriptor caches the method it makes for
+# each instance in a weak-keyed dict (``_method_cache``, Python 3.13; None once an instance could
+# not key it): the trace does not model that dict, so ``__get__`` is called for real at trace time
+# on the instance, as ``dispatch`` above (the effect is the eager call's own: the cache filled, and
+# every later ``__get__`` gives the same method). The method is read again through the same call,
+# which gives the cached object. Without a cache ``__get__`` is inlined as written.
+def _singledispatchmethod_get(
+    tx: Translator,
+    fn: UserFunctionVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker | None:
+    """``descriptor.__get__(obj, cls)`` of a caching singledispatchmethod, ``obj`` an existing
+    object and ``cls`` a class, both known at trace time."""
+    descriptor_vt = fn.self_vt
+    descriptor = getattr(descriptor_vt, "value", None)
+    if kwargs or len(args) != 2 or descriptor_vt.source is None:
+        return None
+    if not isinstance(descriptor, functools.singledispatchmethod):
+        return None
+    obj_vt, cls_vt = args
+    obj = getattr(obj_vt, "value", None)
+    if getattr(descriptor, "_method_cache", None) is None or obj is None or obj_vt.source is None:
+        return None
+    if type(obj) is not obj_vt.python_type() or cls_vt.source is None:
+        return None
+    if not cls_vt.is_python_constant() or not isinstance(cls_vt.as_python_constant(), type):
+        return None
+    try:
+        method = descriptor.__get__(obj, cls_vt.as_python_constant())
+    except Exception:  # noqa: BLE001 (raises again in Python)
+        return None
+    get = AttrSource(descriptor_vt.source, "__get__")
+    return tx.wrap(method, CallSource(get, (obj_vt.source, cls_vt.source)))
+
+
+_singledispatchmethod_get.accepts_bound = True  # type: ignore[attr-defined]
+CALL_HOOKS[functools.singledispatchmethod.__get__.__code__] = _singledispatchmethod_get
+
+
 # ``staticmethod(v)`` and ``classmethod(v)`` made in the trace, of any value: the wrapper CPython
 # makes, whose ``__func__`` (and ``__wrapped__``) is ``v`` itself; a staticmethod object calls it.
 @dataclass(eq=False)
