@@ -494,3 +494,52 @@ def test_update_wrapper_of_a_class():
 
     check(fn, torch.ones(2), Namespaced)
     assert_no_more_breaks(0, fn, torch.ones(2), Namespaced)
+
+
+# -- a class's namespace live at a graph break: ``type(self)`` is read through ``self`` (guarded),
+# so the namespace is the class's wherever it is read; the proxy itself, live at the break, is made
+# again by the resume function as ``vars(cls)`` (``made_in_resume``)
+class Scales:
+    scale = 2
+    shift = 3
+
+    def scaled(self, x):
+        for name, value in type(self).__dict__.items():
+            if name == "shift":
+                print("at", name)  # a break inside the loop over the namespace
+            if isinstance(value, int):
+                x = x * value
+        return x
+
+    def kept(self, x):
+        namespace = type(self).__dict__
+        print("break")  # the proxy is live here
+        return x * namespace["scale"], sorted(namespace), type(namespace), len(namespace)
+
+
+#: torch.compile runs these calls in Python ("Failed to trace builtin operator")
+_NO_GRAPH = "torch.compile compiles no graph of the call"
+
+
+def _namespace_iterated(x, obj):
+    return obj.scaled(x)
+
+
+def _namespace_kept(x, obj):
+    return obj.kept(x)
+
+
+def test_class_namespace_iterated_across_a_break():
+    from dynamo_baseline import assert_no_more_breaks
+
+    check_breaks(_namespace_iterated, lambda: (torch.ones(2), Scales()), graphs=2, breaks=1)
+    assert_no_more_breaks(
+        1, _namespace_iterated, torch.ones(2), Scales(), baseline_missing=_NO_GRAPH
+    )
+
+
+def test_class_namespace_live_at_a_break():
+    from dynamo_baseline import assert_no_more_breaks
+
+    check_breaks(_namespace_kept, lambda: (torch.ones(2), Scales()), graphs=1, breaks=1)
+    assert_no_more_breaks(1, _namespace_kept, torch.ones(2), Scales(), baseline_missing=_NO_GRAPH)

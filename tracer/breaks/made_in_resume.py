@@ -1,4 +1,4 @@
-"""Generators that a resume function makes itself, rather than receiving them.
+"""Values that a resume function makes itself, rather than receiving them.
 
 A generator made in the trace that has not started is rebuilt at a graph break by calling what
 made it on the same arguments (``iterators.made_by``): ``itertools.product(*pools)`` for a
@@ -9,6 +9,10 @@ break can reach it, so it is made later, with the same result: the local travels
 ``(function, args, kwargs)`` and the resume function's prefix makes it
 (``ResumePoint.made_locals``). Traced, the prefix calls the polyfill, and the items are taken in
 the graph; run as plain Python, it makes the C object, of the type CPython makes.
+
+A class's namespace (``cls.__dict__``, a read-only proxy CPython makes anew at each read) is made
+the same way, as ``vars(cls)``: received as an object, the resume function's trace could not tell
+it is a class's namespace (``builder``'s proxies are read through only for other mappings).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ..code_reader import parameters
 from ..variables import iterators
 from ..variables.base import VariableTracker
 from ..variables.constants import ConstantVariable
-from ..variables.containers import TupleVariable
+from ..variables.containers import MappingProxyVariable, TupleVariable
 from ..variables.iterators import GeneratorVariable
 
 if TYPE_CHECKING:
@@ -43,7 +47,7 @@ def made_locals(
     return {k: frozenset(v) for k, v in made.items()}
 
 
-def load_recipe(cg: Codegen, gen: GeneratorVariable) -> None:
+def load_recipe(cg: Codegen, gen: VariableTracker) -> None:
     """Push ``(function, args, kwargs)`` for ``gen`` (``codegen.resume.make_local`` calls it)."""
     recipe = _recipe(gen)
     assert recipe is not None
@@ -68,10 +72,13 @@ class _Unwritable(Exception):  # noqa: N818 (control flow, not an error)
 
 
 def _recipe(vt: Any) -> tuple[Any, list, list] | None:
-    """``(function, args, (name, value) pairs)`` that make ``vt`` again, if it is a generator made
-    in the trace that has not started and whose call can be written down now: optional arguments
-    of a C function are left out where they hold their default (``itertools.repeat(x)`` refuses
-    ``times=None``), which must then be known constants."""
+    """``(function, args, (name, value) pairs)`` that make ``vt`` again, if it is a class's
+    namespace, or a generator made in the trace that has not started and whose call can be
+    written down now: optional arguments of a C function are left out where they hold their
+    default (``itertools.repeat(x)`` refuses ``times=None``), which must then be known
+    constants."""
+    if isinstance(vt, MappingProxyVariable) and vt.owner is not None:
+        return vars, [vt.owner], []
     if not isinstance(vt, GeneratorVariable) or vt.source is not None:
         return None
     if not iterators.restartable(vt):

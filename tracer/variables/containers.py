@@ -1482,6 +1482,9 @@ class MappingProxyVariable(VariableTracker):
 
     mapping: DictVariable
     source: Source | None = None
+    #: the class whose namespace this is (``cls.__dict__``, ``vars(cls)``; None for another proxy):
+    #: a resume function makes the proxy again as ``vars(owner)`` (``made_in_resume``)
+    owner: VariableTracker | None = None
 
     def python_type(self) -> type:
         return types.MappingProxyType

@@ -744,7 +744,7 @@ class BuiltinVariable(VariableTracker):
             # a builtin type's namespace (``functools.update_wrapper(w, int)`` copies it)
             source = ConstSource(attr, label)
             items = {k: tx.wrap_fixed(v, f"{label}[{k!r}]") for k, v in attr.items()}
-            return MappingProxyVariable(DictVariable(items, source), source)
+            return MappingProxyVariable(DictVariable(items, source), source, owner=self)
         return tx.wrap_fixed(attr, label)
 
     def reconstruct(self, cg: Codegen) -> None:

@@ -1264,7 +1264,7 @@ def _namespace(tx: Translator, cls_vt: VariableTracker) -> VariableTracker | Non
     tx.output.assume_keys(source, tuple(namespace))
     items = {k: tx.wrap(v, ItemSource(source, k)) for k, v in namespace.items()}
     effects.namespaces.add(id(cls))
-    return containers.MappingProxyVariable(DictVariable(items, source), source)
+    return containers.MappingProxyVariable(DictVariable(items, source), source, owner=cls_vt)
 
 
 _TYPE_DICT = vars(type)["__dict__"]

@@ -2471,7 +2471,14 @@ def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) 
 
 @builtin(type)
 def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    return tx.wrap_static(obj.python_type())
+    """The class; of an object from outside the call, read through it (``type(L['self'])``, its
+    identity the object's type guard), so that what the trace reads from the class is guarded
+    and rebuilt through it (``type(self).__dict__``, live at a graph break)."""
+    cls = obj.python_type()
+    if isinstance(obj, objects.UserObjectVariable) and obj.source is not None:
+        if type(obj.value) is cls:
+            return tx.wrap(cls, TypeSource(obj.source))
+    return tx.wrap_static(cls)
 
 
 @builtin(getattr)
