@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dis
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,8 +84,7 @@ def make_resume(
     index, nstack, names = point.index, point.nstack, point.names
     iter_slots, null_slots, bool_slots = point.iter_slots, point.null_slots, point.bool_slots
     code = template.__code__
-    items = list(Bytecode.from_code(code))
-    depths_known = exception_table.set_try_depths(items, code)
+    items, depths_known = _decoded(code)
     target = Label()
     body: list[Any] = []
     seen = 0
@@ -170,6 +170,25 @@ def make_resume(
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     frame_locals.register(fn.__code__, UserFrame.of(code, point.cell_args))
     return fn
+
+
+#: Each template's instructions, decoded once: see ``_decoded``.
+_DECODED: weakref.WeakKeyDictionary[types.CodeType, tuple[tuple[Any, ...], bool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _decoded(code: types.CodeType) -> tuple[tuple[Any, ...], bool]:
+    """``code``'s instructions and whether their ``TryBegin``s hold their handlers' depths
+    (``exception_table.set_try_depths``), decoded once per code: a function breaking at several
+    places, or again in a later compile, has a resume function per break, all made from the same
+    instructions. Shared by all of them, so never changed: ``make_resume`` spells what it changes
+    as new items, and ``bytecode`` copies the items it assembles."""
+    cached = _DECODED.get(code)
+    if cached is None:
+        items = list(Bytecode.from_code(code))
+        cached = _DECODED[code] = (tuple(items), exception_table.set_try_depths(items, code))
+    return cached
 
 
 def _made(name: str) -> list[Instr]:

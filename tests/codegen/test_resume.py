@@ -5,6 +5,7 @@ back to the original's."""
 from __future__ import annotations
 
 import dis
+import weakref
 
 import pytest
 import torch
@@ -53,6 +54,8 @@ def test_try_block_depths_in_a_resume_function(monkeypatch, depths_read_first, b
     """Either the try-block depths are read from the original before building (the usual way), or,
     where they cannot be matched, ``bytecode``'s unreached depths are repaired afterwards from the
     original's table, through the instruction map (which 3.13's split pairs shift)."""
+    # each test decodes the template itself: one's decoding (with or without depths) is cached
+    monkeypatch.setattr(resume, "_DECODED", weakref.WeakKeyDictionary())
     if not depths_read_first:
         monkeypatch.setattr(exception_table, "set_try_depths", lambda items, code: False)
     scale = 1000.0 if big else 1.0
@@ -97,3 +100,28 @@ def test_split_pairs_map_back_to_the_original():
             assert target == at_original[original.argval // 2]
         else:
             assert (instr.opname, instr.argval) == (original.opname, original.argval)
+
+
+def test_resume_functions_of_one_template_share_its_decoding(monkeypatch):
+    """A template is decoded once for all its resume functions (``resume._decoded``): made one
+    after another, at each statement after a call (one of them in the try block), each is the
+    function made from a decoding of its own."""
+    fn = _many_locals
+    instrs = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
+    after_calls = [k + 1 for k in range(1, len(instrs)) if instrs[k].opname == "POP_TOP"]
+    after_calls = [k for k in after_calls if instrs[k - 2].opname == "CALL"]
+    names = ("x", "d", *(f"p{k}" for k in range(16)))
+
+    def made(index):
+        new = resume.make_resume(fn, None, resume.ResumePoint(index, 0, names))
+        code = new.__code__
+        parts = ("co_code", "co_exceptiontable", "co_linetable", "co_stacksize", "co_varnames")
+        return [getattr(code, part) for part in parts] + [new.__bytegraph_resume__]
+
+    shared = [made(index) for index in after_calls]
+    own = []
+    for index in after_calls:
+        monkeypatch.setattr(resume, "_DECODED", weakref.WeakKeyDictionary())
+        own.append(made(index))
+    assert len(after_calls) == 3 and sum(bool(parts[1]) for parts in own) >= 1
+    assert shared == own
