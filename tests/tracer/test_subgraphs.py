@@ -477,6 +477,39 @@ def test_dropout_under_a_user_dispatch_mode():
     assert_same(results[1], results[0])
 
 
+POLICY_CALLS: list[str] = []
+
+
+def _policy(ctx, op, *args, **kwargs):
+    POLICY_CALLS.append(str(op))
+    if op == torch.ops.aten.mm.default:
+        return ck.CheckpointPolicy.MUST_SAVE
+    return ck.CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def selective(t):
+    context_fn = functools.partial(ck.create_selective_checkpoint_contexts, _policy)
+    return ck.checkpoint(lambda x: (x @ x).sin() * 2, t, use_reentrant=False, context_fn=context_fn)
+
+
+def test_selective_checkpointing_breaks_cleanly():
+    """A ``context_fn`` (selective checkpointing: a policy called on every operator, forward and
+    recomputation) is not traced: the call breaks and runs in Python, its policy called as in
+    eager, with eager's values and gradients. (torch.compile traces it into its graph.)"""
+    compiled = bytegraph.compile(selective, backend="eager")
+    runs = []
+    for fn in (selective, compiled, compiled):
+        POLICY_CALLS.clear()
+        x = (torch.arange(9.0).reshape(3, 3) / 10).requires_grad_()
+        out = fn(x)
+        out.sum().backward()
+        runs.append((out, x.grad, list(POLICY_CALLS)))
+    assert POLICY_CALLS
+    assert_same(runs[1], runs[0])
+    assert_same(runs[2], runs[0])
+    assert _explain(selective, (torch.randn(3, 3, requires_grad=True),)) == (0, 1)
+
+
 def test_reentrant_without_grad_warns_as_eager():
     """A reentrant checkpoint none of whose arguments requires grad warns as eager's does, on
     every call the warning filters let through."""

@@ -343,16 +343,22 @@ def _checkpoint(
     if not args:
         raise Unsupported("subgraph", "checkpoint() without a function")
     function, fn_args = args[0], list(args[1:])
+    context_fn = kwargs.get("context_fn")
+    if context_fn is not None and not (
+        context_fn.is_python_constant()
+        and context_fn.as_python_constant() is torch_checkpoint.noop_context_fn
+    ):
+        raise Unsupported(
+            "subgraph",
+            "checkpoint() with a context_fn (selective checkpointing) is not traced",
+            hint="its policy runs in Python at the break, on every call, as in eager",
+        )
     options: dict[str, Any] = {}
-    for name in sorted(set(kwargs) & _CHECKPOINT_KEYWORDS):
+    for name in sorted(set(kwargs) & _CHECKPOINT_KEYWORDS - {"context_fn"}):
         if not kwargs[name].is_python_constant():
             raise Unsupported("subgraph", f"checkpoint()'s {name} is not a constant")
         options[name] = kwargs[name].as_python_constant()
     fn_kwargs = {k: v for k, v in kwargs.items() if k not in _CHECKPOINT_KEYWORDS}
-    if options.pop("context_fn", torch_checkpoint.noop_context_fn) is not (
-        torch_checkpoint.noop_context_fn
-    ):
-        raise Unsupported("subgraph", "checkpoint() with a context_fn (selective checkpointing)")
     reentrant = options.get("use_reentrant") is not False
     if reentrant and fn_kwargs:  # torch raises
         raise Unsupported(
