@@ -561,3 +561,133 @@ def test_a_tensor_method_live_at_a_break(fn, graphs, breaks):
     inputs = iter([torch.ones(2), torch.full((2,), 3.0), torch.arange(2.0)])
     check_breaks(fn, lambda: (next(inputs),), graphs=graphs, breaks=breaks, calls=3)
     assert_no_more_breaks(breaks, fn, torch.ones(2))
+
+
+# -- CPython's sequence iterator (``iter(obj)`` of a class with only ``__getitem__``), partly
+# consumed at a break: made again at its position (``sequence_iterator_at``), which the resume
+# function reads through the polyfill from there, each item asked for when taken; the real object
+# is moved where the trace left it (never asked for an item twice)
+class Indexed:
+    """A sequence by ``__getitem__`` alone, counting the items read (each a side effect)."""
+
+    def __init__(self, items):
+        self.items, self.reads = items, 0
+
+    def __getitem__(self, index):
+        item = self.items[index]  # past the end: IndexError, no effect
+        self.reads += 1
+        return item
+
+
+class CountsEveryCall(Indexed):
+    """Its reads past the end count too: taking the real iterator to its end after the trace would
+    count one more, so such a trace runs in Python."""
+
+    def __getitem__(self, index):
+        self.reads += 1
+        return self.items[index]
+
+
+def _consumed_then_loop(x, seq):
+    it = iter(seq)
+    first = next(it)
+    for v in it:
+        print("item", v)  # a break with ``it`` half consumed (a local and the loop's iterator)
+        x = x * v
+    return x + first, next(it, None), seq.reads
+
+
+def _loop_breaks_once(x, seq):
+    for v in seq:  # the loop's iterator alone holds the position
+        x = x * v
+        if v == 3:
+            print("at", v)
+    return x, seq.reads
+
+
+def _kept_after_break(x, seq):
+    it = iter(seq)
+    a = next(it)
+    print("half way")
+    return x * a, next(it), seq.reads
+
+
+def _returned_after_break(x, seq):
+    it = iter(seq)
+    a = next(it)
+    print("half way")
+    next(it)
+    return x * a, it
+
+
+class PrintsAtOne(Indexed):
+    """A break inside ``__getitem__`` (taken from the loop that asked for the item)."""
+
+    def __getitem__(self, index):
+        if index == 1:
+            print("reading", index)
+        return super().__getitem__(index)
+
+
+def _loop_over_printing(x, seq):
+    for v in seq:
+        x = x * v
+    return x, seq.reads
+
+
+@pytest.mark.parametrize(
+    ("fn", "graphs", "breaks", "cls"),
+    [
+        (_consumed_then_loop, 3, 3, Indexed),
+        (_loop_breaks_once, 2, 1, Indexed),
+        (_kept_after_break, 1, 1, Indexed),
+        (_loop_over_printing, 1, 2, PrintsAtOne),
+    ],
+)
+def test_a_sequence_iterator_live_at_a_break(fn, graphs, breaks, cls):
+    def make():
+        return torch.ones(2), cls([2, 3, 4, 5])
+
+    check_breaks(fn, make, graphs=graphs, breaks=breaks)
+    assert_no_more_breaks(breaks, fn, *make(), baseline_missing="torch.compile compiles no graph")
+
+
+def test_a_sequence_iterator_escapes_as_cpython_s(capsys):
+    compiled, _ = compile_counted(_returned_after_break)
+    seq, eager_seq = Indexed([2, 3, 4, 5]), Indexed([2, 3, 4, 5])
+    x = torch.ones(2)
+    (y, it), (eager_y, eager_it) = compiled(x, seq), _returned_after_break(x, eager_seq)
+    assert_same(y, eager_y)
+    assert type(it) is type(eager_it) and seq.reads == eager_seq.reads == 2
+    assert list(it) == list(eager_it) == [4, 5] and seq.reads == eager_seq.reads == 4
+
+
+def _ended_in_trace(x, it):
+    return [x * v for v in it], next(it, None)
+
+
+def test_an_input_sequence_iterator_moved_where_the_trace_left_it():
+    compiled, counter = compile_counted(_ended_in_trace)
+    for start in (0, 1):
+        seqs, its = [], []
+        for _ in range(2):
+            seq = Indexed([1, 2, 3])
+            it = iter(seq)
+            for _ in range(start):
+                next(it)
+            seqs.append(seq), its.append(it)
+        x = torch.randn(2)
+        assert_same(compiled(x, its[0]), _ended_in_trace(x, its[1]))
+        assert seqs[0].reads == seqs[1].reads  # no item read twice
+        seqs[0].items.append(4), seqs[1].items.append(4)  # ended: it sees no new item
+        assert list(its[0]) == list(its[1]) == []
+
+
+def test_a_sequence_ended_by_a_call_with_effects_counts_as_eager():
+    compiled, _ = compile_counted(_ended_in_trace)
+    seq, eager_seq = CountsEveryCall([1, 2]), CountsEveryCall([1, 2])
+    x = torch.randn(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the call runs in Python
+        assert_same(compiled(x, iter(seq)), _ended_in_trace(x, iter(eager_seq)))
+    assert seq.reads == eager_seq.reads == 3

@@ -477,7 +477,9 @@ def _iterator_slots(
     local also holds, a ``zip`` pulling from it): taking its items ahead would leave the other
     behind."""
     for vt in stack:
-        if isinstance(vt, GeneratorVariable) and not iterators.restartable(vt):
+        if isinstance(vt, GeneratorVariable) and not (
+            iterators.restartable(vt) or vt.escapes_as_is()
+        ):
             # its remaining items are not known: cannot rebuild
             raise Unsupported(
                 "generator",
@@ -501,7 +503,10 @@ def _rebuilt_as_object(vt: IteratorVariable) -> bool:
     """A ``map``/``filter`` (or a ``zip``/``enumerate`` over one) whose remaining items cannot be
     made ahead: each calls a function, which may break or have effects (``q, k, v = map(f, qkv)``
     where ``f`` breaks a few calls deep). It goes on as the real object over its rebuilt sources,
-    its items still to be made, by whatever consumes it."""
+    its items still to be made, by whatever consumes it; so does a polyfilled C iterator made
+    again from its suspended state (``GeneratorVariable.escapes_as_is``: a sequence iterator)."""
+    if isinstance(vt, GeneratorVariable):
+        return vt.escapes_as_is()
     return (
         isinstance(vt, BuiltinIteratorVariable)
         and not vt.rebuildable()

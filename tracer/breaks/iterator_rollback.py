@@ -47,16 +47,18 @@ class Birth:
 
 def unfinished(vt: Any) -> bool:
     """A generator made in the trace that may not be rebuildable at some break: it has items
-    left (once done, it is rebuilt as its items)."""
-    if not isinstance(vt, GeneratorVariable) or vt.escapes_as_is():
-        return False  # not one, or the caller's own object / an endless itertools one
+    left (once done, it is rebuilt as its items). One made again from its state (an endless
+    ``count``, a sequence iterator) is too, as an undone instruction may yet spoil it."""
+    if not isinstance(vt, GeneratorVariable) or vt.source is not None:
+        return False  # not one, or the caller's own object
     return not vt.rebuildable()
 
 
 def unrebuildable(vt: Any) -> bool:
     """One that rewritten code could not rebuild at a break now (``GeneratorVariable.reconstruct``
-    would raise): unfinished, and started (one that has not is made again by a fresh call)."""
-    return unfinished(vt) and not iterators.restartable(vt)
+    would raise): unfinished, started (one that has not is made again by a fresh call), and not
+    made again from its state."""
+    return unfinished(vt) and not iterators.restartable(vt) and not vt.escapes_as_is()
 
 
 def note(tx: Translator, index: int, saved: tuple) -> None:

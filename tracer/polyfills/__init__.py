@@ -21,6 +21,6 @@ from . import (  # noqa: F401 (registration)
     torch_checks,
     type_hooks,
 )
-from .registry import KINDS, REBUILD, RESUME, lookup
+from .registry import KINDS, REBUILD, RESUME, SEEK, lookup
 
-__all__ = ["KINDS", "REBUILD", "RESUME", "lookup"]
+__all__ = ["KINDS", "REBUILD", "RESUME", "SEEK", "lookup"]

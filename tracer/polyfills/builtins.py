@@ -64,12 +64,43 @@ class _Sequence:
         raise IndexError(index)
 
 
-@generator_of(iter, kind=type(iter(_Sequence())))
-def sequence_items(seq):
-    """``iter(seq)`` of an object whose class has ``__getitem__`` and no ``__iter__`` (CPython's
-    sequence iterator): ``seq[0]``, ``seq[1]``... until one raises ``IndexError`` or
-    ``StopIteration``, each item asked for when the consumer takes it."""
-    index = 0
+SEQUENCE_ITERATOR = type(iter(_Sequence()))
+
+
+def sequence_iterator_at(seq, index):
+    """CPython's sequence iterator of ``seq`` whose next item is ``seq[index]`` (``iter(seq)`` of
+    an object whose class has ``__getitem__`` and no ``__iter__``; nothing of ``seq`` is read).
+    What rewritten code calls to make one again; traced, its polyfill below."""
+    it = iter(seq)
+    it.__setstate__(index)
+    return it
+
+
+def exhausted_at(it, index):
+    """Runtime helper: the sequence iterator ``it`` taken to its end, which ``seq[index]``
+    raising marks (the trace saw it raise)."""
+    it.__setstate__(index)
+    next(it, None)
+
+
+def _sequence_after(state):
+    """``sequence_items`` suspended at its ``yield``: the C iterator after the item it gave."""
+    return sequence_iterator_at, (state["seq"], state["index"] + 1)
+
+
+def _sequence_seek(position, done):
+    """The real sequence iterator ``sequence_items`` stood for, moved after the items the trace
+    took (``position``), or to its end, which ``seq[position]`` raising marked."""
+    if done:
+        return exhausted_at, (position,)
+    return SEQUENCE_ITERATOR.__setstate__, (position,)
+
+
+@polyfill(sequence_iterator_at, kind=SEQUENCE_ITERATOR, resume=_sequence_after, seek=_sequence_seek)
+def sequence_items(seq, index):
+    """CPython's sequence iterator (``iter(seq)`` from ``index=0``): ``seq[index]``,
+    ``seq[index + 1]``... until one raises ``IndexError`` or ``StopIteration``, each item asked for
+    when the consumer takes it."""
     while True:
         try:
             item = seq[index]

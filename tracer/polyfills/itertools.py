@@ -48,8 +48,12 @@ def _chain_from_iterable(iterables):
         yield from iterable
 
 
-def _count_from(state: dict) -> tuple:
-    """The ``count`` going on from ``state``: the next number is ``n + step`` once one was given."""
+def _count_from(state: dict) -> tuple | None:
+    """The ``count`` going on from ``state``: the next number is ``n + step`` once one was given
+    (None: a number that is no constant)."""
+    numbers = [state[k] for k in ("n", "start", "step") if k in state]
+    if not all(isinstance(v, (int, float, complex)) for v in numbers):
+        return None
     start = state["n"] + state["step"] if "n" in state else state["start"]
     return itertools.count, (start, state["step"])
 

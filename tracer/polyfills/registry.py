@@ -17,10 +17,12 @@ POLYFILLS: dict[Any, Callable[..., Any]] = {}
 #: yielding those items, for a polyfilled iterator escaping the trace (others escape as plain
 #: iterators over their remaining items)
 REBUILD: dict[Callable[..., Any], Callable[[tuple], Any]] = {}
-#: polyfill generator function -> ``resume(state)``: for an endless one (whose remaining items
-#: cannot all be made), ``(C function, arguments)`` that make the C object going on from
-#: ``state``, the suspended generator's locals as Python values (its arguments before it ran)
-RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple]] = {}
+#: polyfill generator function -> ``resume(state)``: for one whose remaining items must not be
+#: made now (endless, or each read when taken), ``(C function, arguments)`` that make the C object
+#: going on from ``state``, the suspended generator's locals (its arguments before it ran): Python
+#: values where they are constants, else their trackers (rebuilt as arguments); None where it
+#: cannot be made from this state
+RESUME: dict[Callable[..., Any], Callable[[dict[str, Any]], tuple | None]] = {}
 #: polyfill generator function -> the C function that, called with the same arguments, makes the
 #: same items: a generator of it that has not started is made again as the C object at a graph
 #: break (``variables/iterators.py``). A polyfill that is a generator function is its own entry; one
@@ -30,14 +32,23 @@ RESTART: dict[Callable[..., Any], Any] = {}
 #: polyfill generator function -> the C iterator type it stands for, where its ``RESTART`` function
 #: is no type (``iter``'s ``callable_iterator`` and sequence ``iterator``): ``type()`` in the trace
 KINDS: dict[Callable[..., Any], type] = {}
+#: polyfill generator function -> ``seek(position, done)``: for one standing for a real iterator
+#: given to the trace, ``(helper, arguments)`` that move the real object where the trace left it
+#: (``helper(it, *arguments)``: ``position``, its position when given plus the items the trace
+#: took; ``done``: the trace saw its end), where taking its items again would read them again (a
+#: sequence iterator calls ``__getitem__``)
+SEEK: dict[Callable[..., Any], Callable[[int, bool], tuple]] = {}
 
 
 def polyfill(
     *targets: Any,
     rebuild: Callable[[tuple], Any] | None = None,
     resume: Callable[[dict[str, Any]], tuple] | None = None,
+    kind: type | None = None,
+    seek: Callable[[int, bool], tuple] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register the decorated function as the pure-Python equivalent of each of ``targets``."""
+    """Register the decorated function as the pure-Python equivalent of each of ``targets``
+    (``kind``: as for ``generator_of``; ``seek``: see ``SEEK``)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         for target in targets:
@@ -45,6 +56,10 @@ def polyfill(
             POLYFILLS[target] = fn
         if inspect.isgeneratorfunction(fn):
             _register_generator(fn, targets[0], rebuild, resume)
+            if kind is not None:
+                KINDS[fn] = kind
+            if seek is not None:
+                SEEK[fn] = seek
         return fn
 
     return register

@@ -22,6 +22,7 @@ from ...guards.sources import ChainedSource, Source
 from .. import polyfills
 from ..code_reader import parameters
 from ..exc import PythonError, TracedException, Unsupported
+from ..polyfills.builtins import SEQUENCE_ITERATOR, sequence_iterator_at
 from ..polyfills.registry import RESTART
 from . import containers, dispatch
 from .base import VariableTracker, walk
@@ -339,6 +340,12 @@ class GeneratorVariable(LazyIteratorVariable):
     given: int = 0
     #: the function that made it (rebuilt by calling it, if not started)
     maker: Any = None
+    #: an input moved back to where the trace left it (``polyfills.SEEK``): its position when
+    #: given to the trace
+    origin: int | None = None
+    #: such an input's frame returned in a run that recorded no effect and no graph node: taking
+    #: the real object to its end again (``replay_log``) repeats nothing the trace kept
+    clean_end: bool = False
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         if self.source is not None:
@@ -349,11 +356,19 @@ class GeneratorVariable(LazyIteratorVariable):
 
     def escapes_as_is(self) -> bool:
         """Does it escape as the object it is, with no need to run it to its end: the caller's
-        own object, or an endless ``itertools`` one rebuilt from its state (``_resume``)?"""
-        return self.source is not None or getattr(self.frame, "fn", None) in polyfills.RESUME
+        own object, or a polyfilled C iterator made again from its state (``_resume``: an
+        endless ``count``, a sequence iterator), unless an undone instruction resumed it?"""
+        if self.source is not None:
+            return True
+        return getattr(self.frame, "fn", None) in polyfills.RESUME and not self.spoiled
 
     def replay_log(self, cg: Codegen) -> bool:
-        """An input: take from the real object as many items as the trace took."""
+        """An input: take from the real object as many items as the trace took, or move it
+        there, for a polyfill with a ``seek`` (``polyfills.SEEK``)."""
+        seek = polyfills.SEEK.get(getattr(self.frame, "fn", None))
+        if seek is not None and self.origin is not None:  # its count is kept across rollbacks
+            self._seek(cg, seek)
+            return True
         if self.spoiled:  # a rolled-back instruction resumed the frame: the count is lost
             raise Unsupported("reconstruct", f"{self!r} was resumed by an undone instruction")
         cg.load_const(take_items)
@@ -365,12 +380,17 @@ class GeneratorVariable(LazyIteratorVariable):
         return True
 
     def save_state(self) -> Any:
-        return None
+        return (self.given, self.done, self.clean_end) if self.origin is not None else None
 
     def restore_state(self, state: Any) -> None:
         self.spoiled = True
+        if state is not None:  # what the real object is moved by (``_seek``)
+            self.given, self.done, self.clean_end = state
 
     def pull(self) -> VariableTracker | None:
+        output = self.frame.output
+        seeks = self.origin is not None
+        before = (output.side_effects.snapshot(), len(output.created)) if seeks else None
         try:
             self.result = self.frame.run()  # what ``yield from`` over this generator gives
         except Yielded as y:
@@ -379,7 +399,32 @@ class GeneratorVariable(LazyIteratorVariable):
         except TracedException:  # let out to the frame that resumed it: the generator is over
             self.done = True
             raise
+        except Exception:  # a break in its frame: the instruction that resumed it is undone
+            self.spoiled = True
+            raise
+        if before is not None:
+            effects, nodes = before
+            self.clean_end = not output.side_effects.changed_since(effects) and (
+                nodes == len(output.created)
+            )
         return None
+
+    def _seek(self, cg: Codegen, seek: Any) -> None:
+        """``helper(<the real object>, *args)``: moved to where the trace left it."""
+        if not self.given and not self.done:
+            return  # where it was
+        if self.done and not self.clean_end:
+            raise Unsupported(
+                "reconstruct",
+                f"{self!r} ended in a call with effects, which taking it to its end repeats",
+            )
+        helper, args = seek(self.origin + self.given, self.done)
+        cg.load_const(helper)
+        self.source.reconstruct(cg)
+        for arg in args:
+            cg.load_const(arg)
+        cg.call_function(1 + len(args))
+        cg.pop_top()
 
     def rebuildable(self) -> bool:
         """Only once all its items are known (``convert`` takes them when the generator escapes)."""
@@ -414,17 +459,24 @@ class GeneratorVariable(LazyIteratorVariable):
         return None
 
     def _resume(self, cg: Codegen, resume: Any) -> None:
-        """An endless polyfilled ``itertools`` object (``count``): the C object going on from
-        the suspended frame's locals (Python constants only, else it cannot be rebuilt)."""
-        state = self.frame.symbolic_locals
-        if not all(v.is_python_constant() for v in state.values()):
+        """A polyfilled C iterator whose items are not made now (an endless ``count``, a
+        sequence iterator): the C object going on from the suspended frame's locals."""
+        state = {
+            k: v.as_python_constant() if v.is_python_constant() else v
+            for k, v in self.frame.symbolic_locals.items()
+        }
+        made = resume(state)
+        if made is None:
             raise Unsupported("reconstruct", f"{self!r} holds values that are not constants")
-        make, args = resume({k: v.as_python_constant() for k, v in state.items()})
+        make, args = made
 
         def build() -> None:
             cg.load_const(make)
             for arg in args:
-                cg.load_const(arg)
+                if isinstance(arg, VariableTracker):
+                    arg.reconstruct(cg)
+                else:
+                    cg.load_const(arg)
             cg.call_function(len(args))
 
         cg.build_once(self, build)
@@ -1216,6 +1268,7 @@ def is_input_iterator(value: Any) -> bool:
         or cls in _DICT_ITERATORS
         or cls in _DICT_REVERSED
         or cls is itertools.count
+        or cls is SEQUENCE_ITERATOR
     )
 
 
@@ -1232,6 +1285,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
         return _wrap_dict_iterator(tx, value, source)
     if cls is itertools.count:
         return _wrap_count(tx, value, source)
+    if cls is SEQUENCE_ITERATOR:
+        return _wrap_sequence_iterator(tx, value, source)
     state_source = ReducedSource(source, "state")
     state = reduced_part(value, "state", 0)
     if cls in _LAZY:
@@ -1372,6 +1427,21 @@ def _wrap_count(tx: Translator, value: itertools.count, source: Source) -> Varia
     fn = tx.wrap_static(polyfills.lookup(itertools.count))
     generator = fn.call_function(tx, [ConstantVariable(a) for a in args], {})
     generator.source = source  # made just now, for this input only
+    return generator
+
+
+def _wrap_sequence_iterator(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """CPython's sequence iterator (``iter(obj)`` of a class with only ``__getitem__``) that has
+    not ended: its polyfill's generator from the iterator's position (guarded), its items read
+    when taken, the real object moved where the trace left it afterwards (``replay_log``)."""
+    state = reduced_part(value, "state", 0)
+    if state is None:  # ended: its sequence let go
+        return None
+    seq = tx.wrap(value.__reduce__()[1][0], ReducedSource(source, "arg", 0))
+    tx.output.assume_equal(ReducedSource(source, "state"), state)
+    fn = tx.wrap_static(polyfills.lookup(sequence_iterator_at))
+    generator = fn.call_function(tx, [seq, ConstantVariable(state)], {})
+    generator.source, generator.origin = source, state  # made just now, for this input only
     return generator
 
 

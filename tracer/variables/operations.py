@@ -3113,7 +3113,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
             )
         return result
     if _sequence_protocol(value):
-        return UserFunctionVariable(sequence_items).call_function(tx, [value], {})
+        index = ConstantVariable(0)
+        return UserFunctionVariable(sequence_items).call_function(tx, [value, index], {})
     error = containers.not_iterable(value)
     if error is not None:
         raise PythonError(error)
