@@ -17,6 +17,7 @@ import dataclasses
 import gc
 import itertools
 import logging
+import threading
 import time
 import types
 import warnings
@@ -27,11 +28,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import route_calls
+from ..codegen.frame_locals import ENTRY_FILE
 from ..codegen.resume import ResumePoint, make_resume
 from ..codegen.transform import Numbering
+from ..guards import kinds
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard
 from ..guards.kinds import global_state_guards
+from ..guards.sources import GlobalSource, ModuleGlobalSource
 from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
@@ -179,6 +183,7 @@ class CompiledCode:
         self.warned_limit = False
         self.warned_code = False
         self.warned_fallback = False  #: the fallback warning is given once per code object
+        self.following = False  #: tracing for a filled registry (``follow``)
         #: the entry calling this (``entry.make_entry``), held weakly: it holds this
         self.entry: weakref.ref[types.FunctionType] | None = None
         self.resumes: dict[tuple, Any] = {}  #: resume functions of this function's graph breaks
@@ -318,7 +323,25 @@ class CompiledCode:
             COUNTERS[f"break:{brk.kind}"] += 1
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
-        return result.fn
+        return result.fn if self.following else _first_run(result.fn, self, L, variant)
+
+    def follow(self, L: dict[str, Any], variant: Variant) -> None:
+        """After the first run of ``variant`` for ``L``: where the call filled a registry the
+        variant guards (a global dict that got keys after those it had: einops' backends by
+        tensor type, filled on first use), the variant for the filled registry is traced now, as
+        the next identical call would trace it, so that call finds it. ``following``: the
+        variant traced is not followed in turn."""
+        scope = {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
+        part = variant.guards.first_failure(scope)
+        if part is None or not _registry(part.guard) or self.cache.select(L) is not None:
+            return
+        if global_settings().error_on_recompile or not _filled(part.guard, scope):
+            return
+        self.following = True
+        try:
+            self.on_miss(L)
+        finally:
+            self.following = False
 
     def _tensor_free(self, result: TraceResult, settings: GlobalSettings) -> bool:
         """Did the trace return without recording a tensor operation (no graph, no break), where
@@ -594,3 +617,64 @@ def _no_gc() -> Any:
     finally:
         if enabled:
             gc.enable()
+
+
+def _registry(guard: Guard) -> bool:
+    """Does ``guard`` check the keys (or the length) of something read from a global?"""
+    return guard.kind in (kinds.DICT_KEYS, kinds.LEN_MATCH) and isinstance(
+        getattr(guard.source, "root", None), (GlobalSource, ModuleGlobalSource)
+    )
+
+
+def _filled(guard: Guard, scope: dict[str, Any]) -> bool:
+    """The dict ``guard`` checks has its keys (all of them, first, in order) and more now."""
+    try:
+        now = eval(guard.source.expr, scope)  # noqa: S307 (a source's expression, as guards read it)
+    except Exception:  # noqa: BLE001 (gone: nothing was filled)
+        return False
+    if type(now) is not dict:
+        return False
+    if guard.kind is kinds.LEN_MATCH:
+        return len(now) > guard.arg
+    return len(now) > len(guard.arg) and kinds.same_keys(now, guard.arg)
+
+
+class _FirstRuns(threading.local):
+    """The first runs of variants in progress on this thread, and the variants whose first runs
+    ended inside them: each is checked (``CompiledCode.follow``) once the outermost has
+    returned, so that a variant whose registry a later part of the same call filled (a resume
+    function after a graph break, or another function) is followed too."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.checks: list[tuple[CompiledCode, dict[str, Any], Variant]] = []
+
+
+_FIRST_RUNS = _FirstRuns()
+#: the file of ``_first_run``'s wrappers: an entry's, so that frame counts skip them
+_HIDDEN_FILE = f"{ENTRY_FILE}first run>"
+
+
+def _first_run(fn: Any, state: CompiledCode, L: dict[str, Any], variant: Variant) -> Any:
+    """``fn`` for the first run of ``variant``, then ``state.follow`` (see ``_FirstRuns``)."""
+
+    def first_run(*args: Any, **kwargs: Any) -> Any:
+        runs = _FIRST_RUNS
+        runs.depth += 1
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            if runs.depth == 1:
+                runs.checks.clear()  # the call raised: nothing is followed
+            raise
+        finally:
+            runs.depth -= 1
+        runs.checks.append((state, L, variant))
+        if runs.depth == 0:
+            checks, runs.checks = runs.checks, []
+            for owner, args_of, ran in checks:
+                owner.follow(args_of, ran)
+        return result
+
+    first_run.__code__ = first_run.__code__.replace(co_filename=_HIDDEN_FILE)
+    return first_run

@@ -364,3 +364,80 @@ def test_distinct_objects_guard_their_distinctness_not_their_identity():
     ]
     run_same(compiled, _branch_on_identity, same, same, x)
     assert counter.frame_count == 2
+
+
+def _torch_compile_frames(fn, calls) -> int:
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    try:
+        compiled = torch.compile(fn, backend=counter)
+        for args in calls:
+            compiled(*args)
+        return counter.frame_count
+    finally:
+        torch._dynamo.reset()
+
+
+class _Backend:
+    factor = 2.0
+
+    def scale(self, x):
+        return x * self.factor
+
+
+class _OtherBackend(_Backend):
+    factor = 3.0
+
+
+#: einops' ``_type2backend``: a registry keyed by tensor type, filled on first use
+_BACKENDS: dict = {}
+_LOADED = {"torch": _Backend()}
+
+
+def _backend_of(x):
+    backend = _BACKENDS.get(type(x))
+    if backend is not None:
+        return backend
+    backend = _LOADED["torch"]
+    _BACKENDS[type(x)] = backend
+    return backend
+
+
+def uses_registry(x, w):
+    y = _backend_of(x).scale(x)
+    bytegraph.graph_break()  # the registry's Parameter entry is made by the resume function
+    return y + _backend_of(w).scale(w)
+
+
+def test_global_registry_filled_by_the_first_call_is_traced_with_it():
+    """Each part of the first call fills the registry: the variants it ran (the function's and
+    its resume function's, the first also changed by the part after it) are traced again for the
+    registry the call leaves, and the second identical call compiles nothing (torch.compile
+    recompiles there). A registry changed later still fails the guard."""
+    x, w = torch.randn(3), torch.nn.Parameter(torch.randn(3))
+    _BACKENDS.clear()
+    with torch.no_grad():
+        expected = uses_registry(x, w)
+    filled = dict(_BACKENDS)
+    _BACKENDS.clear()
+    compiled, counter = compile_counted(uses_registry)
+    with torch.no_grad():
+        assert_same(compiled(x, w), expected)
+        assert _BACKENDS == filled
+        traced = counter.frame_count
+        assert traced == 4  # each part, then each again for the filled registry
+        for _ in range(2):
+            assert_same(compiled(x, w), expected)
+        assert counter.frame_count == traced
+        _BACKENDS.clear()
+        assert_same(compiled(x, w), expected)  # the first variants again
+        _BACKENDS[torch.nn.Parameter] = _OtherBackend()
+        assert counter.frame_count == traced
+        assert_same(compiled(x, w), x * 2 + w * 3)
+    assert counter.frame_count > traced
+    _BACKENDS.clear()
+    # bytegraph.graph_break() does nothing there: one frame, traced again by the second call
+    assert _torch_compile_frames(uses_registry, [(x, w), (x, w), (x, w)]) == 2
+    _BACKENDS.clear()
