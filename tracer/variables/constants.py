@@ -195,9 +195,9 @@ def traced_substitution(
 
 def _read_only_c(value: Any) -> bool:
     """A ``READ_ONLY_C_METHODS`` object, or a method bound to one."""
-    return type(value) in READ_ONLY_C_METHODS or (
-        type(getattr(value, "__self__", None)) in READ_ONLY_C_METHODS
-    )
+    if type(value) is types.BuiltinMethodType:
+        return type(value.__self__) in READ_ONLY_C_METHODS
+    return type(value) in READ_ONLY_C_METHODS
 
 
 #: Values a ``ConstantVariable`` holds that are immutable and fixed by their guards.
@@ -471,9 +471,9 @@ class ConstantVariable(ConstantLikeVariable):
         return self.value
 
     def reconstruct(self, cg: Codegen) -> None:
-        owner = getattr(self.value, "__self__", None)
-        if type(owner) in READ_ONLY_C_METHODS:  # ``h.update``: bound to the copy given back
-            ConstantVariable(owner).reconstruct(cg)
+        if type(self.value) is types.BuiltinMethodType and _read_only_c(self.value):
+            # ``h.update``: bound to the copy given back
+            ConstantVariable(self.value.__self__).reconstruct(cg)
             cg.load_attr(self.value.__name__)
             return
         if type(self.value) in READ_ONLY_C_METHODS:  # a copy made on each call, once per object
