@@ -185,7 +185,9 @@ class GlobalStateLog:
                 undo()
 
     def holds_rollback(self) -> bool:
-        return any(e.rollback is not None for e in self.open_regions())
+        """Is a region open whose break rolls back to its start? Asked after every instruction of
+        the root frame: a trace without events answers without building the open regions."""
+        return bool(self.events) and any(e.rollback is not None for e in self.open_regions())
 
     # -- the end of the trace ----------------------------------------------------------------------
     def close_graph(self, graph: torch.fx.Graph) -> None:
