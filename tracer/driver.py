@@ -35,7 +35,7 @@ from ..guards import kinds
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard
 from ..guards.kinds import global_state_guards
-from ..guards.sources import GlobalSource, ModuleGlobalSource
+from ..guards.sources import ModuleGlobalSource
 from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
@@ -327,10 +327,10 @@ class CompiledCode:
 
     def follow(self, L: dict[str, Any], variant: Variant) -> None:
         """After the first run of ``variant`` for ``L``: where the call filled a registry the
-        variant guards (a global dict that got keys after those it had: einops' backends by
-        tensor type, filled on first use), the variant for the filled registry is traced now, as
-        the next identical call would trace it, so that call finds it. ``following``: the
-        variant traced is not followed in turn."""
+        variant guards (a library's global dict that got keys after those it had: einops'
+        backends by tensor type, filled on first use), the variant for the filled registry is
+        traced now, as the next identical call would trace it, so that call finds it.
+        ``following``: the variant traced is not followed in turn."""
         scope = {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
         part = variant.guards.first_failure(scope)
         if part is None or not _registry(part.guard) or self.cache.select(L) is not None:
@@ -620,9 +620,11 @@ def _no_gc() -> Any:
 
 
 def _registry(guard: Guard) -> bool:
-    """Does ``guard`` check the keys (or the length) of something read from a global?"""
+    """Does ``guard`` check the keys (or the length) of a library's registry: something read from
+    another module's globals, through that module's functions the trace inlined? Not the
+    compiled function's own globals, which the program itself assigns between calls."""
     return guard.kind in (kinds.DICT_KEYS, kinds.LEN_MATCH) and isinstance(
-        getattr(guard.source, "root", None), (GlobalSource, ModuleGlobalSource)
+        getattr(guard.source, "root", None), ModuleGlobalSource
     )
 
 

@@ -6,6 +6,8 @@ their reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 
 import pytest
@@ -391,53 +393,76 @@ class _OtherBackend(_Backend):
     factor = 3.0
 
 
-#: einops' ``_type2backend``: a registry keyed by tensor type, filled on first use
-_BACKENDS: dict = {}
-_LOADED = {"torch": _Backend()}
+#: a library's module with einops' ``_type2backend``: a registry keyed by tensor type, filled on
+#: first use
+_LIBRARY = "bytegraph_test_registry_module"
+_REGISTRY_SOURCE = """
+_BACKENDS = {}
+_LOADED = {}
 
 
-def _backend_of(x):
+def backend_of(x):
     backend = _BACKENDS.get(type(x))
     if backend is not None:
         return backend
     backend = _LOADED["torch"]
     _BACKENDS[type(x)] = backend
     return backend
+"""
 
 
-def uses_registry(x, w):
-    y = _backend_of(x).scale(x)
-    bytegraph.graph_break()  # the registry's Parameter entry is made by the resume function
-    return y + _backend_of(w).scale(w)
+def _library() -> types.ModuleType:
+    module = types.ModuleType(_LIBRARY)
+    exec(_REGISTRY_SOURCE, module.__dict__)
+    module._LOADED["torch"] = _Backend()
+    sys.modules[_LIBRARY] = module
+    return module
 
 
-def test_global_registry_filled_by_the_first_call_is_traced_with_it():
+def _uses_registry(library):
+    def uses_registry(x, w):
+        y = library.backend_of(x).scale(x)
+        bytegraph.graph_break()  # the registry's Parameter entry is made by the resume function
+        return y + library.backend_of(w).scale(w)
+
+    return uses_registry
+
+
+def test_library_registry_filled_by_the_first_call_is_traced_with_it():
     """Each part of the first call fills the registry: the variants it ran (the function's and
     its resume function's, the first also changed by the part after it) are traced again for the
     registry the call leaves, and the second identical call compiles nothing (torch.compile
     recompiles there). A registry changed later still fails the guard."""
+    library = _library()
+    try:
+        _check_registry(library, _uses_registry(library))
+    finally:
+        sys.modules.pop(_LIBRARY, None)
+
+
+def _check_registry(library, uses_registry):
+    registry = library._BACKENDS
     x, w = torch.randn(3), torch.nn.Parameter(torch.randn(3))
-    _BACKENDS.clear()
     with torch.no_grad():
         expected = uses_registry(x, w)
-    filled = dict(_BACKENDS)
-    _BACKENDS.clear()
+    filled = dict(registry)
+    registry.clear()
     compiled, counter = compile_counted(uses_registry)
     with torch.no_grad():
         assert_same(compiled(x, w), expected)
-        assert _BACKENDS == filled
+        assert registry == filled
         traced = counter.frame_count
         assert traced == 4  # each part, then each again for the filled registry
         for _ in range(2):
             assert_same(compiled(x, w), expected)
         assert counter.frame_count == traced
-        _BACKENDS.clear()
+        registry.clear()
         assert_same(compiled(x, w), expected)  # the first variants again
-        _BACKENDS[torch.nn.Parameter] = _OtherBackend()
+        registry[torch.nn.Parameter] = _OtherBackend()
         assert counter.frame_count == traced
         assert_same(compiled(x, w), x * 2 + w * 3)
     assert counter.frame_count > traced
-    _BACKENDS.clear()
+    registry.clear()
     # bytegraph.graph_break() does nothing there: one frame, traced again by the second call
     assert _torch_compile_frames(uses_registry, [(x, w), (x, w), (x, w)]) == 2
-    _BACKENDS.clear()
+    registry.clear()
