@@ -332,11 +332,12 @@ class CompiledCode:
         traced now, as the next identical call would trace it, so that call finds it.
         ``following``: the variant traced is not followed in turn."""
         scope = {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
-        part = variant.guards.first_failure(scope)
-        if part is None or not _registry(part.guard) or self.cache.select(L) is not None:
+        # only the registries are read here: the other guards may call user code (an lru_cache
+        # the trace read), which a call's guards run once, before it
+        if not any(_registry(p.guard) and _filled(p.guard, scope) for p in variant.guards.parts):
             return
-        if global_settings().error_on_recompile or not _filled(part.guard, scope):
-            return
+        if global_settings().error_on_recompile or self.cache.select(L) is not None:
+            return  # (the next call recompiles, and raises there)
         self.following = True
         try:
             self.on_miss(L)
