@@ -247,16 +247,22 @@ def fixed_value(value: Any) -> bool:
     return isinstance(value, tuple) and all(fixed_value(item) for item in value)
 
 
+def nested(value: Any, leaf: Callable[[Any], bool]) -> bool:
+    """Whether ``value`` is a ``leaf`` value, or a list, tuple or dict (of exactly those types)
+    of such values at any depth."""
+    if leaf(value):
+        return True
+    if type(value) in (list, tuple):
+        return all(nested(item, leaf) for item in value)
+    if type(value) is dict:
+        return all(nested(k, leaf) and nested(v, leaf) for k, v in value.items())
+    return False
+
+
 def folded_value(value: Any) -> bool:
     """Whether ``value``, the result of a call computed at trace time, can be the trace's: a fixed
     value, or a new list, tuple or dict of such values (``re.findall``, ``m.groupdict()``)."""
-    if fixed_value(value):
-        return True
-    if type(value) in (list, tuple):
-        return all(map(folded_value, value))
-    if type(value) is dict:
-        return all(folded_value(k) and folded_value(v) for k, v in value.items())
-    return False
+    return nested(value, fixed_value)
 
 
 def value_arguments(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:

@@ -51,6 +51,7 @@ from .constants import (
     SymNodeVariable,
     error_of,
     make_slice,
+    nested,
     range_matches,
     value_arguments,
 )
@@ -2101,13 +2102,7 @@ PURE_ON_DATA = frozenset({json.dumps, json.loads})
 def plain_data(value: Any) -> bool:
     """Whether ``value`` is plain data of exact builtin types, which no user code can take part
     in handling (an enum member or a subclass could)."""
-    if type(value) in (str, bytes, int, float, bool, type(None)):
-        return True
-    if type(value) in (list, tuple):
-        return all(map(plain_data, value))
-    if type(value) is dict:
-        return all(plain_data(k) and plain_data(v) for k, v in value.items())
-    return False
+    return nested(value, lambda v: type(v) in (str, bytes, int, float, bool, type(None)))
 
 
 @call_rule(*PURE_ON_DATA)
