@@ -77,10 +77,9 @@ def test_list_reached_without_a_source_breaks_instead_of_changing_a_copy():
             log.append(t)
             return t
 
-    keeper = Keeper()
-
     def fn(x):
-        other = type(keeper)()  # ``type()`` gives the class without a source: so has ``add``
+        # ``type()`` of an object made in the trace gives the class without a source: so has ``add``
+        other = type(Keeper())()
         return other.add(x) * 2
 
     check_breaks(
