@@ -71,7 +71,7 @@ def draw_before_graph(
     example = draw.now(fn, call_args, call_kwargs)
     what = f"{_name(fn)} draws from a torch.Generator"
     output.check_prologue_state(what)
-    deferred_checks.note_effect(output, what)
+    deferred_checks.note_prologue(output, what)
     effects = output.side_effects
     for entry in draw.stand_ins:
         effects.add_prologue(entry)

@@ -119,3 +119,30 @@ def test_aot_backends_write_inputs_at_the_end(size):
                 assert torch.equal(out, torch.tensor([2.0]))
             assert G == [1]
             assert torch.equal(x, torch.ones(size))
+
+
+def index_then_draw(x, idx, g):
+    y = x[idx] * 2
+    return y + torch.randn(1, generator=g)
+
+
+def test_a_draw_made_before_the_graph_never_comes_before_an_index():
+    """A draw from a ``torch.Generator`` argument is made by the rewritten code before the graph
+    (``generator_draws``): after an operator that may raise on tensor data, the graph ends before
+    the draw, so a raising index leaves the generator as eager does."""
+    compiled = bytegraph.compile(index_then_draw, backend="eager")
+    for idx, fails in ((1, False), (9, True), (0, False)):
+        states = []
+        for fn in (index_then_draw, compiled):
+            g = torch.Generator().manual_seed(3)
+            args = (torch.arange(3.0), torch.tensor([idx]), g)
+            if fails:
+                with pytest.raises(IndexError):
+                    fn(*args)
+                states.append((None, g.get_state()))
+            else:
+                states.append((fn(*args), g.get_state()))
+        (eager, eager_state), (actual, state) = states
+        assert torch.equal(state, eager_state)
+        assert (eager is None and actual is None) or torch.equal(actual, eager)
+    assert "effect_order" in str(bytegraph.explain(index_then_draw)(*args))

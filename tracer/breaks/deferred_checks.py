@@ -83,6 +83,8 @@ class DeferredChecks:
         self.written: frozenset[StorageWeakRef] = frozenset()
         #: the first operator that may raise on tensor data while side effects wait (``fallible``)
         self.fallible: str | None = None
+        #: the first operator that may raise on tensor data (``note_prologue``)
+        self.raising: str | None = None
         self.policy = speculation.Policy()  #: set by ``convert_call`` from the settings
         self.shadow: speculation.Shadow | None = None  #: made at the first speculated branch
         self.record: speculation.SiteRecord | None = None  #: set by ``finish``
@@ -97,10 +99,12 @@ class DeferredChecks:
 
     def drawn(self) -> tuple:
         """What the recorded operators did that a rerun or a raising graph must know of."""
-        return self.unsafe, self.random, self.effectful, self.written, self.fallible
+        return self.unsafe, self.random, self.effectful, self.written, self.fallible, self.raising
 
     def carry(self, drawn: tuple) -> None:
-        self.unsafe, self.random, self.effectful, self.written, self.fallible = drawn
+        (self.unsafe, self.random, self.effectful, self.written, self.fallible, self.raising) = (
+            drawn
+        )
 
     def speculated(self) -> list[speculation.Site]:
         """The sites of the checks, each once, in the order first checked."""
@@ -216,7 +220,10 @@ def note_op(
     side effects wait breaks the graph before it when a raise there could not rerun the call
     (see "a graph that raises" below)."""
     deferred, flat = output.deferred, _flat((*args, *kwargs.values()))
-    fallible = bool(output.side_effects) and may_raise_on_data(name, flat)
+    raising = may_raise_on_data(name, flat)
+    if raising and deferred.raising is None:
+        deferred.raising = name
+    fallible = raising and bool(output.side_effects)
     if fallible and deferred.unsafe is not None:
         if deferred.effectful is not None:
             _break_before(name, f"after {deferred.effectful}")
@@ -249,6 +256,22 @@ def note_effect(output: OutputGraph, what: str, effectful: bool = True) -> None:
         deferred.unsafe = what
     if effectful and deferred.effectful is None:
         deferred.effectful = what
+
+
+def note_prologue(output: OutputGraph, what: str) -> None:
+    """Something with an effect (``what``: a draw from a generator, building a module that draws)
+    that the rewritten code does before the graph runs, in place of where the trace met it: an
+    operator recorded before it that may raise on tensor data would raise after it, where eager
+    never got to it, so the graph ends before it instead."""
+    raising = output.deferred.raising
+    if raising is not None:
+        raise Unsupported(
+            "effect_order",
+            f"{what} would happen before the graph, but after {raising}, which may raise on "
+            "tensor data",
+            hint="the graph ends before it, so that it happens only if the graph did not raise",
+        )
+    note_effect(output, what)
 
 
 def _unsafe(

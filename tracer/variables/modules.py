@@ -820,7 +820,7 @@ def _build_torch_module(
     # built by the rewritten code before the graph runs: a rerun builds another, which only
     # shows when its __init__ draws random numbers
     if drew:
-        deferred_checks.note_effect(tx.output, f"creating a {cls.__name__} module")
+        deferred_checks.note_prologue(tx.output, f"creating a {cls.__name__} module")
     name = effects.new_name("__bg_fresh")
     effects.add_prologue((name, cls, tuple(values), kwvalues))
     return tx.wrap(module, FreshSource(name))
