@@ -440,58 +440,50 @@ class RerunOnError:
     and put back; ``watched``: those of the others, whose version counters tell whether the graph
     got to them."""
 
-    __slots__ = ("__name__", "fn", "random", "saved", "watched")
+    __slots__ = ("__name__", "fn", "random", "saved", "watched", "writes")
 
     def __init__(self, fn: Any, name: str, random: bool, written: tuple) -> None:
         self.fn, self.__name__, self.random = fn, name, random
         self.saved, self.watched = written
+        self.writes = bool(self.saved or self.watched)  #: else nothing to read per call
 
     def __call__(self, *args: Any) -> Any:
         state = save_rng() if self.random else None
-        versions = _versions(args, self.watched)
-        copies = _copies(args, self.saved)
+        before = self._before(args) if self.writes else None
         try:
             return self.fn(*args)
         except Exception:
-            if versions is None or versions != _versions(args, self.watched):
+            if self.writes and not self._undone(args, before):
                 raise  # it wrote into an input it cannot put back: running it again would show
-            if copies is None or not _put_back(args, copies):
-                raise
             if state is not None:
                 restore_rng(state)
             raise Rerun from None
 
+    def _before(self, args: tuple) -> tuple | None:
+        """The version counters of the watched inputs and ``(position, version, copy)`` of the
+        saved ones (None if one is an inference tensor, which has no version counter)."""
+        try:
+            versions = [args[i]._version for i in self.watched]
+            return versions, [(i, args[i]._version, args[i].detach().clone()) for i in self.saved]
+        except RuntimeError:
+            return None
 
-def _versions(args: tuple, positions: tuple[int, ...]) -> list[int] | None:
-    """The version counters of ``args`` at ``positions`` (None for an inference tensor, which
-    has none)."""
-    try:
-        return [args[i]._version for i in positions]
-    except RuntimeError:
-        return None
-
-
-def _copies(args: tuple, positions: tuple[int, ...]) -> list[tuple[int, int, torch.Tensor]] | None:
-    """``(position, version, copy)`` of the inputs at ``positions`` (None if one is an inference
-    tensor)."""
-    try:
-        return [(i, args[i]._version, args[i].detach().clone()) for i in positions]
-    except RuntimeError:
-        return None
-
-
-def _put_back(args: tuple, copies: list[tuple[int, int, torch.Tensor]]) -> bool:
-    """Write the values copied before the call (``(position, version, copy)``) back into the
-    inputs written since; False if one cannot be written (an inference tensor outside inference
-    mode)."""
-    try:
-        with torch.no_grad():
-            for i, version, copy in copies:
-                if args[i]._version != version:
-                    args[i].copy_(copy)
-    except RuntimeError:
-        return False
-    return True
+    def _undone(self, args: tuple, before: tuple | None) -> bool:
+        """After a raise: did the graph write into no watched input, and are the saved ones it
+        wrote into put back?"""
+        if before is None:
+            return False
+        versions, copies = before
+        try:
+            if versions != [args[i]._version for i in self.watched]:
+                return False
+            with torch.no_grad():
+                for i, version, copy in copies:
+                    if args[i]._version != version:
+                        args[i].copy_(copy)
+        except RuntimeError:  # an inference tensor written outside inference mode
+            return False
+        return True
 
 
 def finish(output: OutputGraph) -> list[TensorVariable]:
