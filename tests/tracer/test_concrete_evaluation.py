@@ -20,13 +20,15 @@ import re
 import string
 import struct
 import unicodedata
+import warnings
 import zlib
 
 import pytest
 import torch
 
 import bytegraph
-from tests.difftest import assert_same, check, check_breaks
+from bytegraph.explain import Recorder
+from tests.difftest import assert_same, break_count, check, check_breaks, compile_counted
 from tests.dynamo_baseline import assert_no_more_breaks
 
 PATTERN = re.compile(r"(?P<name>\w+)\.(?P<index>\d+)")
@@ -638,3 +640,86 @@ def test_hashes_of_values_are_computed(fn, breaks):
 def _explain_breaks(fn):
     bytegraph.reset()
     return bytegraph.explain(fn)(torch.ones(2)).graph_break_count
+
+
+def _warns_on_positional_count() -> bool:
+    """Whether this Python's ``re.sub`` warns on a count given by position (3.13 does)."""
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        re.sub("a", "b", "a", 1)  # noqa: B034
+    return bool(warned)
+
+
+def re_arguments_by_position(t):
+    return (
+        t + 1,
+        re.sub(r"\d", "#", "a1b2c3", 2),  # noqa: B034
+        re.sub("[a-c]", "#", "aBcd", 0, re.I),  # noqa: B034
+        re.subn(r"\d", "#", "a1b2c3", 1),  # noqa: B034
+        re.split(",", "a,b,c", 1),  # noqa: B034
+        re.split("x", "aXbxc", 0, re.I),  # noqa: B034
+        re.sub(r"\d", _logged_upper, "a1b2c3", 1),  # noqa: B034
+        re.subn("[a-c]", _logged_upper, "aBcd", 0, re.I),  # noqa: B034
+        PATTERN.sub(_logged_upper, "x.1 y.2", 1),
+        PATTERN.subn("#", "x.1 y.2", 1),
+        PATTERN.split("a.1 b.2", 1),
+        re.Pattern.subn(PATTERN, _logged_upper, "x.1 y.2", 1),
+    )
+
+
+def re_arguments_by_keyword(t):
+    return (
+        t + 1,
+        re.sub(r"\d", "#", "a1b2c3", count=2),
+        re.sub("[a-c]", "#", "aBcd", flags=re.I),
+        re.subn(pattern=r"\d", repl="#", string="a1b2c3", count=1),
+        re.split(",", "a,b,c", maxsplit=1),
+        re.split("x", "aXbxc", flags=re.I, maxsplit=1),
+        re.sub(r"\d", repl=_logged_upper, string="a1b2c3", count=1),
+        re.subn("[a-c]", _logged_upper, "aBcd", flags=re.I, count=2),
+        PATTERN.sub(repl=_logged_upper, string="x.1 y.2", count=1),
+        PATTERN.subn(_logged_upper, "x.1 y.2", count=1),
+        re.Pattern.sub(PATTERN, _logged_upper, string="x.1 y.2"),
+    )
+
+
+def _run_recording_warnings(fn):
+    """``fn(torch.ones(2))``'s result, the warnings it gave (message, category, file, line) and
+    the substitution functions' log."""
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        result = fn(torch.ones(2))
+    logged = list(CALLBACK_LOG)
+    CALLBACK_LOG.clear()
+    return result, [(str(w.message), w.category, w.filename, w.lineno) for w in warned], logged
+
+
+#: the calls of ``re_arguments_by_position`` that give a count, maxsplit or flags by position to
+#: ``re``'s module functions (``Pattern``'s C methods never warn)
+_WARNING_CALLS = 7
+
+
+@pytest.mark.parametrize("fn", [re_arguments_by_position, re_arguments_by_keyword])
+def test_substitution_and_split_bind_arguments_as_cpython(fn):
+    """``re.sub``/``subn``/``split`` and ``Pattern.sub``/``subn``/``split`` with count, maxsplit
+    and flags given by position or by keyword, with a string or a function as the replacement:
+    bound as CPython binds them. Where CPython warns for a positional one (3.13), the warning is
+    each call's, at the caller's line, so the call breaks and CPython makes it (torch.compile
+    warns once, when it traces, at a line of its own); elsewhere nothing breaks, as in
+    torch.compile."""
+    bytegraph.reset()
+    warns = fn is re_arguments_by_position and _warns_on_positional_count()
+    compiled, counter = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(3):
+        expected = _run_recording_warnings(fn)
+        with recorder:
+            actual = _run_recording_warnings(compiled)
+        assert_same(actual[0], expected[0])
+        assert actual[1:] == expected[1:]
+        assert len(actual[1]) == (_WARNING_CALLS if warns else 0)
+    breaks = _WARNING_CALLS if warns else 0
+    assert break_count(recorder.report()) == breaks
+    if not warns:
+        assert_no_more_breaks(0, fn, torch.ones(2))
+    CALLBACK_LOG.clear()

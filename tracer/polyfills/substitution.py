@@ -11,15 +11,21 @@ import re
 from typing import Any
 
 
-def matches(pattern: re.Pattern, string: Any, count: int) -> list[re.Match]:
-    """The match objects ``pattern.sub(fn, string, count)`` calls ``fn`` on, in order: found by
-    CPython's own matcher, with a function that only records them."""
+def matches(sub: Any, where: int | str, /, *args: Any, **kwargs: Any) -> list[re.Match]:
+    """The match objects ``sub(*args, **kwargs)`` (``re.sub``, ``Pattern.subn``...) calls its
+    replacement on, in order: found by the call itself, its arguments as the program gave them
+    (CPython binds them, and warns where it does), with a function that only records the matches
+    in the replacement's place, position or keyword ``where``."""
     found: list[re.Match] = []
 
     def record(match: re.Match) -> None:
         found.append(match)
 
-    pattern.sub(record, string, count)
+    if isinstance(where, str):
+        kwargs[where] = record
+    else:
+        args = (*args[:where], record, *args[where + 1 :])
+    sub(*args, **kwargs)
     return found
 
 

@@ -38,7 +38,7 @@ from ...guards.sources import (
     TypeSource,
 )
 from ..context_runtime import ContextExit
-from ..exc import PythonError, Unsupported
+from ..exc import Unsupported
 from . import modules, subgraphs  # noqa: F401 (subgraphs: its call rules register)
 from .base import IdentityKey, VariableTracker, type_lookup
 from .constants import (
@@ -49,6 +49,7 @@ from .constants import (
     LITERAL_TYPES,
     ConstantVariable,
     SliceVariable,
+    computed,
     reading_method,
     value_copy,
 )
@@ -743,11 +744,7 @@ def fold_call(
     given: dict[int, VariableTracker] = {}
     pargs = [_given_constant(a, given) for a in args]
     pkwargs = {k: _given_constant(v, given) for k, v in kwargs.items()}
-    try:
-        result = fn(*pargs, **pkwargs)
-    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
-        raise PythonError(e) from None
-    return fold(tx, result, given)
+    return fold(tx, computed(fn, pargs, pkwargs), given)
 
 
 #: Values whose identity nobody can observe apart from their value (small ints and interned

@@ -14,6 +14,7 @@ import inspect
 import operator
 import re
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -100,7 +101,7 @@ READ_ONLY_C_METHODS: dict[type, frozenset[str]] = {
 #: constants rather than traced through the pattern compiler: pure (the cache of compiled
 #: patterns they fill gives the same pattern for the same key, which nothing can tell from a new
 #: one). ``finditer`` (an iterator) and ``purge`` (empties the cache) are traced as Python;
-#: ``sub`` and ``subn`` have a rule of their own (``_module_substitution``). The matches a
+#: ``sub`` and ``subn`` have a rule of their own (``_substitution``). The matches a
 #: substitution with a function finds are computed the same way (``substitution.matches``).
 call_rules_for(
     re.compile,
@@ -116,81 +117,56 @@ call_rules_for(
 )
 
 
-def _module_sub_arguments(
-    pattern: VariableTracker,
-    repl: VariableTracker,
-    string: VariableTracker,
-    *,
-    count: VariableTracker | None = None,
-    flags: VariableTracker | None = None,
-) -> tuple[VariableTracker, ...]:
-    """``re.sub``'s arguments, ``count`` and ``flags`` by keyword only (given by position they
-    warn on some Pythons: such a call is not traced)."""
-    return pattern, repl, string, count or ConstantVariable(0), flags or ConstantVariable(0)
-
-
-@call_rule(re.sub, re.subn)
-def _module_substitution(
+@call_rule(re.sub, re.subn, re.Pattern.sub, re.Pattern.subn)
+def _substitution(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
-    """``re.sub``/``re.subn``: computed whole on values; with a function as the replacement, the
-    pattern compiled at trace time and the substitution traced (``traced_substitution``)."""
+    """``re.sub``/``re.subn`` and ``Pattern.sub``/``subn`` (the pattern their first argument):
+    computed whole on values; with a function as the replacement, the matches computed by the
+    call itself, its arguments as given (bound by CPython, which warns where it does), and the
+    substitution traced (``traced_substitution``)."""
     if value_arguments(args, kwargs):
         return tx.fold_call(fn, args, kwargs)
     try:
-        pattern, repl, string, count, flags = _module_sub_arguments(*args, **kwargs)
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
     except TypeError:
-        raise Unsupported("call", f"re.{fn.__name__}() with these arguments") from None
-    if not value_arguments([pattern, flags], {}):
-        raise Unsupported("call", f"re.{fn.__name__}() of a pattern not known here")
-    compiled = tx.fold_call(re.compile, [pattern, flags], {}).as_python_constant()
-    return traced_substitution(tx, compiled, repl, string, count, fn is re.subn)
-
-
-def _pattern_sub_arguments(
-    repl: VariableTracker, string: VariableTracker, count: VariableTracker | None = None
-) -> tuple[VariableTracker, ...]:
-    """``Pattern.sub``'s arguments."""
-    return repl, string, count or ConstantVariable(0)
-
-
-def _pattern_substitution(
-    tx: Translator,
-    pattern: re.Pattern,
-    name: str,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """``pattern.sub(...)``/``pattern.subn(...)`` on arguments that are not all values."""
-    try:
-        repl, string, count = _pattern_sub_arguments(*args, **kwargs)
-    except TypeError:
-        raise Unsupported("call", f"Pattern.{name} with these arguments") from None
-    return traced_substitution(tx, pattern, repl, string, count, name == "subn")
+        raise Unsupported("call", f"{fn.__qualname__}() with these arguments") from None
+    names = list(inspect.signature(fn).parameters)
+    where = names.index("repl") if "repl" not in kwargs else "repl"
+    return traced_substitution(tx, fn, args, kwargs, where, bound["repl"], bound["string"])
 
 
 def traced_substitution(
     tx: Translator,
-    pattern: re.Pattern,
+    fn: Any,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    where: int | str,
     repl: VariableTracker,
     string: VariableTracker,
-    count: VariableTracker,
-    with_count: bool,
 ) -> VariableTracker:
-    """``pattern.sub(repl, string, count)`` (``subn`` if ``with_count``) where ``repl`` is not a
-    value: the matches computed on the constant string, then ``substitution.subn`` inlined, which
-    calls ``repl`` on each, so the function is traced, with its effects, on every call. Anything
-    else is not traced: a string or count not known here, or a ``repl`` that is not callable (a
-    template CPython rejects)."""
-    what = f"{pattern!r}.{'subn' if with_count else 'sub'}"
-    if not value_arguments([string, count], {}):
-        raise Unsupported("call", f"{what} of a string not known here")
+    """``fn(*args, **kwargs)``, a substitution (``re.sub``, ``Pattern.subn``...) whose
+    replacement ``repl``, at position or keyword ``where``, is not a value: the matches computed
+    by the call on the constant string (``substitution.matches``), then ``substitution.subn``
+    inlined, which calls ``repl`` on each, so the function is traced, with its effects, on every
+    call. Anything else is not traced: other arguments not known here, or a ``repl`` that is not
+    callable (a template CPython rejects)."""
+    what = f"{fn.__qualname__}()"
+    given = ConstantVariable(None)  # in ``repl``'s place: ``matches`` puts its recorder there
+    if isinstance(where, str):
+        kwargs = {**kwargs, where: given}
+    else:
+        args = [*args[:where], given, *args[where + 1 :]]
+    if not value_arguments(args, kwargs):
+        raise Unsupported("call", f"{what} of arguments not known here")
     callable_ = dispatch.call_builtin(tx, callable, [repl], {})
     if not (callable_.is_python_constant() and callable_.as_python_constant()):
         raise Unsupported("call", f"{what} with a replacement {repl} that is not a function")
-    found = tx.fold_call(substitution.matches, [ConstantVariable(pattern), string, count], {})
+    head = [ConstantVariable(fn), ConstantVariable(where)]
+    found = tx.fold_call(substitution.matches, [*head, *args], kwargs)
+    with_count = ConstantVariable(fn in (re.subn, re.Pattern.subn))
     polyfill = tx.wrap_static(substitution.subn)
-    return dispatch.call(tx, polyfill, [found, repl, string, ConstantVariable(with_count)], {})
+    return dispatch.call(tx, polyfill, [found, repl, string, with_count], {})
 
 
 def _read_only_c(value: Any) -> bool:
@@ -271,6 +247,26 @@ def value_arguments(args: list[VariableTracker], kwargs: dict[str, VariableTrack
     by the C code (``re.sub(p, fn, s)``), it would run at trace time only."""
     values = [*args, *kwargs.values()]
     return all(v.is_python_constant() and folded_value(v.as_python_constant()) for v in values)
+
+
+def computed(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` on values, run at trace time: its result, or its error raised in
+    the trace as CPython's. A call that warns is not computed here: its warning belongs to every
+    call, at the caller's line and under the caller's filters (``re.sub(p, r, s, 1)`` on 3.13),
+    which a result computed once cannot give; the graph breaks there and CPython makes it."""
+    error = None
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+            error = e
+    if warned:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise Unsupported("call", f"{name}() warns: {warned[0].message}")
+    if error is not None:
+        raise PythonError(error) from None
+    return result
 
 
 #: C methods bound to an object (``len.__repr__``, ``f.__format__``)
@@ -416,7 +412,8 @@ class ConstantVariable(ConstantLikeVariable):
         if type(owner) in (*IMMUTABLE_KINDS, *READ_ONLY_C_METHODS):  # ``pattern.sub(fn, s)``
             constant = value_arguments(args, kwargs)
         if not constant and type(owner) is re.Pattern and self.value.__name__ in ("sub", "subn"):
-            return _pattern_substitution(tx, owner, self.value.__name__, args, kwargs)
+            method = getattr(re.Pattern, self.value.__name__)
+            return _substitution(tx, method, [ConstantVariable(owner), *args], kwargs)
         if not constant and type(owner) is range and len(args) == 1 and not kwargs:
             searched = _range_method(tx, owner, self.value.__name__, args[0])
             if searched is not None:

@@ -49,6 +49,7 @@ from .constants import (
     ObjectIdVariable,
     SliceVariable,
     SymNodeVariable,
+    computed,
     error_of,
     make_slice,
     nested,
@@ -3017,10 +3018,7 @@ def apply_rule(
         raise Unsupported("call", f"{name}() on arguments that are not values known here")
     values = [a.as_python_constant() for a in args]
     named = {k: v.as_python_constant() for k, v in kwargs.items()}
-    try:
-        result = rule.target(*values, **named)
-    except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
-        raise PythonError(e) from None
+    result = computed(rule.target, values, named)
     if type(result) in (list, tuple, dict):  # ``re.findall``: a new container of constants
         return tx.fold(result)
     return ConstantVariable(result)
