@@ -34,12 +34,14 @@ class Emitter:
         self.lineno = lineno
 
     def add(self, name: str, arg: Any = None) -> Emitter:
+        self.instrs.append(self._instr(name, arg))
+        return self
+
+    def _instr(self, name: str, arg: Any = None) -> Instr:
         kwargs = {"lineno": self.lineno} if self.lineno is not None else {}
         if arg is None and name not in _TAKES_NONE_ARG:
-            self.instrs.append(Instr(name, **kwargs))
-        else:
-            self.instrs.append(Instr(name, arg, **kwargs))
-        return self
+            return Instr(name, **kwargs)
+        return Instr(name, arg, **kwargs)
 
     def extend(self, instrs: list[Any]) -> Emitter:
         self.instrs.extend(instrs)
@@ -92,6 +94,28 @@ class Emitter:
         emit()
         if NULL_ABOVE_CALLABLE:
             self.push_null()
+        return self
+
+    def push_method(self, emit: Callable[[], object]) -> Emitter:
+        """``push_callable``, but where ``emit()`` ends by reading an attribute, the attribute is
+        read as a method is for a call: ``[method, self]`` where the class defines it as a
+        function (no bound method is made), else ``[NULL, attribute]``; a call of either calls
+        what ``obj.name`` gives."""
+        start = len(self.instrs)
+        emit()
+        last = self.instrs[-1] if len(self.instrs) > start else None
+        if isinstance(last, Instr) and last.name == "LOAD_ATTR":
+            # NOTE(3.12): LOAD_ATTR's argument is (is_method, name); 3.11 has LOAD_METHOD.
+            if LOAD_ATTR_TAKES_METHOD_FLAG and not last.arg[0]:
+                self.instrs[-1] = Instr("LOAD_ATTR", (True, last.arg[1]), location=last.location)
+                return self
+            if not LOAD_ATTR_TAKES_METHOD_FLAG:
+                self.instrs[-1] = Instr("LOAD_METHOD", last.arg, location=last.location)
+                return self
+        # NOTE(3.13): the NULL goes above the callable; 3.11/3.12: below it.
+        if NULL_ABOVE_CALLABLE:
+            return self.push_null()
+        self.instrs.insert(start, self._instr("PUSH_NULL"))
         return self
 
     def add_null_to_callable(self) -> Emitter:

@@ -1,14 +1,20 @@
-"""A value the code after a break drops unread (the result of a call made for its effect) is
-passed to the resume function as None: the resume function's guards do not check it, so calls
-whose dropped results differ run the same compiled entries."""
+"""A value the code after a break drops unread (the result of a call made for its effect) is not
+passed to the resume function, which starts after the ``POP_TOP`` that drops it: its guards do not
+check it, so calls whose dropped results differ run the same compiled entries. And a break at a
+method call calls the method as the original code does (a method load: no bound method made),
+whatever the instance holds under that name."""
 
 from __future__ import annotations
 
+import dis
+import inspect
 import io
 import warnings
 
 import torch
-from difftest import assert_same, compile_counted
+from difftest import assert_same, check_breaks, compile_counted
+
+import bytegraph
 
 
 def seek_to_end(x, buf):
@@ -70,3 +76,53 @@ def test_dropped_result_of_a_callee_with_a_break_is_not_guarded():
 def test_a_result_read_later_is_still_guarded():
     counts = _frame_counts(keeps_the_offset, TEXTS)
     assert counts[-1] > counts[0]  # each new offset is a new constant for the resume function
+
+
+def test_the_resume_function_takes_no_dropped_value():
+    compiled, _ = compile_counted(seek_to_end)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(torch.randn(3), io.StringIO("abc"))
+    (resume,) = bytegraph.state_of(compiled).resumes.values()
+    assert list(inspect.signature(resume).parameters) == ["y"]
+
+
+def writes_through(x, buf):
+    y = x + 1
+    buf.write("text")  # a break at a C method of the argument, its result dropped
+    return y * 2
+
+
+class _Shadowed(io.StringIO):
+    """A buffer whose instance attribute ``write`` (set by the test) shadows the class's method."""
+
+
+def _method_load(fn) -> bool:
+    """Whether ``fn``'s code reads ``write`` as a method (LOAD_METHOD, 3.12's flagged LOAD_ATTR)."""
+    for instr in dis.get_instructions(fn):
+        if instr.argval == "write" and instr.opname in ("LOAD_METHOD", "LOAD_ATTR"):
+            return instr.opname == "LOAD_METHOD" or "NULL|self" in instr.argrepr
+    raise AssertionError("no read of write")
+
+
+def test_a_break_at_a_method_call_loads_it_as_a_method():
+    compiled, _, _ = check_breaks(
+        writes_through, lambda: (torch.randn(3), io.StringIO()), graphs=2, breaks=1
+    )
+    assert _method_load(bytegraph.cache_entries(compiled)[0].fn)
+
+
+def test_an_instance_attribute_shadowing_the_method_is_called():
+    def make():
+        buf = _Shadowed()
+        buf.seen = []
+        buf.write = buf.seen.append
+        return torch.randn(3), buf
+
+    compiled, counter = compile_counted(writes_through)
+    for _ in range(2):
+        x, buf = make()
+        _, expected_buf = make()
+        assert_same(compiled(x, buf), writes_through(x, expected_buf))
+        assert buf.seen == expected_buf.seen == ["text"]
+        assert buf.getvalue() == expected_buf.getvalue() == ""

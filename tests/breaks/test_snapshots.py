@@ -1,7 +1,7 @@
 """Snapshots of the code a graph break produces, for the seeds' ``print("Hi")`` example: the
-rewritten function (graph call, stack and locals rebuilt, print run in Python, resume call with
-None for print's result, which the resume code drops unread), the
-resume function (prefix pushing the stack argument and jumping into the original code) and the
+rewritten function (graph call, stack and locals rebuilt, print run in Python, its result dropped
+and the resume function called at the instruction after the drop: nothing passed or guarded for
+it), the resume function (prefix jumping into the original code) and the
 resume function's own rewritten code. One snapshot per Python version (3.11 has PRECALL; 3.13 puts
 the NULL above the callable and has LOAD_FAST_LOAD_FAST)."""
 
@@ -59,10 +59,9 @@ PRECALL
 CALL
 POP_TOP
 PUSH_NULL
-LOAD_DEREF __resume_at_9_0
+LOAD_DEREF __resume_at_10_0
 LOAD_FAST a
 LOAD_FAST b
-LOAD_CONST None
 PRECALL
 CALL
 RETURN_VALUE
@@ -88,10 +87,9 @@ STORE_FAST a
 CALL
 POP_TOP
 PUSH_NULL
-LOAD_DEREF __resume_at_8_0
+LOAD_DEREF __resume_at_9_0
 LOAD_FAST a
 LOAD_FAST b
-LOAD_CONST None
 CALL
 RETURN_VALUE
 """
@@ -115,18 +113,16 @@ STORE_FAST b
 STORE_FAST a
 CALL
 POP_TOP
-LOAD_DEREF __resume_at_8_0
+LOAD_DEREF __resume_at_9_0
 PUSH_NULL
 LOAD_FAST a
 LOAD_FAST b
-LOAD_CONST None
 CALL
 RETURN_VALUE
 """
 
 RESUME_311 = """\
 RESUME
-LOAD_FAST __stack0
 JUMP_FORWARD to #11
 LOAD_FAST a
 LOAD_CONST 2
@@ -145,7 +141,6 @@ RETURN_VALUE
 
 RESUME_312 = """\
 RESUME
-LOAD_FAST __stack0
 JUMP_FORWARD to #10
 LOAD_FAST a
 LOAD_CONST 2
@@ -164,7 +159,6 @@ RETURN_VALUE
 # NOTE(3.13): the resume function spells the original's LOAD_FAST_LOAD_FAST as two LOAD_FASTs.
 RESUME_313 = """\
 RESUME
-LOAD_FAST __stack0
 JUMP_FORWARD to #10
 LOAD_FAST a
 LOAD_CONST 2
@@ -215,9 +209,9 @@ RETURN_VALUE
 
 #: Python version -> (rewritten function, resume function name, resume, rewritten resume)
 SNAPSHOTS = {
-    (3, 11): (REWRITTEN_311, "__resume_at_9_0", RESUME_311, RESUME_REWRITTEN_311),
-    (3, 12): (REWRITTEN_312, "__resume_at_8_0", RESUME_312, RESUME_REWRITTEN_312),
-    (3, 13): (REWRITTEN_313, "__resume_at_8_0", RESUME_313, RESUME_REWRITTEN_313),
+    (3, 11): (REWRITTEN_311, "__resume_at_10_0", RESUME_311, RESUME_REWRITTEN_311),
+    (3, 12): (REWRITTEN_312, "__resume_at_9_0", RESUME_312, RESUME_REWRITTEN_312),
+    (3, 13): (REWRITTEN_313, "__resume_at_9_0", RESUME_313, RESUME_REWRITTEN_313),
 }
 REWRITTEN, RESUME_NAME, RESUME, RESUME_REWRITTEN = SNAPSHOTS[VERSION]
 

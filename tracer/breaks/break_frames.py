@@ -8,6 +8,7 @@ from __future__ import annotations
 import dis
 import types
 import weakref
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ...codegen.emit import Codegen
@@ -190,13 +191,15 @@ def keeps_locals(tx: Translator) -> bool:
     return not LOCALS_SNAPSHOT and reads_frame(tx)
 
 
-def dead_on_top(tx: Translator, index: int, depth: int) -> int:
+def dead_on_top(tx: Translator, index: int, depth: int, kept: Collection[int] = ()) -> int:
     """How many of the ``depth`` values on top of the stack the code at ``index`` pops without
-    reading them (a run of ``POP_TOP``: the result of a call made for its effect). A resume
-    function there is given None in their place, so its guards do not check values it drops."""
+    reading them (a run of ``POP_TOP``: the result of a call made for its effect), none of them at
+    a position in ``kept`` (NULLs, iterator slots: they travel). The resume function starts
+    after those ``POP_TOP``s and is not given the values: no parameter, no guard, for what it
+    drops."""
     n = 0
     while n < depth and index + n < len(tx.instructions):
-        if tx.instructions[index + n].name != "POP_TOP":
+        if tx.instructions[index + n].name != "POP_TOP" or depth - 1 - n in kept:
             break
         n += 1
     return n

@@ -44,7 +44,6 @@ from ..opcodes import operand_count
 from ..translator import FrameState
 from ..variables import iterators
 from ..variables.base import NullVariable, VariableTracker, walk
-from ..variables.constants import ConstantVariable
 from ..variables.contexts import ContextExitVariable
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
@@ -149,9 +148,7 @@ def _emit_break_code(
     for depth, caller in enumerate(frames[1:], 2):
         cg.store_local("__bg_ret")
         _note_waiting(cg, frames, depth)
-        # the callee's result, or None where the caller drops it unread (``dead_on_top``)
-        dropped = dead_on_top(caller.tx, caller.index + 1, 1)
-        ret = ConstantVariable(None) if dropped else LocalValue("__bg_ret")
+        ret = LocalValue("__bg_ret")  # the callee's result (not passed where the caller drops it)
         _call_resume(cg, caller, caller.index + 1, [*caller.stack, ret], resume)
     if protect is not None:
         cg.instrs.append(TryEnd(protect))
@@ -322,6 +319,8 @@ def _call_resume(
     """``callee``: where the resume function runs the instruction at ``index`` in plain Python, a
     function it calls goes as its compiled version (see ``emit_break``)."""
     tx = frame.tx
+    dead = dead_on_top(tx, index, len(stack), _null_slots(stack))
+    index, stack = index + dead, stack[: len(stack) - dead]
     compiled = compiled and _compilable(frame, index)
     callee = None if compiled else callee
     names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
@@ -531,13 +530,21 @@ def _reconstruct_stack(
     them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it). ``begin``:
     ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed.
     ``compiled_at``: ``(i, compile)``: item ``i`` goes through ``compile`` (a called function).
-    ``replaced``: item ``i`` is ``replaced[i]`` instead (a constant)."""
+    ``replaced``: item ``i`` is ``replaced[i]`` instead (a constant). A callable read as an
+    attribute is read as a method with its NULL (``push_method``: no bound method made)."""
+    replaced = replaced or {}
+    methods = {} if as_args else _method_calls(stack, slots, compiled_at[0], replaced, begin)
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
+        if i in methods.values():
+            continue  # the NULL of a method call: ``push_method`` places it
+        if i in methods:
+            cg.push_method(lambda vt=vt: vt.reconstruct(cg))
+            continue
         if as_args and isinstance(vt, TensorTruthVariable):
             vt = vt.tensor  # the resume function's prefix converts it
-        if replaced and i in replaced:
+        if i in replaced:
             cg.load_const(replaced[i])
         elif i in slots:
             vt.reconstruct_items(cg)
@@ -549,6 +556,29 @@ def _reconstruct_stack(
             vt.reconstruct(cg)
         if begin is not None and begin[0] == i:
             cg.instrs.append(begin[1])
+
+
+def _method_calls(
+    stack: list[VariableTracker],
+    slots: tuple[int, ...],
+    compiled: int | None,
+    replaced: dict[int, Any],
+    begin: tuple[int, TryBegin] | None,
+) -> dict[int, int]:
+    """The stack positions of callables rebuilt by ``push_method``, each with its NULL's: those
+    ``_reconstruct_stack`` rebuilds as they are, with no region opened between them."""
+    pairs = {}
+    for null in _null_slots(stack):
+        # NOTE(3.13): [callable, NULL]; 3.11/3.12: [NULL, callable]
+        fn = null - 1 if NULL_ABOVE_CALLABLE else null + 1
+        if not 0 <= fn < len(stack) or isinstance(stack[fn], (NullVariable, TensorTruthVariable)):
+            continue
+        if fn in slots or fn == compiled or fn in replaced:
+            continue
+        if begin is not None and begin[0] in (fn, null):
+            continue
+        pairs[fn] = null
+    return pairs
 
 
 def continues_in_callee(frames: list[FrameState], reason: Unsupported) -> bool:
@@ -650,12 +680,16 @@ def _resume_with_stack(
     consumed by a dummy call here and pushed again by the resume prefix (``new_nulls``: NULLs the
     instruction pushed)."""
     tx = frame.tx
+    untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
+    nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
+    dead = dead_on_top(tx, index, nstack, {*nulls, *slots})
+    for _ in range(dead):
+        cg.pop_top()
+    index, nstack = index + dead, nstack - dead
     names, cells = cell_args(
         cg, frame, tuple(n for n in live_names(tx, frame.locals, index) if n in names)
     )
     slots = tuple(s for s in slots if s < nstack)
-    untouched = min(nstack, len(frame.stack) - _operands(frame.tx.instructions[frame.index]))
-    nulls = tuple(i for i in _null_slots(frame.stack) if i < untouched) + new_nulls
     fn = resume(
         *template(tx, index),
         nstack,
@@ -666,21 +700,16 @@ def _resume_with_stack(
         cell_args=cells,
         made_locals=_made_locals(cg, frame, names),
     )
-    dead = set(range(nstack - dead_on_top(tx, index, nstack), nstack)) - set(nulls) - set(slots)
     for i in reversed(range(nstack)):
         if i in nulls:
             cg.pop_null()
-        elif i in dead:
-            cg.pop_top()
         else:
             cg.store_local(f"__bg_s{i}")
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:
         cg.load_local(name)
     for i in range(nstack):
-        if i in dead:
-            cg.load_const(None)
-        elif i not in nulls:
+        if i not in nulls:
             cg.load_local(f"__bg_s{i}")
     cg.call(len(names) + nstack - len(nulls))
     cg.return_value()
