@@ -92,17 +92,18 @@ def make_entry(
     entry.__bytegraph__ = state
     state.entry = weakref.ref(entry)
     namespace["___dispatch"] = entry.__code__
-    direct: dict[str, Any] = {}
-    exec(_compiled(f"{head}    return ___direct({', '.join(call_args)})\n", _filename(fn)), direct)
-    namespace["___direct_code"] = direct["___entry"].__code__
+    namespace["___direct_source"] = f"{head}    return ___direct({', '.join(call_args)})\n"
     return entry
 
 
 def run_directly(entry: types.FunctionType, target: Any) -> None:
     """From now on ``entry`` calls ``target`` after its checks, without asking guards (see the
-    module)."""
-    entry.__globals__["___direct"] = target
-    entry.__code__ = entry.__globals__["___direct_code"]
+    module). Its code is made here, for the few entries that need it."""
+    namespace = entry.__globals__
+    namespace["___direct"] = target
+    direct: dict[str, Any] = {}
+    exec(_compiled(namespace["___direct_source"], entry.__code__.co_filename), direct)
+    entry.__code__ = direct["___entry"].__code__
 
 
 def dispatch(entry: types.FunctionType) -> None:
