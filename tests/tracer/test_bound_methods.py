@@ -132,3 +132,85 @@ def test_a_bound_method_given_is_itself_and_a_new_one_is_not():
     # ``BOUND`` is one object at every read; ``OBJ.method`` makes a new one at each read
     check(_identities, torch.ones(2))
     assert_no_more_breaks(0, _identities, torch.ones(2))
+
+
+class Kinds:
+    def method(self):
+        return 1
+
+    @classmethod
+    def klass(cls):
+        return 2
+
+    @staticmethod
+    def static():
+        return 3
+
+    def own_methods(self):
+        return (
+            self.method is self.method,
+            self.method == self.method,
+            hash(self.method) == hash(self.method),
+            len({self.method: 1, self.method: 2}),
+        )
+
+
+def _python_methods_read_twice(x, obj):
+    new = Kinds()
+    m = obj.method
+    return x + 1, [
+        obj.method is obj.method,
+        obj.method == obj.method,
+        obj.method != obj.method,
+        hash(obj.method) == hash(obj.method),
+        len({obj.method: 1, obj.method: 2}),
+        obj.own_methods(),
+        new.method is new.method,
+        new.method == new.method,
+        new.method == obj.method,
+        len({new.method: 1, new.method: 2, obj.method: 3}),
+        m is m,
+        m is obj.method,
+        m == obj.method,
+        obj.klass is obj.klass,
+        obj.klass == obj.klass,
+        Kinds.klass is Kinds.klass,
+        Kinds.klass == Kinds.klass,
+        Kinds.klass == obj.klass,
+        hash(Kinds.klass) == hash(obj.klass),
+        len({Kinds.klass: 1, obj.klass: 2}),
+        obj.static is obj.static,
+        Kinds.static is obj.static,
+        Kinds.method is Kinds.method,
+    ]
+
+
+def _c_methods_read_twice(x, items):
+    new = []
+    return x + 1, [
+        items.append is items.append,
+        items.append == items.append,
+        items.append != items.append,
+        new.append is new.append,
+        new.append == new.append,
+        new.append == items.append,
+        new.append == new.extend,
+        x.add is x.add,
+        x.add == x.add,
+        x.add == x.mul,
+        "ab".upper is "ab".upper,
+        "ab".upper == "ab".upper,
+    ]
+
+
+@pytest.mark.parametrize("fn", [_python_methods_read_twice, _c_methods_read_twice])
+def test_a_method_read_twice_is_two_equal_objects(fn):
+    """Each ``obj.name`` read of a method makes a new bound method in CPython: ``a.f is a.f`` is
+    False, ``a.f == a.f`` True (the same function bound to the same object), their hashes equal
+    and one dict key; for Python methods of plain classes, ``self``, class methods read through
+    the class or an object, static methods (the function itself), and C methods of lists,
+    tensors and strings."""
+    arg = Kinds() if fn is _python_methods_read_twice else [1]
+    check(fn, torch.ones(2), arg)
+    missing = "" if fn is _python_methods_read_twice else "torch.compile fails on t.add == t.add"
+    assert_no_more_breaks(0, fn, torch.ones(2), arg, baseline_missing=missing)

@@ -474,14 +474,13 @@ class UserFunctionVariable(VariableTracker):
 
 
 def same_bound_method(a: UserFunctionVariable, b: UserFunctionVariable) -> bool | None:
-    """``a is b`` for two bound methods, or None where that is not known. One the trace was given
-    (``bound_source``) is the object its source loads; one made in the trace (an ``obj.method``
-    read) is a new object, never one given."""
+    """``a is b`` for two trackers of bound methods, or None where that is not known. One the trace
+    was given (``bound_source``) is the object its source loads; one made in the trace (an
+    ``obj.method`` read, which makes a new object in CPython: ``a.f is a.f`` is False) is a new
+    object, never one given nor another one made (an object made in the trace has one tracker)."""
     if a.bound_source and b.bound_source:
         return True if a.source == b.source else None
-    if a.bound_source or b.bound_source:
-        return False
-    return None
+    return False
 
 
 def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:

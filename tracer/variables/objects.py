@@ -1312,6 +1312,10 @@ class ClassVariable(ConstantLikeVariable):
                     AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
                 )
             raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
+        if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+            # bound to this class, a new method at each read (``A.c is A.c`` is False)
+            source = AttrSource(self.source, name) if self.source else None
+            return bind_class_attribute(tx, self, self, static, name, source)
         try:
             value = getattr(self.value, name)
         except AttributeError as e:  # a descriptor raising it (``type.__abstractmethods__``)

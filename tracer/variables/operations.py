@@ -42,7 +42,7 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..polyfills.builtins import callable_iterator, sequence_items
 from . import call_rules, containers, contexts, dispatch, iterators, modules, numpy_arrays, objects
-from .base import ConstantLikeVariable, VariableTracker, walk
+from .base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker, walk
 from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule
 from .constants import (
     ConstantVariable,
@@ -490,7 +490,27 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         same = same_bound_method(lhs, rhs)
         if same is not None:
             return same
+    if _method_of_class(lhs) is not None and _method_of_class(rhs) is not None:
+        return False  # two reads made two objects (``xs.append is xs.append``)
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
+
+
+#: What a method found on a class is, read through an object: a new bound object at each read.
+_METHOD_KINDS = (types.FunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _method_of_class(vt: VariableTracker) -> Any:
+    """The method on its object's class that ``vt``, an ``obj.name`` read in the trace
+    (``xs.append``, ``t.add``), binds, or None for anything else (one the trace was given, an
+    attribute that is no method)."""
+    if not isinstance(vt, BoundAttributeVariable) or vt.source is not None:
+        return None
+    try:
+        cls = vt.obj.python_type()
+    except Unsupported:
+        return None
+    method = type_lookup(cls, vt.name)
+    return method if isinstance(method, _METHOD_KINDS) else None
 
 
 def _real_tuple(vt: VariableTracker) -> tuple | None:
@@ -811,11 +831,20 @@ _DICT_EQS = (dict.__eq__, collections.OrderedDict.__eq__)
 
 def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """``a.f == b.g`` of two Python functions bound to objects: CPython's ``method_richcompare``,
-    the same object (``is``) and the same function."""
-    if len(args) != 2 or op not in _EQUALITY or not all(map(_bound_method, args)):
+    the same object (``is``) and the same function; of two methods read in the trace from their
+    objects' classes (``xs.append == xs.append``), the same method bound to the same object."""
+    if len(args) != 2 or op not in _EQUALITY:
         return None
     a, b = args
-    same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
+    if all(map(_bound_method, args)):
+        same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
+        return ConstantVariable(same == (op is operator.eq))
+    methods = [_method_of_class(v) for v in args]
+    if None in methods or type(a) is not type(b):
+        return None
+    # C methods (``meth_richcompare``, ``wrapper_richcompare``): the same method, bound to the
+    # same object
+    same = methods[0] is methods[1] and is_same(tx, a.obj, b.obj)
     return ConstantVariable(same == (op is operator.eq))
 
 
