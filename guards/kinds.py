@@ -306,7 +306,12 @@ _MRO, _CLASS_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
 def no_class_attr(cls: type, names: tuple[str, ...]) -> bool:
     """Whether no class of ``cls.__mro__`` has any of ``names`` in its ``__dict__`` (read through
     ``type``'s own descriptors: no metaclass code runs)."""
-    return not any(name in _CLASS_DICT.__get__(k) for k in _MRO.__get__(cls) for name in names)
+    for klass in _MRO.__get__(cls):  # a loop, not generators: a guard runs it at every call
+        namespace = _CLASS_DICT.__get__(klass)
+        for name in names:
+            if name in namespace:
+                return False
+    return True
 
 
 @guard_kind(5, key=lambda other: ("alias", other), absorb=Absorb.ALIAS)

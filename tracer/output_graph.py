@@ -73,6 +73,7 @@ class OutputGraph:
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
+        self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
         self.side_effects = SideEffects()
@@ -140,8 +141,16 @@ class OutputGraph:
         self.add_guard(kinds.ATTR_ABSENT(source, name))
 
     def assume_class_lacks(self, class_source: Source, names: tuple[str, ...]) -> None:
-        """No class in the MRO of ``class_source`` defines any of ``names``."""
-        self.add_guard(kinds.CLASS_ATTR_ABSENT(class_source, names))
+        """No class in the MRO of ``class_source`` defines any of ``names``: one guard per class,
+        holding the names of all such assumptions (each call walks the MRO once)."""
+        earlier = self._class_lacks.get(class_source)
+        if earlier is not None:
+            if set(names) <= set(earlier.arg):
+                return
+            self.guards.discard(earlier)
+            names = tuple(dict.fromkeys((*earlier.arg, *names)))
+        guard = self._class_lacks[class_source] = kinds.CLASS_ATTR_ABSENT(class_source, names)
+        self.add_guard(guard)
 
     def assume_state(self, label: tuple, getter: Callable[[], Any], value: Any) -> None:
         """``getter()`` still returns ``value``: global state the trace read; ``label`` names it."""
@@ -398,7 +407,7 @@ class OutputGraph:
             len(self.created),
             self.side_effects.snapshot(),
             self.state.checkpoint(),
-            list(self.exc_info),
+            tuple(self.exc_info),  # the empty tuple, made once, in the usual case
             self.deferred.checkpoint(),
         )
 
