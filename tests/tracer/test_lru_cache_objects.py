@@ -7,8 +7,10 @@ runs, identities and eviction order are kept."""
 
 import functools
 
+import pytest
 import torch
-from difftest import compile_counted
+from bytegraph.tracer.variables import functions
+from difftest import assert_same, compile_counted
 from dynamo_baseline import dynamo_counts
 
 import bytegraph
@@ -191,3 +193,92 @@ def test_results_whose_state_cannot_be_read_cheaply_break_and_stay_right():
     torch.testing.assert_close(compiled(x), x + 5006)
     report = bytegraph.explain(reads_a_slot_and_a_big_list)(x)
     assert [r.kind for r in report.break_reasons] == ["memoized_call", "memoized_call"]
+
+
+# The guard on a cached object: each call it must see any change of what the trace read (a
+# scalar's type too: 1, True and 1.0 fold differently) and run no code of the user's (no
+# ``__eq__``), and a part replaced by an equal one is the same state.
+
+
+class _Scale:
+    def __init__(self, k):
+        self.k = k
+
+
+class _Plan:
+    def __init__(self, name):
+        self.n = 1
+        self.big = 10**20
+        self.dims = [1, 2]
+        self.inner = _Scale(2)
+        self.tag = "tag"
+
+
+@functools.lru_cache(8)
+def plan(name):
+    return _Plan(name)
+
+
+def reads_the_plan(x):
+    p = plan("p")
+    return x * p.inner.k + len(p.dims), p.n, p.big, p.tag, p.dims[-1]
+
+
+class _RecordsEq:
+    calls = []
+
+    def __eq__(self, other):
+        _RecordsEq.calls.append(other)
+        return True
+
+    __hash__ = object.__hash__
+
+
+#: changes of the cached object, and whether the trace's guard must see them
+MUTATIONS = [
+    (lambda p: setattr(p, "n", True), True),
+    (lambda p: setattr(p, "n", 1.0), True),
+    (lambda p: setattr(p, "big", int("1" + "0" * 20)), False),  # an equal int, another object
+    (lambda p: p.dims.append(3), True),
+    (lambda p: setattr(p.inner, "k", 5), True),
+    (lambda p: setattr(p, "inner", _Scale(5)), True),
+    (lambda p: setattr(p, "inner", _Scale(2)), False),  # an equal object in its place
+    (lambda p: setattr(p, "tag", _RecordsEq()), True),
+    (lambda p: setattr(p, "tag", "".join(["ta", "g"])), False),  # another str
+]
+
+
+@pytest.mark.parametrize("change, seen", MUTATIONS)
+def test_the_guard_on_a_cached_object_sees_each_change_and_runs_no_user_code(change, seen):
+    x = torch.randn(3)
+    plan.cache_clear()
+    _RecordsEq.calls.clear()
+    compiled, counter = compile_counted(reads_the_plan)
+    assert_same(compiled(x), reads_the_plan(x))
+    change(plan("p"))
+    for _ in range(2):
+        out = compiled(x)
+        assert _RecordsEq.calls == []  # (assert_same compares the tags with ``==``)
+        assert_same(out, reads_the_plan(x))
+        _RecordsEq.calls.clear()
+    # seen: the trace runs again, breaks at the call (the object is not what the body makes)
+    # and the rest of the function is one more graph
+    assert counter.frame_count == (2 if seen else 1)
+
+
+def test_a_steady_call_builds_no_state(monkeypatch):
+    x = torch.randn(3)
+    plan.cache_clear()
+    compiled = bytegraph.compile(reads_the_plan)
+    compiled(x)
+    built = []
+    original = functions._state_of
+    monkeypatch.setattr(functions, "_state_of", lambda *a: built.append(a) or original(*a))
+    assert_same(compiled(x), reads_the_plan(x))
+    assert built == []
+    plan("p").inner = _Scale(2)  # an equal part, another object: states compared once
+    assert_same(compiled(x), reads_the_plan(x))
+    assert built != []
+    built.clear()
+    assert_same(compiled(x), reads_the_plan(x))
+    assert built == []

@@ -11,6 +11,7 @@ import abc
 import collections
 import functools
 import inspect
+import operator
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -906,8 +907,8 @@ class MemoizedFunctionVariable(VariableTracker):
             raise Unsupported(
                 "memoized_call", f"{name}()'s cached object is not what its body makes now"
             )
-        getter = functools.partial(_memo_state, self.value, tuple(real_args), real_kwargs)
-        tx.output.assume_state(("lru_cache", id(self.value), repr(key)), getter, state)
+        guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
+        tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
         local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, traced)
         _freeze(effects, traced, FreshSource(local))
         return traced
@@ -1076,12 +1077,8 @@ def _state_of(value: Any, budget: list[int] | None = None) -> Any:
             return _UNREADABLE
         items = tuple((k, _state_of(v, budget)) for k, v in value.items())
         return _UNREADABLE if any(v is _UNREADABLE for _, v in items) else (kind, items)
-    descriptor = type_lookup(kind, "__dict__")
-    if not isinstance(descriptor, types.GetSetDescriptorType) or any(
-        "__slots__" in vars(c) for c in kind.__mro__[:-1]
-    ):
-        return _UNREADABLE  # no plain instance dict (a C type's objects), or slots beside it
-    namespace = descriptor.__get__(value, kind)
+    descriptor = _dict_descriptor(kind)
+    namespace = descriptor.__get__(value, kind) if descriptor is not None else None
     if type(namespace) is not dict:
         return _UNREADABLE
     state = _state_of(dict(namespace), budget)
@@ -1089,6 +1086,119 @@ def _state_of(value: Any, budget: list[int] | None = None) -> Any:
 
 
 _STATE_ITEMS = 2000
+
+
+def _dict_descriptor(kind: type) -> Any:
+    """The descriptor of the plain instance dict of ``kind``'s objects (their whole state, for
+    ``_state_of``); None for a C type's objects, or where slots hold state beside the dict."""
+    descriptor = type_lookup(kind, "__dict__")
+    if not isinstance(descriptor, types.GetSetDescriptorType) or any(
+        "__slots__" in vars(c) for c in kind.__mro__[:-1]
+    ):
+        return None
+    return descriptor
+
+
+#: scalars whose ``==`` is C code comparing values of that exact type (a slice's compares what
+#: it holds, any objects: it is read as a container)
+_VALUE_TYPES = tuple(t for t in CONSTANT_TYPES if t not in (frozenset, slice))
+
+
+def _same(now: Any, then: Any, kind: type | None) -> bool:
+    """``now`` is ``then``, or both are scalars of the exact type ``kind`` (one of
+    ``_VALUE_TYPES``, or None) and equal."""
+    return now is then or (kind is not None and type(now) is kind and now == then)
+
+
+class _CachedObjectGuard:
+    """The guard on an ``lru_cache``'d object the trace read (the ``getter`` of ``assume_state``):
+    true while the object the wrapper returns has the ``_state_of`` the trace saw. Building that
+    state on every call costs more than many graphs, so the guard first checks what implies it,
+    without building anything: the wrapper returns the object it holds (held, so that its identity
+    stays meaningful), and each mutable part of that object (``nodes``: a list, a dict, an
+    object's type and instance dict) still holds the same items, scalars compared by exact type
+    and value (``1``, ``True`` and ``1.0`` apart), anything else by identity (a node itself, or
+    immutable with its parts nodes), so no user ``__eq__`` runs. Where that fails (the object was
+    dropped and made again, a part replaced by an equal one, or changed) the states are compared,
+    and a new object found alike is held in its place."""
+
+    __slots__ = ("wrapper", "args", "kwargs", "state", "held")
+
+    def __init__(self, wrapper: Any, args: tuple, kwargs: dict, state: Any, root: Any) -> None:
+        self.wrapper, self.args, self.kwargs, self.state = wrapper, args, kwargs, state
+        #: ``(root, nodes)``, replaced as one (a thread reads one pair); each node is ``(obj,
+        #: kind, descriptor, keys, items, scalar types of items)``: ``obj`` a list (``keys``
+        #: None), a dict, or an object of type ``kind`` read through ``descriptor``
+        self.held: tuple[Any, list[tuple]] = (_UNREADABLE, [])
+        self._hold(root)
+
+    def _hold(self, root: Any) -> None:
+        """Check ``root`` by its nodes from now on (where they can all be read: else states)."""
+        nodes: list[tuple] = []
+        self.held = (root, nodes) if _add_nodes(root, nodes, set()) else (_UNREADABLE, [])
+
+    def __call__(self) -> bool:
+        try:
+            root = self.wrapper(*self.args, **self.kwargs)
+            held, nodes = self.held
+            if root is held and _unchanged(nodes):
+                return True
+            if _state_of(root) != self.state:
+                return False
+        except Exception:  # noqa: BLE001 (the guard fails; the call raises again in the trace)
+            return False
+        self._hold(root)
+        return True
+
+
+def _unchanged(nodes: list[tuple]) -> bool:
+    """Each node (``_CachedObjectGuard.held``) holds the items it held."""
+    is_ = operator.is_
+    for obj, kind, descriptor, keys, items, kinds in nodes:
+        if descriptor is not None:
+            if type(obj) is not kind:
+                return False
+            obj = descriptor.__get__(obj, kind)
+            if type(obj) is not dict:
+                return False
+        if len(obj) != len(items):
+            return False
+        now = obj if keys is None else obj.values()
+        if not (all(map(is_, now, items)) or all(map(_same, now, items, kinds))):
+            return False
+        if keys is not None and not all(map(is_, obj, keys)):
+            if not all(map(_same, obj, keys, map(type, keys))):
+                return False
+    return True
+
+
+def _add_nodes(value: Any, nodes: list, seen: set[int]) -> bool:
+    """Add the mutable parts of ``value`` to ``nodes`` (``_CachedObjectGuard.held``), each once;
+    False where a part is none of those ``_state_of`` reads."""
+    kind = type(value)
+    if kind in _VALUE_TYPES or id(value) in seen:
+        return True
+    seen.add(id(value))
+    if kind in (tuple, slice):  # immutable: only their parts can change
+        parts = value if kind is tuple else (value.start, value.stop, value.step)
+        return all(_add_nodes(v, nodes, seen) for v in parts)
+    descriptor = None
+    if kind is list or kind is dict:
+        mapping = value
+    else:
+        descriptor = _dict_descriptor(kind)
+        mapping = descriptor.__get__(value, kind) if descriptor is not None else None
+        if type(mapping) is not dict:
+            return False
+    keys = None
+    if kind is not list:
+        keys = tuple(mapping)
+        if not all(type(k) in (int, str) for k in keys):
+            return False
+    items = tuple(mapping) if kind is list else tuple(mapping.values())
+    scalars = tuple(type(v) if type(v) in _VALUE_TYPES else None for v in items)
+    nodes.append((value, kind, descriptor, keys, items, scalars))
+    return all(_add_nodes(v, nodes, seen) for v in items)
 
 
 def _cached_in_trace(effects: Any, wrapper: Any, key: Any) -> VariableTracker | None:
