@@ -58,7 +58,6 @@ class GuardSet:
         self.fused, self.dispatch = self._dispatch_conditions(fast_roots)
         self.consts.used = None
         self.ref_ids = {id(ref) for ref in self.refs}
-        self._checkers: list[Any] | None = None
 
     def _dispatch_conditions(self, roots: dict[str, str] | None) -> tuple[str | None, list[str]]:
         """The parts as the dispatcher may test them, and the one condition they put first: the
@@ -110,27 +109,24 @@ class GuardSet:
         return "\n".join(part.code for part in self.parts)
 
     def first_failure(self, scope: dict[str, Any]) -> GuardPart | None:
-        """The first part that is false (or raises) for these inputs, or None when all pass."""
-        scope = {**scope, "M": self.module_globals}  # the dicts the dispatcher reads
-        for part, check in zip(self.parts, self._compiled_checkers(), strict=True):
+        """The first part that is false (or raises) for these inputs, or None when all pass. Each
+        part is compiled only when reached (``_part_code``): asked on a miss, the answer is often
+        an early part of a long list."""
+        namespace = {**self.consts.values, **scope, "M": self.module_globals}
+        for part in self.parts:
             try:
-                if not check(**scope):
+                if not eval(_part_code(part.code), namespace):
                     return part
             except Exception:  # a guard that cannot even be evaluated fails
                 return part
         return None
 
-    def _compiled_checkers(self) -> list[Any]:
-        if self._checkers is None:
-            consts = dict(self.consts.values)  # names added later belong to other variants
-            src = "\n".join(
-                f"def ___check_{i}(L, G, C, B, M=___M):\n    return {p.code}"
-                for i, p in enumerate(self.parts)
-            )
-            ns: dict[str, Any] = {**consts, "___M": self.module_globals}
-            exec(compile(src, "<bytegraph guard check>", "exec"), ns)
-            self._checkers = [ns[f"___check_{i}"] for i in range(len(self.parts))]
-        return self._checkers
+
+@functools.lru_cache(maxsize=4096)
+def _part_code(code: str) -> types.CodeType:
+    """One guard part compiled as an expression over the names ``first_failure`` gives it; the
+    same text makes the same code (the variants of one function share most of their parts)."""
+    return compile(code, "<bytegraph guard check>", "eval")
 
 
 def exec_function(source: str, name: str, closure: dict[str, Any], filename: str) -> Any:
