@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch._guards import GuardSource
+from torch._guards import GuardSource, SLoc
 from torch._guards import Source as TorchSource
 
 from ...guards import kinds
@@ -149,6 +149,16 @@ def _finite(bound: Any) -> int | None:
         return None
 
 
+def _no_stack_summary(is_debug: bool = False, framework_loc: Any = None) -> tuple[Any, str]:
+    """``ShapeEnv._get_stack_summary`` of a trace's ShapeEnv: where each symbol, range and guard
+    came from, as the caller names it, without a look at the stack. torch's finds the first frame
+    outside its own files, which the first call lists by importing them (``torch.export``,
+    AOTAutograd, Dynamo's guards: a quarter of a second on a first symbol); under the tracer that
+    frame is the tracer's own, which says nothing of the user's code (no guard bytegraph renders
+    reads it)."""
+    return SLoc("" if framework_loc is None else framework_loc, None), ""
+
+
 class ShapeTracker:
     """The symbols of one trace. Its ``ShapeEnv`` is made (and given to the trace's fake mode) when
     the trace first needs a symbol: a dynamic input, or a number computed from tensor data."""
@@ -172,6 +182,7 @@ class ShapeTracker:
         if self.shape_env is None:
             symbolic_shapes = importlib.import_module(_SYMBOLIC_SHAPES)
             self.shape_env = symbolic_shapes.ShapeEnv(duck_shape=self.policy.duck_shape)
+            self.shape_env._get_stack_summary = _no_stack_summary
             self.fake_mode.shape_env = self.shape_env
             self.fake_mode.static_shapes = False
         return self.shape_env
