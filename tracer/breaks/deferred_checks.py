@@ -90,7 +90,16 @@ class DeferredChecks:
         self.record: speculation.SiteRecord | None = None  #: set by ``finish``
 
     def checkpoint(self) -> tuple:
-        return len(self.checks), *self.drawn()
+        # taken before every traced instruction: ``drawn``'s fields spelled out, with no call
+        return (
+            len(self.checks),
+            self.unsafe,
+            self.random,
+            self.effectful,
+            self.written,
+            self.fallible,
+            self.raising,
+        )
 
     def restore(self, checkpoint: tuple) -> None:
         count, *drawn = checkpoint

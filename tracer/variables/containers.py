@@ -1741,6 +1741,9 @@ class LazyListVariable(ListVariable):
 
 LAST, FALSE = ConstantVariable(-1), ConstantVariable(False)
 
+#: the signature of a ``METHODS`` implementation, which each call's arguments are bound to
+_signature = functools.cache(inspect.signature)
+
 
 def call_method(
     tx: Translator,
@@ -1781,7 +1784,7 @@ def call_method(
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
     try:
-        inspect.signature(impl).bind(tx, obj, *args, **kwargs)
+        _signature(impl).bind(tx, obj, *args, **kwargs)
     except TypeError as e:
         kind = obj.python_type().__name__
         raise Unsupported("python_error", f"TypeError: {kind}.{name}(): {e}") from None
