@@ -212,5 +212,6 @@ def test_a_method_read_twice_is_two_equal_objects(fn):
     tensors and strings."""
     arg = Kinds() if fn is _python_methods_read_twice else [1]
     check(fn, torch.ones(2), arg)
-    missing = "" if fn is _python_methods_read_twice else "torch.compile fails on t.add == t.add"
+    # torch.compile fails on ``t.add == t.add``, and torch 2.11's on ``obj.method == obj.method``
+    missing = "torch.compile fails comparing bound methods"
     assert_no_more_breaks(0, fn, torch.ones(2), arg, baseline_missing=missing)
