@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
 import sys
 import threading
 import weakref
@@ -170,7 +171,8 @@ class FunctionCache:
         name = f"__guard_{self.name}_{self.counter}"
         params = ", ".join(self.roots[n] for n in self.arg_names)
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
-        body = _trie(_shared_first(_conditions(self.variants)), 2)
+        roots = [self.roots[n] for n in self.arg_names]
+        body = _trie(_read_once(_shared_first(_conditions(self.variants)), roots), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
@@ -260,6 +262,115 @@ def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:
     return [
         (shared + [c for c in conds if c not in common], i) for i, conds in enumerate(conditions)
     ]
+
+
+def _read_once(items: list[tuple[list[str], int]], roots: list[str]) -> list[tuple[list[str], int]]:
+    """The conditions with each chain of reads (``self._modules['a']._modules['b'].x``,
+    ``G['cls'].__dict__['f']``) that several of them start with read once: its first reading
+    in the conditions every variant tests first (evaluated first, in order, whatever the
+    variant) binds it, ``(___read_0 := ...)``, and the conditions after it read the local. A
+    model's guards check hundreds of attributes of objects deep in its module tree, each
+    reading the whole chain again. The first reading is bound only in a condition evaluated
+    whole (no ``and``/``or``/``if`` or chained comparison that could skip it); a condition that
+    has no such reading keeps its text. Guard text is rendered source chains (the roots are
+    the dispatcher's parameters, ``G`` and bound module globals) and string constants, skipped
+    as such."""
+    if not items:
+        return items
+    shared = len(_common_prefix([conds for conds, _ in items]))
+    chains = _Chains(roots)
+    counts: dict[str, int] = {}
+    for n, (conds, _) in enumerate(items):
+        for cond in conds if n == 0 else conds[shared:]:  # the shared ones are tested once
+            for _, prefixes in chains(cond):
+                for prefix in prefixes:
+                    counts[prefix] = counts.get(prefix, 0) + 1
+    bound: dict[str, str] = {}
+    first = [_bind(cond, chains(cond), counts, bound, True) for cond in items[0][0][:shared]]
+    return [
+        (first + [_bind(c, chains(c), counts, bound, False) for c in conds[shared:]], index)
+        for conds, index in items
+    ]
+
+
+def _bind(
+    cond: str,
+    chains: list[tuple[tuple[int, int], list[str]]],
+    counts: dict[str, int],
+    bound: dict[str, str],
+    may_bind: bool,
+) -> str:
+    """``cond`` with its ``chains`` (``_Chains``) replaced by what ``bound`` holds (text ->
+    local name) and, where ``may_bind`` and ``cond`` is evaluated whole, each prefix read again
+    by another condition (not only as part of the next longer prefix) bound to a new local."""
+    if not chains:
+        return cond
+    if may_bind:
+        bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
+        may_bind = not _SKIPS.search(bare) and _COMPARES.search(bare, _end(_COMPARES, bare)) is None
+    out, at = [], 0
+    for (start, end), prefixes in chains:
+        held = next((p for p in reversed(prefixes) if p in bound), "")
+        text, done = bound.get(held, ""), len(held)
+        for n, prefix in enumerate(prefixes):
+            longer = prefixes[n + 1] if n + 1 < len(prefixes) else None
+            # bound where read again, but not only as the start of the next longer one
+            if (
+                len(prefix) > done
+                and may_bind
+                and counts[prefix] > (counts[longer] if longer else 1)
+            ):
+                name = bound[prefix] = f"___read_{len(bound)}"
+                text, done = f"({name} := {text}{prefix[done:]})", len(prefix)
+        out += [cond[at:start], text + cond[start + done : end]]
+        at = end
+    return "".join(out) + cond[at:]
+
+
+#: A string constant in guard text (``repr`` of a str: no triple quotes).
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+#: What may skip part of a condition's evaluation.
+_SKIPS = re.compile(r"\b(?:and|or|if|lambda|for)\b")
+#: Comparison operators: two in a condition may chain (``0 <= a < n`` skips ``n`` when false).
+_COMPARES = re.compile(r"==|!=|<=|>=|<|>|\bis\b|\bin\b|\bnot\b")
+#: One step of a chain of reads: an attribute, a str key, an int index.
+_STEP = r"(?:\.[A-Za-z_]\w*|\['(?:[^'\\]|\\.)*'\]|\[-?\d+\])"
+_STEP_RE = re.compile(_STEP)
+
+
+def _end(pattern: re.Pattern[str], text: str) -> int:
+    """Where the first match of ``pattern`` in ``text`` ends (the end of ``text`` if none)."""
+    match = pattern.search(text)
+    return match.end() if match is not None else len(text)
+
+
+class _Chains:
+    """``chains(cond)``: the chains of reads in ``cond`` outside string constants, each its span
+    and its prefixes of one step or more, shortest first (the whole chain last, unless a call
+    follows it: that read is a method, read anew by each call); remembered per text."""
+
+    def __init__(self, roots: list[str]) -> None:
+        names = "|".join(re.escape(r) for r in (*roots, "G")) + r"|___globals_\w+"
+        self._chain = re.compile(rf"(?<![\w.'\"\]])(?P<root>{names})(?:{_STEP})+")
+        self._seen: dict[str, list[tuple[tuple[int, int], list[str]]]] = {}
+
+    def __call__(self, cond: str) -> list[tuple[tuple[int, int], list[str]]]:
+        found = self._seen.get(cond)
+        if found is not None:
+            return found
+        quoted = "'" in cond or '"' in cond
+        strings = [m.span() for m in _STRING.finditer(cond)] if quoted else []
+        found = self._seen[cond] = []
+        for match in self._chain.finditer(cond):
+            start, end = match.span()
+            if strings and any(a <= start < b for a, b in strings):
+                continue
+            steps = [m.end() for m in _STEP_RE.finditer(cond, match.end("root"), end)]
+            if cond[end : end + 1] == "(":
+                steps.pop()
+            if steps:
+                found.append(((start, steps[-1]), [cond[start:n] for n in steps]))
+        return found
 
 
 def _common_prefix(lists: list[list[str]]) -> list[str]:
