@@ -328,13 +328,14 @@ class CompiledCode:
     def follow(self, L: dict[str, Any], variant: Variant) -> None:
         """After the first run of ``variant`` for ``L``: where the call filled a registry the
         variant guards (a library's global dict that got keys after those it had: einops'
-        backends by tensor type, filled on first use), the variant for the filled registry is
-        traced now, as the next identical call would trace it, so that call finds it.
-        ``following``: the variant traced is not followed in turn."""
+        backends by tensor type, filled on first use) or changed a module tree it guards (a
+        buffer registered on first use: x-transformers' ALiBi bias), the variant for the tree or
+        registry as the call left it is traced now, as the next identical call would trace it,
+        so that call finds it. ``following``: the variant traced is not followed in turn."""
         scope = {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
-        # only the registries are read here: the other guards may call user code (an lru_cache
-        # the trace read), which a call's guards run once, before it
-        if not any(_registry(p.guard) and _filled(p.guard, scope) for p in variant.guards.parts):
+        # only registries and module trees are read here: the other guards may call user code
+        # (an lru_cache the trace read), which a call's guards run once, before it
+        if not any(_changed_by_the_call(p.guard, scope) for p in variant.guards.parts):
             return
         if global_settings().error_on_recompile or self.cache.select(L) is not None:
             return  # (the next call recompiles, and raises there)
@@ -618,6 +619,17 @@ def _no_gc() -> Any:
     finally:
         if enabled:
             gc.enable()
+
+
+def _changed_by_the_call(guard: Guard, scope: dict[str, Any]) -> bool:
+    """Does ``guard``, which held when the call began, fail now because the call filled a
+    registry or changed a module tree? (Checks that run no user code.)"""
+    if guard.kind is kinds.MODULE_TREE:
+        try:
+            return not guard.arg.check(eval(guard.source.expr, scope))  # noqa: S307 (as above)
+        except Exception:  # noqa: BLE001 (the root is gone: nothing to follow)
+            return False
+    return _registry(guard) and _filled(guard, scope)
 
 
 def _registry(guard: Guard) -> bool:

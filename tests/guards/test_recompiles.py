@@ -466,3 +466,33 @@ def _check_registry(library, uses_registry):
     # bytegraph.graph_break() does nothing there: one frame, traced again by the second call
     assert _torch_compile_frames(uses_registry, [(x, w), (x, w), (x, w)]) == 2
     registry.clear()
+
+
+class _LazyBuffer(torch.nn.Module):
+    """Registers a buffer on its first call (x-transformers' ALiBi bias does, sized to the
+    sequence): the module tree the first call's variant guards changes during that call."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if self._buffers.get("scale") is None:
+            self.register_buffer("scale", torch.full((4,), 2.0), persistent=False)
+        return self.lin(x) * self.scale
+
+
+def test_a_module_changed_by_the_first_call_is_traced_with_the_change():
+    """The variant for the tree the first call left is traced at the end of that call, so the
+    second identical call compiles nothing (torch.compile recompiles there); the third neither."""
+    torch.manual_seed(0)
+    model, reference = _LazyBuffer(), _LazyBuffer()
+    reference.load_state_dict(model.state_dict())
+    compiled, counter = compile_counted(model)
+    x = torch.randn(2, 4)
+    counts = []
+    for _ in range(3):
+        assert_same(compiled(x), reference(x))
+        counts.append(counter.frame_count)
+    assert counts[1] == counts[2] == counts[0]
+    assert dict(model.named_buffers()).keys() == dict(reference.named_buffers()).keys()
