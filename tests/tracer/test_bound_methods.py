@@ -6,7 +6,7 @@ import operator
 
 import pytest
 import torch
-from difftest import check
+from difftest import check, check_breaks
 from dynamo_baseline import assert_no_more_breaks
 
 
@@ -215,3 +215,20 @@ def test_a_method_read_twice_is_two_equal_objects(fn):
     # torch.compile fails on ``t.add == t.add``, and torch 2.11's on ``obj.method == obj.method``
     missing = "torch.compile fails comparing bound methods"
     assert_no_more_breaks(0, fn, torch.ones(2), arg, baseline_missing=missing)
+
+
+def _method_held_twice_across_a_break(x, obj):
+    m = obj.method
+    held = m
+    k = Kinds.klass
+    y = x + 1
+    print("break")
+    return y, [m is held, m is obj.method, m == obj.method, k is Kinds.klass, k == Kinds.klass]
+
+
+def test_a_method_made_in_the_trace_stays_one_object_across_a_break():
+    """A bound method made in the trace and held by two locals at a break is rebuilt once (one
+    object, ``m is held``), never as the object a new read makes."""
+    make = lambda: (torch.ones(2), Kinds())  # noqa: E731
+    check_breaks(_method_held_twice_across_a_break, make, graphs=1, breaks=1)
+    assert_no_more_breaks(1, _method_held_twice_across_a_break, *make())

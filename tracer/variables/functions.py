@@ -461,11 +461,15 @@ class UserFunctionVariable(VariableTracker):
     def reconstruct(self, cg: Codegen) -> None:
         if self.source is not None and (self.self_vt is None or self.bound_source):
             return self.source.reconstruct(cg)
-        if self.self_vt is not None:
-            cg.load_const(types.MethodType)
-            cg.load_const(self.fn)
-            self.self_vt.reconstruct(cg)
-            cg.call_function(2)
+        if self.self_vt is not None:  # made in the trace: one object wherever it is held
+
+            def build() -> None:
+                cg.load_const(types.MethodType)
+                cg.load_const(self.fn)
+                self.self_vt.reconstruct(cg)
+                cg.call_function(2)
+
+            cg.build_once(self, build)
             return None
         cg.load_const(self.fn)
         return None
