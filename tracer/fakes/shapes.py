@@ -159,6 +159,20 @@ def _no_stack_summary(is_debug: bool = False, framework_loc: Any = None) -> tupl
     return SLoc("" if framework_loc is None else framework_loc, None), ""
 
 
+def _log_unbacked(
+    prefix: str, symbol: Any, vr: Any, source: Any = None, sym_node: Any = None
+) -> None:
+    """``ShapeEnv._log_create_unbacked_symbol`` of a trace's ShapeEnv: torch's INFO line, without
+    its structured-trace record (``TORCH_TRACE``'s, which no other part of a bytegraph trace
+    writes). torch computes that record's metadata whenever the trace log has a handler, which it
+    always installs: two stacks captured, and on the first call ``torch.export`` and AOTAutograd
+    imported to list torch's own files (a fifth of a second on the first value a trace computes
+    from tensor data, ``.item()`` or ``nonzero``)."""
+    where = "" if source is None else source.name
+    log = sys.modules[_SYMBOLIC_SHAPES].log
+    log.info("%s %s [%s, %s] %s", prefix, symbol, vr.lower, vr.upper, where)
+
+
 class ShapeTracker:
     """The symbols of one trace. Its ``ShapeEnv`` is made (and given to the trace's fake mode) when
     the trace first needs a symbol: a dynamic input, or a number computed from tensor data."""
@@ -183,6 +197,7 @@ class ShapeTracker:
             symbolic_shapes = importlib.import_module(_SYMBOLIC_SHAPES)
             self.shape_env = symbolic_shapes.ShapeEnv(duck_shape=self.policy.duck_shape)
             self.shape_env._get_stack_summary = _no_stack_summary
+            self.shape_env._log_create_unbacked_symbol = _log_unbacked
             self.fake_mode.shape_env = self.shape_env
             self.fake_mode.static_shapes = False
         return self.shape_env
