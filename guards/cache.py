@@ -11,12 +11,13 @@ guarding an object that died are dropped from a weakref callback.
 from __future__ import annotations
 
 import builtins
+import itertools
 import keyword
 import re
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +173,8 @@ class FunctionCache:
         params = ", ".join(self.roots[n] for n in self.arg_names)
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
         roots = [self.roots[n] for n in self.arg_names]
-        body = _trie(_read_once(_shared_first(_conditions(self.variants)), roots), 2)
+        taken = {*roots, *self.scope, *self.consts.values}  # names the conditions may read
+        body = _trie(_read_once(_shared_first(_conditions(self.variants)), roots, taken), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
@@ -264,7 +266,9 @@ def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:
     ]
 
 
-def _read_once(items: list[tuple[list[str], int]], roots: list[str]) -> list[tuple[list[str], int]]:
+def _read_once(
+    items: list[tuple[list[str], int]], roots: list[str], taken: set[str] = frozenset()
+) -> list[tuple[list[str], int]]:
     """The conditions with each chain of reads (``self._modules['a']._modules['b'].x``,
     ``G['cls'].__dict__['f']``) that several of them start with read once: its first reading
     in the conditions every variant tests first (evaluated first, in order, whatever the
@@ -274,7 +278,7 @@ def _read_once(items: list[tuple[list[str], int]], roots: list[str]) -> list[tup
     whole (no ``and``/``or``/``if`` or chained comparison that could skip it); a condition that
     has no such reading keeps its text. Guard text is rendered source chains (the roots are
     the dispatcher's parameters, ``G`` and bound module globals) and string constants, skipped
-    as such."""
+    as such. The locals' names are none of ``taken``."""
     if not items:
         return items
     shared = len(_common_prefix([conds for conds, _ in items]))
@@ -286,9 +290,10 @@ def _read_once(items: list[tuple[list[str], int]], roots: list[str]) -> list[tup
                 for prefix in prefixes:
                     counts[prefix] = counts.get(prefix, 0) + 1
     bound: dict[str, str] = {}
-    first = [_bind(cond, chains(cond), counts, bound, True) for cond in items[0][0][:shared]]
+    fresh = (name for n in itertools.count() if (name := f"___read_{n}") not in taken)
+    first = [_bind(c, chains(c), counts, bound, fresh) for c in items[0][0][:shared]]
     return [
-        (first + [_bind(c, chains(c), counts, bound, False) for c in conds[shared:]], index)
+        (first + [_bind(c, chains(c), counts, bound, None) for c in conds[shared:]], index)
         for conds, index in items
     ]
 
@@ -298,13 +303,15 @@ def _bind(
     chains: list[tuple[tuple[int, int], list[str]]],
     counts: dict[str, int],
     bound: dict[str, str],
-    may_bind: bool,
+    fresh: Iterator[str] | None,
 ) -> str:
     """``cond`` with its ``chains`` (``_Chains``) replaced by what ``bound`` holds (text ->
-    local name) and, where ``may_bind`` and ``cond`` is evaluated whole, each prefix read again
-    by another condition (not only as part of the next longer prefix) bound to a new local."""
+    local name) and, given ``fresh`` names and where ``cond`` is evaluated whole, each prefix
+    read again by another condition (not only as part of the next longer prefix) bound to a
+    new local."""
     if not chains:
         return cond
+    may_bind = fresh is not None
     if may_bind:
         bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
         may_bind = not _SKIPS.search(bare) and _COMPARES.search(bare, _end(_COMPARES, bare)) is None
@@ -320,7 +327,7 @@ def _bind(
                 and may_bind
                 and counts[prefix] > (counts[longer] if longer else 1)
             ):
-                name = bound[prefix] = f"___read_{len(bound)}"
+                name = bound[prefix] = next(fresh)
                 text, done = f"({name} := {text}{prefix[done:]})", len(prefix)
         out += [cond[at:start], text + cond[start + done : end]]
         at = end

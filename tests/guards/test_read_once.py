@@ -112,3 +112,29 @@ def test_the_readable_guards_and_why_keep_the_plain_text():
     obj.a.b.c = 4
     assert cache.guard_fn(obj) is None
     assert "== 3" in str(cache.why({"self": obj}))
+
+
+def test_the_locals_never_shadow_a_name_the_conditions_read():
+    """A closure value may be named ``___read_0`` (a function called ``read_0``): the locals skip
+    the names the dispatcher reads."""
+    items = [(["self.a.x == ___read_0", "self.a.y == 1"], 0)]
+    ((conds, _),) = _read_once(items, ["self"], {"self", "___read_0"})
+    assert conds == ["(___read_1 := self.a).x == ___read_0", "___read_1.y == 1"]
+
+
+def read_0(x):
+    return x
+
+
+def test_a_function_named_like_a_local_is_still_checked():
+    def fn(x, box):
+        return read_0(x) * box.a.b + box.a.c
+
+    compiled, counter = compile_counted(fn)
+    box = _obj()
+    box.a.b, box.a.c = 2, 3
+    x = torch.randn(3)
+    assert_same(compiled(x, box), fn(x, box))
+    traced = counter.frame_count
+    assert_same(compiled(x, box), fn(x, box))
+    assert counter.frame_count == traced
