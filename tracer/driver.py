@@ -325,17 +325,19 @@ class CompiledCode:
         self._record(event)
         return result.fn if self.following else _first_run(result.fn, self, L, variant)
 
-    def follow(self, L: dict[str, Any], variant: Variant) -> None:
+    def follow(self, L: dict[str, Any], variant: Variant, trees: frozenset | None) -> None:
         """After the first run of ``variant`` for ``L``: where the call filled a registry the
         variant guards (a library's global dict that got keys after those it had: einops'
-        backends by tensor type, filled on first use) or changed a module tree it guards (a
-        buffer registered on first use: x-transformers' ALiBi bias), the variant for the tree or
-        registry as the call left it is traced now, as the next identical call would trace it,
-        so that call finds it. ``following``: the variant traced is not followed in turn."""
-        scope = {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
-        # only registries and module trees are read here: the other guards may call user code
-        # (an lru_cache the trace read), which a call's guards run once, before it
-        if not any(_changed_by_the_call(p.guard, scope) for p in variant.guards.parts):
+        backends by tensor type, filled on first use) or grew a module tree it guards
+        (``trees``: its ``module_keys`` before the outermost run; a buffer registered on first
+        use, x-transformers' ALiBi bias), the variant for the tree or registry as the call left
+        it is traced now, as the next identical call would trace it, so that call finds it.
+        Other changes of a tree are not followed: what a caller sets up around a call and tears
+        down after (a hook, diffusers' LoRA scale flag) is not there at the next call's start.
+        ``following``: the variant traced is not followed in turn."""
+        scope = self._follow_scope(L, variant)
+        filled = any(_registry(p.guard) and _filled(p.guard, scope) for p in variant.guards.parts)
+        if not filled and not (trees and trees < self.module_keys(L, variant)):
             return
         if global_settings().error_on_recompile or self.cache.select(L) is not None:
             return  # (the next call recompiles, and raises there)
@@ -344,6 +346,24 @@ class CompiledCode:
             self.on_miss(L)
         finally:
             self.following = False
+
+    def module_keys(self, L: dict[str, Any], variant: Variant) -> frozenset | None:
+        """The names of the parameters, buffers and submodules (those not None: a buffer
+        declared None and set on first use counts as added) of every module in the module trees
+        ``variant`` guards (as ``(id(module), table, name)``), read from their tables without
+        running user code; None where it guards no tree."""
+        scope = self._follow_scope(L, variant)
+        roots = []
+        for part in variant.guards.parts:
+            if part.guard.kind is kinds.MODULE_TREE:
+                with contextlib.suppress(Exception):  # the root is gone: nothing to compare
+                    roots.append(eval(part.guard.source.expr, scope))  # noqa: S307 (as _filled)
+        return _module_keys(roots) if roots else None
+
+    def _follow_scope(self, L: dict[str, Any], variant: Variant) -> dict[str, Any]:
+        # only registries and module trees are read with it: the other guards may call user code
+        # (an lru_cache the trace read), which a call's guards run once, before it
+        return {"L": L, **self.cache.scope, "M": variant.guards.module_globals}
 
     def _tensor_free(self, result: TraceResult, settings: GlobalSettings) -> bool:
         """Did the trace return without recording a tensor operation (no graph, no break), where
@@ -621,15 +641,24 @@ def _no_gc() -> Any:
             gc.enable()
 
 
-def _changed_by_the_call(guard: Guard, scope: dict[str, Any]) -> bool:
-    """Does ``guard``, which held when the call began, fail now because the call filled a
-    registry or changed a module tree? (Checks that run no user code.)"""
-    if guard.kind is kinds.MODULE_TREE:
-        try:
-            return not guard.arg.check(eval(guard.source.expr, scope))  # noqa: S307 (as above)
-        except Exception:  # noqa: BLE001 (the root is gone: nothing to follow)
-            return False
-    return _registry(guard) and _filled(guard, scope)
+def _module_keys(roots: list[Any]) -> frozenset:
+    """``CompiledCode.module_keys`` of the modules reachable from ``roots``."""
+    keys, seen, pending = set(), set(), list(roots)
+    while pending:
+        module = pending.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        namespace = object.__getattribute__(module, "__dict__")
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = namespace.get(table)
+            if isinstance(entries, dict):  # (the epoch's WatchedDict: read as a dict)
+                items = dict.items(entries)
+                keys.update((id(module), table, k) for k, v in items if v is not None)
+        children = namespace.get("_modules")
+        if isinstance(children, dict):
+            pending += [m for m in dict.values(children) if m is not None]
+    return frozenset(keys)
 
 
 def _registry(guard: Guard) -> bool:
@@ -662,7 +691,7 @@ class _FirstRuns(threading.local):
 
     def __init__(self) -> None:
         self.depth = 0
-        self.checks: list[tuple[CompiledCode, dict[str, Any], Variant]] = []
+        self.checks: list[tuple[CompiledCode, dict[str, Any], Variant, frozenset | None]] = []
 
 
 _FIRST_RUNS = _FirstRuns()
@@ -675,6 +704,7 @@ def _first_run(fn: Any, state: CompiledCode, L: dict[str, Any], variant: Variant
 
     def first_run(*args: Any, **kwargs: Any) -> Any:
         runs = _FIRST_RUNS
+        trees = state.module_keys(L, variant) if runs.depth == 0 else None
         runs.depth += 1
         try:
             result = fn(*args, **kwargs)
@@ -684,11 +714,11 @@ def _first_run(fn: Any, state: CompiledCode, L: dict[str, Any], variant: Variant
             raise
         finally:
             runs.depth -= 1
-        runs.checks.append((state, L, variant))
+        runs.checks.append((state, L, variant, trees))
         if runs.depth == 0:
             checks, runs.checks = runs.checks, []
-            for owner, args_of, ran in checks:
-                owner.follow(args_of, ran)
+            for owner, args_of, ran, keys in checks:
+                owner.follow(args_of, ran, keys)
         return result
 
     first_run.__code__ = first_run.__code__.replace(co_filename=_HIDDEN_FILE)

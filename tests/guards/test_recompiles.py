@@ -482,11 +482,20 @@ class _LazyBuffer(torch.nn.Module):
         return self.lin(x) * self.scale
 
 
-def test_a_module_changed_by_the_first_call_is_traced_with_the_change():
+class _DeclaredBuffer(_LazyBuffer):
+    """Declares its buffer None and sets it on its first call (x-transformers' ALiBi bias)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", None, persistent=False)
+
+
+@pytest.mark.parametrize("cls", [_LazyBuffer, _DeclaredBuffer])
+def test_a_module_grown_by_the_first_call_is_traced_with_the_change(cls):
     """The variant for the tree the first call left is traced at the end of that call, so the
     second identical call compiles nothing (torch.compile recompiles there); the third neither."""
     torch.manual_seed(0)
-    model, reference = _LazyBuffer(), _LazyBuffer()
+    model, reference = cls(), cls()
     reference.load_state_dict(model.state_dict())
     compiled, counter = compile_counted(model)
     x = torch.randn(2, 4)
