@@ -314,7 +314,7 @@ def _bind(
     may_bind = fresh is not None
     if may_bind:
         bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
-        may_bind = not _SKIPS.search(bare) and _COMPARES.search(bare, _end(_COMPARES, bare)) is None
+        may_bind = not _SKIPS.search(bare) and len(_COMPARES.findall(bare)) < 2
     out, at = [], 0
     for (start, end), prefixes in chains:
         held = next((p for p in reversed(prefixes) if p in bound), "")
@@ -343,12 +343,6 @@ _COMPARES = re.compile(r"==|!=|<=|>=|<|>|\bis\b|\bin\b|\bnot\b")
 #: One step of a chain of reads: an attribute, a str key, an int index.
 _STEP = r"(?:\.[A-Za-z_]\w*|\['(?:[^'\\]|\\.)*'\]|\[-?\d+\])"
 _STEP_RE = re.compile(_STEP)
-
-
-def _end(pattern: re.Pattern[str], text: str) -> int:
-    """Where the first match of ``pattern`` in ``text`` ends (the end of ``text`` if none)."""
-    match = pattern.search(text)
-    return match.end() if match is not None else len(text)
 
 
 class _Chains:

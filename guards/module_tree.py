@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import types
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from torch import nn
@@ -52,7 +52,15 @@ def observe(root: Any) -> None:
         if hit is not None and hit[0]() is root:
             return
     epoch = EPOCH[0]
-    pending, seen, add = [root], set(), OBSERVED.add
+    for module in reachable_modules([root]):
+        OBSERVED.add(module)
+    _WALKED.remember(root, True, epoch)
+
+
+def reachable_modules(roots: list[Any]) -> Iterator[nn.Module]:
+    """Each module a check rooted at one of ``roots`` can read, once: submodules, and modules
+    held in a module's attributes or in tuples there."""
+    pending, seen = list(roots), set()
     while pending:
         value = pending.pop()
         if id(value) in seen:
@@ -63,13 +71,26 @@ def observe(root: Any) -> None:
             # ``Irreps`` raises in ``__len__``), and the walk must not fail (nor run user code)
             pending.extend(tuple.__iter__(value))
         elif isinstance(value, nn.Module):
-            add(value)
+            yield value
             members = value.__dict__
             pending.extend(members.get("_modules", {}).values())
             for attr in members.values():
                 if isinstance(attr, (tuple, nn.Module)):
                     pending.append(attr)
-    _WALKED.remember(root, True, epoch)
+
+
+def member_names(roots: list[Any]) -> frozenset:
+    """The parameters, buffers and submodules of the modules ``reachable_modules`` finds, as
+    ``(id(module), table, name)``, those that are None left out (a buffer declared None and set
+    later counts as added when it is set)."""
+    return frozenset(
+        (id(module), table, name)
+        for module in reachable_modules(roots)
+        for table in MEMBER_TABLES
+        if isinstance(entries := module.__dict__.get(table), dict)  # (a WatchedDict too)
+        for name, value in dict.items(entries)
+        if value is not None
+    )
 
 
 class ModuleTree(PerRootCache):

@@ -35,6 +35,7 @@ from ..guards import kinds
 from ..guards.cache import FunctionCache, Variant
 from ..guards.guard import Guard
 from ..guards.kinds import global_state_guards
+from ..guards.module_tree import member_names
 from ..guards.sources import ModuleGlobalSource
 from . import callees
 from .callees import CalleeCompiler
@@ -348,17 +349,15 @@ class CompiledCode:
             self.following = False
 
     def module_keys(self, L: dict[str, Any], variant: Variant) -> frozenset | None:
-        """The names of the parameters, buffers and submodules (those not None: a buffer
-        declared None and set on first use counts as added) of every module in the module trees
-        ``variant`` guards (as ``(id(module), table, name)``), read from their tables without
-        running user code; None where it guards no tree."""
+        """``module_tree.member_names`` of the module trees ``variant`` guards (read without
+        running user code); None where it guards no tree."""
         scope = self._follow_scope(L, variant)
         roots = []
         for part in variant.guards.parts:
             if part.guard.kind is kinds.MODULE_TREE:
                 with contextlib.suppress(Exception):  # the root is gone: nothing to compare
                     roots.append(eval(part.guard.source.expr, scope))  # noqa: S307 (as _filled)
-        return _module_keys(roots) if roots else None
+        return member_names(roots) if roots else None
 
     def _follow_scope(self, L: dict[str, Any], variant: Variant) -> dict[str, Any]:
         # only registries and module trees are read with it: the other guards may call user code
@@ -639,26 +638,6 @@ def _no_gc() -> Any:
     finally:
         if enabled:
             gc.enable()
-
-
-def _module_keys(roots: list[Any]) -> frozenset:
-    """``CompiledCode.module_keys`` of the modules reachable from ``roots``."""
-    keys, seen, pending = set(), set(), list(roots)
-    while pending:
-        module = pending.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
-        namespace = object.__getattribute__(module, "__dict__")
-        for table in ("_parameters", "_buffers", "_modules"):
-            entries = namespace.get(table)
-            if isinstance(entries, dict):  # (the epoch's WatchedDict: read as a dict)
-                items = dict.items(entries)
-                keys.update((id(module), table, k) for k, v in items if v is not None)
-        children = namespace.get("_modules")
-        if isinstance(children, dict):
-            pending += [m for m in dict.values(children) if m is not None]
-    return frozenset(keys)
 
 
 def _registry(guard: Guard) -> bool:
