@@ -217,6 +217,52 @@ def test_a_method_read_twice_is_two_equal_objects(fn):
     assert_no_more_breaks(0, fn, torch.ones(2), arg, baseline_missing=missing)
 
 
+GLOBAL_TENSOR = torch.ones(2)
+LINEAR = torch.nn.Linear(2, 2)
+
+
+def _c_methods_as_keys(x, items):
+    new = []
+    return x + 1, [
+        len({items.append: 1, items.append: 2}),
+        {items.append: 1}.get(items.append),
+        {items.append: 1}.get(items.pop),
+        {items.append: 1}.get(new.append),
+        items.append in {items.append, items.pop},
+        new.append in {items.append, new.extend},
+        len({new.append, new.append, items.append}),
+        {x.add: 1}.get(x.add),
+        x.mul in {x.add},
+        {GLOBAL_TENSOR.view: 1}[GLOBAL_TENSOR.view],
+        GLOBAL_TENSOR.view in {x.view},
+        sorted(m.__name__ for m in {items.append: 0, items.pop: 1, x.add: 2}),
+        hash(LINEAR.parameters) == hash(LINEAR.parameters),
+        {LINEAR.parameters: 1}.get(LINEAR.parameters),
+    ]
+
+
+def test_c_methods_hash_and_compare_by_their_object_and_method():
+    """A method read from its object's class (``xs.append``, ``t.view``) is a dict key and set
+    item as CPython's ``meth_hash``/``meth_richcompare`` make it: equal to another read of the
+    same method of the same object (``is``), of no other; ``hash()`` of one bound to an object
+    the trace holds by identity (a module) is computed, its identity guarded."""
+    check(_c_methods_as_keys, torch.ones(2), [1])
+    # torch.compile runs the set and dict of tensor methods in Python (no graph)
+    missing = "torch.compile runs the call in Python"
+    assert_no_more_breaks(0, _c_methods_as_keys, torch.ones(2), [1], baseline_missing=missing)
+
+
+def _hash_of_a_module_method(x):
+    method = LINEAR.parameters
+    return x + 1, hash(method), method.__self__ is LINEAR, method.__name__, method.__qualname__
+
+
+def test_hash_of_a_method_of_an_object_held_by_identity_is_cpythons():
+    compiled = check_breaks(_hash_of_a_module_method, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert compiled[0](torch.ones(2))[1] == hash(LINEAR.parameters)
+    assert_no_more_breaks(0, _hash_of_a_module_method, torch.ones(2))
+
+
 def _method_held_twice_across_a_break(x, obj):
     m = obj.method
     held = m

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +109,39 @@ class BoundAttributeVariable(VariableTracker):
         self.obj.reconstruct(cg)
         cg.load_attr(self.name)
 
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """What a method read from its object's class has of its own, as CPython's bound method
+        objects give it: ``__self__`` (the object) and the method's ``__name__``,
+        ``__qualname__`` and ``__doc__``."""
+        method = method_of_class(self)
+        if method is not None and name == "__self__":
+            return self.obj
+        if method is not None and name in _METHOD_NAMES:
+            return tx.fold(getattr(method, name))
+        return super().var_getattr(tx, name)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.obj!r}.{self.name})"
+
+
+#: What a method found on a class is, read through an object: a new bound object at each read.
+_METHOD_KINDS = (types.FunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+#: a bound method's attributes that are its method's
+_METHOD_NAMES = ("__name__", "__qualname__", "__doc__")
+
+
+def method_of_class(vt: VariableTracker) -> Any:
+    """The method on its object's class that ``vt``, an ``obj.name`` read in the trace
+    (``xs.append``, ``t.add``), binds, or None for anything else (one the trace was given, an
+    attribute that is no method)."""
+    if not isinstance(vt, BoundAttributeVariable) or vt.source is not None:
+        return None
+    try:
+        cls = vt.obj.python_type()
+    except Unsupported:
+        return None
+    method = type_lookup(cls, vt.name)
+    return method if isinstance(method, _METHOD_KINDS) else None
 
 
 class IdentityKey:

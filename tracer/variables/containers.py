@@ -36,6 +36,7 @@ from .base import (
     BoundAttributeVariable,
     IdentityKey,
     VariableTracker,
+    method_of_class,
     type_lookup,
 )
 from .constants import ConstantVariable
@@ -83,6 +84,8 @@ def hash_key(vt: VariableTracker) -> Any:
     method = _bound_method(vt)
     if method is not None:
         return IdentityKey(vt, method)
+    if method_of_class(vt) is not None:
+        return IdentityKey(vt, MethodKey(vt))
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
         kind = vt.python_type().__name__
         raise PythonError(TypeError(f"unhashable type: '{kind}'"))
@@ -190,6 +193,37 @@ def _bound_method(vt: VariableTracker) -> types.MethodType | None:
         return types.MethodType(fn, owner.as_python_constant())
     value = getattr(owner, "value", None)
     return types.MethodType(fn, value) if value is not None else None
+
+
+class MethodKey:
+    """What a method read in the trace from its object's class (``xs.append``, ``t.view``,
+    ``obj.method`` of a new object) hashes and compares as: CPython's ``meth_richcompare``,
+    ``wrapper_richcompare`` and ``method_richcompare`` find two equal when they bind the same
+    method to the same object (``is``), and hash the object's address with the method. The hash
+    is CPython's where the tracker holds the real object (a plain object, a class), else the
+    method's own (equal keys still share it; ``==`` decides)."""
+
+    __slots__ = ("_hash", "method", "owner")
+
+    def __init__(self, vt: BoundAttributeVariable) -> None:
+        self.method, self.owner = method_of_class(vt), vt.obj
+        real = getattr(self.owner, "value", MISSING)
+        try:
+            self._hash = hash(self.method.__get__(real, type(real)))
+        except TypeError:  # no real object (a list, a tensor): the method's own hash
+            self._hash = hash(self.method)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MethodKey) or other.method is not self.method:
+            return False
+        if other.owner is self.owner:
+            return True
+        if RUNNING.tx is None:
+            raise Unsupported("dict_key", f"comparing {self.owner} outside a trace")
+        return dispatch.is_same(RUNNING.tx, self.owner, other.owner)
 
 
 def lookup_key(vt: VariableTracker) -> Any:

@@ -42,7 +42,13 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..polyfills.builtins import callable_iterator, sequence_items
 from . import call_rules, containers, contexts, dispatch, iterators, modules, numpy_arrays, objects
-from .base import BoundAttributeVariable, ConstantLikeVariable, VariableTracker, walk
+from .base import (
+    BoundAttributeVariable,
+    ConstantLikeVariable,
+    VariableTracker,
+    method_of_class,
+    walk,
+)
 from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule
 from .constants import (
     ConstantVariable,
@@ -490,27 +496,9 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         same = same_bound_method(lhs, rhs)
         if same is not None:
             return same
-    if _method_of_class(lhs) is not None and _method_of_class(rhs) is not None:
+    if method_of_class(lhs) is not None and method_of_class(rhs) is not None:
         return False  # two reads made two objects (``xs.append is xs.append``)
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
-
-
-#: What a method found on a class is, read through an object: a new bound object at each read.
-_METHOD_KINDS = (types.FunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
-
-
-def _method_of_class(vt: VariableTracker) -> Any:
-    """The method on its object's class that ``vt``, an ``obj.name`` read in the trace
-    (``xs.append``, ``t.add``), binds, or None for anything else (one the trace was given, an
-    attribute that is no method)."""
-    if not isinstance(vt, BoundAttributeVariable) or vt.source is not None:
-        return None
-    try:
-        cls = vt.obj.python_type()
-    except Unsupported:
-        return None
-    method = type_lookup(cls, vt.name)
-    return method if isinstance(method, _METHOD_KINDS) else None
 
 
 def _real_tuple(vt: VariableTracker) -> tuple | None:
@@ -568,6 +556,8 @@ _MISSING = object()
 #: the sequences ``_real`` is reading, innermost last
 _READING: list[VariableTracker] = []
 _CONTAINERS = (BaseSequenceVariable, DictVariable, SetVariable)
+#: trackers whose ``_real`` reads the objects they hold (identities ``evaluate`` guards)
+_HOLDING_OWNERS = (BaseSequenceVariable, UserFunctionVariable, BoundAttributeVariable)
 
 
 def evaluate(
@@ -581,9 +571,7 @@ def evaluate(
     values = [_real(tx, a, fn) for a in args]
     if any(v is _MISSING for v in values):
         return None
-    for vt in walk(
-        args, descend=lambda vt: isinstance(vt, (BaseSequenceVariable, UserFunctionVariable))
-    ):
+    for vt in walk(args, descend=lambda vt: isinstance(vt, _HOLDING_OWNERS)):
         pin_identity(tx, vt)
     try:
         result = fn(*values)
@@ -646,6 +634,13 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         for item in items:
             pin_identity(tx, item)
         return frozenset(values)
+    method = method_of_class(vt)
+    if method is not None and fn is not id:
+        # ``obj.__eq__``, ``cls.mro``: a new bound object at each read; a C method's hash and
+        # repr read its object's address and type name only, a Python one's as below
+        python = isinstance(method, types.FunctionType)
+        owner = _real(tx, vt.obj, (hash if fn is hash else repr) if python else id)
+        return _MISSING if owner is _MISSING else method.__get__(owner, type(owner))
     if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
         # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
         # hash read the object's
@@ -839,7 +834,7 @@ def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> Var
     if all(map(_bound_method, args)):
         same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
         return ConstantVariable(same == (op is operator.eq))
-    methods = [_method_of_class(v) for v in args]
+    methods = [method_of_class(v) for v in args]
     if None in methods or type(a) is not type(b):
         return None
     # C methods (``meth_richcompare``, ``wrapper_richcompare``): the same method, bound to the
