@@ -216,6 +216,11 @@ def _type_checks(x):
         torch.jit.isinstance((x, "s"), typing.Tuple[torch.Tensor, int]),  # noqa: UP006
         torch.jit.isinstance(None, typing.Optional[typing.List[int]]),  # noqa: UP006, UP045
         torch.jit.isinstance(x, (int, torch.Tensor)),
+        # the builtin classes' generic aliases (``types.GenericAlias``), made in the call
+        torch.jit.isinstance([x, x], list[torch.Tensor]),
+        torch.jit.isinstance({"a": x}, dict[str, int]),
+        list[int] == list[int],
+        repr(dict[str, tuple[int, ...]]),
     )
 
 

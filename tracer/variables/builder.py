@@ -525,9 +525,10 @@ def _bound_to_object(method: types.BuiltinMethodType) -> bool:
 
 def _is_typing_form(value: Any) -> bool:
     """``typing.List``, ``typing.Optional[int]``...: immutable type hints, constants of the trace
-    (``typing.List[torch.Tensor]`` folds), and ``X | Y`` unions of classes (``types.UnionType``:
-    ``isinstance(x, list | tuple)``)."""
-    if isinstance(value, types.UnionType):
+    (``typing.List[torch.Tensor]`` folds), the builtin classes' generic aliases
+    (``types.GenericAlias``: ``list[torch.Tensor]``, as ``torch.jit.isinstance`` takes them) and
+    ``X | Y`` unions of classes (``types.UnionType``: ``isinstance(x, list | tuple)``)."""
+    if isinstance(value, (types.UnionType, types.GenericAlias)):
         return True
     return type(value).__module__ == "typing" and not isinstance(value, type)
 
