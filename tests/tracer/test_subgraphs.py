@@ -4,13 +4,15 @@ recomputation as eager, on the ``eager`` and ``aot_eager`` backends; bodies with
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
 import pytest
 import torch
 import torch.utils.checkpoint as ck
-from bytegraph.tracer.variables.subgraphs import checkpoint_region
+from bytegraph.backends.state_nodes import RUNTIME
+from bytegraph.tracer.variables.subgraphs import CONTEXT_FN, checkpoint_region
 from difftest import assert_same, tensors_in
 from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 from torch import nn
@@ -477,37 +479,270 @@ def test_dropout_under_a_user_dispatch_mode():
     assert_same(results[1], results[0])
 
 
-POLICY_CALLS: list[str] = []
+POLICY_CALLS: list[tuple[str, bool, str]] = []
 
 
 def _policy(ctx, op, *args, **kwargs):
-    POLICY_CALLS.append(str(op))
+    POLICY_CALLS.append(("save mm", ctx.is_recompute, str(op)))
     if op == torch.ops.aten.mm.default:
         return ck.CheckpointPolicy.MUST_SAVE
     return ck.CheckpointPolicy.PREFER_RECOMPUTE
 
 
+def _policy_saving_sin(ctx, op, *args, **kwargs):
+    POLICY_CALLS.append(("save sin", ctx.is_recompute, str(op)))
+    if op == torch.ops.aten.sin.default:
+        return ck.CheckpointPolicy.MUST_SAVE
+    return ck.CheckpointPolicy.PREFER_RECOMPUTE
+
+
+SAVE_MM = functools.partial(ck.create_selective_checkpoint_contexts, _policy)
+SAC_LIN = nn.Linear(3, 3)
+
+
+def _sac_body(x):
+    return SAC_LIN((x @ x).sin()).sin() * 2
+
+
 def selective(t):
     context_fn = functools.partial(ck.create_selective_checkpoint_contexts, _policy)
-    return ck.checkpoint(lambda x: (x @ x).sin() * 2, t, use_reentrant=False, context_fn=context_fn)
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn)
 
 
-def test_selective_checkpointing_breaks_cleanly():
-    """A ``context_fn`` (selective checkpointing: a policy called on every operator, forward and
-    recomputation) is not traced: the call breaks and runs in Python, its policy called as in
-    eager, with eager's values and gradients. (torch.compile traces it into its graph.)"""
-    compiled = bytegraph.compile(selective, backend="eager")
+def selective_from_global(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=SAVE_MM)
+
+
+def selective_op_list(t):
+    ops = [torch.ops.aten.mm.default]
+    context_fn = functools.partial(ck.create_selective_checkpoint_contexts, ops)
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn)
+
+
+def selective_dropout_op_list(t):
+    ops = [torch.ops.aten.mm.default]
+    context_fn = functools.partial(ck.create_selective_checkpoint_contexts, ops)
+    body = lambda x: nn.functional.dropout(x @ x, 0.5).sin()  # noqa: E731
+    return ck.checkpoint(body, t, use_reentrant=False, context_fn=context_fn)
+
+
+def selective_dropout(t):
+    body = lambda x: nn.functional.dropout(x @ x, 0.5).sin()  # noqa: E731
+    return ck.checkpoint(body, t, use_reentrant=False, context_fn=SAVE_MM)
+
+
+class SelectiveBlock(nn.Module):
+    """A layer whose checkpoint's context_fn is an attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.context_fn = SAVE_MM
+
+    def forward(self, t):
+        body = lambda x: self.lin(x @ x).relu()  # noqa: E731
+        return ck.checkpoint(body, t, use_reentrant=False, context_fn=self.context_fn) + t
+
+
+SAC_BLOCK = SelectiveBlock()
+
+
+def selective_nested(t):
+    """In a checkpoint's body: eager's outer recomputation runs it (and its policy) again."""
+
+    def outer(x):
+        return ck.checkpoint(_sac_body, x * 2, use_reentrant=False, context_fn=SAVE_MM).cos() + x
+
+    return ck.checkpoint(outer, t, use_reentrant=False)
+
+
+def selective_attribute(t):
+    return SAC_BLOCK(t)  # a function: compiling the module itself would patch its forward
+
+
+#: name -> (function, modules whose gradients are compared, whether eager calls a policy)
+SELECTIVE = {
+    "made_in_the_call": (selective, [SAC_LIN], True),
+    "from_a_global": (selective_from_global, [SAC_LIN], True),
+    "op_list": (selective_op_list, [SAC_LIN], False),
+    "dropout_op_list": (selective_dropout_op_list, [], False),
+    "dropout": (selective_dropout, [], True),
+    "attribute": (selective_attribute, [SAC_BLOCK], True),
+    "nested": (selective_nested, [SAC_LIN], True),
+}
+
+
+def _sac_input():
+    return (torch.arange(9.0).reshape(3, 3) / 10).requires_grad_()
+
+
+def _sac_runs(fns, modules, seed):
+    """Per function: its ``_run`` on a fresh input after ``seed``, and the policy's calls."""
     runs = []
-    for fn in (selective, compiled, compiled):
+    for fn in fns:
         POLICY_CALLS.clear()
-        x = (torch.arange(9.0).reshape(3, 3) / 10).requires_grad_()
-        out = fn(x)
+        torch.manual_seed(seed)
+        runs.append((_run(fn, [_sac_input()], modules), list(POLICY_CALLS)))
+    return runs
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", list(SELECTIVE))
+def test_selective_checkpointing_traced_like_eager(name, backend):
+    """Selective checkpointing (a ``context_fn`` of ``create_selective_checkpoint_contexts``,
+    made in the call, read from a global or an attribute) in one graph: eager's values,
+    gradients of the input and parameters, requires_grad, and the policy called on every call
+    with eager's operators (a policy function makes the node run when the graph runs under
+    AOTAutograd; a list of operators is AOTAutograd's to apply), as torch.compile's one graph."""
+    fn, modules, calls_policy = SELECTIVE[name]
+    compiled = bytegraph.compile(fn, backend=backend)
+    for seed in (0, 1):
+        eager, actual = _sac_runs([fn, compiled], modules, seed)
+        assert bool(eager[1]) == calls_policy
+        assert_same(actual, eager)
+    assert _explain(fn, (_sac_input(),)) == (1, 0)
+    assert dynamo_counts(fn, _sac_input()) == (1, 0)
+
+
+def _captured_checkpoint(fn):
+    """The checkpoint node of the one graph bytegraph compiles for ``fn``, and its subgraph."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    bytegraph.reset()
+    bytegraph.compile(fn, backend=backend)(_sac_input())
+    (gm,) = graphs
+    (node,) = [n for n in gm.graph.nodes if n.target is checkpoint_region]
+    return node, getattr(gm, node.args[0].target)
+
+
+def test_selective_policy_function_runs_with_the_graph():
+    """A policy function: the node keeps the context_fn and is marked to run when the graph
+    runs; a list of operators: not marked (AOTAutograd applies it)."""
+    node, body = _captured_checkpoint(selective)
+    assert node.meta.get(RUNTIME)
+    context_fn = body.meta[CONTEXT_FN]
+    assert context_fn.func is ck.create_selective_checkpoint_contexts
+    assert context_fn.args == (_policy,)
+    node, body = _captured_checkpoint(selective_op_list)
+    assert not node.meta.get(RUNTIME)
+    assert body.meta[CONTEXT_FN].args == ([torch.ops.aten.mm.default],)
+
+
+def test_selective_op_list_saves_what_it_lists():
+    """Under AOTAutograd the listed operator's result is saved for the backward (the rest is
+    recomputed): one more tensor saved than the same checkpoint without a context_fn."""
+
+    def plain(t):
+        return ck.checkpoint(_sac_body, t, use_reentrant=False)
+
+    def saved(fn):
+        count = 0
+        x = _sac_input()
+        leaves = {t.data_ptr() for t in [x, *SAC_LIN.parameters()]}
+
+        def pack(t):
+            nonlocal count
+            count += t.data_ptr() not in leaves
+            return t
+
+        fn(x)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = fn(x)
         out.sum().backward()
-        runs.append((out, x.grad, list(POLICY_CALLS)))
-    assert POLICY_CALLS
-    assert_same(runs[1], runs[0])
-    assert_same(runs[2], runs[0])
-    assert _explain(selective, (torch.randn(3, 3, requires_grad=True),)) == (0, 1)
+        return count
+
+    bytegraph.reset()
+    listed = saved(bytegraph.compile(selective_op_list, backend="aot_eager"))
+    assert listed == saved(bytegraph.compile(plain, backend="aot_eager")) + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_selective_policy_in_a_global_is_guarded(backend, monkeypatch):
+    """Another context_fn in the global the call reads: the call uses it (a new variant)."""
+    compiled = bytegraph.compile(selective_from_global, backend=backend)
+    for policy in (_policy, _policy_saving_sin):
+        context_fn = functools.partial(ck.create_selective_checkpoint_contexts, policy)
+        monkeypatch.setitem(globals(), "SAVE_MM", context_fn)
+        eager, actual = _sac_runs([selective_from_global, compiled], [SAC_LIN], 0)
+        assert {call[0] for call in eager[1]} == {"save mm" if policy is _policy else "save sin"}
+        assert_same(actual, eager)
+
+
+def selective_writes_in_place(t):
+    def body(x):
+        return (x @ x).sin_() * 2
+
+    ops = [torch.ops.aten.mm.default]
+    context_fn = functools.partial(ck.create_selective_checkpoint_contexts, ops)
+    return ck.checkpoint(body, t, use_reentrant=False, context_fn=context_fn)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_selective_checkpoint_writing_a_saved_result_raises_as_eager(backend):
+    """A body writing in place into a result the policy saves: eager's checkpoint raises in the
+    backward; so does the compiled call (the node runs when the graph runs, never traced by
+    AOTAutograd, whose functional graph would not raise)."""
+    compiled = bytegraph.compile(selective_writes_in_place, backend=backend)
+    for fn in (selective_writes_in_place, compiled):
+        out = fn(_sac_input())
+        with pytest.raises(RuntimeError, match="selective activation checkpoint has been mutated"):
+            out.sum().backward()
+    assert _explain(selective_writes_in_place, (_sac_input(),)) == (1, 0)
+
+
+def closure_policy(t):
+    seen = []
+
+    def policy(ctx, op, *args, **kwargs):
+        seen.append(str(op))
+        return ck.CheckpointPolicy.PREFER_RECOMPUTE
+
+    context_fn = functools.partial(ck.create_selective_checkpoint_contexts, policy)
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn), len(seen)
+
+
+def _null_contexts():
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def own_contexts(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_null_contexts)
+
+
+def selective_reentrant(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=True, context_fn=SAVE_MM)
+
+
+@pytest.mark.parametrize(
+    ("fn", "dynamo"),
+    [
+        # torch.compile keeps the first call's closure: its policy appends to that call's list
+        (closure_policy, (1, 0)),
+        (own_contexts, (1, 0)),  # contexts that may change what the body computes
+    ],
+)
+def test_untraced_context_fns_break_and_stay_correct(fn, dynamo):
+    """A policy made in the call (a closure over its locals) and a context_fn of the user's
+    break: the checkpoint runs in Python, as in eager."""
+    compiled = bytegraph.compile(fn, backend="eager")
+    for _ in range(2):
+        assert_same(_run(compiled, [_sac_input()], [SAC_LIN]), _run(fn, [_sac_input()], [SAC_LIN]))
+    assert _explain(fn, (_sac_input(),)) == (0, 1)
+    assert dynamo_counts(fn, _sac_input()) == dynamo
+
+
+def test_reentrant_selective_checkpoint_raises_as_eager():
+    """A reentrant checkpoint with a context_fn: torch raises, so the call breaks and raises
+    (torch.compile traces it into one graph and does not raise)."""
+    compiled = bytegraph.compile(selective_reentrant, backend="eager")
+    for fn in (selective_reentrant, compiled):
+        with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+            fn(_sac_input())
+    assert dynamo_counts(selective_reentrant, _sac_input()) == (1, 0)
 
 
 def test_reentrant_without_grad_warns_as_eager():

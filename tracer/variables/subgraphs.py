@@ -31,12 +31,28 @@ the inputs' ones, equal to eager's accumulated ones); where no tensor argument r
 its body is traced under no_grad and its inputs are detached when it runs
 (``reentrant_region_without_grad``: nothing requires grad, as in eager); it is refused where a
 keyword goes to the function (torch raises) or the body gives back an argument (eager's autograd
-Function takes it over). A ``context_fn`` other than the default (selective checkpointing) is
-refused.
+Function takes it over).
+
+Selective checkpointing (``context_fn=functools.partial(create_selective_checkpoint_contexts,
+policy)``, ``policy`` a list of operators or a function saying, for each operator the body runs,
+whether its result is saved or recomputed) is traced where the partial's parts are values of the
+trace: constants, or objects read from globals and attributes, guarded. The subgraph keeps the
+``context_fn`` (``gmod.meta``): run as it is, torch's ``checkpoint`` gets it, and the policy is
+called as in eager, on the operators eager runs; under AOTAutograd ``tag_activation_checkpoint``
+gives it to AOTAutograd, whose partitioner saves what the policy asks. A list of operators needs
+nothing more (torch's own policy: no call of it can be seen), but a policy function would be
+called only while AOTAutograd traces, on its operators, never when the graph runs, and a body
+writing in place would not raise where eager's checkpoint does (a result it saved, written
+since): the node is then marked to run when the graph runs (``backends/state_nodes.py``: AOT
+backends run such a graph as it is), and so is a checkpoint whose body holds it. Other
+``context_fn``s (contexts that may change what the body computes: autocast, a mode of the
+user's), a policy made in the call (a closure over its locals) and a reentrant checkpoint with a
+``context_fn`` (torch raises) break.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from collections.abc import Callable
@@ -55,6 +71,7 @@ from .base import VariableTracker, walk
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .functions import PartialVariable
 from .tensors import TensorVariable
 from .torch_calls import content_ids
 
@@ -229,25 +246,42 @@ def _tracker(node: torch.fx.Node) -> VariableTracker:
 _STORES = frozenset({operator.setitem, torch.Tensor.__setitem__, "__setitem__"})
 
 
+def _in_place(node: torch.fx.Node) -> bool:
+    """Does ``node`` store into its first argument (``add_``, ``setitem``)?"""
+    name = _target_name(node)
+    return node.target in _STORES or (name.endswith("_") and not name.endswith("__"))
+
+
+def _written(node: torch.fx.Node) -> list[Any]:
+    """The arguments ``node`` writes into: its first where it stores in place, its ``out=``."""
+    written = [node.args[0]] if _in_place(node) and node.args else []
+    if "out" in node.kwargs:
+        written.append(node.kwargs["out"])
+    return written
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+
+
 def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> None:
-    """Refuse a node that changes state or writes into a tensor the body did not compute."""
-    if node.meta.get(RUNTIME) or node.op not in ("call_function", "call_method"):
+    """Refuse a node that changes state or writes into a tensor the body did not compute, or
+    that must run when the graph runs (but a selective checkpoint's: its caller's runs too)."""
+    if node.op not in ("call_function", "call_method") or (
+        node.meta.get(RUNTIME) and node.target is not checkpoint_region
+    ):
         raise Unsupported("subgraph", f"{what}: its body changes global state ({node.name})")
     if node.meta.get("bytegraph_state"):
         return  # a grad-mode block's (``_balanced_blocks``)
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    in_place = node.target in _STORES or (name.endswith("_") and not name.endswith("__"))
-    written = [node.args[0]] if in_place and node.args else []
-    if "out" in node.kwargs:
-        written.append(node.kwargs["out"])
-    for target in written:
+    name = _target_name(node)
+    for target in _written(node):
         if isinstance(target, torch.fx.Node) and target not in inside:
             raise Unsupported(
                 "subgraph", f"{what}: its body writes in place into a tensor it was given ({name})"
             )
     if "unbacked_bindings" in node.meta:
         raise Unsupported("subgraph", f"{what}: its body reads tensor data ({name})")
-    if node.meta.get("effectful") and not in_place:
+    if node.meta.get("effectful") and not _in_place(node):
         raise Unsupported("subgraph", f"{what}: its body calls {name}, which has effects")
 
 
@@ -284,10 +318,12 @@ def _replace(result: VariableTracker, new: Callable[[TensorVariable], VariableTr
 
 
 def call_subgraph(
-    tx: Translator, target: Any, sub: Subgraph, kwargs: dict[str, Any]
+    tx: Translator, target: Any, sub: Subgraph, kwargs: dict[str, Any], runtime: bool = False
 ) -> VariableTracker:
     """One node of the outer graph calling ``target(subgraph, *lifted, **kwargs)`` (``kwargs``:
-    constants), and the body's result with the node's outputs in place of its tensors."""
+    constants), and the body's result with the node's outputs in place of its tensors.
+    ``runtime``: the node must run when the graph runs, never traced by AOTAutograd
+    (``backends/state_nodes.py``)."""
     output = tx.output
     graph = output.graph
     attr = graph.create_node("get_attr", output.add_subgraph(sub.module))
@@ -296,6 +332,8 @@ def call_subgraph(
     node = graph.create_node("call_function", target, args, kwargs)
     node.meta["example_value"] = tuple(vt.example for vt in sub.outputs)
     node.meta["stack_trace"] = output._stack_trace()
+    if runtime:
+        node.meta[RUNTIME] = True
     output.created.append(node)
     new: dict[torch.fx.Node, VariableTracker] = {}
     for i, vt in enumerate(sub.outputs):
@@ -317,12 +355,20 @@ _TRACING_MODES = (
 )
 
 
+#: Where a selective checkpoint's ``context_fn`` sits in its subgraph's ``meta``: the key torch's
+#: ``tag_activation_checkpoint`` reads it from, to give AOTAutograd the policy's choices.
+CONTEXT_FN = "_checkpoint_context_fn"
+
+
 def checkpoint_region(gmod: torch.fx.GraphModule, *args: Any, **options: Any) -> Any:
     """What a checkpoint's node runs: torch's ``checkpoint`` of the subgraph with the user's
-    options (``use_reentrant`` as given) when the graph runs as it is (a user's dispatch mode
-    may be on), the higher-order op ``tag_activation_checkpoint`` when a tracer runs it
-    (AOTAutograd's proxy and functional modes, fake tensors)."""
+    options (``use_reentrant`` as given, the ``context_fn`` kept in ``gmod.meta``) when the graph
+    runs as it is (a user's dispatch mode may be on), the higher-order op
+    ``tag_activation_checkpoint`` when a tracer runs it (AOTAutograd's proxy and functional modes,
+    fake tensors; the op reads the ``context_fn`` from ``gmod.meta`` itself)."""
     if not any(torch._C._get_dispatch_mode(key) is not None for key in _TRACING_MODES):
+        if CONTEXT_FN in gmod.meta:
+            options = {**options, "context_fn": gmod.meta[CONTEXT_FN]}
         return torch_checkpoint.checkpoint(gmod, *args, **options)
     return tag_activation_checkpoint(gmod, *args, use_reentrant=False)
 
@@ -343,16 +389,7 @@ def _checkpoint(
     if not args:
         raise Unsupported("subgraph", "checkpoint() without a function")
     function, fn_args = args[0], list(args[1:])
-    context_fn = kwargs.get("context_fn")
-    if context_fn is not None and not (
-        context_fn.is_python_constant()
-        and context_fn.as_python_constant() is torch_checkpoint.noop_context_fn
-    ):
-        raise Unsupported(
-            "subgraph",
-            "checkpoint() with a context_fn (selective checkpointing) is not traced",
-            hint="its policy runs in Python at the break, on every call, as in eager",
-        )
+    context_fn = _selective_contexts(kwargs.get("context_fn"))
     options: dict[str, Any] = {}
     for name in sorted(set(kwargs) & _CHECKPOINT_KEYWORDS - {"context_fn"}):
         if not kwargs[name].is_python_constant():
@@ -360,6 +397,12 @@ def _checkpoint(
         options[name] = kwargs[name].as_python_constant()
     fn_kwargs = {k: v for k, v in kwargs.items() if k not in _CHECKPOINT_KEYWORDS}
     reentrant = options.get("use_reentrant") is not False
+    if reentrant and context_fn is not None:  # torch raises
+        raise Unsupported(
+            "subgraph",
+            "a reentrant checkpoint() with a context_fn",
+            hint="pass use_reentrant=False",
+        )
     if reentrant and fn_kwargs:  # torch raises
         raise Unsupported(
             "subgraph",
@@ -377,7 +420,67 @@ def _checkpoint(
     for name, value in options.items():
         if not isinstance(value, (bool, str, int, type(None))):
             raise Unsupported("subgraph", f"checkpoint()'s {name}={value!r}")
-    return call_subgraph(tx, region, sub, options)
+    # a selective checkpoint in the body that runs when the graph runs: so does this one
+    runtime = any(node.meta.get(RUNTIME) for node in sub.module.graph.nodes)
+    if context_fn is not None:
+        sub.module.meta[CONTEXT_FN] = context_fn
+        runtime = runtime or _policy_is_code(context_fn) or _writes_in_place(sub.module)
+    return call_subgraph(tx, region, sub, options, runtime=runtime)
+
+
+def _selective_contexts(vt: VariableTracker | None) -> Callable[[], Any] | None:
+    """A checkpoint's ``context_fn`` as the value its node runs with, None for the default. Only
+    ``functools.partial(create_selective_checkpoint_contexts, policy, ...)`` whose parts are values
+    of the trace (constants, or read from globals and attributes and guarded) is traced: its
+    contexts are dispatch modes that cache and replay the body's results, never changing what it
+    computes. Other contexts may (autocast, a mode of the user's) and break."""
+    if vt is None or (
+        vt.is_python_constant() and vt.as_python_constant() is torch_checkpoint.noop_context_fn
+    ):
+        return None
+    if not (
+        isinstance(vt, PartialVariable)
+        and vt.cls is functools.partial
+        and vt.fn.is_python_constant()
+        and vt.fn.as_python_constant() is torch_checkpoint.create_selective_checkpoint_contexts
+    ):
+        raise Unsupported(
+            "subgraph",
+            f"checkpoint()'s context_fn {vt} is not selective checkpointing's",
+            hint="only functools.partial(create_selective_checkpoint_contexts, policy) is "
+            "traced; other contexts may change what the body computes, and run in Python",
+        )
+    if not all(part.is_python_constant() for part in [*vt.args, *vt.kwargs.values()]):
+        raise Unsupported(
+            "subgraph",
+            "checkpoint()'s selective checkpointing policy is not a value known when tracing",
+            hint="define the policy function at module level or pass a list of ops; a function "
+            "made in the call (a closure) is called in Python, as in eager",
+        )
+    return functools.partial(
+        torch_checkpoint.create_selective_checkpoint_contexts,
+        *(arg.as_python_constant() for arg in vt.args),
+        **{name: value.as_python_constant() for name, value in vt.kwargs.items()},
+    )
+
+
+def _policy_is_code(context_fn: functools.partial) -> bool:
+    """Is the policy Python code of the user's, called on each operator of the forward and the
+    recomputation (not a list of operators, which torch's own policy looks operators up in)?
+    Its calls are then eager's only where torch's checkpoint runs when the graph runs:
+    AOTAutograd would call it only while tracing, on its own operators."""
+    policy = context_fn.args[0] if context_fn.args else context_fn.keywords.get("policy_fn_or_list")
+    ops = (torch._ops.OpOverload, torch._ops.HigherOrderOperator)
+    return not (type(policy) is list and all(isinstance(op, ops) for op in policy))
+
+
+def _writes_in_place(module: torch.fx.GraphModule) -> bool:
+    """Does a node of ``module`` (or of a subgraph it calls) write in place? Eager's selective
+    checkpoint raises in the backward where a result it saved was written since; AOTAutograd's
+    functional graph would not."""
+    graphs = [m.graph for m in module.modules() if isinstance(m, torch.fx.GraphModule)]
+    calls = [n for g in graphs for n in g.nodes if n.op in ("call_function", "call_method")]
+    return any(_written(node) for node in calls)
 
 
 def _without_grad(function: Callable[..., Any], *args: Any) -> Any:
