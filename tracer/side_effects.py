@@ -66,6 +66,9 @@ class SideEffects:
         #: ids of the classes whose ``__dict__`` the trace read as a mapping (which no store may
         #: then change: ``objects._namespace``)
         self.namespaces: set[int] = set()
+        #: ids of the member tables of modules (``_buffers``...) the trace read as a whole, which
+        #: no store filed there by ``nn.Module.__setattr__`` may then change (``modules.py``)
+        self.member_tables: set[int] = set()
         #: default dtype, device and inference mode when the call started: what the prologue sees
         self.entry_state = (
             torch.get_default_dtype(),
@@ -94,6 +97,10 @@ class SideEffects:
         self.frozen: dict[int, tuple[VariableTracker, Any]] = {}
         #: ``(wrapper, key, result tracker)`` of those calls whose body the trace ran
         self.memo_results: list[tuple[Any, Any, VariableTracker]] = []
+        #: ``(fn, argument trackers)``: calls of bytegraph's own functions that the replay makes
+        #: last, in program order (the registration hook that moves ``EPOCH`` for a member a
+        #: traced ``register_buffer`` filed: ``modules.py``)
+        self.calls: list[tuple[Any, list[VariableTracker]]] = []
 
     def __bool__(self) -> bool:
         return bool(
@@ -102,6 +109,7 @@ class SideEffects:
             or self.cell_stores
             or self.mutated
             or self.hook_removals
+            or self.calls
         )
 
     def snapshot(self) -> tuple:
@@ -121,6 +129,7 @@ class SideEffects:
                 list(self.memo_calls),
                 dict(self.frozen),
                 list(self.memo_results),
+                list(self.calls),
             )
         return (*self._stores, len(self.undo))
 
@@ -138,6 +147,7 @@ class SideEffects:
         self.memo_calls = list(stores[7])
         self.frozen = dict(stores[8])
         self.memo_results = list(stores[9])
+        self.calls = list(stores[10])
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -154,7 +164,8 @@ class SideEffects:
         attrs = {k: v for k, v in self.attr_stores.items() if not self.is_new(v[0])}
         then_attrs = {k: v for k, v in stores[0].items() if not self.is_new(v[0])}
         current = (attrs, self.global_stores, self.cell_stores, self.mutated)
-        if len(self.prologue) != len(stores[5]) or len(self.hook_removals) != len(stores[6]):
+        counted = ((self.prologue, 5), (self.hook_removals, 6), (self.calls, 10))
+        if any(len(log) != len(stores[i]) for log, i in counted):
             return True
         return any(
             now.keys() != then.keys() or any(now[k] is not then[k] for k in now)
@@ -368,6 +379,7 @@ class SideEffects:
         stores = self.attr_stores.values()
         values = [v for obj, _, v in stores if not self.is_new(obj) and v is not _DELETED]
         values += list(self.global_stores.values()) + list(self.cell_stores.values())
+        values += [arg for _, args in self.calls for arg in args]
         return values + list(self.mutated.values())
 
     def targets(self) -> list[VariableTracker]:
@@ -393,6 +405,12 @@ class SideEffects:
         """``handle.remove()``, called by the replay; ``tables`` are the hook dicts it changes."""
         self._stores = None
         self.hook_removals.append((handle, frozenset(id(t) for t in tables)))
+
+    def call_after(self, fn: Any, args: list[VariableTracker]) -> None:
+        """``fn(*args)``, called by the replay after every store (``fn`` is bytegraph's own, a
+        constant of the rewritten code)."""
+        self._stores = None
+        self.calls.append((fn, args))
 
     @property
     def stale_hook_tables(self) -> frozenset[int]:
@@ -460,6 +478,12 @@ class SideEffects:
             handle.reconstruct(cg)
             cg.load_attr("remove")
             cg.call_function(0)
+            cg.pop_top()
+        for fn, args in self.calls:
+            cg.load_const(fn)
+            for arg in args:
+                arg.reconstruct(cg)
+            cg.call_function(len(args))
             cg.pop_top()
 
     def _replay_attr(

@@ -1,7 +1,8 @@
 """``nn.Module``: ``NNModuleVariable`` for existing modules and their guards (the module tree,
-parameters and buffers as inputs), hooks registered and removed in the trace, and modules made in
-the trace (``construct_module``). Registers the ``getattr`` rule of module member methods and the
-``store_attr`` rule of modules.
+parameters and buffers as inputs), hooks registered and removed in the trace, a module's
+``__dict__`` and member tables as the trace reads and writes them (``ModuleDictVariable``,
+``member_table``), and modules made in the trace (``construct_module``). Registers the ``getattr``
+rule of module member methods and the ``store_attr`` rule of modules.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ...guards import kinds
 from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo
 from ...guards.module_tree import (
     ALL_HOOK_DICTS,
@@ -30,12 +32,12 @@ from ...guards.module_tree import (
 )
 from ...guards.sources import AttrSource, DictValueSource, FreshSource, ItemSource, Source
 from ..breaks import deferred_checks
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import VariableTracker
 from .call_rules import call_rule
 from .constants import ConstantVariable
-from .containers import DictVariable, ListVariable, TupleVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .functions import CALL_HOOKS, MethodCallVariable, UserFunctionVariable
 from .iterators import IteratorVariable
 from .objects import (
@@ -331,14 +333,14 @@ class NNModuleVariable(UserObjectVariable):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         module = self.value
+        if self.source is not None and name == "__dict__" and _generic_dict(type(module)):
+            return ModuleDictVariable(self, AttrSource(self.source, "__dict__"))
+        if self.source is not None and name in FILING_TABLES and name in module.__dict__:
+            return self.member_table(tx, name)
         for table in MEMBER_TABLES:
-            entries = module.__dict__.get(table, {})
-            if name in entries:
-                pending = tx.output.side_effects.load_attr(self, name)
-                if pending is not None:
-                    return pending
-                source = ItemSource(AttrSource(self.source, table), name) if self.source else None
-                return tx.wrap(entries[name], source)
+            member = self._member(tx, table, name)
+            if member is not None:
+                return member
         if name in ALL_HOOK_DICTS and name in module.__dict__:
             check_fresh_module(tx, module, name)
             table = module.__dict__[name]
@@ -364,6 +366,44 @@ class NNModuleVariable(UserObjectVariable):
                 if table in module.__dict__:
                     tx.output.assume_key_absent(AttrSource(self.source, table), name)
         return super().var_getattr(tx, name)
+
+    def _member(self, tx: Translator, table: str, name: str) -> VariableTracker | None:
+        """``name`` in the member table ``table`` as the trace left it: its pending store, else
+        the entry of the table's tracker where the trace read the whole table (a traced
+        ``register_buffer`` writes there), else the real entry read through its source; None
+        where the table lacks it."""
+        entries = self.value.__dict__.get(table, {})
+        held = held_table(tx, self.value, table)
+        if held is not None and name not in held.items:
+            if name in entries:
+                raise Unsupported("module_members", f"{table}[{name!r}] deleted in the trace")
+            return None
+        if held is None and name not in entries:
+            return None
+        pending = tx.output.side_effects.load_attr(self, name)
+        if pending is not None:
+            return pending
+        if held is not None:
+            return held.items[name]
+        source = ItemSource(AttrSource(self.source, table), name) if self.source else None
+        return tx.wrap(entries[name], source)
+
+    def member_table(self, tx: Translator, table: str) -> VariableTracker:
+        """``module.<table>`` as a whole (``self._buffers``, ``self.__dict__['_parameters']``),
+        read through its source: what the trace writes into it is replayed. Refused while the
+        trace holds a store to the module that ``nn.Module.__setattr__`` files there (the
+        table's tracker would miss it); a later such store is refused (``filing_store``)."""
+        real = vars(self.value)[table]
+        held = held_table(tx, self.value, table)
+        for name, value in _pending_stores(tx, self):
+            if name in real or (held is not None and name in held.items) or _may_file(value):
+                raise Unsupported(
+                    "module_members",
+                    f"{type(self.value).__name__}.{table} read after a store to .{name}",
+                    hint="read the attribute itself",
+                )
+        tx.output.side_effects.member_tables.add(id(real))
+        return tx.wrap(real, AttrSource(self.source, table))
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -558,6 +598,170 @@ def _no_op() -> None:
     return None
 
 
+# A module's ``__dict__`` and its member tables as the trace reads them.
+#
+# ``module.__dict__`` (and ``vars(module)``) is a ``ModuleDictVariable``: read key by key, each
+# key's presence guarded; a member table found there (``'_buffers' in self.__dict__``,
+# ``self.__dict__['_buffers']``) is the same tracker as ``self._buffers``. The tables read as a
+# whole (``member_table``) are the trace's view of them: what it writes into them
+# (``register_buffer``'s ``self._buffers[name] = tensor``, ``_non_persistent_buffers_set.add``) is
+# replayed as any input container's change, and later attribute reads see it (``_member``). Stores
+# through ``nn.Module.__setattr__`` are pending stores (replayed with ``STORE_ATTR``), kept apart
+# from those tables: a store that ``__setattr__`` would file in a table the trace read breaks
+# (``filing_store``), and so does reading a table as a whole after such a store, or a key of
+# ``__dict__`` the trace stored to or deleted.
+
+#: The tables ``nn.Module.__setattr__`` files members in, besides ``__dict__``.
+FILING_TABLES = (*MEMBER_TABLES, "_non_persistent_buffers_set")
+
+
+def _generic_dict(cls: type) -> bool:
+    """Instances of ``cls`` keep their attributes in the ``__dict__`` CPython gives classes
+    written in Python, which the generic attribute lookup finds."""
+    static = type_lookup(cls, "__dict__")
+    return (
+        isinstance(static, types.GetSetDescriptorType)
+        and static.__name__ == "__dict__"
+        and type_lookup(cls, "__getattribute__") is object.__getattribute__
+    )
+
+
+def held_table(tx: Translator, module: nn.Module, table: str) -> VariableTracker | None:
+    """The trace's tracker of ``module``'s table ``table`` where it read the table as a whole
+    (``member_table``, a member listing), else None."""
+    real = vars(module).get(table)
+    known = tx.output.wrapped.get(id(real))
+    if real is None or known is None or known[0] is not real:
+        return None
+    if not isinstance(known[1], (DictVariable, SetVariable)):
+        raise Unsupported("module_members", f"{table} of {type(module).__name__} is {known[1]}")
+    return known[1]
+
+
+def _pending_stores(tx: Translator, obj: VariableTracker) -> list[tuple[str, VariableTracker]]:
+    """The names and values of the stores to ``obj`` the trace holds (deletions too)."""
+    return [(n, v) for o, n, v in tx.output.side_effects.attr_stores.values() if o is obj]
+
+
+def _may_file(value: VariableTracker) -> bool:
+    """``nn.Module.__setattr__`` may file ``value`` in a member table whatever its name (a
+    parameter, a module, a ``Buffer``, a value of unknown type; a deletion)."""
+    try:
+        cls = value.python_type()
+    except Unsupported:
+        return True
+    return issubclass(cls, (nn.Parameter, nn.Buffer, nn.Module))
+
+
+def filing_store(tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker) -> None:
+    """Refuse ``module.name = value`` where ``nn.Module.__setattr__`` files it in a table the
+    trace read as a whole or changed (its tracker would not see the store, and the replay would
+    order them otherwise)."""
+    effects = tx.output.side_effects
+    for table in FILING_TABLES:
+        real = vars(obj.value).get(table)
+        held = held_table(tx, obj.value, table)
+        if real is None or held is None:
+            continue
+        if id(real) not in effects.member_tables and id(held) not in effects.mutated:
+            continue
+        if name in real or name in held.items or _may_file(value):
+            raise Unsupported(
+                "module_members",
+                f"{type(obj.value).__name__}.{name} = ... after reading {table} as a whole",
+            )
+
+
+@dataclass(eq=False)
+class ModuleDictVariable(VariableTracker):
+    """``module.__dict__`` of an existing module (read-only): ``name in d``, ``d.get(name)`` and
+    ``d[name]`` for constant names, each key's presence guarded (``KEY_PRESENT``/``KEY_ABSENT``);
+    a member table found there is ``module.member_table``. A key the trace stored to or deleted
+    breaks (``nn.Module.__setattr__`` may have filed it elsewhere). Given back to Python it is
+    the live ``__dict__``."""
+
+    module: NNModuleVariable
+    source: Source
+
+    METHODS = ("get", "__getitem__", "__contains__")
+
+    def python_type(self) -> type:
+        return dict
+
+    def lookup(self, tx: Translator, key: VariableTracker) -> VariableTracker | None:
+        """The value of ``key``, None where the module's ``__dict__`` lacks it."""
+        name = key.as_python_constant() if key.is_python_constant() else None
+        if type(name) is not str:
+            raise Unsupported("module_dict", f"{self} indexed by {key}")
+        members = vars(self.module.value)
+        stored = [v for n, v in _pending_stores(tx, self.module) if n == name]
+        if stored:
+            return self._stored(tx, name, stored[0])
+        if name not in members:
+            tx.output.assume_key_absent(self.source, name)
+            return None
+        tx.output.add_guard(kinds.KEY_PRESENT(self.source, name))
+        if name in FILING_TABLES:
+            return self.module.member_table(tx, name)
+        return tx.wrap(members[name], ItemSource(self.source, name))
+
+    def _stored(self, tx: Translator, name: str, value: VariableTracker) -> VariableTracker | None:
+        """``__dict__[name]`` after the trace stored ``value`` to ``module.name``: there, unless
+        ``nn.Module.__setattr__`` files it in a member table; a deletion leaves no key (the
+        member tables and ``__dict__`` never share a name)."""
+        if tx.output.side_effects.is_deleted(self.module, name):
+            return None
+        module = self.module.value
+        filed = _may_file(value)
+        for table in MEMBER_TABLES:
+            real = vars(module).get(table)
+            held = held_table(tx, module, table)
+            filed = filed or name in (real or ()) or (held is not None and name in held.items)
+            if real is not None and not filed:  # a later call's store goes there too
+                tx.output.assume_key_absent(AttrSource(self.module.source, table), name)
+        if filed:
+            raise Unsupported("module_dict", f"__dict__[{name!r}] after a store to .{name}")
+        return value
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in self.METHODS:
+            return MethodCallVariable(self, name)
+        raise Unsupported("module_dict", f"{type(self.module.value).__name__}.__dict__.{name}")
+
+    def call_method(
+        self,
+        tx: Translator,
+        name: str,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+    ) -> VariableTracker:
+        if name not in self.METHODS or kwargs or not 1 <= len(args) <= (2 if name == "get" else 1):
+            raise Unsupported("module_dict", f"__dict__.{name}() with these arguments")
+        found = self.lookup(tx, args[0])
+        if name == "__contains__":
+            return ConstantVariable(found is not None)
+        if found is not None:
+            return found
+        if name == "get":
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        raise PythonError(KeyError(args[0].as_python_constant()))
+
+    def __repr__(self) -> str:
+        return f"ModuleDictVariable({type(self.module.value).__name__})"
+
+
+@dispatch.rule("contains", ModuleDictVariable)
+def _module_dict_contains(tx: Translator, vt: ModuleDictVariable, key: VariableTracker) -> bool:
+    return vt.lookup(tx, key) is not None
+
+
+@dispatch.rule("getitem", ModuleDictVariable)
+def _module_dict_getitem(
+    tx: Translator, vt: ModuleDictVariable, key: VariableTracker
+) -> VariableTracker:
+    return vt.call_method(tx, "__getitem__", [key], {})
+
+
 def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
     """(prefix, module) for ``module`` and every descendant, in ``named_modules`` order, each
     once."""
@@ -625,6 +829,20 @@ def _bump_observed(module: nn.Module, *_: Any) -> None:
     """A registration hook: a parameter, buffer or submodule was registered on ``module``."""
     if module in OBSERVED:
         EPOCH[0] += 1
+
+
+@call_rule(_bump_observed)
+def _registration_bump(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """bytegraph's registration hook, which a traced ``register_buffer`` calls: the replay calls
+    it after the writes the trace recorded (eager calls it just before its own), so the module
+    trees that read the module are checked again."""
+    module = args[0] if args else None
+    if not isinstance(module, NNModuleVariable) or module.source is None:
+        raise Unsupported("module_members", f"a registration on {module}")
+    tx.output.side_effects.call_after(_bump_observed, [module])
+    return ConstantVariable(None)
 
 
 def _bumping(
@@ -1041,6 +1259,7 @@ def _store_module_attribute(
     if static is not MISSING and is_data_descriptor(static) and not registered:
         if write_descriptor(tx, obj, static, name, value, source):
             return
+    filing_store(tx, obj, name, value)
     tx.output.side_effects.store_attr(obj, name, value)
 
 

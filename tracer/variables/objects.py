@@ -2616,6 +2616,8 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     if obj.source is not None and isinstance(member, enum.Enum):
         return unstored_dict(tx, obj, member, obj.source)
     new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
+    if obj.source is not None and isinstance(getattr(obj, "value", None), nn.Module):
+        return dispatch.getattr_(tx, obj, "__dict__")  # the module family's view of it
     if isinstance(obj, DictObjectVariable):
         return obj.var_getattr(tx, "__dict__")
     if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):

@@ -1,0 +1,232 @@
+"""A module's ``__dict__`` and member tables read and written inside a compiled forward, compared
+with eager: ``register_buffer`` on the first call (x-transformers' ALiBi bias), ``'name' in
+self.__dict__``, ``self.__dict__.get(...)``, ``vars(self)[...]``. Each test compares the outputs,
+the buffers (names, values, which are persistent: ``state_dict``) after every call, the frames
+compiled (the second identical call compiles nothing) and the breaks with torch.compile's."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from difftest import assert_same, compile_counted
+from dynamo_baseline import assert_no_more_breaks
+from torch import nn
+
+import bytegraph
+
+
+class RegistersDeclared(nn.Module):
+    """Declares ``bias`` None and registers it on its first call, sized to the input (ALiBi).
+    One parameter: no parameter block swaps its tables for ones that report writes, so only the
+    registration hook the replay calls tells the module-tree check that it changed."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4, bias=False)
+        self.register_buffer("bias", None, persistent=False)
+
+    def forward(self, x):
+        if self.bias is not None and self.bias.shape[-1] >= x.shape[-1]:
+            return self.lin(x) + self.bias[..., : x.shape[-1]]
+        self.register_buffer("bias", torch.arange(x.shape[-1], dtype=x.dtype), persistent=False)
+        return self.lin(x) - self.bias
+
+
+class RegistersNew(nn.Module):
+    """Registers a persistent buffer it has no entry for, the first time ``__dict__`` shows no
+    ``extra`` and the member tables lack it (reads through ``__dict__``, ``vars`` and
+    ``hasattr``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = 2.0
+
+    def forward(self, x):
+        y = self.lin(x) * self.__dict__.get("scale", 1.0) * vars(self)["scale"]
+        if "extra" not in self.__dict__ and not hasattr(self, "extra"):
+            self.register_buffer("extra", x.sum(0))
+            return y
+        return y + self.extra
+
+
+class RegistersAndLists(nn.Module):
+    """Lists its buffers after registering one (the listing sees it, as in eager)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("base", torch.ones(4))
+
+    def forward(self, x):
+        if "extra" not in self._buffers:
+            self.register_buffer("extra", x.mean(0), persistent=False)
+        names = [name for name, _ in self.named_buffers()]
+        return self.lin(x) * len(names) + sum(self.buffers())
+
+
+def _buffers(model):
+    return {name: b.clone() for name, b in model.named_buffers()}
+
+
+@pytest.mark.parametrize("cls", [RegistersDeclared, RegistersNew, RegistersAndLists])
+def test_a_buffer_registered_on_the_first_call_is_registered_as_eager(cls):
+    torch.manual_seed(0)
+    model = cls()
+    reference = copy.deepcopy(model)
+    compiled, counter = compile_counted(model)
+    frames = []
+    for i in range(3):
+        x = torch.randn(2, 4) + i
+        assert_same(compiled(x), reference(x))
+        assert_same(_buffers(model), _buffers(reference))
+        assert list(model.state_dict()) == list(reference.state_dict())
+        assert model._non_persistent_buffers_set == reference._non_persistent_buffers_set
+        assert [k for k in vars(model) if k != "forward"] == list(vars(reference))
+        frames.append(counter.frame_count)
+    assert frames[0] == frames[1] == frames[2]
+
+
+class ReadsDict(nn.Module):
+    """Takes a branch on an instance attribute being in ``__dict__``."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if "offset" in self.__dict__:
+            return self.lin(x) + self.__dict__["offset"]
+        return self.lin(x)
+
+
+class StoresThenReads(nn.Module):
+    """Reads ``__dict__`` after a store of the same name: eager sees the store."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.factor = 1.0
+
+    def forward(self, x):
+        self.factor = self.factor + 1.0
+        return self.lin(x) * self.__dict__["factor"]
+
+
+@pytest.mark.parametrize(
+    "cls", [RegistersDeclared, RegistersNew, RegistersAndLists, ReadsDict, StoresThenReads]
+)
+def test_dict_reads_and_registration_do_not_break(cls):
+    torch.manual_seed(0)
+    x = torch.randn(2, 4)
+    report = bytegraph.explain(cls())(x)
+    assert report.graph_break_count == 0, report.break_reasons
+    assert_no_more_breaks(report.graph_break_count, cls(), x)
+
+
+def test_an_attribute_set_after_compiling_is_seen_in_the_dict():
+    torch.manual_seed(0)
+    model = ReadsDict()
+    compiled, counter = compile_counted(model)
+    x = torch.randn(2, 4)
+    assert_same(compiled(x), model.lin(x))
+    model.offset = 3.0
+    assert_same(compiled(x), model.lin(x) + 3.0)
+    del model.offset
+    assert_same(compiled(x), model.lin(x))
+    assert counter.frame_count == 2
+
+
+class RegistersThenAssigns(nn.Module):
+    """Registers a buffer, then assigns it through ``__setattr__`` (which files it in
+    ``_buffers``) and reads the table: the last write wins, as in eager."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.register_buffer("extra", x.sum(0), persistent=False)
+        self.extra = x.mean(0)
+        return self.lin(x) + self._buffers["extra"] + self.extra
+
+
+class AssignsThenReadsTable(nn.Module):
+    """Sets a declared buffer through ``__setattr__``, then reads the table itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("cache", torch.zeros(4))
+
+    def forward(self, x):
+        self.cache = x.sum(0)
+        return self.lin(x) + self._buffers["cache"] + self.__dict__["_buffers"]["cache"]
+
+
+@pytest.mark.parametrize("cls", [StoresThenReads, RegistersThenAssigns, AssignsThenReadsTable])
+def test_stores_and_table_reads_in_either_order_are_eager(cls):
+    torch.manual_seed(0)
+    model = cls()
+    reference = copy.deepcopy(model)
+
+    def observe():
+        return _buffers(model), list(model.state_dict()), vars(model).get("factor")
+
+    def observe_reference():
+        return _buffers(reference), list(reference.state_dict()), vars(reference).get("factor")
+
+    compiled, _ = compile_counted(model)
+    for i in range(3):
+        x = torch.randn(2, 4) + i
+        assert_same(compiled(x), reference(x))
+        assert_same(observe(), observe_reference())
+
+
+def test_register_buffer_over_an_attribute_raises_as_eager():
+    class Clash(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.taken = 1
+
+        def forward(self, x):
+            self.register_buffer("taken", x)
+            return self.lin(x)
+
+    model = Clash()
+    compiled, _ = compile_counted(model)
+    x = torch.randn(2, 4)
+    with pytest.raises(KeyError, match="already exists"):
+        model(x)
+    with pytest.raises(KeyError, match="already exists"):
+        compiled(x)
+    assert "taken" not in model._buffers and model.taken == 1
+
+
+def _reads_through(model):
+    def fn(x):
+        y = model(x)
+        if "_buffers" in model.__dict__ and model.__dict__.get("missing") is None:
+            y = y + len(vars(model)["_buffers"])
+        return y
+
+    return fn
+
+
+def test_dict_reads_of_a_module_in_a_function_are_eager_and_do_not_break():
+    torch.manual_seed(0)
+    model = RegistersNew()
+    reference = copy.deepcopy(model)
+    compiled, counter = compile_counted(_reads_through(model))
+    for i in range(3):
+        x = torch.randn(2, 4) + i
+        assert_same(compiled(x), _reads_through(reference)(x))
+        assert_same(_buffers(model), _buffers(reference))
+    assert counter.frame_count == 2  # the first call's variant, and the grown tree's
+    x = torch.randn(2, 4)
+    report = bytegraph.explain(_reads_through(RegistersNew()))(x)
+    assert report.graph_break_count == 0, report.break_reasons
+    assert_no_more_breaks(0, _reads_through(RegistersNew()), x)
