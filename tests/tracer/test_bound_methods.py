@@ -252,6 +252,41 @@ def test_c_methods_hash_and_compare_by_their_object_and_method():
     assert_no_more_breaks(0, _c_methods_as_keys, torch.ones(2), [1], baseline_missing=missing)
 
 
+GLOBAL_LIST = [1]
+OTHER_LIST = [2]
+GIVEN_APPEND, GIVEN_VIEW = GLOBAL_LIST.append, GLOBAL_TENSOR.view
+#: a dict and a set read from globals, keyed by C methods of lists and tensors
+METHOD_TABLE = {GLOBAL_LIST.append: 1, OTHER_LIST.append: 2, GLOBAL_TENSOR.view: 3}
+METHOD_SET = {GLOBAL_LIST.pop, OTHER_LIST.pop, GLOBAL_TENSOR.add}
+
+
+def _c_methods_given_and_read(x):
+    return x + 1, [
+        GIVEN_APPEND == GLOBAL_LIST.append,
+        GIVEN_APPEND != OTHER_LIST.append,
+        GIVEN_VIEW == GLOBAL_TENSOR.view,
+        {GIVEN_APPEND: 1}.get(GLOBAL_LIST.append),
+        METHOD_TABLE.get(GLOBAL_LIST.append),
+        METHOD_TABLE[GIVEN_APPEND],
+        METHOD_TABLE.get(GLOBAL_TENSOR.view),
+        GLOBAL_TENSOR.add in METHOD_TABLE,
+        OTHER_LIST.pop in METHOD_SET,
+        OTHER_LIST.append in METHOD_SET,
+        len(METHOD_SET | {GLOBAL_LIST.pop, GLOBAL_LIST.copy}),
+        sorted(m.__name__ for m in METHOD_TABLE),
+        METHOD_SET - {GLOBAL_TENSOR.add},
+    ]
+
+
+def test_c_methods_given_and_in_input_containers_are_keys():
+    """A C method given to the trace (a global) equals a read of the same method of the same
+    object; dicts and sets read from globals keyed by C methods of lists and tensors are traced,
+    their keys one with the methods read in the call (they broke)."""
+    check(_c_methods_given_and_read, torch.ones(2))
+    missing = "torch.compile runs the call in Python"
+    assert_no_more_breaks(0, _c_methods_given_and_read, torch.ones(2), baseline_missing=missing)
+
+
 def _hash_of_a_module_method(x):
     method = LINEAR.parameters
     return x + 1, hash(method), method.__self__ is LINEAR, method.__name__, method.__qualname__

@@ -113,7 +113,7 @@ class BoundAttributeVariable(VariableTracker):
         """What a method read from its object's class has of its own, as CPython's bound method
         objects give it: ``__self__`` (the object) and the method's ``__name__``,
         ``__qualname__`` and ``__doc__``."""
-        method = method_of_class(self)
+        method = method_bound(self)
         if method is not None and name == "__self__":
             return self.obj
         if method is not None and name in _METHOD_NAMES:
@@ -132,9 +132,15 @@ _METHOD_NAMES = ("__name__", "__qualname__", "__doc__")
 
 def method_of_class(vt: VariableTracker) -> Any:
     """The method on its object's class that ``vt``, an ``obj.name`` read in the trace
-    (``xs.append``, ``t.add``), binds, or None for anything else (one the trace was given, an
-    attribute that is no method)."""
-    if not isinstance(vt, BoundAttributeVariable) or vt.source is not None:
+    (``xs.append``, ``t.add``: a new bound object at each read), binds, or None for anything else
+    (one the trace was given, an attribute that is no method)."""
+    return method_bound(vt) if vt.source is None else None
+
+
+def method_bound(vt: VariableTracker) -> Any:
+    """The method on its object's class that ``vt``, an ``obj.name`` read in the trace or given
+    to it (``M = xs.append`` read as a global), binds, or None for anything else."""
+    if not isinstance(vt, BoundAttributeVariable):
         return None
     try:
         cls = vt.obj.python_type()

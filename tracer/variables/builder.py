@@ -59,6 +59,7 @@ from .containers import (
     LazyListVariable,
     ListVariable,
     MappingProxyVariable,
+    MethodKey,
     ModelOutputVariable,
     SetVariable,
     TupleVariable,
@@ -289,10 +290,11 @@ def _immutable_parts(value: Any) -> bool:
 
 def _mirrors(key: Any) -> bool:
     """The real value ``key`` stands for can stand in its place in a set operation (it hashes and
-    compares as the key, with no Python code run): a constant, an object hashed by identity."""
+    compares as the key, with no Python code run): a constant, an object hashed by identity (not
+    a tensor, nor a method, whose keys compare their trackers)."""
     if not isinstance(key, IdentityKey):
         return True
-    if type(key) is not IdentityKey or isinstance(key.ident, torch.fx.Node):
+    if type(key) is not IdentityKey or isinstance(key.ident, (torch.fx.Node, MethodKey)):
         return False
     return not isinstance(key.ident, tuple) or all(map(_mirrors, key.ident))
 

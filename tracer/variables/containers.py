@@ -36,7 +36,7 @@ from .base import (
     BoundAttributeVariable,
     IdentityKey,
     VariableTracker,
-    method_of_class,
+    method_bound,
     type_lookup,
 )
 from .constants import ConstantVariable
@@ -84,7 +84,7 @@ def hash_key(vt: VariableTracker) -> Any:
     method = _bound_method(vt)
     if method is not None:
         return IdentityKey(vt, method)
-    if method_of_class(vt) is not None:
+    if method_bound(vt) is not None:
         return IdentityKey(vt, MethodKey(vt))
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
         kind = vt.python_type().__name__
@@ -196,17 +196,18 @@ def _bound_method(vt: VariableTracker) -> types.MethodType | None:
 
 
 class MethodKey:
-    """What a method read in the trace from its object's class (``xs.append``, ``t.view``,
-    ``obj.method`` of a new object) hashes and compares as: CPython's ``meth_richcompare``,
-    ``wrapper_richcompare`` and ``method_richcompare`` find two equal when they bind the same
-    method to the same object (``is``), and hash the object's address with the method. The hash
-    is CPython's where the tracker holds the real object (a plain object, a class), else the
-    method's own (equal keys still share it; ``==`` decides)."""
+    """What a method found on its object's class, read in the trace or given to it
+    (``xs.append``, ``t.view``, ``obj.method`` of a new object), hashes and compares as:
+    CPython's ``meth_richcompare``, ``wrapper_richcompare`` and ``method_richcompare`` find two
+    equal when they bind the same method to the same object (``is``), and hash the object's
+    address with the method. The hash is CPython's where the tracker holds the real object (a
+    plain object, a class), else the method's own (equal keys still share it; ``==``
+    decides)."""
 
     __slots__ = ("_hash", "method", "owner")
 
     def __init__(self, vt: BoundAttributeVariable) -> None:
-        self.method, self.owner = method_of_class(vt), vt.obj
+        self.method, self.owner = method_bound(vt), vt.obj
         real = getattr(self.owner, "value", MISSING)
         try:
             self._hash = hash(self.method.__get__(real, type(real)))
@@ -268,12 +269,24 @@ def is_key_value(key: Any) -> bool:
     if isinstance(key, enum.Enum):
         return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
     if isinstance(key, types.BuiltinFunctionType):
-        return key.__self__ is None or isinstance(key.__self__, types.ModuleType)
+        owner = key.__self__
+        return owner is None or isinstance(owner, types.ModuleType) or _method_of_tracked(key)
     if cls is types.MethodType:  # hashed by its object's identity and its function
         return identity_hashed(type(key.__self__)) and isinstance(key.__func__, types.FunctionType)
     if python_hashed(cls):  # its ``__hash__`` is inlined by the translator running
         return RUNNING.tx is not None
     return identity_hashed(cls)
+
+
+#: objects always wrapped as one tracker of their own (a list, a tensor)
+_TRACKED_OWNERS = (list, torch.Tensor, torch.nn.Parameter)
+
+
+def _method_of_tracked(method: types.BuiltinMethodType) -> bool:
+    """A C method bound to a list or a tensor (``xs.append``), its type's own under that name:
+    the trace reads it as its object's method (``MethodKey``), however either is reached."""
+    owner = method.__self__
+    return type(owner) in _TRACKED_OWNERS and getattr(owner, method.__name__, None) == method
 
 
 def _bounds(key: slice) -> tuple[Any, Any, Any]:

@@ -46,6 +46,7 @@ from .base import (
     BoundAttributeVariable,
     ConstantLikeVariable,
     VariableTracker,
+    method_bound,
     method_of_class,
     walk,
 )
@@ -634,7 +635,7 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         for item in items:
             pin_identity(tx, item)
         return frozenset(values)
-    method = method_of_class(vt)
+    method = method_bound(vt)
     if method is not None and fn is not id:
         # ``obj.__eq__``, ``cls.mro``: a new bound object at each read; a C method's hash and
         # repr read its object's address and type name only, a Python one's as below
@@ -826,15 +827,15 @@ _DICT_EQS = (dict.__eq__, collections.OrderedDict.__eq__)
 
 def compare_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """``a.f == b.g`` of two Python functions bound to objects: CPython's ``method_richcompare``,
-    the same object (``is``) and the same function; of two methods read in the trace from their
-    objects' classes (``xs.append == xs.append``), the same method bound to the same object."""
+    the same object (``is``) and the same function; of two methods found on their objects'
+    classes (``xs.append == xs.append``), the same method bound to the same object."""
     if len(args) != 2 or op not in _EQUALITY:
         return None
     a, b = args
     if all(map(_bound_method, args)):
         same = a.fn is b.fn and is_same(tx, a.self_vt, b.self_vt)
         return ConstantVariable(same == (op is operator.eq))
-    methods = [method_of_class(v) for v in args]
+    methods = [method_bound(v) for v in args]
     if None in methods or type(a) is not type(b):
         return None
     # C methods (``meth_richcompare``, ``wrapper_richcompare``): the same method, bound to the
