@@ -19,6 +19,7 @@ import warnings
 import pytest
 import torch
 from difftest import assert_same, check_breaks
+from dynamo_baseline import assert_no_more_breaks
 from python_semantics.catalogue import Keyed  # hashes and compares in Python, by ``key``
 
 
@@ -640,6 +641,50 @@ def test_builtin_values_compared_with_objects_of_other_classes(kind):
         W=w,
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def _containers_with_tensors_against_scalars(x):
+    return x + 1, [
+        [x] == 3,
+        (x, 1) != None,  # noqa: E711
+        {"a": x} == "a",
+        {"a": x} != b"a",
+        3 == [x],
+        None != (x,),  # noqa: E711
+        torch.Size([2]) == 2,
+        Pair(x, 1) == 1.5,
+        vars(_Namespace) == None,  # noqa: E711
+    ]
+
+
+class _Namespace:
+    attribute = 1
+
+
+def test_containers_of_tensors_compared_with_numbers_strings_and_none():
+    """A list, tuple, dict or set holding tensors and a number, a string or None: each side's
+    ``__eq__`` gives NotImplemented for the other, so they are never equal (it broke: the items
+    are not constants)."""
+    check_breaks(_containers_with_tensors_against_scalars, _x, graphs=1, breaks=0)
+    assert_no_more_breaks(0, _containers_with_tensors_against_scalars, *_x())
+
+
+def _class_namespaces_compared(x):
+    other = vars(Plain)
+    return x + 1, [
+        Plain.__dict__ == Plain.__dict__,
+        Plain.__dict__ == other,
+        Plain.__dict__ != Color.__dict__,
+        Plain.__dict__ == dict(Plain.__dict__),
+        dict(Plain.__dict__) != Plain.__dict__,
+        [Plain.__dict__] == [other],
+    ]
+
+
+def test_class_namespaces_compare_as_their_mappings():
+    """A mappingproxy (``cls.__dict__``) compares as the mapping it shows (it broke)."""
+    check_breaks(_class_namespaces_compared, _x, graphs=1, breaks=0)
+    assert_no_more_breaks(0, _class_namespaces_compared, *_x())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1330,6 +1330,46 @@ def namespaces(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
     return None
 
 
+@operator_rule(operator.eq, operator.ne, first=True)
+def mapping_proxies(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """A mappingproxy compares as the mapping it shows (CPython's ``mappingproxy_richcompare``;
+    a dict or another proxy on the other side asks it back)."""
+    if len(args) != 2 or not any(isinstance(a, containers.MappingProxyVariable) for a in args):
+        return None
+    shown = [a.mapping if isinstance(a, containers.MappingProxyVariable) else a for a in args]
+    return call_operator(tx, op, shown)
+
+
+@operator_rule(operator.eq, operator.ne)
+def builtin_types_apart(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """A list, tuple, dict or set (comparing with its builtin type's ``__eq__``) and a number, a
+    string or None: each side's ``__eq__`` gives NotImplemented for the other, so identity
+    decides, and they are never equal (``[t] == 3``, ``d != None``)."""
+    if len(args) != 2:
+        return None
+    a, b = args
+    if (_builtin_compared(a) and _scalar(b)) or (_builtin_compared(b) and _scalar(a)):
+        return ConstantVariable(op is operator.ne)
+    return None
+
+
+#: the builtin containers' own comparisons
+_CONTAINER_EQS = frozenset((cls.__eq__, cls.__ne__) for cls in (list, tuple, dict, set, frozenset))
+
+
+def _builtin_compared(vt: VariableTracker) -> bool:
+    if not isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable)):
+        return False
+    cls = vt.python_type()
+    return (type_lookup(cls, "__eq__"), type_lookup(cls, "__ne__")) in _CONTAINER_EQS
+
+
+def _scalar(vt: VariableTracker) -> bool:
+    return isinstance(vt, ConstantVariable) and type(vt.value) in _BUILTIN_VALUES
+
+
 @operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))
 def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """A user object's ``__add__`` (left operand) or ``__radd__`` (right operand), inlined."""
