@@ -14,11 +14,16 @@ holds the function or the attribute either way (``self`` or ``NULL`` comes above
 function is routed, and what the router returns for it is called with ``self`` as its first
 argument, which is what calling the bound method of what it returns does; no bound method is
 made, and the function, unlike a bound method, is found in the router's table. Before 3.13 the
-slot holds the method or a ``NULL``, which the code cannot tell apart: each method load
-(``LOAD_METHOD`` in 3.11) is spelled as the plain load of the bound method and a ``NULL``, so the
-callable's slot holds the callable itself. Before the call (and before 3.11/3.12's
-``KW_NAMES``, which the next call consumes) the callable is swapped to the top, passed to
-``route``, and swapped back.
+slot holds the function or a ``NULL`` (``self`` or the attribute above it), and no instruction
+but a call reads a ``NULL``; but one can be stored in a cell, and an empty cell compares equal
+to an empty one only (reading neither's contents). So the call site of a method load moves the
+slot into a cell of the frame's own (``_unbound_method``): a function is loaded back and routed
+as from 3.13, the cell emptied; for a ``NULL`` the attribute above it is routed. That needs the
+load paired with its call (``_method_calls``: both slots stay on the stack between them) and the
+stack depths; where either is missing (or there is no table), the method load is spelled as the
+plain load of the bound method and a ``NULL``, so the callable's slot holds the callable itself.
+Before the call (and before 3.11/3.12's ``KW_NAMES``, which the next call consumes) the callable
+is swapped to the top, passed to ``route``, and swapped back.
 Implicit calls (operators, attribute hooks, iteration) are not routed, nor is the call of a
 comprehension's or generator expression's own function on its iterator (``GET_ITER`` then a call
 of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
@@ -28,10 +33,13 @@ and its ``as_is``, a set of the callables it holds that are called as they are),
 tests ``callable in table.as_is``, and where it is not, looks it up, ``table[callable]``, and
 calls what it finds: one set test for a callable called as it is (a builtin, a class, a
 function left alone), and a dict lookup beside for the others, no Python call on the way. The
-lookup is placed after the code, off the way of the calls that need none. A callable that cannot
-be hashed raises inside a try region of the site's own, whose handler (placed after the code)
-asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a site whose
-depth is not known asks ``route`` directly.
+lookup is placed after the code, off the way of the calls that need none. Before it, the
+callables made anew at each call, never found in the table but called as they are (a bound
+method whose function is in the set, a C method bound to an object), are told by their types
+(``_unbound``: what ``RouteTable.__missing__``, a Python call, would answer). A callable that
+cannot be hashed raises inside a try region of the site's own, whose handler (placed after the
+code) asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a
+site whose depth is not known asks ``route`` directly.
 """
 
 from __future__ import annotations
@@ -43,10 +51,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, CellVar, Compare, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table, frame_locals
-from .emit import POP_JUMP_IF_FALSE
+from .emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE
 from .pyversion import (
     CALL_NEEDS_PRECALL,
     FUNCTIONS_HAVE_TYPE_PARAMS,
@@ -108,6 +116,8 @@ def _routed_code(
     items = list(bc)
     depths_known = exception_table.set_try_depths(items, original)
     depths = _depths(items, original.co_flags) if table is not None and depths_known else {}
+    paired = _method_calls(items, depths) if not NULL_ABOVE_CALLABLE else {}
+    kept = set(paired.values())  #: the method loads left as they are
     out: list[Any] = []
     handlers: list[Any] = []
     open_try: TryBegin | None = None  #: the region of ``out`` open now (a site splits it)
@@ -124,7 +134,12 @@ def _routed_code(
         depth = _CALLABLE_DEPTH.get(item.name)
         if depth is not None and not (item.arg == 0 and out and _is_instr(out[-1], "GET_ITER")):
             at = len(out) - 1 if out and _is_instr(out[-1], "KW_NAMES") else len(out)
-            if n in depths:
+            if n in paired:
+                site, handler, open_try = _unbound_method(
+                    depth(item.arg) + 1, depths[n], table, route, item, open_try
+                )
+                handlers += handler
+            elif n in depths:
                 site, handler, open_try = _looked_up(
                     depth(item.arg), depths[n], table, route, item, open_try
                 )
@@ -132,7 +147,11 @@ def _routed_code(
             else:
                 site = _route(depth(item.arg), route, item)
             out[at:at] = site
-        out += _plain_load(item)
+        out += [item] if n in kept else _plain_load(item)
+    if paired:
+        bc.cellvars.append(_CELL)
+        start = next(n for n, item in enumerate(out) if not _is_prologue(item))
+        out.insert(start, Instr("MAKE_CELL", CellVar(_CELL)))
     bc.clear()
     bc.extend(out + handlers)
     # The handlers' depths are the code's own: what is inserted leaves the stack as it was.
@@ -167,7 +186,7 @@ def _route(depth: int, route: Callable[[Any], Any], at: Instr) -> list[Instr]:
 
 
 def _call_route(route: Callable[[Any], Any], at: Instr) -> list[Instr]:
-    """``[callable] -> [route(callable)]``."""
+    """``[callable] -> [route(callable)]`` (``route`` any function of one argument)."""
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
@@ -200,26 +219,192 @@ def _looked_up(
 
     handler, lookup, back = Label(), Label(), Label()
     site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
-    # [callable, *args] -> [callable, *args, callable in table.as_is]
+    site += _in_as_is(depth, stack, table, handler, at)
+    reopened = _reopen(open_try)
+    site += [*reopened, op(POP_JUMP_IF_FALSE, lookup), back]
+    apart = _lookup(depth, stack, table, route, at, lookup, handler, back)
+    return site, apart, reopened[0] if reopened else None
+
+
+def _in_as_is(depth: int, stack: int, table: Any, handler: Label, at: Instr) -> list[Any]:
+    """``[callable, *args] -> [callable, *args, callable in table.as_is]`` (the callable
+    ``depth`` items down a stack ``stack`` deep), in a try region whose handler is ``handler``."""
     region = TryBegin(handler, False, stack_depth=stack)
-    as_is = (False, "as_is") if LOAD_ATTR_TAKES_METHOD_FLAG else "as_is"
-    site += [region, op("COPY", depth), op("LOAD_CONST", table), op("LOAD_ATTR", as_is)]
-    site += [op("CONTAINS_OP", 0), TryEnd(region)]
-    reopened = None
-    if open_try is not None:
-        # NOTE(3.13): an exception coming back from a callee's frame is looked up at the
-        # instruction before the call's: what follows the test is in the enclosing region
-        reopened = TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)
-        site.append(reopened)
-    site += [op(POP_JUMP_IF_FALSE, lookup), back]
+    test = [("COPY", depth), ("LOAD_CONST", table), ("LOAD_ATTR", _attr("as_is"))]
+    test += [("CONTAINS_OP", 0)]
+    return [region, *(Instr(*op, location=at.location) for op in test), TryEnd(region)]
+
+
+def _reopen(open_try: TryBegin | None) -> list[TryBegin]:
+    """The enclosing region ``open_try`` opened again after a site's own region."""
+    # NOTE(3.13): an exception coming back from a callee's frame is looked up at the
+    # instruction before the call's: what follows the test is in the enclosing region
+    if open_try is None:
+        return []
+    return [TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)]
+
+
+def _lookup(
+    depth: int,
+    stack: int,
+    table: Any,
+    route: Callable[[Any], Any],
+    at: Instr,
+    lookup: Label,
+    handler: Label,
+    back: Label,
+) -> list[Any]:
+    """Placed apart, from ``lookup``: ``callable = table[callable]`` (the callable ``depth``
+    items down a stack ``stack`` deep) but where ``_unbound`` finds it called as it is, then
+    back to ``back``; and ``handler``, the handler of the try regions of the set test and the
+    lookup, which asks ``route`` instead (an unhashable callable)."""
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    general = Label()
+    apart = [lookup, *_unbound(depth, table, back, general, at)]
     # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
     found = TryBegin(handler, False, stack_depth=stack)
-    apart = [lookup, found, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
+    apart += [general, found, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
     replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
     apart += [TryEnd(found), *replace]
     # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
     apart += [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at), *replace]
-    return site, apart, reopened
+    return apart
+
+
+def _unbound(depth: int, table: Any, back: Label, general: Label, at: Instr) -> list[Any]:
+    """Jumps to ``back`` (the callable called as it is) where the callable ``depth`` items down
+    is made anew at each call and so never found in ``table``, but is called as it is all the
+    same (``RouteTable.__missing__`` would answer so): a bound method whose function is in
+    ``table.as_is``, a C method bound to an object (not a module); else goes on to ``general``.
+    No Python call, no object made, nothing that raises."""
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    drop, not_method = Label(), Label()
+    kind = [op("COPY", depth), *_call_route(type, at)]  # [..] -> [.., type(callable)]
+    out = [*kind, op("COPY", 1), op("LOAD_CONST", types.MethodType), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_FALSE, not_method), op("POP_TOP")]
+    # [..] -> [.., fn]: a function's hash is its identity (the set test runs no user code)
+    out += [op("COPY", depth), op("LOAD_ATTR", _attr("__func__")), op("COPY", 1)]
+    out += [*_call_route(type, at), op("LOAD_CONST", types.FunctionType), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_FALSE, drop), op("LOAD_CONST", table), op("LOAD_ATTR", _attr("as_is"))]
+    out += [op("CONTAINS_OP", 0), op(POP_JUMP_IF_FALSE, general), op("JUMP_BACKWARD", back)]
+    # [.., type(callable)]: a C method bound to an object, not to a module (nor to nothing)
+    out += [not_method, op("LOAD_CONST", types.BuiltinMethodType), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_FALSE, general), op("COPY", depth), op("LOAD_ATTR", _attr("__self__"))]
+    out += [op("COPY", 1), op("LOAD_CONST", None), op("IS_OP", 0), op(POP_JUMP_IF_TRUE, drop)]
+    out += [*_call_route(type, at), op("LOAD_CONST", types.ModuleType), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_TRUE, general), op("JUMP_BACKWARD", back)]
+    return [*out, drop, op("POP_TOP")]
+
+
+def _unbound_method(
+    depth: int,
+    stack: int,
+    table: Any,
+    route: Callable[[Any], Any],
+    at: Instr,
+    open_try: TryBegin | None,
+) -> tuple[list[Any], list[Any], TryBegin | None]:
+    """The site of a call of what a method load left as it is (before 3.13): the slot ``depth``
+    items down holds the class's function (``self`` above it) or a ``NULL`` (the callable above
+    it). It is moved into a cell of the frame (``_CELL``), which only tells the two apart: a
+    function is routed as from 3.13 (what the table gives is called with ``self`` first), and
+    the cell emptied; for a ``NULL``, the callable above it is routed as ``_looked_up`` does
+    (placed apart). Returns what ``_looked_up`` returns."""
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    cell = CellVar(_CELL)
+    handler, lookup, back, done, null = Label(), Label(), Label(), Label(), Label()
+    site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
+    # [fn or NULL, *rest] -> [*rest] with the cell holding it -> [*rest, fn] (or to ``null``)
+    site += [op("SWAP", depth), op("STORE_DEREF", cell), op("LOAD_CLOSURE", cell)]
+    site += [op("LOAD_CONST", _EMPTY), op("LOAD_ATTR", _attr("cell"))]
+    site += [op("COMPARE_OP", Compare.EQ), op(POP_JUMP_IF_TRUE, null)]
+    site += [op("LOAD_DEREF", cell), op("DELETE_DEREF", cell)]
+    site += _in_as_is(1, stack, table, handler, at)
+    reopened = _reopen(open_try)
+    site += [*reopened, op(POP_JUMP_IF_FALSE, lookup), back, op("SWAP", depth), done]
+    # [*rest, fn] -> [*rest, fn, table[fn]] -> [*rest, table[fn]]
+    found = TryBegin(handler, False, stack_depth=stack)
+    apart = [lookup, found, op("LOAD_CONST", table), op("COPY", 2), op("BINARY_SUBSCR")]
+    replace = [op("SWAP", 2), op("POP_TOP"), op("JUMP_BACKWARD", back)]
+    apart += [TryEnd(found), *replace]
+    apart += [handler, op("POP_TOP"), *_call_route(route, at), op("JUMP_BACKWARD", back)]
+    # [*rest] -> [NULL, callable, *args], the callable routed
+    others, other_lookup = Label(), Label()
+    apart += [null, op("PUSH_NULL"), op("SWAP", depth)]
+    apart += _in_as_is(depth - 1, stack, table, others, at)
+    apart += [op(POP_JUMP_IF_FALSE, other_lookup), op("JUMP_BACKWARD", done)]
+    apart += _lookup(depth - 1, stack, table, route, at, other_lookup, others, done)
+    return site, apart, reopened[0] if reopened else None
+
+
+#: The frame's cell that ``_unbound_method`` tells a function from a ``NULL`` with (an empty
+#: cell compares equal to an empty cell only, and a cell compares no further where one is empty).
+_CELL = ".unbound"
+
+
+class _Empty:
+    """Holds an empty cell: a code object hashes its constants, and a cell has no hash."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self) -> None:
+        self.cell = types.CellType()
+
+
+_EMPTY = _Empty()
+
+
+def _is_prologue(item: Any) -> bool:
+    return isinstance(item, Instr) and item.name in ("MAKE_CELL", "COPY_FREE_VARS")
+
+
+def _method_calls(items: list[Any], depths: dict[int, int]) -> dict[int, int]:
+    """Before 3.13: call (index in ``items``) -> the method load whose slots it calls, where
+    every instruction between them keeps both slots on the stack and jumps only to instructions
+    between them or to the call (the loads paired are left as they are, and their calls are
+    ``_unbound_method`` sites)."""
+    labels = {id(item): n for n, item in enumerate(items) if isinstance(item, Label)}
+    #: the function's slot -> (its load, the furthest instruction jumped to since)
+    pending: dict[int, tuple[int, int]] = {}
+    paired: dict[int, int] = {}
+    for n, item in enumerate(items):
+        if not isinstance(item, Instr) or n not in depths:
+            continue
+        depth = depths[n]
+        if item.name in ("PRECALL", "CALL") and item.name in _CALLABLE_DEPTH:
+            load, furthest = pending.pop(depth - item.arg - 2, (None, n))
+            if load is not None and furthest <= n:
+                paired[n] = load
+        # the slots of each load pending stay on the stack (a call consumes them: paired above)
+        pending = {slot: at for slot, at in pending.items() if depth >= slot + 2}
+        if item.has_jump():
+            to = labels[id(item.arg)]
+            pending = {slot: (load, max(far, to)) for slot, (load, far) in pending.items()}
+            pending = {slot: at for slot, at in pending.items() if at[0] < to}
+        if _is_method_load(item):  # [.., obj] -> [.., fn or NULL, self or callable]
+            pending[depth + item.stack_effect(jump=False) - 2] = (n, n)
+    return paired
+
+
+def _is_method_load(instr: Instr) -> bool:
+    if instr.name == "LOAD_METHOD":  # NOTE(3.12): 3.11's method load
+        return True
+    method_form = instr.name in ("LOAD_ATTR", "LOAD_SUPER_ATTR") and LOAD_ATTR_TAKES_METHOD_FLAG
+    return method_form and instr.arg[0]
+
+
+def _attr(name: str) -> Any:
+    """``LOAD_ATTR``'s argument for the plain load of attribute ``name``."""
+    return (False, name) if LOAD_ATTR_TAKES_METHOD_FLAG else name
 
 
 def _depths(items: list[Any], flags: int) -> dict[int, int]:

@@ -27,13 +27,13 @@ class whose ``call_module`` is left alone is called as it is.
 Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``), so this is on
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
-in the calling code itself (one set test, ``RouteTable.as_is``, for one called as it is); so is,
-from 3.13, what a method load pushes (the class's function or a C type's method: no bound method
-is made). A function left alone is found with its routed
-copy behind a check that it keeps its code (``entry.make_code_checked``: the copy runs that code
-only; a function given new code is decided anew). A miss goes to ``RouteTable.__missing__``:
-bound methods and modules are answered there; the rest go to ``CalleeCompiler.route``
-(``_decide``).
+in the calling code itself (one set test, ``RouteTable.as_is``, for one called as it is); so is
+what a method load pushes (the class's function or a C type's method: no bound method is made;
+before 3.13, where the call site is paired with its load). A function left alone is found with
+its routed copy behind a check that it keeps its code (``entry.make_code_checked``: the copy runs
+that code only; a function given new code is decided anew). A miss goes to
+``RouteTable.__missing__``: bound methods and modules are answered there; the rest go to
+``CalleeCompiler.route`` (``_decide``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class RouteTable(dict):
     The callables made anew at each call, and so never found, are answered here without the
     router: a C method bound to an object (``x.view``) is called as it is; a bound method as its
     function is (looked up here, unbound); a module goes to ``modules`` (its compiled caller or
-    itself)."""
+    itself). Call sites tell the first two by their types where they are called as they are,
+    with no call of ``__missing__`` (``route_calls._unbound``)."""
 
     __slots__ = ("route", "modules", "as_is")
     __hash__ = object.__hash__
@@ -205,7 +206,7 @@ class CalleeCompiler:
         """``route``'s answer for a callable not found in ``_known``; kept there where ``obj``
         lives as long as the code that defines it."""
         kind = type(obj)
-        if kind in _C_METHODS:  # a C type's method, pushed by a method load (3.13)
+        if kind in _C_METHODS:  # a C type's method, pushed by a method load
             self._remember(obj, obj)
             return obj
         if kind is types.BuiltinFunctionType:  # a builtin, or a C method bound to an object

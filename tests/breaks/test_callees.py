@@ -5,10 +5,11 @@ forward is wrapped by a decorator that calls it inside ``try``/``finally``)."""
 
 import contextlib
 import functools
+import gc
+import weakref
 
 import pytest
 import torch
-from bytegraph.codegen.pyversion import NULL_ABOVE_CALLABLE
 from bytegraph.tracer import driver
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
@@ -420,10 +421,10 @@ def test_a_method_replaced_on_its_class_after_the_router_knew_it_runs_the_new_on
     with pytest.warns(UserWarning, match="in Python"):
         torch.testing.assert_close(compiled(x, scaler), _falls_back_calling_methods(x, scaler))
     table = compiled.__bytegraph__.callees.table
-    if NULL_ABOVE_CALLABLE:  # a method load's function is what routed code looks up
-        assert table[_Scaler.apply] is not _Scaler.apply  # its compiled version
-        # a C method, remembered (found with no call of ``__missing__``): called as it is
-        assert torch.Tensor.dim in table and table[torch.Tensor.dim] is torch.Tensor.dim
+    # a method load's function is what routed code looks up
+    assert table[_Scaler.apply] is not _Scaler.apply  # its compiled version
+    # a C method, remembered (found with no call of ``__missing__``): called as it is
+    assert torch.Tensor.dim in table and table[torch.Tensor.dim] is torch.Tensor.dim
     monkeypatch.setattr(_Scaler, "apply", _apply_doubled)
     expected = _falls_back_calling_methods(x, scaler)
     torch.testing.assert_close(compiled(x, scaler), expected)
@@ -455,3 +456,57 @@ def test_a_library_module_runs_as_it_is_until_its_class_gets_a_user_forward(monk
     for _ in range(2):
         torch.testing.assert_close(compiled(fresh, x), x * 2 + 1)
     assert bytegraph.stats()["frames"] == 2  # its class's caller, with the user's forward
+
+
+class _Helper:
+    """A tensor-free method (left alone: called as it is) and a tensor method (compiled)."""
+
+    hashes = 0
+
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):  # with ``__hash__`` below: hashes in Python
+        return self is other
+
+    def __hash__(self):
+        _Helper.hashes += 1
+        return 0
+
+    def factor(self, v):
+        return v * self.k
+
+    def apply(self, x):
+        return (x * self.k).tanh()
+
+
+class _Unhashable(_Helper):
+    __hash__ = None
+
+
+def _falls_back_calling_temporaries(x, cls, refs):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("handled")  # a break while an exception is handled: runs in Python
+    helper = cls(2.0)
+    refs.append(weakref.ref(helper))
+    stored = helper.apply
+    n = sum(helper.factor(v) for v in range(3)) + cls(3.0).factor(1)
+    return stored(x) + helper.apply(x) * n
+
+
+@pytest.mark.parametrize("cls", [_Helper, _Unhashable])
+def test_methods_of_temporary_objects_called_from_a_fallback_are_not_kept(cls):
+    compiled = bytegraph.compile(_falls_back_calling_temporaries, backend="eager")
+    x = torch.randn(3)
+    with pytest.warns(UserWarning, match="in Python"):
+        for call in range(3):
+            hashes, refs = _Helper.hashes, []
+            expected = _falls_back_calling_temporaries(x, cls, [])
+            torch.testing.assert_close(compiled(x, cls, refs), expected)
+            assert _Helper.hashes == hashes  # no ``self`` hashed: eager hashes none
+            if call == 0:  # the traces of the first call leave cycles behind
+                gc.collect()
+            assert refs[0]() is None  # freed as the fallback returned
+    assert bytegraph.stats()["fallback:exception"] == 1  # the function, once

@@ -254,3 +254,184 @@ def test_a_called_functions_exception_reaches_the_callers_handler():
     assert fn(5) == with_handlers(5) == ("too big: 5", -5)
     chained = routed(calls_in_nested_handlers, route)
     assert chained(3, abs) == calls_in_nested_handlers(3, abs)
+
+
+# Method calls through a table: on every version the call site routes the method load's
+# function (before 3.13 told from the load's ``NULL`` by a cell of the frame), so a method whose
+# function the table holds as it is costs no lookup, and no bound method is made or kept.
+
+
+class Counter:
+    """Methods of every kind, called from routed code; ``calls`` records what ran."""
+
+    def __init__(self):
+        self.calls = []
+        self.callback = self.record  # a bound method held by the instance
+        self.plain = helper  # a function held by the instance (no ``self``)
+
+    def record(self, x, k=1):
+        self.calls.append((x, k))
+        return self
+
+    def chained(self, x):
+        return self.record(x).record(x + 1, k=2)
+
+    @staticmethod
+    def static(x):
+        return x * 3
+
+    @classmethod
+    def made(cls, x):
+        return cls, x
+
+
+class Unhashed(Counter):
+    """``self`` cannot be hashed (``__eq__`` without ``__hash__``)."""
+
+    def __eq__(self, other):
+        return self is other
+
+
+class PyHashed(Counter):
+    """``self`` hashes in Python: routing must not call it."""
+
+    hashes = 0
+
+    def __hash__(self):
+        PyHashed.hashes += 1
+        return 0
+
+
+def calls_methods_of(obj, xs):
+    """Each call form on ``obj``: method loads with positional, keyword, starred and nested
+    arguments, conditional arguments, a comprehension in the arguments, C methods, a bound method
+    and a function held by the instance, static and class methods, inside and outside handlers."""
+    out = [obj.record(xs[0]) is obj, obj.chained(xs[1]) is obj, obj.record(x=xs[0], k=5) is obj]
+    out.append(obj.record(*xs[:1], **{"k": 7}) is obj)
+    out.append(obj.record(obj.static(xs[0]) if xs else 0, k=[v for v in xs][0]) is obj)
+    out += [obj.static(2), obj.made(4), obj.plain(1, k=2), obj.callback(9) is obj]
+    try:
+        found = obj.calls.index((xs[0], 1))
+        obj.calls.append(obj.record(obj.static(obj.calls.count((1, 1))), k=found) is obj)
+        obj.record(None, k=len(obj.calls)).calls.index("missing")
+    except ValueError as e:
+        out.append(str(e))
+    keys = {}.fromkeys(xs)  # a C method bound to a class
+    out.append(list(keys))
+    stored = obj.record
+    out.append(stored(3) is obj)
+    return out, list(obj.calls)
+
+
+@pytest.mark.parametrize("cls", [Counter, Unhashed, PyHashed])
+def test_method_calls_through_a_table_give_the_originals_results_and_effects(cls):
+    as_is = {Counter.record, Counter.chained, Counter.static, helper, list.append}
+    seen, route = _with_table(as_is=as_is)
+    fn = routed(calls_methods_of, route)
+    for xs in ([1, 2], [4, 0]):
+        hashes = PyHashed.hashes
+        assert fn(cls(), xs) == calls_methods_of(cls(), xs)
+        assert PyHashed.hashes == hashes  # neither call hashed ``self``
+    assert not any(isinstance(obj, cls) for obj in seen)  # ``self`` is never a callable
+    assert all(getattr(obj, "__func__", None) not in as_is for obj in seen)  # no lookup for them
+
+
+def test_a_method_load_routes_the_function_and_calls_the_answer_with_self():
+    def replacement(self, x, k=1):
+        return ("replaced", type(self).__name__, x, k)
+
+    def calls_record(obj):
+        return obj.record(1), obj.record(x=2, k=3), obj.callback(4) is obj
+
+    seen, route = _with_table({Counter.record: replacement})
+    fn = routed(calls_record, route)
+    obj = Counter()
+    assert fn(obj) == (("replaced", "Counter", 1, 1), ("replaced", "Counter", 2, 3), True)
+    assert obj.calls == [(4, 1)]  # only the bound method held by the instance ran: asked
+    assert Counter.record not in seen and obj.callback in seen
+
+
+def test_a_method_replaced_on_its_class_or_given_new_code_runs_the_new_one(monkeypatch):
+    seen, route = _with_table(as_is={Child.scale, Base.scale})
+
+    def calls_scale(obj, x):
+        return obj.scale(x)
+
+    fn = routed(calls_scale, route)
+    assert fn(Child(), 3) == 7
+    monkeypatch.setattr(Child, "scale", lambda self, x: x * 100)
+    assert fn(Child(), 3) == 300  # not in the set: asked
+    monkeypatch.setattr(Child, "scale", Base.scale)
+    assert fn(Child(), 3) == 6
+    monkeypatch.setattr(Base.scale, "__code__", (lambda self, x: x - 1).__code__)
+    assert fn(Child(), 3) == 2  # the function in the set runs its new code
+
+
+class Temporary:
+    def value(self, x):
+        return x + 1
+
+
+def test_a_temporary_objects_method_called_from_routed_code_does_not_stay_alive():
+    import weakref
+
+    def calls_on_a_temporary(x):
+        obj = Temporary()
+        ref = weakref.ref(obj)
+        stored = obj.value
+        y = obj.value(x) + stored(x) + Temporary().value(x)
+        del obj, stored
+        return y, ref
+
+    def route(obj):  # keeps nothing (``_recording`` would keep the bound method)
+        return obj
+
+    for as_is in ((), (Temporary.value,)):
+        route.table = table = _Table()
+        table.route, table.as_is = route, set(as_is)
+        fn = routed(calls_on_a_temporary, route)
+        for _ in range(2):
+            y, ref = fn(1)
+            assert y == 6 and ref() is None  # no cycle: freed without a collection
+
+
+def test_the_frames_cell_is_not_among_its_locals():
+    seen, route = _with_table(as_is={Counter.record})
+
+    def reads_locals(obj):
+        obj.record(1)
+        names = sorted(locals())
+        obj.record(names)
+        return names
+
+    fn = routed(reads_locals, route)
+    assert fn(Counter()) == reads_locals(Counter()) == ["obj"]
+
+
+def test_stored_bound_methods_called_as_they_are_need_no_lookup():
+    seen, route = _with_table(as_is={Counter.record})
+
+    def calls_stored(obj, values):
+        record, append = obj.record, values.append  # a bound method, a C method bound to a list
+        for v in range(3):
+            record(v)
+            append(v)
+        return values, obj.calls
+
+    fn = routed(calls_stored, route)
+    assert fn(Counter(), []) == calls_stored(Counter(), [])
+    assert not any(getattr(obj, "__self__", None) is not None for obj in seen)
+
+
+def scaled_values(obj, n):
+    for v in range(n):
+        yield obj.scale(v), super(Child, obj).scale(v)
+
+
+def test_super_and_generators_route_method_loads_through_the_table():
+    seen, route = _with_table(as_is={Base.scale})
+    method = routed(Child.scale, route)  # ``super().scale``: the method form of the super load
+    assert method(Child(), 5) == Child().scale(5) and Base.scale not in seen
+    gen = routed(scaled_values, route)
+    assert list(gen(Child(), 3)) == list(scaled_values(Child(), 3))
+    assert Child.scale in seen and Base.scale not in seen  # asked for the one not in the set
