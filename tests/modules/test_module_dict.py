@@ -230,3 +230,30 @@ def test_dict_reads_of_a_module_in_a_function_are_eager_and_do_not_break():
     report = bytegraph.explain(_reads_through(RegistersNew()))(x)
     assert report.graph_break_count == 0, report.break_reasons
     assert_no_more_breaks(0, _reads_through(RegistersNew()), x)
+
+
+class WritesDictAcrossBreak(nn.Module):
+    """Holds ``__dict__`` across a break (a local of the resume function, its own dict tracker),
+    writes a key through it, then asks ``self.__dict__`` for that key."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        d = self.__dict__
+        print("break")
+        d["z"] = 5.0
+        if "z" in self.__dict__:
+            return self.lin(x) + 1
+        return self.lin(x)
+
+
+def test_a_dict_held_across_a_break_and_written_is_seen_as_eager():
+    torch.manual_seed(0)
+    model = WritesDictAcrossBreak()
+    reference = copy.deepcopy(model)
+    compiled, _ = compile_counted(lambda x: model(x))
+    x = torch.randn(2, 4)
+    assert_same(compiled(x), reference(x))
+    assert vars(model)["z"] == vars(reference)["z"]

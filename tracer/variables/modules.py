@@ -694,6 +694,8 @@ class ModuleDictVariable(VariableTracker):
         if type(name) is not str:
             raise Unsupported("module_dict", f"{self} indexed by {key}")
         members = vars(self.module.value)
+        if id(members) in tx.output.wrapped:  # a dict tracker of its own (a resume's local)
+            raise Unsupported("module_dict", f"{self} read beside a tracker of the same dict")
         stored = [v for n, v in _pending_stores(tx, self.module) if n == name]
         if stored:
             return self._stored(tx, name, stored[0])
