@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bytecode import Bytecode, CompilerFlags, Instr, SetLineno
+from bytecode import Bytecode, CompilerFlags, Instr, SetLineno, TryBegin
 
 _SIGNATURE_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _PLAIN_FLAGS = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
@@ -74,10 +74,14 @@ def make_function(
     if freevars:
         bc.flags |= inspect.CO_NESTED
     stacksize = straight_stacksize(bc)
-    if stacksize is not None:  # no exception ranges: none of their depths to compute
+    if stacksize is None and not (compute_exception_depths and _has_try(bc)):
+        # no depth to compute: ``to_code`` would build the control flow graph for the stack size,
+        # then rebuild the instructions from it; the graph alone gives the same size
+        stacksize = bc.compute_stacksize()
+    if stacksize is not None:  # no exception range depth to compute
         new_code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     else:
-        new_code = bc.to_code(compute_exception_stack_depths=compute_exception_depths)
+        new_code = bc.to_code(compute_exception_stack_depths=True)
     closure = tuple(func.__closure__ or ()) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
     if globals_ is None:
@@ -111,6 +115,10 @@ def straight_stacksize(bc: Bytecode) -> int | None:
         if instr.is_final():
             break
     return deepest
+
+
+def _has_try(bc: Bytecode) -> bool:
+    return any(isinstance(item, TryBegin) for item in bc)
 
 
 def _prologue(nfree: int) -> list[Instr]:

@@ -1,6 +1,6 @@
 """``codegen/resume.py``: 3.13's two-local instructions keep naming the right locals in a resume
 function, the original's try-block depths reach it however it is built, and its instructions map
-back to the original's."""
+back to the original's, and their code is what ``bytecode`` assembles by itself."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 import torch
-from bytecode import ConcreteBytecode
+from bytecode import Bytecode, ConcreteBytecode
 from bytegraph.codegen import exception_table, resume
 from difftest import check_breaks
 
@@ -125,3 +125,47 @@ def test_resume_functions_of_one_template_share_its_decoding(monkeypatch):
         own.append(made(index))
     assert len(after_calls) == 3 and sum(bool(parts[1]) for parts in own) >= 1
     assert shared == own
+
+
+def _loop(x, xs):
+    total = x
+    for y in xs:
+        print("in the loop")
+        with torch.no_grad():
+            print("in the with block")
+            total = total + y
+    return total
+
+
+@pytest.mark.parametrize("fn", [_many_locals, _loop], ids=["try block", "loop, with block"])
+def test_resume_code_is_what_bytecode_assembles(monkeypatch, fn):
+    """``make_function`` hands ``bytecode`` the stack size of its control flow graph where no
+    try-block depth is to be computed, sparing ``to_code`` its rebuild of the instructions from
+    that graph: each resume function's code (at each statement after a ``print``) is the code
+    ``to_code`` makes by itself."""
+    real = Bytecode.to_code
+    compared = []
+
+    def to_code(bc, *args, stacksize=None, compute_exception_stack_depths=True, **kwargs):
+        kwargs["compute_exception_stack_depths"] = compute_exception_stack_depths
+        code = real(bc, *args, stacksize=stacksize, **kwargs)
+        if stacksize is not None:
+            own = real(bc, compute_exception_stack_depths=False)
+            parts = ("co_code", "co_exceptiontable", "co_linetable", "co_stacksize", "co_consts")
+            compared.append([getattr(code, p) for p in parts] == [getattr(own, p) for p in parts])
+        return code
+
+    monkeypatch.setattr(Bytecode, "to_code", to_code)
+    instrs = [i for i in dis.get_instructions(fn) if i.opname != "EXTENDED_ARG"]
+    # after each print: the stack there (the loop's iterator, the with block's exit)
+    depths = {"break": 0, "again": 0, "in try": 0, "in the loop": 1, "in the with block": 2}
+    points = []
+    for k, instr in enumerate(instrs):
+        if instr.opname == "LOAD_CONST" and instr.argval in depths:
+            end = next(j for j in range(k, len(instrs)) if instrs[j].opname == "POP_TOP")
+            points.append(
+                resume.ResumePoint(end + 1, depths[instr.argval], fn.__code__.co_varnames)
+            )
+    for point in points:
+        resume.make_resume(fn, None, point)
+    assert len(compared) == len(points) >= 2 and all(compared)
