@@ -42,6 +42,22 @@ from .variables.tensors import TensorVariable
 if TYPE_CHECKING:
     from .translator import Translator
 
+def _holds_tensor(value: Any, seen: set[int]) -> bool:
+    """Whether ``value`` is a tensor or holds one in a container or an object's attributes (what
+    an op run on fake tensors gives back folded as a constant would hold)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if id(value) in seen or isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        return False
+    seen.add(id(value))
+    if isinstance(value, dict):
+        return any(_holds_tensor(v, seen) for v in (*value.keys(), *value.values()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_tensor(v, seen) for v in value)
+    attributes = getattr(value, "__dict__", None)
+    return type(attributes) is dict and any(_holds_tensor(v, seen) for v in attributes.values())
+
+
 #: Results of ops that are facts of the fake tensors' metadata (exact), folded to constants.
 _CONSTANT_RESULTS = (
     int,
@@ -388,6 +404,11 @@ class OutputGraph:
         if isinstance(value, (tuple, torch.Size)):
             return TupleVariable(
                 [self._constant_result(v) for v in value], is_size=isinstance(value, torch.Size)
+            )
+        if _holds_tensor(value, set()):  # a fake tensor must never become a constant
+            raise Unsupported(
+                "op_result",
+                f"an op returned a {type(value).__name__} holding tensors, which is not traced",
             )
         return ConstantVariable(value)
 
