@@ -41,23 +41,51 @@ def live_locals(
     cellvars: frozenset[str] = frozenset(),
 ) -> list[frozenset[str]]:
     """``result[i]``: the locals that may be read at or after instruction ``i`` before a write.
-    Cell variables are always treated as live (closures may read them at any time)."""
+    Cell variables are always treated as live (closures may read them at any time).
+
+    The sets are bit masks while the dataflow runs (one bit per local name): each instruction's
+    effect is ``live = (after & keeps) | gens``, its accesses composed in reverse order."""
     n = len(instructions)
     succ = _successors(instructions, labels, handlers)
-    live: list[frozenset[str]] = [frozenset()] * n
+    bits: dict[str, int] = {}
+    keeps, gens = [0] * n, [0] * n
+    cells = 0
+    for name in cellvars:
+        cells |= bits.setdefault(name, 1 << len(bits))
+    for i, inst in enumerate(instructions):
+        kill = gen = 0
+        for is_write, name in reversed(_accesses(inst)):
+            bit = bits.setdefault(name, 1 << len(bits))
+            if is_write:
+                kill, gen = kill | bit, gen & ~bit
+            else:
+                gen |= bit
+        keeps[i], gens[i] = ~kill, gen | cells
+    live = [0] * n
     changed = True
     while changed:
         changed = False
         for i in range(n - 1, -1, -1):
-            inst = instructions[i]
-            out = frozenset().union(*(live[j] for j in succ[i])) if succ[i] else frozenset()
-            for is_write, name in reversed(_accesses(inst)):
-                out = out - {name} if is_write else out | {name}
-            out = out | cellvars
+            after = 0
+            for j in succ[i]:
+                after |= live[j]
+            out = (after & keeps[i]) | gens[i]
             if out != live[i]:
                 live[i] = out
                 changed = True
-    return live
+    return _as_sets(live, bits)
+
+
+def _as_sets(masks: list[int], bits: dict[str, int]) -> list[frozenset[str]]:
+    """The name sets of bit masks (one set made per distinct mask)."""
+    sets: dict[int, frozenset[str]] = {}
+    result = []
+    for mask in masks:
+        named = sets.get(mask)
+        if named is None:
+            named = sets[mask] = frozenset(name for name, bit in bits.items() if mask & bit)
+        result.append(named)
+    return result
 
 
 def _successors(
