@@ -153,6 +153,10 @@ class OutputGraph:
         shadow what the trace read)."""
         self.add_guard(kinds.KEY_ABSENT(source, key))
 
+    def assume_key_present(self, source: Source, key: str) -> None:
+        """``key`` is a key of the dict ``source`` (an instance attribute the trace found)."""
+        self.add_guard(kinds.KEY_PRESENT(source, key))
+
     def assume_attr_absent(self, source: Source, name: str) -> None:
         self.add_guard(kinds.ATTR_ABSENT(source, name))
 

@@ -18,7 +18,6 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from ...guards import kinds
 from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo
 from ...guards.module_tree import (
     ALL_HOOK_DICTS,
@@ -702,7 +701,7 @@ class ModuleDictVariable(VariableTracker):
         if name not in members:
             tx.output.assume_key_absent(self.source, name)
             return None
-        tx.output.add_guard(kinds.KEY_PRESENT(self.source, name))
+        tx.output.assume_key_present(self.source, name)
         if name in FILING_TABLES:
             return self.module.member_table(tx, name)
         return tx.wrap(members[name], ItemSource(self.source, name))
