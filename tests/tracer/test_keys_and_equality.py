@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 import torch
-from difftest import assert_same, check_breaks
+from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 from python_semantics.catalogue import Keyed  # hashes and compares in Python, by ``key``
 
@@ -641,6 +641,33 @@ def test_builtin_values_compared_with_objects_of_other_classes(kind):
         W=w,
     )
     check_breaks(fn, _x, graphs=1, breaks=0)
+
+
+def _set_of_arguments_in_order(x, a, b):
+    return x + 1, [o is a for o in {a, b}], [m.__self__ is a for m in {a.method, b.method}]
+
+
+def _pairs_iterating_both_ways():
+    """Two pairs of plain objects: ``{a, b}`` iterates ``a`` first for one, ``b`` for the other
+    (its order follows their addresses)."""
+    objects = [Plain() for _ in range(64)]
+    pairs = {}
+    for a, b in zip(objects[::2], objects[1::2], strict=True):
+        pairs.setdefault(next(iter({a, b})) is a, (a, b))
+    return pairs[True], pairs[False]
+
+
+def test_a_set_of_argument_objects_iterates_in_cpythons_order_at_every_call():
+    """A set of objects guarded by type iterates in an order their addresses give: reading it
+    guards their identity, so a call with other objects traces again (it gave the first call's
+    order). Eager runs on the same objects (a copy would lay the set out otherwise)."""
+    compiled, counter = compile_counted(_set_of_arguments_in_order)
+    for a, b in _pairs_iterating_both_ways():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            actual = compiled(torch.ones(2), a, b)
+        assert_same(actual, _set_of_arguments_in_order(torch.ones(2), a, b))
+    assert counter.frame_count == 2
 
 
 def _containers_with_tensors_against_scalars(x):

@@ -19,7 +19,7 @@ import operator
 import struct
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -225,6 +225,28 @@ class MethodKey:
         if RUNNING.tx is None:
             raise Unsupported("dict_key", f"comparing {self.owner} outside a trace")
         return dispatch.is_same(RUNNING.tx, self.owner, other.owner)
+
+
+def _hashed_by_address(keys: Any) -> Iterator[VariableTracker]:
+    """The objects read from the inputs (guarded by type) whose address gives the hash of one of
+    ``keys`` (hash keys): a plain object's, its bound method's, one in a tuple or frozenset. The
+    order of a set of two items or more follows these hashes: once the trace reads it, their
+    identity is guarded."""
+    for key in keys:
+        if not isinstance(key, IdentityKey) or type(key) is not IdentityKey:
+            continue
+        ident = key.ident
+        if isinstance(ident, (tuple, frozenset)):
+            yield from _hashed_by_address(ident)
+            continue
+        vt = key.vt
+        if isinstance(ident, MethodKey):
+            vt = ident.owner
+        elif isinstance(ident, types.MethodType):
+            vt = getattr(vt, "self_vt", None) or vt
+        value = getattr(vt, "value", None)
+        if vt.source is not None and value is not None and identity_hashed(type(value)):
+            yield vt
 
 
 def lookup_key(vt: VariableTracker) -> Any:
@@ -673,6 +695,9 @@ class SetVariable(VariableTracker):
                 "iterating an input set after the trace added items to it",
                 "the order of a set depends on its hash table, which the trace does not see",
             )
+        if len(self.items) > 1:  # another object would lay the table out otherwise
+            for vt in _hashed_by_address(self.items):
+                RUNNING.tx.output.assume_identity(vt.source, vt.value)
         return self.items
 
     def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
