@@ -29,17 +29,19 @@ comprehension's or generator expression's own function on its iterator (``GET_IT
 of no arguments, which 3.11/3.12 make with the iterator in ``self``'s slot).
 
 Given a router with a ``table`` (``route.table``: a dict whose ``__missing__`` asks the router,
-and its ``as_is``, a set of the callables it holds that are called as they are), a call site
-tests ``callable in table.as_is``, and where it is not, looks it up, ``table[callable]``, and
-calls what it finds: one set test for a callable called as it is (a builtin, a class, a
-function left alone), and a dict lookup beside for the others, no Python call on the way. The
-lookup is placed after the code, off the way of the calls that need none. Before it, the
+its ``as_is``, a set of the callables it holds that are called as they are, and its ``sites``, a
+weak set that each call site's cache is added to), a call site first tests its callable against
+the one it found in the set last (``SiteCache``: by identity, which hashes nothing) and calls it
+where it is that one. Else, in code placed after the function's, it tests ``callable in
+table.as_is`` (remembering a callable found there), and where it is not, looks it up,
+``table[callable]``, and calls what it finds: no Python call on the way. Before the lookup, the
 callables made anew at each call, never found in the table but called as they are (a bound
 method whose function is in the set, a C method bound to an object), are told by their types
 (``_unbound``: what ``RouteTable.__missing__``, a Python call, would answer). A callable that
-cannot be hashed raises inside a try region of the site's own, whose handler (placed after the
-code) asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a
-site whose depth is not known asks ``route`` directly.
+cannot be hashed raises inside a try region of the set test's or the lookup's own, whose handler
+asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a site whose
+depth is not known asks ``route`` directly. Nothing the call site itself runs raises: the try
+regions of the code cover it as they are.
 """
 
 from __future__ import annotations
@@ -120,14 +122,7 @@ def _routed_code(
     kept = set(paired.values())  #: the method loads left as they are
     out: list[Any] = []
     handlers: list[Any] = []
-    open_try: TryBegin | None = None  #: the region of ``out`` open now (a site splits it)
     for n, item in enumerate(items):
-        if isinstance(item, TryBegin):
-            open_try = item
-        elif isinstance(item, TryEnd):
-            out.append(TryEnd(open_try) if open_try is not None else item)
-            open_try = None
-            continue
         if not isinstance(item, Instr):
             out.append(item)
             continue
@@ -135,14 +130,10 @@ def _routed_code(
         if depth is not None and not (item.arg == 0 and out and _is_instr(out[-1], "GET_ITER")):
             at = len(out) - 1 if out and _is_instr(out[-1], "KW_NAMES") else len(out)
             if n in paired:
-                site, handler, open_try = _unbound_method(
-                    depth(item.arg) + 1, depths[n], table, route, item, open_try
-                )
+                site, handler = _unbound_method(depth(item.arg) + 1, depths[n], table, route, item)
                 handlers += handler
             elif n in depths:
-                site, handler, open_try = _looked_up(
-                    depth(item.arg), depths[n], table, route, item, open_try
-                )
+                site, handler = _looked_up(depth(item.arg), depths[n], table, route, item)
                 handlers += handler
             else:
                 site = _route(depth(item.arg), route, item)
@@ -200,48 +191,72 @@ def _call_route(route: Callable[[Any], Any], at: Instr) -> list[Instr]:
 
 
 def _looked_up(
-    depth: int,
-    stack: int,
-    table: Any,
-    route: Callable[[Any], Any],
-    at: Instr,
-    open_try: TryBegin | None,
-) -> tuple[list[Any], list[Any], TryBegin | None]:
-    """For the callable ``depth`` items down a stack ``stack`` deep: nothing where it is in
-    ``table.as_is`` (called as it is), else ``callable = table[callable]``, placed apart (returned
-    for the end of the code, with the handler of the try regions of both tests, which asks
-    ``route`` instead: an unhashable callable). Returns the site, what is placed apart and the
-    region open after the site (the enclosing one, ``open_try``, is closed before it and opened
-    again after it)."""
+    depth: int, stack: int, table: Any, route: Callable[[Any], Any], at: Instr
+) -> tuple[list[Any], list[Any]]:
+    """For the callable ``depth`` items down a stack ``stack`` deep: nothing where it is the
+    callable the site found in ``table.as_is`` last (``SiteCache``), else, placed apart (returned
+    for the end of the code), the set test (the callable remembered where it is in the set) and
+    ``callable = table[callable]`` where it is not, with the handler of the try regions of both,
+    which asks ``route`` instead (an unhashable callable). Returns the site and what is placed
+    apart. Nothing at the site raises: the enclosing try region covers it as it is."""
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
 
-    handler, lookup, back = Label(), Label(), Label()
-    site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
-    site += _in_as_is(depth, stack, table, handler, at)
-    reopened = _reopen(open_try)
-    site += [*reopened, op(POP_JUMP_IF_FALSE, lookup), back]
-    apart = _lookup(depth, stack, table, route, at, lookup, handler, back)
-    return site, apart, reopened[0] if reopened else None
+    handler, lookup, back, slow = Label(), Label(), Label(), Label()
+    cache = _site_cache(table)
+    site = [*_is_last(depth, cache, at), op(POP_JUMP_IF_FALSE, slow), back]
+    apart = _in_as_is(depth, stack, table, cache, at, (slow, handler, lookup, back))
+    return site, apart + _lookup(depth, stack, table, route, at, lookup, handler, back)
 
 
-def _in_as_is(depth: int, stack: int, table: Any, handler: Label, at: Instr) -> list[Any]:
-    """``[callable, *args] -> [callable, *args, callable in table.as_is]`` (the callable
-    ``depth`` items down a stack ``stack`` deep), in a try region whose handler is ``handler``."""
+class SiteCache:
+    """The callable a call site found in its table's ``as_is`` last, which the site tests by
+    identity before it tests the set; the table forgets it when the set drops it (a site that
+    read the set just before may remember it again, and call it as it is, as it was decided
+    until then: a call left uncompiled, never a wrong one)."""
+
+    __slots__ = ("last", "__weakref__")
+
+    def __init__(self) -> None:
+        self.last: Any = None
+
+
+def _site_cache(table: Any) -> SiteCache:
+    """A new call site's cache, registered in ``table.sites`` (a weak set)."""
+    cache = SiteCache()
+    table.sites.add(cache)
+    return cache
+
+
+def _is_last(depth: int, cache: SiteCache, at: Instr) -> list[Instr]:
+    """``[callable, *args] -> [callable, *args, callable is cache.last]``."""
+    test = [("COPY", depth), ("LOAD_CONST", cache), ("LOAD_ATTR", _attr("last")), ("IS_OP", 0)]
+    return [Instr(*op, location=at.location) for op in test]
+
+
+def _in_as_is(
+    depth: int,
+    stack: int,
+    table: Any,
+    cache: SiteCache,
+    at: Instr,
+    labels: tuple[Label, Label, Label, Label],
+) -> list[Any]:
+    """From ``slow``: where the callable ``depth`` items down a stack ``stack`` deep is in
+    ``table.as_is``, it is remembered in ``cache`` and the code goes on at ``back``; else at
+    ``lookup``. The set test is in a try region whose handler is ``handler``."""
+    slow, handler, lookup, back = labels
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
     region = TryBegin(handler, False, stack_depth=stack)
-    test = [("COPY", depth), ("LOAD_CONST", table), ("LOAD_ATTR", _attr("as_is"))]
-    test += [("CONTAINS_OP", 0)]
-    return [region, *(Instr(*op, location=at.location) for op in test), TryEnd(region)]
-
-
-def _reopen(open_try: TryBegin | None) -> list[TryBegin]:
-    """The enclosing region ``open_try`` opened again after a site's own region."""
-    # NOTE(3.13): an exception coming back from a callee's frame is looked up at the
-    # instruction before the call's: what follows the test is in the enclosing region
-    if open_try is None:
-        return []
-    return [TryBegin(open_try.target, open_try.push_lasti, open_try.stack_depth)]
+    test = [op("COPY", depth), op("LOAD_CONST", table), op("LOAD_ATTR", _attr("as_is"))]
+    test += [op("CONTAINS_OP", 0)]
+    remember = [op("COPY", depth), op("LOAD_CONST", cache), op("STORE_ATTR", "last")]
+    out = [slow, region, *test, TryEnd(region), op(POP_JUMP_IF_FALSE, lookup), *remember]
+    return [*out, op("JUMP_BACKWARD", back)]
 
 
 def _lookup(
@@ -303,13 +318,8 @@ def _unbound(depth: int, table: Any, back: Label, general: Label, at: Instr) -> 
 
 
 def _unbound_method(
-    depth: int,
-    stack: int,
-    table: Any,
-    route: Callable[[Any], Any],
-    at: Instr,
-    open_try: TryBegin | None,
-) -> tuple[list[Any], list[Any], TryBegin | None]:
+    depth: int, stack: int, table: Any, route: Callable[[Any], Any], at: Instr
+) -> tuple[list[Any], list[Any]]:
     """The site of a call of what a method load left as it is (before 3.13): the slot ``depth``
     items down holds the class's function (``self`` above it) or a ``NULL`` (the callable above
     it). It is moved into a cell of the frame (``_CELL``), which only tells the two apart: a
@@ -321,29 +331,25 @@ def _unbound_method(
         return Instr(name, *arg, location=at.location)
 
     cell = CellVar(_CELL)
-    handler, lookup, back, done, null = Label(), Label(), Label(), Label(), Label()
-    site: list[Any] = [TryEnd(open_try)] if open_try is not None else []
+    handler, lookup, back, done, null, slow = (Label() for _ in range(6))
     # [fn or NULL, *rest] -> [*rest] with the cell holding it -> [*rest, fn] (or to ``null``)
-    site += [op("SWAP", depth), op("STORE_DEREF", cell), op("LOAD_CLOSURE", cell)]
+    site = [op("SWAP", depth), op("STORE_DEREF", cell), op("LOAD_CLOSURE", cell)]
     site += [op("LOAD_CONST", _EMPTY), op("LOAD_ATTR", _attr("cell"))]
     site += [op("COMPARE_OP", Compare.EQ), op(POP_JUMP_IF_TRUE, null)]
     site += [op("LOAD_DEREF", cell), op("DELETE_DEREF", cell)]
-    site += _in_as_is(1, stack, table, handler, at)
-    reopened = _reopen(open_try)
-    site += [*reopened, op(POP_JUMP_IF_FALSE, lookup), back, op("SWAP", depth), done]
+    cache = _site_cache(table)
+    site += [*_is_last(1, cache, at), op(POP_JUMP_IF_FALSE, slow), back, op("SWAP", depth), done]
+    apart = _in_as_is(1, stack, table, cache, at, (slow, handler, lookup, back))
     # [*rest, fn] -> [*rest, fn, table[fn]] -> [*rest, table[fn]]
     found = TryBegin(handler, False, stack_depth=stack)
-    apart = [lookup, found, op("LOAD_CONST", table), op("COPY", 2), op("BINARY_SUBSCR")]
+    apart += [lookup, found, op("LOAD_CONST", table), op("COPY", 2), op("BINARY_SUBSCR")]
     replace = [op("SWAP", 2), op("POP_TOP"), op("JUMP_BACKWARD", back)]
     apart += [TryEnd(found), *replace]
     apart += [handler, op("POP_TOP"), *_call_route(route, at), op("JUMP_BACKWARD", back)]
-    # [*rest] -> [NULL, callable, *args], the callable routed
-    others, other_lookup = Label(), Label()
-    apart += [null, op("PUSH_NULL"), op("SWAP", depth)]
-    apart += _in_as_is(depth - 1, stack, table, others, at)
-    apart += [op(POP_JUMP_IF_FALSE, other_lookup), op("JUMP_BACKWARD", done)]
-    apart += _lookup(depth - 1, stack, table, route, at, other_lookup, others, done)
-    return site, apart, reopened[0] if reopened else None
+    # [*rest] -> [NULL, callable, *args], the callable routed as ``_looked_up`` does
+    other, other_slow = _looked_up(depth - 1, stack, table, route, at)
+    apart += [null, op("PUSH_NULL"), op("SWAP", depth), *other, op("JUMP_BACKWARD", done)]
+    return site, apart + other_slow
 
 
 #: The frame's cell that ``_unbound_method`` tells a function from a ``NULL`` with (an empty

@@ -27,13 +27,13 @@ class whose ``call_module`` is left alone is called as it is.
 Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``), so this is on
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
-in the calling code itself (one set test, ``RouteTable.as_is``, for one called as it is); so is
-what a method load pushes (the class's function or a C type's method: no bound method is made;
-before 3.13, where the call site is paired with its load). A function left alone is found with
-its routed copy behind a check that it keeps its code (``entry.make_code_checked``: the copy runs
-that code only; a function given new code is decided anew). A miss goes to
-``RouteTable.__missing__``: bound methods and modules are answered there; the rest go to
-``CalleeCompiler.route`` (``_decide``).
+in the calling code itself (for one called as it is, one identity test against what the call
+site found last, else one set test, ``RouteTable.as_is``); so is what a method load pushes (the
+class's function or a C type's method: no bound method is made; before 3.13, where the call site
+is paired with its load). A function left alone is found with its routed copy behind a check
+that it keeps its code (``entry.make_code_checked``: the copy runs that code only; a function
+given new code is decided anew). A miss goes to ``RouteTable.__missing__``: bound methods and
+modules are answered there; the rest go to ``CalleeCompiler.route`` (``_decide``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from typing import Any
 from torch import nn
 
 from ..codegen.frame_locals import READERS
-from ..codegen.route_calls import routed
+from ..codegen.route_calls import SiteCache, routed
 from . import markers
 from .entry import make_code_checked
 
@@ -88,7 +88,7 @@ class RouteTable(dict):
     itself). Call sites tell the first two by their types where they are called as they are,
     with no call of ``__missing__`` (``route_calls._unbound``)."""
 
-    __slots__ = ("route", "modules", "as_is")
+    __slots__ = ("route", "modules", "as_is", "sites")
     __hash__ = object.__hash__
     __eq__ = object.__eq__
     __ne__ = object.__ne__
@@ -97,6 +97,8 @@ class RouteTable(dict):
         super().__init__()
         #: the keys held for themselves (called as they are): what a call site tests first
         self.as_is: set[Any] = set()
+        #: the call sites' caches of what they found in ``as_is`` last (``SiteCache``)
+        self.sites: weakref.WeakSet[SiteCache] = weakref.WeakSet()
 
     def put(self, obj: Any, target: Any) -> None:
         self[obj] = target
@@ -105,10 +107,15 @@ class RouteTable(dict):
 
     def discard(self, obj: Any) -> None:
         self.as_is.discard(obj)  # first: a call site finding it there reads no more
+        for site in list(self.sites):
+            if site.last is obj:
+                site.last = None
         self.pop(obj, None)
 
     def clear(self) -> None:
         self.as_is.clear()
+        for site in list(self.sites):
+            site.last = None
         super().clear()
 
     def __missing__(self, obj: Any) -> Any:

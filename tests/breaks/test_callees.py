@@ -10,7 +10,9 @@ import weakref
 
 import pytest
 import torch
+from bytegraph.codegen.route_calls import routed
 from bytegraph.tracer import driver
+from bytegraph.tracer.callees import RouteTable
 from difftest import check_breaks
 from dynamo_baseline import dynamo_counts
 
@@ -510,3 +512,34 @@ def test_methods_of_temporary_objects_called_from_a_fallback_are_not_kept(cls):
                 gc.collect()
             assert refs[0]() is None  # freed as the fallback returned
     assert bytegraph.stats()["fallback:exception"] == 1  # the function, once
+
+
+def _doubled(v):
+    return v * 2
+
+
+def _calls_doubled(values):
+    out = []
+    for v in values:
+        out.append(_doubled(v))
+    return [*out, _doubled(values[0])]
+
+
+@pytest.mark.parametrize("drop", ["discard", "clear"])
+def test_a_callable_the_table_drops_from_its_set_is_asked_again_at_sites_that_found_it(drop):
+    asked = []
+
+    def route(obj):
+        asked.append(obj)
+        return obj
+
+    table = route.table = RouteTable()
+    table.route, table.modules = route, None
+    table.put(_doubled, _doubled)
+    fn = routed(_calls_doubled, route)
+    assert fn([1, 2]) == [2, 4, 2] and _doubled not in asked
+    assert sum(site.last is _doubled for site in table.sites) == 2  # both sites found it
+    table.discard(_doubled) if drop == "discard" else table.clear()
+    assert all(site.last is None for site in table.sites)
+    table.put(_doubled, lambda v: -v)
+    assert fn([1, 2]) == [-1, -2, -1]

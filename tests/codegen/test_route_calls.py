@@ -3,6 +3,7 @@ and otherwise runs as the original (results, exceptions, line numbers, closures,
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import traceback
 import types
@@ -188,7 +189,7 @@ class _Table(dict):
 def _with_table(replace=None, as_is=()):
     seen, route = _recording()
     route.table = table = _Table(replace or {})
-    table.route, table.as_is = route, set(as_is)
+    table.route, table.as_is, table.sites = route, set(as_is), set()
     return seen, route
 
 
@@ -388,7 +389,7 @@ def test_a_temporary_objects_method_called_from_routed_code_does_not_stay_alive(
 
     for as_is in ((), (Temporary.value,)):
         route.table = table = _Table()
-        table.route, table.as_is = route, set(as_is)
+        table.route, table.as_is, table.sites = route, set(as_is), set()
         fn = routed(calls_on_a_temporary, route)
         for _ in range(2):
             y, ref = fn(1)
@@ -435,3 +436,46 @@ def test_super_and_generators_route_method_loads_through_the_table():
     gen = routed(scaled_values, route)
     assert list(gen(Child(), 3)) == list(scaled_values(Child(), 3))
     assert Child.scale in seen and Base.scale not in seen  # asked for the one not in the set
+
+
+async def _value(x):
+    return x
+
+
+async def awaits_in_method_arguments(obj, xs):
+    out = []
+    for x in xs:
+        try:
+            out.append(obj.record(await _value(x), k=await _value(x + 1)) is obj)
+            if x == 2:
+                obj.record(await _value(x)).calls.index("missing")
+        except ValueError as e:
+            out.append(str(e))
+    return out, obj.calls
+
+
+def yields_in_method_arguments(obj, xs):
+    for x in xs:
+        try:
+            obj.record((yield x), k=x)
+        except KeyError:
+            obj.record("thrown")
+    return obj.calls
+
+
+def _driven(gen):
+    it = gen(Counter(), [1, 2, 3])
+    out = [next(it), it.send("a"), it.throw(KeyError())]
+    with pytest.raises(StopIteration) as stopped:
+        it.send("c")
+    return [*out, stopped.value.value]
+
+
+def test_method_calls_with_awaits_and_yields_in_their_arguments():
+    seen, route = _with_table(as_is={Counter.record})
+    coroutine = routed(awaits_in_method_arguments, route)
+    expected = asyncio.run(awaits_in_method_arguments(Counter(), [1, 2, 3]))
+    assert asyncio.run(coroutine(Counter(), [1, 2, 3])) == expected
+    generator = routed(yields_in_method_arguments, route)
+    assert _driven(generator) == _driven(yields_in_method_arguments)
+    assert Counter.record not in seen
