@@ -670,6 +670,27 @@ def test_a_set_of_argument_objects_iterates_in_cpythons_order_at_every_call():
     assert counter.frame_count == 2
 
 
+def _iterator_over_a_set_of_objects(x):
+    items = {0, PLAIN, Plain}
+    it = iter(items)
+    next(it)
+    return x + 1, it
+
+
+def test_an_iterator_over_a_set_of_objects_is_rebuilt_in_its_order():
+    """An iterator over a set of objects, partly consumed and given back: rebuilt after the graph
+    (the order it was read in is guarded; rebuilding reads it again without a trace)."""
+    compiled, counter = compile_counted(_iterator_over_a_set_of_objects)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x, it = compiled(torch.ones(2))
+        expected_x, expected = _iterator_over_a_set_of_objects(torch.ones(2))
+        assert_same(x, expected_x)
+        assert list(it) == list(expected)
+    assert counter.frame_count == 1
+
+
 def _containers_with_tensors_against_scalars(x):
     return x + 1, [
         [x] == 3,

@@ -695,9 +695,10 @@ class SetVariable(VariableTracker):
                 "iterating an input set after the trace added items to it",
                 "the order of a set depends on its hash table, which the trace does not see",
             )
-        if len(self.items) > 1:  # another object would lay the table out otherwise
+        tx = RUNNING.tx  # None when the rewritten code rebuilds what the trace read
+        if tx is not None and len(self.items) > 1:  # another object would lay it out otherwise
             for vt in _hashed_by_address(self.items):
-                RUNNING.tx.output.assume_identity(vt.source, vt.value)
+                tx.output.assume_identity(vt.source, vt.value)
         return self.items
 
     def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
