@@ -287,6 +287,25 @@ def test_c_methods_given_and_in_input_containers_are_keys():
     assert_no_more_breaks(0, _c_methods_given_and_read, torch.ones(2), baseline_missing=missing)
 
 
+GIVEN_PARAMETERS = LINEAR.parameters
+
+
+def _a_module_method_given_and_read(x):
+    return x + 1, [
+        {GIVEN_PARAMETERS: 1}.get(LINEAR.parameters),
+        LINEAR.parameters in {GIVEN_PARAMETERS, LINEAR.forward},
+        {LINEAR.parameters: 2}.get(GIVEN_PARAMETERS),
+        {LINEAR.parameters: 2}.get(LINEAR.buffers),
+    ]
+
+
+def test_a_method_of_an_object_held_by_identity_keys_as_the_real_method():
+    """A method read from the class of an object the trace holds (a module) keys as the real
+    bound method does: one given to the trace finds it (it was another key: None, False)."""
+    check_breaks(_a_module_method_given_and_read, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _a_module_method_given_and_read, torch.ones(2))
+
+
 def _hash_of_a_module_method(x):
     method = LINEAR.parameters
     return x + 1, hash(method), method.__self__ is LINEAR, method.__name__, method.__qualname__

@@ -183,39 +183,41 @@ class UserHashedKey(IdentityKey):
         return self._hash
 
 
-def _bound_method(vt: VariableTracker) -> types.MethodType | None:
-    """``obj.method`` of a function bound to an object the trace knows: the real bound method,
-    which hashes and compares by the object's identity and the function (no user code)."""
+def _bound_method(vt: VariableTracker) -> Any:
+    """``obj.method`` of a function bound to an object the trace knows, or of a method found on
+    the class of an object it holds (``module.parameters``, ``obj.__eq__``): the real bound
+    method, which hashes and compares by the object's identity and the function (no user code),
+    as a real one given to the trace does."""
     fn, owner = getattr(vt, "fn", None), getattr(vt, "self_vt", None)
-    if not isinstance(fn, types.FunctionType) or owner is None:
+    if isinstance(fn, types.FunctionType) and owner is not None:
+        if owner.is_python_constant():
+            return types.MethodType(fn, owner.as_python_constant())
+        value = getattr(owner, "value", None)
+        return types.MethodType(fn, value) if value is not None else None
+    method = method_bound(vt)
+    value = getattr(vt, "obj", None) and getattr(vt.obj, "value", None)
+    if method is None or value is None:
         return None
-    if owner.is_python_constant():
-        return types.MethodType(fn, owner.as_python_constant())
-    value = getattr(owner, "value", None)
-    return types.MethodType(fn, value) if value is not None else None
+    try:
+        return method.__get__(value, type(value))
+    except TypeError:  # not an object of the class (a symbolic number's stand-in)
+        return None
 
 
 class MethodKey:
-    """What a method found on its object's class, read in the trace or given to it
-    (``xs.append``, ``t.view``, ``obj.method`` of a new object), hashes and compares as:
-    CPython's ``meth_richcompare``, ``wrapper_richcompare`` and ``method_richcompare`` find two
-    equal when they bind the same method to the same object (``is``), and hash the object's
-    address with the method. The hash is CPython's where the tracker holds the real object (a
-    plain object, a class), else the method's own (equal keys still share it; ``==``
-    decides)."""
+    """What a method found on the class of an object the trace holds as a tracker only (a list,
+    a tensor: ``xs.append``, ``t.view``), read in the trace or given to it, hashes and compares
+    as: CPython's ``meth_richcompare`` and ``wrapper_richcompare`` find two equal when they bind
+    the same method to the same object (``is``). Its hash is the method's (CPython's mixes in the
+    object's address, which the trace does not have); ``==`` decides between equal hashes."""
 
-    __slots__ = ("_hash", "method", "owner")
+    __slots__ = ("method", "owner")
 
     def __init__(self, vt: BoundAttributeVariable) -> None:
         self.method, self.owner = method_bound(vt), vt.obj
-        real = getattr(self.owner, "value", MISSING)
-        try:
-            self._hash = hash(self.method.__get__(real, type(real)))
-        except TypeError:  # no real object (a list, a tensor): the method's own hash
-            self._hash = hash(self.method)
 
     def __hash__(self) -> int:
-        return self._hash
+        return hash(self.method)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MethodKey) or other.method is not self.method:
@@ -225,6 +227,9 @@ class MethodKey:
         if RUNNING.tx is None:
             raise Unsupported("dict_key", f"comparing {self.owner} outside a trace")
         return dispatch.is_same(RUNNING.tx, self.owner, other.owner)
+
+
+_BOUND_METHODS = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
 
 
 def _hashed_by_address(keys: Any) -> Iterator[VariableTracker]:
@@ -240,10 +245,8 @@ def _hashed_by_address(keys: Any) -> Iterator[VariableTracker]:
             yield from _hashed_by_address(ident)
             continue
         vt = key.vt
-        if isinstance(ident, MethodKey):
-            vt = ident.owner
-        elif isinstance(ident, types.MethodType):
-            vt = getattr(vt, "self_vt", None) or vt
+        if isinstance(ident, _BOUND_METHODS):  # hashed by the address of its object
+            vt = getattr(vt, "self_vt", None) or getattr(vt, "obj", None) or vt
         value = getattr(vt, "value", None)
         if vt.source is not None and value is not None and identity_hashed(type(value)):
             yield vt
