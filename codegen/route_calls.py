@@ -382,14 +382,17 @@ def _method_calls(items: list[Any], depths: dict[int, int]) -> dict[int, int]:
     #: the function's slot -> (its load, the furthest instruction jumped to since)
     pending: dict[int, tuple[int, int]] = {}
     paired: dict[int, int] = {}
+    previous = None
     for n, item in enumerate(items):
         if not isinstance(item, Instr) or n not in depths:
             continue
         depth = depths[n]
         if item.name in ("PRECALL", "CALL") and item.name in _CALLABLE_DEPTH:
             load, furthest = pending.pop(depth - item.arg - 2, (None, n))
-            if load is not None and furthest <= n:
+            on_iterator = item.arg == 0 and _is_instr(previous, "GET_ITER")  # not routed
+            if load is not None and furthest <= n and not on_iterator:
                 paired[n] = load
+        previous = item
         # the slots of each load pending stay on the stack (a call consumes them: paired above)
         pending = {slot: at for slot, at in pending.items() if depth >= slot + 2}
         if item.has_jump():

@@ -479,3 +479,29 @@ def test_method_calls_with_awaits_and_yields_in_their_arguments():
     generator = routed(yields_in_method_arguments, route)
     assert _driven(generator) == _driven(yields_in_method_arguments)
     assert Counter.record not in seen
+
+
+def _closing_over(k):
+    def inner(obj, x):
+        made = lambda: obj.record(x, k=k)  # noqa: E731 (``obj`` and ``x`` become cells)
+        obj.record(made() is obj)
+        return obj.calls, k
+
+    return inner
+
+
+class Captures(Base):
+    def scale(self, x):
+        same = lambda: self  # noqa: E731 (``self`` becomes a cell)
+        return super().scale(x) + (same() is self) + self.plain(x)
+
+    def plain(self, x):
+        return x
+
+
+def test_method_calls_in_code_with_cells_and_free_variables():
+    seen, route = _with_table(as_is={Counter.record, Base.scale})
+    inner = _closing_over(3)
+    assert routed(inner, route)(Counter(), 1) == inner(Counter(), 1)
+    assert routed(Captures.scale, route)(Captures(), 4) == Captures().scale(4) == 13
+    assert Counter.record not in seen and Base.scale not in seen
