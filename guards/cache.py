@@ -174,7 +174,8 @@ class FunctionCache:
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
         roots = [self.roots[n] for n in self.arg_names]
         taken = {*roots, *self.scope, *self.consts.values}  # names the conditions may read
-        body = _trie(_read_once(_shared_first(_conditions(self.variants)), roots, taken), 2)
+        read = _read_once(_shared_first(_conditions(self.variants)), roots, taken)
+        body = _trie(_values_once(read, taken), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
@@ -332,6 +333,48 @@ def _bind(
         out += [cond[at:start], text + cond[start + done : end]]
         at = end
     return "".join(out) + cond[at:]
+
+
+def _values_once(
+    items: list[tuple[list[str], int]], taken: set[str] = frozenset()
+) -> list[tuple[list[str], int]]:
+    """The conditions with each list of a dict's values (``[*___read_0.values()]``: the values
+    of a dict keyed by classes or functions, read by position, ``DictValueSource``) that several
+    of them index made once: bound where ``_read_once`` binds (the first condition evaluated
+    whole, among those every variant tests first), read from the local after it. A registry of a
+    hundred entries had each of its hundred value guards list all its values again."""
+    if not items:
+        return items
+    shared = len(_common_prefix([conds for conds, _ in items]))
+    counts: dict[str, int] = {}
+    for n, (conds, _) in enumerate(items):
+        for cond in conds if n == 0 else conds[shared:]:
+            for found in _VALUES.findall(cond):
+                counts[found] = counts.get(found, 0) + 1
+    if not any(count > 1 for count in counts.values()):
+        return items
+    bound: dict[str, str] = {}
+    fresh = (name for n in itertools.count() if (name := f"___values_{n}") not in taken)
+
+    def reuse(cond: str) -> str:
+        return _VALUES.sub(lambda m: bound.get(m.group(0), m.group(0)), cond)
+
+    first = []
+    for cond in items[0][0][:shared]:
+        cond = reuse(cond)
+        unbound = [t for t in _VALUES.findall(cond) if counts[t] > 1]
+        bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
+        if unbound and not _SKIPS.search(bare) and len(_COMPARES.findall(bare)) < 2:
+            text = unbound[0]
+            name = bound[text] = next(fresh)
+            head, tail = cond.split(text, 1)
+            cond = f"{head}({name} := {text}){tail.replace(text, name)}"
+        first.append(cond)
+    return [(first + [reuse(c) for c in conds[shared:]], index) for conds, index in items]
+
+
+#: A dict's values listed by a ``DictValueSource`` read through a local of ``_read_once``.
+_VALUES = re.compile(r"\[\*___read_\d+\.values\(\)\]")
 
 
 #: A string constant in guard text (``repr`` of a str: no triple quotes).

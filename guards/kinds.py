@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import sys
 import types
 import weakref
@@ -267,8 +268,9 @@ def _same_key(key: Any, expected: Any) -> bool:
 
 def same_keys(container: Any, expected: tuple) -> bool:
     """Each key of ``container`` (as many as ``expected`` holds) is its ``expected`` key
-    (``_same_key``), in order."""
-    return all(map(_same_key, container, expected))
+    (``_same_key``), in order. Keys that are the very objects (classes, functions, interned
+    strings, small ints) pass without a Python call per key."""
+    return all(map(operator.is_, container, expected)) or all(map(_same_key, container, expected))
 
 
 @guard_kind(5)

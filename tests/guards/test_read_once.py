@@ -138,3 +138,46 @@ def test_a_function_named_like_a_local_is_still_checked():
     traced = counter.frame_count
     assert_same(compiled(x, box), fn(x, box))
     assert counter.frame_count == traced
+
+
+def _handler(k):
+    def handle(x):
+        return x + k
+
+    return handle
+
+
+#: a registry keyed by classes: its values are guarded by position (``[*d.values()][i]``)
+REGISTRY = {type(f"K{i}", (), {}): _handler(i) for i in range(40)}
+REGISTRY[int], REGISTRY[float] = _handler(100), _handler(200)
+
+
+def _dispatches(x):
+    return REGISTRY[int](x) * REGISTRY.get(float)(x)
+
+
+def test_a_dicts_values_read_by_position_are_listed_once():
+    compiled, counter = compile_counted(_dispatches)
+    x = torch.ones(2)
+    assert_same(compiled(x), _dispatches(x))
+    source = bytegraph.guard_source(compiled)
+    assert source.count(".values()]") == 1, source  # once, bound to a local the others read
+    assert "___values_0[41] is" in source
+    assert_same(compiled(x), _dispatches(x))
+    assert counter.frame_count == 1
+    old = REGISTRY[float]
+    try:  # a value changed after the list is bound: the guard still sees it
+        REGISTRY[float] = _handler(300)
+        assert_same(compiled(x), _dispatches(x))
+        assert counter.frame_count == 2
+    finally:
+        REGISTRY[float] = old
+
+
+def test_keys_equal_but_not_the_same_objects_still_match():
+    """``same_keys`` tests identity first, then equality of constants: a tuple key made again
+    keeps the entry, another key does not."""
+    assert kinds.same_keys({(1, "a"): 0, int: 1}, ((1, "a"), int))
+    assert kinds.same_keys({tuple([1, "a"]): 0, int: 1}, ((1, "a"), int))
+    assert not kinds.same_keys({(1, "b"): 0, int: 1}, ((1, "a"), int))
+    assert not kinds.same_keys({(1, "a"): 0, float: 1}, ((1, "a"), int))
