@@ -33,7 +33,7 @@ from ...guards.sources import AttrSource, DictValueSource, FreshSource, ItemSour
 from ..breaks import deferred_checks
 from ..exc import PythonError, Unsupported
 from . import dispatch
-from .base import VariableTracker
+from .base import IdentityKey, VariableTracker
 from .call_rules import call_rule
 from .constants import ConstantVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
@@ -359,11 +359,13 @@ class NNModuleVariable(UserObjectVariable):
             and name not in module.__dict__
             and inspect.getattr_static(module, name, None) is None
         ):
-            for (
-                table
-            ) in MEMBER_TABLES:  # a missing attribute: ``nn.Module.__getattr__`` would look here
+            # a missing attribute: ``nn.Module.__getattr__`` looks in each table the instance
+            # ``__dict__`` holds (``UserObjectVariable`` guards the rest)
+            for table in MEMBER_TABLES:
                 if table in module.__dict__:
                     tx.output.assume_key_absent(AttrSource(self.source, table), name)
+                else:
+                    tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), table)
         return super().var_getattr(tx, name)
 
     def _member(self, tx: Translator, table: str, name: str) -> VariableTracker | None:
@@ -1184,8 +1186,19 @@ class NewModuleVariable(NNModuleVariable):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
         static = type_lookup(cls, name)
         if static is MISSING:
-            if self.cls_vt.source is not None:
+            hook = type_lookup(cls, "__getattr__")
+            if self.cls_vt.source is not None and hook is nn.Module.__getattr__:
+                # torch's ``__getattr__`` finds nothing: the trace's stores are all it files in
+                # the (blank) member tables, and ``load_attr`` found none
                 tx.output.assume_class_lacks(self.cls_vt.source, (name,))
+                tx.output.assume_identity(AttrSource(self.cls_vt.source, "__getattr__"), hook)
+                raise PythonError(
+                    AttributeError(
+                        f"'{cls.__name__}' object has no attribute '{name}'",
+                        name=name,
+                        obj=IdentityKey(self, self.value),
+                    )
+                )
             raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
         source = class_attr_source(self.cls_vt.source, cls, name)
         if is_data_descriptor(static):

@@ -41,6 +41,7 @@ from .base import (
     MISSING,
     BoundAttributeVariable,
     ConstantLikeVariable,
+    IdentityKey,
     VariableTracker,
     owner_index,
     type_lookup,
@@ -274,10 +275,14 @@ _KEYWORD_ATTRIBUTES = {
 
 def keyword_attributes(tx: Translator, exc: BaseException) -> dict[str, VariableTracker]:
     """The attributes a builtin exception raised in the trace's place (a missing attribute's
-    ``AttributeError``) was given by keyword, as trackers: ``e.name`` is what CPython's has."""
+    ``AttributeError``) was given by keyword, as trackers: ``e.name`` is what CPython's has. One
+    given as an ``IdentityKey`` is its tracker (``e.obj``, the object read)."""
     for cls, names in _KEYWORD_ATTRIBUTES.items():
         if isinstance(exc, cls):
-            return {n: tx.fold(getattr(exc, n)) for n in names if getattr(exc, n) is not None}
+            values = {n: getattr(exc, n) for n in names if getattr(exc, n) is not None}
+            return {
+                n: v.vt if isinstance(v, IdentityKey) else tx.fold(v) for n, v in values.items()
+            }
     return {}
 
 
@@ -699,27 +704,7 @@ class UserObjectVariable(VariableTracker):
                 else tx.wrap_static(cls)
             )
         if static is MISSING:
-            if self.source is not None:  # ``hasattr``/``getattr(o, name, default)`` rely on it
-                self._guard_not_shadowed(tx, name)
-                # ``nn.Module.__getattr__`` only reads the member tables (NNModuleVariable guards
-                # them): the class must not gain ``name``, and its ``__getattr__`` must stay torch's
-                module_getattr = (
-                    isinstance(self.value, torch.nn.Module)
-                    and cls.__getattr__ is torch.nn.Module.__getattr__
-                )
-                guard_no_class_attr(
-                    tx, TypeSource(self.source), name, "__getattr__" if not module_getattr else None
-                )
-                if not module_getattr and not _has_custom_getattr(cls):
-                    # CPython's AttributeError, which a traced ``except AttributeError`` catches
-                    raise PythonError(
-                        AttributeError(
-                            f"'{cls.__name__}' object has no attribute '{name}'",
-                            name=name,
-                            obj=self.value,
-                        )
-                    )
-            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+            return self._missing_attribute(tx, name)
         # Attributes found on the class are guarded where they live (``type(obj).name``): a class
         # attribute can be monkeypatched after compiling, and an instance attribute set later would
         # shadow a method (``'name' not in obj.__dict__``; a property is a data descriptor: it
@@ -806,6 +791,35 @@ class UserObjectVariable(VariableTracker):
             return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
         value = tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # guarded
         return polyfilled if polyfilled is not None else value
+
+    def _missing_attribute(self, tx: Translator, name: str) -> VariableTracker:
+        """``obj.name`` that neither the instance's ``__dict__`` nor the class has: CPython's
+        AttributeError, which a traced ``except AttributeError``, ``hasattr`` and
+        ``getattr(obj, name, default)`` catch, guarded so (no instance or class attribute
+        ``name`` appears). An ``nn.Module``'s ``__getattr__`` runs first: torch's raises that
+        same error where the member tables lack ``name`` (``NNModuleVariable.var_getattr``
+        guards each table's key absent: the module-tree guard does not cover those keys), and the
+        class must keep it; a class's own ``__getattr__`` (a Python function) is inlined."""
+        cls = type(self.value)
+        hook = type_lookup(cls, "__getattr__") if isinstance(self.value, nn.Module) else None
+        if hook is not None and hook is not nn.Module.__getattr__:
+            fallback = _getattr_fallback(cls)
+            if fallback is None:
+                raise Unsupported("custom_getattr", f"{cls.__name__} defines __getattr__")
+            return self._call_getattr_hook(tx, name, fallback)
+        if self.source is None:
+            raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
+        self._guard_not_shadowed(tx, name)
+        guard_no_class_attr(tx, TypeSource(self.source), name, None if hook else "__getattr__")
+        if hook is not None:  # read through the MRO: a subclass may gain a ``__getattr__``
+            tx.output.assume_identity(AttrSource(TypeSource(self.source), "__getattr__"), hook)
+        raise PythonError(
+            AttributeError(
+                f"'{cls.__name__}' object has no attribute '{name}'",
+                name=name,
+                obj=IdentityKey(self, self.value),
+            )
+        )
 
     def _instance_dict(self, tx: Translator, stored: dict) -> VariableTracker:
         """``obj.__dict__``, the object's real dict (guarded) with the trace's stores applied."""
