@@ -286,6 +286,16 @@ def KEY_PRESENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [f"{arg!r} in {expr}"]
 
 
+@guard_kind(5, key=lambda arg: (id(arg[0]), id(arg[1])))
+def REGISTRY_ENTRY(expr: str, arg: tuple[Any, Any], consts: ConstTable) -> list[str]:
+    """``expr.get(key) is entry`` for the dict ``expr``, a registry keyed by classes (torch's pytree
+    ``SUPPORTED_NODES``): the one entry a trace relied on (None: ``key`` absent), where guarding
+    the whole dict would check every key on each call."""
+    key, entry = arg
+    expected = "None" if entry is None else consts.name(entry, "entry")
+    return [f"{expr}.get({consts.name(key)}) is {expected}"]
+
+
 @guard_kind(5)
 def CLASS_ATTR_ABSENT(expr: str, arg: tuple[str, ...], consts: ConstTable) -> list[str]:
     """No class in the MRO of the class ``expr`` defines any of the names ``arg`` (an attribute the

@@ -157,6 +157,10 @@ class OutputGraph:
         """``key`` is a key of the dict ``source`` (an instance attribute the trace found)."""
         self.add_guard(kinds.KEY_PRESENT(source, key))
 
+    def assume_registry_entry(self, source: Source, key: Any, entry: Any) -> None:
+        """``source.get(key) is entry`` (None: ``key`` absent) for the registry dict ``source``."""
+        self.add_guard(kinds.REGISTRY_ENTRY(source, (key, entry)))
+
     def assume_attr_absent(self, source: Source, name: str) -> None:
         self.add_guard(kinds.ATTR_ABSENT(source, name))
 

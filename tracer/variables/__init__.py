@@ -3,6 +3,7 @@
 Layered bottom up, each module importing only those below it: ``base`` (the tracker protocol),
 ``call_rules`` and ``dispatch`` (the rule tables), then ``constants``, ``tensors``, ``containers``,
 ``live_inputs``, ``iterators``, ``functions``, ``objects``, ``modules``, ``contexts``,
-``distributed``, ``numpy_arrays``, ``torch_calls``, ``subgraphs``, ``operations`` (the general
-rules of the protocol) and ``builder`` (real values into trackers).
+``distributed``, ``numpy_arrays``, ``torch_calls``, ``subgraphs``, ``pytree`` (torch's pytree
+helpers), ``operations`` (the general rules of the protocol) and ``builder`` (real values into
+trackers).
 """

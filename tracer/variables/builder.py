@@ -39,7 +39,7 @@ from ...guards.sources import (
 )
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
-from . import modules, subgraphs  # noqa: F401 (subgraphs: its call rules register)
+from . import modules, pytree, subgraphs  # noqa: F401 (pytree, subgraphs: call rules)
 from .base import IdentityKey, VariableTracker, type_lookup
 from .constants import (
     CONSTANT_TYPES,
