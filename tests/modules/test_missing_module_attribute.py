@@ -27,9 +27,17 @@ def _use(value, x):
 
 def try_getattr(m, x):
     try:
-        scale = getattr(m, "scale")
+        scale = getattr(m, "scale")  # noqa: B009 (the builtin, as torchdiffeq calls it)
     except AttributeError as e:
         return x + 1, e.name, str(e), e.obj is m
+    return _use(scale, x)
+
+
+def try_load_attr(m, x):
+    try:
+        scale = m.scale
+    except AttributeError:
+        return x + 3
     return _use(scale, x)
 
 
@@ -44,7 +52,7 @@ def getattr_default(m, x):
     return x + 2 if scale is None else _use(scale, x)
 
 
-PROBES = [try_getattr, has_attr, getattr_default]
+PROBES = [try_getattr, try_load_attr, has_attr, getattr_default]
 
 
 class Plain(nn.Module):
@@ -269,3 +277,67 @@ def test_a_module_made_in_the_trace(with_scale):
         0,
     )
     assert_no_more_breaks(0, _made_in_the_trace, *args)
+
+
+class Intercepting(nn.Module):
+    """Its ``__getattr__`` answers ``lin`` before torch's finds the submodule of that name."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def __getattr__(self, name):
+        if name == "lin":
+            return nn.Identity()
+        return super().__getattr__(name)
+
+
+class Delegating(nn.Module):
+    """PEFT's ``LoraModel``: torch's lookup first, then the wrapped model's attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = Plain()
+        self.register_buffer("shift", torch.ones(4))
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name == "model":
+                raise
+            return getattr(self.model, name)
+
+    def forward(self, x):
+        extra = self.scale if hasattr(self, "scale") else 0.0
+        return self.lin(x) + self.shift + self.model.lin.bias * extra
+
+
+def _members(m, x):
+    return m.lin(x) * 2, getattr(m, "scale", None)
+
+
+@pytest.mark.parametrize("cls", [Intercepting, Delegating])
+def test_a_class_getattr_decides_before_the_member_tables(cls):
+    """Members are reached through the class's ``__getattr__``, which runs before torch's reads
+    the tables: what it answers is eager's, parameters keep their gradients."""
+    m, x = cls(), torch.randn(4)
+    assert _probe_before_and_after(_members, lambda: (m, x), m, lambda _: None) == (1, 0)
+    assert_no_more_breaks(0, _members, m, x)
+
+
+def test_a_delegating_module_compiled():
+    torch.manual_seed(0)
+    m, x = Delegating(), torch.randn(4)
+    assert _probe_before_and_after(m, lambda: (x,), m.model, ADDITIONS["instance attribute"]) == (
+        2,
+        0,
+    )
+    m.model.scale = torch.tensor(3.0)  # the forward's ``self.scale``, delegated, is a tensor now
+    compiled, counter = compile_counted(m)
+    compiled(x).sum().backward()
+    got = m.model.lin.weight.grad.clone()
+    m.zero_grad()
+    m(x).sum().backward()
+    torch.testing.assert_close(got, m.model.lin.weight.grad)
+    assert_no_more_breaks(0, m, x)

@@ -336,6 +336,12 @@ class NNModuleVariable(UserObjectVariable):
             return ModuleDictVariable(self, AttrSource(self.source, "__dict__"))
         if self.source is not None and name in FILING_TABLES and name in module.__dict__:
             return self.member_table(tx, name)
+        if (
+            type_lookup(type(module), "__getattr__") is not nn.Module.__getattr__
+            and name not in module.__dict__
+            and inspect.getattr_static(module, name, MISSING) is MISSING
+        ):  # the class's own ``__getattr__`` runs, and decides before torch's reads the tables
+            return super().var_getattr(tx, name)
         for table in MEMBER_TABLES:
             member = self._member(tx, table, name)
             if member is not None:
