@@ -16,8 +16,14 @@ from ...codegen.frame_locals import KEPT, UserFrame
 from ...codegen.pyversion import LOCALS_SNAPSHOT
 from ...codegen.resume import resume_origin, takes_cells
 from ..exc import Unsupported
+from ..markers import REBUILT
 from ..variables.base import VariableTracker, walk
-from ..variables.functions import LocalCellVariable, NestedFunctionVariable, SavedCellVariable
+from ..variables.functions import (
+    ClosureCellVariable,
+    LocalCellVariable,
+    NestedFunctionVariable,
+    SavedCellVariable,
+)
 from .liveness import cells_written_from, code_cell_writes
 
 if TYPE_CHECKING:
@@ -100,6 +106,19 @@ def template(tx: Translator, index: int) -> tuple[Any, int]:
         raise Unsupported(
             "resume", f"cannot resume inside {tx.code.co_name} (a closure made in the trace)"
         )
+    if tx.fn in REBUILT and tx.fn.__code__.co_freevars:
+        # Guarded by what it is made of, not by identity: a later call may give a function with
+        # other cells, which a resume function made from this one's closure would read. Its
+        # cells are guarded by identity: a closure made anew at each call traces again (up to
+        # the recompile limit, then runs as it is), one made once resumes as any function.
+        for name in tx.fn.__code__.co_freevars:
+            cell = tx.closure.get(name)
+            base = cell.cell_source() if isinstance(cell, ClosureCellVariable) else None
+            if base is None:
+                raise Unsupported(
+                    "resume", f"cannot resume inside {tx.code.co_name}: its cells have no source"
+                )
+            tx.output.assume_identity(base, cell.cell)
     return resume_origin(tx.fn, index)
 
 
