@@ -6,6 +6,8 @@ below); torch.compile: one graph, no break."""
 
 from __future__ import annotations
 
+import collections
+
 import torch
 from difftest import check_breaks
 from dynamo_baseline import assert_no_more_breaks, dynamo_counts
@@ -125,3 +127,72 @@ def _plain_getattr(x):
 
 def test_a_read_without_a_default_raises():
     check_breaks(_plain_getattr, lambda: (torch.randn(3),), graphs=1, breaks=1)
+
+
+class Unhashable(collections.OrderedDict):
+    """diffusers' ``FrozenDict`` kind: a dict subclass whose items are also attributes, refusing
+    writes once made, which cannot be hashed."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for key, value in self.items():
+            setattr(self, key, value)
+        self.__frozen = True
+
+    def __delitem__(self, *args, **kwargs):
+        raise Exception("frozen")
+
+    def setdefault(self, *args, **kwargs):
+        raise Exception("frozen")
+
+    def pop(self, *args, **kwargs):
+        raise Exception("frozen")
+
+    def update(self, *args, **kwargs):
+        raise Exception("frozen")
+
+    def __setattr__(self, name, value):
+        if hasattr(self, "__frozen") and self.__frozen:
+            raise Exception("frozen")
+        super().__setattr__(name, value)
+
+    def __setitem__(self, name, value):
+        if hasattr(self, "__frozen") and self.__frozen:
+            raise Exception("frozen")
+        super().__setitem__(name, value)
+
+
+class Configured(torch.nn.Module):
+    """diffusers' ``ModelMixin``: its ``__getattr__`` looks a name up in the config first
+    (``hasattr`` of the frozen dict), then asks torch's (a submodule)."""
+
+    def __init__(self):
+        super().__init__()
+        self._internal_dict = Unhashable(scale=2)
+        self.lin = torch.nn.Linear(3, 3)
+
+    def __getattr__(self, name):
+        is_in_config = "_internal_dict" in self.__dict__ and hasattr(
+            self.__dict__["_internal_dict"], name
+        )
+        if is_in_config:
+            return self._internal_dict[name]
+        return super().__getattr__(name)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+M = Configured()
+
+
+def _missing_on_an_unhashable_object(x):
+    return M(x)
+
+
+def test_a_missing_attribute_of_an_unhashable_object():
+    """The AttributeError raised in the trace's place carries the object as its ``obj``: an object
+    that cannot be hashed is carried too (it made an internal error, and diffusers' VAE and UNet
+    fell back to Python)."""
+    check_breaks(_missing_on_an_unhashable_object, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _missing_on_an_unhashable_object, torch.randn(3))

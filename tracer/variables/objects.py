@@ -41,7 +41,6 @@ from .base import (
     MISSING,
     BoundAttributeVariable,
     ConstantLikeVariable,
-    IdentityKey,
     VariableTracker,
     owner_index,
     type_lookup,
@@ -273,15 +272,25 @@ _KEYWORD_ATTRIBUTES = {
 }
 
 
+class TrackedValue:
+    """An attribute of an exception raised in the trace's place given as the tracker of the value
+    (``AttributeError(obj=...)``: the object read, whatever it is, hashable or not)."""
+
+    __slots__ = ("vt",)
+
+    def __init__(self, vt: VariableTracker) -> None:
+        self.vt = vt
+
+
 def keyword_attributes(tx: Translator, exc: BaseException) -> dict[str, VariableTracker]:
     """The attributes a builtin exception raised in the trace's place (a missing attribute's
     ``AttributeError``) was given by keyword, as trackers: ``e.name`` is what CPython's has. One
-    given as an ``IdentityKey`` is its tracker (``e.obj``, the object read)."""
+    given as a ``TrackedValue`` is its tracker (``e.obj``, the object read)."""
     for cls, names in _KEYWORD_ATTRIBUTES.items():
         if isinstance(exc, cls):
             values = {n: getattr(exc, n) for n in names if getattr(exc, n) is not None}
             return {
-                n: v.vt if isinstance(v, IdentityKey) else tx.fold(v) for n, v in values.items()
+                n: v.vt if isinstance(v, TrackedValue) else tx.fold(v) for n, v in values.items()
             }
     return {}
 
@@ -817,7 +826,7 @@ class UserObjectVariable(VariableTracker):
             AttributeError(
                 f"'{cls.__name__}' object has no attribute '{name}'",
                 name=name,
-                obj=IdentityKey(self, self.value),
+                obj=TrackedValue(self),
             )
         )
 
