@@ -42,6 +42,7 @@ from .variables.tensors import TensorVariable
 if TYPE_CHECKING:
     from .translator import Translator
 
+
 def _holds_tensor(value: Any, seen: set[int]) -> bool:
     """Whether ``value`` is a tensor or holds one in a container or an object's attributes (what
     an op run on fake tensors gives back folded as a constant would hold)."""

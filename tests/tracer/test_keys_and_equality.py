@@ -714,7 +714,12 @@ def test_containers_of_tensors_compared_with_numbers_strings_and_none():
     ``__eq__`` gives NotImplemented for the other, so they are never equal (it broke: the items
     are not constants)."""
     check_breaks(_containers_with_tensors_against_scalars, _x, graphs=1, breaks=0)
-    assert_no_more_breaks(0, _containers_with_tensors_against_scalars, *_x())
+    assert_no_more_breaks(
+        0,
+        _containers_with_tensors_against_scalars,
+        *_x(),
+        baseline_missing="torch 2.11's Dynamo runs the call in Python (an observed exception)",
+    )
 
 
 def _class_namespaces_compared(x):
@@ -732,7 +737,12 @@ def _class_namespaces_compared(x):
 def test_class_namespaces_compare_as_their_mappings():
     """A mappingproxy (``cls.__dict__``) compares as the mapping it shows (it broke)."""
     check_breaks(_class_namespaces_compared, _x, graphs=1, breaks=0)
-    assert_no_more_breaks(0, _class_namespaces_compared, *_x())
+    assert_no_more_breaks(
+        0,
+        _class_namespaces_compared,
+        *_x(),
+        baseline_missing="torch 2.11's Dynamo runs the call in Python (a mappingproxy's __eq__)",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
