@@ -7,8 +7,9 @@
 
 ``--family`` picks the programs (``programs.FAMILIES``): ``base``, ``branch`` (branches on tensor
 data whose outcome changes between calls, run with speculation on), ``keys`` (dict keys, set
-items and comparison operands of every kind), ``new`` (branch for even seeds, keys for odd ones) or
-``all`` (the three by turns, ``seed % 3``).
+items and comparison operands of every kind), ``closures`` (helpers making closures over their
+arguments at each call, breaking inside or not), ``new`` (branch for even seeds, keys for odd ones)
+or ``all`` (the four by turns, ``seed % 4``).
 
 Prints the start seed first, progress every ``--every`` programs and at the end: programs run, wrong
 results, crashes/internal errors, programs with fallbacks and with graph breaks. Each failure (a
@@ -66,7 +67,7 @@ def family_of(seed: int, family: str) -> str:
     if family == "new":
         return ("branch", "keys")[seed % 2]
     if family == "all":
-        return programs.FAMILIES[seed % 3]
+        return programs.FAMILIES[seed % len(programs.FAMILIES)]
     return family
 
 

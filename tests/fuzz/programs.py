@@ -168,8 +168,10 @@ G_set = {None, PLAIN, Color.RED, torch.float32, T1, Obj, len, math, FS, range(3)
 
 #: Program families: ``base`` (the statements above), ``branch`` (branches, loops, asserts and
 #: conversions on tensor data whose outcome changes from call to call, run with speculation on),
-#: ``keys`` (dicts, sets and comparisons over values of every kind).
-FAMILIES = ("base", "branch", "keys")
+#: ``keys`` (dicts, sets and comparisons over values of every kind), ``closures`` (the base
+#: statements, with helpers that make closures over their arguments at each call and call them,
+#: breaking inside or not: each call's closure has cells of its own).
+FAMILIES = ("base", "branch", "keys", "closures")
 
 #: Source of the values the ``keys`` family puts in dicts and sets and compares: constants, None,
 #: floats (a NaN, -0.0 beside 0), complex, bytes, tuples, frozensets, ranges, classes, builtin
@@ -904,33 +906,45 @@ class Gen:
         )
 
 
-def helper(rng: random.Random, index: int) -> str:
-    """A module-level ``h{index}(t, k)`` returning a tensor, possibly with a break of its own."""
+def helper(rng: random.Random, index: int, family: str = "base") -> str:
+    """A module-level ``h{index}(t, k)`` returning a tensor, possibly with a break of its own (for
+    the ``closures`` family also closures made at each call over ``t``, ``k`` and what they
+    compute, breaking inside or not)."""
     lines = [f"def h{index}(t, k):"]
+    choices = [
+        "t = t * 2 + k",
+        "t = torch.relu(t) - 1",
+        "print('h', k)",
+        "bytegraph.graph_break()",
+        "if k > 2:\n        t = t + 1",
+        "if t.sum() > 0:\n        t = t - k",
+        "if k == 4:\n        raise RuntimeError('helper ' + str(k))",
+        "G_list.append(k)",
+        f"t = h{index - 1}(t, k + 1)" if index > 0 else "t = t.abs()",
+    ]
+    closures: list[str] = []
+    if family == "closures":
+        brk = rng.choice(["print('c', k)", "bytegraph.graph_break()", "G_list.append(k)"])
+        closures += [
+            f"r = t * 2\n    def inner(u):\n        {brk}\n        return u + r + k\n"
+            "    t = inner(t)",
+            f"def inner(u, j=k):\n        {brk}\n        return u * j\n"
+            "    t = inner(t) + inner(t + 1)",
+            f"def shift(u):\n        {brk}\n        return u - k\n    t = (lambda f: f(t))(shift)",
+            "acc = [k]\n    def bump(u):\n        acc.append(1)\n"
+            f"        {brk}\n        return u + len(acc)\n    t = bump(t) + bump(t)",
+        ]
     for _ in range(rng.randint(1, 3)):
-        lines.append(
-            "    "
-            + rng.choice(
-                [
-                    "t = t * 2 + k",
-                    "t = torch.relu(t) - 1",
-                    "print('h', k)",
-                    "bytegraph.graph_break()",
-                    "if k > 2:\n        t = t + 1",
-                    "if t.sum() > 0:\n        t = t - k",
-                    "if k == 4:\n        raise RuntimeError('helper ' + str(k))",
-                    "G_list.append(k)",
-                    f"t = h{index - 1}(t, k + 1)" if index > 0 else "t = t.abs()",
-                ]
-            )
-        )
+        pool = closures if closures and rng.random() < 0.5 else choices
+        lines.append("    " + rng.choice(pool))
     lines.append("    return t")
     return "\n".join(lines)
 
 
 def generate(seed: int, family: str = "base") -> Program:
     rng = random.Random(seed)
-    helpers = [helper(rng, i) for i in range(rng.randint(0, 2))]
+    count = rng.randint(1, 2) if family == "closures" else rng.randint(0, 2)
+    helpers = [helper(rng, i, family) for i in range(count)]
     gen = Gen(rng, helpers, family)
     body = [gen.stmt() for _ in range(rng.randint(2, 8))]
     return Program(seed, helpers, body, family)

@@ -27,6 +27,7 @@ CHUNKS = [
     ("branch", 0, 35),
     ("branch", 35, 35),
     ("keys", 0, 50),
+    ("closures", 0, 40),
 ]
 
 
