@@ -11,8 +11,10 @@ node types' entries are torch's own, the leaf types have none).
 from __future__ import annotations
 
 import collections
+import dataclasses
 from typing import NamedTuple
 
+import pytest
 import torch
 import torch.utils._pytree as pytree
 from difftest import check_breaks
@@ -188,27 +190,204 @@ def test_a_spec_live_across_a_graph_break():
 
 
 class UserNode:
-    """A class of the user's registered as a pytree node: traced only where the rules know it
-    (they decline it, and the call runs as before: correct, with a break)."""
+    """A class of the user's registered as a pytree node: its flatten and unflatten functions are
+    inlined (they log their calls, which the compiled function must repeat as eager does)."""
 
     def __init__(self, a, b):
         self.a, self.b = a, b
 
 
-pytree.register_pytree_node(
-    UserNode, lambda n: ([n.a, n.b], None), lambda values, _: UserNode(*values)
-)
+def _user_flatten(node):
+    CALLS.append("flatten")
+    return [node.a, node.b], "ctx"
+
+
+def _user_unflatten(values, context):
+    CALLS.append(f"unflatten {context}")
+    return UserNode(*values)
+
+
+pytree.register_pytree_node(UserNode, _user_flatten, _user_unflatten)
+
+
+def _observe_calls():
+    seen = list(CALLS)
+    CALLS.clear()
+    return seen
 
 
 def _user_node(x):
     leaves, spec = tree_flatten([UserNode(x, x * 2), x + 1])
     rebuilt = tree_unflatten([leaf * 2 for leaf in leaves], spec)
-    return rebuilt[0].a, rebuilt[0].b, rebuilt[1], len(leaves)
+    node = rebuilt[0]
+    return type(node) is UserNode, node.a, node.b, rebuilt[1], len(leaves), spec.num_leaves
 
 
 def test_a_user_class_registered_as_a_node():
-    compiled, _, _ = check_breaks(_user_node, _x, graphs=2, breaks=2)
+    check_breaks(_user_node, _x, graphs=1, breaks=0, setup=CALLS.clear, observe=_observe_calls)
     assert dynamo_breaks(_user_node, torch.randn(3)) == (1, 0)
+
+
+@dataclasses.dataclass
+class Record:
+    """Registered with ``register_dataclass``: torch's own flatten and unflatten closures."""
+
+    value: torch.Tensor
+    label: str | None
+    count: int = 3
+
+
+if hasattr(pytree, "register_dataclass"):
+    pytree.register_dataclass(Record)
+
+
+@pytest.mark.skipif(not hasattr(pytree, "register_dataclass"), reason="torch has no such API")
+def test_a_registered_dataclass_is_a_node():
+    def fn(x):
+        mapped = tree_map(lambda v: v * 2, [Record(x, None, 4), Record(x.sin(), "s")])
+        return [(type(r) is Record, r.value, r.label, r.count) for r in mapped]
+
+    check_breaks(fn, _x, graphs=1, breaks=0)
+    assert dynamo_breaks(fn, torch.randn(3)) == (1, 0)
+
+
+def _nested_user_nodes(x):
+    """User nodes inside dicts and lists, holding namedtuples and dicts themselves."""
+    tree = {"a": [UserNode(Point(x, 2), {"k": x.cos()}), 1.5], "b": (UserNode(x, None),)}
+    mapped = tree_map(lambda v: v + 1 if isinstance(v, torch.Tensor) else v, tree)
+    inner, outer = mapped["a"][0], mapped["b"][0]
+    leaves = tree_leaves(mapped)
+    return (
+        type(inner.a) is Point,
+        inner.a.x,
+        inner.a.y,
+        inner.b,
+        mapped["a"][1],
+        type(outer) is UserNode,
+        outer.a,
+        outer.b,
+        len(leaves),
+    )
+
+
+def test_user_nodes_nested_in_dicts_and_lists():
+    check_breaks(
+        _nested_user_nodes, _x, graphs=1, breaks=0, setup=CALLS.clear, observe=_observe_calls
+    )
+    assert dynamo_breaks(_nested_user_nodes, torch.randn(3)) == (1, 0)
+
+
+def _given_node(tree):
+    mapped = tree_map_only(torch.Tensor, torch.neg, tree)
+    return mapped[0].a, mapped[0].b, mapped[1]
+
+
+def test_a_user_node_given_to_the_function():
+    def trees():
+        return ([UserNode(torch.randn(2), torch.randn(2)), torch.randn(2)],)
+
+    check_breaks(_given_node, trees, graphs=1, breaks=0, setup=CALLS.clear, observe=_observe_calls)
+    assert dynamo_breaks(_given_node, *trees()) == (1, 0)
+
+
+class Later:
+    """Registered as a node only after the first compiled call."""
+
+    def __init__(self, a):
+        self.a = a
+
+
+def _doubled(x):
+    return tree_map(lambda v: v * 2 if isinstance(v, torch.Tensor) else v, [Later(x), x])
+
+
+def test_a_node_registered_after_the_first_call_recompiles():
+    """The first trace relied on ``Later`` having no entry (a leaf, given back as is): registering
+    it is a new variant, which flattens it; another entry for it is another variant again."""
+    compiled = bytegraph.compile(_doubled)
+    x = torch.randn(2)
+    leaf, doubled = compiled(x)
+    assert type(leaf) is Later and leaf.a is x
+    torch.testing.assert_close(doubled, x * 2)
+    pytree.register_pytree_node(Later, lambda n: ([n.a], None), lambda v, _: Later(v[0]))
+    try:
+        node, doubled = compiled(x)
+        assert type(node) is Later
+        torch.testing.assert_close(node.a, x * 2)
+        pytree._deregister_pytree_node(Later)
+        pytree.register_pytree_node(Later, lambda n: ([n.a], None), lambda v, _: Later(v[0] + 1))
+        node, _ = compiled(x)
+        torch.testing.assert_close(node.a, x * 2 + 1)
+    finally:
+        pytree._deregister_pytree_node(Later)
+    leaf, _ = compiled(x)
+    assert type(leaf) is Later and leaf.a is x
+
+
+class Fields:
+    """A node whose flatten and unflatten functions close over the names of its fields."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def _register_fields(names):
+    pytree.register_pytree_node(
+        Fields,
+        lambda n: ([getattr(n, k) for k in names], None),
+        lambda values, _: Fields(**dict(zip(names, values, strict=True))),
+    )
+
+
+FIELD_NAMES = ["a", "b"]
+_register_fields(FIELD_NAMES)
+
+
+def _fields(x):
+    leaves = tree_leaves(Fields(a=x, b=x * 2, c=x * 3))
+    return len(leaves), leaves[-1]
+
+
+def test_what_a_node_function_closes_over_is_guarded():
+    """The closure is read through the registry entry: a changed list of names recompiles."""
+    compiled = bytegraph.compile(_fields)
+    x = torch.randn(2)
+    count, last = compiled(x)
+    assert count == 2
+    torch.testing.assert_close(last, x * 2)
+    FIELD_NAMES.append("c")
+    try:
+        count, last = compiled(x)
+        assert count == _fields(x)[0] == 3
+        torch.testing.assert_close(last, x * 3)
+    finally:
+        FIELD_NAMES.pop()
+    assert compiled(x)[0] == 2
+
+
+class Opaque:
+    """A node whose context is an object of the user's: no constant for the spec."""
+
+    def __init__(self, a):
+        self.a = a
+
+
+pytree.register_pytree_node(
+    Opaque, lambda n: ([n.a], n), lambda values, context: Opaque(values[0] + context.a)
+)
+
+
+def _opaque(x):
+    CALLS.append("start")
+    leaves, spec = tree_flatten(Opaque(x))
+    return tree_unflatten([leaves[0] * 2], spec).a
+
+
+def test_a_node_whose_context_is_no_constant_breaks():
+    """Its flatten function ran in the trace before the break: what it did is undone, the call
+    runs in Python once. (torch.compile breaks 0 times: its spec is no constant, it can hold the
+    node itself; here the spec must be one.)"""
+    check_breaks(_opaque, _x, graphs=1, breaks=2, setup=CALLS.clear, observe=_observe_calls)
 
 
 def _leaf_or_node(x):

@@ -1,16 +1,18 @@
-"""torch's pytree helpers (``torch.utils._pytree``) over structures of builtin containers.
+"""torch's pytree helpers (``torch.utils._pytree``) over structures of trackers.
 
 ``tree_flatten``, ``tree_unflatten``, ``tree_map``, ``tree_map_only``, ``tree_leaves``,
-``tree_structure`` and ``TreeSpec.unflatten`` are traced on the trackers themselves: the nodes are
-the tracker's lists, tuples, namedtuples, dicts and ``OrderedDict``s, the leaves are the trackers of
-tensors, numbers, strings and None, and a function mapped over the leaves is called through the
-tracer (traced, its effects recorded). The spec is the real ``TreeSpec`` torch builds for the same
-skeleton (containers of stand-ins for the leaves): a constant of the trace.
+``tree_structure`` and ``TreeSpec.unflatten`` are traced on the trackers themselves: the builtin
+nodes are the tracker's lists, tuples, namedtuples, dicts and ``OrderedDict``s; a node of a class
+the user registered (``register_pytree_node``, ``register_dataclass``) is flattened and rebuilt by
+its entry's functions, inlined like any user function; every other value is a leaf, and a function
+mapped over the leaves is called through the tracer (traced, its effects recorded). The spec is
+the real ``TreeSpec`` torch would build (a constant of the trace).
 
 What the trace relies on of pytree's registry ``SUPPORTED_NODES`` is guarded entry by entry
-(``REGISTRY_ENTRY``: the node types' entries are torch's own, the leaf types have none), never the
-whole dict. Any other form of call (an ``is_leaf`` function, another node or leaf type, a spec the
-trace does not know) is declined: it goes on as a call of torch's namespace.
+(``REGISTRY_ENTRY``: the builtin node types' entries are torch's own, a user class's is the one
+inlined, a leaf's class has none), never the whole dict. Any other form of call (an ``is_leaf``
+function, torch's other node types, a spec the trace does not know) is declined: it goes on as a
+call of torch's namespace.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
 import torch.utils._pytree as pytree
 
-from ...guards.sources import ModuleGlobalSource, Source
+from ...guards.sources import AttrSource, DictValueSource, ModuleGlobalSource, Source
+from ..exc import Unsupported
 from . import dispatch
 from .base import BoundAttributeVariable, ConstantLikeVariable, IdentityKey, VariableTracker
 from .call_rules import call_rule
-from .constants import ConstantVariable, SymNodeVariable
+from .constants import ConstantVariable
 from .containers import DictVariable, ListVariable, TupleVariable, hash_key, key_value
-from .tensors import TensorVariable
+from .functions import UserFunctionVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -48,24 +50,10 @@ _TORCH_NODES = {
     collections.OrderedDict: (pytree._ordereddict_flatten, pytree._ordereddict_unflatten),
 }
 
-#: leaf classes: torch registers none of them (each trace guards that none is registered)
-_LEAF_TYPES = (
-    torch.Tensor,
-    torch.nn.Parameter,
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    torch.dtype,
-    torch.device,
-)
-
 
 class _Leaf:
-    """Stands for the leaf at ``index`` in a skeleton torch flattens (no pytree node type)."""
+    """Stands for the child at ``index`` in a one-level skeleton of a builtin node, which its
+    entry's ``flatten_fn`` flattens (no pytree node type)."""
 
     __slots__ = ("index",)
 
@@ -95,8 +83,8 @@ def _plain_namedtuple(cls: type) -> bool:
 
 
 def _node_of(vt: VariableTracker) -> tuple[Any, list[VariableTracker], Any] | None:
-    """``vt`` as a node: its registry key, its children and the real skeleton maker for them;
-    None for a leaf."""
+    """``vt`` as a builtin node: its registry key, its children and the real skeleton maker for
+    them; None for anything else."""
     if isinstance(vt, TupleVariable) and not vt.is_size:
         if vt.cls is tuple:
             return tuple, list(vt.items), tuple
@@ -118,51 +106,87 @@ class _Decline(Exception):
     """A structure this module does not trace: the call goes on as torch's namespace's."""
 
 
-def _leaf_type(vt: VariableTracker) -> type:
-    if isinstance(vt, TensorVariable):
-        cls = vt.python_type()
-    elif isinstance(vt, ConstantVariable | SymNodeVariable):
-        cls = vt.python_type()
-    else:
-        raise _Decline
-    if cls not in _LEAF_TYPES:
-        raise _Decline
-    return cls
+def _user_class(cls: type) -> bool:
+    """A class of the user's (or of a library outside torch): its registry entry, whoever made
+    it, is inlined; torch's own registered types (``torch.Size``, ``torch.return_types``,
+    ``deque``...) are declined."""
+    return cls.__module__.partition(".")[0] not in ("builtins", "collections", "torch")
+
+
+def _entry_function(tx: Translator, cls: type, entry: Any, name: str) -> VariableTracker:
+    """The entry's ``flatten_fn`` or ``unflatten_fn`` (``name``), read from the registry by
+    position (``[*SUPPORTED_NODES.values()][i].flatten_fn``, its identity guarded) so that what
+    it closes over is guarded too. A Python function is inlined wherever it was defined: those
+    ``register_dataclass`` makes are torch's."""
+    fn = getattr(entry, name)
+    source = AttrSource(DictValueSource(_REGISTRY, list(pytree.SUPPORTED_NODES).index(cls)), name)
+    if isinstance(fn, types.FunctionType):
+        tx.output.assume_identity(source, fn)
+        tx.output.assume_identity(AttrSource(source, "__code__"), fn.__code__)
+        return UserFunctionVariable(fn, source)
+    return tx.wrap(fn, source)
+
+
+def _python_type(vt: VariableTracker) -> type:
+    try:
+        return vt.python_type()
+    except Unsupported:
+        raise _Decline from None
 
 
 def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracker], Any]:
-    """The leaf trackers of ``tree`` and the real spec of its structure (``_Decline`` where it is
-    not made of the nodes and leaves above, or the registry holds others for their types)."""
+    """The leaf trackers of ``tree`` and the real spec of its structure, built as torch builds it
+    (``_Decline`` where the registry holds another entry than torch's for a builtin node type).
+
+    A builtin node's children and context are what its entry's function gives for a skeleton of
+    stand-ins; a node of a user class is flattened by its entry's function, inlined (its context
+    must be a constant, the spec holds it); any other value is a leaf: its class has no entry."""
     leaves: list[VariableTracker] = []
-    seen: dict[Any, bool] = {}
+    user_ran = False
 
-    def rely(key: Any) -> None:
-        if key not in seen:
-            if key in _TORCH_NODES:
-                seen[key] = _rely_on_node(tx, key)
-            else:  # a leaf class: it has no entry
-                seen[key] = pytree.SUPPORTED_NODES.get(key) is None
-                tx.output.assume_registry_entry(_REGISTRY, key, None)
-        if not seen[key]:
-            raise _Decline
-
-    def skeleton(vt: VariableTracker) -> Any:
+    def spec_of(vt: VariableTracker) -> Any:
+        nonlocal user_ran
         node = _node_of(vt)
-        if node is None:
-            rely(_leaf_type(vt))
+        if node is not None:
+            key, children, make = node
+            if not _rely_on_node(tx, key):
+                raise _Decline
+            flatten = pytree.SUPPORTED_NODES[key].flatten_fn
+            kids, context = flatten(make([_Leaf(i) for i in range(len(children))]))
+            return pytree.TreeSpec(key, context, [spec_of(children[k.index]) for k in kids])
+        cls = _python_type(vt)
+        if pytree.is_namedtuple_class(cls):  # one torch reads as a namedtuple: not a plain one
+            raise _Decline
+        entry = pytree.SUPPORTED_NODES.get(cls)
+        tx.output.assume_registry_entry(_REGISTRY, cls, entry)
+        if entry is None:
             leaves.append(vt)
-            return _Leaf(len(leaves) - 1)
-        key, children, make = node
-        rely(key)
-        return make([skeleton(child) for child in children])
+            return pytree.treespec_leaf()
+        if not _user_class(cls):
+            raise _Decline
+        user_ran = True
+        flatten = _entry_function(tx, cls, entry, "flatten_fn")
+        flat = dispatch.iterate(tx, dispatch.call(tx, flatten, [vt], {}))
+        if len(flat) != 2 or not flat[1].is_python_constant():
+            what = f"{cls.__name__}'s flatten_fn gives no (children, constant context) pair"
+            raise Unsupported("pytree", what)
+        children, context = flat
+        kids = [spec_of(child) for child in dispatch.iterate(tx, children)]
+        return pytree.TreeSpec(cls, context.as_python_constant(), kids)
 
-    found, spec = pytree.tree_flatten(skeleton(tree))
-    return [leaves[leaf.index] for leaf in found], spec  # in the order torch gives them
+    try:
+        spec = spec_of(tree)
+    except _Decline:
+        if user_ran:  # effects of the user's code are recorded: undone with the instruction
+            raise Unsupported("pytree", "a structure the trace does not flatten") from None
+        raise
+    return leaves, spec
 
 
 def _unflatten(tx: Translator, spec: Any, leaves: list[VariableTracker]) -> VariableTracker:
-    """The trackers' structure ``spec`` describes, holding ``leaves`` (``_Decline`` for node
-    types other than the builtin ones above)."""
+    """The trackers' structure ``spec`` describes, holding ``leaves``: builtin nodes made as
+    trackers, a user class's node by its entry's ``unflatten_fn`` (inlined), children first as
+    torch does."""
     if len(leaves) != spec.num_leaves:
         raise _Decline  # torch's ValueError, raised in Python
     rest = iter(leaves)
@@ -170,6 +194,14 @@ def _unflatten(tx: Translator, spec: Any, leaves: list[VariableTracker]) -> Vari
     def build(node: Any) -> VariableTracker:
         if node.is_leaf():
             return next(rest)
+        if node.type not in _TORCH_NODES:
+            entry = pytree.SUPPORTED_NODES.get(node.type)
+            tx.output.assume_registry_entry(_REGISTRY, node.type, entry)
+            if entry is None or not _user_class(node.type):
+                raise _Decline
+            kids = ListVariable([build(child) for child in node.children()])
+            unflatten = _entry_function(tx, node.type, entry, "unflatten_fn")
+            return dispatch.call(tx, unflatten, [kids, tx.fold(node.context)], {})
         if not _rely_on_node(tx, node.type):
             raise _Decline
         kids = [build(child) for child in node.children()]
