@@ -709,12 +709,26 @@ def closure_policy(t):
     return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn), len(seen)
 
 
-def _null_contexts():
-    return contextlib.nullcontext(), contextlib.nullcontext()
+def closure_context_fn(t):
+    seen = []
+
+    def policy(ctx, op, *args, **kwargs):
+        seen.append(str(op))
+        return ck.CheckpointPolicy.PREFER_RECOMPUTE
+
+    def context_fn():
+        return ck.create_selective_checkpoint_contexts(policy)
+
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn), len(seen)
 
 
-def own_contexts(t):
-    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_null_contexts)
+def _autocast_contexts():
+    POLICY_CALLS.append(("context_fn", False, "autocast"))
+    return torch.autocast("cpu", dtype=torch.bfloat16), torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def autocast_contexts(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_autocast_contexts)
 
 
 def selective_reentrant(t):
@@ -726,17 +740,162 @@ def selective_reentrant(t):
     [
         # torch.compile keeps the first call's closure: its policy appends to that call's list
         (closure_policy, (1, 0)),
-        (own_contexts, (1, 0)),  # contexts that may change what the body computes
+        (closure_context_fn, None),  # torch.compile: an internal error
+        # contexts that change what the body computes (torch.compile fails to compile it with
+        # aot_eager: "must generate a tuple of two TorchDispatchMode")
+        (autocast_contexts, (1, 0)),
     ],
 )
 def test_untraced_context_fns_break_and_stay_correct(fn, dynamo):
-    """A policy made in the call (a closure over its locals) and a context_fn of the user's
-    break: the checkpoint runs in Python, as in eager."""
+    """A policy made in the call (a closure over its locals) and a context_fn of the user's whose
+    contexts change what the body computes break: the checkpoint runs in Python, as in eager."""
     compiled = bytegraph.compile(fn, backend="eager")
-    for _ in range(2):
-        assert_same(_run(compiled, [_sac_input()], [SAC_LIN]), _run(fn, [_sac_input()], [SAC_LIN]))
+    for seed in (0, 1):
+        eager, actual = _sac_runs([fn, compiled], [SAC_LIN], seed)
+        assert_same(actual, eager)
     assert _explain(fn, (_sac_input(),)) == (0, 1)
-    assert dynamo_counts(fn, _sac_input()) == dynamo
+    if dynamo is not None:
+        assert dynamo_counts(fn, _sac_input()) == dynamo
+
+
+def _user_context_fn():
+    POLICY_CALLS.append(("context_fn", False, ""))
+    return ck.create_selective_checkpoint_contexts(_policy)
+
+
+#: a lambda read from a global
+USER_CONTEXT_LAMBDA = lambda: ck.create_selective_checkpoint_contexts(_policy)  # noqa: E731
+
+
+def _user_null_contexts():
+    POLICY_CALLS.append(("context_fn", False, "null"))
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def _user_forward_only():
+    """The caching mode for the forward, nothing for the recomputation (it recomputes all)."""
+    forward, _ = ck.create_selective_checkpoint_contexts(_policy)
+    return forward, contextlib.nullcontext()
+
+
+def user_function(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_user_context_fn)
+
+
+def user_lambda(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=USER_CONTEXT_LAMBDA)
+
+
+def user_lambda_in_the_call(t):
+    context_fn = lambda: ck.create_selective_checkpoint_contexts(_policy)  # noqa: E731
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=context_fn)
+
+
+def user_null_contexts(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_user_null_contexts)
+
+
+def user_forward_only(t):
+    return ck.checkpoint(_sac_body, t, use_reentrant=False, context_fn=_user_forward_only)
+
+
+def user_nested(t):
+    """In a checkpoint's body: eager's outer recomputation calls it (and its policy) again."""
+
+    def outer(x):
+        inner = ck.checkpoint(_sac_body, x * 2, use_reentrant=False, context_fn=_user_context_fn)
+        return inner.cos() + x
+
+    return ck.checkpoint(outer, t, use_reentrant=False)
+
+
+class UserContextBlock(nn.Module):
+    """A layer whose checkpoint's context_fn is a function kept in an attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.context_fn = _user_context_fn
+
+    def forward(self, t):
+        body = lambda x: self.lin(x @ x).relu()  # noqa: E731
+        return ck.checkpoint(body, t, use_reentrant=False, context_fn=self.context_fn) + t
+
+
+USER_CONTEXT_BLOCK = UserContextBlock()
+
+
+def user_attribute(t):
+    return USER_CONTEXT_BLOCK(t)
+
+
+#: name -> (function, modules whose gradients are compared, torch.compile's (graphs, breaks) or
+#: None where it raises: an internal error for a function made in the call). Where it compiles,
+#: torch.compile gives other results than eager's (the policy called only while AOTAutograd
+#: traces; two nullcontext()s fail to compile with aot_eager).
+USER_CONTEXT_FNS = {
+    "function": (user_function, [SAC_LIN], (1, 0)),
+    "lambda": (user_lambda, [SAC_LIN], (1, 0)),
+    "lambda_in_the_call": (user_lambda_in_the_call, [SAC_LIN], None),
+    "null_contexts": (user_null_contexts, [SAC_LIN], (1, 0)),
+    "forward_only": (user_forward_only, [SAC_LIN], (1, 0)),
+    "nested": (user_nested, [SAC_LIN], (1, 0)),
+    "attribute": (user_attribute, [USER_CONTEXT_BLOCK], (1, 0)),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", list(USER_CONTEXT_FNS))
+def test_user_context_fn_traced_like_eager(name, backend):
+    """A context_fn that is a function of the user's giving selective checkpointing's contexts
+    or nullcontext()s: one graph, whose node calls it for the forward and each recomputation
+    (its calls and the policy's, logged in order, are eager's), eager's values and gradients."""
+    fn, modules, dynamo = USER_CONTEXT_FNS[name]
+    compiled = bytegraph.compile(fn, backend=backend)
+    for seed in (0, 1):
+        eager, actual = _sac_runs([fn, compiled], modules, seed)
+        assert eager[1], "eager calls the context_fn or its policy"
+        assert_same(actual, eager)
+    assert _explain(fn, (_sac_input(),)) == (1, 0)
+    if dynamo is not None:
+        assert dynamo_counts(fn, _sac_input()) == dynamo
+
+
+def test_user_context_fn_runs_with_the_graph():
+    """The node keeps the user's function itself and is marked to run when the graph runs."""
+    node, body = _captured_checkpoint(user_function)
+    assert node.meta.get(RUNTIME)
+    assert body.meta[CONTEXT_FN] is _user_context_fn
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_user_context_fn_in_a_global_is_guarded(backend, monkeypatch):
+    """Another function in the global the call reads: a new variant, which calls it; one whose
+    contexts change what the body computes: the call breaks, and runs as eager."""
+    compiled = bytegraph.compile(user_function, backend=backend)
+    others = [_user_context_fn, _user_null_contexts, _autocast_contexts]
+    for other in others:
+        monkeypatch.setitem(globals(), "_user_context_fn", other)
+        eager, actual = _sac_runs([user_function, compiled], [SAC_LIN], 0)
+        assert eager[1][0][2] == {_user_null_contexts: "null", _autocast_contexts: "autocast"}.get(
+            other, ""
+        )
+        assert_same(actual, eager)
+
+
+def _leaked_modes(t):
+    return t * 2, ck.create_selective_checkpoint_contexts(_policy)
+
+
+def test_selective_contexts_given_back_are_one_pair():
+    """The modes made in the trace and given back: made by the real call, once for both (the
+    recomputation's mode replays what the forward's stores)."""
+    out, (forward, recompute) = bytegraph.compile(_leaked_modes)(torch.ones(2))
+    torch.testing.assert_close(out, torch.full((2,), 2.0))
+    assert type(forward) is ck._CachingTorchDispatchMode
+    assert type(recompute) is ck._CachedTorchDispatchMode
+    assert forward.storage is recompute.storage
+    assert _explain(_leaked_modes, (torch.ones(2),)) == (1, 0)
 
 
 def test_reentrant_selective_checkpoint_raises_as_eager():

@@ -44,10 +44,15 @@ nothing more (torch's own policy: no call of it can be seen), but a policy funct
 called only while AOTAutograd traces, on its operators, never when the graph runs, and a body
 writing in place would not raise where eager's checkpoint does (a result it saved, written
 since): the node is then marked to run when the graph runs (``backends/state_nodes.py``: AOT
-backends run such a graph as it is), and so is a checkpoint whose body holds it. Other
+backends run such a graph as it is), and so is a checkpoint whose body holds it. A
+``context_fn`` that is a function of the user's (``def context_fn(): return
+create_selective_checkpoint_contexts(policy)``, a lambda, one giving two ``nullcontext()``) is
+kept in the subgraph as it is and its node marked to run when the graph runs: torch's checkpoint
+calls it for the forward and each recomputation, as eager does; its call is traced once and
+undone to see that its contexts change nothing the body computes (``_user_contexts``). Other
 ``context_fn``s (contexts that may change what the body computes: autocast, a mode of the
-user's), a policy made in the call (a closure over its locals) and a reentrant checkpoint with a
-``context_fn`` (torch raises) break.
+user's), a policy or ``context_fn`` made in the call over its locals (a closure) and a reentrant
+checkpoint with a ``context_fn`` (torch raises) break.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,11 +77,13 @@ from .base import VariableTracker, walk
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .functions import PartialVariable
+from .contexts import NullContextVariable
+from .functions import NestedFunctionVariable, PartialVariable, UserFunctionVariable
 from .tensors import TensorVariable
 from .torch_calls import content_ids
 
 if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
     from ..translator import Translator
 
 
@@ -389,7 +397,7 @@ def _checkpoint(
     if not args:
         raise Unsupported("subgraph", "checkpoint() without a function")
     function, fn_args = args[0], list(args[1:])
-    context_fn = _selective_contexts(kwargs.get("context_fn"))
+    context_fn = _selective_contexts(tx, kwargs.get("context_fn"))
     options: dict[str, Any] = {}
     for name in sorted(set(kwargs) & _CHECKPOINT_KEYWORDS - {"context_fn"}):
         if not kwargs[name].is_python_constant():
@@ -428,16 +436,19 @@ def _checkpoint(
     return call_subgraph(tx, region, sub, options, runtime=runtime)
 
 
-def _selective_contexts(vt: VariableTracker | None) -> Callable[[], Any] | None:
-    """A checkpoint's ``context_fn`` as the value its node runs with, None for the default. Only
+def _selective_contexts(tx: Translator, vt: VariableTracker | None) -> Callable[[], Any] | None:
+    """A checkpoint's ``context_fn`` as the value its node runs with, None for the default:
     ``functools.partial(create_selective_checkpoint_contexts, policy, ...)`` whose parts are values
-    of the trace (constants, or read from globals and attributes and guarded) is traced: its
-    contexts are dispatch modes that cache and replay the body's results, never changing what it
-    computes. Other contexts may (autocast, a mode of the user's) and break."""
+    of the trace (constants, or read from globals and attributes and guarded), whose contexts are
+    dispatch modes that cache and replay the body's results, never changing what it computes; or
+    a function of the user's giving such contexts (``_user_contexts``). Other contexts may
+    (autocast, a mode of the user's) and break."""
     if vt is None or (
         vt.is_python_constant() and vt.as_python_constant() is torch_checkpoint.noop_context_fn
     ):
         return None
+    if isinstance(vt, UserFunctionVariable | NestedFunctionVariable):
+        return _user_contexts(tx, vt)
     if not (
         isinstance(vt, PartialVariable)
         and vt.cls is functools.partial
@@ -464,14 +475,110 @@ def _selective_contexts(vt: VariableTracker | None) -> Callable[[], Any] | None:
     )
 
 
-def _policy_is_code(context_fn: functools.partial) -> bool:
-    """Is the policy Python code of the user's, called on each operator of the forward and the
+def _policy_is_code(context_fn: Callable[[], Any]) -> bool:
+    """Is the ``context_fn`` or its policy Python code of the user's, called on each forward and
     recomputation (not a list of operators, which torch's own policy looks operators up in)?
     Its calls are then eager's only where torch's checkpoint runs when the graph runs:
     AOTAutograd would call it only while tracing, on its own operators."""
+    if not isinstance(context_fn, functools.partial):
+        return True  # the user's function, called by torch's checkpoint
     policy = context_fn.args[0] if context_fn.args else context_fn.keywords.get("policy_fn_or_list")
     ops = (torch._ops.OpOverload, torch._ops.HigherOrderOperator)
     return not (type(policy) is list and all(isinstance(op, ops) for op in policy))
+
+
+def _user_contexts(
+    tx: Translator, vt: UserFunctionVariable | NestedFunctionVariable
+) -> Callable[[], Any]:
+    """A ``context_fn`` that is a function of the user's: the node keeps the function itself, and
+    torch's checkpoint calls it where the node runs, for the forward and each recomputation, as in
+    eager (fresh contexts each time, the policy's calls eager's). It must be the same function on
+    every call: one the trace reads from a global or an attribute (its identity guarded), or a
+    function made in the call that closes over nothing (made once here, from its code and
+    globals). Its call is traced once here and undone, to see what it gives: the contexts of
+    ``create_selective_checkpoint_contexts`` (in their places) or ``contextlib.nullcontext()``,
+    which never change what the body computes; what it reads is guarded. Anything else breaks."""
+    if isinstance(vt, UserFunctionVariable) and vt.self_vt is None and vt.source is not None:
+        fn = vt.fn
+    elif isinstance(vt, NestedFunctionVariable) and not (
+        vt.closure or vt.defaults or vt.kwdefaults or vt.attrs
+    ):
+        fn = types.FunctionType(vt.code, vt.f_globals, vt.code.co_name)
+    else:
+        raise Unsupported(
+            "subgraph",
+            f"checkpoint()'s context_fn {vt} is not the same function on every call",
+            hint="define the context_fn at module level; a closure made in the call runs in "
+            "Python, as in eager",
+        )
+    checkpoint = tx.output.checkpoint()
+    try:
+        contexts = dispatch.iterate(tx, dispatch.call(tx, vt, [], {}))
+    except (Unsupported, TracedException):
+        contexts = None
+    finally:
+        tx.output.restore(checkpoint)
+    if contexts is None or not _harmless_contexts(contexts):
+        raise Unsupported(
+            "subgraph",
+            f"checkpoint()'s context_fn {vt} gives contexts that may change what the body "
+            "computes, or cannot be traced",
+            hint="only selective checkpointing's contexts and nullcontext() are traced",
+        )
+    return fn
+
+
+def _harmless_contexts(contexts: list[VariableTracker]) -> bool:
+    """Are ``contexts`` a forward and a recomputation context that change nothing the body
+    computes: ``nullcontext()``, or the modes of one ``create_selective_checkpoint_contexts``
+    call, each in its own place?"""
+    made = {id(vt.made) for vt in contexts if isinstance(vt, SelectiveModeVariable)}
+    return (
+        len(contexts) == 2
+        and len(made) <= 1
+        and all(
+            isinstance(vt, NullContextVariable)
+            or (isinstance(vt, SelectiveModeVariable) and vt.index == place)
+            for place, vt in enumerate(contexts)
+        )
+    )
+
+
+@dataclass(eq=False)
+class SelectiveModeVariable(VariableTracker):
+    """One of the two dispatch modes ``create_selective_checkpoint_contexts(...)`` gives in a
+    trace (``index`` 0: the forward's caching mode, 1: the recomputation's), whose policy is a
+    value of the trace. Rebuilt as the item of the pair made by the real call, once for both."""
+
+    made: functools.partial  #: ``create_selective_checkpoint_contexts`` with the real arguments
+    index: int
+
+    def python_type(self) -> type:
+        modes = (
+            torch_checkpoint._CachingTorchDispatchMode,
+            torch_checkpoint._CachedTorchDispatchMode,
+        )
+        return modes[self.index]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.build_once(self.made, lambda: cg.load_const(self.made).call_function(0))
+        cg.load_const(self.index)
+        cg.subscr()
+
+
+@call_rule(torch_checkpoint.create_selective_checkpoint_contexts)
+def _selective_modes(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """The pair of modes, where the policy and options are values of the trace."""
+    if not all(vt.is_python_constant() for vt in [*args, *kwargs.values()]):
+        return None
+    made = functools.partial(
+        fn,
+        *(vt.as_python_constant() for vt in args),
+        **{name: vt.as_python_constant() for name, vt in kwargs.items()},
+    )
+    return TupleVariable([SelectiveModeVariable(made, 0), SelectiveModeVariable(made, 1)])
 
 
 def _writes_in_place(module: torch.fx.GraphModule) -> bool:
