@@ -85,6 +85,7 @@ def make_resume(
     iter_slots, null_slots, bool_slots = point.iter_slots, point.null_slots, point.bool_slots
     code = template.__code__
     items, depths_known = _decoded(code)
+    kept = tuple(n for n in code.co_freevars if n not in point.cell_args)
     target = Label()
     body: list[Any] = []
     seen = 0
@@ -107,6 +108,10 @@ def make_resume(
                 body += spelled
                 halves.update(id(extra) for extra in spelled[1:])
                 continue
+        if isinstance(item, Instr) and item.name == "COPY_FREE_VARS" and kept != code.co_freevars:
+            # its free variables but those taken as cells
+            body.append(Instr("COPY_FREE_VARS", len(kept)) if kept else Instr("NOP"))
+            continue
         if isinstance(item, Instr) and item.name in _PAIRS:
             first_op, second_op = _PAIRS[item.name]
             second = Instr(second_op, item.arg[1], location=item.location)
@@ -157,6 +162,7 @@ def make_resume(
         name=name,
         argnames=tuple(names) + stack_args,
         cellvars=[name for name in code.co_cellvars if name not in point.cell_args],
+        freevars=kept,
         prologue=False,
         globals_=globals_,
         compute_exception_depths=not depths_known,

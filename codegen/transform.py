@@ -37,6 +37,7 @@ def make_function(
     prologue: bool = True,
     globals_: dict[str, Any] | None = None,
     compute_exception_depths: bool = True,
+    freevars: tuple[str, ...] | None = None,
 ) -> types.FunctionType:
     """A function running ``instrs`` whose globals and closure come from ``template``.
 
@@ -44,17 +45,19 @@ def make_function(
     template's; otherwise the function takes exactly ``argnames`` positionally. ``cells`` become
     extra free variables, loaded with ``LOAD_DEREF name``. With ``prologue=False`` ``instrs``
     already start with the code's own ``COPY_FREE_VARS``/``MAKE_CELL``/``RESUME`` (resume functions
-    reuse the original's).
+    reuse the original's). ``freevars``: the template's free variables it keeps (all by default),
+    closing over the template's cells of those.
     """
     func = template if isinstance(template, types.FunctionType) else None
     code = func.__code__ if func else template
-    freevars = list(code.co_freevars) + list(cells)
-    bc = Bytecode((_prologue(len(freevars)) if prologue else []) + list(instrs))
+    kept = code.co_freevars if freevars is None else freevars
+    free = list(kept) + list(cells)
+    bc = Bytecode((_prologue(len(free)) if prologue else []) + list(instrs))
     bc.name = name
     bc.qualname = name
     bc.filename = code.co_filename
     bc.first_lineno = first_lineno if first_lineno is not None else code.co_firstlineno
-    bc.freevars = freevars
+    bc.freevars = free
     bc.cellvars = list(cellvars or [])
     if argnames is None:
         bc.argcount = code.co_argcount
@@ -71,7 +74,7 @@ def make_function(
         bc.posonlyargcount = bc.kwonlyargcount = 0
         bc.argnames = list(argnames)
         bc.flags = _PLAIN_FLAGS
-    if freevars:
+    if free:
         bc.flags |= inspect.CO_NESTED
     stacksize = straight_stacksize(bc)
     if stacksize is None and not (compute_exception_depths and _has_try(bc)):
@@ -82,7 +85,8 @@ def make_function(
         new_code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     else:
         new_code = bc.to_code(compute_exception_stack_depths=True)
-    closure = tuple(func.__closure__ or ()) if func else ()
+    own = dict(zip(code.co_freevars, func.__closure__ or (), strict=True)) if func else {}
+    closure = tuple(own[n] for n in kept) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
     if globals_ is None:
         globals_ = func.__globals__ if func else {}

@@ -526,10 +526,16 @@ class CompiledCode:
         False. ``continues``: it starts at a break in a callee (see ``continued_break``)."""
         self.asked_resume = True
         slots = (iter_slots, null_slots, bool_slots)
-        # The resume function closes over ``template``'s cells: closures of one code with cells
-        # of their own (``make(2)``, ``make(3)``) each get theirs. The cells stay alive while the
-        # cached function holds them, so their ids stay theirs.
-        cells = tuple(map(id, template.__closure__ or ()))
+        # The resume function closes over ``template``'s cells but those it takes as arguments
+        # (``cell_args``): closures of one code with cells of their own (``make(2)``,
+        # ``make(3)``) each get theirs. The cells stay alive while the cached function holds
+        # them, so their ids stay theirs.
+        free = template.__code__.co_freevars
+        cells = tuple(
+            id(c)
+            for n, c in zip(free, template.__closure__ or (), strict=True)
+            if n not in cell_args
+        )
         key = (
             template.__code__,
             *(index, nstack, names, slots, compiled, continues, cell_args, made_locals, cells),

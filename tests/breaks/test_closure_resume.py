@@ -10,8 +10,10 @@ Resume functions close over their template function's cells. Two wrong results t
   of two instances of a module: hyper-connections' ``add_residual_fn``) is compiled once for all
   functions of its code (``callees.py``'s shared caller, guarded by what the function is made of):
   a resume function made from the traced closure's cells gave every later closure those cells.
-  Where such a closure is resumed, its cells are guarded by identity (``break_frames.template``):
-  a closure made again traces again, one made once resumes as any function.
+  Its resume functions take its cells as arguments (``break_frames.free_cells``), read from the
+  closure the trace found: one resume function serves every call's closure, and identical calls
+  never trace again. A closure whose cells cannot be passed (zero-argument ``super()`` reads its
+  ``__class__`` cell) has its cells guarded by identity instead: made again, it traces again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+import pytest
 import torch
 from difftest import assert_same, check_breaks
 from dynamo_baseline import assert_no_more_breaks
@@ -157,3 +160,41 @@ def _no_free_variables(x):
 def test_a_function_made_at_each_call_without_cells_still_resumes():
     check_breaks(_no_free_variables, _x, graphs=3, breaks=2)
     assert_no_more_breaks(2, _no_free_variables, torch.ones(2))
+
+
+def _helper_making_closures(x, k):
+    scale = x.sum()
+    count = 0
+
+    def inner(t):
+        nonlocal count
+        y = t * k + scale
+        sys.stdout.write("")  # the break inside the closure
+        count += 1
+        return y - k, count
+
+    a, n = inner(x)
+    b, n = inner(a)
+    return a + b, n, count
+
+
+def _breaks_then_calls_the_helper(x, k):
+    y = x.sin()
+    sys.stdout.write("")  # the rest runs as a resume function: the helper is called from it
+    return _helper_making_closures(y, k)
+
+
+@pytest.mark.parametrize("fn", [_helper_making_closures, _breaks_then_calls_the_helper])
+def test_identical_calls_of_closures_made_at_each_call_never_trace_again(fn):
+    """Each call makes new closures (new cells) that break inside, read cells written before the
+    break and write one after it: the values are eager's, and from the second identical call on
+    nothing is traced (the resumed closure's cells were guarded by identity: a trace per call)."""
+    compiled = bytegraph.compile(fn, backend="eager")
+    x = torch.randn(3)
+    for k in (2, 2):
+        assert_same(compiled(x, k), fn(x, k))
+    traced = bytegraph.stats()["frames"]
+    for _ in range(3):
+        assert_same(compiled(x, 2), fn(x, 2))
+    assert bytegraph.stats()["frames"] == traced, "identical calls traced again"
+    assert_same(compiled(x, 3), fn(x, 3))  # another k: the cells' contents are guarded

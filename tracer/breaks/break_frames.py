@@ -79,9 +79,10 @@ def live_names(
 
 
 #: How code may read its whole frame (every local it has bound is then live there): the
-#: builtins it loads by name, the attributes it reads.
+#: builtins it loads by name, the attribute it reads (a frame from ``sys._getframe`` gives its
+#: locals through ``f_locals`` only).
 _FRAME_BUILTINS = frozenset({"locals", "vars", "dir"})
-_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals"})
+_FRAME_ATTRIBUTES = frozenset({"f_locals"})
 _LOADS_NAME = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _LOADS_ATTRIBUTE = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 #: code -> whether it may read its whole frame
@@ -108,18 +109,41 @@ def template(tx: Translator, index: int) -> tuple[Any, int]:
         )
     if tx.fn in REBUILT and tx.fn.__code__.co_freevars:
         # Guarded by what it is made of, not by identity: a later call may give a function with
-        # other cells, which a resume function made from this one's closure would read. Its
-        # cells are guarded by identity: a closure made anew at each call traces again (up to
-        # the recompile limit, then runs as it is), one made once resumes as any function.
+        # other cells, which a resume function made from this one's closure would read. Its resume
+        # functions take its cells as arguments (``free_cells``), read from where the trace found
+        # them; where they cannot (``super()`` needs its ``__class__`` cell as a free variable),
+        # its cells are guarded by identity: a closure made anew at each call traces again.
         for name in tx.fn.__code__.co_freevars:
-            cell = tx.closure.get(name)
-            base = cell.cell_source() if isinstance(cell, ClosureCellVariable) else None
-            if base is None:
+            if _cell_base(tx, name) is None:
                 raise Unsupported(
                     "resume", f"cannot resume inside {tx.code.co_name}: its cells have no source"
                 )
-            tx.output.assume_identity(base, cell.cell)
+        if not free_cells(tx):
+            for name in tx.fn.__code__.co_freevars:
+                tx.output.assume_identity(_cell_base(tx, name), tx.closure[name].cell)
     return resume_origin(tx.fn, index)
+
+
+def _cell_base(tx: Translator, name: str) -> Any:
+    """Where the trace found the cell of free variable ``name`` (None: nowhere to read again)."""
+    cell = tx.closure.get(name)
+    return cell.cell_source() if isinstance(cell, ClosureCellVariable) else None
+
+
+def free_cells(tx: Translator) -> tuple[str, ...]:
+    """The free variables of the user's code of ``tx`` that its resume functions take as their
+    cells (``ResumePoint.cell_args``) rather than closing over the cells of the function they are
+    made from: all of them, for a function made anew at each call (``REBUILT``: each call's
+    closure has cells of its own, so one resume function serves every call) and for a resume
+    function that took them so; none where zero-argument ``super()`` reads ``__class__``, which
+    must stay a free variable, or where the code deletes one (``takes_cells``)."""
+    origin = getattr(tx.fn, "__bytegraph_resume__", None)
+    if origin is not None:
+        free = origin.template.__code__.co_freevars
+        return free if free and set(free) <= set(origin.cell_args) else ()
+    code = tx.fn.__code__
+    free = code.co_freevars if tx.fn in REBUILT else ()
+    return free if "__class__" not in free and takes_cells(code, free) else ()
 
 
 def cells_written_after(frames: list[FrameState]) -> set[int]:
@@ -177,12 +201,15 @@ def cell_args(
     cg: Codegen, frame: FrameState, names: tuple[str, ...]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(names, cell_args)`` for a resume function of ``frame``: the cells it shares with the
-    trace's closures (``passed_cells``, added to the names when dead as values) and those the frame
-    already took as cells (a resume function's own ``cell_args``: once a cell, always one)."""
+    trace's closures (``passed_cells``, added to the names when dead as values), those the frame
+    already took as cells (a resume function's own ``cell_args``: once a cell, always one) and its
+    free variables' cells (``free_cells``)."""
     origin = getattr(frame.tx.fn, "__bytegraph_resume__", None)
+    free = free_cells(frame.tx) if frame.tx.fn is not None else ()
     carried = tuple(n for n in names if origin is not None and n in origin.cell_args)
+    carried += tuple(n for n in free if n not in carried)
     new = getattr(cg, "passed_cells", {}).get(id(frame), ())
-    names += tuple(n for n in new if n not in names)
+    names += tuple(n for n in (*new, *free) if n not in names)
     if keeps_locals(frame.tx) and KEPT not in names:
         names += (KEPT,)
     return names, carried + new

@@ -251,8 +251,11 @@ def _held_elsewhere(frames: list[FrameState], slot: int) -> list[Any]:
 
 
 def _load_local(cg: Codegen, frame: FrameState, name: str, cells: tuple[str, ...]) -> None:
-    """Push the frame's local ``name`` for a resume call: its cell, for a cell passed as one."""
+    """Push the frame's local ``name`` for a resume call: its cell, for a cell passed as one (a
+    free variable's: the cell of the function the frame runs, ``free_cells``)."""
     cell = frame.tx.local_cells.get(name) if name in cells else None
+    if cell is None and name in cells and name not in frame.locals:
+        cell = frame.tx.closure.get(name)
     if name == KEPT and name not in frame.locals:  # the dict the frame's ``locals()`` returns
         cg.push_callable(lambda: cg.load_const(kept_locals))
         cg.call(0)
