@@ -1,9 +1,12 @@
 """The sweep of third-party models side by side: models from PyPI libraries written in styles other
 than ``transformers`` (lucidrains' ``vit-pytorch`` and ``x-transformers`` with ``einops`` and their
 tensor-free helpers such as ``exists``/``default``, ``torch_geometric`` message passing, ``e3nn``
-and ``egnn-pytorch`` equivariant networks, a ``kornia`` augmentation pipeline), small configs,
-random weights, CPU, one intra-op thread, through bytegraph and through ``torch.compile`` (both
-with backend ``eager``), each compared with eager (issue 37).
+and ``egnn-pytorch`` equivariant networks, a ``kornia`` augmentation pipeline; local, linear,
+axial, Nystrom and rotary attention, Perceiver, vector quantizers, hyper-connections, mixture of
+experts, the Lion optimizer, the ``mambapy`` state-space model, ``zuko`` normalising flows,
+``pyro`` distributions, ``torchdiffeq`` ODE solvers), small configs, random weights, CPU, one
+intra-op thread, through bytegraph and through ``torch.compile`` (both with backend ``eager``),
+each compared with eager (issue 37).
 
     python benchmarks/third_party.py [--models a,b] [--library L] [--no-tc] [--time N]
                                      [--limit S] [--list]
@@ -23,6 +26,7 @@ imports bytegraph. Exit status 1 if bytegraph is wrong, raises or hits an intern
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import importlib.metadata
@@ -271,6 +275,314 @@ def _kornia():
     return nn.Sequential(augment, nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
 
 
+# -- attention, quantizer and optimizer libraries, a state-space model, flows, ODEs ---------------
+
+
+def _randn(*shapes: tuple[int, ...]):
+    """Inputs: one standard normal tensor per shape."""
+
+    def inputs(size: int) -> tuple[tuple, dict]:
+        import torch
+
+        return tuple(torch.randn(*shape) for shape in shapes), {}
+
+    return inputs
+
+
+def _rotary():
+    """Attention weights of queries and keys rotated by ``rotary_embedding_torch``."""
+    from rotary_embedding_torch import RotaryEmbedding
+    from torch import nn
+
+    class Rotary(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rotary, self.proj = RotaryEmbedding(dim=16), nn.Linear(32, 32)
+
+        def forward(self, x):
+            q = self.rotary.rotate_queries_or_keys(self.proj(x).view(2, 4, 8, 32)[..., :32])
+            k = self.rotary.rotate_queries_or_keys(q * 2)
+            return (q @ k.transpose(-1, -2)).softmax(-1)
+
+    return Rotary()
+
+
+def _local_attention():
+    """Causal windowed attention (``LocalAttention``, which has no parameters) on projected
+    queries, keys and values."""
+    from local_attention import LocalAttention
+    from torch import nn
+
+    class Local(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = nn.Linear(16, 48)
+            self.attn = LocalAttention(
+                dim=16,
+                window_size=8,
+                causal=True,
+                look_backward=1,
+                look_forward=0,
+                dropout=0.0,
+                exact_windowsize=False,
+            )
+
+        def forward(self, x):
+            return self.attn(*self.qkv(x).chunk(3, dim=-1))
+
+    return Local()
+
+
+def _local_transformer():
+    from local_attention import LocalTransformer
+
+    return LocalTransformer(
+        num_tokens=64, max_seq_len=64, dim=32, depth=2, causal=True, local_attn_window_size=8
+    )
+
+
+def _hyper_connections():
+    """Two linear branches in ``hyper_connections``' four residual streams: the input expanded
+    to the streams, each branch mixing them, the streams reduced again."""
+    from hyper_connections import get_init_and_expand_reduce_stream_functions
+    from torch import nn
+
+    init, expand, reduce = get_init_and_expand_reduce_stream_functions(4)
+
+    class Streams(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.b1 = init(dim=16, branch=nn.Linear(16, 16), layer_index=0)
+            self.b2 = init(dim=16, branch=nn.Linear(16, 16), layer_index=1)
+
+        def forward(self, x):
+            return reduce(self.b2(self.b1(expand(x))))
+
+    return Streams()
+
+
+def _quantizer(make, dim: int):
+    """``vector_quantize_pytorch``'s quantizer behind a linear layer. The quantizers have no
+    parameters (the codebooks are buffers, updated by EMA in training mode); the layer gets its
+    gradient through their straight-through estimator."""
+
+    def build():
+        from torch import nn
+
+        return nn.Sequential(nn.Linear(dim, dim), make())
+
+    return build
+
+
+def _vq():
+    from vector_quantize_pytorch import VectorQuantize
+
+    return VectorQuantize(dim=16, codebook_size=32, decay=0.8, commitment_weight=1.0)
+
+
+def _fsq():
+    from vector_quantize_pytorch import FSQ
+
+    return FSQ(levels=[8, 5, 5])
+
+
+def _residual_vq():
+    from vector_quantize_pytorch import ResidualVQ
+
+    return ResidualVQ(dim=16, num_quantizers=3, codebook_size=32)
+
+
+def _mamba():
+    from mambapy.mamba import Mamba, MambaConfig
+
+    return Mamba(MambaConfig(d_model=16, n_layers=2, d_state=8, expand_factor=2))
+
+
+def _perceiver():
+    from perceiver_pytorch import Perceiver
+
+    return Perceiver(
+        input_channels=3,
+        input_axis=2,
+        num_freq_bands=4,
+        max_freq=10.0,
+        depth=2,
+        num_latents=8,
+        latent_dim=32,
+        cross_heads=1,
+        latent_heads=2,
+        cross_dim_head=8,
+        latent_dim_head=8,
+        num_classes=5,
+        attn_dropout=0.0,
+        ff_dropout=0.0,
+        weight_tie_layers=False,
+        fourier_encode_data=True,
+        self_per_cross_attn=1,
+    )
+
+
+def _nystrom():
+    from nystrom_attention import Nystromformer
+
+    return Nystromformer(dim=32, dim_head=8, heads=2, depth=2, num_landmarks=8, pinv_iterations=3)
+
+
+def _nystrom_inputs(size: int) -> tuple[tuple, dict]:
+    import torch
+
+    return (torch.randn(2, size, 32),), {"mask": torch.ones(2, size, dtype=torch.bool)}
+
+
+def _zuko_nsf():
+    """The log-density of a conditional neural spline flow (``zuko.flows.NSF``)."""
+    import zuko
+    from torch import nn
+
+    class Flow(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flow = zuko.flows.NSF(
+                features=3, context=2, transforms=2, hidden_features=[16, 16]
+            )
+
+        def forward(self, x, context):
+            return self.flow(context).log_prob(x)
+
+    return Flow()
+
+
+def _zuko_maf():
+    """An unconditional masked autoregressive flow (``zuko.flows.MAF``): the log-density of the
+    input and reparametrised samples."""
+    import zuko
+    from torch import nn
+
+    class Flow(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flow = zuko.flows.MAF(features=3, context=0, transforms=2, hidden_features=[16])
+
+        def forward(self, x):
+            dist = self.flow()
+            return dist.log_prob(x), dist.rsample((4,))
+
+    return Flow()
+
+
+def _pyro():
+    """``pyro.distributions``: a diagonal normal made an event (``to_event``) and a multivariate
+    normal, both parametrised by a linear layer, and their log-densities."""
+    import pyro.distributions as dist
+    import torch
+    from torch import nn
+
+    class Densities(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 6)
+
+        def forward(self, x, y):
+            h = self.lin(x)
+            loc, scale = h[:, :3], h[:, 3:].exp()
+            normal = dist.Normal(loc, scale).to_event(1)
+            mvn = dist.MultivariateNormal(loc, scale_tril=torch.diag_embed(scale))
+            return normal.log_prob(y) + mvn.log_prob(y)
+
+    return Densities()
+
+
+def _ode(points: int, **solver: Any):
+    """A neural ODE (``torchdiffeq.odeint`` of a small MLP) from the input to ``points`` times."""
+
+    def make():
+        import torch
+        from torch import nn
+        from torchdiffeq import odeint
+
+        class Field(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+
+            def forward(self, t, y):
+                return self.net(y)
+
+        class ODE(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.field = Field()
+
+            def forward(self, y0):
+                return odeint(self.field, y0, torch.linspace(0, 1, points), **solver)
+
+        return ODE()
+
+    return make
+
+
+def _performer():
+    from performer_pytorch import PerformerLM
+
+    return PerformerLM(
+        num_tokens=64,
+        max_seq_len=32,
+        dim=32,
+        depth=2,
+        heads=2,
+        dim_head=8,
+        causal=True,
+        nb_features=16,
+        feature_redraw_interval=1000,
+    )
+
+
+def _axial():
+    from axial_attention import AxialAttention
+
+    return AxialAttention(dim=8, dim_index=1, heads=2, num_dimensions=2)
+
+
+def _linformer():
+    from linformer import LinformerLM
+
+    return LinformerLM(num_tokens=64, dim=32, seq_len=32, depth=2, heads=2, k=8)
+
+
+def _moe():
+    from mixture_of_experts import MoE
+
+    return MoE(dim=16, num_experts=4, hidden_dim=32)
+
+
+def _lion():
+    """Fast weights trained at each call by ``lion_pytorch``'s ``Lion``: the call starts them (a
+    buffer) at a linear layer's weight, makes a Lion optimizer of them (one held by the module
+    would lose its own attributes to ``deepcopy``, which keeps only ``Optimizer``'s state), takes
+    two steps on the input's reconstruction error (its gradient written into ``.grad`` by hand)
+    and returns the layer's output plus the fast weights' and the optimizer's momentum."""
+    import torch
+    from lion_pytorch import Lion
+    from torch import nn
+
+    class FastWeights(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+            self.register_buffer("fast", torch.zeros(8, 8))
+
+        def forward(self, x):
+            with torch.no_grad():
+                self.fast.copy_(self.lin.weight)
+                opt = Lion([self.fast], lr=1e-2, weight_decay=1e-2)
+                for _ in range(2):
+                    self.fast.grad = (x @ self.fast.t() - x).t() @ x / len(x)
+                    opt.step()
+            return self.lin(x) + x @ self.fast.t(), opt.state[self.fast]["exp_avg"].clone()
+
+    return FastWeights()
+
+
 A = VisionArch
 V = "vit_pytorch"
 X = "x_transformers"
@@ -467,11 +779,50 @@ ARCHS = [
     A("e3nn_gate_tp", "e3nn", _e3nn, 16, inputs=_e3nn_inputs),
     A("egnn", "egnn_pytorch", _egnn, 16, inputs=_egnn_inputs),
     A("kornia_augment", "kornia", _kornia, 32),
+    A("rotary_embedding", "rotary_embedding_torch", _rotary, 32, inputs=_randn((2, 32, 32))),
+    A("local_attention", "local_attention", _local_attention, 32, inputs=_randn((2, 4, 32, 16))),
+    A("local_transformer", "local_attention", _local_transformer, 32, inputs=_tokens(64)),
+    A("hyper_connections", "hyper_connections", _hyper_connections, 8, inputs=_randn((2, 8, 16))),
+    A("vq", "vector_quantize_pytorch", _quantizer(_vq, 16), 10, inputs=_randn((2, 10, 16))),
+    A("vq_fsq", "vector_quantize_pytorch", _quantizer(_fsq, 3), 10, inputs=_randn((2, 10, 3))),
+    A(
+        "vq_residual",
+        "vector_quantize_pytorch",
+        _quantizer(_residual_vq, 16),
+        10,
+        inputs=_randn((2, 10, 16)),
+    ),
+    A("mambapy", "mambapy", _mamba, 12, inputs=_randn((2, 12, 16))),
+    A("perceiver", "perceiver_pytorch", _perceiver, 8, inputs=_randn((2, 8, 8, 3))),
+    A("nystrom", "nystrom_attention", _nystrom, 30, inputs=_nystrom_inputs),
+    A("zuko_nsf", "zuko", _zuko_nsf, 4, inputs=_randn((4, 3), (4, 2))),
+    A("zuko_maf", "zuko", _zuko_maf, 4, inputs=_randn((4, 3))),
+    A("pyro_distributions", "pyro_ppl", _pyro, 4, inputs=_randn((4, 3), (4, 3))),
+    A(
+        "odeint_rk4",
+        "torchdiffeq",
+        _ode(5, method="rk4", options={"step_size": 0.1}),
+        3,
+        inputs=_randn((3, 2)),
+    ),
+    A(
+        "odeint_dopri5",
+        "torchdiffeq",
+        _ode(3, method="dopri5", rtol=1e-3, atol=1e-4),
+        3,
+        inputs=_randn((3, 2)),
+    ),
+    A("performer_lm", "performer_pytorch", _performer, 32, inputs=_tokens(64)),
+    A("axial_attention", "axial_attention", _axial, 6, inputs=_randn((2, 8, 6, 6))),
+    A("linformer_lm", "linformer", _linformer, 32, inputs=_tokens(64)),
+    A("mixture_of_experts", "mixture_of_experts", _moe, 8, inputs=_randn((2, 8, 16))),
+    A("lion_fast_weights", "lion_pytorch", _lion, 3, inputs=_randn((3, 8))),
 ]
 BY_NAME = {a.name: a for a in ARCHS}
 assert len(BY_NAME) == len(ARCHS)
 
-LIBRARIES = ("einops", "vit_pytorch", "x_transformers", "torch_geometric", "e3nn", "egnn_pytorch")
+#: The libraries whose versions the header prints: einops and each model's.
+LIBRARIES = ("einops", *dict.fromkeys(a.family for a in ARCHS))
 
 
 # -- the sweep -------------------------------------------------------------------------------------
@@ -518,7 +869,8 @@ def main() -> int:
     ratios: list[float] = []
     for arch in archs:
         tc = None if worker is None else worker.ask(arch.name)
-        bg = vision_zoo.run(arch, modeltest.BytegraphEngine(), opts.time, opts.limit)
+        with contextlib.redirect_stdout(sys.stderr):  # a model's prints stay out of the table
+            bg = vision_zoo.run(arch, modeltest.BytegraphEngine(), opts.time, opts.limit)
         totals.add(arch, bg, tc)
         ratio = _first_ratio(bg, tc)
         if ratio is not None:
@@ -569,7 +921,9 @@ def _tc_worker(calls: int, limit: int) -> int:
     assert "bytegraph" not in sys.modules
     for line in sys.stdin:
         arch = BY_NAME[json.loads(line)]
-        run = vision_zoo.run(arch, suite.TorchCompileEngine("eager"), calls, limit)
+        # stdout carries the answers: a model's prints (performer_pytorch's) go to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            run = vision_zoo.run(arch, suite.TorchCompileEngine("eager"), calls, limit)
         print(json.dumps(dataclasses.asdict(run)), flush=True)
     return 0
 
