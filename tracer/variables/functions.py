@@ -183,7 +183,8 @@ def reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
 
 
 # Calls that make a new class: ``collections.namedtuple(...)`` called in the compiled function,
-# and ``tuple.__new__(cls, items)``, which the methods of the class it made call (``P._make``).
+# and the objects of such a class: ``tuple.__new__(cls, items)``, which the methods of the class it
+# made call (``P._make``), and which ``objects.tuple_type_new`` reaches through ``tuple_new``.
 #
 # CPython's factory builds the class with ``eval`` (its ``__new__``) and ``type(name, bases, ns)``,
 # which the trace cannot follow; called on Python constants it is a pure function of them (as
@@ -193,14 +194,11 @@ def reconstruct_cell(cg: Codegen, cell: VariableTracker) -> None:
 # run time (a tensor as a default) are a graph break.
 
 
-@call_rule(collections.namedtuple, tuple.__new__)
+@call_rule(collections.namedtuple)
 def make_class(
     tx: Translator, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """The class ``target(*args, **kwargs)`` makes, when ``target`` is a class factory (or the
-    namedtuple ``tuple.__new__`` makes)."""
-    if target is _TUPLE_NEW:
-        return _tuple_new(tx, args, kwargs)
+    """The class ``target(*args, **kwargs)`` makes, when ``target`` is a class factory."""
     if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
         raise Unsupported("class_factory", "namedtuple() called with values only known at run time")
     real_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -213,10 +211,7 @@ def make_class(
     return tx.fold(cls)
 
 
-_TUPLE_NEW = tuple.__new__
-
-
-def _tuple_new(
+def tuple_new(
     tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
     """``tuple.__new__(cls, iterable=())`` for ``tuple`` and ``namedtuple()`` classes (whose

@@ -72,6 +72,7 @@ from .functions import (
     NestedFunctionVariable,
     PartialVariable,
     UserFunctionVariable,
+    tuple_new,
 )
 from .tensors import TensorVariable
 
@@ -1441,12 +1442,14 @@ class SuperVariable(VariableTracker):
         raise Unsupported("super", f"super().{name} is not a plain method")
 
     def _class_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        """``super().name`` in a classmethod: the class's MRO after ``cls``."""
+        """``super().name`` in a classmethod (or ``__new__``): the class's MRO after ``cls``."""
         mro = self.obj.value.__mro__
         for index in range(mro.index(self.cls) + 1, len(mro)):
             if name not in vars(mro[index]):
                 continue
             attr = vars(mro[index])[name]
+            if not mro[index].__flags__ & HEAP_TYPE and not hasattr(type(attr), "__get__"):
+                return tx.wrap_static(attr)  # a builtin class's, unbound: ``object.__new__``
             fn = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
             if not isinstance(fn, types.FunctionType):
                 break
@@ -1627,11 +1630,17 @@ class NamedTupleObjectVariable(TupleVariable):
         return super().var_getattr(tx, name)
 
     def create(self, cg: Codegen) -> None:
+        """Made from its items by the namedtuple's ``_make``, or ``tuple.__new__(cls, items)``:
+        no ``__new__`` of the class's own runs again."""
         made = getattr(self.cls, "_make", None)
-        cg.load_const(made if made is not None else self.cls)  # ``cls(iterable)`` otherwise
+        if made is not None:
+            cg.load_const(made)
+        else:
+            cg.load_const(tuple.__new__)
+            cg.load_const(self.cls)
         self._reconstruct_items(cg)
         cg.build_tuple(len(self.items))
-        cg.call_function(1)
+        cg.call_function(1 if made is not None else 2)
 
     def reconstruct(self, cg: Codegen) -> None:
         _load_created(cg, self.name)
@@ -1651,7 +1660,8 @@ class DictObjectVariable(DictVariable):
     methods are inlined with ``self`` bound to it, dict's C methods act on the storage, then
     ``__getattr__``. ``obj[k]`` and ``obj[k] = v`` run the class's ``__getitem__`` /
     ``__setitem__`` where it defines them in Python. Escaping, it is made blank by the base's
-    ``__new__`` (``create``), given its items by the base's own ``__setitem__`` (``fill``: no
+    ``__new__`` (``create``: a ``__new__`` of the class's own, which the trace ran, is not run
+    again), given its items by the base's own ``__setitem__`` (``fill``: no
     Python code of the class runs again), then its attributes by ``object.__setattr__``."""
 
     cls_vt: VariableTracker | None = None
@@ -1706,7 +1716,7 @@ class DictObjectVariable(DictVariable):
         return self.cls_vt.source
 
     def create(self, cg: Codegen) -> None:
-        cg.load_const(type_lookup(self.cls, "__new__"))
+        cg.load_const(type_lookup(containers.dict_base(self.cls), "__new__"))
         cg.load_const(self.cls)
         cg.call_function(1)
 
@@ -1784,6 +1794,72 @@ def construct_instance(
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise Unsupported("python_error", f"TypeError: {cls.__name__}.__init__ returned a value")
     return obj
+
+
+#: builtin bases whose allocation (``base.__new__(cls)``) the trace models: ``object_new``,
+#: ``builtin_type_new``, ``tuple_type_new``
+_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple)
+
+
+def python_new(cls: type) -> types.FunctionType | None:
+    """``cls.__new__`` where a user class of its MRO defines it in Python (a static method of a
+    function) over a builtin base in ``_ALLOCATED_BASES``, else None; the one ``namedtuple()``
+    writes is the tuple's own allocation."""
+    static = type_lookup(cls, "__new__")
+    if not isinstance(static, staticmethod) or not isinstance(static.__func__, types.FunctionType):
+        return None
+    builtin_base = next(k for k in cls.__mro__ if not k.__flags__ & HEAP_TYPE)
+    owner = cls.__mro__[owner_index(cls, "__new__")]
+    if builtin_base not in _ALLOCATED_BASES or "_fields" in vars(owner):
+        return None
+    return static.__func__
+
+
+def construct_by_new(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a class whose ``__new__`` is a Python function, as
+    ``type.__call__`` makes it: that ``__new__`` inlined with the class and the arguments (the
+    ``super().__new__(cls)``, ``object.__new__(cls)`` or ``dict.__new__(cls)`` it calls makes the
+    blank object: ``object_new``, ``builtin_type_new``), then, where it returned an instance of
+    ``cls``, its class's ``__init__`` with the same arguments."""
+    cls = cls_vt.as_python_constant()
+    source = class_attr_source(cls_vt.source, cls, "__new__")
+    new = bind_class_attribute(tx, cls_vt, cls_vt, type_lookup(cls, "__new__"), "__new__", source)
+    obj = new.call_function(tx, [cls_vt, *args], kwargs)
+    made = obj.python_type()
+    if not issubclass(made, cls):
+        return obj  # CPython runs no ``__init__`` on what is not an instance of ``cls``
+    made_vt = cls_vt if made is cls else getattr(obj, "cls_vt", None)
+    if made_vt is None:
+        raise Unsupported("new_object", f"{cls.__name__}.__new__ made a {made.__name__}")
+    init_instance(tx, made_vt, obj, args, kwargs)
+    return obj
+
+
+def init_instance(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    obj: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> None:
+    """``type(obj).__init__(obj, *args, **kwargs)``, the second step of making ``obj``, whose
+    ``__new__`` is not ``object``'s (so ``object.__init__`` takes any arguments): a Python one
+    inlined, a dict base's on the storage of a dict object."""
+    cls = cls_vt.as_python_constant()
+    init = type_lookup(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
+        if not (result.is_python_constant() and result.as_python_constant() is None):
+            raise PythonError(TypeError("__init__() should return None"))
+    elif isinstance(obj, DictObjectVariable) and init is type_lookup(obj.cls, "__init__"):
+        containers.call_method(tx, obj, "__init__", args, kwargs)
+    elif init is not OBJECT_INIT:
+        raise Unsupported("new_object", f"{cls.__name__}.__init__ is not a Python function")
 
 
 def metaclass_call(tx: Translator, cls_vt: VariableTracker, fn: types.FunctionType):
@@ -1913,7 +1989,7 @@ def construct_tuple_subclass(
 #: and the tracer read the storage behind (``__len__``, ``__iter__``, ``__eq__``, ``__repr__``...)
 #: are not modelled.
 _DICT_OVERRIDABLE = frozenset(
-    {"__init__", "__getitem__", "__setitem__", "__setattr__", "__class_getitem__"}
+    {"__new__", "__init__", "__getitem__", "__setitem__", "__setattr__", "__class_getitem__"}
     | {"__module__", "__qualname__", "__doc__", "__dict__", "__init_subclass__"}
     | {n for n in vars(dict) if not n.startswith("__")}
     | {n for n in vars(collections.OrderedDict) if not n.startswith("__")}
@@ -1933,9 +2009,11 @@ def dict_class_refused(cls: type, made: bool = True) -> str | None:
         return f"a subclass of {base.__name__}"
     if type(cls).__call__ is not type.__call__:
         return f"its metaclass {type(cls).__name__} defines __call__"
-    for name in ("__new__", "__getattribute__", "__delattr__"):
+    for name in ("__getattribute__", "__delattr__"):
         if type_lookup(cls, name) is not type_lookup(base, name):
             return f"it defines {name}"
+    if type_lookup(cls, "__new__") is not type_lookup(base, "__new__") and python_new(cls) is None:
+        return "it allocates its objects in C"
     if type_lookup(cls, "__del__") is not MISSING or not has_instance_dict(cls):
         return "it defines __del__ or __slots__"
     for klass in cls.__mro__[: cls.__mro__.index(base)]:
@@ -1954,6 +2032,14 @@ def construct_dict_object(
     """``cls(*args, **kwargs)`` for a user subclass of ``dict`` or ``OrderedDict``: an empty
     ``DictObjectVariable`` (the base's ``__new__`` ignores the arguments), then ``__init__``:
     the class's Python one inlined, or the base's on the storage."""
+    obj = new_dict_object(tx, cls_vt)
+    init_instance(tx, cls_vt, obj, args, kwargs)
+    return obj
+
+
+def new_dict_object(tx: Translator, cls_vt: VariableTracker) -> DictObjectVariable:
+    """A blank ``DictObjectVariable`` of the user dict class ``cls_vt``, as its base's
+    ``__new__`` makes it (empty, whatever the arguments)."""
     cls = cls_vt.as_python_constant()
     why = dict_class_refused(cls)
     if why is not None:
@@ -1961,13 +2047,6 @@ def construct_dict_object(
     effects = tx.output.side_effects
     obj = DictObjectVariable({}, cls=cls, cls_vt=cls_vt, name=effects.new_name())
     effects.track_new(obj)
-    init = type_lookup(cls, "__init__")
-    if isinstance(init, types.FunctionType):
-        result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
-        if not (result.is_python_constant() and result.as_python_constant() is None):
-            raise PythonError(TypeError("__init__() should return None"))
-    else:
-        containers.call_method(tx, obj, "__init__", args, kwargs)
     return obj
 
 
@@ -2713,8 +2792,9 @@ def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) ->
 # attributes set afterwards, as pending stores); with extra arguments it raises CPython's TypeError
 # where CPython does. ``__new__`` of a builtin type called with that exact type (``int.__new__(int,
 # "7")``, ``list.__new__(list)``) makes what the type's allocation makes: the value for an immutable
-# type (folded), an empty container for a mutable one (whose ``__init__`` is not run). Other forms
-# (a subclass of a builtin type, a class with its own allocation) break the graph.
+# type (folded), an empty container for a mutable one (whose ``__init__`` is not run); with a user
+# dict class, a blank ``DictObjectVariable``. Other forms (a subclass of another builtin type, a
+# class with its own allocation in C) break the graph.
 
 #: builtin types whose ``__new__`` makes the whole value from its arguments (``tuple.__new__``
 #: is ``functions.py``'s)
@@ -2728,8 +2808,12 @@ def builtin_type_new(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
     """``T.__new__(T, ...)`` of a builtin type: folded on constants (CPython's errors raised in
-    the trace), an empty container for ``list``/``dict``/``set``."""
+    the trace), an empty container for ``list``/``dict``/``set``; ``dict.__new__(cls)`` of a user
+    dict class (its own ``__new__`` calling ``super().__new__(cls)``): a blank dict object."""
     cls = _class_argument(fn, args)
+    user_dict = cls is not None and issubclass(cls, dict) and containers.is_user_dict(cls)
+    if fn.__self__ is dict and user_dict:
+        return new_dict_object(tx, args[0])
     if cls is None or cls is not fn.__self__:
         return None  # a subclass (or no class): its instances are not modelled here
     if cls in _MUTABLE:
@@ -2769,6 +2853,28 @@ def object_new(
         raise PythonError(e) from None
     effects = tx.output.side_effects
     obj = NewObjectVariable(blank, cls_vt=args[0], name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
+@call_rule(tuple.__new__)
+def tuple_type_new(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``tuple.__new__(cls, iterable=())``: a tuple of ``tuple`` or of a ``namedtuple()`` class
+    (``functions.tuple_new``), or, where a user subclass's own ``__new__`` calls it through
+    ``super().__new__``, an object of that subclass as ``cls(...)`` makes it without one."""
+    made = tuple_new(tx, args, kwargs)
+    cls = _class_argument(fn, args)
+    if made is not None or cls is None or kwargs or len(args) > 2 or not issubclass(cls, tuple):
+        return made
+    items = list(dispatch.iterate(tx, args[1])) if len(args) == 2 else []
+    if hasattr(cls, "_fields") and not has_instance_dict(cls):
+        return TupleVariable(items, cls=cls)
+    if not hasattr(cls, "_fields") and [n for n in _tuple_overrides(cls) if n != "__new__"]:
+        return None
+    effects = tx.output.side_effects
+    obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=args[0], name=effects.new_name())
     effects.track_new(obj)
     return obj
 

@@ -3258,6 +3258,12 @@ def construct_class(
         return objects.metaclass_call(tx, cls_vt, meta_call).call_function(tx, args, kwargs)
     if cls is contextlib.nullcontext:  # a context the tracer knows (``contexts.py``)
         return construct_builtin_like(tx, cls, args, kwargs)
+    if isinstance(cls, enum.EnumMeta):
+        return objects.enum_member(cls, args, kwargs)
+    if issubclass(cls, nn.Module):
+        return modules.construct_module(tx, cls_vt, args, kwargs)
+    if objects.python_new(cls) is not None:  # its own ``__new__``, then ``__init__``
+        return objects.construct_by_new(tx, cls_vt, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and objects.has_instance_dict(cls):
         return objects.construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if issubclass(cls, tuple) and not hasattr(cls, "_fields") and cls is not tuple:
@@ -3266,10 +3272,6 @@ def construct_class(
         return construct_builtin_like(tx, cls, args, kwargs)
     if objects.plain_partial(cls) and args:  # ``class P(functools.partial)`` adding methods only
         return PartialVariable(args[0], list(args[1:]), dict(kwargs), cls=cls)
-    if isinstance(cls, enum.EnumMeta):
-        return objects.enum_member(cls, args, kwargs)
-    if issubclass(cls, nn.Module):
-        return modules.construct_module(tx, cls_vt, args, kwargs)
     if containers.is_model_output(cls) or makes_builtin_like(cls):
         return construct_builtin_like(tx, cls, args, kwargs)
     if issubclass(cls, dict) and containers.is_user_dict(cls):  # ``class AttrDict(dict)``
