@@ -63,8 +63,9 @@ class SideEffects:
         self.raw_objects: set[int] = set()
         #: ``(class, name)`` of class attributes assigned during the trace
         self.changed_class_attrs: set[tuple[type, str]] = set()
-        #: ids of the classes whose ``__dict__`` the trace read as a mapping (which no store may
-        #: then change: ``objects._namespace``)
+        #: ids of the mappings the trace read through a proxy (``cls.__dict__``, a class's
+        #: namespace: ``base.class_namespace``), which no store to the class may then change
+        #: (``objects._namespace``, ``builder._wrap_proxy``)
         self.namespaces: set[int] = set()
         #: ids of the member tables of modules (``_buffers``...) the trace read as a whole, which
         #: no store filed there by ``nn.Module.__setattr__`` may then change (``modules.py``)

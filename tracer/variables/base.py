@@ -11,6 +11,7 @@ how to load the real value again (None when the value was created during the tra
 from __future__ import annotations
 
 import dataclasses
+import gc
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -275,6 +276,18 @@ def type_lookup(cls: type, name: str) -> Any:
         if name in namespace:
             return namespace[name]
     return MISSING
+
+
+def proxied(proxy: types.MappingProxyType) -> Any:
+    """The mapping a ``types.MappingProxyType`` shows, the only object the proxy holds."""
+    (mapping,) = gc.get_referents(proxy)
+    return mapping
+
+
+def class_namespace(cls: type) -> dict:
+    """The dict a class's ``__dict__`` proxy shows: the namespace itself, the one object every
+    proxy of it (``cls.__dict__``, ``vars(cls)``, one kept elsewhere) stands for."""
+    return proxied(_CLASS_DICT.__get__(cls))
 
 
 def owner_index(cls: type, name: str) -> int:

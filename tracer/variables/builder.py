@@ -15,7 +15,6 @@ import collections
 import dataclasses
 import enum
 import functools
-import gc
 import math
 import re
 import sys
@@ -40,7 +39,7 @@ from ...guards.sources import (
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from . import modules, pytree, subgraphs  # noqa: F401 (pytree, subgraphs: call rules)
-from .base import IdentityKey, VariableTracker, type_lookup
+from .base import IdentityKey, VariableTracker, proxied, type_lookup
 from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
@@ -97,6 +96,7 @@ from .objects import (
     UserObjectVariable,
     dict_class_refused,
     plain_tuple_subclass,
+    refuse_changed_namespace,
 )
 from .operations import OPERATOR_FNS, PURE_MODULE_FNS
 from .tensors import is_tensor_method
@@ -367,11 +367,17 @@ def _wrap_proxy(
     """A ``types.MappingProxyType`` over a dict (``MappingProxyVariable``; None for any other):
     read through, as the dict, its keys and values guarded through the proxy. Its identity is
     guarded first: another proxy may be over a mapping whose reads run Python code, which a
-    guard must not run. A class's namespace (every one holds ``__doc__``) is left to Python:
-    the class's attribute stores in the trace would not reach the items read here."""
-    (mapping,) = gc.get_referents(value)  # the proxied mapping, the only object a proxy holds
-    if type(mapping) is not dict or "__doc__" in mapping or not keys_modelled(mapping):
+    guard must not run; so it is read only where the proxy is kept (a global, an attribute, an
+    item), not made anew at each read of an owner's ``__dict__`` (a builtin type's). Over a
+    class's namespace (a proxy kept from ``cls.__dict__``) it is read as ``cls.__dict__`` is: not
+    after a store to the class in the trace, and the class takes none after it
+    (``refuse_changed_namespace``)."""
+    mapping = proxied(value)
+    if type(mapping) is not dict or not keys_modelled(mapping):
         return None
+    if isinstance(source, AttrSource) and source.attr == "__dict__":
+        return None
+    refuse_changed_namespace(tx, mapping)
     tx.output.add_guard(kinds.ID_MATCH(source, value))
     tx.output.add_guard(kinds.DICT_KEYS(source, tuple(mapping)))
     return MappingProxyVariable(DictVariable(_dict_items(tx, mapping, source), source), source)

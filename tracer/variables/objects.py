@@ -42,6 +42,7 @@ from .base import (
     BoundAttributeVariable,
     ConstantLikeVariable,
     VariableTracker,
+    class_namespace,
     owner_index,
     type_lookup,
 )
@@ -1281,18 +1282,26 @@ def _namespace(tx: Translator, cls_vt: VariableTracker) -> VariableTracker | Non
     namespace = vars(cls)
     if not all(type(k) is str for k in namespace):
         return None
-    effects = tx.output.side_effects
-    if any(klass is cls for klass, _ in effects.changed_class_attrs):
-        raise Unsupported("class_dict", f"{cls.__name__}.__dict__ after a store to the class")
+    refuse_changed_namespace(tx, class_namespace(cls))
     source = AttrSource(cls_vt.source, "__dict__")
     tx.output.assume_keys(source, tuple(namespace))
     items = {k: tx.wrap(v, ItemSource(source, k)) for k, v in namespace.items()}
-    effects.namespaces.add(id(cls))
     return containers.MappingProxyVariable(DictVariable(items, source), source, owner=cls_vt)
 
 
 _TYPE_DICT = vars(type)["__dict__"]
 CLASS_ATTRIBUTES["__dict__"] = _namespace
+
+
+def refuse_changed_namespace(tx: Translator, mapping: Any) -> None:
+    """Before the trace reads ``mapping`` through a proxy: refuse where it is the namespace of a
+    class the trace stored an attribute to (the store is pending: the real namespace does not
+    show it yet); after, the class takes no store in this trace (``_store_class_attribute``)."""
+    effects = tx.output.side_effects
+    for klass, _ in effects.changed_class_attrs:
+        if class_namespace(klass) is mapping:
+            raise Unsupported("class_dict", f"{klass.__name__}.__dict__ after a store to the class")
+    effects.namespaces.add(id(mapping))
 
 
 @dataclass(eq=False)
@@ -2491,7 +2500,7 @@ def _store_class_attribute(
         name.startswith("__") and name.endswith("__")
     ):
         raise Unsupported("store_attr", f"class attribute store {cls.__name__}.{name}")
-    if id(cls) in tx.output.side_effects.namespaces:  # its ``__dict__`` read would be stale
+    if id(class_namespace(cls)) in tx.output.side_effects.namespaces:  # a stale ``__dict__``
         raise Unsupported("store_attr", f"{cls.__name__}.{name} = ... after reading its __dict__")
     tx.output.side_effects.store_class_attr(obj, name, value)
 
