@@ -266,3 +266,69 @@ def test_escaping_tuple_subclass_keeps_its_attributes():
     actual, expected = compiled(x)[-1], _namedtuple_with_dict(x)[-1]
     assert type(actual) is Noted and vars(actual) == vars(expected)
     assert_same(tuple(actual), tuple(expected))
+
+
+class Registry(type):
+    def __call__(cls, *args):
+        obj = super().__call__(*args)
+        obj.registered = True
+        return obj
+
+
+class Registered(metaclass=Registry):
+    def __new__(cls, v):
+        self = super().__new__(cls)
+        self.v = v
+        return self
+
+    def __init__(self, v):
+        self.w = v * 2
+
+
+class Single:
+    """``__new__`` gives the one instance, kept on the class; ``__init__`` runs at each call."""
+
+    one = None
+
+    def __new__(cls, v):
+        if cls.one is None:
+            cls.one = super().__new__(cls)
+            cls.one.calls = 0
+        return cls.one
+
+    def __init__(self, v):
+        self.calls += 1
+        self.v = v
+
+
+def _through_a_metaclass_call(x):
+    r = Registered(x)
+    return r.v + r.w, r.registered
+
+
+def _one_instance(x):
+    a, b = Single(x), Single(x + 1)
+    return a.v + b.v, a is b, a.calls
+
+
+def _reset_single():
+    Single.one = None
+
+
+def test_own_new_under_a_metaclass_call():
+    check_breaks(_through_a_metaclass_call, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _through_a_metaclass_call, torch.randn(3))
+
+
+def test_own_new_giving_one_instance_kept_on_the_class():
+    check_breaks(
+        _one_instance,
+        lambda: (torch.randn(3),),
+        graphs=1,
+        breaks=0,
+        setup=_reset_single,
+        observe=lambda: (Single.one is not None, getattr(Single.one, "calls", None)),
+    )
+    _reset_single()
+    assert_no_more_breaks(0, _one_instance, torch.randn(3))
+    _reset_single()

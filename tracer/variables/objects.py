@@ -1829,6 +1829,7 @@ def construct_by_new(
     cls_vt: VariableTracker,
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
+    through_metaclass: bool = True,
 ) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a class whose ``__new__`` is a Python function, as
     ``type.__call__`` makes it: that ``__new__`` inlined with the class and the arguments (the
@@ -1836,6 +1837,8 @@ def construct_by_new(
     blank object: ``object_new``, ``builtin_type_new``), then, where it returned an instance of
     ``cls``, its class's ``__init__`` with the same arguments."""
     cls = cls_vt.as_python_constant()
+    if through_metaclass and type(cls).__call__ is not type.__call__:
+        raise Unsupported("new_object", f"the metaclass of {cls.__name__} defines __call__")
     source = class_attr_source(cls_vt.source, cls, "__new__")
     new = bind_class_attribute(tx, cls_vt, cls_vt, type_lookup(cls, "__new__"), "__new__", source)
     obj = new.call_function(tx, [cls_vt, *args], kwargs)

@@ -3263,7 +3263,7 @@ def construct_class(
     if issubclass(cls, nn.Module):
         return modules.construct_module(tx, cls_vt, args, kwargs)
     if objects.python_new(cls) is not None:  # its own ``__new__``, then ``__init__``
-        return objects.construct_by_new(tx, cls_vt, args, kwargs)
+        return objects.construct_by_new(tx, cls_vt, args, kwargs, through_metaclass)
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and objects.has_instance_dict(cls):
         return objects.construct_namedtuple_object(tx, cls_vt, args, kwargs)
     if issubclass(cls, tuple) and not hasattr(cls, "_fields") and cls is not tuple:
