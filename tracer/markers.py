@@ -10,7 +10,7 @@
   the registered Python polyfill instead (``substitute_for``; ``dispatch.call`` asks first).
 - ``error_on_graph_break(value)`` regions: a break inside the decorated function raises (or not)
   as ``value`` says, whatever the enclosing setting (``Unsupported.strict``).
-- ``graph_break()``: a call of it is a graph break.
+- ``graph_break()`` (ours, ``torch._dynamo.graph_break``): a call of it is a graph break.
 - ``REBUILT``: functions the tracer guards by what they are made of, not by identity.
 
 The facade (``bytegraph/decorators.py``) fills ``ALLOWED``/``CONSTANT_RESULT``/``SUBSTITUTES`` and
@@ -31,6 +31,16 @@ from typing import Any
 
 def graph_break() -> None:
     """Force a graph break here (``bytegraph.graph_break()``); does nothing when run in Python."""
+
+
+def is_graph_break(fn: Any) -> bool:
+    """Whether a call of ``fn`` is an explicit graph break: ``graph_break`` or torch's
+    ``torch._dynamo.graph_break`` (looked up only once torch has imported Dynamo: before, no code
+    holds it)."""
+    if fn is graph_break:
+        return True
+    decorators = sys.modules.get("torch._dynamo.decorators")
+    return decorators is not None and fn is getattr(decorators, "graph_break", None)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,8 @@ class Translator:
         self.root: Translator = parent.root if parent is not None else self
         self.direct_callee: Any = None  #: the callable of the CALL being run (see ``call_direct``)
         self.inlined_direct = False  #: the running instruction inlined its direct callee
+        #: the callable of the parent's CALL instruction, where that call inlined this code
+        self.callee: VariableTracker | None = None
         #: exceptions that a builtin run by this frame's current instruction catches when its
         #: traced callees raise them (``hasattr``: AttributeError; see ``will_be_caught``)
         self.builtin_catches: list[type[BaseException]] = []
@@ -357,6 +359,7 @@ class Translator:
         self.direct_callee = None
         self.inlined_direct = callee is not None and _is_callee(callee, code)
         tx = Translator(code, f_globals, self.output, local_vars, closure, parent=self, fn=fn)
+        tx.callee = callee if self.inlined_direct else None
         if (
             code.co_flags & CO_GENERATOR
         ):  # a generator runs to exhaustion; what it yields becomes an iterator

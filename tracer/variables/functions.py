@@ -35,9 +35,9 @@ from ..markers import (
     REGION_ATTR,
     disabled_by,
     display_name,
-    graph_break,
     has_constant_result,
     is_allowed,
+    is_graph_break,
     patched_by_torch_compile,
 )
 from ..polyfills import functools as polyfill_functools
@@ -414,10 +414,10 @@ class UserFunctionVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        if self.fn is graph_break:
+        if is_graph_break(self.fn):
             raise Unsupported(
                 "graph_break",
-                "explicit bytegraph.graph_break()",
+                f"explicit graph_break() ({self.fn.__module__})",
                 hint="remove the graph_break() call to get one graph",
             )
         if self.fn is inspect.signature and len(args) == 1 and not kwargs:

@@ -2436,8 +2436,8 @@ def _frame_dict_shared(tx: Translator, name: str) -> bool:
     return len(reads) != 1 or any(start <= reads[0].offset <= end for start, end in loops)
 
 
-#: Attributes through which code reads its frame's locals (the frame's one dict up to 3.12).
-_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals"})
+#: The attribute through which code reads a frame's locals (the frame's one dict up to 3.12).
+_FRAME_ATTRIBUTES = frozenset({"f_locals"})
 
 
 def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
