@@ -6,6 +6,7 @@ compiled (the second identical call compiles nothing) and the breaks with torch.
 
 from __future__ import annotations
 
+import collections
 import copy
 
 import pytest
@@ -257,3 +258,187 @@ def test_a_dict_held_across_a_break_and_written_is_seen_as_eager():
     x = torch.randn(2, 4)
     assert_same(compiled(x), reference(x))
     assert vars(model)["z"] == vars(reference)["z"]
+
+
+class Plain(nn.Module):
+    """A module with a submodule, two plain attributes, a class attribute and a property."""
+
+    default = 5
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = 2.0
+        self.tag = "a"
+
+    @property
+    def prop(self):
+        return 1
+
+
+def reads_len(m, x):
+    return m.lin(x) * len(m.__dict__)
+
+
+def reads_public_keys(m, x):
+    return m.lin(x), [k for k in m.__dict__ if not k.startswith("_")]
+
+
+def reads_items(m, x):
+    return m.lin(x), sorted(k for k, v in vars(m).items() if isinstance(v, float))
+
+
+def reads_views(m, x):
+    return (
+        m.lin(x),
+        list(m.__dict__.keys())[-3:],
+        "scale" in m.__dict__.keys(),
+        len(vars(m).values()),
+    )
+
+
+def reads_copy(m, x):
+    return m.lin(x), list(m.__dict__.copy())[-2:]
+
+
+def counts_through_dict(m, x):
+    m.__dict__["cnt"] = m.__dict__.get("cnt", 0) + 1
+    return m.lin(x) * m.cnt, list(m.__dict__)[-1], len(vars(m))
+
+
+def updates(m, x):
+    vars(m).update(flag=True)
+    vars(m).update({"scale": 3.0})
+    return m.lin(x) * m.scale, m.flag
+
+
+def stores_then_deletes(m, x):
+    m.__dict__["tmp"] = 1
+    del m.__dict__["tmp"]
+    return m.lin(x), hasattr(m, "tmp"), m.__dict__.pop("gone", 7)
+
+
+def deletes_an_existing_key(m, x):
+    if "tag" in m.__dict__:
+        del m.__dict__["tag"]
+    return m.lin(x), hasattr(m, "tag"), len(m.__dict__)
+
+
+def sets_defaults(m, x):
+    v = m.__dict__.setdefault("dflt", 3)
+    m.__dict__["default"] = m.default + 1  # shadows the class attribute
+    return m.lin(x) * v * m.default
+
+
+def stores_then_lists(m, x):
+    m.extra = 1.0  # through nn.Module.__setattr__: appended to __dict__
+    m.scale = 4.0  # in place
+    m.__dict__["a1"] = 1
+    m.__dict__["a2"] = 2
+    del m.__dict__["a1"]
+    return m.lin(x) * len(m.__dict__), list(m.__dict__)[-3:], m.__dict__.pop("a2")
+
+
+def holds_a_live_view(m, x):
+    keys = m.__dict__.keys()
+    m.__dict__["late"] = 1
+    return m.lin(x), list(keys)[-1]
+
+
+def writes_while_iterating(m, x):
+    y = m.lin(x)
+    try:
+        for _ in m.__dict__:
+            m.__dict__["zz"] = 1
+    except RuntimeError:
+        y = y + 1
+    return y
+
+
+def _state(model):
+    """The module's ``__dict__`` (keys in order, values; the submodule by its type), buffers and
+    state_dict keys."""
+    items = [
+        (k, type(v) if isinstance(v, nn.Module) else v)
+        for k, v in vars(model).items()
+        if k not in ("_modules", "forward")
+    ]
+    return repr(items), _buffers(model), list(model.state_dict())
+
+
+WHOLE_AND_WRITES = [
+    reads_len,
+    reads_public_keys,
+    reads_items,
+    reads_views,
+    reads_copy,
+    counts_through_dict,
+    updates,
+    stores_then_deletes,
+    deletes_an_existing_key,
+    sets_defaults,
+    stores_then_lists,
+    holds_a_live_view,
+    writes_while_iterating,
+]
+
+
+@pytest.mark.parametrize("fn", WHOLE_AND_WRITES)
+def test_whole_dict_reads_and_writes_are_eager_and_do_not_break(fn):
+    torch.manual_seed(0)
+    model = Plain()
+    reference = copy.deepcopy(model)
+    fresh = copy.deepcopy(model)
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(2, 4)
+    frames = []
+    for _ in range(4):
+        assert_same(compiled(model, x), fn(reference, x))
+        assert _state(model) == _state(reference)
+        frames.append(counter.frame_count)
+    assert frames[2] == frames[3], frames  # identical calls compile nothing
+    report = bytegraph.explain(fn)(copy.deepcopy(fresh), x)
+    assert report.graph_break_count == 0, report.break_reasons
+    assert_no_more_breaks(0, fn, copy.deepcopy(fresh), x)
+
+
+def files_a_parameter(m, x):
+    m.__dict__["w"] = m.lin.weight  # __setattr__ would file it in _parameters
+    return m.lin(x) + m.w.sum()
+
+
+def files_a_module(m, x):
+    m.__dict__["lin"] = m.lin  # a name in _modules
+    return m.lin(x)
+
+
+def shadows_a_property(m, x):
+    m.__dict__["prop"] = 7  # the property still wins
+    return m.lin(x) * m.prop
+
+
+def deletes_a_member_table(m, x):
+    y = m.lin(x)
+    m.__dict__.pop("_forward_hooks")
+    m.__dict__["_forward_hooks"] = collections.OrderedDict()
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn", [files_a_parameter, files_a_module, shadows_a_property, deletes_a_member_table]
+)
+def test_writes_the_module_would_make_otherwise_are_eager(fn):
+    torch.manual_seed(0)
+    model = Plain()
+    reference = copy.deepcopy(model)
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        try:
+            expected = fn(reference, x)
+        except Exception as e:  # noqa: BLE001 (the compiled call must raise the same)
+            with pytest.raises(type(e)):
+                compiled(model, x)
+        else:
+            assert_same(compiled(model, x), expected)
+        assert _state(model) == _state(reference)

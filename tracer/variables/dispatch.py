@@ -39,6 +39,7 @@ RULES: dict[str, dict[type, Callable[..., Any]]] = {
         "call_builtin",
         "getitem",
         "setitem",
+        "delitem",
         "getattr",
         "store_attr",
         "construct",
@@ -150,6 +151,11 @@ def setitem(
 ) -> None:
     """``obj[key] = value``."""
     lookup("setitem", type(obj))(tx, obj, key, value)
+
+
+def delitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> None:
+    """``del obj[key]``."""
+    lookup("delitem", type(obj))(tx, obj, key)
 
 
 def getattr_(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:

@@ -36,11 +36,12 @@ from . import dispatch
 from .base import IdentityKey, VariableTracker
 from .call_rules import call_rule
 from .constants import ConstantVariable
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, mapping_items
 from .functions import CALL_HOOKS, MethodCallVariable, UserFunctionVariable
 from .iterators import IteratorVariable
 from .objects import (
     MISSING,
+    InstanceDictVariable,
     UserObjectVariable,
     bind_class_attribute,
     class_attr_source,
@@ -402,8 +403,10 @@ class NNModuleVariable(UserObjectVariable):
         table's tracker would miss it); a later such store is refused (``filing_store``)."""
         real = vars(self.value)[table]
         held = held_table(tx, self.value, table)
+        effects = tx.output.side_effects
         for name, value in _pending_stores(tx, self):
-            if name in real or (held is not None and name in held.items) or _may_file(value):
+            filed = _may_file(value) and not effects.is_deleted(self, name)  # a plain name
+            if name in real or (held is not None and name in held.items) or filed:
                 raise Unsupported(
                     "module_members",
                     f"{type(self.value).__name__}.{table} read after a store to .{name}",
@@ -681,28 +684,38 @@ def filing_store(tx: Translator, obj: NNModuleVariable, name: str, value: Variab
 
 @dataclass(eq=False)
 class ModuleDictVariable(VariableTracker):
-    """``module.__dict__`` of an existing module (read-only): ``name in d``, ``d.get(name)`` and
-    ``d[name]`` for constant names, each key's presence guarded (``KEY_PRESENT``/``KEY_ABSENT``);
-    a member table found there is ``module.member_table``. A key the trace stored to or deleted
-    breaks (``nn.Module.__setattr__`` may have filed it elsewhere). Given back to Python it is
-    the live ``__dict__``."""
+    """``module.__dict__`` of an existing module. Key reads (``name in d``, ``d.get(name)``,
+    ``d[name]``, constant names) guard that key's presence (``KEY_PRESENT``/``KEY_ABSENT``); a
+    member table found there is ``module.member_table``. Whole-dict reads (``len``, iteration,
+    views, ``copy``) read every key: the key list the call started with is guarded
+    (``DICT_KEYS``), the dict is the module's instance dict of the side-effect log
+    (``SideEffects.instance_dict``, which the trace's later stores update). Writes of a name in no
+    member table are the module's pending attribute stores and deletions (``store``,
+    ``delete``). Given back to Python it is the live ``__dict__``."""
 
     module: NNModuleVariable
     source: Source
 
-    METHODS = ("get", "__getitem__", "__contains__")
+    #: the reads of one key, answered by ``lookup``
+    KEY_METHODS = ("get", "__getitem__", "__contains__")
+    #: the reads of the whole dict, answered by the dict ``whole`` gives
+    WHOLE_METHODS = ("keys", "values", "items", "copy", "__len__", "__iter__")
+    #: the writes, each a pending store or deletion per key
+    WRITE_METHODS = ("__setitem__", "__delitem__", "update", "setdefault", "pop")
 
     def python_type(self) -> type:
         return dict
 
-    def lookup(self, tx: Translator, key: VariableTracker) -> VariableTracker | None:
-        """The value of ``key``, None where the module's ``__dict__`` lacks it."""
-        name = key.as_python_constant() if key.is_python_constant() else None
-        if type(name) is not str:
-            raise Unsupported("module_dict", f"{self} indexed by {key}")
+    def _real(self, tx: Translator) -> dict:
         members = vars(self.module.value)
         if id(members) in tx.output.wrapped:  # a dict tracker of its own (a resume's local)
             raise Unsupported("module_dict", f"{self} read beside a tracker of the same dict")
+        return members
+
+    def lookup(self, tx: Translator, key: VariableTracker) -> VariableTracker | None:
+        """The value of ``key``, None where the module's ``__dict__`` lacks it."""
+        name = _key_name(self, key)
+        members = self._real(tx)
         stored = [v for n, v in _pending_stores(tx, self.module) if n == name]
         if stored:
             return self._stored(tx, name, stored[0])
@@ -710,9 +723,14 @@ class ModuleDictVariable(VariableTracker):
             tx.output.assume_key_absent(self.source, name)
             return None
         tx.output.assume_key_present(self.source, name)
+        return self._value(tx, name)
+
+    def _value(self, tx: Translator, name: str) -> VariableTracker:
+        """The value the module had under ``name`` when the call started, read through its
+        item source."""
         if name in FILING_TABLES:
             return self.module.member_table(tx, name)
-        return tx.wrap(members[name], ItemSource(self.source, name))
+        return tx.wrap(vars(self.module.value)[name], ItemSource(self.source, name))
 
     def _stored(self, tx: Translator, name: str, value: VariableTracker) -> VariableTracker | None:
         """``__dict__[name]`` after the trace stored ``value`` to ``module.name``: there, unless
@@ -720,20 +738,53 @@ class ModuleDictVariable(VariableTracker):
         member tables and ``__dict__`` never share a name)."""
         if tx.output.side_effects.is_deleted(self.module, name):
             return None
-        module = self.module.value
-        filed = _may_file(value)
-        for table in MEMBER_TABLES:
-            real = vars(module).get(table)
-            held = held_table(tx, module, table)
-            filed = filed or name in (real or ()) or (held is not None and name in held.items)
-            if real is not None and not filed:  # a later call's store goes there too
-                tx.output.assume_key_absent(AttrSource(self.module.source, table), name)
-        if filed:
+        if _filed(tx, self.module, name, value):
             raise Unsupported("module_dict", f"__dict__[{name!r}] after a store to .{name}")
         return value
 
+    def whole(self, tx: Translator) -> VariableTracker:
+        """The dict as the trace has left it so far: the keys the call started with, in their
+        order (guarded), the trace's stores in place or appended, its deletions gone."""
+        effects = tx.output.side_effects
+
+        def make(stored: dict[str, VariableTracker]) -> VariableTracker:
+            real = self._real(tx)
+            tx.output.assume_keys(self.source, tuple(real))
+            items = {n: v if n in stored else self._value(tx, n) for n, v in real.items()}
+            for name, value in stored.items():
+                items[name] = self._stored(tx, name, value)
+            return InstanceDictVariable(items, owner=self.module)
+
+        return effects.instance_dict(self.module, make)
+
+    def store(self, tx: Translator, name: str, value: VariableTracker) -> None:
+        """``__dict__[name] = value``: ``object.__setattr__``'s store, a pending store of the
+        module, which its replay (``nn.Module.__setattr__``) makes so only for a value it files
+        nowhere and a name in no member table (``_plain_name``)."""
+        _plain_name(tx, self.module, name, "__setattr__")
+        if _filed(tx, self.module, name, value):
+            raise Unsupported("module_dict", f"__dict__[{name!r}] = {value}: a member's store")
+        effects = tx.output.side_effects
+        if effects.is_deleted(self.module, name):  # the replay would keep the key's place
+            raise Unsupported("module_dict", f"__dict__[{name!r}] stored after its deletion")
+        effects.store_attr(self.module, name, value)
+
+    def delete(self, tx: Translator, name: str) -> None:
+        """``del __dict__[name]``: ``object.__delattr__``'s deletion, a pending deletion of the
+        module (replayed by ``nn.Module.__delattr__``, the same for a name in no member table);
+        CPython's KeyError where the dict lacks it."""
+        _plain_name(tx, self.module, name, "__delattr__")
+        if self.lookup(tx, ConstantVariable(name)) is None:
+            raise PythonError(KeyError(name))
+        had = name in self._real(tx)
+        if had:
+            tx.output.assume_key_present(self.source, name)
+        else:
+            tx.output.assume_key_absent(self.source, name)
+        tx.output.side_effects.delete_attr(self.module, name, replay=had)
+
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if name in self.METHODS:
+        if name in (*self.KEY_METHODS, *self.WHOLE_METHODS, *self.WRITE_METHODS):
             return MethodCallVariable(self, name)
         raise Unsupported("module_dict", f"{type(self.module.value).__name__}.__dict__.{name}")
 
@@ -744,7 +795,16 @@ class ModuleDictVariable(VariableTracker):
         args: list[VariableTracker],
         kwargs: dict[str, VariableTracker],
     ) -> VariableTracker:
-        if name not in self.METHODS or kwargs or not 1 <= len(args) <= (2 if name == "get" else 1):
+        if name in self.WHOLE_METHODS:
+            method = dispatch.getattr_(tx, self.whole(tx), name)
+            return dispatch.call(tx, method, args, kwargs)
+        if name in self.WRITE_METHODS:
+            return _write_method(tx, self, name, args, kwargs)
+        if (
+            name not in self.KEY_METHODS
+            or kwargs
+            or not 1 <= len(args) <= (2 if name == "get" else 1)
+        ):
             raise Unsupported("module_dict", f"__dict__.{name}() with these arguments")
         found = self.lookup(tx, args[0])
         if name == "__contains__":
@@ -759,6 +819,92 @@ class ModuleDictVariable(VariableTracker):
         return f"ModuleDictVariable({type(self.module.value).__name__})"
 
 
+def _key_name(vt: ModuleDictVariable, key: VariableTracker) -> str:
+    name = key.as_python_constant() if key.is_python_constant() else None
+    if type(name) is not str:
+        raise Unsupported("module_dict", f"{vt} indexed by {key}")
+    return name
+
+
+def _filed(tx: Translator, module: NNModuleVariable, name: str, value: VariableTracker) -> bool:
+    """Does ``nn.Module.__setattr__`` file ``module.name = value`` in a member table (a value it
+    may file, a name in a table, real or as the trace holds it)? Where not, a later call's store
+    of the same name is not filed either (the name's absence from each table is guarded)."""
+    filed = _may_file(value)
+    for table in MEMBER_TABLES:
+        real = vars(module.value).get(table)
+        held = held_table(tx, module.value, table)
+        filed = filed or name in (real or ()) or (held is not None and name in held.items)
+        if real is not None and not filed:
+            tx.output.assume_key_absent(AttrSource(module.source, table), name)
+    return filed
+
+
+def _plain_name(tx: Translator, module: NNModuleVariable, name: str, hook: str) -> None:
+    """Refuse a write of ``module.__dict__[name]`` that ``object.__setattr__`` (``hook``:
+    ``__delattr__``) would not make as it is, or that the module's replay would make otherwise:
+    a class overriding ``nn.Module``'s ``hook``, a data descriptor ``name`` of the class (the
+    class's other attributes are guarded unchanged), a name the trace models apart (a member
+    table, a hook dict), a module with no member tables yet."""
+    cls = type(module.value)
+    if type_lookup(cls, hook) is not getattr(nn.Module, hook):
+        raise Unsupported("module_dict", f"{cls.__name__} overrides nn.Module.{hook}")
+    if name in FILING_TABLES or name in ALL_HOOK_DICTS:
+        raise Unsupported("module_dict", f"__dict__[{name!r}] written")
+    if any(table not in vars(module.value) for table in MEMBER_TABLES):
+        raise Unsupported("module_dict", f"a write to the __dict__ of {cls.__name__} before init")
+    static = type_lookup(cls, name)
+    cls_source = class_vt(tx, module).source
+    if cls_source is None or (static is not MISSING and is_data_descriptor(static)):
+        raise Unsupported("module_dict", f"__dict__[{name!r}] beside {cls.__name__}.{name}")
+    if static is MISSING:
+        tx.output.assume_class_lacks(cls_source, (name,))
+    else:
+        tx.wrap(static, class_attr_source(cls_source, cls, name))
+
+
+def _write_method(
+    tx: Translator,
+    vt: ModuleDictVariable,
+    name: str,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``d[k] = v``, ``del d[k]``, ``d.update(...)``, ``d.setdefault(k[, v])``, ``d.pop(k[, v])``
+    on a module's ``__dict__``, key by key as CPython's dict methods write."""
+    none = ConstantVariable(None)
+    if name == "update" and len(args) <= 1:
+        items = mapping_items(tx, args[0]) if args else {}
+        items.update(kwargs)
+        for key, value in items.items():
+            vt.store(tx, _key_name(vt, ConstantVariable(key)), value)
+        return none
+    if kwargs or not 1 <= len(args) <= 2:
+        raise Unsupported("module_dict", f"__dict__.{name}() with these arguments")
+    key = _key_name(vt, args[0])
+    if name == "__setitem__" and len(args) == 2:
+        vt.store(tx, key, args[1])
+        return none
+    if name == "__delitem__" and len(args) == 1:
+        vt.delete(tx, key)
+        return none
+    found = vt.lookup(tx, args[0])
+    default = args[1] if len(args) == 2 else None
+    if name == "setdefault":
+        if found is None:
+            found = none if default is None else default
+            vt.store(tx, key, found)
+        return found
+    if name == "pop":
+        if found is None:
+            if default is None:
+                raise PythonError(KeyError(key))
+            return default
+        vt.delete(tx, key)
+        return found
+    raise Unsupported("module_dict", f"__dict__.{name}() with these arguments")
+
+
 @dispatch.rule("contains", ModuleDictVariable)
 def _module_dict_contains(tx: Translator, vt: ModuleDictVariable, key: VariableTracker) -> bool:
     return vt.lookup(tx, key) is not None
@@ -769,6 +915,33 @@ def _module_dict_getitem(
     tx: Translator, vt: ModuleDictVariable, key: VariableTracker
 ) -> VariableTracker:
     return vt.call_method(tx, "__getitem__", [key], {})
+
+
+@dispatch.rule("setitem", ModuleDictVariable)
+def _module_dict_setitem(
+    tx: Translator, vt: ModuleDictVariable, key: VariableTracker, value: VariableTracker
+) -> None:
+    vt.store(tx, _key_name(vt, key), value)
+
+
+@dispatch.rule("delitem", ModuleDictVariable)
+def _module_dict_delitem(tx: Translator, vt: ModuleDictVariable, key: VariableTracker) -> None:
+    vt.delete(tx, _key_name(vt, key))
+
+
+@dispatch.rule("get_iter", ModuleDictVariable)
+def _module_dict_iter(tx: Translator, vt: ModuleDictVariable) -> VariableTracker:
+    return dispatch.get_iter(tx, vt.whole(tx))
+
+
+@dispatch.rule("iterate", ModuleDictVariable)
+def _module_dict_items(tx: Translator, vt: ModuleDictVariable) -> list[VariableTracker]:
+    return dispatch.iterate(tx, vt.whole(tx))
+
+
+@dispatch.rule("truth", ModuleDictVariable)
+def _module_dict_truth(tx: Translator, vt: ModuleDictVariable) -> bool:
+    return dispatch.truth(tx, vt.whole(tx))
 
 
 def _submodules(tx: Translator, prefix: str, module: NNModuleVariable, seen: set[int]):
@@ -1280,6 +1453,8 @@ def _store_module_attribute(
         if write_descriptor(tx, obj, static, name, value, source):
             return
     filing_store(tx, obj, name, value)
+    if tx.output.side_effects.is_deleted(obj, name):  # its replay would keep the key's place
+        raise Unsupported("store_attr", f".{name} stored after its deletion from __dict__")
     tx.output.side_effects.store_attr(obj, name, value)
 
 

@@ -1426,7 +1426,7 @@ def delitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
     """``del obj[key]`` (``DELETE_SUBSCR``) and ``operator.delitem(obj, key)``: one rule."""
     if len(args) != 2:
         return None
-    delitem(tx, *args)
+    dispatch.delitem(tx, *args)
     return ConstantVariable(None)
 
 
@@ -3233,6 +3233,7 @@ dispatch.rule("call_operator")(call_operator)
 dispatch.rule("call_builtin")(call_builtin)
 dispatch.rule("getitem")(getitem)
 dispatch.rule("setitem")(setitem)
+dispatch.rule("delitem")(delitem)
 dispatch.rule("sort_order")(sort_order)
 
 
