@@ -14,6 +14,7 @@ import warnings
 
 import pytest
 import torch
+from bytegraph.codegen.pyversion import PY313
 from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 from torch import nn
@@ -145,18 +146,21 @@ def test_inspect_currentframe():
 
 
 #: After such a break the real frame is given to a resume function, where reading its attributes
-#: (a frame's, a code object's) breaks again: two more breaks than torch.compile's.
-_REAL_FRAME_READS = "attributes of a real frame or code object given to the trace break"
+#: breaks again: its ``f_code`` (a descriptor), and up to 3.12 the code object's ``co_name`` too
+#: (frame and code objects have a ``__getattribute__`` slot of their own there).
+_ABOVE_BREAKS = 2 if PY313 else 3
 
 
 def test_a_frame_above_the_compiled_function_breaks():
-    _, _, report = check_breaks(above_the_compiled_function, _x, graphs=1, breaks=3)
+    _, _, report = check_breaks(above_the_compiled_function, _x, graphs=1, breaks=_ABOVE_BREAKS)
     assert "above the compiled function" in str(report.break_reasons[0])
 
 
-@pytest.mark.xfail(strict=True, reason=_REAL_FRAME_READS)
+@pytest.mark.xfail(
+    not PY313, strict=True, reason="a real code object's attributes break up to 3.12"
+)
 def test_a_frame_above_the_compiled_function_breaks_as_torch_compile():
-    assert_no_more_breaks(3, above_the_compiled_function, torch.ones(3))
+    assert_no_more_breaks(_ABOVE_BREAKS, above_the_compiled_function, torch.ones(3))
 
 
 def test_f_locals_is_read_in_python():
