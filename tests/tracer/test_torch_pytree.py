@@ -327,8 +327,8 @@ def test_a_node_registered_after_the_first_call_recompiles():
 class Fields:
     """A node whose flatten and unflatten functions close over the names of its fields."""
 
-    def __init__(self, **values):
-        self.__dict__.update(values)
+    def __init__(self, a=None, b=None, c=None):
+        self.a, self.b, self.c = a, b, c
 
 
 def _register_fields(names):
@@ -350,6 +350,8 @@ def _fields(x):
 
 def test_what_a_node_function_closes_over_is_guarded():
     """The closure is read through the registry entry: a changed list of names recompiles."""
+    check_breaks(_fields, _x, graphs=1, breaks=0)
+    assert dynamo_breaks(_fields, torch.randn(3)) == (1, 0)
     compiled = bytegraph.compile(_fields)
     x = torch.randn(2)
     count, last = compiled(x)
