@@ -195,6 +195,15 @@ class ProbedFakeTensorMode(FakeTensorMode):
     probe: EffectProbe | None = None
     _depth = 0  #: > 0 while faking an operator (its decompositions are not the call's operators)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Without torch's dispatch cache: it checks each entry it makes by building the output a
+        # second time from it, and in a trace it seldom hits (a repeated call is replayed by
+        # ``fake_reuse.py`` first, common operators decided by ``fast_meta.py``): 16 hits for 119
+        # entries made in torch_geometric's GAT, whose entries (symbolic sizes) were a quarter of
+        # its first call.
+        self.cache_enabled = False
+
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         """False: torch would wrap our ``__torch_dispatch__`` in ``torch._dynamo.disable``, whose
