@@ -120,8 +120,8 @@ def run_arch(arch: Any, labels: bool, engine: Engine, time_calls: int = 0) -> Ar
     ``requires_grad``), the loss, every gradient, every parameter and buffer after the step (a run
     that may use Inductor starts its second step from eager's weights: ``_train``). With
     ``time_calls``, also the steady-state speedup over eager (median of that many calls each)."""
-    model = zoo.build(arch)
-    reference = copy.deepcopy(model)
+    built = zoo.build(arch)  # both copies: equal down to what ``__deepcopy__`` leaves out
+    model, reference = copy.deepcopy(built), copy.deepcopy(built)
     run = ArchRun()
     inductor = engine.backend != "eager"
     if inductor:
@@ -207,9 +207,11 @@ def _infer(arch, labels, engine, compiled, models, run: ArchRun) -> None:
         out, phase = _phase(engine, lambda: compiled(**zoo.inputs(arch, labels)))
         run.wrong += differences(out, expected, "inference output", arch.atol)
         engine.start()
+        expected = reference(**zoo.inputs(arch, labels))
         again = compiled(**zoo.inputs(arch, labels))
         phase.retraces = engine.counts().graphs
         run.wrong += differences(again, expected, "inference output (2nd call)", arch.atol)
+    run.wrong += state_differences(model, reference, "after inference", arch.atol)
     run.phases["inf"] = phase
 
 
@@ -253,8 +255,47 @@ def _train(arch, labels, engine, compiled, models, run: ArchRun, realign: bool =
         else:
             run.phases["train"].retraces = phase.graphs
     run.wrong += _parameter_differences(models, "after training", arch.atol)
-    for (name, b), (_, c) in zip(model.named_buffers(), reference.named_buffers(), strict=True):
-        run.wrong += differences(b, c, f"buffer {name} after training", arch.atol)
+    run.wrong += state_differences(model, reference, "after training", arch.atol)
+
+
+#: Plain values a module may keep as attributes, compared between the engines (a cache's length,
+#: a step counter, a flag; a tensor kept outside the buffers)
+_STATE_TYPES = (bool, int, float, str, type(None))
+
+
+def state_differences(model: nn.Module, reference: nn.Module, when: str, atol=None) -> list[str]:
+    """How the state a forward may change differs between the compiled model and its eager copy
+    (two deep copies of one model, so that what ``__deepcopy__`` leaves out differs in neither):
+    every buffer (names and values), and each submodule's plain attributes (``_STATE_TYPES`` and
+    tuples/lists of them: what the model counts or caches in Python, which the outputs may not
+    show)."""
+    wrong: list[str] = []
+    mine, theirs = dict(model.named_buffers()), dict(reference.named_buffers())
+    if list(mine) != list(theirs):
+        return [f"buffers {when}: {sorted(set(mine) ^ set(theirs))} in one model only"]
+    for name in theirs:
+        wrong += differences(mine[name], theirs[name], f"buffer {name} {when}", atol)
+    pairs = zip(model.named_modules(), reference.named_modules(), strict=True)
+    for (prefix, sub), (_, ref) in pairs:
+        ours, eager = _plain_attributes(sub), _plain_attributes(ref)
+        if list(ours) != list(eager):
+            only = sorted(set(ours) ^ set(eager))
+            what = f"{only} in one model only" if only else "in another order"
+            wrong.append(f"attributes of {prefix or 'the model'} {when}: {what}")
+            continue
+        for key in eager:
+            where = f"{prefix}.{key}" if prefix else key
+            wrong += differences(ours[key], eager[key], f"attribute {where} {when}", atol)
+    return wrong
+
+
+def _plain_attributes(module: nn.Module) -> dict[str, Any]:
+    def plain(v: Any) -> bool:  # builtin types themselves (e3nn's Irreps, a tuple, has no len())
+        if type(v) in (tuple, list):
+            return all(plain(x) for x in v)
+        return type(v) in _STATE_TYPES or type(v) is torch.Tensor
+
+    return {k: v for k, v in vars(module).items() if not k.startswith("__") and plain(v)}
 
 
 def _parameter_differences(models, when: str, atol: float | None) -> list[str]:

@@ -3,6 +3,7 @@ inference, and fails when a training step falls back to Python."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -82,3 +83,31 @@ def test_outputs_compared_leaf_by_leaf():
         modeltest.assert_outputs_close((y, {"a": [y, 3]}), (y, {"a": [y + 1, 3]}))
     with pytest.raises(AssertionError):
         modeltest.assert_outputs_close((y, {"a": [y, 3]}), (y, {"a": [y, 4]}))
+
+
+class _Counts(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.register_buffer("seen", torch.zeros(()))
+        self.calls, self.shapes = 0, ()
+
+
+def test_state_differences_reports_what_a_forward_left_behind():
+    """The model suites' state check (``suite.state_differences``): a buffer, a counter, a tuple
+    attribute, an attribute one model lacks, each named; equal state gives nothing."""
+    from models.suite import state_differences
+
+    a = _Counts()
+    b = copy.deepcopy(a)
+    assert state_differences(a, b, "now") == []
+    a.calls, a.lin.note = 1, "x"
+    a.seen += 1
+    a.shapes = (2, 3)
+    found = state_differences(a, b, "now")
+    assert any("buffer seen now" in d for d in found), found
+    b.seen += 1
+    found = state_differences(a, b, "now")
+    assert any("attribute calls now" in d for d in found), found
+    assert any("attribute shapes now" in d for d in found), found
+    assert any("attributes of lin now: ['note'] in one model only" in d for d in found), found

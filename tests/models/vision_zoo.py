@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from models.suite import ArchRun, Engine, _phase, differences, first_tensor
+from models.suite import ArchRun, Engine, _phase, differences, first_tensor, state_differences
 from torch import nn
 
 
@@ -236,12 +236,12 @@ def run(arch: VisionArch, engine: Engine, time_calls: int = 0, limit_s: int = 0)
     result = ArchRun()
     try:
         with time_limit(limit_s):
-            model = build(arch)
-            reference = copy.deepcopy(model)
+            built = build(arch)  # both copies: see ``suite.state_differences``
+            model, reference = copy.deepcopy(built), copy.deepcopy(built)
             with engine.active():
                 compiled = engine.compile(model)
                 try:
-                    _infer(arch, engine, compiled, reference, result)
+                    _infer(arch, engine, compiled, (model, reference), result)
                     _train(arch, engine, compiled, (model, reference), result)
                     if time_calls and not result.wrong:
                         result.speedup = _speedup(arch, compiled, reference, time_calls)
@@ -258,7 +258,8 @@ def _call(fn: Callable[..., Any], arch: VisionArch) -> Any:
     return fn(*args, **kwargs)
 
 
-def _infer(arch, engine, compiled, reference, result: ArchRun) -> None:
+def _infer(arch, engine, compiled, models, result: ArchRun) -> None:
+    model, reference = models
     compiled.eval()
     reference.eval()
     with torch.no_grad():
@@ -266,9 +267,11 @@ def _infer(arch, engine, compiled, reference, result: ArchRun) -> None:
         out, phase = _phase(engine, lambda: _call(compiled, arch))
         result.wrong += differences(out, expected, "inference output", arch.atol)
         engine.start()
+        expected = _call(reference, arch)
         again = _call(compiled, arch)
         phase.retraces = engine.counts().graphs
         result.wrong += differences(again, expected, "inference output (2nd call)", arch.atol)
+    result.wrong += state_differences(model, reference, "after inference", arch.atol)
     result.phases["inf"] = phase
 
 
@@ -300,9 +303,7 @@ def _train(arch, engine, compiled, models, result: ArchRun) -> None:
     pairs = zip(model.named_parameters(), reference.named_parameters(), strict=True)
     for (name, p), (_, q) in pairs:
         result.wrong += differences(p, q, f"parameter {name} after the step", arch.atol)
-    buffers = zip(model.named_buffers(), reference.named_buffers(), strict=True)
-    for (name, b), (_, c) in buffers:
-        result.wrong += differences(b, c, f"buffer {name} after the step", arch.atol)
+    result.wrong += state_differences(model, reference, "after the step", arch.atol)
 
 
 def _speedup(arch, compiled, reference, calls: int) -> float:
