@@ -18,6 +18,7 @@ from ...codegen.resume import resume_origin, takes_cells
 from ..exc import Unsupported
 from ..markers import REBUILT
 from ..variables.base import VariableTracker, walk
+from ..variables.frames import user_code
 from ..variables.functions import (
     ClosureCellVariable,
     LocalCellVariable,
@@ -213,12 +214,6 @@ def cell_args(
     if keeps_locals(frame.tx) and KEPT not in names:
         names += (KEPT,)
     return names, carried + new
-
-
-def user_code(tx: Translator) -> Any:
-    """The user's code that ``tx`` runs: a resume function's template's code, else its own."""
-    origin = getattr(tx.fn, "__bytegraph_resume__", None)
-    return origin.template.__code__ if origin is not None else tx.code
 
 
 def reads_frame(tx: Translator) -> bool:

@@ -45,6 +45,7 @@ from ..translator import FrameState
 from ..variables import iterators
 from ..variables.base import NullVariable, VariableTracker, walk
 from ..variables.contexts import ContextExitVariable
+from ..variables.frames import user_code
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
 from ..variables.modules import NNModuleVariable
@@ -58,7 +59,6 @@ from .break_frames import (
     live_by_frame,
     live_names,
     template,
-    user_code,
 )
 
 if TYPE_CHECKING:
