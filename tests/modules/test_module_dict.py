@@ -301,6 +301,13 @@ def reads_copy(m, x):
     return m.lin(x), list(m.__dict__.copy())[-2:]
 
 
+def merges(m, x):
+    m.__dict__["n"] = 1
+    into = {}
+    into.update(vars(m))
+    return m.lin(x), list(dict(m.__dict__))[-2:], list({**m.__dict__})[-1], len(into)
+
+
 def counts_through_dict(m, x):
     m.__dict__["cnt"] = m.__dict__.get("cnt", 0) + 1
     return m.lin(x) * m.cnt, list(m.__dict__)[-1], len(vars(m))
@@ -328,6 +335,21 @@ def sets_defaults(m, x):
     v = m.__dict__.setdefault("dflt", 3)
     m.__dict__["default"] = m.default + 1  # shadows the class attribute
     return m.lin(x) * v * m.default
+
+
+def unshadows(m, x):
+    m.__dict__.setdefault("default", 9)
+    y = m.lin(x) * m.default
+    del m.__dict__["default"]  # the class attribute again
+    return y * m.default
+
+
+def toggles_a_shadow(m, x):
+    if "default" in m.__dict__:
+        del m.__dict__["default"]
+    else:
+        m.__dict__["default"] = 9
+    return m.lin(x) * m.default
 
 
 def stores_then_lists(m, x):
@@ -372,11 +394,14 @@ WHOLE_AND_WRITES = [
     reads_items,
     reads_views,
     reads_copy,
+    merges,
     counts_through_dict,
     updates,
     stores_then_deletes,
     deletes_an_existing_key,
     sets_defaults,
+    unshadows,
+    toggles_a_shadow,
     stores_then_lists,
     holds_a_live_view,
     writes_while_iterating,
@@ -442,3 +467,24 @@ def test_writes_the_module_would_make_otherwise_are_eager(fn):
         else:
             assert_same(compiled(model, x), expected)
         assert _state(model) == _state(reference)
+
+
+def test_reading_the_keys_guards_no_value():
+    """``len``, iteration and ``keys()`` read the keys only: an attribute's value changed
+    between calls compiles nothing; its key added does, once."""
+    torch.manual_seed(0)
+    model = Plain()
+
+    def fn(m, x):
+        return m.lin(x) * len(m.__dict__), [k for k in m.__dict__.keys() if k[0] != "_"]
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(2, 4)
+    for i in range(3):
+        model.tag, model.scale = f"t{i}", float(i)
+        assert_same(compiled(model, x), fn(model, x))
+    assert counter.frame_count == 1
+    model.added = 1
+    for _ in range(2):
+        assert_same(compiled(model, x), fn(model, x))
+    assert counter.frame_count == 2

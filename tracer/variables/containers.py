@@ -1428,15 +1428,18 @@ def merge_mapping(
     """CPython's ``dict_merge`` of ``mapping`` into ``items``: a dict's storage where its class
     iterates as ``dict`` does (its ``__iter__`` is dict's: CPython's test of ``tp_iter``); for any
     other mapping, ``m[k]`` stored for each ``k`` of ``list(m.keys())``, all keys taken first,
-    through the class's own methods (Python ones inlined)."""
+    through the class's own methods (Python ones inlined). A ``dict`` another tracker stands for
+    (a module's ``__dict__``) is read through its ``keys()`` and ``[k]``: a dict's own, they give
+    its storage."""
     kind = mapping.python_type()
     if issubclass(kind, dict) and (
         not is_user_dict(kind) or type_lookup(kind, "__iter__") is dict.__iter__
     ):  # a builtin ``OrderedDict``'s, ``defaultdict``'s reads give its storage too
-        if not isinstance(mapping, DictVariable):
+        if isinstance(mapping, DictVariable):
+            items.update(mapping.items)
+            return
+        if kind is not dict:
             raise Unsupported("dict_merge", f"the storage of a {kind.__name__} object")
-        items.update(mapping.items)
-        return
     keys = dispatch.getattr_(tx, mapping, "keys").call_function(tx, [], {})
     for key in list(dispatch.each_item(tx, keys)):
         items[_key(key)] = dispatch.getitem(tx, mapping, key)

@@ -611,15 +611,19 @@ def _no_op() -> None:
 # A module's ``__dict__`` and its member tables as the trace reads them.
 #
 # ``module.__dict__`` (and ``vars(module)``) is a ``ModuleDictVariable``: read key by key, each
-# key's presence guarded; a member table found there (``'_buffers' in self.__dict__``,
-# ``self.__dict__['_buffers']``) is the same tracker as ``self._buffers``. The tables read as a
+# key's presence guarded, or as a whole (``len``, iteration, views), its key list guarded and its
+# values wrapped as they are read; a member table found there (``'_buffers' in self.__dict__``,
+# ``self.__dict__['_buffers']``) is the same tracker as ``self._buffers``. A write through it of a
+# name in no member table, of a value ``nn.Module.__setattr__`` files nowhere, is the module's
+# pending attribute store or deletion, which that ``__setattr__`` replays as the dict's write
+# (``_plain_name``, ``_filed``). The tables read as a
 # whole (``member_table``) are the trace's view of them: what it writes into them
 # (``register_buffer``'s ``self._buffers[name] = tensor``, ``_non_persistent_buffers_set.add``) is
 # replayed as any input container's change, and later attribute reads see it (``_member``). Stores
 # through ``nn.Module.__setattr__`` are pending stores (replayed with ``STORE_ATTR``), kept apart
 # from those tables: a store that ``__setattr__`` would file in a table the trace read breaks
 # (``filing_store``), and so does reading a table as a whole after such a store, or a key of
-# ``__dict__`` the trace stored to or deleted.
+# ``__dict__`` the trace stored to in such a way.
 
 #: The tables ``nn.Module.__setattr__`` files members in, besides ``__dict__``.
 FILING_TABLES = (*MEMBER_TABLES, "_non_persistent_buffers_set")
@@ -700,6 +704,8 @@ class ModuleDictVariable(VariableTracker):
     KEY_METHODS = ("get", "__getitem__", "__contains__")
     #: the reads of the whole dict, answered by the dict ``whole`` gives
     WHOLE_METHODS = ("keys", "values", "items", "copy", "__len__", "__iter__")
+    #: those of them that read its values
+    VALUE_METHODS = ("values", "items", "copy")
     #: the writes, each a pending store or deletion per key
     WRITE_METHODS = ("__setitem__", "__delitem__", "update", "setdefault", "pop")
 
@@ -742,20 +748,26 @@ class ModuleDictVariable(VariableTracker):
             raise Unsupported("module_dict", f"__dict__[{name!r}] after a store to .{name}")
         return value
 
-    def whole(self, tx: Translator) -> VariableTracker:
+    def whole(self, tx: Translator, values: bool = False) -> VariableTracker:
         """The dict as the trace has left it so far: the keys the call started with, in their
-        order (guarded), the trace's stores in place or appended, its deletions gone."""
+        order (guarded), the trace's stores in place or appended, its deletions gone. The values
+        the call started with are read (wrapped, guarded) only for ``values``: until then each
+        is an ``UnreadValue``, which only the reads of keys meet."""
         effects = tx.output.side_effects
 
         def make(stored: dict[str, VariableTracker]) -> VariableTracker:
             real = self._real(tx)
             tx.output.assume_keys(self.source, tuple(real))
-            items = {n: v if n in stored else self._value(tx, n) for n, v in real.items()}
+            items = {n: UnreadValue(n) for n in real}
             for name, value in stored.items():
                 items[name] = self._stored(tx, name, value)
             return InstanceDictVariable(items, owner=self.module)
 
-        return effects.instance_dict(self.module, make)
+        known = effects.instance_dict(self.module, make)
+        unread = [n for n, v in known.items.items() if isinstance(v, UnreadValue)]
+        for name in unread if values else ():
+            known.items[name] = self._value(tx, name)
+        return known
 
     def store(self, tx: Translator, name: str, value: VariableTracker) -> None:
         """``__dict__[name] = value``: ``object.__setattr__``'s store, a pending store of the
@@ -796,7 +808,7 @@ class ModuleDictVariable(VariableTracker):
         kwargs: dict[str, VariableTracker],
     ) -> VariableTracker:
         if name in self.WHOLE_METHODS:
-            method = dispatch.getattr_(tx, self.whole(tx), name)
+            method = dispatch.getattr_(tx, self.whole(tx, name in self.VALUE_METHODS), name)
             return dispatch.call(tx, method, args, kwargs)
         if name in self.WRITE_METHODS:
             return _write_method(tx, self, name, args, kwargs)
@@ -817,6 +829,20 @@ class ModuleDictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ModuleDictVariable({type(self.module.value).__name__})"
+
+
+@dataclass(eq=False)
+class UnreadValue(VariableTracker):
+    """The value of ``name`` in a module's ``__dict__`` while the trace has read only the keys
+    (``ModuleDictVariable.whole``): never an operand, so any use of it breaks."""
+
+    name: str
+
+    def python_type(self) -> type:
+        raise Unsupported("module_dict", f"__dict__[{self.name!r}] read unseen")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        raise Unsupported("module_dict", f"__dict__[{self.name!r}] rebuilt unseen")
 
 
 def _key_name(vt: ModuleDictVariable, key: VariableTracker) -> str:
