@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -128,6 +129,7 @@ def run_arch(arch: Any, labels: bool, engine: Engine, time_calls: int = 0) -> Ar
         arch = replace(arch, atol=max(arch.atol or 0.0, INDUCTOR_TOLERANCE))
     with engine.active(), fresh_inductor_cache(inductor), eager_random(inductor):
         compiled = engine.compile(model)
+        note_compiled(model, reference)
         try:
             _infer(arch, labels, engine, compiled, (model, reference), run)
             _train(arch, labels, engine, compiled, (model, reference), run, realign=inductor)
@@ -263,6 +265,19 @@ def _train(arch, labels, engine, compiled, models, run: ArchRun, realign: bool =
 _STATE_TYPES = (bool, int, float, str, type(None))
 
 
+#: module -> the attribute names its engine's ``compile`` added (``torch.compile`` marks the model
+#: ``_is_torch_compile``): bookkeeping of the compiler, not state a forward left
+_COMPILE_MARKS: weakref.WeakKeyDictionary[nn.Module, set[str]] = weakref.WeakKeyDictionary()
+
+
+def note_compiled(model: nn.Module, reference: nn.Module) -> None:
+    """Right after ``engine.compile(model)``: remember the attributes compiling added to each of
+    ``model``'s modules (``state_differences`` leaves them out)."""
+    pairs = zip(model.modules(), reference.modules(), strict=True)
+    for sub, ref in pairs:
+        _COMPILE_MARKS[sub] = set(vars(sub)) - set(vars(ref))
+
+
 def state_differences(model: nn.Module, reference: nn.Module, when: str, atol=None) -> list[str]:
     """How the state a forward may change differs between the compiled model and its eager copy
     (two deep copies of one model, so that what ``__deepcopy__`` leaves out differs in neither):
@@ -278,6 +293,8 @@ def state_differences(model: nn.Module, reference: nn.Module, when: str, atol=No
     pairs = zip(model.named_modules(), reference.named_modules(), strict=True)
     for (prefix, sub), (_, ref) in pairs:
         ours, eager = _plain_attributes(sub), _plain_attributes(ref)
+        for name in _COMPILE_MARKS.get(sub, ()):
+            ours.pop(name, None)
         if list(ours) != list(eager):
             only = sorted(set(ours) ^ set(eager))
             what = f"{only} in one model only" if only else "in another order"

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from models.suite import ArchRun, Engine, _phase, differences, first_tensor, state_differences
+from models.suite import (
+    ArchRun,
+    Engine,
+    _phase,
+    differences,
+    first_tensor,
+    note_compiled,
+    state_differences,
+)
 from torch import nn
 
 
@@ -240,6 +248,7 @@ def run(arch: VisionArch, engine: Engine, time_calls: int = 0, limit_s: int = 0)
             model, reference = copy.deepcopy(built), copy.deepcopy(built)
             with engine.active():
                 compiled = engine.compile(model)
+                note_compiled(model, reference)
                 try:
                     _infer(arch, engine, compiled, (model, reference), result)
                     _train(arch, engine, compiled, (model, reference), result)
