@@ -92,9 +92,11 @@ from .objects import (
     ClassVariable,
     DictObjectVariable,
     GlobalsVariable,
+    ListObjectVariable,
     PythonModuleVariable,
     UserObjectVariable,
     dict_class_refused,
+    list_class_refused,
     plain_tuple_subclass,
     refuse_changed_namespace,
 )
@@ -221,6 +223,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is list:  # its length and items are guarded when the trace reads them
         add(kinds.TYPE_MATCH(source, cls))
         return LazyListVariable(tx, value, source)
+    if isinstance(value, list) and list_class_refused(cls) is None:
+        return _wrap_list_object(tx, value, source)
     if cls is torch.Size or cls is tuple or _is_namedtuple(cls) or plain_tuple_subclass(cls):
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.LEN_MATCH(source, len(value)))
@@ -359,6 +363,18 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
         cls_vt=wrap(tx, cls, TypeSource(source)),
         real=value,
     )
+
+
+def _wrap_list_object(tx: Translator, value: list, source: Source) -> VariableTracker:
+    """An object of a user subclass of ``list`` (``ListObjectVariable``): its type, length and
+    items guarded (read by list's own ``__len__`` and ``__getitem__``, which the class keeps),
+    and the object, whose attributes are read from it as the trace asks."""
+    cls = type(value)
+    tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
+    tx.output.add_guard(kinds.LEN_MATCH(source, len(value)))
+    items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+    cls_vt = wrap(tx, cls, TypeSource(source))
+    return ListObjectVariable(items, source, cls=cls, cls_vt=cls_vt, real=value)
 
 
 def _wrap_proxy(

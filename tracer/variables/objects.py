@@ -1,8 +1,10 @@
 """User objects: existing objects (``UserObjectVariable``), classes (``ClassVariable``,
 ``super()``), Python modules, objects made in the trace (``NewObjectVariable``,
-``construct_instance``), the attribute protocol (``type_lookup`` order, descriptors,
-``store_attribute``: the general ``store_attr`` rule), exceptions, weak references and the reprs of
-containers of objects. Which class a call makes is decided by ``operations.construct_class``.
+``construct_instance``), objects of user subclasses of ``dict`` and ``list``
+(``ContainerObject``: their storage and their attributes), the attribute protocol
+(``type_lookup`` order, descriptors, ``store_attribute``: the general ``store_attr`` rule),
+exceptions, weak references and the reprs of containers of objects. Which class a call makes is
+decided by ``operations.construct_class``.
 """
 
 from __future__ import annotations
@@ -128,6 +130,8 @@ def _container_type(vt: VariableTracker) -> type | None:
         cls = vt.python_type()
         if isinstance(vt, DictObjectVariable) and containers.dict_base(cls) is dict:
             return dict if type_lookup(cls, "__repr__") is dict.__repr__ else None
+        if isinstance(vt, ListObjectVariable):
+            return list if type_lookup(cls, "__repr__") is list.__repr__ else None
         return cls if cls in _REENTERED else None
     return None
 
@@ -965,6 +969,8 @@ def _container_method_call(
         if owner is containers.dict_base(receiver.cls) or (owner is dict and reads):
             return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
         raise Unsupported("call_method", f"{owner.__name__}.{method.__name__} on a subclass")
+    if isinstance(receiver, ListObjectVariable) and owner is list:  # ``list.append(obj, v)``
+        return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
     if owner in (*CONSTANT_TYPES, *IMMUTABLE_C_KINDS) and value_arguments(args, kwargs):
         # ``str.lower(s)``, ``map(str.capitalize, words)``, ``re.Match.__copy__(m)``: a method
         # of an immutable type, pure on constants (it checks its receiver's type itself, raising
@@ -1658,25 +1664,20 @@ class NamedTupleObjectVariable(TupleVariable):
         return f"NamedTupleObjectVariable({self.cls.__name__})"
 
 
-@dataclass(eq=False)
-class DictObjectVariable(DictVariable):
-    """An instance of a user subclass of ``dict`` or ``OrderedDict`` created during the trace, or
-    of one of those or of ``defaultdict`` from outside the call (``real``, at ``source``: its
-    items refilled after the graph where the trace changed them, ``replay_items``): the
-    dict's storage (``items``, changed in place by the C methods it inherits, as a dict's) plus
-    the object's own attributes (pending stores in ``side_effects``, as any new object's). Its
-    attributes follow CPython's generic lookup (``load_new_attribute``): the class's Python
-    methods are inlined with ``self`` bound to it, dict's C methods act on the storage, then
-    ``__getattr__``. ``obj[k]`` and ``obj[k] = v`` run the class's ``__getitem__`` /
-    ``__setitem__`` where it defines them in Python. Escaping, it is made blank by the base's
-    ``__new__`` (``create``: a ``__new__`` of the class's own, which the trace ran, is not run
-    again), given its items by the base's own ``__setitem__`` (``fill``: no
-    Python code of the class runs again), then its attributes by ``object.__setattr__``."""
+class ContainerObject:
+    """What the trackers of objects of user subclasses of a builtin container share (mixed in
+    before the container's tracker): an identity (``name``, or ``source`` for one from outside the
+    call, ``real``), the object's own attributes (pending stores in ``side_effects``, and those
+    ``real`` had before the call, read from its ``__dict__`` as the trace asks), and CPython's
+    generic attribute lookup (``load_new_attribute``), in which the class's Python methods are
+    inlined with ``self`` bound to the object and the base's C methods act on the storage
+    (``storage_method``). Escaping, the object is made blank by the base's allocation
+    (``create``: a ``__new__`` of the class's own, which the trace ran, is not run again) and
+    given its contents by the base's own C methods (``fill``: no Python code of the class runs
+    again), then its attributes by ``object.__setattr__``."""
 
-    cls_vt: VariableTracker | None = None
-    name: str = ""
-    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
-    real: Any = None
+    #: the builtin classes whose C methods act on the storage
+    storage_bases: tuple[type, ...] = ()
 
     def is_python_constant(self) -> bool:
         return False
@@ -1703,6 +1704,37 @@ class DictObjectVariable(DictVariable):
             raise Unsupported("instance_dict", f"{self.cls.__name__}.__dict__ is {own}")
         return own.items
 
+    def class_source(self) -> Source | None:
+        return self.cls_vt.source
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+            return
+        _load_created(cg, self.name)
+
+
+@dataclass(eq=False)
+class DictObjectVariable(ContainerObject, DictVariable):
+    """An instance of a user subclass of ``dict`` or ``OrderedDict`` created during the trace, or
+    of one of those or of ``defaultdict`` from outside the call (``real``, at ``source``: its
+    items refilled after the graph where the trace changed them, ``replay_items``): the
+    dict's storage (``items``, changed in place by the C methods it inherits, as a dict's) plus
+    the object's own attributes (pending stores in ``side_effects``, as any new object's). Its
+    attributes follow CPython's generic lookup (``load_new_attribute``): the class's Python
+    methods are inlined with ``self`` bound to it, dict's C methods act on the storage, then
+    ``__getattr__``. ``obj[k]`` and ``obj[k] = v`` run the class's ``__getitem__`` /
+    ``__setitem__`` where it defines them in Python. Escaping, it is made blank by the base's
+    ``__new__`` (``create``: a ``__new__`` of the class's own, which the trace ran, is not run
+    again), given its items by the base's own ``__setitem__`` (``fill``: no
+    Python code of the class runs again), then its attributes by ``object.__setattr__``."""
+
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
+    real: Any = None
+    storage_bases = (dict, collections.OrderedDict)
+
     def replay_items(self, cg: Codegen) -> None:
         """Refill one from outside the call with the items the trace left it: its base's own
         ``clear`` and ``__setitem__`` (no Python method of the class runs again: the trace ran
@@ -1721,9 +1753,6 @@ class DictObjectVariable(DictVariable):
         cg.call_function(3)
         cg.pop_top()
 
-    def class_source(self) -> Source | None:
-        return self.cls_vt.source
-
     def create(self, cg: Codegen) -> None:
         cg.load_const(type_lookup(containers.dict_base(self.cls), "__new__"))
         cg.load_const(self.cls)
@@ -1737,14 +1766,52 @@ class DictObjectVariable(DictVariable):
         cg.call_function(3)
         cg.pop_top()
 
-    def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            self.source.reconstruct(cg)
-            return
-        _load_created(cg, self.name)
-
     def __repr__(self) -> str:
         return f"DictObjectVariable({self.cls.__name__}, {list(self.items)})"
+
+
+@dataclass(eq=False)
+class ListObjectVariable(ContainerObject, ListVariable):
+    """An instance of a user subclass of ``list`` (``list_class_refused`` says which), made in
+    the trace or from outside the call (``real``, at ``source``: its items written back after
+    the graph where the trace changed them, ``replay_items``): the list's storage (``items``,
+    changed in place by the C methods it inherits, as a list's) plus the object's own
+    attributes (``ContainerObject``). What list's C code makes from it (a slice, ``xs + ys``,
+    ``xs.copy()``) is a plain list."""
+
+    cls: type = list
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
+    real: Any = None
+    storage_bases = (list,)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def replay_items(self, cg: Codegen) -> None:
+        """``list.__setitem__(src, slice(None), [items])``: list's own, no method of the class."""
+        cg.load_const(list.__setitem__)
+        self.source.reconstruct(cg)
+        cg.load_const(slice(None))
+        ListVariable(list(self.items)).reconstruct(cg)
+        cg.call_function(3)
+        cg.pop_top()
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(list.__new__)
+        cg.load_const(self.cls)
+        cg.call_function(1)
+
+    def fill(self, cg: Codegen) -> None:
+        cg.load_const(list.extend)
+        cg.load_local(self.name)
+        ListVariable(list(self.items)).reconstruct(cg)
+        cg.call_function(2)
+        cg.pop_top()
+
+    def __repr__(self) -> str:
+        return f"ListObjectVariable({self.cls.__name__}, {len(self.items)} items)"
 
 
 def fill_dict_object(obj: dict, setitem: Any, items: dict) -> None:
@@ -1755,12 +1822,12 @@ def fill_dict_object(obj: dict, setitem: Any, items: dict) -> None:
 
 
 def storage_method(obj: VariableTracker, static: Any) -> VariableTracker | None:
-    """``static`` (a class attribute of ``obj``'s class) bound to the dict object ``obj`` where it
-    is a C method of its dict base, acting on the storage; None otherwise."""
-    if not isinstance(obj, DictObjectVariable):
+    """``static`` (a class attribute of ``obj``'s class) bound to the container object ``obj``
+    where it is a C method of its builtin base, acting on the storage; None otherwise."""
+    if not isinstance(obj, ContainerObject):
         return None
     for base in obj.cls.__mro__:
-        if base in (dict, collections.OrderedDict):
+        if base in obj.storage_bases:
             name = next((n for n, v in vars(base).items() if v is static), None)
             if name is not None and callable(static):
                 return containers.BoundMethodVariable(obj, name)
@@ -1807,7 +1874,7 @@ def construct_instance(
 
 #: builtin bases whose allocation (``base.__new__(cls)``) the trace models: ``object_new``,
 #: ``builtin_type_new``, ``tuple_type_new``
-_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple)
+_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple, list)
 
 
 def python_new(cls: type) -> types.FunctionType | None:
@@ -1861,14 +1928,14 @@ def init_instance(
 ) -> None:
     """``type(obj).__init__(obj, *args, **kwargs)``, the second step of making ``obj``, whose
     ``__new__`` is not ``object``'s (so ``object.__init__`` takes any arguments): a Python one
-    inlined, a dict base's on the storage of a dict object."""
+    inlined, a builtin container base's on the storage of a container object."""
     cls = cls_vt.as_python_constant()
     init = type_lookup(cls, "__init__")
     if isinstance(init, types.FunctionType):
         result = class_function(tx, cls_vt, "__init__", init, obj).call_function(tx, args, kwargs)
         if not (result.is_python_constant() and result.as_python_constant() is None):
             raise PythonError(TypeError("__init__() should return None"))
-    elif isinstance(obj, DictObjectVariable) and init is type_lookup(obj.cls, "__init__"):
+    elif isinstance(obj, ContainerObject) and init is type_lookup(obj.cls, "__init__"):
         containers.call_method(tx, obj, "__init__", args, kwargs)
     elif init is not OBJECT_INIT:
         raise Unsupported("new_object", f"{cls.__name__}.__init__ is not a Python function")
@@ -2086,6 +2153,60 @@ def _dict_object_setitem(
     _dict_object_item_method(tx, obj, "__setitem__", [key, value])
 
 
+#: list's attributes a subclass may define in Python: its methods, read as attributes (a Python
+#: ``append`` runs where the code calls it; list's C code never calls it), and the steps of making
+#: an object. The dunders that the C code and the tracer read the storage behind (``__len__``,
+#: ``__getitem__``, ``__iter__``, ``__eq__``, ``__add__``, ``__repr__``...) are not modelled.
+_LIST_OVERRIDABLE = frozenset(
+    {"__new__", "__init__", "__class_getitem__", "__init_subclass__"}
+    | {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"}
+    | {n for n in vars(list) if not n.startswith("__")}
+)
+
+
+def list_class_refused(cls: type) -> str | None:
+    """Why instances of the list subclass ``cls`` are not traced as ``ListObjectVariable``s (the
+    same for those made in the trace and those from outside the call), or None."""
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} defines __call__"
+    if type_lookup(cls, "__new__") is not type_lookup(list, "__new__") and python_new(cls) is None:
+        return "it allocates its objects in C"
+    if type_lookup(cls, "__del__") is not MISSING or not has_instance_dict(cls):
+        return "it defines __del__ or __slots__"
+    for klass in cls.__mro__[: cls.__mro__.index(list)]:
+        for name in vars(klass):
+            if name not in _LIST_OVERRIDABLE and hasattr(list, name):
+                return f"it defines {name}"
+    return None
+
+
+def construct_list_object(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user subclass of ``list``: an empty ``ListObjectVariable``
+    (``list.__new__`` ignores the arguments), then ``__init__``: the class's Python one inlined,
+    or list's on the storage."""
+    obj = new_list_object(tx, cls_vt)
+    init_instance(tx, cls_vt, obj, args, kwargs)
+    return obj
+
+
+def new_list_object(tx: Translator, cls_vt: VariableTracker) -> ListObjectVariable:
+    """A blank ``ListObjectVariable`` of the user list class ``cls_vt``, as ``list.__new__``
+    makes it (empty, whatever the arguments)."""
+    cls = cls_vt.as_python_constant()
+    why = list_class_refused(cls)
+    if why is not None:
+        raise Unsupported("new_object", f"creating a {cls.__name__} object: {why}")
+    effects = tx.output.side_effects
+    obj = ListObjectVariable([], cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    effects.track_new(obj)
+    return obj
+
+
 def _takes_mapping() -> bool:
     """Does this Python's ``SimpleNamespace`` take a positional mapping (3.13 does)?"""
     try:
@@ -2182,14 +2303,14 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
     string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; other values break the graph."""
-    objects = (UserObjectVariable, DictObjectVariable)
+    objects = (UserObjectVariable, ContainerObject)
     cls = obj.python_type() if isinstance(obj, objects) else None
     if cls is not None and issubclass(cls, nn.Module):
         cls = None  # a module's text reads its whole tree: left to Python
     if cls is not None and name == "__str__" and type_lookup(cls, name) is object.__str__:
         name = "__repr__"
     if cls is not None and isinstance(type_lookup(cls, name), types.FunctionType):
-        if isinstance(obj, DictObjectVariable):  # its methods are its attributes' (inlined)
+        if isinstance(obj, ContainerObject):  # its methods are its attributes' (inlined)
             result = obj.var_getattr(tx, name).call_function(tx, [], {})
         else:
             result = obj.call_method(tx, name, [], {})
@@ -2242,7 +2363,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     if name == "__dict__" and (
         isinstance(static, types.GetSetDescriptorType) or static is _NAMESPACE_DICT
     ):
-        own = obj.own_attributes(tx) if isinstance(obj, DictObjectVariable) else {}
+        own = obj.own_attributes(tx) if isinstance(obj, ContainerObject) else {}
         return effects.instance_dict(
             obj, lambda items: InstanceDictVariable({**own, **items}, owner=obj)
         )
@@ -2261,7 +2382,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     pending = effects.load_attr(obj, name)
     if pending is not None:
         return pending
-    own = obj.own_attribute(tx, name) if isinstance(obj, DictObjectVariable) else None
+    own = obj.own_attribute(tx, name) if isinstance(obj, ContainerObject) else None
     if own is not None:
         return own
     if static is not MISSING:
@@ -2276,7 +2397,7 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
     bound = storage_method(obj, hook)  # ``__getattr__ = dict.__getitem__``
     if bound is not None:
         return bound.call_function(tx, [ConstantVariable(name)], {})
-    if isinstance(obj, DictObjectVariable):
+    if isinstance(obj, ContainerObject):
         if obj.cls_vt.source is not None:
             tx.output.assume_class_lacks(obj.cls_vt.source, (name, "__getattr__"))
         error = f"'{cls.__name__}' object has no attribute '{name}'"
@@ -2361,7 +2482,7 @@ def store_attribute(
     effects = tx.output.side_effects
     if isinstance(obj, ClassVariable) and obj.source is not None:
         _store_class_attribute(tx, obj, name, value)
-    elif isinstance(obj, (NamedTupleObjectVariable, DictObjectVariable)) or (
+    elif isinstance(obj, (NamedTupleObjectVariable, ContainerObject)) or (
         isinstance(obj, UserObjectVariable) and (obj.source is not None or effects.is_new(obj))
     ):
         cls = obj.python_type()
@@ -2541,7 +2662,7 @@ def _deletable(tx: Translator, obj: VariableTracker) -> bool:
     Python class reached from outside the function."""
     if isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj):
         return True
-    if isinstance(obj, DictObjectVariable):  # made in the trace, or from outside it
+    if isinstance(obj, ContainerObject):  # made in the trace, or from outside it
         return obj.real is not None or tx.output.side_effects.is_new(obj)
     return type(obj) is UserObjectVariable and obj.source is not None
 
@@ -2564,7 +2685,7 @@ def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
         return
     hook = type_lookup(cls, "__delattr__")
     raw = hook is not _OBJECT_DELATTR and hook not in _GENERIC_DELATTR
-    real = obj.real if isinstance(obj, DictObjectVariable) else obj.value
+    real = obj.real if isinstance(obj, ContainerObject) else obj.value
     _delete_existing(tx, obj, obj, real, name, missing, raw)
 
 
@@ -2732,7 +2853,7 @@ def vars_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     new = isinstance(obj, NewObjectVariable) and tx.output.side_effects.is_new(obj)
     if obj.source is not None and isinstance(getattr(obj, "value", None), nn.Module):
         return dispatch.getattr_(tx, obj, "__dict__")  # the module family's view of it
-    if isinstance(obj, DictObjectVariable):
+    if isinstance(obj, ContainerObject):
         return obj.var_getattr(tx, "__dict__")
     if not (new or type(obj) is UserObjectVariable or isinstance(obj, TupleVariable)):
         raise Unsupported("builtin", f"vars() on {obj}")
@@ -2770,7 +2891,7 @@ def object_setattr(
     tx: Translator, obj: VariableTracker, name: VariableTracker, value: VariableTracker
 ) -> VariableTracker:
     """``object.__setattr__(obj, name, value)`` (frozen dataclasses, ``__setattr__`` overrides)."""
-    kinds = (UserObjectVariable, NamedTupleObjectVariable, DictObjectVariable)
+    kinds = (UserObjectVariable, NamedTupleObjectVariable, ContainerObject)
     if not isinstance(obj, kinds) or issubclass(obj.python_type(), nn.Module):
         raise Unsupported("store_attr", f"object.__setattr__ on {obj}")
     if obj.source is None and not tx.output.side_effects.is_new(obj):
@@ -2805,8 +2926,8 @@ def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) ->
 # where CPython does. ``__new__`` of a builtin type called with that exact type (``int.__new__(int,
 # "7")``, ``list.__new__(list)``) makes what the type's allocation makes: the value for an immutable
 # type (folded), an empty container for a mutable one (whose ``__init__`` is not run); with a user
-# dict class, a blank ``DictObjectVariable``. Other forms (a subclass of another builtin type, a
-# class with its own allocation in C) break the graph.
+# dict or list class, a blank ``DictObjectVariable`` or ``ListObjectVariable``. Other forms (a
+# subclass of another builtin type, a class with its own allocation in C) break the graph.
 
 #: builtin types whose ``__new__`` makes the whole value from its arguments (``tuple.__new__``
 #: is ``functions.py``'s)
@@ -2826,6 +2947,8 @@ def builtin_type_new(
     user_dict = cls is not None and issubclass(cls, dict) and containers.is_user_dict(cls)
     if fn.__self__ is dict and user_dict:
         return new_dict_object(tx, args[0])
+    if fn.__self__ is list and cls is not None and cls is not list and issubclass(cls, list):
+        return new_list_object(tx, args[0])
     if cls is None or cls is not fn.__self__:
         return None  # a subclass (or no class): its instances are not modelled here
     if cls in _MUTABLE:

@@ -1404,15 +1404,21 @@ def concat(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTrac
     if len(args) != 2:
         return None
     seq, other = args
-    kind = seq.python_type() if isinstance(seq, sequences) else None
+    kind = _concat_kind(seq) if isinstance(seq, sequences) else None
     if op is operator.iconcat and kind is list:
         return call_container_method(tx, seq, "extend", [other], {}) and seq
-    if kind in (list, tuple) and isinstance(other, sequences) and other.python_type() is kind:
+    if kind in (list, tuple) and isinstance(other, sequences) and _concat_kind(other) is kind:
         return _sequence_op(tx, operator.add, args)
     error = _sequence_error(tx, op, args)
     if error is not None:
         raise PythonError(error)
     return None
+
+
+def _concat_kind(vt: VariableTracker) -> type:
+    """The type whose concatenation ``vt`` takes part in: ``list`` for an object of a user list
+    class (which keeps list's), else its own type."""
+    return list if isinstance(vt, objects.ListObjectVariable) else vt.python_type()
 
 
 @operator_rule(operator.setitem)
@@ -1964,11 +1970,11 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     if isinstance(obj, (TupleVariable, ListVariable)):
         try:
             if isinstance(index, slice):
-                return (
-                    obj.clone(items=obj.items[index], source=None)
-                    if isinstance(obj, ListVariable)
-                    else TupleVariable(obj.items[index], is_size=obj.is_size)
-                )
+                if isinstance(obj, TupleVariable):
+                    return TupleVariable(obj.items[index], is_size=obj.is_size)
+                if issubclass(obj.python_type(), list):  # a list subclass's slice: a list
+                    return ListVariable(obj.items[index])
+                return obj.clone(items=obj.items[index], source=None)
             return obj.items[index]
         except (IndexError, TypeError):
             # CPython's message names the sequence's type ("tuple index out of range")
@@ -3277,6 +3283,8 @@ def construct_class(
         return construct_builtin_like(tx, cls, args, kwargs)
     if issubclass(cls, dict) and containers.is_user_dict(cls):  # ``class AttrDict(dict)``
         return objects.construct_dict_object(tx, cls_vt, args, kwargs)
+    if issubclass(cls, list):  # ``class Batch(list)``
+        return objects.construct_list_object(tx, cls_vt, args, kwargs)
     if cls is types.SimpleNamespace:
         return objects.construct_namespace(tx, cls_vt, args, kwargs)
     if cls is weakref.ref:
