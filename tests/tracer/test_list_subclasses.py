@@ -127,7 +127,38 @@ def _passed_to_callee(x):
     return xs[-1] * n, xs
 
 
-MADE = [_plain, _with_methods, _own_init, _own_new, _passed_to_callee]
+def _unbound_list_methods(x):
+    xs = Plain([1, 2])
+    list.append(xs, x)
+    list.extend(xs, [3])
+    return x + len(xs), list.index(xs, 2), xs
+
+
+def _copied_reversed_compared(x):
+    xs = Plain(range(3))
+    ys = Plain(xs)
+    ys.reverse()
+    return x * ys.count(1), xs == ys, xs is ys, sorted(ys) == xs, ys
+
+
+def _attributes_read_and_deleted(x):
+    xs = WithMethods([i * 2 for i in range(3)])
+    xs.flag = 1
+    seen = dict(vars(xs))
+    del xs.flag
+    return x + max(xs), getattr(xs, "flag", 7), seen, xs.__class__ is WithMethods, str(xs), xs
+
+
+MADE = [
+    _plain,
+    _with_methods,
+    _own_init,
+    _own_new,
+    _passed_to_callee,
+    _unbound_list_methods,
+    _copied_reversed_compared,
+    _attributes_read_and_deleted,
+]
 
 
 @pytest.mark.parametrize("fn", MADE)
