@@ -152,3 +152,22 @@ def test_probe_undoes_and_reports_a_global_state_change():
         torch.set_default_dtype(torch.float64)
     assert probe.state_changed == ["default dtype"]
     assert torch.get_default_dtype() is torch.float32
+
+
+def test_trace_fakes_run_without_torchs_dispatch_cache():
+    """The trace's fake mode leaves torch's fake-tensor dispatch cache alone (no lookups, no
+    entries: each entry costs a second fake output, and in a trace the cache seldom hits), and
+    operators the short way does not decide still get their fake results from torch."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def counts():
+        bypasses = sum(FakeTensorMode.cache_bypasses.values())
+        return FakeTensorMode.cache_hits, FakeTensorMode.cache_misses, bypasses
+
+    def fn(x, mask):
+        return x[mask].cumsum(0), torch.linalg.vector_norm(x, dim=1).cummax(0).values
+
+    x, mask = torch.randn(6, 3), torch.tensor([True, False, True, True, False, True])
+    before = counts()
+    assert_same(bytegraph.compile(fn, backend="eager")(x, mask), fn(x, mask))
+    assert counts() == before
