@@ -185,8 +185,8 @@ def _in_place_concat(x):
 
 def test_in_place_concat_keeps_the_object():
     # no torch.compile baseline: torch.compile (2.13) runs this function in Python ("Unsupported
-    # python_type() call"); where it compiles ``+=`` on such an object (after ``xs[0] = ...``) it
-    # makes ``xs`` a plain list and raises AttributeError reading ``xs.note``
+    # python_type() call"); in other code where it compiles ``+=`` on such an object, it makes
+    # ``xs`` a plain list and raises AttributeError reading ``xs.note`` after it
     check_breaks(_in_place_concat, lambda: (torch.randn(3),), graphs=1, breaks=0)
     compiled, _ = compile_counted(_in_place_concat)
     x = torch.randn(3)
