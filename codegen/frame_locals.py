@@ -134,8 +134,6 @@ class FrameReader:
 
 #: The file name of the entry functions (``tracer/entry.py``): frames no user code has.
 ENTRY_FILE = "<bytegraph entry "
-#: The name of every resume function (``codegen/resume.py``) starts so.
-RESUME_NAME = "__resume_at_"
 
 
 #: The local in which rewritten code keeps, while a callee's resume function runs, the callers of
@@ -173,7 +171,7 @@ def user_frames(
             if WAITING in code.co_varnames:
                 yield from frame.f_locals.get(WAITING) or ()
             yield frame
-            continued = key if code.co_name.startswith(RESUME_NAME) else None
+            continued = key if code in _FRAMES else None  # a resume function
         frame = frame.f_back
 
 

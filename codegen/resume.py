@@ -5,8 +5,9 @@
 argument, which must stay ``self``): its prefix pushes the stack arguments back, then jumps to
 instruction ``index`` of the original code; from there the original instructions (and their
 exception table) run unchanged, but for 3.13's two-local instructions, spelled as two (see
-``_PAIRS``). Named ``__resume_at_{index}_{number}``. ``resume_origin`` maps an instruction of a
-resume function back to the original function (through its ``ResumeOrigin``).
+``_PAIRS``). Named ``__resume_at_{index}_{number}`` (its code keeps the template's name).
+``resume_origin`` maps an instruction of a resume function back to the original function (through
+its ``ResumeOrigin``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from typing import Any
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import exception_table, frame_locals
-from .frame_locals import RESUME_NAME, UserFrame
+from .frame_locals import UserFrame
 from .pyversion import CALL_NEEDS_PRECALL, LOAD_ATTR_TAKES_METHOD_FLAG, NULL_ABOVE_CALLABLE
 from .transform import make_function
+
+#: The name of every resume function starts so.
+RESUME_NAME = "__resume_at_"
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ def make_resume(
         prologue=False,
         globals_=globals_,
         compute_exception_depths=not depths_known,
+        # its frames run the user's function: tracebacks, logging's ``funcName`` and
+        # ``f_code.co_name`` name that function, as in eager (the function keeps ``name``)
+        code_name=(code.co_name, code.co_qualname),
     )
     n_prefix = sum(isinstance(item, Instr) for item in prefix)
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix

@@ -38,6 +38,7 @@ def make_function(
     globals_: dict[str, Any] | None = None,
     compute_exception_depths: bool = True,
     freevars: tuple[str, ...] | None = None,
+    code_name: tuple[str, str] | None = None,
 ) -> types.FunctionType:
     """A function running ``instrs`` whose globals and closure come from ``template``.
 
@@ -46,15 +47,15 @@ def make_function(
     extra free variables, loaded with ``LOAD_DEREF name``. With ``prologue=False`` ``instrs``
     already start with the code's own ``COPY_FREE_VARS``/``MAKE_CELL``/``RESUME`` (resume functions
     reuse the original's). ``freevars``: the template's free variables it keeps (all by default),
-    closing over the template's cells of those.
+    closing over the template's cells of those. ``code_name``: the code's ``co_name`` and
+    ``co_qualname`` (``name`` by default), what tracebacks and frames show.
     """
     func = template if isinstance(template, types.FunctionType) else None
     code = func.__code__ if func else template
     kept = code.co_freevars if freevars is None else freevars
     free = list(kept) + list(cells)
     bc = Bytecode((_prologue(len(free)) if prologue else []) + list(instrs))
-    bc.name = name
-    bc.qualname = name
+    bc.name, bc.qualname = code_name or (name, name)
     bc.filename = code.co_filename
     bc.first_lineno = first_lineno if first_lineno is not None else code.co_firstlineno
     bc.freevars = free
@@ -91,6 +92,7 @@ def make_function(
     if globals_ is None:
         globals_ = func.__globals__ if func else {}
     fn = types.FunctionType(new_code, globals_, name, None, closure or None)
+    fn.__qualname__ = name  # (its code's by default)
     if func is not None and argnames is None:
         fn.__defaults__ = func.__defaults__
         fn.__kwdefaults__ = func.__kwdefaults__

@@ -160,7 +160,12 @@ def _finish(
     finally:
         for vt, source in swapped:
             vt.source = source
-    new_fn = make_function(fn, cg.instrs, name=fn.__name__, cells=cg.cells)
+    code = (
+        fn.__code__
+    )  # the frames show the function's own code name (a resume function's: the user's)
+    new_fn = make_function(
+        fn, cg.instrs, name=fn.__name__, cells=cg.cells, code_name=(code.co_name, code.co_qualname)
+    )
     if reason is not None and callee is not None and continues_in_callee(frames, reason):
         reason = None  # reported by the callee's own compile (``callees.py``)
     breaks = [reason.detach()] if reason is not None else []

@@ -9,12 +9,17 @@ Each case is compared with eager CPython."""
 from __future__ import annotations
 
 import functools
+import logging
 import sys
+import traceback
 import warnings
 
+import pytest
 import torch
 from bytegraph.codegen.pyversion import LOCALS_SNAPSHOT
 from difftest import assert_same, check_breaks, compile_counted
+
+import bytegraph
 
 
 def randn(*shape):
@@ -298,3 +303,58 @@ def test_getframe_counts_the_user_frames():
     # the frames ``sys._getframe`` reads are traced (the frame and the resume function's): only
     # ``print`` breaks
     check_breaks(fn, randn(3), graphs=2, breaks=1)
+
+
+def _raises_after_a_break(x):
+    y = x + 1
+    print("between")
+    raise ValueError(f"at {y.shape}")
+
+
+def _logs_after_a_break(x, log):
+    y = x + 1
+    print("between")
+    log.append((sys._getframe(0).f_code.co_name, sys._getframe(0).f_code.co_qualname))
+    return y * 2
+
+
+def test_code_after_a_break_runs_in_frames_named_as_the_users():
+    """The code a break resumes runs in generated frames (the rewritten function's, a resume
+    function's) whose code carries the user's function's name: a traceback, logging's funcName
+    and ``f_code.co_name`` show the name eager shows (they showed ``__resume_at_<n>``)."""
+    compiled = bytegraph.compile(_raises_after_a_break, backend="eager")
+    for _ in range(2):
+        with pytest.raises(ValueError) as caught:
+            compiled(torch.ones(2))
+        last = traceback.extract_tb(caught.value.__traceback__)[-1]
+        assert (last.name, last.lineno) == (
+            "_raises_after_a_break",
+            _raises_after_a_break.__code__.co_firstlineno + 3,
+        )
+
+    expected, seen = [], []
+    _logs_after_a_break(torch.ones(2), expected)
+    compiled = bytegraph.compile(_logs_after_a_break, backend="eager")
+    for _ in range(2):
+        compiled(torch.ones(2), seen)
+    assert seen == expected * 2
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("bytegraph-test-frames")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    def logs(x):
+        y = x + 1
+        print("between")
+        logger.info("after")
+        return y
+
+    try:
+        logs(torch.ones(1))
+        bytegraph.compile(logs, backend="eager")(torch.ones(1))
+    finally:
+        logger.removeHandler(handler)
+    assert [r.funcName for r in records] == ["logs", "logs"]
