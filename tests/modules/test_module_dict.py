@@ -424,7 +424,14 @@ def test_whole_dict_reads_and_writes_are_eager_and_do_not_break(fn):
     assert frames[2] == frames[3], frames  # identical calls compile nothing
     report = bytegraph.explain(fn)(copy.deepcopy(fresh), x)
     assert report.graph_break_count == 0, report.break_reasons
-    assert_no_more_breaks(0, fn, copy.deepcopy(fresh), x)
+    assert_no_more_breaks(
+        0,
+        fn,
+        copy.deepcopy(fresh),
+        x,
+        baseline_missing="torch 2.11's Dynamo runs some of these calls in Python (a method of the "
+        "module's __dict__, hasattr on the module)",
+    )
 
 
 def files_a_parameter(m, x):

@@ -75,7 +75,12 @@ READS = [
 @pytest.mark.parametrize("fn", READS)
 def test_class_namespace_read(fn):
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, torch.randn(3))
+    assert_no_more_breaks(
+        0,
+        fn,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo runs the call in Python (a mappingproxy's method)",
+    )
 
 
 @pytest.mark.parametrize("fn", READS)

@@ -164,7 +164,12 @@ MADE = [
 @pytest.mark.parametrize("fn", MADE)
 def test_list_subclass_made_in_the_trace(fn):
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, torch.randn(3))
+    assert_no_more_breaks(
+        0,
+        fn,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo runs the call in Python (a list subclass's method)",
+    )
 
 
 @pytest.mark.parametrize("fn", MADE)

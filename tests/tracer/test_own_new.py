@@ -88,7 +88,12 @@ def _copied_and_unpacked(x):
 )
 def test_dict_subclass_with_own_new_made_in_the_trace(fn):
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, torch.randn(3))
+    assert_no_more_breaks(
+        0,
+        fn,
+        torch.randn(3),
+        baseline_missing="torch 2.11's Dynamo runs the call in Python (a dict subclass's method)",
+    )
 
 
 @pytest.mark.parametrize(
