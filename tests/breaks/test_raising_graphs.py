@@ -12,9 +12,11 @@ baseline here: the break counts are this design's.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
-from difftest import check_breaks
+from difftest import check_breaks, compile_counted
 
 import bytegraph
 
@@ -146,3 +148,34 @@ def test_a_draw_made_before_the_graph_never_comes_before_an_index():
         assert torch.equal(state, eager_state)
         assert (eager is None and actual is None) or torch.equal(actual, eager)
     assert "effect_order" in str(bytegraph.explain(index_then_draw)(*args))
+
+
+def write_then_broadcast_into_an_operand(y, k):
+    """``out=y`` where ``y`` is also an operand and cannot take the broadcast shape ``[1, n]``: on
+    symbolic sizes the fake kernel resizes ``y`` where the real one raises, after a write into an
+    input (fuzz seed 9955004: a cell stored before it kept its old value)."""
+    G.append(1)
+    v = k.unsqueeze(0)
+    a = v * 2
+    v.mul_(-1)
+    return torch.add(y, a, out=y)
+
+
+def test_a_write_into_an_input_of_symbolic_size_is_put_back_and_the_call_reruns():
+    """Whether an input is small enough to copy before each call is decided on that call's
+    tensor where its size is symbolic in the trace (it was left unsaved: the raise kept the
+    write, and the side effects waiting for the graph were lost). Run by hand: ``check_breaks``
+    turns the fake kernel's resize warning into an error, which breaks before the ``add``."""
+    compiled, counter = compile_counted(write_then_broadcast_into_an_operand, dynamic=True)
+    for n in (3, 5, 4):
+        runs = []
+        for fn in (write_then_broadcast_into_an_operand, compiled):
+            G.clear()
+            y, k = torch.zeros(n), torch.ones(n)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the fake kernel's resize warning
+                with pytest.raises(RuntimeError) as raised:
+                    fn(y, k)
+            runs.append((str(raised.value), list(G), y.tolist(), k.tolist()))
+        assert runs[1] == runs[0]
+    assert counter.frame_count == 1  # one graph for every size: the reruns used it

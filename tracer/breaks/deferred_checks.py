@@ -418,6 +418,8 @@ SAVED_NUMEL = 4096
 
 
 def _saved(example: torch.Tensor) -> bool:
+    """Is ``example`` copied before each call (where its size is symbolic: not at trace time;
+    ``RerunOnError`` decides on the tensor of each call)?"""
     numel = example.numel()
     return isinstance(numel, int) and numel <= SAVED_NUMEL and example.layout is torch.strided
 
@@ -432,48 +434,49 @@ def _written(output: OutputGraph) -> list[TensorVariable]:
     ]
 
 
-def written_positions(output: OutputGraph) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def written_positions(output: OutputGraph) -> tuple[int, ...]:
     """The positions among the graph's inputs of those it writes into (as such or through a
-    view): those copied before each call (small), and those whose version counters only tell
-    whether the graph got to them."""
+    view)."""
     written = {id(vt) for vt in _written(output)}
-    positions = [(i, vt) for i, vt in enumerate(output.inputs.values()) if id(vt) in written]
-    saved = tuple(i for i, vt in positions if _saved(vt.example))
-    return saved, tuple(i for i, _ in positions if i not in saved)
+    return tuple(i for i, vt in enumerate(output.inputs.values()) if id(vt) in written)
 
 
 class RerunOnError:
     """A compiled graph whose exception becomes ``Rerun`` (after the default generators' states,
     if it draws from them, are put back), unless it wrote into an input it cannot put back before
-    it raised. ``saved``: the positions of the small inputs it writes into, copied before each call
-    and put back; ``watched``: those of the others, whose version counters tell whether the graph
-    got to them."""
+    it raised. ``written``: the positions of the inputs it writes into; at each call the small ones
+    (``SAVED_NUMEL``: decided on that call's tensors, whose sizes may be symbolic in the trace) are
+    copied and put back, the others' version counters tell whether the graph got to them."""
 
-    __slots__ = ("__name__", "fn", "random", "saved", "watched", "writes")
+    __slots__ = ("__name__", "fn", "random", "written")
 
-    def __init__(self, fn: Any, name: str, random: bool, written: tuple) -> None:
-        self.fn, self.__name__, self.random = fn, name, random
-        self.saved, self.watched = written
-        self.writes = bool(self.saved or self.watched)  #: else nothing to read per call
+    def __init__(self, fn: Any, name: str, random: bool, written: tuple[int, ...]) -> None:
+        self.fn, self.__name__, self.random, self.written = fn, name, random, written
 
     def __call__(self, *args: Any) -> Any:
         state = save_rng() if self.random else None
-        before = self._before(args) if self.writes else None
+        before = self._before(args) if self.written else None
         try:
             return self.fn(*args)
         except Exception:
-            if self.writes and not self._undone(args, before):
+            if self.written and not self._undone(args, before):
                 raise  # it wrote into an input it cannot put back: running it again would show
             if state is not None:
                 restore_rng(state)
             raise Rerun from None
 
     def _before(self, args: tuple) -> tuple | None:
-        """The version counters of the watched inputs and ``(position, version, copy)`` of the
-        saved ones (None if one is an inference tensor, which has no version counter)."""
+        """``(position, version)`` of the large inputs written and ``(position, version, copy)``
+        of the small ones (None if one is an inference tensor, which has no version counter)."""
         try:
-            versions = [args[i]._version for i in self.watched]
-            return versions, [(i, args[i]._version, args[i].detach().clone()) for i in self.saved]
+            watched, copies = [], []
+            for i in self.written:
+                t = args[i]
+                if t.layout is torch.strided and t.numel() <= SAVED_NUMEL:
+                    copies.append((i, t._version, t.detach().clone()))
+                else:
+                    watched.append((i, t._version))
+            return watched, copies
         except RuntimeError:
             return None
 
@@ -482,9 +485,9 @@ class RerunOnError:
         wrote into put back?"""
         if before is None:
             return False
-        versions, copies = before
+        watched, copies = before
         try:
-            if versions != [args[i]._version for i in self.watched]:
+            if any(args[i]._version != version for i, version in watched):
                 return False
             with torch.no_grad():
                 for i, version, copy in copies:
