@@ -2086,18 +2086,28 @@ def dict_class_refused(cls: type, made: bool = True) -> str | None:
     bases = (dict, collections.OrderedDict) if made else (*_DICT_OBJECT_BASES, dict)
     if base not in bases:
         return f"a subclass of {base.__name__}"
-    if type(cls).__call__ is not type.__call__:
-        return f"its metaclass {type(cls).__name__} defines __call__"
     for name in ("__getattribute__", "__delattr__"):
         if type_lookup(cls, name) is not type_lookup(base, name):
             return f"it defines {name}"
+    return _container_class_refused(cls, base, _DICT_OVERRIDABLE, ("__missing__",))
+
+
+def _container_class_refused(
+    cls: type, base: type, overridable: frozenset[str], extra: tuple[str, ...] = ()
+) -> str | None:
+    """Why instances of ``cls``, a user subclass of the builtin container ``base``, are not traced
+    as the container's storage plus attributes, or None: a metaclass ``__call__``, an allocation in
+    C, ``__del__`` or ``__slots__``, or an attribute of ``base`` (or one of ``extra``, which
+    ``base``'s C code calls) that the class defines outside ``overridable``."""
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} defines __call__"
     if type_lookup(cls, "__new__") is not type_lookup(base, "__new__") and python_new(cls) is None:
         return "it allocates its objects in C"
     if type_lookup(cls, "__del__") is not MISSING or not has_instance_dict(cls):
         return "it defines __del__ or __slots__"
     for klass in cls.__mro__[: cls.__mro__.index(base)]:
         for name in vars(klass):
-            if name not in _DICT_OVERRIDABLE and (hasattr(base, name) or name == "__missing__"):
+            if name not in overridable and (hasattr(base, name) or name in extra):
                 return f"it defines {name}"
     return None
 
@@ -2167,17 +2177,7 @@ _LIST_OVERRIDABLE = frozenset(
 def list_class_refused(cls: type) -> str | None:
     """Why instances of the list subclass ``cls`` are not traced as ``ListObjectVariable``s (the
     same for those made in the trace and those from outside the call), or None."""
-    if type(cls).__call__ is not type.__call__:
-        return f"its metaclass {type(cls).__name__} defines __call__"
-    if type_lookup(cls, "__new__") is not type_lookup(list, "__new__") and python_new(cls) is None:
-        return "it allocates its objects in C"
-    if type_lookup(cls, "__del__") is not MISSING or not has_instance_dict(cls):
-        return "it defines __del__ or __slots__"
-    for klass in cls.__mro__[: cls.__mro__.index(list)]:
-        for name in vars(klass):
-            if name not in _LIST_OVERRIDABLE and hasattr(list, name):
-                return f"it defines {name}"
-    return None
+    return _container_class_refused(cls, list, _LIST_OVERRIDABLE)
 
 
 def construct_list_object(
