@@ -20,7 +20,15 @@ from ..codegen.resume import resume_origin
 from ..codegen.transform import Numbering, make_function
 from ..guards.guard import Guard
 from ..guards.module_tree import traced_modules, tree_guards
-from ..guards.sources import AttrSource, ClosureSource, GlobalSource, LocalSource, Source
+from ..guards.sources import (
+    AttrSource,
+    ClosureSource,
+    DictItemSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    Source,
+)
 from .breaks import deferred_checks
 from .breaks.break_frames import call_start, cells_written_after, live_values, passed_cells
 from .breaks.continuation import ResumeFactory, continues_in_callee, emit_break
@@ -34,6 +42,7 @@ from .variables import iterators
 from .variables.base import VariableTracker, walk
 from .variables.constants import SymNodeVariable
 from .variables.contexts import enter_carried
+from .variables.functions import ClosureCellVariable
 from .variables.iterators import GeneratorVariable
 from .variables.modules import HOOK_TABLES, BlockInput, input_order, plan_inputs
 from .variables.tensors import TensorVariable
@@ -200,17 +209,16 @@ def _preload_stale(
     ``a = obj.w; obj.w = t``, a stored global or cell) must be loaded before the replay: load each
     into a local now and point its ``source`` there until the code is emitted. The replay's own
     targets too (``o = lst[0]; lst.clear(); o.val = 5`` stores into the object the trace saw, not
-    what ``lst[0]`` is by then). Returns what to restore."""
+    what ``lst[0]`` is by then). An attribute is found through many paths (``o.k``,
+    ``o.__dict__['k']``, ``vars(o)['k']``, a class attribute read on an instance, a module's
+    ``__dict__``), so a read of an attribute, or of an item of a ``__dict__``, is stale when the
+    replay stores an attribute of that name on any object. Returns what to restore."""
     effects = output.side_effects
     if not effects:
         return []
     containers = {vt.source for vt in effects.mutated.values()}  # only what lies below them changes
-    changed = {
-        AttrSource(obj.source, name)
-        for obj, name, _ in effects.attr_stores.values()
-        if obj.source is not None
-    }
-    changed |= {GlobalSource(n) for n in effects.global_stores}
+    stored_names = {name for _, name, _ in effects.attr_stores.values()}  # a cell's: cell_contents
+    changed = {GlobalSource(n) for n in effects.global_stores}
     changed |= {ClosureSource(n) for n in effects.cell_stores}
     hooks_removed = bool(effects.hook_removals)  # which tables they change is not known by source
 
@@ -218,6 +226,8 @@ def _preload_stale(
         below = False
         while source is not None:
             if source in changed or (below and source in containers):
+                return True
+            if _attribute_read(source) in stored_names:
                 return True
             if below and hooks_removed and getattr(source, "attr", None) in HOOK_TABLES:
                 return True
@@ -228,6 +238,10 @@ def _preload_stale(
 
     def preload_stale() -> None:
         for vt in walk(values):
+            if isinstance(vt, ClosureCellVariable):  # pushed as the cell, found where it was
+                if (base := vt.cell_source()) is not None and stale(base):
+                    raise Unsupported("closure_store", "a cell found through what the call changes")
+                continue
             source = vt.source
             if source is not None and stale(source):
                 name = f"__bg_pre{len(swapped)}"
@@ -243,6 +257,18 @@ def _preload_stale(
             vt.source = source
         raise
     return swapped
+
+
+def _attribute_read(source: Source) -> str | None:
+    """The attribute name ``source`` reads (``X.name``, ``X.__dict__['name']``), or None."""
+    if isinstance(source, AttrSource):
+        return source.attr
+    if isinstance(source, (ItemSource, DictItemSource)):
+        base = source.base
+        if isinstance(base, AttrSource) and base.attr == "__dict__":
+            key = source.index if isinstance(source, ItemSource) else source.key
+            return key if isinstance(key, str) else None
+    return None
 
 
 def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> bool:

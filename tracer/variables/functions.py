@@ -377,6 +377,8 @@ class UserFunctionVariable(VariableTracker):
         stored = tx.output.side_effects.own_attr(self, self.fn, name)
         if stored is not None:  # set in the trace (a bound method reads its function's)
             return stored
+        if name in ("__closure__", "__defaults__", "__kwdefaults__") and self.source is not None:
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))  # guarded there
         if self.self_vt is None and name in READING_METHODS and name not in vars(self.fn):
             method = getattr(self.fn, name)  # ``f.__repr__``: folded when called
             if reading_method(method):
