@@ -96,6 +96,8 @@ class OutputGraph:
         self.side_effects = SideEffects()
         self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes
+        #: tensors whose text the rewritten code makes after the graph, with their state then
+        self.text_reads: list[tuple[VariableTracker, tuple]] = []
         #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
         self.exc_info: list[VariableTracker] = []
         self.iterator_births: list[Any] = []  #: see ``iterator_rollback``
@@ -153,6 +155,10 @@ class OutputGraph:
         """``key`` is not in the dict ``source`` (a global or an instance attribute that would
         shadow what the trace read)."""
         self.add_guard(kinds.KEY_ABSENT(source, key))
+
+    def assume_member_unshadowed(self, module: Source, name: str) -> None:
+        """``name``, a member of the module ``module``, is no key of its ``__dict__``."""
+        self.add_guard(kinds.MEMBER_UNSHADOWED(AttrSource(module, "__dict__"), name))
 
     def assume_key_present(self, source: Source, key: str) -> None:
         """``key`` is a key of the dict ``source`` (an instance attribute the trace found)."""
@@ -312,6 +318,7 @@ class OutputGraph:
                 raise Unsupported("effect", effects.describe(target, probe))
             if key is not None and not probe.effects and not probe.random:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
+        self._check_text_reads(_name(target))
         deferred_checks.note_op(self, _name(target), fake_args, fake_kwargs, probe)
         made = _untraced_layout(example)
         if made is not None:  # as for inputs (``add_input``): e.g. ``coalesce()``'s fake nnz is 0
@@ -327,6 +334,29 @@ class OutputGraph:
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
         return self._wrap_result(node, example, probe, reread)
+
+    def watch_text(self, tensor: VariableTracker) -> None:
+        """``tensor``'s text is made after the graph (``TextVariable``): it must stay as it is now
+        until then."""
+        self.text_reads.append((tensor, _text_state(tensor.example)))
+
+    def _check_text_reads(self, name: str) -> None:
+        """An operator that changed a tensor whose text waits for the graph (its data, shape or
+        ``requires_grad``, which show in the text) ends the graph before it: the break makes the
+        text first."""
+        for tensor, state in self.text_reads:
+            if _text_state(tensor.example) != state:
+                raise Unsupported(
+                    "text", f"{name} changes {tensor}, whose text is made after the graph"
+                )
+
+    def before_text_state_change(self, what: str) -> None:
+        """``what`` changes torch's state that a tensor's text shows (the default dtype or
+        device, which it names where the tensor's differ): called before the change, it ends the
+        graph there while a text waits for the graph."""
+        if self.text_reads:
+            tensor = self.text_reads[0][0]
+            raise Unsupported("text", f"{what} changes the text of {tensor}, made after the graph")
 
     def _run_fake(
         self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], probe: Any
@@ -613,6 +643,12 @@ def _untraced_layout(example: Any) -> str | None:
         ):
             return "nested" if t.is_nested else str(t.layout)
     return None
+
+
+def _text_state(tensor: torch.Tensor) -> tuple:
+    """What of a tensor its text shows and operators change in place: its version counter (shared
+    by its views: data, shape and strides written) and ``requires_grad``."""
+    return tensor._version, tensor.requires_grad
 
 
 def _name(target: Any) -> str:

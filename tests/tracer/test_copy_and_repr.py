@@ -912,8 +912,9 @@ def _formatted_tensor(x):
     return "{:.2}".format(x + 1)  # noqa: UP032 (str.format itself)
 
 
-def test_str_format_of_a_tensor_needs_its_values():
-    check(_formatted_tensor, torch.tensor(1.5), graphs=1, breaks=1)
+def test_str_format_of_a_tensor_is_made_after_the_graph():
+    check(_formatted_tensor, torch.tensor(1.5), graphs=1, breaks=0)
+    check(_formatted_tensor, torch.tensor(-0.25), graphs=1, breaks=0)
 
 
 _Pair = collections.namedtuple("_Pair", "a b")

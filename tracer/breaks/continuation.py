@@ -44,8 +44,9 @@ from ..opcodes import operand_count
 from ..translator import FrameState
 from ..variables import iterators
 from ..variables.base import NullVariable, VariableTracker, walk
+from ..variables.constants import TextVariable
 from ..variables.contexts import ContextExitVariable
-from ..variables.frames import user_code
+from ..variables.frames import hidden_callers, user_code
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
 from ..variables.modules import NNModuleVariable
@@ -134,6 +135,7 @@ def _emit_break_code(
         cg.lineno = line
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
+    _make_texts_first(cg, frames)
     _note_waiting(cg, frames, 1)
     _call_resume(
         cg,
@@ -157,22 +159,40 @@ def _emit_break_code(
         _emit_exit_handler(cg, protect.target, exits[0])
 
 
+def _make_texts_first(cg: Codegen, frames: list[FrameState]) -> None:
+    """The texts of tensors that the callers hold (``TextVariable``) are made before the callee's
+    code runs on, which may change their tensors; the callers' resume calls load them
+    (``build_once``)."""
+    live = live_by_frame(frames)
+    held = [vt for f in frames[1:] for vt in [*f.stack, *(f.locals[n] for n in live[id(f)])]]
+    for vt in walk(held):
+        if isinstance(vt, TextVariable):
+            vt.reconstruct(cg)
+            cg.pop_top()
+
+
 def _note_waiting(cg: Codegen, frames: list[FrameState], depth: int) -> None:
     """Before the resume function of ``frames[depth - 1]`` runs: the callers between it and the
     rewritten code's own frame wait for it, with no frame of their own yet, and a warning's
-    ``stacklevel`` counts them (``frame_locals.WAITING``). Nothing where there are none now and
-    were none before."""
-    if len(frames) < 3:
+    ``stacklevel`` counts them (``frame_locals.WAITING``); so do the frames of ``nn.Module``'s
+    call above a ``forward`` (``frames.hidden_callers``), which the trace never runs. Nothing
+    where there are none now and were none before."""
+    if len(frames) < 3 and not any(hidden_callers(f.tx) for f in frames[:-1]):
         return
-    waiting = tuple(
-        WaitingFrame(
-            f.tx.code.co_filename,
-            f.tx.instructions[f.index].lineno or f.tx.code.co_firstlineno,
-            f.tx.f_globals.get("__name__", "<string>"),
-        )
-        for f in frames[depth:-1]
-    )
-    cg.load_const(waiting)
+    waiting: list[WaitingFrame] = []
+    for f in frames[depth - 1 : -1]:
+        if f is not frames[depth - 1]:
+            waiting.append(
+                WaitingFrame(
+                    f.tx.code.co_filename,
+                    f.tx.instructions[f.index].lineno or f.tx.code.co_firstlineno,
+                    f.tx.f_globals.get("__name__", "<string>"),
+                    user_code(f.tx),
+                )
+            )
+        hidden = hidden_callers(f.tx) or ()
+        waiting += [WaitingFrame(h.code.co_filename, h.lineno, h.module, h.code) for h in hidden]
+    cg.load_const(tuple(waiting))
     cg.store_local(WAITING)
 
 

@@ -10,7 +10,7 @@ from bytecode import Instr
 from ..exc import Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
-from ..variables.constants import ConstantVariable, make_slice
+from ..variables.constants import ConstantVariable, joined_text, make_slice
 from ..variables.containers import (
     DictVariable,
     ListVariable,
@@ -65,8 +65,8 @@ def build_const_key_map(tx: Translator, inst: Instr) -> None:
 
 @handler("BUILD_STRING", pops=lambda inst: inst.arg)
 def build_string(tx: Translator, inst: Instr) -> None:
-    """(s1 ... sn -- joined)"""
-    tx.push(ConstantVariable("".join(v.as_python_constant() for v in tx.popn(inst.arg))))
+    """(s1 ... sn -- joined)  strings, or texts made after the graph (``TextVariable``)"""
+    tx.push(joined_text(tx.popn(inst.arg)))
 
 
 @handler("BUILD_SLICE")

@@ -1,8 +1,9 @@
 """Python values known at trace time: ``ConstantVariable`` (folded: operations on it are computed
 by CPython during the trace), ``SymNodeVariable`` (a symbolic int/float/bool recorded in the graph),
-``SliceVariable`` (a slice with a non-constant bound, ``make_slice``) and the ids of objects
-(``id(a) == id(b)`` as ``a is b``). The bottom family: it imports no other. What operations on
-these mean lives in ``operations.py``.
+``SliceVariable`` (a slice with a non-constant bound, ``make_slice``), the ids of objects
+(``id(a) == id(b)`` as ``a is b``) and the texts of tensors made after the graph
+(``TextVariable``). The bottom family: it imports no other. What operations on these mean lives
+in ``operations.py``.
 """
 
 from __future__ import annotations
@@ -299,9 +300,12 @@ def _module_function(value: Any) -> bool:
 FORMATTING_METHODS = frozenset({(str, "format")})
 
 
-def _formatted(tx: Translator, vt: VariableTracker) -> Any:
-    """``vt``'s value for a formatting method: a constant's own, else ``_FormattedValue``."""
-    return vt.as_python_constant() if vt.is_python_constant() else _FormattedValue(tx, vt)
+def _formatted(tx: Translator, vt: VariableTracker, texts: list[TextVariable]) -> Any:
+    """``vt``'s value for a formatting method: a constant's own, else ``_FormattedValue`` (the
+    texts made after the graph that it gives are collected in ``texts``)."""
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    return _FormattedValue(tx, vt, texts)
 
 
 _OBJECT_FORMAT = object.__dict__["__format__"]
@@ -310,14 +314,17 @@ _OBJECT_FORMAT = object.__dict__["__format__"]
 class _FormattedValue:
     """A value not known at trace time, as a formatting method sees it: each conversion it asks
     for is the traced builtin's result (a user ``__repr__`` inlined, in CPython's order), which
-    must be a constant; anything else breaks the graph."""
+    must be a constant or a text made after the graph (``TextVariable``: given to the method as
+    a mark, put back in its result by ``_unmarked``); anything else breaks the graph."""
 
-    def __init__(self, tx: Translator, vt: VariableTracker) -> None:
-        self._tx, self._vt = tx, vt
+    def __init__(self, tx: Translator, vt: VariableTracker, texts: list[TextVariable]) -> None:
+        self._tx, self._vt, self._texts = tx, vt, texts
 
     def _text(self, fn: Any, *args: Any) -> str:
         extra = [ConstantVariable(a) for a in args]
         result = dispatch.call_builtin(self._tx, fn, [self._vt, *extra], {})
+        if isinstance(result, TextVariable):
+            return _marked(self._texts, result)
         if not (result.is_python_constant() and type(result.as_python_constant()) is str):
             raise Unsupported("call", f"{fn.__name__}() of {self._vt} is not known in the trace")
         return result.as_python_constant()
@@ -339,10 +346,11 @@ class _FormattedValue:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # a protocol the formatting method probes: not modelled
             raise Unsupported("call", f"a formatting method asks {self._vt} for {name}")
-        return _formatted(self._tx, dispatch.getattr_(self._tx, self._vt, name))
+        return _formatted(self._tx, dispatch.getattr_(self._tx, self._vt, name), self._texts)
 
     def __getitem__(self, key: Any) -> Any:
-        return _formatted(self._tx, dispatch.getitem(self._tx, self._vt, ConstantVariable(key)))
+        item = dispatch.getitem(self._tx, self._vt, ConstantVariable(key))
+        return _formatted(self._tx, item, self._texts)
 
 
 def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
@@ -421,10 +429,11 @@ class ConstantVariable(ConstantLikeVariable):
         if not constant and (type(owner), self.value.__name__) not in FORMATTING_METHODS:
             self._reject_indices(args, kwargs)
             raise Unsupported("call", f"{self.value.__qualname__} on non-constant arguments")
+        texts: list[TextVariable] = []
         try:
             result = self.value(
-                *[_formatted(tx, a) for a in args],
-                **{k: _formatted(tx, v) for k, v in kwargs.items()},
+                *[_formatted(tx, a, texts) for a in args],
+                **{k: _formatted(tx, v, texts) for k, v in kwargs.items()},
             )
         except (Unsupported, TracedException):  # from a traced conversion of an argument
             raise
@@ -435,7 +444,7 @@ class ConstantVariable(ConstantLikeVariable):
             raise Unsupported("call", f"{self.value.__qualname__} gives a {type(result).__name__}")
         if type(result) in READ_ONLY_C_METHODS:  # ``h.copy()``: a new one, read here in turn
             return ConstantVariable(result)
-        return tx.fold(result)
+        return _unmarked(tx, result, texts)
 
     def _reject_indices(self, args: list[VariableTracker], kwargs: dict) -> None:
         """A method whose arguments are all indices (``INDEX_METHODS``) called with values whose
@@ -538,6 +547,136 @@ class ObjectIdVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ObjectIdVariable({self.of!r})"
+
+
+@dataclass(eq=False)
+class MethodHashVariable(VariableTracker):
+    """``hash(method)`` of a C method bound to an object the trace has no address for (a tensor,
+    a container made in the trace): CPython's ``meth_hash`` mixes the object's address with the
+    method's, so the number is unknown, but two equal methods (the same method of the same
+    object) hash alike (``operations.compare_method_hashes``). Given back to Python, it is
+    ``hash()`` of the method the rewritten code rebuilds."""
+
+    method: VariableTracker
+
+    def python_type(self) -> type:
+        return int
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(hash)
+        self.method.reconstruct(cg)
+        cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"MethodHashVariable({self.method!r})"
+
+
+# ``TextVariable``: a string that shows the values of tensors (``str(t)``, ``f"{t}"``,
+# ``repr([t])``, ``'{}'.format(t)``). The trace has no values, but it needs the string only where
+# the code reads it (compares, hashes, measures, prints it): until then it is a value the rewritten
+# code makes after the graph, from the real tensors, as constant pieces around ``repr(t)``,
+# ``str(t)`` or ``format(t, spec)``. Where the trace needs its value the graph breaks there, and the
+# break's rebuilt stack and locals make it. The tensors must be as they were when the text was made:
+# an operation that changes one ends the graph before it (``OutputGraph.watch_text``).
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """``fn(of)``, or ``format(of, spec)``: the text of a tensor, made after the graph."""
+
+    fn: Any  #: ``repr``, ``str`` or ``format``
+    of: VariableTracker
+    spec: str = ""
+
+
+@dataclass(eq=False)
+class TextVariable(VariableTracker):
+    """A ``str`` made after the graph: its ``parts`` joined, each a constant string or a piece."""
+
+    parts: tuple[str | TextPiece, ...]
+
+    def python_type(self) -> type:
+        return str
+
+    def walk_children(self) -> list[VariableTracker]:
+        """The tensors whose texts it holds (``walk``: the graph gives them back)."""
+        return [part.of for part in self.parts if isinstance(part, TextPiece)]
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """Made once (``build_once``): a break in a callee makes the callers' texts before the
+        callee's code runs on (``continuation``), and their later loads are that string."""
+
+        def build() -> None:
+            for part in self.parts:
+                if isinstance(part, str):
+                    cg.load_const(part)
+                    continue
+                cg.load_const(part.fn)
+                part.of.reconstruct(cg)
+                if part.fn is format:
+                    cg.load_const(part.spec)
+                cg.call_function(2 if part.fn is format else 1)
+            if len(self.parts) > 1:
+                cg.add("BUILD_STRING", len(self.parts))
+
+        cg.build_once(self, build)
+
+    def __repr__(self) -> str:
+        return f"TextVariable({self.parts!r})"
+
+
+def joined_text(parts: list[str | VariableTracker]) -> VariableTracker:
+    """The concatenation of ``parts`` (strings, string constants, ``TextVariable``s): a constant
+    where no part waits for the graph."""
+    flat: list[str | TextPiece] = []
+    for part in parts:
+        if isinstance(part, VariableTracker) and not isinstance(part, TextVariable):
+            part = part.as_python_constant()
+            if type(part) is not str:
+                raise Unsupported("text", f"a {type(part).__name__} joined into a string")
+        for item in part.parts if isinstance(part, TextVariable) else (part,):
+            if isinstance(item, str) and flat and isinstance(flat[-1], str):
+                flat[-1] += item
+            elif not (isinstance(item, str) and not item):
+                flat.append(item)
+    if all(isinstance(item, str) for item in flat):
+        return ConstantVariable("".join(flat))
+    return TextVariable(tuple(flat))
+
+
+#: Marks a ``TextVariable`` in the result of a formatting method run at trace time
+#: (``_FormattedValue``): a code point of Unicode's private use plane around the text's index.
+_MARK = "\U000f0000"
+
+
+class _Marker(str):
+    """A marked text as a formatting method sees it: a spec applied to it (``'{!s:>20}'``) would
+    pad or cut the mark, not the text, so it breaks."""
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise Unsupported("text", f"format spec {spec!r} applied to the text of a tensor")
+        return str(self)
+
+
+def _marked(texts: list[TextVariable], text: TextVariable) -> str:
+    texts.append(text)
+    return _Marker(f"{_MARK}{len(texts) - 1}{_MARK}")
+
+
+def _unmarked(tx: Translator, result: Any, texts: list[TextVariable]) -> VariableTracker:
+    """A formatting method's ``result`` with the texts it holds (``_marked``) put back."""
+    if not texts:
+        return tx.fold(result)
+    # a result that is one mark is the ``_Marker`` itself
+    chunks = str.__str__(result).split(_MARK) if isinstance(result, str) else []
+    indices = chunks[1::2]
+    if len(chunks) % 2 == 0 or sorted(indices) != sorted(map(str, range(len(texts)))):
+        raise Unsupported("text", "a formatting method changed the text of a tensor")
+    parts: list[str | VariableTracker] = []
+    for i, chunk in enumerate(chunks):
+        parts.append(texts[int(chunk)] if i % 2 else chunk)
+    return joined_text(parts)
 
 
 # ``SymNodeVariable``: an int/float/bool that is symbolic (a ``torch.SymInt`` and friends), with

@@ -780,6 +780,7 @@ def _set_default_dtype(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     (dtype,), _ = constant_args("set_default_dtype", args, kwargs)
+    tx.output.before_text_state_change("set_default_dtype()")
     return _set_state(
         tx, lambda: torch.set_default_dtype(dtype), set_default_dtype, (dtype,), "dtype"
     )
@@ -815,6 +816,7 @@ def _set_default_device(
     when it is mixed with ``with torch.device(...)`` blocks still open is left to Python, as is a
     device whose factories could not run here."""
     (device,), _ = constant_args("set_default_device", args, kwargs)
+    tx.output.before_text_state_change("set_default_device()")
     log = tx.output.state
     if any(e.device is not None for e in log.open_regions()) or not _plain_device_modes():
         raise Unsupported(

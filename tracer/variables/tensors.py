@@ -20,7 +20,7 @@ from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
-from .constants import ConstantVariable, unstored_dict
+from .constants import ConstantVariable, TextPiece, TextVariable, unstored_dict
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -404,6 +404,37 @@ def to_scalar(tx: Translator, tensor: TensorVariable, method: str) -> VariableTr
 
 #: ``Tensor.__index__``'s error for a tensor that is not one integer (or bool) element.
 INDEX_ERROR = "only integer tensors of a single element can be converted to an index"
+
+
+#: The text methods a tensor's class must keep for its text to be made after the graph: torch's
+#: (a user's ``__repr__`` is code to trace, not a value).
+_TEXT_METHODS = {repr: "__repr__", str: "__str__", format: "__format__"}
+_TORCH_TEXT = {
+    getattr(cls, name)
+    for cls in (torch.Tensor, torch.nn.Parameter)
+    for name in _TEXT_METHODS.values()
+}
+
+
+def tensor_text(tx: Translator, tensor: TensorVariable, fn: Any, spec: str = "") -> VariableTracker:
+    """``repr(t)``, ``str(t)`` or ``format(t, spec)``: the tensor's values, so a text the
+    rewritten code makes after the graph (``TextVariable``), the tensor watched until then. A
+    spec formats a 0-d floating tensor's number (``f"{loss:.4f}"``; torch's ``__format__``), which
+    does not raise where it does not raise on ``0.0``; other specs break the graph."""
+    cls = tensor.python_type()
+    if type_lookup(cls, _TEXT_METHODS[fn]) not in _TORCH_TEXT:
+        raise Unsupported("builtin", f"{fn.__name__}() of a {cls.__name__} with its own method")
+    if spec:
+        example = tensor.example
+        number = cls is torch.Tensor and example.dim() == 0 and not example.is_meta
+        if not (number and example.dtype.is_floating_point):
+            raise Unsupported("builtin", f"format() of {tensor} with spec {spec!r}")
+        try:  # a spec no float takes raises the same error for every value: CPython's, here
+            format(0.0, spec)
+        except ValueError as e:
+            raise PythonError(e) from None
+    tx.output.watch_text(tensor)
+    return TextVariable((TextPiece(fn, tensor, spec),))
 
 
 def index_error(example: torch.Tensor) -> TypeError | None:
