@@ -90,13 +90,16 @@ from .numpy_arrays import wrap_array
 from .objects import (
     CFunctionVariable,
     ClassVariable,
+    DequeObjectVariable,
     DictObjectVariable,
     GlobalsVariable,
     ListObjectVariable,
     PythonModuleVariable,
+    SetObjectVariable,
     UserObjectVariable,
+    container_class_refused,
+    container_object_base,
     dict_class_refused,
-    list_class_refused,
     plain_tuple_subclass,
     refuse_changed_namespace,
 )
@@ -223,8 +226,11 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls is list:  # its length and items are guarded when the trace reads them
         add(kinds.TYPE_MATCH(source, cls))
         return LazyListVariable(tx, value, source)
-    if isinstance(value, list) and list_class_refused(cls) is None:
-        return _wrap_list_object(tx, value, source)
+    base = container_object_base(cls)  # ``class Batch(list)``, of ``set``, of ``deque``
+    if base is not None and container_class_refused(cls) is None:
+        obj = _CONTAINER_OBJECT_WRAPS[base](tx, value, source)
+        if obj is not None:
+            return obj
     if cls is torch.Size or cls is tuple or _is_namedtuple(cls) or plain_tuple_subclass(cls):
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.LEN_MATCH(source, len(value)))
@@ -375,6 +381,55 @@ def _wrap_list_object(tx: Translator, value: list, source: Source) -> VariableTr
     items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
     cls_vt = wrap(tx, cls, TypeSource(source))
     return ListObjectVariable(items, source, cls=cls, cls_vt=cls_vt, real=value)
+
+
+def _wrap_set_object(tx: Translator, value: set, source: Source) -> VariableTracker | None:
+    """An object of a user subclass of ``set`` (``SetObjectVariable``; None where its keys are
+    not modelled): its type and keys guarded, as a set's, in its order (read by set's own
+    ``__iter__``, which the class keeps), and the object. The object itself stands for its
+    table in set operations (``mirror``) where the class keeps all of set's methods (those
+    operations call them on it)."""
+    if not keys_modelled(value):
+        return None
+    cls = type(value)
+    tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
+    tx.output.add_guard(kinds.DICT_KEYS(source, tuple(value)))
+    keys = [_wrap_key(tx, v, source, i) for i, v in enumerate(value)]
+    items, known = _ordered_items(keys, value)
+    methods = all(type_lookup(cls, n) is m for n, m in vars(set).items() if n[0] != "_")
+    return SetObjectVariable(
+        items,
+        source,
+        own_table=False,
+        order_known=known,
+        mirror=value if methods and all(_mirrors(k) for k in keys) else None,
+        cls=cls,
+        cls_vt=wrap(tx, cls, TypeSource(source)),
+        real=value,
+    )
+
+
+def _wrap_deque_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
+    """An object of a user subclass of ``collections.deque`` (``DequeObjectVariable``): its
+    type, length, ``maxlen`` and items guarded (read by deque's own ``__len__``,
+    ``__getitem__`` and ``maxlen``, which the class keeps), and the object."""
+    cls = type(value)
+    tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
+    tx.output.add_guard(kinds.LEN_MATCH(source, len(value)))
+    wrap(tx, value.maxlen, AttrSource(source, "maxlen"))
+    items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+    cls_vt = wrap(tx, cls, TypeSource(source))
+    return DequeObjectVariable(
+        items, source, maxlen=value.maxlen, cls=cls, cls_vt=cls_vt, real=value
+    )
+
+
+#: how an object of a user subclass of each base in ``objects.CONTAINER_OBJECTS`` is wrapped
+_CONTAINER_OBJECT_WRAPS = {
+    list: _wrap_list_object,
+    set: _wrap_set_object,
+    collections.deque: _wrap_deque_object,
+}
 
 
 def _wrap_proxy(

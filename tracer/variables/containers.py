@@ -759,12 +759,12 @@ class SetVariable(VariableTracker):
         sets = [a for _, args in self.log for a in args if isinstance(a, _SetArgument)]
         if any(a.kind in (set, frozenset) and a.way() is None for a in sets):
             return False
-        for name, args in self.log:
+        for name, args in self.log:  # set's own method: never one a subclass defines
+            cg.load_const(getattr(set, name))
             self.source.reconstruct(cg)
-            cg.load_attr(name)
             for arg in args:
                 arg.reconstruct(cg) if isinstance(arg, _SetArgument) else _reconstruct_key(cg, arg)
-            cg.call_function(len(args))
+            cg.call_function(len(args) + 1)
             cg.pop_top()
         return True
 
@@ -900,28 +900,59 @@ class SetRecipe:
             return
         cg.load_const(self.fn)
         for kind, part in self.parts:
-            if kind == "key":
-                _reconstruct_key(cg, part)
-            elif kind == "const":
-                cg.load_const(part)
-            elif kind == "recipe":
-                part.emit(cg)
-            elif kind == "input":
-                part.source.reconstruct(cg)
-            else:
-                if kind == "dict":
-                    cg.load_const(dict.fromkeys)
-                for key in part:
-                    _reconstruct_key(cg, key)
-                cg.build_tuple(len(part))
-                if kind == "dict":
-                    cg.call_function(1)
+            _emit_part(cg, kind, part)
+        cg.call_function(len(self.parts))
+
+    def into(self) -> bool:
+        """Can ``emit_into`` build the set into a blank set object: does it start from a set
+        display, then run in-place methods?"""
+        if self.fn is set_after:
+            return self.parts[0][1].into()
+        return self.fn is set and self.parts[0][0] == "keys"
+
+    def emit_into(self, cg: Codegen, load: Callable[[], None]) -> None:
+        """The same calls on the blank set object ``load`` pushes (its table an empty set's,
+        so they lay it out as they lay a new set out), leaving it on the stack: the display's
+        keys added in order (``set.update`` with a tuple), then each in-place method."""
+        if self.fn is set:
+            cg.load_const(set.update)
+            load()
+            _emit_part(cg, "keys", self.parts[0][1])
+            cg.call_function(2)
+            cg.pop_top()
+            load()
+            return
+        cg.load_const(set_after)
+        self.parts[0][1].emit_into(cg, load)
+        for kind, part in self.parts[1:]:
+            _emit_part(cg, kind, part)
         cg.call_function(len(self.parts))
 
 
+def _emit_part(cg: Codegen, kind: str, part: Any) -> None:
+    """Push one argument of a ``SetRecipe``'s call (its ``parts``)."""
+    if kind == "key":
+        _reconstruct_key(cg, part)
+    elif kind == "const":
+        cg.load_const(part)
+    elif kind == "recipe":
+        part.emit(cg)
+    elif kind == "input":
+        part.source.reconstruct(cg)
+    else:
+        if kind == "dict":
+            cg.load_const(dict.fromkeys)
+        for key in part:
+            _reconstruct_key(cg, key)
+        cg.build_tuple(len(part))
+        if kind == "dict":
+            cg.call_function(1)
+
+
 def set_after(table: set[Any], name: str, *args: Any) -> set[Any]:
-    """``table`` after ``table.<name>(*args)`` (a ``SetRecipe``'s in-place call)."""
-    getattr(table, name)(*args)
+    """``table`` after ``set.<name>(table, *args)`` (a ``SetRecipe``'s in-place call: set's
+    own method, never one a subclass defines)."""
+    getattr(set, name)(table, *args)
     return table
 
 
@@ -1233,6 +1264,18 @@ class DequeVariable(ListVariable):
 
         _build_once(cg, self, build)
 
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "maxlen":  # a data attribute
+            return ConstantVariable(self.maxlen)
+        return super().var_getattr(tx, name)
+
+    def save_state(self) -> Any:
+        return list(self.items), self.maxlen
+
+    def restore_state(self, state: Any) -> None:
+        items, self.maxlen = state
+        self.items[:] = items
+
     def trim(self, from_left: bool) -> None:
         """Drop items past ``maxlen`` from the other end, as a bounded deque does."""
         while self.maxlen is not None and len(self.items) > self.maxlen:
@@ -1318,6 +1361,31 @@ def _extendleft(tx, obj, iterable):
     return NONE
 
 
+def _deque_init(tx, obj, iterable=None, maxlen=NONE):
+    """``d.__init__(iterable, maxlen)``: the bound set, the deque emptied, then extended."""
+    bound = maxlen.as_python_constant()
+    if bound is not None and not isinstance(bound, int):
+        raise PythonError(TypeError("an integer is required"))
+    if bound is not None and bound < 0:
+        raise PythonError(ValueError("maxlen must be non-negative"))
+    obj.maxlen = bound
+    obj.items.clear()  # first: ``d.__init__(d)`` leaves it empty
+    return _extend(tx, obj, iterable) if iterable is not None else NONE
+
+
+def _deque_imul(tx, obj, n):
+    """``d *= n``: its items repeated ``n`` times, within its ``maxlen`` (the last ones kept)."""
+    if not n.is_python_constant() or type(n.as_python_constant()) not in (int, bool):
+        raise Unsupported("call_method", f"deque.__imul__ by {n}")
+    items = list(obj.items)
+    if n.as_python_constant() <= 0:
+        obj.items.clear()
+    for _ in range(n.as_python_constant() - 1):
+        for item in items:
+            _append(tx, obj, item)
+    return obj
+
+
 def _pop(tx, obj, left: bool = False):
     if not obj.items:
         raise PythonError(IndexError("pop from an empty deque"))
@@ -1340,6 +1408,8 @@ DEQUE_METHODS = {
     "pop": (True, lambda tx, obj: _pop(tx, obj)),
     "popleft": (True, lambda tx, obj: _pop(tx, obj, left=True)),
     "rotate": (True, _rotate),
+    "__init__": (True, _deque_init),
+    "__imul__": (True, _deque_imul),
     "copy": (False, lambda tx, obj: DequeVariable(list(obj.items), maxlen=obj.maxlen)),
 }
 
@@ -1355,7 +1425,9 @@ def _counted(vt: VariableTracker | None) -> Any:
 
 def _counter_update(tx, obj, iterable=None, **kwargs):
     """``Counter.update``: counts the items of an iterable one at a time as they come (CPython's
-    ``_count_elements``), adds the counts of a mapping."""
+    ``_count_elements``), adds the counts of a mapping; ``None`` is no iterable."""
+    if isinstance(iterable, ConstantVariable) and iterable.value is None:
+        iterable = None
     if isinstance(iterable, DictVariable):
         pairs = [(k, _counted(v)) for k, v in iterable.items.items()]
     elif iterable is not None:
@@ -1407,6 +1479,12 @@ DICT_SUBCLASS_METHODS = {
 def dict_base(cls: type) -> type:
     """The builtin dict class whose storage and C methods ``cls``'s instances have."""
     return next(k for k in cls.__mro__ if k in _DICT_CLASSES)
+
+
+def models_method(base: type, name: str) -> bool:
+    """Is the Python method ``name`` of the ``collections`` dict ``base`` (``Counter``'s) one
+    its table models (``DICT_SUBCLASS_METHODS``)? The trace inlines the others."""
+    return name in DICT_SUBCLASS_METHODS.get(base, {})
 
 
 def is_user_dict(cls: type) -> bool:
@@ -2187,8 +2265,12 @@ def update_items(tx: Translator, items: dict[Any, VariableTracker], other: Varia
 
 
 def _dict_init(tx, obj, *others, **kwargs):
-    """``d.__init__(mapping_or_pairs, **kwargs)`` on an existing dict: ``d.update(...)``."""
-    if dict_base(obj.cls) not in (dict, collections.OrderedDict):
+    """``d.__init__(mapping_or_pairs, **kwargs)`` on an existing dict: ``d.update(...)``. On an
+    object of a user ``Counter`` class it is ``dict.__init__`` (``Counter.__init__``, in Python,
+    is inlined: ``objects.storage_method``)."""
+    base = dict_base(obj.cls)
+    counter_object = base is collections.Counter and is_user_dict(obj.cls)
+    if base not in (dict, collections.OrderedDict) and not counter_object:
         raise Unsupported("call_method", f"{obj.cls.__name__}.__init__")
     return _dict_update(tx, obj, *others, **kwargs)
 
@@ -2355,7 +2437,8 @@ def _set_method(name: str, mutates: bool):
             keyed = name in ("add", "discard", "remove")
             obj.changed(name, [("key", k) for k in real] if keyed else list(map(recipe_part, args)))
         if isinstance(result, (set, frozenset)):
-            recipe = SetRecipe.call(getattr(obj.python_type(), name), [obj, *args])
+            base = frozenset if obj.frozen else set  # a subclass's own method is not set's
+            recipe = SetRecipe.call(getattr(base, name), [obj, *args])
             return computed_set(result, [obj, *args], recipe)
         return ConstantVariable(result)
 

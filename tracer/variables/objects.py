@@ -1,6 +1,6 @@
 """User objects: existing objects (``UserObjectVariable``), classes (``ClassVariable``,
 ``super()``), Python modules, objects made in the trace (``NewObjectVariable``,
-``construct_instance``), objects of user subclasses of ``dict`` and ``list``
+``construct_instance``), objects of user subclasses of ``dict``, ``list``, ``set`` and ``deque``
 (``ContainerObject``: their storage and their attributes), the attribute protocol
 (``type_lookup`` order, descriptors, ``store_attribute``: the general ``store_attr`` rule),
 exceptions, weak references and the reprs of containers of objects. Which class a call makes is
@@ -61,6 +61,7 @@ from .constants import (
 )
 from .containers import (
     BaseSequenceVariable,
+    DequeVariable,
     DictVariable,
     ListVariable,
     SetVariable,
@@ -108,6 +109,8 @@ def container_repr(
     if cls is None:
         return None
     if any(running is vt for running in _RUNNING):
+        if cls is set and vt.python_type() is not set:  # a subclass's object: its name
+            return ConstantVariable(f"{containers.c_name(vt.python_type())}(...)")
         return ConstantVariable(_REENTERED[cls])
     _RUNNING.append(vt)
     try:
@@ -127,13 +130,15 @@ _REENTERED = {
 
 def _container_type(vt: VariableTracker) -> type | None:
     """The builtin container whose repr ``vt``'s is: its own type, or ``dict`` for an object of a
-    ``dict`` subclass keeping dict's ``__repr__`` (CPython writes its items, not its class)."""
+    ``dict`` subclass keeping dict's ``__repr__`` (CPython writes its items, not its class), or
+    the base of an object of a user ``list`` or ``set`` class keeping its base's."""
     if isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable)):
         cls = vt.python_type()
         if isinstance(vt, DictObjectVariable) and containers.dict_base(cls) is dict:
             return dict if type_lookup(cls, "__repr__") is dict.__repr__ else None
-        if isinstance(vt, ListObjectVariable):
-            return list if type_lookup(cls, "__repr__") is list.__repr__ else None
+        if isinstance(vt, (ListObjectVariable, SetObjectVariable)):
+            base = container_object_base(cls)
+            return base if type_lookup(cls, "__repr__") is base.__repr__ else None
         return cls if cls in _REENTERED else None
     return None
 
@@ -145,12 +150,13 @@ def _write(
     if cls is dict:
         pairs = [[text(key_vt(k)), ": ", text(v)] for k, v in vt.items.items()]
         return ["{", *_separated(pairs), "}"]
-    if cls in (set, frozenset):
+    if cls in (set, frozenset):  # ``{...}`` for a set, ``Name({...})`` for any other
         items = [[text(key_vt(k))] for k in vt.in_order()]
+        name = containers.c_name(vt.python_type())
         if not items:
-            return [f"{cls.__name__}()"]
+            return [f"{name}()"]
         inner = ["{", *_separated(items), "}"]
-        return inner if cls is set else ["frozenset(", *inner, ")"]
+        return inner if vt.python_type() is set else [f"{name}(", *inner, ")"]
     items = [[text(item)] for item in vt.unpack(tx)]
     if cls is list:
         return ["[", *_separated(items), "]"]
@@ -986,8 +992,9 @@ def _container_method_call(
         if owner is containers.dict_base(receiver.cls) or (owner is dict and reads):
             return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
         raise Unsupported("call_method", f"{owner.__name__}.{method.__name__} on a subclass")
-    if isinstance(receiver, ListObjectVariable) and owner is list:  # ``list.append(obj, v)``
-        return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
+    if isinstance(receiver, ContainerObject) and owner in CONTAINER_OBJECTS:  # ``set.add(s, v)``
+        if owner is container_object_base(receiver.cls):
+            return storage_method(receiver, method).call_function(tx, list(args[1:]), kwargs)
     if owner in (*CONSTANT_TYPES, *IMMUTABLE_C_KINDS) and value_arguments(args, kwargs):
         # ``str.lower(s)``, ``map(str.capitalize, words)``, ``re.Match.__copy__(m)``: a method
         # of an immutable type, pure on constants (it checks its receiver's type itself, raising
@@ -1750,7 +1757,7 @@ class DictObjectVariable(ContainerObject, DictVariable):
     name: str = ""
     #: the object itself, for one from outside the call (``builder.wrap``, with a source)
     real: Any = None
-    storage_bases = (dict, collections.OrderedDict)
+    storage_bases = (dict, collections.OrderedDict, collections.Counter)
 
     def replay_items(self, cg: Codegen) -> None:
         """Refill one from outside the call with the items the trace left it: its base's own
@@ -1831,6 +1838,158 @@ class ListObjectVariable(ContainerObject, ListVariable):
         return f"ListObjectVariable({self.cls.__name__}, {len(self.items)} items)"
 
 
+@dataclass(eq=False)
+class SetObjectVariable(ContainerObject, SetVariable):
+    """An instance of a user subclass of ``set`` (``container_class_refused`` says which), made
+    in the trace or from outside the call (``real``, at ``source``: the trace's in-place calls
+    replayed on it through set's own methods, ``replay_log``, or its items written back,
+    ``replay_items``): the set's storage (``items``, laid out as CPython's, changed in place by
+    the C methods it inherits, as a set's) plus the object's own attributes
+    (``ContainerObject``). What set's C code makes from it (``s | t``, ``s.copy()``) is a plain
+    set. Escaping, it is made blank by ``set.__new__``, then the calls that made its storage run
+    on it again (``fill``), so that it iterates as CPython's object does."""
+
+    cls: type = set
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
+    real: Any = None
+    storage_bases = (set,)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def _update_with_contents(self, cg: Codegen, load: Callable[[], None]) -> None:
+        """``set.update(obj, contents)``, ``obj`` loaded by ``load``: from a set where merging the
+        rebuilt set into an empty one iterates in the trace's order, else from a tuple of the
+        items in that order where adding them one by one does; a break where neither does."""
+        keys = self.in_order()
+        found = containers.ordered_keys(keys, sys.getsizeof(self.items), False)
+        if found is not None and _merged_in_order(found[1], keys):
+            contents = SetVariable(
+                self.items,
+                own_table=self.own_table,
+                order_known=self.order_known,
+                mirror=self.mirror,
+            )  # rebuilt by ``SetVariable.reconstruct`` as ``found``
+        elif _merged_in_order(tuple(keys), keys):
+            contents = TupleVariable([containers.key_vt(k) for k in keys])
+        else:
+            raise Unsupported("set_order", f"refilling a {self.cls.__name__} in the trace's order")
+        cg.load_const(set.update)
+        load()
+        contents.reconstruct(cg)
+        cg.call_function(2)
+        cg.pop_top()
+
+    def replay_items(self, cg: Codegen) -> None:
+        """``set.clear(src)`` then its items put back (``set.update``): no method of the class."""
+        cg.load_const(set.clear)
+        self.source.reconstruct(cg)
+        cg.call_function(1)
+        cg.pop_top()
+        self._update_with_contents(cg, lambda: self.source.reconstruct(cg))
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(set.__new__)
+        cg.load_const(self.cls)
+        cg.call_function(1)
+
+    def fill(self, cg: Codegen) -> None:
+        """The calls that made the storage repeated on the object (``SetRecipe.emit_into``),
+        else its items put in (``set.update``)."""
+        recipe = self.recipe
+        if recipe is not None and recipe.valid() and recipe.into():
+            recipe.emit_into(cg, lambda: cg.load_local(self.name))
+            cg.pop_top()
+        elif self.items:
+            self._update_with_contents(cg, lambda: cg.load_local(self.name))
+
+    def __repr__(self) -> str:
+        return f"SetObjectVariable({self.cls.__name__}, {len(self.items)} items)"
+
+
+def _merged_in_order(table: Any, keys: list[Any]) -> bool:
+    """Does ``set.update`` of an empty set with ``table`` (a set: merged whole; a tuple: added
+    one by one) iterate as ``keys``? What the rewritten code's ``set.update`` does to the blank
+    object, whose table is an empty set's, run on the real keys (hashing as the values)."""
+    probe: set[Any] = set()
+    set.update(probe, table)
+    return [id(k) for k in probe] == [id(k) for k in keys]
+
+
+@dataclass(eq=False)
+class DequeObjectVariable(ContainerObject, DequeVariable):
+    """An instance of a user subclass of ``collections.deque`` (``container_class_refused`` says
+    which), made in the trace or from outside the call (``real``, at ``source``: its items
+    written back after the graph where the trace changed them, ``replay_items``): the deque's
+    storage (``items``, at most ``maxlen``, changed in place by the C methods it inherits) plus
+    the object's own attributes (``ContainerObject``). deque's C code copies it (``copy()``,
+    ``d + e``) by calling its class (``copy_deque_object``)."""
+
+    cls: type = collections.deque
+    cls_vt: VariableTracker | None = None
+    name: str = ""
+    #: the object itself, for one from outside the call (``builder.wrap``, with a source)
+    real: Any = None
+    storage_bases = (collections.deque,)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def replay_items(self, cg: Codegen) -> None:
+        """``deque.clear(src)``, ``deque.extend(src, [items])``: deque's own, no method of the
+        class (its ``maxlen`` is the object's, which the trace guarded)."""
+        cg.load_const(collections.deque.clear)
+        self.source.reconstruct(cg)
+        cg.call_function(1)
+        cg.pop_top()
+        cg.load_const(collections.deque.extend)
+        self.source.reconstruct(cg)
+        ListVariable(list(self.items)).reconstruct(cg)
+        cg.call_function(2)
+        cg.pop_top()
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(collections.deque.__new__)
+        cg.load_const(self.cls)
+        cg.call_function(1)
+
+    def fill(self, cg: Codegen) -> None:
+        """``deque.__init__(obj, [items], maxlen)``: deque's own, which calls no method of the
+        class."""
+        cg.load_const(collections.deque.__init__)
+        cg.load_local(self.name)
+        ListVariable(list(self.items)).reconstruct(cg)
+        cg.load_const(self.maxlen)
+        cg.call_function(3)
+        cg.pop_top()
+
+    def __repr__(self) -> str:
+        return f"DequeObjectVariable({self.cls.__name__}, {len(self.items)} items)"
+
+
+def copy_deque_object(tx: Translator, obj: DequeObjectVariable) -> VariableTracker:
+    """``d.copy()`` of a deque object, as deque's C code makes it: ``type(d)(d)``, or
+    ``type(d)(d, maxlen)`` for a bounded one (the class's ``__init__`` runs), which must give a
+    deque."""
+    args: list[VariableTracker] = [obj]
+    if obj.maxlen is not None:
+        args.append(ConstantVariable(obj.maxlen))
+    made = dispatch.call(tx, obj.cls_vt, args, {})
+    if not issubclass(made.python_type(), collections.deque):
+        kind = made.python_type().__name__
+        raise PythonError(TypeError(f"{obj.cls.__name__}() must return a deque, not {kind}"))
+    return made
+
+
+containers.METHODS[DequeObjectVariable] = {
+    **containers.METHODS[containers.DequeVariable],
+    "copy": (False, copy_deque_object),
+    "__copy__": (False, copy_deque_object),
+}
+
+
 def fill_dict_object(obj: dict, setitem: Any, items: dict) -> None:
     """Called by the rewritten code: the items of a dict object made in the trace, stored in
     order by its base class's own ``__setitem__``."""
@@ -1840,14 +1999,18 @@ def fill_dict_object(obj: dict, setitem: Any, items: dict) -> None:
 
 def storage_method(obj: VariableTracker, static: Any) -> VariableTracker | None:
     """``static`` (a class attribute of ``obj``'s class) bound to the container object ``obj``
-    where it is a C method of its builtin base, acting on the storage; None otherwise."""
+    where it is a C method of its builtin base (or a Python one of ``Counter`` that the
+    trackers model), acting on the storage; None otherwise."""
     if not isinstance(obj, ContainerObject):
         return None
     for base in obj.cls.__mro__:
         if base in obj.storage_bases:
             name = next((n for n, v in vars(base).items() if v is static), None)
-            if name is not None and callable(static):
-                return containers.BoundMethodVariable(obj, name)
+            if name is None or not callable(static):
+                continue
+            if isinstance(static, types.FunctionType) and not containers.models_method(base, name):
+                return None  # a Python method of the base (``Counter``'s): inlined
+            return containers.BoundMethodVariable(obj, name)
     return None
 
 
@@ -1891,7 +2054,7 @@ def construct_instance(
 
 #: builtin bases whose allocation (``base.__new__(cls)``) the trace models: ``object_new``,
 #: ``builtin_type_new``, ``tuple_type_new``
-_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple, list)
+_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple, list, set, collections.deque)
 
 
 def python_new(cls: type) -> types.FunctionType | None:
@@ -2080,33 +2243,49 @@ def construct_tuple_subclass(
     return obj
 
 
+#: what every class body defines (3.13's ``__firstlineno__`` and ``__static_attributes__`` too)
+_CLASS_METADATA = frozenset(
+    {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"}
+    | {"__firstlineno__", "__static_attributes__"}
+)
+
 #: dict's and OrderedDict's methods a subclass may define in Python: the item methods the
 #: tracker runs through the class, and methods read as attributes; other dunders that the C code
 #: and the tracer read the storage behind (``__len__``, ``__iter__``, ``__eq__``, ``__repr__``...)
 #: are not modelled.
 _DICT_OVERRIDABLE = frozenset(
     {"__new__", "__init__", "__getitem__", "__setitem__", "__setattr__", "__class_getitem__"}
-    | {"__module__", "__qualname__", "__doc__", "__dict__", "__init_subclass__"}
+    | {"__init_subclass__"}
+    | _CLASS_METADATA
     | {n for n in vars(dict) if not n.startswith("__")}
     | {n for n in vars(collections.OrderedDict) if not n.startswith("__")}
 )
 
 
-_DICT_OBJECT_BASES = (collections.OrderedDict, collections.defaultdict)
+#: what a ``Counter`` subclass may define: its methods (read as attributes), not the dict methods
+#: through which ``Counter``'s Python methods, which the trace models
+#: (``containers.DICT_SUBCLASS_METHODS``) or inlines, read and write the storage
+_COUNTER_OVERRIDABLE = (
+    _DICT_OVERRIDABLE | {n for n in vars(collections.Counter) if not n.startswith("_")}
+) - {"__getitem__", "__setitem__", "get", "items", "values", "keys"}
+
+#: the dict classes whose user subclasses' objects are made in the trace (``defaultdict``'s only
+#: come from outside the call: its ``__init__``, which takes the factory, never runs then)
+_DICT_OBJECT_BASES = (dict, collections.OrderedDict, collections.Counter)
 
 
 def dict_class_refused(cls: type, made: bool = True) -> str | None:
     """Why instances of the dict subclass ``cls`` are not traced as ``DictObjectVariable``s:
-    those ``made`` in the trace, or those from outside the call (which may also have a
-    ``defaultdict`` base: its ``__init__``, which takes the factory, never runs then)."""
+    those ``made`` in the trace, or those from outside the call."""
     base = containers.dict_base(cls)
-    bases = (dict, collections.OrderedDict) if made else (*_DICT_OBJECT_BASES, dict)
+    bases = _DICT_OBJECT_BASES if made else (*_DICT_OBJECT_BASES, collections.defaultdict)
     if base not in bases:
         return f"a subclass of {base.__name__}"
     for name in ("__getattribute__", "__delattr__"):
         if type_lookup(cls, name) is not type_lookup(base, name):
             return f"it defines {name}"
-    return _container_class_refused(cls, base, _DICT_OVERRIDABLE, ("__missing__",))
+    overridable = _COUNTER_OVERRIDABLE if base is collections.Counter else _DICT_OVERRIDABLE
+    return _container_class_refused(cls, base, overridable, ("__missing__",))
 
 
 def _container_class_refused(
@@ -2180,46 +2359,71 @@ def _dict_object_setitem(
     _dict_object_item_method(tx, obj, "__setitem__", [key, value])
 
 
-#: list's attributes a subclass may define in Python: its methods, read as attributes (a Python
-#: ``append`` runs where the code calls it; list's C code never calls it), and the steps of making
-#: an object. The dunders that the C code and the tracer read the storage behind (``__len__``,
-#: ``__getitem__``, ``__iter__``, ``__eq__``, ``__add__``, ``__repr__``...) are not modelled.
-_LIST_OVERRIDABLE = frozenset(
-    {"__new__", "__init__", "__class_getitem__", "__init_subclass__"}
-    | {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"}
-    | {n for n in vars(list) if not n.startswith("__")}
-)
+def _overridable(base: type) -> frozenset[str]:
+    """``base``'s attributes a subclass may define in Python: its methods, read as attributes (a
+    Python ``append`` runs where the code calls it; the container's C code never calls it), and
+    the steps of making an object. The dunders that the C code and the tracer read the storage
+    behind (``__len__``, ``__getitem__``, ``__iter__``, ``__eq__``, ``__add__``, ``__repr__``...)
+    are not modelled."""
+    return frozenset(
+        {"__new__", "__init__", "__class_getitem__", "__init_subclass__"}
+        | _CLASS_METADATA
+        | {n for n, v in vars(base).items() if not n.startswith("__") and not is_data_descriptor(v)}
+    )
 
 
-def list_class_refused(cls: type) -> str | None:
-    """Why instances of the list subclass ``cls`` are not traced as ``ListObjectVariable``s (the
-    same for those made in the trace and those from outside the call), or None."""
-    return _container_class_refused(cls, list, _LIST_OVERRIDABLE)
+#: the builtin containers (dict's aside: ``DictObjectVariable``) whose user subclasses' objects
+#: are traced as the container's storage plus the object's attributes, with their trackers
+CONTAINER_OBJECTS: dict[type, type[ContainerObject]] = {
+    list: ListObjectVariable,
+    set: SetObjectVariable,
+    collections.deque: DequeObjectVariable,
+}
+_CONTAINER_OVERRIDABLE = {base: _overridable(base) for base in CONTAINER_OBJECTS}
 
 
-def construct_list_object(
+def container_object_base(cls: type) -> type | None:
+    """The base in ``CONTAINER_OBJECTS`` of ``cls``, a user subclass of it; None for another
+    class (the base itself among them)."""
+    base = next((k for k in cls.__mro__ if k in CONTAINER_OBJECTS), None)
+    return None if base is cls else base
+
+
+def container_class_refused(cls: type) -> str | None:
+    """Why instances of ``cls``, a user subclass of a base in ``CONTAINER_OBJECTS``, are not
+    traced as its tracker's objects (the same for those made in the trace and those from
+    outside the call), or None."""
+    base = container_object_base(cls)
+    return _container_class_refused(cls, base, _CONTAINER_OVERRIDABLE[base])
+
+
+def construct_container_object(
     tx: Translator,
     cls_vt: VariableTracker,
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user subclass of ``list``: an empty ``ListObjectVariable``
-    (``list.__new__`` ignores the arguments), then ``__init__``: the class's Python one inlined,
-    or list's on the storage."""
-    obj = new_list_object(tx, cls_vt)
+    """``cls(*args, **kwargs)`` for a user subclass of ``list``, ``set`` or ``deque``: a blank
+    object (the base's ``__new__`` ignores the arguments), then ``__init__``: the class's
+    Python one inlined, or the base's on the storage."""
+    obj = new_container_object(tx, cls_vt)
     init_instance(tx, cls_vt, obj, args, kwargs)
     return obj
 
 
-def new_list_object(tx: Translator, cls_vt: VariableTracker) -> ListObjectVariable:
-    """A blank ``ListObjectVariable`` of the user list class ``cls_vt``, as ``list.__new__``
-    makes it (empty, whatever the arguments)."""
+def new_container_object(tx: Translator, cls_vt: VariableTracker) -> ContainerObject:
+    """A blank object of the user container class ``cls_vt``, as its base's ``__new__`` makes
+    it (empty, whatever the arguments)."""
     cls = cls_vt.as_python_constant()
-    why = list_class_refused(cls)
+    why = container_class_refused(cls)
     if why is not None:
         raise Unsupported("new_object", f"creating a {cls.__name__} object: {why}")
     effects = tx.output.side_effects
-    obj = ListObjectVariable([], cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    tracker = CONTAINER_OBJECTS[container_object_base(cls)]
+    items = set() if tracker is SetObjectVariable else []
+    obj = tracker(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    if isinstance(obj, SetObjectVariable):  # laid out as an empty set, as a display makes it
+        obj.recipe = containers.SetRecipe(set, (("keys", []),))
     effects.track_new(obj)
     return obj
 
@@ -2406,6 +2610,10 @@ def load_new_attribute(tx: Translator, obj: NewObjectVariable, name: str) -> Var
             if pending is None:
                 raise Unsupported("getattr", f"{cls.__name__} object has no attribute {name!r}")
             return pending
+        if isinstance(obj, ContainerObject) and any(
+            vars(base).get(name) is static for base in obj.storage_bases
+        ):  # the base's own (``d.maxlen``): the storage's tracker answers
+            return super(ContainerObject, obj).var_getattr(tx, name)
         return read_descriptor(tx, obj, obj.cls_vt, static, source)
     pending = effects.load_attr(obj, name)
     if pending is not None:
@@ -2954,14 +3162,15 @@ def object_init(tx: Translator, obj: VariableTracker, *args: VariableTracker) ->
 # where CPython does. ``__new__`` of a builtin type called with that exact type (``int.__new__(int,
 # "7")``, ``list.__new__(list)``) makes what the type's allocation makes: the value for an immutable
 # type (folded), an empty container for a mutable one (whose ``__init__`` is not run); with a user
-# dict or list class, a blank ``DictObjectVariable`` or ``ListObjectVariable``. Other forms (a
+# dict, list, set or deque class, a blank object of it (``DictObjectVariable``,
+# ``CONTAINER_OBJECTS``). Other forms (a
 # subclass of another builtin type, a class with its own allocation in C) break the graph.
 
 #: builtin types whose ``__new__`` makes the whole value from its arguments (``tuple.__new__``
 #: is ``functions.py``'s)
 _IMMUTABLE = (int, float, bool, complex, str, bytes, frozenset)
 #: builtin containers whose ``__new__`` makes an empty one whatever the arguments
-_MUTABLE = (list, dict, set)
+_MUTABLE = (list, dict, set, collections.deque)
 
 
 @call_rule(*(vars(t)["__new__"] for t in (*_IMMUTABLE, *_MUTABLE)))
@@ -2969,14 +3178,15 @@ def builtin_type_new(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
     """``T.__new__(T, ...)`` of a builtin type: folded on constants (CPython's errors raised in
-    the trace), an empty container for ``list``/``dict``/``set``; ``dict.__new__(cls)`` of a user
-    dict class (its own ``__new__`` calling ``super().__new__(cls)``): a blank dict object."""
+    the trace), an empty container for ``list``/``dict``/``set``/``deque``; ``dict.__new__(cls)``
+    of a user dict class (its own ``__new__`` calling ``super().__new__(cls)``), and the like of
+    a list, set or deque class: a blank object of it."""
     cls = _class_argument(fn, args)
     user_dict = cls is not None and issubclass(cls, dict) and containers.is_user_dict(cls)
     if fn.__self__ is dict and user_dict:
         return new_dict_object(tx, args[0])
-    if fn.__self__ is list and cls is not None and cls is not list and issubclass(cls, list):
-        return new_list_object(tx, args[0])
+    if cls is not None and fn.__self__ is container_object_base(cls):  # ``set.__new__(cls)``
+        return new_container_object(tx, args[0])
     if cls is None or cls is not fn.__self__:
         return None  # a subclass (or no class): its instances are not modelled here
     if cls in _MUTABLE:

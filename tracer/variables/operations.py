@@ -68,6 +68,7 @@ from .constants import (
 from .containers import (
     BaseSequenceVariable,
     ByteArrayVariable,
+    DequeVariable,
     DictVariable,
     DictViewVariable,
     ListVariable,
@@ -1273,6 +1274,29 @@ def texts(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTrack
     if not all(isinstance(a, TextVariable) or a.python_type() is str for a in args):
         return None
     return joined_text(args)
+
+
+@operator_rule(operator.add, operator.mul)
+def deques(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``d + e`` and ``d * n`` (or ``n * d``) of a deque, deque's own: a copy of ``d`` (made by
+    calling its class, for an object of a user deque class: CPython's ``deque_copy``), extended
+    by the deque ``e`` or repeated, within its ``maxlen``; a deque with a list breaks. With a
+    user object, its ``__radd__`` or ``__mul__`` decides (``user_methods``)."""
+    if not any(isinstance(a, DequeVariable) for a in args):
+        return None
+    if any(isinstance(a, UserObjectVariable) for a in args):
+        return None
+    lhs, rhs = args if isinstance(args[0], DequeVariable) else args[::-1]
+    both = isinstance(lhs, DequeVariable) and isinstance(rhs, DequeVariable)
+    if op is operator.add and both and lhs is args[0]:
+        made = call_container_method(tx, lhs, "copy", [], {})
+        call_container_method(tx, made, "extend", [rhs], {})
+        return made
+    if op is operator.mul and not both and rhs.is_python_constant():
+        if type(rhs.as_python_constant()) in (int, bool):
+            made = call_container_method(tx, lhs, "copy", [], {})
+            return call_container_method(tx, made, "__imul__", [rhs], {})
+    raise Unsupported("operator", f"{op.__name__} on {args[0]} and {args[1]}")
 
 
 @operator_rule(operator.add, operator.mul)
@@ -3295,8 +3319,8 @@ def construct_class(
         return construct_builtin_like(tx, cls, args, kwargs)
     if issubclass(cls, dict) and containers.is_user_dict(cls):  # ``class AttrDict(dict)``
         return objects.construct_dict_object(tx, cls_vt, args, kwargs)
-    if issubclass(cls, list):  # ``class Batch(list)``
-        return objects.construct_list_object(tx, cls_vt, args, kwargs)
+    if objects.container_object_base(cls) is not None:  # ``class Batch(list)``, of set, deque
+        return objects.construct_container_object(tx, cls_vt, args, kwargs)
     if cls is types.SimpleNamespace:
         return objects.construct_namespace(tx, cls_vt, args, kwargs)
     if cls is weakref.ref:
