@@ -286,6 +286,15 @@ def KEY_PRESENT(expr: str, arg: str, consts: ConstTable) -> list[str]:
     return [f"{arg!r} in {expr}"]
 
 
+@guard_kind(5, absorb=Absorb.ALWAYS)
+def MEMBER_UNSHADOWED(expr: str, arg: str, consts: ConstTable) -> list[str]:
+    """``arg`` (a str), a member of the module whose ``__dict__`` is ``expr``, is no key there,
+    which would hide it from ``nn.Module.__getattr__``. Moves into the module tree's check: only
+    a write into ``__dict__`` itself makes such a key (the replay of a trace's such write moves
+    ``EPOCH``)."""
+    return [f"{arg!r} not in {expr}"]
+
+
 @guard_kind(5, key=lambda arg: (id(arg[0]), id(arg[1])))
 def REGISTRY_ENTRY(expr: str, arg: tuple[Any, Any], consts: ConstTable) -> list[str]:
     """``expr.get(key) is entry`` for the dict ``expr``, a registry keyed by classes (torch's pytree

@@ -156,6 +156,10 @@ class OutputGraph:
         shadow what the trace read)."""
         self.add_guard(kinds.KEY_ABSENT(source, key))
 
+    def assume_member_unshadowed(self, module: Source, name: str) -> None:
+        """``name``, a member of the module ``module``, is no key of its ``__dict__``."""
+        self.add_guard(kinds.MEMBER_UNSHADOWED(AttrSource(module, "__dict__"), name))
+
     def assume_key_present(self, source: Source, key: str) -> None:
         """``key`` is a key of the dict ``source`` (an instance attribute the trace found)."""
         self.add_guard(kinds.KEY_PRESENT(source, key))

@@ -61,6 +61,10 @@ class SideEffects:
         #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
         #: inlined override) are replayed with ``object.__setattr__``, not ``STORE_ATTR``
         self.raw_objects: set[int] = set()
+        #: ``(id(object), name)`` of the stores written into an object's ``__dict__`` itself
+        #: (``vars(module)[name] = value``), which its class's ``__setattr__`` would file elsewhere:
+        #: replayed with ``object.__setattr__``
+        self.dict_stores: frozenset[tuple[int, str]] = frozenset()
         #: ``(class, name)`` of class attributes assigned during the trace
         self.changed_class_attrs: set[tuple[type, str]] = set()
         #: ids of the mappings the trace read through a proxy (``cls.__dict__``, a class's
@@ -131,6 +135,7 @@ class SideEffects:
                 dict(self.frozen),
                 list(self.memo_results),
                 list(self.calls),
+                self.dict_stores,
             )
         return (*self._stores, len(self.undo))
 
@@ -149,6 +154,7 @@ class SideEffects:
         self.frozen = dict(stores[8])
         self.memo_results = list(stores[9])
         self.calls = list(stores[10])
+        self.dict_stores = stores[11]
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -201,20 +207,36 @@ class SideEffects:
             self.undo.append((container, saved))
 
     def store_attr(
-        self, obj: VariableTracker, name: str, value: VariableTracker, raw: bool = False
+        self,
+        obj: VariableTracker,
+        name: str,
+        value: VariableTracker,
+        raw: bool = False,
+        into_dict: bool = False,
     ) -> None:
         """``obj.name = value`` as a plain store (descriptors and ``__setattr__`` overrides were
         run by the caller, ``objects.store_attribute``); ``raw``: replay it with
-        ``object.__setattr__`` (the class overrides ``__setattr__``)."""
+        ``object.__setattr__`` (the class overrides ``__setattr__``); ``into_dict``: this store
+        only was a write into ``obj.__dict__`` (replayed so, with ``object.__setattr__``)."""
         self.check_unfrozen(obj)
         self._stores = None
         self.attr_stores[(id(obj), name)] = (obj, name, value)
+        self._mark_dict_store(obj, name, into_dict)
         instance_dict = self.instance_dicts.get(id(obj))
         if instance_dict is not None:
             self._save(instance_dict)
             instance_dict.items[name] = value
         if raw:
             self.raw_objects.add(id(obj))
+
+    def _mark_dict_store(self, obj: VariableTracker, name: str, into_dict: bool) -> None:
+        key = (id(obj), name)
+        if into_dict != (key in self.dict_stores):
+            self.dict_stores = self.dict_stores ^ {key}
+
+    def is_dict_store(self, obj: VariableTracker, name: str) -> bool:
+        """Is the trace's pending store to ``obj.name`` a write into ``obj.__dict__`` itself?"""
+        return (id(obj), name) in self.dict_stores
 
     def store_class_attr(self, cls_vt: VariableTracker, name: str, value: VariableTracker) -> None:
         """``cls.name = value`` on an existing class (replayed with ``STORE_ATTR``)."""
@@ -238,15 +260,24 @@ class SideEffects:
             self.instance_dicts[id(obj)] = known
         return known
 
-    def delete_attr(self, obj: VariableTracker, name: str, replay: bool, raw: bool = False) -> None:
+    def delete_attr(
+        self,
+        obj: VariableTracker,
+        name: str,
+        replay: bool,
+        raw: bool = False,
+        into_dict: bool = False,
+    ) -> None:
         """``del obj.name`` on an existing object, as the generic ``__delattr__`` does it (the
         attribute is there: the caller checked). ``replay``: the object had it before the call,
         so the rewritten code deletes it; otherwise only the trace's pending store goes. ``raw``:
-        replay it with ``object.__delattr__`` (the class overrides ``__delattr__``)."""
+        replay it with ``object.__delattr__`` (the class overrides ``__delattr__``);
+        ``into_dict``: a deletion from ``obj.__dict__`` itself (replayed so)."""
         self.check_unfrozen(obj)
         self._stores = None
         if raw:
             self.raw_objects.add(id(obj))
+        self._mark_dict_store(obj, name, into_dict and replay)
         if replay:
             self.attr_stores[(id(obj), name)] = (obj, name, _DELETED)
         else:
@@ -491,7 +522,7 @@ class SideEffects:
         self, cg: Codegen, obj: VariableTracker, name: str, value: Any, escaping: set[int]
     ) -> None:
         """Replay one attribute store (or deletion) the trace recorded."""
-        if value is _DELETED and id(obj) in self.raw_objects:
+        if value is _DELETED and (id(obj) in self.raw_objects or self.is_dict_store(obj, name)):
             cg.load_const(object.__delattr__)  # an override ran in the trace already
             obj.reconstruct(cg)
             cg.load_const(name)
@@ -503,7 +534,9 @@ class SideEffects:
             cg.add("DELETE_ATTR", name)
             return
         raw = (
-            getattr(obj, "raw_replay", True) if id(obj) in escaping else id(obj) in self.raw_objects
+            getattr(obj, "raw_replay", True)
+            if id(obj) in escaping
+            else id(obj) in self.raw_objects or self.is_dict_store(obj, name)
         )
         if raw:
             # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``

@@ -343,9 +343,13 @@ class NNModuleVariable(UserObjectVariable):
             and inspect.getattr_static(module, name, MISSING) is MISSING
         ):  # the class's own ``__getattr__`` runs, and decides before torch's reads the tables
             return super().var_getattr(tx, name)
+        if self._found_before_getattr(tx, name):
+            return super().var_getattr(tx, name)
         for table in MEMBER_TABLES:
             member = self._member(tx, table, name)
             if member is not None:
+                if self.source is not None:
+                    tx.output.assume_member_unshadowed(self.source, name)
                 return member
         if name in ALL_HOOK_DICTS and name in module.__dict__:
             check_fresh_module(tx, module, name)
@@ -374,6 +378,20 @@ class NNModuleVariable(UserObjectVariable):
                 else:
                     tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), table)
         return super().var_getattr(tx, name)
+
+    def _found_before_getattr(self, tx: Translator, name: str) -> bool:
+        """Does CPython's lookup find ``name`` before ``nn.Module.__getattr__`` reads the member
+        tables: on the class, or in the instance ``__dict__`` as the trace left it (a write into
+        it, or a key the call started with)? ``nn.Module.__setattr__`` keeps members' names out
+        of ``__dict__``, but a write into the dict itself puts a name there beside a member's,
+        and hides the member. The trace's stores through ``__setattr__`` are found either way
+        (their pending value)."""
+        effects = tx.output.side_effects
+        if effects.is_dict_store(self, name):
+            return not effects.is_deleted(self, name)
+        if effects.load_attr(self, name) is not None or effects.is_deleted(self, name):
+            return False
+        return type_lookup(type(self.value), name) is not MISSING or name in self.value.__dict__
 
     def _member(self, tx: Translator, table: str, name: str) -> VariableTracker | None:
         """``name`` in the member table ``table`` as the trace left it: its pending store, else
@@ -405,6 +423,8 @@ class NNModuleVariable(UserObjectVariable):
         held = held_table(tx, self.value, table)
         effects = tx.output.side_effects
         for name, value in _pending_stores(tx, self):
+            if effects.is_dict_store(self, name):  # written into ``__dict__``: no table's
+                continue
             filed = _may_file(value) and not effects.is_deleted(self, name)  # a plain name
             if name in real or (held is not None and name in held.items) or filed:
                 raise Unsupported(
@@ -742,8 +762,11 @@ class ModuleDictVariable(VariableTracker):
         """``__dict__[name]`` after the trace stored ``value`` to ``module.name``: there, unless
         ``nn.Module.__setattr__`` files it in a member table; a deletion leaves no key (the
         member tables and ``__dict__`` never share a name)."""
-        if tx.output.side_effects.is_deleted(self.module, name):
+        effects = tx.output.side_effects
+        if effects.is_deleted(self.module, name):
             return None
+        if effects.is_dict_store(self.module, name):
+            return value
         if _filed(tx, self.module, name, value):
             raise Unsupported("module_dict", f"__dict__[{name!r}] after a store to .{name}")
         return value
@@ -770,21 +793,21 @@ class ModuleDictVariable(VariableTracker):
         return known
 
     def store(self, tx: Translator, name: str, value: VariableTracker) -> None:
-        """``__dict__[name] = value``: ``object.__setattr__``'s store, a pending store of the
-        module, which its replay (``nn.Module.__setattr__``) makes so only for a value it files
-        nowhere and a name in no member table (``_plain_name``)."""
+        """``__dict__[name] = value``: a pending store of the module into its ``__dict__``,
+        replayed with ``object.__setattr__``, which writes there for a name the class has no data
+        descriptor of (``_plain_name``), whatever the value (a parameter, a module) and whether a
+        member table holds the name too (the key then hides the member)."""
         _plain_name(tx, self.module, name, "__setattr__")
-        if _filed(tx, self.module, name, value):
-            raise Unsupported("module_dict", f"__dict__[{name!r}] = {value}: a member's store")
         effects = tx.output.side_effects
         if effects.is_deleted(self.module, name):  # the replay would keep the key's place
             raise Unsupported("module_dict", f"__dict__[{name!r}] stored after its deletion")
-        effects.store_attr(self.module, name, value)
+        effects.store_attr(self.module, name, value, into_dict=True)
+        self._written(tx)
 
     def delete(self, tx: Translator, name: str) -> None:
         """``del __dict__[name]``: ``object.__delattr__``'s deletion, a pending deletion of the
-        module (replayed by ``nn.Module.__delattr__``, the same for a name in no member table);
-        CPython's KeyError where the dict lacks it."""
+        module from its ``__dict__`` (a member of that name is found again); CPython's KeyError
+        where the dict lacks it."""
         _plain_name(tx, self.module, name, "__delattr__")
         if self.lookup(tx, ConstantVariable(name)) is None:
             raise PythonError(KeyError(name))
@@ -793,7 +816,16 @@ class ModuleDictVariable(VariableTracker):
             tx.output.assume_key_present(self.source, name)
         else:
             tx.output.assume_key_absent(self.source, name)
-        tx.output.side_effects.delete_attr(self.module, name, replay=had)
+        tx.output.side_effects.delete_attr(self.module, name, replay=had, into_dict=True)
+        self._written(tx)
+
+    def _written(self, tx: Translator) -> None:
+        """The replay's writes into ``__dict__`` move ``EPOCH`` after them, as
+        ``nn.Module.__setattr__`` would: the module trees that read the module check it again (a
+        key may now hide a member, ``MEMBER_UNSHADOWED``)."""
+        effects = tx.output.side_effects
+        if not any(fn is _bump_observed and args[0] is self.module for fn, args in effects.calls):
+            effects.call_after(_bump_observed, [self.module])
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in (*self.KEY_METHODS, *self.WHOLE_METHODS, *self.WRITE_METHODS):
@@ -1514,11 +1546,33 @@ def _functional_call(
     except TypeError as e:
         raise Unsupported("functional_call", f"functional_call(): {e}") from None
     bound.apply_defaults()
+    if _hidden_member(tx, obj, name):
+        raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     module = bound.arguments["module"]
     if not isinstance(module, NNModuleVariable) or module.source is None:
         raise Unsupported("functional_call", f"functional_call() of {module}")
     options = {}
     for name in ("tie_weights", "strict"):
+def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
+    """Is ``name`` a member (in a member table) and a key of the module's ``__dict__`` as the
+    trace left it? ``nn.Module.__setattr__`` may then write the table and leave the key, which
+    goes on hiding what it wrote: not modelled."""
+    effects = tx.output.side_effects
+    if effects.is_deleted(obj, name):
+        return False
+    if effects.is_dict_store(obj, name):
+        in_dict = True
+    else:
+        in_dict = effects.load_attr(obj, name) is None and name in vars(obj.value)
+    if not in_dict:
+        return False
+    for table in MEMBER_TABLES:
+        held = held_table(tx, obj.value, table)
+        if name in vars(obj.value).get(table, ()) or (held is not None and name in held.items):
+            return True
+    return False
+
+
         value = bound.arguments[name]
         options[name] = value.as_python_constant() if isinstance(value, VariableTracker) else value
     if options["strict"] is not False:
@@ -1535,8 +1589,11 @@ def _functional_call(
     call_kwargs = {} if call_kwargs is None or _is_none(call_kwargs) else _keywords(tx, call_kwargs)
     targets = _reparametrized(tx, module, stand_ins, options["tie_weights"])
     effects = tx.output.side_effects
-    if any(id(owner) in effects.instance_dicts for owner, _, _ in targets):
-        raise Unsupported("functional_call", "functional_call() of a module whose vars() is read")
+    if any(
+        id(owner) in effects.instance_dicts or effects.is_dict_store(owner, name)
+        for owner, name, _ in targets
+    ):
+        raise Unsupported("functional_call", "functional_call() of a module whose vars() is used")
     previous = [effects.attr_stores.get((id(owner), name)) for owner, name, _ in targets]
     for owner, name, value in targets:
         effects.store_attr(owner, name, value)
