@@ -368,7 +368,7 @@ def test_what_a_node_function_closes_over_is_guarded():
 
 
 class Opaque:
-    """A node whose context is an object of the user's: no constant for the spec."""
+    """A node whose context is the node itself, an object made in the trace holding a tensor."""
 
     def __init__(self, a):
         self.a = a
@@ -385,11 +385,11 @@ def _opaque(x):
     return tree_unflatten([leaves[0] * 2], spec).a
 
 
-def test_a_node_whose_context_is_no_constant_breaks():
-    """Its flatten function ran in the trace before the break: what it did is undone, the call
-    runs in Python once. (torch.compile breaks 0 times: its spec is no constant, it can hold the
-    node itself; here the spec must be one.)"""
-    check_breaks(_opaque, _x, graphs=1, breaks=2, setup=CALLS.clear, observe=_observe_calls)
+def test_a_node_whose_context_is_no_constant_does_not_break():
+    """The spec holds the context's tracker: ``tree_unflatten`` gives the unflatten function that
+    node, whose tensor it reads (torch.compile breaks 0 times too)."""
+    check_breaks(_opaque, _x, graphs=1, breaks=0, setup=CALLS.clear, observe=_observe_calls)
+    assert dynamo_breaks(_opaque, torch.randn(3)) == (1, 0)
 
 
 def _leaf_or_node(x):

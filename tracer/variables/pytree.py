@@ -6,7 +6,9 @@ nodes are the tracker's lists, tuples, namedtuples, dicts and ``OrderedDict``s; 
 the user registered (``register_pytree_node``, ``register_dataclass``) is flattened and rebuilt by
 its entry's functions, inlined like any user function; every other value is a leaf, and a function
 mapped over the leaves is called through the tracer (traced, its effects recorded). The spec is
-the real ``TreeSpec`` torch would build (a constant of the trace).
+the real ``TreeSpec`` torch would build (a constant of the trace); a user node's context that is
+no constant (an object its ``flatten_fn`` made or read) stays a tracker, a ``_Context`` standing
+for it in that spec, which the rewritten code builds with the real context in place.
 
 What the trace relies on of pytree's registry ``SUPPORTED_NODES`` is guarded entry by entry
 (``REGISTRY_ENTRY``: the builtin node types' entries are torch's own, a user class's is the one
@@ -59,6 +61,32 @@ class _Leaf:
 
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _Context:
+    """Stands, in a spec the trace made, for the context at ``index`` of the spec's tracker: a
+    value of the trace (an object a ``flatten_fn`` made or read), not a constant. Compares by
+    identity: a spec holding one equals no other spec but itself."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<context {self.index}>"
+
+
+def _with_contexts(spec: Any, contexts: tuple) -> Any:
+    """``spec`` with each ``_Context`` in it replaced by its real context: what the rewritten
+    code calls to build a spec whose contexts are values of the trace."""
+    if spec.is_leaf():
+        return spec
+    context = spec.context
+    if isinstance(context, _Context):
+        context = contexts[context.index]
+    kids = [_with_contexts(child, contexts) for child in spec.children()]
+    return pytree.TreeSpec(spec.type, context, kids)
 
 
 def _rely_on_node(tx: Translator, node_type: Any) -> bool:
@@ -134,14 +162,31 @@ def _python_type(vt: VariableTracker) -> type:
         raise _Decline from None
 
 
-def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracker], Any]:
-    """The leaf trackers of ``tree`` and the real spec of its structure, built as torch builds it
+@dataclass(frozen=True)
+class Spec:
+    """A spec the trace made or was given: the real ``TreeSpec`` (its ``_Context``s stand for
+    ``contexts``, the trackers of contexts that are values of the trace)."""
+
+    value: Any
+    contexts: tuple[VariableTracker, ...] = ()
+
+    def context(self, tx: Translator, node: Any) -> VariableTracker:
+        """The tracker of ``node``'s context."""
+        if isinstance(node.context, _Context):
+            return self.contexts[node.context.index]
+        return tx.fold(node.context)
+
+
+def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracker], Spec]:
+    """The leaf trackers of ``tree`` and the spec of its structure, built as torch builds it
     (``_Decline`` where the registry holds another entry than torch's for a builtin node type).
 
     A builtin node's children and context are what its entry's function gives for a skeleton of
-    stand-ins; a node of a user class is flattened by its entry's function, inlined (its context
-    must be a constant, the spec holds it); any other value is a leaf: its class has no entry."""
+    stand-ins; a node of a user class is flattened by its entry's function, inlined (a constant
+    context is held by the spec, any other by the ``Spec``'s trackers, a ``_Context`` in its
+    place); any other value is a leaf: its class has no entry."""
     leaves: list[VariableTracker] = []
+    contexts: list[VariableTracker] = []
     user_ran = False
 
     def spec_of(vt: VariableTracker) -> Any:
@@ -167,12 +212,14 @@ def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracke
         user_ran = True
         flatten = _entry_function(tx, cls, entry, "flatten_fn")
         flat = dispatch.iterate(tx, dispatch.call(tx, flatten, [vt], {}))
-        if len(flat) != 2 or not flat[1].is_python_constant():
-            what = f"{cls.__name__}'s flatten_fn gives no (children, constant context) pair"
-            raise Unsupported("pytree", what)
+        if len(flat) != 2:
+            raise Unsupported("pytree", f"{cls.__name__}'s flatten_fn gives no pair")
         children, context = flat
         kids = [spec_of(child) for child in dispatch.iterate(tx, children)]
-        return pytree.TreeSpec(cls, context.as_python_constant(), kids)
+        if context.is_python_constant():
+            return pytree.TreeSpec(cls, context.as_python_constant(), kids)
+        contexts.append(context)
+        return pytree.TreeSpec(cls, _Context(len(contexts) - 1), kids)
 
     try:
         spec = spec_of(tree)
@@ -180,13 +227,14 @@ def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracke
         if user_ran:  # effects of the user's code are recorded: undone with the instruction
             raise Unsupported("pytree", "a structure the trace does not flatten") from None
         raise
-    return leaves, spec
+    return leaves, Spec(spec, tuple(contexts))
 
 
-def _unflatten(tx: Translator, spec: Any, leaves: list[VariableTracker]) -> VariableTracker:
-    """The trackers' structure ``spec`` describes, holding ``leaves``: builtin nodes made as
-    trackers, a user class's node by its entry's ``unflatten_fn`` (inlined), children first as
-    torch does."""
+def _unflatten(tx: Translator, made: Spec, leaves: list[VariableTracker]) -> VariableTracker:
+    """The trackers' structure ``made`` describes, holding ``leaves``: builtin nodes made as
+    trackers, a user class's node by its entry's ``unflatten_fn`` (inlined, given its context's
+    tracker), children first as torch does."""
+    spec = made.value
     if len(leaves) != spec.num_leaves:
         raise _Decline  # torch's ValueError, raised in Python
     rest = iter(leaves)
@@ -201,7 +249,7 @@ def _unflatten(tx: Translator, spec: Any, leaves: list[VariableTracker]) -> Vari
                 raise _Decline
             kids = ListVariable([build(child) for child in node.children()])
             unflatten = _entry_function(tx, node.type, entry, "unflatten_fn")
-            return dispatch.call(tx, unflatten, [kids, tx.fold(node.context)], {})
+            return dispatch.call(tx, unflatten, [kids, made.context(tx, node)], {})
         if not _rely_on_node(tx, node.type):
             raise _Decline
         kids = [build(child) for child in node.children()]
@@ -221,20 +269,44 @@ def _unflatten(tx: Translator, spec: Any, leaves: list[VariableTracker]) -> Vari
 
 @dataclass(eq=False)
 class TreeSpecVariable(ConstantLikeVariable):
-    """A ``TreeSpec`` the trace made (a constant of it: rebuilt by ``LOAD_CONST``)."""
+    """A ``TreeSpec`` the trace made: a constant of it (rebuilt by ``LOAD_CONST``), unless some
+    node's context is a value of the trace (``contexts``: the spec is then built by the
+    rewritten code, ``_with_contexts``, and only its shape is read in the trace)."""
 
     value: Any
     source: Source | None = None
+    #: the trackers the ``_Context``s of ``value`` stand for
+    contexts: tuple[VariableTracker, ...] = ()
+
+    def is_python_constant(self) -> bool:
+        return not self.contexts
+
+    def as_python_constant(self) -> Any:
+        if self.contexts:
+            raise Unsupported("pytree", "a TreeSpec holding a context made in the trace")
+        return self.value
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "unflatten":
             return _SpecUnflatten(self, name)
         if name in ("num_leaves", "num_nodes", "num_children"):
             return ConstantVariable(getattr(self.value, name))
+        if name == "context" and self.contexts:
+            return Spec(self.value, self.contexts).context(tx, self.value)
+        if self.contexts:
+            raise Unsupported("pytree", f"TreeSpec.{name} of a spec holding a traced context")
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg: Codegen) -> None:
+        if not self.contexts:
+            cg.load_const(self.value)
+            return
+        cg.load_const(_with_contexts)
         cg.load_const(self.value)
+        for context in self.contexts:
+            context.reconstruct(cg)
+        cg.build_tuple(len(self.contexts))
+        cg.call_function(2)
 
 
 @dataclass(eq=False)
@@ -246,9 +318,11 @@ class _SpecUnflatten(BoundAttributeVariable):
     ) -> VariableTracker:
         made = None
         if len(args) == 1 and not kwargs:
-            made = _traced(lambda: _unflatten(tx, self.obj.value, _items(tx, args[0])))
+            spec = Spec(self.obj.value, self.obj.contexts)
+            made = _traced(lambda: _unflatten(tx, spec, _items(tx, args[0])))
         if made is None:
-            return dispatch.call(tx, tx.wrap_static(self.obj.value.unflatten), args, kwargs)
+            spec = self.obj.as_python_constant()
+            return dispatch.call(tx, tx.wrap_static(spec.unflatten), args, kwargs)
         return made
 
 
@@ -262,23 +336,24 @@ def _items(tx: Translator, leaves: VariableTracker) -> list[VariableTracker]:
 _MADE: dict[int, Any] = {}
 
 
-def _made_spec(spec: Any) -> TreeSpecVariable:
-    _MADE[id(spec)] = spec
-    return TreeSpecVariable(spec)
+def _made_spec(made: Spec) -> TreeSpecVariable:
+    if not made.contexts:  # a constant of the code
+        _MADE[id(made.value)] = made.value
+    return TreeSpecVariable(made.value, contexts=made.contexts)
 
 
-def _spec(tx: Translator, vt: VariableTracker) -> Any:
-    """The real spec ``vt`` is: one this trace made, or one a trace made given to this one (the
-    same object on each call: its identity guarded). A spec made in Python, a new object on each
-    call, is declined (guarding its identity would recompile on each call)."""
+def _spec(tx: Translator, vt: VariableTracker) -> Spec:
+    """The spec ``vt`` is: one this trace made, or a constant one a trace made given to this one
+    (the same object on each call: its identity guarded). A spec made in Python, a new object on
+    each call, is declined (guarding its identity would recompile on each call)."""
     if isinstance(vt, TreeSpecVariable):
-        return vt.value
+        return Spec(vt.value, vt.contexts)
     value = getattr(vt, "value", None)
     source = getattr(vt, "source", None)
     if source is None or _MADE.get(id(value)) is not value:
         raise _Decline
     tx.output.assume_identity(source, value)
-    return value
+    return Spec(value)
 
 
 def _traced(make: Any) -> VariableTracker | None:
@@ -302,7 +377,7 @@ def _bound(fn: Any, args: list, kwargs: dict) -> dict[str, Any]:
     return bound
 
 
-def _result(tx: Translator, leaves: list[VariableTracker], spec: Any) -> VariableTracker:
+def _result(tx: Translator, leaves: list[VariableTracker], spec: Spec) -> VariableTracker:
     return TupleVariable([ListVariable(leaves), _made_spec(spec)])
 
 
@@ -338,7 +413,8 @@ def _tree_map(tx, fn, args, kwargs):
         columns = [leaves]
         for rest in bound.get("rests", ()):
             rest_leaves, rest_spec = _flatten(tx, rest)
-            if rest_spec != spec:  # a prefix of a deeper structure, or a mismatch
+            if rest_spec.contexts or spec.contexts or rest_spec.value != spec.value:
+                # a prefix of a deeper structure, a mismatch, or contexts compared in Python
                 raise _Decline
             columns.append(rest_leaves)
         func = bound["func"]
