@@ -549,6 +549,28 @@ class ObjectIdVariable(VariableTracker):
         return f"ObjectIdVariable({self.of!r})"
 
 
+@dataclass(eq=False)
+class MethodHashVariable(VariableTracker):
+    """``hash(method)`` of a C method bound to an object the trace has no address for (a tensor,
+    a container made in the trace): CPython's ``meth_hash`` mixes the object's address with the
+    method's, so the number is unknown, but two equal methods (the same method of the same
+    object) hash alike (``operations.compare_method_hashes``). Given back to Python, it is
+    ``hash()`` of the method the rewritten code rebuilds."""
+
+    method: VariableTracker
+
+    def python_type(self) -> type:
+        return int
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(hash)
+        self.method.reconstruct(cg)
+        cg.call_function(1)
+
+    def __repr__(self) -> str:
+        return f"MethodHashVariable({self.method!r})"
+
+
 # ``TextVariable``: a string that shows the values of tensors (``str(t)``, ``f"{t}"``,
 # ``repr([t])``, ``'{}'.format(t)``). The trace has no values, but it needs the string only where
 # the code reads it (compares, hashes, measures, prints it): until then it is a value the rewritten

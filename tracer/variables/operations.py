@@ -53,6 +53,7 @@ from .base import (
 from .call_rules import BUILTINS, BuiltinImpl, builtin, call_rule
 from .constants import (
     ConstantVariable,
+    MethodHashVariable,
     ObjectIdVariable,
     SliceVariable,
     SymNodeVariable,
@@ -606,6 +607,19 @@ def compare_ids(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
     return ConstantVariable(same == (op is operator.eq))
 
 
+def compare_method_hashes(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``hash(a.f) == hash(b.g)`` of C methods (``MethodHashVariable``): equal where the methods
+    are (the same method of the same object); two others may collide, which only Python knows."""
+    a, b = args
+    if not (isinstance(a, MethodHashVariable) and isinstance(b, MethodHashVariable)):
+        return None
+    if method_bound(a.method) is method_bound(b.method) and is_same(tx, a.method.obj, b.method.obj):
+        return ConstantVariable(op is operator.eq)
+    raise Unsupported("builtin", f"hashes of two different methods compared: {a}, {b}")
+
+
 def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
     """The real object ``vt`` stands for, where ``fn`` of it is computed here."""
     if isinstance(vt, UserObjectVariable):
@@ -644,6 +658,8 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         # repr read its object's address and type name only, a Python one's as below
         python = isinstance(method, types.FunctionType)
         owner = _real(tx, vt.obj, (hash if fn is hash else repr) if python else id)
+        if owner is _MISSING and not python:
+            owner = _input_container(tx, vt.obj)
         return _MISSING if owner is _MISSING else method.__get__(owner, type(owner))
     if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
         # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
@@ -658,6 +674,19 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         isinstance(vt, UserFunctionVariable) and vt.is_python_constant()
     ):  # a class, module, function: guarded by identity where it was read
         return vt.as_python_constant()
+    return _MISSING
+
+
+def _input_container(tx: Translator, vt: VariableTracker) -> Any:
+    """The real list, dict or set that ``vt``, an input's tracker (read through its source),
+    stands for, its identity guarded; else ``_MISSING``. A C method bound to it hashes and prints
+    its address, whatever it holds; a container made in the trace has none yet."""
+    if not isinstance(vt, _CONTAINERS) or vt.source is None:
+        return _MISSING
+    for value, known in tx.output.wrapped.values():
+        if known is vt:
+            tx.output.assume_identity(vt.source, value)
+            return value
     return _MISSING
 
 
@@ -1194,6 +1223,7 @@ def invert_refused_by_dtype(
 
 
 operator_rule(operator.eq, operator.ne)(compare_ids)  # ``id(a) == id(b)``: ``a is b``
+operator_rule(operator.eq, operator.ne)(compare_method_hashes)
 operator_rule(*BINARY, *INPLACE, *COMPARISONS)(containers.set_operator)  # a set or a dict view
 operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
 
@@ -2387,6 +2417,9 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 
 @builtin(hash)
 def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    method = method_bound(obj)
+    if method is not None and not isinstance(method, types.FunctionType):
+        return MethodHashVariable(obj)  # a C method of an object with no address yet
     return ConstantVariable(value_hash(obj))
 
 
