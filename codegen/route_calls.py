@@ -32,8 +32,10 @@ Given a router with a ``table`` (``route.table``: a dict whose ``__missing__`` a
 its ``as_is``, a set of the callables it holds that are called as they are, and its ``sites``, a
 weak set that each call site's cache is added to), a call site first tests its callable against
 the one it found in the set last (``SiteCache``: by identity, which hashes nothing) and calls it
-where it is that one. Else, in code placed after the function's, it tests ``callable in
-table.as_is`` (remembering a callable found there), and where it is not, looks it up,
+where it is that one. Else, in code placed after the function's, it tests it against the
+callable the table held with another target that it found last (a compiled version: called
+without a lookup), then ``callable in table.as_is`` (remembering a callable found there), and
+where it is not, looks it up, ``table.get(callable)`` (remembering what the table held), else
 ``table[callable]``, and calls what it finds: no Python call on the way. Before the lookup, the
 callables made anew at each call, never found in the table but called as they are (a bound
 method whose function is in the set, a C method bound to an object), are told by their types
@@ -195,8 +197,9 @@ def _looked_up(
 ) -> tuple[list[Any], list[Any]]:
     """For the callable ``depth`` items down a stack ``stack`` deep: nothing where it is the
     callable the site found in ``table.as_is`` last (``SiteCache``), else, placed apart (returned
-    for the end of the code), the set test (the callable remembered where it is in the set) and
-    ``callable = table[callable]`` where it is not, with the handler of the try regions of both,
+    for the end of the code), the test of what the site found in the table last, the set test
+    (the callable remembered where it is in the set) and ``callable = table[callable]`` where it
+    is not (remembered where the table holds it), with the handler of the try regions of both,
     which asks ``route`` instead (an unhashable callable). Returns the site and what is placed
     apart. Nothing at the site raises: the enclosing try region covers it as it is."""
 
@@ -207,19 +210,39 @@ def _looked_up(
     cache = _site_cache(table)
     site = [*_is_last(depth, cache, at), op(POP_JUMP_IF_FALSE, slow), back]
     apart = _in_as_is(depth, stack, table, cache, at, (slow, handler, lookup, back))
-    return site, apart + _lookup(depth, stack, table, route, at, lookup, handler, back)
+    labels = (lookup, handler, back)
+    return site, apart + _lookup(depth, stack, table, route, cache, at, labels)
 
 
 class SiteCache:
-    """The callable a call site found in its table's ``as_is`` last, which the site tests by
-    identity before it tests the set; the table forgets it when the set drops it (a site that
-    read the set just before may remember it again, and call it as it is, as it was decided
-    until then: a call left uncompiled, never a wrong one)."""
+    """What a call site found in its table last: ``last``, the callable it found in ``as_is``,
+    which the site tests by identity before anything else; ``found``, ``(callable, target)``
+    for the last callable the table held with another target (a compiled version, a routed
+    copy), tested by identity before the set. The table forgets both when it drops the
+    callable (a site that read the table just before may remember it again, and call it, or
+    call what it found, as it was decided until then: a call left uncompiled, or made through
+    a compiled version decided on before, never a wrong one)."""
 
-    __slots__ = ("last", "__weakref__")
+    __slots__ = ("last", "found", "__weakref__")
 
     def __init__(self) -> None:
         self.last: Any = None
+        self.found: tuple[Any, Any] = _NOTHING_FOUND
+
+    def forget(self, obj: Any) -> None:
+        """Forget ``obj`` if it is what this site found."""
+        if self.last is obj:
+            self.last = None
+        if self.found[0] is obj:
+            self.found = _NOTHING_FOUND
+
+    def clear(self) -> None:
+        self.last = None
+        self.found = _NOTHING_FOUND
+
+
+#: ``SiteCache.found`` before a site found anything: no callable is its first item.
+_NOTHING_FOUND = (object(), None)
 
 
 def _site_cache(table: Any) -> SiteCache:
@@ -243,19 +266,26 @@ def _in_as_is(
     at: Instr,
     labels: tuple[Label, Label, Label, Label],
 ) -> list[Any]:
-    """From ``slow``: where the callable ``depth`` items down a stack ``stack`` deep is in
-    ``table.as_is``, it is remembered in ``cache`` and the code goes on at ``back``; else at
-    ``lookup``. The set test is in a try region whose handler is ``handler``."""
+    """From ``slow``: where the callable ``depth`` items down a stack ``stack`` deep is the one
+    ``cache.found`` holds, it is replaced by what was found for it; where it is in
+    ``table.as_is``, it is remembered in ``cache``; either way the code goes on at ``back``;
+    else at ``lookup``. The set test is in a try region whose handler is ``handler``."""
     slow, handler, lookup, back = labels
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
 
+    # [callable, *args] -> [callable, *args, target, last]: ``found`` read once
+    not_found = Label()
+    found = [op("LOAD_CONST", cache), op("LOAD_ATTR", _attr("found")), op("UNPACK_SEQUENCE", 2)]
+    found += [op("COPY", depth + 2), op("IS_OP", 0), op(POP_JUMP_IF_FALSE, not_found)]
+    found += [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
     region = TryBegin(handler, False, stack_depth=stack)
     test = [op("COPY", depth), op("LOAD_CONST", table), op("LOAD_ATTR", _attr("as_is"))]
     test += [op("CONTAINS_OP", 0)]
     remember = [op("COPY", depth), op("LOAD_CONST", cache), op("STORE_ATTR", "last")]
-    out = [slow, region, *test, TryEnd(region), op(POP_JUMP_IF_FALSE, lookup), *remember]
+    out = [slow, *found, not_found, op("POP_TOP"), region, *test, TryEnd(region)]
+    out += [op(POP_JUMP_IF_FALSE, lookup), *remember]
     return [*out, op("JUMP_BACKWARD", back)]
 
 
@@ -264,29 +294,53 @@ def _lookup(
     stack: int,
     table: Any,
     route: Callable[[Any], Any],
+    cache: SiteCache,
     at: Instr,
-    lookup: Label,
-    handler: Label,
-    back: Label,
+    labels: tuple[Label, Label, Label],
 ) -> list[Any]:
     """Placed apart, from ``lookup``: ``callable = table[callable]`` (the callable ``depth``
-    items down a stack ``stack`` deep) but where ``_unbound`` finds it called as it is, then
-    back to ``back``; and ``handler``, the handler of the try regions of the set test and the
-    lookup, which asks ``route`` instead (an unhashable callable)."""
+    items down a stack ``stack`` deep, ``_from_table``) but where ``_unbound`` finds it called
+    as it is, then back to ``back``; and ``handler``, the handler of the try regions of the set
+    test and the lookup, which asks ``route`` instead (an unhashable callable)."""
+    lookup, handler, back = labels
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
 
     general = Label()
     apart = [lookup, *_unbound(depth, table, back, general, at)]
-    # [callable, *args] -> [callable, *args, table[callable]] -> [table[callable], *args]
-    found = TryBegin(handler, False, stack_depth=stack)
-    apart += [general, found, op("LOAD_CONST", table), op("COPY", depth + 1), op("BINARY_SUBSCR")]
-    replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
-    apart += [TryEnd(found), *replace]
+    apart += [general, *_from_table(depth, stack, table, cache, at, handler, back)]
     # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
+    replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
     apart += [handler, op("POP_TOP"), op("COPY", depth), *_call_route(route, at), *replace]
     return apart
+
+
+def _from_table(
+    depth: int, stack: int, table: Any, cache: SiteCache, at: Instr, handler: Label, back: Label
+) -> list[Any]:
+    """``callable = table[callable]`` (the callable ``depth`` items down a stack ``stack``
+    deep), then on at ``back``; a callable the table holds itself (not one its ``__missing__``
+    answers: made anew at each call, or decided now) is remembered with what it found
+    (``cache.found``), one tuple stored at once. A table's values are callables, never None.
+    Both reads are in try regions whose handler is ``handler``."""
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    missing = Label()
+    # [callable, *args] -> [callable, *args, table.get(callable)]
+    held = TryBegin(handler, False, stack_depth=stack)
+    out = [held, op("COPY", depth), *_call_route(table.get, at), TryEnd(held)]
+    out += [op("COPY", 1), op("LOAD_CONST", None), op("IS_OP", 0), op(POP_JUMP_IF_TRUE, missing)]
+    remember = [op("COPY", depth + 1), op("COPY", 2), op("BUILD_TUPLE", 2)]
+    out += [*remember, op("LOAD_CONST", cache), op("STORE_ATTR", "found")]
+    replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
+    out += replace
+    # not held: [callable, *args] -> [callable, *args, table[callable]] (``__missing__``)
+    answered = TryBegin(handler, False, stack_depth=stack)
+    out += [missing, op("POP_TOP"), answered, op("LOAD_CONST", table), op("COPY", depth + 1)]
+    return [*out, op("BINARY_SUBSCR"), TryEnd(answered), *replace]
 
 
 def _unbound(depth: int, table: Any, back: Label, general: Label, at: Instr) -> list[Any]:
@@ -340,11 +394,8 @@ def _unbound_method(
     cache = _site_cache(table)
     site += [*_is_last(1, cache, at), op(POP_JUMP_IF_FALSE, slow), back, op("SWAP", depth), done]
     apart = _in_as_is(1, stack, table, cache, at, (slow, handler, lookup, back))
-    # [*rest, fn] -> [*rest, fn, table[fn]] -> [*rest, table[fn]]
-    found = TryBegin(handler, False, stack_depth=stack)
-    apart += [lookup, found, op("LOAD_CONST", table), op("COPY", 2), op("BINARY_SUBSCR")]
-    replace = [op("SWAP", 2), op("POP_TOP"), op("JUMP_BACKWARD", back)]
-    apart += [TryEnd(found), *replace]
+    # [*rest, fn] -> [*rest, table[fn]]
+    apart += [lookup, *_from_table(1, stack, table, cache, at, handler, back)]
     apart += [handler, op("POP_TOP"), *_call_route(route, at), op("JUMP_BACKWARD", back)]
     # [*rest] -> [NULL, callable, *args], the callable routed as ``_looked_up`` does
     other, other_slow = _looked_up(depth - 1, stack, table, route, at)

@@ -28,7 +28,9 @@ Routed code looks each callable up in ``CalleeCompiler.table`` (``RouteTable``),
 the path of every call plain Python makes: a callable decided on before that lives as long as its
 module (a function or class defined at module level, a builtin) is found there, one dict lookup
 in the calling code itself (for one called as it is, one identity test against what the call
-site found last, else one set test, ``RouteTable.as_is``); so is what a method load pushes (the
+site found last, else one set test, ``RouteTable.as_is``; for one called through its compiled
+version or routed copy, one identity test against the one the call site found there last,
+else the lookup); so is what a method load pushes (the
 class's function or a C type's method: no bound method is made; before 3.13, where the call site
 is paired with its load). A function left alone is found with its routed copy behind a check
 that it keeps its code (``entry.make_code_checked``: the copy runs that code only; a function
@@ -48,7 +50,7 @@ from typing import Any
 
 from torch import nn
 
-from ..codegen.frame_locals import READERS
+from ..codegen.frame_locals import PASS_THROUGH_FILES, READERS
 from ..codegen.route_calls import SiteCache, routed
 from . import markers
 from .entry import make_code_checked
@@ -97,10 +99,12 @@ class RouteTable(dict):
         super().__init__()
         #: the keys held for themselves (called as they are): what a call site tests first
         self.as_is: set[Any] = set()
-        #: the call sites' caches of what they found in ``as_is`` last (``SiteCache``)
+        #: the call sites' caches of what they found last (``SiteCache``)
         self.sites: weakref.WeakSet[SiteCache] = weakref.WeakSet()
 
     def put(self, obj: Any, target: Any) -> None:
+        if obj in self:  # decided anew: the call sites that found it forget it
+            self.discard(obj)
         self[obj] = target
         if target is obj:
             self.as_is.add(obj)
@@ -108,14 +112,13 @@ class RouteTable(dict):
     def discard(self, obj: Any) -> None:
         self.as_is.discard(obj)  # first: a call site finding it there reads no more
         for site in list(self.sites):
-            if site.last is obj:
-                site.last = None
+            site.forget(obj)
         self.pop(obj, None)
 
     def clear(self) -> None:
         self.as_is.clear()
         for site in list(self.sites):
-            site.last = None
+            site.clear()
         super().clear()
 
     def __missing__(self, obj: Any) -> Any:
@@ -381,6 +384,10 @@ def call_function(fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
     """What a call of a function made in another function's body goes through, compiled (one per
     code of such functions): ``fn(...)``."""
     return fn(*args, **kwargs)
+
+
+#: a frame of ``call_module`` or ``call_function`` (or of their compiled code) is none of the user's
+PASS_THROUGH_FILES.add(call_module.__code__.co_filename)
 
 
 def is_caller(fn: types.FunctionType) -> bool:

@@ -543,3 +543,30 @@ def test_a_callable_the_table_drops_from_its_set_is_asked_again_at_sites_that_fo
     assert all(site.last is None for site in table.sites)
     table.put(_doubled, lambda v: -v)
     assert fn([1, 2]) == [-1, -2, -1]
+
+
+@pytest.mark.parametrize("drop", ["discard", "clear", "put"])
+def test_a_compiled_version_the_table_drops_is_looked_up_again_at_sites_that_found_it(drop):
+    """A callable the table holds with another target (its compiled version) is remembered by
+    each site that found it (no lookup at its next call); a site forgets it when the table drops
+    it or decides on it anew, and looks it up again."""
+    asked = []
+
+    def route(obj):
+        asked.append(obj)
+        return obj
+
+    table = route.table = RouteTable()
+    table.route, table.modules = route, None
+    table.put(_doubled, lambda v: 10 * v)
+    fn = routed(_calls_doubled, route)
+    assert fn([1, 2]) == [10, 20, 10] and _doubled not in asked
+    assert sum(site.found[0] is _doubled for site in table.sites) == 2  # both sites found it
+    if drop == "put":
+        table.put(_doubled, lambda v: -v)
+    else:
+        table.discard(_doubled) if drop == "discard" else table.clear()
+        assert fn([1, 2]) == [2, 4, 2] and asked.count(_doubled) == 3  # asked at each call
+        table.put(_doubled, lambda v: -v)
+    assert not any(site.found[0] is _doubled for site in table.sites)
+    assert fn([1, 2]) == [-1, -2, -1]
