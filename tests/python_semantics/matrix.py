@@ -50,14 +50,10 @@ HERE = pathlib.Path(__file__).parent
 BASELINE = HERE / "dynamo_baseline.json"
 KNOWN = HERE / "known_cells.json"
 # Known gaps kept on purpose (a break is right there; torch.compile's trace is not):
-# - ``str.format#0/tensor`` ('{}-{!r}'.format(t, t)), ``str.__mod__#0/tensor`` ('%s-%r' % (t, t)):
-#   the text is the tensor's values, which the trace does not have. torch.compile defers the call
-#   past its graph (``StringFormatVariable``: ``fmt.format(*args)`` run in the code after the
-#   graph), so it formats the tensors as they are when the graph ends: after
-#   ``s = '{}'.format(t); t.add_(1)`` its ``s`` shows the incremented values. bytegraph breaks where
-#   the text is made (once per tensor ``repr``: ``%`` of two counts two breaks, torch.compile one).
-#   The same holds for ``repr`` of a dict or set holding a tensor (``dict.__repr__#0/tensor``,
-#   ``set.__repr__#0/tensor``: gaps against torch 2.11 only, whose Dynamo defers them too).
+# - ``bool.__invert__#0/-`` on 3.12 and later (``~True``): CPython warns (DeprecationWarning) on
+#   every call, at the caller's line and under the caller's filters. torch.compile computes the
+#   value once while tracing: its one warning comes from Dynamo's own file, and no later call
+#   warns. bytegraph breaks there (``constants.computed``) so that each call warns as in eager.
 VERDICTS = ("clean", "breaking", "wrong", "crashed", "order")
 RESET_EVERY = 200
 
