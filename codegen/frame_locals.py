@@ -16,7 +16,9 @@ that reads its caller's frame there would see all of them, so generated code cal
   (``KeptLocals``); from 3.13 (PEP 667) a new dict at each call.
 - ``warnings.warn`` and ``sys._getframe``: their ``stacklevel`` and ``depth`` count the user's
   frames (``user_frames``), so a warning names the user's line. The frame objects are the
-  generated ones (their ``f_locals`` hold the generated names too).
+  generated ones (their ``f_locals`` hold the generated names too, and the ``f_back`` of the one
+  ``sys._getframe(0)`` gives is a generated frame); a frame of the user's stack that waits for a
+  resumed callee, which the process does not have, is given as a ``FrameStandIn``.
 """
 
 from __future__ import annotations
@@ -51,8 +53,10 @@ class UserFrame:
         return cls(names, tuple(cells))
 
 
-#: generated code -> the user's frame it stands for (resume functions, and their routed copies)
-_FRAMES: weakref.WeakKeyDictionary[types.CodeType, UserFrame] = weakref.WeakKeyDictionary()
+#: generated code (by its id) -> (a weak reference to it, the user's frame it stands for): resume
+#: functions, their routed copies and their rewritten code. Not keyed by the code itself: a code
+#: object hashes its constants, which may be unhashable (a dict that rewritten code loads).
+_FRAMES: dict[int, tuple[weakref.ref, UserFrame]] = {}
 #: (3.11/3.12) the name under which a generated frame keeps the dict its ``locals()`` returns:
 #: a key of its own locals dict, which CPython never writes back to the frame, or a resume
 #: function's argument (``kept_locals``), so that the calls before and after a break share it
@@ -62,11 +66,19 @@ _UNBOUND = object()
 
 def register(code: types.CodeType, frame: UserFrame) -> None:
     """Generated ``code`` stands for the user's ``frame``."""
-    _FRAMES[code] = frame
+    key = id(code)
+
+    def forget(ref: weakref.ref) -> None:
+        if _FRAMES.get(key, (None,))[0] is ref:  # not a later code object at the same address
+            del _FRAMES[key]
+
+    _FRAMES[key] = (weakref.ref(code, forget), frame)
 
 
 def registered(code: types.CodeType) -> UserFrame | None:
-    return _FRAMES.get(code)
+    """The user's frame generated ``code`` stands for, if it stands for one."""
+    found = _FRAMES.get(id(code))
+    return found[1] if found is not None and found[0]() is code else None
 
 
 class KeptLocals:
@@ -97,7 +109,7 @@ def user_locals(frame: types.FrameType, user: UserFrame | None) -> dict[str, Any
     """What ``locals()`` returns in the user's frame that ``frame`` runs for (``frame``'s own
     locals where ``user`` is None: a frame of the user's code itself)."""
     if user is None:
-        user = _FRAMES.get(frame.f_code)
+        user = registered(frame.f_code)
         if user is None:
             return dict(frame.f_locals) if LOCALS_SNAPSHOT else frame.f_locals
     own = frame.f_locals  # up to 3.12 a dict the frame keeps; from 3.13 a view of the frame
@@ -134,6 +146,9 @@ class FrameReader:
 
 #: The file name of the entry functions (``tracer/entry.py``): frames no user code has.
 ENTRY_FILE = "<bytegraph entry "
+#: Files of bytegraph's own functions that a break calls a user's callable through
+#: (``callees.call_module``): their frames, which the user's stack does not have, are left out.
+PASS_THROUGH_FILES: set[str] = set()
 
 
 #: The local in which rewritten code keeps, while a callee's resume function runs, the callers of
@@ -149,6 +164,7 @@ class WaitingFrame:
     filename: str
     lineno: int
     module: str  #: the ``__name__`` of its globals
+    code: types.CodeType | None = None  #: the code it runs (the user's)
 
     @property
     def globals(self) -> dict[str, Any]:
@@ -156,34 +172,61 @@ class WaitingFrame:
         return found.__dict__ if found is not None else {"__name__": self.module}
 
 
+class FrameStandIn:
+    """What ``sys._getframe`` gives, in generated code, for a frame of the user's stack that the
+    process does not have (a caller waiting for a resumed callee, ``WaitingFrame``): its code,
+    line and globals, and the frames above it (``f_back``). Its locals are not known: reading
+    ``f_locals`` raises AttributeError."""
+
+    __slots__ = ("_waiting", "_above", "_back")
+
+    def __init__(self, waiting: WaitingFrame, above: Iterator[types.FrameType | WaitingFrame]):
+        self._waiting, self._above, self._back = waiting, above, _UNBOUND
+
+    f_code = property(lambda self: self._waiting.code)
+    f_lineno = property(lambda self: self._waiting.lineno)
+    f_globals = property(lambda self: self._waiting.globals)
+    f_builtins = property(lambda self: self._waiting.globals.get("__builtins__", {}))
+
+    @property
+    def f_back(self) -> types.FrameType | FrameStandIn | None:
+        if self._back is _UNBOUND:
+            self._back = _given(next(self._above, None), self._above)
+        return self._back
+
+    def __repr__(self) -> str:
+        return f"<frame stand-in, file {self._waiting.filename!r}, line {self._waiting.lineno}>"
+
+
+def _given(
+    frame: types.FrameType | WaitingFrame | None, above: Iterator[types.FrameType | WaitingFrame]
+) -> types.FrameType | FrameStandIn | None:
+    """A frame of ``user_frames`` as user code is given it: a waiting one as its stand-in."""
+    return FrameStandIn(frame, above) if isinstance(frame, WaitingFrame) else frame
+
+
 def user_frames(
     frame: types.FrameType | None,
 ) -> Iterator[types.FrameType | WaitingFrame]:
     """The frames of the user's stack from ``frame`` outward, each the real frame that runs it:
-    without entry functions, and a function continued by resume functions once (the innermost
-    resume function; the frames that called it wait for it to return). Callers that wait for a
-    resumed callee (``WAITING``) come where the user's stack has them, as ``WaitingFrame``s."""
+    without entry functions and the frames of ``PASS_THROUGH_FILES``, and a function continued by
+    resume functions once (the innermost resume function; the frames of the same function that
+    called it wait for it to return, but for one that called it as a callee's: ``WAITING`` is set
+    there). Callers that wait for a resumed callee (``WAITING``) come where the user's stack has
+    them, as ``WaitingFrame``s."""
     continued = None  #: (file, first line) of the resume function met last
     while frame is not None:
         code = frame.f_code
         key = (code.co_filename, code.co_firstlineno)
-        if not code.co_filename.startswith(ENTRY_FILE) and key != continued:
-            if WAITING in code.co_varnames:
-                yield from frame.f_locals.get(WAITING) or ()
-            yield frame
-            continued = key if code in _FRAMES else None  # a resume function
+        waiting = frame.f_locals.get(WAITING) if WAITING in code.co_varnames else None
+        if not code.co_filename.startswith(ENTRY_FILE) and (
+            key != continued or waiting is not None
+        ):
+            yield from waiting or ()
+            if code.co_filename not in PASS_THROUGH_FILES:
+                yield frame
+            continued = key if registered(code) is not None else None  # a resume function
         frame = frame.f_back
-
-
-def _real_depth(frame: types.FrameType, depth: int) -> int | None:
-    """How many real frames above ``frame`` the user's frame ``depth`` levels above it is (None
-    where the user's stack is not that deep, or that frame waits for a resumed callee)."""
-    real_frames = (f for f in user_frames(frame) if not isinstance(f, WaitingFrame))
-    target = next(itertools.islice(real_frames, depth, None), None)
-    real = 0
-    while frame is not None and frame is not target:
-        frame, real = frame.f_back, real + 1
-    return real if target is not None else None
 
 
 def _warn(
@@ -207,28 +250,37 @@ def _warn(
                 message, category, at.filename, at.lineno, at.module, registry, source=source
             )
             return
-        real_wanted = sum(1 for f in found[:wanted] if not isinstance(f, WaitingFrame))
-        real = _real_depth(caller, real_wanted)
-        stacklevel = 2 + (wanted if real is None else real)  # past this function's own frame
+        stacklevel = 2 + _real_depth(caller, found[wanted] if len(found) > wanted else None, wanted)
     warnings.warn(message, category, stacklevel, source, **kwargs)
 
 
-def _getframe(depth: Any = 0) -> types.FrameType:
-    """``sys._getframe`` called by generated code: ``depth`` counts the user's frames."""
+def _real_depth(frame: types.FrameType, target: Any, default: int) -> int:
+    """How many real frames above ``frame`` the real frame ``target`` is (``default`` where
+    ``target`` is None: the user's stack is not that deep)."""
+    real = 0
+    while frame is not None and frame is not target:
+        frame, real = frame.f_back, real + 1
+    return real if target is not None else default
+
+
+def getframe(depth: Any = 0) -> types.FrameType | FrameStandIn:
+    """``sys._getframe`` called by generated code: ``depth`` counts the user's frames, and the
+    frames above the one user code calls it in are the user's (``user_frames``)."""
     if type(depth) is not int:
         return sys._getframe(depth)  # CPython's TypeError
     caller = sys._getframe(1)
     if depth <= 0:
         return caller
-    real = _real_depth(caller, depth)
-    if real is None:
+    frames = user_frames(caller)
+    found = next(itertools.islice(frames, depth, None), None)
+    if found is None:
         raise ValueError("call stack is not deep enough")
-    return sys._getframe(1 + real)
+    return _given(found, frames)
 
 
 #: the builtins that read their caller's frame -> what routed code calls instead
 READERS: dict[Any, Any] = {
     **{fn: FrameReader(fn) for fn in (locals, vars, dir)},
     warnings.warn: _warn,
-    sys._getframe: _getframe,
+    sys._getframe: getframe,
 }

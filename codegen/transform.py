@@ -18,6 +18,8 @@ from typing import Any
 
 from bytecode import Bytecode, CompilerFlags, Instr, SetLineno, TryBegin
 
+from . import frame_locals
+
 _SIGNATURE_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _PLAIN_FLAGS = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
 #: code starting with a value on the stack (before 3.13), which ``straight_stacksize`` leaves to
@@ -93,6 +95,9 @@ def make_function(
         globals_ = func.__globals__ if func else {}
     fn = types.FunctionType(new_code, globals_, name, None, closure or None)
     fn.__qualname__ = name  # (its code's by default)
+    user = frame_locals.registered(code)
+    if user is not None:  # rewritten code of a resume function: stands for the same user frame
+        frame_locals.register(new_code, user)
     if func is not None and argnames is None:
         fn.__defaults__ = func.__defaults__
         fn.__kwdefaults__ = func.__kwdefaults__

@@ -1,10 +1,10 @@
 """``sys._getframe(n)`` and ``inspect.currentframe()`` in traced code: a frame the trace runs (the
 compiled function, a callee it inlines) gives its code, name, file, globals and current line as
-constants, with no break; what the trace cannot decide (``f_locals``, a frame above the compiled
-function, a frame CPython runs elsewhere: a module's ``forward``, a callback, a generator) breaks
-and reads the real frame. Each case is compared with eager CPython, values and breaks, and its
-break count with torch.compile's. ``torch._dynamo.graph_break()`` is a graph break, as
-``bytegraph.graph_break()`` is."""
+constants, with no break, and so do the frames of ``nn.Module.__call__`` above a module's
+``forward``; what the trace cannot decide (``f_locals``, a frame above the compiled function, a
+frame CPython runs elsewhere: a callback, a generator) breaks and reads the real frame. Each case
+is compared with eager CPython, values and breaks, and its break count with torch.compile's.
+``torch._dynamo.graph_break()`` is a graph break, as ``bytegraph.graph_break()`` is."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import inspect
 import sys
 import warnings
 
-import pytest
 import torch
-from bytegraph.codegen.pyversion import PY313
 from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 from torch import nn
@@ -145,22 +143,13 @@ def test_inspect_currentframe():
     assert_no_more_breaks(0, inspect_currentframe, torch.ones(3))
 
 
-#: After such a break the real frame is given to a resume function, where reading its attributes
-#: breaks again: its ``f_code`` (a descriptor), and up to 3.12 the code object's ``co_name`` too
-#: (frame and code objects have a ``__getattribute__`` slot of their own there).
-_ABOVE_BREAKS = 2 if PY313 else 3
-
-
-def test_a_frame_above_the_compiled_function_breaks():
-    _, _, report = check_breaks(above_the_compiled_function, _x, graphs=1, breaks=_ABOVE_BREAKS)
+def test_a_frame_above_the_compiled_function_is_read_at_run_time():
+    """The frame above the compiled function is its caller's, which the trace cannot know: reading
+    it breaks once, and the rewritten code gives the resume function the user's frame (not the
+    entry function's), whose code the trace then reads, guarded."""
+    _, _, report = check_breaks(above_the_compiled_function, _x, graphs=1, breaks=1)
     assert "above the compiled function" in str(report.break_reasons[0])
-
-
-@pytest.mark.xfail(
-    not PY313, strict=True, reason="a real code object's attributes break up to 3.12"
-)
-def test_a_frame_above_the_compiled_function_breaks_as_torch_compile():
-    assert_no_more_breaks(_ABOVE_BREAKS, above_the_compiled_function, torch.ones(3))
+    assert_no_more_breaks(1, above_the_compiled_function, torch.ones(3))
 
 
 def test_f_locals_is_read_in_python():
@@ -179,16 +168,12 @@ def module_forward(x):
     return _named(x * 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a break inside forward resumes in forward's own resume function, where the routed "
-    "sys._getframe counts the trace's frames: Module._call_impl's frames are missing",
-)
-def test_a_module_forward_is_not_called_by_its_caller():
-    """CPython runs ``forward`` from ``Module._call_impl``, which the trace does not run as a
-    frame: the frame above ``forward`` is not the trace's, and is read in Python."""
-    _, _, report = check_breaks(module_forward, _x, graphs=1, breaks=3)
-    assert "called by the tracer" in str(report.break_reasons[0])
+def test_the_frames_of_a_module_call_above_forward():
+    """CPython runs ``forward`` from ``Module._call_impl``, a frame the trace does not run: its
+    code and line are known (``frames.hidden_callers``), so ``sys._getframe(1)`` in ``forward``
+    names it without a break."""
+    check_breaks(module_forward, _x, graphs=1, breaks=0)
+    assert_no_more_breaks(0, module_forward, torch.ones(3))
 
 
 def test_a_callback_of_a_builtin():

@@ -46,7 +46,7 @@ from ..variables import iterators
 from ..variables.base import NullVariable, VariableTracker, walk
 from ..variables.constants import TextVariable
 from ..variables.contexts import ContextExitVariable
-from ..variables.frames import user_code
+from ..variables.frames import hidden_callers, user_code
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
 from ..variables.modules import NNModuleVariable
@@ -174,19 +174,30 @@ def _make_texts_first(cg: Codegen, frames: list[FrameState]) -> None:
 def _note_waiting(cg: Codegen, frames: list[FrameState], depth: int) -> None:
     """Before the resume function of ``frames[depth - 1]`` runs: the callers between it and the
     rewritten code's own frame wait for it, with no frame of their own yet, and a warning's
-    ``stacklevel`` counts them (``frame_locals.WAITING``). Nothing where there are none now and
-    were none before."""
-    if len(frames) < 3:
+    ``stacklevel`` counts them (``frame_locals.WAITING``); so do the frames of ``nn.Module``'s
+    call above a ``forward`` (``frames.hidden_callers``), which the trace never runs. Before the
+    resume function of the rewritten code's own frame, None: that one continues this frame, a
+    callee's does not (``frame_locals.user_frames`` tells them apart, recursion too)."""
+    if len(frames) < 2:
         return
-    waiting = tuple(
-        WaitingFrame(
-            f.tx.code.co_filename,
-            f.tx.instructions[f.index].lineno or f.tx.code.co_firstlineno,
-            f.tx.f_globals.get("__name__", "<string>"),
-        )
-        for f in frames[depth:-1]
-    )
-    cg.load_const(waiting)
+    if depth == len(frames):
+        cg.load_const(None)
+        cg.store_local(WAITING)
+        return
+    waiting: list[WaitingFrame] = []
+    for f in frames[depth - 1 : -1]:
+        if f is not frames[depth - 1]:
+            waiting.append(
+                WaitingFrame(
+                    f.tx.code.co_filename,
+                    f.tx.instructions[f.index].lineno or f.tx.code.co_firstlineno,
+                    f.tx.f_globals.get("__name__", "<string>"),
+                    user_code(f.tx),
+                )
+            )
+        hidden = hidden_callers(f.tx) or ()
+        waiting += [WaitingFrame(h.code.co_filename, h.lineno, h.module, h.code) for h in hidden]
+    cg.load_const(tuple(waiting))
     cg.store_local(WAITING)
 
 

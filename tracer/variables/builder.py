@@ -175,6 +175,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return tx.output.add_input(value, source)
     if type(value) is ContextExit:  # a with-block's exit, entered before a graph break
         return wrap_context_exit(tx, value, source)
+    if cls is types.FrameType and (frame := frames.wrap_frame(tx, value, source)) is not None:
+        return frame
     if cls is types.CellType:  # a frame's cell passed to a resume function (``cell_args``)
         add(kinds.TYPE_MATCH(source, cls))
         return ClosureCellVariable(value, AttrSource(source, "cell_contents"))
@@ -213,8 +215,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(kinds.TYPE_MATCH(source, cls))  # so that == is torch.device's, never a user __eq__
         add(kinds.EQUALS_MATCH(source, value))
         return ConstantVariable(value, source)
-    if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum):
-        add(kinds.ID_MATCH(source, value))
+    if cls in _TORCH_SINGLETONS or isinstance(value, enum.Enum) or cls is types.CodeType:
+        add(kinds.ID_MATCH(source, value))  # (a code object: immutable, its identity kept)
         return ConstantVariable(value, source)
     if cls in IMMUTABLE_PY_KINDS:  # its fields can be written: guarded by value, on a copy
         add(kinds.TYPE_MATCH(source, cls))

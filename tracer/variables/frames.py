@@ -2,24 +2,36 @@
 traced code.
 
 Each Python frame the user's program would have while the traced code runs, from the compiled
-function down to the running callee, is a translator of the trace (``tx``, ``tx.parent``...). Such a
-frame is known at trace time: its code, its globals and the line it is at (a caller's: the line of
-its call) are constants. ``FrameVariable`` stands for one; what the trace cannot decide breaks
-(``f_locals``, ``f_trace``, the frame above the compiled function, a frame whose chain of callers
-is not the user's, a frame that returned), and the break's code reads the real frame
-(``codegen/frame_locals.py``).
+function down to the running callee, is a translator of the trace (``tx``, ``tx.parent``...), or,
+between a module's ``forward`` and the frame that called the module, one of the frames of
+``nn.Module.__call__`` that the trace does not run (``hidden_callers``: ``_call_impl`` and
+``_wrapped_call_impl``, at the lines CPython calls ``forward`` from, measured once on a module of
+bytegraph's own). Such a frame is known at trace time: its code, its globals and the line it is at
+(a caller's: the line of its call) are constants. ``FrameVariable`` stands for one; what the trace
+cannot decide breaks (``f_locals``, ``f_trace``, a frame whose chain of callers is not the user's,
+a frame that returned), and the break's code reads the real frame (``codegen/frame_locals.py``).
+A frame above the compiled function is a caller, which differs from call to call:
+``CallerFrameVariable`` stands for it, rebuilt at run time as the user's frame (never a frame of
+bytegraph's generated code), and reading it breaks.
 
 Entry points: the call rule of ``sys._getframe`` and the ``FrameVariable`` rules.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import torch
+from torch import nn
+
+from ...codegen.frame_locals import getframe
+from ...guards import kinds
+from ...guards.sources import AttrSource
 from ..exc import Unsupported
 from . import dispatch
 from .base import VariableTracker, method_bound
@@ -29,6 +41,8 @@ from .functions import MethodCallVariable, NestedFunctionVariable, UserFunctionV
 from .objects import GlobalsVariable
 
 if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ...guards.sources import Source
     from ..translator import Translator
 
 _HINT = "frame introspection the trace cannot decide runs in Python"
@@ -43,6 +57,8 @@ class FrameVariable(VariableTracker):
     compiled function, so that its callers are the user's frames, in CPython's order."""
 
     tx: Any  #: the ``Translator`` of the frame
+    #: 0: ``tx``'s own frame; ``n``: the ``n``-th of ``hidden_callers(tx)``, a frame above it
+    hidden: int = 0
 
     def python_type(self) -> type:
         return types.FrameType
@@ -51,7 +67,9 @@ class FrameVariable(VariableTracker):
         frame = self.tx
         _check_running(tx, frame)
         if name == "f_back":
-            return frame_at(frame, 1)
+            return _up(self, 1)
+        if self.hidden:
+            return self._hidden_attr(name)
         if name == "f_code":
             return ConstantVariable(user_code(frame))
         if name == "f_lineno":
@@ -65,8 +83,83 @@ class FrameVariable(VariableTracker):
             return GlobalsVariable(frame.f_globals)
         raise Unsupported("frame", f"the frame attribute {name!r}", hint=_HINT)
 
+    def _hidden_attr(self, name: str) -> VariableTracker:
+        """An attribute of a frame of ``nn.Module.__call__`` (its globals are torch's)."""
+        hidden = hidden_callers(self.tx)[self.hidden - 1]
+        if name == "f_code":
+            return ConstantVariable(hidden.code)
+        if name == "f_lineno":
+            return ConstantVariable(hidden.lineno)
+        raise Unsupported("frame", f"the attribute {name!r} of a frame of torch's", hint=_HINT)
+
     def __repr__(self) -> str:
-        return f"FrameVariable({self.tx.code.co_name})"
+        return f"FrameVariable({self.tx.code.co_name}, {self.hidden})"
+
+
+@dataclass(frozen=True)
+class HiddenFrame:
+    """A frame CPython runs between a callee and its caller that the trace does not run."""
+
+    code: types.CodeType
+    lineno: int  #: the line of the call it waits for
+    module: str  #: the ``__name__`` of its globals
+
+
+class _Probe(nn.Module):
+    """Called once (see ``_module_call_frames``): ``forward`` lists the frames above it."""
+
+    def forward(self) -> tuple[HiddenFrame, ...]:
+        found, frame = [], sys._getframe(1)
+        while frame is not None and frame.f_code is not _call_probe.__code__:
+            found.append(HiddenFrame(frame.f_code, frame.f_lineno, frame.f_globals["__name__"]))
+            frame = frame.f_back
+        return tuple(found)
+
+
+def _call_probe(module: nn.Module) -> tuple[HiddenFrame, ...]:
+    return module()
+
+
+@functools.cache
+def _module_call_frames(hooked: bool) -> tuple[HiddenFrame, ...]:
+    """The frames of ``nn.Module.__call__`` above ``forward``, innermost first, as CPython runs
+    them for a module without (``hooked`` False) or with forward hooks of its own (another path in
+    ``_call_impl``), and no global hooks (the trace inlines no call where there are: see
+    ``modules._check_hooks``)."""
+    probe = _Probe()
+    if hooked:
+        probe.register_forward_hook(lambda module, args, result: None)
+    return _call_probe(probe)
+
+
+def hidden_callers(tx: Translator) -> tuple[HiddenFrame, ...] | None:
+    """The frames CPython runs between ``tx``'s frame and its parent's that the trace does not:
+    none for a function the parent's CALL called, ``nn.Module.__call__``'s for a ``forward`` run
+    by a call of its module; None where they are not known (a module compiled by
+    ``Module.compile()``, global hooks, a JIT trace, a call the tracer made)."""
+    callee = tx.callee
+    module = getattr(callee, "value", None)
+    if not isinstance(module, nn.Module):
+        return () if _called_by_parent(tx) else None
+    if (
+        type(module).__call__ is not nn.Module.__call__
+        or getattr(module, "_compiled_call_impl", None) is not None
+        or any(getattr(nn.modules.module, name) for name in _GLOBAL_HOOKS)
+        or torch._C._get_tracing_state() is not None
+    ):
+        return None
+    hooked = any(getattr(module, name, None) for name in _HOOKS)
+    return _module_call_frames(hooked)
+
+
+#: the tables of hooks that send ``_call_impl`` its slow way (``_check_hooks`` refuses the others)
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOKS = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+)
 
 
 def user_code(tx: Translator) -> types.CodeType:
@@ -82,7 +175,7 @@ def user_frame(tx: Translator) -> bool:
     while tx is not None:
         if tx.code.co_flags & _DEFERRED:
             return False
-        if tx.parent is not None and not _called_by_parent(tx):
+        if tx.parent is not None and hidden_callers(tx) is None:
             return False
         tx = tx.parent
     return True
@@ -107,11 +200,88 @@ def frame_at(tx: Translator, depth: int) -> FrameVariable:
         raise Unsupported(
             "frame", f"a frame of {tx.code.co_name}, called by the tracer", hint=_HINT
         )
-    for _ in range(depth):
+    return _up(FrameVariable(tx), depth)
+
+
+def _up(frame: FrameVariable, depth: int) -> FrameVariable:
+    """The frame ``depth`` calls above ``frame`` (a user frame: see ``frame_at``)."""
+    tx, hidden = frame.tx, frame.hidden
+    for above in range(depth, 0, -1):
+        if hidden < len(hidden_callers(tx) or ()):
+            hidden += 1
+            continue
         if tx.parent is None:
-            raise Unsupported("frame", "a frame above the compiled function", hint=_HINT)
-        tx = tx.parent
-    return FrameVariable(tx)
+            if _own_code(tx):
+                raise Unsupported("frame", "a frame above bytegraph's own code", hint=_HINT)
+            return CallerFrameVariable(above)
+        tx, hidden = tx.parent, 0
+    if tx.parent is None and hidden == 0 and _own_code(tx):
+        raise Unsupported("frame", f"the frame of bytegraph's {tx.code.co_name}", hint=_HINT)
+    return FrameVariable(tx, hidden)
+
+
+@dataclass(eq=False)
+class CallerFrameVariable(VariableTracker):
+    """A frame above the compiled function's (``depth`` frames above it): a caller, which differs
+    from call to call. The trace knows nothing of it; it is read at run time, where rewritten code
+    rebuilds it (``frame_locals.getframe``: the user's frames, not the generated ones between),
+    and reading anything of it breaks, so that CPython reads it."""
+
+    depth: int
+
+    def python_type(self) -> type:
+        return types.FrameType
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        raise Unsupported("frame", "a frame above the compiled function, read at run time")
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_callable(lambda: cg.load_const(getframe))
+        cg.load_const(self.depth)
+        cg.call(1)
+
+    def __repr__(self) -> str:
+        return f"CallerFrameVariable({self.depth})"
+
+
+@dataclass(eq=False)
+class InputFrameVariable(VariableTracker):
+    """A frame object the trace is given (a caller's, rebuilt at a break and passed to the resume
+    function). Its code is fixed for good, and so is its line while the call runs: a frame that
+    is not a generator's runs only when the frames it called return (the traced code is one of
+    them, or the frame has returned), so its line is guarded with its code. Its ``f_back`` is
+    the real one; the rest (``f_locals``, ``f_globals``) is read by CPython: a break."""
+
+    value: types.FrameType
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FrameType
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in ("f_code", "f_back"):
+            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+        if name == "f_lineno":
+            source = AttrSource(self.source, name)
+            tx.output.add_guard(kinds.EQUALS_MATCH(source, self.value.f_lineno))
+            return ConstantVariable(self.value.f_lineno, source)
+        raise Unsupported("frame", f"the attribute {name!r} of a frame given to the trace")
+
+
+def wrap_frame(tx: Translator, frame: types.FrameType, source: Source) -> VariableTracker | None:
+    """``frame`` given to the trace as an ``InputFrameVariable``, its code guarded; None for a
+    generator's frame (resumed by the traced code, its line moves) or one without a line."""
+    if frame.f_code.co_flags & _DEFERRED or frame.f_lineno is None:
+        return None
+    tx.output.add_guard(kinds.TYPE_MATCH(source, types.FrameType))
+    tx.output.add_guard(kinds.ID_MATCH(AttrSource(source, "f_code"), frame.f_code))
+    return InputFrameVariable(frame, source=source)
+
+
+def _own_code(tx: Translator) -> bool:
+    """Whether ``tx`` runs bytegraph's own code (``callees.call_module`` compiled, which stands
+    for the frames of a module's call), not the user's."""
+    return tx.f_globals.get("__name__", "").partition(".")[0] == __name__.partition(".")[0]
 
 
 def _check_running(reader: Translator, frame: Translator) -> None:
@@ -139,10 +309,10 @@ def _getframe(
     return frame_at(tx, max(depth, 0))
 
 
-@dispatch.rule("is_same", FrameVariable)
-def _is_same(tx: Translator, lhs: FrameVariable, rhs: VariableTracker) -> bool:
-    if isinstance(rhs, FrameVariable):
-        return lhs.tx is rhs.tx
-    if rhs.is_python_constant():
+@dispatch.rule("is_same", FrameVariable, CallerFrameVariable)
+def _is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    if isinstance(lhs, FrameVariable) and isinstance(rhs, FrameVariable):
+        return lhs.tx is rhs.tx and lhs.hidden == rhs.hidden
+    if rhs.is_python_constant() or {type(lhs), type(rhs)} == {FrameVariable, CallerFrameVariable}:
         return False
     raise Unsupported("frame", f"a frame compared with {rhs}", hint=_HINT)

@@ -1,0 +1,390 @@
+"""The frames above the one user code runs in, as compiled code shows them: the frames of
+``nn.Module.__call__`` above a module's ``forward`` (which the trace does not run), the caller of
+the compiled function (not bytegraph's entry function), the callers of a callee whose break
+resumed in it (which wait for it, with no frame of their own yet), and what ``warnings.warn``
+names with a ``stacklevel`` through all of them. Each case is compared with eager CPython: the
+frames' code, name, file and line, and each warning's category, message, file and line and the
+``__warningregistry__`` it goes in; break counts with torch.compile's where it gives the frames
+eager gives (where it does not, the test says so and checks it)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+import warnings
+
+import pytest
+import torch
+from difftest import assert_same, check_breaks, compile_counted
+from dynamo_baseline import assert_no_more_breaks
+from torch import nn
+
+from bytegraph.explain import Recorder
+
+
+def _x():
+    return (torch.randn(3),)
+
+
+def _where(frame):
+    """What user code reads of a frame: its code's name and file, its line."""
+    return frame.f_code.co_name, frame.f_code.co_filename, frame.f_lineno
+
+
+def _torch_compile_result(fn, *args):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.compile(fn, backend="eager")(*args)
+    finally:
+        torch._dynamo.reset()
+
+
+def _torch_compile_is_wrong(fn, *args):
+    """torch.compile gives another frame than eager's here (its own wrapper's, in
+    ``torch/_dynamo/eval_frame.py``, or the callee's where eager gives its caller's): there is no
+    break count of its to compare with."""
+    assert _torch_compile_result(fn, *args)[1:] != fn(*args)[1:]
+
+
+# -- the frames of a module's call above its ``forward`` -------------------------------------
+
+
+class _Reads(nn.Module):
+    def forward(self, x):
+        one, two = sys._getframe(1), sys._getframe(0).f_back.f_back
+        return x + 1, _where(one), _where(two), _where(two.f_back), one is sys._getframe(1)
+
+
+_reads = _Reads()
+_hooked = _Reads()
+_hooked.register_forward_hook(lambda module, args, result: None)
+
+
+def module_frames(x):
+    return _reads(x * 2)
+
+
+def module_frames_with_a_hook(x):
+    return _hooked(x * 2)
+
+
+def test_frames_of_the_module_call_above_forward():
+    """``_call_impl`` and ``_wrapped_call_impl`` (torch's frames), then the caller, at the line of
+    its call: no break (torch.compile breaks)."""
+    check_breaks(module_frames, _x, graphs=1, breaks=0)
+    assert module_frames(torch.ones(3))[1][0] == "_call_impl"
+    assert_no_more_breaks(0, module_frames, torch.ones(3))
+
+
+def test_frames_of_the_module_call_with_hooks():
+    """A module with hooks runs ``forward`` from another place in ``_call_impl``."""
+    check_breaks(module_frames_with_a_hook, _x, graphs=1, breaks=0)
+
+
+def _recorded(fn, *args):
+    """``fn``'s result and the warnings it gave, as ``catch_warnings(record=True)`` keeps them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args)
+    return result, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+
+def _compare_warnings(fn, *args, breaks):
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    expected = _recorded(fn, *args)
+    assert expected[1], "eager gave no warning"
+    for _ in range(2):
+        with recorder:
+            result, caught = _recorded(compiled, *args)
+        assert_same(result, expected[0])
+        assert caught == expected[1], (caught, expected[1])
+    report = recorder.report()
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == breaks, report.break_reasons
+
+
+class _Warns(nn.Module):
+    def __init__(self, level, break_first):
+        super().__init__()
+        self.level, self.break_first = level, break_first
+
+    def forward(self, x):
+        if self.break_first:
+            print("in forward")
+        warnings.warn("from forward", DeprecationWarning, stacklevel=self.level)
+        return x + 1
+
+
+@pytest.mark.parametrize("break_first", [False, True], ids=["warn", "break-then-warn"])
+@pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
+def test_a_warning_in_forward_names_what_eager_names(level, break_first, capsys):
+    """``stacklevel=2`` names ``_call_impl``'s line in torch's ``module.py``, 3
+    ``_wrapped_call_impl``'s, 4 the caller's line; after a break in ``forward`` too, where its
+    resume function runs while its caller waits."""
+    module = _Warns(level, break_first)
+
+    def fn(x):
+        y = module(x * 2)
+        return y - 1
+
+    _compare_warnings(fn, torch.ones(3), breaks=1 + break_first)
+    if level == 2 and not break_first:
+        # torch.compile's frames are eager's here (it runs forward in Python from _call_impl)
+        assert_no_more_breaks(1, fn, torch.ones(3))
+
+
+class _WarnsAndReads(nn.Module):
+    def __init__(self, level):
+        super().__init__()
+        self.level = level
+
+    def forward(self, x):
+        print("in forward")
+        warnings.warn("from forward", UserWarning, stacklevel=self.level)
+        return x + 1, _where(sys._getframe(self.level - 1))
+
+
+@pytest.mark.parametrize("level", [2, 3, 4])
+def test_a_module_called_in_a_try_block(level, capsys):
+    """A module called in a ``try`` block, where the break in its ``forward`` cannot resume:
+    the call runs through bytegraph's ``call_module``, compiled, whose frame is none of the
+    user's (torch.compile names other frames there)."""
+    module = _WarnsAndReads(level)
+
+    def fn(x):
+        try:
+            y = module(x * 2)
+        except ValueError:
+            y = None
+        return y
+
+    _compare_warnings(fn, torch.ones(3), breaks=3)
+    _torch_compile_is_wrong(fn, torch.ones(3))
+
+
+def _registry(module_name):
+    return {
+        key
+        for key in sys.modules[module_name].__dict__.get("__warningregistry__", {})
+        if key != "version"
+    }
+
+
+def test_a_warning_in_forward_goes_in_the_registry_of_torchs_module():
+    """With the default filter a warning is shown once per place: the place ``stacklevel``
+    names, whose module's ``__warningregistry__`` notes it (``torch.nn.modules.module``'s for
+    ``stacklevel=2``): the compiled call fills the same entries as eager."""
+    module = _Warns(2, True)
+
+    def fn(x):
+        return module(x * 2) - 1
+
+    compiled, _ = compile_counted(fn)
+    with warnings.catch_warnings():  # traced first: a trace may change the warning filters, which
+        warnings.simplefilter("ignore")  # empties every registry
+        compiled(torch.ones(3))
+    seen = []
+    for run in (fn, compiled):
+        sys.modules["torch.nn.modules.module"].__dict__.pop("__warningregistry__", None)
+        sys.modules[__name__].__dict__.pop("__warningregistry__", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for _ in range(2):  # the second is not shown: the registry has it
+                run(torch.ones(3))
+        seen.append(
+            (
+                [(w.message.args, w.filename, w.lineno) for w in caught],
+                _registry("torch.nn.modules.module"),
+                _registry(__name__),
+            )
+        )
+    assert seen[0] == seen[1], seen
+    assert len(seen[0][0]) == 1 and seen[0][1], seen[0]
+
+
+# -- the frame above the compiled function ---------------------------------------------------
+
+
+def above_the_compiled_function(x):
+    return x + 1, _where(sys._getframe(1)), _where(sys._getframe(2))
+
+
+def f_back_of_its_own_frame(x):
+    caller = sys._getframe(0).f_back
+    return x + 1, _where(caller), caller.f_back.f_code.co_name
+
+
+def its_own_frame_live_after_the_break(x):
+    here = sys._getframe(0)
+    caller = here.f_back
+    return x + 1, _where(caller), here.f_code.co_name
+
+
+def _checked_at_two_places(fn):
+    """``fn`` called from two lines, eager and compiled each from the same one: each call's frames
+    above are its own. Returns the report of the first compiled call."""
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for i in range(2):
+        with recorder if i == 0 else contextlib.nullcontext():
+            first = (fn(torch.ones(3)), compiled(torch.ones(3)))
+        second = (fn(torch.ones(3)), compiled(torch.ones(3)))
+        assert_same(first[1], first[0])
+        assert_same(second[1], second[0])
+        assert first[0][1] != second[0][1]  # the lines differ
+    return recorder.report()
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks"), [(above_the_compiled_function, 2), (f_back_of_its_own_frame, 1)]
+)
+def test_the_frame_above_is_the_callers_not_the_entry_functions(fn, breaks):
+    """A frame above the compiled function, read at run time (a break for each frame
+    ``sys._getframe`` or ``f_back`` reaches there; its ``f_back`` is traced), and one compile
+    per calling line (its line guarded): its code and line as eager gives them (torch.compile
+    names its own wrapper there, without a break)."""
+    report = _checked_at_two_places(fn)
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == breaks, report.break_reasons
+    assert "above the compiled function" in str(report.break_reasons[0])
+    _torch_compile_is_wrong(fn, torch.ones(3))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the compiled function's own frame, live at the break, cannot be rebuilt: the call "
+    "runs in Python, where the frame sys._getframe(0) gives is a generated one, whose f_back is "
+    "bytegraph's entry function",
+)
+def test_its_own_frame_live_at_the_break_reading_the_frame_above():
+    compiled, _ = compile_counted(its_own_frame_live_after_the_break)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fallback's notice
+        assert_same(
+            compiled(torch.ones(3))[1], its_own_frame_live_after_the_break(torch.ones(3))[1]
+        )
+
+
+def test_the_frame_above_a_callee_that_resumed():
+    """After a break in a callee two calls deep, its resume function runs while its callers wait
+    (no frame of theirs exists yet): the frame above it is its caller's as eager gives it, with
+    its code and line (torch.compile gives the callee's own frame)."""
+    compiled, _ = compile_counted(_deep)
+    for _ in range(2):
+        assert_same(compiled(torch.ones(3)), _deep(torch.ones(3)))
+    _torch_compile_is_wrong(_deep, torch.ones(3))
+
+
+def recursive(x, n):
+    if n == 0:
+        print("in the innermost call")
+        caller = sys._getframe(1)
+        warnings.warn("innermost", UserWarning, stacklevel=2)
+        return x + 1, _where(caller), sys._getframe(2).f_code.co_name
+    return recursive(x * 2, n - 1)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_the_frame_above_a_recursive_callee_that_resumed(depth, capsys):
+    """The callee that resumed runs the compiled function's code: the frame waiting for it is
+    still another call of that function, not the part the callee's resume function continues."""
+    _compare_warnings(recursive, torch.ones(3), depth, breaks=3)
+
+
+def _inner(t):
+    print("in the callee")
+    caller = sys._getframe(1)
+    return t + 1, _where(caller), _where(caller.f_back), caller.f_globals["__name__"]
+
+
+def _middle(t):
+    return _inner(t)
+
+
+def _deep(x):
+    return _middle(x * 2)
+
+
+# -- warnings helpers of a library, called from compiled code --------------------------------
+
+_LIBRARY = """
+import sys, warnings
+
+def warn_at(t, level):
+    warnings.warn(f"level {level}", FutureWarning, stacklevel=level)
+    return t + 1
+
+def caller_of(t):
+    caller = sys._getframe(1)
+    return t + 1, caller.f_code.co_name, caller.f_lineno, caller.f_globals["__name__"]
+"""
+
+
+def _library():
+    """A library module of its own (its own file and ``__name__``, in ``sys.modules``)."""
+    module = types.ModuleType("frames_library")
+    module.__file__ = "/site-packages/frames_library.py"
+    exec(compile(_LIBRARY, module.__file__, "exec"), module.__dict__)
+    sys.modules[module.__name__] = module
+    return module
+
+
+frames_library = _library()
+
+
+@pytest.fixture
+def library():
+    return frames_library
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_a_library_warning_helper_between_breaks(library, level, capsys):
+    """``warnings.warn(..., stacklevel=k)`` in a library function the compiled code calls, with
+    breaks before and after: each warning names eager's file and line."""
+
+    def fn(x):
+        y = x + 1
+        print("before")
+        z = library.warn_at(y, level)
+        print("after")
+        return z * 2
+
+    _compare_warnings(fn, torch.ones(3), breaks=3)
+
+
+def warns_through_a_global_module(x, level):
+    y = x + 1
+    print("before")
+    z = frames_library.warn_at(y, level)
+    print("after")
+    return z * 2
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_a_warning_through_a_module_read_from_the_globals(level, capsys):
+    """The frames a warning counts are told apart by their code, which hashes its constants:
+    rewritten code that holds a module's globals dict as a constant is among them (it raised
+    TypeError: unhashable type: 'dict')."""
+    _compare_warnings(warns_through_a_global_module, torch.ones(3), level, breaks=3)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_a_library_warning_helper_without_breaks_around(library, level):
+    def fn(x):
+        return library.warn_at(x + 1, level) * 2
+
+    _compare_warnings(fn, torch.ones(3), breaks=1)
+
+
+def test_a_library_reading_its_callers_frame(library):
+    def fn(x):
+        return library.caller_of(x * 2)
+
+    check_breaks(fn, _x, graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.ones(3))
