@@ -1264,6 +1264,12 @@ def _build_torch_module(
     (``SideEffects.prologue``): a fresh one on every call, with fresh parameters, as eager.
     Building it earlier than eager does is only visible through the random number generator:
     refused when the constructor draws from it and the graph already drew before this point."""
+    held = _held_modules(cls, args, kwargs)
+    if held is not None:
+        build, modules, sources = held
+        name = tx.output.side_effects.new_name("__bg_fresh")
+        tx.output.side_effects.add_prologue((name, build, tuple(sources), {}))
+        return tx.wrap(build(*modules), FreshSource(name))
     values = [_module_arg(cls, a) for a in args]
     kwvalues = {k: _module_arg(cls, v) for k, v in kwargs.items()}
     tx.output.check_prologue_state(f"creating a {cls.__name__} module")
@@ -1282,6 +1288,35 @@ def _build_torch_module(
     name = effects.new_name("__bg_fresh")
     effects.add_prologue((name, cls, tuple(values), kwvalues))
     return tx.wrap(module, FreshSource(name))
+
+
+def _held_modules(
+    cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> tuple[Callable[..., nn.Module], list[nn.Module], list[Source]] | None:
+    """``nn.Sequential(*self.layers)``, ``nn.ModuleList([self.a, self.b])``: a container whose
+    constructor only registers the modules of the call it is given (existing ones, or ones built
+    earlier in the prologue), so it is built from them now, and by the prologue from the same
+    modules, read where the trace found them. Returns how to build it, the modules and their
+    sources; None for any other construction."""
+    if kwargs:
+        return None
+    if cls is nn.Sequential:
+        build, items = cls, args
+    elif (
+        cls is nn.ModuleList
+        and len(args) == 1
+        and isinstance(args[0], (ListVariable, TupleVariable))
+    ):
+        build, items = _module_list, args[0].items
+    else:
+        return None
+    if not items or not all(isinstance(i, NNModuleVariable) and i.source for i in items):
+        return None
+    return build, [i.value for i in items], [i.source for i in items]
+
+
+def _module_list(*modules: nn.Module) -> nn.ModuleList:
+    return nn.ModuleList(modules)
 
 
 def _is_torch_class(cls: type) -> bool:
@@ -1511,9 +1546,31 @@ def _store_module_attribute(
         if write_descriptor(tx, obj, static, name, value, source):
             return
     filing_store(tx, obj, name, value)
+    if _hidden_member(tx, obj, name):
+        raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     if tx.output.side_effects.is_deleted(obj, name):  # its replay would keep the key's place
         raise Unsupported("store_attr", f".{name} stored after its deletion from __dict__")
     tx.output.side_effects.store_attr(obj, name, value)
+
+
+def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
+    """Is ``name`` a member (in a member table) and a key of the module's ``__dict__`` as the
+    trace left it? ``nn.Module.__setattr__`` may then write the table and leave the key, which
+    goes on hiding what it wrote: not modelled."""
+    effects = tx.output.side_effects
+    if effects.is_deleted(obj, name):
+        return False
+    if effects.is_dict_store(obj, name):
+        in_dict = True
+    else:
+        in_dict = effects.load_attr(obj, name) is None and name in vars(obj.value)
+    if not in_dict:
+        return False
+    for table in MEMBER_TABLES:
+        held = held_table(tx, obj.value, table)
+        if name in vars(obj.value).get(table, ()) or (held is not None and name in held.items):
+            return True
+    return False
 
 
 def _typed(vt: VariableTracker) -> bool:
@@ -1546,33 +1603,11 @@ def _functional_call(
     except TypeError as e:
         raise Unsupported("functional_call", f"functional_call(): {e}") from None
     bound.apply_defaults()
-    if _hidden_member(tx, obj, name):
-        raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     module = bound.arguments["module"]
     if not isinstance(module, NNModuleVariable) or module.source is None:
         raise Unsupported("functional_call", f"functional_call() of {module}")
     options = {}
     for name in ("tie_weights", "strict"):
-def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
-    """Is ``name`` a member (in a member table) and a key of the module's ``__dict__`` as the
-    trace left it? ``nn.Module.__setattr__`` may then write the table and leave the key, which
-    goes on hiding what it wrote: not modelled."""
-    effects = tx.output.side_effects
-    if effects.is_deleted(obj, name):
-        return False
-    if effects.is_dict_store(obj, name):
-        in_dict = True
-    else:
-        in_dict = effects.load_attr(obj, name) is None and name in vars(obj.value)
-    if not in_dict:
-        return False
-    for table in MEMBER_TABLES:
-        held = held_table(tx, obj.value, table)
-        if name in vars(obj.value).get(table, ()) or (held is not None and name in held.items):
-            return True
-    return False
-
-
         value = bound.arguments[name]
         options[name] = value.as_python_constant() if isinstance(value, VariableTracker) else value
     if options["strict"] is not False:
