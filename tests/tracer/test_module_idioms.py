@@ -75,3 +75,41 @@ def test_in_on_a_module_dict_sees_a_new_key():
     calls = [lambda: (x, ["cls", "mask"]), lambda: (add_mask(), (x, ["cls", "mask"]))[1]]
     # the keys of the ModuleDict are guarded: adding one recompiles
     check_breaks(m, calls[0], graphs=2, breaks=0, calls=calls)
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.s = 2.0
+
+    def forward(self, x):
+        return self.lin(x) * self.s
+
+
+class Stacked(nn.Module):
+    """A container made in ``forward`` from the module's own layers (gMLP's
+    ``nn.Sequential(*layers)(x)``), and from a layer and a module made there."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Scaled(), Scaled()])
+
+    def forward(self, x):
+        seq = nn.Sequential(*self.layers)
+        tail = nn.ModuleList([self.layers[1], nn.ReLU()])
+        y = seq(x)
+        for m in tail:
+            y = m(y)
+        return y, len(seq), seq[0] is self.layers[0], type(tail).__name__
+
+
+def test_a_container_built_in_forward_from_the_modules_layers():
+    x = torch.randn(2, 4)
+    assert dynamo_counts(Stacked(), x) == (1, 0)
+    m = Stacked()
+    compiled, counter, _ = check_breaks(m, lambda: (x,), graphs=1, breaks=0, calls=2)
+    # what the layers hold is read through the container, and guarded where the trace found them
+    m.layers[0].s = 3.0
+    m.layers[1] = Scaled()
+    check_breaks(m, lambda: (x,), graphs=2, breaks=0, compiled=compiled, counter=counter)
