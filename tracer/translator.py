@@ -170,10 +170,13 @@ class Translator:
             )
         self.current = inst
         fn = opcodes.HANDLERS.get(inst.name)
+        # the state a break rolls back to; the output's part left out (None) before an
+        # instruction that cannot change it (see ``complete``)
+        frame_only = inst.name in opcodes.FRAME_ONLY
         saved = (
             list(self.stack),
             dict(self.symbolic_locals),
-            self.output.checkpoint(),
+            None if frame_only else self.output.checkpoint(),
             self.kw_names,
         )
         self.direct_callee, self.inlined_direct = None, False
@@ -188,7 +191,7 @@ class Translator:
             # iterator that cannot be rebuilt is pending: a break rolls back to its birth, which
             # is noted in any frame).
             iterator_rollback.note(self, index, saved)
-            if self.parent is None:
+            if self.parent is None and not frame_only:  # (one changes nothing to commit)
                 if not self.output.state.holds_rollback() and not iterator_rollback.pending(self):
                     self.output.side_effects.commit()
         except TracedException as te:  # raised here or in a callee: caught here or further up
@@ -241,12 +244,22 @@ class Translator:
         index, saved = self.step_start
         return self, index, saved
 
+    def complete(self, saved: tuple) -> tuple:
+        """``saved`` (the state before an instruction, as ``step`` took it) with the output's
+        checkpoint, taken now where the instruction was frame-only: it changed nothing there. For
+        a state kept to roll back to later (an iterator's birth), asked right after the
+        instruction."""
+        if saved[2] is not None:
+            return saved
+        return (saved[0], saved[1], self.output.checkpoint(), saved[3])
+
     def break_at(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
         stack, local_vars, checkpoint, kw_names = saved
         self.stack, self.symbolic_locals, self.kw_names = stack, local_vars, kw_names
         self.ip = index
-        self.output.restore(checkpoint)
+        if checkpoint is not None:  # None: a frame-only instruction, which changed no output
+            self.output.restore(checkpoint)
         loc = self.location()
         if loc is not None:
             reason.user_stack.insert(0, loc)

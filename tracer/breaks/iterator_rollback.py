@@ -71,7 +71,7 @@ def note(tx: Translator, index: int, saved: tuple) -> None:
     # a callee that made it and returned it (a polyfill's ``return _filterfalse(...)``) left its
     # own birth, dropped once the callee is gone: the caller that now holds it records its own
     if unfinished(top) and not any(b.iterator is top and b.tx is tx for b in births):
-        births.append(Birth(top, index, saved, tx))
+        births.append(Birth(top, index, tx.complete(saved), tx))
 
 
 def _suspends(tx: Translator) -> bool:

@@ -17,6 +17,7 @@ from . import (  # noqa: F401 (each registers its handlers)
     matching,
     stack,
 )
+from .registry import FRAME_ONLY as FRAME_ONLY
 from .registry import HANDLERS as HANDLERS
 from .registry import POPS as POPS
 from .registry import UNSUPPORTED as UNSUPPORTED

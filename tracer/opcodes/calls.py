@@ -43,12 +43,12 @@ def pop_callable(tx: Translator) -> tuple[VariableTracker, list[VariableTracker]
     return (top, []) if below is NULL else (below, [top])
 
 
-@handler("PRECALL", until=(3, 11))
+@handler("PRECALL", until=(3, 11), frame_only=True)
 def precall(tx: Translator, inst: Instr) -> None:
     """(--)  3.11 only; the work happens in CALL."""
 
 
-@handler("KW_NAMES", until=(3, 12))
+@handler("KW_NAMES", until=(3, 12), frame_only=True)
 def kw_names(tx: Translator, inst: Instr) -> None:
     """(--)  names of the keyword arguments of the next CALL (arg is the tuple itself)."""
     tx.kw_names = tuple(inst.arg)

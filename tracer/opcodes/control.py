@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
-@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", frame_only=True)
 def jump_forward(tx: Translator, inst: Instr) -> None:
     """(--)  unconditional jump."""
     tx.jump(inst.arg)

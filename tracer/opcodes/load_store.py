@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
-@handler("LOAD_CONST")
+@handler("LOAD_CONST", frame_only=True)
 def load_const(tx: Translator, inst: Instr) -> None:
     """(-- const)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CONST"""
     tx.push(tx.fold(inst.arg))
@@ -78,7 +78,7 @@ def import_from(tx: Translator, inst: Instr) -> None:
     tx.push(tx.wrap(vars(module)[inst.arg], ModuleGlobalSource(module.__name__, inst.arg)))
 
 
-@handler("LOAD_FAST", "LOAD_FAST_CHECK")
+@handler("LOAD_FAST", "LOAD_FAST_CHECK", frame_only=True)
 def load_fast(tx: Translator, inst: Instr) -> None:
     """(-- value)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_FAST"""
     _load_fast(tx, inst.arg)
@@ -97,7 +97,7 @@ def _load_fast(tx: Translator, arg: str | CellVar | FreeVar) -> None:
     tx.push(tx.symbolic_locals[arg])
 
 
-@handler("LOAD_FAST_LOAD_FAST")
+@handler("LOAD_FAST_LOAD_FAST", frame_only=True)
 def load_fast_load_fast(tx: Translator, inst: Instr) -> None:
     """(-- value1 value2)  3.13: ``LOAD_FAST a; LOAD_FAST b`` in one instruction, arg ``(a, b)``.
     https://docs.python.org/3.13/library/dis.html#opcode-LOAD_FAST_LOAD_FAST"""
@@ -105,7 +105,7 @@ def load_fast_load_fast(tx: Translator, inst: Instr) -> None:
         _load_fast(tx, name)
 
 
-@handler("STORE_FAST_LOAD_FAST", pops=1)
+@handler("STORE_FAST_LOAD_FAST", pops=1, frame_only=True)
 def store_fast_load_fast(tx: Translator, inst: Instr) -> None:
     """(value1 -- value2)  3.13: ``STORE_FAST a; LOAD_FAST b``, arg ``(a, b)``."""
     stored, loaded = inst.arg
@@ -113,7 +113,7 @@ def store_fast_load_fast(tx: Translator, inst: Instr) -> None:
     _load_fast(tx, loaded)
 
 
-@handler("STORE_FAST_STORE_FAST", pops=2)
+@handler("STORE_FAST_STORE_FAST", pops=2, frame_only=True)
 def store_fast_store_fast(tx: Translator, inst: Instr) -> None:
     """(value2 value1 --)  3.13: ``STORE_FAST a; STORE_FAST b``, arg ``(a, b)``."""
     for name in inst.arg:
@@ -137,7 +137,7 @@ def load_fast_and_clear(tx: Translator, inst: Instr) -> None:
     tx.push(SavedCellVariable(cell, None if value is NULL else value))
 
 
-@handler("STORE_FAST", pops=1)
+@handler("STORE_FAST", pops=1, frame_only=True)
 def store_fast(tx: Translator, inst: Instr) -> None:
     """(value --)  https://docs.python.org/3.11/library/dis.html#opcode-STORE_FAST"""
     _store_fast(tx, inst.arg)
@@ -205,12 +205,12 @@ def make_cell(tx: Translator, inst: Instr) -> None:
     tx.local_cells[name] = LocalCellVariable(tx.symbolic_locals, name)
 
 
-@handler("COPY_FREE_VARS")
+@handler("COPY_FREE_VARS", frame_only=True)
 def copy_free_vars(tx: Translator, inst: Instr) -> None:
     """(--)  closure cells are bound when the translator is created."""
 
 
-@handler("LOAD_CLOSURE", until=(3, 12))
+@handler("LOAD_CLOSURE", until=(3, 12), frame_only=True)
 def load_closure(tx: Translator, inst: Instr) -> None:
     """(-- cell)  https://docs.python.org/3.11/library/dis.html#opcode-LOAD_CLOSURE"""
     _push_cell(tx, _cell_name(inst.arg))

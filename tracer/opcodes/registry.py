@@ -4,7 +4,8 @@ The handler modules of this package register at import (``opcodes/__init__`` imp
 Registration checks each name against the opcodes of every supported Python (names absent on the
 running one are skipped), that ``fn.__name__`` is the first name lower-cased, and that nothing
 registers twice.
-``pops=`` declares the stack items the instruction consumes, for ``breaks`` (``operand_count``).
+``pops=`` declares the stack items the instruction consumes, for ``breaks`` (``operand_count``);
+``frame_only=True`` that the handler reads and writes only its frame (``FRAME_ONLY``).
 """
 
 from __future__ import annotations
@@ -21,15 +22,25 @@ Pops = int | Callable[[Any], int]
 #: below them when the rewritten code runs the instruction again after a graph break.
 POPS: dict[str, Pops] = {}
 
+#: Opcodes whose handlers read and write only the frame (its stack, locals, cells, jump target)
+#: and call nothing: they record nothing in the output (no node, side effect, state event,
+#: exception or deferred check), so the translator takes no output checkpoint before them (the
+#: output after one is as before it).
+FRAME_ONLY: set[str] = set()
+
 #: Opcodes bytegraph does not trace, with the reason (they raise ``Unsupported`` with that reason).
 UNSUPPORTED: dict[str, str] = {}
 
 
 def handler(
-    *names: str, until: tuple[int, int] | None = None, pops: Pops | None = None
+    *names: str,
+    until: tuple[int, int] | None = None,
+    pops: Pops | None = None,
+    frame_only: bool = False,
 ) -> Callable[[Handler], Handler]:
     """``pops``: the stack items the instruction consumes, a number or a function of the
-    instruction (``inst.arg + 2``); left out where unknown (see ``operand_count``)."""
+    instruction (``inst.arg + 2``); left out where unknown (see ``operand_count``).
+    ``frame_only``: the handler touches only the frame (``FRAME_ONLY``)."""
 
     def register(fn: Handler) -> Handler:
         expected = names[0].lower()
@@ -43,6 +54,8 @@ def handler(
                 HANDLERS[name] = fn
                 if pops is not None:
                     POPS[name] = pops
+                if frame_only:
+                    FRAME_ONLY.add(name)
         return fn
 
     return register
