@@ -1546,9 +1546,31 @@ def _store_module_attribute(
         if write_descriptor(tx, obj, static, name, value, source):
             return
     filing_store(tx, obj, name, value)
+    if _hidden_member(tx, obj, name):
+        raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     if tx.output.side_effects.is_deleted(obj, name):  # its replay would keep the key's place
         raise Unsupported("store_attr", f".{name} stored after its deletion from __dict__")
     tx.output.side_effects.store_attr(obj, name, value)
+
+
+def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
+    """Is ``name`` a member (in a member table) and a key of the module's ``__dict__`` as the
+    trace left it? ``nn.Module.__setattr__`` may then write the table and leave the key, which
+    goes on hiding what it wrote: not modelled."""
+    effects = tx.output.side_effects
+    if effects.is_deleted(obj, name):
+        return False
+    if effects.is_dict_store(obj, name):
+        in_dict = True
+    else:
+        in_dict = effects.load_attr(obj, name) is None and name in vars(obj.value)
+    if not in_dict:
+        return False
+    for table in MEMBER_TABLES:
+        held = held_table(tx, obj.value, table)
+        if name in vars(obj.value).get(table, ()) or (held is not None and name in held.items):
+            return True
+    return False
 
 
 def _typed(vt: VariableTracker) -> bool:
@@ -1581,33 +1603,11 @@ def _functional_call(
     except TypeError as e:
         raise Unsupported("functional_call", f"functional_call(): {e}") from None
     bound.apply_defaults()
-    if _hidden_member(tx, obj, name):
-        raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     module = bound.arguments["module"]
     if not isinstance(module, NNModuleVariable) or module.source is None:
         raise Unsupported("functional_call", f"functional_call() of {module}")
     options = {}
     for name in ("tie_weights", "strict"):
-def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
-    """Is ``name`` a member (in a member table) and a key of the module's ``__dict__`` as the
-    trace left it? ``nn.Module.__setattr__`` may then write the table and leave the key, which
-    goes on hiding what it wrote: not modelled."""
-    effects = tx.output.side_effects
-    if effects.is_deleted(obj, name):
-        return False
-    if effects.is_dict_store(obj, name):
-        in_dict = True
-    else:
-        in_dict = effects.load_attr(obj, name) is None and name in vars(obj.value)
-    if not in_dict:
-        return False
-    for table in MEMBER_TABLES:
-        held = held_table(tx, obj.value, table)
-        if name in vars(obj.value).get(table, ()) or (held is not None and name in held.items):
-            return True
-    return False
-
-
         value = bound.arguments[name]
         options[name] = value.as_python_constant() if isinstance(value, VariableTracker) else value
     if options["strict"] is not False:
