@@ -134,10 +134,12 @@ _NUMPY_SCALARS = frozenset(
 
 def graph_constant(value: Any) -> Any:
     """``value`` if it can be a constant argument of a graph node, else ``Unsupported``."""
+    if type(value).__module__ == "numpy" and type(value).__name__ in _NUMPY_SCALARS:
+        # torch treats a NumPy scalar exactly as the Python number (``float64`` and
+        # ``complex128`` are subclasses of theirs, which the graph's code cannot name)
+        return value.item()
     if isinstance(value, _LITERAL_TYPES) or isinstance(value, enum.Enum):
         return value
-    if type(value).__module__ == "numpy" and type(value).__name__ in _NUMPY_SCALARS:
-        return value.item()  # torch treats a NumPy scalar exactly as the Python number
     if isinstance(value, slice):
         for part in (value.start, value.stop, value.step):
             graph_constant(part)

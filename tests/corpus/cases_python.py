@@ -1344,6 +1344,19 @@ def numpy_constants_in_tensor_code():
 
 
 @case("python", graphs=1, breaks=0, tc_breaks=0)
+def numpy_float64_and_complex128_scalars_in_tensor_code():
+    """``np.float64``/``np.complex128`` are subclasses of ``float``/``complex`` that the graph's
+    code cannot name (a normalizing-flow library's ``-0.5 * d * np.log(2 * np.pi) - sum``
+    raised ``NameError: np`` in the compiled graph)."""
+
+    def fn(x):
+        log_z = -0.5 * x.shape[-1] * np.log(2 * np.pi)
+        return log_z - x.sum(-1), x * np.complex128(1 + 2j), torch.clamp(x, min=np.float64(0.1))
+
+    return Setup(fn, _t(2, 3))
+
+
+@case("python", graphs=1, breaks=0, tc_breaks=0)
 def numpy_matmul_and_transpose():
     def fn(x):
         a = x.numpy()
