@@ -238,6 +238,28 @@ def _counter_copied(x):
     return x * d["a"], type(d) is Tally, c.get("b", 0), c, d
 
 
+def _counter_operators(x):
+    # Counter's own operators (Python methods: max, min, sums, differences of counts), never
+    # dict's ``|`` (the right operand's count)
+    a, b = Tally("bbc"), Tally("bd")
+    c = Tally("bb")
+    c |= Tally("b")
+    c -= Tally("b")
+    plain = collections.Counter("bb") | collections.Counter("b")
+    return (
+        x * c["b"],
+        a | b,
+        a & b,
+        a - b,
+        a + b,
+        +Tally(a=-1, b=2),
+        a == Tally("cbb"),
+        Tally(a=0) == Tally(),
+        plain,
+        c,
+    )
+
+
 MADE = [
     _set_made,
     _set_own_init_and_override,
@@ -249,6 +271,7 @@ MADE = [
     _deque_of_constants,
     _counter_made,
     _counter_copied,
+    _counter_operators,
 ]
 
 #: where torch.compile gives no baseline (it runs the call in Python)

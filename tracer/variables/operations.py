@@ -1436,6 +1436,25 @@ def _scalar(vt: VariableTracker) -> bool:
     return isinstance(vt, ConstantVariable) and type(vt.value) in _BUILTIN_VALUES
 
 
+@operator_rule(*BINARY, *INPLACE, *COMPARISONS, operator.neg, operator.pos, first=True)
+def python_dict_operators(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """An operator of a dict whose class writes its method in Python, on the left (``Counter``'s
+    ``__or__``, ``__iadd__``, ``__eq__``..., of a ``Counter`` or of an object of a subclass):
+    that method inlined, never dict's meaning of the operator; where it gives NotImplemented the
+    graph breaks (CPython would ask the right operand next)."""
+    if not isinstance(args[0], DictVariable) or OPERATORS[op].dunder is None:
+        return None
+    method = type_lookup(args[0].python_type(), OPERATORS[op].dunder)
+    if not isinstance(method, types.FunctionType):
+        return None
+    result = dispatch.call(tx, tx.wrap_static(method), list(args), {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        raise Unsupported("operator", f"{op.__name__} on {args[0]!r}: NotImplemented")
+    return result
+
+
 @operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))
 def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """A user object's ``__add__`` (left operand) or ``__radd__`` (right operand), inlined."""
