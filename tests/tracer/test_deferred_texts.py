@@ -209,9 +209,20 @@ def test_format_specs_a_tensor_refuses_raise_or_break_as_in_eager():
     def not_a_number(x):
         return f"{x:.2f}"  # a 1-d tensor: object.__format__'s TypeError
 
-    def converted(x):
-        return "{!s:>30}".format(x + 1)  # noqa: UP032 (the spec pads str(t): made in Python)
-
     _run(bad_code, graphs=1, breaks=1)  # CPython's error, raised where the trace met it
     _run(not_a_number, graphs=0, breaks=1)
-    _run(converted, graphs=1, breaks=1)
+
+
+def test_reprs_and_specs_of_texts_are_made_after_the_graph():
+    def fn(x):
+        y = x + 1
+        s = str(y)
+        padded = "{!s:>30}|{!r:^40}".format(y, y)  # noqa: UP032 (str.format itself)
+        cut = "%.3s|%-30s|" % (y, y)  # noqa: UP031 (the spec on the text of a tensor)
+        return f"{s!r} {s:>30}", padded, cut, repr([s])
+
+    def bad_spec(x):
+        return f"{str(x):d}"  # str.__format__'s error, whatever the string
+
+    _run(fn, graphs=1, breaks=0)
+    _run(bad_spec, graphs=0, breaks=1)  # the error is raised before any tensor operation

@@ -582,7 +582,8 @@ class MethodHashVariable(VariableTracker):
 
 @dataclass(frozen=True)
 class TextPiece:
-    """``fn(of)``, or ``format(of, spec)``: the text of a tensor, made after the graph."""
+    """``fn(of)``, or ``format(of, spec)``: the text of a tensor (or ``repr``/``format`` of a
+    ``TextVariable``), made after the graph."""
 
     fn: Any  #: ``repr``, ``str`` or ``format``
     of: VariableTracker
@@ -649,19 +650,34 @@ def joined_text(parts: list[str | VariableTracker]) -> VariableTracker:
 _MARK = "\U000f0000"
 
 
+def text_formatted(text: TextVariable, spec: str) -> TextVariable:
+    """``format(text, spec)``, made after the graph: whether ``str.__format__`` takes the spec
+    does not depend on the string, so a spec it refuses raises CPython's error here."""
+    try:
+        format("", spec)
+    except ValueError as e:
+        raise PythonError(e) from None
+    return TextVariable((TextPiece(format, text, spec),))
+
+
 class _Marker(str):
-    """A marked text as a formatting method sees it: a spec applied to it (``'{!s:>20}'``) would
-    pad or cut the mark, not the text, so it breaks."""
+    """A marked text as a formatting method sees it; a spec applied to it (``'{!s:>20}'``) marks
+    the text formatted with the spec instead (the spec would pad or cut the mark)."""
+
+    texts: list[TextVariable]
+    index: int
 
     def __format__(self, spec: str) -> str:
-        if spec:
-            raise Unsupported("text", f"format spec {spec!r} applied to the text of a tensor")
-        return str(self)
+        if not spec:
+            return str(self)
+        return _marked(self.texts, text_formatted(self.texts[self.index], spec))
 
 
 def _marked(texts: list[TextVariable], text: TextVariable) -> str:
     texts.append(text)
-    return _Marker(f"{_MARK}{len(texts) - 1}{_MARK}")
+    mark = _Marker(f"{_MARK}{len(texts) - 1}{_MARK}")
+    mark.texts, mark.index = texts, len(texts) - 1
+    return mark
 
 
 def _unmarked(tx: Translator, result: Any, texts: list[TextVariable]) -> VariableTracker:
@@ -670,8 +686,9 @@ def _unmarked(tx: Translator, result: Any, texts: list[TextVariable]) -> Variabl
         return tx.fold(result)
     # a result that is one mark is the ``_Marker`` itself
     chunks = str.__str__(result).split(_MARK) if isinstance(result, str) else []
-    indices = chunks[1::2]
-    if len(chunks) % 2 == 0 or sorted(indices) != sorted(map(str, range(len(texts)))):
+    indices = chunks[1::2]  # each mark once at most: one formatted with a spec is left out
+    known = set(map(str, range(len(texts))))
+    if len(chunks) % 2 == 0 or not set(indices) <= known or len(set(indices)) < len(indices):
         raise Unsupported("text", "a formatting method changed the text of a tensor")
     parts: list[str | VariableTracker] = []
     for i, chunk in enumerate(chunks):

@@ -53,9 +53,11 @@ from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
     ConstantVariable,
+    TextPiece,
     TextVariable,
     error_of,
     joined_text,
+    text_formatted,
     unstored_dict,
     value_arguments,
 )
@@ -2512,8 +2514,8 @@ def format_(
     text = "" if spec is None else spec.as_python_constant() if spec.is_python_constant() else None
     if type(text) is str and isinstance(obj, TensorVariable):
         return tensor_text(tx, obj, format, text)
-    if text == "" and isinstance(obj, TextVariable):
-        return obj
+    if type(text) is str and isinstance(obj, TextVariable):
+        return text_formatted(obj, text) if text else obj
     cls = obj.python_type()
     if type(text) is not str or type_lookup(cls, "__format__") is not object.__format__:
         raise Unsupported("builtin", f"format() of {obj} with {spec}")
@@ -2528,11 +2530,12 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
     string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; of a tensor: its text, made after the graph
-    (``tensor_text``), as ``str`` of such a text is itself; other values break the graph."""
+    (``tensor_text``), as ``str`` of such a text is itself and its ``repr`` one too; other
+    values break the graph."""
     if isinstance(obj, TensorVariable):
         return tensor_text(tx, obj, repr if name == "__repr__" else str)
-    if isinstance(obj, TextVariable) and name == "__str__":
-        return obj
+    if isinstance(obj, TextVariable):
+        return obj if name == "__str__" else TextVariable((TextPiece(repr, obj),))
     objects = (UserObjectVariable, ContainerObject)
     cls = obj.python_type() if isinstance(obj, objects) else None
     if cls is not None and issubclass(cls, nn.Module):
