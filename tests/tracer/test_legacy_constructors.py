@@ -1,5 +1,5 @@
 """Torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``,
-``torch.LongTensor(3)``...) in the graph, with eager's semantics: always a CPU tensor of the class's
+``torch.LongTensor(3)``..., and ``torch.Tensor(...)`` itself, of the default dtype) in the graph, with eager's semantics: always a CPU tensor of the class's
 dtype (whatever the default dtype or device), data copied, sizes uninitialised, a tensor of the
 same dtype aliased; bad arguments run in Python and raise what eager raises. Before, every call
 broke ("creating a FloatTensor object"); torch.compile: one graph, no break."""
@@ -22,6 +22,7 @@ CONSTRUCTORS = [
     torch.CharTensor,
     torch.ByteTensor,
     torch.BoolTensor,
+    torch.Tensor,  # of the default dtype (colt5-attention's ``torch.Tensor([k]).to(s)``)
 ]
 
 
@@ -131,3 +132,24 @@ def test_bad_arguments_raise_as_in_eager(make):
         return make(y) + y
 
     check_breaks(fn, lambda: (torch.randn(3),), graphs=1, breaks=1)
+
+
+def _default_dtype_tensor(x, k):
+    a, b = torch.Tensor([k]).to(x), torch.Tensor(x)
+    return x * a, b.dtype, torch.Tensor(2, 3).shape, torch.Tensor((1, 2)).dtype
+
+
+def test_torch_tensor_makes_the_default_dtype():
+    check(_default_dtype_tensor, torch.randn(3), 4)
+    torch.set_default_dtype(torch.float64)
+    try:  # float64 tensors, and an alias of float64 x
+        check_breaks(_default_dtype_tensor, lambda: (torch.randn(3), 4), graphs=1, breaks=0)
+        # a float32 tensor is no alias of the default dtype: runs in Python (eager's result)
+        check_breaks(
+            _default_dtype_tensor,
+            lambda: (torch.randn(3, dtype=torch.float32), 4),
+            graphs=2,
+            breaks=1,
+        )
+    finally:
+        torch.set_default_dtype(torch.float32)

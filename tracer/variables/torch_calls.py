@@ -880,6 +880,9 @@ LEGACY_CONSTRUCTORS = {
         torch.BoolTensor,
     )
 }
+#: ``torch.Tensor(...)`` itself parses its arguments the same way, and makes CPU tensors of the
+#: default dtype (guarded with the rest of the global state, ``kinds.DEFAULT_DTYPE``)
+LEGACY_CONSTRUCTORS[torch.Tensor] = None
 
 
 @call_rule(*LEGACY_CONSTRUCTORS)
@@ -887,7 +890,8 @@ def _legacy_constructor(
     tx: Translator, cls: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``cls(...)`` for a class of ``LEGACY_CONSTRUCTORS``, parsed as torch's ``legacy_tensor_ctor``
-    parses it, always a CPU tensor of ``cls``'s dtype (whatever the default dtype and device):
+    parses it, always a CPU tensor of ``cls``'s dtype (``torch.Tensor``: the default dtype),
+    whatever the default device:
 
     - no argument: an empty 1-d tensor; sizes (ints, or one ``torch.Size``): an *uninitialised*
       tensor of that size, as in eager (``torch.empty``);
@@ -897,7 +901,7 @@ def _legacy_constructor(
     ``device=`` may only say ``cpu`` (not with a tensor). Any other argument (a storage, an array,
     a tensor of another dtype, bad data) runs in Python, which raises what eager raises, as does a
     default device other than cpu/meta (whose behaviour here is not checked)."""
-    dtype, name = LEGACY_CONSTRUCTORS[cls], cls.__name__
+    dtype, name = LEGACY_CONSTRUCTORS[cls] or torch.get_default_dtype(), cls.__name__
     device = kwargs.get("device")
     default = tx.output.state.default_device() or torch.get_default_device()
     if (
