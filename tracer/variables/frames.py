@@ -30,7 +30,6 @@ import torch
 from torch import nn
 
 from ...codegen.frame_locals import getframe
-from ...guards import kinds
 from ...guards.sources import AttrSource
 from ..exc import Unsupported
 from . import dispatch
@@ -263,7 +262,7 @@ class InputFrameVariable(VariableTracker):
             return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
         if name == "f_lineno":
             source = AttrSource(self.source, name)
-            tx.output.add_guard(kinds.EQUALS_MATCH(source, self.value.f_lineno))
+            tx.output.assume_equal(source, self.value.f_lineno)
             return ConstantVariable(self.value.f_lineno, source)
         raise Unsupported("frame", f"the attribute {name!r} of a frame given to the trace")
 
@@ -273,8 +272,8 @@ def wrap_frame(tx: Translator, frame: types.FrameType, source: Source) -> Variab
     generator's frame (resumed by the traced code, its line moves) or one without a line."""
     if frame.f_code.co_flags & _DEFERRED or frame.f_lineno is None:
         return None
-    tx.output.add_guard(kinds.TYPE_MATCH(source, types.FrameType))
-    tx.output.add_guard(kinds.ID_MATCH(AttrSource(source, "f_code"), frame.f_code))
+    tx.output.assume_type(source, types.FrameType)
+    tx.output.assume_identity(AttrSource(source, "f_code"), frame.f_code)
     return InputFrameVariable(frame, source=source)
 
 
