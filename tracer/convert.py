@@ -157,6 +157,7 @@ def _finish(
     graphs, ops = _emit_graph_call(cg, output, outputs, backend, numbering, fn.__code__.co_flags)
     if checked:  # before anything the call does outside the graph
         deferred_checks.emit(cg, output, checked)
+    output.side_effects.emit_memo_calls(cg)
     swapped = _preload_stale(cg, output, [*live, *replayed, *output.side_effects.targets()])
     try:
         output.side_effects.codegen(cg)

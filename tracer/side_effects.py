@@ -469,15 +469,20 @@ class SideEffects:
             cg.call_function(len(args) + len(kwargs), tuple(kwargs))
             cg.store_local(name)
 
-    def codegen(self, cg: Codegen) -> None:
-        """Emit the replay: new objects that escape (see ``plan``), container contents,
-        attributes, globals, cells."""
-        for wrapper, args, kwargs, local in self.memo_calls:  # in call order: eager's cache
+    def emit_memo_calls(self, cg: Codegen) -> None:
+        """The cached calls whose bodies the trace ran, for real, in call order (eager's cache
+        fills as in eager), each result kept in its local: first after the graph, before anything
+        reads a value found through one (``convert._preload_stale``)."""
+        for wrapper, args, kwargs, local in self.memo_calls:
             cg.load_const(wrapper)
             for value in [*args, *kwargs.values()]:
                 cg.load_const(value)
             cg.call_function(len(args) + len(kwargs), tuple(kwargs))
             cg.store_local(local)
+
+    def codegen(self, cg: Codegen) -> None:
+        """Emit the replay (after ``emit_memo_calls``): new objects that escape (see ``plan``),
+        container contents, attributes, globals, cells."""
         escaping = {id(vt) for vt in self._escaping}
         for obj in self._escaping:
             if id(obj) in self.frozen:  # the cached object (its attributes are set already)
