@@ -525,8 +525,9 @@ def _calls_doubled(values):
     return [*out, _doubled(values[0])]
 
 
-@pytest.mark.parametrize("drop", ["discard", "clear"])
-def test_a_callable_the_table_drops_from_its_set_is_asked_again_at_sites_that_found_it(drop):
+def _asking_table():
+    """A route table whose ``route`` notes each callable it is asked about and routes it to
+    itself: ``(asked, route, table)``."""
     asked = []
 
     def route(obj):
@@ -535,6 +536,12 @@ def test_a_callable_the_table_drops_from_its_set_is_asked_again_at_sites_that_fo
 
     table = route.table = RouteTable()
     table.route, table.modules = route, None
+    return asked, route, table
+
+
+@pytest.mark.parametrize("drop", ["discard", "clear"])
+def test_a_callable_the_table_drops_from_its_set_is_asked_again_at_sites_that_found_it(drop):
+    asked, route, table = _asking_table()
     table.put(_doubled, _doubled)
     fn = routed(_calls_doubled, route)
     assert fn([1, 2]) == [2, 4, 2] and _doubled not in asked
@@ -550,14 +557,7 @@ def test_a_compiled_version_the_table_drops_is_looked_up_again_at_sites_that_fou
     """A callable the table holds with another target (its compiled version) is remembered by
     each site that found it (no lookup at its next call); a site forgets it when the table drops
     it or decides on it anew, and looks it up again."""
-    asked = []
-
-    def route(obj):
-        asked.append(obj)
-        return obj
-
-    table = route.table = RouteTable()
-    table.route, table.modules = route, None
+    asked, route, table = _asking_table()
     table.put(_doubled, lambda v: 10 * v)
     fn = routed(_calls_doubled, route)
     assert fn([1, 2]) == [10, 20, 10] and _doubled not in asked

@@ -85,6 +85,19 @@ def _viewed(fn):
     return viewed
 
 
+def _check_viewed(fn, graphs, breaks):
+    """``check_breaks`` of ``fn(x)`` for a tensor ``x``, results compared through ``_view``."""
+    compiled, counter = compile_counted(fn)
+    check_breaks(
+        _viewed(fn),
+        lambda: (torch.randn(3),),
+        graphs=graphs,
+        breaks=breaks,
+        compiled=_viewed(compiled),
+        counter=counter,
+    )
+
+
 # -- made in the compiled function -----------------------------------------------------------------
 def _set_made(x):
     s = Bag([1, 2])
@@ -284,15 +297,7 @@ def test_object_made_in_the_trace(fn):
     # ``__new__`` or ``__init__`` of the class runs again), given their items by the base's own
     # methods, laid out as eager's (a set iterates in eager's order), and the attributes the
     # trace set: compared by class, items in order and ``vars()``
-    compiled, counter = compile_counted(fn)
-    check_breaks(
-        _viewed(fn),
-        lambda: (torch.randn(3),),
-        graphs=1,
-        breaks=0,
-        compiled=_viewed(compiled),
-        counter=counter,
-    )
+    _check_viewed(fn, graphs=1, breaks=0)
     try:
         assert_no_more_breaks(0, fn, torch.randn(3), baseline_missing=_NO_BASELINE)
     except AttributeError as e:
@@ -314,15 +319,7 @@ def _escapes_at_a_break(x):
 
 def test_objects_live_at_a_break():
     # made before the break, carried into the resume function, changed there
-    compiled, counter = compile_counted(_escapes_at_a_break)
-    check_breaks(
-        _viewed(_escapes_at_a_break),
-        lambda: (torch.randn(3),),
-        graphs=2,
-        breaks=1,
-        compiled=_viewed(compiled),
-        counter=counter,
-    )
+    _check_viewed(_escapes_at_a_break, graphs=2, breaks=1)
 
 
 # -- passed in, or read from a global --------------------------------------------------------------
