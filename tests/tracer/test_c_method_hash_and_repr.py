@@ -67,12 +67,16 @@ def test_another_container_under_the_global_name_recompiles():
 def _of_objects_with_no_address(x):
     y = x * 2
     made = [y]
-    return y, [
-        hash(x.add),
-        hash(y.add) == hash(y.add),
-        hash(made.append) != hash(made.append),
-        hash(made.append),
-    ], made
+    return (
+        y,
+        [
+            hash(x.add),
+            hash(y.add) == hash(y.add),
+            hash(made.append) != hash(made.append),
+            hash(made.append),
+        ],
+        made,
+    )
 
 
 def test_hash_of_a_method_of_an_object_with_no_address_is_made_after_the_graph():

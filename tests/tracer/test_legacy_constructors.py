@@ -1,8 +1,9 @@
 """Torch's legacy typed constructors (``torch.FloatTensor([1.0, 2.0])``,
-``torch.LongTensor(3)``..., and ``torch.Tensor(...)`` itself, of the default dtype) in the graph, with eager's semantics: always a CPU tensor of the class's
-dtype (whatever the default dtype or device), data copied, sizes uninitialised, a tensor of the
-same dtype aliased; bad arguments run in Python and raise what eager raises. Before, every call
-broke ("creating a FloatTensor object"); torch.compile: one graph, no break."""
+``torch.LongTensor(3)``..., and ``torch.Tensor(...)`` itself, of the default dtype) in the graph,
+with eager's semantics: always a CPU tensor of the class's dtype (whatever the default dtype or
+device), data copied, sizes uninitialised, a tensor of the same dtype aliased; bad arguments run
+in Python and raise what eager raises. Before, every call broke ("creating a FloatTensor
+object"); torch.compile: one graph, no break."""
 
 from __future__ import annotations
 
