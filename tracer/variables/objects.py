@@ -1721,6 +1721,12 @@ class ContainerObject:
         tx.output.assume_key_absent(AttrSource(self.source, "__dict__"), name)
         return None
 
+    def create(self, cg: Codegen) -> None:
+        """Made blank by its base's allocation (``list.__new__(cls)``, ``set.__new__(cls)``...)."""
+        cg.load_const(container_object_base(self.cls).__new__)
+        cg.load_const(self.cls)
+        cg.call_function(1)
+
     def own_attributes(self, tx: Translator) -> dict[Any, VariableTracker]:
         """The attributes the object had before the call (its ``__dict__``, guarded)."""
         if self.real is None:
@@ -1824,11 +1830,6 @@ class ListObjectVariable(ContainerObject, ListVariable):
         cg.call_function(3)
         cg.pop_top()
 
-    def create(self, cg: Codegen) -> None:
-        cg.load_const(list.__new__)
-        cg.load_const(self.cls)
-        cg.call_function(1)
-
     def fill(self, cg: Codegen) -> None:
         cg.load_const(list.extend)
         cg.load_local(self.name)
@@ -1892,11 +1893,6 @@ class SetObjectVariable(ContainerObject, SetVariable):
         cg.pop_top()
         self._update_with_contents(cg, lambda: self.source.reconstruct(cg))
 
-    def create(self, cg: Codegen) -> None:
-        cg.load_const(set.__new__)
-        cg.load_const(self.cls)
-        cg.call_function(1)
-
     def fill(self, cg: Codegen) -> None:
         """The calls that made the storage repeated on the object (``SetRecipe.emit_into``),
         else its items put in (``set.update``)."""
@@ -1951,11 +1947,6 @@ class DequeObjectVariable(ContainerObject, DequeVariable):
         ListVariable(list(self.items)).reconstruct(cg)
         cg.call_function(2)
         cg.pop_top()
-
-    def create(self, cg: Codegen) -> None:
-        cg.load_const(collections.deque.__new__)
-        cg.load_const(self.cls)
-        cg.call_function(1)
 
     def fill(self, cg: Codegen) -> None:
         """``deque.__init__(obj, [items], maxlen)``: deque's own, which calls no method of the
