@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .guard import Guard
-from .kinds import TENSOR_MATCH, ConstTable, checked_in_c, tensor_checker
+from .kinds import (
+    TENSOR_MATCH,
+    ConstTable,
+    checked_as_state,
+    checked_in_c,
+    state_checker,
+    tensor_checker,
+)
 from .sources import DispatcherRoots, LocalSource, ModuleGlobals, Source
 
 
@@ -55,20 +62,21 @@ class GuardSet:
                 if code not in seen:
                     seen.add(code)
                     self.parts.append(GuardPart(code, guard, fast_code))
-        self.fused, self.dispatch = self._dispatch_conditions(fast_roots)
+        self.fusions = self._fusions(fast_roots)
         self.consts.used = None
         self.ref_ids = {id(ref) for ref in self.refs}
 
-    def _dispatch_conditions(self, roots: dict[str, str] | None) -> tuple[str | None, list[str]]:
-        """The parts as the dispatcher may test them, and the one condition they put first: the
-        ``TENSOR_MATCH`` parts of the tensors the function takes as arguments become
+    def _fusions(self, roots: dict[str, str] | None) -> list[tuple[str, list[GuardPart]]]:
+        """The parts the dispatcher may test in one C call each, with the condition standing for
+        them: the ``TENSOR_MATCH`` parts of the tensors the function takes as arguments become
         ``checker.check(a, b) or (their parts)`` (``kinds.tensor_checker``: one C call where the
-        tensors are as traced), placed where the first of them was (reading an argument runs
-        nothing). ``(None, the parts)`` where no tensor argument can be checked so."""
-        parts = [part.fast for part in self.parts]
+        tensors are as traced), and the global-state parts ``checker.check() or (their parts)``
+        (``kinds.state_checker``: where the state now is theirs). Each is tested where the first
+        of its parts was (reading an argument or the state runs nothing)."""
         if roots is None:
-            return None, parts
-        fused = [
+            return []
+        fusions = []
+        tensors = [
             part
             for part in self.parts
             if part.guard.kind is TENSOR_MATCH
@@ -76,18 +84,28 @@ class GuardSet:
             and part.guard.source.name in roots
             and checked_in_c(part.guard.arg)
         ]
-        if not fused:
-            return None, parts
-        guards = list(dict.fromkeys(part.guard for part in fused))
-        checker = self.consts.name(tensor_checker(tuple(g.arg for g in guards)), "tensors")
-        args = ", ".join(guard.source.render(roots) for guard in guards)
-        condition = f"{checker}.check({args}) or ({' and '.join(p.fast for p in fused)})"
-        rest = {id(part) for part in fused[1:]}
-        return condition, [
-            condition if part is fused[0] else part.fast
-            for part in self.parts
-            if id(part) not in rest
+        if tensors:
+            guards = list(dict.fromkeys(part.guard for part in tensors))
+            checker = self.consts.name(tensor_checker(tuple(g.arg for g in guards)), "tensors")
+            args = ", ".join(guard.source.render(roots) for guard in guards)
+            fusions.append((f"{checker}.check({args})", tensors))
+        state = [part for part in self.parts if checked_as_state(part.guard)]
+        checker = state_checker(list(dict.fromkeys(p.guard for p in state))) if state else None
+        if checker is not None:
+            fusions.append((f"{self.consts.name(checker, 'torch_state')}.check()", state))
+        return [
+            (f"{call} or ({' and '.join(p.fast for p in parts)})", parts) for call, parts in fusions
         ]
+
+    def dispatch(self, fused: set[str]) -> list[str]:
+        """The parts as the dispatcher tests them, where the fusions whose conditions are in
+        ``fused`` (``_fusions``; those every variant of the function shares) stand for theirs."""
+        first, rest = {}, set()
+        for condition, parts in self.fusions:
+            if condition in fused:
+                first[id(parts[0])] = condition
+                rest.update(id(part) for part in parts[1:])
+        return [first.get(id(part), part.fast) for part in self.parts if id(part) not in rest]
 
     def _render(self, guard: Guard, roots: dict[str, str]) -> list[str]:
         expr = self._expr(guard.source, roots) if guard.source is not None else ""

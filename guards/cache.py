@@ -247,14 +247,14 @@ def _always_miss(*args: Any) -> None:
 
 
 def _conditions(variants: list[Variant]) -> list[list[str]]:
-    """Each variant's conditions, in order. Where every variant checks its tensor arguments the
-    same way (one C call of the same checker, ``GuardSet.fused``: variants told apart by other
-    values), that call stands for their parts; where the tensors differ between variants (a
-    shape each), the parts are kept, so that the trie tests what they share once and each
-    variant only what tells it apart."""
-    if len({variant.guards.fused for variant in variants}) == 1:
-        return [variant.guards.dispatch for variant in variants]
-    return [[part.fast for part in variant.guards.parts] for variant in variants]
+    """Each variant's conditions, in order. Where every variant checks some parts the same way
+    (one C call of the same checker, ``GuardSet.fusions``: its tensor arguments, or the global
+    state; variants told apart by other values), that call stands for their parts; where they
+    differ between variants (a shape each, grad mode on and off), the parts are kept, so that the
+    trie tests what they share once and each variant only what tells it apart."""
+    fusions = [{condition for condition, _ in v.guards.fusions} for v in variants]
+    shared = set.intersection(*fusions) if fusions else set()
+    return [variant.guards.dispatch(shared) for variant in variants]
 
 
 def _shared_first(conditions: list[list[str]]) -> list[tuple[list[str], int]]:

@@ -457,6 +457,15 @@ def DETERMINISTIC(expr: str, arg: bool, consts: ConstTable) -> list[str]:
     return [f"{consts.name(torch._C._get_deterministic_algorithms)}() is {arg}"]
 
 
+#: what each global-state kind ``state_checker`` covers reads now (its guard's ``arg``)
+_STATE_NOW: dict[Any, Callable[[], Any]] = {
+    GRAD_MODE: torch.is_grad_enabled,
+    DEFAULT_DTYPE: torch.get_default_dtype,
+    DETERMINISTIC: torch._C._get_deterministic_algorithms,
+    AUTOCAST: lambda: autocast_state() if torch._C._is_any_autocast_enabled() else None,
+}
+
+
 @guard_kind(5, key=lambda device: ("device", str(device)))
 def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """``arg`` is None when no torch function mode was active (one C call: no ``set_default_device``
@@ -464,6 +473,36 @@ def DEFAULT_DEVICE(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     if arg is None:
         return [f"{consts.name(torch._C._len_torch_function_stack)}() == 0"]
     return [f"{consts.name(default_device_as_set)}() == {consts.name(arg)}"]
+
+
+def state_checker(guards: list[Guard]) -> Any | None:
+    """One C call checking at once the global-state ``guards`` (each ``checked_as_state``),
+    ``checker.check()``: torch's ``GlobalStateGuard``, made now, which compares grad mode, the
+    default dtype, deterministic algorithms and autocast on every device type (each enabled and
+    its dtype, and autocast's cache), with more (the thread count, TF32 and reduced-precision
+    flags) as they are now. Where the state now is what each guard checks, the check passing
+    implies every guard, so the dispatcher writes ``checker.check() or (the guards' parts)``: a
+    call whose other flags differ is judged by the parts, as before. None where the state now is
+    not the guards' (no checker can be made for it without setting global state). One checker
+    per state while it stays current, so that the variants of a function share the condition."""
+    if not all(_STATE_NOW[guard.kind]() == guard.arg for guard in guards):
+        return None
+    key = tuple((guard.kind.name, guard.arg) for guard in guards)
+    checker = _STATE_CHECKERS.get(key)
+    if checker is None or not checker.check():  # made when some other flag differed
+        if len(_STATE_CHECKERS) >= 256:
+            _STATE_CHECKERS.clear()
+        checker = _STATE_CHECKERS[key] = torch._C._dynamo.guards.GlobalStateGuard()
+    return checker
+
+
+def checked_as_state(guard: Guard) -> bool:
+    """Whether ``state_checker`` can check ``guard``: grad mode, the default dtype, deterministic
+    algorithms and autocast."""
+    return guard.kind in _STATE_NOW
+
+
+_STATE_CHECKERS: dict[tuple, Any] = {}
 
 
 @guard_kind(5, key=lambda arg: (*arg[0], repr(arg[2])))

@@ -2,7 +2,8 @@
 
 The dispatcher takes the function's arguments as parameters, tests the conditions shared by every
 entry once, then branches on what differs. The tensors it takes are checked in one C call first
-(``kinds.tensor_checker``), their parts only where that call says no.
+(``kinds.tensor_checker``), and the global state in another (``kinds.state_checker``), their
+parts only where that call says no.
 """
 
 from __future__ import annotations
@@ -61,11 +62,10 @@ def __guard_fn_2(x, mode):
                 and G['torch'] is ___torch
                 and (___tensors.check(x) or (type(x) is ___Tensor and x.dtype is ___torch_float32 \
 and x.is_cpu and x.requires_grad is False and x.shape == (2, 3) and x.is_contiguous()))
-                and ___get_default_dtype() is ___torch_float32
-                and ___len_torch_function_stack() == 0
-                and ___get_deterministic_algorithms() is False
-                and ___is_any_autocast_enabled() is False
-                and ___is_grad_enabled() is True):
+                and (___torch_state.check() or (___get_default_dtype() is ___torch_float32 \
+and ___get_deterministic_algorithms() is False and ___is_any_autocast_enabled() is False \
+and ___is_grad_enabled() is True))
+                and ___len_torch_function_stack() == 0):
             if mode == 'relu':
                 return ___variant_0
             if mode == 'tanh':

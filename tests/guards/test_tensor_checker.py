@@ -138,7 +138,7 @@ def test_variants_told_apart_by_their_tensors_keep_the_shared_parts():
         x = torch.randn(n)
         assert_same(compiled(x), fn(x))
     source = bytegraph.guard_source(compiled)
-    assert ".check(" not in source
+    assert ".check(x)" not in source  # no tensor checker (the global state has its own)
     assert source.count("x.dtype is") == 1, source
     assert all(f"x.shape == ({n},)" in source for n in (2, 3, 4))
     assert len(bytegraph.cache_entries(compiled)) == 3
