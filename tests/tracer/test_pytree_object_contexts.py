@@ -145,7 +145,9 @@ def _maps_two_trees(x):
     return pytree.tree_map(torch.add, ByObject(x, x), ByObject(x, 2 * x)).b
 
 
-def test_two_trees_with_object_contexts_compare_in_python():
-    """``tree_map`` over two trees compares their specs, and so their contexts, with ``==``: the
-    trace leaves that to Python (a break), the result is eager's."""
-    check_breaks(_maps_two_trees, _x, graphs=1, breaks=1, setup=MADE.clear, observe=_observe)
+def test_two_trees_with_object_contexts_are_compared_in_the_trace():
+    """``tree_map`` over two trees compares each node's contexts with ``!=`` (torch's
+    ``flatten_up_to``): ``Names.__eq__`` inlined, no break (one before; the cases are in
+    ``test_pytree_two_trees.py``)."""
+    check_breaks(_maps_two_trees, _x, graphs=1, breaks=0, setup=MADE.clear, observe=_observe)
+    assert_no_more_breaks(0, _maps_two_trees, *_x())

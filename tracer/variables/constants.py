@@ -551,24 +551,26 @@ class ObjectIdVariable(VariableTracker):
 
 @dataclass(eq=False)
 class MethodHashVariable(VariableTracker):
-    """``hash(method)`` of a C method bound to an object the trace has no address for (a tensor,
-    a container made in the trace): CPython's ``meth_hash`` mixes the object's address with the
-    method's, so the number is unknown, but two equal methods (the same method of the same
-    object) hash alike (``operations.compare_method_hashes``). Given back to Python, it is
-    ``hash()`` of the method the rewritten code rebuilds."""
+    """``hash(of)`` of a method bound to an object the trace has no address for (a tensor, a
+    container or object made in the trace), or of such an object hashed by its address alone
+    (``object.__hash__``: a ``functools.partial`` made in the trace): CPython's ``meth_hash`` and
+    ``method_hash`` (3.8+) mix the object's address with the method's, whatever the object's own
+    ``__hash__``, so the number is unknown, but the same method of the same object hashes alike
+    (``operations.compare_method_hashes``). Given back to Python, it is ``hash()`` of the value
+    the rewritten code rebuilds."""
 
-    method: VariableTracker
+    of: VariableTracker
 
     def python_type(self) -> type:
         return int
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(hash)
-        self.method.reconstruct(cg)
+        self.of.reconstruct(cg)
         cg.call_function(1)
 
     def __repr__(self) -> str:
-        return f"MethodHashVariable({self.method!r})"
+        return f"MethodHashVariable({self.of!r})"
 
 
 # ``TextVariable``: a string that shows the values of tensors (``str(t)``, ``f"{t}"``,

@@ -45,6 +45,7 @@ from .base import (
     ConstantLikeVariable,
     VariableTracker,
     class_namespace,
+    method_bound,
     owner_index,
     type_lookup,
 )
@@ -2521,16 +2522,18 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     (``__str__``, or ``__repr__`` where ``str`` finds ``object.__str__``): inlined, its result a
     string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; of a tensor: its text, made after the graph
-    (``tensor_text``), as ``str`` of such a text is itself and its ``repr`` one too; other
-    values break the graph."""
+    (``tensor_text``), as ``str`` of such a text is itself and its ``repr`` one too; of a bound
+    method: ``_method_text``; of an object made in the trace keeping ``object.__repr__``: its
+    type and address, made after the graph; other values break the graph."""
     if isinstance(obj, TensorVariable):
         return tensor_text(tx, obj, repr if name == "__repr__" else str)
     if isinstance(obj, TextVariable):
         return obj if name == "__str__" else TextVariable((TextPiece(repr, obj),))
+    text = _method_text(tx, obj)
+    if text is not None:
+        return text
     objects = (UserObjectVariable, ContainerObject)
     cls = obj.python_type() if isinstance(obj, objects) else None
-    if cls is not None and issubclass(cls, nn.Module):
-        cls = None  # a module's text reads its whole tree: left to Python
     if cls is not None and name == "__str__" and type_lookup(cls, name) is object.__str__:
         name = "__repr__"
     if cls is not None and isinstance(type_lookup(cls, name), types.FunctionType):
@@ -2546,8 +2549,33 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
             kind = type(result.as_python_constant()).__name__
             raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
         return result
+    new = cls is not None and tx.output.side_effects.is_new(obj)
+    if new and type_lookup(cls, name) is object.__repr__:  # its type and address: after the graph
+        return TextVariable((TextPiece(repr, obj),))
     text = container_repr(tx, obj, lambda item: dispatch.call_builtin(tx, repr, [item], {}))
     return text if text is not None else namespace_repr(tx, obj)
+
+
+def _method_text(tx: Translator, obj: VariableTracker) -> VariableTracker | None:
+    """``repr(obj.f)`` (``str`` is the same) of a method bound to a value the trace has no real
+    object for (a tensor, an object or container made in the trace; ``evaluate`` computes the
+    others), or None for any other value. CPython's ``method_repr`` writes ``<bound method
+    QUALNAME of REPR>`` for a Python function, so that is the object's text as the trace makes it;
+    a C method's (``meth_repr``, ``wrapper_repr``) names only its object's type and address, which
+    the rewritten code reads after the graph from the method it rebuilds, whatever the object
+    holds by then."""
+    if isinstance(obj, UserFunctionVariable) and obj.self_vt is not None:
+        function, owner = obj.fn, obj.self_vt
+    elif method_bound(obj) is not None:
+        function, owner = method_bound(obj), obj.obj
+    else:
+        return None
+    if isinstance(function, types.FunctionType):
+        owner_text = dispatch.call_builtin(tx, repr, [owner], {})
+        return joined_text([f"<bound method {function.__qualname__} of ", owner_text, ">"])
+    if isinstance(owner, ConstantVariable):
+        return None  # its identity is not kept: the rebuilt constant may be another object
+    return TextVariable((TextPiece(repr, obj),))
 
 
 def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:

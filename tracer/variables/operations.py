@@ -610,14 +610,31 @@ def compare_ids(tx: Translator, op: Any, args: list[VariableTracker]) -> Variabl
 def compare_method_hashes(
     tx: Translator, op: Any, args: list[VariableTracker]
 ) -> VariableTracker | None:
-    """``hash(a.f) == hash(b.g)`` of C methods (``MethodHashVariable``): equal where the methods
-    are (the same method of the same object); two others may collide, which only Python knows."""
+    """``hash(a.f) == hash(b.g)`` of methods or objects hashed by address
+    (``MethodHashVariable``): equal where they are the same method of the same object, or the
+    same object; two others may collide (an object freed, its address reused), which only Python
+    knows."""
     a, b = args
     if not (isinstance(a, MethodHashVariable) and isinstance(b, MethodHashVariable)):
         return None
-    if method_bound(a.method) is method_bound(b.method) and is_same(tx, a.method.obj, b.method.obj):
+    (function, owner), (other_function, other_owner) = _address_hashed(a.of), _address_hashed(b.of)
+    if function is other_function and is_same(tx, owner, other_owner):
         return ConstantVariable(op is operator.eq)
     raise Unsupported("builtin", f"hashes of two different methods compared: {a}, {b}")
+
+
+def _address_hashed(vt: VariableTracker) -> tuple[Any, VariableTracker] | None:
+    """``(method, object)`` for a method whose hash mixes its object's address with the method
+    (a Python function bound to an object, a C method found on its class), ``(None, vt)`` for a
+    value whose class hashes it by its address (``object.__hash__``), None for any other."""
+    if is_bound_method(vt):
+        return vt.fn, vt.self_vt
+    if method_bound(vt) is not None:
+        return method_bound(vt), vt.obj
+    hashed = isinstance(vt, (UserObjectVariable, PartialVariable))
+    if hashed and type_lookup(vt.python_type(), "__hash__") is object.__hash__:
+        return None, vt
+    return None
 
 
 def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
@@ -654,17 +671,15 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         return frozenset(values)
     method = method_bound(vt)
     if method is not None and fn is not id:
-        # ``obj.__eq__``, ``cls.mro``: a new bound object at each read; a C method's hash and
-        # repr read its object's address and type name only, a Python one's as below
+        # ``obj.__eq__``, ``cls.mro``: a new bound object at each read
         python = isinstance(method, types.FunctionType)
-        owner = _real(tx, vt.obj, (hash if fn is hash else repr) if python else id)
+        owner = _method_owner(tx, vt.obj, fn, python)
         if owner is _MISSING and not python:
             owner = _input_container(tx, vt.obj)
         return _MISSING if owner is _MISSING else method.__get__(owner, type(owner))
     if isinstance(vt, UserFunctionVariable) and vt.self_vt is not None and fn is not id:
-        # ``obj.method``: a new bound object at each read (no identity to keep); its repr and
-        # hash read the object's
-        owner = _real(tx, vt.self_vt, hash if fn is hash else repr)
+        # ``obj.method``: a new bound object at each read (no identity to keep)
+        owner = _method_owner(tx, vt.self_vt, fn, True)
         return _MISSING if owner is _MISSING else types.MethodType(vt.fn, owner)
     if isinstance(vt, ConstantVariable):
         # a constant's identity is not kept (an equal one may come next call): id() breaks; an
@@ -675,6 +690,19 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
     ):  # a class, module, function: guarded by identity where it was read
         return vt.as_python_constant()
     return _MISSING
+
+
+def _method_owner(tx: Translator, vt: VariableTracker, fn: Any, python: bool) -> Any:
+    """The real object a method bound to ``vt`` is bound to, where ``fn`` of the method is
+    computed here. A C method's hash and repr, and a Python one's hash (CPython's
+    ``method_hash``, since 3.8, and ``meth_hash``: its object's address, whatever its own
+    ``__hash__``), read only the object's identity and type; a Python one's repr reads the
+    object's repr."""
+    if python and fn is not hash:
+        return _real(tx, vt, repr)
+    if isinstance(vt, ConstantVariable) and isinstance(vt.value, enum.Enum):
+        return vt.value  # its class's one object of that value
+    return _real(tx, vt, id)
 
 
 def _input_container(tx: Translator, vt: VariableTracker) -> Any:
@@ -2436,9 +2464,8 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 
 @builtin(hash)
 def hash_(tx: Translator, obj: VariableTracker) -> VariableTracker:
-    method = method_bound(obj)
-    if method is not None and not isinstance(method, types.FunctionType):
-        return MethodHashVariable(obj)  # a C method of an object with no address yet
+    if _address_hashed(obj) is not None:  # a method or an object with no address yet
+        return MethodHashVariable(obj)
     return ConstantVariable(value_hash(obj))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import operator
 import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch.utils._pytree as pytree
 
 from ...guards.sources import AttrSource, DictValueSource, ModuleGlobalSource, Source
-from ..exc import Unsupported
+from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import BoundAttributeVariable, ConstantLikeVariable, IdentityKey, VariableTracker
 from .call_rules import call_rule
@@ -230,6 +231,71 @@ def _flatten(tx: Translator, tree: VariableTracker) -> tuple[list[VariableTracke
     return leaves, Spec(spec, tuple(contexts))
 
 
+def _flatten_up_to(tx: Translator, made: Spec, tree: VariableTracker) -> list[VariableTracker]:
+    """The subtrees of ``tree`` at the leaves of the spec ``made``, as torch's
+    ``TreeSpec.flatten_up_to`` finds them for each further tree ``tree_map`` is given: at a user
+    class's node, ``tree``'s node must be of that class, its ``flatten_fn`` (inlined) must give
+    as many children, and ``context != spec's context`` (traced: a user ``__eq__`` or ``__ne__``
+    inlined, objects compared by identity) must be false, else torch's ``ValueError``; a builtin
+    node must be the spec's own (any difference, torch's error or its leeway between dict types,
+    declines)."""
+    subtrees: list[VariableTracker] = []
+
+    def up_to(node: Any, vt: VariableTracker) -> None:
+        if node.is_leaf():
+            subtrees.append(vt)
+            return
+        if node.type in _TORCH_NODES:
+            found = _node_of(vt)
+            if found is None or found[0] is not node.type or not _rely_on_node(tx, node.type):
+                raise _Decline
+            children, make = found[1], found[2]
+            flatten = pytree.SUPPORTED_NODES[node.type].flatten_fn
+            kids, context = flatten(make([_Leaf(i) for i in range(len(children))]))
+            if context != node.context or len(kids) != node.num_children:
+                raise _Decline
+            children = [children[k.index] for k in kids]
+        else:
+            children = _user_children(node, vt)
+        for child_spec, child in zip(node.children(), children, strict=True):
+            up_to(child_spec, child)
+
+    def _user_children(node: Any, vt: VariableTracker) -> list[VariableTracker]:
+        cls = _python_type(vt)
+        if pytree.is_namedtuple_class(cls):  # torch names its type ``namedtuple``: declined
+            raise _Decline
+        if cls is not node.type:
+            error = f"Type mismatch; expected {node.type!r}, but got {cls!r}."
+            raise PythonError(ValueError(error))
+        entry = pytree.SUPPORTED_NODES.get(cls)
+        tx.output.assume_registry_entry(_REGISTRY, cls, entry)
+        if entry is None:
+            raise _Decline
+        flatten = _entry_function(tx, cls, entry, "flatten_fn")
+        flat = dispatch.iterate(tx, dispatch.call(tx, flatten, [vt], {}))
+        if len(flat) != 2:
+            raise Unsupported("pytree", f"{cls.__name__}'s flatten_fn gives no pair")
+        children = dispatch.iterate(tx, flat[0])
+        if len(children) != node.num_children:
+            error = f"Node arity mismatch; expected {node.num_children}, but got {len(children)}."
+            raise PythonError(ValueError(error))
+        differs = dispatch.call_operator(tx, operator.ne, [flat[1], made.context(tx, node)])
+        if dispatch.truth(tx, differs):
+            error = f"Node context mismatch for custom node type {node.type!r}."
+            raise PythonError(ValueError(error))
+        return children
+
+    up_to(made.value, tree)
+    return subtrees
+
+
+def _user_nodes(spec: Any) -> bool:
+    """Does ``spec`` hold a node of a user class (whose ``flatten_fn`` the trace ran)?"""
+    if spec.is_leaf():
+        return False
+    return spec.type not in _TORCH_NODES or any(map(_user_nodes, spec.children()))
+
+
 def _unflatten(tx: Translator, made: Spec, leaves: list[VariableTracker]) -> VariableTracker:
     """The trackers' structure ``made`` describes, holding ``leaves``: builtin nodes made as
     trackers, a user class's node by its entry's ``unflatten_fn`` (inlined, given its context's
@@ -411,12 +477,12 @@ def _tree_map(tx, fn, args, kwargs):
         bound = _bound(fn, args, kwargs)
         leaves, spec = _flatten(tx, bound["tree"])
         columns = [leaves]
-        for rest in bound.get("rests", ()):
-            rest_leaves, rest_spec = _flatten(tx, rest)
-            if rest_spec.contexts or spec.contexts or rest_spec.value != spec.value:
-                # a prefix of a deeper structure, a mismatch, or contexts compared in Python
-                raise _Decline
-            columns.append(rest_leaves)
+        try:
+            columns += [_flatten_up_to(tx, spec, rest) for rest in bound.get("rests", ())]
+        except _Decline:
+            if _user_nodes(spec.value):  # effects of the user's code: undone with the instruction
+                raise Unsupported("pytree", "a structure the trace does not flatten") from None
+            raise
         func = bound["func"]
         mapped = [dispatch.call(tx, func, list(row), {}) for row in zip(*columns, strict=True)]
         return _unflatten(tx, spec, mapped)  # node types ``_flatten`` relied on: never declined
