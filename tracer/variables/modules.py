@@ -29,7 +29,14 @@ from ...guards.module_tree import (
     rebase,
     tree_root,
 )
-from ...guards.sources import AttrSource, DictValueSource, FreshSource, ItemSource, Source
+from ...guards.sources import (
+    AttrSource,
+    DictValueSource,
+    FreshSource,
+    ItemSource,
+    ModuleGlobalSource,
+    Source,
+)
 from ..breaks import deferred_checks
 from ..exc import PythonError, Unsupported
 from . import dispatch
@@ -52,6 +59,7 @@ from .objects import (
     type_lookup,
     write_descriptor,
 )
+from .tensors import TensorVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -533,6 +541,8 @@ class NNModuleVariable(UserObjectVariable):
             and not kwargs
         ):
             return self._members(tx, name)
+        if name == "to" and self.source is not None and _keeps_every_tensor(tx, self, args, kwargs):
+            return self
         if name in _MODULE_CALL_NAMES and getattr(type(self.value), name) is getattr(
             nn.Module, name
         ):
@@ -1521,7 +1531,63 @@ def _module_attribute(tx: Translator, obj: NNModuleVariable, name: str) -> Varia
         torch.nn.Module, name
     ):
         return MethodCallVariable(obj, name)
+    if name == "to" and type_lookup(type(obj.value), name) is nn.Module.to:
+        return MethodCallVariable(obj, name)  # ``call_method`` inlines it unless it keeps all
     return obj.var_getattr(tx, name)
+
+
+def _keeps_every_tensor(
+    tx: Translator,
+    module: NNModuleVariable,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> bool:
+    """Does ``module.to(...)`` leave every parameter, buffer and gradient of its tree as it is
+    (each already on that device, with that dtype)? Then eager's ``_apply`` only sets each
+    parameter's ``.data`` to itself: the call is the module, with no effect. Soft-MoE calls
+    ``expert.to(self.device)`` in ``forward``; inlined, that ``_apply`` breaks. Decided on the
+    tensors as the trace holds them (guarded as read), and on the switches that make ``_apply``
+    replace parameters instead (``torch.__future__``)."""
+    if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        return False
+    try:
+        device, dtype, _, memory_format = torch._C._nn._parse_to(
+            *[a.as_python_constant() for a in args],
+            **{k: v.as_python_constant() for k, v in kwargs.items()},
+        )
+    except (TypeError, RuntimeError):
+        return False  # eager's error comes from the inlined method
+    if memory_format is not None or (dtype is not None and not dtype.is_floating_point):
+        return False  # an integer dtype raises, a complex one warns: the inlined method does
+    for switch in ("_overwrite_module_params_on_conversion", "_swap_module_params_on_conversion"):
+        flag = tx.wrap(
+            getattr(torch.__future__, switch), ModuleGlobalSource("torch.__future__", switch)
+        )
+        if flag.as_python_constant():
+            return False
+    for _, owner in _submodules(tx, "", module, set()):
+        if type_lookup(owner.python_type(), "_apply") is not nn.Module._apply:
+            return False
+    params = module._members(tx, "parameters").items
+    grads = [dispatch.getattr_(tx, p, "grad") for p in params]
+    tensors = [
+        *params,
+        *module._members(tx, "buffers").items,
+        *(g for g in grads if not _is_none(g)),
+    ]
+    for vt in tensors:
+        if not isinstance(vt, TensorVariable) or vt.cls not in (torch.Tensor, nn.Parameter):
+            return False
+        fake = vt.example
+        if device is not None and fake.device != device:
+            return False
+        if (
+            dtype is not None
+            and (fake.is_floating_point() or fake.is_complex())
+            and fake.dtype != dtype
+        ):
+            return False
+    return True
 
 
 @dispatch.rule("store_attr", NNModuleVariable)
