@@ -339,3 +339,34 @@ def test_shapes_copied_into_containers_stay_symbolic(engine):
         if engine != "bytegraph":
             torch._dynamo.reset()
     assert counter.frame_count == 2  # static, then one variant dynamic in n and k
+
+
+def _every_other_step(x, step):
+    y = x + step % 3
+    if step % 2 == 0:
+        return y * 2
+    return y
+
+
+@pytest.mark.parametrize("engine", ["bytegraph", "torch.compile"])
+def test_modulo_of_a_symbolic_int_stays_symbolic(engine):
+    """``step % every`` of a counter that changes on every call (an EMA's ``update``, an LR
+    scheduler's ``last_epoch % step_size``): the remainder is computed in the graph and a branch
+    on it guards the remainder, not the step, as torch.compile does. Specialised (``step == 5``),
+    each step was a variant of its own until the recompile limit."""
+    if engine == "bytegraph":
+        compiled, counter = compile_counted(_every_other_step)
+    else:
+        from torch._dynamo.testing import CompileCounter
+
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        compiled = torch.compile(_every_other_step, backend=counter)
+    x = torch.randn(3)
+    try:
+        for step in range(8):
+            assert_same(compiled(x, step), _every_other_step(x, step))
+    finally:
+        if engine != "bytegraph":
+            torch._dynamo.reset()
+    assert counter.frame_count == 3  # static, then one variant per branch, dynamic in step
