@@ -282,3 +282,57 @@ def test_a_steady_call_builds_no_state(monkeypatch):
     built.clear()
     assert_same(compiled(x), reads_the_plan(x))
     assert built == []
+
+
+# Objects whose state is not all in their instance dict (a C base's, a function's code) are not
+# read by the state the guard compares: they break.
+
+
+class _Items(list):
+    pass
+
+
+@functools.lru_cache(4)
+def items(k):
+    return _Items([1, 2])
+
+
+def counts_items(x):
+    return x + len(items("a"))
+
+
+def _one():
+    return 1
+
+
+def _two():
+    return 2
+
+
+class _Holder:
+    pass
+
+
+@functools.lru_cache(4)
+def holds_a_function(k):
+    box = _Holder()
+    box.fn = _one
+    return box
+
+
+def calls_the_held_function(x):
+    return x + holds_a_function("a").fn()
+
+
+def test_objects_over_a_builtin_type_and_functions_are_not_read_as_dicts():
+    x = torch.zeros(1)
+    items.cache_clear()
+    holds_a_function.cache_clear()
+    compiled = bytegraph.compile(counts_items)
+    assert_same(compiled(x), counts_items(x))
+    items("a").append(3)  # the list's items are no attribute
+    assert_same(compiled(x), counts_items(x))
+    compiled = bytegraph.compile(calls_the_held_function)
+    assert_same(compiled(x), calls_the_held_function(x))
+    holds_a_function("a").fn = _two  # another function, with an equal (empty) __dict__
+    assert_same(compiled(x), calls_the_held_function(x))

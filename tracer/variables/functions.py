@@ -1091,13 +1091,15 @@ _STATE_ITEMS = 2000
 
 def _dict_descriptor(kind: type) -> Any:
     """The descriptor of the plain instance dict of ``kind``'s objects (their whole state, for
-    ``_state_of``); None for a C type's objects, or where slots hold state beside the dict."""
-    descriptor = type_lookup(kind, "__dict__")
-    if not isinstance(descriptor, types.GetSetDescriptorType) or any(
-        "__slots__" in vars(c) for c in kind.__mro__[:-1]
-    ):
+    ``_state_of``); None for objects of a C type or of a class over one (a function, a list
+    subclass's object: their state is elsewhere too), or where slots hold state beside the dict."""
+    if any(not c.__flags__ & _HEAP_TYPE or "__slots__" in vars(c) for c in kind.__mro__[:-1]):
         return None
-    return descriptor
+    descriptor = type_lookup(kind, "__dict__")
+    return descriptor if isinstance(descriptor, types.GetSetDescriptorType) else None
+
+
+_HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement or ``type()``
 
 
 #: scalars whose ``==`` is C code comparing values of that exact type (a slice's compares what
