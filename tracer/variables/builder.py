@@ -92,6 +92,7 @@ from .objects import (
     ClassVariable,
     DequeObjectVariable,
     DictObjectVariable,
+    FrozenSetObjectVariable,
     GlobalsVariable,
     ListObjectVariable,
     PythonModuleVariable,
@@ -314,7 +315,7 @@ def _mirrors(key: Any) -> bool:
 def _ordered_items(keys: list[Any], value: set | frozenset) -> tuple[set[Any], bool]:
     """The traced items of the real set ``value`` (``keys``, in its order) as a set iterating in
     that order, and whether one was found (else the trace breaks where it iterates them)."""
-    found = ordered_keys(keys, sys.getsizeof(value), type(value) is frozenset)
+    found = ordered_keys(keys, sys.getsizeof(value), isinstance(value, frozenset))
     return (set(keys), False) if found is None else (found[1], True)
 
 
@@ -385,23 +386,27 @@ def _wrap_list_object(tx: Translator, value: list, source: Source) -> VariableTr
     return ListObjectVariable(items, source, cls=cls, cls_vt=cls_vt, real=value)
 
 
-def _wrap_set_object(tx: Translator, value: set, source: Source) -> VariableTracker | None:
-    """An object of a user subclass of ``set`` (``SetObjectVariable``; None where its keys are
-    not modelled): its type and keys guarded, as a set's, in its order (read by set's own
-    ``__iter__``, which the class keeps), and the object. The object itself stands for its
-    table in set operations (``mirror``) where the class keeps all of set's methods (those
-    operations call them on it)."""
+def _wrap_set_object(tx: Translator, value: Any, source: Source) -> VariableTracker | None:
+    """An object of a user subclass of ``set`` or ``frozenset`` (``SetObjectVariable``,
+    ``FrozenSetObjectVariable``; None where its keys are not modelled): its type and keys
+    guarded, as a set's, in its order (read by its base's own ``__iter__``, which the class
+    keeps), and the object. The object itself stands for its table in set operations
+    (``mirror``) where the class keeps all of its base's methods (those operations call them on
+    it)."""
     if not keys_modelled(value):
         return None
     cls = type(value)
+    base = frozenset if isinstance(value, frozenset) else set
     tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
     tx.output.add_guard(kinds.DICT_KEYS(source, tuple(value)))
     keys = [_wrap_key(tx, v, source, i) for i, v in enumerate(value)]
     items, known = _ordered_items(keys, value)
-    methods = all(type_lookup(cls, n) is m for n, m in vars(set).items() if n[0] != "_")
-    return SetObjectVariable(
+    methods = all(type_lookup(cls, n) is m for n, m in vars(base).items() if n[0] != "_")
+    tracker = FrozenSetObjectVariable if base is frozenset else SetObjectVariable
+    return tracker(
         items,
         source,
+        frozen=base is frozenset,
         own_table=False,
         order_known=known,
         mirror=value if methods and all(_mirrors(k) for k in keys) else None,
@@ -430,6 +435,7 @@ def _wrap_deque_object(tx: Translator, value: Any, source: Source) -> VariableTr
 _CONTAINER_OBJECT_WRAPS = {
     list: _wrap_list_object,
     set: _wrap_set_object,
+    frozenset: _wrap_set_object,
     collections.deque: _wrap_deque_object,
 }
 

@@ -899,9 +899,13 @@ class SetRecipe:
             cg.build_set(len(self.parts[0][1]))
             return
         cg.load_const(self.fn)
+        self.emit_parts(cg)
+        cg.call_function(len(self.parts))
+
+    def emit_parts(self, cg: Codegen) -> None:
+        """Push the arguments of its call."""
         for kind, part in self.parts:
             _emit_part(cg, kind, part)
-        cg.call_function(len(self.parts))
 
     def into(self) -> bool:
         """Can ``emit_into`` build the set into a blank set object: does it start from a set
@@ -2477,6 +2481,14 @@ def _set_copy(tx, obj):
     return computed_set(set(real_iterable(tx, obj)), [obj], SetRecipe.call(set, [obj]))
 
 
+def _frozenset_copy(tx, obj):
+    """A frozenset's copy is itself; a subclass's object's is a frozenset of its items."""
+    if obj.python_type() is frozenset:
+        return obj
+    made = frozenset(real_iterable(tx, obj))
+    return computed_set(made, [obj], SetRecipe.call(frozenset, [obj]))
+
+
 def _set_clear(tx, obj):
     obj.logged(obj.log_call("clear", [])[1])
     obj.items.clear()
@@ -2545,8 +2557,7 @@ _SET = {
     "pop": (True, _set_pop),
     "__init__": (True, _set_init),
     "clear": (True, _set_clear),
-    # a frozenset's copy is itself
-    "copy": (False, lambda tx, obj: obj if obj.frozen else _set_copy(tx, obj)),
+    "copy": (False, lambda tx, obj: _frozenset_copy(tx, obj) if obj.frozen else _set_copy(tx, obj)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
     "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
     "__reduce__": (False, _set_reduce),

@@ -1,7 +1,7 @@
 """User objects: existing objects (``UserObjectVariable``), classes (``ClassVariable``,
 ``super()``), Python modules, objects made in the trace (``NewObjectVariable``,
-``construct_instance``), objects of user subclasses of ``dict``, ``list``, ``set`` and ``deque``
-(``ContainerObject``: their storage and their attributes), the attribute protocol
+``construct_instance``), objects of user subclasses of ``dict``, ``list``, ``set``, ``frozenset``
+and ``deque`` (``ContainerObject``: their storage and their attributes), the attribute protocol
 (``type_lookup`` order, descriptors, ``store_attribute``: the general ``store_attr`` rule),
 exceptions, weak references and the reprs of containers of objects. Which class a call makes is
 decided by ``operations.construct_class``.
@@ -1863,10 +1863,10 @@ class SetObjectVariable(ContainerObject, SetVariable):
     def python_type(self) -> type:
         return self.cls
 
-    def _update_with_contents(self, cg: Codegen, load: Callable[[], None]) -> None:
-        """``set.update(obj, contents)``, ``obj`` loaded by ``load``: from a set where merging the
-        rebuilt set into an empty one iterates in the trace's order, else from a tuple of the
-        items in that order where adding them one by one does; a break where neither does."""
+    def _contents(self) -> VariableTracker:
+        """What to merge into a blank object for it to iterate in the trace's order: a set where
+        merging the rebuilt set into an empty one does, else a tuple of the items in that order
+        where adding them one by one does; a break where neither does."""
         keys = self.in_order()
         found = containers.ordered_keys(keys, sys.getsizeof(self.items), False)
         if found is not None and _merged_in_order(found[1], keys):
@@ -1880,9 +1880,13 @@ class SetObjectVariable(ContainerObject, SetVariable):
             contents = TupleVariable([containers.key_vt(k) for k in keys])
         else:
             raise Unsupported("set_order", f"refilling a {self.cls.__name__} in the trace's order")
+        return contents
+
+    def _update_with_contents(self, cg: Codegen, load: Callable[[], None]) -> None:
+        """``set.update(obj, contents)``, ``obj`` loaded by ``load`` (``_contents``)."""
         cg.load_const(set.update)
         load()
-        contents.reconstruct(cg)
+        self._contents().reconstruct(cg)
         cg.call_function(2)
         cg.pop_top()
 
@@ -1906,6 +1910,54 @@ class SetObjectVariable(ContainerObject, SetVariable):
 
     def __repr__(self) -> str:
         return f"SetObjectVariable({self.cls.__name__}, {len(self.items)} items)"
+
+
+@dataclass(eq=False)
+class FrozenSetObjectVariable(SetObjectVariable):
+    """An instance of a user subclass of ``frozenset`` (``container_class_refused`` says which),
+    made in the trace or from outside the call: a frozenset's storage (``items``, fixed when
+    ``frozenset.__new__`` made it, laid out as CPython's) plus the object's own attributes
+    (``ContainerObject``). What frozenset's C code makes from it (``t | s``, ``t.copy()``) is a
+    plain frozenset. Escaping, it is made whole by ``frozenset.__new__(cls, contents)``, which
+    lays it out as the trace's (no ``__new__`` or ``__init__`` of the class runs again)."""
+
+    frozen: bool = True
+    storage_bases = (frozenset,)
+
+    @staticmethod
+    def allocated(
+        tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> tuple[frozenset[Any], containers.SetRecipe | None]:
+        """The keys ``frozenset.__new__(cls, *args, **kwargs)`` fills the object with, and the
+        call that lays a frozenset out as them; CPython's TypeError for arguments it refuses
+        (checked on the real ``__new__``, which runs no code of the class)."""
+        try:
+            frozenset.__new__(cls, *[()] * len(args), **dict.fromkeys(kwargs))
+        except TypeError as e:
+            raise PythonError(e) from None
+        if not args:
+            return frozenset(), containers.SetRecipe(frozenset, ())
+        keys = frozenset(containers.real_iterable(tx, args[0]))
+        return keys, containers.SetRecipe.call(frozenset, [args[0]])
+
+    def create(self, cg: Codegen) -> None:
+        """``frozenset.__new__(cls, ...)`` with the arguments of the ``frozenset(...)`` call
+        that lays a frozenset out as the trace's (its ``recipe``), else with ``_contents``."""
+        cg.load_const(frozenset.__new__)
+        cg.load_const(self.cls)
+        recipe = self.recipe
+        if recipe is not None and recipe.fn is frozenset and recipe.valid():
+            recipe.emit_parts(cg)
+            cg.call_function(1 + len(recipe.parts))
+            return
+        self._contents().reconstruct(cg)
+        cg.call_function(2)
+
+    def fill(self, cg: Codegen) -> None:
+        """Nothing: ``create`` made it whole."""
+
+    def __repr__(self) -> str:
+        return f"FrozenSetObjectVariable({self.cls.__name__}, {len(self.items)} items)"
 
 
 def _merged_in_order(table: Any, keys: list[Any]) -> bool:
@@ -2048,7 +2100,16 @@ def construct_instance(
 
 #: builtin bases whose allocation (``base.__new__(cls)``) the trace models: ``object_new``,
 #: ``builtin_type_new``, ``tuple_type_new``
-_ALLOCATED_BASES = (object, dict, collections.OrderedDict, tuple, list, set, collections.deque)
+_ALLOCATED_BASES = (
+    object,
+    dict,
+    collections.OrderedDict,
+    tuple,
+    list,
+    set,
+    frozenset,
+    collections.deque,
+)
 
 
 def python_new(cls: type) -> types.FunctionType | None:
@@ -2371,6 +2432,7 @@ def _overridable(base: type) -> frozenset[str]:
 CONTAINER_OBJECTS: dict[type, type[ContainerObject]] = {
     list: ListObjectVariable,
     set: SetObjectVariable,
+    frozenset: FrozenSetObjectVariable,
     collections.deque: DequeObjectVariable,
 }
 _CONTAINER_OVERRIDABLE = {base: _overridable(base) for base in CONTAINER_OBJECTS}
@@ -2397,26 +2459,36 @@ def construct_container_object(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
 ) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user subclass of ``list``, ``set`` or ``deque``: a blank
-    object (the base's ``__new__`` ignores the arguments), then ``__init__``: the class's
-    Python one inlined, or the base's on the storage."""
-    obj = new_container_object(tx, cls_vt)
+    """``cls(*args, **kwargs)`` for a user subclass of ``list``, ``set``, ``frozenset`` or
+    ``deque``: the object its base's ``__new__`` makes (blank, whatever the arguments; a
+    frozenset's with its items), then ``__init__``: the class's Python one inlined, or the
+    base's on the storage."""
+    obj = new_container_object(tx, cls_vt, args, kwargs)
     init_instance(tx, cls_vt, obj, args, kwargs)
     return obj
 
 
-def new_container_object(tx: Translator, cls_vt: VariableTracker) -> ContainerObject:
-    """A blank object of the user container class ``cls_vt``, as its base's ``__new__`` makes
-    it (empty, whatever the arguments)."""
+def new_container_object(
+    tx: Translator,
+    cls_vt: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+) -> ContainerObject:
+    """An object of the user container class ``cls_vt`` as its base's ``__new__(cls, *args,
+    **kwargs)`` makes it: empty, whatever the arguments; a frozenset's filled from them."""
     cls = cls_vt.as_python_constant()
     why = container_class_refused(cls)
     if why is not None:
         raise Unsupported("new_object", f"creating a {cls.__name__} object: {why}")
     effects = tx.output.side_effects
     tracker = CONTAINER_OBJECTS[container_object_base(cls)]
-    items = set() if tracker is SetObjectVariable else []
-    obj = tracker(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
-    if isinstance(obj, SetObjectVariable):  # laid out as an empty set, as a display makes it
+    if tracker is FrozenSetObjectVariable:
+        items, recipe = FrozenSetObjectVariable.allocated(tx, cls, args, kwargs)
+        obj = tracker(items, cls=cls, cls_vt=cls_vt, name=effects.new_name(), recipe=recipe)
+    else:
+        items = set() if tracker is SetObjectVariable else []
+        obj = tracker(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
+    if tracker is SetObjectVariable:  # laid out as an empty set, as a display makes it
         obj.recipe = containers.SetRecipe(set, (("keys", []),))
     effects.track_new(obj)
     return obj
@@ -3208,7 +3280,7 @@ def builtin_type_new(
     if fn.__self__ is dict and user_dict:
         return new_dict_object(tx, args[0])
     if cls is not None and fn.__self__ is container_object_base(cls):  # ``set.__new__(cls)``
-        return new_container_object(tx, args[0])
+        return new_container_object(tx, args[0], list(args[1:]), kwargs)
     if cls is None or cls is not fn.__self__:
         return None  # a subclass (or no class): its instances are not modelled here
     if cls in _MUTABLE:

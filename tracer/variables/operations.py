@@ -660,7 +660,7 @@ def _real(tx: Translator, vt: VariableTracker, fn: Any) -> Any:
         if any(item is _MISSING for item in items):
             return _MISSING
         return vt.python_type()(items) if vt.python_type() in (list, tuple) else _MISSING
-    if isinstance(vt, SetVariable) and fn is hash and vt.python_type() is frozenset:
+    if isinstance(vt, SetVariable) and fn is hash and vt.frozen:  # a subclass's object too
         # a frozenset's hash combines its items' hashes, in no order: an equal frozenset's
         items = [key_vt(key) for key in vt.items]
         values = [_real(tx, item, hash) for item in items]
