@@ -370,3 +370,31 @@ def test_modulo_of_a_symbolic_int_stays_symbolic(engine):
         if engine != "bytegraph":
             torch._dynamo.reset()
     assert counter.frame_count == 3  # static, then one variant per branch, dynamic in step
+
+
+def _bias_corrected(x, step):
+    correction = 1 / (1 - 0.9**step)  # a Python float: the trace checks it divides by no zero
+    return x * correction
+
+
+@pytest.mark.parametrize("engine", ["bytegraph", "torch.compile"])
+def test_power_of_a_symbolic_int_keeps_its_variant(engine):
+    """``1 - beta ** step`` of an optimizer's step count (Adam-style bias correction): the guard
+    that it is not zero is printed with ``torch.sym_float(step)``, and holds on the next steps.
+    The name ``torch`` was unbound in the guard: it raised, and each step recompiled."""
+    if engine == "bytegraph":
+        compiled, counter = compile_counted(_bias_corrected)
+    else:
+        from torch._dynamo.testing import CompileCounter
+
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        compiled = torch.compile(_bias_corrected, backend=counter)
+    x = torch.randn(3)
+    try:
+        for step in range(1, 8):
+            assert_same(compiled(x, step), _bias_corrected(x, step))
+    finally:
+        if engine != "bytegraph":
+            torch._dynamo.reset()
+    assert counter.frame_count == 2  # static, then dynamic in step

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import importlib
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from torch._guards import Source as TorchSource
 
 from ...guards import kinds
 from ...guards.guard import Guard
-from ...guards.sources import ShapeExprSource, Source, TensorPropertySource
+from ...guards.sources import ModuleGlobalSource, ShapeExprSource, Source, TensorPropertySource
 from . import static_fakes
 
 if TYPE_CHECKING:
@@ -139,6 +140,10 @@ def _static_context(symbolic_shapes: Any, value: torch.Tensor) -> Any:
     return symbolic_shapes.StatelessSymbolicContext(
         dynamic_sizes=[static] * value.dim(), constraint_sizes=[None] * value.dim()
     )
+
+
+#: a module's name and attribute in the text of torch's sympy printer (``PythonPrinter``)
+_PRINTED_MODULE_NAME = re.compile(r"\b(torch|math)\.(\w+)")
 
 
 def _finite(bound: Any) -> int | None:
@@ -329,7 +334,15 @@ class ShapeTracker:
         text = text.replace("{", "{{").replace("}", "}}")
         for i in range(len(symbols)):
             text = text.replace(f"BGSRC{i}BG", f"{{{i}}}")
-        return text, tuple(sources)
+
+        def module_global(match: re.Match) -> str:
+            sources.append(ModuleGlobalSource(match[1], match[2]))
+            return f"{{{len(sources) - 1}}}"
+
+        # the functions the printer calls (``torch.sym_float(s0)`` of ``beta ** step``,
+        # ``math.floor``) are read from their modules, like any source: a guard has no ``torch``
+        # (unbound, it raised and missed on every call)
+        return _PRINTED_MODULE_NAME.sub(module_global, text), tuple(sources)
 
     @staticmethod
     def _guard(template: str, sources: tuple[Source, ...]) -> Guard:
