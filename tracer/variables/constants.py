@@ -29,7 +29,7 @@ from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
 from ..polyfills import substitution
 from . import dispatch
-from .base import ConstantLikeVariable, VariableTracker, type_lookup
+from .base import MISSING, ConstantLikeVariable, IdentityKey, VariableTracker, type_lookup
 from .call_rules import call_rule, call_rules_for
 
 if TYPE_CHECKING:
@@ -311,11 +311,12 @@ def _formatted(tx: Translator, vt: VariableTracker, texts: list[TextVariable]) -
 _OBJECT_FORMAT = object.__dict__["__format__"]
 
 
-class _FormattedValue:
+class _FormattedScalar:
     """A value not known at trace time, as a formatting method sees it: each conversion it asks
     for is the traced builtin's result (a user ``__repr__`` inlined, in CPython's order), which
     must be a constant or a text made after the graph (``TextVariable``: given to the method as
-    a mark, put back in its result by ``_unmarked``); anything else breaks the graph."""
+    a mark, put back in its result by ``_unmarked``); anything else breaks the graph. Not a
+    mapping (``_FormattedValue`` is one)."""
 
     def __init__(self, tx: Translator, vt: VariableTracker, texts: list[TextVariable]) -> None:
         self._tx, self._vt, self._texts = tx, vt, texts
@@ -348,9 +349,93 @@ class _FormattedValue:
             raise Unsupported("call", f"a formatting method asks {self._vt} for {name}")
         return _formatted(self._tx, dispatch.getattr_(self._tx, self._vt, name), self._texts)
 
+
+class _FormattedValue(_FormattedScalar):
+    """``_FormattedScalar`` with its items: ``'{0[k]}'.format(v)`` reads ``v[k]`` as traced."""
+
     def __getitem__(self, key: Any) -> Any:
         item = dispatch.getitem(self._tx, self._vt, ConstantVariable(key))
         return _formatted(self._tx, item, self._texts)
+
+
+# ``fmt % args`` of a string, where ``args`` holds values known only after the graph (tensors,
+# objects made in the trace): CPython's own formatting run on ``_FormattedScalar`` stand-ins, a
+# tuple or dict of them, which give each ``%s``, ``%r`` and ``%a`` conversion its traced text.
+# Other conversions (``%d``, ``%f``...) read a number, and a width or precision pads or cuts the
+# text: on such values these break the graph (``_percent_checked`` reads the format as CPython's
+# ``unicode_format_arg_parse`` does).
+
+#: a conversion of a ``%`` format: ``%``, a ``(key)``, flags, a width and a precision (numbers or
+#: ``*``, which takes an argument), a length modifier (ignored), the conversion character
+_PERCENT = re.compile(
+    r"%(?:\((?P<key>[^)]*)\))?[-+ #0]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?[hlL]?"
+    r"(?P<kind>.?)",
+    re.DOTALL,
+)
+
+
+def percent_formatted(tx: Translator, fmt: str, args: VariableTracker) -> VariableTracker:
+    """``fmt % args`` where ``args`` is not a constant: a tuple's items, a dict's values by key,
+    or the one value, each converted as the traced ``str``/``repr``/``ascii`` makes it."""
+    texts: list[TextVariable] = []
+    kind = args.python_type()
+    if issubclass(kind, tuple):
+        items = list(args.unpack(tx))
+        values: Any = tuple(_formatted(tx, item, texts) for item in items)
+    elif kind is dict and isinstance(getattr(args, "items", None), dict):
+        if any(isinstance(k, IdentityKey) for k in args.items):
+            raise Unsupported("operator", f"% with a dict keyed by values of the trace: {args}")
+        items = args.items
+        values = {k: _formatted(tx, v, texts) for k, v in args.items.items()}
+    elif args.is_python_constant():  # a number (a symbolic one specialised), a list...
+        items, values = None, args.as_python_constant()
+    else:
+        items = None
+        # what CPython takes as a mapping of the keys (``PyMapping_Check``), a string aside
+        mapping = kind is not str and type_lookup(kind, "__getitem__") is not MISSING
+        values = (_FormattedValue if mapping else _FormattedScalar)(tx, args, texts)
+    _percent_checked(fmt, args, items)
+    try:
+        result = fmt % values
+    except (Unsupported, TracedException):  # from a traced conversion of an argument
+        raise
+    except Exception as e:  # noqa: BLE001 (the formatting's own error, raised as CPython's)
+        raise PythonError(e) from None
+    return _unmarked(tx, result, texts)
+
+
+def _percent_checked(fmt: str, args: VariableTracker, items: Any) -> None:
+    """Break where a conversion of ``fmt`` reads a value known only after the graph other than
+    by ``%s``, ``%r`` or ``%a`` without a width or precision: ``items`` are the tuple's (each
+    conversion and ``*`` takes the next), the dict's (by key; a conversion without one takes the
+    dict), or None for the one value ``args``."""
+    position = 0
+
+    def taken(key: str | None) -> VariableTracker | None:
+        nonlocal position
+        if key is not None and isinstance(items, dict):
+            return items.get(key)
+        if key is not None or not isinstance(items, list):
+            if key is not None and items is None:  # a key into a value that is no dict
+                raise Unsupported("operator", f"% with a key into {args}")
+            return args
+        position += 1
+        return items[position - 1] if position <= len(items) else None
+
+    for match in _PERCENT.finditer(fmt):
+        key, kind = match.group("key"), match.group("kind")
+        stars = [match.group("width"), match.group("precision")].count("*")
+        for _ in range(stars):
+            star = taken(None)
+            if star is not None and not star.is_python_constant():
+                raise Unsupported("operator", f"% with a width or precision {star}")
+        if kind == "%":
+            continue
+        value = taken(key)
+        plain = kind in ("s", "r", "a") and match.group("width") is match.group("precision")
+        if value is not None and not value.is_python_constant() and not plain:
+            spec = match.group(0)
+            raise Unsupported("operator", f"{spec!r} of {value}: a number, or a padded text")
 
 
 def unstored_dict(tx: Translator, owner: VariableTracker, value: Any, source: Source) -> Any:
@@ -650,6 +735,22 @@ def joined_text(parts: list[str | VariableTracker]) -> VariableTracker:
 #: Marks a ``TextVariable`` in the result of a formatting method run at trace time
 #: (``_FormattedValue``): a code point of Unicode's private use plane around the text's index.
 _MARK = "\U000f0000"
+#: a mark as ``ascii()`` escapes it (``{!a}``, ``%a``): the text's ``ascii_escaped`` stands there
+_ESCAPED_MARK = _MARK.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def ascii_escaped(text: str) -> str:
+    """``text`` with its non-ASCII characters escaped as ``ascii(obj)`` escapes ``repr(obj)``
+    (CPython's ``PyObject_ASCII``: ``backslashreplace``)."""
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def ascii_text(text: VariableTracker) -> VariableTracker:
+    """``ascii(obj)`` from ``repr(obj)`` as the trace made it (``text``): escaped now where it is
+    known, after the graph where it is made there."""
+    if isinstance(text, TextVariable):
+        return TextVariable((TextPiece(ascii_escaped, text),))
+    return ConstantVariable(ascii_escaped(text.as_python_constant()))
 
 
 def text_formatted(text: TextVariable, spec: str) -> TextVariable:
@@ -686,6 +787,16 @@ def _unmarked(tx: Translator, result: Any, texts: list[TextVariable]) -> Variabl
     """A formatting method's ``result`` with the texts it holds (``_marked``) put back."""
     if not texts:
         return tx.fold(result)
+    if isinstance(result, str) and _ESCAPED_MARK in result:  # a text written by ``ascii()``
+        escaped = re.compile(re.escape(_ESCAPED_MARK) + r"(\d+)" + re.escape(_ESCAPED_MARK))
+
+        def unescaped(match: re.Match) -> str:
+            index = int(match.group(1))
+            if index >= len(texts):
+                raise Unsupported("text", "a formatting method changed the text of a tensor")
+            return _marked(texts, ascii_text(texts[index]))
+
+        result = escaped.sub(unescaped, str.__str__(result))
     # a result that is one mark is the ``_Marker`` itself
     chunks = str.__str__(result).split(_MARK) if isinstance(result, str) else []
     indices = chunks[1::2]  # each mark once at most: one formatted with a spec is left out

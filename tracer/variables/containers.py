@@ -1258,6 +1258,9 @@ class DequeVariable(ListVariable):
     def python_type(self) -> type:
         return collections.deque
 
+    def as_python_constant(self) -> Any:
+        return collections.deque((i.as_python_constant() for i in self.items), self.maxlen)
+
     def reconstruct(self, cg: Codegen) -> None:
         def build() -> None:
             cg.load_const(collections.deque)

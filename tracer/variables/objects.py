@@ -56,6 +56,7 @@ from .constants import (
     ConstantVariable,
     TextPiece,
     TextVariable,
+    ascii_text,
     error_of,
     joined_text,
     text_formatted,
@@ -112,7 +113,7 @@ def container_repr(
     if cls is None:
         return None
     if any(running is vt for running in _RUNNING):
-        if cls is set and vt.python_type() is not set:  # a subclass's object: its name
+        if cls in (set, frozenset):  # its class's name: a subclass's object too
             return ConstantVariable(f"{containers.c_name(vt.python_type())}(...)")
         return ConstantVariable(_REENTERED[cls])
     _RUNNING.append(vt)
@@ -128,18 +129,20 @@ _REENTERED = {
     dict: "{...}",
     set: "set(...)",
     frozenset: "frozenset(...)",
+    collections.deque: "[...]",
 }
 
 
 def _container_type(vt: VariableTracker) -> type | None:
     """The builtin container whose repr ``vt``'s is: its own type, or ``dict`` for an object of a
     ``dict`` subclass keeping dict's ``__repr__`` (CPython writes its items, not its class), or
-    the base of an object of a user ``list`` or ``set`` class keeping its base's."""
+    the base of an object of a user ``list``, ``set``, ``frozenset`` or ``deque`` class keeping
+    its base's."""
     if isinstance(vt, (BaseSequenceVariable, DictVariable, SetVariable)):
         cls = vt.python_type()
         if isinstance(vt, DictObjectVariable) and containers.dict_base(cls) is dict:
             return dict if type_lookup(cls, "__repr__") is dict.__repr__ else None
-        if isinstance(vt, (ListObjectVariable, SetObjectVariable)):
+        if isinstance(vt, ContainerObject) and not isinstance(vt, DictObjectVariable):
             base = container_object_base(cls)
             return base if type_lookup(cls, "__repr__") is base.__repr__ else None
         return cls if cls in _REENTERED else None
@@ -163,6 +166,10 @@ def _write(
     items = [[text(item)] for item in vt.unpack(tx)]
     if cls is list:
         return ["[", *_separated(items), "]"]
+    if cls is collections.deque:  # ``deque([...])``, ``Name([...], maxlen=n)``
+        bound = "" if vt.maxlen is None else f", maxlen={vt.maxlen}"
+        name = containers.c_name(vt.python_type()).rpartition(".")[2]
+        return [f"{name}([", *_separated(items), f"]{bound})"]
     return ["(", *_separated(items), "," if len(items) == 1 else "", ")"]
 
 
@@ -2567,6 +2574,12 @@ def repr_(tx: Translator, obj: VariableTracker) -> VariableTracker:
 @builtin(str)
 def str_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     return _text(tx, obj, "__str__")
+
+
+@builtin(ascii)
+def ascii_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """``ascii(obj)``: ``repr(obj)`` as the trace makes it, its non-ASCII characters escaped."""
+    return ascii_text(repr_(tx, obj))
 
 
 @builtin(format)

@@ -63,6 +63,7 @@ from .constants import (
     joined_text,
     make_slice,
     nested,
+    percent_formatted,
     range_matches,
     value_arguments,
 )
@@ -1332,6 +1333,23 @@ def texts(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTrack
     if not all(isinstance(a, TextVariable) or a.python_type() is str for a in args):
         return None
     return joined_text(args)
+
+
+@operator_rule(operator.mod, operator.imod, first=True)
+def percent_format(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``fmt % args`` of a string and values not all known at trace time (a tensor, a tuple
+    holding one): str's own formatting, whatever ``args`` is, unless it is a ``str`` subclass's
+    object (whose ``__rmod__`` CPython asks first); the texts it writes are the traced ones."""
+    fmt, values = args
+    try:  # the types first: asking a symbolic number for its value would specialise it
+        if fmt.python_type() is not str or not fmt.is_python_constant():
+            return None
+        kind = values.python_type()
+    except Unsupported:
+        return None
+    if isinstance(values, ConstantVariable) or (issubclass(kind, str) and kind is not str):
+        return None  # folded; a ``str`` subclass's ``__rmod__`` first
+    return percent_formatted(tx, fmt.as_python_constant(), values)
 
 
 @operator_rule(operator.add, operator.mul)
