@@ -235,7 +235,7 @@ def adam_lambdalr_train_step():
     graphs=2,
     breaks=1,
     tc_breaks=5,
-    retraces=4,
+    retraces=3,
     why=ZERO + LR,
 )
 def adamw_cosine_train_step():
