@@ -284,6 +284,292 @@ def test_a_steady_call_builds_no_state(monkeypatch):
     assert built == []
 
 
+# A key whose body a trace of this process ran already: a later trace (another function, a resume
+# function, the training step after inference) builds the trackers from the cached object while it
+# is in the state that trace found, rather than tracing and running the body again.
+
+UNKNOWN = -999999  #: a module constant the body reads, as einops' ``_unknown_axis_length``
+
+
+class EinopsRecipe:  # the shape of einops' ``TransformRecipe``
+    def __init__(self, pattern):
+        names = pattern.split()
+        self.elementary_axes_lengths = [UNKNOWN] * len(names)
+        self.axis_name2elementary_axis = {name: i for i, name in enumerate(names)}
+        self.input_composition_known_unknown = [([], [i]) for i in range(len(names))]
+        self.axes_permutation = list(reversed(range(len(names))))
+        self.first_reduced_axis = len(names)
+        self.added_axes = {}
+        self.output_composite_axes = [[i] for i in range(len(names))]
+        self.first_axis = self.output_composite_axes[0]  # a shared part
+        self.known = (1, "a", None, 2.5, b"b")
+
+
+@functools.lru_cache(256)
+def prepare(pattern, ndim=3):
+    return EinopsRecipe(pattern)
+
+
+def _apply(x, pattern):
+    r = prepare(pattern, ndim=x.dim())
+    return x.permute(*r.axes_permutation) * r.first_reduced_axis + r.axis_name2elementary_axis["b"]
+
+
+def applies_it(x):
+    r = prepare("a b c", ndim=3)
+    return _apply(x, "a b c"), r.first_axis is r.output_composite_axes[0], r.known
+
+
+def applies_it_again(x):
+    r = prepare("a b c", ndim=3)
+    out = _apply(x, "a b c") + r.elementary_axes_lengths[1] / UNKNOWN
+    shared = r.first_axis is r.output_composite_axes[0]
+    return out, shared, r, r.output_composite_axes, r.first_axis, r.input_composition_known_unknown
+
+
+@pytest.fixture
+def body_runs(monkeypatch):
+    """The keys whose bodies traces ran (``_memo_state``), with a fresh record of verified keys."""
+    runs = []
+    monkeypatch.setattr(functions, "_VERIFIED", functions.weakref.WeakKeyDictionary())
+    original = functions._memo_state
+    monkeypatch.setattr(
+        functions, "_memo_state", lambda f, a, k: runs.append(a) or original(f, a, k)
+    )
+    return runs
+
+
+def test_a_second_trace_of_a_key_builds_the_result_from_the_cached_object(body_runs):
+    x = torch.randn(2, 3, 4)
+    prepare.cache_clear()
+    first, first_counter = compile_counted(applies_it)
+    for _ in range(2):
+        assert_same(first(x), applies_it(x))
+    assert body_runs == [("a b c",)]
+    second, second_counter = compile_counted(applies_it_again)
+    for _ in range(2):
+        out, shared, r, composite, first_axis, known_unknown = second(x)
+        assert_same((out, shared), applies_it_again(x)[:2])
+        assert r is prepare("a b c", ndim=3)  # the cached object and its parts, as eager's
+        assert composite is r.output_composite_axes and first_axis is r.output_composite_axes[0]
+        assert known_unknown is r.input_composition_known_unknown
+    assert body_runs == [("a b c",)]  # built from the object: the body neither traced nor run
+    assert (first_counter.frame_count, second_counter.frame_count) == (1, 1)
+    assert bytegraph.explain(applies_it_again)(x).graph_break_count == 0
+    assert dynamo_counts(applies_it_again, x) == (1, 0)
+
+
+def test_a_built_result_is_frozen_as_a_traced_one(body_runs):
+    # the trace may not change the cached object: it breaks and CPython changes it, as eager
+    x = torch.randn(3)
+    prepare.cache_clear()
+    bytegraph.compile(applies_it)(torch.randn(2, 3, 4))
+
+    def grows(x):
+        r = prepare("a b c", ndim=3)
+        r.added_axes[7] = 1
+        return x + len(r.added_axes)
+
+    compiled = bytegraph.compile(grows)
+    assert_same(compiled(x), x + 1)
+    assert body_runs == [("a b c",)]  # the trace of ``grows`` built the object
+    assert_same(compiled(x), x + 1)
+    assert prepare("a b c", ndim=3).added_axes == {7: 1}
+    kinds = [r.kind for r in bytegraph.explain(grows)(x).break_reasons]
+    assert kinds[0] == "memoized_call"
+
+
+def test_a_cached_object_changed_since_its_body_ran_is_traced_again(body_runs):
+    x = torch.randn(2, 3, 4)
+    prepare.cache_clear()
+    first, first_counter = compile_counted(applies_it)
+    assert_same(first(x), applies_it(x))
+    prepare("a b c", ndim=3).first_reduced_axis = 5  # not what the body makes now
+    second, second_counter = compile_counted(applies_it_again)
+    for _ in range(2):
+        assert_same(second(x)[:2], applies_it_again(x)[:2])
+        assert_same(first(x), applies_it(x))
+    # the full path ran the body and broke at the call, as it would have without the record
+    assert body_runs and all(args == ("a b c",) for args in body_runs)
+    assert "memoized_call" in [r.kind for r in bytegraph.explain(applies_it_again)(x).break_reasons]
+    prepare.cache_clear()  # a new object, as the body makes it: both compile again, no break
+    assert_same(second(x)[:2], applies_it_again(x)[:2])
+    assert_same(first(x), applies_it(x))
+    assert bytegraph.explain(applies_it_again)(x).graph_break_count == 0
+
+
+def test_a_cached_object_changed_after_a_built_trace_fails_its_guard(body_runs):
+    x = torch.randn(2, 3, 4)
+    prepare.cache_clear()
+    bytegraph.compile(applies_it)(x)
+    compiled, counter = compile_counted(applies_it_again)
+    assert_same(compiled(x)[:2], applies_it_again(x)[:2])
+    assert body_runs == [("a b c",)]  # built
+    prepare("a b c", ndim=3).axes_permutation[:] = [0, 1, 2]
+    for _ in range(2):
+        assert_same(compiled(x)[:2], applies_it_again(x)[:2])
+    assert counter.frame_count > 1  # the guard saw the change: traced again
+
+
+_DIES = """
+import functools, gc, weakref, torch, bytegraph
+from bytegraph.tracer.variables import functions
+class Recipe:
+    def __init__(self, k):
+        self.n = len(k)
+def make():
+    @functools.lru_cache(4)
+    def prepare(k):
+        return Recipe(k)
+    return prepare
+wrapper = make()
+def uses(x):
+    return x + wrapper("a b").n
+print(bytegraph.compile(uses)(torch.zeros(1)).item(), len(functions._VERIFIED))
+ref = weakref.ref(wrapper)
+del wrapper, uses
+bytegraph.reset()
+gc.collect()
+print(ref() is None, len(functions._VERIFIED))
+"""
+
+
+def test_the_record_dies_with_its_wrapper():
+    # in a new interpreter: nothing but the compiled code holds the wrapper there
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", _DIES], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["3.0", "1", "True", "0"]
+
+
+SHARED_AXES = [1]
+
+
+class _Box:
+    pass
+
+
+@functools.lru_cache(4)
+def boxes_a_global(k):
+    box = _Box()
+    box.items = SHARED_AXES  # a list from before the call: not the body's to rebuild
+    box.k = k
+    return box
+
+
+def appends_to_the_global(x):
+    box = boxes_a_global("a")
+    SHARED_AXES.append(2)
+    return x + len(box.items)
+
+
+def test_a_result_holding_an_object_from_before_the_call_is_traced_each_time(body_runs):
+    # rebuilt, ``box.items`` would be a copy the append does not reach
+    x = torch.randn(3)
+    boxes_a_global.cache_clear()
+    SHARED_AXES[:] = [1]
+    bytegraph.compile(appends_to_the_global)(x)
+
+    def again(x):
+        return appends_to_the_global(x)
+
+    for _ in range(2):
+        SHARED_AXES[:] = [1]  # as the first trace found it
+        out = bytegraph.compile(again)(x)
+        assert SHARED_AXES == [1, 2]
+        SHARED_AXES[:] = [1]
+        assert_same(out, again(x))
+    assert len(body_runs) == 3  # each trace ran the body: nothing recorded
+
+
+@functools.lru_cache(4)
+def inner_recipe(k):
+    return EinopsRecipe(k)
+
+
+class _Outer:
+    def __init__(self, k):
+        self.inner = inner_recipe(k)  # another cached call's object
+
+
+@functools.lru_cache(4)
+def outer_recipe(k):
+    return _Outer(k)
+
+
+def same_inner(x):
+    return x + 1, outer_recipe("a b").inner is inner_recipe("a b")
+
+
+def test_a_result_holding_another_cached_object_keeps_its_identity(body_runs):
+    x = torch.randn(3)
+    outer_recipe.cache_clear()
+    inner_recipe.cache_clear()
+    assert_same(bytegraph.compile(same_inner)(x), same_inner(x))
+
+    def again(x):
+        return same_inner(x)
+
+    for _ in range(2):
+        assert_same(bytegraph.compile(again)(x), (x + 1, True))
+
+
+class _Shadowed:
+    def __init__(self, k):
+        self.n = len(k)
+
+
+@functools.lru_cache(4)
+def shadowed(k):
+    return _Shadowed(k)
+
+
+def reads_n(x):
+    return x + shadowed("ab").n
+
+
+def test_a_class_gaining_a_property_of_a_built_attribute_fails_the_guard(body_runs):
+    # a data descriptor on the class is read before the instance dict: eager sees the property
+    x = torch.randn(3)
+    shadowed.cache_clear()
+    assert_same(bytegraph.compile(reads_n)(x), reads_n(x))
+
+    def again(x):
+        return reads_n(x)
+
+    compiled = bytegraph.compile(again)
+    assert_same(compiled(x), again(x))
+    assert body_runs == [("ab",)]  # the second trace built the object
+    _Shadowed.n = property(lambda self: 7)
+    try:
+        assert_same(compiled(x), x + 7)
+    finally:
+        del _Shadowed.n
+    assert_same(compiled(x), again(x))
+
+
+def test_objects_the_builder_cannot_name_are_traced(body_runs):
+    class Nested:  # not a global of its module: its trackers come from the body's trace
+        def __init__(self):
+            self.n = 2
+
+    @functools.lru_cache(4)
+    def nested(k):
+        return Nested()
+
+    def uses(x):
+        return x + nested("a").n
+
+    x = torch.randn(3)
+    for _ in range(2):
+        assert_same(bytegraph.compile(lambda x: uses(x))(x), uses(x))
+    assert len(body_runs) == 2
+
+
 # Objects whose state is not all in their instance dict (a C base's, a function's code) are not
 # read by the state the guard compares: they break.
 

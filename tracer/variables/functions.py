@@ -12,7 +12,9 @@ import collections
 import functools
 import inspect
 import operator
+import sys
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ from ..markers import (
 )
 from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
-from .base import BoundAttributeVariable, VariableTracker, type_lookup
+from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
 from .call_rules import builtin, call_rule
 from .constants import (
     CONSTANT_TYPES,
@@ -876,7 +878,9 @@ class MemoizedFunctionVariable(VariableTracker):
         the cached object: the same tracker for a key called again in the trace unless ``maxsize``
         other keys were called in between (``lru_cache`` dropped it then); the trace may not
         change it; the replay calls the wrapper again, in call order, which gives eager's object
-        (and leaves the cache as eager does) for wherever the result escapes."""
+        (and leaves the cache as eager does) for wherever the result escapes. Where a trace of
+        this process ran the body for this key already, and the cached object is as it found it,
+        the trackers are built from the object instead (``_rebuilt``)."""
         name = getattr(self.value, "__qualname__", repr(self.value))
         wrapped = getattr(self.value, "__wrapped__", None)
         if self.self_vt is not None or not isinstance(wrapped, types.FunctionType):
@@ -889,8 +893,34 @@ class MemoizedFunctionVariable(VariableTracker):
         if earlier is not None:
             effects.memo_call(self.value, tuple(real_args), real_kwargs, key, earlier)
             return earlier
+        state = _state_of(result)
+        record = _record_key(key)
+        vt = _rebuilt(tx, self.value, record, result, state)
+        if vt is None:
+            vt = self._trace_body(tx, args, kwargs, real_args, real_kwargs, state, name)
+        guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
+        tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
+        local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, vt)
+        if _freeze(effects, vt, FreshSource(local)) and record is not _UNREADABLE:
+            _VERIFIED.setdefault(self.value, {})[record] = state
+        return vt
+
+    def _trace_body(
+        self,
+        tx: Translator,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        real_args: list[Any],
+        real_kwargs: dict[str, Any],
+        state: Any,
+        name: str,
+    ) -> VariableTracker:
+        """The wrapped function's body traced on the call's arguments: its result, the trackers
+        of a cached object whose ``_state_of`` is ``state`` (else a break)."""
+        effects = tx.output.side_effects
         snapshot = effects.snapshot()
         nodes = len(tx.output.graph.nodes)
+        wrapped = self.value.__wrapped__
         source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
         fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
         traced = dispatch.call(tx, fn, args, kwargs)
@@ -903,15 +933,10 @@ class MemoizedFunctionVariable(VariableTracker):
         # effects), and stay alike on later calls (a guard, checked after all others, so the body
         # it may run on a miss is the traced one: eager would run it in this call too)
         fresh = _memo_state(wrapped, tuple(real_args), real_kwargs)
-        state = _state_of(result)
         if state is _UNREADABLE or state != fresh:
             raise Unsupported(
                 "memoized_call", f"{name}()'s cached object is not what its body makes now"
             )
-        guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
-        tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
-        local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, traced)
-        _freeze(effects, traced, FreshSource(local))
         return traced
 
     def _call_wrapped(
@@ -1219,33 +1244,111 @@ def _cached_in_trace(effects: Any, wrapper: Any, key: Any) -> VariableTracker | 
     return None
 
 
-def _freeze(effects: Any, vt: VariableTracker, place: Source) -> None:
+#: lru_cache wrapper -> {``_record_key`` of a call's key: the ``_state_of`` of the result its
+#: body made when a trace ran it, found to have no effects and to make the cached object}; a later
+#: trace finding the cached object in that state builds its trackers from it (``_rebuilt``)
+_VERIFIED: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _record_key(key: Any) -> Any:
+    """``key`` (constants only) with the type of each value (``1`` and ``True`` are one
+    ``lru_cache`` key, whose body may yet tell them apart), or ``_UNREADABLE``."""
+    return _state_of(key) if _immutable(key) else _UNREADABLE
+
+
+def _rebuilt(
+    tx: Translator, wrapper: Any, record: Any, result: Any, state: Any
+) -> VariableTracker | None:
+    """The trackers of ``result``, the cached object, built from it where a trace of this
+    process ran the body for this key and found it in the state it has now (``_VERIFIED``): the
+    trace depends only on that state, which ``_CachedObjectGuard`` checks on every call as it
+    does for a traced body's result. None where it was not, or where the builder cannot make
+    the body's trackers exactly (``_build``)."""
+    verified = _VERIFIED.get(wrapper)
+    if state is _UNREADABLE or verified is None or verified.get(record) != state:
+        return None
+    effects = tx.output.side_effects
+    snapshot = effects.snapshot()
+    try:
+        return _build(tx, result, {})
+    except (Unsupported, PythonError):
+        effects.restore(snapshot)
+        return None
+
+
+def _build(tx: Translator, value: Any, built: dict[int, VariableTracker]) -> VariableTracker:
+    """A tracker for ``value``, a part of a cached object whose parts its body made (``_freeze``
+    found no other), as the trace of the body makes it: constants; new lists, tuples and dicts;
+    objects of a module's class with a plain instance dict as new objects of it holding their
+    attributes. ``built`` (id -> tracker) makes a shared part once, so ``is`` holds. Raises
+    Unsupported for anything else."""
+    kind = type(value)
+    parts = (value.start, value.stop, value.step) if kind is slice else value
+    if kind in CONSTANT_TYPES and _immutable(parts):
+        return ConstantVariable(value)
+    if id(value) in built:
+        return built[id(value)]
+    if kind is tuple:
+        vt = TupleVariable([_build(tx, v, built) for v in value])
+    elif kind is list:
+        vt = ListVariable([_build(tx, v, built) for v in value])
+    elif kind is dict and all(type(k) in (int, str) for k in value):
+        vt = DictVariable({k: _build(tx, v, built) for k, v in value.items()})
+    else:
+        vt = _build_object(tx, value, built)
+    built[id(value)] = vt
+    return vt
+
+
+def _build_object(tx: Translator, value: Any, built: dict[int, VariableTracker]) -> VariableTracker:
+    """``value``, an object whose whole state is its instance dict, as a new object of its class
+    (``object.__new__``'s rule: plain classes only) with its attributes stored. Its class is read
+    where it lives, a global of its module, and guarded to have no attribute of those names, as
+    the stores of the body's trace guard it (a data descriptor added later would be read instead
+    of the dict; one there now: the full path)."""
+    kind = type(value)
+    descriptor = _dict_descriptor(kind)
+    module = sys.modules.get(kind.__module__)
+    if descriptor is None or getattr(module, "__dict__", {}).get(kind.__qualname__) is not kind:
+        raise Unsupported("memoized_call", f"a cached {kind.__name__} object is not rebuilt")
+    attributes = descriptor.__get__(value, kind)
+    if any(type_lookup(kind, name) is not MISSING for name in attributes):
+        raise Unsupported("memoized_call", f"{kind.__name__} has class attributes of its names")
+    cls_vt = tx.wrap(kind, ModuleGlobalSource(kind.__module__, kind.__qualname__))
+    if cls_vt.source is None:
+        raise Unsupported("memoized_call", f"the class {kind.__name__} has no source")
+    tx.output.assume_class_lacks(cls_vt.source, tuple(attributes))
+    obj = dispatch.call(tx, tx.wrap_static(object.__new__), [cls_vt], {})
+    built[id(value)] = obj
+    effects = tx.output.side_effects
+    for name, item in attributes.items():
+        effects.store_attr(obj, name, _build(tx, item, built))
+    return obj
+
+
+def _freeze(effects: Any, vt: VariableTracker, place: Source) -> bool:
     """Mark ``vt`` and what it holds that the body made as the real objects at ``place``: the
-    trace may not change them, and where they escape they are read from there."""
-    if id(vt) in effects.frozen or vt.source is not None:
-        return  # an object from before the call is rebuilt from where it lives
+    trace may not change them, and where they escape they are read from there. True where all
+    of it was made by this call's body (nothing from before it, nor another cached call's)."""
     if vt.is_python_constant() and _immutable(vt.as_python_constant()):
-        return
+        return True
+    if id(vt) in effects.frozen:
+        return effects.frozen[id(vt)][1].root == place.root  # shared within this result
+    if vt.source is not None:
+        return False  # an object from before the call is rebuilt from where it lives
     effects.freeze(vt, place)
     if effects.is_new(vt):  # an object the body made: what its attributes hold
-        for obj, attr, value in list(effects.attr_stores.values()):
-            if obj is vt:
-                _freeze(effects, value, AttrSource(place, attr))
-        return
+        stores = [(attr, v) for obj, attr, v in effects.attr_stores.values() if obj is vt]
+        return all([_freeze(effects, v, AttrSource(place, attr)) for attr, v in stores])
     if isinstance(vt, (ListVariable, TupleVariable)):
         vt.source = place
-        for i, item in enumerate(vt.items):
-            _freeze(effects, item, ItemSource(place, i))
-        return
+        return all([_freeze(effects, v, ItemSource(place, i)) for i, v in enumerate(vt.items)])
     if type(vt) is DictVariable and vt.default_factory is None:
         vt.source = place
-        for k, item in vt.items.items():
-            if not is_key_value(k):
-                raise Unsupported(
-                    "memoized_call", "an lru_cache'd result holds a dict with such keys"
-                )
-            _freeze(effects, item, ItemSource(place, key_value(k)))
-        return
+        if not all(is_key_value(k) for k in vt.items):
+            raise Unsupported("memoized_call", "an lru_cache'd result holds a dict with such keys")
+        items = vt.items.items()
+        return all([_freeze(effects, v, ItemSource(place, key_value(k))) for k, v in items])
     raise Unsupported(
         "memoized_call",
         f"an lru_cache'd result holds a {vt.python_type().__name__} made in its body",
