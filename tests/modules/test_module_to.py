@@ -11,7 +11,7 @@ import copy
 import torch
 from bytegraph.backends.debug import CompileCounter
 from difftest import assert_same, assert_state_same, check_breaks
-from dynamo_baseline import dynamo_counts
+from dynamo_baseline import assert_no_more_breaks
 from torch import nn
 
 import bytegraph
@@ -47,7 +47,13 @@ class Cast(nn.Module):
 
 def test_to_where_every_tensor_already_is_has_no_break():
     x = torch.randn(2, 4)
-    assert dynamo_counts(Experts(), x) == (1, 0)
+    assert_no_more_breaks(
+        0,
+        Experts(),
+        x,
+        baseline_missing="torch 2.11's Dynamo runs the call in Python: it refuses the "
+        "nn.Parameter() constructor it meets in nn.Module._apply",
+    )
     check_breaks(Experts(), lambda: (x,), graphs=1, breaks=0, calls=3)
 
 
