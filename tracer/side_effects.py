@@ -102,6 +102,10 @@ class SideEffects:
         self.frozen: dict[int, tuple[VariableTracker, Any]] = {}
         #: ``(wrapper, key, result tracker)`` of those calls whose body the trace ran
         self.memo_results: list[tuple[Any, Any, VariableTracker]] = []
+        #: id(real object) -> (the object, its tracker, the call's guard): each part of those
+        #: results that is no constant, so that reached through another name it is the same
+        #: tracker (``builder.wrap``, ``functions.cached_part``)
+        self.cached_parts: dict[int, tuple[Any, VariableTracker, Any]] = {}
         #: ``(fn, argument trackers)``: calls of bytegraph's own functions that the replay makes
         #: last, in program order (the registration hook that moves ``EPOCH`` for a member a
         #: traced ``register_buffer`` filed: ``modules.py``)
@@ -136,6 +140,7 @@ class SideEffects:
                 list(self.memo_results),
                 list(self.calls),
                 self.dict_stores,
+                dict(self.cached_parts),
             )
         return (*self._stores, len(self.undo))
 
@@ -155,6 +160,7 @@ class SideEffects:
         self.memo_results = list(stores[9])
         self.calls = list(stores[10])
         self.dict_stores = stores[11]
+        self.cached_parts = dict(stores[12])
         self._stores = tuple(stores)  # equal to the restored stores (and never changed)
         for container, items in reversed(self.undo[undo_len:]):
             if hasattr(container, "restore_state"):  # an iterator, a lazy list
@@ -375,6 +381,11 @@ class SideEffects:
         """``vt`` is (part of) a cached call's result, the real object at ``place`` (a source)."""
         self._stores = None
         self.frozen[id(vt)] = (vt, place)
+
+    def add_cached_part(self, part: Any, vt: VariableTracker, guard: Any) -> None:
+        """``part``, a real object of a cached call's result (its ``guard``), is ``vt``."""
+        self._stores = None
+        self.cached_parts[id(part)] = (part, vt, guard)
 
     def new_name(self, prefix: str = "__bg_new") -> str:
         """A fresh local name of the rewritten code for an object made during the trace."""

@@ -6,6 +6,7 @@ body with effects, and a trace changing the cached object, still break, and eage
 runs, identities and eviction order are kept."""
 
 import functools
+import types
 
 import pytest
 import torch
@@ -622,3 +623,202 @@ def test_objects_over_a_builtin_type_and_functions_are_not_read_as_dicts():
     assert_same(compiled(x), calls_the_held_function(x))
     holds_a_function("a").fn = _two  # another function, with an equal (empty) __dict__
     assert_same(compiled(x), calls_the_held_function(x))
+
+
+# A part of a cached object that the function also reaches another way (a global, an input's
+# attribute, a module's attribute) is one object: the trace gives it one tracker, frozen as the
+# result is, so a change through either name breaks and CPython makes it, and ``is`` holds.
+# Where the other name was read before the call, the call breaks (it would need a second
+# tracker). torch.compile gives no baseline: it runs the body in the cache's place, so each of
+# these reads a new object (wrong values: 2 for 3 in ``appends_then_reads``, False for ``is``).
+
+
+class _Leaf:
+    def __init__(self):
+        self.v = [5]
+
+
+class _Plan2:
+    def __init__(self):
+        self.axes = [1, 2]
+        self.table = {"k": 1}
+        self.inner = _Leaf()
+
+
+@functools.lru_cache(4)
+def planned(name):
+    return _Plan2()
+
+
+PLAN_AXES = PLAN_TABLE = PLAN_LEAF = None  # parts of ``planned("a")`` (``_reset_plan``)
+PLAN_MODULE = types.ModuleType("plan_module")
+
+
+def _reset_plan():
+    """A new cached object as the body makes it, its parts under other names too."""
+    global PLAN_AXES, PLAN_TABLE, PLAN_LEAF
+    planned.cache_clear()
+    plan = planned("a")
+    PLAN_AXES, PLAN_TABLE, PLAN_LEAF = plan.axes, plan.table, plan.inner
+    PLAN_MODULE.axes = plan.axes
+
+
+class _Holder:
+    def __init__(self):
+        self.axes = planned("a").axes
+
+
+def appends_then_reads(x):
+    PLAN_AXES.append(9)
+    return x + len(planned("a").axes)
+
+
+def reads_appends_reads(x):
+    n = len(planned("a").axes)
+    PLAN_AXES.append(9)
+    return x + n + len(planned("a").axes)
+
+
+def holds_then_appends(x):
+    plan = planned("a")
+    PLAN_AXES.append(9)
+    return x + len(plan.axes)
+
+
+def appends_through_an_input(x, holder):
+    n = len(planned("a").axes)
+    holder.axes.append(9)
+    return x + n + len(planned("a").axes)
+
+
+def appends_through_a_module(x):
+    plan = planned("a")
+    PLAN_MODULE.axes.append(9)
+    return x + len(plan.axes)
+
+
+def stores_in_the_dict(x):
+    plan = planned("a")
+    PLAN_TABLE["z"] = 2
+    return x + len(plan.table)
+
+
+def appends_in_the_nested_object(x):
+    plan = planned("a")
+    PLAN_LEAF.v.append(3)
+    return x + len(plan.inner.v)
+
+
+def compares_identities(x):
+    plan = planned("a")
+    return x + 1, plan.axes is PLAN_AXES, PLAN_LEAF is plan.inner, plan.table is PLAN_TABLE
+
+
+def _plan_state():
+    plan = planned("a")
+    return list(PLAN_AXES), dict(PLAN_TABLE), list(PLAN_LEAF.v), list(plan.axes), plan.table
+
+
+def _runs(fn, takes_holder, calls=3):
+    """Results and states after each of ``calls`` calls of ``fn`` from a fresh cached object."""
+    _reset_plan()
+    holder = _Holder()
+    x = torch.arange(3.0)
+    return [(fn(x, holder) if takes_holder else fn(x), _plan_state()) for _ in range(calls)]
+
+
+ALIASED = [  # (function, takes a holder, bytegraph's breaks on the first call)
+    (appends_then_reads, False, 1),  # the other name read first: the call breaks
+    (reads_appends_reads, False, 2),  # the append to a frozen part, then the call in the resume
+    (holds_then_appends, False, 1),
+    (appends_through_an_input, True, 2),
+    (appends_through_a_module, False, 1),
+    (stores_in_the_dict, False, 1),
+    (appends_in_the_nested_object, False, 1),
+    (compares_identities, False, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "takes_holder", "breaks"), ALIASED, ids=[case[0].__name__ for case in ALIASED]
+)
+def test_a_part_reached_another_way_is_the_same_object(body_runs, fn, takes_holder, breaks):
+    eager = _runs(fn, takes_holder)
+    # the first trace runs the body; a second (of another code object) builds the result
+    for compiled in (bytegraph.compile(fn), bytegraph.compile(lambda *a: fn(*a))):
+        got = _runs(compiled, takes_holder)
+        for (out, state), (e_out, e_state) in zip(got, eager, strict=True):
+            assert_same(out, e_out)
+            assert_same(state, e_state)
+    _reset_plan()
+    args = (torch.arange(3.0), _Holder()) if takes_holder else (torch.arange(3.0),)
+    report = bytegraph.explain(fn)(*args)
+    assert report.graph_break_count == breaks
+    assert {r.kind for r in report.break_reasons} <= {"memoized_call"}
+
+
+def test_a_part_reached_another_way_pins_the_cached_object(body_runs):
+    global PLAN_AXES
+    x = torch.arange(3.0)
+    _reset_plan()
+    bytegraph.compile(compares_identities)(x)  # the body traced (and recorded)
+
+    def again(x):
+        return compares_identities(x)
+
+    compiled, counter = compile_counted(again)
+    _reset_plan()
+    assert_same(compiled(x), (x + 1, True, True, True))
+    assert body_runs == [("a",)]  # the second trace built the result from the object
+    assert_same(compiled(x), (x + 1, True, True, True))
+    assert counter.frame_count == 1
+    planned.cache_clear()  # a new object alike: the names still hold the old one's parts
+    assert_same(compiled(x), again(x))
+    assert again(x)[1:] == (False, False, False)
+    assert counter.frame_count == 2
+    _reset_plan()
+    PLAN_AXES = [1, 2]  # an equal list, no part of the cached object
+    assert_same(compiled(x), again(x))
+    assert again(x)[1:] == (False, True, True)
+    assert counter.frame_count == 3
+
+
+class _Twins:
+    def __init__(self):
+        self.a = self.b = [1]
+
+
+@functools.lru_cache(4)
+def twins(k):
+    return _Twins()
+
+
+class _Pair:
+    def __init__(self):
+        self.a, self.b = [1], [1]
+
+
+@functools.lru_cache(4)
+def pair(k):
+    return _Pair()
+
+
+def shares(x):
+    t, p = twins("a"), pair("a")
+    return x + len(t.a) + len(p.b), t.a is t.b, p.a is p.b
+
+
+def test_parts_shared_otherwise_than_the_body_shares_them_are_read_as_they_are(body_runs):
+    # the states compared (the guard's, the recorded one) tell one part from two equal ones
+    x = torch.arange(3.0)
+    for fn, traced in ((shares, 2), (lambda x: shares(x), 0)):  # the bodies traced, then built
+        twins.cache_clear()
+        pair.cache_clear()
+        compiled = bytegraph.compile(fn)
+        del body_runs[:]
+        assert_same(compiled(x), (x + 2, True, False))
+        assert len(body_runs) == traced
+        twins("a").b = [1]  # equal, no longer the same list
+        pair("a").b = pair("a").a  # now the same list
+        assert_same(compiled(x), shares(x))
+        assert shares(x)[1:] == (False, True)

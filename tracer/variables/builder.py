@@ -82,6 +82,8 @@ from .functions import (
     MemoizedFunctionVariable,
     PartialVariable,
     UserFunctionVariable,
+    cached_part,
+    wrapped_alike,
 )
 from .iterators import wrap_input_iterator
 from .live_inputs import bound_container_method, wrap_live_input
@@ -125,6 +127,9 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     output = tx.output
     if output.side_effects.hook_removals:
         modules.check_fresh_value(tx, value)
+    part = output.side_effects.cached_parts.get(id(value))
+    if part is not None and part[0] is value:  # a part of an lru_cache'd object: one tracker
+        return cached_part(tx, part, source)
     known = output.wrapped.get(id(value))
     if (
         known is not None
@@ -150,6 +155,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         vt = _wrap_new(tx, value, source)
     finally:
         output.wrapping.discard(id(value))
+    if output.side_effects.cached_parts:
+        wrapped_alike(tx, value)
     if not _is_interned(value) and (
         type(value) is not types.MethodType or getattr(vt, "bound_source", False)
     ):

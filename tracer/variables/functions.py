@@ -880,7 +880,9 @@ class MemoizedFunctionVariable(VariableTracker):
         change it; the replay calls the wrapper again, in call order, which gives eager's object
         (and leaves the cache as eager does) for wherever the result escapes. Where a trace of
         this process ran the body for this key already, and the cached object is as it found it,
-        the trackers are built from the object instead (``_rebuilt``)."""
+        the trackers are built from the object instead (``_rebuilt``). Either way each part of
+        the object that is no constant has one tracker in the trace (``_parts``): reached through
+        another name later, it is that tracker (``cached_part``)."""
         name = getattr(self.value, "__qualname__", repr(self.value))
         wrapped = getattr(self.value, "__wrapped__", None)
         if self.self_vt is not None or not isinstance(wrapped, types.FunctionType):
@@ -898,11 +900,17 @@ class MemoizedFunctionVariable(VariableTracker):
         vt = _rebuilt(tx, self.value, record, result, state)
         if vt is None:
             vt = self._trace_body(tx, args, kwargs, real_args, real_kwargs, state, name)
+        parts = _parts(tx, vt, result)
         guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
         tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
         local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, vt)
         if _freeze(effects, vt, FreshSource(local)) and record is not _UNREADABLE:
             _VERIFIED.setdefault(self.value, {})[record] = state
+        for part, part_vt in parts:
+            effects.add_cached_part(part, part_vt, guard)
+        kinds = {type(part) for part, _ in parts}
+        if any(type(value) in kinds for value, _ in tx.output.wrapped.values()):
+            guard.pinned = True  # (``wrapped_alike``)
         return vt
 
     def _trace_body(
@@ -1084,33 +1092,42 @@ def _memo_state(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return _UNREADABLE
 
 
-def _state_of(value: Any, budget: list[int] | None = None) -> Any:
+def _state_of(value: Any, budget: list[int] | None = None, seen: dict | None = None) -> Any:
     """The contents of ``value`` as a tree of constants, read without running the user's code:
     constants, builtin lists, tuples and dicts, and objects by their type and ``__dict__``; at most
-    ``_STATE_ITEMS`` values (a guard reads it on every call)."""
+    ``_STATE_ITEMS`` values (a guard reads it on every call). A part that is no constant and was
+    met before reads as ``(_SAME, n)``, ``n`` counting such parts in the order met, so two
+    states are equal only where the same parts are one object (``a.x is a.y`` is read too)."""
     budget = [_STATE_ITEMS] if budget is None else budget
+    seen = {} if seen is None else seen
     budget[0] -= 1
     if budget[0] < 0:
         return _UNREADABLE
     kind = type(value)
     if kind in CONSTANT_TYPES and kind is not frozenset:
         return (kind, value)
+    if id(value) in seen:
+        return (_SAME, seen[id(value)])
+    if kind is not tuple or not _immutable(value):  # (a constant's identity is not modelled)
+        seen[id(value)] = len(seen)
     if kind in (list, tuple):
-        items = tuple(_state_of(v, budget) for v in value)
+        items = tuple(_state_of(v, budget, seen) for v in value)
         return _UNREADABLE if any(v is _UNREADABLE for v in items) else (kind, items)
-    if kind is dict:
-        if not all(type(k) in (int, str) for k in value):
+    namespace = value
+    if kind is not dict:
+        descriptor = _dict_descriptor(kind)
+        namespace = descriptor.__get__(value, kind) if descriptor is not None else None
+        if type(namespace) is not dict:
             return _UNREADABLE
-        items = tuple((k, _state_of(v, budget)) for k, v in value.items())
-        return _UNREADABLE if any(v is _UNREADABLE for _, v in items) else (kind, items)
-    descriptor = _dict_descriptor(kind)
-    namespace = descriptor.__get__(value, kind) if descriptor is not None else None
-    if type(namespace) is not dict:
+    if not all(type(k) in (int, str) for k in namespace):
         return _UNREADABLE
-    state = _state_of(dict(namespace), budget)
-    return _UNREADABLE if state is _UNREADABLE else (kind, state)
+    items = tuple((k, _state_of(v, budget, seen)) for k, v in namespace.items())
+    if any(v is _UNREADABLE for _, v in items):
+        return _UNREADABLE
+    return (kind, (dict, items)) if kind is not dict else (dict, items)
 
 
+_SAME = "same"  #: marks a part met before in a ``_state_of`` (no type, so no other state)
 _STATE_ITEMS = 2000
 
 
@@ -1148,12 +1165,16 @@ class _CachedObjectGuard:
     and value (``1``, ``True`` and ``1.0`` apart), anything else by identity (a node itself, or
     immutable with its parts nodes), so no user ``__eq__`` runs. Where that fails (the object was
     dropped and made again, a part replaced by an equal one, or changed) the states are compared,
-    and a new object found alike is held in its place."""
+    and a new object found alike is held in its place, unless the trace assumed the identity of a
+    part (``pinned``)."""
 
-    __slots__ = ("wrapper", "args", "kwargs", "state", "held")
+    __slots__ = ("wrapper", "args", "kwargs", "state", "held", "pinned")
 
     def __init__(self, wrapper: Any, args: tuple, kwargs: dict, state: Any, root: Any) -> None:
         self.wrapper, self.args, self.kwargs, self.state = wrapper, args, kwargs, state
+        #: the trace found a part of the object under another name (``cached_part``): only that
+        #: object, with the same parts, is the one the trace read (no other found alike)
+        self.pinned = False
         #: ``(root, nodes)``, replaced as one (a thread reads one pair); each node is ``(obj,
         #: kind, descriptor, keys, items, scalar types of items)``: ``obj`` a list (``keys``
         #: None), a dict, or an object of type ``kind`` read through ``descriptor``
@@ -1171,7 +1192,7 @@ class _CachedObjectGuard:
             held, nodes = self.held
             if root is held and _unchanged(nodes):
                 return True
-            if _state_of(root) != self.state:
+            if self.pinned or _state_of(root) != self.state:
                 return False
         except Exception:  # noqa: BLE001 (the guard fails; the call raises again in the trace)
             return False
@@ -1353,6 +1374,91 @@ def _freeze(effects: Any, vt: VariableTracker, place: Source) -> bool:
         "memoized_call",
         f"an lru_cache'd result holds a {vt.python_type().__name__} made in its body",
     )
+
+
+def _parts(tx: Translator, vt: VariableTracker, result: Any) -> list[tuple[Any, VariableTracker]]:
+    """The parts of ``result``, the cached object, that are no constants, each with its tracker
+    in ``vt`` (the body's trace or ``_build``), read side by side: one real object must have one
+    tracker. Raises Unsupported where a part was given another tracker before the call (reached
+    through another name: that tracker may hold changes the result's does not) or where the
+    trackers share otherwise than the parts."""
+    pairs: dict[int, tuple[Any, VariableTracker]] = {}
+    _pair(tx, vt, result, pairs, {})
+    return list(pairs.values())
+
+
+def _pair(
+    tx: Translator,
+    vt: VariableTracker,
+    value: Any,
+    pairs: dict[int, tuple[Any, VariableTracker]],
+    owners: dict[int, Any],
+) -> None:
+    """Add ``value`` (``vt``) and its parts to ``pairs`` (``_parts``); ``owners``: id(tracker)
+    -> its part."""
+    if _immutable(value):
+        return
+    known = pairs.get(id(value))
+    if known is not None or id(vt) in owners:
+        if known is None or known[1] is not vt or owners[id(vt)] is not value:
+            raise Unsupported(
+                "memoized_call", "an lru_cache'd object shares parts unlike its trace"
+            )
+        return
+    effects = tx.output.side_effects
+    held = effects.cached_parts.get(id(value)) or tx.output.wrapped.get(id(value))
+    if held is not None and held[0] is value:
+        if held[1] is not vt:
+            raise Unsupported(
+                "memoized_call",
+                f"a {type(value).__name__} of an lru_cache'd object was read before the call",
+            )
+        return  # another cached call's part, or an object from before the call, tracked already
+    pairs[id(value)] = (value, vt)
+    owners[id(vt)] = value
+    kind = type(value)
+    if kind in (list, tuple) and isinstance(vt, (ListVariable, TupleVariable)):
+        if len(vt.items) == len(value):
+            for item_vt, item in zip(vt.items, value, strict=True):
+                _pair(tx, item_vt, item, pairs, owners)
+            return
+    elif kind is dict and type(vt) is DictVariable and all(map(is_key_value, vt.items)):
+        items = {key_value(k): v for k, v in vt.items.items()}
+        if list(items) == list(value):
+            for key, item in value.items():
+                _pair(tx, items[key], item, pairs, owners)
+            return
+    elif effects.is_new(vt) and (descriptor := _dict_descriptor(kind)) is not None:
+        namespace = descriptor.__get__(value, kind)
+        stored = {name: effects.load_attr(vt, name) for name in namespace}
+        if None not in stored.values():
+            for name, item in namespace.items():
+                _pair(tx, stored[name], item, pairs, owners)
+            return
+    raise Unsupported("memoized_call", f"a {kind.__name__} of an lru_cache'd object is not read")
+
+
+def cached_part(tx: Translator, entry: tuple[Any, VariableTracker, Any], source: Source) -> Any:
+    """A part of a cached call's result (``SideEffects.cached_parts`` ``entry``) reached again
+    through ``source``: its tracker (frozen: a change through either name breaks). The trace
+    now assumes ``source`` is that part: its identity is guarded, and the call's guard takes no
+    other object alike in place of the cached one (``pinned``): it would not hold this part."""
+    part, vt, guard = entry
+    if not isinstance(source.root, (ConstSource, FreshSource)):
+        tx.output.assume_identity(source, part)
+    guard.pinned = True
+    return vt
+
+
+def wrapped_alike(tx: Translator, value: Any) -> None:
+    """``value``, no part of a cached call's result, was wrapped at a source. The trace takes it
+    apart from those parts; but where it is of a part's type, a later call may find the cached
+    object made again (``lru_cache`` cleared) with ``value`` reached there as its part: that
+    call's guard takes no other object alike then (``pinned``)."""
+    kind = type(value)
+    for part, _, guard in tx.output.side_effects.cached_parts.values():
+        if type(part) is kind:
+            guard.pinned = True
 
 
 def _immutable(value: Any) -> bool:
