@@ -104,8 +104,8 @@ class SideEffects:
         self.memo_results: list[tuple[Any, Any, VariableTracker]] = []
         #: id(real object) -> (the object, its tracker, the call's guard): each part of those
         #: results that is no constant, so that reached through another name it is the same
-        #: tracker (``builder.wrap``, ``functions.cached_part``)
-        self.cached_parts: dict[int, tuple[Any, VariableTracker, Any]] = {}
+        #: tracker (``builder.wrap``, ``functions.cached_part``); None for an instance dict
+        self.cached_parts: dict[int, tuple[Any, VariableTracker | None, Any]] = {}
         #: ``(fn, argument trackers)``: calls of bytegraph's own functions that the replay makes
         #: last, in program order (the registration hook that moves ``EPOCH`` for a member a
         #: traced ``register_buffer`` filed: ``modules.py``)
@@ -382,7 +382,7 @@ class SideEffects:
         self._stores = None
         self.frozen[id(vt)] = (vt, place)
 
-    def add_cached_part(self, part: Any, vt: VariableTracker, guard: Any) -> None:
+    def add_cached_part(self, part: Any, vt: VariableTracker | None, guard: Any) -> None:
         """``part``, a real object of a cached call's result (its ``guard``), is ``vt``."""
         self._stores = None
         self.cached_parts[id(part)] = (part, vt, guard)

@@ -650,16 +650,17 @@ def planned(name):
     return _Plan2()
 
 
-PLAN_AXES = PLAN_TABLE = PLAN_LEAF = None  # parts of ``planned("a")`` (``_reset_plan``)
+PLAN_AXES = PLAN_TABLE = PLAN_LEAF = PLAN_NAMESPACE = None  # of ``planned("a")``: _reset_plan
 PLAN_MODULE = types.ModuleType("plan_module")
 
 
 def _reset_plan():
     """A new cached object as the body makes it, its parts under other names too."""
-    global PLAN_AXES, PLAN_TABLE, PLAN_LEAF
+    global PLAN_AXES, PLAN_TABLE, PLAN_LEAF, PLAN_NAMESPACE
     planned.cache_clear()
     plan = planned("a")
     PLAN_AXES, PLAN_TABLE, PLAN_LEAF = plan.axes, plan.table, plan.inner
+    PLAN_NAMESPACE = vars(plan)
     PLAN_MODULE.axes = plan.axes
 
 
@@ -709,6 +710,12 @@ def appends_in_the_nested_object(x):
     return x + len(plan.inner.v)
 
 
+def replaces_through_the_namespace(x):
+    n = len(planned("a").axes)
+    PLAN_NAMESPACE["axes"] = [7, 7, 7]
+    return x + n + len(planned("a").axes)
+
+
 def compares_identities(x):
     plan = planned("a")
     return x + 1, plan.axes is PLAN_AXES, PLAN_LEAF is plan.inner, plan.table is PLAN_TABLE
@@ -735,6 +742,7 @@ ALIASED = [  # (function, takes a holder, bytegraph's breaks on the first call)
     (appends_through_a_module, False, 1),
     (stores_in_the_dict, False, 1),
     (appends_in_the_nested_object, False, 1),
+    (replaces_through_the_namespace, False, 2),  # ``vars(plan)`` in a global: no tracker
     (compares_identities, False, 0),
 ]
 
@@ -822,3 +830,31 @@ def test_parts_shared_otherwise_than_the_body_shares_them_are_read_as_they_are(b
         pair("a").b = pair("a").a  # now the same list
         assert_same(compiled(x), shares(x))
         assert shares(x)[1:] == (False, True)
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+        self.items = [1]
+
+
+@functools.lru_cache(4)
+def cycle(k):
+    return _Cycle()
+
+
+def reads_the_cycle(x):
+    c = cycle("a")
+    return x + len(c.me.items), c.me is c, c.me.items is c.items
+
+
+def test_a_cached_object_holding_itself_is_traced_and_built(body_runs):
+    x = torch.arange(3.0)
+    for fn, traced in ((reads_the_cycle, 1), (lambda x: reads_the_cycle(x), 0)):
+        cycle.cache_clear()
+        del body_runs[:]
+        compiled, counter = compile_counted(fn)
+        for _ in range(2):
+            assert_same(compiled(x), (x + 1, True, True))
+        assert (len(body_runs), counter.frame_count) == (traced, 1)
+        assert bytegraph.explain(fn)(x).graph_break_count == 0

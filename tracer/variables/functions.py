@@ -1376,13 +1376,15 @@ def _freeze(effects: Any, vt: VariableTracker, place: Source) -> bool:
     )
 
 
-def _parts(tx: Translator, vt: VariableTracker, result: Any) -> list[tuple[Any, VariableTracker]]:
+def _parts(
+    tx: Translator, vt: VariableTracker, result: Any
+) -> list[tuple[Any, VariableTracker | None]]:
     """The parts of ``result``, the cached object, that are no constants, each with its tracker
-    in ``vt`` (the body's trace or ``_build``), read side by side: one real object must have one
-    tracker. Raises Unsupported where a part was given another tracker before the call (reached
-    through another name: that tracker may hold changes the result's does not) or where the
-    trackers share otherwise than the parts."""
-    pairs: dict[int, tuple[Any, VariableTracker]] = {}
+    in ``vt`` (the body's trace or ``_build``; an object's instance dict with none), read side by
+    side: one real object must have one tracker. Raises Unsupported where a part was given
+    another tracker before the call (reached through another name: that tracker may hold changes
+    the result's does not) or where the trackers share otherwise than the parts."""
+    pairs: dict[int, tuple[Any, VariableTracker | None]] = {}
     _pair(tx, vt, result, pairs, {})
     return list(pairs.values())
 
@@ -1391,7 +1393,7 @@ def _pair(
     tx: Translator,
     vt: VariableTracker,
     value: Any,
-    pairs: dict[int, tuple[Any, VariableTracker]],
+    pairs: dict[int, tuple[Any, VariableTracker | None]],
     owners: dict[int, Any],
 ) -> None:
     """Add ``value`` (``vt``) and its parts to ``pairs`` (``_parts``); ``owners``: id(tracker)
@@ -1432,18 +1434,40 @@ def _pair(
         namespace = descriptor.__get__(value, kind)
         stored = {name: effects.load_attr(vt, name) for name in namespace}
         if None not in stored.values():
+            _pair_namespace(tx, namespace, pairs)
             for name, item in namespace.items():
                 _pair(tx, stored[name], item, pairs, owners)
             return
     raise Unsupported("memoized_call", f"a {kind.__name__} of an lru_cache'd object is not read")
 
 
-def cached_part(tx: Translator, entry: tuple[Any, VariableTracker, Any], source: Source) -> Any:
+def _pair_namespace(tx: Translator, namespace: dict, pairs: dict[int, tuple]) -> None:
+    """The instance dict of an object of the result, filed with no tracker: the trace reads the
+    object's attributes from its own stores, so the dict reached as a dict (``vars(o)`` kept in
+    a global) would be a second model of them."""
+    held = tx.output.side_effects.cached_parts.get(id(namespace))
+    known = tx.output.wrapped.get(id(namespace))
+    if held is None and known is not None and known[0] is namespace:
+        raise Unsupported(
+            "memoized_call", "the instance dict of an lru_cache'd object was read before the call"
+        )
+    if held is None:
+        pairs[id(namespace)] = (namespace, None)
+
+
+def cached_part(
+    tx: Translator, entry: tuple[Any, VariableTracker | None, Any], source: Source
+) -> VariableTracker:
     """A part of a cached call's result (``SideEffects.cached_parts`` ``entry``) reached again
     through ``source``: its tracker (frozen: a change through either name breaks). The trace
     now assumes ``source`` is that part: its identity is guarded, and the call's guard takes no
-    other object alike in place of the cached one (``pinned``): it would not hold this part."""
+    other object alike in place of the cached one (``pinned``): it would not hold this part.
+    An object's instance dict (no tracker) breaks."""
     part, vt, guard = entry
+    if vt is None:
+        raise Unsupported(
+            "memoized_call", f"{source.expr} is the instance dict of an lru_cache'd object"
+        )
     if not isinstance(source.root, (ConstSource, FreshSource)):
         tx.output.assume_identity(source, part)
     guard.pinned = True
