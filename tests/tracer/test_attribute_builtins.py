@@ -361,6 +361,31 @@ def test_dir_of_an_object_the_trace_changed_lists_its_names_now():
     assert dynamo_counts(_dir_after_store, *_listed()) == (1, 0)
 
 
+def _dir_of_objects_made_here(x):
+    made = Listed()  # torchsde's sdeint: ``dir()`` of the solver it has just built
+    made.late = x.sum()
+    del made.a
+    plain = Shadowing()
+    return x + 1, dir(made), [n for n in dir(plain) if not n.startswith("__")]
+
+
+def test_dir_of_an_object_made_in_the_trace_is_computed():
+    check_breaks(_dir_of_objects_made_here, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert dynamo_counts(_dir_of_objects_made_here, torch.ones(2)) == (1, 0)
+
+
+def test_dir_of_an_object_made_in_the_trace_sees_its_class_change():
+    compiled, counter, _ = check_breaks(
+        _dir_of_objects_made_here, lambda: (torch.ones(2),), graphs=1, breaks=0
+    )
+    Listed.added = 3  # the guard on the keys of its class's namespace fails
+    try:
+        assert "added" in compiled(torch.ones(2))[1]
+    finally:
+        del Listed.added
+    assert counter.frame_count == 2
+
+
 # -- deletions meeting breaks, class attributes and the live dict ----------------------------------
 class Shadowing:
     k = "class"

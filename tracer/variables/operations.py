@@ -112,6 +112,7 @@ from .objects import (
     MISSING,
     ClassVariable,
     ExceptionVariable,
+    NewObjectVariable,
     PythonModuleVariable,
     SuperVariable,
     UserObjectVariable,
@@ -2497,8 +2498,8 @@ def dir_(tx: Translator, *args: VariableTracker) -> VariableTracker:
     """``dir(x)``, computed where the names it lists are known: of a value whose attributes are
     all its C type's (a constant, a builtin function or type, an exact list, tuple, dict or set,
     a ``torch.Size``), or of a class, module, function, namedtuple or object from outside the
-    function that lists them the default way, guarded on the keys of every ``__dict__`` it
-    reads. ``dir()`` lists the frame's names."""
+    function, or an object made in it, that lists them the default way, guarded on the keys of
+    every ``__dict__`` it reads. ``dir()`` lists the frame's names."""
     if not args and not _frame_dict_shared(tx, "dir"):
         return tx.fold(sorted(_frame_locals(tx, "dir")))
     if len(args) != 1:
@@ -2588,6 +2589,8 @@ def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
         cls = vt.python_type()  # an instance of a C type without a dict (``torch.Size``)
         plain = _default_dir(cls) and type_lookup(cls, "__dict__") is MISSING
         return dir(cls) if plain else None
+    if type(vt) is NewObjectVariable:  # made in the trace: its class as the trace reached it
+        return _object_names(tx, vt, vt.class_source())
     source = vt.source
     if source is None:
         return None
@@ -2611,8 +2614,16 @@ def _listed(tx: Translator, vt: VariableTracker) -> list[str] | None:
         return dir(member)
     if not (type(vt) is UserObjectVariable or isinstance(vt, TupleVariable)):
         return None
+    return _object_names(tx, vt, TypeSource(source))
+
+
+def _object_names(
+    tx: Translator, vt: VariableTracker, cls_source: Source | None
+) -> list[str] | None:
+    """``dir`` of an object listing its names the default way: its ``__dict__``'s keys as the
+    trace holds them and its classes' names, the class at ``cls_source`` guarded."""
     cls = vt.python_type()
-    if not _default_dir(cls) or not _guard_classes(tx, cls, TypeSource(source)):
+    if cls_source is None or not _default_dir(cls) or not _guard_classes(tx, cls, cls_source):
         return None
     if type_lookup(cls, "__dict__") is MISSING:
         return dir(cls)  # no instance dict: the names its classes define
