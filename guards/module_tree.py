@@ -96,8 +96,10 @@ def member_names(roots: list[Any]) -> frozenset:
 class ModuleTree(PerRootCache):
     """The check behind one ``MODULE_TREE`` guard.
 
-    Invariant: a root in ``valid`` passed ``slow`` at epoch ``epoch`` and nothing that ``slow``
-    reads can have changed while ``EPOCH[0] == epoch``. Roots are held weakly."""
+    Invariant: a root in ``valid`` gave its value (passed or failed ``slow``) at epoch ``epoch``
+    and nothing that ``slow`` reads can have changed while ``EPOCH[0] == epoch``. Failures are
+    kept too: a module with a variant per mode (eval, train, no grad) is checked against the
+    trees of the variants it does not match on every call. Roots are held weakly."""
 
     __slots__ = ("slow", "source")
 
@@ -110,7 +112,7 @@ class ModuleTree(PerRootCache):
         if self.epoch == EPOCH[0]:
             hit = self.valid.get(id(root))
             if hit is not None and hit[0]() is root:
-                return True
+                return hit[1]
         return self._recheck(root)
 
     def _recheck(self, root: Any) -> bool:
@@ -120,8 +122,7 @@ class ModuleTree(PerRootCache):
             ok = bool(self.slow(root))
         except Exception:
             return False
-        if ok:
-            self.remember(root, True, epoch)
+        self.remember(root, ok, epoch)
         return ok
 
     def __repr__(self) -> str:

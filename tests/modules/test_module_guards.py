@@ -59,6 +59,62 @@ def test_unchanged_model_calls_hit_the_fast_path():
     assert slow_calls == [] and counter.frame_count == 1
 
 
+def _spied_trees(model) -> list[list]:
+    """Each variant's tree check, its slow path noting the roots it is run on."""
+    calls, trees = [], {}
+    for variant in bytegraph.cache_entries(model):
+        for name, tree in variant.guards.consts.values.items():
+            if name.startswith("___tree") and trees.setdefault(id(tree), tree) is tree:
+                if len(trees) == len(calls):
+                    continue  # (the variants share one table of constants)
+                seen, original = [], tree.slow
+                tree.slow = lambda root, seen=seen, original=original: (
+                    seen.append(root) or original(root)
+                )
+                calls.append(seen)
+    return calls
+
+
+def test_a_tree_that_does_not_match_is_not_checked_again_on_every_call():
+    """A model with a variant per mode: each call is checked against the tree of the mode it is
+    not in, which fails; that answer is kept as a pass is (until a module changes), not found
+    again through the slow path on every call."""
+    model, counter, x = _compiled()
+    model.train()
+    torch.manual_seed(0)
+    model(x)
+    model.eval()
+    model(x)
+    model.train()
+    model(x)  # both trees have now been checked on this model
+    assert counter.frame_count == 2
+    calls = _spied_trees(model)
+    for mode in ("eval", "train") * 3:
+        getattr(model, mode)()
+        torch.manual_seed(0)
+        got = model(x)
+        torch.manual_seed(0)
+        assert_same(got, Net.forward(model, x))
+    assert counter.frame_count == 2
+    assert len(calls) == 2
+    # each mode switch changes a module (``training``): each tree's slow path runs again once
+    # per switch at most, never per call of the same mode (in train mode the eval variant's
+    # tree, asked first, fails)
+    model.train()
+    model(x)
+    before = [len(seen) for seen in calls]
+    for _ in range(5):
+        model(x)
+    assert [len(seen) for seen in calls] == before
+    # a failed answer is forgotten when a module changes: a variant that now matches is found
+    model.layers[0].weight.requires_grad_(False)
+    torch.manual_seed(0)
+    got = model(x)
+    torch.manual_seed(0)
+    assert_same(got, Net.forward(model, x))
+    assert counter.frame_count == 3
+
+
 def _recompiles_after(change) -> None:
     model, counter, x = _compiled()
     change(model)
