@@ -90,6 +90,9 @@ class OutputGraph:
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
+        #: while a list: each guard asked for is appended (an lru_cache'd body's trace keeps
+        #: those its result depends on, ``functions.MemoizedFunctionVariable``)
+        self.guard_log: list[Guard] | None = None
         self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
@@ -122,6 +125,8 @@ class OutputGraph:
                 f"cannot guard {guard.source.expr}, reached from a constant",
                 hint="pass the value as an argument or read it from the function's globals",
             )
+        if self.guard_log is not None:
+            self.guard_log.append(guard)
         self.guards.add(guard)
 
     # What the trace assumed of a value after ``builder.wrap`` took it in (a name it found missing,

@@ -172,8 +172,11 @@ class SideEffects:
 
     def changed_since(self, snapshot: tuple) -> bool:
         """Was a store or a mutation of an input container recorded after ``snapshot`` (stores
-        on objects made in the trace aside), or a module built for the prologue?"""
-        *stores, _ = snapshot
+        on objects made in the trace aside), or a module built for the prologue? (A container
+        changed before it too is found by its items saved since, ``_save``.)"""
+        *stores, undo_len = snapshot
+        if any(c.source is not None for c, _ in self.undo[undo_len:]):
+            return True
         attrs = {k: v for k, v in self.attr_stores.items() if not self.is_new(v[0])}
         then_attrs = {k: v for k, v in stores[0].items() if not self.is_new(v[0])}
         current = (attrs, self.global_stores, self.cell_stores, self.mutated)

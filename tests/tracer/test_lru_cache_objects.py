@@ -6,6 +6,7 @@ body with effects, and a trace changing the cached object, still break, and eage
 runs, identities and eviction order are kept."""
 
 import functools
+import sys
 import types
 
 import pytest
@@ -858,3 +859,70 @@ def test_a_cached_object_holding_itself_is_traced_and_built(body_runs):
             assert_same(compiled(x), (x + 1, True, True))
         assert (len(body_runs), counter.frame_count) == (traced, 1)
         assert bytegraph.explain(fn)(x).graph_break_count == 0
+
+
+FLAGGED_LOG = []
+LOUD = False
+
+
+class _Flagged:
+    def __init__(self, k):
+        self.n = len(k)
+
+
+@functools.lru_cache(4)
+def flagged(k):
+    if LOUD:
+        FLAGGED_LOG.append("body")
+    return _Flagged(k)
+
+
+def logs_then_calls(x):
+    FLAGGED_LOG.append("before")
+    return x + flagged("ab").n
+
+
+def _logged(fn, x):
+    del FLAGGED_LOG[:]
+    out = fn(x)
+    return out, list(FLAGGED_LOG)
+
+
+def test_a_body_changing_a_list_the_frame_changed_before_has_effects(monkeypatch):
+    # the body's append to a list already appended to is an effect: the call breaks (a hit in
+    # eager runs nothing; the trace ran the body, and replayed its append)
+    monkeypatch.setattr(sys.modules[__name__], "LOUD", True)
+    x = torch.zeros(1)
+    flagged.cache_clear()
+    flagged("ab")  # a hit from now on
+    compiled = bytegraph.compile(logs_then_calls)
+    for _ in range(2):
+        assert_same(_logged(compiled, x), _logged(logs_then_calls, x))
+    flagged.cache_clear()  # a miss: the body runs where eager runs it, after "before"
+    got = _logged(compiled, x)
+    flagged.cache_clear()
+    assert_same(got, _logged(logs_then_calls, x))
+    assert "memoized_call" in [r.kind for r in bytegraph.explain(logs_then_calls)(x).break_reasons]
+
+
+def test_a_built_result_keeps_the_guards_of_the_globals_its_body_read(body_runs, monkeypatch):
+    # the body, effect-free while LOUD is False, has an effect once it is True: a variant built
+    # from the object must see the flag as the traced one does, else on a miss its guard runs
+    # the body (the effect before "before")
+    x = torch.zeros(1)
+    flagged.cache_clear()
+    bytegraph.compile(logs_then_calls)(x)  # the body traced
+
+    def again(x):
+        return logs_then_calls(x)
+
+    compiled = bytegraph.compile(again)
+    assert_same(_logged(compiled, x), (x + 2, ["before"]))
+    assert body_runs == [("ab",)]  # built
+    monkeypatch.setattr(sys.modules[__name__], "LOUD", True)
+    assert_same(_logged(compiled, x), _logged(again, x))  # a hit: traced again, breaks
+    flagged.cache_clear()
+    got = _logged(compiled, x)
+    flagged.cache_clear()
+    assert_same(got, _logged(again, x))
+    assert got[1] == ["before", "body"]

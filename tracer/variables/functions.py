@@ -16,19 +16,25 @@ import sys
 import types
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
+from ...guards.build import GuardSet
 from ...guards.sources import (
     AttrSource,
     CallSource,
     ConstSource,
+    DictItemSource,
+    DictValueSource,
     FreshSource,
+    GlobalSource,
+    GlobalsSource,
     ItemSource,
     ModuleGlobalSource,
     Source,
+    TypeSource,
 )
 from ..breaks.liveness import code_cell_writes
 from ..exc import PythonError, Unsupported
@@ -66,6 +72,7 @@ from .containers import (
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
+    from ...guards.guard import Guard
     from ..translator import Translator
 
 
@@ -897,15 +904,17 @@ class MemoizedFunctionVariable(VariableTracker):
             return earlier
         state = _state_of(result)
         record = _record_key(key)
-        vt = _rebuilt(tx, self.value, record, result, state)
-        if vt is None:
-            vt = self._trace_body(tx, args, kwargs, real_args, real_kwargs, state, name)
+        built = _rebuilt(tx, self.value, record, result, state)
+        if built is None:
+            built = self._trace_body(tx, args, kwargs, real_args, real_kwargs, state, name)
+        vt, body_guards = built
         parts = _parts(tx, vt, result)
         guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
         tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
         local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, vt)
-        if _freeze(effects, vt, FreshSource(local)) and record is not _UNREADABLE:
-            _VERIFIED.setdefault(self.value, {})[record] = state
+        recorded = record is not _UNREADABLE and body_guards is not None
+        if _freeze(effects, vt, FreshSource(local)) and recorded:
+            _VERIFIED.setdefault(self.value, {})[record] = (state, body_guards)
         for part, part_vt in parts:
             effects.add_cached_part(part, part_vt, guard)
         kinds = {type(part) for part, _ in parts}
@@ -922,16 +931,23 @@ class MemoizedFunctionVariable(VariableTracker):
         real_kwargs: dict[str, Any],
         state: Any,
         name: str,
-    ) -> VariableTracker:
+    ) -> tuple[VariableTracker, tuple[Guard, ...] | None]:
         """The wrapped function's body traced on the call's arguments: its result, the trackers
-        of a cached object whose ``_state_of`` is ``state`` (else a break)."""
+        of a cached object whose ``_state_of`` is ``state`` (else a break), and the guards its
+        trace asked for, as a trace of any other frame can install them (``_portable``)."""
         effects = tx.output.side_effects
         snapshot = effects.snapshot()
         nodes = len(tx.output.graph.nodes)
         wrapped = self.value.__wrapped__
-        source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
-        fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
-        traced = dispatch.call(tx, fn, args, kwargs)
+        outer_log, tx.output.guard_log = tx.output.guard_log, []
+        try:
+            source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
+            fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
+            traced = dispatch.call(tx, fn, args, kwargs)
+        finally:
+            log, tx.output.guard_log = tx.output.guard_log, outer_log
+            if outer_log is not None:  # a cached call in a cached call's body
+                outer_log.extend(log)
         if effects.changed_since(snapshot) or len(tx.output.graph.nodes) != nodes:
             raise Unsupported(
                 "memoized_call", f"the body of the lru_cache'd {name}() has effects or uses tensors"
@@ -945,7 +961,7 @@ class MemoizedFunctionVariable(VariableTracker):
             raise Unsupported(
                 "memoized_call", f"{name}()'s cached object is not what its body makes now"
             )
-        return traced
+        return traced, _portable(tx, log)
 
     def _call_wrapped(
         self,
@@ -1265,10 +1281,50 @@ def _cached_in_trace(effects: Any, wrapper: Any, key: Any) -> VariableTracker | 
     return None
 
 
-#: lru_cache wrapper -> {``_record_key`` of a call's key: the ``_state_of`` of the result its
-#: body made when a trace ran it, found to have no effects and to make the cached object}; a later
-#: trace finding the cached object in that state builds its trackers from it (``_rebuilt``)
+#: lru_cache wrapper -> {``_record_key`` of a call's key: (the ``_state_of`` of the result its
+#: body made when a trace ran it, found to have no effects and to make the cached object; the
+#: guards that trace of the body asked for)}; a later trace finding the cached object in that
+#: state builds its trackers from it and installs those guards (``_rebuilt``)
 _VERIFIED: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _portable(tx: Translator, log: list[Guard]) -> tuple[Guard, ...] | None:
+    """The guards of a body's trace (``log``) as any frame's trace can install them: global
+    state, and values read through module globals (``G[...]`` of the frame traced, a module's
+    globals, read as ``M[module][...]``). A body whose result is built again without tracing it
+    must still depend on what it read (a global flag making it effectful: eager runs its effect
+    in program order, the wrapper's guard would run it before the call on a miss). None where
+    one is read otherwise (through a closure, an argument): no record then."""
+    name = tx.root.f_globals.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    home = name if getattr(module, "__dict__", None) is tx.root.f_globals else None
+    portable = []
+    for guard in dict.fromkeys(log):
+        if guard.source is None:
+            if isinstance(guard.arg, tuple) and isinstance(guard.arg[1], _CachedObjectGuard):
+                return None  # another cached call's: its guard runs its wrapper, eager would not
+            portable.append(guard)
+            continue
+        source = _rooted_at_module(guard.source, home)
+        if source is None or isinstance(guard.arg, Source):  # (a second source: an input's)
+            return None
+        portable.append(replace(guard, source=source))
+    return tuple(portable)
+
+
+def _rooted_at_module(source: Source, home: str | None) -> Source | None:
+    """``source`` rooted at ``M[module]`` (``G`` being ``home``'s globals), or None."""
+    if isinstance(source, ModuleGlobalSource):
+        return source
+    if isinstance(source, GlobalSource):
+        return ModuleGlobalSource(home, source.name) if home is not None else None
+    if isinstance(source, GlobalsSource):  # a name the body found in builtins: still not here
+        module = source.module or home
+        return GlobalsSource(module) if module is not None else None
+    if type(source) in (AttrSource, ItemSource, DictItemSource, DictValueSource, TypeSource):
+        base = _rooted_at_module(source.base, home)
+        return replace(source, base=base) if base is not None else None
+    return None
 
 
 def _record_key(key: Any) -> Any:
@@ -1279,22 +1335,28 @@ def _record_key(key: Any) -> Any:
 
 def _rebuilt(
     tx: Translator, wrapper: Any, record: Any, result: Any, state: Any
-) -> VariableTracker | None:
+) -> tuple[VariableTracker, tuple[Guard, ...]] | None:
     """The trackers of ``result``, the cached object, built from it where a trace of this
-    process ran the body for this key and found it in the state it has now (``_VERIFIED``): the
-    trace depends only on that state, which ``_CachedObjectGuard`` checks on every call as it
-    does for a traced body's result. None where it was not, or where the builder cannot make
-    the body's trackers exactly (``_build``)."""
-    verified = _VERIFIED.get(wrapper)
-    if state is _UNREADABLE or verified is None or verified.get(record) != state:
+    process ran the body for this key and found it in the state it has now (``_VERIFIED``), and
+    the guards of that trace of the body, installed: the trace depends only on that state, which
+    ``_CachedObjectGuard`` checks on every call as it does for a traced body's result, and on
+    what the body read. None where it was not, or where the builder cannot make the body's
+    trackers exactly (``_build``)."""
+    verified = _VERIFIED.get(wrapper, {}).get(record)
+    if state is _UNREADABLE or verified is None or verified[0] != state:
         return None
+    if GuardSet(list(verified[1])).first_failure({}) is not None:
+        return None  # what the body read changed: it is traced again
     effects = tx.output.side_effects
     snapshot = effects.snapshot()
     try:
-        return _build(tx, result, {})
+        vt = _build(tx, result, {})
     except (Unsupported, PythonError):
         effects.restore(snapshot)
         return None
+    for guard in verified[1]:  # what the body's trace read (a module's global flag...)
+        tx.output.add_guard(guard)
+    return vt, verified[1]
 
 
 def _build(tx: Translator, value: Any, built: dict[int, VariableTracker]) -> VariableTracker:
