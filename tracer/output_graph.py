@@ -96,6 +96,9 @@ class OutputGraph:
         self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
+        #: inputs keyed by identity -> how many entries of ``wrapped`` they are guarded apart
+        #: from (``containers._keep_apart``)
+        self.kept_apart: dict[VariableTracker, int] = {}
         self.side_effects = SideEffects()
         self.state = GlobalStateLog()  #: global state changes (contexts entered, modes set)
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes

@@ -19,13 +19,22 @@ import operator
 import struct
 import sys
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards.sources import AttrSource, ItemSource, Source
+from ...guards import kinds
+from ...guards.sources import (
+    AttrSource,
+    ConstSource,
+    DictKeySource,
+    FreshSource,
+    ItemSource,
+    Source,
+)
 from .. import polyfills
 from ..exc import PythonError, Unsupported
 from . import dispatch
@@ -63,7 +72,9 @@ def hash_key(vt: VariableTracker) -> Any:
     constants, an enum member, a dtype, a device, a range) is the key itself; a value whose
     tracker matters (a class, function, module or builtin function, an object with the default
     ``__eq__``/``__hash__``, a tuple holding one) is an ``IdentityKey`` keeping its tracker beside
-    the value it compares as; a tensor compares by identity (its graph node). Unhashable builtin
+    the value it compares as (an input kept apart from the other inputs of its type; a partial,
+    iterator or generator made in the trace: its ``MadeObject``; a weak reference: the real one,
+    compared by its referent); a tensor compares by identity (its graph node). Unhashable builtin
     containers raise CPython's ``TypeError``; objects with their own ``__hash__`` break."""
     if isinstance(vt, TensorVariable):
         return IdentityKey(vt, vt.node)
@@ -84,6 +95,9 @@ def hash_key(vt: VariableTracker) -> Any:
     method = _bound_method(vt)
     if method is not None:
         return IdentityKey(vt, method)
+    ref = _reference(vt)
+    if ref is not None:
+        return IdentityKey(vt, ref)
     if method_bound(vt) is not None:
         return IdentityKey(vt, MethodKey(vt))
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
@@ -91,12 +105,119 @@ def hash_key(vt: VariableTracker) -> Any:
         raise PythonError(TypeError(f"unhashable type: '{kind}'"))
     value = getattr(vt, "value", None)
     if value is not None and identity_hashed(type(value)):
+        if vt.source is not None and RUNNING.tx is not None:
+            _keep_apart(RUNNING.tx, vt, value)
         return IdentityKey(vt, value)
     if value is not None and type(value).__hash__ is None:  # ``__eq__`` without ``__hash__``
         raise PythonError(TypeError(f"unhashable type: '{type(value).__name__}'"))
     if value is not None and python_hashed(type(value)) and RUNNING.tx is not None:
         return UserHashedKey(vt, _traced_hash(RUNNING.tx, vt))
+    if value is None and identity_hashed(_tracked_type(vt)):  # a partial, an iterator
+        return _tracker_identity_key(vt)
     raise Unsupported("dict_key", f"{vt} as a dict key or set item")
+
+
+def _reference(vt: VariableTracker) -> weakref.ReferenceType | None:
+    """``weakref.ref(obj)`` as CPython hashes and compares it, by its referent (the same object
+    alive: equal), where that is an object hashed by identity: the real reference, one read from
+    the inputs (its identity guarded, so its referent is that object) or, made in the trace,
+    ``weakref.ref`` of the referent's object (the one CPython shares between calls made with no
+    callback, as ``make_ref`` requires). None for any other value."""
+    if _tracked_type(vt) is not weakref.ReferenceType or RUNNING.tx is None:
+        return None
+    output = RUNNING.tx.output
+    referent = getattr(vt, "referent", None)  # made in the trace
+    if referent is not None:
+        obj = getattr(referent, "value", None)
+        if obj is None or not identity_hashed(type(obj)):
+            return None
+        if referent.source is not None:
+            output.assume_identity(referent.source, obj)
+        return weakref.ref(obj)
+    ref = getattr(vt, "value", None)
+    obj = ref() if type(ref) is weakref.ReferenceType else None
+    if obj is None or vt.source is None or not identity_hashed(type(obj)):
+        return None  # dead: hashed only if it was while alive, compared by identity
+    output.assume_identity(vt.source, ref)
+    return ref
+
+
+def _tracked_type(vt: VariableTracker) -> type:
+    try:
+        return vt.python_type()
+    except Unsupported:
+        return list  # not known: no key of this rule (a list is unhashable)
+
+
+class MadeObject:
+    """The identity of an object made in the trace that hashes by its address (a partial, an
+    iterator, a generator) and whose tracker holds no real object: equal to itself alone. Its
+    hash is no address the compiled call will give the object, so a set holding it with other
+    items has no known order (``SetVariable.ordered`` breaks)."""
+
+    __slots__ = ("vt",)
+
+    def __init__(self, vt: VariableTracker) -> None:
+        self.vt = vt
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MadeObject) and other.vt is self.vt
+
+    def __hash__(self) -> int:
+        return object.__hash__(self.vt)
+
+
+def _tracker_identity_key(vt: VariableTracker) -> IdentityKey:
+    """The key of ``vt``, whose class keeps ``object``'s ``__hash__`` and ``__eq__`` (no user
+    code) but whose tracker holds no real object: one read from the inputs is the real object
+    ``wrap`` took in (kept apart from the others alike, as a plain object is); one made in the
+    trace is its tracker's ``MadeObject``."""
+    tx = RUNNING.tx
+    if vt.source is None:
+        return IdentityKey(vt, MadeObject(vt))
+    real = _wrapped_object(tx, vt) if tx is not None else MISSING
+    if real is MISSING:
+        raise Unsupported("dict_key", f"{vt} as a dict key: the object it reads is not known")
+    _keep_apart(tx, vt, real)
+    return IdentityKey(vt, real)
+
+
+def _wrapped_object(tx: Translator, vt: VariableTracker) -> Any:
+    """The real object ``builder.wrap`` made ``vt`` of, else ``MISSING``."""
+    for value, known in tx.output.wrapped.values():
+        if known is vt:
+            return value
+    return MISSING
+
+
+def _keep_apart(tx: Translator, vt: VariableTracker, value: Any) -> None:
+    """``vt``, read through its source and keyed by the identity of ``value``, stays another
+    object than each other input of its type the trace took in: a lookup that missed (or found
+    another key) holds only while no later call passes one object in both places. Inputs
+    guarded by identity already (a function, an input dict's key) need no such guard; inputs
+    taken in since ``vt`` was last keyed are the only ones looked at again."""
+    if isinstance(vt.source.root, (ConstSource, FreshSource)):
+        return
+    output = tx.output
+    seen = output.kept_apart.get(vt, 0)
+    if seen == len(output.wrapped):
+        return
+    fixed = _identity_fixed(tx, vt.source, value)
+    for other, known in list(output.wrapped.values())[seen:]:
+        if type(other) is not type(value) or known is vt or known.source is None:
+            continue
+        if isinstance(known.source.root, (ConstSource, FreshSource)):
+            continue
+        if other is value:  # one object, two trackers: the same while both hold it
+            output.assume_identity(vt.source, value)
+            output.assume_identity(known.source, other)
+        elif not (fixed and _identity_fixed(tx, known.source, other)):
+            output.assume_distinct(vt.source, known.source)
+    output.kept_apart[vt] = len(output.wrapped)
+
+
+def _identity_fixed(tx: Translator, source: Source, value: Any) -> bool:
+    return isinstance(source, DictKeySource) or kinds.ID_MATCH(source, value) in tx.output.guards
 
 
 def value_hash(vt: VariableTracker) -> int:
@@ -232,11 +353,12 @@ class MethodKey:
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
 
 
-def _hashed_by_address(keys: Any) -> Iterator[VariableTracker]:
-    """The objects read from the inputs (guarded by type) whose address gives the hash of one of
-    ``keys`` (hash keys): a plain object's, its bound method's, one in a tuple or frozenset. The
-    order of a set of two items or more follows these hashes: once the trace reads it, their
-    identity is guarded."""
+def _hashed_by_address(keys: Any) -> Iterator[tuple[VariableTracker, Any]]:
+    """The objects whose address gives the hash of one of ``keys`` (hash keys), each with its
+    tracker: a plain object's, its bound method's, one in a tuple or frozenset; an object made
+    in the trace with no real one yet (``MadeObject``) comes as None. The order of a set of two
+    items or more follows these hashes: once the trace reads it, the identity of those read from
+    the inputs (guarded by type) is guarded, and one with no address known breaks."""
     for key in keys:
         if not isinstance(key, IdentityKey) or type(key) is not IdentityKey:
             continue
@@ -245,11 +367,16 @@ def _hashed_by_address(keys: Any) -> Iterator[VariableTracker]:
             yield from _hashed_by_address(ident)
             continue
         vt = key.vt
+        if isinstance(ident, MadeObject):
+            yield vt, None
+            continue
         if isinstance(ident, _BOUND_METHODS):  # hashed by the address of its object
             vt = getattr(vt, "self_vt", None) or getattr(vt, "obj", None) or vt
         value = getattr(vt, "value", None)
+        if value is None and vt is key.vt and type(ident) is _tracked_type(vt):
+            value = ident  # a partial, an iterator read from the inputs: the object itself
         if vt.source is not None and value is not None and identity_hashed(type(value)):
-            yield vt
+            yield vt, value
 
 
 def lookup_key(vt: VariableTracker) -> Any:
@@ -700,8 +827,14 @@ class SetVariable(VariableTracker):
             )
         tx = RUNNING.tx  # None when the rewritten code rebuilds what the trace read
         if tx is not None and len(self.items) > 1:  # another object would lay it out otherwise
-            for vt in _hashed_by_address(self.items):
-                tx.output.assume_identity(vt.source, vt.value)
+            for vt, value in _hashed_by_address(self.items):
+                if value is None:
+                    raise Unsupported(
+                        "set_order",
+                        f"iterating a set holding {vt}, made in the trace",
+                        "its place in the set follows its address, known only when it is made",
+                    )
+                tx.output.assume_identity(vt.source, value)
         return self.items
 
     def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
