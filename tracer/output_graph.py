@@ -148,6 +148,10 @@ class OutputGraph:
         """``source is value`` (held weakly)."""
         self.add_guard(kinds.ID_MATCH(source, value))
 
+    def identity_assumed(self, source: Source, value: Any) -> bool:
+        """Whether ``source is value`` is guarded already."""
+        return kinds.ID_MATCH(source, value) in self.guards
+
     def assume_distinct(self, source: Source, other: Source) -> None:
         """``source is not other``: two inputs the trace found to be different objects."""
         self.add_guard(kinds.DISTINCT_INPUT(source, other))

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...guards import kinds
 from ...guards.sources import (
     AttrSource,
     ConstSource,
@@ -217,7 +216,7 @@ def _keep_apart(tx: Translator, vt: VariableTracker, value: Any) -> None:
 
 
 def _identity_fixed(tx: Translator, source: Source, value: Any) -> bool:
-    return isinstance(source, DictKeySource) or kinds.ID_MATCH(source, value) in tx.output.guards
+    return isinstance(source, DictKeySource) or tx.output.identity_assumed(source, value)
 
 
 def value_hash(vt: VariableTracker) -> int:
