@@ -75,6 +75,9 @@ class ResumeOrigin:
     first: int  #: its first instruction copied from the template after the prefix
     seconds: tuple[int, ...]  #: its instructions that are second halves of split pairs
     cell_args: tuple[str, ...] = ()  #: see ``ResumePoint.cell_args``
+    #: its arguments holding the rest of a loop's items, which its prefix iterates (the iterator
+    #: slots: ``tracer/variables/iterators.ResumedItemsVariable``)
+    iter_args: tuple[str, ...] = ()
 
 
 def make_resume(
@@ -178,7 +181,10 @@ def make_resume(
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
     instrs = [item for item in body if isinstance(item, Instr)]
     seconds = tuple(j for j, instr in enumerate(instrs) if id(instr) in halves)
-    fn.__bytegraph_resume__ = ResumeOrigin(template, n_prefix, first, seconds, point.cell_args)
+    iter_args = tuple(f"__stack{i}" for i in iter_slots)
+    fn.__bytegraph_resume__ = ResumeOrigin(
+        template, n_prefix, first, seconds, point.cell_args, iter_args
+    )
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
     frame_locals.register(fn.__code__, UserFrame.of(code, point.cell_args))

@@ -229,6 +229,12 @@ def LEN_MATCH(expr: str, arg: int, consts: ConstTable) -> list[str]:
     return [f"len({expr}) == {arg}"]
 
 
+@guard_kind(2)
+def LEN_AT_LEAST(expr: str, arg: int, consts: ConstTable) -> list[str]:
+    """The sequence has ``arg`` items or more (a resumed loop took that many of its rest)."""
+    return [f"len({expr}) >= {arg}"]
+
+
 @guard_kind(3, key=lambda keys: _keys_identity(keys), absorb=Absorb.MEMBERS)
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     """The keys of a dict, or the items of a set, in iteration order: constants (numbers,

@@ -43,7 +43,7 @@ from .variables.base import VariableTracker, walk
 from .variables.constants import SymNodeVariable
 from .variables.contexts import enter_carried
 from .variables.functions import ClosureCellVariable
-from .variables.iterators import GeneratorVariable
+from .variables.iterators import GeneratorVariable, ResumedItemsVariable
 from .variables.modules import HOOK_TABLES, BlockInput, input_order, plan_inputs
 from .variables.tensors import TensorVariable
 
@@ -97,7 +97,8 @@ def convert_call(
             depth = torch._C._len_torch_function_stack()
             output.assume_state(("modes",), _mode_depth, depth)
             raise Unsupported("torch_function_mode", "a torch function mode is active")
-        tx.symbolic_locals = {name: tx.wrap(value, LocalSource(name)) for name, value in L.items()}
+        rests = getattr(getattr(fn, "__bytegraph_resume__", None), "iter_args", ())
+        tx.symbolic_locals = {name: _argument(tx, name, value, rests) for name, value in L.items()}
         enter_carried(tx)  # a resume function starting inside with blocks (variables/contexts/)
         try:
             result, frames, reason = tx.run(), None, None
@@ -115,6 +116,17 @@ def convert_call(
     finally:
         output.state.unwind()  # the state the trace entered or set was real while tracing
         torch._C._set_grad_enabled(grad_mode)
+
+
+def _argument(tx: Translator, name: str, value: Any, rests: tuple[str, ...]) -> VariableTracker:
+    """An argument's tracker: where a resume function's prefix iterates it (``rests``: the rest
+    of a loop's items, a tuple or a range), that iterator, its items guarded only as far as the
+    loop takes them (``ResumedItemsVariable``); else the value wrapped."""
+    source = LocalSource(name)
+    if name in rests and type(value) in (tuple, range):
+        tx.output.assume_type(source, type(value))
+        return ResumedItemsVariable([], rest=value, rest_source=source)
+    return tx.wrap(value, source)
 
 
 _mode_depth = torch._C._len_torch_function_stack

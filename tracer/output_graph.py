@@ -159,6 +159,9 @@ class OutputGraph:
     def assume_len(self, source: Source, length: int) -> None:
         self.add_guard(kinds.LEN_MATCH(source, length))
 
+    def assume_len_at_least(self, source: Source, length: int) -> None:
+        self.add_guard(kinds.LEN_AT_LEAST(source, length))
+
     def assume_keys(self, source: Source, keys: tuple[Any, ...]) -> None:
         """The dict (or class namespace) at ``source`` has exactly ``keys``, in that order."""
         self.add_guard(kinds.DICT_KEYS(source, keys))

@@ -502,7 +502,9 @@ def _iterator_slots(
     items. An input iterator (``iterators.wrap_input_iterator``) goes on as the caller's own object,
     and so does one that shares its position with another live value (a loop over ``it`` that a
     local also holds, a ``zip`` pulling from it): taking its items ahead would leave the other
-    behind."""
+    behind. So does an iterator over a list (``iter_at`` of the real list, positioned): CPython's
+    sees the items the rest of the loop appends to the list, which a tuple taken at the break
+    would not hold."""
     for vt in stack:
         if isinstance(vt, GeneratorVariable) and not (
             iterators.restartable(vt) or vt.escapes_as_is()
@@ -517,7 +519,7 @@ def _iterator_slots(
     for i, vt in enumerate(stack[: max(limit, 0)]):
         if not isinstance(vt, IteratorVariable) or vt.source is not None:
             continue
-        if _rebuilt_as_object(vt):
+        if _rebuilt_as_object(vt) or iterators.over_a_list(vt):
             continue
         mine = {id(v) for v in walk(vt) if isinstance(v, IteratorVariable)}
         others = {id(v) for v in walk([*live_locals, *stack[:i], *stack[i + 1 :]])}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...guards.sources import ChainedSource, Source
+from ...guards.sources import ChainedSource, ItemSource, Source
 from .. import polyfills
 from ..code_reader import parameters
 from ..exc import PythonError, TracedException, Unsupported
@@ -643,6 +643,64 @@ class SeqIteratorVariable(IteratorVariable):
                 cg.call_function(2)
 
         cg.build_once(self, build)
+
+
+def over_a_list(vt: VariableTracker) -> bool:
+    """``iter(xs)`` of a list, or a ``zip``/``enumerate``/``map`` pulling from one: it reads the
+    list live (items appended later are taken)."""
+    if isinstance(vt, SeqIteratorVariable):
+        return isinstance(vt.seq, ListVariable)
+    return isinstance(vt, BuiltinIteratorVariable) and any(map(over_a_list, vt.sources))
+
+
+@dataclass(eq=False)
+class ResumedItemsVariable(IteratorVariable):
+    """The loop's iterator a resume function continues with: ``iter(rest)`` of the tuple (or
+    range) of remaining items its caller passed (``codegen/resume.py``'s iterator slots, read
+    from ``rest_source``). Each item is read when the loop takes it, through ``rest[i]``, and the
+    length only as far as the trace reads it: at least ``i + 1`` items for each one taken, exactly
+    ``i`` where the loop ends. So a loop whose body breaks at every iteration resumes in one
+    variant for all iterations but the last (each guarding the item it takes), where guarding
+    the whole rest would make one per number of items left. At a break the rest travels on as
+    ``rest[i:]``; escaping, it is ``iter(rest[i:])``. It has no source of its own: it is an
+    iterator made by the resume function, not the caller's object."""
+
+    rest: Any = ()  #: the real tuple or range
+    rest_source: Source | None = None
+    exhausted: bool = False
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        if tx is None:
+            raise Unsupported("iterator", "the rest of a resumed loop read outside the trace")
+        if self.exhausted or self.index >= len(self.rest):
+            tx.output.assume_len(self.rest_source, self.index)
+            self.exhausted = True
+            return None
+        tx.output.assume_len_at_least(self.rest_source, self.index + 1)
+        item = tx.wrap(self.rest[self.index], ItemSource(self.rest_source, self.index))
+        self.index += 1
+        return item
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def save_state(self) -> Any:
+        return self.index, self.exhausted
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.exhausted = state
+
+    def python_type(self) -> type:
+        return type(iter(self.rest))
+
+    def reconstruct_items(self, cg: Codegen) -> None:
+        self.rest_source.reconstruct(cg)
+        cg.load_const(slice(self.index, None))
+        cg.subscr()
 
 
 @dataclass(eq=False)
