@@ -95,6 +95,9 @@ class OutputGraph:
         self.guard_log: list[Guard] | None = None
         self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
+        #: id(an instance dict) -> (the dict, its object's tracker), for the objects wrapped
+        #: (``builder._one_namespace``)
+        self.namespaces: dict[int, tuple[dict, VariableTracker]] = {}
         self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
         #: inputs keyed by identity -> how many entries of ``wrapped`` they are guarded apart
         #: from (``containers._keep_apart``)

@@ -106,6 +106,10 @@ class SideEffects:
         #: results that is no constant, so that reached through another name it is the same
         #: tracker (``builder.wrap``, ``functions.cached_part``); None for an instance dict
         self.cached_parts: dict[int, tuple[Any, VariableTracker | None, Any]] = {}
+        #: ids of trackers that model one real instance dict twice, an object's attributes and
+        #: that dict reached as a dict of its own (``builder._one_namespace``): read through
+        #: both, changed through neither (each would not see the other's stores)
+        self.shared_namespaces: set[int] = set()
         #: ``(fn, argument trackers)``: calls of bytegraph's own functions that the replay makes
         #: last, in program order (the registration hook that moves ``EPOCH`` for a member a
         #: traced ``register_buffer`` filed: ``modules.py``)
@@ -368,6 +372,17 @@ class SideEffects:
                 "memoized_call",
                 "changing an object an lru_cache'd call returned (eager changes the cached object)",
             )
+        if id(obj) in self.shared_namespaces:
+            raise Unsupported(
+                "instance_dict",
+                "changing an object's attributes also reached as its __dict__ held elsewhere",
+                hint="change them through one name only: the object's attributes",
+            )
+
+    def changed(self, vt: VariableTracker) -> bool:
+        """Has the trace changed ``vt`` (an input container's items, or an object's
+        attributes)?"""
+        return id(vt) in self.mutated or any(o is vt for o, _, _ in self.attr_stores.values())
 
     def memo_call(
         self, wrapper: Any, args: tuple, kwargs: dict, key: Any, result: VariableTracker

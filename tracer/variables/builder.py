@@ -107,7 +107,7 @@ from .objects import (
     refuse_changed_namespace,
 )
 from .operations import OPERATOR_FNS, PURE_MODULE_FNS
-from .tensors import is_tensor_method
+from .tensors import TensorVariable, is_tensor_method
 from .torch_calls import TorchVariable
 
 if TYPE_CHECKING:
@@ -155,6 +155,7 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         vt = _wrap_new(tx, value, source)
     finally:
         output.wrapping.discard(id(value))
+    _one_namespace(output, value, source, vt)
     if output.side_effects.cached_parts:
         wrapped_alike(tx, value)
     if not _is_interned(value) and (
@@ -165,6 +166,49 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         # object (each read of ``obj.method`` makes a new one) is not cached
         output.wrapped[id(value)] = (value, vt)
     return vt
+
+
+def _one_namespace(output: Any, value: Any, source: Source, vt: VariableTracker) -> None:
+    """One real dict, two models: an object's instance dict reached as a dict of its own (a global
+    ``NS = obj.__dict__``, a bound method's ``__dict__``, its function's) beside the object's
+    attributes, read and stored through the object. Each tracker would not see the other's
+    stores (``NS["k"] = 7; o.k`` gave the old value). Reads through both agree; so the two are
+    kept as they are, and a change through either refuses (``SideEffects.shared_namespaces``: a
+    break), as does meeting the second where the first was changed already. Reached through
+    ``obj.__dict__``, the dict is the object's own (``InstanceDictVariable``)."""
+    if type(value) is dict:
+        owner = output.namespaces.get(id(value))
+        if owner is not None and owner[0] is value and not _read_as_its_dict(source, owner[1]):
+            _share(output, owner[1], vt, source)
+        return
+    descriptor = type_lookup(type(value), "__dict__")
+    if not isinstance(descriptor, types.GetSetDescriptorType) or isinstance(vt, TensorVariable):
+        return
+    try:
+        namespace = descriptor.__get__(value, type(value))  # (C: runs no code of the class)
+    except Exception:  # noqa: BLE001 (no instance dict: nothing to keep apart)
+        return
+    if type(namespace) is not dict:
+        return
+    known = output.wrapped.get(id(namespace))
+    if known is not None and known[0] is namespace and known[1].source is not None:
+        if known[1].source != AttrSource(source, "__dict__"):
+            _share(output, vt, known[1], known[1].source)
+    output.namespaces[id(namespace)] = (namespace, vt)
+
+
+def _share(output: Any, obj: VariableTracker, namespace: VariableTracker, where: Source) -> None:
+    effects = output.side_effects
+    if effects.changed(obj) or effects.changed(namespace):
+        raise Unsupported(
+            "instance_dict",
+            f"{where.expr} is the __dict__ of {obj.source.expr}, changed through one of them",
+        )
+    effects.shared_namespaces.update((id(obj), id(namespace)))
+
+
+def _read_as_its_dict(source: Source, owner: VariableTracker) -> bool:
+    return owner.source is not None and source == AttrSource(owner.source, "__dict__")
 
 
 #: torch's process-wide singleton values (``torch.float32``, ``torch.strided``,
