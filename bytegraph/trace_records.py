@@ -188,7 +188,6 @@ def start(path: str | os.PathLike) -> TraceDir:
     stop()
     _active = TraceDir(path)
     driver.LISTENERS.append(_active)
-    driver.measure_guard_time = True  # the records show each compile's guard time
     return _active
 
 
@@ -197,7 +196,6 @@ def stop() -> None:
     if _active is not None and _active in driver.LISTENERS:
         driver.LISTENERS.remove(_active)
     _active = None
-    driver.measure_guard_time = False
 
 
 def active_dir() -> Path | None:

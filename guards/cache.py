@@ -1,14 +1,11 @@
 """The variant cache of one compiled function and its single generated dispatcher.
 
 ``FunctionCache.variants`` lists the cache entries (``Variant``: guards + the rewritten function).
-One guard function is generated over all of them, taking the function's arguments as its own
-parameters: conditions every variant has are tested first and once, then a trie shares common
-prefixes, and it returns the entry to run or None. It is generated at the first call after a
-change, not at the change, and after a run of changes (compiles, none of their entries reused
-between them: a loop resumed at each iteration) only at the call that reuses an entry
-(``_select_stale``). ``why(L)`` answers, without running anything, which entry these inputs select
-and the first failing guard of every other. Entries guarding an object that died are dropped from
-a weakref callback.
+After each change one guard function is generated over all of them, taking the function's arguments
+as its own parameters: conditions every variant has are tested first and once, then a trie shares
+common prefixes, and it returns the entry to run or None. ``why(L)`` answers, without running
+anything, which entry these inputs select and the first failing guard of every other. Entries
+guarding an object that died are dropped from a weakref callback.
 """
 
 from __future__ import annotations
@@ -70,10 +67,9 @@ class FunctionCache:
 
     ``guard_fn(*args)`` takes the function's arguments positionally (in ``arg_names`` order) and
     returns the entry to run, or ``on_no_match`` (None until the recompile limit: compile).
-    ``select(L)`` is the same from a name -> value dict. Invariants: no entry in ``variants`` guards
+    ``select(L)`` is the same from a name -> value dict. Invariant: no entry in ``variants`` guards
     an object that has died (a weakref callback marks such an entry ``dead`` and it is dropped at
-    once); ``guard_fn`` is the dispatcher generated over ``variants`` as they are, or
-    ``_select_stale``, which answers as it would and generates it."""
+    once)."""
 
     def __init__(
         self,
@@ -94,7 +90,6 @@ class FunctionCache:
         self.guard_fn: Callable[..., Any] = _always_miss
         self._busy = False  #: inside add/drop: a death seen now is handled when it finishes
         self._dirty = False
-        self._changes = 0  #: changes of the entries since a call last selected one
 
     def new_guard_set(self, guards: list) -> GuardSet:
         return GuardSet(guards, self.consts, self.roots)
@@ -129,7 +124,6 @@ class FunctionCache:
             self.on_no_match = None
             self.counter = 0
             self.guard_fn = _always_miss
-            self._changes = 0
 
     def why(self, L: dict[str, Any]) -> Why:
         failures = []
@@ -160,52 +154,18 @@ class FunctionCache:
                 self.drop_dead()
 
     def _update(self, variants: list[Variant]) -> None:
-        """Install ``variants`` (less the dead ones); the dispatcher over them is generated at a
-        call after it (``_select_stale``)."""
+        """Install ``variants`` (less the dead ones) and regenerate the dispatcher."""
         self._busy = True
         try:
             self.variants = [v for v in variants if not v.dead]
             for i, variant in enumerate(self.variants):
                 variant.index = i
-            self.guard_fn = self._select_stale
-            self._changes += 1
+            self._rebuild()
         finally:
             self._busy = False
-        if self._dirty:  # an object died while we were installing
+        if self._dirty:  # an object died while we were rebuilding
             self._dirty = False
             self._update(self.variants)
-
-    def _select_stale(self, *args: Any) -> Any:
-        """The first call after a change. After one change (a first entry, a recompile) the next
-        call is expected to reuse an entry: the dispatcher is generated and answers it. After a
-        run of changes none of whose entries a call selected between them (a loop resumed at
-        each iteration, whose calls each compile), the call is answered entry by entry
-        (``_slow_select``: each entry's guards up to the first that fails), and the dispatcher is
-        generated only where that selects something (an entry, or ``on_no_match`` past the
-        recompile limit): a miss leaves it stale, as the driver then compiles and changes the
-        entries again. Entry by entry, a hit tests each guard on its own: dearer than the
-        dispatcher, cheaper than generating it after each compile of the run."""
-        if self._changes <= 1:
-            return self.generated()(*args)
-        selected = self._slow_select(dict(zip(self.arg_names, args, strict=True)))
-        if selected is not None:
-            self._changes = 0
-            self.generated()
-        return selected
-
-    def generated(self) -> Callable[..., Any]:
-        """The dispatcher, generated now if the entries changed since it was."""
-        with self.lock:
-            while self.guard_fn == self._select_stale:
-                self._busy = True
-                try:
-                    self._rebuild()
-                finally:
-                    self._busy = False
-                if self._dirty:  # an object died while we were generating: drop its entries
-                    self._dirty = False
-                    self._update(self.variants)
-            return self.guard_fn
 
     def _rebuild(self) -> None:
         self.counter += 1
@@ -244,7 +204,7 @@ class FunctionCache:
 
     @property
     def guard_source(self) -> str:
-        return getattr(self.generated(), "__guard_source__", "")
+        return getattr(self.guard_fn, "__guard_source__", "")
 
 
 #: Names the generated dispatcher uses itself: an argument with one of these names is renamed.

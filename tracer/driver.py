@@ -138,10 +138,8 @@ ALL: weakref.WeakSet[CompiledCode] = weakref.WeakSet()
 COUNTERS: Counter[str] = Counter()
 #: Observers notified of each CompileEvent (the pytest plugin and ``explain`` subscribe here).
 LISTENERS: list[Any] = []
-#: Time the guard function after each compile (``CompileEvent.guard_us``: 10 calls of a few µs),
-#: while ``trace_records`` records: timing it generates the dispatcher, which otherwise waits for
-#: the next call (``FunctionCache._select_stale``).
-measure_guard_time = False
+#: Time the guard function after each compile (``CompileEvent.guard_us``: 10 calls of a few µs).
+measure_guard_time = True
 _GUARD_TIMING_S = 0.0005  #: at most about this long (and 3 calls at least): it delays a first call
 #: Numbers every CompiledCode of the process (``serial``), so reports can tell them apart.
 SERIALS = itertools.count()
@@ -434,7 +432,7 @@ class CompiledCode:
         fastest of up to 10 calls (the first warms caches), fewer once ~0.5 ms are spent, so that
         timing the guards of a large model (thousands of checks) does not slow its first call."""
         args = [L[name] for name in self.cache.arg_names]
-        guard_fn, best = self.cache.generated(), float("inf")
+        guard_fn, best = self.cache.guard_fn, float("inf")
         deadline = time.perf_counter() + _GUARD_TIMING_S
         for calls in range(1, 11):
             started = time.perf_counter()

@@ -25,7 +25,7 @@ def reads(x):
 
 
 def _guard_source(compiled) -> str:
-    return bytegraph.state_of(compiled).cache.guard_source
+    return bytegraph.state_of(compiled).cache.guard_fn.__guard_source__
 
 
 def test_one_check_per_class_names_every_attribute_read():
