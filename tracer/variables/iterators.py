@@ -654,7 +654,27 @@ def over_a_list(vt: VariableTracker) -> bool:
 
 
 @dataclass(eq=False)
-class ResumedItemsVariable(IteratorVariable):
+class TakenIteratorVariable(IteratorVariable):
+    """An iterator whose items ``next_item`` makes one at a time (none listed ahead): ``index``
+    items taken, and whether it reached its end."""
+
+    exhausted: bool = False
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def save_state(self) -> Any:
+        return self.index, self.exhausted
+
+    def restore_state(self, state: Any) -> None:
+        self.index, self.exhausted = state
+
+
+@dataclass(eq=False)
+class ResumedItemsVariable(TakenIteratorVariable):
     """The loop's iterator a resume function continues with: ``iter(rest)`` of the tuple (or
     range) of remaining items its caller passed (``codegen/resume.py``'s iterator slots, read
     from ``rest_source``). Each item is read when the loop takes it, through ``rest[i]``, and the
@@ -667,7 +687,6 @@ class ResumedItemsVariable(IteratorVariable):
 
     rest: Any = ()  #: the real tuple or range
     rest_source: Source | None = None
-    exhausted: bool = False
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         note_advance(tx, self)
@@ -681,18 +700,6 @@ class ResumedItemsVariable(IteratorVariable):
         item = tx.wrap(self.rest[self.index], ItemSource(self.rest_source, self.index))
         self.index += 1
         return item
-
-    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
-        rest = []
-        while (item := self.next_item(tx)) is not None:
-            rest.append(item)
-        return rest
-
-    def save_state(self) -> Any:
-        return self.index, self.exhausted
-
-    def restore_state(self, state: Any) -> None:
-        self.index, self.exhausted = state
 
     def python_type(self) -> type:
         return type(iter(self.rest))
@@ -807,15 +814,15 @@ class RangeIteratorVariable(IteratorVariable):
 
 
 @dataclass(eq=False)
-class DictIteratorVariable(IteratorVariable):
+class DictIteratorVariable(TakenIteratorVariable):
     """Iteration over a dict, one of its views, or a set: live (values written meanwhile are seen);
     a size change raises CPython's RuntimeError, a key set changed at the same size breaks the graph
     (CPython's behaviour there depends on the hash table)."""
 
     container: VariableTracker | None = None  #: the DictVariable or SetVariable
     kind: str = "keys"
-    keys: tuple = ()  #: the keys (set items) when the iteration started
-    exhausted: bool = False  #: it reached the end: it no longer looks at the container
+    keys: tuple = ()  #: the keys (set items) when the iteration started (``exhausted``: it
+    #: reached the end, and no longer looks at the container)
     input_index: int = 0  #: an input's (``wrap_input_iterator``) position when the trace got it
     #: ``reversed(d)`` (of a dict or a view): ``keys`` are the dict's keys, last first
     reverse: bool = False
@@ -853,18 +860,6 @@ class DictIteratorVariable(IteratorVariable):
             return key_vt(key)
         value = self.container.items[key]
         return value if self.kind == "values" else TupleVariable([key_vt(key), value])
-
-    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
-        rest = []
-        while (item := self.next_item(tx)) is not None:
-            rest.append(item)
-        return rest
-
-    def save_state(self) -> Any:
-        return self.index, self.exhausted
-
-    def restore_state(self, state: Any) -> None:
-        self.index, self.exhausted = state
 
     def python_type(self) -> type:
         if self.kind == "set":
