@@ -10,6 +10,8 @@ import pytest
 import torch
 from difftest import assert_same, check_breaks
 
+import bytegraph
+
 
 class Obj:
     pass
@@ -89,3 +91,54 @@ def test_a_bound_methods_dict_is_its_functions():
 
     check_breaks(fn, lambda: (torch.zeros(2),), graphs=1, breaks=0)
     assert_same(fn(torch.zeros(2)), torch.full((2,), 6.0))
+
+
+class _Other:
+    pass
+
+
+def test_a_global_rebound_to_an_objects_dict_between_calls():
+    """``NS`` names another object's instance dict at the first call and ``OBJ``'s at the next:
+    the trace made while the two were apart must not run when they are one dict (a store through
+    ``NS`` is then seen by ``OBJ.k``), and back."""
+    other = _Other()
+    holder = {"NS": other.__dict__}
+
+    def fn(x):
+        holder["NS"]["k"] = 7
+        return x + OBJ.k
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    for apart in (True, False, True, False):
+        holder["NS"] = other.__dict__ if apart else OBJ.__dict__
+        results = []
+        for run in (fn, compiled):
+            other.__dict__.clear()
+            _reset()
+            results.append((run(torch.zeros(2)), dict(vars(OBJ)), dict(vars(other))))
+        assert_same(results[1], results[0])
+
+
+def global_ns_store(x):
+    GLOBAL_NS["k"] = 7
+    return x + OBJ.k
+
+
+GLOBAL_NS = _Other().__dict__
+
+
+def test_a_module_global_rebound_to_an_objects_dict_between_calls():
+    global GLOBAL_NS
+    apart = GLOBAL_NS
+    compiled = bytegraph.compile(global_ns_store, backend="eager")
+    try:
+        for ns in (apart, NS, apart, NS):
+            GLOBAL_NS = ns
+            results = []
+            for run in (global_ns_store, compiled):
+                apart.clear()
+                _reset()
+                results.append((run(torch.zeros(2)), dict(vars(OBJ)), dict(apart)))
+            assert_same(results[1], results[0])
+    finally:
+        GLOBAL_NS = apart
