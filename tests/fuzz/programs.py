@@ -166,12 +166,107 @@ G_set = {None, PLAIN, Color.RED, torch.float32, T1, Obj, len, math, FS, range(3)
 
 """
 
+#: Classes, context managers, generators and helpers for the ``python`` family.
+PYTHON_PRELUDE = """\
+G_text = ''
+
+
+class Box:
+    def __init__(self, v, tag='b'):
+        self.v = v
+        self.tag = tag
+        self.hist = []
+
+    @property
+    def double(self):
+        return self.v * 2
+
+    @property
+    def label(self):
+        return f'{self.tag}/{len(self.hist)}'
+
+    @label.setter
+    def label(self, text):
+        self.tag = text
+        self.hist.append(len(text))
+
+    def __repr__(self):
+        return f'Box({self.tag!r}, {len(self.hist)})'
+
+
+class Slot:
+    __slots__ = ('u', 'k')
+
+    def __init__(self, u, k):
+        self.u = u
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, Slot) and self.k == other.k
+
+    def __hash__(self):
+        return hash(('Slot', self.k))
+
+
+@dataclasses.dataclass
+class Rec:
+    name: str
+    n: int = 0
+    items: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    a: int
+    b: str = 'x'
+
+
+class Log:
+    def __init__(self, k, swallow=()):
+        self.k = k
+        self.swallow = swallow
+
+    def __enter__(self):
+        G_list.append(('in', self.k))
+        return self
+
+    def __exit__(self, et, ev, tb):
+        G_list.append(('out', self.k, None if et is None else et.__name__))
+        return et is not None and issubclass(et, self.swallow)
+
+
+def counted(t, k):
+    for q in range(k):
+        G_list.append(q)
+        yield t + q
+
+
+def pack(t, *rest, scale=1, **kw):
+    return t * scale + len(rest) + sum(kw.values())
+
+
+def noisy(v, k):
+    print('noisy', k)
+    return v
+
+
+def stop(v):
+    bytegraph.graph_break()
+    return v
+
+
+"""
+
 #: Program families: ``base`` (the statements above), ``branch`` (branches, loops, asserts and
 #: conversions on tensor data whose outcome changes from call to call, run with speculation on),
 #: ``keys`` (dicts, sets and comparisons over values of every kind), ``closures`` (the base
 #: statements, with helpers that make closures over their arguments at each call and call them,
-#: breaking inside or not: each call's closure has cells of its own).
-FAMILIES = ("base", "branch", "keys", "closures")
+#: breaking inside or not: each call's closure has cells of its own), ``python`` (Python's
+#: semantics across breaks: objects made in the call stored in containers and mutated around a
+#: break, iterators partly taken before one, try/with blocks around one, nonlocal and global writes
+#: in nested functions, ``del`` and augmented stores, comprehensions, star-unpacking, varargs,
+#: recursion and string formatting).
+FAMILIES = ("base", "branch", "keys", "closures", "python")
 
 #: Source of the values the ``keys`` family puts in dicts and sets and compares: constants, None,
 #: floats (a NaN, -0.0 beside 0), complex, bytes, tuples, frozensets, ranges, classes, builtin
@@ -229,7 +324,7 @@ class Program:
     def source(self) -> str:
         body = textwrap.indent("\n".join(self.body) or "pass", " " * 8)
         helpers = "\n\n".join(self.helpers)
-        prelude = PRELUDE + (KEYS_PRELUDE if self.family == "keys" else "")
+        prelude = PRELUDE + {"keys": KEYS_PRELUDE, "python": PYTHON_PRELUDE}.get(self.family, "")
         return (
             f"# family {self.family}\n{prelude}{helpers}\n\n\n"
             "def make():\n"
@@ -403,6 +498,19 @@ class Gen:
                 kinds += [(14, self.data_branch)]
         if self.family == "keys":
             kinds += [(6, self.keyed_dict), (3, self.keyed_set), (3, self.compare_values)]
+        if self.family == "python":
+            kinds += [
+                (8, self.new_objects),
+                (8, self.partly_taken),
+                (4, self.augmented_and_del),
+                (4, self.nested_scopes),
+                (4, self.comprehension),
+                (4, self.star_unpacking),
+                (4, self.formatting),
+                (3, self.recursion),
+            ]
+            if depth < 2:
+                kinds += [(6, self.exception_blocks)]
         total = sum(w for w, _ in kinds)
         r = self.rng.uniform(0, total)
         for w, fn in kinds:
@@ -893,6 +1001,246 @@ class Gen:
             ]
         )
 
+    # -- the ``python`` family: Python's semantics across breaks ----------------------------------
+
+    def brk(self) -> str:
+        """A statement that breaks the graph (or, one time in five, does nothing)."""
+        return self.pick(
+            [
+                "bytegraph.graph_break()",
+                "bytegraph.graph_break()",
+                f"print('at', {self.n()})",
+                f"{self.n()} = int({self.t()}.sum().item())",
+                "pass",
+            ]
+        )
+
+    def new_objects(self, depth: int) -> str:
+        """Objects made in the call (properties, ``__slots__``, ``__eq__``/``__hash__``,
+        dataclasses) kept in lists, dicts, sets and attributes, changed before and after a break."""
+        t, u, n, b = self.t(), self.t(), self.n(), self.brk()
+        return self.pick(
+            [
+                f"bs = [Box({self.texpr()}, 'p'), Box({u})]\nbs[0].v = bs[0].v + {n}\n"
+                f"bs[1].hist.append({n})\n{b}\nbs[0].v += bs[1].v\nbs[1].hist += [len(bs)]\n"
+                f"{t} = bs[0].double + bs[1].v\nobj.extra = bs",
+                f"reg = {{'a': Box({t}), 'b': Box({n}, 'q')}}\nreg['a'].label = 'L{n}'\n{b}\n"
+                f"reg['b'].v *= 3\n{n} = reg['b'].v + len(reg['a'].hist)\ndel reg['a']\n"
+                "G_list.append((len(reg), reg['b'].label))",
+                f"ss = {{Slot({t}, 1), Slot({u}, 2), Slot(x, 1)}}\n{b}\n"
+                f"ss.add(Slot(y, {n} % 3))\n{n} = len(ss) + sum(s.k for s in ss)",
+                f"sl = Slot({t}, {n})\n{b}\nsl.k += 1\nsl.u = sl.u * sl.k\n{t} = sl.u\n"
+                "obj.extra = sl",
+                f"rc = Rec('r', {n})\nrc.items.append({t})\nrc.n += 2\n{b}\n"
+                f"rc.items[0] = rc.items[0] + 1\nrc.items.extend([{n}, {u}])\ndel rc.items[1]\n"
+                f"{t} = rc.items[0] * rc.n\nobj.extra = rc",
+                f"kd = {{Key(1): {t}, Key(1, 'y'): {u}, Key({n}): x}}\n{b}\n"
+                f"kd[Key(1)] = kd[Key(1)] + 1\n{t} = kd[Key(1)] + kd.get(Key({n}, 'x'), y)\n"
+                f"{n} = len(kd) + int(Key(1) == Key(1)) + int(Key(2) in kd)",
+                f"rc = Rec('q')\nrc2 = dataclasses.replace(rc, n={n})\n{b}\n"
+                f"{n} = rc2.n + int(rc == rc2) + len(dataclasses.asdict(rc2))\n"
+                "G_list.append(repr(rc2))",
+                f"obj.extra = Box({t})\n{b}\nobj.extra.v = obj.extra.v * 2\n"
+                f"obj.extra.hist.append({n})\n{t} = obj.extra.double",
+                f"bx = Box({n})\nbx.hist.append(bx.v)\n{b}\ndel bx.tag\n"
+                f"{n} = int(hasattr(bx, 'tag')) + len(vars(bx))\nG_list.append(sorted(vars(bx)))",
+                f"pair = [Box({t}), Box({u})]\nalias = pair[0]\n{b}\nalias.v = alias.v + 1\n"
+                f"pair.reverse()\n{t} = pair[1].v\n{n} = int(pair[1] is alias)",
+            ]
+        )
+
+    def partly_taken(self, depth: int) -> str:
+        """An iterator (over the list, the dict and its views, a generator, CPython's
+        combinators nested two or three deep) partly taken, a break, the rest taken."""
+        t, n = self.t(), self.n()
+        make = self.pick(
+            [
+                "iter(lst)",
+                "map(lambda v: v * 2, lst)",
+                "zip(lst, range(5))",
+                "filter(lambda v: v.sum() > 0, lst)",
+                "enumerate(lst, 1)",
+                "reversed(lst)",
+                "iter(d.items())",
+                "iter(d.values())",
+                "iter(d)",
+                f"counted({t}, 3)",
+                "(v + 1 for v in lst)",
+                "zip(map(abs, lst), enumerate(reversed(lst)))",
+                "enumerate(zip(lst, itertools.count()))",
+                "map(operator.add, lst, reversed(lst))",
+                f"filter(None, map(len, [lst, d, [{n}]]))",
+                "iter([*lst, *d])",
+                "gen_walk(lst, 2)",
+                "zip(*[lst, lst[1:]])",
+            ]
+        )
+        before = self.pick(
+            ["first = next(it, None)", "first = next(it, None)\nfirst = next(it, first)", ""]
+        )
+        between = self.pick(
+            [
+                self.brk(),
+                f"lst.append({t})\n{self.brk()}",
+                f"d['m'] = {n}\n{self.brk()}",
+                f"{self.brk()}\nif lst:\n    lst.pop()",
+            ]
+        )
+        after = self.pick(
+            [
+                f"{n} = len(list(it))",
+                f"for q in it:\n    {n} += 1\n    {self.brk()}",
+                f"{n} = sum(1 for _ in it)",
+                "G_list.append([type(v).__name__ for v in it])",
+                f"{n} = {n} + len(tuple(it))\n{n} = {n} + len(list(it))",
+            ]
+        )
+        views = self.pick(
+            [
+                "",
+                f"ks, vs = d.keys(), d.values()\nd['m'] = {n}\n{self.brk()}\n"
+                f"{n} = len(ks) + len(list(vs))\nG_list.append(sorted(ks))",
+                f"for q, (v, w) in enumerate(zip(lst, reversed(lst))):\n"
+                f"    {t} = {t} + v * q - w\n    {self.brk()}",
+            ]
+        )
+        text = "\n".join(p for p in (f"it = {make}", before, between, after) if p)
+        return text + ("\n" + views if views else "")
+
+    def exception_blocks(self, depth: int) -> str:
+        """try/except/else/finally and with-blocks (a context manager class of its own, a
+        generator one) around breaks, raising or not depending on the call's ints."""
+        t, n, k = self.t(), self.n(), self.rng.randint(2, 3)
+        exc = self.pick(["KeyError", "ValueError", "ZeroDivisionError"])
+        return self.pick(
+            [
+                f"try:\n    {n} = {n} + 1\n    {self.brk()}\n    if {n} % {k} == 0:\n"
+                f"        raise {exc}({n})\n    {t} = {t} + 1\nexcept {exc} as e:\n"
+                f"    G_list.append(str(e))\n    {self.brk()}\nelse:\n    G_list.append('else')\n"
+                f"finally:\n    G_count += 1\n    {self.brk()}",
+                f"with Log({n}, ({exc},)) as lg:\n    {self.brk()}\n    lg.k += 1\n"
+                f"    if {n} % {k} == 1:\n        raise {exc}('in')\n    {t} = {t} * lg.k\n"
+                f"{n} = lg.k",
+                f"try:\n    with Log({k}) as lg:\n        {self.brk()}\n"
+                f"        {n} = {n} // ({n} % {k})\nexcept ZeroDivisionError:\n"
+                f"    {t} = {t} - 1\n    G_list.append(lg.k)",
+                f"for q in range({n} % 4):\n    try:\n        if q == 1:\n            continue\n"
+                f"        {self.brk()}\n        if q == 2:\n            break\n"
+                f"        {t} = {t} + q\n    finally:\n        G_list.append(q)",
+                f"with scoped({k}) as v, Log(v):\n    {self.brk()}\n    {n} = {n} + v\n"
+                f"{self.block(depth + 1, 1)}",
+                f"try:\n{self.block(depth, 1)}\n    {self.brk()}\n    raise {exc}('x')\n"
+                f"except ({exc}, IndexError) as e:\n    {n} = len(e.args) + {n}\n"
+                f"    try:\n        {self.brk()}\n        d['missing']\n    except KeyError:\n"
+                f"        {n} += 1",
+            ]
+        )
+
+    def augmented_and_del(self, depth: int) -> str:
+        """Augmented assignments and ``del`` on attributes, subscripts and items of the inputs,
+        before and after a break."""
+        t, n, b = self.t(), self.n(), self.brk()
+        return self.pick(
+            [
+                f"d['m'] = {n}\nd['m'] += 1\n{b}\nd['m'] *= 2\n{n} = d.pop('m')",
+                f"if lst:\n    lst[0] += {t}\n{b}\nif lst:\n    lst[-1] = lst[-1] * 2\n"
+                "    del lst[-1]",
+                f"obj.count += {n}\n{b}\nobj.count -= 1\n{n} = obj.count",
+                f"obj.w += 1\n{b}\nobj.w *= 2\n{t} = obj.w",
+                f"obj.tags = [{n}]\nobj.tags += [{n} + 1]\n{b}\nobj.tags[0] += 5\n"
+                f"del obj.tags[-1]\n{n} = obj.tags[0]",
+                f"x[0] += {n}\n{b}\ny[1:] -= x[:-1]",
+                f"obj.extra = {n}\n{b}\ndel obj.extra\n{n} = int(hasattr(obj, 'extra'))",
+                f"cnt = {{}}\nfor q in range({n} % 4):\n    cnt[q % 2] = cnt.get(q % 2, 0) + 1\n"
+                f"    {b}\n{n} = sum(cnt.values()) * 10 + len(cnt)",
+            ]
+        )
+
+    def nested_scopes(self, depth: int) -> str:
+        """nonlocal and global writes in functions made in the call, which break inside."""
+        n, b = self.n(), self.brk()
+        return self.pick(
+            [
+                f"def tally(k):\n    nonlocal cell\n    cell += k\n    {b}\n    return cell\n"
+                f"{n} = tally({n} % 3) + tally(1)",
+                f"def gbump(k):\n    global G_count, G_text\n    G_count += k\n    {b}\n"
+                f"    G_text += f'{{k}};'\n    return G_count\n{n} = gbump({n} % 4)",
+                f"tot = 0\ndef add(v):\n    nonlocal tot\n    tot += v\n    {b}\n    return tot\n"
+                f"for q in range({n} % 4):\n    add(q)\n{n} = tot + add(1)",
+                "fs = [lambda q=q: q * 2 for q in range(3)]\n"
+                f"late = [lambda: q for q in range(3)]\n{b}\n"
+                f"{n} = sum(g() for g in fs) + late[0]()",
+                f"def outer(k):\n    acc = []\n    def push(v):\n        acc.append(v)\n"
+                f"        {b}\n        return len(acc)\n    push(k)\n    return push(k + 1), acc\n"
+                f"{n}, got = outer({n})\nG_list.append(got)",
+            ]
+        )
+
+    def comprehension(self, depth: int) -> str:
+        """List, dict, set and generator comprehensions that break inside."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"{t} = sum([stop(v) * q for q, v in enumerate(lst)], {t})",
+                f"{n} = len({{f'k{{q}}': noisy(q, q) for q in range({n} % 4)}})",
+                "G_list.append(sorted({noisy(q % 2, q) for q in range(3)}))",
+                f"{t} = torch.stack([{t} * q for q in range(2)] + [stop({t})]).sum(0)",
+                "[lst.append(v * 2) for v in list(lst)]",
+                f"{n} = sum(q for q in range({n} % 4) if stop(q) % 2 == 0)",
+                f"{n} = len([[q * w for w in range(2) if stop(w) >= 0] for q in range({n} % 3)])",
+                f"{t} = {t} + sum((noisy(v, 0) for v in lst), {t} * 0)",
+            ]
+        )
+
+    def star_unpacking(self, depth: int) -> str:
+        """Star targets, starred calls and displays, keyword-only and ``**kw`` helpers."""
+        t, n, b = self.t(), self.n(), self.brk()
+        return self.pick(
+            [
+                f"first, *mid, last = [x, y, *lst]\n{b}\n{t} = first + last\n{n} = len(mid)",
+                f"*init, tail = range({n} % 4 + 1)\n{b}\n{n} = tail + len(init)",
+                f"{t} = pack({t}, *lst, scale={n}, **{{'p': 1}})",
+                f"args = (x, *lst)\nkw = dict(scale=2, **{{q: 1 for q in ('u', 'v')}})\n{b}\n"
+                f"{t} = pack(*args, **kw)",
+                f"(p, q), *r = [({n}, i), (j, 1), 3]\n{b}\n{n} = p + q + len(r)",
+                f"merged = {{**d, 'z': {n}}}\n{b}\n{n} = len(merged) + len([*merged, *lst])",
+                f"def kw(*, k=1, **more):\n    {b}\n    return k + len(more)\n"
+                f"{n} = kw(k={n}, **{{'extra': 1}}) + kw()",
+            ]
+        )
+
+    def formatting(self, depth: int) -> str:
+        """f-strings, ``%`` and ``str.format`` of ints, tensors' shapes and dtypes, objects,
+        containers and tensors, kept in ``G_list`` or printed."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"G_list.append(f'{{{n}!r:>4}}|{{obj.count:03d}}|{{len(lst)}}|{{x.shape}}|"
+                "{x.dtype}')",
+                f"G_list.append('%s-%d-%r' % (tuple({t}.shape), {n}, 'q'))",
+                f"G_list.append('{{0}}:{{1!r}}:{{k}}'.format({n}, 'q', k=len(d)))",
+                f"print(f'{{{t}.sum().item():.2f}}')",
+                f"G_list.append(f'{{Box({n})!r}} {{Key({n})}} {{Rec(\"z\", {n})}}')",
+                f"G_list.append(str([{n}, ({n},), {{'n': {n}}}, None, 1.5, True]))",
+                f"G_list.append(format({n}, '08b') + format({n} / 3, '.3f') + repr(x.dtype))",
+                f"print({t}, y.sum(), sep=' | ')",
+                f"G_list.append(f'{{{t}}}')",
+                "G_list.append(f'{d!r} {lst}')",
+            ]
+        )
+
+    def recursion(self, depth: int) -> str:
+        """The program's recursive helpers, two or three deep."""
+        t, n = self.t(), self.n()
+        return self.pick(
+            [
+                f"{t} = rec_walk({t}, {n} % 3 + 1)",
+                f"{t} = sum(gen_walk(lst, {n}), {t})",
+                f"gw = gen_walk(lst, {n})\nfirst = next(gw, None)\n{self.brk()}\n"
+                f"{n} = len(list(gw))",
+            ]
+        )
+
     def inner_fn(self, depth: int) -> str:
         k = self.n()
         return self.pick(
@@ -941,12 +1289,29 @@ def helper(rng: random.Random, index: int, family: str = "base") -> str:
     return "\n".join(lines)
 
 
+def recursive_helpers(rng: random.Random) -> list[str]:
+    """The ``python`` family's ``rec_walk(t, k)``, recursive ``k`` deep, and ``gen_walk(ts, k)``,
+    a generator delegating to itself once; each breaks at a random place, or does not."""
+
+    def brk() -> str:
+        return rng.choice(["bytegraph.graph_break()", "print('walk', k)", "G_list.append(k)"])
+
+    return [
+        f"def rec_walk(t, k):\n    if k <= 0:\n        return t\n    {brk()}\n"
+        "    return rec_walk(t * 2, k - 1) + k",
+        f"def gen_walk(ts, k):\n    for q, v in enumerate(ts):\n        {brk()}\n"
+        "        yield v * k + q\n    if k > 0:\n        yield from gen_walk(ts[:1], k - 1)",
+    ]
+
+
 def generate(seed: int, family: str = "base") -> Program:
     rng = random.Random(seed)
     count = rng.randint(1, 2) if family == "closures" else rng.randint(0, 2)
     helpers = [helper(rng, i, family) for i in range(count)]
     gen = Gen(rng, helpers, family)
     body = [gen.stmt() for _ in range(rng.randint(2, 8))]
+    if family == "python":
+        helpers = helpers + recursive_helpers(rng)
     return Program(seed, helpers, body, family)
 
 
@@ -997,7 +1362,8 @@ def _observe(fn: Callable, args: tuple, ns: dict[str, Any], cells: Callable) -> 
         "lst": lst,
         "d": [(_canon(k), v) for k, v in d.items()],
         "obj": _object_state(obj),
-        "globals": (ns["G_count"], list(ns["G_list"]), ns["G_scale"]),
+        "globals": (ns["G_count"], _object_state(list(ns["G_list"])), ns["G_scale"]),
+        "text": ns.get("G_text"),
         "registry": [(_canon(k), v) for k, v in ns.get("G_reg", {}).items()],
         "set": sorted(repr(_canon(v)) for v in ns.get("G_set", ())),
         "hooks": (len(ns["MOD"]._forward_hooks), len(ns["MOD"]._forward_pre_hooks)),
@@ -1048,7 +1414,8 @@ def _global_state() -> tuple:
 
 
 def _object_state(value: Any) -> Any:
-    """Plain objects compared by class name and attributes; an optimizer by its state and groups."""
+    """Plain objects (and objects with ``__slots__``) compared by class name and attributes, in
+    lists and tuples too; an optimizer by its state and groups."""
     if isinstance(value, torch.optim.Optimizer):
         state = value.state_dict()
         return (
@@ -1056,8 +1423,17 @@ def _object_state(value: Any) -> Any:
             [dict(s) for s in state["state"].values()],
             [{k: v for k, v in g.items() if k != "params"} for g in state["param_groups"]],
         )
-    if hasattr(value, "__dict__") and not isinstance(value, (torch.Tensor, type)):
+    if type(value) in (list, tuple):
+        return type(value)(_object_state(v) for v in value)
+    if isinstance(value, (torch.Tensor, type)):
+        return value
+    if hasattr(value, "__dict__"):
         return (type(value).__qualname__, {k: _object_state(v) for k, v in vars(value).items()})
+    if slots := getattr(type(value), "__slots__", ()):
+        return (
+            type(value).__qualname__,
+            {k: _object_state(getattr(value, k, None)) for k in slots},
+        )
     return value
 
 
