@@ -120,3 +120,25 @@ class PerRootCache:
         key, valid = id(root), self.valid
         ref = weakref.ref(root, lambda _, key=key, valid=valid: valid.pop(key, None))
         valid[key] = (ref, value)
+
+
+class WeakIdentitySet:
+    """A set of objects kept by identity, each while it lives. A ``weakref.WeakSet`` hashes and
+    compares its items with their class's ``__hash__`` and ``__eq__``: a module's may raise before
+    its ``__init__`` is done, build objects (torchmetrics' ``==`` makes a metric) or hash by state
+    that changes, after which the module is no longer found in the set."""
+
+    __slots__ = ("_refs", "__weakref__")
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, item: Any) -> None:
+        key, refs = id(item), self._refs
+        ref = refs.get(key)
+        if ref is None or ref() is not item:
+            refs[key] = weakref.ref(item, lambda r, key=key: refs.get(key) is r and refs.pop(key))
+
+    def __contains__(self, item: Any) -> bool:
+        ref = self._refs.get(id(item))
+        return ref is not None and ref() is item

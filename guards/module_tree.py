@@ -24,7 +24,7 @@ from typing import Any
 from torch import nn
 
 from .build import GuardSet
-from .epoch import EPOCH, PerRootCache
+from .epoch import EPOCH, PerRootCache, WeakIdentitySet
 from .guard import Absorb, Guard, WeakArg
 from .kinds import ID_MATCH, MODULE_TREE, TYPE_MATCH, ConstTable
 from .sources import AttrSource, ItemSource, LocalSource, Source
@@ -36,7 +36,7 @@ MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
 #: move ``EPOCH`` (``tracer/variables/modules.py``). Writes to any other module cannot make a cached
 #: result stale, so they leave the caches alone (a loss module that ``forward`` builds on every
 #: call would otherwise move ``EPOCH``, and every call would re-run the tree checks).
-OBSERVED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+OBSERVED = WeakIdentitySet()
 #: The roots ``observe`` walked, while ``EPOCH`` stands still.
 _WALKED = PerRootCache()
 
