@@ -571,3 +571,32 @@ def test_a_write_into_a_view_of_an_inference_tensor_keeps_the_effects_before_it(
         setup=G_STORES.clear,
         observe=lambda: list(G_STORES),
     )
+
+
+def _printed(v):
+    print("item", v)
+    return v
+
+
+def _append_a_comprehension_that_breaks(x, log):
+    log.append(len([_printed(q) for q in range(2)]))
+    return x * 2
+
+
+def _append_a_lambda_that_breaks(x, log):
+    y = x + 1
+    log.append((lambda: _printed(y.sum().item()))())
+    return y * 2
+
+
+@pytest.mark.parametrize(
+    "fn, graphs",
+    [(_append_a_comprehension_that_breaks, 1), (_append_a_lambda_that_breaks, 2)],
+)
+def test_a_method_below_a_call_that_breaks_keeps_its_receiver(fn, graphs):
+    """Seeds 7, 21, 22, 26 (python family): ``log.append(len([f(q) for q in ...]))`` where ``f``
+    breaks. The call of the function made in the trace (the comprehension, a lambda) runs in
+    Python at the break, with ``log.append`` below its operands; the stack was rebuilt with that
+    method read as a method (``[append, log]``) but handed on to the resume function as a NULL and
+    a bound method, so the resume function called ``list.append`` with no list (TypeError)."""
+    check_breaks(fn, lambda: (torch.ones(2), []), graphs=graphs, breaks=1)

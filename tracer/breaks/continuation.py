@@ -406,6 +406,7 @@ def _emit_inline(
         begin=begin,
         compiled_at=_compiled_callee(frame, callee),
         replaced=_frame_reader(frame, cells),
+        consumed=untouched,
     )
     for name in names:
         _load_local(cg, frame, name, cells)
@@ -555,15 +556,20 @@ def _reconstruct_stack(
     begin: tuple[int, TryBegin] | None = None,
     compiled_at: tuple[int | None, Any] = (None, None),
     replaced: dict[int, Any] | None = None,
+    consumed: int = 0,
 ) -> None:
     """Push ``stack``; ``as_args``: for a resume call, where NULLs are left out (its prefix pushes
     them) and 3.13's ``bool(tensor)`` goes as the tensor (its prefix converts it). ``begin``:
     ``(i, try_begin)`` opens that protected region right after item ``i`` is pushed.
     ``compiled_at``: ``(i, compile)``: item ``i`` goes through ``compile`` (a called function).
-    ``replaced``: item ``i`` is ``replaced[i]`` instead (a constant). A callable read as an
-    attribute is read as a method with its NULL (``push_method``: no bound method made)."""
+    ``replaced``: item ``i`` is ``replaced[i]`` instead (a constant). A callable at ``consumed``
+    or above (the instruction run next takes it) read as an attribute is read as a method with
+    its NULL (``push_method``: no bound method made); one below stays a NULL and the bound
+    method, the layout ``_resume_with_stack`` hands on to the resume function."""
     replaced = replaced or {}
-    methods = {} if as_args else _method_calls(stack, slots, compiled_at[0], replaced, begin)
+    methods = (
+        {} if as_args else _method_calls(stack, slots, compiled_at[0], replaced, begin, consumed)
+    )
     for i, vt in enumerate(stack):
         if as_args and isinstance(vt, NullVariable):
             continue
@@ -594,14 +600,18 @@ def _method_calls(
     compiled: int | None,
     replaced: dict[int, Any],
     begin: tuple[int, TryBegin] | None,
+    consumed: int,
 ) -> dict[int, int]:
     """The stack positions of callables rebuilt by ``push_method``, each with its NULL's: those
-    ``_reconstruct_stack`` rebuilds as they are, with no region opened between them."""
+    ``_reconstruct_stack`` rebuilds as they are, with no region opened between them, that the
+    instruction run next consumes (at ``consumed`` or above)."""
     pairs = {}
     for null in _null_slots(stack):
         # NOTE(3.13): [callable, NULL]; 3.11/3.12: [NULL, callable]
         fn = null - 1 if NULL_ABOVE_CALLABLE else null + 1
-        if not 0 <= fn < len(stack) or isinstance(stack[fn], (NullVariable, TensorTruthVariable)):
+        if not max(consumed, 0) <= min(fn, null) or fn >= len(stack):
+            continue
+        if isinstance(stack[fn], (NullVariable, TensorTruthVariable)):
             continue
         if fn in slots or fn == compiled or fn in replaced:
             continue
