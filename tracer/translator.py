@@ -256,7 +256,12 @@ class Translator:
     def break_at(self, index: int, saved: tuple, reason: Unsupported) -> GraphBreak:
         """Undo the partly run instruction and describe a break *at* it."""
         stack, local_vars, checkpoint, kw_names = saved
-        self.stack, self.symbolic_locals, self.kw_names = stack, local_vars, kw_names
+        self.stack, self.kw_names = stack, kw_names
+        # In place: the frame's cells (``LocalCellVariable``) read and write this very dict, and
+        # a closure rebuilt at the break makes its cells from what they read.
+        if local_vars is not self.symbolic_locals:
+            self.symbolic_locals.clear()
+            self.symbolic_locals.update(local_vars)
         self.ip = index
         if checkpoint is not None:  # None: a frame-only instruction, which changed no output
             self.output.restore(checkpoint)

@@ -600,3 +600,26 @@ def test_a_method_below_a_call_that_breaks_keeps_its_receiver(fn, graphs):
     method read as a method (``[append, log]``) but handed on to the resume function as a NULL and
     a bound method, so the resume function called ``list.append`` with no list (TypeError)."""
     check_breaks(fn, lambda: (torch.ones(2), []), graphs=graphs, breaks=1)
+
+
+def _nonlocal_write_then_break(x, log):
+    tot = 0
+
+    def add(v):
+        nonlocal tot
+        tot += v
+        log.append(v)
+        bytegraph.graph_break()
+        return tot
+
+    n = tot + add(1)
+    return x + n, tot
+
+
+def test_a_break_in_a_closure_made_in_the_call_undoes_its_nonlocal_write():
+    """Seed 71 (python family): a closure made in the call writes its parent's variable
+    (``nonlocal``) and breaks. The break is taken at the parent's call, which CPython runs whole;
+    the parent's locals were rolled back by rebinding the frame's dict, but the cell the closure
+    writes through kept the old dict, so the rebuilt closure's cell held the written value and the
+    call added ``v`` twice (``tot`` 2, ``n`` 2 where eager gives 1 and 1)."""
+    check_breaks(_nonlocal_write_then_break, lambda: (torch.ones(2), []), graphs=1, breaks=1)
