@@ -63,6 +63,7 @@ class ConstTable:
         self._refs: dict[int, tuple[weakref.ref, str]] = {}  #: id(obj) -> (its weakref, name)
         self.on_death = on_death
         self.used: list[weakref.ref] | None = None  #: refs handed out since ``collect`` started
+        self._suffixes: dict[str, int] = {}  #: base name -> the next suffix ``_fresh`` tries
 
     def name(self, value: Any, prefix: str = "c") -> str:
         key = _dedup_key(value)
@@ -105,10 +106,15 @@ class ConstTable:
             self.on_death(ref)
 
     def _fresh(self, text: str) -> str:
+        """``___text``, or ``___text_N`` with the next N not taken (counted per text: a model's
+        tree names hundreds of ``___keys``)."""
         base = f"___{text}"
-        name, n = base, 1
+        n = self._suffixes.get(base, 0)
+        name = f"{base}_{n}" if n else base
         while name in self.values:
-            name, n = f"{base}_{n}", n + 1
+            n += 1
+            name = f"{base}_{n}"
+        self._suffixes[base] = n + 1
         return name
 
 
