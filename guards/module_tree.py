@@ -23,7 +23,6 @@ from typing import Any
 
 from torch import nn
 
-from .build import GuardSet
 from .epoch import EPOCH, PerRootCache, WeakIdentitySet
 from .guard import Absorb, Guard, WeakArg
 from .kinds import ID_MATCH, MODULE_TREE, TYPE_MATCH, ConstTable
@@ -253,24 +252,51 @@ def rebase(source: Source, root: Source, memo: dict[Source, Source] | None = Non
 def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) -> ModuleTree:
     """Compile the absorbed guards into the slow check: module identities become type, instance-dict
     and hook checks (so an equal-structured instance passes); everything else is checked as
-    traced."""
-    rebased: list[Guard] = []
-    extra: list[str] = []
+    traced.
+
+    The check is one ``and`` of the guards' parts in ``Guard`` order, in which a module's type
+    check comes before every guard inside it (deeper sources sort later): that check binds the
+    module to a local, ``type((___m3 := R._modules['blocks'])) is ___ModuleList``, and the parts
+    after it read from the local. A tree of a thousand modules had each part read its module's
+    whole chain again: twice the text to compile, and each read repeated at every check."""
     consts = ConstTable()
     memo: dict[Source, Source] = {}
+    rebased: dict[Guard, nn.Module] = {}  #: the guards as read from ``___R``, a module's by it
     for guard in inside:
         src = rebase(guard.source, root, memo)
         if guard.kind is ID_MATCH and guard.source in modules:
-            module = modules[guard.source]
-            expr = src.render({"___R": "R"})
-            rebased.append(TYPE_MATCH(src, type(module)))
-            extra.append(f"tuple({expr}.__dict__) == {consts.name(tuple(module.__dict__), 'keys')}")
-            hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
-            extra.append(f"{hooks}({expr}, {refs})")
+            rebased[TYPE_MATCH(src, type(modules[guard.source]))] = modules[guard.source]
             continue
         arg = rebase(guard.arg, root, memo) if isinstance(guard.arg, Source) else guard.arg
-        rebased.append(Guard(src, guard.kind, arg, guard.key))
-    parts = [p.fast for p in GuardSet(rebased, consts, {"___R": "R"}).parts] + extra
+        rebased.setdefault(Guard(src, guard.kind, arg, guard.key), None)
+    names = {"___R": "R"}  #: the locals the parts read: ``R`` and the bound modules
+    bound: dict[Source, Source] = {_ROOT: _ROOT}  #: a module's source -> its local
+    local_memo: dict[Source, Source] = {}
+    parts: list[str] = []
+    extra: list[str] = []
+    seen: set[str] = set()
+    for guard in sorted(rebased, key=Guard.sort_key):
+        module = rebased[guard]
+        src = _from_locals(guard.source, bound, local_memo)
+        expr = src.render(names)
+        if module is not None and src is not _ROOT:
+            name = f"___m{len(names) - 1}"
+            expr = f"({name} := {expr})"
+            names[name] = name
+            src = bound[guard.source] = LocalSource(name)
+        if module is not None:
+            here = src.render(names)
+            keys = consts.name(tuple(module.__dict__), "keys")
+            hooks, refs = consts.name(_hooks_match, "hooks"), consts.name(_hook_refs(module), "h")
+            extra += [f"tuple({here}.__dict__) == {keys}", f"{hooks}({here}, {refs})"]
+        arg = guard.arg
+        if isinstance(arg, Source):
+            arg = _from_locals(arg, bound, local_memo).render(names)
+        for code in guard.kind.render(expr, arg, consts):
+            if code not in seen:
+                seen.add(code)
+                parts.append(code)
+    parts += extra
     text = "\n".join(parts)
     body = " and\n            ".join(parts) or "True"
     ns: dict[str, Any] = dict(consts.values)
@@ -281,6 +307,24 @@ def _make_tree(root: Source, inside: list[Guard], modules: dict[Source, Any]) ->
     fn = ns["___tree_check"]
     fn.__guard_source__ = text
     return ModuleTree(fn, text)
+
+
+def _from_locals(source: Source, bound: dict[Source, Source], memo: dict[Source, Source]) -> Source:
+    """``source`` read from the local of the nearest module above it that ``bound`` holds.
+    ``memo`` keeps the answers: a source is only asked for after every module above it was
+    bound (the modules' checks come first)."""
+    hit = bound.get(source) or memo.get(source)
+    if hit is not None:
+        return hit
+    if isinstance(source, AttrSource):
+        hit = AttrSource(_from_locals(source.base, bound, memo), source.attr)
+    elif isinstance(source, ItemSource):
+        base = _from_locals(source.base, bound, memo)
+        hit = ItemSource(base, source.index, source.is_dict_key)
+    else:
+        hit = source
+    memo[source] = hit
+    return hit
 
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
