@@ -2356,7 +2356,8 @@ def _container_class_refused(
     """Why instances of ``cls``, a user subclass of the builtin container ``base``, are not traced
     as the container's storage plus attributes, or None: a metaclass ``__call__``, an allocation in
     C, ``__del__`` or ``__slots__``, or an attribute of ``base`` (or one of ``extra``, which
-    ``base``'s C code calls) that the class defines outside ``overridable``."""
+    ``base``'s C code calls, or ``__bool__``, which CPython's truth test asks before the length
+    the tracker answers it with) that the class defines outside ``overridable``."""
     if type(cls).__call__ is not type.__call__:
         return f"its metaclass {type(cls).__name__} defines __call__"
     if type_lookup(cls, "__new__") is not type_lookup(base, "__new__") and python_new(cls) is None:
@@ -2365,7 +2366,9 @@ def _container_class_refused(
         return "it defines __del__ or __slots__"
     for klass in cls.__mro__[: cls.__mro__.index(base)]:
         for name in vars(klass):
-            if name not in overridable and (hasattr(base, name) or name in extra):
+            if name not in overridable and (
+                hasattr(base, name) or name in extra or name == "__bool__"
+            ):
                 return f"it defines {name}"
     return None
 
