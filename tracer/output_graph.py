@@ -99,6 +99,10 @@ class OutputGraph:
         #: (``builder._one_namespace``)
         self.namespaces: dict[int, tuple[dict, VariableTracker]] = {}
         self.wrapping: set[int] = set()  #: ids of the values ``builder.wrap`` is wrapping now
+        #: id(value) -> (value, the tracker reading it without a tracker of its own): a list read
+        #: through an iterator from where it stands (``iterators.ListRestIteratorVariable``),
+        #: which ``builder.wrap`` asks to model it (``model_list``) before wrapping it
+        self.read_through: dict[int, tuple[Any, VariableTracker]] = {}
         #: inputs keyed by identity -> how many entries of ``wrapped`` they are guarded apart
         #: from (``containers._keep_apart``)
         self.kept_apart: dict[VariableTracker, int] = {}

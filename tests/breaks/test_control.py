@@ -210,8 +210,11 @@ def test_for_over_list_of_tensors_with_break():
             print("t")
         return total
 
+    # the second and third items' iterations share one variant of the resume function (the list
+    # is read from where its iterator stands, ``iterators.ListRestIteratorVariable``); the one
+    # where the loop ends makes no graph
     check_breaks(
-        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=3, breaks=3
+        fn, lambda: ([torch.randn(2), torch.randn(2), torch.randn(2)],), graphs=2, breaks=2
     )
 
 

@@ -125,6 +125,9 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
+    reader = output.read_through.pop(id(value), None)
+    if reader is not None and reader[0] is value:  # read so far through an iterator, unmodelled
+        reader[1].model_list(tx)
     if output.side_effects.hook_removals:
         modules.check_fresh_value(tx, value)
     part = output.side_effects.cached_parts.get(id(value))

@@ -645,6 +645,122 @@ class SeqIteratorVariable(IteratorVariable):
         cg.build_once(self, build)
 
 
+class ListRest:
+    """Runtime helper (and what guards read): the items the list iterator ``it`` has yet to give,
+    read in place (``len``, ``rest[k]``): the list and position are read from the iterator each
+    time, so a guard reads no more of the list than the items it checks."""
+
+    __slots__ = ("seq", "start")
+
+    def __init__(self, it: Any) -> None:
+        reduced = it.__reduce__()
+        self.seq = reduced[1][0]
+        self.start = reduced[2] if len(reduced) > 2 else 0  # exhausted: ``iter([])``
+
+    def __len__(self) -> int:
+        return max(len(self.seq) - self.start, 0)
+
+    def __getitem__(self, k: int) -> Any:
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self.seq[self.start + k]
+
+
+@dataclass(frozen=True)
+class ListRestSource(ChainedSource):
+    """``ListRest(base)``: the items a list iterator has yet to give."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__({__name__!r}, fromlist=['_']).ListRest({self.base.render(roots)})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(ListRest)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+
+
+@dataclass(eq=False)
+class ListRestIteratorVariable(SeqIteratorVariable):
+    """A real list iterator given to the trace (the loop a resume function continues, a ``zip``
+    pulling from one), read from where it stands without guarding where that is: each item when
+    the loop takes it, through ``ListRest(it)[k]``, guarded ``len(ListRest(it)) >= k + 1`` (the
+    exact length only where the loop ends), the list's type, nothing else of it. So a loop whose
+    body breaks at every iteration resumes in one variant for all iterations but the last, where
+    guarding the position made one per iteration. The list stays the caller's, read live: the
+    trace's items are ``items`` (taken so far), the real iterator is moved on by as many
+    (``replay_log``). Once the trace reaches the list some other way (a name, an attribute, another
+    iterator over it: ``builder.wrap`` asks ``model_list`` first, through
+    ``OutputGraph.read_through``), it is the list's tracker that the iterator walks, as
+    ``SeqIteratorVariable``, its position guarded: the loop sees the trace's changes to it."""
+
+    value: Any = None  #: the real iterator
+    start: int = 0  #: its position when the trace got it (guarded once the list is modelled)
+    rest: ListRest | None = None  #: what it had yet to give then; None once the list is modelled
+
+    @classmethod
+    def make(
+        cls, tx: Translator, value: Any, state: int, source: Source
+    ) -> ListRestIteratorVariable:
+        rest = ListRest(value)
+        tx.output.assume_type(ReducedSource(source, "arg", 0), list)
+        vt = cls([], index=state, value=value, start=state, rest=rest, source=source)
+        vt._tx = tx
+        tx.output.read_through[id(rest.seq)] = (rest.seq, vt)
+        return vt
+
+    def model_list(self, tx: Translator) -> None:
+        """The list reached another way: from now on this walks its tracker (see the class)."""
+        if self.rest is None:
+            return
+        seq, self.rest = self.rest.seq, None
+        tx.output.read_through.pop(id(seq), None)
+        tx.output.assume_equal(ReducedSource(self.source, "state"), self.start)
+        self.seq = tx.wrap(seq, ReducedSource(self.source, "arg", 0))
+        self.items = self.seq.items
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if self.rest is None:
+            return super().next_item(tx)
+        note_advance(tx, self)
+        reader, k = tx or self._tx, self.index - self.start
+        rest_source = ListRestSource(self.source)
+        if k < len(self.items):  # taken before a rollback
+            self.index += 1
+            return self.items[k]
+        if self.exhausted or k >= len(self.rest):
+            reader.output.assume_len(rest_source, k)
+            self.exhausted = True
+            return None
+        reader.output.assume_len_at_least(rest_source, k + 1)
+        self.items.append(reader.wrap(self.rest[k], ItemSource(rest_source, k)))
+        self.index += 1
+        return self.items[k]
+
+    def unpack(self, tx: Translator | None) -> list[VariableTracker]:
+        if self.rest is None:
+            return super().unpack(tx)
+        rest = []
+        while (item := self.next_item(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def replay_log(self, cg: Codegen) -> bool:
+        """The items the trace took, taken from the real iterator (where its position was not
+        guarded, as many as the trace took; else moved to where the trace left it)."""
+        if self.rest is None:
+            return super().replay_log(cg)
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(self.index - self.start)
+        cg.load_const(self.exhausted)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
+
+
 def over_a_list(vt: VariableTracker) -> bool:
     """``iter(xs)`` of a list, or a ``zip``/``enumerate``/``map`` pulling from one: it reads the
     list live (items appended later are taken)."""
@@ -1273,6 +1389,7 @@ _SEQ_ITERATORS = tuple(
 )  #: ``iter()`` of a list, tuple, str (ASCII or not), bytes
 _RANGE_ITERATORS = (type(iter(range(0))), type(iter(range(2**64))))
 _LIST_REVERSED = type(reversed([]))
+_LIST_ITERATOR = type(iter([]))
 _LAZY = (map, zip, filter)
 _DICT_ITERATORS = {type(iter(getattr({}, kind)())): kind for kind in ("keys", "values", "items")}
 #: ``reversed`` of a dict or of its views
@@ -1358,6 +1475,8 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
         kind = MapVariable if cls is map else FilterVariable
         return kind([], sources=iterators, fn=fn, source=source)
     seq_value = value.__reduce__()[1][0]
+    if cls is _LIST_ITERATOR and state is not None and _unread_list(tx, seq_value):
+        return ListRestIteratorVariable.make(tx, value, state, source)
     seq = tx.wrap(seq_value, ReducedSource(source, "arg", 0))
     tx.output.assume_equal(state_source, state)
     if cls in _RANGE_ITERATORS:
@@ -1377,6 +1496,12 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     return SeqIteratorVariable(items, index=state, seq=seq, source=source)
 
 
+def _unread_list(tx: Translator, seq: Any) -> bool:
+    """Is ``seq`` a plain list the trace has not reached yet, nor read through an iterator?"""
+    known = (tx.output.wrapped, tx.output.read_through)
+    return type(seq) is list and not any(id(seq) in ids for ids in known)
+
+
 #: Iterators an input ``enumerate`` may read: taking their items again has no effects.
 _POSITIONED = (*_SEQ_ITERATORS, _LIST_REVERSED, *_RANGE_ITERATORS)
 
@@ -1389,6 +1514,8 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
     if type(sub_value) not in _POSITIONED:
         return None
     sub = tx.wrap(sub_value, ReducedSource(source, "arg", 0))
+    if isinstance(sub, ListRestIteratorVariable):  # replayed after this one, from its position
+        sub.model_list(tx)
     if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
         return None
     count_source = ReducedSource(source, "arg", 1)

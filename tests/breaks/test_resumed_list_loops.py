@@ -1,0 +1,439 @@
+"""A loop over a plain list whose body breaks: the resume function gets the real list iterator (the
+list is read live: items the loop appends are taken), and its trace reads the list from where the
+iterator stands without guarding where that is (``iterators.ListRestIteratorVariable``): the item
+it takes, ``len(ListRest(it)) >= k + 1``, the list's type. One variant serves every iteration but
+the last, where guarding the position made one per iteration (a loop of 12 hit the recompile
+limit of 8). Once the trace reaches the list another way (its name, an attribute, a second
+iterator), the list is modelled and the position guarded: the loop sees the trace's changes to
+it. Each case is compared with eager (values, printed output, the lists after the call)."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import operator
+import warnings
+
+import pytest
+import torch
+from difftest import (
+    _run_captured,
+    assert_same,
+    assert_state_same,
+    break_count,
+    check_breaks,
+    compile_counted,
+)
+from dynamo_baseline import assert_no_more_breaks
+
+import bytegraph
+
+
+def _variants(fn, calls, limit_ok=False):
+    """``fn`` compiled once, called with the arguments each maker of ``calls`` makes, each call
+    compared with eager's on a deep copy (result or error, printed output, the arguments after
+    it); no recompile limit hit, unless ``limit_ok`` (a loop whose body changes the list guards
+    its position: one variant per iteration, as before). The compiles per resume function, and
+    the report."""
+    from bytegraph.explain import Recorder
+
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for make in calls:
+        args = make()
+        eager_args = copy.deepcopy(args)
+        result, error, printed, _, _ = _run_captured(fn, eager_args, {}, None, None)
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")
+            if limit_ok:
+                warnings.filterwarnings("ignore", "bytegraph: .* hit recompile_limit")
+            got, got_error, got_printed, _, _ = _run_captured(compiled, args, {}, None, None)
+        if error is not None:
+            assert type(got_error) is type(error) and str(got_error) == str(error)
+        else:
+            assert got_error is None, f"compiled raised {got_error!r}"
+            assert_same(got, result)
+        assert got_printed == printed
+        assert_state_same(_remaining(args), _remaining(eager_args))
+    report = recorder.report()
+    if not limit_ok:
+        break_count(report)  # none fell back to Python
+    per_resume = collections.Counter(
+        r.function for r in report.records if "__resume_at_" in r.function
+    )
+    return per_resume, report
+
+
+def _remaining(args):
+    """The arguments, a list iterator as the items it has yet to give (where it stands)."""
+    return [list(a) if type(a) is type(iter([])) else a for a in args]
+
+
+def modules(x, layers):
+    for layer in layers:
+        x = layer(x)
+        print("", end="")  # a break in every iteration
+    return x
+
+
+def scaled(x, items):
+    for item in items:
+        x = x * item
+        print("", end="")
+    return x
+
+
+torch.manual_seed(0)
+_LINEARS = [torch.nn.Linear(4, 4) for _ in range(12)]
+_TENSORS = [torch.randn(4) for _ in range(12)]
+
+
+def _calls(fn, kinds, lengths=(12, 12, 5, 9, 2, 12)):
+    x = torch.randn(2, 4)
+    make = {
+        "modules": lambda n: list(_LINEARS[:n]),
+        "tensors": lambda n: list(_TENSORS[:n]),
+        "ints": lambda n: list(range(1, n + 1)),
+    }[kinds]
+    return [lambda n=n: (x, make(n)) for n in lengths]
+
+
+@pytest.mark.parametrize(
+    ("fn", "kinds", "most"),
+    [(modules, "modules", 2), (scaled, "tensors", 2), (scaled, "ints", 3)],
+)
+def test_one_variant_for_every_iteration_but_the_last(fn, kinds, most):
+    """Before, one variant per position (8, the recompile limit, then Python). An int item
+    compiles once more, for its first value, before it turns symbolic."""
+    per_resume, report = _variants(fn, _calls(fn, kinds))
+    assert per_resume, report.records
+    assert max(per_resume.values()) <= most, per_resume
+    assert not any("recompile_limit" in str(b) for b in report.break_reasons)
+
+
+def test_the_list_is_guarded_from_the_position_one_item_at_a_time():
+    _, report = _variants(modules, _calls(modules, "modules", (6, 6)))
+    guards = "\n".join(report.guards)
+    assert "ListRest(L['__stack0'])) >= 1" in guards, guards
+    assert "ListRest(L['__stack0'])[1]" not in guards  # the item after the one taken
+    assert ".__reduce__() + (None,))[2] ==" not in guards  # not the position
+
+
+def test_items_of_other_kinds_at_other_positions():
+    """Each variant guards what it read of the item it took: a module, a function, an int, a
+    float, a tensor at any position, in any order, calls after calls."""
+
+    def fn(x, items):
+        for item in items:
+            x = item(x) if callable(item) else x * item
+            print("", end="")
+        return x
+
+    lin, t = _LINEARS[0], _TENSORS[0]
+    orders = [[lin, 2, t], [2, t, lin], [t, lin, 2, 3], [lin, lin]]
+    x = torch.randn(2, 4)
+    _variants(fn, [lambda o=o: (x, list(o)) for o in orders * 2])
+
+
+def _mutate(op, ws, w):
+    if op == "append":
+        ws.append(w * 0.5)
+    elif op == "pop":
+        ws.pop()
+    elif op == "pop0":
+        ws.pop(0)
+    elif op == "insert":
+        ws.insert(0, w + 1)
+    elif op == "insert_next":
+        ws.insert(1, w - 1)
+    elif op == "slice":
+        ws[1:3] = [w * 2]
+    elif op == "clear":
+        ws.clear()
+    elif op == "setitem":
+        ws[-1] = w * 3
+    elif op == "del":
+        del ws[0]
+    elif op == "extend":
+        ws.extend([w, w])
+
+
+_OPS = [
+    "append",
+    "pop",
+    "pop0",
+    "insert",
+    "insert_next",
+    "slice",
+    "clear",
+    "setitem",
+    "del",
+    "extend",
+]
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_the_body_changes_the_list(op):
+    """The trace reaches the list by its name: from there the loop walks the list's tracker (its
+    position guarded), so the items it takes next are those CPython's iterator takes."""
+
+    def fn(x, ws):
+        n = 0
+        for w in ws:
+            x = x * w
+            print("w")
+            n += 1
+            if n < 4 and len(ws) < 8:
+                _mutate(op, ws, w)
+        return x, n
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, [t + 1 for t in _TENSORS[:n]]) for n in (5, 3, 6, 5, 2)], True)
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_the_body_changes_the_list_in_python(op):
+    """The change is made by a function that runs in Python (the break itself): the resumed trace
+    reads the list as the change left it."""
+
+    @bytegraph.disable
+    def change(ws, w):
+        _mutate(op, ws, w)
+
+    def fn(x, ws):
+        n = 0
+        for w in ws:
+            x = x * w
+            if n < 3:
+                change(ws, w)
+            else:
+                print("w")
+            n += 1
+        return x, n
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, [t + 1 for t in _TENSORS[:n]]) for n in (5, 3, 6, 5, 2)], True)
+
+
+def test_the_list_rebound():
+    """The name rebound to another list: the loop goes on over the first."""
+
+    def fn(x, ws):
+        for w in ws:
+            x = x * w
+            print("w")
+            ws = [w * 2, w]
+        return x, ws
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, list(_TENSORS[:n])) for n in (4, 6, 4)])
+
+
+class Holder:
+    def __init__(self, ws):
+        self.ws = ws
+
+
+def test_the_list_reached_through_an_attribute_and_another_name():
+    """The loop over ``h.ws``; the body changes it as ``h.ws`` and reads it as ``alias``."""
+
+    def fn(x, h, alias):
+        for w in h.ws:
+            x = x * w
+            print("w")
+            if len(alias) < 7:
+                h.ws.append(w + 1)
+            x = x + alias[-1]
+        return x
+
+    x = torch.randn(4)
+
+    def make(n):
+        ws = list(_TENSORS[:n])
+        return x, Holder(ws), ws
+
+    _variants(fn, [lambda n=n: make(n) for n in (3, 5, 3, 6)], True)
+
+
+def test_an_alias_that_is_another_list_between_calls():
+    """``alias`` is the looped list in one call and a copy of it in another: the variant traced
+    for one does not serve the other (the identity of the two is guarded once both are read)."""
+
+    def fn(x, ws, alias):
+        for w in ws:
+            x = x * w
+            print("w")
+            alias.append(w)
+            if len(alias) > 6:
+                break
+        return x
+
+    x = torch.randn(4)
+
+    def same(n):
+        ws = list(_TENSORS[:n])
+        return x, ws, ws
+
+    def apart(n):
+        ws = list(_TENSORS[:n])
+        return x, ws, list(ws)
+
+    _variants(fn, [lambda make=make: make(4) for make in (same, apart, same, apart, same)], True)
+
+
+def test_two_iterators_over_one_list():
+    """Nested loops over the same list, the inner one breaking, the outer one changing the list:
+    one iterator modelled as the other reaches the list."""
+
+    def fn(x, ws):
+        for a in ws:
+            for b in ws:
+                x = x * a + b
+                print("ab")
+            if len(ws) < 5:
+                ws.append(a * 0.5)
+        return x
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, list(_TENSORS[:n])) for n in (2, 3, 2)], True)
+
+
+@pytest.mark.parametrize("over", ["zip", "enumerate", "map"])
+def test_combinators_over_a_list(over):
+    def fn(x, ws):
+        if over == "zip":
+            loop = zip(ws, range(100), strict=False)
+        elif over == "enumerate":
+            loop = enumerate(ws)
+        else:
+            loop = map(lambda w: (w, 0), ws)
+        for w, _ in loop:
+            x = x * w
+            print("w")
+            if len(ws) < 6:
+                ws.append(w + 1)
+        return x
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, list(_TENSORS[:n])) for n in (3, 4, 3, 7)], True)
+
+
+def test_zip_of_lists_one_variant():
+    def fn(x, ws, bs):
+        for w, b in zip(ws, bs, strict=False):
+            x = x * w + b
+            print("", end="")
+        return x
+
+    x = torch.randn(4)
+    calls = [lambda n=n: (x, list(_TENSORS[:n]), list(_TENSORS[1 : n + 1])) for n in (9, 5, 9)]
+    per_resume, _ = _variants(fn, calls)
+    assert max(per_resume.values()) <= 2, per_resume
+
+
+def test_an_iterator_given_part_taken():
+    """A list iterator passed in, some of it taken already: the trace takes the rest from there,
+    and the caller's iterator ends where CPython's does."""
+
+    def fn(x, it):
+        for w in it:
+            x = x * w
+            print("", end="")
+            if x.sum() > 1e9:  # never
+                break
+        return x
+
+    def make(taken, n=8):
+        it = iter(list(_TENSORS[:n]))
+        for _ in range(taken):
+            next(it)
+        return torch.randn(4), it
+
+    compiled, _ = compile_counted(fn)
+    for taken in (0, 3, 5, 8, 2):
+        x, it = make(taken)
+        eager_it = copy.copy(it)
+        assert_same(compiled(x, it), fn(x, eager_it))
+        assert list(it) == list(eager_it) == []
+
+
+def test_an_iterator_left_half_taken():
+    """The loop leaves at a ``break``; the caller takes the rest: the real iterator stands where
+    the trace left it."""
+
+    def fn(x, it, stop):
+        for w in it:
+            x = x * w
+            print("", end="")
+            if x.numel() == stop:
+                break
+        return x
+
+    compiled, _ = compile_counted(fn)
+    for n in (6, 9, 6):
+        ws = list(_TENSORS[:n])
+        it, eager_it = iter(ws), iter(ws)
+        x = torch.randn(4)
+        assert_same(compiled(x, it, 4), fn(x, eager_it, 4))
+        assert [id(v) for v in it] == [id(v) for v in eager_it]
+
+
+def test_breaks_as_torch_compile():
+    """Each call compiles the function and the resume function (counted once each, however many
+    variants): two breaks, where torch.compile runs the frame in Python (a break in a loop)."""
+    x = torch.randn(2, 4)
+    check_breaks(modules, lambda: (x, list(_LINEARS)), graphs=2, breaks=2, calls=2)
+    assert_no_more_breaks(
+        2,
+        modules,
+        x,
+        list(_LINEARS),
+        baseline_missing="torch.compile skips a frame whose loop breaks",
+    )
+
+
+_ITERATOR_OPS = {
+    "length_hint": lambda it: operator.length_hint(it),
+    "list": lambda it: list(it),
+    "next": lambda it: next(it, None),
+    "type": lambda it: type(it).__name__,
+    "iter_is": lambda it: iter(it) is it,
+    "sum": lambda it: sum(it),
+    "in": lambda it: _TENSORS[5] in it,
+}
+
+
+@pytest.mark.parametrize("op", sorted(_ITERATOR_OPS))
+def test_what_else_reads_the_iterator(op):
+    """After the break, the trace does more with the iterator than take its next item."""
+
+    def fn(x, it):
+        for w in it:
+            x = x * w
+            print("", end="")
+            break
+        return x, _ITERATOR_OPS[op](it)
+
+    def make(taken):
+        it = iter(list(_TENSORS[:8]))
+        for _ in range(taken):
+            next(it)
+        return torch.randn(4), it
+
+    _variants(fn, [lambda k=k: make(k) for k in (0, 3, 7, 8, 2)])
+
+
+def test_the_list_changed_after_its_loop_ended():
+    """The trace ends the loop (the real iterator is exhausted by the replay, and lets go of the
+    list), then changes the list through an attribute: the change reaches the caller's list."""
+
+    def fn(x, h):
+        for w in h.ws:
+            print("", end="")
+            x = x * w
+        h.ws.append(x)
+        h.ws[0] = x + 1
+        return x
+
+    x = torch.randn(4)
+    _variants(fn, [lambda n=n: (x, Holder(list(_TENSORS[:n]))) for n in (3, 5, 3)])
