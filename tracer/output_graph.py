@@ -87,6 +87,9 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None  #: see ``_placeholder``
         self.fake_results = FakeResults(self.fake_mode)  #: fake results reused by later calls
         self.has_unbacked = False  #: some node computes a number from tensor data
+        #: bodies of torch.func transforms being traced (``variables/functorch.py``), whose
+        #: tensors' autograd state is functorch's, not their fakes'
+        self.transform_bodies = 0
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()
@@ -525,6 +528,11 @@ class OutputGraph:
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
         return node
+
+    def run_fake(self, target: Any, args: list[Any]) -> Any:
+        """``target(*args)`` on fake values, for a caller that makes the node itself (a
+        higher-order call of a subgraph)."""
+        return self._run_fake("call_function", target, tuple(args), {}, effects.EffectProbe())
 
     def add_subgraph(self, module: torch.nn.Module) -> str:
         """Make ``module`` an attribute of the graph module to come; its name there."""

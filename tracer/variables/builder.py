@@ -38,7 +38,7 @@ from ...guards.sources import (
 )
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
-from . import frames, modules, pytree, subgraphs  # noqa: F401 (frames, pytree, subgraphs: call rules)
+from . import frames, functorch, modules, pytree, subgraphs  # noqa: F401 (their call rules)
 from .base import IdentityKey, VariableTracker, proxied, type_lookup
 from .constants import (
     CONSTANT_TYPES,

@@ -139,7 +139,7 @@ def trace_subgraph(
             )
         sub = _extract(body, result, what, output.subgraphs, given_back)
         # the result's containers as they are now: undoing the call empties a list it filled
-        sub.result = _replace(result, lambda vt: vt)
+        sub.result = replace_tensors(result, lambda vt: vt)
         if len(output.deferred.checks) != deferred:
             raise Unsupported("subgraph", f"{what}: its body branches on tensor data")
         # what a rerun of the graph would repeat (draws, effects) is the call node's now
@@ -314,14 +314,16 @@ def _result_tensors(
     raise Unsupported("subgraph", f"{what}: its body returns {result}, which is not traced")
 
 
-def _replace(result: VariableTracker, new: Callable[[TensorVariable], VariableTracker]) -> Any:
+def replace_tensors(
+    result: VariableTracker, new: Callable[[TensorVariable], VariableTracker]
+) -> Any:
     """``result`` in new containers, with each tensor replaced by ``new(tensor)``."""
     if isinstance(result, TensorVariable):
         return new(result)
     if isinstance(result, (TupleVariable, ListVariable)):
-        return result.clone(items=[_replace(item, new) for item in result.items])
+        return result.clone(items=[replace_tensors(item, new) for item in result.items])
     if isinstance(result, DictVariable):
-        return result.clone(items={k: _replace(v, new) for k, v in result.items.items()})
+        return result.clone(items={k: replace_tensors(v, new) for k, v in result.items.items()})
     return result
 
 
@@ -350,7 +352,7 @@ def call_subgraph(
         item.meta["stack_trace"] = node.meta["stack_trace"]
         output.created.append(item)
         new[vt.node] = TensorVariable(item, vt.example, vt.python_type())
-    return _replace(sub.result, lambda vt: new.get(vt.node, vt))  # else given back as it is
+    return replace_tensors(sub.result, lambda vt: new.get(vt.node, vt))  # else given back as it is
 
 
 # -- torch.utils.checkpoint.checkpoint -------------------------------------------------------------

@@ -69,6 +69,8 @@ CONSTANT_ATTRS = frozenset(
         "nbytes",
     }
 )
+#: Attributes telling a tensor's autograd state.
+AUTOGRAD_ATTRS = frozenset({"requires_grad", "is_leaf", "grad_fn", "grad", "_base"})
 #: Attributes that are tensors computed from the tensor: recorded as ``getattr`` nodes.
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 #: Methods that turn a tensor into Python data: the graph must break there.
@@ -139,6 +141,13 @@ class TensorVariable(VariableTracker):
         return self.cls
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in AUTOGRAD_ATTRS and tx.output.transform_bodies:
+            raise Unsupported(
+                "functorch",
+                f"Tensor.{name} in the body of a torch.func transform",
+                hint="functorch gives its tensors an autograd state of their own (a vmapped "
+                "tensor never requires grad), which the trace does not model",
+            )
         if name in ("shape",):
             if _has_symbols(self.example.shape):  # dynamic: read the sizes in the graph
                 return tx.output.call_method("size", (self,), {})

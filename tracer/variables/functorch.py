@@ -1,0 +1,536 @@
+"""torch.func's transforms traced into the graph: ``vmap``, ``grad``, ``grad_and_value``,
+``jacrev`` and ``jacfwd`` (``torch.vmap`` is ``torch.func.vmap``).
+
+``vmap(f, in_dims, ...)`` gives a ``TransformVariable``: the function the transform makes, not yet
+called. Its call traces ``f``'s body into a subgraph (``subgraphs.trace_subgraph``) on *stand-ins*
+for the transformed arguments' tensors: tensors of a graph of their own (``_stand_ins``) showing
+what the body sees of them under the transform, one example's slice for vmap
+(``select(in_dim, 0)``), a leaf that requires grad for the others. The body's reads of them are
+lifted as inputs like every tensor it reads from the outer graph; the node calling the subgraph
+(``vmap_region``, ``grad_region``, ``jacobian_region``) runs torch.func's transform of it with the
+real tensors in the stand-ins' places and what the body closes over (parameters, tensors of the
+outer graph) passed as it is: not batched (in_dim None), not differentiated, as in eager. Its
+outputs' metadata comes from running the node on fake tensors; a transform that would raise there
+(batch sizes that differ, a random op under ``randomness="error"``, a loss that is no scalar)
+breaks, and the call raises in Python as in eager.
+
+Also refused (``Unsupported``: the call runs in Python): what ``trace_subgraph`` refuses (effects,
+breaks, reads of tensor data), options that are not constants, transformed arguments that are not
+tensors or tuples, lists and dicts of them, results that are not tensors the body computed (eager's
+transforms take tensors only, where the body may give back one it was given), ``has_aux`` for the
+Jacobians. ``vjp``, ``jvp``, ``hessian``, ``functionalize`` and functorch's deprecated aliases are
+not traced here (their call breaks).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import operator
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch._functorch.eager_transforms
+import torch._functorch.vmap
+import torch.fx
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .call_rules import call_rule
+from .constants import SymNodeVariable
+from .containers import DictVariable, ListVariable, TupleVariable, key_value
+from .subgraphs import Subgraph, replace_tensors
+from .subgraphs import trace_subgraph as _trace_subgraph
+from .tensors import TensorVariable
+
+if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
+    from ...guards.sources import Source
+    from ..translator import Translator
+
+
+@dataclass(eq=False)
+class TransformVariable(VariableTracker):
+    """``transform(fn, **options)`` not yet called (``vmap(f, in_dims=(0, None))``): its call
+    traces ``fn``. The options are constants; rebuilt as the same call."""
+
+    transform: Callable[..., Any]  #: ``torch.func.vmap``, ``torch.func.grad``...
+    fn: VariableTracker
+    options: dict[str, Any]
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return _CALLS[self.transform](tx, self, args, kwargs)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:
+            return self.source.reconstruct(cg)
+
+        def build() -> None:
+            cg.load_const(self.transform)
+            self.fn.reconstruct(cg)
+            for value in self.options.values():
+                cg.load_const(value)
+            cg.call_function(1 + len(self.options), tuple(self.options))
+
+        cg.build_once(self, build)
+        return None
+
+    def __repr__(self) -> str:
+        return f"TransformVariable({self.transform.__name__}, {self.fn!r})"
+
+
+_TRANSFORMS = (
+    torch.func.vmap,
+    torch.func.grad,
+    torch.func.grad_and_value,
+    torch.func.jacrev,
+    torch.func.jacfwd,
+)
+
+
+@call_rule(*_TRANSFORMS)
+def _transform(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``vmap(f, ...)``: the function it makes, with its options as constants."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported("functorch", f"{fn.__name__}() called with {e}") from None
+    func = bound.arguments.pop("func")
+    options = {}
+    for name, vt in bound.arguments.items():
+        if not vt.is_python_constant():
+            raise Unsupported("functorch", f"{fn.__name__}()'s {name} is not a constant")
+        options[name] = vt.as_python_constant()
+    return TransformVariable(fn, func, options)
+
+
+@call_rule(torch._functorch.vmap.vmap_impl)
+def _vmap_impl(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """The call of a function ``vmap`` made before the trace (a global, an argument, a local
+    carried over a break): its wrapper's body, inlined, gives this its function and options."""
+    if len(args) < 5 or not all(vt.is_python_constant() for vt in args[1:5]):
+        return None
+    names = ("in_dims", "out_dims", "randomness", "chunk_size")
+    options = {name: vt.as_python_constant() for name, vt in zip(names, args[1:5], strict=True)}
+    made = TransformVariable(torch.func.vmap, args[0], options)
+    return made.call_function(tx, list(args[5:]), kwargs)
+
+
+@call_rule(
+    torch._functorch.eager_transforms.grad_impl,
+    torch._functorch.eager_transforms.grad_and_value_impl,
+)
+def _grad_impl(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """The call of a function ``grad`` or ``grad_and_value`` made before the trace, as
+    ``_vmap_impl``: ``grad_impl(func, argnums, has_aux, args, kwargs)``."""
+    if kwargs or len(args) != 5 or not all(vt.is_python_constant() for vt in args[1:3]):
+        return None
+    call_args, call_kwargs = args[3], args[4]
+    if not (isinstance(call_args, TupleVariable) and isinstance(call_kwargs, DictVariable)):
+        return None
+    if not all(isinstance(key_value(k), str) for k in call_kwargs.items):
+        return None
+    transform = torch.func.grad if fn is _GRAD_IMPL else torch.func.grad_and_value
+    options = {"argnums": args[1].as_python_constant(), "has_aux": args[2].as_python_constant()}
+    made = TransformVariable(transform, args[0], options)
+    keywords = {key_value(k): v for k, v in call_kwargs.items.items()}
+    return made.call_function(tx, list(call_args.items), keywords)
+
+
+_GRAD_IMPL = torch._functorch.eager_transforms.grad_impl
+
+
+# -- the arguments: trees of tensors, their stand-ins ----------------------------------------------
+
+
+def _tree_map(
+    tree: VariableTracker,
+    dims: Any,
+    leaf: Callable[[VariableTracker, Any], VariableTracker],
+    what: str,
+) -> VariableTracker:
+    """``tree`` (a tensor, or tuples, lists and dicts of them) with ``leaf(tensor, dim)`` in each
+    tensor's place, new containers where it has some; ``dims`` is one option for every leaf (an
+    int) or a tree of them in ``tree``'s shape. A subtree whose option is None stays as it is."""
+    if dims is None:
+        return tree
+    if isinstance(tree, TensorVariable):
+        if not isinstance(dims, int) or isinstance(dims, bool):
+            raise Unsupported("functorch", f"{what}: option {dims!r} for a tensor")
+        return leaf(tree, dims)
+    if isinstance(tree, (TupleVariable, ListVariable)) and tree.python_type() in (tuple, list):
+        if not isinstance(dims, int):
+            if type(dims) is not tree.python_type() or len(dims) != len(tree.items):
+                raise Unsupported("functorch", f"{what}: options {dims!r} do not fit {tree}")
+            items = [_tree_map(i, d, leaf, what) for i, d in zip(tree.items, dims, strict=True)]
+        else:
+            items = [_tree_map(i, dims, leaf, what) for i in tree.items]
+        return TupleVariable(items) if isinstance(tree, TupleVariable) else ListVariable(items)
+    if isinstance(tree, DictVariable) and tree.cls is dict and type(tree.items) is dict:
+        if not isinstance(dims, int):
+            raise Unsupported("functorch", f"{what}: per-key options of a dict argument")
+        items = {k: _tree_map(v, dims, leaf, what) for k, v in tree.items.items()}
+        return DictVariable(items)
+    raise Unsupported(
+        "functorch",
+        f"{what}: an argument {tree} that is not a tensor or a tuple, list or dict of tensors",
+    )
+
+
+def _leaves(tree: VariableTracker) -> list[TensorVariable]:
+    """The tensors of a tree ``_tree_map`` made, in order."""
+    if isinstance(tree, TensorVariable):
+        return [tree]
+    if isinstance(tree, (TupleVariable, ListVariable)):
+        return [t for item in tree.items for t in _leaves(item)]
+    if isinstance(tree, DictVariable):
+        return [t for item in tree.items.values() for t in _leaves(item)]
+    return []
+
+
+def _rebuild(tree: VariableTracker, leaves: list[VariableTracker]) -> VariableTracker:
+    """``tree`` in new containers, its tensors replaced by ``leaves`` in order (as torch.func gives
+    a gradient in its argument's structure)."""
+    found = iter(leaves)
+    return replace_tensors(tree, lambda vt: next(found))
+
+
+class _StandIns:
+    """The stand-ins of one transform's call: tensors of a graph of their own, each for a real
+    tensor of the trace, with the option the transform applies to it."""
+
+    def __init__(self, tx: Translator, what: str, make: Callable[[torch.Tensor, Any], Any]):
+        self.tx, self.what, self.make = tx, what, make
+        self.graph = torch.fx.Graph()
+        self.real: dict[torch.fx.Node, tuple[TensorVariable, Any]] = {}
+
+    def __call__(self, real: TensorVariable, option: Any) -> TensorVariable:
+        try:
+            with self.tx.output.fake_mode:
+                example = self.make(real.example, option)
+        except Exception as e:  # eager's transform raises: the call runs in Python
+            raise Unsupported("functorch", f"{self.what}: {type(e).__name__}: {e}") from None
+        node = self.graph.placeholder(f"stand_in_{len(self.real)}")
+        node.meta["example_value"] = example
+        self.real[node] = (real, option)
+        return TensorVariable(node, example)
+
+    def inputs(self, sub: Subgraph) -> tuple[list[VariableTracker], list[Any]]:
+        """The node's inputs (the real tensors in the stand-ins' places) and each one's option
+        (None for what the body closes over). A stand-in the body never reads becomes an input
+        too: vmap still checks its batch size, grad gives it a zero gradient."""
+        graph = sub.module.graph
+        read = {vt.node for vt in sub.lifted}
+        body = next(n for n in graph.nodes if n.op != "placeholder")
+        for node in self.real:
+            if node in read:
+                continue
+            with graph.inserting_before(body):
+                graph.placeholder(f"unread_{len(sub.lifted)}").meta.update(node.meta)
+            sub.lifted.append(TensorVariable(node, node.meta["example_value"]))
+        sub.module.recompile()
+        inputs: list[VariableTracker] = []
+        options: list[Any] = []
+        for vt in sub.lifted:
+            real, option = self.real.get(vt.node, (vt, None))
+            inputs.append(real)
+            options.append(option)
+        return inputs, options
+
+    @staticmethod
+    def positions(sub: Subgraph, leaves: list[TensorVariable]) -> tuple:
+        """Where each of ``leaves`` (stand-ins) is among the node's inputs (after ``inputs``)."""
+        where = {vt.node: i for i, vt in enumerate(sub.lifted)}
+        return tuple(where[leaf.node] for leaf in leaves)
+
+
+def trace_subgraph(
+    tx: Translator, fn: VariableTracker, args: list[VariableTracker], kwargs: Any, what: str
+) -> Subgraph:
+    """``subgraphs.trace_subgraph`` of a transform's body, where reading a tensor's autograd
+    state breaks (``OutputGraph.transform_bodies``)."""
+    tx.output.transform_bodies += 1
+    try:
+        return _trace_subgraph(tx, fn, args, kwargs, what)
+    finally:
+        tx.output.transform_bodies -= 1
+
+
+def _check_grad_mode(what: str) -> None:
+    """Refuse a reverse-mode transform where grad mode is off: its body runs with grad on, which
+    the trace, in the mode it found, would not see (``torch.is_grad_enabled()``)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        raise Unsupported("functorch", f"{what} where grad mode is off")
+
+
+# -- the node --------------------------------------------------------------------------------------
+
+
+def _call_region(
+    tx: Translator,
+    region: Callable[..., Any],
+    sub: Subgraph,
+    inputs: list[VariableTracker],
+    options: dict[str, Any],
+) -> list[TensorVariable]:
+    """One node of the outer graph running ``region(subgraph, *inputs, **options)`` (``options``:
+    constants), which gives a tuple of tensors; its items."""
+    output = tx.output
+    fakes = [vt.value if isinstance(vt, SymNodeVariable) else vt.example for vt in inputs]
+    call = functools.update_wrapper(functools.partial(region, sub.module, **options), region)
+    example = output.run_fake(call, fakes)
+    graph = output.graph
+    attr = graph.create_node("get_attr", output.add_subgraph(sub.module))
+    output.created.append(attr)
+    args = (attr, *(vt.node for vt in inputs))
+    node = graph.create_node("call_function", region, args, options)
+    node.meta["example_value"] = example
+    node.meta["stack_trace"] = output._stack_trace()
+    output.created.append(node)
+    items: list[TensorVariable] = []
+    for i, value in enumerate(example):
+        item = graph.create_node("call_function", operator.getitem, (node, i), {})
+        item.meta["example_value"] = value
+        item.meta["stack_trace"] = node.meta["stack_trace"]
+        output.created.append(item)
+        items.append(TensorVariable(item, value))
+    return items
+
+
+def _computed(sub: Subgraph, what: str) -> None:
+    """Refuse a body whose result holds something else than tensors (torch.func's transforms
+    raise on those)."""
+    if len(_leaves(sub.result)) != _count(sub.result):
+        raise Unsupported("functorch", f"{what}: the function returns something else than tensors")
+
+
+def _count(tree: VariableTracker) -> int:
+    if isinstance(tree, (TupleVariable, ListVariable)):
+        return sum(_count(item) for item in tree.items)
+    if isinstance(tree, DictVariable):
+        return sum(_count(item) for item in tree.items.values())
+    return 1
+
+
+def _outputs_map(sub: Subgraph, items: list[TensorVariable]) -> dict[torch.fx.Node, TensorVariable]:
+    return {vt.node: item for vt, item in zip(sub.outputs, items, strict=True)}
+
+
+# -- vmap ------------------------------------------------------------------------------------------
+
+
+def vmap_region(gmod: torch.fx.GraphModule, *inputs: Any, **options: Any) -> Any:
+    """What a vmap's node runs: ``torch.func.vmap`` of the subgraph with the per-input
+    ``in_dims`` and per-output ``out_dims`` the trace worked out."""
+    return torch.func.vmap(gmod, **options)(*inputs)
+
+
+def _select(example: torch.Tensor, dim: int) -> torch.Tensor:
+    """What the body of a vmap sees of an argument batched along ``dim``: one example."""
+    return example.select(dim, 0)
+
+
+def _call_vmap(
+    tx: Translator, vt: TransformVariable, args: list[VariableTracker], kwargs: Any
+) -> VariableTracker:
+    in_dims = vt.options.get("in_dims", 0)
+    if isinstance(in_dims, tuple):
+        if len(in_dims) != len(args):
+            raise Unsupported("functorch", f"vmap(): in_dims {in_dims} for {len(args)} arguments")
+    elif isinstance(in_dims, int) and not isinstance(in_dims, bool):
+        in_dims = (in_dims,) * len(args)
+    else:
+        raise Unsupported("functorch", f"vmap(): in_dims={in_dims!r}")
+    stand_ins = _StandIns(tx, "vmap()", _select)
+    body_args = [
+        _tree_map(arg, dims, stand_ins, "vmap()") for arg, dims in zip(args, in_dims, strict=True)
+    ]
+    if not stand_ins.real:
+        raise Unsupported("functorch", "vmap(): no tensor argument is batched")
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, "vmap()")
+    _computed(sub, "vmap()")
+    out_dims = _out_dims(sub, vt.options.get("out_dims", 0))
+    inputs, dims = stand_ins.inputs(sub)
+    options = {k: v for k, v in vt.options.items() if k in ("randomness", "chunk_size")}
+    options.update(in_dims=tuple(dims), out_dims=out_dims)
+    items = _call_region(tx, vmap_region, sub, inputs, options)
+    new = _outputs_map(sub, items)
+    return replace_tensors(sub.result, lambda t: new[t.node])
+
+
+def _out_dims(sub: Subgraph, out_dims: Any) -> tuple:
+    """The ``out_dims`` of each output of the subgraph (its result's tensors, each once)."""
+    result = sub.result
+    if isinstance(out_dims, int) or out_dims is None:
+        pairs = [(t.node, out_dims) for t in _leaves(result)]
+    elif (
+        isinstance(out_dims, tuple)
+        and isinstance(result, TupleVariable)
+        and len(out_dims) == len(result.items)
+        and all(isinstance(d, int) or d is None for d in out_dims)
+    ):
+        pairs = [
+            (t.node, d)
+            for item, d in zip(result.items, out_dims, strict=True)
+            for t in _leaves(item)
+        ]
+    else:
+        raise Unsupported("functorch", f"vmap(): out_dims={out_dims!r} for {result}")
+    found: dict[torch.fx.Node, Any] = {}
+    for node, dim in pairs:
+        if found.setdefault(node, dim) != dim:
+            raise Unsupported("functorch", "vmap(): one output with two out_dims")
+    return tuple(found[vt.node] for vt in sub.outputs)
+
+
+# -- grad, grad_and_value, jacrev, jacfwd ----------------------------------------------------------
+
+
+def _placed(inputs: tuple, positions: tuple, leaves: tuple) -> list[Any]:
+    args = list(inputs)
+    for position, leaf in zip(positions, leaves, strict=True):
+        args[position] = leaf
+    return args
+
+
+def grad_region(gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, loss_at: int) -> tuple:
+    """What a grad's node runs: the gradients of the subgraph's output ``loss_at`` with respect
+    to its inputs at ``positions`` (``torch.func.grad``), then all its outputs (the loss and the
+    auxiliary results, as ``has_aux`` gives them)."""
+
+    def loss(*leaves: Any) -> Any:
+        outs = gmod(*_placed(inputs, positions, leaves))
+        return outs[loss_at], outs
+
+    argnums = tuple(range(len(positions)))
+    grads, outs = torch.func.grad(loss, argnums=argnums, has_aux=True)(
+        *(inputs[i] for i in positions)
+    )
+    return (*grads, *outs)
+
+
+def jacobian_region(
+    gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, transform: str, **options: Any
+) -> tuple:
+    """What a jacrev's or jacfwd's node runs: the Jacobian (``torch.func``'s ``transform``) of
+    each output of the subgraph with respect to each of its inputs at ``positions``, output by
+    output."""
+
+    def outputs(*leaves: Any) -> Any:
+        return gmod(*_placed(inputs, positions, leaves))
+
+    argnums = tuple(range(len(positions)))
+    jac = getattr(torch.func, transform)(outputs, argnums=argnums, **options)(
+        *(inputs[i] for i in positions)
+    )
+    return tuple(j for per_output in jac for j in per_output)
+
+
+def _differentiable(example: torch.Tensor, option: Any) -> torch.Tensor:
+    """What the body of a grad sees of an argument it differentiates: a leaf requiring grad."""
+    return example.detach().requires_grad_(True)
+
+
+def _differentiated(
+    tx: Translator, vt: TransformVariable, args: list[VariableTracker], what: str
+) -> tuple[_StandIns, list[VariableTracker], Any]:
+    """The stand-ins of the arguments ``argnums`` names, the body's arguments, and the
+    differentiated arguments (one tree, or a tuple of them for a tuple ``argnums``)."""
+    argnums = vt.options.get("argnums", 0)
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not nums or not all(type(i) is int and -len(args) <= i < len(args) for i in nums):
+        raise Unsupported("functorch", f"{what}: argnums={argnums!r} for {len(args)} arguments")
+    nums = tuple(i % len(args) for i in nums)
+    if len(set(nums)) != len(nums):
+        raise Unsupported("functorch", f"{what}: argnums={argnums!r} repeats an argument")
+    stand_ins = _StandIns(tx, what, _differentiable)
+    body_args = list(args)
+    for i in nums:
+        body_args[i] = _tree_map(args[i], 0, stand_ins, what)
+    if not stand_ins.real:
+        raise Unsupported("functorch", f"{what}: no tensor to differentiate")
+    trees = [body_args[i] for i in nums]
+    return stand_ins, body_args, trees if isinstance(argnums, tuple) else trees[0]
+
+
+def _call_grad(
+    tx: Translator, vt: TransformVariable, args: list[VariableTracker], kwargs: Any
+) -> VariableTracker:
+    what = f"{vt.transform.__name__}()"
+    _check_grad_mode(what)
+    has_aux = vt.options.get("has_aux", False)
+    stand_ins, body_args, diff = _differentiated(tx, vt, args, what)
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what)
+    _computed(sub, what)
+    result = sub.result
+    if has_aux:
+        if not (
+            isinstance(result, TupleVariable) and result.cls is tuple and len(result.items) == 2
+        ):
+            raise Unsupported("functorch", f"{what}: has_aux=True but no (output, aux) pair")
+        loss = result.items[0]
+    else:
+        loss = result
+    if not isinstance(loss, TensorVariable):
+        raise Unsupported("functorch", f"{what}: the function's output is not a tensor")
+    inputs, _ = stand_ins.inputs(sub)
+    leaves = _leaves(TupleVariable(diff) if isinstance(diff, list) else diff)
+    positions = stand_ins.positions(sub, leaves)
+    loss_at = [t.node for t in sub.outputs].index(loss.node)
+    options = {"positions": positions, "loss_at": loss_at}
+    items = _call_region(tx, grad_region, sub, inputs, options)
+    grads = _rebuild(TupleVariable(diff) if isinstance(diff, list) else diff, items[: len(leaves)])
+    new = _outputs_map(sub, items[len(leaves) :])
+    value = replace_tensors(result, lambda t: new[t.node])
+    if vt.transform is torch.func.grad:
+        return TupleVariable([grads, value.items[1]]) if has_aux else grads
+    return TupleVariable([grads, value])  # grad_and_value: (grads, value or (value, aux))
+
+
+def _call_jacobian(
+    tx: Translator, vt: TransformVariable, args: list[VariableTracker], kwargs: Any
+) -> VariableTracker:
+    what = f"{vt.transform.__name__}()"
+    options = {k: v for k, v in vt.options.items() if k not in ("argnums", "has_aux")}
+    if vt.options.get("has_aux"):
+        raise Unsupported("functorch", f"{what}: has_aux=True is not traced")
+    if vt.transform is torch.func.jacrev:
+        _check_grad_mode(what)
+    stand_ins, body_args, diff = _differentiated(tx, vt, args, what)
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what)
+    _computed(sub, what)
+    inputs, _ = stand_ins.inputs(sub)
+    tree = TupleVariable(diff) if isinstance(diff, list) else diff
+    leaves = _leaves(tree)
+    options.update(positions=stand_ins.positions(sub, leaves), transform=vt.transform.__name__)
+    items = _call_region(tx, jacobian_region, sub, inputs, options)
+    per_output = {
+        out.node: _rebuild(tree, items[i * len(leaves) : (i + 1) * len(leaves)])
+        for i, out in enumerate(sub.outputs)
+    }
+    return replace_tensors(sub.result, lambda t: per_output[t.node])
+
+
+#: How a call of each transform's function is traced.
+_CALLS: dict[Any, Callable[..., VariableTracker]] = {
+    torch.func.vmap: _call_vmap,
+    torch.func.grad: _call_grad,
+    torch.func.grad_and_value: _call_grad,
+    torch.func.jacrev: _call_jacobian,
+    torch.func.jacfwd: _call_jacobian,
+}
