@@ -140,9 +140,11 @@ def tree_guards(guards: Iterable[Guard]) -> list[Guard]:
     roots = {s for s in modules if _module_parent(s, modules) is None}
     absorbed: dict[Source, list[Guard]] = {r: [] for r in roots}
     kept: list[Guard] = []
+    memo: dict[Source, Source | None] = {}
     for guard in guards:
-        root = tree_root(guard.source, modules, types_of) if guard.source is not None else None
-        if root is None or not _absorbable(guard, root, modules, types_of):
+        source = guard.source
+        root = tree_root(source, modules, types_of, memo) if source is not None else None
+        if root is None or not _absorbable(guard, root, modules, types_of, memo):
             kept.append(guard)
         else:
             absorbed[root].append(guard)
@@ -175,33 +177,50 @@ def _module_parent(source: Source, modules: dict[Source, Any]) -> Source | None:
 
 
 def tree_root(
-    source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+    source: Source,
+    modules: dict[Source, Any],
+    types_of: dict[Source, Any],
+    memo: dict[Source, Source | None] | None = None,
 ) -> Source | None:
     """The root module of the tree ``source`` belongs to: reached from it through module members
     and items of tuples only (values nothing can change without bumping ``EPOCH``). The climb may
     end above the root, at a tuple no module holds (``args`` of a ``forward(*args, **kwargs)``
-    wrapper, as transformers' decorators make): the root is then the highest module passed."""
-    top = None
+    wrapper, as transformers' decorators make): the root is then the highest module passed.
+    ``memo`` (source -> its root) lets the sources of one set of guards share their climbs: a
+    model's guards read thousands of sources through the same few hundred modules."""
+    path, top = [], None
     while True:
-        if source in modules:
-            top = source
-        parent = _module_parent(source, modules)
-        if (
-            parent is None
-            and isinstance(source, AttrSource)
-            and source.attr in MEMBER_TABLES
-            and source.base in modules
-        ):
-            parent = source.base  # the member dict itself
-        if (
-            parent is None
-            and isinstance(source, ItemSource)
-            and _is_tuple(types_of.get(source.base))
-        ):
-            parent = source.base
+        if memo is not None and source in memo:
+            top = memo[source]
+            break
+        path.append(source)
+        parent = _tree_parent(source, modules, types_of)
         if parent is None:
-            return top
+            break
         source = parent
+    for source in reversed(path):  # from the highest down: each one's root is its parent's
+        if top is None and source in modules:
+            top = source
+        if memo is not None:
+            memo[source] = top
+    return top
+
+
+def _tree_parent(
+    source: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+) -> Source | None:
+    """What ``tree_root`` climbs to from ``source``: its module, member dict or tuple."""
+    parent = _module_parent(source, modules)
+    if (
+        parent is None
+        and isinstance(source, AttrSource)
+        and source.attr in MEMBER_TABLES
+        and source.base in modules
+    ):
+        return source.base  # the member dict itself
+    if parent is None and isinstance(source, ItemSource) and _is_tuple(types_of.get(source.base)):
+        return source.base
+    return parent
 
 
 def _is_tuple(arg: Any) -> bool:
@@ -210,7 +229,11 @@ def _is_tuple(arg: Any) -> bool:
 
 
 def _absorbable(
-    guard: Guard, root: Source, modules: dict[Source, Any], types_of: dict[Source, Any]
+    guard: Guard,
+    root: Source,
+    modules: dict[Source, Any],
+    types_of: dict[Source, Any],
+    memo: dict[Source, Source | None],
 ) -> bool:
     absorb, src = guard.kind.absorb, guard.source
     if absorb is Absorb.ALWAYS:
@@ -225,7 +248,7 @@ def _absorbable(
         )
     if absorb is Absorb.ALIAS:
         other = guard.arg
-        return isinstance(other, Source) and tree_root(other, modules, types_of) == root
+        return isinstance(other, Source) and tree_root(other, modules, types_of, memo) == root
     return False
 
 
