@@ -557,7 +557,11 @@ class SideEffects:
     ) -> None:
         """Replay one attribute store (or deletion) the trace recorded."""
         if value is _DELETED and (id(obj) in self.raw_objects or self.is_dict_store(obj, name)):
-            cg.load_const(object.__delattr__)  # an override ran in the trace already
+            # an override ran in the trace already, or a deletion from ``obj.__dict__``
+            plain = self.is_dict_store(obj, name)
+            cg.load_const(
+                object.__delattr__ if plain else getattr(obj, "base_delattr", object.__delattr__)
+            )
             obj.reconstruct(cg)
             cg.load_const(name)
             cg.call_function(2)
@@ -573,9 +577,13 @@ class SideEffects:
             else id(obj) in self.raw_objects or self.is_dict_store(obj, name)
         )
         if raw:
-            # ``object.__setattr__``: the store the trace recorded, with no ``__setattr__``
-            # override or descriptor running again
-            cg.load_const(object.__setattr__)
+            # ``object.__setattr__`` (for a module's override, ``nn.Module.__setattr__``): the
+            # store the trace recorded, with no ``__setattr__`` override or descriptor running
+            # again; a write into ``obj.__dict__`` with ``object.__setattr__`` whatever ``obj`` is
+            plain = self.is_dict_store(obj, name)
+            cg.load_const(
+                object.__setattr__ if plain else getattr(obj, "base_setattr", object.__setattr__)
+            )
             obj.reconstruct(cg)
             cg.load_const(name)
             value.reconstruct(cg)

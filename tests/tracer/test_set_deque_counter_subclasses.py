@@ -277,7 +277,6 @@ MADE = [
     _set_made,
     _set_own_init_and_override,
     _set_own_new,
-    _set_of_tensors,
     _set_passed_to_callee,
     _deque_made,
     _deque_bounded_and_copied,
@@ -304,6 +303,12 @@ def test_object_made_in_the_trace(fn):
         # torch.compile (torch 2.15) makes ``d.copy()`` of a deque subclass's object a plain
         # deque, whose ``e.tag`` raises: no baseline
         assert fn is _deque_bounded_and_copied and "'tag'" in str(e), e
+
+
+def test_set_of_tensors_made_in_the_trace_iterated():
+    """Its tensors are placed by their addresses, which only the call knows: the loop breaks at
+    ``iter()`` and runs in Python (torch.compile walks the trace's order: no baseline)."""
+    _check_viewed(_set_of_tensors, graphs=1, breaks=5)
 
 
 def _escapes_at_a_break(x):

@@ -354,10 +354,14 @@ _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType, types.MethodWrapper
 
 def _hashed_by_address(keys: Any) -> Iterator[tuple[VariableTracker, Any]]:
     """The objects whose address gives the hash of one of ``keys`` (hash keys), each with its
-    tracker: a plain object's, its bound method's, one in a tuple or frozenset; an object made
-    in the trace with no real one yet (``MadeObject``) comes as None. The order of a set of two
-    items or more follows these hashes: once the trace reads it, the identity of those read from
-    the inputs (guarded by type) is guarded, and one with no address known breaks."""
+    tracker: a plain object's, its bound method's, a tensor's, one in a tuple or frozenset. One
+    whose address the trace's set was not laid out by comes as None: one the call makes anew
+    (``_made_anew``), a tensor (keyed by its graph node), a method bound to a container
+    (``MethodKey``). One with no source that is not made anew is an object the rewritten code
+    holds as a constant (a class, a function reached from a guarded one): the same object on
+    every call, left out. The order of a set of two items or more follows these hashes: once
+    the trace reads it, the identity of those read from the inputs (guarded by type) is
+    guarded, and one with no address known breaks."""
     for key in keys:
         if not isinstance(key, IdentityKey) or type(key) is not IdentityKey:
             continue
@@ -369,13 +373,36 @@ def _hashed_by_address(keys: Any) -> Iterator[tuple[VariableTracker, Any]]:
         if isinstance(ident, MadeObject):
             yield vt, None
             continue
+        if isinstance(vt, TensorVariable) or isinstance(ident, MethodKey):
+            yield vt, None  # keyed by its node, or by its method alone: laid out by neither
+            continue
         if isinstance(ident, _BOUND_METHODS):  # hashed by the address of its object
             vt = getattr(vt, "self_vt", None) or getattr(vt, "obj", None) or vt
         value = getattr(vt, "value", None)
         if value is None and vt is key.vt and type(ident) is _tracked_type(vt):
             value = ident  # a partial, an iterator read from the inputs: the object itself
-        if vt.source is not None and value is not None and identity_hashed(type(value)):
+        if value is None or not identity_hashed(type(value)):
+            continue
+        if _made_anew(vt):
+            yield vt, None
+        elif vt.source is not None:
             yield vt, value
+
+
+def _made_anew(vt: VariableTracker) -> bool:
+    """Whether each compiled call makes the object of ``vt`` anew, while the trace holds a
+    stand-in for it: an object made in the trace (``cls_vt``, the class it was made from, as
+    ``objects.class_vt`` reads it) or a module the prologue builds (``FreshSource``)."""
+    if vt.source is not None:
+        return isinstance(vt.source.root, FreshSource)
+    return getattr(vt, "cls_vt", None) is not None
+
+
+def _first_made(keys: Any) -> VariableTracker | None:
+    """The first item of a set of ``keys`` placed by an address only the compiled call knows."""
+    if len(keys) < 2:  # no other item to be laid out otherwise
+        return None
+    return next((vt for vt, value in _hashed_by_address(keys) if value is None), None)
 
 
 def lookup_key(vt: VariableTracker) -> Any:
@@ -824,17 +851,25 @@ class SetVariable(VariableTracker):
                 "iterating an input set after the trace added items to it",
                 "the order of a set depends on its hash table, which the trace does not see",
             )
-        tx = RUNNING.tx  # None when the rewritten code rebuilds what the trace read
-        if tx is not None and len(self.items) > 1:  # another object would lay it out otherwise
-            for vt, value in _hashed_by_address(self.items):
-                if value is None:
-                    raise Unsupported(
-                        "set_order",
-                        f"iterating a set holding {vt}, made in the trace",
-                        "its place in the set follows its address, known only when it is made",
-                    )
-                tx.output.assume_identity(vt.source, value)
+        self._addresses_known()
         return self.items
+
+    def _addresses_known(self) -> None:
+        """Every read of the set's order passes here (``ordered``, ``in_order``): its order
+        follows the addresses of the objects its items hash by, so the identity of each one
+        read from the inputs is guarded, and one the call makes anew breaks."""
+        tx = RUNNING.tx  # None when the rewritten code rebuilds what the trace read
+        if tx is None or len(self.items) < 2:  # another object would lay it out otherwise
+            return
+        made = _first_made(self.items)
+        if made is not None:
+            raise Unsupported(
+                "set_order",
+                f"iterating a set holding {made}, placed by an address the trace does not know",
+                "its place in the set follows its address, known only at run time",
+            )
+        for vt, value in _hashed_by_address(self.items):
+            tx.output.assume_identity(vt.source, value)
 
     def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
         """The real arguments of the in-place method ``name`` about to run on ``items``, and its
@@ -914,6 +949,7 @@ class SetVariable(VariableTracker):
         stand for the keys); a break where the trace does not know it."""
         if self.order_known or self.mirror is None:
             return list(self.ordered())
+        self._addresses_known()
         keys = {k: k for k in self.items}
         return [keys[v] for v in self.mirror]
 
@@ -956,6 +992,9 @@ class SetVariable(VariableTracker):
             _build_once(cg, self, lambda: recipe.emit(cg))
             return None
 
+        made = _first_made(self.items)
+        if made is not None:  # only the calls that made it lay it out as CPython does
+            raise Unsupported("set_order", f"rebuilding a set holding {made} in the trace's order")
         keys = self.in_order()
         found = ordered_keys(keys, sys.getsizeof(self.items), self.frozen)
         if found is None:
@@ -1000,14 +1039,16 @@ class SetRecipe:
     def call(cls, fn: Any, args: list[VariableTracker]) -> SetRecipe | None:
         """``fn(*args)``, or None where an argument is not of a kind a recipe repeats."""
         parts = [recipe_part(a) for a in args]
-        return None if None in parts else cls(fn, tuple(parts))  # type: ignore[arg-type]
+        if None in parts or _one_set_twice(parts):
+            return None
+        return cls(fn, tuple(parts))  # type: ignore[arg-type]
 
     @classmethod
     def method(
         cls, before: SetRecipe | None, name: str, parts: list[tuple[str, Any] | None]
     ) -> SetRecipe | None:
         """The set ``before`` builds, after its method ``name`` ran on ``parts``."""
-        if before is None or None in parts:
+        if before is None or None in parts or _one_set_twice([("recipe", before), *parts]):
             return None
         if name == "add" and before.fn is set and before.parts[0][0] == "keys":
             # ``set(keys)`` adds them one by one: one more added is one more key
@@ -1063,6 +1104,14 @@ class SetRecipe:
         for kind, part in self.parts[1:]:
             _emit_part(cg, kind, part)
         cg.call_function(len(self.parts))
+
+
+def _one_set_twice(parts: list[Any]) -> bool:
+    """Whether one set made in the trace is two of ``parts``: each part is built anew, and
+    CPython treats a set given with itself otherwise (``s & s`` copies it, ``s -= s`` clears
+    it), so the calls would lay another table out."""
+    recipes = [id(part) for kind, part in parts if kind == "recipe"]
+    return len(set(recipes)) < len(recipes)
 
 
 def _emit_part(cg: Codegen, kind: str, part: Any) -> None:

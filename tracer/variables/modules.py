@@ -52,6 +52,7 @@ from .objects import (
     UserObjectVariable,
     bind_class_attribute,
     class_attr_source,
+    class_function,
     class_vt,
     is_data_descriptor,
     method_source,
@@ -338,6 +339,17 @@ class NNModuleVariable(UserObjectVariable):
     """An ``nn.Module``: parameters, buffers and submodules are read through their sources (graph
     inputs and guards); calling it runs pre-hooks, ``forward`` and forward hooks as
     ``nn.Module.__call__``."""
+
+    @property
+    def base_setattr(self) -> Any:
+        """What replays a store the class's ``__setattr__`` override made in the trace (it files
+        members in their tables)."""
+        return nn.Module.__setattr__
+
+    @property
+    def base_delattr(self) -> Any:
+        """What replays a deletion on a module whose stores are replayed with ``base_setattr``."""
+        return nn.Module.__delattr__
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         module = self.value
@@ -1596,12 +1608,51 @@ def _store_module_attribute(
 ) -> None:
     """``module.name = value``: recorded and replayed with ``STORE_ATTR`` (``nn.Module.__setattr__``
     then files parameters, buffers and submodules); a property of the module class runs its
-    setter."""
+    setter. A class's own ``__setattr__`` in Python is inlined: what it passes on to
+    ``nn.Module.__setattr__`` is the store (``_module_setattr_call``)."""
     cls = obj.python_type()
     if obj.source is None and not tx.output.side_effects.is_new(obj):
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
-    if type_lookup(cls, "__setattr__") is not nn.Module.__setattr__:
-        raise Unsupported("store_attr", f"{cls.__name__} overrides nn.Module.__setattr__")
+    hook = type_lookup(cls, "__setattr__")
+    if hook is nn.Module.__setattr__:
+        _module_store(tx, obj, name, value)
+    elif isinstance(hook, types.FunctionType):
+        fn = class_function(tx, class_vt(tx, obj), "__setattr__", hook, obj)
+        fn.call_function(tx, [ConstantVariable(name), value], {})
+    else:
+        raise Unsupported("store_attr", f"{cls.__name__}.__setattr__ is not Python code")
+
+
+def _module_setattr_call(
+    tx: Translator, fn: VariableTracker, args: list[VariableTracker], kwargs: dict
+) -> VariableTracker | None:
+    """``nn.Module.__setattr__(module, name, value)`` called explicitly (``super().__setattr__``
+    in a module class's override): the store itself, replayed the same way, past the override
+    (``NNModuleVariable.base_setattr``). None (inlined as usual) for anything else."""
+    self_vt = getattr(fn, "self_vt", None)
+    args = [self_vt, *args] if self_vt is not None else args
+    if kwargs or len(args) != 3 or not isinstance(args[0], NNModuleVariable):
+        return None
+    obj, name, value = args
+    if not (name.is_python_constant() and type(name.as_python_constant()) is str):
+        return None
+    if obj.source is None and not tx.output.side_effects.is_new(obj):
+        raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+    raw = type_lookup(obj.python_type(), "__setattr__") is not nn.Module.__setattr__
+    _module_store(tx, obj, name.as_python_constant(), value, raw=raw)
+    return ConstantVariable(None)
+
+
+_module_setattr_call.accepts_bound = True  # type: ignore[attr-defined]
+CALL_HOOKS[nn.Module.__setattr__.__code__] = _module_setattr_call
+
+
+def _module_store(
+    tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker, raw: bool = False
+) -> None:
+    """The store ``nn.Module.__setattr__`` makes; ``raw``: replayed with it, not ``STORE_ATTR``
+    (the class's override ran in the trace)."""
+    cls = obj.python_type()
     static = type_lookup(cls, name)
     cls_source = class_vt(tx, obj).source
     source = class_attr_source(cls_source, cls, name) if static is not MISSING else None
@@ -1616,7 +1667,7 @@ def _store_module_attribute(
         raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     if tx.output.side_effects.is_deleted(obj, name):  # its replay would keep the key's place
         raise Unsupported("store_attr", f".{name} stored after its deletion from __dict__")
-    tx.output.side_effects.store_attr(obj, name, value)
+    tx.output.side_effects.store_attr(obj, name, value, raw=raw)
 
 
 def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:

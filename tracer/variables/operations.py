@@ -2789,8 +2789,8 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
 
 @builtin(set)
 def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
-    if iterable is None:
-        return SetVariable(set())
+    if iterable is None:  # rebuilt as the empty display, which ``add`` calls then extend
+        return SetVariable(set(), recipe=SetRecipe(set, (("keys", []),)))
     return computed_set(
         set(real_iterable(tx, iterable)), [iterable], SetRecipe.call(set, [iterable])
     )
