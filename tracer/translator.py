@@ -29,10 +29,12 @@ from typing import Any
 from bytecode import Instr, Label
 
 from ..guards.sources import (
+    AttrSource,
     ClosureSource,
     ConstSource,
     GlobalSource,
     GlobalsSource,
+    ItemSource,
     ModuleGlobalSource,
     Source,
 )
@@ -399,19 +401,24 @@ def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
 
 def _global_source(tx: Translator, name: str) -> Source:
     """Globals of the root frame are ``G[...]``; those of functions inlined from another module are
-    ``M['mod'][...]``, guarded the same way. Code exec'd outside any module has globals we cannot
-    name: its globals are constants of the trace (a ``ConstSource``, which refuses to be
+    ``M['mod'][...]``, guarded the same way; those of code exec'd outside any module are read
+    through the inlined function the trace was given (``L['fn'].__globals__[...]``). Other globals
+    we cannot name are constants of the trace (a ``ConstSource``, which refuses to be
     guarded)."""
     globals_source = _globals_source(tx)
     if globals_source is None:
         return ConstSource(tx.f_globals[name], f"{tx.f_globals.get('__name__')}.{name}")
+    if not isinstance(globals_source, GlobalsSource):
+        return ItemSource(globals_source, name)
     if globals_source.module is None:
         return GlobalSource(name)
     return ModuleGlobalSource(globals_source.module, name)
 
 
-def _globals_source(tx: Translator) -> GlobalsSource | None:
-    """The globals dict of ``tx``'s code as a guard can read it (``G`` or ``M['mod']``), or None."""
+def _globals_source(tx: Translator) -> Source | None:
+    """The globals dict of ``tx``'s code as a guard can read it (``G``, ``M['mod']``, or the
+    ``__globals__`` of the function ``tx`` runs, when the trace has it from a source: its
+    identity is guarded, and a function's ``__globals__`` cannot be rebound), or None."""
     if tx.f_globals is tx.root.f_globals:
         return GlobalsSource()
     # a module may rename itself (``_collections_abc`` sets ``__name__ = "collections.abc"``):
@@ -423,6 +430,11 @@ def _globals_source(tx: Translator) -> GlobalsSource | None:
             and getattr(sys.modules.get(module), "__dict__", None) is tx.f_globals
         ):
             return GlobalsSource(module)
+    known = tx.output.wrapped.get(id(tx.fn)) if tx.fn is not None else None
+    if known is not None and known[0] is tx.fn and known[1].source is not None:
+        return AttrSource(known[1].source, "__globals__")
+    if tx.parent is not None and tx.parent.f_globals is tx.f_globals:  # a function made there
+        return _globals_source(tx.parent)
     return None
 
 

@@ -623,3 +623,38 @@ def test_a_break_in_a_closure_made_in_the_call_undoes_its_nonlocal_write():
     writes through kept the old dict, so the rebuilt closure's cell held the written value and the
     call added ``v`` twice (``tot`` 2, ``n`` 2 where eager gives 1 and 1)."""
     check_breaks(_nonlocal_write_then_break, lambda: (torch.ones(2), []), graphs=1, breaks=1)
+
+
+_EXECUTED = """
+G_count = 0
+
+
+def f(x, k):
+    def bump(v):
+        global G_count
+        G_count += v
+        return G_count
+
+    try:
+        n = bump(k)
+    finally:
+        pass
+    return x + n
+"""
+
+
+def test_a_global_of_exec_code_read_by_a_callee_compiled_on_its_own_is_guarded():
+    """Seed 87 (python family): a function made in the call, called in a try block (so the call
+    goes through ``callees.call_function``, compiled on its own), reads a global of code exec'd
+    outside any module. Such globals were constants of the trace, unguarded: the next call, with
+    the global changed, reused the variant and returned the first call's sum. They are now read
+    through the function the trace was given, ``L['fn'].__globals__['G_count']``, and guarded."""
+    eager, compiled = {"__name__": "not_a_module"}, {"__name__": "not_a_module"}
+    exec(_EXECUTED, eager)
+    exec(_EXECUTED, compiled)
+    fn = bytegraph.compile(compiled["f"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the global store in the callee breaks
+        for _ in range(3):
+            torch.testing.assert_close(fn(torch.ones(2), 1), eager["f"](torch.ones(2), 1))
+            assert compiled["G_count"] == eager["G_count"]
