@@ -91,7 +91,7 @@ def convert_call(
         output.deferred.policy = speculation
     grad_mode = torch.is_grad_enabled()
     try:
-        tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn), fn=fn)
+        tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn, output), fn=fn)
         output.current_tx = tx
         if not function_modes_supported():
             depth = torch._C._len_torch_function_stack()

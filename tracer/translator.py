@@ -492,11 +492,15 @@ def _wrap_default(tx: Translator, value: Any) -> VariableTracker:
 _MISSING = object()
 
 
-def root_closure(fn: types.FunctionType) -> dict[str, VariableTracker]:
-    return {
-        name: ClosureCellVariable(cell, ClosureSource(name))
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True)
-    }
+def root_closure(fn: types.FunctionType, output: OutputGraph) -> dict[str, VariableTracker]:
+    """The compiled function's closure cells (``C['name']``), each the one tracker of its cell in
+    the trace (``functions.closure_cell``): a function that shares the cell, reached through
+    another source (``L['g'].__closure__[0]``), reads the stores the frame made."""
+    cells = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        cells[name] = ClosureCellVariable(cell, ClosureSource(name))
+        output.wrapped[id(cell)] = (cell, cells[name])
+    return cells
 
 
 #: ``_linearize`` results per code object (read-only once made): a model's layers share their

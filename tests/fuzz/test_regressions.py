@@ -658,3 +658,45 @@ def test_a_global_of_exec_code_read_by_a_callee_compiled_on_its_own_is_guarded()
         for _ in range(3):
             torch.testing.assert_close(fn(torch.ones(2), 1), eager["f"](torch.ones(2), 1))
             assert compiled["G_count"] == eager["G_count"]
+
+
+def _closure_sharing_its_cell():
+    count = 0
+
+    def fn(x):
+        nonlocal count
+
+        def tally(k):
+            nonlocal count
+            count += k
+            return count
+
+        print("break")
+        n = tally(1)
+        count = count + 10
+        return x + n
+
+    return fn
+
+
+def test_a_closure_reached_through_a_local_writes_the_compiled_functions_cell():
+    """Seed 367 (python family): the compiled function and a closure it made share a cell; after a
+    break the resume function is given the closure as a local and reaches the cell as
+    ``L['tally'].__closure__[0]``, a second tracker beside the frame's own ``C['count']``. The
+    closure's store went to one, the frame's read and store to the other: ``count`` ended 10 where
+    eager gives 11. A compiled function's closure cells are now one tracker each, whose stores are
+    the frame's own (replayed as ``C[name]``)."""
+    fn = _closure_sharing_its_cell()
+    cell = fn.__closure__[0]
+
+    def reset():
+        cell.cell_contents = 0
+
+    check_breaks(
+        fn,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=1,
+        setup=reset,
+        observe=lambda: cell.cell_contents,
+    )

@@ -258,8 +258,8 @@ def store_deref(tx: Translator, inst: Instr) -> None:
         cell.frame_locals[cell.name] = value
     elif tx.parent is None:
         tx.output.side_effects.store_cell(name, value)
-    elif isinstance(cell, ClosureCellVariable) and cell.cell_source() is not None:
-        cell.store(tx, value)  # replayed on the cell (a resume argument, ``f.__closure__[i]``)
+    elif isinstance(cell, ClosureCellVariable) and cell.reachable():
+        cell.store(tx, value)  # replayed on the cell (``C[name]``, a resume argument...)
     else:
         raise Unsupported("closure_store", f"nonlocal store to {name!r} inside an inlined function")
 

@@ -25,6 +25,7 @@ from ...guards.build import GuardSet
 from ...guards.sources import (
     AttrSource,
     CallSource,
+    ClosureSource,
     ConstSource,
     DictItemSource,
     DictValueSource,
@@ -102,12 +103,20 @@ class ClosureCellVariable(VariableTracker):
             return source.base
         return None
 
+    def reachable(self) -> bool:
+        """Can the replay write the cell: the compiled function's own, or one with a source."""
+        return isinstance(self.source, ClosureSource) or self.cell_source() is not None
+
     def python_type(self) -> type:
         return types.CellType
 
     def contents(self, tx: Translator, name: str) -> VariableTracker:
-        """What the cell holds now: a value stored in the trace, else its real contents."""
-        pending = tx.output.side_effects.load_attr(self, "cell_contents")
+        """What the cell holds now: a value stored in the trace (by the compiled function itself
+        for its own closure, ``C[name]``), else its real contents."""
+        effects = tx.output.side_effects
+        if isinstance(self.source, ClosureSource) and self.source.name in effects.cell_stores:
+            return effects.cell_stores[self.source.name]
+        pending = effects.load_attr(self, "cell_contents")
         if pending is not None:
             return pending
         try:
@@ -119,7 +128,11 @@ class ClosureCellVariable(VariableTracker):
         return tx.wrap(contents, self.source)
 
     def store(self, tx: Translator, value: VariableTracker) -> None:
-        """``cell.cell_contents = value``: replayed on the cell after the graph."""
+        """``cell.cell_contents = value``: replayed on the cell after the graph (the compiled
+        function's own closure cell as the frame's own stores are, ``C[name]``)."""
+        if isinstance(self.source, ClosureSource):
+            tx.output.side_effects.store_cell(self.source.name, value)
+            return
         if self.cell_source() is None:
             raise Unsupported("closure_store", "a store to a cell that cannot be reached again")
         tx.output.side_effects.store_attr(self, "cell_contents", value)
