@@ -151,6 +151,10 @@ def jacrev_plain(x):
 
 
 def jacrev_two_arguments(x, y):
+    return jacrev(lambda a, b: a * b + a.sum() * b, argnums=(0, 1))(x[0], y)
+
+
+def jacrev_two_outputs(x, y):
     return jacrev(lambda a, b: (a * b, a.sum() * b), argnums=(0, 1))(x[0], y)
 
 
@@ -214,6 +218,7 @@ CASES = {
     "grad_of_grad": (grad_of_grad, grad_input(2, 3), []),
     "jacrev_plain": (jacrev_plain, grad_input(2, 4), []),
     "jacrev_two_arguments": (jacrev_two_arguments, two((2, 3), (3,), True, True), []),
+    "jacrev_two_outputs": (jacrev_two_outputs, two((2, 3), (3,), True, True), []),
     "jacfwd_plain": (jacfwd_plain, grad_input(2, 4), [LIN]),
     "global_transforms": (global_transforms, grad_input(3, 4), []),
 }
@@ -244,6 +249,11 @@ def _breaks(fn, args) -> int:
     return report.graph_count, report.graph_break_count
 
 
+#: Cases whose node torch's fake tensors cannot run on torch 2.11: its jacrev of several outputs
+#: reads a number from tensor data (``_local_scalar_dense``); the call breaks there.
+FAKE_DATA_READS = {"jacrev_two_outputs"} if torch.__version__.startswith("2.11.") else set()
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_transform_traced_like_eager(name, backend):
@@ -257,8 +267,9 @@ def test_transform_traced_like_eager(name, backend):
             warnings.simplefilter("error")  # a fallback to Python warns
             actual = _run(compiled, args, modules)
         assert_same(actual, expected)
-    assert _breaks(fn, make_args()) == (1, 0)
-    assert_no_more_breaks(0, fn, *make_args())
+    breaks = 1 if name in FAKE_DATA_READS else 0
+    assert _breaks(fn, make_args()) == (1, breaks)
+    assert_no_more_breaks(breaks, fn, *make_args())
 
 
 def _graph_of(fn, *args):
