@@ -11,6 +11,7 @@ guarding an object that died are dropped from a weakref callback.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
 import keyword
 import re
@@ -301,7 +302,7 @@ def _read_once(
 
 def _bind(
     cond: str,
-    chains: list[tuple[tuple[int, int], list[str]]],
+    chains: tuple[tuple[tuple[int, int], tuple[str, ...]], ...],
     counts: dict[str, int],
     bound: dict[str, str],
     fresh: Iterator[str] | None,
@@ -312,10 +313,7 @@ def _bind(
     new local."""
     if not chains:
         return cond
-    may_bind = fresh is not None
-    if may_bind:
-        bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
-        may_bind = not _SKIPS.search(bare) and len(_COMPARES.findall(bare)) < 2
+    may_bind = fresh is not None and _evaluated_whole(cond)
     out, at = [], 0
     for (start, end), prefixes in chains:
         held = next((p for p in reversed(prefixes) if p in bound), "")
@@ -363,8 +361,7 @@ def _values_once(
     for cond in items[0][0][:shared]:
         cond = reuse(cond)
         unbound = [t for t in _VALUES.findall(cond) if counts[t] > 1]
-        bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
-        if unbound and not _SKIPS.search(bare) and len(_COMPARES.findall(bare)) < 2:
+        if unbound and _evaluated_whole(cond):
             text = unbound[0]
             name = bound[text] = next(fresh)
             head, tail = cond.split(text, 1)
@@ -388,33 +385,53 @@ _STEP = r"(?:\.[A-Za-z_]\w*|\['(?:[^'\\]|\\.)*'\]|\[-?\d+\])"
 _STEP_RE = re.compile(_STEP)
 
 
+@functools.lru_cache(maxsize=16384)
+def _evaluated_whole(cond: str) -> bool:
+    """Whether nothing in ``cond`` (outside string constants) may skip part of its evaluation:
+    no ``and``/``or``/``if``/``lambda``/``for``, no two comparisons that could chain. Remembered
+    per text: the dispatchers of one process test many conditions alike (a library's globals,
+    the variants of one function, its resume functions)."""
+    bare = _STRING.sub("''", cond) if "'" in cond or '"' in cond else cond
+    return not _SKIPS.search(bare) and len(_COMPARES.findall(bare)) < 2
+
+
 class _Chains:
     """``chains(cond)``: the chains of reads in ``cond`` outside string constants, each its span
     and its prefixes of one step or more, shortest first (the whole chain last, unless a call
-    follows it: that read is a method, read anew by each call); remembered per text."""
+    follows it: that read is a method, read anew by each call); remembered per text and roots,
+    for the process (``_chains_in``)."""
 
     def __init__(self, roots: list[str]) -> None:
-        names = "|".join(re.escape(r) for r in (*roots, "G")) + r"|___globals_\w+"
-        self._chain = re.compile(rf"(?<![\w.'\"\]])(?P<root>{names})(?:{_STEP})+")
-        self._seen: dict[str, list[tuple[tuple[int, int], list[str]]]] = {}
+        self._roots = tuple(roots)
 
-    def __call__(self, cond: str) -> list[tuple[tuple[int, int], list[str]]]:
-        found = self._seen.get(cond)
-        if found is not None:
-            return found
-        quoted = "'" in cond or '"' in cond
-        strings = [m.span() for m in _STRING.finditer(cond)] if quoted else []
-        found = self._seen[cond] = []
-        for match in self._chain.finditer(cond):
-            start, end = match.span()
-            if strings and any(a <= start < b for a, b in strings):
-                continue
-            steps = [m.end() for m in _STEP_RE.finditer(cond, match.end("root"), end)]
-            if cond[end : end + 1] == "(":
-                steps.pop()
-            if steps:
-                found.append(((start, steps[-1]), [cond[start:n] for n in steps]))
-        return found
+    def __call__(self, cond: str) -> tuple[tuple[tuple[int, int], tuple[str, ...]], ...]:
+        return _chains_in(self._roots, cond)
+
+
+@functools.lru_cache(maxsize=64)
+def _chain_pattern(roots: tuple[str, ...]) -> re.Pattern:
+    names = "|".join(re.escape(r) for r in (*roots, "G")) + r"|___globals_\w+"
+    return re.compile(rf"(?<![\w.'\"\]])(?P<root>{names})(?:{_STEP})+")
+
+
+@functools.lru_cache(maxsize=16384)
+def _chains_in(
+    roots: tuple[str, ...], cond: str
+) -> tuple[tuple[tuple[int, int], tuple[str, ...]], ...]:
+    """What ``_Chains(roots)(cond)`` answers."""
+    quoted = "'" in cond or '"' in cond
+    strings = [m.span() for m in _STRING.finditer(cond)] if quoted else []
+    found = []
+    for match in _chain_pattern(roots).finditer(cond):
+        start, end = match.span()
+        if strings and any(a <= start < b for a, b in strings):
+            continue
+        steps = [m.end() for m in _STEP_RE.finditer(cond, match.end("root"), end)]
+        if cond[end : end + 1] == "(":
+            steps.pop()
+        if steps:
+            found.append(((start, steps[-1]), tuple(cond[start:n] for n in steps)))
+    return tuple(found)
 
 
 def _common_prefix(lists: list[list[str]]) -> list[str]:

@@ -181,3 +181,12 @@ def test_keys_equal_but_not_the_same_objects_still_match():
     assert kinds.same_keys({tuple([1, "a"]): 0, int: 1}, ((1, "a"), int))
     assert not kinds.same_keys({(1, "b"): 0, int: 1}, ((1, "a"), int))
     assert not kinds.same_keys({(1, "a"): 0, float: 1}, ((1, "a"), int))
+
+
+def test_conditions_analysed_under_other_roots_are_read_as_their_own():
+    """What a condition's chains are is remembered for the process, per text and roots: the
+    same text in a dispatcher whose parameters are other names reads none of them."""
+    conditions = ("type(self.a.b) is ___int", "self.a.b == 3")
+    assert _once(*conditions) == ["type((___read_0 := self.a.b)) is ___int", "___read_0 == 3"]
+    assert _once(*conditions, roots=("other",)) == list(conditions)
+    assert _once(*conditions) == ["type((___read_0 := self.a.b)) is ___int", "___read_0 == 3"]
