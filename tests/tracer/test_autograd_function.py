@@ -159,3 +159,69 @@ def test_graph_code_names_every_callable_by_object():
     gm = counter.graphs[0]
     exec(compile(gm.code, "<check>", "exec"), dict(gm.forward.__globals__))  # names resolve
     assert "torch.autograd" not in gm.code
+
+
+class ClassScaled(torch.autograd.Function):
+    """``forward`` and ``backward`` as classmethods (``entmax``'s Functions): the class is their
+    first argument, and its attribute a constant of the forward."""
+
+    factor = 1.5
+
+    @classmethod
+    def forward(cls, ctx, x, dim=-1):
+        ctx.save_for_backward(x)
+        return x * cls.factor - x.amax(dim=dim, keepdim=True)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return grad * cls.factor, None
+
+
+class ClassNoisy(torch.autograd.Function):
+    @classmethod
+    def forward(cls, ctx, x):
+        SEEN.append(cls.__name__)
+        return x * 3
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return grad * 3
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_a_classmethod_forward_is_one_node(grad):
+    """One graph, whether grad is on or off; torch.compile breaks no more (with grad, torch 2.15's
+    compiles no graph of it)."""
+    from difftest import check_breaks
+    from dynamo_baseline import assert_no_more_breaks
+
+    def fn(x):
+        with torch.set_grad_enabled(grad):
+            return ClassScaled.apply(x * 2, 0) + 1
+
+    def make():
+        return (torch.randn(3, 4, requires_grad=True),)
+
+    check_breaks(fn, make, graphs=1, breaks=0, calls=3)
+    compiled, _ = compile_counted(fn)
+    x = torch.randn(3, 4)
+    if grad:
+        (out, g), (expected, expected_g) = _grads(compiled, x), _grads(fn, x)
+        torch.testing.assert_close(out, expected)
+        torch.testing.assert_close(g, expected_g)
+    missing = "torch 2.15's Dynamo runs it in Python (Unsupported python_type() call)" * grad
+    assert_no_more_breaks(0, fn, *make(), baseline_missing=missing)
+
+
+def test_a_classmethod_forward_with_side_effects_breaks_and_runs_once():
+    def fn(x):
+        return ClassNoisy.apply(x * 2) + 1
+
+    SEEN.clear()
+    compiled = bytegraph.compile(fn)
+    report = bytegraph.explain(fn)(torch.ones(2))
+    assert report.graph_break_count == 1
+    assert report.break_reasons[0].kind == "autograd_function"
+    SEEN.clear()
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 7.0))
+    assert SEEN == ["ClassNoisy"]

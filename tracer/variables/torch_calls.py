@@ -90,7 +90,7 @@ class AutogradFunctionApplyVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        _check_forward(tx, self.cls, args, kwargs)
+        _check_forward(tx, self.cls, self.cls_source, args, kwargs)
         return tx.output.call_function(self.cls.apply, tuple(args), kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -143,18 +143,31 @@ class _CtxMethodVariable(VariableTracker):
 
 
 def _check_forward(
-    tx: Translator, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    tx: Translator,
+    cls: type,
+    cls_source: Source | None,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
 ) -> None:
     """Inline ``cls.forward`` on the arguments and undo it; ``Unsupported`` if it has effects. A
-    graph break inside it propagates: the caller then breaks at the ``apply`` call."""
+    graph break inside it propagates: the caller then breaks at the ``apply`` call. A
+    classmethod ``forward`` gets the class first, as ``apply`` gives it."""
     forward = inspect.getattr_static(cls, "forward")
-    if not isinstance(forward, staticmethod) or not inspect.isfunction(forward.__func__):
-        raise Unsupported("autograd_function", f"{cls.__qualname__}.forward is not a staticmethod")
+    if not isinstance(forward, (staticmethod, classmethod)) or not inspect.isfunction(
+        forward.__func__
+    ):
+        raise Unsupported(
+            "autograd_function",
+            f"{cls.__qualname__}.forward is neither a staticmethod nor a classmethod",
+        )
+    bound = []
+    if isinstance(forward, classmethod):
+        bound.append(tx.wrap_static(cls) if cls_source is None else tx.wrap(cls, cls_source))
     uses_ctx = inspect.getattr_static(cls, "setup_context") is inspect.getattr_static(
         torch.autograd.Function, "setup_context"
     )
     needs = tuple(isinstance(a, TensorVariable) and a.example.requires_grad for a in args)
-    forward_args = [FunctionCtxVariable(needs), *args] if uses_ctx else list(args)
+    forward_args = [*bound, FunctionCtxVariable(needs), *args] if uses_ctx else [*bound, *args]
     output = tx.output
     checkpoint = output.checkpoint()
     containers = [vt for vt in walk([args, kwargs]) if isinstance(vt, _CONTAINERS)]
