@@ -400,6 +400,9 @@ _ITERATOR_OPS = {
     "iter_is": lambda it: iter(it) is it,
     "sum": lambda it: sum(it),
     "in": lambda it: _TENSORS[5] in it,
+    "setstate": lambda it: it.__setstate__(1),
+    "copy": lambda it: list(copy.copy(it)),
+    "zip_self": lambda it: len(list(zip(it, it, strict=False))),
 }
 
 
