@@ -271,3 +271,20 @@ def test_invert_of_integer_tensors_is_still_traced():
         return operator.inv(x), ~x, operator.invert(x > 0)
 
     check(fn, torch.tensor([1, -2, 3]))
+
+
+def _method_truths(x):
+    """The truth of a tensor's method itself, not its result (``if preds.is_floating_point:``,
+    as torchmetrics writes it): a bound method, a method-wrapper or a C method is always true."""
+    out = x + 1
+    if x.is_floating_point:
+        out = out * 2
+    if not x.add:
+        out = out - 100
+    return out, bool(x.size), bool(x.__add__), (x.float and x.numel)()
+
+
+def test_the_truth_of_a_tensor_method_is_true():
+    check_breaks(_method_truths, lambda: (torch.randn(3),), graphs=1, breaks=0)
+    missing = "torch 2.11's Dynamo takes the method's truth for data-dependent branching"
+    assert_no_more_breaks(0, _method_truths, torch.randn(3), baseline_missing=missing)

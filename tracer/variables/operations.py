@@ -427,6 +427,8 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         ),
     ):
         return True
+    if isinstance(value, BoundAttributeVariable) and _known_type(value) in _METHOD_TYPES:
+        return True  # a method found on its object's class (``if t.is_floating_point:``)
     if isinstance(value, UserObjectVariable):
         cls = type(value.value)
         if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
@@ -435,6 +437,9 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         return bool(value.call_method(tx, method, [], {}).as_python_constant())
     raise Unsupported("truth", f"truth value of {value}")
 
+
+#: the types of bound methods, which define neither ``__bool__`` nor ``__len__``: always true
+_METHOD_TYPES = (types.MethodType, types.MethodWrapperType, types.BuiltinMethodType)
 
 #: trackers that are Python constants when every number in them is, a symbolic one read as a
 #: constant being specialised: where the answer is known from their type, they are not read
