@@ -4,9 +4,10 @@ tensor-free helpers such as ``exists``/``default``, ``torch_geometric`` message 
 and ``egnn-pytorch`` equivariant networks, a ``kornia`` augmentation pipeline; local, linear,
 axial, Nystrom and rotary attention, Perceiver, vector quantizers, hyper-connections, mixture of
 experts, the Lion optimizer, the ``mambapy`` state-space model, ``zuko`` normalising flows,
-``pyro`` distributions, ``torchdiffeq`` ODE solvers), small configs, random weights, CPU, one
-intra-op thread, through bytegraph and through ``torch.compile`` (both with backend ``eager``),
-each compared with eager (issue 37).
+``pyro`` distributions, ``torchdiffeq`` ODE solvers, ``torchmetrics`` module metrics,
+``gpytorch``'s exact Gaussian process, ``entmax``, ``torch_optimizer``), small configs, random
+weights, CPU, one intra-op thread, through bytegraph and through ``torch.compile`` (both with
+backend ``eager``), each compared with eager (issue 37).
 
     python benchmarks/third_party.py [--models a,b] [--library L] [--no-tc] [--time N]
                                      [--limit S] [--list]
@@ -583,6 +584,112 @@ def _lion():
     return FastWeights()
 
 
+def _metric():
+    """A regression head scored by ``torchmetrics`` module metrics (their state updated at each
+    call through ``Metric.__setattr__``, an override of ``nn.Module``'s) held in a
+    ``MetricCollection``: the predictions and the batch's mean squared and absolute errors."""
+    import torchmetrics
+    from torch import nn
+
+    class Scored(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.head = nn.Linear(6, 1)
+            self.metrics = torchmetrics.MetricCollection(
+                [torchmetrics.MeanSquaredError(), torchmetrics.MeanAbsoluteError()]
+            )
+
+        def forward(self, x, y):
+            pred = self.head(x).squeeze(-1)
+            scores = self.metrics(pred.detach(), y)
+            return pred, scores["MeanSquaredError"], scores["MeanAbsoluteError"]
+
+    return Scored()
+
+
+def _exact_gp():
+    """A ``gpytorch`` exact Gaussian process (constant mean, scaled RBF kernel, Gaussian
+    likelihood): in training mode the negative exact marginal log likelihood of the input's
+    targets, made the training data (``set_train_data``), in eval mode the predictive mean and
+    variance at the input given the training data last set."""
+    import gpytorch
+    import torch
+    from torch import nn
+
+    class GP(gpytorch.models.ExactGP):
+        def __init__(self, x, y, likelihood) -> None:
+            super().__init__(x, y, likelihood)
+            self.mean_module = gpytorch.means.ConstantMean()
+            self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+
+        def forward(self, x):
+            return gpytorch.distributions.MultivariateNormal(
+                self.mean_module(x), self.covar_module(x)
+            )
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            g = torch.Generator().manual_seed(0)
+            x = torch.linspace(0, 1, 12)
+            y = torch.sin(x * 6.28) + 0.1 * torch.randn(12, generator=g)
+            self.likelihood = gpytorch.likelihoods.GaussianLikelihood()
+            self.gp = GP(x, y, self.likelihood)
+            self.mll = gpytorch.mlls.ExactMarginalLogLikelihood(self.likelihood, self.gp)
+
+        def forward(self, x, y):
+            if self.training:
+                self.gp.set_train_data(x, y, strict=False)
+                return -self.mll(self.gp(x), y)
+            pred = self.likelihood(self.gp(x))
+            return pred.mean, pred.variance
+
+    return Model()
+
+
+def _entmax():
+    """Sparse attention weights: ``entmax``'s 1.5-entmax and sparsemax (autograd Functions whose
+    ``forward`` is a classmethod) of a linear layer's scores."""
+    from entmax import entmax15, sparsemax
+    from torch import nn
+
+    class Sparse(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scores = nn.Linear(16, 8)
+
+        def forward(self, x):
+            s = self.scores(x)
+            return entmax15(s, dim=-1) + sparsemax(s, dim=-1)
+
+    return Sparse()
+
+
+def _yogi():
+    """Fast weights trained at each call by ``torch_optimizer``'s ``Yogi`` (as ``_lion``): two
+    steps on the input's reconstruction error, the optimizer made in the call."""
+    import torch
+    import torch_optimizer
+    from torch import nn
+
+    class FastWeights(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+            self.register_buffer("fast", torch.zeros(8, 8))
+
+        def forward(self, x):
+            with torch.no_grad():
+                self.fast.copy_(self.lin.weight)
+                opt = torch_optimizer.Yogi([self.fast], lr=1e-2)
+                for _ in range(2):
+                    self.fast.grad = (x @ self.fast.t() - x).t() @ x / len(x)
+                    opt.step()
+            return self.lin(x) + x @ self.fast.t(), opt.state[self.fast]["exp_avg"].clone()
+
+    return FastWeights()
+
+
 A = VisionArch
 V = "vit_pytorch"
 X = "x_transformers"
@@ -817,6 +924,10 @@ ARCHS = [
     A("linformer_lm", "linformer", _linformer, 32, inputs=_tokens(64)),
     A("mixture_of_experts", "mixture_of_experts", _moe, 8, inputs=_randn((2, 8, 16))),
     A("lion_fast_weights", "lion_pytorch", _lion, 3, inputs=_randn((3, 8))),
+    A("torchmetrics_collection", "torchmetrics", _metric, 8, inputs=_randn((8, 6), (8,))),
+    A("gpytorch_exact_gp", "gpytorch", _exact_gp, 5, inputs=_randn((5,), (5,))),
+    A("entmax", "entmax", _entmax, 4, inputs=_randn((2, 4, 16))),
+    A("yogi_fast_weights", "torch_optimizer", _yogi, 3, inputs=_randn((3, 8))),
 ]
 BY_NAME = {a.name: a for a in ARCHS}
 assert len(BY_NAME) == len(ARCHS)
