@@ -14,7 +14,17 @@ from bytegraph.tracer.variables.functorch import grad_region, vmap_region
 from difftest import assert_same, check_breaks, tensors_in
 from dynamo_baseline import assert_no_more_breaks, dynamo_breaks
 from torch import nn
-from torch.func import functional_call, grad, grad_and_value, jacfwd, jacrev, vmap
+from torch.func import (
+    functional_call,
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    vjp,
+    vmap,
+)
 
 import bytegraph
 
@@ -175,6 +185,22 @@ def global_transforms(x):
     return BATCHED(x) + GRADIENT(x)
 
 
+def hessian_plain(x):
+    return hessian(lambda r: (r.sin() @ W).sum())(x[0])
+
+
+def jacrev_of_jacrev(x):
+    return jacrev(jacrev(lambda r: (r.tanh() @ W).sum()))(x[0])
+
+
+def jvp_plain(x, t):
+    return jvp(lambda r: torch.tanh(LIN(r)) * r, (x,), (t,))
+
+
+def jvp_two_primals(x, t):
+    return jvp(lambda a, b: (a * b.exp(), a.sum()), (x, t), (t, x))
+
+
 def grad_input(*shape):
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -221,6 +247,10 @@ CASES = {
     "jacrev_two_outputs": (jacrev_two_outputs, two((2, 3), (3,), True, True), []),
     "jacfwd_plain": (jacfwd_plain, grad_input(2, 4), [LIN]),
     "global_transforms": (global_transforms, grad_input(3, 4), []),
+    "hessian_plain": (hessian_plain, grad_input(2, 4), []),
+    "jacrev_of_jacrev": (jacrev_of_jacrev, grad_input(2, 4), []),
+    "jvp_plain": (jvp_plain, two((3, 4), (3, 4), True, True), [LIN]),
+    "jvp_two_primals": (jvp_two_primals, two((3,), (3,), True, False), []),
 }
 
 
@@ -386,9 +416,14 @@ def reads_requires_grad(x):
     return vmap(lambda r: LIN(r) * (2 if LIN(r).requires_grad else 3))(x)
 
 
+def vjp_plain(x):
+    out, pullback = vjp(lambda r: r.sin() @ W, x[0])
+    return out, pullback(torch.ones(4))
+
+
 #: name -> (function, its arguments' shapes, (graphs, breaks) over two calls, words of the
-#: reason, why torch.compile's breaks are no baseline: eager raises, or it traces what this does
-#: not, which the test checks: a known gap, one break more)
+#: reason, why torch.compile's breaks are no baseline: eager or torch.compile raises, or it
+#: traces what this does not, which the test checks: a known gap, a break more)
 REFUSED = {
     "prints_inside": (prints_inside, (3, 4), (1, 1), "print", ""),
     "returns_its_argument": (
@@ -396,27 +431,41 @@ REFUSED = {
         (3, 4),
         (1, 1),
         "did not compute",
-        "eager gives back the argument itself, which a graph's output is not; torch.compile "
-        "traces it",
+        "torch.compile traces it: eager gives back the argument itself, which a graph's output "
+        "is not",
+    ),
+    "vjp_plain": (
+        vjp_plain,
+        (3, 4),
+        (3, 3),
+        "",
+        "torch.compile traces it: vjp's function is not modelled here",
     ),
     "grad_under_no_grad": (
         grad_under_no_grad,
         (3,),
         (0, 1),
         "grad mode is off",
-        "grad's body runs with grad on, which the trace does not model; torch.compile does",
+        "torch.compile raises on it (its fake tensors under functorch's grad)",
     ),
     "reads_requires_grad": (
         reads_requires_grad,
         (3, 4),
         (0, 1),
         "requires_grad",
-        "functorch's autograd state of the body's tensors is not modelled; torch.compile's is",
+        "torch.compile traces it: functorch's autograd state of the body's tensors is not "
+        "modelled here",
     ),
-    "non_tensor_output": (non_tensor_output, (3, 4), (0, 1), "else than tensors", "raises"),
-    "batch_sizes_differ": (batch_sizes_differ, [(3, 4), (2, 4)], (0, 1), "same size", "raises"),
-    "random_inside": (random_inside, (3, 4), (0, 1), "randomness", "raises"),
-    "not_a_scalar": (not_a_scalar, (3,), (0, 1), "scalar", "raises"),
+    "non_tensor_output": (non_tensor_output, (3, 4), (0, 1), "else than tensors", "eager raises"),
+    "batch_sizes_differ": (
+        batch_sizes_differ,
+        [(3, 4), (2, 4)],
+        (0, 1),
+        "same size",
+        "eager raises",
+    ),
+    "random_inside": (random_inside, (3, 4), (0, 1), "randomness", "eager raises"),
+    "not_a_scalar": (not_a_scalar, (3,), (0, 1), "scalar", "eager raises"),
 }
 
 
@@ -433,5 +482,5 @@ def test_refused_transform_breaks_and_stays_right(name):
     assert all(reason in str(r) for r in report.break_reasons), report.break_reasons
     if not no_baseline:
         assert_no_more_breaks(counts[1], fn, *make_args())
-    elif no_baseline != "raises":
+    elif no_baseline.startswith("torch.compile traces it"):
         assert dynamo_breaks(fn, *make_args())[1] == 0  # a break more than torch.compile

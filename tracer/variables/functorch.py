@@ -1,5 +1,5 @@
 """torch.func's transforms traced into the graph: ``vmap``, ``grad``, ``grad_and_value``,
-``jacrev`` and ``jacfwd`` (``torch.vmap`` is ``torch.func.vmap``).
+``jacrev``, ``jacfwd``, ``hessian`` and ``jvp`` (``torch.vmap`` is ``torch.func.vmap``).
 
 ``vmap(f, in_dims, ...)`` gives a ``TransformVariable``: the function the transform makes, not yet
 called. Its call traces ``f``'s body into a subgraph (``subgraphs.trace_subgraph``) on *stand-ins*
@@ -18,8 +18,10 @@ Also refused (``Unsupported``: the call runs in Python): what ``trace_subgraph``
 breaks, reads of tensor data), options that are not constants, transformed arguments that are not
 tensors or tuples, lists and dicts of them, results that are not tensors the body computed (eager's
 transforms take tensors only, where the body may give back one it was given), ``has_aux`` for the
-Jacobians. ``vjp``, ``jvp``, ``hessian``, ``functionalize`` and functorch's deprecated aliases are
-not traced here (their call breaks).
+Jacobians and ``jvp``. ``jvp(f, primals, tangents)`` is one such node, giving the outputs and
+their tangents. ``vjp``, ``functionalize``, functorch's deprecated aliases and the functions
+``jacrev``/``jacfwd`` made before the trace are not traced (their calls break: functorch's
+internals run in Python).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import torch.fx
 
 from ..exc import Unsupported
 from .base import VariableTracker
-from .call_rules import call_rule
+from .call_rules import call_rule, call_rules_for
 from .constants import SymNodeVariable
 from .containers import DictVariable, ListVariable, TupleVariable, key_value
 from .subgraphs import Subgraph, replace_tensors
@@ -118,11 +120,11 @@ def _transform(
 @call_rule(torch._functorch.vmap.vmap_impl)
 def _vmap_impl(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> VariableTracker | None:
+) -> VariableTracker:
     """The call of a function ``vmap`` made before the trace (a global, an argument, a local
     carried over a break): its wrapper's body, inlined, gives this its function and options."""
     if len(args) < 5 or not all(vt.is_python_constant() for vt in args[1:5]):
-        return None
+        raise Unsupported("functorch", "vmap()'s options are not constants")
     names = ("in_dims", "out_dims", "randomness", "chunk_size")
     options = {name: vt.as_python_constant() for name, vt in zip(names, args[1:5], strict=True)}
     made = TransformVariable(torch.func.vmap, args[0], options)
@@ -135,16 +137,18 @@ def _vmap_impl(
 )
 def _grad_impl(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> VariableTracker | None:
+) -> VariableTracker:
     """The call of a function ``grad`` or ``grad_and_value`` made before the trace, as
     ``_vmap_impl``: ``grad_impl(func, argnums, has_aux, args, kwargs)``."""
-    if kwargs or len(args) != 5 or not all(vt.is_python_constant() for vt in args[1:3]):
-        return None
-    call_args, call_kwargs = args[3], args[4]
-    if not (isinstance(call_args, TupleVariable) and isinstance(call_kwargs, DictVariable)):
-        return None
-    if not all(isinstance(key_value(k), str) for k in call_kwargs.items):
-        return None
+    call_args, call_kwargs = args[3:5] if len(args) == 5 else (None, None)
+    if (
+        kwargs
+        or not all(vt.is_python_constant() for vt in args[1:3])
+        or not isinstance(call_args, TupleVariable)
+        or not isinstance(call_kwargs, DictVariable)
+        or not all(isinstance(key_value(k), str) for k in call_kwargs.items)
+    ):
+        raise Unsupported("functorch", f"{fn.__name__}() called with what is not traced")
     transform = torch.func.grad if fn is _GRAD_IMPL else torch.func.grad_and_value
     options = {"argnums": args[1].as_python_constant(), "has_aux": args[2].as_python_constant()}
     made = TransformVariable(transform, args[0], options)
@@ -153,6 +157,27 @@ def _grad_impl(
 
 
 _GRAD_IMPL = torch._functorch.eager_transforms.grad_impl
+
+#: ``hessian(f)`` is ``jacfwd(jacrev(f))``: its Python body is traced.
+call_rules_for(torch.func.hessian, owner=__name__, substitute=torch.func.hessian)
+
+
+@call_rule(
+    torch.func.vjp,
+    torch._functorch.eager_transforms._jvp_with_argnums,
+    torch._functorch.eager_transforms._vjp_with_argnums,
+)
+def _untraced(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``vjp`` gives back a function holding functorch's state; the functions ``jacrev`` and
+    ``jacfwd`` made before the trace run functorch's own levels (``_vjp_with_argnums``...),
+    which the trace does not model: the call runs in Python."""
+    raise Unsupported(
+        "functorch",
+        f"{fn.__name__}() is not traced: functorch's state outside a transform's call",
+        hint="call jacrev/jacfwd/vmap/grad in the compiled function, or vjp outside it",
+    )
 
 
 # -- the arguments: trees of tensors, their stand-ins ----------------------------------------------
@@ -524,6 +549,66 @@ def _call_jacobian(
         for i, out in enumerate(sub.outputs)
     }
     return replace_tensors(sub.result, lambda t: per_output[t.node])
+
+
+# -- jvp -------------------------------------------------------------------------------------------
+
+
+def jvp_region(
+    gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, lifted: int, strict: bool
+) -> tuple:
+    """What a jvp's node runs: the subgraph's outputs and their tangents (``torch.func.jvp``),
+    its inputs at ``positions`` the primals, the inputs after its ``lifted`` ones the tangents."""
+
+    def outputs(*leaves: Any) -> Any:
+        return gmod(*_placed(inputs[:lifted], positions, leaves))
+
+    primals = tuple(inputs[i] for i in positions)
+    outs, tangents = torch.func.jvp(outputs, primals, inputs[lifted:], strict=strict)
+    return (*outs, *tangents)
+
+
+def _primal(example: torch.Tensor, option: Any) -> torch.Tensor:
+    """What the body of a jvp sees of a primal (autograd reads of it break)."""
+    return example.detach()
+
+
+@call_rule(torch.func.jvp)
+def _jvp(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``jvp(func, primals, tangents)``: one node giving the outputs and their tangents."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported("functorch", f"jvp() called with {e}") from None
+    func, primals, tangents = (bound.arguments.pop(n) for n in ("func", "primals", "tangents"))
+    options = {name: vt.as_python_constant() for name, vt in bound.arguments.items()}
+    if options.pop("has_aux", False):
+        raise Unsupported("functorch", "jvp(): has_aux=True is not traced")
+    pairs = (primals, tangents)
+    if not (
+        all(isinstance(vt, TupleVariable) and vt.cls is tuple for vt in pairs)
+        and len(primals.items) == len(tangents.items)
+        and all(isinstance(vt, TensorVariable) for vt in [*primals.items, *tangents.items])
+    ):
+        raise Unsupported("functorch", "jvp(): primals and tangents are not tuples of tensors")
+    stand_ins = _StandIns(tx, "jvp()", _primal)
+    body_args = [stand_ins(vt, None) for vt in primals.items]
+    sub = trace_subgraph(tx, func, body_args, {}, "jvp()")
+    _computed(sub, "jvp()")
+    inputs, _ = stand_ins.inputs(sub)
+    positions = stand_ins.positions(sub, body_args)
+    options.update(positions=positions, lifted=len(inputs), strict=options.get("strict", False))
+    items = _call_region(tx, jvp_region, sub, [*inputs, *tangents.items], options)
+    outs = _outputs_map(sub, items[: len(sub.outputs)])
+    tangent_outs = _outputs_map(sub, items[len(sub.outputs) :])
+    return TupleVariable(
+        [
+            replace_tensors(sub.result, lambda t: outs[t.node]),
+            replace_tensors(sub.result, lambda t: tangent_outs[t.node]),
+        ]
+    )
 
 
 #: How a call of each transform's function is traced.
