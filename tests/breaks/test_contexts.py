@@ -439,3 +439,76 @@ def test_generator_context_failing_before_its_yield():
         with pytest.raises(ValueError, match="too big"):
             compiled(torch.full((3,), 50.0))
     assert torch.is_grad_enabled()
+
+
+class _Synced(torch.nn.Module):
+    """A ``@contextmanager`` method (torchmetrics' ``Metric.sync_context``): the generator
+    function gets the object as ``self``, and changes its attributes around the block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.entered = []
+
+    @contextlib.contextmanager
+    def synced(self, scale: float, *, tag: str = "t"):
+        self.depth += 1
+        self.entered.append(tag)
+        try:
+            yield scale * 2
+        finally:
+            self.depth -= 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with self.synced(3.0, tag="fwd") as k:
+            y = x * k + self.depth
+        return y + self.depth
+
+
+def _plain_object_context(s, x):
+    with s.ctx(x) as d:
+        y = d + s.n
+    return y, s.n
+
+
+class _PlainSynced:
+    def __init__(self) -> None:
+        self.n = 0
+
+    @contextlib.contextmanager
+    def ctx(self, t):
+        self.n += 1
+        yield t * 2
+        self.n += 10
+
+
+@pytest.mark.parametrize("make", [_Synced, _PlainSynced], ids=["module", "object"])
+def test_a_contextmanager_method(make):
+    from dynamo_baseline import assert_no_more_breaks
+
+    def call(obj, x):
+        return obj(x) if isinstance(obj, torch.nn.Module) else _plain_object_context(obj, x)
+
+    check_breaks(call, lambda: (make(), torch.randn(3)), graphs=1, breaks=0, calls=3)
+    assert_no_more_breaks(0, call, make(), torch.randn(3))
+
+
+def _made_then_entered_after_a_break(s, x):
+    cm = s.ctx(x)
+    bytegraph.graph_break()
+    with cm as d:
+        y = d + s.n
+    return y, s.n
+
+
+def test_a_contextmanager_method_made_before_a_break():
+    """The context made before the break is made again for the resume function, bound to its
+    object (its generator function runs once, at the ``with``, as in eager); entering a real
+    ``_GeneratorContextManager`` there breaks."""
+    check_breaks(
+        _made_then_entered_after_a_break,
+        lambda: (_PlainSynced(), torch.randn(3)),
+        graphs=0,
+        breaks=2,
+        calls=2,
+    )

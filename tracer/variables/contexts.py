@@ -435,14 +435,22 @@ def _contextmanager_call(
     helper: UserFunctionVariable,
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
-) -> VariableTracker:
-    """Calling ``helper``, the function ``@contextmanager`` made around a generator function."""
+) -> VariableTracker | None:
+    """Calling ``helper``, the function ``@contextmanager`` made around a generator function; a
+    method's (``helper`` bound to an object) gives the generator function that object first. None
+    (the call inlined as usual) where the generator function is not a Python function."""
     func = helper.closure_value(tx, "func")
+    self_vt = getattr(helper, "self_vt", None)
+    if self_vt is not None:
+        if not isinstance(func, UserFunctionVariable) or func.self_vt is not None:
+            return None
+        func = func.clone(self_vt=self_vt)
     return GeneratorContextVariable(
         log=tx.output.state, helper=helper, fn=func, args=args, kwargs=kwargs
     )
 
 
+_contextmanager_call.accepts_bound = True  # type: ignore[attr-defined]
 CALL_HOOKS[HELPER_CODE] = _contextmanager_call
 
 
