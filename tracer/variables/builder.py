@@ -210,6 +210,33 @@ def _share(output: Any, obj: VariableTracker, namespace: VariableTracker, where:
     effects.shared_namespaces.update((id(obj), id(namespace)))
 
 
+def keep_namespaces_apart(output: Any) -> None:
+    """The other side of ``_one_namespace``: a dict input and a plain object's attributes that
+    the trace found to be apart, where it changed one of them. A later call may pass the object's
+    instance dict as the dict (a global rebound to ``obj.__dict__``), where the trace's reads
+    through the other would miss the change (torch.compile returns the old value there); they
+    are guarded apart. Called once the trace's changes are known."""
+    effects = output.side_effects
+    dicts = [
+        (value, vt)
+        for value, vt in output.wrapped.values()
+        if type(value) is dict and _from_outside(vt.source)
+    ]
+    for namespace, obj in list(output.namespaces.values()) if dicts else ():
+        if type(obj) is not UserObjectVariable or not _from_outside(obj.source):
+            continue  # (modules, functions, classes: their namespaces are not told apart)
+        if id(obj) in effects.shared_namespaces:
+            continue
+        obj_changed = effects.changed(obj)
+        for value, vt in dicts:
+            if value is not namespace and (obj_changed or effects.changed(vt)):
+                output.assume_distinct(vt.source, AttrSource(obj.source, "__dict__"))
+
+
+def _from_outside(source: Source | None) -> bool:
+    return source is not None and not isinstance(source.root, (ConstSource, FreshSource))
+
+
 def _read_as_its_dict(source: Source, owner: VariableTracker) -> bool:
     return owner.source is not None and source == AttrSource(owner.source, "__dict__")
 
