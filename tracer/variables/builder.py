@@ -103,6 +103,7 @@ from .objects import (
     container_class_refused,
     container_object_base,
     dict_class_refused,
+    namedtuple_overrides,
     plain_tuple_subclass,
     refuse_changed_namespace,
 )
@@ -714,7 +715,8 @@ def _literal_items(value: slice | frozenset) -> bool:
 
 
 def _is_namedtuple(cls: type) -> bool:
-    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+    """A namedtuple class, or a subclass of one, whose objects the tuple trackers model."""
+    return issubclass(cls, tuple) and hasattr(cls, "_fields") and not namedtuple_overrides(cls)
 
 
 #: torch modules whose Python functions are inlined like user code (not run as one graph op):

@@ -2231,6 +2231,8 @@ def construct_namedtuple_object(
         type_lookup(cls, "__init__") is not OBJECT_INIT
     ):
         raise Unsupported("new_object", f"{cls.__name__} overrides __new__ or __init__")
+    if changed := namedtuple_overrides(cls):
+        raise Unsupported("new_object", f"{cls.__name__} overrides tuple's {', '.join(changed)}")
     items = containers.namedtuple_fields(tx, cls, args, kwargs)
     effects = tx.output.side_effects
     obj = NamedTupleObjectVariable(items, cls=cls, cls_vt=cls_vt, name=effects.new_name())
@@ -2283,6 +2285,13 @@ def plain_tuple_subclass(cls: type) -> bool:
 
 def _tuple_overrides(cls: type) -> list[str]:
     return [n for n in _TUPLE_PROTOCOL if type_lookup(cls, n) is not type_lookup(tuple, n)]
+
+
+def namedtuple_overrides(cls: type) -> list[str]:
+    """tuple's protocol that ``cls``, a namedtuple class or a subclass of one, defines anew (its
+    own ``__new__``, from ``namedtuple()``, aside): the tuple trackers answer ``x in t``,
+    ``iter(t)``, ``reversed(t)``... from the items, so such objects are not traced as tuples."""
+    return [n for n in _tuple_overrides(cls) if n not in ("__new__", "__init__")]
 
 
 def construct_tuple_subclass(

@@ -1559,8 +1559,12 @@ def _concat_kind(vt: VariableTracker) -> type:
 
 
 @operator_rule(operator.setitem)
-def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    setitem(tx, *args)
+def setitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``operator.setitem(obj, key, value)``: ``obj[key] = value`` (``STORE_SUBSCR``), whose
+    family's rule runs a class's own ``__setitem__``."""
+    if len(args) != 3:
+        return None
+    dispatch.setitem(tx, *args)
     return ConstantVariable(None)
 
 
@@ -2741,10 +2745,11 @@ def _missing_attribute(e: Unsupported, obj: VariableTracker, name: str) -> bool:
     """The attribute is absent (guarded so), or reading it raises AttributeError, which
     ``getattr(o, name, default)`` and ``hasattr`` catch. A read the tracer does not follow (also
     a ``getattr`` break) is no proof of absence where ``obj``'s class has the attribute
-    (``getattr(bound_method, "__reduce_ex__", None)``): that stays a break."""
+    (``getattr(bound_method, "__reduce_ex__", None)``) or a ``__getattr__`` that CPython calls
+    for a missing one: that stays a break."""
     if isinstance(e, PythonError):
         return isinstance(e.exc, AttributeError)
-    return e.kind == "getattr" and not _on_class(obj, name)
+    return e.kind == "getattr" and not (_on_class(obj, name) or _on_class(obj, "__getattr__"))
 
 
 def _on_class(obj: VariableTracker, name: str) -> bool:
