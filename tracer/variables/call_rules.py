@@ -22,6 +22,7 @@ This module imports no tracker family: families import it to register, ``dispatc
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -102,7 +103,7 @@ def lookup(target: Any) -> CallRule | None:
         rule = CALL_RULES.get(target)
     except TypeError:
         return None
-    if rule is None and hasattr(target, "__wrapped__"):
+    if rule is None and _wrapper(target):
         inner = unwrap_torch(target)
         if inner is not target:
             return lookup(inner)
@@ -115,12 +116,15 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 def unwrap_torch(fn: Any) -> Any:
     """``fn`` without the wrappers torch's own code made around it (a user's decorator, even one
     made with ``functools.wraps``, is kept: calling it runs the user's code)."""
-    while hasattr(fn, "__wrapped__"):
-        code = getattr(fn, "__code__", None)
-        if code is None or not code.co_filename.startswith(_TORCH_DIR):
-            return fn
-        fn = fn.__wrapped__
+    while _wrapper(fn) and fn.__code__.co_filename.startswith(_TORCH_DIR):
+        fn = fn.__dict__["__wrapped__"]
     return fn
+
+
+def _wrapper(fn: Any) -> bool:
+    """A Python function ``functools.wraps`` made (``__wrapped__`` in its own ``__dict__``), read
+    without running code: ``hasattr`` would call a metaclass's ``__getattr__`` of a class."""
+    return isinstance(fn, types.FunctionType) and "__wrapped__" in fn.__dict__
 
 
 # -- builtins --------------------------------------------------------------------------------------

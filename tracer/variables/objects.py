@@ -1129,7 +1129,7 @@ def _has_custom_getattr(cls: type) -> bool:
     (an ``OrderedDict`` subclass inherits dict's slot wrapper, which is the generic lookup)."""
     if issubclass(cls, torch.nn.Module):
         return False  # nn.Module.__getattr__ is understood by NNModuleVariable
-    return hasattr(cls, "__getattr__") or any(
+    return type_lookup(cls, "__getattr__") is not MISSING or any(
         "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
         for klass in cls.__mro__
     )
@@ -1180,7 +1180,7 @@ def store_config_attribute(
 
 def _pure_getattr(cls: type) -> bool:
     """Whether every custom attribute hook of ``cls`` comes from an allowlisted class."""
-    if hasattr(cls, "__getattr__"):
+    if type_lookup(cls, "__getattr__") is not MISSING:
         return False
     allowed = {k for k in cls.__mro__ if (k.__module__, k.__qualname__) in PURE_GETATTR_CLASSES}
     return bool(allowed) and all(

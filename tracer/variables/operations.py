@@ -431,9 +431,11 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         return True  # a method found on its object's class (``if t.is_floating_point:``)
     if isinstance(value, UserObjectVariable):
         cls = type(value.value)
-        if not hasattr(cls, "__bool__") and not hasattr(cls, "__len__"):
+        # the class's own (``type_lookup``): a metaclass's ``__bool__`` is the class's truth
+        has_bool, has_len = (type_lookup(cls, n) is not MISSING for n in ("__bool__", "__len__"))
+        if not has_bool and not has_len:
             return True
-        method = "__bool__" if hasattr(cls, "__bool__") else "__len__"
+        method = "__bool__" if has_bool else "__len__"
         return bool(value.call_method(tx, method, [], {}).as_python_constant())
     raise Unsupported("truth", f"truth value of {value}")
 
@@ -3011,7 +3013,7 @@ def round_(
     object's is inlined; a class without one (``torch.Tensor``, ``method``) raises CPython's
     TypeError."""
     cls = number.python_type()
-    if not hasattr(cls, "__round__"):
+    if type_lookup(cls, "__round__") is MISSING:
         raise PythonError(error_of(round, type(cls.__name__, (), {})()))
     if isinstance(number, UserObjectVariable):
         args = [] if ndigits is None else [ndigits]
