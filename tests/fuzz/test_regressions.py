@@ -708,3 +708,44 @@ def test_a_closure_reached_through_a_local_writes_the_compiled_functions_cell():
         setup=reset,
         observe=lambda: cell.cell_contents,
     )
+
+
+def _closure_sharing_its_cell_breaking_inside():
+    count = 0
+
+    def fn(x):
+        nonlocal count
+
+        def tally(k):
+            nonlocal count
+            count += k
+            print("in tally")
+            return count
+
+        print("break")
+        n = tally(1)
+        count = count + 10
+        return x + n
+
+    return fn
+
+
+def test_a_closure_sharing_the_compiled_functions_cell_resumes_after_its_own_break():
+    """The same closure breaking inside (python family, seeds 3000..3039): a resume function of the
+    closure takes its cell as an argument, read again through the closure the trace was given
+    (``L['tally'].__closure__[0]``); with the compiled function's own cell tracker (``C[name]``)
+    it had no source and the resume function ran in Python."""
+    fn = _closure_sharing_its_cell_breaking_inside()
+    cell = fn.__closure__[0]
+
+    def reset():
+        cell.cell_contents = 0
+
+    check_breaks(
+        fn,
+        lambda: (torch.ones(2),),
+        graphs=1,
+        breaks=2,
+        setup=reset,
+        observe=lambda: cell.cell_contents,
+    )

@@ -15,6 +15,7 @@ from ...codegen.emit import Codegen
 from ...codegen.frame_locals import KEPT, UserFrame
 from ...codegen.pyversion import LOCALS_SNAPSHOT
 from ...codegen.resume import resume_origin, takes_cells
+from ...guards.sources import AttrSource, ItemSource
 from ..exc import Unsupported
 from ..markers import REBUILT
 from ..variables.base import VariableTracker, walk
@@ -126,9 +127,18 @@ def template(tx: Translator, index: int) -> tuple[Any, int]:
 
 
 def _cell_base(tx: Translator, name: str) -> Any:
-    """Where the trace found the cell of free variable ``name`` (None: nowhere to read again)."""
+    """Where the trace found the cell of free variable ``name`` (None: nowhere to read again): the
+    compiled function's own cell (``C[name]``, one tracker wherever it is found) is read again
+    through the function ``tx`` runs where the trace was given that from a source."""
     cell = tx.closure.get(name)
-    return cell.cell_source() if isinstance(cell, ClosureCellVariable) else None
+    if not isinstance(cell, ClosureCellVariable):
+        return None
+    base = cell.cell_source()
+    known = tx.output.wrapped.get(id(tx.fn)) if base is None else None
+    if known is not None and known[0] is tx.fn and known[1].source is not None:
+        index = tx.fn.__code__.co_freevars.index(name)
+        base = ItemSource(AttrSource(known[1].source, "__closure__"), index)
+    return base
 
 
 def free_cells(tx: Translator) -> tuple[str, ...]:
