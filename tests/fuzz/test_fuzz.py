@@ -1,6 +1,7 @@
 """The random differential programs of ``programs.py`` in CI: fixed seeds in chunks of each family
 (``base``; ``branch``: branches on tensor data whose outcome changes between calls, with
-speculation on; ``keys``: dict keys, set items and comparison operands of every kind). Every program
+speculation on; ``keys``: dict keys, set items and comparison operands of every kind; ``python``:
+Python's semantics around breaks). Every program
 must give the same observable behaviour compiled as eagerly (0 wrong results, 0 internal errors,
 raised or as a fallback); a clean fallback to eager is allowed, counted, and stays under 5% of each
 chunk's programs.
@@ -28,6 +29,7 @@ CHUNKS = [
     ("branch", 35, 35),
     ("keys", 0, 50),
     ("closures", 0, 40),
+    ("python", 0, 40),
 ]
 
 
