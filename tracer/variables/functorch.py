@@ -3,7 +3,7 @@
 
 ``vmap(f, in_dims, ...)`` gives a ``TransformVariable``: the function the transform makes, not yet
 called. Its call traces ``f``'s body into a subgraph (``subgraphs.trace_subgraph``) on *stand-ins*
-for the transformed arguments' tensors: tensors of a graph of their own (``_stand_ins``) showing
+for the transformed arguments' tensors: tensors of a graph of their own (``_StandIns``) showing
 what the body sees of them under the transform, one example's slice for vmap
 (``select(in_dim, 0)``), a leaf that requires grad for the others. The body's reads of them are
 lifted as inputs like every tensor it reads from the outer graph; the node calling the subgraph
