@@ -352,29 +352,32 @@ class MethodKey:
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
 
 
-def _hashed_by_address(keys: Any) -> Iterator[tuple[VariableTracker, Any]]:
+def _hashed_by_address(keys: Any, own_layout: bool) -> Iterator[tuple[VariableTracker, Any]]:
     """The objects whose address gives the hash of one of ``keys`` (hash keys), each with its
     tracker: a plain object's, its bound method's, a tensor's, one in a tuple or frozenset. One
     whose address the trace's set was not laid out by comes as None: one the call makes anew
     (``_made_anew``), a tensor (keyed by its graph node), a method bound to a container
-    (``MethodKey``). One with no source that is not made anew is an object the rewritten code
-    holds as a constant (a class, a function reached from a guarded one): the same object on
-    every call, left out. The order of a set of two items or more follows these hashes: once
-    the trace reads it, the identity of those read from the inputs (guarded by type) is
-    guarded, and one with no address known breaks."""
+    (``MethodKey``), these two where the set is laid out by its keys' hashes (``own_layout``;
+    an input set's iterates as the real one, whose keys ``DICT_KEYS`` guards). One with no
+    source that is not made anew is an object the rewritten code holds as a constant (a class,
+    a function reached from a guarded one): the same object on every call, left out. The order
+    of a set of two items or more follows these hashes: once the trace reads it, the identity
+    of those read from the inputs (guarded by type) is guarded, and one with no address known
+    breaks."""
     for key in keys:
         if not isinstance(key, IdentityKey) or type(key) is not IdentityKey:
             continue
         ident = key.ident
         if isinstance(ident, (tuple, frozenset)):
-            yield from _hashed_by_address(ident)
+            yield from _hashed_by_address(ident, own_layout)
             continue
         vt = key.vt
         if isinstance(ident, MadeObject):
             yield vt, None
             continue
         if isinstance(vt, TensorVariable) or isinstance(ident, MethodKey):
-            yield vt, None  # keyed by its node, or by its method alone: laid out by neither
+            if own_layout:
+                yield vt, None  # keyed by its node, or by its method alone: laid out by neither
             continue
         if isinstance(ident, _BOUND_METHODS):  # hashed by the address of its object
             vt = getattr(vt, "self_vt", None) or getattr(vt, "obj", None) or vt
@@ -398,11 +401,11 @@ def _made_anew(vt: VariableTracker) -> bool:
     return getattr(vt, "cls_vt", None) is not None
 
 
-def _first_made(keys: Any) -> VariableTracker | None:
+def _first_made(keys: Any, own_layout: bool) -> VariableTracker | None:
     """The first item of a set of ``keys`` placed by an address only the compiled call knows."""
     if len(keys) < 2:  # no other item to be laid out otherwise
         return None
-    return next((vt for vt, value in _hashed_by_address(keys) if value is None), None)
+    return next((vt for vt, v in _hashed_by_address(keys, own_layout) if v is None), None)
 
 
 def lookup_key(vt: VariableTracker) -> Any:
@@ -861,14 +864,14 @@ class SetVariable(VariableTracker):
         tx = RUNNING.tx  # None when the rewritten code rebuilds what the trace read
         if tx is None or len(self.items) < 2:  # another object would lay it out otherwise
             return
-        made = _first_made(self.items)
+        made = _first_made(self.items, self.own_table)
         if made is not None:
             raise Unsupported(
                 "set_order",
                 f"iterating a set holding {made}, placed by an address the trace does not know",
                 "its place in the set follows its address, known only at run time",
             )
-        for vt, value in _hashed_by_address(self.items):
+        for vt, value in _hashed_by_address(self.items, self.own_table):
             tx.output.assume_identity(vt.source, value)
 
     def log_call(self, name: str, args: list[Any]) -> tuple[list[Any], Any]:
@@ -992,7 +995,7 @@ class SetVariable(VariableTracker):
             _build_once(cg, self, lambda: recipe.emit(cg))
             return None
 
-        made = _first_made(self.items)
+        made = _first_made(self.items, self.own_table)
         if made is not None:  # only the calls that made it lay it out as CPython does
             raise Unsupported("set_order", f"rebuilding a set holding {made} in the trace's order")
         keys = self.in_order()
