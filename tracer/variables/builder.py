@@ -796,10 +796,11 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return UserFunctionVariable(value)
     if (
         isinstance(value, types.MethodType)
-        and isinstance(value.__self__, type)
+        and isinstance(value.__self__, (type, enum.Enum))
         and isinstance(value.__func__, types.FunctionType)
     ):
-        # a classmethod read from a class made in the trace (``P._make`` of a ``namedtuple()``)
+        # a classmethod read from a class made in the trace (``P._make`` of a ``namedtuple()``),
+        # a method of an enum member (a constant)
         return UserFunctionVariable(value.__func__, self_vt=wrap_static(tx, value.__self__))
     if isinstance(value, LRU_CACHE_WRAPPER):
         return MemoizedFunctionVariable(value)

@@ -469,6 +469,9 @@ class ConstantVariable(ConstantLikeVariable):
                 return unstored_dict(tx, self, self.value, self.source)
             if name == "__dict__":  # no source to read it through: a store would leave it stale
                 raise Unsupported("instance_dict", f"__dict__ of {self.value} without a source")
+            method = type_lookup(type(self.value), name)
+            if isinstance(method, types.FunctionType) and name not in vars(self.value):
+                return tx.wrap_static(getattr(self.value, name))  # its code inlined
         try:
             value = getattr(self.value, name)
         except AttributeError as e:  # CPython's own error: the value is fixed by its guards
@@ -491,8 +494,11 @@ class ConstantVariable(ConstantLikeVariable):
         # a C class method bound to a constant type (``n.from_bytes``, ``x.fromhex``): pure
         of_constant_type = any(owner is cls for cls in CONSTANT_TYPES)
         reading = READ_ONLY_C_METHODS.get(type(owner), ())
+        # a C method of an enum member's builtin base (``StrEnum.S.upper``): a reading one
+        of_member = isinstance(owner, enum.Enum) and isinstance(self.value, types.BuiltinMethodType)
         if not callable(self.value) or (
-            type(owner) not in CONSTANT_TYPES
+            not of_member
+            and type(owner) not in CONSTANT_TYPES
             and type(owner) not in IMMUTABLE_KINDS
             and not of_constant_type
             and not reading_method(self.value)

@@ -2690,15 +2690,17 @@ def namespace_repr(tx: Translator, obj: VariableTracker) -> VariableTracker:
 def enum_member(
     cls: enum.EnumMeta, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
-    """``Color(1)``: a lookup of an existing member, folded (``_missing_`` hooks are not run)."""
+    """``Color(1)``: a lookup of an existing member, folded; ``Flag(3)``: the member the ``enum``
+    module's own ``_missing_`` makes of the value (a user's ``_missing_`` is not run); CPython's
+    ValueError for a value with no member."""
     if kwargs or len(args) != 1 or not args[0].is_python_constant():
         raise Unsupported("new_object", f"{cls.__name__}(...) creating a new enum class")
-    if type_lookup(cls, "_missing_") is not enum.Enum.__dict__["_missing_"]:
+    if getattr(type_lookup(cls, "_missing_"), "__module__", None) != "enum":
         raise Unsupported("new_object", f"{cls.__name__} defines _missing_")
     try:
         return ConstantVariable(cls(args[0].as_python_constant()))
     except ValueError as e:
-        raise Unsupported("python_error", f"ValueError: {e}") from None
+        raise PythonError(e) from None
 
 
 # -- reading attributes of new objects -------------------------------------------------------------
