@@ -440,3 +440,39 @@ def test_the_list_changed_after_its_loop_ended():
 
     x = torch.randn(4)
     _variants(fn, [lambda n=n: (x, Holder(list(_TENSORS[:n]))) for n in (3, 5, 3)])
+
+
+def numbered(x, layers):
+    for i, layer in enumerate(layers, 1):
+        x = layer(x) * i
+        print("", end="")
+    return x, i
+
+
+def test_enumerate_over_a_list_few_variants():
+    """``enumerate(list)``: its count is read as a number (constant in the first variant, then
+    symbolic), not guarded equal: one variant per iteration before."""
+    per_resume, _ = _variants(numbered, _calls(numbered, "modules"))
+    assert max(per_resume.values()) <= 3, per_resume
+
+
+def test_enumerate_over_a_list_left_half_taken():
+    """An enumerate given to the trace, left at a ``break``: its count and its list iterator stand
+    where CPython's do (the enumerate's replay moves the list iterator too)."""
+
+    def fn(x, e, stop):
+        for i, w in e:
+            x = x * w + i
+            print("", end="")
+            if i == stop:
+                break
+        return x
+
+    compiled, _ = compile_counted(fn)
+    for n, stop in ((8, 3), (8, 5), (6, 4), (8, 2)):
+        ws = list(_TENSORS[:n])
+        it, eager_it = iter(ws), iter(ws)
+        e, eager_e = enumerate(it, 2), enumerate(eager_it, 2)
+        x = torch.randn(4)
+        assert_same(compiled(x, e, stop), fn(x, eager_e, stop))
+        assert [(i, id(w)) for i, w in e] == [(i, id(w)) for i, w in eager_e]

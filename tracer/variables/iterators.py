@@ -696,6 +696,8 @@ class ListRestIteratorVariable(SeqIteratorVariable):
     value: Any = None  #: the real iterator
     start: int = 0  #: its position when the trace got it (guarded once the list is modelled)
     rest: ListRest | None = None  #: what it had yet to give then; None once the list is modelled
+    #: items the replay of an enumerate over it takes from it before its own (``count_taken``)
+    moved: int = 0
 
     @classmethod
     def make(
@@ -754,7 +756,7 @@ class ListRestIteratorVariable(SeqIteratorVariable):
             return super().replay_log(cg)
         cg.load_const(take_items)
         self.source.reconstruct(cg)
-        cg.load_const(self.index - self.start)
+        cg.load_const(self.index - self.start - self.moved)
         cg.load_const(self.exhausted)
         cg.call_function(3)
         cg.pop_top()
@@ -1262,6 +1264,9 @@ class EnumerateVariable(BuiltinIteratorVariable):
     count: int = 0  #: the number the next item gets
     input_count: int | None = None  #: an input's count when the trace got it
     pulled: bool = False  #: an input's: the trace took an item through it
+    #: an input's count as read from it (over a list read from where it stands: the count is
+    #: wrapped as a number, not guarded equal, so the numbers given are ``count_vt + i``)
+    count_vt: VariableTracker | None = None
 
     def pull(self) -> VariableTracker | None:
         sub = self.sources[0]
@@ -1271,7 +1276,11 @@ class EnumerateVariable(BuiltinIteratorVariable):
         if item is None:
             return None
         self.count += 1
-        return TupleVariable([ConstantVariable(self.count - 1), item])
+        if self.count_vt is None:
+            return TupleVariable([ConstantVariable(self.count - 1), item])
+        step = ConstantVariable(self.count - 1 - self.input_count)
+        number = dispatch.call_operator(self._tx, operator.add, [self.count_vt, step])
+        return TupleVariable([number, item])
 
     def _check_replayable(self, sub: IteratorVariable) -> None:
         """The replay takes the items again from the real iterator, first of all replays (this
@@ -1305,6 +1314,9 @@ class EnumerateVariable(BuiltinIteratorVariable):
             cg.load_const(taken)
             cg.call_function(2)
             cg.pop_top()
+        sub = self.sources[0]
+        if isinstance(sub, ListRestIteratorVariable):  # moved by as many (its replay is relative)
+            sub.moved = taken
         return True
 
     def rebuildable(self) -> bool:
@@ -1514,14 +1526,18 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
     if type(sub_value) not in _POSITIONED:
         return None
     sub = tx.wrap(sub_value, ReducedSource(source, "arg", 0))
-    if isinstance(sub, ListRestIteratorVariable):  # replayed after this one, from its position
-        sub.model_list(tx)
     if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
         return None
     count_source = ReducedSource(source, "arg", 1)
-    tx.output.assume_type(count_source, int)
-    tx.output.assume_equal(count_source, count)
-    return EnumerateVariable([], sources=[sub], count=count, input_count=count, source=source)
+    count_vt = None
+    if isinstance(sub, ListRestIteratorVariable) and sub.rest is not None:
+        count_vt = tx.wrap(count, count_source)  # a number like any other (automatic dynamic)
+    else:
+        tx.output.assume_type(count_source, int)
+        tx.output.assume_equal(count_source, count)
+    return EnumerateVariable(
+        [], sources=[sub], count=count, input_count=count, source=source, count_vt=count_vt
+    )
 
 
 def dict_iter_position(it: Any) -> int | None:
