@@ -35,7 +35,7 @@ from .breaks.continuation import ResumeFactory, continues_in_callee, emit_break
 from .context_runtime import StateSafeGraph
 from .exc import Unsupported
 from .fakes.shapes import DynamicPolicy
-from .global_state import function_modes_supported
+from .global_state import function_modes_supported, keep_dispatch_keys
 from .output_graph import OutputGraph
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables import iterators
@@ -90,7 +90,7 @@ def convert_call(
     output = OutputGraph(policy=policy)
     if speculation is not None:
         output.deferred.policy = speculation
-    grad_mode = torch.is_grad_enabled()
+    grad_mode, put_back_dispatch_keys = torch.is_grad_enabled(), keep_dispatch_keys()
     try:
         tx = Translator(fn.__code__, fn.__globals__, output, {}, root_closure(fn, output), fn=fn)
         output.current_tx = tx
@@ -117,6 +117,7 @@ def convert_call(
     finally:
         output.state.unwind()  # the state the trace entered or set was real while tracing
         torch._C._set_grad_enabled(grad_mode)
+        put_back_dispatch_keys()
 
 
 def _argument(tx: Translator, name: str, value: Any, rests: tuple[str, ...]) -> VariableTracker:

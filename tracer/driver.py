@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..codegen import route_calls
 from ..codegen.frame_locals import ENTRY_FILE
 from ..codegen.resume import ResumePoint, make_resume
@@ -219,6 +221,10 @@ class CompiledCode:
             selected = self.cache.select(L)  # another thread may have compiled it meanwhile
             if selected is not None:
                 return selected
+            if torch._C._functorch.peek_interpreter_stack() is not None:
+                # called inside torch.func's vmap/grad/jvp (its tensors fail the tensor guards):
+                # the transform runs the code as it is; nothing compiled, nothing remembered
+                return self.fn
             settings = global_settings()
             strict = self.settings.fullgraph or settings.error_on_graph_break
             if not strict and callees.is_left_alone(self.fn.__code__):  # by another's trace

@@ -262,3 +262,15 @@ class GlobalStateLog:
                     cg.load_const(None)
                 cg.call_function(3)
                 cg.pop_top()
+
+
+def keep_dispatch_keys() -> Callable[[], None]:
+    """Keep the thread's local dispatch-key sets (included, excluded) as a trace starts; the
+    function returned puts them back as it ends. Code the trace runs for real can leave keys
+    excluded: a frame of torch's, kept alive by an exception the trace caught, holding a C guard
+    that restores the sets it saw when the frame dies, later (a transform's fake run stopped by
+    eager's error); eager calls then dispatch wrongly (``fwAD.make_dual`` failing an internal
+    assert). torch's own guard saves and restores them whole, keys Python has no name for too."""
+    guard = torch._C._PreserveDispatchKeyGuard()
+    guard.__enter__()
+    return lambda: guard.__exit__(None, None, None)

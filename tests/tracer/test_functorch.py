@@ -484,3 +484,42 @@ def test_refused_transform_breaks_and_stays_right(name):
         assert_no_more_breaks(counts[1], fn, *make_args())
     elif no_baseline.startswith("torch.compile traces it"):
         assert dynamo_breaks(fn, *make_args())[1] == 0  # a break more than torch.compile
+
+
+def _row_body(r):
+    return (r.sin() * 2).sum(-1)
+
+
+def test_compiled_function_called_inside_a_transform_runs_as_it_is():
+    """vmap/grad/jvp of a function bytegraph compiled: the transform's tensors fail its tensor
+    guards, and tracing them would call requires_grad_() inside the transform (torch raises); the
+    code runs as it is for that call, nothing compiled or remembered."""
+    compiled = bytegraph.compile(_row_body, backend="eager")
+    x = torch.randn(3, 4)
+    compiled(x)  # a variant for plain tensors
+    assert_same(vmap(compiled)(x), vmap(_row_body)(x))
+    assert_same(grad(lambda r: compiled(r).sum())(x), grad(lambda r: _row_body(r).sum())(x))
+    assert_same(jvp(compiled, (x,), (x,)), jvp(_row_body, (x,), (x,)))
+    assert_same(compiled(x), _row_body(x))
+
+
+JACOBIAN = jacfwd(lambda r: r.sin() @ W)
+
+
+def test_transform_made_before_the_trace_leaves_the_dispatch_keys_as_they_were():
+    """A jacfwd made outside, called in the compiled function: its fake run stops on eager's
+    error (a break), and a frame of torch's kept alive by that exception held a C guard that,
+    freed later, left half the dispatch keys excluded; eager's jvp then failed an internal
+    assert. The trace puts the thread's dispatch-key sets back as they were."""
+
+    def fn(x):
+        return JACOBIAN(x[0]) * 2
+
+    keys = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+    x = torch.randn(3, 4)
+    assert_same(bytegraph.compile(fn, backend="eager")(x), fn(x))
+    assert (
+        torch._C._dispatch_tls_local_include_set(),
+        torch._C._dispatch_tls_local_exclude_set(),
+    ) == keys
+    assert_same(jvp(torch.sin, (x,), (x,)), (x.sin(), x.cos() * x))
