@@ -40,7 +40,7 @@ from .output_graph import OutputGraph
 from .translator import FrameState, GraphBreak, Translator, root_closure
 from .variables import iterators
 from .variables.base import VariableTracker, walk
-from .variables.builder import keep_namespaces_apart
+from .variables.builder import keep_changed_inputs_apart
 from .variables.constants import SymNodeVariable
 from .variables.contexts import enter_carried
 from .variables.functions import ClosureCellVariable
@@ -163,7 +163,7 @@ def _finish(
     # before the graph is compiled: forcing a generator may add to it, and to what escapes
     if frames is None and _finish_escaping_generators(output, [*live, *replayed]):
         replayed = output.side_effects.plan(live)
-    keep_namespaces_apart(output)  # its guards follow from all the trace changed
+    keep_changed_inputs_apart(output)  # its guards follow from all the trace changed
     output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     checked = deferred_checks.finish(output)
     if checked:

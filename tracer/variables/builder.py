@@ -211,18 +211,30 @@ def _share(output: Any, obj: VariableTracker, namespace: VariableTracker, where:
     effects.shared_namespaces.update((id(obj), id(namespace)))
 
 
-def keep_namespaces_apart(output: Any) -> None:
-    """The other side of ``_one_namespace``: a dict input and a plain object's attributes that
-    the trace found to be apart, where it changed one of them. A later call may pass the object's
-    instance dict as the dict (a global rebound to ``obj.__dict__``), where the trace's reads
-    through the other would miss the change (torch.compile returns the old value there); they
-    are guarded apart. Called once the trace's changes are known."""
+def keep_changed_inputs_apart(output: Any) -> None:
+    """Inputs the trace found to be different objects, where it changed one of them (a list it
+    appended to, an object whose attribute it stored), while reading the other: a later call may
+    pass one object in both places (``fn(x, a, a)`` after ``fn(x, a, b)``), where the trace's
+    reads through the other would miss the change (torch.compile misses it too). They are guarded
+    apart (``DISTINCT_INPUT``): each changed input and every other input of its type, and, the
+    other side of ``_one_namespace``, a dict and a plain object's attributes (a global rebound to
+    ``obj.__dict__``). Modules are left out: the module tree fixes each one's identity. Called
+    once the trace's changes are known."""
     effects = output.side_effects
-    dicts = [
+    inputs = [
         (value, vt)
         for value, vt in output.wrapped.values()
-        if type(value) is dict and _from_outside(vt.source)
+        if _from_outside(vt.source) and not isinstance(vt, (TensorVariable, NNModuleVariable))
     ]
+    for value, vt in inputs:
+        if not effects.changed(vt):
+            continue
+        for other_value, other in inputs:
+            if type(other_value) is not type(value) or other_value is value:
+                continue
+            if not (_module_storage(vt.source) and _module_storage(other.source)):
+                output.assume_distinct(vt.source, other.source)
+    dicts = [(value, vt) for value, vt in inputs if type(value) is dict]
     for namespace, obj in list(output.namespaces.values()) if dicts else ():
         if type(obj) is not UserObjectVariable or not _from_outside(obj.source):
             continue  # (modules, functions, classes: their namespaces are not told apart)
@@ -232,6 +244,14 @@ def keep_namespaces_apart(output: Any) -> None:
         for value, vt in dicts:
             if value is not namespace and (obj_changed or effects.changed(vt)):
                 output.assume_distinct(vt.source, AttrSource(obj.source, "__dict__"))
+
+
+#: the dicts an ``nn.Module`` keeps its members in: one module's is never another's
+_MODULE_STORAGE = frozenset({"_parameters", "_buffers", "_modules"})
+
+
+def _module_storage(source: Source) -> bool:
+    return isinstance(source, AttrSource) and source.attr in _MODULE_STORAGE
 
 
 def _from_outside(source: Source | None) -> bool:
