@@ -131,7 +131,8 @@ def make_resume(
     if seen <= index:
         raise ValueError(f"instruction {index} is outside {code.co_name}")
     assert prologue_end is not None, "code without RESUME"
-    stack_args = tuple(f"__stack{i}" for i in range(nstack) if i not in null_slots)
+    stack = _stack_names(code, nstack)
+    stack_args = tuple(stack[i] for i in range(nstack) if i not in null_slots)
     prefix: list[Any] = [instr for name in point.made_locals for instr in _made(name)]
     # Enter the try blocks around the target as the original did, each once the stack is as deep as
     # its handler expects, so ``bytecode`` computes the handlers' depths (and exits them after the
@@ -154,7 +155,7 @@ def make_resume(
         if i in null_slots:
             prefix.append(Instr("PUSH_NULL"))
             continue
-        prefix.append(Instr("LOAD_FAST", f"__stack{i}"))
+        prefix.append(Instr("LOAD_FAST", stack[i]))
         if i in iter_slots:
             prefix.append(Instr("GET_ITER"))
         if i in bool_slots:  # NOTE(3.13): only 3.13 has TO_BOOL (and needs it before a jump)
@@ -181,14 +182,37 @@ def make_resume(
     first = sum(isinstance(item, Instr) for item in body[:prologue_end]) + n_prefix
     instrs = [item for item in body if isinstance(item, Instr)]
     seconds = tuple(j for j, instr in enumerate(instrs) if id(instr) in halves)
-    iter_args = tuple(f"__stack{i}" for i in iter_slots)
+    iter_args = tuple(stack[i] for i in iter_slots)
     fn.__bytegraph_resume__ = ResumeOrigin(
         template, n_prefix, first, seconds, point.cell_args, iter_args
     )
     if not depths_known:
         fn.__code__ = _fix_try_depths(fn.__code__, code, lambda j: _origin_index(fn, j))
-    frame_locals.register(fn.__code__, UserFrame.of(code, point.cell_args))
+    frame_locals.register(fn.__code__, _user_frame(code, point.cell_args))
     return fn
+
+
+def _user_frame(code: types.CodeType, cells: tuple[str, ...]) -> UserFrame:
+    """The user's frame a resume function of ``code`` stands for: ``code``'s own, or where
+    ``code`` is a resume function's (one resuming in its prefix), the frame that one stands for."""
+    user = frame_locals.registered(code)
+    if user is None:
+        return UserFrame.of(code, cells)
+    return UserFrame(user.names, user.cells + tuple(c for c in cells if c not in user.cells))
+
+
+def _stack_names(code: types.CodeType, nstack: int) -> tuple[str, ...]:
+    """The names of the stack arguments: ``__stack0``... unless the template has a local so named.
+    A resume function's own prefix may break (a generator it makes there, ``made_locals``, is
+    rolled back to that call: ``tracer/breaks/iterator_rollback.py``), and the resume function
+    resuming there takes its template's ``__stack`` arguments as live locals: its own stack
+    arguments are then ``___stack0``..., or with more underscores, so no two arguments share a
+    name (one would bind the other's value)."""
+    taken = code.co_varnames + code.co_cellvars + code.co_freevars
+    prefix = "__stack"
+    while any(name.startswith(prefix) for name in taken):
+        prefix = "_" + prefix
+    return tuple(f"{prefix}{i}" for i in range(nstack))
 
 
 #: Each template's instructions, decoded once: see ``_decoded``.

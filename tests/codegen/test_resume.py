@@ -10,7 +10,7 @@ import weakref
 import pytest
 import torch
 from bytecode import Bytecode, ConcreteBytecode
-from bytegraph.codegen import exception_table, resume
+from bytegraph.codegen import exception_table, frame_locals, resume
 from difftest import check_breaks
 
 import bytegraph
@@ -169,3 +169,40 @@ def test_resume_code_is_what_bytecode_assembles(monkeypatch, fn):
     for point in points:
         resume.make_resume(fn, None, point)
     assert len(compared) == len(points) >= 2 and all(compared)
+
+
+def _sum_with(xs, g):
+    total = 0
+    for v in xs:
+        total = total + v + next(g)
+    return total
+
+
+def _resumed_in_its_prefix() -> tuple:
+    """A resume function of ``_sum_with`` at its loop, making ``g`` in its prefix
+    (``made_locals``), and one of that resume function at its prefix's ``g = make_local(g)``, the
+    value made on the stack: its template's ``__stack0`` (the loop's iterator) still to be read."""
+    instrs = [i for i in dis.get_instructions(_sum_with) if i.opname != "EXTENDED_ARG"]
+    at_loop = next(k for k, i in enumerate(instrs) if i.opname == "FOR_ITER")
+    point = resume.ResumePoint(at_loop, 1, ("g", "total"), made_locals=("g",))
+    outer = resume.make_resume(_sum_with, None, point)
+    prefix = [i for i in dis.get_instructions(outer) if i.opname != "EXTENDED_ARG"]
+    made = next(k for k, i in enumerate(prefix) if i.opname == "STORE_FAST" and i.argval == "g")
+    inner = resume.make_resume(outer, None, resume.ResumePoint(made, 1, ("total", "__stack0")))
+    return outer, inner
+
+
+def test_a_resume_function_entered_in_its_templates_prefix_names_its_stack_apart():
+    """Its stack argument and its template's ``__stack0``, a live local there, are two arguments:
+    named alike, the generator made in the prefix and the loop's iterator were one argument."""
+    _, inner = _resumed_in_its_prefix()
+    assert inner(0, iter([1, 2]), iter([10, 20])) == _sum_with([1, 2], iter([10, 20]))
+    assert inner.__code__.co_varnames[:3] == ("total", "__stack0", "___stack0")
+
+
+def test_a_resume_function_entered_in_its_templates_prefix_stands_for_the_users_frame():
+    """``locals()`` run in it lists the user's locals, not its template's ``__stack0``."""
+    outer, inner = _resumed_in_its_prefix()
+    user = frame_locals.UserFrame.of(_sum_with.__code__)
+    assert frame_locals.registered(outer.__code__) == user
+    assert frame_locals.registered(inner.__code__) == user

@@ -3,6 +3,7 @@ plus the bugs found while writing the reliability tests. Each names the bug it p
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 from bytecode import ConcreteBytecode
 from bytegraph.codegen.pyversion import PY311
 from difftest import check_breaks, compile_counted
+from dynamo_baseline import assert_no_more_breaks
 
 import bytegraph
 
@@ -749,3 +751,67 @@ def test_a_closure_sharing_the_compiled_functions_cell_resumes_after_its_own_bre
         setup=reset,
         observe=lambda: cell.cell_contents,
     )
+
+
+def _doubled(ts):
+    for t in ts:
+        print("item")
+        yield t * 2
+
+
+def _two_items():
+    return torch.ones(2), [torch.ones(2), torch.full((2,), 2.0)]
+
+
+def _generator_taken_in_a_with_block(x, ts):
+    with contextlib.nullcontext():
+        y = x + 1
+        it = _doubled(ts)
+        print("made")
+        n = len(tuple(it))
+    return y + n
+
+
+def _generator_taken_in_a_loop(x, ts):
+    for _ in range(1):
+        y = x + 1
+        it = _doubled(ts)
+        print("made")
+        n = len(tuple(it))
+    return y + n
+
+
+@pytest.mark.parametrize("fn", [_generator_taken_in_a_with_block, _generator_taken_in_a_loop])
+def test_a_generator_made_by_a_resume_function_rolls_back_into_its_prefix(fn):
+    """Seed 791 (python family): a generator not started at a break, held only by a local, is made
+    by the resume function's prefix; consumed there, its ``print`` breaks, and the break is taken
+    where it was made, the prefix's call. The resume function resuming there took its template's
+    ``__stack0`` (the with block's exit, the loop's iterator) as a live local and the made
+    generator as its own stack argument, both named ``__stack0``: one argument bound the other's
+    value (TypeError: 'ContextExit' object is not iterable; in the loop, ``n`` 0 where eager gives
+    2)."""
+    check_breaks(fn, _two_items, graphs=2, breaks=3)
+    assert_no_more_breaks(
+        3,
+        fn,
+        *_two_items(),
+        baseline_missing="torch.compile runs the call in Python: it cannot rebuild the generator",
+    )
+
+
+def _locals_after_the_generator(x, ts):
+    with contextlib.nullcontext():
+        y = x + 1
+        it = _doubled(ts)
+        print("made")
+        n = len(tuple(it))
+        names = sorted(locals())
+    return y + n, names
+
+
+def test_locals_after_a_break_in_a_resume_functions_prefix():
+    """The same break, in code that reads its frame (``locals()``): every local of the user's is
+    then live, and the resume function resuming in the prefix was given those only, not its
+    template's ``__stack0``, which the prefix reads next (UnboundLocalError); and ``locals()`` there
+    listed the template's generated names (``__stack0``), read as the user's frame."""
+    check_breaks(_locals_after_the_generator, _two_items, graphs=2, breaks=4)

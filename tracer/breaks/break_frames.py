@@ -67,8 +67,8 @@ def live_names(
     the frame's first argument implicitly, so in code using it that argument is kept, and kept
     first."""
     live = tx.live_at(index)
-    if reads_frame(tx):  # what ``locals()`` may read, now or later
-        live = frozenset(UserFrame.of(user_code(tx)).names)
+    if reads_frame(tx):  # what ``locals()`` may read, now or later, and what the code reads
+        live |= frozenset(UserFrame.of(user_code(tx)).names)
     names = [n for n in local_vars if n in live]
     first = (
         tx.code.co_varnames[0]

@@ -162,9 +162,14 @@ _GLOBAL_HOOKS = (
 
 
 def user_code(tx: Translator) -> types.CodeType:
-    """The user's code that ``tx`` runs: a resume function's template's code, else its own."""
-    origin = getattr(tx.fn, "__bytegraph_resume__", None)
-    return origin.template.__code__ if origin is not None else tx.code
+    """The user's code that ``tx`` runs: a resume function's template's code, else its own. A
+    resume function breaking in its own prefix has a resume function as its template: the user's
+    code is that one's."""
+    fn, code = tx.fn, tx.code
+    while (origin := getattr(fn, "__bytegraph_resume__", None)) is not None:
+        fn = origin.template
+        code = fn.__code__
+    return code
 
 
 def user_frame(tx: Translator) -> bool:
