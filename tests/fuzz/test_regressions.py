@@ -10,7 +10,7 @@ import pytest
 import torch
 from bytecode import ConcreteBytecode
 from bytegraph.codegen.pyversion import PY311
-from difftest import check_breaks, compile_counted
+from difftest import assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 import bytegraph
@@ -815,3 +815,33 @@ def test_locals_after_a_break_in_a_resume_functions_prefix():
     template's ``__stack0``, which the prefix reads next (UnboundLocalError); and ``locals()`` there
     listed the template's generated names (``__stack0``), read as the user's frame."""
     check_breaks(_locals_after_the_generator, _two_items, graphs=2, breaks=4)
+
+
+def _drains_a_reversed_iterator(x, it, rest):
+    return x + 1, list(it), next(rest, "done")
+
+
+def test_an_exhausted_reversed_list_iterator_passed_in():
+    """python family, seed 11 on 3.13: a ``reversed(list)`` iterator exhausted before the call
+    (as a resume function is given one) reduces on 3.13 to ``reversed([])`` with no position,
+    which the input wrapper took for a position of None: an internal error, the frame ran in
+    Python. Exhausted ones are empty iterators on every version."""
+
+    def inputs():
+        items = [1, 2, 3]
+        spent = reversed(items)
+        list(spent)
+        part = reversed(items)
+        next(part)
+        return torch.ones(2), spent, part
+
+    internal = bytegraph.stats().get("fallback:internal_error", 0)
+    compiled, counter = compile_counted(_drains_a_reversed_iterator)
+    for _ in range(2):
+        runs = []
+        for run in (_drains_a_reversed_iterator, compiled):
+            x, spent, part = inputs()
+            runs.append((run(x, spent, part), list(spent), list(part)))
+        assert_same(runs[1], runs[0])
+    assert bytegraph.stats().get("fallback:internal_error", 0) == internal
+    assert counter.frame_count == 1

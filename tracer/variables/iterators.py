@@ -1494,7 +1494,9 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     if cls in _RANGE_ITERATORS:
         return RangeIteratorVariable([], index=state or 0, value=seq_value, source=source)
     if cls is _LIST_REVERSED:
-        if not isinstance(seq, ListVariable):  # exhausted: ``iter(())``
+        # NOTE(3.13): exhausted, it reduces to ``reversed([])`` with no state; 3.11/3.12 give
+        # ``iter(())`` (once the list shrank below it) or the list and -1
+        if not isinstance(seq, ListVariable) or state is None:
             return ReversedIteratorVariable([], seq=seq, position=-1, source=source)
         return ReversedIteratorVariable(seq.items, seq=seq, position=state, source=source)
     if isinstance(seq, (ListVariable, TupleVariable)):
