@@ -2652,20 +2652,13 @@ def real_iterable(tx, vt):
         vt.as_python_constant(), (str, range, tuple, frozenset)
     ):
         return vt.as_python_constant()
-    if issubclass(_type_of(vt), (set, frozenset)):
+    if issubclass(cls := _tracked_type(vt), (set, frozenset)):
         raise Unsupported(  # an object of a set class with its own ``__iter__``, say
             "set_subclass",
-            f"a {_type_of(vt).__name__} object given to a set method",
+            f"a {cls.__name__} object given to a set method",
             "CPython reads the items a set object stores, which the trace does not model here",
         )
     return map(_key, dispatch.each_item(tx, vt))
-
-
-def _type_of(vt: VariableTracker) -> type:
-    try:
-        return vt.python_type()
-    except Unsupported:
-        return object
 
 
 def _set_init(tx, obj, *args):
