@@ -343,7 +343,7 @@ class OutputGraph:
                 raise Unsupported("effect", effects.describe(target, probe))
             if key is not None and not probe.effects and not probe.random:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
-        self._check_text_reads(_name(target))
+        self._check_text_reads(_name(target), probe)
         deferred_checks.note_op(self, _name(target), fake_args, fake_kwargs, probe)
         made = _untraced_layout(example)
         if made is not None:  # as for inputs (``add_input``): e.g. ``coalesce()``'s fake nnz is 0
@@ -365,12 +365,14 @@ class OutputGraph:
         until then."""
         self.text_reads.append((tensor, _text_state(tensor.example)))
 
-    def _check_text_reads(self, name: str) -> None:
+    def _check_text_reads(self, name: str, probe: effects.EffectProbe) -> None:
         """An operator that changed a tensor whose text waits for the graph (its data, shape or
         ``requires_grad``, which show in the text) ends the graph before it: the break makes the
-        text first."""
+        text first. An inference tensor counts no versions: there any operator writing into a
+        tensor (inference mode on) counts as changing it."""
         for tensor, state in self.text_reads:
-            if _text_state(tensor.example) != state:
+            untracked = tensor.example.is_inference() and probe.written
+            if untracked or _text_state(tensor.example) != state:
                 raise Unsupported(
                     "text", f"{name} changes {tensor}, whose text is made after the graph"
                 )
@@ -677,8 +679,9 @@ def _untraced_layout(example: Any) -> str | None:
 
 def _text_state(tensor: torch.Tensor) -> tuple:
     """What of a tensor its text shows and operators change in place: its version counter (shared
-    by its views: data, shape and strides written) and ``requires_grad``."""
-    return tensor._version, tensor.requires_grad
+    by its views: data, shape and strides written; an inference tensor has none) and
+    ``requires_grad``."""
+    return None if tensor.is_inference() else tensor._version, tensor.requires_grad
 
 
 def _name(target: Any) -> str:

@@ -237,3 +237,25 @@ def test_reprs_and_specs_of_texts_are_made_after_the_graph():
 
     _run(fn, graphs=1, breaks=0)
     _run(bad_spec, graphs=0, breaks=1)  # the error is raised before any tensor operation
+
+
+def test_texts_of_inference_tensors():
+    """An inference tensor counts no versions (``_version`` raises): the text waits for the graph
+    while nothing is written after it, and a write into a tensor after it ends the graph first
+    (fuzz seed 15400279: an internal error, the function ran in Python)."""
+
+    def unchanged(x):
+        with torch.inference_mode():
+            y = x * 2
+            s = f"{y}"
+            return s, y + 1
+
+    def written(x):
+        with torch.inference_mode():
+            y = x * 2
+            s = f"{y}"
+            y.add_(1)
+            return s, y
+
+    _run(unchanged, graphs=1, breaks=0)
+    _run(written, graphs=1, breaks=1)
