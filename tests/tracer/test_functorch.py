@@ -201,6 +201,22 @@ def jvp_two_primals(x, t):
     return jvp(lambda a, b: (a * b.exp(), a.sum()), (x, t), (t, x))
 
 
+def jacrev_has_aux(x):
+    def body(r):
+        y = r.sin() @ W
+        return y, {"y": y, "c": r.cos()}
+
+    return jacrev(body, has_aux=True)(x[0])
+
+
+def jacfwd_has_aux(x, y):
+    return jacfwd(lambda a, b: (a * b, (a.sum(), b.exp())), argnums=(0, 1), has_aux=True)(x[0], y)
+
+
+def jvp_has_aux(x, t):
+    return jvp(lambda r: (torch.tanh(LIN(r)), r.cos() * 2), (x,), (t,), has_aux=True)
+
+
 def grad_input(*shape):
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -251,6 +267,9 @@ CASES = {
     "jacrev_of_jacrev": (jacrev_of_jacrev, grad_input(2, 4), []),
     "jvp_plain": (jvp_plain, two((3, 4), (3, 4), True, True), [LIN]),
     "jvp_two_primals": (jvp_two_primals, two((3,), (3,), True, False), []),
+    "jacrev_has_aux": (jacrev_has_aux, grad_input(2, 4), []),
+    "jacfwd_has_aux": (jacfwd_has_aux, two((2, 3), (3,), True, True), []),
+    "jvp_has_aux": (jvp_has_aux, two((3, 4), (3, 4), True, True), [LIN]),
 }
 
 

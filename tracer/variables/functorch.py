@@ -17,11 +17,12 @@ breaks, and the call raises in Python as in eager.
 Also refused (``Unsupported``: the call runs in Python): what ``trace_subgraph`` refuses (effects,
 breaks, reads of tensor data), options that are not constants, transformed arguments that are not
 tensors or tuples, lists and dicts of them, results that are not tensors the body computed (eager's
-transforms take tensors only, where the body may give back one it was given), ``has_aux`` for the
-Jacobians and ``jvp``. ``jvp(f, primals, tangents)`` is one such node, giving the outputs and
-their tangents. ``vjp``, ``functionalize``, functorch's deprecated aliases and the functions
-``jacrev``/``jacfwd`` made before the trace are not traced (their calls break: functorch's
-internals run in Python).
+transforms take tensors only, where the body may give back one it was given). ``jvp(f, primals,
+tangents)`` is one such node, giving the outputs and their tangents. With ``has_aux`` the body
+gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_at``) and gives
+those of ``aux`` (``aux_at``) back as the transform does. ``vjp``, ``functionalize``,
+functorch's deprecated aliases and the functions ``jacrev``/``jacfwd`` made before the trace are
+not traced (their calls break: functorch's internals run in Python).
 """
 
 from __future__ import annotations
@@ -450,20 +451,33 @@ def grad_region(gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, loss
 
 
 def jacobian_region(
-    gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, transform: str, **options: Any
+    gmod: torch.fx.GraphModule,
+    *inputs: Any,
+    positions: tuple,
+    transform: str,
+    main_at: tuple,
+    aux_at: tuple | None = None,
+    **options: Any,
 ) -> tuple:
     """What a jacrev's or jacfwd's node runs: the Jacobian (``torch.func``'s ``transform``) of
-    each output of the subgraph with respect to each of its inputs at ``positions``, output by
-    output."""
+    each output of the subgraph at ``main_at`` with respect to each of its inputs at
+    ``positions``, output by output; then, with ``has_aux`` (``aux_at`` not None), the outputs at
+    ``aux_at`` as the transform gives back its auxiliary result."""
 
     def outputs(*leaves: Any) -> Any:
-        return gmod(*_placed(inputs, positions, leaves))
+        outs = gmod(*_placed(inputs, positions, leaves))
+        main = tuple(outs[i] for i in main_at)
+        return main if aux_at is None else (main, tuple(outs[i] for i in aux_at))
 
     argnums = tuple(range(len(positions)))
-    jac = getattr(torch.func, transform)(outputs, argnums=argnums, **options)(
-        *(inputs[i] for i in positions)
+    transformed = getattr(torch.func, transform)(
+        outputs, argnums=argnums, has_aux=aux_at is not None, **options
     )
-    return tuple(j for per_output in jac for j in per_output)
+    jac = transformed(*(inputs[i] for i in positions))
+    if aux_at is None:
+        return tuple(j for per_output in jac for j in per_output)
+    jac, aux = jac
+    return (*(j for per_output in jac for j in per_output), *aux)
 
 
 def _differentiable(example: torch.Tensor, option: Any) -> torch.Tensor:
@@ -527,45 +541,83 @@ def _call_grad(
     return TupleVariable([grads, value])  # grad_and_value: (grads, value or (value, aux))
 
 
+def _split_aux(sub: Subgraph, has_aux: bool, what: str) -> tuple[VariableTracker, Any]:
+    """The body's result and, with ``has_aux``, its auxiliary part: ``(output, aux)`` as the body
+    gives them (a pair, which torch.func requires); ``aux`` None without ``has_aux``."""
+    result = sub.result
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, TupleVariable) and result.cls is tuple and len(result.items) == 2):
+        raise Unsupported("functorch", f"{what}: has_aux=True but no (output, aux) pair")
+    return result.items[0], result.items[1]
+
+
+def _at(sub: Subgraph, tree: VariableTracker) -> tuple:
+    """Where each tensor of ``tree`` (a part of the body's result) is among the subgraph's
+    outputs, each once, in order."""
+    where = {vt.node: i for i, vt in enumerate(sub.outputs)}
+    return tuple(dict.fromkeys(where[t.node] for t in _leaves(tree)))
+
+
 def _call_jacobian(
     tx: Translator, vt: TransformVariable, args: list[VariableTracker], kwargs: Any
 ) -> VariableTracker:
     what = f"{vt.transform.__name__}()"
     options = {k: v for k, v in vt.options.items() if k not in ("argnums", "has_aux")}
-    if vt.options.get("has_aux"):
-        raise Unsupported("functorch", f"{what}: has_aux=True is not traced")
     if vt.transform is torch.func.jacrev:
         _check_grad_mode(what)
     stand_ins, body_args, diff = _differentiated(tx, vt, args, what)
     sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what)
     _computed(sub, what)
+    main, aux = _split_aux(sub, vt.options.get("has_aux", False), what)
     inputs, _ = stand_ins.inputs(sub)
     tree = TupleVariable(diff) if isinstance(diff, list) else diff
     leaves = _leaves(tree)
-    options.update(positions=stand_ins.positions(sub, leaves), transform=vt.transform.__name__)
+    main_at = _at(sub, main)
+    aux_at = None if aux is None else _at(sub, aux)
+    options.update(
+        positions=stand_ins.positions(sub, leaves),
+        transform=vt.transform.__name__,
+        main_at=main_at,
+        aux_at=aux_at,
+    )
     items = _call_region(tx, jacobian_region, sub, inputs, options)
     per_output = {
-        out.node: _rebuild(tree, items[i * len(leaves) : (i + 1) * len(leaves)])
-        for i, out in enumerate(sub.outputs)
+        sub.outputs[at].node: _rebuild(tree, items[i * len(leaves) : (i + 1) * len(leaves)])
+        for i, at in enumerate(main_at)
     }
-    return replace_tensors(sub.result, lambda t: per_output[t.node])
+    jacobians = replace_tensors(main, lambda t: per_output[t.node])
+    if aux is None:
+        return jacobians
+    aux_outs = _mapped(sub, aux_at, items[len(main_at) * len(leaves) :])
+    return TupleVariable([jacobians, replace_tensors(aux, lambda t: aux_outs[t.node])])
 
 
 # -- jvp -------------------------------------------------------------------------------------------
 
 
 def jvp_region(
-    gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, lifted: int, strict: bool
+    gmod: torch.fx.GraphModule,
+    *inputs: Any,
+    positions: tuple,
+    lifted: int,
+    strict: bool,
+    main_at: tuple,
+    aux_at: tuple | None = None,
 ) -> tuple:
-    """What a jvp's node runs: the subgraph's outputs and their tangents (``torch.func.jvp``),
-    its inputs at ``positions`` the primals, the inputs after its ``lifted`` ones the tangents."""
+    """What a jvp's node runs: the subgraph's outputs at ``main_at`` and their tangents
+    (``torch.func.jvp``), its inputs at ``positions`` the primals, the inputs after its ``lifted``
+    ones the tangents; then, with ``has_aux`` (``aux_at`` not None), the outputs at ``aux_at``."""
 
     def outputs(*leaves: Any) -> Any:
-        return gmod(*_placed(inputs[:lifted], positions, leaves))
+        outs = gmod(*_placed(inputs[:lifted], positions, leaves))
+        main = tuple(outs[i] for i in main_at)
+        return main if aux_at is None else (main, tuple(outs[i] for i in aux_at))
 
     primals = tuple(inputs[i] for i in positions)
-    outs, tangents = torch.func.jvp(outputs, primals, inputs[lifted:], strict=strict)
-    return (*outs, *tangents)
+    has_aux = aux_at is not None
+    done = torch.func.jvp(outputs, primals, inputs[lifted:], strict=strict, has_aux=has_aux)
+    return tuple(t for part in done for t in part)
 
 
 def _primal(example: torch.Tensor, option: Any) -> torch.Tensor:
@@ -583,9 +635,10 @@ def _jvp(
     except TypeError as e:
         raise Unsupported("functorch", f"jvp() called with {e}") from None
     func, primals, tangents = (bound.arguments.pop(n) for n in ("func", "primals", "tangents"))
+    if not all(vt.is_python_constant() for vt in bound.arguments.values()):
+        raise Unsupported("functorch", "jvp()'s options are not constants")
     options = {name: vt.as_python_constant() for name, vt in bound.arguments.items()}
-    if options.pop("has_aux", False):
-        raise Unsupported("functorch", "jvp(): has_aux=True is not traced")
+    has_aux = options.pop("has_aux", False)
     pairs = (primals, tangents)
     if not (
         all(isinstance(vt, TupleVariable) and vt.cls is tuple for vt in pairs)
@@ -597,18 +650,34 @@ def _jvp(
     body_args = [stand_ins(vt, None) for vt in primals.items]
     sub = trace_subgraph(tx, func, body_args, {}, "jvp()")
     _computed(sub, "jvp()")
+    main, aux = _split_aux(sub, has_aux, "jvp()")
     inputs, _ = stand_ins.inputs(sub)
     positions = stand_ins.positions(sub, body_args)
-    options.update(positions=positions, lifted=len(inputs), strict=options.get("strict", False))
-    items = _call_region(tx, jvp_region, sub, [*inputs, *tangents.items], options)
-    outs = _outputs_map(sub, items[: len(sub.outputs)])
-    tangent_outs = _outputs_map(sub, items[len(sub.outputs) :])
-    return TupleVariable(
-        [
-            replace_tensors(sub.result, lambda t: outs[t.node]),
-            replace_tensors(sub.result, lambda t: tangent_outs[t.node]),
-        ]
+    main_at = _at(sub, main)
+    aux_at = None if aux is None else _at(sub, aux)
+    options.update(
+        positions=positions,
+        lifted=len(inputs),
+        strict=options.get("strict", False),
+        main_at=main_at,
+        aux_at=aux_at,
     )
+    items = _call_region(tx, jvp_region, sub, [*inputs, *tangents.items], options)
+    outs = _mapped(sub, main_at, items[: len(main_at)])
+    tangent_outs = _mapped(sub, main_at, items[len(main_at) : 2 * len(main_at)])
+    made = [
+        replace_tensors(main, lambda t: outs[t.node]),
+        replace_tensors(main, lambda t: tangent_outs[t.node]),
+    ]
+    if aux is not None:
+        aux_outs = _mapped(sub, aux_at, items[2 * len(main_at) :])
+        made.append(replace_tensors(aux, lambda t: aux_outs[t.node]))
+    return TupleVariable(made)
+
+
+def _mapped(sub: Subgraph, at: tuple, items: list[TensorVariable]) -> dict:
+    """The subgraph's outputs at ``at`` (their body's nodes) to ``items``, the node's."""
+    return {sub.outputs[i].node: item for i, item in zip(at, items, strict=True)}
 
 
 #: How a call of each transform's function is traced.
