@@ -18,6 +18,7 @@ from . import (  # noqa: F401 (registration)
     heapq,
     itertools,
     operator,
+    slots,
     torch_checks,
     type_hooks,
 )

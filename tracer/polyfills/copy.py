@@ -36,6 +36,7 @@ import torch
 
 from .. import markers
 from .registry import polyfill
+from .slots import has_slot
 
 #: the types ``copy.deepcopy`` gives back as they are (its ``_deepcopy_atomic``, and more)
 _ATOMIC = frozenset(
@@ -352,7 +353,7 @@ def _c_int(value):
     """``value`` as CPython's argument parser takes a C ``int``: an int, or an object whose
     type has ``__index__``."""
     if not isinstance(value, int):
-        if getattr(type(value), "__index__", None) is None:
+        if not has_slot(type(value), "__index__"):
             name = type(value).__name__
             raise TypeError(f"'{name}' object cannot be interpreted as an integer")
         value = operator.index(value)

@@ -17,6 +17,7 @@ import operator
 import sys
 
 from .registry import generator_of, polyfill
+from .slots import has_slot
 
 _MISSING = object()
 
@@ -136,13 +137,14 @@ def _accumulate(it, func=None, *, initial=None):
 
 _ISLICE_STOP = "Stop argument for islice() must be None or an integer: 0 <= x <= sys.maxsize."
 _ISLICE_INDEX = "Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize."
+_ISLICE_STEP = "Step for islice() must be a positive integer or None."
 
 
 def _islice_bound(value, message):
     """An ``islice`` bound as CPython reads it: None, or a non-negative integer."""
     if value is None:
         return None
-    index = operator.index(value) if hasattr(type(value), "__index__") else -1
+    index = operator.index(value) if has_slot(type(value), "__index__") else -1
     if index < 0:
         raise ValueError(message)
     return index
@@ -158,9 +160,9 @@ def islice(iterable, *args):
     start, stop, step = (None, args[0], None) if len(args) == 1 else (*args, None)[:3]
     stop = _islice_bound(stop, _ISLICE_STOP)
     start = _islice_bound(start, _ISLICE_INDEX)
-    step = _islice_bound(step, _ISLICE_INDEX)
+    step = _islice_bound(step, _ISLICE_STEP)
     if step == 0:
-        raise ValueError("Step for islice() must be a positive integer or None.")
+        raise ValueError(_ISLICE_STEP)
     return _islice_of(iter(iterable), start or 0, stop, step or 1)
 
 
@@ -206,7 +208,7 @@ def _pool_and_r(iterable, r):
     pool = tuple(iterable)
     if r is None:
         return pool, len(pool)
-    if not hasattr(type(r), "__index__"):
+    if not has_slot(type(r), "__index__"):
         raise TypeError("Expected int as r")
     r = operator.index(r)
     if r < 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 
 from .registry import polyfill
+from .slots import has_slot
 
 
 @polyfill(operator.itemgetter)
@@ -68,18 +69,17 @@ def indexOf(a, b, /):  # noqa: N802 (operator's name)
 def length_hint(obj, default=0, /):
     """``operator.length_hint``: ``len(obj)`` where its class has ``__len__`` (a TypeError from it
     passes on to the hint), else its class's ``__length_hint__`` (NotImplemented: ``default``),
-    else ``default``."""
+    else ``default``. Both found as CPython finds slots: on the class's MRO (``has_slot``)."""
     if not isinstance(default, int):
         raise TypeError(f"'{type(default).__name__}' object cannot be interpreted as an integer")
-    if hasattr(type(obj), "__len__"):
+    if has_slot(type(obj), "__len__"):
         try:
             return len(obj)
         except TypeError:
             pass
-    hint = getattr(type(obj), "__length_hint__", None)
-    if hint is None:
+    if not has_slot(type(obj), "__length_hint__"):
         return default
-    value = hint(obj)
+    value = type(obj).__length_hint__(obj)
     if value is NotImplemented:
         return default
     if not isinstance(value, int):

@@ -539,7 +539,7 @@ def bind_class_attribute(
     polyfilled = bind_polyfilled(obj, name, static)  # a C method with a polyfill
     if polyfilled is not None:
         return polyfilled
-    if hasattr(type(static), "__get__") and not isinstance(static, torch.Tensor):
+    if type_lookup(type(static), "__get__") is not MISSING and not isinstance(static, torch.Tensor):
         raise Unsupported("descriptor", f"{name!r} is a {type(static).__name__}")
     return tx.wrap(static, source) if source is not None else tx.wrap_static(static)
 
@@ -1376,15 +1376,7 @@ class ClassVariable(ConstantLikeVariable):
                 static, AttrSource(self.source, name)
             )  # guarded: it can be monkeypatched
         if static is MISSING:
-            if self.source is not None:
-                guard_no_class_attr(tx, self.source, name)
-            meta = type(self.value)
-            if meta.__getattribute__ is type.__getattribute__ and not hasattr(meta, "__getattr__"):
-                # CPython's AttributeError, which a traced ``except AttributeError`` can catch
-                raise PythonError(
-                    AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
-                )
-            raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
+            return self._missing_attribute(tx, name)
         if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
             # bound to this class, a new method at each read (``A.c is A.c`` is False)
             source = AttrSource(self.source, name) if self.source else None
@@ -1397,6 +1389,34 @@ class ClassVariable(ConstantLikeVariable):
         if isinstance(static, types.ClassMethodDescriptorType):  # ``Plain.__subclasshook__``
             return bind_polyfilled(self, name, static) or bound
         return bound
+
+    def _missing_attribute(self, tx: Translator, name: str) -> VariableTracker:
+        """``cls.name`` that neither the class's MRO nor its metaclass's defines: the metaclass's
+        ``__getattr__`` (found on the metaclass's MRO, a Python function) is called with the
+        class, else CPython's AttributeError, which a traced ``except AttributeError`` catches.
+        Guarded: no class of either MRO gains ``name``, the hook stays the same (or none
+        appears). A ``__getattr__`` of the class itself is its objects' hook, not the class's."""
+        meta = type(self.value)
+        hook = type_lookup(meta, "__getattr__")
+        meta_source = TypeSource(self.source) if self.source is not None else None
+        if meta_source is not None:
+            guard_no_class_attr(tx, self.source, name, None)
+            if hook is MISSING:
+                guard_no_class_attr(tx, meta_source, name)
+            else:
+                guard_no_class_attr(tx, meta_source, name, None)
+                source = class_attr_source(meta_source, meta, "__getattr__")
+                tx.output.assume_identity(source, hook)
+        if meta.__getattribute__ is not type.__getattribute__:
+            raise Unsupported("getattr", f"class {self.value.__name__}'s metaclass reads {name!r}")
+        if hook is MISSING:
+            raise PythonError(
+                AttributeError(f"type object '{self.value.__name__}' has no attribute '{name}'")
+            )
+        if not isinstance(hook, types.FunctionType):
+            raise Unsupported("getattr", f"class {self.value.__name__} has no attribute {name!r}")
+        key = ConstantVariable(name)
+        return UserFunctionVariable(hook, None, self_vt=self).call_function(tx, [key], {})
 
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
@@ -1497,7 +1517,10 @@ class SuperVariable(VariableTracker):
             if name not in vars(mro[index]):
                 continue
             attr = vars(mro[index])[name]
-            if not mro[index].__flags__ & HEAP_TYPE and not hasattr(type(attr), "__get__"):
+            if (
+                not mro[index].__flags__ & HEAP_TYPE
+                and type_lookup(type(attr), "__get__") is MISSING
+            ):
                 return tx.wrap_static(attr)  # a builtin class's, unbound: ``object.__new__``
             fn = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
             if not isinstance(fn, types.FunctionType):
@@ -3441,3 +3464,24 @@ def _slot_names_cache(ref: weakref.ref) -> tuple:
         return ()
     names = namespace["__slotnames__"]
     return (tuple(names) if isinstance(names, list) else names,)
+
+
+@call_rule(polyfills.slots.has_slot)
+def has_slot(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """Whether a class the trace knows fills the slot ``name`` (``polyfills/slots.py``), read on
+    the real class's MRO: a constant. Guarded where the class is read through the inputs: no
+    class of its MRO gains ``name``, or the one that defines it keeps it."""
+    if kwargs or len(args) != 2 or not all(a.is_python_constant() for a in args):
+        return None
+    cls, name = (a.as_python_constant() for a in args)
+    if not isinstance(cls, type) or not isinstance(name, str):
+        return None
+    found = type_lookup(cls, name)
+    source = args[0].source
+    if source is not None and found is MISSING:
+        tx.output.assume_class_lacks(source, (name,))
+    elif source is not None:
+        tx.output.assume_identity(class_attr_source(source, cls, name), found)
+    return ConstantVariable(found is not MISSING)

@@ -2438,7 +2438,7 @@ def _reads_own_attribute(fn: Any, args: list[VariableTracker]) -> bool:
         real = obj.value
     else:
         return False
-    return isinstance(name, str) and not hasattr(type(real), name)
+    return isinstance(name, str) and type_lookup(type(real), name) is MISSING
 
 
 def construct_builtin_like(
