@@ -91,6 +91,16 @@ def _updated(s):
     return list(t)
 
 
+def _unioned_with_itself(s):
+    s |= s
+    return list(s)
+
+
+def _intersected_with_itself(s):
+    s.intersection_update(s)
+    return tuple(s)
+
+
 def _dict_comprehension(s):
     return list({o: 0 for o in s})
 
@@ -118,6 +128,13 @@ READS = {
     "union": lambda s: list(s | set()),
     "intersection": lambda s: list(s & s.copy()),
     "intersection_self": lambda s: list(s & s),
+    "union_self": lambda s: tuple(s | s),
+    "union_method_self": lambda s: [*s.union(s, s)],
+    "intersection_method_self": lambda s: sorted(s.intersection(s), key=_zero),
+    "union_self_twice": lambda s: list((s | s) & (s | s)),
+    "in_place_union_self": _unioned_with_itself,
+    "in_place_intersection_self": _intersected_with_itself,
+    "frozenset_union_self": lambda s: (lambda f: list(f | f))(frozenset(s)),
     "difference": lambda s: list(s - {0}),
     "symmetric_difference": lambda s: list(s ^ {0}),
     "copy": lambda s: list(s.copy()),
@@ -235,8 +252,6 @@ def _check_order(fn, make_expected, varies=True):
 _OTHER_BREAK = {"dunder_iter": "call_method"}
 #: what runs in Python as a whole (a fallback, which is no wrong result) and why
 _IN_PYTHON = {
-    "intersection_self": "s & s is a copy of s, which no recipe repeats: the set cannot be "
-    "rebuilt at the break",
     **dict.fromkeys(
         ["partials/for_loop", "partials/next_iter"],
         "the loop's resume function is given the set of partials, which the key model cannot "

@@ -1031,9 +1031,11 @@ class SetRecipe:
     CPython lays a set out by the calls that made it, and the trace made its set with the same
     calls on keys hashing as the values, so the same calls on the values lay it out the same.
     A part is ``("key", k)``, ``("keys", [k...])`` (a tuple of them), ``("dict", [k...])`` (a
-    dict of them), ``("const", v)``, ``("recipe", r)`` (a set built by ``r``) or ``("input",
+    dict of them), ``("const", v)``, ``("recipe", r)`` (a set built by ``r``), ``("input",
     s)`` (an input set's tracker: its real object, while the trace has not changed it: ``log``
-    empty)."""
+    empty) or ``("again", i)``: the set part ``i`` of the same call built, given a second time
+    (``s & s``, ``s |= s``: CPython treats a set given with itself otherwise, copying it or
+    clearing it, so two equal sets would lay another table out)."""
 
     fn: Any
     parts: tuple[tuple[str, Any], ...]
@@ -1042,21 +1044,21 @@ class SetRecipe:
     def call(cls, fn: Any, args: list[VariableTracker]) -> SetRecipe | None:
         """``fn(*args)``, or None where an argument is not of a kind a recipe repeats."""
         parts = [recipe_part(a) for a in args]
-        if None in parts or _one_set_twice(parts):
+        if None in parts:
             return None
-        return cls(fn, tuple(parts))  # type: ignore[arg-type]
+        return cls(fn, _given_again(parts))  # type: ignore[arg-type]
 
     @classmethod
     def method(
         cls, before: SetRecipe | None, name: str, parts: list[tuple[str, Any] | None]
     ) -> SetRecipe | None:
         """The set ``before`` builds, after its method ``name`` ran on ``parts``."""
-        if before is None or None in parts or _one_set_twice([("recipe", before), *parts]):
+        if before is None or None in parts:
             return None
         if name == "add" and before.fn is set and before.parts[0][0] == "keys":
             # ``set(keys)`` adds them one by one: one more added is one more key
             return cls(set, (("keys", [*before.parts[0][1], parts[0][1]]),))  # type: ignore[index]
-        return cls(set_after, (("recipe", before), ("const", name), *parts))  # type: ignore[arg-type]
+        return cls(set_after, _given_again([("recipe", before), ("const", name), *parts]))  # type: ignore[list-item]
 
     def valid(self) -> bool:
         return all(
@@ -1066,7 +1068,7 @@ class SetRecipe:
 
     def walk_children(self) -> list[Any]:
         """What ``emit`` reads (``base.walk``): the keys, the sets and recipes it builds from."""
-        return [part for _, part in self.parts]
+        return [part for kind, part in self.parts if kind != "again"]
 
     def emit(self, cg: Codegen) -> None:
         if self.fn is set and self.parts[0][0] == "keys":  # a set display adds them in order
@@ -1080,8 +1082,8 @@ class SetRecipe:
 
     def emit_parts(self, cg: Codegen) -> None:
         """Push the arguments of its call."""
-        for kind, part in self.parts:
-            _emit_part(cg, kind, part)
+        for pushed, (kind, part) in enumerate(self.parts):
+            _emit_part(cg, kind, part, pushed)
 
     def into(self) -> bool:
         """Can ``emit_into`` build the set into a blank set object: does it start from a set
@@ -1104,22 +1106,33 @@ class SetRecipe:
             return
         cg.load_const(set_after)
         self.parts[0][1].emit_into(cg, load)
-        for kind, part in self.parts[1:]:
-            _emit_part(cg, kind, part)
+        for pushed, (kind, part) in enumerate(self.parts[1:], 1):
+            _emit_part(cg, kind, part, pushed)
         cg.call_function(len(self.parts))
 
 
-def _one_set_twice(parts: list[Any]) -> bool:
-    """Whether one set made in the trace is two of ``parts``: each part is built anew, and
-    CPython treats a set given with itself otherwise (``s & s`` copies it, ``s -= s`` clears
-    it), so the calls would lay another table out."""
-    recipes = [id(part) for kind, part in parts if kind == "recipe"]
-    return len(set(recipes)) < len(recipes)
+def _given_again(parts: list[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    """``parts`` with each set made in the trace that an earlier part already gives (the same
+    recipe: the same set object in the trace) as ``("again", i)``, so that the call gets that
+    one object twice, as the trace's did."""
+    first: dict[int, int] = {}
+    given: list[tuple[str, Any]] = []
+    for i, (kind, part) in enumerate(parts):
+        if kind == "recipe" and id(part) in first:
+            given.append(("again", first[id(part)]))
+            continue
+        if kind == "recipe":
+            first[id(part)] = i
+        given.append((kind, part))
+    return tuple(given)
 
 
-def _emit_part(cg: Codegen, kind: str, part: Any) -> None:
-    """Push one argument of a ``SetRecipe``'s call (its ``parts``)."""
-    if kind == "key":
+def _emit_part(cg: Codegen, kind: str, part: Any, pushed: int = 0) -> None:
+    """Push one argument of a ``SetRecipe``'s call (its ``parts``), ``pushed`` of them on the
+    stack already."""
+    if kind == "again":
+        cg.copy(pushed - part)
+    elif kind == "key":
         _reconstruct_key(cg, part)
     elif kind == "const":
         cg.load_const(part)
