@@ -157,6 +157,25 @@ class TensorSpec:
     strides: tuple[int | None, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class FunctionSpec:
+    """What ``FUNCTION_MATCH`` checks of a Python function guarded by what it is made of, not by
+    identity (its code is guarded apart, by ``ID_MATCH``; its defaults and closure cells as inputs
+    of their own, where the trace reads them). Invariant: it never keeps the function alive."""
+
+    ref: weakref.ref  #: the traced function, held weakly with no callback: it passes at once
+    globals: dict  #: its ``__globals__``, by identity
+    no_defaults: bool  #: it had no ``__defaults__`` (a call binding fewer arguments raised)
+    no_kwdefaults: bool  #: it had no ``__kwdefaults__``
+    #: whether a function means more than its parts (a user's mark, a call rule of the tracer,
+    #: both by identity): such a function passes only as itself
+    distinct: Callable[[Any], bool]
+
+    @property
+    def key(self) -> tuple:
+        return (id(self.globals), self.no_defaults, self.no_kwdefaults, id(self.distinct))
+
+
 def autocast_state() -> tuple:
     """Autocast settings of the devices a CPU/CUDA graph can run on (read only when autocast is
     on)."""

@@ -34,6 +34,7 @@ from .epoch import DICT_TYPES
 from .guard import (
     Absorb,
     Fixed,
+    FunctionSpec,
     Guard,
     TensorSpec,
     WeakArg,
@@ -214,6 +215,33 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     if type(obj) is types.ModuleType and _lives_forever(obj.__name__):
         return [f"{expr} is {consts.name(obj)}"]  # lives as long as the process: no weakref call
     return [f"{expr} is {consts.ref(obj)}"]
+
+
+@guard_kind(
+    1, key=lambda spec: ("function", *spec.key), absorb=Absorb.ALWAYS, fixed=Fixed.IDENTITY
+)
+def FUNCTION_MATCH(expr: str, spec: FunctionSpec, consts: ConstTable) -> list[str]:
+    """``expr`` is the traced function, or one made of the same parts (``alike_function``): a
+    function made anew at each call (a lambda passed to a helper) passes as the one traced, whose
+    identity the trace did not read."""
+    traced = consts.name(spec.ref, "fn")  # (a weak reference with no callback: none dies)
+    alike = f"{consts.name(alike_function)}({expr}, {consts.name(spec, 'made_of')})"
+    # the type first, a condition read whole: a chain of reads is bound there (``cache``)
+    function = consts.name(types.FunctionType)
+    return [f"type({expr}) is {function}", f"({expr} is {traced}() or {alike})"]
+
+
+def alike_function(fn: types.FunctionType, spec: FunctionSpec) -> bool:
+    """``fn``, a plain function, has the traced one's globals, no attributes of its own, no
+    defaults where it had none, and no meaning of its own (``FunctionSpec.distinct``). Only C
+    attributes of a function are read: no user code runs."""
+    return (
+        fn.__globals__ is spec.globals
+        and (fn.__defaults__ is None or not spec.no_defaults)
+        and (fn.__kwdefaults__ is None or not spec.no_kwdefaults)
+        and not fn.__dict__
+        and not spec.distinct(fn)
+    )
 
 
 @guard_kind(1, absorb=Absorb.ALWAYS)

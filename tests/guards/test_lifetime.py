@@ -37,13 +37,43 @@ def object_with_id(target: int, make, keep: list):
     return None
 
 
+def _tagged_function():
+    """A new function of one code at each call, with an attribute of its own: guarded by
+    identity."""
+    fn = lambda t: t + 1  # noqa: E731
+    fn.tag = "own"
+    return fn
+
+
+def _plain_function():
+    return lambda t: t + 1  # a new function of one code at each call, made of nothing else
+
+
+def test_function_guarded_by_what_it_is_made_of_is_not_kept_alive():
+    def fn(x, act):
+        return act(x)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    act = _plain_function()
+    assert_same(compiled(x, act), fn(x, act))
+    dead = weakref.ref(act)
+    del act
+    gc.collect()
+    assert dead() is None
+    assert len(bytegraph.cache_entries(compiled)) == 1  # it serves any function made so
+    act = _plain_function()
+    assert_same(compiled(x, act), fn(x, act))
+    assert counter.frame_count == 1
+
+
 def test_guard_does_not_keep_function_argument_alive():
     def fn(x, act):
         return act(x)
 
     compiled, counter = compile_counted(fn)
     x = torch.randn(3)
-    act = lambda t: t + 1  # noqa: E731
+    act = _tagged_function()
     assert_same(compiled(x, act), fn(x, act))
     guards = bytegraph.cache_entries(compiled)[0].guards.source.splitlines()
     assert "L['act'] is ___lambda_()" in guards
@@ -68,12 +98,12 @@ def test_new_function_with_reused_id_recompiles():
     def make():
         nonlocal k
         k += 1
-        return lambda t, k=k: t - k
+        return _tagged_function()  # the freed one's code and attribute: only its identity differs
 
     # Another object may take the freed block before any lambda does (about one run in eight):
     # then free another function and try again.
     for attempt in range(5):  # noqa: B007 (read after the loop)
-        act = lambda t: t + 1  # noqa: E731
+        act = _tagged_function()
         assert_same(compiled(x, act), fn(x, act))
         old_id = id(act)
         del act

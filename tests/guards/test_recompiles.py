@@ -6,6 +6,7 @@ their reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 import warnings
@@ -147,7 +148,8 @@ def test_global_function_rebinding_recompiles_once():
         helper = original
     run_same(compiled, fn, torch.ones(2))
     assert counter.frame_count == 2
-    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: G['helper'] is ___helper()"
+    # another function of the same globals: what tells them apart is their code
+    assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: G['helper'].__code__ is ___o()"
 
 
 def test_grad_mode_change_recompiles_once():
@@ -505,3 +507,162 @@ def test_a_module_grown_by_the_first_call_is_traced_with_the_change(cls):
         counts.append(counter.frame_count)
     assert counts[1] == counts[2] == counts[0]
     assert dict(model.named_buffers()).keys() == dict(reference.named_buffers()).keys()
+
+
+# -- functions given to the trace: guarded by what they are made of, their identity where read --
+
+
+def _apply(fn, x):
+    return fn(x) + 1
+
+
+def _new_lambda():
+    return lambda t: t * 2  # the same code at each call, a new function object
+
+
+def _scaled_by(c):
+    return lambda t: t * c  # the same code, a cell of its own
+
+
+def _scale(t, k=1.0):
+    return t * k
+
+
+def test_a_function_made_anew_at_each_call_does_not_recompile():
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    for _ in range(3):
+        run_same(compiled, _apply, _new_lambda(), x)
+    assert counter.frame_count == 1
+
+
+def test_a_closure_made_anew_is_guarded_by_its_cells():
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    for c in (2.0, 2.0, 3.0, 3.0, 2.0):
+        run_same(compiled, _apply, _scaled_by(c), x)
+    assert counter.frame_count == 2  # 2.0, then 3.0: each cell value a variant of its own
+    reason = bytegraph.cache_entries(compiled)[1].reason
+    assert reason == "entry 0: L['fn'].__closure__[0].cell_contents == 2.0"
+
+
+def test_a_function_of_other_code_misses():
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    run_same(compiled, _apply, _new_lambda(), x)
+    run_same(compiled, _apply, lambda t: t - 5, x)
+    run_same(compiled, _apply, _new_lambda(), x)
+    assert counter.frame_count == 2
+    assert "L['fn'].__code__ is" in bytegraph.cache_entries(compiled)[1].reason
+
+
+def test_a_partial_made_anew_at_each_call_does_not_recompile():
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    for k in (3.0, 3.0, 4.0):
+        run_same(compiled, _apply, functools.partial(lambda t, k: t * k, k=k), x)
+    assert counter.frame_count == 2  # k=3.0, then k=4.0
+
+
+def test_a_bound_method_of_an_object_made_anew_does_not_recompile():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def forward(self, t):
+            return t * self.k
+
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    for k in (2.0, 2.0, 5.0):
+        run_same(compiled, _apply, Scaler(k).forward, x)
+    assert counter.frame_count == 2
+
+
+def test_a_function_whose_identity_is_compared_is_guarded_by_identity():
+    def fn(f, g, x):
+        return f(x) if f is g else g(x) - f(x)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    run_same(compiled, fn, _new_lambda(), _new_lambda(), x)  # two functions of one code
+    same = _new_lambda()
+    run_same(compiled, fn, same, same, x)  # one function twice: ``is`` now holds
+    run_same(compiled, fn, _new_lambda(), _new_lambda(), x)
+    assert counter.frame_count == 3  # identity read: each new pair is traced again
+
+
+def test_a_function_used_as_a_key_is_guarded_by_identity():
+    table = {}
+
+    def fn(f, x):
+        table.setdefault(f, len(table))
+        return f(x) + table[f]
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    first, second = _new_lambda(), _new_lambda()
+    run_same(compiled, fn, first, x)
+    table.clear()
+    run_same(compiled, fn, first, x)
+    expected = fn(second, x)  # eager puts ``second`` in the table too
+    del table[second]
+    assert_same(compiled(second, x), expected)
+
+
+def test_a_function_whose_name_is_read_is_guarded_by_identity():
+    def fn(f, x):
+        return f(x) * len(f.__name__)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    f, g = _new_lambda(), _new_lambda()
+    g.__name__ = "a_longer_name"  # the same code; the name is the object's own
+    run_same(compiled, fn, f, x)
+    run_same(compiled, fn, g, x)
+    assert counter.frame_count == 2
+
+
+def test_a_function_whose_attributes_are_read_stays_guarded():
+    def fn(f, x):
+        return f(x) * getattr(f, "scale", 1.0)
+
+    def tagged(scale):
+        g = _new_lambda()
+        g.scale = scale
+        return g
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    for value in (2.0, 3.0, 2.0):
+        run_same(compiled, fn, tagged(value), x)
+    run_same(compiled, fn, _new_lambda(), x)  # no attribute: no ``scale``
+
+
+def test_a_function_whose_dict_is_read_stays_guarded():
+    def fn(f, x):
+        return f(x) * len(f.__dict__)
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    plain = _new_lambda()
+    run_same(compiled, fn, plain, x)
+    tagged = _new_lambda()
+    tagged.tag = 1
+    run_same(compiled, fn, tagged, x)
+    run_same(compiled, fn, _new_lambda(), x)
+
+
+def test_a_break_inside_a_closure_made_anew_reads_its_own_cells():
+    def scaled(c):
+        def inner(t):
+            y = t * c
+            print("break")  # a graph break inside the inlined closure
+            return y + c
+
+        return inner
+
+    compiled, counter = compile_counted(_apply)
+    x = torch.randn(3)
+    for c in (2.0, 2.0, 3.0):
+        run_same(compiled, _apply, scaled(c), x)

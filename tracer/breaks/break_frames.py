@@ -25,6 +25,7 @@ from ..variables.functions import (
     LocalCellVariable,
     NestedFunctionVariable,
     SavedCellVariable,
+    UserFunctionVariable,
 )
 from .liveness import cells_written_from, code_cell_writes
 
@@ -123,6 +124,12 @@ def template(tx: Translator, index: int) -> tuple[Any, int]:
         if not free_cells(tx):
             for name in tx.fn.__code__.co_freevars:
                 tx.output.assume_identity(_cell_base(tx, name), tx.closure[name].cell)
+    elif tx.fn.__code__.co_freevars:
+        # a closure read from the inputs, guarded by what it is made of (``builder``): its resume
+        # functions close over its cells, so its identity is guarded
+        known = tx.output.wrapped.get(id(tx.fn))
+        if known is not None and known[0] is tx.fn and isinstance(known[1], UserFunctionVariable):
+            known[1].pin_identity(tx)
     return resume_origin(tx.fn, index)
 
 

@@ -19,12 +19,14 @@ import math
 import re
 import sys
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ...guards import kinds
 from ...guards.epoch import DICT_TYPES
+from ...guards.guard import FunctionSpec
 from ...guards.sources import (
     AttrSource,
     ConstSource,
@@ -36,10 +38,12 @@ from ...guards.sources import (
     Source,
     TypeSource,
 )
+from .. import markers
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from . import frames, functorch, modules, pytree, subgraphs  # noqa: F401 (their call rules)
 from .base import IdentityKey, VariableTracker, proxied, type_lookup
+from .call_rules import lookup as call_rule
 from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
@@ -76,7 +80,6 @@ from .distributed import is_distributed_value
 from .distributed import wrap as wrap_distributed
 from .functions import (
     LRU_CACHE_WRAPPER,
-    REBUILT,
     BuiltinVariable,
     ClosureCellVariable,
     MemoizedFunctionVariable,
@@ -629,29 +632,8 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type)):
         add(identity)
         return BuiltinVariable(value, source)
-    if isinstance(value, types.FunctionType) and value in REBUILT:
-        # made again at each call by a graph break's code (``make_function``) or by the body of
-        # a function (a closure routed through its code's shared caller, ``callees.py``): as
-        # good as any other function with the same code, globals, cells and defaults and nothing
-        # else
-        add(kinds.TYPE_MATCH(source, types.FunctionType))
-        for attr in ("__code__", "__globals__"):
-            part = getattr(value, attr)
-            add(kinds.ID_MATCH(AttrSource(source, attr), part))
-        # its cells: as many as the code has free variables, their contents guarded when read;
-        # the defaults it has are guarded where a call binds them (``functions._defaults_vt``)
-        for attr in ("__defaults__", "__kwdefaults__"):
-            if getattr(value, attr) is None:
-                add(kinds.NONE_MATCH(AttrSource(source, attr)))
-        add(kinds.LEN_MATCH(AttrSource(source, "__dict__"), 0))
-        return UserFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
-        add(identity)
-        # The function object stays, but its code can be swapped (``f.__code__ = ...``); functions
-        # that are constants of the trace (exec'd globals, defaults) stay as they were traced.
-        if not isinstance(source.root, ConstSource):
-            code = value.__code__
-            add(kinds.ID_MATCH(AttrSource(source, "__code__"), code))
+        _guard_function(tx, value, source)
         return UserFunctionVariable(value, source)
     if type(value) is functools.partial:
         add(kinds.TYPE_MATCH(source, functools.partial))
@@ -704,6 +686,47 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return MemoizedFunctionVariable(value, source)
     add(kinds.TYPE_MATCH(source, type(value)))  # key: never the class
     return UserObjectVariable(value, source)
+
+
+def _guard_function(tx: Translator, fn: types.FunctionType, source: Source) -> None:
+    """A Python function read from the inputs is guarded by what decides what a call of it does,
+    not by its identity: its code (by identity: it can be swapped, ``f.__code__ = ...``), globals,
+    which defaults it lacks and that it has no attributes (``FUNCTION_MATCH``); its defaults and
+    closure cells are inputs of their own, guarded where a call binds or reads them
+    (``functions._defaults_vt``, ``functions._cell_source``). So a function made anew at each call
+    (a lambda given to a helper, a closure, one a graph break's code makes again: ``REBUILT``) is
+    as good as the one traced. Where the trace reads its identity (``is``, ``id``, ``hash``, a
+    key, an attribute beyond those: ``operations.pin_identity``), that is guarded too. A function
+    with attributes, or meaning more than its parts (``_distinct``), is guarded by identity, and
+    so is a constant of the trace (exec'd globals, defaults), which stays as it was traced."""
+    if isinstance(source.root, ConstSource):
+        tx.output.add_guard(kinds.ID_MATCH(source, fn))
+        return
+    if fn.__dict__ or _distinct(fn):
+        tx.output.add_guard(kinds.ID_MATCH(source, fn))
+    else:
+        spec = FunctionSpec(
+            weakref.ref(fn),
+            fn.__globals__,
+            no_defaults=fn.__defaults__ is None,
+            no_kwdefaults=fn.__kwdefaults__ is None,
+            distinct=_distinct,
+        )
+        tx.output.add_guard(kinds.FUNCTION_MATCH(source, spec))
+    tx.output.add_guard(kinds.ID_MATCH(AttrSource(source, "__code__"), fn.__code__))
+
+
+def _distinct(fn: types.FunctionType) -> bool:
+    """Whether what a call of ``fn`` means depends on the object itself: a user's mark
+    (``markers``: allowed in the graph, constant result, substituted, a graph break) or a call
+    rule of the tracer, each found by identity."""
+    return (
+        markers.is_graph_break(fn)
+        or markers.is_allowed(fn)
+        or markers.has_constant_result(fn)
+        or markers.substitute_for(fn) is not None
+        or call_rule(fn) is not None
+    )
 
 
 def _bound_to_object(method: types.BuiltinMethodType) -> bool:

@@ -86,6 +86,9 @@ def hash_key(vt: VariableTracker) -> Any:
             raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
         if isinstance(vt, ConstantVariable) or not _pure_hash(value):
             return value
+        if type(value) is types.FunctionType and vt.source is not None and RUNNING.tx is not None:
+            # keyed by identity: a function guarded by what it is made of is guarded as itself
+            RUNNING.tx.output.assume_identity(vt.source, value)
         return IdentityKey(vt, value)  # a tuple too: rebuilt as the object it was read from
     if isinstance(vt, TupleVariable):  # a tuple holding an object: by value, item by item
         return IdentityKey(vt, tuple(hash_key(item) for item in vt.items))

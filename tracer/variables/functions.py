@@ -379,7 +379,17 @@ class UserFunctionVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.fn
 
+    def pin_identity(self, tx: Translator) -> None:
+        """Guard that the function is the object the trace read (``builder._guard_function``
+        guards what it is made of): the trace read something of the object itself."""
+        if self.source is None:
+            return
+        source = AttrSource(self.source, "__func__") if self.bound_source else self.source
+        tx.output.assume_identity(source, self.fn)
+
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name not in _CALL_PARTS:  # the attributes of the object itself (``f.__name__``)
+            self.pin_identity(tx)
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
         if name == "__type_params__":  # 3.12+: read by update_wrapper, through bound methods too
@@ -495,6 +505,15 @@ class UserFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+#: What a function is made of, which ``builder._guard_function`` guards (or the trace guards
+#: where it reads them): reading these leaves the function's identity free; reading any other
+#: attribute guards it (``UserFunctionVariable.pin_identity``).
+_CALL_PARTS = frozenset(
+    {"__code__", "__closure__", "__defaults__", "__kwdefaults__", "__globals__", "__get__"}
+    | {"__class__", "__self__", "__func__"}
+)
 
 
 def same_bound_method(a: UserFunctionVariable, b: UserFunctionVariable) -> bool | None:

@@ -489,6 +489,8 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
                 tx.output.assume_identity(vt.source, obj)
         return real[0] is real[1]
     if lhs.is_python_constant() and rhs.is_python_constant():
+        pin_identity(tx, lhs)
+        pin_identity(tx, rhs)
         return lhs.as_python_constant() is rhs.as_python_constant()
     if lhs.is_python_constant() or rhs.is_python_constant():
         const, other = (lhs, rhs) if lhs.is_python_constant() else (rhs, lhs)
@@ -526,10 +528,13 @@ def _real_tuple(vt: VariableTracker) -> tuple | None:
 
 def pin_identity(tx: Translator, vt: VariableTracker) -> None:
     """Guard the identity of the object ``vt`` stands for, once the trace has decided something
-    from it (its ``repr``, ``id`` or ``hash``): an input object guarded only by its type could be
-    another object at the next call."""
+    from it (its ``repr``, ``id`` or ``hash``, ``is``): an input object guarded only by its type,
+    or a function guarded by what it is made of (``builder._guard_function``), could be another
+    object at the next call."""
     if isinstance(vt, UserObjectVariable) and vt.source is not None:
         tx.output.assume_identity(vt.source, vt.value)
+    elif isinstance(vt, UserFunctionVariable):
+        vt.pin_identity(tx)
 
 
 #: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
