@@ -210,11 +210,32 @@ def jacrev_has_aux(x):
 
 
 def jacfwd_has_aux(x, y):
-    return jacfwd(lambda a, b: (a * b, (a.sum(), b.exp())), argnums=(0, 1), has_aux=True)(x[0], y)
+    return jacfwd(lambda a, b: (a * b, (a.sum(), b.exp())), has_aux=True)(x[0], y)
 
 
 def jvp_has_aux(x, t):
     return jvp(lambda r: (torch.tanh(LIN(r)), r.cos() * 2), (x,), (t,), has_aux=True)
+
+
+def vjp_plain(x):
+    out, pullback = vjp(lambda r: r.sin() @ W, x[0])
+    return out, pullback(torch.ones(4))
+
+
+def vjp_trees_and_aux(x, y):
+    def body(pair, b):
+        a, c = pair
+        return {"p": (a * b).sum(0), "q": c.tanh()}, (a.cos(), b.exp())
+
+    out, pullback, aux = vjp(body, (x, x * 2), y, has_aux=True)
+    return out, pullback({"p": out["q"][0] * 2, "q": torch.ones(3, 4)}), aux
+
+
+def vjp_pullback_called_twice(x):
+    out, pullback = vjp(lambda r: (r.exp(), r.sum()), x)
+    (first,) = pullback((torch.ones(3, 4), torch.tensor(2.0)))
+    (second,) = pullback((out[0], out[1]), retain_graph=False)
+    return first + second
 
 
 def grad_input(*shape):
@@ -270,6 +291,9 @@ CASES = {
     "jacrev_has_aux": (jacrev_has_aux, grad_input(2, 4), []),
     "jacfwd_has_aux": (jacfwd_has_aux, two((2, 3), (3,), True, True), []),
     "jvp_has_aux": (jvp_has_aux, two((3, 4), (3, 4), True, True), [LIN]),
+    "vjp_plain": (vjp_plain, grad_input(3, 4), []),
+    "vjp_trees_and_aux": (vjp_trees_and_aux, two((3, 4), (3, 4), True, True), []),
+    "vjp_pullback_called_twice": (vjp_pullback_called_twice, grad_input(3, 4), []),
 }
 
 
@@ -435,9 +459,17 @@ def reads_requires_grad(x):
     return vmap(lambda r: LIN(r) * (2 if LIN(r).requires_grad else 3))(x)
 
 
-def vjp_plain(x):
+def vjp_across_a_break(x):
     out, pullback = vjp(lambda r: r.sin() @ W, x[0])
+    print("between")
     return out, pullback(torch.ones(4))
+
+
+def vjp_after_a_write(x):
+    y = x * 1
+    out, pullback = vjp(lambda r: r.sin(), y)
+    y.add_(1)
+    return pullback(torch.ones_like(out))
 
 
 #: name -> (function, its arguments' shapes, (graphs, breaks) over two calls, words of the
@@ -452,13 +484,6 @@ REFUSED = {
         "did not compute",
         "torch.compile traces it: eager gives back the argument itself, which a graph's output "
         "is not",
-    ),
-    "vjp_plain": (
-        vjp_plain,
-        (3, 4),
-        (3, 3),
-        "",
-        "torch.compile traces it: vjp's function is not modelled here",
     ),
     "grad_under_no_grad": (
         grad_under_no_grad,
@@ -542,3 +567,54 @@ def test_transform_made_before_the_trace_leaves_the_dispatch_keys_as_they_were()
         torch._C._dispatch_tls_local_exclude_set(),
     ) == keys
     assert_same(jvp(torch.sin, (x,), (x,)), (x.sin(), x.cos() * x))
+
+
+def test_vjp_function_live_at_a_break_is_rebuilt():
+    """The function vjp gave, live at a print: the rewritten code makes it again from the tensors
+    the vjp's node read (``rebuilt_pullback``); the resume function calls it in Python (torch's
+    own closure: a break there, which torch.compile takes on torch 2.13 and 2.15, not on 2.11,
+    where its second graph holds the call)."""
+    x = torch.randn(3, 4, requires_grad=True)
+    _, _, report = check_breaks(
+        vjp_across_a_break, lambda: (x.detach().clone(),), graphs=3, breaks=3
+    )
+    assert "print" in str(report.break_reasons[0])
+    if torch.__version__.startswith("2.11."):
+        assert dynamo_breaks(vjp_across_a_break, torch.randn(3, 4)) == (2, 1)  # the print
+    else:
+        assert_no_more_breaks(2, vjp_across_a_break, torch.randn(3, 4))
+
+
+def test_vjp_function_after_a_write_runs_in_python():
+    """A tensor the vjp read, written in place before its function is called: eager's function
+    holds what the vjp saw, where the node would compute it again on the new values, so the call
+    breaks, and the function, live there, is not rebuilt either: the frame runs in Python, as
+    eager. torch.compile traces it."""
+    x = torch.randn(3, 4)
+    expected = vjp_after_a_write(x)
+    bytegraph.reset()
+    compiled = bytegraph.compile(vjp_after_a_write, backend="eager")
+    with pytest.warns(UserWarning, match="rebuilt after a tensor was written in place"):
+        assert_same(compiled(x), expected)
+    assert dynamo_breaks(vjp_after_a_write, x)[1] == 0
+
+
+def test_vjp_of_a_body_that_draws_breaks():
+    """The pullback's node runs the body again: a body drawing random numbers would draw other
+    ones there, so the vjp breaks (the call runs in Python, drawing as eager; its function is
+    torch's, called in Python: a second break)."""
+
+    def fn(x):
+        out, pullback = vjp(lambda r: r * torch.rand(4), x)
+        return out, pullback(torch.ones(3, 4))
+
+    x = torch.randn(3, 4)
+    torch.manual_seed(3)
+    expected = fn(x)
+    bytegraph.reset()
+    report = bytegraph.explain(fn)(x)
+    assert report.graph_break_count == 2
+    assert "draws random numbers" in str(report.break_reasons[0])
+    bytegraph.reset()
+    torch.manual_seed(3)
+    assert_same(bytegraph.compile(fn, backend="eager")(x), expected)

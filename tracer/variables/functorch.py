@@ -20,9 +20,12 @@ tensors or tuples, lists and dicts of them, results that are not tensors the bod
 transforms take tensors only, where the body may give back one it was given). ``jvp(f, primals,
 tangents)`` is one such node, giving the outputs and their tangents. With ``has_aux`` the body
 gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_at``) and gives
-those of ``aux`` (``aux_at``) back as the transform does. ``vjp``, ``functionalize``,
-functorch's deprecated aliases and the functions ``jacrev``/``jacfwd`` made before the trace are
-not traced (their calls break: functorch's internals run in Python).
+those of ``aux`` (``aux_at``) back as the transform does. ``vjp(f, *primals)`` is a node giving
+the outputs and a ``PullbackVariable`` whose call is a node running torch.func's vjp again on the
+same tensors (a body that draws is refused; a call after a tensor was written in place breaks),
+rebuilt by the rewritten code the same way (``rebuilt_pullback``). ``functionalize``, functorch's
+deprecated aliases and the functions ``jacrev``/``jacfwd`` made before the trace are not traced
+(their calls break: functorch's internals run in Python).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import torch
 import torch._functorch.eager_transforms
 import torch._functorch.vmap
 import torch.fx
+import torch.utils._pytree as pytree
 
 from ..exc import Unsupported
 from .base import VariableTracker
@@ -46,6 +50,7 @@ from .call_rules import call_rule, call_rules_for
 from .constants import SymNodeVariable
 from .containers import DictVariable, ListVariable, TupleVariable, key_value
 from .subgraphs import Subgraph, replace_tensors
+from .subgraphs import _written as written_by
 from .subgraphs import trace_subgraph as _trace_subgraph
 from .tensors import TensorVariable
 
@@ -164,20 +169,18 @@ call_rules_for(torch.func.hessian, owner=__name__, substitute=torch.func.hessian
 
 
 @call_rule(
-    torch.func.vjp,
     torch._functorch.eager_transforms._jvp_with_argnums,
     torch._functorch.eager_transforms._vjp_with_argnums,
 )
 def _untraced(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
-    """``vjp`` gives back a function holding functorch's state; the functions ``jacrev`` and
-    ``jacfwd`` made before the trace run functorch's own levels (``_vjp_with_argnums``...),
-    which the trace does not model: the call runs in Python."""
+    """The functions ``jacrev`` and ``jacfwd`` made before the trace run functorch's own levels
+    (``_vjp_with_argnums``...), which the trace does not model: the call runs in Python."""
     raise Unsupported(
         "functorch",
         f"{fn.__name__}() is not traced: functorch's state outside a transform's call",
-        hint="call jacrev/jacfwd/vmap/grad in the compiled function, or vjp outside it",
+        hint="call jacrev/jacfwd/vmap/grad in the compiled function",
     )
 
 
@@ -678,6 +681,226 @@ def _jvp(
 def _mapped(sub: Subgraph, at: tuple, items: list[TensorVariable]) -> dict:
     """The subgraph's outputs at ``at`` (their body's nodes) to ``items``, the node's."""
     return {sub.outputs[i].node: item for i, item in zip(at, items, strict=True)}
+
+
+# -- vjp -------------------------------------------------------------------------------------------
+
+
+def _vjp(gmod: torch.fx.GraphModule, inputs: tuple, positions: tuple, main_at: tuple, aux_at: Any):
+    """``torch.func.vjp`` of the subgraph's outputs at ``main_at`` (``aux_at``: its auxiliary
+    outputs, with ``has_aux``) at its inputs at ``positions``: ``(outputs, pullback, aux)``."""
+
+    def outputs(*leaves: Any) -> Any:
+        outs = gmod(*_placed(inputs, positions, leaves))
+        main = tuple(outs[i] for i in main_at)
+        return main if aux_at is None else (main, tuple(outs[i] for i in aux_at))
+
+    primals = tuple(inputs[i] for i in positions)
+    if aux_at is None:
+        return (*torch.func.vjp(outputs, *primals), ())
+    return torch.func.vjp(outputs, *primals, has_aux=True)
+
+
+def vjp_region(
+    gmod: torch.fx.GraphModule, *inputs: Any, positions: tuple, main_at: tuple, aux_at: Any
+) -> tuple:
+    """What a vjp's node runs: the outputs ``torch.func.vjp`` gives (those at ``main_at``, then
+    the auxiliary ones at ``aux_at``); its function is the pullback's node's."""
+    outs, _, aux = _vjp(gmod, inputs, positions, main_at, aux_at)
+    return (*outs, *aux)
+
+
+def vjp_pullback_region(
+    gmod: torch.fx.GraphModule,
+    *inputs: Any,
+    positions: tuple,
+    main_at: tuple,
+    aux_at: Any,
+    lifted: int,
+    **options: Any,
+) -> tuple:
+    """What the call of the function a vjp gave runs: ``torch.func.vjp`` again on the same inputs
+    (a body that draws is refused: the same outputs), its pullback called with the cotangents,
+    the node's inputs after its ``lifted`` ones (``options``: ``retain_graph``...)."""
+    _, pullback, _ = _vjp(gmod, inputs[:lifted], positions, main_at, aux_at)
+    return tuple(pullback(tuple(inputs[lifted:]), **options))
+
+
+@dataclass(eq=False)
+class PullbackVariable(VariableTracker):
+    """The function ``vjp`` gives: the vjp's subgraph and inputs, so that its call is one node
+    (``vjp_pullback_region``) computing the vector-Jacobian product on the tensors the vjp read.
+    Not rebuilt as a Python value (returned, live at a break): that breaks before the vjp."""
+
+    sub: Subgraph
+    inputs: list[VariableTracker]  #: the node's inputs, the primals in the stand-ins' places
+    options: dict[str, Any]  #: ``positions``, ``main_at``, ``aux_at``
+    primals: VariableTracker  #: the tuple of the body's arguments (stand-ins): the gradients' form
+    outputs: VariableTracker  #: the body's output: the cotangents' form
+    made: torch.fx.Node  #: the vjp's node: the inputs must not be written after it
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def walk_children(self) -> list[VariableTracker]:
+        """The outer graph's tensors it holds (the stand-ins in ``primals``, ``outputs`` are the
+        subgraph's)."""
+        return list(self.inputs)
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        try:
+            bound = inspect.signature(_pullback_signature).bind(*args, **kwargs)
+        except TypeError as e:
+            raise Unsupported("functorch", f"vjp()'s function called with {e}") from None
+        cotangents = bound.arguments.pop("cotangents")
+        if not all(vt.is_python_constant() for vt in bound.arguments.values()):
+            raise Unsupported("functorch", "vjp()'s function: options that are not constants")
+        options = {k: vt.as_python_constant() for k, vt in bound.arguments.items()}
+        if not _same_form(self.outputs, cotangents):
+            raise Unsupported("functorch", "vjp()'s function: cotangents not of the outputs' form")
+        _check_unwritten(self.made, "called")
+        items = _call_region(
+            tx,
+            vjp_pullback_region,
+            self.sub,
+            [*self.inputs, *_leaves(cotangents)],
+            {**self.options, **options, "lifted": len(self.inputs)},
+        )
+        return _rebuild(self.primals, items)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """``torch.func.vjp`` of the subgraph on the tensors the vjp read, made by the rewritten
+        code (returned, live at a break); refused where one was written in place since."""
+        _check_unwritten(self.made, "rebuilt")
+
+        def build() -> None:
+            forms = (_skeleton(self.primals), _skeleton(self.outputs))
+            specs = tuple(pytree.tree_structure(form) for form in forms)
+            cg.load_const(functools.partial(rebuilt_pullback, self.sub.module, specs, self.options))
+            for vt in self.inputs:
+                vt.reconstruct(cg)
+            cg.call_function(len(self.inputs), ())
+
+        cg.build_once(self, build)
+
+    def __repr__(self) -> str:
+        return "PullbackVariable()"
+
+
+def _pullback_signature(
+    cotangents: Any, retain_graph: bool = True, create_graph: bool | None = None
+) -> None:
+    """The signature of the function ``torch.func.vjp`` gives."""
+
+
+def _same_form(outputs: VariableTracker, cotangents: VariableTracker) -> bool:
+    """Are ``cotangents`` tensors in the containers ``outputs`` has (else eager raises)?"""
+    if isinstance(outputs, TensorVariable):
+        return isinstance(cotangents, TensorVariable)
+    if isinstance(outputs, (TupleVariable, ListVariable)):
+        return (
+            isinstance(cotangents, (TupleVariable, ListVariable))
+            and cotangents.python_type() is outputs.python_type()
+            and len(cotangents.items) == len(outputs.items)
+            and all(_same_form(o, c) for o, c in zip(outputs.items, cotangents.items, strict=True))
+        )
+    if isinstance(outputs, DictVariable):
+        return (
+            isinstance(cotangents, DictVariable)
+            and cotangents.python_type() is outputs.python_type()
+            and list(map(key_value, cotangents.items)) == list(map(key_value, outputs.items))
+            and all(_same_form(v, cotangents.items[k]) for k, v in outputs.items.items())
+        )
+    return False
+
+
+def _check_unwritten(made: torch.fx.Node, what: str) -> None:
+    """Refuse a pullback ``what`` (called, rebuilt) after a tensor was written in place since its
+    vjp: eager's pullback holds the values the vjp saw (or raises on a saved tensor written
+    since), where the node or the rebuilt function computes it again on the tensors as they are."""
+    node = made.next
+    while node.op != "root":
+        if node.op.startswith("call_") and written_by(node):
+            raise Unsupported(
+                "functorch",
+                f"vjp()'s function {what} after a tensor was written in place ({node.name})",
+            )
+        node = node.next
+
+
+def _skeleton(tree: VariableTracker) -> Any:
+    """The containers of a tree of tensors (``_tree_map``'s, a body's result) with 0 in each
+    tensor's place: what its ``TreeSpec`` is read from."""
+    if isinstance(tree, (TupleVariable, ListVariable)):
+        return tree.python_type()(_skeleton(item) for item in tree.items)
+    if isinstance(tree, DictVariable):
+        return {key_value(k): _skeleton(v) for k, v in tree.items.items()}
+    return 0
+
+
+def rebuilt_pullback(
+    gmod: torch.fx.GraphModule, specs: tuple, options: dict[str, Any], *inputs: Any
+) -> Callable[..., Any]:
+    """The function ``torch.func.vjp`` gives for a traced vjp, made again after the graph on the
+    tensors its node read: its body the subgraph, its primals the inputs at ``positions`` in
+    their trees (``specs``: the primals' and the output's ``TreeSpec``s)."""
+    primal_spec, out_spec = specs
+    positions, main_at, aux_at = (options[k] for k in ("positions", "main_at", "aux_at"))
+
+    def body(*primals: Any) -> Any:
+        outs = gmod(*_placed(inputs, positions, pytree.tree_leaves(primals)))
+        main = pytree.tree_unflatten([outs[i] for i in main_at], out_spec)
+        return main if aux_at is None else (main, tuple(outs[i] for i in aux_at))
+
+    primals = pytree.tree_unflatten([inputs[i] for i in positions], primal_spec)
+    return torch.func.vjp(body, *primals, has_aux=aux_at is not None)[1]
+
+
+@call_rule(torch.func.vjp)
+def _vjp_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``vjp(func, *primals, has_aux=False)``: one node giving the outputs (and aux), and the
+    function computing the vector-Jacobian product (``PullbackVariable``)."""
+    kwargs = dict(kwargs)
+    has_aux = kwargs.pop("has_aux", None)
+    if kwargs or not args or (has_aux is not None and not has_aux.is_python_constant()):
+        raise Unsupported("functorch", "vjp() called with what is not traced")
+    _check_grad_mode("vjp()")
+    stand_ins = _StandIns(tx, "vjp()", _differentiable)
+    body_args = [_tree_map(arg, 0, stand_ins, "vjp()") for arg in args[1:]]
+    output = tx.output
+    drew, output.deferred.random = output.deferred.random, False
+    try:
+        sub = trace_subgraph(tx, args[0], body_args, {}, "vjp()")
+    finally:
+        drew, output.deferred.random = output.deferred.random, drew or output.deferred.random
+    if drew:
+        raise Unsupported("functorch", "vjp(): its body draws random numbers")
+    _computed(sub, "vjp()")
+    main, aux = _split_aux(sub, bool(has_aux and has_aux.as_python_constant()), "vjp()")
+    inputs, _ = stand_ins.inputs(sub)
+    primals = TupleVariable(body_args)
+    where = {vt.node: i for i, vt in enumerate(sub.outputs)}
+    options = {
+        "positions": stand_ins.positions(sub, _leaves(primals)),
+        "main_at": tuple(where[t.node] for t in _leaves(main)),
+        "aux_at": None if aux is None else _at(sub, aux),
+    }
+    items = _call_region(tx, vjp_region, sub, inputs, options)
+    main_at = options["main_at"]
+    outs = _mapped(sub, main_at, items[: len(main_at)])
+    given = {vt.node: vt for vt in output.inputs.values() if isinstance(vt, TensorVariable)}
+    held = [given.get(vt.node, vt) if vt.source is None else vt for vt in inputs]
+    pullback = PullbackVariable(sub, held, options, primals, main, output.graph._root.prev)
+    made = [replace_tensors(main, lambda t: outs[t.node]), pullback]
+    if aux is not None:
+        aux_outs = _mapped(sub, options["aux_at"], items[len(main_at) :])
+        made.append(replace_tensors(aux, lambda t: aux_outs[t.node]))
+    return TupleVariable(made)
 
 
 #: How a call of each transform's function is traced.
