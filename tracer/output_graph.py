@@ -98,6 +98,9 @@ class OutputGraph:
         self.guard_log: list[Guard] | None = None
         self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
+        #: id(key) -> (key, its ``DictKeySource``): the keys of input dicts and sets kept as
+        #: themselves (compared by value: ``builder._wrap_key``), whose identity ``is`` may read
+        self.key_sources: dict[int, tuple[Any, Source]] = {}
         #: id(an instance dict) -> (the dict, its object's tracker), for the objects wrapped
         #: (``builder._one_namespace``)
         self.namespaces: dict[int, tuple[dict, VariableTracker]] = {}
@@ -161,6 +164,10 @@ class OutputGraph:
     def identity_assumed(self, source: Source, value: Any) -> bool:
         """Whether ``source is value`` is guarded already."""
         return kinds.ID_MATCH(source, value) in self.guards
+
+    def assume_same(self, source: Source, other: Source) -> None:
+        """``source is other``: two inputs the trace found to be one object."""
+        self.add_guard(kinds.DUPLICATE_INPUT(source, other))
 
     def assume_distinct(self, source: Source, other: Source) -> None:
         """``source is not other``: two inputs the trace found to be different objects."""

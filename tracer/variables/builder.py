@@ -438,6 +438,7 @@ def _dict_items(tx: Translator, value: dict, source: Source) -> dict[Any, Variab
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(value.items()):
         if _literal_key(k):
+            _note_key_source(tx, k, source, i)
             items[k] = wrap(tx, v, ItemSource(source, k))
         else:
             items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
@@ -463,6 +464,7 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(dict.items(value)):
         if _literal_key(k):
+            _note_key_source(tx, k, source, i)
             items[k] = wrap(tx, v, DictItemSource(source, k))
         else:
             items[_wrap_key(tx, k, source, i)] = wrap(tx, v, DictValueSource(source, i))
@@ -567,6 +569,12 @@ def _wrap_proxy(
     return MappingProxyVariable(DictVariable(_dict_items(tx, mapping, source), source), source)
 
 
+def _note_key_source(tx: Translator, key: Any, source: Source, index: int) -> None:
+    """The ``index``-th key of the input dict or set ``source``, kept as itself: where ``is``
+    reads it (``operations.is_same``), its identity is guarded through its key source."""
+    tx.output.key_sources.setdefault(id(key), (key, DictKeySource(source, index)))
+
+
 def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
     """The ``index``-th key of the input dict or set ``source`` as a traced key (``hash_key``). A
     constant stands for itself; a tuple is the same object as one the trace reads elsewhere
@@ -576,6 +584,7 @@ def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
     if isinstance(key, tuple) and compared_by_value(key):
         return hash_key(_tuple_key(tx, key, key_source))
     if compared_by_value(key) or _is_interned(key) or type(key) is torch.device:
+        _note_key_source(tx, key, source, index)
         return key  # the object itself, rebuilt as that object
     vt = wrap(tx, key, key_source)
     if vt.source == key_source:

@@ -177,14 +177,14 @@ def _tracker_identity_key(vt: VariableTracker) -> IdentityKey:
     tx = RUNNING.tx
     if vt.source is None:
         return IdentityKey(vt, MadeObject(vt))
-    real = _wrapped_object(tx, vt) if tx is not None else MISSING
+    real = wrapped_object(tx, vt) if tx is not None else MISSING
     if real is MISSING:
         raise Unsupported("dict_key", f"{vt} as a dict key: the object it reads is not known")
     _keep_apart(tx, vt, real)
     return IdentityKey(vt, real)
 
 
-def _wrapped_object(tx: Translator, vt: VariableTracker) -> Any:
+def wrapped_object(tx: Translator, vt: VariableTracker) -> Any:
     """The real object ``builder.wrap`` made ``vt`` of, else ``MISSING``."""
     for value, known in tx.output.wrapped.values():
         if known is vt:

@@ -36,7 +36,7 @@ from torch import nn
 
 from ...codegen.frame_locals import UserFrame
 from ...codegen.pyversion import LOCALS_SNAPSHOT
-from ...guards.sources import AttrSource, ItemSource, Source, TypeSource
+from ...guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source, TypeSource
 from .. import markers, polyfills
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
@@ -482,12 +482,9 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
             # both guarded by type only: another call may pass one object twice
             tx.output.assume_distinct(lhs.source, rhs.source)
         return False
-    real = [_real_tuple(vt) for vt in (lhs, rhs)]
-    if None not in real:  # tuples that are real ones (inputs, constants of the code): their
-        for vt, obj in zip((lhs, rhs), real, strict=True):  # identity, guarded where another
-            if vt.source is not None:  # call may pass another tuple
-                tx.output.assume_identity(vt.source, obj)
-        return real[0] is real[1]
+    real = [_real_immutable(tx, vt) for vt in (lhs, rhs)]
+    if None not in real:
+        return _same_value_object(tx, lhs, rhs, real[0], real[1])
     if lhs.is_python_constant() and rhs.is_python_constant():
         pin_identity(tx, lhs)
         pin_identity(tx, rhs)
@@ -517,12 +514,62 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
 
 
-def _real_tuple(vt: VariableTracker) -> tuple | None:
-    """The real tuple ``vt`` stands for, where it is one: a tuple tracker's ``real``, or the
-    value of a constant that is a tuple (an input's tuple of constants read as a set's item or a
-    dict's key, then found by identity when read again: ``T in S`` then ``T is (1, 'a')``)."""
+def _same_value_object(
+    tx: Translator, lhs: VariableTracker, rhs: VariableTracker, a: Any, b: Any
+) -> bool:
+    """``a is b`` of two immutable objects compared by value elsewhere (``_real_immutable``),
+    guarded as a relation where both came from the inputs (equal values need not be one object:
+    another call may pass two, or one twice), and by identity where one did and the other is the
+    code's own (or made by the trace)."""
+    sources = [_identity_source(tx, vt, obj) for vt, obj in ((lhs, a), (rhs, b))]
+    same = a is b
+    if None not in sources:
+        if sources[0] != sources[1]:
+            relate = tx.output.assume_same if same else tx.output.assume_distinct
+            relate(sources[0], sources[1])
+    elif same:
+        for source in sources:
+            if source is not None:
+                tx.output.assume_identity(source, a)
+    return same
+
+
+def _identity_source(tx: Translator, vt: VariableTracker, obj: Any) -> Source | None:
+    """The input ``obj`` (``vt``'s value) is read through, if it is one: ``vt``'s source, or the
+    key source of an input dict's key kept as itself (``OutputGraph.key_sources``)."""
+    source = vt.source
+    if source is None:
+        known = tx.output.key_sources.get(id(obj))
+        source = known[1] if known is not None and known[0] is obj else None
+    if source is None or isinstance(source.root, (ConstSource, FreshSource)):
+        return None
+    return source
+
+
+#: The values whose identity follows from their type and value, which ``is`` compares as such:
+#: None, Ellipsis, NotImplemented, bools and the ints CPython keeps one object of
+_SINGLETON_VALUES = (type(None), type(Ellipsis), type(NotImplemented), bool)
+
+
+def _real_immutable(tx: Translator, vt: VariableTracker) -> Any:
+    """The real immutable object ``vt`` stands for, where its identity is not its value's (its
+    ``is`` is decided by the object): a tuple tracker's ``real``; an input frozenset's own
+    object (its trackers are not one per object: each read may make one); the value of a
+    constant of a type compared by value (a number, a string, bytes, a tuple, a frozenset: an
+    input read by value, or a key kept as itself, then found by identity when read again: ``T in
+    S`` then ``T is (1, 'a')``, ``[k for k in D if k is FS]``, ``a is b`` of two floats)."""
     if isinstance(vt, ConstantVariable):
-        return vt.value if type(vt.value) is tuple else None
+        value = vt.value
+        if type(value) in _SINGLETON_VALUES or (type(value) is int and -5 <= value <= 256):
+            return None
+        return value if type(value) in _IDENTITY_READ_TYPES else None
+    if isinstance(vt, SetVariable):
+        if not vt.frozen or vt.source is None:
+            return None
+        if type(vt.mirror) is frozenset:
+            return vt.mirror
+        real = containers.wrapped_object(tx, vt)
+        return real if type(real) is frozenset else None
     return getattr(vt, "real", None)
 
 
@@ -535,6 +582,10 @@ def pin_identity(tx: Translator, vt: VariableTracker) -> None:
         tx.output.assume_identity(vt.source, vt.value)
     elif isinstance(vt, UserFunctionVariable):
         vt.pin_identity(tx)
+
+
+#: Immutable types compared by value whose objects ``is`` tells apart
+_IDENTITY_READ_TYPES = (int, float, complex, str, bytes, tuple, frozenset, range, slice)
 
 
 #: Kinds whose trackers are one per object (made once, or cached by ``builder.wrap`` by identity).
