@@ -339,7 +339,7 @@ GLOBALS = [
         """,
         "ACT = negate",
         "ACT = double",
-        reason="G['ACT'] is",
+        reason="G['ACT'].__code__ is",  # a function is guarded by what it is made of
     ),
     S(
         "global_torch_function_rebound",
