@@ -49,11 +49,6 @@ from .operations import Operation, operations
 HERE = pathlib.Path(__file__).parent
 BASELINE = HERE / "dynamo_baseline.json"
 KNOWN = HERE / "known_cells.json"
-# Known gaps kept on purpose (a break is right there; torch.compile's trace is not):
-# - ``bool.__invert__#0/-`` on 3.12 and later (``~True``): CPython warns (DeprecationWarning) on
-#   every call, at the caller's line and under the caller's filters. torch.compile computes the
-#   value once while tracing: its one warning comes from Dynamo's own file, and no later call
-#   warns. bytegraph breaks there (``constants.computed``) so that each call warns as in eager.
 VERDICTS = ("clean", "breaking", "wrong", "crashed", "order")
 RESET_EVERY = 200
 

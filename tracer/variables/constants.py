@@ -28,8 +28,16 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
 from ..polyfills import substitution
+from ..run_time_warnings import keep
 from . import dispatch
-from .base import MISSING, ConstantLikeVariable, IdentityKey, VariableTracker, type_lookup
+from .base import (
+    MISSING,
+    RUNNING,
+    ConstantLikeVariable,
+    IdentityKey,
+    VariableTracker,
+    type_lookup,
+)
 from .call_rules import call_rule, call_rules_for
 
 if TYPE_CHECKING:
@@ -252,22 +260,30 @@ def value_arguments(args: list[VariableTracker], kwargs: dict[str, VariableTrack
 
 def computed(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` on values, run at trace time: its result, or its error raised in
-    the trace as CPython's. A call that warns is not computed here: its warning belongs to every
-    call, at the caller's line and under the caller's filters (``re.sub(p, r, s, 1)`` on 3.13),
-    which a result computed once cannot give; the graph breaks there and CPython makes it."""
+    the trace as CPython's. Its warnings belong to every call, at the caller's line and under the
+    caller's filters (``~True`` on 3.12, ``re.sub(p, r, s, 1)`` on 3.13): those CPython gives
+    at the line of the frame calling it are given by each compiled call
+    (``run_time_warnings.keep``); others, or a call that warns and raises, break there, and
+    CPython makes them."""
     error = None
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         try:
-            result = fn(*args, **kwargs)
+            result = _computing(fn, args, kwargs)
         except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
             error = e
-    if warned:
+    tx = RUNNING.tx
+    if warned and (error is not None or tx is None or not keep(tx, warned, _computing.__code__)):
         name = getattr(fn, "__qualname__", repr(fn))
         raise Unsupported("call", f"{name}() warns: {warned[0].message}")
     if error is not None:
         raise PythonError(error) from None
     return result
+
+
+def _computing(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The frame a computation runs in: a warning naming it names the user's frame in eager."""
+    return fn(*args, **kwargs)
 
 
 #: C methods bound to an object (``len.__repr__``, ``f.__format__``)
