@@ -238,6 +238,14 @@ def vjp_pullback_called_twice(x):
     return first + second
 
 
+def vmap_gives_back_its_arguments(x, y):
+    return vmap(lambda a, b: (a, b * 2, a.t()), in_dims=(1, 0), out_dims=(1, 0, 0))(x, y)
+
+
+def vmap_moves_its_argument(x):
+    return vmap(lambda r: (r, r.cos()), in_dims=1)(x)
+
+
 def grad_input(*shape):
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -294,6 +302,12 @@ CASES = {
     "vjp_plain": (vjp_plain, grad_input(3, 4), []),
     "vjp_trees_and_aux": (vjp_trees_and_aux, two((3, 4), (3, 4), True, True), []),
     "vjp_pullback_called_twice": (vjp_pullback_called_twice, grad_input(3, 4), []),
+    "vmap_gives_back_its_arguments": (
+        vmap_gives_back_its_arguments,
+        two((4, 3), (3, 4), True, True),
+        [],
+    ),
+    "vmap_moves_its_argument": (vmap_moves_its_argument, grad_input(4, 3), []),
 }
 
 
@@ -429,10 +443,6 @@ def prints_inside(x):
     return vmap(body)(x) + 1
 
 
-def returns_its_argument(x):
-    return vmap(lambda r: r)(x) + 1
-
-
 def non_tensor_output(x):
     return vmap(lambda r: (r * 2, 3))(x)
 
@@ -477,14 +487,6 @@ def vjp_after_a_write(x):
 #: traces what this does not, which the test checks: a known gap, a break more)
 REFUSED = {
     "prints_inside": (prints_inside, (3, 4), (1, 1), "print", ""),
-    "returns_its_argument": (
-        returns_its_argument,
-        (3, 4),
-        (1, 1),
-        "did not compute",
-        "torch.compile traces it: eager gives back the argument itself, which a graph's output "
-        "is not",
-    ),
     "grad_under_no_grad": (
         grad_under_no_grad,
         (3,),
@@ -618,3 +620,116 @@ def test_vjp_of_a_body_that_draws_breaks():
     bytegraph.reset()
     torch.manual_seed(3)
     assert_same(bytegraph.compile(fn, backend="eager")(x), expected)
+
+
+# -- a vmap's body giving back a tensor it was given -----------------------------------------------
+
+
+def identity_written_inside(x):
+    out = vmap(lambda r: r)(x)
+    out.mul_(2)  # out is x
+    return out is x, out
+
+
+def pair_written_inside(x, y):
+    a, b = vmap(lambda p, q: (p, q * 2))(x, y)
+    b.add_(1)  # computed: x and y stay
+    return a is x, b is y, a, b
+
+
+def moved_written_inside(x):
+    out = vmap(lambda r: r, in_dims=1)(x)
+    out.add_(1)  # a view of x
+    return out is x, out
+
+
+def vmap_vmap_identity(x):
+    return vmap(vmap(lambda r: r))(x)
+
+
+def same_dim_written_twice(x):
+    return vmap(lambda r: (r, r), in_dims=-1, out_dims=(1, 0))(x)
+
+
+def closed_over_expanded(x, c):
+    return vmap(lambda r: (r * 2, c))(x)
+
+
+def closed_over_as_it_is(x, c):
+    return vmap(lambda r: (r * 2, c), out_dims=(0, None))(x)
+
+
+def unbatched_argument(x, w):
+    return vmap(lambda r, v: (r + v, v), in_dims=(0, None), out_dims=(0, None))(x, w)
+
+
+def nothing_computed(x, y):
+    return vmap(lambda a, b: (b, a), in_dims=(0, 1), out_dims=(1, 0))(x, y)
+
+
+#: name -> (function, its arguments' shapes)
+GIVEN_BACK = {
+    "identity_written_inside": (identity_written_inside, [(3, 4)]),
+    "pair_written_inside": (pair_written_inside, [(3, 4), (3, 4)]),
+    "moved_written_inside": (moved_written_inside, [(4, 3)]),
+    "vmap_vmap_identity": (vmap_vmap_identity, [(2, 3, 4)]),
+    "same_dim_written_twice": (same_dim_written_twice, [(4, 3)]),
+    "closed_over_expanded": (closed_over_expanded, [(3, 4), (4,)]),
+    "closed_over_as_it_is": (closed_over_as_it_is, [(3, 4), (4,)]),
+    "unbatched_argument": (unbatched_argument, [(3, 4), (4,)]),
+    "nothing_computed": (nothing_computed, [(3, 4), (4, 3)]),
+}
+
+
+def _aliases(fn, args):
+    """The call's result (copied), which of its tensors are the arguments themselves, and what a
+    write into each of them does: which arguments it changes, or the error it raises."""
+    result = fn(*args)
+    leaves = tensors_in(result)
+    copied = [o.clone() for o in leaves]
+    same = [[o is a for a in args] for o in leaves]
+    writes = []
+    for o in leaves:
+        before = [a.clone() for a in args]
+        try:
+            o.add_(1)
+        except RuntimeError as e:
+            writes.append(type(e).__name__)
+            continue
+        writes.append([not torch.equal(a, b) for a, b in zip(args, before, strict=True)])
+    return copied, same, writes, result
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", list(GIVEN_BACK))
+def test_vmap_gives_back_a_given_tensor_as_eager(name, backend):
+    """A body returning a tensor it was given: eager's vmap gives back the argument itself where
+    its batch dimension stays where it was, a view of it where it moves (or, not batched, a view
+    expanded over the batch; with out_dims None, itself). The compiled call gives the same
+    values, the same objects (``is``), and a write into each result changes what eager's does."""
+    fn, shapes = GIVEN_BACK[name]
+
+    def make_args():
+        return [torch.randn(*shape) for shape in shapes]
+
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn, backend=backend)
+    for _ in range(2):
+        args = make_args()
+        eager_args = [a.clone() for a in args]
+        expected = _aliases(fn, eager_args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback to Python warns
+            actual = _aliases(compiled, args)
+        assert_same(actual[:3], expected[:3])
+        assert_same(_without_tensors(actual[3]), _without_tensors(expected[3]))
+        assert_same(args, eager_args)
+    assert _breaks(fn, make_args()) == (1, 0)
+    assert_no_more_breaks(0, fn, *make_args())
+
+
+def _without_tensors(result):
+    """The Python values of a result (``out is x``), its tensors left out."""
+    if isinstance(result, tuple):
+        return tuple(_without_tensors(r) for r in result if not isinstance(r, torch.Tensor))
+    return None if isinstance(result, torch.Tensor) else result

@@ -16,8 +16,12 @@ breaks, and the call raises in Python as in eager.
 
 Also refused (``Unsupported``: the call runs in Python): what ``trace_subgraph`` refuses (effects,
 breaks, reads of tensor data), options that are not constants, transformed arguments that are not
-tensors or tuples, lists and dicts of them, results that are not tensors the body computed (eager's
-transforms take tensors only, where the body may give back one it was given). ``jvp(f, primals,
+tensors or tuples, lists and dicts of them, results that are not tensors (eager's transforms take
+tensors only), and but for vmap, tensors the body gives back as it was given them. vmap gives
+such a tensor back as eager does (``_given_back``): a batched argument whose batch dimension stays
+where it was is the argument itself (``vmap(lambda x: x)(t) is t``), else its ``movedim``, a view
+of it; a tensor not batched is itself for ``out_dims`` None, a view expanded over the batch for 0.
+``jvp(f, primals,
 tangents)`` is one such node, giving the outputs and their tangents. With ``has_aux`` the body
 gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_at``) and gives
 those of ``aux`` (``aux_at``) back as the transform does. ``vjp(f, *primals)`` is a node giving
@@ -47,7 +51,7 @@ import torch.utils._pytree as pytree
 from ..exc import Unsupported
 from .base import VariableTracker
 from .call_rules import call_rule, call_rules_for
-from .constants import SymNodeVariable
+from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, TupleVariable, key_value
 from .subgraphs import Subgraph, replace_tensors
 from .subgraphs import _written as written_by
@@ -281,6 +285,11 @@ class _StandIns:
             options.append(option)
         return inputs, options
 
+    def batch_size(self, tx: Translator) -> VariableTracker:
+        """The size of the batch dimension of the first stand-in's real tensor (vmap's)."""
+        real, dim = next(iter(self.real.values()))
+        return real.call_method(tx, "size", [ConstantVariable(dim)], {})
+
     @staticmethod
     def positions(sub: Subgraph, leaves: list[TensorVariable]) -> tuple:
         """Where each of ``leaves`` (stand-ins) is among the node's inputs (after ``inputs``)."""
@@ -289,13 +298,19 @@ class _StandIns:
 
 
 def trace_subgraph(
-    tx: Translator, fn: VariableTracker, args: list[VariableTracker], kwargs: Any, what: str
+    tx: Translator,
+    fn: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: Any,
+    what: str,
+    given_back: bool = False,
 ) -> Subgraph:
     """``subgraphs.trace_subgraph`` of a transform's body, where reading a tensor's autograd
-    state breaks (``OutputGraph.transform_bodies``)."""
+    state breaks (``OutputGraph.transform_bodies``); ``given_back``: the caller models a tensor
+    the body returns as it was given."""
     tx.output.transform_bodies += 1
     try:
-        return _trace_subgraph(tx, fn, args, kwargs, what)
+        return _trace_subgraph(tx, fn, args, kwargs, what, given_back)
     finally:
         tx.output.transform_bodies -= 1
 
@@ -391,40 +406,80 @@ def _call_vmap(
     ]
     if not stand_ins.real:
         raise Unsupported("functorch", "vmap(): no tensor argument is batched")
-    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, "vmap()")
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, "vmap()", given_back=True)
     _computed(sub, "vmap()")
-    out_dims = _out_dims(sub, vt.options.get("out_dims", 0))
+    leaf_dims = _leaf_out_dims(sub.result, vt.options.get("out_dims", 0))
+    out_dims = _out_dims(sub, leaf_dims)
     inputs, dims = stand_ins.inputs(sub)
     options = {k: v for k, v in vt.options.items() if k in ("randomness", "chunk_size")}
     options.update(in_dims=tuple(dims), out_dims=out_dims)
     items = _call_region(tx, vmap_region, sub, inputs, options)
     new = _outputs_map(sub, items)
-    return replace_tensors(sub.result, lambda t: new[t.node])
+    chunked = options.get("chunk_size") is not None
+    per_leaf = iter(leaf_dims)
+
+    def unbatched(t: TensorVariable) -> VariableTracker:
+        out_dim = next(per_leaf)
+        if t.node in new:
+            return new[t.node]
+        return _given_back(tx, stand_ins, t, out_dim, chunked)
+
+    return replace_tensors(sub.result, unbatched)
 
 
-def _out_dims(sub: Subgraph, out_dims: Any) -> tuple:
-    """The ``out_dims`` of each output of the subgraph (its result's tensors, each once)."""
-    result = sub.result
+def _leaf_out_dims(result: VariableTracker, out_dims: Any) -> list[Any]:
+    """The ``out_dims`` of each tensor of the body's result, in order (``_leaves``)."""
     if isinstance(out_dims, int) or out_dims is None:
-        pairs = [(t.node, out_dims) for t in _leaves(result)]
-    elif (
+        return [out_dims] * len(_leaves(result))
+    if (
         isinstance(out_dims, tuple)
         and isinstance(result, TupleVariable)
         and len(out_dims) == len(result.items)
         and all(isinstance(d, int) or d is None for d in out_dims)
     ):
-        pairs = [
-            (t.node, d)
-            for item, d in zip(result.items, out_dims, strict=True)
-            for t in _leaves(item)
-        ]
-    else:
-        raise Unsupported("functorch", f"vmap(): out_dims={out_dims!r} for {result}")
+        return [d for item, d in zip(result.items, out_dims, strict=True) for _ in _leaves(item)]
+    raise Unsupported("functorch", f"vmap(): out_dims={out_dims!r} for {result}")
+
+
+def _out_dims(sub: Subgraph, leaf_dims: list[Any]) -> tuple:
+    """The ``out_dims`` of each output of the subgraph (the tensors of its result the body
+    computed, each once), from each result tensor's (``leaf_dims``)."""
+    computed = {vt.node for vt in sub.outputs}
     found: dict[torch.fx.Node, Any] = {}
-    for node, dim in pairs:
-        if found.setdefault(node, dim) != dim:
+    for t, dim in zip(_leaves(sub.result), leaf_dims, strict=True):
+        if t.node in computed and found.setdefault(t.node, dim) != dim:
             raise Unsupported("functorch", "vmap(): one output with two out_dims")
     return tuple(found[vt.node] for vt in sub.outputs)
+
+
+def _given_back(
+    tx: Translator, stand_ins: _StandIns, t: TensorVariable, out_dim: Any, chunked: bool
+) -> VariableTracker:
+    """A tensor the body of a vmap returns as it was given, as eager's vmap gives it back: a
+    batched argument (a stand-in) is its real tensor itself where its batch dimension stays
+    where it was (``out_dim`` the ``in_dim``), else that tensor's ``movedim`` (a view of it); a
+    tensor not batched (closed over, an argument with in_dim None) is itself for ``out_dim``
+    None, a view expanded over the batch for 0. Refused: other ``out_dim``s of a tensor not
+    batched (eager's expand raises or makes sizes of no meaning), a batched one with
+    ``out_dim`` None (eager raises), and ``chunk_size`` (eager concatenates the chunks)."""
+    if chunked:
+        raise Unsupported("functorch", "vmap(): with chunk_size, a tensor the body did not compute")
+    real, in_dim = stand_ins.real.get(t.node, (t, None))
+    if in_dim is None:
+        if out_dim is None:
+            return t
+        if out_dim != 0:
+            raise Unsupported("functorch", f"vmap(): out_dims={out_dim} of a tensor not batched")
+        sizes = [stand_ins.batch_size(tx), *[ConstantVariable(-1)] * t.example.dim()]
+        return t.call_method(tx, "expand", sizes, {})
+    ndim = real.example.dim()
+    if out_dim is None or not -ndim <= out_dim < ndim:
+        raise Unsupported("functorch", f"vmap(): out_dims={out_dim} of a batched argument")
+    if in_dim % ndim == out_dim % ndim:
+        return real
+    return real.call_method(
+        tx, "movedim", [ConstantVariable(in_dim), ConstantVariable(out_dim)], {}
+    )
 
 
 # -- grad, grad_and_value, jacrev, jacfwd ----------------------------------------------------------
