@@ -65,8 +65,10 @@ def _variants(fn, calls, limit_ok=False):
 
 
 def _remaining(args):
-    """The arguments, a list iterator as the items it has yet to give (where it stands)."""
-    return [list(a) if type(a) is type(iter([])) else a for a in args]
+    """The arguments, a list or range iterator as the items it has yet to give (where it
+    stands)."""
+    positioned = (type(iter([])), type(iter(range(0))))
+    return [list(a) if type(a) in positioned else a for a in args]
 
 
 def modules(x, layers):
@@ -476,3 +478,133 @@ def test_enumerate_over_a_list_left_half_taken():
         x = torch.randn(4)
         assert_same(compiled(x, e, stop), fn(x, eager_e, stop))
         assert [(i, id(w)) for i, w in e] == [(i, id(w)) for i, w in eager_e]
+
+
+# A range iterator is read from where it stands too (``iterators.RangeRestIteratorVariable``): the
+# loop's ``zip`` of a list and a range, an ``enumerate`` of a ``zip``, a range iterator given in.
+
+
+def paired(x, ws):
+    for w, i in zip(ws, range(len(ws)), strict=False):
+        x = x * w + i
+        print("", end="")
+    return x
+
+
+def numbered_pairs(x, ws, bs):
+    for i, (w, b) in enumerate(zip(ws, bs, strict=False)):
+        x = x * w + b * i
+        print("", end="")
+    return x, i
+
+
+def numbered_range_pairs(x, ws):
+    for i, (w, k) in enumerate(zip(ws, range(100, 200), strict=False), 3):
+        x = x * w + i - k
+        print("", end="")
+    return x
+
+
+_LENGTHS = (4, 12, 30, 12, 4, 30)
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (paired, lambda n: (torch.randn(4), list(_TENSORS_30[:n]))),
+        (numbered_pairs, lambda n: (torch.randn(4), list(_TENSORS_30[:n]), _TENSORS_30[1:])),
+        (numbered_range_pairs, lambda n: (torch.randn(4), list(_TENSORS_30[:n]))),
+    ],
+    ids=["zip_list_range", "enumerate_zip", "enumerate_zip_range"],
+)
+def test_zip_and_enumerate_of_a_list_and_a_range_few_variants(fn, make):
+    """Before, the range iterator's position was guarded: one variant per iteration (the
+    recompile limit at 12 items); an ``enumerate`` of a ``zip`` was not read at all, so the loop
+    ran in Python from its first break. Now a few variants whatever the length (the int items
+    and the count: constant first, then symbolic), and every iteration a graph."""
+    per_resume, report = _variants(fn, [lambda n=n: make(n) for n in _LENGTHS])
+    assert per_resume and max(per_resume.values()) <= 3, per_resume
+    assert {b.kind for b in report.break_reasons} == {"print"}, report.break_reasons
+    assert len(report.break_reasons) == len(report.records) - 1  # one per variant, then the end
+
+
+_TENSORS_30 = [torch.randn(4) for _ in range(31)]
+
+
+def test_a_range_iterator_given_part_taken():
+    """A range iterator passed in, some of it taken already (3.11 reduces it to the range and a
+    position, 3.12 to the range left): the trace takes the rest from there in a few variants,
+    and the caller's iterator ends where CPython's does."""
+
+    def fn(x, it):
+        for i in it:
+            x = x * 2 + i
+            print("", end="")
+        return x, next(it, "end")
+
+    def make(taken, n=20):
+        it = iter(range(5, 5 + 3 * n, 3))
+        for _ in range(taken):
+            next(it)
+        return torch.randn(4), it
+
+    per_resume, _ = _variants(fn, [lambda k=k: make(k) for k in (0, 3, 11, 20, 2, 17)])
+    assert max(per_resume.values()) <= 3, per_resume
+
+
+def _stop_at(x, z, stop):
+    for w, i in z:
+        x = x * w + i
+        print("", end="")
+        if x.numel() == stop:
+            break
+    return x
+
+
+def _numbered_stop_at(x, e, stop):
+    for i, (w, k) in e:
+        x = x * w + i * k
+        print("", end="")
+        if i == stop:
+            break
+    return x
+
+
+def test_a_zip_of_a_list_and_a_range_left_half_taken():
+    """The loop leaves at a ``break``; the caller takes the rest: the list and range iterators
+    under the ``zip`` (and under an ``enumerate`` of it) stand where CPython's do."""
+    compiled, _ = compile_counted(_stop_at)
+    numbered, _ = compile_counted(_numbered_stop_at)
+    for n, count in ((8, None), (6, 2), (9, None), (3, 0), (8, 5), (2, 1)):
+
+        def make(n=n, count=count):
+            ws = list(_TENSORS_30[:n])
+            it, r = iter(ws), iter(range(7, 7 + n + 2))
+            next(r)
+            z = zip(it, r, strict=False)
+            return (z if count is None else enumerate(z, count)), it, r
+
+        (z, it, r), (eager_z, eager_it, eager_r) = make(), make()
+        x = torch.randn(4)
+        if count is None:
+            assert_same(compiled(x, z, 4), _stop_at(x, eager_z, 4))
+        else:  # stops at the count 4 (or runs to the end)
+            assert_same(numbered(x, z, 4), _numbered_stop_at(x, eager_z, 4))
+            assert [(i, id(w), k) for i, (w, k) in z] == [(i, id(w), k) for i, (w, k) in eager_z]
+        assert [id(v) for v in it] == [id(v) for v in eager_it]
+        assert list(r) == list(eager_r)
+
+
+def test_zip_of_a_list_and_a_range_breaks_as_torch_compile():
+    """The function breaks once, its resume function once in its first variant (the range's item
+    a constant) and once in the second (symbolic), which serves the other iterations of both
+    calls; the end makes no graph. torch.compile runs the frame in Python (a break in a loop)."""
+    x = torch.randn(4)
+    check_breaks(paired, lambda: (x, list(_TENSORS_30[:12])), graphs=3, breaks=3, calls=2)
+    assert_no_more_breaks(
+        3,
+        paired,
+        x,
+        list(_TENSORS_30[:12]),
+        baseline_missing="torch.compile skips a frame whose loop breaks",
+    )

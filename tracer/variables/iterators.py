@@ -560,14 +560,6 @@ def count_taken(it: enumerate, taken: int) -> None:
         next(it)
 
 
-def take_to_remaining(it: Any, remaining: int) -> None:
-    """Runtime helper: take items from the range iterator ``it`` until ``remaining`` are left.
-    (Where it stands is known by its length alone: ``__setstate__`` puts it at an index on 3.11
-    but moves it on by as many items since 3.12.)"""
-    for _ in range(operator.length_hint(it) - remaining):
-        next(it)
-
-
 def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
     """Emit ``set_position(<source>, state)``: the items the trace took, taken from the real
     iterator."""
@@ -916,19 +908,75 @@ class RangeIteratorVariable(IteratorVariable):
     def reconstruct_items(self, cg: Codegen) -> None:
         cg.load_const(self.value[self.index :])  # the resume function iterates over the range
 
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.build_once(self, lambda: (cg.load_const(self.value[self.index :]), cg.add("GET_ITER")))
+
+
+def range_rest(it: Any) -> range:
+    """Runtime helper (and what guards read): the items the range iterator ``it`` has yet to
+    give, as a range (its ``__reduce__`` gives the whole range and the position, or, since 3.12,
+    the range left and no position)."""
+    reduced = it.__reduce__()
+    seq = reduced[1][0]
+    return seq[reduced[2] :] if len(reduced) > 2 and reduced[2] else seq
+
+
+@dataclass(frozen=True)
+class RangeRestSource(ChainedSource):
+    """``range_rest(base)``: the items a range iterator has yet to give."""
+
+    def render(self, roots: dict[str, str]) -> str:
+        return f"__import__({__name__!r}, fromlist=['_']).range_rest({self.base.render(roots)})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.load_const(range_rest)
+        self.base.reconstruct(cg)
+        cg.call_function(1)
+
+
+@dataclass(eq=False)
+class RangeRestIteratorVariable(TakenIteratorVariable):
+    """A real range iterator given to the trace (a ``zip`` of a list and a range that a resume
+    function continues), read from where it stands without guarding where that is: each item
+    when taken, through ``range_rest(it)[k]`` (an int read like any other: constant in the first
+    variant, symbolic once it changed), guarded ``len(range_rest(it)) >= k + 1`` (the exact
+    length where it ends). So a loop breaking at every iteration resumes in a few variants, where
+    guarding the position made one per iteration. The real iterator is moved on by the items
+    taken (``replay_log``), less those an ``enumerate`` over it took first (``moved``)."""
+
+    value: Any = None  #: the real iterator
+    rest: range = range(0)  #: what it had yet to give when the trace got it
+    moved: int = 0  #: items the replay of an enumerate over it takes from it before its own
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        note_advance(tx, self)
+        reader = tx or getattr(self, "_tx", None)
+        if reader is None:
+            raise Unsupported("iterator", "a range iterator's rest read outside the trace")
+        rest_source = RangeRestSource(self.source)
+        if self.exhausted or self.index >= len(self.rest):
+            reader.output.assume_len(rest_source, self.index)
+            self.exhausted = True
+            return None
+        reader.output.assume_len_at_least(rest_source, self.index + 1)
+        item = reader.wrap(self.rest[self.index], ItemSource(rest_source, self.index))
+        self.index += 1
+        return item
+
+    def python_type(self) -> type:
+        return type(self.value)
+
     def replay_log(self, cg: Codegen) -> bool:
-        cg.load_const(take_to_remaining)
+        cg.load_const(take_items)
         self.source.reconstruct(cg)
-        cg.load_const(max(len(self.value) - self.index, 0))
-        cg.call_function(2)
+        cg.load_const(self.index - self.moved)
+        cg.load_const(self.exhausted)
+        cg.call_function(3)
         cg.pop_top()
         return True
 
     def reconstruct(self, cg: Codegen) -> None:
-        if self.source is not None:
-            self.source.reconstruct(cg)
-            return
-        cg.build_once(self, lambda: (cg.load_const(self.value[self.index :]), cg.add("GET_ITER")))
+        self.source.reconstruct(cg)  # the caller's own iterator, moved by the replay
 
 
 @dataclass(eq=False)
@@ -1290,8 +1338,10 @@ class EnumerateVariable(BuiltinIteratorVariable):
         if self._tx is None:  # items forced outside the trace's steps: never counted again
             raise Unsupported("enumerate_input", "an input enumerate's items taken in advance")
         mutated = self._tx.output.side_effects.mutated
-        seq = getattr(sub, "seq", None)
-        if (not self.pulled and id(sub) in mutated) or (seq is not None and id(seq) in mutated):
+        leaves = _leaves(sub)
+        seqs = [seq for leaf in leaves if (seq := getattr(leaf, "seq", None)) is not None]
+        moved = any(id(leaf) in mutated for leaf in leaves)
+        if (not self.pulled and moved) or any(id(seq) in mutated for seq in seqs):
             raise Unsupported(
                 "enumerate_input",
                 "an enumerate given to the trace, over an iterator or list the trace changed",
@@ -1314,9 +1364,9 @@ class EnumerateVariable(BuiltinIteratorVariable):
             cg.load_const(taken)
             cg.call_function(2)
             cg.pop_top()
-        sub = self.sources[0]
-        if isinstance(sub, ListRestIteratorVariable):  # moved by as many (its replay is relative)
-            sub.moved = taken
+        for leaf in _leaves(self.sources[0]):  # moved by as many (a rest's replay is relative)
+            if isinstance(leaf, (ListRestIteratorVariable, RangeRestIteratorVariable)):
+                leaf.moved = taken
         return True
 
     def rebuildable(self) -> bool:
@@ -1489,10 +1539,12 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
     seq_value = value.__reduce__()[1][0]
     if cls is _LIST_ITERATOR and state is not None and _unread_list(tx, seq_value):
         return ListRestIteratorVariable.make(tx, value, state, source)
+    if cls in _RANGE_ITERATORS:  # read from where it stands
+        vt = RangeRestIteratorVariable([], value=value, rest=range_rest(value), source=source)
+        vt._tx = tx
+        return vt
     seq = tx.wrap(seq_value, ReducedSource(source, "arg", 0))
     tx.output.assume_equal(state_source, state)
-    if cls in _RANGE_ITERATORS:
-        return RangeIteratorVariable([], index=state or 0, value=seq_value, source=source)
     if cls is _LIST_REVERSED:
         # NOTE(3.13): exhausted, it reduces to ``reversed([])`` with no state; 3.11/3.12 give
         # ``iter(())`` (once the list shrank below it) or the list and -1
@@ -1518,21 +1570,29 @@ def _unread_list(tx: Translator, seq: Any) -> bool:
 
 #: Iterators an input ``enumerate`` may read: taking their items again has no effects.
 _POSITIONED = (*_SEQ_ITERATORS, _LIST_REVERSED, *_RANGE_ITERATORS)
+#: Their trackers (and a ``zip`` of them)
+_REPLAYABLE_VTS = (
+    SeqIteratorVariable,
+    RangeRestIteratorVariable,
+    ReversedIteratorVariable,
+    ZipVariable,
+)
 
 
 def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> VariableTracker | None:
-    """An ``enumerate`` over a list, tuple, string, range or reversed list iterator (items taken
-    again at run time, to count them, must have no effects: not over ``map`` and the like), its
-    count guarded."""
+    """An ``enumerate`` over a list, tuple, string, range or reversed list iterator, or a ``zip``
+    of such (items taken again at run time, to count them, must have no effects: not over
+    ``map`` and the like). Its count is guarded, or, where every iterator below is read from
+    where it stands (``_rest_leaves``), read as a number like any int input."""
     sub_value, count = value.__reduce__()[1]
-    if type(sub_value) not in _POSITIONED:
+    if not _replayable(sub_value):
         return None
     sub = tx.wrap(sub_value, ReducedSource(source, "arg", 0))
-    if not isinstance(sub, (SeqIteratorVariable, RangeIteratorVariable, ReversedIteratorVariable)):
+    if not isinstance(sub, _REPLAYABLE_VTS):
         return None
     count_source = ReducedSource(source, "arg", 1)
     count_vt = None
-    if isinstance(sub, ListRestIteratorVariable) and sub.rest is not None:
+    if _rest_leaves(sub) is not None:
         count_vt = tx.wrap(count, count_source)  # a number like any other (automatic dynamic)
     else:
         tx.output.assume_type(count_source, int)
@@ -1540,6 +1600,34 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
     return EnumerateVariable(
         [], sources=[sub], count=count, input_count=count, source=source, count_vt=count_vt
     )
+
+
+def _replayable(it: Any) -> bool:
+    """Can items be taken again from the real iterator ``it`` with no effects (a positioned
+    iterator, or a ``zip`` of them)?"""
+    if type(it) is zip:
+        return all(map(_replayable, it.__reduce__()[1]))
+    return type(it) in _POSITIONED
+
+
+def _rest_leaves(vt: VariableTracker) -> list[IteratorVariable] | None:
+    """The iterators read from where they stand that ``vt`` (one, or a ``zip`` of them) pulls
+    from; None where one of them has its position guarded."""
+    if isinstance(vt, ZipVariable):
+        leaves = [_rest_leaves(sub) for sub in vt.sources]
+        return None if None in leaves else [leaf for part in leaves for leaf in part]
+    if isinstance(vt, RangeRestIteratorVariable) or (
+        isinstance(vt, ListRestIteratorVariable) and vt.rest is not None
+    ):
+        return [vt]
+    return None
+
+
+def _leaves(vt: VariableTracker) -> list[IteratorVariable]:
+    """The iterators ``vt`` (one, or a ``zip`` of them) pulls from."""
+    if isinstance(vt, ZipVariable):
+        return [leaf for sub in vt.sources for leaf in _leaves(sub)]
+    return [vt]
 
 
 def dict_iter_position(it: Any) -> int | None:
