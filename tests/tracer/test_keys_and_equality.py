@@ -32,6 +32,10 @@ class Plain:
     def method(self):
         return 1
 
+    @classmethod
+    def made(cls):
+        return cls()
+
 
 Pair = collections.namedtuple("Pair", "a b")
 
@@ -172,12 +176,9 @@ MUTATIONS = [
 _IDENTITY_GAPS: dict[str, str] = {}
 
 
-#: A bound method given to the trace raised as a missing key's ``KeyError`` (its tracker is not
-#: carried into the exception), or met again in a frozenset built from it: not decided yet
-_KEY_IDENTITY_GAPS = {
-    **_IDENTITY_GAPS,
-    "bound_method": "identity of a bound method carried through a KeyError or a built frozenset",
-}
+#: identity read through a missing key's ``KeyError`` or a frozenset built in the call: decided
+#: for every kind (a bound method given to the trace: by the object, its relation guarded)
+_KEY_IDENTITY_GAPS: dict[str, str] = {**_IDENTITY_GAPS}
 
 
 def _with_gaps(kinds, cases=None, reads_identity=lambda case: True, gaps=_IDENTITY_GAPS):
@@ -230,9 +231,7 @@ def test_an_input_dict_and_set_changed_in_place():
     check_breaks(fn, lambda: (torch.ones(2), {int: 1, str: 2}, {len, Plain}), graphs=1, breaks=0)
 
 
-@pytest.mark.parametrize(
-    "kind", _with_gaps(KINDS, gaps={"bound_method": _KEY_IDENTITY_GAPS["bound_method"]})
-)
+@pytest.mark.parametrize("kind", _with_gaps(KINDS, gaps=_KEY_IDENTITY_GAPS))
 def test_a_missing_key_raises_keyerror_as_cpython(kind):
     v, w = KINDS[kind]
     fn = _compiled_case(
@@ -399,6 +398,7 @@ _EQUAL_OBJECTS = {
     "frozenset": lambda: frozenset([1, 2]),
     "frozenset_of_objects": lambda: frozenset([Plain, len]),  # deep copies keep classes
     "range": lambda: range(int("3")),
+    "bound_method": lambda: Plain.made,  # a new object at each read, equal to the last
 }
 
 
@@ -423,9 +423,9 @@ def test_identity_of_equal_immutable_inputs_at_every_call(kind):
         lambda same=same, key=key: args(same, key)
         for same, key in ((True, True), (False, True), (True, False), (False, False), (True, True))
     ]
-    # a variant per pattern; an input dict keyed by a frozenset of objects guards its keys by
-    # identity: the last call's new (equal) key traces again
-    graphs = 5 if kind == "frozenset_of_objects" else 4
+    # a variant per pattern; an input dict keyed by a frozenset of objects or a bound method
+    # guards its keys by identity: the last call's new (equal) key traces again
+    graphs = 5 if kind in ("frozenset_of_objects", "bound_method") else 4
     check_breaks(_identity_of_inputs, None, graphs=graphs, breaks=0, calls=calls)
 
 

@@ -2188,10 +2188,14 @@ def not_iterable(vt: VariableTracker) -> Exception | None:
 
 def _key_error(key) -> Exception:
     """CPython's KeyError for a missing ``key``: the key itself, its tracker where it has one
-    (the exception is rebuilt with it); for a tensor key or a tuple holding objects, CPython
-    raises it (its message would be the object's repr)."""
+    (the exception is rebuilt with it: an object, or any value read from the inputs); for a
+    tensor key, a tuple holding objects or a value made in the trace, CPython raises it (its
+    message would be the object's repr)."""
     if isinstance(key, IdentityKey) and not key.vt.is_python_constant():
-        if not hasattr(key.vt, "value") or isinstance(key.ident, tuple):
+        rebuilt = hasattr(key.vt, "value") or (
+            key.vt.source is not None and not isinstance(key.vt, TensorVariable)
+        )
+        if not rebuilt or isinstance(key.ident, tuple):
             return Unsupported("python_error", "KeyError on an object key")
     return PythonError(KeyError(key))
 

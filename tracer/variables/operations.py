@@ -509,6 +509,9 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         same = same_bound_method(lhs, rhs)
         if same is not None:
             return same
+        given = [containers.wrapped_object(tx, vt) for vt in (lhs, rhs)]
+        if containers.MISSING not in given:  # two bound methods the trace was given
+            return _same_value_object(tx, lhs, rhs, given[0], given[1])
     if method_of_class(lhs) is not None and method_of_class(rhs) is not None:
         return False  # two reads made two objects (``xs.append is xs.append``)
     raise Unsupported("is", f"identity of {lhs} and {rhs}")
@@ -517,10 +520,11 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 def _same_value_object(
     tx: Translator, lhs: VariableTracker, rhs: VariableTracker, a: Any, b: Any
 ) -> bool:
-    """``a is b`` of two immutable objects compared by value elsewhere (``_real_immutable``),
-    guarded as a relation where both came from the inputs (equal values need not be one object:
-    another call may pass two, or one twice), and by identity where one did and the other is the
-    code's own (or made by the trace)."""
+    """``a is b`` of two objects whose trackers are not one per object: immutable ones compared
+    by value elsewhere (``_real_immutable``), bound methods given to the trace. Guarded as a
+    relation where both came from the inputs (equal values need not be one object: another call
+    may pass two, or one twice), and by identity where one did and the other is the code's own
+    (or made by the trace)."""
     sources = [_identity_source(tx, vt, obj) for vt, obj in ((lhs, a), (rhs, b))]
     same = a is b
     if None not in sources:
