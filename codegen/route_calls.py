@@ -208,7 +208,7 @@ def _looked_up(
 
     handler, lookup, back, slow = Label(), Label(), Label(), Label()
     cache = _site_cache(table)
-    site = [*_is_last(depth, cache, at), op(POP_JUMP_IF_FALSE, slow), back]
+    site = [*_is_last(depth, cache, at), *_unless_last(slow, back, at)]
     apart = _in_as_is(depth, stack, table, cache, at, (slow, handler, lookup, back))
     labels = (lookup, handler, back)
     return site, apart + _lookup(depth, stack, table, route, cache, at, labels)
@@ -256,6 +256,14 @@ def _is_last(depth: int, cache: SiteCache, at: Instr) -> list[Instr]:
     """``[callable, *args] -> [callable, *args, callable is cache.last]``."""
     test = [("COPY", depth), ("LOAD_CONST", cache), ("LOAD_ATTR", _attr("last")), ("IS_OP", 0)]
     return [Instr(*op, location=at.location) for op in test]
+
+
+def _unless_last(slow: Label, back: Label, at: Instr) -> list[Any]:
+    """After ``_is_last``: on at ``back`` where the callable is the one found last, else to
+    ``slow``, placed apart. The test jumps over the jump to ``slow``: a jump past 255 code units
+    takes an ``EXTENDED_ARG``, which the call site would otherwise run at every call."""
+    jumps = [(POP_JUMP_IF_TRUE, back), ("JUMP_FORWARD", slow)]
+    return [*(Instr(*op, location=at.location) for op in jumps), back]
 
 
 def _in_as_is(
@@ -392,7 +400,7 @@ def _unbound_method(
     site += [op("COMPARE_OP", Compare.EQ), op(POP_JUMP_IF_TRUE, null)]
     site += [op("LOAD_DEREF", cell), op("DELETE_DEREF", cell)]
     cache = _site_cache(table)
-    site += [*_is_last(1, cache, at), op(POP_JUMP_IF_FALSE, slow), back, op("SWAP", depth), done]
+    site += [*_is_last(1, cache, at), *_unless_last(slow, back, at), op("SWAP", depth), done]
     apart = _in_as_is(1, stack, table, cache, at, (slow, handler, lookup, back))
     # [*rest, fn] -> [*rest, table[fn]]
     apart += [lookup, *_from_table(1, stack, table, cache, at, handler, back)]

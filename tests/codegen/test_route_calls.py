@@ -4,6 +4,7 @@ and otherwise runs as the original (results, exceptions, line numbers, closures,
 from __future__ import annotations
 
 import asyncio
+import dis
 import functools
 import traceback
 import types
@@ -232,6 +233,32 @@ def test_a_callable_in_the_tables_as_is_set_is_called_without_a_lookup():
     fn = routed(calls_in_nested_handlers, route)
     assert fn(3, abs) == calls_in_nested_handlers(3, abs)
     assert helper not in seen and len not in seen and abs in seen
+
+
+def _reads(instr, attribute):
+    return instr.opname.startswith("LOAD_ATTR") and instr.argval == attribute
+
+
+def test_a_site_calling_what_it_found_last_jumps_over_the_jump_to_the_code_placed_apart():
+    """The hot path of a call site (its callable is the one it found last, tested by identity)
+    takes a short jump over the jump to the code placed after the function's: that one is past
+    255 code units here, and would take an ``EXTENDED_ARG`` at every call."""
+    seen, route = _with_table(as_is={helper, len})
+    fn = routed(calls_in_nested_handlers, route)
+    assert fn(3, abs) == calls_in_nested_handlers(3, abs)
+    instrs = list(dis.get_instructions(fn))
+    sites = [n for n, i in enumerate(instrs) if _reads(i, "last")]
+    assert len(sites) >= 4
+    far = 0
+    for n in sites:
+        is_op, hot, *rest = instrs[n + 1 : n + 6]
+        assert is_op.opname == "IS_OP"
+        assert hot.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE"), hot.opname
+        extended = rest[0].opname == "EXTENDED_ARG"
+        assert rest[extended].opname == "JUMP_FORWARD"  # to the code apart
+        assert hot.argval == rest[extended + 1].offset  # over it
+        far += extended
+    assert far, "no site's code apart is far enough to need an EXTENDED_ARG: the test is moot"
 
 
 def test_an_unhashable_callable_is_routed_and_handlers_still_see_the_calls_exceptions():
