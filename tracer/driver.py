@@ -573,7 +573,8 @@ class CompiledCode:
 
     def _compiled_callee(self, fn: types.FunctionType) -> Any:
         """``fn`` compiled on its own with these settings (see ``callees.py``)."""
-        return make_entry(fn, CompiledCode(fn, dataclasses.replace(self.settings, name=None)))
+        state = CompiledCode(fn, dataclasses.replace(self.settings, name=None))
+        return make_entry(fn, state, callee=True)
 
     def rerun(self) -> Any:
         """A check on tensor data the trace assumed failed after the graph ran: run this call as

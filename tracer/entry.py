@@ -12,7 +12,9 @@
             return ___state.rerun()(a, b)               # (``deferred_checks``): run it in Python
 
 ``state`` is the function's ``driver.CompiledCode``. This is the per-call hot path: it does nothing
-a compile could do instead. A function left alone (``callees.py``: every call runs it in Python,
+a compile could do instead. The first check (torch.compile tracing the entry) is made only where
+the user may call the entry; the code check only where the code is the user's (see
+``make_entry``). A function left alone (``callees.py``: every call runs it in Python,
 whatever the arguments) has no guards to ask: ``run_directly`` gives its entry code that, after
 the checks before the guards, calls what runs it (``dispatch`` gives the first code back)::
 
@@ -51,23 +53,29 @@ _COMPILING = (
 
 
 def make_entry(
-    fn: types.FunctionType, state: CompiledCode, resume: bool = False
+    fn: types.FunctionType, state: CompiledCode, resume: bool = False, callee: bool = False
 ) -> types.FunctionType:
     """Generate the entry function with ``fn``'s exact signature (see the module docstring).
     ``resume``: ``fn`` is a resume function, which only the code its compiled caller's entry
     chose calls (torch.compile's tracing took the caller itself), and whose code is bytegraph's:
-    its entry goes straight to the guards."""
+    its entry goes straight to the guards. ``callee``: the entry is ``fn``'s compiled version
+    that only bytegraph's own code calls (``callees.py``: a routed call, a call a break makes),
+    which runs where the user's entry chose a variant or its fallback, never where
+    torch.compile traces (it traces the user's function the entry calls instead): its entry
+    checks ``fn``'s code only."""
     params, call_args, names, keys = _signature(fn)
     locals_dict = ", ".join(f"{k!r}: {n}" for k, n in zip(keys, names, strict=True))
-    checks = (
+    compiling = (
         # torch.compile tracing a compiled function (the model bytegraph.compile compiled in
         # place, say) traces the function itself: Dynamo folds is_compiling() to True
-        f"    if {_COMPILING}:\n"
-        f"        return ___fn({', '.join(call_args)})\n"
+        f"    if {_COMPILING}:\n        return ___fn({', '.join(call_args)})\n"
+    )
+    code_check = (
         f"    if ___fn.__code__ is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
     )
-    head = f"def ___entry({', '.join(params)}):\n{'' if resume else checks}"
+    checks = "" if resume else code_check if callee else compiling + code_check
+    head = f"def ___entry({', '.join(params)}):\n{checks}"
     source = (
         f"{head}"
         f"    ___v = ___cache.guard_fn({', '.join(names)})\n"

@@ -6,6 +6,7 @@ forward is wrapped by a decorator that calls it inside ``try``/``finally``)."""
 import contextlib
 import functools
 import gc
+import sys
 import weakref
 
 import pytest
@@ -206,6 +207,56 @@ def test_calls_after_a_break_in_a_try_block_run_compiled():
     # whole frame in Python (no graph, no break counted) and compiles ``_inner`` alone.
     check_breaks(_rest_of_try, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
     assert dynamo_counts(_rest_of_try, torch.randn(3)) == (1, 0)
+
+
+def _asked_whether_torch_compile_traces(fn, *args):
+    """How many times a call of ``fn`` asks whether torch.compile traces it."""
+    codes = {torch.compiler.is_dynamo_compiling.__code__, torch.compiler.is_compiling.__code__}
+    asked = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            asked.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+    return len(asked)
+
+
+def test_compiled_callees_leave_the_torch_compile_check_to_the_users_entry():
+    # torch.compile tracing the user's entry traces the function it calls instead, never the
+    # code the entry chose, which alone calls the callees' compiled versions: those check
+    # their function's code and guards only. Before: asked once more per call of ``_inner``.
+    compiled = bytegraph.compile(_rest_of_try, backend="eager")
+    x = torch.randn(3)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), _rest_of_try(x))
+    assert _asked_whether_torch_compile_traces(compiled, x) == 1
+
+
+def test_a_compiled_callee_given_new_code_runs_the_new_code():
+    def inner(x):
+        return x.sin() + 1
+
+    def rest(x):
+        try:
+            y = x.cos()
+            print("break")  # what follows runs in Python, calling inner's compiled version
+            z = inner(y)
+        except ValueError:
+            z = x
+        return z
+
+    compiled = bytegraph.compile(rest, backend="eager")
+    x = torch.randn(3)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), rest(x))
+    inner.__code__ = (lambda x: x.sin() * 5).__code__
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), x.cos().sin() * 5)
 
 
 class _Scaled(torch.nn.Module):
