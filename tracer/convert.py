@@ -18,6 +18,7 @@ import torch.fx
 from ..codegen.emit import Codegen
 from ..codegen.resume import resume_origin
 from ..codegen.transform import Numbering, make_function
+from ..guards import kinds
 from ..guards.guard import Guard
 from ..guards.module_tree import traced_modules, tree_guards
 from ..guards.sources import (
@@ -33,7 +34,7 @@ from .breaks import deferred_checks
 from .breaks.break_frames import call_start, cells_written_after, live_values, passed_cells
 from .breaks.continuation import ResumeFactory, continues_in_callee, emit_break
 from .context_runtime import StateSafeGraph
-from .exc import Unsupported
+from .exc import NumbersAdvance, Unsupported
 from .fakes.shapes import DynamicPolicy
 from .global_state import function_modes_supported, keep_dispatch_keys
 from .output_graph import OutputGraph
@@ -149,6 +150,9 @@ def _finish(
         raise Unsupported(
             "exception", "a graph break while an exception is handled (resume code cannot re-enter)"
         )
+    advanced = _advanced_numbers(output)
+    if advanced and output.shapes.policy.foresee(advanced):
+        raise NumbersAdvance(advanced)  # before anything is compiled: the driver traces again
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
     cg = Codegen(lineno=fn.__code__.co_firstlineno)
     cg.resumes = frames is not None
@@ -202,6 +206,31 @@ def _finish(
     speculated = output.deferred.speculated()
     guards = tree_guards(_all_guards(output))
     return TraceResult(new_fn, guards, graphs, ops, breaks, stopped_at, speculated)
+
+
+def _advanced_numbers(output: OutputGraph) -> frozenset[str]:
+    """The numbers the trace read from an object's attributes as constants (guarded by value)
+    that it stores another value into: a counter the call advances, which the next identical
+    call finds changed (``torchmetrics``' ``self._update_count = _update_count + 1``)."""
+    read = {
+        g.source: g.arg
+        for g in output.guards
+        if g.kind is kinds.EQUALS_MATCH and type(g.arg) in (int, float)
+    }
+    if not read:
+        return frozenset()
+    return frozenset(
+        source.expr
+        for source, value in output.side_effects.stored_attributes()
+        if source in read and not _same_number(value, read[source])
+    )
+
+
+def _same_number(vt: VariableTracker, number: int | float) -> bool:
+    if not vt.is_python_constant():
+        return False
+    value = vt.as_python_constant()
+    return type(value) is type(number) and (value == number or value != value and number != number)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
 from .entry import dispatch, make_entry, run_directly
-from .exc import BytegraphError, InternalError, TraceTooLong, Unsupported
+from .exc import BytegraphError, InternalError, NumbersAdvance, TraceTooLong, Unsupported
 from .fakes.shapes import DynamicPolicy
 from .process import COMPILE_LOCK
 
@@ -277,18 +277,7 @@ class CompiledCode:
         started = time.perf_counter()
         self.asked_resume = False
         try:
-            result = convert_call(
-                self.fn,
-                L,
-                backend,
-                fullgraph=self.settings.fullgraph,
-                error_on_graph_break=settings.error_on_graph_break,
-                resume=self.resume_function,
-                policy=self.policy,
-                numbering=self.numbering,
-                callee=self.callees,
-                speculation=speculation,
-            )
+            result = self._trace(convert_call, L, backend, settings, speculation)
         except Exception as e:  # noqa: BLE001 (every failed trace is remembered: _failure says how)
             failure = self._failure(e)
             strict = failure.is_error(self.settings.fullgraph, settings.error_on_graph_break)
@@ -331,6 +320,34 @@ class CompiledCode:
             breaks_log.info("graph break in %s: %s", self.fn.__qualname__, format_break(brk))
         self._record(event)
         return result.fn if self.following else _first_run(result.fn, self, L, variant)
+
+    def _trace(
+        self,
+        convert_call: Any,
+        L: dict[str, Any],
+        backend: Any,
+        settings: GlobalSettings,
+        speculation: Any,
+    ) -> Any:
+        """One trace of this function for ``L``. A trace that read numbers its own call changes
+        (``NumbersAdvance``: the policy has made them dynamic) is traced again before anything is
+        compiled, so that the next identical call finds the variant."""
+        while True:
+            try:
+                return convert_call(
+                    self.fn,
+                    L,
+                    backend,
+                    fullgraph=self.settings.fullgraph,
+                    error_on_graph_break=settings.error_on_graph_break,
+                    resume=self.resume_function,
+                    policy=self.policy,
+                    numbering=self.numbering,
+                    callee=self.callees,
+                    speculation=speculation,
+                )
+            except NumbersAdvance:
+                self.asked_resume = False
 
     def follow(self, L: dict[str, Any], variant: Variant, trees: frozenset | None) -> None:
         """After the first run of ``variant`` for ``L``: where the call filled a registry the

@@ -104,6 +104,17 @@ class ReturnValue(Exception):  # noqa: N818 (control flow, not an error)
         self.value = value
 
 
+class NumbersAdvance(Exception):  # noqa: N818 (a signal to the driver, not an error)
+    """The trace read numbers as constants that its own stores then change (a counter the call
+    advances, ``self.steps += 1``): the next identical call would miss its variant. Raised before
+    the graph is compiled, once the policy has made them dynamic (``DynamicPolicy.foresee``): the
+    driver traces again, reading them symbolically."""
+
+    def __init__(self, exprs: frozenset[str]) -> None:
+        super().__init__(", ".join(sorted(exprs)))
+        self.exprs = exprs
+
+
 class TraceTooLong(Exception):  # noqa: N818 (not an Unsupported: no frame may turn it into a break)
     """The whole trace is abandoned (``translator.MAX_TRACE_INSTRUCTIONS``); the driver falls back
     to Python."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..guards.guard import default_device_as_set
-from ..guards.sources import Source
+from ..guards.sources import AttrSource, Source
 from .exc import PythonError, Unsupported
 from .variables.base import MISSING, VariableTracker, type_lookup, walk
 
@@ -250,6 +250,15 @@ class SideEffects:
     def is_dict_store(self, obj: VariableTracker, name: str) -> bool:
         """Is the trace's pending store to ``obj.name`` a write into ``obj.__dict__`` itself?"""
         return (id(obj), name) in self.dict_stores
+
+    def stored_attributes(self) -> list[tuple[Source, VariableTracker]]:
+        """Each attribute the trace stores into an object it was given, as the place a read of
+        it comes from (``AttrSource`` of the object's source), with the value it leaves there."""
+        return [
+            (AttrSource(obj.source, name), value)
+            for obj, name, value in self.attr_stores.values()
+            if obj.source is not None and value is not _DELETED
+        ]
 
     def store_class_attr(self, cls_vt: VariableTracker, name: str, value: VariableTracker) -> None:
         """``cls.name = value`` on an existing class (replayed with ``STORE_ATTR``)."""

@@ -93,6 +93,16 @@ class DynamicPolicy:
             self.ints.add(source.expr)
         return source.expr in self.ints
 
+    def foresee(self, exprs: frozenset[str]) -> bool:
+        """Numbers (by source expression) that a trace read as constants and its own call changes:
+        each would change before the next call, so they are dynamic from now on (in automatic
+        mode). Whether any of them was not already."""
+        if self.mode is not None or not self.automatic:
+            return False
+        new = exprs - self.ints
+        self.ints |= new
+        return bool(new)
+
 
 @dataclasses.dataclass(frozen=True)
 class Origin(TorchSource):
