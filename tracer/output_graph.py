@@ -87,9 +87,10 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None  #: see ``_placeholder``
         self.fake_results = FakeResults(self.fake_mode)  #: fake results reused by later calls
         self.has_unbacked = False  #: some node computes a number from tensor data
-        #: bodies of torch.func transforms being traced (``variables/functorch.py``), whose
-        #: tensors' autograd state is functorch's, not their fakes'
-        self.transform_bodies = 0
+        #: bodies of torch.func transforms being traced, innermost last
+        #: (``variables/functorch.py``, ``TransformBody``), whose tensors' autograd state is
+        #: functorch's, not their fakes'
+        self.transform_bodies: list[Any] = []
         self.inputs: dict[Source, VariableTracker] = {}  #: source -> placeholder variable
         self.input_values: list[Any] = []  #: real values of the placeholders, in order
         self.guards: set[Guard] = set()

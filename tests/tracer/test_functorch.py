@@ -246,6 +246,74 @@ def vmap_moves_its_argument(x):
     return vmap(lambda r: (r, r.cos()), in_dims=1)(x)
 
 
+#: A tensor requiring grad that the bodies below close over.
+P_CLOSED = torch.randn(4, requires_grad=True)
+
+
+def _state(*tensors):
+    """``requires_grad`` and ``is_leaf`` of ``tensors`` as one number."""
+    code = 0
+    for t in tensors:
+        code = code * 4 + 2 * t.requires_grad + t.is_leaf
+    return code
+
+
+def _read(r, y=None):
+    """A body reading the autograd state of its argument, of what it computes from it, of a
+    tensor it closes over, of what it computes from that alone, of a tensor it makes, and of
+    another argument ``y`` and what it computes from it."""
+    others = () if y is None else (y, y * 2)
+    state = _state(r, r * 2, r.detach(), P_CLOSED, P_CLOSED * 2, torch.ones(2), *others)
+    return r.sin() * state + (r.grad_fn is None)
+
+
+def reads_requires_grad(x):
+    """Under vmap nothing of the level requires grad (eager gives ``* 3``), where LIN's fake
+    result does."""
+    return vmap(lambda r: LIN(r) * (2 if LIN(r).requires_grad else 3))(x)
+
+
+def autograd_state_vmap(x, y):
+    return vmap(_read, in_dims=(0, None))(x, y)
+
+
+def autograd_state_grad(x, y):
+    return grad(lambda r, s: _read(r, s).sum())(x[0], y)
+
+
+def autograd_state_jacrev(x, y):
+    return jacrev(_read)(x[0], y)
+
+
+def autograd_state_jacfwd(x, y):
+    return jacfwd(_read)(x[0], y)
+
+
+def autograd_state_jvp(x, y):
+    return jvp(_read, (x[0],), (x[1],))
+
+
+def autograd_state_vjp(x, y):
+    out, pullback = vjp(_read, x[0])
+    return out, pullback(x[1])
+
+
+def autograd_state_vmap_of_grad(x, y):
+    return vmap(grad(lambda r, s: _read(r, s).sum()), in_dims=(0, None))(x, y)
+
+
+def autograd_state_grad_of_vmap(x, y):
+    return grad(lambda a, s: vmap(_read, in_dims=(0, None))(a, s).sum())(x, y)
+
+
+def autograd_state_hessian(x, y):
+    return hessian(lambda r, s: _read(r, s).sum())(x[0], y)
+
+
+def autograd_state_vmap_of_vmap(x, y):
+    return vmap(vmap(_read, in_dims=(0, None)), in_dims=(0, None))(x.unsqueeze(0), y)
+
+
 def grad_input(*shape):
     return lambda: (torch.randn(*shape, requires_grad=True),)
 
@@ -308,6 +376,18 @@ CASES = {
         [],
     ),
     "vmap_moves_its_argument": (vmap_moves_its_argument, grad_input(4, 3), []),
+    "reads_requires_grad": (reads_requires_grad, grad_input(3, 4), [LIN]),
+    "autograd_state_vmap": (autograd_state_vmap, two((3, 4), (4,), True, True), []),
+    "autograd_state_vmap_plain": (autograd_state_vmap, two((3, 4), (4,), False, False), []),
+    "autograd_state_grad": (autograd_state_grad, two((3, 4), (4,), True, True), []),
+    "autograd_state_jacrev": (autograd_state_jacrev, two((3, 4), (4,), True, True), []),
+    "autograd_state_jacfwd": (autograd_state_jacfwd, two((3, 4), (4,), True, True), []),
+    "autograd_state_jvp": (autograd_state_jvp, two((3, 4), (4,), True, True), []),
+    "autograd_state_vjp": (autograd_state_vjp, two((3, 4), (4,), True, True), []),
+    "autograd_state_vmap_of_grad": (autograd_state_vmap_of_grad, two((3, 4), (4,), True, True), []),
+    "autograd_state_grad_of_vmap": (autograd_state_grad_of_vmap, two((3, 4), (4,), True, True), []),
+    "autograd_state_hessian": (autograd_state_hessian, two((3, 4), (4,), True, True), []),
+    "autograd_state_vmap_of_vmap": (autograd_state_vmap_of_vmap, two((3, 4), (4,), True, True), []),
 }
 
 
@@ -464,9 +544,10 @@ def grad_under_no_grad(x):
         return grad(lambda r: (r.sin() * torch.is_grad_enabled()).sum())(x)
 
 
-def reads_requires_grad(x):
-    """Under vmap nothing requires grad (eager gives ``* 3``), where LIN's fake result does."""
-    return vmap(lambda r: LIN(r) * (2 if LIN(r).requires_grad else 3))(x)
+def reads_requires_grad_of_a_product(x):
+    """Under grad, ``r * P_CLOSED`` requires grad (of the level) where its fake would say so of
+    any product with ``P_CLOSED``, ``r.detach() * P_CLOSED`` too, which eager's does not."""
+    return grad(lambda r: (r * P_CLOSED).sum() * (r * P_CLOSED).requires_grad)(x)
 
 
 def vjp_across_a_break(x):
@@ -494,13 +575,13 @@ REFUSED = {
         "grad mode is off",
         "torch.compile raises on it (its fake tensors under functorch's grad)",
     ),
-    "reads_requires_grad": (
-        reads_requires_grad,
-        (3, 4),
+    "reads_requires_grad_of_a_product": (
+        reads_requires_grad_of_a_product,
+        (4,),
         (0, 1),
-        "requires_grad",
-        "torch.compile traces it: functorch's autograd state of the body's tensors is not "
-        "modelled here",
+        "requiring grad outside",
+        "torch.compile traces it: under grad, a product with a tensor requiring grad outside the "
+        "transform is not modelled here",
     ),
     "non_tensor_output": (non_tensor_output, (3, 4), (0, 1), "else than tensors", "eager raises"),
     "batch_sizes_differ": (

@@ -27,7 +27,9 @@ gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_a
 those of ``aux`` (``aux_at``) back as the transform does. ``vjp(f, *primals)`` is a node giving
 the outputs and a ``PullbackVariable`` whose call is a node running torch.func's vjp again on the
 same tensors (a body that draws is refused; a call after a tensor was written in place breaks),
-rebuilt by the rewritten code the same way (``rebuilt_pullback``). ``functionalize``, functorch's
+rebuilt by the rewritten code the same way (``rebuilt_pullback``). A body's reads of a tensor's
+``requires_grad``, ``is_leaf`` and ``grad_fn`` give functorch's answer, that of the innermost
+transform's level (``TransformBody``); those it does not model break. ``functionalize``, functorch's
 deprecated aliases and the functions ``jacrev``/``jacfwd`` made before the trace are not traced
 (their calls break: functorch's internals run in Python).
 """
@@ -297,22 +299,132 @@ class _StandIns:
         return tuple(where[leaf.node] for leaf in leaves)
 
 
+#: The transforms whose innermost level differentiates its stand-ins: in their bodies a stand-in
+#: requires grad, and so does what is computed from it as autograd says.
+_REVERSE = frozenset({"grad()", "grad_and_value()", "jacrev()", "vjp()"})
+
+
+@dataclass(eq=False)
+class TransformBody:
+    """A transform's body being traced (``OutputGraph.transform_bodies``): what its tensors'
+    ``requires_grad``, ``is_leaf`` and ``grad_fn`` read as. functorch gives the tensors of a
+    transform an autograd state of its own, that of its innermost level: under vmap, jvp and
+    jacfwd a tensor of that level (a stand-in, or computed from one) requires no grad, is a leaf
+    and has no ``grad_fn``; under grad, jacrev and vjp a stand-in is a leaf requiring grad and
+    what is computed from it follows autograd, as its fake does where nothing else it depends on
+    requires grad. The other tensor arguments of grad, jacrev and jacfwd (``wrapped``) read as
+    not requiring grad, and so does a tensor computed in the body from tensors of the outer
+    graph alone under any transform but vmap (under vmaps alone: its own state); a tensor of the
+    outer graph read as it is (closed over, an argument vmap does not batch) keeps its own.
+    Other tensors (of an enclosing transform's level) break."""
+
+    what: str  #: the transform's call, ``vmap()``...
+    stand_ins: frozenset[torch.fx.Node]  #: the nodes of its stand-ins
+    wrapped: frozenset[torch.fx.Node]  #: the tensor arguments it wraps without differentiating
+    start: int  #: ``len(output.created)`` where its body began
+    outer: TransformBody | None  #: the enclosing transform's body
+
+    def autograd_attr(self, tx: Translator, t: TensorVariable, name: str) -> Any:
+        """``t.name`` read in this body: a constant, or None where it is the tensor's own (its
+        fake's answer); ``Unsupported`` where it is not modelled."""
+        if name not in ("requires_grad", "is_leaf", "grad_fn"):
+            raise Unsupported("functorch", f"Tensor.{name} in the body of a torch.func transform")
+        state = self._state(tx, t)
+        if state is None:
+            return None
+        requires_grad, is_leaf = state
+        if name == "grad_fn":
+            return ConstantVariable(None)  # a constant state is a leaf's
+        return ConstantVariable(requires_grad if name == "requires_grad" else is_leaf)
+
+    def _bodies(self) -> list[TransformBody]:
+        body: TransformBody | None = self
+        found = []
+        while body is not None:
+            found.append(body)
+            body = body.outer
+        return found
+
+    def _state(self, tx: Translator, t: TensorVariable) -> tuple[bool, bool] | None:
+        """``(requires_grad, is_leaf)`` of ``t`` in this body, or None for the tensor's own."""
+        bodies = self._bodies()
+        created = tx.output.created
+        inner = set(created[self.start :])
+        enclosing = set(created[bodies[-1].start : self.start])
+        elsewhere = frozenset().union(*(b.stand_ins for b in bodies[1:]))
+        wrapped = frozenset().union(*(b.wrapped for b in bodies))
+        reached: set[torch.fx.Node] = set()
+        outer: list[torch.fx.Node] = []
+        todo = [t.node]
+        while todo:
+            node = todo.pop()
+            if node in reached:
+                continue
+            reached.add(node)
+            if node in inner:
+                todo.extend(node.all_input_nodes)
+            elif node in enclosing or node in elsewhere:
+                raise Unsupported(
+                    "functorch",
+                    f"the autograd state of a tensor of an enclosing transform in {self.what}'s "
+                    "body",
+                )
+            elif node not in self.stand_ins:
+                outer.append(node)
+        if t.node not in inner:  # read as it is
+            if t.node in self.stand_ins:
+                return self.what in _REVERSE, True
+            return (False, True) if t.node in wrapped else None
+        if reached & self.stand_ins:  # a tensor of this level
+            if self.what not in _REVERSE:
+                return False, True
+            if any(_requires_grad(node) for node in outer):
+                raise Unsupported(
+                    "functorch",
+                    f"the autograd state in {self.what}'s body of a tensor computed from one "
+                    "requiring grad outside it",
+                )
+            return None
+        if all(b.what == "vmap()" for b in bodies) and not set(outer) & wrapped:
+            return None
+        return False, True
+
+
+def _requires_grad(node: torch.fx.Node) -> bool:
+    example = node.meta.get("example_value")
+    return isinstance(example, torch.Tensor) and example.requires_grad
+
+
 def trace_subgraph(
     tx: Translator,
     fn: VariableTracker,
     args: list[VariableTracker],
     kwargs: Any,
     what: str,
+    stand_ins: _StandIns,
     given_back: bool = False,
 ) -> Subgraph:
-    """``subgraphs.trace_subgraph`` of a transform's body, where reading a tensor's autograd
-    state breaks (``OutputGraph.transform_bodies``); ``given_back``: the caller models a tensor
-    the body returns as it was given."""
-    tx.output.transform_bodies += 1
+    """``subgraphs.trace_subgraph`` of a transform's body, whose tensors' autograd state is read
+    as functorch's (``TransformBody``); ``given_back``: the caller models a tensor the body
+    returns as it was given."""
+    output = tx.output
+    bodies = output.transform_bodies
+    wrapped: frozenset[torch.fx.Node] = frozenset()
+    if what != "vmap()":  # vmap leaves the tensors it does not batch as they are
+        given = [*args, *dict(kwargs).values()]
+        wrapped = frozenset(vt.node for vt in _leaves(TupleVariable(given)))
+    body = TransformBody(
+        what,
+        frozenset(stand_ins.real),
+        wrapped - frozenset(stand_ins.real),
+        len(output.created),
+        bodies[-1] if bodies else None,
+    )
+    bodies.append(body)
     try:
         return _trace_subgraph(tx, fn, args, kwargs, what, given_back)
     finally:
-        tx.output.transform_bodies -= 1
+        bodies.pop()
 
 
 def _check_grad_mode(what: str) -> None:
@@ -406,7 +518,7 @@ def _call_vmap(
     ]
     if not stand_ins.real:
         raise Unsupported("functorch", "vmap(): no tensor argument is batched")
-    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, "vmap()", given_back=True)
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, "vmap()", stand_ins, given_back=True)
     _computed(sub, "vmap()")
     leaf_dims = _leaf_out_dims(sub.result, vt.options.get("out_dims", 0))
     out_dims = _out_dims(sub, leaf_dims)
@@ -572,7 +684,7 @@ def _call_grad(
     _check_grad_mode(what)
     has_aux = vt.options.get("has_aux", False)
     stand_ins, body_args, diff = _differentiated(tx, vt, args, what)
-    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what)
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what, stand_ins)
     _computed(sub, what)
     result = sub.result
     if has_aux:
@@ -625,7 +737,7 @@ def _call_jacobian(
     if vt.transform is torch.func.jacrev:
         _check_grad_mode(what)
     stand_ins, body_args, diff = _differentiated(tx, vt, args, what)
-    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what)
+    sub = trace_subgraph(tx, vt.fn, body_args, kwargs, what, stand_ins)
     _computed(sub, what)
     main, aux = _split_aux(sub, vt.options.get("has_aux", False), what)
     inputs, _ = stand_ins.inputs(sub)
@@ -679,7 +791,7 @@ def jvp_region(
 
 
 def _primal(example: torch.Tensor, option: Any) -> torch.Tensor:
-    """What the body of a jvp sees of a primal (autograd reads of it break)."""
+    """What the body of a jvp sees of a primal."""
     return example.detach()
 
 
@@ -706,7 +818,7 @@ def _jvp(
         raise Unsupported("functorch", "jvp(): primals and tangents are not tuples of tensors")
     stand_ins = _StandIns(tx, "jvp()", _primal)
     body_args = [stand_ins(vt, None) for vt in primals.items]
-    sub = trace_subgraph(tx, func, body_args, {}, "jvp()")
+    sub = trace_subgraph(tx, func, body_args, {}, "jvp()", stand_ins)
     _computed(sub, "jvp()")
     main, aux = _split_aux(sub, has_aux, "jvp()")
     inputs, _ = stand_ins.inputs(sub)
@@ -930,7 +1042,7 @@ def _vjp_call(
     output = tx.output
     drew, output.deferred.random = output.deferred.random, False
     try:
-        sub = trace_subgraph(tx, args[0], body_args, {}, "vjp()")
+        sub = trace_subgraph(tx, args[0], body_args, {}, "vjp()", stand_ins)
     finally:
         drew, output.deferred.random = output.deferred.random, drew or output.deferred.random
     if drew:

@@ -142,12 +142,11 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in AUTOGRAD_ATTRS and tx.output.transform_bodies:
-            raise Unsupported(
-                "functorch",
-                f"Tensor.{name} in the body of a torch.func transform",
-                hint="functorch gives its tensors an autograd state of their own (a vmapped "
-                "tensor never requires grad), which the trace does not model",
-            )
+            # functorch's autograd state of the innermost transform's body: a constant, or None
+            # where it is the tensor's own (``functorch.TransformBody``)
+            found = tx.output.transform_bodies[-1].autograd_attr(tx, self, name)
+            if found is not None:
+                return found
         if name in ("shape",):
             if _has_symbols(self.example.shape):  # dynamic: read the sizes in the graph
                 return tx.output.call_method("size", (self,), {})
