@@ -172,6 +172,12 @@ def _added(objs):
     return s
 
 
+def _updated_from_a_generator(objs):
+    s = {objs[0]}
+    s.update(o for o in objs[1:])
+    return s
+
+
 #: ways to make a set of the objects (a list of them)
 BUILDS = {
     "literal": _literal,
@@ -185,6 +191,12 @@ BUILDS = {
     "frozensets": lambda objs: {frozenset([o]) for o in objs},
     "bound_methods": lambda objs: {o.m for o in objs},
     "subclass": MySet,
+    "generator": lambda objs: set(o for o in objs),
+    "map": lambda objs: set(map(_first, objs)),
+    "iterator_union": lambda objs: {objs[0]}.union(iter(objs[1:])),
+    "generator_update": _updated_from_a_generator,
+    "keys_view_union": lambda objs: set() | dict.fromkeys(objs).keys(),
+    "keys_view_method": lambda objs: {objs[0]}.symmetric_difference(dict.fromkeys(objs).keys()),
 }
 
 #: ways to make the objects in the compiled function

@@ -219,6 +219,14 @@ _COMPUTED = [
     "{B} | S",
     "{*S, B}",
     "{v for v in S if v is not A}",
+    "f.union(iter([B]))",
+    "{B}.union(v for v in (A, Plain, len))",
+    "set(map(type, [A, B]))",
+    "set(v for v in (A, B, Plain))",
+    "frozenset(iter([B, A, len]))",
+    "{B} | dict.fromkeys([A, Plain]).keys()",
+    "f ^ dict.fromkeys([B, A]).keys()",
+    "S.union(iter([B]))",
 ]
 
 
@@ -262,3 +270,22 @@ def test_sets_computed_from_sets_iterate_as_cpythons(expr):
             continue
         assert (counter.frame_count, break_count(recorder.report())) == (1, 0), (expr, reasons)
     assert refused <= 2, f"{expr}: {refused} of 25 layouts made in Python"
+
+
+def test_a_set_changed_while_a_set_method_reads_its_argument():
+    """A set method reading a ``map`` item by item runs its function, which here changes the
+    receiver: the result is CPython's (``union`` copied the receiver first), and no recipe
+    repeats calls that no longer make it."""
+
+    def changes(x):
+        s = {1, 2, 3}
+        r = s.union(map(lambda v: s.discard(v) or v + 10, [2, 3]))
+        t = {4, 5}
+        t.update(map(lambda v: t.add(v + 100) or v, [6, 7]))
+        return x + 1, r, s, t, list(r), list(t)
+
+    compiled, counter = compile_counted(changes)
+    actual, expected = compiled(torch.ones(1)), changes(torch.ones(1))
+    for a, e in zip(actual[1:], expected[1:], strict=True):
+        assert a == e and list(a) == list(e)
+    assert counter.frame_count == 1

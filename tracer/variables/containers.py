@@ -1034,19 +1034,24 @@ class SetRecipe:
     CPython lays a set out by the calls that made it, and the trace made its set with the same
     calls on keys hashing as the values, so the same calls on the values lay it out the same.
     A part is ``("key", k)``, ``("keys", [k...])`` (a tuple of them), ``("dict", [k...])`` (a
-    dict of them), ``("const", v)``, ``("recipe", r)`` (a set built by ``r``), ``("input",
-    s)`` (an input set's tracker: its real object, while the trace has not changed it: ``log``
-    empty) or ``("again", i)``: the set part ``i`` of the same call built, given a second time
-    (``s & s``, ``s |= s``: CPython treats a set given with itself otherwise, copying it or
-    clearing it, so two equal sets would lay another table out)."""
+    dict of them), ``("keys_view", [k...])`` (a dict's keys view of them), ``("const", v)``,
+    ``("recipe", r)`` (a set built by ``r``), ``("input", s)`` (an input set's tracker: its real
+    object, while the trace has not changed it: ``log`` empty) or ``("again", i)``: the set
+    part ``i`` of the same call built, given a second time (``s & s``, ``s |= s``: CPython
+    treats a set given with itself otherwise, copying it or clearing it, so two equal sets
+    would lay another table out)."""
 
     fn: Any
     parts: tuple[tuple[str, Any], ...]
 
     @classmethod
-    def call(cls, fn: Any, args: list[VariableTracker]) -> SetRecipe | None:
-        """``fn(*args)``, or None where an argument is not of a kind a recipe repeats."""
-        parts = [recipe_part(a) for a in args]
+    def call(
+        cls, fn: Any, args: list[VariableTracker], taken: list[list[Any] | None] | None = None
+    ) -> SetRecipe | None:
+        """``fn(*args)``, or None where an argument is not of a kind a recipe repeats; ``taken``:
+        for each argument, the items the call took from it one by one (``read_iterable``), or
+        None."""
+        parts = [read_part(a, t) for a, t in zip(args, taken or [None] * len(args), strict=True)]
         if None in parts:
             return None
         return cls(fn, _given_again(parts))  # type: ignore[arg-type]
@@ -1143,6 +1148,10 @@ def _emit_part(cg: Codegen, kind: str, part: Any, pushed: int = 0) -> None:
         part.emit(cg)
     elif kind == "input":
         part.source.reconstruct(cg)
+    elif kind == "keys_view":  # ``dict.keys(dict.fromkeys(keys))``: a view iterating them
+        cg.load_const(dict.keys)
+        _emit_part(cg, "dict", part)
+        cg.call_function(1)
     else:
         if kind == "dict":
             cg.load_const(dict.fromkeys)
@@ -1175,11 +1184,21 @@ def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
         return ("keys", [hash_key(v) for v in vt.items])
     if isinstance(vt, DictVariable):
         return ("dict", list(vt.items))
+    if isinstance(vt, DictViewVariable) and vt.kind == "keys":
+        return ("keys_view", list(vt.dict_vt.items))
     if isinstance(vt, ConstantVariable) and isinstance(
         vt.value, (str, bytes, range, tuple, frozenset)
     ):
         return ("const", vt.value)
     return None
+
+
+def read_part(vt: VariableTracker, taken: list[Any] | None) -> tuple[str, Any] | None:
+    """``recipe_part(vt)``, else, where the call took its items one by one (``taken``: an
+    iterator, a generator, a ``map``, a dict view given to a set method), those items as a tuple
+    of them: CPython's set calls read such an iterable item by item, as they read a tuple."""
+    part = recipe_part(vt)
+    return ("keys", taken) if part is None and taken is not None else part
 
 
 @dataclass
@@ -2625,16 +2644,15 @@ def _set_method(name: str, mutates: bool):
     into sets of constants first), so results, order and errors are CPython's."""
 
     def impl(tx, obj, *args):
-        real = [
-            _key(a)
-            if name == "add"
-            else lookup_key(a)
-            if name in ("discard", "remove")
-            else real_iterable(tx, a)
-            for a in args
-        ]
+        keyed = name in ("add", "discard", "remove")
+        if keyed:
+            real, taken = [_key(a) if name == "add" else lookup_key(a) for a in args], None
+        else:
+            reads = [read_iterable(tx, a) for a in args]
+            real, taken = [r for r, _ in reads], [t for _, t in reads]
         before = set(obj.items) if mutates else None
         real, entry = obj.log_call(name, real) if mutates else (real, None)
+        sets = _set_states([obj, *args])
         try:  # changed in place, the set needs no known order
             result = getattr(obj.items if mutates else real_set(obj), name)(*real)
         except KeyError:  # ``remove``: the argument itself (a set searched as a frozenset)
@@ -2642,14 +2660,21 @@ def _set_method(name: str, mutates: bool):
             raise _key_error(IdentityKey(args[0], getattr(key, "ident", key))) from None
         except TypeError as e:
             raise PythonError(e) from None
+        # an item read one by one runs traced code, which may change a set of the call while it
+        # runs (``s.union(map(f, xs))`` with ``f`` discarding from ``s``): its calls no longer
+        # make what CPython's call made, and no recipe repeats them
+        changed = _changed_since(sets)
         if before is not None:
             obj.logged(entry)
             obj.added_to(before)
-            keyed = name in ("add", "discard", "remove")
-            obj.changed(name, [("key", k) for k in real] if keyed else list(map(recipe_part, args)))
+            if changed:
+                obj.recipe = None
+            parts = list(map(read_part, args, taken)) if taken is not None else None
+            obj.changed(name, [("key", k) for k in real] if keyed else parts)
         if isinstance(result, (set, frozenset)):
             base = frozenset if obj.frozen else set  # a subclass's own method is not set's
-            recipe = SetRecipe.call(getattr(base, name), [obj, *args])
+            taken = [None, *(taken or [])]
+            recipe = None if changed else SetRecipe.call(getattr(base, name), [obj, *args], taken)
             return computed_set(result, [obj, *args], recipe)
         return ConstantVariable(result)
 
@@ -2679,6 +2704,26 @@ def real_iterable(tx, vt):
             "CPython reads the items a set object stores, which the trace does not model here",
         )
     return map(_key, dispatch.each_item(tx, vt))
+
+
+def _set_states(operands: list[VariableTracker]) -> list[tuple[SetVariable, Any, int]]:
+    """Each set tracker among ``operands`` with what says it changed: its recipe (a change makes
+    a new one, or drops it) and its log's length (an input set's changes)."""
+    return [(vt, vt.recipe, len(vt.log)) for vt in operands if isinstance(vt, SetVariable)]
+
+
+def _changed_since(states: list[tuple[SetVariable, Any, int]]) -> bool:
+    return any(vt.recipe is not recipe or len(vt.log) != n for vt, recipe, n in states)
+
+
+def read_iterable(tx: Translator, vt: VariableTracker) -> tuple[Any, list[Any] | None]:
+    """``real_iterable(tx, vt)``, and where it gives the items one by one, the list they are
+    recorded in as the call takes them (for ``SetRecipe.call``), else None."""
+    real = real_iterable(tx, vt)
+    if type(real) is not map:  # the item-by-item form ``real_iterable`` gives
+        return real, None
+    taken: list[Any] = []
+    return _recording(real, taken), taken
 
 
 def _set_init(tx, obj, *args):

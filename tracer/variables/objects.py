@@ -1967,8 +1967,8 @@ class FrozenSetObjectVariable(SetObjectVariable):
             raise PythonError(e) from None
         if not args:
             return frozenset(), containers.SetRecipe(frozenset, ())
-        keys = frozenset(containers.real_iterable(tx, args[0]))
-        return keys, containers.SetRecipe.call(frozenset, [args[0]])
+        real, taken = containers.read_iterable(tx, args[0])
+        return frozenset(real), containers.SetRecipe.call(frozenset, [args[0]], [taken])
 
     def create(self, cg: Codegen) -> None:
         """``frozenset.__new__(cls, ...)`` with the arguments of the ``frozenset(...)`` call

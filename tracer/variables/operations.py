@@ -86,7 +86,7 @@ from .containers import (
     namedtuple_fields,
     not_iterable,
     on_instances,
-    real_iterable,
+    read_iterable,
     value_hash,
 )
 from .functions import (
@@ -2863,9 +2863,8 @@ def dict_(tx: Translator, *args: VariableTracker, **kwargs: VariableTracker) -> 
 def set_(tx: Translator, iterable: VariableTracker | None = None) -> VariableTracker:
     if iterable is None:  # rebuilt as the empty display, which ``add`` calls then extend
         return SetVariable(set(), recipe=SetRecipe(set, (("keys", []),)))
-    return computed_set(
-        set(real_iterable(tx, iterable)), [iterable], SetRecipe.call(set, [iterable])
-    )
+    real, taken = read_iterable(tx, iterable)
+    return computed_set(set(real), [iterable], SetRecipe.call(set, [iterable], [taken]))
 
 
 @builtin(frozenset)
@@ -2874,8 +2873,9 @@ def frozenset_(tx: Translator, iterable: VariableTracker | None = None) -> Varia
         return iterable  # ``frozenset(f) is f``
     if iterable is None:
         return make_set(frozenset())
-    made = frozenset(real_iterable(tx, iterable))
-    return computed_set(made, [iterable], SetRecipe.call(frozenset, [iterable]))
+    real, taken = read_iterable(tx, iterable)
+    made = frozenset(real)
+    return computed_set(made, [iterable], SetRecipe.call(frozenset, [iterable], [taken]))
 
 
 @builtin(enumerate)
