@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 
+import functorch
 import pytest
 import torch
 from bytegraph.tracer.variables.functorch import grad_region, vmap_region
@@ -814,3 +815,52 @@ def _without_tensors(result):
     if isinstance(result, tuple):
         return tuple(_without_tensors(r) for r in result if not isinstance(r, torch.Tensor))
     return None if isinstance(result, torch.Tensor) else result
+
+
+# -- functorch's deprecated aliases ----------------------------------------------------------------
+
+
+def functorch_aliases(x):
+    a = functorch.vmap(lambda r: r.sin())(x)
+    b = functorch.grad(lambda r: r.sin().sum())(x[0])
+    c = functorch.jvp(torch.sin, (x,), (x,))
+    d = functorch.vjp(torch.sin, x)[0]
+    e = functorch.hessian(lambda r: r.sin().sum())(x[0])
+    f = functorch.jacrev(torch.sin)(x[0]) + functorch.jacfwd(torch.sin)(x[0])
+    return a, b, c, d, e, f, functorch.grad_and_value(lambda r: r.sin().sum())(x[0])
+
+
+def _warned(fn, x, action):
+    """Two calls' results and warnings (text, category, file, line) under the filter ``action``,
+    or the exception the first raises."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(action)
+        try:
+            results = [fn(x), fn(x)]
+        except Exception as e:
+            return type(e), str(e)
+    return results, [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("action", ["always", "default", "ignore", "error"])
+def test_functorch_alias_warns_as_eager_and_is_traced(action):
+    """``functorch.vmap`` and the other aliases warn (a ``FutureWarning`` naming the caller's
+    line) and call torch.func's function: every compiled call gives the warning as eager's, under
+    the filters of the call (``default``: once per line; ``error``: the call raises it, a break
+    before the alias), and the transform is traced (1 graph, 0 breaks; torch.compile 0)."""
+    x = torch.randn(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        functorch_aliases(x)  # eager's first vjp warns of torch.jit.script, once
+    expected = _warned(functorch_aliases, x, action)
+    bytegraph.reset()
+    actual = _warned(bytegraph.compile(functorch_aliases, backend="eager"), x, action)
+    assert_same(actual, expected)
+    if action == "error":  # raised by CPython at the alias's call
+        assert expected[0] is FutureWarning
+        return
+    assert len(expected[1]) == (16 if action == "always" else 8 if action == "default" else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)
+        assert _breaks(functorch_aliases, (x,)) == (1, 0)
+    assert_no_more_breaks(0, functorch_aliases, x)

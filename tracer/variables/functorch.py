@@ -29,8 +29,10 @@ the outputs and a ``PullbackVariable`` whose call is a node running torch.func's
 same tensors (a body that draws is refused; a call after a tensor was written in place breaks),
 rebuilt by the rewritten code the same way (``rebuilt_pullback``). A body's reads of a tensor's
 ``requires_grad``, ``is_leaf`` and ``grad_fn`` give functorch's answer, that of the innermost
-transform's level (``TransformBody``); those it does not model break. ``functionalize``, functorch's
-deprecated aliases and the functions ``jacrev``/``jacfwd`` made before the trace are not traced
+transform's level (``TransformBody``); those it does not model break. functorch's deprecated
+aliases (``functorch.vmap``...) give their ``FutureWarning`` at every compiled call as eager's
+(``run_time_warnings.keep``) and are traced as torch.func's functions (``_alias``).
+``functionalize`` and the functions ``jacrev``/``jacfwd`` made before the trace are not traced
 (their calls break: functorch's internals run in Python).
 """
 
@@ -40,17 +42,21 @@ import functools
 import inspect
 import operator
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch._functorch.deprecated as deprecated
 import torch._functorch.eager_transforms
 import torch._functorch.vmap
 import torch.fx
 import torch.utils._pytree as pytree
 
 from ..exc import Unsupported
+from ..run_time_warnings import keep
+from . import dispatch
 from .base import VariableTracker
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
@@ -1068,6 +1074,53 @@ def _vjp_call(
         aux_outs = _mapped(sub, options["aux_at"], items[len(main_at) :])
         made.append(replace_tensors(aux, lambda t: aux_outs[t.node]))
     return TupleVariable(made)
+
+
+# -- functorch's deprecated aliases ----------------------------------------------------------------
+
+#: ``functorch.vmap``...: the names its ``FutureWarning`` gives, the torch.func function it calls.
+_ALIASES: dict[Any, tuple[str, str | None, Any]] = {
+    deprecated.vmap: ("vmap", "torch.vmap", torch.func.vmap),
+    deprecated.grad: ("grad", None, torch.func.grad),
+    deprecated.grad_and_value: ("grad_and_value", None, torch.func.grad_and_value),
+    deprecated.vjp: ("vjp", None, torch.func.vjp),
+    deprecated.jvp: ("jvp", None, torch.func.jvp),
+    deprecated.jacrev: ("jacrev", None, torch.func.jacrev),
+    deprecated.jacfwd: ("jacfwd", None, torch.func.jacfwd),
+    deprecated.hessian: ("hessian", None, torch.func.hessian),
+}
+
+
+@call_rule(*_ALIASES)
+def _alias(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``functorch.vmap(f, ...)``: its ``FutureWarning``, given by every compiled call as eager's
+    (``run_time_warnings.keep``: the caller's file and line, the filters and registry of the
+    call; where the filters make it an error, a break: CPython raises), then the torch.func
+    function's call."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported("functorch", f"{fn.__name__}() called with {e}") from None
+    api, new_api, target = _ALIASES[fn]
+    if not keep(tx, _alias_warning(api, new_api), _alias_warning.__code__):
+        raise Unsupported("functorch", f"functorch.{api}()'s warning is not given again")
+    return dispatch.call(tx, tx.wrap_static(target), args, kwargs)
+
+
+def _alias_warning(api: str, new_api: str | None) -> list[warnings.WarningMessage]:
+    """The warning functorch's alias gives its caller (``warn_deprecated``, ``stacklevel=3``),
+    given here in a frame standing for the alias's caller: this one."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _warn_deprecated(api, new_api)
+    return caught
+
+
+def _warn_deprecated(api: str, new_api: str | None) -> None:
+    """Stands for the alias: ``warn_deprecated`` names its caller's caller."""
+    deprecated.warn_deprecated(api, new_api)
 
 
 #: How a call of each transform's function is traced.
