@@ -608,3 +608,46 @@ def test_zip_of_a_list_and_a_range_breaks_as_torch_compile():
         list(_TENSORS_30[:12]),
         baseline_missing="torch.compile skips a frame whose loop breaks",
     )
+
+
+# A list the resume function also holds by its name (read again after the loop): the trace models
+# it, and guards the iterator's position, only once it reads it (``LazyListVariable.before_read``).
+
+
+def held_after(x, ws):
+    for w in ws:
+        x = x * w
+        print("", end="")
+    return x, len(ws), ws[-1]
+
+
+def test_a_list_read_again_after_its_loop_few_variants():
+    """Before, the list held as a live local was modelled when the resume function got it: its
+    iterator's position guarded, one variant per iteration (the recompile limit at 12 items)."""
+    for n in (4, 12, 30):  # (the end reads the list: its length guarded)
+        calls = [lambda n=n: (torch.randn(4), list(_TENSORS_30[:n]))] * 3
+        per_resume, _ = _variants(held_after, calls)
+        assert max(per_resume.values()) <= 2, (n, per_resume)
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_a_held_list_changed_in_one_iteration_and_after_the_loop(op):
+    """The body changes the list by its name in one iteration only (the variants before it and
+    after it read nothing of the list), and the code after the loop changes it again: the items
+    the loop takes, the list after the call and what is read after the loop are CPython's."""
+
+    def fn(x, ws):
+        n = 0
+        for w in ws:
+            x = x * w
+            print("", end="")
+            n += 1
+            if n == 2:
+                _mutate(op, ws, w)
+        ws.append(x)
+        return x, n, len(ws)
+
+    for n in (4, 12, 30):
+        calls = [lambda n=n: (torch.randn(4), [t + 1 for t in _TENSORS_30[:n]])] * 3
+        per_resume, _ = _variants(fn, calls)
+        assert max(per_resume.values()) <= 4, (n, per_resume)

@@ -2060,9 +2060,19 @@ class LazyListVariable(ListVariable):
         self._items: list[VariableTracker] | None = None
         self.appended: list[VariableTracker] = []
         self.source = source
+        #: what runs once, before the trace first reads or appends to the list (an iterator
+        #: reading it from where it stands models it then: ``iterators.ListRestIteratorVariable``)
+        self.before_read: Callable[[], None] | None = None
+
+    def _first_use(self) -> None:
+        hook, self.before_read = self.before_read, None
+        if hook is not None:
+            hook()
 
     @property
     def items(self) -> list[VariableTracker]:  # type: ignore[override]
+        if self._items is None:
+            self._first_use()  # (which may read the items itself)
         if self._items is None:
             tx, value, source = self._tx, self._value, self.source
             tx.output.assume_len(source, len(value))
@@ -2082,6 +2092,7 @@ class LazyListVariable(ListVariable):
     def append_unread(self, item: VariableTracker) -> None:
         """``append``/``extend`` begun before any read: only the log grows, unless the items were
         read meanwhile (``xs.extend(map(lambda v: len(xs), ...))`` reads them while it appends)."""
+        self._first_use()
         (self.appended if self._items is None else self._items).append(item)
 
     def clone(self, **changes: Any) -> VariableTracker:

@@ -31,6 +31,7 @@ from .containers import (
     BoundMethodVariable,
     DictVariable,
     DictViewVariable,
+    LazyListVariable,
     ListVariable,
     SetVariable,
     TupleVariable,
@@ -699,17 +700,29 @@ class ListRestIteratorVariable(SeqIteratorVariable):
         tx.output.assume_type(ReducedSource(source, "arg", 0), list)
         vt = cls([], index=state, value=value, start=state, rest=rest, source=source)
         vt._tx = tx
-        tx.output.read_through[id(rest.seq)] = (rest.seq, vt)
+        if id(rest.seq) in tx.output.wrapped:  # held by the trace already, unread
+            vt.model_list(tx)
+        else:
+            tx.output.read_through[id(rest.seq)] = (rest.seq, vt)
         return vt
 
     def model_list(self, tx: Translator) -> None:
-        """The list reached another way: from now on this walks its tracker (see the class)."""
-        if self.rest is None:
+        """The list reached another way: from now on this walks its tracker (see the class), from
+        the trace's first read of it (a list only held, a live local of the resume function read
+        after the loop, leaves the loop unguarded)."""
+        if self.rest is None or self.seq is not None:
             return
-        seq, self.rest = self.rest.seq, None
+        seq = self.rest.seq
         tx.output.read_through.pop(id(seq), None)
-        tx.output.assume_equal(ReducedSource(self.source, "state"), self.start)
         self.seq = tx.wrap(seq, ReducedSource(self.source, "arg", 0))
+        if isinstance(self.seq, LazyListVariable) and not self.seq.read:
+            self.seq.before_read = lambda: self._walk_list(tx)
+        else:
+            self._walk_list(tx)
+
+    def _walk_list(self, tx: Translator) -> None:
+        self.rest = None
+        tx.output.assume_equal(ReducedSource(self.source, "state"), self.start)
         self.items = self.seq.items
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
@@ -1563,9 +1576,19 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
 
 
 def _unread_list(tx: Translator, seq: Any) -> bool:
-    """Is ``seq`` a plain list the trace has not reached yet, nor read through an iterator?"""
-    known = (tx.output.wrapped, tx.output.read_through)
-    return type(seq) is list and not any(id(seq) in ids for ids in known)
+    """Is ``seq`` a plain list the trace has not read (not reached yet, or only held: an unread
+    ``LazyListVariable`` it has not appended to), nor read through an iterator?"""
+    if type(seq) is not list or id(seq) in tx.output.read_through:
+        return False
+    known = tx.output.wrapped.get(id(seq))
+    if known is None:
+        return True
+    vt = known[1]
+    return (
+        known[0] is seq
+        and isinstance(vt, LazyListVariable)
+        and not (vt.read or vt.appended or vt.before_read)
+    )
 
 
 #: Iterators an input ``enumerate`` may read: taking their items again has no effects.
