@@ -14,22 +14,26 @@ that reads its caller's frame there would see all of them, so generated code cal
   (``LOCALS_SNAPSHOT``): up to 3.12 ``locals()`` in a function returns the same dict at each
   call, updated in place (keys the user added stay), which resume functions are passed on
   (``KeptLocals``); from 3.13 (PEP 667) a new dict at each call.
-- ``warnings.warn`` and ``sys._getframe``: their ``stacklevel`` and ``depth`` count the user's
-  frames (``user_frames``), so a warning names the user's line. The frame objects are the
-  generated ones (their ``f_locals`` hold the generated names too, and the ``f_back`` of the one
-  ``sys._getframe(0)`` gives is a generated frame); a frame of the user's stack that waits for a
-  resumed callee, which the process does not have, is given as a ``FrameStandIn``.
+- ``warnings.warn``, ``sys._getframe`` and ``inspect.currentframe``: their ``stacklevel`` and
+  ``depth`` count the user's frames (``user_frames``), so a warning names the user's line. A
+  user's frame that generated frames run (a fallback's routed copy, a function continued by
+  resume functions) is given as a ``RunningFrame``: the user's code, the line and locals of the
+  generated frame running it now, the user's caller as ``f_back``, the same object before and
+  after a break. A frame of the user's stack that waits for a resumed callee, which the process
+  does not have, is given as a ``FrameStandIn``.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import sys
+import traceback
 import types
 import warnings
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .pyversion import LOCALS_SNAPSHOT
@@ -43,14 +47,21 @@ class UserFrame:
     names: tuple[str, ...]
     #: those among ``names`` the generated frame holds as a plain local holding the cell
     cells: tuple[str, ...] = ()
+    #: the user's code (not compared: a code object hashes its constants, maybe unhashable)
+    code: types.CodeType | None = field(default=None, compare=False)
+    #: a resume function's: the frame continues one that a frame of the same code started;
+    #: False for a copy of the user's function run from its start (a fallback's routed copy)
+    resumed: bool = True
 
     @classmethod
-    def of(cls, code: types.CodeType, cells: tuple[str, ...] = ()) -> UserFrame:
+    def of(
+        cls, code: types.CodeType, cells: tuple[str, ...] = (), resumed: bool = True
+    ) -> UserFrame:
         """The frame of ``code``: arguments and locals, then cells that are no arguments, then
         free variables (the order of CPython's fast locals)."""
         plain = code.co_varnames
         names = plain + tuple(c for c in code.co_cellvars if c not in plain) + code.co_freevars
-        return cls(names, tuple(cells))
+        return cls(names, tuple(cells), code, resumed)
 
 
 #: generated code (by its id) -> (a weak reference to it, the user's frame it stands for): resume
@@ -68,9 +79,9 @@ def register(code: types.CodeType, frame: UserFrame) -> None:
     """Generated ``code`` stands for the user's ``frame``."""
     key = id(code)
 
-    def forget(ref: weakref.ref) -> None:
-        if _FRAMES.get(key, (None,))[0] is ref:  # not a later code object at the same address
-            del _FRAMES[key]
+    def forget(ref: weakref.ref, frames: dict = _FRAMES) -> None:  # (held: called at exit too)
+        if frames.get(key, (None,))[0] is ref:  # not a later code object at the same address
+            del frames[key]
 
     _FRAMES[key] = (weakref.ref(code, forget), frame)
 
@@ -172,7 +183,19 @@ class WaitingFrame:
         return found.__dict__ if found is not None else {"__name__": self.module}
 
 
-class FrameStandIn:
+class _StandIn:
+    """What generated code gives user code in place of a process's frame. It answers
+    ``isinstance(x, types.FrameType)`` (``isinstance`` asks ``__class__``, as of a proxy), so that
+    ``inspect.getframeinfo``, ``inspect.getouterframes`` and ``traceback`` take it as CPython's
+    frame; ``f_lasti`` is -1: no instruction of the user's code is known (no position)."""
+
+    __slots__ = ()
+    __class__ = property(lambda self: types.FrameType)  # type: ignore[assignment]
+    f_lasti = -1
+    f_trace = None
+
+
+class FrameStandIn(_StandIn):
     """What ``sys._getframe`` gives, in generated code, for a frame of the user's stack that the
     process does not have (a caller waiting for a resumed callee, ``WaitingFrame``): its code,
     line and globals, and the frames above it (``f_back``). Its locals are not known: reading
@@ -200,9 +223,127 @@ class FrameStandIn:
 
 def _given(
     frame: types.FrameType | WaitingFrame | None, above: Iterator[types.FrameType | WaitingFrame]
-) -> types.FrameType | FrameStandIn | None:
-    """A frame of ``user_frames`` as user code is given it: a waiting one as its stand-in."""
-    return FrameStandIn(frame, above) if isinstance(frame, WaitingFrame) else frame
+) -> types.FrameType | FrameStandIn | RunningFrame | None:
+    """A frame of ``user_frames`` as user code is given it: a waiting one as its stand-in, a
+    generated one as the user's frame it runs."""
+    if isinstance(frame, WaitingFrame):
+        return FrameStandIn(frame, above)
+    user = registered(frame.f_code) if frame is not None else None
+    if user is not None and user.code is not None:
+        return running_frame(frame, user.code)
+    return frame
+
+
+#: The key under which the generated frame that started running a user's frame keeps its
+#: ``RunningFrame`` (in its ``f_locals``: never a fast local, CPython never writes it back).
+_RUNNING = "__bg_running_frame"
+
+
+class RunningFrame(_StandIn):
+    """The user's frame that generated frames run, as user code reads it: ``start`` (the
+    generated frame that began running it, or any that continues it), then the resume functions
+    continuing it (their frames nested in ``start``'s, each a frame of the same file and first
+    line). Its code is the user's; its line, globals and locals are those of the innermost
+    generated frame running it when read (``start``'s once none runs it); ``f_back`` is the user's
+    caller (``user_frames``). One object per user's frame (``running_frame``), so ``is`` compares
+    as CPython's frames do, before and after a break."""
+
+    __slots__ = ("_start", "_code")
+
+    def __init__(self, start: types.FrameType, code: types.CodeType):
+        self._start, self._code = start, code
+
+    f_code = property(lambda self: self._code)
+    f_lineno = property(lambda self: self._running().f_lineno)
+    f_globals = property(lambda self: self._start.f_globals)
+    f_builtins = property(lambda self: self._start.f_builtins)
+
+    @property
+    def f_locals(self) -> dict[str, Any]:
+        frame = self._running()
+        return user_locals(frame, registered(frame.f_code) or UserFrame.of(self._code))
+
+    @property
+    def f_back(self) -> types.FrameType | FrameStandIn | RunningFrame | None:
+        above = user_frames(self._start)
+        next(above, None)
+        return _given(next(above, None), above)
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether the innermost generated frame out from the reader runs this user's frame (a
+        trace, or its guards, asking of a frame its code was given: the line of the one it
+        continues moves while its code runs, a caller's does not)."""
+        frame = sys._getframe(1)
+        while frame is not None and registered(frame.f_code) is None:
+            frame = frame.f_back
+        return frame is not None and _innermost_of(frame, self._start) is frame
+
+    def _running(self) -> types.FrameType:
+        """The innermost generated frame running this user's frame now."""
+        inner = _innermost_of(sys._getframe(1), self._start)
+        return inner if inner is not None else self._start
+
+    def __repr__(self) -> str:
+        frame = self._running()
+        return (
+            f"<frame at {id(self):#x}, file {self._code.co_filename!r}, line {frame.f_lineno}, "
+            f"code {self._code.co_name}>"
+        )
+
+
+def _innermost_of(frame: types.FrameType | None, start: types.FrameType) -> types.FrameType | None:
+    """Walking out from ``frame``: the first frame that is ``start`` or a resume function's
+    continuing it (``_continued``); None where there is none."""
+    while frame is not None:
+        outer: types.FrameType | None = frame
+        while outer is not None:
+            if outer is start:
+                return frame
+            outer = _continued(outer)
+        frame = frame.f_back
+    return None
+
+
+def running_frame(frame: types.FrameType, code: types.CodeType) -> RunningFrame:
+    """The ``RunningFrame`` of the user's frame (of ``code``) that the generated ``frame`` runs:
+    the one a frame continuing it (``frame``, or one it continues) keeps, else a new one that
+    ``frame`` keeps."""
+    outer: types.FrameType | None = frame
+    while outer is not None:
+        kept = outer.f_locals.get(_RUNNING)
+        if type(kept) is RunningFrame and kept._code is code:
+            return kept
+        outer = _continued(outer)
+    made = frame.f_locals[_RUNNING] = RunningFrame(frame, code)
+    return made
+
+
+def _continued(frame: types.FrameType) -> types.FrameType | None:
+    """The generated frame that the resume function's ``frame`` continues: the next frame out,
+    past entry functions, of the same file and first line, where it waits for no callee
+    (``WAITING``: then ``frame`` is a callee's, a call of the same function); else None."""
+    user = registered(frame.f_code)
+    if user is None or not user.resumed:
+        return None
+    outer = frame.f_back
+    while outer is not None and outer.f_code.co_filename.startswith(ENTRY_FILE):
+        outer = outer.f_back
+    if outer is None or _key(outer) != _key(frame):
+        return None
+    if WAITING in outer.f_code.co_varnames and outer.f_locals.get(WAITING) is not None:
+        return None
+    return outer
+
+
+def _key(frame: types.FrameType) -> tuple[str, int]:
+    return frame.f_code.co_filename, frame.f_code.co_firstlineno
+
+
+def own_frame(code: types.CodeType) -> RunningFrame:
+    """The frame of the user's ``code`` that the calling generated frame runs (rewritten code
+    rebuilding a frame live at a break)."""
+    return running_frame(sys._getframe(1), code)
 
 
 def user_frames(
@@ -225,7 +366,8 @@ def user_frames(
             yield from waiting or ()
             if code.co_filename not in PASS_THROUGH_FILES:
                 yield frame
-            continued = key if registered(code) is not None else None  # a resume function
+            user = registered(code)
+            continued = key if user is not None and user.resumed else None  # a resume function
         frame = frame.f_back
 
 
@@ -263,14 +405,14 @@ def _real_depth(frame: types.FrameType, target: Any, default: int) -> int:
     return real if target is not None else default
 
 
-def getframe(depth: Any = 0) -> types.FrameType | FrameStandIn:
+def getframe(depth: Any = 0) -> types.FrameType | FrameStandIn | RunningFrame:
     """``sys._getframe`` called by generated code: ``depth`` counts the user's frames, and the
     frames above the one user code calls it in are the user's (``user_frames``)."""
     if type(depth) is not int:
         return sys._getframe(depth)  # CPython's TypeError
     caller = sys._getframe(1)
     if depth <= 0:
-        return caller
+        return _given(caller, iter(()))
     frames = user_frames(caller)
     found = next(itertools.islice(frames, depth, None), None)
     if found is None:
@@ -278,9 +420,71 @@ def getframe(depth: Any = 0) -> types.FrameType | FrameStandIn:
     return _given(found, frames)
 
 
-#: the builtins that read their caller's frame -> what routed code calls instead
+def currentframe() -> types.FrameType | FrameStandIn | RunningFrame | None:
+    """``inspect.currentframe`` called by generated code: its caller's frame, the user's."""
+    return _given(sys._getframe(1), iter(()))
+
+
+def _given_stack(frame: types.FrameType) -> Iterator[types.FrameType | FrameStandIn | RunningFrame]:
+    """The user's stack from ``frame`` outward, each frame as user code is given it."""
+    frames = user_frames(frame)
+    for found in frames:
+        yield _given(found, frames)  # type: ignore[misc]
+
+
+def stack(context: int = 1) -> list[inspect.FrameInfo]:
+    """``inspect.stack`` called by generated code: the user's frames (``inspect.getframeinfo``
+    of each, a stand-in's too)."""
+    return [_frame_info(f, context) for f in _given_stack(sys._getframe(1))]
+
+
+def _frame_info(frame: Any, context: int) -> inspect.FrameInfo:
+    info = inspect.getframeinfo(frame, context)
+    positions = info.positions
+    if type(frame) is RunningFrame:  # the generated code's instructions keep the user's positions
+        positions = inspect.getframeinfo(frame._running(), 0).positions
+    return inspect.FrameInfo(frame, *info, positions=positions)
+
+
+def extract_stack(f: Any = None, limit: int | None = None) -> traceback.StackSummary:
+    """``traceback.extract_stack`` called by generated code: from ``f`` (the caller's frame by
+    default) outward along the user's frames."""
+    return _summary(sys._getframe(1) if f is None else f, limit)
+
+
+def format_stack(f: Any = None, limit: int | None = None) -> list[str]:
+    """``traceback.format_stack`` called by generated code (see ``extract_stack``)."""
+    return traceback.format_list(_summary(sys._getframe(1) if f is None else f, limit))
+
+
+def print_stack(f: Any = None, limit: int | None = None, file: Any = None) -> None:
+    """``traceback.print_stack`` called by generated code (see ``extract_stack``)."""
+    traceback.print_list(_summary(sys._getframe(1) if f is None else f, limit), file=file)
+
+
+def _summary(f: Any, limit: int | None) -> traceback.StackSummary:
+    """``traceback.extract_stack(f, limit)`` along the user's frames from ``f``: a process's
+    frame or a ``RunningFrame`` from the user's stack there, a stand-in's along its ``f_back``."""
+    if type(f) is RunningFrame:
+        f = f._start
+    frames: Iterator[Any]
+    if type(f) is types.FrameType:
+        frames = _given_stack(f)
+    else:
+        frames = (frame for frame, _ in traceback.walk_stack(f))
+    summary = traceback.StackSummary.extract(((fr, fr.f_lineno) for fr in frames), limit=limit)
+    summary.reverse()
+    return summary
+
+
+#: the functions that read their caller's frame -> what routed code calls instead
 READERS: dict[Any, Any] = {
     **{fn: FrameReader(fn) for fn in (locals, vars, dir)},
     warnings.warn: _warn,
     sys._getframe: getframe,
+    inspect.currentframe: currentframe,
+    inspect.stack: stack,
+    traceback.extract_stack: extract_stack,
+    traceback.format_stack: format_stack,
+    traceback.print_stack: print_stack,
 }

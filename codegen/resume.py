@@ -198,7 +198,8 @@ def _user_frame(code: types.CodeType, cells: tuple[str, ...]) -> UserFrame:
     user = frame_locals.registered(code)
     if user is None:
         return UserFrame.of(code, cells)
-    return UserFrame(user.names, user.cells + tuple(c for c in cells if c not in user.cells))
+    more = tuple(c for c in cells if c not in user.cells)
+    return UserFrame(user.names, user.cells + more, user.code)
 
 
 def _stack_names(code: types.CodeType, nstack: int) -> tuple[str, ...]:

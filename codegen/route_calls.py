@@ -151,9 +151,9 @@ def _routed_code(
     code = bc.to_code(compute_exception_stack_depths=not depths_known)
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
         raise ValueError(f"cannot place the try-block handlers of {original.co_qualname}")
-    user = frame_locals.registered(original)  # a resume function: its frame's user locals
-    if user is not None:
-        frame_locals.register(code, user)
+    # the user's frame the copy runs: a resume function's, else the original's from its start
+    user = frame_locals.registered(original)
+    frame_locals.register(code, user or frame_locals.UserFrame.of(original, resumed=False))
     return code
 
 

@@ -95,9 +95,9 @@ def make_function(
         globals_ = func.__globals__ if func else {}
     fn = types.FunctionType(new_code, globals_, name, None, closure or None)
     fn.__qualname__ = name  # (its code's by default)
-    user = frame_locals.registered(code)
-    if user is not None:  # rewritten code of a resume function: stands for the same user frame
-        frame_locals.register(new_code, user)
+    # the user's frame the new code runs: a resume function's, else the template's from its start
+    user = frame_locals.registered(code) or frame_locals.UserFrame.of(code, resumed=False)
+    frame_locals.register(new_code, user)
     if func is not None and argnames is None:
         fn.__defaults__ = func.__defaults__
         fn.__kwdefaults__ = func.__kwdefaults__

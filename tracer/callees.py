@@ -233,6 +233,9 @@ class CalleeCompiler:
             target = self.route(fn)
             return obj if target is fn else types.MethodType(target, obj.__self__)
         if kind is types.FunctionType:
+            if obj in READERS:  # ``inspect.currentframe``: reads its caller's frame too
+                self._remember(obj, READERS[obj])
+                return READERS[obj]
             target = self._target(obj)
             if "<locals>" not in obj.__qualname__:
                 kept = self._compiled.get(obj)

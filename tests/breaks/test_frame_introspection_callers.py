@@ -10,7 +10,9 @@ eager gives (where it does not, the test says so and checks it)."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
+import traceback
 import types
 import warnings
 
@@ -256,19 +258,124 @@ def test_the_frame_above_is_the_callers_not_the_entry_functions(fn, breaks):
     _torch_compile_is_wrong(fn, torch.ones(3))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the compiled function's own frame, live at the break, cannot be rebuilt: the call "
-    "runs in Python, where the frame sys._getframe(0) gives is a generated one, whose f_back is "
-    "bytegraph's entry function",
-)
 def test_its_own_frame_live_at_the_break_reading_the_frame_above():
-    compiled, _ = compile_counted(its_own_frame_live_after_the_break)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the fallback's notice
-        assert_same(
-            compiled(torch.ones(3))[1], its_own_frame_live_after_the_break(torch.ones(3))[1]
-        )
+    """Its own frame live at the break (reading the frame above breaks): the rewritten code
+    passes the user's frame on, with the user's code and the caller above it, not the generated
+    frame whose caller is bytegraph's entry function (torch.compile names its own wrapper)."""
+    report = _checked_at_two_places(its_own_frame_live_after_the_break)
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == 1, report.break_reasons
+    _torch_compile_is_wrong(its_own_frame_live_after_the_break, torch.ones(3))
+
+
+def one_frame_across_breaks(x):
+    here = sys._getframe(0)
+    print("break")
+    y = x + 1
+    print("break")
+    again = sys._getframe(0)
+    code = one_frame_across_breaks.__code__
+    return y, _where(here.f_back), here is again, here.f_lineno, here.f_code is code
+
+
+def current_frame_after_a_break(x):
+    here = inspect.currentframe()
+    y = x * 2
+    print("break")
+    z = y + 1
+    code = current_frame_after_a_break.__code__
+    return z, _where(here.f_back), sorted(here.f_locals), here.f_code is code, here.f_lineno
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks"), [(one_frame_across_breaks, 5), (current_frame_after_a_break, 4)]
+)
+def test_its_own_frame_across_breaks_is_the_users(fn, breaks, capsys):
+    """``sys._getframe(0)`` and ``inspect.currentframe()`` before a break and after: one object,
+    the user's code, the line its code runs at now, its locals (the user's, after the break too),
+    the caller above it (torch.compile names its own wrapper)."""
+    report = _checked_at_two_places(fn)
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == breaks, report.break_reasons
+    _torch_compile_is_wrong(fn, torch.ones(3))
+
+
+def _own_frame():
+    return sys._getframe(0)
+
+
+def a_callees_frame_kept_across_a_break(x):
+    frame = _own_frame()
+    print("break")
+    codes = (_own_frame.__code__, a_callees_frame_kept_across_a_break.__code__)
+    found = (frame.f_code, frame.f_back.f_code)
+    return x + 1, _where(frame.f_back.f_back), found == codes, frame.f_back.f_lineno
+
+
+def test_a_fallback_gives_the_users_frames(capsys):
+    """A frame the rewritten code cannot rebuild (a callee's, returned) sends the call to Python:
+    there the frames are the user's too (its code, the caller above), not the routed copy's and
+    the entry function's."""
+    report = _checked_at_two_places(a_callees_frame_kept_across_a_break)
+    assert [r.kind for r in report.break_reasons if r.fell_back] == ["reconstruct"]
+    _torch_compile_is_wrong(a_callees_frame_kept_across_a_break, torch.ones(3))
+
+
+def inspect_stack_after_a_break(x):
+    y = x + 1
+    print("break")
+    found = inspect.stack()[:2]
+    return y, [(f.function, f.filename, f.lineno, f.code_context, f.index) for f in found]
+
+
+def extract_stack_after_a_break(x):
+    y = x + 1
+    print("break")
+    return y, [(f.name, f.filename, f.lineno, f.line) for f in traceback.extract_stack()[-2:]]
+
+
+def format_stack_after_a_break(x):
+    y = x + 1
+    print("break")
+    return y, traceback.format_stack()[-2:]
+
+
+def inspect_stack_in_place(x):
+    return x + 1, [(f.function, f.filename, f.lineno) for f in inspect.stack()[:2]]
+
+
+def _extracts_after_a_break(t):
+    print("break")
+    return t + 1, [(f.name, f.lineno, f.line) for f in traceback.extract_stack()[-4:]]
+
+
+def _calls_the_extractor(t):
+    return _extracts_after_a_break(t * 2)
+
+
+def the_stack_of_a_callee_that_resumed(x):
+    return _calls_the_extractor(x * 2)
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks"),
+    [
+        (inspect_stack_after_a_break, 3),  # FrameInfo's fields are descriptors the trace breaks on
+        (extract_stack_after_a_break, 2),
+        (format_stack_after_a_break, 2),
+        (inspect_stack_in_place, 7),
+        (the_stack_of_a_callee_that_resumed, 2),
+    ],
+)
+def test_the_stack_read_from_generated_code_is_the_users(fn, breaks, capsys):
+    """``inspect.stack()``, ``traceback.extract_stack()`` and ``format_stack()`` break and run
+    in Python, where generated code gives them the user's frames: no entry function, no resume
+    function's, the callers waiting for a resumed callee, each with its line and source
+    (torch.compile lists its own wrapper's frame)."""
+    report = _checked_at_two_places(fn)
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == breaks, report.break_reasons
+    _torch_compile_is_wrong(fn, torch.ones(3))
 
 
 def test_the_frame_above_a_callee_that_resumed():

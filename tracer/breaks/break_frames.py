@@ -19,7 +19,7 @@ from ...guards.sources import AttrSource, ItemSource
 from ..exc import Unsupported
 from ..markers import REBUILT
 from ..variables.base import VariableTracker, walk
-from ..variables.frames import user_code
+from ..variables.frames import takes_own_frame, user_code
 from ..variables.functions import (
     ClosureCellVariable,
     LocalCellVariable,
@@ -234,13 +234,12 @@ def cell_args(
 
 
 def reads_frame(tx: Translator) -> bool:
-    """Whether the user's code of ``tx`` may read its whole frame (``locals()``): then every
-    local it has bound is live."""
+    """Whether the user's code of ``tx`` may read its whole frame (``locals()``, or through its
+    own frame object: ``frames.takes_own_frame``): then every local it has bound is live."""
     code = user_code(tx)
     names = code.co_names
-    return not (_FRAME_BUILTINS.isdisjoint(names) and _FRAME_ATTRIBUTES.isdisjoint(names)) and (
-        _reads_frame(code)
-    )
+    reads = not (_FRAME_BUILTINS.isdisjoint(names) and _FRAME_ATTRIBUTES.isdisjoint(names))
+    return (reads and _reads_frame(code)) or takes_own_frame(tx)
 
 
 def keeps_locals(tx: Translator) -> bool:

@@ -684,7 +684,8 @@ def _frame_reader(frame: FrameState, cells: tuple[str, ...]) -> dict[int, Any]:
     locals the rewritten code holds as their cells)."""
     slot = _call_target_slot(frame.tx.instructions[frame.index], frame.stack)
     vt = frame.stack[slot] if slot is not None else None
-    fn = vt.fn if isinstance(vt, BuiltinVariable) else getattr(vt, "value", None)
+    plain = isinstance(vt, (BuiltinVariable, UserFunctionVariable))  # ``inspect.stack``: Python
+    fn = vt.fn if plain else getattr(vt, "value", None)
     reader = next((r for f, r in READERS.items() if f is fn), None) if slot is not None else None
     if reader is None:
         return {}

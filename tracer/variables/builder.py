@@ -283,6 +283,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         return wrap_context_exit(tx, value, source)
     if cls is types.FrameType and (frame := frames.wrap_frame(tx, value, source)) is not None:
         return frame
+    if cls in frames.STAND_IN_FRAMES:
+        add(kinds.TYPE_MATCH(source, cls))
+        return frames.StandInFrameVariable(value, source=source)
     if cls is types.CellType:  # a frame's cell passed to a resume function (``cell_args``)
         add(kinds.TYPE_MATCH(source, cls))
         return ClosureCellVariable(value, AttrSource(source, "cell_contents"))

@@ -19,17 +19,20 @@ Entry points: the call rule of ``sys._getframe`` and the ``FrameVariable`` rules
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import sys
+import traceback
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from ...codegen.frame_locals import getframe
+from ...codegen.frame_locals import FrameStandIn, RunningFrame, getframe, own_frame
 from ...guards.sources import AttrSource
 from ..exc import Unsupported
 from . import dispatch
@@ -90,6 +93,18 @@ class FrameVariable(VariableTracker):
         if name == "f_lineno":
             return ConstantVariable(hidden.lineno)
         raise Unsupported("frame", f"the attribute {name!r} of a frame of torch's", hint=_HINT)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        """The compiled function's own frame, live at a break: the user's frame that the
+        rewritten code and its resume functions run (``frame_locals.own_frame``), where its code
+        takes its own frame (``takes_own_frame``: the generated frames then hold every local it
+        has bound, which its ``f_locals`` shows). A callee's or a hidden frame has no generated
+        frame of its own here to stand for it."""
+        if self.hidden or self.tx.parent is not None or not takes_own_frame(self.tx):
+            raise Unsupported("reconstruct", f"cannot rebuild {self} as a Python value")
+        cg.push_callable(lambda: cg.load_const(own_frame))
+        cg.load_const(user_code(self.tx))
+        cg.call(1)
 
     def __repr__(self) -> str:
         return f"FrameVariable({self.tx.code.co_name}, {self.hidden})"
@@ -170,6 +185,45 @@ def user_code(tx: Translator) -> types.CodeType:
         fn = origin.template
         code = fn.__code__
     return code
+
+
+#: the names by which code takes its own frame object
+_OWN_FRAME_GETTERS = frozenset({"_getframe", "currentframe"})
+_NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD"})
+#: code -> whether it takes its own frame
+_TAKES_OWN_FRAME: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+
+
+def takes_own_frame(tx: Translator) -> bool:
+    """Whether the user's code of ``tx`` takes its own frame object (``sys._getframe()``,
+    ``sys._getframe(0)``, ``inspect.currentframe()``, called as loaded), which anything it gives
+    the frame to may read whole (``f_locals``): then every local it has bound is live at its
+    breaks."""
+    code = user_code(tx)
+    if _OWN_FRAME_GETTERS.isdisjoint(code.co_names):
+        return False
+    found = _TAKES_OWN_FRAME.get(code)
+    if found is None:
+        found = _TAKES_OWN_FRAME[code] = _calls_for_own_frame(code)
+    return found
+
+
+def _calls_for_own_frame(code: types.CodeType) -> bool:
+    instrs = [i for i in dis.get_instructions(code) if i.opname not in _CALL_PREPARATION]
+    for n, inst in enumerate(instrs):
+        if inst.opname not in _NAME_LOADS or inst.argval not in _OWN_FRAME_GETTERS:
+            continue
+        after = instrs[n + 1 : n + 3]
+        if after and after[0].opname == "CALL" and after[0].arg == 0:
+            return True
+        if len(after) == 2 and after[0].opname == "LOAD_CONST" and after[0].argval == 0:
+            if after[1].opname == "CALL" and after[1].arg == 1:
+                return True
+    return False
+
+
+#: what comes between loading a callable and its arguments or call (3.11's ``PRECALL``)
+_CALL_PREPARATION = frozenset({"PRECALL", "PUSH_NULL"})
 
 
 def user_frame(tx: Translator) -> bool:
@@ -282,6 +336,46 @@ def wrap_frame(tx: Translator, frame: types.FrameType, source: Source) -> Variab
     return InputFrameVariable(frame, source=source)
 
 
+@dataclass(eq=False)
+class StandInFrameVariable(VariableTracker):
+    """A frame given to the trace as generated code makes it (``frame_locals.RunningFrame``: a
+    user's frame generated frames run; ``FrameStandIn``: a caller waiting for a resumed callee).
+    Its code is fixed, guarded. A frame other than the one the trace continues waits while the
+    trace runs (the trace's callees have no frame yet): its line is guarded with its code, as
+    ``InputFrameVariable``'s; the line of the one the trace continues moves. The rest is read by
+    CPython: a break."""
+
+    value: RunningFrame | FrameStandIn
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.FrameType  # what it stands for (its ``__class__``; eager's ``type()``)
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        code = AttrSource(self.source, "f_code")
+        if name == "f_code":
+            return tx.wrap(self.value.f_code, code)
+        if name == "f_lineno" and not self._runs_here(tx):
+            tx.output.assume_identity(code, self.value.f_code)
+            line = AttrSource(self.source, name)
+            tx.output.assume_equal(line, self.value.f_lineno)
+            return ConstantVariable(self.value.f_lineno, line)
+        raise Unsupported("frame", f"the attribute {name!r} of a frame given to the trace")
+
+    def _runs_here(self, tx: Translator) -> bool:
+        """Whether the frame is the one the trace continues (guarded either way)."""
+        if not isinstance(self.value, RunningFrame):
+            return False
+        source = AttrSource(self.source, "runs_here")
+        here = self.value.runs_here
+        tx.output.assume_equal(source, here)
+        return here
+
+
+#: the frames generated code gives user code in place of the process's own
+STAND_IN_FRAMES = (RunningFrame, FrameStandIn)
+
+
 def _own_code(tx: Translator) -> bool:
     """Whether ``tx`` runs bytegraph's own code (``callees.call_module`` compiled, which stands
     for the frames of a module's call), not the user's."""
@@ -313,8 +407,19 @@ def _getframe(
     return frame_at(tx, max(depth, 0))
 
 
-@dispatch.rule("is_same", FrameVariable, CallerFrameVariable)
+@call_rule(inspect.stack, traceback.extract_stack, traceback.format_stack, traceback.print_stack)
+def _stack_reader(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """A call that reads the whole stack of frames (their code, lines, source text): CPython runs
+    it, through what generated code calls instead (``frame_locals.READERS``: the user's frames)."""
+    raise Unsupported("frame", f"{fn.__module__}.{fn.__name__}() reads the stack", hint=_HINT)
+
+
+@dispatch.rule("is_same", FrameVariable, CallerFrameVariable, StandInFrameVariable)
 def _is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    if StandInFrameVariable in (type(lhs), type(rhs)) and not rhs.is_python_constant():
+        raise Unsupported("frame", f"{lhs} compared with {rhs}", hint=_HINT)
     if isinstance(lhs, FrameVariable) and isinstance(rhs, FrameVariable):
         return lhs.tx is rhs.tx and lhs.hidden == rhs.hidden
     if rhs.is_python_constant() or {type(lhs), type(rhs)} == {FrameVariable, CallerFrameVariable}:
