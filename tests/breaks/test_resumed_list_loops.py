@@ -651,3 +651,99 @@ def test_a_held_list_changed_in_one_iteration_and_after_the_loop(op):
         calls = [lambda n=n: (torch.randn(4), [t + 1 for t in _TENSORS_30[:n]])] * 3
         per_resume, _ = _variants(fn, calls)
         assert max(per_resume.values()) <= 4, (n, per_resume)
+
+
+# ``reversed(list)``: a loop breaking in its body goes on with the real reversed iterator (it reads
+# the list live), read from where it stands (``iterators.ReversedRestIteratorVariable``).
+
+
+def backwards(x, ws):
+    for w in reversed(ws):
+        x = x * w
+        print("", end="")
+    return x
+
+
+def test_reversed_few_variants():
+    per_resume, _ = _variants(
+        backwards, [lambda n=n: (torch.randn(4), list(_TENSORS_30[:n])) for n in _LENGTHS]
+    )
+    assert max(per_resume.values()) <= 2, per_resume
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_reversed_the_body_changes_the_list(op):
+    """Before, the rest of the loop went to the resume function as a tuple taken at the first
+    break: a change the body made to the list after it (an item written, the list shortened)
+    was not seen, a wrong result. Now the loop reads the list as CPython's iterator does."""
+
+    def fn(x, ws):
+        n = 0
+        for w in reversed(ws):
+            x = x * w
+            print("", end="")
+            n += 1
+            if n == 2:
+                _mutate(op, ws, w)
+        return x, n
+
+    calls = [
+        lambda n=n: (torch.randn(4), [t + 1 for t in _TENSORS_30[:n]]) for n in (5, 3, 6, 5, 2)
+    ]
+    _variants(fn, calls, True)
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_reversed_the_list_changed_in_python(op):
+    """The change is made at the break, by a function run in Python."""
+
+    def change(ws, w, n):
+        if n == 2:
+            _mutate(op, ws, w)
+
+    def fn(x, ws):
+        n = 0
+        for w in reversed(ws):
+            n += 1
+            x = x * w
+            change(ws, w, n)
+            bytegraph.graph_break()
+        return x, n
+
+    calls = [lambda n=n: (torch.randn(4), [t + 1 for t in _TENSORS_30[:n]]) for n in (5, 3, 6)]
+    _variants(fn, calls, True)
+
+
+def test_a_reversed_iterator_given_part_taken_and_left():
+    """A reversed list iterator passed in, some of it taken, the loop left at a ``break``, the
+    caller taking the rest; and an ``enumerate`` over one: where CPython's stand."""
+
+    def fn(x, it, stop):
+        for w in it:
+            x = x * (w[1] if isinstance(w, tuple) else w)
+            print("", end="")
+            if x.numel() == stop:
+                break
+        return x
+
+    compiled, _ = compile_counted(fn)
+    for n, taken, stop, count in (
+        (8, 0, 9, None),
+        (8, 3, 4, None),
+        (5, 5, 9, None),
+        (9, 2, 4, 1),
+        (6, 1, 9, 0),
+    ):
+
+        def make(n=n, taken=taken, count=count):
+            ws = list(_TENSORS_30[:n])
+            it = reversed(ws)
+            for _ in range(taken):
+                next(it)
+            return (it if count is None else enumerate(it, count)), it
+
+        (it, inner), (eager_it, eager_inner) = make(), make()
+        x = torch.randn(4)
+        assert_same(compiled(x, it, stop), fn(x, eager_it, stop))
+        assert [repr(v) for v in it] == [repr(v) for v in eager_it]
+        assert [id(v) for v in inner] == [id(v) for v in eager_inner]

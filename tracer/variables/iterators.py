@@ -639,24 +639,30 @@ class SeqIteratorVariable(IteratorVariable):
 
 
 class ListRest:
-    """Runtime helper (and what guards read): the items the list iterator ``it`` has yet to give,
-    read in place (``len``, ``rest[k]``): the list and position are read from the iterator each
-    time, so a guard reads no more of the list than the items it checks."""
+    """Runtime helper (and what guards read): the items the list iterator ``it`` (or reversed
+    list iterator) has yet to give, read in place (``len``, ``rest[k]``): the list and position
+    are read from the iterator each time, so a guard reads no more of the list than the items it
+    checks."""
 
-    __slots__ = ("seq", "start")
+    __slots__ = ("seq", "start", "step")
 
     def __init__(self, it: Any) -> None:
         reduced = it.__reduce__()
         self.seq = reduced[1][0]
-        self.start = reduced[2] if len(reduced) > 2 else 0  # exhausted: ``iter([])``
+        self.step = -1 if type(it) is _LIST_REVERSED else 1
+        state = reduced[2] if len(reduced) > 2 else None
+        # exhausted: ``iter([])``; ``reversed([])`` (3.13) or ``iter(())`` with no position
+        self.start = (0 if self.step == 1 else -1) if state is None else state
 
     def __len__(self) -> int:
+        if self.step == -1:  # CPython's reversed iterator stops once its index is out of the list
+            return self.start + 1 if 0 <= self.start < len(self.seq) else 0
         return max(len(self.seq) - self.start, 0)
 
     def __getitem__(self, k: int) -> Any:
         if not 0 <= k < len(self):
             raise IndexError(k)
-        return self.seq[self.start + k]
+        return self.seq[self.start + self.step * k]
 
 
 @dataclass(frozen=True)
@@ -696,29 +702,14 @@ class ListRestIteratorVariable(SeqIteratorVariable):
     def make(
         cls, tx: Translator, value: Any, state: int, source: Source
     ) -> ListRestIteratorVariable:
-        rest = ListRest(value)
-        tx.output.assume_type(ReducedSource(source, "arg", 0), list)
-        vt = cls([], index=state, value=value, start=state, rest=rest, source=source)
-        vt._tx = tx
-        if id(rest.seq) in tx.output.wrapped:  # held by the trace already, unread
-            vt.model_list(tx)
-        else:
-            tx.output.read_through[id(rest.seq)] = (rest.seq, vt)
-        return vt
+        vt = cls([], index=state, value=value, start=state, rest=ListRest(value), source=source)
+        return _read_where_it_stands(tx, vt)
 
     def model_list(self, tx: Translator) -> None:
         """The list reached another way: from now on this walks its tracker (see the class), from
         the trace's first read of it (a list only held, a live local of the resume function read
         after the loop, leaves the loop unguarded)."""
-        if self.rest is None or self.seq is not None:
-            return
-        seq = self.rest.seq
-        tx.output.read_through.pop(id(seq), None)
-        self.seq = tx.wrap(seq, ReducedSource(self.source, "arg", 0))
-        if isinstance(self.seq, LazyListVariable) and not self.seq.read:
-            self.seq.before_read = lambda: self._walk_list(tx)
-        else:
-            self._walk_list(tx)
+        _model_list(tx, self)
 
     def _walk_list(self, tx: Translator) -> None:
         self.rest = None
@@ -768,10 +759,39 @@ class ListRestIteratorVariable(SeqIteratorVariable):
         return True
 
 
+def _read_where_it_stands(tx: Translator, vt: Any) -> Any:
+    """``vt`` (a ``ListRestIteratorVariable`` or ``ReversedRestIteratorVariable`` just made) reads
+    its list from where it stands until the trace reads the list: registered so that reaching
+    the list modells it (``OutputGraph.read_through``), or, the trace holding it already (unread),
+    modelled at its first read."""
+    seq = vt.rest.seq
+    tx.output.assume_type(ReducedSource(vt.source, "arg", 0), list)
+    vt._tx = tx
+    if id(seq) in tx.output.wrapped:  # held by the trace already, unread
+        vt.model_list(tx)
+    else:
+        tx.output.read_through[id(seq)] = (seq, vt)
+    return vt
+
+
+def _model_list(tx: Translator, vt: Any) -> None:
+    """The list under ``vt`` reached: its tracker, which ``vt`` walks (``_walk_list``) from the
+    trace's first read of it."""
+    if vt.rest is None or vt.seq is not None:
+        return
+    seq = vt.rest.seq
+    tx.output.read_through.pop(id(seq), None)
+    vt.seq = tx.wrap(seq, ReducedSource(vt.source, "arg", 0))
+    if isinstance(vt.seq, LazyListVariable) and not vt.seq.read:
+        vt.seq.before_read = lambda: vt._walk_list(tx)
+    else:
+        vt._walk_list(tx)
+
+
 def over_a_list(vt: VariableTracker) -> bool:
-    """``iter(xs)`` of a list, or a ``zip``/``enumerate``/``map`` pulling from one: it reads the
-    list live (items appended later are taken)."""
-    if isinstance(vt, SeqIteratorVariable):
+    """``iter(xs)`` or ``reversed(xs)`` of a list, or a ``zip``/``enumerate``/``map`` pulling from
+    one: it reads the list live (items appended or written later are taken)."""
+    if isinstance(vt, (SeqIteratorVariable, ReversedIteratorVariable)):
         return isinstance(vt.seq, ListVariable)
     return isinstance(vt, BuiltinIteratorVariable) and any(map(over_a_list, vt.sources))
 
@@ -888,6 +908,73 @@ class ReversedIteratorVariable(IteratorVariable):
             cg.call_function(2)
 
         cg.build_once(self, build)
+
+
+@dataclass(eq=False)
+class ReversedRestIteratorVariable(ReversedIteratorVariable):
+    """A real ``reversed(list)`` iterator given to the trace (the loop a resume function
+    continues), read from where it stands as ``ListRestIteratorVariable`` reads a list iterator:
+    item ``ListRest(it)[k]`` (the list's item ``start - k``), guarded ``len(ListRest(it)) >= k +
+    1``, the real iterator moved on by the items taken. Once the trace reads the list it walks
+    the list's tracker as ``ReversedIteratorVariable``, its position guarded."""
+
+    value: Any = None  #: the real iterator
+    start: int = 0  #: its position when the trace got it (guarded once the list is modelled)
+    rest: ListRest | None = None  #: what it had yet to give then; None once the list is modelled
+    taken: list[VariableTracker] = field(default_factory=list)  #: items taken, unmodelled
+    exhausted: bool = False
+    moved: int = 0  #: items the replay of an enumerate over it takes from it before its own
+
+    @classmethod
+    def make(
+        cls, tx: Translator, value: Any, state: int, source: Source
+    ) -> ReversedRestIteratorVariable:
+        vt = cls([], value=value, start=state, position=state, rest=ListRest(value), source=source)
+        return _read_where_it_stands(tx, vt)
+
+    def model_list(self, tx: Translator) -> None:
+        _model_list(tx, self)
+
+    def _walk_list(self, tx: Translator) -> None:
+        self.rest = None
+        tx.output.assume_equal(ReducedSource(self.source, "state"), self.start)
+        self.items = self.seq.items
+        self.position = -1 if self.exhausted else self.start - len(self.taken)
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if self.rest is None:
+            return super().next_item(tx)
+        note_advance(tx, self)
+        reader, k = tx or self._tx, len(self.taken)
+        rest_source = ListRestSource(self.source)
+        if self.exhausted or k >= len(self.rest):
+            reader.output.assume_len(rest_source, k)
+            self.exhausted = True
+            return None
+        reader.output.assume_len_at_least(rest_source, k + 1)
+        self.taken.append(reader.wrap(self.rest[k], ItemSource(rest_source, k)))
+        return self.taken[k]
+
+    def save_state(self) -> Any:
+        return self.position, len(self.taken), self.exhausted
+
+    def restore_state(self, state: Any) -> None:
+        self.position, count, self.exhausted = state
+        del self.taken[count:]
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def replay_log(self, cg: Codegen) -> bool:
+        if self.rest is None:
+            return super().replay_log(cg)
+        cg.load_const(take_items)
+        self.source.reconstruct(cg)
+        cg.load_const(len(self.taken) - self.moved)
+        cg.load_const(self.exhausted)
+        cg.call_function(3)
+        cg.pop_top()
+        return True
 
 
 @dataclass(eq=False)
@@ -1378,7 +1465,7 @@ class EnumerateVariable(BuiltinIteratorVariable):
             cg.call_function(2)
             cg.pop_top()
         for leaf in _leaves(self.sources[0]):  # moved by as many (a rest's replay is relative)
-            if isinstance(leaf, (ListRestIteratorVariable, RangeRestIteratorVariable)):
+            if isinstance(leaf, _RELATIVE):
                 leaf.moved = taken
         return True
 
@@ -1550,8 +1637,11 @@ def wrap_input_iterator(tx: Translator, value: Any, source: Source) -> VariableT
         kind = MapVariable if cls is map else FilterVariable
         return kind([], sources=iterators, fn=fn, source=source)
     seq_value = value.__reduce__()[1][0]
-    if cls is _LIST_ITERATOR and state is not None and _unread_list(tx, seq_value):
-        return ListRestIteratorVariable.make(tx, value, state, source)
+    if state is not None and _unread_list(tx, seq_value):
+        if cls is _LIST_ITERATOR:
+            return ListRestIteratorVariable.make(tx, value, state, source)
+        if cls is _LIST_REVERSED:
+            return ReversedRestIteratorVariable.make(tx, value, state, source)
     if cls in _RANGE_ITERATORS:  # read from where it stands
         vt = RangeRestIteratorVariable([], value=value, rest=range_rest(value), source=source)
         vt._tx = tx
@@ -1593,6 +1683,8 @@ def _unread_list(tx: Translator, seq: Any) -> bool:
 
 #: Iterators an input ``enumerate`` may read: taking their items again has no effects.
 _POSITIONED = (*_SEQ_ITERATORS, _LIST_REVERSED, *_RANGE_ITERATORS)
+#: Trackers of iterators read from where they stand, whose replay is relative
+_RELATIVE = (ListRestIteratorVariable, ReversedRestIteratorVariable, RangeRestIteratorVariable)
 #: Their trackers (and a ``zip`` of them)
 _REPLAYABLE_VTS = (
     SeqIteratorVariable,
@@ -1640,7 +1732,8 @@ def _rest_leaves(vt: VariableTracker) -> list[IteratorVariable] | None:
         leaves = [_rest_leaves(sub) for sub in vt.sources]
         return None if None in leaves else [leaf for part in leaves for leaf in part]
     if isinstance(vt, RangeRestIteratorVariable) or (
-        isinstance(vt, ListRestIteratorVariable) and vt.rest is not None
+        isinstance(vt, (ListRestIteratorVariable, ReversedRestIteratorVariable))
+        and vt.rest is not None
     ):
         return [vt]
     return None
