@@ -926,3 +926,55 @@ def test_a_built_result_keeps_the_guards_of_the_globals_its_body_read(body_runs,
     flagged.cache_clear()
     assert_same(got, _logged(again, x))
     assert got[1] == ["before", "body"]
+
+
+# A cached object given to another ``lru_cache`` wrapper (einops: ``_reconstruct_from_shape(recipe,
+# tensor.shape, axes)`` after ``_prepare_transformation_recipe(pattern)``): the call is made
+# through that wrapper's cache, keyed by the very object eager's call gives it.
+
+
+@functools.lru_cache(16)
+def cooked(r, shape, axes):
+    return [shape[i] for i in range(r.n)], {"n": r.n + len(axes)}
+
+
+def _cooks(x, pattern):
+    shapes, info = cooked(recipe(pattern), x.shape, ())
+    return x.reshape(shapes) * info["n"]
+
+
+def cooks_twice(x):
+    return _cooks(x, "a b c") + _cooks(x, "a b c")
+
+
+def test_a_cached_object_given_to_a_cached_call_goes_through_its_cache():
+    # the second wrapper's cache holds the key eager's call made (it was traced without the
+    # cache: eager's key was never made, its body traced at every call)
+    x = torch.randn(2, 3, 4)
+    expected = cooks_twice(x)
+    recipe.cache_clear()
+    cooked.cache_clear()
+    compiled, counter = compile_counted(cooks_twice)
+    for _ in range(2):
+        assert_same(compiled(x), expected)
+    assert (cooked.cache_info().misses, cooked.cache_info().currsize) == (1, 1)  # eager's
+    assert counter.frame_count == 1
+    assert bytegraph.explain(cooks_twice)(x).graph_break_count == 0
+    assert dynamo_counts(cooks_twice, x) == (1, 0)
+
+
+def test_a_cached_object_made_again_is_a_new_key_as_in_eager():
+    # recipe's cache cleared: eager's call gets a new object, so a new key of cooked's; the
+    # variant keyed by the old object is not taken for it (the object's identity is guarded)
+    x = torch.randn(2, 3, 4)
+    expected = cooks_twice(x)
+    recipe.cache_clear()
+    cooked.cache_clear()
+    compiled, counter = compile_counted(cooks_twice)
+    assert_same(compiled(x), expected)
+    old = recipe("a b c")
+    recipe.cache_clear()
+    assert_same(compiled(x), expected)
+    assert recipe("a b c") is not old
+    assert cooked.cache_info().currsize == 2  # keyed by the old object and by the new one
+    assert counter.frame_count == 2

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
 from ...guards.build import GuardSet
@@ -861,8 +863,11 @@ class MethodCallVariable(BoundAttributeVariable):
 # during the first call, so the real call at trace time has the effect eager's would have had (a
 # ``logger.warning_once`` message appears once); the compiled code then skips the call, as eager's
 # cache hits do. transformers calls ``is_torch_greater_or_equal("2.9.0")`` and
-# ``logger.warning_once(...)`` this way. Arguments must be constants or objects reached through a
-# source and hashed by identity (the logger of ``warning_once``), guarded by identity; results must
+# ``logger.warning_once(...)`` this way. Arguments must be constants (a ``torch.Size`` of static
+# sizes among them), objects reached through a source and hashed by identity (the logger of
+# ``warning_once``), guarded by identity, or objects hashed by identity that another cached call
+# returned (einops gives ``_prepare_transformation_recipe``'s recipe to
+# ``_reconstruct_from_shape``), that call's guard then taking no other object alike. Results must
 # be immutable constants (a cached list or tensor could be changed by its callers). A call with
 # tensors traces the wrapped function instead, without the cache, as torch.compile does (with a
 # notice). What does not fit otherwise is a graph break at the call. The cache being cleared later
@@ -889,11 +894,14 @@ class MemoizedFunctionVariable(VariableTracker):
         if self.self_vt is not None:
             args = [self.self_vt, *args]
         name = getattr(self.value, "__qualname__", repr(self.value))
+        pins: list[_CachedObjectGuard] = []
         try:
-            real_args = [_argument(tx, a, name) for a in args]
-            real_kwargs = {k: _argument(tx, v, name) for k, v in kwargs.items()}
+            real_args = [_argument(tx, a, name, pins) for a in args]
+            real_kwargs = {k: _argument(tx, v, name, pins) for k, v in kwargs.items()}
         except Unsupported:
             return self._call_wrapped(tx, args, kwargs, name)
+        for guard in pins:  # (``cached_part``): the key holds that very object
+            guard.pinned = True
         try:
             result = self.value(*real_args, **real_kwargs)
         except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
@@ -1110,23 +1118,50 @@ def cache_wrapper(
     )
 
 
-def _argument(tx: Translator, vt: VariableTracker, name: str) -> Any:
-    """The real value of one argument: a constant, or an object hashed by identity (guarded)."""
+def _argument(tx: Translator, vt: VariableTracker, name: str, pins: list) -> Any:
+    """The real value of one argument: a constant, or an object hashed by identity, guarded where
+    it has a source; where it is (part of) another cached call's result, the object that call
+    returned, whose guard is added to ``pins``: a call taking this trace must get that object
+    again (the key is its identity), not one alike."""
     if vt.is_python_constant():
         value = vt.as_python_constant()
-        if _immutable(value):
+        if _immutable(value) or _static_size(vt, value):
             return value
+    part = _cached_object(tx, vt)
+    if part is not None and _by_identity(part[0]):
+        pins.append(part[1])
+        return part[0]
     value = getattr(vt, "value", None)
     source = getattr(vt, "source", None)
-    if (
-        source is not None
-        and value is not None
-        and type(value).__hash__ is object.__hash__
-        and type(value).__eq__ is object.__eq__
-    ):
+    if source is not None and value is not None and _by_identity(value):
         tx.output.assume_identity(source, value)
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
+
+
+def _static_size(vt: VariableTracker, value: Any) -> bool:
+    """A ``torch.Size`` whose sizes are all plain ints in the trace (none symbolic): immutable,
+    hashed and compared as the tuple of its ints."""
+    items = getattr(vt, "items", None)
+    return type(value) is torch.Size and items is not None and all(map(_plain_int, items))
+
+
+def _plain_int(vt: VariableTracker) -> bool:
+    return isinstance(vt, ConstantVariable) and type(vt.value) is int
+
+
+def _by_identity(value: Any) -> bool:
+    """Hashed and compared by identity: as an ``lru_cache`` key, it is that object alone."""
+    return type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__
+
+
+def _cached_object(tx: Translator, vt: VariableTracker) -> tuple[Any, Any] | None:
+    """The real object ``vt`` stands for where it is a part of a cached call's result (the trace
+    may not change it: it is frozen), and that call's guard; else None."""
+    for part, part_vt, guard in tx.output.side_effects.cached_parts.values():
+        if part_vt is vt:
+            return part, guard
+    return None
 
 
 _UNREADABLE = object()  #: the state of a value ``_state_of`` cannot read without running code
