@@ -89,6 +89,11 @@ class FunctionCache:
         self.counter = 0
         self.on_no_match: Callable[..., Any] | None = None  #: returned when no entry matches
         self.guard_fn: Callable[..., Any] = _always_miss
+        #: the guard function's body and the closure values it reads (None: ``_always_miss``),
+        #: for code that tests the guards itself (``tracer/entry.py``)
+        self.guard_body: tuple[str, dict[str, Any]] | None = None
+        #: called (with this cache) whenever ``guard_fn`` is replaced
+        self.on_rebuild: Callable[[FunctionCache], None] | None = None
         self._busy = False  #: inside add/drop: a death seen now is handled when it finishes
         self._dirty = False
 
@@ -125,6 +130,9 @@ class FunctionCache:
             self.on_no_match = None
             self.counter = 0
             self.guard_fn = _always_miss
+            self.guard_body = None
+            if self.on_rebuild is not None:
+                self.on_rebuild(self)
 
     def why(self, L: dict[str, Any]) -> Why:
         failures = []
@@ -196,6 +204,9 @@ class FunctionCache:
         }
         closure.update({f"___variant_{i}": v.fn for i, v in enumerate(self.variants)})
         self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
+        self.guard_body = ("\n".join(lines[1:]), closure)
+        if self.on_rebuild is not None:
+            self.on_rebuild(self)
 
     def _slow_select(self, L: dict[str, Any]) -> Any:
         """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning

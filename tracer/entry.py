@@ -12,7 +12,8 @@
             return ___state.rerun()(a, b)               # (``deferred_checks``): run it in Python
 
 ``state`` is the function's ``driver.CompiledCode``. This is the per-call hot path: it does nothing
-a compile could do instead. The first check (torch.compile tracing the entry) is made only where
+a compile could do instead. Where the guards are short, the entry tests them in its own code rather
+than calling the guard function (``_GuardsInEntry``, made again as the cache's variants change). The first check (torch.compile tracing the entry) is made only where
 the user may call the entry; the code check only where the code is the user's (see
 ``make_entry``). A function left alone (``callees.py``: every call runs it in Python,
 whatever the arguments) has no guards to ask: ``run_directly`` gives its entry code that, after
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import keyword
+import tokenize
 import types
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -76,9 +79,7 @@ def make_entry(
     )
     checks = "" if resume else code_check if callee else compiling + code_check
     head = f"def ___entry({', '.join(params)}):\n{checks}"
-    source = (
-        f"{head}"
-        f"    ___v = ___cache.guard_fn({', '.join(names)})\n"
+    rest = (
         f"    if ___v is None:\n"
         f"        ___v = ___state.on_miss({{{locals_dict}}})\n"
         f"    try:\n"
@@ -86,6 +87,7 @@ def make_entry(
         f"    except ___Rerun:\n"  # a deferred check failed (``deferred_checks``): run it in Python
         f"        return ___state.rerun()({', '.join(call_args)})\n"
     )
+    source = f"{head}    ___v = ___cache.guard_fn({', '.join(names)})\n{rest}"
     namespace: dict[str, Any] = {
         "___state": state,
         "___cache": state.cache,
@@ -101,7 +103,110 @@ def make_entry(
     state.entry = weakref.ref(entry)
     namespace["___dispatch"] = entry.__code__
     namespace["___direct_source"] = f"{head}    return ___direct({', '.join(call_args)})\n"
+    # the guards read the entry's names; one entry per cache (``state.entry``)
+    if [state.cache.roots[key] for key in keys] == names and state.cache.on_rebuild is None:
+        state.cache.on_rebuild = _GuardsInEntry(entry, head, rest)
     return entry
+
+
+#: the longest guard function body that an entry takes into its own code (a small function's
+#: guards, where the call of the guard function is a good part of a call's overhead; a large
+#: model's guards are not compiled twice)
+_GUARDS_IN_ENTRY = 4000
+
+
+class _GuardsInEntry:
+    """Keeps an entry's code testing its cache's guards itself, without calling the guard
+    function (``FunctionCache.on_rebuild``: called whenever the cache's guard function is
+    replaced)::
+
+        def fn(a, b):
+            ...                                   # the checks before the guards
+            while True:
+                try:
+                    if ___tensors__g1.check(a, b) and ...:
+                        ___v = ___variant_0__g1   # each return of the guard function
+                        break
+                    ___v = None
+                    break
+                except Exception:
+                    ___v = ___slow({'a': a, 'b': b})
+                    break
+            if ___v is None:
+            ...                                   # as the entry calling the guard function
+
+    The guard function's closure values are the entry's globals, named apart per rebuild
+    (``__g{n}``, names in the text only), so that code made before a rebuild, still running in
+    another thread, reads its own values or, once they are dropped, raises inside the ``try``
+    and asks ``___slow`` (which tests the variants as they are). ``G``, ``C``, ``B``, ``M``
+    (the cache's for its life), ``___slow`` and ``___no_match`` (read through, always an answer
+    that runs the call right) keep their names. Where the body is long or missing
+    (``FunctionCache.clear``), the entry calls the guard function again. An entry running
+    something directly (``run_directly``) keeps doing so: ``___dispatch`` is what ``dispatch``
+    restores."""
+
+    _SHARED = frozenset({"G", "C", "B", "M", "___slow", "___no_match"})
+
+    def __init__(self, entry: types.FunctionType, head: str, rest: str) -> None:
+        self.entry = weakref.ref(entry)
+        self.head, self.rest = head, rest
+        self.calling = entry.__code__  #: the code calling the guard function
+        self.names: list[str] = []  #: the globals the entry's code reads now
+        self.rebuilds = 0
+
+    def __call__(self, cache: Any) -> None:
+        entry = self.entry()
+        if entry is None:
+            return
+        namespace = entry.__globals__
+        body = cache.guard_body
+        values: dict[str, Any] = {}
+        code = self.calling
+        if body is not None and len(body[0]) <= _GUARDS_IN_ENTRY:
+            self.rebuilds += 1
+            text, closure = body
+            renamed = {n: f"{n}__g{self.rebuilds}" for n in closure if n not in self._SHARED}
+            values = {renamed.get(n, n): v for n, v in closure.items()}
+            source = f"{self.head}    while True:\n{_as_steps(_renamed(text, renamed))}{self.rest}"
+            code = _function_code(source, entry.__code__.co_filename)
+        namespace.update(values)
+        if entry.__code__ is namespace["___dispatch"]:
+            entry.__code__ = code
+        namespace["___dispatch"] = code
+        for name in self.names:
+            if name not in values:
+                namespace.pop(name, None)
+        self.names = [n for n in values if n not in self._SHARED]
+
+
+def _renamed(text: str, names: dict[str, str]) -> str:
+    """``text`` with each name token in ``names`` replaced (never inside a string, nor an
+    attribute's name)."""
+    lines = text.splitlines(keepends=True)
+    found, previous = [], None
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.NAME and token.string in names and previous != ".":
+            found.append(token)
+        previous = token.string
+    for token in reversed(found):  # from the end: the positions before stay right
+        row, start = token.start
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + names[token.string] + line[token.end[1] :]
+    return "".join(lines)
+
+
+def _as_steps(body: str) -> str:
+    """A guard function's body as the body of a loop run once: each ``return X`` sets ``___v``
+    and leaves the loop."""
+    out = []
+    for line in body.splitlines():
+        stripped = line.lstrip()
+        pad = "    " + line[: len(line) - len(stripped)]
+        if stripped.startswith("return "):
+            out += [f"{pad}___v = {stripped[len('return ') :]}", f"{pad}break"]
+        else:
+            out.append("    " + line if line else line)
+    return "\n".join(out) + "\n"
 
 
 def run_directly(entry: types.FunctionType, target: Any) -> None:
@@ -203,3 +308,9 @@ def _compiled(source: str, filename: str) -> types.CodeType:
     and name (closures made again and again) share it; each ``exec`` makes a new function over
     its own namespace."""
     return compile(source, filename, "exec")
+
+
+def _function_code(source: str, filename: str) -> types.CodeType:
+    """The code of the one function ``source`` defines (text read by one entry: not kept)."""
+    module = compile(source, filename, "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))

@@ -1,0 +1,116 @@
+"""``tracer/entry.py``: the entry every call of a compiled function goes through. Where its
+guards are short it tests them in its own code (no call of the guard function) and picks what
+the guard function would: variants added, dropped and cleared, arguments named like the guards'
+own names, calls from several threads while variants are added."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+
+import torch
+
+import bytegraph
+
+
+def _frames_of_a_call(fn, *args):
+    names = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def _scaled(x, k):
+    return x * k + 1
+
+
+def _check(compiled, fn, *args):
+    out, expected = compiled(*args), fn(*args)
+    torch.testing.assert_close(out, expected)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+
+
+def test_a_call_that_hits_tests_its_guards_in_the_entry():
+    compiled = bytegraph.compile(_scaled, backend="eager")
+    x = torch.randn(3)
+    for _ in range(2):
+        _check(compiled, _scaled, x, 2)
+    frames = _frames_of_a_call(compiled, x, 2)
+    assert not [name for name in frames if name.startswith("__guard_")], frames
+    assert bytegraph.introspect.guard_source(compiled).startswith("def __guard__scaled_")
+
+
+def test_variants_added_and_cleared_are_chosen_as_the_guards_choose():
+    compiled = bytegraph.compile(_scaled, backend="eager")
+    inputs = [
+        (torch.randn(3), 2),
+        (torch.randn(3, dtype=torch.float64), 2),
+        (torch.randn(2, 2), 3),
+        (torch.randn(3), 2.5),
+        (torch.arange(3), 2),
+    ]
+    for _ in range(3):
+        for args in inputs:
+            _check(compiled, _scaled, *args)
+    bytegraph.reset()  # the cache cleared: the entry asks the (missing) guards, then compiles
+    for _ in range(2):
+        for args in inputs[::-1]:
+            _check(compiled, _scaled, *args)
+    assert not [n for n in _frames_of_a_call(compiled, *inputs[0]) if n.startswith("__guard_")]
+
+
+def _apply(m, x):
+    return m(x) * 2
+
+
+def test_an_entry_whose_variant_died_chooses_among_the_rest():
+    compiled = bytegraph.compile(_apply, backend="eager")
+    x = torch.randn(4)
+    first, second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    for m in (first, second, first):
+        _check(compiled, _apply, m, x)
+    del m, first
+    gc.collect()
+    _check(compiled, _apply, second, x)
+    _check(compiled, _apply, torch.nn.Linear(4, 4), x)
+    _check(compiled, _apply, second, x)
+
+
+def _uses_g(G, x, L=2):  # noqa: N803 (named as the guards' scope)
+    return x + G * L
+
+
+def test_arguments_named_as_the_guards_scope_are_read_right():
+    compiled = bytegraph.compile(_uses_g, backend="eager")
+    x = torch.randn(3)
+    for g in (1, 2, 1, 3.5):
+        _check(compiled, _uses_g, g, x)
+        _check(compiled, _uses_g, g, x, 3)
+
+
+def test_threads_calling_while_variants_are_added_get_eagers_results():
+    compiled = bytegraph.compile(_scaled, backend="eager")
+    errors = []
+
+    def calls(dtype):
+        for i in range(20):
+            x, k = torch.ones(3, dtype=dtype), i % 3 + 1
+            out = compiled(x, k)
+            if out.dtype != dtype or not torch.equal(out, _scaled(x, k)):
+                errors.append((dtype, i))
+
+    threads = [threading.Thread(target=calls, args=(d,)) for d in (torch.float32, torch.int64)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
