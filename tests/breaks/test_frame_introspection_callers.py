@@ -325,7 +325,8 @@ def inspect_stack_after_a_break(x):
     y = x + 1
     print("break")
     found = inspect.stack()[:2]
-    return y, [(f.function, f.filename, f.lineno, f.code_context, f.index) for f in found]
+    where = [(f.function, f.filename, f.lineno, f.code_context, f.index) for f in found]
+    return y, where, found[0].positions  # (the caller's differs: its calls share a line)
 
 
 def extract_stack_after_a_break(x):
@@ -372,8 +373,9 @@ def the_stack_of_a_callee_that_resumed(x):
 def test_the_stack_read_from_generated_code_is_the_users(fn, breaks, capsys):
     """``inspect.stack()``, ``traceback.extract_stack()`` and ``format_stack()`` break and run
     in Python, where generated code gives them the user's frames: no entry function, no resume
-    function's, the callers waiting for a resumed callee, each with its line and source
-    (torch.compile lists its own wrapper's frame)."""
+    function's, the callers waiting for a resumed callee, each with its line, source and
+    position (the breaking call runs at its own: columns too) (torch.compile lists its own
+    wrapper's frame)."""
     report = _checked_at_two_places(fn)
     assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
     assert report.graph_break_count == breaks, report.break_reasons

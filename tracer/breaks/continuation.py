@@ -700,10 +700,16 @@ def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:
 
 
 def _run_instruction(cg: Codegen, tx: Translator, inst: Instr) -> None:
+    """Run the breaking instruction ``inst`` in CPython, at its own position (line and columns:
+    what a traceback, ``inspect.stack()`` or a frame's reader sees there)."""
+    start = len(cg.instrs)
     if inst.name == "CALL":
         cg.call(inst.arg, tx.kw_names)
     else:
         cg.add(inst.name, inst.arg)
+    if inst.location is not None:
+        for emitted in cg.instrs[start:]:
+            emitted.location = inst.location
 
 
 def _resume_with_stack(
