@@ -20,10 +20,6 @@ BREAK_BOTH = (
     "the print breaks both compilers; torch.compile's explain lists it as a break reason but "
     "counts 0 breaks (an object made in the frame is live there)"
 )
-COUNTER = (
-    "the counter differs on every call: specialised, then traced as a dynamic int on the first "
-    "recompile (torch.compile: the same)"
-)
 LIST_LENGTH = (
     "the result depends on the list's length, which grows on every call (torch.compile: the same)"
 )
@@ -576,8 +572,6 @@ def setattr_builtin_runs_property_setter():
     graphs=1,
     breaks=0,
     tc_breaks=0,
-    retraces=1,
-    why=COUNTER,
 )
 def setattr_override_on_existing_object():
     class Tracked:
@@ -629,8 +623,6 @@ def data_descriptor_set_on_existing_object():
     graphs=1,
     breaks=0,
     tc_breaks=0,
-    retraces=1,
-    why=COUNTER,
 )
 def class_attribute_store_on_existing_class():
     class Registry:
@@ -649,8 +641,6 @@ def class_attribute_store_on_existing_class():
     graphs=1,
     breaks=0,
     tc_breaks=0,
-    retraces=1,
-    why=COUNTER,
 )
 def forward_pre_hook_counts_in_closure_object():
     class Stats:
@@ -691,8 +681,6 @@ def callee_appends_to_closure_list():
     graphs=1,
     breaks=0,
     tc_breaks=0,
-    retraces=1,
-    why=COUNTER,
 )
 def closure_made_in_trace_mutates_outer_object():
     class Acc:
