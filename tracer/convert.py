@@ -30,6 +30,7 @@ from ..guards.sources import (
     LocalSource,
     Source,
 )
+from . import python_numbers
 from .breaks import deferred_checks
 from .breaks.break_frames import call_start, cells_written_after, live_values, passed_cells
 from .breaks.continuation import ResumeFactory, continues_in_callee, emit_break
@@ -377,9 +378,11 @@ def _emit_graph_call(
     if blocked:
         output.reorder_inputs(input_order(plan))
     output.state.close_graph(output.graph)  # the graph leaves global state as it found it
-    gm = output.graph_module(outputs, name)
+    numbers = python_numbers.split(output.graph, outputs)  # numbers Python computes beside it
+    gm = output.graph_module(numbers.graph_outputs, name)
+    example_inputs = numbers.prune_inputs(gm, output.example_inputs())
     with output.state.outside_carried():  # the state the graph is called in (see below)
-        compiled = backend(gm, output.example_inputs())
+        compiled = numbers.around(backend(gm, example_inputs))
     if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
         compiled = StateSafeGraph(compiled, name)
     if deferred_checks.rerun_on_error(output, code_flags):  # side effects wait for it
