@@ -13,11 +13,16 @@ call, and gains nothing on library kernels (matrix products, convolutions, atten
 same ones) or layout operations (views). So the graph's operations on tensors are sorted into
 those three kinds, and a graph goes to Inductor when it has ``MIN_FUSED_OPS`` fusible operations,
 or at least one on a tensor of ``MIN_FUSED_ELEMENTS`` elements (then the passes over memory
-outweigh the call's fixed cost). A small MLP (``Linear, ReLU, Linear``) on small inputs stays
-eager, where Inductor's kernels lose (0.6x on a 2-core CPU); a transformer block goes to Inductor
-(2-4x on a chain of 5-12 pointwise operations). ``torch._inductor`` is imported only when a graph
-goes there; random numbers are drawn as eager draws them (``INDUCTOR_OPTIONS``); if Inductor fails
-on a graph, it runs with ``eager`` (a one-time notice says why).
+outweigh the call's fixed cost), unless it reads a float input (``choose_cpu_backend``'s
+``float_inputs``): Inductor turns a float it is given into a constant, guarded on its value, where
+it cannot make it a tensor (a keyword argument such as ``add_(g, alpha=-lr)``), so a number that
+changes at every call, a learning rate under a scheduler, compiled the graph again at every call
+until the recompile limit; with ``eager`` the graph serves every value. A small MLP (``Linear,
+ReLU, Linear``) on small inputs stays eager, where Inductor's kernels lose (0.6x on a 2-core CPU);
+a transformer block goes to Inductor (2-4x on a chain of 5-12 pointwise operations).
+``torch._inductor`` is imported only when a graph goes there; random numbers are drawn as eager
+draws them (``INDUCTOR_OPTIONS``); if Inductor fails on a graph, it runs with ``eager`` (a one-time
+notice says why).
 
 ``mode``/``options`` are the triton backend's (CUDA graphs, autotuning); a graph that goes to
 Inductor gets them under the same names (Inductor's own), one that runs with ``eager`` gives a
@@ -96,9 +101,13 @@ class CpuChoice:
     backend: str  #: "eager" or "inductor"
     fused_ops: int  #: operations Inductor would fuse (pointwise, reductions, norms, ...)
     largest: int  #: elements of the largest result of one of them (0 if unknown or none)
+    float_inputs: int = 0  #: float inputs (``SymFloat`` placeholders) the graph reads
 
     def __str__(self) -> str:
-        return f"{self.backend} ({self.fused_ops} fusible operations, largest {self.largest})"
+        floats = f", {self.float_inputs} float inputs" if self.float_inputs else ""
+        return (
+            f"{self.backend} ({self.fused_ops} fusible operations, largest {self.largest}{floats})"
+        )
 
 
 def choose_cpu_backend(gm: torch.fx.GraphModule) -> CpuChoice:
@@ -114,8 +123,15 @@ def choose_cpu_backend(gm: torch.fx.GraphModule) -> CpuChoice:
             numel = value.numel()
             if isinstance(numel, int):  # a symbolic size counts as unknown
                 largest = max(largest, numel)
-    wins = fused >= MIN_FUSED_OPS or (fused and largest >= MIN_FUSED_ELEMENTS)
-    return CpuChoice("inductor" if wins else "eager", fused, largest)
+    floats = sum(
+        1
+        for node in gm.graph.nodes
+        if node.op == "placeholder"
+        and node.users
+        and isinstance(node.meta.get("example_value"), torch.SymFloat)
+    )
+    wins = not floats and (fused >= MIN_FUSED_OPS or (fused and largest >= MIN_FUSED_ELEMENTS))
+    return CpuChoice("inductor" if wins else "eager", fused, largest, floats)
 
 
 def _kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
@@ -178,7 +194,10 @@ def auto(
     choice = choose_cpu_backend(gm)
     log.info("CPU graph %s: %s", gm.__class__.__name__, choice)
     if choice.backend == "eager":
-        return _eager(gm, example_inputs, options, "the graph is too small to gain from Inductor")
+        why = "the graph is too small to gain from Inductor"
+        if choice.float_inputs:
+            why = "the graph reads a float input, which Inductor would compile again for each value"
+        return _eager(gm, example_inputs, options, why)
     return _inductor(gm, example_inputs, options)
 
 

@@ -16,6 +16,7 @@ from bytegraph.backends import auto as auto_module
 from bytegraph.backends.registry import lookup_backend
 from difftest import assert_same
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 import bytegraph
 
@@ -160,6 +161,50 @@ def test_training_through_inductor_matches_eager():
         for (name, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
             torch.testing.assert_close(p.grad, q.grad, msg=name)
             torch.testing.assert_close(p, q, msg=name)
+
+
+def _scheduled_training():
+    """SGD with momentum under ExponentialLR: the optimizer's graph reads the learning rate, a new
+    float at every step."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+
+    return model, opt, step
+
+
+def test_a_graph_reading_a_float_input_runs_with_eager():
+    gm = torch.fx.symbolic_trace(lambda x, lr: ((x + 1) * 2).sin().cos() * lr)
+    [_, lr] = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert auto_module.choose_cpu_backend(gm).backend == "inductor"
+    lr.meta["example_value"] = ShapeEnv().create_unbacked_symfloat()
+    assert auto_module.choose_cpu_backend(gm) == auto_module.CpuChoice("eager", 5, 0, 1)
+
+
+def test_a_training_step_under_a_learning_rate_scheduler_compiles_once():
+    """Inductor made the learning rate ``add_(buf, alpha=-lr)`` reads a constant guarded on its
+    value: every step compiled the optimizer's graph again, up to the recompile limit (10 frames in
+    20 steps, then Python; torch.compile hits its limit too). That graph now runs with eager."""
+    model, opt, step = _scheduled_training()
+    eager_model, eager_opt, eager_step = _scheduled_training()
+    compiled = bytegraph.compile(step, backend="auto")
+    for _ in range(6):
+        x = torch.randn(5, 4)
+        assert_same(compiled(x), eager_step(x))
+    assert opt.param_groups[0]["lr"].hex() == eager_opt.param_groups[0]["lr"].hex()
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        torch.testing.assert_close(p, q)
+    stats = bytegraph.stats()
+    assert stats["frames"] <= 4 and "recompile_limit" not in stats, stats
 
 
 def test_a_size_read_from_data_in_the_backward_compiles_with_inductor():
