@@ -1719,9 +1719,11 @@ def _wrap_enumerate(tx: Translator, value: enumerate, source: Source) -> Variabl
 
 def _replayable(it: Any) -> bool:
     """Can items be taken again from the real iterator ``it`` with no effects (a positioned
-    iterator, or a ``zip`` of them)?"""
-    if type(it) is zip:
-        return all(map(_replayable, it.__reduce__()[1]))
+    iterator)? Not a ``zip`` of them: an ``enumerate`` over a zip whose body breaks and reads
+    its count as a constant (an index: torchdiffeq's Runge-Kutta stages) would compile a resume
+    function per iteration up to the recompile limit, each call then taking a break per
+    iteration (torchdiffeq's dopri5: 9 breaks to 14, 1.41x eager to 0.33x); its loop runs in
+    Python from its first break."""
     return type(it) in _POSITIONED
 
 
