@@ -21,6 +21,7 @@ from torch._functorch.partitioners import default_partition
 
 from .registry import IGNORED, register_backend
 from .state_nodes import has_runtime_nodes
+from .tensorify_restart import compile_again_on_restart
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
@@ -94,12 +95,14 @@ def compile_graphs(
 
         return compile_one
 
-    compiled = aot_module_simplified(
-        gm,
-        example_inputs,
-        fw_compiler=boxed(fw_compiler, forward_graphs),
-        bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
-        partition_fn=_partition,
+    compiled = compile_again_on_restart(
+        lambda: aot_module_simplified(
+            gm,
+            example_inputs,
+            fw_compiler=boxed(fw_compiler, forward_graphs),
+            bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
+            partition_fn=_partition,
+        )
     )
 
     def run(*args: Any) -> Any:

@@ -18,6 +18,7 @@ import torch.fx
 
 from .registry import BackendOptions, register_backend
 from .state_nodes import has_runtime_nodes
+from .tensorify_restart import compile_again_on_restart
 
 
 def _inductor(module: str) -> Any:
@@ -57,7 +58,9 @@ def inductor(
     compiled, error = None, None
     with warnings.catch_warnings(record=True) as caught:
         try:
-            compiled = compile_fx(gm, example_inputs, config_patches=patches)
+            compiled = compile_again_on_restart(
+                lambda: compile_fx(gm, example_inputs, config_patches=patches)
+            )
         except Exception as e:  # noqa: BLE001 (raised below unless data-dependent)
             error = e
     if error is not None and _data_dependent(error):
