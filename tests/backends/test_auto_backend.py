@@ -182,6 +182,24 @@ def _scheduled_training():
     return model, opt, step
 
 
+def test_a_float_symbol_the_graph_does_not_read_compiles_with_aot_eager():
+    """AOTAutograd's request to trace again after marking a float it did not turn into a tensor
+    is a second compile (``backends/tensorify_restart.py``): the forward graph's compile raised
+    ``TensorifyScalarRestartAnalysis`` (an internal error: the whole step ran in Python from the
+    second call on)."""
+    model, opt, step = _scheduled_training()
+    eager_model, eager_opt, eager_step = _scheduled_training()
+    compiled = bytegraph.compile(step, backend="aot_eager")
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        assert_same(compiled(x), eager_step(x))
+    assert opt.param_groups[0]["lr"].hex() == eager_opt.param_groups[0]["lr"].hex()
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    stats = bytegraph.stats()
+    assert not any(k.startswith("fallback") for k in stats), stats
+
+
 def test_a_graph_reading_a_float_input_runs_with_eager():
     gm = torch.fx.symbolic_trace(lambda x, lr: ((x + 1) * 2).sin().cos() * lr)
     [_, lr] = [n for n in gm.graph.nodes if n.op == "placeholder"]
