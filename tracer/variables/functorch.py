@@ -117,15 +117,22 @@ _TRANSFORMS = (
 )
 
 
+def _bind(
+    fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker], what: str
+) -> inspect.BoundArguments:
+    """``args`` and ``kwargs`` bound to ``fn``'s parameters; a call CPython would refuse breaks."""
+    try:
+        return inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported("functorch", f"{what} called with {e}") from None
+
+
 @call_rule(*_TRANSFORMS)
 def _transform(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker:
     """``vmap(f, ...)``: the function it makes, with its options as constants."""
-    try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-    except TypeError as e:
-        raise Unsupported("functorch", f"{fn.__name__}() called with {e}") from None
+    bound = _bind(fn, args, kwargs, f"{fn.__name__}()")
     func = bound.arguments.pop("func")
     options = {}
     for name, vt in bound.arguments.items():
@@ -924,10 +931,7 @@ class PullbackVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        try:
-            bound = inspect.signature(_pullback_signature).bind(*args, **kwargs)
-        except TypeError as e:
-            raise Unsupported("functorch", f"vjp()'s function called with {e}") from None
+        bound = _bind(_pullback_signature, args, kwargs, "vjp()'s function")
         cotangents = bound.arguments.pop("cotangents")
         if not all(vt.is_python_constant() for vt in bound.arguments.values()):
             raise Unsupported("functorch", "vjp()'s function: options that are not constants")
