@@ -217,9 +217,7 @@ def ID_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
     return [f"{expr} is {consts.ref(obj)}"]
 
 
-@guard_kind(
-    1, key=lambda spec: ("function", *spec.key), absorb=Absorb.ALWAYS, fixed=Fixed.IDENTITY
-)
+@guard_kind(1, key=lambda spec: ("function", *spec.key), absorb=Absorb.ALWAYS, fixed=Fixed.IDENTITY)
 def FUNCTION_MATCH(expr: str, spec: FunctionSpec, consts: ConstTable) -> list[str]:
     """``expr`` is the traced function, or one made of the same parts (``alike_function``): a
     function made anew at each call (a lambda passed to a helper) passes as the one traced, whose

@@ -13,7 +13,8 @@
 
 ``state`` is the function's ``driver.CompiledCode``. This is the per-call hot path: it does nothing
 a compile could do instead. Where the guards are short, the entry tests them in its own code rather
-than calling the guard function (``_GuardsInEntry``, made again as the cache's variants change). The first check (torch.compile tracing the entry) is made only where
+than calling the guard function (``_GuardsInEntry``, made again as the cache's variants change).
+The first check (torch.compile tracing the entry) is made only where
 the user may call the entry; the code check only where the code is the user's (see
 ``make_entry``). A function left alone (``callees.py``: every call runs it in Python,
 whatever the arguments) has no guards to ask: ``run_directly`` gives its entry code that, after

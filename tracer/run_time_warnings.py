@@ -40,7 +40,8 @@ def keep(tx: Translator, caught: list[warnings.WarningMessage], code: types.Code
     """Keep the ``caught`` warnings of a computation for the compiled call to give, as the
     frame ``tx`` runs (the innermost one that is not a polyfill's) would: True, or False (nothing
     kept) where one names another frame than the one the computation ran in (running ``code``)
-    or a polyfill's, or carries more than a text. Raises ``Unsupported`` where the filters make one an error."""
+    or a polyfill's, or carries more than a text. Raises ``Unsupported`` where the filters make
+    one an error."""
     lines = {line for _, _, line in code.co_lines() if line is not None}
     if not all(_by_the_caller(w, code.co_filename, lines) for w in caught):
         return False
