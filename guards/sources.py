@@ -11,6 +11,7 @@ inputs and guards.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +175,44 @@ class ItemSource(ChainedSource):
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.load_const(self.index)
+        cg.subscr()
+
+
+@dataclass(frozen=True)
+class ComputedItemSource(ChainedSource):
+    """An item of the sequence ``base`` at a position read at run time, ``scale * index +
+    offset``: ``L['xs'][L['i']]``, ``L['xs'][L['i'] + 1]``, ``L['xs'][-L['i']]``. An index out of
+    range makes every guard on the item raise, which fails them (a miss)."""
+
+    index: Source  #: where the position's number is read (a symbolic number's source)
+    scale: int = 1
+    offset: int = 0
+
+    @cached
+    def depth(self) -> int:
+        return max(self.base.depth, self.index.depth) + 1
+
+    def render(self, roots: dict[str, str]) -> str:
+        position = self.index.render(roots)
+        if self.scale != 1:
+            position = f"{self.scale} * {position}"
+        if self.offset:
+            position = f"{position} + {self.offset}"
+        return f"{self.base.render(roots)}[{position}]"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        if self.offset:  # operator.add(..., offset), its callable below the scaled index
+            cg.load_const(operator.add)
+        if self.scale != 1:
+            cg.load_const(operator.mul)
+        self.index.reconstruct(cg)
+        if self.scale != 1:
+            cg.load_const(self.scale)
+            cg.call_function(2)
+        if self.offset:
+            cg.load_const(self.offset)
+            cg.call_function(2)
         cg.subscr()
 
 

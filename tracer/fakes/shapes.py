@@ -267,6 +267,26 @@ class ShapeTracker:
         self._note(sym, source)
         return sym
 
+    def linear_in_input(self, value: Any) -> tuple[Source, int, int] | None:
+        """``value``, a backed symbolic int, as ``(source, scale, offset)`` where it is
+        ``scale * n + offset`` for an input's number ``n`` read at ``source`` (``i``, ``i + 1``,
+        ``-i``); None for any other expression."""
+        if not isinstance(value, torch.SymInt) or unbacked_symbols(value):
+            return None
+        import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
+
+        expr = value.node.expr
+        symbols = expr.free_symbols
+        if len(symbols) != 1:
+            return None
+        (sym,) = symbols
+        scale, offset = expr.coeff(sym), expr.subs(sym, 0)
+        if not (scale.is_Integer and offset.is_Integer and scale) or sym not in self.defined:
+            return None
+        if sympy.expand(expr - scale * sym - offset) != 0:
+            return None
+        return self.defined[sym], int(scale), int(offset)
+
     def _note(self, value: Any, source: Source) -> None:
         if not isinstance(value, (torch.SymInt, torch.SymFloat)):
             return

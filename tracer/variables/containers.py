@@ -28,6 +28,7 @@ import torch
 
 from ...guards.sources import (
     AttrSource,
+    ComputedItemSource,
     ConstSource,
     DictKeySource,
     FreshSource,
@@ -2088,6 +2089,24 @@ class LazyListVariable(ListVariable):
     def read(self) -> bool:
         """Has the trace read the items (so the length and items are guarded)?"""
         return self._items is not None
+
+    def item_at_symbol(self, tx: Translator, index: Any) -> VariableTracker | None:
+        """``xs[i]`` for a symbolic ``i`` (an input's number, times and plus constants) while
+        nothing of the list is read: the item the call finds at that position, read at run time
+        (``ComputedItemSource``) and guarded as an input, so ``i`` stays symbolic and one variant
+        serves every position (a loop's counter at a break). None where the list was read or
+        grown (its items are then trackers: the index specialises), or the index is another
+        expression or out of range (CPython's IndexError is raised as before)."""
+        if self._items is not None or self.appended or self.before_read is not None:
+            return None
+        where = tx.output.shapes.linear_in_input(index)
+        if where is None:
+            return None
+        position = index.node.hint
+        if not -len(self._value) <= position < len(self._value):
+            return None
+        source = ComputedItemSource(self.source, *where)
+        return tx.wrap(self._value[position], source)
 
     def append_unread(self, item: VariableTracker) -> None:
         """``append``/``extend`` begun before any read: only the log grows, unless the items were

@@ -73,6 +73,7 @@ from .containers import (
     DequeVariable,
     DictVariable,
     DictViewVariable,
+    LazyListVariable,
     ListVariable,
     ModelOutputVariable,
     SetRecipe,
@@ -1345,9 +1346,11 @@ def tensor_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Var
 
 @operator_rule(*SYNTAX)
 def constants(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """Constant operands: folded (comparisons never mutate: on constant containers too)."""
+    """Constant operands: folded (comparisons never mutate: on constant containers too). A
+    symbolic operand is seen first: asking an input list whether it is constant reads it all."""
     if (
-        all(a.is_python_constant() for a in args)
+        not any(isinstance(a, SymNodeVariable) for a in args)
+        and all(a.is_python_constant() for a in args)
         and (op in COMPARISONS or not _mutable(args))
         and not any(is_symbolic(a) for a in args)
     ):
@@ -2166,6 +2169,10 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
     user = _user_item_method(tx, "__getitem__", obj, [key])
     if user is not None:  # any key: a ``UserDict``'s, a ``ChainMap``'s
         return user
+    if isinstance(obj, LazyListVariable) and isinstance(key, SymNodeVariable):
+        item = obj.item_at_symbol(tx, key.value)
+        if item is not None:
+            return item
     if not key.is_python_constant():
         _reject_index(tx, obj, key)
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
