@@ -269,14 +269,35 @@ def LEN_AT_LEAST(expr: str, arg: int, consts: ConstTable) -> list[str]:
 
 @guard_kind(3, key=lambda keys: _keys_identity(keys), absorb=Absorb.MEMBERS)
 def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
-    """The keys of a dict, or the items of a set, in iteration order: constants (numbers,
-    strings, bytes, None, ranges, tuples and frozensets of them) of the same type and value, any
-    other key (a tensor, class, function, module, plain object, enum member, dtype) the same
-    object, held weakly where it allows."""
+    """The keys of a dict, or the items of a set, in iteration order, each the key CPython's
+    lookup would take for it (``_same_key``): constants (numbers, strings, bytes, None, ranges)
+    of the same type and value; a tuple, frozenset or bound method equal to the one read, its
+    parts compared alike (a new ``obj.method``, or a new frozenset of the same objects, is found
+    where the old one was); any other key (a tensor, class, function, module, plain object, enum
+    member, dtype) the same object, held weakly where it allows."""
     if all(type(k) in _LITERAL_TYPES for k in arg):
         return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
-    expected = "".join(f"{literal(k, consts) if _by_value(k) else consts.ref(k)}, " for k in arg)
+    expected = "".join(f"{_expected_key(k, consts)}, " for k in arg)
     return [f"len({expr}) == {len(arg)}", f"{consts.name(same_keys)}({expr}, ({expected}))"]
+
+
+def _expected_key(key: Any, consts: ConstTable) -> str:
+    """Source for the key a ``DICT_KEYS`` guard compares ``key`` with: a constant as itself; a
+    tuple, frozenset or bound method holding objects made again from its parts at each check,
+    so the guard holds only the objects (weakly) and not the container, which the caller may
+    make anew at each call; any other object by a weak reference."""
+    if _by_value(key):
+        return literal(key, consts)
+    cls = type(key)
+    if cls is tuple:
+        return "(" + "".join(f"{_expected_key(k, consts)}, " for k in key) + ")"
+    if cls is frozenset:
+        parts = "".join(f"{_expected_key(k, consts)}, " for k in key)
+        return f"{consts.name(_InOrder)}(({parts}))"
+    if cls is types.MethodType:
+        func, owner = (_expected_key(k, consts) for k in (key.__func__, key.__self__))
+        return f"{consts.name(types.MethodType)}({func}, {owner})"
+    return consts.ref(key)
 
 
 #: constants a ``DICT_KEYS`` guard compares by value (``_by_value``), all with builtin ``==``
@@ -290,18 +311,34 @@ def _by_value(key: Any) -> bool:
 
 
 def _same_key(key: Any, expected: Any) -> bool:
-    """``key`` is ``expected``, or both are the same constant: same types throughout, so only
-    builtin ``==`` runs (never a user ``__eq__`` of a key passed in)."""
+    """``key`` is ``expected``, or equal to it as CPython compares keys, with the same types
+    throughout: the same constant; a tuple of such keys; a frozenset of them iterating in the
+    same order (the trace may have read it); a bound method of the same function to the same
+    object (CPython's ``method_richcompare``: ``__self__`` by identity). Only builtin ``==``
+    runs (never a user ``__eq__`` of a key passed in)."""
     if key is expected:
         return True
     cls = type(expected)
+    if cls is frozenset or cls is _InOrder:  # its items one by one: the order the trace iterated
+        return type(key) is frozenset and len(key) == len(expected) and _same_items(key, expected)
     if type(key) is not cls:
         return False
     if cls is tuple:
-        return len(key) == len(expected) and all(map(_same_key, key, expected))
-    if cls is frozenset:
-        return _by_value(key) and key == expected
+        return len(key) == len(expected) and _same_items(key, expected)
+    if cls is types.MethodType:
+        return key.__self__ is expected.__self__ and key.__func__ is expected.__func__
     return cls in _VALUE_TYPES and key == expected
+
+
+class _InOrder(tuple):
+    """A frozenset key's items in the order it iterates them, as a ``DICT_KEYS`` guard writes the
+    key it expects (``_same_key``: an equal frozenset iterating them in that order)."""
+
+    __slots__ = ()
+
+
+def _same_items(key: tuple | frozenset, expected: tuple | frozenset) -> bool:
+    return all(map(_same_key, key, expected))
 
 
 def same_keys(container: Any, expected: tuple) -> bool:

@@ -581,12 +581,18 @@ def _note_key_source(tx: Translator, key: Any, source: Source, index: int) -> No
 def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
     """The ``index``-th key of the input dict or set ``source`` as a traced key (``hash_key``). A
     constant stands for itself; a tuple is the same object as one the trace reads elsewhere
-    (``k is t``); other keys get trackers read through ``DictKeySource``, whose own type and
-    identity guards the container's ``DICT_KEYS`` guard already implies."""
+    (``k is t``); other keys (a frozenset holding objects too, so that an input object found
+    among its items is guarded as that item) get trackers read through ``DictKeySource``,
+    whose type (and the identity of the objects it compares by identity) the container's
+    ``DICT_KEYS`` guard already implies."""
     key_source = DictKeySource(source, index)
     if isinstance(key, tuple) and compared_by_value(key):
         return hash_key(_tuple_key(tx, key, key_source))
-    if compared_by_value(key) or _is_interned(key) or type(key) is torch.device:
+    if (
+        compared_by_value(key)
+        or type(key) is torch.device
+        or (_is_interned(key) and type(key) is not frozenset)
+    ):
         _note_key_source(tx, key, source, index)
         return key  # the object itself, rebuilt as that object
     vt = wrap(tx, key, key_source)
