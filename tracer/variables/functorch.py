@@ -17,20 +17,22 @@ breaks, and the call raises in Python as in eager.
 Also refused (``Unsupported``: the call runs in Python): what ``trace_subgraph`` refuses (effects,
 breaks, reads of tensor data), options that are not constants, transformed arguments that are not
 tensors or tuples, lists and dicts of them, results that are not tensors (eager's transforms take
-tensors only), and but for vmap, tensors the body gives back as it was given them. vmap gives
-such a tensor back as eager does (``_given_back``): a batched argument whose batch dimension stays
-where it was is the argument itself (``vmap(lambda x: x)(t) is t``), else its ``movedim``, a view
-of it; a tensor not batched is itself for ``out_dims`` None, a view expanded over the batch for 0.
-``jvp(f, primals,
-tangents)`` is one such node, giving the outputs and their tangents. With ``has_aux`` the body
-gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_at``) and gives
-those of ``aux`` (``aux_at``) back as the transform does. ``vjp(f, *primals)`` is a node giving
-the outputs and a ``PullbackVariable`` whose call is a node running torch.func's vjp again on the
-same tensors (a body that draws is refused; a call after a tensor was written in place breaks),
-rebuilt by the rewritten code the same way (``rebuilt_pullback``). A body's reads of a tensor's
+tensors only). A tensor the body gives back as it was given it is an output of the subgraph for the
+other transforms, the node's result that is its input itself on the fake run being that input's
+tracker (``_call_region``: a vjp's or grad's given-back argument, a jvp's tangent). vmap gives such
+a tensor back as eager does (``_given_back``): a batched argument whose batch dimension stays where
+it was is the argument itself (``vmap(lambda x: x)(t) is t``), else its ``movedim``, a view of it; a
+tensor not batched is itself for ``out_dims`` None, a view expanded over the batch for 0. ``jvp(f,
+primals, tangents)`` is one such node, giving the outputs and their tangents. With ``has_aux`` the
+body gives ``(output, aux)``: the node transforms the outputs of ``output`` (``main_at``) and gives
+those of ``aux`` (``aux_at``) back as the transform does. ``vjp(f, *primals)`` is a node giving the
+outputs and a ``PullbackVariable`` whose call is a node running torch.func's vjp again on the same
+tensors (a body that draws is refused; a tensor written in place since the vjp is given to it as it
+was, copied just after the vjp, and as it is now: ``copied``), rebuilt by the rewritten code the
+same way (``rebuilt_pullback``; after such a write, refused). A body's reads of a tensor's
 ``requires_grad``, ``is_leaf`` and ``grad_fn`` give functorch's answer, that of the innermost
-transform's level (``TransformBody``); those it does not model break. functorch's deprecated
-aliases (``functorch.vmap``...) give their ``FutureWarning`` at every compiled call as eager's
+transform's level (``TransformBody``); those it does not model break. functorch's deprecated aliases
+(``functorch.vmap``...) give their ``FutureWarning`` at every compiled call as eager's
 (``run_time_warnings.keep``) and are traced as torch.func's functions (``_alias``).
 ``functionalize`` and the functions ``jacrev``/``jacfwd`` made before the trace are not traced
 (their calls break: functorch's internals run in Python).
@@ -53,6 +55,7 @@ import torch._functorch.eager_transforms
 import torch._functorch.vmap
 import torch.fx
 import torch.utils._pytree as pytree
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..exc import Unsupported
 from ..run_time_warnings import keep
@@ -61,7 +64,7 @@ from .base import VariableTracker
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
 from .containers import DictVariable, ListVariable, TupleVariable, key_value
-from .subgraphs import Subgraph, replace_tensors
+from .subgraphs import RETURNED, Subgraph, replace_tensors
 from .subgraphs import _written as written_by
 from .subgraphs import trace_subgraph as _trace_subgraph
 from .tensors import TensorVariable
@@ -415,11 +418,12 @@ def trace_subgraph(
     kwargs: Any,
     what: str,
     stand_ins: _StandIns,
-    given_back: bool = False,
+    given_back: bool | str = RETURNED,
 ) -> Subgraph:
     """``subgraphs.trace_subgraph`` of a transform's body, whose tensors' autograd state is read
     as functorch's (``TransformBody``); ``given_back``: the caller models a tensor the body
-    returns as it was given."""
+    returns as it was given (vmap), else the subgraph returns it and the node's transform gives
+    it back as eager's does (``_call_region``)."""
     output = tx.output
     bodies = output.transform_bodies
     wrapped: frozenset[torch.fx.Node] = frozenset()
@@ -458,7 +462,10 @@ def _call_region(
     options: dict[str, Any],
 ) -> list[TensorVariable]:
     """One node of the outer graph running ``region(subgraph, *inputs, **options)`` (``options``:
-    constants), which gives a tuple of tensors; its items."""
+    constants), which gives a tuple of tensors; its items. An item that is one of the inputs
+    itself on the fake run (a vjp's output that is its primal, a jvp's tangent that is the one
+    given, a pullback's gradient that is its cotangent: the body gives back its argument) is that
+    input's tracker, as eager's transform gives back that very tensor."""
     output = tx.output
     fakes = [vt.value if isinstance(vt, SymNodeVariable) else vt.example for vt in inputs]
     call = functools.update_wrapper(functools.partial(region, sub.module, **options), region)
@@ -471,8 +478,12 @@ def _call_region(
     node.meta["example_value"] = example
     node.meta["stack_trace"] = output._stack_trace()
     output.created.append(node)
+    given = {id(fake): vt for fake, vt in zip(fakes, inputs, strict=True)}
     items: list[TensorVariable] = []
     for i, value in enumerate(example):
+        if isinstance(given.get(id(value)), TensorVariable):
+            items.append(given[id(value)])  # the transform gives back its input itself
+            continue
         item = graph.create_node("call_function", operator.getitem, (node, i), {})
         item.meta["example_value"] = value
         item.meta["stack_trace"] = node.meta["stack_trace"]
@@ -897,13 +908,23 @@ def vjp_pullback_region(
     main_at: tuple,
     aux_at: Any,
     lifted: int,
+    copied: tuple = (),
     **options: Any,
 ) -> tuple:
     """What the call of the function a vjp gave runs: ``torch.func.vjp`` again on the same inputs
     (a body that draws is refused: the same outputs), its pullback called with the cotangents,
-    the node's inputs after its ``lifted`` ones (``options``: ``retain_graph``...)."""
-    _, pullback, _ = _vjp(gmod, inputs[:lifted], positions, main_at, aux_at)
-    return tuple(pullback(tuple(inputs[lifted:]), **options))
+    the node's inputs after its ``lifted`` ones and the ``copied`` ones (``options``:
+    ``retain_graph``...). A tensor written in place since the vjp (``copied``: ``("input", i)``,
+    the ``lifted`` input ``i``, given as it was at the vjp; ``("output", k)``, the vjp's output
+    ``k``, aux ones after the main ones) gets its value as it is now before the pullback runs,
+    as eager's pullback reads a saved input or output where it lives (functorch's wrappers keep
+    their own version counters: no error) and the rest of what it saved as the vjp computed it."""
+    outs, pullback, aux = _vjp(gmod, inputs[:lifted], positions, main_at, aux_at)
+    results = (*outs, *aux)
+    now = inputs[lifted : lifted + len(copied)]
+    for (kind, at), value in zip(copied, now, strict=True):
+        (inputs[at] if kind == "input" else results[at]).copy_(value)
+    return tuple(pullback(tuple(inputs[lifted + len(copied) :]), **options))
 
 
 @dataclass(eq=False)
@@ -917,7 +938,9 @@ class PullbackVariable(VariableTracker):
     options: dict[str, Any]  #: ``positions``, ``main_at``, ``aux_at``
     primals: VariableTracker  #: the tuple of the body's arguments (stand-ins): the gradients' form
     outputs: VariableTracker  #: the body's output: the cotangents' form
-    made: torch.fx.Node  #: the vjp's node: the inputs must not be written after it
+    made: torch.fx.Node  #: the vjp's node: writes after it are the pullback's to see
+    results: list[VariableTracker]  #: the vjp's outputs, main then aux (``vjp_region``'s)
+    layouts: list[tuple]  #: ``_layout`` of ``inputs`` then ``results`` at the vjp
     source: Source | None = None
 
     def python_type(self) -> type:
@@ -938,15 +961,54 @@ class PullbackVariable(VariableTracker):
         options = {k: vt.as_python_constant() for k, vt in bound.arguments.items()}
         if not _same_form(self.outputs, cotangents):
             raise Unsupported("functorch", "vjp()'s function: cotangents not of the outputs' form")
-        _check_unwritten(self.made, "called")
+        inputs, copied, now = self._written_since(tx)
         items = _call_region(
             tx,
             vjp_pullback_region,
             self.sub,
-            [*self.inputs, *_leaves(cotangents)],
-            {**self.options, **options, "lifted": len(self.inputs)},
+            [*inputs, *now, *_leaves(cotangents)],
+            {**self.options, **options, "lifted": len(inputs), "copied": copied},
         )
         return _rebuild(self.primals, items)
+
+    def _written_since(
+        self, tx: Translator
+    ) -> tuple[list[VariableTracker], tuple, list[VariableTracker]]:
+        """The pullback node's inputs where tensors were written in place since the vjp: each
+        input sharing storage with a written tensor replaced by its copy made just after the vjp
+        (``_snapshot``), and what ``vjp_pullback_region`` copies in (``copied``) and from
+        (those inputs and the vjp's outputs sharing such storage, as they are now). A write
+        that changed such a tensor's sizes, strides or storage breaks."""
+        written = set()
+        node = self.made.next
+        while node.op != "root":
+            if node.op.startswith("call_"):
+                for target in written_by(node):
+                    example = getattr(target, "meta", {}).get("example_value")
+                    if isinstance(example, torch.Tensor):
+                        written.add(StorageWeakRef(example.untyped_storage()))
+            node = node.next
+        inputs = list(self.inputs)
+        copied: list[tuple[str, int]] = []
+        now: list[VariableTracker] = []
+        tensors = [("input", i, vt) for i, vt in enumerate(self.inputs)]
+        tensors += [("output", k, vt) for k, vt in enumerate(self.results)]
+        for (kind, at, vt), layout in zip(tensors, self.layouts, strict=True):
+            if not isinstance(vt, TensorVariable):
+                continue
+            if StorageWeakRef(vt.example.untyped_storage()) not in written:
+                continue
+            if not _same_layout(_layout(vt.example), layout):
+                raise Unsupported(
+                    "functorch",
+                    "vjp()'s function called after a write changed the layout of a tensor the "
+                    "vjp read or gave",
+                )
+            if kind == "input":
+                inputs[at] = _snapshot(tx, vt, self.made, layout[-1])
+            copied.append((kind, at))
+            now.append(vt)
+        return inputs, tuple(copied), now
 
     def reconstruct(self, cg: Codegen) -> None:
         """``torch.func.vjp`` of the subgraph on the tensors the vjp read, made by the rewritten
@@ -971,6 +1033,47 @@ def _pullback_signature(
     cotangents: Any, retain_graph: bool = True, create_graph: bool | None = None
 ) -> None:
     """The signature of the function ``torch.func.vjp`` gives."""
+
+
+def _layout(t: torch.Tensor) -> tuple:
+    """What a write may change of a tensor besides its values: sizes, strides, offset, storage,
+    and last ``requires_grad`` (a write from a tensor requiring grad makes it require grad)."""
+    storage = StorageWeakRef(t.untyped_storage())
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), storage, t.requires_grad)
+
+
+def _same_layout(now: tuple, then: tuple) -> bool:
+    """Is ``now`` the layout ``then`` but for ``requires_grad``? Symbolic sizes compared by
+    identity: a write keeps the very objects (no guard made)."""
+    numbers = [*now[0], *now[1], now[2]]
+    before = [*then[0], *then[1], then[2]]
+    return (
+        now[3] == then[3]
+        and len(numbers) == len(before)
+        and all(
+            a is b or (type(a) is int and type(b) is int and a == b)
+            for a, b in zip(numbers, before, strict=True)
+        )
+    )
+
+
+def _snapshot(
+    tx: Translator, vt: TensorVariable, made: torch.fx.Node, requires_grad: bool
+) -> TensorVariable:
+    """A copy of ``vt`` made just after the vjp's node ``made``: its values as the vjp read them;
+    ``requires_grad`` its then (a write since may have set it: the copy is then of ``detach``)."""
+    output = tx.output
+    names = ["detach", "clone"] if vt.example.requires_grad and not requires_grad else ["clone"]
+    node, example, after = vt.node, vt.example, made
+    for name in names:
+        with output.fake_mode:
+            example = getattr(example, name)()
+        with output.graph.inserting_after(after):
+            node = after = output.graph.call_method(name, (node,))
+        node.meta["example_value"] = example
+        node.meta["stack_trace"] = made.meta.get("stack_trace")
+        output.created.append(node)
+    return TensorVariable(node, example)
 
 
 def _same_form(outputs: VariableTracker, cotangents: VariableTracker) -> bool:
@@ -1072,7 +1175,10 @@ def _vjp_call(
     outs = _mapped(sub, main_at, items[: len(main_at)])
     given = {vt.node: vt for vt in output.inputs.values() if isinstance(vt, TensorVariable)}
     held = [given.get(vt.node, vt) if vt.source is None else vt for vt in inputs]
-    pullback = PullbackVariable(sub, held, options, primals, main, output.graph._root.prev)
+    layouts = [_layout(vt.example) if isinstance(vt, TensorVariable) else () for vt in held]
+    layouts += [_layout(vt.example) for vt in items]
+    last = output.graph._root.prev
+    pullback = PullbackVariable(sub, held, options, primals, main, last, items, layouts)
     made = [replace_tensors(main, lambda t: outs[t.node]), pullback]
     if aux is not None:
         aux_outs = _mapped(sub, options["aux_at"], items[len(main_at) :])

@@ -87,6 +87,10 @@ if TYPE_CHECKING:
     from ..translator import Translator
 
 
+#: ``trace_subgraph``'s ``given_back`` where the subgraph returns the tensors its body gives back.
+RETURNED = "returned"
+
+
 @dataclass
 class Subgraph:
     """A traced body: its module, the outer trackers it reads (its inputs, in order), the body's
@@ -104,12 +108,13 @@ def trace_subgraph(
     args: list[VariableTracker],
     kwargs: dict[str, VariableTracker],
     what: str,
-    given_back: bool = False,
+    given_back: bool | str = False,
 ) -> Subgraph:
     """``fn(*args, **kwargs)`` traced into a subgraph (see the module's docstring); the outer
     graph is left as it was. ``what`` names the call in the reasons of a refusal. ``given_back``:
     the caller gives back a tensor the body returns without computing it (an argument) as that
-    tensor itself, not as an output of the subgraph."""
+    tensor itself, not as an output of the subgraph; ``RETURNED``: the subgraph returns such a
+    tensor (its input) as an output, the caller's node running the body as eager does."""
     output = tx.output
     checkpoint = output.checkpoint()
     grad = torch.is_grad_enabled()
@@ -208,7 +213,7 @@ def _extract(
     result: VariableTracker,
     what: str,
     subgraphs: dict[str, torch.nn.Module],
-    given_back: bool,
+    given_back: bool | str,
 ) -> Subgraph:
     """The subgraph of the nodes ``body`` (in order), returning the tensors of ``result`` it
     computes (``given_back``: see ``trace_subgraph``); the subgraphs its ``get_attr`` nodes name
@@ -221,6 +226,8 @@ def _extract(
     outer: dict[torch.fx.Node, None] = {}
     for node in body:
         torch.fx.node.map_arg((node.args, node.kwargs), lambda n: outer.setdefault(n) or n)
+    for vt in outputs:  # a tensor given back as an output (``RETURNED``): an input too
+        outer.setdefault(vt.node)
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     lifted: list[VariableTracker] = []
@@ -294,12 +301,13 @@ def _check_node(node: torch.fx.Node, inside: set[torch.fx.Node], what: str) -> N
 
 
 def _result_tensors(
-    result: VariableTracker, inside: set[torch.fx.Node], what: str, given_back: bool
+    result: VariableTracker, inside: set[torch.fx.Node], what: str, given_back: bool | str
 ) -> list[TensorVariable]:
     """The tensors of ``result`` the body computed, in order (``given_back``: one it did not
-    compute is left out, given back as it is); ``Unsupported`` for a result of another kind."""
+    compute is left out, given back as it is; ``RETURNED``: it is returned too); ``Unsupported``
+    for a result of another kind."""
     if isinstance(result, TensorVariable):
-        if result.node in inside:
+        if result.node in inside or given_back == RETURNED:
             return [result]
         if given_back:
             return []
