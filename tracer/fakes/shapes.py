@@ -156,10 +156,12 @@ def _static_context(symbolic_shapes: Any, value: torch.Tensor) -> Any:
 _PRINTED_MODULE_NAME = re.compile(r"\b(torch|math)\.(\w+)")
 
 
-def _finite(bound: Any) -> int | None:
-    """A range bound as an int, or None for (torch's) infinities."""
+def _finite(bound: Any) -> int | float | None:
+    """A range bound as an int (a float's as a float), or None for (torch's) infinities."""
     try:
-        return int(bound) if bool(bound.is_finite) and bound.is_number else None
+        if not (bool(bound.is_finite) and bound.is_number):
+            return None
+        return int(bound) if bound.is_integer else float(bound)
     except (TypeError, ValueError, AttributeError):
         return None
 
@@ -355,7 +357,9 @@ class ShapeTracker:
             if sym not in self.defined:
                 raise KeyError(f"symbol {sym} has no source")
             sources.append(self.defined[sym])
-            mapping[sym] = sympy.Symbol(f"BGSRC{i}BG", integer=True)
+            # a float's stand-in is no integer: ``Eq(zf0, 0.25)`` would print as ``False``
+            kind = {"integer": True} if sym.is_integer else {"real": True}
+            mapping[sym] = sympy.Symbol(f"BGSRC{i}BG", **kind)
         text = (
             PythonPrinter().doprint(expr.xreplace(mapping))
             if mapping
