@@ -5,7 +5,8 @@ It is the shape of every training-capable compiler backend: ``aot_module_simplif
 fw_compiler, bw_compiler)`` traces the joint forward/backward graph, partitions it, hands each half
 to its compiler and returns a callable that behaves like ``gm`` under autograd (input mutations such
 as BatchNorm's running statistics are copied back to the inputs). ``compile_graphs`` is that recipe
-with your own compilers; the graphs each compiler saw are kept on the callable as
+with your own compilers (a float input is given to AOTAutograd as a 0-d float64 tensor:
+``float_inputs``); the graphs each compiler saw are kept on the callable as
 ``.forward_graphs`` and ``.backward_graphs`` (the backward one is compiled lazily, at the first
 ``backward()``).
 """
@@ -19,6 +20,7 @@ import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 from torch._functorch.partitioners import default_partition
 
+from .float_inputs import compile_with_float_tensors
 from .registry import IGNORED, register_backend
 from .state_nodes import has_runtime_nodes
 from .tensorify_restart import compile_again_on_restart
@@ -95,15 +97,18 @@ def compile_graphs(
 
         return compile_one
 
-    compiled = compile_again_on_restart(
-        lambda: aot_module_simplified(
-            gm,
-            example_inputs,
-            fw_compiler=boxed(fw_compiler, forward_graphs),
-            bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
-            partition_fn=_partition,
+    def compile(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        return compile_again_on_restart(
+            lambda: aot_module_simplified(
+                gm,
+                example_inputs,
+                fw_compiler=boxed(fw_compiler, forward_graphs),
+                bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
+                partition_fn=_partition,
+            )
         )
-    )
+
+    compiled = compile_with_float_tensors(compile, gm, example_inputs)
 
     def run(*args: Any) -> Any:
         return compiled(*args)

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch.fx
 
+from .float_inputs import compile_with_float_tensors, float_positions
 from .registry import BackendOptions, register_backend
 from .state_nodes import has_runtime_nodes
 from .tensorify_restart import compile_again_on_restart
@@ -55,11 +56,20 @@ def inductor(
         return gm.forward
     compile_fx = _inductor(".compile_fx").compile_fx
     patches = {k.replace("-", "_"): v for k, v in (options or {}).items()}
+    # AOTAutograd's cache checks an entry's guards on the int sizes alone: an entry compiled with
+    # a float input specialised to its value (an operand the float can't be a tensor in, such as
+    # ``alpha=``) would be taken for any value. Without it, what Inductor caches holds the value.
+    floats = float_positions(gm)
+    cache = contextlib.nullcontext() if not floats else _no_autograd_cache()
     compiled, error = None, None
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, cache:
         try:
-            compiled = compile_again_on_restart(
-                lambda: compile_fx(gm, example_inputs, config_patches=patches)
+            compiled = compile_with_float_tensors(
+                lambda gm, inputs: compile_again_on_restart(
+                    lambda: compile_fx(gm, inputs, config_patches=patches)
+                ),
+                gm,
+                example_inputs,
             )
         except Exception as e:  # noqa: BLE001 (raised below unless data-dependent)
             error = e
@@ -72,6 +82,10 @@ def inductor(
     if error is not None:
         raise error
     return compiled
+
+
+def _no_autograd_cache() -> contextlib.AbstractContextManager[None]:
+    return importlib.import_module("torch._functorch.config").patch(enable_autograd_cache=False)
 
 
 def _data_dependent(error: BaseException | None) -> bool:
