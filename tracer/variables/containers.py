@@ -2237,16 +2237,24 @@ def not_iterable(vt: VariableTracker) -> Exception | None:
 
 def _key_error(key) -> Exception:
     """CPython's KeyError for a missing ``key``: the key itself, its tracker where it has one
-    (the exception is rebuilt with it: an object, or any value read from the inputs); for a
-    tensor key, a tuple holding objects or a value made in the trace, CPython raises it (its
-    message would be the object's repr)."""
-    if isinstance(key, IdentityKey) and not key.vt.is_python_constant():
-        rebuilt = hasattr(key.vt, "value") or (
-            key.vt.source is not None and not isinstance(key.vt, TensorVariable)
-        )
-        if not rebuilt or isinstance(key.ident, tuple):
-            return Unsupported("python_error", "KeyError on an object key")
+    (the exception is rebuilt with it: an object, any non-tensor value read from the inputs, or
+    a tuple of these and constants), so its text is the key's as the trace makes it; for a key
+    holding a tensor (whose text waits for the graph) or another value made in the trace,
+    CPython raises it."""
+    if isinstance(key, IdentityKey) and not _carried_by_error(key.vt):
+        return Unsupported("python_error", "KeyError on an object key")
     return PythonError(KeyError(key))
+
+
+def _carried_by_error(vt: VariableTracker) -> bool:
+    """Can an exception made in the trace carry ``vt`` as an argument, its text known there?"""
+    if vt.is_python_constant():
+        return True
+    if isinstance(vt, TensorVariable):
+        return False
+    if isinstance(vt, TupleVariable):
+        return all(_carried_by_error(item) for item in vt.items)
+    return hasattr(vt, "value") or vt.source is not None
 
 
 def _int(vt: VariableTracker):
@@ -2382,16 +2390,20 @@ def _equal(tx, item: VariableTracker, value: VariableTracker) -> bool:
 
 
 def _find(tx, obj, value, message=None):
+    """The index of the first item equal to ``value``, else the ValueError of the C method of
+    ``obj``'s base: ``tuple.index(x): x not in tuple``, or ``repr(value)`` followed by ``is not
+    in list`` (``deque``); a value whose text waits for the graph (a tensor's) breaks."""
     for i, item in enumerate(obj.items):
         if _equal(tx, item, value):
             return i
-    kind = obj.python_type().__name__ if obj.python_type() in (list, tuple) else "sequence"
-    if message is None and value.is_python_constant():
-        message = f"{value.as_python_constant()!r} is not in {kind}"
-        if kind == "tuple":
-            message = "tuple.index(x): x not in tuple"
+    if message is None and issubclass(obj.python_type(), tuple):
+        message = "tuple.index(x): x not in tuple"
     if message is None:
-        raise Unsupported("python_error", "ValueError: x not in sequence")
+        kind = "deque" if issubclass(obj.python_type(), collections.deque) else "list"
+        text = dispatch.call_builtin(tx, repr, [value], {})
+        if not text.is_python_constant():
+            raise Unsupported("python_error", f"ValueError: {text} is not in {kind}")
+        message = f"{text.as_python_constant()} is not in {kind}"
     raise PythonError(ValueError(message))
 
 

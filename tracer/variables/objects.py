@@ -219,7 +219,9 @@ class ExceptionVariable(VariableTracker):
         return self.cls
 
     def is_python_constant(self) -> bool:
-        return all(a.is_python_constant() for a in self.args)
+        """Its arguments are constants and its class runs no Python code of its own (a method
+        written in Python, ``__str__``, would run at trace time on a copy, unguarded)."""
+        return not writes_methods(self.cls) and all(a.is_python_constant() for a in self.args)
 
     def as_python_constant(self) -> Any:
         """An equal exception (``str``, ``repr`` and comparisons of its type and arguments)."""
@@ -299,6 +301,43 @@ class TracebackVariable(VariableTracker):
         raise Unsupported("reconstruct", "a traceback of the trace cannot be rebuilt outside it")
 
 
+def exception_text(tx: Translator, exc: ExceptionVariable, name: str) -> VariableTracker:
+    """``str(exc)`` (``name`` ``"__str__"``) or ``repr(exc)`` (``"__repr__"``) of an exception
+    whose class keeps CPython's methods, from its arguments' texts as the trace makes them:
+    ``BaseException.__str__`` is ``""``, ``str(a)`` or ``repr(args)`` for 0, 1 or more
+    arguments (``KeyError.__str__``: ``repr(a)`` for one); ``BaseException.__repr__`` is
+    ``Name(repr(a))`` for one, ``Name`` followed by ``repr(args)`` for any other count. A method
+    the class writes in Python is inlined; other C methods (``OSError``'s, ``ImportError``'s)
+    break the graph."""
+    method = type_lookup(exc.cls, name)
+    args = list(exc.args)
+    if isinstance(method, types.FunctionType):  # the class's own, inlined
+        result = UserFunctionVariable(method, None, self_vt=exc).call_function(tx, [], {})
+        if isinstance(result, TextVariable):
+            return result
+        if not result.is_python_constant():
+            raise Unsupported("builtin", f"{name} of {exc!r} gave {result!r}")
+        if type(result.as_python_constant()) is not str:
+            kind = type(result.as_python_constant()).__name__
+            raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
+        return result
+
+    def text(fn: Callable, value: VariableTracker) -> VariableTracker:
+        return dispatch.call_builtin(tx, fn, [value], {})
+
+    if method is BaseException.__repr__:
+        type_name = containers.c_name(exc.cls).rpartition(".")[2]
+        inner = [text(repr, args[0]), ")"] if len(args) == 1 else [text(repr, TupleVariable(args))]
+        return joined_text([type_name + "(" * (len(args) == 1), *inner])
+    if method is KeyError.__str__ and len(args) == 1:
+        return text(repr, args[0])
+    if method in (BaseException.__str__, KeyError.__str__):
+        if len(args) <= 1:
+            return text(str, args[0]) if args else ConstantVariable("")
+        return text(repr, TupleVariable(args))
+    raise Unsupported("builtin", f"{name} of {exc.cls.__name__}, written by its class")
+
+
 #: Attributes builtin exceptions derive from their arguments.
 _PLAIN_ATTRIBUTES = frozenset({"errno", "strerror", "filename", "code", "msg", "name", "value"})
 
@@ -332,6 +371,16 @@ def keyword_attributes(tx: Translator, exc: BaseException) -> dict[str, Variable
                 n: v.vt if isinstance(v, TrackedValue) else tx.fold(v) for n, v in values.items()
             }
     return {}
+
+
+def writes_methods(cls: type) -> bool:
+    """Does a class of ``cls``'s MRO outside ``builtins`` define a function?"""
+    return any(
+        isinstance(v, (types.FunctionType, classmethod, staticmethod, property))
+        for klass in cls.__mro__
+        if klass.__module__ != "builtins"
+        for v in vars(klass).values()
+    )
 
 
 def is_simple_exception(cls: type) -> bool:
@@ -2649,6 +2698,8 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
         return tensor_text(tx, obj, repr if name == "__repr__" else str)
     if isinstance(obj, TextVariable):
         return obj if name == "__str__" else TextVariable((TextPiece(repr, obj),))
+    if isinstance(obj, ExceptionVariable):
+        return exception_text(tx, obj, name)
     text = _method_text(tx, obj)
     if text is not None:
         return text
