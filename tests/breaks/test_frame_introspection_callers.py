@@ -361,12 +361,10 @@ def the_stack_of_a_callee_that_resumed(x):
 @pytest.mark.parametrize(
     ("fn", "breaks"),
     [
-        (inspect_stack_after_a_break, 3),  # FrameInfo's fields are descriptors the trace breaks on
+        (inspect_stack_after_a_break, 2),  # FrameInfo's fields are read in the trace
         (extract_stack_after_a_break, 2),
         (format_stack_after_a_break, 2),
-        # 3.11 runs the comprehension as a function of its own: its reads of FrameInfo's fields
-        # break there at each item; from 3.12 the first one breaks in the function
-        (inspect_stack_in_place, 7 if sys.version_info < (3, 12) else 2),
+        (inspect_stack_in_place, 1),
         (the_stack_of_a_callee_that_resumed, 2),
     ],
 )
@@ -499,3 +497,41 @@ def test_a_library_reading_its_callers_frame(library):
 
     check_breaks(fn, _x, graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, torch.ones(3))
+
+
+def _called_by():
+    caller = inspect.stack()[1]
+    return caller.function, caller.lineno, caller[3], caller.frame.f_code.co_name
+
+
+def frame_info_fields(x):
+    info = inspect.stack()[0]
+    frame, filename, lineno, function, context, index = info
+    fields = (info.function, info.filename, info.lineno, info.code_context, info.index)
+    return x + 1, fields, (filename, lineno, function, context, index), info[3], info[-4]
+
+
+def frame_info_of_the_caller(x):
+    return x * 2, _called_by()
+
+
+def frame_info_code(x):
+    found = inspect.stack(0)[0]  # (the caller's line is the test's: it differs between calls)
+    return x - 1, found.frame.f_code.co_name, found.code_context, found.positions
+
+
+@pytest.mark.parametrize("fn", [frame_info_fields, frame_info_of_the_caller, frame_info_code])
+def test_frame_info_fields_are_read_in_the_trace(fn):
+    """``inspect.stack()`` runs in Python (one break, as torch.compile's); the fields of the
+    ``FrameInfo``s it gives (``.function``, ``[3]``, unpacked, ``.frame.f_code``) are read in the
+    trace, guarded, as eager's (each was a break of its own)."""
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(2):
+        with recorder:
+            got = compiled(torch.ones(3))
+        assert_same(got, fn(torch.ones(3)))
+    report = recorder.report()
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == 1, report.break_reasons
+    assert_no_more_breaks(1, fn, torch.ones(3))

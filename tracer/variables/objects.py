@@ -875,7 +875,8 @@ class UserObjectVariable(VariableTracker):
         elif (
             polyfilled is None
             and hasattr(static, "__get__")
-            and not isinstance(static, (types.FunctionType, *_C_METHODS))
+            # a namedtuple field's accessor reads the tuple's item in C: read as the attribute
+            and not isinstance(static, (types.FunctionType, _TUPLE_GETTER, *_C_METHODS))
             and name not in _instance_dict(self.value)
             and not _is_plain_data(static)
         ):

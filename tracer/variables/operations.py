@@ -2201,10 +2201,36 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         return obj.getitem(tx, index)
     if obj.is_python_constant():
         return _fold(tx, operator.getitem, [obj.as_python_constant(), index])
+    item = _tuple_object_item(tx, obj, index)
+    if item is not None:
+        return item
     user = _user_dunder(tx, operator.getitem, [obj, key])
     if user is not None:
         return user
     raise Unsupported("index", f"indexing {obj}")
+
+
+def _tuple_object_item(tx: Translator, obj: VariableTracker, index: Any) -> VariableTracker | None:
+    """``obj[index]`` of a ``_tuple_object`` (``inspect.FrameInfo``): the item, read in C,
+    guarded through its place; None for any other value, or an index out of range."""
+    if not (
+        _tuple_object(obj) and type(index) is int and -len(obj.value) <= index < len(obj.value)
+    ):
+        return None
+    return tx.wrap(obj.value[index], ItemSource(obj.source, index))
+
+
+def _tuple_object(obj: VariableTracker) -> bool:
+    """An object read from the inputs whose class, a tuple subclass the tuple trackers do not
+    model (``inspect.FrameInfo``: its own ``__repr__``, an instance dict), keeps tuple's
+    protocol's dunders (``__getitem__``, ``__len__``, ``__iter__``, no ``__reversed__``...):
+    its items are read as a tuple's."""
+    return (
+        isinstance(obj, UserObjectVariable)
+        and obj.source is not None
+        and isinstance(obj.value, tuple)
+        and not [n for n in objects.namedtuple_overrides(type(obj.value)) if n.startswith("__")]
+    )  # (a field may be named ``index`` or ``count``: FrameInfo's ``index``)
 
 
 def setitem(
@@ -3381,6 +3407,9 @@ def iterate(tx: Translator, value: VariableTracker) -> list[VariableTracker]:
     inlined; other trackers list their own items."""
     if _user_iter(value) or _sequence_protocol(value):
         return dispatch.get_iter(tx, value).unpack(tx)
+    if _tuple_object(value):  # its length guarded, each item read in place
+        tx.output.assume_len(value.source, len(value.value))
+        return [_tuple_object_item(tx, value, i) for i in range(len(value.value))]
     return value.unpack(tx)
 
 
