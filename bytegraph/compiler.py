@@ -25,6 +25,7 @@ import torch
 
 from . import config, distributed, dynamo_config
 from .backends.registry import CompilerFn, configure_backend, lookup_backend, reset_backends
+from .guards.epoch import unseen_by_dynamo
 from .tracer import callees, driver, markers, process
 from .tracer.breaks import speculation
 from .tracer.entry import make_entry
@@ -63,6 +64,7 @@ def compile(
 ) -> Callable[[F], F]: ...
 
 
+@unseen_by_dynamo  # called where torch.compile's code runs in Python: bytegraph's, not Dynamo's
 def compile(
     model=None,
     *,

@@ -39,6 +39,29 @@ class WatchedDict(dict):
         return (dict, (dict(self),))  # pickles, copies and deep-copies as the plain dict it was
 
 
+def unseen_by_dynamo(fn: Callable[..., Any], *, callees: bool = True) -> Callable[..., Any]:
+    """``fn``, a piece of bytegraph's run time, as torch.compile's frame hook must see it: not at
+    all. The hook runs frames of ``fn`` as Python, never converting them; with ``callees``, what
+    they call too.
+
+    bytegraph's run time runs in the code torch.compile runs: a module-change bump wherever that
+    code runs ``m.x = v`` in Python (a frame Dynamo skipped, the instruction of a graph break), the
+    death callback of a weak reference wherever the collector runs, ``bytegraph.compile`` wherever
+    it is called. The hook converted such frames: it traced bytegraph's tables and guarded them,
+    and crashed building the variable of a table that a death callback changed meanwhile
+    (``dictionary changed size during iteration``). (An entry of a compiled function stays seen:
+    torch.compile tracing it traces the user's function.) Without ``callees``, what the frames
+    call is converted as it would be without bytegraph (a bump's call of torch's method). Only the
+    hook reads the mark: where Dynamo traces a call it inlines as before (``hidden_from_dynamo``'s
+    wrappers fold to torch's method there)."""
+    hook = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+    if hook is not None and hasattr(hook, "set_code_exec_strategy"):  # torch 2.11 to 2.15 have it
+        action = hook._FrameAction
+        inner = action.SKIP if callees else action.DEFAULT
+        hook.set_code_exec_strategy(fn.__code__, hook._FrameExecStrategy(action.SKIP, inner))
+    return fn
+
+
 def hidden_from_dynamo(
     bumps: Callable[..., Any], torch_fn: Callable[..., Any] | None = None
 ) -> Callable[..., Any]:
@@ -49,6 +72,8 @@ def hidden_from_dynamo(
     and breaks on is what it would without bytegraph (it guarded on ``OBSERVED``'s internals, and
     crashed building that guard). bytegraph's tracer folds the call to False in the wrappers'
     frames (``HIDDEN_WRAPPERS``): it traces ``bumps``, whose bumps are replayed."""
+
+    unseen_by_dynamo(bumps, callees=torch_fn is None)
 
     @functools.wraps(torch_fn or bumps)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -118,8 +143,18 @@ class PerRootCache:
         if epoch != self.epoch or len(self.valid) > 64:
             self.valid, self.epoch = {}, epoch
         key, valid = id(root), self.valid
-        ref = weakref.ref(root, lambda _, key=key, valid=valid: valid.pop(key, None))
-        valid[key] = (ref, value)
+        valid[key] = (weakref.ref(root, functools.partial(_forget_root, valid, key)), value)
+
+
+@unseen_by_dynamo
+def _forget_root(valid: dict[int, Any], key: int, _: weakref.ref) -> None:
+    valid.pop(key, None)
+
+
+@unseen_by_dynamo
+def _forget_item(refs: dict[int, weakref.ref], key: int, ref: weakref.ref) -> None:
+    if refs.get(key) is ref:
+        del refs[key]
 
 
 class WeakIdentitySet:
@@ -133,12 +168,14 @@ class WeakIdentitySet:
     def __init__(self) -> None:
         self._refs: dict[int, weakref.ref] = {}
 
+    @unseen_by_dynamo
     def add(self, item: Any) -> None:
         key, refs = id(item), self._refs
         ref = refs.get(key)
         if ref is None or ref() is not item:
-            refs[key] = weakref.ref(item, lambda r, key=key: refs.get(key) is r and refs.pop(key))
+            refs[key] = weakref.ref(item, functools.partial(_forget_item, refs, key))
 
+    @unseen_by_dynamo
     def __contains__(self, item: Any) -> bool:
         ref = self._refs.get(id(item))
         return ref is not None and ref() is item

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from .epoch import DICT_TYPES
+from .epoch import DICT_TYPES, unseen_by_dynamo
 from .guard import (
     Absorb,
     Fixed,
@@ -99,6 +99,7 @@ class ConstTable:
         self.used = []
         return self.used
 
+    @unseen_by_dynamo  # a death callback: the collector runs it inside torch.compile's code too
     def _died(self, ref: weakref.ref) -> None:
         for key, (known, _) in list(self._refs.items()):
             if known is ref:

@@ -217,7 +217,7 @@ def run_directly(entry: types.FunctionType, target: Any) -> None:
     namespace["___direct"] = target
     direct: dict[str, Any] = {}
     exec(_compiled(namespace["___direct_source"], entry.__code__.co_filename), direct)
-    entry.__code__ = direct["___entry"].__code__
+    entry.__code__ = _own_code(direct["___entry"])
 
 
 def dispatch(entry: types.FunctionType) -> None:
@@ -293,6 +293,7 @@ def _made(
     ``locals()`` and ``warnings.warn`` in generated code count it, leaves out)."""
     exec(_compiled(source, _filename(fn)), namespace)
     made = namespace[name]
+    made.__code__ = _own_code(made)
     made.__defaults__ = fn.__defaults__
     made.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(made, fn)
@@ -307,8 +308,16 @@ def _filename(fn: types.FunctionType) -> str:
 def _compiled(source: str, filename: str) -> types.CodeType:
     """The code of an entry's text, compiled once: entries of functions with the same signature
     and name (closures made again and again) share it; each ``exec`` makes a new function over
-    its own namespace."""
+    its own namespace (``_own_code``)."""
     return compile(source, filename, "exec")
+
+
+def _own_code(fn: types.FunctionType) -> types.CodeType:
+    """A code object of ``fn``'s alone, equal to the shared one of its text (``_compiled``).
+    torch.compile's frame hook, converting an entry called where its code runs in Python, keeps
+    what it compiled per code object and puts the names that code reads into the entry's globals:
+    an entry of another function sharing the code ran it over its own globals (``NameError``)."""
+    return fn.__code__.replace()
 
 
 def _function_code(source: str, filename: str) -> types.CodeType:

@@ -54,6 +54,57 @@ def test_torch_compile_replays_module_attribute_stores():
     assert torch._dynamo.explain(_Counter())(x).graph_break_count == 0
 
 
+def test_dynamo_converts_no_bookkeeping_frame_where_its_code_runs_in_python():
+    """Where code torch.compile runs executes ``m.x = v`` in Python (here a frame Dynamo skips; a
+    graph break does the same), Dynamo's frame hook converted the frames of bytegraph's bump, its
+    ``OBSERVED`` lookup and its same-value check, and of the death callbacks of its weak references
+    the collector ran meanwhile: it traced bytegraph's tables, and crashed building one that a death
+    callback changed meanwhile (``dictionary changed size during iteration``, a CI run). Now the
+    hook converts only the wrappers it is meant to see (they fold to torch's method) and the
+    entries of compiled functions (torch.compile traces the user's function through them; each has
+    a code object of its own: entries sharing one ran Dynamo's code over another entry's globals,
+    ``NameError``), and the bumps still run: bytegraph's compiled code sees the change."""
+    import gc
+
+    import torch._dynamo.convert_frame as convert_frame
+    from bytegraph.guards.epoch import HIDDEN_WRAPPERS
+
+    module = nn.Linear(4, 4)
+    read = bytegraph.compile(lambda x: module(x) * getattr(module, "tag", 1.0), backend="eager")
+    x = torch.randn(2, 4)
+    for _ in range(2):  # the second call checks the tree: ``module`` is observed from then on
+        read(x)
+
+    @torch._dynamo.decorators.skip
+    def retag(m, tag):
+        m.tag = tag
+        m.register_buffer("seen", torch.zeros(1))
+        for _ in range(3):  # modules observed and dropped: their death callbacks run here
+            dropped = nn.Linear(1, 1)
+            bytegraph.compile(lambda y, d=dropped: d(y), backend="eager")(torch.ones(1))
+            del dropped
+            gc.collect()
+
+    def fn(x, m):
+        retag(m, 3.0)
+        return x + 1
+
+    torch._dynamo.reset()
+    before = EPOCH[0]
+    torch.compile(fn, backend="eager")(x, module)
+    assert EPOCH[0] > before and module.tag == 3.0 and hasattr(module, "seen")
+    assert torch.equal(read(x), module(x) * 3.0)
+    root = Path(bytegraph.__file__).resolve().parents[1]
+    packages = tuple(str(root / name) for name in ("bytegraph", "tracer", "guards", "codegen"))
+    converted = {ref() for ref in convert_frame.input_codes.seen} - {None}
+    ours = {
+        code.co_name
+        for code in converted
+        if code.co_filename.startswith((*packages, str(root / "backends"), "<bytegraph"))
+    }
+    assert ours <= {"___entry"} | {code.co_name for code in HIDDEN_WRAPPERS}, ours
+
+
 # -- torch.compile's module idioms after bytegraph has compiled code calling the modules --------
 # bytegraph's patches (``EPOCH`` bumps on module writes, watched member dicts, registration hooks)
 # are hidden from Dynamo: on each idiom of ``tests/torch_compile_idioms.py`` torch.compile

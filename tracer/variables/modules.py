@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo
+from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo, unseen_by_dynamo
 from ...guards.module_tree import (
     ALL_HOOK_DICTS,
     GLOBAL_HOOK_DICTS,
@@ -1134,6 +1134,7 @@ def _bumping(
     return hidden_from_dynamo(bumps, fn)
 
 
+@unseen_by_dynamo
 def _rewrites_same_value(module: nn.Module, name: str, value: Any) -> bool:
     """Does ``module.name = value`` store what is already there (the same object, or an equal int,
     bool or string, or a tuple of them)? Swin sets its window sizes in every ``forward``: such a
