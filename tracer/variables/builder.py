@@ -112,7 +112,7 @@ from .objects import (
 )
 from .operations import OPERATOR_FNS, PURE_MODULE_FNS
 from .tensors import TensorVariable, is_tensor_method
-from .torch_calls import TorchVariable
+from .torch_calls import TorchMadeFunctionVariable, TorchVariable, holds_tensors
 
 if TYPE_CHECKING:
     from ..translator import Translator
@@ -642,6 +642,9 @@ def _wrap_object(tx: Translator, value: Any, source: Source) -> VariableTracker:
     else:
         identity = kinds.ID_MATCH(source, value)
     if _is_torch_value(value):
+        if _made_over_tensors(value):  # the function ``torch.func.vjp`` gives
+            _guard_function(tx, value, source)
+            return TorchMadeFunctionVariable(value, source)
         add(identity)
         return TorchVariable(value, source)
     if _is_typing_form(value):
@@ -819,6 +822,12 @@ def _is_torch_value(value: Any) -> bool:
     return False
 
 
+def _made_over_tensors(value: Any) -> bool:
+    """Is ``value`` a function of torch's holding tensors of its own (made at run time: the one
+    ``torch.func.vjp`` gives), which no graph node may call on the trace's fake tensors?"""
+    return isinstance(value, types.FunctionType) and holds_tensors(value)
+
+
 def wrap_builtin(
     tx: Translator, value: Any, globals_source: Source | None, name: str
 ) -> VariableTracker:
@@ -848,6 +857,8 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if context is not None:
         return context
     if _is_torch_value(value):
+        if _made_over_tensors(value):
+            return TorchMadeFunctionVariable(value)
         return TorchVariable(value)
     if _is_typing_form(value):
         return ConstantVariable(value)

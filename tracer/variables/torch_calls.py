@@ -663,6 +663,67 @@ class TorchVariable(ConstantLikeVariable):
         return f"TorchVariable({getattr(self.value, '__name__', self.value)!s})"
 
 
+@dataclass(eq=False)
+class TorchMadeFunctionVariable(UserFunctionVariable):
+    """A function torch made at run time over tensors of its own (``holds_tensors``): the one
+    ``torch.func.vjp`` gives, ``torch.func.linearize``'s ``jvp_fn``. No torch op: its closure's
+    tensors are real, not the trace's (its fake run would compute on them, or change its state:
+    ``linearize``'s graph folds its constants at its first call), and it is a new object at each
+    call. Nor inlined (torch's internals). Guarded as a user's function is, by what it is made of
+    (``builder._guard_function``), so the next call's matches; its call breaks and runs in
+    Python, as eager."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        raise Unsupported(
+            "call",
+            f"{self.fn.__module__}.{self.fn.__qualname__}: a function torch made over tensors "
+            "of its own runs in Python",
+        )
+
+    def __repr__(self) -> str:
+        return f"TorchMadeFunctionVariable({self.fn.__qualname__})"
+
+
+def holds_tensors(fn: types.FunctionType, budget: int = 1000) -> bool:
+    """Does the function ``fn`` hold a tensor or a module (among its closure's and defaults'
+    values, through containers, partials and the functions among them; ``budget`` values at
+    most)?"""
+    todo = _held_by(fn)
+    seen: set[int] = set()
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        budget -= 1
+        if budget < 0:
+            return False
+        if isinstance(value, (torch.Tensor, torch.nn.Module)):
+            return True
+        if isinstance(value, (tuple, list, set, frozenset)):
+            todo += value
+        elif isinstance(value, dict):
+            todo += value.values()
+        elif isinstance(value, functools.partial):
+            todo += [value.func, *value.args, *value.keywords.values()]
+        elif isinstance(value, types.FunctionType):
+            todo += _held_by(value)
+    return False
+
+
+def _held_by(fn: types.FunctionType) -> list[Any]:
+    """The values of ``fn``'s closure cells (those bound) and of its defaults."""
+    held = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    for cell in fn.__closure__ or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:  # a cell not yet bound
+            pass
+    return held
+
+
 def _module_like(module: Any, name: str, attr: Any, vt: VariableTracker) -> bool:
     """Is ``attr``, the global ``name`` of the torch module ``module``, a plain object that
     ``wrap_static`` made a sourceless object tracker of (not a function, class, container or
