@@ -381,8 +381,9 @@ def _emit_graph_call(
     numbers = python_numbers.split(output.graph, outputs)  # numbers Python computes beside it
     gm = output.graph_module(numbers.graph_outputs, name)
     example_inputs = numbers.prune_inputs(gm, output.example_inputs())
+    compiles = not _does_nothing(gm)
     with output.state.outside_carried():  # the state the graph is called in (see below)
-        compiled = numbers.around(backend(gm, example_inputs))
+        compiled = numbers.around(backend(gm, example_inputs) if compiles else _nothing)
     if output.state.needs_safe_call(gm.graph):  # if it raises, its state changes are undone
         compiled = StateSafeGraph(compiled, name)
     if deferred_checks.rerun_on_error(output, code_flags):  # side effects wait for it
@@ -411,7 +412,20 @@ def _emit_graph_call(
         cg.call_ex(has_kwargs=False)
     cg.store_local(cg.output_var)
     cg.graph_outputs = {node: i for i, node in enumerate(outputs)}
-    return [gm], [ops]
+    return ([gm], [ops]) if compiles else ([], [])
+
+
+def _does_nothing(gm: torch.fx.GraphModule) -> bool:
+    """Is ``gm`` left with nothing to do once Python computes its numbers (``python_numbers``):
+    inputs, no operation, no output? The trace recorded number arithmetic only (``self.count -=
+    1`` on a count the call advances): no backend compiles it, no graph is counted, and a frame
+    whose trace made only such graphs records no tensor operation (``driver._tensor_free``)."""
+    nodes = gm.graph.nodes
+    return all(n.op == "placeholder" or (n.op == "output" and not n.args[0]) for n in nodes)
+
+
+def _nothing(*_: Any) -> tuple[()]:
+    return ()
 
 
 def _rebuilt_from_fields(vt: VariableTracker) -> bool:

@@ -280,7 +280,7 @@ def test_loop_break_statement_after_graph_break():
                 break
         return x
 
-    check_breaks(fn, pos(2), graphs=3, breaks=2)
+    check_breaks(fn, pos(2), graphs=2, breaks=2)
 
 
 def test_data_dependent_break_in_loop():
