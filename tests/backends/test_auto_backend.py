@@ -182,21 +182,28 @@ def _scheduled_training():
     return model, opt, step
 
 
+def _scheduled_training_beside_eager(backend, steps):
+    """``steps`` steps of ``_scheduled_training`` compiled with ``backend``, each beside eager's:
+    the losses and the learning rate are eager's; gives the pairs of parameters (compiled, eager)
+    and bytegraph's counters."""
+    model, opt, step = _scheduled_training()
+    eager_model, eager_opt, eager_step = _scheduled_training()
+    compiled = bytegraph.compile(step, backend=backend)
+    for _ in range(steps):
+        x = torch.randn(5, 4)
+        assert_same(compiled(x), eager_step(x))
+    assert opt.param_groups[0]["lr"].hex() == eager_opt.param_groups[0]["lr"].hex()
+    return list(zip(model.parameters(), eager_model.parameters(), strict=True)), bytegraph.stats()
+
+
 def test_a_float_symbol_the_graph_does_not_read_compiles_with_aot_eager():
     """AOTAutograd's request to trace again after marking a float it did not turn into a tensor
     is a second compile (``backends/tensorify_restart.py``): the forward graph's compile raised
     ``TensorifyScalarRestartAnalysis`` (an internal error: the whole step ran in Python from the
     second call on)."""
-    model, opt, step = _scheduled_training()
-    eager_model, eager_opt, eager_step = _scheduled_training()
-    compiled = bytegraph.compile(step, backend="aot_eager")
-    for _ in range(3):
-        x = torch.randn(5, 4)
-        assert_same(compiled(x), eager_step(x))
-    assert opt.param_groups[0]["lr"].hex() == eager_opt.param_groups[0]["lr"].hex()
-    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+    parameters, stats = _scheduled_training_beside_eager("aot_eager", steps=3)
+    for p, q in parameters:
         assert torch.equal(p, q)
-    stats = bytegraph.stats()
     assert not any(k.startswith("fallback") for k in stats), stats
 
 
@@ -212,16 +219,9 @@ def test_a_training_step_under_a_learning_rate_scheduler_compiles_once():
     """Inductor made the learning rate ``add_(buf, alpha=-lr)`` reads a constant guarded on its
     value: every step compiled the optimizer's graph again, up to the recompile limit (10 frames in
     20 steps, then Python; torch.compile hits its limit too). That graph now runs with eager."""
-    model, opt, step = _scheduled_training()
-    eager_model, eager_opt, eager_step = _scheduled_training()
-    compiled = bytegraph.compile(step, backend="auto")
-    for _ in range(6):
-        x = torch.randn(5, 4)
-        assert_same(compiled(x), eager_step(x))
-    assert opt.param_groups[0]["lr"].hex() == eager_opt.param_groups[0]["lr"].hex()
-    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+    parameters, stats = _scheduled_training_beside_eager("auto", steps=6)
+    for p, q in parameters:
         torch.testing.assert_close(p, q)
-    stats = bytegraph.stats()
     assert stats["frames"] <= 4 and "recompile_limit" not in stats, stats
 
 
