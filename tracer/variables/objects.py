@@ -301,6 +301,20 @@ class TracebackVariable(VariableTracker):
         raise Unsupported("reconstruct", "a traceback of the trace cannot be rebuilt outside it")
 
 
+def _text_returned(obj: VariableTracker, name: str, result: VariableTracker) -> VariableTracker:
+    """What ``obj``'s ``__str__`` or ``__repr__`` (``name``) written in Python gave, as ``str()``
+    and ``repr()`` take it: a text the trace makes (``f"Box({self.t})"``: made after the graph) or
+    a constant string; anything else is CPython's ``TypeError``."""
+    if isinstance(result, TextVariable):
+        return result
+    if not result.is_python_constant():
+        raise Unsupported("builtin", f"{name} of {obj!r} gave {result!r}")
+    if type(result.as_python_constant()) is not str:
+        kind = type(result.as_python_constant()).__name__
+        raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
+    return result
+
+
 def exception_text(tx: Translator, exc: ExceptionVariable, name: str) -> VariableTracker:
     """``str(exc)`` (``name`` ``"__str__"``) or ``repr(exc)`` (``"__repr__"``) of an exception
     whose class keeps CPython's methods, from its arguments' texts as the trace makes them:
@@ -313,14 +327,7 @@ def exception_text(tx: Translator, exc: ExceptionVariable, name: str) -> Variabl
     args = list(exc.args)
     if isinstance(method, types.FunctionType):  # the class's own, inlined
         result = UserFunctionVariable(method, None, self_vt=exc).call_function(tx, [], {})
-        if isinstance(result, TextVariable):
-            return result
-        if not result.is_python_constant():
-            raise Unsupported("builtin", f"{name} of {exc!r} gave {result!r}")
-        if type(result.as_python_constant()) is not str:
-            kind = type(result.as_python_constant()).__name__
-            raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
-        return result
+        return _text_returned(exc, name, result)
 
     def text(fn: Callable, value: VariableTracker) -> VariableTracker:
         return dispatch.call_builtin(tx, fn, [value], {})
@@ -2713,14 +2720,7 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
             result = obj.var_getattr(tx, name).call_function(tx, [], {})
         else:
             result = obj.call_method(tx, name, [], {})
-        if isinstance(result, TextVariable):  # ``f"Box({self.t})"``: made after the graph
-            return result
-        if not result.is_python_constant():
-            raise Unsupported("builtin", f"{name} of {obj!r} gave {result!r}")
-        if type(result.as_python_constant()) is not str:
-            kind = type(result.as_python_constant()).__name__
-            raise PythonError(TypeError(f"{name} returned non-string (type {kind})"))
-        return result
+        return _text_returned(obj, name, result)
     new = cls is not None and tx.output.side_effects.is_new(obj)
     if new and type_lookup(cls, name) is object.__repr__:  # its type and address: after the graph
         return TextVariable((TextPiece(repr, obj),))
