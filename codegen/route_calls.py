@@ -66,6 +66,7 @@ from .pyversion import (
     NULL_ABOVE_CALLABLE,
     PY313,
 )
+from .transform import assemble
 
 #: The instructions that call, with the callable's depth below the top of the stack as a function
 #: of the instruction's argument (the number of arguments, or ``CALL_FUNCTION_EX``'s flags).
@@ -148,7 +149,7 @@ def _routed_code(
     bc.clear()
     bc.extend(out + handlers)
     # The handlers' depths are the code's own: what is inserted leaves the stack as it was.
-    code = bc.to_code(compute_exception_stack_depths=not depths_known)
+    code = assemble(bc, compute_exception_depths=not depths_known)
     if any(entry.depth >= exception_table.UNREACHED for entry in exception_table.entries(code)):
         raise ValueError(f"cannot place the try-block handlers of {original.co_qualname}")
     # the user's frame the copy runs: a resume function's, else the original's from its start

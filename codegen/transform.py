@@ -1,5 +1,6 @@
-"""Assemble instruction lists into real Python functions (``bytecode`` computes stack size and
-tables; straight-line code, most rewritten functions, gets its stack size from one scan here).
+"""Assemble instruction lists into real Python functions (``bytecode`` assembles them and
+computes the depths of try blocks it is asked for; the stack size comes from one walk over the
+instructions here, ``flat_stacksize``, without ``bytecode``'s control flow graph).
 
 ``make_function(template, instrs, ...)`` builds a function with ``template``'s signature and closure
 plus extra closure cells (``cells``): that is how rewritten code reaches compiled graphs and
@@ -16,13 +17,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bytecode import Bytecode, CompilerFlags, Instr, SetLineno, TryBegin
+from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin
 
 from . import frame_locals
 
 _SIGNATURE_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _PLAIN_FLAGS = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
-#: code starting with a value on the stack (before 3.13), which ``straight_stacksize`` leaves to
+#: code starting with a value on the stack (before 3.13), which ``flat_stacksize`` leaves to
 #: ``bytecode``
 _RESUMABLE_FLAGS = CompilerFlags.GENERATOR | CompilerFlags.COROUTINE | CompilerFlags.ASYNC_GENERATOR
 
@@ -79,15 +80,7 @@ def make_function(
         bc.flags = _PLAIN_FLAGS
     if free:
         bc.flags |= inspect.CO_NESTED
-    stacksize = straight_stacksize(bc)
-    if stacksize is None and not (compute_exception_depths and _has_try(bc)):
-        # no depth to compute: ``to_code`` would build the control flow graph for the stack size,
-        # then rebuild the instructions from it; the graph alone gives the same size
-        stacksize = bc.compute_stacksize()
-    if stacksize is not None:  # no exception range depth to compute
-        new_code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
-    else:
-        new_code = bc.to_code(compute_exception_stack_depths=True)
+    new_code = assemble(bc, compute_exception_depths=compute_exception_depths)
     own = dict(zip(code.co_freevars, func.__closure__ or (), strict=True)) if func else {}
     closure = tuple(own[n] for n in kept) if func else ()
     closure += tuple(types.CellType(v) for v in cells.values())
@@ -104,27 +97,68 @@ def make_function(
     return fn
 
 
-def straight_stacksize(bc: Bytecode) -> int | None:
-    """The stack size ``bytecode`` computes for ``bc``, where it is straight-line code (no label,
-    jump or exception range anywhere) that is not a generator; None otherwise. Its control flow
-    graph (built, walked and flattened back in ``Bytecode.to_code``) is then one block read up to
-    its first final instruction (what follows one is never reached): the deepest the stack gets
-    there, each instruction's pops applied before its pushes."""
+def assemble(bc: Bytecode, *, compute_exception_depths: bool = True) -> types.CodeType:
+    """``bc.to_code()``. Its stack size comes from ``flat_stacksize`` where that knows it, and
+    where no try block's depth is to be computed (none, or all given: ``compute_exception_depths``
+    False): ``to_code`` would otherwise build the control flow graph for it, then rebuild the
+    instructions from the graph."""
+    if not (compute_exception_depths and _has_try(bc)):
+        stacksize = flat_stacksize(bc)
+        if stacksize is None:
+            stacksize = bc.compute_stacksize()
+        return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
+    return bc.to_code(compute_exception_stack_depths=True)
+
+
+def flat_stacksize(bc: Bytecode) -> int | None:
+    """The stack size ``bytecode`` computes for ``bc`` (the deepest the stack gets after an
+    instruction, each instruction's pops applied before its pushes), found by one walk over the
+    instruction list from each place control reaches: the start, a jump's target, a try block's
+    handler (entered at its ``TryBegin``'s given depth, plus the exception and, with
+    ``push_lasti``, the offset). What follows a final instruction or an unconditional jump is
+    reached only through a label. None where the walk cannot tell: a generator (its code starts
+    with a value on the stack before 3.13), a try block with no depth given, a place reached at
+    two depths or one where the stack would go below empty (``bytecode`` then decides)."""
     if bc.flags & _RESUMABLE_FLAGS:
         return None
-    code = [instr for instr in bc if not isinstance(instr, SetLineno)]
-    if not all(isinstance(instr, Instr) and not instr.has_jump() for instr in code):
-        return None
-    size = deepest = 0
-    for instr in code:
-        pre, post = instr.pre_and_post_stack_effect(jump=False)
-        size += pre
-        if size < 0:
-            return None  # malformed: ``bytecode`` raises its own error
-        size += post
-        deepest = max(deepest, size)
-        if instr.is_final():
-            break
+    items = list(bc)
+    index = {id(item): n for n, item in enumerate(items) if isinstance(item, Label)}
+    entered: dict[int, int] = {}  # label index -> the depth control reaches it with
+    pending = [(0, 0)]
+    deepest = 0
+    while pending:
+        n, size = pending.pop()
+        while n < len(items):
+            item = items[n]
+            if isinstance(item, Label):
+                if n in entered:
+                    if entered[n] != size:
+                        return None
+                    break
+                entered[n] = size
+            elif isinstance(item, Instr):
+                if item.has_jump():
+                    pre, post = item.pre_and_post_stack_effect(jump=True)
+                    if size + pre < 0:
+                        return None
+                    deepest = max(deepest, size + pre + post)
+                    pending.append((index[id(item.arg)], size + pre + post))
+                    if item.is_uncond_jump():
+                        break
+                pre, post = item.pre_and_post_stack_effect(jump=False)
+                if size + pre < 0:
+                    return None
+                size += pre + post
+                deepest = max(deepest, size)
+                if item.is_final():
+                    break
+            elif isinstance(item, TryBegin):
+                if not isinstance(item.stack_depth, int):
+                    return None
+                handler = item.stack_depth + 1 + bool(item.push_lasti)
+                deepest = max(deepest, handler)
+                pending.append((index[id(item.target)], handler))
+            n += 1  # (a TryEnd or SetLineno changes nothing)
     return deepest
 
 
