@@ -25,6 +25,7 @@ that reads its caller's frame there would see all of them, so generated code cal
 
 from __future__ import annotations
 
+import dis
 import inspect
 import itertools
 import sys
@@ -176,11 +177,21 @@ class WaitingFrame:
     lineno: int
     module: str  #: the ``__name__`` of its globals
     code: types.CodeType | None = None  #: the code it runs (the user's)
+    #: the positions of the instruction it is at (``co_positions``' item), where known
+    positions: tuple[int | None, ...] | None = None
 
     @property
     def globals(self) -> dict[str, Any]:
         found = sys.modules.get(self.module)
         return found.__dict__ if found is not None else {"__name__": self.module}
+
+
+#: what a stand-in's class gives as ``__module__``: an attribute error for its instances
+_NO_MODULE = property(lambda self: _no_module())
+
+
+def _no_module() -> Any:
+    raise AttributeError("__module__")
 
 
 class _StandIn:
@@ -193,6 +204,11 @@ class _StandIn:
     __class__ = property(lambda self: types.FrameType)  # type: ignore[assignment]
     f_lasti = -1
     f_trace = None
+
+    def __init_subclass__(cls) -> None:
+        # A frame has no ``__module__``: ``inspect.getmodule`` would find this module's, whose
+        # loader ``linecache`` then asks for the source of a file it cannot read
+        cls.__module__ = _NO_MODULE  # type: ignore[assignment]
 
 
 class FrameStandIn(_StandIn):
@@ -347,19 +363,23 @@ def own_frame(code: types.CodeType) -> RunningFrame:
 
 
 def user_frames(
-    frame: types.FrameType | None,
+    frame: types.FrameType | None, own_waiting: bool = True
 ) -> Iterator[types.FrameType | WaitingFrame]:
     """The frames of the user's stack from ``frame`` outward, each the real frame that runs it:
     without entry functions and the frames of ``PASS_THROUGH_FILES``, and a function continued by
     resume functions once (the innermost resume function; the frames of the same function that
     called it wait for it to return, but for one that called it as a callee's: ``WAITING`` is set
     there). Callers that wait for a resumed callee (``WAITING``) come where the user's stack has
-    them, as ``WaitingFrame``s."""
+    them, as ``WaitingFrame``s; ``own_waiting`` False: those of ``frame`` itself are left out
+    (rewritten code rebuilding a frame above its own, before it resumes a callee)."""
     continued = None  #: (file, first line) of the resume function met last
+    first = frame
     while frame is not None:
         code = frame.f_code
         key = (code.co_filename, code.co_firstlineno)
         waiting = frame.f_locals.get(WAITING) if WAITING in code.co_varnames else None
+        if frame is first and not own_waiting:
+            waiting = None
         if not code.co_filename.startswith(ENTRY_FILE) and (
             key != continued or waiting is not None
         ):
@@ -420,6 +440,17 @@ def getframe(depth: Any = 0) -> types.FrameType | FrameStandIn | RunningFrame:
     return _given(found, frames)
 
 
+def frame_above(depth: int) -> types.FrameType | FrameStandIn | RunningFrame:
+    """The user's frame ``depth`` calls above the one the calling generated frame runs
+    (rewritten code rebuilding a frame above the compiled function's, ``depth`` > 0): the
+    callers waiting for a callee it is about to resume are below that frame, not above."""
+    frames = user_frames(sys._getframe(1), own_waiting=False)
+    found = next(itertools.islice(frames, depth, None), None)
+    if found is None:
+        raise ValueError("call stack is not deep enough")
+    return _given(found, frames)
+
+
 def currentframe() -> types.FrameType | FrameStandIn | RunningFrame | None:
     """``inspect.currentframe`` called by generated code: its caller's frame, the user's."""
     return _given(sys._getframe(1), iter(()))
@@ -439,11 +470,47 @@ def stack(context: int = 1) -> list[inspect.FrameInfo]:
 
 
 def _frame_info(frame: Any, context: int) -> inspect.FrameInfo:
-    info = inspect.getframeinfo(frame, context)
-    positions = info.positions
+    info = frame_info(frame, context)
+    return inspect.FrameInfo(frame, *info, positions=info.positions)
+
+
+def _positions(frame: Any) -> dis.Positions | None:
+    """The positions of the instruction a stand-in is at, which its ``f_lasti`` does not give
+    (None for a process's frame: its own ``f_lasti`` gives them)."""
     if type(frame) is RunningFrame:  # the generated code's instructions keep the user's positions
-        positions = inspect.getframeinfo(frame._running(), 0).positions
-    return inspect.FrameInfo(frame, *info, positions=positions)
+        return inspect.getframeinfo(frame._running(), 0).positions
+    if type(frame) is FrameStandIn and frame._waiting.positions is not None:
+        return dis.Positions(*frame._waiting.positions)
+    return None
+
+
+def frame_info(frame: Any, context: int = 1) -> inspect.Traceback:
+    """``inspect.getframeinfo(frame, context)``, a stand-in's with the positions (and so the
+    line) of the instruction it is at, as CPython's frame there gives them."""
+    info = inspect.getframeinfo(frame, context)
+    positions = _positions(frame)
+    if positions is None or positions.lineno is None:
+        return info
+    return inspect.Traceback(*info, positions=positions)
+
+
+def getouterframes(frame: Any, context: int = 1) -> list[inspect.FrameInfo]:
+    """``inspect.getouterframes`` called by generated code: ``frame`` and the frames above it,
+    a stand-in's with its positions (the frames above a ``RunningFrame``: the user's)."""
+    return [_frame_info(found, context) for found in _along(frame)]
+
+
+def _along(frame: Any) -> Iterator[Any]:
+    """``frame`` and the frames above it: from a process's frame or a ``RunningFrame`` the
+    user's stack there, from another stand-in (or None) its ``f_back``s."""
+    if type(frame) is RunningFrame:
+        frame = frame._start
+    if type(frame) is types.FrameType:
+        yield from _given_stack(frame)
+        return
+    while frame:
+        yield frame
+        frame = frame.f_back
 
 
 def extract_stack(f: Any = None, limit: int | None = None) -> traceback.StackSummary:
@@ -465,13 +532,7 @@ def print_stack(f: Any = None, limit: int | None = None, file: Any = None) -> No
 def _summary(f: Any, limit: int | None) -> traceback.StackSummary:
     """``traceback.extract_stack(f, limit)`` along the user's frames from ``f``: a process's
     frame or a ``RunningFrame`` from the user's stack there, a stand-in's along its ``f_back``."""
-    if type(f) is RunningFrame:
-        f = f._start
-    frames: Iterator[Any]
-    if type(f) is types.FrameType:
-        frames = _given_stack(f)
-    else:
-        frames = (frame for frame, _ in traceback.walk_stack(f))
+    frames = _along(f)
     summary = traceback.StackSummary.extract(((fr, fr.f_lineno) for fr in frames), limit=limit)
     summary.reverse()
     return summary
@@ -484,6 +545,8 @@ READERS: dict[Any, Any] = {
     sys._getframe: getframe,
     inspect.currentframe: currentframe,
     inspect.stack: stack,
+    inspect.getframeinfo: frame_info,
+    inspect.getouterframes: getouterframes,
     traceback.extract_stack: extract_stack,
     traceback.format_stack: format_stack,
     traceback.print_stack: print_stack,

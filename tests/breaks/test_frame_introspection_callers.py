@@ -423,7 +423,7 @@ def _deep(x):
 # -- warnings helpers of a library, called from compiled code --------------------------------
 
 _LIBRARY = """
-import sys, warnings
+import inspect, sys, warnings
 
 def warn_at(t, level):
     warnings.warn(f"level {level}", FutureWarning, stacklevel=level)
@@ -432,6 +432,9 @@ def warn_at(t, level):
 def caller_of(t):
     caller = sys._getframe(1)
     return t + 1, caller.f_code.co_name, caller.f_lineno, caller.f_globals["__name__"]
+
+def info_here(t):
+    return t + 1, tuple(inspect.getframeinfo(sys._getframe())), sys._getframe().f_lineno
 """
 
 
@@ -535,3 +538,109 @@ def test_frame_info_fields_are_read_in_the_trace(fn):
     assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
     assert report.graph_break_count == 1, report.break_reasons
     assert_no_more_breaks(1, fn, torch.ones(3))
+
+
+# -- readers of one frame: inspect.getframeinfo, inspect.getouterframes ----------------------
+
+
+def _info(info):
+    return tuple(info), info.positions
+
+
+def frame_info_of_its_own_frame(x):
+    here = inspect.getframeinfo(inspect.currentframe())
+    again = inspect.getframeinfo(sys._getframe(), context=3)
+    return x + 1, _info(here), _info(again)
+
+
+def _info_of_the_caller():
+    return inspect.getframeinfo(sys._getframe(1), 0)[:3]
+
+
+def frame_info_of_the_caller_from_a_helper(x):
+    return x * 2, _info_of_the_caller()
+
+
+def _info_of_its_own():
+    return _info(inspect.getframeinfo(inspect.currentframe()))
+
+
+def frame_info_of_a_callees_own_frame(x):
+    y = x - 1
+    return y, _info_of_its_own()
+
+
+def frame_info_in_a_library(x):
+    return frames_library.info_here(x * 2)
+
+
+def outer_frames_of_its_own_frame(x):
+    found = inspect.getouterframes(inspect.currentframe())  # (the caller's line is the test's)
+    here = [(f.function, f.lineno, f.code_context, f.positions, f.frame.f_code) for f in found[:1]]
+    return x + 1, here, found[1].function, found[1].frame.f_code.co_name
+
+
+class _InfoOfTheModuleCall(nn.Module):
+    def forward(self, x):
+        return x + 1, _info(inspect.getframeinfo(sys._getframe(1)))
+
+
+_info_module = _InfoOfTheModuleCall()
+
+
+def frame_info_of_the_module_call(x):
+    return _info_module(x * 2)
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks"),
+    [
+        (frame_info_of_its_own_frame, 2),  # two calls
+        (frame_info_of_the_caller_from_a_helper, 1),
+        (frame_info_of_a_callees_own_frame, 1),
+        (frame_info_in_a_library, 1),
+        (outer_frames_of_its_own_frame, 1),
+        (frame_info_of_the_module_call, 1),
+    ],
+)
+def test_a_reader_of_one_frame_breaks_once(fn, breaks):
+    """``inspect.getframeinfo(frame)`` and ``inspect.getouterframes(frame)`` run in Python at
+    one break each (they traced into ``inspect``, breaking at each frame read, or sent the call to
+    Python where the frame was a callee's or its caller's): file, line, function, source lines
+    and positions as eager's, the frame a trace knows given as it knows it (a callee's, the
+    caller of a helper, ``nn.Module``'s ``_call_impl``), a library's without source (no
+    ``code_context``), over two calls; torch.compile breaks no less."""
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(2):
+        with recorder:
+            got = compiled(torch.ones(3))
+        assert_same(got, fn(torch.ones(3)))
+    report = recorder.report()
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert report.graph_break_count == breaks, report.break_reasons
+    assert_no_more_breaks(breaks, fn, torch.ones(3))
+
+
+def _three_up():
+    above = sys._getframe(3)
+    print("break")
+    return _where(above)
+
+
+def _calls_three_up():
+    return _three_up()
+
+
+def the_frame_above_held_by_a_callee_two_calls_deep(x):
+    return x + 1, _calls_three_up()
+
+
+def test_the_frame_above_held_across_a_break_two_calls_deep(capsys):
+    """A callee two calls deep holds the frame above the compiled function across its break:
+    the rewritten code rebuilds it before resuming the callee, while the caller between waits,
+    which is below the rewritten code's frame, not above (it gave the compiled function's own
+    frame) (torch.compile gives its own wrapper's)."""
+    report = _checked_at_two_places(the_frame_above_held_by_a_callee_two_calls_deep)
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    _torch_compile_is_wrong(the_frame_above_held_by_a_callee_two_calls_deep, torch.ones(3))

@@ -46,7 +46,7 @@ from ..variables import iterators
 from ..variables.base import NullVariable, VariableTracker, walk
 from ..variables.constants import TextVariable
 from ..variables.contexts import ContextExitVariable
-from ..variables.frames import hidden_callers, user_code
+from ..variables.frames import KNOWN_FRAME_READERS, given_as_known, hidden_callers, user_code
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
 from ..variables.modules import NNModuleVariable
@@ -146,6 +146,7 @@ def _emit_break_code(
         compiled=len(frames) > 1,
         continues=len(frames) > 1,
         callee=callee,
+        replaced=_known_frames(frames),
     )
     for depth, caller in enumerate(frames[1:], 2):
         cg.store_local("__bg_ret")
@@ -343,9 +344,11 @@ def _call_resume(
     compiled: bool = True,
     continues: bool = False,
     callee: Callable[[Any], Any] | None = None,
+    replaced: dict[int, Any] | None = None,
 ) -> None:
     """``callee``: where the resume function runs the instruction at ``index`` in plain Python, a
-    function it calls goes as its compiled version (see ``emit_break``)."""
+    function it calls goes as its compiled version (see ``emit_break``). ``replaced``: the stack
+    items given as those constants (``_reconstruct_stack``)."""
     tx = frame.tx
     dead = dead_on_top(tx, index, len(stack), _null_slots(stack))
     index, stack = index + dead, stack[: len(stack) - dead]
@@ -372,7 +375,8 @@ def _call_resume(
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         _load_local(cg, frame, name, cells)
-    _reconstruct_stack(cg, stack, slots, as_args=True, compiled_at=_compiled_callee(frame, callee))
+    compiled_at = _compiled_callee(frame, callee)
+    _reconstruct_stack(cg, stack, slots, as_args=True, compiled_at=compiled_at, replaced=replaced)
     cg.call(len(stack) - len(nulls) + len(names))
 
 
@@ -405,7 +409,7 @@ def _emit_inline(
         as_args=False,
         begin=begin,
         compiled_at=_compiled_callee(frame, callee),
-        replaced=_frame_reader(frame, cells),
+        replaced={**_known_frames([frame]), **_frame_reader(frame, cells)},
         consumed=untouched,
     )
     for name in names:
@@ -677,21 +681,41 @@ def _compiled_slot(frame: FrameState) -> int | None:
     return _callable_slot(frame.tx.instructions[frame.index], frame.stack)
 
 
+def _called(frame: FrameState) -> tuple[int | None, Any]:
+    """The stack position of the callable the frame's instruction calls, and the callable where
+    the trace knows it (None, None where the instruction is no call)."""
+    slot = _call_target_slot(frame.tx.instructions[frame.index], frame.stack)
+    vt = frame.stack[slot] if slot is not None else None
+    plain = isinstance(vt, (BuiltinVariable, UserFunctionVariable))  # ``inspect.stack``: Python
+    return slot, vt.fn if plain else getattr(vt, "value", None)
+
+
 def _frame_reader(frame: FrameState, cells: tuple[str, ...]) -> dict[int, Any]:
     """Where the frame's instruction calls ``locals``, ``vars`` or ``dir``, which read the frame
     calling them, and that frame is the rewritten one: the stack position of the callable and what
     the rewritten code calls instead, which reads the user's frame it stands for (``cells``: the
     locals the rewritten code holds as their cells)."""
-    slot = _call_target_slot(frame.tx.instructions[frame.index], frame.stack)
-    vt = frame.stack[slot] if slot is not None else None
-    plain = isinstance(vt, (BuiltinVariable, UserFunctionVariable))  # ``inspect.stack``: Python
-    fn = vt.fn if plain else getattr(vt, "value", None)
+    slot, fn = _called(frame)
     reader = next((r for f, r in READERS.items() if f is fn), None) if slot is not None else None
     if reader is None:
         return {}
     if isinstance(reader, FrameReader):
         reader = FrameReader(fn, UserFrame.of(user_code(frame.tx), cells))
     return {slot: reader}
+
+
+def _known_frames(frames: list[FrameState]) -> dict[int, Any]:
+    """Where the breaking call reads of a frame what the trace knows (``KNOWN_FRAME_READERS``:
+    ``inspect.getframeinfo``): the stack positions of its arguments that are frames of the
+    inline stack, and each such frame as the trace knows it (``frames.given_as_known``: a frame
+    its locals are not live for, a callee's, one of ``nn.Module``'s call)."""
+    leaf = frames[0]
+    slot, fn = _called(leaf)
+    if slot is None or not any(fn is reader for reader in KNOWN_FRAME_READERS):
+        return {}
+    at = {id(f.tx): f.tx.instructions[f.index] for f in frames}
+    given = {i: given_as_known(leaf.stack[i], at) for i in range(slot + 1, len(leaf.stack))}
+    return {i: frame for i, frame in given.items() if frame is not None}
 
 
 def _compiled_callee(frame: FrameState, callee: Any) -> tuple[int | None, Any]:

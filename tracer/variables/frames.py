@@ -22,6 +22,7 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import itertools
 import sys
 import traceback
 import types
@@ -32,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ...codegen.frame_locals import FrameStandIn, RunningFrame, getframe, own_frame
+from ...codegen.frame_locals import (
+    FrameStandIn,
+    RunningFrame,
+    WaitingFrame,
+    frame_above,
+    own_frame,
+)
 from ...guards.sources import AttrSource
 from ..exc import Unsupported
 from . import dispatch
@@ -85,6 +92,22 @@ class FrameVariable(VariableTracker):
             return GlobalsVariable(frame.f_globals)
         raise Unsupported("frame", f"the frame attribute {name!r}", hint=_HINT)
 
+    def known(self, at: Any) -> FrameStandIn:
+        """The frame as the trace knows it, ``at`` the instruction its code is at: its code,
+        line, module and that instruction's positions (not its locals: for a reader that reads
+        no more, ``given_as_known``)."""
+        if self.hidden:
+            hidden = hidden_callers(self.tx)[self.hidden - 1]
+            code, lineno, module = hidden.code, hidden.lineno, hidden.module
+            positions = hidden.positions
+        else:
+            location = at.location
+            code, lineno = user_code(self.tx), at.lineno
+            module = self.tx.f_globals.get("__name__", "<string>")
+            positions = (lineno, location.end_lineno, location.col_offset, location.end_col_offset)
+        waiting = WaitingFrame(code.co_filename, lineno, module, code, positions)
+        return FrameStandIn(waiting, iter(()))
+
     def _hidden_attr(self, name: str) -> VariableTracker:
         """An attribute of a frame of ``nn.Module.__call__`` (its globals are torch's)."""
         hidden = hidden_callers(self.tx)[self.hidden - 1]
@@ -117,6 +140,7 @@ class HiddenFrame:
     code: types.CodeType
     lineno: int  #: the line of the call it waits for
     module: str  #: the ``__name__`` of its globals
+    positions: tuple[int | None, ...]  #: those of the call it waits for (``co_positions``')
 
 
 class _Probe(nn.Module):
@@ -125,7 +149,10 @@ class _Probe(nn.Module):
     def forward(self) -> tuple[HiddenFrame, ...]:
         found, frame = [], sys._getframe(1)
         while frame is not None and frame.f_code is not _call_probe.__code__:
-            found.append(HiddenFrame(frame.f_code, frame.f_lineno, frame.f_globals["__name__"]))
+            code, lasti = frame.f_code, frame.f_lasti
+            positions = next(itertools.islice(code.co_positions(), lasti // 2, None))
+            module = frame.f_globals["__name__"]
+            found.append(HiddenFrame(code, frame.f_lineno, module, positions))
             frame = frame.f_back
         return tuple(found)
 
@@ -282,7 +309,7 @@ def _up(frame: FrameVariable, depth: int) -> FrameVariable:
 class CallerFrameVariable(VariableTracker):
     """A frame above the compiled function's (``depth`` frames above it): a caller, which differs
     from call to call. The trace knows nothing of it; it is read at run time, where rewritten code
-    rebuilds it (``frame_locals.getframe``: the user's frames, not the generated ones between),
+    rebuilds it (``frame_locals.frame_above``: the user's frames, not the generated ones between),
     and reading anything of it breaks, so that CPython reads it."""
 
     depth: int
@@ -294,7 +321,7 @@ class CallerFrameVariable(VariableTracker):
         raise Unsupported("frame", "a frame above the compiled function, read at run time")
 
     def reconstruct(self, cg: Codegen) -> None:
-        cg.push_callable(lambda: cg.load_const(getframe))
+        cg.push_callable(lambda: cg.load_const(frame_above))
         cg.load_const(self.depth)
         cg.call(1)
 
@@ -372,6 +399,23 @@ class StandInFrameVariable(VariableTracker):
         return here
 
 
+#: calls that read of a frame its code, line, module and the positions of its instruction alone,
+#: and keep nothing of it: a frame of the inline stack goes to them as the trace knows it
+KNOWN_FRAME_READERS = (inspect.getframeinfo,)
+
+
+def given_as_known(vt: VariableTracker, at: dict[int, Any]) -> FrameStandIn | None:
+    """What a break gives a ``KNOWN_FRAME_READERS`` call for its argument ``vt``: a frame of the
+    inline stack as the trace knows it (``FrameVariable.known``), ``at`` the instruction each
+    translator of the break is at (by id); None for any other value (rebuilt as it is)."""
+    if not isinstance(vt, FrameVariable) or id(vt.tx) not in at:
+        return None
+    inst = at[id(vt.tx)]
+    if not vt.hidden and (inst.lineno is None or inst.location is None):
+        return None
+    return vt.known(inst)
+
+
 #: the frames generated code gives user code in place of the process's own
 STAND_IN_FRAMES = (RunningFrame, FrameStandIn)
 
@@ -407,7 +451,14 @@ def _getframe(
     return frame_at(tx, max(depth, 0))
 
 
-@call_rule(inspect.stack, traceback.extract_stack, traceback.format_stack, traceback.print_stack)
+@call_rule(
+    inspect.stack,
+    inspect.getouterframes,
+    inspect.getframeinfo,
+    traceback.extract_stack,
+    traceback.format_stack,
+    traceback.print_stack,
+)
 def _stack_reader(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:

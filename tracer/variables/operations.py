@@ -2212,12 +2212,22 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
 
 def _tuple_object_item(tx: Translator, obj: VariableTracker, index: Any) -> VariableTracker | None:
     """``obj[index]`` of a ``_tuple_object`` (``inspect.FrameInfo``): the item, read in C,
-    guarded through its place; None for any other value, or an index out of range."""
-    if not (
-        _tuple_object(obj) and type(index) is int and -len(obj.value) <= index < len(obj.value)
-    ):
+    guarded through its place; a slice, the tuple of its items (its length guarded); None for
+    any other value, or an index out of range."""
+    if not _tuple_object(obj):
+        return None
+    bounds = _bounds(index) if type(index) is slice else ()
+    if bounds and all(type(i) in (int, type(None)) for i in bounds) and index.step != 0:
+        tx.output.assume_len(obj.source, len(obj.value))
+        found = range(len(obj.value))[index]
+        return TupleVariable([tx.wrap(obj.value[i], ItemSource(obj.source, i)) for i in found])
+    if not (type(index) is int and -len(obj.value) <= index < len(obj.value)):
         return None
     return tx.wrap(obj.value[index], ItemSource(obj.source, index))
+
+
+def _bounds(index: slice) -> tuple[Any, Any, Any]:
+    return index.start, index.stop, index.step
 
 
 def _tuple_object(obj: VariableTracker) -> bool:
