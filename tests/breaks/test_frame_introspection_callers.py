@@ -380,6 +380,32 @@ def test_the_stack_read_from_generated_code_is_the_users(fn, breaks, capsys):
     _torch_compile_is_wrong(fn, torch.ones(3))
 
 
+def frames_found_two_ways(x):
+    found = inspect.stack()
+    return (
+        x + 1,
+        found[1].frame is sys._getframe(1),
+        found[0].frame is sys._getframe(0),
+        found[1].frame is sys._getframe(0),
+    )
+
+
+def test_a_frame_found_two_ways_is_one_object():
+    """``inspect.stack()[1].frame is sys._getframe(1)``: the frame the stack call gave (an input of
+    the trace after its break) and the caller the trace reads at run time were told apart by the
+    kinds of their trackers, False where eager gives True. A frame given to the trace is compared
+    by CPython (a break)."""
+    compiled, _ = compile_counted(frames_found_two_ways)
+    recorder = Recorder()
+    for i in range(2):
+        with recorder if i == 0 else contextlib.nullcontext():
+            pair = (frames_found_two_ways(torch.ones(3)), compiled(torch.ones(3)))
+        assert_same(pair[1], pair[0])
+        assert pair[0][1:] == (True, True, False)
+    report = recorder.report()
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+
+
 def test_the_frame_above_a_callee_that_resumed():
     """After a break in a callee two calls deep, its resume function runs while its callers wait
     (no frame of theirs exists yet): the frame above it is its caller's as eager gives it, with

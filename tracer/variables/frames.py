@@ -467,9 +467,14 @@ def _stack_reader(
     raise Unsupported("frame", f"{fn.__module__}.{fn.__name__}() reads the stack", hint=_HINT)
 
 
-@dispatch.rule("is_same", FrameVariable, CallerFrameVariable, StandInFrameVariable)
+@dispatch.rule(
+    "is_same", FrameVariable, CallerFrameVariable, InputFrameVariable, StandInFrameVariable
+)
 def _is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
-    if StandInFrameVariable in (type(lhs), type(rhs)) and not rhs.is_python_constant():
+    # a frame given to the trace (a real one, or as generated code makes it) may be any frame of
+    # the process: the one a ``sys._getframe(1)`` of the trace reads at run time, say
+    given = {type(lhs), type(rhs)} & {InputFrameVariable, StandInFrameVariable}
+    if given and not rhs.is_python_constant():
         raise Unsupported("frame", f"{lhs} compared with {rhs}", hint=_HINT)
     if isinstance(lhs, FrameVariable) and isinstance(rhs, FrameVariable):
         return lhs.tx is rhs.tx and lhs.hidden == rhs.hidden
