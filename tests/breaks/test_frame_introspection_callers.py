@@ -228,6 +228,22 @@ def its_own_frame_live_after_the_break(x):
     return x + 1, _where(caller), here.f_code.co_name
 
 
+def _twice_as_eager(fn, breaks=None):
+    """``fn`` compiled and eager, called twice from one place: the same results, no fallback and,
+    given ``breaks``, that many breaks in the two calls, no more than torch.compile takes."""
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(2):
+        with recorder:
+            got = compiled(torch.ones(3))
+        assert_same(got, fn(torch.ones(3)))
+    report = recorder.report()
+    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    if breaks is not None:
+        assert report.graph_break_count == breaks, report.break_reasons
+        assert_no_more_breaks(breaks, fn, torch.ones(3))
+
+
 def _checked_at_two_places(fn):
     """``fn`` called from two lines, eager and compiled each from the same one: each call's frames
     above are its own. Returns the report of the first compiled call."""
@@ -395,15 +411,8 @@ def test_a_frame_found_two_ways_is_one_object():
     the trace after its break) and the caller the trace reads at run time were told apart by the
     kinds of their trackers, False where eager gives True. A frame given to the trace is compared
     by CPython (a break)."""
-    compiled, _ = compile_counted(frames_found_two_ways)
-    recorder = Recorder()
-    for i in range(2):
-        with recorder if i == 0 else contextlib.nullcontext():
-            pair = (frames_found_two_ways(torch.ones(3)), compiled(torch.ones(3)))
-        assert_same(pair[1], pair[0])
-        assert pair[0][1:] == (True, True, False)
-    report = recorder.report()
-    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
+    assert frames_found_two_ways(torch.ones(3))[1:] == (True, True, False)
+    _twice_as_eager(frames_found_two_ways)
 
 
 def test_the_frame_above_a_callee_that_resumed():
@@ -554,16 +563,7 @@ def test_frame_info_fields_are_read_in_the_trace(fn):
     """``inspect.stack()`` runs in Python (one break, as torch.compile's); the fields of the
     ``FrameInfo``s it gives (``.function``, ``[3]``, unpacked, ``.frame.f_code``) are read in the
     trace, guarded, as eager's (each was a break of its own)."""
-    compiled, _ = compile_counted(fn)
-    recorder = Recorder()
-    for _ in range(2):
-        with recorder:
-            got = compiled(torch.ones(3))
-        assert_same(got, fn(torch.ones(3)))
-    report = recorder.report()
-    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
-    assert report.graph_break_count == 1, report.break_reasons
-    assert_no_more_breaks(1, fn, torch.ones(3))
+    _twice_as_eager(fn, breaks=1)
 
 
 # -- readers of one frame: inspect.getframeinfo, inspect.getouterframes ----------------------
@@ -636,16 +636,7 @@ def test_a_reader_of_one_frame_breaks_once(fn, breaks):
     and positions as eager's, the frame a trace knows given as it knows it (a callee's, the
     caller of a helper, ``nn.Module``'s ``_call_impl``), a library's without source (no
     ``code_context``), over two calls; torch.compile breaks no less."""
-    compiled, _ = compile_counted(fn)
-    recorder = Recorder()
-    for _ in range(2):
-        with recorder:
-            got = compiled(torch.ones(3))
-        assert_same(got, fn(torch.ones(3)))
-    report = recorder.report()
-    assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
-    assert report.graph_break_count == breaks, report.break_reasons
-    assert_no_more_breaks(breaks, fn, torch.ones(3))
+    _twice_as_eager(fn, breaks=breaks)
 
 
 def _three_up():
