@@ -61,22 +61,26 @@ def inductor(
     # ``alpha=``) would be taken for any value. Without it, what Inductor caches holds the value.
     floats = float_positions(gm)
     cache = contextlib.nullcontext() if not floats else _no_autograd_cache()
+
+    def compile(inputs: list[Any]) -> Any:
+        return compile_with_float_tensors(
+            lambda gm, inputs: compile_again_on_restart(
+                lambda: compile_fx(gm, inputs, config_patches=patches)
+            ),
+            gm,
+            inputs,
+        )
+
     compiled, error = None, None
     with warnings.catch_warnings(record=True) as caught, cache:
         try:
-            compiled = compile_with_float_tensors(
-                lambda gm, inputs: compile_again_on_restart(
-                    lambda: compile_fx(gm, inputs, config_patches=patches)
-                ),
-                gm,
-                example_inputs,
-            )
+            compiled = compile(example_inputs)
         except Exception as e:  # noqa: BLE001 (raised below unless data-dependent)
             error = e
     if error is not None and _data_dependent(error):
         # again with symbols; the warnings were about the failed attempt (autograd's report)
-        with _sizes_from_data():
-            return compile_fx(gm, example_inputs, config_patches=patches)
+        with cache, _sizes_from_data(gm, example_inputs) as inputs:
+            return compile(inputs)
     for w in caught:  # shown as they would have been
         warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
     if error is not None:
@@ -104,16 +108,43 @@ def _data_dependent(error: BaseException | None) -> bool:
 
 
 @contextlib.contextmanager
-def _sizes_from_data() -> Iterator[None]:
-    """Inductor's compile of a graph with a data-dependent size, typically in the backward it
-    derives: a boolean-mask assignment ``h[mask] = v`` with ``v`` requiring grad takes
-    ``grad[mask]``, a ``nonzero``. Without a tracing context, AOTAutograd fakes the inputs in a
-    mode without symbols, where such an operator raises; torch.compile hands it Dynamo's mode.
-    Here: a mode with a ``ShapeEnv`` whose inputs stay static (``static_shapes``), so only the
-    data-dependent sizes become (unbacked) symbols."""
+def _sizes_from_data(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Iterator[list[Any]]:
+    """Inductor's compile of a graph with a data-dependent size: in its forward (``x[mask]``,
+    ``nonzero``) or in the backward it derives (a boolean-mask assignment ``h[mask] = v`` with
+    ``v`` requiring grad takes ``grad[mask]``). Without a tracing context, AOTAutograd fakes real
+    inputs in a mode without symbols, where such an operator raises; torch.compile hands it
+    Dynamo's mode and Dynamo's fakes. Here: the trace's fake mode where the graph's metadata holds
+    one with a ``ShapeEnv`` (its nodes' ``unbacked_bindings`` name that ``ShapeEnv``'s symbols: a
+    new one would issue the same names again, which AOTAutograd takes for a stale memo), else a
+    new mode with a ``ShapeEnv``; the inputs, given as fakes of that mode, keep their sizes
+    static (``static_shapes``), so only the data-dependent sizes become (unbacked) symbols.
+    Yields the inputs to compile with."""
     from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    with tracing(TracingContext(FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True))):
-        yield
+    mode = _traced_fake_mode(gm)
+    if mode is None:
+        mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)
+        inputs = list(example_inputs)
+    else:
+        inputs = [
+            mode.from_tensor(x, static_shapes=True)
+            if isinstance(x, torch.Tensor) and not isinstance(x, FakeTensor)
+            else x
+            for x in example_inputs
+        ]
+    with tracing(TracingContext(mode)):
+        yield inputs
+
+
+def _traced_fake_mode(gm: torch.fx.GraphModule) -> Any:
+    """The fake mode (with a ``ShapeEnv``) of the tensors in ``gm``'s metadata, or None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(v, FakeTensor) and v.fake_mode.shape_env is not None:
+                return v.fake_mode
+    return None

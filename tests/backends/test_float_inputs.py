@@ -87,3 +87,24 @@ def test_inductor_guards_a_float_it_specialises():
     for scale in (0.5, 0.25, 0.75, 0.25):
         torch.testing.assert_close(compiled(x, y, scale), _shifted(x, y, scale))
     assert _stats()["frames"] == 3  # a constant, then one variant per value (0.25's reused)
+
+
+def _positive_scaled(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return (x[x > 0] * scale).sum() + scale
+
+
+def test_inductor_compiles_a_graph_with_a_size_from_data_and_a_float():
+    """``x[x > 0]``'s size is read from data: with the float a constant, the graph's inputs are
+    real tensors and Inductor's first attempt raises; the second one runs in the trace's fake mode
+    (a new ``ShapeEnv`` named its symbol ``u0`` again, which AOTAutograd took for a stale memo:
+    the function ran in Python), through the same float conversion as the first."""
+    torch.manual_seed(0)
+    calls = [(torch.randn(8, dtype=torch.float64), s) for s in (0.5, 0.25, 1 / 3)]
+    compiled = bytegraph.compile(_positive_scaled, backend="inductor")
+    for args in calls:
+        got, want = compiled(*args), _positive_scaled(*args)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+    assert _stats()["frames"] == 2  # the float a constant, then a symbol for every value
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):  # no break there
+        assert _torch_compile_graphs(_positive_scaled, calls, "inductor") == 2
