@@ -151,7 +151,7 @@ def _finish(
         raise Unsupported(
             "exception", "a graph break while an exception is handled (resume code cannot re-enter)"
         )
-    advanced = _advanced_numbers(output)
+    advanced = _advanced_numbers(output) | _loop_counters(fn, output, frames)
     if advanced and output.shapes.policy.foresee(advanced):
         raise NumbersAdvance(advanced)  # before anything is compiled: the driver traces again
     output.state.unwind()  # the backend compiles (AOT: traces) the graph in the call's state
@@ -224,6 +224,31 @@ def _advanced_numbers(output: OutputGraph) -> frozenset[str]:
         source.expr
         for source, value in output.side_effects.stored_attributes()
         if source in read and not _same_number(value, read[source])
+    )
+
+
+def _loop_counters(
+    fn: types.FunctionType, output: OutputGraph, frames: list[FrameState] | None
+) -> frozenset[str]:
+    """The ints a resume function took as arguments and read as constants that its break, in the
+    same function it continues (a loop whose body breaks), passes on changed: a loop's counter
+    (``i += 1`` then ``print(i)``), which the next iteration's call finds changed, so it is
+    traced symbolically from the first iteration."""
+    origin = getattr(fn, "__bytegraph_resume__", None)
+    if origin is None or frames is None or len(frames) != 1 or frames[0].tx.fn is not fn:
+        return frozenset()
+    if resume_origin(fn, frames[0].index)[0] is not origin.template:
+        return frozenset()
+    read = {
+        g.source.name: g.arg
+        for g in output.guards
+        if g.kind is kinds.EQUALS_MATCH and type(g.arg) is int and type(g.source) is LocalSource
+    }
+    passed = frames[0].locals
+    return frozenset(
+        LocalSource(name).expr
+        for name, number in read.items()
+        if name in passed and not _same_number(passed[name], number)
     )
 
 

@@ -110,6 +110,9 @@ class OutputGraph:
         #: through an iterator from where it stands (``iterators.ListRestIteratorVariable``),
         #: which ``builder.wrap`` asks to model it (``model_list``) before wrapping it
         self.read_through: dict[int, tuple[Any, VariableTracker]] = {}
+        #: while true, ``builder.wrap`` guards a str or bytes input's value only when the trace
+        #: reads it (``constants.LazyConstantVariable``): the items a resumed loop takes
+        self.values_guarded_on_use = False
         #: inputs keyed by identity -> how many entries of ``wrapped`` they are guarded apart
         #: from (``containers._keep_apart``)
         self.kept_apart: dict[VariableTracker, int] = {}

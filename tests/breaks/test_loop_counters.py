@@ -3,7 +3,10 @@ function takes the counter as a symbolic number and reads the item at it when it
 (``LazyListVariable.item_at_symbol``), so one variant serves every iteration, not one per value
 of the counter. Each case compares every call with eager (values, printed output, the list after
 the call) over several lengths, counts the graphs of the first and later calls, and sets them
-beside ``torch._dynamo``'s (which runs a frame whose loop breaks in Python: 0 graphs)."""
+beside ``torch._dynamo``'s (which runs a frame whose loop breaks in Python: 0 graphs). The
+counter is symbolic from the resume function's first trace (a range's item; an int the loop
+advances and passes on), and a loop over a dict's keys or items resumes in one variant for every
+key (the key guarded by type where the trace only prints it)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import warnings
 import pytest
 import torch
 from difftest import assert_same, break_count, compile_counted
-from dynamo_baseline import dynamo_breaks
+from dynamo_baseline import dynamo_breaks, dynamo_counts
 
 
 def indexed(x, xs):
@@ -166,3 +169,110 @@ def test_an_index_past_the_end_raises_as_in_eager():
                 compiled(torch.ones(3), xs, k)
         else:
             assert_same(compiled(torch.ones(3), xs, k), expected)
+
+
+# -- loops over a dict whose body breaks -------------------------------------------------------
+#
+# The resume function takes the rest of the keys (or items) as a tuple; a key it only prints is
+# guarded by its type, not its value, and ``d[k]`` reads the item the call finds at that key (the
+# dict's key set guarded), so one variant serves every key. torch._dynamo runs such a frame in
+# Python (0 graphs).
+
+
+def over_items(x, d):
+    for k, v in d.items():
+        x = x + v
+        print(k)
+    return x
+
+
+def over_keys(x, d):
+    for k in d:
+        x = x * d[k] - 1
+        print(k)
+    return x
+
+
+def over_keys_writing(x, d):
+    for k in d:
+        d[k] = d[k] + x
+        x = x + 1
+        print("at", k)
+    return x
+
+
+def _dict(keys, offset=0):
+    torch.manual_seed(len(keys) + offset)
+    return {k: torch.randn(3) for k in keys}
+
+
+_KEYS6 = [f"k{i}" for i in range(6)]
+
+
+def _run_dicts(fn, dicts, limit_warns=False):
+    """``fn`` over each dict of ``dicts`` (a deep copy for eager), as ``_run`` does."""
+    calls = iter(dicts)
+    return _run(fn, range(len(dicts)), make=lambda _: next(calls), limit_warns=limit_warns)
+
+
+@pytest.mark.parametrize("fn", [over_items, over_keys])
+def test_a_dict_loop_resumes_in_one_variant_for_every_key(fn):
+    """Before, each key made a variant (6 graphs for 6 keys; 10 keys reached the recompile limit
+    of 8, the rest in Python)."""
+    dicts = [
+        _dict(_KEYS6),
+        _dict(_KEYS6, 1),
+        _dict([f"k{i}" for i in range(10)]),
+        _dict(_KEYS6, 2),
+    ]
+    per_call = _run_dicts(fn, dicts)
+    # the function and one resume variant; a new key set: the function again (and, reading d by
+    # key, the resume variant)
+    assert per_call[0] <= 2 and per_call[1] == 0 and per_call[3] == 0, per_call
+    assert per_call[2] <= 2, per_call
+    assert dynamo_counts(fn, torch.randn(3), _dict(_KEYS6))[0] == 0  # Dynamo: all in Python
+    assert dynamo_breaks(fn, torch.randn(3), _dict(_KEYS6)) == (0, 0)
+
+
+@pytest.mark.parametrize("fn", [over_items, over_keys, over_keys_writing])
+def test_keys_that_change_between_calls(fn):
+    """A new key, a removed one, the same keys in another order, other values (an int, another
+    shape, one tensor at two keys): each call as in eager (values, printed keys, the dict after
+    it). Nine key sets and value kinds: the recompile limit may be reached (then Python)."""
+    t = torch.randn(3)
+    dicts = [
+        _dict(["a", "b", "c"]),
+        _dict(["a", "b", "c", "d"]),
+        _dict(["a", "c"]),
+        _dict(["c", "a", "b"]),
+        {"a": torch.randn(3), "b": 2.0, "c": torch.randn(3)},
+        {"a": torch.randn(3), "b": torch.randn(2, 3), "c": torch.randn(1)},
+        {"a": t, "b": torch.randn(3), "c": t},
+        {"b": torch.randn(3), "a": torch.randn(3), "c": torch.randn(3)},
+        {"x": torch.randn(3), "y": torch.randn(3), "z": torch.randn(3)},
+    ]
+    _run_dicts(fn, dicts, limit_warns=True)
+
+
+def test_a_key_the_trace_reads_is_guarded_by_value():
+    """A key the body compares or formats is read: guarded by value, one variant per key, each
+    call as in eager."""
+
+    def fn(x, d):
+        for k in d:
+            if k.startswith("w"):
+                x = x * d[k]
+            else:
+                x = x + d[k]
+            print(k + "!")
+        return x
+
+    _run_dicts(fn, [_dict(["w1", "b1", "w2"]), _dict(["b1", "w1", "w2"]), _dict(["w1", "b1"])])
+
+
+def test_the_first_counter_value_is_symbolic():
+    """A range's item, and a while loop's counter that the loop advances, are symbolic from the
+    resume function's first trace: the first call compiles one resume variant for them, not one
+    for the first value and another once it changed."""
+    assert _run(indexed, (6,))[0] == 2  # the function, the resume function (the end included)
+    assert _run(counted_while, (6,))[0] == 2

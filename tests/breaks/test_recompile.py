@@ -113,7 +113,9 @@ def test_breaks_per_loop_count(n):
             bytegraph.graph_break()
         return x
 
-    check_breaks(fn, lambda: (torch.randn(2), n), graphs=n, breaks=n)
+    # the function, then one resume variant for every iteration (the counter symbolic from the
+    # first), which breaks again when it continues the loop
+    check_breaks(fn, lambda: (torch.randn(2), n), graphs=min(n, 2), breaks=min(n, 2))
 
 
 @pytest.mark.parametrize("shape", [(2,), (3, 4), (1, 2, 3)])

@@ -49,8 +49,10 @@ from .constants import (
     IMMUTABLE_C_KINDS,
     IMMUTABLE_KINDS,
     IMMUTABLE_PY_KINDS,
+    LAZY_CONSTANT_TYPES,
     LITERAL_TYPES,
     ConstantVariable,
+    LazyConstantVariable,
     SliceVariable,
     computed,
     reading_method,
@@ -59,6 +61,7 @@ from .constants import (
 from .containers import (
     DequeVariable,
     DictVariable,
+    LazyDictVariable,
     LazyListVariable,
     ListVariable,
     MappingProxyVariable,
@@ -298,6 +301,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in (int, float) and tx.output.shapes.policy.number_is_dynamic(value, source):
         add(kinds.TYPE_MATCH(source, cls))
         return tx.output.add_symbolic_number(value, source)
+    if cls in LAZY_CONSTANT_TYPES and tx.output.values_guarded_on_use:
+        add(kinds.TYPE_MATCH(source, cls))
+        return LazyConstantVariable(value, source, tx.output.assume_equal)
     if (
         cls in LITERAL_TYPES
         or cls is range
@@ -356,6 +362,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
         add(kinds.DICT_KEYS(source, tuple(value)))
+        if all(_leaf_value(v) for v in value.values()):  # guarded as the trace reads them
+            return LazyDictVariable(value, lambda: _dict_items(tx, value, source), source)
         return DictVariable(_dict_items(tx, value, source), source)
     if cls in _DICT_SUBCLASSES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, cls))
@@ -402,6 +410,12 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+def _leaf_value(value: Any) -> bool:
+    """A tensor or a constant: a dict's value that holds no object (so the dict cannot hold
+    itself through it, nor its tracker be reached again while its items are wrapped)."""
+    return isinstance(value, torch.Tensor) or type(value) in CONSTANT_TYPES
 
 
 def _immutable_parts(value: Any) -> bool:

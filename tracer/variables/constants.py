@@ -624,6 +624,54 @@ class ConstantVariable(ConstantLikeVariable):
         return f"ConstantVariable({self.value!r})"
 
 
+#: The types of inputs whose value may stay unguarded while the trace only holds them
+#: (``LazyConstantVariable``): compared and hashed by value, with no symbolic model of their own.
+LAZY_CONSTANT_TYPES = (str, bytes)
+
+
+class LazyConstantVariable(ConstantVariable):
+    """A str or bytes input the trace holds without reading its value (a loop's item a resume
+    function takes, only printed or passed to Python code at a break): its type is guarded where
+    it is wrapped, its value on the first read of ``value`` (which everything that looks at it
+    goes through: hashing, comparing, formatting, folding), so code that only passes it on serves
+    every value. Until then it is given back through its source.
+
+    Invariant: each read of ``value`` guards ``source == value`` (on the source it was wrapped
+    with: code emission may point ``source`` elsewhere for a while), so no result of the trace
+    depends on a value its guards leave open."""
+
+    def __init__(self, value: Any, source: Source, assume_equal: Callable[[Source, Any], None]):
+        self._value, self.source, self._where = value, source, source
+        self._assume_equal = assume_equal
+        self.read = False
+
+    @property
+    def value(self) -> Any:  # type: ignore[override]
+        self._assume_equal(self._where, self._value)  # (again each time: a memoized body logs it)
+        self.read = True
+        return self._value
+
+    def peek(self) -> Any:
+        """The value, unguarded: for a reader whose result guards what it depends on itself
+        (``containers.LazyDictVariable.item_at_key``)."""
+        return self._value
+
+    def python_type(self) -> type:
+        return type(self._value)  # guarded where it was wrapped
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.source.reconstruct(cg)
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        return ConstantVariable(**{"value": self.value, "source": self.source, **changes})
+
+    def walk_children(self) -> list[VariableTracker]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"LazyConstantVariable({type(self._value).__name__} at {self._where.expr})"
+
+
 # ``ObjectIdVariable``: ``id(obj)`` of a value the trace has no address for (a constant, a tensor,
 # a container or object made in the trace).
 #

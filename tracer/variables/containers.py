@@ -48,7 +48,7 @@ from .base import (
     method_bound,
     type_lookup,
 )
-from .constants import ConstantVariable
+from .constants import ConstantVariable, LazyConstantVariable
 from .tensors import TensorVariable
 
 if TYPE_CHECKING:
@@ -815,6 +815,68 @@ class DictVariable(BuiltOnce, VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
+
+
+class LazyDictVariable(DictVariable):
+    """A plain ``dict`` input whose values the trace has not read: its keys are guarded where it
+    is wrapped (``DICT_KEYS``), its values wrapped, all at once, on the first read of ``items``
+    (``read_items``, the builder's). Until then, an item the trace reads at a key it holds
+    without its value (``LazyConstantVariable``: a loop's key printed at a break) is the item the
+    call finds there at run time (``item_at_key``), so the key's value stays unguarded.
+
+    Invariant: while ``read`` is False no guard holds a value of the dict, and it is given back
+    through its source (the trace has not changed it: every change reads ``items`` first)."""
+
+    def __init__(self, value: dict, read_items: Callable[[], dict], source: Source) -> None:
+        self._value, self._read_items = value, read_items
+        self._items: dict[Any, VariableTracker] | None = None
+        self.source, self.cls, self.default_factory = source, dict, None
+
+    @property
+    def items(self) -> dict[Any, VariableTracker]:  # type: ignore[override]
+        if self._items is None:
+            self._items = self._read_items()
+        return self._items
+
+    @items.setter
+    def items(self, items: dict[Any, VariableTracker]) -> None:
+        self._items = items
+
+    @property
+    def read(self) -> bool:
+        return self._items is not None
+
+    def is_python_constant(self) -> bool:
+        """Not while a value is a tensor (so folding an operation on it reads nothing)."""
+        if not self.read and any(isinstance(v, torch.Tensor) for v in self._value.values()):
+            return False
+        return super().is_python_constant()
+
+    def item_at_key(self, tx: Translator, key: VariableTracker) -> VariableTracker | None:
+        """``d[k]`` for a key whose value the trace has not read, while nothing of the dict is
+        read: the item at that key, read at run time (``L['d'][L['__stack0'][0]]``) and guarded
+        as an input, an absent key making its guards raise (a miss). None otherwise (the key
+        read: guarded by value; CPython's KeyError raised as before)."""
+        if self.read or not isinstance(key, LazyConstantVariable) or key.read:
+            return None
+        real = key.peek()
+        if real not in self._value:
+            return None
+        return tx.wrap(self._value[real], ComputedItemSource(self.source, key.source))
+
+    def clone(self, **changes: Any) -> VariableTracker:
+        return DictVariable(**{"items": dict(self.items), "source": self.source, **changes})
+
+    def walk_children(self) -> list[VariableTracker]:
+        """What ``base.walk`` visits (without reading the real dict)."""
+        return [self.items] if self.read else []
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items!r})" if self.read else "LazyDictVariable(unread)"
+
+
+#: the trackers of a plain dict's storage: one made in the trace or read, or an input's unread
+PLAIN_DICTS = (DictVariable, LazyDictVariable)
 
 
 @dataclass(eq=False)
@@ -2573,6 +2635,10 @@ def _dict_delitem(tx, obj, key):
 
 
 def _dict_getitem(tx, obj, key):
+    if isinstance(obj, LazyDictVariable):
+        item = obj.item_at_key(tx, key)
+        if item is not None:
+            return item
     k = _key(key)
     if k in obj.items:
         return obj.items[k]

@@ -64,6 +64,7 @@ from .constants import (
     unstored_dict,
 )
 from .containers import (
+    PLAIN_DICTS,
     DictVariable,
     ListVariable,
     MappingProxyVariable,
@@ -1493,7 +1494,7 @@ def _freeze(effects: Any, vt: VariableTracker, place: Source) -> bool:
     if isinstance(vt, (ListVariable, TupleVariable)):
         vt.source = place
         return all([_freeze(effects, v, ItemSource(place, i)) for i, v in enumerate(vt.items)])
-    if type(vt) is DictVariable and vt.default_factory is None:
+    if type(vt) in PLAIN_DICTS and vt.default_factory is None:
         vt.source = place
         if not all(is_key_value(k) for k in vt.items):
             raise Unsupported("memoized_call", "an lru_cache'd result holds a dict with such keys")
@@ -1553,7 +1554,7 @@ def _pair(
             for item_vt, item in zip(vt.items, value, strict=True):
                 _pair(tx, item_vt, item, pairs, owners)
             return
-    elif kind is dict and type(vt) is DictVariable and all(map(is_key_value, vt.items)):
+    elif kind is dict and type(vt) in PLAIN_DICTS and all(map(is_key_value, vt.items)):
         items = {key_value(k): v for k, v in vt.items.items()}
         if list(items) == list(value):
             for key, item in value.items():

@@ -824,9 +824,11 @@ class ResumedItemsVariable(TakenIteratorVariable):
     length only as far as the trace reads it: at least ``i + 1`` items for each one taken, exactly
     ``i`` where the loop ends. So a loop whose body breaks at every iteration resumes in one
     variant for all iterations but the last (each guarding the item it takes), where guarding
-    the whole rest would make one per number of items left. At a break the rest travels on as
-    ``rest[i:]``; escaping, it is ``iter(rest[i:])``. It has no source of its own: it is an
-    iterator made by the resume function, not the caller's object."""
+    the whole rest would make one per number of items left. A range's item is symbolic from the
+    first trace (a counter), and a str or bytes item (a dict's key) is guarded by value only
+    once the trace reads it (``LazyConstantVariable``), so printing it serves every key. At a
+    break the rest travels on as ``rest[i:]``; escaping, it is ``iter(rest[i:])``. It has no
+    source of its own: it is an iterator made by the resume function, not the caller's object."""
 
     rest: Any = ()  #: the real tuple or range
     rest_source: Source | None = None
@@ -840,7 +842,14 @@ class ResumedItemsVariable(TakenIteratorVariable):
             self.exhausted = True
             return None
         tx.output.assume_len_at_least(self.rest_source, self.index + 1)
-        item = tx.wrap(self.rest[self.index], ItemSource(self.rest_source, self.index))
+        source = ItemSource(self.rest_source, self.index)
+        if type(self.rest) is range:  # a counter: each iteration's differs from the last
+            tx.output.shapes.policy.foresee(frozenset({source.expr}))
+        tx.output.values_guarded_on_use = True  # (a key printed: one variant for every key)
+        try:
+            item = tx.wrap(self.rest[self.index], source)
+        finally:
+            tx.output.values_guarded_on_use = False
         self.index += 1
         return item
 

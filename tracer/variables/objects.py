@@ -64,6 +64,7 @@ from .constants import (
     value_arguments,
 )
 from .containers import (
+    PLAIN_DICTS,
     BaseSequenceVariable,
     DequeVariable,
     DictVariable,
@@ -929,7 +930,7 @@ class UserObjectVariable(VariableTracker):
     def _instance_dict(self, tx: Translator, stored: dict) -> VariableTracker:
         """``obj.__dict__``, the object's real dict (guarded) with the trace's stores applied."""
         real = tx.wrap(_instance_dict(self.value), AttrSource(self.source, "__dict__"))
-        if type(real) is not DictVariable:
+        if type(real) not in PLAIN_DICTS:
             raise Unsupported("instance_dict", f"{type(self.value).__name__}.__dict__ is {real}")
         return InstanceDictVariable({**real.items, **stored}, owner=self)
 
@@ -1820,7 +1821,7 @@ class ContainerObject:
         if self.real is None:
             return {}
         own = tx.wrap(vars(self.real), AttrSource(self.source, "__dict__"))
-        if type(own) is not DictVariable:
+        if type(own) not in PLAIN_DICTS:
             raise Unsupported("instance_dict", f"{self.cls.__name__}.__dict__ is {own}")
         return own.items
 
