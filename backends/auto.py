@@ -14,10 +14,12 @@ same ones) or layout operations (views). So the graph's operations on tensors ar
 those three kinds, and a graph goes to Inductor when it has ``MIN_FUSED_OPS`` fusible operations,
 or at least one on a tensor of ``MIN_FUSED_ELEMENTS`` elements (then the passes over memory
 outweigh the call's fixed cost), unless it reads a float input (``choose_cpu_backend``'s
-``float_inputs``): Inductor turns a float it is given into a constant, guarded on its value, where
-it cannot make it a tensor (a keyword argument such as ``add_(g, alpha=-lr)``), so a number that
-changes at every call, a learning rate under a scheduler, compiled the graph again at every call
-until the recompile limit; with ``eager`` the graph serves every value. A small MLP (``Linear,
+``float_inputs``) that Inductor cannot take as a 0-d tensor (``float_inputs.taken_as_tensors``):
+there Inductor turns the float into a constant, guarded on its value (a keyword argument such as
+``add_(g, alpha=-lr)``), so a number that changes at every call, a learning rate under a
+scheduler, compiled the graph again at every call until the recompile limit; with ``eager`` the
+graph serves every value. A float that is only an operand of arithmetic (``x * scale + eps``)
+goes to Inductor as a tensor: one graph for every value. A small MLP (``Linear,
 ReLU, Linear``) on small inputs stays eager, where Inductor's kernels lose (0.6x on a 2-core CPU);
 a transformer block goes to Inductor (2-4x on a chain of 5-12 pointwise operations).
 ``torch._inductor`` is imported only when a graph goes there; random numbers are drawn as eager
@@ -41,6 +43,7 @@ from typing import Any
 import torch.fx
 
 from .eager import eager
+from .float_inputs import float_positions, taken_as_tensors
 from .registry import MODES, lookup_backend, notice_once, register_backend
 
 log = logging.getLogger("bytegraph.backends")
@@ -102,9 +105,13 @@ class CpuChoice:
     fused_ops: int  #: operations Inductor would fuse (pointwise, reductions, norms, ...)
     largest: int  #: elements of the largest result of one of them (0 if unknown or none)
     float_inputs: int = 0  #: float inputs (``SymFloat`` placeholders) the graph reads
+    #: whether Inductor would specialise one of them (a graph per value) rather than take it as
+    #: a tensor (``float_inputs.taken_as_tensors``)
+    floats_specialised: bool = False
 
     def __str__(self) -> str:
         floats = f", {self.float_inputs} float inputs" if self.float_inputs else ""
+        floats += " (specialised by Inductor)" if self.floats_specialised else ""
         return (
             f"{self.backend} ({self.fused_ops} fusible operations, largest {self.largest}{floats})"
         )
@@ -123,15 +130,15 @@ def choose_cpu_backend(gm: torch.fx.GraphModule) -> CpuChoice:
             numel = value.numel()
             if isinstance(numel, int):  # a symbolic size counts as unknown
                 largest = max(largest, numel)
-    floats = sum(
-        1
-        for node in gm.graph.nodes
-        if node.op == "placeholder"
-        and node.users
-        and isinstance(node.meta.get("example_value"), torch.SymFloat)
-    )
-    wins = not floats and (fused >= MIN_FUSED_OPS or (fused and largest >= MIN_FUSED_ELEMENTS))
-    return CpuChoice("inductor" if wins else "eager", fused, largest, floats)
+    floats = len(float_positions(gm))
+    specialised = bool(floats) and not taken_as_tensors(gm)
+    wins = _fusion_pays(fused, largest) and not specialised
+    return CpuChoice("inductor" if wins else "eager", fused, largest, floats, specialised)
+
+
+def _fusion_pays(fused: int, largest: int) -> bool:
+    """The size rule: enough fusible operations, or one on a large tensor."""
+    return fused >= MIN_FUSED_OPS or (fused > 0 and largest >= MIN_FUSED_ELEMENTS)
 
 
 def _kind(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
@@ -195,7 +202,7 @@ def auto(
     log.info("CPU graph %s: %s", gm.__class__.__name__, choice)
     if choice.backend == "eager":
         why = "the graph is too small to gain from Inductor"
-        if choice.float_inputs:
+        if _fusion_pays(choice.fused_ops, choice.largest):
             why = "the graph reads a float input, which Inductor would compile again for each value"
         return _eager(gm, example_inputs, options, why)
     return _inductor(gm, example_inputs, options)

@@ -12,10 +12,15 @@ the symbol and its guards stay those of the trace) whose ``.item()`` the graph r
 the float, and the compiled callable, given the float, passes it as such a tensor (exact: a Python
 float is a float64). The pass then computes with the tensor, converted to each operation's dtype
 as eager converts a Python scalar, and the graph serves every value of the float.
+
+Where a float reaches an operand the pass cannot make a tensor (``alpha=``, ``x ** s``,
+``clamp(max=s)``), Inductor specialises it instead: a graph per value. ``taken_as_tensors(gm)``
+says, from the graph alone, whether every float it reads is an operand the pass makes a tensor.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +56,77 @@ def float_positions(gm: torch.fx.GraphModule) -> tuple[int, ...]:
         for i, n in enumerate(placeholders)
         if n.users and isinstance(n.meta.get("example_value"), torch.SymFloat)
     )
+
+
+#: Operators on a tensor and a float that AOTAutograd's pass computes with the float as a tensor
+#: (its ``SUPPORTED_OPS``, as they appear in a traced graph: ``x * s``, ``torch.mul(x, s)``,
+#: ``x.mul_(s)``); given positionally, without keyword arguments (``alpha=`` is specialised).
+TENSOR_OPERATORS = frozenset(
+    {
+        operator.add, operator.sub, operator.mul, operator.truediv,
+        operator.gt, operator.lt, operator.ge, operator.le, operator.eq, operator.ne,
+        torch.add, torch.sub, torch.mul, torch.div,
+        torch.gt, torch.lt, torch.ge, torch.le, torch.eq, torch.ne,
+    }
+)  # fmt: skip
+TENSOR_METHODS = frozenset(
+    {
+        "add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_",
+        "gt", "lt", "ge", "le", "eq", "ne",
+    }
+)  # fmt: skip
+#: Arithmetic on floats whose result (a float symbol) the pass rewrites as tensor arithmetic
+#: where a tensor operator reads it (``x * (-s * 2)``).
+NUMBER_OPERATORS = frozenset(
+    {operator.add, operator.sub, operator.mul, operator.truediv, operator.neg}
+)
+
+
+def taken_as_tensors(gm: torch.fx.GraphModule) -> bool:
+    """Whether every float input ``gm`` reads ends, through arithmetic on numbers, only in
+    operands of ``TENSOR_OPERATORS``/``TENSOR_METHODS`` computing a tensor: then AOTAutograd's
+    pass makes each a tensor and a compiled graph serves every value. Any other use (a keyword
+    argument, ``pow``, ``clamp``, a factory, the graph's output, a node without metadata) may be
+    specialised by Inductor: False."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    pending = [placeholders[i] for i in float_positions(gm)]
+    seen: set[torch.fx.Node] = set()
+    while pending:
+        node = pending.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for user in node.users:
+            if user.kwargs:
+                return False
+            value = user.meta.get("example_value")
+            if isinstance(value, torch.SymFloat) and _is_float_arithmetic(user):
+                pending.append(user)
+            elif not (isinstance(value, torch.Tensor) and _is_tensor_operator(user)):
+                return False
+    return True
+
+
+def _is_float_arithmetic(node: torch.fx.Node) -> bool:
+    """``node`` is arithmetic on floats alone: float symbols and constants (no size)."""
+    return (
+        node.op == "call_function"
+        and node.target in NUMBER_OPERATORS
+        and all(
+            isinstance(a, (int, float))
+            or (
+                isinstance(a, torch.fx.Node)
+                and isinstance(a.meta.get("example_value"), torch.SymFloat)
+            )
+            for a in node.args
+        )
+    )
+
+
+def _is_tensor_operator(node: torch.fx.Node) -> bool:
+    if node.op == "call_function":
+        return node.target in TENSOR_OPERATORS
+    return node.op == "call_method" and node.target in TENSOR_METHODS
 
 
 def compile_with_float_tensors(

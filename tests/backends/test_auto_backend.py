@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 from bytegraph.backends import auto as auto_module
 from bytegraph.backends.registry import lookup_backend
@@ -212,7 +213,65 @@ def test_a_graph_reading_a_float_input_runs_with_eager():
     [_, lr] = [n for n in gm.graph.nodes if n.op == "placeholder"]
     assert auto_module.choose_cpu_backend(gm).backend == "inductor"
     lr.meta["example_value"] = ShapeEnv().create_unbacked_symfloat()
-    assert auto_module.choose_cpu_backend(gm) == auto_module.CpuChoice("eager", 5, 0, 1)
+    # without metadata, what reads the float is unknown: Inductor may specialise it
+    assert auto_module.choose_cpu_backend(gm) == auto_module.CpuChoice("eager", 5, 0, 1, True)
+
+
+def _choice_once_the_float_is_a_symbol(fn, *tensors):
+    """The ``CpuChoice`` of ``fn``'s graph at its second float (then a symbol; the first is a
+    constant)."""
+    seen = []
+
+    def recording(gm, example_inputs):
+        seen.append(auto_module.choose_cpu_backend(gm))
+        return gm.forward
+
+    compiled = bytegraph.compile(fn, backend=recording)
+    for lr in (0.5, 0.25):
+        compiled(*tensors, lr)
+    return seen[-1]
+
+
+def test_a_float_read_as_an_operand_goes_to_inductor_one_read_as_alpha_does_not():
+    """Inductor takes a float that arithmetic reads as a 0-d tensor (one graph for every value),
+    and specialises one given as ``alpha=`` (a graph per value)."""
+    x, y = torch.randn(8), torch.randn(8)
+    scaled = _choice_once_the_float_is_a_symbol(
+        lambda x, y, lr: ((x + 1) * 2).sin().cos() * (-lr * 2) + lr, x, y
+    )
+    alpha = _choice_once_the_float_is_a_symbol(
+        lambda x, y, lr: torch.add(((x + 1) * 2).sin().cos(), y, alpha=lr), x, y
+    )
+    assert scaled == auto_module.CpuChoice("inductor", 6, 8, 1, False)
+    assert alpha == auto_module.CpuChoice("eager", 5, 8, 1, True)
+
+
+def _scaled_block(x, w, scale):
+    return mlp_block(x, w) * scale + scale
+
+
+def test_a_graph_reading_a_float_runs_with_inductor_once_for_every_value(monkeypatch):
+    """A float as an operand of arithmetic goes to Inductor as a 0-d tensor: the float a
+    constant, then one graph for every value, as torch.compile's Inductor; results as eager's."""
+    backends = []
+    lookup = auto_module.lookup_backend
+    monkeypatch.setattr(
+        auto_module, "lookup_backend", lambda name: backends.append(name) or lookup(name)
+    )
+    x, w = torch.randn(4, 8, dtype=torch.float64), torch.randn(8, 8, dtype=torch.float64)
+    calls = [(x, w, s) for s in (0.5, 0.25, 1 / 3)]
+    compiled = bytegraph.compile(_scaled_block, backend="auto")
+    for args in calls:
+        assert_same(compiled(*args), _scaled_block(*args))
+    stats = bytegraph.stats()
+    assert stats["frames"] == 2 and not any(k.startswith("fallback") for k in stats), stats
+    assert backends == ["inductor", "inductor"]  # the float a constant, then a symbol
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    expected = torch.compile(_scaled_block, backend="inductor")
+    for args in calls:
+        expected(*args)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2
 
 
 def test_a_training_step_under_a_learning_rate_scheduler_compiles_once():
