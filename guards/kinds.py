@@ -173,7 +173,7 @@ def _value_key(value: Any) -> tuple:
     ``True`` and ``1.0`` are not one guard). A slice does not hash before 3.12: its bounds do."""
     if type(value) is slice:
         return (slice, (value.start, value.stop, value.step))
-    return (type(value), value)
+    return (type(value), value, _zero_signs(value))
 
 
 def _keys_identity(keys: tuple) -> tuple:
@@ -254,7 +254,26 @@ def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     one."""
     if type(arg) is float and math.isnan(arg):
         return [f"{expr} != {expr}"]
-    return [f"{expr} == {literal(arg, consts)}"]
+    copysign = consts.name(math.copysign)
+    parts = (".real", ".imag") if type(arg) is complex else ("",)
+    signs = [
+        f"{copysign}(1.0, {expr}{part}) == {sign}"
+        for part, sign in zip(parts, _zero_signs(arg), strict=False)  # () for other types
+        if sign is not None
+    ]
+    return [f"{expr} == {literal(arg, consts)}", *signs]
+
+
+def _zero_signs(value: Any) -> tuple:
+    """The signs of a float's or complex's zero parts (``None`` for a part not zero): ``-0.0 ==
+    0.0``, yet ``1 / x``, ``math.copysign`` and ``str`` tell them apart."""
+    if type(value) is float:
+        parts: tuple = (value,)
+    elif type(value) is complex:
+        parts = (value.real, value.imag)
+    else:
+        return ()
+    return tuple(math.copysign(1.0, p) if p == 0 else None for p in parts)
 
 
 @guard_kind(2, absorb=Absorb.MEMBERS)

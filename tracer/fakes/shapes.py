@@ -83,9 +83,9 @@ class DynamicPolicy:
         return dims
 
     def number_is_dynamic(self, value: int | float, source: Source) -> bool:
-        """Ints, and floats (finite ones), are traced symbolically once they change between
-        calls."""
-        if type(value) is float and not math.isfinite(value):
+        """Ints, and floats (finite ones but -0.0, whose symbol's hint would be 0.0: sympy has no
+        sign of zero), are traced symbolically once they change between calls."""
+        if type(value) is float and (not math.isfinite(value) or str(value) == "-0.0"):
             return False
         if self.mode is not None:
             return self.mode
@@ -153,6 +153,8 @@ def _static_context(symbolic_shapes: Any, value: torch.Tensor) -> Any:
 
 
 #: a module's name and attribute in the text of torch's sympy printer (``PythonPrinter``)
+#: A float symbol's guard: the number is not -0.0 (``{1}`` is ``math.copysign``).
+_NOT_MINUS_ZERO = "({0} != 0.0 or {1}(1.0, {0}) > 0)"
 _PRINTED_MODULE_NAME = re.compile(r"\b(torch|math)\.(\w+)")
 
 
@@ -309,7 +311,11 @@ class ShapeTracker:
         import sympy  # imported by torch's symbolic shapes (see ``_SYMBOLIC_SHAPES``)
 
         exprs: list[Any] = []
+        rendered: list[Guard] = []
         for sym in self.defined:
+            if not sym.is_integer:  # sympy has no -0.0: a float symbol stands for other floats
+                copysign = ModuleGlobalSource("math", "copysign")
+                rendered.append(self._guard(_NOT_MINUS_ZERO, (self.defined[sym], copysign)))
             replacement = env.replacements.get(sym)
             if replacement is not None:
                 exprs.append(sympy.Eq(sym, replacement))
@@ -323,7 +329,6 @@ class ShapeTracker:
         for source, expr in self.equalities:
             exprs.append(("eq", source, expr))
         exprs += [g.expr for g in env.guards]
-        rendered: list[Guard] = []
         for expr in exprs:
             guard = self._render(expr)
             if guard is not None:
