@@ -295,8 +295,12 @@ def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     parts compared alike (a new ``obj.method``, or a new frozenset of the same objects, is found
     where the old one was); any other key (a tensor, class, function, module, plain object, enum
     member, dtype) the same object, held weakly where it allows."""
-    if all(type(k) in _LITERAL_TYPES for k in arg):
-        return [f"tuple({expr}) == {consts.name(arg, 'keys')}"]
+    if all(type(k) in _LITERAL_TYPES for k in arg):  # exact types first: True == 1, 'a' == obj
+        types_ = tuple(type(k) for k in arg)
+        return [
+            f"tuple(map(type, {expr})) == {consts.name(types_, 'key_types')}",
+            f"tuple({expr}) == {consts.name(arg, 'keys')}",
+        ]
     expected = "".join(f"{_expected_key(k, consts)}, " for k in arg)
     return [f"len({expr}) == {len(arg)}", f"{consts.name(same_keys)}({expr}, ({expected}))"]
 
@@ -332,10 +336,11 @@ def _by_value(key: Any) -> bool:
 
 def _same_key(key: Any, expected: Any) -> bool:
     """``key`` is ``expected``, or equal to it as CPython compares keys, with the same types
-    throughout: the same constant; a tuple of such keys; a frozenset of them iterating in the
-    same order (the trace may have read it); a bound method of the same function to the same
-    object (CPython's ``method_richcompare``: ``__self__`` by identity). Only builtin ``==``
-    runs (never a user ``__eq__`` of a key passed in)."""
+    throughout: the same constant (a zero of the same sign, a range of the same bounds: values
+    CPython's lookup takes for each other but ``str`` tells apart); a tuple of such keys; a
+    frozenset of them iterating in the same order (the trace may have read it); a bound method
+    of the same function to the same object (CPython's ``method_richcompare``: ``__self__`` by
+    identity). Only builtin ``==`` runs (never a user ``__eq__`` of a key passed in)."""
     if key is expected:
         return True
     cls = type(expected)
@@ -347,7 +352,9 @@ def _same_key(key: Any, expected: Any) -> bool:
         return len(key) == len(expected) and _same_items(key, expected)
     if cls is types.MethodType:
         return key.__self__ is expected.__self__ and key.__func__ is expected.__func__
-    return cls in _VALUE_TYPES and key == expected
+    if cls is range:  # equal as sequences is not enough: range(0, 3, 2) == range(0, 4, 2)
+        return (key.start, key.stop, key.step) == (expected.start, expected.stop, expected.step)
+    return cls in _VALUE_TYPES and key == expected and _zero_signs(key) == _zero_signs(expected)
 
 
 class _InOrder(tuple):

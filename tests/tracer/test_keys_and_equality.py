@@ -916,3 +916,59 @@ def _configured(x, act):
 @pytest.mark.parametrize("act", ["relu", "tanh", "gelu"])
 def test_a_registry_keyed_by_dataclass_configs_made_in_the_call(act):
     check_breaks(_configured, lambda: (torch.ones(2) - 2, act), graphs=1, breaks=0)
+
+
+class _Size(enum.IntEnum):
+    ONE = 1
+
+
+class _EqualToAll:
+    """Hashes as ``"a"`` and says it equals anything: a guard comparing keys with ``==`` would
+    take it for ``"a"``."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return hash("a")
+
+    def __repr__(self):
+        return "_EqualToAll()"
+
+
+#: pairs of keys equal as CPython's lookup compares them, that the trace reading them tells apart
+#: (their repr, a zero's sign, a range's bounds)
+_EQUAL_KEYS_TOLD_APART = {
+    "int_bool": (1, True),
+    "bool_int": (True, 1),
+    "int_enum": (1, _Size.ONE),
+    "str_user_eq": ("a", _EqualToAll()),
+    "zero_signs": (0.0, -0.0),
+    "complex_zero_signs": (0j, complex(-0.0, 0.0)),
+    "tuple_zero_signs": ((0.0, 1), (-0.0, 1)),
+    "frozenset_zero_signs": (frozenset([0.0, 5]), frozenset([-0.0, 5])),
+    "range_steps": (range(0, 3, 2), range(0, 4, 2)),
+    "empty_ranges": (range(0), range(5, 5)),
+}
+
+
+def _keys_read(x, d, s):
+    return x + 1, [repr(k) for k in d], [repr(k) for k in s]
+
+
+@pytest.mark.parametrize("kind", _EQUAL_KEYS_TOLD_APART)
+def test_an_equal_key_the_trace_tells_apart_traces_again(kind):
+    """An input dict and set whose key is equal, as CPython compares keys, to the one the trace
+    read, but another value to the trace (``True`` for ``1``, an ``IntEnum`` member, an object
+    whose ``__eq__`` says yes, ``-0.0`` for ``0.0``, ``range(0, 4, 2)`` for ``range(0, 3, 2)``):
+    each gives eager's texts (the guard took the second key for the first and ran the first
+    trace), and where both keys are traced, one variant for each."""
+    first, second = _EQUAL_KEYS_TOLD_APART[kind]
+    compiled, counter = compile_counted(_keys_read)
+    for key in (first, second, first, second):
+        args = (torch.ones(2), {key: 0, "z": 1}, {key, "z"})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a user object's key breaks: values still eager's
+            assert_same(compiled(*args), _keys_read(*args))
+    if kind not in ("int_enum", "str_user_eq"):
+        assert counter.frame_count == 2
