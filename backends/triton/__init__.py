@@ -1,9 +1,10 @@
 """``backend="triton"``: our Inductor-like compiler from FX graphs to fused Triton kernels.
 
-Pipeline (one module each): ``compile`` (aot_autograd, decompositions) -> ``graph`` + ``lowering``/
-``lower_*`` (ATen -> ``ir``) -> ``scheduler`` (fusion) -> ``kernel`` + ``reduction_code`` + ``ops``
-(Triton source) -> ``launch`` (hash-keyed cache, grid, call) -> ``wrapper`` (the Python that
-allocates and launches); ``cudagraphs`` (``mode="reduce-overhead"``) and ``autotune``
+Pipeline (one module each): ``compile`` (aot_autograd, decompositions; ``float_scalars``: float
+inputs at their float64 value) -> ``graph`` + ``lowering``/``lower_*`` (ATen -> ``ir``) ->
+``scheduler`` (fusion) -> ``kernel`` + ``reduction_code`` + ``ops`` (Triton source) -> ``launch``
+(hash-keyed cache, grid, call) -> ``wrapper`` (the Python that allocates and launches);
+``cudagraphs`` (``mode="reduce-overhead"``) and ``autotune``
 (``mode="max-autotune"``) as ``config.Options`` say. Entry points: the registered backend
 (``options=`` a dict or an ``Options``) and ``is_available_for(example_inputs)``; on inputs it
 cannot run (CPU tensors without ``TRITON_INTERPRET=1``, no GPU, no triton) the backend returns

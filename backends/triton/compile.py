@@ -19,11 +19,13 @@ from typing import Any
 import torch
 import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified
+from torch._functorch.partitioners import default_partition
 
 from ..state_nodes import has_runtime_nodes
 from . import cudagraphs
 from .config import Options
 from .decompositions import decomposition_table
+from .float_scalars import widen_float_scalars
 from .graph import GraphLowering
 from .launch import KernelLauncher
 from .scheduler import FusedGroup, schedule
@@ -117,6 +119,7 @@ def compile_aten_graph(
 ) -> CompiledGraph:
     """Lower, schedule and generate one ATen graph (CUDA-graphed with ``options.cudagraphs``)."""
     options = options or Options()
+    widen_float_scalars(gm)
     graph = GraphLowering(gm, example_inputs).run()
     steps = schedule(graph.buffers, graph.output_buffers())
     code = generate_wrapper(graph, steps, autotune=options.max_autotune)
@@ -183,6 +186,13 @@ def tuple_output(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, bool]:
     return torch.fx.GraphModule(gm, graph), True
 
 
+def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+    """The default partition of the joint graph, its float inputs widened first: a float the
+    backward reads is saved as the float64 the forward computes with."""
+    widen_float_scalars(joint)
+    return default_partition(joint, joint_inputs, **kwargs)
+
+
 def compile_triton(
     gm: torch.fx.GraphModule, example_inputs: list[Any], options: Options | None = None
 ) -> TritonCompiledFunction:
@@ -198,6 +208,7 @@ def compile_triton(
         list(example_inputs),
         fw_compiler=compiler,
         bw_compiler=compiler,
+        partition_fn=_partition,
         decompositions=decomposition_table(),
     )
     return TritonCompiledFunction(fn, graphs, unwrap)

@@ -106,6 +106,7 @@ class TritonKernel:
         self.memory_loads: set[str] = set()
         self.inputs: list[str] = []
         self.size_args: dict[Expr, str] = {}
+        self.float_args: set[str] = set()  #: size args holding a float: typed float64
         self.counter = 0
         self.masks: list[str] = []
         self.indirect: dict[sympy.Symbol, str] = {}  #: index read from memory -> "in bounds" test
@@ -217,11 +218,12 @@ class TritonKernel:
             and not expr.is_number
             and not expr.free_symbols & {XINDEX, RINDEX}
         ):
-            # a float of sizes (``sym_float(s0)``, ``1.0 / s0``): the wrapper computes it in Python
-            # and passes it as one scalar argument (index arithmetic is integer-only)
-            return self.emit(
-                f"tl.full([1], {self.size_arg(expr)}, {tl_dtype})", register_dtype(dtype)
-            )
+            # a float of sizes (``sym_float(s0)``, ``1.0 / s0``) or a float input: the wrapper
+            # computes it in Python and passes it as one scalar argument (index arithmetic is
+            # integer-only), a float64 as Python's float is (triton would make it a float32)
+            arg = self.size_arg(expr)
+            self.float_args.add(arg)
+            return self.emit(f"tl.full([1], {arg}, {tl_dtype})", register_dtype(dtype))
         expr = sympy.expand(expr)
         if not expr.free_symbols & {XINDEX, RINDEX}:
             return self.emit(f"tl.full([1], {self.index_str(expr)}, {tl_dtype})", dtype)
@@ -330,7 +332,8 @@ class TritonKernel:
         origins = [o for n in self.group.nodes for o in n.buffer.origins]
         name = kernel_name(self.reduction, origins, self.index)
         body = self.render_body(arg_names, set(keep))
-        params = [arg_names[n] for n in pointers] + list(self.size_args.values()) + ["xnumel"]
+        sizes = [f"{a}: tl.float64" if a in self.float_args else a for a in self.size_args.values()]
+        params = [arg_names[n] for n in pointers] + sizes + ["xnumel"]
         if self.reduction:
             # NOTE(triton 3.6 interpreter): a plain int argument becomes a shape-[1] array there,
             # and ``range(0, rnumel, RBLOCK)`` calls ``int()`` on it, which numpy >= 2.5 refuses.

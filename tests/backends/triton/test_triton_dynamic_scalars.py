@@ -1,10 +1,12 @@
 """Float scalars computed from symbolic sizes (``torch.sym_float(s0)``, ``1.0 / s0``): they reach
 the kernels as scalar arguments the wrapper computes, so one compiled graph serves every size
-instead of the whole graph running eagerly."""
+instead of the whole graph running eagerly. A float input (a symbol once it changed value) is such
+an argument too, a float64 (``backends/triton/float_scalars.py``)."""
 
 from __future__ import annotations
 
 import torch
+import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.backends.triton import triton_backend
 
@@ -64,3 +66,56 @@ def test_layer_norm_and_mean_backward_dynamic():
     assert len(runner.graphs) == 2  # forward and backward
     assert all(getattr(g, "reason", None) is None for g in runner.graphs)
     assert runner.kernels
+
+
+def _torch_compile_graphs(fn, calls) -> int:
+    """The graphs torch.compile makes over the same calls with the triton backend."""
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(fn, backend=triton_backend)
+    for args in calls:
+        compiled(*args)
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def _scaled(x, scale):
+    return x * (-scale * 2) + scale * scale + x / scale
+
+
+def test_a_float_input_reaches_kernels_as_a_float64_argument():
+    """A float64 graph computes with the float as eager does, forward and backward (AOTAutograd
+    wrote it as a float32 ``scalar_tensor``: 3e-8 off), one graph for every value."""
+    calls = [(torch.randn(5, dtype=torch.float64, requires_grad=True), s) for s in (0.3, 1 / 3)]
+    calls.append((calls[0][0], 0.1))
+    rec = CompileCounter(triton_backend)
+    compiled = bytegraph.compile(_scaled, backend=rec)
+    for x, scale in calls:
+        got, want = compiled(x, scale), _scaled(x, scale)
+        assert torch.equal(got, want) and got.dtype == want.dtype  # bit for bit
+        cot = torch.randn(5, dtype=torch.float64)
+        (got_grad,) = torch.autograd.grad(got, x, cot)
+        (want_grad,) = torch.autograd.grad(want, x, cot)
+        assert torch.equal(got_grad, want_grad)
+    assert len(rec.compiled) == 2  # the float a constant, then a symbol for every value
+    runner = rec.compiled[-1]
+    assert [getattr(g, "reason", None) for g in runner.graphs] == [None, None]
+    assert any("ks0: tl.float64" in k.source for k in runner.kernels)
+    assert _torch_compile_graphs(_scaled, calls) == 2
+
+
+def _mixed(x, t, scale):
+    return x * scale + t * scale, (t * (scale * 3)).to(torch.float16) * scale
+
+
+def test_a_float_input_keeps_each_operations_dtype():
+    """Read by a float32 0-d tensor's operation, the float is converted to float32 as eager
+    converts it; arithmetic on the float alone is done in float64 (``scale * 3``), then
+    converted."""
+    x, t = torch.randn(5, dtype=torch.float64), torch.tensor(0.7)
+    rec = CompileCounter(triton_backend)
+    compiled = bytegraph.compile(_mixed, backend=rec)
+    for scale in (0.3, 1 / 3, 0.1):
+        for got, want in zip(compiled(x, t, scale), _mixed(x, t, scale), strict=True):
+            assert torch.equal(got, want) and got.dtype == want.dtype
+    assert len(rec.compiled) == 2
+    assert [getattr(g, "reason", None) for g in rec.compiled[-1].graphs] == [None]
