@@ -455,6 +455,13 @@ def vjp_write_then_called_twice(x):
     return first, pullback(torch.ones_like(out) * 2)
 
 
+def vjp_write_through_data(x):
+    y = x * 1
+    out, pullback = vjp(lambda r: r.sin() * r, y)
+    y.data.add_(1)  # unseen by autograd: eager's backward through y raises no version error
+    return pullback(torch.ones_like(out)), y
+
+
 def vjp_gives_back_its_primal(x):
     t = torch.ones_like(x)
     out, pullback = vjp(lambda r: r, x)
@@ -529,6 +536,7 @@ CASES.update(
             [],
         ),
         "vjp_write_then_called_twice": (vjp_write_then_called_twice, plain_input, []),
+        "vjp_write_through_data": (vjp_write_through_data, grad_input(3), []),
         "vjp_gives_back_its_primal": (vjp_gives_back_its_primal, grad_input(3), []),
         "vjp_gives_back_its_primal_plain": (vjp_gives_back_its_primal, plain_input, []),
         "vjp_gives_back_primal_and_closed_over": (

@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from difftest import assert_same, check, check_breaks, compile_counted
 
+import bytegraph
+
 UNARY_METHODS = [
     "relu",
     "sigmoid",
@@ -447,3 +449,28 @@ def test_a_tensor_inputs_dict_is_its_own_attributes():
         check_breaks(_tensor_namespaces, make, graphs=1, breaks=0)
     finally:
         del _GLOBAL_TENSOR.mark
+
+
+def _write_through_data(x):
+    y = x * 1
+    z = y * y  # saves y for its backward
+    y.data.add_(1)  # unseen by autograd: no version bump, the backward reads the new values
+    return z, y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_write_through_data_is_unseen_by_autograd(backend):
+    """``t.data`` is ``t.detach()`` with a version counter of its own: a write through it leaves
+    ``t``'s version as it was, and a backward through an op that saved ``t`` runs as eager's."""
+    bytegraph.reset()
+    compiled = bytegraph.compile(_write_through_data, backend=backend)
+    for _ in range(2):
+        x = torch.randn(3, requires_grad=True)
+        x_eager = x.detach().clone().requires_grad_()
+        got, want = compiled(x), _write_through_data(x_eager)
+        assert_same(got, want)
+        assert got[1]._version == want[1]._version
+        got[0].sum().backward()
+        want[0].sum().backward()
+        assert_same(x.grad, x_eager.grad)
+    assert not any(k.startswith("fallback") for k in bytegraph.stats()), bytegraph.stats()

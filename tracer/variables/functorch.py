@@ -914,16 +914,22 @@ def vjp_pullback_region(
     """What the call of the function a vjp gave runs: ``torch.func.vjp`` again on the same inputs
     (a body that draws is refused: the same outputs), its pullback called with the cotangents,
     the node's inputs after its ``lifted`` ones and the ``copied`` ones (``options``:
-    ``retain_graph``...). A tensor written in place since the vjp (``copied``: ``("input", i)``,
-    the ``lifted`` input ``i``, given as it was at the vjp; ``("output", k)``, the vjp's output
-    ``k``, aux ones after the main ones) gets its value as it is now before the pullback runs,
-    as eager's pullback reads a saved input or output where it lives (functorch's wrappers keep
-    their own version counters: no error) and the rest of what it saved as the vjp computed it."""
+    ``retain_graph``...). A tensor written in place since the vjp (``copied``: ``("input", i,
+    hidden)``, the ``lifted`` input ``i``, given as it was at the vjp; ``("output", k, hidden)``,
+    the vjp's output ``k``, aux ones after the main ones) gets its value as it is now before the
+    pullback runs, as eager's pullback reads a saved input or output where it lives (functorch's
+    wrappers keep their own version counters: no error) and the rest of what it saved as the vjp
+    computed it; ``hidden``: written where autograd does not see it (through ``.data``: its
+    version unchanged), copied so too."""
     outs, pullback, aux = _vjp(gmod, inputs[:lifted], positions, main_at, aux_at)
     results = (*outs, *aux)
     now = inputs[lifted : lifted + len(copied)]
-    for (kind, at), value in zip(copied, now, strict=True):
-        (inputs[at] if kind == "input" else results[at]).copy_(value)
+    for (kind, at, hidden), value in zip(copied, now, strict=True):
+        target = inputs[at] if kind == "input" else results[at]
+        if hidden:
+            target.data.copy_(value.detach())
+        else:
+            target.copy_(value)
     return tuple(pullback(tuple(inputs[lifted + len(copied) :]), **options))
 
 
@@ -989,7 +995,7 @@ class PullbackVariable(VariableTracker):
                         written.add(StorageWeakRef(example.untyped_storage()))
             node = node.next
         inputs = list(self.inputs)
-        copied: list[tuple[str, int]] = []
+        copied: list[tuple[str, int, bool]] = []
         now: list[VariableTracker] = []
         tensors = [("input", i, vt) for i, vt in enumerate(self.inputs)]
         tensors += [("output", k, vt) for k, vt in enumerate(self.results)]
@@ -1006,7 +1012,7 @@ class PullbackVariable(VariableTracker):
                 )
             if kind == "input":
                 inputs[at] = _snapshot(tx, vt, self.made, layout[-1])
-            copied.append((kind, at))
+            copied.append((kind, at, vt.example._version == layout[-2]))
             now.append(vt)
         return inputs, tuple(copied), now
 
@@ -1037,9 +1043,11 @@ def _pullback_signature(
 
 def _layout(t: torch.Tensor) -> tuple:
     """What a write may change of a tensor besides its values: sizes, strides, offset, storage,
-    and last ``requires_grad`` (a write from a tensor requiring grad makes it require grad)."""
+    its version (a write autograd does not see, through ``.data``, leaves it) and last
+    ``requires_grad`` (a write from a tensor requiring grad makes it require grad)."""
     storage = StorageWeakRef(t.untyped_storage())
-    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), storage, t.requires_grad)
+    shape, stride, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
+    return (shape, stride, offset, storage, t._version, t.requires_grad)
 
 
 def _same_layout(now: tuple, then: tuple) -> bool:

@@ -164,8 +164,8 @@ class TensorVariable(VariableTracker):
             return self._grad(tx)
         if name == "__class__":  # ``type(x)``: ``x.__class__.__name__``
             return tx.wrap_static(self.python_type())
-        if name == "data":  # for reading, ``.data`` is ``.detach()``
-            return tx.output.call_method("detach", (self,), {})
+        if name == "data":  # ``.detach()`` but for its version counter, its own (not shared)
+            return tx.output.call_function(torch._C._autograd._get_data_attr, (self,), {})
         if name == "grad_fn" and not self.example.requires_grad:
             return ConstantVariable(None)  # no autograd history without requires_grad
         if name in ("_base", "grad_fn"):
