@@ -169,10 +169,14 @@ def literal(value: Any, consts: ConstTable) -> str:
 
 
 def _value_key(value: Any) -> tuple:
-    """Values compared by ``EQUALS_MATCH`` are equal keys only when of the same type (``1``,
-    ``True`` and ``1.0`` are not one guard). A slice does not hash before 3.12: its bounds do."""
-    if type(value) is slice:
-        return (slice, (value.start, value.stop, value.step))
+    """Values compared by ``EQUALS_MATCH`` are equal keys only when they are the same value as
+    the trace reads it (``_same_key``): of the same type (``1``, ``True`` and ``1.0`` are not one
+    guard), zeros of the same sign, ranges of the same bounds, a tuple's or frozenset's items so
+    throughout and in iteration order. A slice does not hash before 3.12: its bounds do."""
+    if type(value) in (slice, range):
+        return (type(value), (value.start, value.stop, value.step))
+    if type(value) in (tuple, frozenset):
+        return (type(value), tuple(map(_value_key, value)))
     return (type(value), value, _zero_signs(value))
 
 
@@ -251,7 +255,11 @@ def NONE_MATCH(expr: str, arg: None, consts: ConstTable) -> list[str]:
 @guard_kind(2, key=lambda value: _value_key(value), absorb=Absorb.VALUE)
 def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     """Only installed after a ``TYPE_MATCH`` to an exact builtin type, so ``==`` is the builtin
-    one."""
+    one. Where ``==`` takes values the trace tells apart for each other (``range(0, 3, 2) ==
+    range(0, 4, 2)``, ``frozenset({0.0}) == frozenset({-0.0})``, equal frozensets iterating in
+    another order), the value must be the same as the trace read it (``_same_key``)."""
+    if type(arg) in (range, tuple, frozenset):
+        return [f"{consts.name(_same_key)}({expr}, {consts.name(arg, 'value')})"]
     if type(arg) is float and math.isnan(arg):
         return [f"{expr} != {expr}"]
     copysign = consts.name(math.copysign)

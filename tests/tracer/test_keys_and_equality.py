@@ -947,6 +947,7 @@ _EQUAL_KEYS_TOLD_APART = {
     "complex_zero_signs": (0j, complex(-0.0, 0.0)),
     "tuple_zero_signs": ((0.0, 1), (-0.0, 1)),
     "frozenset_zero_signs": (frozenset([0.0, 5]), frozenset([-0.0, 5])),
+    "frozenset_of_a_zero": (frozenset([0.0]), frozenset([-0.0])),
     "range_steps": (range(0, 3, 2), range(0, 4, 2)),
     "empty_ranges": (range(0), range(5, 5)),
 }
@@ -970,5 +971,26 @@ def test_an_equal_key_the_trace_tells_apart_traces_again(kind):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a user object's key breaks: values still eager's
             assert_same(compiled(*args), _keys_read(*args))
+    if kind not in ("int_enum", "str_user_eq"):
+        assert counter.frame_count == 2
+
+
+def _value_read(x, v):
+    items = list(map(repr, v)) if isinstance(v, (tuple, frozenset, range)) else None
+    return x + 1, repr(v), items
+
+
+@pytest.mark.parametrize("kind", _EQUAL_KEYS_TOLD_APART)
+def test_an_equal_argument_the_trace_tells_apart_traces_again(kind):
+    """The same pairs given as an argument: a range and a frozenset were guarded by ``==``
+    (``EQUALS_MATCH``), so ``range(0, 4, 2)`` ran the trace of ``range(0, 3, 2)`` and
+    ``frozenset({-0.0})`` that of ``frozenset({0.0})`` (eager's repr and items differ); each now
+    gives eager's, one variant for each value, and the same value again hits its variant."""
+    first, second = _EQUAL_KEYS_TOLD_APART[kind]
+    compiled, counter = compile_counted(_value_read)
+    for value in (first, second, first, second):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a user object: values still eager's
+            assert_same(compiled(torch.ones(2), value), _value_read(torch.ones(2), value))
     if kind not in ("int_enum", "str_user_eq"):
         assert counter.frame_count == 2
