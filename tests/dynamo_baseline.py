@@ -25,6 +25,20 @@ def dynamo_counts(fn, *args, **kwargs) -> tuple[int, int]:
     return report.graph_count, report.graph_break_count
 
 
+def dynamo_graphs_over_calls(fn, calls, backend) -> int:
+    """The graphs ``torch.compile(fn, backend=backend)`` compiles over ``calls`` (argument tuples,
+    one call each): its recompiles included."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(fn, backend=backend)
+    for args in calls:
+        compiled(*args)
+    return counters["stats"]["unique_graphs"]
+
+
 def dynamo_breaks(fn, *args, **kwargs) -> tuple[int, int]:
     """``(graphs, breaks)`` of one call of ``torch.compile(fn, backend="eager")``: the graphs
     compiled and the graph breaks Dynamo counted (``counters["graph_break"]``), inner frames

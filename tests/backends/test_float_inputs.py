@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._dynamo
+from dynamo_baseline import dynamo_graphs_over_calls
 
 import bytegraph
 
@@ -21,16 +22,6 @@ def _stats() -> dict[str, int]:
     stats = bytegraph.stats()
     assert not any(k.startswith("fallback") for k in stats), stats
     return stats
-
-
-def _torch_compile_graphs(fn, calls, backend: str) -> int:
-    """The graphs torch.compile makes over the same calls with the same backend."""
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    compiled = torch.compile(fn, backend=backend)
-    for args in calls:
-        compiled(*args)
-    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
 
 
 def _scaled_loss(x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -50,7 +41,7 @@ def test_aot_eager_trains_a_float64_graph_with_eagers_float():
         assert torch.equal(got, want) and torch.equal(got_grad, want_grad)  # bit for bit
         assert (got.dtype, got.requires_grad) == (want.dtype, want.requires_grad)
     assert _stats()["frames"] == 2  # the float a constant, then a symbol for every value
-    assert _torch_compile_graphs(_scaled_loss, calls, "aot_eager") == 2
+    assert dynamo_graphs_over_calls(_scaled_loss, calls, "aot_eager") == 2
 
 
 def _normalised(x: torch.Tensor, scale: float, eps: float) -> torch.Tensor:
@@ -74,7 +65,7 @@ def test_inductor_compiles_a_graph_reading_floats():
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want)
     assert _stats()["frames"] == 3  # the floats constants, then symbols (both dtypes)
-    assert _torch_compile_graphs(_normalised, calls, "inductor") == 3
+    assert dynamo_graphs_over_calls(_normalised, calls, "inductor") == 3
 
 
 def test_inductor_guards_a_float_it_specialises():
@@ -107,4 +98,4 @@ def test_inductor_compiles_a_graph_with_a_size_from_data_and_a_float():
         torch.testing.assert_close(got, want)
     assert _stats()["frames"] == 2  # the float a constant, then a symbol for every value
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):  # no break there
-        assert _torch_compile_graphs(_positive_scaled, calls, "inductor") == 2
+        assert dynamo_graphs_over_calls(_positive_scaled, calls, "inductor") == 2

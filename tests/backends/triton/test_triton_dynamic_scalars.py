@@ -9,6 +9,7 @@ import torch
 import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
 from bytegraph.backends.triton import triton_backend
+from dynamo_baseline import dynamo_graphs_over_calls
 
 import bytegraph
 
@@ -68,16 +69,6 @@ def test_layer_norm_and_mean_backward_dynamic():
     assert runner.kernels
 
 
-def _torch_compile_graphs(fn, calls) -> int:
-    """The graphs torch.compile makes over the same calls with the triton backend."""
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    compiled = torch.compile(fn, backend=triton_backend)
-    for args in calls:
-        compiled(*args)
-    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
-
-
 def _scaled(x, scale):
     return x * (-scale * 2) + scale * scale + x / scale
 
@@ -100,7 +91,7 @@ def test_a_float_input_reaches_kernels_as_a_float64_argument():
     runner = rec.compiled[-1]
     assert [getattr(g, "reason", None) for g in runner.graphs] == [None, None]
     assert any("ks0: tl.float64" in k.source for k in runner.kernels)
-    assert _torch_compile_graphs(_scaled, calls) == 2
+    assert dynamo_graphs_over_calls(_scaled, calls, triton_backend) == 2
 
 
 def _mixed(x, t, scale):
