@@ -1,17 +1,25 @@
 """Every test starts from ``bytegraph.reset()`` and a fixed seed (helpers live in ``difftest.py``).
 
 Tests use the ``eager`` backend unless they name another: the default ``auto`` sends CPU graphs to
-the Triton interpreter whenever ``TRITON_INTERPRET=1`` is set, which the triton tests' conftest sets
-for the whole session (triton picks interpreter mode when it is imported). ``tests/backends`` checks
+the Triton interpreter whenever ``TRITON_INTERPRET=1`` is set, which this conftest sets for the
+whole session (triton picks interpreter mode when it is imported). ``tests/backends`` checks
 ``auto`` itself.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
-import pytest
-import torch
+# Triton picks interpreter mode when it is first imported, and a test module may import it at its
+# own import (``import torch._dynamo`` does): the session's mode is set before any test module is
+# imported, not by the triton tests' conftest, which modules collected before it outran (every
+# interpreted kernel of a worker that had imported such a module raised "Cannot call @triton.jit'd
+# outside of the scope of a kernel"). A GPU run starts with ``TRITON_INTERPRET=0``.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import bytegraph
 
