@@ -14,6 +14,8 @@ import weakref
 
 import torch.fx
 
+from ..guards.epoch import unseen_by_dynamo
+
 _GENERATED = "<eval_with_key>"  # FX's file names for generated code; other names may be shared
 
 
@@ -26,6 +28,7 @@ def release_source_on_death(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return gm
 
 
+@unseen_by_dynamo  # a finalizer: the collector runs it inside torch.compile's code too
 def _forget(filename: str) -> None:
     loader = getattr(torch.fx.graph_module, "_loader", None)  # FX internals: absent -> nothing kept
     cache = getattr(loader, "eval_cache", None)

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..guards.epoch import unseen_by_dynamo
 from .pyversion import LOCALS_SNAPSHOT
 
 
@@ -80,6 +81,7 @@ def register(code: types.CodeType, frame: UserFrame) -> None:
     """Generated ``code`` stands for the user's ``frame``."""
     key = id(code)
 
+    @unseen_by_dynamo  # a death callback: the collector runs it inside torch.compile's code too
     def forget(ref: weakref.ref, frames: dict = _FRAMES) -> None:  # (held: called at exit too)
         if frames.get(key, (None,))[0] is ref:  # not a later code object at the same address
             del frames[key]
