@@ -258,6 +258,8 @@ def EQUALS_MATCH(expr: str, arg: Any, consts: ConstTable) -> list[str]:
     one. Where ``==`` takes values the trace tells apart for each other (``range(0, 3, 2) ==
     range(0, 4, 2)``, ``frozenset({0.0}) == frozenset({-0.0})``, equal frozensets iterating in
     another order), the value must be the same as the trace read it (``_same_key``)."""
+    if type(arg) is tuple and all(type(v) in _LITERAL_TYPES for v in arg):
+        return _same_literals(expr, arg, consts)  # (in C: the common case, a per-call check)
     if type(arg) in (range, tuple, frozenset):
         return [f"{consts.name(_same_key)}({expr}, {consts.name(arg, 'value')})"]
     if type(arg) is float and math.isnan(arg):
@@ -303,14 +305,20 @@ def DICT_KEYS(expr: str, arg: tuple, consts: ConstTable) -> list[str]:
     parts compared alike (a new ``obj.method``, or a new frozenset of the same objects, is found
     where the old one was); any other key (a tensor, class, function, module, plain object, enum
     member, dtype) the same object, held weakly where it allows."""
-    if all(type(k) in _LITERAL_TYPES for k in arg):  # exact types first: True == 1, 'a' == obj
-        types_ = tuple(type(k) for k in arg)
-        return [
-            f"tuple(map(type, {expr})) == {consts.name(types_, 'key_types')}",
-            f"tuple({expr}) == {consts.name(arg, 'keys')}",
-        ]
+    if all(type(k) in _LITERAL_TYPES for k in arg):
+        return _same_literals(expr, arg, consts)
     expected = "".join(f"{_expected_key(k, consts)}, " for k in arg)
     return [f"len({expr}) == {len(arg)}", f"{consts.name(same_keys)}({expr}, ({expected}))"]
+
+
+def _same_literals(expr: str, values: tuple, consts: ConstTable) -> list[str]:
+    """What ``expr`` iterates is ``values`` (ints, strings, bools, None), in order: exact types
+    first (``True == 1``; a user object's ``==`` would run), then the values, both in C."""
+    types_ = tuple(map(type, values))
+    return [
+        f"tuple(map(type, {expr})) == {consts.name(types_, 'types')}",
+        f"tuple({expr}) == {consts.name(values, 'values')}",
+    ]
 
 
 def _expected_key(key: Any, consts: ConstTable) -> str:
