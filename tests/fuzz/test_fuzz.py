@@ -127,6 +127,20 @@ def test_generator_is_deterministic_per_seed():
     assert programs.generate(123).source != programs.generate(124).source
 
 
+def test_recursive_helpers_stay_far_from_the_recursion_limit():
+    """Seed 15429334 (python family) called ``gen_walk(lst, j)`` with ``j`` about 1100, and the
+    generator delegated to itself ``j`` deep: ``RecursionError`` in every run, raised a few frames
+    earlier compiled (resume functions run under the frame they resume), so compiled and eager
+    appended to ``G_list`` a different number of times. Where CPython raises it is not part of
+    what compiled code keeps, so the helpers' depth is bounded instead."""
+    program = programs.generate(15429334, "python")
+    ns = programs.load(program)
+    walked = list(ns["gen_walk"]([1, 2], 10**6))
+    assert len(walked) == 2 + programs.GEN_DEPTH
+    outcome = programs.run_program(program)
+    assert outcome.ok, outcome.message
+
+
 def test_programs_that_fall_back_call_their_helpers_compiled(monkeypatch):
     """Each program's function made to fall back (its trace fails at once): its code runs in
     Python, routed (``codegen/route_calls.py``), so the helpers, methods and modules it calls run
