@@ -28,6 +28,16 @@ class Color(enum.Enum):
     BLUE = 2
 
 
+class Level(enum.IntEnum):  # hashes and compares as its int: ``Level.LOW == 1``
+    LOW = 1
+    HIGH = 2
+
+
+class Mode(enum.StrEnum):  # as its str
+    TRAIN = "train"
+    EVAL = "eval"
+
+
 class Plain:
     def method(self):
         return 1
@@ -58,6 +68,8 @@ KINDS = {
     "builtin_function": (len, abs),
     "module": (math, enum),
     "enum_member": (Color.RED, Color.BLUE),
+    "int_enum_member": (Level.LOW, Level.HIGH),
+    "str_enum_member": (Mode.TRAIN, Mode.EVAL),
     "plain_object": (PLAIN, Plain()),
     "frozenset": (frozenset({1, 2}), frozenset({3})),
     "dtype": (torch.float32, torch.int64),
@@ -887,6 +899,24 @@ def test_class_namespaces_compare_as_their_mappings():
         *_x(),
         baseline_missing="torch 2.11's Dynamo runs the call in Python (a mappingproxy's __eq__)",
     )
+
+
+#: a registry keyed by ``IntEnum``/``StrEnum`` members, looked up with members and plain values
+_BY_LEVEL = {Level.LOW: 0.5, Level.HIGH: 2.0, Mode.TRAIN: 3.0}
+
+
+def _scaled_by_level(x, level, mode):
+    scale = _BY_LEVEL[level] * _BY_LEVEL.get(mode, 1.0)
+    return x * scale, _BY_LEVEL.get(1), "train" in _BY_LEVEL, level in {1, 2}, [*_BY_LEVEL][0]
+
+
+def test_int_and_str_enum_members_are_keys_compared_as_their_values():
+    """An ``IntEnum``/``StrEnum`` member hashes and compares as its int or str (``Level.LOW ==
+    1``), in C: a dict keyed by them is modelled like any other (it broke at every lookup:
+    ``dict.__getitem__ with key <Level.LOW: 1>``), found by the plain value too."""
+    for args in [(Level.LOW, Mode.TRAIN), (Level.HIGH, Mode.EVAL), (Level.LOW, Mode.TRAIN)]:
+        check_breaks(_scaled_by_level, lambda a=args: (torch.ones(2), *a), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _scaled_by_level, torch.ones(2), Level.HIGH, Mode.TRAIN)
 
 
 @dataclasses.dataclass(frozen=True)

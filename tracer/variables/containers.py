@@ -451,8 +451,8 @@ def is_key_value(key: Any) -> bool:
         return all(is_key_value(k) for k in key)
     if cls is slice:  # hashable where the running Python hashes it (3.12+): as its bounds' tuple
         return HASHABLE_SLICES and all(map(compared_by_value, _bounds(key)))
-    if isinstance(key, enum.Enum):
-        return cls.__eq__ is object.__eq__ and cls.__hash__ is enum.Enum.__hash__
+    if isinstance(key, enum.Enum):  # ``IntEnum``/``StrEnum``: their value type's, in C
+        return _no_user_code(cls, "__eq__") and _no_user_code(cls, "__hash__")
     if isinstance(key, types.BuiltinFunctionType):
         owner = key.__self__
         return owner is None or isinstance(owner, types.ModuleType) or _method_of_tracked(key)
@@ -461,6 +461,13 @@ def is_key_value(key: Any) -> bool:
     if python_hashed(cls):  # its ``__hash__`` is inlined by the translator running
         return RUNNING.tx is not None
     return identity_hashed(cls)
+
+
+def _no_user_code(cls: type, name: str) -> bool:
+    """``cls``'s method ``name`` is ``object``'s, ``Enum``'s or a builtin type's (an ``IntEnum``
+    member hashes and compares as its ``int``): running it runs no Python code."""
+    owner = next(base for base in cls.__mro__ if name in vars(base))
+    return owner is enum.Enum or owner.__module__ == "builtins"
 
 
 #: objects always wrapped as one tracker of their own (a list, a tensor)
