@@ -292,10 +292,19 @@ class RunningFrame(_StandIn):
         """Whether the innermost generated frame out from the reader runs this user's frame (a
         trace, or its guards, asking of a frame its code was given: the line of the one it
         continues moves while its code runs, a caller's does not)."""
-        frame = sys._getframe(1)
-        while frame is not None and registered(frame.f_code) is None:
-            frame = frame.f_back
+        frame = _generated_out(sys._getframe(1))
         return frame is not None and _innermost_of(frame, self._start) is frame
+
+    @property
+    def resumed_here(self) -> bool:
+        """Whether the innermost generated frame out from the reader runs this user's frame and
+        is about to call its own resume function, not a callee's (``WAITING`` set: that callee
+        may run the same code, recursing, while this frame waits at its call): a trace of that
+        resume function continues this frame, and reads its line as the one it is at."""
+        frame = _generated_out(sys._getframe(1))
+        if frame is None or _innermost_of(frame, self._start) is not frame:
+            return False
+        return WAITING not in frame.f_code.co_varnames or frame.f_locals.get(WAITING) is None
 
     def _running(self) -> types.FrameType:
         """The innermost generated frame running this user's frame now."""
@@ -308,6 +317,13 @@ class RunningFrame(_StandIn):
             f"<frame at {id(self):#x}, file {self._code.co_filename!r}, line {frame.f_lineno}, "
             f"code {self._code.co_name}>"
         )
+
+
+def _generated_out(frame: types.FrameType | None) -> types.FrameType | None:
+    """Walking out from ``frame``: the first generated frame that runs a user's frame."""
+    while frame is not None and registered(frame.f_code) is None:
+        frame = frame.f_back
+    return frame
 
 
 def _innermost_of(frame: types.FrameType | None, start: types.FrameType) -> types.FrameType | None:

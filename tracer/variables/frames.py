@@ -335,7 +335,8 @@ class InputFrameVariable(VariableTracker):
     function). Its code is fixed for good, and so is its line while the call runs: a frame that
     is not a generator's runs only when the frames it called return (the traced code is one of
     them, or the frame has returned), so its line is guarded with its code. Its ``f_back`` is
-    the real one; the rest (``f_locals``, ``f_globals``) is read by CPython: a break."""
+    the real one, its ``f_globals`` the traced code's own where they are (``_given_globals``);
+    the rest (``f_locals``, another module's globals) is read by CPython: a break."""
 
     value: types.FrameType
     source: Source | None = None
@@ -350,7 +351,20 @@ class InputFrameVariable(VariableTracker):
             source = AttrSource(self.source, name)
             tx.output.assume_equal(source, self.value.f_lineno)
             return ConstantVariable(self.value.f_lineno, source)
+        if name == "f_globals":
+            return _given_globals(tx, self)
         raise Unsupported("frame", f"the attribute {name!r} of a frame given to the trace")
+
+
+def _given_globals(
+    tx: Translator, frame: InputFrameVariable | StandInFrameVariable
+) -> VariableTracker:
+    """``f_globals`` of a frame given to the trace: the traced code's own module's, which a
+    frame keeps for good, are its globals (guarded by identity); another module's are read by
+    CPython."""
+    if frame.value.f_globals is not tx.root.f_globals:
+        raise Unsupported("frame", "f_globals of another module's frame given to the trace")
+    return tx.wrap(tx.root.f_globals, AttrSource(frame.source, "f_globals"))
 
 
 def wrap_frame(tx: Translator, frame: types.FrameType, source: Source) -> VariableTracker | None:
@@ -369,7 +383,9 @@ class StandInFrameVariable(VariableTracker):
     user's frame generated frames run; ``FrameStandIn``: a caller waiting for a resumed callee).
     Its code is fixed, guarded. A frame other than the one the trace continues waits while the
     trace runs (the trace's callees have no frame yet): its line is guarded with its code, as
-    ``InputFrameVariable``'s; the line of the one the trace continues moves. The rest is read by
+    ``InputFrameVariable``'s; the line of the one the trace continues moves: where a resume
+    function's trace continues it (``_continued_here``), it is the trace's root frame, at the
+    line the trace is at. Its ``f_globals`` as ``InputFrameVariable``'s. The rest is read by
     CPython: a break."""
 
     value: RunningFrame | FrameStandIn
@@ -382,12 +398,33 @@ class StandInFrameVariable(VariableTracker):
         code = AttrSource(self.source, "f_code")
         if name == "f_code":
             return tx.wrap(self.value.f_code, code)
+        if name == "f_globals":
+            return _given_globals(tx, self)
+        if name == "f_lineno" and self._continued_here(tx):
+            return FrameVariable(tx.root).var_getattr(tx, name)
         if name == "f_lineno" and not self._runs_here(tx):
             tx.output.assume_identity(code, self.value.f_code)
             line = AttrSource(self.source, name)
             tx.output.assume_equal(line, self.value.f_lineno)
             return ConstantVariable(self.value.f_lineno, line)
         raise Unsupported("frame", f"the attribute {name!r} of a frame given to the trace")
+
+    def _continued_here(self, tx: Translator) -> bool:
+        """Whether the frame is the user's frame that the traced resume function continues
+        (guarded: its code, and that the generated frame calling the resume function runs it,
+        ``RunningFrame.resumed_here``): the trace's own root frame, whose line is where the trace
+        is."""
+        root = tx.root
+        if not isinstance(self.value, RunningFrame) or not self._runs_here(tx):
+            return False
+        origin = getattr(root.fn, "__bytegraph_resume__", None)
+        if origin is None or self.value.f_code is not user_code(root):
+            return False
+        tx.output.assume_identity(AttrSource(self.source, "f_code"), self.value.f_code)
+        source = AttrSource(self.source, "resumed_here")
+        here = self.value.resumed_here
+        tx.output.assume_equal(source, here)
+        return here
 
     def _runs_here(self, tx: Translator) -> bool:
         """Whether the frame is the one the trace continues (guarded either way)."""
