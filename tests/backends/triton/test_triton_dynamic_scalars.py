@@ -5,6 +5,7 @@ an argument too, a float64 (``backends/triton/float_scalars.py``)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch._dynamo
 from bytegraph.backends.debug import CompileCounter
@@ -110,3 +111,59 @@ def test_a_float_input_keeps_each_operations_dtype():
             assert torch.equal(got, want) and got.dtype == want.dtype
     assert len(rec.compiled) == 2
     assert [getattr(g, "reason", None) for g in rec.compiled[-1].graphs] == [None]
+
+
+def _int_tensors_and_a_float(x, t, h, s):
+    k = torch.scalar_tensor(16777217, dtype=torch.int64)  # a 0-d int64 tensor of the program
+    return x * s, k * s, k + s, k - s, k / s, s / k, t * s, t - s, h * s
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+def test_an_int_tensor_with_a_float_computes_in_the_default_dtype(grad):
+    """An int tensor (0-d or not) with a Python float computes in float32, the float converted to
+    float32 first, as eager does; a float16 tensor in float32 rounded to float16."""
+    x = torch.randn(3, requires_grad=grad)
+    t = torch.tensor([16777217, 3, -33554435, 123456789])
+    h = torch.tensor([3.0, 0.1, 1 / 3, 1000.0], dtype=torch.float16)
+    calls = [(x, t, h, scale) for scale in (0.1, 0.7, 1 / 3, 0.3)]
+    rec = CompileCounter(triton_backend)
+    compiled = bytegraph.compile(_int_tensors_and_a_float, backend=rec)
+    for args in calls:  # the float a constant, then a symbol for every value
+        got, want = compiled(*args), _int_tensors_and_a_float(*args)
+        for i, (a, e) in enumerate(zip(got, want, strict=True)):
+            assert a.dtype == e.dtype and torch.equal(a, e), (args[-1], i, a, e)
+            assert a.requires_grad == e.requires_grad
+    assert len(rec.compiled) == 2
+    assert all(getattr(g, "reason", None) is None for r in rec.compiled for g in r.graphs)
+    assert dynamo_graphs_over_calls(_int_tensors_and_a_float, calls, triton_backend) == 2
+
+
+def _a_tensor_of_the_float(s):
+    return torch.scalar_tensor(s) * 3, torch.scalar_tensor(s) / 3
+
+
+def test_a_tensor_the_program_makes_of_a_float_keeps_its_dtype():
+    """``torch.scalar_tensor(s)`` is a float32 tensor: ``* 3`` rounds s to float32 first and
+    computes in float32, as eager does (only the float's own arithmetic is float64)."""
+    rec = CompileCounter(triton_backend)
+    compiled = bytegraph.compile(_a_tensor_of_the_float, backend=rec)
+    for scale in (0.1, 0.7, 1 / 3, 0.3, 0.9):
+        for a, e in zip(compiled(scale), _a_tensor_of_the_float(scale), strict=True):
+            assert a.dtype == e.dtype and torch.equal(a, e), (scale, a, e)
+    assert all(getattr(g, "reason", None) is None for r in rec.compiled for g in r.graphs)
+
+
+def _scaled_by_count(x, n, s):
+    return x * (s * n)
+
+
+def test_an_int_input_in_a_floats_arithmetic_is_exact():
+    """``s * n`` (an int input past float32's 2**24) is Python's float64 product, as in eager."""
+    x = torch.randn(3, dtype=torch.float64)
+    calls = [(x, n, s) for n, s in ((16777219, 0.1), (16777221, 0.3), (33554435, 0.7))]
+    rec = CompileCounter(triton_backend)
+    compiled = bytegraph.compile(_scaled_by_count, backend=rec)
+    for args in calls:
+        got, want = compiled(*args), _scaled_by_count(*args)
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    assert all(getattr(g, "reason", None) is None for r in rec.compiled for g in r.graphs)
