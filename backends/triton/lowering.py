@@ -279,6 +279,8 @@ def div(
     mode = rounding_mode
     if mode is None:
         return elementwise(ctx, [a, b], dtype, ops.truediv)
+    if mode == "floor":
+        return elementwise(ctx, [a, b], dtype, lambda x, y: floor_divide(x, y, dtype))
     return elementwise(ctx, [a, b], dtype, lambda x, y: getattr(ops, mode)(ops.truediv(x, y)))
 
 
@@ -346,12 +348,46 @@ def pow_tensor(ctx: LoweringContext, a: Any, b: Any) -> LazyValue:
     return elementwise(ctx, [a, b], dtype, ops.pow)
 
 
-@lowering(aten.remainder, name="remainder")
-@lowering(aten.floor_divide, name="floordiv")
-def remainder(ctx: LoweringContext, a: Any, b: Any, *, name: str) -> LazyValue:
+@lowering(aten.remainder, floor=False)
+@lowering(aten.floor_divide, floor=True)
+def remainder(ctx: LoweringContext, a: Any, b: Any, *, floor: bool) -> LazyValue:
+    """Python's float ``%`` and ``//``, as torch computes them: from C's exact ``fmod``, not
+    ``a / b`` rounded (``3 // 0.1`` is 29, ``3 % 0.1`` is 0.09999...)."""
     dtype = ctx.compute_dtype(KIND.DEFAULT, 2)
-    check_op(name, dtype)
-    return elementwise(ctx, [a, b], dtype, getattr(ops, name))
+    check_op("fmod", dtype)
+    body = floor_divide if floor else python_mod
+    return elementwise(ctx, [a, b], dtype, lambda x, y: body(x, y, dtype))
+
+
+def python_mod(a: Any, b: Any, dtype: torch.dtype) -> Any:
+    """``a % b`` with the divisor's sign."""
+    mod = ops.fmod(a, b)
+    return ops.where(_signs_differ(mod, b, dtype), ops.add(mod, b), mod)
+
+
+def floor_divide(a: Any, b: Any, dtype: torch.dtype) -> Any:
+    """``a // b``: ``(a - fmod(a, b)) / b`` is exact but for one rounding, then one less where
+    the remainder's sign is not the divisor's, then to the nearest integer below (or above, where
+    that rounding left it past .5); a zero keeps the sign of ``a / b``; ``b == 0`` gives
+    ``a / b``."""
+    mod = ops.fmod(a, b)
+    div = ops.truediv(ops.sub(a, mod), b)
+    one, zero = ops.constant(1, dtype), ops.constant(0, dtype)
+    div = ops.where(_signs_differ(mod, b, dtype), ops.sub(div, one), div)
+    below = ops.floor(div)
+    nearest = ops.where(
+        ops.gt(ops.sub(div, below), ops.constant(0.5, dtype)), ops.add(below, one), below
+    )
+    quotient = ops.truediv(a, b)
+    signed_zero = ops.mul(quotient, zero)
+    result = ops.where(ops.ne(div, zero), nearest, signed_zero)
+    return ops.where(ops.eq(b, zero), quotient, result)
+
+
+def _signs_differ(mod: Any, b: Any, dtype: torch.dtype) -> Any:
+    """A non-zero ``mod`` whose sign is not ``b``'s."""
+    zero = ops.constant(0, dtype)
+    return ops.logical_and(ops.ne(mod, zero), ops.ne(ops.lt(b, zero), ops.lt(mod, zero)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,8 +22,7 @@ POINTWISE: dict[str, str] = {
     "sub": "{0} - {1}",
     "mul": "{0} * {1}",
     "truediv": "{0} / {1}",
-    "floordiv": "tl.floor({0} / {1})",
-    "remainder": "{0} - {1} * tl.floor({0} / {1})",
+    "fmod": "{0} % {1}",  # a float's ``%`` in Triton is C's fmod (the dividend's sign)
     "neg": "-{0}",
     "abs": "tl.abs({0})",
     "exp": "tl.exp({0})",
@@ -80,6 +79,7 @@ LIBDEVICE: dict[str, str] = {
     "sinh": "libdevice.sinh({0})",
     "cosh": "libdevice.cosh({0})",
     "atan2": "libdevice.atan2({0}, {1})",
+    "fmod": "libdevice.fmod({0}, {1})",  # exact; LLVM's frem for NVPTX is a - b * trunc(a / b)
 }
 
 #: ops whose result is ``torch.bool`` whatever the operand dtype.
@@ -100,8 +100,7 @@ BOOL_RESULT = {
 
 #: ops that only make sense (or only match torch) on floating operands here.
 FLOAT_ONLY = {
-    "floordiv",
-    "remainder",
+    "fmod",
     "exp",
     "exp2",
     "expm1",

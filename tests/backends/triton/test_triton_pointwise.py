@@ -96,6 +96,39 @@ def test_low_precision_chain_matches_eager(dtype, triton_check):
     triton_check(chain, x, y)
 
 
+def _floor_division(a, b, t, d):
+    return (
+        a // b,
+        a % b,
+        torch.div(a, b, rounding_mode="floor"),
+        t // 0.1,
+        t % 0.1,
+        t // -0.7,
+        t % -0.7,
+        d // 0.1,
+        d % 0.1,
+    )
+
+
+def test_floor_divide_and_remainder_are_pythons(triton_compile):
+    """``//`` and ``%`` of floats as Python and eager compute them (from an exact fmod): ``3 //
+    0.1`` is 29 and ``3 % 0.1`` 0.0999..., not ``floor(3 / 0.1)`` (30) and 0; the signs of
+    divisor, remainder and a zero quotient, a zero divisor and an infinite one; an int tensor with
+    a Python float (in float32), a float64 tensor."""
+    inf = float("inf")
+    a = torch.tensor([3.0, 7.0, -3.0, 3.0, -3.0, 0.0, -0.0, 5.0, 1e10, 1.0, -1.0, 2.5, 7.5, 0.3])
+    b = torch.tensor([0.1, 0.1, 0.1, -0.1, -0.1, 0.1, 0.1, 0.0, 3.0, inf, inf, 0.5, -2.5, -0.1])
+    t = torch.tensor([3, 7, -3, 16777217, 123456789, 0])
+    d = torch.tensor([3.0, 7.0, -3.0, 1e15], dtype=torch.float64)
+    runner = triton_compile(_floor_division, a, b, t, d)
+    for got, want in zip(runner(a, b, t, d), _floor_division(a, b, t, d), strict=True):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        number = ~want.isnan()
+        assert torch.equal(got[number].signbit(), want[number].signbit())  # -0.0 where eager's is
+    assert not runner.fallback_ops
+
+
 def test_mixed_precision_promotes_like_eager(triton_check):
     runner = triton_check(
         lambda x, y: (x + y, x * 2.5, (x > y).to(torch.float16)),
