@@ -10,6 +10,7 @@ torch.compile's."""
 
 import collections
 import dataclasses
+import reprlib
 import threading
 import warnings
 
@@ -506,3 +507,87 @@ def test_a_dataclass_repr_in_the_trace():
     worker.join()
     assert_same(results[0], _reprs(*make()))
     assert counter.frame_count == 2  # the other thread's own graph
+
+
+@dataclasses.dataclass
+class _Cfg:
+    scale: float = 2.0
+    names: list = dataclasses.field(default_factory=list)
+
+
+class _Recursive:
+    def __init__(self, a=1):
+        self.a = a
+
+    @reprlib.recursive_repr()
+    def __repr__(self):
+        return f"_Recursive({self.a})"
+
+
+def _repr_made(t):
+    cfg = _Cfg(names=["a"])
+    return t * cfg.scale, repr(cfg), str(cfg), f"{cfg!r}", repr(_Recursive(3))
+
+
+def _repr_given(t, cfg, obj):
+    return t + 1, repr(cfg), f"{cfg!r}", repr(obj)
+
+
+def _repr_replaced(t, cfg):
+    return t + 1, repr(dataclasses.replace(cfg, scale=3.0))
+
+
+def _running_sets():
+    """The running sets of ``_Cfg``'s and ``_Recursive``'s reprs (``reprlib.recursive_repr``, or
+    3.11/3.12's copy of it in ``dataclasses``), held in closure cells."""
+    return [
+        cell.cell_contents
+        for fn in (_Cfg.__repr__, _Recursive.__repr__)
+        for cell in fn.__closure__
+        if type(cell.cell_contents) is set
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (_repr_made, lambda: (torch.ones(2),)),
+        (_repr_given, lambda: (torch.ones(2), _Cfg(1.5, ["b"]), _Recursive())),
+        (_repr_replaced, lambda: (torch.ones(2), _Cfg())),
+    ],
+    ids=["made_in_the_call", "given", "class_reached_without_a_source"],
+)
+def test_a_recursive_repr_of_plain_objects_in_the_trace(fn, make):
+    """``reprlib.recursive_repr`` keys its running set by ``(id(self), get_ident())``: the id of
+    an object made in the call is a key equal to its own id alone, and the set, held in a cell of
+    a function reached through its class (or named where its module defines it), is left as
+    eager leaves it: empty, the text eager's."""
+    running = _running_sets()
+    assert len(running) == 2
+    run_both(fn, make)
+    assert running == [set(), set()]
+    assert_no_more_breaks(0, fn, *make())
+
+
+def _ids_as_keys(t):
+    a, b = _Recursive(1), _Recursive(2)
+    seen = {id(a): "a"}
+    seen[id(b)] = "b"
+    return t + 1, id(a) in seen, seen[id(b)], len(seen), id(b) in {id(a)}
+
+
+def test_ids_of_objects_made_in_the_call_are_keys():
+    """``id(obj)`` of objects made in the call keys a dict or set: equal to the same object's id
+    alone."""
+    run_both(_ids_as_keys, lambda: (torch.ones(2),))
+    assert_no_more_breaks(0, _ids_as_keys, torch.ones(2))
+
+
+def _id_among_numbers(t, numbers):
+    return t + 1, id(_Recursive()) in numbers
+
+
+def test_an_id_of_an_object_made_in_the_call_is_not_compared_with_numbers():
+    """A number equals such an id only where the object's address happens to be it, which only
+    the compiled call knows: the lookup breaks and Python answers it."""
+    run_both(_id_among_numbers, lambda: (torch.ones(2), {1 << 40, 7}), breaks=1)

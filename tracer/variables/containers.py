@@ -48,7 +48,7 @@ from .base import (
     method_bound,
     type_lookup,
 )
-from .constants import ConstantVariable, LazyConstantVariable
+from .constants import ConstantVariable, LazyConstantVariable, ObjectIdVariable
 from .tensors import TensorVariable
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ def hash_key(vt: VariableTracker) -> Any:
         return UserHashedKey(vt, _traced_hash(RUNNING.tx, vt))
     if value is None and identity_hashed(_tracked_type(vt)):  # a partial, an iterator
         return _tracker_identity_key(vt)
+    if isinstance(vt, ObjectIdVariable) and _address_unknown(vt.of):
+        return IdentityKey(vt, MadeId(vt.of))
     raise Unsupported("dict_key", f"{vt} as a dict key or set item")
 
 
@@ -168,6 +170,80 @@ class MadeObject:
 
     def __hash__(self) -> int:
         return object.__hash__(self.vt)
+
+
+class MadeId:
+    """``id(obj)`` of an object made in the trace, as a key: CPython's int is the object's
+    address, which only the compiled call knows. It equals the id of the same object alone
+    (``is_same``: one object may have several trackers), so all hash alike and equality decides
+    between them. A number equals it only where the address of a dead object it was the id of is
+    given to this one, a coincidence of the allocator that the trace cannot foresee nor compiled
+    code repeat: a container holding such a number is not searched for it (``among_numbers``),
+    and a set holding it with other items has no known order (``SetVariable.ordered`` breaks)."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, of: VariableTracker) -> None:
+        self.of = of
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MadeId):
+            return False
+        if other.of is self.of:
+            return True
+        if RUNNING.tx is None:
+            raise Unsupported("dict_key", f"comparing the ids of {self.of} and {other.of}")
+        return dispatch.is_same(RUNNING.tx, self.of, other.of)
+
+    def __hash__(self) -> int:
+        return hash(MadeId)
+
+
+def _address_unknown(vt: VariableTracker) -> bool:
+    """Whether ``vt`` is an object made in the trace (no source, not a constant): its address is
+    the compiled call's, unknown to the trace and no other object's while it lives."""
+    return vt.source is None and not vt.is_python_constant()
+
+
+def among_numbers(key: Any, keys: Any) -> Any:
+    """``key``, about to be searched for or put among ``keys``: a break where it holds the id of
+    an object made in the trace (``MadeId``) and one of ``keys`` equals it or not as that
+    object's address is a number there or not, which only the compiled call knows."""
+    if not _holds_made_id(key):
+        return key
+    undecided = next((k for k in keys if _undecided(key, k)), None)
+    if undecided is not None:
+        raise Unsupported(
+            "dict_key",
+            f"{key_vt(key)} looked up beside {key_vt(undecided)}",
+            "an id equals a number only where the object's address happens to be that number",
+        )
+    return key
+
+
+def _holds_made_id(key: Any) -> bool:
+    ident = key.ident if isinstance(key, IdentityKey) else key
+    if type(ident) is tuple:
+        return any(map(_holds_made_id, ident))
+    return isinstance(ident, MadeId)
+
+
+def _undecided(key: Any, other: Any) -> bool:
+    """Whether ``key == other`` turns on the address of an object made in the trace: a
+    ``MadeId`` against a number, or tuples equal but for such places."""
+    ident = key.ident if isinstance(key, IdentityKey) else key
+    other = other.ident if isinstance(other, IdentityKey) else other
+    if isinstance(ident, MadeId):
+        return type(other) in (int, float, complex)
+    if type(ident) is not tuple or type(other) is not tuple or len(ident) != len(other):
+        return False
+    undecided = False
+    for part, other_part in zip(ident, other, strict=True):
+        if _undecided(part, other_part):
+            undecided = True
+        elif part != other_part:
+            return False
+    return undecided
 
 
 def _tracker_identity_key(vt: VariableTracker) -> IdentityKey:
@@ -376,7 +452,7 @@ def _hashed_by_address(keys: Any, own_layout: bool) -> Iterator[tuple[VariableTr
             yield from _hashed_by_address(ident, own_layout)
             continue
         vt = key.vt
-        if isinstance(ident, MadeObject):
+        if isinstance(ident, (MadeObject, MadeId)):
             yield vt, None
             continue
         if isinstance(vt, TensorVariable) or isinstance(ident, MethodKey):
@@ -1735,7 +1811,21 @@ def _counter_update(tx, obj, iterable=None, **kwargs):
     return NONE
 
 
-_key = hash_key
+@dispatch.rule("contains", SetVariable)
+def _set_contains(tx: Translator, container: SetVariable, item: VariableTracker) -> bool:
+    """``item in s``: a set lookup (a set searched for as the frozenset of its items)."""
+    return among_numbers(lookup_key(item), container.items) in container.items
+
+
+@dispatch.rule("contains", DictVariable)
+def _dict_contains(tx: Translator, container: DictVariable, item: VariableTracker) -> bool:
+    """``key in d``: a lookup of the key."""
+    return _key(item, container.items) in container.items
+
+
+def _key(vt: VariableTracker, keys: Any = ()) -> Any:
+    """``vt`` as a dict's key, to search for or put among ``keys`` (``among_numbers``)."""
+    return among_numbers(hash_key(vt), keys)
 
 
 def _most_common(tx, obj, n=NONE):
@@ -1749,7 +1839,8 @@ def _most_common(tx, obj, n=NONE):
 
 
 def _counter_getitem(tx, obj, key):
-    return obj.items.get(_key(key), ConstantVariable(0))  # ``__missing__`` gives 0, stores nothing
+    # ``__missing__`` gives 0, stores nothing
+    return obj.items.get(_key(key, obj.items), ConstantVariable(0))
 
 
 DICT_SUBCLASS_METHODS = {
@@ -2558,7 +2649,7 @@ _TUPLE = {
 
 # -- dict ------------------------------------------------------------------------------------------
 def _dict_pop(tx, obj, key, default=None):
-    k = _key(key)
+    k = _key(key, obj.items)
     if k in obj.items:
         return obj.items.pop(k)
     if default is None:
@@ -2630,11 +2721,11 @@ def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> Vari
 
 
 def _dict_setdefault(tx, obj, key, default=NONE):
-    return obj.items.setdefault(_key(key), default)
+    return obj.items.setdefault(_key(key, obj.items), default)
 
 
 def _dict_delitem(tx, obj, key):
-    k = _key(key)
+    k = _key(key, obj.items)
     if k not in obj.items:
         raise _key_error(k)
     del obj.items[k]
@@ -2646,7 +2737,7 @@ def _dict_getitem(tx, obj, key):
         item = obj.item_at_key(tx, key)
         if item is not None:
             return item
-    k = _key(key)
+    k = _key(key, obj.items)
     if k in obj.items:
         return obj.items[k]
     factory = obj.default_factory
@@ -2684,7 +2775,10 @@ def _dict_fromkeys(tx, obj, iterable, value=NONE):
 
 _DICT = {
     **SPELLED,
-    "__setitem__": (True, lambda tx, obj, k, v: (obj.items.__setitem__(_key(k), v), NONE)[1]),
+    "__setitem__": (
+        True,
+        lambda tx, obj, k, v: (obj.items.__setitem__(_key(k, obj.items), v), NONE)[1],
+    ),
     "__delitem__": (True, _dict_delitem),
     "__getitem__": (False, _dict_getitem),
     "pop": (True, _dict_pop),
@@ -2693,19 +2787,19 @@ _DICT = {
     "__init__": (True, _dict_init),
     "setdefault": (True, _dict_setdefault),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
-    "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k), d)),
+    "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k, obj.items), d)),
     "keys": (False, lambda tx, obj: DictViewVariable(obj, "keys")),
     "values": (False, lambda tx, obj: DictViewVariable(obj, "values")),
     "items": (False, lambda tx, obj: DictViewVariable(obj, "items")),
     "copy": (False, _dict_copy),
     "fromkeys": (False, _dict_fromkeys),
-    "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k) in obj.items)),
+    "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k, obj.items) in obj.items)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
 }
 
 
 def _move_to_end(tx, obj, key, last=None):
-    k = _key(key)
+    k = _key(key, obj.items)
     if k not in obj.items:
         raise _key_error(k)
     at_end = True if last is None else dispatch.truth(tx, last)
@@ -2761,7 +2855,8 @@ def _set_method(name: str, mutates: bool):
     def impl(tx, obj, *args):
         keyed = name in ("add", "discard", "remove")
         if keyed:
-            real, taken = [_key(a) if name == "add" else lookup_key(a) for a in args], None
+            keys = [hash_key(a) if name == "add" else lookup_key(a) for a in args]
+            real, taken = [among_numbers(k, obj.items) for k in keys], None
         else:
             reads = [read_iterable(tx, a) for a in args]
             real, taken = [r for r, _ in reads], [t for _, t in reads]
@@ -2932,7 +3027,10 @@ _SET = {
     "clear": (True, _set_clear),
     "copy": (False, lambda tx, obj: _frozenset_copy(tx, obj) if obj.frozen else _set_copy(tx, obj)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
-    "__contains__": (False, lambda tx, obj, v: ConstantVariable(lookup_key(v) in obj.items)),
+    "__contains__": (
+        False,
+        lambda tx, obj, v: ConstantVariable(among_numbers(lookup_key(v), obj.items) in obj.items),
+    ),
     "__reduce__": (False, _set_reduce),
     "__reduce_ex__": (False, _set_reduce_ex),
     **SPELLED,

@@ -471,7 +471,7 @@ class UserFunctionVariable(VariableTracker):
             args = [self.self_vt, *args]
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
-            closure[name] = closure_cell(tx, cell, _cell_source(self.source, self.fn, name))
+            closure[name] = closure_cell(tx, cell, _cell_source(tx, self.source, self.fn, name))
         result = tx.inline_call(
             self.fn.__code__,
             self.fn.__globals__,
@@ -487,7 +487,7 @@ class UserFunctionVariable(VariableTracker):
         """The contents of the function's closure cell ``name`` (guarded through the function)."""
         index = self.fn.__code__.co_freevars.index(name)
         value = self.fn.__closure__[index].cell_contents
-        source = _cell_source(self.source, self.fn, name)
+        source = _cell_source(tx, self.source, self.fn, name)
         return tx.wrap(value, source) if source is not None else tx.wrap_static(value)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -543,12 +543,51 @@ def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
     return ConstantVariable(inspect.signature(real))
 
 
-def _cell_source(fn_source: Source | None, fn: types.FunctionType, name: str) -> Source | None:
+def _cell_source(
+    tx: Translator, fn_source: Source | None, fn: types.FunctionType, name: str
+) -> Source | None:
+    """Where the contents of ``fn``'s cell ``name`` are read: through the function; one reached
+    without a source, whose cell holds a mutable container (the running set of
+    ``reprlib.recursive_repr``), through where its module names it (``_home_source``)."""
+    index = fn.__code__.co_freevars.index(name)
+    if fn_source is None and isinstance(_contents(fn.__closure__[index]), _MUTABLE):
+        fn_source = _home_source(tx, fn)
     if fn_source is None:
         return None
-    index = fn.__code__.co_freevars.index(name)
 
     return AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), index), "cell_contents")
+
+
+#: what a cell holds that the trace changes in place and the replay must reach
+_MUTABLE = (list, dict, set, collections.deque, bytearray)
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def _home_source(tx: Translator, fn: types.FunctionType) -> Source | None:
+    """``fn`` read where its module names it by its qualified name (a method of a class defined
+    at module level: ``M['mod']['Cfg'].__dict__['__repr__']``), its identity guarded there; None
+    where that name does not lead to it (a function made in a call, ``<locals>``)."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    parts = fn.__qualname__.split(".")
+    if module is None or "<locals>" in parts:
+        return None
+    found = vars(module).get(parts[0])
+    source: Source = ModuleGlobalSource(module.__name__, parts[0])
+    for part in parts[1:]:
+        if not isinstance(found, type):
+            return None
+        found = vars(found).get(part)
+        source = ItemSource(AttrSource(source, "__dict__"), part)
+    if found is not fn:
+        return None
+    tx.output.assume_identity(source, fn)
+    return source
 
 
 def _defaults_vt(
