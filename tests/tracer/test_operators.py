@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import operator
 
+import pytest
 import torch
 from bytegraph.tracer.opcodes import arith
 from bytegraph.tracer.variables import operations
 from bytegraph.tracer.variables.operations import OPERATORS
 from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
+
+import bytegraph
 
 
 def test_every_operator_of_the_opcodes_is_declared_with_rules():
@@ -288,3 +291,124 @@ def test_the_truth_of_a_tensor_method_is_true():
     check_breaks(_method_truths, lambda: (torch.randn(3),), graphs=1, breaks=0)
     missing = "torch 2.11's Dynamo takes the method's truth for data-dependent branching"
     assert_no_more_breaks(0, _method_truths, torch.randn(3), baseline_missing=missing)
+
+
+# -- CPython's operator protocol on user objects, with every kind of other operand ----------------
+#: the calls the objects' methods made, in order (compared with eager's)
+CALLS: list[str] = []
+
+
+def _method(answer, name):
+    def method(self, other):
+        CALLS.append(f"{type(self).__name__}.{name}")
+        return NotImplemented if answer is NotImplemented else f"{type(self).__name__}.{name}"
+
+    return method
+
+
+_PROTOCOL_NAMES = ["add", "mod", "lshift"]
+_METHODS = [f"__{n}__" for n in _PROTOCOL_NAMES] + [f"__r{n}__" for n in _PROTOCOL_NAMES]
+_METHODS += ["__iadd__", "__lt__", "__gt__"]
+
+
+def _protocol_class(name, answer, bases=(), methods=_METHODS):
+    return type(name, bases, {m: _method(answer, m) for m in methods})
+
+
+Answers = _protocol_class("Answers", "answer")  # every method answers
+Declines = _protocol_class("Declines", NotImplemented)  # every method gives NotImplemented
+Plain = _protocol_class("Plain", None, methods=[])  # defines none
+#: a subclass overriding only the reflected methods (asked first: CPython's subclass rule), and
+#: one overriding nothing
+Overrides = _protocol_class("Overrides", "answer", (Answers,), [m for m in _METHODS if "__r" in m])
+Inherits = _protocol_class("Inherits", None, (Answers,), [])
+_USER = {"answers": Answers, "declines": Declines, "plain": Plain}
+_USER |= {"overrides": Overrides, "inherits": Inherits}
+_BUILTIN = {"tensor": lambda: torch.ones(2), "int": lambda: 3, "str": lambda: "s"}
+_BUILTIN |= {"list": lambda: [1], "set": lambda: {1}, "dict": lambda: {"k": 1}}
+#: one operator of each protocol path: a binary one, ``%`` (a string formats the object), one whose
+#: left method was not inlined, an ordering (the swapped method), an in-place one
+_PROTOCOL_OPS = ["a + b", "a % b", "a << b", "a < b", "a += b"]
+
+
+def _protocol_pairs():
+    kinds = {k: (lambda c=c: c()) for k, c in _USER.items()} | _BUILTIN
+    for left in kinds:
+        for right in kinds:
+            if left in _USER or right in _USER:
+                yield left, right, kinds[left], kinds[right]
+
+
+def _protocol_cell(op):
+    namespace = {}
+    if "=" in op and "<" not in op and ">" not in op:
+        body = f"    {op}\n    r = a"
+    else:
+        body = f"    r = {op}"
+    exec(f"def cell(x, a, b):\n    CALLS.clear()\n{body}\n    return x + 1, r, list(CALLS)\n",
+         {"CALLS": CALLS}, namespace)  # fmt: skip
+    return namespace["cell"]
+
+
+def _outcome(fn, make_a, make_b):
+    try:
+        return fn(torch.zeros(2), make_a(), make_b())
+    except TypeError as e:
+        return TypeError, str(e)
+
+
+@pytest.mark.parametrize("op", _PROTOCOL_OPS)
+def test_user_operator_methods_are_asked_in_cpythons_order(op):
+    """``a OP b`` with a user object on either side (its methods answering, giving NotImplemented
+    or missing; a subclass of the other's class, overriding or not) and a user object, tensor,
+    int, string, list, set or dict on the other: CPython's order of calls (left, then reflected; a
+    subclass's own reflected first; a tensor's and a builtin's methods decline), each
+    NotImplemented passing on, and the TypeError where all decline. Tensors with user objects
+    broke (the object given to the graph), a NotImplemented answer was the result."""
+    from bytegraph.explain import Recorder
+
+    wrong, broke = [], []
+    for left, right, make_a, make_b in _protocol_pairs():
+        cell = _protocol_cell(op)
+        expected = _outcome(cell, make_a, make_b)
+        recorder = Recorder()
+        with recorder:
+            actual = _outcome(bytegraph.compile(cell, backend="eager"), make_a, make_b)
+        report = recorder.report()
+        if repr(actual) != repr(expected):
+            wrong.append(f"{left} {op} {right}: {actual!r} != {expected!r}")
+        answered = isinstance(expected[1], str) and expected[0] is not TypeError
+        if answered and report.break_reasons:
+            broke.append(f"{left} {op} {right}: {report.break_reasons}")
+    assert not wrong, "\n".join(wrong)
+    assert not broke, "\n".join(broke)
+
+
+def _scaled_by_wrapper(x, w):
+    return (x + w).t, (w * x).t, (x @ w).t
+
+
+class _Wrapper:
+    def __init__(self, t):
+        self.t = t
+
+    def __radd__(self, other):
+        return _Wrapper(other - self.t)
+
+    def __mul__(self, other):
+        return _Wrapper(self.t * other)
+
+    def __rmatmul__(self, other):
+        return _Wrapper(other * 3)
+
+
+def test_tensor_with_a_user_object_defining_operators_is_traced():
+    """``t + obj``, ``obj * t``, ``t @ obj``: the object's Python methods, inlined (it broke:
+    the tensor rule gave the object to the graph)."""
+    check_breaks(
+        _scaled_by_wrapper,
+        lambda: (torch.ones(2), _Wrapper(torch.arange(2.0))),
+        graphs=1,
+        breaks=0,
+    )
+    assert_no_more_breaks(0, _scaled_by_wrapper, torch.ones(2), _Wrapper(torch.arange(2.0)))

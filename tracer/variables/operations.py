@@ -1153,9 +1153,9 @@ def _binary(fn: Callable[..., Any], dunder: str | None, reflected: str, inplace:
     _declare(inplace, "inplace", "__i" + reflected.removeprefix("__r"), binary=fn)  # ``__iadd__``
 
 
-# NOTE: ``<<``, ``>>``, ``~`` and ``abs()`` inline no method of a user object on the left (a
-# graph break; ``<<`` and ``>>`` inline the reflected one), and comparisons no reflected form
-# (CPython asks the right operand for the swapped comparison).
+# NOTE: ``~`` and ``abs()`` inline no method of a user object (a graph break), and comparisons
+# declare no reflected form (CPython asks the right operand for the swapped comparison,
+# ``user_methods``).
 # In-place methods (``__iadd__``) are inlined only where a user class defines them in Python.
 _binary(operator.add, "__add__", "__radd__", operator.iadd)
 _binary(operator.sub, "__sub__", "__rsub__", operator.isub)
@@ -1168,8 +1168,8 @@ _binary(operator.matmul, "__matmul__", "__rmatmul__", operator.imatmul)
 _binary(operator.and_, "__and__", "__rand__", operator.iand)
 _binary(operator.or_, "__or__", "__ror__", operator.ior)
 _binary(operator.xor, "__xor__", "__rxor__", operator.ixor)
-_binary(operator.lshift, None, "__rlshift__", operator.ilshift)
-_binary(operator.rshift, None, "__rrshift__", operator.irshift)
+_binary(operator.lshift, "__lshift__", "__rlshift__", operator.ilshift)
+_binary(operator.rshift, "__rshift__", "__rrshift__", operator.irshift)
 _declare(operator.lt, "comparison", "__lt__")
 _declare(operator.le, "comparison", "__le__")
 _declare(operator.gt, "comparison", "__gt__")
@@ -1322,7 +1322,6 @@ def invert_refused_by_dtype(
 
 operator_rule(operator.eq, operator.ne)(compare_ids)  # ``id(a) == id(b)``: ``a is b``
 operator_rule(operator.eq, operator.ne)(compare_method_hashes)
-operator_rule(*BINARY, *INPLACE, *COMPARISONS)(containers.set_operator)  # a set or a dict view
 operator_rule(*SYNTAX)(numpy_arrays.call_operator)  # a NumPy array
 
 
@@ -1332,6 +1331,140 @@ def dict_union(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
     if isinstance(args[0], DictVariable):
         return containers.dict_or(tx, op, args[0], args[1])
     return None
+
+
+#: the comparison CPython asks of the right operand where the left declines (``b > a``)
+_SWAPPED = {"__lt__": "__gt__", "__le__": "__ge__", "__gt__": "__lt__", "__ge__": "__le__"}
+_SEQUENCES = {str, bytes, bytearray, list, tuple}
+
+
+@operator_rule(*BINARY, *INPLACE, *(op for op in COMPARISONS if op not in _EQUALITY))
+@operator_rule(operator.neg, operator.pos)
+def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """A user object's operator methods written in Python, asked in CPython's order, each
+    inlined; one answering NotImplemented passes to the next. ``a += b``: ``a.__iadd__(b)``,
+    then ``a + b``. ``a + b``: ``a.__add__(b)``, then ``b.__radd__(a)`` where ``b``'s class is
+    another (first, where it is a proper subclass of ``a``'s overriding it). ``a < b``:
+    ``a.__lt__(b)``, then ``b.__gt__(a)`` (first, for a subclass). Where all decline, CPython's
+    TypeError. Before the tensor rule: a tensor's methods decline such an object, so ``t + obj``
+    is ``obj.__radd__(t)``. An operand whose own C method might answer (a module, a tensor
+    subclass, an object a tensor takes as a number) leaves the operator to the other rules; one
+    whose answer is not known after the others declined breaks the graph."""
+    declared = OPERATORS[op]
+    if declared.kind == "unary":
+        return _user_dunder(tx, op, args)
+    lhs, rhs = args
+    steps = _asked_in_order(declared.binary or op, lhs, rhs)
+    if declared.kind == "inplace" and _python_method(lhs, declared.dunder):
+        steps = [(lhs, declared.dunder, rhs), *(steps or [(None, "", None)])]
+    if steps is None:
+        return None
+    for obj, name, other in steps:
+        if obj is None:
+            raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}: NotImplemented")
+        result = obj.call_method(tx, name, [other], {})
+        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            return result
+    sequence = any(map(_sequence, args))  # a sequence's concatenation or repeat comes next
+    error = None if sequence else unsupported_operands(op, args, set())
+    if error is None:
+        raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}: NotImplemented")
+    raise PythonError(error)
+
+
+def _asked_in_order(
+    op: Any, lhs: VariableTracker, rhs: VariableTracker
+) -> list[tuple[VariableTracker | None, str, VariableTracker | None]] | None:
+    """The methods ``op(lhs, rhs)`` asks, in CPython's order (``binary_op1``,
+    ``do_richcompare``), as (object, method, argument): each a Python method, or ``_UNKNOWN_STEP``
+    where CPython would ask a method whose answer is not known (methods known to decline are
+    left out). None where none is a Python method, or where the left operand's own C method
+    may answer."""
+    declared = OPERATORS[op]
+    name = declared.dunder
+    reflected = declared.reflected or _SWAPPED.get(name)
+    comparison = declared.kind == "comparison"
+    lcls, rcls = _python_class(lhs), _python_class(rhs)
+    left = _step(lhs, lcls, name, rhs)
+    right = _step(rhs, rcls, reflected, lhs) if comparison or lcls is not rcls else []
+    if not any(step[0] is not None for step in (left or []) + (right or [])):
+        return None
+    if left is None:
+        if not _c_method_declines(lhs, rcls, op):
+            return None  # the left operand's own method first, and it may answer
+        left = []
+    if right is None:
+        right = [] if _c_method_declines(rhs, lcls, op) else [_UNKNOWN_STEP]
+    subclass = lcls is not None and rcls is not None and rcls is not lcls
+    if subclass and right and right[0][0] is not None and issubclass(rcls, lcls):
+        if comparison or inspect.getattr_static(lcls, reflected, None) is not (
+            inspect.getattr_static(rcls, reflected)
+        ):
+            return right + left
+    return left + right
+
+
+_UNKNOWN_STEP = (None, "", None)
+
+
+def _sequence(vt: VariableTracker) -> bool:
+    try:
+        return not _SEQUENCES.isdisjoint(vt.python_type().__mro__)
+    except Unsupported:
+        return True  # not known: maybe one
+
+
+def _step(
+    vt: VariableTracker, cls: type | None, name: str | None, other: VariableTracker
+) -> list[tuple[VariableTracker | None, str, VariableTracker | None]] | None:
+    """What asking ``vt`` (of the Python class ``cls``) for its method ``name`` is: the method
+    inlined, nothing (``object``'s, or none: NotImplemented) or ``_UNKNOWN_STEP``; None where
+    ``vt`` is no such object."""
+    if cls is None:
+        return None
+    if name is None:
+        return [_UNKNOWN_STEP]
+    if not any(name in vars(base) for base in cls.__mro__ if base is not object):
+        return []
+    return [(vt, name, other)] if _python_method(vt, name) else [_UNKNOWN_STEP]
+
+
+def _python_class(vt: VariableTracker) -> type | None:
+    """The class of a user object made of Python classes only (no builtin base but ``object``),
+    whose operator methods are its class's Python functions or ``object``'s."""
+    if not isinstance(vt, UserObjectVariable) or isinstance(vt, NNModuleVariable):
+        return None
+    cls = type(vt.value)
+    heap = all(base is object or base.__flags__ & _HEAP_TYPE for base in cls.__mro__)
+    return cls if heap else None
+
+
+_HEAP_TYPE = 1 << 9  #: ``Py_TPFLAGS_HEAPTYPE``: a class made by a class statement
+
+
+def _names_of(cls: type) -> set[str]:
+    return {name for base in cls.__mro__ for name in vars(base)}
+
+
+def _c_method_declines(vt: VariableTracker, cls: type | None, op: Any) -> bool:
+    """Whether ``vt``'s own (C) method for ``op`` gives NotImplemented for an object of the
+    Python class ``cls``: a plain tensor's (unless ``cls`` makes it a number or an array, or
+    overrides torch functions) and a builtin value's (a string's ``%`` formats it instead)."""
+    if cls is None:
+        return False
+    if isinstance(vt, TensorVariable):
+        return vt.python_type() is torch.Tensor and _TENSOR_PROTOCOLS.isdisjoint(_names_of(cls))
+    try:
+        kind = vt.python_type()
+    except Unsupported:
+        return False
+    if kind in (str, bytes) and op is operator.mod:
+        return False
+    builtin = kind.__module__ == "builtins" and not kind.__flags__ & _HEAP_TYPE
+    return builtin and (vt.is_python_constant() or isinstance(vt, _CONTAINERS))
+
+
+operator_rule(*BINARY, *INPLACE, *COMPARISONS)(containers.set_operator)  # a set or a dict view
 
 
 @operator_rule(*_BY_VALUE)
@@ -1365,19 +1498,14 @@ def subscript(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableT
 
 @operator_rule(*INPLACE)
 def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker:
-    """``a += b``: a list extended or repeated in place, a user object's Python ``__iadd__``
-    inlined (it changes the object; unless it gives NotImplemented), anything else
-    ``a = a + b``."""
+    """``a += b``: a list extended or repeated in place, anything else ``a = a + b`` (a user
+    object's Python ``__iadd__``: ``user_methods``)."""
     if isinstance(args[0], ListVariable) and op is operator.iadd:
         return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
     if isinstance(args[0], ListVariable) and op is operator.imul:
         if args[1].is_python_constant():  # CPython's TypeError for a count that is no int
             _fold(tx, operator.imul, [[], args[1].as_python_constant()])
         return call_container_method(tx, args[0], "__imul__", [args[1]], {})
-    if _python_method(args[0], OPERATORS[op].dunder):
-        result = args[0].call_method(tx, OPERATORS[op].dunder, args[1:], {})
-        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-            return result
     return call_operator(tx, OPERATORS[op].binary, args)
 
 
@@ -1572,9 +1700,9 @@ def python_dict_operators(
     return result
 
 
-@operator_rule(*BINARY, *COMPARISONS, *(op for op in _of("unary") if op is not operator.not_))
-def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """A user object's ``__add__`` (left operand) or ``__radd__`` (right operand), inlined."""
+@operator_rule(operator.eq, operator.ne)
+def user_equality(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """A user object's ``__eq__``/``__ne__`` on the left, inlined."""
     return _user_dunder(tx, op, args)
 
 
