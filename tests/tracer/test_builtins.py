@@ -337,6 +337,58 @@ def test_next_on_generator():
     check(fn, torch.randn(3))
 
 
+def _sent_into_generators(x):
+    def inner():
+        v = yield 1
+        w = yield v + 10
+        return w * 3
+
+    def outer():
+        r = yield from inner()
+        yield r + x.sum()
+
+    def echo():
+        v = yield 1
+        yield v * 2
+
+    g = echo()
+    a = next(g)
+    b = g.send(x)  # a tensor goes in and comes back doubled
+    h = outer()
+    facts = [next(h), h.send(5), h.send(7)]
+    fresh = echo()
+    try:
+        fresh.send(3)
+    except TypeError as e:
+        facts.append(str(e))
+    try:
+        g.send(4)
+    except StopIteration:
+        facts.append("over")
+    try:
+        g.send(5)
+    except StopIteration:
+        facts.append("still over")
+    return x * a + b, facts
+
+
+def _sent_once(x):
+    def gen():
+        v = yield 1
+        yield v * 2
+
+    g = gen()
+    a = next(g)
+    b = g.send(5)
+    return x * (a + b)
+
+
+def test_values_sent_into_generators_made_in_the_trace_are_traced():
+    check(_sent_into_generators, torch.randn(3))
+    check(_sent_once, torch.randn(3))
+    assert_no_more_breaks(0, _sent_once, torch.randn(3))
+
+
 def test_generator_runs_lazily_between_items():
     def walk(xs):
         for v in xs:  # noqa: UP028 (a plain generator, not `yield from`)
@@ -883,6 +935,50 @@ def _bytearray_across_a_break(x):
 
 def test_bytearray_live_at_a_break_is_the_same_object_after_it():
     check_breaks(_bytearray_across_a_break, lambda: (torch.ones(2),), graphs=1, breaks=1)
+
+
+def _pure_builtins_on_a_bytearray(x):
+    b = bytearray(b"ab")
+    b.append(99)
+    other = bytearray(b"ab")
+    facts = [len(b), bytes(b), b.hex(), tuple(b), list(b), str(b), repr(b), sorted(b), sum(b)]
+    facts += [bool(b), int(bytearray(b"12")), max(b, other) is b, min(b, other) is other]
+    try:
+        hash(b)
+    except TypeError as e:
+        facts.append(str(e))
+    b.append(100)  # after the reads: they were of its contents then
+    return x + len(b), facts, b, other
+
+
+def _bytes_of_a_bytearray(x):
+    b = bytearray(b"ab")
+    b.append(99)
+    return x + len(b), bytes(b), b.hex()
+
+
+def test_pure_builtins_on_a_bytearray_made_in_the_trace_are_computed():
+    check_breaks(_pure_builtins_on_a_bytearray, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    check_breaks(_bytes_of_a_bytearray, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _bytes_of_a_bytearray, torch.ones(2))
+
+
+def _method_of_an_input_bytearray(x, b):
+    return x + 1, b.hex()
+
+
+def test_attribute_lookup_of_builtin_types_is_the_generic_one():
+    """A bytearray looks attributes up with CPython's generic lookup (its ``__dict__`` lists that
+    slot wrapper): a break comes from the C method called, not from a custom
+    ``__getattribute__``."""
+    _, _, report = check_breaks(
+        _method_of_an_input_bytearray,
+        lambda: (torch.ones(2), bytearray(b"ab")),
+        graphs=1,
+        breaks=1,
+    )
+    reasons = "\n".join(map(str, report.break_reasons))
+    assert "custom_getattr" not in reasons, reasons
 
 
 def test_class_methods_of_constant_types_read_from_instances():

@@ -22,7 +22,7 @@ from ..exc import ReturnValue, Unsupported
 from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constants import ConstantVariable, SymNodeVariable
-from ..variables.iterators import GeneratorVariable, IteratorVariable, Yielded
+from ..variables.iterators import GeneratorVariable, IteratorVariable, Yielded, send_into
 from ..variables.tensors import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from .registry import handler
 
@@ -172,10 +172,13 @@ def get_yield_from_iter(tx: Translator, inst: Instr) -> None:
 @handler("SEND")
 def send(tx: Translator, inst: Instr) -> None:
     """(receiver value -- receiver item) or, exhausted, (receiver value -- [receiver] result) and
-    jump. ``yield from`` only sends None (``next``); what the receiver returns is its result."""
+    jump. A value other than None (the outer generator was sent it) goes on into a generator
+    made in the trace (``send_into``); what the receiver returns is its result."""
     value, receiver = tx.pop(), tx.peek()
     if not (value.is_python_constant() and value.as_python_constant() is None):
-        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+        if not isinstance(receiver, GeneratorVariable):
+            raise Unsupported("generator", f"a value sent into {receiver} (`.send(x)`)")
+        send_into(receiver, value)
     if not isinstance(receiver, IteratorVariable):
         raise Unsupported("generator", f"`yield from` over {receiver}")
     item = receiver.next_item(tx)

@@ -3272,15 +3272,20 @@ def _bytearray_call(name: str):
     return impl
 
 
-def _bytearray_result(tx: Translator, obj: ByteArrayVariable, result: Any) -> VariableTracker:
-    """What a bytearray method gave: the bytearray itself, new bytearrays (alone or in the list or
-    tuple ``split`` and ``partition`` give), or constants."""
-    if result is obj.value:
-        return obj
+def _bytearray_result(
+    tx: Translator, obj: ByteArrayVariable | list[ByteArrayVariable], result: Any
+) -> VariableTracker:
+    """What a bytearray method (or a builtin or operator given bytearrays ``obj``) gave: one of
+    those bytearrays itself (``max(a, b)``), new bytearrays (alone or in the list or tuple
+    ``split`` and ``partition`` give), or constants."""
+    made = obj if isinstance(obj, list) else [obj]
+    for vt in made:
+        if result is vt.value:
+            return vt
     if type(result) is bytearray:
         return ByteArrayVariable(result)
     if type(result) in (list, tuple) and any(type(item) is bytearray for item in result):
-        items = [_bytearray_result(tx, obj, item) for item in result]
+        items = [_bytearray_result(tx, made, item) for item in result]
         return ListVariable(items) if type(result) is list else TupleVariable(items)
     return tx.fold(result)
 
@@ -3318,22 +3323,26 @@ _BYTEARRAY = {
 
 
 def bytearray_operation(
-    tx: Translator, fn: Callable[..., Any], args: list[VariableTracker]
+    tx: Translator,
+    fn: Callable[..., Any],
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker] | None = None,
 ) -> VariableTracker | None:
-    """``fn(*args)`` (an operator, ``bool``) with a bytearray made in the trace among constants
-    and such bytearrays: C code, run here on the real ones (saved first: it may change them in
-    place), or None where an operand is another value."""
+    """``fn(*args, **kwargs)`` (an operator, a pure builtin: ``bytes``, ``len``) with a bytearray
+    made in the trace among constants and such bytearrays: C code, run here on the real ones
+    (saved first: it may change them in place), or None where an operand is another value."""
     values = [bytearray_operand(a) for a in args]
-    if any(v is MISSING for v in values):
+    named = {k: bytearray_operand(v) for k, v in (kwargs or {}).items()}
+    if any(v is MISSING for v in [*values, *named.values()]):
         return None
-    made = [a for a in args if isinstance(a, ByteArrayVariable)]
+    made = [a for a in [*args, *(kwargs or {}).values()] if isinstance(a, ByteArrayVariable)]
     for vt in made:
         tx.output.side_effects.before_mutation(vt)
     try:
-        result = fn(*values)
+        result = fn(*values, **named)
     except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
         raise PythonError(e) from None
-    return _bytearray_result(tx, made[0], result)
+    return _bytearray_result(tx, made, result)
 
 
 @dispatch.rule("truth", ByteArrayVariable)

@@ -1863,9 +1863,10 @@ _NONE = ConstantVariable(None)
 
 
 def _generator_next(tx, obj, value=_NONE):
-    """``next(g)`` and ``g.send(None)`` (the value sent is what ``yield`` gives: only None is)."""
+    """``next(g)`` and ``g.send(value)``: the value sent is what the suspended ``yield`` gives
+    (``YIELD_VALUE`` left None there for ``next``)."""
     if not (value.is_python_constant() and value.as_python_constant() is None):
-        raise Unsupported("generator", "a value sent into a generator (`.send(x)`)")
+        send_into(obj, value)
     item = obj.next_item(tx)
     if item is None:
         if obj.result is not None and not obj.result.is_python_constant():
@@ -1873,6 +1874,21 @@ def _generator_next(tx, obj, value=_NONE):
         result = obj.result.as_python_constant() if obj.result is not None else None
         raise PythonError(StopIteration(result) if result is not None else StopIteration())
     return item
+
+
+def send_into(obj: GeneratorVariable, value: VariableTracker) -> None:
+    """Put ``value`` where the generator's frame, suspended at a ``yield``, takes what it is sent.
+    A generator not started yet raises CPython's TypeError; one that ended ignores it. Only a
+    generator made in the trace whose next item is not made yet is sent to: an input's items are
+    taken from the real object afterwards, and an item made in advance was sent None."""
+    if obj.done and obj.index >= len(obj.items):
+        return  # ``send`` on an ended generator raises StopIteration, as ``next`` does
+    if obj.source is not None or obj.index < len(obj.items) or obj.frame is None:
+        raise Unsupported("generator", f"a value sent into {obj!r} (`.send(x)`)")
+    if not obj.given:
+        message = "can't send non-None value to a just-started generator"
+        raise PythonError(TypeError(message))
+    obj.frame.stack[-1] = value
 
 
 _GENERATOR_METHODS = {

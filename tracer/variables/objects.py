@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import enum
 import functools
 import inspect
@@ -1148,19 +1149,27 @@ def _has_instance_dict(obj: Any) -> bool:
     return True
 
 
-#: Builtin bases whose ``__getattribute__`` is the generic one (``PyObject_GenericGetAttr``).
-#: Classes whose ``__getattribute__`` (if in their ``__dict__``) is the generic lookup. NOTE(3.13):
-#: 3.11 and 3.12 list ``SimpleNamespace``'s generic slot wrapper in its ``__dict__``, 3.13 does not.
-_GENERIC_GETATTR_BASES = frozenset(
-    {object, dict, list, tuple, set, frozenset, int, float, str, bytes, types.SimpleNamespace}
-)
+_PYTHON_API = ctypes.pythonapi
+_PYTHON_API.PyType_GetSlot.restype = ctypes.c_void_p
+_PYTHON_API.PyType_GetSlot.argtypes = [ctypes.py_object, ctypes.c_int]
+_TP_GETATTRO = 58  #: ``Py_tp_getattro`` of CPython's stable ABI (``typeslots.h``)
+_GENERIC_GETATTRO = ctypes.cast(_PYTHON_API.PyObject_GenericGetAttr, ctypes.c_void_p).value
+
+
+def _generic_getattribute(klass: type) -> bool:
+    """Whether ``klass`` looks attributes up with CPython's generic lookup
+    (``PyObject_GenericGetAttr``, its ``tp_getattro``): true of ``object``, of builtin types that
+    name it (``bytearray``, ``memoryview``, generators list its slot wrapper in their ``__dict__``)
+    and of classes inheriting it; false of a class with a ``__getattribute__`` or ``__getattr__``
+    written in Python and of C types with their own lookup (modules, ``type``, weakref proxies)."""
+    return _PYTHON_API.PyType_GetSlot(klass, _TP_GETATTRO) == _GENERIC_GETATTRO
 
 
 def _getattr_fallback(cls: type) -> Any:
     """The ``__getattr__`` of a class whose ``__getattribute__`` is the generic one, when the trace
     can call it (a Python function, or ``dict.__getitem__`` of a dict subclass); else None."""
     if any(
-        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        "__getattribute__" in vars(klass) and not _generic_getattribute(klass)
         for klass in cls.__mro__
     ):
         return None
@@ -1188,7 +1197,7 @@ def _has_custom_getattr(cls: type) -> bool:
     if issubclass(cls, torch.nn.Module):
         return False  # nn.Module.__getattr__ is understood by NNModuleVariable
     return type_lookup(cls, "__getattr__") is not MISSING or any(
-        "__getattribute__" in vars(klass) and klass not in _GENERIC_GETATTR_BASES
+        "__getattribute__" in vars(klass) and not _generic_getattribute(klass)
         for klass in cls.__mro__
     )
 
@@ -1242,7 +1251,7 @@ def _pure_getattr(cls: type) -> bool:
         return False
     allowed = {k for k in cls.__mro__ if (k.__module__, k.__qualname__) in PURE_GETATTR_CLASSES}
     return bool(allowed) and all(
-        k in allowed or k in _GENERIC_GETATTR_BASES
+        k in allowed or _generic_getattribute(k)
         for k in cls.__mro__
         if "__getattribute__" in vars(k)
     )

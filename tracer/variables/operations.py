@@ -2503,6 +2503,10 @@ def call_builtin(
         return tx.fold_call(fn, args, kwargs)
     if fn in OPERATOR_FNS:
         return call_operator_fn(tx, fn, args, kwargs)
+    if fn in PURE and fn not in _READS_THE_OBJECT:
+        computed = _on_bytearrays(tx, fn, args, kwargs)
+        if computed is not None:
+            return computed
     impl = BUILTINS.get(fn)
     if impl is None:
         raise Unsupported(
@@ -3323,6 +3327,22 @@ def _of_c_types(value: Any) -> bool:
     if isinstance(value, (tuple, list, set, frozenset, dict)):
         return all(map(_of_c_types, value))
     return True
+
+
+#: pure builtins not computed on a bytearray's contents: they look the object up (``getattr``,
+#: its methods are ``ByteArrayVariable``'s) or keep it (``slice(ba).stop is ba``)
+_READS_THE_OBJECT = frozenset({getattr, hasattr, slice})
+
+
+def _on_bytearrays(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """A pure builtin given bytearrays made in the trace among constants (``bytes(ba)``,
+    ``len(ba)``, ``max(ba, bb)``): C code reading their contents, all known, so computed on the
+    real ones; None where no such bytearray or another kind of value is given."""
+    if not any(isinstance(a, ByteArrayVariable) for a in [*args, *kwargs.values()]):
+        return None
+    return containers.bytearray_operation(tx, fn, args, kwargs)
 
 
 @operator_rule(*OPERATORS, first=True)  # ``ba += b"x"`` changes it in place: not ``ba + b"x"``
