@@ -218,3 +218,141 @@ def test_a_helper_reading_its_callers_locals_runs_the_call_in_python(fn):
     report = _as_eager(fn)
     assert [r.kind for r in report.break_reasons if r.fell_back] == ["reconstruct"]
     _torch_compile_raises(fn, torch.ones(3))
+
+
+def _caller_locals_by_stack():
+    return dict(inspect.stack()[1].frame.f_locals)
+
+
+def _frames_a(frame):
+    return frame.f_locals["a"]
+
+
+def callers_locals_by_stack(x):
+    a = 3  # noqa: F841 (read through the frame)
+    y = x + 1
+    found = _caller_locals_by_stack()
+    return y * 2, sorted(found), found["a"]
+
+
+def callers_locals_of_a_frame_taking_its_own(x):
+    a = 3  # noqa: F841 (read through the frame)
+    here = inspect.currentframe()  # noqa: F841 (read through the frame)
+    y = x + 1
+    found = _caller_locals_by_stack()
+    return y * 2, sorted(found), found["a"]
+
+
+def callers_locals_changed_after_a_break(x):
+    a = 3
+    inspect.stack()
+    a = 4  # noqa: F841 (read through the frame)
+    y = x + 1
+    found = _caller_locals_by_stack()
+    return y * 2, sorted(found), found["a"]
+
+
+def a_frame_given_to_a_helper_after_a_change(x):
+    a = 3
+    frame = inspect.stack()[0].frame
+    a = 4  # noqa: F841 (read through the frame)
+    y = x + 1
+    return y * 2, _frames_a(frame)
+
+
+def callers_locals_at_a_break(x):
+    a = 3  # noqa: F841 (read through the frame)
+    y = x + 1
+    print("break")
+    found = _caller_locals_by_stack()
+    return y * 2, sorted(found), found["a"]
+
+
+def _fallbacks(report):
+    return [(r.function, r.kind) for r in report.break_reasons if r.fell_back]
+
+
+@pytest.mark.parametrize(
+    ("fn", "fallback"),
+    [
+        (callers_locals_by_stack, "callers_locals_by_stack"),
+        (callers_locals_of_a_frame_taking_its_own, "callers_locals_of_a_frame_taking_its_own"),
+        (callers_locals_changed_after_a_break, "__resume_at_"),
+        (a_frame_given_to_a_helper_after_a_change, "__resume_at_"),
+    ],
+)
+def test_a_callee_reading_its_callers_locals_runs_the_call_in_python(fn, fallback, capsys):
+    """A helper reading ``f_locals`` of its caller's frame, reached by ``inspect.stack()`` or
+    given to it: the generated frames running the caller hold the locals they were called with,
+    not a constant, a value the trace changed since, so the call that breaks in the helper runs
+    in Python (one fallback: the compiled function's, or the resume function's that calls the
+    helper), with eager's values (torch.compile raises KeyError on the first)."""
+    report = _as_eager(fn)
+    found = _fallbacks(report)
+    assert len(found) == 1 and found[0][0].startswith(fallback), report.break_reasons
+    assert found[0][1] == "frame"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a local dead after an earlier break (a constant, an argument) is not passed to the "
+    "resume function, so no frame holds it when a helper reads its caller's f_locals later; "
+    "running the resume function in Python cannot bring it back",
+)
+def test_callers_locals_read_after_an_earlier_break(capsys):
+    _as_eager(callers_locals_at_a_break)
+
+
+def locals_of_the_stack_in_a_comprehension(x):
+    a = 3  # noqa: F841 (read through the frame)
+    y = x + 1
+    found = [sorted(info.frame.f_locals) for info in inspect.stack()[:1]]
+    return y * 2, found
+
+
+def locals_of_the_stack_read_later(x):
+    a = 3  # noqa: F841 (read through the frame)
+    y = x + 1
+    stack = inspect.stack()
+    z = y * 2
+    return z, [sorted(info.frame.f_locals) for info in stack[:1]]
+
+
+#: 3.11: a comprehension is a function of its own, a callee reading a frame's locals
+_COMPREHENSION_CALLS = sys.version_info < (3, 12)
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks", "fallbacks"),
+    [
+        (locals_of_the_stack_in_a_comprehension, 2, 1),
+        (locals_of_the_stack_read_later, 2, 0),
+    ],
+)
+def test_a_frame_from_the_stack_keeps_every_local(fn, breaks, fallbacks):
+    """``inspect.stack()`` gives the function its own frame, read later elsewhere than in its
+    own code (in a comprehension): every local bound is live at its breaks, those no longer
+    used after it too (eager's names). The stack call breaks, and the ``f_locals`` read."""
+    report = _as_eager(fn)
+    assert len(_fallbacks(report)) == (fallbacks if _COMPREHENSION_CALLS else 0), report
+    assert report.graph_break_count == breaks, report.break_reasons
+
+
+def frame_locals_read_after_it_is_taken(x):
+    a = 3  # noqa: F841 (read through the frame)
+    y = x + 1
+    found = inspect.currentframe().f_locals
+    return y * 2, sorted(found)
+
+
+@pytest.mark.xfail(
+    sys.version_info >= (3, 13),
+    strict=True,
+    reason="from 3.13 (PEP 667) f_locals is a live view of the frame, which shows 'found' once "
+    "it is bound; the compiled frame's f_locals is a copy made when it is read",
+)
+def test_frame_locals_is_a_view_from_3_13():
+    """Eager's names over two calls; the ``f_locals`` read breaks."""
+    report = _as_eager(frame_locals_read_after_it_is_taken)
+    assert not _fallbacks(report), report.break_reasons
+    assert report.graph_break_count == 1, report.break_reasons

@@ -103,6 +103,41 @@ def _reads_frame(code: types.CodeType) -> bool:
     return found
 
 
+#: How code may read the locals of a frame object it holds: the attribute, or what reads it
+_FRAME_LOCALS_READS = frozenset({"f_locals", "getargvalues"})
+#: code -> whether it, or code nested in it (a comprehension, a lambda), reads a frame's locals
+_READS_FRAME_LOCALS: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+
+
+def _reads_frame_locals(code: types.CodeType) -> bool:
+    found = _READS_FRAME_LOCALS.get(code)
+    if found is None:
+        nested = (c for c in code.co_consts if isinstance(c, types.CodeType))
+        found = not _FRAME_LOCALS_READS.isdisjoint(code.co_names) or any(
+            _reads_frame_locals(c) for c in nested
+        )
+        _READS_FRAME_LOCALS[code] = found
+    return found
+
+
+def check_callers_held(frames: list[FrameState]) -> None:
+    """A break in a callee whose code may read a frame's ``f_locals`` (its caller's, reached by
+    ``inspect.stack()``, ``sys._getframe(n)`` or ``f_back``): once it resumes, its callers are
+    the generated frames that run them, which hold the locals they were called with, not every
+    local the user's frames have bound (a constant, a value dead after the call, one the trace
+    has changed since), and a caller waiting for a resumed callee has no frame at all. The
+    callers' locals cannot be given as CPython gives them, so the whole call runs in Python. The
+    same for a frame object such a callee is given (a comprehension reading a frame from
+    ``inspect.stack()``)."""
+    for frame in frames[:-1]:
+        if _reads_frame_locals(user_code(frame.tx)):
+            raise Unsupported(
+                "frame",
+                f"{frame.tx.code.co_name} may read the locals of its callers' frames",
+                hint="a callee reading its callers' f_locals runs with them in Python",
+            )
+
+
 def template(tx: Translator, index: int) -> tuple[Any, int]:
     """The function and instruction index a resume function starts from (inside a resume function:
     the original function's, see ``resume_origin``)."""

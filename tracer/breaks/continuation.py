@@ -56,6 +56,7 @@ from . import made_in_resume
 from .break_frames import (
     call_start,
     cell_args,
+    check_callers_held,
     dead_on_top,
     live_by_frame,
     live_names,
@@ -155,6 +156,7 @@ def _emit_break_code(
         _call_resume(cg, caller, caller.index + 1, [*caller.stack, ret], resume)
     if protect is not None:
         cg.instrs.append(TryEnd(protect))
+    check_callers_held(frames)  # after the frames' own reasons (a frame the code cannot rebuild)
     cg.return_value()
     if protect is not None:
         _emit_exit_handler(cg, protect.target, exits[0])

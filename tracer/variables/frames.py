@@ -214,8 +214,8 @@ def user_code(tx: Translator) -> types.CodeType:
     return code
 
 
-#: the names by which code takes its own frame object
-_OWN_FRAME_GETTERS = frozenset({"_getframe", "currentframe"})
+#: the names by which code takes its own frame object (``inspect.stack()`` lists it first)
+_OWN_FRAME_GETTERS = frozenset({"_getframe", "currentframe", "stack"})
 _NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD"})
 #: code -> whether it takes its own frame
 _TAKES_OWN_FRAME: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
@@ -223,9 +223,9 @@ _TAKES_OWN_FRAME: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.Weak
 
 def takes_own_frame(tx: Translator) -> bool:
     """Whether the user's code of ``tx`` takes its own frame object (``sys._getframe()``,
-    ``sys._getframe(0)``, ``inspect.currentframe()``, called as loaded), which anything it gives
-    the frame to may read whole (``f_locals``): then every local it has bound is live at its
-    breaks."""
+    ``sys._getframe(0)``, ``inspect.currentframe()``, ``inspect.stack()``, ``inspect.stack(n)``,
+    called as loaded), which anything it gives the frame to may read whole (``f_locals``): then
+    every local it has bound is live at its breaks."""
     code = user_code(tx)
     if _OWN_FRAME_GETTERS.isdisjoint(code.co_names):
         return False
@@ -243,8 +243,10 @@ def _calls_for_own_frame(code: types.CodeType) -> bool:
         after = instrs[n + 1 : n + 3]
         if after and after[0].opname == "CALL" and after[0].arg == 0:
             return True
-        if len(after) == 2 and after[0].opname == "LOAD_CONST" and after[0].argval == 0:
-            if after[1].opname == "CALL" and after[1].arg == 1:
+        if len(after) == 2 and after[0].opname == "LOAD_CONST" and after[1].opname == "CALL":
+            # ``_getframe(0)``; ``stack(n)``: ``n`` lines of context, its own frame first
+            wanted = (lambda n: type(n) is int) if inst.argval == "stack" else (lambda n: n == 0)
+            if after[1].arg == 1 and wanted(after[0].argval):
                 return True
     return False
 
