@@ -47,23 +47,60 @@ def keep(tx: Translator, caught: list[warnings.WarningMessage], code: types.Code
         return False
     while tx.parent is not None and _in_polyfill(tx.code.co_filename):
         tx = tx.parent
+    for w in caught:
+        give_later(tx, w.category, str(w.message))
+    return True
+
+
+def give_later(tx: Translator, category: type[Warning], text: str) -> None:
+    """The warning ``text`` of ``category``, named by the frame ``tx`` runs at its line, given by
+    the compiled call after the graph (``warn_at``); guarded: the filters do not make it an
+    error. Raises ``Unsupported`` where they do."""
     location = tx.location()
     module = _module_name(tx.f_globals, location.filename)
-    for w in caught:
-        text = str(w.message)
-        check = functools.partial(error_filtered, w.category, text, module, location.lineno)
-        if check():
-            raise Unsupported(
-                "warning_error",
-                f"{w.category.__name__} is an error under the filters: {text}",
-                "CPython raises it in the middle of the call",
-            )
-        label = ("warning_error", w.category.__qualname__, text, module, location.lineno)
-        tx.output.assume_state(label, check, False)
-        warn = functools.partial(
-            warn_at, text, w.category, location.filename, location.lineno, tx.f_globals
+    check = functools.partial(error_filtered, category, text, module, location.lineno)
+    if check():
+        raise Unsupported(
+            "warning_error",
+            f"{category.__name__} is an error under the filters: {text}",
+            "CPython raises it in the middle of the call",
         )
-        tx.output.side_effects.call_after(warn, [])
+    label = ("warning_error", category.__qualname__, text, module, location.lineno)
+    tx.output.assume_state(label, check, False)
+    warn = functools.partial(
+        warn_at, text, category, location.filename, location.lineno, tx.f_globals
+    )
+    tx.output.side_effects.call_after(warn, [])
+
+
+def _warn_arguments(
+    message: Any, category: Any = None, stacklevel: Any = 1, source: Any = None, **kw: Any
+) -> dict[str, Any]:
+    return {"message": message, "category": category, "stacklevel": stacklevel, "source": source}
+
+
+def warn_call(tx: Translator, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """``warnings.warn(text, category)`` called in the trace with these values: its warning
+    given by the compiled call (``give_later``), named by the frame calling it. False (nothing
+    kept: the call runs in Python, where CPython finds the frame) for any other form: a
+    ``stacklevel`` naming a caller (eager's caller may be a frame the trace does not have, as
+    ``Module._call_impl`` for a ``forward``), a warning object, a ``source``,
+    ``skip_file_prefixes``, arguments CPython refuses."""
+    try:
+        given = _warn_arguments(*args, **kwargs)
+    except TypeError:
+        return False
+    category, stacklevel = given["category"], given["stacklevel"]
+    category = UserWarning if category is None else category
+    if kwargs.keys() - given.keys() or given["source"] is not None:
+        return False
+    if type(given["message"]) is not str or type(stacklevel) is not int or stacklevel < 1:
+        return False
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        return False
+    if stacklevel != 1 or _in_polyfill(tx.code.co_filename):
+        return False  # a caller's frame: the trace's parent may not be it (``Module.__call__``)
+    give_later(tx, category, given["message"])
     return True
 
 

@@ -15,7 +15,7 @@ import warnings
 import pytest
 import torch
 from difftest import compile_counted
-from dynamo_baseline import dynamo_counts
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 
 from bytegraph.explain import Recorder
 
@@ -133,3 +133,68 @@ def test_the_default_action_warns_once_per_location():
         seen.append(runs)
     assert seen[0] == seen[1]
     assert [len(run) for run in seen[0]] == ([1, 0, 0] if WARNS else [0, 0, 0])  # one line
+
+
+# -- ``warnings.warn`` called by the program -------------------------------------------------------
+def _deprecated_helper(t):
+    warnings.warn("use the other helper", DeprecationWarning, stacklevel=1)
+    return t * 2
+
+
+def warns_directly(x, log):
+    warnings.warn("careful")  # noqa: B028 (the default: this frame)
+    y = _deprecated_helper(x)
+    log.append(1)
+    warnings.warn("again", category=FutureWarning, stacklevel=1)
+    return y + 1
+
+
+def test_warnings_warn_is_given_by_every_compiled_call_as_eager():
+    """``warnings.warn(text, category)`` in the function and in a helper: each compiled call
+    warns as eager does, in order, from the frame and line eager names, once per location under
+    ``default``. It broke at every call (a C function); torch.compile traces it."""
+    compiled, counter = compile_counted(warns_directly)
+    recorder = Recorder()
+    for action in ("always", "always", "default"):
+        with recorder:
+            log = []
+            actual, warned = _call_recording(compiled, torch.ones(2), log, action=action)
+        eager_log = []
+        expected, eager_warned = _call_recording(
+            warns_directly, torch.ones(2), eager_log, action=action
+        )
+        torch.testing.assert_close(actual, expected)
+        assert warned == eager_warned and len(warned) == 3
+        assert log == eager_log
+    assert (counter.frame_count, _breaks(recorder)) == (1, 0)
+    assert_no_more_breaks(0, warns_directly, torch.ones(2), [])
+
+
+def test_warnings_warn_under_an_error_filter_raises_where_eager_raises():
+    compiled, _ = compile_counted(warns_directly)
+    for action in ("always", "error", "always"):
+        outcomes = []
+        for fn in (compiled, warns_directly):
+            log = []
+            with warnings.catch_warnings():
+                warnings.simplefilter(action)
+                try:
+                    outcomes.append((fn(torch.ones(2), log).tolist(), log))
+                except UserWarning as e:
+                    outcomes.append((str(e), log))
+        assert outcomes[0] == outcomes[1]
+
+
+def test_warnings_warn_naming_the_callers_caller_runs_in_python():
+    """A ``stacklevel`` naming a caller (here past the compiled function: the caller's, different
+    from call to call; for a ``forward``, torch's ``Module._call_impl``, a frame the trace does
+    not have) runs in Python, where CPython finds that frame."""
+
+    def fn(x):
+        warnings.warn("from outside", stacklevel=2)
+        return x + 1
+
+    compiled, _ = compile_counted(fn)
+    actual, warned = _call_recording(compiled, torch.ones(2))
+    expected, eager_warned = _call_recording(fn, torch.ones(2))
+    assert [w[1:4] for w in warned] == [w[1:4] for w in eager_warned]
