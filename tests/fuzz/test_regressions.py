@@ -845,3 +845,30 @@ def test_an_exhausted_reversed_list_iterator_passed_in():
         assert_same(runs[1], runs[0])
     assert bytegraph.stats().get("fallback:internal_error", 0) == internal
     assert counter.frame_count == 1
+
+
+def _number_fed_into_itself(x, n):
+    i = n
+    for _ in range(40):
+        i = i % 7 + i % 5  # ``i`` twice: its expression doubles at each turn
+    return x + i
+
+
+def test_a_symbolic_number_fed_into_itself_is_used_at_its_value():
+    """Seed 15452739 (python family; a timeout): ``i = tally(i % 3) + tally(1)`` in nested loops,
+    ``i`` symbolic: its expression doubled at each turn, and torch's value-range reasoning over it
+    (``bound_sympy``) takes time exponential in its depth: minutes per call. A number made of more
+    than ``_LARGEST_EXPRESSION`` numbers is used at its value (guarded), so the loop's last turns
+    fold."""
+    from bytegraph.tracer.variables.operations import _LARGEST_EXPRESSION
+
+    from bytegraph.explain import Recorder
+
+    compiled = bytegraph.compile(_number_fed_into_itself, backend="eager", dynamic=True)
+    recorder = Recorder()
+    for n in (3, 11, 11, 4):
+        with recorder:
+            actual = compiled(torch.ones(2), n)
+        assert_same(actual, _number_fed_into_itself(torch.ones(2), n))
+    assert recorder.report().graph_break_count == 0
+    assert _LARGEST_EXPRESSION < 2**40  # (the old code's first call does not finish)

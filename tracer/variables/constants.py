@@ -910,6 +910,8 @@ class SymNodeVariable(VariableTracker):
     node: torch.fx.Node
     value: Any  #: the SymInt/SymFloat/SymBool (its hint is the value seen while tracing)
     source: Source | None = None
+    #: how many numbers its expression is made of, counted with repeats (``symbolic_numbers``)
+    size: int = 1
 
     def python_type(self) -> type:
         return _PYTHON_TYPE[type(self.value)]

@@ -1242,7 +1242,31 @@ def symbolic_numbers(
         # ``add += ...``, rebinding the variable every later use of ``add`` reads)
         op = OPERATORS[op].binary or op
         _check_arithmetic_error(op, args)
-    return tx.output.call_function(op, tuple(args), {})
+    size = sum(a.size for a in args if isinstance(a, SymNodeVariable))
+    if size > _LARGEST_EXPRESSION:
+        args = [_specialised(a) for a in args]
+        if not any(isinstance(a, SymNodeVariable) for a in args):
+            return call_operator(tx, op, args)
+    result = tx.output.call_function(op, tuple(args), {})
+    if isinstance(result, SymNodeVariable):
+        result.size = size
+    return result
+
+
+#: A symbolic number made of more than this many (counted with repeats: ``i = f(i) + g(i)`` in a
+#: loop doubles it each time) is used at its value, guarded: torch's reasoning about an
+#: expression (its value ranges, ``bound_sympy``) takes time exponential in its depth, so a loop
+#: that feeds a number into itself traced for minutes. A number from tensor data has no value:
+#: the trace breaks there.
+_LARGEST_EXPRESSION = 64
+
+
+def _specialised(vt: VariableTracker) -> VariableTracker:
+    if not isinstance(vt, SymNodeVariable) or vt.size <= 1:
+        return vt
+    if vt.unbacked:
+        raise Unsupported("data_dependent", "a number computed from tensor data grew too large")
+    return ConstantVariable(vt.as_python_constant())
 
 
 _ORDERING = ("__lt__", "__le__", "__gt__", "__ge__")
