@@ -182,6 +182,20 @@ def _run_captured(fn, args, kwargs, setup, observe):
     return result, error, out.getvalue(), state, torch.is_grad_enabled() == grad
 
 
+def as_eager_twice(fn, make_args=lambda: (torch.ones(3),)):
+    """``fn`` compiled and eager, each called twice from one place with ``make_args()``: the same
+    results each time. Returns bytegraph's report of the two compiled calls."""
+    from bytegraph.explain import Recorder
+
+    compiled, _ = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(2):
+        with recorder:
+            got = compiled(*make_args())
+        assert_same(got, fn(*make_args()))
+    return recorder.report()
+
+
 def break_count(report) -> int:
     """Graph breaks in a ``Recorder`` report; asserts none of them was a fallback to Python."""
     fell_back = [str(r) for r in report.break_reasons if r.fell_back]

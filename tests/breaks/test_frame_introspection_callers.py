@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 import torch
-from difftest import assert_same, check_breaks, compile_counted
+from difftest import as_eager_twice, assert_same, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 from torch import nn
 
@@ -232,13 +232,7 @@ def its_own_frame_live_after_the_break(x):
 def _twice_as_eager(fn, breaks=None):
     """``fn`` compiled and eager, called twice from one place: the same results, no fallback and,
     given ``breaks``, that many breaks in the two calls, no more than torch.compile takes."""
-    compiled, _ = compile_counted(fn)
-    recorder = Recorder()
-    for _ in range(2):
-        with recorder:
-            got = compiled(torch.ones(3))
-        assert_same(got, fn(torch.ones(3)))
-    report = recorder.report()
+    report = as_eager_twice(fn)
     assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
     if breaks is not None:
         assert report.graph_break_count == breaks, report.break_reasons

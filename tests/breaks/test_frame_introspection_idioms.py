@@ -16,10 +16,8 @@ import warnings
 
 import pytest
 import torch
-from difftest import assert_same, compile_counted
+from difftest import as_eager_twice
 from dynamo_baseline import assert_no_more_breaks
-
-from bytegraph.explain import Recorder
 
 
 def _caller_locals_by_getframe():
@@ -180,17 +178,6 @@ def _torch_compile_raises(fn, *args):
         torch._dynamo.reset()
 
 
-def _as_eager(fn):
-    """``fn`` compiled, called twice: eager's results each time, and bytegraph's report."""
-    compiled, _ = compile_counted(fn)
-    recorder = Recorder()
-    for _ in range(2):
-        with recorder:
-            got = compiled(torch.ones(3))
-        assert_same(got, fn(torch.ones(3)))
-    return recorder.report()
-
-
 @pytest.mark.parametrize(
     ("fn", "breaks", "baseline"), [pytest.param(*idiom, id=idiom[0].__name__) for idiom in IDIOMS]
 )
@@ -201,7 +188,7 @@ def test_an_idiom_gives_eagers_values_breaking_no_more_than_torch_compile(
     is one break: the stack call, or the ``f_locals`` read; a frame given to the trace after it
     is read there: its code, its line where the trace continues it, its module's globals), no
     more than torch.compile's."""
-    report = _as_eager(fn)
+    report = as_eager_twice(fn)
     assert not [r for r in report.break_reasons if r.fell_back], report.break_reasons
     assert report.graph_break_count == breaks, report.break_reasons
     if baseline:
@@ -215,7 +202,7 @@ def test_a_helper_reading_its_callers_locals_runs_the_call_in_python(fn):
     """A helper reading its caller's ``f_locals``: the compiled function's own frame, which the
     rewritten code cannot give with every local the user's frame has, so the call runs in Python
     (a fallback), with eager's values (torch.compile raises KeyError)."""
-    report = _as_eager(fn)
+    report = as_eager_twice(fn)
     assert [r.kind for r in report.break_reasons if r.fell_back] == ["reconstruct"]
     _torch_compile_raises(fn, torch.ones(3))
 
@@ -287,7 +274,7 @@ def test_a_callee_reading_its_callers_locals_runs_the_call_in_python(fn, fallbac
     not a constant, a value the trace changed since, so the call that breaks in the helper runs
     in Python (one fallback: the compiled function's, or the resume function's that calls the
     helper), with eager's values (torch.compile raises KeyError on the first)."""
-    report = _as_eager(fn)
+    report = as_eager_twice(fn)
     found = _fallbacks(report)
     assert len(found) == 1 and found[0][0].startswith(fallback), report.break_reasons
     assert found[0][1] == "frame"
@@ -300,7 +287,7 @@ def test_a_callee_reading_its_callers_locals_runs_the_call_in_python(fn, fallbac
     "running the resume function in Python cannot bring it back",
 )
 def test_callers_locals_read_after_an_earlier_break(capsys):
-    _as_eager(callers_locals_at_a_break)
+    as_eager_twice(callers_locals_at_a_break)
 
 
 def locals_of_the_stack_in_a_comprehension(x):
@@ -333,7 +320,7 @@ def test_a_frame_from_the_stack_keeps_every_local(fn, breaks, fallbacks):
     """``inspect.stack()`` gives the function its own frame, read later elsewhere than in its
     own code (in a comprehension): every local bound is live at its breaks, those no longer
     used after it too (eager's names). The stack call breaks, and the ``f_locals`` read."""
-    report = _as_eager(fn)
+    report = as_eager_twice(fn)
     assert len(_fallbacks(report)) == (fallbacks if _COMPREHENSION_CALLS else 0), report
     assert report.graph_break_count == breaks, report.break_reasons
 
@@ -353,6 +340,6 @@ def frame_locals_read_after_it_is_taken(x):
 )
 def test_frame_locals_is_a_view_from_3_13():
     """Eager's names over two calls; the ``f_locals`` read breaks."""
-    report = _as_eager(frame_locals_read_after_it_is_taken)
+    report = as_eager_twice(frame_locals_read_after_it_is_taken)
     assert not _fallbacks(report), report.break_reasons
     assert report.graph_break_count == 1, report.break_reasons
