@@ -493,6 +493,35 @@ def _pyro():
     return Densities()
 
 
+def _pyro_vae():
+    """A variational autoencoder's loss with ``pyro.distributions``: the KL term of two diagonal
+    normals made events, which ``kl_divergence`` finds in torch's registry keyed by the pair of
+    their classes (``_KL_MEMOIZE[type(p), type(q)]``, pyro registers the pair), and positive
+    scales through ``transform_to(constraints.positive)``, found in torch's registry keyed by the
+    constraint's class (``_registry[type(constraint)]``): registry dispatch on every call."""
+    import pyro.distributions as dist
+    import torch
+    from torch import nn
+    from torch.distributions import constraints, kl_divergence, transform_to
+
+    class Vae(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc, self.dec = nn.Linear(6, 8), nn.Linear(4, 6)
+            self.raw_noise = nn.Parameter(torch.zeros(6))
+
+        def forward(self, x):
+            h = self.enc(x)
+            positive = transform_to(constraints.positive)
+            q = dist.Normal(h[:, :4], positive(h[:, 4:])).to_event(1)
+            prior = dist.Normal(torch.zeros_like(h[:, :4]), 1.0).to_event(1)
+            z = q.rsample()
+            likelihood = dist.Normal(self.dec(z), positive(self.raw_noise)).to_event(1)
+            return (kl_divergence(q, prior) - likelihood.log_prob(x)).mean()
+
+    return Vae()
+
+
 def _ode(points: int, **solver: Any):
     """A neural ODE (``torchdiffeq.odeint`` of a small MLP) from the input to ``points`` times."""
 
@@ -905,6 +934,7 @@ ARCHS = [
     A("zuko_nsf", "zuko", _zuko_nsf, 4, inputs=_randn((4, 3), (4, 2))),
     A("zuko_maf", "zuko", _zuko_maf, 4, inputs=_randn((4, 3))),
     A("pyro_distributions", "pyro_ppl", _pyro, 4, inputs=_randn((4, 3), (4, 3))),
+    A("pyro_vae", "pyro_ppl", _pyro_vae, 4, inputs=_randn((4, 6))),
     A(
         "odeint_rk4",
         "torchdiffeq",
