@@ -12,6 +12,10 @@ once, before the tracker's own ``call_function``, and applies the entry. An entr
   ``effect="none"``: the call has no effect on the program (telemetry) and gives None;
 - ``substitute=f``: the Python function ``f`` is traced in its place.
 
+A method bound to an object (``logger.info``) whose function has a handler entry is called through
+that handler with the object as its first argument (``functions.UserFunctionVariable``), as
+CPython calls the function.
+
 This module imports no tracker family: families import it to register, ``dispatch`` to apply.
 
     @call_rule(torch.Size)

@@ -15,6 +15,7 @@ import ctypes
 import enum
 import functools
 import inspect
+import logging
 import os
 import sys
 import types
@@ -37,7 +38,7 @@ from ...guards.sources import (
     Source,
     TypeSource,
 )
-from .. import polyfills
+from .. import polyfills, run_time_logging
 from ..exc import PythonError, Unsupported
 from . import containers, dispatch
 from .base import (
@@ -3547,3 +3548,88 @@ def has_slot(
     elif source is not None:
         tx.output.assume_identity(class_attr_source(source, cls, name), found)
     return ConstantVariable(found is not MISSING)
+
+
+# -- loggers -------------------------------------------------------------------------------------
+# ``logging``'s loggers are objects the trace does not model; what the program asks of them is
+# answered here from the real logger, guarded, and what they emit is kept for the compiled call
+# (``run_time_logging``).
+
+
+def _logger_of(vt: VariableTracker) -> logging.Logger | None:
+    """The real logger ``vt`` stands for, where its record path is logging's own and the trace
+    reads it from where the call will (its identity guarded)."""
+    if not isinstance(vt, UserObjectVariable) or vt.source is None:
+        return None
+    return vt.value if run_time_logging.plain_logger(vt.value) else None
+
+
+@call_rule(*run_time_logging.LEVEL_METHODS)
+def logging_call(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``logger.info(msg, *args)``, and the other level methods of a logger: nothing where the
+    level is disabled for the logger, else its record, made and handled by the compiled call
+    after the graph (``run_time_logging.emit_later``: only values logged; any other form runs in
+    Python); the answer guarded. Calls CPython refuses are left to be traced as written."""
+    logger = _logger_of(args[0]) if args else None
+    rest = args[1:]
+    if logger is None or "msg" in kwargs or "level" in kwargs:
+        return None
+    level = run_time_logging.LEVEL_METHODS[fn]
+    if level is None:  # ``log(level, msg, ...)``: an int level (else CPython raises, or returns)
+        if not rest or not rest[0].is_python_constant():
+            return None
+        level, rest = rest[0].as_python_constant(), rest[1:]
+    if not isinstance(level, int) or not rest:
+        return None
+    tx.output.assume_identity(args[0].source, logger)
+    if not run_time_logging.enabled(tx, logger, level):
+        return ConstantVariable(None)
+    if not value_arguments(rest, kwargs):
+        raise Unsupported(
+            "logging",
+            f"{fn.__name__}() of a value not known at trace time (a tensor's?)",
+            hint="log values after the compiled function, or at a disabled level",
+        )
+    values = [a.as_python_constant() for a in rest]
+    named = {k: v.as_python_constant() for k, v in kwargs.items()}
+    run_time_logging.emit_later(tx, args[0], level, values, named)
+    return ConstantVariable(None)
+
+
+@call_rule(logging.Logger.isEnabledFor)
+def logger_enabled_for(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``logger.isEnabledFor(level)`` with an int level: the logger's answer, guarded."""
+    logger = _logger_of(args[0]) if args else None
+    if logger is None or kwargs or len(args) != 2 or not args[1].is_python_constant():
+        return None
+    level = args[1].as_python_constant()
+    if type(level) is not int:
+        return None
+    tx.output.assume_identity(args[0].source, logger)
+    return ConstantVariable(run_time_logging.enabled(tx, logger, level))
+
+
+@call_rule(logging.getLogger)
+def get_logger(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``logging.getLogger(name)`` with a name the trace knows: the logger the call gives (made
+    now where it is missing, as the call makes it), read where the call finds it, the root
+    logger or ``Logger.manager.loggerDict[name]``, which guards check as they check inputs."""
+    given = [*args, *kwargs.values()]
+    if len(given) > 1 or kwargs.keys() - {"name"} or not value_arguments(args, kwargs):
+        return None
+    name = given[0].as_python_constant() if given else None
+    if name is not None and type(name) is not str:
+        return None
+    logger = logging.getLogger(name)
+    if logger is logging.root:
+        return tx.wrap(logger, ModuleGlobalSource("logging", "root"))
+    loggers = AttrSource(
+        AttrSource(ModuleGlobalSource("logging", "Logger"), "manager"), "loggerDict"
+    )
+    return tx.wrap(logger, ItemSource(loggers, name))

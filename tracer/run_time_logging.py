@@ -1,0 +1,145 @@
+"""Calls into ``logging`` the program makes, emitted by every compiled call as eager's call emits.
+
+A logger's level methods (``logger.info(msg, *args)``, ``debug``, ``warning``, ``error``,
+``critical``, ``log(level, msg, *args)``) first ask ``isEnabledFor(level)``, an answer made of the
+logger's ``disabled`` flag, its effective level, ``manager.disable`` and its ``_cache``: the trace
+asks the real logger and guards the answer (``enabled``), so a level changed between calls
+(``setLevel``, ``logging.disable``) makes the next call find another variant. A disabled call is
+nothing. An enabled one is the record ``Logger._log`` makes, handled by the compiled call after
+its graph (``SideEffects.call_after``, in order with the other calls kept there, before the
+instruction a graph break runs in Python, a ``print``): ``_emit``, which makes it with
+``makeRecord`` and gives it to ``handle`` as ``_log`` does, naming the frame ``findCaller`` names
+in eager, the innermost frame of the trace that is not logging's own (a frame of generated code
+would name the wrong line), so handlers, filters and ``propagate`` see the record eager's call
+gives them. Only a message and arguments the trace knows the values of are kept
+(``emit_later``), copied as they are at the call; any other form (a tensor's value, ``exc_info``,
+``extra``, ``stack_info``, a ``stacklevel`` naming a caller, a message its arguments do not
+format) runs in Python. A handler runs after the stores of the graph's code are made: one that
+reads or changes what the program changes in that code (a list both append to) sees it as the
+graph leaves it.
+
+Entry points: ``LEVEL_METHODS``, ``plain_logger``, ``enabled``, ``emit_later``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from .exc import Unsupported
+from .run_time_warnings import in_polyfill
+
+if TYPE_CHECKING:
+    from .translator import Translator
+
+_Logger = logging.Logger
+
+#: a level method of ``Logger`` -> the level it logs at (``fatal`` is ``critical``); ``log`` takes
+#: its level as its first argument
+LEVEL_METHODS: dict[Any, int | None] = {
+    _Logger.debug: logging.DEBUG,
+    _Logger.info: logging.INFO,
+    _Logger.warning: logging.WARNING,
+    _Logger.error: logging.ERROR,
+    _Logger.critical: logging.CRITICAL,
+    _Logger.log: None,
+}
+
+#: the methods a record passes through on its way from a level method to ``handle``: a logger
+#: whose class or instance replaces one of them is traced as written
+_RECORD_PATH = ("isEnabledFor", "_log", "findCaller", "makeRecord", "handle")
+
+#: the options ``Logger._log`` takes with the values it is kept for (the record then carries no
+#: exception, extra attributes or stack, and names the calling frame)
+_PLAIN_OPTIONS = {"exc_info": None, "extra": None, "stack_info": False, "stacklevel": 1}
+
+
+#: the names of the level methods, which an instance attribute would shadow
+_LEVEL_NAMES = frozenset(fn.__name__ for fn in LEVEL_METHODS)
+
+
+def plain_logger(logger: Any) -> bool:
+    """Whether ``logger`` is a ``logging.Logger`` whose record path is ``Logger``'s own."""
+    if not isinstance(logger, _Logger):
+        return False
+    cls = type(logger)
+    if any(getattr(cls, name, None) is not getattr(_Logger, name) for name in _RECORD_PATH):
+        return False
+    return not vars(logger).keys() & {*_RECORD_PATH, *_LEVEL_NAMES}
+
+
+def enabled(tx: Translator, logger: logging.Logger, level: int) -> bool:
+    """``logger.isEnabledFor(level)`` now, guarded: the answer stays the same (the guard asks the
+    logger as the call would, filling its cache as the call does)."""
+    answer = logger.isEnabledFor(level)
+    check = functools.partial(logger.isEnabledFor, level)
+    tx.output.assume_state(("logging_enabled", id(logger), level), check, answer)
+    return answer
+
+
+def emit_later(
+    tx: Translator, logger_vt: Any, level: int, args: list[Any], kwargs: dict[str, Any]
+) -> None:
+    """The record of an enabled call with the values ``args`` (message first) and options
+    ``kwargs``, handled by the compiled call after the graph (``_emit``), named by the calling
+    frame of the trace. Raises ``Unsupported`` (the call runs in Python) for any other form: an
+    exception, ``extra``, a stack or a caller's frame asked for, a message its arguments do not
+    format (logging reports that from each handler, printing the stack of the call)."""
+    if not args:
+        raise Unsupported("logging", "a logging call without a message")
+    msg, *values = args
+    given = {name: kwargs.pop(name, default) for name, default in _PLAIN_OPTIONS.items()}
+    if kwargs or given["exc_info"] or given["extra"] is not None or given["stack_info"]:
+        raise Unsupported("logging", f"logging with {sorted(kwargs) or given}", _HINT)
+    if given["stacklevel"] != 1:
+        raise Unsupported("logging", "logging naming a caller's frame (stacklevel)", _HINT)
+    record = logging.LogRecord("", level, "", 0, msg, tuple(values), None)
+    try:
+        record.getMessage()
+    except Exception as error:
+        raise Unsupported("logging", f"a message its arguments do not format: {error}") from None
+    frame = _calling_frame(tx)
+    location = frame.location()
+    emit = functools.partial(
+        _emit, level, msg, tuple(values), location.filename, location.lineno, frame.code.co_name
+    )
+    tx.output.side_effects.call_after(emit, [logger_vt])
+
+
+_HINT = "log outside the compiled function, or with a message and values only"
+
+
+def _calling_frame(tx: Translator) -> Translator:
+    """The frame ``findCaller`` names: the innermost one that is not logging's own (nor
+    ``importlib``'s bootstrap, nor a polyfill standing for C code)."""
+    while _internal(tx.code.co_filename):
+        if tx.parent is None:
+            raise Unsupported("logging", "a logging call from logging's own code")
+        tx = tx.parent
+    return tx
+
+
+def _internal(filename: str) -> bool:
+    name = os.path.normcase(filename)
+    bootstrap = "importlib" in name and "_bootstrap" in name
+    return name == logging._srcfile or bootstrap or in_polyfill(filename)
+
+
+def _emit(
+    level: int,
+    msg: Any,
+    args: tuple,
+    filename: str,
+    lineno: int,
+    function: str,
+    logger: logging.Logger,
+) -> None:
+    """What ``Logger._log`` does for a call from ``function`` at ``filename:lineno``: the record
+    made by ``makeRecord``, given to ``handle``; an unknown caller where ``logging._srcfile`` is
+    unset, as there."""
+    if not logging._srcfile:
+        filename, lineno, function = "(unknown file)", 0, "(unknown function)"
+    record = logger.makeRecord(logger.name, level, filename, lineno, msg, args, None, function)
+    logger.handle(record)
