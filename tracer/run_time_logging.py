@@ -14,9 +14,12 @@ would name the wrong line), so handlers, filters and ``propagate`` see the recor
 gives them. Only a message and arguments the trace knows the values of are kept
 (``emit_later``), copied as they are at the call; any other form (a tensor's value, ``exc_info``,
 ``extra``, ``stack_info``, a ``stacklevel`` naming a caller, a message its arguments do not
-format) runs in Python. A handler runs after the stores of the graph's code are made: one that
-reads or changes what the program changes in that code (a list both append to) sees it as the
-graph leaves it.
+format) runs in Python. A handler runs after the stores of the graph's code are made, so the
+record is kept only where every handler it reaches is logging's own (or pytest's capture), with
+their own formatters and no filters (``known_handlers``, guarded): code that reads and changes
+nothing of the program's. A handler of the user's could read or change what the program changes
+in that code (a list both append to) and would see it as the graph leaves it: such a call runs in
+Python.
 
 Entry points: ``LEVEL_METHODS``, ``plain_logger``, ``enabled``, ``emit_later``.
 """
@@ -100,6 +103,10 @@ def emit_later(
         record.getMessage()
     except Exception as error:
         raise Unsupported("logging", f"a message its arguments do not format: {error}") from None
+    if not known_handlers(logger_vt.value):
+        raise Unsupported("logging", "a record handled by code of the program's", _HINT)
+    check = functools.partial(known_handlers, logger_vt.value)
+    tx.output.assume_state(("logging_handlers", id(logger_vt.value)), check, True)
     frame = _calling_frame(tx)
     location = frame.location()
     emit = functools.partial(
@@ -109,6 +116,30 @@ def emit_later(
 
 
 _HINT = "log outside the compiled function, or with a message and values only"
+
+#: the modules whose handlers and formatters read nothing of the program's: logging's own, and
+#: pytest's log capture (``caplog``)
+_KNOWN_MODULES = frozenset({"logging", "logging.handlers", "_pytest.logging"})
+
+
+def known_handlers(logger: logging.Logger) -> bool:
+    """Whether every handler a record of ``logger`` reaches (those of ``logger`` and its parents
+    while ``propagate``; ``lastResort`` where there are none) is of a class of ``_KNOWN_MODULES``,
+    with no formatter or one of those modules' and no filters, and ``logger`` has no filters."""
+    if logger.filters:
+        return False
+    handlers: list[Any] = []
+    node: Any = logger
+    while node is not None:
+        handlers += node.handlers
+        node = node.parent if node.propagate else None
+    if not handlers and logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    return all(_known(h) and _known(h.formatter or h) and not h.filters for h in handlers)
+
+
+def _known(obj: Any) -> bool:
+    return type(obj).__module__ in _KNOWN_MODULES
 
 
 def _calling_frame(tx: Translator) -> Translator:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import logging.handlers
 
 import pytest
 import torch
@@ -23,7 +24,8 @@ LOG = logging.getLogger("bytegraph_tests.logging_calls")
 
 
 class Keeping(logging.Handler):
-    """A handler keeping what each record says (``events``, shared with the program's own)."""
+    """A handler of the user's keeping what each record says in ``events``, a list the program
+    may change too: the records it is given are handled where eager handles them (in Python)."""
 
     def __init__(self, events: list) -> None:
         super().__init__()
@@ -34,6 +36,29 @@ class Keeping(logging.Handler):
             self.events.append(_said(record))
         except Exception:  # noqa: BLE001 (as logging's own handlers: reported, not raised)
             self.handleError(record)
+
+
+class Buffered:
+    """What each record a ``logging.handlers.BufferingHandler`` (logging's own: the records are
+    handled after the graph) was given says, as a list of ``_said`` tuples."""
+
+    def __init__(self) -> None:
+        self.handler = logging.handlers.BufferingHandler(capacity=10**6)
+
+    def __iter__(self):
+        return iter([_said(r) for r in self.handler.buffer])
+
+    def __len__(self) -> int:
+        return len(self.handler.buffer)
+
+    def __getitem__(self, i: int) -> tuple:
+        return _said(self.handler.buffer[i])
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other
+
+    def clear(self) -> None:
+        self.handler.buffer.clear()
 
 
 def _said(record: logging.LogRecord) -> tuple:
@@ -53,9 +78,9 @@ def _said(record: logging.LogRecord) -> tuple:
 
 @pytest.fixture
 def events():
-    """Records of ``LOG`` (not propagated) kept in a list."""
-    kept: list = []
-    handler = Keeping(kept)
+    """Records of ``LOG`` (not propagated), buffered by logging's own handler."""
+    kept = Buffered()
+    handler = kept.handler
     LOG.addHandler(handler)
     LOG.propagate = False
     try:
@@ -177,6 +202,33 @@ def test_records_and_the_programs_appends_are_as_eagers(events):
     assert recorder.report().graph_break_count == 0
 
 
+def test_a_users_handler_sharing_the_programs_list_sees_it_as_eager():
+    """A handler of the user's could read what the program changes (here: one list both append
+    to); handled after the graph's stores it would see ``[1, 2]`` where eager's sees ``[1]``, so
+    its records are handled in Python, where eager handles them (a break per enabled call)."""
+    LOG.setLevel(logging.INFO)
+    LOG.propagate = False
+    try:
+        results = []
+        recorder = Recorder()
+        for fn in (compile_counted(logs_between_appends)[0], logs_between_appends):
+            out: list = []
+            handler = Keeping(out)
+            LOG.addHandler(handler)
+            try:
+                with recorder:
+                    fn(torch.ones(2), out)
+                    fn(torch.ones(2), out)
+            finally:
+                LOG.removeHandler(handler)
+            results.append([e if type(e) is int else e[5] for e in out])
+        assert results[0] == results[1] == [1, "between appends", 2, "last"] * 2
+        assert recorder.report().graph_break_count == 2  # one trace: a break per enabled call
+    finally:
+        LOG.propagate = True
+        LOG.setLevel(logging.NOTSET)
+
+
 def logs_between_prints(x):
     print("first")
     LOG.info("between %s", "prints")
@@ -255,8 +307,8 @@ def logs_through_the_module(x):
 
 
 def test_logging_module_functions_log_as_eager():
-    kept: list = []
-    handler = Keeping(kept)
+    kept = Buffered()
+    handler = kept.handler
     root = logging.getLogger()
     root.addHandler(handler)
     level = root.level
@@ -295,15 +347,19 @@ def test_a_message_that_does_not_format_is_reported_as_eager(events, capsys):
     """logging reports the error from each handler (``handleError``: to stderr, or raised where
     the handler raises it, as pytest's capturing handlers do): the call runs in Python."""
     LOG.setLevel(logging.INFO)
-    compiled, _ = compile_counted(logs_a_bad_format)
-    for _ in range(2):
-        outcomes = []
-        for fn in (compiled, logs_a_bad_format):
-            outcomes.append(
-                (_outcome(fn, torch.ones(2)), "--- Logging error ---" in capsys.readouterr().err)
-            )
-        assert outcomes[0] == outcomes[1]
-    assert events == []
+    formatting = logging.StreamHandler()  # formats each record: reports the error to stderr
+    LOG.addHandler(formatting)
+    try:
+        compiled, _ = compile_counted(logs_a_bad_format)
+        for _ in range(2):
+            outcomes = []
+            for fn in (compiled, logs_a_bad_format):
+                err = (_outcome(fn, torch.ones(2)), capsys.readouterr().err)
+                outcomes.append((err[0], "--- Logging error ---" in err[1]))
+            assert outcomes[0] == outcomes[1]
+    finally:
+        LOG.removeHandler(formatting)
+    assert len(events) == 4  # the buffering handler formats nothing: each record kept
 
 
 @functools.lru_cache(None)
