@@ -81,6 +81,9 @@ LOCALS_INDEX_CELLS = PY313
 #: NOTE(3.13): ``locals()`` in a function returns a new dict at each call (PEP 667); 3.11/3.12
 #: return the frame's one dict, updated in place at each call.
 LOCALS_SNAPSHOT = VERSION >= (3, 13)
+#: NOTE(3.13): a warning whose ``stacklevel`` passes the outermost frame is named by file ``<sys>``
+#: at line 0; 3.11/3.12 name file ``sys`` at line 1 (all with ``sys``'s module and registry).
+WARNING_PAST_THE_STACK: tuple[str, int] = ("<sys>", 0) if PY313 else ("sys", 1)
 
 
 def compare_arg(raw: int) -> int:

@@ -13,17 +13,23 @@ eager's call gives them; guarded: the filters do not make it an error. Where the
 raises in the middle of the call: the trace breaks there, and CPython runs the operation
 (whatever the filters of a later call, the variant with that break is right for it).
 
-Entry point: ``keep(tx, caught, code)``.
+Entry points: ``keep(tx, caught, code)``; for ``warnings.warn`` called by the program,
+``warning_called``, then ``give_later`` or ``give_from_above`` (``variables/frames.py``).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+import sys
 import types
 import warnings
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..codegen.frame_locals import WaitingFrame, user_frames
+from ..codegen.pyversion import WARNING_PAST_THE_STACK
 from . import polyfills
 from .exc import Unsupported
 
@@ -34,6 +40,16 @@ if TYPE_CHECKING:
 #: ``matches`` makes the ``re.sub`` call the program made): a warning naming a frame of theirs
 #: names the frame that called them
 _POLYFILLS = os.path.dirname(polyfills.__file__) + os.sep
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where CPython names a warning from: a frame's file and line, and its globals (their
+    ``__name__`` is the warning's module, their ``__warningregistry__`` its registry)."""
+
+    filename: str
+    lineno: int
+    module_globals: dict[str, Any] = field(compare=False, repr=False)
 
 
 def keep(tx: Translator, caught: list[warnings.WarningMessage], code: types.CodeType) -> bool:
@@ -52,25 +68,42 @@ def keep(tx: Translator, caught: list[warnings.WarningMessage], code: types.Code
     return True
 
 
-def give_later(tx: Translator, category: type[Warning], text: str) -> None:
-    """The warning ``text`` of ``category``, named by the frame ``tx`` runs at its line, given by
+def give_later(tx: Translator, category: type[Warning], text: str, at: Site | None = None) -> None:
+    """The warning ``text`` of ``category``, named by the frame ``tx`` runs at its line (or by
+    ``at``: a frame the trace knows that no translator runs, ``nn.Module.__call__``'s), given by
     the compiled call after the graph (``warn_at``); guarded: the filters do not make it an
     error. Raises ``Unsupported`` where they do."""
-    location = tx.location()
-    module = _module_name(tx.f_globals, location.filename)
-    check = functools.partial(error_filtered, category, text, module, location.lineno)
+    if at is None:
+        location = tx.location()
+        at = Site(location.filename, location.lineno, tx.f_globals)
+    module = _module_name(at.module_globals, at.filename)
+    _guard_no_error(tx, category, text, module, at.lineno)
+    warn = functools.partial(warn_at, text, category, at.filename, at.lineno, at.module_globals)
+    tx.output.side_effects.call_after(warn, [])
+
+
+def give_from_above(tx: Translator, category: type[Warning], text: str, depth: int) -> None:
+    """The warning ``text`` of ``category``, named by the user's frame ``depth`` calls above the
+    compiled function's (a caller, found by the compiled call: ``warn_above``), given after the
+    graph; guarded: the filters make it an error for no module and line. Raises
+    ``Unsupported`` where they may."""
+    _guard_no_error(tx, category, text, None, None)
+    warn = functools.partial(warn_above, depth, text, category)
+    tx.output.side_effects.call_after(warn, [])
+
+
+def _guard_no_error(
+    tx: Translator, category: type[Warning], text: str, module: str | None, lineno: int | None
+) -> None:
+    check = functools.partial(error_filtered, category, text, module, lineno)
     if check():
         raise Unsupported(
             "warning_error",
             f"{category.__name__} is an error under the filters: {text}",
             "CPython raises it in the middle of the call",
         )
-    label = ("warning_error", category.__qualname__, text, module, location.lineno)
+    label = ("warning_error", category.__qualname__, text, module, lineno)
     tx.output.assume_state(label, check, False)
-    warn = functools.partial(
-        warn_at, text, category, location.filename, location.lineno, tx.f_globals
-    )
-    tx.output.side_effects.call_after(warn, [])
 
 
 def _warn_arguments(
@@ -79,29 +112,25 @@ def _warn_arguments(
     return {"message": message, "category": category, "stacklevel": stacklevel, "source": source}
 
 
-def warn_call(tx: Translator, args: list[Any], kwargs: dict[str, Any]) -> bool:
-    """``warnings.warn(text, category)`` called in the trace with these values: its warning
-    given by the compiled call (``give_later``), named by the frame calling it. False (nothing
-    kept: the call runs in Python, where CPython finds the frame) for any other form: a
-    ``stacklevel`` naming a caller (eager's caller may be a frame the trace does not have, as
-    ``Module._call_impl`` for a ``forward``), a warning object, a ``source``,
-    ``skip_file_prefixes``, arguments CPython refuses."""
+def warning_called(
+    args: list[Any], kwargs: dict[str, Any]
+) -> tuple[type[Warning], str, int] | None:
+    """``(category, text, stacklevel)`` of ``warnings.warn(text, category, stacklevel)`` called
+    with these values; None (the call runs in Python, where CPython reads them) for any other
+    form: a warning object, a ``source``, ``skip_file_prefixes``, arguments CPython refuses."""
     try:
         given = _warn_arguments(*args, **kwargs)
     except TypeError:
-        return False
+        return None
     category, stacklevel = given["category"], given["stacklevel"]
     category = UserWarning if category is None else category
     if kwargs.keys() - given.keys() or given["source"] is not None:
-        return False
+        return None
     if type(given["message"]) is not str or type(stacklevel) is not int or stacklevel < 1:
-        return False
+        return None
     if not (isinstance(category, type) and issubclass(category, Warning)):
-        return False
-    if stacklevel != 1 or in_polyfill(tx.code.co_filename):
-        return False  # a caller's frame: the trace's parent may not be it (``Module.__call__``)
-    give_later(tx, category, given["message"])
-    return True
+        return None
+    return category, given["message"], stacklevel
 
 
 def in_polyfill(filename: str) -> bool:
@@ -132,6 +161,30 @@ def warn_at(
     warnings.warn_explicit(text, category, filename, lineno, module, registry)
 
 
+def warn_above(depth: int, text: str, category: type[Warning]) -> None:
+    """Run by the compiled call: the warning of ``warnings.warn(text, category, depth + 1)``
+    called in the user's frame that the calling generated frame runs. It is named by the user's
+    frame ``depth`` calls above that one (``frame_locals.user_frames``: a caller waiting for a
+    resumed callee too), passing over importlib's frames as CPython does, or past the outermost
+    frame by ``sys`` (``WARNING_PAST_THE_STACK``), as CPython names it."""
+    frames = user_frames(sys._getframe(1), own_waiting=False)
+    next(frames, None)  # the user's frame the warning is called in
+    outer = (f for f in frames if not _importlib_frame(f))
+    found = next(itertools.islice(outer, depth - 1, None), None)
+    if found is None:
+        warn_at(text, category, *WARNING_PAST_THE_STACK, sys.__dict__)
+    elif isinstance(found, WaitingFrame):
+        warn_at(text, category, found.filename, found.lineno, found.globals)
+    else:
+        warn_at(text, category, found.f_code.co_filename, found.f_lineno, found.f_globals)
+
+
+def _importlib_frame(frame: types.FrameType | WaitingFrame) -> bool:
+    """A frame of importlib's bootstrap, which CPython's ``stacklevel`` does not count."""
+    name = frame.filename if isinstance(frame, WaitingFrame) else frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name
+
+
 def _module_name(module_globals: dict, filename: str) -> str:
     """The module CPython names a warning's frame by: its globals' ``__name__`` where that is a
     string, the file's name without ``.py`` where it is None (``warn_explicit``'s default), else
@@ -142,18 +195,24 @@ def _module_name(module_globals: dict, filename: str) -> str:
     return name if isinstance(name, str) else "<string>"
 
 
-def error_filtered(category: type[Warning], text: str, module: str, lineno: int) -> bool:
+def error_filtered(
+    category: type[Warning], text: str, module: str | None, lineno: int | None
+) -> bool:
     """Whether the warnings filters now turn this warning into an exception: the first filter
     matching it (its text, category, module and line, as CPython's ``get_filter`` matches),
-    else the default action, is ``error``."""
+    else the default action, is ``error``. A ``module`` or ``lineno`` of None stands for any
+    (a frame found at run time): whether they may, for some module and line."""
     for action, message, kind, mod, line in warnings.filters:
-        if (
-            _matched(message, text)
-            and issubclass(category, kind)
-            and _matched(mod, module)
-            and (line == 0 or line == lineno)
-        ):
-            return action == "error"
+        if not (_matched(message, text) and issubclass(category, kind)):
+            continue
+        if module is not None and not _matched(mod, module):
+            continue
+        if lineno is not None and line not in (0, lineno):
+            continue
+        if action == "error":
+            return True
+        if (module is not None or mod is None) and (lineno is not None or line == 0):
+            return False  # it matches the warning wherever it is named
     return warnings.defaultaction == "error"
 
 

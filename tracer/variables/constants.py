@@ -28,7 +28,7 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
 from ..polyfills import substitution
-from ..run_time_warnings import keep, warn_call
+from ..run_time_warnings import keep
 from . import dispatch
 from .base import (
     MISSING,
@@ -143,19 +143,6 @@ def _substitution(
     names = list(inspect.signature(fn).parameters)
     where = names.index("repl") if "repl" not in kwargs else "repl"
     return traced_substitution(tx, fn, args, kwargs, where, bound["repl"], bound["string"])
-
-
-@call_rule(warnings.warn)
-def _warn(
-    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-) -> VariableTracker | None:
-    """``warnings.warn`` with values: the warning given by the compiled call after the graph, as
-    CPython gives it (``run_time_warnings.warn_call``); other forms run in Python."""
-    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
-        return None
-    values = [a.as_python_constant() for a in args]
-    named = {k: v.as_python_constant() for k, v in kwargs.items()}
-    return ConstantVariable(None) if warn_call(tx, values, named) else None
 
 
 def traced_substitution(

@@ -14,7 +14,8 @@ A frame above the compiled function is a caller, which differs from call to call
 ``CallerFrameVariable`` stands for it, rebuilt at run time as the user's frame (never a frame of
 bytegraph's generated code), and reading it breaks.
 
-Entry points: the call rule of ``sys._getframe`` and the ``FrameVariable`` rules.
+Entry points: the call rules of ``sys._getframe`` and ``warnings.warn``, and the
+``FrameVariable`` rules.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import itertools
 import sys
 import traceback
 import types
+import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,6 +44,7 @@ from ...codegen.frame_locals import (
 )
 from ...guards.sources import AttrSource
 from ..exc import Unsupported
+from ..run_time_warnings import Site, give_from_above, give_later, in_polyfill, warning_called
 from . import dispatch
 from .base import VariableTracker, method_bound
 from .call_rules import call_rule
@@ -141,6 +144,8 @@ class HiddenFrame:
     lineno: int  #: the line of the call it waits for
     module: str  #: the ``__name__`` of its globals
     positions: tuple[int | None, ...]  #: those of the call it waits for (``co_positions``')
+    #: its globals (torch's module's: the ``__warningregistry__`` of a warning it is named by)
+    globals: dict[str, Any] = field(compare=False, repr=False)
 
 
 class _Probe(nn.Module):
@@ -152,7 +157,7 @@ class _Probe(nn.Module):
             code, lasti = frame.f_code, frame.f_lasti
             positions = next(itertools.islice(code.co_positions(), lasti // 2, None))
             module = frame.f_globals["__name__"]
-            found.append(HiddenFrame(code, frame.f_lineno, module, positions))
+            found.append(HiddenFrame(code, frame.f_lineno, module, positions, frame.f_globals))
             frame = frame.f_back
         return tuple(found)
 
@@ -488,6 +493,36 @@ def _getframe(
     if type(depth) is not int:
         return None
     return frame_at(tx, max(depth, 0))
+
+
+@call_rule(warnings.warn)
+def _warn(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``warnings.warn(text, category, stacklevel)`` with values: the warning given by the
+    compiled call after the graph (``run_time_warnings``), named by the frame ``stacklevel``
+    names: one the trace runs or knows (``nn.Module.__call__``'s), or a caller of the compiled
+    function, found at run time. Other forms, and frames of the inline stack that are not the
+    user's, run in Python."""
+    if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+        return None
+    values = [a.as_python_constant() for a in args]
+    called = warning_called(values, {k: v.as_python_constant() for k, v in kwargs.items()})
+    if called is None or in_polyfill(tx.code.co_filename):
+        return None
+    category, text, stacklevel = called
+    try:
+        frame = frame_at(tx, stacklevel - 1) if stacklevel > 1 else FrameVariable(tx)
+    except Unsupported:
+        return None  # CPython finds the frame
+    if isinstance(frame, CallerFrameVariable):
+        give_from_above(tx, category, text, frame.depth)
+    elif frame.hidden:
+        hidden = hidden_callers(frame.tx)[frame.hidden - 1]
+        give_later(tx, category, text, Site(hidden.code.co_filename, hidden.lineno, hidden.globals))
+    else:
+        give_later(frame.tx, category, text)
+    return ConstantVariable(None)
 
 
 @call_rule(
