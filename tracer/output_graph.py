@@ -161,6 +161,23 @@ class OutputGraph:
         """``source == value``, for a value of an exact builtin type (or one its type guards)."""
         self.add_guard(kinds.EQUALS_MATCH(source, value))
 
+    def call_after(
+        self, fn: Any, args: list[VariableTracker], writes: list[Any], what: str
+    ) -> None:
+        """``fn(*args)`` made by the compiled code after the graph (``SideEffects.call_after``),
+        changing ``writes``, objects of the program's (a warnings log, a logging handler's
+        buffer). A tracker the trace holds of one would keep its state before the call: then
+        ``what`` (the call) runs in Python where it stands (``Unsupported``)."""
+        for obj in writes:
+            known = self.wrapped.get(id(obj))
+            if known is not None and known[0] is obj:
+                raise Unsupported(
+                    "effect",
+                    f"{what} changes a {type(obj).__name__} the trace has read",
+                    hint=f"read it after the compiled function, or make {what} outside it",
+                )
+        self.side_effects.call_after(fn, args, writes)
+
     def assume_identity(self, source: Source, value: Any) -> None:
         """``source is value`` (held weakly)."""
         self.add_guard(kinds.ID_MATCH(source, value))

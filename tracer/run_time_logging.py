@@ -26,9 +26,12 @@ Entry points: ``LEVEL_METHODS``, ``plain_logger``, ``enabled``, ``emit_later``.
 
 from __future__ import annotations
 
+import collections
 import functools
+import io
 import logging
 import os
+import types
 from typing import TYPE_CHECKING, Any
 
 from .exc import Unsupported
@@ -112,7 +115,8 @@ def emit_later(
     emit = functools.partial(
         _emit, level, msg, tuple(values), location.filename, location.lineno, frame.code.co_name
     )
-    tx.output.side_effects.call_after(emit, [logger_vt])
+    writes = _handled_by(logger_vt.value)
+    tx.output.call_after(emit, [logger_vt], writes, f"{logging.getLevelName(level).lower()}()")
 
 
 _HINT = "log outside the compiled function, or with a message and values only"
@@ -128,18 +132,38 @@ def known_handlers(logger: logging.Logger) -> bool:
     with no formatter or one of those modules' and no filters, and ``logger`` has no filters."""
     if logger.filters:
         return False
-    handlers: list[Any] = []
-    node: Any = logger
-    while node is not None:
-        handlers += node.handlers
-        node = node.parent if node.propagate else None
-    if not handlers and logging.lastResort is not None:
-        handlers.append(logging.lastResort)
-    return all(_known(h) and _known(h.formatter or h) and not h.filters for h in handlers)
+    return all(_known(h) and _known(h.formatter or h) and not h.filters for h in _handlers(logger))
 
 
 def _known(obj: Any) -> bool:
     return type(obj).__module__ in _KNOWN_MODULES
+
+
+def _handlers(logger: logging.Logger) -> list[Any]:
+    """The handlers a record of ``logger`` reaches, as ``Logger.callHandlers`` finds them."""
+    found: list[Any] = []
+    node: Any = logger
+    while node is not None:
+        found += node.handlers
+        node = node.parent if node.propagate else None
+    if not found and logging.lastResort is not None:
+        found.append(logging.lastResort)
+    return found
+
+
+#: what a known handler's ``emit`` changes: its containers (a buffer, pytest's records) and streams
+_WRITTEN_KINDS = (list, dict, set, collections.deque, bytearray, io.IOBase)
+
+
+def _handled_by(logger: logging.Logger) -> list[Any]:
+    """What handling a record of ``logger`` changes: its handlers' containers and streams (the
+    handlers themselves, whose attributes the trace reads as they are, are not changed)."""
+    return [
+        obj
+        for handler in _handlers(logger)
+        for obj in vars(handler).values()
+        if isinstance(obj, _WRITTEN_KINDS)
+    ]
 
 
 def _calling_frame(tx: Translator) -> Translator:
@@ -150,6 +174,11 @@ def _calling_frame(tx: Translator) -> Translator:
             raise Unsupported("logging", "a logging call from logging's own code")
         tx = tx.parent
     return tx
+
+
+def names_its_caller(code: types.CodeType) -> bool:
+    """Is ``code`` logging's own, which names the first frame above it in a record?"""
+    return os.path.normcase(code.co_filename) == logging._srcfile
 
 
 def _internal(filename: str) -> bool:

@@ -79,7 +79,9 @@ def give_later(tx: Translator, category: type[Warning], text: str, at: Site | No
     module = _module_name(at.module_globals, at.filename)
     _guard_no_error(tx, category, text, module, at.lineno)
     warn = functools.partial(warn_at, text, category, at.filename, at.lineno, at.module_globals)
-    tx.output.side_effects.call_after(warn, [])
+    registry = at.module_globals.get("__warningregistry__")
+    changed = [*_shown_into(tx), warnings.onceregistry, *([registry] if registry else [])]
+    tx.output.call_after(warn, [], changed, "warnings.warn()")
 
 
 def give_from_above(tx: Translator, category: type[Warning], text: str, depth: int) -> None:
@@ -89,7 +91,39 @@ def give_from_above(tx: Translator, category: type[Warning], text: str, depth: i
     ``Unsupported`` where they may."""
     _guard_no_error(tx, category, text, None, None)
     warn = functools.partial(warn_above, depth, text, category)
-    tx.output.side_effects.call_after(warn, [])
+    changed = [*_shown_into(tx), warnings.onceregistry]
+    tx.output.call_after(warn, [], changed, "warnings.warn()")
+
+
+def _shown_into(tx: Translator) -> list[Any]:
+    """What showing a warning changes that the program could read: the list
+    ``catch_warnings(record=True)`` records into (``_showwarnmsg_impl`` is its ``append``);
+    warnings' own function writes to a stream, in order with ``print``. A function of the
+    program's showing them (``warnings.showwarning`` replaced) could read or change anything, at
+    a time the graph's stores are made: ``Unsupported``, the call runs in Python where it stands.
+    Guarded: which of the two shows them."""
+    how = _showing()
+    if how is None:
+        raise Unsupported(
+            "warning",
+            "warnings shown by a function of the program's (warnings.showwarning replaced)",
+            "the warning is given where it stands, in Python",
+        )
+    tx.output.assume_state(("warnings_shown",), _showing, how)
+    return [warnings._showwarnmsg_impl.__self__] if how == "record" else []
+
+
+def _showing() -> str | None:
+    """How a warning given now is shown: ``record`` (into a list), ``stream`` (warnings' own
+    function), or None (a function of the program's)."""
+    shown = warnings._showwarnmsg
+    if warnings.showwarning is not warnings._showwarning_orig or shown.__module__ != "warnings":
+        return None
+    impl = warnings._showwarnmsg_impl
+    if type(impl) is types.BuiltinMethodType and type(impl.__self__) is list:
+        return "record" if impl.__name__ == "append" else None
+    own = getattr(impl, "__module__", None) == "warnings"
+    return "stream" if own and impl.__name__ == "_showwarnmsg_impl" else None
 
 
 def _guard_no_error(

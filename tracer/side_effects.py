@@ -25,6 +25,8 @@ from .exc import PythonError, Unsupported
 from .variables.base import MISSING, VariableTracker, type_lookup, walk
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..codegen.emit import Codegen
 
 
@@ -114,6 +116,10 @@ class SideEffects:
         #: last, in program order (the registration hook that moves ``EPOCH`` for a member a
         #: traced ``register_buffer`` filed: ``modules.py``)
         self.calls: list[tuple[Any, list[VariableTracker]]] = []
+        #: id(object) -> (the object, the position in ``calls`` of a call that changes it, that
+        #: call's function): objects of the program's a call made after the graph writes (a
+        #: warnings log, a logging handler's buffer); see ``call_after``
+        self.written_later: dict[int, tuple[Any, int, Any]] = {}
 
     def __bool__(self) -> bool:
         return bool(
@@ -476,11 +482,23 @@ class SideEffects:
         self._stores = None
         self.hook_removals.append((handle, frozenset(id(t) for t in tables)))
 
-    def call_after(self, fn: Any, args: list[VariableTracker]) -> None:
+    def call_after(self, fn: Any, args: list[VariableTracker], writes: Iterable[Any] = ()) -> None:
         """``fn(*args)``, called by the replay after every store (``fn`` is bytegraph's own, a
-        constant of the rewritten code)."""
+        constant of the rewritten code). ``writes``: the objects of the program's it changes
+        (``OutputGraph.call_after`` checks the trace has not read them); a read of one later in
+        the trace breaks there (``written_later_by``), the call made first, as eager made it."""
         self._stores = None
+        for obj in writes:
+            self.written_later[id(obj)] = (obj, len(self.calls), fn)
         self.calls.append((fn, args))
+
+    def written_later_by(self, value: Any) -> bool:
+        """Does a call kept for after the graph (``call_after``, not undone) change ``value``?"""
+        entry = self.written_later.get(id(value))
+        if entry is None or entry[0] is not value:
+            return False
+        obj, at, fn = entry
+        return at < len(self.calls) and self.calls[at][0] is fn
 
     @property
     def stale_hook_tables(self) -> frozenset[int]:

@@ -38,7 +38,7 @@ from ..guards.sources import (
     ModuleGlobalSource,
     Source,
 )
-from . import code_reader, opcodes
+from . import code_reader, opcodes, run_time_logging
 from .breaks import iterator_rollback
 from .breaks.liveness import live_locals
 from .exc import ReturnValue, TracedException, TraceTooLong, Unsupported, UserLocation
@@ -210,7 +210,8 @@ class Translator:
             # A call inside a try block breaks here instead: the callee's resume code runs outside
             # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
             # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
-            if self.inlined_direct and gb.frames[-1].tx.fn is not None and self.resumable_at(index):
+            callee = gb.frames[-1].tx
+            if self.inlined_direct and self.resumes_in(callee) and self.resumable_at(index):
                 gb.frames.append(
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
                 )
@@ -238,6 +239,13 @@ class Translator:
                 hint="keep the decision in tensor operations (torch.where), or move it out",
             )
             raise self.break_at(index, saved, reason) from None
+
+    def resumes_in(self, callee: Translator) -> bool:
+        """Can a break in ``callee``, called by this frame, resume inside it? Not in a closure
+        made in the trace (no function to resume), nor in logging's code, which names the first
+        frame above its own (``findCaller``): generated code once it resumes. Else the whole call
+        runs in Python, the break taken at this frame's call."""
+        return callee.fn is not None and not run_time_logging.names_its_caller(callee.code)
 
     def with_start(self) -> tuple[Translator, int, tuple]:
         """Where the running instruction (a ``with``) began: a context that rewritten code cannot

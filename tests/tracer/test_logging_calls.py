@@ -394,3 +394,79 @@ def test_a_cached_warning_is_given_once_as_eager(events):
     _warning_once.cache_clear()
     assert got == expected
     assert [len(e) for e in expected] == [1, 0, 0]
+
+
+BUFFER = logging.handlers.BufferingHandler(capacity=10**6)
+
+
+def reads_the_buffer_after(x):
+    LOG.info("first")
+    n = len(BUFFER.buffer)  # what the handler was given so far
+    LOG.info("second")
+    return x + n, len(BUFFER.buffer)
+
+
+def reads_the_buffer_before(x):
+    n = len(BUFFER.buffer)
+    LOG.info("once")
+    return x + n, len(BUFFER.buffer)
+
+
+@pytest.mark.parametrize(
+    ("fn", "breaks"), [(reads_the_buffer_after, 2), (reads_the_buffer_before, 1)]
+)
+def test_a_handlers_buffer_read_by_the_program_is_as_eager(fn, breaks):
+    """A record is handled after the graph, so the program reading what the handler changes (its
+    buffer) would read it as it was before the call: reading it after the call breaks there (the
+    record handled first), and a call whose handler's buffer the trace read already runs in
+    Python (``reads_the_buffer_after``'s resume function has read it when it logs again). Both
+    gave eager's values shifted by the records not yet handled."""
+    LOG.addHandler(BUFFER)
+    LOG.propagate = False
+    LOG.setLevel(logging.INFO)
+    try:
+        results = []
+        recorder = Recorder()
+        for run in (compile_counted(fn)[0], fn):
+            got = []
+            for _ in range(3):
+                BUFFER.buffer.clear()  # (a length read is guarded: the same at every call)
+                with recorder:
+                    t, n = run(torch.zeros(1))
+                got.append((t.tolist(), n, [r.msg for r in BUFFER.buffer]))
+            results.append(got)
+        assert results[0] == results[1]
+        assert recorder.report().graph_break_count == breaks
+    finally:
+        LOG.removeHandler(BUFFER)
+        LOG.propagate = True
+        LOG.setLevel(logging.NOTSET)
+
+
+def logs_a_tensor_through_the_module(x):
+    y = x + 1
+    logging.warning("value %s", x)  # breaks inside logging.warning, at root.warning
+    return y * 2
+
+
+def test_a_break_inside_loggings_own_function_names_the_users_line():
+    """``logging.warning(msg, tensor)`` breaks inside logging's function; resumed there, the
+    record named the generated code that ran the resumed function (``findCaller`` walks the real
+    frames): the whole call runs in Python instead, from the user's frame."""
+    kept = Buffered()
+    root = logging.getLogger()
+    root.addHandler(kept.handler)
+    level = root.level
+    root.setLevel(logging.WARNING)
+    try:
+        compiled, _ = compile_counted(logs_a_tensor_through_the_module)
+        records = []
+        for fn in (compiled, compiled, logs_a_tensor_through_the_module):
+            kept.clear()
+            torch.testing.assert_close(fn(torch.ones(2)), (torch.ones(2) + 1) * 2)
+            records.append([(e[0], e[5], e[6], e[7], e[8]) for e in kept])
+        assert records[0] == records[1] == records[2]
+        assert records[2][0][-1] == "logs_a_tensor_through_the_module"
+    finally:
+        root.removeHandler(kept.handler)
+        root.setLevel(level)

@@ -21,6 +21,7 @@ from difftest import compile_counted
 from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 from torch import nn
 
+import bytegraph
 from bytegraph.explain import Recorder
 
 FLAG = True
@@ -455,3 +456,61 @@ def test_an_error_filter_for_one_module(level, breaks):
     assert outcomes[0] == outcomes[1]
     assert ("FutureWarning" in outcomes[1][0][0][0]) == (level == 1)
     assert _breaks(recorder) == breaks
+
+
+def warns_then_counts(x, log):
+    warnings.warn("counted", UserWarning, stacklevel=1)
+    return x + len(log)
+
+
+def counts_then_warns(x, log):
+    n = len(log)
+    warnings.warn("counted", UserWarning, stacklevel=1)
+    return x + n, len(log)
+
+
+def warns_between_appends(x, out):
+    out.append(1)
+    warnings.warn("between", UserWarning, stacklevel=1)
+    out.append(2)
+    return x * 2
+
+
+@pytest.mark.parametrize(("fn", "breaks"), [(warns_then_counts, 1), (counts_then_warns, 1)])
+def test_the_record_list_read_by_the_program_is_as_eager(fn, breaks):
+    """The warnings a compiled call gives after its graph go into ``catch_warnings(record=True)``'s
+    list then: the program reading that list after the warning (or before it, then again) read
+    it as it was before the call. Reading it after a kept warning breaks there (the warning given
+    first); a warning whose list the trace read already is given where it stands."""
+    results = []
+    recorder = Recorder()
+    for run in (bytegraph.compile(fn, backend="eager"), fn):
+        got = []
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as log:
+                warnings.simplefilter("always")
+                with recorder:
+                    out = run(torch.zeros(1), log)
+                got.append((repr(out), [str(w.message) for w in log]))
+        results.append(got)
+    assert results[0] == results[1]
+    assert recorder.report().graph_break_count == breaks
+
+
+def test_a_users_showwarning_sees_the_programs_list_as_eager():
+    """``warnings.showwarning`` replaced by the program's function (here appending to a list the
+    program appends to): given after the graph's stores, it saw ``[1, 2]`` where eager's sees
+    ``[1]``; such warnings are given where they stand (a break)."""
+    results = []
+    recorder = Recorder()
+    for run in (bytegraph.compile(warns_between_appends, backend="eager"), warns_between_appends):
+        out: list = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = lambda message, *rest, out=out: out.append(str(message))
+            with recorder:
+                for _ in range(2):
+                    run(torch.ones(1), out)
+        results.append(out)
+    assert results[0] == results[1] == [1, "between", 2] * 2
+    assert recorder.report().graph_break_count == 1

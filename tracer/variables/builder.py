@@ -132,6 +132,12 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     if source is None:
         return wrap_static(tx, value)
     output = tx.output
+    if output.side_effects.written_later_by(value):  # its tracker would show it before the call
+        raise Unsupported(
+            "effect",
+            f"reading {source.expr}, which a call the compiled code makes after the graph changes",
+            hint="read it after the compiled function",
+        )
     reader = output.read_through.pop(id(value), None)
     if reader is not None and reader[0] is value:  # read so far through an iterator, unmodelled
         reader[1].model_list(tx)
