@@ -284,7 +284,7 @@ ARCHS: list[Arch] = [
     _encoder(
         "deberta",
         "DebertaForSequenceClassification",
-        counts="1/0 1/0 2/1 2/1",
+        counts="1/0 1/0 1/0 1/0",
         tc="1/0 1/0 2/1 2/1",
     ),
     _encoder("deberta-v2", "DebertaV2ForMaskedLM", "masked_lm", default=True),
