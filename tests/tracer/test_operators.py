@@ -341,7 +341,7 @@ def _protocol_pairs():
 
 def _protocol_cell(op):
     namespace = {}
-    if "=" in op and "<" not in op and ">" not in op:
+    if op.split()[1] not in ("==", "!=", "<=", ">=") and op.split()[1].endswith("="):
         body = f"    {op}\n    r = a"
     else:
         body = f"    r = {op}"
@@ -412,3 +412,102 @@ def test_tensor_with_a_user_object_defining_operators_is_traced():
         breaks=0,
     )
     assert_no_more_breaks(0, _scaled_by_wrapper, torch.ones(2), _Wrapper(torch.arange(2.0)))
+
+
+# -- ``==`` and ``!=``: the same protocol; identity where every method declines -------------------
+def _raising(name):
+    def method(self, other):
+        CALLS.append(f"{type(self).__name__}.{name}")
+        raise ValueError(f"{type(self).__name__}.{name} raised")
+
+    return method
+
+
+_EQ = ["__eq__", "__ne__"]
+EqAnswers = _protocol_class("EqAnswers", "answer", methods=_EQ)
+EqDeclines = _protocol_class("EqDeclines", NotImplemented, methods=_EQ)
+#: ``__eq__`` only: ``object.__ne__`` asks it and inverts its answer (NotImplemented passes on)
+OnlyEq = _protocol_class("OnlyEq", "answer", methods=["__eq__"])
+OnlyEqDeclines = _protocol_class("OnlyEqDeclines", NotImplemented, methods=["__eq__"])
+EqOverrides = _protocol_class("EqOverrides", "answer", (EqAnswers,), ["__eq__"])
+EqInherits = _protocol_class("EqInherits", None, (OnlyEq,), [])
+EqRaises = type("EqRaises", (), {"__eq__": _raising("__eq__")})
+_EQ_USER = {"answers": EqAnswers, "declines": EqDeclines, "only_eq": OnlyEq}
+_EQ_USER |= {"only_eq_declines": OnlyEqDeclines, "overrides": EqOverrides}
+_EQ_USER |= {"inherits": EqInherits, "raises": EqRaises, "plain": Plain}
+
+
+def _equality_pairs():
+    kinds = {k: (lambda c=c: c()) for k, c in _EQ_USER.items()} | _BUILTIN
+    kinds["module"] = torch.nn.Identity  # ``object.__eq__``: NotImplemented for another object
+    for left in kinds:
+        for right in kinds:
+            if left in _EQ_USER or right in _EQ_USER:
+                yield left, right, kinds[left], kinds[right]
+    same = Answers(), EqDeclines(), OnlyEqDeclines()  # one object on both sides: identity
+    for obj in same:
+        yield "the same", type(obj).__name__, lambda obj=obj: obj, lambda obj=obj: obj
+
+
+def _equality_outcome(fn, make_a, make_b):
+    try:
+        return fn(torch.zeros(2), make_a(), make_b())
+    except ValueError as e:
+        return ValueError, str(e)
+
+
+@pytest.mark.parametrize("op", ["a == b", "a != b"])
+def test_user_equality_methods_are_asked_in_cpythons_order(op):
+    """``a == b`` and ``a != b`` with a user object on either side (``__eq__``/``__ne__``
+    answering, giving NotImplemented or raising; only ``__eq__``, which ``object.__ne__`` asks and
+    inverts; a subclass of the other's class; none) and a user object, tensor, int, string, list,
+    set, dict or module on the other: CPython's order of calls (``do_richcompare``: a subclass's method
+    first, then the left one's, then the right one's; a tensor's and a builtin's decline),
+    identity where all decline, the exception an ``__eq__`` raises. A tensor beside an object
+    defining ``__eq__`` broke: the object was given to the graph."""
+    from bytegraph.explain import Recorder
+
+    wrong, broke = [], []
+    for left, right, make_a, make_b in _equality_pairs():
+        cell = _protocol_cell(op)
+        expected = _equality_outcome(cell, make_a, make_b)
+        recorder = Recorder()
+        with recorder:
+            actual = _equality_outcome(bytegraph.compile(cell, backend="eager"), make_a, make_b)
+        report = recorder.report()
+        if repr(actual) != repr(expected):
+            wrong.append(f"{left} {op} {right}: {actual!r} != {expected!r}")
+        raised = expected[0] is ValueError
+        if [b.kind for b in report.break_reasons] != (["raise"] if raised else []):
+            broke.append(f"{left} {op} {right}: {report.break_reasons}")
+    assert not wrong, "\n".join(wrong)
+    assert not broke, "\n".join(broke)
+
+
+def _compared_with_a_tensor(x, obj, peer, raiser):
+    CALLS.clear()
+    found = (x == obj, obj == x, x != obj, obj != x, obj == 3, "s" != obj, [1] == obj)
+    try:
+        caught = x == raiser
+    except ValueError as e:
+        caught = str(e)
+    return x + 1, found, obj == peer, peer != obj, caught, list(CALLS)
+
+
+@pytest.mark.parametrize("kind", ["answers", "declines", "only_eq", "only_eq_declines"])
+def test_tensor_compared_with_a_user_object_defining_eq_is_traced(kind):
+    """``t == obj``, ``obj == t``, ``t != obj``, ``obj != t`` (the tensor's methods decline:
+    the object's own, then identity), beside other operands and an ``__eq__`` raising inside a
+    ``try``: one graph, no break, as torch.compile."""
+
+    def make():
+        return torch.ones(2), _EQ_USER[kind](), OnlyEq(), EqRaises()
+
+    check_breaks(_compared_with_a_tensor, make, graphs=1, breaks=0, observe=lambda: list(CALLS))
+    assert_no_more_breaks(
+        0,
+        _compared_with_a_tensor,
+        *make(),
+        baseline_missing="torch.compile on 3.12 runs the frame in Python (t == obj: 'Failed to "
+        "convert args/kwargs to proxy'); on 3.11 and 3.13 it compiles one graph, 0 breaks",
+    )

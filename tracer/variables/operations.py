@@ -1359,19 +1359,22 @@ def dict_union(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
 
 #: the comparison CPython asks of the right operand where the left declines (``b > a``)
 _SWAPPED = {"__lt__": "__gt__", "__le__": "__ge__", "__gt__": "__lt__", "__ge__": "__le__"}
+_SWAPPED |= {"__eq__": "__eq__", "__ne__": "__ne__"}
 _SEQUENCES = {str, bytes, bytearray, list, tuple}
 
 
-@operator_rule(*BINARY, *INPLACE, *(op for op in COMPARISONS if op not in _EQUALITY))
+@operator_rule(*BINARY, *INPLACE, *COMPARISONS)
 @operator_rule(operator.neg, operator.pos)
 def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
     """A user object's operator methods written in Python, asked in CPython's order, each
     inlined; one answering NotImplemented passes to the next. ``a += b``: ``a.__iadd__(b)``,
     then ``a + b``. ``a + b``: ``a.__add__(b)``, then ``b.__radd__(a)`` where ``b``'s class is
     another (first, where it is a proper subclass of ``a``'s overriding it). ``a < b``:
-    ``a.__lt__(b)``, then ``b.__gt__(a)`` (first, for a subclass). Where all decline, CPython's
-    TypeError. Before the tensor rule: a tensor's methods decline such an object, so ``t + obj``
-    is ``obj.__radd__(t)``. An operand whose own C method might answer (a module, a tensor
+    ``a.__lt__(b)``, then ``b.__gt__(a)`` (first, for a subclass); ``a == b``: ``a.__eq__(b)``,
+    then ``b.__eq__(a)``, ``object.__ne__`` inverting ``__eq__``'s answer. Where all decline,
+    CPython's TypeError; ``==`` and ``!=`` compare identities instead. Before the tensor rule: a
+    tensor's methods decline such an object, so ``t + obj`` is ``obj.__radd__(t)`` and ``t ==
+    obj`` is ``obj.__eq__(t)``. An operand whose own C method might answer (a module, a tensor
     subclass, an object a tensor takes as a number) leaves the operator to the other rules; one
     whose answer is not known after the others declined breaks the graph."""
     declared = OPERATORS[op]
@@ -1380,20 +1383,38 @@ def user_methods(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     lhs, rhs = args
     steps = _asked_in_order(declared.binary or op, lhs, rhs)
     if declared.kind == "inplace" and _python_method(lhs, declared.dunder):
-        steps = [(lhs, declared.dunder, rhs), *(steps or [(None, "", None)])]
+        steps = [(lhs, declared.dunder, rhs), *(steps or [_UNKNOWN_STEP])]
     if steps is None:
         return None
     for obj, name, other in steps:
         if obj is None:
-            raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}: NotImplemented")
-        result = obj.call_method(tx, name, [other], {})
-        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            break  # a method whose answer is not known
+        result = _ask(tx, obj, name, other)
+        if not _not_implemented(result):
             return result
-    sequence = any(map(_sequence, args))  # a sequence's concatenation or repeat comes next
-    error = None if sequence else unsupported_operands(op, args, set())
-    if error is None:
-        raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}: NotImplemented")
-    raise PythonError(error)
+    else:
+        if op in _EQUALITY:  # ``do_richcompare``'s default: identity
+            return ConstantVariable(is_same(tx, lhs, rhs) == (op is operator.eq))
+        sequence = any(map(_sequence, args))  # a sequence's concatenation or repeat comes next
+        error = None if sequence else unsupported_operands(op, args, set())
+        if error is not None:
+            raise PythonError(error)
+    raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}: NotImplemented")
+
+
+def _ask(
+    tx: Translator, obj: VariableTracker, name: str, other: VariableTracker
+) -> VariableTracker:
+    """``obj.<name>(other)``, inlined; ``__ne__`` kept from ``object`` asks ``__eq__`` and
+    inverts its answer (NotImplemented stays NotImplemented)."""
+    if name == "__ne__" and not _python_method(obj, name):
+        result = obj.call_method(tx, "__eq__", [other], {})
+        return result if _not_implemented(result) else ConstantVariable(not truth(tx, result))
+    return obj.call_method(tx, name, [other], {})
+
+
+def _not_implemented(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is NotImplemented
 
 
 def _asked_in_order(
@@ -1420,7 +1441,7 @@ def _asked_in_order(
     if right is None:
         right = [] if _c_method_declines(rhs, lcls, op) else [_UNKNOWN_STEP]
     subclass = lcls is not None and rcls is not None and rcls is not lcls
-    if subclass and right and right[0][0] is not None and issubclass(rcls, lcls):
+    if subclass and right and issubclass(rcls, lcls):
         if comparison or inspect.getattr_static(lcls, reflected, None) is not (
             inspect.getattr_static(rcls, reflected)
         ):
@@ -1448,9 +1469,17 @@ def _step(
         return None
     if name is None:
         return [_UNKNOWN_STEP]
-    if not any(name in vars(base) for base in cls.__mro__ if base is not object):
+    defined = _defined_below_object(cls, name)
+    if name == "__ne__" and not defined:  # ``object.__ne__``: ``__eq__``'s answer inverted
+        asks = _step(vt, cls, "__eq__", other)
+        return [(vt, name, other)] if asks and asks[0][0] is not None else asks
+    if not defined:
         return []
     return [(vt, name, other)] if _python_method(vt, name) else [_UNKNOWN_STEP]
+
+
+def _defined_below_object(cls: type, name: str) -> bool:
+    return any(name in vars(base) for base in cls.__mro__ if base is not object)
 
 
 def _python_class(vt: VariableTracker) -> type | None:
@@ -1473,9 +1502,13 @@ def _names_of(cls: type) -> set[str]:
 def _c_method_declines(vt: VariableTracker, cls: type | None, op: Any) -> bool:
     """Whether ``vt``'s own (C) method for ``op`` gives NotImplemented for an object of the
     Python class ``cls``: a plain tensor's (unless ``cls`` makes it a number or an array, or
-    overrides torch functions) and a builtin value's (a string's ``%`` formats it instead)."""
+    overrides torch functions), a builtin value's (a string's ``%`` formats it instead), and for
+    ``==``/``!=`` ``object``'s own (NotImplemented for another object: a module's, an
+    exception's)."""
     if cls is None:
         return False
+    if op in _EQUALITY and identity_compared(vt):
+        return True
     if isinstance(vt, TensorVariable):
         return vt.python_type() is torch.Tensor and _TENSOR_PROTOCOLS.isdisjoint(_names_of(cls))
     try:
