@@ -202,3 +202,44 @@ def test_static_traces_load_no_sympy():
     # (Backend "eager": Inductor, which "auto" may pick for a CPU graph, needs sympy itself.)
     result = json.loads(_last_line(STATIC_SCRIPT))
     assert result == {"static": False, "dynamic": True}
+
+
+SCALAR_SCRIPT = r"""
+import json, sys
+import torch
+
+def scalar_break(x):
+    y = x * 2
+    n = int(y.sum().item())
+    return y + n
+
+x = torch.randn(4)
+result = {}
+if WITH_BYTEGRAPH:
+    import bytegraph
+    out = bytegraph.compile(scalar_break, backend="eager")(x)
+    expected = scalar_break(x)
+    assert torch.equal(out, expected) and out.dtype == expected.dtype, (out, expected)
+    result["dynamo_ran"] = type(sys.modules["torch._dynamo"]).__name__ == "module"
+    result["dynamo_loaded"] = sorted(m for m in DYNAMO if m in sys.modules)
+compiled = torch.compile(scalar_break, backend="eager")(x)
+assert torch.equal(compiled, scalar_break(x))
+from torch._dynamo.utils import counters
+import torch._dynamo.convert_frame as convert_frame
+assert convert_frame.counters is counters and torch._dynamo.exc.counters is counters
+report = torch._dynamo.explain(scalar_break)(x)
+result["counts"] = [report.graph_count, report.graph_break_count]
+result["breaks"] = sum(counters["graph_break"].values())
+print(json.dumps(result))
+"""
+
+
+def test_a_number_from_tensor_data_runs_no_dynamo():
+    # The first ``.item()`` makes a ShapeEnv, which imports ``torch.fx.experimental.validator``
+    # and so ``torch._dynamo.exc`` and ``torch._dynamo.utils``: those load on their own, not
+    # Dynamo. torch.compile afterwards compiles and counts as in a process without bytegraph.
+    script = SCALAR_SCRIPT.replace("DYNAMO", repr(DYNAMO))
+    ours = json.loads(_last_line(script.replace("WITH_BYTEGRAPH", "True")))
+    alone = json.loads(_last_line(script.replace("WITH_BYTEGRAPH", "False")))
+    assert not ours.pop("dynamo_ran") and ours.pop("dynamo_loaded") == []
+    assert ours == alone

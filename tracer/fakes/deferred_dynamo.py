@@ -11,7 +11,9 @@ symbolic shapes and sympy), though a static trace only names its classes: every 
 imports ``RandomValueSource`` for an ``isinstance`` test. So until something needs the real module,
 ``torch._dynamo.source`` is a stand-in (``_SourceStandIn``) whose classes answer ``isinstance`` as
 the real ones do (no instance of a real class can exist before the real module is loaded) and load
-it, on its own, when called or asked for anything else. The first read of anything else
+it, on its own, when called or asked for anything else. ``exc`` and ``utils`` load on their own
+when imported (every ``ShapeEnv`` imports them, through ``torch.fx.experimental.validator``: the
+first symbol of a trace, such as ``.item()``'s). The first read of anything else
 (``torch._dynamo.explain``, ``torch.compile``'s ``torch._dynamo.optimize``) or import of another
 submodule runs the real ``__init__`` first, in its own order, so torch.compile and the rest work
 as if nothing had been deferred.
@@ -91,13 +93,19 @@ class _AlreadyLoaded(importlib.abc.Loader):
 
 
 class _SubmoduleFinder(importlib.abc.MetaPathFinder):
-    """``import torch._dynamo.<x>`` while deferred: the package's ``__init__`` runs first (its
-    submodules import each other in an order only it gets right)."""
+    """``import torch._dynamo.<x>`` while deferred: one of ``ALONE`` is imported on its own; for
+    any other the package's ``__init__`` runs first (its submodules import each other in an order
+    only it gets right)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if not name.startswith(PACKAGE + ".") or not is_deferred() or _standalone:
             return None
-        load_package()
+        with _lock:
+            submodule = name[len(PACKAGE) + 1 :]
+            if submodule in ALONE and is_deferred():
+                _import_standalone(submodule)
+            else:
+                load_package()
         loaded = sys.modules.get(name)
         if loaded is None:
             return None  # a submodule the package does not import: found the ordinary way
@@ -112,6 +120,11 @@ class _SubmoduleFinder(importlib.abc.MetaPathFinder):
 
 #: The submodules torch's fake tensors import, imported on their own (they import no Dynamo).
 STANDALONE = ("config",)
+#: The submodules imported on their own when something imports them while the package is
+#: deferred (they import only ``config``, ``graph_utils`` and ``metrics_context``, no Dynamo):
+#: every ``ShapeEnv`` imports ``torch.fx.experimental.validator``, which imports ``exc`` and
+#: ``utils``.
+ALONE = ("exc", "utils")
 _standalone = False  #: True while importing them
 SOURCE = PACKAGE + ".source"
 
