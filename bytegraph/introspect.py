@@ -11,8 +11,11 @@ entry 1 speculates on: model.py:12 in fn: 5 hits, 1 misses
 from __future__ import annotations
 
 import inspect as _inspect
+import types
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
 
 from .compiler import state_of
 from .guards import cache
@@ -52,12 +55,24 @@ def why(fn: Any, *args: Any, **kwargs: Any) -> Why:
     guard that rejects them, and for each entry the branches on tensor data it speculated on, with
     their hits and misses so far."""
     state = state_of(fn)
+    owner = _bound_to(fn)  # a module's forward, a bound method: its ``self`` comes first
+    if owner is not None:
+        args = (owner, *args)
     bound = _inspect.signature(state.fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     answer = state.cache.why(dict(bound.arguments))
     sites_of = {id(event.fn): event.speculated for event in state.events if event.speculated}
     speculated = {v.index: sites_of[id(v.fn)] for v in state.cache.variants if id(v.fn) in sites_of}
     return Why(answer.selected, answer.failures, speculated)
+
+
+def _bound_to(fn: Any) -> Any:
+    """The object a compiled module's ``forward`` or a compiled bound method is bound to; None
+    for a function."""
+    if isinstance(fn, torch.nn.parallel.DistributedDataParallel):
+        fn = fn.module
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    return getattr(target, "__self__", None) if isinstance(target, types.MethodType) else None
 
 
 def stats() -> dict[str, int]:

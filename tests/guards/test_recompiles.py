@@ -280,6 +280,34 @@ def test_aliased_input_is_guarded_by_source_not_object():
     assert bytegraph.cache_entries(compiled)[1].reason == "entry 0: L['xs'][0] is L['x']"
 
 
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 2.0
+
+    def forward(self, x):
+        return x * self.scale
+
+    def shifted(self, x, by):
+        return x + by
+
+
+def test_why_takes_a_compiled_modules_and_a_bound_methods_arguments():
+    """``why(compiled, *args)`` with the arguments of the call, as for a function: a compiled
+    module's (its ``forward`` is bound) and a compiled bound method's. Both raised ``TypeError:
+    missing a required argument`` (``self`` was expected among them)."""
+    module = bytegraph.compile(_Scaled(), backend="eager")
+    x = torch.ones(3)
+    module(x)
+    assert str(bytegraph.why(module, x)) == "selected: entry 0"
+    module.scale = 3.0
+    assert str(bytegraph.why(module, x)).startswith("selected: none (would compile)")
+    method = bytegraph.compile(_Scaled().shifted, backend="eager")
+    method(x, 1)
+    assert str(bytegraph.why(method, x, 1)) == "selected: entry 0"
+    assert bytegraph.why(method, x, 2).selected is None
+
+
 def test_why_names_the_selected_entry_and_rejections():
     def fn(x, mode):
         return torch.relu(x) if mode == "relu" else torch.tanh(x)
