@@ -963,6 +963,113 @@ def test_pure_builtins_on_a_bytearray_made_in_the_trace_are_computed():
     assert_no_more_breaks(0, _bytes_of_a_bytearray, torch.ones(2))
 
 
+def _first_byte_of_a_memoryview(x):
+    m = memoryview(b"abc")
+    return x + m[0], m.tobytes()
+
+
+def _reads_of_a_memoryview_of_bytes(x):
+    y = x * 2
+    m = memoryview(b"abcdef")
+    facts = [len(m), m[-1], m[1:3].tobytes(), m[::2].tolist(), m.tolist(), m.hex(), m.hex(":")]
+    facts += [m.nbytes, m.format, m.itemsize, m.readonly, m.ndim, m.shape, m.strides]
+    facts += [m.suboffsets, m.contiguous, m.c_contiguous, m.f_contiguous, m.cast("H").tolist()]
+    facts += [m == b"abcdef", m != m[1:], b"abcdef" == m, memoryview(b"ab") == memoryview(b"ab")]
+    facts += [98 in m, 7 in m, hash(m) == hash(b"abcdef"), bool(m), bool(memoryview(b""))]
+    facts += [bytes(m), bytearray(m[:2]), list(m), tuple(m), sorted(m), sum(m), max(m)]
+    facts += [[c for c in m[4:]], isinstance(m, memoryview), type(m) is memoryview]
+    facts += [m.cast("B", (2, 3)).tolist(), m.toreadonly().tobytes(), memoryview(m)[0]]
+    bad_reads = [lambda: m[6], lambda: m.__setitem__(0, 1), lambda: list(m.cast("B", (2, 3)))]
+    bad_reads += [lambda: memoryview("s"), lambda: memoryview([1]), lambda: memoryview(x)]
+    for bad in bad_reads:
+        try:
+            bad()
+        except (IndexError, TypeError, NotImplementedError) as e:
+            facts.append(f"{type(e).__name__}: {e}")
+    ba = bytearray(b"xy")
+    ba += m[:2]
+    return y + len(m), facts, ba
+
+
+def test_a_memoryview_of_bytes_is_a_value_whose_reads_are_computed():
+    """``memoryview(b"...")``: what it shows never changes, so its items, slices, casts, length,
+    ``tobytes``/``tolist``/``hex``, ``==``, ``in``, ``hash``, attributes, iteration and CPython's
+    errors are computed at trace time (it broke at ``memoryview()``, at ``m[0]`` and at each
+    method; torch.compile breaks at each too)."""
+    check_breaks(_first_byte_of_a_memoryview, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    check_breaks(_reads_of_a_memoryview_of_bytes, lambda: (torch.ones(2),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, _first_byte_of_a_memoryview, torch.ones(2))
+    assert_no_more_breaks(0, _reads_of_a_memoryview_of_bytes, torch.ones(2))
+
+
+_SHOWN = b"abcdef"
+
+
+def _memoryviews_rebuilt(x, given):
+    m = memoryview(_SHOWN)
+    part = m[1:5]
+    cast = part.cast("H")
+    again = memoryview(m)
+    of_given = memoryview(given)
+    facts = [m.obj is _SHOWN, part.obj is _SHOWN, cast.obj is _SHOWN, again.obj is _SHOWN]
+    facts += [of_given.obj is given, part is m, again is m, m is m, [m, m][1] is m]
+    y = x + of_given[0]
+    print("break")
+    return y, m, part, cast, again, of_given, facts
+
+
+def test_a_memoryview_made_in_the_trace_is_rebuilt_as_it_was_made():
+    """A view returned or live at a break is made again as the trace made it (of the same bytes:
+    its ``obj`` is the object, given or global; a slice, a cast, a view of a view), a new one
+    at each call."""
+    check_breaks(_memoryviews_rebuilt, lambda: (torch.ones(2), b"xyz"), graphs=1, breaks=1, calls=3)
+    compiled, _ = compile_counted(_memoryviews_rebuilt)
+    first, second = compiled(torch.ones(2), b"xyz"), compiled(torch.ones(2), b"pq")
+    assert first[1] is not second[1] and first[2].format == "B" and second[3].format == "H"
+    assert second[5].tobytes() == b"pq" and all(v.obj is _SHOWN for v in second[1:5])
+
+
+def _memoryview_of_a_bytearray(x):
+    y = x + 1
+    ba = bytearray(b"abc")
+    m = memoryview(ba)
+    m[0] = 120
+    ba[1] = 121
+    seen = [m[1], bytes(ba), m.tobytes()]
+    try:
+        ba.append(0)  # a view holds the buffer: CPython refuses to resize it
+    except BufferError as e:
+        seen.append(str(e))
+    return y, m[0], seen, ba
+
+
+def _memoryview_state_and_address(x):
+    y = x + 1
+    m = memoryview(b"abc")
+    shown = repr(m).startswith("<memory at ")
+    with memoryview(b"de") as held:
+        inside = held[0]
+    m.release()
+    try:
+        m[0]
+    except ValueError as e:
+        return y, inside, shown, str(e)
+
+
+def test_what_a_memoryview_does_beyond_reading_bytes_breaks():
+    """A bytearray's view is live (a write through the view shows in the bytearray and back):
+    the trace breaks there rather than compute on a copy; its repr (an address), ``release`` and
+    its context manager break too. Each runs in Python: eager's values."""
+    _, _, report = check_breaks(
+        _memoryview_of_a_bytearray, lambda: (torch.ones(2),), graphs=1, breaks=7
+    )
+    assert report.break_reasons[0].kind == "memoryview", report.break_reasons[0]
+    _, _, report = check_breaks(
+        _memoryview_state_and_address, lambda: (torch.ones(2),), graphs=1, breaks=3
+    )
+    assert [b.kind for b in report.break_reasons][:1] == ["builtin"], report.break_reasons
+
+
 def _method_of_an_input_bytearray(x, b):
     return x + 1, b.hex()
 

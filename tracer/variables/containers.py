@@ -48,7 +48,7 @@ from .base import (
     method_bound,
     type_lookup,
 )
-from .constants import ConstantVariable, LazyConstantVariable, ObjectIdVariable
+from .constants import ConstantVariable, LazyConstantVariable, ObjectIdVariable, computed
 from .tensors import TensorVariable
 
 if TYPE_CHECKING:
@@ -187,13 +187,7 @@ class MadeId:
         self.of = of
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MadeId):
-            return False
-        if other.of is self.of:
-            return True
-        if RUNNING.tx is None:
-            raise Unsupported("dict_key", f"comparing the ids of {self.of} and {other.of}")
-        return dispatch.is_same(RUNNING.tx, self.of, other.of)
+        return isinstance(other, MadeId) and _same_object(self.of, other.of)
 
     def __hash__(self) -> int:
         return hash(MadeId)
@@ -420,13 +414,21 @@ class MethodKey:
         return hash(self.method)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MethodKey) or other.method is not self.method:
-            return False
-        if other.owner is self.owner:
-            return True
-        if RUNNING.tx is None:
-            raise Unsupported("dict_key", f"comparing {self.owner} outside a trace")
-        return dispatch.is_same(RUNNING.tx, self.owner, other.owner)
+        return (
+            isinstance(other, MethodKey)
+            and other.method is self.method
+            and _same_object(self.owner, other.owner)
+        )
+
+
+def _same_object(a: VariableTracker, b: VariableTracker) -> bool:
+    """Do two trackers stand for one object (``is``), as the running trace knows them? Keys made
+    of objects the trace holds (MadeId, MethodKey) compare so; outside a trace it is unknown."""
+    if a is b:
+        return True
+    if RUNNING.tx is None:
+        raise Unsupported("dict_key", f"comparing {a} and {b} outside a trace")
+    return dispatch.is_same(RUNNING.tx, a, b)
 
 
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType)
@@ -3247,9 +3249,10 @@ class ByteArrayVariable(BuiltOnce, VariableTracker):
 
 
 def bytearray_operand(vt: VariableTracker) -> Any:
-    """``vt`` as a bytearray's C code reads it, or ``MISSING``: a constant (an immutable copy of
-    its value), another bytearray made in the trace (its value itself)."""
-    if isinstance(vt, ByteArrayVariable):
+    """``vt`` as a bytearray's (or a memoryview's) C code reads it, or ``MISSING``: a constant (an
+    immutable copy of its value), another bytearray or a memoryview made in the trace (its value
+    itself)."""
+    if isinstance(vt, (ByteArrayVariable, MemoryViewVariable)):
         return vt.value
     if vt.is_python_constant() and not isinstance(vt, (ListVariable, DictVariable, SetVariable)):
         return vt.as_python_constant()
@@ -3273,17 +3276,23 @@ def _bytearray_call(name: str):
 
 
 def _bytearray_result(
-    tx: Translator, obj: ByteArrayVariable | list[ByteArrayVariable], result: Any
+    tx: Translator,
+    obj: VariableTracker | list[VariableTracker],
+    result: Any,
+    made_by: tuple[Any, tuple[VariableTracker, ...]] | None = None,
 ) -> VariableTracker:
-    """What a bytearray method (or a builtin or operator given bytearrays ``obj``) gave: one of
-    those bytearrays itself (``max(a, b)``), new bytearrays (alone or in the list or tuple
-    ``split`` and ``partition`` give), or constants."""
+    """What a bytearray method (or a builtin or operator given bytearrays and memoryviews
+    ``obj``) gave: one of those objects itself (``max(a, b)``), new bytearrays (alone or in the
+    list or tuple ``split`` and ``partition`` give), a new view of bytes (``m[1:]``, rebuilt as
+    ``made_by`` made it), or constants."""
     made = obj if isinstance(obj, list) else [obj]
     for vt in made:
         if result is vt.value:
             return vt
     if type(result) is bytearray:
         return ByteArrayVariable(result)
+    if type(result) is memoryview:
+        return MemoryViewVariable.made(result, made_by)
     if type(result) in (list, tuple) and any(type(item) is bytearray for item in result):
         items = [_bytearray_result(tx, made, item) for item in result]
         return ListVariable(items) if type(result) is list else TupleVariable(items)
@@ -3335,14 +3344,15 @@ def bytearray_operation(
     named = {k: bytearray_operand(v) for k, v in (kwargs or {}).items()}
     if any(v is MISSING for v in [*values, *named.values()]):
         return None
-    made = [a for a in [*args, *(kwargs or {}).values()] if isinstance(a, ByteArrayVariable)]
+    made = [a for a in [*args, *(kwargs or {}).values()] if isinstance(a, _BYTES_MADE)]
     for vt in made:
-        tx.output.side_effects.before_mutation(vt)
+        if isinstance(vt, ByteArrayVariable):
+            tx.output.side_effects.before_mutation(vt)
     try:
         result = fn(*values, **named)
     except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
         raise PythonError(e) from None
-    return _bytearray_result(tx, made, result)
+    return _bytearray_result(tx, made, result, None if kwargs else (fn, tuple(args)))
 
 
 @dispatch.rule("truth", ByteArrayVariable)
@@ -3372,6 +3382,110 @@ def _bytearray_setitem(tx: Translator, vt: ByteArrayVariable, key, value) -> Non
         raise Unsupported("index", f"{vt}[{key}] = {value}")
 
 
+# -- memoryview ------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class MemoryViewVariable(BuiltOnce, VariableTracker):
+    """A ``memoryview`` made in the trace of ``bytes`` (or of such a view: a slice, a cast):
+    ``value`` is the real view. What it shows is immutable, so its reads (items, ``len``,
+    ``tobytes``, ``tolist``, ``hex``, ``==``, ``hash``, its attributes) are C code computed here,
+    and a new view of it is one too. It is rebuilt as it was made (``made_by``), one object
+    however often the code needs it. Not traced: its repr (its address), ``release`` and its
+    context manager (they change the view). A view of a bytearray is another thing, a live one
+    (writes through either show in the other): not made here (``memoryview(ba)`` breaks)."""
+
+    value: memoryview
+    #: the function that made it and the trackers it was given (``memoryview(b)``,
+    #: ``operator.getitem(m, slice(1, 3))``, ``memoryview.cast(m, "H")``)
+    made_by: tuple[Any, tuple[VariableTracker, ...]]
+    source: Source | None = None
+
+    @staticmethod
+    def made(
+        value: memoryview, made_by: tuple[Any, tuple[VariableTracker, ...]] | None
+    ) -> MemoryViewVariable:
+        """The tracker of a view ``made_by`` made: of bytes only (a bytearray's is live)."""
+        if type(value.obj) is not bytes or made_by is None:
+            raise Unsupported("memoryview", f"a view of {type(value.obj).__name__} is not modelled")
+        return MemoryViewVariable(value, made_by)
+
+    def python_type(self) -> type:
+        return memoryview
+
+    def viewed(self) -> VariableTracker:
+        """The bytes shown (``m.obj``): what the first view was made of."""
+        made = self.made_by[1][0]
+        return made.viewed() if isinstance(made, MemoryViewVariable) else made
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name == "__class__":
+            return tx.wrap_static(memoryview)
+        if name == "obj":
+            return self.viewed()
+        if name in _MEMORYVIEW_ATTRIBUTES:
+            return tx.fold(computed(getattr, [self.value, name], {}))
+        if name in _MEMORYVIEW:
+            return BoundMethodVariable(self, name)
+        if on_instances(memoryview, name):
+            raise Unsupported("memoryview", f"memoryview.{name} is not traced")
+        raise PythonError(AttributeError(f"'memoryview' object has no attribute '{name}'"))
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        return [tx.fold(item) for item in computed(list, [self.value], {})]
+
+    def _build(self, cg: Codegen) -> None:
+        fn, args = self.made_by
+        cg.load_const(fn)
+        for arg in args:
+            arg.reconstruct(cg)
+        cg.call_function(len(args))
+
+    def __repr__(self) -> str:
+        return f"MemoryViewVariable({self.value.tobytes()!r}, {self.value.format!r})"
+
+
+_BYTES_MADE = (ByteArrayVariable, MemoryViewVariable)
+#: a memoryview's attributes: values read of the view
+_MEMORYVIEW_ATTRIBUTES = frozenset(
+    name for name, member in vars(memoryview).items() if type(member) is types.GetSetDescriptorType
+) - {"obj"}
+
+
+def _memoryview_call(name: str):
+    method = getattr(memoryview, name)
+
+    def impl(tx, obj, *args, **kwargs):
+        found = bytearray_operation(tx, method, [obj, *args], kwargs)
+        if found is None:
+            raise Unsupported("call_method", f"memoryview.{name} on values not known here")
+        return found
+
+    impl.__name__ = f"_memoryview_{name.strip('_')}"
+    return impl
+
+
+#: memoryview's methods computed here: its reads and what makes a new view (``cast``,
+#: ``toreadonly``); writes raise CPython's TypeError (the memory is read-only)
+_MEMORYVIEW = {
+    name: (False, _memoryview_call(name))
+    for name in (
+        *("tobytes", "tolist", "hex", "cast", "toreadonly", "count", "index"),
+        *("__getitem__", "__setitem__", "__delitem__", "__len__", "__hash__"),
+        *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"),
+    )
+    if name in vars(memoryview)
+}
+
+
+@dispatch.rule("truth", MemoryViewVariable)
+def _memoryview_truth(tx: Translator, vt: MemoryViewVariable) -> bool:
+    return computed(bool, [vt.value], {})
+
+
+dispatch.rule("contains", MemoryViewVariable)(_bytearray_contains)
+dispatch.rule("getitem", MemoryViewVariable)(_bytearray_getitem)
+dispatch.rule("setitem", MemoryViewVariable)(_bytearray_setitem)
+
+
 #: The methods of each kind of container: name -> (whether it mutates, implementation). Other
 #: families add their kinds (generators: ``iterators.py``).
 METHODS: dict[type, dict[str, tuple[bool, Any]]] = {
@@ -3382,6 +3496,7 @@ METHODS: dict[type, dict[str, tuple[bool, Any]]] = {
     TupleVariable: _TUPLE,
     DictViewVariable: _VIEW,
     ByteArrayVariable: _BYTEARRAY,
+    MemoryViewVariable: _MEMORYVIEW,
 }
 
 

@@ -75,6 +75,7 @@ from .containers import (
     DictViewVariable,
     LazyListVariable,
     ListVariable,
+    MemoryViewVariable,
     ModelOutputVariable,
     SetRecipe,
     SetVariable,
@@ -601,6 +602,7 @@ _ONE_TRACKER_PER_OBJECT = (
     IteratorVariable,
     containers.DictViewVariable,
     containers.MappingProxyVariable,  # each ``cls.__dict__`` read makes a new proxy
+    MemoryViewVariable,  # made in the trace only
 )
 
 
@@ -3358,7 +3360,7 @@ def bytearray_(
 
 
 def _bytearray_operand(vt: VariableTracker) -> Any:
-    if isinstance(vt, ByteArrayVariable):
+    if isinstance(vt, (ByteArrayVariable, MemoryViewVariable)):
         return vt.value  # read, not kept: the new bytearray is a copy
     if vt.is_python_constant() and _of_c_types(vt.as_python_constant()):
         return vt.as_python_constant()
@@ -3391,24 +3393,58 @@ def _of_c_types(value: Any) -> bool:
 _READS_THE_OBJECT = frozenset({getattr, hasattr, slice})
 
 
+#: pure builtins that show a memoryview's address (its repr): not computed on the trace's view
+_SHOWS_THE_ADDRESS = frozenset({repr, str, ascii, format})
+_BYTES_MADE = (ByteArrayVariable, MemoryViewVariable)
+
+
 def _on_bytearrays(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """A pure builtin given bytearrays made in the trace among constants (``bytes(ba)``,
-    ``len(ba)``, ``max(ba, bb)``): C code reading their contents, all known, so computed on the
-    real ones; None where no such bytearray or another kind of value is given."""
-    if not any(isinstance(a, ByteArrayVariable) for a in [*args, *kwargs.values()]):
+    """A pure builtin given bytearrays or memoryviews made in the trace among constants
+    (``bytes(ba)``, ``len(m)``, ``max(ba, bb)``): C code reading their contents, all known, so
+    computed on the real ones; None where no such object or another kind of value is given."""
+    given = [*args, *kwargs.values()]
+    if not any(isinstance(a, _BYTES_MADE) for a in given):
         return None
+    if fn in _SHOWS_THE_ADDRESS and any(isinstance(a, MemoryViewVariable) for a in given):
+        raise Unsupported("builtin", f"{fn.__name__}() of a memoryview shows its address")
     return containers.bytearray_operation(tx, fn, args, kwargs)
 
 
 @operator_rule(*OPERATORS, first=True)  # ``ba += b"x"`` changes it in place: not ``ba + b"x"``
 def bytearrays(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """An operator on a bytearray made in the trace and constants (``ba += b"!"``, ``ba * 2``,
-    ``del ba[0]``, ``b"a" == ba``): computed on the real bytearray (``bytearray_operation``)."""
-    if not any(isinstance(a, ByteArrayVariable) for a in args):
+    """An operator on a bytearray or a memoryview made in the trace and constants (``ba +=
+    b"!"``, ``ba * 2``, ``del ba[0]``, ``b"a" == ba``, ``m[1:]``): computed on the real object
+    (``bytearray_operation``)."""
+    if not any(isinstance(a, _BYTES_MADE) for a in args):
         return None
     return containers.bytearray_operation(tx, op, args)
+
+
+@builtin(memoryview)
+def memoryview_(tx: Translator, obj: VariableTracker) -> VariableTracker:
+    """``memoryview(b)`` of bytes known at trace time, or of such a view: a value whose reads are
+    computed (``MemoryViewVariable``). A bytearray's view is live (a write through either shows
+    in the other): not modelled, a break. A value known to lend no buffer (another constant, a
+    container, an object of Python classes, a tensor): CPython's TypeError."""
+    if isinstance(obj, ByteArrayVariable):
+        raise Unsupported("memoryview", "memoryview() of a bytearray: a live view, not modelled")
+    if isinstance(obj, MemoryViewVariable):
+        return MemoryViewVariable.made(computed(memoryview, [obj.value], {}), (memoryview, (obj,)))
+    if obj.is_python_constant() and not isinstance(obj, _CONTAINERS):
+        value = obj.as_python_constant()
+        if type(value) is bytes:
+            return MemoryViewVariable(memoryview(value), (memoryview, (obj,)))
+        if not _python_defined(type(value), "__buffer__"):
+            computed(memoryview, [value], {})  # CPython's TypeError for a value of no buffer
+    elif isinstance(obj, _CONTAINERS) or is_bound_method(obj) or _python_class(obj) is not None:
+        stand_in = _stand_in(obj, ("__buffer__",))  # a container, method or object of no buffer
+        if stand_in is not _UNKNOWN:
+            computed(memoryview, [stand_in], {})  # CPython's TypeError
+    elif _plain_tensor(obj):  # a tensor lends no buffer
+        computed(memoryview, [_tensor_stand_in(obj)], {})
+    raise Unsupported("builtin", f"memoryview() on {obj}")
 
 
 @builtin(slice)
