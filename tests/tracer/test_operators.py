@@ -461,8 +461,8 @@ def test_user_equality_methods_are_asked_in_cpythons_order(op):
     """``a == b`` and ``a != b`` with a user object on either side (``__eq__``/``__ne__``
     answering, giving NotImplemented or raising; only ``__eq__``, which ``object.__ne__`` asks and
     inverts; a subclass of the other's class; none) and a user object, tensor, int, string, list,
-    set, dict or module on the other: CPython's order of calls (``do_richcompare``: a subclass's method
-    first, then the left one's, then the right one's; a tensor's and a builtin's decline),
+    set, dict or module on the other: CPython's order of calls (``do_richcompare``: a subclass's
+    method first, then the left one's, then the right one's; a tensor's and a builtin's decline),
     identity where all decline, the exception an ``__eq__`` raises. A tensor beside an object
     defining ``__eq__`` broke: the object was given to the graph."""
     from bytegraph.explain import Recorder
