@@ -13,7 +13,7 @@ once, before the tracker's own ``call_function``, and applies the entry. An entr
 - ``substitute=f``: the Python function ``f`` is traced in its place.
 
 A method bound to an object (``logger.info``) whose function has a handler entry is called through
-that handler with the object as its first argument (``functions.UserFunctionVariable``), as
+that handler with the object as its first argument (``operations.call_callable``), as
 CPython calls the function.
 
 This module imports no tracker family: families import it to register, ``dispatch`` to apply.

@@ -52,7 +52,7 @@ from ..markers import (
     patched_by_torch_compile,
 )
 from ..polyfills import functools as polyfill_functools
-from . import call_rules, dispatch, iterators
+from . import dispatch, iterators
 from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
 from .call_rules import builtin, call_rule
 from .constants import (
@@ -353,20 +353,6 @@ def _call_in_region(
 CALL_HOOKS: dict[types.CodeType, Any] = {}
 
 
-def _method_rule(
-    tx: Translator,
-    rule: call_rules.CallRule,
-    args: list[VariableTracker],
-    kwargs: dict[str, VariableTracker],
-) -> VariableTracker | None:
-    """A call of a bound method whose function has a handler entry in ``call_rules``
-    (``Logger.info``): the entry's, its object first in ``args``; None where the entry declines.
-    Entries of the other kinds are for calls of the function itself (``operations.apply_rule``)."""
-    if rule.handler is None:
-        return None
-    return rule.handler(tx, rule.target, args, kwargs)
-
-
 @dataclass(eq=False)
 class UserFunctionVariable(VariableTracker):
     """A Python function, or one bound to ``self_vt``. ``source`` loads the function, except where
@@ -483,10 +469,6 @@ class UserFunctionVariable(VariableTracker):
                 return hooked
         if self.self_vt is not None:
             args = [self.self_vt, *args]
-            rule = call_rules.lookup(self.fn)  # a method's entry: its object is its first argument
-            made = None if rule is None else _method_rule(tx, rule, args, kwargs)
-            if made is not None:
-                return made
         closure = {}
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or (), strict=True):
             closure[name] = closure_cell(tx, cell, _cell_source(tx, self.source, self.fn, name))

@@ -3509,7 +3509,9 @@ def call_callable(
 ) -> VariableTracker:
     """Any call the bytecode makes. A callable with a registered substitute
     (``markers.substitute_for``) runs its Python polyfill instead; one with an entry in
-    ``call_rules`` (bytegraph's polyfills of C builtins among them) is traced as the entry says;
+    ``call_rules`` (bytegraph's polyfills of C builtins among them) is traced as the entry says,
+    and so is a method bound to an object whose function has a handler entry (``logger.info``:
+    ``Logger.info``'s, with the object as its first argument, as CPython calls the function);
     an ``lru_cache``'d function runs the function it wraps."""
     substitute = markers.substitute_for(_callee(fn))
     if substitute is not None:
@@ -3527,6 +3529,12 @@ def call_callable(
                 return made
         if type(target) is _LRU_WRAPPER:  # the cache only saves time: trace the function itself
             return fn.var_getattr(tx, "__wrapped__").call_function(tx, args, kwargs)
+    elif isinstance(fn, UserFunctionVariable) and fn.self_vt is not None:
+        rule = call_rules.lookup(fn.fn)
+        if rule is not None and rule.handler is not None:  # the other kinds: traced as written
+            made = apply_rule(tx, rule, [fn.self_vt, *args], kwargs)
+            if made is not None:
+                return made
     error = _not_callable(fn)
     if error is not None:
         raise PythonError(error)
