@@ -178,13 +178,19 @@ def _calling_frame(tx: Translator) -> Translator:
 
 def names_its_caller(code: types.CodeType) -> bool:
     """Is ``code`` logging's own, which names the first frame above it in a record?"""
-    return os.path.normcase(code.co_filename) == logging._srcfile
+    return _logging_file(code.co_filename)
 
 
 def _internal(filename: str) -> bool:
     name = os.path.normcase(filename)
     bootstrap = "importlib" in name and "_bootstrap" in name
-    return name == logging._srcfile or bootstrap or in_polyfill(filename)
+    return _logging_file(filename) or bootstrap or in_polyfill(filename)
+
+
+def _logging_file(filename: str) -> bool:
+    """Is ``filename`` logging's own source file (``logging._srcfile``, compared as
+    ``findCaller`` compares it: normalised by ``os.path.normcase``)?"""
+    return os.path.normcase(filename) == logging._srcfile
 
 
 def _emit(
