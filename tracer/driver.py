@@ -35,10 +35,11 @@ from ..codegen.resume import ResumePoint, make_resume
 from ..codegen.transform import Numbering
 from ..guards import kinds
 from ..guards.cache import FunctionCache, Variant
+from ..guards.epoch import WatchedDict
 from ..guards.guard import Guard
 from ..guards.kinds import global_state_guards
 from ..guards.module_tree import member_names
-from ..guards.sources import ModuleGlobalSource
+from ..guards.sources import AttrSource, ChainedSource, ItemSource, LocalSource, ModuleGlobalSource
 from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
@@ -356,12 +357,22 @@ class CompiledCode:
         (``trees``: its ``module_keys`` before the outermost run; a buffer registered on first
         use, x-transformers' ALiBi bias), the variant for the tree or registry as the call left
         it is traced now, as the next identical call would trace it, so that call finds it.
+        So is the variant for what the call changed of a module's own state that the variant
+        guards (``_module_state``): a cache dict filled on first use (timm's attention-bias
+        caches), a buffer replaced by one of another size (convit's relative indices).
         Other changes of a tree are not followed: what a caller sets up around a call and tears
         down after (a hook, diffusers' LoRA scale flag) is not there at the next call's start.
         ``following``: the variant traced is not followed in turn."""
         scope = self._follow_scope(L, variant)
-        filled = any(_registry(p.guard) and _filled(p.guard, scope) for p in variant.guards.parts)
-        if not filled and not (trees and trees < self.module_keys(L, variant)):
+        guards = variant.guards
+        filled = any(_registry(p.guard) and _filled(p.guard, scope) for p in guards.parts)
+        held = [
+            p
+            for p in guards.parts
+            if p.guard.kind in _MODULE_STATE_KINDS and _module_state(p.guard.source, scope)
+        ]
+        changed = bool(held) and guards.first_failure(scope, held) is not None
+        if not (filled or changed) and not (trees and trees < self.module_keys(L, variant)):
             return
         if global_settings().error_on_recompile or self.cache.select(L) is not None:
             return  # (the next call recompiles, and raises there)
@@ -681,6 +692,41 @@ def _registry(guard: Guard) -> bool:
     return guard.kind in (kinds.DICT_KEYS, kinds.LEN_MATCH) and isinstance(
         getattr(guard.source, "root", None), ModuleGlobalSource
     )
+
+
+#: The guards on a module's state that ``CompiledCode.follow`` reads again after a first run: a
+#: dict's keys or length, a tensor's metadata (each reads the value and nothing of the program's).
+_MODULE_STATE_KINDS = (kinds.DICT_KEYS, kinds.LEN_MATCH, kinds.TENSOR_MATCH)
+
+
+#: The dicts ``_module_state`` reads items of (a module's member dicts are ``WatchedDict``\s).
+_PLAIN_DICTS = (dict, WatchedDict)
+
+
+def _module_state(source: Any, scope: dict[str, Any]) -> bool:
+    """Is ``source`` something a module holds: reached from an argument through modules'
+    instance dicts (``_modules``, ``_buffers``, a plain attribute) and the dicts found there,
+    with at least one module on the way? Walked without running code of the program's (a
+    property or ``__getattr__`` of a class of its own), so its guard can be read again."""
+    chain = []
+    while isinstance(source, ChainedSource):
+        chain.append(source)
+        source = source.base
+    if not isinstance(source, LocalSource) or source.name not in scope["L"]:
+        return False
+    obj, held = scope["L"][source.name], False
+    for step in reversed(chain):
+        if type(step) is AttrSource and isinstance(obj, torch.nn.Module):
+            if step.attr not in obj.__dict__ or hasattr(type(obj), step.attr):
+                return False  # a class attribute, a descriptor: not the module's own state
+            obj, held = obj.__dict__[step.attr], True
+        elif type(step) is ItemSource and type(obj) in _PLAIN_DICTS and type(step.index) is str:
+            if step.index not in obj:
+                return False
+            obj = obj[step.index]
+        else:
+            return False
+    return held
 
 
 def _filled(guard: Guard, scope: dict[str, Any]) -> bool:

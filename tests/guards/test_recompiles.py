@@ -537,6 +537,65 @@ def test_a_module_grown_by_the_first_call_is_traced_with_the_change(cls):
     assert dict(model.named_buffers()).keys() == dict(reference.named_buffers()).keys()
 
 
+class _BiasCache(torch.nn.Module):
+    """Fills a dict of its own on its first eval call and reads it after (timm's attention-bias
+    caches in tiny_vit, levit, efficientformer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.bias = torch.nn.Parameter(torch.randn(4))
+        self.cache = {}
+
+    def forward(self, x):
+        key = str(x.device)
+        if key not in self.cache:
+            self.cache[key] = self.bias * 2
+        return self.lin(x) + self.cache[key]
+
+
+class _ResizedBuffer(torch.nn.Module):
+    """Replaces a placeholder buffer with one sized to the input on its first call (timm's convit
+    relative indices)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("rel", torch.zeros(1, 3), persistent=False)
+
+    def forward(self, x):
+        if self.rel.shape[0] != x.shape[0]:
+            self.rel = torch.arange(x.shape[0] * 3, dtype=x.dtype).view(-1, 3)[:, :1]
+        return self.lin(x) + self.rel
+
+
+@pytest.mark.parametrize("cls", [_BiasCache, _ResizedBuffer])
+def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
+    """The first call changes state the module holds (a cache dict filled, a buffer replaced),
+    which its variant guards: the variant for the state it leaves is traced at the end of that
+    call, so the second identical call compiles nothing. State changed later still misses."""
+    torch.manual_seed(0)
+    model, reference = cls().eval(), cls().eval()
+    reference.load_state_dict(model.state_dict())
+    compiled, counter = compile_counted(model)
+    x = torch.randn(2, 4)
+    counts = []
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(compiled(x), reference(x))
+            counts.append(counter.frame_count)
+        assert counts[0] == 2 and counts[1] == counts[2] == counts[0]
+        assert_same(dict(model.named_buffers()), dict(reference.named_buffers()))
+        if cls is _BiasCache:
+            assert_same(model.cache, reference.cache)
+            model.cache.clear()
+            reference.cache.clear()
+        else:
+            model.rel = reference.rel = torch.zeros(1, 3)
+        assert_same(compiled(x), reference(x))  # the first variant again
+        assert counter.frame_count == counts[0]
+
+
 # -- functions given to the trace: guarded by what they are made of, their identity where read --
 
 
