@@ -357,6 +357,28 @@ def _outcome(fn, make_a, make_b):
         return TypeError, str(e)
 
 
+def _run_cells(op, pairs, outcome, breaks):
+    """Each cell ``a OP b`` of ``pairs`` (``_protocol_cell``), run by eager and compiled, both
+    as ``outcome`` gives them: the cells whose compiled outcome is not eager's, and those whose
+    breaks' kinds are not ``breaks(expected)`` (None: any), each with what was found."""
+    from bytegraph.explain import Recorder
+
+    wrong, broke = [], []
+    for left, right, make_a, make_b in pairs:
+        cell = _protocol_cell(op)
+        expected = outcome(cell, make_a, make_b)
+        recorder = Recorder()
+        with recorder:
+            actual = outcome(bytegraph.compile(cell, backend="eager"), make_a, make_b)
+        report = recorder.report()
+        if repr(actual) != repr(expected):
+            wrong.append(f"{left} {op} {right}: {actual!r} != {expected!r}")
+        allowed = breaks(expected)
+        if allowed is not None and [b.kind for b in report.break_reasons] != allowed:
+            broke.append(f"{left} {op} {right}: {report.break_reasons}")
+    return wrong, broke
+
+
 @pytest.mark.parametrize("op", _PROTOCOL_OPS)
 def test_user_operator_methods_are_asked_in_cpythons_order(op):
     """``a OP b`` with a user object on either side (its methods answering, giving NotImplemented
@@ -365,21 +387,12 @@ def test_user_operator_methods_are_asked_in_cpythons_order(op):
     subclass's own reflected first; a tensor's and a builtin's methods decline), each
     NotImplemented passing on, and the TypeError where all decline. Tensors with user objects
     broke (the object given to the graph), a NotImplemented answer was the result."""
-    from bytegraph.explain import Recorder
 
-    wrong, broke = [], []
-    for left, right, make_a, make_b in _protocol_pairs():
-        cell = _protocol_cell(op)
-        expected = _outcome(cell, make_a, make_b)
-        recorder = Recorder()
-        with recorder:
-            actual = _outcome(bytegraph.compile(cell, backend="eager"), make_a, make_b)
-        report = recorder.report()
-        if repr(actual) != repr(expected):
-            wrong.append(f"{left} {op} {right}: {actual!r} != {expected!r}")
+    def breaks(expected):  # none where a method's answer is the result, any else
         answered = isinstance(expected[1], str) and expected[0] is not TypeError
-        if answered and report.break_reasons:
-            broke.append(f"{left} {op} {right}: {report.break_reasons}")
+        return [] if answered else None
+
+    wrong, broke = _run_cells(op, _protocol_pairs(), _outcome, breaks)
     assert not wrong, "\n".join(wrong)
     assert not broke, "\n".join(broke)
 
@@ -465,21 +478,11 @@ def test_user_equality_methods_are_asked_in_cpythons_order(op):
     method first, then the left one's, then the right one's; a tensor's and a builtin's decline),
     identity where all decline, the exception an ``__eq__`` raises. A tensor beside an object
     defining ``__eq__`` broke: the object was given to the graph."""
-    from bytegraph.explain import Recorder
 
-    wrong, broke = [], []
-    for left, right, make_a, make_b in _equality_pairs():
-        cell = _protocol_cell(op)
-        expected = _equality_outcome(cell, make_a, make_b)
-        recorder = Recorder()
-        with recorder:
-            actual = _equality_outcome(bytegraph.compile(cell, backend="eager"), make_a, make_b)
-        report = recorder.report()
-        if repr(actual) != repr(expected):
-            wrong.append(f"{left} {op} {right}: {actual!r} != {expected!r}")
-        raised = expected[0] is ValueError
-        if [b.kind for b in report.break_reasons] != (["raise"] if raised else []):
-            broke.append(f"{left} {op} {right}: {report.break_reasons}")
+    def breaks(expected):  # one, at the raise, where an ``__eq__`` raised; else none
+        return ["raise"] if expected[0] is ValueError else []
+
+    wrong, broke = _run_cells(op, _equality_pairs(), _equality_outcome, breaks)
     assert not wrong, "\n".join(wrong)
     assert not broke, "\n".join(broke)
 
