@@ -569,11 +569,33 @@ class _ResizedBuffer(torch.nn.Module):
         return self.lin(x) + self.rel
 
 
-@pytest.mark.parametrize("cls", [_BiasCache, _ResizedBuffer])
+class _CachedLength(torch.nn.Module):
+    """Fills the head of a buffer and records how much of it is filled in an int attribute, on
+    its first call (rotary-embedding-torch's cached frequencies)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("cached", torch.zeros(16, 4), persistent=False)
+        self.cached_len = 0
+
+    def forward(self, x):
+        n = x.shape[0]
+        if n <= self.cached_len:
+            freqs = self.cached[:n]
+        else:
+            freqs = torch.arange(n * 4, dtype=x.dtype).view(n, 4).cos()
+            self.cached[:n] = freqs
+            self.cached_len = n
+        return self.lin(x) * freqs
+
+
+@pytest.mark.parametrize("cls", [_BiasCache, _ResizedBuffer, _CachedLength])
 def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
-    """The first call changes state the module holds (a cache dict filled, a buffer replaced),
-    which its variant guards: the variant for the state it leaves is traced at the end of that
-    call, so the second identical call compiles nothing. State changed later still misses."""
+    """The first call changes state the module holds (a cache dict filled, a buffer replaced, an
+    int attribute set), which its variant guards: the variant for the state it leaves is traced
+    at the end of that call, so the second identical call compiles nothing. State changed later
+    still misses."""
     torch.manual_seed(0)
     model, reference = cls().eval(), cls().eval()
     reference.load_state_dict(model.state_dict())
@@ -590,8 +612,10 @@ def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
             assert_same(model.cache, reference.cache)
             model.cache.clear()
             reference.cache.clear()
-        else:
+        elif cls is _ResizedBuffer:
             model.rel = reference.rel = torch.zeros(1, 3)
+        else:
+            model.cached_len = reference.cached_len = 0
         assert_same(compiled(x), reference(x))  # the first variant again
         assert counter.frame_count == counts[0]
 
