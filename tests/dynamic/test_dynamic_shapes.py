@@ -3,12 +3,14 @@ duck shaping and guards from symbolic reasoning (the seeds' documented examples)
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
 import torch
 from bytegraph.guards import kinds
 from difftest import assert_same, compile_counted
+from torch.nn.utils.rnn import pad_sequence
 
 import bytegraph
 
@@ -398,3 +400,78 @@ def test_power_of_a_symbolic_int_keeps_its_variant(engine):
         if engine != "bytegraph":
             torch._dynamo.reset()
     assert counter.frame_count == 2  # static, then dynamic in step
+
+
+@functools.lru_cache(16)
+def _heads_layout(shape, heads):
+    batch, tokens, width = shape
+    return batch, tokens, heads, width // heads
+
+
+def _split_heads(x, heads):
+    return x.reshape(_heads_layout(x.shape, heads)).transpose(1, 2)
+
+
+def _heads_of(x):
+    return _split_heads(x, 2) + 1
+
+
+def _heads_of_made_cache(x):
+    layout = functools.lru_cache(4)(lambda shape: (shape[0], shape[1], 2, shape[2] // 2))
+    return x.reshape(layout(x.shape)) * 3
+
+
+def _heads_of_sampled(x, ids):
+    kept = [torch.unique(row) for row in ids]
+    padded = pad_sequence(kept, batch_first=True)  # its width depends on data: a break
+    tokens = x.gather(1, padded[..., None].expand(-1, -1, x.shape[-1]))
+    return _split_heads(tokens, 2) * 2
+
+
+def _tokens(n):
+    return torch.randn(2, n, 8, requires_grad=True), None
+
+
+def _sampled(n):
+    ids = torch.stack([torch.arange(n), torch.arange(n) * 3]) % 40
+    return torch.randn(2, 40, 8, requires_grad=True), ids
+
+
+@pytest.mark.parametrize("engine", ["bytegraph", "torch.compile"])
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [(_heads_of, _tokens), (_heads_of_made_cache, _tokens), (_heads_of_sampled, _sampled)],
+    ids=["input", "cache_made_in_the_trace", "after_a_data_dependent_break"],
+)
+def test_symbolic_sizes_given_to_an_lru_cache_stay_symbolic(engine, fn, make):
+    """A shape given to an ``lru_cache`` function (einops' ``_reconstruct_from_shape(recipe,
+    x.shape, ...)``, or a cache made in the trace) once its sizes are symbolic: the function is
+    traced, the sizes kept symbolic, as torch.compile does. Made into the cache's key, each size
+    was specialised (``s == 13``): one variant per size until the recompile limit, in a resume
+    function after a break on a data-dependent width too (vit-pytorch's ATS ViT, one variant per
+    number of sampled tokens). (torch 2.15's ``pad_sequence`` takes widths computed from data:
+    bytegraph makes no break there, one graph.)"""
+    if engine == "bytegraph":
+        compiled, counter = compile_counted(fn)
+    else:
+        from torch._dynamo.testing import CompileCounter
+
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        compiled = torch.compile(fn, backend=counter)
+    first = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # both notice that the cache is left aside
+            for n in (20, 26, 31, 17, 35, 12, 22, 29, 33, 14):
+                x, ids = make(n)
+                args = (x,) if ids is None else (x, ids)
+                eager_x = x.detach().clone().requires_grad_()
+                eager_args = (eager_x,) if ids is None else (eager_x, ids)
+                assert_same(compiled(*args), fn(*eager_args))
+                first = counter.frame_count if first is None else first
+    finally:
+        if engine != "bytegraph":
+            torch._dynamo.reset()
+    # each graph of the first call (two after a break) static, then once dynamic in the sizes
+    assert counter.frame_count == 2 * first

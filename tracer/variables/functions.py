@@ -60,6 +60,7 @@ from .constants import (
     IMMUTABLE_C_KINDS,
     READING_METHODS,
     ConstantVariable,
+    SymNodeVariable,
     reading_method,
     unstored_dict,
 )
@@ -1104,7 +1105,9 @@ class NewMemoizedVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        if self.maxsize == 0:  # CPython's uncached wrapper: no key is made
+        if self.maxsize == 0 or any(map(_holds_symbol, [*args, *kwargs.values()])):
+            # CPython's uncached wrapper: no key is made; or a symbolic number, no key either
+            # (``_holds_symbol``): the function is traced, the cache left aside
             return dispatch.call(tx, self.fn, args, kwargs)
         key = self._key(args, kwargs)
         if key in self.cache:
@@ -1163,6 +1166,8 @@ def _argument(tx: Translator, vt: VariableTracker, name: str, pins: list) -> Any
     it has a source; where it is (part of) another cached call's result, the object that call
     returned, whose guard is added to ``pins``: a call taking this trace must get that object
     again (the key is its identity), not one alike."""
+    if _holds_symbol(vt):  # before ``as_python_constant``, which would specialise it
+        raise Unsupported("memoized_call", f"{name}() called with a symbolic number")
     if vt.is_python_constant():
         value = vt.as_python_constant()
         if _immutable(value) or _static_size(vt, value):
@@ -1177,6 +1182,18 @@ def _argument(tx: Translator, vt: VariableTracker, name: str, pins: list) -> Any
         tx.output.assume_identity(source, value)
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
+
+
+def _holds_symbol(vt: VariableTracker) -> bool:
+    """A symbolic number, or a tuple or list (a ``torch.Size``) holding one: no key of the cache.
+    torch's ``SymInt`` is unhashable (an lru_cache called with one raises ``TypeError``); made
+    into a key, it would be specialised to its value now, and the trace guarded on it, one variant
+    per value (einops' ``_reconstruct_from_shape(recipe, x.shape, ...)``). The wrapped function is
+    traced instead, keeping it symbolic, as torch.compile does."""
+    if isinstance(vt, SymNodeVariable):
+        return True
+    items = getattr(vt, "items", None)
+    return isinstance(items, (list, tuple)) and any(_holds_symbol(i) for i in items)
 
 
 def _static_size(vt: VariableTracker, value: Any) -> bool:
