@@ -10,6 +10,7 @@ check that nothing warns."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import sys
 import types
@@ -264,6 +265,14 @@ def _through_helpers(level):
     return nested
 
 
+def _through_partials(level):
+    def through_partials(x):
+        middle = functools.partial(_middle_helper, level=level)  # calls _nested_warn likewise
+        return functools.partial(middle)(x) + 1
+
+    return through_partials
+
+
 def _through_a_library_module(level):
     def calls_the_library(x):
         return warns_lib_a.through(x + 1, level, _LOG)
@@ -345,6 +354,8 @@ def _in_a_module_called_by_a_module(level):
 _CASES = {
     # 1: the helper's line, 2: its caller's, 3: the function's, 4: its caller's, 5: the next one's
     "through helpers": (_through_helpers, (1, 2, 3, 4, 5), (1, 0)),
+    # the same, each helper called by partials (called from C: no frame of their own)
+    "through partials": (_through_partials, (1, 2, 3, 4, 5), (1, 0)),
     # 1: module B's line, 2: module A's, 3: the function's, 4: its caller's
     "through a library module": (_through_a_library_module, (1, 2, 3, 4), (1, 0)),
     # a function resumed after its own break: the resumed one's caller waits for it (graphs: before

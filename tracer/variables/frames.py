@@ -49,7 +49,12 @@ from . import dispatch
 from .base import VariableTracker, method_bound
 from .call_rules import call_rule
 from .constants import ConstantVariable
-from .functions import MethodCallVariable, NestedFunctionVariable, UserFunctionVariable
+from .functions import (
+    MethodCallVariable,
+    NestedFunctionVariable,
+    PartialVariable,
+    UserFunctionVariable,
+)
 from .objects import GlobalsVariable
 
 if TYPE_CHECKING:
@@ -274,8 +279,11 @@ def user_frame(tx: Translator) -> bool:
 
 
 def _called_by_parent(tx: Translator) -> bool:
-    """Whether the callable the parent's CALL instruction called runs ``tx``'s code itself."""
+    """Whether the callable the parent's CALL instruction called runs ``tx``'s code itself (a
+    ``functools.partial`` calls its function from C: no frame between)."""
     callee = tx.callee
+    while isinstance(callee, PartialVariable):
+        callee = callee.fn
     if isinstance(callee, UserFunctionVariable):
         return callee.fn.__code__ is tx.code
     if isinstance(callee, NestedFunctionVariable):
