@@ -38,12 +38,13 @@ without a lookup), then ``callable in table.as_is`` (remembering a callable foun
 where it is not, looks it up, ``table.get(callable)`` (remembering what the table held), else
 ``table[callable]``, and calls what it finds: no Python call on the way. Before the lookup, the
 callables made anew at each call, never found in the table but called as they are (a bound
-method whose function is in the set, a C method bound to an object), are told by their types
-(``_unbound``: what ``RouteTable.__missing__``, a Python call, would answer). A callable that
-cannot be hashed raises inside a try region of the set test's or the lookup's own, whose handler
-asks ``route`` and jumps back. That needs the stack depth at the site (``_depths``); a site whose
-depth is not known asks ``route`` directly. Nothing the call site itself runs raises: the try
-regions of the code cover it as they are.
+method whose function is in the set, a C method bound to an object), and the modules of the
+table's ``leaves`` (library classes) without children, are told by their types (``_unbound``:
+what ``RouteTable.__missing__``, a Python call, would answer). A callable that cannot be hashed
+(or a module whose leaf test raises) raises inside a try region of the set test's, the leaf
+test's or the lookup's own, whose handler asks ``route`` and jumps back. That needs the stack
+depth at the site (``_depths``); a site whose depth is not known asks ``route`` directly. Nothing
+the call site itself runs raises: the try regions of the code cover it as they are.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from .emit import POP_JUMP_IF_FALSE, POP_JUMP_IF_TRUE
 from .pyversion import (
     CALL_NEEDS_PRECALL,
     FUNCTIONS_HAVE_TYPE_PARAMS,
+    JUMPS_NEED_BOOL,
     LOAD_ATTR_TAKES_METHOD_FLAG,
     NULL_ABOVE_CALLABLE,
     PY313,
@@ -317,7 +319,7 @@ def _lookup(
         return Instr(name, *arg, location=at.location)
 
     general = Label()
-    apart = [lookup, *_unbound(depth, table, back, general, at)]
+    apart = [lookup, *_unbound(depth, stack, table, (back, general, handler), at)]
     apart += [general, *_from_table(depth, stack, table, cache, at, handler, back)]
     # [callable, *args, exception] -> [callable, *args, route(callable)], then on as if found
     replace = [op("SWAP", depth + 1), op("POP_TOP"), op("JUMP_BACKWARD", back)]
@@ -352,12 +354,19 @@ def _from_table(
     return [*out, op("BINARY_SUBSCR"), TryEnd(answered), *replace]
 
 
-def _unbound(depth: int, table: Any, back: Label, general: Label, at: Instr) -> list[Any]:
+def _unbound(
+    depth: int, stack: int, table: Any, labels: tuple[Label, Label, Label], at: Instr
+) -> list[Any]:
     """Jumps to ``back`` (the callable called as it is) where the callable ``depth`` items down
-    is made anew at each call and so never found in ``table``, but is called as it is all the
-    same (``RouteTable.__missing__`` would answer so): a bound method whose function is in
-    ``table.as_is``, a C method bound to an object (not a module); else goes on to ``general``.
-    No Python call, no object made, nothing that raises."""
+    a stack ``stack`` deep is made anew at each call (or is an object the table never holds)
+    and so never found in ``table``, but is called as it is all the same
+    (``RouteTable.__missing__`` would answer so): a bound method whose function is in
+    ``table.as_is``, a C method bound to an object (not a module), a library leaf module
+    (``_library_leaf``, where the table has ``leaves``); else goes on to ``general``. No Python
+    call, no object made; only the leaf test may raise (reading what ``__missing__`` reads),
+    inside a try region whose handler is ``handler``."""
+    back, general, handler = labels
+    leaves = getattr(table, "leaves", None)
 
     def op(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, location=at.location)
@@ -372,12 +381,56 @@ def _unbound(depth: int, table: Any, back: Label, general: Label, at: Instr) -> 
     out += [op(POP_JUMP_IF_FALSE, drop), op("LOAD_CONST", table), op("LOAD_ATTR", _attr("as_is"))]
     out += [op("CONTAINS_OP", 0), op(POP_JUMP_IF_FALSE, general), op("JUMP_BACKWARD", back)]
     # [.., type(callable)]: a C method bound to an object, not to a module (nor to nothing)
-    out += [not_method, op("LOAD_CONST", types.BuiltinMethodType), op("IS_OP", 0)]
-    out += [op(POP_JUMP_IF_FALSE, general), op("COPY", depth), op("LOAD_ATTR", _attr("__self__"))]
+    if leaves is None:
+        out += [not_method, op("LOAD_CONST", types.BuiltinMethodType), op("IS_OP", 0)]
+        out += [op(POP_JUMP_IF_FALSE, general)]
+    else:
+        c_method = Label()
+        out += [not_method, op("COPY", 1), op("LOAD_CONST", types.BuiltinMethodType)]
+        out += [op("IS_OP", 0), op(POP_JUMP_IF_TRUE, c_method)]
+        out += _library_leaf(depth, stack, leaves, (back, general, handler), at)
+        out += [c_method, op("POP_TOP")]
+    out += [op("COPY", depth), op("LOAD_ATTR", _attr("__self__"))]
     out += [op("COPY", 1), op("LOAD_CONST", None), op("IS_OP", 0), op(POP_JUMP_IF_TRUE, drop)]
     out += [*_call_route(type, at), op("LOAD_CONST", types.ModuleType), op("IS_OP", 0)]
     out += [op(POP_JUMP_IF_TRUE, general), op("JUMP_BACKWARD", back)]
     return [*out, drop, op("POP_TOP")]
+
+
+def _library_leaf(
+    depth: int,
+    stack: int,
+    leaves: dict[type, Any],
+    labels: tuple[Label, Label, Label],
+    at: Instr,
+) -> list[Any]:
+    """``[.., type(callable)] -> [..]``, on at ``back`` where the callable ``depth`` items down
+    (under its type) is a module of a library class without children, called as it is
+    (``RouteTable.__missing__`` would answer so: its class, whose metaclass is ``type``, in
+    ``leaves``, a dict of such classes to the ``forward`` they had when found so, with that
+    ``forward`` still, and its ``_modules`` empty now), else to ``general``. Decided at each
+    call, as ``__missing__`` decides, without its call: only a class whose metaclass is ``type``
+    is looked up (it hashes by identity; another's ``__hash__`` could be Python). The reads are
+    ``__missing__``'s, in a try region whose handler is ``handler``."""
+    back, general, handler = labels
+
+    def op(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, location=at.location)
+
+    drop, other, to_bool = Label(), Label(), [op("TO_BOOL")] if JUMPS_NEED_BOOL else []
+    # [.., T]: T's metaclass is ``type``
+    out = [op("COPY", 1), *_call_route(type, at), op("LOAD_CONST", type), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_FALSE, other)]
+    region = TryBegin(handler, False, stack_depth=stack)
+    # [.., T] -> [.., T, leaves.get(T)]
+    out += [region, op("COPY", 1), *_call_route(leaves.get, at)]
+    out += [op("COPY", 1), op("LOAD_CONST", None), op("IS_OP", 0), op(POP_JUMP_IF_TRUE, drop)]
+    # [.., T, forward] -> [..]: the class's ``forward`` is the one found, and no child
+    out += [op("SWAP", 2), op("LOAD_ATTR", _attr("forward")), op("IS_OP", 0)]
+    out += [op(POP_JUMP_IF_FALSE, general), op("COPY", depth)]
+    out += [op("LOAD_ATTR", _attr("_modules")), *to_bool, TryEnd(region)]
+    out += [op(POP_JUMP_IF_TRUE, general), op("JUMP_BACKWARD", back)]
+    return [*out, drop, op("POP_TOP"), other, op("POP_TOP"), op("JUMP_FORWARD", general)]
 
 
 def _unbound_method(

@@ -87,10 +87,10 @@ class RouteTable(dict):
     The callables made anew at each call, and so never found, are answered here without the
     router: a C method bound to an object (``x.view``) is called as it is; a bound method as its
     function is (looked up here, unbound); a module goes to ``modules`` (its compiled caller or
-    itself). Call sites tell the first two by their types where they are called as they are,
-    with no call of ``__missing__`` (``route_calls._unbound``)."""
+    itself). Call sites tell the first two, and a library leaf module, by their types where
+    they are called as they are, with no call of ``__missing__`` (``route_calls._unbound``)."""
 
-    __slots__ = ("route", "modules", "as_is", "sites")
+    __slots__ = ("route", "modules", "as_is", "sites", "leaves")
     __hash__ = object.__hash__
     __eq__ = object.__eq__
     __ne__ = object.__ne__
@@ -101,6 +101,10 @@ class RouteTable(dict):
         self.as_is: set[Any] = set()
         #: the call sites' caches of what they found last (``SiteCache``)
         self.sites: weakref.WeakSet[SiteCache] = weakref.WeakSet()
+        #: library module classes whose modules without children are called as they are, to
+        #: the ``forward`` they had (``_LIBRARY_LEAVES``): call sites test them as
+        #: ``__missing__`` does, without its call (``route_calls._library_leaf``)
+        self.leaves = _LIBRARY_LEAVES
 
     def put(self, obj: Any, target: Any) -> None:
         if obj in self:  # decided anew: the call sites that found it forget it

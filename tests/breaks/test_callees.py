@@ -511,6 +511,72 @@ def test_a_library_module_runs_as_it_is_until_its_class_gets_a_user_forward(monk
     assert bytegraph.stats()["frames"] == 2  # its class's caller, with the user's forward
 
 
+class _Holder:
+    def __init__(self, module):
+        self.module = module
+
+
+def _falls_back_calling_leaves(holder, x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("handled")  # a break while an exception is handled: runs in Python
+    module = holder.module
+    return module(x) + holder.module(x)  # a plain call, and a method load's
+
+
+def test_a_library_leaf_module_is_told_at_the_call_site_without_asking_the_table(monkeypatch):
+    """A module of a library class without children (``nn.Identity``), called from routed code,
+    is called as it is by the call site itself, which checks its class's ``forward`` and its
+    children at each call as ``RouteTable.__missing__`` would, without calling it; the module
+    given a child is no leaf: the site asks the table again."""
+    compiled = bytegraph.compile(_falls_back_calling_leaves, backend="eager")
+    holder, x = _Holder(torch.nn.Identity()), torch.randn(3)
+    with pytest.warns(UserWarning, match="in Python"):
+        torch.testing.assert_close(compiled(holder, x), _falls_back_calling_leaves(holder, x))
+    asked = []
+    missing = RouteTable.__missing__
+
+    def counted(table, obj):
+        asked.append(obj)
+        return missing(table, obj)
+
+    monkeypatch.setattr(RouteTable, "__missing__", counted)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(holder, x), _falls_back_calling_leaves(holder, x))
+    assert not [obj for obj in asked if obj is holder.module]  # the sites alone
+    holder.module.add_module("inner", torch.nn.Identity())
+    torch.testing.assert_close(compiled(holder, x), _falls_back_calling_leaves(holder, x))
+    assert len([obj for obj in asked if obj is holder.module]) == 2  # each site asks
+    assert bytegraph.stats()["frames"] == 1  # the fallback only: the module runs as it is
+
+
+class _HashedInPython(type):
+    hashes = 0
+
+    def __hash__(cls):
+        _HashedInPython.hashes += 1
+        return type.__hash__(cls)
+
+
+class _AddsOne(metaclass=_HashedInPython):
+    def __call__(self, x):
+        return x + 1
+
+
+def test_the_leaf_test_hashes_no_class_whose_metaclass_hashes_in_python():
+    """The call site's leaf test looks up only classes whose metaclass is ``type``: an object
+    of a class whose metaclass defines ``__hash__`` is routed with no call of it, as before."""
+    compiled = bytegraph.compile(_falls_back_calling, backend="eager")
+    x = torch.randn(3)
+    with pytest.warns(UserWarning, match="in Python"):
+        torch.testing.assert_close(compiled(_AddsOne(), x), x + 2)  # traced (which may hash it)
+    _HashedInPython.hashes = 0
+    for _ in range(2):
+        torch.testing.assert_close(compiled(_AddsOne(), x), x + 2)
+    assert _HashedInPython.hashes == 0
+
+
 class _Helper:
     """A tensor-free method (left alone: called as it is) and a tensor method (compiled)."""
 
