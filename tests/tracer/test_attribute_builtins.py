@@ -415,7 +415,11 @@ def _delete_the_shadowing_attribute(x, obj):
 
 
 def test_deleting_an_instance_attribute_uncovers_the_class_one():
-    check_breaks(_delete_the_shadowing_attribute, _shadowing, graphs=1, breaks=1)
+    """The class's plain value is read once the instance's is deleted (it broke: the trace did
+    not model the class lookup after a deletion); torch.compile traces it too, or (other torch
+    versions) runs the whole frame in Python."""
+    check_breaks(_delete_the_shadowing_attribute, _shadowing, graphs=1, breaks=0)
+    assert dynamo_counts(_delete_the_shadowing_attribute, *_shadowing()) in ((1, 0), (0, -1))
 
 
 def _live_dict_and_dir(x, obj):

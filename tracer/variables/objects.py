@@ -778,9 +778,16 @@ class UserObjectVariable(VariableTracker):
             return pending
         cls = type(self.value)
         if effects.is_deleted(self, name):
-            if type_lookup(cls, name) is MISSING and not _has_custom_getattr(cls):
+            found = type_lookup(cls, name)
+            if found is MISSING and not _has_custom_getattr(cls):
                 message = f"'{cls.__name__}' object has no attribute '{name}'"
                 raise PythonError(AttributeError(message))
+            if (
+                self.source is not None
+                and not _has_custom_getattr(cls)
+                and not hasattr(type(found), "__get__")
+            ):  # the instance's is gone: CPython finds the class's plain value
+                return tx.wrap(found, AttrSource(TypeSource(self.source), name))
             raise Unsupported("getattr", f"{cls.__name__}.{name} was deleted in the trace")
         if tx.output.side_effects.class_attr_changed(cls, name):
             raise Unsupported("class_attr", f"{cls.__name__}.{name} was assigned in the trace")
