@@ -978,3 +978,97 @@ def test_a_cached_object_made_again_is_a_new_key_as_in_eager():
     assert recipe("a b c") is not old
     assert cooked.cache_info().currsize == 2  # keyed by the old object and by the new one
     assert counter.frame_count == 2
+
+
+# Issue 37: einops' ``_reconstruct_from_shape(recipe, shape, ...)`` is keyed by the recipe object
+# another cached call made, and its result holds a part of that recipe (``axes_permutation``); the
+# recipe's body reads a class through two names (``ParsedExpression`` in two modules: an alias
+# guard). Each of those kept the body from being recorded, so every compile and resume function
+# traced it again (~13% of a vit-pytorch trace).
+class _Axes:
+    def __init__(self, pattern):
+        self.names = pattern.split()
+
+
+Axes = _Axes  # the body reads the class through both names
+
+
+class Layout:
+    def __init__(self, pattern):
+        assert Axes is _Axes
+        names = _Axes(pattern).names
+        self.n = len(names)
+        self.order = list(reversed(range(len(names))))
+        self.lengths = {name: i + 2 for i, name in enumerate(names)}
+
+
+@functools.lru_cache(16)
+def layout(pattern):
+    return Layout(pattern)
+
+
+@functools.lru_cache(64)
+def cook(p, shape):  # keyed by the layout object; its result holds the layout's list
+    return [shape[i] for i in p.order], p.order, p.n
+
+
+def _cooked(x, pattern):
+    sizes, order, n = cook(layout(pattern), x.shape)
+    return x.permute(*order).reshape(sizes) * n + len(order)
+
+
+def cooks_once(x):
+    return _cooked(x, "a b c") + 1
+
+
+def cooks_again(x):
+    return _cooked(x, "a b c") * 2
+
+
+def cooks_after_a_break(x):
+    y = x.sin()
+    bytegraph.graph_break()
+    return _cooked(y, "a b c"), layout("a b c").order
+
+
+def _cook_runs(body_runs):
+    return [args for args in body_runs if isinstance(args[0], Layout)]
+
+
+def test_a_cached_call_keyed_by_a_cached_object_is_recorded(body_runs):
+    # each body is traced once: the other compiles and the resume function build its result
+    x = torch.randn(2, 3, 4)
+    layout.cache_clear()
+    cook.cache_clear()
+    for fn in (cooks_once, cooks_again, cooks_after_a_break):
+        compiled = bytegraph.compile(fn)
+        for _ in range(2):
+            assert_same(compiled(x), fn(x))
+    assert [args for args in body_runs if args == ("a b c",)] == [("a b c",)]
+    assert len(_cook_runs(body_runs)) == 1  # before: once per trace (3)
+    out, order = bytegraph.compile(cooks_after_a_break)(x)
+    assert order is layout("a b c").order  # the cached object's part itself, as eager's
+    assert (layout.cache_info().misses, cook.cache_info().misses) == (1, 1)  # eager's keys
+    assert bytegraph.explain(cooks_again)(x).graph_break_count == 0
+    assert dynamo_counts(cooks_again, x) == (1, 0)
+
+
+def test_a_recorded_cached_call_sees_its_key_changed_or_made_again(body_runs):
+    # the layout changed in place between calls, then made again (cache_clear): each call of the
+    # compiled functions gives eager's values, the new layout a new key of cook's cache as in eager
+    x = torch.randn(2, 3, 4)
+    layout.cache_clear()
+    cook.cache_clear()
+    once, again = bytegraph.compile(cooks_once), bytegraph.compile(cooks_again)
+    assert_same(once(x), cooks_once(x))
+    assert_same(again(x), cooks_again(x))
+    layout("a b c").order[:] = [2, 0, 1]  # cook's cached result holds it: eager reads it too
+    assert_same(once(x), cooks_once(x))
+    assert_same(again(x), cooks_again(x))
+    layout("a b c").n = 5  # cook's cached n stays 3 (a constant of its result), as in eager
+    assert_same(again(x), cooks_again(x))
+    layout.cache_clear()  # a new layout: a new key of cook's, its body run again by eager
+    assert_same(once(x), cooks_once(x))
+    assert_same(again(x), cooks_again(x))
+    assert (cook.cache_info().misses, cook.cache_info().currsize) == (2, 2)  # eager's
+    assert len(_cook_runs(body_runs)) >= 2  # the new layout's key is not the recorded one

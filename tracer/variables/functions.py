@@ -1418,7 +1418,9 @@ def _portable(tx: Translator, log: list[Guard]) -> tuple[Guard, ...] | None:
     globals, read as ``M[module][...]``). A body whose result is built again without tracing it
     must still depend on what it read (a global flag making it effectful: eager runs its effect
     in program order, the wrapper's guard would run it before the call on a miss). None where
-    one is read otherwise (through a closure, an argument): no record then."""
+    one is read otherwise (through a closure, an argument): no record then. A guard comparing
+    two sources (``DUPLICATE_INPUT``: einops' ``ParsedExpression`` read through two modules) is
+    portable where both are."""
     name = tx.root.f_globals.get("__name__")
     module = sys.modules.get(name) if isinstance(name, str) else None
     home = name if getattr(module, "__dict__", None) is tx.root.f_globals else None
@@ -1430,8 +1432,14 @@ def _portable(tx: Translator, log: list[Guard]) -> tuple[Guard, ...] | None:
             portable.append(guard)
             continue
         source = _rooted_at_module(guard.source, home)
-        if source is None or isinstance(guard.arg, Source):  # (a second source: an input's)
+        if source is None:
             return None
+        if isinstance(guard.arg, Source):  # a second source, rooted at a module too
+            other = _rooted_at_module(guard.arg, home)
+            if other is None:
+                return None
+            portable.append(guard.kind(source, other))
+            continue
         portable.append(replace(guard, source=source))
     return tuple(portable)
 
@@ -1452,9 +1460,30 @@ def _rooted_at_module(source: Source, home: str | None) -> Source | None:
 
 
 def _record_key(key: Any) -> Any:
-    """``key`` (constants only) with the type of each value (``1`` and ``True`` are one
-    ``lru_cache`` key, whose body may yet tell them apart), or ``_UNREADABLE``."""
-    return _state_of(key) if _immutable(key) else _UNREADABLE
+    """``key`` with the type of each value (``1`` and ``True`` are one ``lru_cache`` key, whose
+    body may yet tell them apart), or ``_UNREADABLE``. An argument hashed by identity (einops'
+    recipe given to ``_reconstruct_from_shape``) is recorded by its identity and its contents
+    (``_state_of``, read now): the body's trace read them, so the same object holding the same
+    contents makes the same trace (an id reused by another object must hold the same contents
+    too)."""
+    if _immutable(key):
+        return _state_of(key)
+    args, kwargs = key
+    values = (*args, *(v for _, v in kwargs))
+    objects = [v for v in values if not _immutable(v) and not _static(v)]
+    if not all(map(_by_identity, objects)):
+        return _UNREADABLE
+    budget, seen = [_STATE_ITEMS], {}
+    # a static ``torch.Size`` (``_argument``) by its ints; the rest as ``_state_of`` reads them
+    states = [(torch.Size, v) if _static(v) else _state_of(v, budget, seen) for v in values]
+    if any(state is _UNREADABLE for state in states):
+        return _UNREADABLE
+    return (tuple(states), tuple(k for k, _ in kwargs), tuple(map(id, objects)))
+
+
+def _static(value: Any) -> bool:
+    """A ``torch.Size`` of ints (the only ones ``_argument`` gives a cached call)."""
+    return type(value) is torch.Size and all(type(v) is int for v in value)
 
 
 def _rebuilt(
@@ -1484,8 +1513,9 @@ def _rebuilt(
 
 
 def _build(tx: Translator, value: Any, built: dict[int, VariableTracker]) -> VariableTracker:
-    """A tracker for ``value``, a part of a cached object whose parts its body made (``_freeze``
-    found no other), as the trace of the body makes it: constants; new lists, tuples and dicts;
+    """A tracker for ``value``, a part of a cached object whose parts its body made or another
+    cached call's result holds (``_freeze`` found no other; such a part is that call's tracker in
+    this trace), as the trace of the body makes it: constants; new lists, tuples and dicts;
     objects of a module's class with a plain instance dict as new objects of it holding their
     attributes. ``built`` (id -> tracker) makes a shared part once, so ``is`` holds. Raises
     Unsupported for anything else."""
@@ -1495,6 +1525,9 @@ def _build(tx: Translator, value: Any, built: dict[int, VariableTracker]) -> Var
         return ConstantVariable(value)
     if id(value) in built:
         return built[id(value)]
+    held = tx.output.side_effects.cached_parts.get(id(value))
+    if held is not None and held[0] is value and held[1] is not None:
+        return held[1]  # another cached call's part (its tracker, frozen): one object, one tracker
     if kind is tuple:
         vt = TupleVariable([_build(tx, v, built) for v in value])
     elif kind is list:
@@ -1536,11 +1569,12 @@ def _build_object(tx: Translator, value: Any, built: dict[int, VariableTracker])
 def _freeze(effects: Any, vt: VariableTracker, place: Source) -> bool:
     """Mark ``vt`` and what it holds that the body made as the real objects at ``place``: the
     trace may not change them, and where they escape they are read from there. True where all
-    of it was made by this call's body (nothing from before it, nor another cached call's)."""
+    of it was made by this call's body or is a part of another cached call's result (frozen
+    already), nothing from before the call."""
     if vt.is_python_constant() and _immutable(vt.as_python_constant()):
         return True
-    if id(vt) in effects.frozen:
-        return effects.frozen[id(vt)][1].root == place.root  # shared within this result
+    if id(vt) in effects.frozen:  # shared within this result, or another cached call's part
+        return True  # (einops' cooked recipe holds its recipe's list): ``_build`` reuses it
     if vt.source is not None:
         return False  # an object from before the call is rebuilt from where it lives
     effects.freeze(vt, place)
