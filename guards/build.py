@@ -126,14 +126,12 @@ class GuardSet:
         """The guards as readable Python, one condition per line."""
         return "\n".join(part.code for part in self.parts)
 
-    def first_failure(
-        self, scope: dict[str, Any], parts: list[GuardPart] | None = None
-    ) -> GuardPart | None:
-        """The first part (of ``parts``, some of these, where given) that is false (or raises)
-        for these inputs, or None when all pass. Each part is compiled only when reached
-        (``_part_code``): asked on a miss, the answer is often an early part of a long list."""
+    def first_failure(self, scope: dict[str, Any]) -> GuardPart | None:
+        """The first part that is false (or raises) for these inputs, or None when all pass. Each
+        part is compiled only when reached (``_part_code``): asked on a miss, the answer is often
+        an early part of a long list."""
         namespace = {**self.consts.values, **scope, "M": self.module_globals}
-        for part in self.parts if parts is None else parts:
+        for part in self.parts:
             try:
                 if not eval(_part_code(part.code), namespace):
                     return part

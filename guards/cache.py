@@ -38,6 +38,8 @@ class Variant:
     graphs: list[Any] = field(default_factory=list)  #: the FX GraphModules this entry calls
     reason: str = ""  #: why it was compiled ("first call" or the guard that failed)
     dead: bool = False  #: an object it guards by identity died: it can never match again
+    #: the call changes a module tree its guards check (``CompiledCode.follow`` looks again)
+    changes_its_guards: bool = False
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__name__", "?")

@@ -66,6 +66,8 @@ class TraceResult:
     stopped_at: tuple[types.CodeType, int] | None = None
     #: the branches on tensor data it speculated on (``speculation.Site``), checked after its graph
     speculated: list[Any] = field(default_factory=list)
+    #: the places of the program's objects the compiled call changes (``_written_places``)
+    writes: frozenset[Source] = frozenset()
 
 
 def convert_call(
@@ -206,7 +208,18 @@ def _finish(
         stopped_at = (template.__code__, index)
     speculated = output.deferred.speculated()
     guards = tree_guards(_all_guards(output))
-    return TraceResult(new_fn, guards, graphs, ops, breaks, stopped_at, speculated)
+    writes = _written_places(output)
+    return TraceResult(new_fn, guards, graphs, ops, breaks, stopped_at, speculated, writes)
+
+
+def _written_places(output: OutputGraph) -> frozenset[Source]:
+    """Where the compiled call changes objects of the program's: the attributes it stores, the
+    containers it changes in place, the globals it assigns."""
+    effects = output.side_effects
+    places: set[Source] = {source for source, _ in effects.stored_attributes()}
+    places.update(vt.source for vt in effects.mutated.values() if vt.source is not None)
+    places.update(GlobalSource(name) for name in effects.global_stores)
+    return frozenset(places)
 
 
 def _advanced_numbers(output: OutputGraph) -> frozenset[str]:

@@ -35,18 +35,10 @@ from ..codegen.resume import ResumePoint, make_resume
 from ..codegen.transform import Numbering
 from ..guards import kinds
 from ..guards.cache import FunctionCache, Variant
-from ..guards.epoch import WatchedDict
 from ..guards.guard import Guard
 from ..guards.kinds import global_state_guards
 from ..guards.module_tree import member_names
-from ..guards.sources import (
-    AttrSource,
-    ChainedSource,
-    ItemSource,
-    LocalSource,
-    ModuleGlobalSource,
-    TensorPropertySource,
-)
+from ..guards.sources import ChainedSource, ModuleGlobalSource, Source
 from . import callees
 from .callees import CalleeCompiler
 from .code_reader import parameters
@@ -307,6 +299,7 @@ class CompiledCode:
             result.fn,
             graphs=result.graphs,
             reason=reason,
+            changes_its_guards=_changes_a_tree(result.guards, result.writes),
         )
         self.cache.add(variant)
         event = CompileEvent(
@@ -364,18 +357,18 @@ class CompiledCode:
         (``trees``: its ``module_keys`` before the outermost run; a buffer registered on first
         use, x-transformers' ALiBi bias), the variant for the tree or registry as the call left
         it is traced now, as the next identical call would trace it, so that call finds it.
-        So is the variant for what the call changed of a module's own state that the variant
-        guards (``_on_module_state``): a cache dict filled on first use (timm's attention-bias
-        caches), a buffer replaced by one of another size (convit's relative indices), a cached
-        length (rotary-embedding-torch's).
+        So is the variant whose call changes the state of a module tree it guards
+        (``Variant.changes_its_guards``), where its guards now fail for ``L``: a cache dict
+        filled on first use (timm's attention-bias caches), a buffer replaced by one of another
+        size (convit's), a cached length (rotary-embedding-torch's), a config field set on first
+        use (``config.problem_type`` of transformers' classification heads), a flag (RWKV's
+        ``layers_are_rescaled``).
         Other changes of a tree are not followed: what a caller sets up around a call and tears
         down after (a hook, diffusers' LoRA scale flag) is not there at the next call's start.
         ``following``: the variant traced is not followed in turn."""
         scope = self._follow_scope(L, variant)
-        guards = variant.guards
-        filled = any(_registry(p.guard) and _filled(p.guard, scope) for p in guards.parts)
-        held = [p for p in guards.parts if _on_module_state(p.guard, scope)]
-        changed = bool(held) and guards.first_failure(scope, held) is not None
+        filled = any(_registry(p.guard) and _filled(p.guard, scope) for p in variant.guards.parts)
+        changed = variant.changes_its_guards
         if not (filled or changed) and not (trees and trees < self.module_keys(L, variant)):
             return
         if global_settings().error_on_recompile or self.cache.select(L) is not None:
@@ -698,70 +691,19 @@ def _registry(guard: Guard) -> bool:
     )
 
 
-def _on_module_state(guard: Guard, scope: dict[str, Any]) -> bool:
-    """Does ``guard`` check state a module holds (``_held``), and read nothing else but sizes of
-    tensors, with builtin operations only (so that ``CompiledCode.follow`` can read it again)?
-    A cache dict's keys, a buffer's metadata, an int or a string attribute, a size compared with
-    an int attribute (rotary-embedding-torch's cached length)."""
-    kind = guard.kind
-    if kind is kinds.SHAPE_EXPR:
-        sources = guard.arg.sources
-        held = [type(_held(s, scope)) in _NUMBERS for s in sources]
-        return any(held) and all(h or _a_size(s, scope) for s, h in zip(sources, held, strict=True))
-    value = _held(guard.source, scope) if guard.source is not None else _NOT_HELD
-    if kind in (kinds.DICT_KEYS, kinds.LEN_MATCH):
-        return type(value) in _CONTAINERS
-    if kind is kinds.TENSOR_MATCH:
-        return isinstance(value, torch.Tensor)
-    # ``EQUALS_MATCH`` follows a ``TYPE_MATCH`` to an exact builtin type: its ``==`` is builtin
-    return (
-        kind in (kinds.EQUALS_MATCH, kinds.TYPE_MATCH, kinds.NONE_MATCH) and value is not _NOT_HELD
-    )
+def _changes_a_tree(guards: list[Guard], places: frozenset[Source]) -> bool:
+    """Does the call change the state of a module tree its guards check (``places`` under the
+    root of a ``MODULE_TREE`` guard: a module's attribute, buffer, or a container it holds)?
+    What a model's call leaves in the model is there at its next call."""
+    trees = {g.source for g in guards if g.kind is kinds.MODULE_TREE}
+    return bool(trees) and any(_within(place, trees) for place in places)
 
 
-#: What ``_held`` answers for a source that is not a module's state.
-_NOT_HELD = object()
-#: The dicts ``_held`` reads items of (a module's member dicts are ``WatchedDict``\s), and the
-#: containers whose keys or length ``_on_module_state`` reads.
-_PLAIN_DICTS = (dict, WatchedDict)
-_CONTAINERS = (dict, WatchedDict, list, tuple)
-_NUMBERS = (int, float, bool)
-
-
-def _held(source: Any, scope: dict[str, Any]) -> Any:
-    """The value at ``source`` where a module holds it: reached from an argument through
-    modules' instance dicts (``_modules``, ``_buffers``, a plain attribute) and the dicts found
-    there, with at least one module on the way; else ``_NOT_HELD``. Walked without running code
-    of the program's (a property or ``__getattr__`` of a class of its own)."""
-    chain = []
-    while isinstance(source, ChainedSource):
-        chain.append(source)
+def _within(source: Source, roots: set[Source]) -> bool:
+    """Is ``source`` one of ``roots`` or reached through one?"""
+    while isinstance(source, ChainedSource) and source not in roots:
         source = source.base
-    if not isinstance(source, LocalSource) or source.name not in scope["L"]:
-        return _NOT_HELD
-    obj, held = scope["L"][source.name], False
-    for step in reversed(chain):
-        if type(step) is AttrSource and isinstance(obj, torch.nn.Module):
-            if step.attr not in obj.__dict__ or hasattr(type(obj), step.attr):
-                return _NOT_HELD  # a class attribute, a descriptor: not the module's own state
-            obj, held = obj.__dict__[step.attr], True
-        elif type(step) is ItemSource and type(obj) in _PLAIN_DICTS and type(step.index) is str:
-            if step.index not in obj:
-                return _NOT_HELD
-            obj = obj[step.index]
-        else:
-            return _NOT_HELD
-    return obj if held else _NOT_HELD
-
-
-def _a_size(source: Any, scope: dict[str, Any]) -> bool:
-    """Is ``source`` a size of a tensor given as an argument or held by a module?"""
-    if type(source) is not TensorPropertySource or source.prop != "size":
-        return False
-    base = source.base
-    if type(base) is LocalSource:
-        return isinstance(scope["L"].get(base.name), torch.Tensor)
-    return isinstance(_held(base, scope), torch.Tensor)
+    return source in roots
 
 
 def _filled(guard: Guard, scope: dict[str, Any]) -> bool:

@@ -590,12 +590,39 @@ class _CachedLength(torch.nn.Module):
         return self.lin(x) * freqs
 
 
-@pytest.mark.parametrize("cls", [_BiasCache, _ResizedBuffer, _CachedLength])
+class _Config:
+    """A plain object a model holds (transformers' ``PretrainedConfig``)."""
+
+    def __init__(self):
+        self.problem_type = None
+
+
+class _ConfigField(torch.nn.Module):
+    """Sets a field of its config on its first call and branches on it (transformers'
+    classification heads set ``config.problem_type``), and a flag of its own (RWKV's
+    ``layers_are_rescaled``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.config = _Config()
+        self.rescaled = False
+
+    def forward(self, x):
+        if self.config.problem_type is None:
+            self.config.problem_type = "regression"
+        if not self.rescaled:
+            self.rescaled = True
+        y = self.lin(x)
+        return y.sum() if self.config.problem_type == "regression" else y.mean()
+
+
+@pytest.mark.parametrize("cls", [_BiasCache, _ResizedBuffer, _CachedLength, _ConfigField])
 def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
     """The first call changes state the module holds (a cache dict filled, a buffer replaced, an
-    int attribute set), which its variant guards: the variant for the state it leaves is traced
-    at the end of that call, so the second identical call compiles nothing. State changed later
-    still misses."""
+    int attribute set, a field of an object it holds, a flag), which its variant guards: the
+    variant for the state it leaves is traced at the end of that call, so the second identical
+    call compiles nothing. State changed later still misses."""
     torch.manual_seed(0)
     model, reference = cls().eval(), cls().eval()
     reference.load_state_dict(model.state_dict())
@@ -614,8 +641,11 @@ def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
             reference.cache.clear()
         elif cls is _ResizedBuffer:
             model.rel = reference.rel = torch.zeros(1, 3)
-        else:
+        elif cls is _CachedLength:
             model.cached_len = reference.cached_len = 0
+        else:
+            model.config.problem_type = reference.config.problem_type = None
+            model.rescaled = reference.rescaled = False
         assert_same(compiled(x), reference(x))  # the first variant again
         assert counter.frame_count == counts[0]
 
