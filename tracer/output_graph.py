@@ -98,6 +98,7 @@ class OutputGraph:
         #: those its result depends on, ``functions.MemoizedFunctionVariable``)
         self.guard_log: list[Guard] | None = None
         self._class_lacks: dict[Source, Guard] = {}  #: class -> its ``CLASS_ATTR_ABSENT`` guard
+        self._keys_absent: set[tuple[Source, str]] = set()  #: see ``assume_key_absent``
         self.wrapped: dict[int, tuple[Any, VariableTracker]] = {}  #: id(value) -> (value, vt)
         #: id(key) -> (key, its ``DictKeySource``): the keys of input dicts and sets kept as
         #: themselves (compared by value: ``builder._wrap_key``), whose identity ``is`` may read
@@ -206,7 +207,11 @@ class OutputGraph:
 
     def assume_key_absent(self, source: Source, key: str) -> None:
         """``key`` is not in the dict ``source`` (a global or an instance attribute that would
-        shadow what the trace read)."""
+        shadow what the trace read). Each is made once (a builtin's name is asked for at every
+        load): again only while ``guard_log`` records what a call's trace asks."""
+        if self.guard_log is None and (source, key) in self._keys_absent:
+            return
+        self._keys_absent.add((source, key))
         self.add_guard(kinds.KEY_ABSENT(source, key))
 
     def assume_member_unshadowed(self, module: Source, name: str) -> None:

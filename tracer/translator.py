@@ -49,6 +49,7 @@ from .variables.base import RUNNING, VariableTracker
 from .variables.constants import ConstantVariable
 from .variables.containers import DictVariable, TupleVariable
 from .variables.functions import ClosureCellVariable, PartialVariable
+from .variables.iterators import GeneratorVariable
 
 #: Inlining deeper than this is treated as unsupported recursion.
 MAX_INLINE_DEPTH = 32
@@ -122,6 +123,8 @@ class Translator:
         self.resumed_by: Translator | None = None
         #: instructions traced by this trace, all its inlined frames together (``[count]``)
         self.traced: list[int] = parent.traced if parent is not None else [0]
+        #: the source of ``f_globals`` once found (``_globals_source``)
+        self.globals_source: Source | None = None
 
     # -- stack -------------------------------------------------------------------------------------
     def push(self, vt: VariableTracker) -> None:
@@ -171,10 +174,11 @@ class Translator:
                 f"tracing {self.code.co_name} ran over {MAX_TRACE_INSTRUCTIONS} instructions"
             )
         self.current = inst
-        fn = opcodes.HANDLERS.get(inst.name)
+        name = inst.name
+        fn = opcodes.HANDLERS.get(name)
         # the state a break rolls back to; the output's part left out (None) before an
         # instruction that cannot change it (see ``complete``)
-        frame_only = inst.name in opcodes.FRAME_ONLY
+        frame_only = name in opcodes.FRAME_ONLY
         saved = (
             list(self.stack),
             dict(self.symbolic_locals),
@@ -185,14 +189,15 @@ class Translator:
         self.step_start = (index, saved)
         try:
             if fn is None:
-                reason = opcodes.UNSUPPORTED.get(inst.name, "not implemented")
-                raise Unsupported("opcode", f"no handler for {inst.name} ({reason})")
+                reason = opcodes.UNSUPPORTED.get(name, "not implemented")
+                raise Unsupported("opcode", f"no handler for {name} ({reason})")
             fn(self, inst)
             # A whole instruction of the root frame ran: nothing undoes it (unless a context that
             # cannot be re-entered is open: a break in its block rolls back to its ``with``; or an
             # iterator that cannot be rebuilt is pending: a break rolls back to its birth, which
-            # is noted in any frame).
-            iterator_rollback.note(self, index, saved)
+            # is noted in any frame: asked only with a generator on top, the usual answer first).
+            if self.stack and isinstance(self.stack[-1], GeneratorVariable):
+                iterator_rollback.note(self, index, saved)
             if self.parent is None and not frame_only:  # (one changes nothing to commit)
                 if not self.output.state.holds_rollback() and not iterator_rollback.pending(self):
                     self.output.side_effects.commit()
@@ -428,7 +433,15 @@ def _global_source(tx: Translator, name: str) -> Source:
 def _globals_source(tx: Translator) -> Source | None:
     """The globals dict of ``tx``'s code as a guard can read it (``G``, ``M['mod']``, or the
     ``__globals__`` of the function ``tx`` runs, when the trace has it from a source: its
-    identity is guarded, and a function's ``__globals__`` cannot be rebound), or None."""
+    identity is guarded, and a function's ``__globals__`` cannot be rebound), or None. Asked at
+    each global load: a frame keeps the source once found (its globals are fixed)."""
+    found = tx.globals_source
+    if found is None:
+        found = tx.globals_source = _find_globals_source(tx)
+    return found
+
+
+def _find_globals_source(tx: Translator) -> Source | None:
     if tx.f_globals is tx.root.f_globals:
         return GlobalsSource()
     # a module may rename itself (``_collections_abc`` sets ``__name__ = "collections.abc"``):

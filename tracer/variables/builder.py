@@ -42,7 +42,7 @@ from .. import markers
 from ..context_runtime import ContextExit
 from ..exc import Unsupported
 from . import frames, functorch, modules, pytree, subgraphs  # noqa: F401 (their call rules)
-from .base import IdentityKey, VariableTracker, proxied, type_lookup
+from .base import MISSING, IdentityKey, VariableTracker, proxied, type_lookup
 from .call_rules import lookup as call_rule
 from .constants import (
     CONSTANT_TYPES,
@@ -855,12 +855,20 @@ def wrap_builtin(
     not in G``), since a global bound later would win. Unnamed globals (``None``) are constants of
     the trace."""
     if globals_source is not None:
-        tx.output.add_guard(kinds.KEY_ABSENT(globals_source, name))
+        tx.output.assume_key_absent(globals_source, name)
     return wrap_static(tx, value)
+
+
+#: id -> the builtin (``_BUILTIN_IDS``) that ``wrap_static`` found to be a ``BuiltinVariable``:
+#: every branch before that one asks only what the value is, so a builtin met again (``len`` in
+#: each inlined call) is answered at once
+_STATIC_BUILTINS: dict[int, Any] = {}
 
 
 def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     """Wrap a value without guards: from torch's namespaces, or made during the trace."""
+    if _STATIC_BUILTINS.get(id(value), MISSING) is value:
+        return BuiltinVariable(value)
     if is_numpy_scalar(value):
         return ConstantVariable(value)
     if type(value) in CONSTANT_TYPES or isinstance(
@@ -883,6 +891,7 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
     if _is_typing_form(value):
         return ConstantVariable(value)
     if id(value) in _BUILTIN_IDS:
+        _STATIC_BUILTINS[id(value)] = value
         return BuiltinVariable(value)
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(value)

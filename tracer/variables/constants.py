@@ -258,6 +258,10 @@ def value_arguments(args: list[VariableTracker], kwargs: dict[str, VariableTrack
     return all(v.is_python_constant() and folded_value(v.as_python_constant()) for v in values)
 
 
+#: The one warnings filter ``computed`` runs under: every warning recorded.
+_ALWAYS = [("always", None, Warning, None, 0)]
+
+
 def computed(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` on values, run at trace time: its result, or its error raised in
     the trace as CPython's. Its warnings belong to every call, at the caller's line and under the
@@ -267,7 +271,7 @@ def computed(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     CPython makes them."""
     error = None
     with warnings.catch_warnings(record=True) as warned:
-        warnings.simplefilter("always")
+        warnings.filters[:] = _ALWAYS  # the filters' copy: as ``simplefilter``, with no search
         try:
             result = _computing(fn, args, kwargs)
         except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)

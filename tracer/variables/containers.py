@@ -2320,6 +2320,24 @@ LAST, FALSE = ConstantVariable(-1), ConstantVariable(False)
 _signature = functools.cache(inspect.signature)
 
 
+@functools.cache
+def _positional_arity(impl: Callable[..., Any]) -> tuple[int, float] | None:
+    """How many positional arguments (``tx`` and the container included) ``impl`` takes when
+    given no keywords, the least and the most; None where a keyword-only parameter needs a
+    value. A call within them binds (``Signature.bind`` need not be asked)."""
+    least, most = 0, 0.0
+    for param in _signature(impl).parameters.values():
+        if param.kind is param.VAR_POSITIONAL:
+            most = float("inf")
+        elif param.kind is param.KEYWORD_ONLY:
+            if param.default is param.empty:
+                return None
+        elif param.kind is not param.VAR_KEYWORD:
+            most += 1
+            least += param.default is param.empty
+    return least, most
+
+
 def call_method(
     tx: Translator,
     obj: VariableTracker,
@@ -2358,8 +2376,10 @@ def call_method(
             return tx.fold_call(static, [obj, *args], kwargs)
         raise Unsupported("call_method", f"{obj.python_type().__name__}.{name}")
     mutates, impl = methods[name]
+    arity = None if kwargs else _positional_arity(impl)
     try:
-        _signature(impl).bind(tx, obj, *args, **kwargs)
+        if arity is None or not arity[0] <= len(args) + 2 <= arity[1]:
+            _signature(impl).bind(tx, obj, *args, **kwargs)
     except TypeError as e:
         kind = obj.python_type().__name__
         raise Unsupported("python_error", f"TypeError: {kind}.{name}(): {e}") from None
