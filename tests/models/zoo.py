@@ -70,8 +70,9 @@ class Arch:
     """One architecture of the suite. Counts are strings with one entry per variant, in the order
     of ``VARIANTS``: ``"1/0 1/0 2/1 2/1"`` is graphs/breaks on the first inference call, the first
     training call, and both again with ``labels``; ``retraces="0 0 1 1"`` the graphs compiled by
-    later calls with the same inputs (a classification head sets ``config.problem_type`` on its
-    first call with labels, so the second call takes another path, in eager too)."""
+    later calls with the same inputs. A classification head sets ``config.problem_type`` on its
+    first call with labels, so the second call takes another path, in eager too: the variant for
+    it is traced at the end of the first call (``CompiledCode.follow``), whose count is ``2/0``."""
 
     name: str  #: the ``model_type`` (``AutoConfig.for_model`` key)
     family: str  #: decoder, moe, encoder, encdec, vision, audio, ssm
@@ -270,17 +271,17 @@ ARCHS: list[Arch] = [
     _moe("granitemoe", "GraniteMoeForCausalLM", config=_NO_CACHE),
     _moe("phimoe", "PhimoeForCausalLM", config=_NO_CACHE),
     # -- encoders ------------------------------------------------------------------------------
-    _encoder("bert", "BertForSequenceClassification", default=True, retraces="0 0 1 0"),
+    _encoder("bert", "BertForSequenceClassification", default=True, counts="1/0 1/0 2/0 1/0"),
     _encoder("roberta", "RobertaForMaskedLM", "masked_lm", default=True),
     _encoder(
         "distilbert",
         "DistilBertForSequenceClassification",
         default=True,
         config=dict(dim=32, hidden_dim=64, n_layers=2, n_heads=2),
-        retraces="0 0 1 0",
+        counts="1/0 1/0 2/0 1/0",
     ),
     _encoder("albert", "AlbertForMaskedLM", "masked_lm", config=dict(embedding_size=16)),
-    _encoder("electra", "ElectraForSequenceClassification", retraces="0 0 1 0"),
+    _encoder("electra", "ElectraForSequenceClassification", counts="1/0 1/0 2/0 1/0"),
     _encoder(
         "deberta",
         "DebertaForSequenceClassification",
@@ -288,7 +289,7 @@ ARCHS: list[Arch] = [
         tc="1/0 1/0 2/1 2/1",
     ),
     _encoder("deberta-v2", "DebertaV2ForMaskedLM", "masked_lm", default=True),
-    _encoder("xlm-roberta", "XLMRobertaForSequenceClassification", retraces="0 0 1 0"),
+    _encoder("xlm-roberta", "XLMRobertaForSequenceClassification", counts="1/0 1/0 2/0 1/0"),
     _encoder("mpnet", "MPNetForMaskedLM", "masked_lm"),
     _encoder(
         "modernbert",
@@ -297,7 +298,7 @@ ARCHS: list[Arch] = [
         default=True,
         config=dict(global_attn_every_n_layers=2, local_attention=4),
     ),
-    _encoder("roformer", "RoFormerForSequenceClassification", retraces="0 0 1 0"),
+    _encoder("roformer", "RoFormerForSequenceClassification", counts="1/0 1/0 2/0 1/0"),
     _encoder("megatron-bert", "MegatronBertForMaskedLM", "masked_lm"),
     # -- encoder-decoders ----------------------------------------------------------------------
     _encdec(
@@ -322,29 +323,29 @@ ARCHS: list[Arch] = [
         config=dict(_NO_CACHE, num_mel_bins=16, max_source_positions=32, max_target_positions=32),
     ),
     # -- vision --------------------------------------------------------------------------------
-    _vision("vit", "ViTForImageClassification", default=True, retraces="0 0 1 0"),
-    _vision("deit", "DeiTForImageClassification", retraces="0 0 1 0"),
-    _vision("dinov2", "Dinov2ForImageClassification", retraces="0 0 1 0"),
-    _vision("beit", "BeitForImageClassification", retraces="0 0 1 0"),
+    _vision("vit", "ViTForImageClassification", default=True, counts="1/0 1/0 2/0 1/0"),
+    _vision("deit", "DeiTForImageClassification", counts="1/0 1/0 2/0 1/0"),
+    _vision("dinov2", "Dinov2ForImageClassification", counts="1/0 1/0 2/0 1/0"),
+    _vision("beit", "BeitForImageClassification", counts="1/0 1/0 2/0 1/0"),
     _vision(
         "swin",
         "SwinForImageClassification",
         default=True,
         config=dict(patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4),
-        retraces="0 0 1 0",
+        counts="1/0 1/0 2/0 1/0",
     ),
     _vision(
         "convnext",
         "ConvNextForImageClassification",
         default=True,
         config=dict(patch_size=4, num_stages=2, hidden_sizes=[16, 32], depths=[1, 1]),
-        retraces="0 0 1 0",
+        counts="1/0 1/0 2/0 1/0",
     ),
     _vision(
         "resnet",
         "ResNetForImageClassification",
         config=dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
-        retraces="0 0 1 0",
+        counts="1/0 1/0 2/0 1/0",
     ),
     _vision(
         "segformer",
@@ -360,7 +361,7 @@ ARCHS: list[Arch] = [
             mlp_ratios=[2, 2],
             decoder_hidden_size=32,
         ),
-        retraces="0 0 1 0",
+        counts="1/0 1/0 2/0 1/0",
     ),
     # -- audio ---------------------------------------------------------------------------------
     Arch(
@@ -420,7 +421,7 @@ ARCHS: list[Arch] = [
         "RwkvForCausalLM",
         "causal_lm",
         config=dict(_NO_CACHE, attention_hidden_size=32, context_length=64),
-        retraces="1 1 1 1",
+        counts="2/0 2/0 2/0 2/0",
     ),
 ]
 
