@@ -319,20 +319,25 @@ def _select_tokens(values, indices):
     return values[: int(width)].gather(1, indices), dict(n=values_shape[1]), slice(0, width)
 
 
+def _compiled_by(engine, fn):
+    """``fn`` compiled by bytegraph or by torch.compile (Dynamo's caches emptied first), and the
+    counter of what the engine compiled."""
+    if engine == "bytegraph":
+        return compile_counted(fn)
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    return torch.compile(fn, backend=counter), counter
+
+
 @pytest.mark.parametrize("engine", ["bytegraph", "torch.compile"])
 def test_shapes_copied_into_containers_stay_symbolic(engine):
     """``list(t.shape)``, ``tuple``, ``dict``, ``sum``, ``abs``, ``int``, ``slice`` of sizes that
     became dynamic keep them symbolic, as torch.compile does: folded at trace time they
     specialised every size (``s == 13``), one variant per number of sampled tokens until the
     recompile limit (vit-pytorch's ATS ViT ran at 0.02x eager)."""
-    if engine == "bytegraph":
-        compiled, counter = compile_counted(_select_tokens)
-    else:
-        from torch._dynamo.testing import CompileCounter
-
-        torch._dynamo.reset()
-        counter = CompileCounter()
-        compiled = torch.compile(_select_tokens, backend=counter)
+    compiled, counter = _compiled_by(engine, _select_tokens)
     try:
         for n, k in ((20, 5), (26, 9), (31, 13), (17, 4), (40, 21)):
             values, indices = torch.randn(2, n, 8), torch.randint(0, n, (2, k))
@@ -356,14 +361,7 @@ def test_modulo_of_a_symbolic_int_stays_symbolic(engine):
     scheduler's ``last_epoch % step_size``): the remainder is computed in the graph and a branch
     on it guards the remainder, not the step, as torch.compile does. Specialised (``step == 5``),
     each step was a variant of its own until the recompile limit."""
-    if engine == "bytegraph":
-        compiled, counter = compile_counted(_every_other_step)
-    else:
-        from torch._dynamo.testing import CompileCounter
-
-        torch._dynamo.reset()
-        counter = CompileCounter()
-        compiled = torch.compile(_every_other_step, backend=counter)
+    compiled, counter = _compiled_by(engine, _every_other_step)
     x = torch.randn(3)
     try:
         for step in range(8):
@@ -384,14 +382,7 @@ def test_power_of_a_symbolic_int_keeps_its_variant(engine):
     """``1 - beta ** step`` of an optimizer's step count (Adam-style bias correction): the guard
     that it is not zero is printed with ``torch.sym_float(step)``, and holds on the next steps.
     The name ``torch`` was unbound in the guard: it raised, and each step recompiled."""
-    if engine == "bytegraph":
-        compiled, counter = compile_counted(_bias_corrected)
-    else:
-        from torch._dynamo.testing import CompileCounter
-
-        torch._dynamo.reset()
-        counter = CompileCounter()
-        compiled = torch.compile(_bias_corrected, backend=counter)
+    compiled, counter = _compiled_by(engine, _bias_corrected)
     x = torch.randn(3)
     try:
         for step in range(1, 8):
@@ -451,14 +442,7 @@ def test_symbolic_sizes_given_to_an_lru_cache_stay_symbolic(engine, fn, make):
     function after a break on a data-dependent width too (vit-pytorch's ATS ViT, one variant per
     number of sampled tokens). (torch 2.15's ``pad_sequence`` takes widths computed from data:
     bytegraph makes no break there, one graph.)"""
-    if engine == "bytegraph":
-        compiled, counter = compile_counted(fn)
-    else:
-        from torch._dynamo.testing import CompileCounter
-
-        torch._dynamo.reset()
-        counter = CompileCounter()
-        compiled = torch.compile(fn, backend=counter)
+    compiled, counter = _compiled_by(engine, fn)
     first = None
     try:
         with warnings.catch_warnings():
