@@ -299,7 +299,8 @@ class CompiledCode:
             result.fn,
             graphs=result.graphs,
             reason=reason,
-            changes_its_guards=_changes_a_tree(result.guards, result.writes),
+            changes_its_guards=self.root_serial == self.serial
+            and _changes_a_tree(result.guards, result.writes),
         )
         self.cache.add(variant)
         event = CompileEvent(
@@ -357,8 +358,9 @@ class CompiledCode:
         (``trees``: its ``module_keys`` before the outermost run; a buffer registered on first
         use, x-transformers' ALiBi bias), the variant for the tree or registry as the call left
         it is traced now, as the next identical call would trace it, so that call finds it.
-        So is the variant whose call changes the state of a module tree it guards
-        (``Variant.changes_its_guards``), where its guards now fail for ``L``: a cache dict
+        So is the variant of a function (not of a resume function, whose arguments and state
+        after the run are not the next call's) whose call changes the state of a module tree it
+        guards (``Variant.changes_its_guards``), where its guards now fail for ``L``: a cache dict
         filled on first use (timm's attention-bias caches), a buffer replaced by one of another
         size (convit's), a cached length (rotary-embedding-torch's), a config field set on first
         use (``config.problem_type`` of transformers' classification heads), a flag (RWKV's

@@ -6,6 +6,7 @@ their reasons read back through ``cache_entries(fn)[i].reason`` and ``bytegraph.
 
 from __future__ import annotations
 
+import copy
 import functools
 import sys
 import types
@@ -16,6 +17,7 @@ import torch
 from difftest import assert_same, compile_counted
 
 import bytegraph
+from bytegraph.explain import Recorder
 
 SCALE = 2.0
 
@@ -648,6 +650,40 @@ def test_module_state_changed_by_the_first_call_is_traced_with_the_change(cls):
             model.rescaled = reference.rescaled = False
         assert_same(compiled(x), reference(x))  # the first variant again
         assert counter.frame_count == counts[0]
+
+
+class _CountsUnderNoGrad(torch.nn.Module):
+    """Changes its own state in a resume function entered under ``torch.no_grad()``."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.steps = 0
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x)
+            bytegraph.graph_break()
+            self.steps += 1
+        return y * 2
+
+
+def test_a_resume_function_changing_module_state_is_not_followed():
+    """A resume function's arguments and the state after the run (grad mode on again) are not
+    what its next call gets: following it traced it again outside its ``no_grad`` block, an
+    extra break ('an unknown context reached a resume function') in the first call's report."""
+    model = _CountsUnderNoGrad()
+    reference = copy.deepcopy(model)
+    compiled = bytegraph.compile(model, backend="eager")
+    x = torch.randn(2, 4)
+    with Recorder() as recorder:
+        assert_same(compiled(x), reference(x))
+    report = recorder.report()
+    assert [b.reason for b in report.break_reasons] == [
+        "graph_break: explicit graph_break() (bytegraph.tracer.markers)"
+    ]
+    assert report.graph_count == 2
+    assert model.steps == reference.steps == 1
 
 
 # -- functions given to the trace: guarded by what they are made of, their identity where read --
