@@ -48,7 +48,7 @@ from .variables import builder, dispatch
 from .variables.base import RUNNING, VariableTracker
 from .variables.constants import ConstantVariable
 from .variables.containers import DictVariable, TupleVariable
-from .variables.functions import ClosureCellVariable, PartialVariable
+from .variables.functions import ClosureCellVariable, called_by_partials
 from .variables.iterators import GeneratorVariable
 
 #: Inlining deeper than this is treated as unsupported recursion.
@@ -403,8 +403,7 @@ class Translator:
 def _is_callee(callee: VariableTracker, code: types.CodeType) -> bool:
     """Is ``code`` the code the CALL instruction's callable runs (not a callback inside a
     builtin)?"""
-    while type(callee) is PartialVariable:  # ``functools.partial`` calls its function from C
-        callee = callee.fn
+    callee = called_by_partials(callee)
     target = getattr(callee, "fn", None) or getattr(callee, "value", None)
     forward = getattr(type(target), "forward", None) if target is not None else None
     return (

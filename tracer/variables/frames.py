@@ -52,8 +52,8 @@ from .constants import ConstantVariable
 from .functions import (
     MethodCallVariable,
     NestedFunctionVariable,
-    PartialVariable,
     UserFunctionVariable,
+    called_by_partials,
 )
 from .objects import GlobalsVariable
 
@@ -281,9 +281,7 @@ def user_frame(tx: Translator) -> bool:
 def _called_by_parent(tx: Translator) -> bool:
     """Whether the callable the parent's CALL instruction called runs ``tx``'s code itself (a
     ``functools.partial`` calls its function from C: no frame between)."""
-    callee = tx.callee
-    while isinstance(callee, PartialVariable):
-        callee = callee.fn
+    callee = called_by_partials(tx.callee)
     if isinstance(callee, UserFunctionVariable):
         return callee.fn.__code__ is tx.code
     if isinstance(callee, NestedFunctionVariable):

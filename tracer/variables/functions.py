@@ -886,6 +886,14 @@ class PartialVariable(VariableTracker):
         return f"PartialVariable({self.fn!r})"
 
 
+def called_by_partials(callee: VariableTracker) -> VariableTracker:
+    """The callable that ``callee`` runs when called: through any ``functools.partial`` around it
+    (partial calls its function from C, so no frame lies between)."""
+    while isinstance(callee, PartialVariable):
+        callee = callee.fn
+    return callee
+
+
 @dataclass(eq=False, repr=False)
 class MethodCallVariable(BoundAttributeVariable):
     """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""

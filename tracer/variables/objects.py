@@ -779,13 +779,12 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         if effects.is_deleted(self, name):
             found = type_lookup(cls, name)
-            if found is MISSING and not _has_custom_getattr(cls):
+            hooked = _has_custom_getattr(cls)
+            if found is MISSING and not hooked:
                 message = f"'{cls.__name__}' object has no attribute '{name}'"
                 raise PythonError(AttributeError(message))
             if (
-                self.source is not None
-                and not _has_custom_getattr(cls)
-                and not hasattr(type(found), "__get__")
+                self.source is not None and not hooked and not hasattr(type(found), "__get__")
             ):  # the instance's is gone: CPython finds the class's plain value
                 return tx.wrap(found, AttrSource(TypeSource(self.source), name))
             raise Unsupported("getattr", f"{cls.__name__}.{name} was deleted in the trace")
