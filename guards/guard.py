@@ -54,9 +54,10 @@ class GuardKind:
 
     name: str  #: UPPER_SNAKE, the name it is declared and printed with
     #: evaluation order, cheapest and most discriminating first: identity and type checks on shallow
-    #: sources, then values and lengths, tensors, and last the checks that almost never fail
+    #: sources, then values and lengths, tensors, then the checks that almost never fail
     #: (global torch state, ``KEY_ABSENT``/``CLASS_ATTR_ABSENT``: a builtin shadowed, a method
-    #: overridden per instance) and symbolic-shape expressions
+    #: overridden per instance), symbolic-shape expressions, and last the state a Python getter
+    #: reads (``GLOBAL_STATE``: a call each)
     order: int
     identity: bool  #: ``arg`` is an object compared by identity: held weakly
     render: Callable[[str, Any, Any], list[str]]  #: ``(expr, arg, consts) -> Python conditions``

@@ -623,12 +623,14 @@ def checked_as_state(guard: Guard) -> bool:
 _STATE_CHECKERS: dict[tuple, Any] = {}
 
 
-@guard_kind(5, key=lambda arg: (*arg[0], repr(arg[2])))
+@guard_kind(7, key=lambda arg: (*arg[0], repr(arg[2])))
 def GLOBAL_STATE(
     expr: str, arg: tuple[tuple, Callable[[], Any], Any], consts: ConstTable
 ) -> list[str]:
     """``arg`` is ``(label, getter, value)``: ``getter()`` still returns ``value``; ``label``
-    (a tuple) names the state, so that two guards on one state are one."""
+    (a tuple) names the state, so that two guards on one state are one. Checked last, after the
+    shape expressions: each is a call of a Python getter (an ``lru_cache``'d object's guard
+    compares the object part by part), where a shape expression compares ints."""
     _, getter, value = arg
     return [f"{consts.name(getter)}() == {literal(value, consts)}"]
 

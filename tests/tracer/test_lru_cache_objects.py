@@ -286,6 +286,33 @@ def test_a_steady_call_builds_no_state(monkeypatch):
     assert built == []
 
 
+def _by_size(x):
+    r = recipe("a b c") if x.shape[0] > 4 else recipe("a b")  # one cached object per variant
+    return x * r.n
+
+
+def test_a_variant_failing_its_shape_checks_reads_no_cached_object(monkeypatch):
+    """The guard on a cached object calls the wrapper and compares the object part by part (some
+    microseconds for an einops recipe), a shape expression compares ints: a variant that cannot
+    match fails at its shape checks before asking its cached objects. Before, each call of the
+    second variant (dynamic sizes, ``x.shape[0] > 4``) checked the first variant's recipe too."""
+    compiled, counter = compile_counted(_by_size, dynamic=True)
+    small, big = torch.randn(3, 2), torch.randn(8, 2)
+    for x in (small, big):
+        assert_same(compiled(x), _by_size(x))
+    assert counter.frame_count == 2
+    asked = []
+    original = functions._CachedObjectGuard.__call__
+    monkeypatch.setattr(
+        functions._CachedObjectGuard, "__call__", lambda g: asked.append(g.args) or original(g)
+    )
+    assert_same(compiled(big), _by_size(big))
+    assert asked == [("a b c",)]
+    assert_same(compiled(small), _by_size(small))
+    assert asked == [("a b c",), ("a b",)]
+    assert counter.frame_count == 2
+
+
 # A key whose body a trace of this process ran already: a later trace (another function, a resume
 # function, the training step after inference) builds the trackers from the cached object while it
 # is in the state that trace found, rather than tracing and running the body again.
