@@ -18,10 +18,11 @@ The libraries are not in the test venvs: run it with the benchmark venv that
 ``benchmarks/vision_models.py`` prints one: wrong or raising (outputs, dtype, shape, gradients,
 parameters and buffers after an SGD step, compared with an eager copy), graphs/breaks on the first
 inference and the first training call, graphs compiled again by a second identical inference call
-(should be 0), seconds of the first inference call and the steady-state speedup over eager (median
-of ``--time`` interleaved calls) for both engines; then the first-call ratio bytegraph /
-torch.compile, and totals with geometric means. torch.compile runs in a worker process that never
-imports bytegraph. Exit status 1 if bytegraph is wrong, raises or hits an internal error anywhere.
+(should be 0), seconds of the first inference call and the steady-state speedup over eager (least
+thread CPU time of ``--time`` interleaved calls) for both engines; then the first-call ratio
+bytegraph / torch.compile, and totals with geometric means. torch.compile runs in a worker process
+that never imports bytegraph. Exit status 1 if bytegraph is wrong, raises or hits an internal error
+anywhere.
 """
 
 from __future__ import annotations

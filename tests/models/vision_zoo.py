@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import signal
 import statistics
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from models.suite import (
     differences,
     first_tensor,
     note_compiled,
+    speedup,
     state_differences,
 )
 from torch import nn
@@ -240,7 +240,7 @@ def run(arch: VisionArch, engine: Engine, time_calls: int = 0, limit_s: int = 0)
     ``build(arch)`` compiled by ``engine``, each compared with an eager copy: outputs (values,
     dtype, shape, ``requires_grad``), every gradient, every parameter and buffer after the step.
     Random draws (dropout, stochastic depth) start from the same seed in both. With
-    ``time_calls``, also the steady-state speedup over eager (median of that many calls each)."""
+    ``time_calls``, also the steady-state speedup over eager (``speedup``: that many calls each)."""
     result = ArchRun()
     try:
         with time_limit(limit_s):
@@ -316,17 +316,11 @@ def _train(arch, engine, compiled, models, result: ArchRun) -> None:
 
 
 def _speedup(arch, compiled, reference, calls: int) -> float:
-    times: dict[int, list[float]] = {0: [], 1: []}
-    compiled.eval()
-    reference.eval()
     args, kwargs = inputs(arch)
-    with torch.no_grad():
-        for _ in range(calls):
-            for i, fn in enumerate((reference, compiled)):
-                start = time.perf_counter()
-                fn(*args, **kwargs)
-                times[i].append(time.perf_counter() - start)
-    return statistics.median(times[0]) / statistics.median(times[1])
+    pair = (compiled, reference)
+    return speedup(
+        lambda: reference(*args, **kwargs), lambda: compiled(*args, **kwargs), pair, calls
+    )
 
 
 def geomean(values: list[float]) -> float | None:
