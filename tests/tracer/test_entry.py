@@ -10,6 +10,7 @@ import sys
 import threading
 
 import torch
+from bytegraph.tracer import entry
 
 import bytegraph
 
@@ -114,3 +115,27 @@ def test_threads_calling_while_variants_are_added_get_eagers_results():
     for thread in threads:
         thread.join()
     assert not errors
+
+
+#: guard bodies as ``_renamed`` meets them, and texts it leaves to ``tokenize``: names in strings,
+#: after a ``.`` (also across spaces and a line), beside numbers and string prefixes
+_TEXTS = [
+    "    if (type(C['k'].cell_contents) is ___float and ___k == 1.5e-3):\n"
+    "        return ___variant_0\n    return None",
+    "if ___a.___a and '___a' == \"___a\" and b'___a' and rb'___a' and (___a .\n ___a):",
+    "x = (1.0, .5, 1., 0x1f, 1e5, 1_0j, ___a[1:2], ___a(...), ..., ___a, 1 .real, ___a.real)",
+    "(___r := G['sys']) is ___a and ___a_not == ___a1 and ___aa != x.___a_",
+    "'___a' # ___a\n___a",  # a comment
+    "'\\n___a' == ___a and ___a \\\n + 1",  # an escape, a continued line
+    "f'{___a}' == ___a",  # 3.12's tokenize cuts an f-string into parts
+    "'''___a\n''' == ___a and \"\"\"x\"\"\"",
+    "ünï == ___a and ___a.ünï and ___aü",
+]
+
+
+def test_renamed_names_the_tokens_tokenize_finds():
+    names = {"___a": "___a__g1", "___r": "___r__g1", "ünï": "u__g1"}
+    for text in _TEXTS:
+        assert entry._renamed(text, names) == entry._renamed_by_tokenize(text, names), text
+    renamed = entry._renamed(_TEXTS[0], {"___float": "___float__g2", "___variant_0": "v__g2"})
+    assert "is ___float__g2 " in renamed and "return v__g2\n" in renamed and "C['k']" in renamed
