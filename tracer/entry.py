@@ -169,7 +169,8 @@ class _GuardsInEntry:
             text, closure = body
             renamed = {n: f"{n}__g{self.rebuilds}" for n in closure if n not in self._SHARED}
             values = {renamed.get(n, n): v for n, v in closure.items()}
-            source = f"{self.head}    while True:\n{_as_steps(_renamed(text, renamed))}{self.rest}"
+            steps = _steps(text, tuple(renamed.items()))
+            source = f"{self.head}    while True:\n{steps}{self.rest}"
             code = _function_code(source, entry.__code__.co_filename)
         namespace.update(values)
         if entry.__code__ is namespace["___dispatch"]:
@@ -179,6 +180,14 @@ class _GuardsInEntry:
             if name not in values:
                 namespace.pop(name, None)
         self.names = [n for n in values if n not in self._SHARED]
+
+
+@functools.lru_cache(maxsize=256)
+def _steps(text: str, renamed: tuple[tuple[str, str], ...]) -> str:
+    """The guard function's body ``text`` as the entry tests it (``_as_steps``), its names renamed
+    (``renamed``: pairs of names); made once per text and names (a closure made again and again,
+    a function compiled again after ``reset``)."""
+    return _as_steps(_renamed(text, dict(renamed)))
 
 
 def _renamed(text: str, names: dict[str, str]) -> str:
@@ -370,6 +379,9 @@ def _own_code(fn: types.FunctionType) -> types.CodeType:
 
 
 def _function_code(source: str, filename: str) -> types.CodeType:
-    """The code of the one function ``source`` defines (text read by one entry: not kept)."""
-    module = compile(source, filename, "exec")
-    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    """The code of the one function ``source`` defines, an object of its own (``_own_code``) made
+    from the text's code compiled once (``_compiled``: the entries of a closure made again and
+    again, of a function compiled again after ``reset``, take the same guards into the same
+    text)."""
+    module = _compiled(source, filename)
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType)).replace()

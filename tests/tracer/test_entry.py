@@ -139,3 +139,25 @@ def test_renamed_names_the_tokens_tokenize_finds():
         assert entry._renamed(text, names) == entry._renamed_by_tokenize(text, names), text
     renamed = entry._renamed(_TEXTS[0], {"___float": "___float__g2", "___variant_0": "v__g2"})
     assert "is ___float__g2 " in renamed and "return v__g2\n" in renamed and "C['k']" in renamed
+
+
+def _closure(k):
+    def fn(x):
+        return x * k + 1
+
+    return fn
+
+
+def test_entries_of_closures_alike_each_have_their_own_code():
+    """Closures made again and again take the same guards into the same entry text, compiled
+    once: each entry still runs a code object of its own (torch.compile keys what it makes per
+    code object and puts the names that code reads into the entry's globals)."""
+    x = torch.randn(3)
+    entries = [bytegraph.compile(_closure(2.0), backend="eager") for _ in range(3)]
+    for compiled in entries:
+        _check(compiled, _closure(2.0), x)
+        _check(compiled, _closure(2.0), x)
+    codes = [compiled.__code__ for compiled in entries]
+    assert len({id(code) for code in codes}) == 3
+    assert codes[0] == codes[1] == codes[2]  # the same text
+    assert "___variant_0__g1" in codes[0].co_names  # the guards tested in the entry's own code
