@@ -4,24 +4,47 @@
 b)`` compares nested results (tensors with ``torch.testing.assert_close``, everything else with
 ``==``); ``check(fn, *args, graphs=1)`` runs the compiled function on ``args`` and eager on a copy,
 compares results and the inputs after the call, and asserts the graph and break counts and that
-nothing fell back.
+nothing fell back. ``without_the_plugins_recorder()`` lets a test compile thousands of functions
+without the pytest plugin keeping them all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import types
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from bytegraph.backends.debug import CompileCounter
+from bytegraph.tracer import driver
 
 import bytegraph
+from bytegraph.explain import Recorder
 
 
 def compile_counted(fn, **kwargs):
     counter = CompileCounter()
     return bytegraph.compile(fn, backend=counter, **kwargs), counter
+
+
+@contextlib.contextmanager
+def without_the_plugins_recorder() -> Iterator[None]:
+    """The pytest plugin's per-test ``Recorder`` (the one active on entry) set aside for a while.
+
+    It keeps every compile state and event of its test until the test ends, so a test compiling
+    thousands of functions keeps them all alive, and each ``bytegraph.reset()`` visits every one:
+    quadratic work. Only for tests that read what they compile through recorders of their own and
+    carry neither ``no_graph_breaks`` nor ``max_recompiles``: what the plugin would have recorded
+    there is only the lines of its terminal summary."""
+    aside = [f for f in driver.LISTENERS if isinstance(getattr(f, "__self__", None), Recorder)]
+    for listener in aside:
+        driver.LISTENERS.remove(listener)
+    try:
+        yield
+    finally:
+        driver.LISTENERS.extend(aside)
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
