@@ -8,6 +8,7 @@ whole session (triton picks interpreter mode when it is imported). ``tests/backe
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 
@@ -39,6 +40,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Once every test module is imported, what exists now (torch, transformers, pytest, the test
+    modules and their module-level objects) is moved out of the cyclic collector's reach
+    (``gc.freeze()``), after one collection so that no garbage is kept. Each later full
+    collection then walks only what the tests make, not the whole heap those libraries hold,
+    which was an eighth of a test's CPU time. Nothing in tests reads ``gc.get_objects`` or
+    ``gc.get_referrers`` (which skip frozen objects); what tests make is collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
