@@ -1566,18 +1566,22 @@ def make_set(items: set | frozenset) -> VariableTracker:
 
 
 def computed_set(
-    result: set | frozenset, operands: list[VariableTracker], recipe: SetRecipe | None
+    result: set | frozenset,
+    operands: list[VariableTracker],
+    recipe: SetRecipe | None,
+    exact: bool = True,
 ) -> VariableTracker:
     """The tracker of the set ``result`` CPython computed from ``operands``, the set trackers
     among them as their ``exact`` tables where they have them. Computed from tables laid out as
     CPython's, it is CPython's; its keys are then those of ``operands`` (a value of an input
     set's own object stands for that set's key), and ``result`` its mirror. From a set without
     one (an input set the trace changed), its order is unknown. ``recipe``: the call that
-    computed it, to repeat where the rewritten code rebuilds it."""
+    computed it, to repeat where the rewritten code rebuilds it. ``exact=False``: ``result`` was
+    computed from a stand-in laid out otherwise, so its order is not known either."""
     sets = [o for o in operands if isinstance(o, SetVariable)]
-    exact = all(s.exact() is not None for s in sets)
+    exact = exact and all(s.exact() is not None for s in sets)
     keys_of = {k: k for s in sets if not s.own_table for k in s.items}
-    keys = [keys_of.get(v, v) for v in result]
+    keys = [keys_of.get(v, v.key if type(v) is _TupleKey else v) for v in result]
     if exact and not any(
         isinstance(k, IdentityKey) and k is not v for k, v in zip(keys, result, strict=True)
     ):
@@ -2130,21 +2134,67 @@ def real_set(vt: SetVariable) -> set | frozenset:
     return frozenset(table) if vt.frozen else table
 
 
-def _real(tx: Translator, vt: VariableTracker) -> Any:
-    """An object CPython applies the same operation to: the set itself, a dict of constants
-    standing for the viewed dict (a keys view only depends on the keys), or the constant."""
+def _real(tx: Translator, vt: VariableTracker, pairs: bool) -> Any:
+    """An object CPython applies the same operation to: the set itself, a view of a dict standing
+    for the viewed one (its keys; for items and values, its values as keys too), or the constant.
+    ``pairs``: an operand is an items view, which finds only tuples, so a set's keys standing
+    for tuples are made tuples (``_TupleKey``)."""
     if isinstance(vt, SetVariable):
-        return real_set(vt)
+        real = real_set(vt)
+        return _with_tuple_keys(real) if pairs and _tuple_keyed(vt) else real
     if isinstance(vt, DictViewVariable):
         items = vt.dict_vt.items
-        if vt.kind == "keys":
+        if vt.kind == "keys":  # the values are not hashed (they may be lists)
             return dict.fromkeys(items).keys()
-        if vt.kind == "items":
-            return {k: _constant(tx, v) for k, v in items.items()}.items()
-        return {k: None for k in items}.values()
+        return getattr({k: _constant(tx, v) for k, v in items.items()}, vt.kind)()
     if vt.is_python_constant():
         return vt.as_python_constant()
     raise Unsupported("operator", f"set operation on {vt}")
+
+
+def _laid_out_as(stand_in: Any, vt: VariableTracker) -> bool:
+    """Does ``_real``'s ``stand_in`` for ``vt`` iterate as ``vt``'s own set, from a table of the
+    same size (``_with_tuple_keys`` makes a copy, laid out as the set only where CPython could
+    copy its table)?"""
+    if not isinstance(vt, SetVariable) or not isinstance(stand_in, (set, frozenset)):
+        return True
+    real = real_set(vt)
+    if stand_in is real:
+        return True
+    return sys.getsizeof(stand_in) == sys.getsizeof(real) and list(stand_in) == list(real)
+
+
+def _tuple_keyed(vt: VariableTracker) -> bool:
+    """A set tracker with a key standing for a tuple?"""
+    return isinstance(vt, SetVariable) and any(
+        isinstance(getattr(k, "ident", None), tuple) for k in vt.items
+    )
+
+
+def _with_tuple_keys(real: set | frozenset) -> set | frozenset:
+    """A copy of ``real`` (laid out as it, where CPython copies the table) with each key standing
+    for a tuple replaced, in its own slot, by that tuple (``_TupleKey``)."""
+    made = set(real)
+    for key in real:
+        if isinstance(getattr(key, "ident", None), tuple):
+            made.discard(key)
+            made.add(_TupleKey.of(key))
+    return made if isinstance(real, set) else frozenset(made)
+
+
+class _TupleKey(tuple):
+    """A set's key standing for a tuple (an ``IdentityKey``) as a tuple: an items view looks up
+    only tuples. ``computed_set`` takes the key back."""
+
+    key: IdentityKey
+
+    @staticmethod
+    def of(key: Any) -> Any:
+        if not isinstance(getattr(key, "ident", None), tuple):
+            return key
+        made = _TupleKey(key.ident)
+        made.key = key
+        return made
 
 
 def _builtin_non_set(vt: VariableTracker) -> bool:
@@ -2164,15 +2214,13 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     """``a & b`` and friends where an operand is a set or a dict view; None when it does not apply.
     The operation runs on real objects standing for the operands (so results, their order and
     errors are CPython's); the in-place forms change a set tracker in place (a side effect when it
-    is an input)."""
+    is an input) where CPython's do: a set's in-place operators take only a set or frozenset, and
+    otherwise (``s |= d.keys()``) assign a new set, as a view's (``view |= x``) do."""
     if len(args) != 2 or not any(isinstance(a, (SetVariable, DictViewVariable)) for a in args):
         return None
     if op not in _SET_OPS and op not in _INPLACE_SET_OPS and op not in _COMPARE:
         return None
     lhs, rhs = args
-    in_place = op in _INPLACE_SET_OPS and isinstance(lhs, SetVariable) and not lhs.frozen
-    if op in _INPLACE_SET_OPS and not in_place:
-        op = _INPLACE_SET_OPS[op]  # ``view |= x`` has no in-place form: ``view = view | x``
     if op in _COMPARE and not all(
         isinstance(a, (SetVariable, DictViewVariable))
         or (a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset)))
@@ -2181,14 +2229,21 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         if op in (operator.eq, operator.ne) and all(_builtin_non_set(a) for a in args):
             return ConstantVariable(op is operator.ne)  # a set never equals a non-set
         return None
-    real, entry = [_real(tx, rhs)], None
+    pairs = any(isinstance(a, DictViewVariable) and a.kind == "items" for a in args)
+    real = [_real(tx, lhs, pairs), _real(tx, rhs, pairs)]
+    in_place = (
+        op in _INPLACE_SET_OPS
+        and isinstance(lhs, SetVariable)
+        and not lhs.frozen
+        and isinstance(real[1], (set, frozenset))
+    )
     if in_place:
         tx.output.side_effects.before_mutation(lhs)
         before = set(lhs.items)
-        if isinstance(real[0], (set, frozenset)):  # else CPython's ``lhs = lhs | rhs``
-            real, entry = lhs.log_call(_INPLACE_METHODS[op], real)
-    try:  # changed in place, the set needs no known order
-        result = op(lhs.items if in_place else _real(tx, lhs), *real)
+        given, entry = lhs.log_call(_INPLACE_METHODS[op], real[1:])
+        real = [lhs.items, *given]
+    try:  # changed in place, the set needs no known order; else CPython's ``lhs = lhs | rhs``
+        result = op(*real)
     except TypeError as e:
         raise PythonError(e) from None
     if in_place:
@@ -2198,7 +2253,10 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         tx.output.side_effects.mark_mutated(lhs)
         return lhs
     if isinstance(result, (set, frozenset)):
-        return computed_set(result, [lhs, rhs], SetRecipe.call(op, [lhs, rhs]))
+        recipe = SetRecipe.call(_INPLACE_SET_OPS.get(op, op), [lhs, rhs])
+        # computed from a set of ``_TupleKey``s laid out otherwise, CPython's order is not known
+        laid_out = all(map(_laid_out_as, real, args))
+        return computed_set(result, [lhs, rhs], recipe, exact=laid_out)
     return tx.fold(result)
 
 
