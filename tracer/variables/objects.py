@@ -1548,6 +1548,14 @@ class SuperVariable(VariableTracker):
             and self.cls not in type(obj.value).__mro__  # a metaclass's own super(): instance
         )
 
+    def reconstruct(self, cg: Codegen) -> None:
+        """``super(cls, obj)`` made again where the rewritten code needs it (a break at a call of
+        a method it found: ``super().seed(a)`` in ``random.Random.seed``), the object rebuilt."""
+        cg.load_const(super)
+        cg.load_const(self.cls)
+        self.obj.reconstruct(cg)
+        cg.call_function(2)
+
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "__class__":  # ``super`` answers it itself, not the MRO
             return tx.wrap_static(super)
