@@ -357,6 +357,7 @@ class OutputGraph:
                 return generator_draws.draw_before_graph(self, op, target, args, kwargs)
             raise
         eager_checks.check(op, target, fake_args, fake_kwargs)
+        grad_before = _requires_grad(fake_args)
         called = target
         if op == "call_function":
             target = graph_target(augmented_target(target, fake_args[0] if args else None))
@@ -376,6 +377,7 @@ class OutputGraph:
                 raise Unsupported("effect", effects.describe(target, probe))
             if key is not None and not probe.effects and not probe.random:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
+        _check_no_new_leaf(_name(target), example, grad_before)
         self._check_text_reads(_name(target), probe)
         deferred_checks.note_op(self, _name(target), fake_args, fake_kwargs, probe)
         made = _untraced_layout(example)
@@ -767,3 +769,24 @@ def _format_stack(frames: tuple[tuple[str, int, str], ...]) -> str:
 @functools.lru_cache(maxsize=1024)
 def _format_frame(frame: tuple[str, int, str]) -> str:
     return "".join(traceback.format_list([traceback.FrameSummary(*frame)]))
+
+
+def _requires_grad(fake_args: tuple) -> dict[int, bool]:
+    """``requires_grad`` of the tensors an operator is given, by identity, before it runs."""
+    return {id(a): a.requires_grad for a in fake_args if isinstance(a, torch.Tensor)}
+
+
+def _check_no_new_leaf(name: str, example: Any, grad_before: dict[int, bool]) -> None:
+    """An operator whose result is an autograd leaf that requires grad and did not before
+    (``torch.ones(3, requires_grad=True)``, ``t.requires_grad_()``) runs in Python: a graph that
+    AOTAutograd compiles (aot_eager, inductor) gives that tensor back without the flag, and so
+    whatever the graph computes from it, where eager and torch.compile keep it."""
+    if not isinstance(example, torch.Tensor) or not (example.requires_grad and example.is_leaf):
+        return
+    if grad_before.get(id(example), False):
+        return  # a leaf that required grad already, given back (``p.contiguous()``)
+    raise Unsupported(
+        "requires_grad",
+        f"{name} makes a tensor that requires grad as an autograd leaf",
+        hint="make it outside the compiled function, or pass it in",
+    )
