@@ -393,10 +393,6 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
-        given = _given_back(example, (*args, *kwargs.values()), (*fake_args, *fake_kwargs.values()))
-        if given is not None:  # ``w -= g``, ``y = x.add_(1)``, ``out=``: the operand itself
-            node.meta["example_value"] = example
-            return given
         return self._wrap_result(node, example, probe, reread)
 
     def watch_text(self, tensor: VariableTracker) -> None:
@@ -794,16 +790,3 @@ def _check_no_new_leaf(name: str, example: Any, grad_before: dict[int, bool]) ->
         f"{name} makes a tensor that requires grad as an autograd leaf",
         hint="make it outside the compiled function, or pass it in",
     )
-
-
-def _given_back(example: Any, args: tuple, fake_args: tuple) -> VariableTracker | None:
-    """The tracker of the operand an operator gives back as its result (an in-place operator
-    returns its tensor, ``out=`` the tensor it wrote): the same object, so the same tracker, with
-    its class (an ``nn.Parameter`` stays one), its source (``.grad`` and attributes are read from
-    the object) and what the trace stored on it."""
-    if not isinstance(example, torch.Tensor):
-        return None
-    for vt, fake in zip(args, fake_args, strict=True):
-        if fake is example and isinstance(vt, TensorVariable):
-            return vt
-    return None
