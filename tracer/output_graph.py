@@ -785,6 +785,8 @@ def _check_no_new_leaf(name: str, example: Any, grad_before: dict[int, bool]) ->
         return
     if grad_before.get(id(example), False):
         return  # a leaf that required grad already, given back (``p.contiguous()``)
+    if example._is_view() and example._base.requires_grad:
+        return  # a view of such a leaf under no_grad (``p.reshape(...)``): its flag, inherited
     raise Unsupported(
         "requires_grad",
         f"{name} makes a tensor that requires grad as an autograd leaf",
