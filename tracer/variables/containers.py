@@ -2164,11 +2164,14 @@ def _laid_out_as(stand_in: Any, vt: VariableTracker) -> bool:
     return sys.getsizeof(stand_in) == sys.getsizeof(real) and list(stand_in) == list(real)
 
 
+def _stands_for_tuple(key: Any) -> bool:
+    """A set's key standing for a tuple made in the trace (an ``IdentityKey`` of one)?"""
+    return isinstance(getattr(key, "ident", None), tuple)
+
+
 def _tuple_keyed(vt: VariableTracker) -> bool:
     """A set tracker with a key standing for a tuple?"""
-    return isinstance(vt, SetVariable) and any(
-        isinstance(getattr(k, "ident", None), tuple) for k in vt.items
-    )
+    return isinstance(vt, SetVariable) and any(map(_stands_for_tuple, vt.items))
 
 
 def _with_tuple_keys(real: set | frozenset) -> set | frozenset:
@@ -2176,7 +2179,7 @@ def _with_tuple_keys(real: set | frozenset) -> set | frozenset:
     for a tuple replaced, in its own slot, by that tuple (``_TupleKey``)."""
     made = set(real)
     for key in real:
-        if isinstance(getattr(key, "ident", None), tuple):
+        if _stands_for_tuple(key):
             made.discard(key)
             made.add(_TupleKey.of(key))
     return made if isinstance(real, set) else frozenset(made)
@@ -2190,7 +2193,7 @@ class _TupleKey(tuple):
 
     @staticmethod
     def of(key: Any) -> Any:
-        if not isinstance(getattr(key, "ident", None), tuple):
+        if not _stands_for_tuple(key):
             return key
         made = _TupleKey(key.ident)
         made.key = key
@@ -2230,18 +2233,20 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
             return ConstantVariable(op is operator.ne)  # a set never equals a non-set
         return None
     pairs = any(isinstance(a, DictViewVariable) and a.kind == "items" for a in args)
-    real = [_real(tx, lhs, pairs), _real(tx, rhs, pairs)]
+    other = _real(tx, rhs, pairs)
     in_place = (
         op in _INPLACE_SET_OPS
         and isinstance(lhs, SetVariable)
         and not lhs.frozen
-        and isinstance(real[1], (set, frozenset))
+        and isinstance(other, (set, frozenset))
     )
     if in_place:
         tx.output.side_effects.before_mutation(lhs)
         before = set(lhs.items)
-        given, entry = lhs.log_call(_INPLACE_METHODS[op], real[1:])
+        given, entry = lhs.log_call(_INPLACE_METHODS[op], [other])
         real = [lhs.items, *given]
+    else:
+        real = [_real(tx, lhs, pairs), other]
     try:  # changed in place, the set needs no known order; else CPython's ``lhs = lhs | rhs``
         result = op(*real)
     except TypeError as e:
