@@ -462,6 +462,31 @@ def test_functools_partial_made_inside():
     check(fn, torch.randn(3))
 
 
+def test_a_partial_of_a_partial_made_inside_is_flattened():
+    # CPython's partial.__new__ takes the inner partial apart: the outer one holds its function,
+    # both argument lists and the keywords merged, the outer ones winning
+    class Flat(functools.partial):
+        pass
+
+    def fn(x):
+        p = functools.partial(helper_defaults, x, shift=10.0)
+        q = functools.partial(p, scale=0.5)
+        r = Flat(q, shift=-1.0)
+        return (
+            q(),
+            p(shift=0.0),
+            r(),
+            q.func is helper_defaults,
+            q.args[0] is x,
+            q.keywords,
+            r.func is helper_defaults,
+            r.keywords,
+            type(r) is Flat,
+        )
+
+    check(fn, torch.randn(3))
+
+
 def helper_default_tuple(x, dims=(0, 1), name="n", scale=None):
     out = x.sum(dims)
     return out if scale is None else out * scale

@@ -886,6 +886,22 @@ class PartialVariable(VariableTracker):
         return f"PartialVariable({self.fn!r})"
 
 
+def make_partial(
+    fn: VariableTracker,
+    args: list[VariableTracker],
+    kwargs: dict[str, VariableTracker],
+    cls: type = functools.partial,
+) -> PartialVariable:
+    """``cls(fn, *args, **kwargs)``. A partial of a partial made in the trace is flattened, as
+    CPython's ``partial.__new__`` makes it: the inner function, both argument lists, the inner
+    keywords updated by the outer (``q.func is f`` for ``q = partial(partial(f, 1), 2)``). The
+    inner partial's ``__dict__``, whose existence stops the flattening, is never made in a trace;
+    a partial given to the trace is kept whole."""
+    if isinstance(fn, PartialVariable) and fn.source is None:
+        return PartialVariable(fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, cls=cls)
+    return PartialVariable(fn, args, kwargs, cls=cls)
+
+
 def called_by_partials(callee: VariableTracker) -> VariableTracker:
     """The callable that ``callee`` runs when called: through any ``functools.partial`` around it
     (partial calls its function from C, so no frame lies between)."""

@@ -98,6 +98,7 @@ from .functions import (
     NestedFunctionVariable,
     PartialVariable,
     UserFunctionVariable,
+    make_partial,
     same_bound_method,
 )
 from .iterators import (
@@ -2743,7 +2744,7 @@ def construct_builtin_like(
     if context is not None:
         return context
     if cls is functools.partial and args:
-        return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+        return make_partial(args[0], list(args[1:]), dict(kwargs))
     made = containers.construct_collection(tx, cls, args, kwargs)
     if made is not None:
         return made
@@ -3789,7 +3790,7 @@ def construct_class(
     if cls is functools.partial or issubclass(cls, tuple):
         return construct_builtin_like(tx, cls, args, kwargs)
     if objects.plain_partial(cls) and args:  # ``class P(functools.partial)`` adding methods only
-        return PartialVariable(args[0], list(args[1:]), dict(kwargs), cls=cls)
+        return make_partial(args[0], list(args[1:]), dict(kwargs), cls=cls)
     if containers.is_model_output(cls) or makes_builtin_like(cls):
         return construct_builtin_like(tx, cls, args, kwargs)
     if issubclass(cls, dict) and containers.is_user_dict(cls):  # ``class AttrDict(dict)``
