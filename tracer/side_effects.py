@@ -470,8 +470,21 @@ class SideEffects:
             self.mutated[id(container)] = container
 
     def store_global(self, name: str, value: VariableTracker) -> None:
+        if self.global_stores.get(name) is _DELETED:  # eager moves the name to the dict's end
+            raise Unsupported("global_store", f"global {name!r} stored after the trace deleted it")
         self._stores = None
         self.global_stores[name] = value
+
+    def delete_global(self, name: str, existed: bool) -> None:
+        """``del G[name]``: replayed as ``DELETE_GLOBAL`` where the name ``existed`` before the
+        call (guarded by the caller), else only the trace's own store of it is forgotten."""
+        self._stores = None
+        self.global_stores.pop(name, None)
+        if existed:
+            self.global_stores[name] = _DELETED
+
+    def global_deleted(self, name: str) -> bool:
+        return self.global_stores.get(name) is _DELETED
 
     def store_cell(self, name: str, value: VariableTracker) -> None:
         self._stores = None
@@ -562,6 +575,9 @@ class SideEffects:
             if id(obj) not in escaping:
                 self._replay_attr(cg, obj, name, value, escaping)
         for name, value in self.global_stores.items():
+            if value is _DELETED:
+                cg.add("DELETE_GLOBAL", name)
+                continue
             value.reconstruct(cg)
             cg.store_global(name)
         for name, value in self.cell_stores.items():

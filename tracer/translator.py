@@ -356,7 +356,10 @@ class Translator:
 
     def load_global(self, name: str) -> VariableTracker:
         effects = self.output.side_effects
-        pending = effects.global_stores.get(name) if self.parent is None else None
+        own = self.f_globals is self.root.f_globals  # the compiled function's module
+        pending = effects.global_stores.get(name) if own else None
+        if own and effects.global_deleted(name):  # a builtin's guard would see it present
+            raise Unsupported("global", f"global {name!r} was deleted in the trace")
         if pending is None and self.parent is not None:  # set as an attribute of its module
             pending = effects.namespace_store(self.f_globals, name)
         if pending is not None:

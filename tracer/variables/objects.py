@@ -10,6 +10,7 @@ decided by ``operations.construct_class``.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import contextlib
 import ctypes
 import enum
@@ -20,7 +21,7 @@ import os
 import sys
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from ..exc import PythonError, Unsupported
 from . import containers, dispatch
 from .base import (
     MISSING,
+    RUNNING,
     BoundAttributeVariable,
     ConstantLikeVariable,
     VariableTracker,
@@ -87,6 +89,7 @@ from .functions import (
     UserFunctionVariable,
     tuple_new,
 )
+from .iterators import dict_iter
 from .tensors import TensorVariable, tensor_text
 
 if TYPE_CHECKING:
@@ -621,10 +624,13 @@ def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, pa
 # ``getattr`` and whose guards therefore call that ``__getattribute__``.
 
 
-# ``GlobalsVariable``: ``globals()`` of the compiled function's own module, a dict read name by name
-# as ``LOAD_GLOBAL`` reads it: ``name in globals()`` guards the key's presence or absence,
-# ``globals()[name]`` is the global (its pending store, else its value guarded),
-# ``globals()[name] = v`` a store to it. Given back to Python it is ``globals()`` again.
+# ``GlobalsVariable``: ``globals()`` of the compiled function's own module, the dict ``LOAD_GLOBAL``
+# reads. A name's value is the global (its pending store, else its value guarded); ``name in
+# globals()`` guards the key's presence or absence; whatever reads the key set (iteration, the
+# views, ``len``) guards all its keys (``DICT_KEYS``). Writes are stores to the globals (side
+# effects, replayed in program order) and deletions (``DELETE_GLOBAL``). Every method of ``dict``
+# is either traced (``_GLOBALS_METHODS``) or breaks with a reason (``GLOBALS_UNTRACED``). Given
+# back to Python it is ``globals()`` again.
 
 
 @dataclass(eq=False)
@@ -634,8 +640,21 @@ class GlobalsVariable(VariableTracker):
 
     f_globals: dict
 
+    @property
+    def items(self) -> GlobalsItems:
+        """The dict as the trace has it now, for the dict views and iterators to read."""
+        return GlobalsItems(self.f_globals)
+
     def python_type(self) -> type:
         return dict
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in _GLOBALS_METHODS:
+            return containers.BoundMethodVariable(self, name)
+        if type_lookup(dict, name) is not MISSING:
+            reason = GLOBALS_UNTRACED.get(name, "not traced")
+            raise Unsupported("globals", f"globals().{name}: {reason}")
+        raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(globals)  # the rewritten code runs in the compiled function's globals
@@ -645,37 +664,223 @@ class GlobalsVariable(VariableTracker):
         return "GlobalsVariable()"
 
 
+class GlobalsItems(collections.abc.Mapping):
+    """The names of the globals dict as the trace left it: the real keys (guarded as a whole once
+    read) less those it deleted, then the names it stored anew, in the order eager adds them; each
+    value as ``LOAD_GLOBAL`` reads it. Asked outside a trace (rebuilding an iterator at a break,
+    once the stores are replayed) it reads the keys the trace guarded."""
+
+    def __init__(self, f_globals: dict) -> None:
+        self.f_globals = f_globals
+
+    def __iter__(self) -> Iterator[str]:
+        tx = RUNNING.tx
+        real = tuple(self.f_globals)
+        if tx is None:
+            return iter(real)
+        tx.output.add_guard(kinds.DICT_KEYS(GlobalsSource(), real))
+        effects = tx.output.side_effects
+        kept = [k for k in real if not effects.global_deleted(k)]
+        added = [k for k in effects.global_stores if k not in self.f_globals]
+        return iter(kept + [k for k in added if not effects.global_deleted(k)])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        tx = RUNNING.tx
+        if type(name) is not str:
+            raise Unsupported("globals", f"globals() indexed by {name!r}")
+        effects = tx.output.side_effects
+        if name in effects.global_stores:
+            return not effects.global_deleted(name)
+        return _real_global(tx, self.f_globals, name)
+
+    def __getitem__(self, name: str) -> VariableTracker:
+        if name not in self:
+            raise KeyError(name)
+        return RUNNING.tx.root.load_global(name)
+
+
+def _real_global(tx: Translator, f_globals: dict, name: str) -> bool:
+    """Is ``name`` a key of the real globals? Guarded either way."""
+    present = name in f_globals
+    guard = kinds.KEY_PRESENT if present else kinds.KEY_ABSENT
+    tx.output.add_guard(guard(GlobalsSource(), name))
+    return present
+
+
 def _global_name(vt: VariableTracker) -> str:
     if not vt.is_python_constant() or type(vt.as_python_constant()) is not str:
         raise Unsupported("globals", f"globals() indexed by {vt}")
     return vt.as_python_constant()
 
 
+def _store_global(tx: Translator, name: str, value: VariableTracker) -> None:
+    if tx.parent is not None:  # as ``STORE_GLOBAL``: inlined code reads no pending store
+        raise Unsupported("global_store", "a store to globals() inside an inlined function")
+    tx.output.side_effects.store_global(name, value)
+
+
+def _globals_get(tx, vt, key, default=containers.NONE):
+    name = _global_name(key)
+    return vt.items[name] if name in vt.items else default
+
+
+def _globals_getitem(tx, vt, key):
+    name = _global_name(key)
+    if name not in vt.items:
+        raise PythonError(KeyError(name))
+    return vt.items[name]
+
+
+def _globals_setitem(tx, vt, key, value):
+    _store_global(tx, _global_name(key), value)
+    return containers.NONE
+
+
+def _globals_setdefault(tx, vt, key, default=containers.NONE):
+    name = _global_name(key)
+    if name in vt.items:
+        return vt.items[name]
+    _store_global(tx, name, default)
+    return default
+
+
+def _globals_delitem(tx, vt, key):
+    name = _global_name(key)
+    if name not in vt.items:
+        raise PythonError(KeyError(name))
+    if tx.parent is not None:
+        raise Unsupported("global_store", "a deletion from globals() inside an inlined function")
+    existed = _real_global(tx, vt.f_globals, name)
+    tx.output.side_effects.delete_global(name, existed)
+    return containers.NONE
+
+
+def _globals_pop(tx, vt, key, *default):
+    name = _global_name(key)
+    if name not in vt.items:
+        if default:
+            return default[0]
+        raise PythonError(KeyError(name))
+    value = vt.items[name]
+    _globals_delitem(tx, vt, key)
+    return value
+
+
+def _globals_update(tx, vt, *args, **kwargs):
+    """``dict.update`` as CPython's ``dict_update_arg`` runs it: a mapping (an object with
+    ``keys``) item by item through ``keys()`` and ``[k]``, else an iterable of pairs; then the
+    keywords."""
+    if len(args) > 1:
+        raise PythonError(TypeError(f"update expected at most 1 argument, got {len(args)}"))
+    for other in args:
+        if type_lookup(other.python_type(), "keys") is not MISSING:
+            keys = dispatch.call(tx, dispatch.getattr_(tx, other, "keys"), [], {})
+            for key in dispatch.iterate(tx, keys):
+                _globals_setitem(tx, vt, key, dispatch.getitem(tx, other, key))
+            continue
+        for index, pair in enumerate(dispatch.iterate(tx, other)):
+            parts = dispatch.iterate(tx, pair)
+            if len(parts) != 2:
+                raise PythonError(
+                    ValueError(
+                        f"dictionary update sequence element #{index} has length "
+                        f"{len(parts)}; 2 is required"
+                    )
+                )
+            _globals_setitem(tx, vt, *parts)
+    for name, value in kwargs.items():
+        _store_global(tx, name, value)
+    return containers.NONE
+
+
+#: The methods of ``dict`` traced on ``globals()``: name -> (mutates a tracked container: never,
+#: the writes are global stores; implementation).
+_GLOBALS_METHODS: dict[str, tuple[bool, Callable[..., VariableTracker]]] = {
+    "__contains__": (False, lambda tx, vt, k: ConstantVariable(_global_name(k) in vt.items)),
+    "__getitem__": (False, _globals_getitem),
+    "get": (False, _globals_get),
+    "__setitem__": (False, _globals_setitem),
+    "setdefault": (False, _globals_setdefault),
+    "__delitem__": (False, _globals_delitem),
+    "pop": (False, _globals_pop),
+    "update": (False, _globals_update),
+    "keys": (False, lambda tx, vt: containers.DictViewVariable(vt, "keys")),
+    "values": (False, lambda tx, vt: containers.DictViewVariable(vt, "values")),
+    "items": (False, lambda tx, vt: containers.DictViewVariable(vt, "items")),
+    "__iter__": (False, lambda tx, vt: dict_iter(vt, "keys")),
+    "__len__": (False, lambda tx, vt: ConstantVariable(len(vt.items))),
+}
+containers.METHODS[GlobalsVariable] = _GLOBALS_METHODS
+
+#: The methods of ``dict`` a trace does not take on ``globals()``, each with the reason: the break
+#: runs it in Python.
+GLOBALS_UNTRACED: dict[str, str] = {
+    "clear": "empties the module",
+    "popitem": "deletes the module's last name",
+    "__ior__": "a merge into the module's namespace (use update)",
+    "__or__": "a copy holding every global",
+    "__ror__": "a copy holding every global",
+    "copy": "a copy holding every global",
+    "__reversed__": "iterates the names last first",
+    "__eq__": "compares every global",
+    "__ne__": "compares every global",
+    "__lt__": "dicts have no order",
+    "__le__": "dicts have no order",
+    "__gt__": "dicts have no order",
+    "__ge__": "dicts have no order",
+    "__repr__": "the text of every global",
+    "__str__": "the text of every global",
+    "__format__": "the text of every global",
+    "__sizeof__": "the size of the namespace's table",
+    "__reduce__": "pickles the namespace",
+    "__reduce_ex__": "pickles the namespace",
+    "__getstate__": "pickles the namespace",
+    "__init__": "fills the namespace again",
+    "__new__": "makes a dict",
+    "fromkeys": "makes a dict",
+    "__class_getitem__": "a generic alias",
+    "__init_subclass__": "a class hook",
+    "__subclasshook__": "a class hook",
+    "__getattribute__": "reads an attribute",
+    "__setattr__": "dicts take no attributes",
+    "__delattr__": "dicts take no attributes",
+    "__dir__": "the attributes of dict",
+}
+
+
 @dispatch.rule("contains", GlobalsVariable)
 def _globals_contains(tx: Translator, vt: GlobalsVariable, item: VariableTracker) -> bool:
-    name = _global_name(item)
-    if name in tx.output.side_effects.global_stores:
-        return True
-    present = name in vt.f_globals
-    guard = kinds.KEY_PRESENT if present else kinds.KEY_ABSENT
-    tx.output.add_guard(guard(GlobalsSource(), name))
-    return present
+    return _global_name(item) in vt.items
 
 
 @dispatch.rule("getitem", GlobalsVariable)
-def _globals_getitem(tx: Translator, vt: GlobalsVariable, key: VariableTracker) -> VariableTracker:
-    if not _globals_contains(tx, vt, key):
-        raise PythonError(KeyError(key.as_python_constant()))
-    return tx.root.load_global(key.as_python_constant())
+def _getitem_rule(tx: Translator, vt: GlobalsVariable, key: VariableTracker) -> VariableTracker:
+    return _globals_getitem(tx, vt, key)
 
 
 @dispatch.rule("setitem", GlobalsVariable)
-def _globals_setitem(
+def _setitem_rule(
     tx: Translator, vt: GlobalsVariable, key: VariableTracker, value: VariableTracker
 ) -> None:
-    if tx.parent is not None:  # as ``STORE_GLOBAL``: inlined code reads no pending store
-        raise Unsupported("global_store", "a store to globals() inside an inlined function")
-    tx.output.side_effects.store_global(_global_name(key), value)
+    _globals_setitem(tx, vt, key, value)
+
+
+@dispatch.rule("delitem", GlobalsVariable)
+def _delitem_rule(tx: Translator, vt: GlobalsVariable, key: VariableTracker) -> None:
+    _globals_delitem(tx, vt, key)
+
+
+@dispatch.rule("get_iter", GlobalsVariable)
+def _globals_iter(tx: Translator, vt: GlobalsVariable) -> VariableTracker:
+    return dict_iter(vt, "keys")
+
+
+@dispatch.rule("iterate", GlobalsVariable)
+def _globals_names(tx: Translator, vt: GlobalsVariable) -> list[VariableTracker]:
+    return [ConstantVariable(name) for name in vt.items]
 
 
 @builtin(globals)
