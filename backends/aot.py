@@ -22,6 +22,7 @@ from torch._functorch.partitioners import default_partition
 
 from .float_inputs import compile_with_float_tensors
 from .registry import IGNORED, register_backend
+from .sizes_from_data import compile_with_symbols
 from .state_nodes import has_runtime_nodes
 from .tensorify_restart import compile_again_on_restart
 
@@ -79,6 +80,16 @@ def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any):
     return forward, backward
 
 
+def _raised_by_autograd(e: BaseException) -> bool:
+    """Did autograd's engine raise ``e`` (while AOTAutograd ran the graph's backward)?"""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_engine_run_backward":
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def compile_graphs(
     gm: torch.fx.GraphModule,
     example_inputs: list[Any],
@@ -98,17 +109,27 @@ def compile_graphs(
         return compile_one
 
     def compile(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        return compile_again_on_restart(
-            lambda: aot_module_simplified(
-                gm,
-                example_inputs,
-                fw_compiler=boxed(fw_compiler, forward_graphs),
-                bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
-                partition_fn=_partition,
+        try:
+            return compile_again_on_restart(
+                lambda: aot_module_simplified(
+                    gm,
+                    example_inputs,
+                    fw_compiler=boxed(fw_compiler, forward_graphs),
+                    bw_compiler=boxed(bw_compiler or fw_compiler, backward_graphs),
+                    partition_fn=_partition,
+                )
             )
-        )
+        except RuntimeError as e:
+            if not _raised_by_autograd(e):
+                raise
+            # AOTAutograd differentiates the graph as it compiles it. Where autograd refuses that
+            # backward (a tensor it saved was written in place since), eager's ``backward()``
+            # raises the same error later: the graph runs as it is, under autograd, as eager's.
+            return gm.forward
 
-    compiled = compile_with_float_tensors(compile, gm, example_inputs)
+    compiled = compile_with_symbols(
+        lambda inputs: compile_with_float_tensors(compile, gm, inputs), gm, example_inputs
+    )
 
     def run(*args: Any) -> Any:
         return compiled(*args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from difftest import check_breaks, compile_counted
+from difftest import assert_same, check_breaks, compile_counted
 
 import bytegraph
 
@@ -141,3 +141,49 @@ def test_slice_object_with_tensor_bounds_lives_across_a_break():
         for a, b in [(1, 5), (2, 6), (-3, 8)]
     ]
     check_breaks(fn, make[0], graphs=1, breaks=1, calls=make)  # nothing to compute before
+
+
+def _masked_read(x, v):
+    return x[x > 0] * 2
+
+
+def _masked_add(x, v):
+    y = x.clone()
+    y[y < 0] += 1
+    return y
+
+
+def _nonzero_count(x, v):
+    idx = torch.nonzero(x > 0)
+    return idx, idx.shape[0] + x
+
+
+def _masked_write_backward(x, v):
+    h = x * 2
+    h[x[:, 0] > 0] = v
+    return (h * 3).sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_masked_read, _masked_add, _nonzero_count, _masked_write_backward],
+    ids=lambda f: f.__name__,
+)
+def test_sizes_from_data_compile_with_aot_eager(fn):
+    """A boolean-mask read or write, ``nonzero``: a size read from data, in the forward or in the
+    backward AOTAutograd derives. The graph (one, as with the eager backend) compiles with
+    ``aot_eager`` as it does with Inductor: AOTAutograd's fakes of the real inputs have no
+    symbols, so the compile is made again in the trace's fake mode (it ran in Python)."""
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn, backend="aot_eager")
+    torch.manual_seed(0)
+    for _ in range(2):
+        x, v = torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+        ex, ev = (t.detach().clone().requires_grad_() for t in (x, v))
+        got, want = compiled(x, v), fn(ex, ev)
+        assert_same(got, want)
+        if fn is _masked_write_backward:
+            got.backward()
+            want.backward()
+            assert_same((x.grad, v.grad), (ex.grad, ev.grad))
+    assert bytegraph.stats() == {"frames": 1}
