@@ -4,9 +4,12 @@ friends list guarded members."""
 
 from __future__ import annotations
 
+import pytest
 import torch
-from difftest import check
+from difftest import assert_same, check
 from torch import nn
+
+import bytegraph
 
 
 class Block(nn.Module):
@@ -129,3 +132,49 @@ def test_module_forward_under_no_grad():
             return model(x)
 
     check(fn, torch.randn(3, 2))
+
+
+_CHILD_STORES = {
+    "new": lambda m: setattr(m, "extra", nn.ReLU()),
+    "replaced": lambda m: setattr(m, "0", nn.Tanh()),
+    "none": lambda m: setattr(m, "0", None),
+    "deleted": lambda m: delattr(m, "0"),
+    "new_then_replaced": lambda m: (setattr(m, "extra", nn.ReLU()), setattr(m, "0", nn.Tanh())),
+}
+_CHILD_READS = {
+    "named_children": lambda m: [n for n, _ in m.named_children()],
+    "children": lambda m: [type(c).__name__ for c in m.children()],
+    "named_modules": lambda m: [n for n, _ in m.named_modules()],
+    "modules": lambda m: len(list(m.modules())),
+    "named_parameters": lambda m: [n for n, _ in m.named_parameters()],
+    "parameters": lambda m: len(list(m.parameters())),
+    "iteration": lambda m: [type(c).__name__ for c in m],
+    "len": len,
+}
+
+
+@pytest.mark.parametrize("read", _CHILD_READS)
+@pytest.mark.parametrize("store", _CHILD_STORES)
+def test_member_listings_see_submodules_stored_in_the_trace(store, read):
+    """``m.extra = nn.ReLU()``, ``m[0]`` replaced, set to ``None`` or deleted in the trace, then
+    the submodules listed (``named_children``, ``modules``, ``parameters``, iteration...): the
+    listing is eager's, the stores filed as ``nn.Module.__setattr__`` files them."""
+    store_fn, read_fn = _CHILD_STORES[store], _CHILD_READS[read]
+
+    def fn(x, m):
+        store_fn(m)
+        return x + 1, read_fn(m)
+
+    def make():
+        torch.manual_seed(0)
+        return torch.randn(2, 3), nn.Sequential(nn.Linear(3, 3), nn.Sigmoid())
+
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn, backend="eager")
+    for _ in range(2):
+        (x, model), (ex, eager_model) = make(), make()
+        assert_same(compiled(x, model), fn(ex, eager_model))
+        assert [(n, type(c)) for n, c in model.named_modules()] == [
+            (n, type(c)) for n, c in eager_model.named_modules()
+        ]
+    assert not [k for k in bytegraph.stats() if k.startswith("fallback")]

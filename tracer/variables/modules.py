@@ -562,10 +562,12 @@ class NNModuleVariable(UserObjectVariable):
         return super().call_method(tx, name, args, kwargs)
 
     def children_dict(self, tx: Translator) -> VariableTracker:
-        """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity)."""
-        return tx.wrap(
+        """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity), as
+        the trace's pending stores to the module leave it (``_filed_children``)."""
+        table = tx.wrap(
             self.value._modules, AttrSource(self.source, "_modules") if self.source else None
         )
+        return _filed_children(tx, self, table)
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
         cls = type(self.value)
@@ -623,9 +625,13 @@ class NNModuleVariable(UserObjectVariable):
         items: list[VariableTracker] = []
         seen: set[int] = set()
         for prefix, owner in owners:
-            entries = tx.wrap(
-                getattr(owner.value, table),
-                AttrSource(owner.source, table) if owner.source else None,
+            entries = (
+                owner.children_dict(tx)
+                if table == "_modules"
+                else tx.wrap(
+                    getattr(owner.value, table),
+                    AttrSource(owner.source, table) if owner.source else None,
+                )
             )
             for key, vt in entries.items.items():
                 stored = tx.output.side_effects.load_attr(owner, key)  # a store of the trace
@@ -707,6 +713,39 @@ def _may_file(value: VariableTracker) -> bool:
     except Unsupported:
         return True
     return issubclass(cls, (nn.Parameter, nn.Buffer, nn.Module))
+
+
+def _filed_children(
+    tx: Translator, module: NNModuleVariable, table: VariableTracker
+) -> VariableTracker:
+    """``module._modules`` (its tracker ``table``) with the trace's pending stores to the module
+    that ``nn.Module.__setattr__``/``__delattr__`` file there: a module under a new name added
+    last, under a child's name in its place; ``None`` under a child's name kept as ``None``; a
+    parameter or buffer under a child's name, or a deletion, takes the child out. What else a
+    child's name gets raises in eager (the store breaks first where it is a tensor)."""
+    effects = tx.output.side_effects
+    items = dict(table.items)
+    for name, value in _pending_stores(tx, module):
+        if effects.is_dict_store(module, name):  # written into ``__dict__``: no table's
+            continue
+        if effects.is_deleted(module, name):
+            items.pop(name, None)
+            continue
+        try:
+            cls = value.python_type()
+        except Unsupported:
+            cls = object
+        if issubclass(cls, nn.Module):
+            items[name] = value
+        elif name not in items:
+            continue
+        elif value.is_python_constant() and value.as_python_constant() is None:
+            items[name] = value
+        elif issubclass(cls, (nn.Parameter, nn.Buffer)):
+            del items[name]
+        else:
+            raise Unsupported("module_members", f"a {cls.__name__} stored as child .{name}")
+    return table if items == table.items else DictVariable(items)
 
 
 def filing_store(tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker) -> None:
