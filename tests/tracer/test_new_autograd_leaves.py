@@ -99,3 +99,57 @@ def test_a_new_leaf_requiring_grad_keeps_its_flag_and_its_gradient(fn, backend):
         actual[0].sum().backward()
         assert_same(actual[1].grad, expected[1].grad)
     assert not [k for k in bytegraph.stats() if k.startswith("fallback")]
+
+
+def module_frozen(x, m):
+    m.requires_grad_(False)
+    return m(x), m.weight.requires_grad
+
+
+def parameter_frozen_after_use(x, m):
+    y = m(x)
+    m.weight.requires_grad_(False)
+    return y * 2, m.weight.requires_grad
+
+
+def input_unflagged(x, m):
+    x.requires_grad_(requires_grad=False)
+    return m(x * 2)
+
+
+def unflagged_under_no_grad(x, m):
+    with torch.no_grad():
+        m.bias.requires_grad_(False)
+    return m(x)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize(
+    "fn",
+    [module_frozen, parameter_frozen_after_use, input_unflagged, unflagged_under_no_grad],
+    ids=lambda f: f.__name__,
+)
+def test_turning_off_requires_grad_of_a_leaf_is_eagers(fn, backend):
+    """``requires_grad_(False)`` on a parameter or input that requires grad (``m.requires_grad_(
+    False)`` freezing a module): AOTAutograd cannot change a graph input's flag (the function ran
+    in Python after an internal error); it runs in Python, as torch.compile breaks there too. The
+    flags, results and gradients are eager's."""
+    bytegraph.reset()
+    compiled = bytegraph.compile(fn, backend=backend)
+    for _ in range(2):
+        torch.manual_seed(0)
+        x, m = torch.randn(2, 3, requires_grad=True), torch.nn.Linear(3, 3)
+        ex, em = x.detach().clone().requires_grad_(), torch.nn.Linear(3, 3)
+        em.load_state_dict(m.state_dict())
+        actual, expected = compiled(x, m), fn(ex, em)
+        assert_same(actual, expected)
+        flags = [(t.requires_grad, t.is_leaf) for t in (x, *m.parameters())]
+        assert flags == [(t.requires_grad, t.is_leaf) for t in (ex, *em.parameters())]
+        loss = actual[0] if isinstance(actual, tuple) else actual
+        if loss.requires_grad:
+            loss.sum().backward()
+            (expected[0] if isinstance(expected, tuple) else expected).sum().backward()
+            assert_same(
+                [t.grad for t in (x, *m.parameters())], [t.grad for t in (ex, *em.parameters())]
+            )
+    assert not [k for k in bytegraph.stats() if k.startswith("fallback")]

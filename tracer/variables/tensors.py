@@ -122,6 +122,18 @@ METADATA_METHODS = frozenset(
 )
 
 
+def _turns_grad_off(
+    tensor: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> bool:
+    """``tensor.requires_grad_(flag)`` with a constant false ``flag`` on a tensor that requires
+    grad now."""
+    flag = args[0] if args else kwargs.get("requires_grad")
+    if flag is None or not flag.is_python_constant() or flag.as_python_constant():
+        return False
+    example = getattr(tensor, "example", None)
+    return isinstance(example, torch.Tensor) and example.requires_grad
+
+
 def _stored_grad(tx: Translator, source: Source) -> VariableTracker | None:
     """What the trace stored into ``.grad`` of the input at ``source`` (through any tracker)."""
     for obj, name, value in tx.output.side_effects.attr_stores.values():
@@ -313,6 +325,12 @@ class TensorMethodVariable(BoundAttributeVariable):
             raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
         if name in METADATA_METHODS:
             return self._metadata(tx, args, kwargs)
+        if name == "requires_grad_" and _turns_grad_off(self.obj, args, kwargs):
+            # AOTAutograd (aot_eager, inductor) cannot change a graph input's flag, and a tensor
+            # computed in the graph refuses it in eager: CPython runs the call, as torch.compile
+            raise Unsupported(
+                "requires_grad", "Tensor.requires_grad_(False) on a tensor that requires grad"
+            )
         if name == "new" and len(args) == 1 and getattr(args[0], "is_size", False):
             # ``x.new(torch.Size)`` takes sizes where ``x.new(tuple)`` takes data, and a graph
             # keeps no ``torch.Size`` (FX writes it as a tuple): the same uninitialised tensor
