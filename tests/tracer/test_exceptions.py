@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import warnings
 
 import pytest
@@ -88,13 +89,13 @@ def test_exception_leaving_a_grad_mode_block_is_traced():
     check_breaks(fn, lambda: (torch.randn(2, requires_grad=True),), graphs=1, breaks=0)
 
 
-def test_exception_leaving_a_user_context_breaks():
+def test_exception_leaving_a_user_context_is_traced():
     class Ctx:
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
-            return True  # suppresses: the trace cannot skip what its exit decides
+            return True  # suppresses: the code after the block runs
 
     def fn(x):
         y = x * 2
@@ -105,7 +106,7 @@ def test_exception_leaving_a_user_context_breaks():
             return y + 1
         return y - 1
 
-    check_breaks(fn, lambda: (torch.randn(2),), graphs=1, breaks=1)
+    check_breaks(fn, lambda: (torch.randn(2),), graphs=1, breaks=0)
 
 
 def test_graph_break_while_handling_falls_back_to_python():
@@ -284,3 +285,182 @@ def test_a_str_written_by_the_exception_class_runs_at_each_call():
     finally:
         _MODE[0] = "a"
     check_breaks(described, randn(2), graphs=1, breaks=0)
+
+
+# -- exceptions leaving a with-block whose __exit__ may swallow them ------------------------------
+class Exit:
+    """A context whose ``__exit__`` records what CPython gives it (the type, the exception's args,
+    whether a traceback came), keeps the exception, and returns ``answer(type)``."""
+
+    def __init__(self, log, answer):
+        self.log, self.answer, self.value = log, answer, None
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, typ, value, tb):
+        self.value = value
+        self.log.append((typ and typ.__name__, value is not None and value.args, tb is not None))
+        return self.answer(typ)
+
+
+def _lookup(d, key):
+    return d[key]
+
+
+#: The contexts (built in the function; ``log`` its list): whether each swallows is its own call.
+CONTEXTS = {
+    "suppress_key": "contextlib.suppress(KeyError)",
+    "suppress_zero": "contextlib.suppress(ZeroDivisionError)",
+    "suppress_many": "contextlib.suppress(LookupError, ArithmeticError)",
+    "nullcontext": "contextlib.nullcontext()",
+    "swallow_value_error": "Exit(log, lambda t: t is not None and issubclass(t, ValueError))",
+    "returns_none": "Exit(log, lambda t: None)",
+    "returns_zero": "Exit(log, lambda t: 0)",
+    "returns_text": "Exit(log, lambda t: 'yes')",
+}
+
+#: What the block raises: a raise statement, a builtin's error, an error raised in a callee, none.
+RAISES = {
+    "raise_value_error": "raise err",
+    "raise_key_error": "raise KeyError('k')",
+    "missing_key": "{}['a']",
+    "divide_by_zero": "1 / n",
+    "in_a_callee": "_lookup({}, 'b')",
+    "nothing": "pass",
+}
+
+WITH_SOURCE = """
+def f(x, log):
+    err, n = ValueError("v"), 0
+    y = x + 1
+    try:
+        with {ctx} as c:
+            y = y * 2
+            {raise_it}
+            y = y + 100
+        y = y - 1
+        log.append("after")
+    except Exception as e:
+        log.append(("caught", type(e).__name__, e.args, e is err))
+        y = y + 3
+    log.append(getattr(c, "value", None) is err)
+    return y
+"""
+
+
+@pytest.mark.parametrize("raise_it", sorted(RAISES))
+@pytest.mark.parametrize("ctx", sorted(CONTEXTS))
+def test_an_exception_leaving_a_with_block_as_eager(ctx, raise_it):
+    """Swallowed or let through as CPython decides (``__exit__`` traced, its arguments CPython's,
+    the exception the same object), the code after the block or the enclosing handler running,
+    each exit's effects once: one graph, no break."""
+    namespace = {"contextlib": contextlib, "Exit": Exit, "_lookup": _lookup}
+    exec(WITH_SOURCE.format(ctx=CONTEXTS[ctx], raise_it=RAISES[raise_it]), namespace)
+    check_breaks(namespace["f"], lambda: (torch.randn(2), []), graphs=1, breaks=0)
+
+
+def test_an_exception_an_exit_lets_through_and_nothing_catches_breaks():
+    """CPython raises it (the exit has run once, its effects seen); the block of a user context
+    runs in Python from its ``with``."""
+
+    def fn(x, log):
+        y = x + 1
+        with Exit(log, lambda t: False):
+            y = y * 2
+            raise KeyError("k")
+        return y
+
+    check_breaks(fn, lambda: (torch.randn(2), []), graphs=1, breaks=1)
+
+
+def test_an_exit_after_an_inner_block_swallowed_the_exception_sees_none():
+    def fn(x, log):
+        with Exit(log, lambda t: False):
+            with contextlib.suppress(KeyError):
+                log.append(_lookup({}, "k"))
+            y = x * 2
+        return y
+
+    check_breaks(fn, lambda: (torch.randn(2), []), graphs=1, breaks=0)
+
+
+def test_an_exit_that_breaks_the_graph_breaks_at_the_raise():
+    class Printing:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, typ, value, tb):
+            print("exit", typ)
+            return True
+
+    def fn(x):
+        y = x + 1
+        with Printing():
+            raise KeyError("k")
+        return y * 2
+
+    check_breaks(fn, randn(2), graphs=1, breaks=1)
+
+
+def suppress_missing_key(x):
+    d = {}
+    with contextlib.suppress(KeyError):
+        d["a"]
+    return x + 1
+
+
+def suppress_division(x):
+    y = x + 1
+    with contextlib.suppress(ZeroDivisionError):
+        1 / 0  # noqa: B018 (the division raises)
+    return y * 2
+
+
+class SwallowValueError:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, value, tb):
+        return typ is not None and issubclass(typ, ValueError)
+
+
+def user_exit_swallows(x):
+    with SwallowValueError():
+        raise ValueError("x")
+    return x + 1
+
+
+def user_exit_lets_through(x):
+    try:
+        with SwallowValueError():
+            raise KeyError("k")
+    except KeyError:
+        x = x + 1
+    return x * 2
+
+
+def nullcontext_lets_through(x):
+    try:
+        with contextlib.nullcontext():
+            raise KeyError("k")
+    except KeyError:
+        x = x + 1
+    return x * 2
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        suppress_missing_key,
+        suppress_division,
+        user_exit_swallows,
+        user_exit_lets_through,
+        nullcontext_lets_through,
+    ],
+    ids=lambda fn: fn.__name__,
+)
+def test_with_exits_break_no_more_than_torch_compile(fn):
+    check_breaks(fn, randn(2), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, torch.randn(2))

@@ -7,10 +7,11 @@ and the ``PythonError`` a builtin raises, see ``Translator.step``). If ``will_be
 ``lasti`` from the code's exception table), where the handler opcodes below run as CPython runs
 them. Otherwise it is a graph break at the raising instruction: CPython raises it there, with the
 user's traceback. The decision is made before anything unwinds, by reading the handlers' code
-(``except`` clauses and their class expressions); a ``with`` block on the way, a generator frame or
-any code it does not recognise makes it a break. A graph break later, while an exception is being
-handled, abandons the trace (``convert`` falls back to Python): resume code cannot re-enter a
-handler.
+(``except`` clauses and their class expressions) and by tracing, on a trial undone after, the
+``__exit__`` of each ``with`` block on the way (a true result swallows the exception); an exit it
+cannot trace or any handler code it does not recognise makes it a break. A graph break later,
+while an exception is being handled, abandons the trace (``convert`` falls back to Python):
+resume code cannot re-enter a handler.
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ def _entry(tx: Translator, index: int) -> Entry | None:
 
 
 # -- deciding ----------------------------------------------------------------------------------
-def will_be_caught(tx: Translator, cls: type) -> bool:
-    """Does an ``except`` clause of ``tx`` or of a traced caller catch ``cls`` raised at ``tx``'s
-    current instruction, or a builtin between them (``hasattr`` catching the AttributeError of a
-    traced ``__getattr__``: ``Translator.builtin_catches``)? (Raises ``Unsupported`` when a
-    ``with`` block or unrecognised handler code is on the way.)"""
+def will_be_caught(tx: Translator, exc: ExceptionVariable) -> bool:
+    """Does an ``except`` clause of ``tx`` or of a traced caller catch ``exc`` raised at ``tx``'s
+    current instruction, a ``with`` block's ``__exit__`` swallow it, or a builtin between them
+    (``hasattr`` catching the AttributeError of a traced ``__getattr__``:
+    ``Translator.builtin_catches``)? (Raises ``Unsupported`` when an ``__exit__`` on the way does
+    not trace, or on unrecognised handler code.)"""
+    cls = exc.cls
     frame: Translator | None = tx
     while frame is not None:
-        if _frame_catches(frame, frame.ip - 1, cls):
+        if _frame_catches(frame, frame.ip - 1, exc):
             return True
         if frame.code.co_flags & CO_GENERATOR:  # the exception goes to whoever resumed it
             frame = frame.resumed_by
@@ -58,8 +61,9 @@ def will_be_caught(tx: Translator, cls: type) -> bool:
     return False
 
 
-def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
+def _frame_catches(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
     """Follow the handlers an exception raised at ``index`` would run in this frame."""
+    cls = exc.cls
     ins = tx.instructions
     for _ in range(64):
         entry = _entry(tx, index)
@@ -69,7 +73,9 @@ def _frame_catches(tx: Translator, index: int, cls: type) -> bool:
         names = [i.name for i in ins[target : target + 4]]
         if names[:1] == ["PUSH_EXC_INFO"]:
             if names[1:2] == ["WITH_EXCEPT_START"]:
-                index = _through_with_exit(tx, target, entry.depth)
+                index = _through_with_exit(tx, target, entry.depth, exc)
+                if index is None:
+                    return True  # the ``__exit__`` swallows it
                 continue
             if names[1:2] == ["POP_TOP"]:
                 return True  # a bare ``except:``
@@ -159,7 +165,7 @@ def _matches(cls: type, expected: VariableTracker) -> bool:
 # -- raising -----------------------------------------------------------------------------------
 def raise_traced(tx: Translator, exc: ExceptionVariable) -> None:
     """Raise ``exc`` at ``tx``'s current instruction: caught in the trace, or a graph break."""
-    if will_be_caught(tx, exc.cls):
+    if will_be_caught(tx, exc):
         exc.raised = True
         raise TracedException(exc)
     raise Unsupported(
@@ -174,13 +180,13 @@ def traced_python_error(tx: Translator, error: Unsupported) -> TracedException |
     if not isinstance(error, PythonError) or not is_simple_exception(type(error.exc)):
         return None
     try:
-        if not will_be_caught(tx, type(error.exc)):
+        args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
+        attrs = keyword_attributes(tx, error.exc)
+        exc = ExceptionVariable(type(error.exc), args, attrs=attrs, raised=True)
+        if not will_be_caught(tx, exc):
             return None
     except Unsupported:
         return None
-    args = [a.vt if isinstance(a, IdentityKey) else tx.fold(a) for a in error.exc.args]
-    attrs = keyword_attributes(tx, error.exc)
-    exc = ExceptionVariable(type(error.exc), args, attrs=attrs, raised=True)
     exc.set_context(_handled(tx))
     return TracedException(exc)
 
@@ -199,19 +205,56 @@ def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
     return True
 
 
-def _through_with_exit(tx: Translator, target: int, depth: int) -> int:
-    """An exception leaving a ``with`` block whose handler starts at ``target``: traced when the
-    context's exit ignores it (grad mode, autocast...; see ``ContextVariable``); the search goes on
-    from the handler's ``RERAISE``."""
+def _through_with_exit(
+    tx: Translator, target: int, depth: int, exc: ExceptionVariable
+) -> int | None:
+    """``exc`` leaving a ``with`` block of ``tx`` whose handler starts at ``target``: None where the
+    block's ``__exit__`` swallows it (returns a true value), else the index of the handler's
+    ``RERAISE``, where the search goes on. A context whose exit ignores exceptions (grad mode,
+    autocast...; see ``ContextVariable``) lets it through; any other ``__exit__`` is traced on a
+    trial (``_exit_swallows``)."""
     exit_vt = tx.stack[depth - 1] if 0 < depth <= len(tx.stack) else None
+    if exit_vt is None:
+        raise Unsupported("exception", f"no __exit__ below the with-block handler at {target}")
     ctx = getattr(exit_vt, "ctx", None)
-    if not getattr(ctx, "exit_ignores_exception", False):
-        raise Unsupported("exception", "an exception leaving a with-block in the trace")
+    if not getattr(ctx, "exit_ignores_exception", False) and _exit_swallows(tx, exit_vt, exc):
+        return None
     for i in range(target + 2, min(target + 8, len(tx.instructions))):
         inst = tx.instructions[i]
         if inst.name == "RERAISE" and inst.arg == 2:
             return i
     raise Unsupported("exception", f"unrecognised with-block cleanup at {target}")
+
+
+def _exit_swallows(tx: Translator, exit_vt: VariableTracker, exc: ExceptionVariable) -> bool:
+    """Does ``exit_vt(type(exc), exc, exc.__traceback__)`` return a true value? Traced as its
+    handler will trace it (``exc`` the exception being handled), then undone: the graph, side
+    effects, state and ``exc`` as they were, the caller's call in progress untouched. Anything the
+    trace cannot follow there (a break in ``__exit__``, an exception leaving it, a result from
+    tensor data) is a break at the raising instruction."""
+    output = tx.output
+    checkpoint = output.checkpoint()
+    kept = (tx.direct_callee, tx.inlined_direct, exc.context, dict(exc.attrs))
+    output.exc_info.append(exc)
+    try:
+        result = dispatch.call(tx, exit_vt, exit_arguments(tx, exc), {})
+        return dispatch.truth(tx, result)
+    except Exception as e:  # Unsupported, the translator's GraphBreak carrying one, or a raise
+        reason = e if isinstance(e, Unsupported) else getattr(e, "reason", None)
+        if not isinstance(reason, Unsupported) and not isinstance(e, TracedException):
+            raise
+        raise Unsupported(
+            "exception", f"the __exit__ an exception meets does not trace ({reason or 'it raises'})"
+        ) from None
+    finally:
+        output.restore(checkpoint)
+        tx.direct_callee, tx.inlined_direct, exc.context, exc.attrs = kept
+
+
+def exit_arguments(tx: Translator, exc: ExceptionVariable) -> list[VariableTracker]:
+    """What CPython gives a with-block's ``__exit__`` for ``exc``: its type, itself and its
+    ``__traceback__``."""
+    return [ConstantVariable(exc.python_type()), exc, dispatch.getattr_(tx, exc, "__traceback__")]
 
 
 def to_exception(tx: Translator, value: VariableTracker) -> ExceptionVariable:
@@ -264,8 +307,7 @@ def reraise(tx: Translator, inst: Instr) -> None:
 def with_except_start(tx: Translator, inst: Instr) -> None:
     """(exit lasti prev exc -- exit lasti prev exc result)  the block's ``__exit__`` with ``exc``"""
     exit_vt, exc = tx.stack[-4], tx.stack[-1]
-    args = [ConstantVariable(exc.python_type()), exc, ConstantVariable(None)]
-    tx.push(dispatch.call(tx, exit_vt, args, {}))
+    tx.push(dispatch.call(tx, exit_vt, exit_arguments(tx, exc), {}))
 
 
 @handler("PUSH_EXC_INFO")

@@ -98,6 +98,13 @@ class ContextVariable(VariableTracker):
     def exit(self, tx: Translator) -> VariableTracker:
         raise NotImplementedError
 
+    def exit_with(self, tx: Translator, args: list[VariableTracker]) -> VariableTracker:
+        """Leave it as an exception leaves the block: ``args`` are ``__exit__``'s (the exception's
+        type, itself, its traceback); the result says whether it swallows the exception."""
+        if self.exit_ignores_exception:
+            return self.exit(tx)  # None: the exception goes on
+        raise Unsupported("context_manager", "a with-block's __exit__ called with an exception")
+
     def recipe(self) -> ContextRecipe:
         raise Unsupported("context_manager", f"{self} cannot be rebuilt after a graph break")
 
@@ -211,9 +218,7 @@ class ContextExitVariable(VariableTracker):
         if len(args) != 3 or kwargs:
             raise Unsupported("context_manager", "a with-block's __exit__ with other arguments")
         plain = all(a.is_python_constant() and a.as_python_constant() is None for a in args)
-        if not plain and not self.ctx.exit_ignores_exception:
-            raise Unsupported("context_manager", "a with-block's __exit__ called with an exception")
-        return self.ctx.exit(tx)  # None: an exception goes on
+        return self.ctx.exit(tx) if plain else self.ctx.exit_with(tx, args)
 
     def reconstruct(self, cg: Codegen) -> None:
         self.ctx.load_exit(cg)
@@ -471,7 +476,10 @@ class UserMethodContextVariable(ContextVariable):
 
     def exit(self, tx: Translator) -> VariableTracker:
         none = ConstantVariable(None)
-        result = self.obj.call_method(tx, "__exit__", [none, none, none], {})
+        return self.exit_with(tx, [none, none, none])
+
+    def exit_with(self, tx: Translator, args: list[VariableTracker]) -> VariableTracker:
+        result = self.obj.call_method(tx, "__exit__", list(args), {})
         self.record(tx, "exit")
         return result
 
