@@ -464,3 +464,16 @@ def nullcontext_lets_through(x):
 def test_with_exits_break_no_more_than_torch_compile(fn):
     check_breaks(fn, randn(2), graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, torch.randn(2))
+
+
+def test_an_input_context_swallowing_the_exception_runs_the_code_after_the_block():
+    """The context comes from the caller (its exit could run after a break): its ``__exit__``
+    returning True is traced, so the code after the block runs, as in eager."""
+
+    def fn(x, ctx):
+        y = x + 1
+        with ctx:
+            raise ValueError("v")
+        return y + 1, ctx.log
+
+    check_breaks(fn, lambda: (torch.randn(2), Exit([], lambda t: True)), graphs=1, breaks=0)
