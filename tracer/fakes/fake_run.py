@@ -54,6 +54,7 @@ def run(
             else:
                 result = target(*args, **kwargs)
         _check_inference_writes(probe, name)
+        _check_overlapping_writes(probe, name)
         return result
     except _DATA_DEPENDENT as e:
         if shapes.shape_env is None:  # the first number computed from data: a symbol
@@ -91,6 +92,23 @@ def _check_inference_writes(probe: Any, name: str) -> None:
             "op_error",
             f"{name} writes into an inference tensor outside inference mode, which raises",
         )
+
+
+def _check_overlapping_writes(probe: Any, name: str) -> None:
+    """What eager's kernels refuse and fake kernels let through: an operator writing into a tensor
+    whose elements share memory (an ``expand``ed one: a stride 0 over a size above 1) raises in
+    eager ("more than one element of the written-to tensor refers to a single memory location"),
+    or only warns (``fill_``, ``masked_fill_``, ``index_put_``); AOTAutograd's functional graph
+    would write it element by element, without an error. ``op_error``: the call runs in Python,
+    which does what eager does."""
+    for t in probe.written:
+        if any(
+            type(stride) is int and stride == 0 and type(size) is int and size > 1
+            for size, stride in zip(t.shape, t.stride(), strict=True)
+        ):
+            raise Unsupported(
+                "op_error", f"{name} writes into a tensor whose elements share memory (expanded)"
+            )
 
 
 def as_fake(vt: Any) -> Any:
