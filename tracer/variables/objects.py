@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ...guards import kinds
 from ...guards.sources import (
     AttrSource,
     CallSource,
@@ -678,7 +677,7 @@ class GlobalsItems(collections.abc.Mapping):
         real = tuple(self.f_globals)
         if tx is None:
             return iter(real)
-        tx.output.add_guard(kinds.DICT_KEYS(GlobalsSource(), real))
+        tx.output.assume_keys(GlobalsSource(), real)
         effects = tx.output.side_effects
         kept = [k for k in real if not effects.global_deleted(k)]
         added = [k for k in effects.global_stores if k not in self.f_globals]
@@ -705,8 +704,8 @@ class GlobalsItems(collections.abc.Mapping):
 def _real_global(tx: Translator, f_globals: dict, name: str) -> bool:
     """Is ``name`` a key of the real globals? Guarded either way."""
     present = name in f_globals
-    guard = kinds.KEY_PRESENT if present else kinds.KEY_ABSENT
-    tx.output.add_guard(guard(GlobalsSource(), name))
+    assume = tx.output.assume_key_present if present else tx.output.assume_key_absent
+    assume(GlobalsSource(), name)
     return present
 
 
