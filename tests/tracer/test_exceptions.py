@@ -477,3 +477,27 @@ def test_an_input_context_swallowing_the_exception_runs_the_code_after_the_block
         return y + 1, ctx.log
 
     check_breaks(fn, lambda: (torch.randn(2), Exit([], lambda t: True)), graphs=1, breaks=0)
+
+
+class RaisingExit:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, value, tb):
+        raise RuntimeError("in exit")
+
+
+def test_an_exception_raised_by_an_exit_breaks_at_the_raise():
+    """CPython's RuntimeError from ``__exit__`` (the KeyError its context) reaches the enclosing
+    handler: the block runs in Python, no fallback."""
+
+    def fn(x, log):
+        y = x + 1
+        try:
+            with RaisingExit():
+                raise KeyError("k")
+        except RuntimeError as e:
+            log.append((str(e), type(e.__context__).__name__))
+        return y
+
+    check_breaks(fn, lambda: (torch.randn(2), []), graphs=1, breaks=1)

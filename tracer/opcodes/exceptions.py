@@ -217,7 +217,8 @@ def _through_with_exit(
     if exit_vt is None:
         raise Unsupported("exception", f"no __exit__ below the with-block handler at {target}")
     ctx = getattr(exit_vt, "ctx", None)
-    if not getattr(ctx, "exit_ignores_exception", False) and _exit_swallows(tx, exit_vt, exc):
+    ignores = getattr(ctx, "exit_ignores_exception", False)
+    if not ignores and _exit_swallows(tx, exit_vt, exc, target + 2):
         return None
     for i in range(target + 2, min(target + 8, len(tx.instructions))):
         inst = tx.instructions[i]
@@ -226,15 +227,20 @@ def _through_with_exit(
     raise Unsupported("exception", f"unrecognised with-block cleanup at {target}")
 
 
-def _exit_swallows(tx: Translator, exit_vt: VariableTracker, exc: ExceptionVariable) -> bool:
+def _exit_swallows(
+    tx: Translator, exit_vt: VariableTracker, exc: ExceptionVariable, after: int
+) -> bool:
     """Does ``exit_vt(type(exc), exc, exc.__traceback__)`` return a true value? Traced as its
-    handler will trace it (``exc`` the exception being handled), then undone: the graph, side
-    effects, state and ``exc`` as they were, the caller's call in progress untouched. Anything the
-    trace cannot follow there (a break in ``__exit__``, an exception leaving it, a result from
-    tensor data) is a break at the raising instruction."""
+    handler will trace it (``exc`` the exception being handled, the frame at its
+    ``WITH_EXCEPT_START``, whose index ends before ``after``: an exception leaving ``__exit__``
+    meets the handlers CPython's does), then undone: the graph, side effects, state and ``exc`` as
+    they were, the frame's instruction and call in progress untouched. Anything the trace cannot
+    follow there (a break in ``__exit__``, an exception leaving it, a result from tensor data) is a
+    break at the raising instruction."""
     output = tx.output
     checkpoint = output.checkpoint()
-    kept = (tx.direct_callee, tx.inlined_direct, exc.context, dict(exc.attrs))
+    kept = (tx.ip, tx.direct_callee, tx.inlined_direct, exc.context, dict(exc.attrs))
+    tx.ip = after
     output.exc_info.append(exc)
     try:
         result = dispatch.call(tx, exit_vt, exit_arguments(tx, exc), {})
@@ -248,7 +254,7 @@ def _exit_swallows(tx: Translator, exit_vt: VariableTracker, exc: ExceptionVaria
         ) from None
     finally:
         output.restore(checkpoint)
-        tx.direct_callee, tx.inlined_direct, exc.context, exc.attrs = kept
+        tx.ip, tx.direct_callee, tx.inlined_direct, exc.context, exc.attrs = kept
 
 
 def exit_arguments(tx: Translator, exc: ExceptionVariable) -> list[VariableTracker]:
