@@ -273,3 +273,33 @@ def test_a_function_of_the_module_reads_the_global_the_trace_stored():
         torch.testing.assert_close(compiled(torch.ones(2)), torch.ones(2) + 6)
     finally:
         globals()["Y"] = 1
+
+
+LOOP_A = 1
+LOOP_B = 2
+
+
+def names_with_a_break(t):
+    for name in globals():
+        if name.startswith("LOOP_"):
+            print(name)
+            t = t + globals()[name]
+    return t
+
+
+def items_with_a_break(t):
+    for name, value in globals().items():
+        if name.startswith("LOOP_"):
+            print(name, value)
+            t = t + value
+    return t
+
+
+@pytest.mark.parametrize("fn", [names_with_a_break, items_with_a_break], ids=lambda f: f.__name__)
+def test_a_loop_over_globals_resumes_after_a_break(fn):
+    """The rest of the loop (names, or names and values read as the rewritten code finds them
+    after the replay) goes to the resume function: no fallback, eager's values and output."""
+    from tests.difftest import check_breaks
+
+    bytegraph.reset()
+    check_breaks(fn, lambda: (torch.ones(2),), graphs=2, breaks=2)

@@ -696,9 +696,25 @@ class GlobalsItems(collections.abc.Mapping):
         return _real_global(tx, self.f_globals, name)
 
     def __getitem__(self, name: str) -> VariableTracker:
+        if RUNNING.tx is None:  # rewritten code making a loop's rest of items, after the replay
+            return GlobalValueVariable(name)
         if name not in self:
             raise KeyError(name)
         return RUNNING.tx.root.load_global(name)
+
+
+@dataclass(eq=False)
+class GlobalValueVariable(VariableTracker):
+    """A global as rewritten code reads it after the replay of the trace's stores (the rest of a
+    loop over ``globals().items()`` handed to a resume function): ``globals()[name]``."""
+
+    name: str
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.load_const(globals)
+        cg.call_function(0)
+        cg.load_const(self.name)
+        cg.subscr()
 
 
 def _real_global(tx: Translator, f_globals: dict, name: str) -> bool:
