@@ -4,8 +4,15 @@ graph and break counts."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+import warnings
+
+import pytest
 import torch
 from difftest import check_breaks
+from dynamo_baseline import assert_no_more_breaks
 
 import bytegraph
 
@@ -65,6 +72,78 @@ def test_print_result_used():
         return b if r is None else a
 
     check_breaks(fn, randn(3), graphs=1, breaks=1)
+
+
+#: where ``test_print_order_with_writes_warnings_and_a_raise`` writes: stdout and stderr in one
+#: buffer, so their order shows
+_WRITTEN = io.StringIO()
+
+
+def _capture_all():
+    _WRITTEN.seek(0)
+    _WRITTEN.truncate()
+
+
+def test_print_order_with_writes_warnings_and_a_raise():
+    """``print`` (with ``sep``/``end``/``flush``, to stdout, to stderr, of a tensor and of an
+    f-string of Python numbers) runs where eager runs it, as torch.compile's does (a break: print
+    is in no ``reorderable_logging_functions`` by default), in order with ``sys.stdout.write``
+    and a warning; a raise after them leaves them written."""
+
+    def fn(a):
+        b = a * 3
+        print("b is", b, sep="-", end="!\n", flush=True)
+        sys.stdout.write("written\n")
+        n, loss = 2, 0.125
+        print(f"step {n} loss {loss:.3f}", file=sys.stderr)
+        warnings.warn("careful", stacklevel=1)
+        c = b.sin()
+        if c.shape[0] == 3:
+            raise ValueError(f"{n} is too many")
+        return c
+
+    def run(f, x):
+        _capture_all()
+        with contextlib.redirect_stdout(_WRITTEN), contextlib.redirect_stderr(_WRITTEN):
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")
+                warnings.showwarning = lambda msg, *_: print("warning:", msg, file=sys.stderr)
+                with pytest.raises(ValueError, match="2 is too many"):
+                    f(x)
+        return _WRITTEN.getvalue()
+
+    x = torch.randn(3)
+    expected = run(fn, x)
+    compiled = bytegraph.compile(fn)
+    for _ in range(2):
+        assert run(compiled, x) == expected
+    with pytest.warns(UserWarning, match="careful"):
+        report = bytegraph.explain(fn)(torch.randn(2))
+    assert report.graph_break_count == 3
+    assert_no_more_breaks(3, fn, torch.randn(2))
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_manual_seed_then_draws(first):
+    """``torch.manual_seed(n)`` in a compiled function runs in Python, as torch.compile runs it
+    (``torch._dynamo`` wraps it in ``_disable_dynamo``: a break): the draws after it and the
+    generator's state after the call are eager's."""
+
+    def fn(a):
+        b = a if first else a + torch.randn(3)
+        torch.manual_seed(7)
+        return b * torch.randn(3) + torch.rand(3), torch.randint(0, 9, (2,))
+
+    graphs = 1 if first else 2
+    check_breaks(
+        fn,
+        randn(3),
+        graphs=graphs,
+        breaks=1,
+        setup=lambda: torch.manual_seed(0),
+        observe=torch.get_rng_state,
+    )
+    assert_no_more_breaks(1, fn, torch.randn(3))
 
 
 def test_torch_save(tmp_path):
