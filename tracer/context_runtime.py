@@ -72,9 +72,10 @@ class ContextExit:
         return f"ContextExit({self.key!r})"
 
 
-def exit_with(exit_fn: Callable[..., Any], exc: BaseException) -> Any:
-    """A ``with`` block's handler: leave the context with the exception ``exc`` being raised."""
-    return exit_fn(type(exc), exc, exc.__traceback__)
+def exit_with(exit_fn: Callable[..., Any], exc: BaseException) -> bool:
+    """A ``with`` block's handler: leave the context with the exception ``exc`` being raised;
+    whether the context swallows it (its ``__exit__`` returns a true value)."""
+    return bool(exit_fn(type(exc), exc, exc.__traceback__))
 
 
 # -- graph nodes -----------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ those starting inside a try/with block, which run in plain Python so exception h
 
 from __future__ import annotations
 
+import dis
+import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,6 +129,13 @@ def _emit_break_code(
     exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
     if len(exits) > 1 or None in exits:
         raise Unsupported("resume", "a break in a callee called inside nested with blocks")
+    if exits and _may_swallow(exits[0]):
+        # the handler below re-raises; an exit swallowing the exception goes on after its block,
+        # in the caller: the call runs as the instruction that breaks (``_emit_inline``) instead
+        raise Unsupported(
+            "resume",
+            "a break in a callee called inside a with block whose exit may swallow an exception",
+        )
     protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exits else None
     if protect is not None:
         cg.instrs.append(protect)
@@ -457,14 +466,29 @@ def _emit_inline(
             _resume_with_stack(
                 cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume
             )
-    if protect is not None:
+    if protect is not None and not _may_swallow(exit_vt):
         _emit_exit_handler(cg, protect.target, exit_vt)
+    elif protect is not None:
+        below = frame.stack.index(exit_vt)  # the stack the handler unwinds to: these, the exit
+        swallowed = Label()
+        _emit_exit_handler(cg, protect.target, exit_vt, swallowed)
+        # ``__exit__`` swallowed the exception: on after the block, as the original handler goes
+        cg.label(swallowed)
+        cg.pop_top()  # the exception
+        cg.add("POP_EXCEPT")
+        cg.pop_top()  # the exit
+        after = _after_swallowed(tx, tx.handlers[index])
+        _resume_with_stack(cg, frame, after, below, names, slots, resume)
 
 
-def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> None:
+def _emit_exit_handler(
+    cg: Codegen, label: Label, exit_vt: VariableTracker, swallowed: Label | None = None
+) -> None:
     """If the instruction raised: call the ``with`` block's ``__exit__`` with the exception (leaving
     the context), then re-raise, as the original block's handler would (its own cleanup
-    included)."""
+    included). Where ``__exit__`` returns a true value it swallows the exception: the code jumps
+    to ``swallowed`` (the exception and its predecessor's exc_info on the stack), or, where no
+    such label is given (``exit_vt``'s exit ignores exceptions), re-raises all the same."""
     cleanup = TryBegin(Label(), push_lasti=True, stack_depth=UNSET)
     cg.label(label)
     cg.instrs.append(cleanup)
@@ -473,13 +497,69 @@ def _emit_exit_handler(cg: Codegen, label: Label, exit_vt: VariableTracker) -> N
     exit_vt.reconstruct(cg)
     cg.copy(4)  # exc (the callable and its NULL sit between, in either order)
     cg.call(2)
-    cg.pop_top()
+    if swallowed is not None:
+        cg.pop_jump_if_true(swallowed)
+    else:
+        cg.pop_top()
     cg.add("RERAISE", 0)
     cg.instrs.append(TryEnd(cleanup))
     cg.label(cleanup.target)
     cg.add("COPY", 3)
     cg.add("POP_EXCEPT")
     cg.add("RERAISE", 1)
+
+
+def _may_swallow(exit_vt: ContextExitVariable) -> bool:
+    """May the ``__exit__`` of this open block return a true value (swallow an exception)? Not
+    where its context says it ignores exceptions, nor where it is a Python function of the
+    object's class whose every ``return`` gives None or False."""
+    ctx = exit_vt.ctx
+    if ctx.exit_ignores_exception:
+        return False
+    value = getattr(getattr(ctx, "obj", None), "value", None)
+    method = inspect.getattr_static(type(value), "__exit__", None) if value is not None else None
+    if not isinstance(method, types.FunctionType):
+        return True
+    instructions = list(dis.get_instructions(method.__code__))
+    for i, inst in enumerate(instructions):
+        before = instructions[i - 1] if i else None
+        if inst.opname == "RETURN_CONST":  # NOTE(3.12): ``return <constant>`` in one instruction
+            returned = (inst.argval,)
+        elif inst.opname == "RETURN_VALUE":
+            returned = (
+                (before.argval,) if before is not None and before.opname == "LOAD_CONST" else ()
+            )
+        else:
+            continue
+        if not returned or returned[0] not in (None, False):
+            return True
+    return False
+
+
+#: What a ``with`` block's handler runs once ``__exit__`` swallowed the exception: it pops the
+#: exception, restores the one handled before, pops the raising offset and the exit.
+_SWALLOWED_CLEANUP = frozenset({"POP_TOP", "POP_EXCEPT"})
+_JUMPS = frozenset(
+    {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
+)
+
+
+def _after_swallowed(tx: Any, handler: int) -> int:
+    """The instruction CPython runs next when the ``__exit__`` of the ``with`` block whose handler
+    starts at ``handler`` swallows the exception: past the handler's jump on the exit's result
+    and its cleanup (a jump after it followed), the stack left as it was below the exit."""
+    ins = tx.instructions
+    for i in range(handler + 2, min(handler + 5, len(ins))):
+        if ins[i].name.startswith("POP_JUMP") and ins[i].name.endswith("IF_TRUE"):
+            at = tx.labels[ins[i].arg]
+            break
+    else:
+        raise Unsupported("resume", f"unrecognised with-block handler at {handler}")
+    while at < len(ins) and ins[at].name in _SWALLOWED_CLEANUP:
+        at += 1
+    if at < len(ins) and ins[at].name in _JUMPS:
+        at = tx.labels[ins[at].arg]
+    return at
 
 
 def _operands(inst: Instr) -> int:

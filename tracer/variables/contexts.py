@@ -260,6 +260,10 @@ class CarriedContextVariable(ContextVariable):
 
     key: tuple = ()
 
+    #: every kind carried (grad and inference mode, autocast, device, null, record_function)
+    #: leaves the same way whatever exception leaves the block, and swallows none
+    exit_ignores_exception = True
+
     @property
     def kind(self) -> CarriedKind:
         return CARRIED_KINDS[self.key[0]]
