@@ -348,7 +348,15 @@ class OutputGraph:
     def call_method(self, name: str, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
         return self._create("call_method", name, args, kwargs)
 
-    def _create(self, op: str, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+    def call_effectful(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> VariableTracker:
+        """``call_function`` whose node every graph keeps although nothing reads its result (the
+        copy an in-place collective writes back): marked here, as its result may be an operand's
+        tracker, whose node is another."""
+        return self._create("call_function", target, args, kwargs, effectful=True)
+
+    def _create(
+        self, op: str, target: Any, args: tuple, kwargs: dict[str, Any], effectful: bool = False
+    ) -> VariableTracker:
         try:
             fake_args = tuple(fake_run.as_fake(a) for a in args)
             fake_kwargs = {k: fake_run.as_fake(v) for k, v in kwargs.items()}
@@ -393,6 +401,13 @@ class OutputGraph:
             node.meta["unbacked_bindings"] = bindings
         node.meta["stack_trace"] = self._stack_trace()
         self.created.append(node)
+        if effectful:
+            effects.mark_effectful(node)
+        operands = (*args, *kwargs.values()), (*fake_args, *fake_kwargs.values())
+        given = _given_back(example, *operands, probe.written)
+        if given is not None:  # ``w -= g``, ``y = x.add_(1)``, ``out=``: the operand itself
+            node.meta["example_value"] = example
+            return given
         return self._wrap_result(node, example, probe, reread)
 
     def watch_text(self, tensor: VariableTracker) -> None:
@@ -792,3 +807,19 @@ def _check_no_new_leaf(name: str, example: Any, grad_before: dict[int, bool]) ->
         f"{name} makes a tensor that requires grad as an autograd leaf",
         hint="make it outside the compiled function, or pass it in",
     )
+
+
+def _given_back(
+    example: Any, args: tuple, fake_args: tuple, written: list[torch.Tensor]
+) -> VariableTracker | None:
+    """The tracker of the operand an operator wrote and gives back as its result (an in-place
+    operator returns its tensor, ``out=`` the tensor it wrote): the same object, so the same
+    tracker, with its class (an ``nn.Parameter`` stays one), its source (``.grad`` and attributes
+    are read from the object) and what the trace stored on it. An operator returning an operand
+    it did not write (``wait_tensor``) makes a node of its own, which later nodes read."""
+    if not isinstance(example, torch.Tensor) or not any(w is example for w in written):
+        return None
+    for vt, fake in zip(args, fake_args, strict=True):
+        if fake is example and isinstance(vt, TensorVariable):
+            return vt
+    return None

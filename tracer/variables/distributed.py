@@ -461,8 +461,8 @@ def _copy_back(tx: Translator, dst: TensorVariable, src: TensorVariable) -> None
     """``dst.copy_(src)`` (viewed as ``dst`` if shapes differ): an in-place collective's effect."""
     if tuple(dst.example.shape) != tuple(src.example.shape):
         src = tx.output.call_method("view_as", (src, dst), {})
-    copied = tx.output.call_function(torch.ops.aten.copy_.default, (dst, src), {})
-    mark_effectful(copied.node)  # kept, like the collective, even when ``dst`` is never read
+    # kept, like the collective, even when ``dst`` is never read
+    tx.output.call_effectful(torch.ops.aten.copy_.default, (dst, src), {})
 
 
 def _done(a: Args) -> VariableTracker:
