@@ -21,6 +21,7 @@ import torch.fx
 from torch._functorch.aot_autograd import aot_module_simplified
 from torch._functorch.partitioners import default_partition
 
+from ..sizes_from_data import compile_with_symbols
 from ..state_nodes import has_runtime_nodes
 from . import cudagraphs
 from .config import Options
@@ -153,8 +154,19 @@ def compile_aten_graph(
     return compiled
 
 
+def _sizes_from_data(gm: torch.fx.GraphModule) -> bool:
+    """Does a value of ``gm`` have a size read from tensor data (an unbacked symbol: ``x[mask]``,
+    ``nonzero``)? The lowering does not bind those: such a graph runs with torch."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    return any(free_unbacked_symbols(node.meta.get("val")) for node in gm.graph.nodes)
+
+
 def _compiler(graphs: list[CompiledGraph | EagerGraph], options: Options) -> Callable[..., Any]:
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        if _sizes_from_data(gm):
+            graphs.append(EagerGraph(gm, "a size read from tensor data is not lowered"))
+            return graphs[-1]
         try:
             compiled: CompiledGraph | EagerGraph = compile_aten_graph(gm, example_inputs, options)
         except Exception as e:  # never fail the program: this graph runs with torch instead
@@ -203,12 +215,16 @@ def compile_triton(
     gm, unwrap = tuple_output(gm)
     graphs: list[CompiledGraph | EagerGraph] = []
     compiler = _compiler(graphs, options or Options())
-    fn = aot_module_simplified(
+    fn = compile_with_symbols(
+        lambda inputs: aot_module_simplified(
+            gm,
+            list(inputs),
+            fw_compiler=compiler,
+            bw_compiler=compiler,
+            partition_fn=_partition,
+            decompositions=decomposition_table(),
+        ),
         gm,
-        list(example_inputs),
-        fw_compiler=compiler,
-        bw_compiler=compiler,
-        partition_fn=_partition,
-        decompositions=decomposition_table(),
+        example_inputs,
     )
     return TritonCompiledFunction(fn, graphs, unwrap)

@@ -169,13 +169,15 @@ def _masked_write_backward(x, v):
     [_masked_read, _masked_add, _nonzero_count, _masked_write_backward],
     ids=lambda f: f.__name__,
 )
-def test_sizes_from_data_compile_with_aot_eager(fn):
+@pytest.mark.parametrize("backend", ["aot_eager", "triton"])
+def test_sizes_from_data_compile_with_aot_autograd(fn, backend):
     """A boolean-mask read or write, ``nonzero``: a size read from data, in the forward or in the
     backward AOTAutograd derives. The graph (one, as with the eager backend) compiles with
-    ``aot_eager`` as it does with Inductor: AOTAutograd's fakes of the real inputs have no
-    symbols, so the compile is made again in the trace's fake mode (it ran in Python)."""
+    ``aot_eager`` and ``triton`` as it does with Inductor: AOTAutograd's fakes of the real inputs
+    have no symbols, so the compile is made again in the trace's fake mode (it ran in Python).
+    The triton backend runs a graph holding such a size with torch (its lowering binds none)."""
     bytegraph.reset()
-    compiled = bytegraph.compile(fn, backend="aot_eager")
+    compiled = bytegraph.compile(fn, backend=backend)
     torch.manual_seed(0)
     for _ in range(2):
         x, v = torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)
