@@ -1849,12 +1849,19 @@ def _counter_getitem(tx, obj, key):
     return obj.items.get(_key(key, obj.items), ConstantVariable(0))
 
 
+def _counter_delitem(tx, obj, key):
+    # a missing key is no KeyError
+    obj.items.pop(_key(key, obj.items), None)
+    return NONE
+
+
 DICT_SUBCLASS_METHODS = {
     collections.Counter: {
         "update": (True, _counter_update),
         "most_common": (False, _most_common),
         "total": (False, lambda tx, obj: ConstantVariable(sum(map(_counted, obj.items.values())))),
         "__getitem__": (False, _counter_getitem),
+        "__delitem__": (True, _counter_delitem),
     },
 }
 
@@ -2427,6 +2434,10 @@ def call_method(
         # a C method of the class with a Python equivalent (``t.__reduce_ex__(2)``): run with
         # the container first, as the C method runs with it as ``self``
         static = type_lookup(obj.python_type(), name)
+        if isinstance(obj, DictVariable) and isinstance(static, types.FunctionType):
+            # a Python method of a ``collections`` dict its table leaves out (``Counter``'s
+            # ``subtract``, ``elements``, ``_keep_positive``): inlined, as CPython runs it
+            return dispatch.call(tx, tx.wrap_static(static), [obj, *args], kwargs)
         polyfill = polyfills.lookup(static) if isinstance(static, _C_METHODS) else None
         if polyfill is not None:
             return dispatch.call(tx, tx.wrap_static(polyfill), [obj, *args], kwargs)
