@@ -7,10 +7,15 @@ Dynamo traces into bytegraph's module hooks and counts more breaks."""
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
-from difftest import check_breaks
-from dynamo_baseline import dynamo_counts
+from difftest import assert_same, break_count, check_breaks, compile_counted
+from dynamo_baseline import assert_no_more_breaks, dynamo_counts
 from torch import nn
+
+from bytegraph.explain import Recorder
 
 
 class Probe(nn.Module):
@@ -113,3 +118,73 @@ def test_a_container_built_in_forward_from_the_modules_layers():
     m.layers[0].s = 3.0
     m.layers[1] = Scaled()
     check_breaks(m, lambda: (x,), graphs=2, breaks=0, compiled=compiled, counter=counter)
+
+
+class Rewired(nn.Module):
+    """A ``ModuleDict`` written in ``forward``: a child taken out and put back last, one put in
+    from another attribute, one replaced by a module made there."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.d = nn.ModuleDict({"a": self.first, "b": nn.ReLU()})
+        self.spare = nn.Tanh()
+
+    def forward(self, x):
+        self.d["c"] = self.spare
+        del self.d["a"]
+        self.d["b"] = nn.Sigmoid()
+        for m in self.d.values():
+            x = m(x)
+        seen = list(self.d), len(self.d), "a" in self.d, hasattr(self.d, "a")
+        self.d["a"] = self.first
+        return x, seen
+
+
+class Refused(Rewired):
+    """What ``ModuleDict`` refuses: a missing key deleted, an attribute's name as a key;
+    ``self.d.a`` once ``a`` is deleted."""
+
+    def forward(self, x):
+        del self.d["a"]
+        errors = []
+        try:
+            del self.d["zz"]
+        except KeyError as e:
+            errors.append(repr(e))
+        try:
+            self.d["training"] = nn.ReLU()
+        except KeyError as e:
+            errors.append(repr(e))
+        try:
+            errors.append(self.d.a)
+        except AttributeError as e:
+            errors.append(repr(e))
+        self.d["a"] = self.first
+        return x + 1, errors, getattr(self.d, "zz", None)
+
+
+def _children(model):
+    """Each child of ``model.d`` in order: its name, class and which attribute of ``model`` it
+    is (None for a module made in ``forward``)."""
+    attrs = {id(v): k for k, v in vars(model)["_modules"].items() if k != "d"}
+    return [(n, type(c), attrs.get(id(c))) for n, c in model.d._modules.items()]
+
+
+@pytest.mark.parametrize("cls", [Rewired, Refused])
+def test_module_dict_written_in_forward(cls):
+    x = torch.randn(2, 4)
+    assert_no_more_breaks(0, cls(), x)
+    model = cls()
+    eager = copy.deepcopy(model)
+    compiled, counter = compile_counted(model)
+    recorder = Recorder()
+    for _ in range(3):
+        with recorder:
+            actual = compiled(x)
+        expected = eager(x)
+        assert_same(actual, expected)
+        assert _children(model) == _children(eager)
+        assert model.d["a"] is model.first
+    # the first call leaves the keys in another order, which the guards see: one trace more
+    assert (counter.frame_count, break_count(recorder.report())) == (2, 0)

@@ -393,6 +393,8 @@ class NNModuleVariable(UserObjectVariable):
             # a missing attribute: ``nn.Module.__getattr__`` looks in each table the instance
             # ``__dict__`` holds (``UserObjectVariable`` guards the rest)
             for table in MEMBER_TABLES:
+                if held_table(tx, module, table) is not None:
+                    continue  # read as a whole: its keys are guarded, the trace's deletions kept
                 if table in module.__dict__:
                     tx.output.assume_key_absent(AttrSource(self.source, table), name)
                 else:
@@ -421,9 +423,7 @@ class NNModuleVariable(UserObjectVariable):
         entries = self.value.__dict__.get(table, {})
         held = held_table(tx, self.value, table)
         if held is not None and name not in held.items:
-            if name in entries:
-                raise Unsupported("module_members", f"{table}[{name!r}] deleted in the trace")
-            return None
+            return None  # the held table's keys are guarded: its own deletion, if in ``entries``
         if held is None and name not in entries:
             return None
         pending = tx.output.side_effects.load_attr(self, name)
@@ -1263,6 +1263,33 @@ install()
 
 
 __all__ = ["EPOCH", "NNModuleVariable"]
+
+
+# ``module[key] = value`` and ``del module[key]`` (``nn.ModuleDict``'s, a user container's).
+
+
+@dispatch.rule("setitem", NNModuleVariable)
+def _module_setitem(
+    tx: Translator, obj: NNModuleVariable, key: VariableTracker, value: VariableTracker
+) -> None:
+    """The class's ``__setitem__`` inlined: ``ModuleDict``'s is ``add_module``, whose checks
+    raise as eager's, whose write into ``_modules`` is the member table's (``member_table``)
+    and whose registration hooks move ``EPOCH`` after the replay."""
+    obj.call_method(tx, "__setitem__", [key, value], {})
+
+
+@dispatch.rule("delitem", NNModuleVariable)
+def _module_delitem(tx: Translator, obj: NNModuleVariable, key: VariableTracker) -> None:
+    """``ModuleDict.__delitem__``, ``del self._modules[key]``: the member table's deletion (a
+    missing key its KeyError), ``EPOCH`` moved after the replay as the method's wrapper moves it
+    (``_install``); another class's ``__delitem__`` inlined."""
+    if type_lookup(obj.python_type(), "__delitem__") is not nn.ModuleDict.__delitem__:
+        obj.call_method(tx, "__delitem__", [key], {})
+        return
+    if obj.source is None:  # a module made in the trace: its table has no source to read
+        raise Unsupported("delitem", f"del {obj}[...]")
+    dispatch.delitem(tx, obj.member_table(tx, "_modules"), key)
+    tx.output.side_effects.call_after(_bump_observed, [obj])
 
 
 # ``nn.Module`` instances created during the trace.
