@@ -106,7 +106,14 @@ def _args():
     return torch.ones(2), Counter("abcb")
 
 
+#: Where torch 2.11's Dynamo compiles no graph (newer releases do): no baseline there.
+NO_BASELINE = {
+    _elements: "torch 2.11's Dynamo runs Counter.elements in Python (it cannot rebuild the "
+    "chain iterator elements returns)",
+}
+
+
 @pytest.mark.parametrize("fn", FUNCTIONS)
 def test_counter_methods(fn):
     check_breaks(fn, _args, graphs=1, breaks=0)
-    assert_no_more_breaks(0, fn, *_args())
+    assert_no_more_breaks(0, fn, *_args(), baseline_missing=NO_BASELINE.get(fn, ""))

@@ -174,7 +174,8 @@ def _children(model):
 @pytest.mark.parametrize("cls", [Rewired, Refused])
 def test_module_dict_written_in_forward(cls):
     x = torch.randn(2, 4)
-    assert_no_more_breaks(0, cls(), x)
+    missing = "torch 2.11's Dynamo fails on a ModuleDict key deleted in the forward (KeyError)"
+    assert_no_more_breaks(0, cls(), x, baseline_missing=missing if cls is Refused else "")
     model = cls()
     eager = copy.deepcopy(model)
     compiled, counter = compile_counted(model)
