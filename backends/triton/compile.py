@@ -23,6 +23,7 @@ from torch._functorch.partitioners import default_partition
 
 from ..sizes_from_data import compile_with_symbols
 from ..state_nodes import has_runtime_nodes
+from ..tensorify_restart import compile_again_on_restart
 from . import cudagraphs
 from .config import Options
 from .decompositions import decomposition_table
@@ -216,13 +217,15 @@ def compile_triton(
     graphs: list[CompiledGraph | EagerGraph] = []
     compiler = _compiler(graphs, options or Options())
     fn = compile_with_symbols(
-        lambda inputs: aot_module_simplified(
-            gm,
-            list(inputs),
-            fw_compiler=compiler,
-            bw_compiler=compiler,
-            partition_fn=_partition,
-            decompositions=decomposition_table(),
+        lambda inputs: compile_again_on_restart(
+            lambda: aot_module_simplified(
+                gm,
+                list(inputs),
+                fw_compiler=compiler,
+                bw_compiler=compiler,
+                partition_fn=_partition,
+                decompositions=decomposition_table(),
+            )
         ),
         gm,
         example_inputs,
