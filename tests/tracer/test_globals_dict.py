@@ -303,3 +303,28 @@ def test_a_loop_over_globals_resumes_after_a_break(fn):
 
     bytegraph.reset()
     check_breaks(fn, lambda: (torch.ones(2),), graphs=2, breaks=2)
+
+
+@pytest.fixture
+def builtins_holding_itself(monkeypatch):
+    """The builtins dict as a dataclass made by ``exec`` in a namespace with no ``__name__``
+    leaves it (its class's module is ``builtins``, where ``dataclasses`` defines the methods):
+    holding itself at ``__builtins__``, which every module's ``__builtins__`` then shows."""
+    import builtins
+
+    monkeypatch.setitem(vars(builtins), "__builtins__", vars(builtins))
+
+
+@pytest.mark.parametrize("fn", [read_items, iterate_names, count_names], ids=lambda f: f.__name__)
+def test_globals_whose_builtins_hold_themselves(builtins_holding_itself, fn):
+    """Carried through a loop over the globals, the builtins dict's values are not read: no
+    break where the dict holds itself."""
+    bytegraph.reset()
+    check(fn, torch.ones(2), graphs=1, breaks=0)
+
+
+def test_a_loop_over_globals_whose_builtins_hold_themselves_resumes(builtins_holding_itself):
+    from tests.difftest import check_breaks
+
+    bytegraph.reset()
+    check_breaks(items_with_a_break, lambda: (torch.ones(2),), graphs=2, breaks=2)

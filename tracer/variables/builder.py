@@ -146,6 +146,10 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
     part = output.side_effects.cached_parts.get(id(value))
     if part is not None and part[0] is value:  # a part of an lru_cache'd object: one tracker
         return cached_part(tx, part, source)
+    if id(value) in output.wrapping:  # ``d["self"] = d``: its tracker would hold itself
+        raise Unsupported(
+            "input", f"a {type(value).__name__} that contains itself, reached through {source.expr}"
+        )
     known = output.wrapped.get(id(value))
     if (
         known is not None
@@ -162,10 +166,6 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         ):  # the same object reached twice
             output.add_guard(kinds.DUPLICATE_INPUT(source, vt.source))
         return vt
-    if id(value) in output.wrapping:  # ``d["self"] = d``: its tracker would hold itself
-        raise Unsupported(
-            "input", f"a {type(value).__name__} that contains itself, reached through {source.expr}"
-        )
     output.wrapping.add(id(value))
     try:
         vt = _wrap_new(tx, value, source)
@@ -368,8 +368,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
         add(kinds.DICT_KEYS(source, tuple(value)))
-        if all(_leaf_value(v) for v in value.values()):  # guarded as the trace reads them
-            return LazyDictVariable(value, lambda: _dict_items(tx, value, source), source)
+        if all(_leaf_value(v) for v in value.values()) or _module_namespace(value):
+            # guarded as the trace reads them
+            return LazyDictVariable(value, lambda: _items_read_later(tx, value, source), source)
         return DictVariable(_dict_items(tx, value, source), source)
     if cls in _DICT_SUBCLASSES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, cls))
@@ -416,6 +417,25 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if is_distributed_value(value):  # process groups, reduce ops: guarded constants
         return wrap_distributed(tx, value, source)
     return _wrap_object(tx, value, source)
+
+
+def _module_namespace(value: dict) -> bool:
+    """A module's ``__dict__`` (the builtins dict, a global ``__builtins__``): its values are
+    wrapped only when the trace reads them, as it may hold itself (an ``exec`` into it adds
+    ``__builtins__``, which a dataclass made in a class of module ``builtins`` does)."""
+    name = value.get("__name__")
+    return type(name) is str and getattr(sys.modules.get(name), "__dict__", None) is value
+
+
+def _items_read_later(tx: Translator, value: dict, source: Source) -> dict[Any, VariableTracker]:
+    """The items of a dict wrapped before (``LazyDictVariable``): a value that is the dict itself
+    is refused (its tracker would hold itself), as where the dict is wrapped at once."""
+    wrapping = tx.output.wrapping
+    wrapping.add(id(value))
+    try:
+        return _dict_items(tx, value, source)
+    finally:
+        wrapping.discard(id(value))
 
 
 def _leaf_value(value: Any) -> bool:
