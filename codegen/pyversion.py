@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dis
 import sys
+import types
+from collections.abc import Iterator
+from typing import Any
 
 PY311 = sys.version_info[:2] == (3, 11)
 PY312 = sys.version_info[:2] == (3, 12)
@@ -84,6 +87,19 @@ LOCALS_SNAPSHOT = VERSION >= (3, 13)
 #: NOTE(3.13): a warning whose ``stacklevel`` passes the outermost frame is named by file ``<sys>``
 #: at line 0; 3.11/3.12 name file ``sys`` at line 1 (all with ``sys``'s module and registry).
 WARNING_PAST_THE_STACK: tuple[str, int] = ("<sys>", 0) if PY313 else ("sys", 1)
+
+
+def returned_constants(code: types.CodeType) -> Iterator[tuple[Any, ...]]:
+    """Each ``return`` of ``code``: ``(value,)`` where it returns a constant, ``()`` where it
+    returns a value computed at run time. NOTE(3.12): ``return <constant>`` is one
+    ``RETURN_CONST``; 3.11 loads the constant before ``RETURN_VALUE``."""
+    instructions = list(dis.get_instructions(code))
+    for i, inst in enumerate(instructions):
+        if inst.opname == "RETURN_CONST":
+            yield (inst.argval,)
+        elif inst.opname == "RETURN_VALUE":
+            before = instructions[i - 1] if i else None
+            yield (before.argval,) if before is not None and before.opname == "LOAD_CONST" else ()
 
 
 def compare_arg(raw: int) -> int:

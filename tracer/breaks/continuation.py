@@ -16,8 +16,6 @@ those starting inside a try/with block, which run in plain Python so exception h
 
 from __future__ import annotations
 
-import dis
-import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,7 +127,7 @@ def _emit_break_code(
     exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
     if len(exits) > 1 or None in exits:
         raise Unsupported("resume", "a break in a callee called inside nested with blocks")
-    if exits and _may_swallow(exits[0]):
+    if exits and exits[0].ctx.exit_may_swallow():
         # the handler below re-raises; an exit swallowing the exception goes on after its block,
         # in the caller: the call runs as the instruction that breaks (``_emit_inline``) instead
         raise Unsupported(
@@ -466,7 +464,7 @@ def _emit_inline(
             _resume_with_stack(
                 cg, frame, index + 1, len(frame.stack) + effect, names, slots, resume
             )
-    if protect is not None and not _may_swallow(exit_vt):
+    if protect is not None and not exit_vt.ctx.exit_may_swallow():
         _emit_exit_handler(cg, protect.target, exit_vt)
     elif protect is not None:
         below = frame.stack.index(exit_vt)  # the stack the handler unwinds to: these, the exit
@@ -507,33 +505,6 @@ def _emit_exit_handler(
     cg.add("COPY", 3)
     cg.add("POP_EXCEPT")
     cg.add("RERAISE", 1)
-
-
-def _may_swallow(exit_vt: ContextExitVariable) -> bool:
-    """May the ``__exit__`` of this open block return a true value (swallow an exception)? Not
-    where its context says it ignores exceptions, nor where it is a Python function of the
-    object's class whose every ``return`` gives None or False."""
-    ctx = exit_vt.ctx
-    if ctx.exit_ignores_exception:
-        return False
-    value = getattr(getattr(ctx, "obj", None), "value", None)
-    method = inspect.getattr_static(type(value), "__exit__", None) if value is not None else None
-    if not isinstance(method, types.FunctionType):
-        return True
-    instructions = list(dis.get_instructions(method.__code__))
-    for i, inst in enumerate(instructions):
-        before = instructions[i - 1] if i else None
-        if inst.opname == "RETURN_CONST":  # NOTE(3.12): ``return <constant>`` in one instruction
-            returned = (inst.argval,)
-        elif inst.opname == "RETURN_VALUE":
-            returned = (
-                (before.argval,) if before is not None and before.opname == "LOAD_CONST" else ()
-            )
-        else:
-            continue
-        if not returned or returned[0] not in (None, False):
-            return True
-    return False
 
 
 #: What a ``with`` block's handler runs once ``__exit__`` swallowed the exception: it pops the

@@ -210,15 +210,15 @@ def _through_with_exit(
 ) -> int | None:
     """``exc`` leaving a ``with`` block of ``tx`` whose handler starts at ``target``: None where the
     block's ``__exit__`` swallows it (returns a true value), else the index of the handler's
-    ``RERAISE``, where the search goes on. A context whose exit ignores exceptions (grad mode,
-    autocast...; see ``ContextVariable``) lets it through; any other ``__exit__`` is traced on a
-    trial (``_exit_swallows``)."""
+    ``RERAISE``, where the search goes on. A context whose exit cannot swallow it
+    (``ContextVariable.exit_may_swallow``: grad mode, autocast, an ``__exit__`` returning only None
+    or False) lets it through; any other ``__exit__`` is traced on a trial (``_exit_swallows``)."""
     exit_vt = tx.stack[depth - 1] if 0 < depth <= len(tx.stack) else None
     if exit_vt is None:
         raise Unsupported("exception", f"no __exit__ below the with-block handler at {target}")
     ctx = getattr(exit_vt, "ctx", None)
-    ignores = getattr(ctx, "exit_ignores_exception", False)
-    if not ignores and _exit_swallows(tx, exit_vt, exc, target + 2):
+    may_swallow = ctx.exit_may_swallow() if ctx is not None else True
+    if may_swallow and _exit_swallows(tx, exit_vt, exc, target + 2):
         return None
     for i in range(target + 2, min(target + 8, len(tx.instructions))):
         inst = tx.instructions[i]

@@ -22,6 +22,7 @@ from torch.utils._device import DeviceContext, _device_constructors
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...codegen.emit import Codegen
+from ...codegen.pyversion import returned_constants
 from ...guards.sources import AttrSource, Source
 from ..context_runtime import (
     ContextExit,
@@ -104,6 +105,11 @@ class ContextVariable(VariableTracker):
         if self.exit_ignores_exception:
             return self.exit(tx)  # None: the exception goes on
         raise Unsupported("context_manager", "a with-block's __exit__ called with an exception")
+
+    def exit_may_swallow(self) -> bool:
+        """May ``__exit__`` return a true value, swallowing the exception that leaves the block?
+        Asked where an exception may leave the block (a graph break's handler, a traced raise)."""
+        return not self.exit_ignores_exception
 
     def recipe(self) -> ContextRecipe:
         raise Unsupported("context_manager", f"{self} cannot be rebuilt after a graph break")
@@ -481,6 +487,21 @@ class UserMethodContextVariable(ContextVariable):
     def exit(self, tx: Translator) -> VariableTracker:
         none = ConstantVariable(None)
         return self.exit_with(tx, [none, none, none])
+
+    def exit_may_swallow(self) -> bool:
+        """Not where ``__exit__`` is a Python function of the object's class whose every
+        ``return`` gives None or False."""
+        try:
+            cls = self.obj.python_type()
+        except Exception:  # noqa: BLE001 (a tracker that cannot say: it may)
+            return True
+        method = inspect.getattr_static(cls, "__exit__", None)
+        if not isinstance(method, types.FunctionType):
+            return True
+        return any(
+            not returned or returned[0] not in (None, False)
+            for returned in returned_constants(method.__code__)
+        )
 
     def exit_with(self, tx: Translator, args: list[VariableTracker]) -> VariableTracker:
         result = self.obj.call_method(tx, "__exit__", list(args), {})
