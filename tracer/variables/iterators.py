@@ -25,7 +25,7 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..polyfills.builtins import SEQUENCE_ITERATOR, sequence_iterator_at
 from ..polyfills.registry import RESTART
 from . import containers, dispatch
-from .base import VariableTracker, walk
+from .base import IdentityKey, VariableTracker, walk
 from .constants import ConstantVariable
 from .containers import (
     BoundMethodVariable,
@@ -1869,11 +1869,18 @@ def _generator_next(tx, obj, value=_NONE):
         send_into(obj, value)
     item = obj.next_item(tx)
     if item is None:
-        if obj.result is not None and not obj.result.is_python_constant():
-            raise Unsupported("generator", "a generator returning a traced value stopped")
-        result = obj.result.as_python_constant() if obj.result is not None else None
-        raise PythonError(StopIteration(result) if result is not None else StopIteration())
+        raise stop_iteration(obj)
     return item
+
+
+def stop_iteration(obj: VariableTracker) -> PythonError:
+    """The ``StopIteration`` that taking an item from the ended iterator ``obj`` raises: a
+    generator's holds what its frame returned (``e.value``, ``e.args``; none for None), kept as
+    its tracker, a tensor included."""
+    result = obj.result if isinstance(obj, GeneratorVariable) else None
+    if result is None or (result.is_python_constant() and result.as_python_constant() is None):
+        return PythonError(StopIteration())
+    return PythonError(StopIteration(IdentityKey(result, result)))
 
 
 def send_into(obj: GeneratorVariable, value: VariableTracker) -> None:

@@ -251,6 +251,8 @@ class ExceptionVariable(VariableTracker):
             return ConstantVariable(self.suppress_context)
         if name == "__traceback__":
             return TracebackVariable() if self.raised else ConstantVariable(None)
+        if name == "value" and issubclass(self.cls, StopIteration):  # its first argument
+            return self.args[0] if self.args else ConstantVariable(None)
         if self.is_python_constant() and name in _PLAIN_ATTRIBUTES:
             return tx.fold(getattr(self.as_python_constant(), name))
         raise Unsupported("getattr", f"attribute {name!r} of {self.cls.__name__}")

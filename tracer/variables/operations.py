@@ -3159,7 +3159,7 @@ def next_(
     item = it.next_item(tx)
     if item is None:
         if default is None:
-            raise PythonError(StopIteration())
+            raise iterators.stop_iteration(it)
         return default
     return item
 
