@@ -189,3 +189,59 @@ def test_module_dict_written_in_forward(cls):
         assert model.d["a"] is model.first
     # the first call leaves the keys in another order, which the guards see: one trace more
     assert (counter.frame_count, break_count(recorder.report())) == (2, 0)
+
+
+class Relayered(nn.Module):
+    """``ModuleList`` and ``Sequential`` items written in ``forward`` (``layers[i] = m``: its
+    ``len``, then ``setattr``), then used in the same call and the next: a child put in from
+    another attribute, one made there, an index out of range."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ReLU(), nn.Tanh()])
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.spare = nn.Linear(4, 4)
+
+    def forward(self, x):
+        first = self.layers[0]
+        self.layers[0] = self.spare
+        self.layers[-1] = nn.Sigmoid()
+        self.seq[1] = nn.Softsign()
+        for m in self.layers:
+            x = m(x)
+        errors = []
+        try:
+            self.layers[5] = nn.ReLU()
+        except IndexError as e:
+            errors.append(repr(e))
+        self.spare = first
+        y = self.seq(x)
+        return y, len(self.layers), self.layers[0] is first, errors
+
+
+def _layers(model):
+    """Each child of ``model.layers`` and ``model.seq`` in order: name, class and which
+    attribute of ``model`` it is (None for a module made in ``forward``)."""
+    attrs = {id(v): k for k, v in vars(model)["_modules"].items()}
+    return [
+        (n, type(c), attrs.get(id(c)))
+        for owner in (model.layers, model.seq)
+        for n, c in owner._modules.items()
+    ]
+
+
+def test_module_list_items_written_in_forward():
+    x = torch.randn(2, 4)
+    assert_no_more_breaks(0, Relayered(), x)
+    model = Relayered()
+    eager = copy.deepcopy(model)
+    compiled, counter = compile_counted(model)
+    recorder = Recorder()
+    for _ in range(3):
+        with recorder:
+            actual = compiled(x)
+        expected = eager(x)
+        assert_same(actual, expected)
+        assert _layers(model) == _layers(eager)
+        assert [n for n, _ in model.named_parameters()] == [n for n, _ in eager.named_parameters()]
+    assert break_count(recorder.report()) == 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.nn.modules.module import _global_module_registration_hooks
 from torch.utils.hooks import RemovableHandle
 
 from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo, unseen_by_dynamo
@@ -1729,12 +1730,54 @@ def _module_store(
     if static is not MISSING and is_data_descriptor(static) and not registered:
         if write_descriptor(tx, obj, static, name, value, source):
             return
+    if _files_submodule(tx, obj, name, value):
+        UserFunctionVariable(_store_submodule).call_function(
+            tx, [obj, ConstantVariable(name), value], {}
+        )
+        return
     filing_store(tx, obj, name, value)
     if _hidden_member(tx, obj, name):
         raise Unsupported("store_attr", f".{name} is a member hidden by a key of __dict__")
     if tx.output.side_effects.is_deleted(obj, name):  # its replay would keep the key's place
         raise Unsupported("store_attr", f".{name} stored after its deletion from __dict__")
     tx.output.side_effects.store_attr(obj, name, value, raw=raw)
+
+
+def _files_submodule(
+    tx: Translator, obj: NNModuleVariable, name: str, value: VariableTracker
+) -> bool:
+    """Does ``module.name = value`` file a submodule in the ``_modules`` table the trace holds
+    (``ModuleList.__setitem__``'s ``setattr`` after its ``len``), with nothing else for
+    ``nn.Module.__setattr__`` to take the name out of? Then the store is the table's write
+    (``_store_submodule``): a pending store would be missed by the table's tracker. The name's
+    absence from ``__dict__`` and the other tables is guarded; a pending store to the module that
+    may file a member keeps the old way (the replay would order the two otherwise)."""
+    if obj.source is None or not _typed(value) or not issubclass(value.python_type(), nn.Module):
+        return False
+    if held_table(tx, obj.value, "_modules") is None:
+        return False
+    if any(_may_file(v) for _, v in _pending_stores(tx, obj)):
+        return False
+    tables = {"__dict__": vars(obj.value)}
+    tables.update((t, vars(obj.value).get(t)) for t in FILING_TABLES if t != "_modules")
+    for table, real in tables.items():
+        held = held_table(tx, obj.value, table) if table != "__dict__" else None
+        if real is None or name in (held.items if held is not None else real):
+            return False
+    for table in tables:
+        if table == "__dict__" or held_table(tx, obj.value, table) is None:
+            tx.output.assume_key_absent(AttrSource(obj.source, table), name)
+    return True
+
+
+def _store_submodule(self: nn.Module, name: str, value: nn.Module) -> None:
+    """What ``nn.Module.__setattr__`` does with a submodule whose name is in no other member
+    table (``_files_submodule``): the global registration hooks, then the ``_modules`` entry."""
+    for hook in _global_module_registration_hooks.values():
+        output = hook(self, name, value)
+        if output is not None:
+            value = output
+    self._modules[name] = value
 
 
 def _hidden_member(tx: Translator, obj: NNModuleVariable, name: str) -> bool:
