@@ -245,3 +245,32 @@ def test_module_list_items_written_in_forward():
         assert _layers(model) == _layers(eager)
         assert [n for n, _ in model.named_parameters()] == [n for n, _ in eager.named_parameters()]
     assert break_count(recorder.report()) == 0
+
+
+class ShadowedThenFiled(nn.Module):
+    """``layers[0] = m`` after the forward wrote the same name into ``vars(layers)``:
+    ``nn.Module.__setattr__`` takes the key out of ``__dict__`` as it files the module."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ReLU(), nn.Tanh()])
+
+    def forward(self, x):
+        vars(self.layers)["0"] = 1.0
+        self.layers[0] = nn.Sigmoid()
+        return self.layers[0](x), "0" in vars(self.layers)
+
+
+def test_module_list_item_written_over_a_dict_key():
+    model = ShadowedThenFiled()
+    eager = copy.deepcopy(model)
+    compiled, _ = compile_counted(model)
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        assert_same(compiled(x), eager(x))
+        assert vars(model.layers).keys() == vars(eager.layers).keys()
+        assert _layers_of(model.layers) == _layers_of(eager.layers)
+
+
+def _layers_of(container):
+    return [(n, type(c)) for n, c in container._modules.items()]

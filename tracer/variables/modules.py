@@ -1750,13 +1750,14 @@ def _files_submodule(
     (``ModuleList.__setitem__``'s ``setattr`` after its ``len``), with nothing else for
     ``nn.Module.__setattr__`` to take the name out of? Then the store is the table's write
     (``_store_submodule``): a pending store would be missed by the table's tracker. The name's
-    absence from ``__dict__`` and the other tables is guarded; a pending store to the module that
-    may file a member keeps the old way (the replay would order the two otherwise)."""
+    absence from ``__dict__`` and the other tables is guarded; a pending store to the module of
+    that name, or one that may file a member, keeps the old way (the replay would order the two
+    otherwise)."""
     if obj.source is None or not _typed(value) or not issubclass(value.python_type(), nn.Module):
         return False
     if held_table(tx, obj.value, "_modules") is None:
         return False
-    if any(_may_file(v) for _, v in _pending_stores(tx, obj)):
+    if any(n == name or _may_file(v) for n, v in _pending_stores(tx, obj)):
         return False
     tables = {"__dict__": vars(obj.value)}
     tables.update((t, vars(obj.value).get(t)) for t in FILING_TABLES if t != "_modules")
