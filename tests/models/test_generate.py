@@ -1,6 +1,6 @@
 """``model.generate()`` with the forward compiled (``bytegraph.compile(model)``), greedy, with
 the default ``DynamicCache`` and with ``cache_implementation="static"``, for GPT-2, LLaMA, Qwen2,
-Mistral and Gemma-style configs (tiny, random weights).
+Mistral, Gemma and Gemma 2 configs (tiny, random weights).
 
 Each test asserts: the generated tokens equal eager's; no graph break in any step (torch.compile
 has none either); the traces settle after the first decoding steps (prefill, the first decode step,
@@ -22,9 +22,8 @@ from bytegraph.explain import Recorder, Report
 
 pytest.importorskip("transformers")
 
-#: Gemma-style: gemma (gemma2 breaks on ``Mapping.get`` of its attention registry, whose missing
-#: key raises and catches a KeyError: exceptions in the trace are not supported yet).
-MODELS = ["gpt2", "llama", "qwen2", "mistral", "gemma"]
+#: Gemma-style: gemma, and gemma2 (sliding-window layers beside global ones, logit soft-capping).
+MODELS = ["gpt2", "llama", "qwen2", "mistral", "gemma", "gemma2"]
 #: Traces per generate call: prefill, first decode step, then decode with a dynamic cache length
 #: (a static cache has one size: prefill and decode).
 TRACES = {"dynamic": 3, "static": 2}
