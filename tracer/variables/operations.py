@@ -123,7 +123,7 @@ from .objects import (
     is_simple_exception,
     type_lookup,
 )
-from .tensors import TensorVariable, index_error, to_scalar
+from .tensors import DataPtrVariable, TensorVariable, index_error, to_scalar
 from .tensors import to_bool as tensor_bool
 from .torch_calls import TorchVariable
 
@@ -1653,6 +1653,19 @@ operator_rule(*COMPARISONS)(compare_sequences_as_cpython)  # items compared iden
 operator_rule(operator.eq, operator.ne)(compare_dicts)
 operator_rule(operator.eq, operator.ne)(rich_equality)
 operator_rule(operator.eq, operator.ne)(compare_methods)
+
+
+@operator_rule(operator.eq, operator.ne, first=True)
+def data_pointers(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """``a.data_ptr() == b.data_ptr()``: known where ``DataPtrVariable.equal`` says; else it
+    needs the numbers, which the graph's run gives (a break)."""
+    if len(args) != 2 or not any(isinstance(a, DataPtrVariable) for a in args):
+        return None
+    lhs, rhs = args
+    if isinstance(lhs, DataPtrVariable) and isinstance(rhs, DataPtrVariable):
+        if lhs.equal(rhs) is not None:
+            return ConstantVariable(lhs.equal(rhs) is (op is operator.eq))
+    raise Unsupported("data_ptr", f"{op.__name__} of {lhs} and {rhs}, known after the graph")
 
 
 @operator_rule(operator.eq, operator.ne)

@@ -83,9 +83,7 @@ UNSUPPORTED_METHODS = frozenset(
         "backward",
         "register_hook",
         "retain_grad",
-        "data_ptr",
         "storage",
-        "untyped_storage",
         "share_memory_",
         "pin_memory",
         "record_stream",
@@ -101,6 +99,8 @@ UNSUPPORTED_METHODS = frozenset(
         "_version",
     }
 )
+#: Methods giving where a tensor's data lies (``DataPtrVariable``).
+POINTER_METHODS = frozenset({"data_ptr", "untyped_storage"})
 #: Methods whose result is a Python value derived from metadata only.
 METADATA_METHODS = frozenset(
     {
@@ -321,7 +321,9 @@ class TensorMethodVariable(BoundAttributeVariable):
                 f"Tensor.{name}() converts a tensor to Python data",
                 hint="keep the value a tensor (e.g. use torch.where instead of if/else)",
             )
-        if name in UNSUPPORTED_METHODS:
+        if name in POINTER_METHODS and not args and not kwargs:
+            return DataPtrVariable.of(tx, self.obj, name)
+        if name in UNSUPPORTED_METHODS or name in POINTER_METHODS:
             raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
         if name in METADATA_METHODS:
             return self._metadata(tx, args, kwargs)
@@ -352,6 +354,113 @@ class TensorMethodVariable(BoundAttributeVariable):
             return tx.output.call_method(self.name, (self.obj, *args), kwargs)
         folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
         return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
+
+
+@dataclass(eq=False)
+class DataPtrVariable(VariableTracker):
+    """``t.data_ptr()``, ``t.untyped_storage()`` and its ``data_ptr()`` (``chain``: the methods
+    called on the tensor, in order): a number or storage known only when the graph has run. Any
+    use of it breaks there (comparing two pointers is the idiom); the break's code rebuilds it
+    by calling the same methods on the tensor after the graph. That gives eager's value while no
+    operation of the graph after the call may have moved the tensor's data (``_keeps_storage``:
+    ``resize_``, ``set_``, ``out=``..., judged from ``after``, the graph's last node at the call);
+    where one may have, rebuilding it is refused."""
+
+    tensor: TensorVariable
+    chain: tuple[str, ...]
+    after: torch.fx.Node
+
+    @staticmethod
+    def of(tx: Translator, tensor: TensorVariable, name: str) -> DataPtrVariable:
+        """``tensor.name()`` for a dense tensor of torch's own classes (a subclass may answer
+        the call itself) with storage (a functorch transform's tensors have none)."""
+        example = tensor.example
+        if (
+            tensor.python_type() not in (torch.Tensor, torch.nn.Parameter)
+            or tx.output.transform_bodies
+            or example.layout is not torch.strided
+            or example.device.type == "meta"
+        ):
+            raise Unsupported("tensor_method", f"Tensor.{name}() of {tensor}")
+        return DataPtrVariable(tensor, (name,), next(iter(reversed(tx.output.graph.nodes))))
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if self.chain == ("untyped_storage",) and name == "data_ptr":
+            return _StorageMethodVariable(self, name)
+        raise Unsupported("data_ptr", f"{'.'.join(self.chain)}().{name} of {self.tensor}")
+
+    def call_method(
+        self, tx: Translator, name: str, args: list[VariableTracker], kwargs: dict
+    ) -> VariableTracker:
+        if self.chain == ("untyped_storage",) and name == "data_ptr" and not args and not kwargs:
+            return self.clone(chain=(*self.chain, name))
+        raise Unsupported("data_ptr", f"{'.'.join(self.chain)}().{name}() of {self.tensor}")
+
+    def equal(self, other: DataPtrVariable) -> bool | None:
+        """``self == other`` where known before the graph runs: the same pointer read from one
+        tensor (a parameter tied to another module's), with nothing in the graph since either
+        read that may have moved its data. None where not known."""
+        same = self.tensor.node is other.tensor.node and self.chain == other.chain
+        if not same or self.chain[-1] != "data_ptr":
+            return None
+        if any(_moved_since(vt.after) is not None for vt in (self, other)):
+            return None
+        return True
+
+    def reconstruct(self, cg: Codegen) -> None:
+        moved = _moved_since(self.after)
+        if moved is not None:
+            raise Unsupported(
+                "data_ptr", f"{self.tensor} may have moved since .{self.chain[0]}() ({moved})"
+            )
+        self.tensor.reconstruct(cg)
+        for name in self.chain:
+            cg.push_method(lambda name=name: cg.load_attr(name))
+            cg.call(0)
+
+    def __repr__(self) -> str:
+        return f"DataPtrVariable({self.tensor!r}.{'().'.join(self.chain)}())"
+
+
+@dataclass(eq=False, repr=False)
+class _StorageMethodVariable(BoundAttributeVariable):
+    """``t.untyped_storage().name`` before the call."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+
+def _moved_since(after: torch.fx.Node) -> torch.fx.Node | None:
+    """The first node of the graph after ``after`` that may move a tensor's data, or None."""
+    node = after.next
+    while node.op != "root":
+        if not _keeps_storage(node):
+            return node
+        node = node.next
+    return None
+
+
+#: Parts of the names of the operators that may move a tensor's data or change its offset into
+#: its storage (``resize_``, ``resize_as_``, ``set_``, ``as_strided_``, ``swap_tensors``...)
+_MOVING_NAMES = ("resize", "set", "as_strided", "swap")
+
+
+def _keeps_storage(node: torch.fx.Node) -> bool:
+    """Does ``node`` leave every tensor's data where it was? Inputs, outputs, and calls of
+    functions and methods not given ``out=`` (which resizes), whose names have no part of
+    ``_MOVING_NAMES``, that are not torch's operator objects (``aten.set_.source_Tensor``,
+    higher-order operators running subgraphs)."""
+    if node.op in ("placeholder", "get_attr", "output"):
+        return True
+    if node.op not in ("call_function", "call_method") or "out" in node.kwargs:
+        return False
+    target = node.target
+    if isinstance(target, torch._ops.OperatorBase | torch._ops.OpOverloadPacket):
+        return False
+    name = target if isinstance(target, str) else getattr(target, "__name__", None)
+    return isinstance(name, str) and not any(part in name for part in _MOVING_NAMES)
 
 
 @dataclass(eq=False)
