@@ -274,3 +274,43 @@ def test_module_list_item_written_over_a_dict_key():
 
 def _layers_of(container):
     return [(n, type(c)) for n, c in container._modules.items()]
+
+
+class Inserted(nn.Module):
+    """``insert`` into a ``ModuleList`` and a ``Sequential`` in ``forward`` (torch's containers'
+    methods, wrapped by bytegraph to note the change of structure), ``ModuleDict.clear``."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ReLU()])
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.d = nn.ModuleDict({"a": nn.Tanh(), "b": nn.ReLU()})
+        self.spare = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.layers.insert(0, self.spare)
+        self.seq.insert(1, nn.Sigmoid())
+        self.d.clear()
+        self.d["c"] = nn.Softsign()
+        for m in self.layers:
+            x = m(x)
+        return self.seq(x), len(self.layers), list(self.d)
+
+
+def test_container_inserts_in_forward():
+    x = torch.randn(2, 4)
+    assert_no_more_breaks(0, Inserted(), x)
+    model = Inserted()
+    eager = copy.deepcopy(model)
+    compiled, _ = compile_counted(model)
+    recorder = Recorder()
+    for _ in range(3):
+        with recorder:
+            actual = compiled(x)
+        assert_same(actual, eager(x))
+        for owner in ("layers", "seq", "d"):
+            got, expected = getattr(model, owner), getattr(eager, owner)
+            assert _layers_of(got) == _layers_of(expected)
+        spares = [m is model.spare for m in model.layers]
+        assert spares == [m is eager.spare for m in eager.layers]
+    assert break_count(recorder.report()) == 0

@@ -1259,8 +1259,35 @@ def _install() -> None:
     glob.register_module_parameter_registration_hook(bump_observed)
 
 
+def _container_bumping_call(
+    tx: Translator, fn: VariableTracker, args: list[VariableTracker], kwargs: dict
+) -> VariableTracker | None:
+    """A method of torch's module containers wrapped to move ``EPOCH`` where its ``self`` is
+    observed (``ModuleList.insert``, ``Sequential.insert``, ``ModuleDict.clear``): the method
+    itself inlined (its writes into ``_modules`` are the held table's), and ``EPOCH`` moved after
+    the replay, as the wrapper moves it (asking ``OBSERVED`` in the trace broke). None (the
+    wrapper inlined as usual) for the other wrapped methods."""
+    real = getattr(fn, "fn", None)
+    if not isinstance(real, types.FunctionType) or real.__closure__ is None:
+        return None
+    cells = dict(zip(real.__code__.co_freevars, real.__closure__, strict=True))
+    if "fn" not in cells or "observed_only" not in cells or "unchanged" not in cells:
+        return None
+    method = cells["fn"].cell_contents
+    if not cells["observed_only"].cell_contents or cells["unchanged"].cell_contents is not None:
+        return None
+    if getattr(method, "__module__", None) != nn.modules.container.__name__:
+        return None
+    if kwargs or not args or not isinstance(args[0], NNModuleVariable) or args[0].source is None:
+        return None
+    result = UserFunctionVariable(method).call_function(tx, args, kwargs)
+    tx.output.side_effects.call_after(_bump_observed, [args[0]])
+    return result
+
+
 _install()
 install()
+CALL_HOOKS[nn.ModuleList.insert.__bytegraph_bumps__.__code__] = _container_bumping_call
 
 
 __all__ = ["EPOCH", "NNModuleVariable"]
