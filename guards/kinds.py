@@ -142,6 +142,16 @@ def _readable(value: Any, prefix: str) -> str:
         return _readable(value.func, prefix)
     else:
         text = prefix
+    if type(text) is not str:  # a module's ``__name__`` may be any object: not a cache key
+        return _identifier.__wrapped__(text, prefix)
+    return _identifier(text, prefix)
+
+
+@functools.lru_cache(maxsize=4096)
+def _identifier(text: str, prefix: str) -> str:
+    """``text`` as an identifier: each other character an underscore, none leading; ``prefix``
+    where that is no identifier. Computed once per text: every guard's constant gets a name, and
+    the names repeat (the same types, functions and dtypes in every trace)."""
     text = "".join(c if c.isalnum() or c == "_" else "_" for c in text).lstrip("_")
     return text if text.isidentifier() else prefix
 

@@ -273,6 +273,8 @@ class SideEffects:
 
     def class_attr_changed(self, cls: type, name: str) -> bool:
         """Was ``name`` assigned during the trace on ``cls`` or a class of its MRO?"""
+        if not self.changed_class_attrs:  # (most traces assign none: no walk of the MRO)
+            return False
         return any((klass, name) in self.changed_class_attrs for klass in cls.__mro__)
 
     def instance_dict(self, obj: VariableTracker, make: Any) -> VariableTracker:

@@ -236,17 +236,38 @@ def walk(
         elif isinstance(value, VariableTracker) and id(value) not in seen:
             seen.add(id(value))
             yield value
-            if dataclasses.is_dataclass(value) and descend(value):
+            fields = _walked_fields(type(value))
+            if fields is not None and descend(value):
                 children = (
                     value.walk_children()  # a tracker that reads its fields lazily
-                    if hasattr(value, "walk_children")
-                    else [
-                        getattr(value, f.name)
-                        for f in dataclasses.fields(value)
-                        if f.name != "source"
-                    ]
+                    if fields is _LAZY
+                    else [getattr(value, name) for name in fields]
                 )
                 pending.extend(reversed(children))
+
+
+#: what ``_walked_fields`` answers for a tracker class that defines ``walk_children``
+_LAZY: tuple[str, ...] = ("walk_children",)
+#: tracker class -> the names of the fields ``walk`` reads (None: not a dataclass; ``_LAZY``)
+_WALKED_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _walked_fields(cls: type) -> tuple[str, ...] | None:
+    """The dataclass fields of tracker class ``cls`` but ``source``, ``_LAZY`` where the class
+    reads them itself (``walk_children``), None where it is no dataclass: a class's fields are
+    fixed when it is made, and ``dataclasses.fields`` is most of a walk's cost."""
+    try:
+        return _WALKED_FIELDS[cls]
+    except KeyError:
+        pass
+    if not dataclasses.is_dataclass(cls):
+        fields = None
+    elif hasattr(cls, "walk_children"):
+        fields = _LAZY
+    else:
+        fields = tuple(f.name for f in dataclasses.fields(cls) if f.name != "source")
+    _WALKED_FIELDS[cls] = fields
+    return fields
 
 
 class NullVariable(VariableTracker):
