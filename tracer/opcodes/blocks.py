@@ -48,7 +48,6 @@ unsupported(
 )
 unsupported(
     "class bodies and name-based scopes are not traced",
-    "LOAD_BUILD_CLASS",
     "LOAD_NAME",
     "STORE_NAME",
     "DELETE_NAME",

@@ -186,6 +186,16 @@ def load_global(tx: Translator, inst: Instr) -> None:
         tx.push(value)
 
 
+@handler("LOAD_BUILD_CLASS")
+def load_build_class(tx: Translator, inst: Instr) -> None:
+    """(-- __build_class__)  the frame's builtin ``__build_class__``, which a ``class`` statement
+    calls with its body's function: that call breaks (class bodies run in Python), one break for
+    the statement. https://docs.python.org/3.11/library/dis.html#opcode-LOAD_BUILD_CLASS"""
+    if not isinstance(tx.f_builtins, dict) or "__build_class__" not in tx.f_builtins:
+        raise Unsupported("name_error", "__build_class__ not found")
+    tx.push(tx.wrap_static(tx.f_builtins["__build_class__"]))
+
+
 @handler("STORE_GLOBAL", pops=1)
 def store_global(tx: Translator, inst: Instr) -> None:
     """(value --)  recorded as a side effect, replayed by the rewritten code."""

@@ -13,6 +13,7 @@ import collections
 import collections.abc
 import contextlib
 import ctypes
+import dataclasses
 import enum
 import functools
 import inspect
@@ -52,7 +53,7 @@ from .base import (
     owner_index,
     type_lookup,
 )
-from .call_rules import builtin, call_rule
+from .call_rules import builtin, call_rule, call_rules_for
 from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
@@ -1733,6 +1734,24 @@ class ClassVariable(ConstantLikeVariable):
             return self.source.reconstruct(cg)
         cg.load_const(self.value)
         return None
+
+
+# Making a dataclass of a class writes the class's attributes and methods, made by ``exec``: the
+# call runs in Python, one break, the class then read as it is. ``dataclass(cls)`` breaks where it
+# is called; ``dataclass(frozen=True)`` only makes the decorator, traced, whose call comes to
+# ``_process_class``. ``make_dataclass`` makes a class too (``types.new_class``).
+call_rules_for(
+    dataclasses._process_class, dataclasses.make_dataclass, owner=__name__, effect="python"
+)
+
+
+@call_rule(dataclasses.dataclass)
+def _dataclass_of(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    if not args:
+        return None
+    raise Unsupported("class_effect", "dataclass() writes the class's methods: run in Python")
 
 
 @dataclass(eq=False)
