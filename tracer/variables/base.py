@@ -125,6 +125,16 @@ class BoundAttributeVariable(VariableTracker):
         return f"{type(self).__name__}({self.obj!r}.{self.name})"
 
 
+@dataclasses.dataclass(eq=False, repr=False)
+class MethodCallVariable(BoundAttributeVariable):
+    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""
+
+    def call_function(
+        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+
 #: What a method found on a class is, read through an object: a new bound object at each read.
 _METHOD_KINDS = (types.FunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 #: a bound method's attributes that are its method's

@@ -53,7 +53,12 @@ from ..markers import (
 )
 from ..polyfills import functools as polyfill_functools
 from . import dispatch, iterators
-from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
+from .base import (
+    MISSING,
+    MethodCallVariable,
+    VariableTracker,
+    type_lookup,
+)
 from .call_rules import builtin, call_rule
 from .constants import (
     CONSTANT_TYPES,
@@ -908,16 +913,6 @@ def called_by_partials(callee: VariableTracker) -> VariableTracker:
     while isinstance(callee, PartialVariable):
         callee = callee.fn
     return callee
-
-
-@dataclass(eq=False, repr=False)
-class MethodCallVariable(BoundAttributeVariable):
-    """``obj.name`` before the call, for methods ``obj.call_method`` answers itself."""
-
-    def call_function(
-        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-    ) -> VariableTracker:
-        return self.obj.call_method(tx, self.name, args, kwargs)
 
 
 # ``functools.lru_cache``/``functools.cache`` wrappers: a call with constant arguments is made

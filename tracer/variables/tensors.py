@@ -19,7 +19,13 @@ import torch.fx
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
-from .base import MISSING, BoundAttributeVariable, VariableTracker, type_lookup
+from .base import (
+    MISSING,
+    BoundAttributeVariable,
+    MethodCallVariable,
+    VariableTracker,
+    type_lookup,
+)
 from .constants import ConstantVariable, TextPiece, TextVariable, unstored_dict
 
 if TYPE_CHECKING:
@@ -386,7 +392,7 @@ class DataPtrVariable(VariableTracker):
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if self.chain == ("untyped_storage",) and name == "data_ptr":
-            return _StorageMethodVariable(self, name)
+            return MethodCallVariable(self, name)  # ``t.untyped_storage().data_ptr``
         raise Unsupported("data_ptr", f"{'.'.join(self.chain)}().{name} of {self.tensor}")
 
     def call_method(
@@ -420,16 +426,6 @@ class DataPtrVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DataPtrVariable({self.tensor!r}.{'().'.join(self.chain)}())"
-
-
-@dataclass(eq=False, repr=False)
-class _StorageMethodVariable(BoundAttributeVariable):
-    """``t.untyped_storage().name`` before the call."""
-
-    def call_function(
-        self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
-    ) -> VariableTracker:
-        return self.obj.call_method(tx, self.name, args, kwargs)
 
 
 def _moved_since(after: torch.fx.Node) -> torch.fx.Node | None:
