@@ -565,6 +565,25 @@ def write_descriptor(
     return True
 
 
+def delete_descriptor(
+    tx: Translator, obj: VariableTracker, static: Any, name: str, source: Source | None
+) -> None:
+    """``del obj.name`` where the class attribute ``static`` is a data descriptor: a property's
+    ``fdel`` or a Python ``__delete__`` runs in the trace. Anything else (a ``__slots__`` entry, a
+    C descriptor) raises ``Unsupported``."""
+    if isinstance(static, property):
+        if static.fdel is None:
+            raise Unsupported("python_error", f"AttributeError: property {name!r} has no deleter")
+        if not isinstance(static.fdel, types.FunctionType):
+            raise Unsupported("delete_attr", f"the deleter of property {name!r} is not Python code")
+        _wrap_part(tx, static.fdel, source, "fdel").call_function(tx, [obj], {})
+        return
+    deleter = python_method(static, "__delete__")
+    if deleter is None:
+        raise Unsupported("delete_attr", f"del .{name}: a {type(static).__name__} descriptor")
+    _bound_method(tx, static, deleter, "__delete__", source).call_function(tx, [obj], {})
+
+
 def _bound_method(
     tx: Translator, descriptor: Any, fn: types.FunctionType, name: str, source: Source | None
 ) -> UserFunctionVariable:
@@ -609,7 +628,8 @@ def bind_class_attribute(
 
 
 def _wrap_part(tx: Translator, fn: types.FunctionType, source: Source | None, part: str):
-    """A property's ``fget``/``fset``, guarded through the property when it has a source."""
+    """A property's ``fget``/``fset``/``fdel``, guarded through the property when it has a
+    source."""
     if source is None:
         return UserFunctionVariable(fn)
     return tx.wrap(fn, AttrSource(source, part))
@@ -3369,11 +3389,15 @@ def generic_delattr(tx: Translator, obj: VariableTracker, name: str) -> None:
     """``object.__delattr__(obj, name)`` on an object ``_deletable`` allows: the attribute leaves
     the instance (a later read finds the class attribute, or raises), recorded for the replay
     where the object had it before the call (guarded); CPython's ``AttributeError`` where it has
-    none by then. A data descriptor's ``__delete__`` runs in Python."""
+    none by then. A data descriptor of the class deletes it instead (``delete_descriptor``)."""
     cls = obj.python_type()
     static = type_lookup(cls, name)
-    if (static is not MISSING and is_data_descriptor(static)) or not has_instance_dict(cls):
-        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__}.{name} is a descriptor")
+    if static is not MISSING and is_data_descriptor(static):
+        source = class_attr_source(class_vt(tx, obj).source, cls, name)
+        delete_descriptor(tx, obj, static, name, source)
+        return
+    if not has_instance_dict(cls):
+        raise Unsupported("delete_attr", f"del .{name}: {cls.__name__} has no __dict__")
     _guard_class_lacks_descriptor(tx, obj, name, static)
     missing = AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
     effects = tx.output.side_effects
