@@ -92,13 +92,14 @@ WARNING_PAST_THE_STACK: tuple[str, int] = ("<sys>", 0) if PY313 else ("sys", 1)
 def returned_constants(code: types.CodeType) -> Iterator[tuple[Any, ...]]:
     """Each ``return`` of ``code``: ``(value,)`` where it returns a constant, ``()`` where it
     returns a value computed at run time. NOTE(3.12): ``return <constant>`` is one
-    ``RETURN_CONST``; 3.11 loads the constant before ``RETURN_VALUE``."""
+    ``RETURN_CONST``; 3.11 loads the constant before ``RETURN_VALUE``. A ``RETURN_VALUE`` that a
+    jump reaches returns what the jump left, whatever comes before it (``return a or False``)."""
     instructions = list(dis.get_instructions(code))
     for i, inst in enumerate(instructions):
         if inst.opname == "RETURN_CONST":
             yield (inst.argval,)
         elif inst.opname == "RETURN_VALUE":
-            before = instructions[i - 1] if i else None
+            before = instructions[i - 1] if i and not inst.is_jump_target else None
             yield (before.argval,) if before is not None and before.opname == "LOAD_CONST" else ()
 
 

@@ -38,6 +38,32 @@ class Passes:
         print("exit", kind.__name__ if kind else None)
 
 
+class SwallowsByAnOr:
+    """Swallows every exception: ``return self.swallow or False`` ends in a ``LOAD_CONST False``
+    that the true value jumps over to the same ``RETURN_VALUE``. Prints on the way out."""
+
+    swallow = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        print("exit", kind.__name__ if kind else None)
+        return self.swallow or False
+
+
+class TracedSwallowsByAnOr:
+    """``SwallowsByAnOr`` without the print: its exit is traced where the exception is raised."""
+
+    swallow = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return self.swallow or False
+
+
 def raises_in_block(x, ctx):
     y = x + 1
     with ctx:
@@ -97,7 +123,11 @@ def _run(fn, x, ctx):
     return result, out.getvalue()
 
 
-@pytest.mark.parametrize("ctx_cls", [Swallows, Passes], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "ctx_cls",
+    [Swallows, Passes, SwallowsByAnOr, TracedSwallowsByAnOr],
+    ids=lambda c: c.__name__,
+)
 @pytest.mark.parametrize(
     "fn",
     [

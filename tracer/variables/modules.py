@@ -1171,6 +1171,7 @@ def _bumping(
         finally:
             EPOCH[0] += 1  # also after: a check racing with the change sees a new epoch
 
+    bumps.method, bumps.observed_only, bumps.unchanged = fn, observed_only, unchanged
     return hidden_from_dynamo(bumps, fn)
 
 
@@ -1267,15 +1268,10 @@ def _container_bumping_call(
     itself inlined (its writes into ``_modules`` are the held table's), and ``EPOCH`` moved after
     the replay, as the wrapper moves it (asking ``OBSERVED`` in the trace broke). None (the
     wrapper inlined as usual) for the other wrapped methods."""
-    real = getattr(fn, "fn", None)
-    if not isinstance(real, types.FunctionType) or real.__closure__ is None:
+    bumps = getattr(fn, "fn", None)  # ``_bumping``'s function, which says what it wraps
+    if not getattr(bumps, "observed_only", False) or bumps.unchanged is not None:
         return None
-    cells = dict(zip(real.__code__.co_freevars, real.__closure__, strict=True))
-    if "fn" not in cells or "observed_only" not in cells or "unchanged" not in cells:
-        return None
-    method = cells["fn"].cell_contents
-    if not cells["observed_only"].cell_contents or cells["unchanged"].cell_contents is not None:
-        return None
+    method = bumps.method
     if getattr(method, "__module__", None) != nn.modules.container.__name__:
         return None
     if kwargs or not args or not isinstance(args[0], NNModuleVariable) or args[0].source is None:

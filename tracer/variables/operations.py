@@ -1663,8 +1663,9 @@ def data_pointers(tx: Translator, op: Any, args: list[VariableTracker]) -> Varia
         return None
     lhs, rhs = args
     if isinstance(lhs, DataPtrVariable) and isinstance(rhs, DataPtrVariable):
-        if lhs.equal(rhs) is not None:
-            return ConstantVariable(lhs.equal(rhs) is (op is operator.eq))
+        equal = lhs.equal(rhs)
+        if equal is not None:
+            return ConstantVariable(equal is (op is operator.eq))
     raise Unsupported("data_ptr", f"{op.__name__} of {lhs} and {rhs}, known after the graph")
 
 
