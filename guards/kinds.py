@@ -121,9 +121,42 @@ class ConstTable:
 
 
 def _dedup_key(value: Any) -> Any:
-    if type(value) in (torch.dtype, torch.device):
-        return (type(value), str(value))
-    return ("id", id(value))  # values are held strongly, so the id cannot be reused
+    """What two closure values are one name by: dtypes and devices by their text; the immutable
+    values that each trace makes anew for a guard (a ``FunctionSpec``, a tuple of literals or of
+    types, a ``functools.partial`` of them) by what they hold (``_value_dedup``), so that the
+    variants of one function write the same check as the same text and the dispatcher tests it
+    once; anything else by identity. Values are held strongly, so no id in a key can be reused
+    while the table holds it."""
+    cls = type(value)
+    if cls in (torch.dtype, torch.device):
+        return (cls, str(value))
+    if cls in (FunctionSpec, tuple, functools.partial):
+        key = _value_dedup(value)
+        if key is not None:
+            return key
+    return ("id", id(value))
+
+
+def _value_dedup(value: Any) -> Any:
+    """The key of an immutable ``value`` by what it holds, or None where it holds something else
+    (then it is named by identity). Literals keep their exact type and a zero its sign (``1``,
+    ``True``, ``1.0`` and ``-0.0`` are four values); types, functions and a ``FunctionSpec``'s
+    parts by identity (the value named first holds them)."""
+    cls = type(value)
+    if cls in _LITERAL_TYPES or cls is float:
+        return (cls, value, _zero_signs(value)) if value == value else None  # NaN: no key
+    if isinstance(value, type) or cls in (types.FunctionType, types.BuiltinFunctionType):
+        return ("id", id(value))
+    if cls is FunctionSpec:
+        return ("made_of", *value.key)
+    if cls is tuple:
+        items = tuple(map(_value_dedup, value))
+        return None if None in items else (tuple, items)
+    if cls is functools.partial and not value.__dict__:
+        parts = (value.func, value.args, tuple(value.keywords.items()))
+        key = _value_dedup(parts)
+        return None if key is None else (functools.partial, key)
+    return None
 
 
 def _readable(value: Any, prefix: str) -> str:
