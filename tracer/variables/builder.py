@@ -16,10 +16,12 @@ import dataclasses
 import enum
 import functools
 import math
+import operator
 import re
 import sys
 import types
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -102,6 +104,7 @@ from .objects import (
     DictObjectVariable,
     FrozenSetObjectVariable,
     GlobalsVariable,
+    LazyDictObjectVariable,
     ListObjectVariable,
     PythonModuleVariable,
     SetObjectVariable,
@@ -367,6 +370,10 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         )
     if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
+        if _keyed_by_name(value):
+            read_items = _keys_then_items(tx, value, source, ItemSource)
+            read_item = _item_by_key(tx, value, source, ItemSource)
+            return LazyDictVariable(value, read_items, source, read_item)
         add(kinds.DICT_KEYS(source, tuple(value)))
         if all(_leaf_value(v) for v in value.values()) or _module_namespace(value):
             # guarded as the trace reads them
@@ -438,6 +445,64 @@ def _items_read_later(tx: Translator, value: dict, source: Source) -> dict[Any, 
         wrapping.discard(id(value))
 
 
+def _keyed_by_name(value: dict) -> bool:
+    """Every key of the dict ``value`` is a str or an int (not a bool): a dict read key by key
+    (``KeyedReads``), each key looked up guarded on its own, the key compared by value."""
+    return all(type(k) in (str, int) for k in value)
+
+
+def _keys_then_items(
+    tx: Translator, value: dict, source: Source, item_source: type
+) -> Callable[[], dict[Any, VariableTracker]]:
+    """What reads all of a dict read key by key (``KeyedReads.items``): its keys guarded as they
+    are now, then every value. The keys are the call's, taken where the dict is wrapped: the
+    trace changes the dict only after reading it all, and nothing else runs meanwhile."""
+    keys = tuple(value)
+
+    def read() -> dict[Any, VariableTracker]:
+        if len(value) != len(keys) or not all(map(operator.is_, value, keys)):
+            raise Unsupported("input_changed", "an input dict changed while the call was traced")
+        tx.output.add_guard(kinds.DICT_KEYS(source, keys))
+        if item_source is ItemSource:
+            return _items_read_later(tx, value, source)
+        items = {}
+        for i, k in enumerate(keys):
+            _note_key_source(tx, k, source, i)
+            items[k] = _wrap_lazily(tx, value, k, item_source(source, k))
+        return items
+
+    return read
+
+
+def _item_by_key(
+    tx: Translator, value: dict, source: Source, item_source: type
+) -> Callable[[Any], VariableTracker | None]:
+    """What reads one key of a dict read key by key (``KeyedReads.lookup``): the key's presence
+    guarded (``dict``'s own lookup, which runs no Python code for a str or int key), and the
+    value there wrapped at ``item_source(source, key)``; None where it is absent."""
+
+    def read(key: Any) -> VariableTracker | None:
+        if not dict.__contains__(value, key):
+            tx.output.assume_key_absent(source, key)
+            return None
+        tx.output.assume_key_present(source, key)
+        return _wrap_lazily(tx, value, key, item_source(source, key))
+
+    return read
+
+
+def _wrap_lazily(tx: Translator, value: dict, key: Any, source: Source) -> VariableTracker:
+    """The value of the dict ``value`` at ``key``, wrapped after the dict's own tracker: one that
+    is the dict itself, or holds it while it is wrapped, is refused (its tracker would hold
+    itself), as where the dict is wrapped at once."""
+    wrapping = tx.output.wrapping
+    wrapping.add(id(value))
+    try:
+        return wrap(tx, dict.__getitem__(value, key), source)
+    finally:
+        wrapping.discard(id(value))
+
+
 def _leaf_value(value: Any) -> bool:
     """A tensor or a constant: a dict's value that holds no object (so the dict cannot hold
     itself through it, nor its tracker be reached again while its items are wrapped)."""
@@ -503,6 +568,19 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
     if not literal and type_lookup(cls, "values") is not type_lookup(base, "values"):
         return None  # ``DictValueSource`` reads ``values()``
     tx.output.add_guard(kinds.TYPE_MATCH(source, cls))
+    fields = {"source": source, "cls": cls, "cls_vt": wrap(tx, cls, TypeSource(source))}
+    if (
+        base is not collections.defaultdict
+        and _keyed_by_name(value)
+        and type_lookup(cls, "__contains__") is dict.__contains__  # the ``KEY_PRESENT`` guard's
+    ):
+        return LazyDictObjectVariable(
+            value,
+            _keys_then_items(tx, value, source, DictItemSource),
+            _item_by_key(tx, value, source, DictItemSource),
+            real=value,
+            **fields,
+        )
     tx.output.add_guard(kinds.DICT_KEYS(source, tuple(value)))
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(dict.items(value)):
@@ -514,14 +592,7 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
     factory = None
     if base is collections.defaultdict:
         factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
-    return DictObjectVariable(
-        items,
-        source,
-        cls=cls,
-        default_factory=factory,
-        cls_vt=wrap(tx, cls, TypeSource(source)),
-        real=value,
-    )
+    return DictObjectVariable(items, default_factory=factory, real=value, **fields)
 
 
 def _wrap_list_object(tx: Translator, value: list, source: Source) -> VariableTracker:

@@ -48,7 +48,13 @@ from .base import (
     method_bound,
     type_lookup,
 )
-from .constants import ConstantVariable, LazyConstantVariable, ObjectIdVariable, computed
+from .constants import (
+    CONSTANT_TYPES,
+    ConstantVariable,
+    LazyConstantVariable,
+    ObjectIdVariable,
+    computed,
+)
 from .tensors import TensorVariable
 
 if TYPE_CHECKING:
@@ -886,6 +892,12 @@ class DictVariable(BuiltOnce, VariableTracker):
             raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
 
+    def lookup(self, tx: Translator, key: VariableTracker) -> tuple[Any, VariableTracker | None]:
+        """``key``'s entry: the key CPython's lookup takes it for, and the value there (None where
+        the dict has no such key). The one place ``d[k]``, ``d.get(k)`` and ``k in d`` look."""
+        k = _key(key, self.items)
+        return k, self.items.get(k)
+
     def _build(self, cg: Codegen) -> None:
         if self.cls is not dict:
             cg.load_const(self.cls)
@@ -902,40 +914,62 @@ class DictVariable(BuiltOnce, VariableTracker):
         return f"DictVariable({self.items!r})"
 
 
-class LazyDictVariable(DictVariable):
-    """A plain ``dict`` input whose values the trace has not read: its keys are guarded where it
-    is wrapped (``DICT_KEYS``), its values wrapped, all at once, on the first read of ``items``
-    (``read_items``, the builder's). Until then, an item the trace reads at a key it holds
-    without its value (``LazyConstantVariable``: a loop's key printed at a break) is the item the
-    call finds there at run time (``item_at_key``), so the key's value stays unguarded.
+class KeyedReads:
+    """The storage of an input dict the trace reads lazily (mixed in before the dict's tracker):
+    its values are wrapped, all at once, on the first read of ``items`` (``read_items``, the
+    builder's, which guards the keys, ``DICT_KEYS``, where they are not guarded already). Until
+    then:
 
-    Invariant: while ``read`` is False no guard holds a value of the dict, and it is given back
-    through its source (the trace has not changed it: every change reads ``items`` first)."""
+    * with ``read_item`` (a dict keyed by strs and ints alone): a lookup by a str or int constant
+      (``d[k]``, ``d.get(k)``, ``k in d``: ``lookup``) reads that one key, its presence guarded
+      (``KEY_PRESENT``/``KEY_ABSENT``) and its value wrapped, so a call guards only the keys it
+      reads (a registry that grows as models are made, a table of functions of which the call
+      uses one);
+    * an item the trace reads at a key it holds without its value (``LazyConstantVariable``: a
+      loop's key printed at a break) is the item the call finds there at run time
+      (``item_at_key``), so the key's value stays unguarded.
 
-    def __init__(self, value: dict, read_items: Callable[[], dict], source: Source) -> None:
-        self._value, self._read_items = value, read_items
+    Invariant: while ``read`` is False no guard holds the dict's keys but those looked up, no
+    guard a value but theirs, and it is given back through its source (the trace has not changed
+    it: every change, and everything that sees the keys, reads ``items`` first)."""
+
+    def _lazy(
+        self,
+        value: dict,
+        read_items: Callable[[], dict],
+        read_item: Callable[[Any], VariableTracker | None] | None,
+    ) -> None:
+        self._value, self._read_items, self._read_item = value, read_items, read_item
         self._items: dict[Any, VariableTracker] | None = None
-        self.source, self.cls, self.default_factory = source, dict, None
+        self._found: dict[Any, VariableTracker | None] = {}  #: the keys looked up, by ``lookup``
 
     @property
     def items(self) -> dict[Any, VariableTracker]:  # type: ignore[override]
         if self._items is None:
-            self._items = self._read_items()
+            items = self._read_items()
+            for key, vt in self._found.items():  # the trackers the trace holds already
+                if vt is not None:
+                    items[key] = vt
+            self._items = items
         return self._items
 
     @items.setter
-    def items(self, items: dict[Any, VariableTracker]) -> None:
+    def items(self, items: dict[Any, VariableTracker] | None) -> None:
         self._items = items
 
     @property
     def read(self) -> bool:
         return self._items is not None
 
-    def is_python_constant(self) -> bool:
-        """Not while a value is a tensor (so folding an operation on it reads nothing)."""
-        if not self.read and any(isinstance(v, torch.Tensor) for v in self._value.values()):
-            return False
-        return super().is_python_constant()
+    def lookup(self, tx: Translator, key: VariableTracker) -> tuple[Any, VariableTracker | None]:
+        """``key``'s entry, reading only that key while the dict is unread (``read_item``)."""
+        if self._read_item is not None and not self.read:
+            k = _by_key(key)
+            if k is not None:
+                if k not in self._found:
+                    self._found[k] = self._read_item(k)
+                return k, self._found[k]
+        return super().lookup(tx, key)  # type: ignore[misc]
 
     def item_at_key(self, tx: Translator, key: VariableTracker) -> VariableTracker | None:
         """``d[k]`` for a key whose value the trace has not read, while nothing of the dict is
@@ -945,16 +979,56 @@ class LazyDictVariable(DictVariable):
         if self.read or not isinstance(key, LazyConstantVariable) or key.read:
             return None
         real = key.peek()
-        if real not in self._value:
+        if not dict.__contains__(self._value, real):
             return None
-        return tx.wrap(self._value[real], ComputedItemSource(self.source, key.source))
+        return tx.wrap(
+            dict.__getitem__(self._value, real), ComputedItemSource(self.source, key.source)
+        )
+
+    def unread_children(self) -> list[Any]:
+        """The trackers of the keys looked up (what ``walk`` visits of an unread dict)."""
+        return [vt for vt in self._found.values() if vt is not None]
+
+
+def _by_key(vt: VariableTracker) -> Any:
+    """The str or int ``vt`` stands for, a key ``KeyedReads.lookup`` reads alone; None for any
+    other (a bool, a float, a tuple: looked up among all the keys)."""
+    if isinstance(vt, ConstantVariable) and type(vt.value) in (str, int):
+        return vt.value
+    return None
+
+
+class LazyDictVariable(KeyedReads, DictVariable):
+    """A plain ``dict`` input read lazily (``KeyedReads``)."""
+
+    def __init__(
+        self,
+        value: dict,
+        read_items: Callable[[], dict],
+        source: Source,
+        read_item: Callable[[Any], VariableTracker | None] | None = None,
+    ) -> None:
+        self._lazy(value, read_items, read_item)
+        self.source, self.cls, self.default_factory = source, dict, None
+
+    def is_python_constant(self) -> bool:
+        """Not while a value is a tensor, nor, for one read key by key, while a value is no
+        constant (a function, a class): folding an operation on it would read every value; the
+        dict's own rules (``d[k]``, ``k in d``) read only the keys they look up."""
+        if not self.read:
+            values = self._value.values()
+            if any(isinstance(v, torch.Tensor) for v in values):
+                return False
+            if self._read_item is not None and not all(type(v) in CONSTANT_TYPES for v in values):
+                return False
+        return super().is_python_constant()
 
     def clone(self, **changes: Any) -> VariableTracker:
         return DictVariable(**{"items": dict(self.items), "source": self.source, **changes})
 
     def walk_children(self) -> list[VariableTracker]:
         """What ``base.walk`` visits (without reading the real dict)."""
-        return [self.items] if self.read else []
+        return [self.items] if self.read else self.unread_children()
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})" if self.read else "LazyDictVariable(unread)"
@@ -1826,7 +1900,7 @@ def _set_contains(tx: Translator, container: SetVariable, item: VariableTracker)
 @dispatch.rule("contains", DictVariable)
 def _dict_contains(tx: Translator, container: DictVariable, item: VariableTracker) -> bool:
     """``key in d``: a lookup of the key."""
-    return _key(item, container.items) in container.items
+    return container.lookup(tx, item)[1] is not None
 
 
 def _key(vt: VariableTracker, keys: Any = ()) -> Any:
@@ -2745,12 +2819,18 @@ _TUPLE = {
 
 # -- dict ------------------------------------------------------------------------------------------
 def _dict_pop(tx, obj, key, default=None):
+    """``d.pop(k[, default])``: a change only where the key is there (a ``**kwargs`` dict popped
+    of an option the caller did not pass is given back unchanged, nothing replayed)."""
+    k, value = obj.lookup(tx, key)
+    if value is None:
+        if default is None:
+            raise _key_error(k)
+        return default
+    tx.output.side_effects.before_mutation(obj)
     k = _key(key, obj.items)
-    if k in obj.items:
-        return obj.items.pop(k)
-    if default is None:
-        raise _key_error(k)
-    return default
+    value = obj.items.pop(k)
+    tx.output.side_effects.mark_mutated(obj)
+    return value
 
 
 def _dict_popitem(tx, obj):
@@ -2833,9 +2913,9 @@ def _dict_getitem(tx, obj, key):
         item = obj.item_at_key(tx, key)
         if item is not None:
             return item
-    k = _key(key, obj.items)
-    if k in obj.items:
-        return obj.items[k]
+    k, value = obj.lookup(tx, key)
+    if value is not None:
+        return value
     factory = obj.default_factory
     if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
         raise _key_error(k)
@@ -2844,6 +2924,11 @@ def _dict_getitem(tx, obj, key):
     obj.items[k] = value
     tx.output.side_effects.mark_mutated(obj)
     return value
+
+
+def _dict_get(tx, obj, key, default=NONE):
+    value = obj.lookup(tx, key)[1]
+    return default if value is None else value
 
 
 def _dict_copy(tx, obj):
@@ -2877,19 +2962,19 @@ _DICT = {
     ),
     "__delitem__": (True, _dict_delitem),
     "__getitem__": (False, _dict_getitem),
-    "pop": (True, _dict_pop),
+    "pop": (False, _dict_pop),  # a change only where it pops (``_dict_pop``)
     "popitem": (True, _dict_popitem),
     "update": (True, _dict_update),
     "__init__": (True, _dict_init),
     "setdefault": (True, _dict_setdefault),
     "clear": (True, lambda tx, obj: (obj.items.clear(), NONE)[1]),
-    "get": (False, lambda tx, obj, k, d=NONE: obj.items.get(_key(k, obj.items), d)),
+    "get": (False, _dict_get),
     "keys": (False, lambda tx, obj: DictViewVariable(obj, "keys")),
     "values": (False, lambda tx, obj: DictViewVariable(obj, "values")),
     "items": (False, lambda tx, obj: DictViewVariable(obj, "items")),
     "copy": (False, _dict_copy),
     "fromkeys": (False, _dict_fromkeys),
-    "__contains__": (False, lambda tx, obj, k: ConstantVariable(_key(k, obj.items) in obj.items)),
+    "__contains__": (False, lambda tx, obj, k: ConstantVariable(obj.lookup(tx, k)[1] is not None)),
     "__len__": (False, lambda tx, obj: ConstantVariable(len(obj.items))),
 }
 

@@ -72,6 +72,7 @@ from .containers import (
     BaseSequenceVariable,
     DequeVariable,
     DictVariable,
+    KeyedReads,
     ListVariable,
     SetVariable,
     TupleVariable,
@@ -2174,6 +2175,38 @@ class DictObjectVariable(ContainerObject, DictVariable):
 
     def __repr__(self) -> str:
         return f"DictObjectVariable({self.cls.__name__}, {list(self.items)})"
+
+
+class LazyDictObjectVariable(KeyedReads, DictObjectVariable):
+    """An object of a user subclass of ``dict`` from outside the call whose keys are strs and
+    ints, its storage read key by key (``KeyedReads``): a registry the call looks one key up in
+    (transformers' ``_CAN_RECORD_REGISTRY``, keyed by the names of the model classes made so
+    far) guards that key, not every class made since."""
+
+    def __init__(
+        self,
+        value: dict,
+        read_items: Callable[[], dict],
+        read_item: Callable[[Any], VariableTracker | None],
+        **fields: Any,
+    ) -> None:
+        self._lazy(value, read_items, read_item)
+        DictObjectVariable.__init__(self, None, **fields)  # ``items`` None: unread
+
+    def walk_children(self) -> list[Any]:
+        """What ``base.walk`` visits (the dict's values only once read)."""
+        fields = [getattr(self, f.name) for f in _DICT_OBJECT_FIELDS]
+        return [*fields, self.items if self.read else self.unread_children()]
+
+    def __repr__(self) -> str:
+        if self.read:
+            return super().__repr__()
+        return f"DictObjectVariable({self.cls.__name__}, unread)"
+
+
+_DICT_OBJECT_FIELDS = [
+    f for f in dataclasses.fields(DictObjectVariable) if f.name not in ("items", "source")
+]
 
 
 @dataclass(eq=False)
