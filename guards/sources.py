@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,8 +41,8 @@ class cached:  # noqa: N801 (used as a decorator, like ``functools.cached_proper
         return value
 
 
-#: Each source class's dataclass field names, for ``Source.__hash__`` (``dataclasses.fields`` builds
-#: its answer on every call).
+#: Each source class's compared dataclass field names, for ``Source.__hash__``
+#: (``dataclasses.fields`` builds its answer on every call).
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
@@ -63,7 +63,8 @@ class Source:
         if cached is None:
             names = _FIELD_NAMES.get(type(self))
             if names is None:
-                names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+                fields = dataclasses.fields(self)
+                names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields if f.compare)
             cached = self.__dict__["_hash"] = hash((type(self), *map(self.__getattribute__, names)))
         return cached
 
@@ -155,8 +156,15 @@ class ClosureSource(Source):
 @dataclass(frozen=True)
 class AttrSource(ChainedSource):
     attr: str
+    #: read past the class's ``__getattribute__`` hooks, ``object.__getattribute__(base, attr)``:
+    #: where the trace guarded that they would only make the generic lookup (an allowlisted
+    #: config's, ``objects.UserObjectVariable._hooks_passed``). Only how a guard reads it: the
+    #: same place, equal to the plain source.
+    generic: bool = field(default=False, compare=False)
 
     def render(self, roots: dict[str, str]) -> str:
+        if self.generic:
+            return f"object.__getattribute__({self.base.render(roots)}, {self.attr!r})"
         return f"{self.base.render(roots)}.{self.attr}"
 
     def reconstruct(self, cg: Emitter) -> None:

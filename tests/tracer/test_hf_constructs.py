@@ -413,3 +413,46 @@ def test_slot_attribute_and_none_key_reads():
     assert_same(compiled(x), fn(x))
     assert counter.frame_count == 2
     assert bytegraph.explain(fn)(x).graph_break_count == 0
+
+
+def _guard_text(compiled) -> str:
+    return compiled.__bytegraph__.cache.guard_source
+
+
+def test_config_reads_are_guarded_past_its_getattribute_hooks():
+    """A config's attributes are guarded with ``object.__getattribute__`` (C), its hooks guarded
+    to stay those functions and the name to stay no alias; a change of any of these is seen."""
+    config = tiny_config(use_cache=True)
+
+    def fn(x):
+        return x * config.n_positions if config.use_cache else x + 1
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    text = _guard_text(compiled)
+    assert "object.__getattribute__" in text and ".use_cache" not in text
+    config.use_cache = False  # the value read
+    assert_same(compiled(x), fn(x))
+    assert counter.frame_count == 2
+    cls = type(config)
+    aliases = cls.attribute_map
+    cls.attribute_map = {**aliases, "n_positions": "n_embd"}  # the name read becomes an alias
+    config.use_cache = True
+    try:
+        assert_same(compiled(x), fn(x))
+        assert counter.frame_count == 3
+    finally:
+        cls.attribute_map = aliases
+    hook = transformers.PreTrainedConfig.__getattribute__
+
+    def shouting(self, key):  # a hook patched in: what guards read past must be the same one
+        value = hook(self, key)
+        return 7 if key == "n_positions" else value
+
+    transformers.PreTrainedConfig.__getattribute__ = shouting
+    try:
+        assert_same(compiled(x), fn(x))
+    finally:
+        transformers.PreTrainedConfig.__getattribute__ = hook
+    assert_same(compiled(x), fn(x))

@@ -1216,7 +1216,49 @@ class UserObjectVariable(VariableTracker):
             )
         if self.source is None:
             return tx.wrap_unsourced(value, f"{type(self.value).__name__}.{name}")
-        return tx.wrap(value, AttrSource(self.source, name))
+        return tx.wrap(value, AttrSource(self.source, name, generic=self._hooks_passed(tx, name)))
+
+    def _hooks_passed(self, tx: Translator, name: str) -> bool:
+        """Whether guards may read ``obj.name`` past the class's ``__getattribute__`` hooks, with
+        ``object.__getattribute__`` (in C: a hook in Python costs a microsecond a read, and a
+        model's guards read a config's attributes by the dozen). Where every hook is an
+        allowlisted one whose code is what ``_CONFIG_HOOKS`` says (an alias map looked up, a
+        per-layer spec checked) and neither applies to ``name`` now: guarded that the hooks stay
+        those functions, that ``name`` is no alias and that the object has no per-layer spec."""
+        cls = type(self.value)
+        hooks = [
+            (i, k) for i, k in enumerate(cls.__mro__) if "__getattribute__" in vars(k)
+        ]  # the generic one (``object``'s) last
+        found = [_CONFIG_HOOKS.get((k.__module__, k.__qualname__)) for _, k in hooks[:-1]]
+        if (
+            not found
+            or None in found
+            or hooks[-1][1] is not object
+            or not all(_hook_is(k, kind) for (_, k), kind in zip(hooks[:-1], found, strict=True))
+        ):
+            return False
+        real = self.value
+        if "aliases" in found:
+            aliases = object.__getattribute__(real, "attribute_map")
+            if name == "attribute_map" or type(aliases) is not dict or name in aliases:
+                return False
+        if "per_layer" in found and "_heterogeneity_spec" in object.__getattribute__(
+            real, "__dict__"
+        ):
+            return False
+        tx.output.assume_type(self.source, cls)
+        mro = AttrSource(TypeSource(self.source), "__mro__")
+        for i, k in hooks[:-1]:
+            where = ItemSource(AttrSource(ItemSource(mro, i), "__dict__"), "__getattribute__")
+            tx.output.assume_identity(where, vars(k)["__getattribute__"])
+        if "aliases" in found:
+            aliases_at = AttrSource(self.source, "attribute_map", generic=True)
+            tx.output.assume_type(aliases_at, dict)
+            tx.output.assume_key_absent(aliases_at, name)
+        if "per_layer" in found:
+            own = AttrSource(self.source, "__dict__", generic=True)
+            tx.output.assume_key_absent(own, "_heterogeneity_spec")
+        return True
 
     def _call_getattr_hook(self, tx: Translator, name: str, hook: Any) -> VariableTracker:
         """``obj.name`` that the generic lookup does not find: the class's ``__getattr__`` (a
@@ -1469,6 +1511,33 @@ PURE_GETATTR_CLASSES = frozenset(
         ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
     }
 )
+
+
+#: What each allowlisted ``__getattribute__`` does before the generic lookup, by
+#: ``(module, qualname)`` of its class, and the names and constants its code has, checked
+#: (``_hook_is``) before a guard reads past it (``UserObjectVariable._hooks_passed``):
+#: ``"aliases"``: ``name`` looked up in ``attribute_map`` and replaced by its alias;
+#: ``"per_layer"``: a config holding a ``_heterogeneity_spec`` refuses or warns on per-layer names.
+_CONFIG_HOOKS = {
+    ("transformers.configuration_utils", "PreTrainedConfig"): "aliases",
+    ("transformers.configuration_utils", "PretrainedConfig"): "aliases",
+    ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"): (
+        "per_layer"
+    ),
+}
+_HOOK_MARKS = {
+    "aliases": ({"__getattribute__", "super"}, "attribute_map"),
+    "per_layer": ({"__getattribute__", "super", "get"}, "_heterogeneity_spec"),
+}
+
+
+def _hook_is(cls: type, kind: str) -> bool:
+    """Whether ``cls.__getattribute__`` is code of ``kind`` (``_CONFIG_HOOKS``): it reads the
+    names and holds the constant that code has (another release's hook that does more does not
+    pass)."""
+    code = getattr(vars(cls)["__getattribute__"], "__code__", None)
+    names, constant = _HOOK_MARKS[kind]
+    return code is not None and names <= set(code.co_names) and constant in code.co_consts
 
 
 def store_config_attribute(
