@@ -211,21 +211,35 @@ def per_call_us(fn: Callable[..., Any], args: tuple, number: int) -> float:
 def measure(case: Case, number: int, repeat: int) -> dict[str, float]:
     """Minimum per-call time (us) of eager, bytegraph and torch.compile, timed in interleaved
     rounds."""
-    args = case.make_args()
+    return measure_together({case.name: case}, number, repeat)[case.name]
+
+
+def measure_together(
+    cases: dict[str, Case], number: int, repeat: int
+) -> dict[str, dict[str, float]]:
+    """``measure`` for several cases at once, all their runners timed in the same interleaved
+    rounds: a ratio between cases (one break's overhead over the overhead without it) then
+    compares times taken under the same load, not in two windows that load may differ between."""
     torch._dynamo.reset()
-    runners = {
-        "eager": case.fn,
-        "bytegraph": bytegraph.compile(case.fn, backend="eager", **case.compile_kwargs),
-        "torch.compile": torch.compile(case.fn, backend="eager", **case.compile_kwargs),
-    }
-    expected = case.fn(*args)
-    for name, run in runners.items():
-        for _ in range(3):  # compile, then settle caches
-            torch.testing.assert_close(run(*args), expected, msg=f"{name} differs from eager")
-    best = dict.fromkeys(runners, float("inf"))
+    runs, best = {}, {}
+    for name, case in cases.items():
+        args = case.make_args()
+        runners = {
+            "eager": case.fn,
+            "bytegraph": bytegraph.compile(case.fn, backend="eager", **case.compile_kwargs),
+            "torch.compile": torch.compile(case.fn, backend="eager", **case.compile_kwargs),
+        }
+        expected = case.fn(*args)
+        for engine, run in runners.items():
+            for _ in range(3):  # compile, then settle caches
+                got = run(*args)
+                torch.testing.assert_close(got, expected, msg=f"{engine} differs from eager")
+        runs[name] = (runners, args)
+        best[name] = dict.fromkeys(runners, float("inf"))
     for _ in range(repeat):
-        for name, run in runners.items():
-            best[name] = min(best[name], per_call_us(run, args, number))
+        for name, (runners, args) in runs.items():
+            for engine, run in runners.items():
+                best[name][engine] = min(best[name][engine], per_call_us(run, args, number))
     return best
 
 
@@ -243,7 +257,11 @@ def target_rows(number: int, repeat: int) -> None:
             "fallback+helpers", falls_back_calling_helpers, lambda: (*_matrices(), vals)
         ),
     }
-    t = {name: measure(case, number, repeat) for name, case in cases.items()}
+    # the cases each ratio compares are timed together (``measure_together``)
+    together = (("no break", "one break"), ("fallback", "its callee", "fallback+helpers"))
+    t = {}
+    for names in together:
+        t |= measure_together({name: cases[name] for name in names}, number, repeat)
     print(f"\n{'case (us per call)':<46} {'eager':>8} {'bytegraph':>10} {'torch.compile':>14}")
     for name, times in t.items():
         eager, bg, tc = (times[e] for e in ("eager", *ENGINES))
