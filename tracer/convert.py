@@ -171,7 +171,6 @@ def _finish(
     if frames is None and _finish_escaping_generators(output, [*live, *replayed]):
         replayed = output.side_effects.plan(live)
     keep_changed_inputs_apart(output)  # its guards follow from all the trace changed
-    output.side_effects.emit_prologue(cg)  # modules made in the trace, before the graph uses them
     checked = deferred_checks.finish(output)
     if checked:
         deferred_checks.emit_before(cg, output)
@@ -192,6 +191,9 @@ def _finish(
     finally:
         for vt, source in swapped:
             vt.source = source
+    # modules made in the trace, built before all the code, which says which of them it reads
+    for label, getter, value in output.side_effects.emit_prologue(cg):
+        output.assume_state(label, getter, value)
     code = (
         fn.__code__
     )  # the frames show the function's own code name (a resume function's: the user's)

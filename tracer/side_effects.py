@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+from bytecode import CellVar, FreeVar
 
 from ..guards.guard import default_device_as_set
 from ..guards.sources import AttrSource, Source
@@ -59,6 +60,9 @@ class SideEffects:
         #: (``torch.nn`` modules built, ``modules._build_torch_module``; draws from a
         #: ``torch.Generator``, ``generator_draws``), in creation order
         self.prologue: list[tuple[str, Any, tuple, dict]] = []
+        #: prologue locals whose call may be left out when the rewritten code never reads them ->
+        #: the assumption ``(label, getter, value)`` that doing so rests on (``emit_prologue``)
+        self.unread_prologue: dict[str, tuple[tuple, Any, Any]] = {}
         self.counter = 0  #: numbers the locals of new objects (never reused within a trace)
         #: existing objects whose class overrides ``__setattr__``: their stores (recorded from the
         #: inlined override) are replayed with ``object.__setattr__``, not ``STORE_ATTR``
@@ -520,25 +524,47 @@ class SideEffects:
         """Ids of the hook tables a removal the replay will make changes."""
         return frozenset().union(*(ids for _, ids in self.hook_removals))
 
-    def add_prologue(self, entry: tuple[str, Any, tuple, dict]) -> None:
+    def add_prologue(
+        self, entry: tuple[str, Any, tuple, dict], unread: tuple[tuple, Any, Any] | None = None
+    ) -> None:
         """A call the rewritten code makes before the graph runs: a ``torch.nn`` module built,
-        a draw from a ``torch.Generator`` (``generator_draws``)."""
+        a draw from a ``torch.Generator`` (``generator_draws``). ``unread``: the call has no
+        effect eager would show as long as the assumption ``(label, getter, value)`` holds
+        (``getter()`` returns ``value``), so it is left out when nothing reads its local."""
         self._stores = None
         self.prologue.append(entry)
+        if unread is not None:
+            self.unread_prologue[entry[0]] = unread
 
-    def emit_prologue(self, cg: Codegen) -> None:
-        """Before the graph runs: ``local = fn(*args, **kwargs)`` for each prologue entry, in the
-        order the trace made them; an argument that is a ``Source`` is read from it (a generator,
-        an earlier entry's local), any other is a constant."""
-        for name, fn, args, kwargs in self.prologue:
-            cg.load_const(fn)
+    def emit_prologue(self, cg: Codegen) -> list[tuple[tuple, Any, Any]]:
+        """Put before all the code ``cg`` holds (emitted last: that code tells which locals are
+        read) ``local = fn(*args, **kwargs)`` for each prologue entry, in the order the trace made
+        them; an argument that is a ``Source`` is read from it (a generator, an earlier entry's
+        local), any other is a constant. An entry that may go unread (``add_prologue``) and whose
+        local no instruction reads (the graph's inputs, the replay, the result, the resume calls
+        at a break, a later entry kept) is left out. Returns the assumptions that leaving them
+        out rests on, for the caller to guard."""
+        read = names_in(cg.instrs)
+        kept: list[list[Any]] = []
+        assumptions: dict[tuple, tuple[tuple, Any, Any]] = {}
+        for name, fn, args, kwargs in reversed(self.prologue):
+            if name in self.unread_prologue and name not in read:
+                assumption = self.unread_prologue[name]
+                assumptions[assumption[0]] = assumption
+                continue
+            sub = sub_codegen(cg)
+            sub.load_const(fn)
             for value in [*args, *kwargs.values()]:
                 if isinstance(value, Source):
-                    value.reconstruct(cg)
+                    value.reconstruct(sub)
                 else:
-                    cg.load_const(value)
-            cg.call_function(len(args) + len(kwargs), tuple(kwargs))
-            cg.store_local(name)
+                    sub.load_const(value)
+            sub.call_function(len(args) + len(kwargs), tuple(kwargs))
+            sub.store_local(name)
+            read |= names_in(sub.instrs)
+            kept.append(sub.instrs)
+        cg.instrs[:0] = [instr for instrs in reversed(kept) for instr in instrs]
+        return list(assumptions.values())
 
     def emit_memo_calls(self, cg: Codegen) -> None:
         """The cached calls whose bodies the trace ran, for real, in call order (eager's cache
@@ -672,12 +698,32 @@ def _replay_container(cg: Codegen, container: VariableTracker) -> None:
     cg.pop_top()
 
 
-def _items_list(cg: Codegen, container: VariableTracker) -> list:
+def sub_codegen(cg: Codegen) -> Codegen:
+    """An emitter of code to splice into ``cg``'s: what ``cg`` keeps across its code is shared."""
     sub = type(cg)(cg.lineno, cg.output_var)
     sub.graph_outputs = cg.graph_outputs
     sub.built, sub.cells = cg.built, cg.cells  # objects built once and cells: shared
     sub.new_objects = cg.new_objects
     sub.consts = cg.consts  # one object per equal constant across the spliced code
+    return sub
+
+
+def names_in(instrs: list[Any]) -> set[str]:
+    """Every name the instructions ``instrs`` mention (a local, a cell, an attribute, a string
+    constant): a superset of the locals they read."""
+    names: set[str] = set()
+    for instr in instrs:
+        arg = getattr(instr, "arg", None)
+        for part in arg if isinstance(arg, tuple) else (arg,):
+            if isinstance(part, str):
+                names.add(part)
+            elif isinstance(part, (CellVar, FreeVar)):
+                names.add(part.name)
+    return names
+
+
+def _items_list(cg: Codegen, container: VariableTracker) -> list:
+    sub = sub_codegen(cg)
     for item in container.items:
         item.reconstruct(sub)
     sub.build_list(len(container.items))

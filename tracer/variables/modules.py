@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.nn.modules.module import _global_module_registration_hooks
+from torch.nn.modules.module import (
+    _global_buffer_registration_hooks,
+    _global_module_registration_hooks,
+    _global_parameter_registration_hooks,
+)
 from torch.utils.hooks import RemovableHandle
 
 from ...guards.epoch import EPOCH, PerRootCache, WatchedDict, hidden_from_dynamo, unseen_by_dynamo
@@ -1376,12 +1380,23 @@ def _build_torch_module(
     ``FreshSource``, and the rewritten code builds the same module *before the graph runs*
     (``SideEffects.prologue``): a fresh one on every call, with fresh parameters, as eager.
     Building it earlier than eager does is only visible through the random number generator:
-    refused when the constructor draws from it and the graph already drew before this point."""
+    refused when the constructor draws from it and the graph already drew before this point.
+    A construction that draws nothing has no other effect eager shows while no global
+    registration hook of the user's is set (``_NO_USER_HOOKS``, refused otherwise: the hooks
+    would run here, in the trace): the rewritten code leaves it out when it never reads the
+    module (``SideEffects.emit_prologue``)."""
+    if _user_registration_hooks():
+        raise Unsupported(
+            "module_hooks",
+            f"creating a {cls.__name__} module runs global registration hooks: it runs in Python",
+            hint="register the hooks after the compiled call, or build the module outside it",
+        )
+    effects = tx.output.side_effects
     held = _held_modules(cls, args, kwargs)
     if held is not None:
         build, modules, sources = held
-        name = tx.output.side_effects.new_name("__bg_fresh")
-        tx.output.side_effects.add_prologue((name, build, tuple(sources), {}))
+        name = effects.new_name("__bg_fresh")
+        effects.add_prologue((name, build, tuple(sources), {}), unread=_NO_USER_HOOKS)
         return tx.wrap(build(*modules), FreshSource(name))
     values = [_module_arg(cls, a) for a in args]
     kwvalues = {k: _module_arg(cls, v) for k, v in kwargs.items()}
@@ -1393,14 +1408,36 @@ def _build_torch_module(
             f"{cls.__name__}() draws random numbers after random ops of the graph",
             hint="create the module before the random ops (or outside the compiled function)",
         )
-    effects = tx.output.side_effects
     # built by the rewritten code before the graph runs: a rerun builds another, which only
     # shows when its __init__ draws random numbers
     if drew:
         deferred_checks.note_prologue(tx.output, f"creating a {cls.__name__} module")
     name = effects.new_name("__bg_fresh")
-    effects.add_prologue((name, cls, tuple(values), kwvalues))
+    unread = None if drew else _NO_USER_HOOKS
+    effects.add_prologue((name, cls, tuple(values), kwvalues), unread=unread)
     return tx.wrap(module, FreshSource(name))
+
+
+def _user_registration_hooks() -> bool:
+    """Is a global registration hook set (``register_module_buffer_registration_hook``...)
+    other than bytegraph's own (``_bump_observed``, which does nothing for a module just built)?
+    Building a module runs them, on each member it registers."""
+    return any(
+        getattr(hook, "__wrapped__", hook) is not _bump_observed
+        for table in _REGISTRATION_HOOKS
+        for hook in table.values()
+    )
+
+
+_REGISTRATION_HOOKS = (
+    _global_buffer_registration_hooks,
+    _global_module_registration_hooks,
+    _global_parameter_registration_hooks,
+)
+#: The assumption under which building a module that draws no random numbers has no effect
+#: eager shows: no user's global registration hook is set (guarded where a construction is left
+#: out, ``SideEffects.add_prologue``).
+_NO_USER_HOOKS = (("registration_hooks",), _user_registration_hooks, False)
 
 
 def _held_modules(
