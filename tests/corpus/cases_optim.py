@@ -205,7 +205,7 @@ def adamw_foreach_amsgrad_train_step():
     graphs=2,
     breaks=1,
     tc_breaks=5,
-    retraces=5,
+    retraces=4,
     why=ZERO + MOMENTUM + LR,
 )
 def sgd_steplr_train_step():
