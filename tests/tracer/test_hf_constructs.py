@@ -456,3 +456,35 @@ def test_config_reads_are_guarded_past_its_getattribute_hooks():
     finally:
         transformers.PreTrainedConfig.__getattribute__ = hook
     assert_same(compiled(x), fn(x))
+
+
+def test_a_config_attribute_missing_is_guarded_past_its_hooks():
+    """``hasattr(config, name)`` false: guarded as the generic lookup misses it (no key of the
+    instance dict, no class attribute, no ``__getattr__``, the name no alias), and each of those
+    appearing is seen."""
+    config = tiny_config()
+
+    def fn(x):
+        return x * 2 if hasattr(config, "extra_scale") else x + 1
+
+    compiled, counter = compile_counted(fn)
+    x = torch.randn(3)
+    assert_same(compiled(x), fn(x))
+    assert "___hasattr" not in _guard_text(compiled)
+    cls = type(config)
+    cls.extra_scale = 2  # on the class
+    try:
+        assert_same(compiled(x), fn(x))
+    finally:
+        del cls.extra_scale
+    traced = counter.frame_count
+    assert_same(compiled(x), fn(x))  # absent again: the first variant
+    assert counter.frame_count == traced
+    aliases = cls.attribute_map
+    cls.attribute_map = {**aliases, "extra_scale": "n_embd"}  # an alias of a field it has
+    try:
+        assert_same(compiled(x), fn(x))
+    finally:
+        cls.attribute_map = aliases
+    config.extra_scale = 3  # on the instance
+    assert_same(compiled(x), fn(x))

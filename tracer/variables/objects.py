@@ -1189,11 +1189,23 @@ class UserObjectVariable(VariableTracker):
     def _pure_getattr(self, tx: Translator, name: str) -> VariableTracker:
         """``obj.name`` on an allowlisted class (``PURE_GETATTR_CLASSES``): the real lookup at trace
         time, guarded through ``AttrSource`` (present) or ``ATTR_ABSENT`` (missing); both guards run
-        the class's ``__getattribute__``. Functions found on the class are inlined as methods."""
+        the class's ``__getattribute__``, unless they may read past it (``_hooks_passed``: the
+        generic lookup's value, or its miss: no key of the instance dict, no class attribute).
+        Functions found on the class are inlined as methods."""
         try:
             value = getattr(self.value, name)
         except AttributeError:
-            if self.source is not None:
+            if (
+                self.source is not None
+                and type_lookup(type(self.value), name) is MISSING  # (not a raising property)
+                and name not in _instance_dict(self.value)
+                and self._hooks_passed(tx, name)
+            ):
+                # what the generic lookup would find: no instance, class or ``__getattr__`` one
+                own = AttrSource(self.source, "__dict__", generic=True)
+                tx.output.assume_key_absent(own, name)
+                guard_no_class_attr(tx, TypeSource(self.source), name)
+            elif self.source is not None:
                 tx.output.assume_attr_absent(self.source, name)
             raise Unsupported(
                 "getattr", f"{type(self.value).__name__} object has no attribute {name!r}"
