@@ -3,9 +3,11 @@
 ``FunctionCache.variants`` lists the cache entries (``Variant``: guards + the rewritten function).
 After each change one guard function is generated over all of them, taking the function's arguments
 as its own parameters: conditions every variant has are tested first and once, then a trie shares
-common prefixes, and it returns the entry to run or None. ``why(L)`` answers, without running
-anything, which entry these inputs select and the first failing guard of every other. Entries
-guarding an object that died are dropped from a weakref callback.
+common prefixes, and it returns the entry to run or None. Variants are tried in ``order``: the
+newest first, and one that matches when another is tried before it moves to the front (a few times
+per cache: each move generates the function again). ``why(L)`` answers, without running anything,
+which entry these inputs select and the first failing guard of every other. Entries guarding an
+object that died are dropped from a weakref callback.
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ class Variant:
 
 @dataclass
 class Why:
-    """The answer of ``FunctionCache.why``: the entry selected and why each other entry was
-    rejected."""
+    """The answer of ``FunctionCache.why``: the entry selected and why each entry tried before it
+    was rejected."""
 
     selected: Variant | None
+    #: each entry tried before the one selected (all, where none is) with its first failing guard,
+    #: oldest entry first
     failures: list[tuple[Variant, GuardPart]]
 
     def __str__(self) -> str:
@@ -70,9 +74,11 @@ class FunctionCache:
 
     ``guard_fn(*args)`` takes the function's arguments positionally (in ``arg_names`` order) and
     returns the entry to run, or ``on_no_match`` (None until the recompile limit: compile).
-    ``select(L)`` is the same from a name -> value dict. Invariant: no entry in ``variants`` guards
+    ``select(L)`` is the same from a name -> value dict. Invariants: no entry in ``variants`` guards
     an object that has died (a weakref callback marks such an entry ``dead`` and it is dropped at
-    once)."""
+    once); ``order`` holds the same entries as ``variants``, in the order the guard function and
+    ``why`` try them, and the first whose guards pass is the one selected (each variant's guards
+    are complete on their own, so any order selects an entry right for the inputs)."""
 
     def __init__(
         self,
@@ -86,7 +92,9 @@ class FunctionCache:
         self.arg_names = tuple(arg_names)
         self.roots = _local_names(self.arg_names)
         self.consts = self._new_consts()
-        self.variants: list[Variant] = []
+        self.variants: list[Variant] = []  #: oldest first (``Variant.index``)
+        self.order: list[Variant] = []  #: the order they are tried in
+        self.promotions = 0  #: moves of a matching entry to the front of ``order`` (``_promote``)
         self.lock = threading.RLock()
         self.counter = 0
         self.on_no_match: Callable[..., Any] | None = None  #: returned when no entry matches
@@ -110,7 +118,7 @@ class FunctionCache:
         with self.lock:
             if any(ref() is None for ref in variant.guards.refs):
                 variant.dead = True  # a guarded object died during the trace: it can never match
-            self._update(self.variants + [variant])
+            self._update(self.variants + [variant], [variant, *self.order])
 
     def set_no_match(self, fn: Callable[..., Any] | None) -> None:
         """Make the dispatcher return ``fn`` instead of None when no entry matches (the recompile
@@ -128,6 +136,8 @@ class FunctionCache:
     def clear(self) -> None:
         with self.lock:
             self.variants = []
+            self.order = []
+            self.promotions = 0
             self.consts = self._new_consts()
             self.on_no_match = None
             self.counter = 0
@@ -138,12 +148,14 @@ class FunctionCache:
 
     def why(self, L: dict[str, Any]) -> Why:
         failures = []
-        for variant in self.variants:
+        selected = None
+        for variant in self.order:
             part = variant.guards.first_failure({"L": L, **self.scope})
             if part is None:
-                return Why(variant, failures)
+                selected = variant
+                break
             failures.append((variant, part))
-        return Why(None, failures)
+        return Why(selected, sorted(failures, key=lambda failure: failure[0].index))
 
     def _new_consts(self) -> ConstTable:
         return ConstTable(on_death=_death_callback(weakref.ref(self)))
@@ -164,13 +176,16 @@ class FunctionCache:
             elif hit:
                 self.drop_dead()
 
-    def _update(self, variants: list[Variant]) -> None:
-        """Install ``variants`` (less the dead ones) and regenerate the dispatcher."""
+    def _update(self, variants: list[Variant], order: list[Variant] | None = None) -> None:
+        """Install ``variants`` (less the dead ones), tried in ``order`` (default: as now), and
+        regenerate the dispatcher."""
         self._busy = True
         try:
             self.variants = [v for v in variants if not v.dead]
             for i, variant in enumerate(self.variants):
                 variant.index = i
+            live = {id(v) for v in self.variants}
+            self.order = [v for v in (self.order if order is None else order) if id(v) in live]
             self._rebuild()
         finally:
             self._busy = False
@@ -185,8 +200,10 @@ class FunctionCache:
         as_dict = "{" + ", ".join(f"{n!r}: {self.roots[n]}" for n in self.arg_names) + "}"
         roots = [self.roots[n] for n in self.arg_names]
         taken = {*roots, *self.scope, *self.consts.values}  # names the conditions may read
-        read = _read_once(_shared_first(_conditions(self.variants)), roots, taken)
-        body = _trie(_values_once(read, taken), 2)
+        tried = _shared_first(_conditions(self.order))
+        promote = self.promotions < _PROMOTIONS
+        returns = [(conds, _returned(self.order[i].index, promote and i > 0)) for conds, i in tried]
+        body = _trie(_values_once(_read_once(returns, roots, taken), taken), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
         if any(v.guards.reads_L for v in self.variants):
@@ -203,12 +220,35 @@ class FunctionCache:
             **self.consts.values,
             "___slow": self._slow_select,
             "___no_match": self.on_no_match,
+            "___promote": self._promote,
         }
         closure.update({f"___variant_{i}": v.fn for i, v in enumerate(self.variants)})
         self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
         self.guard_body = ("\n".join(lines[1:]), closure)
         if self.on_rebuild is not None:
             self.on_rebuild(self)
+
+    def _promote(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The dispatcher found that ``fn``'s entry matches, where another is tried before it:
+        returns ``fn`` and, unless another thread is changing the cache now, tries that entry first
+        from now on (a call like the last one is the likeliest next). At most ``_PROMOTIONS`` moves
+        per cache, each generating the dispatcher again; after the last the dispatcher calls this
+        no more."""
+        if not self.lock.acquire(blocking=False):
+            return fn
+        try:
+            hit = next((v for v in self.order if v.fn is fn), None)
+            if (
+                not self._busy
+                and hit is not None
+                and hit is not self.order[0]
+                and self.promotions < _PROMOTIONS
+            ):
+                self.promotions += 1
+                self._update(self.variants, [hit, *(v for v in self.order if v is not hit)])
+        finally:
+            self.lock.release()
+        return fn
 
     def _slow_select(self, L: dict[str, Any]) -> Any:
         """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning
@@ -219,6 +259,16 @@ class FunctionCache:
     @property
     def guard_source(self) -> str:
         return getattr(self.guard_fn, "__guard_source__", "")
+
+
+#: How many times one cache moves an entry that matched to the front of its ``order``.
+_PROMOTIONS = 8
+
+
+def _returned(index: int, promote: bool) -> str:
+    """What the dispatcher returns for entry ``index``: its function, through ``___promote`` where
+    a match moves it to the front (``FunctionCache._promote``)."""
+    return f"___promote(___variant_{index})" if promote else f"___variant_{index}"
 
 
 #: Names the generated dispatcher uses itself: an argument with one of these names is renamed.
@@ -457,16 +507,16 @@ def _common_prefix(lists: list[list[str]]) -> list[str]:
     return prefix
 
 
-def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
-    """Nested ``if``s over the variants' condition lists, sharing common prefixes, in variant
-    order."""
+def _trie(items: list[tuple[list[str], str]], depth: int) -> str:
+    """Nested ``if``s over the variants' condition lists, each with what it returns, sharing common
+    prefixes, in the order given."""
     pad = "    " * depth
     lines: list[str] = []
     i = 0
     while i < len(items):
-        conds, index = items[i]
+        conds, returned = items[i]
         if not conds:
-            lines.append(f"{pad}return ___variant_{index}")
+            lines.append(f"{pad}return {returned}")
             i += 1
             continue
         head = conds[0]
@@ -475,7 +525,7 @@ def _trie(items: list[tuple[list[str], int]], depth: int) -> str:
             group.append(items[i + len(group)])
         if len(group) == 1:
             lines.append(_if(conds, pad))
-            lines.append(f"{pad}    return ___variant_{index}")
+            lines.append(f"{pad}    return {returned}")
         else:
             prefix = _common_prefix([c for c, _ in group])
             lines.append(_if(prefix, pad))

@@ -1,7 +1,8 @@
 """Snapshots of the generated guard code: the dispatcher (``guard_source``) and one entry's guards.
 
 The dispatcher takes the function's arguments as parameters, tests the conditions shared by every
-entry once, then branches on what differs. The tensors it takes are checked in one C call first
+entry once, then branches on what differs, the newest entry first (an entry tried later moves to
+the front when it matches: ``___promote``). The tensors it takes are checked in one C call first
 (``kinds.tensor_checker``), and the global state in another (``kinds.state_checker``), their
 parts only where that call says no.
 """
@@ -66,10 +67,10 @@ and x.is_cpu and x.requires_grad is False and x.shape == (2, 3) and x.is_contigu
 and ___get_deterministic_algorithms() is False and ___is_any_autocast_enabled() is False \
 and ___is_grad_enabled() is True))
                 and ___len_torch_function_stack() == 0):
-            if mode == 'relu':
-                return ___variant_0
             if mode == 'tanh':
                 return ___variant_1
+            if mode == 'relu':
+                return ___promote(___variant_0)
     except Exception:
         return ___slow({'x': x, 'mode': mode})
     return None"""

@@ -1,13 +1,18 @@
 """The dispatcher over several variants: which it tries first, and what their guards share.
 
-Equal checks written by different traces are one condition (the closure values they compare with
-are named by value), tested once before the variants branch.
+The newest variant is tried first, and one that matches when another was tried before it moves to
+the front (a bounded number of times per cache); ``why`` tries them in the same order. Equal checks
+written by different traces are one condition (the closure values they compare with are named by
+value), tested once before the variants branch.
 """
 
 from __future__ import annotations
 
 import torch
+from bytegraph.guards import cache as cache_module
 from bytegraph.guards import kinds
+from bytegraph.guards.cache import FunctionCache, Variant
+from bytegraph.guards.sources import LocalSource
 from difftest import assert_same, compile_counted
 
 import bytegraph
@@ -46,3 +51,74 @@ def test_equal_constants_of_two_traces_are_one_name():
     assert table.name((0.0,)) != table.name((-0.0,))
     # a mutable value is its own object
     assert table.name([1]) != table.name([1])
+
+
+#: the global state the variants of ``_counting_cache`` are told apart by
+_MODE = [0]
+
+
+def _counting_cache(checks: list[int], modes: tuple[int, ...]) -> FunctionCache:
+    """A cache over ``fn(x)`` with one variant per mode (added in ``modes`` order), each guarded
+    by ``___mode_M() == M``: a getter that reads ``_MODE`` and appends ``M`` to ``checks``, so
+    that ``checks`` lists the variants whose guards ran, in the order they ran."""
+    cache = FunctionCache("f", {}, {}, ("x",))
+    for mode in modes:
+
+        def getter(mode=mode):
+            checks.append(mode)
+            return _MODE[0]
+
+        getter.__name__ = f"mode_{mode}"
+        guards = [
+            kinds.TYPE_MATCH(LocalSource("x"), int),
+            kinds.GLOBAL_STATE(None, (("mode", mode), getter, mode)),
+        ]
+        cache.add(Variant(cache.new_guard_set(guards), lambda x, mode=mode: mode))
+    return cache
+
+
+def _select(cache: FunctionCache, mode: int) -> int:
+    _MODE[0] = mode
+    return cache.select({"x": 1})(1)
+
+
+def test_newest_variant_is_tried_first():
+    checks: list[int] = []
+    cache = _counting_cache(checks, (0, 1, 2))
+    assert _select(cache, 2) == 2
+    assert checks == [2]  # the newest only: no older variant's guards ran
+    assert [v.index for v in cache.order] == [2, 1, 0]
+    assert str(cache.why({"x": 1})) == "selected: entry 2"
+
+
+def test_matching_variant_moves_to_the_front():
+    checks: list[int] = []
+    cache = _counting_cache(checks, (0, 1, 2))
+    assert _select(cache, 0) == 0
+    assert checks == [2, 1, 0]
+    assert [v.index for v in cache.order] == [0, 2, 1]
+    checks.clear()
+    assert _select(cache, 0) == 0
+    assert checks == [0]
+    source = cache.guard_source
+    assert source.index("___mode_0()") < source.index("___mode_2()") < source.index("___mode_1()")
+    # why() tries them in the same order, and reports the rejections oldest first
+    _MODE[0] = 1
+    assert str(cache.why({"x": 1})).splitlines() == [
+        "selected: entry 1",
+        "entry 0 rejected by: ___mode_0() == 0",
+        "entry 2 rejected by: ___mode_2() == 2",
+    ]
+
+
+def test_moves_are_capped():
+    checks: list[int] = []
+    cache = _counting_cache(checks, (0, 1))
+    for n in range(3 * cache_module._PROMOTIONS):
+        assert _select(cache, n % 2) == n % 2
+    assert cache.promotions == cache_module._PROMOTIONS
+    assert "___promote" not in cache.guard_source  # no more moves: none asked for
+    generated = cache.counter
+    for n in range(4):
+        assert _select(cache, n % 2) == n % 2
+    assert cache.counter == generated  # the dispatcher is not generated again
