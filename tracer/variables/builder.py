@@ -258,7 +258,10 @@ def keep_changed_inputs_apart(output: Any) -> None:
         obj_changed = effects.changed(obj)
         for value, vt in dicts:
             if value is not namespace and (obj_changed or effects.changed(vt)):
-                output.assume_distinct(vt.source, AttrSource(obj.source, "__dict__"))
+                # the instance dict itself, as ``namespaces`` holds it: read past a hook
+                hooked = type(obj.value).__getattribute__ is not object.__getattribute__
+                own = AttrSource(obj.source, "__dict__", generic=hooked)
+                output.assume_distinct(vt.source, own)
 
 
 #: the dicts an ``nn.Module`` keeps its members in: one module's is never another's
