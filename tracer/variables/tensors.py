@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from ...backends.state_nodes import RUNTIME
 from ...guards.sources import AttrSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
@@ -252,6 +253,24 @@ class TensorVariable(VariableTracker):
         elif not (isinstance(value, ConstantVariable) and value.value is None):
             raise Unsupported("store_attr", f"Tensor.grad = {value}")
         tx.output.side_effects.store_attr(self, "grad", value)
+
+    def store_data(self, tx: Translator, value: VariableTracker) -> None:
+        """``t.data = value`` on an input tensor or parameter of torch's classes: ``set_data``
+        as an effectful graph node that runs when the graph runs (``RUNTIME``: AOTAutograd
+        would keep no trace of it), run on the fakes too, so that ``t`` keeps its identity,
+        ``requires_grad`` and ``.grad`` and takes ``value``'s storage, shape, dtype and device
+        for every later read of its tracker (the graph's and, after the call, Python's)."""
+        plain = (torch.Tensor, torch.nn.Parameter)
+        if (
+            self.source is None
+            or self.cls not in plain
+            or not isinstance(value, TensorVariable)
+            or value.cls not in plain
+        ):
+            raise Unsupported("store_attr", f"Tensor.data = {value} on {self}")
+        done = tx.output.call_effectful(set_data, (self, value), {})
+        assert isinstance(done, TensorVariable) and done.node.target is set_data
+        done.node.meta[RUNTIME] = True  # AOT-based backends would drop it: run as it is
 
     def call_method(
         self,
@@ -595,6 +614,24 @@ def _tensor_index_stand_in(value: TensorVariable) -> object | None:
     if value.cls not in (torch.Tensor, torch.nn.Parameter) or index_error(value.example) is None:
         return None
     return _RejectedTensorIndex()
+
+
+def set_data(tensor: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``tensor.data = value`` (``Tensor.data``'s setter) as a graph node: ``tensor`` shares
+    ``value``'s storage and metadata from here on, the object and its autograd flags unchanged."""
+    tensor.data = value
+    return tensor
+
+
+@dispatch.rule("store_attr", TensorVariable)
+def _store_tensor_attribute(
+    tx: Translator, obj: TensorVariable, name: str, value: VariableTracker
+) -> None:
+    """``t.data = value`` is ``store_data``'s; any other store, the general rule's."""
+    if name == "data":
+        obj.store_data(tx, value)
+    else:
+        dispatch.lookup("store_attr", VariableTracker)(tx, obj, name, value)
 
 
 def is_tensor_method(value: Any) -> bool:
