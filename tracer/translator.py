@@ -102,7 +102,8 @@ class Translator:
         self.closure = closure
         self.parent = parent
         self.stack: list[VariableTracker] = []
-        self.instructions, self.labels, self.handlers, self.try_depth = _linearize(code)
+        linearized = _linearize(code)
+        self.instructions, self.labels, self.handlers, self.try_depth, self.names = linearized
         self._live: list[frozenset[str]] | None = None
         self.ip = 0
         self.current: Instr | None = None
@@ -153,9 +154,10 @@ class Translator:
         running, RUNNING.tx = RUNNING.tx, self
         if self.code.co_flags & CO_GENERATOR:
             self.resumed_by = previous
+        step = self.step
         try:
             while True:
-                self.step()
+                step()
         except ReturnValue as ret:
             return ret.value
         finally:
@@ -167,6 +169,7 @@ class Translator:
         if index >= len(self.instructions):
             raise Unsupported("fell_off", "reached the end of the code without a return")
         inst = self.instructions[index]
+        name = self.names[index]
         self.ip += 1
         self.traced[0] += 1
         if self.traced[0] > MAX_TRACE_INSTRUCTIONS:
@@ -174,7 +177,6 @@ class Translator:
                 f"tracing {self.code.co_name} ran over {MAX_TRACE_INSTRUCTIONS} instructions"
             )
         self.current = inst
-        name = inst.name
         fn = opcodes.HANDLERS.get(name)
         # the state a break rolls back to; the output's part left out (None) before an
         # instruction that cannot change it (see ``complete``)
@@ -201,6 +203,8 @@ class Translator:
             if self.parent is None and not frame_only:  # (one changes nothing to commit)
                 if not self.output.state.holds_rollback() and not iterator_rollback.pending(self):
                     self.output.side_effects.commit()
+        except ReturnValue:  # the frame returned (the usual way out): nothing to roll back
+            raise
         except TracedException as te:  # raised here or in a callee: caught here or further up
             if not opcodes.exceptions.catch(self, index, te.exc):
                 raise
@@ -535,12 +539,14 @@ _LINEARIZED: weakref.WeakKeyDictionary[types.CodeType, tuple] = weakref.WeakKeyD
 
 def _linearize(
     code: types.CodeType,
-) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int]]:
+) -> tuple[list[Instr], dict[Label, int], list[int | None], list[int], list[str]]:
     """Instructions without pseudo-instructions, each label's index, and for each instruction the
     index of the innermost exception handler covering it (None outside try/with blocks) and how many
-    handler regions cover it (``code_reader.read``). Cached per code object; callers must not
-    change what they get."""
+    handler regions cover it (``code_reader.read``), then each instruction's name (read once:
+    ``step`` asks for it at every instruction). Cached per code object; callers must not change
+    what they get."""
     cached = _LINEARIZED.get(code)
     if cached is None:
-        cached = _LINEARIZED[code] = code_reader.read(code)
+        read = code_reader.read(code)
+        cached = _LINEARIZED[code] = (*read, [inst.name for inst in read[0]])
     return cached

@@ -139,10 +139,16 @@ def _loaded_symbolic_shapes() -> Any:
     """torch's symbolic shapes if anything has imported them, else None (no value can hold a
     symbol yet). Static traces do not import them, so user code in another thread may be
     importing them right now: ``import_module`` waits for that import to finish rather than hand
-    back the half-initialised module ``sys.modules`` holds meanwhile."""
-    if _SYMBOLIC_SHAPES not in sys.modules:
-        return None
-    return importlib.import_module(_SYMBOLIC_SHAPES)
+    back the half-initialised module ``sys.modules`` holds meanwhile. Once it has given the
+    module, the module is kept: asked for every exception a traced instruction lets out."""
+    global _symbolic_shapes_module
+    if _symbolic_shapes_module is None and _SYMBOLIC_SHAPES in sys.modules:
+        _symbolic_shapes_module = importlib.import_module(_SYMBOLIC_SHAPES)
+    return _symbolic_shapes_module
+
+
+#: torch's symbolic shapes once imported whole (``_loaded_symbolic_shapes``)
+_symbolic_shapes_module: Any = None
 
 
 def _static_context(symbolic_shapes: Any, value: torch.Tensor) -> Any:

@@ -2545,6 +2545,8 @@ BREAKING = {
 }
 
 ZERO = ConstantVariable(0)
+#: the signature of a builtin's rule (``BUILTINS``), which binds each call's arguments
+_signature = functools.cache(inspect.signature)
 
 
 def call_builtin(
@@ -2587,7 +2589,7 @@ def call_builtin(
             "builtin", f"{getattr(fn, '__name__', fn)}() on {', '.join(map(repr, values))}"
         )
     try:
-        inspect.signature(impl).bind(tx, *args, **kwargs)
+        _signature(impl).bind(tx, *args, **kwargs)
     except TypeError as e:  # a form of the builtin that is not traced
         name = getattr(fn, "__name__", fn)
         raise Unsupported("builtin", f"{name}() with these arguments: {e}") from None
