@@ -12,6 +12,7 @@ import pytest
 import torch
 from bytegraph.tracer import effects
 from bytegraph.tracer.fakes import fast_meta
+from torch._subclasses import fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -315,3 +316,32 @@ def test_what_it_does_not_model_goes_to_the_mode():
     ]
     for op, args, kwargs in not_fast:
         assert fast_meta.run(mode, op, args, kwargs) is fast_meta.NOT_FAST, (op, args)
+
+
+def test_metadata_queries_answered_as_the_mode_answers_them():
+    """A fake tensor's device, sizes, strides and offset, asked through the dispatcher under the
+    output graph's mode (the C++ argument parser asks the device at most calls), are the plain
+    mode's answers: a CUDA fake's device, a transposed view's strides, an offset; inside a kernel
+    (``in_kernel_invocation``) the device is ``meta``."""
+    queries = [
+        torch.ops.prim.device.default,
+        aten.size.default,
+        aten.stride.default,
+        aten.storage_offset.default,
+    ]
+    answers = []
+    for mode in (effects.ProbedFakeTensorMode(shape_env=ShapeEnv()), FakeTensorMode()):
+        x = mode.from_tensor(_offset(3, 4).t(), static_shapes=True)
+        cuda = FakeTensor(mode, torch.empty(2, 5, device="meta"), torch.device("cuda", 0))
+        with mode:
+            asked = [q(t) for q in queries for t in (x, cuda)]
+        probed = isinstance(mode, effects.ProbedFakeTensorMode)
+        dispatch = mode.__torch_dispatch__ if probed else mode.dispatch  # (its own, not Dynamo's)
+        with fake_tensor_module.in_kernel_invocation_manager(mode):
+            asked.append(dispatch(torch.ops.prim.device.default, [FakeTensor], (x,)))
+        answers.append(asked)
+        if probed:  # the short way answers them
+            assert fast_meta.run(mode, torch.ops.prim.device.default, (cuda,), {}) == cuda.device
+    assert answers[0] == answers[1]
+    assert answers[0][:2] == [torch.device("cpu"), torch.device("cuda", 0)]
+    assert answers[0][-1] == torch.device("meta")

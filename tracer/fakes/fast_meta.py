@@ -26,9 +26,11 @@ report.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 
 from . import elementwise_meta, static_meta
@@ -147,8 +149,20 @@ _PLAIN_KWARG_TYPES = (
 NOT_FAST = object()
 
 
+#: The queries of a fake tensor's metadata (``prim.device``, ``aten.size``, ``aten.stride``,
+#: ``aten.storage_offset``) that ``FakeTensorMode.dispatch`` answers before anything else, by these
+#: handlers of its own: the C++ argument parser asks a fake tensor's device at most recorded calls,
+#: and the mode's way to its handler (its checks, counters and debug log) is most of the cost.
+_METADATA_QUERIES: dict[Any, Callable[[Any], Any]] = getattr(
+    fake_tensor, "_DISPATCH_META_HANDLERS", {}
+)
+
+
 def run(mode: FakeTensorMode, func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
     """The fake result of ``func(*args, **kwargs)`` from its Meta kernel, or ``NOT_FAST``."""
+    query = _METADATA_QUERIES.get(func)
+    if query is not None:  # as the mode answers it
+        return query(args)
     if func in static_meta.FACTORIES:
         return _factory(mode, func, args, kwargs)
     if func not in FAST_OPS:
