@@ -532,9 +532,7 @@ class OutputGraph:
         tx = self.current_tx
         frames = []
         while tx is not None:
-            loc = tx.location()
-            if loc is not None:
-                frames.append((loc.filename, loc.lineno, loc.function))
+            frames.append(tx.frame_summary())
             tx = tx.parent
         return _format_stack(tuple(reversed(frames)))
 

@@ -331,11 +331,16 @@ class Translator:
         return dispatch.call(self, fn, args, kwargs)
 
     def location(self) -> UserLocation | None:
+        return UserLocation(*self.frame_summary())
+
+    def frame_summary(self) -> tuple[str, int, str]:
+        """``(filename, lineno, function)`` of the running instruction (``location``'s fields, read
+        for each frame of every node's stack trace)."""
         inst = self.current
         lineno = inst.lineno if inst is not None else None
         if lineno is None:
             lineno = self.code.co_firstlineno
-        return UserLocation(self.code.co_filename, lineno, self.code.co_name)
+        return self.code.co_filename, lineno, self.code.co_name
 
     # -- wrapping values ---------------------------------------------------------------------------
     def wrap(self, value: Any, source: Source | None) -> VariableTracker:
