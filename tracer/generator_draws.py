@@ -17,10 +17,20 @@ which the graph's own random operators draw from, are refused (``g`` is guarded 
 them, and to keep its device). A
 call whose other arguments are not constants (a tensor of probabilities, ``out=``) keeps its
 break. Entry point: ``draw_before_graph`` (``OutputGraph._create``).
+
+Python's ``random`` module is drawn from the same way: ``random.random()``, ``randint``,
+``randrange`` and ``uniform`` of the global ``random.Random`` instance, with constant number
+arguments, are made by the prologue in the order the trace met them (``draw_python_number``), so
+``random.getstate()`` after the call and every number are eager's; the graph takes each number as
+a 0-d tensor and reads it with ``item()`` (an unbacked symbolic number: code that needs its value
+while tracing breaks there, as for any ``item()``). Its other uses (``seed``, ``getstate``,
+``shuffle``...) run in Python, which ends the graph before them.
 """
 
 from __future__ import annotations
 
+import random
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -28,10 +38,12 @@ import torch
 from ..guards.sources import AttrSource, FreshSource, ItemSource, ModuleGlobalSource, Source
 from .breaks import deferred_checks
 from .exc import Unsupported
-from .variables.tensors import TensorVariable
+from .variables.call_rules import call_rule
+from .variables.tensors import TensorVariable, to_scalar
 
 if TYPE_CHECKING:
     from .output_graph import OutputGraph
+    from .translator import Translator
     from .variables.base import VariableTracker
 
 #: The prologue locals that hold what a draw drew.
@@ -196,3 +208,104 @@ def _is_generator(vt: Any) -> bool:
 
 def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+
+
+# -- Python's ``random`` ---------------------------------------------------------------------------
+#: The global instance's methods drawn before the graph: each gives one number, drawn from the
+#: instance's state alone, and raises (if at all) for its arguments alone, never its state.
+PYTHON_DRAWS = (random.random, random.randint, random.randrange, random.uniform)
+#: Where a drawn number lies: the dtype that holds it exactly.
+_NUMBER_DTYPES = {float: torch.float64, int: torch.int64}
+
+
+def drawn_number(draw: Any, args: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """``draw(*args)`` as a 0-d CPU tensor of ``dtype``, which holds it exactly: the prologue's
+    call, whose tensor the graph takes as an input."""
+    return torch.tensor(draw(*args), dtype=dtype, device="cpu")
+
+
+@call_rule(*PYTHON_DRAWS, *(getattr(random.Random, f.__name__) for f in PYTHON_DRAWS))
+def draw_python_number(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``random.random()``, ``random.randint(a, b)``... (``PYTHON_DRAWS``) drawn by the prologue
+    (see the module's docstring): the number the graph reads from the prologue's tensor. None
+    (traced as before) for another instance, for arguments that are not constant numbers, or
+    where the draw would raise or give a number no int64 holds."""
+    args = _on_the_global_instance(tx, fn, args)
+    if args is None or kwargs or not all(vt.is_python_constant() for vt in args):
+        return None
+    values = tuple(vt.as_python_constant() for vt in args)
+    if not all(type(v) in (int, float) for v in values):
+        return None
+    draw = getattr(random._inst, fn.__name__)
+    dtype = _number_dtype(draw, values)
+    if dtype is None:
+        return None
+    output = tx.output
+    what = f"random.{fn.__name__}() draws from Python's random generator"
+    output.check_prologue_state(what)
+    deferred_checks.note_prologue(output, what)
+    name = output.side_effects.new_name(PREFIX)
+    output.side_effects.add_prologue((name, drawn_number, (draw, values, dtype), {}))
+    example = torch.zeros((), dtype=dtype, device="cpu")
+    return to_scalar(tx, output.add_input(example, FreshSource(name)), "item")
+
+
+#: The global instance's other methods: each runs in Python as one call (traced, its body would
+#: break at each draw it makes from the C generator, and its effect on the state is the point).
+PYTHON_ONLY = tuple(
+    value
+    for value in vars(random).values()
+    if getattr(value, "__self__", None) is random._inst and value not in PYTHON_DRAWS
+)
+
+
+@call_rule(
+    *PYTHON_ONLY,
+    *(m for f in PYTHON_ONLY if isinstance(m := getattr(random.Random, f.__name__), FunctionType)),
+)
+def run_python_random(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``random.shuffle(xs)``, ``random.seed(0)``, ``random.getstate()``...: one call made in
+    Python (a break); None (traced as before) on an instance of the user's."""
+    if _on_the_global_instance(tx, fn, args) is None:
+        return None
+    raise Unsupported(
+        "python_random",
+        f"random.{fn.__name__}() uses Python's random generator",
+        hint="random.random/randint/randrange/uniform with constant arguments stay in the graph",
+    )
+
+
+def _on_the_global_instance(
+    tx: Translator, fn: Any, args: list[VariableTracker]
+) -> list[VariableTracker] | None:
+    """The call's arguments after ``self`` where ``fn`` is a method of ``random``'s global
+    instance, bound (``random.random``) or given it as ``self`` (guarded); None otherwise."""
+    if getattr(fn, "__self__", None) is random._inst:
+        return args
+    if not args or getattr(args[0], "value", None) is not random._inst or args[0].source is None:
+        return None
+    tx.output.assume_identity(args[0].source, random._inst)
+    return args[1:]
+
+
+def _number_dtype(fn: Any, args: tuple) -> torch.dtype | None:
+    """The dtype that holds every number ``fn(*args)`` may give, found by drawing once from a
+    copy of the global instance (its type, and eager's error if any); None where the call raises
+    or an int it may give does not fit in int64 (``randint``/``randrange``: between its bounds)."""
+    copy = random.Random()
+    copy.setstate(random.getstate())
+    try:
+        kind = type(getattr(copy, fn.__name__)(*args))
+    except Exception:  # noqa: BLE001 (runs in Python, where it raises for the user)
+        return None
+    if kind is int and not all(_in_int64(v) for v in args):
+        return None
+    return _NUMBER_DTYPES.get(kind)
+
+
+def _in_int64(value: float) -> bool:
+    return -(2**63) <= value < 2**63
