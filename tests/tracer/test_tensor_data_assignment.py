@@ -122,3 +122,23 @@ def test_backends_tracing_with_aot_keep_the_assignment(backend):
     expected = _data_of_an_input(x2, y2)
     assert_same(got, expected)
     assert_same(x, x2)
+
+
+class _Grows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        out = self.w.sum() + x.sum()
+        self.w.data = torch.ones(x.shape[0] + self.w.shape[0])
+        return out
+
+
+def test_later_calls_see_the_parameter_the_call_left():
+    # the parameter's shape changes at every call: each call's guards see the new one
+    compiled, eager = _Grows(), _Grows()
+    bytegraph.compile(compiled, backend="eager")
+    for _ in range(4):
+        assert_same(compiled(torch.ones(2)), eager(torch.ones(2)))
+        assert_same(compiled.w, eager.w)
