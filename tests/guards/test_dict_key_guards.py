@@ -184,3 +184,30 @@ def test_popping_an_absent_option_changes_nothing():
     assert counter.frame_count == 1
     assert_same(compiled(x, act=torch.sin, double=True), pop_option(x, act=torch.sin, double=True))
     assert counter.frame_count == 2
+
+
+class Defaulting(dict):
+    """A dict subclass whose missing keys run Python code (``__missing__``), counted."""
+
+    misses = 0
+
+    def __missing__(self, key):
+        type(self).misses += 1
+        return torch.cos
+
+
+def test_guards_never_run_a_dict_subclass_missing():
+    def fn(x, table):
+        return table["act"](x)
+
+    compiled, counter = compile_counted(fn)
+    table = Defaulting(act=torch.sin, other=torch.tan)
+    x = torch.randn(3)
+    _run(compiled, fn, x, table)
+    del table["act"]  # the key read is gone: eager runs __missing__ once a call
+    for _ in range(2):
+        Defaulting.misses = 0
+        expected = fn(x, table)
+        eager_misses, Defaulting.misses = Defaulting.misses, 0
+        assert_same(compiled(x, table), expected)
+        assert Defaulting.misses == eager_misses == 1

@@ -466,7 +466,7 @@ def _keys_then_items(
         if len(value) != len(keys) or not all(map(operator.is_, value, keys)):
             raise Unsupported("input_changed", "an input dict changed while the call was traced")
         tx.output.add_guard(kinds.DICT_KEYS(source, keys))
-        if item_source is ItemSource:
+        if type(value) in DICT_TYPES:
             return _items_read_later(tx, value, source)
         items = {}
         for i, k in enumerate(keys):
@@ -577,10 +577,16 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
         and _keyed_by_name(value)
         and type_lookup(cls, "__contains__") is dict.__contains__  # the ``KEY_PRESENT`` guard's
     ):
+        # ``d[k]`` in guards where the class keeps dict's lookup (no ``__missing__``: a guard
+        # reads a key after the one on its presence), so they read it once (``_read_once``)
+        plain = type_lookup(cls, "__getitem__") is dict.__getitem__
+        item = (
+            ItemSource if plain and type_lookup(cls, "__missing__") is MISSING else DictItemSource
+        )
         return LazyDictObjectVariable(
             value,
-            _keys_then_items(tx, value, source, DictItemSource),
-            _item_by_key(tx, value, source, DictItemSource),
+            _keys_then_items(tx, value, source, item),
+            _item_by_key(tx, value, source, item),
             real=value,
             **fields,
         )

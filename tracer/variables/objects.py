@@ -1629,6 +1629,9 @@ class DictReadVariable(BoundAttributeVariable):
                 else (args[1] if len(args) > 1 else ConstantVariable(None))
             )
         raw = dict.__getitem__(mapping, key)
+        # its presence first (a guard of a shallower source runs first): reading a key gone
+        # since would run a ``__missing__`` of the class, as ``dict.__getitem__`` does too
+        tx.output.assume_key_present(source, key)
         # a Python ``__getitem__`` (``super().__getitem__`` in an override) must not run in guards
         item = ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
         value = tx.wrap(raw, item(source, key))
