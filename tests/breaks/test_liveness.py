@@ -63,7 +63,7 @@ def _cells(n):
 @pytest.mark.parametrize("fn", [_loop, _handlers, _cells])
 def test_live_locals_are_the_dataflow_fixpoint(fn):
     code = fn.__code__
-    instructions, labels, handlers, _ = _linearize(code)
+    instructions, labels, handlers, _, _ = _linearize(code)
     cells = frozenset(code.co_cellvars)
     live = liveness.live_locals(instructions, labels, handlers, cells)
     assert live == _reference(instructions, labels, handlers, cells)
@@ -73,7 +73,7 @@ def test_live_locals_are_the_dataflow_fixpoint(fn):
 def test_what_the_loop_reads_later_is_live_in_it():
     """At the loop's last addition: ``scale`` (read by the next iteration) and ``unused``
     (``del``, a read, after the loop); not ``total`` (written first) nor ``x`` (set by the loop)."""
-    instructions, labels, handlers, _ = _linearize(_loop.__code__)
+    instructions, labels, handlers, _, _ = _linearize(_loop.__code__)
     live = liveness.live_locals(instructions, labels, handlers)
     at = {inst.name: k for k, inst in enumerate(instructions)}  # the last of each name
     assert live[at["BINARY_OP"]] == {"scale", "unused"}
