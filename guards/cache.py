@@ -4,8 +4,9 @@
 After each change one guard function is generated over all of them, taking the function's arguments
 as its own parameters: conditions every variant has are tested first and once, then a trie shares
 common prefixes, and it returns the entry to run or None. Variants are tried in ``order``: the
-newest first, and one that matches when another is tried before it moves to the front (a few times
-per cache: each move generates the function again). ``why(L)`` answers, without running anything,
+newest first (the state a call leaves is the likeliest next; a match does not move an entry: calls
+alternating between two, modules sharing a ``forward``, would generate the function at each call).
+``why(L)`` answers, without running anything,
 which entry these inputs select and the first failing guard of every other. Entries guarding an
 object that died are dropped from a weakref callback.
 """
@@ -93,8 +94,7 @@ class FunctionCache:
         self.roots = _local_names(self.arg_names)
         self.consts = self._new_consts()
         self.variants: list[Variant] = []  #: oldest first (``Variant.index``)
-        self.order: list[Variant] = []  #: the order they are tried in
-        self.promotions = 0  #: moves of a matching entry to the front of ``order`` (``_promote``)
+        self.order: list[Variant] = []  #: the order they are tried in: newest first
         self.lock = threading.RLock()
         self.counter = 0
         self.on_no_match: Callable[..., Any] | None = None  #: returned when no entry matches
@@ -137,7 +137,6 @@ class FunctionCache:
         with self.lock:
             self.variants = []
             self.order = []
-            self.promotions = 0
             self.consts = self._new_consts()
             self.on_no_match = None
             self.counter = 0
@@ -201,8 +200,7 @@ class FunctionCache:
         roots = [self.roots[n] for n in self.arg_names]
         taken = {*roots, *self.scope, *self.consts.values}  # names the conditions may read
         tried = _shared_first(_conditions(self.order))
-        promote = self.promotions < _PROMOTIONS
-        returns = [(conds, _returned(self.order[i].index, promote and i > 0)) for conds, i in tried]
+        returns = [(conds, f"___variant_{self.order[i].index}") for conds, i in tried]
         body = _trie(_values_once(_read_once(returns, roots, taken), taken), 2)
         miss = "None" if self.on_no_match is None else "___no_match"
         lines = [f"def {name}({params}):"]
@@ -220,35 +218,12 @@ class FunctionCache:
             **self.consts.values,
             "___slow": self._slow_select,
             "___no_match": self.on_no_match,
-            "___promote": self._promote,
         }
         closure.update({f"___variant_{i}": v.fn for i, v in enumerate(self.variants)})
         self.guard_fn = exec_function("\n".join(lines), name, closure, f"<bytegraph {name}>")
         self.guard_body = ("\n".join(lines[1:]), closure)
         if self.on_rebuild is not None:
             self.on_rebuild(self)
-
-    def _promote(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """The dispatcher found that ``fn``'s entry matches, where another is tried before it:
-        returns ``fn`` and, unless another thread is changing the cache now, tries that entry first
-        from now on (a call like the last one is the likeliest next). At most ``_PROMOTIONS`` moves
-        per cache, each generating the dispatcher again; after the last the dispatcher calls this
-        no more."""
-        if not self.lock.acquire(blocking=False):
-            return fn
-        try:
-            hit = next((v for v in self.order if v.fn is fn), None)
-            if (
-                not self._busy
-                and hit is not None
-                and hit is not self.order[0]
-                and self.promotions < _PROMOTIONS
-            ):
-                self.promotions += 1
-                self._update(self.variants, [hit, *(v for v in self.order if v is not hit)])
-        finally:
-            self.lock.release()
-        return fn
 
     def _slow_select(self, L: dict[str, Any]) -> Any:
         """A guard raised (e.g. a global was deleted): evaluate entry by entry, errors meaning
@@ -259,16 +234,6 @@ class FunctionCache:
     @property
     def guard_source(self) -> str:
         return getattr(self.guard_fn, "__guard_source__", "")
-
-
-#: How many times one cache moves an entry that matched to the front of its ``order``.
-_PROMOTIONS = 8
-
-
-def _returned(index: int, promote: bool) -> str:
-    """What the dispatcher returns for entry ``index``: its function, through ``___promote`` where
-    a match moves it to the front (``FunctionCache._promote``)."""
-    return f"___promote(___variant_{index})" if promote else f"___variant_{index}"
 
 
 #: Names the generated dispatcher uses itself: an argument with one of these names is renamed.

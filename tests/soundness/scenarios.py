@@ -377,7 +377,10 @@ GLOBALS = [
         "del SCALE",
         "SCALE = 2.0",
         fallback=True,
-        note="eager raises NameError; the retrace refuses (name_error), fn runs in Python",
+        restore_traces=1,
+        note="eager raises NameError; the retrace refuses (name_error), fn runs in Python; the "
+        "entry made without SCALE guards none (the read is after the break) and, the newest, "
+        "serves SCALE = 2.0 again: its resume function is traced then",
     ),
     S(
         "builtin_shadowed_by_global",
