@@ -439,6 +439,22 @@ def test_identity_of_equal_immutable_inputs_at_every_call(kind):
     check_breaks(_identity_of_inputs, None, graphs=4, breaks=0, calls=calls)
 
 
+@pytest.mark.parametrize("kind", ["tuple", "str", "frozenset"])
+def test_a_key_found_not_to_be_an_input_is_guarded_so(kind):
+    """``[k for k in d if k is a]`` finding none: the key iterated is another object than ``a``,
+    guarded, whichever variant a later call is tried against (before: a call passing ``a`` as
+    the key ran the variant made for another key, and found none)."""
+    make = _EQUAL_OBJECTS[kind]
+
+    def args(key_is_a):
+        a = make()
+        key = a if key_is_a else make()
+        return torch.ones(2), a, a, {key: 1}, {key}
+
+    calls = [lambda: args(False), lambda: args(True), lambda: args(False)]
+    check_breaks(_identity_of_inputs, None, graphs=2, breaks=0, calls=calls)
+
+
 class _Kept(Plain):
     """A plain object that a deep copy keeps (eager runs on a copy of the arguments): keys made of
     it in the copy are equal to those in the arguments."""
@@ -512,6 +528,18 @@ def test_a_new_key_equal_to_the_last_finds_its_variant(kind):
     calls = [lambda: make(other), lambda: (*make(obj)[:3], other), lambda: make(obj)]
     graphs = 3 if changes_with_the_object else 1
     check_breaks(fn, None, graphs=graphs, breaks=0, calls=calls, compiled=compiled, counter=counter)
+
+
+@pytest.mark.parametrize("kind", ["bound_method", "frozenset_of_bound_methods"])
+def test_a_method_key_of_another_object_is_guarded_so(kind):
+    """A key binding a method to one object, looked up with the method of another: the lookup
+    misses, guarded on the two objects being apart (a bound method hashes and compares by its
+    object's identity), so a later call passing one object in both places traces again (before:
+    it ran the variant of the miss)."""
+    fn, make = _keyed_by(_FRESH_KEYS[kind])
+    obj, other = _Kept(), _Kept()
+    calls = [lambda: (*make(obj)[:3], other), lambda: make(obj), lambda: (*make(obj)[:3], other)]
+    check_breaks(fn, None, graphs=2, breaks=0, calls=calls)
 
 
 _KEPT = _Kept()

@@ -725,7 +725,10 @@ def _wrap_key(tx: Translator, key: Any, source: Source, index: int) -> Any:
 def _tuple_key(tx: Translator, key: tuple, key_source: Source) -> VariableTracker:
     """A tuple of constants keying an input dict: a constant, which ``DICT_KEYS`` guards by
     value; where the trace also reads the same tuple through another source, both are one
-    tracker, the identity guarded (``DUPLICATE_INPUT``)."""
+    tracker, the identity guarded (``DUPLICATE_INPUT``). The key iterated is the tuple itself
+    (``key_vt``): its source is noted, so ``is`` on it guards the relation it finds
+    (``operations._identity_source``)."""
+    tx.output.key_sources.setdefault(id(key), (key, key_source))
     known = tx.output.wrapped.get(id(key))
     if known is not None and known[0] is key:
         vt = known[1]

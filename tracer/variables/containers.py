@@ -103,6 +103,10 @@ def hash_key(vt: VariableTracker) -> Any:
         return IdentityKey(vt, frozenset(vt.items))
     method = _bound_method(vt)
     if method is not None:
+        # hashed and compared by its object's identity: kept apart as that object is
+        owner = getattr(vt, "self_vt", None) or getattr(vt, "obj", None)
+        if owner is not None and owner.source is not None and RUNNING.tx is not None:
+            _keep_apart(RUNNING.tx, owner, method.__self__)
         return IdentityKey(vt, method)
     ref = _reference(vt)
     if ref is not None:
