@@ -994,6 +994,23 @@ class KeyedReads:
         return [vt for vt in self._found.values() if vt is not None]
 
 
+def _constant_data(value: Any, depth: int = 0) -> bool:
+    """A constant, or a builtin list, tuple, set or dict of such, nested (JSON-like data, a table
+    of numbers): what an input dict's value must be for folding on the dict to read it whole."""
+    cls = type(value)
+    if cls in CONSTANT_TYPES:
+        return True
+    if depth > 4:
+        return False
+    if cls in (list, tuple, set, frozenset):
+        return all(_constant_data(v, depth + 1) for v in value)
+    if cls is dict:
+        return all(
+            type(k) in CONSTANT_TYPES and _constant_data(v, depth + 1) for k, v in value.items()
+        )
+    return False
+
+
 def _by_key(vt: VariableTracker) -> Any:
     """The str or int ``vt`` stands for, a key ``KeyedReads.lookup`` reads alone; None for any
     other (a bool, a float, a tuple: looked up among all the keys)."""
@@ -1016,14 +1033,15 @@ class LazyDictVariable(KeyedReads, DictVariable):
         self.source, self.cls, self.default_factory = source, dict, None
 
     def is_python_constant(self) -> bool:
-        """Not while a value is a tensor, nor, for one read key by key, while a value is no
-        constant (a function, a class): folding an operation on it would read every value; the
-        dict's own rules (``d[k]``, ``k in d``) read only the keys they look up."""
+        """Not while a value is a tensor, nor, for one read key by key, while a value is no data
+        made of constants (a function, a class: ``_constant_data``): folding an operation on it
+        would read every value; the dict's own rules (``d[k]``, ``k in d``) read only the keys
+        they look up."""
         if not self.read:
             values = self._value.values()
             if any(isinstance(v, torch.Tensor) for v in values):
                 return False
-            if self._read_item is not None and not all(type(v) in CONSTANT_TYPES for v in values):
+            if self._read_item is not None and not all(map(_constant_data, values)):
                 return False
         return super().is_python_constant()
 
