@@ -112,8 +112,10 @@ from .objects import (
     container_class_refused,
     container_object_base,
     dict_class_refused,
+    dict_item_source,
     namedtuple_overrides,
     plain_tuple_subclass,
+    read_dict_key,
     refuse_changed_namespace,
 )
 from .operations import OPERATOR_FNS, PURE_MODULE_FNS
@@ -374,8 +376,7 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     if cls in DICT_TYPES and keys_modelled(value):
         add(kinds.TYPE_MATCH(source, dict))
         if _keyed_by_name(value):
-            read_items = _keys_then_items(tx, value, source, ItemSource)
-            read_item = _item_by_key(tx, value, source, ItemSource)
+            read_items, read_item = _read_by_key(tx, value, source)
             return LazyDictVariable(value, read_items, source, read_item)
         add(kinds.DICT_KEYS(source, tuple(value)))
         if all(_leaf_value(v) for v in value.values()) or _module_namespace(value):
@@ -454,56 +455,38 @@ def _keyed_by_name(value: dict) -> bool:
     return all(type(k) in (str, int) for k in value)
 
 
-def _keys_then_items(
-    tx: Translator, value: dict, source: Source, item_source: type
-) -> Callable[[], dict[Any, VariableTracker]]:
-    """What reads all of a dict read key by key (``KeyedReads.items``): its keys guarded as they
-    are now, then every value. The keys are the call's, taken where the dict is wrapped: the
-    trace changes the dict only after reading it all, and nothing else runs meanwhile."""
+def _read_by_key(
+    tx: Translator, value: dict, source: Source
+) -> tuple[Callable[[], dict[Any, VariableTracker]], Callable[[Any], VariableTracker | None]]:
+    """What reads the dict ``value`` (or object of a dict subclass) key by key
+    (``KeyedReads``): all of it (``items``: its keys guarded as they are now, then every value)
+    and one key (``lookup``: ``objects.read_dict_key``). The keys are the call's, taken where the
+    dict is wrapped: the trace changes the dict only after reading it all, and nothing else runs
+    meanwhile. Each value is wrapped after the dict's own tracker: one that is the dict itself,
+    or holds it while it is wrapped, is refused (its tracker would hold itself), as where the
+    dict is wrapped at once."""
     keys = tuple(value)
+    item_source = dict_item_source(value)
 
-    def read() -> dict[Any, VariableTracker]:
+    def wrap_item(item: Any, item_at: Source) -> VariableTracker:
+        wrapping = tx.output.wrapping
+        wrapping.add(id(value))
+        try:
+            return wrap(tx, item, item_at)
+        finally:
+            wrapping.discard(id(value))
+
+    def read_all() -> dict[Any, VariableTracker]:
         if len(value) != len(keys) or not all(map(operator.is_, value, keys)):
             raise Unsupported("input_changed", "an input dict changed while the call was traced")
         tx.output.add_guard(kinds.DICT_KEYS(source, keys))
-        if type(value) in DICT_TYPES:
-            return _items_read_later(tx, value, source)
         items = {}
         for i, k in enumerate(keys):
             _note_key_source(tx, k, source, i)
-            items[k] = _wrap_lazily(tx, value, k, item_source(source, k))
+            items[k] = wrap_item(dict.__getitem__(value, k), item_source(source, k))
         return items
 
-    return read
-
-
-def _item_by_key(
-    tx: Translator, value: dict, source: Source, item_source: type
-) -> Callable[[Any], VariableTracker | None]:
-    """What reads one key of a dict read key by key (``KeyedReads.lookup``): the key's presence
-    guarded (``dict``'s own lookup, which runs no Python code for a str or int key), and the
-    value there wrapped at ``item_source(source, key)``; None where it is absent."""
-
-    def read(key: Any) -> VariableTracker | None:
-        if not dict.__contains__(value, key):
-            tx.output.assume_key_absent(source, key)
-            return None
-        tx.output.assume_key_present(source, key)
-        return _wrap_lazily(tx, value, key, item_source(source, key))
-
-    return read
-
-
-def _wrap_lazily(tx: Translator, value: dict, key: Any, source: Source) -> VariableTracker:
-    """The value of the dict ``value`` at ``key``, wrapped after the dict's own tracker: one that
-    is the dict itself, or holds it while it is wrapped, is refused (its tracker would hold
-    itself), as where the dict is wrapped at once."""
-    wrapping = tx.output.wrapping
-    wrapping.add(id(value))
-    try:
-        return wrap(tx, dict.__getitem__(value, key), source)
-    finally:
-        wrapping.discard(id(value))
+    return read_all, lambda key: read_dict_key(tx, value, source, key, wrap_item)
 
 
 def _leaf_value(value: Any) -> bool:
@@ -577,19 +560,8 @@ def _wrap_dict_object(tx: Translator, value: dict, source: Source) -> VariableTr
         and _keyed_by_name(value)
         and type_lookup(cls, "__contains__") is dict.__contains__  # the ``KEY_PRESENT`` guard's
     ):
-        # ``d[k]`` in guards where the class keeps dict's lookup (no ``__missing__``: a guard
-        # reads a key after the one on its presence), so they read it once (``_read_once``)
-        plain = type_lookup(cls, "__getitem__") is dict.__getitem__
-        item = (
-            ItemSource if plain and type_lookup(cls, "__missing__") is MISSING else DictItemSource
-        )
-        return LazyDictObjectVariable(
-            value,
-            _keys_then_items(tx, value, source, item),
-            _item_by_key(tx, value, source, item),
-            real=value,
-            **fields,
-        )
+        read_items, read_item = _read_by_key(tx, value, source)
+        return LazyDictObjectVariable(value, read_items, read_item, real=value, **fields)
     tx.output.add_guard(kinds.DICT_KEYS(source, tuple(value)))
     items: dict[Any, VariableTracker] = {}
     for i, (k, v) in enumerate(dict.items(value)):

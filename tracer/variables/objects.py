@@ -1234,14 +1234,14 @@ class UserObjectVariable(VariableTracker):
         """Whether guards may read ``obj.name`` past the class's ``__getattribute__`` hooks, with
         ``object.__getattribute__`` (in C: a hook in Python costs a microsecond a read, and a
         model's guards read a config's attributes by the dozen). Where every hook is an
-        allowlisted one whose code is what ``_CONFIG_HOOKS`` says (an alias map looked up, a
+        allowlisted one whose code is what ``PURE_GETATTR_CLASSES`` says (an alias map looked up, a
         per-layer spec checked) and neither applies to ``name`` now: guarded that the hooks stay
         those functions, that ``name`` is no alias and that the object has no per-layer spec."""
         cls = type(self.value)
         hooks = [
             (i, k) for i, k in enumerate(cls.__mro__) if "__getattribute__" in vars(k)
         ]  # the generic one (``object``'s) last
-        found = [_CONFIG_HOOKS.get((k.__module__, k.__qualname__)) for _, k in hooks[:-1]]
+        found = [PURE_GETATTR_CLASSES.get((k.__module__, k.__qualname__)) for _, k in hooks[:-1]]
         if (
             not found
             or None in found
@@ -1509,34 +1509,23 @@ def _has_custom_getattr(cls: type) -> bool:
 
 #: Classes (by ``(module, qualname)`` of a class in the MRO) whose custom ``__getattribute__`` is
 #: known to be free of side effects and deterministic for a given instance state, so the tracer may
-#: read attributes with the real ``getattr``. ``transformers``'
-#: ``PreTrainedConfig.__getattribute__`` only maps aliases through the class's ``attribute_map``
-#: before the generic lookup; its ``HeterogeneousConfigMixin`` only raises (or warns once) for
-#: per-layer attributes of heterogeneous configs (an error at trace time becomes a graph break, the
-#: read then runs in Python). Such reads are guarded through their ``AttrSource``
+#: read attributes with the real ``getattr``, each with what it does before the generic lookup:
+#: ``"aliases"``: ``transformers``' ``PreTrainedConfig.__getattribute__`` looks ``name`` up in the
+#: class's ``attribute_map`` and replaces it by its alias; ``"per_layer"``: its
+#: ``HeterogeneousConfigMixin`` only raises (or warns once) for per-layer attributes of a config
+#: holding a ``_heterogeneity_spec`` (an error at trace time becomes a graph break, the read then
+#: runs in Python). Such reads are guarded through their ``AttrSource``
 #: (``L['self'].config.use_cache``), so *these guards call that ``__getattribute__``*: the one
-#: exception to "guards never run user code".
-PURE_GETATTR_CLASSES = frozenset(
-    {
-        ("transformers.configuration_utils", "PreTrainedConfig"),
-        ("transformers.configuration_utils", "PretrainedConfig"),
-        ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"),
-    }
-)
-
-
-#: What each allowlisted ``__getattribute__`` does before the generic lookup, by
-#: ``(module, qualname)`` of its class, and the names and constants its code has, checked
-#: (``_hook_is``) before a guard reads past it (``UserObjectVariable._hooks_passed``):
-#: ``"aliases"``: ``name`` looked up in ``attribute_map`` and replaced by its alias;
-#: ``"per_layer"``: a config holding a ``_heterogeneity_spec`` refuses or warns on per-layer names.
-_CONFIG_HOOKS = {
+#: exception to "guards never run user code", except where they read past it
+#: (``UserObjectVariable._hooks_passed``, after checking the hook's code: ``_hook_is``).
+PURE_GETATTR_CLASSES = {
     ("transformers.configuration_utils", "PreTrainedConfig"): "aliases",
     ("transformers.configuration_utils", "PretrainedConfig"): "aliases",
     ("transformers.integrations.heterogeneity.configuration_utils", "HeterogeneousConfigMixin"): (
         "per_layer"
     ),
 }
+#: The names and a constant the code of each kind of hook has (``_hook_is``).
 _HOOK_MARKS = {
     "aliases": ({"__getattribute__", "super"}, "attribute_map"),
     "per_layer": ({"__getattribute__", "super", "get"}, "_heterogeneity_spec"),
@@ -1544,7 +1533,7 @@ _HOOK_MARKS = {
 
 
 def _hook_is(cls: type, kind: str) -> bool:
-    """Whether ``cls.__getattribute__`` is code of ``kind`` (``_CONFIG_HOOKS``): it reads the
+    """Whether ``cls.__getattribute__`` is code of ``kind`` (``PURE_GETATTR_CLASSES``): it reads the
     names and holds the constant that code has (another release's hook that does more does not
     pass)."""
     code = getattr(vars(cls)["__getattribute__"], "__code__", None)
@@ -1619,8 +1608,8 @@ class DictReadVariable(BoundAttributeVariable):
         if type(key) not in _KEY_TYPES or len(args) > (2 if name == "get" else 1):
             raise Unsupported("super", f"dict.{name} with key {key!r}")
         mapping, source, key, decode = self._target(tx, key)
-        if not dict.__contains__(mapping, key):
-            tx.output.assume_key_absent(source, key)
+        value = read_dict_key(tx, mapping, source, key, tx.wrap)
+        if value is None:
             if name == "__getitem__":
                 raise Unsupported("python_error", f"KeyError: {key!r}")
             return (
@@ -1628,16 +1617,9 @@ class DictReadVariable(BoundAttributeVariable):
                 if name == "__contains__"
                 else (args[1] if len(args) > 1 else ConstantVariable(None))
             )
-        raw = dict.__getitem__(mapping, key)
-        # its presence first (a guard of a shallower source runs first): reading a key gone
-        # since would run a ``__missing__`` of the class, as ``dict.__getitem__`` does too
-        tx.output.assume_key_present(source, key)
-        # a Python ``__getitem__`` (``super().__getitem__`` in an override) must not run in guards
-        item = ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
-        value = tx.wrap(raw, item(source, key))
         if name == "__contains__":
             return ConstantVariable(True)
-        return value if decode is None else ConstantVariable(decode(raw))
+        return value if decode is None else ConstantVariable(decode(dict.__getitem__(mapping, key)))
 
     def _target(self, tx: Translator, key: Any) -> tuple[dict, Source, Any, Any]:
         """The real dict, its source, the key in it and how to decode its values. ``os.environ``
@@ -1661,6 +1643,33 @@ class DictReadVariable(BoundAttributeVariable):
         ):
             raise Unsupported("super", f"dict.{self.name} on {obj}")
         return obj.value, obj.source, key, None
+
+
+def dict_item_source(mapping: dict) -> type:
+    """How guards read an item of the dict (or dict subclass) ``mapping``: ``d[k]`` where its
+    class keeps dict's ``__getitem__``, else ``dict.__getitem__(d, k)`` (a Python ``__getitem__``,
+    ``super().__getitem__`` in an override, must not run in guards). Either is read after a guard
+    on the dict's keys (a shallower source's runs first), so a ``__missing__`` never runs."""
+    return ItemSource if type(mapping).__getitem__ is dict.__getitem__ else DictItemSource
+
+
+def read_dict_key(
+    tx: Translator,
+    mapping: dict,
+    source: Source,
+    key: Any,
+    wrap: Callable[[Any, Source], VariableTracker],
+) -> VariableTracker | None:
+    """The value of the dict ``mapping`` (at ``source``) at the constant ``key``, read alone:
+    its presence guarded (``KEY_PRESENT``/``KEY_ABSENT``, dict's own lookup: no Python code for
+    a str, int, bytes, bool or None key) and the value, if there, wrapped by ``wrap`` at
+    ``dict_item_source``; None where it is absent. The one rule of a dict read key by key
+    (``DictReadVariable``, ``containers.KeyedReads``)."""
+    if not dict.__contains__(mapping, key):
+        tx.output.assume_key_absent(source, key)
+        return None
+    tx.output.assume_key_present(source, key)
+    return wrap(dict.__getitem__(mapping, key), dict_item_source(mapping)(source, key))
 
 
 # Classes in the trace: ``ClassVariable`` (a class reached from an input or a global: calling it
