@@ -644,6 +644,9 @@ class TorchVariable(ConstantLikeVariable):
             attr = getattr(self.value, name)
         except AttributeError:
             raise Unsupported("getattr", f"{self.value!r} has no attribute {name!r}") from None
+        state = _module_state_source(self.value, name, attr)
+        if state is not None:
+            return tx.wrap(attr, state)
         vt = tx.wrap_static(attr)
         if _module_like(self.value, name, attr, vt):
             # a module-like object of torch's (``torch.backends.cuda.matmul``) has no tracker of
@@ -722,6 +725,36 @@ def _held_by(fn: types.FunctionType) -> list[Any]:
         except ValueError:  # a cell not yet bound
             pass
     return held
+
+
+#: Values a torch module's attribute may hold as a setting a program changes between calls.
+_SETTING_TYPES = (bool, int, float, str, type(None))
+
+
+def _module_state_source(module: Any, name: str, attr: Any) -> Source | None:
+    """Where ``attr``, a scalar read as ``module.name`` of a torch module, is read again by the
+    guards: torch keeps settings there (``torch.backends.cudnn.enabled``, a property of the
+    module's class reading the C flag; ``torch.backends.opt_einsum.strategy``; module globals),
+    which a program may set between calls, so the value is guarded as an input is. None for
+    anything else (functions, classes, dtypes: torch's own objects, static)."""
+    if (
+        type(attr) not in _SETTING_TYPES
+        or not isinstance(module, types.ModuleType)
+        or sys.modules.get(module.__name__) is not module
+    ):
+        return None
+    static = inspect.getattr_static(type(module), name, None)
+    if static is None or not hasattr(type(static), "__get__"):
+        in_dict = vars(module).get(name, _MISSING)
+        return ModuleGlobalSource(module.__name__, name) if in_dict is attr else None
+    parent, _, last = module.__name__.rpartition(".")
+    holder = sys.modules.get(parent)
+    if holder is not None and vars(holder).get(last) is module:
+        return AttrSource(ModuleGlobalSource(parent, last), name)  # a property of its class
+    return None
+
+
+_MISSING = object()
 
 
 def _module_like(module: Any, name: str, attr: Any, vt: VariableTracker) -> bool:
