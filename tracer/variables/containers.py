@@ -1661,6 +1661,18 @@ def make_set(items: set | frozenset) -> VariableTracker:
     return SetVariable(items, frozen=isinstance(items, frozenset))
 
 
+def _result_key(item: Any) -> Any:
+    """The key of an item of a set CPython computed from stand-ins: a tuple standing for a set's
+    key (``_TupleKey``) is that key; a pair an items view gave, holding a key kept with its
+    tracker (a tensor, a number read as a symbol), is the key of that pair's tuple, so the set
+    holds the tuple, never the key model's object."""
+    if type(item) is _TupleKey:
+        return item.key
+    if type(item) is tuple and any(isinstance(part, IdentityKey) for part in item):
+        return IdentityKey(TupleVariable([key_vt(part) for part in item]), item)
+    return item
+
+
 def computed_set(
     result: set | frozenset,
     operands: list[VariableTracker],
@@ -1677,7 +1689,7 @@ def computed_set(
     sets = [o for o in operands if isinstance(o, SetVariable)]
     exact = exact and all(s.exact() is not None for s in sets)
     keys_of = {k: k for s in sets if not s.own_table for k in s.items}
-    keys = [keys_of.get(v, v.key if type(v) is _TupleKey else v) for v in result]
+    keys = [keys_of.get(v, _result_key(v)) for v in result]
     if exact and not any(
         isinstance(k, IdentityKey) and k is not v for k, v in zip(keys, result, strict=True)
     ):
@@ -1729,6 +1741,9 @@ class DequeVariable(ListVariable):
         return collections.deque((i.as_python_constant() for i in self.items), self.maxlen)
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is not None:  # an input: the object itself (its changes replayed on it)
+            return self.source.reconstruct(cg)
+
         def build() -> None:
             cg.load_const(collections.deque)
             self._reconstruct_items(cg)
@@ -1737,6 +1752,7 @@ class DequeVariable(ListVariable):
             cg.call_function(2)
 
         _build_once(cg, self, build)
+        return None
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name == "maxlen":  # a data attribute

@@ -1,0 +1,168 @@
+"""Everyday Python in compiled functions, called several times with the arguments changed in
+between: iterators and generators consumed across calls, containers of ``collections`` given as
+inputs and live at a break, dict views combined with sets, classes with properties, descriptors
+and hooks, closures and globals, context managers and exceptions.
+
+Each scenario is a function ``drive(f)`` that makes its own state, calls ``f`` several times
+(changing the state between calls) and returns what it saw: every result and the state after the
+calls. It runs once with the plain function and once with the compiled one, on fresh state each
+time, and the two records must be equal (``same_as_eager``); graphs and breaks are counted over
+all calls and nothing may fall back. Break counts are compared with torch.compile's on one call
+(``assert_no_more_breaks``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from collections import deque
+
+import pytest
+import torch
+from difftest import assert_same, break_count, compile_counted
+from dynamo_baseline import assert_no_more_breaks
+
+from bytegraph.explain import Recorder
+
+
+def observed(value):
+    """``value`` made comparable with ``assert_same``: tensors and builtin sequences and dicts
+    kept, their items made comparable; a deque as its list and ``maxlen``; a set as its items in
+    iteration order; anything else as its type and ``repr``."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if type(value) in (list, tuple):
+        return type(value)(map(observed, value))
+    if type(value) is dict:
+        return {k: observed(v) for k, v in value.items()}
+    if isinstance(value, deque):
+        return ("deque", [observed(v) for v in value], value.maxlen)
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, [observed(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+def same_as_eager(drive, *, graphs: int, breaks: int):
+    """``drive(fn)`` with the plain ``fn`` it makes and with ``fn`` compiled, each on fresh
+    state: equal records; ``(graphs, breaks)`` over all the compiled calls, none falling back.
+    ``drive`` is ``drive(f, fn=None)``: it calls ``f`` where given, else its own ``fn``."""
+    expected = observed(drive(None))
+    compiled, counter = compile_counted(drive.fn)
+    recorder = Recorder()
+    with warnings.catch_warnings(), recorder:
+        warnings.simplefilter("error")  # a fallback warns
+        actual = observed(drive(compiled))
+    assert_same(actual, expected)
+    got = (counter.frame_count, break_count(recorder.report()))
+    assert got == (graphs, breaks), "\n".join(map(str, recorder.report().break_reasons))
+
+
+def scenario(fn):
+    """Decorate ``drive(f)``: ``f`` None runs ``fn`` itself."""
+
+    def wrap(drive):
+        def run(f):
+            return drive(fn if f is None else f)
+
+        run.fn = fn
+        return run
+
+    return wrap
+
+
+def quietly(call, *args):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        return call(*args), out.getvalue()
+
+
+# -- dict views combined with sets ----------------------------------------------------------------
+
+
+def items_view_set_ops(x, d):
+    return (
+        x + 1,
+        d.items() ^ {("a", 1)},
+        d.items() - {("a", 1)},
+        d.items() | set(),
+        d.items() & {("b", 3)},
+    )
+
+
+@scenario(items_view_set_ops)
+def drive_items_view_set_ops(f):
+    # from the third call on d["b"] is a number read as a symbol: each set holds ('b', 3), never
+    # the key model's object standing for the number
+    return [f(torch.ones(2), {"a": 1, "b": v}) for v in (2, 2, 3, 4)]
+
+
+def test_items_view_set_operators_hold_the_pairs_of_numbers_read_as_symbols():
+    # each new value of d["b"] is a variant: a set's item is hashed, so the number specialises
+    same_as_eager(drive_items_view_set_ops, graphs=3, breaks=0)
+    assert_no_more_breaks(
+        0,
+        items_view_set_ops,
+        torch.ones(2),
+        {"a": 1, "b": 3},
+        baseline_missing="torch 2.11's Dynamo fails on the items view's set operator",
+    )
+
+
+def items_view_of_tensors(x):
+    made = {"a": 1, "t": x + 1}
+    ((key, t),) = made.items() - {("a", 1)}
+    return key, t * 2
+
+
+def test_items_view_difference_gives_the_tensor_itself():
+    @scenario(items_view_of_tensors)
+    def drive(f):
+        return [f(torch.ones(2)), f(torch.full((2,), 3.0))]
+
+    same_as_eager(drive, graphs=1, breaks=0)
+    assert_no_more_breaks(
+        0,
+        items_view_of_tensors,
+        torch.ones(2),
+        baseline_missing="torch.compile runs the items view's set operation in Python",
+    )
+
+
+# -- collections given as inputs ------------------------------------------------------------------
+
+
+def deque_appended_around_a_break(x, q):
+    q.append(x.sum())
+    print(len(q))
+    q.append(x.mean())
+    return torch.stack(list(q)), q
+
+
+def deque_appended_after_a_break(x, q):
+    print("start")
+    q.append(x.sum())
+    return x + 1
+
+
+@pytest.mark.parametrize("maxlen", [None, 3], ids=["unbounded", "maxlen3"])
+def test_a_deque_live_at_a_break_is_the_callers_deque(maxlen):
+    # the deque a resume function appends to is the input itself, not a copy made at the break
+    @scenario(deque_appended_around_a_break)
+    def drive(f):
+        q = deque(maxlen=maxlen)
+        calls = [quietly(f, torch.full((2,), float(i)), q) for i in range(1, 4)]
+        return [(out, printed, returned is q) for (out, returned), printed in calls] + [q]
+
+    # each call's deque has another length: a variant each, of two graphs
+    same_as_eager(drive, graphs=6 if maxlen is None else 5, breaks=3)
+
+    @scenario(deque_appended_after_a_break)
+    def drive_after(f):
+        q = deque(maxlen=maxlen)
+        return [quietly(f, torch.ones(2), q), quietly(f, torch.ones(2), q), q]
+
+    same_as_eager(drive_after, graphs=2, breaks=2)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert_no_more_breaks(
+            1, deque_appended_around_a_break, torch.ones(2), deque([torch.ones(())])
+        )
