@@ -214,6 +214,11 @@ class _Plan:
         self.dims = [1, 2]
         self.inner = _Scale(2)
         self.tag = "tag"
+        self.axes = {"a": 0, "b": 1, "c": [2]}  # read whole by the guard, not by the trace
+
+
+class _PlanToo(_Plan):
+    pass
 
 
 @functools.lru_cache(8)
@@ -247,16 +252,33 @@ MUTATIONS = [
     (lambda p: setattr(p, "inner", _Scale(2)), False),  # an equal object in its place
     (lambda p: setattr(p, "tag", _RecordsEq()), True),
     (lambda p: setattr(p, "tag", "".join(["ta", "g"])), False),  # another str
+    (lambda p: p.axes.update(d=3), True),
+    (lambda p: p.axes.update(a=p.axes.pop("a")), True),  # the same items in another order
+    (lambda p: p.axes.update(a=False), True),
+    (lambda p: p.axes.update(c=[2]), False),
+    (lambda p: p.axes["c"].append(3), True),
+    (lambda p: p.dims.__setitem__(0, True), True),
+    (lambda p: setattr(p, "dims", [1, 2]), False),
+    (lambda p: setattr(p, "__dict__", dict(vars(p))), False),  # another dict, the same items
+    (lambda p: setattr(p, "__dict__", {**vars(p), "n": 2}), True),
+    (lambda p: setattr(p, "__class__", _PlanToo), True),
 ]
 
 
+#: calls of the compiled function before the change: the guard's first test is written out for
+#: the cached object once a call finds it unchanged (``_CachedObjectGuard.check``)
+CALLS_BEFORE = [1, 3]
+
+
+@pytest.mark.parametrize("calls", CALLS_BEFORE)
 @pytest.mark.parametrize("change, seen", MUTATIONS)
-def test_the_guard_on_a_cached_object_sees_each_change_and_runs_no_user_code(change, seen):
+def test_the_guard_on_a_cached_object_sees_each_change_and_runs_no_user_code(change, seen, calls):
     x = torch.randn(3)
     plan.cache_clear()
     _RecordsEq.calls.clear()
     compiled, counter = compile_counted(reads_the_plan)
-    assert_same(compiled(x), reads_the_plan(x))
+    for _ in range(calls):
+        assert_same(compiled(x), reads_the_plan(x))
     change(plan("p"))
     for _ in range(2):
         out = compiled(x)
@@ -284,6 +306,41 @@ def test_a_steady_call_builds_no_state(monkeypatch):
     built.clear()
     assert_same(compiled(x), reads_the_plan(x))
     assert built == []
+
+
+def test_a_steady_call_compares_no_part_in_a_loop(monkeypatch):
+    """From the second call that finds the cached object unchanged, the guard tests it by its
+    written-out check: each item by identity, ``_unchanged``'s loops only where one differs (an
+    equal scalar in its place: then read again, so later calls test it as written out again)."""
+    x = torch.randn(3)
+    plan.cache_clear()
+    compiled = bytegraph.compile(reads_the_plan)
+    for _ in range(3):
+        assert_same(compiled(x), reads_the_plan(x))
+    looped = []
+    original = functions._unchanged
+    monkeypatch.setattr(functions, "_unchanged", lambda nodes: looped.append(1) or original(nodes))
+    assert_same(compiled(x), reads_the_plan(x))
+    assert looped == []
+    plan("p").big = int("1" + "0" * 20)
+    for _ in range(4):
+        assert_same(compiled(x), reads_the_plan(x))
+    assert looped == [1, 1]  # the written check failing, then the one call that writes it again
+    assert_same(compiled(x), reads_the_plan(x))
+    assert looped == [1, 1]
+
+
+def test_a_scalar_replaced_on_every_call_stays_right():
+    """The written-out check fails on each call (an equal scalar, another object): it is written
+    again a few times, then the guard keeps testing the object in loops."""
+    x = torch.randn(3)
+    plan.cache_clear()
+    compiled, counter = compile_counted(reads_the_plan)
+    for i in range(12):
+        plan("p").big = int("1" + "0" * 20)
+        plan("p").n = 1 if i < 10 else 2
+        assert_same(compiled(x), reads_the_plan(x))
+    assert counter.frame_count == 2
 
 
 def _by_size(x):

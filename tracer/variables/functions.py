@@ -11,6 +11,7 @@ import abc
 import collections
 import functools
 import inspect
+import keyword
 import operator
 import sys
 import types
@@ -23,7 +24,7 @@ import torch
 
 from ...backends.registry import notice_once
 from ...codegen.pyversion import FUNCTIONS_HAVE_TYPE_PARAMS
-from ...guards.build import GuardSet
+from ...guards.build import GuardSet, exec_function
 from ...guards.sources import (
     AttrSource,
     CallSource,
@@ -1325,9 +1326,11 @@ class _CachedObjectGuard:
     immutable with its parts nodes), so no user ``__eq__`` runs. Where that fails (the object was
     dropped and made again, a part replaced by an equal one, or changed) the states are compared,
     and a new object found alike is held in its place, unless the trace assumed the identity of a
-    part (``pinned``)."""
+    part (``pinned``). Once a call finds the object held and unchanged, ``check`` is the first
+    test written out for it (``_check_source``: each item by identity, one line each), the loops
+    of ``_unchanged`` only where an item differs."""
 
-    __slots__ = ("wrapper", "args", "kwargs", "state", "held", "pinned")
+    __slots__ = ("wrapper", "args", "kwargs", "state", "held", "pinned", "check", "written")
 
     def __init__(self, wrapper: Any, args: tuple, kwargs: dict, state: Any, root: Any) -> None:
         self.wrapper, self.args, self.kwargs, self.state = wrapper, args, kwargs, state
@@ -1338,16 +1341,50 @@ class _CachedObjectGuard:
         #: kind, descriptor, keys, items, scalar types of items)``: ``obj`` a list (``keys``
         #: None), a dict, or an object of type ``kind`` read through ``descriptor``
         self.held: tuple[Any, list[tuple]] = (_UNREADABLE, [])
+        #: ``() -> bool``: the guard (the pair it reads is its own: ``held`` may change meanwhile)
+        self.check: Callable[[], bool] = self._call_and_settle
+        self.written = 0  #: how many times ``check`` was written out (``_check_source``)
         self._hold(root)
 
     def _hold(self, root: Any) -> None:
         """Check ``root`` by its nodes from now on (where they can all be read: else states)."""
         nodes: list[tuple] = []
         self.held = (root, nodes) if _add_nodes(root, nodes, set()) else (_UNREADABLE, [])
+        self.check = self._call_and_settle
 
     def __call__(self) -> bool:
+        return self.check()
+
+    def _call_and_settle(self) -> bool:
+        """The guard where ``check`` is not written out: written out for the object held once a
+        call finds it held and unchanged (an object the cache keeps), at most ``_CHECK_WRITTEN``
+        times (an object whose scalars are replaced on every call keeps this one)."""
         try:
             root = self.wrapper(*self.args, **self.kwargs)
+        except Exception:  # noqa: BLE001 (the guard fails; the call raises again in the trace)
+            return False
+        held, nodes = self.held
+        if not self._settle(root):
+            return False
+        if root is held and self.written < _CHECK_WRITTEN and len(nodes) <= _CHECK_NODES:
+            self.written += 1
+            self.check = _written_check(self, root, nodes)
+        return True
+
+    def _recheck(self, root: Any) -> bool:
+        """The guard where the written ``check`` found ``root`` not as held item by item. Where
+        it is held and unchanged still (an item replaced by an equal scalar) its items are read
+        again, and the check written again on a later call."""
+        held = self.held[0]
+        if not self._settle(root):
+            return False
+        if root is held:
+            self._hold(root)
+        return True
+
+    def _settle(self, root: Any) -> bool:
+        """The guard for ``root``, the object the wrapper returned."""
+        try:
             held, nodes = self.held
             if root is held and _unchanged(nodes):
                 return True
@@ -1357,6 +1394,113 @@ class _CachedObjectGuard:
             return False
         self._hold(root)
         return True
+
+
+def _written_check(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> Any:
+    """``guard.check`` for ``root`` and its ``nodes`` (``_check_source``)."""
+    source, closure = _check_source(guard, root, nodes)
+    return exec_function(source, "___check", closure, "<bytegraph lru_cache guard>")
+
+
+_CHECK_NODES = 64  #: the most nodes a check is written out for (one line per item or so)
+_CHECK_ITEMS = 8  #: the most items of one node read one by one (more: ``map(is_, ...)``)
+_CHECK_WRITTEN = 4  #: the most times one guard's check is written out
+
+
+def _check_source(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> tuple[str, dict]:
+    """The source of ``guard.check`` (the wrapper called; its result the held ``root``, each
+    node holding its items by identity, else ``guard._recheck``) and its closure values. The text
+    depends only on the shape of the nodes and the keyword names, so objects alike share the
+    compiled code (``exec_function``)::
+
+        def ___check():
+            try:
+                ___r = ___w(___a0, ndim=___a1)
+            except Exception:
+                return False
+            try:
+                if ___r is ___root and (type(___n0) is ___K0
+                        and type(___d0 := ___get0(___n0)) is ___dict and len(___d0) == 2
+                        and all(map(___is, ___d0, ___keys0))
+                        and ___d0[___k0_0] is ___v0_0 and ___d0[___k0_1] is ___v0_1
+                        and not ___n1 and ...):
+                    return True
+            except Exception:
+                pass
+            return ___recheck(___r)
+    """
+    closure: dict[str, Any] = {
+        "___w": guard.wrapper,
+        "___root": root,
+        "___recheck": guard._recheck,
+        "___is": operator.is_,
+        "___dict": dict,
+    }
+    args = []
+    for i, value in enumerate(guard.args):
+        closure[f"___a{i}"] = value
+        args.append(f"___a{i}")
+    if all(map(_plain_name, guard.kwargs)):
+        for i, (name, value) in enumerate(guard.kwargs.items()):
+            closure[f"___kw{i}"] = value
+            args.append(f"{name}=___kw{i}")
+    elif guard.kwargs:
+        closure["___kwargs"] = guard.kwargs
+        args.append("**___kwargs")
+    tests = ["___r is ___root"]
+    for i, (obj, kind, descriptor, keys, items, _) in enumerate(nodes):
+        node = f"___n{i}"
+        closure[node] = obj
+        if descriptor is not None:
+            closure[f"___K{i}"], closure[f"___get{i}"] = kind, descriptor.__get__
+            tests.append(f"type({node}) is ___K{i}")
+            tests.append(f"type(___d{i} := ___get{i}({node})) is ___dict")
+            node = f"___d{i}"
+        tests.extend(_node_tests(closure, i, node, keys, items))
+    body = "\n                    and ".join(tests)
+    source = (
+        "def ___check():\n"
+        "    try:\n"
+        f"        ___r = ___w({', '.join(args)})\n"
+        "    except Exception:\n"
+        "        return False\n"
+        "    try:\n"
+        f"        if ({body}):\n"
+        "            return True\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    return ___recheck(___r)\n"
+    )
+    return source, closure
+
+
+def _plain_name(name: str) -> bool:
+    """``name`` can be written as a keyword argument of ``_check_source``'s call."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("___")
+
+
+def _node_tests(closure: dict, i: int, node: str, keys: tuple | None, items: tuple) -> list[str]:
+    """The tests that the node read as ``node`` (a list where ``keys`` is None, else a dict)
+    holds ``items`` (and ``keys``, in order) by identity; the values they read go in
+    ``closure``."""
+    if not items:
+        return [f"not {node}"]
+    tests = [f"len({node}) == {len(items)}"]
+    if keys is not None:
+        closure[f"___keys{i}"] = keys
+        tests.append(f"all(map(___is, {node}, ___keys{i}))")
+    if len(items) > _CHECK_ITEMS:
+        closure[f"___items{i}"] = items
+        values = node if keys is None else f"{node}.values()"
+        return [*tests, f"all(map(___is, {values}, ___items{i}))"]
+    for j, item in enumerate(items):
+        closure[f"___v{i}_{j}"] = item
+        if keys is None:
+            tests.append(f"{node}[{j}] is ___v{i}_{j}")
+        else:  # its keys are the held ones, in order (just tested): no user ``__eq__`` runs
+            closure[f"___k{i}_{j}"] = keys[j]
+            tests.append(f"{node}[___k{i}_{j}] is ___v{i}_{j}")
+    return tests
 
 
 def _unchanged(nodes: list[tuple]) -> bool:
