@@ -245,6 +245,37 @@ def written_arguments(op: Any, args: tuple, kwargs: dict[str, Any]) -> list[torc
     return written
 
 
+def operand_grads(operands: tuple) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """Each leaf tensor among ``operands`` (nested in lists, tuples and dicts) with its ``.grad``
+    now: what ``grads_changed`` compares after the call."""
+    found: list[tuple[torch.Tensor, torch.Tensor | None]] = []
+    stack = list(operands)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if value.is_leaf:
+                found.append((value, value._grad))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return found
+
+
+def grads_changed(before: list[tuple[torch.Tensor, Any]], probe: EffectProbe) -> bool:
+    """Did the call replace the ``.grad`` of a tensor it was given, or write into one
+    (``clip_grad_norm_`` scales the gradients in place)? That is state a graph node does not
+    carry: AOTAutograd runs it on functional tensors that have no ``.grad``, so the effect and
+    whatever the call computes from the gradients are lost. Each replaced one is put back."""
+    grads = {id(g) for _, g in before if g is not None}
+    changed = any(id(w) in grads or id(w._base) in grads for w in probe.written)
+    for tensor, grad in before:
+        if tensor._grad is not grad:
+            tensor.grad = grad
+            changed = True
+    return changed
+
+
 def is_single_operator(op: str, target: Any) -> bool:
     """Whether a node is one operator whose effects its schema states (so the graph can keep it)."""
     if op == "call_method":

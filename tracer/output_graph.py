@@ -376,7 +376,16 @@ class OutputGraph:
         key = self.fake_results.key(op, target, fake_args, fake_kwargs)
         example = self.fake_results.replay(key, fake_args) if key is not None else None
         if example is None:
+            grads = (
+                effects.operand_grads((*fake_args, *fake_kwargs.values()))
+                if isinstance(called, types.FunctionType)  # C operators never touch ``.grad``
+                else []
+            )
             example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+            if grads and effects.grads_changed(grads, probe):  # its body is traced instead
+                raise effects.InlineInstead(
+                    "effect", f"{_name(called)} changes the .grad of a tensor it is given"
+                )
             if probe.legacy_collectives():  # never record a collective blindly
                 raise Unsupported(
                     "collective", effects.describe(target, probe), hint=_COLLECTIVE_HINT

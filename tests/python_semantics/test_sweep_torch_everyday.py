@@ -13,7 +13,8 @@ import contextlib
 
 import pytest
 import torch
-from difftest import check_breaks
+from difftest import assert_same, check_breaks
+from dynamo_baseline import assert_no_more_breaks
 
 import bytegraph
 
@@ -102,3 +103,82 @@ def test_a_torch_setting_written_in_the_function():
             setup=lambda: _set_cudnn(True),
             observe=observe,
         )
+
+
+# -- gradients: clipping in a compiled training step -----------------------------------------------
+
+
+def _training_step(clip):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        norm = clip(model.parameters())
+        opt.step()
+        return loss, norm
+
+    return step, model
+
+
+CLIPS = {
+    "norm": lambda params: torch.nn.utils.clip_grad_norm_(params, 0.5),
+    "norm_inf": lambda params: torch.nn.utils.clip_grad_norm_(params, 0.5, norm_type="inf"),
+    "value": lambda params: torch.nn.utils.clip_grad_value_(params, 0.01),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_gradient_clipping_in_a_training_step(clip, backend):
+    """``clip_grad_norm_`` reads and scales each parameter's ``.grad``: state no graph node
+    carries (AOTAutograd's functional tensors have none: the norm came back 0 and nothing was
+    clipped); its body is traced instead."""
+    eager_step, eager_model = _training_step(CLIPS[clip])
+    step, model = _training_step(CLIPS[clip])
+    compiled = bytegraph.compile(step, backend=backend)
+    for i in range(3):
+        torch.manual_seed(i)
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        got, want = compiled(x, y), eager_step(x, y)
+        assert_same(got, want)
+        for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+            assert_same(p, q)
+            assert_same(p.grad, q.grad)
+
+
+def _params_with_grads():
+    """Leaves with gradients (a deep copy keeps a plain tensor's ``.grad``, not a Parameter's)."""
+    torch.manual_seed(0)
+    params = [torch.randn(2, 4, requires_grad=True), torch.randn(2, requires_grad=True)]
+    for p in params:
+        p.grad = torch.randn_like(p) * 3
+    return params
+
+
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_gradient_clipping_alone_is_one_graph(clip):
+    def fn(params):
+        return CLIPS[clip](params)
+
+    check_breaks(fn, lambda: (_params_with_grads(),), graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, _params_with_grads())
+
+
+def test_grouping_tensors_by_device_and_dtype():
+    """torch's grouping (the foreach helpers'), computed from the tensors' dtypes: the same
+    groups, keys in torch's order, indices where asked, None kept in a later list."""
+    from torch.utils._foreach_utils import _group_tensors_by_device_and_dtype as group
+
+    def fn(a, b, c):
+        by_dtype = group([[a, b, c], [c, None, a]], with_indices=True)
+        plain = group([[a, b, c]])
+        return list(by_dtype.keys()), list(by_dtype.values()), list(plain.items()), a + 1
+
+    def make():
+        return (torch.ones(2), torch.ones(3, dtype=torch.float64), torch.zeros(2))
+
+    check_breaks(fn, make, graphs=1, breaks=0)

@@ -29,7 +29,7 @@ from . import contexts, dispatch, numpy_arrays, objects
 from .base import ConstantLikeVariable, VariableTracker, walk
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable, SymNodeVariable
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable, hash_key
 from .contexts import CARRIED_KINDS, NONE, CarriedKind, ContextVariable, constant_args
 from .distributed import call_distributed, is_distributed_callable
 from .functions import CALL_HOOKS, NestedFunctionVariable, UserFunctionVariable
@@ -248,6 +248,44 @@ def _build_constant(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
     return tx.fold(fn()) if not args and not kwargs else None
+
+
+@call_rule(
+    foreach_utils._group_tensors_by_device_and_dtype,
+    torch._C._group_tensors_by_device_and_dtype,
+)
+def _group_by_device_and_dtype(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """torch's grouping of lists of tensors by the device and dtype of the first list's
+    (``clip_grad_norm_``, the foreach helpers): computed at trace time from those tensors'
+    device and dtype, which their guards fix; the groups hold the same trackers (None where
+    a later list has None). The key order is torch's: asked of empty tensors standing for the
+    first list's. Anything else (lists of unequal lengths...) runs torch's, which raises."""
+    names = ("tensorlistlist", "with_indices")
+    given = dict(zip(names, args, strict=False))
+    if len(args) > 2 or set(kwargs) - set(names) or set(kwargs) & set(given):
+        return None
+    given.update(kwargs)
+    outer, with_indices = given.get("tensorlistlist"), given.get("with_indices", NONE)
+    if not isinstance(outer, (ListVariable, TupleVariable)) or not outer.items:
+        return None
+    if not with_indices.is_python_constant():
+        return None
+    lists = [lst.items for lst in outer.items if isinstance(lst, (ListVariable, TupleVariable))]
+    first = lists[0] if len(lists) == len(outer.items) else []
+    if not first or any(len(lst) != len(first) for lst in lists):
+        return None
+    if not all(isinstance(t, TensorVariable) for t in first):
+        return None
+    stand_ins = [torch.empty(0, dtype=t.example.dtype, device=t.example.device) for t in first]
+    groups = torch._C._group_tensors_by_device_and_dtype([stand_ins], True)
+    result = {}
+    for key, (_, indices) in groups.items():
+        members = ListVariable([ListVariable([lst[i] for i in indices]) for lst in lists])
+        kept = indices if with_indices.as_python_constant() else []
+        result[hash_key(tx.fold(key))] = TupleVariable([members, tx.fold(list(kept))])
+    return DictVariable(result)
 
 
 @call_rule(torch.autograd.profiler.record_function)
