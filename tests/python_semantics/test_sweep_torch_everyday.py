@@ -14,9 +14,10 @@ import contextlib
 import pytest
 import torch
 from difftest import assert_same, check_breaks
-from dynamo_baseline import assert_no_more_breaks
+from dynamo_baseline import assert_no_more_breaks, dynamo_graphs_over_calls
 
 import bytegraph
+from bytegraph.explain import Recorder
 
 
 @contextlib.contextmanager
@@ -182,3 +183,40 @@ def test_grouping_tensors_by_device_and_dtype():
         return (torch.ones(2), torch.ones(3, dtype=torch.float64), torch.zeros(2))
 
     check_breaks(fn, make, graphs=1, breaks=0)
+
+
+# -- tensors made of Python numbers the trace holds as symbols -------------------------------------
+
+NUMBER_TENSORS = {
+    "int": lambda x, n, f: torch.tensor(n) + x,
+    "mixed_list": lambda x, n, f: torch.tensor([n, 2.5, True]),
+    "nested": lambda x, n, f: torch.tensor([[n, 1], [2, n]]),
+    "float": lambda x, n, f: torch.tensor(f),
+    "dtype": lambda x, n, f: torch.tensor([f, n], dtype=torch.float64),
+    "as_tensor": lambda x, n, f: torch.as_tensor(n),
+    "as_tensor_list": lambda x, n, f: torch.as_tensor((n, f), dtype=torch.float64),
+    "item": lambda x, n, f: torch.tensor([x.sum().item(), 1]),
+    "requires_grad": lambda x, n, f: torch.tensor(f, requires_grad=True) * 2,
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", sorted(NUMBER_TENSORS))
+def test_a_tensor_of_numbers_made_dynamic(name, backend):
+    """An int or float argument becomes a symbol at its second value: ``torch.tensor(n)`` is then
+    made by the graph from it. AOTAutograd traced ``torch.tensor`` into a constant, the value
+    of its example (an int past 2**31 wrapped to a negative one), guarded by that value: a
+    graph per value."""
+    fn = NUMBER_TENSORS[name]
+    compiled = bytegraph.compile(fn, backend=backend)
+    recorder = Recorder()
+    calls = [(torch.ones(2, dtype=torch.int64), n, f) for n, f in NUMBERS]
+    for args in calls:
+        with recorder:
+            got = compiled(*args)
+        assert_same(got, fn(*args))
+    if backend == "aot_eager":  # torch.compile too makes a graph per float (it specialises them)
+        assert recorder.report().graph_count <= dynamo_graphs_over_calls(fn, calls, backend)
+
+
+NUMBERS = [(5, 1.5), (7, 2.5), (2**31 + 1, 3.25), (9, 0.1)]

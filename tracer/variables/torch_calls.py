@@ -943,8 +943,32 @@ def _of_array(
 def _tensor(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
 ) -> VariableTracker | None:
-    """Of a traced NumPy array: its data; of anything else a graph node (the call goes on)."""
-    return _of_array(tx, fn, args, kwargs)
+    """Of a traced NumPy array: its data; of symbolic numbers ``_of_symbolic_numbers``; of
+    anything else a graph node (the call goes on)."""
+    made = _of_array(tx, fn, args, kwargs)
+    if made is None and _symbolic_numbers(_as_tensor_data(args, kwargs)):
+        return _of_symbolic_numbers(tx, args, kwargs)
+    return made
+
+
+def _of_symbolic_numbers(
+    tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``torch.tensor(n)``, ``torch.as_tensor([n, 1])`` of numbers some of which are symbolic
+    (an int argument made dynamic, ``t.item()``): a graph node running ``torch._refs.tensor``,
+    which builds the tensor with ``scalar_tensor`` and ``stack``, operators AOTAutograd traces.
+    ``torch.tensor`` itself is traced by AOTAutograd into a constant made from the example's
+    value: the graph then gave that value for every later one (an int past 2**31 wrapped)."""
+    return record_torch_op(tx, torch._refs.tensor, args, kwargs)
+
+
+def _symbolic_numbers(vt: VariableTracker | None) -> bool:
+    """Numbers, or lists/tuples of them, at least one of them symbolic."""
+    if isinstance(vt, (ListVariable, TupleVariable)):
+        return any(_symbolic_numbers(item) for item in vt.items) and all(
+            _python_numbers(item) or _symbolic_numbers(item) for item in vt.items
+        )
+    return isinstance(vt, SymNodeVariable)
 
 
 @call_rule(torch.from_numpy)
@@ -972,6 +996,8 @@ def _as_tensor(
         return args[0].call_method(tx, "to", [], dict(kwargs))
     if _python_numbers(_as_tensor_data(args, kwargs)):
         return record_torch_op(tx, fn, args, kwargs)
+    if _symbolic_numbers(_as_tensor_data(args, kwargs)):
+        return _of_symbolic_numbers(tx, args, kwargs)
     raise _effect(fn.__name__)
 
 
