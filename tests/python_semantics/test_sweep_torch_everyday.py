@@ -220,3 +220,98 @@ def test_a_tensor_of_numbers_made_dynamic(name, backend):
 
 
 NUMBERS = [(5, 1.5), (7, 2.5), (2**31 + 1, 3.25), (9, 0.1)]
+
+
+# -- a context entered and left by explicit calls --------------------------------------------------
+
+
+def _explicit_no_grad(a):
+    ctx = torch.no_grad()
+    ctx.__enter__()
+    y = a * 2
+    ctx.__exit__(None, None, None)
+    return y, a * 2
+
+
+def _explicit_autocast(a, b):
+    ctx = torch.autocast("cpu", dtype=torch.bfloat16)
+    ctx.__enter__()
+    y = a @ b
+    ctx.__exit__(None, None, None)
+    return y, a @ b
+
+
+def _explicit_inference_mode(a):
+    ctx = torch.inference_mode()
+    ctx.__enter__()
+    y = a * 2
+    ctx.__exit__(None, None, None)
+    return y, a * 2, y.is_inference()
+
+
+def _exit_with_an_exception(a):
+    ctx = torch.no_grad()
+    entered = ctx.__enter__()
+    y = a * 2
+    swallowed = ctx.__exit__(ValueError, ValueError("v"), None)
+    return y, a * 2, entered, swallowed
+
+
+def _set_grad_enabled_left(a):
+    ctx = torch.set_grad_enabled(False)
+    y = a * 2
+    ctx.__exit__(None, None, None)
+    return y, a * 2
+
+
+EXPLICIT = {
+    "no_grad": (_explicit_no_grad, lambda: (torch.randn(3, requires_grad=True),)),
+    "autocast": (_explicit_autocast, lambda: (torch.randn(3, 3), torch.randn(3, 3))),
+    "inference_mode": (_explicit_inference_mode, lambda: (torch.randn(3, requires_grad=True),)),
+    "exit_with_exception": (_exit_with_an_exception, lambda: (torch.randn(3, requires_grad=True),)),
+    "set_grad_enabled": (_set_grad_enabled_left, lambda: (torch.randn(3, requires_grad=True),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPLICIT))
+def test_a_context_entered_and_left_by_explicit_calls(name):
+    """``cm.__enter__()`` ... ``cm.__exit__(...)``: the attribute read broke, and at the break the
+    object was made again from its arguments, a fresh one: ``no_grad``'s ``__exit__`` then
+    switched grad mode off for good (a fresh object's ``prev`` is False), autocast's raised
+    AttributeError (no ``prev``)."""
+    fn, make = EXPLICIT[name]
+    check_breaks(fn, make, graphs=1, breaks=0)
+
+
+def test_a_context_entered_explicitly_left_after_a_break():
+    """Entered in the graph, left in the resume function: the object the break rebuilt is the
+    one entered (its ``prev``), so its real ``__exit__`` restores the mode. (The resume function
+    guards that object by identity, a new one each call: it is compiled again at each call.)"""
+
+    def fn(a):
+        ctx = torch.no_grad()
+        ctx.__enter__()
+        y = a * 2
+        print("between")
+        z = a * 3
+        ctx.__exit__(None, None, None)
+        return y, z, a * 2
+
+    check_breaks(fn, lambda: (torch.randn(3, requires_grad=True),), graphs=4, breaks=3, calls=2)
+
+
+def test_a_context_entered_and_kept_open():
+    """Entered and not left (left by the caller): the mode stays switched after the call, as in
+    eager, and the caller's ``__exit__`` restores it."""
+
+    def fn(a):
+        ctx = torch.no_grad()
+        ctx.__enter__()
+        return a * 2, ctx
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    for run in (compiled, fn, compiled):
+        y, ctx = run(torch.randn(3, requires_grad=True))
+        assert not y.requires_grad and not torch.is_grad_enabled()
+        ctx.__exit__(None, None, None)
+        assert torch.is_grad_enabled()

@@ -41,7 +41,7 @@ from ..context_runtime import (
 from ..exc import PythonError, TracedException, Unsupported
 from ..global_state import GlobalStateLog, StateEvent
 from . import call_rules, dispatch
-from .base import VariableTracker
+from .base import MethodCallVariable, VariableTracker
 from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable
 from .functions import CALL_HOOKS, UserFunctionVariable
@@ -114,6 +114,11 @@ class ContextVariable(VariableTracker):
     def recipe(self) -> ContextRecipe:
         raise Unsupported("context_manager", f"{self} cannot be rebuilt after a graph break")
 
+    def opening_event(self) -> StateEvent | None:
+        """The event of the trace that entered it (what its exit undoes), None where it was
+        entered before the trace or never."""
+        return self.log.find(self, "enter") if self.log is not None else None
+
     def exit_reconstructable(self) -> bool:
         """Can the exit slot of an open block be rebuilt as a Python value at a graph break?"""
         return self.reenterable
@@ -132,6 +137,13 @@ class ContextVariable(VariableTracker):
             return ContextDecoratedVariable(self, args[0])
         raise Unsupported("call", f"calling {self}")
 
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        """``cm.__enter__`` and ``cm.__exit__``, called by the code itself (a context entered
+        in one place and left in another): what a with-block's enter and exit do."""
+        if name in ("__enter__", "__exit__"):
+            return MethodCallVariable(self, name)
+        return super().var_getattr(tx, name)
+
     def call_method(
         self,
         tx: Translator,
@@ -141,8 +153,12 @@ class ContextVariable(VariableTracker):
     ) -> VariableTracker:
         if name == "__enter__" and not args and not kwargs:
             return self.enter(tx)
-        if name == "__exit__":
-            return self.exit(tx)
+        if name == "__exit__" and not kwargs and len(args) in (0, 3):
+            if self.opening_event() is None:  # entered before the trace: the real object knows
+                raise Unsupported("context_manager", f"leaving {self}, entered before the trace")
+            if all(a.is_python_constant() and a.as_python_constant() is None for a in args):
+                return self.exit(tx)
+            return self.exit_with(tx, args)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -603,8 +619,15 @@ class GradModeVariable(ContextVariable):
         self.record(tx, "enter", undo=undo, touches=_GRAD, key=key, data={"prev": prev})
         return NONE
 
+    def opening_event(self) -> StateEvent | None:
+        """Its enter, or for ``set_grad_enabled(mode)`` the call that switched already."""
+        entered = super().opening_event()
+        if entered is None and self.applied and self.log is not None:
+            return self.log.find(self, "create")
+        return entered
+
     def exit(self, tx: Translator) -> VariableTracker:
-        prev = self.log.find(self, "enter").data["prev"]
+        prev = self.opening_event().data["prev"]
         self.record(tx, "exit", undo=_switch_grad(tx, prev), touches=_GRAD)
         return NONE
 
