@@ -27,11 +27,13 @@ the checks before the guards, calls what runs it (``dispatch`` gives the first c
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 import io
 import keyword
 import re
+import sys
 import tokenize
 import types
 import weakref
@@ -76,7 +78,7 @@ def make_entry(
         f"    if {_COMPILING}:\n        return ___fn({', '.join(call_args)})\n"
     )
     code_check = (
-        f"    if ___fn.__code__ is not ___code:\n"
+        f"    if {_CODE_NOW} is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
     )
     checks = "" if resume else code_check if callee else compiling + code_check
@@ -95,6 +97,7 @@ def make_entry(
         "___cache": state.cache,
         "___fn": fn,
         "___code": fn.__code__,
+        "___code_slot": code_slot(fn),
         "___Rerun": Rerun,
         "___is_compiling": torch.compiler.is_compiling,
         "___is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
@@ -301,13 +304,60 @@ def make_code_checked(
     args = ", ".join(call_args)
     source = (
         f"def ___checked({', '.join(params)}):\n"
-        f"    if ___fn.__code__ is ___code:\n"
+        f"    if {_CODE_NOW} is ___code:\n"
         f"        return ___copy({args})\n"
         f"    return ___on_new_code(___fn)({args})\n"
     )
-    namespace = {"___fn": fn, "___code": fn.__code__, "___copy": copy}
+    namespace = {"___fn": fn, "___code": fn.__code__, "___code_slot": code_slot(fn)}
+    namespace["___copy"] = copy
     namespace["___on_new_code"] = on_new_code
     return _made(source, namespace, "___checked", fn)
+
+
+def _code_offset() -> int | None:
+    """Where a function object holds its code (``PyFunctionObject.func_code``), in bytes from its
+    start; None where that is not found for certain. Found by reading the object's words: the one
+    holding the code's address in two functions of different kinds, which after ``__code__`` is
+    replaced holds the new code's."""
+    if sys.implementation.name != "cpython" or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None  # a build without the GIL: another thread may free a code read so
+
+    def probe() -> None:
+        pass
+
+    def other(a: int = 1, *args: Any, b: int = 2, **kwargs: Any) -> Any:
+        return (a, args, b, kwargs)
+
+    word = ctypes.sizeof(ctypes.c_void_p)
+    for offset in range(word, types.FunctionType.__basicsize__ - word + 1, word):
+        found = [ctypes.c_void_p.from_address(id(f) + offset).value for f in (probe, other)]
+        if found != [id(probe.__code__), id(other.__code__)]:
+            continue
+        code = probe.__code__
+        probe.__code__ = other.__code__
+        moved = ctypes.py_object.from_address(id(probe) + offset).value is other.__code__
+        probe.__code__ = code
+        return offset if moved else None
+    return None
+
+
+#: ``PyFunctionObject.func_code``'s offset (``_code_offset``), or None
+_CODE_OFFSET = _code_offset()
+
+#: what an entry compares with the code it was made for: the code its function has now. Read
+#: through ``code_slot``, not as ``fn.__code__``: that read is an audit event, which calls each
+#: audit hook of the process (filelock adds one from 3.12: about 200 ns each read, where the
+#: slot costs 20 ns)
+_CODE_NOW = "___code_slot.value" if _CODE_OFFSET is not None else "___fn.__code__"
+
+
+def code_slot(fn: types.FunctionType) -> Any:
+    """An object whose ``value`` is ``fn.__code__`` as it is now (read from the function's own
+    slot; it holds no reference to ``fn``: whoever reads it keeps ``fn`` alive), or None where
+    the slot is not known (``_CODE_NOW`` reads ``fn.__code__`` then)."""
+    if _CODE_OFFSET is None:
+        return None
+    return ctypes.py_object.from_address(id(fn) + _CODE_OFFSET)
 
 
 def _signature(fn: types.FunctionType) -> tuple[list[str], list[str], list[str], list[str]]:
