@@ -359,9 +359,11 @@ def test_a_variant_failing_its_shape_checks_reads_no_cached_object(monkeypatch):
         assert_same(compiled(x), _by_size(x))
     assert counter.frame_count == 2
     asked = []
-    original = functions._CachedObjectGuard.__call__
+    check = functions._CachedObjectGuard.__dict__["check"]  # a slot, read on each call
     monkeypatch.setattr(
-        functions._CachedObjectGuard, "__call__", lambda g: asked.append(g.args) or original(g)
+        functions._CachedObjectGuard,
+        "check",
+        property(lambda g: asked.append(g.args) or check.__get__(g), check.__set__),
     )
     assert_same(compiled(big), _by_size(big))
     assert asked == [("a b c",)]

@@ -1011,7 +1011,8 @@ class MemoizedFunctionVariable(VariableTracker):
         vt, body_guards = built
         parts = _parts(tx, vt, result)
         guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
-        tx.output.assume_state(("lru_cache", id(self.value), repr(key), id(result)), guard, True)
+        label = ("lru_cache", id(self.value), repr(key), id(result))
+        tx.output.assume_state(label, guard.getter, True)
         local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, vt)
         recorded = record is not _UNREADABLE and body_guards is not None
         if _freeze(effects, vt, FreshSource(local)) and recorded:
@@ -1316,7 +1317,7 @@ def _same(now: Any, then: Any, kind: type | None) -> bool:
 
 
 class _CachedObjectGuard:
-    """The guard on an ``lru_cache``'d object the trace read (the ``getter`` of ``assume_state``):
+    """The guard on an ``lru_cache``'d object the trace read (``getter``, of ``assume_state``):
     true while the object the wrapper returns has the ``_state_of`` the trace saw. Building that
     state on every call costs more than many graphs, so the guard first checks what implies it,
     without building anything: the wrapper returns the object it holds (held, so that its identity
@@ -1330,7 +1331,17 @@ class _CachedObjectGuard:
     test written out for it (``_check_source``: each item by identity, one line each), the loops
     of ``_unchanged`` only where an item differs."""
 
-    __slots__ = ("wrapper", "args", "kwargs", "state", "held", "pinned", "check", "written")
+    __slots__ = (
+        "wrapper",
+        "args",
+        "kwargs",
+        "state",
+        "held",
+        "pinned",
+        "check",
+        "written",
+        "getter",
+    )
 
     def __init__(self, wrapper: Any, args: tuple, kwargs: dict, state: Any, root: Any) -> None:
         self.wrapper, self.args, self.kwargs, self.state = wrapper, args, kwargs, state
@@ -1345,15 +1356,27 @@ class _CachedObjectGuard:
         self.check: Callable[[], bool] = self._call_and_settle
         self.written = 0  #: how many times ``check`` was written out (``_check_source``)
         self._hold(root)
+        #: the guard as the guard function calls it: a plain function calling ``check`` (an
+        #: object's ``__call__`` costs more than the written check itself)
+        self.getter: Callable[[], bool] = exec_function(
+            "def ___cached_object():\n    return ___guard.check()\n",
+            "___cached_object",
+            {"___guard": self},
+            "<bytegraph lru_cache guard>",
+        )
+        self.getter.cached_object_guard = self
+
+    @staticmethod
+    def of(getter: Callable[[], Any]) -> _CachedObjectGuard | None:
+        """The guard whose ``getter`` is ``getter`` (a ``GLOBAL_STATE`` guard's), or None."""
+        guard = getattr(getter, "cached_object_guard", None)
+        return guard if isinstance(guard, _CachedObjectGuard) else None
 
     def _hold(self, root: Any) -> None:
         """Check ``root`` by its nodes from now on (where they can all be read: else states)."""
         nodes: list[tuple] = []
         self.held = (root, nodes) if _add_nodes(root, nodes, set()) else (_UNREADABLE, [])
         self.check = self._call_and_settle
-
-    def __call__(self) -> bool:
-        return self.check()
 
     def _call_and_settle(self) -> bool:
         """The guard where ``check`` is not written out: written out for the object held once a
@@ -1590,7 +1613,7 @@ def _portable(tx: Translator, log: list[Guard]) -> tuple[Guard, ...] | None:
     portable = []
     for guard in dict.fromkeys(log):
         if guard.source is None:
-            if isinstance(guard.arg, tuple) and isinstance(guard.arg[1], _CachedObjectGuard):
+            if isinstance(guard.arg, tuple) and _CachedObjectGuard.of(guard.arg[1]) is not None:
                 return None  # another cached call's: its guard runs its wrapper, eager would not
             portable.append(guard)
             continue
