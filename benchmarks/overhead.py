@@ -28,6 +28,7 @@ Run::
     python benchmarks/overhead.py           # the table, then the ratio bytegraph / torch.compile
     python benchmarks/overhead.py --quick       # fewer iterations (a smoke run)
     python benchmarks/overhead.py --targets     # only the targets
+    python benchmarks/overhead.py --layers      # where the targets' overhead goes, check by check
 
 A case is ``Case(name, fn, make_args, compile_kwargs)``: dynamic-shape cases add entries
 to ``CASES`` with ``compile_kwargs={"dynamic": True}`` and arguments whose sizes vary per call.
@@ -293,6 +294,87 @@ def target_rows(number: int, repeat: int) -> None:
 ENGINES = ("bytegraph", "torch.compile")
 
 
+def layer_rows(number: int, repeat: int) -> None:
+    """Where bytegraph's overhead goes in the cases of the break and fallback targets: for each
+    compiled function (and each resume function its variant calls), the call through its entry,
+    its variant called directly, the graphs the variant calls, and each condition its guards test
+    (as the dispatcher writes it, over the same arguments), timed as functions of the arguments
+    less an empty function's call; the entry's own checks (``tracer/entry.py``) likewise. Each
+    test is timed alone, in a loop that keeps what it reads in the caches: in a call, after the
+    graph's work, the C checks cost more (the entry's time less its variant's is the sum there)."""
+    warnings.simplefilter("ignore")
+    x = torch.randn(4)
+    for name, fn, args in (
+        ("no break", no_break, (x,)),
+        ("one break", one_break, (x,)),
+        ("the fallback's callee", _mixed, _matrices()),
+    ):
+        entry = bytegraph.compile(fn, backend="eager")
+        for _ in range(3):
+            entry(*args)
+        print(f"\n{name} (ns per call): eager {_ns(fn, args, number, repeat):.0f}")
+        _layers(entry, args, number, repeat, "  ")
+
+
+def _ns(fn: Callable[..., Any], args: tuple, number: int, repeat: int) -> float:
+    return min(per_call_us(fn, args, number) for _ in range(repeat)) * 1e3
+
+
+def _layers(entry: Any, args: tuple, number: int, repeat: int, pad: str) -> None:
+    """``layer_rows`` for one entry called with ``args``."""
+    from bytegraph.tracer.entry import _CODE_NOW, _COMPILING
+
+    state = entry.__bytegraph__
+    cache = state.cache
+    variant = cache.select(dict(zip(cache.arg_names, args, strict=True)))
+    chosen = next(v for v in cache.variants if v.fn is variant)
+    scope = {**cache.scope, **cache.consts.values, **entry.__globals__}
+    params = ", ".join(cache.roots[n] for n in cache.arg_names)
+    fused = {condition for condition, _ in chosen.guards.fusions}
+    # the entry's own checks, where it makes them (a resume function's entry goes to its guards)
+    names = entry.__code__.co_names
+    own = [_COMPILING] if "___compiler" in names or "___is_compiling" in names else []
+    own += [f"{_CODE_NOW} is ___code"] if "___code" in names else []
+    tests = [*own, *chosen.guards.dispatch(fused)]
+    nothing = _as_function(params, "None", scope)
+    base = _ns(nothing, args, number, repeat)
+    whole, alone = _ns(entry, args, number, repeat), _ns(variant, args, number, repeat)
+    print(f"{pad}{entry.__name__}: through its entry {whole:.0f}, its variant alone {alone:.0f}")
+    for test in tests:
+        cost = _ns(_as_function(params, test, scope), args, number, repeat) - base
+        print(f"{pad}  {cost:5.0f}  {test[:90]}")
+    cells = dict(zip(variant.__code__.co_freevars, variant.__closure__ or (), strict=True))
+    for cell_name, cell in cells.items():
+        value = cell.cell_contents
+        if cell_name.startswith("__compiled_fn"):
+            got = _arguments_of(variant, args, cell)
+            print(f"{pad}  graph {cell_name}: {_ns(value, got, number, repeat):.0f}")
+        elif hasattr(value, "__bytegraph__"):
+            _layers(value, _arguments_of(variant, args, cell), number, repeat, pad + "  ")
+
+
+def _as_function(params: str, expression: str, scope: dict[str, Any]) -> Callable[..., Any]:
+    namespace = dict(scope)
+    exec(f"def ___test({params}):\n    return {expression}\n", namespace)
+    return namespace["___test"]
+
+
+def _arguments_of(variant: Callable[..., Any], args: tuple, cell: Any) -> tuple:
+    """The arguments ``variant(*args)`` calls what ``cell`` holds with (the first call)."""
+    held, got = cell.cell_contents, []
+
+    def record(*given: Any) -> Any:
+        got.append(given)
+        return held(*given)
+
+    cell.cell_contents = record
+    try:
+        variant(*args)
+    finally:
+        cell.cell_contents = held
+    return got[0]
+
+
 def _over_eager(t: dict[str, float]) -> tuple[float, float]:
     return t["bytegraph"] / t["eager"], t["torch.compile"] / t["eager"]
 
@@ -336,6 +418,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="samples per system (min kept)")
     parser.add_argument("--quick", action="store_true", help="--number 200 --repeat 3")
     parser.add_argument("--targets", action="store_true", help="only the overhead targets")
+    parser.add_argument("--layers", action="store_true", help="where the targets' overhead goes")
     parser.add_argument("--wall", action="store_true", help="time wall-clock, not CPU time")
     opts = parser.parse_args()
     if opts.wall:
@@ -343,6 +426,9 @@ def main() -> None:
     number, repeat = (200, 3) if opts.quick else (opts.number, opts.repeat)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {number} calls x {repeat} samples, min per call (us)")
+    if opts.layers:
+        layer_rows(number, repeat)
+        return
     if opts.targets:
         target_rows(number, repeat)
         return
