@@ -166,3 +166,58 @@ def test_a_deque_live_at_a_break_is_the_callers_deque(maxlen):
         assert_no_more_breaks(
             1, deque_appended_around_a_break, torch.ones(2), deque([torch.ones(())])
         )
+
+
+# -- keys hashed in Python ------------------------------------------------------------------------
+
+
+HASHED = []
+
+
+class CountedKey:
+    """A key whose ``__hash__`` records each call: CPython hashes a key when it is put in a
+    dict and a lookup hashes the key looked up, never the keys already in the dict."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __hash__(self):
+        HASHED.append(self.v)
+        return hash(self.v)
+
+    def __eq__(self, other):
+        return isinstance(other, CountedKey) and other.v == self.v
+
+
+def lookup_counted(x, table, key):
+    return x * table[key]
+
+
+class Holder:
+    def __init__(self, table):
+        self.table = table
+
+
+def lookup_counted_in_attribute(x, holder, key):
+    return x * holder.table[key]
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["argument", "attribute"])
+def test_a_hash_that_changes_state_runs_as_often_as_in_cpython(held):
+    # every call after the first (which traces, and checks the keys in Python once) hashes only
+    # the key looked up; the trace hashed the dict's own keys too, and the rewritten code
+    # replayed those hashes' appends at every call
+    fn = lookup_counted_in_attribute if held else lookup_counted
+
+    @scenario(fn)
+    def drive(f):
+        table = {CountedKey(1): 1.0, CountedKey(2): 2.0}
+        given = Holder(table) if held else table
+        f(torch.ones(2), given, CountedKey(1))  # the first call: compiles
+        del HASHED[:]
+        calls = [f(torch.ones(2), given, CountedKey(k)) for k in (1, 1, 2, 2)]
+        return calls, list(HASHED)
+
+    # a break at the lookup (the trace does not model such a hash); its resume function has a
+    # variant per value read
+    same_as_eager(drive, graphs=2, breaks=1)

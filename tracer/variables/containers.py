@@ -348,8 +348,16 @@ class _HashResult:
 
 
 def _traced_hash(tx: Translator, vt: VariableTracker) -> int:
-    """``hash(vt)`` by inlining its class's ``__hash__`` (the attributes it reads are guarded)."""
+    """``hash(vt)`` by inlining its class's ``__hash__`` (the attributes it reads are guarded).
+    A ``__hash__`` that changes state (counts its calls, logs) is not modelled: CPython hashes
+    a key once, when it is put in, and a lookup hashes only the key looked up, which the key
+    model cannot tell apart from the keys of an input dict it hashes to stand for them."""
+    effects = tx.output.side_effects
+    before = effects.snapshot()
     result = vt.call_method(tx, "__hash__", [], {})
+    if effects.changed_since(before):
+        effects.restore(before)
+        raise Unsupported("dict_key", f"the __hash__ of {vt} changes state")
     if not result.is_python_constant():
         raise Unsupported("dict_key", f"the hash of {vt} is not known at trace time")
     try:
