@@ -262,6 +262,8 @@ MUTATIONS = [
     (lambda p: setattr(p, "__dict__", dict(vars(p))), False),  # another dict, the same items
     (lambda p: setattr(p, "__dict__", {**vars(p), "n": 2}), True),
     (lambda p: setattr(p, "__class__", _PlanToo), True),
+    (lambda p: plan.cache_clear(), False),  # made again alike
+    (lambda p: [plan(str(i)) for i in range(8)], False),  # evicted, made again alike
 ]
 
 
