@@ -7,8 +7,11 @@ rule of module member methods and the ``store_attr`` rule of modules.
 
 from __future__ import annotations
 
+import collections
 import enum
+import gc
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -203,13 +206,21 @@ def install() -> None:
 # ``_apply`` bump it. Writes straight into a module's member dicts (``module._parameters[name] =
 # t``, as ``torch.func.functional_call`` does) would not, so filling a block also swaps each member
 # dict of the tree's modules for a ``WatchedDict``: the same dict, bumping on every write, pickled
-# and copied as a plain dict, accepted wherever a guard expects a dict. A tree whose member dicts
-# cannot be swapped (not plain dicts) is not cached.
+# and copied as a plain dict, accepted wherever a guard expects a dict. The swap is a new object:
+# only a dict the module's ``__dict__`` alone holds is swapped, so no code holding the old one sees
+# it go stale (``ModuleList.__delitem__`` deletes from the dict it held). A tree whose member dicts
+# cannot be swapped (not plain dicts, or held elsewhere) is not cached.
+
+_probe = {"table": {}}
+#: ``sys.getrefcount(members[name])`` of a dict that only the dict ``members`` holds
+_HELD_ONCE = sys.getrefcount(_probe["table"])
+del _probe
 
 
-def watch_tree(root: nn.Module) -> bool:
+def watch_tree(root: nn.Module) -> bool | None:
     """Swap the member dicts of every module under ``root`` for ``WatchedDict``s; False if one of
-    them is not a plain dict (then writes to it cannot be seen)."""
+    them is not a plain dict, None if one is held by more than the module (then writes to it
+    cannot be seen)."""
     for module in root.modules():
         members = module.__dict__
         for name in MEMBER_TABLES:
@@ -218,7 +229,10 @@ def watch_tree(root: nn.Module) -> bool:
                 continue
             if type(table) is not dict:
                 return False
-            members[name] = WatchedDict(table)  # not through __setattr__: no epoch bump
+            del table
+            if sys.getrefcount(members[name]) != _HELD_ONCE:
+                return None
+            members[name] = WatchedDict(members[name])  # not through __setattr__: no epoch bump
     return True
 
 
@@ -227,12 +241,13 @@ class ParameterBlock(PerRootCache):
     graph's input order); cached per root object while ``EPOCH`` stands still. The cache never
     keeps a dead model's parameters alive (``PerRootCache`` drops an entry with its root)."""
 
-    __slots__ = ("fetch", "source")
+    __slots__ = ("fetch", "source", "collected")
 
     def __init__(self, fetch: Callable[[Any], tuple], source: str) -> None:
         super().__init__()
         self.fetch = fetch  #: root -> the parameters, read through their sources
         self.source = source  #: the expressions ``fetch`` evaluates, for reports
+        self.collected = False  #: the young garbage was collected once for ``watch_tree``
 
     def __call__(self, root: Any) -> tuple:
         if self.epoch == EPOCH[0]:
@@ -243,9 +258,20 @@ class ParameterBlock(PerRootCache):
             observe(root)
         epoch = EPOCH[0]
         values = self.fetch(root)
-        if isinstance(root, nn.Module) and watch_tree(root):
+        if isinstance(root, nn.Module) and self._watched(root):
             self.remember(root, values, epoch)
         return values
+
+    def _watched(self, root: nn.Module) -> bool:
+        """``watch_tree(root)``; where a member dict is held elsewhere, tried again once after
+        collecting the young garbage: the trace that made this block ran with the collector off
+        (``driver._no_gc``), and what it left may hold the dicts still."""
+        watched = watch_tree(root)
+        if watched is not None or self.collected:
+            return bool(watched)
+        self.collected = True
+        gc.collect(1)
+        return bool(watch_tree(root))
 
     def __repr__(self) -> str:
         return f"<ParameterBlock: {self.source.count(',') + 1} parameters>"
@@ -457,6 +483,9 @@ class NNModuleVariable(UserObjectVariable):
                     f"{type(self.value).__name__}.{table} read after a store to .{name}",
                     hint="read the attribute itself",
                 )
+        replaced = replaced_table(tx, self.value, table)
+        if replaced is not None:
+            return replaced
         tx.output.side_effects.member_tables.add(id(real))
         return tx.wrap(real, AttrSource(self.source, table))
 
@@ -569,7 +598,7 @@ class NNModuleVariable(UserObjectVariable):
     def children_dict(self, tx: Translator) -> VariableTracker:
         """``_modules`` as a guarded ``DictVariable`` (keys guarded, each child by identity), as
         the trace's pending stores to the module leave it (``_filed_children``)."""
-        table = tx.wrap(
+        table = replaced_table(tx, self.value, "_modules") or tx.wrap(
             self.value._modules, AttrSource(self.source, "_modules") if self.source else None
         )
         return _filed_children(tx, self, table)
@@ -595,7 +624,10 @@ class NNModuleVariable(UserObjectVariable):
         cls = type(self.value)
         getitem = cls.__getitem__
         if getitem is nn.ModuleDict.__getitem__ and isinstance(key, str):
-            return self.children_dict(tx).items[key]
+            children = self.children_dict(tx).items
+            if key not in children:  # ``self._modules[key]``'s error
+                raise PythonError(KeyError(key))
+            return children[key]
         if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is int:
             children = list(self.children_dict(tx).items.values())
             if not -len(children) <= key < len(children):
@@ -695,7 +727,10 @@ def _generic_dict(cls: type) -> bool:
 
 def held_table(tx: Translator, module: nn.Module, table: str) -> VariableTracker | None:
     """The trace's tracker of ``module``'s table ``table`` where it read the table as a whole
-    (``member_table``, a member listing), else None."""
+    (``member_table``, a member listing) or replaced it (``replaced_table``), else None."""
+    replaced = replaced_table(tx, module, table)
+    if replaced is not None:
+        return replaced
     real = vars(module).get(table)
     known = tx.output.wrapped.get(id(real))
     if real is None or known is None or known[0] is not real:
@@ -703,6 +738,21 @@ def held_table(tx: Translator, module: nn.Module, table: str) -> VariableTracker
     if not isinstance(known[1], (DictVariable, SetVariable)):
         raise Unsupported("module_members", f"{table} of {type(module).__name__} is {known[1]}")
     return known[1]
+
+
+def replaced_table(tx: Translator, module: nn.Module, table: str) -> VariableTracker | None:
+    """The dict the trace stored as ``module.<table>`` (``_renumbered``'s new ``_modules``), which
+    every later read of the module's members finds; None where it stored none."""
+    known = tx.output.wrapped.get(id(module))
+    if known is None or known[0] is not module:
+        return None
+    effects = tx.output.side_effects
+    if effects.is_deleted(known[1], table):
+        raise Unsupported("module_members", f"{type(module).__name__}.{table} deleted")
+    stored = effects.load_attr(known[1], table)
+    if stored is not None and not isinstance(stored, DictVariable):
+        raise Unsupported("module_members", f"{type(module).__name__}.{table} is {stored}")
+    return stored
 
 
 def _pending_stores(tx: Translator, obj: VariableTracker) -> list[tuple[str, VariableTracker]]:
@@ -763,7 +813,8 @@ def filing_store(tx: Translator, obj: NNModuleVariable, name: str, value: Variab
         held = held_table(tx, obj.value, table)
         if real is None or held is None:
             continue
-        if id(real) not in effects.member_tables and id(held) not in effects.mutated:
+        read = id(real) in effects.member_tables or id(held) in effects.mutated
+        if not read and held is not replaced_table(tx, obj.value, table):
             continue
         if name in real or name in held.items or _may_file(value):
             raise Unsupported(
@@ -1287,6 +1338,8 @@ def _container_bumping_call(
 
 _install()
 install()
+#: torch's ``nn.Module.__delattr__`` (``_install`` wraps it to move ``EPOCH``)
+_MODULE_DELATTR = nn.Module.__delattr__.__bytegraph_bumps__.method
 CALL_HOOKS[nn.ModuleList.insert.__bytegraph_bumps__.__code__] = _container_bumping_call
 
 
@@ -1310,14 +1363,75 @@ def _module_setitem(
 def _module_delitem(tx: Translator, obj: NNModuleVariable, key: VariableTracker) -> None:
     """``ModuleDict.__delitem__``, ``del self._modules[key]``: the member table's deletion (a
     missing key its KeyError), ``EPOCH`` moved after the replay as the method's wrapper moves it
-    (``_install``); another class's ``__delitem__`` inlined."""
-    if type_lookup(obj.python_type(), "__delitem__") is not nn.ModuleDict.__delitem__:
+    (``_install``); ``ModuleList``'s and ``Sequential``'s, ``_renumbering_delitem``; another
+    class's ``__delitem__`` inlined."""
+    delitem = type_lookup(obj.python_type(), "__delitem__")
+    if delitem in _DELETED_NAMES:
+        _renumbering_delitem(tx, obj, _DELETED_NAMES[delitem], key)
+        return
+    if delitem is not nn.ModuleDict.__delitem__:
         obj.call_method(tx, "__delitem__", [key], {})
         return
     if obj.source is None:  # a module made in the trace: its table has no source to read
         raise Unsupported("delitem", f"del {obj}[...]")
     dispatch.delitem(tx, obj.member_table(tx, "_modules"), key)
     tx.output.side_effects.call_after(_bump_observed, [obj])
+
+
+def _module_list_names(self: nn.ModuleList, idx: Any) -> list[str]:
+    """The names ``ModuleList.__delitem__`` deletes for ``idx`` (torch 2.11 to 2.15)."""
+    if isinstance(idx, slice):
+        return [str(k) for k in range(len(self._modules))[idx]]
+    return [self._get_abs_string_index(idx)]
+
+
+def _sequential_names(self: nn.Sequential, idx: Any) -> list[str]:
+    """The names ``Sequential.__delitem__`` deletes for ``idx`` (torch 2.11 to 2.15)."""
+    if isinstance(idx, slice):
+        return list(self._modules.keys())[idx]
+    return [self._get_item_by_idx(self._modules.keys(), idx)]
+
+
+def _renumbered(self: nn.Module) -> None:
+    """How ``ModuleList.__delitem__`` and ``Sequential.__delitem__`` end (torch 2.11 to 2.15): a
+    new ``_modules``, the members left numbered from 0 (the old dict keeps its old names)."""
+    str_indices = [str(i) for i in range(len(self._modules))]
+    self._modules = collections.OrderedDict(zip(str_indices, self._modules.values(), strict=True))
+
+
+#: ``__delitem__`` of the containers that renumber their members -> the names it deletes
+_DELETED_NAMES: dict[Any, Callable[..., list[str]]] = {
+    nn.ModuleList.__delitem__: _module_list_names,
+    nn.Sequential.__delitem__: _sequential_names,
+}
+
+
+def _renumbering_delitem(
+    tx: Translator, obj: NNModuleVariable, names: Callable[..., list[str]], key: VariableTracker
+) -> None:
+    """``del seq[key]`` on a ``ModuleList`` or ``Sequential`` (``pop`` too) as torch runs it:
+    ``delattr(self, name)`` for each name at ``key`` (``names``: CPython's error where the index
+    is wrong), which ``nn.Module.__delattr__`` takes out of its table, the ``_modules`` dict the
+    module holds (in place: code holding that dict sees the deletion), then ``_renumbered``: a
+    new ``OrderedDict`` stored as ``_modules``, which the trace's later reads of the module's
+    members find (``held_table``). ``EPOCH`` moved after the replay as ``__delattr__``'s wrapper
+    moves it (``_install``). A class overriding ``__delattr__``/``__setattr__``, or a container
+    made in the trace, breaks."""
+    cls = obj.python_type()
+    overridden = [
+        hook
+        for hook in ("__delattr__", "__setattr__")
+        if type_lookup(cls, hook) is not getattr(nn.Module, hook)
+    ]
+    if obj.source is None or overridden:
+        raise Unsupported("delitem", f"del {cls.__name__}[...] ({overridden or 'made here'})")
+    found = UserFunctionVariable(names).call_function(tx, [obj, key], {})
+    for name in dispatch.iterate(tx, found):
+        UserFunctionVariable(_MODULE_DELATTR).call_function(tx, [obj, name], {})
+    UserFunctionVariable(_renumbered).call_function(tx, [obj], {})
+    effects = tx.output.side_effects
+    if not any(fn is _bump_observed and args[0] is obj for fn, args in effects.calls):
+        effects.call_after(_bump_observed, [obj])
 
 
 # ``nn.Module`` instances created during the trace.
