@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
+import types
 import warnings
 from collections import deque
 
@@ -221,3 +223,114 @@ def test_a_hash_that_changes_state_runs_as_often_as_in_cpython(held):
     # a break at the lookup (the trace does not model such a hash); its resume function has a
     # variant per value read
     same_as_eager(drive, graphs=2, breaks=1)
+
+
+# -- context managers -----------------------------------------------------------------------------
+
+
+class Scope:
+    """A context manager recording its entries and exits in ``Scope.log``; ``swallow``: its
+    ``__exit__`` suppresses the exception."""
+
+    log: list = []
+
+    def __init__(self, name, swallow=False):
+        self.name, self.swallow = name, swallow
+
+    def __enter__(self):
+        Scope.log.append(("enter", self.name))
+        return self
+
+    def __exit__(self, kind, value, tb):
+        Scope.log.append(("exit", self.name, kind.__name__ if kind else None))
+        return self.swallow
+
+
+def stacked_scopes(x, mode, log):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(Scope("outer"))
+        stack.enter_context(Scope("inner", swallow=mode == "swallow"))
+        stack.callback(log.append, mode)
+        if mode != "ok":
+            raise RuntimeError("body")
+        x = x * 2
+    return x + 1
+
+
+def test_an_exit_stack_is_traced_through():
+    # ExitStack binds each __exit__ with types.MethodType and reads sys.exc_info() in its own
+    # __exit__: both traced (before: a break at each)
+    @scenario(stacked_scopes)
+    def drive(f):
+        Scope.log = []
+        log, out = [], []
+        for mode in ("ok", "ok", "swallow", "raise", "swallow"):
+            try:
+                out.append(f(torch.ones(2), mode, log))
+            except RuntimeError as e:
+                out.append(("raised", str(e)))
+        return out, list(Scope.log), log
+
+    # a variant per mode; the exception leaving the function is raised by CPython (a break)
+    same_as_eager(drive, graphs=2, breaks=1)
+    assert_no_more_breaks(
+        0,
+        stacked_scopes,
+        torch.ones(2),
+        "ok",
+        [],
+        baseline_missing="torch 2.11's Dynamo fails on ExitStack.callback's method call",
+    )
+
+
+def handled_where(x, raising):
+    outer = sys.exc_info()[0]
+    try:
+        if raising:
+            raise KeyError("k")
+        inner = None
+    except KeyError:
+        kind, exc, tb = sys.exc_info()
+        inner = (kind.__name__, str(exc), tb is not None, type(sys.exception()).__name__)
+    return x + 1, outer, inner, sys.exception()
+
+
+def test_sys_exc_info_is_the_exception_being_handled():
+    # inside the function's own handler: its exception; outside any: none, guarded, so a call
+    # made while the caller handles an exception sees that one (a break reads it)
+    @scenario(handled_where)
+    def drive(f):
+        out = [f(torch.ones(2), True), f(torch.ones(2), False)]
+        try:
+            raise ValueError("outer")
+        except ValueError:
+            out += [f(torch.ones(2), True), f(torch.ones(2), False)]
+        out.append(f(torch.ones(2), True))
+        return [(y, outer, inner, repr(now)) for y, outer, inner, now in out]
+
+    same_as_eager(drive, graphs=5, breaks=4)
+    assert_no_more_breaks(0, handled_where, torch.ones(2), True)
+
+
+def bind_and_call(x, obj):
+    method = types.MethodType(add_k, obj)
+    return method(x), method.__self__ is obj, method.__func__ is add_k, method == obj.own
+
+
+class WithK:
+    def __init__(self, k):
+        self.k = k
+        self.own = types.MethodType(add_k, self)
+
+
+def add_k(self, x):
+    return x + self.k
+
+
+def test_types_method_type_binds_a_function():
+    @scenario(bind_and_call)
+    def drive(f):
+        obj = WithK(2)
+        return [f(torch.ones(2), obj), f(torch.ones(2), obj), f(torch.ones(2), WithK(5))]
+
+    same_as_eager(drive, graphs=2, breaks=0)

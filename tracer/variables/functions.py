@@ -550,6 +550,21 @@ def _signature(tx: Translator, fn: VariableTracker) -> VariableTracker:
     return ConstantVariable(inspect.signature(real))
 
 
+@call_rule(types.MethodType)
+def make_method(
+    tx: Translator, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``types.MethodType(function, obj)`` of a Python function (``contextlib.ExitStack`` binds
+    a context manager's ``__exit__`` so): that function bound to ``obj``, a method made in the
+    trace. Other forms go on as a call of the class."""
+    if kwargs or len(args) != 2:
+        return None
+    fn, obj = args
+    if not isinstance(fn, UserFunctionVariable) or fn.self_vt is not None:
+        return None
+    return UserFunctionVariable(fn.fn, fn.source, self_vt=obj)
+
+
 def _cell_source(
     tx: Translator, fn_source: Source | None, fn: types.FunctionType, name: str
 ) -> Source | None:

@@ -298,6 +298,45 @@ class ExceptionVariable(VariableTracker):
         return f"ExceptionVariable({self.cls.__name__})"
 
 
+def _handled_outside() -> bool:
+    """Do the compiled function's callers handle an exception (``sys.exc_info()`` at its entry,
+    where its guards run)?"""
+    return sys.exc_info()[0] is not None
+
+
+def handled_exception(tx: Translator) -> VariableTracker:
+    """The exception being handled where the trace is: the innermost one of the trace's own
+    handlers, else None, guarded that the callers handle none (one they handle is not known to
+    the trace: its read breaks)."""
+    if tx.output.exc_info:
+        return tx.output.exc_info[-1]
+    if _handled_outside():
+        raise Unsupported("exception", "reading the exception the callers handle")
+    tx.output.assume_state(("handled outside",), _handled_outside, False)
+    return ConstantVariable(None)
+
+
+@call_rule(sys.exc_info)
+def exc_info(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``sys.exc_info()``: the handled exception's type, itself and its traceback."""
+    if args or kwargs:
+        return None
+    exc = handled_exception(tx)
+    if not isinstance(exc, ExceptionVariable):
+        return TupleVariable([exc, exc, exc])
+    return TupleVariable([tx.wrap_static(exc.cls), exc, exc.var_getattr(tx, "__traceback__")])
+
+
+@call_rule(sys.exception)
+def exception(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``sys.exception()``: the handled exception, or None."""
+    return None if args or kwargs else handled_exception(tx)
+
+
 @dataclass(eq=False)
 class TracebackVariable(VariableTracker):
     """The ``__traceback__`` of an exception raised in the trace: a traceback, which the trace
