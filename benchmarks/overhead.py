@@ -322,7 +322,7 @@ def _ns(fn: Callable[..., Any], args: tuple, number: int, repeat: int) -> float:
 
 def _layers(entry: Any, args: tuple, number: int, repeat: int, pad: str) -> None:
     """``layer_rows`` for one entry called with ``args``."""
-    from bytegraph.tracer.entry import _CODE_NOW, _COMPILING
+    from bytegraph.tracer.entry import _COMPILING
 
     state = entry.__bytegraph__
     cache = state.cache
@@ -334,7 +334,8 @@ def _layers(entry: Any, args: tuple, number: int, repeat: int, pad: str) -> None
     # the entry's own checks, where it makes them (a resume function's entry goes to its guards)
     names = entry.__code__.co_names
     own = [_COMPILING] if "___compiler" in names or "___is_compiling" in names else []
-    own += [f"{_CODE_NOW} is ___code"] if "___code" in names else []
+    code_now = "___code_slot.value" if "___code_slot" in names else "___fn.__code__"
+    own += [f"{code_now} is ___code"] if "___code" in names else []
     tests = [*own, *chosen.guards.dispatch(fused)]
     nothing = _as_function(params, "None", scope)
     base = _ns(nothing, args, number, repeat)

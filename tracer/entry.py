@@ -77,8 +77,9 @@ def make_entry(
         # place, say) traces the function itself: Dynamo folds is_compiling() to True
         f"    if {_COMPILING}:\n        return ___fn({', '.join(call_args)})\n"
     )
+    slot = code_slot(fn)
     code_check = (
-        f"    if {_CODE_NOW} is not ___code:\n"
+        f"    if {_code_now(slot)} is not ___code:\n"
         f"        return ___state.code_replaced()({', '.join(call_args)})\n"
     )
     checks = "" if resume else code_check if callee else compiling + code_check
@@ -97,7 +98,7 @@ def make_entry(
         "___cache": state.cache,
         "___fn": fn,
         "___code": fn.__code__,
-        "___code_slot": code_slot(fn),
+        "___code_slot": slot,
         "___Rerun": Rerun,
         "___is_compiling": torch.compiler.is_compiling,
         "___is_dynamo_compiling": torch.compiler.is_dynamo_compiling,
@@ -302,13 +303,14 @@ def make_code_checked(
     (``callees.py``: the routed copy of a function left alone)."""
     params, call_args, _, _ = _signature(fn)
     args = ", ".join(call_args)
+    slot = code_slot(fn)
     source = (
         f"def ___checked({', '.join(params)}):\n"
-        f"    if {_CODE_NOW} is ___code:\n"
+        f"    if {_code_now(slot)} is ___code:\n"
         f"        return ___copy({args})\n"
         f"    return ___on_new_code(___fn)({args})\n"
     )
-    namespace = {"___fn": fn, "___code": fn.__code__, "___code_slot": code_slot(fn)}
+    namespace = {"___fn": fn, "___code": fn.__code__, "___code_slot": slot}
     namespace["___copy"] = copy
     namespace["___on_new_code"] = on_new_code
     return _made(source, namespace, "___checked", fn)
@@ -344,20 +346,23 @@ def _code_offset() -> int | None:
 #: ``PyFunctionObject.func_code``'s offset (``_code_offset``), or None
 _CODE_OFFSET = _code_offset()
 
-#: what an entry compares with the code it was made for: the code its function has now. Read
-#: through ``code_slot``, not as ``fn.__code__``: that read is an audit event, which calls each
-#: audit hook of the process (filelock adds one from 3.12: about 200 ns each read, where the
-#: slot costs 20 ns)
-_CODE_NOW = "___code_slot.value" if _CODE_OFFSET is not None else "___fn.__code__"
-
 
 def code_slot(fn: types.FunctionType) -> Any:
     """An object whose ``value`` is ``fn.__code__`` as it is now (read from the function's own
     slot; it holds no reference to ``fn``: whoever reads it keeps ``fn`` alive), or None where
-    the slot is not known (``_CODE_NOW`` reads ``fn.__code__`` then)."""
-    if _CODE_OFFSET is None:
+    the slot is not known."""
+    if _CODE_OFFSET is None or type(fn) is not types.FunctionType:
         return None
     return ctypes.py_object.from_address(id(fn) + _CODE_OFFSET)
+
+
+def _code_now(slot: Any) -> str:
+    """What generated code holding ``___fn`` and ``___code_slot = slot`` compares with the code
+    it was made for: the code ``___fn`` has now. Read through the slot (``code_slot``) where
+    there is one, not as ``fn.__code__``: that read is an audit event, which calls each audit
+    hook of the process (filelock adds one from 3.12: 200 to 500 ns each read, where the slot
+    costs 20 ns)."""
+    return "___fn.__code__" if slot is None else "___code_slot.value"
 
 
 def _signature(fn: types.FunctionType) -> tuple[list[str], list[str], list[str], list[str]]:
