@@ -315,3 +315,52 @@ def test_a_context_entered_and_kept_open():
         assert not y.requires_grad and not torch.is_grad_enabled()
         ctx.__exit__(None, None, None)
         assert torch.is_grad_enabled()
+
+
+# -- custom autograd Functions under autocast ------------------------------------------------------
+
+
+class _Float32MatMul(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad @ b.t(), a.t() @ grad
+
+
+def _custom_fwd_under_autocast(a, b):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = _Float32MatMul.apply(a, b)
+        z = a @ b
+    (y.sum() + z.float().sum()).backward()
+    return y, z
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_custom_fwd_casts_inputs_under_autocast(backend):
+    """``custom_fwd(cast_inputs=float32)`` runs the forward in float32 with autocast off, the rest
+    of the block in bfloat16; gradients as eager's. Its cast of the arguments is traced (it
+    broke: the ctx among them was given to a graph op)."""
+    fn = _custom_fwd_under_autocast
+    compiled = bytegraph.compile(fn, backend=backend)
+    for _ in range(2):
+        a, b = torch.randn(3, 3, requires_grad=True), torch.randn(3, 3)
+        a2 = a.detach().clone().requires_grad_()
+        assert_same(compiled(a, b), fn(a2, b))
+        assert_same(a.grad, a2.grad)
+
+
+def test_custom_fwd_is_one_graph():
+    def fn(a, b):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return _Float32MatMul.apply(a, b), a @ b
+
+    make = lambda: (torch.randn(3, 3, requires_grad=True), torch.randn(3, 3))  # noqa: E731
+    check_breaks(fn, make, graphs=1, breaks=0)
+    assert_no_more_breaks(0, fn, *make())

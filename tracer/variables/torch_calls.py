@@ -111,6 +111,11 @@ class FunctionCtxVariable(VariableTracker):
     needs_input_grad: tuple[bool, ...]
     attrs: dict[str, VariableTracker] = field(default_factory=dict)
     source: Source | None = None
+    #: the class ``apply`` makes the ctx of (the Function's ``_backward_cls``)
+    ctx_type: type = torch.autograd.function.FunctionCtx
+
+    def python_type(self) -> type:
+        return self.ctx_type
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in self.attrs:
@@ -167,7 +172,8 @@ def _check_forward(
         torch.autograd.Function, "setup_context"
     )
     needs = tuple(isinstance(a, TensorVariable) and a.example.requires_grad for a in args)
-    forward_args = [*bound, FunctionCtxVariable(needs), *args] if uses_ctx else [*bound, *args]
+    ctx = FunctionCtxVariable(needs, ctx_type=cls._backward_cls)
+    forward_args = [*bound, ctx, *args] if uses_ctx else [*bound, *args]
     output = tx.output
     checkpoint = output.checkpoint()
     containers = [vt for vt in walk([args, kwargs]) if isinstance(vt, _CONTAINERS)]
@@ -286,6 +292,16 @@ def _group_by_device_and_dtype(
         kept = indices if with_indices.as_python_constant() else []
         result[hash_key(tx.fold(key))] = TupleVariable([members, tx.fold(list(kept))])
     return DictVariable(result)
+
+
+@call_rule(torch.amp.autocast_mode._cast)
+def _autocast_cast(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker:
+    """``custom_fwd(cast_inputs=...)``'s cast of a forward's arguments (the ctx among them, kept
+    as it is): its body is traced, as a user function's; as one graph op its ctx argument was no
+    value a node can take (a break)."""
+    return UserFunctionVariable(fn).call_function(tx, args, kwargs)
 
 
 @call_rule(torch.autograd.profiler.record_function)
