@@ -364,3 +364,36 @@ def test_custom_fwd_is_one_graph():
     make = lambda: (torch.randn(3, 3, requires_grad=True), torch.randn(3, 3))  # noqa: E731
     check_breaks(fn, make, graphs=1, breaks=0)
     assert_no_more_breaks(0, fn, *make())
+
+
+# -- process-wide module hooks ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_global_module_hook_registered_between_calls(backend):
+    """``torch.nn.modules.module.register_module_forward_hook`` runs at every module call: one
+    registered after the first compiled call was never run (torch.compile misses it too)."""
+    from torch.nn.modules import module as nn_module
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 3)
+
+    def fn(m, x):
+        return m(x)
+
+    compiled = bytegraph.compile(fn, backend=backend)
+    handle = None
+    try:
+        for step in ["none", "forward", "forward", "remove", "pre", "remove"]:
+            if step == "forward":
+                handle = handle or nn_module.register_module_forward_hook(lambda m, i, o: o * 10)
+            elif step == "pre":
+                handle = nn_module.register_module_forward_pre_hook(lambda m, i: (i[0] + 100,))
+            elif step == "remove":
+                handle.remove()
+                handle = None
+            x = torch.randn(2, 3)
+            assert_same(compiled(model, x), fn(model, x))
+    finally:
+        if handle is not None:
+            handle.remove()

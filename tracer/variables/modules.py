@@ -504,6 +504,8 @@ class NNModuleVariable(UserObjectVariable):
         """What ``nn.Module.__call__`` runs: pre-hooks, ``forward``, forward hooks."""
         module = self.value
         _check_hooks(module)
+        for table in GLOBAL_HOOK_DICTS:  # still none: one registered later runs at every call
+            tx.output.assume_len(ModuleGlobalSource(nn.modules.module.__name__, table), 0)
         check_fresh_module(tx, module)
         call = self._forward(tx)
         for hook, with_kwargs in self._hooks(tx, "_forward_pre_hooks"):
