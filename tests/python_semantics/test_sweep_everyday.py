@@ -334,3 +334,58 @@ def test_types_method_type_binds_a_function():
         return [f(torch.ones(2), obj), f(torch.ones(2), obj), f(torch.ones(2), WithK(5))]
 
     same_as_eager(drive, graphs=2, breaks=0)
+
+
+# -- dict subclasses with __missing__ -------------------------------------------------------------
+
+
+class Vocab(dict):
+    """A token vocabulary: an unknown token counts a miss and reads as ``<unk>``'s id."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unknown = 0
+
+    def __missing__(self, key):
+        self.unknown += 1
+        return self.get("<unk>", -1)
+
+
+class Memo(dict):
+    def __missing__(self, key):
+        made = self[key] = [key]
+        return made
+
+
+def token_ids(x, vocab, tokens):
+    ids = [vocab[t] for t in tokens]
+    return x * sum(ids), ids, vocab.get("zz"), "zz" in vocab, vocab.unknown, len(vocab)
+
+
+def memo_lists(x, keys):
+    memo = Memo()
+    for k in keys:
+        memo[k].append(0)
+    return x * len(memo), dict(memo), type(memo).__name__
+
+
+def test_a_dict_subclass_missing_runs_where_dict_calls_it():
+    # d[k] of an absent key calls the class's __missing__, inlined (before: a KeyError break,
+    # then a break at each len() of the object); get, in and len do not call it
+    @scenario(token_ids)
+    def drive(f):
+        vocab = Vocab({"a": 1, "b": 2, "<unk>": 0})
+        out = [f(torch.ones(2), vocab, ["a", "q"]) for _ in range(2)]
+        out.append(f(torch.ones(2), vocab, ["b"]))
+        vocab["q"] = 7
+        out.append(f(torch.ones(2), vocab, ["a", "q"]))
+        return out, vocab.unknown, dict(vocab)
+
+    same_as_eager(drive, graphs=3, breaks=0)
+    assert_no_more_breaks(0, token_ids, torch.ones(2), Vocab({"a": 1}), ["a", "q"])
+
+    @scenario(memo_lists)
+    def drive_made(f):
+        return [f(torch.ones(2), ["a", "b", "a"]), f(torch.ones(2), ["a", "b", "a"])]
+
+    same_as_eager(drive_made, graphs=1, breaks=0)

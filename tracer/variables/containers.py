@@ -2962,6 +2962,9 @@ def _dict_getitem(tx, obj, key):
     k, value = obj.lookup(tx, key)
     if value is not None:
         return value
+    missing = type_lookup(obj.cls, "__missing__") if is_user_dict(obj.cls) else None
+    if isinstance(missing, types.FunctionType):  # a subclass's own, which ``dict`` calls
+        return dispatch.call(tx, tx.wrap_static(missing), [obj, key], {})
     factory = obj.default_factory
     if factory is None or (factory.is_python_constant() and factory.as_python_constant() is None):
         raise _key_error(k)

@@ -2887,7 +2887,7 @@ def dict_class_refused(cls: type, made: bool = True) -> str | None:
         if type_lookup(cls, name) is not type_lookup(base, name):
             return f"it defines {name}"
     overridable = _COUNTER_OVERRIDABLE if base is collections.Counter else _DICT_OVERRIDABLE
-    return _container_class_refused(cls, base, overridable, ("__missing__",))
+    return _container_class_refused(cls, base, overridable)
 
 
 def _container_class_refused(
