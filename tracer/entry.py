@@ -343,8 +343,15 @@ def _code_offset() -> int | None:
     return None
 
 
+def _found_code_offset() -> int | None:
+    try:
+        return _code_offset()
+    except Exception:  # noqa: BLE001 (an audit hook refusing ctypes.cdata: read fn.__code__)
+        return None
+
+
 #: ``PyFunctionObject.func_code``'s offset (``_code_offset``), or None
-_CODE_OFFSET = _code_offset()
+_CODE_OFFSET = _found_code_offset()
 
 
 def code_slot(fn: types.FunctionType) -> Any:
@@ -353,7 +360,10 @@ def code_slot(fn: types.FunctionType) -> Any:
     the slot is not known."""
     if _CODE_OFFSET is None or type(fn) is not types.FunctionType:
         return None
-    return ctypes.py_object.from_address(id(fn) + _CODE_OFFSET)
+    try:
+        return ctypes.py_object.from_address(id(fn) + _CODE_OFFSET)
+    except Exception:  # noqa: BLE001 (an audit hook refusing ctypes.cdata: read fn.__code__)
+        return None
 
 
 def _code_now(slot: Any) -> str:
