@@ -389,3 +389,69 @@ def test_a_dict_subclass_missing_runs_where_dict_calls_it():
         return [f(torch.ones(2), ["a", "b", "a"]), f(torch.ones(2), ["a", "b", "a"])]
 
     same_as_eager(drive_made, graphs=1, breaks=0)
+
+
+# -- generators closed ----------------------------------------------------------------------------
+
+
+def running_total(start):
+    total = start
+    while True:
+        sent = yield total
+        if sent is None:
+            break
+        total = total + sent
+
+
+def bounded(n):
+    yield from range(n)
+
+
+def accumulate_then_close(x, steps):
+    gen = running_total(x)
+    first = next(gen)
+    totals = [gen.send(s) for s in steps]
+    gen.close()
+    after = next(gen, "closed")
+    unstarted = bounded(3)
+    unstarted.close()
+    done = bounded(1)
+    rest = list(done)
+    done.close()
+    return first, totals, after, next(unstarted, "closed"), rest
+
+
+def test_a_generator_suspended_outside_any_block_is_closed_in_the_trace():
+    # close() at a yield no try/with block covers ends the generator with no code run (before:
+    # a break at each close, then at each send)
+    @scenario(accumulate_then_close)
+    def drive(f):
+        return [f(torch.ones(2), [2.0, 3.0]), f(torch.ones(2), [2.0, 3.0])]
+
+    same_as_eager(drive, graphs=1, breaks=0)
+    assert_no_more_breaks(0, accumulate_then_close, torch.ones(2), [2.0, 3.0])
+
+
+def guarded_items(log):
+    try:
+        yield 1
+        yield 2
+    finally:
+        log.append("cleanup")
+
+
+def close_inside_try(x, log):
+    gen = guarded_items(log)
+    first = next(gen)
+    gen.close()
+    return x + first, list(log)
+
+
+def test_a_generator_closed_inside_its_try_block_runs_its_cleanup():
+    @scenario(close_inside_try)
+    def drive(f):
+        log = []
+        return [f(torch.ones(2), log), f(torch.ones(2), log), log]
+
+    # the finally block runs in CPython: a break (torch.compile runs it in the graph's frame)
+    same_as_eager(drive, graphs=2, breaks=3)

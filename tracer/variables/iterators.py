@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...codegen.exception_table import covering
 from ...guards.sources import ChainedSource, ItemSource, Source
 from .. import polyfills
 from ..code_reader import parameters
@@ -432,7 +433,7 @@ class GeneratorVariable(LazyIteratorVariable):
         return self.done and not self.spoiled
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if name in ("send", "__next__"):
+        if name in _GENERATOR_METHODS:
             return BoundMethodVariable(self, name)
         raise Unsupported("getattr", f"generator.{name} is not traced")
 
@@ -1898,9 +1899,36 @@ def send_into(obj: GeneratorVariable, value: VariableTracker) -> None:
     obj.frame.stack[-1] = value
 
 
+def _generator_close(tx, obj):
+    """``g.close()`` of a generator made in the trace: one not started, or ended, just ends; one
+    suspended at a ``yield`` no handler of its frame covers (but the implicit one turning a
+    StopIteration into a RuntimeError) ends with no code run, as the GeneratorExit leaves its
+    frame at once. At a ``yield`` inside a try or with block CPython runs the block's cleanup:
+    not traced (a break)."""
+    if obj.source is not None or obj.index < len(obj.items):
+        raise Unsupported("generator", f"closing {obj!r} given to the trace or read ahead")
+    frame = obj.frame
+    if frame is not None and obj.given and not obj.done and not _bare_yield(frame):
+        raise Unsupported("generator", f"closing {obj!r} at a yield inside a try or with block")
+    obj.done = True
+    return _NONE
+
+
+def _bare_yield(frame: Any) -> bool:
+    """Is the generator frame ``frame`` suspended at a ``yield`` no handler covers (the
+    generator's implicit StopIteration handler aside)?"""
+    entry = covering(frame.code)[frame.ip - 1]
+    if entry is None:
+        return True
+    handler = frame.instructions[entry.target]
+    intrinsic = getattr(getattr(handler, "arg", None), "name", "")  # an ``Intrinsic1Op``
+    return intrinsic == "INTRINSIC_STOPITERATION_ERROR"
+
+
 _GENERATOR_METHODS = {
     "send": (False, _generator_next),
     "__next__": (False, _generator_next),
+    "close": (True, _generator_close),
 }
 
 containers.METHODS[GeneratorVariable] = _GENERATOR_METHODS
