@@ -1,5 +1,6 @@
-"""Optimizers and training steps: ``opt.step()`` of torch.optim's SGD, Adam and
-AdamW (single-tensor and foreach), LR schedulers, ``clip_grad_norm_`` and ``zero_grad``.
+"""Optimizers and training steps: ``opt.step()`` of every torch.optim optimizer (single-tensor and
+foreach; SparseAdam on an embedding's sparse gradient), LR schedulers
+(ReduceLROnPlateau with a metric), ``clip_grad_norm_`` and ``zero_grad``.
 
 Each world is a small ``nn.Linear`` with its optimizer. ``observe`` exposes the module (parameters
 and their ``.grad``), the optimizer (every state tensor and every param-group entry, ``lr``
@@ -27,6 +28,21 @@ LR = "scheduler branches, lr guarded with its param group, math.cos specialised;
 #: ``zero_grad(set_to_none=False)``: the first call has no grads, the second has grads made by
 #: ``backward`` (requires_grad False), later ones the same: a third trace for the momentum buffer.
 KEEP = "set_to_none=False: grads exist from the second call on"
+#: Under compilation torch's optimizers read the step as a tensor (``_get_value``) and, where
+#: ``capturable`` is False, branch on its value: ASGD (``mu.item() != 1``), RAdam (``rho_t > 5``),
+#: Adamax foreach (a list of step-size tensors given as ``_foreach_addcdiv_``'s scalars, which the
+#: op refuses). bytegraph breaks there (correct, the step runs in Python); torch.compile instead
+#: traces the capturable branch, setting ``capturable`` True in its view of every param group.
+#: The break lies under two ``with`` blocks (the step's profiler wrapper and ``torch.no_grad``), so
+#: it is taken at the step's outer call: ``opt.step()`` has no graph (tracer/breaks/continuation:
+#: 'a break in a callee called inside nested with blocks'). The same limit makes LBFGS (its
+#: closure's data-dependent checks; not a case here: torch.compile's break count for it varies
+#: with what ran before in the process, 1 or 2), SparseAdam's training step and Adafactor's
+#: second step run in Python.
+DATA = "step branches on a tensor's value (capturable False); "
+#: Adafactor's first step creates its state; the second traces again and its break (under the two
+#: with blocks) falls back to Python.
+NESTED = "Adafactor: second step retraced, falls back (break under nested with blocks)"
 
 
 def _model() -> torch.nn.Module:
@@ -339,3 +355,179 @@ def sgd_maximize_dampening_train_step():
 @case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
 def adam_foreach_zero_grad_keep_tensors_train_step():
     return _train_step(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True), set_to_none=False)
+
+
+# -- the other optimizers ------------------------------------------------------------------------
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def adadelta_maximize_weight_decay_train_step():
+    return _train_step(lambda ps: torch.optim.Adadelta(ps, lr=0.5, maximize=True, weight_decay=0.1))
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
+def adadelta_foreach_step_only():
+    return _step_only(lambda ps: torch.optim.Adadelta(ps, lr=0.5, foreach=True))
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def adagrad_lr_decay_single_tensor_train_step():
+    return _train_step(
+        lambda ps: torch.optim.Adagrad(ps, lr=0.1, lr_decay=0.1, weight_decay=0.1, foreach=False)
+    )
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
+def adagrad_foreach_maximize_step_only():
+    return _step_only(lambda ps: torch.optim.Adagrad(ps, lr=0.1, foreach=True, maximize=True))
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def adamax_single_tensor_train_step():
+    return _train_step(lambda ps: torch.optim.Adamax(ps, lr=0.01, foreach=False, weight_decay=0.1))
+
+
+@case("optim", graphs=0, breaks=1, tc_breaks=2, why=DATA)
+def adamax_foreach_step_only():
+    return _step_only(lambda ps: torch.optim.Adamax(ps, lr=0.01, foreach=True))
+
+
+@case("optim", graphs=1, breaks=2, tc_breaks=4, retraces=1, why=ZERO + DATA)
+def asgd_train_step():
+    return _train_step(lambda ps: torch.optim.ASGD(ps, lr=0.01, t0=1))
+
+
+@case("optim", graphs=0, breaks=1, tc_breaks=2, why=DATA)
+def asgd_foreach_maximize_step_only():
+    return _step_only(
+        lambda ps: torch.optim.ASGD(
+            ps, lr=0.01, t0=1, foreach=True, maximize=True, weight_decay=0.1
+        )
+    )
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def nadam_decoupled_momentum_decay_train_step():
+    return _train_step(
+        lambda ps: torch.optim.NAdam(
+            ps, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, momentum_decay=0.01
+        )
+    )
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
+def nadam_single_tensor_maximize_step_only():
+    return _step_only(lambda ps: torch.optim.NAdam(ps, lr=0.01, foreach=False, maximize=True))
+
+
+@case("optim", graphs=1, breaks=2, tc_breaks=4, retraces=1, why=ZERO + DATA)
+def radam_decoupled_train_step():
+    return _train_step(
+        lambda ps: torch.optim.RAdam(ps, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)
+    )
+
+
+@case("optim", graphs=0, breaks=1, tc_breaks=2, why=DATA)
+def radam_foreach_step_only():
+    return _step_only(lambda ps: torch.optim.RAdam(ps, lr=0.01, foreach=True))
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def rmsprop_centered_momentum_foreach_train_step():
+    return _train_step(
+        lambda ps: torch.optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.9, foreach=True)
+    )
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
+def rmsprop_single_tensor_maximize_step_only():
+    return _step_only(
+        lambda ps: torch.optim.RMSprop(ps, lr=0.01, foreach=False, maximize=True, weight_decay=0.1)
+    )
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=4, retraces=1, why=ZERO)
+def rprop_maximize_train_step():
+    return _train_step(lambda ps: torch.optim.Rprop(ps, lr=0.01, maximize=True))
+
+
+@case("optim", graphs=1, breaks=0, tc_breaks=2)
+def rprop_single_tensor_step_only():
+    return _step_only(lambda ps: torch.optim.Rprop(ps, lr=0.01, foreach=False))
+
+
+if hasattr(torch.optim, "Adafactor"):
+
+    @case("optim", graphs=1, breaks=0, tc_breaks=4, retraces=1, why=NESTED)
+    def adafactor_step_only():
+        return _step_only(lambda ps: torch.optim.Adafactor(ps, lr=0.01))
+
+
+@case("optim", graphs=0, breaks=1, tc_breaks=1)
+def sparse_adam_step_only():
+    """SparseAdam on an ``nn.Embedding(sparse=True)``'s sparse gradient."""
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    opt = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+
+    def step():
+        opt.step()
+
+    def grads():
+        rows = torch.randint(0, 10, (1, 4))
+        emb.weight.grad = torch.sparse_coo_tensor(
+            rows, torch.randn(4, 3), (10, 3), check_invariants=True
+        )
+        return ()
+
+    return Setup(step, grads, lambda: (emb, opt))
+
+
+# -- more schedulers -----------------------------------------------------------------------------
+@case("optim", graphs=2, breaks=1, tc_breaks=5, retraces=3, why=ZERO + MOMENTUM + LR)
+def sgd_onecycle_train_step():
+    return _train_step(
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10),
+    )
+
+
+@case("optim", graphs=2, breaks=1, tc_breaks=5, retraces=4, why=ZERO + LR)
+def adam_sequential_train_step():
+    return _train_step(
+        lambda ps: torch.optim.Adam(ps, lr=0.01),
+        lambda opt: torch.optim.lr_scheduler.SequentialLR(
+            opt,
+            [
+                torch.optim.lr_scheduler.LinearLR(opt, 0.5, total_iters=2),
+                torch.optim.lr_scheduler.ExponentialLR(opt, 0.9),
+            ],
+            milestones=[2],
+        ),
+    )
+
+
+@case("optim", graphs=1, breaks=2, tc_breaks=5, retraces=5, why=ZERO + DATA + LR)
+def radam_cosine_train_step():
+    return _train_step(
+        lambda ps: torch.optim.RAdam(ps, lr=0.01),
+        lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3),
+    )
+
+
+@case("optim", graphs=2, breaks=2, tc_breaks=6, retraces=4, why=ZERO + MOMENTUM + LR)
+def sgd_reduce_on_plateau_train_step():
+    """``sched.step(loss.item())``: the lr halves whenever the loss does not improve."""
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+
+    def fn(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        sched.step(loss.item())
+        return loss
+
+    def observe():
+        return model, opt, (sched.num_bad_epochs, sched.best, sched.last_epoch)
+
+    return Setup(fn, lambda: (torch.randn(5, 4),), observe)
