@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import fractions
+import functools
 import hashlib
 import inspect
 import operator
@@ -397,6 +398,9 @@ _PERCENT = re.compile(
 def percent_formatted(tx: Translator, fmt: str, args: VariableTracker) -> VariableTracker:
     """``fmt % args`` where ``args`` is not a constant: a tuple's items, a dict's values by key,
     or the one value, each converted as the traced ``str``/``repr``/``ascii`` makes it."""
+    numbers = _numbers_formatted(tx, fmt, args)
+    if numbers is not None:
+        return numbers
     texts: list[TextVariable] = []
     kind = args.python_type()
     if issubclass(kind, tuple):
@@ -422,6 +426,53 @@ def percent_formatted(tx: Translator, fmt: str, args: VariableTracker) -> Variab
     except Exception as e:  # noqa: BLE001 (the formatting's own error, raised as CPython's)
         raise PythonError(e) from None
     return _unmarked(tx, result, texts)
+
+
+#: ``%`` conversions that give CPython's text for every number of a type (``%d`` of a float raises
+#: for nan and inf; ``%f`` of an int overflows past a float's range; ``%c`` is a code point)
+_PERCENT_OF = {
+    float: frozenset("sraeEfFgG"),
+    int: frozenset("sradiuxXo"),
+    bool: frozenset("sradiuxXo"),
+}
+
+
+def _numbers_formatted(tx: Translator, fmt: str, args: VariableTracker) -> VariableTracker | None:
+    """``fmt % args`` where what is known only after the graph is numbers computed from tensor
+    data (``"%.3f" % t.item()``, a tuple holding such numbers), each taken by a conversion in
+    ``_PERCENT_OF``, no ``*`` taking one and no ``(key)``: the text ``fmt % args`` makes after the
+    graph, from the numbers it gives (CPython's own formatting, so CPython's text). An error of
+    the format itself (a wrong count, an unknown conversion) raises here as CPython's, from
+    numbers of the same types. None for anything else."""
+    single = not issubclass(args.python_type(), tuple)
+    items = [args] if single else list(args.unpack(tx))
+    numbers = [not item.is_python_constant() for item in items]
+    if not any(numbers) or not all(
+        isinstance(item, SymNodeVariable) and item.unbacked
+        for item, number in zip(items, numbers, strict=True)
+        if number
+    ):
+        return None
+    position = 0
+    for match in _PERCENT.finditer(fmt):
+        if match.group("key") is not None:
+            return None
+        stars = [match.group("width"), match.group("precision")].count("*")
+        taken = [*["*"] * stars, match.group("kind")] if match.group("kind") != "%" else []
+        for kind in taken:
+            if position < len(items) and numbers[position]:
+                if kind not in _PERCENT_OF[items[position].python_type()]:
+                    return None
+            position += 1
+    examples = [
+        _EXAMPLES[item.python_type()] if number else item.as_python_constant()
+        for item, number in zip(items, numbers, strict=True)
+    ]
+    try:
+        fmt % (examples[0] if single else tuple(examples))
+    except (TypeError, ValueError) as e:
+        raise PythonError(e) from None
+    return TextVariable((TextPiece(functools.partial(operator.mod, fmt), args),))
 
 
 def _percent_checked(fmt: str, args: VariableTracker, items: Any) -> None:
@@ -743,10 +794,10 @@ class MethodHashVariable(VariableTracker):
 
 @dataclass(frozen=True)
 class TextPiece:
-    """``fn(of)``, or ``format(of, spec)``: the text of a tensor (or ``repr``/``format`` of a
-    ``TextVariable``), made after the graph."""
+    """``fn(of)``, or ``format(of, spec)``: the text of a tensor or of a number computed from
+    tensor data (or ``repr``/``format`` of a ``TextVariable``), made after the graph."""
 
-    fn: Any  #: ``repr``, ``str`` or ``format``
+    fn: Any  #: ``repr``, ``str``, ``format``, or ``fmt % of`` (``partial(operator.mod, fmt)``)
     of: VariableTracker
     spec: str = ""
 
@@ -825,6 +876,31 @@ def ascii_text(text: VariableTracker) -> VariableTracker:
     if isinstance(text, TextVariable):
         return TextVariable((TextPiece(ascii_escaped, text),))
     return ConstantVariable(ascii_escaped(text.as_python_constant()))
+
+
+#: a spec's presentation type (its last character, where it is a letter or ``%``)
+_PRESENTATION = re.compile(r"[a-zA-Z%]?\Z")
+#: presentation types that convert an int to a float (an int past a float's range overflows)
+_FLOAT_PRESENTATIONS = frozenset("eEfFgG%")
+#: a number of each type, for checking a spec or a ``%`` format against the type alone
+_EXAMPLES = {float: 0.0, int: 0, bool: False}
+
+
+def number_text(number: SymNodeVariable, fn: Any, spec: str = "") -> TextVariable:
+    """``str(x)``, ``repr(x)`` or ``format(x, spec)`` of a number computed from tensor data
+    (``t.item()``): CPython's text of the number the graph gives, made after the graph. A spec the
+    type refuses raises CPython's error here (the same for every value of the type); a spec that
+    may raise for some values only (``c``; a float presentation of an int, which may overflow)
+    breaks the graph."""
+    cls = number.python_type()
+    kind = _PRESENTATION.search(spec).group()
+    if spec and cls is not float and (kind == "c" or kind in _FLOAT_PRESENTATIONS):
+        raise Unsupported("builtin", f"format() of {number} with spec {spec!r}")
+    try:
+        fn(_EXAMPLES[cls], *([spec] if fn is format else []))
+    except ValueError as e:
+        raise PythonError(e) from None
+    return TextVariable((TextPiece(fn, number, spec),))
 
 
 def text_formatted(text: TextVariable, spec: str) -> TextVariable:

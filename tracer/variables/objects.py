@@ -58,11 +58,13 @@ from .constants import (
     CONSTANT_TYPES,
     IMMUTABLE_C_KINDS,
     ConstantVariable,
+    SymNodeVariable,
     TextPiece,
     TextVariable,
     ascii_text,
     error_of,
     joined_text,
+    number_text,
     text_formatted,
     unstored_dict,
     value_arguments,
@@ -3130,10 +3132,13 @@ def format_(
     tx: Translator, obj: VariableTracker, spec: VariableTracker | None = None
 ) -> VariableTracker:
     """``format(obj, spec)`` (an f-string's field) where the class keeps ``object.__format__``:
-    ``str(obj)`` for an empty spec, CPython's TypeError for any other."""
+    ``str(obj)`` for an empty spec, CPython's TypeError for any other. Of a tensor, or of a number
+    computed from tensor data, a text made after the graph."""
     text = "" if spec is None else spec.as_python_constant() if spec.is_python_constant() else None
     if type(text) is str and isinstance(obj, TensorVariable):
         return tensor_text(tx, obj, format, text)
+    if type(text) is str and isinstance(obj, SymNodeVariable) and obj.unbacked:
+        return number_text(obj, format, text)
     if type(text) is str and isinstance(obj, TextVariable):
         return text_formatted(obj, text) if text else obj
     cls = obj.python_type()
@@ -3151,10 +3156,13 @@ def _text(tx: Translator, obj: VariableTracker, name: str) -> VariableTracker:
     string (else CPython's TypeError); of a builtin container: ``container_repr``; of a
     ``SimpleNamespace``: ``namespace_repr``; of a tensor: its text, made after the graph
     (``tensor_text``), as ``str`` of such a text is itself and its ``repr`` one too; of a bound
-    method: ``_method_text``; of an object made in the trace keeping ``object.__repr__``: its
-    type and address, made after the graph; other values break the graph."""
+    method: ``_method_text``; of a number computed from tensor data: ``number_text``; of an
+    object made in the trace keeping ``object.__repr__``: its type and address, made after the
+    graph; other values break the graph."""
     if isinstance(obj, TensorVariable):
         return tensor_text(tx, obj, repr if name == "__repr__" else str)
+    if isinstance(obj, SymNodeVariable) and obj.unbacked:
+        return number_text(obj, repr if name == "__repr__" else str)
     if isinstance(obj, TextVariable):
         return obj if name == "__str__" else TextVariable((TextPiece(repr, obj),))
     if isinstance(obj, ExceptionVariable):
