@@ -259,6 +259,11 @@ class ExceptionVariable(VariableTracker):
             return self.args[0] if self.args else ConstantVariable(None)
         if self.is_python_constant() and name in _PLAIN_ATTRIBUTES:
             return tx.fold(getattr(self.as_python_constant(), name))
+        keywords = [
+            n for c, names in _KEYWORD_ATTRIBUTES.items() if issubclass(self.cls, c) for n in names
+        ]
+        if name in keywords and self.source is None and not writes_methods(self.cls):
+            return ConstantVariable(None)  # not given: CPython's default
         raise Unsupported("getattr", f"attribute {name!r} of {self.cls.__name__}")
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -1807,12 +1812,9 @@ class ClassVariable(ConstantLikeVariable):
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         effects = tx.output.side_effects
         if effects.class_attr_changed(self.value, name):
-            pending = effects.load_attr(self, name)
-            if pending is None:  # assigned through another tracker of the same class
-                raise Unsupported(
-                    "class_attr", f"{self.value.__name__}.{name} changed in the trace"
-                )
-            return pending
+            pending = self._stored(tx, name)
+            if pending is not None:
+                return pending
         rule = CLASS_ATTRIBUTES.get(name)
         if rule is not None and (made := rule(tx, self)) is not None:
             return made
@@ -1841,6 +1843,28 @@ class ClassVariable(ConstantLikeVariable):
         if isinstance(static, types.ClassMethodDescriptorType):  # ``Plain.__subclasshook__``
             return bind_polyfilled(self, name, static) or bound
         return bound
+
+    def _stored(self, tx: Translator, name: str) -> VariableTracker | None:
+        """``cls.name`` where the trace stored ``name`` on the class or a class of its MRO: the
+        value stored, where the first class of the MRO holding ``name`` (as the trace left them)
+        is one the trace stored it on; None where it is one it did not (the real lookup finds
+        it). A metaclass's data descriptor of that name, or a store through another tracker of
+        the class, breaks."""
+        cls = self.value
+        if is_data_descriptor(type_lookup(type(cls), name)):
+            raise Unsupported("class_attr", f"{cls.__name__}.{name} is its metaclass's descriptor")
+        stores: dict[int, list[VariableTracker]] = {}
+        for obj, stored, value in tx.output.side_effects.attr_stores.values():
+            if stored == name and isinstance(obj, ClassVariable):
+                stores.setdefault(id(obj.value), []).append(value)
+        for klass in cls.__mro__:
+            if id(klass) in stores:
+                if len(stores[id(klass)]) > 1:  # through two trackers of the class: which last?
+                    raise Unsupported("class_attr", f"{klass.__name__}.{name} changed in the trace")
+                return stores[id(klass)][0]
+            if name in vars(klass):
+                return None
+        return None
 
     def _missing_attribute(self, tx: Translator, name: str) -> VariableTracker:
         """``cls.name`` that neither the class's MRO nor its metaclass's defines: the metaclass's
@@ -3476,9 +3500,7 @@ def generic_setattr(
             raise Unsupported("python_error", f"AttributeError: can't set attribute {name!r}")
     else:
         if not has_instance_dict(cls):
-            raise Unsupported(
-                "python_error", f"AttributeError: {cls.__name__} object has no attribute {name!r}"
-            )
+            raise PythonError(_no_attribute_to_set(obj, cls, name))
         if cls_vt.source is not None:  # the class must not gain a data descriptor ``name``
             if static is MISSING:
                 tx.output.assume_class_lacks(cls_vt.source, (name,))
@@ -3487,6 +3509,19 @@ def generic_setattr(
     effects = tx.output.side_effects
     raw = type_lookup(cls, "__setattr__") is not _OBJECT_SETATTR and not effects.is_new(obj)
     effects.store_attr(obj, name, value, raw=raw)
+
+
+def _no_attribute_to_set(obj: VariableTracker, cls: type, name: str) -> AttributeError:
+    """The error of ``obj.name = v`` through ``object.__setattr__`` where ``cls`` has no slot
+    ``name`` and no instance dict, as this CPython words it: made by CPython on an object of a
+    stand-in class of the same name, its ``obj`` then ``obj``'s tracker."""
+    stand_in = type(cls.__name__, (), {"__slots__": ()})()
+    try:
+        object.__setattr__(stand_in, name, None)
+    except AttributeError as e:
+        held = None if e.obj is None else TrackedValue(obj)
+        return AttributeError(*e.args, name=e.name, obj=held)
+    raise AssertionError(f"{cls.__name__}() took .{name}")  # pragma: no cover
 
 
 def class_vt(tx: Translator, obj: VariableTracker) -> VariableTracker:

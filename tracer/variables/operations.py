@@ -3006,11 +3006,16 @@ def isinstance_(tx: Translator, obj: VariableTracker, classes: VariableTracker) 
 def type_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     """The class; of an object from outside the call, read through it (``type(L['self'])``, its
     identity the object's type guard), so that what the trace reads from the class is guarded
-    and rebuilt through it (``type(self).__dict__``, live at a graph break)."""
+    and rebuilt through it (``type(self).__dict__``, live at a graph break); of an object made in
+    the trace, the class it was made from, as the trace holds it (``type(self).n += 1`` in an
+    ``__init__`` stores through its source)."""
     cls = obj.python_type()
     if isinstance(obj, objects.UserObjectVariable) and obj.source is not None:
         if type(obj.value) is cls:
             return tx.wrap(cls, TypeSource(obj.source))
+    made_by = getattr(obj, "cls_vt", None)  # an object made in the trace: the class called
+    if isinstance(made_by, objects.ClassVariable) and made_by.value is cls:
+        return made_by
     return tx.wrap_static(cls)
 
 
