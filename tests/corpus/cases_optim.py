@@ -1,6 +1,5 @@
-"""Optimizers and training steps: ``opt.step()`` of every torch.optim optimizer (single-tensor and
-foreach; SparseAdam on an embedding's sparse gradient), LR schedulers
-(ReduceLROnPlateau with a metric), ``clip_grad_norm_`` and ``zero_grad``.
+"""Optimizers and training steps: ``opt.step()`` of torch.optim's optimizers (single-tensor and
+foreach), LR schedulers (ReduceLROnPlateau with a metric), ``clip_grad_norm_`` and ``zero_grad``.
 
 Each world is a small ``nn.Linear`` with its optimizer. ``observe`` exposes the module (parameters
 and their ``.grad``), the optimizer (every state tensor and every param-group entry, ``lr``
@@ -36,9 +35,9 @@ KEEP = "set_to_none=False: grads exist from the second call on"
 #: The break lies under two ``with`` blocks (the step's profiler wrapper and ``torch.no_grad``), so
 #: it is taken at the step's outer call: ``opt.step()`` has no graph (tracer/breaks/continuation:
 #: 'a break in a callee called inside nested with blocks'). The same limit makes LBFGS (its
-#: closure's data-dependent checks; not a case here: torch.compile's break count for it varies
-#: with what ran before in the process, 1 or 2), SparseAdam's training step and Adafactor's
-#: second step run in Python.
+#: closure's data-dependent checks), SparseAdam's training step and Adafactor's second step run
+#: in Python. LBFGS and SparseAdam are no cases here: torch.compile's break count for them
+#: varies with what ran before in the process (1 or 2); both equal eager.
 DATA = "step branches on a tensor's value (capturable False); "
 #: Adafactor's first step creates its state; the second traces again and its break (under the two
 #: with blocks) falls back to Python.
@@ -459,25 +458,6 @@ if hasattr(torch.optim, "Adafactor"):
     @case("optim", graphs=1, breaks=0, tc_breaks=4, retraces=1, why=NESTED)
     def adafactor_step_only():
         return _step_only(lambda ps: torch.optim.Adafactor(ps, lr=0.01))
-
-
-@case("optim", graphs=0, breaks=1, tc_breaks=1)
-def sparse_adam_step_only():
-    """SparseAdam on an ``nn.Embedding(sparse=True)``'s sparse gradient."""
-    emb = torch.nn.Embedding(10, 3, sparse=True)
-    opt = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
-
-    def step():
-        opt.step()
-
-    def grads():
-        rows = torch.randint(0, 10, (1, 4))
-        emb.weight.grad = torch.sparse_coo_tensor(
-            rows, torch.randn(4, 3), (10, 3), check_invariants=True
-        )
-        return ()
-
-    return Setup(step, grads, lambda: (emb, opt))
 
 
 # -- more schedulers -----------------------------------------------------------------------------
