@@ -294,6 +294,56 @@ def _group_by_device_and_dtype(
     return DictVariable(result)
 
 
+def _scaled(t1: list, t2: list, scalars: torch.Tensor, divide: bool) -> list:
+    """``value * t1 / t2`` or ``value * t1 * t2`` per tensor, in the order of torch's CPU kernels
+    (``self + value * t1 / t2``), each value a 0-dim tensor of ``scalars``."""
+    products = torch._foreach_mul(t1, list(scalars.unbind(0)))
+    return torch._foreach_div(products, t2) if divide else torch._foreach_mul(products, t2)
+
+
+def foreach_addcdiv_(self: list, t1: list, t2: list, scalars: torch.Tensor) -> list:
+    """The in-place ops return ``self``, the list object given."""
+    torch._foreach_add_(self, _scaled(t1, t2, scalars, divide=True))
+    return self
+
+
+def foreach_addcdiv(self: list, t1: list, t2: list, scalars: torch.Tensor) -> list:
+    return torch._foreach_add(self, _scaled(t1, t2, scalars, divide=True))
+
+
+def foreach_addcmul_(self: list, t1: list, t2: list, scalars: torch.Tensor) -> list:
+    torch._foreach_add_(self, _scaled(t1, t2, scalars, divide=False))
+    return self
+
+
+def foreach_addcmul(self: list, t1: list, t2: list, scalars: torch.Tensor) -> list:
+    return torch._foreach_add(self, _scaled(t1, t2, scalars, divide=False))
+
+
+_SCALARS_TENSOR_FORMS = {
+    torch._foreach_addcdiv_: foreach_addcdiv_,
+    torch._foreach_addcdiv: foreach_addcdiv,
+    torch._foreach_addcmul_: foreach_addcmul_,
+    torch._foreach_addcmul: foreach_addcmul,
+}
+
+
+@call_rule(*_SCALARS_TENSOR_FORMS)
+def _foreach_scalars_tensor(
+    tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+) -> VariableTracker | None:
+    """``torch._foreach_addcdiv_(params, t1, t2, scalars)`` with the scalars as a 1-d tensor
+    (torch.optim's foreach Adam, AdamW, NAdam stack their step sizes when compiling): traced as
+    the same arithmetic in foreach ops (``foreach_addcdiv_``...), which AOTAutograd traces; the
+    fused op's fake kernel rejects that tensor (aot_eager raised on it and the call fell back).
+    Any other form is the op itself."""
+    if kwargs or len(args) != 4 or not isinstance(args[3], TensorVariable):
+        return None
+    if args[3].example.dim() != 1:
+        return None
+    return UserFunctionVariable(_SCALARS_TENSOR_FORMS[fn]).call_function(tx, args, kwargs)
+
+
 @call_rule(torch.amp.autocast_mode._cast)
 def _autocast_cast(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
