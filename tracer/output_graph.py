@@ -823,7 +823,16 @@ def _given_back(
     operator returns its tensor, ``out=`` the tensor it wrote): the same object, so the same
     tracker, with its class (an ``nn.Parameter`` stays one), its source (``.grad`` and attributes
     are read from the object) and what the trace stored on it. An operator returning an operand
-    it did not write (``wait_tensor``) makes a node of its own, which later nodes read."""
+    it did not write (``wait_tensor``) makes a node of its own, which later nodes read. An in-place
+    foreach operator (``torch._foreach_mul_(params, 2.0)``) returns the list it was given, the
+    same list object: that list's tracker."""
+    if isinstance(example, list) and example:
+        if not all(any(w is t for w in written) for t in example):
+            return None
+        for vt, fake in zip(args, fake_args, strict=True):
+            if fake is example and isinstance(vt, ListVariable):
+                return vt
+        return None
     if not isinstance(example, torch.Tensor) or not any(w is example for w in written):
         return None
     for vt, fake in zip(args, fake_args, strict=True):

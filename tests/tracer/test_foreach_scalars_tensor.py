@@ -1,7 +1,8 @@
-"""Foreach ops given their scalars as a 1-d tensor (``torch._foreach_addcdiv_(params, t1, t2,
-scalars)``), as torch.optim's foreach Adam, AdamW and NAdam do when compiling (their step sizes
-stacked): under aot_eager the fused op's fake kernel rejects that tensor, and the call fell back to
-Python with an internal error. The call is traced as the same arithmetic in foreach ops."""
+"""Foreach ops: an in-place one returns the list it was given; given their scalars as a 1-d
+tensor (``torch._foreach_addcdiv_(params, t1, t2, scalars)``), as torch.optim's foreach Adam,
+AdamW and NAdam do when compiling (their step sizes stacked), aot_eager's fake kernel of the fused
+op rejects that tensor and the call fell back to Python with an internal error: the call is traced
+as the same arithmetic in foreach ops."""
 
 from __future__ import annotations
 
@@ -89,3 +90,25 @@ def test_foreach_optimizer_step_one_graph(make, backend):
         assert_same(list(opt.state.values()), list(ref_opt.state.values()))
     report = recorder.report()
     assert not [r.reason for r in report.break_reasons], report
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_in_place_foreach_returns_the_list_given(backend):
+    """An in-place foreach op returns the list object it was given (eager: ``out is a``); the
+    trace gave a new list, so ``out is a`` was False and ``out.append`` left ``a`` alone."""
+
+    def fn(a, b):
+        out = torch._foreach_mul_(a, 2.0)
+        again = torch._foreach_add_(a, b)
+        out.append(torch.zeros(1))
+        return out is a, again is a, len(a), out
+
+    compiled, recorder = _compiled(fn, backend)
+    for seed in range(3):
+        a, b, _, _ = _lists(seed)
+        expected_a = [t.clone() for t in a]
+        expected = fn(expected_a, b)
+        actual = compiled(a, b)
+        assert_same(actual, expected)
+        assert_same(a, expected_a)
+    assert not [r.reason for r in recorder.report().break_reasons]
