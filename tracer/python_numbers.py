@@ -12,7 +12,7 @@ the rewritten code one tuple of outputs, in the order it reads them. A number in
 graph then no longer reads is not passed to it either (Inductor's generated code names a float
 input that it turned into a tensor by its symbol, and misses it where an unused int input sits
 among the arguments; AOTAutograd restarts, an internal error here, on a float input it reads
-nowhere).
+nowhere), nor is a tensor input it never reads (``Split.prune_inputs``).
 
 Entry points: ``split(graph, outputs)``, called before the graph is closed, and
 ``Split.prune_inputs(gm, example_inputs)`` before it is compiled.
@@ -80,13 +80,26 @@ class Split:
     passed: tuple[int, ...] | None = None  #: set by ``prune_inputs`` where it drops an input
 
     def prune_inputs(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Any]:
-        """Drop from ``gm`` the number inputs nothing in it reads; return the example inputs of
-        those left."""
+        """Drop from ``gm`` the inputs nothing in it reads: numbers, and tensors whose size
+        symbols (if any) another input left also holds (the backend binds each symbol to an
+        input); return the example inputs of those left.
+
+        An unread tensor is one the trace was handed (a resume function's stack value, a dict of
+        ``state_dict()`` detached views) that the graph never uses. Passed anyway, it can alias
+        an input the graph writes (``running_mean`` and its ``detach()``), which AOTAutograd
+        refuses as a mutation of a non-differentiable view."""
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        values = [n.meta.get("example_value") for n in placeholders]
         unread = {
             i
             for i, n in enumerate(placeholders)
-            if not n.users and isinstance(n.meta.get("example_value"), SYMBOLIC_TYPES)
+            if not n.users and isinstance(values[i], SYMBOLIC_TYPES + (torch.Tensor,))
+        }
+        kept = {s for i, v in enumerate(values) if i not in unread for s in _symbols(v)}
+        unread = {
+            i
+            for i in unread
+            if not isinstance(values[i], torch.Tensor) or _symbols(values[i]) <= kept
         }
         if not unread:
             return example_inputs
@@ -105,6 +118,15 @@ class Split:
             return compiled
         numbers = self.numbers.forward if self.numbers is not None else None
         return PythonNumbers(compiled, numbers, self.places, len(self.graph_outputs), self.passed)
+
+
+def _symbols(value: Any) -> set[Any]:
+    """The free symbols of a fake tensor's sizes, strides and offset, or of a symbolic number."""
+    if isinstance(value, torch.Tensor):
+        parts = [*value.shape, *value.stride(), value.storage_offset()]
+    else:
+        parts = [value]
+    return {s for v in parts if isinstance(v, SYMBOLIC_TYPES) for s in v.node.expr.free_symbols}
 
 
 def split(graph: torch.fx.Graph, outputs: list[torch.fx.Node]) -> Split:
