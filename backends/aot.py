@@ -22,6 +22,7 @@ from torch._functorch.partitioners import default_partition
 
 from .float_inputs import compile_with_float_tensors
 from .registry import IGNORED, register_backend
+from .size_inputs import lift_size_symbols
 from .sizes_from_data import compile_with_symbols
 from .state_nodes import has_runtime_nodes
 from .tensorify_restart import compile_again_on_restart
@@ -127,12 +128,16 @@ def compile_graphs(
             # raises the same error later: the graph runs as it is, under autograd, as eager's.
             return gm.forward
 
+    lifted = lift_size_symbols(gm, example_inputs)
+    args_of = None
+    if lifted is not None:
+        gm, example_inputs, args_of = lifted
     compiled = compile_with_symbols(
         lambda inputs: compile_with_float_tensors(compile, gm, inputs), gm, example_inputs
     )
 
     def run(*args: Any) -> Any:
-        return compiled(*args)
+        return compiled(*args) if args_of is None else compiled(*args_of(args))
 
     run.forward_graphs, run.backward_graphs = forward_graphs, backward_graphs
     return run
