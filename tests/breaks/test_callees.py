@@ -237,26 +237,41 @@ def test_compiled_callees_leave_the_torch_compile_check_to_the_users_entry():
     assert _asked_whether_torch_compile_traces(compiled, x) == 1
 
 
-def test_a_compiled_callee_given_new_code_runs_the_new_code():
+def _scaled_sin(x):
+    return x.sin() + 1
+
+
+def test_compiled_callees_given_new_code_run_the_new_code():
+    """Code run in Python calls each function through its compiled version, whose entry checks
+    the function's code: a closure's (``inner``) and a module-level function's (``_scaled_sin``),
+    each given new code in turn."""
+
     def inner(x):
         return x.sin() + 1
 
     def rest(x):
         try:
             y = x.cos()
-            print("break")  # what follows runs in Python, calling inner's compiled version
-            z = inner(y)
+            print("break")  # what follows runs in Python, calling the compiled versions
+            z = inner(y) * _scaled_sin(y)
         except ValueError:
             z = x
         return z
 
     compiled = bytegraph.compile(rest, backend="eager")
     x = torch.randn(3)
-    for _ in range(2):
-        torch.testing.assert_close(compiled(x), rest(x))
-    inner.__code__ = (lambda x: x.sin() * 5).__code__
-    for _ in range(2):
-        torch.testing.assert_close(compiled(x), x.cos().sin() * 5)
+    original = _scaled_sin.__code__
+    try:
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), rest(x))
+        inner.__code__ = (lambda x: x.sin() * 5).__code__
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), x.cos().sin() * 5 * (x.cos().sin() + 1))
+        _scaled_sin.__code__ = (lambda x: x.sin() - 2).__code__
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), x.cos().sin() * 5 * (x.cos().sin() - 2))
+    finally:
+        _scaled_sin.__code__ = original
 
 
 class _Scaled(torch.nn.Module):
@@ -687,33 +702,3 @@ def test_a_compiled_version_the_table_drops_is_looked_up_again_at_sites_that_fou
         table.put(_doubled, lambda v: -v)
     assert not any(site.found[0] is _doubled for site in table.sites)
     assert fn([1, 2]) == [-1, -2, -1]
-
-
-def _scaled_sin(x):
-    return x.sin() + 1
-
-
-def test_a_module_level_callee_given_new_code_runs_the_new_code():
-    """A function defined at module level runs as its compiled version from routed code (its
-    entry's own check sees the code replaced)."""
-
-    def rest(x):
-        try:
-            y = x.cos()
-            print("break")  # what follows runs in Python, calling _scaled_sin's compiled version
-            z = _scaled_sin(y)
-        except ValueError:
-            z = x
-        return z
-
-    compiled = bytegraph.compile(rest, backend="eager")
-    x = torch.randn(3)
-    original = _scaled_sin.__code__
-    try:
-        for _ in range(2):
-            torch.testing.assert_close(compiled(x), rest(x))
-        _scaled_sin.__code__ = (lambda x: x.sin() * 5).__code__
-        for _ in range(2):
-            torch.testing.assert_close(compiled(x), x.cos().sin() * 5)
-    finally:
-        _scaled_sin.__code__ = original
