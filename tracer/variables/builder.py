@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -21,7 +22,7 @@ import re
 import sys
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -123,6 +124,7 @@ from .tensors import TensorVariable, is_tensor_method
 from .torch_calls import TorchMadeFunctionVariable, TorchVariable, holds_tensors
 
 if TYPE_CHECKING:
+    from ..output_graph import OutputGraph
     from ..translator import Translator
 from .numpy_arrays import is_numpy_array, is_numpy_scalar
 
@@ -171,11 +173,8 @@ def wrap(tx: Translator, value: Any, source: Source | None) -> VariableTracker:
         ):  # the same object reached twice
             output.add_guard(kinds.DUPLICATE_INPUT(source, vt.source))
         return vt
-    output.wrapping.add(id(value))
-    try:
+    with _wrapping(output, value):
         vt = _wrap_new(tx, value, source)
-    finally:
-        output.wrapping.discard(id(value))
     _one_namespace(output, value, source, vt)
     if output.side_effects.cached_parts:
         wrapped_alike(tx, value)
@@ -430,6 +429,17 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
     return _wrap_object(tx, value, source)
 
 
+@contextlib.contextmanager
+def _wrapping(output: OutputGraph, value: Any) -> Iterator[None]:
+    """While ``value`` is being wrapped (or its items are): a value reached meanwhile that is
+    ``value`` itself is refused by ``wrap``, as its tracker would hold itself."""
+    output.wrapping.add(id(value))
+    try:
+        yield
+    finally:
+        output.wrapping.discard(id(value))
+
+
 def _module_namespace(value: dict) -> bool:
     """A module's ``__dict__`` (the builtins dict, a global ``__builtins__``): its values are
     wrapped only when the trace reads them, as it may hold itself (an ``exec`` into it adds
@@ -441,12 +451,8 @@ def _module_namespace(value: dict) -> bool:
 def _items_read_later(tx: Translator, value: dict, source: Source) -> dict[Any, VariableTracker]:
     """The items of a dict wrapped before (``LazyDictVariable``): a value that is the dict itself
     is refused (its tracker would hold itself), as where the dict is wrapped at once."""
-    wrapping = tx.output.wrapping
-    wrapping.add(id(value))
-    try:
+    with _wrapping(tx.output, value):
         return _dict_items(tx, value, source)
-    finally:
-        wrapping.discard(id(value))
 
 
 def _keyed_by_name(value: dict) -> bool:
@@ -469,12 +475,8 @@ def _read_by_key(
     item_source = dict_item_source(value)
 
     def wrap_item(item: Any, item_at: Source) -> VariableTracker:
-        wrapping = tx.output.wrapping
-        wrapping.add(id(value))
-        try:
+        with _wrapping(tx.output, value):
             return wrap(tx, item, item_at)
-        finally:
-            wrapping.discard(id(value))
 
     def read_all() -> dict[Any, VariableTracker]:
         if len(value) != len(keys) or not all(map(operator.is_, value, keys)):
