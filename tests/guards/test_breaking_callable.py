@@ -88,3 +88,26 @@ def test_a_callable_read_before_its_call_keeps_its_guards():
         assert_same(_quiet_call(compiled, x, buf), fn(x, buf))
         Buffer.write = lambda self, text: len(text)  # ``buf.write`` is a Python method now
         assert_same(_quiet_call(compiled, x, buf), fn(x, buf))
+
+
+def decides_on_the_type_of_stdout(x):
+    k = 2 if isinstance(sys.stdout, io.StringIO) else 3
+    sys.stdout.write("")
+    return x * k
+
+
+def test_the_type_of_the_object_a_break_calls_a_method_of_stays_guarded():
+    """The trace folded ``isinstance(sys.stdout, ...)`` with only ``sys.stdout``'s type guard
+    behind it (no other source reads through it, no frame holds it): that guard is not one of
+    those that only say which method the break calls, and a stream of another type recompiles."""
+
+    class Stream:
+        def write(self, text):
+            return len(text)
+
+    compiled, _ = compile_counted(decides_on_the_type_of_stdout)
+    x = torch.randn(3)
+    for stream in (io.StringIO(), Stream(), io.StringIO()):
+        with contextlib.redirect_stdout(stream):
+            expected = decides_on_the_type_of_stdout(x)
+            assert_same(_quiet_call(compiled, x), expected)
