@@ -8,6 +8,7 @@ rebuilt at a graph break. Registers the ``get_iter`` rules of iterators and dict
 from __future__ import annotations
 
 import ast
+import collections
 import gc
 import inspect
 import itertools
@@ -514,10 +515,13 @@ class GeneratorVariable(LazyIteratorVariable):
 
 
 def iter_at(seq: Any, index: int) -> Any:
-    """Runtime helper of the rewritten code: ``iter(seq)`` moved to ``index`` (nothing read)."""
+    """Runtime helper of the rewritten code: ``iter(seq)`` moved to ``index`` (nothing read; a
+    deque's iterator, which has no ``__setstate__``, takes the items before it)."""
     it = iter(seq)
-    if index:
+    if index and hasattr(it, "__setstate__"):
         it.__setstate__(index)
+    elif index:
+        advanced(it, min(index, len(seq)))
     return it
 
 
@@ -530,9 +534,13 @@ def exhausted_iter(seq: Any) -> Any:
 
 
 def reversed_at(seq: Any, index: int) -> Any:
-    """Runtime helper: ``reversed(seq)`` whose next item is ``seq[index]``."""
+    """Runtime helper: ``reversed(seq)`` whose next item is ``seq[index]`` (-1: exhausted; a
+    deque's, which has no ``__setstate__``, takes the items after it)."""
     it = reversed(seq)
-    it.__setstate__(index)
+    if hasattr(it, "__setstate__"):
+        it.__setstate__(index)
+    else:
+        advanced(it, len(seq) - 1 - index if index >= 0 else len(seq))
     return it
 
 
@@ -575,6 +583,8 @@ def replay_position(cg: Codegen, source: Source, state: int | None) -> None:
 def _iter_type(seq: VariableTracker, make: Any) -> type:
     if isinstance(seq, ConstantVariable):
         return type(make(seq.value))
+    if isinstance(seq, containers.DequeVariable):
+        return type(make(collections.deque()))
     return type(make([] if isinstance(seq, ListVariable) else ()))
 
 
