@@ -88,9 +88,8 @@ def hash_key(vt: VariableTracker) -> Any:
         value = vt.as_python_constant()
         try:
             hash(value)
-        except TypeError:
-            kind = type(value).__name__
-            raise PythonError(TypeError(f"unhashable type: '{kind}'")) from None
+        except TypeError as e:  # CPython's own message (``'collections.deque'``)
+            raise PythonError(e) from None
         if isinstance(vt, ConstantVariable) or not _pure_hash(value):
             return value
         if type(value) is types.FunctionType and vt.source is not None and RUNNING.tx is not None:
@@ -114,7 +113,7 @@ def hash_key(vt: VariableTracker) -> Any:
     if method_bound(vt) is not None:
         return IdentityKey(vt, MethodKey(vt))
     if isinstance(vt, (ListVariable, DictVariable, SetVariable)):
-        kind = vt.python_type().__name__
+        kind = c_name(vt.python_type())
         raise PythonError(TypeError(f"unhashable type: '{kind}'"))
     value = getattr(vt, "value", None)
     if value is not None and identity_hashed(type(value)):
@@ -122,7 +121,7 @@ def hash_key(vt: VariableTracker) -> Any:
             _keep_apart(RUNNING.tx, vt, value)
         return IdentityKey(vt, value)
     if value is not None and type(value).__hash__ is None:  # ``__eq__`` without ``__hash__``
-        raise PythonError(TypeError(f"unhashable type: '{type(value).__name__}'"))
+        raise PythonError(TypeError(f"unhashable type: '{c_name(type(value))}'"))
     if value is not None and python_hashed(type(value)) and RUNNING.tx is not None:
         return UserHashedKey(vt, _traced_hash(RUNNING.tx, vt))
     if value is None and identity_hashed(_tracked_type(vt)):  # a partial, an iterator
@@ -902,7 +901,36 @@ class DictVariable(BuiltOnce, VariableTracker):
             return BoundMethodVariable(self, name)
         if self.cls is dict:  # no instance dict: CPython's AttributeError
             raise PythonError(AttributeError(f"'dict' object has no attribute '{name}'"))
+        stored = tx.output.side_effects.load_attr(self, name)  # one the trace stored
+        if stored is not None:
+            return stored
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
+
+    # An ``OrderedDict`` or ``Counter`` made in the trace has an instance dict: given attributes
+    # (``objects.store_attribute``), it is a new object of the side-effect log, made again only
+    # where it escapes: blank (``create``), its attributes stored, then its items (``fill``).
+    @property
+    def name(self) -> str:
+        """The local of the rewritten code holding it, once ``create``d."""
+        return f"__bg_dict{id(self):x}"
+
+    def create(self, cg: Codegen) -> None:
+        cg.load_const(self.cls)
+        cg.call_function(0)
+
+    def fill(self, cg: Codegen) -> None:
+        cg.load_const(fill_items)
+        cg.load_local(self.name)
+        cg.load_const(type_lookup(self.cls, "__setitem__"))
+        DictVariable(dict(self.items)).reconstruct(cg)
+        cg.call_function(3)
+        cg.pop_top()
+
+    def reconstruct(self, cg: Codegen) -> None:
+        if self.source is None and self.name in cg.new_objects:
+            cg.load_local(self.name)
+            return None
+        return super().reconstruct(cg)
 
     def lookup(self, tx: Translator, key: VariableTracker) -> tuple[Any, VariableTracker | None]:
         """``key``'s entry: the key CPython's lookup takes it for, and the value there (None where
@@ -924,6 +952,13 @@ class DictVariable(BuiltOnce, VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
+
+
+def fill_items(obj: dict, setitem: Any, items: dict) -> None:
+    """Called by the rewritten code: ``items`` stored in order into ``obj``, a dict made blank,
+    by its class's own ``__setitem__`` (an ``OrderedDict``'s keeps its order)."""
+    for key, value in items.items():
+        setitem(obj, key, value)
 
 
 class KeyedReads:
@@ -1891,7 +1926,8 @@ def _pop(tx, obj, left: bool = False):
 
 
 def _rotate(tx, obj, n=ConstantVariable(1)):  # noqa: B008 (an immutable constant)
-    steps = n.as_python_constant()
+    steps = _int(n)
+    _shadow(obj, lambda real: real.rotate(steps))  # CPython's TypeError for a non-integer
     if obj.items:
         steps %= len(obj.items)
         obj.items[:] = obj.items[-steps:] + obj.items[:-steps]
@@ -2717,7 +2753,8 @@ def _list_imul(tx, obj, count):
 
 
 def _list_remove(tx, obj, value):
-    del obj.items[_find(tx, obj, value, "list.remove(x): x not in list")]
+    deque = issubclass(obj.python_type(), collections.deque)  # "<repr> is not in deque"
+    del obj.items[_find(tx, obj, value, None if deque else "list.remove(x): x not in list")]
     return NONE
 
 

@@ -3421,6 +3421,11 @@ def store_attribute(
         obj.store(tx, value)  # a frame's cell a resume function took (``ResumePoint.cell_args``)
     elif isinstance(obj, TensorVariable) and name == "grad":
         obj.store_grad(tx, value)
+    elif type(obj) is DictVariable and obj.source is None and _plain_attribute(obj.cls, name):
+        effects.check_unfrozen(obj)
+        if not effects.is_new(obj):  # an ``OrderedDict`` made in the trace, given attributes
+            effects.track_new(obj)  # (``DictVariable.create``)
+        effects.store_attr(obj, name, value)
     elif (real := _plain_own_attribute(tx, obj, name, "__setattr__")) is not MISSING:
         effects.store_attr(_log_owner(tx, obj, real), name, value)  # into its own __dict__
     else:
@@ -3428,6 +3433,18 @@ def store_attribute(
         if error is not None:
             raise PythonError(error)
         raise Unsupported("store_attr", f"attribute store .{name} on {obj}")
+
+
+def _plain_attribute(cls: type, name: str) -> bool:
+    """Does ``obj.name = v`` on an instance of ``cls``, a builtin class, only write ``name`` into
+    the instance's ``__dict__``? (``object.__setattr__``, no class attribute of that name, not
+    a special name.)"""
+    return (
+        has_instance_dict(cls)
+        and type_lookup(cls, "__setattr__") is _OBJECT_SETATTR
+        and type_lookup(cls, name) is MISSING
+        and not (name.startswith("__") and name.endswith("__"))
+    )
 
 
 def existing_object(tx: Translator, obj: VariableTracker) -> Any:

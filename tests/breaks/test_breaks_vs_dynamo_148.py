@@ -1,0 +1,164 @@
+"""Code torch.compile traces with fewer graph breaks than bytegraph did, compared with eager
+(results with their dtype, shape and requires_grad, the objects the call changes, torch's global
+state) and with torch.compile's break count (``assert_no_more_breaks``).
+
+``module.state_dict()`` stores ``_metadata`` on the ``OrderedDict`` it makes: an attribute of a
+dict made in the trace (an ``OrderedDict`` has an instance ``__dict__``), kept as a pending store
+and given to the dict where it escapes.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import warnings
+
+import pytest
+import torch
+from difftest import assert_same, assert_state_same, break_count
+from dynamo_baseline import assert_no_more_breaks
+
+import bytegraph
+from bytegraph.explain import Recorder
+
+
+def compiled_breaks(fn, args, backend: str):
+    """``fn(*args)`` compiled with ``backend``, twice: the results and the breaks counted."""
+    compiled = bytegraph.compile(fn, backend=backend)
+    recorder = Recorder()
+    results = []
+    for _ in range(2):
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")  # a fallback warns: a failure
+            results.append(compiled(*copy.deepcopy(args)))
+    return results, break_count(recorder.report())
+
+
+def eager_twice(fn, args):
+    return [fn(*copy.deepcopy(args)) for _ in range(2)]
+
+
+def torch_state():
+    return (
+        torch.is_grad_enabled(),
+        torch.get_default_dtype(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch._C._functorch.maybe_current_level(),
+        torch.autograd.forward_ad._current_level,
+    )
+
+
+def same_dicts(actual, expected):
+    """Two state dicts alike: type, key order, values, and their ``_metadata`` (present or not)."""
+    assert type(actual) is type(expected)
+    assert list(actual) == list(expected)
+    for key in expected:
+        assert_same(actual[key], expected[key])
+    assert hasattr(actual, "_metadata") == hasattr(expected, "_metadata")
+    if hasattr(expected, "_metadata"):
+        assert type(actual._metadata) is type(expected._metadata)
+        assert list(actual._metadata.items()) == list(expected._metadata.items())
+
+
+# -- 1. state_dict: an attribute stored on an OrderedDict made in the trace ----------------------
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.bn = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        return self.bn(self.lin(x))
+
+
+class Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = Block()
+        self.rest = torch.nn.Sequential(Block(), torch.nn.ReLU())
+
+    def forward(self, x):
+        return self.rest(self.first(x))
+
+
+def _sum_running_mean(m):
+    def fn(x):
+        out = m(x)
+        sd = m.state_dict()
+        return out + sd["bn.running_mean"]
+
+    return fn
+
+
+def _keep_vars_prefixed(m):
+    def fn(x):
+        out = m(x)
+        sd = m.state_dict(prefix="net.", keep_vars=True)
+        w = sd["net.first.lin.weight"]
+        return out.sum() * w, len(sd), sd["net.rest.0.bn.num_batches_tracked"] + 1
+
+    return fn
+
+
+def _returns_state_dict(m):
+    def fn(x):
+        out = m(x)
+        return out * 2, m.state_dict()
+
+    return fn
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize(
+    "make, model",
+    [
+        (_sum_running_mean, Block),
+        (_keep_vars_prefixed, Nested),
+        (_returns_state_dict, Nested),
+    ],
+    ids=["running_mean", "keep_vars_prefix", "returned"],
+)
+def test_state_dict(backend, make, model):
+    torch.manual_seed(0)
+    m_compiled = model()
+    m_eager = copy.deepcopy(m_compiled)
+    m_baseline = copy.deepcopy(m_compiled)
+    x = torch.randn(4, 3)
+    before = torch_state()
+    actual, breaks = compiled_breaks(make(m_compiled), (x,), backend)
+    assert torch_state() == before
+    expected = eager_twice(make(m_eager), (x,))
+    for a, e in zip(actual, expected, strict=True):
+        if isinstance(e, tuple) and isinstance(e[-1], dict):  # a state dict returned
+            assert_same(a[:-1], e[:-1])
+            same_dicts(a[-1], e[-1])
+        else:
+            assert_same(a, e)
+    assert_state_same(m_compiled, m_eager)
+    same_dicts(m_compiled.state_dict(), m_eager.state_dict())
+    assert breaks == 0
+    assert_no_more_breaks(breaks, make(m_baseline), x)
+
+
+def test_ordered_dict_attribute_read_back_and_returned():
+    """Attributes stored on an ``OrderedDict`` made in the trace are read back; returned, the
+    dict has them and its items in order."""
+
+    def fn(x):
+        d = collections.OrderedDict(a=x)
+        d.tag = x.sum()
+        d.note = "n"
+        d["b"] = x * 2
+        return d["a"] + d.tag, hasattr(d, "tag"), d.note, d
+
+    x = torch.randn(3)
+    (a1, a2), breaks = compiled_breaks(fn, (x,), "eager")
+    e1, e2 = eager_twice(fn, (x,))
+    for a, e in ((a1, e1), (a2, e2)):
+        assert_same(a[:-1], e[:-1])
+        assert type(a[-1]) is collections.OrderedDict
+        assert list(a[-1]) == ["a", "b"]
+        assert_same(dict(a[-1]), dict(e[-1]))
+        assert_same(vars(a[-1]), vars(e[-1]))
+    assert breaks == 0
+    assert_no_more_breaks(breaks, fn, x)
