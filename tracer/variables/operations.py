@@ -2379,6 +2379,9 @@ def getitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> Varia
         _reject_index(tx, obj, key)
         raise Unsupported("index", f"{obj}[{key}] with a non-constant key")
     index = key.as_python_constant()
+    if isinstance(obj, ListVariable) and issubclass(obj.python_type(), collections.deque):
+        # a deque takes integers only, no slices, with messages of its own
+        _fold(tx, operator.getitem, [collections.deque([None] * len(obj.items)), index])
     if isinstance(obj, (TupleVariable, ListVariable)):
         try:
             if isinstance(index, slice):
