@@ -58,6 +58,14 @@ class ContextExit:
         self.key = key
         self.done = False
 
+    @classmethod
+    def around(cls, ctx: Any, key: tuple) -> ContextExit:
+        """The one for a context object the compiled function was given (its ``__enter__`` writes
+        what its ``__exit__`` reads on the object itself, as eager's would)."""
+        made = cls.__new__(cls)
+        made.ctx, made.key, made.done = ctx, key, False
+        return made
+
     def enter(self) -> None:
         self.done = False
         self.ctx.__enter__()

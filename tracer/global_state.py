@@ -246,8 +246,12 @@ class GlobalStateLog:
             elif event.kind in ("create", "enter"):
                 if id(event.ctx) not in built:
                     built.add(id(event.ctx))
-                    cg.load_const(ContextExit)
-                    cg.load_const(event.ctx.recipe())
+                    given = getattr(event.ctx, "given", None) is not None
+                    cg.load_const(ContextExit.around if given else ContextExit)
+                    if given:  # entered for real, its own state kept on it
+                        event.ctx.source.reconstruct(cg)
+                    else:
+                        cg.load_const(event.ctx.recipe())
                     cg.load_const(event.key)
                     cg.call_function(2)
                     cg.store_local(event.ctx.name)

@@ -79,6 +79,8 @@ class ContextVariable(VariableTracker):
     log: GlobalStateLog = field(repr=False, default=None)  # type: ignore[assignment]
     name: str = ""  #: the rewritten code's local for its ``ContextExit``
     source: Source | None = None
+    #: the real object, where the trace was given one (``wrap_context_object``)
+    given: Any = field(default=None, repr=False)
 
     #: Whether rewritten code can build and enter it again at a graph break (see the module doc).
     reenterable = True
@@ -114,6 +116,11 @@ class ContextVariable(VariableTracker):
     def recipe(self) -> ContextRecipe:
         raise Unsupported("context_manager", f"{self} cannot be rebuilt after a graph break")
 
+    def exit_entered_before(self, tx: Translator) -> VariableTracker:
+        """``cm.__exit__(None, None, None)`` on a real object entered before the trace (a resume
+        function's local, an input): what its exit restores lies in the object."""
+        raise Unsupported("context_manager", f"leaving {self}, entered before the trace")
+
     def opening_event(self) -> StateEvent | None:
         """The event of the trace that entered it (what its exit undoes), None where it was
         entered before the trace or never."""
@@ -127,6 +134,10 @@ class ContextVariable(VariableTracker):
         """Push the callable that leaves this (open) context for real."""
         if not self.reenterable:
             raise Unsupported("context_manager", f"the exit of {self} cannot be rebuilt")
+        if self.source is not None and self.opening_event() is None:  # entered before the trace
+            self.source.reconstruct(cg)
+            cg.load_attr("__exit__")
+            return
         cg.load_local(self.name)
 
     def call_function(
@@ -155,7 +166,7 @@ class ContextVariable(VariableTracker):
             return self.enter(tx)
         if name == "__exit__" and not kwargs and len(args) in (0, 3):
             if self.opening_event() is None:  # entered before the trace: the real object knows
-                raise Unsupported("context_manager", f"leaving {self}, entered before the trace")
+                return self.exit_entered_before(tx)
             if all(a.is_python_constant() and a.as_python_constant() is None for a in args):
                 return self.exit(tx)
             return self.exit_with(tx, args)
@@ -207,7 +218,8 @@ class ContextDecoratedVariable(VariableTracker):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        ctx = self.ctx.clone(name="")  # a new context, with its own name in the log
+        # a new context, with its own name in the log (torch's decorator enters a clone)
+        ctx = self.ctx.clone(name="", source=None, given=None)
         ctx.enter(tx)
         try:
             result = dispatch.call(tx, self.fn, args, kwargs)
@@ -628,6 +640,17 @@ class GradModeVariable(ContextVariable):
 
     def exit(self, tx: Translator) -> VariableTracker:
         prev = self.opening_event().data["prev"]
+        self.record(tx, "exit", undo=_switch_grad(tx, prev), touches=_GRAD)
+        return NONE
+
+    def exit_entered_before(self, tx: Translator) -> VariableTracker:
+        """``no_grad``/``enable_grad``'s ``__exit__`` switches grad mode to the ``prev`` its
+        ``__enter__`` stored on the object (read and guarded here); the replay after the graph
+        calls the real ``__exit__`` (``load_exit``)."""
+        value = self.given
+        if self.applied or value is None or type(value.__dict__.get("prev")) is not bool:
+            return super().exit_entered_before(tx)
+        prev = tx.wrap(value.prev, AttrSource(self.source, "prev")).as_python_constant()
         self.record(tx, "exit", undo=_switch_grad(tx, prev), touches=_GRAD)
         return NONE
 
@@ -1056,13 +1079,33 @@ def wrap_context_object(
     if type(value) in _INSTANCE_KINDS:
         if type(value) is torch.set_grad_enabled:  # it switched when made; only its exit is left
             raise Unsupported("context_manager", "entering a set_grad_enabled object made earlier")
-        _guard_identity(tx, value, source)
+        _guard_kind(tx, value, source)
         ctx = _make_context(tx, type(value), _instance_args(tx, value, source))
-        return ctx.clone(source=source)
+        return ctx.clone(source=source, given=value)
     if isinstance(value, torch.autocast):
-        _guard_identity(tx, value, source)
-        return _autocast_from(tx, value, source)
+        _guard_kind(tx, value, source)
+        return _autocast_from(tx, value, source).clone(given=value)
     return None
+
+
+#: the kinds of real context objects given to the trace that ``_guard_kind`` guards
+_GIVEN_KINDS = (*_INSTANCE_KINDS, torch.autocast)
+
+
+def _guard_kind(tx: Translator, value: Any, source: Source | None) -> None:
+    """A grad or inference mode or autocast object: its tracker reads its type and the
+    attributes it guards (``mode``, ``prev``, autocast's settings), never its identity, so an
+    object made anew at each call (the one a graph break enters and hands to the resume
+    function) matches. It stays another object than every other such object the trace took in
+    (an enter of one writes what an exit of the other would read); one object reached twice is
+    one tracker (``builder.wrap``)."""
+    if source is None:
+        return
+    output = tx.output
+    output.assume_type(source, type(value))
+    for other, known in list(output.wrapped.values()):
+        if isinstance(other, _GIVEN_KINDS) and known.source is not None and other is not value:
+            output.assume_distinct(source, known.source)
 
 
 def _guard_identity(tx: Translator, value: Any, source: Source | None) -> None:
