@@ -28,6 +28,7 @@ the checks before the guards, calls what runs it (``dispatch`` gives the first c
 from __future__ import annotations
 
 import ctypes
+import dis
 import functools
 import inspect
 import io
@@ -111,7 +112,8 @@ def make_entry(
     namespace["___direct_source"] = f"{head}    return ___direct({', '.join(call_args)})\n"
     # the guards read the entry's names; one entry per cache (``state.entry``)
     if [state.cache.roots[key] for key in keys] == names and state.cache.on_rebuild is None:
-        state.cache.on_rebuild = _GuardsInEntry(entry, head, rest)
+        positional = tuple(names) if call_args == names else None
+        state.cache.on_rebuild = _GuardsInEntry(entry, head, rest, positional)
     return entry
 
 
@@ -153,9 +155,14 @@ class _GuardsInEntry:
 
     _SHARED = frozenset({"G", "C", "B", "M", "___slow", "___no_match"})
 
-    def __init__(self, entry: types.FunctionType, head: str, rest: str) -> None:
+    def __init__(
+        self, entry: types.FunctionType, head: str, rest: str, positional: tuple[str, ...] | None
+    ) -> None:
         self.entry = weakref.ref(entry)
         self.head, self.rest = head, rest
+        #: the entry's parameters where all are plain positional ones (None: not so), which a
+        #: variant that only calls its graph with them in order passes it (``_graph_call``)
+        self.positional = positional
         self.calling = entry.__code__  #: the code calling the guard function
         self.names: list[str] = []  #: the globals the entry's code reads now
         self.rebuilds = 0
@@ -171,10 +178,11 @@ class _GuardsInEntry:
         if body is not None and len(body[0]) <= _GUARDS_IN_ENTRY:
             self.rebuilds += 1
             text, closure = body
+            text, closure, direct = self._graphs_called_directly(cache, text, closure)
             renamed = {n: f"{n}__g{self.rebuilds}" for n in closure if n not in self._SHARED}
             values = {renamed.get(n, n): v for n, v in closure.items()}
             steps = _steps(text, tuple(renamed.items()))
-            source = f"{self.head}    while True:\n{steps}{self.rest}"
+            source = f"{self.head}{direct[0]}    while True:\n{steps}{direct[1]}{self.rest}"
             code = _function_code(source, entry.__code__.co_filename)
         namespace.update(values)
         if entry.__code__ is namespace["___dispatch"]:
@@ -184,6 +192,99 @@ class _GuardsInEntry:
             if name not in values:
                 namespace.pop(name, None)
         self.names = [n for n in values if n not in self._SHARED]
+
+    def _graphs_called_directly(
+        self, cache: Any, text: str, closure: dict[str, Any]
+    ) -> tuple[str, dict[str, Any], tuple[str, str]]:
+        """The guard body ``text`` and its ``closure`` where each variant that only calls its
+        graph with the entry's parameters (``_graph_call``) is returned as that graph
+        (``___graph_N``), and the code the entry runs before its guards and after them: where a
+        graph was chosen, the entry calls it itself, sparing the variant's frame::
+
+            ___f = None
+            while True:
+                ...                                   # a graph-only variant chosen:
+                    ___f = ___graph_0__g1             # (the guard body's ``return``)
+                    break
+            if ___f is not None:
+                try:
+                    return ___f(a, b)[0]
+                except ___Rerun:
+                    return ___state.rerun()(a, b)
+        """
+        if self.positional is None:
+            return text, closure, ("", "")
+        closure = dict(closure)
+        found = False
+        for variant in cache.variants:
+            name = f"___variant_{variant.index}"
+            line = f"return {name}\n"
+            if closure.get(name) is not variant.fn or line not in text:
+                continue
+            graph = _graph_call(variant.fn, self.positional)
+            if graph is not None:
+                closure[f"___graph_{variant.index}"] = graph
+                text = text.replace(line, f"return ___graph_{variant.index}\n")
+                found = True
+        if not found:
+            return text, closure, ("", "")
+        args = ", ".join(self.positional)
+        after = (
+            "    if ___f is not None:\n"
+            "        try:\n"
+            f"            return ___f({args})[0]\n"
+            "        except ___Rerun:\n"
+            f"            return ___state.rerun()({args})\n"
+        )
+        return text, closure, ("    ___f = None\n", after)
+
+
+#: instructions that ``_graph_call`` passes over: they set up the frame, or are parts of a call
+_FRAME_SETUP = frozenset({"RESUME", "COPY_FREE_VARS", "PRECALL", "PUSH_NULL", "NOP", "CACHE"})
+
+
+def _graph_call(fn: Any, params: tuple[str, ...]) -> Any:
+    """The graph that ``fn`` calls where its code is only ``return graph(*params)[0]`` (a
+    rewritten function whose trace ended in a return of one graph output, with nothing before or
+    after the graph: no deferred check, no side effect, no break): calling the graph so is
+    calling ``fn``. None for any other function."""
+    if type(fn) is not types.FunctionType or not fn.__closure__:
+        return None
+    code = fn.__code__
+    steps: list[tuple[str, Any]] = []
+    for inst in dis.get_instructions(code):
+        if inst.opname in _FRAME_SETUP:
+            continue
+        if inst.opname in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST"):  # NOTE(3.13)
+            first, second = inst.opname.split("_FAST_")[0], inst.argval
+            steps += [(f"{first}_FAST", second[0]), ("LOAD_FAST", second[1])]
+        else:
+            steps.append((inst.opname, inst.argval))
+    expected = [
+        ("LOAD_DEREF", None),
+        *(("LOAD_FAST", p) for p in params),
+        ("CALL", len(params)),
+        ("STORE_FAST", None),
+        ("LOAD_FAST", None),
+        ("LOAD_CONST", 0),
+        ("BINARY_SUBSCR", None),
+        ("RETURN_VALUE", None),
+    ]
+    if len(steps) != len(expected):
+        return None
+    for (op, arg), (want, want_arg) in zip(steps, expected, strict=True):
+        if op != want or (
+            want_arg is not None and (type(arg) is not type(want_arg) or arg != want_arg)
+        ):
+            return None
+    graph_name, out = steps[0][1], steps[len(params) + 2][1]
+    if steps[len(params) + 3][1] != out or out in code.co_varnames[: code.co_argcount]:
+        return None
+    if not graph_name.startswith("__compiled_fn_") or graph_name not in code.co_freevars:
+        return None
+    if code.co_argcount != len(params) or code.co_varnames[: len(params)] != params:
+        return None
+    return fn.__closure__[code.co_freevars.index(graph_name)].cell_contents
 
 
 @functools.lru_cache(maxsize=256)
@@ -265,7 +366,9 @@ def _as_steps(body: str) -> str:
     for line in body.splitlines():
         stripped = line.lstrip()
         pad = "    " + line[: len(line) - len(stripped)]
-        if stripped.startswith("return "):
+        if stripped.startswith("return ___graph_"):  # a graph the entry calls itself
+            out += [f"{pad}___f = {stripped[len('return ') :]}", f"{pad}break"]
+        elif stripped.startswith("return "):
             out += [f"{pad}___v = {stripped[len('return ') :]}", f"{pad}break"]
         else:
             out.append("    " + line if line else line)

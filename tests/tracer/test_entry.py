@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import warnings
 
 import torch
 from bytegraph.tracer import entry
@@ -160,4 +161,66 @@ def test_entries_of_closures_alike_each_have_their_own_code():
     codes = [compiled.__code__ for compiled in entries]
     assert len({id(code) for code in codes}) == 3
     assert codes[0] == codes[1] == codes[2]  # the same text
-    assert "___variant_0__g1" in codes[0].co_names  # the guards tested in the entry's own code
+    assert "___graph_0__g1" in codes[0].co_names  # the guards tested in the entry's own code
+
+
+def _graph_only(x, y):
+    return (x + y) * 2
+
+
+def _graph_or_break(x):
+    if x.dtype == torch.float32:
+        return x + 1
+    sys.stdout.write("")
+    return x * 2
+
+
+def test_a_variant_that_only_calls_its_graph_is_spared_its_frame():
+    """A variant whose code is only ``return graph(*parameters)[0]``: the entry calls the graph
+    itself (the variant's frame is a call's cost, and does nothing)."""
+    compiled = bytegraph.compile(_graph_only, backend="eager")
+    x, y = torch.randn(3), torch.randn(3)
+    for _ in range(2):
+        _check(compiled, _graph_only, x, y)
+    frames = _frames_of_a_call(compiled, x, y)
+    assert "_graph_only" not in frames and "forward" in frames, frames
+
+
+def test_graph_only_variants_beside_others_are_chosen_as_the_guards_choose():
+    """Variants that only call their graph and a variant with a break, in one cache, each run
+    for its inputs, alternately, with no recompile; a graph that a guard's failure turns down is
+    never called."""
+    compiled = bytegraph.compile(_graph_or_break, backend="eager")
+    inputs = [torch.randn(3), torch.arange(3), torch.randn(2, 2), torch.randn(3).double()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            for x in inputs:
+                _check(compiled, _graph_or_break, x)
+        variants = len(bytegraph.cache_entries(compiled))
+        for _ in range(3):
+            for x in inputs[::-1]:
+                _check(compiled, _graph_or_break, x)
+    assert len(bytegraph.cache_entries(compiled)) == variants
+    assert "___f" in compiled.__code__.co_varnames
+
+
+def _raises_in_graph(x, i):
+    return torch.index_select(x, 0, i) + 1
+
+
+def test_an_error_in_a_graph_called_by_the_entry_is_eagers():
+    """An error the graph raises reaches the caller as eager's does (not taken for a failing
+    guard)."""
+    compiled = bytegraph.compile(_raises_in_graph, backend="eager")
+    x = torch.randn(3)
+    for _ in range(2):
+        _check(compiled, _raises_in_graph, x, torch.tensor([1]))
+    kinds = []
+    for fn in (_raises_in_graph, compiled):
+        try:
+            fn(x, torch.tensor([7]))
+        except Exception as error:  # noqa: BLE001 (compared below)
+            kinds.append(type(error))
+    assert len(kinds) == 2 and kinds[0] is kinds[1], kinds
+    assert "___f" in compiled.__code__.co_varnames  # the graph was called by the entry
