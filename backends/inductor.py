@@ -17,6 +17,7 @@ import torch.fx
 
 from .float_inputs import compile_with_float_tensors, float_positions
 from .registry import BackendOptions, register_backend
+from .size_inputs import compile_lifted
 from .sizes_from_data import compile_with_symbols
 from .state_nodes import has_runtime_nodes
 from .tensorify_restart import compile_again_on_restart
@@ -62,17 +63,21 @@ def inductor(
     floats = float_positions(gm)
     cache = contextlib.nullcontext() if not floats else _no_autograd_cache()
 
-    def compile(inputs: list[Any]) -> Any:
-        return compile_with_float_tensors(
-            lambda gm, inputs: compile_again_on_restart(
-                lambda: compile_fx(gm, inputs, config_patches=patches)
+    def compile(gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
+        return compile_with_symbols(
+            lambda inputs: compile_with_float_tensors(
+                lambda gm, inputs: compile_again_on_restart(
+                    lambda: compile_fx(gm, inputs, config_patches=patches)
+                ),
+                gm,
+                inputs,
             ),
             gm,
             inputs,
         )
 
-    with cache:
-        return compile_with_symbols(compile, gm, example_inputs)
+    with cache:  # views of one input written in place: their size symbols as inputs
+        return compile_lifted(compile, gm, example_inputs)
 
 
 def _no_autograd_cache() -> contextlib.AbstractContextManager[None]:

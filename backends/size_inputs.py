@@ -55,6 +55,25 @@ def lift_size_symbols(
     return module, [sym for sym, _ in lifted] + list(example_inputs), args_of
 
 
+def compile_lifted(
+    compile: Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]],
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+) -> Callable[..., Any]:
+    """``compile(gm, example_inputs)``, on the graph with its size symbols lifted where
+    ``lift_size_symbols`` lifts them; the result takes ``gm``'s inputs."""
+    lifted = lift_size_symbols(gm, example_inputs)
+    if lifted is None:
+        return compile(gm, example_inputs)
+    graph, inputs, args_of = lifted
+    compiled = compile(graph, inputs)
+
+    def run(*args: Any) -> Any:
+        return compiled(*args_of(args))
+
+    return run
+
+
 def _is_fake(x: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
