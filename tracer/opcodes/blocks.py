@@ -57,11 +57,7 @@ unsupported(
     "LOAD_FROM_DICT_OR_DEREF",
     "LOAD_FROM_DICT_OR_GLOBALS",
 )
-unsupported(
-    "deleting globals and cells is not traced",
-    "DELETE_GLOBAL",
-    "DELETE_DEREF",
-)
+unsupported("deleting globals is not traced", "DELETE_GLOBAL")
 unsupported("print expressions only exist in the REPL", "PRINT_EXPR")
 unsupported(
     "exception groups (except*) are not traced",

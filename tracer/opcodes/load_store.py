@@ -274,6 +274,24 @@ def store_deref(tx: Translator, inst: Instr) -> None:
         raise Unsupported("closure_store", f"nonlocal store to {name!r} inside an inlined function")
 
 
+@handler("DELETE_DEREF")
+def delete_deref(tx: Translator, inst: Instr) -> None:
+    """(--)  ``del x`` of a cell variable: the frame's own cell, or one of a frame being traced,
+    emptied (a closure over it then finds it unbound); the closure of the compiled function and
+    an unbound cell (CPython's NameError) are a break."""
+    name = _cell_name(inst.arg)
+    cell = tx.closure.get(name) if isinstance(inst.arg, FreeVar) else None
+    if cell is None:
+        owner, key = tx.symbolic_locals, name
+    elif isinstance(cell, LocalCellVariable):
+        owner, key = cell.frame_locals, cell.name
+    else:
+        owner, key = {}, name
+    if key not in owner:
+        raise Unsupported("closure_store", f"deleting the cell variable {name!r}")
+    del owner[key]
+
+
 def _cell_name(arg: CellVar | FreeVar | str) -> str:
     return arg if isinstance(arg, str) else arg.name
 
