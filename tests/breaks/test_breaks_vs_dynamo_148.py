@@ -162,3 +162,59 @@ def test_ordered_dict_attribute_read_back_and_returned():
         assert_same(vars(a[-1]), vars(e[-1]))
     assert breaks == 0
     assert_no_more_breaks(breaks, fn, x)
+
+
+def _loads_state_dict(m):
+    def fn(x):
+        sd = collections.OrderedDict()
+        for name, p in m.named_parameters():
+            if not name.endswith("bias"):
+                sd[name] = p.detach() * 0.5
+        result = m.load_state_dict(sd, strict=False)
+        return m(x), sorted(result.missing_keys), result.unexpected_keys, str(result)
+
+    return fn
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("model", [Block, Nested])
+def test_load_state_dict_of_a_dict_made_in_the_trace(backend, model):
+    """``load_state_dict`` makes its result (``_IncompatibleKeys``, a namedtuple class of
+    torch's) and deletes its recursive ``load`` closure (``del load``: a cell variable)."""
+    torch.manual_seed(0)
+    m_compiled = model()
+    m_eager = copy.deepcopy(m_compiled)
+    m_baseline = copy.deepcopy(m_compiled)
+    x = torch.randn(4, 3)
+    before = torch_state()
+    actual, breaks = compiled_breaks(_loads_state_dict(m_compiled), (x,), backend)
+    assert torch_state() == before
+    assert_same(actual, eager_twice(_loads_state_dict(m_eager), (x,)))
+    assert_state_same(m_compiled, m_eager)
+    same_dicts(m_compiled.state_dict(), m_eager.state_dict())
+    assert breaks == 0
+    assert_no_more_breaks(breaks, _loads_state_dict(m_baseline), x)
+
+
+def _deletes_cells(x, n):
+    def walk(k):
+        return x * k if k == 0 else walk(k - 1) + 1  # noqa: F821 (deleted after its use)
+
+    def forget():
+        nonlocal y
+        del y
+
+    y = x + 1
+    out = walk(n)
+    del walk  # the frame's own cell
+    forget()  # a cell of the frame deleted by a callee (``nonlocal``)
+    y = out * 2
+    return y
+
+
+def test_deleting_cell_variables():
+    x = torch.randn(3, requires_grad=True)
+    actual, breaks = compiled_breaks(_deletes_cells, (x, 3), "eager")
+    assert_same(actual, eager_twice(_deletes_cells, (x, 3)))
+    assert breaks == 0
+    assert_no_more_breaks(breaks, _deletes_cells, x, 3)

@@ -761,6 +761,11 @@ class TorchVariable(ConstantLikeVariable):
     def call_function(
         self, tx: Translator, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
+        cls = self.value
+        if isinstance(cls, type) and any("_fields" in vars(k) for k in cls.__mro__):
+            # a namedtuple class of torch's written in Python (``_IncompatibleKeys``): made as
+            # the user's are
+            return objects.construct_namedtuple_object(tx, self, args, kwargs)
         return call_torch_function(tx, self.value, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
