@@ -348,7 +348,13 @@ def _layers(entry: Any, args: tuple, number: int, repeat: int, pad: str) -> None
     nothing = _as_function(params, "None", scope)
     base = _ns(nothing, args, number, repeat)
     whole, alone = _ns(entry, args, number, repeat), _ns(variant, args, number, repeat)
-    print(f"{pad}{entry.__name__}: through its entry {whole:.0f}, its variant alone {alone:.0f}")
+    # a variant that only calls its graph is not called: the entry calls the graph itself
+    graph = f"___graph_{chosen.index}__g"
+    direct = any(name.startswith(graph) for name in entry.__code__.co_names)
+    how = " (not called: the entry calls its graph)" if direct else ""
+    print(
+        f"{pad}{entry.__name__}: through its entry {whole:.0f}, its variant alone {alone:.0f}{how}"
+    )
     for test in tests:
         cost = _ns(_as_function(params, test, scope), args, number, repeat) - base
         print(f"{pad}  {cost:5.0f}  {test[:90]}")
