@@ -462,6 +462,8 @@ class SideEffects:
         values = [v for obj, _, v in stores if not self.is_new(obj) and v is not _DELETED]
         values += list(self.global_stores.values()) + list(self.cell_stores.values())
         values += [arg for _, args in self.calls for arg in args]
+        for _, args, kwargs, _ in self.memo_calls:  # a symbolic number a replayed call takes
+            values += [a for a in [*args, *kwargs.values()] if isinstance(a, VariableTracker)]
         return values + list(self.mutated.values())
 
     def targets(self) -> list[VariableTracker]:
@@ -573,7 +575,10 @@ class SideEffects:
         for wrapper, args, kwargs, local in self.memo_calls:
             cg.load_const(wrapper)
             for value in [*args, *kwargs.values()]:
-                cg.load_const(value)
+                if isinstance(value, VariableTracker):  # a symbolic number, or what holds one
+                    value.reconstruct(cg)
+                else:
+                    cg.load_const(value)
             cg.call_function(len(args) + len(kwargs), tuple(kwargs))
             cg.store_local(local)
 
