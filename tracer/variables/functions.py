@@ -10,8 +10,8 @@ from __future__ import annotations
 import abc
 import collections
 import functools
+import gc
 import inspect
-import keyword
 import operator
 import sys
 import types
@@ -936,19 +936,23 @@ def called_by_partials(callee: VariableTracker) -> VariableTracker:
 #
 # That is what the eager program does on its first call: the wrapped function runs once per distinct
 # arguments (a miss), later calls return the cached result with no effect (hits). Tracing happens
-# during the first call, so the real call at trace time has the effect eager's would have had (a
-# ``logger.warning_once`` message appears once); the compiled code then skips the call, as eager's
-# cache hits do. transformers calls ``is_torch_greater_or_equal("2.9.0")`` and
+# during the first call, so the real call at trace time is that call's (a ``logger.warning_once``
+# message appears once); where the entry is cached already, the trace reads it without a call
+# (``_CacheEntry``). A miss after effects of the frame the replay makes later breaks: the body
+# would run before them. Later calls are guarded to find the same entry, holding the same result
+# (after ``cache_clear()`` or an eviction eager runs the body again, with its effects, and may get
+# another result: the trace is made again, where the call misses), and the compiled code calls
+# the wrapper after the graph, a hit, so that ``cache_info()`` and a bounded cache's recency order
+# are eager's. transformers calls ``is_torch_greater_or_equal("2.9.0")`` and
 # ``logger.warning_once(...)`` this way. Arguments must be constants (a ``torch.Size`` of static
 # sizes among them), objects reached through a source and hashed by identity (the logger of
 # ``warning_once``), guarded by identity, or objects hashed by identity that another cached call
 # returned (einops gives ``_prepare_transformation_recipe``'s recipe to
-# ``_reconstruct_from_shape``), that call's guard then taking no other object alike. Results must
-# be immutable constants (a cached list or tensor could be changed by its callers). A call with
-# tensors traces the wrapped function instead, without the cache, as torch.compile does (with a
-# notice). What does not fit otherwise is a graph break at the call. The cache being cleared later
-# (``cache_clear()``) is not noticed: the function is assumed to return the same result again, which
-# is what memoizing it asserts.
+# ``_reconstruct_from_shape``), that call's guard then taking no other object alike. Results that
+# are no constants are the cached objects (``_trace_cached``). A call with symbolic numbers traces
+# the wrapped function, each key's result one tracker (``_trace_symbolic``); one with tensors traces
+# it without the cache, as torch.compile does (with a notice). What does not fit otherwise is a
+# graph break at the call.
 
 LRU_CACHE_WRAPPER = functools._lru_cache_wrapper
 
@@ -978,21 +982,35 @@ class MemoizedFunctionVariable(VariableTracker):
             return self._call_wrapped(tx, args, kwargs, name)
         for guard in pins:  # (``cached_part``): the key holds that very object
             guard.pinned = True
-        try:
-            result = self.value(*real_args, **real_kwargs)
-        except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
-            raise Unsupported("python_error", f"{name}() raised {type(e).__name__}: {e}") from None
+        entry = _CacheEntry.of(self.value, real_args, real_kwargs, name)
+        result = entry.cached_result()
+        missed = result is _UNREADABLE
+        if missed and _effects_pending(tx.output.side_effects):
+            raise Unsupported(
+                "memoized_call",
+                f"{name}() is not cached for these arguments: its body runs after the effects "
+                "the frame made before the call",
+            )
+        if missed:
+            try:
+                result = self.value(*real_args, **real_kwargs)
+            except Exception as e:  # noqa: BLE001 (the call runs again in Python, where it raises)
+                raise Unsupported(
+                    "python_error", f"{name}() raised {type(e).__name__}: {e}"
+                ) from None
         if not _immutable(result):
-            return self._trace_cached(tx, args, kwargs, real_args, real_kwargs, result)
-        return tx.fold(result)
+            return self._trace_cached(tx, args, kwargs, entry, missed, result)
+        folded = tx.fold(result)
+        entry.assume_hit(tx, result, folded, missed)
+        return folded
 
     def _trace_cached(
         self,
         tx: Translator,
         args: list[VariableTracker],
         kwargs: dict[str, VariableTracker],
-        real_args: list[Any],
-        real_kwargs: dict[str, Any],
+        entry: _CacheEntry,
+        made: bool,
         result: Any,
     ) -> VariableTracker:
         """A cached result that is no constant (an object of the user's): the wrapped function's
@@ -1013,10 +1031,12 @@ class MemoizedFunctionVariable(VariableTracker):
                 "memoized_call", f"{name}() returned a {type(result).__name__}, not a constant"
             )
         effects = tx.output.side_effects
+        real_args, real_kwargs = list(entry.args), entry.kwargs
         key = (tuple(real_args), tuple(real_kwargs.items()))
+        call = _skip_first(self.value, result) if made else self.value  # (``assume_hit``)
         earlier = _cached_in_trace(effects, self.value, key)
         if earlier is not None:
-            effects.memo_call(self.value, tuple(real_args), real_kwargs, key, earlier)
+            effects.memo_call(call, tuple(real_args), real_kwargs, key, earlier)
             return earlier
         state = _state_of(result)
         record = _record_key(key)
@@ -1025,10 +1045,10 @@ class MemoizedFunctionVariable(VariableTracker):
             built = self._trace_body(tx, args, kwargs, real_args, real_kwargs, state, name)
         vt, body_guards = built
         parts = _parts(tx, vt, result)
-        guard = _CachedObjectGuard(self.value, tuple(real_args), real_kwargs, state, result)
+        guard = _CachedObjectGuard(entry.lookup(), entry.args, state, result)
         label = ("lru_cache", id(self.value), repr(key), id(result))
         tx.output.assume_state(label, guard.getter, True)
-        local = effects.memo_call(self.value, tuple(real_args), real_kwargs, key, vt)
+        local = effects.memo_call(call, tuple(real_args), real_kwargs, key, vt)
         recorded = record is not _UNREADABLE and body_guards is not None
         if _freeze(effects, vt, FreshSource(local)) and recorded:
             _VERIFIED.setdefault(self.value, {})[record] = (state, body_guards)
@@ -1080,6 +1100,39 @@ class MemoizedFunctionVariable(VariableTracker):
             )
         return traced, _portable(tx, log)
 
+    def _trace_symbolic(
+        self,
+        tx: Translator,
+        args: list[VariableTracker],
+        kwargs: dict[str, VariableTracker],
+        fn: VariableTracker,
+        name: str,
+    ) -> VariableTracker:
+        """A call with a symbolic number among its arguments (no key of the cache: it would be
+        specialised): the body is traced, the numbers kept symbolic. Eager's result is the cached
+        object, made once per key: the trace gives the tracker of an earlier call with the same
+        arguments (the same symbolic values) while ``lru_cache`` holds it, so ``is`` holds as in
+        eager. A body with effects (run on a miss only), or whose result holds anything but
+        constants and symbolic numbers (an object whose identity or changes the cache shares
+        with other calls), breaks: the call is made in Python."""
+        effects = tx.output.side_effects
+        key = ("symbolic", _symbolic_key([*args]), _symbolic_key([*kwargs.values()]), *kwargs)
+        earlier = _cached_in_trace(effects, self.value, key)
+        if earlier is None:
+            snapshot = effects.snapshot()
+            earlier = dispatch.call(tx, fn, args, kwargs)
+            if effects.changed_since(snapshot):
+                raise Unsupported(
+                    "memoized_call", f"the body of the lru_cache'd {name}() has effects"
+                )
+            if not _value_like(earlier):
+                raise Unsupported(
+                    "memoized_call",
+                    f"{name}() called with a symbolic number returns an object the cache shares",
+                )
+        effects.memo_call(self.value, tuple(args), kwargs, key, earlier)
+        return earlier
+
     def _call_wrapped(
         self,
         tx: Translator,
@@ -1101,6 +1154,8 @@ class MemoizedFunctionVariable(VariableTracker):
         )
         source = AttrSource(self.source, "__wrapped__") if self.source is not None else None
         fn = tx.wrap(wrapped, source) if source is not None else tx.wrap_static(wrapped)
+        if any(map(_holds_symbol, [*args, *kwargs.values()])):
+            return self._trace_symbolic(tx, args, kwargs, fn, name)
         return dispatch.call(tx, fn, args, kwargs)
 
     def reconstruct(self, cg: Codegen) -> None:
@@ -1111,6 +1166,143 @@ class MemoizedFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"MemoizedFunctionVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+class _CacheEntry:
+    """The entry of a real ``lru_cache`` wrapper for one call's arguments, read without calling
+    the wrapper (a call counts a hit or a miss, and a miss runs the body). CPython's wrapper has
+    no attribute for its cache: the dict is what the garbage collector sees it hold beside its
+    ``__dict__`` (cleared in place by ``cache_clear``), keyed as CPython's ``lru_cache_make_key``
+    keys a call (``_key``), holding the result (``maxsize=None``) or the link of the recency
+    list that holds it; the collector sees each link's key and result in the list
+    (``_link_result``)."""
+
+    __slots__ = ("wrapper", "args", "kwargs", "cache", "key", "bounded")
+
+    def __init__(self, wrapper: Any, args: list, kwargs: dict, cache: dict, key: Any) -> None:
+        self.wrapper, self.args, self.kwargs = wrapper, tuple(args), dict(kwargs)
+        self.cache, self.key = cache, key
+        self.bounded = wrapper.cache_parameters()["maxsize"] is not None
+
+    @classmethod
+    def of(cls, wrapper: Any, args: list, kwargs: dict, name: str) -> _CacheEntry:
+        parameters = wrapper.cache_parameters()
+        if parameters["maxsize"] == 0:  # no cache: the body runs on every call
+            raise Unsupported("memoized_call", f"{name}() is an lru_cache of maxsize 0")
+        own = getattr(wrapper, "__dict__", None)
+        referents = gc.get_referents(wrapper)
+        found = [r for r in referents if type(r) is dict and r is not own]
+        marks = [r for r in referents if type(r) is object]
+        if len(found) != 1 or (kwargs and len(marks) != 1):
+            raise Unsupported("memoized_call", f"the cache of {name}() cannot be read")
+        key = _key(args, kwargs, parameters["typed"], marks[0] if kwargs else None)
+        return cls(wrapper, args, kwargs, found[0], key)
+
+    def cached_result(self) -> Any:
+        """What a call would return from the cache now (a hit), or ``_UNREADABLE`` (a miss)."""
+        stored = self.cache.get(self.key, _UNREADABLE)
+        if stored is _UNREADABLE or not self.bounded:
+            return stored
+        return _link_result(self.wrapper, self.cache, stored)
+
+    def lookup(self) -> Callable[[], Any]:
+        """``cached_result`` as a guard reads it on every call. A bounded cache gives a link to
+        another key (and maybe back to this one) only on a miss with the cache full; entries
+        leave it only so, or all at once (``cache_clear``, which drops the links). So the link
+        read before, found in a cache not full, holds what it held; in a full one, where the
+        cache missed since (``misses``, which ``cache_info()`` reads slowly), it is read again."""
+        cache, key = self.cache, self.key
+        cache_get = cache.get
+        if not self.bounded:
+            return lambda: cache_get(key, _UNREADABLE)
+        info, read = self.wrapper.cache_info, self.cached_result
+        maxsize = self.wrapper.cache_parameters()["maxsize"]
+        known: list[Any] = [_UNREADABLE, _UNREADABLE, -1]  # the link, its result, misses then
+
+        def lookup() -> Any:
+            link = cache_get(key, _UNREADABLE)
+            if link is _UNREADABLE or (link is known[0] and len(cache) < maxsize):
+                return known[1] if link is not _UNREADABLE else link
+            misses = info().misses
+            if link is not known[0] or misses != known[2]:
+                known[:] = [link, read(), misses]
+            return known[1]
+
+        return lookup
+
+    def assume_hit(self, tx: Translator, result: Any, folded: VariableTracker, made: bool) -> None:
+        """The trace folded ``result``: guard that each later call finds it in this entry (else
+        eager's call would run the body, or return another object), and make the call there
+        for real after the graph, a hit, as eager's is (the cache counts it and, for a bounded
+        cache, moves the entry up), in call order with the other cached calls. ``made``: this
+        trace made the call (a miss), which is this call's: the replay skips its first run."""
+        stored = self.cache.get(self.key, _UNREADABLE)
+        if stored is _UNREADABLE:
+            raise Unsupported("memoized_call", "an lru_cache'd call left no entry in its cache")
+        # numbered in call order (the order of the guards' labels): nothing is called there
+        number = int(tx.output.side_effects.new_name("").lstrip("_"))
+        label = ("lru_cache_entry", f"{number:09d}", id(self.wrapper), repr(self.key))
+        lookup = self.lookup()
+        tx.output.assume_state(label, lambda: lookup() is result, True)
+        call = _skip_first(self.wrapper, result) if made else self.wrapper
+        key = (self.args, tuple(self.kwargs.items()))
+        tx.output.side_effects.memo_call(call, self.args, self.kwargs, key, folded)
+
+
+def _link_result(wrapper: Any, cache: dict, link: Any) -> Any:
+    """The result ``link``, a link of ``wrapper``'s recency list, holds: the collector sees the
+    wrapper's type, then each link's key, result and type, then the cache; the key object is the
+    one ``cache`` holds ``link`` under."""
+    stored = [k for k, v in cache.items() if v is link]
+    referents = gc.get_referents(wrapper)
+    for i in range(1, len(referents) - 2, 3):
+        if stored and referents[i] is stored[0] and referents[i + 2] is type(link):
+            return referents[i + 1]
+    return _UNREADABLE
+
+
+def _skip_first(wrapper: Any, result: Any) -> Callable[..., Any]:
+    """``wrapper``, called by the replay, but not on its first run, the run of the call the
+    trace made the wrapper's call for (a miss): that run gives what the call returned."""
+    first = [result]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if first:
+            return first.pop()
+        return wrapper(*args, **kwargs)
+
+    return call
+
+
+def _key(args: list, kwargs: dict, typed: bool, mark: Any) -> Any:
+    """CPython's ``lru_cache_make_key`` for a call: one exact int or str argument is its own key,
+    other calls the tuple of the arguments, then ``mark`` and the keyword pairs, then (``typed``)
+    the types of all the values."""
+    if not typed and not kwargs:
+        if len(args) == 1 and type(args[0]) in (int, str):
+            return args[0]
+        return tuple(args)
+    key = [*args]
+    if kwargs:
+        key.append(mark)
+        for name, value in kwargs.items():
+            key += [name, value]
+    if typed:
+        key += [type(v) for v in [*args, *kwargs.values()]]
+    return tuple(key)
+
+
+def _effects_pending(effects: Any) -> bool:
+    """The trace recorded an effect on what existed before it (replayed after the graph): a
+    body run at trace time would run before it, where eager runs it after."""
+    own = any(not effects.is_new(obj) for obj, _, _ in effects.attr_stores.values())
+    return own or bool(
+        effects.global_stores
+        or effects.cell_stores
+        or effects.mutated
+        or effects.hook_removals
+        or effects.calls
+    )
 
 
 @dataclass(eq=False)
@@ -1218,6 +1410,35 @@ def _argument(tx: Translator, vt: VariableTracker, name: str, pins: list) -> Any
         tx.output.assume_identity(source, value)
         return value
     raise Unsupported("memoized_call", f"{name}() called with {vt}, not a constant")
+
+
+def _symbolic_key(items: list[VariableTracker]) -> tuple:
+    """The arguments of a call with symbolic numbers as the trace tells them apart: a symbolic
+    number by its graph node (one value), a constant by its value and type, a tuple or list by its
+    items; anything else by its tracker."""
+    key: list[Any] = []
+    for vt in items:
+        if isinstance(vt, SymNodeVariable):
+            key.append(("node", vt.node))
+        elif isinstance(vt, ConstantVariable) and _immutable(vt.value):
+            key.append((type(vt.value), vt.value))
+        elif isinstance(vt, (TupleVariable, ListVariable)):
+            key.append((vt.python_type(), _symbolic_key(vt.items)))
+        else:
+            key.append(("tracker", id(vt)))
+    return tuple(key)
+
+
+def _value_like(vt: VariableTracker) -> bool:
+    """A constant, a symbolic number, or a tuple of them: a value whose identity and contents no
+    caller can tell from another alike."""
+    if isinstance(vt, SymNodeVariable):
+        return True
+    if isinstance(vt, ConstantVariable):
+        return _immutable(vt.value)
+    if isinstance(vt, TupleVariable) and vt.python_type() is tuple:
+        return all(map(_value_like, vt.items))
+    return False
 
 
 def _holds_symbol(vt: VariableTracker) -> bool:
@@ -1333,12 +1554,12 @@ def _same(now: Any, then: Any, kind: type | None) -> bool:
 
 class _CachedObjectGuard:
     """The guard on an ``lru_cache``'d object the trace read (``getter``, of ``assume_state``):
-    true while the object the wrapper returns has the ``_state_of`` the trace saw. Building that
-    state on every call costs more than many graphs, so the guard first checks what implies it,
-    without building anything: the wrapper returns the object it holds (held, so that its identity
-    stays meaningful), and each mutable part of that object (``nodes``: a list, a dict, an
-    object's type and instance dict) still holds the same items, scalars compared by exact type
-    and value (``1``, ``True`` and ``1.0`` apart), anything else by identity (a node itself, or
+    true while the object the cache holds for the call (read without calling the wrapper) has
+    the ``_state_of`` the trace saw. Building that state on every call costs more than many
+    graphs, so the guard first checks what implies it, without building anything: the cache
+    holds the object the guard holds (so that its identity stays meaningful), and each mutable
+    part of that object (``nodes``: a list, a dict, an object's type and instance dict) still
+    holds the same items, scalars compared by exact type and value (``1``, ``True`` and ``1.0`` apart), anything else by identity (a node itself, or
     immutable with its parts nodes), so no user ``__eq__`` runs. Where that fails (the object was
     dropped and made again, a part replaced by an equal one, or changed) the states are compared,
     and a new object found alike is held in its place, unless the trace assumed the identity of a
@@ -1347,9 +1568,8 @@ class _CachedObjectGuard:
     of ``_unchanged`` only where an item differs."""
 
     __slots__ = (
-        "wrapper",
+        "lookup",
         "args",
-        "kwargs",
         "state",
         "held",
         "pinned",
@@ -1358,8 +1578,10 @@ class _CachedObjectGuard:
         "getter",
     )
 
-    def __init__(self, wrapper: Any, args: tuple, kwargs: dict, state: Any, root: Any) -> None:
-        self.wrapper, self.args, self.kwargs, self.state = wrapper, args, kwargs, state
+    def __init__(self, lookup: Callable[[], Any], args: tuple, state: Any, root: Any) -> None:
+        #: what the cache holds for the call now, read without calling the wrapper (a call
+        #: counts in ``cache_info()``, and a miss would run the body): ``_CacheEntry.lookup``
+        self.lookup, self.args, self.state = lookup, args, state
         #: the trace found a part of the object under another name (``cached_part``): only that
         #: object, with the same parts, is the one the trace read (no other found alike)
         self.pinned = False
@@ -1397,10 +1619,7 @@ class _CachedObjectGuard:
         """The guard where ``check`` is not written out: written out for the object held once a
         call finds it held and unchanged (an object the cache keeps), at most ``_CHECK_WRITTEN``
         times (an object whose scalars are replaced on every call keeps this one)."""
-        try:
-            root = self.wrapper(*self.args, **self.kwargs)
-        except Exception:  # noqa: BLE001 (the guard fails; the call raises again in the trace)
-            return False
+        root = self.lookup()
         held, nodes = self.held
         if not self._settle(root):
             return False
@@ -1422,6 +1641,8 @@ class _CachedObjectGuard:
 
     def _settle(self, root: Any) -> bool:
         """The guard for ``root``, the object the wrapper returned."""
+        if root is _UNREADABLE:  # not cached: eager's call runs the body
+            return False
         try:
             held, nodes = self.held
             if root is held and _unchanged(nodes):
@@ -1446,16 +1667,13 @@ _CHECK_WRITTEN = 4  #: the most times one guard's check is written out
 
 
 def _check_source(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> tuple[str, dict]:
-    """The source of ``guard.check`` (the wrapper called; its result the held ``root``, each
-    node holding its items by identity, else ``guard._recheck``) and its closure values. The text
-    depends only on the shape of the nodes and the keyword names, so objects alike share the
-    compiled code (``exec_function``)::
+    """The source of ``guard.check`` (the cache read, ``guard.lookup``; its result the held
+    ``root``, each node holding its items by identity, else ``guard._recheck``) and its closure
+    values. The text depends only on the shape of the nodes, so objects alike share the compiled
+    code (``exec_function``)::
 
         def ___check():
-            try:
-                ___r = ___w(___a0, ndim=___a1)
-            except Exception:
-                return False
+            ___r = ___w()
             try:
                 if ___r is ___root and (type(___n0) is ___K0
                         and type(___d0 := ___get0(___n0)) is ___dict and len(___d0) == 2
@@ -1468,23 +1686,12 @@ def _check_source(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> t
             return ___recheck(___r)
     """
     closure: dict[str, Any] = {
-        "___w": guard.wrapper,
+        "___w": guard.lookup,
         "___root": root,
         "___recheck": guard._recheck,
         "___is": operator.is_,
         "___dict": dict,
     }
-    args = []
-    for i, value in enumerate(guard.args):
-        closure[f"___a{i}"] = value
-        args.append(f"___a{i}")
-    if all(map(_plain_name, guard.kwargs)):
-        for i, (name, value) in enumerate(guard.kwargs.items()):
-            closure[f"___kw{i}"] = value
-            args.append(f"{name}=___kw{i}")
-    elif guard.kwargs:
-        closure["___kwargs"] = guard.kwargs
-        args.append("**___kwargs")
     tests = ["___r is ___root"]
     for i, (obj, kind, descriptor, keys, items, _) in enumerate(nodes):
         node = f"___n{i}"
@@ -1498,10 +1705,7 @@ def _check_source(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> t
     body = "\n                    and ".join(tests)
     source = (
         "def ___check():\n"
-        "    try:\n"
-        f"        ___r = ___w({', '.join(args)})\n"
-        "    except Exception:\n"
-        "        return False\n"
+        "    ___r = ___w()\n"
         "    try:\n"
         f"        if ({body}):\n"
         "            return True\n"
@@ -1510,11 +1714,6 @@ def _check_source(guard: _CachedObjectGuard, root: Any, nodes: list[tuple]) -> t
         "    return ___recheck(___r)\n"
     )
     return source, closure
-
-
-def _plain_name(name: str) -> bool:
-    """``name`` can be written as a keyword argument of ``_check_source``'s call."""
-    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("___")
 
 
 def _node_tests(closure: dict, i: int, node: str, keys: tuple | None, items: tuple) -> list[str]:
