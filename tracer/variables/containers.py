@@ -2974,9 +2974,24 @@ def dict_or(tx: Translator, op, lhs: DictVariable, rhs: VariableTracker) -> Vari
         return lhs
     if not isinstance(rhs, DictVariable):
         return None
-    merged = _dict_copy(tx, lhs)
+    first = rhs if _reflected_first(lhs.cls, rhs.cls) else lhs  # whose type the union has
+    if first is rhs and isinstance(type_lookup(rhs.cls, "__ror__"), types.FunctionType):
+        return None  # a class's own ``__ror__`` in Python: not this rule's
+    merged = _dict_copy(tx, first)
+    merged.items.clear()
+    merged.items.update(mapping_items(tx, lhs))
     merged.items.update(mapping_items(tx, rhs))
     return merged
+
+
+def _reflected_first(left: type, right: type) -> bool:
+    """CPython asks ``right.__ror__`` before ``left.__or__``: ``right`` is a proper subclass
+    overriding it (``dict | OrderedDict``, ``dict | defaultdict``: a union of the right's type)."""
+    return (
+        right is not left
+        and issubclass(right, left)
+        and type_lookup(right, "__ror__") is not type_lookup(left, "__ror__")
+    )
 
 
 def _dict_setdefault(tx, obj, key, default=NONE):
