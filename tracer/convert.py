@@ -9,6 +9,7 @@ and side effects need, compiles it with the backend and emits the rewritten func
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,7 @@ def convert_call(
             output.assume_state(("modes",), _mode_depth, depth)
             raise Unsupported("torch_function_mode", "a torch function mode is active")
         rests = getattr(getattr(fn, "__bytegraph_resume__", None), "iter_args", ())
+        output.shapes.arguments = dict(_tensor_arguments(L))
         tx.symbolic_locals = {name: _argument(tx, name, value, rests) for name, value in L.items()}
         enter_carried(tx)  # a resume function starting inside with blocks (variables/contexts/)
         try:
@@ -133,6 +135,19 @@ def _argument(tx: Translator, name: str, value: Any, rests: tuple[str, ...]) -> 
         tx.output.assume_type(source, type(value))
         return ResumedItemsVariable([], rest=value, rest_source=source)
     return tx.wrap(value, source)
+
+
+def _tensor_arguments(L: dict[str, Any]) -> Iterator[tuple[int, tuple[torch.Tensor, Source]]]:
+    """``(id(t), (t, source))`` for the tensors among the arguments, and in their tuples and
+    lists (``*args``) two levels down: a view among them whose base is another one is faked on
+    that base's sizes (``ShapeTracker.arguments``)."""
+    stack: list[tuple[Any, Source, int]] = [(v, LocalSource(k), 0) for k, v in L.items()]
+    while stack:
+        value, source, depth = stack.pop()
+        if isinstance(value, torch.Tensor):
+            yield id(value), (value, source)
+        elif type(value) in (tuple, list) and depth < 2 and len(value) <= 16:
+            stack += [(v, ItemSource(source, i), depth + 1) for i, v in enumerate(value)]
 
 
 _mode_depth = torch._C._len_torch_function_stack
@@ -209,7 +224,7 @@ def _finish(
         template, index = resume_origin(leaf.tx.fn, call_start(leaf.tx, leaf.index))
         stopped_at = (template.__code__, index)
     speculated = output.deferred.speculated()
-    guards = tree_guards(_all_guards(output))
+    guards = tree_guards(_all_guards(output, storages=not _runs_graph_as_is(backend)))
     writes = _written_places(output)
     return TraceResult(new_fn, guards, graphs, ops, breaks, stopped_at, speculated, writes)
 
@@ -392,10 +407,20 @@ def _guards_so_far(output: OutputGraph) -> list[Guard]:
         return []
 
 
-def _all_guards(output: OutputGraph) -> list[Guard]:
+def _all_guards(output: OutputGraph, storages: bool = False) -> list[Guard]:
     """Input guards plus the shape facts the trace relied on (rendered last: they need every
-    size)."""
-    return sorted(output.guards | set(output.shapes.guards()), key=Guard.sort_key)
+    size), and with ``storages`` which tensor inputs share storage where the graph writes into
+    one (``OutputGraph.storage_sharing_guards``)."""
+    facts = [*output.shapes.guards(), *(output.storage_sharing_guards() if storages else ())]
+    return sorted(output.guards | set(facts), key=Guard.sort_key)
+
+
+def _runs_graph_as_is(backend: Any) -> bool:
+    """Whether ``backend`` (or the one a ``TimedBackend`` times) runs the graph's operators as
+    they are on the real inputs (``eager``): a write into one input is then seen through every
+    input sharing its storage, whichever share it in a call."""
+    inner = getattr(backend, "backend", backend)
+    return getattr(inner, "runs_graph_as_is", False) is True
 
 
 def _emit_graph_call(

@@ -23,7 +23,15 @@ from ..backends.graph_source import release_source_on_death
 from ..backends.state_nodes import RUNTIME
 from ..guards import kinds
 from ..guards.guard import Fixed, Guard, TensorSpec
-from ..guards.sources import AttrSource, ConstSource, FreshSource, ItemSource, Source
+from ..guards.sources import (
+    AttrSource,
+    ConstSource,
+    FreshSource,
+    ItemSource,
+    ModuleGlobalSource,
+    ShapeExprSource,
+    Source,
+)
 from . import effects, generator_draws
 from .breaks import deferred_checks
 from .breaks.deferred_checks import DeferredChecks
@@ -122,6 +130,8 @@ class OutputGraph:
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes
         #: tensors whose text the rewritten code makes after the graph, with their state then
         self.text_reads: list[tuple[VariableTracker, tuple]] = []
+        #: ``torch._C._storage_id`` of each fake tensor an operator of the graph wrote into
+        self.written_storages: set[int] = set()
         #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
         self.exc_info: list[VariableTracker] = []
         self.iterator_births: list[Any] = []  #: see ``iterator_rollback``
@@ -305,6 +315,36 @@ class OutputGraph:
         self.input_values.append(value)
         return vt
 
+    def storage_sharing_guards(self) -> list[Guard]:
+        """Where the graph writes into a tensor input: which tensor inputs share storage, as
+        they do now. A backend that functionalizes the graph (AOTAutograd) keeps a write to one
+        input from another only where their fakes shared storage: a later call whose inputs
+        share storage otherwise (``f(z[:3], z[1:])`` after ``f(x, y)``, or the reverse) would
+        read stale values. One expression: the storages' count, and each group's members equal.
+        """
+        tensors = [
+            (source, value)
+            for (source, vt), value in zip(self.inputs.items(), self.input_values, strict=True)
+            if isinstance(vt, TensorVariable)
+            and not isinstance(source.root, (FreshSource, ConstSource))
+        ]
+        ids = [torch._C._storage_id(value) for _, value in tensors]
+        if len(tensors) < 2 or self.written_storages.isdisjoint(
+            torch._C._storage_id(self.inputs[source].example) for source, _ in tensors
+        ):
+            return []
+        first: dict[int, int] = {}  # storage id -> index of its first tensor
+        terms = []
+        for i, storage in enumerate(ids):
+            if storage in first:
+                terms.append(f"{{0}}({{{first[storage] + 1}}}) == {{0}}({{{i + 1}}})")
+            first.setdefault(storage, i)
+        listed = ", ".join(f"{{{i + 1}}}" for i in range(len(tensors)))
+        template = " and ".join([f"len(set(map({{0}}, ({listed},)))) == {len(first)}", *terms])
+        storage_id = ModuleGlobalSource("torch._C", "_storage_id")
+        shape = ShapeExprSource(template, (storage_id, *(source for source, _ in tensors)))
+        return [kinds.SHAPE_EXPR(None, shape)]
+
     def example_inputs(self) -> list[Any]:
         """What the backend gets: real values, or the fake ones when the graph has symbolic sizes
         or numbers computed from tensor data (so a backend sees which sizes are dynamic, sharing one
@@ -382,6 +422,7 @@ class OutputGraph:
                 else []
             )
             example = self._run_fake(op, target, fake_args, fake_kwargs, probe)
+            self.written_storages.update(torch._C._storage_id(w) for w in probe.written)
             if grads and effects.grads_changed(grads, probe):  # its body is traced instead
                 raise effects.InlineInstead(
                     "effect", f"{_name(called)} changes the .grad of a tensor it is given"

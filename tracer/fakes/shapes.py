@@ -211,6 +211,9 @@ class ShapeTracker:
         #: id(real tensor) -> (the tensor, its fake) for fakes made by ``static_fakes`` (the ones
         #: ``from_tensor`` makes, it remembers itself)
         self._fresh: dict[int, tuple[torch.Tensor, Any]] = {}
+        #: id(tensor) -> (the tensor, its source) for the tensors the function was called with:
+        #: a view among them whose base is one too gets its base's fake from that source
+        self.arguments: dict[int, tuple[torch.Tensor, Source]] = {}
 
     @property
     def used(self) -> bool:
@@ -231,7 +234,9 @@ class ShapeTracker:
         made = self._fresh.get(id(value))
         if made is not None:
             return made[1]
-        if not dims:
+        base = value._base if value._is_view() else None
+        base_source = self._argument_source(base)
+        if not dims and (base_source is None or not self.policy.tensor_dims(base, base_source)):
             fake = static_fakes.fresh_fake(self.fake_mode, value)
             if fake is not None:
                 self._fresh[id(value)] = (value, fake)
@@ -245,25 +250,50 @@ class ShapeTracker:
         symbolic_shapes = sys.modules[_SYMBOLIC_SHAPES]
         dim_kind = symbolic_shapes.DimDynamic
         kind = dim_kind.DUCK if self.policy.duck_shape else dim_kind.DYNAMIC
-        sizes = [kind if i in dims else dim_kind.STATIC for i in range(value.dim())]
-        base = value._base if value._is_view() else None
-        context = symbolic_shapes.StatelessSymbolicContext(
-            dynamic_sizes=sizes,
-            constraint_sizes=[None] * value.dim(),
+        if base_source is not None:
+            # a view of another argument (``f(b.t(), b)``, ``f(b[1:], b)``): its base is faked
+            # on that argument's sizes, and none of the two duck-sized, as torch's offset always
+            # is: ``b[1:]``'s (a row's size) would be guarded equal to a size equal to it now
+            kind = dim_kind.DYNAMIC
+            base_dims = self.policy.tensor_dims(base, base_source)
+            base_context = symbolic_shapes.StatelessSymbolicContext(
+                dynamic_sizes=[
+                    kind if i in base_dims else dim_kind.STATIC for i in range(base.dim())
+                ],
+                constraint_sizes=[None] * base.dim(),
+            )
+        elif base is not None:
             # a view's base made static: torch would give it symbols of its own (all dynamic),
             # with no source of ours, and the bounds it assumed of them (the view inside its
             # base's storage) could not be guarded; static, they are bounds on the view's own
             # symbols
-            view_base_context=None if base is None else _static_context(symbolic_shapes, base),
+            base_context = _static_context(symbolic_shapes, base)
+        else:
+            base_context = None
+        sizes = [kind if i in dims else dim_kind.STATIC for i in range(value.dim())]
+        context = symbolic_shapes.StatelessSymbolicContext(
+            dynamic_sizes=sizes,
+            constraint_sizes=[None] * value.dim(),
+            view_base_context=base_context,
         )
         fake = self.fake_mode.from_tensor(
             value, symbolic_context=context, source=Origin(source.expr), trace=False
         )
-        for i in range(value.dim()):
+        if base_source is not None and fake._base is not None:
+            self._note_tensor(fake._base, base_source)
+        self._note_tensor(fake, source)
+        return fake
+
+    def _argument_source(self, value: torch.Tensor | None) -> Source | None:
+        known = self.arguments.get(id(value)) if value is not None else None
+        return None if known is None or known[0] is not value else known[1]
+
+    def _note_tensor(self, fake: Any, source: Source) -> None:
+        """Where each symbol of ``fake``'s sizes, strides and offset is read: at ``source``."""
+        for i in range(fake.dim()):
             self._note(fake.size(i), TensorPropertySource(source, "size", i))
             self._note(fake.stride(i), TensorPropertySource(source, "stride", i))
         self._note(fake.storage_offset(), TensorPropertySource(source, "storage_offset"))
-        return fake
 
     def symbolic_number(self, value: int | float, source: Source) -> torch.SymInt | torch.SymFloat:
         origin = Origin(source.expr)
@@ -305,7 +335,7 @@ class ShapeTracker:
         expr = value.node.expr
         if isinstance(expr, sympy.Symbol) and expr not in self.defined:
             self.defined[expr] = source
-        else:
+        elif self.defined.get(expr) != source:  # (a base noted with its view, then itself)
             self.equalities.append((source, expr))
 
     # -- guards ------------------------------------------------------------------------------------
