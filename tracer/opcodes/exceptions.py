@@ -26,6 +26,7 @@ from ..exc import PythonError, TracedException, Unsupported
 from ..variables import dispatch
 from ..variables.base import IdentityKey, VariableTracker
 from ..variables.constants import ConstantVariable
+from ..variables.iterators import GeneratorVariable
 from ..variables.objects import ExceptionVariable, is_simple_exception, keyword_attributes
 from .load_store import load_deref
 from .registry import handler
@@ -203,6 +204,69 @@ def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
     tx.push(exc)
     tx.ip = entry.target
     return True
+
+
+# Throwing into a generator is unwinding its frame to a handler (``catch``), so its rule lives
+# here: ``dispatch.throw``, which a ``@contextmanager``'s exit with an exception asks.
+@dispatch.rule("throw")
+def _throw_refused(tx: Translator, gen: VariableTracker, exc: VariableTracker) -> bool:
+    raise Unsupported("generator", f"an exception thrown into {gen!r}")
+
+
+@dispatch.rule("throw", GeneratorVariable)
+def throw_into_generator(tx: Translator, gen: GeneratorVariable, exc: VariableTracker) -> bool:
+    """``gen.throw(exc)`` for a generator made in the trace, suspended at a ``yield``: ``exc``
+    raised there, meeting the frame's handlers. True where the frame then returns, False where
+    ``exc`` itself leaves it; yielding again or raising another exception breaks. The frame's
+    state is kept in the side-effect log first, so a trial (``_exit_swallows``) undoes it."""
+    frame = gen.frame
+    at = frame.ip - 1 if frame is not None else -1
+    if (
+        gen.source is not None
+        or not gen.given
+        or gen.done
+        or gen.index < len(gen.items)
+        or not isinstance(exc, ExceptionVariable)
+        or issubclass(exc.cls, (StopIteration, GeneratorExit))  # turned into RuntimeError...
+        or frame.instructions[at].name != "YIELD_VALUE"
+    ):
+        return _throw_refused(tx, gen, exc)
+    tx.output.side_effects.before_mutation(_SuspendedFrame(gen))
+    if not catch(frame, at, exc):
+        gen.done = True
+        return False
+    try:
+        if gen.pull() is not None:
+            raise Unsupported("python_error", "RuntimeError: generator didn't stop after throw()")
+    except TracedException as e:
+        if e.exc is exc:
+            return False
+        raise Unsupported("generator", f"{gen!r} raised another exception on a throw") from None
+    gen.done = True
+    return True
+
+
+class _SuspendedFrame:
+    """A generator's frame as it stands, for the side-effect log's undo (``save_state``,
+    ``restore_state``): its position, stack and locals (changed in place: cells read them)."""
+
+    source = None
+
+    def __init__(self, gen: GeneratorVariable) -> None:
+        self.gen = gen
+
+    def save_state(self) -> tuple:
+        gen, frame = self.gen, self.gen.frame
+        kept = (gen.given, gen.done, gen.result, gen.spoiled)
+        return frame.ip, list(frame.stack), dict(frame.symbolic_locals), kept
+
+    def restore_state(self, state: tuple) -> None:
+        gen, frame = self.gen, self.gen.frame
+        frame.ip, stack, symbolic_locals, kept = state
+        frame.stack[:] = stack
+        frame.symbolic_locals.clear()
+        frame.symbolic_locals.update(symbolic_locals)
+        gen.given, gen.done, gen.result, gen.spoiled = kept
 
 
 def _through_with_exit(

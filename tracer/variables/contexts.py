@@ -46,7 +46,7 @@ from .call_rules import call_rule, call_rules_for
 from .constants import ConstantVariable
 from .functions import CALL_HOOKS, UserFunctionVariable
 from .iterators import GeneratorVariable
-from .objects import CFunctionVariable, UserObjectVariable
+from .objects import CFunctionVariable, ExceptionVariable, UserObjectVariable
 
 if TYPE_CHECKING:
     from ...codegen.emit import Codegen
@@ -456,6 +456,15 @@ class GeneratorContextVariable(ContextVariable):
             raise Unsupported("python_error", "RuntimeError: generator didn't stop")
         self.record(tx, "exit")
         return ConstantVariable(False)
+
+    def exit_with(self, tx: Translator, args: list[VariableTracker]) -> VariableTracker:
+        """The exception thrown into the generator at its ``yield``: swallowed where the
+        generator then ends, as ``contextlib``'s ``__exit__`` does."""
+        if len(args) != 3 or not isinstance(args[1], ExceptionVariable):
+            return super().exit_with(tx, args)
+        swallowed = dispatch.throw(tx, self.log.find(self, "enter").data["gen"], args[1])
+        self.record(tx, "exit")
+        return ConstantVariable(swallowed)
 
     def reconstruct(self, cg: Codegen) -> None:
         """Not entered yet (a break at its ``with``): call the ``@contextmanager`` function again,

@@ -46,6 +46,7 @@ RULES: dict[str, dict[type, Callable[..., Any]]] = {
         "sort_order",
         "namedtuple_attribute",
         "index_stand_in",
+        "throw",
     )
 }
 _FOUND: dict[tuple[str, type], Callable[..., Any]] = {}
@@ -194,3 +195,10 @@ def index_stand_in(value: VariableTracker) -> object | None:
     rejects there with the error the value itself would get; None where the value could be an
     index (its type has ``__index__`` and what it gives is data)."""
     return lookup("index_stand_in", type(value))(value)
+
+
+def throw(tx: Translator, gen: VariableTracker, exc: VariableTracker) -> bool:
+    """``gen.throw(exc)`` as ``contextlib``'s ``__exit__`` makes it, at the generator's
+    ``yield``: True where the generator then ends (it caught ``exc``), False where ``exc``
+    leaves it."""
+    return lookup("throw", type(gen))(tx, gen, exc)
