@@ -351,3 +351,23 @@ def test_exception_thrown_into_a_contextmanager(fn, breaks):
     assert got == breaks
     if breaks == 0:
         assert_no_more_breaks(got, fn, x, [])
+
+
+# -- a caught shape error ------------------------------------------------------------------------
+def _caught_shape_error(a, b):
+    try:
+        y = a @ b
+    except RuntimeError as e:
+        y = a @ b.T + len(str(e).split()[0])
+    return y + 1
+
+
+def test_caught_shape_error():
+    """``a @ b`` with mismatched shapes fails on the fake inputs: the trace breaks there and
+    CPython raises eager's error, which the handler catches (its message read as eager's). One
+    break: torch 2.15's Dynamo traces the handler instead (0 breaks), torch 2.11 and 2.13's raise
+    TorchRuntimeError (no result at all)."""
+    a, b = torch.randn(2, 3), torch.randn(2, 3, requires_grad=True)
+    actual, breaks = compiled_breaks(_caught_shape_error, (a, b), "eager")
+    assert_same(actual, eager_twice(_caught_shape_error, (a, b)))
+    assert breaks == 1
