@@ -3162,7 +3162,22 @@ def reversed_(tx: Translator, seq: VariableTracker) -> VariableTracker:
         return IteratorVariable(
             [key_vt(k) for k in reversed(seq.items)], watched=seq, watched_len=len(seq.items)
         )
+    _check_reversible(seq)
     return IteratorVariable(list(reversed(dispatch.iterate(tx, seq))))
+
+
+def _check_reversible(seq: VariableTracker) -> None:
+    """CPython's TypeError for ``reversed(seq)`` where the type's ``__reversed__`` is None (a
+    ``Mapping``'s, ``ChainMap``'s) or where it has neither ``__reversed__`` nor the sequence
+    protocol (``__len__`` and ``__getitem__``); returns where it may be reversed."""
+    try:
+        cls = seq.python_type()
+    except Unsupported:
+        return
+    method = type_lookup(cls, "__reversed__")
+    sequence = all(type_lookup(cls, n) is not MISSING for n in ("__len__", "__getitem__"))
+    if method is None or (method is MISSING and not sequence):
+        raise PythonError(TypeError(f"'{containers.c_name(cls)}' object is not reversible"))
 
 
 @builtin(iter)
