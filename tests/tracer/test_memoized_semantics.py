@@ -62,6 +62,43 @@ def _symbolic_list(wrap):
     return seen, make.cache_info()
 
 
+def _symbolic_shapes(wrap):
+    """einops' ``_reconstruct_from_shape``: lists and a dict of sizes made by the body."""
+
+    @functools.lru_cache(16)
+    def layout(n):
+        return [n, 2], {"n": n}, (n * 2,)
+
+    def f(x, n):
+        a = layout(n)
+        b = layout(n)
+        return x.reshape(a[0]) * a[1]["n"] + b[2][0], a is b, a
+
+    fn = wrap(f)
+    seen = []
+    for n in (3, 4, 5, 6, 4):
+        out, same, a = fn(torch.ones(n * 2), n)
+        seen.append((out, same, a is layout(n), a[1] is layout(n)[1]))
+    return seen, layout.cache_info()
+
+
+def _symbolic_changed(wrap):
+    """The caller changes the cached list: eager's cache holds it changed."""
+
+    @functools.cache
+    def make(n):
+        return [n]
+
+    def f(x, n):
+        a = make(n)
+        a.append(1)
+        return x + len(a)
+
+    fn = wrap(f)
+    seen = [fn(torch.ones(2), n) for n in (3, 4, 5, 4, 3)]
+    return seen, [make(n) for n in (3, 4, 5)], make.cache_info()
+
+
 def _symbolic_value(wrap):
     log = []
 
@@ -315,6 +352,8 @@ SCENARIOS = {
     "bounded_link_given_back_to_the_key": _reused_link,
     "symbolic_int_list_result": _symbolic_list,
     "symbolic_int_value_result": _symbolic_value,
+    "symbolic_int_lists_and_dict_result": _symbolic_shapes,
+    "symbolic_int_result_changed_by_the_caller": _symbolic_changed,
     "symbolic_int_body_with_effects": _symbolic_effect,
     "evicted_maxsize_1": _evicted(1),
     "evicted_maxsize_2": _evicted(2),

@@ -986,6 +986,7 @@ class MemoizedFunctionVariable(VariableTracker):
         result = entry.cached_result()
         missed = result is _UNREADABLE
         if missed and _effects_pending(tx.output.side_effects):
+            entry.assume_missing(tx)  # a later call finding it cached is traced again
             raise Unsupported(
                 "memoized_call",
                 f"{name}() is not cached for these arguments: its body runs after the effects "
@@ -1112,11 +1113,27 @@ class MemoizedFunctionVariable(VariableTracker):
         specialised): the body is traced, the numbers kept symbolic. Eager's result is the cached
         object, made once per key: the trace gives the tracker of an earlier call with the same
         arguments (the same symbolic values) while ``lru_cache`` holds it, so ``is`` holds as in
-        eager. A body with effects (run on a miss only), or whose result holds anything but
-        constants and symbolic numbers (an object whose identity or changes the cache shares
-        with other calls), breaks: the call is made in Python."""
+        eager. The replay makes the call after the graph, with the values the numbers have; the
+        lists and tuples of the result are the objects it returns (``_freeze_symbolic``: the
+        trace may not change them; where they escape they are read from there), as einops'
+        ``_reconstruct_from_shape`` gives its shapes. A body with effects (run on a miss only),
+        or a result holding anything else (a dict, an object), breaks: the call is made in
+        Python."""
         effects = tx.output.side_effects
         key = ("symbolic", _symbolic_key([*args]), _symbolic_key([*kwargs.values()]), *kwargs)
+        pins: list[_CachedObjectGuard] = []
+        try:  # the replay's arguments: the symbolic ones rebuilt, the others as they are
+            replay = [a if _holds_symbol(a) else _argument(tx, a, name, pins) for a in args]
+            replay_kw = {
+                k: v if _holds_symbol(v) else _argument(tx, v, name, pins)
+                for k, v in kwargs.items()
+            }
+        except Unsupported:
+            raise Unsupported(
+                "memoized_call", f"{name}() called with a symbolic number and no constants"
+            ) from None
+        for guard in pins:  # (``cached_part``): the key holds that very object
+            guard.pinned = True
         earlier = _cached_in_trace(effects, self.value, key)
         if earlier is None:
             snapshot = effects.snapshot()
@@ -1125,12 +1142,14 @@ class MemoizedFunctionVariable(VariableTracker):
                 raise Unsupported(
                     "memoized_call", f"the body of the lru_cache'd {name}() has effects"
                 )
-            if not _value_like(earlier):
+            local = effects.memo_call(self.value, tuple(replay), replay_kw, key, earlier)
+            if not _freeze_symbolic(effects, earlier, FreshSource(local)):
                 raise Unsupported(
                     "memoized_call",
                     f"{name}() called with a symbolic number returns an object the cache shares",
                 )
-        effects.memo_call(self.value, tuple(args), kwargs, key, earlier)
+            return earlier
+        effects.memo_call(self.value, tuple(replay), replay_kw, key, earlier)
         return earlier
 
     def _call_wrapped(
@@ -1229,6 +1248,12 @@ class _CacheEntry:
             return known[1]
 
         return lookup
+
+    def assume_missing(self, tx: Translator) -> None:
+        """Guard that the entry is still missing (the trace breaks at the call then)."""
+        cache, key = self.cache, self.key
+        label = ("lru_cache_missing", id(self.wrapper), repr(key))
+        tx.output.assume_state(label, lambda: key not in cache, True)
 
     def assume_hit(self, tx: Translator, result: Any, folded: VariableTracker, made: bool) -> None:
         """The trace folded ``result``: guard that each later call finds it in this entry (else
@@ -1429,16 +1454,29 @@ def _symbolic_key(items: list[VariableTracker]) -> tuple:
     return tuple(key)
 
 
-def _value_like(vt: VariableTracker) -> bool:
-    """A constant, a symbolic number, or a tuple of them: a value whose identity and contents no
-    caller can tell from another alike."""
+def _freeze_symbolic(effects: Any, vt: VariableTracker, place: Source) -> bool:
+    """``vt``, the result of a cached call's body traced on symbolic numbers, as the object the
+    replay's call returns at ``place`` (``_freeze``, without specialising a number): constants,
+    symbolic numbers, objects from before the call (the trace reads them where they live: einops'
+    shapes hold the recipe's lists), and lists, tuples and dicts of them the body made. False for
+    anything else the body made."""
     if isinstance(vt, SymNodeVariable):
         return True
     if isinstance(vt, ConstantVariable):
         return _immutable(vt.value)
-    if isinstance(vt, TupleVariable) and vt.python_type() is tuple:
-        return all(map(_value_like, vt.items))
-    return False
+    if id(vt) in effects.frozen or vt.source is not None:
+        return True  # shared within the result; an object from before the call (itself)
+    if type(vt) in PLAIN_DICTS and vt.default_factory is None:
+        if not all(is_key_value(k) for k in vt.items):
+            return False
+        items = [(key_value(k), v) for k, v in vt.items.items()]
+    elif type(vt) in (ListVariable, TupleVariable) and vt.python_type() in (list, tuple):
+        items = list(enumerate(vt.items))
+    else:
+        return False
+    effects.freeze(vt, place)
+    vt.source = place
+    return all([_freeze_symbolic(effects, v, ItemSource(place, k)) for k, v in items])
 
 
 def _holds_symbol(vt: VariableTracker) -> bool:
@@ -1559,8 +1597,9 @@ class _CachedObjectGuard:
     graphs, so the guard first checks what implies it, without building anything: the cache
     holds the object the guard holds (so that its identity stays meaningful), and each mutable
     part of that object (``nodes``: a list, a dict, an object's type and instance dict) still
-    holds the same items, scalars compared by exact type and value (``1``, ``True`` and ``1.0`` apart), anything else by identity (a node itself, or
-    immutable with its parts nodes), so no user ``__eq__`` runs. Where that fails (the object was
+    holds the same items, scalars compared by exact type and value (``1``, ``True`` and ``1.0``
+    apart), anything else by identity (a node itself, or immutable with its parts nodes), so no
+    user ``__eq__`` runs. Where that fails (the object was
     dropped and made again, a part replaced by an equal one, or changed) the states are compared,
     and a new object found alike is held in its place, unless the trace assumed the identity of a
     part (``pinned``). Once a call finds the object held and unchanged, ``check`` is the first
