@@ -1867,7 +1867,7 @@ def _portable(tx: Translator, log: list[Guard]) -> tuple[Guard, ...] | None:
     for guard in dict.fromkeys(log):
         if guard.source is None:
             if isinstance(guard.arg, tuple) and _CachedObjectGuard.of(guard.arg[1]) is not None:
-                return None  # another cached call's: its guard runs its wrapper, eager would not
+                return None  # another cached call's: its guard holds that trace's object
             portable.append(guard)
             continue
         source = _rooted_at_module(guard.source, home)
