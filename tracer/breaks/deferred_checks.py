@@ -399,11 +399,13 @@ def _integral(value: Any) -> bool:
 
 
 def rerun_on_error(output: OutputGraph, code_flags: int) -> bool:
-    """Should the graph's errors rerun the call: it has side effects waiting for it, and running
-    it twice is invisible (as for a deferred check) unless the inputs' version counters show a
-    write?"""
+    """Should the graph's errors rerun the call: it has side effects waiting for it, or checks
+    (an operator on the side the trace assumed may raise where eager takes the other side:
+    ``t[i + 1]`` under ``if i == len(t) - 1``, an index that a deferred check refuses), and
+    running it twice is invisible (as for a deferred check) unless the inputs' version counters
+    show a write?"""
     return (
-        bool(output.side_effects)
+        bool(output.side_effects or output.deferred.checks)
         and output.deferred.effectful is None
         and not output.state.carried
         and not code_flags & _GENERATOR_FLAGS
