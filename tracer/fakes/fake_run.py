@@ -148,15 +148,19 @@ def _symbolic(args: tuple) -> bool:
 
 
 def unbacked_bindings(shape_env: Any, example: Any) -> Any:
-    """``compute_unbacked_bindings``, except that symbols an op made only inside itself (a
-    0-dim tensor passed as a scalar, as ``addcdiv_(value=t)`` in torch.optim's Adam, is read with
-    ``item()``) and that none of its outputs carry are dropped: nothing outside the op sees them."""
+    """``compute_unbacked_bindings``, except that symbols an op made only inside itself and that
+    none of its outputs carry are dropped: nothing outside the op sees them. A 0-dim tensor
+    passed as a scalar (``addcdiv_(value=t)`` in torch.optim's Adam) or as an index
+    (``timesteps[i]``, whose result's storage offset is a symbol of its own) is read with
+    ``item()`` inside the op."""
     if shape_env is None:
         return None
     pending = getattr(shape_env, "pending_fresh_unbacked_symbols", None)
-    if pending and not set(pending) & unbacked_symbols(example):
-        pending.clear()
-        return None
+    if pending:
+        carried = unbacked_symbols(example)
+        pending[:] = [s for s in pending if s in carried]
+        if not pending:
+            return None
     return sys.modules[shape_env.__module__].compute_unbacked_bindings(shape_env, example)
 
 
