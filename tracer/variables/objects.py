@@ -40,7 +40,7 @@ from ...guards.sources import (
     TypeSource,
 )
 from .. import polyfills, run_time_logging
-from ..exc import PythonError, Unsupported
+from ..exc import PythonError, TracedException, Unsupported
 from . import containers, dispatch
 from .base import (
     MISSING,
@@ -1089,6 +1089,8 @@ class UserObjectVariable(VariableTracker):
             hook = _getattr_fallback(cls)
             if hook is not None and static is MISSING:
                 return self._call_getattr_hook(tx, name, hook)
+            if hook is not None and _python_property(static):
+                return self._property_before_hook(tx, name, static)
             if hook is None or not _plain_lookup(self.value, static, name):
                 raise Unsupported(
                     "custom_getattr", f"{cls.__name__} defines __getattr__/__getattribute__"
@@ -1121,11 +1123,8 @@ class UserObjectVariable(VariableTracker):
             self._guard_not_shadowed(tx, name)  # ``logger.warning_once``: a memoized method
             method = tx.wrap(static, class_source)
             return MemoizedFunctionVariable(static, getattr(method, "source", None), self_vt=self)
-        if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-            fget_source = None if class_source is None else AttrSource(class_source, "fget")
-            if fget_source is not None:
-                tx.wrap(static.fget, fget_source)
-            return UserFunctionVariable(static.fget, fget_source).call_function(tx, [self], {})
+        if _python_property(static):
+            return self._read_property(tx, static, class_source)
         if isinstance(static, (staticmethod, classmethod)) and name not in _instance_dict(
             self.value
         ):
@@ -1317,6 +1316,37 @@ class UserObjectVariable(VariableTracker):
             own = AttrSource(self.source, "__dict__", generic=True)
             tx.output.assume_key_absent(own, "_heterogeneity_spec")
         return True
+
+    def _read_property(
+        self, tx: Translator, prop: property, class_source: Source | None
+    ) -> VariableTracker:
+        """``obj.name`` for a property whose getter is a Python function: the getter inlined."""
+        fget_source = None if class_source is None else AttrSource(class_source, "fget")
+        if fget_source is not None:
+            tx.wrap(prop.fget, fget_source)
+        return UserFunctionVariable(prop.fget, fget_source).call_function(tx, [self], {})
+
+    def _property_before_hook(self, tx: Translator, name: str, prop: property) -> VariableTracker:
+        """A property of a class with a ``__getattr__`` of its own (diffusers' ``ConfigMixin``:
+        ``scheduler.config``): the getter inlined, as for any class, where it returns; where it
+        raises AttributeError CPython calls ``__getattr__`` next, which the trace does not follow
+        (a break)."""
+        source = None if self.source is None else AttrSource(TypeSource(self.source), name)
+        tx.builtin_catches.append(AttributeError)
+        try:
+            return self._read_property(tx, prop, source)
+        except TracedException as te:
+            if not issubclass(te.exc.cls, AttributeError):
+                raise
+        except PythonError as e:
+            if not isinstance(e.exc, AttributeError):
+                raise
+        finally:
+            tx.builtin_catches.pop()
+        raise Unsupported(
+            "custom_getattr",
+            f"{type(self.value).__name__}.{name} raised AttributeError: __getattr__ runs next",
+        )
 
     def _call_getattr_hook(self, tx: Translator, name: str, hook: Any) -> VariableTracker:
         """``obj.name`` that the generic lookup does not find: the class's ``__getattr__`` (a
@@ -1530,6 +1560,10 @@ def _getattr_fallback(cls: type) -> Any:
     if hook is dict.__getitem__ and type_lookup(cls, "__getitem__") is dict.__getitem__:
         return hook
     return None
+
+
+def _python_property(static: Any) -> bool:
+    return isinstance(static, property) and isinstance(static.fget, types.FunctionType)
 
 
 def _plain_lookup(obj: Any, static: Any, name: str) -> bool:
