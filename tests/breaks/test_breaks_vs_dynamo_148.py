@@ -371,3 +371,56 @@ def test_caught_shape_error():
     actual, breaks = compiled_breaks(_caught_shape_error, (a, b), "eager")
     assert_same(actual, eager_twice(_caught_shape_error, (a, b)))
     assert breaks == 1
+
+
+# -- attributes of an OrderedDict given to the trace -----------------------------------------------
+def _loads_given_state_dict(m, sd, x):
+    result = m.load_state_dict(sd)
+    return m(x), result.missing_keys, getattr(sd, "_metadata", None) is not None
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_load_state_dict_given(backend):
+    """``load_state_dict(sd)`` reads ``sd._metadata`` (an attribute of the ``OrderedDict``
+    given); a dict without one is another variant (the attribute's absence is guarded)."""
+    torch.manual_seed(0)
+    m_compiled, source = Nested(), Nested()
+    m_eager, m_baseline = copy.deepcopy(m_compiled), copy.deepcopy(m_compiled)
+    x = torch.randn(4, 3)
+    compiled = bytegraph.compile(_loads_given_state_dict, backend=backend)
+    recorder = Recorder()
+    for sd in (source.state_dict(), collections.OrderedDict(source.state_dict())):
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")
+            actual = compiled(m_compiled, copy.deepcopy(sd), x)
+        assert_same(actual, _loads_given_state_dict(m_eager, copy.deepcopy(sd), x))
+        assert_state_same(m_compiled, m_eager)
+    breaks = break_count(recorder.report())
+    assert breaks == 0
+    assert_no_more_breaks(breaks, _loads_given_state_dict, m_baseline, source.state_dict(), x)
+
+
+def _attributes_across_a_break(x):
+    d = collections.OrderedDict(a=x)
+    d.tag = x.sum()
+    c = collections.Counter("abca")
+    c.note = "n"
+    print("break")
+    d["b"] = x + d.tag
+    return d["a"] + d.tag, d, c, c.note, hasattr(d, "other"), getattr(c, "other", 3)
+
+
+def test_ordered_dict_attributes_across_a_break(capsys):
+    """An ``OrderedDict`` and a ``Counter`` given attributes, live at a break: made again with
+    them, and read after it from the objects the resume function is given."""
+    x = torch.randn(3)
+    (a1, a2), breaks = compiled_breaks(_attributes_across_a_break, (x,), "eager")
+    for a, e in zip((a1, a2), eager_twice(_attributes_across_a_break, (x,)), strict=True):
+        assert_same(a[0], e[0])
+        assert_same(a[3:], e[3:])
+        for got, want in ((a[1], e[1]), (a[2], e[2])):
+            assert type(got) is type(want) and list(got) == list(want)
+            assert_same(dict(got), dict(want))
+            assert_same(vars(got), vars(want))
+    assert breaks == 1  # the print (the second call runs the same variants)
+    assert capsys.readouterr().out == "break\n" * 4

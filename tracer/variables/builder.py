@@ -389,7 +389,8 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         if cls is collections.defaultdict:
             factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         items = _dict_items(tx, value, source)
-        return DictVariable(items, source, cls=cls, default_factory=factory)
+        real = value if hasattr(value, "__dict__") else None  # its attributes: ``own_attribute``
+        return DictVariable(items, source, cls=cls, default_factory=factory, real=real)
     if isinstance(value, dict) and is_model_output(cls) and all(type(k) is str for k in value):
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.DICT_KEYS(source, tuple(value)))

@@ -872,6 +872,9 @@ class DictVariable(BuiltOnce, VariableTracker):
     source: Source | None = None
     cls: type = dict
     default_factory: VariableTracker | None = None  #: of a ``collections.defaultdict``
+    #: the object itself, for an ``OrderedDict`` or ``Counter`` from outside the call (its
+    #: instance attributes read from its ``__dict__``, ``own_attribute``)
+    real: Any = None
 
     def python_type(self) -> type:
         return self.cls
@@ -904,7 +907,23 @@ class DictVariable(BuiltOnce, VariableTracker):
         stored = tx.output.side_effects.load_attr(self, name)  # one the trace stored
         if stored is not None:
             return stored
+        if self.real is not None and type(self.real) is self.cls:
+            return self.own_attribute(tx, name)
         raise Unsupported("getattr", f"{self.cls.__name__} has no attribute {name!r}")
+
+    def own_attribute(self, tx: Translator, name: str) -> VariableTracker:
+        """``name`` of the instance ``__dict__`` of the object from outside the call (its
+        presence or absence guarded); absent, CPython's AttributeError."""
+        namespace = AttrSource(self.source, "__dict__")
+        if name in vars(self.real):
+            tx.output.assume_key_present(namespace, name)
+            return tx.wrap(vars(self.real)[name], AttrSource(self.source, name))
+        tx.output.assume_key_absent(namespace, name)
+        try:  # CPython's own error (its wording differs between versions)
+            getattr(self.real, name)
+        except AttributeError as error:
+            raise PythonError(error) from None
+        raise Unsupported("getattr", f"{self.cls.__name__}.{name} found outside its __dict__")
 
     # An ``OrderedDict`` or ``Counter`` made in the trace has an instance dict: given attributes
     # (``objects.store_attribute``), it is a new object of the side-effect log, made again only
