@@ -1192,7 +1192,13 @@ class UserObjectVariable(VariableTracker):
             if polyfilled is not None:
                 return polyfilled
             return tx.wrap_unsourced(getattr(self.value, name), f"{cls.__name__}.{name}")
-        value = tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # guarded
+        source = AttrSource(self.source, name)
+        if python_method(type_lookup(cls, name), "__get__") is not None:
+            # the instance's value shadows a class descriptor written in Python (a
+            # ``cached_property``): guarded in the instance dict, where reading it runs no
+            # ``__get__`` once the instance's is gone
+            source = ItemSource(AttrSource(self.source, "__dict__", generic=True), name)
+        value = tx.wrap(getattr(self.value, name), source)  # guarded
         return polyfilled if polyfilled is not None else value
 
     def _missing_attribute(self, tx: Translator, name: str) -> VariableTracker:
