@@ -6,14 +6,22 @@ container is built inside the function (``literal``: a constant's source; ``None
 it from the global ``V``). The catalogue covers what the tracer models and what it does not:
 constants of each type, None, classes, builtin types, functions, builtin functions, bound
 methods, modules, enum members, plain objects, objects with their own ``__eq__``/``__hash__``,
-dataclasses, namedtuples, tensors, dtypes, devices, ``torch.Size``, frozensets, ranges, slices, and
-the unhashable list, dict and set.
+dataclasses, namedtuples, tensors, dtypes, devices, ``torch.Size``, frozensets, ranges, slices,
+the unhashable list, dict and set, deques, ordered dicts and generators. Some kinds stand for how
+the tracer comes by the value: ``symint`` and ``float_arg`` are passed as arguments and change
+between calls (``passed``: the cell is called with ``variants`` first, so that bytegraph makes an
+int symbolic), ``item`` and ``size_element`` are computed in the body (``expr``:
+``tensor.item()``, an element of ``x.shape``), and the zero-dimensional ``tensor0d``.
 
 A container of one of the five container types holds the kind's value beside a string
 (``CONTAINERS``); where the value is unhashable, dicts and sets hold only the other item. Sets
 hold ``0`` first: it takes slot 0 of the table whatever the value's hash, so CPython's iteration
 order is ``0`` then the value in every process (a string's hash, and an object's, change from one
 process to the next). The other types' receivers are one fixed value each (``RECEIVERS``).
+Besides the five builtin containers, ``CONTAINERS`` has the ``collections`` containers, the dict
+views, a dict and a list subclass overriding one method, ``bytearray`` (which holds bytes only:
+crossed with a few kinds) and the iterators, each built partly consumed (``advanced``: the item
+before the value is read, so a cell given one meets it at a position).
 """
 
 from __future__ import annotations
@@ -70,8 +78,33 @@ class Color(enum.Enum):
 
 
 def function(v: Any = None) -> Any:
-    """A plain Python function (a value, not called by the cells)."""
+    """A plain Python function (a value; the ``map`` iterators call it)."""
     return v
+
+
+def gen(items: Any) -> Any:
+    """A generator over ``items``."""
+    yield from items
+
+
+def advanced(iterator: Any) -> Any:
+    """``iterator`` after its first item is read: an iterator met part way through."""
+    next(iterator)
+    return iterator
+
+
+class SubDict(dict):
+    """A dict subclass overriding one method."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return ("sub", dict.get(self, key, default))
+
+
+class SubList(list):
+    """A list subclass overriding one method."""
+
+    def append(self, item: Any) -> None:
+        list.append(self, ("sub", item))
 
 
 _BOUND_OWNER = Plain()
@@ -83,6 +116,11 @@ class Kind:
     name: str
     make: Callable[[], Any]
     literal: str | None = None  #: source of an equal constant, for containers built in the body
+    #: the cell takes the value as its argument ``V``, first called with each of ``variants``
+    passed: bool = False
+    variants: tuple[Any, ...] = ()
+    expr: str | None = None  #: source the body computes the value with (every placement)
+    fresh: bool = False  #: consumed by use: a new one for each run
 
 
 def _same(value: Any) -> Callable[[], Any]:
@@ -119,6 +157,14 @@ KINDS: list[Kind] = [
     Kind("list", lambda: [1, 2]),
     Kind("dict", lambda: {"a": 1}),
     Kind("set", lambda: {1, 2}),
+    Kind("symint", _same(7), passed=True, variants=(3, 5)),
+    Kind("float_arg", _same(2.5), passed=True, variants=(0.5, 1.5)),
+    Kind("item", _same(2.0), expr="ITEM.item()"),
+    Kind("size_element", _same(2), expr="x.shape[0]"),
+    Kind("tensor0d", lambda: torch.tensor(3.0)),
+    Kind("deque", lambda: collections.deque([1, 2])),
+    Kind("ordered_dict", lambda: collections.OrderedDict(a=1)),
+    Kind("generator", lambda: gen([1, 2]), fresh=True),
 ]
 KIND = {k.name: k for k in KINDS}
 
@@ -155,8 +201,56 @@ CONTAINERS: dict[str, tuple[str, Callable[[str, bool], str]]] = {
     "F": ("frozenset", lambda v, h: f"frozenset({{0, {v}}})" if h else "frozenset({0})"),
     "L": ("list", lambda v, h: f"[{v}, 'b']"),
     "T": ("tuple", lambda v, h: f"({v}, 'b')"),
+    "Q": ("deque", lambda v, h: f"collections.deque([{v}, 'b'])"),
+    "O": (
+        "OrderedDict",
+        lambda v, h: (
+            f"collections.OrderedDict([({v}, 'a'), ('b', {v})])"
+            if h
+            else f"collections.OrderedDict([('b', {v})])"
+        ),
+    ),
+    "E": (
+        "defaultdict",
+        lambda v, h: (
+            f"collections.defaultdict(list, {{{v}: 'a', 'b': {v}}})"
+            if h
+            else f"collections.defaultdict(list, {{'b': {v}}})"
+        ),
+    ),
+    "C": (
+        "Counter",
+        lambda v, h: f"collections.Counter([{v}, 'b'])" if h else "collections.Counter(['b'])",
+    ),
+    "M": (
+        "ChainMap",
+        lambda v, h: (
+            f"collections.ChainMap({{{v}: 'a'}}, {{'b': {v}}})"
+            if h
+            else f"collections.ChainMap({{}}, {{'b': {v}}})"
+        ),
+    ),
+    "K": ("dict_keys", lambda v, h: f"{{{v}: 'a', 'b': 1}}.keys()" if h else "{'b': 1}.keys()"),
+    "U": ("dict_values", lambda v, h: f"{{'a': {v}, 'b': 1}}.values()"),
+    "I": ("dict_items", lambda v, h: f"{{'a': {v}, 'b': 1}}.items()"),
+    "A": (
+        "SubDict",
+        lambda v, h: f"SubDict({{{v}: 'a', 'b': {v}}})" if h else f"SubDict({{'b': {v}}})",
+    ),
+    "P": ("SubList", lambda v, h: f"SubList([{v}, 'b'])"),
+    "B": ("bytearray", lambda v, h: "bytearray(b'a,b')"),
+    "J": ("list_iterator", lambda v, h: f"advanced(iter([0, {v}, 'b']))"),
+    "N": ("enumerate", lambda v, h: f"advanced(enumerate([0, {v}, 'b']))"),
+    "Z": ("zip", lambda v, h: f"advanced(zip([0, {v}, 'b'], 'xyz'))"),
+    "W": ("map", lambda v, h: f"advanced(map(function, [0, {v}, 'b']))"),
+    "G": ("list_reverseiterator", lambda v, h: f"advanced(reversed(['b', {v}, 0]))"),
+    "Y": ("generator", lambda v, h: f"advanced(gen([0, {v}, 'b']))"),
 }
 LETTER = {name: letter for letter, (name, _) in CONTAINERS.items()}
+#: Containers that do not hold the kind's value: their operations take a few kinds.
+HOLDS_NOTHING = {"B"}
+#: Containers a cell consumes: they cannot be put back as they were before a call.
+CONSUMED = {"J", "N", "Z", "W", "G", "Y"}
 
 #: The receiver of the other types' methods, as source (evaluated with ``Plain`` in scope).
 RECEIVERS: dict[str, str] = {
@@ -182,4 +276,11 @@ SCOPE: dict[str, Any] = {
     "Pair": Pair,
     "Color": Color,
     "dataclasses": dataclasses,
+    "collections": collections,
+    "SubDict": SubDict,
+    "SubList": SubList,
+    "gen": gen,
+    "advanced": advanced,
+    "function": function,
+    "ITEM": torch.tensor(2.0),
 }

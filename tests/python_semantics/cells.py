@@ -3,11 +3,14 @@ function beside a tensor op; how it runs in CPython, through bytegraph and throu
 and how the runs are compared.
 
 The generated function (``source``) computes ``y = x + 1`` (so that there is a graph), runs the
-form on containers read from globals (``G_D``), from an attribute of a global object (``H.D``) or
-built in the function (``D = {V: 'a', 'b': V}``), and returns ``y``, the result ``r`` and the
-containers. Where CPython raises, the form runs inside ``try``/``except`` that records the
-exception's type and message instead (only there: a ``try`` block is itself something a tracer
-may break on).
+form on containers read from globals (``G_D``), from an attribute of a global object (``H.D``),
+built in the function (``D = {V: 'a', 'b': V}``) or passed as arguments (``arg``), and returns
+``y``, the result ``r`` and the containers. A cell that takes arguments (the ``arg`` placement, a
+``passed`` kind) is called first with other ones (the containers around ``'zz'``, the kind's
+``variants``), then with its own, whose outcome is compared; then, everything put back, once more
+with equal arguments, which must not compile again (verdict ``recompiled``). Where CPython
+raises, the form runs inside ``try``/``except`` that records the exception's type and message
+instead (only there: a ``try`` block is itself something a tracer may break on).
 
 ``run(cell)`` runs CPython first, then bytegraph on fresh containers holding the same values
 (kind values and receivers are restored between runs), and returns an ``Outcome``: the verdict,
@@ -26,6 +29,7 @@ language).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import logging
@@ -45,7 +49,9 @@ from bytegraph.explain import Recorder
 from . import catalogue
 from .catalogue import CONTAINERS, KIND, RECEIVERS, SCOPE, hashable
 
-PLACEMENTS = ("global", "attr", "local")
+PLACEMENTS = ("global", "attr", "local", "arg")
+#: What the containers of a cell called with other arguments first hold in that call.
+OTHER = "zz"
 VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
 TIMEOUT_S = 10
 
@@ -66,7 +72,7 @@ class Cell:
 
 @dataclass
 class Outcome:
-    verdict: str  #: "clean", "breaking", "wrong", "order" or "crashed"
+    verdict: str  #: "clean", "breaking", "wrong", "order", "crashed" or "recompiled"
     breaks: int  #: bytegraph's graph breaks and fallbacks
     detail: str = ""  #: for wrong and crashed cells: what differed
     reasons: tuple[str, ...] = ()  #: bytegraph's break reasons
@@ -96,8 +102,10 @@ def _snapshot(value: Any) -> Any:
     """What ``_restore`` needs to undo a cell's mutations of ``value`` (None: immutable)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone(), value.requires_grad, dict(vars(value))
-    if isinstance(value, (list, dict, set)):
-        return type(value)(value)
+    if isinstance(value, (list, dict, set, collections.deque, bytearray)):
+        return list(value.items()) if isinstance(value, dict) else list(value)
+    if isinstance(value, collections.ChainMap):
+        return [(m, _snapshot(m)) for m in value.maps]
     if hasattr(value, "__dict__"):
         return dict(vars(value))
     return None
@@ -114,11 +122,18 @@ def _restore(value: Any, snap: Any) -> None:
             value.requires_grad_(grad)
         vars(value).clear()
         vars(value).update(attributes)
-    elif isinstance(value, list):
-        value[:] = snap
+    elif isinstance(value, (list, bytearray)):
+        value[:] = type(value)(snap)
     elif isinstance(value, (dict, set)):
         value.clear()
         value.update(snap)
+    elif isinstance(value, collections.deque):
+        value.clear()
+        value.extend(snap)
+    elif isinstance(value, collections.ChainMap):
+        value.maps[:] = [m for m, _ in snap]
+        for m, inner in snap:
+            _restore(m, inner)
     elif isinstance(value, (type, types.ModuleType)):
         # A class's namespace is read-only and a module's must not be emptied: undo by name.
         for name in set(vars(value)) - set(snap):
@@ -140,6 +155,9 @@ _SNAPSHOTS = {id(v): (v, _snapshot(v)) for v in [*VALUES.values(), *RECEIVER_VAL
 def restore_all() -> None:
     for value, snap in _SNAPSHOTS.values():
         _restore(value, snap)
+    for kind in catalogue.KINDS:
+        if kind.fresh:
+            VALUES[kind.name] = kind.make()
     SINK.seek(0)
     SINK.truncate()
 
@@ -148,14 +166,32 @@ def restore_all() -> None:
 
 
 def letters(template: str) -> list[str]:
-    return [c for c in ("D", "S", "F", "L", "T", "R") if "{" + c + "}" in template]
+    return [c for c in (*CONTAINERS, "R") if "{" + c + "}" in template]
 
 
 def value_source(cell: Cell) -> str:
-    """How the body writes the kind's value: a literal where one exists and the container is
-    built in the body, else the global ``V``."""
-    literal = KIND[cell.kind].literal if cell.kind != "-" else None
+    """How the body writes the kind's value: the kind's expression where it has one, a literal
+    where one exists and the container is built in the body, else ``V`` (a global, or the
+    argument of a passed kind)."""
+    kind = KIND.get(cell.kind)
+    if kind is not None and kind.expr:
+        return kind.expr
+    if kind is not None and kind.passed:
+        return "V"
+    literal = kind.literal if kind is not None else None
     return literal if cell.placement == "local" and literal else "V"
+
+
+def passed(cell: Cell) -> bool:
+    return cell.kind != "-" and KIND[cell.kind].passed
+
+
+def parameters(cell: Cell) -> list[str]:
+    """The cell's arguments after ``x``: ``V`` for a passed kind, the containers for ``arg``."""
+    names = ["V"] if passed(cell) else []
+    if cell.placement == "arg":
+        names += [letter for letter in letters(cell.template) if letter != "R"]
+    return names
 
 
 def container_source(cell: Cell, letter: str, v: str) -> str:
@@ -170,10 +206,12 @@ def container_source(cell: Cell, letter: str, v: str) -> str:
 def source(cell: Cell, guarded: bool) -> str:
     v = value_source(cell)
     used = letters(cell.template)
-    lines = ["def cell(x):", "    y = x + 1"]
+    lines = [f"def cell({', '.join(['x', *parameters(cell)])}):", "    y = x + 1"]
     refs = {}
     for letter in used:
-        if cell.placement == "global":
+        if cell.placement == "arg" and letter != "R":
+            refs[letter] = letter
+        elif cell.placement == "global" or (cell.placement == "arg" and letter == "R"):
             refs[letter] = f"G_{letter}"
         elif cell.placement == "attr":
             refs[letter] = f"H.{letter}"
@@ -206,14 +244,52 @@ def scope(cell: Cell) -> dict[str, Any]:
     for letter in letters(cell.template):
         if letter == "R":
             container = RECEIVER_VALUES[cell.receiver]
+        elif cell.placement == "arg":
+            continue
         else:
-            container = eval(container_source(cell, letter, "V"), {"V": value})  # noqa: S307
-        if cell.placement == "global":
+            container = make_container(cell, letter, value)
+        if cell.placement in ("global", "arg"):
             names[f"G_{letter}"] = container
         elif cell.placement == "attr":
             setattr(holder, letter, container)
     names["H"] = holder
     return names
+
+
+def make_container(cell: Cell, letter: str, value: Any) -> Any:
+    """A new container of the cell's around ``value``."""
+    held = VALUES[cell.kind] if cell.kind != "-" else "b"
+    text = CONTAINERS[letter][1]("V", hashable(held) and hashable(value))
+    return eval(text, {**SCOPE, "V": value})  # noqa: S307 (our own constant sources)
+
+
+def arguments(cell: Cell, value: Any) -> list[Any]:
+    """The arguments after ``x`` of a call of the cell whose kind's value is ``value``."""
+    out = [value] if passed(cell) else []
+    if cell.placement == "arg":
+        out += [make_container(cell, c, value) for c in letters(cell.template) if c != "R"]
+    return out
+
+
+def calls(cell: Cell) -> list[list[Any]]:
+    """The arguments of each call of the cell: the other ones first, its own last."""
+    value = VALUES[cell.kind] if cell.kind != "-" else "b"
+    if passed(cell):
+        firsts = KIND[cell.kind].variants
+    elif cell.placement == "arg":
+        firsts = (OTHER,)
+    else:
+        firsts = ()
+    return [arguments(cell, first) for first in firsts] + [arguments(cell, value)]
+
+
+def repeatable(cell: Cell, consumed_only: bool = False) -> bool:
+    """The cell's state can be put back as it was before a call: an identical call is defined
+    (``consumed_only``: the cell consumes nothing, whether it takes arguments or not)."""
+    return (consumed_only or bool(parameters(cell))) and not (
+        set(letters(cell.template)) & catalogue.CONSUMED
+        or (cell.kind != "-" and KIND[cell.kind].fresh)
+    )
 
 
 # -- normalization ---------------------------------------------------------------------------------
@@ -305,12 +381,16 @@ def _names(cell: Cell, g: dict[str, Any]) -> dict[int, str]:
     return names
 
 
-def observe(cell: Cell, fn: Any, g: dict[str, Any], x: torch.Tensor) -> tuple[str, Any]:
+def observe(
+    cell: Cell, fn: Any, g: dict[str, Any], x: torch.Tensor, args: list[Any]
+) -> tuple[str, Any]:
     """``("returned", snapshot)`` or ``("raised", (type, message))``: the snapshot holds the
     result, the containers after the call and the kind's value and receiver after the call."""
     names = _names(cell, g)
+    for name, arg in zip(parameters(cell), args, strict=True):
+        names.setdefault(id(arg), f"argument {name}")
     try:
-        y, r, containers = fn(x)
+        y, r, containers = fn(x, *args)
     except _Timeout:
         raise
     except Exception as e:  # noqa: BLE001 (compared with CPython's)
@@ -323,7 +403,18 @@ def observe(cell: Cell, fn: Any, g: dict[str, Any], x: torch.Tensor) -> tuple[st
         state.append(normalize(RECEIVER_VALUES[cell.receiver], names, top=True))
     state.append(SINK.getvalue())
     result = normalize((y, r), names)
+    if not repeatable(cell, consumed_only=True):  # texts may hold addresses of this run's objects
+        result, state = _addressless(result), _addressless(state)
     return "returned", (result, state)
+
+
+def _addressless(value: Any) -> Any:
+    """A normalized outcome with the addresses in its texts masked."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_addressless(v) for v in value)
+    return value
 
 
 def build(cell: Cell, guarded: bool) -> tuple[Any, dict[str, Any]]:
@@ -336,15 +427,19 @@ def build(cell: Cell, guarded: bool) -> tuple[Any, dict[str, Any]]:
     return g["cell"], g
 
 
-def eager(cell: Cell) -> tuple[bool, tuple[str, Any]]:
-    """CPython's outcome, and whether the form must run guarded (CPython raised)."""
-    x = torch.ones(2)
+def play(cell: Cell, fn: Any, g: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The outcome of each of the cell's calls (``calls``), in turn."""
+    return [observe(cell, fn, g, torch.ones(2), args) for args in calls(cell)]
+
+
+def eager(cell: Cell) -> tuple[bool, list[tuple[str, Any]]]:
+    """CPython's outcomes, and whether the form must run guarded (CPython raised)."""
     fn, g = build(cell, guarded=False)
-    outcome = observe(cell, fn, g, x)
-    if outcome[0] == "returned":
-        return False, outcome
+    outcomes = play(cell, fn, g)
+    if all(outcome[0] == "returned" for outcome in outcomes):
+        return False, outcomes
     fn, g = build(cell, guarded=True)
-    return True, observe(cell, fn, g, x)
+    return True, play(cell, fn, g)
 
 
 def run(cell: Cell) -> Outcome:
@@ -368,21 +463,49 @@ def _run(cell: Cell) -> Outcome:
         warnings.simplefilter("ignore")
         # A new function each cell: no cache is shared, so no ``bytegraph.reset()`` is needed
         # (it visits every function compiled so far).
-        actual = observe(cell, bytegraph.compile(fn, backend="eager"), g, torch.ones(2))
+        compiled = bytegraph.compile(fn, backend="eager")
+        *firsts, last = calls(cell)
+        actuals = [observe(cell, compiled, g, torch.ones(2), args) for args in firsts]
+        kept = _state(g)  # as the last call finds it, put back for an identical call
+        actuals.append(observe(cell, compiled, g, torch.ones(2), last))
+        compiles = len(recorder.records)
+        if repeatable(cell):
+            for value, snap in kept:
+                _restore(value, snap)
+            SINK.seek(0)
+            SINK.truncate()
+            observe(cell, compiled, g, torch.ones(2), calls(cell)[-1])
     report = recorder.report()
     reasons = tuple(clean_text(str(r).splitlines()[0]) for r in report.break_reasons)
-    breaks = report.graph_break_count
+    # a break met again by a recompile of a cell called several times is one place
+    breaks = len(set(reasons)) if len(actuals) > 1 else len(reasons)
     internal = [r for r in reasons if r.startswith("internal_error")]
-    if actual[0] == "raised" and expected[0] != "raised":
-        return Outcome("crashed", breaks, f"raised {actual[1]}; CPython {expected}", reasons)
+    for actual, outcome in zip(actuals, expected, strict=True):
+        if actual[0] == "raised" and outcome[0] != "raised":
+            return Outcome("crashed", breaks, f"raised {actual[1]}; CPython {outcome}", reasons)
     if internal:
         return Outcome("crashed", breaks, internal[0], reasons)
-    if actual != expected:
+    if actuals != expected:
         verdict = (
-            "order" if _hash_ordered(cell) and unordered(actual) == unordered(expected) else "wrong"
+            "order"
+            if _hash_ordered(cell) and unordered(actuals) == unordered(expected)
+            else "wrong"
         )
-        return Outcome(verdict, breaks, difference(actual, expected), reasons)
+        actual, outcome = next((a, e) for a, e in zip(actuals, expected, strict=True) if a != e)
+        return Outcome(verdict, breaks, difference(actual, outcome), reasons)
+    if len(recorder.records) > compiles:
+        failures = recorder.records[-1].event.failures
+        return Outcome("recompiled", breaks, f"an identical call recompiled: {failures}", reasons)
     return Outcome("breaking" if breaks else "clean", breaks, "", reasons)
+
+
+def _state(g: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """What a call may change: the kinds' values, the receivers and the containers of the cell's
+    globals and holder, each with its snapshot."""
+    held = [c for k, c in g.items() if k.startswith("G_")]
+    held += [c for k, c in vars(g["H"]).items() if k in CONTAINERS]
+    values = [*VALUES.values(), *RECEIVER_VALUES.values(), *held]
+    return [(v, _snapshot(v)) for v in {id(v): v for v in values}.values()]
 
 
 _TORCH_LOGGERS = ("torch._dynamo", "torch._guards", "torch._subclasses.fake_tensor")
@@ -445,20 +568,23 @@ def dynamo_breaks(cell: Cell) -> int:
     guarded, _ = eager(cell)
     fn, _ = build(cell, guarded)
     torch._dynamo.reset()
+    reports = []
     try:
         with quiet_torch(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = torch._dynamo.explain(fn)(torch.ones(2))
+            for args in calls(cell):
+                reports.append(torch._dynamo.explain(fn)(torch.ones(2), *args))
     except Exception:  # noqa: BLE001 (recorded as its own count)
         return -2
     finally:
         torch._dynamo.reset()
-    if report.graph_count == 0:
+    if reports[-1].graph_count == 0:
         return -1
     # Its ``graph_break_count`` counts graphs after the first, so a break with no tensor op after
     # it would count 0: count the breaks themselves, as bytegraph does (one per place).
     places = {
         (r.reason, tuple((f.filename, f.lineno) for f in r.user_stack))
+        for report in reports
         for r in report.break_reasons
         if r.graph_break
     }

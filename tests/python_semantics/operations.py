@@ -34,7 +34,7 @@ import operator
 import types
 from dataclasses import dataclass
 
-from .catalogue import LETTER
+from .catalogue import CONTAINERS, HOLDS_NOTHING, LETTER, SCOPE
 
 TYPES = (
     dict,
@@ -52,6 +52,23 @@ TYPES = (
     object,
     range,
     slice,
+    collections.deque,
+    collections.OrderedDict,
+    collections.defaultdict,
+    collections.Counter,
+    collections.ChainMap,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    SCOPE["SubDict"],
+    SCOPE["SubList"],
+    bytearray,
+    type(iter([])),
+    enumerate,
+    zip,
+    map,
+    type(reversed([])),
+    type(SCOPE["gen"](())),
 )
 MODULES = (builtins, operator, functools, itertools, collections, copy)
 
@@ -106,6 +123,9 @@ SYNTAX: dict[str, str] = {
     "__divmod__": "r = divmod({X}, {v})",
     "__rdivmod__": "r = divmod({v}, {X})",
     "__len__": "r = len({X})",
+    "__next__": "r = next({X})",
+    "__length_hint__": "r = operator.length_hint({X})",
+    "__copy__": "r = copy.copy({X})",
     "__hash__": "r = hash({X})",
     "__iter__": "r = iter({X})",
     "__reversed__": "r = reversed({X})",
@@ -341,6 +361,38 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "copy.replace": ("r = copy.replace({v})",),
 }
 
+#: Types whose methods without a signature or pattern take the arguments of another type's
+#: method of the same name (subclasses take their bases' patterns through the MRO).
+ALIKE: dict[str, type] = {
+    "deque": list,
+    "bytearray": bytes,
+    "dict_keys": set,
+    "dict_items": set,
+}
+PATTERNS.update(
+    {
+        "deque.appendleft": ("r = {X}.appendleft({v})",),
+        "deque.extendleft": ("r = {X}.extendleft([{v}])",),
+        "deque.popleft": ("r = {X}.popleft()",),
+        "deque.rotate": ("r = {X}.rotate()", "r = {X}.rotate({v})"),
+        "deque.remove": ("r = {X}.remove({v})",),
+        "deque.index": ("r = {X}.index({v})",),
+        "deque.count": ("r = {X}.count({v})",),
+        "deque.extend": ("r = {X}.extend([{v}])",),
+        "deque.append": ("r = {X}.append({v})",),
+        "defaultdict.__missing__": ("r = {X}.__missing__({v})",),
+        "bytearray.__alloc__": ("r = {X}.__alloc__()",),
+        "generator.send": ("r = {X}.send(None)", "r = {X}.send({v})"),
+        "generator.throw": ("r = {X}.throw(ValueError('m'))",),
+        "generator.close": ("r = {X}.close()",),
+        "generator.__del__": ("r = {X}.__del__()",),
+        **{
+            f"{t}.__setstate__": ("r = {X}.__setstate__(1)", "r = {X}.__setstate__({v})")
+            for t in ("list_iterator", "list_reverseiterator", "zip")
+        },
+    }
+)
+
 #: Forms of object-protocol methods shared by every type (when the type has no entry above).
 NAME_PATTERNS: dict[str, tuple[str, ...]] = {
     "__reduce__": ("r = {X}.__reduce__()",),
@@ -391,10 +443,15 @@ _METHOD_KINDS = (
 def _type_operation(t: type, name: str) -> Operation:
     op_id = f"{t.__name__}.{name}"
     letter = LETTER.get(t.__name__, "R")
-    element_sensitive = letter != "R" and name not in GENERIC
+    element_sensitive = letter not in ("R", *HOLDS_NOTHING) and name not in GENERIC
     raw = inspect.getattr_static(t, name)
-    if op_id in PATTERNS:
-        forms = PATTERNS[op_id]
+    alike = [*t.__mro__[:-1], *([ALIKE[t.__name__]] if t.__name__ in ALIKE else [])]
+    inherited = [f"{b.__name__}.{name}" for b in alike if f"{b.__name__}.{name}" in PATTERNS]
+    if inherited:
+        forms = PATTERNS[inherited[0]]
+    elif name == "__hash__" and letter in CONTAINERS and t.__hash__ is object.__hash__:
+        # By identity, and each run builds its own container: equal, not the same, hashes.
+        forms = ("r = hash({X}) == hash({X})",)
     elif name in NAME_PATTERNS:
         forms = NAME_PATTERNS[name]
     elif name in SYNTAX:
@@ -403,6 +460,8 @@ def _type_operation(t: type, name: str) -> Operation:
         forms = (f"r = {{X}}.{name}",)
     else:
         args = _derived_args(getattr(t, name), drop_self=not _unbound_free(raw))
+        if args is None and t.__name__ in ALIKE and hasattr(ALIKE[t.__name__], name):
+            args = _derived_args(getattr(ALIKE[t.__name__], name), drop_self=True)
         if args is None:
             return Operation(op_id, (), "one", "no signature and no argument pattern")
         forms = (f"r = {{X}}.{name}({args})",)
