@@ -72,6 +72,23 @@ class Source:
     def expr(self) -> str:
         return self.render({})
 
+    def operands(self) -> tuple[Source, ...]:
+        """The sources read to find this one's value besides its ``base``: a position read at
+        run time (``L['xs'][L['i']]``), a call's arguments. Found from the fields, so a new
+        source class needs nothing of its own."""
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            hash(self)  # fills ``_FIELD_NAMES`` for the class
+            names = _FIELD_NAMES[type(self)]
+        found: list[Source] = []
+        for name in names:
+            value = getattr(self, name)
+            if name != "base" and isinstance(value, Source):
+                found.append(value)
+            elif type(value) is tuple:
+                found += [v for v in value if isinstance(v, Source)]
+        return tuple(found)
+
     def render(self, roots: dict[str, str]) -> str:
         """``expr``, reading the arguments named in ``roots`` from locals instead of from ``L``."""
         raise NotImplementedError

@@ -332,6 +332,10 @@ def _preload_stale(
                 return True
             if below and hooks_removed and getattr(source, "attr", None) in HOOK_TABLES:
                 return True
+            # a position read at run time (``L['grads'][<an enumerate's count>]``): stale
+            # where the number is, though the sequence is not
+            if any(map(stale, source.operands())):
+                return True
             source, below = getattr(source, "base", None), True
         return False
 
