@@ -9,11 +9,11 @@ trace and returned or stored in a global, weak references, ``copy``/``deepcopy``
 and dynamic ``getattr``.
 
 Each program is a factory returning ``(fn, drive)``: ``drive(f)`` makes fresh state, calls ``f``
-three times (changing the state between calls) and returns what it saw, the objects' attributes
-after the calls included. It runs with the plain ``fn`` and with ``fn`` compiled, and the two
-records must be equal; graphs and breaks over all the calls are pinned (``COUNTS``) and nothing
-may fall back. ``test_breaks_vs_dynamo`` runs the same calls under ``torch.compile``: no more
-breaks than it, except the programs listed in ``ABOVE_DYNAMO``, or no graph there at all
+three times or more (changing the state between calls) and returns what it saw, the objects'
+attributes after the calls included. It runs with the plain ``fn`` and with ``fn`` compiled, and
+the two records must be equal; graphs and breaks over all the calls are pinned (``COUNTS``) and
+nothing may fall back. ``test_breaks_vs_dynamo`` runs the same calls under ``torch.compile``: no
+more breaks than it, except the programs listed in ``ABOVE_DYNAMO``, or no graph there at all
 (``NO_DYNAMO_GRAPH``: it runs those calls in Python).
 """
 
@@ -1695,8 +1695,54 @@ def object_new_and_init_mutates_arg():
     return f, drive
 
 
-#: ``(graphs, breaks)`` over the three calls of each program's ``drive``.
+@prog
+def bool_bad_return():
+    class Bad:
+        def __init__(self, v):
+            self.v = v
+
+        def __bool__(self):
+            return self.v
+
+    def f(o, x):
+        try:
+            if o:
+                return x + 1
+            return x - 1
+        except TypeError as e:
+            return x * 0, str(e)
+
+    def drive(f):
+        return [f(Bad(v), torch.ones(2)) for v in (True, 1, False, None)]
+
+    return f, drive
+
+
+@prog
+def len_bad_return():
+    class L:
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+    def f(o, x):
+        try:
+            return x * len(o), bool(o)
+        except (TypeError, ValueError) as e:
+            return x, type(e).__name__, str(e)
+
+    def drive(f):
+        return [f(L(n), torch.ones(2)) for n in (2, -1, 0, True, 2.5)]
+
+    return f, drive
+
+
+#: ``(graphs, breaks)`` over the calls of each program's ``drive``.
 COUNTS = {
+    "bool_bad_return": (4, 0),
+    "len_bad_return": (3, 0),
     "abc_instantiate": (0, 1),
     "abc_methods": (1, 0),
     "arith_dunders": (1, 0),
@@ -1776,7 +1822,7 @@ ABOVE_DYNAMO = {
 }
 
 #: torch.compile compiles no graph over these calls (it runs them in Python, or fails); the last
-#: four on torch 2.11 only
+#: five on torch 2.11 only
 NO_DYNAMO_GRAPH = {
     "abc_instantiate",
     "cached_prop",
@@ -1794,6 +1840,7 @@ NO_DYNAMO_GRAPH = {
     "eq_hash_dict",
     "lt_reflected",
     "metaclass_call",
+    "len_bad_return",
 }
 
 

@@ -438,9 +438,33 @@ def truth(tx: Translator, value: VariableTracker) -> bool:
         has_bool, has_len = (type_lookup(cls, n) is not MISSING for n in ("__bool__", "__len__"))
         if not has_bool and not has_len:
             return True
-        method = "__bool__" if has_bool else "__len__"
-        return bool(value.call_method(tx, method, [], {}).as_python_constant())
+        if not has_bool:
+            length = length_result(value.call_method(tx, "__len__", [], {}))
+            return bool(length.as_python_constant())
+        result = value.call_method(tx, "__bool__", [], {}).as_python_constant()
+        if type(result) is not bool:  # CPython's check of what ``__bool__`` returned
+            kind = type(result).__name__
+            raise PythonError(TypeError(f"__bool__ should return bool, returned {kind}"))
+        return result
     raise Unsupported("truth", f"truth value of {value}")
+
+
+def length_result(result: VariableTracker) -> VariableTracker:
+    """What ``len()`` makes of the value a ``__len__`` returned: CPython's index of it (an int;
+    TypeError for a non-integer, ValueError below 0). A symbolic length is left as it is."""
+    if not result.is_python_constant():
+        return result
+    value = result.as_python_constant()
+    try:
+        length = operator.index(value)
+    except TypeError:
+        kind = type(value).__name__
+        raise PythonError(
+            TypeError(f"'{kind}' object cannot be interpreted as an integer")
+        ) from None
+    if length < 0:
+        raise PythonError(ValueError("__len__() should return >= 0"))
+    return ConstantVariable(length)
 
 
 #: the types of bound methods, which define neither ``__bool__`` nor ``__len__``: always true
@@ -2803,7 +2827,7 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
     error = unsupported_operands(len, [obj], {"__len__"})
     if error is not None:  # an object whose class has no ``__len__``
         raise PythonError(error)
-    return obj.call_method(tx, "__len__", [], {})
+    return length_result(obj.call_method(tx, "__len__", [], {}))
 
 
 @builtin(hash)
