@@ -207,12 +207,8 @@ def catch(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
 
 
 # Throwing into a generator is unwinding its frame to a handler (``catch``), so its rule lives
-# here: ``dispatch.throw``, which a ``@contextmanager``'s exit with an exception asks.
-@dispatch.rule("throw")
-def _throw_refused(tx: Translator, gen: VariableTracker, exc: VariableTracker) -> bool:
-    raise Unsupported("generator", f"an exception thrown into {gen!r}")
-
-
+# here: ``dispatch.throw``, which a ``@contextmanager``'s exit with an exception asks (its
+# general rule, a break, is in ``variables/contexts.py``, imported with the package).
 @dispatch.rule("throw", GeneratorVariable)
 def throw_into_generator(tx: Translator, gen: GeneratorVariable, exc: VariableTracker) -> bool:
     """``gen.throw(exc)`` for a generator made in the trace, suspended at a ``yield``: ``exc``
@@ -230,7 +226,7 @@ def throw_into_generator(tx: Translator, gen: GeneratorVariable, exc: VariableTr
         or issubclass(exc.cls, (StopIteration, GeneratorExit))  # turned into RuntimeError...
         or frame.instructions[at].name != "YIELD_VALUE"
     ):
-        return _throw_refused(tx, gen, exc)
+        raise Unsupported("generator", f"an exception thrown into {gen!r}")
     tx.output.side_effects.before_mutation(_SuspendedFrame(gen))
     if not catch(frame, at, exc):
         gen.done = True

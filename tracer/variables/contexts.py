@@ -427,6 +427,13 @@ NONE = ConstantVariable(None)
 HELPER_CODE = contextlib.contextmanager(lambda: None).__code__
 
 
+@dispatch.rule("throw")
+def _throw_refused(tx: Translator, gen: VariableTracker, exc: VariableTracker) -> bool:
+    """``dispatch.throw`` into what is not a generator made in the trace (its rule:
+    ``opcodes/exceptions.py``, as throwing unwinds the generator's frame): a break."""
+    raise Unsupported("generator", f"an exception thrown into {gen!r}")
+
+
 @dataclass(eq=False)
 class GeneratorContextVariable(ContextVariable):
     """``cm(*args, **kwargs)`` for a ``@contextmanager`` function ``cm`` (``fn``: the generator
