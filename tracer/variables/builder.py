@@ -955,7 +955,9 @@ def wrap_static(tx: Translator, value: Any) -> VariableTracker:
         return ConstantVariable(value)
     if _constant_method(value):  # ``getattr(7, "__repr__")``: folded when called
         return ConstantVariable(value)
-    if isinstance(value, (tuple, list, dict, torch.Size)):
+    if type(value) in (tuple, list, dict) or isinstance(value, torch.Size):
+        return fold(tx, value)  # (not a subclass's object: ``fold`` gives those back here)
+    if _is_namedtuple(type(value)):
         return fold(tx, value)
     if is_distributed_value(value):  # e.g. ``dist.group.WORLD``: guarded by the world state
         return wrap_distributed(tx, value, None)
