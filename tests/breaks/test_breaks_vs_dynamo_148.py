@@ -109,6 +109,13 @@ def _returns_state_dict(m):
     return fn
 
 
+def _three_alike(model):
+    """Three equal modules of class ``model`` (compiled, eager, torch.compile's) and an input."""
+    torch.manual_seed(0)
+    m = model()
+    return m, copy.deepcopy(m), copy.deepcopy(m), torch.randn(4, 3)
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize(
     "make, model",
@@ -120,11 +127,7 @@ def _returns_state_dict(m):
     ids=["running_mean", "keep_vars_prefix", "returned"],
 )
 def test_state_dict(backend, make, model):
-    torch.manual_seed(0)
-    m_compiled = model()
-    m_eager = copy.deepcopy(m_compiled)
-    m_baseline = copy.deepcopy(m_compiled)
-    x = torch.randn(4, 3)
+    m_compiled, m_eager, m_baseline, x = _three_alike(model)
     before = torch_state()
     actual, breaks = compiled_breaks(make(m_compiled), (x,), backend)
     assert torch_state() == before
@@ -182,11 +185,7 @@ def _loads_state_dict(m):
 def test_load_state_dict_of_a_dict_made_in_the_trace(backend, model):
     """``load_state_dict`` makes its result (``_IncompatibleKeys``, a namedtuple class of
     torch's) and deletes its recursive ``load`` closure (``del load``: a cell variable)."""
-    torch.manual_seed(0)
-    m_compiled = model()
-    m_eager = copy.deepcopy(m_compiled)
-    m_baseline = copy.deepcopy(m_compiled)
-    x = torch.randn(4, 3)
+    m_compiled, m_eager, m_baseline, x = _three_alike(model)
     before = torch_state()
     actual, breaks = compiled_breaks(_loads_state_dict(m_compiled), (x,), backend)
     assert torch_state() == before
