@@ -1340,7 +1340,8 @@ class SetRecipe:
     CPython lays a set out by the calls that made it, and the trace made its set with the same
     calls on keys hashing as the values, so the same calls on the values lay it out the same.
     A part is ``("key", k)``, ``("keys", [k...])`` (a tuple of them), ``("dict", [k...])`` (a
-    dict of them), ``("keys_view", [k...])`` (a dict's keys view of them), ``("const", v)``,
+    dict of them), ``("keys_view", [k...])`` (a dict's keys view of them), ``("items_view",
+    [(k, v)...])`` (a dict's items view of those pairs), ``("const", v)``,
     ``("recipe", r)`` (a set built by ``r``), ``("input", s)`` (an input set's tracker: its real
     object, while the trace has not changed it: ``log`` empty) or ``("again", i)``: the set
     part ``i`` of the same call built, given a second time (``s & s``, ``s |= s``: CPython
@@ -1458,6 +1459,16 @@ def _emit_part(cg: Codegen, kind: str, part: Any, pushed: int = 0) -> None:
         cg.load_const(dict.keys)
         _emit_part(cg, "dict", part)
         cg.call_function(1)
+    elif kind == "items_view":  # ``dict.items(dict(((key, value), ...)))``: the same pairs
+        cg.load_const(dict.items)
+        cg.load_const(dict)
+        for pair in part:
+            for key in pair:
+                _reconstruct_key(cg, key)
+            cg.build_tuple(2)
+        cg.build_tuple(len(part))
+        cg.call_function(1)
+        cg.call_function(1)
     else:
         if kind == "dict":
             cg.load_const(dict.fromkeys)
@@ -1481,7 +1492,7 @@ WALKED.add(SetRecipe)
 def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
     """``vt`` as an argument of a ``SetRecipe``'s call, or None where it is not of a kind a
     recipe repeats: a set made in the trace with a recipe, an input set not changed, the items
-    of a tuple or list (an iterable read item by item), a dict's keys, a constant."""
+    of a tuple or list (an iterable read item by item), a dict's keys or items, a constant."""
     if isinstance(vt, SetVariable):
         if vt.source is None:
             return None if vt.recipe is None else ("recipe", vt.recipe)
@@ -1492,6 +1503,8 @@ def recipe_part(vt: VariableTracker) -> tuple[str, Any] | None:
         return ("dict", list(vt.items))
     if isinstance(vt, DictViewVariable) and vt.kind == "keys":
         return ("keys_view", list(vt.dict_vt.items))
+    if isinstance(vt, DictViewVariable) and vt.kind == "items":
+        return ("items_view", [(k, hash_key(v)) for k, v in vt.dict_vt.items.items()])
     if isinstance(vt, ConstantVariable) and isinstance(
         vt.value, (str, bytes, range, tuple, frozenset)
     ):
