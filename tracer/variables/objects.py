@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -1666,6 +1667,55 @@ def _pure_getattr(cls: type) -> bool:
 
 def _is_plain_data(value: Any) -> bool:
     return isinstance(value, (int, float, str, bool, bytes, tuple, type(None), torch.Tensor))
+
+
+def number_conversion(tx: Translator, value: VariableTracker, kind: type) -> VariableTracker | None:
+    """``int(obj)``/``float(obj)`` of an object whose class defines the conversion in Python: the
+    first of ``__int__``/``__float__`` and ``__index__`` its type has, inlined, and its result
+    checked as CPython checks it (an exact int or float passes; another type raises CPython's
+    TypeError; a subclass of it warns at run time, so the trace breaks there). None where the
+    class has no such method written in Python."""
+    cls = value.python_type()
+    for name in (f"__{kind.__name__}__", "__index__"):
+        method = type_lookup(cls, name)
+        if method is MISSING:
+            continue
+        if not isinstance(method, types.FunctionType):
+            return None
+        result = value.call_method(tx, name, [], {})
+        want = kind if name != "__index__" else int
+        if isinstance(result, SymNodeVariable) and result.python_type() is want:
+            if want is kind:
+                return result
+            return tx.output.call_function(torch.sym_float, (result,), {})
+        return ConstantVariable(_checked_conversion(cls, name, kind, result, want))
+    return None
+
+
+def _checked_conversion(
+    cls: type, name: str, kind: type, result: VariableTracker, want: type
+) -> int | float:
+    """``kind(obj)`` where ``type(obj).<name>`` returns ``result``: computed by CPython on a
+    stand-in of the same class name whose method returns the result (a constant), or an instance
+    of an empty class named as the result's type where that is no ``want``, so that CPython's
+    error is raised."""
+    if result.is_python_constant():
+        returned = result.as_python_constant()
+    else:
+        rtype = result.python_type()
+        if issubclass(rtype, want):
+            raise Unsupported("builtin", f"{cls.__name__}.{name} returned {result}")
+        returned = type(rtype.__name__, (), {})()
+    stand_in = type(cls.__name__, (), {name: lambda self: returned})()
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            converted = kind(stand_in)
+        except Exception as e:  # noqa: BLE001 (CPython's own error, raised in the trace)
+            raise PythonError(e) from None
+    if warned:  # a subclass of int or float returned: CPython warns each time it runs
+        raise Unsupported("builtin", f"{cls.__name__}.{name} returned {result}")
+    return converted
 
 
 #: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.
