@@ -49,6 +49,7 @@ from .base import MISSING, IdentityKey, VariableTracker, proxied, type_lookup
 from .call_rules import lookup as call_rule
 from .constants import (
     CONSTANT_TYPES,
+    DECIDING_PARTS,
     IMMUTABLE_C_KINDS,
     IMMUTABLE_KINDS,
     IMMUTABLE_PY_KINDS,
@@ -350,6 +351,9 @@ def _wrap_new(tx: Translator, value: Any, source: Source) -> VariableTracker:
         add(kinds.TYPE_MATCH(source, cls))
         add(kinds.EQUALS_MATCH(source, value_copy(value)))
         return ConstantVariable(value, source)
+    if cls in DECIDING_PARTS and _decided_by_parts(value):
+        _guard_parts(tx, value, source)
+        return ConstantVariable(value, source)
     if cls in IMMUTABLE_C_KINDS and _immutable_parts(value):
         add(kinds.ID_MATCH(source, value))  # the object fixes all it holds
         return ConstantVariable(value, source)
@@ -501,6 +505,44 @@ def _leaf_value(value: Any) -> bool:
 def _immutable_parts(value: Any) -> bool:
     """A pattern, or a match of a str or bytes (not of a buffer that may change)."""
     return type(value) is not re.Match or type(value.string) in (str, bytes)
+
+
+def _decided_by_parts(value: Any, depth: int = 0) -> bool:
+    """Whether ``_guard_parts`` tells ``value`` from every other value: a class, None, Ellipsis,
+    a literal, or a tuple or a ``DECIDING_PARTS`` value made of those (a type variable, a user
+    object among them: no, they are told apart by identity only)."""
+    cls = type(value)
+    if isinstance(value, type) or value is None or value is Ellipsis or cls in LITERAL_TYPES:
+        return True
+    if depth > 8 or (cls is not tuple and cls not in DECIDING_PARTS):
+        return False
+    parts = value if cls is tuple else [getattr(value, p) for p in DECIDING_PARTS[cls]]
+    return all(_decided_by_parts(part, depth + 1) for part in parts)
+
+
+def _guard_parts(tx: Translator, value: Any, source: Source) -> None:
+    """Guard a value ``_decided_by_parts`` accepts by what decides it: classes by identity, a
+    literal by type and value, a tuple by length and items, a ``DECIDING_PARTS`` value by its
+    type and parts; never the value's own identity, which the trace reads only through
+    ``operations.is_same`` (guarded there)."""
+    add = tx.output.add_guard
+    cls = type(value)
+    if isinstance(value, type) or value is Ellipsis:
+        add(kinds.ID_MATCH(source, value))
+        return
+    if value is None:
+        add(kinds.NONE_MATCH(source))
+        return
+    add(kinds.TYPE_MATCH(source, cls))
+    if cls is tuple:
+        add(kinds.LEN_MATCH(source, len(value)))
+        for i, item in enumerate(value):
+            _guard_parts(tx, item, ItemSource(source, i))
+    elif cls in DECIDING_PARTS:
+        for part in DECIDING_PARTS[cls]:
+            _guard_parts(tx, getattr(value, part), AttrSource(source, part))
+    else:
+        add(kinds.EQUALS_MATCH(source, value))
 
 
 def _mirrors(key: Any) -> bool:

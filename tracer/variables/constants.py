@@ -84,6 +84,18 @@ INDEX_METHODS = frozenset(
 #: (``copy.copy(m) is m``), so one made in the trace is rebuilt as that object.
 IMMUTABLE_C_KINDS = (re.Pattern, re.Match)
 
+#: Immutable values that each evaluation makes anew (``list[int]``, ``int | str``, a compiled
+#: pattern, a match), with the parts that decide them: one read from outside is guarded by those
+#: parts, never by its identity (``builder._guard_parts``), so the value a call makes again (a
+#: call run in Python at a graph break, whose result the resume function takes; an argument
+#: built at each call) serves every call alike, and it is given back as the object read.
+DECIDING_PARTS: dict[type, tuple[str, ...]] = {
+    types.GenericAlias: ("__origin__", "__args__", "__unpacked__"),
+    types.UnionType: ("__args__",),
+    re.Pattern: ("pattern", "flags"),
+    re.Match: ("re", "string", "pos", "endpos", "regs", "lastindex"),
+}
+
 #: Value types written in Python that are immutable by their API (every operation gives a new
 #: value, ``copy.copy(f) is f``) and pure on values: a ``Fraction`` is a constant of the trace
 #: like an ``IMMUTABLE_C_KINDS`` object, made (``Fraction(1, 3)``, a call rule of kind fold),
@@ -659,7 +671,7 @@ class ConstantVariable(ConstantLikeVariable):
             )
             return
         rebuild = IMMUTABLE_PY_KINDS.get(type(self.value))
-        if rebuild is None:
+        if rebuild is None and (self.source is None or type(self.value) not in DECIDING_PARTS):
             cg.load_const(self.value)
             return
         if self.source is not None:  # the object read from outside, itself

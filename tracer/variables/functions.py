@@ -398,9 +398,13 @@ class UserFunctionVariable(VariableTracker):
         tx.output.assume_identity(source, self.fn)
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in _NAMING and self.source is not None:
+            # read through its source, guarded by value: a function made anew at each call (a
+            # closure a graph break gives back) keeps its name
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))
         if name not in _CALL_PARTS:  # the attributes of the object itself (``f.__name__``)
             self.pin_identity(tx)
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if name in _NAMING:
             return ConstantVariable(getattr(self.fn, name))
         if name == "__type_params__":  # 3.12+: read by update_wrapper, through bound methods too
             return tx.wrap_static(getattr(self.fn, name))
@@ -524,6 +528,10 @@ _CALL_PARTS = frozenset(
     {"__code__", "__closure__", "__defaults__", "__kwdefaults__", "__globals__", "__get__"}
     | {"__class__", "__self__", "__func__"}
 )
+
+
+#: A function's names and text, plain attributes it may have set anew (``functools.wraps``)
+_NAMING = ("__name__", "__qualname__", "__module__", "__doc__")
 
 
 def same_bound_method(a: UserFunctionVariable, b: UserFunctionVariable) -> bool | None:
