@@ -129,6 +129,7 @@ from .tensors import to_bool as tensor_bool
 from .torch_calls import TorchVariable
 
 if TYPE_CHECKING:
+    from ...codegen.emit import Codegen
     from ..translator import Translator
 
 
@@ -271,6 +272,8 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
     ) -> VariableTracker:
         if not args:
             raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
+        if key is not None and _constant(key) and key.as_python_constant() is None:
+            key = None  # ``key=None``: no key (``heapq.nlargest(1, xs)`` passes it)
         items = list(args) if len(args) > 1 else dispatch.iterate(tx, args[0])
         if not items:
             if default is None:
@@ -313,13 +316,16 @@ def _symbolic_extremum(
 
 
 def _scalar_tensors(items: list[VariableTracker]) -> bool:
-    """0-dim tensors of one dtype, device and ``requires_grad`` (what ``min``/``max`` returns is
-    then one of them in all but identity)."""
+    """0-dim tensors of one class of torch's (``Tensor`` or ``Parameter``), dtype, device and
+    ``requires_grad``: what ``min``/``max`` returns is then one of them, whose value, class and
+    autograd flag the graph knows (``PickedTensorVariable``)."""
     if len(items) < 2 or not all(isinstance(i, TensorVariable) for i in items):
         return False
     first = items[0].example
-    return all(
-        i.example.dim() == 0
+    cls = items[0].python_type()
+    return cls in (torch.Tensor, torch.nn.Parameter) and all(
+        i.python_type() is cls
+        and i.example.dim() == 0
         and i.example.dtype == first.dtype
         and i.example.device == first.device
         and i.example.requires_grad == first.requires_grad
@@ -369,15 +375,91 @@ def _truth_error(numel: int) -> RuntimeError | None:
 def _tensor_extremum(
     tx: Translator, pick: Callable[..., Any], items: list[VariableTracker]
 ) -> VariableTracker:
-    """``max(a, b, ...)`` of 0-dim tensors kept in the graph (as torch.compile keeps it) with
-    CPython's rule: a later item replaces the current one only when strictly greater (``max``) or
-    smaller (``min``), so ties and NaNs keep the earlier item: ``torch.where(b > a, b, a)``."""
+    """``max(a, b, ...)`` of 0-dim tensors: its value kept in the graph with CPython's rule (a
+    later item replaces the current one only when strictly greater (``max``) or smaller
+    (``min``), so ties and NaNs keep the earlier item: ``torch.where(b > a, b, a)``), and the
+    object, one of the items, picked after the graph (``PickedTensorVariable``)."""
+    if all(item.node is items[0].node for item in items[1:]):
+        return items[0]  # ``max(a, a)``
     better = operator.gt if pick is builtins.max else operator.lt
     result = items[0]
     for item in items[1:]:
         condition = tx.output.call_function(better, (item, result), {})
         result = tx.output.call_function(torch.where, (condition, item, result), {})
-    return result
+    assert isinstance(result, TensorVariable)
+    if _autograd_flags(result.example) != _autograd_flags(items[0].example):
+        # grad off (or inference mode) and the candidates made outside it: the node's flags
+        # are not the object's, which later reads and operations would see
+        raise Unsupported("picked_tensor", f"{pick.__name__}() of {items[0]}: its flags differ")
+    picked = PickedTensorVariable(
+        result.node, result.example, items[0].python_type(), candidates=tuple(items), pick=pick
+    )
+    tx.output.picks.append(picked)
+    return picked
+
+
+def _autograd_flags(example: torch.Tensor) -> tuple[bool, bool]:
+    return example.requires_grad, example.is_inference()
+
+
+@dataclass(eq=False, repr=False)
+class PickedTensorVariable(TensorVariable):
+    """One of ``candidates`` (0-dim tensors), which one known only from their data: what
+    ``pick(*candidates)`` (``max``, ``min``) returns. ``node`` computes its value, which any
+    operation reading it uses. Where the object itself counts, it is the real candidate:
+
+    - rebuilt after the graph (returned, stored, live at a break, ``id``) as
+      ``pick(*candidates)`` on the real candidates, the comparisons eager makes;
+    - ``p is c`` of a candidate ``c`` (``is_same``), its autograd attributes, ``.data``,
+      ``__dict__`` and stores into its attributes break;
+    - an operator writing into it or into a candidate (a write ``node`` would not see), or
+      making a view of it (a view of ``node``, not of the candidate), breaks before it
+      (``OutputGraph.check_picks``).
+
+    Invariant: the candidates have this tracker's class, dtype, device and ``requires_grad``
+    (``_scalar_tensors``)."""
+
+    candidates: tuple[TensorVariable, ...] = ()
+    pick: Callable[..., Any] = builtins.max
+
+    def objects(self) -> list[Any]:
+        return [e for c in self.candidates for e in c.objects()]
+
+    def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
+        if name in _PICK_OBJECT_ATTRS and (name != "grad_fn" or self.example.requires_grad):
+            raise Unsupported(
+                "picked_tensor",
+                f"Tensor.{name} of {self.pick.__name__}() of tensors, one of them picked when "
+                "the graph runs",
+            )
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, cg: Codegen) -> None:
+        cg.push_callable(lambda: cg.load_const(self.pick))
+        for candidate in self.candidates:
+            candidate.reconstruct(cg)
+        cg.call(len(self.candidates))
+
+    def __repr__(self) -> str:
+        return f"PickedTensorVariable({self.pick.__name__}, {self.node.name})"
+
+
+#: attributes of a picked tensor that are the object's: its autograd state (``requires_grad``
+#: is the candidates' flag), a tensor sharing its storage, its own attributes
+_PICK_OBJECT_ATTRS = frozenset(
+    {"grad", "is_leaf", "grad_fn", "_base", "data", "__dict__", "requires_grad_", "retain_grad"}
+)
+
+
+@dispatch.rule("store_attr", PickedTensorVariable)
+def _store_picked_attribute(
+    tx: Translator, obj: PickedTensorVariable, name: str, value: VariableTracker
+) -> None:
+    """``p.name = value``: an attribute of the candidate picked at run time, which the trace
+    would not see when reading that candidate: a break."""
+    raise Unsupported(
+        "picked_tensor", f"storing .{name} into a tensor {obj.pick.__name__}() picks at run time"
+    )
 
 
 min_ = _extremum(builtins.min)
@@ -501,7 +583,12 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if isinstance(lhs, TensorVariable) and isinstance(rhs, TensorVariable):
         # an in-place op (``x.add_(y)``, ``x += y`` on a tensor) returns its input: the fake
         # tensors are the same object too
-        return lhs.node is rhs.node or lhs.example is rhs.example
+        if lhs.node is rhs.node or lhs.example is rhs.example:
+            return True
+        left, right = lhs.objects(), rhs.objects()
+        if any(x is y for x in left for y in right):  # a pick, maybe the other tensor
+            raise Unsupported("picked_tensor", f"identity of {lhs} and {rhs}, known at run time")
+        return False
     if isinstance(lhs, UserObjectVariable) and isinstance(rhs, UserObjectVariable):
         if lhs.value is rhs.value:
             return True
@@ -513,6 +600,11 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     real = [_real_immutable(tx, vt) for vt in (lhs, rhs)]
     if None not in real:
         return _same_value_object(tx, lhs, rhs, real[0], real[1])
+    for vt, obj in zip((lhs, rhs), real, strict=True):
+        if isinstance(vt, SymNodeVariable) and obj is None:
+            # a number the trace computed: whether CPython's operation made a new object or
+            # gave back one it was given (``+f``, ``abs(n)``, a cached small int) is its own
+            raise Unsupported("is", f"identity of a number computed in the trace: {lhs} is {rhs}")
     if lhs.is_python_constant() and rhs.is_python_constant():
         pin_identity(tx, lhs)
         pin_identity(tx, rhs)
@@ -595,6 +687,8 @@ def _real_immutable(tx: Translator, vt: VariableTracker) -> Any:
         if type(value) in _SINGLETON_VALUES or (type(value) is int and -5 <= value <= 256):
             return None
         return value if type(value) in _IDENTITY_READ_TYPES else None
+    if isinstance(vt, SymNodeVariable):
+        return _input_number(tx, vt)
     if isinstance(vt, SetVariable):
         if not vt.frozen or vt.source is None:
             return None
@@ -603,6 +697,15 @@ def _real_immutable(tx: Translator, vt: VariableTracker) -> Any:
         real = containers.wrapped_object(tx, vt)
         return real if type(real) is frozenset else None
     return getattr(vt, "real", None)
+
+
+def _input_number(tx: Translator, vt: SymNodeVariable) -> Any:
+    """The int or float object a symbolic input stands for (its placeholder's real value), else
+    None (a number computed in the trace, or from a tensor's size or data)."""
+    inputs = tx.output.inputs
+    if vt.source is None or inputs.get(vt.source) is not vt:
+        return None
+    return tx.output.input_values[list(inputs).index(vt.source)]
 
 
 def pin_identity(tx: Translator, vt: VariableTracker) -> None:
@@ -1592,8 +1695,10 @@ def in_place(tx: Translator, op: Any, args: list[VariableTracker]) -> VariableTr
     if isinstance(args[0], ListVariable) and op is operator.iadd:
         return call_container_method(tx, args[0], "extend", [args[1]], {}) and args[0]
     if isinstance(args[0], ListVariable) and op is operator.imul:
-        if args[1].is_python_constant():  # CPython's TypeError for a count that is no int
-            _fold(tx, operator.imul, [[], args[1].as_python_constant()])
+        count = _known_type(args[1])
+        if count and type_lookup(count, "__index__") is MISSING:  # the syntax's own TypeError
+            name = containers.c_name(count)
+            raise PythonError(TypeError(f"can't multiply sequence by non-int of type '{name}'"))
         return call_container_method(tx, args[0], "__imul__", [args[1]], {})
     return call_operator(tx, OPERATORS[op].binary, args)
 
@@ -2492,13 +2597,27 @@ def setitem(
         return
     if _user_item_method(tx, "__setitem__", obj, [key, value]) is not None:
         return
+    _sequence_index(obj, key)
     call_container_method(tx, obj, "__setitem__", [key, value], {})
 
 
 def delitem(tx: Translator, obj: VariableTracker, key: VariableTracker) -> None:
     if _user_item_method(tx, "__delitem__", obj, [key]) is not None:
         return
+    _sequence_index(obj, key)
     call_container_method(tx, obj, "__delitem__", [key], {})
+
+
+def _sequence_index(obj: VariableTracker, key: VariableTracker) -> None:
+    """``d[key] = v`` and ``del d[key]`` of a deque, whose type has item slots of a sequence
+    only: CPython's TypeError for a key whose type has no ``__index__``, from the syntax (the
+    methods ``d.__setitem__(key, v)`` raise index conversion's own)."""
+    if not isinstance(obj, ListVariable) or not issubclass(obj.python_type(), collections.deque):
+        return
+    kind = _known_type(key)
+    if kind and type_lookup(kind, "__index__") is MISSING:
+        name = containers.c_name(kind)
+        raise PythonError(TypeError(f"sequence index must be integer, not '{name}'"))
 
 
 def _user_item_method(
@@ -2822,9 +2941,11 @@ def len_(tx: Translator, obj: VariableTracker) -> VariableTracker:
         if obj.example.dim() == 0:
             raise Unsupported("python_error", "len() of a 0-d tensor")
         return ConstantVariable(int(obj.example.shape[0]))
-    if isinstance(obj, IteratorVariable):
-        kind = obj.python_type().__name__
-        raise PythonError(TypeError(f"object of type '{kind}' has no len()"))
+    kind = _known_type(obj)
+    if isinstance(obj, IteratorVariable) or (kind and type_lookup(kind, "__len__") is MISSING):
+        # the type's slot decides (a symbolic number, a generator): no value is read
+        name = containers.c_name(obj.python_type())
+        raise PythonError(TypeError(f"object of type '{name}' has no len()"))
     if isinstance(obj, DictViewVariable):
         return ConstantVariable(len(obj.dict_vt.items))
     if hasattr(obj, "items"):
@@ -3355,13 +3476,18 @@ def float_(tx: Translator, value: VariableTracker) -> VariableTracker:
 
 def _to_number(tx: Translator, value: VariableTracker, kind: type, sym: Any) -> VariableTracker:
     """``int(t)``/``float(t)`` of a tensor: an unbacked symbolic number (``tensor.to_scalar``); of a
-    symbolic number: the conversion, in the graph; of an object whose class has no conversion (a
-    bound method, a plain object): CPython's TypeError."""
+    symbolic number: the conversion, in the graph; of an object whose class converts in Python:
+    that method, inlined (``objects.number_conversion``); of an object whose class has no
+    conversion (a bound method, a plain object): CPython's TypeError."""
     method = f"__{kind.__name__}__"
     if isinstance(value, TensorVariable):
         return to_scalar(tx, value, method)
     if isinstance(value, SymNodeVariable):
         return tx.output.call_function(sym, (value,), {})
+    if isinstance(value, UserObjectVariable):
+        converted = objects.number_conversion(tx, value, kind)
+        if converted is not None:
+            return converted
     error = unsupported_operands(kind, [value], {method, "__index__", "__trunc__"})
     if error is not None:
         raise PythonError(error)
