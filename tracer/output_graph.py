@@ -130,6 +130,9 @@ class OutputGraph:
         self.deferred = DeferredChecks()  #: checks on tensor data the rewritten code makes
         #: tensors whose text the rewritten code makes after the graph, with their state then
         self.text_reads: list[tuple[VariableTracker, tuple]] = []
+        #: tensors standing for one of several objects, which one known when the graph runs
+        #: (``operations.PickedTensorVariable``; ``check_picks``)
+        self.picks: list[TensorVariable] = []
         #: ``torch._C._storage_id`` of each fake tensor an operator of the graph wrote into
         self.written_storages: set[int] = set()
         #: exceptions being handled by traced ``except``/``finally`` blocks, innermost last
@@ -437,6 +440,7 @@ class OutputGraph:
                 self.fake_results.remember(key, fake_args, fake_kwargs, example)
         _check_no_new_leaf(_name(target), example, grad_before)
         self._check_text_reads(_name(target), probe)
+        self.check_picks(_name(target), probe.written, example)
         deferred_checks.note_op(self, _name(target), fake_args, fake_kwargs, probe)
         made = _untraced_layout(example)
         if made is not None:  # as for inputs (``add_input``): e.g. ``coalesce()``'s fake nnz is 0
@@ -475,6 +479,24 @@ class OutputGraph:
             if untracked or _text_state(tensor.example) != state:
                 raise Unsupported(
                     "text", f"{name} changes {tensor}, whose text is made after the graph"
+                )
+
+    def check_picks(self, name: str, written: Any, example: Any) -> None:
+        """An operator writing into a tensor picked at run time or into one it may be, or making
+        a view of it, ends the graph before it: the pick's node is a copy, which the write would
+        miss or the view would see; after the break the pick is the real object."""
+        if not self.picks:
+            return
+        wrote = {torch._C._storage_id(w) for w in written}
+        results = example if isinstance(example, (tuple, list)) else (example,)
+        made = {_storage_of(r) for r in results if r is not None}
+        for pick in self.picks:
+            own = torch._C._storage_id(pick.example)
+            views = own in made and not any(r is pick.example for r in results)
+            objects = (pick.example, *pick.objects())
+            if views or any(torch._C._storage_id(o) in wrote for o in objects):
+                raise Unsupported(
+                    "picked_tensor", f"{name} writes or views {pick}, an object known at run time"
                 )
 
     def before_text_state_change(self, what: str) -> None:
@@ -780,6 +802,16 @@ def _text_state(tensor: torch.Tensor) -> tuple:
     by its views: data, shape and strides written; an inference tensor has none) and
     ``requires_grad``."""
     return None if tensor.is_inference() else tensor._version, tensor.requires_grad
+
+
+def _storage_of(value: Any) -> int | None:
+    """``torch._C._storage_id`` of a dense tensor, else None (no tensor, or no storage)."""
+    if not isinstance(value, torch.Tensor) or value.layout is not torch.strided:
+        return None
+    try:
+        return torch._C._storage_id(value)
+    except (RuntimeError, NotImplementedError):  # a wrapper without storage (functorch's)
+        return None
 
 
 def _name(target: Any) -> str:

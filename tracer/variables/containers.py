@@ -83,6 +83,8 @@ def hash_key(vt: VariableTracker) -> Any:
     compared by its referent); a tensor compares by identity (its graph node). Unhashable builtin
     containers raise CPython's ``TypeError``; objects with their own ``__hash__`` break."""
     if isinstance(vt, TensorVariable):
+        if len(vt.objects()) > 1:  # which object it is, known at run time
+            raise Unsupported("picked_tensor", f"{vt} as a key: one of several tensors")
         return IdentityKey(vt, vt.node)
     if vt.is_python_constant():
         value = vt.as_python_constant()

@@ -159,6 +159,11 @@ class TensorVariable(VariableTracker):
     def python_type(self) -> type:
         return self.cls
 
+    def objects(self) -> list[Any]:
+        """The fake tensors of the objects this tracker may stand for: its own; several where
+        which one is known only at run time (``operations.PickedTensorVariable``)."""
+        return [self.example]
+
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
         if name in AUTOGRAD_ATTRS and tx.output.transform_bodies:
             # functorch's autograd state of the innermost transform's body: a constant, or None
