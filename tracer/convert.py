@@ -378,15 +378,19 @@ def _attribute_read(source: Source) -> str | None:
 
 def _finish_escaping_generators(output: OutputGraph, values: list[VariableTracker]) -> bool:
     """A generator made in the trace that escapes the call (returned, stored) is run to its end
-    now, while its tensor operations can still join the graph, and escapes as an iterator over the
-    items it had left (as torch.compile does). Only if that has no effect outside the generator:
+    now, while its tensor operations can still join the graph, and escapes as a generator of the
+    items it had left (``iterators.rest_of``); one not started is made again by its function.
+    Only if that has no effect outside the generator:
     otherwise the effects would happen too early, and the function runs in Python. Returns whether
     it ran one (the trace's state may have changed)."""
     reachable = list(walk(values))
     seen = {id(vt) for vt in reachable}
     forced = False
     for vt in reachable:
-        if not isinstance(vt, GeneratorVariable) or vt.done or vt.spoiled or vt.escapes_as_is():
+        if not isinstance(vt, GeneratorVariable) or vt.spoiled or vt.escapes_as_is():
+            continue
+        vt.escaping = True  # rebuilt as a generator (``rest_of``)
+        if vt.done or iterators.restartable(vt):  # one not started is made again by its function
             continue
         effects = output.side_effects
         before = effects.snapshot()

@@ -1021,7 +1021,12 @@ class SymNodeVariable(VariableTracker):
         return self.as_python_constant()
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        return tx.fold(getattr(self.as_python_constant(), name))
+        value = self.as_python_constant()
+        try:
+            found = getattr(value, name)
+        except AttributeError as e:  # CPython's own error (``e.obj`` the value, guarded)
+            raise PythonError(e) from None
+        return tx.fold(found)
 
     def reconstruct(self, cg: Codegen) -> None:
         if self.node in cg.graph_outputs:

@@ -259,6 +259,19 @@ class Yielded(Exception):  # noqa: N818 (control flow, not an error)
         self.value = value
 
 
+def rest_of(items: tuple, result: Any, name: str, qualname: str) -> Any:
+    """Runtime helper: a generator named ``name`` (``qualname``) giving ``items``, then
+    returning ``result``: one the trace ran to its end, as the caller gets it."""
+
+    def rest() -> Any:
+        yield from items
+        return result
+
+    made = rest()
+    made.__name__, made.__qualname__ = name, qualname
+    return made
+
+
 def take_items(it: Any, count: int, exhaust: bool) -> None:
     """Runtime helper: take ``count`` items from the iterator ``it`` (then its end, if
     ``exhaust``), as the trace did (a dict iterator or ``itertools`` object cannot be moved any
@@ -349,13 +362,23 @@ class GeneratorVariable(LazyIteratorVariable):
     #: such an input's frame returned in a run that recorded no effect and no graph node: taking
     #: the real object to its end again (``replay_log``) repeats nothing the trace kept
     clean_end: bool = False
+    #: the traced code took past its end: the first ``StopIteration`` it got held ``result``,
+    #: later ones hold nothing (``result`` is then None), as CPython gives a return value once
+    stop_seen: bool = False
+    #: escaping the call at its return (``convert``): rebuilt as a generator (``rest_of``)
+    escaping: bool = False
 
     def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
         if self.source is not None:
             if tx is None:  # items forced outside the trace's steps: never taken again
                 raise Unsupported("generator", f"items of {self!r} taken in advance")
             tx.output.side_effects.mark_mutated(self)
-        return super().next_item(tx)
+        item = super().next_item(tx)
+        if item is None and tx is not None:
+            if self.stop_seen:
+                self.result = None
+            self.stop_seen = True
+        return item
 
     def escapes_as_is(self) -> bool:
         """Does it escape as the object it is, with no need to run it to its end: the caller's
@@ -450,6 +473,8 @@ class GeneratorVariable(LazyIteratorVariable):
         if fn in polyfills.RESUME and not self.spoiled and self.index >= len(self.items):
             return self._resume(cg, polyfills.RESUME[fn])
         rebuild = polyfills.REBUILD.get(fn)
+        if rebuild is None and self.escaping and self.rebuildable():
+            return self._rest_of(cg)
         if rebuild is None:
             return super().reconstruct(cg)  # a plain iterator (as torch.compile rebuilds it)
 
@@ -460,6 +485,29 @@ class GeneratorVariable(LazyIteratorVariable):
 
         cg.build_once(self, build)
         return None
+
+    def _rest_of(self, cg: Codegen) -> None:
+        """A generator run to its end in the trace, escaping the call: ``rest_of(items, result,
+        name, qualname)``, a generator of the items it had left that then returns what its
+        frame returned (unless the traced code took that already), named as the function that
+        made it."""
+        fn = getattr(self.frame, "fn", None)
+        code = self.frame.code
+        name = getattr(fn, "__name__", code.co_name)
+        qualname = getattr(fn, "__qualname__", getattr(code, "co_qualname", name))
+
+        def build() -> None:
+            cg.load_const(rest_of)
+            self.reconstruct_items(cg)
+            if self.result is None or self.stop_seen:
+                cg.load_const(None)
+            else:
+                self.result.reconstruct(cg)
+            cg.load_const(name)
+            cg.load_const(qualname)
+            cg.call_function(4)
+
+        cg.build_once(self, build)
 
     def _resume(self, cg: Codegen, resume: Any) -> None:
         """A polyfilled C iterator whose items are not made now (an endless ``count``, a
@@ -1920,7 +1968,7 @@ def _generator_close(tx, obj):
     frame = obj.frame
     if frame is not None and obj.given and not obj.done and not _bare_yield(frame):
         raise Unsupported("generator", f"closing {obj!r} at a yield inside a try or with block")
-    obj.done = True
+    obj.done, obj.stop_seen, obj.result = True, True, None
     return _NONE
 
 
