@@ -1778,7 +1778,7 @@ COUNTS = {
     "instance_method_override": (2, 0),
     "int_float_dunder": (2, 0),
     "isinstance_abcs": (1, 0),
-    "iter_next_obj": (0, 2),
+    "iter_next_obj": (3, 0),
     "lt_reflected": (3, 3),
     "metaclass_call": (1, 0),
     "module_attr_list": (3, 0),
@@ -1814,7 +1814,6 @@ ABOVE_DYNAMO = {
     "cached_prop",  # bytegraph 2, torch.compile 0 (torch 2.11 and 2.15)
     "eq_hash_dict",  # bytegraph 8, torch.compile 0
     "getattr_class_level",  # bytegraph 2, torch.compile 0
-    "iter_next_obj",  # bytegraph 2, torch.compile 0
     "lt_reflected",  # bytegraph 3, torch.compile 2
     "nondata_descriptor",  # bytegraph 2, torch.compile 0 (torch 2.15)
     "vars_update",  # bytegraph 2, torch.compile 0

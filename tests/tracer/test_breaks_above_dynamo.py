@@ -11,6 +11,8 @@ import torch
 from difftest import check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
+import bytegraph
+
 
 def ones():
     return (torch.ones(3),)
@@ -112,3 +114,151 @@ def test_float_of_an_index_made_of_a_tensor_value():
 
     check(fn, torch.ones(3), graphs=1, breaks=0)
     check_breaks(fn, lambda: (torch.ones(4),), graphs=1, breaks=0)
+
+
+# -- iterators written as classes: __iter__ / __next__ ---------------------------------------------
+
+
+class Count:  # its own iterator
+    def __init__(self, n):
+        self.n = n
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i >= self.n:
+            raise StopIteration
+        self.i += 1
+        return self.i
+
+
+class Done(StopIteration):
+    pass
+
+
+class Steps:  # an iterable giving a new iterator each time, which ends by a StopIteration subclass
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return StepIter(self.n)
+
+
+class StepIter:
+    def __init__(self, n):
+        self.left = n
+
+    def __next__(self):
+        if not self.left:
+            raise Done()
+        self.left -= 1
+        return self.left * 10
+
+
+class Inner:  # __next__ takes from an iterator it holds: the builtin's StopIteration ends it
+    def __init__(self, items):
+        self.it = iter(items)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.it) + 1
+
+
+def loops(c, x):
+    for v in c:
+        x = x + v
+    return x * 2, c.i
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_loop_over_an_object_that_is_its_own_iterator(n):
+    check_breaks(loops, lambda: (Count(n), torch.ones(2)), graphs=1, breaks=0)
+    assert_no_more_breaks(0, loops, Count(n), torch.ones(2))
+
+
+def consumers(x):
+    c = Count(3)
+    it = iter(c)
+    first = next(it)
+    rest = list(it)
+    after = next(c, "end")
+    made = [v for v in Steps(2)], sum(Steps(3))
+    zipped = list(zip(Inner([5, 6, 7]), range(2), strict=False))
+    a, b = Steps(2)
+    return x + first, it is c, rest, after, made, zipped, a, b, c.i, sorted(Steps(3))
+
+
+def test_builtins_and_unpacking_consume_iterators_written_as_classes():
+    check_breaks(consumers, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+def next_errors(x):
+    out = []
+    for make in (lambda: Count(0), lambda: StepIter(0), lambda: Inner([])):
+        try:
+            out.append(next(make()))
+        except StopIteration as e:
+            out.append(type(e).__name__)
+    return x + 1, out
+
+
+def test_next_lets_the_objects_own_stop_iteration_out():
+    check_breaks(next_errors, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+class Failing(Count):
+    def __next__(self):
+        if self.i == 2:
+            raise ValueError("two")
+        return super().__next__()
+
+
+def failing_loop(c, x):
+    try:
+        for v in c:
+            x = x * v
+    except ValueError as e:
+        return x, str(e), c.i
+    return x, None, c.i
+
+
+def test_another_error_of_next_is_the_loops_error():
+    check_breaks(failing_loop, lambda: (Failing(5), torch.ones(2)), graphs=1, breaks=0)
+
+
+def loop_with_a_break(c, x):
+    for v in c:
+        x = x + v
+        print("at", v)
+        bytegraph.graph_break()
+    return x, c.i
+
+
+def test_a_break_in_the_loop_resumes_on_the_same_object():
+    check_breaks(loop_with_a_break, lambda: (Count(3), torch.ones(2)), graphs=2, breaks=3)
+
+
+class Valued(Count):  # ends with a value: what ``yield from`` over it gives
+    def __next__(self):
+        if self.i >= self.n:
+            raise StopIteration(self.n * 100)
+        return super().__next__()
+
+
+def delegating(c):
+    got = yield from c
+    yield got
+
+
+def yield_from(c, x):
+    items = list(delegating(c))
+    return x + sum(items[:-1]), items, [v for v in Valued(2)]
+
+
+def test_yield_from_gives_the_value_of_the_objects_stop_iteration():
+    # the value is not followed by the trace: a break there, the result CPython's
+    check_breaks(yield_from, lambda: (Valued(3), torch.ones(2)), graphs=1, breaks=2)

@@ -50,7 +50,7 @@ from ..variables.frames import KNOWN_FRAME_READERS, given_as_known, hidden_calle
 from ..variables.functions import BuiltinVariable, UserFunctionVariable, reconstruct_cell
 from ..variables.iterators import BuiltinIteratorVariable, GeneratorVariable, IteratorVariable
 from ..variables.modules import NNModuleVariable
-from ..variables.objects import CFunctionVariable
+from ..variables.objects import CFunctionVariable, UserIteratorVariable
 from ..variables.tensors import TensorTruthVariable
 from . import made_in_resume
 from .break_frames import (
@@ -594,6 +594,8 @@ def _rebuilt_as_object(vt: IteratorVariable) -> bool:
     again from its suspended state (``GeneratorVariable.escapes_as_is``: a sequence iterator)."""
     if isinstance(vt, GeneratorVariable):
         return vt.escapes_as_is()
+    if isinstance(vt, UserIteratorVariable):  # an object keeping its own position
+        return True
     return (
         isinstance(vt, BuiltinIteratorVariable)
         and not vt.rebuildable()

@@ -23,6 +23,7 @@ from ..variables import dispatch
 from ..variables.base import VariableTracker
 from ..variables.constants import ConstantVariable, SymNodeVariable
 from ..variables.iterators import GeneratorVariable, IteratorVariable, Yielded, send_into
+from ..variables.objects import UserIteratorVariable, python_next
 from ..variables.tensors import TensorBoolVariable, TensorTruthVariable, TensorVariable
 from .registry import handler
 
@@ -126,6 +127,9 @@ def get_iter(tx: Translator, inst: Instr) -> None:
 def for_iter(tx: Translator, inst: Instr) -> None:
     """(iterator -- iterator item) or, exhausted, (iterator --) and jump."""
     iterator = tx.peek()
+    if python_next(iterator):  # an iterator written as a class, as a resumed loop receives it
+        tx.pop()
+        tx.push(iterator := UserIteratorVariable([], obj=iterator))
     if not isinstance(iterator, IteratorVariable):
         raise Unsupported("for_iter", f"iteration over {iterator}")
     item = iterator.next_item(tx)

@@ -93,7 +93,7 @@ from .functions import (
     UserFunctionVariable,
     tuple_new,
 )
-from .iterators import dict_iter
+from .iterators import MAX_YIELDS, IteratorVariable, dict_iter
 from .tensors import TensorVariable, tensor_text
 
 if TYPE_CHECKING:
@@ -1135,7 +1135,10 @@ class UserObjectVariable(VariableTracker):
             if class_source is not None and isinstance(static, classmethod):
                 fn_source = AttrSource(class_source, "__func__")
             if fn_source is not None:
-                tx.wrap(fn, fn_source)
+                wrapped = tx.wrap(fn, fn_source)
+            if isinstance(static, staticmethod) and not isinstance(fn, types.FunctionType):
+                # a C function (``bytearray.maketrans``): what it is as a value
+                return wrapped if fn_source is not None else tx.wrap_static(fn)
             bound = UserFunctionVariable(fn, fn_source)
             if isinstance(static, staticmethod):
                 return bound
@@ -1716,6 +1719,67 @@ def _checked_conversion(
     if warned:  # a subclass of int or float returned: CPython warns each time it runs
         raise Unsupported("builtin", f"{cls.__name__}.{name} returned {result}")
     return converted
+
+
+def python_next(value: VariableTracker) -> bool:
+    """``value`` is an object whose class defines ``__next__`` in Python (an iterator written as
+    a class; modules have their own iteration)."""
+    if not isinstance(value, UserObjectVariable) or isinstance(value.value, nn.Module):
+        return False
+    return isinstance(type_lookup(type(value.value), "__next__"), types.FunctionType)
+
+
+@dataclass(eq=False)
+class UserIteratorVariable(IteratorVariable):
+    """An object whose class defines ``__next__`` in Python, as a loop or a builtin consumes it
+    (what ``iter(obj)``'s ``__iter__`` returned): each item is its ``__next__``, inlined, until that
+    raises ``StopIteration`` (caught here, as ``FOR_ITER`` catches it). The object keeps the
+    position itself, so it is asked again on each ``next``; the rewritten code loads the object.
+    Only the consumers hold this tracker: ``iter(obj)`` gives the object itself (its identity)."""
+
+    obj: VariableTracker | None = None
+    #: the value of the last ``StopIteration`` (``yield from``'s result), where it had one
+    stop_value: Any = None
+
+    def next_item(self, tx: Translator | None = None) -> VariableTracker | None:
+        if tx is None:
+            raise Unsupported("iterator", f"{self.obj} taken from outside the trace")
+        tx.builtin_catches.append(StopIteration)
+        try:
+            return self.obj.call_method(tx, "__next__", [], {})
+        except TracedException as te:
+            if not issubclass(te.exc.cls, StopIteration):
+                raise
+            self.stop_value = te.exc.args or None
+        except PythonError as e:
+            if not isinstance(e.exc, StopIteration):
+                raise
+            self.stop_value = e.exc.args or None
+        finally:
+            tx.builtin_catches.pop()
+        return None
+
+    @property
+    def result(self) -> VariableTracker | None:
+        """What ``yield from`` over the object gives: None where its ``StopIteration`` had no
+        value; a value it had is not followed here (a break)."""
+        if self.stop_value is None:
+            return None
+        raise Unsupported("iterator", f"the value of {self.obj}'s StopIteration")
+
+    def unpack(self, tx: Translator) -> list[VariableTracker]:
+        items: list[VariableTracker] = []
+        while (item := self.next_item(tx)) is not None:
+            if len(items) >= MAX_YIELDS:
+                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items")
+            items.append(item)
+        return items
+
+    def python_type(self) -> type:
+        return self.obj.python_type()
+
+    def reconstruct(self, cg: Codegen) -> None:
+        self.obj.reconstruct(cg)
 
 
 #: Keys ``DictReadVariable`` reads by: compared exactly, written back by their ``repr`` in guards.

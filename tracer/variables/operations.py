@@ -3336,13 +3336,18 @@ def iter_(
 ) -> VariableTracker:
     if sentinel is not None:
         return UserFunctionVariable(callable_iterator).call_function(tx, [obj, sentinel], {})
-    return dispatch.get_iter(tx, obj)
+    made = dispatch.get_iter(tx, obj)
+    return made.obj if isinstance(made, objects.UserIteratorVariable) else made
 
 
 @builtin(next)
 def next_(
     tx: Translator, it: VariableTracker, default: VariableTracker | None = None
 ) -> VariableTracker:
+    if objects.python_next(it):  # its own StopIteration, unless a default is given
+        if default is None:
+            return it.call_method(tx, "__next__", [], {})
+        it = objects.UserIteratorVariable([], obj=it)
     if not isinstance(it, IteratorVariable):
         raise Unsupported("builtin", f"next() on {it}")
     item = it.next_item(tx)
@@ -3877,6 +3882,8 @@ def get_iter(tx: Translator, value: VariableTracker) -> VariableTracker:
         return made
     if _user_iter(value):
         result = value.call_method(tx, "__iter__", [], {})
+        if objects.python_next(result):
+            return objects.UserIteratorVariable([], obj=result)
         if not isinstance(result, IteratorVariable):
             raise Unsupported(
                 "python_error", f"__iter__ of {value} returned {result}, not an iterator"
