@@ -175,6 +175,28 @@ def test_autograd_attributes_of_a_pick_are_the_arguments(values):
     check(_autograd, *_scalars(values, requires_grad=True)[:2], graphs=2, breaks=1)
 
 
+def _detached_in_place(a, b):
+    max(a, b).detach_()
+    return a.requires_grad, b.requires_grad
+
+
+@pytest.mark.parametrize("values", ["plain", "descending"])
+def test_a_pick_detached_in_place_detaches_the_argument(values):
+    # one call: the first leaves the arguments' flags apart (another variant, another rule)
+    args = _scalars(values, requires_grad=True)[:2]
+    check(_detached_in_place, *args, graphs=2, breaks=1, calls=1)
+
+
+def _parameters(p, q):
+    m = min(p, q)
+    return type(m).__name__, m
+
+
+def test_a_pick_of_parameters_is_a_parameter():
+    p, q = (torch.nn.Parameter(torch.tensor(v)) for v in (2.0, 1.0))
+    check(_parameters, p, q, graphs=1, breaks=0)
+
+
 def _backward(w):
     a, b = (w * 2).sum(), (w * 3).sum()
     m = max(a, b)

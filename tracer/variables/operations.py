@@ -447,7 +447,17 @@ class PickedTensorVariable(TensorVariable):
 #: attributes of a picked tensor that are the object's: its autograd state (``requires_grad``
 #: is the candidates' flag), a tensor sharing its storage, its own attributes
 _PICK_OBJECT_ATTRS = frozenset(
-    {"grad", "is_leaf", "grad_fn", "_base", "data", "__dict__", "requires_grad_", "retain_grad"}
+    {
+        "grad",
+        "is_leaf",
+        "grad_fn",
+        "_base",
+        "data",
+        "__dict__",
+        "requires_grad_",
+        "retain_grad",
+        "detach_",
+    }
 )
 
 
