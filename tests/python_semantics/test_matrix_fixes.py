@@ -201,3 +201,31 @@ def test_a_generators_return_value_is_given_once():
         return x + 1, out
 
     _compare(cell, [()])
+
+
+G_B = bytearray(b"a,b")
+G_C = collections.Counter(["a", "b", "b", "c", "c", "c", "d"])
+
+
+@pytest.mark.parametrize("v", [7, None, b"ab", _Plain()], ids=["int", "none", "bytes", "plain"])
+def test_bytearray_maketrans(v):
+    """A static method of bytearray read through an instance was inlined as a Python function
+    (an internal error: a C function has no ``__code__``)."""
+
+    def cell(x, b, v):
+        made = bytearray(b"ab")
+        return x + 1, [_outcome(o.maketrans, v, v) for o in (G_B, b, made)], made
+
+    _compare(cell, [(bytearray(b"cd"), v)])
+
+
+@pytest.mark.parametrize("n", [(1, "a"), None, 2, 0, -1, 10, 2.5], ids=repr)
+def test_counter_most_common(n):
+    """``most_common(n)`` with ``n`` of another type raised an internal error (heapq's TypeError
+    in the tracer) where CPython raises that TypeError."""
+
+    def cell(x, c, n):
+        made = collections.Counter([3, 1, 1, 2, 2, 2])
+        return x + 1, [_outcome(o.most_common, n) for o in (G_C, c, made)]
+
+    _compare(cell, [(collections.Counter("abbccc"), n)])

@@ -12,7 +12,6 @@ import collections.abc
 import dataclasses
 import enum
 import functools
-import heapq
 import inspect
 import itertools
 import operator
@@ -2025,13 +2024,15 @@ def _key(vt: VariableTracker, keys: Any = ()) -> Any:
 
 
 def _most_common(tx, obj, n=NONE):
-    counts = [(k, _counted(v)) for k, v in obj.items.items()]
-    limit = n.as_python_constant()
-    if limit is None:
-        ordered = sorted(counts, key=lambda kv: kv[1], reverse=True)
-    else:
-        ordered = heapq.nlargest(limit, counts, key=lambda kv: kv[1])
-    return ListVariable([TupleVariable([key_vt(k), ConstantVariable(c)]) for k, c in ordered])
+    """``Counter.most_common(n)``: CPython's own, run on a Counter of the same counts keyed by
+    position (its errors too: ``n`` of another type)."""
+    keys = list(obj.items)
+    shadow = collections.Counter(dict(enumerate(_counted(v) for v in obj.items.values())))
+    try:
+        ordered = shadow.most_common(n.as_python_constant())
+    except (TypeError, ValueError) as e:
+        raise PythonError(e) from None
+    return ListVariable([TupleVariable([key_vt(keys[i]), ConstantVariable(c)]) for i, c in ordered])
 
 
 def _counter_getitem(tx, obj, key):
@@ -3630,7 +3631,6 @@ _BYTEARRAY_UNTRACED = frozenset(
         "__alloc__",
         "__sizeof__",
         "fromhex",
-        "maketrans",
         "__setattr__",
         "__delattr__",
         "__dir__",
@@ -3639,10 +3639,10 @@ _BYTEARRAY_UNTRACED = frozenset(
 )
 #: bytearray's methods, C code computed here on the real bytearray and constant arguments
 _BYTEARRAY = {
-    name: (True, _bytearray_call(name))
+    name: (not isinstance(member, staticmethod), _bytearray_call(name))
     for name, member in vars(bytearray).items()
     if callable(member) and name not in _BYTEARRAY_UNTRACED
-}
+}  # (a static method, ``maketrans``, leaves the bytearray as it is)
 
 
 def bytearray_operation(
