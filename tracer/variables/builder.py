@@ -1142,9 +1142,23 @@ def fold_call(
     return fold(tx, computed(fn, pargs, pkwargs), given)
 
 
-#: Values whose identity nobody can observe apart from their value (small ints and interned
-#: strings are shared by CPython anyway).
-_VALUE_ONLY = (type(None), bool, int, float, complex, str, bytes)
+#: Values whose identity follows from their value: CPython keeps one object of each
+_SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented))
+
+
+def _identity_is_value(value: Any) -> bool:
+    """Whether every object equal to ``value`` is ``value`` itself: a singleton, an int CPython
+    caches (-5..256), an empty or one-character str (latin-1) or bytes. Any other number, str or
+    bytes is an object of its own, which an operation may give back (``(a,)[0]``, ``s.strip()``,
+    ``max(a, b)``): ``is`` tells them apart."""
+    cls = type(value)
+    if cls in _SINGLETONS:
+        return True
+    if cls is int:
+        return -5 <= value <= 256
+    if cls is str:
+        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
+    return cls is bytes and len(value) <= 1
 
 
 def _given_constant(vt: VariableTracker, given: dict[int, VariableTracker]) -> Any:
@@ -1156,7 +1170,7 @@ def _given_constant(vt: VariableTracker, given: dict[int, VariableTracker]) -> A
 
 
 def _record_given(vt: VariableTracker, value: Any, given: dict[int, VariableTracker]) -> None:
-    if isinstance(value, _VALUE_ONLY):
+    if _identity_is_value(value):
         return
     given.setdefault(id(value), vt)
     items = getattr(vt, "items", None)
