@@ -53,6 +53,17 @@ def test_nested_picks_return_an_argument(values):
     check(_nested, *_scalars(values), graphs=1, breaks=0)
 
 
+def _default_with_arguments(a, b):
+    try:
+        return max(a, b, default=None)
+    except TypeError as e:
+        return str(e)
+
+
+def test_a_default_with_several_arguments_raises():
+    check(_default_with_arguments, *_scalars("plain")[:2], graphs=0, breaks=0)
+
+
 def _of_intermediates(x):
     a, b = x.sum(), x.amax()
     m = max(a, b)

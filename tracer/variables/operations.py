@@ -272,6 +272,9 @@ def _extremum(pick: Callable[..., Any]) -> Callable[..., VariableTracker]:
     ) -> VariableTracker:
         if not args:
             raise Unsupported("python_error", f"{pick.__name__}() expects at least one argument")
+        if len(args) > 1 and default is not None:  # given at all, None too
+            message = f"Cannot specify a default for {pick.__name__}() with multiple positional"
+            raise PythonError(TypeError(f"{message} arguments"))
         if key is not None and _constant(key) and key.as_python_constant() is None:
             key = None  # ``key=None``: no key (``heapq.nlargest(1, xs)`` passes it)
         items = list(args) if len(args) > 1 else dispatch.iterate(tx, args[0])
