@@ -10,6 +10,7 @@ end, where CPython gives it with the first only."""
 from __future__ import annotations
 
 import collections
+import operator
 import warnings
 
 import pytest
@@ -229,3 +230,32 @@ def test_counter_most_common(n):
         return x + 1, [_outcome(o.most_common, n) for o in (G_C, c, made)]
 
     _compare(cell, [(collections.Counter("abbccc"), n)])
+
+
+def test_a_dict_views_mapping_is_a_new_proxy_of_its_dict():
+    """``view.mapping`` broke, and the resume function guarded the new proxy it was given by
+    identity: every identical call compiled again. It is a read-only proxy of the view's dict,
+    live, made again over the dict where it escapes."""
+
+    def cell(x, k):
+        d = {"a": 1}
+        m = d.keys().mapping
+        d["b"] = 2
+        out = [dict(m), len(m), "b" in m, m.get("a"), list(k.mapping), type(m).__name__]
+        out.append(_outcome(operator.setitem, m, "c", 3))
+        return x + 1, out, m, k.mapping
+
+    compiled = bytegraph.compile(cell, backend="eager")
+    with Recorder() as recorder, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            given = {"a": 5, "b": 1}
+            actual = compiled(torch.ones(2), given.keys())
+            expected = cell(torch.ones(2), given.keys())
+            assert_same(actual[:2], expected[:2])
+            assert [type(m) for m in actual[2:]] == [type(m) for m in expected[2:]]
+            assert [dict(m) for m in actual[2:]] == [dict(m) for m in expected[2:]]
+            given["c"] = 3  # the proxy of the caller's dict is live
+            assert dict(actual[3]) == given
+    report = recorder.report()
+    assert (report.graph_count, report.break_reasons) == (1, [])

@@ -2197,8 +2197,8 @@ class DictViewVariable(VariableTracker):
         return [TupleVariable([key_vt(k), v]) for k, v in items.items()]
 
     def var_getattr(self, tx: Translator, name: str) -> VariableTracker:
-        if name == "mapping":
-            raise Unsupported("getattr", "the mapping proxy of a dict view")
+        if name == "mapping":  # a new read-only proxy of the dict at each read
+            return MappingProxyVariable(self.dict_vt)
         if hasattr(self.python_type(), name):
             return BoundMethodVariable(self, name)
         raise Unsupported("getattr", f"{self.python_type().__name__} has no attribute {name!r}")
@@ -2226,7 +2226,8 @@ class MappingProxyVariable(VariableTracker):
     its keys and values guarded). Reads are the dict's (``get``, ``keys()``, ``[k]``, ``in``,
     ``len``, iteration, ``copy()``); an item assignment raises CPython's TypeError. The class
     takes no attribute store in a trace that read its namespace (``SideEffects.namespaces``),
-    so ``mapping`` is the namespace wherever the trace reads it."""
+    so ``mapping`` is the namespace wherever the trace reads it. A dict view's ``mapping`` (no
+    source, no owner) is a new proxy over the view's dict, made again over it."""
 
     mapping: DictVariable
     source: Source | None = None
@@ -2248,6 +2249,11 @@ class MappingProxyVariable(VariableTracker):
         raise PythonError(AttributeError(f"'mappingproxy' object has no attribute '{name}'"))
 
     def reconstruct(self, cg: Codegen) -> None:
+        if self.source is None and self.owner is None:  # a dict view's: made again over the dict
+            cg.load_const(types.MappingProxyType)
+            self.mapping.reconstruct(cg)
+            cg.call_function(1)
+            return
         self.mapping.reconstruct(cg)  # the proxy itself, read again through its source
 
     def __repr__(self) -> str:
