@@ -112,6 +112,17 @@ def test_an_argument_written_while_its_pick_is_live(values):
     check(_argument_written, torch.stack([a, c]), b, graphs=2, breaks=1)
 
 
+def _data_replaced(a, b, z):
+    m = max(a, b)
+    a.data = z
+    return m * 1
+
+
+@pytest.mark.parametrize("values", ["plain", "descending"])
+def test_an_argument_given_new_data_while_its_pick_is_live(values):
+    check(_data_replaced, *_scalars(values), graphs=2, breaks=1, calls=1)
+
+
 def _view_written(a, b):
     v = max(a, b).view(1)
     v.sub_(5)

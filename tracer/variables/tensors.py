@@ -273,6 +273,7 @@ class TensorVariable(VariableTracker):
             or value.cls not in plain
         ):
             raise Unsupported("store_attr", f"Tensor.data = {value} on {self}")
+        tx.output.check_picks("Tensor.data =", [self.example], None)  # a write the probe misses
         done = tx.output.call_effectful(set_data, (self, value), {})
         assert isinstance(done, TensorVariable) and done.node.target is set_data
         done.node.meta[RUNTIME] = True  # AOT-based backends would drop it: run as it is
