@@ -219,6 +219,17 @@ def test_a_pick_of_parameters_is_a_parameter():
     check(_parameters, p, q, graphs=1, breaks=0)
 
 
+def _placement(x, b):
+    m = max(x[1], b)
+    return m.storage_offset(), m._is_view(), m.is_shared()
+
+
+@pytest.mark.parametrize("values", ["plain", "descending"])
+def test_where_a_pick_lies_is_the_arguments(values):
+    a, b, c = _scalars(values)
+    check(_placement, torch.stack([c, a]), b, graphs=1, breaks=1)
+
+
 def _backward(w):
     a, b = (w * 2).sum(), (w * 3).sum()
     m = max(a, b)

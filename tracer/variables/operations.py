@@ -448,7 +448,8 @@ class PickedTensorVariable(TensorVariable):
 
 
 #: attributes of a picked tensor that are the object's: its autograd state (``requires_grad``
-#: is the candidates' flag), a tensor sharing its storage, its own attributes
+#: is the candidates' flag), a tensor sharing its storage, its own attributes, where it lies in
+#: its storage (a candidate may be a view: ``x[1]``)
 _PICK_OBJECT_ATTRS = frozenset(
     {
         "grad",
@@ -460,6 +461,10 @@ _PICK_OBJECT_ATTRS = frozenset(
         "requires_grad_",
         "retain_grad",
         "detach_",
+        "storage_offset",
+        "_is_view",
+        "is_shared",
+        "is_pinned",
     }
 )
 
