@@ -14,6 +14,7 @@ import collections
 import functools
 import re
 import sys
+import types
 
 import pytest
 import torch
@@ -285,3 +286,22 @@ def test_a_renamed_closure_is_read_with_its_name():
 
     calls = [lambda n=n: (torch.ones(2), n) for n in ["a", "a", "b", "a"]]
     check_breaks(fn, None, graphs=2, breaks=2, calls=calls)  # one per name
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "set", "proxy"])
+def test_is_of_two_containers_given_is_eagers(kind):
+    shared = {"a": 1}
+    make = {
+        "list": lambda: [1],
+        "dict": lambda: {"a": 1},
+        "set": lambda: {1},
+        "proxy": lambda: types.MappingProxyType(shared),
+    }[kind]
+
+    def fn(x, a, b):
+        return x + 1, a is b, a is not b
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    one = make()
+    for a, b in [(one, make()), (one, one), (make(), make()), (one, one)]:
+        assert_same(compiled(torch.ones(1), a, b), fn(torch.ones(1), a, b))

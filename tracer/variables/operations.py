@@ -623,6 +623,14 @@ def is_same(tx: Translator, lhs: VariableTracker, rhs: VariableTracker) -> bool:
             # a number the trace computed: whether CPython's operation made a new object or
             # gave back one it was given (``+f``, ``abs(n)``, a cached small int) is its own
             raise Unsupported("is", f"identity of a number computed in the trace: {lhs} is {rhs}")
+    if isinstance(lhs, _ONE_TRACKER_PER_OBJECT) and isinstance(rhs, _ONE_TRACKER_PER_OBJECT):
+        # distinct trackers of mutable objects stand for distinct objects (also where both hold
+        # constants only); two read from the inputs are guarded apart: another call may pass one
+        # object twice
+        sources = [_identity_source(tx, vt, MISSING) for vt in (lhs, rhs)]
+        if None not in sources and sources[0] != sources[1]:
+            tx.output.assume_distinct(sources[0], sources[1])
+        return False
     if lhs.is_python_constant() and rhs.is_python_constant():
         pin_identity(tx, lhs)
         pin_identity(tx, rhs)
