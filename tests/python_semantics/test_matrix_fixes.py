@@ -259,3 +259,24 @@ def test_a_dict_views_mapping_is_a_new_proxy_of_its_dict():
             assert dict(actual[3]) == given
     report = recorder.report()
     assert (report.graph_count, report.break_reasons) == (1, [])
+
+
+@pytest.mark.parametrize(
+    "make", [collections.deque, collections.defaultdict, collections.OrderedDict, _SubList]
+)
+def test_messages_name_a_type_as_cpython_does(make):
+    """CPython's messages name a type by its ``tp_name``: ``collections.deque`` (from 3.12 a heap
+    type, which the stand-ins' names took for a class statement's: ``deque``)."""
+
+    def cell(x, v):
+        ops = [
+            lambda: frozenset({0}) & v,
+            lambda: v ^ frozenset({0}),
+            lambda: hash(v),
+            lambda: operator.call(v),
+            lambda: memoryview(v),
+            lambda: [1] * v,
+        ]
+        return x + 1, [_outcome(op) for op in ops]
+
+    _compare(cell, [(make(),)])

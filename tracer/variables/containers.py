@@ -15,6 +15,7 @@ import functools
 import inspect
 import itertools
 import operator
+import re
 import struct
 import sys
 import types
@@ -2663,12 +2664,21 @@ def call_method(
 
 
 def c_name(cls: type) -> str:
-    """The name CPython's messages give ``cls`` (its ``tp_name``): a static type outside
-    ``builtins`` is named with its module (``torch.dtype``), any other by its ``__name__``."""
-    heap = bool(cls.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
-    if heap or cls.__module__ == "builtins":
-        return cls.__name__
-    return f"{cls.__module__}.{cls.__name__}"
+    """The name CPython's messages give ``cls`` (its ``tp_name``): a type written in C outside
+    ``builtins`` is named with its module (``torch.dtype``, ``collections.deque``, a heap type
+    from 3.12), a class statement's by its ``__name__``. Read from CPython's own message for a
+    missing attribute of the class (``type.__getattribute__``: no metaclass hook runs), which
+    writes at most 100 characters of it."""
+    try:
+        type.__getattribute__(cls, "\0")
+    except AttributeError as e:
+        found = _TP_NAME.match(str(e))
+        if found is not None and len(found[1]) < 100:
+            return found[1]
+    return cls.__name__
+
+
+_TP_NAME = re.compile(r"type object '(.*)' has no attribute ", re.DOTALL)
 
 
 def not_iterable(vt: VariableTracker) -> Exception | None:
