@@ -1740,6 +1740,10 @@ def len_bad_return():
 
 
 #: ``(graphs, breaks)`` over the calls of each program's ``drive``.
+#: ``functools.cached_property`` takes a lock in ``__get__`` (CPython before 3.12): a with-block on
+#: an ``RLock``, which breaks at each first read
+_CACHED_PROPERTY_LOCKS = hasattr(functools.cached_property(len), "lock")
+
 COUNTS = {
     "bool_bad_return": (4, 0),
     "len_bad_return": (3, 0),
@@ -1747,7 +1751,7 @@ COUNTS = {
     "abc_methods": (1, 0),
     "arith_dunders": (1, 0),
     "bound_method_stored": (2, 0),
-    "cached_prop": (3, 2),
+    "cached_prop": (3, 2) if _CACHED_PROPERTY_LOCKS else (3, 0),
     "call_objects": (2, 0),
     "class_attr_changed_between": (3, 0),
     "class_attr_mut": (3, 0),
@@ -1788,7 +1792,7 @@ COUNTS = {
     "namedtuple_methods": (2, 0),
     "namedtuple_unpack_iter": (3, 0),
     "ne_default_from_eq": (3, 0),
-    "nondata_descriptor": (2, 2),
+    "nondata_descriptor": (2, 0),
     "object_identity_return": (2, 0),
     "object_new_and_init_mutates_arg": (3, 0),
     "ordering": (3, 2),
@@ -1797,26 +1801,23 @@ COUNTS = {
     "reversed_obj": (3, 0),
     "seq_protocol": (3, 0),
     "setattr_override": (1, 0),
-    "setattr_returns_new_obj_from_compiled": (0, 2),
+    "setattr_returns_new_obj_from_compiled": (0, 0),
     "slots_obj": (1, 0),
     "sorted_key_attr": (3, 0),
     "staticmethod_via_instance_in_list": (1, 1),
     "super_init_chain": (1, 0),
     "truth": (3, 0),
     "type_call_new": (2, 0),
-    "vars_update": (1, 2),
+    "vars_update": (1, 0),
     "weakref_made": (1, 0),
     "weakrefs": (1, 0),
 }
 
 #: where bytegraph breaks more than torch.compile over the same calls (torch 2.13): known, open
 ABOVE_DYNAMO = {
-    "cached_prop",  # bytegraph 2, torch.compile 0 (torch 2.11 and 2.15)
     "eq_hash_dict",  # bytegraph 8, torch.compile 0
     "getattr_class_level",  # bytegraph 2, torch.compile 0
     "lt_reflected",  # bytegraph 3, torch.compile 2
-    "nondata_descriptor",  # bytegraph 2, torch.compile 0 (torch 2.15)
-    "vars_update",  # bytegraph 2, torch.compile 0
 }
 
 #: torch.compile compiles no graph over these calls (it runs them in Python, or fails); the last

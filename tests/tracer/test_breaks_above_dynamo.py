@@ -4,6 +4,7 @@ its break count with torch.compile's on the same code."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
@@ -262,3 +263,119 @@ def yield_from(c, x):
 def test_yield_from_gives_the_value_of_the_objects_stop_iteration():
     # the value is not followed by the trace: a break there, the result CPython's
     check_breaks(yield_from, lambda: (Valued(3), torch.ones(2)), graphs=1, breaks=2)
+
+
+# -- writes into an object's __dict__: vars(obj)[k] = v, vars(obj).update(...) ---------------------
+
+
+class Lazy:  # a non-data descriptor: a key of the instance dict hides it
+    def __get__(self, obj, typ=None):
+        return 10 if obj is None else obj.k * 2
+
+
+class Plain:
+    d = Lazy()
+    shared = 5
+
+    def __init__(self, k=1):
+        self.k = k
+        self.a = 1
+
+
+class Guarded(Plain):
+    calls = []
+
+    def __setattr__(self, name, value):  # not run by a write into __dict__
+        Guarded.calls.append(name)
+        object.__setattr__(self, name, value)
+
+    @property
+    def p(self):
+        return "property"
+
+
+def dict_writes(o, x):
+    before = o.d
+    vars(o).update(b=2, c=x)
+    o.__dict__["d"] = 7
+    vars(o)["k"] = 3  # an existing key keeps its place
+    vars(o).update({"shared": x * 2, "e": None})
+    return x * o.b + o.c * o.d, before, o.d, o.shared, list(vars(o)), "d" in o.__dict__
+
+
+@pytest.mark.parametrize("cls", [Plain, Guarded])
+def test_writes_into_an_instance_dict_are_stores_of_the_object(cls):
+    Guarded.calls.clear()
+    check_breaks(dict_writes, lambda: (cls(2), torch.ones(2)), graphs=1, breaks=0)
+    assert Guarded.calls == (["k", "a"] * 2 if cls is Guarded else [])  # in __init__ only
+    assert_no_more_breaks(0, dict_writes, cls(2), torch.ones(2))
+
+
+def made_in_the_trace(x):
+    o = Plain()
+    vars(o)["t"] = x + 1
+    return vars(o), o.t * 2, type(o)
+
+
+def test_a_write_into_the_dict_of_an_object_made_in_the_trace():
+    check_breaks(made_in_the_trace, lambda: (torch.ones(2),), graphs=1, breaks=0)
+
+
+def data_descriptor_name(o, x):
+    vars(o)["p"] = "dict"  # the property still wins on reads
+    return x + 1, o.p, vars(o)["p"]
+
+
+def test_a_write_beside_a_data_descriptor_breaks_and_is_eagers():
+    check_breaks(data_descriptor_name, lambda: (Guarded(), torch.ones(2)), graphs=1, breaks=1)
+
+
+def test_a_property_added_to_the_class_later_is_seen():
+    def fn(o, x):
+        vars(o)["q"] = 1
+        return x + o.q
+
+    compiled, _ = compile_counted(fn)
+
+    class C:
+        pass
+
+    assert compiled(C(), torch.ones(2)).tolist() == [2.0, 2.0]
+    C.q = property(lambda self: 40)
+    assert compiled(C(), torch.ones(2)).tolist() == fn(C(), torch.ones(2)).tolist() == [41.0] * 2
+
+
+def deleted_then_written(o, x):
+    del o.a
+    vars(o)["a"] = 4  # now the last key
+    return x + o.a, list(vars(o))
+
+
+def test_a_key_written_after_its_deletion_keeps_eagers_order():
+    check_breaks(deleted_then_written, lambda: (Plain(), torch.ones(2)), graphs=1, breaks=1)
+
+
+class Cached:
+    def __init__(self, t):
+        self.t = t
+        self.runs = 0
+
+    @functools.cached_property
+    def double(self):
+        self.runs += 1
+        return self.t * 2
+
+    @functools.cached_property
+    def quad(self):  # reads the other one
+        return self.double * 2
+
+
+def cached_reads(o, x):
+    return x + o.quad + o.double + o.quad, o.runs, sorted(vars(o))
+
+
+def test_cached_properties_store_into_the_instance_dict():
+    # CPython before 3.12 takes an RLock in cached_property.__get__: a break at each first read
+    breaks = 1 if hasattr(functools.cached_property(len), "lock") else 0
+    make = lambda: (Cached(torch.ones(2)), torch.ones(2))  # noqa: E731
+    check_breaks(cached_reads, make, graphs=1, breaks=breaks)

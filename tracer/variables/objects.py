@@ -1023,9 +1023,72 @@ class InstanceDictVariable(DictVariable):
 
     owner: VariableTracker | None = None
 
+    def store_into_dict(self, tx: Translator, name: Any, value: VariableTracker) -> None:
+        """``obj.__dict__[name] = value`` on a plain object: a pending store of the object into
+        its ``__dict__``, replayed with ``object.__setattr__``, which writes there for a name the
+        class has no data descriptor of (guarded: the class's attribute unchanged, or absent). A
+        key that is no string, a module's dict, a data descriptor's name and a key deleted in
+        the trace before (the replay would keep its old place) break."""
+        owner = self.owner
+        if type(name) is not str or not isinstance(owner, UserObjectVariable):
+            raise Unsupported("instance_dict", f"__dict__[{name!r}] written")
+        cls = type(owner.value)
+        static = type_lookup(cls, name)
+        cls_source = class_vt(tx, owner).source
+        if (
+            isinstance(owner.value, nn.Module)
+            or cls_source is None
+            or (static is not MISSING and is_data_descriptor(static))
+        ):
+            raise Unsupported("instance_dict", f"__dict__[{name!r}] of a {cls.__name__} written")
+        effects = tx.output.side_effects
+        if effects.is_deleted(owner, name):
+            raise Unsupported("instance_dict", f"__dict__[{name!r}] stored after its deletion")
+        if static is MISSING:
+            tx.output.assume_class_lacks(cls_source, (name,))
+        else:
+            tx.wrap(static, class_attr_source(cls_source, cls, name))
+        effects.store_attr(owner, name, value, into_dict=True)
+
     def reconstruct(self, cg: Codegen) -> None:
         self.owner.reconstruct(cg)
         cg.load_attr("__dict__")
+
+
+def _instance_dict_setitem(
+    tx: Translator, vt: InstanceDictVariable, key: VariableTracker, value: VariableTracker
+) -> VariableTracker:
+    name = key.as_python_constant() if key.is_python_constant() else key
+    vt.store_into_dict(tx, name, value)
+    return ConstantVariable(None)
+
+
+def _instance_dict_update(
+    tx: Translator, vt: InstanceDictVariable, *others: VariableTracker, **kwargs: VariableTracker
+) -> VariableTracker:
+    """``vars(obj).update(mapping, **kwargs)``: each pair stored in turn, as ``dict.update``
+    stores them; a mapping other than a plain dict tracker breaks (its reads could fail part
+    way, after some stores)."""
+    pairs: dict[Any, VariableTracker] = {}
+    for other in others:
+        if type(other) is not DictVariable or other.cls is not dict or len(others) > 1:
+            raise Unsupported("instance_dict", f"__dict__.update({other})")
+        pairs.update(other.items)
+    pairs.update(kwargs)
+    if any(type(name) is not str for name in pairs):
+        raise Unsupported("instance_dict", "__dict__.update() with keys other than strings")
+    for name, value in pairs.items():
+        vt.store_into_dict(tx, name, value)
+    return ConstantVariable(None)
+
+
+#: the instance dict's writes, each a store of the object (``store_into_dict``); its other
+#: writes change the dict tracker itself, which ``SideEffects.before_mutation`` refuses (a break)
+containers.METHODS[InstanceDictVariable] = {
+    **containers.METHODS[DictVariable],
+    "__setitem__": (False, _instance_dict_setitem),
+    "update": (False, _instance_dict_update),
+}
 
 
 def _generic_dict(value: Any, static: Any) -> bool:
