@@ -124,6 +124,9 @@ def _restore(value: Any, snap: Any) -> None:
         vars(value).update(attributes)
     elif isinstance(value, (list, bytearray)):
         value[:] = type(value)(snap)
+    elif isinstance(value, collections.Counter):
+        value.clear()
+        dict.update(value, snap)  # its own ``update`` would count the (key, count) pairs
     elif isinstance(value, (dict, set)):
         value.clear()
         value.update(snap)
