@@ -20,6 +20,7 @@ through that
 from __future__ import annotations
 
 import functools
+import gc
 import math
 import operator
 import sys
@@ -288,6 +289,27 @@ def alike_function(fn: types.FunctionType, spec: FunctionSpec) -> bool:
         and not fn.__dict__
         and not spec.distinct(fn)
     )
+
+
+@guard_kind(
+    1, key=lambda mapping: ("proxy", id(mapping)), identity=True, absorb=Absorb.ALWAYS,
+    fixed=Fixed.IDENTITY,
+)
+def PROXY_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
+    """``expr``, a ``types.MappingProxyType`` (a ``TYPE_MATCH`` first), shows the mapping the
+    trace read through one: any proxy of it passes (``view.mapping``, ``MappingProxyType(d)``
+    make a new one at each call), not only the object traced, whose identity the trace did not
+    read. The proxy's one referent is read in C (``gc.get_referents``): no user code runs."""
+    mapping = arg()
+    if mapping is None:  # died between the trace and now: this entry can never match
+        return [f"{expr} is {consts.name(_DEAD, 'dead')}"]
+    return [f"{consts.name(proxied_mapping)}({expr}) is {consts.ref(mapping)}"]
+
+
+def proxied_mapping(proxy: types.MappingProxyType) -> Any:
+    """The mapping a ``types.MappingProxyType`` shows, the only object the proxy holds."""
+    (mapping,) = gc.get_referents(proxy)
+    return mapping
 
 
 @guard_kind(1, absorb=Absorb.ALWAYS)

@@ -305,3 +305,20 @@ def test_is_of_two_containers_given_is_eagers(kind):
     one = make()
     for a, b in [(one, make()), (one, one), (make(), make()), (one, one)]:
         assert_same(compiled(torch.ones(1), a, b), fn(torch.ones(1), a, b))
+
+
+def test_a_mapping_proxy_made_anew_is_guarded_by_its_mapping():
+    shared, other = {"a": 1, "b": 2}, {"a": 5}
+
+    @torch._dynamo.disable
+    def make(d):
+        return types.MappingProxyType(d)
+
+    def fn(x, d):
+        p = make(d)
+        return x + p["a"], len(p), list(p)
+
+    # a new proxy of one dict at each call: one resume graph; another dict's proxy: one more
+    # (the first part only passes the dict on: compiled once)
+    calls = [lambda d=d: (torch.ones(2), d) for d in [shared] * 4 + [other, shared]]
+    check_breaks(fn, None, graphs=2, breaks=1, calls=calls)

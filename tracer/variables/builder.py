@@ -691,10 +691,13 @@ def _wrap_proxy(
     tx: Translator, value: types.MappingProxyType, source: Source
 ) -> VariableTracker | None:
     """A ``types.MappingProxyType`` over a dict (``MappingProxyVariable``; None for any other):
-    read through, as the dict, its keys and values guarded through the proxy. Its identity is
-    guarded first: another proxy may be over a mapping whose reads run Python code, which a
-    guard must not run; so it is read only where the proxy is kept (a global, an attribute, an
-    item), not made anew at each read of an owner's ``__dict__`` (a builtin type's). Over a
+    read through, as the dict, its keys and values guarded through the proxy. The mapping it
+    shows is guarded first, by identity (``PROXY_MATCH``: another proxy may be over a mapping
+    whose reads run Python code, which a guard must not run), not the proxy's own identity: a
+    proxy made anew at each call over the same dict (``view.mapping``, the result of a call at
+    a graph break) serves every call. It is read only where the proxy is kept (a global, an
+    attribute, an item), not made anew at each read of an owner's ``__dict__`` (a builtin
+    type's). Over a
     class's namespace (a proxy kept from ``cls.__dict__``) it is read as ``cls.__dict__`` is: not
     after a store to the class in the trace, and the class takes none after it
     (``refuse_changed_namespace``)."""
@@ -704,7 +707,8 @@ def _wrap_proxy(
     if isinstance(source, AttrSource) and source.attr == "__dict__":
         return None
     refuse_changed_namespace(tx, mapping)
-    tx.output.add_guard(kinds.ID_MATCH(source, value))
+    tx.output.add_guard(kinds.TYPE_MATCH(source, types.MappingProxyType))
+    tx.output.add_guard(kinds.PROXY_MATCH(source, mapping))
     tx.output.add_guard(kinds.DICT_KEYS(source, tuple(mapping)))
     return MappingProxyVariable(DictVariable(_dict_items(tx, mapping, source), source), source)
 
