@@ -14,6 +14,7 @@ whose values change (the numbers become symbolic) and whose objects are shared o
 
 from __future__ import annotations
 
+import io
 import operator
 
 import pytest
@@ -180,3 +181,30 @@ def test_is_of_two_float_arguments_breaks_no_more_than_torch_compile():
     breaks = break_count(recorder.report())
     assert breaks == 0
     assert_no_more_breaks(breaks, list_item_is, x, 2.5, 2.5)
+
+
+def held_across_a_break(x, a, b):
+    y = x + 1
+    print("", end="", file=_SINK)  # a graph break: a and b are live, given to the resume function
+    return y, a is b
+
+
+def given_back_after_a_break(x, a, b):
+    y = x + 1
+    print("", end="", file=_SINK)
+    return y, a
+
+
+_SINK = io.StringIO()
+
+
+@pytest.mark.parametrize("sequence", ["str", "float_constant", "tuple", "bytes"])
+def test_arguments_live_at_a_break_are_the_calls_own_objects(sequence):
+    """Equal constants are one object in the rewritten code's ``co_consts``: an argument held
+    across a break is given to the resume function as the call's object, not as the trace's."""
+    _run(held_across_a_break, SEQUENCES[sequence])
+    compiled, _ = compile_counted(given_back_after_a_break)
+    x = torch.ones(2)
+    for value, shared in SEQUENCES[sequence]:
+        a = value if shared else _copy(value)
+        assert compiled(x, a, a)[1] is a

@@ -59,6 +59,7 @@ from .constants import (
     LazyConstantVariable,
     SliceVariable,
     computed,
+    identity_is_value,
     reading_method,
     value_copy,
 )
@@ -1146,25 +1147,6 @@ def fold_call(
     return fold(tx, computed(fn, pargs, pkwargs), given)
 
 
-#: Values whose identity follows from their value: CPython keeps one object of each
-_SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented))
-
-
-def _identity_is_value(value: Any) -> bool:
-    """Whether every object equal to ``value`` is ``value`` itself: a singleton, an int CPython
-    caches (-5..256), an empty or one-character str (latin-1) or bytes. Any other number, str or
-    bytes is an object of its own, which an operation may give back (``(a,)[0]``, ``s.strip()``,
-    ``max(a, b)``): ``is`` tells them apart."""
-    cls = type(value)
-    if cls in _SINGLETONS:
-        return True
-    if cls is int:
-        return -5 <= value <= 256
-    if cls is str:
-        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
-    return cls is bytes and len(value) <= 1
-
-
 def _given_constant(vt: VariableTracker, given: dict[int, VariableTracker]) -> Any:
     """``vt.as_python_constant()``, recording the tracker of it and of each item of a tuple or
     list in ``given`` by the id of the object made for it."""
@@ -1174,7 +1156,7 @@ def _given_constant(vt: VariableTracker, given: dict[int, VariableTracker]) -> A
 
 
 def _record_given(vt: VariableTracker, value: Any, given: dict[int, VariableTracker]) -> None:
-    if _identity_is_value(value):
+    if identity_is_value(value):
         return
     given.setdefault(id(value), vt)
     items = getattr(vt, "items", None)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ...guards.sources import AttrSource, Source
+from ...guards.sources import AttrSource, LocalSource, Source
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
@@ -83,6 +83,25 @@ INDEX_METHODS = frozenset(
 #: computed at trace time. A ``re.Match`` keeps no identity of its own that CPython lets code use
 #: (``copy.copy(m) is m``), so one made in the trace is rebuilt as that object.
 IMMUTABLE_C_KINDS = (re.Pattern, re.Match)
+
+#: Values whose identity follows from their value: CPython keeps one object of each
+_SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented))
+
+
+def identity_is_value(value: Any) -> bool:
+    """Whether every object equal to ``value`` is ``value`` itself: a singleton, an int CPython
+    caches (-5..256), an empty or one-character str (latin-1) or bytes. Any other number, str or
+    bytes is an object of its own, which an operation may give back (``(a,)[0]``, ``s.strip()``,
+    ``max(a, b)``): ``is`` tells them apart."""
+    cls = type(value)
+    if cls in _SINGLETONS:
+        return True
+    if cls is int:
+        return -5 <= value <= 256
+    if cls is str:
+        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
+    return cls is bytes and len(value) <= 1
+
 
 #: Immutable values that each evaluation makes anew (``list[int]``, ``int | str``, a compiled
 #: pattern, a match), with the parts that decide them: one read from outside is guarded by those
@@ -671,6 +690,12 @@ class ConstantVariable(ConstantLikeVariable):
             )
             return
         rebuild = IMMUTABLE_PY_KINDS.get(type(self.value))
+        if isinstance(self.source, LocalSource) and not identity_is_value(self.value):
+            # an argument the trace holds (a float, a str): the call's own object, not the one
+            # the trace saw (equal constants are one object in the rewritten code's co_consts,
+            # so ``a is b`` after a break would hold for two equal arguments)
+            self.source.reconstruct(cg)
+            return
         if rebuild is None and (self.source is None or type(self.value) not in DECIDING_PARTS):
             cg.load_const(self.value)
             return
