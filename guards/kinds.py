@@ -292,7 +292,10 @@ def alike_function(fn: types.FunctionType, spec: FunctionSpec) -> bool:
 
 
 @guard_kind(
-    1, key=lambda mapping: ("proxy", id(mapping)), identity=True, absorb=Absorb.ALWAYS,
+    1,
+    key=lambda mapping: ("proxy", id(mapping)),
+    identity=True,
+    absorb=Absorb.ALWAYS,
     fixed=Fixed.IDENTITY,
 )
 def PROXY_MATCH(expr: str, arg: WeakArg, consts: ConstTable) -> list[str]:
