@@ -1771,7 +1771,7 @@ COUNTS = {
     "eq_hash_dict": (2, 8),
     "format_repr": (1, 7),
     "getattr_chain_default_fn": (3, 0),
-    "getattr_class_level": (2, 2),
+    "getattr_class_level": (3, 0),
     "getattr_override": (2, 0),
     "getattribute_override": (2, 1),
     "getitem_only_iter": (3, 3),
@@ -1816,7 +1816,6 @@ COUNTS = {
 #: where bytegraph breaks more than torch.compile over the same calls (torch 2.13): known, open
 ABOVE_DYNAMO = {
     "eq_hash_dict",  # bytegraph 8, torch.compile 0
-    "getattr_class_level",  # bytegraph 2, torch.compile 0
     "lt_reflected",  # bytegraph 3, torch.compile 2
 }
 

@@ -9,10 +9,11 @@ import warnings
 
 import pytest
 import torch
-from difftest import check, check_breaks, compile_counted
+from difftest import assert_same, break_count, check, check_breaks, compile_counted
 from dynamo_baseline import assert_no_more_breaks
 
 import bytegraph
+from bytegraph.explain import Recorder
 
 
 def ones():
@@ -379,3 +380,86 @@ def test_cached_properties_store_into_the_instance_dict():
     breaks = 1 if hasattr(functools.cached_property(len), "lock") else 0
     make = lambda: (Cached(torch.ones(2)), torch.ones(2))  # noqa: E731
     check_breaks(cached_reads, make, graphs=1, breaks=breaks)
+
+
+# -- a class's __dict__ read after the trace stored attributes to the class ---------------------
+
+
+def make_classes():
+    class Base:
+        x = 1
+        y = 2
+
+    class Sub(Base):
+        z = 3
+
+    return Base, Sub
+
+
+def own_names(cls):
+    return [k for k in vars(cls) if not k.startswith("__")]
+
+
+def class_stores(classes, x, name):
+    base, sub = classes
+    setattr(base, name, getattr(base, name, 0) + 1)
+    base.b = x  # new names appended in the order stored
+    base.a = 1
+    base.b = x * 2  # stored twice: the last value, the first place
+    sub.y = 7
+    ns = base.__dict__
+    return (
+        x + getattr(base, name),
+        ns.get(name),
+        ns["b"],
+        own_names(base),
+        own_names(sub),
+        "a" in ns,
+        vars(sub)["y"],
+        len(ns),
+    )
+
+
+def test_a_class_namespace_read_after_stores_shows_them():
+    # (torch.compile raises inside Dynamo on this function: the sweep's getattr_class_level
+    # compares the counts)
+    compiled, _ = compile_counted(class_stores)
+    recorder = Recorder()
+    for name in ("x", "y", "new", "x"):
+        eager_classes, classes = make_classes(), make_classes()
+        expected = class_stores(eager_classes, torch.ones(2), name)
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")
+            actual = compiled(classes, torch.ones(2), name)
+        assert_same(actual, expected)
+        for real, eager in zip(classes, eager_classes, strict=True):
+            assert own_names(real) == own_names(eager)
+            values = [[getattr(c, k) for k in own_names(c)] for c in (real, eager)]
+            assert_same(*values)
+    assert break_count(recorder.report()) == 0
+
+
+def store_after_read(cls, x):
+    ns = cls.__dict__
+    cls.x = 10  # the proxy shows it too: the trace breaks here
+    return x + ns["x"], own_names(cls)
+
+
+def test_a_store_after_the_namespace_was_read_breaks_and_is_eagers():
+    compiled, _ = compile_counted(store_after_read)
+    expected = store_after_read(make_classes()[0], torch.ones(2))
+    assert_same(compiled(make_classes()[0], torch.ones(2)), expected)
+
+
+def renamed(cls, x):
+    cls.__name__ = "Renamed"  # type's descriptor: not a key of the namespace
+    cls.__doc__ = "doc"
+    return x + 1, "__name__" in cls.__dict__, cls.__dict__.get("__doc__"), cls.__name__
+
+
+def test_a_store_through_a_metaclass_descriptor_is_eagers():
+    compiled, _ = compile_counted(renamed)
+    expected = renamed(make_classes()[0], torch.ones(2))
+    cls = make_classes()[0]
+    assert_same(compiled(cls, torch.ones(2)), expected)
+    assert cls.__name__ == "Renamed" and "__name__" not in vars(cls)

@@ -1996,11 +1996,36 @@ def _namespace(tx: Translator, cls_vt: VariableTracker) -> VariableTracker | Non
     namespace = vars(cls)
     if not all(type(k) is str for k in namespace):
         return None
-    refuse_changed_namespace(tx, class_namespace(cls))
+    stores = _namespace_stores(tx, cls)
+    tx.output.side_effects.namespaces.add(id(class_namespace(cls)))  # no store to it after this
     source = AttrSource(cls_vt.source, "__dict__")
     tx.output.assume_keys(source, tuple(namespace))
-    items = {k: tx.wrap(v, ItemSource(source, k)) for k, v in namespace.items()}
+    items = {
+        k: stores.pop(k) if k in stores else tx.wrap(v, ItemSource(source, k))
+        for k, v in namespace.items()
+    }
+    items.update(stores)
     return containers.MappingProxyVariable(DictVariable(items, source), source, owner=cls_vt)
+
+
+def _namespace_stores(tx: Translator, cls: type) -> dict[str, VariableTracker]:
+    """The trace's pending stores to attributes of ``cls`` itself (replayed after the graph), in
+    the order first made: the namespace as the replay leaves it has a stored name that it had in
+    its place and a new one appended, in that order, as CPython's dict keeps them (the trace
+    deletes no class attribute: ``del cls.name`` breaks). A name stored through two trackers of
+    the class (which one last?), and one of a data descriptor of the metaclass (``__name__``:
+    the store goes there, maybe not into the namespace), break."""
+    stores: dict[str, VariableTracker] = {}
+    for obj, name, value in tx.output.side_effects.attr_stores.values():
+        if isinstance(obj, ClassVariable) and obj.value is cls:
+            if (
+                name in stores
+                or not isinstance(value, VariableTracker)
+                or is_data_descriptor(type_lookup(type(cls), name))
+            ):
+                raise Unsupported("class_dict", f"{cls.__name__}.__dict__ after {name} changed")
+            stores[name] = value
+    return stores
 
 
 _TYPE_DICT = vars(type)["__dict__"]
