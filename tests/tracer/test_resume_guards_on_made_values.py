@@ -322,3 +322,23 @@ def test_a_mapping_proxy_made_anew_is_guarded_by_its_mapping():
     # (the first part only passes the dict on: compiled once)
     calls = [lambda d=d: (torch.ones(2), d) for d in [shared] * 4 + [other, shared]]
     check_breaks(fn, None, graphs=2, breaks=1, calls=calls)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: "".join(["ab", "cd"]),
+        lambda: float("1.5"),
+        lambda: list[int],
+        lambda: re.match("a", "ab"),
+    ],
+    ids=["str", "float", "alias", "match"],
+)
+def test_id_of_a_value_given_is_the_calls_own(make):
+    def fn(x, a):
+        return x + 1, id(a)
+
+    compiled = bytegraph.compile(fn, backend="eager")
+    for _ in range(3):  # an equal value, another object, at each call
+        a = make()
+        assert compiled(torch.ones(1), a)[1] == id(a)

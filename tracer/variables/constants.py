@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ...guards.sources import AttrSource, LocalSource, Source
+from ...guards.sources import AttrSource, ConstSource, LocalSource, Source
 from ..exc import PythonError, TracedException, Unsupported
 from ..fakes.shapes import unbacked_symbols
 from ..markers import REBUILT
@@ -785,7 +785,12 @@ class ObjectIdVariable(VariableTracker):
 
     def reconstruct(self, cg: Codegen) -> None:
         cg.load_const(id)
-        if isinstance(self.of, ConstantVariable) and self.of.is_python_constant():
+        source = self.of.source if isinstance(self.of, ConstantVariable) else None
+        if source is not None and not isinstance(source.root, ConstSource):
+            # a value read from outside, guarded by value (an equal one passes): the object
+            # this call was given, read again through its source
+            source.reconstruct(cg)
+        elif isinstance(self.of, ConstantVariable) and self.of.is_python_constant():
             # through a cell: the code's constant table would keep one of several equal values
             cg.load_cell_value(f"__bg_id{len(cg.cells)}", self.of.value)
         else:
