@@ -230,6 +230,21 @@ def test_where_a_pick_lies_is_the_arguments(values):
     check(_placement, torch.stack([c, a]), b, graphs=1, breaks=1)
 
 
+def _larger(a, b):
+    return max(a, b)
+
+
+def _checkpointed(a, b):
+    return torch.utils.checkpoint.checkpoint(_larger, a, b, use_reentrant=False)
+
+
+@pytest.mark.parametrize("values", ["plain", "descending"])
+def test_a_checkpoint_body_giving_back_a_pick_gives_back_the_argument(values):
+    """The non-reentrant checkpoint gives back an argument its body returns as it is: the body
+    returning a pick runs in Python (no subgraph)."""
+    check(_checkpointed, *_scalars(values, requires_grad=True)[:2], graphs=0, breaks=1)
+
+
 def _backward(w):
     a, b = (w * 2).sum(), (w * 3).sum()
     m = max(a, b)

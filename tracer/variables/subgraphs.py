@@ -307,6 +307,8 @@ def _result_tensors(
     compute is left out, given back as it is; ``RETURNED``: it is returned too); ``Unsupported``
     for a result of another kind."""
     if isinstance(result, TensorVariable):
+        if len(result.objects()) > 1:  # one of several tensors, which one known at run time
+            raise Unsupported("subgraph", f"{what}: its body returns {result}, picked at run time")
         if result.node in inside or given_back == RETURNED:
             return [result]
         if given_back:
