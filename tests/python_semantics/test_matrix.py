@@ -14,12 +14,17 @@
 
 from __future__ import annotations
 
+import gc
+import pathlib
+import subprocess
+import sys
 import zlib
 
 import pytest
-from difftest import without_the_plugins_recorder
+import torch
 from dynamo_baseline import untimed_guards
 
+import bytegraph
 from python_semantics import matrix
 from python_semantics.cells import dynamo_breaks
 from python_semantics.operations import SKIP, operations
@@ -37,13 +42,31 @@ needs_record = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def run():
-    ops = operations()
+def _selected(ops):
     # the extended cells (later types, kinds, placement) where lists were recorded for them
-    selected = matrix.cells(ops, extended=matrix.extended_recorded())
-    with without_the_plugins_recorder():  # each cell records its own compile (``cells.run``)
-        results = matrix.run_all(selected)
+    return matrix.cells(ops, extended=matrix.extended_recorded())
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Every cell's outcome, run in a process of its own (``_run_cells``): the ~17,000 compiles
+    leave the test process as they found it. Run in the test process, what they left there
+    (compile states that stay alive, and the garbage a full collection then walks) made the tests
+    after them in the same worker run slower: ``bytegraph.reset()``, which each test calls twice,
+    visits every compile state alive."""
+    ops = operations()
+    selected = _selected(ops)
+    path = tmp_path_factory.mktemp("matrix") / "outcomes.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "python_semantics.test_matrix", "--outcomes", str(path)],
+        cwd=pathlib.Path(__file__).parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results, _ = matrix.load_outcomes([str(path)])
+    assert list(results) == [c.id for c in selected], "the cell process ran other cells"
     return ops, {c.id: c for c in selected}, results
 
 
@@ -101,3 +124,20 @@ def test_torch_compile_baseline_holds_for_the_installed_torch(run):
 def test_every_operation_is_exercised():
     missing = [op.id for op in operations() if not op.forms and op.id not in SKIP]
     assert not missing, f"operations with no argument pattern: {missing}"
+
+
+def _run_cells(path: str) -> None:
+    """Run every cell and save the outcomes to ``path``, in a process started as pytest's
+    workers are set up (``tests/conftest.py``): the eager backend, the imports frozen out of the
+    collector's reach, a fresh bytegraph and a fixed seed."""
+    bytegraph.config.default_backend = "eager"
+    gc.collect()
+    gc.freeze()
+    bytegraph.reset()
+    torch.manual_seed(0)
+    results = matrix.run_all(_selected(operations()))
+    matrix.save_outcomes(path, results, {})
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--outcomes"]:
+    _run_cells(sys.argv[2])
