@@ -1783,7 +1783,7 @@ COUNTS = {
     "int_float_dunder": (2, 0),
     "isinstance_abcs": (1, 0),
     "iter_next_obj": (3, 0),
-    "lt_reflected": (3, 3),
+    "lt_reflected": (3, 0),
     "metaclass_call": (1, 0),
     "module_attr_list": (3, 0),
     "module_getattr": (2, 0),
@@ -1795,7 +1795,7 @@ COUNTS = {
     "nondata_descriptor": (2, 0),
     "object_identity_return": (2, 0),
     "object_new_and_init_mutates_arg": (3, 0),
-    "ordering": (3, 2),
+    "ordering": (3, 0),
     "properties": (1, 0),
     "property_inherit_override": (2, 2),
     "reversed_obj": (3, 0),
@@ -1816,7 +1816,6 @@ COUNTS = {
 #: where bytegraph breaks more than torch.compile over the same calls (torch 2.13): known, open
 ABOVE_DYNAMO = {
     "eq_hash_dict",  # bytegraph 8, torch.compile 0
-    "lt_reflected",  # bytegraph 3, torch.compile 2
 }
 
 #: torch.compile compiles no graph over these calls (it runs them in Python, or fails); the last

@@ -463,3 +463,73 @@ def test_a_store_through_a_metaclass_descriptor_is_eagers():
     cls = make_classes()[0]
     assert_same(compiled(cls, torch.ones(2)), expected)
     assert cls.__name__ == "Renamed" and "__name__" not in vars(cls)
+
+
+# -- sorted/min/max over objects comparing in Python -----------------------------------------------
+
+compared = []
+
+
+class Lt:
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, o):
+        compared.append((self.v, getattr(o, "v", o)))
+        return self.v < (o.v if isinstance(o, Lt) else o)
+
+    def __gt__(self, o):
+        compared.append(("gt", self.v))
+        return self.v > (o.v if isinstance(o, Lt) else o)
+
+
+class GtOnly:  # a < b is b.__gt__(a), reflected
+    def __init__(self, v):
+        self.v = v
+
+    def __gt__(self, o):
+        compared.append(("gt", self.v, o.v))
+        return [1] if self.v > o.v else []  # any value: its truth decides
+
+
+class LtSub(Lt):
+    pass
+
+
+def orderings(a, x):
+    compared.clear()
+    items = [Lt(3), a, LtSub(1), Lt(5), Lt(2)]
+    ordered = [o.v for o in sorted(items)] + [o.v for o in sorted(items, reverse=True)]
+    g = [o.v for o in sorted([GtOnly(2), GtOnly(a.v), GtOnly(1)])]
+    mixed = [getattr(o, "v", o) for o in sorted([Lt(2), 1, Lt(0)], key=lambda o: o)]
+    return x + 1, ordered, g, min(items).v, max(items).v, mixed, list(compared)
+
+
+def mixed_sort(a, x):
+    try:
+        return x, sorted([1, Lt(2), "s"])
+    except TypeError as e:
+        return x + 1, str(e)
+
+
+def test_sorted_min_max_compare_objects_as_cpython_does():
+    for v in (0, 4):
+        check_breaks(orderings, lambda v=v: (Lt(v), torch.ones(2)), graphs=1, breaks=0, calls=1)
+    assert_no_more_breaks(0, orderings, Lt(4), torch.ones(2))
+    check_breaks(mixed_sort, lambda: (Lt(0), torch.ones(2)), graphs=1, breaks=0)
+
+
+class ByTensor:
+    def __init__(self, t):
+        self.t = t
+
+    def __lt__(self, o):
+        return bool(self.t.sum() < o.t.sum())
+
+
+def tensor_order(x):
+    return sorted([ByTensor(x), ByTensor(x * 2), ByTensor(-x)])[0].t
+
+
+def test_a_comparison_of_tensor_values_breaks_and_is_eagers():
+    check_breaks(tensor_order, lambda: (torch.ones(2),), graphs=1, breaks=1)

@@ -180,7 +180,7 @@ def _index_key(
         items = [dispatch.call(tx, key, [item], {}) for item in items]
     if all(i.is_python_constant() and not isinstance(i, TensorVariable) for i in items):
         return [i.as_python_constant() for i in items].__getitem__
-    return lambda i: _Ordered(items[i], what)
+    return lambda i: _Ordered(items[i], what, tx)
 
 
 class _Ordered:
@@ -188,20 +188,22 @@ class _Ordered:
     lists item by item (the first pair that is not equal decides), so ``sorted(d.items())`` with
     distinct keys never looks at the tensors; comparing a tensor needs its value (a break)."""
 
-    __slots__ = ("vt", "what")
+    __slots__ = ("vt", "what", "tx")
 
-    def __init__(self, vt: VariableTracker, what: str) -> None:
-        self.vt, self.what = vt, what
+    def __init__(self, vt: VariableTracker, what: str, tx: Translator) -> None:
+        self.vt, self.what, self.tx = vt, what, tx
 
     def __lt__(self, other: _Ordered) -> bool:  # ``sorted`` and ``min``
-        return _order(operator.lt, self.vt, other.vt, self.what)
+        return _order(operator.lt, self.vt, other.vt, self.what, self.tx)
 
     def __gt__(self, other: _Ordered) -> bool:  # ``max``
-        return _order(operator.gt, self.vt, other.vt, self.what)
+        return _order(operator.gt, self.vt, other.vt, self.what, self.tx)
 
 
-def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str) -> bool:
-    """``op(a, b)`` for ``<`` or ``>``: tuples and lists by their first differing items."""
+def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str, tx: Translator) -> bool:
+    """``op(a, b)`` for ``<`` or ``>``: tuples and lists by their first differing items; an
+    object of a class comparing in Python by CPython's rich comparison (the reflected method
+    where the first gives NotImplemented), inlined, and its result's truth."""
     if _constant(a) and _constant(b):
         return op(a.as_python_constant(), b.as_python_constant())
     sequences = (TupleVariable, ListVariable)
@@ -209,11 +211,13 @@ def _order(op: Any, a: VariableTracker, b: VariableTracker, what: str) -> bool:
         for x, y in zip(a.items, b.items, strict=False):
             if x is y or (_constant(x) and _constant(y) and _same_or_equal(x, y)):
                 continue
-            return _order(op, x, y, what)
+            return _order(op, x, y, what, tx)
         return op(len(a.items), len(b.items))
     error = operands_error(op, [a, b])
     if error is not None:  # ``sorted([obj, 'b'])``: neither operand orders the other
         raise error
+    if isinstance(a, UserObjectVariable) or isinstance(b, UserObjectVariable):
+        return dispatch.truth(tx, dispatch.call_operator(tx, op, [a, b]))
     raise Unsupported(
         "data_dependent",
         f"{what}() compares values only known at run time",
