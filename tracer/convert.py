@@ -122,6 +122,7 @@ def convert_call(
         raise
     finally:
         output.state.unwind()  # the state the trace entered or set was real while tracing
+        output.fake_mode.forget_real_tensors()  # the inputs are the caller's again
         torch._C._set_grad_enabled(grad_mode)
         put_back_dispatch_keys()
 

@@ -204,6 +204,16 @@ class ProbedFakeTensorMode(FakeTensorMode):
         # its first call.
         self.cache_enabled = False
 
+    def forget_real_tensors(self) -> None:
+        """Drop the weak references torch's converter keeps to each real tensor it made a fake of
+        (its describer's memo): the graph's fakes keep this mode alive after the trace, and a
+        real tensor with a weak reference cannot be given to ``torch.utils.swap_tensors`` (which
+        ``nn.Module.to`` uses with ``torch.__future__.set_swap_module_params_on_conversion``).
+        A later trace has a mode of its own."""
+        describer = self.fake_tensor_converter.meta_converter.describer
+        describer.lookup_tensor.clear()
+        describer.lookup_storage.clear()
+
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         """False: torch would wrap our ``__torch_dispatch__`` in ``torch._dynamo.disable``, whose
