@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from ...backends.state_nodes import RUNTIME
-from ...guards.sources import AttrSource, Source, TypeSource
+from ...guards.sources import AttrSource, CallSource, Source, TypeSource
 from ..exc import PythonError, Unsupported
 from . import dispatch
 from .base import (
@@ -102,10 +102,17 @@ UNSUPPORTED_METHODS = frozenset(
         "__array__",
         "__dlpack__",
         "set_",
+        "is_set_to",  # whether two tensors are one view of one storage: the fakes cannot say
         "resize_",
         "_version",
     }
 )
+#: Questions about a tensor that its fake cannot answer for the real one, nor the tensor guards
+#: pin: its storage's state (``share_memory_`` or ``pin_memory`` made it, or a base's), whether
+#: it was made in inference mode, and (an attribute) whether autograd made it. An input's answer
+#: is read from the real tensor and guarded (``_real_answer``); another tensor's breaks, as its
+#: answer may come from an input it views.
+INPUT_QUERIES = frozenset({"is_shared", "is_pinned", "is_inference", "is_leaf"})
 #: Methods giving where a tensor's data lies (``DataPtrVariable``).
 POINTER_METHODS = frozenset({"data_ptr", "untyped_storage"})
 #: Methods whose result is a Python value derived from metadata only.
@@ -127,6 +134,17 @@ METADATA_METHODS = frozenset(
         "is_signed",
     }
 )
+
+
+def _detached_in_place(tx: Translator, tensor: TensorVariable) -> bool:
+    """Has the graph so far detached ``tensor`` in place (``t.detach_()``)? Its fake then answers
+    for it (a leaf now), whatever the real one was given as."""
+    return any(
+        node.target in ("detach_", torch.Tensor.detach_, torch.detach_)
+        and node.args[:1] == (tensor.node,)
+        for node in tx.output.graph.nodes
+        if node.op in ("call_method", "call_function")
+    )
 
 
 def _turns_grad_off(
@@ -171,6 +189,8 @@ class TensorVariable(VariableTracker):
             found = tx.output.transform_bodies[-1].autograd_attr(tx, self, name)
             if found is not None:
                 return found
+        if name == "is_leaf" and self.source is not None and not _detached_in_place(tx, self):
+            return self._real_answer(tx, name, AttrSource(self.source, name))
         if name in ("shape",):
             if _has_symbols(self.example.shape):  # dynamic: read the sizes in the graph
                 return tx.output.call_method("size", (self,), {})
@@ -212,6 +232,21 @@ class TensorVariable(VariableTracker):
         if type(static) in (str, int, float, bool, type(None)):  # ``t.__module__``: class data
             return ConstantVariable(static)
         return TensorMethodVariable(self, name)
+
+    def _real_answer(self, tx: Translator, name: str, source: Source) -> VariableTracker:
+        """``INPUT_QUERIES``' ``name`` of an input: the real tensor's answer at ``source``,
+        guarded (a later call may pass a tensor shared, pinned, made in inference mode or by
+        autograd, with the same metadata)."""
+        real = tx.output.input_value(self.source)
+        if not isinstance(real, torch.Tensor) or self.python_type() not in (
+            torch.Tensor,
+            torch.nn.Parameter,
+        ):
+            raise Unsupported("tensor_method", f"Tensor.{name} of {self}")
+        value = getattr(real, name)
+        value = value() if callable(value) else value
+        tx.output.assume_equal(source, value)
+        return ConstantVariable(value)
 
     def _own_attribute(self, tx: Translator, name: str) -> VariableTracker:
         """``t.name`` that the tensor's class lacks: of an input, the attribute in its own
@@ -354,6 +389,11 @@ class TensorMethodVariable(BoundAttributeVariable):
             )
         if name in POINTER_METHODS and not args and not kwargs:
             return DataPtrVariable.of(tx, self.obj, name)
+        if name in INPUT_QUERIES and not args and not kwargs:
+            if self.obj.source is None:
+                raise Unsupported("tensor_method", f"Tensor.{name}() of a tensor not an input")
+            source = CallSource(AttrSource(self.obj.source, name))
+            return self.obj._real_answer(tx, name, source)
         if name in UNSUPPORTED_METHODS or name in POINTER_METHODS:
             raise Unsupported("tensor_method", f"Tensor.{name}() cannot be traced")
         if name in METADATA_METHODS:
