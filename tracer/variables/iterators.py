@@ -252,6 +252,17 @@ class IteratorVariable(VariableTracker):
 MAX_YIELDS = 10_000
 
 
+def drain(iterator: Any, tx: Translator | None) -> list[VariableTracker]:
+    """Every item left of ``iterator`` (a tracker with ``next_item``), in order: its ``unpack``.
+    More than ``MAX_YIELDS`` is taken for an endless one: a break."""
+    items: list[VariableTracker] = []
+    while (item := iterator.next_item(tx)) is not None:
+        if len(items) >= MAX_YIELDS:
+            raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items")
+        items.append(item)
+    return items
+
+
 class Yielded(Exception):  # noqa: N818 (control flow, not an error)
     """Raised by YIELD_VALUE to suspend a generator frame; carries the yielded variable."""
 
@@ -1378,12 +1389,7 @@ class BuiltinIteratorVariable(LazyIteratorVariable):
         return self.pull()
 
     def unpack(self, tx: Translator | None) -> list[VariableTracker]:
-        items: list[VariableTracker] = []
-        while (item := self.next_item(tx)) is not None:
-            if len(items) >= MAX_YIELDS:
-                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items")
-            items.append(item)
-        return items
+        return drain(self, tx)
 
     def save_state(self) -> Any:
         return super().save_state(), self._extra_state()

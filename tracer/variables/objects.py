@@ -93,7 +93,7 @@ from .functions import (
     UserFunctionVariable,
     tuple_new,
 )
-from .iterators import MAX_YIELDS, IteratorVariable, dict_iter
+from .iterators import IteratorVariable, dict_iter, drain
 from .tensors import TensorVariable, tensor_text
 
 if TYPE_CHECKING:
@@ -1831,12 +1831,7 @@ class UserIteratorVariable(IteratorVariable):
         raise Unsupported("iterator", f"the value of {self.obj}'s StopIteration")
 
     def unpack(self, tx: Translator) -> list[VariableTracker]:
-        items: list[VariableTracker] = []
-        while (item := self.next_item(tx)) is not None:
-            if len(items) >= MAX_YIELDS:
-                raise Unsupported("generator", f"an iterator gave more than {MAX_YIELDS} items")
-            items.append(item)
-        return items
+        return drain(self, tx)
 
     def python_type(self) -> type:
         return self.obj.python_type()
