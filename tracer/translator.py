@@ -216,11 +216,11 @@ class Translator:
             moved = iterator_rollback.rollback(self, [*gb.frames, here], gb.reason)
             if moved is not None:
                 raise moved from None
-            # The callee resumes in its own code; a call inside try or with blocks too: what its
-            # resume code raises is raised at this call, in this frame's code, whose handlers run
-            # (``breaks.continuation._raise_in_caller``).
+            # A call inside a try block breaks here instead: the callee's resume code runs outside
+            # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
+            # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
             callee = gb.frames[-1].tx
-            if self.inlined_direct and self.resumes_in(callee):
+            if self.inlined_direct and self.resumes_in(callee) and self.resumable_at(index):
                 gb.frames.append(
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
                 )
