@@ -1044,6 +1044,13 @@ class InstanceDictVariable(DictVariable):
         effects = tx.output.side_effects
         if effects.is_deleted(owner, name):
             raise Unsupported("instance_dict", f"__dict__[{name!r}] stored after its deletion")
+        if owner.source is None:  # made in the trace: an attribute store, built with the object
+            if type_lookup(cls, "__setattr__") is not object.__setattr__:
+                raise Unsupported(
+                    "instance_dict", f"__dict__[{name!r}] of a {cls.__name__} written"
+                )
+            effects.store_attr(owner, name, value)
+            return
         if static is MISSING:
             tx.output.assume_class_lacks(cls_source, (name,))
         else:
