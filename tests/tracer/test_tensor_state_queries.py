@@ -70,3 +70,15 @@ def test_is_leaf_after_an_in_place_detach():
     for _ in range(2):
         made, eager = torch.ones(3, requires_grad=True) * 2, torch.ones(3, requires_grad=True) * 2
         assert_same(compiled(made), fn(eager))
+
+
+def test_is_inference_of_tensors_made_from_the_inputs():
+    """A view of an inference tensor is one; an operator's result outside inference mode is not:
+    the graph's tensors answer from their fakes, the inputs' answers guarded."""
+
+    def fn(x):
+        return x * 2, x[:2].is_inference(), (x + 1).is_inference()
+
+    compiled, _ = compile_counted(fn)
+    for make in (lambda: torch.ones(3), _inference) * 2:
+        assert_same(compiled(make()), fn(make()))

@@ -136,6 +136,23 @@ METADATA_METHODS = frozenset(
 )
 
 
+def _inference_of_made(tx: Translator, tensor: TensorVariable) -> VariableTracker:
+    """``is_inference()`` of a tensor the graph makes: its fake's answer, which follows the
+    inference mode the trace ran under (guarded with the global state) and the inputs it was made
+    from, whose answers are read from the real tensors and guarded."""
+    for vt in tx.output.inputs.values():
+        if isinstance(vt, TensorVariable) and vt.source is not None:
+            real = tx.output.input_value(vt.source)
+            if (
+                not isinstance(real, torch.Tensor)
+                or real.is_inference() != vt.example.is_inference()
+            ):
+                raise Unsupported("tensor_method", f"Tensor.is_inference() of {tensor}")
+            source = CallSource(AttrSource(vt.source, "is_inference"))
+            tx.output.assume_equal(source, real.is_inference())
+    return ConstantVariable(tensor.example.is_inference())
+
+
 def _detached_in_place(tx: Translator, tensor: TensorVariable) -> bool:
     """Has the graph so far detached ``tensor`` in place (``t.detach_()``)? Its fake then answers
     for it (a leaf now), whatever the real one was given as."""
@@ -390,6 +407,8 @@ class TensorMethodVariable(BoundAttributeVariable):
         if name in POINTER_METHODS and not args and not kwargs:
             return DataPtrVariable.of(tx, self.obj, name)
         if name in INPUT_QUERIES and not args and not kwargs:
+            if self.obj.source is None and name == "is_inference":
+                return _inference_of_made(tx, self.obj)
             if self.obj.source is None:
                 raise Unsupported("tensor_method", f"Tensor.{name}() of a tensor not an input")
             source = CallSource(AttrSource(self.obj.source, name))
