@@ -153,6 +153,21 @@ def _inference_of_made(tx: Translator, tensor: TensorVariable) -> VariableTracke
     return ConstantVariable(tensor.example.is_inference())
 
 
+def _guard_storage_offsets(tx: Translator, tensor: TensorVariable) -> None:
+    """``tensor.storage_offset()`` folded to its fake's: the tensor guards pin sizes and strides,
+    not where a tensor starts in its storage (``base[3:8]`` after ``base[:5]``), so the offset of
+    each input whose storage ``tensor`` shares (itself, or the input it views) is guarded as it
+    is now."""
+    try:
+        storage = torch._C._storage_id(tensor.example)
+    except (RuntimeError, NotImplementedError) as e:  # no storage (a functorch transform's)
+        raise Unsupported("tensor_method", f"Tensor.storage_offset() of {tensor}") from e
+    for (source, vt), real in zip(tx.output.inputs.items(), tx.output.input_values, strict=True):
+        if isinstance(vt, TensorVariable) and torch._C._storage_id(vt.example) == storage:
+            offset = CallSource(AttrSource(source, "storage_offset"))
+            tx.output.assume_equal(offset, real.storage_offset())
+
+
 def _detached_in_place(tx: Translator, tensor: TensorVariable) -> bool:
     """Has the graph so far detached ``tensor`` in place (``t.detach_()``)? Its fake then answers
     for it (a leaf now), whatever the real one was given as."""
@@ -442,6 +457,8 @@ class TensorMethodVariable(BoundAttributeVariable):
         result = getattr(self.obj.example, self.name)(*pargs, **pkwargs)
         if _has_symbols(result):  # a symbolic size/stride/numel: computed by the graph
             return tx.output.call_method(self.name, (self.obj, *args), kwargs)
+        if self.name == "storage_offset":
+            _guard_storage_offsets(tx, self.obj)
         folded = tx.fold(tuple(result) if isinstance(result, torch.Size) else result)
         return folded.clone(is_size=True) if isinstance(result, torch.Size) else folded
 
