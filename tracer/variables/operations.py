@@ -2180,7 +2180,35 @@ def _sequence_op(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
         raise Unsupported("operator", f"{op.__name__} on {lhs} and {rhs}")
     if isinstance(lhs, ListVariable):
         return ListVariable(items)
-    return TupleVariable(items, is_size=lhs.is_size)
+    if lhs.is_size or (op is operator.add and rhs.is_size):
+        # ``torch.Size`` defines ``__add__`` and ``__radd__``: ``(1,) + size`` is a Size too
+        return TupleVariable(_size_items(items), is_size=True)
+    return TupleVariable(items)
+
+
+def _size_items(items: list[VariableTracker]) -> list[VariableTracker]:
+    """The items of the ``torch.Size`` made of ``items``, as ``torch.Size(...)`` takes them: a
+    symbolic int kept, a constant by its index (``True`` -> 1), CPython's TypeError for one it
+    refuses (``size + (1.5,)``); an item known only at run time (a tensor's ``__index__``)
+    breaks."""
+    values = []
+    for vt in items:
+        if isinstance(vt, SymNodeVariable) and vt.python_type() is int:
+            values.append(0)  # a stand-in: torch.Size takes any int
+        elif vt.is_python_constant() and not is_symbolic(vt) and not _mutable([vt]):
+            values.append(vt.as_python_constant())
+        else:
+            raise Unsupported("operator", f"a torch.Size of {vt}, an item known at run time only")
+    if not all(isinstance(v, (int, float, complex, str, bytes, type(None))) for v in values):
+        raise Unsupported("operator", "a torch.Size of an item whose __index__ may run user code")
+    try:
+        size = torch.Size(values)
+    except TypeError as e:
+        raise PythonError(e) from None
+    return [
+        vt if isinstance(vt, SymNodeVariable) or v is index else ConstantVariable(index)
+        for vt, v, index in zip(items, values, size, strict=True)
+    ]
 
 
 #: The methods that decide whether an operand takes part, beyond the operator's own: ``*`` takes
