@@ -156,6 +156,11 @@ class TensorSpec:
     requires_grad: bool
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...]
+    #: the conjugate bit (``x.conj()`` of a complex tensor: a lazy view), which the fake and
+    #: ``is_conj()`` read and the trace folds
+    conj: bool = False
+    #: the negative bit (``x.conj().imag``, ``torch._neg_view``), likewise
+    neg: bool = False
 
 
 @dataclass(frozen=True, eq=False)

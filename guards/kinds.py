@@ -239,7 +239,15 @@ def _literal_key(key: Any) -> bool:
 
 
 def _spec_key(spec: TensorSpec) -> tuple:
-    return (spec.dtype, str(spec.device), spec.sizes, spec.strides, spec.requires_grad)
+    return (
+        spec.dtype,
+        str(spec.device),
+        spec.sizes,
+        spec.strides,
+        spec.requires_grad,
+        spec.conj,
+        spec.neg,
+    )
 
 
 @guard_kind(
@@ -546,6 +554,9 @@ def TENSOR_MATCH(expr: str, spec: TensorSpec, consts: ConstTable) -> list[str]:
     else:
         parts.append(f"{expr}.device == {consts.name(spec.device)}")
     parts.append(f"{expr}.requires_grad is {spec.requires_grad}")
+    if spec.dtype.is_complex:  # only a complex tensor takes the conjugate bit
+        parts.append(f"{expr}.is_conj() is {spec.conj}")
+    parts.append(f"{expr}.is_neg() is {spec.neg}")
     parts += _dims_check(f"{expr}.shape", spec.sizes, expr)
     if spec.sizes and _contiguous_only(spec.sizes, spec.strides):
         parts.append(f"{expr}.is_contiguous()")
@@ -563,11 +574,12 @@ def checked_in_c(spec: TensorSpec) -> bool:
 def tensor_checker(specs: tuple[TensorSpec, ...]) -> Any:
     """One C call checking tensors against ``specs`` (each ``checked_in_c``) at once,
     ``checker.check(*tensors)``: torch's ``TensorGuards``, which compares each tensor's exact
-    type, dispatch keys (so its device type), dtype, device index, ``requires_grad``, sizes and
-    strides (``None``: any) with those given. That implies every part ``TENSOR_MATCH`` renders for
-    the spec, so the dispatcher writes ``checker.check(...) or (the parts)``: a tensor the checker
-    turns down whose parts hold (an inference tensor, a tensor in another thread-local dispatch
-    state) is judged by the parts, as before.
+    type, dispatch keys (so its device type and its conjugate and negative bits), dtype, device
+    index, ``requires_grad``, sizes and strides (``None``: any) with those given. That implies
+    every part ``TENSOR_MATCH`` renders for the spec, so the dispatcher writes
+    ``checker.check(...) or (the parts)``: a tensor the checker turns down whose parts hold (an
+    inference tensor, a tensor in another thread-local dispatch state) is judged by the parts,
+    as before.
 
     The keys compared are those under the thread-local dispatch state the checker is made in (the
     call's: inference mode excludes autograd's keys, say), so calls made in the same state pass.
@@ -594,8 +606,11 @@ _tls_excluded = torch._C._dispatch_tls_local_exclude_set
 
 
 def _example(spec: TensorSpec) -> torch.Tensor:
-    """A tensor of no elements with ``spec``'s type, dtype, device and ``requires_grad``."""
+    """A tensor of no elements with ``spec``'s type, dtype, device, conjugate and negative bits
+    (dispatch keys the checker compares) and ``requires_grad``."""
     example = torch.empty(0, dtype=spec.dtype, device=spec.device)
+    torch._C._set_conj(example, spec.conj)
+    torch._C._set_neg(example, spec.neg)
     if spec.type is torch.nn.Parameter:
         return torch.nn.Parameter(example, requires_grad=spec.requires_grad)
     return example.requires_grad_(spec.requires_grad)

@@ -297,7 +297,14 @@ class OutputGraph:
         sizes = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.shape)
         strides = tuple(None if isinstance(s, torch.SymInt) else s for s in fake.stride())
         spec = TensorSpec(
-            type(value), value.dtype, value.device, value.requires_grad, sizes, strides
+            type(value),
+            value.dtype,
+            value.device,
+            value.requires_grad,
+            sizes,
+            strides,
+            value.is_conj(),
+            value.is_neg(),
         )
         self.add_guard(kinds.TENSOR_MATCH(source, spec))
         vt = TensorVariable(node, fake, type(value), source)

@@ -39,6 +39,7 @@ type(L['x']) is ___Tensor
 L['x'].dtype is ___torch_float32
 L['x'].is_cpu
 L['x'].requires_grad is False
+L['x'].is_neg() is False
 L['x'].shape == (2, 3)
 L['x'].is_contiguous()
 """
@@ -62,7 +63,8 @@ def __guard_fn_2(x, mode):
         if (type(mode) is ___str
                 and G['torch'] is ___torch
                 and (___tensors.check(x) or (type(x) is ___Tensor and x.dtype is ___torch_float32 \
-and x.is_cpu and x.requires_grad is False and x.shape == (2, 3) and x.is_contiguous()))
+and x.is_cpu and x.requires_grad is False and x.is_neg() is False and x.shape == (2, 3) \
+and x.is_contiguous()))
                 and (___torch_state.check() or (___get_default_dtype() is ___torch_float32 \
 and ___get_deterministic_algorithms() is False and ___is_any_autocast_enabled() is False \
 and ___is_grad_enabled() is True))
