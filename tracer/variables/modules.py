@@ -642,7 +642,7 @@ class NNModuleVariable(UserObjectVariable):
                 raise Unsupported("python_error", f"IndexError: index {key} out of range")
             return self.var_getattr(tx, str(key % size))
         if getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__) and type(key) is slice:
-            return ListVariable(list(self.children_dict(tx).items.values())[key])
+            return _sliced_container(tx, self, key)
         raise Unsupported("index", f"indexing a {cls.__name__} module with {key!r}")
 
     def _members(self, tx: Translator, name: str) -> VariableTracker:
@@ -1583,6 +1583,35 @@ def _held_modules(
 
 def _module_list(*modules: nn.Module) -> nn.ModuleList:
     return nn.ModuleList(modules)
+
+
+def _sequential_of(names: tuple[str, ...], *modules: nn.Module) -> nn.Sequential:
+    """A ``Sequential`` of ``modules`` registered under ``names`` (what its slice is)."""
+    return nn.Sequential(collections.OrderedDict(zip(names, modules, strict=True)))
+
+
+def _sliced_container(tx: Translator, container: NNModuleVariable, key: slice) -> VariableTracker:
+    """``seq[i:j]`` / ``module_list[i:j]``: a new container of the same class holding the sliced
+    members (a ``Sequential`` keeps their names, a ``ModuleList`` numbers them from 0), as
+    ``__getitem__`` builds it. Built now from the members and by the rewritten code before the
+    graph runs from the same members, read where the trace found them (a new object per call)."""
+    cls = type(container.value)
+    children = container.children_dict(tx).items
+    names, members = list(children)[key], list(children.values())[key]
+    if cls not in (nn.Sequential, nn.ModuleList) or not all(
+        isinstance(m, NNModuleVariable) and m.source for m in members
+    ):
+        raise Unsupported("index", f"slicing a {cls.__name__} module builds it in Python")
+    if _user_registration_hooks():
+        raise Unsupported(
+            "module_hooks",
+            f"slicing a {cls.__name__} runs global registration hooks: it runs in Python",
+        )
+    build, lead = (_sequential_of, (tuple(names),)) if cls is nn.Sequential else (_module_list, ())
+    name = tx.output.side_effects.new_name("__bg_fresh")
+    sources = tuple(m.source for m in members)
+    tx.output.side_effects.add_prologue((name, build, (*lead, *sources), {}), unread=_NO_USER_HOOKS)
+    return tx.wrap(build(*lead, *(m.value for m in members)), FreshSource(name))
 
 
 def _is_torch_class(cls: type) -> bool:
