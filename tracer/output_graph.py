@@ -882,13 +882,17 @@ def _check_no_new_leaf(name: str, example: Any, grad_before: dict[int, bool]) ->
     """An operator whose result is an autograd leaf that requires grad and did not before
     (``torch.ones(3, requires_grad=True)``, ``t.requires_grad_()``) runs in Python: a graph that
     AOTAutograd compiles (aot_eager, inductor) gives that tensor back without the flag, and so
-    whatever the graph computes from it, where eager and torch.compile keep it."""
-    if not isinstance(example, torch.Tensor) or not (example.requires_grad and example.is_leaf):
+    whatever the graph computes from it, where eager and torch.compile keep it. ``is_leaf`` is
+    read last: a view made under no_grad and then changed in place (``p[0].fill_(1)`` under
+    no_grad) raises on reading it, in eager too."""
+    if not isinstance(example, torch.Tensor) or not example.requires_grad:
         return
     if grad_before.get(id(example), False):
         return  # a leaf that required grad already, given back (``p.contiguous()``)
     if example._is_view() and example._base.requires_grad:
         return  # a view of such a leaf under no_grad (``p.reshape(...)``): its flag, inherited
+    if not example.is_leaf:
+        return
     raise Unsupported(
         "requires_grad",
         f"{name} makes a tensor that requires grad as an autograd leaf",

@@ -225,6 +225,22 @@ def grad_modes_nested(x):
     return a, b, c, enabled, torch.is_grad_enabled()
 
 
+@snippet(
+    lambda: (R(3, 3, requires_grad=True), R(3, requires_grad=True), R(3, 3)),
+    lambda: (R(4, 3, requires_grad=True), R(4, requires_grad=True), R(3, 3)),
+    graphs=(1, 2),
+)
+def weights_set_in_place_under_no_grad(w, b, v):
+    with torch.no_grad():
+        w.copy_(v[:1].expand_as(w))
+        b.zero_()
+        w[0].fill_(1.0)
+        w[1:].mul_(0.5)
+    y = F.linear(v, w, b)
+    gw, gb = torch.autograd.grad(y.sum(), (w, b))
+    return y, gw, gb
+
+
 @snippet(lambda: (R(3, requires_grad=True),), graphs=(1, 1))
 def autograd_grad_inside(x):
     (g,) = torch.autograd.grad((x**2).sum(), x, create_graph=True)
@@ -330,6 +346,66 @@ def complex_numbers(z):
 def parameter_arithmetic_gives_tensors(p):
     a = p * 2
     return a, type(a), type(p.detach()), isinstance(p + p, nn.Parameter), p.requires_grad
+
+
+@snippet(
+    lambda: (torch.tensor([2, -3, 4]),),
+    lambda: (torch.tensor([2.0, -3.0, 0.5]),),
+    lambda: (torch.tensor(3),),
+    graphs=(1, 3),
+)
+def python_numbers_on_the_left(t):
+    return 3 - t, 2 ** t.abs(), 1 / t, 7 % t, 2.5 ** t.abs(), t**0.5, abs(t), 10 - t * 2
+
+
+@snippet(lambda: (torch.tensor([2, 3]),), graphs=(1, 1))
+def int_tensor_to_a_negative_power_raises(t):
+    return t**-1
+
+
+@snippet(lambda: (R(3, requires_grad=True),), graphs=(0, 0), breaks=(1, 1))
+def in_place_on_a_leaf_that_requires_grad_raises(x):
+    x.add_(1)
+    return x
+
+
+@snippet(lambda: (R(4),), lambda: (R(4).double(),), graphs=(1, 2))
+def return_types_of_statistics(x):
+    a = torch.aminmax(x)
+    b = torch.var_mean(x)
+    e = torch.median(x.view(2, 2), dim=1)
+    h = torch.cummax(x, 0)
+    return a.min, a.max, type(a), b, type(b), e.values, e.indices, h.indices, len(a)
+
+
+@snippet(lambda: (R(4, 4),), lambda: (R(4, 4).double(),), graphs=(1, 2))
+def autocast_and_default_dtype_inside(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        a = F.linear(x, x)
+        b = a.float().softmax(-1)
+    torch.set_default_dtype(torch.float64)
+    c = torch.ones(2) + torch.tensor([1.5])
+    torch.set_default_dtype(torch.float32)
+    return a, b, c, torch.is_autocast_enabled()
+
+
+@snippet(lambda: (R(3), R(3)), lambda: (R(3), R(3)), graphs=(1, 1))
+def ema_update_in_place_chain(ema, p):
+    ema.mul_(0.9).add_(p.detach(), alpha=0.1)
+    ema.lerp_(p, 0.5)
+    ema.addcmul_(p, p, value=0.01).addcdiv_(p, p.abs() + 1, value=0.1)
+    return ema
+
+
+@snippet(
+    lambda: (torch.randint(0, 10, (2, 5)),), lambda: (torch.randint(0, 10, (3, 4)),), graphs=(1, 2)
+)
+def embedding_with_padding_mask(ids):
+    h = F.embedding(ids, torch.ones(10, 4).cumsum(0), padding_idx=0)
+    mask = (ids != 0).unsqueeze(-1).to(h.dtype)
+    pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    ext = (1.0 - mask.squeeze(-1)[:, None, None, :]) * torch.finfo(torch.float32).min
+    return pooled, ext
 
 
 # -- torch.Size ----------------------------------------------------------------------------------
