@@ -272,6 +272,17 @@ def _negative_bit():
     return fn, (state,), lambda: state.__setitem__(0, z.conj().imag)
 
 
+def _view_given():
+    base = torch.arange(4.0)
+    state = [torch.ones(3)]
+
+    def fn(state):
+        x = state[0]
+        return x + 1, x._is_view(), x.contiguous()._is_view(), x.view(-1)._is_view()
+
+    return fn, (state,), lambda: state.__setitem__(0, base[:3])
+
+
 def _default_dtype():
     def fn(x):
         return torch.zeros(3) + x, torch.get_default_dtype()
@@ -306,6 +317,7 @@ CASES = {
         _storage_offset_moved,
         _conjugate_bit,
         _negative_bit,
+        _view_given,
         _default_dtype,
     )
 }

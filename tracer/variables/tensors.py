@@ -109,10 +109,15 @@ UNSUPPORTED_METHODS = frozenset(
 )
 #: Questions about a tensor that its fake cannot answer for the real one, nor the tensor guards
 #: pin: its storage's state (``share_memory_`` or ``pin_memory`` made it, or a base's), whether
-#: it was made in inference mode, and (an attribute) whether autograd made it. An input's answer
-#: is read from the real tensor and guarded (``_real_answer``); another tensor's breaks, as its
-#: answer may come from an input it views.
-INPUT_QUERIES = frozenset({"is_shared", "is_pinned", "is_inference", "is_leaf"})
+#: it was made in inference mode, whether it views another tensor, and (an attribute) whether
+#: autograd made it. An input's answer is read from the real tensor and guarded
+#: (``_real_answer``); another tensor's breaks, as its answer may come from an input it views,
+#: or where ``MADE_FROM_INPUTS``, is its fake's.
+INPUT_QUERIES = frozenset({"is_shared", "is_pinned", "is_inference", "is_leaf", "_is_view"})
+#: ``INPUT_QUERIES`` whose answer for a tensor the graph makes is its fake's, which follows the
+#: inputs' answers (a view of a view input; ``contiguous()`` of one, itself) and the global state
+#: the trace ran under (inference mode): the inputs' answers are guarded (``_answer_of_made``).
+MADE_FROM_INPUTS = frozenset({"is_inference", "_is_view"})
 #: Methods giving where a tensor's data lies (``DataPtrVariable``).
 POINTER_METHODS = frozenset({"data_ptr", "untyped_storage"})
 #: Methods whose result is a Python value derived from metadata only.
@@ -136,21 +141,21 @@ METADATA_METHODS = frozenset(
 )
 
 
-def _inference_of_made(tx: Translator, tensor: TensorVariable) -> VariableTracker:
-    """``is_inference()`` of a tensor the graph makes: its fake's answer, which follows the
-    inference mode the trace ran under (guarded with the global state) and the inputs it was made
+def _answer_of_made(tx: Translator, tensor: TensorVariable, name: str) -> VariableTracker:
+    """``MADE_FROM_INPUTS``' ``name()`` of a tensor the graph makes: its fake's answer, which
+    follows the global state the trace ran under (guarded with it) and the inputs it was made
     from, whose answers are read from the real tensors and guarded."""
     for vt in tx.output.inputs.values():
         if isinstance(vt, TensorVariable) and vt.source is not None:
             real = tx.output.input_value(vt.source)
             if (
                 not isinstance(real, torch.Tensor)
-                or real.is_inference() != vt.example.is_inference()
+                or getattr(real, name)() != getattr(vt.example, name)()
             ):
-                raise Unsupported("tensor_method", f"Tensor.is_inference() of {tensor}")
-            source = CallSource(AttrSource(vt.source, "is_inference"))
-            tx.output.assume_equal(source, real.is_inference())
-    return ConstantVariable(tensor.example.is_inference())
+                raise Unsupported("tensor_method", f"Tensor.{name}() of {tensor}")
+            source = CallSource(AttrSource(vt.source, name))
+            tx.output.assume_equal(source, getattr(real, name)())
+    return ConstantVariable(getattr(tensor.example, name)())
 
 
 def _guard_storage_offsets(tx: Translator, tensor: TensorVariable) -> None:
@@ -422,8 +427,8 @@ class TensorMethodVariable(BoundAttributeVariable):
         if name in POINTER_METHODS and not args and not kwargs:
             return DataPtrVariable.of(tx, self.obj, name)
         if name in INPUT_QUERIES and not args and not kwargs:
-            if self.obj.source is None and name == "is_inference":
-                return _inference_of_made(tx, self.obj)
+            if self.obj.source is None and name in MADE_FROM_INPUTS:
+                return _answer_of_made(tx, self.obj, name)
             if self.obj.source is None:
                 raise Unsupported("tensor_method", f"Tensor.{name}() of a tensor not an input")
             source = CallSource(AttrSource(self.obj.source, name))
