@@ -298,6 +298,26 @@ class Codegen(Emitter):
         self.copy(1)
         return self.store_local(name)
 
+    def build_ahead(
+        self, push: Callable[[], Any], refused: type[Exception] | tuple[type[Exception], ...] = ()
+    ) -> None:
+        """Build now the objects that ``push()`` (code pushing one value) builds once
+        (``build_once``), for code that branches later: each branch then loads them from their
+        locals. Where ``push()`` builds none, or raises one of ``refused``, its code is dropped
+        (and what it noted built forgotten); else the value it pushed is popped."""
+        start, before = len(self.instrs), dict(self.built)
+        try:
+            push()
+        except refused:
+            del self.instrs[start:]
+            self.built.clear()
+            self.built.update(before)
+            return
+        if len(self.built) == len(before):
+            del self.instrs[start:]
+        else:
+            self.pop_top()
+
     def load_cell_value(self, name: str, value: Any) -> Emitter:
         """Load ``value`` through a new closure cell called ``name`` (``LOAD_DEREF name``)."""
         self.cells[name] = value

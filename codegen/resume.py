@@ -55,6 +55,14 @@ class ResumePoint:
     #: (``make_local``): a generator that has not started, made in the resume function
     #: rather than before the break (``tracer/breaks/made_in_resume.py``)
     made_locals: tuple[str, ...] = ()
+    #: instead of going on at ``index``, raise the exception passed as the last argument
+    #: (``RAISED``) there: the try and with blocks around ``index`` handle it as the original
+    #: code would if its instruction raised (a callee's resume function raised it)
+    raises: bool = False
+
+
+#: The argument of a ``raises`` resume function holding the exception it raises.
+RAISED = "__bg_raised"
 
 
 def make_local(recipe: tuple) -> Any:
@@ -160,7 +168,12 @@ def make_resume(
             prefix.append(Instr("GET_ITER"))
         if i in bool_slots:  # NOTE(3.13): only 3.13 has TO_BOOL (and needs it before a jump)
             prefix.append(Instr("TO_BOOL"))
-    prefix.append(Instr("JUMP_FORWARD", target))
+    if point.raises:
+        if not depths_known:
+            raise ValueError(f"the try blocks of {code.co_name} have no known depths")
+        prefix += [Instr("LOAD_FAST", RAISED), Instr("RAISE_VARARGS", 1)]
+    else:
+        prefix.append(Instr("JUMP_FORWARD", target))
     prefix.extend(TryEnd(tb) for tb in reversed(copies))
     body[prologue_end:prologue_end] = prefix
     name = f"{RESUME_NAME}{index}_{number}"
@@ -168,7 +181,7 @@ def make_resume(
         template,
         body,
         name=name,
-        argnames=tuple(names) + stack_args,
+        argnames=tuple(names) + stack_args + ((RAISED,) if point.raises else ()),
         cellvars=[name for name in code.co_cellvars if name not in point.cell_args],
         freevars=kept,
         prologue=False,

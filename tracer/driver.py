@@ -553,10 +553,12 @@ class CompiledCode:
         continues: bool = False,
         cell_args: tuple[str, ...] = (),
         made_locals: tuple[str, ...] = (),
+        raises: bool = False,
     ) -> Any:
         """The resume function continuing ``template`` at instruction ``index`` (cached per
         position, stack shape and live names); compiled like any function unless ``compiled`` is
-        False. ``continues``: it starts at a break in a callee (see ``continued_break``)."""
+        False. ``continues``: it starts at a break in a callee (see ``continued_break``).
+        ``raises``: it raises its last argument at ``index`` instead (``ResumePoint.raises``)."""
         self.asked_resume = True
         slots = (iter_slots, null_slots, bool_slots)
         # The resume function closes over ``template``'s cells but those it takes as arguments
@@ -572,6 +574,7 @@ class CompiledCode:
         key = (
             template.__code__,
             *(index, nstack, names, slots, compiled, continues, cell_args, made_locals, cells),
+            raises,
         )
         cached = self.resumes.get(key)
         if cached is not None:
@@ -580,7 +583,13 @@ class CompiledCode:
                 state.called_by = self.compile_number
             return cached
         point = ResumePoint(
-            index, nstack, names, *slots, cell_args=cell_args, made_locals=made_locals
+            index,
+            nstack,
+            names,
+            *slots,
+            cell_args=cell_args,
+            made_locals=made_locals,
+            raises=raises,
         )
         raw = make_resume(template, template.__globals__, point, next(self.numbering.resumes))
         if compiled:

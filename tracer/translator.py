@@ -40,6 +40,7 @@ from ..guards.sources import (
 )
 from . import code_reader, opcodes, run_time_logging
 from .breaks import iterator_rollback
+from .breaks.deferred_checks import EffectsWait
 from .breaks.liveness import live_locals
 from .exc import ReturnValue, TracedException, TraceTooLong, Unsupported, UserLocation
 from .fakes.shapes import is_data_dependent_guard
@@ -216,11 +217,14 @@ class Translator:
             moved = iterator_rollback.rollback(self, [*gb.frames, here], gb.reason)
             if moved is not None:
                 raise moved from None
-            # A call inside a try block breaks here instead: the callee's resume code runs outside
-            # this frame's handlers, so an exception it raises would skip them (a ``with`` block is
-            # fine: ``breaks.emit_break`` runs its ``__exit__`` on the way out).
+            # The callee resumes in its own code; a call inside try or with blocks too: what its
+            # resume code raises is raised at this call, in this frame's code, whose handlers run
+            # (``breaks.continuation._raise_in_caller``). A break there only because side effects
+            # wait for the graph is taken at such a call instead: the call runs in Python after
+            # the effects, its callee compiled on its own, with none waiting (``EffectsWait``).
             callee = gb.frames[-1].tx
-            if self.inlined_direct and self.resumes_in(callee) and self.resumable_at(index):
+            waits = isinstance(gb.reason, EffectsWait) and not self.resumable_at(index)
+            if self.inlined_direct and self.resumes_in(callee) and not waits:
                 gb.frames.append(
                     FrameState(self, index, list(self.stack), dict(self.symbolic_locals))
                 )

@@ -90,7 +90,9 @@ def test_a_wrapped_forward_compiles_below_the_break():
 
 
 def test_a_callee_in_a_try_block_compiles_on_its_own():
-    check_breaks(_callee_in_try, lambda: (torch.randn(3),), graphs=3, breaks=1, calls=3)
+    # the callee resumes after its print (what it raises is raised at the caller's call, in the
+    # caller's code): graphs x + 1 and cos, then sin; the caller's rest, in its try, in Python
+    check_breaks(_callee_in_try, lambda: (torch.randn(3),), graphs=2, breaks=1, calls=3)
     assert dynamo_counts(_callee_in_try, torch.randn(3)) == (2, 1)
 
 
@@ -147,9 +149,9 @@ class Caller(torch.nn.Module):
 
 @pytest.mark.parametrize("fn", [_module_in_try, _sequential_in_try], ids=lambda f: f.__name__)
 def test_a_module_called_in_a_try_block_compiles_on_its_own(fn):
-    # graphs: what runs before the print (in the caller, then in the module's own compiled call:
-    # before it, a Sequential's tanh) and after it; one break, the print
-    check_breaks(fn, lambda: (torch.randn(2, 3),), graphs=3, breaks=1, calls=3)
+    # graphs: what runs before the print (the caller's, the module's) and the module's rest, its
+    # resume function; one break, the print
+    check_breaks(fn, lambda: (torch.randn(2, 3),), graphs=2, breaks=1, calls=3)
     assert dynamo_counts(fn, torch.randn(2, 3))[1] == 1
 
 
@@ -163,7 +165,7 @@ def test_a_child_module_called_in_a_try_block_of_forward():
     check_breaks(
         run,
         lambda: (torch.randn(2, 3),),
-        graphs=3,
+        graphs=2,
         breaks=1,
         calls=3,
         setup=lambda: setattr(caller, "hits", 0),

@@ -32,16 +32,16 @@ KEEP = "set_to_none=False: grads exist from the second call on"
 #: Adamax foreach (a list of step-size tensors given as ``_foreach_addcdiv_``'s scalars, which the
 #: op refuses). bytegraph breaks there (correct, the step runs in Python); torch.compile instead
 #: traces the capturable branch, setting ``capturable`` True in its view of every param group.
-#: The break lies under two ``with`` blocks (the step's profiler wrapper and ``torch.no_grad``), so
-#: it is taken at the step's outer call: ``opt.step()`` has no graph (tracer/breaks/continuation:
-#: 'a break in a callee called inside nested with blocks'). The same limit makes LBFGS (its
-#: closure's data-dependent checks), SparseAdam's training step and Adafactor's second step run
-#: in Python. LBFGS and SparseAdam are no cases here: torch.compile's break count for them
-#: varies with what ran before in the process (1 or 2); both equal eager.
+#: The break lies in the step's ``func``, which ``_use_grad``'s wrapper calls through a hook with
+#: no frame of its own to resume in, so it is taken at the wrapper's call: ``opt.step()`` has no
+#: graph. LBFGS and SparseAdam are no cases here: torch.compile's break count for them varies
+#: with what ran before in the process (1 or 2); both equal eager.
 DATA = "step branches on a tensor's value (capturable False); "
-#: Adafactor's first step creates its state; the second traces again and its break (under the two
-#: with blocks) falls back to Python.
-NESTED = "Adafactor: second step retraced, falls back (break under nested with blocks)"
+#: Adafactor's first step creates its state; the second traces again and breaks at each
+#: ``.item()`` of its loop over the parameters, under the profiler and grad-mode blocks: the
+#: resume functions compile per parameter shape, then once more as the floats they take change
+#: (the step counter, the norms): dynamic from the third step on.
+NESTED = "Adafactor: second step retraced, its breaks' resume functions compiled (floats change)"
 
 
 def _model() -> torch.nn.Module:
@@ -455,7 +455,7 @@ def rprop_single_tensor_step_only():
 
 if hasattr(torch.optim, "Adafactor"):
 
-    @case("optim", graphs=1, breaks=0, tc_breaks=4, retraces=1, why=NESTED)
+    @case("optim", graphs=1, breaks=0, tc_breaks=4, retraces=15, why=NESTED)
     def adafactor_step_only():
         return _step_only(lambda ps: torch.optim.Adafactor(ps, lr=0.01))
 

@@ -9,6 +9,9 @@ Given the frames of a ``GraphBreak`` (innermost first), the rewritten function:
 3. otherwise (a break inside an inlined callee, or inside a try/with block) calls a resume function
    that starts *at* the breaking instruction in the callee's own code, then, for every caller frame,
    a resume function that continues right after its call, with the callee's return value pushed.
+   A caller whose call stands in try or with blocks also gets a handler: what a callee's resume
+   code raises is raised at its call by a resume function of its own code (``_raise_in_caller``),
+   so its blocks (``__exit__``, ``except``, ``finally``) handle it as eager's do.
 
 Resume functions are compiled like any function (own guards, cache entries and graph breaks), except
 those starting inside a try/with block, which run in plain Python so exception handling stays exact.
@@ -16,6 +19,7 @@ those starting inside a try/with block, which run in plain Python so exception h
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,29 +125,17 @@ def _emit_break_code(
     if inline:
         _emit_inline(cg, leaf, resume, callee)
         return
-    # A caller inside a grad-mode ``with`` block: if a resume function raises before that caller's
-    # own resume (whose code has the block's handler) runs, call the block's ``__exit__`` and
-    # re-raise.
-    exits = [_with_exit(f) for f in frames[1:] if f.tx.in_try(f.index)]
-    if len(exits) > 1 or None in exits:
-        raise Unsupported("resume", "a break in a callee called inside nested with blocks")
-    if exits and exits[0].ctx.exit_may_swallow():
-        # the handler below re-raises; an exit swallowing the exception goes on after its block,
-        # in the caller: the call runs as the instruction that breaks (``_emit_inline``) instead
-        raise Unsupported(
-            "resume",
-            "a break in a callee called inside a with block whose exit may swallow an exception",
-        )
-    protect = TryBegin(Label(), push_lasti=False, stack_depth=UNSET) if exits else None
-    if protect is not None:
-        cg.instrs.append(protect)
     root = frames[-1]  # the frame the rewritten code stands for, at its call while resumes run
     line = root.tx.instructions[root.index].lineno
     if isinstance(line, int):  # what a warning's stacklevel or a traceback shows of it
         cg.lineno = line
+    _make_texts_first(cg, frames)
+    handlers = _raising_callers(frames)
+    if handlers:  # the code branches below: objects the callers hold are made on every path
+        _build_held_first(cg, frames)
     # A break at the function's own instruction that cannot run here continues in plain Python (a
     # compiled resume would stop at the same instruction again); in a callee it may still compile.
-    _make_texts_first(cg, frames)
+    region = _protected(cg, handlers, 1)
     _note_waiting(cg, frames, 1)
     _call_resume(
         cg,
@@ -156,17 +148,100 @@ def _emit_break_code(
         callee=callee,
         replaced=_known_frames(frames),
     )
+    _resumed(cg, region)
     for depth, caller in enumerate(frames[1:], 2):
-        cg.store_local("__bg_ret")
+        done = Label()
+        if depth in handlers:
+            _raise_in_caller(cg, frames, depth, handlers, resume, done)
+        region = _protected(cg, handlers, depth)
         _note_waiting(cg, frames, depth)
         ret = LocalValue("__bg_ret")  # the callee's result (not passed where the caller drops it)
         _call_resume(cg, caller, caller.index + 1, [*caller.stack, ret], resume)
-    if protect is not None:
-        cg.instrs.append(TryEnd(protect))
+        _resumed(cg, region)
+        cg.label(done)
     check_callers_held(frames)  # after the frames' own reasons (a frame the code cannot rebuild)
+    cg.load_local("__bg_ret")
     cg.return_value()
-    if protect is not None:
-        _emit_exit_handler(cg, protect.target, exits[0])
+
+
+#: The rewritten code's local holding the exception a caller's raising resume function raises.
+RAISED_LOCAL = "__bg_raised"
+
+
+def _raising_callers(frames: list[FrameState]) -> dict[int, Label]:
+    """The callers (by depth: ``frames[depth - 1]``) whose call stands in try or with blocks,
+    each with the label of the rewritten code's handler that raises what reaches it in its own
+    code (``_raise_in_caller``)."""
+    return {
+        depth: Label()
+        for depth, caller in enumerate(frames[1:], 2)
+        if caller.tx.in_try(caller.index)
+    }
+
+
+def _protected(cg: Codegen, handlers: dict[int, Label], depth: int) -> TryBegin | None:
+    """Open the region the code of the resume call at ``depth`` runs in: what raises there is
+    raised in the first caller above it whose call stands in a block (none: it propagates)."""
+    above = [d for d in handlers if d > depth]
+    if not above:
+        return None
+    region = TryBegin(handlers[min(above)], push_lasti=False, stack_depth=UNSET)
+    cg.instrs.append(region)  # with an empty stack: results wait in ``__bg_ret``
+    return region
+
+
+def _resumed(cg: Codegen, region: TryBegin | None) -> None:
+    """Keep a resume function's result in ``__bg_ret`` and close its region."""
+    cg.store_local("__bg_ret")
+    if region is not None:
+        cg.instrs.append(TryEnd(region))
+
+
+def _raise_in_caller(
+    cg: Codegen,
+    frames: list[FrameState],
+    depth: int,
+    handlers: dict[int, Label],
+    resume: ResumeFactory,
+    done: Label,
+) -> None:
+    """The handler of the caller at ``depth``: a callee's resume code raised before this caller's
+    resume function ran. A resume function of the caller's own code raises the exception at its
+    call (``ResumePoint.raises``), where the caller's try and with blocks handle it as eager's
+    do: ``__exit__`` of each context with the exception (which may swallow it), ``except`` and
+    ``finally``. What it returns, if a block goes on past the call, is the caller's result; it
+    jumps to ``done``. No exception is handled yet at the handler (none to pop): it is kept in
+    ``RAISED_LOCAL`` for the call."""
+    caller = frames[depth - 1]
+    over = Label()
+    cg.jump(over)
+    cg.label(handlers[depth])
+    cg.store_local(RAISED_LOCAL)
+    region = _protected(cg, handlers, depth)
+    _note_waiting(cg, frames, depth)
+    _call_resume(cg, caller, caller.index, list(caller.stack), resume, raises=True)
+    _resumed(cg, region)
+    cg.jump(done)
+    cg.label(over)
+
+
+def _build_held_first(cg: Codegen, frames: list[FrameState]) -> None:
+    """Make, before the code branches, the objects made in the trace (``build_once``) that the
+    callers hold, on their stacks and in the locals either of their resume functions takes: the
+    raising one and the one after the call load them from one local, whichever path ran first.
+    Values that make no such object push no code here."""
+    for frame in frames[1:]:
+        tx = frame.tx
+        names = {*live_names(tx, frame.locals, frame.index)}
+        names |= {*live_names(tx, frame.locals, frame.index + 1)}
+        names, cells = cell_args(cg, frame, tuple(n for n in frame.locals if n in names))
+        for name in names:
+            cg.build_ahead(functools.partial(_load_local, cg, frame, name, cells), Unsupported)
+        for vt in frame.stack:
+            if isinstance(vt, TensorTruthVariable):
+                vt = vt.tensor
+            if not isinstance(vt, NullVariable):
+                cg.build_ahead(lambda vt=vt: vt.reconstruct(cg), Unsupported)
 
 
 def _make_texts_first(cg: Codegen, frames: list[FrameState]) -> None:
@@ -354,14 +429,16 @@ def _call_resume(
     continues: bool = False,
     callee: Callable[[Any], Any] | None = None,
     replaced: dict[int, Any] | None = None,
+    raises: bool = False,
 ) -> None:
     """``callee``: where the resume function runs the instruction at ``index`` in plain Python, a
     function it calls goes as its compiled version (see ``emit_break``). ``replaced``: the stack
-    items given as those constants (``_reconstruct_stack``)."""
+    items given as those constants (``_reconstruct_stack``). ``raises``: a resume function that
+    raises the exception in ``RAISED_LOCAL`` at ``index`` (``_raise_in_caller``)."""
     tx = frame.tx
-    dead = dead_on_top(tx, index, len(stack), _null_slots(stack))
+    dead = 0 if raises else dead_on_top(tx, index, len(stack), _null_slots(stack))
     index, stack = index + dead, stack[: len(stack) - dead]
-    compiled = compiled and _compilable(frame, index)
+    compiled = compiled and not raises and _compilable(frame, index)
     callee = None if compiled else callee
     names, cells = cell_args(cg, frame, live_names(tx, frame.locals, index))
     live_locals = [frame.locals[n] for n in names if n in frame.locals]
@@ -380,13 +457,16 @@ def _call_resume(
         continues=continues,
         cell_args=cells,
         made_locals=_made_locals(cg, frame, names),
+        **({"raises": True} if raises else {}),
     )
     cg.push_callable(lambda: cg.load_cell_value(fn.__name__, fn))
     for name in names:  # locals first: see ``make_resume``
         _load_local(cg, frame, name, cells)
     compiled_at = _compiled_callee(frame, callee)
     _reconstruct_stack(cg, stack, slots, as_args=True, compiled_at=compiled_at, replaced=replaced)
-    cg.call(len(stack) - len(nulls) + len(names))
+    if raises:
+        cg.load_local(RAISED_LOCAL)
+    cg.call(len(stack) - len(nulls) + len(names) + raises)
 
 
 def _emit_inline(

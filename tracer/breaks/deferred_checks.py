@@ -326,8 +326,15 @@ def _input_storages(output: OutputGraph) -> set[StorageWeakRef]:
     }
 
 
+class EffectsWait(Unsupported):
+    """A break only because Python side effects wait for the graph (``note_op``): where the
+    break can instead be taken at a caller's call that runs its callee as a compiled function of
+    its own (a call in a try block, ``Translator.step``), the effects happen before that call and
+    the callee's own trace has none waiting."""
+
+
 def _break_before(name: str, after: str) -> None:
-    raise Unsupported(
+    raise EffectsWait(
         "effect_order",
         f"{name} may raise on tensor data {after}, while Python side effects wait for the graph",
         hint="the graph ends before it, so that the side effects before it happen if it raises",

@@ -259,6 +259,7 @@ def _build_constant(
 @call_rule(
     foreach_utils._group_tensors_by_device_and_dtype,
     torch._C._group_tensors_by_device_and_dtype,
+    torch.optim.Optimizer._group_tensors_by_device_and_dtype,
 )
 def _group_by_device_and_dtype(
     tx: Translator, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
