@@ -3983,7 +3983,7 @@ def read_attribute(tx: Translator, obj: VariableTracker, name: str) -> VariableT
     wherever the class keeps ``object``'s descriptor and generic lookup (a tracker whose own
     protocol found the name on ``object`` would otherwise bind it as a method)."""
     if name == "__class__" and _plain_class_attribute(obj):
-        return tx.wrap_static(obj.python_type())
+        return type_(tx, obj)
     return obj.var_getattr(tx, name)
 
 
