@@ -638,3 +638,52 @@ def test_warnings_are_emitted_as_eager_emits_them(action):
     sizes = [3, 3, 3, 1, 4]
     assert emitted(compiled, sizes, action) == emitted(warned, sizes, action)
     assert counter.frame_count == 3
+
+
+class Config:
+    """Attributes kept in a dict of the instance dict, read by ``__getattr__`` through
+    ``self.__dict__`` (so that ``__setattr__`` and ``__getattr__`` do not recurse)."""
+
+    def __init__(self, **values):
+        self.__dict__["_values"] = dict(values)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self.__dict__["_values"][name] = value
+
+
+def config_read(x, cfg):
+    return x * cfg.scale + getattr(cfg, "hidden", 4), hasattr(cfg, "dropout")
+
+
+def config_written(x, cfg):
+    cfg.scale = cfg.scale * 2
+    cfg.seen = x.shape[0]
+    return x * cfg.scale, cfg.__dict__["_values"]["seen"]
+
+
+@pytest.mark.parametrize("fn", [config_read, config_written])
+def test_getattr_reading_the_instance_dict_is_traced(fn):
+    """``self.__dict__`` read inside ``__getattr__`` cannot raise AttributeError (the generic
+    instance dict): the hook is inlined where it broke at each read."""
+    check_breaks(fn, lambda: (t(2), Config(scale=2.0)), graphs=1, breaks=0, calls=3)
+
+
+def test_getattr_reading_the_instance_dict_sees_changes_between_calls():
+    compiled, _ = compile_counted(config_read)
+    cfg = Config(scale=2.0)
+    changes = [("scale", 3.0), ("hidden", 7), ("dropout", 0.1), ("scale", 3.0)]
+    for name, value in changes:
+        cfg.__dict__["_values"][name] = value
+        got, expected = compiled(t(2), cfg), config_read(t(2), cfg)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1] == expected[1]
+    cfg.__dict__["_values"] = {"scale": 9.0}
+    got, expected = compiled(t(2), cfg), config_read(t(2), cfg)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1] == expected[1]

@@ -1648,11 +1648,13 @@ def _python_property(static: Any) -> bool:
 
 def _plain_lookup(obj: Any, static: Any, name: str) -> bool:
     """A found attribute whose read cannot raise AttributeError (which would call ``__getattr__``):
-    an instance attribute, a function or C method, or plain class data."""
+    an instance attribute, a function or C method, plain class data, or the instance dict
+    (``self.__dict__[...]`` inside a ``__getattr__``)."""
     return (
         name in _instance_dict(obj)
         or isinstance(static, (types.FunctionType, *_C_METHODS))
         or _is_plain_data(static)
+        or (name == "__dict__" and _generic_dict(obj, static))
     )
 
 
