@@ -312,6 +312,12 @@ def tensors_from_python_numbers_and_shapes(x):
     )
 
 
+@snippet(lambda: (R(4),), lambda: (R(6),), lambda: (R(8),), graphs=(1, 2))
+def arange_to_a_float_computed_from_a_size(x):
+    n = x.shape[0]
+    return torch.arange(n * 1.5), torch.arange(0, n / 2, 0.5), torch.arange(end=n * 0.75), x * 2
+
+
 @snippet(lambda: (R(2, 2, 4, 8),), lambda: (R(1, 2, 5, 8),), graphs=(1, 2))
 def attention_with_masks(q):
     n = q.shape[-2]

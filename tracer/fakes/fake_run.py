@@ -47,7 +47,8 @@ def run(
     try:
         # On symbolic sizes, the Python dispatcher runs composite ops' Python decompositions,
         # which keep them symbolic (torch 2.11's C++ ``matmul`` reads them as ints), as Dynamo.
-        dispatcher = enable_python_dispatcher() if _symbolic(args) else contextlib.nullcontext()
+        symbolic = _symbolic(args) or _symbolic_float((*args, *kwargs.values()))
+        dispatcher = enable_python_dispatcher() if symbolic else contextlib.nullcontext()
         with fake_mode, dispatcher, probe.watching(fake_mode):
             if op == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
@@ -145,6 +146,17 @@ def _symbolic(args: tuple) -> bool:
             if isinstance(t, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in t.shape):
                 return True
     return False
+
+
+def _symbolic_float(args: tuple) -> bool:
+    """Is a symbolic float among ``args`` (or in a list or tuple there)? torch's C++ argument
+    parser refuses one for a Scalar (``torch.arange(n * 1.5)``: an internal assert); the Python
+    dispatcher takes it (``arange``'s Python reference computes its length symbolically)."""
+    return any(
+        isinstance(t, torch.SymFloat)
+        for a in args
+        for t in (a if isinstance(a, (list, tuple)) else (a,))
+    )
 
 
 def unbacked_bindings(shape_env: Any, example: Any) -> Any:
