@@ -179,3 +179,128 @@ def test_a_write_into_an_input_of_symbolic_size_is_put_back_and_the_call_reruns(
             runs.append((str(raised.value), list(G), y.tolist(), k.tolist()))
         assert runs[1] == runs[0]
     assert counter.frame_count == 1  # one graph for every size: the reruns used it
+
+
+# -- a raising operator inside a try block ------------------------------------------------------
+# Raised out of the graph, the error would skip the try block's handler (torch.compile skips it:
+# ``except`` never runs, a ``finally``'s store is lost). The graph reruns the call in Python
+# instead, where the handler runs as in eager; where it cannot (a large input written before the
+# operator), the graph ends before the operator, which runs in Python inside the block.
+
+
+def factor_or_fall_back(a):
+    """``psd_safe_cholesky``'s shape: a factorization that fails on the matrix's values."""
+    try:
+        low = torch.linalg.cholesky(a)
+        G.append("factored")
+    except RuntimeError:
+        G.append("caught")
+        low = torch.zeros_like(a)
+    return low + 1
+
+
+def index_or_first(buf, x, idx):
+    buf.add_(1)
+    try:
+        y = x[idx]
+    except IndexError:
+        G.append("caught")
+        y = x[0]
+    return y * 2
+
+
+def index_then_finally(x, idx):
+    try:
+        return x[idx] * 2
+    finally:
+        G.append("finally")
+
+
+def _in_a_callee(x, idx):
+    return torch.index_select(x, 0, idx) + 1
+
+
+def index_in_a_callee_called_in_a_try(x, idx):
+    y = x * 2
+    try:
+        return _in_a_callee(y, idx)
+    except (KeyError, IndexError):
+        G.append("caught")
+        return y
+
+
+def index_under_a_clause_that_cannot_see_it(x, idx):
+    try:
+        y = x[idx]
+    except NotImplementedError:  # transformers' StaticLayer.update: never an index error
+        G.append("not for an index")
+        y = x
+    return y * 2
+
+
+def _matrices(good, bad):
+    return [lambda: (good,), lambda: (bad,), lambda: (good,)]
+
+
+def test_a_factorization_failing_in_a_try_block_runs_the_handler():
+    calls = _matrices(torch.eye(3) * 2, -torch.eye(3))
+    check_breaks(
+        factor_or_fall_back, None, graphs=1, breaks=0, calls=calls, setup=G.clear, observe=_observe
+    )
+
+
+@pytest.mark.parametrize("size, graphs, breaks", [(3, 1, 0), (5000, 1, 1)])
+def test_an_index_failing_in_a_try_block_runs_the_handler(size, graphs, breaks):
+    """After a write into a small input (put back before the rerun) the graph takes the index; a
+    large one written first ends the graph before it (the rest, in the try block, runs in
+    Python)."""
+    calls = [
+        lambda: (torch.zeros(size), torch.arange(4.0), torch.tensor([1])),
+        lambda: (torch.zeros(size), torch.arange(4.0), torch.tensor([9])),
+    ]
+    _, _, report = check_breaks(
+        index_or_first,
+        None,
+        graphs=graphs,
+        breaks=breaks,
+        calls=calls,
+        setup=G.clear,
+        observe=_observe,
+    )
+    assert breaks == 0 or "a try block's handler must see its error" in str(report), report
+
+
+@pytest.mark.parametrize(
+    "fn", [index_then_finally, index_in_a_callee_called_in_a_try], ids=lambda fn: fn.__name__
+)
+def test_an_index_failing_under_a_finally_or_in_a_callee_runs_the_handler(fn):
+    calls = [
+        lambda: (torch.arange(4.0), torch.tensor([1])),
+        lambda: (torch.arange(4.0), torch.tensor([9])),
+    ]
+    check_breaks(fn, None, graphs=1, breaks=0, calls=calls, setup=G.clear, observe=_observe)
+
+
+def test_a_clause_that_cannot_see_the_error_leaves_the_graph_as_it_was():
+    """``except NotImplementedError`` around an index: no rerun is needed (the error passes it
+    by), so a large input written before the index does not end the graph."""
+    calls = [
+        lambda: (torch.arange(4.0), torch.tensor([1])),
+        lambda: (torch.arange(4.0), torch.tensor([9])),
+    ]
+    check_breaks(
+        index_under_a_clause_that_cannot_see_it,
+        None,
+        graphs=1,
+        breaks=0,
+        calls=calls,
+        setup=G.clear,
+        observe=_observe,
+    )
+    from bytegraph.tracer.breaks import deferred_checks
+
+    compiled, _ = compile_counted(index_under_a_clause_that_cannot_see_it)
+    compiled(torch.arange(4.0), torch.tensor([1]))
+    graph = bytegraph.introspect.cache_entries(compiled)[0].fn.__closure__
+    wrapped = [c.cell_contents for c in graph if hasattr(c.cell_contents, "written")]
+    assert not any(isinstance(w, deferred_checks.RerunOnError) for w in wrapped)
