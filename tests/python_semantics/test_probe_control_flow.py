@@ -687,3 +687,73 @@ def test_getattr_reading_the_instance_dict_sees_changes_between_calls():
     got, expected = compiled(t(2), cfg), config_read(t(2), cfg)
     torch.testing.assert_close(got[0], expected[0])
     assert got[1] == expected[1]
+
+
+STEPS = 0
+SEEN: list = []
+
+
+def count_step():
+    global STEPS
+    STEPS += 1
+    return STEPS
+
+
+def global_store_in_a_nested_function(x):
+    def log(v):
+        global SEEN
+        SEEN = [*SEEN, v.shape[0]]
+        return len(SEEN)
+
+    return x * log(x) + count_step(), STEPS, list(SEEN)
+
+
+def global_store_in_a_callee_then_a_break(x):
+    n = count_step()
+    y = torch._dynamo.graph_break() or x * n
+    return y + count_step(), STEPS
+
+
+def global_store_in_a_generator(x):
+    def steps(k):
+        for _ in range(k):
+            yield count_step()
+
+    return [x * s for s in steps(2)], STEPS
+
+
+def global_store_then_an_exception(x):
+    try:
+        count_step()
+        raise KeyError("stop")
+    except KeyError:
+        return x + STEPS
+
+
+def reset_globals():
+    global STEPS, SEEN
+    STEPS, SEEN = 0, []
+
+
+@pytest.mark.parametrize(
+    "fn, graphs, breaks",
+    [
+        (global_store_in_a_nested_function, 1, 0),
+        (global_store_in_a_callee_then_a_break, 1, 1),
+        (global_store_in_a_generator, 1, 0),
+        (global_store_then_an_exception, 1, 0),
+    ],
+    ids=["nested_function", "callee_then_a_break", "generator", "then_an_exception"],
+)
+def test_a_global_stored_by_an_inlined_function_of_the_module(fn, graphs, breaks):
+    """``global`` stores in functions the trace inlines, of the compiled function's module: pending
+    stores read back and replayed, as at its top level, where each broke before."""
+    check_breaks(
+        fn,
+        lambda: (t(2),),
+        graphs=graphs,
+        breaks=breaks,
+        calls=3,
+        setup=reset_globals,
+        observe=lambda: (STEPS, list(SEEN)),
+    )

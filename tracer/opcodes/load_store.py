@@ -198,10 +198,12 @@ def load_build_class(tx: Translator, inst: Instr) -> None:
 
 @handler("STORE_GLOBAL", pops=1)
 def store_global(tx: Translator, inst: Instr) -> None:
-    """(value --)  recorded as a side effect, replayed by the rewritten code."""
-    if tx.parent is not None:
+    """(value --)  recorded as a side effect, replayed by the rewritten code: a store into the
+    compiled function's module (an inlined function of that module too: ``load_global`` reads
+    the pending store back wherever those globals are read)."""
+    if tx.f_globals is not tx.root.f_globals:
         raise Unsupported(
-            "global_store", f"store to global {inst.arg!r} inside an inlined function"
+            "global_store", f"store to global {inst.arg!r} of another module (an inlined call)"
         )
     tx.output.side_effects.store_global(inst.arg, tx.pop())
 
