@@ -12,6 +12,7 @@ baseline here: the break counts are this design's.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import pytest
@@ -304,3 +305,56 @@ def test_a_clause_that_cannot_see_the_error_leaves_the_graph_as_it_was():
     graph = bytegraph.introspect.cache_entries(compiled)[0].fn.__closure__
     wrapped = [c.cell_contents for c in graph if hasattr(c.cell_contents, "written")]
     assert not any(isinstance(w, deferred_checks.RerunOnError) for w in wrapped)
+
+
+class _Swallowing:
+    def __enter__(self):
+        G.append("enter")
+
+    def __exit__(self, *exc):
+        G.append(("exit", exc[0] and exc[0].__name__))
+        return True
+
+
+@contextlib.contextmanager
+def _catching_index_errors():
+    try:
+        yield
+    except IndexError:
+        G.append("caught in the context")
+
+
+def index_under_a_swallowing_exit(x, idx):
+    y = x * 2
+    with _Swallowing():
+        y = y[idx]
+    return y + 1
+
+
+def index_under_a_context_that_catches(x, idx):
+    y = x * 2
+    with _catching_index_errors():
+        y = y[idx]
+    return y + 1
+
+
+def index_under_no_grad(x, idx):
+    with torch.no_grad():
+        y = x[idx] * 2
+    return y + 1
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [index_under_a_swallowing_exit, index_under_a_context_that_catches, index_under_no_grad],
+    ids=lambda fn: fn.__name__,
+)
+def test_an_index_failing_in_a_with_block_meets_its_exit(fn):
+    """A user context's ``__exit__`` (and a ``@contextmanager``'s ``except`` around its
+    ``yield``) runs with the error, as in eager; no_grad's exit only restores grad mode."""
+    calls = [
+        lambda: (torch.arange(4.0), torch.tensor([1])),
+        lambda: (torch.arange(4.0), torch.tensor([9])),
+        lambda: (torch.arange(4.0), torch.tensor([2])),
+    ]
+    check_breaks(fn, None, graphs=1, breaks=0, calls=calls, setup=G.clear, observe=_observe)

@@ -41,6 +41,7 @@ from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..exc import Rerun, Unsupported
+from ..opcodes import exceptions
 from ..variables.constants import ConstantVariable, SymNodeVariable
 from ..variables.containers import ListVariable
 from ..variables.tensors import TensorVariable
@@ -232,9 +233,10 @@ def note_op(
     raising = may_raise_on_data(name, flat)
     if raising and deferred.raising is None:
         deferred.raising = name
-    handled = raising and output.current_tx is not None and handler_sees(output.current_tx)
+    tx = output.current_tx
+    handled = raising and tx is not None and exceptions.handler_runs(tx, _DATA_ERRORS)
     waiting = "a try block's handler must see its error" if handled else _EFFECTS_WAIT
-    if handled and (output.state.carried or _in_generator(output.current_tx)):
+    if handled and (output.state.carried or _in_generator(tx)):
         _break_before(name, "where a raise cannot rerun the call", waiting)
     fallible = raising and (bool(output.side_effects) or handled)
     if fallible and deferred.unsafe is not None:
@@ -386,9 +388,10 @@ def _in_generator(tx: Translator) -> bool:
 # side effects waiting before the raising operator, ``note_op`` ends the graph before any operator
 # that may raise on tensor data (``may_raise_on_data``) after a write while side effects wait, and
 # before an effectful operator that follows such an operator. An operator that may raise on tensor
-# data inside a try block whose handler would see its error (``handler_sees``) is treated as one
-# while side effects wait: raised out of the graph, the error would skip the handler (and a
-# ``finally``), so the graph reruns the call, whose Python runs the handler as eager does.
+# data where a handler of the traced frames would run with its error (``exceptions.handler_runs``:
+# an except clause, a finally, a user context's exit) is treated as one while side effects wait:
+# raised out of the graph, the error would skip that handler, so the graph reruns the call, whose
+# Python runs the handler as eager does.
 
 #: Operators that raise on the values of their tensor arguments (an index out of range, a matrix
 #: that is not invertible, bad probabilities), by name without leading or trailing underscores.
@@ -442,96 +445,6 @@ _DATA_ERRORS: tuple[type[BaseException], ...] = (
     ZeroDivisionError,
     RuntimeError,
 )
-#: Instructions of a handler that only passes the exception on (``COPY 3; POP_EXCEPT; RERAISE 1``,
-#: the cleanup CPython puts around an ``except`` body).
-_PASSING = frozenset({"COPY", "POP_EXCEPT", "SWAP", "POP_TOP", "NOP"})
-#: Instructions that load what an ``except`` clause matches against.
-_MATCH_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "BUILD_TUPLE", "NOP"})
-
-
-def handler_sees(tx: Translator) -> bool:
-    """Would a handler of the traced frames see an error that the operator being recorded raises
-    (``_DATA_ERRORS``)? A try block's ``except`` clause naming builtin exception classes that
-    match none of them (``except NotImplementedError``, ``except KeyError``) passes it on; any
-    other clause, a bare ``except`` and a ``finally`` see it. A ``with`` block's exit is the
-    contexts' concern (``variables/contexts.py``), not this one. Each frame is asked at its
-    running instruction (a caller at its call); a generator's frame also through the frame that
-    resumed it (the root, at its ``FOR_ITER`` or ``next``)."""
-    frame: Translator | None = tx
-    while frame is not None:
-        if _frame_handler_sees(frame, frame.ip - 1):
-            return True
-        last, frame = frame, frame.parent
-    return last is not tx.root and _frame_handler_sees(tx.root, tx.root.ip - 1)
-
-
-def _frame_handler_sees(frame: Translator, index: int) -> bool:
-    seen: set[int] = set()
-    handler = frame.handlers[index] if 0 <= index < len(frame.handlers) else None
-    while handler is not None and handler not in seen:
-        seen.add(handler)
-        passed_at = _passes_on(frame, handler)
-        if passed_at is None:
-            return True
-        handler = frame.handlers[passed_at] if passed_at < len(frame.handlers) else None
-    return False
-
-
-def _passes_on(frame: Translator, handler: int) -> int | None:
-    """Where the handler at ``handler`` re-raises an error of ``_DATA_ERRORS`` without running
-    anything of the user's (the ``RERAISE``, whose own handler is asked next), or None where it may
-    run the user's code with it (or its code is not one of the shapes read here)."""
-    instructions, names = frame.instructions, frame.names
-    i = handler
-    if names[i] != "PUSH_EXC_INFO":  # a cleanup around an except body, or unknown
-        while i < len(names) and names[i] in _PASSING:
-            i += 1
-        return i if i < len(names) and names[i] == "RERAISE" else None
-    i += 1
-    if names[i] == "WITH_EXCEPT_START":
-        return i
-    while True:
-        j = i
-        while j < len(names) and names[j] in _MATCH_LOADS:
-            j += 1
-        if j >= len(names) or names[j] != "CHECK_EXC_MATCH":
-            return None  # a bare except, a finally, an except* or a class not named plainly
-        matched = _builtin_classes(frame, instructions[i:j])
-        if matched is None or any(issubclass(e, matched) for e in _DATA_ERRORS):
-            return None
-        jump = instructions[j + 1] if j + 1 < len(instructions) else None
-        if jump is None or "IF_FALSE" not in names[j + 1] or not isinstance(jump.arg, Label):
-            return None
-        i = frame.labels[jump.arg]
-        while names[i] == "NOP":
-            i += 1
-        if names[i] == "RERAISE":
-            return i
-
-
-def _builtin_classes(frame: Translator, loads: list[Any]) -> tuple[type, ...] | None:
-    """The exception classes an except clause loads with ``loads``, where each is a builtin name
-    the frame's module does not shadow (read at trace time, so only names no module rebinds);
-    None for anything else."""
-    stack: list[Any] = []
-    for inst in loads:
-        if inst.name == "NOP":
-            continue
-        if inst.name == "BUILD_TUPLE":
-            if inst.arg > len(stack):
-                return None
-            stack[len(stack) - inst.arg :] = [tuple(stack[len(stack) - inst.arg :])]
-            continue
-        name = inst.arg[1] if isinstance(inst.arg, tuple) else inst.arg
-        if not isinstance(name, str) or name in frame.f_globals or name not in frame.f_builtins:
-            return None
-        stack.append(frame.f_builtins[name])
-    if len(stack) != 1:
-        return None
-    classes = stack[0] if isinstance(stack[0], tuple) else (stack[0],)
-    if not all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
-        return None
-    return classes
 
 
 def rerun_on_error(output: OutputGraph, code_flags: int) -> bool:
@@ -539,7 +452,7 @@ def rerun_on_error(output: OutputGraph, code_flags: int) -> bool:
     (an operator on the side the trace assumed may raise where eager takes the other side:
     ``t[i + 1]`` under ``if i == len(t) - 1``, an index that a deferred check refuses), or an
     operator that may raise on tensor data inside a try block whose handler would see the error
-    (``handler_sees``: raised out of the graph, it would skip the handler), and
+    (``exceptions.handler_runs``: raised out of the graph, it would skip the handler), and
     running it twice is invisible (as for a deferred check) unless the inputs' version counters
     show a write?"""
     return (

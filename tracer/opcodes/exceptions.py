@@ -62,9 +62,38 @@ def will_be_caught(tx: Translator, exc: ExceptionVariable) -> bool:
     return False
 
 
-def _frame_catches(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
-    """Follow the handlers an exception raised at ``index`` would run in this frame."""
-    cls = exc.cls
+def handler_runs(tx: Translator, classes: tuple[type[BaseException], ...]) -> bool:
+    """Would an exception of one of ``classes``, raised at ``tx``'s current instruction, run code
+    of the traced frames' handlers before it leaves them: an ``except`` clause matching it (read
+    as ``will_be_caught`` reads it), a bare ``except``, a ``finally`` body, or a ``with`` block's
+    ``__exit__`` other than a torch state context's (``exit_ignores_exception``: grad mode,
+    autocast, whose state the compiled call restores itself)? Handler code not recognised
+    counts as running. Asked of an operator that may raise when the graph runs
+    (``deferred_checks.note_op``): raised out of the graph, it would skip them."""
+    frame: Translator | None = tx
+    while frame is not None:
+        try:
+            for cls in classes:
+                if _frame_catches(frame, frame.ip - 1, cls, seen=True):
+                    return True
+        except Unsupported:
+            return True
+        if frame.code.co_flags & CO_GENERATOR:
+            frame = frame.resumed_by
+            continue
+        frame = frame.parent
+        if frame is not None and any(issubclass(c, tuple(frame.builtin_catches)) for c in classes):
+            return True
+    return False
+
+
+def _frame_catches(
+    tx: Translator, index: int, exc: ExceptionVariable | type[BaseException], seen: bool = False
+) -> bool:
+    """Follow the handlers an exception raised at ``index`` would run in this frame: does one
+    catch it (an ``except`` clause, an ``__exit__`` swallowing ``exc``)? ``seen``: does one run
+    code with it at all (``handler_runs``; ``exc`` a class)?"""
+    cls = exc if seen else exc.cls
     ins = tx.instructions
     for _ in range(64):
         entry = _entry(tx, index)
@@ -74,6 +103,11 @@ def _frame_catches(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
         names = [i.name for i in ins[target : target + 4]]
         if names[:1] == ["PUSH_EXC_INFO"]:
             if names[1:2] == ["WITH_EXCEPT_START"]:
+                if seen:
+                    if not _exit_ignores_exception(tx, entry.depth, target):
+                        return True
+                    index = _with_reraise(tx, target)
+                    continue
                 index = _through_with_exit(tx, target, entry.depth, exc)
                 if index is None:
                     return True  # the ``__exit__`` swallows it
@@ -81,7 +115,7 @@ def _frame_catches(tx: Translator, index: int, exc: ExceptionVariable) -> bool:
             if names[1:2] == ["POP_TOP"]:
                 return True  # a bare ``except:``
             found = _clauses(tx, target + 1, cls)
-            if found is True:
+            if found is True or (seen and found is None):
                 return True
             index = found if found is not None else target + 1  # no match / a ``finally`` body
         elif names[:3] == ["COPY", "POP_EXCEPT", "RERAISE"]:
@@ -273,13 +307,31 @@ def _through_with_exit(
     ``RERAISE``, where the search goes on. A context whose exit cannot swallow it
     (``ContextVariable.exit_may_swallow``: grad mode, autocast, an ``__exit__`` returning only None
     or False) lets it through; any other ``__exit__`` is traced on a trial (``_exit_swallows``)."""
-    exit_vt = tx.stack[depth - 1] if 0 < depth <= len(tx.stack) else None
-    if exit_vt is None:
-        raise Unsupported("exception", f"no __exit__ below the with-block handler at {target}")
+    exit_vt = _exit_below(tx, depth, target)
     ctx = getattr(exit_vt, "ctx", None)
     may_swallow = ctx.exit_may_swallow() if ctx is not None else True
     if may_swallow and _exit_swallows(tx, exit_vt, exc, target + 2):
         return None
+    return _with_reraise(tx, target)
+
+
+def _exit_below(tx: Translator, depth: int, target: int) -> VariableTracker:
+    """The ``__exit__`` a ``with`` block's handler at ``target`` calls: on the stack, below the
+    handler's depth."""
+    exit_vt = tx.stack[depth - 1] if 0 < depth <= len(tx.stack) else None
+    if exit_vt is None:
+        raise Unsupported("exception", f"no __exit__ below the with-block handler at {target}")
+    return exit_vt
+
+
+def _exit_ignores_exception(tx: Translator, depth: int, target: int) -> bool:
+    ctx = getattr(_exit_below(tx, depth, target), "ctx", None)
+    return bool(getattr(ctx, "exit_ignores_exception", False))
+
+
+def _with_reraise(tx: Translator, target: int) -> int:
+    """The index of the ``RERAISE`` that lets an exception go on from a ``with`` block's handler
+    at ``target`` once its ``__exit__`` has not swallowed it."""
     for i in range(target + 2, min(target + 8, len(tx.instructions))):
         inst = tx.instructions[i]
         if inst.name == "RERAISE" and inst.arg == 2:
