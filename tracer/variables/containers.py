@@ -2331,6 +2331,10 @@ _INPLACE_METHODS = {
 _COMPARE = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
 
 
+def _values_view(vt: VariableTracker) -> bool:
+    return isinstance(vt, DictViewVariable) and vt.kind == "values"
+
+
 def real_set(vt: SetVariable) -> set | frozenset:
     """The keys of a set tracker as the object CPython's methods run on: the set itself (changed
     in place by the mutating ones), or a frozenset of them (results are then frozensets)."""
@@ -2429,6 +2433,8 @@ def set_operator(tx: Translator, op: Any, args: list[VariableTracker]) -> Variab
     if op not in _SET_OPS and op not in _INPLACE_SET_OPS and op not in _COMPARE:
         return None
     lhs, rhs = args
+    if op in (operator.eq, operator.ne) and any(_values_view(a) for a in args):
+        return None  # a values view has no ``==`` of its own: identity (two made here differ)
     if op in _COMPARE and not all(
         isinstance(a, (SetVariable, DictViewVariable))
         or (a.is_python_constant() and isinstance(a.as_python_constant(), (set, frozenset)))

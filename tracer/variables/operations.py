@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _struct
 import _thread
+import array
 import binascii
 import builtins
 import cmath
@@ -2008,28 +2009,59 @@ def delitem_fn(tx: Translator, op: Any, args: list[VariableTracker]) -> Variable
     return ConstantVariable(None)
 
 
-@operator_rule(*(op for op in BINARY if op is not operator.mod))
-def builtin_type_error(
+#: What decides whether an operand's type takes part in an operator, beyond the operator's own
+#: methods: ``*`` of a sequence takes an integer (``__index__``), ``+`` of bytes and the orderings
+#: of a bytearray take a buffer (``__buffer__``).
+_ORDERING_OPS = (operator.lt, operator.le, operator.gt, operator.ge)
+_TAKING_PART = ("__index__", "__buffer__")
+
+
+def _deciding_methods(op: Any) -> tuple[str, ...]:
+    declared = OPERATORS[op]
+    if declared.kind == "comparison":
+        return (*_ORDERING, *_TAKING_PART)
+    return (declared.dunder, declared.reflected, *_TAKING_PART)
+
+
+@operator_rule(*(op for op in BINARY if op is not operator.mod), *_ORDERING_OPS)
+def declined_by_types(
     tx: Translator, op: Any, args: list[VariableTracker]
 ) -> VariableTracker | None:
-    """Builtin values no rule above combines (``frozenset({0}) & {'a': 1}``, ``{} | [x]``,
-    ``(x,) @ 2``): CPython's TypeError, from the operator run on stand-ins (``_stand_in``: an
-    empty container of each container's type, each constant itself). ``%`` is left out: a
-    string's formatting fails or not on the items."""
-    if not all(
-        isinstance(a, (ListVariable, TupleVariable, DictVariable, SetVariable))
-        or (a.is_python_constant() and type(a.as_python_constant()).__module__ == "builtins")
-        for a in args
-    ):
-        return None
-    values = [_stand_in(a, ()) for a in args]
+    """Operands no rule above combines whose types decline each other (``frozenset({0}) & {'a':
+    1}``, ``{} | [x]``, ``map(f, xs) < 3``, ``zip(a, b) * 2``, ``chain_map >= 0.5``): CPython
+    asks the left operand's method, then the right's reflected one (``binary_op1``,
+    ``do_richcompare``), each absent or giving NotImplemented by the other's type alone, and
+    raises its TypeError. Computed on stand-ins of the operands' types (``_stand_in``), never
+    on their values. ``%`` is left out: a string's formatting fails or not on the items."""
+    values = [_stand_in(a, _deciding_methods(op)) for a in args]
     if any(v is _UNKNOWN for v in values):
         return None
     try:
         op(*values)
     except TypeError as e:
         raise PythonError(e) from None
+    except Exception:  # a stand-in's value (a number standing for a symbolic one): not known
+        return None
     return None
+
+
+@operator_rule(operator.eq, operator.ne)
+def declined_equality(
+    tx: Translator, op: Any, args: list[VariableTracker]
+) -> VariableTracker | None:
+    """``a == b`` (``!=``) where each type's method gives NotImplemented for the other's type
+    (``iter(xs) == 7``, ``map(f, xs) != (1, 2)``, ``d.values() == None``): CPython's default,
+    identity (``do_richcompare``), which never raises. Decided on stand-ins of the types."""
+    name = OPERATORS[op].dunder
+    values = [_stand_in(a, ("__eq__", "__ne__", "__buffer__")) for a in args]
+    if len(args) != 2 or any(v is _UNKNOWN for v in values):
+        return None
+    a, b = values
+    if getattr(type(a), name)(a, b) is not NotImplemented:
+        return None
+    if getattr(type(b), name)(b, a) is not NotImplemented:
+        return None
+    return ConstantVariable(is_same(tx, args[0], args[1]) == (op is operator.eq))
 
 
 assert all(declared.rules for declared in OPERATORS.values()), "an operator without rules"
@@ -2241,11 +2273,13 @@ _UNKNOWN = object()
 
 def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
     """What ``vt`` is for an operation whose outcome depends only on its type: an empty builtin
-    container of its type, its value where it is an immutable constant, else an instance of an
-    empty class of the same C name where its type defines none of ``methods``; ``_UNKNOWN``
-    otherwise (a tensor, a symbolic number, a class defining one of them)."""
+    container of its type (of a class of the same name over that builtin container, for a
+    subclass written in Python defining none of ``methods``), its value where it is an
+    immutable constant, a number of its type for a symbolic one, else an instance of an empty
+    class of the same C name where its type defines none of ``methods`` below ``object`` and
+    holds no buffer; ``_UNKNOWN`` otherwise (a tensor, a class defining one of them)."""
     builtin_types = (ListVariable, TupleVariable, DictVariable, SetVariable)
-    if isinstance(vt, builtin_types) and vt.python_type() in (list, tuple, dict, set, frozenset):
+    if isinstance(vt, builtin_types) and vt.python_type() in _EMPTY_CONTAINERS:
         return vt.python_type()()
     if vt.is_python_constant() and not _mutable([vt]) and not is_symbolic(vt):
         value = vt.as_python_constant()
@@ -2255,9 +2289,58 @@ def _stand_in(vt: VariableTracker, methods: tuple[str, ...]) -> Any:
         cls = vt.python_type()
     except Unsupported:
         return _UNKNOWN
-    if isinstance(vt, (TensorVariable, SymNodeVariable)) or any(_defines(cls, m) for m in methods):
+    if isinstance(vt, SymNodeVariable):
+        return cls() if cls in (int, float, bool) else _UNKNOWN
+    if isinstance(vt, TensorVariable) or _holds_buffer(vt, cls):
+        return _UNKNOWN
+    if cls in _EMPTY_VIEWS and _COMPARED.intersection(methods):
+        return _EMPTY_VIEWS[cls]()  # compares with another set or view only, else declines
+    # the C type whose slots the object has: a builtin container, or a C subclass of one
+    # (``OrderedDict``, ``defaultdict``), with classes (written in Python) defining none of them
+    solid = next((k for k in cls.__mro__ if k.__flags__ & _IMMUTABLE_TYPE), object)
+    others = [k for k in cls.__mro__ if k not in solid.__mro__]
+    if issubclass(solid, _EMPTY_CONTAINERS) and not any(
+        m in vars(k) for k in others for m in methods
+    ):
+        kind = type(containers.c_name(cls), (solid,), {}) if others else solid
+        try:
+            return kind()
+        except Exception:
+            return _UNKNOWN  # a C type made with arguments only
+    if any(_defined_below_object(cls, m) for m in methods):
         return _UNKNOWN
     return type(containers.c_name(cls), (), {})()
+
+
+#: The builtin containers a stand-in of which is made empty (their operators' outcomes for another
+#: type depend on the types alone).
+_EMPTY_CONTAINERS = (list, tuple, dict, set, frozenset)
+#: ``Py_TPFLAGS_IMMUTABLETYPE``: a type written in C (static, or a heap type of a C module:
+#: ``defaultdict`` from 3.12), never a class statement's
+_IMMUTABLE_TYPE = 1 << 8
+#: Dict views whose comparisons (``d.keys() < {1}``) a stand-in makes, empty: a set operator of one
+#: (``d.items() - xs``) reads its items first (their hashes), so it has none.
+_EMPTY_VIEWS = {type({}.keys()): {}.keys, type({}.items()): {}.items}
+_COMPARED = frozenset(("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"))
+
+
+def _holds_buffer(vt: VariableTracker, cls: type) -> bool:
+    """Whether ``vt`` may give a buffer (which ``bytes + x`` and a bytearray's orderings take):
+    its type defines ``__buffer__`` (from 3.12 every C buffer does), is a builtin buffer type,
+    or the real object it stands for gives one."""
+    if _defines(cls, "__buffer__") or issubclass(cls, _BUFFERS):
+        return True
+    value = getattr(vt, "value", None) if isinstance(vt, UserObjectVariable) else None
+    if value is None:
+        return False
+    try:
+        memoryview(value).release()
+    except TypeError:
+        return False
+    return True
+
+
+_BUFFERS = (bytes, bytearray, memoryview, array.array)
 
 
 #: What makes torch's argument parsing take an object where a tensor method expects a tensor or a
