@@ -52,6 +52,7 @@ from torch import nn
 
 from ..codegen.frame_locals import PASS_THROUGH_FILES, READERS
 from ..codegen.route_calls import SiteCache, routed
+from ..guards.epoch import unseen_by_dynamo
 from . import markers
 from .entry import make_code_checked
 
@@ -148,7 +149,13 @@ class RouteTable(dict):
 class CalleeCompiler:
     """``compiler(obj)``: ``obj`` compiled if it is a user function (or a method of one), else
     ``obj``. ``compile_fn(fn)`` makes the compiled version of a function; a code object gets at
-    most ``version_limit()`` of them."""
+    most ``version_limit()`` of them.
+
+    Routed code holds this compiler's router, table and call sites' caches as constants, and a
+    code object is outside the cyclic collector's reach: nothing they hold may hold this
+    compiler, or its owner (``compile_fn``'s object), strongly, else neither is ever freed.
+    The router and the table call back into it weakly; once it dies, its tables are emptied,
+    so what they held (compiled versions, routed copies: code holding them again) goes too."""
 
     def __init__(
         self,
@@ -175,7 +182,8 @@ class CalleeCompiler:
         self._module_callers: dict[type, Any] = {}
         self.route = self.table.route = self._make_route()
         self.route.table = self.table  # type: ignore[attr-defined]
-        self.table.modules = self
+        self.table.modules = _weakly(self.__call__)
+        weakref.finalize(self, _release, self._known, self.table).atexit = False
         _COMPILERS.add(self)
 
     def __call__(self, obj: Any) -> Any:
@@ -198,8 +206,9 @@ class CalleeCompiler:
     def _make_route(self) -> Callable[[Any], Any]:
         """``route(obj)``: what code run in plain Python calls instead of ``obj``
         (``codegen/route_calls.py``): its compiled version, or ``obj``. One dict lookup for a
-        callable decided on before."""
-        known, decide, missing = self._known.get, self._decide, _MISSING
+        callable decided on before. It holds this compiler weakly (it is a constant of routed
+        code): once the compiler is gone, what it had not decided on is called as it is."""
+        known, decide, missing = self._known.get, _weakly(self._decide), _MISSING
 
         def route(obj: Any) -> Any:
             try:
@@ -343,6 +352,26 @@ class CalleeCompiler:
             if fn is not None and fn.__code__ is code:
                 self._compiled.pop(fn, None)
         self._module_callers.clear()  # decided again, each at its next call
+
+
+def _weakly(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``method`` (of one argument), holding its object weakly: once that is gone, the
+    argument itself is returned (a callable called as it is)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(obj: Any) -> Any:
+        bound = ref()
+        return obj if bound is None else bound(obj)
+
+    return call
+
+
+@unseen_by_dynamo  # a death callback: the collector runs it inside torch.compile's code too
+def _release(known: dict[Any, Any], table: RouteTable) -> None:
+    """A dead ``CalleeCompiler``'s tables let go of what they hold (routed code, which holds
+    the table, may live on)."""
+    known.clear()
+    table.clear()
 
 
 #: The kinds of a C type's methods (``list.append``, ``object.__init__``): they live as long as
