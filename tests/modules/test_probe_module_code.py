@@ -7,12 +7,17 @@ break counts (``difftest.check``)."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
-from difftest import check
+from difftest import assert_same, assert_state_same, break_count, check, compile_counted
 from torch import nn
+from torch.nn.utils import prune, spectral_norm
 from torch.nn.utils.parametrizations import orthogonal, weight_norm
+
+from bytegraph.explain import Recorder
 
 
 def _linear() -> nn.Linear:
@@ -245,3 +250,46 @@ def test_module_code_as_eager(name):
     fn, make_args, graphs, breaks = CASES[name]
     torch.manual_seed(0)
     check(fn, *make_args(), graphs=graphs, breaks=breaks, calls=3)
+
+
+# -- hooks torch registers on a module: objects whose __call__ is inlined ------------------------
+def with_power_iteration(m, x):
+    return m(x), m.weight_u.clone(), m.weight
+
+
+def pruned(m, x):
+    return m(x), m.weight
+
+
+def _pruned() -> nn.Linear:
+    m = _linear()
+    prune.l1_unstructured(m, "weight", amount=0.5)
+    return m
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (with_power_iteration, lambda: spectral_norm(_linear())),
+        (with_power_iteration, lambda: spectral_norm(_linear()).eval()),
+        (pruned, _pruned),
+    ],
+    ids=["spectral_norm", "spectral_norm_eval", "prune"],
+)
+def test_a_hook_object_of_torch_is_traced_in_the_graph(fn, make):
+    """spectral_norm's power iteration (its forward pre-hook updates the weight_u/weight_v
+    buffers in place) and a pruning mask, in one graph as torch.compile traces them. The
+    module holds a computed weight, which deepcopy refuses: eager runs a twin built alike."""
+    torch.manual_seed(0)
+    module, x = make(), torch.randn(2, 4)
+    torch.manual_seed(0)
+    twin = make()
+    compiled, counter = compile_counted(fn)
+    recorder = Recorder()
+    for _ in range(3):
+        with warnings.catch_warnings(), recorder:
+            warnings.simplefilter("error")
+            actual = compiled(module, x)
+        assert_same(actual, fn(twin, x))
+        assert_state_same(module, twin)
+    assert (counter.frame_count, break_count(recorder.report())) == (1, 0)

@@ -951,6 +951,12 @@ def _is_torch_value(value: Any) -> bool:
         isinstance(function, types.FunctionType) or not isinstance(value, type)
     ):  # their functions, and instances of their classes (a distribution's ``Transform``)
         return False
+    if (
+        module.startswith(HOOK_OBJECT_MODULES)
+        and not isinstance(value, type)
+        and _python_call(value)
+    ):
+        return False
     if isinstance(value, type):
         return module == "torch" or (
             module.startswith("torch.")
@@ -965,6 +971,22 @@ def _is_torch_value(value: Any) -> bool:
             or is_tensor_method(value)
         )
     return False
+
+
+#: Modules whose classes make the hooks torch registers on a user's module (``spectral_norm``'s
+#: ``SpectralNorm``, ``weight_norm``'s ``WeightNorm``, ``prune``'s pruning methods): an instance is
+#: an object like a user's, its ``__call__`` inlined, never one op of the graph.
+HOOK_OBJECT_MODULES = (
+    "torch.nn.utils.spectral_norm",
+    "torch.nn.utils.weight_norm",
+    "torch.nn.utils.prune",
+)
+
+
+def _python_call(value: Any) -> bool:
+    """Is ``value`` an instance whose class's ``__call__`` is written in Python?"""
+    call = next((vars(k)["__call__"] for k in type(value).__mro__ if "__call__" in vars(k)), None)
+    return isinstance(call, types.FunctionType)
 
 
 def _made_over_tensors(value: Any) -> bool:
