@@ -188,6 +188,56 @@ def autocast_inside(model, x):
     return y, y.dtype
 
 
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = _linear()
+        self.mlp = _linear()
+
+    def forward(self, x):
+        return x + self.mlp(F.gelu(self.attn(x)))
+
+
+class Stack(nn.Module):
+    """A transformers-style stack: config dict, hidden states collected in a tuple."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Block() for _ in range(3)])
+        self.norm = nn.LayerNorm(4)
+        self.config = {"output_hidden_states": True}
+
+    def forward(self, x, output_hidden_states=None):
+        ohs = output_hidden_states
+        ohs = self.config["output_hidden_states"] if ohs is None else ohs
+        hidden = () if ohs else None
+        for layer in self.layers:
+            if ohs:
+                hidden = hidden + (x,)
+            x = layer(x)
+        return self.norm(x), hidden
+
+
+class PositionCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def forward(self, x):
+        n = x.shape[0]
+        if n not in self.cache:
+            self.cache[n] = torch.arange(n, dtype=x.dtype)[:, None]
+        return x + self.cache[n]
+
+
+def eval_inside(m, x):
+    was = m.training
+    m.eval()
+    y = m(x)
+    m.train(was)
+    return y, m.training
+
+
 def _adam(model):
     return model, torch.optim.Adam(model.parameters(), lr=1e-2)
 
@@ -242,6 +292,15 @@ CASES = {
         1,
     ),
     "autocast_inside": (autocast_inside, lambda: (_mlp(), torch.randn(3, 4)), 1, 0),
+    "stack": (call, lambda: (Stack(), torch.randn(2, 4)), 1, 0),
+    # the first call fills the cache, the second finds it filled: another graph, then none
+    "position_cache": (call, lambda: (PositionCache(), torch.randn(2, 4)), 2, 0),
+    "eval_inside": (
+        eval_inside,
+        lambda: (nn.Sequential(_linear(), nn.Dropout(0.9)), torch.randn(2, 4)),
+        1,
+        0,
+    ),
 }
 
 
