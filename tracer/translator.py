@@ -293,6 +293,12 @@ class Translator:
             reason.user_stack.insert(0, loc)
         return GraphBreak(reason, [FrameState(self, index, list(stack), dict(local_vars))])
 
+    def handler_runs(self, classes: tuple[type[BaseException], ...]) -> bool:
+        """Would an exception of one of ``classes`` raised at the running instruction run code of
+        the traced frames' handlers (``opcodes.exceptions.handler_runs``)? Asked from below the
+        opcodes' layer (``deferred_checks.note_op``)."""
+        return opcodes.exceptions.handler_runs(self, classes)
+
     def in_try(self, index: int) -> bool:
         """Is instruction ``index`` covered by an exception handler (a try or with block)?"""
         return index < len(self.handlers) and self.handlers[index] is not None

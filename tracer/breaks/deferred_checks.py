@@ -41,7 +41,6 @@ from bytecode import Label
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..exc import Rerun, Unsupported
-from ..opcodes import exceptions
 from ..variables.constants import ConstantVariable, SymNodeVariable
 from ..variables.containers import ListVariable
 from ..variables.tensors import TensorVariable
@@ -234,7 +233,7 @@ def note_op(
     if raising and deferred.raising is None:
         deferred.raising = name
     tx = output.current_tx
-    handled = raising and tx is not None and exceptions.handler_runs(tx, _DATA_ERRORS)
+    handled = raising and tx is not None and tx.handler_runs(_DATA_ERRORS)
     waiting = "a try block's handler must see its error" if handled else _EFFECTS_WAIT
     if handled and (output.state.carried or _in_generator(tx)):
         _break_before(name, "where a raise cannot rerun the call", waiting)
