@@ -379,7 +379,7 @@ ARCHS: list[Arch] = [
             vocab_size=32,
             ctc_zero_infinity=True,
         ),
-        counts="1/0 10/6 1/2 11/8",
+        counts="1/0 10/6 1/2 10/8",
         tc="1/0 7/6 4/3 10/9",
     ),
     Arch(
@@ -396,7 +396,7 @@ ARCHS: list[Arch] = [
             vocab_size=32,
             ctc_zero_infinity=True,
         ),
-        counts="1/0 10/6 1/2 11/8",
+        counts="1/0 10/6 1/2 10/8",
         tc="1/0 7/6 4/3 10/9",
     ),
     # -- state-space ---------------------------------------------------------------------------
