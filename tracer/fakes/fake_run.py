@@ -149,11 +149,14 @@ def _symbolic(args: tuple) -> bool:
 
 
 def _symbolic_float(args: tuple) -> bool:
-    """Is a symbolic float among ``args`` (or in a list or tuple there)? torch's C++ argument
-    parser refuses one for a Scalar (``torch.arange(n * 1.5)``: an internal assert); the Python
-    dispatcher takes it (``arange``'s Python reference computes its length symbolically)."""
+    """Is a symbolic float computed from sizes among ``args`` (or in a list or tuple there)?
+    torch's C++ argument parser refuses one for a Scalar (``torch.arange(n * 1.5)``: an internal
+    assert); the Python dispatcher takes it (``arange``'s Python reference computes its length
+    symbolically). Not one computed from tensor data (``t.item()``, no hint): the length would
+    be unknown to the trace, and every later use of it a break (torchdiffeq's time grid), where
+    the operator failing breaks once, before it."""
     return any(
-        isinstance(t, torch.SymFloat)
+        isinstance(t, torch.SymFloat) and t.node.has_hint()
         for a in args
         for t in (a if isinstance(a, (list, tuple)) else (a,))
     )
